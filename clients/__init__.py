@@ -1,0 +1,1 @@
+"""The driver: talks to servers only over MCP; graphs, tasks, rollouts, scoring, export."""

@@ -1,0 +1,154 @@
+"""`envfarm`: one console script, one subcommand per job."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from servers.runtime.registry import Registry, default_farm_root, load_registry
+
+CLIENTS = ("claude", "cursor", "vscode")
+
+
+def _farm(args: argparse.Namespace) -> Path:
+    return (args.farm or default_farm_root()).resolve()
+
+
+def _registry(args: argparse.Namespace) -> Registry:
+    return load_registry(_farm(args))
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    registry = _registry(args)
+    if not registry.servers:
+        print(f"no servers in {_farm(args) / 'registry.json'}; build some with `envfarm build`")
+        return 0
+    header = f"{'server':<22} {'domain':<16} {'tools':>5} {'writes':>6} {'rows':>6}  {'verified':<10} tags"
+    print(header)
+    print("-" * len(header))
+    for s in registry.servers:
+        print(f"{s.name:<22} {s.domain:<16} {s.tool_count:>5} {s.write_tool_count:>6} {s.seed_rows:>6}  {s.verification:<10} {','.join(s.tags)}")
+    domains = {s.domain for s in registry.servers}
+    print(f"\n{len(registry.servers)} servers, {len(domains)} domains, {sum(s.tool_count for s in registry.servers)} tools")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from servers.runtime.farm import load_server, load_servers
+    from servers.runtime.http import serve_http
+
+    registry = _registry(args)
+    if args.all:
+        names = [s.name for s in registry.servers]
+        if not names:
+            print("error: the registry lists no servers", file=sys.stderr)
+            return 2
+        print(f"serving {len(names)} servers at http://{args.host}:{args.port}/<name>/mcp", file=sys.stderr)
+        serve_http(load_servers(names), host=args.host, port=args.port)
+        return 0
+    if not args.name:
+        print("error: name a server or pass --all", file=sys.stderr)
+        return 2
+    try:
+        server = load_server(args.name, **({"db_file": args.db} if args.db else {}))
+    except LookupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.http:
+        print(f"serving {args.name} at http://{args.host}:{args.port}/{args.name}/mcp", file=sys.stderr)
+        serve_http({args.name: server}, host=args.host, port=args.port)
+    else:
+        server.run("stdio")
+    return 0
+
+
+def client_config(registry: Registry, farm_root: Path, client: str, names: Sequence[str]) -> dict:
+    """The mcpServers block `client` expects, launching each server over stdio from this farm."""
+    chosen = [s for s in registry.servers if not names or s.name in names]
+    missing = sorted(set(names) - {s.name for s in chosen})
+    if missing:
+        raise LookupError(f"not in the registry: {', '.join(missing)}")
+    entries = {}
+    for s in chosen:
+        entry = {"command": sys.executable, "args": s.launch.args, "env": {"PYTHONPATH": str(farm_root)}}
+        entries[s.name] = {"type": "stdio", **entry} if client == "vscode" else entry
+    return {"servers": entries} if client == "vscode" else {"mcpServers": entries}
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    try:
+        config = client_config(_registry(args), _farm(args), args.client, args.names)
+    except LookupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(config, indent=2))
+    return 0
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from factory.build import build_all
+
+    return build_all(args.specs, (args.out or _farm(args)).resolve(), verify=not args.no_verify)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from factory.build import verify_published
+
+    return verify_published(_farm(args), args.names, all_servers=args.all)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from envfarm.bench import run_bench
+
+    return run_bench(_farm(args), args.out, quick=args.quick)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="envfarm", description="An MCP server farm for training tool-use agents.")
+    p.add_argument("--farm", type=Path, help="farm root holding servers/ and registry.json (default: $ENVFARM_HOME or this checkout)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("list", help="the published servers, from registry.json").set_defaults(func=cmd_list)
+
+    s = sub.add_parser("serve", help="run one server (stdio or HTTP) or the whole farm on one HTTP port")
+    s.add_argument("name", nargs="?", help="server name")
+    s.add_argument("--all", action="store_true", help="serve every registered server at /<name>/mcp")
+    s.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
+    s.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: 127.0.0.1)")
+    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--db", type=Path, help="persistent mode: keep state in this SQLite file")
+    s.set_defaults(func=cmd_serve)
+
+    c = sub.add_parser("config", help="print the mcpServers JSON a desktop client expects")
+    c.add_argument("names", nargs="*", help="servers to include (default: all)")
+    c.add_argument("--client", choices=CLIENTS, default="claude")
+    c.set_defaults(func=cmd_config)
+
+    b = sub.add_parser("build", help="spec -> generated server -> verification -> published")
+    b.add_argument("specs", nargs="+", type=Path, help="spec files or folders (a folder of spec folders builds them all)")
+    b.add_argument("--out", type=Path, help="farm root to publish into (default: --farm)")
+    b.add_argument("--no-verify", action="store_true", help="publish without verification (marked 'unverified')")
+    b.set_defaults(func=cmd_build)
+
+    v = sub.add_parser("verify", help="re-verify published servers and report drift")
+    v.add_argument("names", nargs="*")
+    v.add_argument("--all", action="store_true")
+    v.set_defaults(func=cmd_verify)
+
+    be = sub.add_parser("bench", help="measure the performance targets and write a JSON + markdown report")
+    be.add_argument("--out", type=Path, default=Path("reports/bench.json"))
+    be.add_argument("--quick", action="store_true", help="fewer iterations (for smoke tests)")
+    be.set_defaults(func=cmd_bench)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

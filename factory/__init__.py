@@ -1,0 +1,1 @@
+"""The factory: environment spec -> generated code -> verification -> published server."""

@@ -1,0 +1,89 @@
+"""Small deterministic vocabularies for seed builders (`seed.py`): names, places, words.
+
+Every helper takes the builder's `random.Random`, so the same seed number gives the same rows.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import unicodedata
+from datetime import date, datetime, timedelta
+
+FIRST_NAMES = [
+    "Maria", "James", "Aisha", "Wei", "Olga", "Carlos", "Priya", "Noah", "Fatima", "Liam", "Yuki", "Elena",
+    "Kwame", "Sofia", "Mateo", "Hannah", "Omar", "Chloe", "Ivan", "Amara", "Lucas", "Mei", "Diego", "Zara",
+    "Tomas", "Nadia", "Ethan", "Leila", "Samuel", "Ines", "Arjun", "Grace", "Felix", "Rosa", "Jonas", "Anya",
+    "Daniel", "Lina", "Hugo", "Keiko", "Rafael", "Emma", "Tariq", "Julia", "Ben", "Sana", "Marco", "Alice",
+]
+LAST_NAMES = [
+    "Lopez", "Okafor", "Chen", "Novak", "Schmidt", "Patel", "Kim", "Haddad", "Rossi", "Nakamura", "Silva",
+    "Johansson", "Mensah", "Dubois", "Garcia", "Ivanova", "Murphy", "Tanaka", "Kowalski", "Moreau", "Ahmed",
+    "Fischer", "Costa", "Yilmaz", "Andersen", "Brown", "Nguyen", "Martins", "Weber", "Singh", "Park", "Hughes",
+]
+CITIES = [
+    "Lisbon", "Berlin", "Toronto", "Osaka", "Nairobi", "Austin", "Lyon", "Krakow", "Seoul", "Porto", "Denver",
+    "Milan", "Oslo", "Dublin", "Madrid", "Vienna", "Boston", "Melbourne", "Prague", "Seattle",
+]
+STREETS = ["Oak", "Maple", "Harbor", "Station", "Market", "River", "Hill", "Park", "Church", "Mill", "Lake", "Elm"]
+COMPANIES = [
+    "Northwind", "Bluepeak", "Copperline", "Greenfield", "Silverleaf", "Brightside", "Ironbridge", "Sunhaven",
+    "Redwood", "Clearwater", "Stonegate", "Lakeshore", "Westbrook", "Highland", "Oakridge", "Pinecrest",
+]
+ADJECTIVES = ["quick", "quiet", "bright", "steady", "bold", "gentle", "sharp", "warm", "calm", "clever"]
+NOUNS = ["report", "plan", "review", "update", "draft", "summary", "proposal", "checklist", "budget", "outline"]
+
+
+def slug(text: str) -> str:
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return re.sub(r"[^a-z0-9]+", ".", ascii_text.lower()).strip(".")
+
+
+def person(rng: random.Random) -> tuple[str, str]:
+    return rng.choice(FIRST_NAMES), rng.choice(LAST_NAMES)
+
+
+def unique_people(rng: random.Random, count: int) -> list[str]:
+    """`count` distinct full names."""
+    pairs = [(f, l) for f in FIRST_NAMES for l in LAST_NAMES]
+    return [f"{f} {l}" for f, l in rng.sample(pairs, count)]
+
+
+def email(full_name: str, domain: str = "example.com") -> str:
+    return f"{slug(full_name)}@{domain}"
+
+
+def phone(rng: random.Random) -> str:
+    return f"+1-555-{rng.randrange(100, 1000):03d}-{rng.randrange(0, 10000):04d}"
+
+
+def address(rng: random.Random) -> str:
+    return f"{rng.randrange(1, 400)} {rng.choice(STREETS)} Street, {rng.choice(CITIES)}"
+
+
+def day(start: date | datetime, offset_days: int) -> str:
+    base = start.date() if isinstance(start, datetime) else start
+    return (base + timedelta(days=offset_days)).isoformat()
+
+
+def moment(start: datetime, offset_hours: float) -> str:
+    return (start + timedelta(hours=offset_hours)).isoformat().replace("+00:00", "Z")
+
+
+def money(rng: random.Random, low: float, high: float) -> float:
+    return round(rng.uniform(low, high), 2)
+
+
+def title(rng: random.Random) -> str:
+    return f"{rng.choice(ADJECTIVES).capitalize()} {rng.choice(NOUNS)}"
+
+
+def community(count: int) -> list[dict[str, str]]:
+    """The farm's shared cast: the same people (name, email, phone) in every environment that uses it,
+    so cross-server tasks can join on a person ("pay for my groceries", "email my doctor")."""
+    rng = random.Random(2026)
+    names = unique_people(rng, 80)
+    people = [{"full_name": n, "email": email(n), "phone": phone(rng)} for n in names]
+    if count > len(people):
+        raise ValueError(f"the shared cast has {len(people)} people, {count} asked")
+    return people[:count]

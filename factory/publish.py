@@ -1,0 +1,110 @@
+"""Write a generated server into the farm: stage, then swap in atomically with its registry entry.
+
+A failed build leaves `servers/` and `registry.json` exactly as they were: files are written to a
+staging folder next to the target and only renamed into place once everything succeeded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+from factory.codegen import render_server
+from factory.source import EnvironmentSource
+from servers.runtime.registry import Launch, RegistryEntry, load_registry, write_registry
+
+SPEC_FILES = ("spec.json", "seed.json")
+CODE_SUFFIXES = (".py", ".sql")
+REPORT_FILE = "verification.json"
+
+
+def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("envfarm")
+    except PackageNotFoundError:
+        return "0.0.0"
+
+
+def _digest(paths: list[Path], root: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(paths):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def spec_hash(server_dir: Path) -> str:
+    """Hash of what the server was built from: spec.json and seed.json."""
+    return _digest([server_dir / name for name in SPEC_FILES], server_dir)
+
+
+def code_hash(server_dir: Path) -> str:
+    """Hash of everything that runs: the generated Python, handlers and schema.sql."""
+    return _digest([p for p in server_dir.iterdir() if p.suffix in CODE_SUFFIXES and p.is_file()], server_dir)
+
+
+def write_files(target: Path, files: dict[str, str]) -> None:
+    target.mkdir(parents=True, exist_ok=True)
+    for relative, text in files.items():
+        (target / relative).write_text(text, encoding="utf-8")
+
+
+def stage(source: EnvironmentSource, farm_root: Path) -> Path:
+    """Generate the server into a fresh staging folder inside `farm_root/servers/`."""
+    servers_dir = farm_root / "servers"
+    servers_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".staging-{source.spec.name}-", dir=servers_dir))
+    write_files(staging, render_server(source.spec, source.handlers, package_version()))
+    return staging
+
+
+def registry_entry(source: EnvironmentSource, server_dir: Path, verification: str, verified_at: str | None) -> RegistryEntry:
+    spec = source.spec
+    return RegistryEntry(
+        name=spec.name,
+        domain=spec.domain,
+        title=spec.title,
+        description=spec.description,
+        version=spec.version,
+        tags=spec.tags,
+        tool_count=len(spec.tools),
+        write_tool_count=sum(1 for t in spec.tools if t.changed_tables),
+        tables=len(spec.entities),
+        seed_rows=sum(len(rows) for rows in spec.seed.values()),
+        launch=Launch(args=["-m", f"servers.{spec.name}"], http_path=f"/{spec.name}/mcp"),
+        spec_hash=spec_hash(server_dir),
+        code_hash=code_hash(server_dir),
+        verification=verification,
+        verified_at=verified_at,
+    )
+
+
+def publish(source: EnvironmentSource, staging: Path, farm_root: Path, verification: str = "unverified") -> RegistryEntry:
+    """Move `staging` into `servers/<name>/` and record it in registry.json; all or nothing."""
+    name = source.spec.name
+    target = farm_root / "servers" / name
+    verified_at = datetime.now(timezone.utc).isoformat(timespec="seconds") if verification == "passed" else None
+    entry = registry_entry(source, staging, verification, verified_at)
+    registry = load_registry(farm_root).with_entry(entry)
+    backup = target.with_name(f".old-{name}")
+    if backup.exists():
+        shutil.rmtree(backup)
+    if target.exists():
+        os.replace(target, backup)
+    try:
+        os.replace(staging, target)
+        write_registry(farm_root, registry)
+    except BaseException:
+        if target.exists():
+            shutil.rmtree(target)
+        if backup.exists():
+            os.replace(backup, target)
+        raise
+    if backup.exists():
+        shutil.rmtree(backup)
+    return entry

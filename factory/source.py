@@ -1,0 +1,81 @@
+"""Load an environment source: a folder with `spec.yaml` (or `.json`), optional `handlers.py`
+(custom tool behaviour) and optional `seed.py` (deterministic seed rows from `spec.seed_number`).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from factory.spec import EnvironmentSpec, SpecError, parse_spec, read_document
+
+SPEC_NAMES = ("spec.yaml", "spec.yml", "spec.json")
+
+
+@dataclass(frozen=True)
+class EnvironmentSource:
+    spec: EnvironmentSpec
+    spec_path: Path
+    handlers: str | None
+
+
+def find_spec_file(path: Path) -> Path:
+    if path.is_file():
+        return path
+    for name in SPEC_NAMES:
+        if (path / name).is_file():
+            return path / name
+    raise SpecError(str(path), [("", f"no spec file: expected one of {', '.join(SPEC_NAMES)}")])
+
+
+def handler_functions(source: str, origin: str) -> set[str]:
+    """Top-level function names in handlers.py, read without importing it (it is untrusted)."""
+    try:
+        tree = ast.parse(source, filename=origin)
+    except SyntaxError as exc:
+        raise SpecError(origin, [(f"line {exc.lineno}", f"handlers.py does not parse: {exc.msg}")]) from exc
+    return {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+
+
+def generate_seed(seed_file: Path, spec: EnvironmentSpec) -> dict[str, list[dict]]:
+    """Run `seed.py`'s `build(rng, now)` with the spec's seed number."""
+    module_spec = importlib.util.spec_from_file_location(f"_envfarm_seed_{spec.name}", seed_file)
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    try:
+        module_spec.loader.exec_module(module)
+        rows = module.build(random.Random(spec.seed_number), spec.now)
+    except Exception as exc:
+        raise SpecError(str(seed_file), [("build", f"{type(exc).__name__}: {exc}")]) from exc
+    if not isinstance(rows, dict):
+        raise SpecError(str(seed_file), [("build", f"must return {{table: [rows]}}, got {type(rows).__name__}")])
+    return rows
+
+
+def load_environment(path: Path) -> EnvironmentSource:
+    """Read and validate one environment; SpecError lists every problem with file and field path."""
+    spec_file = find_spec_file(path)
+    folder = spec_file.parent
+    data = read_document(spec_file)
+    handlers_file = folder / "handlers.py"
+    handlers = handlers_file.read_text(encoding="utf-8") if handlers_file.is_file() else None
+    names = handler_functions(handlers, str(handlers_file)) if handlers is not None else set()
+    seed_file = folder / "seed.py"
+    if seed_file.is_file() and isinstance(data, dict):
+        # Validate the rest first so the seed builder sees a well-formed clock and seed number;
+        # if it is malformed, parse_spec below reports every problem.
+        try:
+            header: EnvironmentSpec | None = EnvironmentSpec.model_validate({**data, "seed": {}})
+        except ValidationError:
+            header = None
+        if header is not None:
+            generated = generate_seed(seed_file, header)
+            data = {**data, "seed": {**(data.get("seed") or {}), **generated}}
+    spec = parse_spec(data, str(spec_file), names)
+    return EnvironmentSource(spec=spec, spec_path=spec_file, handlers=handlers)
+

@@ -1,0 +1,84 @@
+"""Seed rows of the clinic: 40 patients, 12 doctors, 300 slots, 60 appointments, 45 invoices."""
+
+import random
+from datetime import datetime, timedelta
+
+from factory import fakedata
+
+SPECIALTIES = ["general", "cardiology", "dermatology", "pediatrics", "orthopedics", "neurology"]
+REASONS = ["annual checkup", "follow-up", "back pain", "skin rash", "blood pressure review", "headaches", "vaccination"]
+
+
+def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
+    names = fakedata.unique_people(rng, 52)
+    patients = [
+        {
+            "patient_id": f"pat_{i:04d}",
+            "full_name": name,
+            "email": fakedata.email(name),
+            "date_of_birth": fakedata.day(datetime(1950, 1, 1), rng.randrange(0, 365 * 55)),
+            "phone": fakedata.phone(rng),
+        }
+        for i, name in enumerate(names[:40], start=1)
+    ]
+    doctors = [
+        {"doctor_id": f"doc_{i:03d}", "name": f"Dr. {name.split()[1]}", "specialty": SPECIALTIES[(i - 1) % 6]}
+        for i, name in enumerate(names[40:], start=1)
+    ]
+    # Per doctor: one 10:00 slot on each weekday of last week, then 10:00 and 14:00 on the next ten weekdays.
+    monday = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    times = [monday - timedelta(days=7 - d) + timedelta(hours=10) for d in range(5)]
+    for week in (0, 7):
+        for d in range(5):
+            for hour in (10, 14):
+                times.append(monday + timedelta(days=week + d, hours=hour))
+    slots = []
+    for doctor in doctors:
+        for start in times:
+            slots.append(
+                {
+                    "slot_id": f"slot_{len(slots) + 1:04d}",
+                    "doctor_id": doctor["doctor_id"],
+                    "starts_at": start.isoformat().replace("+00:00", "Z"),
+                    "duration_minutes": rng.choice([20, 30, 30, 45]),
+                    "is_free": True,
+                }
+            )
+    by_doctor = [slots[i * 25 : (i + 1) * 25] for i in range(12)]
+    appointments = []
+
+    def add(slot: dict, status: str) -> None:
+        appointments.append(
+            {
+                "appointment_id": f"apt_{len(appointments) + 1:04d}",
+                "patient_id": rng.choice(patients)["patient_id"],
+                "slot_id": slot["slot_id"],
+                "reason": rng.choice(REASONS),
+                "status": status,
+                "cancel_reason": "schedule conflict" if status == "cancelled" else None,
+            }
+        )
+        if status != "cancelled":
+            slot["is_free"] = False
+
+    for k in range(20):  # last week's visits, done
+        add(by_doctor[k % 12][0 if k < 12 else 2], "completed")
+    future = [s for d in by_doctor for s in d[5:]]
+    picks = rng.sample(future, 40)
+    for slot in picks[:35]:
+        add(slot, "booked")
+    for slot in picks[35:]:
+        add(slot, "cancelled")
+
+    invoices = []
+    for appointment in appointments[:45]:
+        invoices.append(
+            {
+                "invoice_id": f"inv_{len(invoices) + 1:04d}",
+                "appointment_id": appointment["appointment_id"],
+                "amount": rng.choice([60.0, 80.0, 95.0, 120.0, 150.0]),
+                "issued_on": fakedata.day(now, -rng.randrange(1, 10)),
+                "status": "paid" if len(invoices) % 3 == 0 else "open",
+            }
+        )
+    return {"patients": patients, "doctors": doctors, "slots": slots, "appointments": appointments, "invoices": invoices}

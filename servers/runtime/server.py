@@ -1,0 +1,230 @@
+"""Turn a generated server definition into a live `MCPServer`.
+
+Each tool function is a plain `fn(db, **arguments)`. The runtime registers it under its own
+signature (minus `db`), finds the caller's episode, runs the call in one transaction, and turns
+failures into `isError` results that tell the agent what to fix. A failed call changes nothing.
+
+Episode control (reset, load a state, export state, hash and diff) is an MCP extension with its
+own request methods, so it never appears in the agent-facing tool list.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import sqlite3
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, redirect_stdout
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+from mcp.server.mcpserver import Context, Extension, MCPServer, MethodBinding
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+
+from servers.runtime.database import Database, Rejected, diff_states, snapshot, state_hash
+from servers.runtime.episodes import (
+    ConnectionScope,
+    EpisodeStore,
+    build_seed,
+    load_state,
+    open_persistent,
+    resolve_key,
+)
+
+ERROR_KIND_META_KEY = "envfarm/error"
+CONTROL_EXTENSION = "io.envfarm/episodes"
+
+
+@dataclass(frozen=True)
+class ToolDefinition:
+    """One tool as generated code declares it: the function, its effect and its annotations."""
+
+    function: Callable[..., Any]
+    effect: str
+    annotations: ToolAnnotations
+    title: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.function.__name__
+
+
+@dataclass(frozen=True)
+class ServerDefinition:
+    """Everything a generated server is: identity, clock, schema, seed and tools."""
+
+    name: str
+    title: str
+    description: str
+    version: str
+    now: str
+    directory: Path
+    id_formats: dict[str, str]
+    tools: list[ToolDefinition] = field(default_factory=list)
+
+    def schema_sql(self) -> str:
+        return (self.directory / "schema.sql").read_text(encoding="utf-8")
+
+    def seed_rows(self) -> dict[str, list[dict[str, Any]]]:
+        return json.loads((self.directory / "seed.json").read_text(encoding="utf-8"))
+
+
+class EpisodeParams(types.RequestParams):
+    episode: str | None = None
+
+
+class ResetParams(EpisodeParams):
+    state: dict[str, list[dict[str, Any]]] | None = None
+
+
+class StateParams(EpisodeParams):
+    rows: bool = True
+
+
+def _error(message: str, kind: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True, _meta={ERROR_KIND_META_KEY: kind})
+
+
+def _rollback(connection: sqlite3.Connection) -> None:
+    if connection.in_transaction:
+        connection.execute("ROLLBACK")
+
+
+class _Episodes:
+    """Finds the connection a request works on."""
+
+    def __init__(self, store: EpisodeStore) -> None:
+        self.store = store
+
+    def connection(self, meta: Any, request: Any, scope: ConnectionScope) -> tuple[str | None, sqlite3.Connection]:
+        key = resolve_key(meta, request)
+        if key is None:
+            return None, scope.connection
+        return key, self.store.named(key)
+
+
+class EpisodeControl(Extension):
+    """The control plane: `envfarm/episode/reset`, `envfarm/episode/state`, `envfarm/episode/close`."""
+
+    identifier = CONTROL_EXTENSION
+
+    def __init__(self, episodes: _Episodes) -> None:
+        self._episodes = episodes
+
+    def _target(self, ctx: Any, params: EpisodeParams) -> tuple[str | None, sqlite3.Connection]:
+        meta = dict(ctx.meta or {})
+        if params.episode:
+            meta["envfarm/episode"] = params.episode
+        return self._episodes.connection(meta, ctx.request, ctx.lifespan_context)
+
+    async def _reset(self, ctx: Any, params: ResetParams) -> dict[str, Any]:
+        key, _ = self._target(ctx, params)
+        store = self._episodes.store
+        if store.persistent is not None and params.state is None:
+            raise MCPError(types.INVALID_PARAMS, "persistent mode: reset needs an explicit state")
+        connection = store.reset_named(key) if key else ctx.lifespan_context.reset()
+        if store.persistent is not None:
+            connection = store.persistent
+        if params.state is not None:
+            try:
+                load_state(connection, params.state)
+            except ValueError as exc:
+                raise MCPError(types.INVALID_PARAMS, f"cannot load state: {exc}") from exc
+        return {"episode": key, "hash": state_hash(snapshot(connection))}
+
+    async def _state(self, ctx: Any, params: StateParams) -> dict[str, Any]:
+        key, connection = self._target(ctx, params)
+        state = snapshot(connection)
+        result: dict[str, Any] = {
+            "episode": key,
+            "hash": state_hash(state),
+            "diff": diff_states(self._episodes.store.seed_state, state),
+        }
+        if params.rows:
+            result["state"] = state
+        return result
+
+    async def _close(self, ctx: Any, params: EpisodeParams) -> dict[str, Any]:
+        closed = bool(params.episode) and self._episodes.store.close(params.episode or "")
+        return {"episode": params.episode, "closed": closed, "open_episodes": len(self._episodes.store)}
+
+    def methods(self) -> list[MethodBinding]:
+        return [
+            MethodBinding(method="envfarm/episode/reset", params_type=ResetParams, handler=self._reset),
+            MethodBinding(method="envfarm/episode/state", params_type=StateParams, handler=self._state),
+            MethodBinding(method="envfarm/episode/close", params_type=EpisodeParams, handler=self._close),
+        ]
+
+
+def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerDefinition) -> Callable[..., Any]:
+    """An async MCP tool with the function's signature (minus `db`) that runs it in one transaction."""
+    function = tool.function
+    now = definition.now
+    id_formats = definition.id_formats
+
+    async def call_tool(ctx: Context, **arguments: Any) -> Any:
+        request = ctx.request_context
+        _, connection = episodes.connection(request.meta, request.request, request.lifespan_context)
+        connection.execute("BEGIN IMMEDIATE" if episodes.store.persistent is not None else "BEGIN")
+        try:
+            # Generated code must not write to stdout: on stdio that is the protocol stream.
+            with redirect_stdout(sys.stderr):
+                result = function(Database(connection, now, id_formats), **arguments)
+        except Rejected as exc:
+            _rollback(connection)
+            return _error(str(exc), "rejected")
+        except sqlite3.IntegrityError as exc:
+            _rollback(connection)
+            return _error(f"{tool.name} was refused by a data constraint: {exc}. Nothing was changed.", "rejected")
+        except Exception as exc:
+            _rollback(connection)
+            message = f"{tool.name} failed inside the server ({type(exc).__name__}: {exc}). Nothing was changed."
+            return _error(message, "server_error")
+        connection.execute("COMMIT")
+        return result
+
+    signature = inspect.signature(function, eval_str=True)
+    parameters = [
+        inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context),
+        *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in list(signature.parameters.values())[1:]),
+    ]
+    call_tool.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    call_tool.__name__ = tool.name
+    call_tool.__doc__ = function.__doc__
+    return call_tool
+
+
+def build_server(definition: ServerDefinition, *, db_file: Path | None = None, max_episodes: int = 10_000) -> MCPServer:
+    """A ready `MCPServer` for `definition`: isolated in-memory episodes, or one file with `db_file`."""
+    seed = build_seed(definition.schema_sql(), definition.seed_rows())
+    persistent = open_persistent(db_file, seed) if db_file is not None else None
+    episodes = _Episodes(EpisodeStore(seed, max_episodes=max_episodes, persistent=persistent))
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[ConnectionScope]:
+        yield ConnectionScope(episodes.store)
+
+    server = MCPServer(
+        definition.name,
+        title=definition.title,
+        description=definition.description,
+        version=definition.version,
+        instructions=definition.description,
+        log_level="WARNING",
+        lifespan=lifespan,
+        extensions=[EpisodeControl(episodes)],
+    )
+    for tool in definition.tools:
+        server.add_tool(
+            _tool_wrapper(tool, episodes, definition),
+            name=tool.name,
+            title=tool.title,
+            description=inspect.cleandoc(tool.function.__doc__ or ""),
+            annotations=tool.annotations,
+            structured_output=True,
+        )
+    return server
