@@ -23,6 +23,17 @@ def _registry(args: argparse.Namespace) -> Registry:
 
 def cmd_list(args: argparse.Namespace) -> int:
     registry = _registry(args)
+    if args.update:
+        from envfarm.farm_table import update_readme
+
+        changed = update_readme(args.update, registry)
+        print(f"{args.update}: {'updated' if changed else 'already up to date'}")
+        return 0
+    if args.markdown:
+        from envfarm.farm_table import render_farm_table
+
+        print(render_farm_table(registry))
+        return 0
     if not registry.servers:
         print(f"no servers in {_farm(args) / 'registry.json'}; build some with `envfarm build`")
         return 0
@@ -111,7 +122,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--farm", type=Path, help="farm root holding servers/ and registry.json (default: $ENVFARM_HOME or this checkout)")
     sub = p.add_subparsers(dest="command", required=True)
 
-    sub.add_parser("list", help="the published servers, from registry.json").set_defaults(func=cmd_list)
+    ls = sub.add_parser("list", help="the published servers, from registry.json")
+    ls.add_argument("--markdown", action="store_true", help="print the README's farm table")
+    ls.add_argument("--update", type=Path, metavar="README", help="rewrite the farm table inside this file")
+    ls.set_defaults(func=cmd_list)
 
     s = sub.add_parser("serve", help="run one server (stdio or HTTP) or the whole farm on one HTTP port")
     s.add_argument("name", nargs="?", help="server name")

@@ -12,6 +12,11 @@ from servers.runtime.database import Database
 from servers.clinic import handlers
 
 
+DoctorSpecialty = Literal["general", "cardiology", "dermatology", "pediatrics", "orthopedics", "neurology"]
+AppointmentStatus = Literal["booked", "completed", "cancelled"]
+InvoiceStatus = Literal["open", "paid"]
+
+
 class Patient(BaseModel):
     """A registered patient. A row of `patients`."""
 
@@ -27,7 +32,7 @@ class Doctor(BaseModel):
 
     doctor_id: str = Field(description="Internal doctor id")
     name: str = Field(description="Doctor's name, e.g. Dr. Okafor")
-    specialty: Literal["general", "cardiology", "dermatology", "pediatrics", "orthopedics", "neurology"] = Field(description="Medical specialty")
+    specialty: DoctorSpecialty = Field(description="Medical specialty")
 
 
 class Slot(BaseModel):
@@ -47,7 +52,7 @@ class Appointment(BaseModel):
     patient_id: str = Field(description="The patient")
     slot_id: str = Field(description="The booked slot")
     reason: str = Field(description="Reason for the visit")
-    status: Literal["booked", "completed", "cancelled"] = Field(description="Appointment status")
+    status: AppointmentStatus = Field(description="Appointment status")
     cancel_reason: str | None = Field(description="Why it was cancelled")
 
 
@@ -58,7 +63,7 @@ class Invoice(BaseModel):
     appointment_id: str = Field(description="The billed appointment")
     amount: float = Field(description="Amount due in USD")
     issued_on: str = Field(description="Issue date (YYYY-MM-DD)")
-    status: Literal["open", "paid"] = Field(description="Payment status")
+    status: InvoiceStatus = Field(description="Payment status")
 
 
 class FindPatientResult(BaseModel):
@@ -110,7 +115,7 @@ def find_patient(
 
 def search_doctors(
     db: Database,
-    specialty: Annotated[Literal["general", "cardiology", "dermatology", "pediatrics", "orthopedics", "neurology"] | None, Field(description="Medical specialty")] = None,
+    specialty: Annotated[DoctorSpecialty | None, Field(description="Medical specialty")] = None,
     name: Annotated[str | None, Field(description="Part of the doctor's name")] = None,
 ) -> SearchDoctorsResult:
     """Search the clinic's doctors by specialty or name."""
@@ -128,7 +133,10 @@ def search_doctors(
 def list_free_slots(
     db: Database,
     doctor_id: Annotated[str, Field(description="Doctor id from search_doctors")],
-    starts_after: Annotated[str | None, Field(description="Only slots starting at or after this time (ISO 8601, UTC)")] = None,
+    starts_after: Annotated[
+        str | None,
+        Field(description="Only slots starting at or after this time (ISO 8601, UTC)"),
+    ] = None,
     is_free: Annotated[bool, Field(description="Only free slots (default true)")] = True,
 ) -> ListFreeSlotsResult:
     """List a doctor's free slots on or after a given time, earliest first."""
@@ -159,7 +167,16 @@ def book_appointment(
         db.reject("Slot {slot_id} is already taken; pick another free slot.".format_map(args))
     if db.one("SELECT 1 FROM slots WHERE slot_id = :slot_id AND starts_at < :now", args):
         db.reject("Slot {slot_id} is in the past.".format_map(args))
-    db.insert("appointments", {"appointment_id": new_id, "patient_id": patient_id, "slot_id": slot_id, "reason": reason, "status": "booked"})
+    db.insert(
+        "appointments",
+        {
+            "appointment_id": new_id,
+            "patient_id": patient_id,
+            "slot_id": slot_id,
+            "reason": reason,
+            "status": "booked",
+        },
+    )
     db.execute("UPDATE slots SET is_free = 0 WHERE slot_id = :slot_id", args)
     return Appointment(**db.require("appointments", "appointment_id", new_id, "appointment_id"))
 
@@ -167,7 +184,7 @@ def book_appointment(
 def list_appointments(
     db: Database,
     patient_id: Annotated[str, Field(description="Patient id from find_patient")],
-    status: Annotated[Literal["booked", "completed", "cancelled"] | None, Field(description="Only this status")] = None,
+    status: Annotated[AppointmentStatus | None, Field(description="Only this status")] = None,
 ) -> ListAppointmentsResult:
     """List a patient's appointments, optionally only those with a given status."""
     args = {"patient_id": patient_id, "status": status, "now": db.now}
@@ -199,12 +216,26 @@ def reschedule_appointment(
     db.require("appointments", "appointment_id", appointment_id, "appointment_id")
     db.require("slots", "slot_id", slot_id, "slot_id")
     args = {"appointment_id": appointment_id, "slot_id": slot_id, "now": db.now}
-    if db.one("SELECT 1 FROM appointments WHERE appointment_id = :appointment_id AND status != 'booked'", args):
-        db.reject("Appointment {appointment_id} is not booked any more, so it cannot be moved.".format_map(args))
+    if db.one(
+        "SELECT 1 FROM appointments WHERE appointment_id = :appointment_id"
+        " AND status != 'booked'",
+        args,
+    ):
+        db.reject(
+            "Appointment {appointment_id} is not booked any more, so it cannot be moved.".format_map(args),
+        )
     if db.one("SELECT 1 FROM slots WHERE slot_id = :slot_id AND is_free = 0", args):
         db.reject("Slot {slot_id} is already taken; pick another free slot.".format_map(args))
-    if db.one("SELECT 1 FROM appointments a JOIN slots old ON old.slot_id = a.slot_id, slots new WHERE a.appointment_id = :appointment_id AND new.slot_id = :slot_id AND new.doctor_id != old.doctor_id", args):
-        db.reject("The new slot must be with the same doctor; book a new appointment to change doctor.".format_map(args))
+    if db.one(
+        "SELECT 1 FROM appointments a"
+        " JOIN slots old ON old.slot_id = a.slot_id, slots new"
+        " WHERE a.appointment_id = :appointment_id AND new.slot_id = :slot_id"
+        " AND new.doctor_id != old.doctor_id",
+        args,
+    ):
+        db.reject(
+            "The new slot must be with the same doctor; book a new appointment to change doctor.".format_map(args),
+        )
     outcome = handlers.reschedule_appointment(db, appointment_id=appointment_id, slot_id=slot_id)
     return Appointment.model_validate(outcome)
 
@@ -216,17 +247,36 @@ def cancel_appointment(
 ) -> Appointment:
     """Cancel a booked appointment, freeing its slot. Must be at least 24 hours before it starts."""
     current = db.require("appointments", "appointment_id", appointment_id, "appointment_id")
-    args = {"appointment_id": appointment_id, "cancel_reason": cancel_reason, "now": db.now, "id": current["appointment_id"], "set_status": "cancelled"}
-    if db.one("SELECT 1 FROM appointments WHERE appointment_id = :appointment_id AND status != 'booked'", args):
+    args = {
+        "appointment_id": appointment_id,
+        "cancel_reason": cancel_reason,
+        "now": db.now,
+        "id": current["appointment_id"],
+        "set_status": "cancelled",
+    }
+    if db.one(
+        "SELECT 1 FROM appointments WHERE appointment_id = :appointment_id"
+        " AND status != 'booked'",
+        args,
+    ):
         db.reject("Appointment {appointment_id} is not booked, so it cannot be cancelled.".format_map(args))
-    if db.one("SELECT 1 FROM appointments a JOIN slots s ON s.slot_id = a.slot_id WHERE a.appointment_id = :appointment_id AND julianday(s.starts_at) - julianday(:now) < 1", args):
+    if db.one(
+        "SELECT 1 FROM appointments a JOIN slots s ON s.slot_id = a.slot_id"
+        " WHERE a.appointment_id = :appointment_id"
+        " AND julianday(s.starts_at) - julianday(:now) < 1",
+        args,
+    ):
         db.reject("Late cancellations (less than 24 hours ahead) must be made by phone.".format_map(args))
     db.execute(
         "UPDATE appointments SET status = :set_status, cancel_reason = :cancel_reason"
         " WHERE appointment_id = :id",
         args,
     )
-    db.execute("UPDATE slots SET is_free = 1 WHERE slot_id = (SELECT slot_id FROM appointments WHERE appointment_id = :id)", args)
+    db.execute(
+        "UPDATE slots SET is_free = 1 WHERE slot_id = (SELECT slot_id FROM appointments"
+        " WHERE appointment_id = :id)",
+        args,
+    )
     return Appointment(**db.require("appointments", "appointment_id", args['id'], "appointment_id"))
 
 
@@ -246,11 +296,23 @@ def pay_invoice(
 ) -> Invoice:
     """Pay an open invoice in full. The amount must equal the amount due."""
     current = db.require("invoices", "invoice_id", invoice_id, "invoice_id")
-    args = {"invoice_id": invoice_id, "amount": amount, "now": db.now, "id": current["invoice_id"], "set_status": "paid"}
+    args = {
+        "invoice_id": invoice_id,
+        "amount": amount,
+        "now": db.now,
+        "id": current["invoice_id"],
+        "set_status": "paid",
+    }
     if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND status = 'paid'", args):
         db.reject("Invoice {invoice_id} is already paid.".format_map(args))
-    if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND abs(amount - :amount) > 0.005", args):
-        db.reject("The amount {amount} does not match the amount due; pay the exact balance.".format_map(args))
+    if db.one(
+        "SELECT 1 FROM invoices WHERE invoice_id = :invoice_id"
+        " AND abs(amount - :amount) > 0.005",
+        args,
+    ):
+        db.reject(
+            "The amount {amount} does not match the amount due; pay the exact balance.".format_map(args),
+        )
     db.execute(
         "UPDATE invoices SET status = :set_status, amount = :amount"
         " WHERE invoice_id = :id",
