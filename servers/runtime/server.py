@@ -160,6 +160,23 @@ class EpisodeControl(Extension):
         ]
 
 
+class StrictArguments(Extension):
+    """Reject arguments a tool does not declare, instead of silently ignoring a misspelt filter."""
+
+    identifier = "io.envfarm/strict-arguments"
+
+    def __init__(self) -> None:
+        self.allowed: dict[str, frozenset[str]] = {}
+
+    async def intercept_tool_call(self, params: types.CallToolRequestParams, ctx: Any, call_next: Any) -> Any:
+        allowed = self.allowed.get(params.name)
+        unknown = sorted(set(params.arguments or {}) - allowed) if allowed is not None else []
+        if unknown:
+            expected = ", ".join(sorted(allowed or ())) or "no arguments"
+            return _error(f"{params.name} does not take {', '.join(unknown)}; its parameters are: {expected}.", "invalid_arguments")
+        return await call_next(ctx)
+
+
 def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerDefinition) -> Callable[..., Any]:
     """An async MCP tool with the function's signature (minus `db`) that runs it in one transaction."""
     function = tool.function
@@ -208,6 +225,7 @@ def build_server(definition: ServerDefinition, *, db_file: Path | None = None, m
     async def lifespan(_: MCPServer) -> AsyncIterator[ConnectionScope]:
         yield ConnectionScope(episodes.store)
 
+    strict = StrictArguments()
     server = MCPServer(
         definition.name,
         title=definition.title,
@@ -216,9 +234,10 @@ def build_server(definition: ServerDefinition, *, db_file: Path | None = None, m
         instructions=definition.description,
         log_level="WARNING",
         lifespan=lifespan,
-        extensions=[EpisodeControl(episodes)],
+        extensions=[EpisodeControl(episodes), strict],
     )
     for tool in definition.tools:
+        strict.allowed[tool.name] = frozenset(list(inspect.signature(tool.function).parameters)[1:])
         server.add_tool(
             _tool_wrapper(tool, episodes, definition),
             name=tool.name,
