@@ -8,8 +8,9 @@ An episode is found, in order, by:
 4. otherwise the connection: an in-memory client or a stdio process gets its own episode; a
    2026-era HTTP request with no handle shares the server's default episode.
 
-Forking the seed is a SQLite backup into a fresh in-memory database (tens of microseconds), so
-episodes are cheap; named episodes are kept in an LRU bounded by `max_episodes`.
+Forking the seed deserializes its image into a fresh in-memory database (tens of microseconds,
+about twice as fast as the backup API), so episodes are cheap (~100 KB each for the clinic); named
+episodes are kept in an LRU bounded by `max_episodes`.
 """
 
 from __future__ import annotations
@@ -27,8 +28,12 @@ EPISODE_HEADER = "x-envfarm-episode"
 SESSION_HEADER = "mcp-session-id"
 
 
-def open_memory() -> sqlite3.Connection:
+def open_memory(image: bytes | None = None) -> sqlite3.Connection:
+    """A private in-memory database, optionally loaded from a serialized image. Autocommit mode:
+    the runtime opens and ends each call's transaction itself."""
     connection = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    if image is not None:
+        connection.deserialize(image)
     connection.execute("PRAGMA foreign_keys = ON")
     return connection
 
@@ -96,10 +101,11 @@ class EpisodeStore:
     """The seed state of one server and the named episodes forked from it."""
 
     def __init__(
-        self, seed: sqlite3.Connection, *, max_episodes: int = 10_000, persistent: sqlite3.Connection | None = None
+        self, seed: sqlite3.Connection, *, max_episodes: int = 4096, persistent: sqlite3.Connection | None = None
     ) -> None:
         self.seed = seed
         self.seed_state = snapshot(seed)
+        self._image = seed.serialize()
         self.max_episodes = max_episodes
         self.persistent = persistent
         self._named: OrderedDict[str, sqlite3.Connection] = OrderedDict()
@@ -107,9 +113,7 @@ class EpisodeStore:
     def fork(self) -> sqlite3.Connection:
         if self.persistent is not None:
             return self.persistent
-        connection = open_memory()
-        self.seed.backup(connection)
-        return connection
+        return open_memory(self._image)
 
     def named(self, key: str) -> sqlite3.Connection:
         """The episode called `key`, forked from the seed on first use."""

@@ -215,7 +215,7 @@ def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerD
     return call_tool
 
 
-def build_server(definition: ServerDefinition, *, db_file: Path | None = None, max_episodes: int = 10_000) -> MCPServer:
+def build_server(definition: ServerDefinition, *, db_file: Path | None = None, max_episodes: int = 4096) -> MCPServer:
     """A ready `MCPServer` for `definition`: isolated in-memory episodes, or one file with `db_file`."""
     seed = build_seed(definition.schema_sql(), definition.seed_rows())
     persistent = open_persistent(db_file, seed) if db_file is not None else None
