@@ -101,14 +101,18 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 def cmd_build(args: argparse.Namespace) -> int:
     from factory.build import build_all
+    from factory.verify import VerifyOptions
 
-    return build_all(args.specs, (args.out or _farm(args)).resolve(), verify=not args.no_verify)
+    options = VerifyOptions(call_timeout=args.timeout)
+    return build_all(args.specs, (args.out or _farm(args)).resolve(), verify=not args.no_verify, jobs=args.jobs, options=options)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from factory.build import verify_published
+    from factory.verify import VerifyOptions
 
-    return verify_published(_farm(args), args.names, all_servers=args.all)
+    options = VerifyOptions(call_timeout=args.timeout)
+    return verify_published(_farm(args), args.names, all_servers=args.all, jobs=args.jobs, options=options)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -147,10 +151,13 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--no-verify", action="store_true", help="publish without verification (marked 'unverified')")
     b.set_defaults(func=cmd_build)
 
-    v = sub.add_parser("verify", help="re-verify published servers and report drift")
-    v.add_argument("names", nargs="*")
-    v.add_argument("--all", action="store_true")
+    v = sub.add_parser("verify", help="re-verify published servers and report drift (exit 0 iff all hold)")
+    v.add_argument("names", nargs="*", help="servers to verify")
+    v.add_argument("--all", action="store_true", help="every server in the registry")
     v.set_defaults(func=cmd_verify)
+    for command in (b, v):
+        command.add_argument("--jobs", type=int, help="servers verified at once (default: one per core)")
+        command.add_argument("--timeout", type=float, default=5.0, help="seconds a tool call may take before it counts as hung")
 
     be = sub.add_parser("bench", help="measure the performance targets and write a JSON + markdown report")
     be.add_argument("--out", type=Path, default=Path("reports/bench.json"))

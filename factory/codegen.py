@@ -331,7 +331,7 @@ def _search_body(tool: ToolSpec, spec: EnvironmentSpec, result: str) -> list[str
     for i, condition in enumerate(conditions):
         sql.append(f" {'WHERE' if i == 0 else 'AND'} {condition}")
     sql.append(f" ORDER BY {entity.primary_key} LIMIT {tool.limit}")
-    lines = _args_dict(tool) + _rule_checks(tool)
+    lines = _ref_checks(tool, spec) + _args_dict(tool) + _rule_checks(tool)
     lines += _sql_call("all", sql, "args", prefix="rows = ")
     lines.append(f"    return {result}({tool.entity}=rows, count=len(rows))")
     return lines
@@ -406,7 +406,7 @@ def _delete_body(tool: ToolSpec, spec: EnvironmentSpec, result: str) -> list[str
 
 
 def _get_body(tool: ToolSpec, spec: EnvironmentSpec, result: str) -> list[str]:
-    lines = [f"    row = {_key_lookup(tool, spec)}"]
+    lines = [f"    row = {_key_lookup(tool, spec)}"] + _ref_checks(tool, spec)
     if tool.rules:
         lines += _args_dict(tool) + _rule_checks(tool)
     lines.append(f"    return {result}(**row)")

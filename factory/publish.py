@@ -1,7 +1,11 @@
 """Write a generated server into the farm: stage, then swap in atomically with its registry entry.
 
 A failed build leaves `servers/` and `registry.json` exactly as they were: files are written to a
-staging folder next to the target and only renamed into place once everything succeeded.
+staging folder inside `servers/` and only renamed into place once everything succeeded.
+
+The staging folder is itself a small farm root, `servers/.staging-<name>-xxxx/servers/<name>/`, so
+the staged code can be run and verified as the real package `servers.<name>` (with the staging
+root first on PYTHONPATH) before it is published, and published by one rename on the same disk.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ import hashlib
 import os
 import shutil
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from factory.codegen import render_server
@@ -43,9 +47,19 @@ def spec_hash(server_dir: Path) -> str:
     return _digest([server_dir / name for name in SPEC_FILES], server_dir)
 
 
+def _code_files(server_dir: Path) -> list[Path]:
+    return [p for p in server_dir.iterdir() if p.suffix in CODE_SUFFIXES and p.is_file()]
+
+
 def code_hash(server_dir: Path) -> str:
     """Hash of everything that runs: the generated Python, handlers and schema.sql."""
-    return _digest([p for p in server_dir.iterdir() if p.suffix in CODE_SUFFIXES and p.is_file()], server_dir)
+    return _digest(_code_files(server_dir), server_dir)
+
+
+def file_hashes(server_dir: Path) -> dict[str, str]:
+    """sha256 of each file the two hashes cover, so drift can name the file that changed."""
+    paths = [server_dir / name for name in SPEC_FILES if (server_dir / name).is_file()] + _code_files(server_dir)
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(paths)}
 
 
 def write_files(target: Path, files: dict[str, str]) -> None:
@@ -55,15 +69,29 @@ def write_files(target: Path, files: dict[str, str]) -> None:
 
 
 def stage(source: EnvironmentSource, farm_root: Path) -> Path:
-    """Generate the server into a fresh staging folder inside `farm_root/servers/`."""
+    """Generate the server into a fresh staging root inside `farm_root/servers/`; return the server
+    folder, `<staging root>/servers/<name>` (see `staging_root`)."""
     servers_dir = farm_root / "servers"
     servers_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".staging-{source.spec.name}-", dir=servers_dir))
-    write_files(staging, render_server(source.spec, source.handlers, package_version()))
-    return staging
+    root = Path(tempfile.mkdtemp(prefix=f".staging-{source.spec.name}-", dir=servers_dir))
+    staged = root / "servers" / source.spec.name
+    write_files(staged, render_server(source.spec, source.handlers, package_version()))
+    return staged
 
 
-def registry_entry(source: EnvironmentSource, server_dir: Path, verification: str, verified_at: str | None) -> RegistryEntry:
+def staging_root(staged: Path) -> Path:
+    """The import root of a staged server folder: put it first on PYTHONPATH to run the staged code."""
+    return staged.parents[1]
+
+
+def discard(staged: Path) -> None:
+    """Remove a staging root and whatever is left in it (after publishing, or after a failure)."""
+    shutil.rmtree(staging_root(staged), ignore_errors=True)
+
+
+def registry_entry(
+    source: EnvironmentSource, server_dir: Path, verification: str, verified_at: str | None
+) -> RegistryEntry:
     spec = source.spec
     return RegistryEntry(
         name=spec.name,
@@ -84,11 +112,19 @@ def registry_entry(source: EnvironmentSource, server_dir: Path, verification: st
     )
 
 
-def publish(source: EnvironmentSource, staging: Path, farm_root: Path, verification: str = "unverified") -> RegistryEntry:
-    """Move `staging` into `servers/<name>/` and record it in registry.json; all or nothing."""
+def publish(
+    source: EnvironmentSource,
+    staging: Path,
+    farm_root: Path,
+    verification: str = "unverified",
+    verified_at: str | None = None,
+) -> RegistryEntry:
+    """Move the staged server folder into `servers/<name>/` and record it in registry.json; all or
+    nothing. The caller discards the emptied staging root."""
     name = source.spec.name
     target = farm_root / "servers" / name
-    verified_at = datetime.now(timezone.utc).isoformat(timespec="seconds") if verification == "passed" else None
+    if verification == "passed" and verified_at is None:
+        verified_at = datetime.now(UTC).isoformat(timespec="seconds")
     entry = registry_entry(source, staging, verification, verified_at)
     registry = load_registry(farm_root).with_entry(entry)
     backup = target.with_name(f".old-{name}")

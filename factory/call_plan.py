@@ -1,0 +1,307 @@
+"""The calls the verifier makes, planned from the spec and the seed before the server starts.
+
+Valid calls come from the spec's `examples` when it has them; otherwise they are built from the seed:
+key and `ref` params take existing ids, enums take their values, other params copy a seed row's
+column (so related values stay consistent) or a plausible default. Candidates are screened against
+the spec's own business rules on a local copy of the seed, so the server is asked only about calls a
+rule should accept; a handler may still reject some, which is why several are kept.
+
+Invalid calls are derived from a valid one: a required argument dropped, an argument of the wrong
+JSON type, an unknown id, and each rule's `example`, whose rejection message is known exactly.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from factory.spec import EnvironmentSpec, Param, ToolSpec
+from servers.runtime.database import Database, Rejected
+from servers.runtime.episodes import build_seed
+
+MAX_CANDIDATES = 600
+KEEP_CANDIDATES = 5
+UNKNOWN_ID = "zz_unknown_0000"
+InvalidCheck = Literal["missing_argument", "wrong_type", "unknown_id", "rule"]
+
+
+@dataclass(frozen=True)
+class InvalidCall:
+    """A call that must be refused with `isError`, leaving the state as it was."""
+
+    check: InvalidCheck
+    arguments: dict[str, Any]
+    param: str | None = None
+    message: str | None = None
+
+    @property
+    def expectation(self) -> str:
+        if self.message is not None:
+            return f"isError with the rule's message: {self.message!r}"
+        if self.check == "unknown_id":
+            return f"isError rejecting the unknown {self.param} (not a server error)"
+        return f"isError naming the argument {self.param!r}"
+
+
+@dataclass
+class ToolPlan:
+    """What to call for one tool: calls that must all succeed, or candidates of which one must."""
+
+    tool: ToolSpec
+    must_pass: list[dict[str, Any]] = field(default_factory=list)
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+
+
+def ref_of(spec: EnvironmentSpec, tool: ToolSpec, name: str, param: Param) -> tuple[str, str] | None:
+    """The (table, column) a param's value must exist in, exactly as the generated code checks it."""
+    if name == tool.key and tool.entity:
+        return tool.entity, param.column or name
+    ref = param.ref
+    entity = spec.entities.get(tool.entity or "")
+    if ref is None and entity is not None and tool.effect != "read":
+        column = entity.columns.get(param.column or name)
+        ref = column.ref if column else None
+    if ref is None:
+        return None
+    table, _, column_name = ref.partition(".")
+    return table, column_name
+
+
+def coerce(param: Param, value: Any) -> Any:
+    """The value a tool function receives for a JSON argument (pydantic's lax conversion)."""
+    if value is None or isinstance(value, bool):
+        return value
+    if param.type == "number" and isinstance(value, int | float):
+        return float(value)
+    if param.type == "integer" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+class SeedView:
+    """The seed rows plus a local database to evaluate the spec's rules against candidate calls."""
+
+    def __init__(self, spec: EnvironmentSpec, schema_sql: str) -> None:
+        self.spec = spec
+        self.rows = {table: spec.seed.get(table, []) for table in spec.entities}
+        self.connection: sqlite3.Connection = build_seed(schema_sql, self.rows)
+        self.db = Database(self.connection, spec.now_iso, {t: e.id_format for t, e in spec.entities.items()})
+        self._distinct: dict[tuple[str, str], list[Any]] = {}
+
+    def distinct(self, table: str, column: str) -> list[Any]:
+        """The column's non-null seed values, in seed order, each once."""
+        if (table, column) not in self._distinct:
+            values = [row.get(column) for row in self.rows.get(table, [])]
+            self._distinct[table, column] = list(dict.fromkeys(v for v in values if v is not None))
+        return self._distinct[table, column]
+
+    def sql_args(self, tool: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any] | None:
+        """The named SQL parameters the generated code binds (params, `now`, `id`); None if the key row is unknown."""
+        values = {name: coerce(p, arguments.get(name, p.default)) for name, p in tool.params.items()}
+        values["now"] = self.spec.now_iso
+        values["id"] = None
+        entity = self.spec.entities.get(tool.entity or "")
+        if entity is None or tool.effect in ("read", "custom"):
+            return values
+        if tool.effect == "create":
+            given = values.get(entity.primary_key)
+            values["id"] = (
+                given if given is not None else entity.id_format.format(len(self.rows[tool.entity or ""]) + 1)
+            )
+            return values
+        assert tool.key is not None
+        column = tool.params[tool.key].column or tool.key
+        row = self.db.one(f"SELECT {entity.primary_key} FROM {tool.entity} WHERE {column} = ?", (values[tool.key],))
+        if row is None:
+            return None
+        values["id"] = row[entity.primary_key]
+        return values
+
+    def accepts(self, tool: ToolSpec, arguments: dict[str, Any]) -> bool:
+        """Whether the spec's refs and rules let this call through (a handler may still refuse it)."""
+        values = self.sql_args(tool, arguments)
+        if values is None:
+            return False
+        for name, param in tool.params.items():
+            target = ref_of(self.spec, tool, name, param)
+            if target and name in arguments and arguments[name] not in self.distinct(*target):
+                return False
+        try:
+            return not any(self.db.one(rule.reject_if, values) for rule in tool.rules)
+        except (sqlite3.Error, Rejected):
+            return False
+
+
+def _fallback(param: Param, spec: EnvironmentSpec) -> Any:
+    """A plausible value for a param no seed column informs."""
+    if param.default is not None:
+        return param.default
+    if param.type in ("integer", "number"):
+        low = param.minimum if param.minimum is not None else 1
+        return int(low) if param.type == "integer" else float(low)
+    return {
+        "boolean": True,
+        "date": spec.now.date().isoformat(),
+        "datetime": spec.now_iso,
+    }.get(param.type, "verification")
+
+
+def _fresh(sample: Any, n: int) -> Any:
+    """A value for a unique column that no seed row has."""
+    if isinstance(sample, bool):
+        return sample
+    if isinstance(sample, int | float):
+        return type(sample)(10_000_000 + n)
+    text = str(sample)
+    return f"verify{n}@example.test" if "@" in text else f"{text} (verify {n})"
+
+
+def _in_bounds(param: Param, values: list[Any]) -> list[Any]:
+    if param.minimum is None and param.maximum is None:
+        return values
+    low = param.minimum if param.minimum is not None else float("-inf")
+    high = param.maximum if param.maximum is not None else float("inf")
+    return [v for v in values if isinstance(v, int | float) and low <= v <= high]
+
+
+class _Builder:
+    """Builds candidate calls for one tool from anchor rows and value pools."""
+
+    def __init__(self, seed: SeedView, tool: ToolSpec) -> None:
+        self.seed = seed
+        self.spec = seed.spec
+        self.tool = tool
+        self.rng = random.Random(f"{self.spec.name}:{tool.name}")
+        self.entity = self.spec.entities.get(tool.entity or "")
+        self.anchor_param, self.anchor_rows = self._anchor()
+        self.pools = {name: self._pool(name, p) for name, p in tool.params.items()}
+
+    def _anchor(self) -> tuple[str | None, list[dict[str, Any]]]:
+        """The rows calls are built around: the tool's own table, or a custom tool's first required ref."""
+        if self.tool.entity:
+            return self.tool.key, self.seed.rows[self.tool.entity]
+        for name, param in self.tool.params.items():
+            target = ref_of(self.spec, self.tool, name, param)
+            if param.required and target:
+                return name, self.seed.rows.get(target[0], [])
+        return None, []
+
+    def _column(self, name: str, param: Param) -> str:
+        target = ref_of(self.spec, self.tool, name, param)
+        if name == self.anchor_param and target:
+            return target[1]
+        return param.column or name
+
+    def _pool(self, name: str, param: Param) -> list[Any]:
+        if param.enum:
+            return list(param.enum)
+        target = ref_of(self.spec, self.tool, name, param)
+        if target:
+            values = self.seed.distinct(*target)
+        elif self.entity and (param.column or name) in self.entity.columns:
+            values = self.seed.distinct(self.tool.entity or "", param.column or name)
+        else:
+            values = []
+        return _in_bounds(param, values) or [_fallback(param, self.spec)]
+
+    def _is_unique(self, name: str, param: Param) -> bool:
+        if self.tool.effect != "create" or self.entity is None:
+            return False
+        column = self.entity.columns.get(param.column or name)
+        return bool(column and (column.unique or (param.column or name) == self.entity.primary_key))
+
+    def build(self, n: int, mode: str, row: dict[str, Any] | None, optional: bool) -> dict[str, Any]:
+        """One call: `aligned` copies the anchor row, `mixed` draws refs at random, `random` draws all."""
+        arguments: dict[str, Any] = {}
+        for name, param in self.tool.params.items():
+            if self._is_unique(name, param):
+                if param.required:
+                    arguments[name] = _fresh(self.pools[name][0], n)
+                continue
+            column = self._column(name, param)
+            from_row = row.get(column) if row is not None else None
+            is_anchor = name == self.anchor_param
+            use_row = from_row is not None and (
+                mode == "aligned" or (mode == "mixed" and (is_anchor or not ref_of(self.spec, self.tool, name, param)))
+            )
+            if from_row is not None and (
+                (param.enum and from_row not in param.enum) or not _in_bounds(param, [from_row])
+            ):
+                use_row = False
+            if use_row:
+                if param.required or optional:
+                    arguments[name] = from_row
+            elif param.required:
+                arguments[name] = self.rng.choice(self.pools[name])
+        return arguments
+
+    def generate(self) -> Iterator[dict[str, Any]]:
+        modes = ("aligned", "mixed", "random") if self.anchor_rows else ("random",)
+        for n in range(MAX_CANDIDATES):
+            mode = modes[n % len(modes)]
+            row = self.anchor_rows[(n // len(modes)) % len(self.anchor_rows)] if self.anchor_rows else None
+            yield self.build(n, mode, row, optional=mode == "aligned")
+
+
+def plan_tool(seed: SeedView, tool: ToolSpec) -> ToolPlan:
+    if tool.examples:
+        return ToolPlan(tool, must_pass=[dict(e) for e in tool.examples])
+    builder = _Builder(seed, tool)
+    if tool.is_search:
+        rows: list[dict[str, Any] | None] = [*builder.anchor_rows] or [None]
+        for row in rows:
+            narrow = builder.build(0, "aligned", row, optional=False)
+            wide = builder.build(0, "aligned", row, optional=True)
+            if seed.accepts(tool, narrow) and seed.accepts(tool, wide):
+                return ToolPlan(tool, must_pass=[narrow] if narrow == wide else [narrow, wide])
+        return ToolPlan(tool, must_pass=[builder.build(0, "random", None, optional=False)])
+    accepted: list[dict[str, Any]] = []
+    first: list[dict[str, Any]] = []
+    for arguments in builder.generate():
+        if arguments in accepted or arguments in first:
+            continue
+        if seed.accepts(tool, arguments):
+            accepted.append(arguments)
+            if len(accepted) == KEEP_CANDIDATES:
+                break
+        elif len(first) < KEEP_CANDIDATES:
+            first.append(arguments)
+    return ToolPlan(tool, candidates=accepted or first)
+
+
+def plan_calls(spec: EnvironmentSpec, schema_sql: str) -> tuple[dict[str, ToolPlan], SeedView]:
+    """Plans for every tool of `spec`, and the local seed used to derive invalid calls later."""
+    seed = SeedView(spec, schema_sql)
+    return {tool.name: plan_tool(seed, tool) for tool in spec.tools}, seed
+
+
+def rule_message(seed: SeedView, tool: ToolSpec, example: dict[str, Any], message: str) -> str:
+    """The exact text a rule's rejection carries for `example`, formatted as the generated code does."""
+    values = seed.sql_args(tool, example) or {
+        **{n: example.get(n, p.default) for n, p in tool.params.items()},
+        "now": seed.spec.now_iso,
+        "id": None,
+    }
+    return message.format_map(values)
+
+
+def invalid_calls(seed: SeedView, tool: ToolSpec, valid: dict[str, Any]) -> list[InvalidCall]:
+    """Calls derived from a valid one that the server must refuse, each for one reason."""
+    calls: list[InvalidCall] = []
+    required = [name for name, param in tool.params.items() if param.required]
+    if required:  # argument validation is the SDK's, shared by every param: one of each per tool is enough
+        calls.append(InvalidCall("missing_argument", {k: v for k, v in valid.items() if k != required[0]}, required[0]))
+    if tool.params:
+        name = (required or list(tool.params))[0]
+        calls.append(InvalidCall("wrong_type", {**valid, name: [str(valid.get(name, "value"))]}, name))
+    for name, param in tool.params.items():
+        if ref_of(seed.spec, tool, name, param):
+            unknown: Any = -1 if param.type in ("integer", "number") else UNKNOWN_ID
+            calls.append(InvalidCall("unknown_id", {**valid, name: unknown}, name))
+    for rule in tool.rules:
+        message = rule_message(seed, tool, rule.example, rule.message)
+        calls.append(InvalidCall("rule", dict(rule.example), message=message))
+    return calls

@@ -1,0 +1,135 @@
+"""What a tool's listed JSON schemas must say, derived from the spec alone, and how to compare them.
+
+The verifier must not trust the generated code to describe itself: it rebuilds the expected input
+and output schemas from the spec (names, JSON types, nullability, enums, bounds, defaults, required)
+and compares them with what the server lists, after reducing both to one canonical shape (refs
+resolved, `anyOf [T, null]` folded into a type set, titles and descriptions ignored).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from factory.spec import EnvironmentSpec, Param, ReturnField, ToolSpec
+
+JSON_TYPES = {
+    "string": "string",
+    "integer": "integer",
+    "number": "number",
+    "boolean": "boolean",
+    "date": "string",
+    "datetime": "string",
+}
+Canon = dict[str, Any]
+
+
+def _node(types: list[str], enum: list[Any] | None = None, **extra: Any) -> Canon:
+    node: Canon = {"type": sorted(set(types))}
+    if enum is not None:
+        node["enum"] = sorted(enum, key=repr)
+    node.update({k: v for k, v in extra.items() if v is not None})
+    return node
+
+
+def _object(properties: dict[str, Canon], required: list[str]) -> Canon:
+    return {"type": ["object"], "properties": properties, "required": sorted(required)}
+
+
+def canonical(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Canon:
+    """Reduce a listed JSON schema to the facts the spec determines."""
+    defs = schema.get("$defs", defs or {})
+    if "$ref" in schema:
+        target = defs[schema["$ref"].rsplit("/", 1)[-1]]
+        return canonical({**target, **{k: v for k, v in schema.items() if k != "$ref"}}, defs)
+    if "anyOf" in schema:
+        branches = [canonical(b, defs) for b in schema["anyOf"]]
+        types = sorted({t for b in branches for t in b["type"]})
+        solid = [b for b in branches if b["type"] != ["null"]]
+        merged = {**solid[0], "type": types} if len(solid) == 1 else {"type": types, "anyOf": branches}
+        if "default" in schema:
+            merged["default"] = schema["default"]
+        return merged
+    kind = schema.get("type")
+    types = kind if isinstance(kind, list) else [kind] if kind else []
+    enum = [schema["const"]] if "const" in schema else schema.get("enum")
+    node = _node(types, enum, minimum=schema.get("minimum"), maximum=schema.get("maximum"))
+    if "default" in schema:
+        node["default"] = schema["default"]
+    if "object" in types:
+        properties = {k: canonical(v, defs) for k, v in schema.get("properties", {}).items()}
+        node.update(_object(properties, schema.get("required", [])))
+    if "array" in types:
+        node["items"] = canonical(schema.get("items", {}), defs)
+    return node
+
+
+def _param(param: Param) -> Canon:
+    optional = not param.required and param.default is None
+    node = _node(
+        [JSON_TYPES[param.type]] + (["null"] if optional else []),
+        param.enum,
+        minimum=param.minimum,
+        maximum=param.maximum,
+    )
+    if not param.required:
+        node["default"] = param.default
+    return node
+
+
+def expected_input(tool: ToolSpec) -> Canon:
+    """The input schema the spec declares: one property per param, the required ones required."""
+    return _object(
+        {name: _param(p) for name, p in tool.params.items()}, [n for n, p in tool.params.items() if p.required]
+    )
+
+
+def entity_row(spec: EnvironmentSpec, table: str) -> Canon:
+    """A row of `table` as returned by a tool: every column present, nullable ones may be null."""
+    columns = spec.entities[table].columns
+    properties = {
+        name: _node([JSON_TYPES[c.type]] + (["null"] if c.nullable else []), c.enum) for name, c in columns.items()
+    }
+    return _object(properties, list(columns))
+
+
+def _field(spec: EnvironmentSpec, field: ReturnField) -> Canon:
+    nullable = ["null"] if field.nullable else []
+    if field.type == "array":
+        item = field.items or "string"
+        items = entity_row(spec, item) if item in spec.entities else _node([JSON_TYPES[item]])
+        return {**_node(["array", *nullable]), "items": items}
+    if field.type == "object":
+        return {**_node(["object", *nullable]), "properties": {}, "required": []}
+    return _node([JSON_TYPES[field.type], *nullable])
+
+
+def expected_output(spec: EnvironmentSpec, tool: ToolSpec) -> Canon:
+    """The output schema the spec implies: a row, a search result, or a custom tool's fields."""
+    if tool.is_search:
+        assert tool.entity is not None
+        rows = {**_node(["array"]), "items": entity_row(spec, tool.entity)}
+        return _object({tool.entity: rows, "count": _node(["integer"])}, [tool.entity, "count"])
+    if tool.effect == "custom":
+        assert tool.returns is not None
+        if tool.returns.entity:
+            return entity_row(spec, tool.returns.entity)
+        fields = tool.returns.fields or {}
+        return _object({name: _field(spec, f) for name, f in fields.items()}, list(fields))
+    assert tool.entity is not None
+    return entity_row(spec, tool.entity)
+
+
+def differences(expected: Any, actual: Any, path: str = "") -> list[str]:
+    """Human-readable differences between two canonical schemas, each with its JSON path."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        found: list[str] = []
+        for key in sorted(set(expected) | set(actual)):
+            where = f"{path}.{key}" if path else key
+            if key not in actual:
+                found.append(f"{where}: missing (expected {expected[key]!r})")
+            elif key not in expected:
+                found.append(f"{where}: unexpected {actual[key]!r}")
+            else:
+                found += differences(expected[key], actual[key], where)
+        return found
+    return [] if expected == actual else [f"{path or '<root>'}: expected {expected!r}, got {actual!r}"]

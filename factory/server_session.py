@@ -1,0 +1,125 @@
+"""A verifier's connection to a server under test: one subprocess over stdio, driven by the `mcp` client.
+
+Calls go out raw (`send_request`, not `Client.call_tool`) so that a result breaking its own output
+schema comes back as evidence instead of a client-side exception. Every call has a timeout; the
+server's stderr goes to a file, so output a handler writes during a call is attributed to that call,
+and anything that is not an MCP message on stdout reaches us as a stream exception.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Literal, TextIO, cast
+
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel, TypeAdapter
+
+from servers.runtime.episodes import EPISODE_META_KEY
+from servers.runtime.server import ERROR_KIND_META_KEY, ResetParams, StateParams
+
+_ANY_DICT = TypeAdapter(dict)
+
+
+class SessionBroken(Exception):
+    """The server hung past the timeout or broke the connection: nothing more can be asked of it."""
+
+    def __init__(self, reason: Literal["timeout", "protocol"], detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+class CallResult(BaseModel):
+    """A tool call's result as the verifier judges it."""
+
+    is_error: bool
+    text: str
+    structured: Any = None
+    kind: str | None = None
+    streams: str = ""
+
+    @property
+    def output(self) -> list[Any]:
+        """What isolation and determinism compare: the structured result, else the text."""
+        return [self.is_error, self.structured if self.structured is not None else self.text]
+
+
+def server_parameters(name: str, import_root: Path) -> StdioServerParameters:
+    """`python -m servers.<name>` run from `import_root`, first on PYTHONPATH, so its `servers/<name>` is the one run."""
+    path = os.pathsep.join(p for p in (str(import_root), os.environ.get("PYTHONPATH", "")) if p)
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", f"servers.{name}"], cwd=import_root, env={"PYTHONPATH": path}
+    )
+
+
+def connect(name: str, import_root: Path, errlog: TextIO, launch_timeout: float, stream_errors: list[str]) -> Client:
+    """An unopened client for the server; enter it to launch. Stream exceptions land in `stream_errors`."""
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, Exception):
+            stream_errors.append(f"not an MCP message on stdout: {message}\n")
+
+    transport = stdio_client(server_parameters(name, import_root), errlog=errlog)
+    return Client(transport, message_handler=on_message, read_timeout_seconds=launch_timeout)
+
+
+class ServerSession:
+    """Timed tool calls and control-plane requests on one open client."""
+
+    def __init__(self, client: Client, errlog: TextIO, timeout: float, stream_errors: list[str]) -> None:
+        self.client = client
+        self.errlog = errlog
+        self.timeout = timeout
+        self.stream_errors = stream_errors
+        self._offset = os.fstat(errlog.fileno()).st_size
+
+    def _new_output(self) -> str:
+        """What the server wrote to stderr (or stdout, as garbage) since the last call."""
+        size = os.fstat(self.errlog.fileno()).st_size
+        text = (
+            os.pread(self.errlog.fileno(), size - self._offset, self._offset).decode("utf-8", "replace")
+            if size > self._offset
+            else ""
+        )
+        self._offset = size
+        text += "".join(self.stream_errors)
+        self.stream_errors.clear()
+        return text
+
+    async def _send(self, request: Any, result_type: Any) -> Any:
+        try:
+            return await self.client.session.send_request(
+                request, result_type, request_read_timeout_seconds=self.timeout
+            )
+        except MCPError as exc:
+            if exc.error.code == types.REQUEST_TIMEOUT:
+                raise SessionBroken("timeout", f"no result within {self.timeout:g} s: the call hung") from exc
+            raise SessionBroken("protocol", f"JSON-RPC error {exc.error.code}: {exc.error.message}") from exc
+        except Exception as exc:
+            raise SessionBroken("protocol", f"{type(exc).__name__}: {exc}") from exc
+
+    async def call(self, tool: str, arguments: dict[str, Any], episode: str) -> CallResult:
+        meta = cast(types.RequestParamsMeta, {EPISODE_META_KEY: episode})
+        params = types.CallToolRequestParams(name=tool, arguments=arguments, _meta=meta)
+        result: types.CallToolResult = await self._send(types.CallToolRequest(params=params), types.CallToolResult)
+        return CallResult(
+            is_error=bool(result.is_error),
+            text="\n".join(c.text for c in result.content if isinstance(c, types.TextContent)),
+            structured=result.structured_content,
+            kind=(result.meta or {}).get(ERROR_KIND_META_KEY),
+            streams=self._new_output(),
+        )
+
+    async def state(self, episode: str) -> dict[str, Any]:
+        """The episode's state hash and its diff against the seed (rows left out: they are not needed)."""
+        request = types.Request(method="envfarm/episode/state", params=StateParams(episode=episode, rows=False))
+        return await self._send(request, _ANY_DICT)  # type: ignore[no-any-return]
+
+    async def reset(self, episode: str) -> None:
+        request = types.Request(method="envfarm/episode/reset", params=ResetParams(episode=episode))
+        await self._send(request, _ANY_DICT)

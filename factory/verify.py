@@ -1,0 +1,539 @@
+"""Verify a generated server by execution: launch it over stdio, drive it with the MCP client, judge.
+
+"Verified" is deterministic and executable, never an opinion. The server runs as a real subprocess
+(`python -m servers.<name>`) and a real `mcp` client checks, per tool, that:
+- the listing matches the spec (names, description, input and output schemas, annotations);
+- valid calls, built from the seed, succeed and their outputs validate against the listed schema;
+- reads leave the state hash unchanged; creates add one row; updates, deletes and custom writes
+  change only the tables their effect declares;
+- invalid calls (missing or wrong-typed argument, unknown id, each rule's example) give `isError`
+  with a message and leave the state unchanged;
+- a session's reads do not change while another session writes (isolation), and replaying the
+  same calls on a fresh episode gives the same outputs and state hash (determinism);
+- no call crashes the handler, hangs past the timeout, or writes to the output streams.
+Every check runs on its own episode (`_meta["envfarm/episode"]`) and reads the state hash and diff
+from the control plane. The report is stored as `servers/<name>/verification.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from contextlib import AsyncExitStack
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, TextIO
+
+import anyio
+import jsonschema
+import mcp_types as types
+from pydantic import BaseModel, Field
+
+from factory.call_plan import InvalidCall, SeedView, ToolPlan, invalid_calls, plan_calls
+from factory.codegen import annotations_for
+from factory.publish import REPORT_FILE, code_hash, file_hashes, spec_hash
+from factory.schemas import canonical, differences, expected_input, expected_output
+from factory.server_session import CallResult, ServerSession, SessionBroken, connect
+from factory.spec import EnvironmentSpec, ToolSpec
+from factory.static_checks import check_handlers
+
+VERIFIER_VERSION = "1.0"
+SERVER = "*"
+Outcome = Literal["passed", "failed"]
+
+
+class Failure(BaseModel):
+    """One failed check: which tool, which check, the call that showed it, what was expected and seen."""
+
+    tool: str = Field(description="tool name; '*' for server-wide checks, 'handlers.py' for static ones")
+    check: str
+    call: dict[str, Any] | None = None
+    expected: str
+    actual: str
+
+
+class ToolCoverage(BaseModel):
+    """What was checked for one tool, the calls that succeeded, and the time it took."""
+
+    tool: str
+    effect: str
+    checks: dict[str, Outcome] = Field(default_factory=dict)
+    valid_calls: list[dict[str, Any]] = Field(default_factory=list)
+    calls: int = 0
+    seconds: float = 0.0
+
+
+class Timings(BaseModel):
+    static_s: float = 0.0
+    launch_s: float = 0.0
+    listing_s: float = 0.0
+    tools_s: float = 0.0
+    sessions_s: float = 0.0
+    total_s: float = 0.0
+
+
+class VerificationReport(BaseModel):
+    """The evidence behind a published server, hashed together with the code and spec it covers."""
+
+    server: str
+    passed: bool
+    verifier_version: str = VERIFIER_VERSION
+    verified_at: str
+    spec_hash: str
+    code_hash: str
+    files: dict[str, str] = Field(description="sha256 of every hashed file, to name what drifted")
+    checks: dict[str, Outcome] = Field(default_factory=dict, description="server-wide checks")
+    tools: list[ToolCoverage] = Field(default_factory=list)
+    failures: list[Failure] = Field(default_factory=list)
+    timings: Timings = Field(default_factory=Timings)
+
+    @property
+    def check_count(self) -> int:
+        return len(self.checks) + sum(len(t.checks) for t in self.tools)
+
+    def write(self, server_dir: Path) -> None:
+        (server_dir / REPORT_FILE).write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+
+class VerifyOptions(BaseModel):
+    call_timeout: float = Field(default=5.0, description="seconds a tool call may take before it counts as hung")
+    launch_timeout: float = Field(default=60.0, description="seconds the server may take to answer its first request")
+    static: bool = Field(default=True, description="run the static checks of handlers.py (dynamic checks always run)")
+    max_tries: int = Field(default=5, description="seed-built candidates tried per tool before giving up")
+
+
+def load_report(server_dir: Path) -> VerificationReport | None:
+    """The stored report, or None if it is missing or unreadable."""
+    path = server_dir / REPORT_FILE
+    try:
+        return VerificationReport.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def load_server_spec(server_dir: Path) -> EnvironmentSpec:
+    """The spec a generated server was built from: its spec.json plus seed.json."""
+    data = json.loads((server_dir / "spec.json").read_text(encoding="utf-8"))
+    seed = json.loads((server_dir / "seed.json").read_text(encoding="utf-8"))
+    return EnvironmentSpec.model_validate({**data, "seed": seed})
+
+
+def _show(value: Any, limit: int = 400) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+class _Stop(Exception):
+    """The server can no longer be driven: finish the report with what was found."""
+
+
+class _Recorder:
+    """Collects check outcomes and failures as the run goes."""
+
+    def __init__(self, spec: EnvironmentSpec) -> None:
+        self.tools = {t.name: ToolCoverage(tool=t.name, effect=t.effect) for t in spec.tools}
+        self.server_checks: dict[str, Outcome] = {}
+        self.failures: list[Failure] = []
+
+    def _outcomes(self, tool: str) -> dict[str, Outcome]:
+        return self.tools[tool].checks if tool in self.tools else self.server_checks
+
+    def passed(self, tool: str, check: str) -> None:
+        self._outcomes(tool).setdefault(check, "passed")
+
+    def fail(self, tool: str, check: str, call: dict[str, Any] | None, expected: str, actual: str) -> None:
+        self._outcomes(tool)[check] = "failed"
+        self.failures.append(Failure(tool=tool, check=check, call=call, expected=expected, actual=actual))
+
+    def judge(
+        self,
+        tool: str,
+        check: str,
+        ok: bool,
+        call: dict[str, Any] | None,
+        expected: str,
+        actual: str,
+        once: bool = False,
+    ) -> bool:
+        """Record `check` as passed or failed; with `once`, a check already failed for `tool` is not repeated."""
+        if ok:
+            self.passed(tool, check)
+        elif not (once and self._outcomes(tool).get(check) == "failed"):
+            self.fail(tool, check, call, expected, actual)
+        return ok
+
+
+def effect_problems(
+    spec: EnvironmentSpec, seed: SeedView, tool: ToolSpec, arguments: dict[str, Any], diff: dict[str, Any], output: Any
+) -> list[str]:
+    """What a successful call changed that its effect does not allow (empty when it is right)."""
+    declared = tool.changed_tables
+    problems = [f"changed {t} (undeclared): {_show(diff[t], 200)}" for t in sorted(diff) if t not in declared]
+    if tool.effect in ("read", "custom") or tool.entity is None:
+        return problems
+    pk = spec.entities[tool.entity].primary_key
+    change = diff.get(tool.entity, {"added": [], "removed": [], "updated": []})
+    # Rows of the entity besides the one the effect names may change only through declared `then` SQL.
+    if tool.effect == "create":
+        added = change["added"]
+        if len(added) != 1 or change["removed"]:
+            problems.append(
+                f"{tool.entity}: expected one row added, got {len(added)} added and {len(change['removed'])} removed"
+            )
+        elif isinstance(output, dict) and output.get(pk) != added[0].get(pk):
+            problems.append(f"returned {pk} {output.get(pk)!r} but the row added is {added[0].get(pk)!r}")
+        if change["updated"] and not tool.then:
+            problems.append(f"{tool.entity}: a create also updated rows {[u['key'] for u in change['updated']]}")
+        return problems
+    target = (seed.sql_args(tool, arguments) or {}).get("id")
+    if tool.effect == "update":
+        if change["added"] or change["removed"]:
+            problems.append(f"{tool.entity}: an update added or removed rows")
+        others = [u["key"] for u in change["updated"] if u["key"] != target]
+        if others and not tool.then:
+            problems.append(f"{tool.entity}: updated rows {others} besides {target!r}")
+    if tool.effect == "delete":
+        removed = [r.get(pk) for r in change["removed"]]
+        if target not in removed or change["added"] or (len(removed) > 1 and not tool.then):
+            problems.append(
+                f"{tool.entity}: expected {target!r} removed, got removed {removed} and {len(change['added'])} added"
+            )
+    return problems
+
+
+class Verifier:
+    """Runs every dynamic check against one launched server, in order, over one connection."""
+
+    def __init__(
+        self,
+        spec: EnvironmentSpec,
+        session: ServerSession,
+        recorder: _Recorder,
+        plans: dict[str, ToolPlan],
+        seed: SeedView,
+        options: VerifyOptions,
+    ) -> None:
+        self.spec = spec
+        self.session = session
+        self.recorder = recorder
+        self.plans = plans
+        self.seed = seed
+        self.options = options
+        self.listed: dict[str, types.Tool] = {}
+        self.seed_hash = ""
+        self.valid: dict[str, list[dict[str, Any]]] = {}
+
+    async def run(self, timings: Timings) -> None:
+        mark = time.perf_counter()
+        await self.check_listing()
+        timings.listing_s = time.perf_counter() - mark
+        for tool in self.spec.tools:
+            if tool.name in self.listed:
+                start = time.perf_counter()
+                await self.check_valid(tool)
+                await self.check_invalid(tool)
+                self.recorder.tools[tool.name].seconds = round(time.perf_counter() - start, 4)
+        timings.tools_s = time.perf_counter() - mark - timings.listing_s
+        mark = time.perf_counter()
+        await self.check_sessions()
+        timings.sessions_s = time.perf_counter() - mark
+
+    async def _state(self, episode: str) -> dict[str, Any]:
+        try:
+            return await self.session.state(episode)
+        except SessionBroken as exc:
+            self.recorder.fail(
+                SERVER, exc.reason, {"method": "envfarm/episode/state", "episode": episode}, "a result", exc.detail
+            )
+            raise _Stop from exc
+
+    async def _reset(self, episode: str) -> None:
+        try:
+            await self.session.reset(episode)
+        except SessionBroken as exc:
+            self.recorder.fail(
+                SERVER, exc.reason, {"method": "envfarm/episode/reset", "episode": episode}, "a result", exc.detail
+            )
+            raise _Stop from exc
+
+    async def _call(self, tool: str, arguments: dict[str, Any], episode: str) -> CallResult:
+        """One tool call; a crash or output on the streams fails the tool, a hang stops the run."""
+        call = {"tool": tool, "arguments": arguments, "episode": episode}
+        if tool in self.recorder.tools:
+            self.recorder.tools[tool].calls += 1
+        try:
+            result = await self.session.call(tool, arguments, episode)
+        except SessionBroken as exc:
+            self.recorder.fail(tool, exc.reason, call, f"a result within {self.options.call_timeout:g} s", exc.detail)
+            raise _Stop from exc
+        quiet = not result.streams
+        self.recorder.judge(
+            tool, "output_stream", quiet, call, "nothing written to stdout or stderr", _show(result.streams), once=True
+        )
+        self.recorder.judge(
+            tool, "crash", result.kind != "server_error", call, "no exception inside the server", _show(result.text)
+        )
+        return result
+
+    async def check_listing(self) -> None:
+        listing = await self.session.client.list_tools()
+        self.listed = {t.name: t for t in listing.tools}
+        call = {"method": "tools/list"}
+        for name in self.listed:
+            if name not in self.recorder.tools:
+                self.recorder.fail(SERVER, "listed", call, "only the spec's tools", f"extra tool {name!r}")
+        for tool in self.spec.tools:
+            listed = self.listed.get(tool.name)
+            if not self.recorder.judge(
+                tool.name, "listed", listed is not None, call, "listed", "absent from tools/list"
+            ):
+                continue
+            assert listed is not None
+            words, got = " ".join(tool.description.split()), " ".join((listed.description or "").split())
+            self.recorder.judge(tool.name, "description", got == words, call, _show(words), _show(got))
+            found = differences(expected_input(tool), canonical(listed.input_schema))
+            self.recorder.judge(tool.name, "input_schema", not found, call, "the spec's params", "; ".join(found))
+            found = differences(expected_output(self.spec, tool), canonical(listed.output_schema or {}))
+            self.recorder.judge(
+                tool.name, "output_schema", not found, call, "the spec's return shape", "; ".join(found)
+            )
+            want = annotations_for(tool)
+            have = listed.annotations.model_dump(include=set(want)) if listed.annotations else {}
+            self.recorder.judge(tool.name, "annotations", have == want, call, _show(want), _show(have))
+        self.seed_hash = (await self._state("verify:seed"))["hash"]
+
+    def _check_output(self, tool: ToolSpec, result: CallResult, call: dict[str, Any]) -> None:
+        schema = self.listed[tool.name].output_schema
+        if schema is None:
+            self.recorder.fail(tool.name, "output", call, "a listed output schema", "none")
+            return
+        errors = sorted(
+            jsonschema.Draft202012Validator(schema).iter_errors(result.structured), key=lambda e: list(e.path)
+        )
+        found = "; ".join(f"{'/'.join(map(str, e.path)) or '<root>'}: {e.message}" for e in errors[:3])
+        self.recorder.judge(
+            tool.name, "output", not errors, call, "structuredContent valid against the listed outputSchema", found
+        )
+
+    async def _valid_call(self, tool: ToolSpec, arguments: dict[str, Any], episode: str) -> CallResult:
+        """Call on a fresh episode; on success check the output and the effect on the state."""
+        call = {"tool": tool.name, "arguments": arguments, "episode": episode}
+        result = await self._call(tool.name, arguments, episode)
+        if result.is_error:
+            return result
+        self._check_output(tool, result, call)
+        state = await self._state(episode)
+        problems = effect_problems(self.spec, self.seed, tool, arguments, state["diff"], result.structured)
+        expected = f"changes only {tool.changed_tables}" if tool.changed_tables else "state unchanged (a read)"
+        self.recorder.judge(tool.name, "effect", not problems, call, expected, "; ".join(problems))
+        return result
+
+    async def check_valid(self, tool: ToolSpec) -> None:
+        """Every `must_pass` call succeeds, or one of the seed-built candidates does."""
+        plan = self.plans[tool.name]
+        succeeded: list[dict[str, Any]] = []
+        for n, arguments in enumerate(plan.must_pass):
+            episode = f"valid:{tool.name}:{n}"
+            result = await self._valid_call(tool, arguments, episode)
+            call = {"tool": tool.name, "arguments": arguments, "episode": episode}
+            if self.recorder.judge(tool.name, "valid_call", not result.is_error, call, "success", _show(result.text)):
+                succeeded.append(arguments)
+        refused: list[tuple[dict[str, Any], CallResult]] = []
+        for n, arguments in enumerate(plan.candidates[: self.options.max_tries]):
+            result = await self._valid_call(tool, arguments, f"valid:{tool.name}:{n}")
+            if not result.is_error:
+                succeeded.append(arguments)
+                self.recorder.passed(tool.name, "valid_call")
+                break
+            refused.append((arguments, result))
+        if plan.candidates and not succeeded:
+            arguments, result = refused[-1]
+            tried = f"one of {len(refused)} seed-built calls succeeds"
+            self.recorder.fail(
+                tool.name, "valid_call", {"tool": tool.name, "arguments": arguments}, tried, _show(result.text)
+            )
+        self.valid[tool.name] = succeeded
+        self.recorder.tools[tool.name].valid_calls = succeeded
+
+    async def _refused(self, tool: ToolSpec, bad: InvalidCall, episode: str) -> bool:
+        """Make one invalid call and judge it; return whether it was refused."""
+        result = await self._call(tool.name, bad.arguments, episode)
+        if bad.message is not None:
+            ok = result.is_error and result.text == bad.message
+        elif bad.check == "unknown_id":
+            ok = result.is_error and bool(result.text) and result.kind != "server_error"
+        else:
+            ok = result.is_error and bad.param is not None and bad.param in result.text
+        shown = (
+            f"isError: {_show(result.text)}"
+            if result.is_error
+            else f"success: {_show(result.structured or result.text)}"
+        )
+        call = {"tool": tool.name, "arguments": bad.arguments, "episode": episode}
+        self.recorder.judge(tool.name, bad.check, ok, call, bad.expectation, shown)
+        return result.is_error
+
+    async def check_invalid(self, tool: ToolSpec) -> None:
+        """Invalid calls share one episode (reset after any that wrongly succeeds); if its hash moved,
+        each refused call is replayed alone to find the one that changed state."""
+        plan = self.plans[tool.name]
+        base = (self.valid.get(tool.name) or plan.must_pass or plan.candidates or [{}])[0]
+        calls = invalid_calls(self.seed, tool, base)
+        if not calls:
+            return
+        episode = f"invalid:{tool.name}"
+        refused: list[InvalidCall] = []
+        for bad in calls:
+            if await self._refused(tool, bad, episode):
+                refused.append(bad)
+            else:
+                await self._reset(episode)
+        if (await self._state(episode))["hash"] == self.seed_hash:
+            self.recorder.passed(tool.name, "unchanged_on_error")
+            return
+        for n, bad in enumerate(refused):
+            alone = f"invalid:{tool.name}:{n}"
+            await self._call(tool.name, bad.arguments, alone)
+            state = await self._state(alone)
+            if state["hash"] != self.seed_hash:
+                call = {"tool": tool.name, "arguments": bad.arguments, "episode": alone}
+                self.recorder.fail(
+                    tool.name, "unchanged_on_error", call, "a refused call changes nothing", _show(state["diff"])
+                )
+
+    async def _run_all(self, calls: list[tuple[str, dict[str, Any]]], episode: str) -> list[Any]:
+        return [(await self._call(tool, arguments, episode)).output for tool, arguments in calls]
+
+    async def check_sessions(self) -> None:
+        """Isolation: episode B's reads are unmoved while A runs every call. Determinism: replaying
+        A's calls on a fresh episode C gives the same outputs and state hash."""
+        sequence = [(t.name, a) for t in self.spec.tools for a in self.valid.get(t.name, [])]
+        reads = [(name, a) for name, a in sequence if not self.spec.tool(name).changed_tables]
+        before = await self._run_all(reads, "iso:b")
+        first = await self._run_all(sequence, "iso:a")
+        first_hash = (await self._state("iso:a"))["hash"]
+        after = await self._run_all(reads, "iso:b")
+        b_hash = (await self._state("iso:b"))["hash"]
+        for (name, arguments), old, new in zip(reads, before, after, strict=True):
+            call = {"tool": name, "arguments": arguments, "episode": "iso:b"}
+            self.recorder.judge(
+                SERVER, "isolation", old == new, call, f"unchanged while iso:a runs: {_show(old, 200)}", _show(new, 200)
+            )
+        self.recorder.judge(
+            SERVER, "isolation", b_hash == self.seed_hash, {"episode": "iso:b"}, f"seed hash {self.seed_hash}", b_hash
+        )
+        replay = await self._run_all(sequence, "det:c")
+        replay_hash = (await self._state("det:c"))["hash"]
+        for (name, arguments), old, new in zip(sequence, first, replay, strict=True):
+            call = {"tool": name, "arguments": arguments, "episode": "det:c"}
+            self.recorder.judge(
+                SERVER, "determinism", old == new, call, f"as on iso:a: {_show(old, 200)}", _show(new, 200)
+            )
+        self.recorder.judge(
+            SERVER,
+            "determinism",
+            replay_hash == first_hash,
+            {"episode": "det:c"},
+            f"hash as on iso:a {first_hash}",
+            replay_hash,
+        )
+
+
+def _static(server_dir: Path, recorder: _Recorder) -> None:
+    handlers = server_dir / "handlers.py"
+    findings = check_handlers(handlers.read_text(encoding="utf-8")) if handlers.is_file() else []
+    for finding in findings:
+        call = {"file": "handlers.py", "line": finding.line, "function": finding.function}
+        recorder.fail(
+            "handlers.py",
+            f"static:{finding.kind}",
+            call,
+            f"no {finding.kind.replace('_', ' ')}",
+            f"{finding.code}  ({finding.reason})",
+        )
+    if not findings:
+        recorder.passed(SERVER, "static")
+
+
+async def _launch_and_check(
+    spec: EnvironmentSpec,
+    import_root: Path,
+    errlog: TextIO,
+    recorder: _Recorder,
+    options: VerifyOptions,
+    timings: Timings,
+) -> None:
+    """Plan the calls in a thread while the server starts, then run the checks over one connection."""
+    stream_errors: list[str] = []
+    planned: dict[str, Any] = {}
+    ready = anyio.Event()
+    schema_sql = (import_root / "servers" / spec.name / "schema.sql").read_text(encoding="utf-8")
+
+    async def plan() -> None:
+        planned["plans"], planned["seed"] = await anyio.to_thread.run_sync(plan_calls, spec, schema_sql)
+        ready.set()
+
+    mark = time.perf_counter()
+    client = connect(spec.name, import_root, errlog, options.launch_timeout, stream_errors)
+    async with anyio.create_task_group() as group, AsyncExitStack() as stack:
+        group.start_soon(plan)
+        try:
+            await stack.enter_async_context(client)
+        except Exception as exc:  # noqa: BLE001 - whatever stops the server starting is the finding
+            while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
+                exc = exc.exceptions[0]
+            errlog.seek(0)
+            call = {"command": f"python -m servers.{spec.name}"}
+            recorder.fail(
+                SERVER,
+                "launch",
+                call,
+                "the server starts and answers",
+                f"{type(exc).__name__}: {exc}; stderr: ...{errlog.read()[-600:]}",
+            )
+            return
+        timings.launch_s = time.perf_counter() - mark
+        recorder.passed(SERVER, "launch")
+        await ready.wait()
+        session = ServerSession(client, errlog, options.call_timeout, stream_errors)
+        try:
+            await Verifier(spec, session, recorder, planned["plans"], planned["seed"], options).run(timings)
+        except _Stop:
+            recorder.fail(
+                SERVER, "completed", None, "every check runs", "stopped early: the server hung or broke the connection"
+            )
+
+
+async def verify_server(
+    server_dir: Path, import_root: Path, options: VerifyOptions | None = None
+) -> VerificationReport:
+    """Verify the server in `server_dir`, which must be `import_root/servers/<name>`.
+
+    A faulty server never raises here: every fault becomes a failure in the report.
+    """
+    options = options or VerifyOptions()
+    started = time.perf_counter()
+    spec = load_server_spec(server_dir)
+    if server_dir.resolve() != (import_root / "servers" / spec.name).resolve():
+        raise ValueError(f"{server_dir} is not {import_root}/servers/{spec.name}")
+    recorder = _Recorder(spec)
+    timings = Timings()
+    if options.static:
+        _static(server_dir, recorder)
+    timings.static_s = time.perf_counter() - started
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:
+        await _launch_and_check(spec, import_root, errlog, recorder, options, timings)
+    timings.total_s = time.perf_counter() - started
+    return VerificationReport(
+        server=spec.name,
+        passed=not recorder.failures,
+        verified_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        spec_hash=spec_hash(server_dir),
+        code_hash=code_hash(server_dir),
+        files=file_hashes(server_dir),
+        checks=recorder.server_checks,
+        tools=list(recorder.tools.values()),
+        failures=recorder.failures,
+        timings=timings,
+    )

@@ -1,0 +1,112 @@
+"""`envfarm build` and `envfarm verify`: publish only what verifies, atomically, and detect drift."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from corpus import BROKEN, GOOD, apply_edits, farm_bytes
+
+from envfarm.cli import main
+from factory.build import build_all, drift, verify_published
+from factory.publish import code_hash, spec_hash
+from factory.verify import load_report
+from servers.runtime.registry import load_registry
+
+
+@pytest.fixture(scope="module")
+def farm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A farm with the good example built, verified and published (shared; copy it to change it)."""
+    root = tmp_path_factory.mktemp("farm")
+    out = io.StringIO()
+    assert build_all([GOOD], root, out=out) == 0, out.getvalue()
+    return root
+
+
+def _copy(farm: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "farm"
+    shutil.copytree(farm, target)
+    return target
+
+
+def test_build_publishes_a_verified_server(farm: Path) -> None:
+    entry = load_registry(farm).get("shed")
+    server = farm / "servers" / "shed"
+    report = load_report(server)
+    assert entry is not None and entry.verification == "passed" and entry.verified_at
+    assert report is not None and report.passed and report.verified_at == entry.verified_at
+    assert entry.code_hash == report.code_hash == code_hash(server)
+    assert entry.spec_hash == report.spec_hash == spec_hash(server)
+    assert not list((farm / "servers").glob(".staging-*")) and not list((farm / "servers").glob(".old-*"))
+
+
+def test_verify_all_holds_on_a_clean_farm(farm: Path) -> None:
+    out = io.StringIO()
+    assert verify_published(farm, [], all_servers=True, out=out) == 0, out.getvalue()
+    assert "1 of 1 verified with no drift" in out.getvalue()
+
+
+def test_a_failed_build_leaves_the_farm_byte_identical(farm: Path, tmp_path: Path) -> None:
+    root = _copy(farm, tmp_path)
+    before = farm_bytes(root)
+    out = io.StringIO()
+    assert build_all([BROKEN / "rule_never_rejects"], root, out=out) == 1  # same name: would replace shed
+    assert farm_bytes(root) == before
+    text = out.getvalue()
+    assert "rejected" in text and "[rule] return_item" in text and "0 of 1 published" in text
+    invalid = tmp_path / "invalid"
+    invalid.mkdir()
+    (invalid / "spec.yaml").write_text("name: shed\ntools: [\n", encoding="utf-8")
+    assert build_all([invalid], root, out=io.StringIO()) == 1
+    assert farm_bytes(root) == before
+
+
+def test_one_failure_does_not_stop_the_other_builds(tmp_path: Path) -> None:
+    specs = tmp_path / "specs"
+    shutil.copytree(BROKEN / "handler_crashes", specs / "crashes")
+    shutil.copytree(GOOD, specs / "good")
+    crashes = specs / "crashes" / "spec.yaml"
+    crashes.write_text(
+        crashes.read_text(encoding="utf-8").replace("name: shed", "name: shed_crashes"), encoding="utf-8"
+    )
+    out = io.StringIO()
+    assert build_all([specs], tmp_path / "farm", jobs=2, out=out) == 1
+    assert [s.name for s in load_registry(tmp_path / "farm").servers] == ["shed"]
+    assert "[crash] extend_loan" in out.getvalue()
+
+
+def test_a_hand_edited_file_is_drift(tmp_path: Path) -> None:
+    case = BROKEN / "hand_edited_file"
+    root = tmp_path / "farm"
+    assert build_all([case], root, out=io.StringIO()) == 0  # the spec itself is fine
+    server = root / "servers" / "shed"
+    apply_edits(case, server)
+    entry = load_registry(root).get("shed")
+    assert entry is not None
+    found = drift(entry, server, load_report(server))
+    assert {json.dumps(f.call) for f in found} == {'{"file": "tools.py"}', '{"registry": "code_hash"}'}
+    out = io.StringIO()
+    assert verify_published(root, ["shed"], out=out) == 1
+    assert "[drift] * call={'file': 'tools.py'}" in out.getvalue()
+
+
+def test_cli_build_and_verify(farm: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    unverified = tmp_path / "unverified"
+    assert main(["build", str(GOOD), "--out", str(unverified), "--no-verify"]) == 0
+    assert load_registry(unverified).servers[0].verification == "unverified"
+    assert main(["--farm", str(unverified), "verify", "shed"]) == 1  # published without evidence
+    assert "no verification.json" in capsys.readouterr().out
+    assert main(["--farm", str(farm), "verify", "--all", "--jobs", "1"]) == 0
+    assert main(["--farm", str(farm), "verify", "nosuch"]) == 2
+    assert main(["--farm", str(farm), "verify"]) == 2
+
+
+def test_two_specs_naming_one_server_build_neither(tmp_path: Path) -> None:
+    out = io.StringIO()
+    assert build_all([GOOD, BROKEN / "rule_never_rejects"], tmp_path, out=out) == 1
+    assert load_registry(tmp_path).servers == []
+    rows = [line for line in out.getvalue().splitlines() if line.startswith("shed ")]
+    assert len(rows) == 2 and all("invalid" in row and "declares the same server name" in row for row in rows)

@@ -1,0 +1,207 @@
+"""The verifier: a good environment passes every check; each broken one fails for its own reason.
+
+The corpus runs with the static checks switched off, to show the dynamic checks catch each fault on
+their own; the static layer is tested separately on the same handlers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from corpus import BROKEN, GOOD, stage_case
+
+from factory.call_plan import invalid_calls, plan_calls
+from factory.codegen import render_schema
+from factory.publish import code_hash, spec_hash, staging_root
+from factory.schemas import canonical, differences, expected_output
+from factory.source import load_environment
+from factory.static_checks import check_handlers
+from factory.verify import (
+    VERIFIER_VERSION,
+    VerificationReport,
+    VerifyOptions,
+    effect_problems,
+    load_server_spec,
+    verify_server,
+)
+
+# case -> (check, tool) that must fail; "*" is a server-wide check.
+CASES: dict[str, tuple[str, str]] = {
+    "read_tool_writes": ("effect", "inspect_item"),
+    "handler_crashes": ("crash", "extend_loan"),
+    "output_not_matching_schema": ("output", "overdue_stats"),
+    "rule_never_rejects": ("rule", "return_item"),
+    "module_global_leak": ("isolation", "*"),
+    "wall_clock": ("determinism", "*"),
+    "unseeded_random": ("determinism", "*"),
+    "tool_missing_from_listing": ("listed", "get_item"),
+    "handler_hangs": ("timeout", "reserve_item"),
+    "handler_prints": ("output_stream", "available_count"),
+}
+# case -> what the static layer finds in its handlers.py (faults it cannot see map to nothing).
+STATIC_KINDS: dict[str, set[str]] = {
+    "read_tool_writes": set(),
+    "handler_crashes": set(),
+    "output_not_matching_schema": set(),
+    "module_global_leak": {"module_state"},
+    "wall_clock": {"call"},
+    "unseeded_random": {"import"},
+    "handler_hangs": set(),
+    "handler_prints": {"call"},
+}
+DYNAMIC_ONLY = VerifyOptions(static=False, call_timeout=1.0)
+
+
+async def _verify_cases(root_factory: pytest.TempPathFactory) -> dict[str, VerificationReport]:
+    reports: dict[str, VerificationReport] = {}
+    limiter = anyio.CapacityLimiter(2)
+
+    async def one(case: str) -> None:
+        async with limiter:
+            staged = stage_case(BROKEN / case, root_factory.mktemp(case))
+            reports[case] = await verify_server(staged, staging_root(staged), DYNAMIC_ONLY)
+
+    async with anyio.create_task_group() as group:
+        for case in CASES:
+            group.start_soon(one, case)
+    return reports
+
+
+@pytest.fixture(scope="module")
+def corpus_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, VerificationReport]:
+    return anyio.run(_verify_cases, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory: pytest.TempPathFactory) -> tuple[VerificationReport, Path]:
+    staged = stage_case(GOOD, tmp_path_factory.mktemp("good"))
+    return anyio.run(verify_server, staged, staging_root(staged), VerifyOptions()), staged
+
+
+def test_good_environment_passes_every_check(good: tuple[VerificationReport, Path]) -> None:
+    report, staged = good
+    assert report.failures == [] and report.passed
+    assert report.verifier_version == VERIFIER_VERSION
+    assert report.code_hash == code_hash(staged) and report.spec_hash == spec_hash(staged)
+    assert set(report.files) >= {"tools.py", "server.py", "handlers.py", "schema.sql", "spec.json", "seed.json"}
+    assert report.checks == {"static": "passed", "launch": "passed", "isolation": "passed", "determinism": "passed"}
+    for tool in report.tools:
+        assert tool.valid_calls, f"{tool.tool} was never called successfully"
+        assert {"listed", "input_schema", "output_schema", "annotations", "valid_call", "output", "effect"} <= set(
+            tool.checks
+        )
+        assert set(tool.checks.values()) == {"passed"}
+    by_name = {t.tool: t for t in report.tools}
+    assert {"rule", "unknown_id", "missing_argument", "wrong_type", "unchanged_on_error"} <= set(
+        by_name["lend_item"].checks
+    )
+    assert by_name["extend_loan"].valid_calls[0]["loan_id"] == "loan_001"  # loan_002 is returned: the rule refuses it
+    assert 0 < report.timings.launch_s < report.timings.total_s
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_broken_case_is_rejected_for_its_reason(case: str, corpus_reports: dict[str, VerificationReport]) -> None:
+    report = corpus_reports[case]
+    check, tool = CASES[case]
+    failed = {(f.check, f.tool) for f in report.failures}
+    assert not report.passed
+    assert (check, tool) in failed, f"{case}: expected {check} on {tool}, got {sorted(failed)}"
+    failure = next(f for f in report.failures if (f.check, f.tool) == (check, tool))
+    assert failure.expected and failure.actual and failure.call
+
+
+def test_hung_handler_stops_the_run_but_the_report_is_complete(corpus_reports: dict[str, VerificationReport]) -> None:
+    report = corpus_reports["handler_hangs"]
+    assert report.checks["completed"] == "failed"
+    assert report.timings.total_s < 10
+
+
+def test_report_names_static_and_dynamic_failures_together(tmp_path: Path) -> None:
+    staged = stage_case(BROKEN / "wall_clock", tmp_path)
+    report = anyio.run(verify_server, staged, staging_root(staged), VerifyOptions())
+    failed = {(f.check, f.tool) for f in report.failures}
+    assert {("static:call", "handlers.py"), ("determinism", "*")} <= failed
+    static = next(f for f in report.failures if f.check == "static:call")
+    assert static.call == {"file": "handlers.py", "line": 10, "function": "lend_item"} and "wall clock" in static.actual
+
+
+@pytest.mark.parametrize("case", sorted(STATIC_KINDS))
+def test_static_layer_sees_what_it_can(case: str) -> None:
+    findings = check_handlers((BROKEN / case / "handlers.py").read_text(encoding="utf-8"))
+    assert {f.kind for f in findings} == STATIC_KINDS[case]
+
+
+def test_static_checks_allow_constant_tables_but_not_shared_state() -> None:
+    source = """
+import os, random
+from datetime import datetime
+GRADES = {"A": 4.0}
+SEEN = []
+_cache = {}
+def handler(db, key):
+    global counter
+    SEEN.append(key)
+    print(key)
+    return {"at": datetime.now(), "grade": GRADES[key], "data": open("x").read(), "x": eval("1")}
+"""
+    found = {(f.kind, f.code.split("(")[0].split(" =")[0]) for f in check_handlers(source)}
+    assert ("module_state", "GRADES") not in found
+    assert {
+        ("module_state", "SEEN"),
+        ("module_state", "_cache"),
+        ("global", "global counter"),
+        ("import", "import os, random"),
+    } <= found
+    assert {("call", "print"), ("call", "datetime.now"), ("call", "open"), ("call", "eval")} <= found
+    assert [f.kind for f in check_handlers("def broken(:\n")] == ["syntax"]
+
+
+def test_call_plan_respects_rules_and_derives_invalid_calls() -> None:
+    source = load_environment(GOOD)
+    plans, seed = plan_calls(source.spec, render_schema(source.spec))
+    lend = plans["lend_item"]
+    assert lend.candidates and not lend.must_pass
+    assert all(c["item_id"] in {"item_002", "item_003"} and c["due_on"] >= "2026-03-02" for c in lend.candidates)
+    assert len(plans["find_items"].must_pass) == 2  # no filters, then every filter from one row
+    invalid = invalid_calls(seed, lend.tool, lend.candidates[0])
+    checks = [c.check for c in invalid]
+    assert checks.count("missing_argument") == 1 and checks.count("wrong_type") == 1 and checks.count("unknown_id") == 1
+    rules = [c.message for c in invalid if c.check == "rule"]
+    assert rules == ["Item item_001 is not available to lend.", "The due date 2026-01-01 is in the past."]
+
+
+def test_output_schema_differences_name_the_field() -> None:
+    spec = load_environment(GOOD).spec
+    expected = expected_output(spec, spec.tool("get_item"))
+    listed = {
+        "type": "object",
+        "required": ["item_id", "name", "category", "status"],
+        "properties": {
+            "item_id": {"type": "string"},
+            "name": {"type": "string"},
+            "category": {"enum": ["garden", "power"], "type": "string"},
+            "status": {"anyOf": [{"enum": ["available", "lent", "retired"], "type": "string"}, {"type": "null"}]},
+        },
+    }
+    found = differences(expected, canonical(listed))
+    assert any(d.startswith("properties.category.enum") for d in found)
+    assert any(d.startswith("properties.status.type") for d in found)
+    assert len(found) == 2
+
+
+def test_effects_are_judged_against_the_declared_tables(good: tuple[VerificationReport, Path]) -> None:
+    _, staged = good
+    spec = load_server_spec(staged)
+    _, seed = plan_calls(spec, (staged / "schema.sql").read_text())
+    remove = spec.tool("remove_item")
+    removed = {"items": {"added": [], "removed": [{"item_id": "item_003"}], "updated": []}}
+    assert effect_problems(spec, seed, remove, {"item_id": "item_003"}, removed, None) == []
+    leaked = {**removed, "loans": {"added": [], "removed": [{"loan_id": "loan_001"}], "updated": []}}
+    assert effect_problems(spec, seed, remove, {"item_id": "item_003"}, leaked, None) == [
+        'changed loans (undeclared): {"added": [], "removed": [{"loan_id": "loan_001"}], "updated": []}'
+    ]
+    read = spec.tool("get_item")
+    assert effect_problems(spec, seed, read, {"item_id": "item_001"}, {}, None) == []
+    assert effect_problems(spec, seed, read, {"item_id": "item_001"}, removed, None)
