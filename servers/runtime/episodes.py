@@ -15,6 +15,7 @@ episodes are kept in an LRU bounded by `max_episodes`.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -24,6 +25,7 @@ from typing import Any
 from servers.runtime.database import SEQUENCES_TABLE, snapshot, user_tables
 
 EPISODE_META_KEY = "envfarm/episode"
+_TRAILING_NUMBER = re.compile(r"(\d+)\D*$")
 EPISODE_HEADER = "x-envfarm-episode"
 SESSION_HEADER = "mcp-session-id"
 
@@ -38,19 +40,30 @@ def open_memory(image: bytes | None = None) -> sqlite3.Connection:
     return connection
 
 
+def next_number(rows: list[dict[str, Any]]) -> int:
+    """The first id number past the seed: after the row count and after any number a key ends with,
+    so new ids never collide with hand-numbered seed keys."""
+    numbers = [int(m[1]) for row in rows if row and (m := _TRAILING_NUMBER.search(str(next(iter(row.values())))))]
+    return max([len(rows), *numbers]) + 1
+
+
 def build_seed(schema_sql: str, seed_rows: Mapping[str, list[dict[str, Any]]]) -> sqlite3.Connection:
-    """Create the seed database: schema, rows, and each table's id sequence past its seed rows."""
+    """Create the seed database: schema, rows, and each table's id sequence past its seed rows.
+
+    Foreign keys are checked at commit, so seed rows may point at rows that come later.
+    """
     connection = open_memory()
     connection.executescript(schema_sql)
     connection.execute("BEGIN")
+    connection.execute("PRAGMA defer_foreign_keys = ON")
     for table, rows in seed_rows.items():
         for row in rows:
             columns = ", ".join(row)
             marks = ", ".join(f":{c}" for c in row)
             connection.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", row)
     for table in user_tables(connection):
-        count = len(seed_rows.get(table, []))
-        connection.execute(f"INSERT INTO {SEQUENCES_TABLE} (table_name, next) VALUES (?, ?)", (table, count + 1))
+        rows = seed_rows.get(table, [])
+        connection.execute(f"INSERT INTO {SEQUENCES_TABLE} (table_name, next) VALUES (?, ?)", (table, next_number(rows)))
     connection.execute("COMMIT")
     return connection
 
@@ -92,9 +105,10 @@ class ConnectionScope:
             self._connection = self._store.fork()
         return self._connection
 
-    def reset(self) -> sqlite3.Connection:
-        self._connection = self._store.fork()
-        return self._connection
+    def replace(self, connection: sqlite3.Connection) -> None:
+        if self._connection is not None and self._connection is not connection:
+            self._connection.close()
+        self._connection = connection
 
 
 class EpisodeStore:
@@ -121,17 +135,19 @@ class EpisodeStore:
             return self.persistent
         connection = self._named.get(key)
         if connection is None:
-            connection = self._named[key] = self.fork()
-            while len(self._named) > self.max_episodes:
-                _, evicted = self._named.popitem(last=False)
-                evicted.close()
+            connection = self.fork()
+            self.replace(key, connection)
         else:
             self._named.move_to_end(key)
         return connection
 
-    def reset_named(self, key: str) -> sqlite3.Connection:
+    def replace(self, key: str, connection: sqlite3.Connection) -> None:
+        """Make `connection` the episode called `key`, closing the one it replaces."""
         self.close(key)
-        return self.named(key)
+        self._named[key] = connection
+        while len(self._named) > self.max_episodes:
+            _, evicted = self._named.popitem(last=False)
+            evicted.close()
 
     def close(self, key: str) -> bool:
         connection = self._named.pop(key, None)

@@ -22,8 +22,10 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server.mcpserver import Context, Extension, MCPServer, MethodBinding
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata, func_metadata
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import ValidationError
 
 from servers.runtime.database import Database, Rejected, diff_states, snapshot, state_hash
 from servers.runtime.episodes import (
@@ -122,18 +124,25 @@ class EpisodeControl(Extension):
         return self._episodes.connection(meta, ctx.request, ctx.lifespan_context)
 
     async def _reset(self, ctx: Any, params: ResetParams) -> dict[str, Any]:
-        key, _ = self._target(ctx, params)
+        key, current = self._target(ctx, params)
         store = self._episodes.store
         if store.persistent is not None and params.state is None:
             raise MCPError(types.INVALID_PARAMS, "persistent mode: reset needs an explicit state")
-        connection = store.reset_named(key) if key else ctx.lifespan_context.reset()
-        if store.persistent is not None:
-            connection = store.persistent
+        # The new state is built aside (the persistent file loads in one transaction), so a state
+        # that fails to load leaves the episode as it was.
+        connection = current if store.persistent is not None else store.fork()
         if params.state is not None:
             try:
                 load_state(connection, params.state)
             except ValueError as exc:
+                if connection is not current:
+                    connection.close()
                 raise MCPError(types.INVALID_PARAMS, f"cannot load state: {exc}") from exc
+        if connection is not current:
+            if key:
+                store.replace(key, connection)
+            else:
+                ctx.lifespan_context.replace(connection)
         return {"episode": key, "hash": state_hash(snapshot(connection))}
 
     async def _state(self, ctx: Any, params: StateParams) -> dict[str, Any]:
@@ -161,19 +170,36 @@ class EpisodeControl(Extension):
 
 
 class StrictArguments(Extension):
-    """Reject arguments a tool does not declare, instead of silently ignoring a misspelt filter."""
+    """Check a call's arguments before the tool runs: undeclared names (a misspelt filter must not be
+    silently ignored) and values that do not fit the declared types. Either way the agent gets an
+    `invalid_arguments` error naming each bad argument, rather than the SDK's raw validation dump.
+    Validation is the SDK's own (same argument model), so what passes here passes there."""
 
     identifier = "io.envfarm/strict-arguments"
 
     def __init__(self) -> None:
-        self.allowed: dict[str, frozenset[str]] = {}
+        self.metadata: dict[str, FuncMetadata] = {}
+
+    def add(self, name: str, function: Callable[..., Any]) -> None:
+        db_parameter = next(iter(inspect.signature(function).parameters))
+        self.metadata[name] = func_metadata(function, skip_names=[db_parameter], structured_output=False)
 
     async def intercept_tool_call(self, params: types.CallToolRequestParams, ctx: Any, call_next: Any) -> Any:
-        allowed = self.allowed.get(params.name)
-        unknown = sorted(set(params.arguments or {}) - allowed) if allowed is not None else []
+        metadata = self.metadata.get(params.name)
+        if metadata is None:
+            return await call_next(ctx)
+        arguments = params.arguments or {}
+        declared = [f.alias or n for n, f in metadata.arg_model.model_fields.items()]
+        unknown = sorted(set(arguments) - set(declared))
         if unknown:
-            expected = ", ".join(sorted(allowed or ())) or "no arguments"
+            expected = ", ".join(declared) or "no arguments"
             return _error(f"{params.name} does not take {', '.join(unknown)}; its parameters are: {expected}.", "invalid_arguments")
+        try:
+            metadata.validate_arguments(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+            message = f"{params.name} got invalid arguments ({problems}). Nothing was changed; fix them and call again."
+            return _error(message, "invalid_arguments")
         return await call_next(ctx)
 
 
@@ -237,7 +263,7 @@ def build_server(definition: ServerDefinition, *, db_file: Path | None = None, m
         extensions=[EpisodeControl(episodes), strict],
     )
     for tool in definition.tools:
-        strict.allowed[tool.name] = frozenset(list(inspect.signature(tool.function).parameters)[1:])
+        strict.add(tool.name, tool.function)
         server.add_tool(
             _tool_wrapper(tool, episodes, definition),
             name=tool.name,
