@@ -1,0 +1,178 @@
+"""Seed rows of the calendar: 40 people from the shared cast, 20 rooms, 46 calendars, 96 events,
+about 300 invitations.
+
+Events span ten days before the frozen clock to three weeks after it. Confirmed events never share
+a room at overlapping times, and a room always seats the organizer plus every invitee who has not
+declined: the seed obeys the rules the tools enforce.
+"""
+
+import random
+from datetime import datetime, timedelta
+
+from factory import fakedata
+
+DEPARTMENTS = ["engineering", "design", "finance", "marketing", "sales", "operations"]
+TITLES = {
+    "engineering": ["Software Engineer", "Senior Engineer", "Engineering Manager", "SRE"],
+    "design": ["Product Designer", "UX Researcher", "Design Lead"],
+    "finance": ["Financial Analyst", "Controller", "Finance Manager"],
+    "marketing": ["Content Strategist", "Marketing Manager", "Growth Analyst"],
+    "sales": ["Account Executive", "Sales Engineer", "Sales Director"],
+    "operations": ["Operations Manager", "Office Coordinator", "IT Administrator"],
+}
+ROOMS = [
+    ("Harbor", 1, 8, True),
+    ("Maple", 1, 4, False),
+    ("Summit", 5, 20, True),
+    ("Cedar", 2, 6, True),
+    ("Atlas", 3, 12, True),
+    ("Orion", 3, 2, False),
+    ("Willow", 2, 4, True),
+    ("Granite", 4, 10, True),
+    ("Lagoon", 4, 6, False),
+    ("Aspen", 2, 8, True),
+    ("Beacon", 5, 30, True),
+    ("Canyon", 3, 4, True),
+    ("Delta", 1, 3, False),
+    ("Ember", 4, 6, True),
+    ("Fjord", 5, 16, True),
+    ("Glacier", 2, 2, True),
+    ("Horizon", 3, 10, True),
+    ("Juniper", 1, 6, True),
+    ("Kestrel", 4, 3, False),
+    ("Lumen", 5, 12, True),
+]
+MEETINGS = [
+    ("Sprint planning", "Plan the next two-week sprint and agree on scope."),
+    ("Design review", "Walk through the latest mockups and collect feedback."),
+    ("Product roadmap sync", "Align on priorities for the coming quarter."),
+    ("Hiring debrief", "Discuss candidate interviews and make a decision."),
+    ("Customer call: Bluepeak", "Quarterly check-in with the Bluepeak account team."),
+    ("Vendor demo: Copperline", "Copperline demos their analytics platform."),
+    ("Team retrospective", "What went well, what did not, what we change."),
+    ("Architecture review", "Review the proposed service split and data flows."),
+    ("Campaign kickoff", "Kick off the spring marketing campaign."),
+    ("Security awareness training", "Mandatory yearly security training."),
+    ("New hire onboarding", "Welcome session for this month's new hires."),
+    ("Quarterly business review", "Results of the last quarter and the outlook."),
+    ("Data pipeline walkthrough", "How events flow from the app into the warehouse."),
+    ("Pricing workshop", "Workshop on the new pricing tiers."),
+    ("Release go/no-go", "Decide whether the release ships this week."),
+    ("Office move planning", "Logistics for the move to the new floor."),
+    ("Brown bag: accessibility", "Lunch talk on accessible design."),
+    ("Partner sync: Greenfield", "Monthly sync with the Greenfield partnership team."),
+    ("Budget forecast check-in", "Check spend against the forecast."),
+    ("Incident postmortem", "Blameless review of last week's outage."),
+]
+CANCEL_REASONS = ["Organizer is out sick", "Moved to next week", "No agenda items", "Conflicts with the all-hands"]
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def _overlaps(busy: list[tuple[datetime, datetime]], start: datetime, end: datetime) -> bool:
+    return any(s < end and e > start for s, e in busy)
+
+
+def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
+    cast = fakedata.community(40)
+    people = []
+    for i, person in enumerate(cast, start=1):
+        department = DEPARTMENTS[(i - 1) % len(DEPARTMENTS)]
+        people.append(
+            {
+                "person_id": f"per_{i:04d}",
+                "full_name": person["full_name"],
+                "email": person["email"],
+                "department": department,
+                "job_title": rng.choice(TITLES[department]),
+            }
+        )
+    rooms = [
+        {"room_id": f"room_{i:02d}", "name": name, "floor": floor, "capacity": capacity, "has_video": video}
+        for i, (name, floor, capacity, video) in enumerate(ROOMS, start=1)
+    ]
+    calendars = [
+        {
+            "calendar_id": f"cal_{i:03d}",
+            "name": p["full_name"],
+            "owner_email": p["email"],
+            "kind": "personal",
+            "description": f"{p['full_name']}'s work calendar",
+        }
+        for i, p in enumerate(people, start=1)
+    ]
+    team_calendar = {}
+    for department in DEPARTMENTS:
+        lead = next(p for p in people if p["department"] == department)
+        calendar_id = f"cal_{len(calendars) + 1:03d}"
+        team_calendar[department] = calendar_id
+        calendars.append(
+            {
+                "calendar_id": calendar_id,
+                "name": f"{department.capitalize()} team",
+                "owner_email": lead["email"],
+                "kind": "team",
+                "description": f"Shared calendar of the {department} team; anyone may add events",
+            }
+        )
+
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    days = [midnight + timedelta(days=d) for d in range(-10, 22) if (midnight + timedelta(days=d)).weekday() < 5]
+    room_busy: dict[str, list[tuple[datetime, datetime]]] = {r["room_id"]: [] for r in rooms}
+    events: list[dict] = []
+    invitations: list[dict] = []
+    for n in range(96):
+        organizer = rng.choice(people)
+        title, description = MEETINGS[n % len(MEETINGS)] if n < 60 else ("1:1", "Weekly one-on-one.")
+        guests = rng.sample([p for p in people if p is not organizer], 1 if title == "1:1" else rng.randint(2, 7))
+        if title == "1:1":
+            title = f"1:1 {organizer['full_name'].split()[0]} / {guests[0]['full_name'].split()[0]}"
+        start = rng.choice(days) + timedelta(hours=rng.choice([9, 9.5, 10, 11, 13, 14, 14.5, 15, 16]))
+        end = start + timedelta(minutes=rng.choice([30, 45, 60, 60, 90]))
+        is_past = end <= now
+        cancelled = n % 12 == 5
+        room_id = None
+        if rng.random() < 0.7:
+            fitting = [r for r in rooms if r["capacity"] >= len(guests) + 1]
+            free = [r for r in fitting if cancelled or not _overlaps(room_busy[r["room_id"]], start, end)]
+            if free:
+                room = min(free, key=lambda r: (r["capacity"], rng.random()))
+                room_id = room["room_id"]
+                if not cancelled:
+                    room_busy[room_id].append((start, end))
+        use_team = rng.random() < 0.2
+        calendar_id = team_calendar[organizer["department"]] if use_team else f"cal_{people.index(organizer) + 1:03d}"
+        created = min(start - timedelta(days=rng.randint(2, 12)), now - timedelta(hours=rng.randint(1, 48)))
+        event_id = f"evt_{n + 1:04d}"
+        events.append(
+            {
+                "event_id": event_id,
+                "calendar_id": calendar_id,
+                "title": title,
+                "description": description,
+                "starts_at": _iso(start),
+                "ends_at": _iso(end),
+                "room_id": room_id,
+                "organizer_email": organizer["email"],
+                "status": "cancelled" if cancelled else "confirmed",
+                "cancelled_by": organizer["email"] if cancelled else None,
+                "cancel_reason": rng.choice(CANCEL_REASONS) if cancelled else None,
+                "created_at": _iso(created),
+            }
+        )
+        for guest in guests:
+            weights = [0.1, 0.7, 0.15, 0.05] if is_past else [0.45, 0.35, 0.1, 0.1]
+            response = rng.choices(["pending", "accepted", "declined", "tentative"], weights)[0]
+            responded = created + timedelta(hours=rng.randint(1, 30))
+            invitations.append(
+                {
+                    "invitation_id": f"inv_{len(invitations) + 1:04d}",
+                    "event_id": event_id,
+                    "email": guest["email"],
+                    "response": response,
+                    "responded_at": None if response == "pending" else _iso(min(responded, now)),
+                }
+            )
+    return {"people": people, "rooms": rooms, "calendars": calendars, "events": events, "invitations": invitations}

@@ -1,0 +1,224 @@
+"""Seed rows of payments: 40 customers (the farm's shared cast, same emails as the shop and grocery
+servers), 20 merchants, ~80 payment methods, 110 charges, their refunds, and merchant payouts.
+
+Amounts agree across tables: a charge's amount_refunded is the sum of its refunds and its status follows
+(captured, partially_refunded, refunded); authorized and voided charges captured nothing; a merchant's
+pending balance is what was captured in the last two days net of refunds.
+"""
+
+import random
+from datetime import datetime, timedelta
+from typing import Any
+
+from factory import fakedata
+
+MERCHANTS = [
+    ("FreshCart Grocery", "grocery"),
+    ("Secondhand Market", "marketplace"),
+    ("Northwind Software", "software"),
+    ("Bluepeak Fitness", "fitness"),
+    ("Copperline Cafe", "restaurant"),
+    ("CityRide Transit", "transport"),
+    ("Greenfield Energy", "utilities"),
+    ("Silverleaf Books", "retail"),
+    ("Brightside Pharmacy", "health"),
+    ("Ironbridge Hardware", "retail"),
+    ("Sunhaven Bakery", "restaurant"),
+    ("Redwood Cinema", "entertainment"),
+    ("Clearwater Water Co", "utilities"),
+    ("Stonegate Parking", "transport"),
+    ("Lakeshore Yoga", "fitness"),
+    ("Westbrook Florist", "retail"),
+    ("Highland Streaming", "entertainment"),
+    ("Oakridge Vet Clinic", "health"),
+    ("Pinecrest Coworking", "software"),
+    ("Harbor Noodle Bar", "restaurant"),
+]
+TYPICAL_AMOUNT = {
+    "grocery": (18, 140),
+    "marketplace": (15, 400),
+    "software": (9, 60),
+    "fitness": (25, 90),
+    "restaurant": (8, 65),
+    "transport": (3, 40),
+    "utilities": (40, 180),
+    "retail": (12, 220),
+    "health": (10, 160),
+    "entertainment": (7, 45),
+}
+DESCRIPTIONS = {
+    "grocery": "Grocery order",
+    "marketplace": "Marketplace purchase",
+    "software": "Monthly subscription",
+    "fitness": "Membership fee",
+    "restaurant": "Dine-in bill",
+    "transport": "Ride fare",
+    "utilities": "Monthly bill",
+    "retail": "In-store purchase",
+    "health": "Visit and medication",
+    "entertainment": "Tickets",
+}
+BRANDS = ["visa", "visa", "mastercard", "mastercard", "amex"]
+BANKS = ["First Harbor Bank", "Lakeshore Credit Union", "Metro Savings"]
+REFUND_REASONS = ["requested_by_customer", "duplicate", "product_not_received", "fraudulent"]
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
+    people = fakedata.community(40)
+    customers: list[dict[str, Any]] = [
+        {
+            "customer_id": f"cus_{i:04d}",
+            "full_name": p["full_name"],
+            "email": p["email"],
+            "phone": p["phone"],
+            "created_at": fakedata.moment(now, -24 * rng.randrange(60, 900)),
+        }
+        for i, p in enumerate(people, start=1)
+    ]
+    merchants: list[dict[str, Any]] = [
+        {
+            "merchant_id": f"mer_{i:03d}",
+            "name": name,
+            "category": category,
+            "support_email": f"billing@{fakedata.slug(name).replace('.', '')}.example.com",
+            "payout_schedule": rng.choice(["daily", "weekly"]),
+            "status": "restricted" if i in (7, 18) else "active",
+            "available_balance": 0.0,
+            "pending_balance": 0.0,
+        }
+        for i, (name, category) in enumerate(MERCHANTS, start=1)
+    ]
+
+    methods: list[dict] = []
+    usable: dict[str, list[dict]] = {}
+    for n, customer in enumerate(customers):
+        count = 1 + (n % 3 != 0) + (n % 5 == 0)
+        for k in range(count):
+            is_card = k < 2 or rng.random() < 0.5
+            expired = is_card and (n % 7 == 3 and k == 0)  # an old card left on file
+            removed = (not expired) and k == 2 and n % 2 == 0
+            row = {
+                "method_id": f"pm_{len(methods) + 1:04d}",
+                "customer_id": customer["customer_id"],
+                "type": "card" if is_card else "bank_account",
+                "brand": rng.choice(BRANDS) if is_card else None,
+                "bank_name": None if is_card else rng.choice(BANKS),
+                "last4": f"{rng.randrange(0, 10000):04d}",
+                "exp_month": rng.randrange(1, 13) if is_card else None,
+                "exp_year": (2025 if expired else rng.randrange(2026, 2031)) if is_card else None,
+                "label": None,
+                "is_default": False,
+                "status": "removed" if removed else "active",
+            }
+            if is_card and row["exp_year"] == 2026:
+                row["exp_month"] = rng.randrange(4, 13)  # still valid on the frozen clock (March 2026)
+            row["label"] = f"{(row['brand'] or 'bank').capitalize()} ending {row['last4']}"
+            methods.append(row)
+            if row["status"] == "active" and not expired:
+                usable.setdefault(customer["customer_id"], []).append(row)
+        owned = usable.get(customer["customer_id"], [])
+        if owned:
+            owned[0]["is_default"] = True
+
+    charges: list[dict] = []
+    refunds: list[dict] = []
+    statuses = (
+        ["captured"] * 62 + ["authorized"] * 14 + ["voided"] * 9 + ["partially_refunded"] * 12 + ["refunded"] * 13
+    )
+    rng.shuffle(statuses)
+    # The first charges are placed on purpose for the rule examples: authorized, then captured.
+    statuses[:4] = ["authorized", "captured", "voided", "refunded"]
+    for n, status in enumerate(statuses):
+        customer = customers[n % len(customers)] if n < 40 else rng.choice(customers)
+        if customer["customer_id"] not in usable:  # their only card expired: charge the first customer instead
+            customer = customers[0]
+        owned = usable[customer["customer_id"]]
+        method = rng.choice(owned)
+        merchant = merchants[n % len(merchants)] if n < 20 else rng.choice(merchants)
+        low, high = TYPICAL_AMOUNT[merchant["category"]]
+        amount = fakedata.money(rng, low, high)
+        age_hours = {
+            "authorized": rng.randrange(2, 96),
+            "partially_refunded": rng.randrange(72, 24 * 30),
+            "refunded": rng.randrange(72, 24 * 30),
+        }.get(status, rng.randrange(2, 24 * 30))
+        created = now - timedelta(hours=age_hours)
+        captured = status not in ("authorized", "voided")
+        row = {
+            "charge_id": f"ch_{n + 1:04d}",
+            "customer_id": customer["customer_id"],
+            "merchant_id": merchant["merchant_id"],
+            "method_id": method["method_id"],
+            "amount": amount,
+            "description": f"{DESCRIPTIONS[merchant['category']]} at {merchant['name']}",
+            "status": status,
+            "amount_captured": amount if captured else 0.0,
+            "amount_refunded": 0.0,
+            "created_at": _iso(created),
+            "captured_at": _iso(created + timedelta(minutes=5)) if captured else None,
+        }
+        charges.append(row)
+        if status in ("partially_refunded", "refunded"):
+            parts = [amount] if status == "refunded" and rng.random() < 0.6 else None
+            if parts is None:
+                first = round(amount * rng.uniform(0.2, 0.6), 2)
+                parts = [first, round(amount - first, 2)] if status == "refunded" else [first]
+            for k, part in enumerate(parts):
+                refunds.append(
+                    {
+                        "refund_id": f"re_{len(refunds) + 1:04d}",
+                        "charge_id": row["charge_id"],
+                        "amount": part,
+                        "reason": rng.choice(REFUND_REASONS),
+                        "status": "succeeded",
+                        "created_at": _iso(created + timedelta(hours=6 + 20 * k + rng.randrange(0, 20))),
+                    }
+                )
+            row["amount_refunded"] = round(sum(parts), 2)
+        if captured:
+            net = round(row["amount_captured"] - row["amount_refunded"], 2)
+            balance = "pending_balance" if age_hours < 48 else "available_balance"
+            merchant[balance] = round(merchant[balance] + net, 2)
+
+    payouts: list[dict] = []
+    for merchant in merchants:
+        for k in range(rng.randrange(1, 4)):
+            created = now - timedelta(days=3 + 7 * k + rng.randrange(0, 3))
+            payouts.append(
+                {
+                    "payout_id": f"po_{len(payouts) + 1:04d}",
+                    "merchant_id": merchant["merchant_id"],
+                    "amount": fakedata.money(rng, 150, 1800),
+                    "status": "paid",
+                    "created_at": _iso(created),
+                    "arrival_date": fakedata.day(created, 2),
+                }
+            )
+        # Payouts already sent came out of earlier balances; keep a float besides the recent captures.
+        merchant["available_balance"] = round(merchant["available_balance"] + fakedata.money(rng, 200, 2500), 2)
+    for merchant in merchants[:6]:
+        amount = round(merchant["available_balance"] * 0.4, 2)
+        merchant["available_balance"] = round(merchant["available_balance"] - amount, 2)
+        payouts.append(
+            {
+                "payout_id": f"po_{len(payouts) + 1:04d}",
+                "merchant_id": merchant["merchant_id"],
+                "amount": amount,
+                "status": "in_transit",
+                "created_at": _iso(now - timedelta(hours=20)),
+                "arrival_date": fakedata.day(now, 1),
+            }
+        )
+
+    return {
+        "customers": customers,
+        "merchants": merchants,
+        "payment_methods": methods,
+        "charges": charges,
+        "refunds": refunds,
+        "payouts": payouts,
+    }
