@@ -1,5 +1,5 @@
 """Seed rows of course_registration: 60 students (the farm's shared cast), 14 instructors, 6 terms,
-25 courses with 24 prerequisite links, about 45 sections, transcripts for three past terms, and
+25 courses with 22 prerequisite links, 39 sections, transcripts for three past terms, and
 Winter/Spring 2026 enrollments that respect prerequisites, seats, time clashes and the credit limit.
 
 The clock sits on 2026-01-12: Winter 2026 is in progress (registration closed, drop deadline passed),
@@ -60,8 +60,14 @@ TERMS = [
     ("Summer 2026", "2026-06-01", "2026-07-31", "2026-03-16", "2026-06-05", "2026-06-12", "upcoming"),
 ]
 SPRING_TIMES = [
-    ("MWF", "09:00", "09:50"), ("MWF", "10:00", "10:50"), ("MWF", "11:00", "11:50"), ("MWF", "13:00", "13:50"),
-    ("TR", "09:30", "10:45"), ("TR", "11:00", "12:15"), ("TR", "14:00", "15:15"), ("MW", "15:30", "16:45"),
+    ("MWF", "09:00", "09:50"),
+    ("MWF", "10:00", "10:50"),
+    ("MWF", "11:00", "11:50"),
+    ("MWF", "13:00", "13:50"),
+    ("TR", "09:30", "10:45"),
+    ("TR", "11:00", "12:15"),
+    ("TR", "14:00", "15:15"),
+    ("MW", "15:30", "16:45"),
     ("TR", "16:00", "17:15"),
 ]
 BUILDINGS = ["Ashby Hall", "Keller Science Center", "Marlow Library", "Quinn Hall", "Sato Building"]
@@ -200,7 +206,12 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         sections.append(section)
         return section
 
-    for code, start, end in [("ECON 101", "09:00", "11:30"), ("WRIT 100", "13:00", "15:00"), ("HIST 101", "09:00", "11:30"), ("BIO 101", "13:00", "15:30")]:
+    for code, start, end in [
+        ("ECON 101", "09:00", "11:30"),
+        ("WRIT 100", "13:00", "15:00"),
+        ("HIST 101", "09:00", "11:30"),
+        ("BIO 101", "13:00", "15:30"),
+    ]:
         add_section(code, "Winter 2026", "W1", "MTWRF", start, end, 12)
     spring_codes = [c[0] for c in CATALOG] + ["CS 101", "MATH 101", "WRIT 100", "ECON 101", "CS 201", "MATH 310"]
     for n, code in enumerate(spring_codes):
@@ -210,7 +221,12 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         section = add_section(code, "Spring 2026", number, days, start, end, capacity)
         if code == "MATH 310" and number == "02":
             section["status"] = "cancelled"
-    for code, days, start, end in [("CS 101", "MTWR", "09:00", "11:00"), ("MATH 101", "MTWR", "13:00", "15:00"), ("HIST 101", "MTWR", "09:00", "11:00"), ("ECON 102", "MTWR", "13:00", "15:00")]:
+    for code, days, start, end in [
+        ("CS 101", "MTWR", "09:00", "11:00"),
+        ("MATH 101", "MTWR", "13:00", "15:00"),
+        ("HIST 101", "MTWR", "09:00", "11:00"),
+        ("ECON 102", "MTWR", "13:00", "15:00"),
+    ]:
         add_section(code, "Summer 2026", "S1", days, start, end, 25)
 
     # Enrollments: registration happened between the opening of Winter/Spring registration and today.
@@ -247,7 +263,9 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     winter = [s for s in sections if s["term_id"] == term_id["Winter 2026"]]
     spring = [s for s in sections if s["term_id"] == term_id["Spring 2026"] and s["status"] == "open"]
     for student in students[:24]:
-        options = [s for s in winter if s["_code"] not in passed[student["student_id"]] and s["enrolled_count"] < s["capacity"]]
+        options = [
+            s for s in winter if s["_code"] not in passed[student["student_id"]] and s["enrolled_count"] < s["capacity"]
+        ]
         if options and student["student_id"] != "stu_0004":
             register(student, rng.choice(options))
     history_of_science = next(s for s in spring if s["_code"] == "HIST 230")
@@ -262,7 +280,9 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         mine = [e for e in enrollments if e["student_id"] == sid]
         chosen = [next(s for s in sections if s["section_id"] == e["section_id"]) for e in mine]
         credits = sum(course_by_code[s["_code"]]["credits"] for s in chosen if s["term_id"] == term_id["Spring 2026"])
-        candidates = sorted(spring, key=lambda s: (s["_code"].split()[0] not in PROGRAM_DEPARTMENTS[student["program"]], rng.random()))
+        candidates = sorted(
+            spring, key=lambda s: (s["_code"].split()[0] not in PROGRAM_DEPARTMENTS[student["program"]], rng.random())
+        )
         for section in candidates:
             spring_mine = [s for s in chosen if s["term_id"] == term_id["Spring 2026"]]
             if len(spring_mine) >= wanted:
@@ -288,7 +308,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             continue
         enrollment["status"] = "dropped"
         enrollment["grading_basis"] = "letter"
-        registered = datetime.fromisoformat(enrollment["registered_at"].replace("Z", "+00:00"))
+        registered = datetime.fromisoformat(enrollment["registered_at"])
         dropped = min(registered + timedelta(hours=rng.randrange(2, 24 * 14)), now - timedelta(hours=3))
         enrollment["dropped_at"] = dropped.isoformat().replace("+00:00", "Z")
         section["enrolled_count"] -= 1
@@ -297,7 +317,11 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     # Approved, pending and denied requests for courses the student lacks a prerequisite of.
     for student in students[8:40:2]:
         sid = student["student_id"]
-        lacking = [code for code, reqs in prereqs_of.items() if reqs and code not in passed[sid] and not all(r in passed[sid] for r in reqs)]
+        lacking = [
+            code
+            for code, reqs in prereqs_of.items()
+            if reqs and code not in passed[sid] and not all(r in passed[sid] for r in reqs)
+        ]
         if not lacking:
             continue
         code = rng.choice(lacking)

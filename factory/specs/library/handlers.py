@@ -85,9 +85,7 @@ def return_copy(db: Database, loan_id: str) -> dict[str, Any]:
     loan = db.require("loans", "loan_id", loan_id, "loan_id")
     copy = db.require("copies", "copy_id", loan["copy_id"], "copy_id")
     today = _today(db)
-    db.execute(
-        "UPDATE loans SET status = 'returned', returned_on = ? WHERE loan_id = ?", (today.isoformat(), loan_id)
-    )
+    db.execute("UPDATE loans SET status = 'returned', returned_on = ? WHERE loan_id = ?", (today.isoformat(), loan_id))
     days_overdue = max(0, (today - date.fromisoformat(loan["due_on"])).days)
     fine_id = None
     fine_amount = 0.0
@@ -134,7 +132,5 @@ def renew_loan(db: Database, loan_id: str) -> dict[str, Any]:
     """Push the due date 21 days past the current one and count the renewal."""
     loan = db.require("loans", "loan_id", loan_id, "loan_id")
     due = date.fromisoformat(loan["due_on"]) + timedelta(days=LOAN_DAYS)
-    db.execute(
-        "UPDATE loans SET due_on = ?, renewals = renewals + 1 WHERE loan_id = ?", (due.isoformat(), loan_id)
-    )
+    db.execute("UPDATE loans SET due_on = ?, renewals = renewals + 1 WHERE loan_id = ?", (due.isoformat(), loan_id))
     return db.require("loans", "loan_id", loan_id, "loan_id")

@@ -137,7 +137,9 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
                 "reason": reason,
                 "issued_on": issued.isoformat(),
                 "status": status,
-                "paid_at": fakedata.moment(datetime.combine(issued, now.timetz()), rng.randrange(2, 240)) if status == "paid" else None,
+                "paid_at": fakedata.moment(datetime.combine(issued, now.timetz()), rng.randrange(2, 240))
+                if status == "paid"
+                else None,
             }
         )
 
@@ -171,6 +173,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         copy["status"] = "lost"
         cost = cost_of[title_of[copy["copy_id"]]]
         add_fine(member_id, loan["loan_id"], cost, "lost_item", borrowed + timedelta(days=LOAN_DAYS + 30), "paid")
+
     # Returned loans over the last eight months, some late (with an overdue fine).
     def busy(copy_id: str, start: date, end: date) -> bool:
         """Whether the copy was out on loan at some point between start and end (a copy has one borrower)."""
@@ -196,7 +199,14 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         loan = add_loan(copy, member_id, borrowed, 0, "returned", returned)
         days_late = (returned - date.fromisoformat(loan["due_on"])).days
         if days_late > 0:
-            add_fine(member_id, loan["loan_id"], days_late * FINE_PER_DAY, "overdue", returned, rng.choice(["paid", "paid", "unpaid", "waived"]))
+            add_fine(
+                member_id,
+                loan["loan_id"],
+                days_late * FINE_PER_DAY,
+                "overdue",
+                returned,
+                rng.choice(["paid", "paid", "unpaid", "waived"]),
+            )
     # mem_0004 damaged a book: a large unpaid fine that blocks borrowing.
     add_fine("mem_0004", None, 12.5, "damage", today - timedelta(days=9), "unpaid")
     add_fine("mem_0002", None, 18.0, "damage", today - timedelta(days=40), "unpaid")
@@ -245,7 +255,9 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     # Past holds: fulfilled, cancelled, expired.
     for status in ["fulfilled"] * 6 + ["cancelled"] * 4 + ["expired"] * 2:
         title = rng.choice(titles)
-        add_hold(title["title_id"], rng.choice(active_members), status, None, rng.randrange(400, 3000), rng.choice(BRANCHES))
+        add_hold(
+            title["title_id"], rng.choice(active_members), status, None, rng.randrange(400, 3000), rng.choice(BRANCHES)
+        )
     holds.sort(key=lambda h: h["placed_at"])
     for n, hold in enumerate(holds, start=1):
         hold["hold_id"] = f"hld_{n:04d}"

@@ -80,5 +80,11 @@ def change_delivery_address(db: Database, shipment_id: str, new_address: str) ->
         "SELECT location FROM tracking_events WHERE shipment_id = ? ORDER BY occurred_at DESC, event_id DESC LIMIT 1",
         (shipment_id,),
     )
-    _event(db, shipment_id, last["location"] if last else _city(new_address), "address_changed", f"Redirected to {new_address}")
+    _event(
+        db,
+        shipment_id,
+        last["location"] if last else _city(new_address),
+        "address_changed",
+        f"Redirected to {new_address}",
+    )
     return db.require("address_changes", "change_id", change_id, "change_id")

@@ -23,11 +23,23 @@ SERVICES = [
     ("Heavy Freight", 150.0, 45.0, 1.1, 5),
 ]
 CONTENTS = [
-    ("documents", 0.3, 30), ("books", 3.0, 60), ("clothing", 1.5, 120), ("ceramic vase", 4.0, 90),
-    ("laptop", 2.5, 1200), ("shoes", 1.8, 140), ("coffee beans", 2.0, 45), ("board games", 3.5, 80),
-    ("camera lens", 1.2, 650), ("kitchen mixer", 7.5, 320), ("bicycle parts", 12.0, 260),
-    ("wine glasses", 3.0, 110), ("vinyl records", 4.5, 200), ("office chair", 18.0, 240),
-    ("garden tools", 22.0, 180), ("treadmill motor", 45.0, 600), ("handmade soap", 1.0, 35),
+    ("documents", 0.3, 30),
+    ("books", 3.0, 60),
+    ("clothing", 1.5, 120),
+    ("ceramic vase", 4.0, 90),
+    ("laptop", 2.5, 1200),
+    ("shoes", 1.8, 140),
+    ("coffee beans", 2.0, 45),
+    ("board games", 3.5, 80),
+    ("camera lens", 1.2, 650),
+    ("kitchen mixer", 7.5, 320),
+    ("bicycle parts", 12.0, 260),
+    ("wine glasses", 3.0, 110),
+    ("vinyl records", 4.5, 200),
+    ("office chair", 18.0, 240),
+    ("garden tools", 22.0, 180),
+    ("treadmill motor", 45.0, 600),
+    ("handmade soap", 1.0, 35),
 ]
 HUBS = ["Lisbon hub", "Berlin hub", "Toronto hub", "Austin hub", "Dublin hub", "Seattle hub", "Lyon hub", "Osaka hub"]
 TRACKING_BASE = 500_000_000
@@ -205,7 +217,13 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             continue
         shipment["status"] = "delivered"
         shipment["closed_at"] = iso(delivered)
-        event(shipment, delivered, city(destination), "delivered", rng.choice(["Left at front door", "Signed by recipient", "Handed to neighbour"]))
+        event(
+            shipment,
+            delivered,
+            city(destination),
+            "delivered",
+            rng.choice(["Left at front door", "Signed by recipient", "Handed to neighbour"]),
+        )
     for parcel in parcels[84:]:
         parcel["created_at"] = iso(now - timedelta(hours=rng.randrange(1, 48)))
 
@@ -231,19 +249,29 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         "lost": ["Never arrived", "Tracking stopped at the hub"],
     }
     for shipment in shipments:
-        if shipment["status"] not in ("delivered", "lost") or rng.random() > (0.9 if shipment["status"] == "lost" else 0.5):
+        if shipment["status"] not in ("delivered", "lost") or rng.random() > (
+            0.9 if shipment["status"] == "lost" else 0.5
+        ):
             continue
-        closed = datetime.fromisoformat(shipment["closed_at"].replace("Z", "+00:00"))
+        closed = datetime.fromisoformat(shipment["closed_at"])
         kind = "lost" if shipment["status"] == "lost" else rng.choice(["damaged", "damaged", "missing_items"])
         filed = min(closed + timedelta(days=rng.randrange(1, 20)), now - timedelta(hours=2))
         age = (now - filed).days
-        status = "submitted" if age < 5 else "under_review" if age < 12 else rng.choice(["approved", "rejected", "paid", "paid"])
+        status = (
+            "submitted"
+            if age < 5
+            else "under_review"
+            if age < 12
+            else rng.choice(["approved", "rejected", "paid", "paid"])
+        )
         claims.append(
             {
                 "claim_id": f"clm_{len(claims) + 1:04d}",
                 "shipment_id": shipment["shipment_id"],
                 "claim_type": kind,
-                "amount": round(value_of[shipment["parcel_id"]] * (1.0 if kind == "lost" else rng.uniform(0.2, 0.9)), 2),
+                "amount": round(
+                    value_of[shipment["parcel_id"]] * (1.0 if kind == "lost" else rng.uniform(0.2, 0.9)), 2
+                ),
                 "description": rng.choice(descriptions[kind]),
                 "filed_at": iso(filed),
                 "status": status,

@@ -2,8 +2,8 @@
 tutor teaches, four weeks of availability slots (two past, two ahead), packages of prepaid hours,
 sessions in every state and feedback on completed sessions.
 
-Hours add up: a package's hours_remaining is its hours_purchased minus the hours of its sessions that
-were not cancelled; a slot is booked exactly when a scheduled, completed or no-show session holds it;
+Hours add up: an active or exhausted package's hours_remaining is its hours_purchased minus the hours of
+its sessions that were not cancelled (expired packages were used before the four weeks kept here); a slot is booked exactly when a scheduled, completed or no-show session holds it;
 a tutor's rating is the average of their feedback. The clock is Monday 2026-05-04 08:00 UTC, so some
 sessions of the last few days are still waiting to be marked completed.
 """
@@ -14,22 +14,48 @@ from datetime import datetime, timedelta
 from factory import fakedata
 
 SUBJECTS = [
-    ("Pre-Algebra", "middle_school"), ("Reading Comprehension", "middle_school"), ("Spanish I", "middle_school"),
-    ("Algebra I", "high_school"), ("Geometry", "high_school"), ("Algebra II", "high_school"),
-    ("Precalculus", "high_school"), ("AP Calculus", "high_school"), ("Biology", "high_school"),
-    ("Chemistry", "high_school"), ("Physics", "high_school"), ("Essay Writing", "high_school"),
-    ("SAT Math Prep", "high_school"), ("Intro to Python", "high_school"), ("Statistics", "university"),
-    ("Linear Algebra", "university"), ("Organic Chemistry", "university"), ("Microeconomics", "university"),
-    ("French I", "middle_school"), ("World History", "high_school"),
+    ("Pre-Algebra", "middle_school"),
+    ("Reading Comprehension", "middle_school"),
+    ("Spanish I", "middle_school"),
+    ("Algebra I", "high_school"),
+    ("Geometry", "high_school"),
+    ("Algebra II", "high_school"),
+    ("Precalculus", "high_school"),
+    ("AP Calculus", "high_school"),
+    ("Biology", "high_school"),
+    ("Chemistry", "high_school"),
+    ("Physics", "high_school"),
+    ("Essay Writing", "high_school"),
+    ("SAT Math Prep", "high_school"),
+    ("Intro to Python", "high_school"),
+    ("Statistics", "university"),
+    ("Linear Algebra", "university"),
+    ("Organic Chemistry", "university"),
+    ("Microeconomics", "university"),
+    ("French I", "middle_school"),
+    ("World History", "high_school"),
 ]
 HEADLINES = [
-    "Former high school math teacher", "PhD student in chemistry", "Patient coach for exam anxiety",
-    "Engineer who loves teaching physics", "Published writer and writing coach", "Bilingual language tutor",
-    "Test prep specialist", "Software developer and coding mentor", "Biology lab instructor",
-    "Economics graduate and debate coach", "Retired university lecturer", "Math olympiad trainer",
-    "Middle school reading specialist", "Statistics consultant", "Medical student who tutors biology",
-    "Architect with a knack for geometry", "Former AP exam grader", "French teacher from Lyon",
-    "History buff and essay coach", "Data analyst who teaches Python",
+    "Former high school math teacher",
+    "PhD student in chemistry",
+    "Patient coach for exam anxiety",
+    "Engineer who loves teaching physics",
+    "Published writer and writing coach",
+    "Bilingual language tutor",
+    "Test prep specialist",
+    "Software developer and coding mentor",
+    "Biology lab instructor",
+    "Economics graduate and debate coach",
+    "Retired university lecturer",
+    "Math olympiad trainer",
+    "Middle school reading specialist",
+    "Statistics consultant",
+    "Medical student who tutors biology",
+    "Architect with a knack for geometry",
+    "Former AP exam grader",
+    "French teacher from Lyon",
+    "History buff and essay coach",
+    "Data analyst who teaches Python",
 ]
 NOTES = [
     "Reviewed homework and corrected common mistakes; practise the odd-numbered exercises.",
@@ -39,9 +65,13 @@ NOTES = [
     "Essay outline finished; first draft due before the next session.",
 ]
 COMMENTS = [
-    "Very clear explanations, I finally get it.", "Helpful session, a bit rushed at the end.",
-    "Great practice problems.", "Patient and encouraging.", "Good session but started late.",
-    "Exactly what I needed before my exam.", "Could use more examples.",
+    "Very clear explanations, I finally get it.",
+    "Helpful session, a bit rushed at the end.",
+    "Great practice problems.",
+    "Patient and encouraging.",
+    "Good session but started late.",
+    "Exactly what I needed before my exam.",
+    "Could use more examples.",
 ]
 TIMES = [(15, 0), (16, 30), (18, 0)]
 PRICE_PER_HOUR = {5: 50, 10: 45, 20: 40}
@@ -56,12 +86,17 @@ def use_up_a_package(
 ) -> None:
     """Spend the rest of one package on past sessions, so that one of its upcoming one-hour sessions cannot
     be moved to a longer slot of its tutor (the package has no hours left to pay the difference)."""
-    free_long = {s["tutor_id"] for s in slots if not s["is_booked"] and s["duration_minutes"] == 90 and s["starts_at"] > iso(now)}
+    free_long = {
+        s["tutor_id"] for s in slots if not s["is_booked"] and s["duration_minutes"] == 90 and s["starts_at"] > iso(now)
+    }
     by_id = {p["package_id"]: p for p in packages}
     candidates = [
         x
         for x in sessions
-        if x["status"] == "scheduled" and x["hours"] == 1 and x["starts_at"] > iso(now) and x["tutor_id"] in free_long
+        if x["status"] == "scheduled"
+        and x["hours"] == 1
+        and x["starts_at"] > iso(now)
+        and x["tutor_id"] in free_long
         and by_id[x["package_id"]]["hours_remaining"] % 1 == 0
     ]
     session = min(candidates, key=lambda x: (by_id[x["package_id"]]["hours_remaining"], x["starts_at"]))
@@ -69,10 +104,12 @@ def use_up_a_package(
     for slot in slots:
         if package["hours_remaining"] == 0:
             break
-        start = datetime.fromisoformat(slot["starts_at"].replace("Z", "+00:00"))
+        start = datetime.fromisoformat(slot["starts_at"])
         end = start + timedelta(hours=1)
         if (
-            slot["is_booked"] or slot["duration_minutes"] != 60 or start >= now - timedelta(days=3)
+            slot["is_booked"]
+            or slot["duration_minutes"] != 60
+            or start >= now - timedelta(days=3)
             or slot["starts_at"] < package["purchased_at"]
             or any(s < end and start < e for s, e in booked_times[package["student_id"]])
         ):
@@ -124,7 +161,8 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         for i, name in enumerate(tutor_names, start=1)
     ]
     subjects = [
-        {"subject_id": f"sub_{i:03d}", "name": name, "level": level} for i, (name, level) in enumerate(SUBJECTS, start=1)
+        {"subject_id": f"sub_{i:03d}", "name": name, "level": level}
+        for i, (name, level) in enumerate(SUBJECTS, start=1)
     ]
     tutor_subjects = []
     teaches: dict[str, list[str]] = {}
@@ -208,7 +246,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     sessions = []
     booked_times: dict[str, list[tuple[datetime, datetime]]] = {s["student_id"]: [] for s in students}
     for slot in slots:
-        start = datetime.fromisoformat(slot["starts_at"].replace("Z", "+00:00"))
+        start = datetime.fromisoformat(slot["starts_at"])
         past = start < now
         if rng.random() > (0.6 if past else 0.35):
             continue
@@ -218,11 +256,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         for student in rng.sample(students, len(students)):
             sid = student["student_id"]
             package = next(
-                (
-                    p
-                    for p in current[sid]
-                    if p["hours_remaining"] >= hours and p["purchased_at"] < slot["starts_at"]
-                ),
+                (p for p in current[sid] if p["hours_remaining"] >= hours and p["purchased_at"] < slot["starts_at"]),
                 None,
             )
             clash = any(s < end and start < e for s, e in booked_times[sid])
@@ -268,7 +302,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     for session in sessions:
         if session["status"] != "completed" or rng.random() > 0.6:
             continue
-        start = datetime.fromisoformat(session["starts_at"].replace("Z", "+00:00"))
+        start = datetime.fromisoformat(session["starts_at"])
         submitted = min(start + timedelta(hours=session["hours"] + rng.randrange(1, 30)), now - timedelta(hours=1))
         feedback.append(
             {
