@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from factory.spec import EnvironmentSpec, Param, ReturnField, ToolSpec
+from factory.spec import ISO_PATTERNS, EnvironmentSpec, Param, ReturnField, ToolSpec
 
 JSON_TYPES = {
     "string": "string",
@@ -52,7 +52,9 @@ def canonical(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Can
     kind = schema.get("type")
     types = kind if isinstance(kind, list) else [kind] if kind else []
     enum = [schema["const"]] if "const" in schema else schema.get("enum")
-    node = _node(types, enum, minimum=schema.get("minimum"), maximum=schema.get("maximum"))
+    node = _node(
+        types, enum, minimum=schema.get("minimum"), maximum=schema.get("maximum"), pattern=schema.get("pattern")
+    )
     if "default" in schema:
         node["default"] = schema["default"]
     if "object" in types:
@@ -70,6 +72,7 @@ def _param(param: Param) -> Canon:
         param.enum,
         minimum=param.minimum,
         maximum=param.maximum,
+        pattern=None if param.enum else ISO_PATTERNS.get(param.type),
     )
     if not param.required:
         node["default"] = param.default

@@ -23,6 +23,11 @@ FieldType = Literal["string", "integer", "number", "boolean", "date", "datetime"
 Effect = Literal["read", "create", "update", "delete", "custom"]
 Match = Literal["exact", "contains", "gte", "lte"]
 NOW = "$now"
+# Dates and datetimes are ISO strings; params of those types must match these to be accepted.
+ISO_PATTERNS = {
+    "date": r"^\d{4}-\d{2}-\d{2}$",
+    "datetime": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?$",
+}
 
 
 class SpecError(Exception):
