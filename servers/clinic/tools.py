@@ -98,7 +98,10 @@ def find_patient(
     db: Database,
     full_name: Annotated[str | None, Field(description="Part of the patient's name")] = None,
     email: Annotated[str | None, Field(description="Exact email address")] = None,
-    date_of_birth: Annotated[str | None, Field(description="Date of birth (YYYY-MM-DD)")] = None,
+    date_of_birth: Annotated[
+        str | None,
+        Field(description="Date of birth (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
+    ] = None,
 ) -> FindPatientResult:
     """Find patients by name, email or date of birth. Returns matching patient records with their ids."""
     args = {"full_name": full_name, "email": email, "date_of_birth": date_of_birth, "now": db.now}
@@ -135,11 +138,12 @@ def list_free_slots(
     doctor_id: Annotated[str, Field(description="Doctor id from search_doctors")],
     starts_after: Annotated[
         str | None,
-        Field(description="Only slots starting at or after this time (ISO 8601, UTC)"),
+        Field(description="Only slots starting at or after this time (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
     ] = None,
     is_free: Annotated[bool, Field(description="Only free slots (default true)")] = True,
 ) -> ListFreeSlotsResult:
     """List a doctor's free slots on or after a given time, earliest first."""
+    db.require("doctors", "doctor_id", doctor_id, "doctor_id")
     args = {"doctor_id": doctor_id, "starts_after": starts_after, "is_free": is_free, "now": db.now}
     rows = db.all(
         "SELECT * FROM slots"
@@ -187,6 +191,7 @@ def list_appointments(
     status: Annotated[AppointmentStatus | None, Field(description="Only this status")] = None,
 ) -> ListAppointmentsResult:
     """List a patient's appointments, optionally only those with a given status."""
+    db.require("patients", "patient_id", patient_id, "patient_id")
     args = {"patient_id": patient_id, "status": status, "now": db.now}
     rows = db.all(
         "SELECT * FROM appointments"

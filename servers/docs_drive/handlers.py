@@ -1,0 +1,77 @@
+"""Custom behaviour of the document drive (copied into servers/docs_drive/ by the factory)."""
+
+from servers.runtime.database import Database
+
+
+def shared_with_me(db: Database, email: str, role: str | None = None) -> dict:
+    """Active documents the person can open without owning them, with their role on each."""
+    rows = db.all(
+        "SELECT d.*, p.role AS shared_role FROM documents d JOIN permissions p ON p.doc_id = d.doc_id"
+        " WHERE p.email = ? AND p.role != 'owner' AND d.status = 'active' AND (? IS NULL OR p.role = ?)"
+        " ORDER BY d.doc_id",
+        (email, role, role),
+    )
+    roles = {row["doc_id"]: row.pop("shared_role") for row in rows}
+    return {"email": email, "documents": rows, "roles": roles}
+
+
+def _save_version(db: Database, doc_id: str, number: int, content: str, author: str, summary: str) -> None:
+    db.insert(
+        "versions",
+        {
+            "version_id": db.next_id("versions"),
+            "doc_id": doc_id,
+            "number": number,
+            "content": content,
+            "author_email": author,
+            "summary": summary,
+            "created_at": db.now,
+        },
+    )
+
+
+def create_document(
+    db: Database, title: str, folder_id: str, owner_email: str, kind: str = "document", content: str = ""
+) -> dict:
+    """The document, its owner permission and its first version, written together."""
+    doc_id = db.next_id("documents")
+    db.insert(
+        "documents",
+        {
+            "doc_id": doc_id,
+            "title": title.strip(),
+            "kind": kind,
+            "folder_id": folder_id,
+            "owner_email": owner_email,
+            "content": content,
+            "version": 1,
+            "status": "active",
+            "created_at": db.now,
+            "updated_at": db.now,
+            "last_edited_by": owner_email,
+        },
+    )
+    db.insert(
+        "permissions",
+        {
+            "permission_id": db.next_id("permissions"),
+            "doc_id": doc_id,
+            "email": owner_email,
+            "role": "owner",
+            "granted_by": owner_email,
+            "granted_at": db.now,
+        },
+    )
+    _save_version(db, doc_id, 1, content, owner_email, "Created")
+    return db.require("documents", "doc_id", doc_id, "doc_id")
+
+
+def edit_document(db: Database, doc_id: str, editor_email: str, content: str, summary: str = "Edited") -> dict:
+    """New text becomes the next version; the document records who changed it and when."""
+    number = db.scalar("SELECT version FROM documents WHERE doc_id = ?", (doc_id,)) + 1
+    db.execute(
+        "UPDATE documents SET content = ?, version = ?, updated_at = ?, last_edited_by = ? WHERE doc_id = ?",
+        (content, number, db.now, editor_email, doc_id),
+    )
+    _save_version(db, doc_id, number, content, editor_email, summary)
+    return db.require("documents", "doc_id", doc_id, "doc_id")

@@ -1,0 +1,146 @@
+"""Custom behaviour of the hotel server: availability, booking, room moves, folios and check-out.
+
+The spec's rules have already rejected invalid calls (bad dates, overlaps, wrong status...) when these run.
+"""
+
+from typing import Any
+
+from servers.runtime.database import Database
+
+LOYALTY_DISCOUNT = {"none": 0.0, "silver": 0.05, "gold": 0.10, "platinum": 0.15}
+CONFIRMATION_MULTIPLIER = 7919
+
+
+def confirmation_code(number: int) -> str:
+    """A short code for the guest; multiplying by a number coprime to 100000 keeps codes unique."""
+    return f"HB{number * CONFIRMATION_MULTIPLIER % 100000:05d}"
+
+
+def find_available_rooms(
+    db: Database, hotel_id: str, arrival_date: str, departure_date: str, adults: int
+) -> dict[str, Any]:
+    """Rooms with no confirmed or in-house stay overlapping [arrival, departure), big enough, not out of order."""
+    rooms = db.all(
+        "SELECT r.* FROM rooms r JOIN room_types t ON t.type_id = r.type_id"
+        " WHERE r.hotel_id = ? AND t.max_guests >= ? AND r.housekeeping_status != 'out_of_order'"
+        " AND NOT EXISTS (SELECT 1 FROM reservations s WHERE s.room_id = r.room_id"
+        " AND s.status IN ('confirmed', 'checked_in') AND s.arrival_date < ? AND ? < s.departure_date)"
+        " ORDER BY t.nightly_rate, r.number",
+        (hotel_id, adults, departure_date, arrival_date),
+    )
+    type_ids = sorted({r["type_id"] for r in rooms})
+    types = [db.require("room_types", "type_id", type_id, "type_id") for type_id in type_ids]
+    nights = db.scalar("SELECT CAST(julianday(?) - julianday(?) AS INTEGER)", (departure_date, arrival_date))
+    return {"hotel_id": hotel_id, "nights": nights, "rooms": rooms, "room_types": types}
+
+
+def create_reservation(
+    db: Database,
+    guest_id: str,
+    room_id: str,
+    arrival_date: str,
+    departure_date: str,
+    adults: int,
+    special_requests: str | None = None,
+) -> dict[str, Any]:
+    """Book the room at its type's rate less the guest's loyalty discount."""
+    guest = db.require("guests", "guest_id", guest_id, "guest_id")
+    room = db.require("rooms", "room_id", room_id, "room_id")
+    room_type = db.require("room_types", "type_id", room["type_id"], "type_id")
+    res_id = db.next_id("reservations")
+    db.insert(
+        "reservations",
+        {
+            "res_id": res_id,
+            "confirmation_code": confirmation_code(int(res_id.split("_")[1])),
+            "guest_id": guest_id,
+            "hotel_id": room["hotel_id"],
+            "room_id": room_id,
+            "arrival_date": arrival_date,
+            "departure_date": departure_date,
+            "adults": adults,
+            "nightly_rate": round(room_type["nightly_rate"] * (1 - LOYALTY_DISCOUNT[guest["loyalty_tier"]]), 2),
+            "status": "confirmed",
+            "special_requests": special_requests,
+            "booked_at": db.now,
+        },
+    )
+    return db.require("reservations", "res_id", res_id, "res_id")
+
+
+def move_room(db: Database, res_id: str, room_id: str) -> dict[str, Any]:
+    """Reassign the room; for an in-house guest the old room is left dirty and the new one occupied."""
+    reservation = db.require("reservations", "res_id", res_id, "res_id")
+    if reservation["status"] == "checked_in":
+        db.execute("UPDATE rooms SET housekeeping_status = 'vacant_dirty' WHERE room_id = ?", (reservation["room_id"],))
+        db.execute("UPDATE rooms SET housekeeping_status = 'occupied' WHERE room_id = ?", (room_id,))
+    db.execute("UPDATE reservations SET room_id = ? WHERE res_id = ?", (room_id, res_id))
+    return db.require("reservations", "res_id", res_id, "res_id")
+
+
+def folio_totals(db: Database, res_id: str) -> tuple[float, float]:
+    """(charges, payments) of a stay in USD, both positive."""
+    charges = db.scalar("SELECT COALESCE(sum(amount), 0) FROM folio_charges WHERE res_id = ? AND amount > 0", (res_id,))
+    payments = db.scalar(
+        "SELECT COALESCE(-sum(amount), 0) FROM folio_charges WHERE res_id = ? AND amount < 0", (res_id,)
+    )
+    return round(charges, 2), round(payments, 2)
+
+
+def get_folio(db: Database, res_id: str) -> dict[str, Any]:
+    """Every line of the stay's bill and what is still due."""
+    lines = db.all("SELECT * FROM folio_charges WHERE res_id = ? ORDER BY posted_at, charge_id", (res_id,))
+    charges, payments = folio_totals(db, res_id)
+    return {
+        "res_id": res_id,
+        "charges": lines,
+        "total_charges": charges,
+        "total_payments": payments,
+        "balance": round(charges - payments, 2),
+    }
+
+
+def _post(db: Database, res_id: str, category: str, description: str, amount: float) -> None:
+    db.insert(
+        "folio_charges",
+        {
+            "charge_id": db.next_id("folio_charges"),
+            "res_id": res_id,
+            "posted_at": db.now,
+            "category": category,
+            "description": description,
+            "amount": round(amount, 2),
+        },
+    )
+
+
+def check_out(db: Database, res_id: str, payment_method: str) -> dict[str, Any]:
+    """Post room nights and city tax up to today, settle the balance, free the room for housekeeping."""
+    stay = db.require("reservations", "res_id", res_id, "res_id")
+    hotel = db.require("hotels", "hotel_id", stay["hotel_id"], "hotel_id")
+    room = db.require("rooms", "room_id", stay["room_id"], "room_id")
+    today = db.scalar("SELECT date(?)", (db.now,))
+    nights = max(1, db.scalar("SELECT CAST(julianday(?) - julianday(?) AS INTEGER)", (today, stay["arrival_date"])))
+    extras, _ = folio_totals(db, res_id)
+    room_total = round(nights * stay["nightly_rate"], 2)
+    city_tax = round(nights * hotel["city_tax_per_night"], 2)
+    _post(db, res_id, "room", f"Room {room['number']}, {nights} night(s) at {stay['nightly_rate']:.2f}", room_total)
+    _post(db, res_id, "city_tax", f"City tax, {nights} night(s)", city_tax)
+    charges, payments = folio_totals(db, res_id)
+    due = round(charges - payments, 2)
+    _post(db, res_id, "payment", f"Payment by {payment_method.replace('_', ' ')}", -due)
+    departure = min(stay["departure_date"], today)
+    db.execute(
+        "UPDATE reservations SET status = 'checked_out', checked_out_at = ?, departure_date = ? WHERE res_id = ?",
+        (db.now, departure, res_id),
+    )
+    db.execute("UPDATE rooms SET housekeeping_status = 'vacant_dirty' WHERE room_id = ?", (stay["room_id"],))
+    return {
+        "res_id": res_id,
+        "nights": nights,
+        "room_total": room_total,
+        "city_tax": city_tax,
+        "extras_total": extras,
+        "amount_paid": due,
+        "payment_method": payment_method,
+    }

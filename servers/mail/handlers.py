@@ -1,0 +1,158 @@
+"""Custom behaviour of the mail server (copied into servers/mail/ by the factory).
+
+Sending is shared by `send_draft` and `reply_to_thread`: one message row, the thread's counters, and
+every participant's conversation (the sender's view stays read, each recipient's view returns to the
+inbox unread).
+"""
+
+from servers.runtime.database import Database
+
+
+def _addresses(text: str) -> list[str]:
+    """Distinct lower-cased addresses of a comma-separated list, in order."""
+    found: list[str] = []
+    for raw in text.split(","):
+        address = raw.strip().lower()
+        if address and address not in found:
+            found.append(address)
+    return found
+
+
+def _deliver(
+    db: Database, sender: str, thread_id: str | None, subject: str, to: list[str], cc: list[str], body: str
+) -> dict:
+    """Record one sent message: start or extend the thread, then update every participant's view of it."""
+    unknown = [a for a in to + cc if db.one("SELECT 1 FROM mailboxes WHERE email = ?", (a,)) is None]
+    if unknown:
+        db.reject(f"No mailbox for {', '.join(unknown)}; check the address with find_contacts.")
+    if thread_id is None:
+        thread_id = db.next_id("threads")
+        db.insert(
+            "threads",
+            {
+                "thread_id": thread_id,
+                "subject": subject,
+                "started_by": sender,
+                "created_at": db.now,
+                "last_message_at": db.now,
+                "message_count": 1,
+            },
+        )
+    else:
+        db.execute(
+            "UPDATE threads SET last_message_at = ?, message_count = message_count + 1 WHERE thread_id = ?",
+            (db.now, thread_id),
+        )
+        subject = db.scalar("SELECT subject FROM threads WHERE thread_id = ?", (thread_id,))
+    message_id = db.next_id("messages")
+    db.insert(
+        "messages",
+        {
+            "message_id": message_id,
+            "thread_id": thread_id,
+            "sender_email": sender,
+            "to_emails": ", ".join(to),
+            "cc_emails": ", ".join(cc),
+            "body": body,
+            "sent_at": db.now,
+        },
+    )
+    for address in [sender, *(a for a in to + cc if a != sender)]:
+        is_sender = address == sender
+        existing = db.one(
+            "SELECT conversation_id FROM conversations WHERE thread_id = ? AND mailbox_email = ?", (thread_id, address)
+        )
+        if existing is None:
+            db.insert(
+                "conversations",
+                {
+                    "conversation_id": db.next_id("conversations"),
+                    "thread_id": thread_id,
+                    "mailbox_email": address,
+                    "subject": subject,
+                    "folder": "sent" if is_sender else "inbox",
+                    "is_read": is_sender,
+                    "is_starred": False,
+                    "last_message_at": db.now,
+                },
+            )
+        elif is_sender:
+            db.execute(
+                "UPDATE conversations SET is_read = 1, last_message_at = ? WHERE conversation_id = ?",
+                (db.now, existing["conversation_id"]),
+            )
+        else:
+            db.execute(
+                "UPDATE conversations SET folder = 'inbox', is_read = 0, last_message_at = ? WHERE conversation_id = ?",
+                (db.now, existing["conversation_id"]),
+            )
+    return db.require("messages", "message_id", message_id, "message_id")
+
+
+def send_draft(db: Database, draft_id: str) -> dict:
+    """Deliver the draft, then mark it sent and link it to the message it became."""
+    draft = db.require("drafts", "draft_id", draft_id, "draft_id")
+    subject = draft["subject"] or ""
+    message = _deliver(
+        db,
+        draft["mailbox_email"],
+        draft["thread_id"],
+        subject,
+        _addresses(draft["to_emails"]),
+        _addresses(draft["cc_emails"]),
+        draft["body"],
+    )
+    db.execute(
+        "UPDATE drafts SET status = 'sent', sent_message_id = ?, updated_at = ? WHERE draft_id = ?",
+        (message["message_id"], db.now, draft_id),
+    )
+    return message
+
+
+def reply_to_thread(db: Database, mailbox_email: str, thread_id: str, body: str, reply_all: bool = True) -> dict:
+    """Answer the latest message's author (or, if the replier wrote it, its recipients); reply-all copies
+    everyone else who sent or received a message on the thread."""
+    messages = db.all("SELECT * FROM messages WHERE thread_id = ? ORDER BY sent_at, message_id", (thread_id,))
+    latest = messages[-1]
+    if latest["sender_email"] != mailbox_email:
+        to = [latest["sender_email"]]
+    else:
+        to = [a for a in _addresses(latest["to_emails"]) if a != mailbox_email]
+    cc: list[str] = []
+    if reply_all:
+        for message in messages:
+            for address in [
+                message["sender_email"],
+                *_addresses(message["to_emails"]),
+                *_addresses(message["cc_emails"]),
+            ]:
+                if address != mailbox_email and address not in to and address not in cc:
+                    cc.append(address)
+    if not to:
+        db.reject(f"Nobody else is on thread {thread_id} to reply to; write a new message with create_draft.")
+    return _deliver(db, mailbox_email, thread_id, "", to, cc, body)
+
+
+def search_mail(
+    db: Database,
+    mailbox_email: str,
+    text: str | None = None,
+    from_email: str | None = None,
+    folder: str | None = None,
+    label: str | None = None,
+) -> dict:
+    """Conversations of one mailbox whose subject or any message body holds `text`, filtered by sender,
+    folder and label name; a mail client's search box, which a plain column filter cannot express."""
+    rows = db.all(
+        "SELECT c.* FROM conversations c WHERE c.mailbox_email = :mailbox"
+        " AND (:text IS NULL OR lower(c.subject) LIKE '%' || lower(:text) || '%' OR EXISTS"
+        "      (SELECT 1 FROM messages m WHERE m.thread_id = c.thread_id AND lower(m.body) LIKE '%' || lower(:text) || '%'))"
+        " AND (:sender IS NULL OR EXISTS"
+        "      (SELECT 1 FROM messages m WHERE m.thread_id = c.thread_id AND m.sender_email = lower(:sender)))"
+        " AND (:folder IS NULL OR c.folder = :folder)"
+        " AND (:label IS NULL OR EXISTS (SELECT 1 FROM conversation_labels cl JOIN labels l ON l.label_id = cl.label_id"
+        "      WHERE cl.conversation_id = c.conversation_id AND lower(l.name) = lower(:label)))"
+        " ORDER BY c.last_message_at DESC, c.conversation_id LIMIT 50",
+        {"mailbox": mailbox_email, "text": text, "sender": from_email, "folder": folder, "label": label},
+    )
+    return {"conversations": rows, "count": len(rows)}
