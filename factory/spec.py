@@ -324,6 +324,8 @@ def seed_problems(spec: EnvironmentSpec) -> list[tuple[str, str]]:
         for cname, col in entity.columns.items():
             if not col.ref:
                 continue
+            if _check_ref(col.ref, spec):
+                continue  # a broken ref is reported once, on the column, not once per seed row
             ref_table, _, ref_column = col.ref.partition(".")
             targets = {r.get(ref_column) for r in spec.seed.get(ref_table, [])}
             for n, row in enumerate(rows):

@@ -61,5 +61,13 @@ def farm_app(servers: Mapping[str, MCPServer], host: str = "127.0.0.1") -> ASGIA
     return EpisodePaths(Starlette(routes=routes, lifespan=lifespan))
 
 
+# Agents pause between tool calls (a model turn takes seconds). uvicorn's default 5 s keep-alive
+# equals httpx's idle expiry, so a client reusing a connection the server is just closing loses the
+# request ("Server disconnected"); a longer server keep-alive leaves closing idle connections to the client.
+KEEP_ALIVE_S = 75
+
+
 def serve_http(servers: Mapping[str, MCPServer], *, host: str = "127.0.0.1", port: int = 8000) -> None:
-    uvicorn.run(farm_app(servers, host), host=host, port=port, log_level="warning", lifespan="on")
+    uvicorn.run(
+        farm_app(servers, host), host=host, port=port, log_level="warning", lifespan="on", timeout_keep_alive=KEEP_ALIVE_S
+    )

@@ -1,0 +1,76 @@
+"""Shared fixtures: a small generated farm in a temporary folder, and that farm served over HTTP by a
+real `envfarm serve --all` subprocess. Nothing here writes into the repository."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp import Client
+from pydantic import TypeAdapter
+
+from envfarm.bench import FarmProcess, farm_process
+from factory.build import build_all
+from servers.runtime.server import EpisodeParams, ResetParams, StateParams
+
+REPO = Path(__file__).resolve().parents[1]
+CLINIC_SPEC = REPO / "factory" / "specs" / "clinic"
+# The farm's second server: the clinic under another name, so the farm host has several servers.
+ANNEX = "clinic_annex"
+EPISODE = "envfarm/episode"
+# A future slot that is free in the clinic seed: every fresh episode can book it.
+FREE_SLOT = "slot_0010"
+
+
+@pytest.fixture(scope="session")
+def farm_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A farm with `clinic` and `clinic_annex`, built (unverified, which is fast) from the clinic spec."""
+    specs = tmp_path_factory.mktemp("specs")
+    shutil.copytree(CLINIC_SPEC, specs / "clinic")
+    shutil.copytree(CLINIC_SPEC, specs / ANNEX)
+    spec_file = specs / ANNEX / "spec.yaml"
+    spec_file.write_text(spec_file.read_text().replace("name: clinic\n", f"name: {ANNEX}\n", 1))
+    root = tmp_path_factory.mktemp("farm")
+    out = io.StringIO()
+    assert build_all([specs], root, verify=False, out=out) == 0, out.getvalue()
+    return root
+
+
+@pytest.fixture(scope="session")
+def farm(farm_root: Path) -> Iterator[FarmProcess]:
+    """`envfarm serve --all` on a free loopback port, ready to answer; stopped at the end."""
+    with farm_process(farm_root) as running:
+        yield running
+
+
+async def state(client: Client, episode: str | None = None, rows: bool = False) -> dict[str, Any]:
+    """The control plane's view of an episode: hash, diff against the seed, and (optionally) rows."""
+    request = types.Request(method="envfarm/episode/state", params=StateParams(episode=episode, rows=rows))
+    return await client.session.send_request(request, TypeAdapter(dict))
+
+
+async def reset(
+    client: Client, episode: str | None = None, rows: dict[str, list[dict[str, Any]]] | None = None
+) -> dict[str, Any]:
+    request = types.Request(method="envfarm/episode/reset", params=ResetParams(episode=episode, state=rows))
+    return await client.session.send_request(request, TypeAdapter(dict))
+
+
+async def close(client: Client, episode: str) -> dict[str, Any]:
+    request = types.Request(method="envfarm/episode/close", params=EpisodeParams(episode=episode))
+    return await client.session.send_request(request, TypeAdapter(dict))
+
+
+def booking(slot: str, reason: str, patient: str = "pat_0001") -> dict[str, str]:
+    return {"patient_id": patient, "slot_id": slot, "reason": reason}
+
+
+def reasons(result: types.CallToolResult) -> list[str]:
+    """The visit reasons in a list_appointments result."""
+    assert not result.is_error, result.content
+    return sorted(a["reason"] for a in (result.structured_content or {})["appointments"])

@@ -1,0 +1,49 @@
+"""`envfarm bench --quick` runs end to end and writes the JSON report and its markdown table.
+
+Numbers are not judged here (timed tests are flaky); only that every measurement ran and was recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envfarm.bench import BenchReport, farm_env
+
+pytestmark = pytest.mark.slow
+
+KEYS = {
+    "reset_ms_p50",
+    "call_ms_p50",
+    "farm_start_s",
+    "farm_rss_mb",
+    "concurrent_sessions",
+    "build_all_s",
+    "machine",
+    "aiosqlite_comparison",
+}
+
+
+def test_quick_bench_writes_every_key(farm_root: Path, tmp_path: Path) -> None:
+    out = tmp_path / "reports" / "bench.json"
+    command = [sys.executable, "-m", "envfarm.cli", "--farm", str(farm_root), "bench", "--quick", "--out", str(out)]
+    done = subprocess.run(command, check=False, env=farm_env(farm_root), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    data = json.loads(out.read_text())
+    assert KEYS <= set(data)
+    report = BenchReport.model_validate(data)
+    assert set(report.call_ms_p50) >= {"inprocess", "stdio", "http", "http_legacy"}
+    assert report.servers == ["clinic", "clinic_annex"]
+    assert report.build_all_s is not None, report.build_all_detail
+    assert [r.leaks for r in report.concurrent_sessions_detail] == [0, 0]
+    assert report.concurrent_sessions == min(r.sessions for r in report.concurrent_sessions_detail)
+    assert report.aiosqlite_comparison.aiosqlite.threads > report.aiosqlite_comparison.sqlite3_in_loop.threads
+
+    table = out.with_suffix(".md").read_text()
+    assert "| metric | target | measured | verdict | how |" in table
+    assert all(f"| {row.metric} |" in table for row in report.targets)

@@ -1,0 +1,47 @@
+"""A third-party client, the MCP Inspector CLI, lists and calls a generated server's tools over stdio.
+
+Needs `npx` and the npm registry (the first run downloads the Inspector); skipped where npx is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from conftest import REPO
+
+NPX = shutil.which("npx")
+
+pytestmark = [
+    pytest.mark.inspector,
+    pytest.mark.slow,
+    pytest.mark.skipif(NPX is None, reason="npx is not installed"),
+]
+
+
+def inspector(*args: str) -> dict[str, Any]:
+    """Run the Inspector CLI against `python -m servers.clinic` and parse what it prints."""
+    assert NPX is not None
+    command = [NPX, "-y", "@modelcontextprotocol/inspector", "--cli", sys.executable, "-m", "servers.clinic", *args]
+    done = subprocess.run(command, check=False, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+def test_the_inspector_lists_the_generated_tools() -> None:
+    spec = json.loads((REPO / "servers" / "clinic" / "spec.json").read_text())
+    listed = inspector("--method", "tools/list")
+    tools = {tool["name"]: tool for tool in listed["tools"]}
+    assert list(tools) == [tool["name"] for tool in spec["tools"]]
+    assert tools["find_patient"]["annotations"]["readOnlyHint"] is True
+    assert "outputSchema" in tools["book_appointment"]
+
+
+def test_the_inspector_calls_a_tool() -> None:
+    result = inspector("--method", "tools/call", "--tool-name", "find_patient", "--tool-arg", "full_name=lopez")
+    assert result.get("isError") is not True
+    assert result["structuredContent"]["count"] >= 1

@@ -1,0 +1,267 @@
+"""The shared runtime, in-memory: isolation, failed calls change nothing, the control plane, and the
+agent-facing tool list. Transports (stdio, HTTP, the farm host, persistence) are in test_transports.py."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import EPISODE, FREE_SLOT, booking, close, reasons, reset, state
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp_types import ToolAnnotations
+
+from factory.codegen import annotations_for
+from factory.spec import EnvironmentSpec
+from servers.clinic.server import DEFINITION, build
+from servers.runtime.database import Database
+from servers.runtime.server import ERROR_KIND_META_KEY, ServerDefinition, ToolDefinition, build_server
+
+PATIENT = "pat_0001"
+
+
+def kind(result: Any) -> str | None:
+    return (result.meta or {}).get(ERROR_KIND_META_KEY)
+
+
+async def test_the_tool_list_holds_only_domain_tools_with_all_four_annotations() -> None:
+    spec = EnvironmentSpec.model_validate({**json.loads((DEFINITION.directory / "spec.json").read_text()), "seed": {}})
+    async with Client(build()) as client:
+        tools = (await client.list_tools()).tools
+    assert [t.name for t in tools] == [t.name for t in spec.tools]
+    for tool in tools:
+        assert tool.annotations is not None
+        declared = tool.annotations.model_dump(
+            include={"read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint"}
+        )
+        assert declared == annotations_for(spec.tool(tool.name)), tool.name
+        assert tool.output_schema is not None, f"{tool.name} has no output schema"
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_two_concurrent_in_memory_sessions_are_isolated(mode: str) -> None:
+    server = build()
+    async with Client(server, mode=mode) as first, Client(server, mode=mode) as second:
+        # Both book the same slot: with a shared state the second booking would be refused.
+        assert not (await first.call_tool("book_appointment", booking(FREE_SLOT, "first"))).is_error
+        assert not (await second.call_tool("book_appointment", booking(FREE_SLOT, "second"))).is_error
+        mine = await first.call_tool("list_appointments", {"patient_id": PATIENT, "status": "booked"})
+        theirs = await second.call_tool("list_appointments", {"patient_id": PATIENT, "status": "booked"})
+        assert "first" in reasons(mine) and "second" not in reasons(mine)
+        assert "second" in reasons(theirs) and "first" not in reasons(theirs)
+
+
+async def test_named_episodes_on_one_connection_are_isolated() -> None:
+    async with Client(build()) as client:
+        seed_hash = (await state(client))["hash"]
+        for name in ("a", "b"):
+            result = await client.call_tool("book_appointment", booking(FREE_SLOT, name), meta={EPISODE: name})
+            assert not result.is_error, result.content
+        for name, other in (("a", "b"), ("b", "a")):
+            seen = reasons(await client.call_tool("list_appointments", {"patient_id": PATIENT}, meta={EPISODE: name}))
+            assert name in seen and other not in seen
+        assert (await state(client))["hash"] == seed_hash  # the connection's own episode saw none of it
+        assert (await state(client, "a"))["hash"] == (await state(client, "a"))["hash"] != seed_hash
+
+
+FAILED_CALLS = [
+    pytest.param("book_appointment", {"patient_id": PATIENT}, "invalid_arguments", "slot_id", id="missing-argument"),
+    pytest.param("get_slot", {"slot_id": 7}, "invalid_arguments", "slot_id", id="wrong-type"),
+    pytest.param("search_doctors", {"specialty": "astrology"}, "invalid_arguments", "specialty", id="not-in-enum"),
+    pytest.param("find_patient", {"name": "lopez"}, "invalid_arguments", "full_name", id="undeclared-argument"),
+    pytest.param("book_appointment", booking(FREE_SLOT, "x", "pat_9999"), "rejected", "pat_9999", id="unknown-id"),
+    pytest.param(
+        "cancel_appointment",
+        {"appointment_id": "apt_0001", "cancel_reason": "busy"},
+        "rejected",
+        "not booked",
+        id="broken-rule",
+    ),
+    pytest.param(
+        "reschedule_appointment",
+        {"appointment_id": "apt_0040", "slot_id": "slot_0299"},
+        "rejected",
+        "same doctor",
+        id="broken-rule-custom",
+    ),
+    pytest.param(
+        "pay_invoice", {"invoice_id": "inv_0002", "amount": 1.0}, "rejected", "amount", id="broken-rule-update"
+    ),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments", "error_kind", "names"), FAILED_CALLS)
+async def test_a_failed_call_is_an_error_result_and_changes_nothing(
+    tool: str, arguments: dict[str, Any], error_kind: str, names: str
+) -> None:
+    async with Client(build()) as client:
+        assert not (await client.call_tool("book_appointment", booking(FREE_SLOT, "before"))).is_error
+        before = await state(client)
+        result = await client.call_tool(tool, arguments)
+        after = await state(client)
+        assert result.is_error and kind(result) == error_kind
+        assert names in result.content[0].text  # the message names what to fix
+        assert after["hash"] == before["hash"]
+        # Nothing hidden changed either: the next id handed out is the one it would have been.
+        booked = await client.call_tool("book_appointment", booking("slot_0011", "after"))
+        assert booked.structured_content is not None and booked.structured_content["appointment_id"] == "apt_0062"
+
+
+# A server whose tools write and then fail, as buggy or rule-breaking handlers do.
+def book_then_crash(db: Database, reason: str) -> dict[str, Any]:
+    """Write a row, then fail with a bug."""
+    db.insert(
+        "appointments",
+        {"appointment_id": db.next_id("appointments"), "patient_id": PATIENT, "slot_id": FREE_SLOT, "reason": reason},
+    )
+    raise ZeroDivisionError("division by zero")
+
+
+def book_then_reject(db: Database, reason: str) -> dict[str, Any]:
+    """Write a row, then refuse the call."""
+    db.execute("UPDATE slots SET is_free = 0 WHERE slot_id = ?", (FREE_SLOT,))
+    db.reject(f"Cannot book for {reason!r} today.")
+    return {}
+
+
+def book_twice(db: Database, reason: str) -> dict[str, Any]:
+    """Insert the same key twice: a constraint violation after a successful write."""
+    row = {"appointment_id": "apt_9000", "patient_id": PATIENT, "slot_id": FREE_SLOT, "reason": reason}
+    db.insert("appointments", row)
+    db.insert("appointments", row)
+    return row
+
+
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+FAILING = ServerDefinition(
+    name="failing",
+    title="Failing handlers",
+    description="Tools that write and then fail.",
+    version="1.0.0",
+    now=DEFINITION.now,
+    directory=DEFINITION.directory,
+    id_formats=DEFINITION.id_formats,
+    tools=[
+        ToolDefinition(function=f, effect="custom", annotations=WRITES)
+        for f in (book_then_crash, book_then_reject, book_twice)
+    ],
+)
+
+
+@pytest.mark.parametrize(
+    ("tool", "error_kind", "names"),
+    [
+        ("book_then_crash", "server_error", "ZeroDivisionError"),
+        ("book_then_reject", "rejected", "today"),
+        ("book_twice", "rejected", "UNIQUE"),
+    ],
+)
+async def test_a_handler_failing_after_a_write_rolls_the_write_back(tool: str, error_kind: str, names: str) -> None:
+    async with Client(build_server(FAILING)) as client:
+        before = await state(client)
+        result = await client.call_tool(tool, {"reason": "checkup"})
+        after = await state(client)
+    assert result.is_error and kind(result) == error_kind and names in result.content[0].text
+    assert after["hash"] == before["hash"] and after["diff"] == {}
+
+
+async def test_state_export_reports_hash_rows_and_diff_against_the_seed() -> None:
+    async with Client(build()) as client:
+        seed = await state(client, rows=True)
+        booked = await client.call_tool("book_appointment", booking(FREE_SLOT, "export"))
+        exported = await state(client, rows=True)
+    assert seed["diff"] == {} and set(seed["state"]) == {"patients", "doctors", "slots", "appointments", "invoices"}
+    assert exported["hash"] != seed["hash"]
+    assert exported["diff"]["appointments"]["added"] == [booked.structured_content]
+    assert exported["diff"]["slots"]["updated"] == [
+        {"key": FREE_SLOT, "before": {"is_free": 1}, "after": {"is_free": 0}}
+    ]
+    assert set(exported["diff"]) == {"appointments", "slots"}
+    assert len(exported["state"]["appointments"]) == len(seed["state"]["appointments"]) + 1
+
+
+async def test_reset_returns_an_episode_to_the_seed() -> None:
+    async with Client(build()) as client:
+        seed_hash = (await state(client, "e"))["hash"]
+        await client.call_tool("book_appointment", booking(FREE_SLOT, "gone"), meta={EPISODE: "e"})
+        assert (await state(client, "e"))["hash"] != seed_hash
+        assert (await reset(client, "e"))["hash"] == seed_hash
+        assert "gone" not in reasons(
+            await client.call_tool("list_appointments", {"patient_id": PATIENT}, meta={EPISODE: "e"})
+        )
+        # The connection's own episode resets the same way.
+        await client.call_tool("book_appointment", booking(FREE_SLOT, "gone"))
+        assert (await reset(client))["hash"] == seed_hash == (await state(client))["hash"]
+
+
+async def test_reset_loads_a_given_initial_state() -> None:
+    async with Client(build()) as client:
+        rows = (await state(client, rows=True))["state"]
+        invoices = [{**row, "status": "paid"} if row["invoice_id"] == "inv_0002" else row for row in rows["invoices"]]
+        loaded = await reset(client, "given", {"invoices": invoices})
+        exported = await state(client, "given")
+        invoice = await client.call_tool(
+            "get_invoice", {"appointment_id": invoices[1]["appointment_id"]}, meta={EPISODE: "given"}
+        )
+        paying = await client.call_tool(
+            "pay_invoice", {"invoice_id": "inv_0002", "amount": invoices[1]["amount"]}, meta={EPISODE: "given"}
+        )
+    assert loaded["hash"] == exported["hash"]
+    assert exported["diff"] == {
+        "invoices": {
+            "added": [],
+            "removed": [],
+            "updated": [{"key": "inv_0002", "before": {"status": "open"}, "after": {"status": "paid"}}],
+        }
+    }
+    assert invoice.structured_content is not None and invoice.structured_content["status"] == "paid"
+    assert paying.is_error and "already paid" in paying.content[0].text
+
+
+async def test_an_invalid_initial_state_is_refused_and_changes_nothing() -> None:
+    async with Client(build()) as client:
+        await client.call_tool("book_appointment", booking(FREE_SLOT, "kept"), meta={EPISODE: "e"})
+        before = (await state(client, "e"))["hash"]
+        with pytest.raises(MCPError, match="unknown tables"):
+            await reset(client, "e", {"no_such_table": []})
+        with pytest.raises(MCPError, match=r"state\.appointments\[0\]"):
+            await reset(client, "e", {"appointments": [{"appointment_id": "apt_1", "patient_id": None}]})
+        assert (await state(client, "e"))["hash"] == before
+
+
+async def test_closing_an_episode_frees_it() -> None:
+    async with Client(build()) as client:
+        seed_hash = (await state(client))["hash"]
+        await client.call_tool("book_appointment", booking(FREE_SLOT, "closed"), meta={EPISODE: "e"})
+        closed = await close(client, "e")
+        assert closed["closed"] is True and closed["open_episodes"] == 0
+        assert (await state(client, "e"))["hash"] == seed_hash  # a closed name starts over from the seed
+
+
+async def test_replaying_the_same_calls_gives_the_same_outputs_and_hash() -> None:
+    calls = [
+        ("book_appointment", booking(FREE_SLOT, "replay")),
+        ("cancel_appointment", {"appointment_id": "apt_0061", "cancel_reason": "moved"}),
+        ("pay_invoice", {"invoice_id": "inv_0002", "amount": 1.0}),
+    ]
+    runs = []
+    for _ in range(2):
+        async with Client(build()) as client:
+            outputs = [(await client.call_tool(name, args)).model_dump(exclude={"meta"}) for name, args in calls]
+            runs.append((outputs, (await state(client))["hash"]))
+    assert runs[0] == runs[1]
+
+
+async def test_persistent_mode_keeps_state_in_a_wal_file(tmp_path: Path) -> None:
+    path = tmp_path / "clinic.sqlite"
+    async with Client(build(db_file=path)) as client:
+        assert not (await client.call_tool("book_appointment", booking(FREE_SLOT, "kept"))).is_error
+        with pytest.raises(MCPError, match="explicit state"):
+            await reset(client)
+    async with Client(build(db_file=path)) as client:
+        assert "kept" in reasons(await client.call_tool("list_appointments", {"patient_id": PATIENT}))
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

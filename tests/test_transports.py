@@ -1,0 +1,165 @@
+"""Real transports: a stdio subprocess, streamable HTTP in both protocol eras against a running
+`envfarm serve --all`, the farm host with several servers, and persistence across a kill -9."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import ANNEX, EPISODE, FREE_SLOT, REPO, booking, reasons, state
+from mcp import Client, StdioServerParameters
+
+from envfarm.bench import FarmProcess, free_port, http_client, shared_http_client
+
+PATIENT = "pat_0001"
+
+
+def unique(prefix: str) -> str:
+    """Episode names are unique per test: the farm process is shared by the whole session."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+async def test_stdio_round_trip() -> None:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "servers.clinic"], cwd=REPO)
+    async with Client(params) as client:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        booked = await client.call_tool("book_appointment", booking(FREE_SLOT, "over stdio"))
+        listed = await client.call_tool("list_appointments", {"patient_id": PATIENT, "status": "booked"})
+        exported = await state(client)
+    assert {"find_patient", "book_appointment", "list_appointments"} <= tools
+    assert not booked.is_error and "over stdio" in reasons(listed)
+    assert exported["diff"]["appointments"]["added"] == [booked.structured_content]
+
+
+async def test_http_2026_era_episodes_by_url_are_isolated(farm: FarmProcess) -> None:
+    first, second = unique("url-a"), unique("url-b")
+    async with (
+        shared_http_client() as http,
+        http_client(farm.url("clinic", first), http) as a,
+        http_client(farm.url("clinic", second), http) as b,
+    ):
+        assert a.protocol_version == "2026-07-28"
+        assert not (await a.call_tool("book_appointment", booking(FREE_SLOT, first))).is_error
+        assert not (await b.call_tool("book_appointment", booking(FREE_SLOT, second))).is_error
+        seen_a = reasons(await a.call_tool("list_appointments", {"patient_id": PATIENT}))
+        seen_b = reasons(await b.call_tool("list_appointments", {"patient_id": PATIENT}))
+        exported = await state(a)
+    assert first in seen_a and second not in seen_a
+    assert second in seen_b and first not in seen_b
+    assert exported["episode"] == first
+
+
+async def test_http_2026_era_episodes_by_meta_are_isolated(farm: FarmProcess) -> None:
+    first, second = unique("meta-a"), unique("meta-b")
+    async with shared_http_client() as http, http_client(farm.url("clinic"), http) as client:
+        for name in (first, second):
+            assert not (
+                await client.call_tool("book_appointment", booking(FREE_SLOT, name), meta={EPISODE: name})
+            ).is_error
+        seen = {
+            name: reasons(await client.call_tool("list_appointments", {"patient_id": PATIENT}, meta={EPISODE: name}))
+            for name in (first, second)
+        }
+    assert first in seen[first] and second not in seen[first]
+    assert second in seen[second] and first not in seen[second]
+
+
+async def test_http_2025_era_sessions_are_isolated(farm: FarmProcess) -> None:
+    first, second = unique("session-a"), unique("session-b")
+    async with (
+        shared_http_client(None) as http,
+        http_client(farm.url("clinic"), http, "legacy") as a,
+        http_client(farm.url("clinic"), http, "legacy") as b,
+    ):
+        assert a.protocol_version == "2025-11-25"
+        # Concurrently, so both sessions are open and writing at the same time.
+        async with anyio.create_task_group() as group:
+            group.start_soon(a.call_tool, "book_appointment", booking(FREE_SLOT, first))
+            group.start_soon(b.call_tool, "book_appointment", booking(FREE_SLOT, second))
+        seen_a = reasons(await a.call_tool("list_appointments", {"patient_id": PATIENT}))
+        seen_b = reasons(await b.call_tool("list_appointments", {"patient_id": PATIENT}))
+        exported = await state(a)
+    assert first in seen_a and second not in seen_a
+    assert second in seen_b and first not in seen_b
+    assert exported["episode"].startswith("session:")
+
+
+async def test_the_farm_host_serves_several_servers(farm: FarmProcess) -> None:
+    episode = unique("shared-name")
+    async with (
+        shared_http_client() as http,
+        http_client(farm.url("clinic", episode), http) as clinic,
+        http_client(farm.url(ANNEX, episode), http) as annex,
+    ):
+        index = (await http.get(f"{farm.base_url}/")).json()
+        assert index == {"servers": {"clinic": "/clinic/mcp", ANNEX: f"/{ANNEX}/mcp"}}
+        assert clinic.server_info is not None and clinic.server_info.name == "clinic"
+        assert annex.server_info is not None and annex.server_info.name == ANNEX
+        assert len((await annex.list_tools()).tools) == len((await clinic.list_tools()).tools)
+        await clinic.call_tool("book_appointment", booking(FREE_SLOT, episode))
+        # The same episode name on another server is another episode.
+        assert episode not in reasons(await annex.call_tool("list_appointments", {"patient_id": PATIENT}))
+        assert (await state(annex))["diff"] == {}
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads the listening sockets from Linux /proc")
+def test_http_binds_loopback_unless_told_otherwise(farm: FarmProcess) -> None:
+    """The farm fixture passes no --host: its listening socket must be 127.0.0.1 only."""
+    port = int(farm.base_url.rsplit(":", 1)[1])
+    listening = [
+        line.split()[1] for line in Path("/proc/net/tcp").read_text().splitlines()[1:] if line.split()[3] == "0A"
+    ]
+    assert f"0100007F:{port:04X}" in listening
+    assert not any(address.endswith(f":{port:04X}") and address != f"0100007F:{port:04X}" for address in listening)
+    assert not any(
+        line.split()[1].endswith(f":{port:04X}") for line in Path("/proc/net/tcp6").read_text().splitlines()[1:]
+    )
+
+
+def start_persistent(db: Path, port: int) -> subprocess.Popen[bytes]:
+    command = [sys.executable, "-m", "servers.clinic", "--db", str(db), "--http", "--port", str(port)]
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while True:
+        assert process.poll() is None, "the persistent server exited"
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1):
+                return process
+        except OSError:
+            assert time.monotonic() < deadline, "the persistent server did not start"
+            time.sleep(0.05)
+
+
+def test_persistent_mode_survives_kill_9(tmp_path: Path) -> None:
+    db, port = tmp_path / "clinic.sqlite", free_port()
+    url = f"http://127.0.0.1:{port}/clinic/mcp"
+
+    async def book() -> None:
+        async with shared_http_client() as http, http_client(url, http) as client:
+            assert not (await client.call_tool("book_appointment", booking(FREE_SLOT, "survives"))).is_error
+
+    async def read() -> list[str]:
+        async with shared_http_client() as http, http_client(url, http) as client:
+            return reasons(await client.call_tool("list_appointments", {"patient_id": PATIENT}))
+
+    process = start_persistent(db, port)
+    try:
+        anyio.run(book)
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    assert process.returncode == -signal.SIGKILL
+    process = start_persistent(db, port)
+    try:
+        assert "survives" in anyio.run(read)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
