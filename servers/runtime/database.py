@@ -48,10 +48,7 @@ class Database:
         return self.connection.execute(sql, params).rowcount
 
     def insert(self, table: str, row: Mapping[str, Any]) -> None:
-        """Insert one row; `table` and column names come from generated code, values are parameters."""
-        columns = ", ".join(row)
-        marks = ", ".join(f":{c}" for c in row)
-        self.connection.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", dict(row))
+        insert_row(self.connection, table, row)
 
     def next_id(self, table: str) -> str:
         """Allocate the next id of `table` from its sequence (deterministic, never reused)."""
@@ -69,6 +66,13 @@ class Database:
     @staticmethod
     def reject(message: str) -> None:
         raise Rejected(message)
+
+
+def insert_row(connection: sqlite3.Connection, table: str, row: Mapping[str, Any]) -> None:
+    """Insert one row; table and column names come from generated code or the schema, values are parameters."""
+    columns = ", ".join(row)
+    marks = ", ".join(f":{c}" for c in row)
+    connection.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", dict(row))
 
 
 def user_tables(connection: sqlite3.Connection) -> list[str]:

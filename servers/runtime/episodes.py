@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from servers.runtime.database import SEQUENCES_TABLE, snapshot, user_tables
+from servers.runtime.database import SEQUENCES_TABLE, insert_row, snapshot, user_tables
 
 EPISODE_META_KEY = "envfarm/episode"
 _TRAILING_NUMBER = re.compile(r"(\d+)\D*$")
@@ -58,9 +58,7 @@ def build_seed(schema_sql: str, seed_rows: Mapping[str, list[dict[str, Any]]]) -
     connection.execute("PRAGMA defer_foreign_keys = ON")
     for table, rows in seed_rows.items():
         for row in rows:
-            columns = ", ".join(row)
-            marks = ", ".join(f":{c}" for c in row)
-            connection.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", row)
+            insert_row(connection, table, row)
     for table in user_tables(connection):
         rows = seed_rows.get(table, [])
         connection.execute(f"INSERT INTO {SEQUENCES_TABLE} (table_name, next) VALUES (?, ?)", (table, next_number(rows)))
@@ -80,10 +78,8 @@ def load_state(connection: sqlite3.Connection, state: Mapping[str, list[dict[str
         for table, rows in state.items():
             connection.execute(f"DELETE FROM {table}")
             for n, row in enumerate(rows):
-                columns = ", ".join(row)
-                marks = ", ".join(f":{c}" for c in row)
                 try:
-                    connection.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", dict(row))
+                    insert_row(connection, table, row)
                 except sqlite3.Error as exc:
                     raise ValueError(f"state.{table}[{n}]: {exc}") from exc
         connection.execute("COMMIT")
