@@ -33,13 +33,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
 import httpx2
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import MCPServer
+from mcp_types import RequestParamsMeta
 from pydantic import BaseModel, Field
 
 from servers.runtime.registry import load_registry
@@ -54,6 +55,7 @@ ERA_NAMES: dict[str, str] = {"auto": "2026-07-28 (per-episode URL)", "legacy": "
 FLOOR_SERVER = """
 import sys
 from mcp.server.mcpserver import MCPServer
+from mcp_types import RequestParamsMeta
 
 server = MCPServer("floor", log_level="WARNING")
 
@@ -280,7 +282,7 @@ class Probe:
     episode: str | None = None
 
     async def call(self) -> None:
-        meta = {EPISODE_META: self.episode} if self.episode else None
+        meta = cast(RequestParamsMeta, {EPISODE_META: self.episode}) if self.episode else None
         result = await self.client.call_tool(self.tool, self.arguments, meta=meta)
         if result.is_error:
             raise RuntimeError(f"{self.tool} failed during the benchmark: {result.content}")
@@ -371,7 +373,7 @@ async def first_free_slot(build: Callable[[], MCPServer]) -> str:
             booked = await client.call_tool(
                 "book_appointment",
                 {"patient_id": PATIENT, "slot_id": row["slot_id"], "reason": "probe"},
-                meta={EPISODE_META: "probe"},
+                meta=cast(RequestParamsMeta, {EPISODE_META: "probe"}),
             )
             if not booked.is_error:
                 return str(row["slot_id"])
@@ -489,7 +491,7 @@ def _rss_kb() -> int:
     return proc_rss_kb(os.getpid())
 
 
-def hold_sessions(kind: str, n: int) -> dict[str, float]:
+def hold_sessions(kind: str, n: int) -> dict[str, Any]:
     """Open `n` episode databases of the reference server the given way, write and read in each, and
     report what that cost. Runs in a fresh process so the memory numbers are its own."""
     from servers.runtime.episodes import EpisodeStore, build_seed

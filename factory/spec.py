@@ -12,7 +12,7 @@ import re
 import string
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -257,7 +257,7 @@ def semantic_problems(spec: EnvironmentSpec, handler_names: set[str] | None = No
         for fname, field in (tool.returns.fields or {}).items() if tool.returns else []:
             if field.type == "array" and not field.items:
                 problems.append((f"{at}.returns.fields.{fname}", "arrays say what their items are"))
-            if field.items and field.items not in spec.entities and field.items not in ColumnType.__args__:
+            if field.items and field.items not in spec.entities and field.items not in get_args(ColumnType):
                 problems.append((f"{at}.returns.fields.{fname}.items", f"{field.items!r} is no entity or column type"))
         for table in tool.writes:
             if table not in spec.entities:
@@ -318,10 +318,9 @@ def seed_problems(spec: EnvironmentSpec) -> list[tuple[str, str]]:
                 problems.append((f"{at}.{entity.primary_key}", f"duplicate key {pk!r}"))
             keys[table].add(pk)
     for table, rows in spec.seed.items():
-        entity = spec.entities.get(table)
-        if entity is None:
+        if table not in spec.entities:
             continue
-        for cname, col in entity.columns.items():
+        for cname, col in spec.entities[table].columns.items():
             if not col.ref:
                 continue
             if _check_ref(col.ref, spec):

@@ -209,7 +209,7 @@ def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerD
     now = definition.now
     id_formats = definition.id_formats
 
-    async def call_tool(ctx: Context, **arguments: Any) -> Any:
+    async def call_tool(ctx: Context[ConnectionScope], **arguments: Any) -> Any:
         request = ctx.request_context
         _, connection = episodes.connection(request.meta, request.request, request.lifespan_context)
         connection.execute("BEGIN IMMEDIATE" if episodes.store.persistent is not None else "BEGIN")
