@@ -361,7 +361,7 @@ def _create_body(tool: ToolSpec, spec: EnvironmentSpec, result: str) -> list[str
             row.append(f"{py(cname)}: {'db.now' if col.default == NOW else py(col.default)}")
     insert = f"    db.insert({py(table)}, {{" + ", ".join(row) + "})"
     if len(insert) > MAX_LINE:
-        insert = "\n".join([f"    db.insert(", f"        {py(table)},", "        {", *[f"            {r}," for r in row], "        },", "    )"])
+        insert = "\n".join(["    db.insert(", f"        {py(table)},", "        {", *[f"            {r}," for r in row], "        },", "    )"])
     lines.append(insert)
     lines += _then(tool)
     lines.append(f"    return {result}(**db.require({py(table)}, {py(pk)}, new_id, {py(pk)}))")
