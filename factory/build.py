@@ -18,7 +18,7 @@ from typing import TextIO
 import anyio
 
 from factory.progress import Job, ServerResult, default_jobs, print_failures, run_jobs
-from factory.publish import code_hash, discard, file_hashes, publish, spec_hash, stage, staging_root
+from factory.publish import code_hash, discard, file_hashes, publish, runtime_hash, spec_hash, stage, staging_root
 from factory.source import SPEC_NAMES, find_spec_file, load_environment
 from factory.spec import SpecError, read_document
 from factory.verify import Failure, VerificationReport, VerifyOptions, load_report, verify_server
@@ -154,6 +154,15 @@ def drift(entry: RegistryEntry, server_dir: Path, report: VerificationReport | N
         what = "no verification.json" if report is None else "a failed verification.json"
         found.append(_drifted("drift", {"file": "verification.json"}, "a passing verification report", what))
     else:
+        if report.runtime_hash != (current_runtime := runtime_hash()):
+            found.append(
+                _drifted(
+                    "drift",
+                    {"runtime": "servers/runtime"},
+                    f"sha256 {report.runtime_hash} (verified)",
+                    f"sha256 {current_runtime}",
+                )
+            )
         now = file_hashes(server_dir)
         for name in sorted(set(now) | set(report.files)):
             if now.get(name) != report.files.get(name):

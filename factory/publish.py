@@ -56,6 +56,15 @@ def code_hash(server_dir: Path) -> str:
     return _digest(_code_files(server_dir), server_dir)
 
 
+def runtime_hash() -> str:
+    """Hash of the shared runtime (`servers/runtime/*.py`) every server runs on: a change to it
+    is drift too, because what was verified is no longer what runs."""
+    import servers.runtime
+
+    root = Path(servers.runtime.__file__).parent
+    return _digest(sorted(root.glob("*.py")), root)
+
+
 def file_hashes(server_dir: Path) -> dict[str, str]:
     """sha256 of each file the two hashes cover, so drift can name the file that changed."""
     paths = [server_dir / name for name in SPEC_FILES if (server_dir / name).is_file()] + _code_files(server_dir)

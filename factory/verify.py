@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 
 from factory.call_plan import InvalidCall, SeedView, ToolPlan, invalid_calls, plan_calls
 from factory.codegen import annotations_for
-from factory.publish import REPORT_FILE, code_hash, file_hashes, spec_hash
+from factory.publish import REPORT_FILE, code_hash, file_hashes, runtime_hash, spec_hash
 from factory.schemas import canonical, differences, expected_input, expected_output
 from factory.server_session import CallResult, ServerSession, SessionBroken, connect
 from factory.spec import EnvironmentSpec, ToolSpec
@@ -82,6 +82,7 @@ class VerificationReport(BaseModel):
     verified_at: str
     spec_hash: str
     code_hash: str
+    runtime_hash: str | None = Field(None, description="sha256 of servers/runtime/*.py at verification")
     files: dict[str, str] = Field(description="sha256 of every hashed file, to name what drifted")
     checks: dict[str, Outcome] = Field(default_factory=dict, description="server-wide checks")
     tools: list[ToolCoverage] = Field(default_factory=list)
@@ -531,6 +532,7 @@ async def verify_server(
         verified_at=datetime.now(UTC).isoformat(timespec="seconds"),
         spec_hash=spec_hash(server_dir),
         code_hash=code_hash(server_dir),
+        runtime_hash=runtime_hash(),
         files=file_hashes(server_dir),
         checks=recorder.server_checks,
         tools=list(recorder.tools.values()),

@@ -93,6 +93,17 @@ def test_a_hand_edited_file_is_drift(tmp_path: Path) -> None:
     assert "[drift] * call={'file': 'tools.py'}" in out.getvalue()
 
 
+def test_a_changed_runtime_is_drift(farm: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = farm / "servers" / "shed"
+    entry = load_registry(farm).get("shed")
+    assert entry is not None
+    assert drift(entry, server, load_report(server)) == []
+    monkeypatch.setattr("factory.build.runtime_hash", lambda: "0" * 64)
+    found = drift(entry, server, load_report(server))
+    assert [f.call for f in found] == [{"runtime": "servers/runtime"}]
+    assert found[0].actual == "sha256 " + "0" * 64
+
+
 def test_cli_build_and_verify(farm: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     unverified = tmp_path / "unverified"
     assert main(["build", str(GOOD), "--out", str(unverified), "--no-verify"]) == 0
