@@ -18,6 +18,8 @@ from conftest import ANNEX, EPISODE, FREE_SLOT, REPO, booking, reasons, state
 from mcp import Client, StdioServerParameters
 
 from envfarm.bench import FarmProcess, free_port, http_client, shared_http_client
+from envfarm.cli import client_config
+from servers.runtime.registry import load_registry
 
 PATIENT = "pat_0001"
 
@@ -37,6 +39,19 @@ async def test_stdio_round_trip() -> None:
     assert {"find_patient", "book_appointment", "list_appointments"} <= tools
     assert not booked.is_error and "over stdio" in reasons(listed)
     assert exported["diff"]["appointments"]["added"] == [booked.structured_content]
+
+
+@pytest.mark.parametrize("client_name", ["claude", "cursor", "vscode"])
+async def test_the_desktop_client_config_launches_the_server(client_name: str, tmp_path: Path) -> None:
+    """What `envfarm config` prints is enough to start the server from anywhere, as a desktop client would."""
+    config = client_config(load_registry(REPO), REPO, client_name, ["clinic"])
+    entry = config["servers" if client_name == "vscode" else "mcpServers"]["clinic"]
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=entry["env"], cwd=tmp_path)
+    async with Client(params) as client:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        found = await client.call_tool("find_patient", {"full_name": "lopez"})
+    assert "find_patient" in tools
+    assert not found.is_error and found.structured_content and found.structured_content["count"] >= 1
 
 
 async def test_http_2026_era_episodes_by_url_are_isolated(farm: FarmProcess) -> None:

@@ -178,14 +178,22 @@ class StrictArguments(Extension):
     identifier = "io.envfarm/strict-arguments"
 
     def __init__(self) -> None:
-        self.metadata: dict[str, FuncMetadata] = {}
+        self._functions: dict[str, Callable[..., Any]] = {}
+        self._metadata: dict[str, FuncMetadata] = {}
 
     def add(self, name: str, function: Callable[..., Any]) -> None:
-        db_parameter = next(iter(inspect.signature(function).parameters))
-        self.metadata[name] = func_metadata(function, skip_names=[db_parameter], structured_output=False)
+        self._functions[name] = function
+
+    def metadata(self, name: str) -> FuncMetadata | None:
+        """The argument model of a tool, built on its first call: building all of them up front
+        doubled the farm's start-up time."""
+        if name not in self._metadata and (function := self._functions.get(name)) is not None:
+            db_parameter = next(iter(inspect.signature(function).parameters))
+            self._metadata[name] = func_metadata(function, skip_names=[db_parameter], structured_output=False)
+        return self._metadata.get(name)
 
     async def intercept_tool_call(self, params: types.CallToolRequestParams, ctx: Any, call_next: Any) -> Any:
-        metadata = self.metadata.get(params.name)
+        metadata = self.metadata(params.name)
         if metadata is None:
             return await call_next(ctx)
         arguments = params.arguments or {}
