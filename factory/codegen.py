@@ -580,7 +580,15 @@ def render_readme(spec: EnvironmentSpec) -> str:
     )
     tables = "\n".join(f"| `{t}` | {len(spec.seed.get(t, []))} | {e.description} |" for t, e in spec.entities.items())
     config = json.dumps(
-        {"mcpServers": {spec.name: {"command": "python", "args": ["-m", f"servers.{spec.name}"], "cwd": "/path/to/envfarm"}}},
+        {
+            "mcpServers": {
+                spec.name: {
+                    "command": "/path/to/envfarm/.venv/bin/python",
+                    "args": ["-m", f"servers.{spec.name}"],
+                    "env": {"PYTHONPATH": "/path/to/envfarm"},
+                }
+            }
+        },
         indent=2,
     )
     return f"""# {spec.title} (`{spec.name}`, domain: {spec.domain})
@@ -607,7 +615,7 @@ Frozen clock: `{spec.now_iso}`. Every MCP session gets its own copy of the seed 
 
 ```sh
 python -m servers.{spec.name}                       # stdio
-python -m servers.{spec.name} --http --port 8000    # streamable HTTP at http://127.0.0.1:8000/mcp
+python -m servers.{spec.name} --http --port 8000    # streamable HTTP at http://127.0.0.1:8000/{spec.name}/mcp
 python -m servers.{spec.name} --db state.sqlite     # keep state in a file across restarts
 ```
 
