@@ -43,11 +43,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import RequestParamsMeta
 from pydantic import BaseModel, Field
 
+from servers.runtime.episodes import EPISODE_META_KEY
 from servers.runtime.registry import load_registry
 
 REFERENCE = "clinic"
 PATIENT = "pat_0001"
-EPISODE_META = "envfarm/episode"
 Era = Literal["auto", "legacy"]
 ERA_NAMES: dict[str, str] = {"auto": "2026-07-28 (per-episode URL)", "legacy": "2025-11-25 (Mcp-Session-Id)"}
 
@@ -282,7 +282,7 @@ class Probe:
     episode: str | None = None
 
     async def call(self) -> None:
-        meta = cast(RequestParamsMeta, {EPISODE_META: self.episode}) if self.episode else None
+        meta = cast(RequestParamsMeta, {EPISODE_META_KEY: self.episode}) if self.episode else None
         result = await self.client.call_tool(self.tool, self.arguments, meta=meta)
         if result.is_error:
             raise RuntimeError(f"{self.tool} failed during the benchmark: {result.content}")
@@ -373,7 +373,7 @@ async def first_free_slot(build: Callable[[], MCPServer]) -> str:
             booked = await client.call_tool(
                 "book_appointment",
                 {"patient_id": PATIENT, "slot_id": row["slot_id"], "reason": "probe"},
-                meta=cast(RequestParamsMeta, {EPISODE_META: "probe"}),
+                meta=cast(RequestParamsMeta, {EPISODE_META_KEY: "probe"}),
             )
             if not booked.is_error:
                 return str(row["slot_id"])

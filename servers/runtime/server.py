@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 from servers.runtime.database import Database, Rejected, diff_states, snapshot, state_hash
 from servers.runtime.episodes import (
+    EPISODE_META_KEY,
     ConnectionScope,
     EpisodeStore,
     build_seed,
@@ -120,7 +121,7 @@ class EpisodeControl(Extension):
     def _target(self, ctx: Any, params: EpisodeParams) -> tuple[str | None, sqlite3.Connection]:
         meta = dict(ctx.meta or {})
         if params.episode:
-            meta["envfarm/episode"] = params.episode
+            meta[EPISODE_META_KEY] = params.episode
         return self._episodes.connection(meta, ctx.request, ctx.lifespan_context)
 
     async def _reset(self, ctx: Any, params: ResetParams) -> dict[str, Any]:
