@@ -26,8 +26,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -38,17 +36,26 @@ from typing import Any, Literal, cast
 import anyio
 import httpx2
 from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import MCPServer
 from mcp_types import RequestParamsMeta
 from pydantic import BaseModel, Field
 
-from servers.runtime.episodes import EPISODE_META_KEY
+from clients.connect import (
+    Era,
+    FarmProcess,
+    farm_env,
+    farm_process,
+    free_port,
+    http_client,
+    proc_rss_kb,
+    shared_http_client,
+    stdio_params,
+)
+from servers.runtime.control import EPISODE_META_KEY
 from servers.runtime.registry import load_registry
 
 REFERENCE = "clinic"
 PATIENT = "pat_0001"
-Era = Literal["auto", "legacy"]
 ERA_NAMES: dict[str, str] = {"auto": "2026-07-28 (per-episode URL)", "legacy": "2025-11-25 (Mcp-Session-Id)"}
 
 # A do-nothing server: the SDK's own floor for each transport, measured in the same run.
@@ -161,90 +168,6 @@ class Sizes:
         )
 
 
-# ---------------------------------------------------------------- farm subprocess (also used by the tests)
-
-
-def free_port() -> int:
-    """A loopback port that was free a moment ago."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def farm_env(farm_root: Path) -> dict[str, str]:
-    """The environment a farm subprocess needs: `farm_root` first on the path, so its servers resolve."""
-    paths = [str(farm_root), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
-
-
-def serve_all_command(farm_root: Path, port: int) -> list[str]:
-    return [sys.executable, "-m", "envfarm.cli", "--farm", str(farm_root), "serve", "--all", "--port", str(port)]
-
-
-@dataclass(frozen=True)
-class FarmProcess:
-    process: subprocess.Popen[bytes]
-    base_url: str
-    answered_after_s: float
-
-    def url(self, server: str, episode: str | None = None) -> str:
-        return f"{self.base_url}/{server}/episodes/{episode}/mcp" if episode else f"{self.base_url}/{server}/mcp"
-
-    def rss_mb(self) -> float:
-        return proc_rss_kb(self.process.pid) / 1024
-
-    def cpu_s(self) -> float:
-        """User + system CPU seconds the farm process has used so far."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def proc_rss_kb(pid: int) -> int:
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")))
-
-
-@contextlib.contextmanager
-def farm_process(farm_root: Path, port: int | None = None, timeout: float = 60.0) -> Iterator[FarmProcess]:
-    """Run `envfarm serve --all` on loopback until the block ends; ready once its index answers."""
-    port = port or free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    with tempfile.TemporaryFile() as log:
-        started = time.perf_counter()
-        process = subprocess.Popen(
-            serve_all_command(farm_root, port), env=farm_env(farm_root), cwd=farm_root, stdout=log, stderr=log
-        )
-        try:
-            while True:
-                if process.poll() is not None or time.perf_counter() - started > timeout:
-                    log.seek(0)
-                    reason = f"exited with {process.returncode}" if process.returncode is not None else "timed out"
-                    raise RuntimeError(f"envfarm serve --all {reason}:\n{log.read().decode(errors='replace')}")
-                try:
-                    with urllib.request.urlopen(f"{base_url}/", timeout=1):
-                        break
-                except (urllib.error.URLError, ConnectionError, TimeoutError):
-                    time.sleep(0.02)
-            yield FarmProcess(process, base_url, time.perf_counter() - started)
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def shared_http_client(connections: int | None = 200) -> httpx2.AsyncClient:
-    """One pooled HTTP client for many MCP clients: connects cost ~3 ms instead of ~35 ms."""
-    limits = httpx2.Limits(max_connections=connections, max_keepalive_connections=connections)
-    return httpx2.AsyncClient(timeout=httpx2.Timeout(60.0), limits=limits)
-
-
-def http_client(url: str, http: httpx2.AsyncClient, mode: Era = "auto") -> Client:
-    return Client(streamable_http_client(url, http_client=http), mode=mode)
-
-
 # ---------------------------------------------------------------- measurements
 
 
@@ -304,10 +227,6 @@ async def interleaved_p50(probes: dict[str, Probe], n: int, rounds: int = 5) -> 
     return {name: p50_ms(values) for name, values in samples.items()}
 
 
-def stdio_params(farm_root: Path, args: list[str]) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=args, env={"PYTHONPATH": str(farm_root)}, cwd=farm_root)
-
-
 @contextlib.contextmanager
 def floor_http_server() -> Iterator[str]:
     """The do-nothing SDK server over streamable HTTP; yields its URL once it answers."""
@@ -354,8 +273,8 @@ async def local_latencies(farm_root: Path, build: Callable[[], MCPServer], slot:
             n,
         )
     async with (
-        Client(stdio_params(farm_root, ["-m", f"servers.{REFERENCE}"])) as ours,
-        Client(stdio_params(farm_root, ["-c", FLOOR_SERVER])) as floor,
+        Client(stdio_params(farm_root, REFERENCE)) as ours,
+        Client(StdioServerParameters(command=sys.executable, args=["-c", FLOOR_SERVER], env=farm_env(farm_root))) as floor,
     ):
         results |= await interleaved_p50(
             {"stdio": Probe(ours, "get_slot", read, "bench-latency"), "floor_stdio": Probe(floor, "echo", echo)}, n

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from envfarm.bench import BenchReport, farm_env
+from clients.connect import farm_env
+from envfarm.bench import BenchReport
 
 pytestmark = pytest.mark.slow
 
