@@ -128,9 +128,7 @@ def shared_http_client(connections: int | None = 200) -> httpx2.AsyncClient:
     return httpx2.AsyncClient(timeout=httpx2.Timeout(60.0), limits=limits)
 
 
-def http_client(
-    url: str, http: httpx2.AsyncClient, mode: Era = "auto", read_timeout: float | None = None
-) -> Client:
+def http_client(url: str, http: httpx2.AsyncClient, mode: Era = "auto", read_timeout: float | None = None) -> Client:
     return Client(streamable_http_client(url, http_client=http), mode=mode, read_timeout_seconds=read_timeout)
 
 

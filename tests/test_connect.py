@@ -38,10 +38,9 @@ async def test_episodes_on_our_servers_are_isolated_and_observable() -> None:
 
 
 async def test_our_server_over_stdio() -> None:
-    async with Connections(farm_targets(REPO, ["clinic"], "stdio")) as farm:
-        async with farm.episode("clinic", "s") as episode:
-            result = await episode.call_tool("search_doctors", {"specialty": "cardiology"})
-            assert not result.is_error and result.structured_content["doctors"]
+    async with Connections(farm_targets(REPO, ["clinic"], "stdio")) as farm, farm.episode("clinic", "s") as episode:
+        result = await episode.call_tool("search_doctors", {"specialty": "cardiology"})
+        assert not result.is_error and result.structured_content["doctors"]
 
 
 async def test_a_foreign_server_gets_a_fresh_process_per_episode(tmp_path: Path) -> None:
@@ -65,7 +64,9 @@ async def test_a_foreign_server_gets_a_fresh_process_per_episode(tmp_path: Path)
 
 
 async def test_a_server_that_does_not_start_is_reported(tmp_path: Path) -> None:
-    config = write_config(tmp_path / "mcp.json", {"dead": {"command": sys.executable, "args": ["-c", "raise SystemExit(3)"]}})
+    config = write_config(
+        tmp_path / "mcp.json", {"dead": {"command": sys.executable, "args": ["-c", "raise SystemExit(3)"]}}
+    )
     async with Connections(load_server_configs(config), timeout=10) as farm:
         with pytest.raises(ControlError, match="dead"):
             await farm.tools("dead")
@@ -75,10 +76,9 @@ async def test_a_hanging_tool_call_times_out(tmp_path: Path) -> None:
     config = write_config(
         tmp_path / "mcp.json", {"todo": {"command": sys.executable, "args": [str(TODO_SERVER), "--hang"]}}
     )
-    async with Connections(load_server_configs(config), timeout=2) as farm:
-        async with farm.episode("todo", "h") as episode:
-            with pytest.raises(ControlError, match="timeout"):
-                await episode.call_tool("search_projects", {})
+    async with Connections(load_server_configs(config), timeout=2) as farm, farm.episode("todo", "h") as episode:
+        with pytest.raises(ControlError, match="timeout"):
+            await episode.call_tool("search_projects", {})
 
 
 def test_a_broken_config_names_the_entry_and_the_problem(tmp_path: Path) -> None:

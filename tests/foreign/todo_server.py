@@ -62,7 +62,8 @@ def build() -> MCPServer:
         found = [
             p
             for p in PROJECTS
-            if (name is None or name.lower() in p.name.lower()) and (owner_email is None or p.owner_email == owner_email)
+            if (name is None or name.lower() in p.name.lower())
+            and (owner_email is None or p.owner_email == owner_email)
         ]
         return ProjectList(projects=found)
 
