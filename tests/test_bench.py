@@ -25,7 +25,7 @@ KEYS = {
     "concurrent_sessions",
     "build_all_s",
     "machine",
-    "aiosqlite_comparison",
+    "overhead_ms_p50",
 }
 
 
@@ -43,7 +43,11 @@ def test_quick_bench_writes_every_key(farm_root: Path, tmp_path: Path) -> None:
     assert report.build_all_s is not None, report.build_all_detail
     assert [r.leaks for r in report.concurrent_sessions_detail] == [0, 0]
     assert report.concurrent_sessions == min(r.sessions for r in report.concurrent_sessions_detail)
-    assert report.aiosqlite_comparison.aiosqlite.threads > report.aiosqlite_comparison.sqlite3_in_loop.threads
+    assert set(report.overhead_ms_p50) == set(report.call_ms_p50)
+    assert all(
+        report.overhead_ms_p50[k] == round(report.call_ms_p50[k] - report.sdk_floor_ms_p50[k], 4)
+        for k in report.call_ms_p50
+    )
 
     table = out.with_suffix(".md").read_text()
     assert "| metric | target | measured | verdict | how |" in table
