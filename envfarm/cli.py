@@ -41,9 +41,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     print(header)
     print("-" * len(header))
     for s in registry.servers:
-        print(f"{s.name:<22} {s.domain:<16} {s.tool_count:>5} {s.write_tool_count:>6} {s.seed_rows:>6}  {s.verification:<10} {','.join(s.tags)}")
+        print(
+            f"{s.name:<22} {s.domain:<16} {s.tool_count:>5} {s.write_tool_count:>6} {s.seed_rows:>6}  {s.verification:<10} {','.join(s.tags)}"
+        )
     domains = {s.domain for s in registry.servers}
-    print(f"\n{len(registry.servers)} servers, {len(domains)} domains, {sum(s.tool_count for s in registry.servers)} tools")
+    print(
+        f"\n{len(registry.servers)} servers, {len(domains)} domains, {sum(s.tool_count for s in registry.servers)} tools"
+    )
     return 0
 
 
@@ -72,7 +76,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"serving {args.name} at http://{args.host}:{args.port}/{args.name}/mcp", file=sys.stderr)
         serve_http({args.name: server}, host=args.host, port=args.port)
     else:
-        server.run("stdio")
+        import anyio
+
+        from servers.runtime.stdio import serve_stdio
+
+        anyio.run(serve_stdio, server)
     return 0
 
 
@@ -104,7 +112,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     from factory.verify import VerifyOptions
 
     options = VerifyOptions(call_timeout=args.timeout)
-    return build_all(args.specs, (args.out or _farm(args)).resolve(), verify=not args.no_verify, jobs=args.jobs, options=options)
+    return build_all(
+        args.specs, (args.out or _farm(args)).resolve(), verify=not args.no_verify, jobs=args.jobs, options=options
+    )
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -123,7 +133,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="envfarm", description="An MCP server farm for training tool-use agents.")
-    p.add_argument("--farm", type=Path, help="farm root holding servers/ and registry.json (default: $ENVFARM_HOME or this checkout)")
+    p.add_argument(
+        "--farm",
+        type=Path,
+        help="farm root holding servers/ and registry.json (default: $ENVFARM_HOME or this checkout)",
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     ls = sub.add_parser("list", help="the published servers, from registry.json")
@@ -146,7 +160,9 @@ def parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_config)
 
     b = sub.add_parser("build", help="spec -> generated server -> verification -> published")
-    b.add_argument("specs", nargs="+", type=Path, help="spec files or folders (a folder of spec folders builds them all)")
+    b.add_argument(
+        "specs", nargs="+", type=Path, help="spec files or folders (a folder of spec folders builds them all)"
+    )
     b.add_argument("--out", type=Path, help="farm root to publish into (default: --farm)")
     b.add_argument("--no-verify", action="store_true", help="publish without verification (marked 'unverified')")
     b.set_defaults(func=cmd_build)
@@ -157,7 +173,9 @@ def parser() -> argparse.ArgumentParser:
     v.set_defaults(func=cmd_verify)
     for command in (b, v):
         command.add_argument("--jobs", type=int, help="servers verified at once (default: one per core)")
-        command.add_argument("--timeout", type=float, default=5.0, help="seconds a tool call may take before it counts as hung")
+        command.add_argument(
+            "--timeout", type=float, default=5.0, help="seconds a tool call may take before it counts as hung"
+        )
 
     be = sub.add_parser("bench", help="measure the performance targets and write a JSON + markdown report")
     be.add_argument("--out", type=Path, default=Path("reports/bench.json"))
