@@ -84,6 +84,7 @@ def run_bench(farm_root: Path, out_path: Path, quick: bool = False) -> int:
     step("build + verify")
     build_s, build_detail = time_build_all(quick)
 
+    reset_stdio = latency.pop("reset_stdio")
     floor = {k.removeprefix("floor_"): v for k, v in latency.items() if k.startswith("floor_")}
     floor["http_legacy"] = floor["http"]
     report = BenchReport(
@@ -94,6 +95,7 @@ def run_bench(farm_root: Path, out_path: Path, quick: bool = False) -> int:
         machine=machine(),
         reset_ms_p50=reset,
         reset_backup_api_ms_p50=backup,
+        reset_stdio_ms_p50=reset_stdio,
         call_ms_p50={k: v for k, v in latency.items() if not k.startswith("floor_")},
         sdk_floor_ms_p50=floor,
         overhead_ms_p50={k: round(v - floor[k], 4) for k, v in latency.items() if k in floor},

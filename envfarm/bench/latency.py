@@ -84,7 +84,18 @@ class Probe:
             raise RuntimeError(f"{self.tool} failed during the benchmark: {result.content}")
 
 
-async def interleaved_p50(probes: dict[str, Probe], n: int, rounds: int = 5) -> dict[str, float]:
+@dataclass(frozen=True)
+class ResetProbe:
+    """One control-plane reset of an episode back to the seed, through an entered client."""
+
+    client: Client
+    episode: str
+
+    async def call(self) -> None:
+        await EpisodeClient(self.client, self.episode).reset()
+
+
+async def interleaved_p50(probes: dict[str, Probe | ResetProbe], n: int, rounds: int = 5) -> dict[str, float]:
     """p50 of each probe over `n` calls, taken in alternating blocks after a warm-up, so a subject and
     its floor see the same machine load (other work on a shared machine moves single-shot numbers)."""
     samples: dict[str, list[float]] = {name: [] for name in probes}
@@ -152,7 +163,12 @@ async def local_latencies(farm_root: Path, build: Callable[[], MCPServer], slot:
         ) as floor,
     ):
         results |= await interleaved_p50(
-            {"stdio": Probe(ours, "get_slot", read, "bench-latency"), "floor_stdio": Probe(floor, "echo", echo)}, n
+            {
+                "stdio": Probe(ours, "get_slot", read, "bench-latency"),
+                "floor_stdio": Probe(floor, "echo", echo),
+                "reset_stdio": ResetProbe(ours, "bench-latency"),
+            },
+            n,
         )
     return results
 

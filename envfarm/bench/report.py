@@ -56,6 +56,7 @@ class BenchReport(BaseModel):
     machine: Machine
     reset_ms_p50: float
     reset_backup_api_ms_p50: float
+    reset_stdio_ms_p50: float = Field(description="`envfarm/episode/reset` to the seed over stdio, end to end")
     call_ms_p50: dict[str, float]
     sdk_floor_ms_p50: dict[str, float]
     overhead_ms_p50: dict[str, float] = Field(description="call p50 minus the SDK floor's, same transport, same run")
@@ -111,6 +112,13 @@ def verdicts(report: BenchReport) -> list[Verdict]:
             measured=f"{report.reset_ms_p50:.4f} ms (backup API: {report.reset_backup_api_ms_p50:.4f} ms)",
             verdict="pass" if report.reset_ms_p50 <= 0.1 else "fail",
             how=f"EpisodeStore.fork() of {REFERENCE}, p50",
+        ),
+        Verdict(
+            metric="episode reset to the seed, over stdio",
+            target="<= 2 ms",
+            measured=f"{report.reset_stdio_ms_p50:.2f} ms",
+            verdict="pass" if report.reset_stdio_ms_p50 <= 2 else "fail",
+            how=f"`envfarm/episode/reset` on a {REFERENCE} episode over stdio, p50, interleaved with the calls",
         ),
         latency("inprocess", 0.2),
         latency("stdio", 0.8, relative=True),

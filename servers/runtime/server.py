@@ -148,7 +148,8 @@ class EpisodeControl(Extension):
                 store.replace(key, connection)
             else:
                 ctx.lifespan_context.replace(connection)
-        return ResetResult(episode=key, hash=state_hash(snapshot(connection)))
+        loaded = params.state is not None or store.persistent is not None
+        return ResetResult(episode=key, hash=state_hash(snapshot(connection)) if loaded else store.seed_hash)
 
     async def _state(self, ctx: ControlContext, params: StateParams) -> StateResult:
         key, connection = self._target(ctx, params)
