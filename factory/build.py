@@ -22,6 +22,7 @@ from factory.publish import code_hash, discard, file_hashes, publish, runtime_ha
 from factory.source import SPEC_NAMES, find_spec_file, load_environment
 from factory.spec import SpecError, read_document
 from factory.verify import Failure, VerificationReport, VerifyOptions, load_report, verify_server
+from factory.world.invariants import farm_violations
 from servers.runtime.registry import RegistryEntry, load_registry
 
 
@@ -227,7 +228,12 @@ async def verify_published_async(
     print_failures(results, out)
     holding = sum(r.ok for r in results)
     print(f"\n{holding} of {len(entries)} verified with no drift in {time.perf_counter() - started:.1f} s", file=out)
-    return 0 if holding == len(entries) else 1
+    violations = farm_violations(farm_root / "servers") if all_servers else []
+    for violation in violations:
+        print(f"world: {violation}", file=out)
+    if all_servers:
+        print(f"{len(violations)} world invariant violations", file=out)
+    return 0 if holding == len(entries) and not violations else 1
 
 
 def verify_published(

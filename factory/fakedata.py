@@ -8,27 +8,136 @@ from __future__ import annotations
 import random
 import re
 import unicodedata
+from collections.abc import Callable
 from datetime import date, datetime, timedelta
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 FIRST_NAMES = [
-    "Maria", "James", "Aisha", "Wei", "Olga", "Carlos", "Priya", "Noah", "Fatima", "Liam", "Yuki", "Elena",
-    "Kwame", "Sofia", "Mateo", "Hannah", "Omar", "Chloe", "Ivan", "Amara", "Lucas", "Mei", "Diego", "Zara",
-    "Tomas", "Nadia", "Ethan", "Leila", "Samuel", "Ines", "Arjun", "Grace", "Felix", "Rosa", "Jonas", "Anya",
-    "Daniel", "Lina", "Hugo", "Keiko", "Rafael", "Emma", "Tariq", "Julia", "Ben", "Sana", "Marco", "Alice",
+    "Maria",
+    "James",
+    "Aisha",
+    "Wei",
+    "Olga",
+    "Carlos",
+    "Priya",
+    "Noah",
+    "Fatima",
+    "Liam",
+    "Yuki",
+    "Elena",
+    "Kwame",
+    "Sofia",
+    "Mateo",
+    "Hannah",
+    "Omar",
+    "Chloe",
+    "Ivan",
+    "Amara",
+    "Lucas",
+    "Mei",
+    "Diego",
+    "Zara",
+    "Tomas",
+    "Nadia",
+    "Ethan",
+    "Leila",
+    "Samuel",
+    "Ines",
+    "Arjun",
+    "Grace",
+    "Felix",
+    "Rosa",
+    "Jonas",
+    "Anya",
+    "Daniel",
+    "Lina",
+    "Hugo",
+    "Keiko",
+    "Rafael",
+    "Emma",
+    "Tariq",
+    "Julia",
+    "Ben",
+    "Sana",
+    "Marco",
+    "Alice",
 ]
 LAST_NAMES = [
-    "Lopez", "Okafor", "Chen", "Novak", "Schmidt", "Patel", "Kim", "Haddad", "Rossi", "Nakamura", "Silva",
-    "Johansson", "Mensah", "Dubois", "Garcia", "Ivanova", "Murphy", "Tanaka", "Kowalski", "Moreau", "Ahmed",
-    "Fischer", "Costa", "Yilmaz", "Andersen", "Brown", "Nguyen", "Martins", "Weber", "Singh", "Park", "Hughes",
+    "Lopez",
+    "Okafor",
+    "Chen",
+    "Novak",
+    "Schmidt",
+    "Patel",
+    "Kim",
+    "Haddad",
+    "Rossi",
+    "Nakamura",
+    "Silva",
+    "Johansson",
+    "Mensah",
+    "Dubois",
+    "Garcia",
+    "Ivanova",
+    "Murphy",
+    "Tanaka",
+    "Kowalski",
+    "Moreau",
+    "Ahmed",
+    "Fischer",
+    "Costa",
+    "Yilmaz",
+    "Andersen",
+    "Brown",
+    "Nguyen",
+    "Martins",
+    "Weber",
+    "Singh",
+    "Park",
+    "Hughes",
 ]
 CITIES = [
-    "Lisbon", "Berlin", "Toronto", "Osaka", "Nairobi", "Austin", "Lyon", "Krakow", "Seoul", "Porto", "Denver",
-    "Milan", "Oslo", "Dublin", "Madrid", "Vienna", "Boston", "Melbourne", "Prague", "Seattle",
+    "Lisbon",
+    "Berlin",
+    "Toronto",
+    "Osaka",
+    "Nairobi",
+    "Austin",
+    "Lyon",
+    "Krakow",
+    "Seoul",
+    "Porto",
+    "Denver",
+    "Milan",
+    "Oslo",
+    "Dublin",
+    "Madrid",
+    "Vienna",
+    "Boston",
+    "Melbourne",
+    "Prague",
+    "Seattle",
 ]
 STREETS = ["Oak", "Maple", "Harbor", "Station", "Market", "River", "Hill", "Park", "Church", "Mill", "Lake", "Elm"]
 COMPANIES = [
-    "Northwind", "Bluepeak", "Copperline", "Greenfield", "Silverleaf", "Brightside", "Ironbridge", "Sunhaven",
-    "Redwood", "Clearwater", "Stonegate", "Lakeshore", "Westbrook", "Highland", "Oakridge", "Pinecrest",
+    "Northwind",
+    "Bluepeak",
+    "Copperline",
+    "Greenfield",
+    "Silverleaf",
+    "Brightside",
+    "Ironbridge",
+    "Sunhaven",
+    "Redwood",
+    "Clearwater",
+    "Stonegate",
+    "Lakeshore",
+    "Westbrook",
+    "Highland",
+    "Oakridge",
+    "Pinecrest",
 ]
 ADJECTIVES = ["quick", "quiet", "bright", "steady", "bold", "gentle", "sharp", "warm", "calm", "clever"]
 NOUNS = ["report", "plan", "review", "update", "draft", "summary", "proposal", "checklist", "budget", "outline"]
@@ -78,12 +187,30 @@ def title(rng: random.Random) -> str:
     return f"{rng.choice(ADJECTIVES).capitalize()} {rng.choice(NOUNS)}"
 
 
-def community(count: int) -> list[dict[str, str]]:
-    """The farm's shared cast: the same people (name, email, phone) in every environment that uses it,
-    so cross-server tasks can join on a person ("pay for my groceries", "email my doctor")."""
+def replaced(rng: random.Random, draw: Callable[[random.Random], object], value: T) -> T:
+    """`value` (the world's fact), after consuming the draw of the value it replaces, so the rows
+    generated after it, and the spec examples that name them, stay what they were."""
+    draw(rng)
+    return value
+
+
+def community_names(count: int) -> list[dict[str, str]]:
+    """The cast's names, emails and phones (the rest of each person lives in `factory.world.cast`)."""
     rng = random.Random(2026)
     names = unique_people(rng, 80)
     people = [{"full_name": n, "email": email(n), "phone": phone(rng)} for n in names]
     if count > len(people):
         raise ValueError(f"the shared cast has {len(people)} people, {count} asked")
     return people[:count]
+
+
+def community(count: int) -> list[dict[str, Any]]:
+    """The farm's shared cast: the same people (name, email, phone, home address and city, time zone,
+    employer, department, job, birth date) in every environment that uses it, so cross-server tasks can
+    join on a person ("pay for my groceries", "email my doctor")."""
+    from factory.world.cast import build_cast  # the world builds on this module's vocabulary
+
+    people = build_cast()
+    if count > len(people):
+        raise ValueError(f"the shared cast has {len(people)} people, {count} asked")
+    return [{**p.model_dump(), "address": p.address, "first_name": p.first_name} for p in people[:count]]

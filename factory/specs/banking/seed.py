@@ -14,6 +14,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from factory import fakedata
+from factory.world import commerce
+from factory.world.sources import built_seed
 
 MERCHANT_SPEND = [
     ("groceries", ["FreshCart", "Market Hall", "Corner Grocer"], (15, 140)),
@@ -45,7 +47,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             "full_name": p["full_name"],
             "email": p["email"],
             "phone": p["phone"],
-            "address": fakedata.address(rng),
+            "address": fakedata.replaced(rng, fakedata.address, p["address"]),
             "daily_transfer_limit": 2000.0 if i == 1 else rng.choice([2500.0, 5000.0, 5000.0, 10000.0]),
             "joined_on": fakedata.day(now, -rng.randrange(200, 4000)),
         }
@@ -146,10 +148,12 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         account = checking[customer["customer_id"]]
         if account["status"] == "frozen":
             continue
-        salary = float(rng.choice([2800, 3400, 4100, 5200, 6300]))
+        person = people[n]
+        rng.choice([2800, 3400, 4100, 5200, 6300])  # the draw the old salary took: later rows keep their values
         for payday in (start + timedelta(days=1, hours=6), start + timedelta(days=15, hours=6)):
+            rng.choice(fakedata.COMPANIES)
             movements.append(
-                (account, payday, salary / 2, f"Salary {rng.choice(fakedata.COMPANIES)} Ltd", "salary", None)
+                (account, payday, person["monthly_salary"] / 2, f"Salary {person['employer']}", "salary", None)
             )
         for _ in range(rng.randrange(4, 9)):
             category, shops, (low, high) = rng.choice(MERCHANT_SPEND)
@@ -181,6 +185,12 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
                     "Dinner split",
                     target=friend,
                 )
+    # Every card charge captured (and refunded) on the payments server, on the payer's checking account.
+    checking_of = {c["email"]: checking[c["customer_id"]] for c in customers}
+    for line in commerce.card_postings(built_seed("payments")):
+        account = checking_of[line.email]
+        when = datetime.fromisoformat(line.posted_at)
+        movements.append((account, when, line.amount, line.description, line.category, None))
     # cst_0001 sent 1,800 USD to other people this morning (limit 2,000).
     first = checking["cst_0001"]
     transfer(first, now - timedelta(hours=2), 1200.0, "Car deposit", target=checking["cst_0009"])

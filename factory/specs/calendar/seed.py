@@ -10,6 +10,7 @@ import random
 from datetime import datetime, timedelta
 
 from factory import fakedata
+from factory.world import content
 
 DEPARTMENTS = ["engineering", "design", "finance", "marketing", "sales", "operations"]
 TITLES = {
@@ -79,14 +80,14 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     cast = fakedata.community(40)
     people = []
     for i, person in enumerate(cast, start=1):
-        department = DEPARTMENTS[(i - 1) % len(DEPARTMENTS)]
+        department = person["department"]
         people.append(
             {
                 "person_id": f"per_{i:04d}",
                 "full_name": person["full_name"],
                 "email": person["email"],
                 "department": department,
-                "job_title": rng.choice(TITLES[department]),
+                "job_title": fakedata.replaced(rng, lambda r, d=department: r.choice(TITLES[d]), person["job_title"]),
             }
         )
     rooms = [
@@ -175,4 +176,8 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
                     "responded_at": None if response == "pending" else _iso(min(responded, now)),
                 }
             )
+    for event in events:  # a meeting about a workstream points at the document that holds its figures
+        ws = content.matching_workstream(event["title"])
+        if ws is not None and not event["title"].startswith("1:1"):
+            event["description"] = f"{event['description']} {content.agenda_note(ws)}"
     return {"people": people, "rooms": rooms, "calendars": calendars, "events": events, "invitations": invitations}

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 
 from factory import fakedata
 
+YOUNG_DRIVERS = (58, 59)
 CITIES = ["Lisbon", "Berlin", "Toronto", "Austin", "Dublin", "Seattle", "Madrid", "Vienna", "Boston", "Denver"]
 NO_ONE_WAY = {"br_002", "br_008", "br_014", "br_018"}
 CLASSES = [
@@ -171,12 +172,16 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
                     "status": "available",
                 }
             )
-    people = fakedata.community(60)
-    ages = {2: 20, 3: 23}
+    cast = fakedata.community(60)
+    # drv_0002 and drv_0003 are the cast's two young drivers (20 and 23 on the clock), for the age rules.
+    young = [p for p in cast if p["index"] in YOUNG_DRIVERS]
+    people = [cast[0], *young, *(p for p in cast[1:] if p["index"] not in YOUNG_DRIVERS)]
     drivers = []
     for i, person in enumerate(people, start=1):
-        age = ages.get(i, rng.randrange(21, 72) if i > 10 else rng.randrange(30, 60))
-        birth = today - timedelta(days=int(age * 365.25) + rng.randrange(20, 300))
+        # the two draws of the old made-up age: the rows after keep their values
+        rng.randrange(21, 72) if i > 10 else rng.randrange(30, 60)
+        rng.randrange(20, 300)
+        birth = datetime.fromisoformat(person["date_of_birth"])
         expires = today + timedelta(days=6) if i == 4 else today + timedelta(days=rng.randrange(200, 3000))
         drivers.append(
             {

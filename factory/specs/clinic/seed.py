@@ -11,16 +11,22 @@ REASONS = ["annual checkup", "follow-up", "back pain", "skin rash", "blood press
 
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     names = fakedata.unique_people(rng, 52)
-    patients = [
-        {
-            "patient_id": f"pat_{i:04d}",
-            "full_name": name,
-            "email": fakedata.email(name),
-            "date_of_birth": fakedata.day(datetime(1950, 1, 1), rng.randrange(0, 365 * 55)),
-            "phone": fakedata.phone(rng),
-        }
-        for i, name in enumerate(names[:40], start=1)
-    ]
+    # A patient who is in the farm's cast has the cast's birth date and phone; the rest are made up here.
+    cast = {p["email"]: p for p in fakedata.community(80)}
+    patients = []
+    for i, name in enumerate(names[:40], start=1):
+        born = fakedata.day(datetime(1950, 1, 1), rng.randrange(0, 365 * 55))
+        phone = fakedata.phone(rng)
+        known = cast.get(fakedata.email(name))
+        patients.append(
+            {
+                "patient_id": f"pat_{i:04d}",
+                "full_name": name,
+                "email": fakedata.email(name),
+                "date_of_birth": known["date_of_birth"] if known else born,
+                "phone": known["phone"] if known else phone,
+            }
+        )
     doctors = [
         {"doctor_id": f"doc_{i:03d}", "name": f"Dr. {name.split()[1]}", "specialty": SPECIALTIES[(i - 1) % 6]}
         for i, name in enumerate(names[40:], start=1)

@@ -11,6 +11,7 @@ import random
 from datetime import datetime, timedelta
 
 from factory import fakedata
+from factory.world import content
 
 FOLDERS = [
     ("Engineering", None),
@@ -92,6 +93,37 @@ COMMENTS = [
 
 def _iso(moment: datetime) -> str:
     return moment.isoformat().replace("+00:00", "Z")
+
+
+RETITLED = {
+    "doc_0075": "Data pipeline migration plan",
+    "doc_0079": "Porto offsite plan",
+    "doc_0080": "v3.2 launch plan",
+}
+
+
+def _write_texts(documents: list[dict], versions: list[dict], comments: list[dict], folder: dict[str, str]) -> None:
+    """Documents with real sections and the figures mail and chat quote; comments about their items.
+
+    Three of the old "(copy)" documents become the plans of the pipeline, the offsite and the launch, so every
+    workstream that mail and chat talk about has its document.
+    """
+    for doc_id, new_title in RETITLED.items():
+        document = next(d for d in documents if d["doc_id"] == doc_id)
+        document["title"] = new_title
+    topic = {d["doc_id"]: content.workstream_for(d["title"], folder[d["folder_id"]]) for d in documents}
+    title = {d["doc_id"]: d["title"] for d in documents}
+    for version in versions:
+        rng = content.rng_for("doc", version["version_id"])
+        version["content"] = content.document(
+            rng, topic[version["doc_id"]], title[version["doc_id"]], version["number"]
+        )
+    latest = {v["doc_id"]: v["content"] for v in versions}  # versions are in order: the last one is current
+    for document in documents:
+        document["content"] = latest[document["doc_id"]]
+    for comment in comments:
+        rng = content.rng_for("doc-comment", comment["comment_id"])
+        comment["body"] = content.comment(rng, topic[comment["doc_id"]], title[comment["doc_id"]])
 
 
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
@@ -199,6 +231,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
                     "resolved_by": rng.choice(writers) if resolved else None,
                 }
             )
+    _write_texts(documents, versions, comments, {f["folder_id"]: f["name"] for f in folders})
     return {
         "people": people,
         "folders": folders,

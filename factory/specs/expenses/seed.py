@@ -26,16 +26,6 @@ COST_CENTERS = [
     ("CC-OPS", "Operations", 9000.0),
     ("CC-RND", "Research", 15000.0),
 ]
-TITLES = {
-    "Engineering": "Software Engineer",
-    "Sales": "Account Executive",
-    "Marketing": "Marketing Specialist",
-    "Customer Success": "Customer Success Manager",
-    "Finance": "Accountant",
-    "People": "HR Partner",
-    "Operations": "Operations Analyst",
-    "Research": "Research Scientist",
-}
 # (category, receipt threshold in USD, typical amount range, merchants)
 CATEGORIES = [
     ("meals", 75.0, (12, 140), ["Copperline Cafe", "Harbor Noodle Bar", "Sunhaven Bakery"]),
@@ -73,8 +63,8 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             "employee_id": f"emp_{i + 1:04d}",
             "full_name": p["full_name"],
             "email": p["email"],
-            "title": f"Head of {center['name']}",
-            "department": center["name"],
+            "title": p["job_title"],
+            "department": p["department"].capitalize(),
             "cost_center_id": center["cost_center_id"],
             "manager_id": None,
             "role": "manager",
@@ -88,8 +78,8 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
                 "employee_id": f"emp_{i + 1:04d}",
                 "full_name": p["full_name"],
                 "email": p["email"],
-                "title": "Finance Controller" if i in (8, 9) else TITLES[center["name"]],
-                "department": center["name"],
+                "title": p["job_title"],
+                "department": p["department"].capitalize(),
                 "cost_center_id": center["cost_center_id"],
                 "manager_id": managers[center["cost_center_id"]]["employee_id"],
                 "role": "finance" if i in (8, 9) else "employee",

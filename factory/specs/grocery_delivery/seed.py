@@ -66,7 +66,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             "full_name": p["full_name"],
             "email": p["email"],
             "phone": p["phone"],
-            "address": fakedata.address(rng),
+            "address": fakedata.replaced(rng, fakedata.address, p["address"]),
         }
         for i, p in enumerate(people, start=1)
     ]

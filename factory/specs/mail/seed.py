@@ -11,10 +11,12 @@ import random
 from datetime import datetime, timedelta
 
 from factory import fakedata
+from factory.world import clock, content
 
 BUDGET_OPENER = (
-    "Hi all, ahead of the Q2 budget review I have put the draft numbers in the shared sheet. Could each of "
-    "you check your team's lines before we meet? We need about an hour together next week."
+    "Hi all, ahead of the Q2 budget review I have put the draft numbers in the shared sheet (Q2 budget draft): "
+    "the Q2 total is $412,000. Could each of you check your team's lines before we meet? We need about an hour "
+    "together next week."
 )
 # (subject, starter index, to indexes, cc indexes, [(sender index or None for "next participant", body)])
 ANCHORS = [
@@ -27,9 +29,12 @@ ANCHORS = [
             (18, BUDGET_OPENER),
             (
                 0,
-                "Thanks Maria. Engineering's cloud spend is 8% over plan; I'll add a note explaining the migration costs.",
+                "Thanks Maria. Engineering's cloud spend is $48,200, 8% over plan; I'll add a note explaining the migration costs.",
             ),
-            (5, "Marketing numbers are in. Happy to meet any afternoon next week except Wednesday."),
+            (
+                5,
+                "Marketing numbers are in: paid social is $36,500. Happy to meet any afternoon next week except Wednesday.",
+            ),
         ],
     ),
     (
@@ -116,6 +121,120 @@ def _script(rng: random.Random, subject: str, body: str) -> tuple:
     split = rng.randint(1, len(others))
     replies = [(None, rng.choice(REPLIES)) for _ in range(rng.randint(0, 3))]
     return subject, starter, others[:split], others[split:], [(starter, body), *replies]
+
+
+def _write_bodies(threads: list[dict], messages: list[dict], drafts: list[dict], first: dict[str, str]) -> None:
+    """Give the generated threads and drafts text about their subject, each reply answering the one before.
+
+    The hand-written anchor threads keep their text; a sent draft keeps the text of the message it became.
+    """
+    last: dict[str, content.Line] = {}
+    for thread in threads[len(ANCHORS) :]:
+        ws = content.workstream_for(thread["subject"])
+        line = None
+        for message in (m for m in messages if m["thread_id"] == thread["thread_id"]):
+            rng = content.rng_for("mail", message["message_id"])
+            to = first[message["to_emails"].split(", ")[0]]
+            line = content.opening(rng, ws, to) if line is None else content.reply_to(rng, ws, line, to)
+            message["body"] = line.text
+        if line is not None:
+            last[thread["thread_id"]] = line
+    subject_of = {t["thread_id"]: t["subject"] for t in threads}
+    for draft in drafts:
+        if draft["status"] != "draft":
+            continue
+        rng = content.rng_for("mail", draft["draft_id"])
+        subject = subject_of[draft["thread_id"]] if draft["thread_id"] else draft["subject"]
+        ws = content.workstream_for(subject)
+        to = first.get(draft["to_emails"].split(", ")[0], "all")
+        previous = last.get(draft["thread_id"] or "")
+        draft["body"] = (content.reply_to(rng, ws, previous, to) if previous else content.opening(rng, ws, to)).text
+
+
+SUBJECTS = (
+    "{title}: {item}",
+    "Question on the {item}",
+    "Notes on the {item} ({title})",
+    "{item} before the {meeting}",
+    "Re-check: {item}",
+    "{title}, {item} status",
+)
+EXTRA_THREADS = 170
+
+
+def _more_threads(
+    cast: list[dict], now: datetime, threads: list[dict], messages: list[dict], conversations: list[dict]
+) -> None:
+    """A working volume of mail (a few dozen conversations per mailbox, so search and filters matter),
+    written in each sender's business hours, appended after the rows the spec examples name."""
+    for n in range(EXTRA_THREADS):
+        rng = content.rng_for("mail-thread", n)
+        ws = content.WORKSTREAMS[n % len(content.WORKSTREAMS)]
+        item = rng.choice(ws.items)
+        subject = rng.choice(SUBJECTS).format(title=ws.title, item=item, meeting=ws.meeting)
+        people = rng.sample(cast, rng.randint(2, 5))
+        thread_id = f"thr_{len(threads) + 1:04d}"
+        moment = now - timedelta(days=rng.randint(1, 45), hours=rng.randint(0, 23))
+        line = None
+        senders = [people[0], *(rng.choice(people[1:] if k % 2 == 0 else people) for k in range(rng.randint(0, 4)))]
+        last = people[0]
+        first_at = ""
+        for k, sender in enumerate(senders):
+            if k and sender is last:
+                sender = next(p for p in people if p is not last)
+            to = people[1:2] if k == 0 else [last]
+            cc = [p for p in people if p is not sender and p not in to]
+            moment = clock.business_hours(moment + timedelta(minutes=rng.randint(20, 1500)), sender["time_zone"], rng)
+            if moment > now - timedelta(minutes=30):
+                break
+            line = (
+                content.write(rng, ws, rng.choice(["ask", "update", "concern"]), to[0]["first_name"], item)
+                if line is None
+                else content.reply_to(rng, ws, line, to[0]["first_name"])
+            )
+            messages.append(
+                {
+                    "message_id": f"msg_{len(messages) + 1:04d}",
+                    "thread_id": thread_id,
+                    "sender_email": sender["email"],
+                    "to_emails": ", ".join(p["email"] for p in to),
+                    "cc_emails": ", ".join(p["email"] for p in cc),
+                    "body": line.text,
+                    "sent_at": _iso(moment),
+                }
+            )
+            first_at = first_at or _iso(moment)
+            last = sender
+        own = [m for m in messages if m["thread_id"] == thread_id]
+        if not own:
+            continue
+        threads.append(
+            {
+                "thread_id": thread_id,
+                "subject": subject,
+                "started_by": people[0]["email"],
+                "created_at": first_at,
+                "last_message_at": own[-1]["sent_at"],
+                "message_count": len(own),
+            }
+        )
+        received = {e for m in own for e in (m["to_emails"] + ", " + m["cc_emails"]).split(", ") if e}
+        for person in people:
+            folder = "inbox" if person["email"] in received else "sent"
+            if folder == "inbox":
+                folder = rng.choices(["inbox", "archive", "trash"], [0.6, 0.35, 0.05])[0]
+            conversations.append(
+                {
+                    "conversation_id": f"cnv_{len(conversations) + 1:04d}",
+                    "thread_id": thread_id,
+                    "mailbox_email": person["email"],
+                    "subject": subject,
+                    "folder": folder,
+                    "is_read": person["email"] == own[-1]["sender_email"] or rng.random() < 0.7,
+                    "is_starred": rng.random() < 0.08,
+                    "last_message_at": own[-1]["sent_at"],
+                }
+            )
 
 
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
@@ -273,6 +392,8 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
                 "updated_at": message["sent_at"],
             }
         )
+    _write_bodies(threads, messages, drafts, {p["email"]: p["first_name"] for p in cast})
+    _more_threads(cast, now, threads, messages, conversations)
     return {
         "mailboxes": mailboxes,
         "threads": threads,

@@ -76,7 +76,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             "full_name": p["full_name"],
             "email": p["email"],
             "phone": p["phone"],
-            "city": rng.choice(fakedata.CITIES),
+            "city": fakedata.replaced(rng, lambda r: r.choice(fakedata.CITIES), p["city"]),
             "joined_on": fakedata.day(now, -rng.randrange(30, 1500)),
             "rating": round(rng.uniform(3.6, 5.0), 1),
             "status": "suspended" if i in (44, 45) else "active",

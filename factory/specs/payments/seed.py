@@ -11,6 +11,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from factory import fakedata
+from factory.world import commerce
+from factory.world.sources import built_seed
 
 MERCHANTS = [
     ("FreshCart Grocery", "grocery"),
@@ -47,7 +49,7 @@ TYPICAL_AMOUNT = {
     "entertainment": (7, 45),
 }
 DESCRIPTIONS = {
-    "grocery": "Grocery order",
+    "grocery": "In-store purchase",
     "marketplace": "Marketplace purchase",
     "software": "Monthly subscription",
     "fitness": "Membership fee",
@@ -183,6 +185,32 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             net = round(row["amount_captured"] - row["amount_refunded"], 2)
             balance = "pending_balance" if age_hours < 48 else "available_balance"
             merchant[balance] = round(merchant[balance] + net, 2)
+
+    # Every grocery order placed on the grocery server is charged here, by FreshCart Grocery.
+    grocer = next(m for m in merchants if m["name"] == commerce.GROCERY_MERCHANT)
+    customer_of = {c["email"]: c for c in customers}
+    for purchase in commerce.grocery_purchases(built_seed("grocery_delivery")):
+        customer = customer_of[purchase.email]
+        on_file = [m for m in methods if m["customer_id"] == customer["customer_id"]]
+        method = next((m for m in usable.get(customer["customer_id"], []) if m["is_default"]), on_file[0])
+        created = datetime.fromisoformat(purchase.placed_at)
+        charges.append(
+            {
+                "charge_id": f"ch_{len(charges) + 1:04d}",
+                "customer_id": customer["customer_id"],
+                "merchant_id": grocer["merchant_id"],
+                "method_id": method["method_id"],
+                "amount": purchase.amount,
+                "description": commerce.grocery_description(purchase.order_id),
+                "status": "captured",
+                "amount_captured": purchase.amount,
+                "amount_refunded": 0.0,
+                "created_at": purchase.placed_at,
+                "captured_at": _iso(created + timedelta(minutes=5)),
+            }
+        )
+        balance = "pending_balance" if now - created < timedelta(hours=48) else "available_balance"
+        grocer[balance] = round(grocer[balance] + purchase.amount, 2)
 
     payouts: list[dict] = []
     for merchant in merchants:

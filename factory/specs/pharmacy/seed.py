@@ -168,7 +168,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
                 "full_name": person["full_name"],
                 "email": person["email"],
                 "phone": person["phone"],
-                "date_of_birth": fakedata.day(datetime(1940, 1, 1), rng.randrange(0, 365 * 64)),
+                "date_of_birth": fakedata.replaced(rng, lambda r: r.randrange(0, 365 * 64), person["date_of_birth"]),
                 "allergies": allergies,
                 "plan_id": plan["plan_id"] if plan else None,
                 "member_number": f"{plan['carrier'][:2].upper()}-{rng.randrange(100000, 1000000)}" if plan else None,

@@ -10,6 +10,7 @@ import random
 from datetime import datetime, timedelta
 
 from factory import fakedata
+from factory.world import content
 
 PROJECTS = [
     ("Website redesign", "New marketing site with the refreshed brand."),
@@ -92,7 +93,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             "person_id": f"per_{i:04d}",
             "full_name": p["full_name"],
             "email": p["email"],
-            "job_title": rng.choice(["Engineer", "Designer", "Product Manager", "Analyst", "Marketer", "Team Lead"]),
+            "job_title": fakedata.replaced(rng, lambda r: r.choice(range(6)), p["job_title"]),
         }
         for i, p in enumerate(cast, start=1)
     ]
@@ -178,6 +179,12 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
                         ),
                     }
                 )
+    project_name = {p["project_id"]: p["name"] for p in projects}
+    task_of = {t["task_id"]: t for t in tasks}
+    for comment in comments:  # comments about the task's real work, each its own text
+        task = task_of[comment["task_id"]]
+        ws = content.workstream_for(task["title"], project_name[task["project_id"]])
+        comment["body"] = content.comment(content.rng_for("task-comment", comment["comment_id"]), ws, task["title"])
     return {
         "people": people,
         "projects": projects,

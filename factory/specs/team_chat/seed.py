@@ -10,6 +10,7 @@ import random
 from datetime import datetime, timedelta
 
 from factory import fakedata
+from factory.world import content
 
 WORKSPACES = [
     ("Northwind", "northwind", 40),
@@ -86,6 +87,24 @@ def _iso(moment: datetime) -> str:
     return moment.isoformat().replace("+00:00", "Z")
 
 
+def _write_texts(channels: list[dict], members: list[dict], messages: list[dict]) -> None:
+    """Chat about each channel's real work: a post opens or updates an item, its replies answer it."""
+    first = {m["member_id"]: m["full_name"].split()[0] for m in members}
+    topic = {c["channel_id"]: content.workstream_for(c["name"], c["topic"]) for c in channels}
+    said: dict[str, tuple[content.Line, str]] = {}
+    for message in messages:
+        rng = content.rng_for("chat", message["message_id"])
+        ws = topic[message["channel_id"]]
+        parent = message["thread_parent_id"]
+        if parent is None:
+            line = content.opening(rng, ws, "team", chat=True)
+        else:
+            previous, previous_author = said[parent]
+            line = content.reply_to(rng, ws, previous, first[previous_author], chat=True)
+        said[parent or message["message_id"]] = (line, message["author_id"])
+        message["text"] = line.text
+
+
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     cast = fakedata.community(60)
     workspaces, members, by_workspace = [], [], []
@@ -105,7 +124,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
                     "email": person["email"],
                     "full_name": person["full_name"],
                     "display_name": f"{first.lower()}.{last[0].lower()}",
-                    "title": rng.choice(TITLES),
+                    "title": fakedata.replaced(rng, lambda r: r.choice(TITLES), person["job_title"]),
                     "role": "owner"
                     if k == 0
                     else "admin"
@@ -205,6 +224,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
                             "created_at": _iso(min(moment + timedelta(minutes=rng.randint(1, 120)), now)),
                         }
                     )
+    _write_texts(channels, members, messages)
     return {
         "workspaces": workspaces,
         "members": members,

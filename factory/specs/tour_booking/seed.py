@@ -192,7 +192,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             "full_name": p["full_name"],
             "email": p["email"],
             "phone": p["phone"],
-            "home_country": rng.choice(["US", "CA", "GB", "DE", "FR", "AU", "JP", "BR", "IN", "NL"]),
+            "home_country": fakedata.replaced(rng, lambda r: r.choice(range(10)), p["country"]),
         }
         for i, p in enumerate(fakedata.community(60), start=1)
     ]

@@ -1,0 +1,109 @@
+"""The one world: the cast, the farm invariants over published seeds, and the variety of work text."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from factory.world import content
+from factory.world.cast import build_cast
+from factory.world.invariants import Farm, check_farm, farm_violations, load_farm
+
+SERVERS = Path(__file__).resolve().parents[1] / "servers"
+
+
+@pytest.fixture(scope="module")
+def farm() -> Farm:
+    return load_farm(SERVERS)
+
+
+def test_the_published_farm_holds_every_world_invariant(farm: Farm) -> None:
+    assert [str(v) for v in check_farm(farm)] == []
+
+
+def test_a_person_moved_to_another_city_names_both_servers_and_rows(farm: Farm) -> None:
+    seeds = copy.deepcopy(farm.seeds)
+    maria = next(c for c in seeds["grocery_delivery"]["customers"] if c["full_name"] == "Maria Patel")
+    maria["address"] = "1 Harbor Street, Reykjavik"
+    broken = [v for v in check_farm(Farm(clocks=farm.clocks, seeds=seeds)) if "Reykjavik" in v.message]
+    cities = [v for v in broken if "city" in v.message]
+    assert len(cities) == 1
+    (violation,) = cities
+    assert violation.rule == "same person"
+    assert {(r.server, r.table) for r in violation.rows} == {
+        ("banking", "customers"),
+        ("grocery_delivery", "customers"),
+    }
+    assert maria["customer_id"] in {r.key for r in violation.rows}
+    assert "maria.patel@example.com" in violation.message
+
+
+def test_a_charge_that_disagrees_with_its_grocery_order_is_reported(farm: Farm) -> None:
+    seeds = copy.deepcopy(farm.seeds)
+    charge = next(c for c in seeds["payments"]["charges"] if c["description"].startswith("Grocery order ord_"))
+    charge["amount"] = round(charge["amount"] + 1, 2)
+    broken = [v for v in check_farm(Farm(clocks=farm.clocks, seeds=seeds)) if v.rule == "order charged"]
+    assert len(broken) == 1
+    assert {r.server for r in broken[0].rows} == {"grocery_delivery", "payments"}
+    assert charge["charge_id"] in {r.key for r in broken[0].rows}
+
+
+def test_an_undeclared_clock_is_a_violation(farm: Farm) -> None:
+    clocks = {**farm.clocks, "mail": "2026-04-14T09:00:00Z"}
+    broken = [v for v in check_farm(Farm(clocks=clocks, seeds=farm.seeds)) if v.rule == "one clock"]
+    assert [v.rows[0].server for v in broken] == ["mail"]
+
+
+def test_farm_violations_reads_a_servers_folder(tmp_path: Path) -> None:
+    for name in ("banking", "marketplace"):
+        shutil.copytree(SERVERS / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    seed_file = tmp_path / "marketplace" / "seed.json"
+    seed = json.loads(seed_file.read_text())
+    member = seed["members"][0]
+    member["city"] = "Atlantis"
+    seed_file.write_text(json.dumps(seed))
+    violations = farm_violations(tmp_path)
+    assert len(violations) == 1
+    assert {r.server for r in violations[0].rows} == {"banking", "marketplace"}
+    assert member["member_id"] in {r.key for r in violations[0].rows}
+
+
+def test_the_cast_is_deterministic_and_consistent() -> None:
+    first, second = build_cast(), build_cast()
+    assert first == second
+    assert len({p.email for p in first}) == len(first) == 80
+    staff = [p for p in first if p.employer == "Northwind Analytics"]
+    assert len(staff) == 40 and all(p.department and p.cost_center for p in staff)
+
+
+@pytest.mark.parametrize(
+    ("server", "table", "column"),
+    [
+        ("mail", "messages", "body"),
+        ("team_chat", "messages", "text"),
+        ("docs_drive", "comments", "body"),
+        ("project_tracker", "comments", "body"),
+        ("docs_drive", "documents", "content"),
+    ],
+)
+def test_work_text_is_varied(farm: Farm, server: str, table: str, column: str) -> None:
+    rows = farm.seeds[server][table]
+    assert len(rows) >= 80
+    assert content.distinct_ratio(r[column] for r in rows) >= 0.8
+
+
+def test_distinct_ratio_counts_repeats() -> None:
+    assert content.distinct_ratio(["a", "b", "a", "c"]) == 0.75
+    assert content.distinct_ratio([]) == 1.0
+
+
+def test_a_reply_answers_the_item_it_was_asked_about() -> None:
+    ws = content.workstream_for("Q2 budget review")
+    assert ws.key == "budget"
+    asked = content.write(content.rng_for("t", 1), ws, "ask", "Noah")
+    answer = content.reply_to(content.rng_for("t", 2), ws, asked, "Maria")
+    assert answer.act == "answer" and answer.item == asked.item and asked.item in answer.text
