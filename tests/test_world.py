@@ -80,20 +80,12 @@ def test_the_cast_is_deterministic_and_consistent() -> None:
     assert len(staff) == 40 and all(p.department and p.cost_center for p in staff)
 
 
-@pytest.mark.parametrize(
-    ("server", "table", "column"),
-    [
-        ("mail", "messages", "body"),
-        ("team_chat", "messages", "text"),
-        ("docs_drive", "comments", "body"),
-        ("project_tracker", "comments", "body"),
-        ("docs_drive", "documents", "content"),
-    ],
-)
-def test_work_text_is_varied(farm: Farm, server: str, table: str, column: str) -> None:
-    rows = farm.seeds[server][table]
-    assert len(rows) >= 80
-    assert content.distinct_ratio(r[column] for r in rows) >= 0.8
+def test_work_text_is_varied_and_plentiful(farm: Farm) -> None:
+    report = content.variety(farm.seeds)
+    assert set(report) == {"mail", "chat", "comments", "documents"}
+    for kind, (count, ratio) in report.items():
+        assert count >= 80, kind
+        assert ratio >= 0.8, kind
 
 
 def test_distinct_ratio_counts_repeats() -> None:
@@ -107,3 +99,21 @@ def test_a_reply_answers_the_item_it_was_asked_about() -> None:
     asked = content.write(content.rng_for("t", 1), ws, "ask", "Noah")
     answer = content.reply_to(content.rng_for("t", 2), ws, asked, "Maria")
     assert answer.act == "answer" and answer.item == asked.item and asked.item in answer.text
+
+
+def test_a_warehouse_order_shipped_from_elsewhere_is_reported(farm: Farm) -> None:
+    seeds = copy.deepcopy(farm.seeds)
+    order = next(o for o in seeds["warehouse"]["orders"] if o["status"] == "shipped")
+    order["shipped_at"] = "2026-02-01T00:00:00Z"
+    broken = [v for v in check_farm(Farm(clocks=farm.clocks, seeds=seeds)) if v.rule == "order shipped"]
+    assert len(broken) == 1
+    assert {(r.server, r.table) for r in broken[0].rows} == {("warehouse", "orders"), ("parcel_shipping", "shipments")}
+    assert order["order_id"] in {r.key for r in broken[0].rows}
+
+
+def test_a_quoted_figure_missing_from_the_drive_is_reported(farm: Farm) -> None:
+    seeds = copy.deepcopy(farm.seeds)
+    message = seeds["team_chat"]["messages"][0]
+    message["text"] += " Also $999,999 for snacks."
+    broken = [v for v in check_farm(Farm(clocks=farm.clocks, seeds=seeds)) if v.rule == "quoted figure"]
+    assert [r.key for v in broken for r in v.rows if r.server == "team_chat"] == [message["message_id"]]

@@ -33,7 +33,7 @@ CITIES: dict[str, tuple[str, str]] = {
     "Vienna": ("AT", "Europe/Vienna"),
     "Porto": ("PT", "Europe/Lisbon"),
 }
-OFFICES = ["Toronto", "Lisbon", "Berlin", "Austin"]  # Northwind's offices; staff live near one
+OFFICES = ["Lisbon", "Berlin", "Toronto", "Austin", "Dublin", "Seattle"]  # Northwind's offices; staff live near one
 # The org chart: cost center (the expenses server's rows) -> department (the calendar's enum).
 COST_CENTER_DEPARTMENT = {
     "Engineering": "engineering",
@@ -150,7 +150,8 @@ def build_cast() -> list[Person]:
         country, zone = CITIES[city]
         center = staff_cost_center(i) if staff else None
         job = _job(i, center, rng) if center else rng.choice(OUTSIDE_JOBS)
-        born = date(1962, 1, 1) + timedelta(days=rng.randrange(0, 365 * 40))
+        senior = staff and i < 10  # department heads and controllers were born 1962-1984
+        born = date(1962, 1, 1) + timedelta(days=rng.randrange(0, 365 * (22 if senior else 40)))
         people.append(
             Person(
                 index=i,

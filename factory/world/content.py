@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -330,3 +331,21 @@ def distinct_ratio(texts: Iterable[str]) -> float:
     """Distinct bodies / bodies: 1.0 when no two bodies are the same; 1.0 for no bodies."""
     bodies = [t.strip() for t in texts if t is not None]
     return len(set(bodies)) / len(bodies) if bodies else 1.0
+
+
+# content kind -> the (server, table, column) cells that hold it
+CONTENT_CELLS: dict[str, list[tuple[str, str, str]]] = {
+    "mail": [("mail", "messages", "body")],
+    "chat": [("team_chat", "messages", "text")],
+    "comments": [("docs_drive", "comments", "body"), ("project_tracker", "comments", "body")],
+    "documents": [("docs_drive", "documents", "content")],
+}
+
+
+def variety(seeds: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, tuple[int, float]]:
+    """Per content kind: how many bodies the seeds hold and their distinct-body ratio."""
+    report = {}
+    for kind, cells in CONTENT_CELLS.items():
+        bodies = [row[column] for server, table, column in cells for row in seeds.get(server, {}).get(table, [])]
+        report[kind] = (len(bodies), round(distinct_ratio(bodies), 3))
+    return report

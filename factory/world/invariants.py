@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from factory.world import clock, commerce, work
+from factory.world import clock, commerce, logistics, work
 from factory.world.cast import build_cast
 from factory.world.invariants_base import RowRef, Violation
 
@@ -174,6 +174,43 @@ def check_commerce(seeds: Seeds) -> list[Violation]:
     return found
 
 
+def check_outbound(seeds: Seeds) -> list[Violation]:
+    """Each shipped warehouse order is a delivered parcel from the warehouse's city to the store that
+    ordered it, picked up at the time the warehouse says it shipped."""
+    warehouse, carrier = seeds.get("warehouse"), seeds.get("parcel_shipping")
+    if not warehouse or not carrier:
+        return []
+    customer = {c["customer_id"]: c for c in carrier["customers"]}
+    parcel_of = {p["contents"].split(":")[0]: p for p in carrier["parcels"]}
+    shipment_of = {s["parcel_id"]: s for s in carrier["shipments"]}
+    pickup_of = {
+        e["shipment_id"]: e["occurred_at"] for e in carrier["tracking_events"] if e["event_type"] == "picked_up"
+    }
+    order_id = {o["order_number"]: o["order_id"] for o in warehouse["orders"]}
+    found = []
+    for order in logistics.outbound_shipments(warehouse):
+        order_ref = RowRef(server="warehouse", table="orders", key=order_id[order.order_number])
+        parcel = parcel_of.get(f"Outbound order {order.order_number}")
+        shipment = shipment_of.get(parcel["parcel_id"]) if parcel else None
+        if parcel is None or shipment is None:
+            found.append(Violation(rule="order shipped", message="no parcel shipment carries it", rows=[order_ref]))
+            continue
+        seen = (
+            customer[parcel["sender_id"]]["address"].rsplit(", ", 1)[-1],
+            customer[parcel["recipient_id"]]["full_name"],
+            pickup_of.get(shipment["shipment_id"]),
+        )
+        if seen != (order.origin_city, order.store, order.shipped_at):
+            found.append(
+                Violation(
+                    rule="order shipped",
+                    message=f"warehouse says {(order.origin_city, order.store, order.shipped_at)}, carrier says {seen}",
+                    rows=[order_ref, RowRef(server="parcel_shipping", table="shipments", key=shipment["shipment_id"])],
+                )
+            )
+    return found
+
+
 def check_salaries(seeds: Seeds) -> list[Violation]:
     """Salary lines in banking come from the person's employer in the world's cast."""
     banking = seeds.get("banking")
@@ -206,6 +243,7 @@ def check_farm(farm: Farm) -> list[Violation]:
         *check_people(farm.seeds),
         *check_commerce(farm.seeds),
         *check_salaries(farm.seeds),
+        *check_outbound(farm.seeds),
         *work.check_work(farm.seeds),
     ]
 

@@ -7,7 +7,8 @@ declined: the seed obeys the rules the tools enforce.
 """
 
 import random
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from factory import fakedata
 from factory.world import content
@@ -74,6 +75,115 @@ def _iso(moment: datetime) -> str:
 
 def _overlaps(busy: list[tuple[datetime, datetime]], start: datetime, end: datetime) -> bool:
     return any(s < end and e > start for s, e in busy)
+
+
+def _local(day: datetime, hour: float, zone: str) -> datetime:
+    """`hour` o'clock on `day` in time zone `zone`, as UTC."""
+    local = datetime(day.year, day.month, day.day, tzinfo=ZoneInfo(zone)) + timedelta(hours=hour)
+    return local.astimezone(UTC)
+
+
+def _working(start: datetime, end: datetime, zone: str) -> bool:
+    """Whether [start, end) is within 08:00-18:00 of a weekday in `zone`."""
+    first, last = start.astimezone(ZoneInfo(zone)), end.astimezone(ZoneInfo(zone))
+    return (
+        first.weekday() < 5 and first.hour >= 8 and (last.hour, last.minute) <= (18, 0) and first.date() == last.date()
+    )
+
+
+def _recurring(
+    cast: list[dict],
+    people: list[dict],
+    calendars: list[dict],
+    team_calendar: dict[str, str],
+    days: list[datetime],
+    now: datetime,
+    events: list[dict],
+    invitations: list[dict],
+) -> None:
+    """The meetings that fill a real work week: each department's weekly sync and each manager's weekly
+    1:1 with every report, at a business hour of the organizer's time zone, on video (no room), never
+    double-booking anyone. Appended after the rows the spec examples name."""
+    by_id = {e["event_id"]: e for e in events}
+    busy: dict[str, list[tuple[datetime, datetime]]] = {}
+    for event in events:
+        if event["status"] == "confirmed":
+            span = (datetime.fromisoformat(event["starts_at"]), datetime.fromisoformat(event["ends_at"]))
+            busy.setdefault(event["organizer_email"], []).append(span)
+    for invitation in invitations:
+        event = by_id[invitation["event_id"]]
+        if event["status"] == "confirmed" and invitation["response"] != "declined":
+            span = (datetime.fromisoformat(event["starts_at"]), datetime.fromisoformat(event["ends_at"]))
+            busy.setdefault(invitation["email"], []).append(span)
+    series: list[tuple[str, str, str, dict, list[dict], int, float, int]] = []
+    for department, calendar_id in team_calendar.items():
+        members = [p for p in cast if p["department"] == department]
+        series.append(
+            (
+                f"{department.capitalize()} weekly sync",
+                f"Weekly sync of the {department} team.",
+                calendar_id,
+                members[0],
+                members[1:],
+                len(series) % 5,
+                10.0,
+                45,
+            )
+        )
+    for person in cast:
+        if person["manager_index"] is None:
+            continue
+        manager = cast[person["manager_index"]]
+        calendar_id = next(
+            c["calendar_id"] for c in calendars if c["owner_email"] == manager["email"] and c["kind"] == "personal"
+        )
+        title = f"1:1 {manager['first_name']} / {person['first_name']}"
+        series.append((title, "Weekly one-on-one.", calendar_id, manager, [person], person["index"] % 5, 11.0, 30))
+    for title, description, calendar_id, organizer, guests, weekday, hour, minutes in series:
+        attendees = [organizer, *guests]
+        for day in (d for d in days if d.weekday() == weekday):
+            # the organizer's preferred hour, else the first half hour that is working time for everyone
+            options = [_local(day, hour + k / 2, organizer["time_zone"]) for k in range(-4, 16)]
+            options = sorted(options, key=lambda s: abs((s - options[4]).total_seconds()))
+            for start in options:
+                end = start + timedelta(minutes=minutes)
+                if all(_working(start, end, p["time_zone"]) for p in attendees) and not any(
+                    _overlaps(busy.get(p["email"], []), start, end) for p in attendees
+                ):
+                    break
+            else:
+                continue
+            event_id = f"evt_{len(events) + 1:04d}"
+            events.append(
+                {
+                    "event_id": event_id,
+                    "calendar_id": calendar_id,
+                    "title": title,
+                    "description": description,
+                    "starts_at": _iso(start),
+                    "ends_at": _iso(end),
+                    "room_id": None,
+                    "organizer_email": organizer["email"],
+                    "status": "confirmed",
+                    "cancelled_by": None,
+                    "cancel_reason": None,
+                    "created_at": _iso(min(days[0] - timedelta(days=14), now)),
+                }
+            )
+            for p in [organizer, *guests]:
+                busy.setdefault(p["email"], []).append((start, end))
+            for guest in guests:
+                rng = random.Random(f"{event_id}/{guest['email']}")
+                response = "accepted" if end <= now or rng.random() < 0.7 else "pending"
+                invitations.append(
+                    {
+                        "invitation_id": f"inv_{len(invitations) + 1:04d}",
+                        "event_id": event_id,
+                        "email": guest["email"],
+                        "response": response,
+                        "responded_at": None if response == "pending" else _iso(min(start - timedelta(days=10), now)),
+                    }
+                )
 
 
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
@@ -176,6 +286,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
                     "responded_at": None if response == "pending" else _iso(min(responded, now)),
                 }
             )
+    _recurring(cast, people, calendars, team_calendar, days, now, events, invitations)
     for event in events:  # a meeting about a workstream points at the document that holds its figures
         ws = content.matching_workstream(event["title"])
         if ws is not None and not event["title"].startswith("1:1"):

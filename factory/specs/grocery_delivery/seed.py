@@ -240,7 +240,9 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             status = "out_for_delivery" if start[11:13] == "09" else "picking"
         else:
             status = "placed"
-        place(rng.choice(customers), store, window, status)
+        drawn = customers.index(rng.choice(customers))  # the draw of the old pick: later rows keep their values
+        local = [c for c in customers if c["address"].endswith(f", {store['city']}")] or customers
+        place(local[drawn % len(local)], store, window, status)  # people shop at a store of their own city
 
     # Substitutions proposed while picking (before the window starts): a same-category product of the store.
     picked_before = {w["window_id"]: datetime.fromisoformat(w["starts_at"]) for w in windows}

@@ -9,9 +9,12 @@ registered but not shipped yet.
 """
 
 import random
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from factory import fakedata
+from factory.world import logistics
+from factory.world.sources import built_seed
 
 # name, max kg, base price, price per kg, transit days
 SERVICES = [
@@ -57,6 +60,88 @@ def iso(moment: datetime) -> str:
 
 def city(address: str) -> str:
     return address.rsplit(", ", 1)[-1]
+
+
+def warehouse_seed() -> dict[str, list[dict]]:
+    return built_seed("warehouse")
+
+
+def _outbound(
+    warehouse: dict,
+    customers: list[dict],
+    parcels: list[dict],
+    shipments: list[dict],
+    services: list[dict],
+    event: Callable[..., None],
+) -> None:
+    """The warehouse's shipped outbound orders, carried from its city to the store's dock and delivered:
+    appended after the rows the spec examples name, with the dispatch desks and stores as customers."""
+    by_email = {c["email"]: c for c in customers}
+
+    def account(name: str, email: str, address: str) -> dict:
+        if email not in by_email:
+            by_email[email] = {
+                "customer_id": f"cus_{len(customers) + 1:04d}",
+                "full_name": name,
+                "email": email,
+                "phone": f"+1-555-010-{len(customers):04d}",
+                "address": address,
+            }
+            customers.append(by_email[email])
+        return by_email[email]
+
+    codes = {w["name"]: w["code"] for w in warehouse["warehouses"]}
+    for n, order in enumerate(logistics.outbound_shipments(warehouse)):
+        rng = random.Random(f"outbound/{order.order_number}")
+        sender = account(
+            order.warehouse,
+            logistics.dispatch_email(codes[order.warehouse]),
+            f"{10 + n % 7} Logistics Way, {order.origin_city}",
+        )
+        store = account(
+            order.store,
+            logistics.store_email(order.store),
+            f"{rng.randrange(2, 300)} Market Street, {order.destination_city}",
+        )
+        picked = datetime.fromisoformat(order.shipped_at)
+        created = picked - timedelta(hours=1)
+        parcel = {
+            "parcel_id": f"prc_{len(parcels) + 1:04d}",
+            "sender_id": sender["customer_id"],
+            "recipient_id": store["customer_id"],
+            "weight_kg": order.weight_kg,
+            "length_cm": 60,
+            "width_cm": 40,
+            "height_cm": 40 * order.cartons,
+            "contents": logistics.contents_of(order.order_number, order.cartons),
+            "declared_value": float(round(order.weight_kg * 40)),
+            "created_at": iso(created - timedelta(hours=2)),
+        }
+        parcels.append(parcel)
+        service = next(s for s in services if s["name"] == ("Standard" if order.weight_kg <= 30 else "Heavy Freight"))
+        transit = timedelta(days=int(service["transit_days"]))
+        out = (picked + transit).replace(hour=7, minute=0, second=0)
+        delivered = out + timedelta(hours=rng.randrange(2, 8))
+        shipment = {
+            "shipment_id": f"shp_{len(shipments) + 1:04d}",
+            "parcel_id": parcel["parcel_id"],
+            "tracking_number": tracking_number(len(shipments) + 1),
+            "service_id": service["service_id"],
+            "destination_address": store["address"],
+            "status": "delivered",
+            "price": round(service["base_price"] + service["price_per_kg"] * order.weight_kg, 2),
+            "created_at": iso(created),
+            "estimated_delivery": (created + transit).date().isoformat(),
+            "closed_at": iso(delivered),
+        }
+        shipments.append(shipment)
+        hub = f"{order.origin_city} hub" if f"{order.origin_city} hub" in HUBS else rng.choice(HUBS)
+        event(shipment, created, order.origin_city, "label_created")
+        event(shipment, picked, order.origin_city, "picked_up")
+        event(shipment, picked + transit * 0.3, hub, "arrived_at_hub")
+        event(shipment, picked + transit * 0.5, hub, "departed_hub")
+        event(shipment, out, order.destination_city, "out_for_delivery")
+        event(shipment, delivered, order.destination_city, "delivered", "Signed by recipient")
 
 
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
@@ -278,6 +363,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             }
         )
 
+    _outbound(warehouse_seed(), customers, parcels, shipments, services, event)
     events.sort(key=lambda e: (e["occurred_at"], e["shipment_id"]))
     for n, row in enumerate(events, start=1):
         row["event_id"] = f"evt_{n:05d}"
