@@ -65,3 +65,15 @@ def business_hours(moment: datetime, zone: str, rng: random.Random) -> datetime:
         day += timedelta(days=1)
     start = day.replace(hour=9, minute=0, second=0, microsecond=0) + timedelta(minutes=rng.randrange(0, 120))
     return start.astimezone(UTC)
+
+
+def working_time_before(moment: datetime, zone: str, rng: random.Random) -> datetime:
+    """`moment`, or if it falls outside 09:00-17:30 on a weekday in `zone`, late in the working day before."""
+    local = moment.astimezone(ZoneInfo(zone))
+    if local.weekday() < 5 and local.replace(hour=9, minute=0) <= local <= local.replace(hour=17, minute=30):
+        return moment
+    day = local if local.hour >= 9 else local - timedelta(days=1)
+    while day.weekday() >= 5:
+        day -= timedelta(days=1)
+    close = day.replace(hour=17, minute=30, second=0, microsecond=0) - timedelta(minutes=rng.randrange(0, 420))
+    return close.astimezone(UTC)

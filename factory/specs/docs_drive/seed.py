@@ -121,6 +121,14 @@ def _write_texts(documents: list[dict], versions: list[dict], comments: list[dic
     latest = {v["doc_id"]: v["content"] for v in versions}  # versions are in order: the last one is current
     for document in documents:
         document["content"] = latest[document["doc_id"]]
+    for document in documents:  # trashed during someone's working day, not all at the same minute
+        if document["trashed_at"]:
+            moment = datetime.fromisoformat(document["trashed_at"]) + timedelta(
+                minutes=content.rng_for("trash", document["doc_id"]).randrange(0, 8 * 60)
+            )
+            document["trashed_at"] = _iso(
+                max(moment, datetime.fromisoformat(document["updated_at"]) + timedelta(hours=1))
+            )
     for comment in comments:
         rng = content.rng_for("doc-comment", comment["comment_id"])
         comment["body"] = content.comment(rng, topic[comment["doc_id"]], title[comment["doc_id"]])

@@ -45,6 +45,22 @@ CONTENTS = [
     ("handmade soap", 1.0, 35),
 ]
 HUBS = ["Lisbon hub", "Berlin hub", "Toronto hub", "Austin hub", "Dublin hub", "Seattle hub", "Lyon hub", "Osaka hub"]
+# Parcels are sorted at the hub of the sender's region (not at a random hub on another continent).
+REGION_HUB = {
+    "Lisbon": "Lisbon hub",
+    "Porto": "Lisbon hub",
+    "Madrid": "Lisbon hub",
+    "Berlin": "Berlin hub",
+    "Vienna": "Berlin hub",
+    "Krakow": "Berlin hub",
+    "Toronto": "Toronto hub",
+    "Boston": "Toronto hub",
+    "Austin": "Austin hub",
+    "Denver": "Austin hub",
+    "Dublin": "Dublin hub",
+    "Seattle": "Seattle hub",
+    "Osaka": "Osaka hub",
+}
 TRACKING_BASE = 500_000_000
 TRACKING_STEP = 7919
 
@@ -257,7 +273,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         shipment["status"] = "picked_up"
         event(shipment, picked, city(sender_address), "picked_up")
         transit = timedelta(days=int(service["transit_days"]))
-        hub = rng.choice(HUBS)
+        hub = fakedata.replaced(rng, lambda r: r.choice(HUBS), REGION_HUB.get(city(sender_address), "Berlin hub"))
         at_hub = picked + transit * 0.3
         if at_hub >= now:
             continue

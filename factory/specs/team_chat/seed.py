@@ -10,7 +10,7 @@ import random
 from datetime import datetime, timedelta
 
 from factory import fakedata
-from factory.world import content
+from factory.world import clock, content
 
 WORKSPACES = [
     ("Northwind", "northwind", 40),
@@ -103,6 +103,29 @@ def _write_texts(channels: list[dict], members: list[dict], messages: list[dict]
             line = content.reply_to(rng, ws, previous, first[previous_author], chat=True)
         said[parent or message["message_id"]] = (line, message["author_id"])
         message["text"] = line.text
+
+
+def _working_hours(messages: list[dict], reactions: list[dict], email_of: dict[str, str]) -> None:
+    """Move each post (with its replies, edits, pins and reactions) back into its author's working day,
+    in the author's time zone: people chat at work, not at 3 a.m. Moving back keeps every time in the past."""
+    zone = {p["email"]: p["time_zone"] for p in fakedata.community(80)}
+    shift: dict[str, timedelta] = {}
+    for message in messages:
+        parent = message["thread_parent_id"]
+        if parent is None:
+            posted = datetime.fromisoformat(message["posted_at"])
+            rng = content.rng_for("chat-time", message["message_id"])
+            moved = clock.working_time_before(posted, zone[email_of[message["author_id"]]], rng)
+            shift[message["message_id"]] = moved - posted
+        delta = shift[parent or message["message_id"]]
+        for column in ("posted_at", "edited_at", "pinned_at"):
+            if message[column]:
+                message[column] = _iso(datetime.fromisoformat(message[column]) + delta)
+    for reaction in reactions:
+        if reaction["message_id"] in shift:
+            reaction["created_at"] = _iso(
+                datetime.fromisoformat(reaction["created_at"]) + shift[reaction["message_id"]]
+            )
 
 
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
@@ -225,6 +248,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
                         }
                     )
     _write_texts(channels, members, messages)
+    _working_hours(messages, reactions, {m["member_id"]: m["email"] for m in members})
     return {
         "workspaces": workspaces,
         "members": members,
