@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from factory.world import content
+from factory.world import clock, content
 from factory.world.cast import build_cast
 from factory.world.invariants import Farm, check_farm, farm_violations, load_farm
+from factory.world.sources import SPECS
 
 SERVERS = Path(__file__).resolve().parents[1] / "servers"
 
@@ -117,3 +118,13 @@ def test_a_quoted_figure_missing_from_the_drive_is_reported(farm: Farm) -> None:
     message["text"] += " Also $999,999 for snacks."
     broken = [v for v in check_farm(Farm(clocks=farm.clocks, seeds=seeds)) if v.rule == "quoted figure"]
     assert [r.key for v in broken for r in v.rows if r.server == "team_chat"] == [message["message_id"]]
+
+
+def test_every_built_in_server_is_in_the_world() -> None:
+    built_in = {p.name for p in SPECS.iterdir() if p.is_dir()}
+    assert built_in == set(clock.ON_FARM_CLOCK) | set(clock.DECLARED_SKEWS)
+
+
+def test_a_server_outside_the_world_keeps_its_own_clock(farm: Farm) -> None:
+    clocks = {**farm.clocks, "shed": "2020-01-01T00:00:00Z"}
+    assert [v for v in check_farm(Farm(clocks=clocks, seeds=farm.seeds)) if v.rule == "one clock"] == []

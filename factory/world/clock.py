@@ -13,6 +13,8 @@ from zoneinfo import ZoneInfo
 
 FARM_NOW = datetime.fromisoformat("2026-04-13T09:00:00+00:00")  # a Monday, 09:00 UTC
 
+# The built-in servers already on the farm clock.
+ON_FARM_CLOCK = ("calendar", "docs_drive", "mail", "newsletter", "project_tracker", "team_chat")
 # Servers whose spec clock is not yet the farm clock: name -> their current `now`.
 DECLARED_SKEWS: dict[str, str] = {
     "banking": "2026-03-06T09:30:00Z",
@@ -42,6 +44,11 @@ def parse_instant(text: str) -> datetime:
 
 def iso(moment: datetime) -> str:
     return moment.isoformat().replace("+00:00", "Z")
+
+
+def in_world(server: str) -> bool:
+    """Whether `server` is one of the built-in servers the world describes (a farm may hold others)."""
+    return server in ON_FARM_CLOCK or server in DECLARED_SKEWS
 
 
 def declared_clock(server: str) -> datetime:
