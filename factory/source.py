@@ -78,4 +78,3 @@ def load_environment(path: Path) -> EnvironmentSource:
             data = {**data, "seed": {**(data.get("seed") or {}), **generated}}
     spec = parse_spec(data, str(spec_file), names)
     return EnvironmentSource(spec=spec, spec_path=spec_file, handlers=handlers)
-

@@ -171,7 +171,9 @@ class EnvironmentSpec(StrictModel):
     version: str = "1.0.0"
     now: datetime = Field(description="the frozen clock; nothing reads the wall clock")
     seed_number: int = 0
-    tags: list[str] = Field(default_factory=list, description="e.g. 'heldout' keeps a server out of default task sampling")
+    tags: list[str] = Field(
+        default_factory=list, description="e.g. 'heldout' keeps a server out of default task sampling"
+    )
     entities: dict[str, Entity]
     seed: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     tools: list[ToolSpec]

@@ -245,18 +245,14 @@ class Verifier:
         try:
             return await self.session.state(episode)
         except SessionBroken as exc:
-            self.recorder.fail(
-                SERVER, exc.reason, {"method": Method.STATE, "episode": episode}, "a result", exc.detail
-            )
+            self.recorder.fail(SERVER, exc.reason, {"method": Method.STATE, "episode": episode}, "a result", exc.detail)
             raise _Stop from exc
 
     async def _reset(self, episode: str) -> None:
         try:
             await self.session.reset(episode)
         except SessionBroken as exc:
-            self.recorder.fail(
-                SERVER, exc.reason, {"method": Method.RESET, "episode": episode}, "a result", exc.detail
-            )
+            self.recorder.fail(SERVER, exc.reason, {"method": Method.RESET, "episode": episode}, "a result", exc.detail)
             raise _Stop from exc
 
     async def _call(self, tool: str, arguments: dict[str, Any], episode: str) -> CallResult:
@@ -274,7 +270,12 @@ class Verifier:
             tool, "output_stream", quiet, call, "nothing written to stdout or stderr", _show(result.streams), once=True
         )
         self.recorder.judge(
-            tool, "crash", result.kind != ErrorKind.SERVER_ERROR, call, "no exception inside the server", _show(result.text)
+            tool,
+            "crash",
+            result.kind != ErrorKind.SERVER_ERROR,
+            call,
+            "no exception inside the server",
+            _show(result.text),
         )
         return result
 
@@ -326,7 +327,9 @@ class Verifier:
             return result
         self._check_output(tool, result, call)
         state = await self._state(episode)
-        problems = effect_problems(self.spec, self.seed, tool, arguments, {t: d.model_dump() for t, d in state.diff.items()}, result.structured)
+        problems = effect_problems(
+            self.spec, self.seed, tool, arguments, {t: d.model_dump() for t, d in state.diff.items()}, result.structured
+        )
         expected = f"changes only {tool.changed_tables}" if tool.changed_tables else "state unchanged (a read)"
         self.recorder.judge(tool.name, "effect", not problems, call, expected, "; ".join(problems))
         return result
@@ -401,7 +404,11 @@ class Verifier:
             if state.hash != self.seed_hash:
                 call = {"tool": tool.name, "arguments": bad.arguments, "episode": alone}
                 self.recorder.fail(
-                    tool.name, "unchanged_on_error", call, "a refused call changes nothing", _show(state.model_dump(mode="json")["diff"])
+                    tool.name,
+                    "unchanged_on_error",
+                    call,
+                    "a refused call changes nothing",
+                    _show(state.model_dump(mode="json")["diff"]),
                 )
 
     async def _run_all(self, calls: list[tuple[str, dict[str, Any]]], episode: str) -> list[Any]:

@@ -33,7 +33,7 @@ WORKSTREAMS: tuple[Workstream, ...] = (
         key="budget",
         document="Q2 budget draft",
         title="Q2 budget review",
-        words=("budget", "forecast", "spend", "finance"),
+        words=("budget", "forecast", "spend", "finance", "expense"),
         items=("cloud spend", "marketing line", "travel budget", "headcount plan", "vendor cost line"),
         figures={
             "Q2 total": "$412,000",
@@ -269,7 +269,8 @@ def agenda_note(ws: Workstream) -> str:
 
 
 def write(rng: random.Random, ws: Workstream, act: str, to: str, item: str | None = None, chat: bool = False) -> Line:
-    """One message of act `act` about `item` (or a fresh item of the workstream), addressed to `to`."""
+    """One message of act `act` about `item` (or a fresh item of the workstream), addressed to `to`;
+    `chat` gives the bare sentence (chat posts, or a line added to a message), mail adds a greeting and sign-off."""
     item = item or rng.choice(ws.items)
     fname, figure = rng.choice(sorted(ws.figures.items()))
     sentence = rng.choice(ACTS[act]).format(

@@ -87,4 +87,10 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
                 "status": "paid" if len(invoices) % 3 == 0 else "open",
             }
         )
-    return {"patients": patients, "doctors": doctors, "slots": slots, "appointments": appointments, "invoices": invoices}
+    return {
+        "patients": patients,
+        "doctors": doctors,
+        "slots": slots,
+        "appointments": appointments,
+        "invoices": invoices,
+    }

@@ -135,8 +135,12 @@ def _write_bodies(threads: list[dict], messages: list[dict], drafts: list[dict],
         for message in (m for m in messages if m["thread_id"] == thread["thread_id"]):
             rng = content.rng_for("mail", message["message_id"])
             to = first[message["to_emails"].split(", ")[0]]
-            line = content.opening(rng, ws, to) if line is None else content.reply_to(rng, ws, line, to)
-            message["body"] = line.text
+            if line is None:  # the topic's own opening line, then a question or update of its workstream
+                line = content.opening(rng, ws, to, chat=True)  # a bare sentence: no second greeting
+                message["body"] = f"{message['body']} {line.text}"
+            else:
+                line = content.reply_to(rng, ws, line, to)
+                message["body"] = line.text
         if line is not None:
             last[thread["thread_id"]] = line
     subject_of = {t["thread_id"]: t["subject"] for t in threads}
