@@ -31,6 +31,7 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -581,14 +582,13 @@ def time_build_all(quick: bool) -> tuple[float | None, str]:
     with tempfile.TemporaryDirectory(prefix="envfarm-bench-build-") as farm:
         started = time.perf_counter()
         try:
-            with contextlib.redirect_stdout(sys.stderr):
-                code = build.build_all(paths, Path(farm), verify=True, jobs=2)
+            result = anyio.run(partial(build.build_all, paths, Path(farm), verify=True, jobs=2))
         except Exception as exc:  # noqa: BLE001 - the build pipeline is reported on, not trusted
             return None, f"not measured: {what} raised {type(exc).__name__}: {exc}"
         seconds = round(time.perf_counter() - started, 2)
         built = len(load_registry(Path(farm)).servers)
-    if code != 0:
-        return None, f"not measured: {what} exited {code} ({built} servers published, {seconds} s)"
+    if not result.ok:
+        return None, f"not measured: {what}: {result.succeeded} of {len(result.servers)} published ({seconds} s)"
     return seconds, f"{what}: {built} servers built and verified"
 
 

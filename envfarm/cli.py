@@ -6,9 +6,19 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
-from servers.runtime.registry import Registry, default_farm_root, load_registry
+import anyio
+
+from servers.runtime.registry import (
+    REGISTRY_FILE,
+    Registry,
+    default_farm_root,
+    load_registry,
+    packaged_farm_root,
+    registry_file,
+)
 
 CLIENTS = ("claude", "cursor", "vscode")
 
@@ -35,15 +45,19 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(render_farm_table(registry))
         return 0
     if not registry.servers:
-        print(f"no servers in {_farm(args) / 'registry.json'}; build some with `envfarm build`")
+        print(f"no servers in {registry_file(_farm(args))}; build some with `envfarm build`")
         return 0
     header = f"{'server':<22} {'domain':<16} {'tools':>5} {'writes':>6} {'rows':>6}  {'verified':<10} tags"
     print(header)
     print("-" * len(header))
     for s in registry.servers:
-        print(f"{s.name:<22} {s.domain:<16} {s.tool_count:>5} {s.write_tool_count:>6} {s.seed_rows:>6}  {s.verification:<10} {','.join(s.tags)}")
+        print(
+            f"{s.name:<22} {s.domain:<16} {s.tool_count:>5} {s.write_tool_count:>6} {s.seed_rows:>6}  {s.verification:<10} {','.join(s.tags)}"
+        )
     domains = {s.domain for s in registry.servers}
-    print(f"\n{len(registry.servers)} servers, {len(domains)} domains, {sum(s.tool_count for s in registry.servers)} tools")
+    print(
+        f"\n{len(registry.servers)} servers, {len(domains)} domains, {sum(s.tool_count for s in registry.servers)} tools"
+    )
     return 0
 
 
@@ -58,13 +72,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print("error: the registry lists no servers", file=sys.stderr)
             return 2
         print(f"serving {len(names)} servers at http://{args.host}:{args.port}/<name>/mcp", file=sys.stderr)
-        serve_http(load_servers(names), host=args.host, port=args.port)
+        serve_http(load_servers(_farm(args), names), host=args.host, port=args.port)
         return 0
     if not args.name:
         print("error: name a server or pass --all", file=sys.stderr)
         return 2
     try:
-        server = load_server(args.name, **({"db_file": args.db} if args.db else {}))
+        server = load_server(_farm(args), args.name, **({"db_file": args.db} if args.db else {}))
     except LookupError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -76,6 +90,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def launch_args(farm_root: Path, name: str, registered: Sequence[str]) -> list[str]:
+    """Arguments to `sys.executable` that run server `name` of `farm_root` over stdio from any folder,
+    with no PYTHONPATH: the registered `-m servers.<name>` for the installed farm, else `envfarm serve`
+    with the farm named, which imports the server from that folder."""
+    if farm_root.resolve() == packaged_farm_root():
+        return list(registered)
+    return ["-m", "envfarm.cli", "--farm", str(farm_root.resolve()), "serve", name]
+
+
 def client_config(registry: Registry, farm_root: Path, client: str, names: Sequence[str]) -> dict:
     """The mcpServers block `client` expects, launching each server over stdio from this farm."""
     chosen = [s for s in registry.servers if not names or s.name in names]
@@ -84,7 +107,7 @@ def client_config(registry: Registry, farm_root: Path, client: str, names: Seque
         raise LookupError(f"not in the registry: {', '.join(missing)}")
     entries = {}
     for s in chosen:
-        entry = {"command": sys.executable, "args": s.launch.args, "env": {"PYTHONPATH": str(farm_root)}}
+        entry = {"command": sys.executable, "args": launch_args(farm_root, s.name, s.launch.args)}
         entries[s.name] = {"type": "stdio", **entry} if client == "vscode" else entry
     return {"servers": entries} if client == "vscode" else {"mcpServers": entries}
 
@@ -100,19 +123,50 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    from envfarm.render import ProgressTable, render
     from factory.build import build_all
     from factory.verify import VerifyOptions
 
-    options = VerifyOptions(call_timeout=args.timeout)
-    return build_all(args.specs, (args.out or _farm(args)).resolve(), verify=not args.no_verify, jobs=args.jobs, options=options)
+    farm_root = (args.out or _farm(args)).resolve()
+    if registry_file(farm_root) != farm_root / REGISTRY_FILE:
+        print(
+            f"error: the installed farm {farm_root} is read-only; build into a folder with --out DIR", file=sys.stderr
+        )
+        return 2
+    run = partial(
+        build_all,
+        args.specs,
+        farm_root,
+        verify=not args.no_verify,
+        jobs=args.jobs,
+        options=VerifyOptions(call_timeout=args.timeout),
+        on_result=ProgressTable(sys.stdout),
+    )
+    result = anyio.run(run)
+    print(f"\n{render(result)}")
+    return 0 if result.ok else 1
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from envfarm.render import ProgressTable, render
     from factory.build import verify_published
     from factory.verify import VerifyOptions
 
+    if not args.all and not args.names:
+        print("error: name servers to verify or pass --all", file=sys.stderr)
+        return 2
+    names = None if args.all else args.names
     options = VerifyOptions(call_timeout=args.timeout)
-    return verify_published(_farm(args), args.names, all_servers=args.all, jobs=args.jobs, options=options)
+    run = partial(
+        verify_published, _farm(args), names, jobs=args.jobs, options=options, on_result=ProgressTable(sys.stdout)
+    )
+    try:
+        result = anyio.run(run)
+    except LookupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"\n{render(result)}")
+    return 0 if result.ok else 1
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -123,7 +177,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="envfarm", description="An MCP server farm for training tool-use agents.")
-    p.add_argument("--farm", type=Path, help="farm root holding servers/ and registry.json (default: $ENVFARM_HOME or this checkout)")
+    p.add_argument(
+        "--farm",
+        type=Path,
+        help="farm root holding servers/ and registry.json (default: $ENVFARM_HOME, else the installed farm)",
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     ls = sub.add_parser("list", help="the published servers, from registry.json")
@@ -146,7 +204,9 @@ def parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_config)
 
     b = sub.add_parser("build", help="spec -> generated server -> verification -> published")
-    b.add_argument("specs", nargs="+", type=Path, help="spec files or folders (a folder of spec folders builds them all)")
+    b.add_argument(
+        "specs", nargs="+", type=Path, help="spec files or folders (a folder of spec folders builds them all)"
+    )
     b.add_argument("--out", type=Path, help="farm root to publish into (default: --farm)")
     b.add_argument("--no-verify", action="store_true", help="publish without verification (marked 'unverified')")
     b.set_defaults(func=cmd_build)
@@ -157,7 +217,9 @@ def parser() -> argparse.ArgumentParser:
     v.set_defaults(func=cmd_verify)
     for command in (b, v):
         command.add_argument("--jobs", type=int, help="servers verified at once (default: one per core)")
-        command.add_argument("--timeout", type=float, default=5.0, help="seconds a tool call may take before it counts as hung")
+        command.add_argument(
+            "--timeout", type=float, default=5.0, help="seconds a tool call may take before it counts as hung"
+        )
 
     be = sub.add_parser("bench", help="measure the performance targets and write a JSON + markdown report")
     be.add_argument("--out", type=Path, default=Path("reports/bench.json"))
