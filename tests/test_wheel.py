@@ -134,6 +134,20 @@ def test_envfarm_list_shows_the_whole_farm(installed: Installed) -> None:
     assert out[-1].startswith("24 servers, 8 domains")
 
 
+def test_every_server_of_the_installed_farm_loads(installed: Installed) -> None:
+    """What `envfarm serve --all` (and the Dockerfile) hosts: each registered server, built from site-packages."""
+    code = (
+        "from servers.runtime.farm import load_servers\n"
+        "from servers.runtime.registry import default_farm_root, load_registry\n"
+        "root = default_farm_root()\n"
+        "hosted = load_servers(root, [s.name for s in load_registry(root).servers])\n"
+        "print(root, ' '.join(hosted))"
+    )
+    root, *names = installed.run(installed.bin("python"), "-c", code).split()
+    assert Path(root).is_relative_to(installed.venv)
+    assert names == [s.name for s in load_registry(REPO).servers]
+
+
 async def test_the_printed_config_launches_a_server_with_no_pythonpath(installed: Installed) -> None:
     config = json.loads(installed.run(installed.bin("envfarm"), "config", "clinic"))
     entry = config["mcpServers"]["clinic"]
