@@ -11,12 +11,12 @@ from pathlib import Path
 
 import anyio
 
+from servers.runtime.farm import stdio_args
 from servers.runtime.registry import (
     REGISTRY_FILE,
     Registry,
     default_farm_root,
     load_registry,
-    packaged_farm_root,
     registry_file,
 )
 
@@ -86,28 +86,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"serving {args.name} at http://{args.host}:{args.port}/{args.name}/mcp", file=sys.stderr)
         serve_http({args.name: server}, host=args.host, port=args.port)
     else:
-        server.run("stdio")
+        import anyio
+
+        from servers.runtime.stdio import serve_stdio
+
+        anyio.run(serve_stdio, server)
     return 0
 
 
-def launch_args(farm_root: Path, name: str, registered: Sequence[str]) -> list[str]:
-    """Arguments to `sys.executable` that run server `name` of `farm_root` over stdio from any folder,
-    with no PYTHONPATH: the registered `-m servers.<name>` for the installed farm, else `envfarm serve`
-    with the farm named, which imports the server from that folder."""
-    if farm_root.resolve() == packaged_farm_root():
-        return list(registered)
-    return ["-m", "envfarm.cli", "--farm", str(farm_root.resolve()), "serve", name]
-
-
 def client_config(registry: Registry, farm_root: Path, client: str, names: Sequence[str]) -> dict:
-    """The mcpServers block `client` expects, launching each server over stdio from this farm."""
+    """The mcpServers block `client` expects, launching each server over stdio from this farm (no PYTHONPATH)."""
     chosen = [s for s in registry.servers if not names or s.name in names]
     missing = sorted(set(names) - {s.name for s in chosen})
     if missing:
         raise LookupError(f"not in the registry: {', '.join(missing)}")
     entries = {}
     for s in chosen:
-        entry = {"command": sys.executable, "args": launch_args(farm_root, s.name, s.launch.args)}
+        entry = {"command": sys.executable, "args": stdio_args(farm_root, s.name)}
         entries[s.name] = {"type": "stdio", **entry} if client == "vscode" else entry
     return {"servers": entries} if client == "vscode" else {"mcpServers": entries}
 

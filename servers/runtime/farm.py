@@ -19,6 +19,8 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.registry import packaged_farm_root
+
 
 def _imported_from(module: ModuleType) -> list[Path]:
     return [Path(p).resolve() for p in getattr(module, "__path__", [])]
@@ -58,3 +60,12 @@ def load_server(farm_root: Path, name: str, **options: Any) -> MCPServer:
 
 def load_servers(farm_root: Path, names: Iterable[str]) -> dict[str, MCPServer]:
     return {name: load_server(farm_root, name) for name in names}
+
+
+def stdio_args(farm_root: Path, name: str) -> list[str]:
+    """Arguments to this Python that run server `name` of `farm_root` over stdio from any folder with no
+    PYTHONPATH: `-m servers.<name>` for the installed farm, else `envfarm serve` (same distribution)
+    with the farm named, which imports the server from that folder."""
+    if farm_root.resolve() == packaged_farm_root():
+        return ["-m", f"servers.{name}"]
+    return ["-m", "envfarm.cli", "--farm", str(farm_root.resolve()), "serve", name]
