@@ -142,7 +142,55 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+def cmd_mutate(args: argparse.Namespace) -> int:
+    """`envfarm verify --mutate`: the verifier's kill rate on seeded bugs, per server."""
+    from factory.mutation import MutantResult, ServerMutation, mutate_server, summarize
+    from factory.verify import VerifyOptions
+
+    farm = _farm(args)
+    registry = _registry(args)
+    names = [s.name for s in registry.servers] if args.all or not args.names else args.names
+    missing = sorted(set(names) - {s.name for s in registry.servers})
+    if missing:
+        print(f"error: not in {registry_file(farm)}: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    options = VerifyOptions(call_timeout=args.timeout)
+
+    def progress(result: MutantResult) -> None:
+        mark = "killed  " if result.killed else "SURVIVED"
+        print(f"  {mark} {result.file}:{result.line} {result.kind}: {result.change[:100]}", file=sys.stderr)
+
+    async def run_all() -> list[ServerMutation]:
+        servers = []
+        for name in names:
+            print(f"{name}: verifying mutants", file=sys.stderr)
+            server_dir = farm / "servers" / name
+            servers.append(
+                await mutate_server(
+                    server_dir,
+                    max_mutants=args.max_mutants,
+                    seed=args.seed,
+                    jobs=args.jobs or 2,
+                    options=options,
+                    progress=progress,
+                )
+            )
+        return servers
+
+    report = summarize(anyio.run(run_all), args.seed, args.max_mutants)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    print(f"\n{'server':<22} {'mutants':>7} {'killed':>6} {'kill rate':>9}  survivors by kind")
+    for s in report.servers:
+        kinds = {k: c["mutants"] - c["killed"] for k, c in s.by_kind.items() if c["mutants"] > c["killed"]}
+        print(f"{s.server:<22} {s.mutants:>7} {s.killed:>6} {s.kill_rate:>9.0%}  {kinds or ''}")
+    print(f"\nall: {report.killed} of {report.mutants} mutants killed ({report.kill_rate:.0%}); report: {args.out}")
+    return 0
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
+    if args.mutate:
+        return cmd_mutate(args)
     from envfarm.render import ProgressTable, render
     from factory.build import verify_published
     from factory.verify import VerifyOptions
@@ -209,6 +257,12 @@ def parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="re-verify published servers and report drift (exit 0 iff all hold)")
     v.add_argument("names", nargs="*", help="servers to verify")
     v.add_argument("--all", action="store_true", help="every server in the registry")
+    v.add_argument(
+        "--mutate", action="store_true", help="seed bugs into each server and report the verifier's kill rate"
+    )
+    v.add_argument("--max-mutants", type=int, help="with --mutate: at most this many mutants per server (a sample)")
+    v.add_argument("--seed", type=int, default=0, help="with --mutate: which sample of mutants")
+    v.add_argument("--out", type=Path, default=Path("reports/mutation.json"), help="with --mutate: the JSON report")
     v.set_defaults(func=cmd_verify)
     for command in (b, v):
         command.add_argument("--jobs", type=int, help="servers verified at once (default: one per core)")

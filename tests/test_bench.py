@@ -39,6 +39,8 @@ def test_quick_bench_writes_every_key(farm_root: Path, tmp_path: Path) -> None:
     report = BenchReport.model_validate(data)
     assert set(report.call_ms_p50) >= {"inprocess", "stdio", "http", "http_legacy"}
     assert report.reset_stdio_ms_p50 > 0
+    assert set(report.isolated_episodes_per_s) == {"memory", "stdio", "http"}
+    assert all(rate > 0 for rate in report.isolated_episodes_per_s.values())
     assert report.servers == ["clinic", "clinic_annex"]
     assert report.build_all_s is not None, report.build_all_detail
     assert [r.leaks for r in report.concurrent_sessions_detail] == [0, 0]

@@ -21,6 +21,7 @@ from pathlib import Path
 import anyio
 
 from clients.connect import farm_process
+from envfarm.bench.episodes import episodes_per_s
 from envfarm.bench.latency import first_free_slot, floor_http_server, local_latencies, reset_p50
 from envfarm.bench.report import REFERENCE, BenchReport, machine, render_markdown, verdicts
 from envfarm.bench.sessions import serve_all_section
@@ -76,9 +77,15 @@ def run_bench(farm_root: Path, out_path: Path, quick: bool = False) -> int:
     slot = anyio.run(first_free_slot, module.build)
     step("in-process and stdio calls")
     latency = anyio.run(local_latencies, farm_root, module.build, slot, sizes.calls)
+    step(f"isolated episodes (reset + 5 calls), {sizes.episodes} each in-process and over stdio")
+    throughput = {
+        transport: anyio.run(episodes_per_s, farm_root, slot, sizes.episodes, transport)
+        for transport in ("memory", "stdio")
+    }
     step(f"serve --all: start, HTTP calls, {sizes.sessions} concurrent episodes per era")
     with farm_process(farm_root) as farm, floor_http_server() as floor_url:
         start_s, rss_mb, http, runs = anyio.run(serve_all_section, farm, floor_url, servers, slot, sizes)
+        throughput["http"] = anyio.run(episodes_per_s, farm_root, slot, sizes.episodes, "http", farm.base_url)
     latency |= http
     step("build + verify")
     build_s, build_detail = time_build_all(quick)
@@ -100,6 +107,7 @@ def run_bench(farm_root: Path, out_path: Path, quick: bool = False) -> int:
         overhead_ms_p50={k: round(v - floor[k], 4) for k, v in latency.items() if k in floor},
         farm_start_s=round(start_s, 3),
         farm_rss_mb=round(rss_mb, 1),
+        isolated_episodes_per_s=throughput,
         concurrent_sessions=min(r.completed if r.leaks == 0 else 0 for r in runs),
         concurrent_sessions_detail=runs,
         build_all_s=build_s,

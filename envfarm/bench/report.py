@@ -60,6 +60,9 @@ class BenchReport(BaseModel):
     call_ms_p50: dict[str, float]
     sdk_floor_ms_p50: dict[str, float]
     overhead_ms_p50: dict[str, float] = Field(description="call p50 minus the SDK floor's, same transport, same run")
+    isolated_episodes_per_s: dict[str, float] = Field(
+        description="'reset + 5 calls + close' episodes per second through clients.connect, per transport"
+    )
     farm_start_s: float
     farm_rss_mb: float
     concurrent_sessions: int
@@ -124,6 +127,13 @@ def verdicts(report: BenchReport) -> list[Verdict]:
         latency("stdio", 0.8, relative=True),
         latency("http", 0.3),
         latency("http_legacy", 0.3),
+        Verdict(
+            metric="isolated episodes per second, in-process",
+            target=">= 200 /s",
+            measured=", ".join(f"{k}: {v:.0f}/s" for k, v in report.isolated_episodes_per_s.items()),
+            verdict="pass" if report.isolated_episodes_per_s.get("memory", 0) >= 200 else "fail",
+            how=f"reset + 5 calls (3 reads, a booking, a list) + close on its own {REFERENCE} episode, 16 at a time",
+        ),
         Verdict(
             metric="farm start (every server answers tools/list)",
             target="<= 1.5 s",

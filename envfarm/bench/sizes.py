@@ -12,7 +12,12 @@ class Sizes:
     resets: int
     calls: int
     sessions: int
+    episodes: int
 
     @classmethod
     def for_mode(cls, quick: bool) -> Sizes:
-        return cls(resets=200, calls=30, sessions=40) if quick else cls(resets=2000, calls=400, sessions=1000)
+        return (
+            cls(resets=200, calls=30, sessions=40, episodes=50)
+            if quick
+            else cls(resets=2000, calls=400, sessions=1000, episodes=1000)
+        )
