@@ -128,3 +128,29 @@ def test_every_built_in_server_is_in_the_world() -> None:
 def test_a_server_outside_the_world_keeps_its_own_clock(farm: Farm) -> None:
     clocks = {**farm.clocks, "shed": "2020-01-01T00:00:00Z"}
     assert [v for v in check_farm(Farm(clocks=clocks, seeds=farm.seeds)) if v.rule == "one clock"] == []
+
+
+def test_envfarm_verify_all_reports_world_violations(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The CLI hook: `verify --all` ends with the world invariants and fails on one (here the farm's
+    registry lists no server, so only the world check runs over the server folders it holds)."""
+    from envfarm.cli import main
+
+    (tmp_path / "registry.json").write_text(json.dumps({"servers": []}), encoding="utf-8")
+    for name in ("clinic", "pharmacy"):
+        (tmp_path / "servers" / name).mkdir(parents=True)
+        for file in ("seed.json", "spec.json"):
+            shutil.copy(SERVERS / name / file, tmp_path / "servers" / name / file)
+    assert main(["--farm", str(tmp_path), "verify", "--all"]) == 0
+    assert "0 world invariant violations" in capsys.readouterr().out
+
+    seed_file = tmp_path / "servers" / "clinic" / "seed.json"
+    seed = json.loads(seed_file.read_text())
+    pharmacy_emails = {p["email"] for p in json.loads((SERVERS / "pharmacy" / "seed.json").read_text())["patients"]}
+    patient = next(p for p in seed["patients"] if p["email"] in pharmacy_emails)
+    patient["date_of_birth"] = "1901-01-01"
+    seed_file.write_text(json.dumps(seed))
+    assert main(["--farm", str(tmp_path), "verify", "--all"]) == 1
+    out = capsys.readouterr().out
+    assert "1 world invariant violations" in out
+    (line,) = [x for x in out.splitlines() if x.startswith("world: ")]
+    assert f"clinic.patients[{patient['patient_id']}]" in line and "pharmacy.patients[" in line
