@@ -14,7 +14,6 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import ToolAnnotations
 
-from factory.codegen import annotations_for
 from factory.spec import EnvironmentSpec
 from servers.clinic.server import DEFINITION, build
 from servers.runtime.database import Database
@@ -37,7 +36,7 @@ async def test_the_tool_list_holds_only_domain_tools_with_all_four_annotations()
         declared = tool.annotations.model_dump(
             include={"read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint"}
         )
-        assert declared == annotations_for(spec.tool(tool.name)), tool.name
+        assert declared == spec.tool(tool.name).hints().model_dump(), tool.name
         assert tool.output_schema is not None, f"{tool.name} has no output schema"
 
 

@@ -30,7 +30,7 @@ DEFINITION = ServerDefinition(
     tools=[
         ToolDefinition(
             function=tools.find_customer,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -40,7 +40,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_accounts,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -50,7 +50,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_account,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -60,7 +60,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_transactions,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -90,7 +90,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_transfers,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -100,7 +100,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_payees,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -130,7 +130,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_scheduled_payments,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -160,7 +160,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_cards,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,

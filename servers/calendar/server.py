@@ -28,7 +28,7 @@ DEFINITION = ServerDefinition(
     tools=[
         ToolDefinition(
             function=tools.find_people,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -38,7 +38,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_calendars,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -48,7 +48,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.search_events,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -58,7 +58,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_event,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -68,7 +68,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_invitations,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -78,7 +78,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.find_rooms,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,

@@ -31,7 +31,7 @@ DEFINITION = ServerDefinition(
     tools=[
         ToolDefinition(
             function=tools.list_branches,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -41,7 +41,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_vehicle_classes,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -61,7 +61,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_vehicle,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -71,7 +71,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.find_driver,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -91,7 +91,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.find_rental,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -101,7 +101,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_extras,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -121,7 +121,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_rental_extras,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -181,7 +181,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_damage_reports,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,

@@ -28,7 +28,7 @@ DEFINITION = ServerDefinition(
     tools=[
         ToolDefinition(
             function=tools.find_patient,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -38,7 +38,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.search_doctors,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -48,7 +48,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_free_slots,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -68,7 +68,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_appointments,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -78,7 +78,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_slot,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -108,7 +108,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_invoice,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,

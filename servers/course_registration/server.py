@@ -32,7 +32,7 @@ DEFINITION = ServerDefinition(
     tools=[
         ToolDefinition(
             function=tools.find_student,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -42,7 +42,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_terms,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -52,7 +52,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.search_courses,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -62,7 +62,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_prerequisites,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -72,7 +72,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.search_instructors,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -82,7 +82,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_sections,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -92,7 +92,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_section,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -102,7 +102,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_enrollments,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -162,7 +162,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_override_requests,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,

@@ -29,7 +29,7 @@ DEFINITION = ServerDefinition(
     tools=[
         ToolDefinition(
             function=tools.find_people,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -39,7 +39,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_folders,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -49,7 +49,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.search_documents,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -59,7 +59,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_document,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -79,7 +79,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_permissions,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -89,7 +89,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_versions,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -99,7 +99,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_comments,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,

@@ -30,7 +30,7 @@ DEFINITION = ServerDefinition(
     tools=[
         ToolDefinition(
             function=tools.find_member,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -40,7 +40,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_membership_plans,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -50,7 +50,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.search_classes,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -60,7 +60,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_class,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -70,7 +70,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_trainers,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -90,7 +90,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_member_bookings,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -150,7 +150,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_pt_sessions,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,

@@ -30,7 +30,7 @@ DEFINITION = ServerDefinition(
     tools=[
         ToolDefinition(
             function=tools.find_driver,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -40,7 +40,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.search_vehicles,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -50,7 +50,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_vehicle,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -60,7 +60,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_routes,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -70,7 +70,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_trips,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -130,7 +130,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_inspections,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -160,7 +160,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_maintenance_orders,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -180,7 +180,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_fuel_logs,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,

@@ -32,7 +32,7 @@ DEFINITION = ServerDefinition(
     tools=[
         ToolDefinition(
             function=tools.find_customer,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -42,7 +42,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_stores,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -52,7 +52,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.search_products,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -62,7 +62,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_product,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -72,7 +72,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_carts,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -92,7 +92,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_cart_items,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -132,7 +132,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_delivery_windows,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -152,7 +152,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_orders,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -162,7 +162,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_order,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -172,7 +172,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_order_items,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -222,7 +222,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_substitutions,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,

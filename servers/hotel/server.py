@@ -29,7 +29,7 @@ DEFINITION = ServerDefinition(
     tools=[
         ToolDefinition(
             function=tools.search_hotels,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -39,7 +39,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_room_types,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -59,7 +59,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.find_guest,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -89,7 +89,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.find_reservation,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -99,7 +99,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_rooms,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,

@@ -29,7 +29,7 @@ DEFINITION = ServerDefinition(
     tools=[
         ToolDefinition(
             function=tools.find_client,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -39,7 +39,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_client,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -49,7 +49,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.search_catalog,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -59,7 +59,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_invoices,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -69,7 +69,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_invoice,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -89,7 +89,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_invoice_lines,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -139,7 +139,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_payments,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -159,7 +159,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_credit_notes,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,

@@ -29,7 +29,7 @@ DEFINITION = ServerDefinition(
     tools=[
         ToolDefinition(
             function=tools.find_member,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -39,7 +39,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.search_catalog,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -49,7 +49,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_copies,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -59,7 +59,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_copy_by_barcode,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -69,7 +69,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_loans,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -79,7 +79,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_holds,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -89,7 +89,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_fines,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,

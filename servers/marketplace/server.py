@@ -29,7 +29,7 @@ DEFINITION = ServerDefinition(
     tools=[
         ToolDefinition(
             function=tools.find_member,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -39,7 +39,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.search_listings,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -49,7 +49,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_listing,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -99,7 +99,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_offers,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -139,7 +139,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_sales,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -159,7 +159,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_shipping_label,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -189,7 +189,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_disputes,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,

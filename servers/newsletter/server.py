@@ -30,7 +30,7 @@ DEFINITION = ServerDefinition(
     tools=[
         ToolDefinition(
             function=tools.search_lists,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -40,7 +40,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.find_subscribers,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -50,7 +50,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_subscriptions,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -60,7 +60,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_unsubscribes,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -70,7 +70,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_templates,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -80,7 +80,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.search_campaigns,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -90,7 +90,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_campaign,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -100,7 +100,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_sends,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,

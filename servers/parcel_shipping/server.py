@@ -31,7 +31,7 @@ DEFINITION = ServerDefinition(
     tools=[
         ToolDefinition(
             function=tools.find_customer,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -41,7 +41,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_service_levels,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -51,7 +51,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_parcels,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -61,7 +61,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_parcel,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -91,7 +91,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_shipments,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -101,7 +101,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.track_shipment,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -111,7 +111,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_tracking_events,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -141,7 +141,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_pickups,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -171,7 +171,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_claims,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,

@@ -29,7 +29,7 @@ DEFINITION = ServerDefinition(
     tools=[
         ToolDefinition(
             function=tools.find_customer,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -39,7 +39,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_payment_methods,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -79,7 +79,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.search_merchants,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -89,7 +89,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_merchant,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -109,7 +109,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_charges,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -119,7 +119,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_charge,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -159,7 +159,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_refunds,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -179,7 +179,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_payouts,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,

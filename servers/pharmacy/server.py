@@ -33,7 +33,7 @@ DEFINITION = ServerDefinition(
     tools=[
         ToolDefinition(
             function=tools.find_patient,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -43,7 +43,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_insurance_plan,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -53,7 +53,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_insurance_plans,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -63,7 +63,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.search_drugs,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -73,7 +73,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.check_stock,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -93,7 +93,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_prescriptions,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -103,7 +103,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_prescription,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -123,7 +123,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.search_prescribers,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -153,7 +153,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_fills,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -163,7 +163,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_claims,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,

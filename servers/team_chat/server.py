@@ -29,7 +29,7 @@ DEFINITION = ServerDefinition(
     tools=[
         ToolDefinition(
             function=tools.list_workspaces,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -39,7 +39,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.find_members,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -49,7 +49,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.search_channels,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -59,7 +59,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_channel_members,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -139,7 +139,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_reactions,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,

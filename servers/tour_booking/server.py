@@ -30,7 +30,7 @@ DEFINITION = ServerDefinition(
     tools=[
         ToolDefinition(
             function=tools.search_tours,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -40,7 +40,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_tour,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -50,7 +50,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_departures,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -60,7 +60,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.find_traveller,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -80,7 +80,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.find_booking,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -110,7 +110,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_refunds,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -130,7 +130,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_reviews,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -140,7 +140,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_guides,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,

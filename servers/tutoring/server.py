@@ -31,7 +31,7 @@ DEFINITION = ServerDefinition(
     tools=[
         ToolDefinition(
             function=tools.find_student,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -41,7 +41,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.search_tutors,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -51,7 +51,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.get_tutor,
-            effect="read",
+            effect="get",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -61,7 +61,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_subjects,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -71,7 +71,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_tutors_for_subject,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -81,7 +81,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_subjects_of_tutor,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -91,7 +91,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_open_slots,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -101,7 +101,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_packages,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -141,7 +141,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_sessions,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -181,7 +181,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_feedback,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,

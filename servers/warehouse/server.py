@@ -34,7 +34,7 @@ DEFINITION = ServerDefinition(
     tools=[
         ToolDefinition(
             function=tools.list_warehouses,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -44,7 +44,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.search_skus,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -54,7 +54,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.find_bins,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -64,7 +64,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_stock,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -84,7 +84,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_receipts,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -94,7 +94,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_receipt_lines,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -134,7 +134,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_orders,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -144,7 +144,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_order_lines,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
@@ -194,7 +194,7 @@ DEFINITION = ServerDefinition(
         ),
         ToolDefinition(
             function=tools.list_transfers,
-            effect="read",
+            effect="search",
             annotations=ToolAnnotations(
                 read_only_hint=True,
                 destructive_hint=False,
