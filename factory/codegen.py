@@ -350,14 +350,30 @@ def _sql_arg(sql: str) -> str:
     return "\n        ".join(py(line) for line in _sql_lines(sql))
 
 
+def _message(text: str) -> str:
+    """A rule's message as code: formatted with the call's values only if it has placeholders."""
+    return f"{py(text)}.format_map(args)" if "{" in text or "}" in text else py(text)
+
+
 def _rule_checks(tool: ToolKind) -> list[str]:
     lines: list[str] = []
     for rule in tool.rules:
         test = _call("if db.one", [_sql_arg(rule.reject_if), "args"])
         test[-1] += ":"
         lines += test
-        lines += _call("db.reject", [f"{py(rule.message)}.format_map(args)"], indent="        ")
+        lines += _call("db.reject", [_message(rule.message)], indent="        ")
     return lines
+
+
+def _uses_args(tool: ToolKind) -> bool:
+    """Whether anything besides the main statement binds the call's values (rules and `then` SQL)."""
+    return bool(tool.rules or tool.then_sql)
+
+
+def _then_changes(tool: ToolKind, table: str) -> bool:
+    """Whether `then` SQL writes to `table` (then its row is read back after it)."""
+    writes = re.compile(rf"\b(?:UPDATE|INTO|DELETE\s+FROM)\s+{re.escape(table)}\b", re.IGNORECASE)
+    return any(writes.search(sql) for sql in tool.then_sql)
 
 
 def _then(tool: ToolKind) -> list[str]:
@@ -384,9 +400,10 @@ def _search_body(tool: SearchTool, spec: EnvironmentSpec, result: str) -> list[s
     for i, condition in enumerate(conditions):
         sql.append(f" {'WHERE' if i == 0 else 'AND'} {condition}")
     sql.append(f" ORDER BY {entity.primary_key} LIMIT {tool.limit}")
+    row_model = model_name(tool.entity, entity)
     lines = _ref_checks(tool, spec) + _args_dict(tool) + _rule_checks(tool)
     lines += _sql_call("all", sql, "args", prefix="rows = ")
-    lines.append(f"    return {result}({tool.entity}=rows, count=len(rows))")
+    lines.append(f"    return {result}({tool.entity}=[{row_model}(**row) for row in rows], count=len(rows))")
     return lines
 
 
@@ -396,7 +413,8 @@ def _create_body(tool: CreateTool, spec: EnvironmentSpec, result: str) -> list[s
     pk = entity.primary_key
     lines = _ref_checks(tool, spec)
     lines.append(f"    new_id = {pk} if {pk} is not None else db.next_id({py(table)})" if pk in tool.params else f"    new_id = db.next_id({py(table)})")
-    lines += _args_dict(tool, {"id": "new_id"}) + _rule_checks(tool)
+    if _uses_args(tool):
+        lines += _args_dict(tool, {"id": "new_id"}) + _rule_checks(tool)
     row = [f"{py(pk)}: new_id"]
     for cname, col in entity.columns.items():
         if cname == pk:
@@ -410,12 +428,17 @@ def _create_body(tool: CreateTool, spec: EnvironmentSpec, result: str) -> list[s
             row.append(f"{py(cname)}: {'db.now' if tool.set[cname] == NOW else py(tool.set[cname])}")
         elif col.default is not None:
             row.append(f"{py(cname)}: {'db.now' if col.default == NOW else py(col.default)}")
-    insert = f"    db.insert({py(table)}, {{" + ", ".join(row) + "})"
+    reread = _then_changes(tool, table)
+    head = "    db.insert(" if reread else "    row = db.insert("
+    insert = f"{head}{py(table)}, {{" + ", ".join(row) + "})"
     if len(insert) > MAX_LINE:
-        insert = "\n".join(["    db.insert(", f"        {py(table)},", "        {", *[f"            {r}," for r in row], "        },", "    )"])
+        insert = "\n".join([head, f"        {py(table)},", "        {", *[f"            {r}," for r in row], "        },", "    )"])
     lines.append(insert)
     lines += _then(tool)
-    lines.append(f"    return {result}(**db.require({py(table)}, {py(pk)}, new_id, {py(pk)}))")
+    if reread:
+        lines.append(f"    return {result}(**db.require({py(table)}, {py(pk)}, new_id, {py(pk)}))")
+    else:
+        lines.append(f"    return {result}(**row)")
     return lines
 
 
@@ -442,9 +465,16 @@ def _update_body(tool: UpdateTool, spec: EnvironmentSpec, result: str) -> list[s
         lines.append(f"    if all(value is None for value in ({names},)):")
         lines.append(f"        db.reject({py('Nothing to change: give at least one of ' + names + '.')})")
     sql = [f"UPDATE {table} SET {', '.join(assignments)}", f" WHERE {entity.primary_key} = :id"]
-    lines += _sql_call("execute", sql, "args")
-    lines += _then(tool)
-    lines.append(f"    return {result}(**db.require({py(table)}, {py(entity.primary_key)}, args['id'], {py(key_column)}))")
+    pk = entity.primary_key
+    if _then_changes(tool, table):
+        lines += _sql_call("execute", sql, "args")
+        lines += _then(tool)
+        lines.append(f"    return {result}(**db.require({py(table)}, {py(pk)}, current[{py(pk)}], {py(key_column)}))")
+    else:
+        sql[-1] += " RETURNING *"
+        lines += _sql_call("returning", sql, "args", prefix="row = ")
+        lines += _then(tool)
+        lines.append(f"    return {result}(**row)")
     return lines
 
 
@@ -460,14 +490,16 @@ def _delete_body(tool: DeleteTool, spec: EnvironmentSpec, result: str) -> list[s
 
 def _get_body(tool: GetTool, spec: EnvironmentSpec, result: str) -> list[str]:
     lines = [f"    row = {_key_lookup(tool)}"] + _ref_checks(tool, spec)
-    if tool.rules:
+    if _uses_args(tool):
         lines += _args_dict(tool) + _rule_checks(tool)
     lines.append(f"    return {result}(**row)")
     return lines
 
 
 def _custom_body(tool: CustomTool, spec: EnvironmentSpec, result: str) -> list[str]:
-    lines = _ref_checks(tool, spec) + _args_dict(tool) + _rule_checks(tool)
+    lines = _ref_checks(tool, spec)
+    if _uses_args(tool):
+        lines += _args_dict(tool) + _rule_checks(tool)
     call_args = ", ".join(f"{p}={p}" for p in tool.params)
     lines.append(f"    outcome = handlers.{tool.handler}(db{', ' if call_args else ''}{call_args})")
     lines += _then(tool)
@@ -497,47 +529,58 @@ def _render_tool(tool: ToolKind, spec: EnvironmentSpec) -> str:
     return "\n".join(_signature(tool, result, spec) + _docstring(tool.description) + body)
 
 
+def _first_party(modules: dict[str, str]) -> list[str]:
+    """`from module import name` lines in the order isort gives them (by module)."""
+    return [f"from {module} import {name}" for module, name in sorted(modules.items())]
+
+
 def render_tools(spec: EnvironmentSpec, has_handlers: bool) -> str:
-    parts = [
-        f'"""Tools of the {spec.name} server: one plain function per tool, over the episode\'s database.\n\n{GENERATED_NOTE}\n"""',
-        "\n".join(
-            [
-                "from typing import Annotated, Any, Literal",
-                "",
-                "from pydantic import BaseModel, Field",
-                "",
-                "from servers.runtime.database import Database",
-            ]
-            + ([f"from servers.{spec.name} import handlers"] if has_handlers else [])
-        ),
-    ]
     aliases = enum_aliases(spec)
+    code = []
     if aliases:
-        parts.append("\n".join(f"{name} = Literal[{', '.join(py(v) for v in values)}]" for values, name in aliases.items()))
-    parts += [_render_row_model(t, e, aliases) for t, e in spec.entities.items()]
-    parts += [m for t in spec.tools if (m := _render_result_model(t, spec))]
-    parts += [_render_tool(t, spec) for t in spec.tools]
-    text = "\n\n\n".join(parts) + "\n"
-    if "Any" not in text.split("from servers.runtime", 1)[1]:
-        text = text.replace("from typing import Annotated, Any, Literal", "from typing import Annotated, Literal")
-    return text
+        code.append("\n".join(f"{name} = Literal[{', '.join(py(v) for v in values)}]" for values, name in aliases.items()))
+    code += [_render_row_model(t, e, aliases) for t, e in spec.entities.items()]
+    code += [m for t in spec.tools if (m := _render_result_model(t, spec))]
+    code += [_render_tool(t, spec) for t in spec.tools]
+    body = "\n\n\n".join(code) + "\n"
+    typing = [name for name in ("Annotated", "Literal") if re.search(rf"\b{name}\[", body)]
+    if any(f.type == "object" for t in spec.tools if isinstance(t, CustomTool) for f in (t.returns.fields or {}).values()):
+        typing = sorted([*typing, "Any"])
+    first_party = {"servers.runtime.database": "Database"}
+    if has_handlers:
+        first_party[f"servers.{spec.name}"] = "handlers"
+    imports = [
+        *([f"from typing import {', '.join(typing)}", ""] if typing else []),
+        "from pydantic import BaseModel, Field",
+        "",
+        *_first_party(first_party),
+    ]
+    docstring = f'"""Tools of the {spec.name} server: one plain function per tool, over the episode\'s database.\n\n{GENERATED_NOTE}\n"""'
+    gap = "\n\n" if aliases else "\n\n\n"  # isort: one blank line before an assignment, two before a class
+    return f"{docstring}\n\n" + "\n".join(imports) + gap + body
 
 
 # ------------------------------------------------------------------------------------------ server.py
 
 
+def _tool_definition(tool: ToolKind) -> list[str]:
+    """`ToolDefinition(...)`: the function and its effect, plus only what differs from the effect's defaults."""
+    args = [f"tools.{tool.name}", py(tool.effect)]
+    if tool.title:
+        args.append(f"title={py(tool.title)}")
+    if tool.read_only_override is not None:
+        args.append(f"read_only={tool.read_only_override}")
+    if tool.annotations.destructive is not None:
+        args.append(f"destructive={tool.annotations.destructive}")
+    if tool.annotations.idempotent is not None:
+        args.append(f"idempotent={tool.annotations.idempotent}")
+    lines = _call("ToolDefinition", args, indent="        ")
+    lines[-1] += ","
+    return lines
+
+
 def render_server_module(spec: EnvironmentSpec) -> str:
-    tool_lines = []
-    for tool in spec.tools:
-        tool_lines.append("        ToolDefinition(")
-        tool_lines.append(f"            function=tools.{tool.name},")
-        tool_lines.append(f"            effect={py(tool.effect)},")
-        tool_lines.append("            annotations=ToolAnnotations(")
-        tool_lines += [f"                {k}={v}," for k, v in tool.hints().model_dump().items()]
-        tool_lines.append("            ),")
-        if tool.title:
-            tool_lines.append(f"            title={py(tool.title)},")
-        tool_lines.append("        ),")
+    runtime = "from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server"
     return "\n".join(
         [
             f'"""The {spec.name} server definition, handed to the shared runtime.\n\n{GENERATED_NOTE}\n"""',
@@ -545,10 +588,8 @@ def render_server_module(spec: EnvironmentSpec) -> str:
             "from pathlib import Path",
             "",
             "from mcp.server.mcpserver import MCPServer",
-            "from mcp_types import ToolAnnotations",
             "",
-            "from servers.runtime.server import ServerDefinition, ToolDefinition, build_server",
-            f"from servers.{spec.name} import tools",
+            *sorted([f"from servers.{spec.name} import tools", runtime]),
             "",
             "DEFINITION = ServerDefinition(",
             f"    name={py(spec.name)},",
@@ -561,14 +602,14 @@ def render_server_module(spec: EnvironmentSpec) -> str:
             *[f"        {py(t)}: {py(e.id_format)}," for t, e in spec.entities.items()],
             "    },",
             "    tools=[",
-            *tool_lines,
+            *[line for tool in spec.tools for line in _tool_definition(tool)],
             "    ],",
             ")",
             "",
             "",
-            "def build(**options: object) -> MCPServer:",
-            f'    """A fresh {spec.name} MCP server (options: db_file, max_episodes)."""',
-            "    return build_server(DEFINITION, **options)  # type: ignore[arg-type]",
+            "def build(*, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES) -> MCPServer:",
+            f'    """A fresh {spec.name} MCP server: isolated in-memory episodes, or one persistent `db_file`."""',
+            "    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes)",
             "",
         ]
     )
@@ -579,8 +620,7 @@ def render_main(spec: EnvironmentSpec) -> str:
         [
             f'"""Run the {spec.name} MCP server: stdio by default, `--http` for streamable HTTP, `--db FILE` to persist."""',
             "",
-            "from servers.runtime.cli import main",
-            f"from servers.{spec.name}.server import build",
+            *sorted(["from servers.runtime.cli import main", f"from servers.{spec.name}.server import build"]),
             "",
             'if __name__ == "__main__":',
             f"    main({py(spec.name)}, build)",
@@ -643,9 +683,8 @@ def render_readme(spec: EnvironmentSpec) -> str:
         {
             "mcpServers": {
                 spec.name: {
-                    "command": "/path/to/envfarm/.venv/bin/python",
+                    "command": "/path/to/venv/bin/python",
                     "args": ["-m", f"servers.{spec.name}"],
-                    "env": {"PYTHONPATH": "/path/to/envfarm"},
                 }
             }
         },
@@ -673,13 +712,16 @@ Frozen clock: `{spec.now_iso}`. Every MCP session gets its own copy of the seed 
 
 ## Run it
 
+After `pip install envfarm` (or from a checkout of the repository):
+
 ```sh
 python -m servers.{spec.name}                       # stdio
 python -m servers.{spec.name} --http --port 8000    # streamable HTTP at http://127.0.0.1:8000/{spec.name}/mcp
 python -m servers.{spec.name} --db state.sqlite     # keep state in a file across restarts
 ```
 
-Client config (Claude Desktop, Cursor; `envfarm config` prints it with real paths):
+Client config (Claude Desktop, Cursor), with the Python of the environment envfarm is installed in
+(`envfarm config` prints it with real paths):
 
 ```json
 {config}

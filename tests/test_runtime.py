@@ -12,7 +12,6 @@ import pytest
 from conftest import EPISODE, FREE_SLOT, booking, close, reasons, reset, state
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp_types import ToolAnnotations
 
 from factory.spec import EnvironmentSpec
 from servers.clinic.server import DEFINITION, build
@@ -161,7 +160,6 @@ def book_twice(db: Database, reason: str) -> dict[str, Any]:
     return row
 
 
-WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 FAILING = ServerDefinition(
     name="failing",
     title="Failing handlers",
@@ -171,7 +169,7 @@ FAILING = ServerDefinition(
     directory=DEFINITION.directory,
     id_formats=DEFINITION.id_formats,
     tools=[
-        ToolDefinition(function=f, effect="custom", annotations=WRITES)
+        ToolDefinition(function=f, effect="custom")
         for f in (book_then_crash, book_then_reject, book_twice)
     ],
 )
@@ -291,3 +289,20 @@ async def test_persistent_mode_keeps_state_in_a_wal_file(tmp_path: Path) -> None
         assert "kept" in reasons(await client.call_tool("list_appointments", {"patient_id": PATIENT}))
     with sqlite3.connect(path) as connection:
         assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_annotations_follow_from_the_effect_with_overrides() -> None:
+    def noop(db: Database) -> dict[str, Any]:
+        return {}
+
+    def hints(tool: ToolDefinition) -> tuple[bool | None, ...]:
+        a = tool.annotations
+        return a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint
+
+    assert hints(ToolDefinition(noop, "search")) == (True, False, True, False)
+    assert hints(ToolDefinition(noop, "create")) == (False, False, False, False)
+    assert hints(ToolDefinition(noop, "delete")) == (False, True, True, False)
+    assert hints(ToolDefinition(noop, "custom")) == (False, True, False, False)
+    assert hints(ToolDefinition(noop, "custom", read_only=True)) == (True, False, True, False)
+    # A read-only tool is never destructive, whatever the override says.
+    assert hints(ToolDefinition(noop, "get", destructive=True, idempotent=False)) == (True, False, False, False)

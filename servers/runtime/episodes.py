@@ -28,6 +28,8 @@ EPISODE_META_KEY = "envfarm/episode"
 _TRAILING_NUMBER = re.compile(r"(\d+)\D*$")
 EPISODE_HEADER = "x-envfarm-episode"
 SESSION_HEADER = "mcp-session-id"
+# Named episodes one server keeps open at most; beyond that the least recently used is closed.
+DEFAULT_MAX_EPISODES = 4096
 
 
 def open_memory(image: bytes | None = None) -> sqlite3.Connection:
@@ -111,7 +113,11 @@ class EpisodeStore:
     """The seed state of one server and the named episodes forked from it."""
 
     def __init__(
-        self, seed: sqlite3.Connection, *, max_episodes: int = 4096, persistent: sqlite3.Connection | None = None
+        self,
+        seed: sqlite3.Connection,
+        *,
+        max_episodes: int = DEFAULT_MAX_EPISODES,
+        persistent: sqlite3.Connection | None = None,
     ) -> None:
         self.seed = seed
         self.seed_state = snapshot(seed)
