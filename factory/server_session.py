@@ -11,27 +11,17 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Literal, TextIO, cast
+from typing import Any, TextIO
 
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.shared.exceptions import MCPError
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel
 
-from servers.runtime.episodes import EPISODE_META_KEY
-from servers.runtime.server import ERROR_KIND_META_KEY, ResetParams, StateParams
+from servers.runtime.control import ControlError, EpisodeClient, ErrorKind, StateResult, error_kind
 
-_ANY_DICT = TypeAdapter(dict)
-
-
-class SessionBroken(Exception):
-    """The server hung past the timeout or broke the connection: nothing more can be asked of it."""
-
-    def __init__(self, reason: Literal["timeout", "protocol"], detail: str) -> None:
-        super().__init__(detail)
-        self.reason = reason
-        self.detail = detail
+SessionBroken = ControlError
+"""The server hung past the timeout or broke the connection: nothing more can be asked of it."""
 
 
 class CallResult(BaseModel):
@@ -40,7 +30,7 @@ class CallResult(BaseModel):
     is_error: bool
     text: str
     structured: Any = None
-    kind: str | None = None
+    kind: ErrorKind | None = None
     streams: str = ""
 
     @property
@@ -91,35 +81,22 @@ class ServerSession:
         self.stream_errors.clear()
         return text
 
-    async def _send(self, request: Any, result_type: Any) -> Any:
-        try:
-            return await self.client.session.send_request(
-                request, result_type, request_read_timeout_seconds=self.timeout
-            )
-        except MCPError as exc:
-            if exc.error.code == types.REQUEST_TIMEOUT:
-                raise SessionBroken("timeout", f"no result within {self.timeout:g} s: the call hung") from exc
-            raise SessionBroken("protocol", f"JSON-RPC error {exc.error.code}: {exc.error.message}") from exc
-        except Exception as exc:
-            raise SessionBroken("protocol", f"{type(exc).__name__}: {exc}") from exc
+    def _episode(self, episode: str) -> EpisodeClient:
+        return EpisodeClient(self.client, episode, timeout=self.timeout)
 
     async def call(self, tool: str, arguments: dict[str, Any], episode: str) -> CallResult:
-        meta = cast(types.RequestParamsMeta, {EPISODE_META_KEY: episode})
-        params = types.CallToolRequestParams(name=tool, arguments=arguments, _meta=meta)
-        result: types.CallToolResult = await self._send(types.CallToolRequest(params=params), types.CallToolResult)
+        result = await self._episode(episode).call_tool(tool, arguments)
         return CallResult(
             is_error=bool(result.is_error),
             text="\n".join(c.text for c in result.content if isinstance(c, types.TextContent)),
             structured=result.structured_content,
-            kind=(result.meta or {}).get(ERROR_KIND_META_KEY),
+            kind=error_kind(result),
             streams=self._new_output(),
         )
 
-    async def state(self, episode: str) -> dict[str, Any]:
+    async def state(self, episode: str) -> StateResult:
         """The episode's state hash and its diff against the seed (rows left out: they are not needed)."""
-        request = types.Request(method="envfarm/episode/state", params=StateParams(episode=episode, rows=False))
-        return await self._send(request, _ANY_DICT)  # type: ignore[no-any-return]
+        return await self._episode(episode).state(rows=False)
 
     async def reset(self, episode: str) -> None:
-        request = types.Request(method="envfarm/episode/reset", params=ResetParams(episode=episode))
-        await self._send(request, _ANY_DICT)
+        await self._episode(episode).reset()

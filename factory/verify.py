@@ -36,6 +36,7 @@ from factory.schemas import canonical, differences, expected_input, expected_out
 from factory.server_session import CallResult, ServerSession, SessionBroken, connect
 from factory.spec import CreateTool, DeleteTool, EnvironmentSpec, ToolKind, UpdateTool, WriteTool
 from factory.static_checks import check_handlers
+from servers.runtime.control import ErrorKind, Method, StateResult
 
 VERIFIER_VERSION = "1.0"
 SERVER = "*"
@@ -239,12 +240,12 @@ class Verifier:
         await self.check_sessions()
         timings.sessions_s = time.perf_counter() - mark
 
-    async def _state(self, episode: str) -> dict[str, Any]:
+    async def _state(self, episode: str) -> StateResult:
         try:
             return await self.session.state(episode)
         except SessionBroken as exc:
             self.recorder.fail(
-                SERVER, exc.reason, {"method": "envfarm/episode/state", "episode": episode}, "a result", exc.detail
+                SERVER, exc.reason, {"method": Method.STATE, "episode": episode}, "a result", exc.detail
             )
             raise _Stop from exc
 
@@ -253,7 +254,7 @@ class Verifier:
             await self.session.reset(episode)
         except SessionBroken as exc:
             self.recorder.fail(
-                SERVER, exc.reason, {"method": "envfarm/episode/reset", "episode": episode}, "a result", exc.detail
+                SERVER, exc.reason, {"method": Method.RESET, "episode": episode}, "a result", exc.detail
             )
             raise _Stop from exc
 
@@ -272,7 +273,7 @@ class Verifier:
             tool, "output_stream", quiet, call, "nothing written to stdout or stderr", _show(result.streams), once=True
         )
         self.recorder.judge(
-            tool, "crash", result.kind != "server_error", call, "no exception inside the server", _show(result.text)
+            tool, "crash", result.kind != ErrorKind.SERVER_ERROR, call, "no exception inside the server", _show(result.text)
         )
         return result
 
@@ -301,7 +302,7 @@ class Verifier:
             want = tool.hints().model_dump()
             have = listed.annotations.model_dump(include=set(want)) if listed.annotations else {}
             self.recorder.judge(tool.name, "annotations", have == want, call, _show(want), _show(have))
-        self.seed_hash = (await self._state("verify:seed"))["hash"]
+        self.seed_hash = (await self._state("verify:seed")).hash
 
     def _check_output(self, tool: ToolKind, result: CallResult, call: dict[str, Any]) -> None:
         schema = self.listed[tool.name].output_schema
@@ -324,7 +325,7 @@ class Verifier:
             return result
         self._check_output(tool, result, call)
         state = await self._state(episode)
-        problems = effect_problems(self.spec, self.seed, tool, arguments, state["diff"], result.structured)
+        problems = effect_problems(self.spec, self.seed, tool, arguments, {t: d.model_dump() for t, d in state.diff.items()}, result.structured)
         expected = f"changes only {tool.changed_tables}" if tool.changed_tables else "state unchanged (a read)"
         self.recorder.judge(tool.name, "effect", not problems, call, expected, "; ".join(problems))
         return result
@@ -362,7 +363,7 @@ class Verifier:
         if bad.message is not None:
             ok = result.is_error and result.text == bad.message
         elif bad.check == "unknown_id":
-            ok = result.is_error and bool(result.text) and result.kind != "server_error"
+            ok = result.is_error and bool(result.text) and result.kind != ErrorKind.SERVER_ERROR
         else:
             ok = result.is_error and bad.param is not None and bad.param in result.text
         shown = (
@@ -389,17 +390,17 @@ class Verifier:
                 refused.append(bad)
             else:
                 await self._reset(episode)
-        if (await self._state(episode))["hash"] == self.seed_hash:
+        if (await self._state(episode)).hash == self.seed_hash:
             self.recorder.passed(tool.name, "unchanged_on_error")
             return
         for n, bad in enumerate(refused):
             alone = f"invalid:{tool.name}:{n}"
             await self._call(tool.name, bad.arguments, alone)
             state = await self._state(alone)
-            if state["hash"] != self.seed_hash:
+            if state.hash != self.seed_hash:
                 call = {"tool": tool.name, "arguments": bad.arguments, "episode": alone}
                 self.recorder.fail(
-                    tool.name, "unchanged_on_error", call, "a refused call changes nothing", _show(state["diff"])
+                    tool.name, "unchanged_on_error", call, "a refused call changes nothing", _show(state.model_dump(mode="json")["diff"])
                 )
 
     async def _run_all(self, calls: list[tuple[str, dict[str, Any]]], episode: str) -> list[Any]:
@@ -412,9 +413,9 @@ class Verifier:
         reads = [(name, a) for name, a in sequence if not self.spec.tool(name).changed_tables]
         before = await self._run_all(reads, "iso:b")
         first = await self._run_all(sequence, "iso:a")
-        first_hash = (await self._state("iso:a"))["hash"]
+        first_hash = (await self._state("iso:a")).hash
         after = await self._run_all(reads, "iso:b")
-        b_hash = (await self._state("iso:b"))["hash"]
+        b_hash = (await self._state("iso:b")).hash
         for (name, arguments), old, new in zip(reads, before, after, strict=True):
             call = {"tool": name, "arguments": arguments, "episode": "iso:b"}
             self.recorder.judge(
@@ -424,7 +425,7 @@ class Verifier:
             SERVER, "isolation", b_hash == self.seed_hash, {"episode": "iso:b"}, f"seed hash {self.seed_hash}", b_hash
         )
         replay = await self._run_all(sequence, "det:c")
-        replay_hash = (await self._state("det:c"))["hash"]
+        replay_hash = (await self._state("det:c")).hash
         for (name, arguments), old, new in zip(sequence, first, replay, strict=True):
             call = {"tool": name, "arguments": arguments, "episode": "det:c"}
             self.recorder.judge(

@@ -7,22 +7,20 @@ import io
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import mcp_types as types
 import pytest
 from mcp import Client
-from pydantic import TypeAdapter
 
-from envfarm.bench import FarmProcess, farm_process
+from clients.connect import FarmProcess, farm_process
 from factory.build import build_all
-from servers.runtime.server import EpisodeParams, ResetParams, StateParams
+from servers.runtime.control import EPISODE_META_KEY, CloseResult, EpisodeClient, ResetResult, State, StateResult
 
 REPO = Path(__file__).resolve().parents[1]
 CLINIC_SPEC = REPO / "factory" / "specs" / "clinic"
 # The farm's second server: the clinic under another name, so the farm host has several servers.
 ANNEX = "clinic_annex"
-EPISODE = "envfarm/episode"
+EPISODE = EPISODE_META_KEY
 # A future slot that is free in the clinic seed: every fresh episode can book it.
 FREE_SLOT = "slot_0010"
 
@@ -48,22 +46,17 @@ def farm(farm_root: Path) -> Iterator[FarmProcess]:
         yield running
 
 
-async def state(client: Client, episode: str | None = None, rows: bool = False) -> dict[str, Any]:
+async def state(client: Client, episode: str | None = None, rows: bool = False) -> StateResult:
     """The control plane's view of an episode: hash, diff against the seed, and (optionally) rows."""
-    request = types.Request(method="envfarm/episode/state", params=StateParams(episode=episode, rows=rows))
-    return await client.session.send_request(request, TypeAdapter(dict))
+    return await EpisodeClient(client, episode).state(rows=rows)
 
 
-async def reset(
-    client: Client, episode: str | None = None, rows: dict[str, list[dict[str, Any]]] | None = None
-) -> dict[str, Any]:
-    request = types.Request(method="envfarm/episode/reset", params=ResetParams(episode=episode, state=rows))
-    return await client.session.send_request(request, TypeAdapter(dict))
+async def reset(client: Client, episode: str | None = None, rows: State | None = None) -> ResetResult:
+    return await EpisodeClient(client, episode).reset(rows)
 
 
-async def close(client: Client, episode: str) -> dict[str, Any]:
-    request = types.Request(method="envfarm/episode/close", params=EpisodeParams(episode=episode))
-    return await client.session.send_request(request, TypeAdapter(dict))
+async def close(client: Client, episode: str) -> CloseResult:
+    return await EpisodeClient(client, episode).close()
 
 
 def booking(slot: str, reason: str, patient: str = "pat_0001") -> dict[str, str]:

@@ -17,7 +17,7 @@ import pytest
 from conftest import ANNEX, EPISODE, FREE_SLOT, REPO, booking, reasons, state
 from mcp import Client, StdioServerParameters
 
-from envfarm.bench import FarmProcess, free_port, http_client, shared_http_client
+from clients.connect import FarmProcess, free_port, http_client, shared_http_client
 from envfarm.cli import client_config
 from servers.runtime.registry import load_registry
 
@@ -38,7 +38,7 @@ async def test_stdio_round_trip() -> None:
         exported = await state(client)
     assert {"find_patient", "book_appointment", "list_appointments"} <= tools
     assert not booked.is_error and "over stdio" in reasons(listed)
-    assert exported["diff"]["appointments"]["added"] == [booked.structured_content]
+    assert exported.diff["appointments"].added == [booked.structured_content]
 
 
 @pytest.mark.parametrize("client_name", ["claude", "cursor", "vscode"])
@@ -69,7 +69,7 @@ async def test_http_2026_era_episodes_by_url_are_isolated(farm: FarmProcess) -> 
         exported = await state(a)
     assert first in seen_a and second not in seen_a
     assert second in seen_b and first not in seen_b
-    assert exported["episode"] == first
+    assert exported.episode == first
 
 
 async def test_http_2026_era_episodes_by_meta_are_isolated(farm: FarmProcess) -> None:
@@ -104,7 +104,7 @@ async def test_http_2025_era_sessions_are_isolated(farm: FarmProcess) -> None:
         exported = await state(a)
     assert first in seen_a and second not in seen_a
     assert second in seen_b and first not in seen_b
-    assert exported["episode"].startswith("session:")
+    assert exported.episode.startswith("session:")
 
 
 async def test_the_farm_host_serves_several_servers(farm: FarmProcess) -> None:
@@ -122,7 +122,7 @@ async def test_the_farm_host_serves_several_servers(farm: FarmProcess) -> None:
         await clinic.call_tool("book_appointment", booking(FREE_SLOT, episode))
         # The same episode name on another server is another episode.
         assert episode not in reasons(await annex.call_tool("list_appointments", {"patient_id": PATIENT}))
-        assert (await state(annex))["diff"] == {}
+        assert (await state(annex)).diff == {}
 
 
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads the listening sockets from Linux /proc")
