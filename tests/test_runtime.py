@@ -11,9 +11,7 @@ from typing import Any
 import pytest
 from conftest import EPISODE, FREE_SLOT, booking, close, reasons, reset, state
 from mcp import Client
-from mcp_types import ToolAnnotations
 
-from factory.codegen import annotations_for
 from factory.spec import EnvironmentSpec
 from servers.clinic.server import DEFINITION, build
 from servers.runtime.control import ERROR_KIND_META_KEY, ControlError, TableDiff
@@ -37,8 +35,35 @@ async def test_the_tool_list_holds_only_domain_tools_with_all_four_annotations()
         declared = tool.annotations.model_dump(
             include={"read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint"}
         )
-        assert declared == annotations_for(spec.tool(tool.name)), tool.name
+        assert declared == spec.tool(tool.name).hints().model_dump(), tool.name
         assert tool.output_schema is not None, f"{tool.name} has no output schema"
+
+
+async def test_listed_schemas_advertise_entity_links_for_the_driver() -> None:
+    """Data flow is discoverable over MCP alone: which param takes which entity key, and which output
+    property produces it."""
+    async with Client(build()) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    slots = tools["list_free_slots"]
+    doctor_id = slots.input_schema["properties"]["doctor_id"]
+    assert doctor_id["x-envfarm-ref"] == "doctors.doctor_id"
+    assert doctor_id["x-envfarm-column"] == "slots.doctor_id"
+    assert doctor_id["x-envfarm-user-known"] is False
+    starts_after = slots.input_schema["properties"]["starts_after"]
+    assert starts_after["x-envfarm-column"] == "slots.starts_at" and starts_after["x-envfarm-user-known"] is True
+    assert "x-envfarm-ref" not in starts_after
+    assert slots.output_schema is not None
+    slot = slots.output_schema["$defs"]["Slot"]["properties"]
+    assert slot["doctor_id"]["x-envfarm-ref"] == "doctors.doctor_id"
+    assert slot["slot_id"]["x-envfarm-ref"] == "slots.slot_id" and slot["slot_id"]["x-envfarm-user-known"] is False
+    assert slot["starts_at"] == {**slot["starts_at"], "x-envfarm-user-known": True} and "x-envfarm-ref" not in slot["starts_at"]
+    # A get's key refers to its own entity; a custom tool's explicit ref is advertised without a column.
+    assert tools["get_slot"].input_schema["properties"]["slot_id"]["x-envfarm-ref"] == "slots.slot_id"
+    new_slot = tools["reschedule_appointment"].input_schema["properties"]["slot_id"]
+    assert new_slot == {**new_slot, "x-envfarm-ref": "slots.slot_id", "x-envfarm-user-known": False}
+    assert "x-envfarm-column" not in new_slot
+    # What a user says in their own words is marked as such.
+    assert tools["find_patient"].input_schema["properties"]["full_name"]["x-envfarm-user-known"] is True
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
@@ -135,7 +160,6 @@ def book_twice(db: Database, reason: str) -> dict[str, Any]:
     return row
 
 
-WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 FAILING = ServerDefinition(
     name="failing",
     title="Failing handlers",
@@ -145,7 +169,7 @@ FAILING = ServerDefinition(
     directory=DEFINITION.directory,
     id_formats=DEFINITION.id_formats,
     tools=[
-        ToolDefinition(function=f, effect="custom", annotations=WRITES)
+        ToolDefinition(function=f, effect="custom")
         for f in (book_then_crash, book_then_reject, book_twice)
     ],
 )
@@ -263,3 +287,20 @@ async def test_persistent_mode_keeps_state_in_a_wal_file(tmp_path: Path) -> None
         assert "kept" in reasons(await client.call_tool("list_appointments", {"patient_id": PATIENT}))
     with sqlite3.connect(path) as connection:
         assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_annotations_follow_from_the_effect_with_overrides() -> None:
+    def noop(db: Database) -> dict[str, Any]:
+        return {}
+
+    def hints(tool: ToolDefinition) -> tuple[bool | None, ...]:
+        a = tool.annotations
+        return a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint
+
+    assert hints(ToolDefinition(noop, "search")) == (True, False, True, False)
+    assert hints(ToolDefinition(noop, "create")) == (False, False, False, False)
+    assert hints(ToolDefinition(noop, "delete")) == (False, True, True, False)
+    assert hints(ToolDefinition(noop, "custom")) == (False, True, False, False)
+    assert hints(ToolDefinition(noop, "custom", read_only=True)) == (True, False, True, False)
+    # A read-only tool is never destructive, whatever the override says.
+    assert hints(ToolDefinition(noop, "get", destructive=True, idempotent=False)) == (True, False, False, False)
