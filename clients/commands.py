@@ -109,3 +109,18 @@ def run(command: str, args: argparse.Namespace, farm_root: Path) -> int:
     except (ValueError, LookupError, ControlError, LLMError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BaseExceptionGroup as group:  # raised inside a client's task group
+        known, rest = group.split((ValueError, LookupError, ControlError, LLMError))
+        if known is None or rest is not None:
+            raise
+        for exc in leaves(known):
+            print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def leaves(group: BaseExceptionGroup) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups."""
+    found: list[BaseException] = []
+    for exc in group.exceptions:
+        found += leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
+    return found

@@ -126,7 +126,7 @@ def people(world: ServerWorld) -> dict[str, PersonaRecord]:
             if len(emails) != 1:
                 continue
             email = row[emails[0]]
-            if names:
+            if names and words(emails[0]) == ["email"]:  # the row is the person (not, say, their project)
                 name = row[min(names, key=lambda k: len(words(k)) != 2)]  # prefer full_name over name
             else:  # ana.silva@example.com -> Ana Silva
                 name = " ".join(p.capitalize() for p in re.split(r"[._-]+", email.split("@")[0]) if p)

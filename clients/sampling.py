@@ -136,19 +136,20 @@ class TopologySampler:
                 for src, fields in producers(self.catalog.graph, spec.server, spec.name, param.name)
                 if src == tool_node(step.server, step.tool) and step.server == spec.server
             ]
+            reusable = [(i, fields) for i, fields in reusable if self.catalog.spec(steps[i].server, steps[i].tool).read_only]
             if reusable and rng.random() < 0.8:
                 index, fields = reusable[-1]
                 binds[param.name] = Bind(step=index, fields=fields)
                 continue
+            # Only reads look things up: a write pulled in as a producer would change what nobody asked for.
             options = [
                 (self.catalog.specs[src], fields)
                 for src, fields in producers(self.catalog.graph, spec.server, spec.name, param.name)
-                if src not in stack and self.catalog.specs[src].server == spec.server
+                if src not in stack and self.catalog.specs[src].server == spec.server and self.catalog.specs[src].read_only
             ]
             if not options:
-                raise Unresolvable(f"nothing produces {spec.name}.{param.name}")
-            weights = [3.0 if o.read_only else 0.3 for o, _ in options]
-            producer, fields = rng.choices(options, weights=weights, k=1)[0]
+                raise Unresolvable(f"no read produces {spec.name}.{param.name}")
+            producer, fields = rng.choice(options)
             index = self._need(rng, steps, producer, depth + 1, stack | {spec.key}, turn)
             binds[param.name] = Bind(step=index, fields=fields)
         for param in spec.params:
