@@ -53,7 +53,7 @@ def render_summary(summary: SynthesisSummary) -> str:
     before, after = summary.over_specification["before"], summary.over_specification["after"]
     lines = [
         f"{summary.produced}/{summary.requested} tasks ({summary.sampler} sampler, seed {summary.seed}, writer {summary.writer}) "
-        f"in {summary.seconds:.1f} s; {summary.attempts} chains sampled",
+        f"in {summary.seconds:.1f} s ({summary.cpu_seconds:.1f} s CPU); {summary.attempts} chains sampled",
         f"chain length (calls: tasks): {', '.join(f'{k}: {v}' for k, v in summary.chain_lengths.items())}; mean {summary.mean_chain_length}",
         f">= 3 calls linked by data: {summary.data_dependency_share:.0%}; span 2+ servers: {summary.cross_server_share:.0%}",
         f"dropped: {', '.join(f'{k}: {v}' for k, v in summary.dropped.items()) or 'none'}",
