@@ -23,6 +23,7 @@ from clients.sampling import Catalog, Chain, Step
 from clients.tasks import ExpectedState, GoldCall
 from servers.runtime.control import ControlError
 
+PERSON_NAME = re.compile(r"^[A-Z][\w'-]+( [A-Z][\w'.-]+)+$")
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.I)
 ATTEMPTS = 1
 STEP_TRIES = 3
@@ -126,8 +127,9 @@ def people(world: ServerWorld) -> dict[str, PersonaRecord]:
             if len(emails) != 1:
                 continue
             email = row[emails[0]]
-            if names and words(emails[0]) == ["email"]:  # the row is the person (not, say, their project)
-                name = row[min(names, key=lambda k: len(words(k)) != 2)]  # prefer full_name over name
+            named = [k for k in names if PERSON_NAME.match(row[k])]
+            if named and words(emails[0]) == ["email"]:  # the row is the person (not, say, their project)
+                name = row[min(named, key=lambda k: len(words(k)) != 2)]  # prefer full_name over name
             else:  # ana.silva@example.com -> Ana Silva
                 name = " ".join(p.capitalize() for p in re.split(r"[._-]+", email.split("@")[0]) if p)
             record = found.setdefault(email, PersonaRecord(name=name, email=email))

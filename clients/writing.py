@@ -256,7 +256,7 @@ class OfflineWriter:
             if across:
                 said.append("Use what you found for me a moment ago.")
             opener = rng.choice(GREETINGS[style]).format(name=persona.name, first=first) + " " if turn == 0 else rng.choice(MORE)
-            body = request if turn == 0 or request.startswith("I ") else request[:1].lower() + request[1:]
+            body = request if turn == 0 or re.match(r"I\b", request) else request[:1].lower() + request[1:]
             messages.append(" ".join([opener.strip(), body, *said]).strip())
         return Request(turns=messages, hidden_facts=hidden, claims=claims, uncalibrated=uncalibrated(grounded))
 
