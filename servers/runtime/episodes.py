@@ -22,12 +22,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from servers.runtime.control import EPISODE_META_KEY
-from servers.runtime.database import SEQUENCES_TABLE, insert_row, snapshot, user_tables
+from servers.runtime.control import EPISODE_HEADER, EPISODE_META_KEY
+from servers.runtime.database import SEQUENCES_TABLE, insert_row, snapshot, state_hash, user_tables
 
 _TRAILING_NUMBER = re.compile(r"(\d+)\D*$")
-EPISODE_HEADER = "x-envfarm-episode"
 SESSION_HEADER = "mcp-session-id"
+# Named episodes one server keeps open at most; beyond that the least recently used is closed.
+DEFAULT_MAX_EPISODES = 4096
 
 
 def open_memory(image: bytes | None = None) -> sqlite3.Connection:
@@ -111,10 +112,15 @@ class EpisodeStore:
     """The seed state of one server and the named episodes forked from it."""
 
     def __init__(
-        self, seed: sqlite3.Connection, *, max_episodes: int = 4096, persistent: sqlite3.Connection | None = None
+        self,
+        seed: sqlite3.Connection,
+        *,
+        max_episodes: int = DEFAULT_MAX_EPISODES,
+        persistent: sqlite3.Connection | None = None,
     ) -> None:
         self.seed = seed
         self.seed_state = snapshot(seed)
+        self.seed_hash = state_hash(self.seed_state)  # a reset to the seed answers this, hashing nothing
         self._image = seed.serialize()
         self.max_episodes = max_episodes
         self.persistent = persistent

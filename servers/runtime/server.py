@@ -21,29 +21,17 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types as types
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, Extension, MCPServer, MethodBinding
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata, func_metadata
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ValidationError
 
-from servers.runtime.control import (
-    EPISODE_META_KEY,
-    ERROR_KIND_META_KEY,
-    EXTENSION,
-    CloseResult,
-    EpisodeParams,
-    ErrorKind,
-    Method,
-    ResetParams,
-    ResetResult,
-    StateParams,
-    StateResult,
-    TableDiff,
-)
 from servers.runtime.database import Database, Rejected, diff_states, snapshot, state_hash
+from servers.runtime.effects import Effect, effect_hints
 from servers.runtime.episodes import (
+    DEFAULT_MAX_EPISODES,
+    EPISODE_META_KEY,
     ConnectionScope,
     EpisodeStore,
     build_seed,
@@ -52,19 +40,32 @@ from servers.runtime.episodes import (
     resolve_key,
 )
 
+ERROR_KIND_META_KEY = "envfarm/error"
+CONTROL_EXTENSION = "io.envfarm/episodes"
+
 
 @dataclass(frozen=True)
 class ToolDefinition:
-    """One tool as generated code declares it: the function, its effect and its annotations."""
+    """One tool as generated code declares it: the function and its effect. The annotations follow
+    from the effect; `read_only` marks a custom tool that writes nothing, the other two override."""
 
     function: Callable[..., Any]
-    effect: str
-    annotations: ToolAnnotations
+    effect: Effect
     title: str | None = None
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
 
     @property
     def name(self) -> str:
         return self.function.__name__
+
+    @property
+    def annotations(self) -> ToolAnnotations:
+        hints = effect_hints(
+            self.effect, read_only=self.read_only, destructive=self.destructive, idempotent=self.idempotent
+        )
+        return ToolAnnotations(**hints.model_dump())
 
 
 @dataclass(frozen=True)
@@ -87,13 +88,20 @@ class ServerDefinition:
         return json.loads((self.directory / "seed.json").read_text(encoding="utf-8"))
 
 
-ControlContext = ServerRequestContext[ConnectionScope, Any]
+class EpisodeParams(types.RequestParams):
+    episode: str | None = None
 
 
-def _error(message: str, kind: ErrorKind) -> CallToolResult:
-    return CallToolResult(
-        content=[TextContent(type="text", text=message)], is_error=True, _meta={ERROR_KIND_META_KEY: kind.value}
-    )
+class ResetParams(EpisodeParams):
+    state: dict[str, list[dict[str, Any]]] | None = None
+
+
+class StateParams(EpisodeParams):
+    rows: bool = True
+
+
+def _error(message: str, kind: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True, _meta={ERROR_KIND_META_KEY: kind})
 
 
 def _rollback(connection: sqlite3.Connection) -> None:
@@ -117,18 +125,18 @@ class _Episodes:
 class EpisodeControl(Extension):
     """The control plane: `envfarm/episode/reset`, `envfarm/episode/state`, `envfarm/episode/close`."""
 
-    identifier = EXTENSION
+    identifier = CONTROL_EXTENSION
 
     def __init__(self, episodes: _Episodes) -> None:
         self._episodes = episodes
 
-    def _target(self, ctx: ControlContext, params: EpisodeParams) -> tuple[str | None, sqlite3.Connection]:
+    def _target(self, ctx: Any, params: EpisodeParams) -> tuple[str | None, sqlite3.Connection]:
         meta = dict(ctx.meta or {})
         if params.episode:
             meta[EPISODE_META_KEY] = params.episode
         return self._episodes.connection(meta, ctx.request, ctx.lifespan_context)
 
-    async def _reset(self, ctx: ControlContext, params: ResetParams) -> ResetResult:
+    async def _reset(self, ctx: Any, params: ResetParams) -> dict[str, Any]:
         key, current = self._target(ctx, params)
         store = self._episodes.store
         if store.persistent is not None and params.state is None:
@@ -148,28 +156,29 @@ class EpisodeControl(Extension):
                 store.replace(key, connection)
             else:
                 ctx.lifespan_context.replace(connection)
-        return ResetResult(episode=key, hash=state_hash(snapshot(connection)))
+        return {"episode": key, "hash": state_hash(snapshot(connection))}
 
-    async def _state(self, ctx: ControlContext, params: StateParams) -> StateResult:
+    async def _state(self, ctx: Any, params: StateParams) -> dict[str, Any]:
         key, connection = self._target(ctx, params)
         state = snapshot(connection)
-        diff = diff_states(self._episodes.store.seed_state, state)
-        return StateResult(
-            episode=key,
-            hash=state_hash(state),
-            diff={table: TableDiff(**changes) for table, changes in diff.items()},
-            state=state if params.rows else None,
-        )
+        result: dict[str, Any] = {
+            "episode": key,
+            "hash": state_hash(state),
+            "diff": diff_states(self._episodes.store.seed_state, state),
+        }
+        if params.rows:
+            result["state"] = state
+        return result
 
-    async def _close(self, ctx: ControlContext, params: EpisodeParams) -> CloseResult:
+    async def _close(self, ctx: Any, params: EpisodeParams) -> dict[str, Any]:
         closed = bool(params.episode) and self._episodes.store.close(params.episode or "")
-        return CloseResult(episode=params.episode, closed=closed, open_episodes=len(self._episodes.store))
+        return {"episode": params.episode, "closed": closed, "open_episodes": len(self._episodes.store)}
 
     def methods(self) -> list[MethodBinding]:
         return [
-            MethodBinding(method=Method.RESET, params_type=ResetParams, handler=self._reset),
-            MethodBinding(method=Method.STATE, params_type=StateParams, handler=self._state),
-            MethodBinding(method=Method.CLOSE, params_type=EpisodeParams, handler=self._close),
+            MethodBinding(method="envfarm/episode/reset", params_type=ResetParams, handler=self._reset),
+            MethodBinding(method="envfarm/episode/state", params_type=StateParams, handler=self._state),
+            MethodBinding(method="envfarm/episode/close", params_type=EpisodeParams, handler=self._close),
         ]
 
 
@@ -196,9 +205,7 @@ class StrictArguments(Extension):
             self._metadata[name] = func_metadata(function, skip_names=[db_parameter], structured_output=False)
         return self._metadata.get(name)
 
-    async def intercept_tool_call(
-        self, params: types.CallToolRequestParams, ctx: ServerRequestContext[Any, Any], call_next: CallNext
-    ) -> HandlerResult:
+    async def intercept_tool_call(self, params: types.CallToolRequestParams, ctx: Any, call_next: Any) -> Any:
         metadata = self.metadata(params.name)
         if metadata is None:
             return await call_next(ctx)
@@ -207,13 +214,13 @@ class StrictArguments(Extension):
         unknown = sorted(set(arguments) - set(declared))
         if unknown:
             expected = ", ".join(declared) or "no arguments"
-            return _error(f"{params.name} does not take {', '.join(unknown)}; its parameters are: {expected}.", ErrorKind.INVALID_ARGUMENTS)
+            return _error(f"{params.name} does not take {', '.join(unknown)}; its parameters are: {expected}.", "invalid_arguments")
         try:
             metadata.validate_arguments(arguments)
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
             message = f"{params.name} got invalid arguments ({problems}). Nothing was changed; fix them and call again."
-            return _error(message, ErrorKind.INVALID_ARGUMENTS)
+            return _error(message, "invalid_arguments")
         return await call_next(ctx)
 
 
@@ -233,14 +240,14 @@ def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerD
                 result = function(Database(connection, now, id_formats), **arguments)
         except Rejected as exc:
             _rollback(connection)
-            return _error(str(exc), ErrorKind.REJECTED)
+            return _error(str(exc), "rejected")
         except sqlite3.IntegrityError as exc:
             _rollback(connection)
-            return _error(f"{tool.name} was refused by a data constraint: {exc}. Nothing was changed.", ErrorKind.REJECTED)
-        except Exception as exc:
+            return _error(f"{tool.name} was refused by a data constraint: {exc}. Nothing was changed.", "rejected")
+        except Exception as exc:  # noqa: BLE001 - any failure becomes an error result the agent can read
             _rollback(connection)
             message = f"{tool.name} failed inside the server ({type(exc).__name__}: {exc}). Nothing was changed."
-            return _error(message, ErrorKind.SERVER_ERROR)
+            return _error(message, "server_error")
         connection.execute("COMMIT")
         return result
 
@@ -255,7 +262,9 @@ def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerD
     return call_tool
 
 
-def build_server(definition: ServerDefinition, *, db_file: Path | None = None, max_episodes: int = 4096) -> MCPServer:
+def build_server(
+    definition: ServerDefinition, *, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES
+) -> MCPServer:
     """A ready `MCPServer` for `definition`: isolated in-memory episodes, or one file with `db_file`."""
     seed = build_seed(definition.schema_sql(), definition.seed_rows())
     persistent = open_persistent(db_file, seed) if db_file is not None else None
