@@ -24,7 +24,7 @@ from clients.tasks import ExpectedState, GoldCall
 from servers.runtime.control import ControlError
 
 PERSON_NAME = re.compile(r"^[A-Z][\w'-]+( [A-Z][\w'.-]+)+$")
-EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.I)
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.IGNORECASE)
 ATTEMPTS = 1
 STEP_TRIES = 3
 FREE_TEXT = ("plans changed", "as discussed", "no longer needed", "see the note from last week", "thanks for checking")
@@ -289,7 +289,9 @@ class Grounder:
     async def aclose(self) -> None:
         await self.pool.aclose()
 
-    def _seed_values(self, server: str, param: Param, rows_by_table: dict[str, list[Row]], *, fallback: bool = True) -> list[Any]:
+    def _seed_values(
+        self, server: str, param: Param, rows_by_table: dict[str, list[Row]], *, fallback: bool = True
+    ) -> list[Any]:
         """Values of the parameter's column in `rows_by_table` (or, with `fallback`, in the whole seed)."""
         world = self.worlds[server]
         where = param.column or param.ref
@@ -314,7 +316,9 @@ class Grounder:
         tables = [table] if table in world.tables else list(world.tables)
         return sum(1 for t in tables for r in world.tables[t] if r.get(column) == value)
 
-    def _value(self, rng: random.Random, server: str, param: Param, related: dict[str, list[Row]]) -> tuple[Any, ArgSource]:
+    def _value(
+        self, rng: random.Random, server: str, param: Param, related: dict[str, list[Row]]
+    ) -> tuple[Any, ArgSource]:
         values = self._seed_values(server, param, related)
         if values:
             return _coerce(rng.choice(values), param), "seed"
@@ -349,7 +353,9 @@ class Grounder:
                 if mine:
                     value = rng.choice(mine)
                     theirs = value in {persona.email, persona.name, *persona.facts.values()}
-                    scored.append((weight + 2 * (self._column_count(server, param, value) == 1) + 3 * theirs, param, value))
+                    scored.append(
+                        (weight + 2 * (self._column_count(server, param, value) == 1) + 3 * theirs, param, value)
+                    )
                     break
         if scored:
             top = max(s[0] for s in scored)
@@ -434,7 +440,9 @@ class Grounder:
             for index, step in enumerate(chain.steps):
                 spec = self.catalog.spec(step.server, step.tool)
                 for tries in range(STEP_TRIES):
-                    args, source, uses, target, picked = self._arguments(rng, step, spec, calls, chosen_rows, persona, own, related)
+                    args, source, uses, target, picked = self._arguments(
+                        rng, step, spec, calls, chosen_rows, persona, own, related
+                    )
                     try:
                         result = await episodes[step.server].call_tool(step.tool, args)
                     except ControlError as exc:

@@ -64,12 +64,18 @@ class SynthesisSummary(BaseModel):
     cross_server_share: float = Field(description="share of tasks that span two or more servers")
     data_dependency_share: float = Field(description="share of tasks with >= 3 calls linked by outputs used as inputs")
     dropped: dict[str, int] = Field(description="chains that failed, by reason")
-    over_specification: dict[str, OverSpecSummary] = Field(description="'before' (the chain as instructions) and 'after' (calibrated), mean per task")
-    leaks: dict[str, int] = Field(description="calibrated opening messages with a tool name or an internal id (must be 0)")
+    over_specification: dict[str, OverSpecSummary] = Field(
+        description="'before' (the chain as instructions) and 'after' (calibrated), mean per task"
+    )
+    leaks: dict[str, int] = Field(
+        description="calibrated opening messages with a tool name or an internal id (must be 0)"
+    )
     writer_fallbacks: int = 0
     graph: dict[str, int] = Field(default_factory=dict)
     seconds: float
-    cpu_seconds: float = Field(description="CPU time of this process (in-process servers included): wall time on a loaded machine overstates the cost")
+    cpu_seconds: float = Field(
+        description="CPU time of this process (in-process servers included): wall time on a loaded machine overstates the cost"
+    )
 
 
 class Synthesis(BaseModel):
@@ -111,7 +117,9 @@ def _domains(servers: Sequence[str]) -> dict[str, str]:
 
 
 class _Run:
-    def __init__(self, options: SynthesisOptions, connections: Connections, catalog: Catalog, worlds: dict[str, ServerWorld]) -> None:
+    def __init__(
+        self, options: SynthesisOptions, connections: Connections, catalog: Catalog, worlds: dict[str, ServerWorld]
+    ) -> None:
         self.options = options
         self.catalog = catalog
         self.grounder = Grounder(connections, catalog, worlds)
@@ -160,7 +168,9 @@ class _Run:
             opening_message=turns[0],
             uncalibrated_message=request.uncalibrated,
             hidden_facts=hidden,
-            turns=[Turn(message=m, gold_calls=[i for i, c in enumerate(calls) if c.turn == t]) for t, m in enumerate(turns)],
+            turns=[
+                Turn(message=m, gold_calls=[i for i, c in enumerate(calls) if c.turn == t]) for t, m in enumerate(turns)
+            ],
             gold_calls=calls,
             expected_state=grounded.expected,
             claims=request.claims,
@@ -255,7 +265,7 @@ def _summary(
     domains = _domains(sorted(catalog.by_server))
     per_server = Counter(s for t in tasks for s in t.servers)
     per_domain = Counter(domains.get(s, "unknown") for t in tasks for s in t.servers)
-    share = (lambda hits: round(hits / len(tasks), 3) if tasks else 0.0)
+    share = lambda hits: round(hits / len(tasks), 3) if tasks else 0.0
     before = [t.over_specification["uncalibrated"].model_dump() for t in tasks]
     after = [t.over_specification["calibrated"].model_dump() for t in tasks]
     graph = summarize(catalog.graph)
