@@ -35,18 +35,19 @@ def targets(farm_root: Path, config: Path | None, servers: list[str] | None) -> 
 
 
 class ProgressBar:
-    """`[#####.....] 57/200` on one line of stderr."""
+    """`[#####.....] 57/200` on one line of stderr (the stream of the moment, not of import time)."""
 
-    def __init__(self, stream: TextIO = sys.stderr, width: int = 30) -> None:
+    def __init__(self, stream: TextIO | None = None, width: int = 30) -> None:
         self.stream = stream
         self.width = width
 
     def __call__(self, done: int, total: int) -> None:
+        stream = self.stream or sys.stderr
         filled = self.width * done // max(1, total)
-        self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} tasks")
+        stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} tasks")
         if done >= total:
-            self.stream.write("\n")
-        self.stream.flush()
+            stream.write("\n")
+        stream.flush()
 
 
 def render_summary(summary: SynthesisSummary) -> str:
