@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from conftest import EPISODE, FREE_SLOT, booking, close, reasons, reset, state
 from mcp import Client
-from mcp.shared.exceptions import MCPError
 
 from factory.spec import EnvironmentSpec
 from servers.clinic.server import DEFINITION, build
+from servers.runtime.control import ERROR_KIND_META_KEY, ControlError, TableDiff
 from servers.runtime.database import Database
-from servers.runtime.server import ERROR_KIND_META_KEY, ServerDefinition, ToolDefinition, build_server
+from servers.runtime.server import ServerDefinition, ToolDefinition, build_server
 
 PATIENT = "pat_0001"
 
@@ -81,15 +81,15 @@ async def test_two_concurrent_in_memory_sessions_are_isolated(mode: str) -> None
 
 async def test_named_episodes_on_one_connection_are_isolated() -> None:
     async with Client(build()) as client:
-        seed_hash = (await state(client))["hash"]
+        seed_hash = (await state(client)).hash
         for name in ("a", "b"):
             result = await client.call_tool("book_appointment", booking(FREE_SLOT, name), meta={EPISODE: name})
             assert not result.is_error, result.content
         for name, other in (("a", "b"), ("b", "a")):
             seen = reasons(await client.call_tool("list_appointments", {"patient_id": PATIENT}, meta={EPISODE: name}))
             assert name in seen and other not in seen
-        assert (await state(client))["hash"] == seed_hash  # the connection's own episode saw none of it
-        assert (await state(client, "a"))["hash"] == (await state(client, "a"))["hash"] != seed_hash
+        assert (await state(client)).hash == seed_hash  # the connection's own episode saw none of it
+        assert (await state(client, "a")).hash == (await state(client, "a")).hash != seed_hash
 
 
 FAILED_CALLS = [
@@ -129,7 +129,7 @@ async def test_a_failed_call_is_an_error_result_and_changes_nothing(
         after = await state(client)
         assert result.is_error and kind(result) == error_kind
         assert names in result.content[0].text  # the message names what to fix
-        assert after["hash"] == before["hash"]
+        assert after.hash == before.hash
         # Nothing hidden changed either: the next id handed out is the one it would have been.
         booked = await client.call_tool("book_appointment", booking("slot_0011", "after"))
         assert booked.structured_content is not None and booked.structured_content["appointment_id"] == "apt_0062"
@@ -189,7 +189,7 @@ async def test_a_handler_failing_after_a_write_rolls_the_write_back(tool: str, e
         result = await client.call_tool(tool, {"reason": "checkup"})
         after = await state(client)
     assert result.is_error and kind(result) == error_kind and names in result.content[0].text
-    assert after["hash"] == before["hash"] and after["diff"] == {}
+    assert after.hash == before.hash and after.diff == {}
 
 
 async def test_state_export_reports_hash_rows_and_diff_against_the_seed() -> None:
@@ -197,33 +197,33 @@ async def test_state_export_reports_hash_rows_and_diff_against_the_seed() -> Non
         seed = await state(client, rows=True)
         booked = await client.call_tool("book_appointment", booking(FREE_SLOT, "export"))
         exported = await state(client, rows=True)
-    assert seed["diff"] == {} and set(seed["state"]) == {"patients", "doctors", "slots", "appointments", "invoices"}
-    assert exported["hash"] != seed["hash"]
-    assert exported["diff"]["appointments"]["added"] == [booked.structured_content]
-    assert exported["diff"]["slots"]["updated"] == [
+    assert seed.diff == {} and set(seed.state) == {"patients", "doctors", "slots", "appointments", "invoices"}
+    assert exported.hash != seed.hash
+    assert exported.diff["appointments"].added == [booked.structured_content]
+    assert exported.diff["slots"].updated == [
         {"key": FREE_SLOT, "before": {"is_free": 1}, "after": {"is_free": 0}}
     ]
-    assert set(exported["diff"]) == {"appointments", "slots"}
-    assert len(exported["state"]["appointments"]) == len(seed["state"]["appointments"]) + 1
+    assert set(exported.diff) == {"appointments", "slots"}
+    assert len(exported.state["appointments"]) == len(seed.state["appointments"]) + 1
 
 
 async def test_reset_returns_an_episode_to_the_seed() -> None:
     async with Client(build()) as client:
-        seed_hash = (await state(client, "e"))["hash"]
+        seed_hash = (await state(client, "e")).hash
         await client.call_tool("book_appointment", booking(FREE_SLOT, "gone"), meta={EPISODE: "e"})
-        assert (await state(client, "e"))["hash"] != seed_hash
-        assert (await reset(client, "e"))["hash"] == seed_hash
+        assert (await state(client, "e")).hash != seed_hash
+        assert (await reset(client, "e")).hash == seed_hash
         assert "gone" not in reasons(
             await client.call_tool("list_appointments", {"patient_id": PATIENT}, meta={EPISODE: "e"})
         )
         # The connection's own episode resets the same way.
         await client.call_tool("book_appointment", booking(FREE_SLOT, "gone"))
-        assert (await reset(client))["hash"] == seed_hash == (await state(client))["hash"]
+        assert (await reset(client)).hash == seed_hash == (await state(client)).hash
 
 
 async def test_reset_loads_a_given_initial_state() -> None:
     async with Client(build()) as client:
-        rows = (await state(client, rows=True))["state"]
+        rows = (await state(client, rows=True)).state
         invoices = [{**row, "status": "paid"} if row["invoice_id"] == "inv_0002" else row for row in rows["invoices"]]
         loaded = await reset(client, "given", {"invoices": invoices})
         exported = await state(client, "given")
@@ -233,13 +233,11 @@ async def test_reset_loads_a_given_initial_state() -> None:
         paying = await client.call_tool(
             "pay_invoice", {"invoice_id": "inv_0002", "amount": invoices[1]["amount"]}, meta={EPISODE: "given"}
         )
-    assert loaded["hash"] == exported["hash"]
-    assert exported["diff"] == {
-        "invoices": {
-            "added": [],
-            "removed": [],
-            "updated": [{"key": "inv_0002", "before": {"status": "open"}, "after": {"status": "paid"}}],
-        }
+    assert loaded.hash == exported.hash
+    assert exported.diff == {
+        "invoices": TableDiff(
+            updated=[{"key": "inv_0002", "before": {"status": "open"}, "after": {"status": "paid"}}],
+        )
     }
     assert invoice.structured_content is not None and invoice.structured_content["status"] == "paid"
     assert paying.is_error and "already paid" in paying.content[0].text
@@ -248,21 +246,21 @@ async def test_reset_loads_a_given_initial_state() -> None:
 async def test_an_invalid_initial_state_is_refused_and_changes_nothing() -> None:
     async with Client(build()) as client:
         await client.call_tool("book_appointment", booking(FREE_SLOT, "kept"), meta={EPISODE: "e"})
-        before = (await state(client, "e"))["hash"]
-        with pytest.raises(MCPError, match="unknown tables"):
+        before = (await state(client, "e")).hash
+        with pytest.raises(ControlError, match="unknown tables"):
             await reset(client, "e", {"no_such_table": []})
-        with pytest.raises(MCPError, match=r"state\.appointments\[0\]"):
+        with pytest.raises(ControlError, match=r"state\.appointments\[0\]"):
             await reset(client, "e", {"appointments": [{"appointment_id": "apt_1", "patient_id": None}]})
-        assert (await state(client, "e"))["hash"] == before
+        assert (await state(client, "e")).hash == before
 
 
 async def test_closing_an_episode_frees_it() -> None:
     async with Client(build()) as client:
-        seed_hash = (await state(client))["hash"]
+        seed_hash = (await state(client)).hash
         await client.call_tool("book_appointment", booking(FREE_SLOT, "closed"), meta={EPISODE: "e"})
         closed = await close(client, "e")
-        assert closed["closed"] is True and closed["open_episodes"] == 0
-        assert (await state(client, "e"))["hash"] == seed_hash  # a closed name starts over from the seed
+        assert closed.closed is True and closed.open_episodes == 0
+        assert (await state(client, "e")).hash == seed_hash  # a closed name starts over from the seed
 
 
 async def test_replaying_the_same_calls_gives_the_same_outputs_and_hash() -> None:
@@ -275,7 +273,7 @@ async def test_replaying_the_same_calls_gives_the_same_outputs_and_hash() -> Non
     for _ in range(2):
         async with Client(build()) as client:
             outputs = [(await client.call_tool(name, args)).model_dump(exclude={"meta"}) for name, args in calls]
-            runs.append((outputs, (await state(client))["hash"]))
+            runs.append((outputs, (await state(client)).hash))
     assert runs[0] == runs[1]
 
 
@@ -283,7 +281,7 @@ async def test_persistent_mode_keeps_state_in_a_wal_file(tmp_path: Path) -> None
     path = tmp_path / "clinic.sqlite"
     async with Client(build(db_file=path)) as client:
         assert not (await client.call_tool("book_appointment", booking(FREE_SLOT, "kept"))).is_error
-        with pytest.raises(MCPError, match="explicit state"):
+        with pytest.raises(ControlError, match="explicit state"):
             await reset(client)
     async with Client(build(db_file=path)) as client:
         assert "kept" in reasons(await client.call_tool("list_appointments", {"patient_id": PATIENT}))

@@ -21,17 +21,31 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types as types
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, Extension, MCPServer, MethodBinding
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata, func_metadata
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ValidationError
 
+from servers.runtime.control import (
+    EPISODE_META_KEY,
+    ERROR_KIND_META_KEY,
+    EXTENSION,
+    CloseResult,
+    EpisodeParams,
+    ErrorKind,
+    Method,
+    ResetParams,
+    ResetResult,
+    StateParams,
+    StateResult,
+    TableDiff,
+)
 from servers.runtime.database import Database, Rejected, diff_states, snapshot, state_hash
 from servers.runtime.effects import Effect, effect_hints
 from servers.runtime.episodes import (
     DEFAULT_MAX_EPISODES,
-    EPISODE_META_KEY,
     ConnectionScope,
     EpisodeStore,
     build_seed,
@@ -39,9 +53,6 @@ from servers.runtime.episodes import (
     open_persistent,
     resolve_key,
 )
-
-ERROR_KIND_META_KEY = "envfarm/error"
-CONTROL_EXTENSION = "io.envfarm/episodes"
 
 
 @dataclass(frozen=True)
@@ -88,20 +99,13 @@ class ServerDefinition:
         return json.loads((self.directory / "seed.json").read_text(encoding="utf-8"))
 
 
-class EpisodeParams(types.RequestParams):
-    episode: str | None = None
+ControlContext = ServerRequestContext[ConnectionScope, Any]
 
 
-class ResetParams(EpisodeParams):
-    state: dict[str, list[dict[str, Any]]] | None = None
-
-
-class StateParams(EpisodeParams):
-    rows: bool = True
-
-
-def _error(message: str, kind: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True, _meta={ERROR_KIND_META_KEY: kind})
+def _error(message: str, kind: ErrorKind) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=message)], is_error=True, _meta={ERROR_KIND_META_KEY: kind.value}
+    )
 
 
 def _rollback(connection: sqlite3.Connection) -> None:
@@ -125,18 +129,18 @@ class _Episodes:
 class EpisodeControl(Extension):
     """The control plane: `envfarm/episode/reset`, `envfarm/episode/state`, `envfarm/episode/close`."""
 
-    identifier = CONTROL_EXTENSION
+    identifier = EXTENSION
 
     def __init__(self, episodes: _Episodes) -> None:
         self._episodes = episodes
 
-    def _target(self, ctx: Any, params: EpisodeParams) -> tuple[str | None, sqlite3.Connection]:
+    def _target(self, ctx: ControlContext, params: EpisodeParams) -> tuple[str | None, sqlite3.Connection]:
         meta = dict(ctx.meta or {})
         if params.episode:
             meta[EPISODE_META_KEY] = params.episode
         return self._episodes.connection(meta, ctx.request, ctx.lifespan_context)
 
-    async def _reset(self, ctx: Any, params: ResetParams) -> dict[str, Any]:
+    async def _reset(self, ctx: ControlContext, params: ResetParams) -> ResetResult:
         key, current = self._target(ctx, params)
         store = self._episodes.store
         if store.persistent is not None and params.state is None:
@@ -156,29 +160,29 @@ class EpisodeControl(Extension):
                 store.replace(key, connection)
             else:
                 ctx.lifespan_context.replace(connection)
-        return {"episode": key, "hash": state_hash(snapshot(connection))}
+        loaded = params.state is not None or store.persistent is not None
+        return ResetResult(episode=key, hash=state_hash(snapshot(connection)) if loaded else store.seed_hash)
 
-    async def _state(self, ctx: Any, params: StateParams) -> dict[str, Any]:
+    async def _state(self, ctx: ControlContext, params: StateParams) -> StateResult:
         key, connection = self._target(ctx, params)
         state = snapshot(connection)
-        result: dict[str, Any] = {
-            "episode": key,
-            "hash": state_hash(state),
-            "diff": diff_states(self._episodes.store.seed_state, state),
-        }
-        if params.rows:
-            result["state"] = state
-        return result
+        diff = diff_states(self._episodes.store.seed_state, state)
+        return StateResult(
+            episode=key,
+            hash=state_hash(state),
+            diff={table: TableDiff(**changes) for table, changes in diff.items()},
+            state=state if params.rows else None,
+        )
 
-    async def _close(self, ctx: Any, params: EpisodeParams) -> dict[str, Any]:
+    async def _close(self, ctx: ControlContext, params: EpisodeParams) -> CloseResult:
         closed = bool(params.episode) and self._episodes.store.close(params.episode or "")
-        return {"episode": params.episode, "closed": closed, "open_episodes": len(self._episodes.store)}
+        return CloseResult(episode=params.episode, closed=closed, open_episodes=len(self._episodes.store))
 
     def methods(self) -> list[MethodBinding]:
         return [
-            MethodBinding(method="envfarm/episode/reset", params_type=ResetParams, handler=self._reset),
-            MethodBinding(method="envfarm/episode/state", params_type=StateParams, handler=self._state),
-            MethodBinding(method="envfarm/episode/close", params_type=EpisodeParams, handler=self._close),
+            MethodBinding(method=Method.RESET, params_type=ResetParams, handler=self._reset),
+            MethodBinding(method=Method.STATE, params_type=StateParams, handler=self._state),
+            MethodBinding(method=Method.CLOSE, params_type=EpisodeParams, handler=self._close),
         ]
 
 
@@ -205,7 +209,9 @@ class StrictArguments(Extension):
             self._metadata[name] = func_metadata(function, skip_names=[db_parameter], structured_output=False)
         return self._metadata.get(name)
 
-    async def intercept_tool_call(self, params: types.CallToolRequestParams, ctx: Any, call_next: Any) -> Any:
+    async def intercept_tool_call(
+        self, params: types.CallToolRequestParams, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
         metadata = self.metadata(params.name)
         if metadata is None:
             return await call_next(ctx)
@@ -214,13 +220,13 @@ class StrictArguments(Extension):
         unknown = sorted(set(arguments) - set(declared))
         if unknown:
             expected = ", ".join(declared) or "no arguments"
-            return _error(f"{params.name} does not take {', '.join(unknown)}; its parameters are: {expected}.", "invalid_arguments")
+            return _error(f"{params.name} does not take {', '.join(unknown)}; its parameters are: {expected}.", ErrorKind.INVALID_ARGUMENTS)
         try:
             metadata.validate_arguments(arguments)
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
             message = f"{params.name} got invalid arguments ({problems}). Nothing was changed; fix them and call again."
-            return _error(message, "invalid_arguments")
+            return _error(message, ErrorKind.INVALID_ARGUMENTS)
         return await call_next(ctx)
 
 
@@ -240,14 +246,14 @@ def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerD
                 result = function(Database(connection, now, id_formats), **arguments)
         except Rejected as exc:
             _rollback(connection)
-            return _error(str(exc), "rejected")
+            return _error(str(exc), ErrorKind.REJECTED)
         except sqlite3.IntegrityError as exc:
             _rollback(connection)
-            return _error(f"{tool.name} was refused by a data constraint: {exc}. Nothing was changed.", "rejected")
-        except Exception as exc:  # noqa: BLE001 - any failure becomes an error result the agent can read
+            return _error(f"{tool.name} was refused by a data constraint: {exc}. Nothing was changed.", ErrorKind.REJECTED)
+        except Exception as exc:  # noqa: BLE001 - generated code is untrusted: any failure is a server_error
             _rollback(connection)
             message = f"{tool.name} failed inside the server ({type(exc).__name__}: {exc}). Nothing was changed."
-            return _error(message, "server_error")
+            return _error(message, ErrorKind.SERVER_ERROR)
         connection.execute("COMMIT")
         return result
 
