@@ -328,18 +328,22 @@ def similar_links(
 
 
 def _same_name_links(specs: Sequence[ToolSpec]) -> list[Link]:
-    index: dict[tuple[tuple[str, ...], str], list[tuple[ToolSpec, OutField]]] = {}
+    """User-known strings across servers: the same last word, and one name contained in the other
+    (`attendee_emails` <- `email`, `owner_email` <- `email`)."""
+    index: dict[str, list[tuple[ToolSpec, OutField, set[str]]]] = {}
     for spec in specs:
         for field in spec.outputs:
-            if field.user_known and field.type == "string":
-                index.setdefault((tuple(words(field.name)), field.type), []).append((spec, field))
+            tokens = words(field.name)
+            if field.user_known and field.type == "string" and tokens:
+                index.setdefault(tokens[-1], []).append((spec, field, set(tokens)))
     links = []
     for consumer in specs:
         for param in consumer.params:
-            if not param.user_known or param.enum:
+            tokens = words(param.name)
+            if not param.user_known or param.enum or param.type != "string" or not tokens:
                 continue
-            for producer, field in index.get((tuple(words(param.name)), param.type), []):
-                if producer.server != consumer.server:
+            for producer, field, field_tokens in index.get(tokens[-1], []):
+                if producer.server != consumer.server and (field_tokens <= set(tokens) or set(tokens) <= field_tokens):
                     links.append(
                         Link(
                             producer=producer.key,

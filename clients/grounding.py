@@ -383,9 +383,17 @@ class Grounder:
         uses: set[int] = set()
         target: Row | None = None
         picked: dict[int, Row] = {}
+        server = step.server
+        theirs = {persona.email, persona.name, *(v for v in persona.facts.values() if isinstance(v, str))}
         for name, bind in step.binds.items():
             param = spec.param(name)
             hits = _found(calls[bind.step].output, bind.fields)
+            if bind.own:
+                hits = [(v, r) for v, r in hits if v in theirs]
+                if not hits:  # the earlier answer does not show them: they say who they are instead
+                    name, value, how = self._identify(rng, server, spec, persona, own[server], related[server])
+                    args[name], source[name] = value, how
+                    continue
             if not hits:
                 raise Drop("empty result", f"{calls[bind.step].tool} gave no {'/'.join(bind.fields)}")
             row = chosen_rows.get(bind.step, picked.get(bind.step))
@@ -397,7 +405,6 @@ class Grounder:
             uses.add(bind.step)
             if not param.user_known and target is None:
                 target = row
-        server = step.server
         if step.identify:
             name, value, how = self._identify(rng, server, spec, persona, own[server], related[server])
             args[name], source[name] = value, how

@@ -27,6 +27,7 @@ class Bind(BaseModel):
 
     step: int
     fields: list[str]
+    own: bool = Field(default=False, description="only the persona's own value will do (it identifies them)")
 
 
 class Step(BaseModel):
@@ -175,10 +176,24 @@ class TopologySampler:
                 for src, fields in producers(self.catalog.graph, spec.server, spec.name, param.name)
                 if src == tool_node(step.server, step.tool)
             ]
-            if across and rng.random() < 0.7:
+            if across and rng.random() < 0.9:
                 index, fields = across[-1]
                 binds[param.name] = Bind(step=index, fields=fields)
         identify = not any(p.required for p in spec.params) and not binds
+        if identify and turn > 0:
+            # A later turn finds the person by what an earlier turn showed about them (their email).
+            known = [
+                (p.name, i, fields)
+                for p in spec.params
+                if p.user_known
+                for i, step in enumerate(steps)
+                if step.turn < turn and step.server != spec.server
+                for src, fields in producers(self.catalog.graph, spec.server, spec.name, p.name)
+                if src == tool_node(step.server, step.tool)
+            ]
+            if known:
+                name, index, fields = known[-1]
+                binds[name] = Bind(step=index, fields=fields, own=True)
         steps.append(Step(server=spec.server, tool=spec.name, binds=binds, identify=identify, turn=turn))
         return len(steps) - 1
 

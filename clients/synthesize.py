@@ -26,7 +26,7 @@ from clients.tasks import Persona, Provenance, Task, ToolRef, Turn
 from clients.writing import STYLES, LLMWriter, OfflineWriter, Request, over_specification, scrub, vocabulary
 from servers.runtime.registry import default_farm_root, load_registry
 
-MULTI_SERVER_SHARE = 0.4
+MULTI_SERVER_SHARE = 0.5
 DISTRACTORS = 5
 ATTEMPTS_PER_TASK = 8
 FALLBACK_PERSONA = PersonaRecord(name="Alex Morgan", email="")

@@ -301,14 +301,17 @@ class OfflineWriter:
                             if style != "terse"
                             else f"Also {verb} it."
                         )
-            across = any(
-                grounded.calls[u].turn < turn
-                for i in range(len(grounded.calls))
-                if grounded.calls[i].turn == turn
-                for u in grounded.calls[i].uses
-            )
-            if across:
+            across = [
+                bind
+                for i, step in enumerate(grounded.chain.steps)
+                if step.turn == turn
+                for name, bind in step.binds.items()
+                if grounded.calls[bind.step].turn < turn and grounded.sources[i].get(name) == "output"
+            ]
+            if any(not b.own for b in across):
                 said.append("Use what you found for me a moment ago.")
+            elif across:
+                said.append("You have my details from before.")
             opener = (
                 rng.choice(GREETINGS[style]).format(name=persona.name, first=first) + " "
                 if turn == 0

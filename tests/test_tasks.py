@@ -155,6 +155,10 @@ async def test_topology_sampling_looks_everything_up_and_spans_servers() -> None
     assert topology.summary.data_dependency_share == sum(deep) / len(deep) > 0
     spanning = [t for t in topology.tasks if len(t.servers) == 2]
     assert spanning and all(len(t.turns) == 2 for t in spanning)
+    later_uses_earlier = [
+        t for t in spanning if any(t.gold_calls[u].turn < c.turn for c in t.gold_calls for u in c.uses)
+    ]
+    assert later_uses_earlier, "a later turn takes a value an earlier turn found"
     assert all(t.persona.email for t in spanning)
     single = await run(["calendar", "mail"], n=4, seed=0, max_servers=1)
     assert all(len(t.servers) == 1 for t in single.tasks)
