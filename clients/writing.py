@@ -441,7 +441,3 @@ def _json_block(text: str) -> str:
     if start < 0 or end <= start:
         raise ValueError("no JSON object in the answer")
     return text[start : end + 1]
-
-
-def styles() -> Sequence[str]:
-    return STYLES
