@@ -60,7 +60,6 @@ def agent_tools(listed: dict[str, list[types.Tool]], enabled: list[tuple[str, st
         if tool is None:
             raise LookupError(f"the task enables {server}.{name}, which the server does not list")
         function = name if counts[name] == 1 else f"{server}__{name}"
-        annotations = tool.annotations
         result.append(
             AgentTool(
                 name=FUNCTION_NAME.sub("_", function)[:64],
@@ -69,10 +68,19 @@ def agent_tools(listed: dict[str, list[types.Tool]], enabled: list[tuple[str, st
                 description=tool.description or "",
                 input_schema=tool.input_schema,
                 output_schema=tool.output_schema,
-                read_only=bool(annotations and annotations.read_only_hint),
+                read_only=_reads(tool),
             )
         )
     return result
+
+
+READ_VERBS = frozenset({"get", "list", "search", "find", "show", "read", "lookup", "query", "check", "view"})
+
+
+def _reads(tool: types.Tool) -> bool:
+    """Read-only by its annotation, or (a server that does not annotate) by its leading verb."""
+    hint = tool.annotations.read_only_hint if tool.annotations else None
+    return hint if hint is not None else tool.name.split("_")[0].lower() in READ_VERBS
 
 
 class ToolCallRequest(BaseModel):

@@ -270,6 +270,10 @@ async def rollout_tasks(
     results: list[Trajectory | None] = [None] * len(jobs)
     limiter = anyio.CapacityLimiter(options.concurrency)
     done = 0
+    # Connect every server from this task first: a connection entered inside a worker task could not be
+    # closed by the task that owns `connections`.
+    for server in sorted({s for task in tasks for s in task.servers}):
+        await connections.tools(server)
 
     async def one(index: int, task: Task, attempt: int) -> None:
         nonlocal done

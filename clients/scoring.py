@@ -248,10 +248,13 @@ def classify(trajectory: Trajectory, score: Score) -> ErrorCategory | None:
         return "user_error"
     if trajectory.stop_reason in ("max_turns", "max_tool_calls", "max_tokens", "wall_time"):
         return "out_of_turns"
-    if not score.policy_pass:
-        return "policy_violation"
+    forbidden = [c for c in trajectory.task.policy_checks if c.kind != "must_call"]
+    if policy_problems(forbidden, trajectory):
+        return "policy_violation"  # did what the policy forbids (a missing must-call is judged below)
     if score.state_match is not False and not score.claims_pass:
         return "judge_error" if any(g.judge_error for g in score.claims) and score.claims_coverage < PASS_COVERAGE else "wrong_answer"
+    if score.state_match is not False:
+        return "policy_violation"  # state and claims hold: only a policy check failed
     errors = {c.error for c in trajectory.calls}
     gold_writes = {(g.server, g.tool) for g in trajectory.task.gold_calls if g.is_write}
     done = {(c.server, c.tool) for c in trajectory.calls if c.ok}

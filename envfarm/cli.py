@@ -163,6 +163,10 @@ def parser() -> argparse.ArgumentParser:
     be.add_argument("--out", type=Path, default=Path("reports/bench.json"))
     be.add_argument("--quick", action="store_true", help="fewer iterations (for smoke tests)")
     be.set_defaults(func=cmd_bench)
+
+    from envfarm.driver_cli import add_driver_commands
+
+    add_driver_commands(sub)
     return p
 
 
