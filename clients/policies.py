@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import mcp_types as types
+from openai.types.chat import ChatCompletionMessageFunctionToolCall
 from pydantic import BaseModel, Field
 
 from clients.llm import ChatModel, ModelConfig
@@ -45,7 +46,10 @@ class AgentTool(BaseModel):
         parameters = dict(self.input_schema) or {"type": "object", "properties": {}}
         parameters.setdefault("type", "object")
         parameters.setdefault("properties", {})
-        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": parameters}}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": parameters},
+        }
 
 
 def agent_tools(listed: dict[str, list[types.Tool]], enabled: list[tuple[str, str]]) -> list[AgentTool]:
@@ -120,9 +124,11 @@ class Policy(Protocol):
 def system_prompt(instructions: dict[str, str | None]) -> str:
     """What every policy is told: act for the user with the tools, and each server's own policy."""
     parts = [
-        "You are an assistant that helps the user by calling the available tools. Ask the user for details "
-        "you need and cannot look up. Follow each service's policy. When the request is done, tell the user "
-        "the outcome with the concrete details (names, dates, amounts, ids)."
+        (
+            "You are an assistant that helps the user by calling the available tools. Ask the user for details "
+            "you need and cannot look up. Follow each service's policy. When the request is done, tell the user "
+            "the outcome with the concrete details (names, dates, amounts, ids)."
+        )
     ]
     for server, text in instructions.items():
         if text:
@@ -145,7 +151,7 @@ class ChatAgent:
         calls = [
             ToolCallRequest(id=c.id or f"call_{n}", name=c.function.name, arguments=c.function.arguments or "")
             for n, c in enumerate(message.tool_calls or [])
-            if getattr(c, "function", None) is not None
+            if isinstance(c, ChatCompletionMessageFunctionToolCall)
         ]
         return Action(
             content=message.content,
@@ -193,7 +199,9 @@ class OracleAgent:
                 self.issued.add(index)
                 gold = self.task.gold_calls[index]
                 name = self.names.get((gold.server, gold.tool), gold.tool)
-                return Action(tool_calls=[ToolCallRequest(id=f"call_{index}", name=name, arguments=json.dumps(gold.arguments))])
+                return Action(
+                    tool_calls=[ToolCallRequest(id=f"call_{index}", name=name, arguments=json.dumps(gold.arguments))]
+                )
         if turn < len(per_turn) - 1:
             return Action(content="Done.")
         return Action(content=" ".join(claim.text for claim in self.task.claims) or "Done.")
@@ -220,8 +228,45 @@ NAME = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b")
 NUMBER = re.compile(r"(?<![\w.])\$?(\d+(?:\.\d+)?)\b")
 QUOTED = re.compile(r"[\"“']([^\"”']{2,80})[\"”']")
 STOP = frozenset(
-    "a an the and or of to for in on at by with from is are be it this that my me i you your please "
-    "can could would will do does id ids get list find".split()
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "of",
+        "to",
+        "for",
+        "in",
+        "on",
+        "at",
+        "by",
+        "with",
+        "from",
+        "is",
+        "are",
+        "be",
+        "it",
+        "this",
+        "that",
+        "my",
+        "me",
+        "i",
+        "you",
+        "your",
+        "please",
+        "can",
+        "could",
+        "would",
+        "will",
+        "do",
+        "does",
+        "id",
+        "ids",
+        "get",
+        "list",
+        "find",
+    ]
 )
 SYNONYMS = {
     "settle": "pay",
@@ -264,7 +309,9 @@ def _properties(schema: Any) -> Iterator[str]:
             yield from _properties(sub)
         for key in ("items", "$defs", "anyOf", "oneOf", "allOf"):
             sub = schema.get(key)
-            for part in sub.values() if isinstance(sub, dict) and key == "$defs" else sub if isinstance(sub, list) else [sub]:
+            for part in (
+                sub.values() if isinstance(sub, dict) and key == "$defs" else sub if isinstance(sub, list) else [sub]
+            ):
                 yield from _properties(part)
 
 
@@ -324,7 +371,11 @@ class HeuristicAgent:
         request = words(text)
         name = words(tool.tool.replace("_", " "))
         described = words(tool.description)
-        score = 3.0 * len(request & name) + len(request & described) + 0.2 * len(request & set(_properties(tool.input_schema)))
+        score = (
+            3.0 * len(request & name)
+            + len(request & described)
+            + 0.2 * len(request & set(_properties(tool.input_schema)))
+        )
         if re.search(rf"\b{re.escape(tool.tool)}\b", text):
             score += 10.0
         return score
@@ -373,9 +424,7 @@ class HeuristicAgent:
                 return best[key]
         return None
 
-    def _arguments(
-        self, tool: AgentTool, text: str, outputs: list[Any]
-    ) -> tuple[dict[str, Any], list[str]]:
+    def _arguments(self, tool: AgentTool, text: str, outputs: list[Any]) -> tuple[dict[str, Any], list[str]]:
         """Arguments for `tool` from what is known, and the required ones still missing."""
         schema = tool.input_schema
         required = set(schema.get("required") or [])
@@ -405,15 +454,18 @@ class HeuristicAgent:
     def _producer(self, prop: str, exclude: set[str], text: str) -> AgentTool | None:
         """A read tool whose output holds `prop`, the one that fits the request best."""
         candidates = [
-            t for t in self.tools
+            t
+            for t in self.tools
             if t.read_only and t.name not in exclude and prop in set(_properties(t.output_schema or {}))
         ]
         return max(candidates, key=lambda t: self._score(t, text), default=None)
 
-    def _plan(self, tool: AgentTool, text: str, outputs: list[Any], depth: int = 0) -> tuple[AgentTool, dict[str, Any]] | str:
+    def _plan(
+        self, tool: AgentTool, text: str, outputs: list[Any], depth: int = 0
+    ) -> tuple[AgentTool, dict[str, Any]] | str:
         """The next call towards `tool`, or the name of a detail to ask the user for."""
         arguments, missing = self._arguments(tool, text, outputs)
-        filters = list((tool.input_schema.get("properties") or {}))
+        filters = list(tool.input_schema.get("properties") or {})
         if depth > 0 and not arguments and not missing and filters:
             # A lookup with no filter at all would list everyone: ask the user for something to search by.
             return " or ".join(f.replace("_", " ") for f in filters[:3])
@@ -481,7 +533,9 @@ class HeuristicAgent:
     def _summary(output: Any) -> str:
         if output is None:
             return "Done."
-        pairs = [f"{k}: {v}" for row in list(_dicts(output))[:6] for k, v in row.items() if not isinstance(v, dict | list)]
+        pairs = [
+            f"{k}: {v}" for row in list(_dicts(output))[:6] for k, v in row.items() if not isinstance(v, dict | list)
+        ]
         return "Done. " + "; ".join(pairs[:30])
 
 

@@ -30,14 +30,18 @@ details{border:1px solid #ddd;margin:.4em 0;border-radius:4px}summary{cursor:poi
 """
 
 
-def bar_chart(title: str, rows: Sequence[tuple[str, float, str]], *, maximum: float | None = None, percent: bool = True) -> str:
+def bar_chart(
+    title: str, rows: Sequence[tuple[str, float, str]], *, maximum: float | None = None, percent: bool = True
+) -> str:
     """A horizontal bar chart as inline SVG: one (label, value, color) per bar."""
     top = maximum if maximum is not None else max((v for _, v, _ in rows), default=1.0) or 1.0
     label_w, bar_w, row_h = 230, 300, 22
     height = row_h * len(rows) + 34
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{label_w + bar_w + 70}" height="{height}" '
-        f'aria-label="{escape(title)}"><title>{escape(title)}</title>',
+        (
+            f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{label_w + bar_w + 70}" height="{height}" '
+            f'aria-label="{escape(title)}"><title>{escape(title)}</title>'
+        ),
         f'<text x="0" y="16" font-size="13" font-weight="600">{escape(title)}</text>',
     ]
     for n, (label, value, color) in enumerate(rows):
@@ -62,9 +66,7 @@ def _color(policies: list[str], policy: str) -> str:
     return COLORS[policies.index(policy) % len(COLORS)] if policy in policies else COLORS[-1]
 
 
-def _breakdown(
-    trajectories: Sequence[Trajectory], policies: list[str], key: Any, title: str
-) -> str:
+def _breakdown(trajectories: Sequence[Trajectory], policies: list[str], key: Any, title: str) -> str:
     """Success per (policy, key(trajectory)) over calibrated openings."""
     groups: dict[tuple[str, str], list[Trajectory]] = {}
     for t in trajectories:
@@ -105,24 +107,31 @@ def trajectory_html(t: Trajectory) -> str:
     css = "ok" if score is not None and score.success else "bad"
     opening = "calibrated" if t.calibrated else "uncalibrated"
     head = (
-        f'<summary><b>{escape(t.task_id)}</b> · {escape(t.policy)} · {opening} · attempt {t.attempt} · '
+        f"<summary><b>{escape(t.task_id)}</b> · {escape(t.policy)} · {opening} · attempt {t.attempt} · "
         f'<span class="{css}">{escape(verdict)}</span> · {len(t.calls)} calls · stop: {escape(t.stop_reason)}</summary>'
     )
     parts = [head]
     for message in t.messages:
         role = message["role"]
         if role == "system":
-            parts.append(f'<details><summary class="muted">system prompt</summary><div class="msg">{escape(_clip(str(message.get("content") or "")))}</div></details>')
+            parts.append(
+                f'<details><summary class="muted">system prompt</summary><div class="msg">{escape(_clip(str(message.get("content") or "")))}</div></details>'
+            )
             continue
         inner = []
         if message.get("content"):
             inner.append(escape(_clip(str(message["content"]))))
         for call in message.get("tool_calls") or []:
             function = call.get("function", {})
-            inner.append(f'<div class="call">→ {escape(str(function.get("name")))}({escape(_clip(str(function.get("arguments")), 600))})</div>')
+            inner.append(
+                f'<div class="call">→ {escape(str(function.get("name")))}({escape(_clip(str(function.get("arguments")), 600))})</div>'
+            )
         parts.append(f'<div class="msg {escape(role)}"><div class="role">{escape(role)}</div>{"".join(inner)}</div>')
     if score is not None:
-        claims = "; ".join(f"{escape(g.claim)} [{g.score:g}]" + (f" judge error: {escape(g.judge_error)}" if g.judge_error else "") for g in score.claims)
+        claims = "; ".join(
+            f"{escape(g.claim)} [{g.score:g}]" + (f" judge error: {escape(g.judge_error)}" if g.judge_error else "")
+            for g in score.claims
+        )
         problems = escape("; ".join(score.state_problems + score.policy_problems)) or "none"
         parts.append(
             f'<div class="score">reward {score.reward:g} · state match {escape(str(score.state_match))} · '
@@ -145,7 +154,7 @@ def render_report(
     domains = domains or {}
     summaries = summarize(trajectories)
     policies = sorted({t.policy for t in trajectories})
-    domain_of = lambda t: "+".join(sorted({domains.get(s, s) for s in t.task.servers}))  # noqa: E731
+    domain_of = lambda t: "+".join(sorted({domains.get(s, s) for s in t.task.servers}))
     calibration = [
         (f"{s.policy} · {'calibrated' if s.calibrated else 'uncalibrated'}", s.success_rate, _color(policies, s.policy))
         for s in sorted(summaries, key=lambda s: (s.policy, not s.calibrated))
@@ -160,11 +169,19 @@ def render_report(
         [
             bar_chart("Success: calibrated vs uncalibrated openings", calibration, maximum=1.0),
             _breakdown(trajectories, policies, domain_of, "Success by domain (calibrated)"),
-            _breakdown(trajectories, policies, lambda t: f"{len(t.task.gold_calls)} calls", "Success by chain length (calibrated)"),
+            _breakdown(
+                trajectories,
+                policies,
+                lambda t: f"{len(t.task.gold_calls)} calls",
+                "Success by chain length (calibrated)",
+            ),
             bar_chart("Error taxonomy (failed episodes)", errors, percent=False),
         ]
     )
-    fact_rows = "".join(f"<tr><td>{escape(str(k))}</td><td>{escape(json.dumps(v) if not isinstance(v, str) else v)}</td></tr>" for k, v in (facts or {}).items())
+    fact_rows = "".join(
+        f"<tr><td>{escape(str(k))}</td><td>{escape(json.dumps(v) if not isinstance(v, str) else v)}</td></tr>"
+        for k, v in (facts or {}).items()
+    )
     oracle = (
         '<p class="ok">The oracle scored 1.0 on every task: the pipeline is consistent.</p>'
         if not oracle_failures
@@ -179,7 +196,7 @@ def render_report(
         f"<style>{CSS}</style></head><body><h1>{escape(title)}</h1>"
         f"<table><tbody>{fact_rows}</tbody></table>"
         f"<h2>Summary</h2>{summary_table(summaries)}"
-        f"<p class=\"muted\">Success = state match and claims pass (coverage &ge; 0.75) and policy checks. "
+        f'<p class="muted">Success = state match and claims pass (coverage &ge; 0.75) and policy checks. '
         f"Rates exclude episodes with a server error ({server_errors} here).</p>"
         f"<h2>Oracle self-check</h2>{oracle}"
         f'<h2>Charts</h2><div class="charts">{charts}</div>'

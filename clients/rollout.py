@@ -36,17 +36,17 @@ SAFE = re.compile(r"[^A-Za-z0-9_.:-]")
 
 
 class Limits(BaseModel):
-    max_turns: int = Field(8, ge=1, description="user messages per rollout")
-    max_tool_calls: int = Field(30, ge=0)
-    max_tokens: int | None = Field(None, description="prompt + completion tokens of the policy")
-    wall_time_s: float = Field(300.0, gt=0)
-    call_timeout_s: float = Field(30.0, gt=0, description="every MCP request")
+    max_turns: int = Field(default=8, ge=1, description="user messages per rollout")
+    max_tool_calls: int = Field(default=30, ge=0)
+    max_tokens: int | None = Field(default=None, description="prompt + completion tokens of the policy")
+    wall_time_s: float = Field(default=300.0, gt=0)
+    call_timeout_s: float = Field(default=30.0, gt=0, description="every MCP request")
 
 
 class RolloutOptions(BaseModel):
-    k: int = Field(1, ge=1, description="rollouts per task")
-    concurrency: int = Field(8, ge=1)
-    calibrated: bool = Field(True, description="open with the calibrated message (False: the uncalibrated one)")
+    k: int = Field(default=1, ge=1, description="rollouts per task")
+    concurrency: int = Field(default=8, ge=1)
+    calibrated: bool = Field(default=True, description="open with the calibrated message (False: the uncalibrated one)")
     limits: Limits = Field(default_factory=Limits)
 
 
@@ -96,10 +96,15 @@ class Rollout:
     async def run(self) -> Trajectory:
         started = time.perf_counter()
         tag = uuid.uuid4().hex[:10]
-        episode_ids = {s: SAFE.sub("_", f"{self.task.id}:{self.policy.name}:{self.attempt}:{s}:{tag}") for s in self.task.servers}
+        episode_ids = {
+            s: SAFE.sub("_", f"{self.task.id}:{self.policy.name}:{self.attempt}:{s}:{tag}") for s in self.task.servers
+        }
         async with AsyncExitStack() as stack:
             try:
-                episodes = {s: await stack.enter_async_context(self.connections.episode(s, episode_ids[s])) for s in self.task.servers}
+                episodes = {
+                    s: await stack.enter_async_context(self.connections.episode(s, episode_ids[s]))
+                    for s in self.task.servers
+                }
             except ControlError as exc:
                 return self._trajectory(_Run([], stop="server_error", detail=str(exc)), [], started, episode_ids)
             tools = self._tools(episodes)
@@ -156,7 +161,9 @@ class Rollout:
             task=self.task,
         )
 
-    async def _converse(self, run: _Run, agent: Any, session: Any, tools: dict[str, AgentTool], episodes: dict[str, Episode]) -> None:
+    async def _converse(
+        self, run: _Run, agent: Any, session: Any, tools: dict[str, AgentTool], episodes: dict[str, Episode]
+    ) -> None:
         while True:
             try:
                 action = await agent.act(run.messages)
@@ -176,7 +183,9 @@ class Rollout:
                         run.stop, run.detail = "max_tool_calls", f"more than {self.limits.max_tool_calls} tool calls"
                         self._answer_pending(run, action.tool_calls[n:], "the tool call limit is reached")
                         return
-                    record, content = await self._call(call.id, call.name, call.arguments, tools, episodes, run.user_turns - 1)
+                    record, content = await self._call(
+                        call.id, call.name, call.arguments, tools, episodes, run.user_turns - 1
+                    )
                     run.calls.append(record)
                     run.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
                     if record.error in ("server_error", "timeout"):
@@ -216,7 +225,10 @@ class Rollout:
             arguments = json.loads(raw) if raw.strip() else {}
         except json.JSONDecodeError as exc:
             record.error = "malformed"
-            return record, f"Error: the arguments of {name} are not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object."
+            return (
+                record,
+                f"Error: the arguments of {name} are not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object.",
+            )
         if not isinstance(arguments, dict):
             record.error = "malformed"
             return record, f"Error: the arguments of {name} must be a JSON object, not {type(arguments).__name__}."

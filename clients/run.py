@@ -32,11 +32,11 @@ from clients.users import ScriptedUser
 
 class RunOptions(BaseModel):
     farm: Path
-    servers: list[str] | None = Field(None, description="default: every server in the registry")
-    tasks: int = Field(60, ge=1, description="tasks to synthesize")
+    servers: list[str] | None = Field(default=None, description="default: every server in the registry")
+    tasks: int = Field(default=60, ge=1, description="tasks to synthesize")
     seed: int = 0
-    k: int = Field(1, ge=1)
-    concurrency: int = Field(16, ge=1)
+    k: int = Field(default=1, ge=1)
+    concurrency: int = Field(default=16, ge=1)
     out: Path = Path("runs")
     limits: Limits = Field(default_factory=Limits)
     reward: RewardConfig = Field(default_factory=RewardConfig)
@@ -57,7 +57,9 @@ def policy_label(summary: PolicySummary) -> str:
     return summary.policy if summary.calibrated else f"{summary.policy} (uncalibrated)"
 
 
-def scores_document(summaries: Sequence[PolicySummary], failures: Sequence[str], extra: dict[str, Any]) -> dict[str, Any]:
+def scores_document(
+    summaries: Sequence[PolicySummary], failures: Sequence[str], extra: dict[str, Any]
+) -> dict[str, Any]:
     """What `scores.json` holds: per policy (and opening) the rates and the error taxonomy."""
     return {
         "policies": {policy_label(s): s.model_dump(mode="json") for s in summaries},
@@ -128,7 +130,9 @@ def write_outputs(
     scores = scores_document(summaries, failures, {"tasks": len(tasks), **facts})
     (directory / "scores.json").write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")
     files["scores"] = "scores.json"
-    html = render_report(trajectories, title=f"envfarm run · {directory.name}", domains=domains, facts=facts, oracle_failures=failures)
+    html = render_report(
+        trajectories, title=f"envfarm run · {directory.name}", domains=domains, facts=facts, oracle_failures=failures
+    )
     (directory / "report.html").write_text(html, encoding="utf-8")
     files["report"] = "report.html"
     return summaries, failures, files
@@ -148,7 +152,9 @@ async def run(options: RunOptions, out: TextIO | None = None) -> RunResult:
     directory = options.out / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     seconds: dict[str, float] = {}
     judge = ChatModel(options.judge) if options.judge else None
-    async with Connections(farm_targets(options.farm, names, "memory"), timeout=options.limits.call_timeout_s) as connections:
+    async with Connections(
+        farm_targets(options.farm, names, "memory"), timeout=options.limits.call_timeout_s
+    ) as connections:
         started = time.perf_counter()
         synthesis = await synthesize(
             SynthesisOptions(n=options.tasks, servers=names, seed=options.seed, writer=options.writer), connections
@@ -157,7 +163,11 @@ async def run(options: RunOptions, out: TextIO | None = None) -> RunResult:
         tasks = list(synthesis.tasks)
         started = time.perf_counter()
         trajectories = await evaluate(
-            tasks, connections, k=options.k, concurrency=options.concurrency, limits=options.limits,
+            tasks,
+            connections,
+            k=options.k,
+            concurrency=options.concurrency,
+            limits=options.limits,
             scorer=Scorer(options.reward, judge),
         )
         seconds["rollouts"] = round(time.perf_counter() - started, 2)
@@ -175,6 +185,63 @@ async def run(options: RunOptions, out: TextIO | None = None) -> RunResult:
     seconds["write"] = round(time.perf_counter() - started, 2)
     if out is not None:
         print("\n".join(summary_lines(summaries)), file=out)
-        print(f"\noracle self-check: {len(failures)} of {len(tasks)} tasks failed" + (" (pipeline bugs, see report)" if failures else ""), file=out)
+        print(
+            f"\noracle self-check: {len(failures)} of {len(tasks)} tasks failed"
+            + (" (pipeline bugs, see report)" if failures else ""),
+            file=out,
+        )
         print(f"wrote {directory}/ ({', '.join(files.values())})", file=out)
-    return RunResult(directory=directory, tasks=len(tasks), summaries=summaries, oracle_failures=failures, files=files, seconds=seconds)
+    return RunResult(
+        directory=directory,
+        tasks=len(tasks),
+        summaries=summaries,
+        oracle_failures=failures,
+        files=files,
+        seconds=seconds,
+    )
+
+
+class EpisodeRate(BaseModel):
+    """Scored offline rollouts per second, in-process: what `envfarm bench` reports as `episodes_per_s`."""
+
+    episodes_per_s: float
+    episodes: int
+    tasks: int
+    policy: str
+    concurrency: int
+    calls_per_episode: float
+    success_rate: float
+
+
+async def measure_episode_rate(
+    farm: Path,
+    server: str,
+    *,
+    tasks: int = 20,
+    episodes: int = 1000,
+    concurrency: int = 16,
+    policy: Policy | None = None,
+) -> EpisodeRate:
+    """Synthesize `tasks` on `server`, then time `episodes` scored rollouts of an offline policy over them."""
+    from clients.synthesize import SynthesisOptions, synthesize
+
+    policy = policy or HeuristicPolicy()
+    async with Connections(farm_targets(farm, [server], "memory")) as connections:
+        synthesis = await synthesize(SynthesisOptions(n=tasks, servers=[server]), connections)
+        chosen = list(synthesis.tasks)
+        if not chosen:
+            raise RuntimeError(f"the synthesizer made no task on {server}")
+        options = RolloutOptions(k=max(1, episodes // len(chosen)), concurrency=concurrency)
+        await rollout_tasks(chosen[:1], policy, ScriptedUser(), connections, scorer=Scorer())  # warm up
+        started = time.perf_counter()
+        done = await rollout_tasks(chosen, policy, ScriptedUser(), connections, options, scorer=Scorer())
+        elapsed = time.perf_counter() - started
+    return EpisodeRate(
+        episodes_per_s=round(len(done) / elapsed, 1),
+        episodes=len(done),
+        tasks=len(chosen),
+        policy=policy.name,
+        concurrency=concurrency,
+        calls_per_episode=round(sum(len(t.calls) for t in done) / len(done), 2),
+        success_rate=round(sum(bool(t.score and t.score.success) for t in done) / len(done), 3),
+    )

@@ -103,13 +103,32 @@ def state_match(task: Task, final: dict[str, ServerState]) -> tuple[bool | None,
 
 # ---------------------------------------------------------------- claims
 
-MONTHS = {m: n for n, m in enumerate("january february march april may june july august september october november december".split(), 1)}
+MONTHS = {
+    m: n
+    for n, m in enumerate(
+        [
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ],
+        1,
+    )
+}
 MONTH = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})")
-MONTH_FIRST = re.compile(rf"\b{MONTH}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?", re.I)
-DAY_FIRST = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{MONTH}\.?(?:,?\s+(\d{{4}}))?", re.I)
+MONTH_FIRST = re.compile(rf"\b{MONTH}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?", re.IGNORECASE)
+DAY_FIRST = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{MONTH}\.?(?:,?\s+(\d{{4}}))?", re.IGNORECASE)
 NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
-TIME = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?", re.I)
+TIME = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?", re.IGNORECASE)
 
 
 def _month(name: str) -> int:
@@ -157,7 +176,7 @@ def value_found(value: str, answer: str) -> bool:
     if not raw:
         return True
     try:
-        moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(raw)
         is_datetime = "T" in raw or " " in raw.strip()
     except ValueError:
         moment, is_datetime = None, False
@@ -222,7 +241,11 @@ def policy_problems(checks: Sequence[PolicyCheck], trajectory: Trajectory) -> li
             problems.append(f"{check.rule}: never called {check.tool}")
         elif check.kind in ("must_not_call", "must_refuse") and calls:
             problems.append(f"{check.rule}: called {check.tool}")
-        elif check.kind == "must_confirm" and calls and not _confirmed_before(trajectory, trajectory.calls[calls[0]].call_id):
+        elif (
+            check.kind == "must_confirm"
+            and calls
+            and not _confirmed_before(trajectory, trajectory.calls[calls[0]].call_id)
+        ):
             problems.append(f"{check.rule}: called {check.tool} without asking the user to confirm first")
     return problems
 
@@ -242,7 +265,9 @@ def classify(trajectory: Trajectory, score: Score) -> ErrorCategory | None:
     """Why a rollout failed, the environment's fault first (so it never counts against the agent)."""
     if score.success:
         return None
-    if trajectory.stop_reason == "server_error" or any(c.error in ("server_error", "timeout") for c in trajectory.calls):
+    if trajectory.stop_reason == "server_error" or any(
+        c.error in ("server_error", "timeout") for c in trajectory.calls
+    ):
         return "server_error"
     if trajectory.stop_reason == "user_error":
         return "user_error"
@@ -252,7 +277,11 @@ def classify(trajectory: Trajectory, score: Score) -> ErrorCategory | None:
     if policy_problems(forbidden, trajectory):
         return "policy_violation"  # did what the policy forbids (a missing must-call is judged below)
     if score.state_match is not False and not score.claims_pass:
-        return "judge_error" if any(g.judge_error for g in score.claims) and score.claims_coverage < PASS_COVERAGE else "wrong_answer"
+        return (
+            "judge_error"
+            if any(g.judge_error for g in score.claims) and score.claims_coverage < PASS_COVERAGE
+            else "wrong_answer"
+        )
     if score.state_match is not False:
         return "policy_violation"  # state and claims hold: only a policy check failed
     errors = {c.error for c in trajectory.calls}
@@ -274,7 +303,9 @@ def classify(trajectory: Trajectory, score: Score) -> ErrorCategory | None:
 def reward(score: Score, config: RewardConfig) -> float:
     if config.mode == "weighted":
         state = 1.0 if score.state_match in (True, None) else 0.0
-        return round(config.weights.get("state", 0.0) * state + config.weights.get("claims", 0.0) * score.claims_coverage, 4)
+        return round(
+            config.weights.get("state", 0.0) * state + config.weights.get("claims", 0.0) * score.claims_coverage, 4
+        )
     parts = []
     if config.require_state:
         parts.append(score.state_match is not False)
@@ -413,7 +444,10 @@ def oracle_failures(trajectories: Sequence[Trajectory]) -> list[str]:
     failures = []
     for t in trajectories:
         if t.policy == "oracle" and t.score is not None and t.score.reward < 1.0:
-            why = t.score.state_problems + t.score.policy_problems + [f"claim missing: {g.claim}" for g in t.score.claims if g.score < 1]
+            why = (
+                t.score.state_problems
+                + t.score.policy_problems
+                + [f"claim missing: {g.claim}" for g in t.score.claims if g.score < 1]
+            )
             failures.append(f"{t.task_id}: {t.stop_reason}; " + ("; ".join(why) or (t.score.error or "")))
     return failures
-

@@ -56,12 +56,12 @@ class CallRecord(BaseModel):
 
     call_id: str
     name: str = Field(description="the function name the policy used")
-    server: str | None = Field(None, description="None when the name matched no enabled tool")
+    server: str | None = Field(default=None, description="None when the name matched no enabled tool")
     tool: str | None = None
-    arguments: Any = Field(None, description="parsed arguments (the raw string when they were not JSON)")
+    arguments: Any = Field(default=None, description="parsed arguments (the raw string when they were not JSON)")
     ok: bool = False
     error: CallError | None = None
-    output: Any = Field(None, description="structured content, or the text of the result")
+    output: Any = Field(default=None, description="structured content, or the text of the result")
     turn: int = 0
     seconds: float = 0.0
 
@@ -78,14 +78,14 @@ class ClaimGrade(BaseModel):
     score: float = Field(description="1, 0.5 or 0")
     matched: list[str] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list)
-    judge: str | None = Field(None, description="'deterministic' or the judge model")
+    judge: str | None = Field(default=None, description="'deterministic' or the judge model")
     judge_error: str | None = None
 
 
 class Score(BaseModel):
     """Why a rollout got its reward: each part on its own, so rewards can be recomputed and audited."""
 
-    state_match: bool | None = Field(None, description="None when no server could report its state")
+    state_match: bool | None = Field(default=None, description="None when no server could report its state")
     state_problems: list[str] = Field(default_factory=list)
     claims_coverage: float = 1.0
     claims_pass: bool = True
@@ -94,8 +94,8 @@ class Score(BaseModel):
     policy_problems: list[str] = Field(default_factory=list)
     reward: float = 0.0
     success: bool = False
-    error: ErrorCategory | None = Field(None, description="why it failed (None on success)")
-    server_error: bool = Field(False, description="the environment broke: exclude from rewards")
+    error: ErrorCategory | None = Field(default=None, description="why it failed (None on success)")
+    server_error: bool = Field(default=False, description="the environment broke: exclude from rewards")
 
 
 class Usage(BaseModel):
@@ -116,9 +116,7 @@ class Trajectory(BaseModel):
     calibrated: bool = True
     messages: list[dict[str, Any]] = Field(description="OpenAI chat messages, system prompt first")
     tools: list[dict[str, Any]] = Field(description="OpenAI function tools offered to the policy")
-    tool_map: dict[str, tuple[str, str]] = Field(
-        default_factory=dict, description="function name -> (server, tool)"
-    )
+    tool_map: dict[str, tuple[str, str]] = Field(default_factory=dict, description="function name -> (server, tool)")
     write_tools: list[str] = Field(default_factory=list, description="function names not marked read-only")
     calls: list[CallRecord] = Field(default_factory=list)
     stop_reason: StopReason = "done"

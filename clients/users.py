@@ -18,7 +18,9 @@ from clients.tasks import Task
 from clients.trajectory import CallRecord
 
 STOP_TOKEN = "###STOP###"
-CONFIRM = re.compile(r"\b(confirm|proceed|go ahead|shall i|should i|do you want|would you like|ok(ay)? to)\b", re.I)
+CONFIRM = re.compile(
+    r"\b(confirm|proceed|go ahead|shall i|should i|do you want|would you like|ok(ay)? to)\b", re.IGNORECASE
+)
 NUDGE = "That doesn't look done yet. Could you please finish what I asked?"
 
 
@@ -118,7 +120,10 @@ class ScriptedUser:
 
 def user_prompt(task: Task) -> str:
     goals = [turn.message for turn in task.turns] or [task.opening_message]
-    facts = "\n".join(f"- {f.key}: {f.value} ({f.description})" if f.description else f"- {f.key}: {f.value}" for f in task.hidden_facts)
+    facts = "\n".join(
+        f"- {f.key}: {f.value} ({f.description})" if f.description else f"- {f.key}: {f.value}"
+        for f in task.hidden_facts
+    )
     steps = "\n".join(f"{n}. {goal}" for n, goal in enumerate(goals, 1))
     return (
         f"You are {task.persona.name}, a customer talking to an assistant. Write like a real person, "

@@ -51,13 +51,27 @@ def cmd_rollout(args: argparse.Namespace) -> int:
         targets = _targets(args, servers)
     except (OSError, ValueError, LookupError) as exc:
         return _fail(str(exc))
-    limits = Limits(max_turns=args.max_turns, max_tool_calls=args.max_tool_calls, max_tokens=args.max_tokens, wall_time_s=args.wall_time, call_timeout_s=args.call_timeout)
+    limits = Limits(
+        max_turns=args.max_turns,
+        max_tool_calls=args.max_tool_calls,
+        max_tokens=args.max_tokens,
+        wall_time_s=args.wall_time,
+        call_timeout_s=args.call_timeout,
+    )
     options = RolloutOptions(k=args.k, concurrency=args.concurrency, calibrated=not args.uncalibrated, limits=limits)
 
     async def main() -> list[Any]:
         async with Connections(targets, timeout=args.call_timeout) as connections:
             try:
-                return await rollout_tasks(tasks, policy, user, connections, options, scorer=Scorer(), progress=ProgressBar(f"rollouts {policy.name}"))
+                return await rollout_tasks(
+                    tasks,
+                    policy,
+                    user,
+                    connections,
+                    options,
+                    scorer=Scorer(),
+                    progress=ProgressBar(f"rollouts {policy.name}"),
+                )
             finally:
                 await policy.aclose()
                 await user.aclose()

@@ -7,7 +7,18 @@ from __future__ import annotations
 from typing import Any
 
 from clients.connect import Connections
-from clients.tasks import Claim, ExpectedState, GoldCall, HiddenFact, Persona, PolicyCheck, Provenance, Task, ToolRef, Turn
+from clients.tasks import (
+    Claim,
+    ExpectedState,
+    GoldCall,
+    HiddenFact,
+    Persona,
+    PolicyCheck,
+    Provenance,
+    Task,
+    ToolRef,
+    Turn,
+)
 
 CLINIC_TOOLS = [
     "find_patient",
@@ -25,7 +36,10 @@ WRITES = {"book_appointment", "reschedule_appointment", "cancel_appointment", "p
 
 
 async def ground(
-    connections: Connections, task_id: str, calls: list[tuple[str, dict[str, Any]]], turns: list[list[int]] | None = None
+    connections: Connections,
+    task_id: str,
+    calls: list[tuple[str, dict[str, Any]]],
+    turns: list[list[int]] | None = None,
 ) -> tuple[list[GoldCall], ExpectedState]:
     """Run `calls` on a fresh clinic episode; every call must succeed. Returns the gold calls and state."""
     gold: list[GoldCall] = []
@@ -49,7 +63,9 @@ async def ground(
     return gold, ExpectedState(hash=state.hash, diff=state.diff, tables=sorted(state.diff))
 
 
-def base(task_id: str, opening: str, uncalibrated: str, gold: list[GoldCall], expected: ExpectedState, **extra: Any) -> Task:
+def base(
+    task_id: str, opening: str, uncalibrated: str, gold: list[GoldCall], expected: ExpectedState, **extra: Any
+) -> Task:
     return Task(
         id=task_id,
         servers=["clinic"],
@@ -114,7 +130,10 @@ async def booking_task(connections: Connections) -> Task:
 
 async def read_task(connections: Connections) -> Task:
     """A read-only question: the answer's claims carry the whole grade."""
-    calls = [("find_patient", {"full_name": "Priya Lopez"}), ("list_appointments", {"patient_id": "pat_0008", "status": "booked"})]
+    calls = [
+        ("find_patient", {"full_name": "Priya Lopez"}),
+        ("list_appointments", {"patient_id": "pat_0008", "status": "booked"}),
+    ]
     gold, expected = await ground(connections, "read", calls)
     appointments = gold[1].output["appointments"]
     return base(

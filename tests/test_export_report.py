@@ -54,7 +54,9 @@ def test_sft_exports_parse(run_data: tuple[list[Task], list[Trajectory]], tmp_pa
     for line in path.read_text().splitlines():
         row = json.loads(line)
         roles = [turn["from"] for turn in row["conversations"]]
-        assert all(r in ("human", "observation") for r in roles[0::2]) and all(r in ("gpt", "function_call") for r in roles[1::2])
+        assert all(r in ("human", "observation") for r in roles[0::2]) and all(
+            r in ("gpt", "function_call") for r in roles[1::2]
+        )
         assert roles[-1] == "gpt" and row["system"]
         for turn in row["conversations"]:
             if turn["from"] == "function_call":
@@ -100,7 +102,9 @@ class Page(HTMLParser):
 
 def test_report_is_self_contained_and_escaped(run_data: tuple[list[Task], list[Trajectory]]) -> None:
     _, trajectories = run_data
-    html = render_report(trajectories, domains={"clinic": "health"}, facts={"tasks": 3}, oracle_failures=oracle_failures(trajectories))
+    html = render_report(
+        trajectories, domains={"clinic": "health"}, facts={"tasks": 3}, oracle_failures=oracle_failures(trajectories)
+    )
     page = Page()
     page.feed(html)
     assert "script" not in page.tags and page.links == [], "no script, no external resource"
@@ -119,7 +123,10 @@ def test_cli_rollout_eval_export(tmp_path: Path, capsys: pytest.CaptureFixture[s
     tasks_file = tmp_path / "tasks.jsonl"
     write_jsonl(tasks_file, anyio.run(make))
     out = tmp_path / "oracle.jsonl"
-    assert main(["--farm", str(REPO), "rollout", str(tasks_file), "--policy", "oracle", "--k", "2", "--out", str(out)]) == 0
+    assert (
+        main(["--farm", str(REPO), "rollout", str(tasks_file), "--policy", "oracle", "--k", "2", "--out", str(out)])
+        == 0
+    )
     trajectories = load_trajectories(out)
     assert len(trajectories) == 6 and all(t.score and t.score.success for t in trajectories)
     printed = capsys.readouterr().out
@@ -139,13 +146,17 @@ def test_cli_rollout_eval_export(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 def test_write_outputs_lays_out_a_run(run_data: tuple[list[Task], list[Trajectory]], tmp_path: Path) -> None:
     tasks, trajectories = run_data
-    summaries, failures, files = write_outputs(tmp_path, tasks, trajectories, domains={"clinic": "health"}, facts={"seconds": 1})
+    summaries, failures, files = write_outputs(
+        tmp_path, tasks, trajectories, domains={"clinic": "health"}, facts={"seconds": 1}
+    )
     assert failures == [] and {s.policy for s in summaries} == {"oracle", "heuristic"}
     scores = json.loads((tmp_path / "scores.json").read_text())
     for label in ("oracle", "heuristic", "heuristic (uncalibrated)"):
         entry = scores["policies"][label]
         assert {"episodes", "success_rate", "state_match_rate", "claims_pass_rate", "errors"} <= set(entry)
-    assert scores["policies"]["heuristic"]["success_rate"] < scores["policies"]["heuristic (uncalibrated)"]["success_rate"]
+    assert (
+        scores["policies"]["heuristic"]["success_rate"] < scores["policies"]["heuristic (uncalibrated)"]["success_rate"]
+    )
     written = load_tasks(tmp_path / "tasks.jsonl")
     assert all(t.difficulty and t.difficulty.solve_rate["oracle"] == 1.0 for t in written)
     assert all((tmp_path / f).exists() for f in files.values())

@@ -23,7 +23,6 @@ from clients.tasks import Claim, GoldCall, Persona, Provenance, Task, ToolRef
 from clients.trajectory import Trajectory
 from clients.users import LLMUser, ScriptedUser
 
-
 TODO_SERVER = Path(__file__).parent / "foreign" / "todo_server.py"
 
 
@@ -62,9 +61,15 @@ async def test_oracle_solves_every_grounded_task_and_the_heuristic_does_worse() 
         for trajectory in group:
             well_formed(trajectory)
     failed = [t for t in results["heuristic", True] if t.score and not t.score.success]
-    assert all(t.score and t.score.error in ("gave_up", "wrong_answer", "rule_violation", "bad_arguments", "wrong_tool") for t in failed)
+    assert all(
+        t.score and t.score.error in ("gave_up", "wrong_answer", "rule_violation", "bad_arguments", "wrong_tool")
+        for t in failed
+    )
     fill_difficulty(tasks, results["oracle", True] + results["heuristic", True])
-    assert all(t.difficulty and t.difficulty.solve_rate["oracle"] == 1.0 and "heuristic" in t.difficulty.solve_rate for t in tasks)
+    assert all(
+        t.difficulty and t.difficulty.solve_rate["oracle"] == 1.0 and "heuristic" in t.difficulty.solve_rate
+        for t in tasks
+    )
 
 
 async def test_scripted_user_reveals_hidden_facts_only_when_asked_and_moves_through_turns() -> None:
@@ -74,7 +79,10 @@ async def test_scripted_user_reveals_hidden_facts_only_when_asked_and_moves_thro
     assert session.opening() == task.turns[0].message
     reply = await session.reply([{"role": "assistant", "content": "Could you tell me your email?"}], [])
     assert reply == "My email is priya.lopez@example.com."
-    assert await session.reply([{"role": "assistant", "content": "All done!"}], []) == "That doesn't look done yet. Could you please finish what I asked?"
+    assert (
+        await session.reply([{"role": "assistant", "content": "All done!"}], [])
+        == "That doesn't look done yet. Could you please finish what I asked?"
+    )
     assert await session.reply([{"role": "assistant", "content": "All done!"}], []) is None  # gives up after one nudge
 
 
@@ -146,7 +154,12 @@ async def test_malformed_tool_calls_go_back_to_the_policy_as_errors() -> None:
 
 
 async def test_a_model_that_never_stops_calling_tools_hits_the_limit() -> None:
-    endless = {"tool_calls": [{"name": "search_doctors", "arguments": {}}, {"name": "search_doctors", "arguments": {"specialty": "general"}}]}
+    endless = {
+        "tool_calls": [
+            {"name": "search_doctors", "arguments": {}},
+            {"name": "search_doctors", "arguments": {"specialty": "general"}},
+        ]
+    }
     with scripted_openai([endless]) as model:
         policy = ChatPolicy(config(model.base_url))
         async with farm() as connections:
@@ -215,12 +228,17 @@ def todo_task() -> Task:
     """A task on a foreign server (no control plane): graded on its claims alone."""
     gold = [
         GoldCall(server="todo", tool="search_projects", arguments={"name": "Garden"}),
-        GoldCall(server="todo", tool="add_task", arguments={"project_id": "prj_7f3a", "title": "Paint it"}, is_write=True),
+        GoldCall(
+            server="todo", tool="add_task", arguments={"project_id": "prj_7f3a", "title": "Paint it"}, is_write=True
+        ),
     ]
     return Task(
         id="todo-add",
         servers=["todo"],
-        tools=[ToolRef(server="todo", tool=name) for name in ("search_projects", "list_project_tasks", "add_task", "complete_task")],
+        tools=[
+            ToolRef(server="todo", tool=name)
+            for name in ("search_projects", "list_project_tasks", "add_task", "complete_task")
+        ],
         persona=Persona(name="Ana Silva"),
         opening_message="Please add 'Paint it' to my Garden shed project.",
         gold_calls=gold,
@@ -231,7 +249,9 @@ def todo_task() -> Task:
 
 def todo_config(tmp_path: Path, *flags: str) -> dict[str, Any]:
     path = tmp_path / "mcp.json"
-    path.write_text(json.dumps({"mcpServers": {"todo": {"command": sys.executable, "args": [str(TODO_SERVER), *flags]}}}))
+    path.write_text(
+        json.dumps({"mcpServers": {"todo": {"command": sys.executable, "args": [str(TODO_SERVER), *flags]}}})
+    )
     return load_server_configs(path)
 
 
@@ -253,7 +273,9 @@ async def test_a_hanging_server_is_a_server_error_not_the_agents(tmp_path: Path)
         policy = ChatPolicy(config(model.base_url))
         async with Connections(todo_config(tmp_path, "--hang"), timeout=20) as connections:
             options = RolloutOptions(limits=Limits(call_timeout_s=0.5))
-            [trajectory] = await rollout_tasks([todo_task()], policy, ScriptedUser(), connections, options, scorer=Scorer())
+            [trajectory] = await rollout_tasks(
+                [todo_task()], policy, ScriptedUser(), connections, options, scorer=Scorer()
+            )
         await policy.aclose()
     assert trajectory.stop_reason == "server_error" and trajectory.calls[0].error == "timeout"
     assert trajectory.score and trajectory.score.server_error and trajectory.score.error == "server_error"

@@ -59,7 +59,12 @@ async def test_state_match_is_path_independent_and_strict() -> None:
     assert swapped.hash != gold.hash, "the two orders hand out the new ids the other way round"
     assert state_match(task, {"clinic": swapped}) == (True, [])
     with_reads = await final_state(
-        [("find_patient", {"full_name": "Lucas"}), book(OTHER_SLOT, "chest pain"), ("search_doctors", {}), book(FREE_SLOT, "checkup")],
+        [
+            ("find_patient", {"full_name": "Lucas"}),
+            book(OTHER_SLOT, "chest pain"),
+            ("search_doctors", {}),
+            book(FREE_SLOT, "checkup"),
+        ],
         "reads",
     )
     assert state_match(task, {"clinic": with_reads}) == (True, [])
@@ -69,7 +74,11 @@ async def test_state_match_is_path_independent_and_strict() -> None:
     assert matched is False and problems == ["clinic.appointments: added rows differ (1 missing, 1 unexpected)"]
 
     too_much = await final_state(
-        [book(FREE_SLOT, "checkup"), book(OTHER_SLOT, "chest pain"), ("pay_invoice", {"invoice_id": "inv_0003", "amount": 95.0})],
+        [
+            book(FREE_SLOT, "checkup"),
+            book(OTHER_SLOT, "chest pain"),
+            ("pay_invoice", {"invoice_id": "inv_0003", "amount": 95.0}),
+        ],
         "extra",
     )
     matched, problems = state_match(task, {"clinic": too_much})
