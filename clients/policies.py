@@ -226,6 +226,7 @@ DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 IDENT = re.compile(r"\b[a-z]{2,}_[a-z0-9_]*\d[a-z0-9_]*\b")
 NAME = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b")
 NUMBER = re.compile(r"(?<![\w.])\$?(\d+(?:\.\d+)?)\b")
+STATED = re.compile(r"\b(?:my|the) ([a-z][a-z ]{1,40}?) (?:is|should be|was|will be) ([^?!\n]+?)(?:\.(?:\s|$)|[?!\n]|$)", re.I)
 QUOTED = re.compile(r"[\"“']([^\"”']{2,80})[\"”']")
 STOP = frozenset(
     [
@@ -430,8 +431,11 @@ class HeuristicAgent:
         required = set(schema.get("required") or [])
         arguments: dict[str, Any] = {}
         missing: list[str] = []
+        stated = {" ".join(sorted(words(key))): value.strip() for key, value in STATED.findall(text)}
         for prop, sub in (schema.get("properties") or {}).items():
-            value = self._from_text(prop, sub, text)
+            value = stated.get(" ".join(sorted(words(prop.replace("_", " ")))))
+            if value is None:
+                value = self._from_text(prop, sub, text)
             if value is None and prop in required:
                 value = self._from_outputs(prop, outputs, text)
             if value is None and prop in required and _types(sub) == {"string"} and not prop.endswith("_id"):
