@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -170,3 +172,30 @@ async def test_uncalibrated_rollouts_open_with_the_uncalibrated_message() -> Non
         oracle = await rollout_tasks(tasks[:1], OraclePolicy(), ScriptedUser(), connections, scorer=Scorer())
     assert trajectories[0].messages[1]["content"] == tasks[0].uncalibrated_message and not trajectories[0].calibrated
     assert oracle[0].messages[1]["content"] == tasks[0].opening_message
+
+
+BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome")
+
+
+def test_report_renders_in_a_headless_browser(run_data: tuple[list[Task], list[Trajectory]], tmp_path: Path) -> None:
+    """With a browser from the OS packages (e.g. Debian's chromium-headless-shell), the page renders
+    offline: the DOM after rendering still holds the summary, the charts and the escaped text."""
+    browser = next((path for name in BROWSERS if (path := shutil.which(name))), None)
+    if browser is None:
+        pytest.skip("no headless Chromium installed (apt-get install chromium-headless-shell)")
+    _, trajectories = run_data
+    page = tmp_path / "report.html"
+    page.write_text(render_report(trajectories, domains={"clinic": "health"}), encoding="utf-8")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
+    dom = subprocess.run(
+        [browser, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    assert "<svg" in dom and "Summary" in dom and "&lt;script&gt;alert" in dom
+    shot = tmp_path / "report.png"
+    subprocess.run(
+        [browser, *flags, f"--screenshot={shot}", "--window-size=1200,900", page.as_uri()],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
