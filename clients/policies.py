@@ -14,6 +14,7 @@ would write, so the rollout loop handles a malformed call from any policy the sa
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -226,7 +227,9 @@ DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 IDENT = re.compile(r"\b[a-z]{2,}_[a-z0-9_]*\d[a-z0-9_]*\b")
 NAME = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b")
 NUMBER = re.compile(r"(?<![\w.])\$?(\d+(?:\.\d+)?)\b")
-STATED = re.compile(r"\b(?:my|the) ([a-z][a-z ]{1,40}?) (?:is|should be|was|will be) ([^?!\n]+?)(?:\.(?:\s|$)|[?!\n]|$)", re.I)
+STATED = re.compile(
+    r"\b(?:my|the) ([a-z][a-z ]{1,40}?) (?:is|should be|was|will be) ([^?!\n]+?)(?:\.(?:\s|$)|[?!\n]|$)", re.IGNORECASE
+)
 QUOTED = re.compile(r"[\"“']([^\"”']{2,80})[\"”']")
 STOP = frozenset(
     [
@@ -292,8 +295,10 @@ def _stem(word: str) -> str:
     return word
 
 
-def words(text: str) -> set[str]:
-    return {_stem(w) for w in WORD.findall(text.lower()) if w not in STOP}
+@functools.lru_cache(maxsize=4096)
+def words(text: str) -> frozenset[str]:
+    """Content words, stemmed and with synonyms folded (cached: tool texts repeat in every rollout)."""
+    return frozenset(_stem(w) for w in WORD.findall(text.lower()) if w not in STOP)
 
 
 def _abbreviates(prefix: str, word: str) -> bool:
@@ -337,11 +342,31 @@ def _enum(schema: dict[str, Any]) -> list[Any]:
     return list(schema.get("enum") or [v for part in schema.get("anyOf") or [] for v in part.get("enum") or []])
 
 
+@dataclass(frozen=True)
+class ToolIndex:
+    """What the heuristic matches a tool by, computed once per tool rather than per step."""
+
+    name: frozenset[str]
+    description: frozenset[str]
+    inputs: frozenset[str]
+    outputs: frozenset[str]
+
+    @classmethod
+    def of(cls, tool: AgentTool) -> ToolIndex:
+        return cls(
+            name=words(tool.tool.replace("_", " ")),
+            description=words(tool.description),
+            inputs=frozenset(_properties(tool.input_schema)),
+            outputs=frozenset(_properties(tool.output_schema or {})),
+        )
+
+
 @dataclass
 class HeuristicAgent:
     """Greedy and literal on purpose: a baseline that reads like a weak agent, with no model."""
 
     tools: list[AgentTool]
+    index: dict[str, ToolIndex]
     goal: AgentTool | None = None
     request_count: int = 0
     asked: set[str] = field(default_factory=set)
@@ -369,14 +394,8 @@ class HeuristicAgent:
         return outputs[::-1]
 
     def _score(self, tool: AgentTool, text: str) -> float:
-        request = words(text)
-        name = words(tool.tool.replace("_", " "))
-        described = words(tool.description)
-        score = (
-            3.0 * len(request & name)
-            + len(request & described)
-            + 0.2 * len(request & set(_properties(tool.input_schema)))
-        )
+        request, known = words(text), self.index[tool.name]
+        score = 3.0 * len(request & known.name) + len(request & known.description) + 0.2 * len(request & known.inputs)
         if re.search(rf"\b{re.escape(tool.tool)}\b", text):
             score += 10.0
         return score
@@ -458,9 +477,7 @@ class HeuristicAgent:
     def _producer(self, prop: str, exclude: set[str], text: str) -> AgentTool | None:
         """A read tool whose output holds `prop`, the one that fits the request best."""
         candidates = [
-            t
-            for t in self.tools
-            if t.read_only and t.name not in exclude and prop in set(_properties(t.output_schema or {}))
+            t for t in self.tools if t.read_only and t.name not in exclude and prop in self.index[t.name].outputs
         ]
         return max(candidates, key=lambda t: self._score(t, text), default=None)
 
@@ -546,8 +563,14 @@ class HeuristicAgent:
 class HeuristicPolicy:
     name = "heuristic"
 
+    def __init__(self) -> None:
+        self._index: dict[tuple[str, str, str], ToolIndex] = {}
+
     def agent(self, task: Task, tools: list[AgentTool]) -> Agent:
-        return HeuristicAgent(tools)
+        for tool in tools:
+            if (tool.server, tool.tool, tool.name) not in self._index:
+                self._index[tool.server, tool.tool, tool.name] = ToolIndex.of(tool)
+        return HeuristicAgent(tools, {t.name: self._index[t.server, t.tool, t.name] for t in tools})
 
     async def aclose(self) -> None:
         return None

@@ -35,6 +35,11 @@ from servers.runtime.control import ControlError, ErrorKind, error_kind
 SAFE = re.compile(r"[^A-Za-z0-9_.:-]")
 
 
+def task_servers(task: Task) -> list[str]:
+    """Every server the rollout opens an episode on: the task's, and those of its distractor tools."""
+    return list(dict.fromkeys([*task.servers, *(ref.server for ref in task.tools)]))
+
+
 class Limits(BaseModel):
     max_turns: int = Field(default=8, ge=1, description="user messages per rollout")
     max_tool_calls: int = Field(default=30, ge=0)
@@ -61,6 +66,23 @@ def render_result(result: types.CallToolResult) -> str:
 
 
 @dataclass
+class _Episodes:
+    """The rollout's episodes, opened on first use: a server the policy never calls costs nothing."""
+
+    connections: Connections
+    stack: AsyncExitStack
+    ids: dict[str, str]
+    opened: dict[str, Episode] = field(default_factory=dict)
+
+    async def get(self, server: str) -> Episode:
+        if server not in self.opened:
+            self.opened[server] = await self.stack.enter_async_context(
+                self.connections.episode(server, self.ids[server])
+            )
+        return self.opened[server]
+
+
+@dataclass
 class _Run:
     """The mutable record of one rollout, kept whole even when a limit cancels the loop."""
 
@@ -70,6 +92,18 @@ class _Run:
     user_turns: int = 1
     stop: StopReason = "done"
     detail: str = ""
+    deadline: float = float("inf")
+
+    def left(self) -> float:
+        """Seconds of wall time left. The limit is a deadline checked around each step, not one cancel
+        scope over the loop: an episode client opened inside a scope could not be closed outside it."""
+        return self.deadline - time.perf_counter()
+
+    def out_of_time(self, limit: float) -> bool:
+        if self.left() > 0:
+            return False
+        self.stop, self.detail = "wall_time", f"over {limit:g} s"
+        return True
 
 
 class Rollout:
@@ -96,48 +130,55 @@ class Rollout:
     async def run(self) -> Trajectory:
         started = time.perf_counter()
         tag = uuid.uuid4().hex[:10]
-        episode_ids = {
-            s: SAFE.sub("_", f"{self.task.id}:{self.policy.name}:{self.attempt}:{s}:{tag}") for s in self.task.servers
-        }
+        servers = task_servers(self.task)
+        ids = {s: SAFE.sub("_", f"{self.task.id}:{self.policy.name}:{self.attempt}:{s}:{tag}") for s in servers}
         async with AsyncExitStack() as stack:
+            episodes = _Episodes(self.connections, stack, ids)
             try:
-                episodes = {
-                    s: await stack.enter_async_context(self.connections.episode(s, episode_ids[s]))
-                    for s in self.task.servers
-                }
+                listed = {s: await self.connections.tools(s) for s in servers}
+                instructions = {s: await self.connections.instructions(s) for s in servers}
             except ControlError as exc:
-                return self._trajectory(_Run([], stop="server_error", detail=str(exc)), [], started, episode_ids)
-            tools = self._tools(episodes)
+                return self._trajectory(_Run([], stop="server_error", detail=str(exc)), [], started, ids)
+            tools, missing = self._tools(listed)
             session = self.user.session(self.task, self.options.calibrated)
-            prompt = system_prompt({s: e.instructions for s, e in episodes.items()})
-            run = _Run([{"role": "system", "content": prompt}, {"role": "user", "content": session.opening()}])
+            run = _Run(
+                [
+                    {"role": "system", "content": system_prompt(instructions)},
+                    {"role": "user", "content": session.opening()},
+                ]
+            )
             agent = self.policy.agent(self.task, tools)
-            by_name = {tool.name: tool for tool in tools}
-            with anyio.move_on_after(self.limits.wall_time_s) as scope:
-                await self._converse(run, agent, session, by_name, episodes)
-            if scope.cancelled_caught:
-                run.stop, run.detail = "wall_time", f"over {self.limits.wall_time_s:g} s"
-            final: dict[str, ServerState] = {}
-            if run.stop != "server_error":
-                for server, episode in episodes.items():
-                    try:
-                        with anyio.fail_after(self.limits.call_timeout_s):
-                            state = await episode.state()
-                    except (ControlError, TimeoutError) as exc:
-                        run.stop, run.detail = "server_error", f"{server}: final state: {exc or 'timed out'}"
-                        break
-                    if state is not None:
-                        final[server] = ServerState(hash=state.hash, diff=state.diff)
-            trajectory = self._trajectory(run, tools, started, episode_ids)
+            run.deadline = time.perf_counter() + self.limits.wall_time_s
+            await self._converse(run, agent, session, {tool.name: tool for tool in tools}, episodes)
+            final = await self._final_state(run, episodes) if run.stop != "server_error" else {}
+            trajectory = self._trajectory(run, tools, started, {s: ids[s] for s in episodes.opened})
             trajectory.final_state = final
+            if missing:
+                trajectory.metadata["unlisted_tools"] = missing
             return trajectory
 
-    def _tools(self, episodes: dict[str, Episode]) -> list[AgentTool]:
-        listed = {server: episode.tools for server, episode in episodes.items()}
+    async def _final_state(self, run: _Run, episodes: _Episodes) -> dict[str, ServerState]:
+        """Each opened episode's state; a server the rollout never called is at its seed (no diff)."""
+        final = {server: ServerState(hash=None) for server in self.task.expected_state if server not in episodes.opened}
+        for server, episode in episodes.opened.items():
+            try:
+                with anyio.fail_after(self.limits.call_timeout_s):
+                    state = await episode.state()
+            except (ControlError, TimeoutError) as exc:
+                run.stop, run.detail = "server_error", f"{server}: final state: {exc or 'timed out'}"
+                return {}
+            if state is not None:
+                final[server] = ServerState(hash=state.hash, diff=state.diff)
+        return final
+
+    def _tools(self, listed: dict[str, list[types.Tool]]) -> tuple[list[AgentTool], list[str]]:
+        """The enabled tools the servers list, and those they do not (a stale task: recorded, skipped)."""
         enabled = [(ref.server, ref.tool) for ref in self.task.tools] or [
             (server, tool.name) for server, tools in listed.items() for tool in tools
         ]
-        return agent_tools(listed, enabled)
+        names = {server: {tool.name for tool in tools} for server, tools in listed.items()}
+        missing = [f"{server}.{tool}" for server, tool in enabled if tool not in names.get(server, set())]
+        return agent_tools(listed, [(s, t) for s, t in enabled if t in names.get(s, set())]), missing
 
     def _trajectory(self, run: _Run, tools: list[AgentTool], started: float, episodes: dict[str, str]) -> Trajectory:
         return Trajectory(
@@ -162,13 +203,18 @@ class Rollout:
         )
 
     async def _converse(
-        self, run: _Run, agent: Any, session: Any, tools: dict[str, AgentTool], episodes: dict[str, Episode]
+        self, run: _Run, agent: Any, session: Any, tools: dict[str, AgentTool], episodes: _Episodes
     ) -> None:
-        while True:
+        wall = self.limits.wall_time_s
+        while not run.out_of_time(wall):
             try:
-                action = await agent.act(run.messages)
+                with anyio.fail_after(run.left()):
+                    action = await agent.act(run.messages)
             except LLMError as exc:
                 run.stop, run.detail = "policy_error", str(exc)
+                return
+            except TimeoutError:
+                run.out_of_time(wall)
                 return
             run.usage.prompt_tokens += action.usage.prompt_tokens
             run.usage.completion_tokens += action.usage.completion_tokens
@@ -184,19 +230,26 @@ class Rollout:
                         self._answer_pending(run, action.tool_calls[n:], "the tool call limit is reached")
                         return
                     record, content = await self._call(
-                        call.id, call.name, call.arguments, tools, episodes, run.user_turns - 1
+                        call.id, call.name, call.arguments, tools, episodes, run.user_turns - 1, run.left()
                     )
                     run.calls.append(record)
                     run.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+                    if record.error == "timeout" and run.out_of_time(wall):
+                        self._answer_pending(run, action.tool_calls[n + 1 :], "the time limit is reached")
+                        return
                     if record.error in ("server_error", "timeout"):
                         run.stop, run.detail = "server_error", content
                         self._answer_pending(run, action.tool_calls[n + 1 :], "the service failed")
                         return
                 continue
             try:
-                reply = await session.reply(run.messages, run.calls)
+                with anyio.fail_after(run.left()):
+                    reply = await session.reply(run.messages, run.calls)
             except LLMError as exc:
                 run.stop, run.detail = "user_error", str(exc)
+                return
+            except TimeoutError:
+                run.out_of_time(wall)
                 return
             if reply is None:
                 return
@@ -213,7 +266,14 @@ class Rollout:
             run.messages.append({"role": "tool", "tool_call_id": call.id, "content": f"Error: not executed: {why}."})
 
     async def _call(
-        self, call_id: str, name: str, raw: str, tools: dict[str, AgentTool], episodes: dict[str, Episode], turn: int
+        self,
+        call_id: str,
+        name: str,
+        raw: str,
+        tools: dict[str, AgentTool],
+        episodes: _Episodes,
+        turn: int,
+        time_left: float,
     ) -> tuple[CallRecord, str]:
         record = CallRecord(call_id=call_id, name=name, arguments=raw, turn=turn)
         tool = tools.get(name)
@@ -235,8 +295,9 @@ class Rollout:
         record.arguments = arguments
         started = time.perf_counter()
         try:
-            with anyio.fail_after(self.limits.call_timeout_s):
-                result = await episodes[tool.server].call_tool(tool.tool, arguments)
+            episode = await episodes.get(tool.server)  # opened outside the call's cancel scope, on purpose
+            with anyio.fail_after(min(self.limits.call_timeout_s, max(time_left, 0.0))):
+                result = await episode.call_tool(tool.tool, arguments)
         except TimeoutError:
             record.error = "timeout"
             return record, f"Error: {tool.server} did not answer within {self.limits.call_timeout_s:g} s."
@@ -284,7 +345,7 @@ async def rollout_tasks(
     done = 0
     # Connect every server from this task first: a connection entered inside a worker task could not be
     # closed by the task that owns `connections`.
-    for server in sorted({s for task in tasks for s in task.servers}):
+    for server in sorted({s for task in tasks for s in task_servers(task)}):
         await connections.tools(server)
 
     async def one(index: int, task: Task, attempt: int) -> None:

@@ -98,6 +98,10 @@ def state_match(task: Task, final: dict[str, ServerState]) -> tuple[bool | None,
         if expected.hash is not None and state.hash == expected.hash:
             continue  # byte-identical state: no need to compare diffs
         problems += state_problems(expected, state, server)
+    for server, state in final.items():
+        if server not in task.expected_state and state.diff:
+            checked += 1
+            problems.append(f"{server}: changed ({', '.join(sorted(state.diff))}), but the task never touches it")
     return (None, []) if checked == 0 else (not problems, problems)
 
 

@@ -67,9 +67,9 @@ class CallRecord(BaseModel):
 
 
 class ServerState(BaseModel):
-    """A server's state at the end of the episode (control plane only)."""
+    """A server's state at the end of the episode (control plane only); no hash: never opened, so the seed."""
 
-    hash: str
+    hash: str | None = None
     diff: dict[str, TableDiff] = Field(default_factory=dict)
 
 
