@@ -41,7 +41,8 @@ class AgentTool(BaseModel):
     description: str = ""
     input_schema: dict[str, Any] = Field(default_factory=dict)
     output_schema: dict[str, Any] | None = None
-    read_only: bool = False
+    read_only: bool = Field(default=False, description="by annotation, or guessed from the name when there is none")
+    declared_read_only: bool = Field(default=False, description="the server annotates it readOnlyHint=true")
 
     def openai(self) -> dict[str, Any]:
         parameters = dict(self.input_schema) or {"type": "object", "properties": {}}
@@ -74,6 +75,7 @@ def agent_tools(listed: dict[str, list[types.Tool]], enabled: list[tuple[str, st
                 input_schema=tool.input_schema,
                 output_schema=tool.output_schema,
                 read_only=_reads(tool),
+                declared_read_only=bool(tool.annotations and tool.annotations.read_only_hint),
             )
         )
     return result

@@ -149,18 +149,24 @@ class Rollout:
             )
             agent = self.policy.agent(self.task, tools)
             run.deadline = time.perf_counter() + self.limits.wall_time_s
-            await self._converse(run, agent, session, {tool.name: tool for tool in tools}, episodes)
-            final = await self._final_state(run, episodes) if run.stop != "server_error" else {}
+            by_name = {tool.name: tool for tool in tools}
+            await self._converse(run, agent, session, by_name, episodes)
+            final = await self._final_state(run, episodes, by_name) if run.stop != "server_error" else {}
             trajectory = self._trajectory(run, tools, started, {s: ids[s] for s in episodes.opened})
             trajectory.final_state = final
             if missing:
                 trajectory.metadata["unlisted_tools"] = missing
             return trajectory
 
-    async def _final_state(self, run: _Run, episodes: _Episodes) -> dict[str, ServerState]:
-        """Each opened episode's state; a server the rollout never called is at its seed (no diff)."""
-        final = {server: ServerState(hash=None) for server in self.task.expected_state if server not in episodes.opened}
+    async def _final_state(self, run: _Run, episodes: _Episodes, tools: dict[str, AgentTool]) -> dict[str, ServerState]:
+        """Each written episode's state. A server the rollout never called is at its seed, and so is one
+        that only answered calls its tools declare read-only or that failed (both verified to change
+        nothing): no diff, and no state request spent on it."""
+        written = {c.server for c in run.calls if c.ok and not tools[c.name].declared_read_only}
+        final = {server: ServerState(hash=None) for server in self.task.expected_state if server not in written}
         for server, episode in episodes.opened.items():
+            if server not in written:
+                continue
             try:
                 with anyio.fail_after(self.limits.call_timeout_s):
                     state = await episode.state()
