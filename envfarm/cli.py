@@ -121,6 +121,31 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return run_bench(_farm(args), args.out, quick=args.quick)
 
 
+def cmd_driver(args: argparse.Namespace) -> int:
+    from clients.commands import run
+
+    return run(args.command, args, _farm(args))
+
+
+def add_driver_parsers(sub: argparse._SubParsersAction) -> None:
+    """`envfarm tasks` and `envfarm graph` (the driver: clients/commands.py)."""
+    t = sub.add_parser("tasks", help="synthesize grounded, calibrated tasks from live servers (JSONL)")
+    t.add_argument("--n", type=int, default=50, help="tasks to write (default: 50)")
+    t.add_argument("--sampler", choices=("topology", "random"), default="topology")
+    t.add_argument("--max-servers", type=int, default=2, help="servers one task may span (default: 2)")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--writer", help="openai:MODEL to write requests with an LLM (default: the offline writer)")
+    t.add_argument("--base-url", help="the writer's OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    t.add_argument("--out", type=Path, default=Path("tasks.jsonl"))
+    g = sub.add_parser("graph", help="the tool dependency graph as JSON and a readable SVG")
+    g.add_argument("--out", type=Path, default=Path("graph"), help="folder for graph.json, graph.svg, summary.json")
+    for command in (t, g):
+        command.add_argument("--servers", nargs="+", help="servers to use (default: all)")
+        command.add_argument("--config", type=Path, help="an mcpServers JSON file instead of the farm's registry")
+        command.add_argument("--timeout", type=float, default=30.0, help="seconds any MCP request may take")
+        command.set_defaults(func=cmd_driver)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="envfarm", description="An MCP server farm for training tool-use agents.")
     p.add_argument("--farm", type=Path, help="farm root holding servers/ and registry.json (default: $ENVFARM_HOME or this checkout)")
@@ -163,6 +188,8 @@ def parser() -> argparse.ArgumentParser:
     be.add_argument("--out", type=Path, default=Path("reports/bench.json"))
     be.add_argument("--quick", action="store_true", help="fewer iterations (for smoke tests)")
     be.set_defaults(func=cmd_bench)
+
+    add_driver_parsers(sub)
 
     from envfarm.driver_cli import add_driver_commands
 

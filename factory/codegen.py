@@ -18,6 +18,10 @@ PYTHON_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean":
 SQL_TYPES = {"string": "TEXT", "integer": "INTEGER", "number": "REAL", "boolean": "INTEGER", "date": "TEXT", "datetime": "TEXT"}
 MAX_LINE = 110
 FORMAT_HINTS = {"date": " (YYYY-MM-DD)", "datetime": " (ISO 8601, UTC)"}
+# JSON Schema keywords on listed input and output properties: the data flow a driver can read over MCP.
+REF_KEY = "x-envfarm-ref"
+COLUMN_KEY = "x-envfarm-column"
+USER_KNOWN_KEY = "x-envfarm-user-known"
 
 
 def camel(name: str) -> str:
@@ -109,10 +113,18 @@ def _description(text: str, kind: str) -> str:
     return text.rstrip(".") + FORMAT_HINTS.get(kind, "") if text else FORMAT_HINTS.get(kind, "").strip(" ()")
 
 
-def _field_call(description: str, extra: dict[str, Any] | None = None) -> str:
+def _field_args(description: str, extra: dict[str, Any] | None = None) -> list[str]:
     args = [f"description={py(description)}"] if description else []
-    args += [f"{k}={py(v)}" for k, v in (extra or {}).items()]
-    return f"Field({', '.join(args)})"
+    return args + [f"{k}={py(v)}" for k, v in (extra or {}).items()]
+
+
+def _field_call(description: str, extra: dict[str, Any] | None = None) -> str:
+    return f"Field({', '.join(_field_args(description, extra))})"
+
+
+def _wrapped_field(args: list[str], indent: str) -> str:
+    """`Field(...)` with one argument per line, closing at `indent`."""
+    return "Field(\n" + "".join(f"{indent}    {a},\n" for a in args) + f"{indent})"
 
 
 def enum_aliases(spec: EnvironmentSpec) -> dict[tuple[str, ...], str]:
@@ -134,19 +146,53 @@ def _column_type(col: Column, aliases: dict[tuple[str, ...], str]) -> str:
     return f"{base} | None" if col.nullable else base
 
 
-def _model_field(name: str, typ: str, field_call: str) -> str:
+def _model_field(name: str, typ: str, args: list[str]) -> str:
     """`name: typ = Field(...)`, wrapped like a formatter would when it is too long."""
-    line = f"    {name}: {typ} = {field_call}"
+    line = f"    {name}: {typ} = Field({', '.join(args)})"
     if len(line) <= MAX_LINE:
         return line
-    inner = field_call[len("Field(") : -1]
-    return f"    {name}: {typ} = Field(\n        {inner},\n    )"
+    return f"    {name}: {typ} = {_wrapped_field(args, '    ')}"
+
+
+def column_links(table: str, entity: Entity, cname: str) -> dict[str, Any]:
+    """What a row-model property advertises: the key it is (its own pk, or the key a foreign key
+    points at) and whether a user would know its value."""
+    col = entity.columns[cname]
+    ref = f"{table}.{cname}" if cname == entity.primary_key else col.ref
+    return ({REF_KEY: ref} if ref else {}) | {USER_KNOWN_KEY: col.user_known}
+
+
+def param_links(tool: ToolSpec, pname: str, spec: EnvironmentSpec) -> dict[str, Any]:
+    """What an input property advertises, so a driver can chain tools over MCP alone: the entity key
+    the value refers to, the column it filters or sets, and whether a user would know and say it."""
+    param = tool.params[pname]
+    entity = spec.entities.get(tool.entity or "")
+    cname = param.column or pname
+    col = entity.columns.get(cname) if entity is not None else None
+    links: dict[str, Any] = {}
+    ref = param.ref
+    if col is not None and entity is not None and ref is None:
+        # A create's own primary key names a new row; every other pk or foreign key refers to one.
+        is_new_key = tool.effect == "create" and cname == entity.primary_key
+        ref = col.ref or (f"{tool.entity}.{cname}" if cname == entity.primary_key and not is_new_key else None)
+    if ref:
+        links[REF_KEY] = ref
+    if col is not None:
+        links[COLUMN_KEY] = f"{tool.entity}.{cname}"
+        user_known = col.user_known
+    elif ref:
+        ref_table, _, ref_column = ref.partition(".")
+        user_known = spec.entities[ref_table].columns[ref_column].user_known
+    else:
+        user_known = True  # free text with no column: what the user asks for in their own words
+    return links | {USER_KNOWN_KEY: user_known}
 
 
 def _render_row_model(table: str, entity: Entity, aliases: dict[tuple[str, ...], str]) -> str:
     lines = [f"class {model_name(table, entity)}(BaseModel):", f'    """{entity.description.rstrip(".")}. A row of `{table}`."""', ""]
     for cname, col in entity.columns.items():
-        lines.append(_model_field(cname, _column_type(col, aliases), _field_call(_description(col.description, col.type))))
+        args = _field_args(_description(col.description, col.type), {"json_schema_extra": column_links(table, entity, cname)})
+        lines.append(_model_field(cname, _column_type(col, aliases), args))
     return "\n".join(lines)
 
 
@@ -192,12 +238,14 @@ def _render_result_model(tool: ToolSpec, spec: EnvironmentSpec) -> str | None:
         lines = [f"class {name}(BaseModel):", f'    """What `{tool.name}` returns."""', ""]
         for fname, field in tool.returns.fields.items():
             typ = _return_field_type(field, spec)
-            lines.append(_model_field(fname, typ, _field_call(_description(field.description, field.type))))
+            lines.append(_model_field(fname, typ, _field_args(_description(field.description, field.type))))
         return "\n".join(lines)
     return None
 
 
-def _param_annotation(param: Param, optional: bool, aliases: dict[tuple[str, ...], str]) -> tuple[str, str]:
+def _param_annotation(
+    param: Param, optional: bool, aliases: dict[tuple[str, ...], str], links: dict[str, Any]
+) -> tuple[str, list[str]]:
     base = _literal(param.enum, aliases) if param.enum else PYTHON_TYPES[param.type]
     extra: dict[str, Any] = {}
     if param.minimum is not None:
@@ -206,31 +254,42 @@ def _param_annotation(param: Param, optional: bool, aliases: dict[tuple[str, ...
         extra["le"] = param.maximum
     if param.type in ISO_PATTERNS and not param.enum:
         extra["pattern"] = ISO_PATTERNS[param.type]
+    extra["json_schema_extra"] = links
     typ = f"{base} | None" if optional else base
-    return typ, _field_call(_description(param.description, param.type), extra)
+    return typ, _field_args(_description(param.description, param.type), extra)
 
 
 def _param_line(
-    name: str, param: Param, optional: bool, default: str | None, aliases: dict[tuple[str, ...], str]
+    name: str,
+    param: Param,
+    optional: bool,
+    default: str | None,
+    aliases: dict[tuple[str, ...], str],
+    links: dict[str, Any],
 ) -> str:
-    typ, field_call = _param_annotation(param, optional, aliases)
+    typ, args = _param_annotation(param, optional, aliases, links)
+    field_call = f"Field({', '.join(args)})"
     tail = f" = {default}," if default is not None else ","
     line = f"    {name}: Annotated[{typ}, {field_call}]{tail}"
     if len(line) <= MAX_LINE:
         return line
+    if len(f"        {field_call},") > MAX_LINE:
+        field_call = _wrapped_field(args, "        ")
     return f"    {name}: Annotated[\n        {typ},\n        {field_call},\n    ]{tail}"
 
 
-def _signature(tool: ToolSpec, result: str, aliases: dict[tuple[str, ...], str]) -> list[str]:
+def _signature(tool: ToolSpec, result: str, spec: EnvironmentSpec) -> list[str]:
+    aliases = enum_aliases(spec)
     params = ["    db: Database,"]
     ordered = sorted(tool.params.items(), key=lambda kv: not kv[1].required)
     for pname, param in ordered:
+        links = param_links(tool, pname, spec)
         if param.required:
-            params.append(_param_line(pname, param, optional=False, default=None, aliases=aliases))
+            params.append(_param_line(pname, param, False, None, aliases, links))
         elif param.default is not None:
-            params.append(_param_line(pname, param, optional=False, default=py(param.default), aliases=aliases))
+            params.append(_param_line(pname, param, False, py(param.default), aliases, links))
         else:
-            params.append(_param_line(pname, param, optional=True, default="None", aliases=aliases))
+            params.append(_param_line(pname, param, True, "None", aliases, links))
     return [f"def {tool.name}(", *params, f") -> {result}:"]
 
 
@@ -434,7 +493,7 @@ def _render_tool(tool: ToolSpec, spec: EnvironmentSpec) -> str:
         body = {"create": _create_body, "update": _update_body, "delete": _delete_body, "custom": _custom_body}[
             tool.effect
         ](tool, spec, result)
-    return "\n".join(_signature(tool, result, enum_aliases(spec)) + _docstring(tool.description) + body)
+    return "\n".join(_signature(tool, result, spec) + _docstring(tool.description) + body)
 
 
 def render_tools(spec: EnvironmentSpec, has_handlers: bool) -> str:

@@ -41,6 +41,33 @@ async def test_the_tool_list_holds_only_domain_tools_with_all_four_annotations()
         assert tool.output_schema is not None, f"{tool.name} has no output schema"
 
 
+async def test_listed_schemas_advertise_entity_links_for_the_driver() -> None:
+    """Data flow is discoverable over MCP alone: which param takes which entity key, and which output
+    property produces it."""
+    async with Client(build()) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    slots = tools["list_free_slots"]
+    doctor_id = slots.input_schema["properties"]["doctor_id"]
+    assert doctor_id["x-envfarm-ref"] == "doctors.doctor_id"
+    assert doctor_id["x-envfarm-column"] == "slots.doctor_id"
+    assert doctor_id["x-envfarm-user-known"] is False
+    starts_after = slots.input_schema["properties"]["starts_after"]
+    assert starts_after["x-envfarm-column"] == "slots.starts_at" and starts_after["x-envfarm-user-known"] is True
+    assert "x-envfarm-ref" not in starts_after
+    assert slots.output_schema is not None
+    slot = slots.output_schema["$defs"]["Slot"]["properties"]
+    assert slot["doctor_id"]["x-envfarm-ref"] == "doctors.doctor_id"
+    assert slot["slot_id"]["x-envfarm-ref"] == "slots.slot_id" and slot["slot_id"]["x-envfarm-user-known"] is False
+    assert slot["starts_at"] == {**slot["starts_at"], "x-envfarm-user-known": True} and "x-envfarm-ref" not in slot["starts_at"]
+    # A get's key refers to its own entity; a custom tool's explicit ref is advertised without a column.
+    assert tools["get_slot"].input_schema["properties"]["slot_id"]["x-envfarm-ref"] == "slots.slot_id"
+    new_slot = tools["reschedule_appointment"].input_schema["properties"]["slot_id"]
+    assert new_slot == {**new_slot, "x-envfarm-ref": "slots.slot_id", "x-envfarm-user-known": False}
+    assert "x-envfarm-column" not in new_slot
+    # What a user says in their own words is marked as such.
+    assert tools["find_patient"].input_schema["properties"]["full_name"]["x-envfarm-user-known"] is True
+
+
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_two_concurrent_in_memory_sessions_are_isolated(mode: str) -> None:
     server = build()

@@ -26,92 +26,216 @@ ScheduledPaymentStatus = Literal["active", "paused", "cancelled"]
 class Customer(BaseModel):
     """A bank customer (the farm's shared cast of people). A row of `customers`."""
 
-    customer_id: str = Field(description="Internal customer id")
-    full_name: str = Field(description="First and last name")
-    email: str = Field(description="Contact email")
-    phone: str = Field(description="Contact phone number")
-    address: str = Field(description="Home address")
-    daily_transfer_limit: float = Field(description="Most USD the customer may send to other people per day")
-    joined_on: str = Field(description="Customer since (YYYY-MM-DD)")
+    customer_id: str = Field(
+        description="Internal customer id",
+        json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
+    )
+    full_name: str = Field(
+        description="First and last name",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    email: str = Field(description="Contact email", json_schema_extra={"x-envfarm-user-known": True})
+    phone: str = Field(description="Contact phone number", json_schema_extra={"x-envfarm-user-known": True})
+    address: str = Field(description="Home address", json_schema_extra={"x-envfarm-user-known": True})
+    daily_transfer_limit: float = Field(
+        description="Most USD the customer may send to other people per day",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    joined_on: str = Field(
+        description="Customer since (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Account(BaseModel):
     """A checking or savings account. A row of `accounts`."""
 
-    account_id: str = Field(description="Internal account id")
-    customer_id: str = Field(description="Account holder")
-    type: AccountType = Field(description="Account type")
-    nickname: str = Field(description="Name shown in the app, e.g. Rainy day fund")
-    account_number: str = Field(description="Account number to give others for transfers")
-    balance: float = Field(description="Current balance in USD")
-    status: AccountStatus = Field(description="Frozen accounts cannot send money; closed ones do nothing")
-    opened_on: str = Field(description="Opening date (YYYY-MM-DD)")
+    account_id: str = Field(
+        description="Internal account id",
+        json_schema_extra={"x-envfarm-ref": "accounts.account_id", "x-envfarm-user-known": False},
+    )
+    customer_id: str = Field(
+        description="Account holder",
+        json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
+    )
+    type: AccountType = Field(description="Account type", json_schema_extra={"x-envfarm-user-known": True})
+    nickname: str = Field(
+        description="Name shown in the app, e.g. Rainy day fund",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    account_number: str = Field(
+        description="Account number to give others for transfers",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    balance: float = Field(
+        description="Current balance in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: AccountStatus = Field(
+        description="Frozen accounts cannot send money; closed ones do nothing",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    opened_on: str = Field(
+        description="Opening date (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Card(BaseModel):
     """A debit card on a checking account. A row of `cards`."""
 
-    card_id: str = Field(description="Internal card id")
-    account_id: str = Field(description="The account the card draws on")
-    last4: str = Field(description="Last four digits")
-    network: CardNetwork = Field(description="Card network")
-    expires: str = Field(description="Expiry as YYYY-MM")
-    status: CardStatus = Field(description="A frozen card declines every payment until unfrozen")
-    freeze_reason: str | None = Field(description="Why the card was frozen")
+    card_id: str = Field(
+        description="Internal card id",
+        json_schema_extra={"x-envfarm-ref": "cards.card_id", "x-envfarm-user-known": False},
+    )
+    account_id: str = Field(
+        description="The account the card draws on",
+        json_schema_extra={"x-envfarm-ref": "accounts.account_id", "x-envfarm-user-known": False},
+    )
+    last4: str = Field(description="Last four digits", json_schema_extra={"x-envfarm-user-known": True})
+    network: CardNetwork = Field(description="Card network", json_schema_extra={"x-envfarm-user-known": True})
+    expires: str = Field(description="Expiry as YYYY-MM", json_schema_extra={"x-envfarm-user-known": True})
+    status: CardStatus = Field(
+        description="A frozen card declines every payment until unfrozen",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    freeze_reason: str | None = Field(
+        description="Why the card was frozen",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Payee(BaseModel):
     """A saved recipient at another bank. A row of `payees`."""
 
-    payee_id: str = Field(description="Internal payee id")
-    customer_id: str = Field(description="The customer who saved the payee")
-    name: str = Field(description="Recipient name")
-    bank_name: str = Field(description="Recipient's bank")
-    account_number: str = Field(description="Recipient's account number")
-    nickname: str | None = Field(description="Short name the customer uses")
-    created_at: str = Field(description="When the payee was saved (ISO 8601, UTC)")
+    payee_id: str = Field(
+        description="Internal payee id",
+        json_schema_extra={"x-envfarm-ref": "payees.payee_id", "x-envfarm-user-known": False},
+    )
+    customer_id: str = Field(
+        description="The customer who saved the payee",
+        json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(description="Recipient name", json_schema_extra={"x-envfarm-user-known": True})
+    bank_name: str = Field(description="Recipient's bank", json_schema_extra={"x-envfarm-user-known": True})
+    account_number: str = Field(
+        description="Recipient's account number",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    nickname: str | None = Field(
+        description="Short name the customer uses",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    created_at: str = Field(
+        description="When the payee was saved (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Transfer(BaseModel):
     """Money sent from an account to another account in the bank or to a payee. A row of `transfers`."""
 
-    transfer_id: str = Field(description="Internal transfer id")
-    from_account_id: str = Field(description="Sending account")
-    to_account_id: str | None = Field(description="Receiving account in the bank")
-    payee_id: str | None = Field(description="Receiving payee at another bank")
-    amount: float = Field(description="Amount in USD")
-    memo: str | None = Field(description="Reference shown to both sides")
+    transfer_id: str = Field(
+        description="Internal transfer id",
+        json_schema_extra={"x-envfarm-ref": "transfers.transfer_id", "x-envfarm-user-known": False},
+    )
+    from_account_id: str = Field(
+        description="Sending account",
+        json_schema_extra={"x-envfarm-ref": "accounts.account_id", "x-envfarm-user-known": False},
+    )
+    to_account_id: str | None = Field(
+        description="Receiving account in the bank",
+        json_schema_extra={"x-envfarm-ref": "accounts.account_id", "x-envfarm-user-known": False},
+    )
+    payee_id: str | None = Field(
+        description="Receiving payee at another bank",
+        json_schema_extra={"x-envfarm-ref": "payees.payee_id", "x-envfarm-user-known": False},
+    )
+    amount: float = Field(description="Amount in USD", json_schema_extra={"x-envfarm-user-known": True})
+    memo: str | None = Field(
+        description="Reference shown to both sides",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
     scope: TransferScope = Field(
         description="own: between the customer's accounts; internal: to another customer; external: to a payee",
+        json_schema_extra={"x-envfarm-user-known": False},
     )
-    status: TransferStatus = Field(description="Transfer status")
-    created_at: str = Field(description="When it was sent (ISO 8601, UTC)")
+    status: TransferStatus = Field(
+        description="Transfer status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    created_at: str = Field(
+        description="When it was sent (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Transaction(BaseModel):
     """A line on an account statement. A row of `transactions`."""
 
-    txn_id: str = Field(description="Internal transaction id")
-    account_id: str = Field(description="The account")
-    posted_at: str = Field(description="When it was posted (ISO 8601, UTC)")
-    amount: float = Field(description="Signed amount in USD (negative is money out)")
-    description: str = Field(description="Statement text")
-    category: TransactionCategory = Field(description="Spending category")
-    balance_after: float = Field(description="Account balance in USD after this line")
-    transfer_id: str | None = Field(description="The transfer behind this line, if any")
+    txn_id: str = Field(
+        description="Internal transaction id",
+        json_schema_extra={"x-envfarm-ref": "transactions.txn_id", "x-envfarm-user-known": False},
+    )
+    account_id: str = Field(
+        description="The account",
+        json_schema_extra={"x-envfarm-ref": "accounts.account_id", "x-envfarm-user-known": False},
+    )
+    posted_at: str = Field(
+        description="When it was posted (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    amount: float = Field(
+        description="Signed amount in USD (negative is money out)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    description: str = Field(description="Statement text", json_schema_extra={"x-envfarm-user-known": True})
+    category: TransactionCategory = Field(
+        description="Spending category",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    balance_after: float = Field(
+        description="Account balance in USD after this line",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    transfer_id: str | None = Field(
+        description="The transfer behind this line, if any",
+        json_schema_extra={"x-envfarm-ref": "transfers.transfer_id", "x-envfarm-user-known": False},
+    )
 
 
 class ScheduledPayment(BaseModel):
     """A future or recurring payment to a payee. A row of `scheduled_payments`."""
 
-    schedule_id: str = Field(description="Internal scheduled payment id")
-    account_id: str = Field(description="Paying account")
-    payee_id: str = Field(description="The payee")
-    amount: float = Field(description="Amount in USD")
-    frequency: ScheduledPaymentFrequency = Field(description="How often it runs")
-    next_run_on: str = Field(description="Next payment date (YYYY-MM-DD)")
-    status: ScheduledPaymentStatus = Field(description="Schedule status")
-    memo: str | None = Field(description="Reference for the payee")
+    schedule_id: str = Field(
+        description="Internal scheduled payment id",
+        json_schema_extra={"x-envfarm-ref": "scheduled_payments.schedule_id", "x-envfarm-user-known": False},
+    )
+    account_id: str = Field(
+        description="Paying account",
+        json_schema_extra={"x-envfarm-ref": "accounts.account_id", "x-envfarm-user-known": False},
+    )
+    payee_id: str = Field(
+        description="The payee",
+        json_schema_extra={"x-envfarm-ref": "payees.payee_id", "x-envfarm-user-known": False},
+    )
+    amount: float = Field(description="Amount in USD", json_schema_extra={"x-envfarm-user-known": True})
+    frequency: ScheduledPaymentFrequency = Field(
+        description="How often it runs",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    next_run_on: str = Field(
+        description="Next payment date (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: ScheduledPaymentStatus = Field(
+        description="Schedule status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    memo: str | None = Field(
+        description="Reference for the payee",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class FindCustomerResult(BaseModel):
@@ -165,8 +289,20 @@ class ListCardsResult(BaseModel):
 
 def find_customer(
     db: Database,
-    full_name: Annotated[str | None, Field(description="Part of the customer's name")] = None,
-    email: Annotated[str | None, Field(description="Exact email address")] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the customer's name",
+            json_schema_extra={"x-envfarm-column": "customers.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Exact email address",
+            json_schema_extra={"x-envfarm-column": "customers.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> FindCustomerResult:
     """Find bank customers by part of the name or exact email. Shows their daily transfer limit."""
     args = {"full_name": full_name, "email": email, "now": db.now}
@@ -182,9 +318,27 @@ def find_customer(
 
 def list_accounts(
     db: Database,
-    customer_id: Annotated[str | None, Field(description="Customer id from find_customer")] = None,
-    account_number: Annotated[str | None, Field(description="Exact account number")] = None,
-    type: Annotated[AccountType | None, Field(description="Only this account type")] = None,
+    customer_id: Annotated[
+        str | None,
+        Field(
+            description="Customer id from find_customer",
+            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "accounts.customer_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    account_number: Annotated[
+        str | None,
+        Field(
+            description="Exact account number",
+            json_schema_extra={"x-envfarm-column": "accounts.account_number", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    type: Annotated[
+        AccountType | None,
+        Field(
+            description="Only this account type",
+            json_schema_extra={"x-envfarm-column": "accounts.type", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListAccountsResult:
     """List a customer's accounts with balances and status, or look up any account in the bank by its account number (e.g. a friend's account to send money to)."""
     if customer_id is not None:
@@ -203,7 +357,13 @@ def list_accounts(
 
 def get_account(
     db: Database,
-    account_id: Annotated[str, Field(description="Account id from list_accounts")],
+    account_id: Annotated[
+        str,
+        Field(
+            description="Account id from list_accounts",
+            json_schema_extra={"x-envfarm-ref": "accounts.account_id", "x-envfarm-column": "accounts.account_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Account:
     """Get one account's balance, status and account number."""
     row = db.require("accounts", "account_id", account_id, "account_id")
@@ -212,15 +372,35 @@ def get_account(
 
 def list_transactions(
     db: Database,
-    account_id: Annotated[str, Field(description="Account id from list_accounts")],
-    category: Annotated[TransactionCategory | None, Field(description="Only this category")] = None,
+    account_id: Annotated[
+        str,
+        Field(
+            description="Account id from list_accounts",
+            json_schema_extra={"x-envfarm-ref": "accounts.account_id", "x-envfarm-column": "transactions.account_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    category: Annotated[
+        TransactionCategory | None,
+        Field(
+            description="Only this category",
+            json_schema_extra={"x-envfarm-column": "transactions.category", "x-envfarm-user-known": True},
+        ),
+    ] = None,
     posted_after: Annotated[
         str | None,
-        Field(description="Only lines posted at or after this time (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Only lines posted at or after this time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-column": "transactions.posted_at", "x-envfarm-user-known": True},
+        ),
     ] = None,
     posted_before: Annotated[
         str | None,
-        Field(description="Only lines posted at or before this time (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Only lines posted at or before this time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-column": "transactions.posted_at", "x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> ListTransactionsResult:
     """List an account's statement lines, optionally by category or date range, oldest first."""
@@ -246,13 +426,28 @@ def list_transactions(
 
 def transfer_funds(
     db: Database,
-    from_account_id: Annotated[str, Field(description="Sending account id from list_accounts")],
+    from_account_id: Annotated[
+        str,
+        Field(
+            description="Sending account id from list_accounts",
+            json_schema_extra={"x-envfarm-ref": "accounts.account_id", "x-envfarm-user-known": False},
+        ),
+    ],
     to_account_id: Annotated[
         str,
-        Field(description="Receiving account id from list_accounts (by customer or account number)"),
+        Field(
+            description="Receiving account id from list_accounts (by customer or account number)",
+            json_schema_extra={"x-envfarm-ref": "accounts.account_id", "x-envfarm-user-known": False},
+        ),
     ],
-    amount: Annotated[float, Field(description="Amount in USD", ge=0.01)],
-    memo: Annotated[str | None, Field(description="Reference shown to both sides")] = None,
+    amount: Annotated[
+        float,
+        Field(description="Amount in USD", ge=0.01, json_schema_extra={"x-envfarm-user-known": True}),
+    ],
+    memo: Annotated[
+        str | None,
+        Field(description="Reference shown to both sides", json_schema_extra={"x-envfarm-user-known": True}),
+    ] = None,
 ) -> Transfer:
     """Move money from one account to another account in this bank (the customer's own or someone else's), debiting and crediting both at once. Money sent to other customers counts toward the sender's daily transfer limit. Returns the transfer."""
     db.require("accounts", "account_id", from_account_id, "from_account_id")
@@ -304,10 +499,28 @@ def transfer_funds(
 
 def pay_payee(
     db: Database,
-    from_account_id: Annotated[str, Field(description="Sending account id from list_accounts")],
-    payee_id: Annotated[str, Field(description="Payee id from list_payees")],
-    amount: Annotated[float, Field(description="Amount in USD", ge=0.01)],
-    memo: Annotated[str | None, Field(description="Reference for the payee")] = None,
+    from_account_id: Annotated[
+        str,
+        Field(
+            description="Sending account id from list_accounts",
+            json_schema_extra={"x-envfarm-ref": "accounts.account_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    payee_id: Annotated[
+        str,
+        Field(
+            description="Payee id from list_payees",
+            json_schema_extra={"x-envfarm-ref": "payees.payee_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    amount: Annotated[
+        float,
+        Field(description="Amount in USD", ge=0.01, json_schema_extra={"x-envfarm-user-known": True}),
+    ],
+    memo: Annotated[
+        str | None,
+        Field(description="Reference for the payee", json_schema_extra={"x-envfarm-user-known": True}),
+    ] = None,
 ) -> Transfer:
     """Send money from an account to one of the customer's saved payees at another bank. Counts toward the daily transfer limit. Returns the transfer."""
     db.require("accounts", "account_id", from_account_id, "from_account_id")
@@ -355,14 +568,27 @@ def pay_payee(
 
 def list_transfers(
     db: Database,
-    from_account_id: Annotated[str, Field(description="Sending account id from list_accounts")],
+    from_account_id: Annotated[
+        str,
+        Field(
+            description="Sending account id from list_accounts",
+            json_schema_extra={"x-envfarm-ref": "accounts.account_id", "x-envfarm-column": "transfers.from_account_id", "x-envfarm-user-known": False},
+        ),
+    ],
     scope: Annotated[
         TransferScope | None,
-        Field(description="own, internal (other customers) or external (payees)"),
+        Field(
+            description="own, internal (other customers) or external (payees)",
+            json_schema_extra={"x-envfarm-column": "transfers.scope", "x-envfarm-user-known": False},
+        ),
     ] = None,
     created_after: Annotated[
         str | None,
-        Field(description="Only transfers sent at or after this time (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Only transfers sent at or after this time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-column": "transfers.created_at", "x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> ListTransfersResult:
     """List transfers sent from an account, optionally by scope or since a time."""
@@ -381,8 +607,20 @@ def list_transfers(
 
 def list_payees(
     db: Database,
-    customer_id: Annotated[str, Field(description="Customer id from find_customer")],
-    name: Annotated[str | None, Field(description="Part of the payee's name")] = None,
+    customer_id: Annotated[
+        str,
+        Field(
+            description="Customer id from find_customer",
+            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "payees.customer_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the payee's name",
+            json_schema_extra={"x-envfarm-column": "payees.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListPayeesResult:
     """List the payees a customer saved, with their bank and account number."""
     db.require("customers", "customer_id", customer_id, "customer_id")
@@ -399,11 +637,41 @@ def list_payees(
 
 def add_payee(
     db: Database,
-    customer_id: Annotated[str, Field(description="Customer id from find_customer")],
-    name: Annotated[str, Field(description="Recipient name")],
-    bank_name: Annotated[str, Field(description="Recipient's bank")],
-    account_number: Annotated[str, Field(description="Recipient's account number")],
-    nickname: Annotated[str | None, Field(description="Optional short name")] = None,
+    customer_id: Annotated[
+        str,
+        Field(
+            description="Customer id from find_customer",
+            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "payees.customer_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    name: Annotated[
+        str,
+        Field(
+            description="Recipient name",
+            json_schema_extra={"x-envfarm-column": "payees.name", "x-envfarm-user-known": True},
+        ),
+    ],
+    bank_name: Annotated[
+        str,
+        Field(
+            description="Recipient's bank",
+            json_schema_extra={"x-envfarm-column": "payees.bank_name", "x-envfarm-user-known": True},
+        ),
+    ],
+    account_number: Annotated[
+        str,
+        Field(
+            description="Recipient's account number",
+            json_schema_extra={"x-envfarm-column": "payees.account_number", "x-envfarm-user-known": True},
+        ),
+    ],
+    nickname: Annotated[
+        str | None,
+        Field(
+            description="Optional short name",
+            json_schema_extra={"x-envfarm-column": "payees.nickname", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> Payee:
     """Save a new payee at another bank for a customer."""
     db.require("customers", "customer_id", customer_id, "customer_id")
@@ -442,15 +710,50 @@ def add_payee(
 
 def schedule_payment(
     db: Database,
-    account_id: Annotated[str, Field(description="Paying account id from list_accounts")],
-    payee_id: Annotated[str, Field(description="Payee id from list_payees")],
-    amount: Annotated[float, Field(description="Amount in USD", ge=0.01)],
-    frequency: Annotated[ScheduledPaymentFrequency, Field(description="How often to pay")],
+    account_id: Annotated[
+        str,
+        Field(
+            description="Paying account id from list_accounts",
+            json_schema_extra={"x-envfarm-ref": "accounts.account_id", "x-envfarm-column": "scheduled_payments.account_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    payee_id: Annotated[
+        str,
+        Field(
+            description="Payee id from list_payees",
+            json_schema_extra={"x-envfarm-ref": "payees.payee_id", "x-envfarm-column": "scheduled_payments.payee_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    amount: Annotated[
+        float,
+        Field(
+            description="Amount in USD",
+            ge=0.01,
+            json_schema_extra={"x-envfarm-column": "scheduled_payments.amount", "x-envfarm-user-known": True},
+        ),
+    ],
+    frequency: Annotated[
+        ScheduledPaymentFrequency,
+        Field(
+            description="How often to pay",
+            json_schema_extra={"x-envfarm-column": "scheduled_payments.frequency", "x-envfarm-user-known": True},
+        ),
+    ],
     next_run_on: Annotated[
         str,
-        Field(description="First payment date (after today) (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
+        Field(
+            description="First payment date (after today) (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-column": "scheduled_payments.next_run_on", "x-envfarm-user-known": True},
+        ),
     ],
-    memo: Annotated[str | None, Field(description="Reference for the payee")] = None,
+    memo: Annotated[
+        str | None,
+        Field(
+            description="Reference for the payee",
+            json_schema_extra={"x-envfarm-column": "scheduled_payments.memo", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ScheduledPayment:
     """Schedule a one-off or recurring payment from an account to a saved payee, starting on a future date."""
     db.require("accounts", "account_id", account_id, "account_id")
@@ -498,8 +801,20 @@ def schedule_payment(
 
 def list_scheduled_payments(
     db: Database,
-    account_id: Annotated[str, Field(description="Account id from list_accounts")],
-    status: Annotated[ScheduledPaymentStatus | None, Field(description="Only this status")] = None,
+    account_id: Annotated[
+        str,
+        Field(
+            description="Account id from list_accounts",
+            json_schema_extra={"x-envfarm-ref": "accounts.account_id", "x-envfarm-column": "scheduled_payments.account_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    status: Annotated[
+        ScheduledPaymentStatus | None,
+        Field(
+            description="Only this status",
+            json_schema_extra={"x-envfarm-column": "scheduled_payments.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListScheduledPaymentsResult:
     """List an account's scheduled payments, optionally by status."""
     db.require("accounts", "account_id", account_id, "account_id")
@@ -516,11 +831,28 @@ def list_scheduled_payments(
 
 def update_scheduled_payment(
     db: Database,
-    schedule_id: Annotated[str, Field(description="Scheduled payment id from list_scheduled_payments")],
-    amount: Annotated[float | None, Field(description="New amount in USD", ge=0.01)] = None,
+    schedule_id: Annotated[
+        str,
+        Field(
+            description="Scheduled payment id from list_scheduled_payments",
+            json_schema_extra={"x-envfarm-ref": "scheduled_payments.schedule_id", "x-envfarm-column": "scheduled_payments.schedule_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    amount: Annotated[
+        float | None,
+        Field(
+            description="New amount in USD",
+            ge=0.01,
+            json_schema_extra={"x-envfarm-column": "scheduled_payments.amount", "x-envfarm-user-known": True},
+        ),
+    ] = None,
     next_run_on: Annotated[
         str | None,
-        Field(description="New next payment date (after today) (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
+        Field(
+            description="New next payment date (after today) (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-column": "scheduled_payments.next_run_on", "x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> ScheduledPayment:
     """Change the amount or the next date of a scheduled payment that is not cancelled."""
@@ -554,7 +886,13 @@ def update_scheduled_payment(
 
 def cancel_scheduled_payment(
     db: Database,
-    schedule_id: Annotated[str, Field(description="Scheduled payment id from list_scheduled_payments")],
+    schedule_id: Annotated[
+        str,
+        Field(
+            description="Scheduled payment id from list_scheduled_payments",
+            json_schema_extra={"x-envfarm-ref": "scheduled_payments.schedule_id", "x-envfarm-column": "scheduled_payments.schedule_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ScheduledPayment:
     """Cancel a scheduled payment so it never runs again."""
     current = db.require("scheduled_payments", "schedule_id", schedule_id, "schedule_id")
@@ -580,7 +918,13 @@ def cancel_scheduled_payment(
 
 def list_cards(
     db: Database,
-    account_id: Annotated[str, Field(description="Checking account id from list_accounts")],
+    account_id: Annotated[
+        str,
+        Field(
+            description="Checking account id from list_accounts",
+            json_schema_extra={"x-envfarm-ref": "accounts.account_id", "x-envfarm-column": "cards.account_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListCardsResult:
     """List the debit cards of an account with their status."""
     db.require("accounts", "account_id", account_id, "account_id")
@@ -596,8 +940,20 @@ def list_cards(
 
 def freeze_card(
     db: Database,
-    card_id: Annotated[str, Field(description="Card id from list_cards")],
-    reason: Annotated[str, Field(description="Why the customer freezes it")],
+    card_id: Annotated[
+        str,
+        Field(
+            description="Card id from list_cards",
+            json_schema_extra={"x-envfarm-ref": "cards.card_id", "x-envfarm-column": "cards.card_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    reason: Annotated[
+        str,
+        Field(
+            description="Why the customer freezes it",
+            json_schema_extra={"x-envfarm-column": "cards.freeze_reason", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Card:
     """Temporarily freeze an active debit card (e.g. misplaced); every payment is declined until it is unfrozen."""
     current = db.require("cards", "card_id", card_id, "card_id")
@@ -622,7 +978,13 @@ def freeze_card(
 
 def unfreeze_card(
     db: Database,
-    card_id: Annotated[str, Field(description="Card id from list_cards")],
+    card_id: Annotated[
+        str,
+        Field(
+            description="Card id from list_cards",
+            json_schema_extra={"x-envfarm-ref": "cards.card_id", "x-envfarm-column": "cards.card_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Card:
     """Unfreeze a frozen debit card so it works again."""
     current = db.require("cards", "card_id", card_id, "card_id")

@@ -21,58 +21,133 @@ InvitationResponse = Literal["pending", "accepted", "declined", "tentative"]
 class Person(BaseModel):
     """A colleague who can organize or attend meetings. A row of `people`."""
 
-    person_id: str = Field(description="Internal person id")
-    full_name: str = Field(description="First and last name")
-    email: str = Field(description="Work email address")
-    department: PersonDepartment = Field(description="Department")
-    job_title: str = Field(description="Job title")
+    person_id: str = Field(
+        description="Internal person id",
+        json_schema_extra={"x-envfarm-ref": "people.person_id", "x-envfarm-user-known": False},
+    )
+    full_name: str = Field(
+        description="First and last name",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    email: str = Field(description="Work email address", json_schema_extra={"x-envfarm-user-known": True})
+    department: PersonDepartment = Field(
+        description="Department",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    job_title: str = Field(description="Job title", json_schema_extra={"x-envfarm-user-known": True})
 
 
 class Room(BaseModel):
     """A bookable meeting room. A row of `rooms`."""
 
-    room_id: str = Field(description="Internal room id")
-    name: str = Field(description="Room name, e.g. Harbor")
-    floor: int = Field(description="Floor the room is on")
-    capacity: int = Field(description="How many people the room seats")
-    has_video: bool = Field(description="Whether the room has video-conferencing equipment")
+    room_id: str = Field(
+        description="Internal room id",
+        json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(description="Room name, e.g. Harbor", json_schema_extra={"x-envfarm-user-known": True})
+    floor: int = Field(description="Floor the room is on", json_schema_extra={"x-envfarm-user-known": True})
+    capacity: int = Field(
+        description="How many people the room seats",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    has_video: bool = Field(
+        description="Whether the room has video-conferencing equipment",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Calendar(BaseModel):
     """A personal calendar of one person, or a shared team calendar anyone may add events to. A row of `calendars`."""
 
-    calendar_id: str = Field(description="Internal calendar id")
-    name: str = Field(description="Calendar name: the owner's name, or e.g. Finance team")
-    owner_email: str = Field(description="Email of the calendar's owner")
-    kind: CalendarKind = Field(description="personal: only its owner adds events; team: anyone may")
-    description: str = Field(description="What the calendar is for")
+    calendar_id: str = Field(
+        description="Internal calendar id",
+        json_schema_extra={"x-envfarm-ref": "calendars.calendar_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Calendar name: the owner's name, or e.g. Finance team",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    owner_email: str = Field(
+        description="Email of the calendar's owner",
+        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
+    )
+    kind: CalendarKind = Field(
+        description="personal: only its owner adds events; team: anyone may",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    description: str = Field(
+        description="What the calendar is for",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Event(BaseModel):
     """A meeting on a calendar. A row of `events`."""
 
-    event_id: str = Field(description="Internal event id")
-    calendar_id: str = Field(description="Calendar the event is on")
-    title: str = Field(description="Meeting title")
-    description: str = Field(description="Agenda or notes")
-    starts_at: str = Field(description="Start time (ISO 8601, UTC)")
-    ends_at: str = Field(description="End time (ISO 8601, UTC)")
-    room_id: str | None = Field(description="Booked room, if any")
-    organizer_email: str = Field(description="Email of the organizer")
-    status: EventStatus = Field(description="Whether the meeting still takes place")
-    cancelled_by: str | None = Field(description="Who cancelled it")
-    cancel_reason: str | None = Field(description="Why it was cancelled")
-    created_at: str = Field(description="When the event was created (ISO 8601, UTC)")
+    event_id: str = Field(
+        description="Internal event id",
+        json_schema_extra={"x-envfarm-ref": "events.event_id", "x-envfarm-user-known": False},
+    )
+    calendar_id: str = Field(
+        description="Calendar the event is on",
+        json_schema_extra={"x-envfarm-ref": "calendars.calendar_id", "x-envfarm-user-known": False},
+    )
+    title: str = Field(description="Meeting title", json_schema_extra={"x-envfarm-user-known": True})
+    description: str = Field(description="Agenda or notes", json_schema_extra={"x-envfarm-user-known": False})
+    starts_at: str = Field(
+        description="Start time (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    ends_at: str = Field(
+        description="End time (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    room_id: str | None = Field(
+        description="Booked room, if any",
+        json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-user-known": False},
+    )
+    organizer_email: str = Field(
+        description="Email of the organizer",
+        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
+    )
+    status: EventStatus = Field(
+        description="Whether the meeting still takes place",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    cancelled_by: str | None = Field(
+        description="Who cancelled it",
+        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": False},
+    )
+    cancel_reason: str | None = Field(
+        description="Why it was cancelled",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    created_at: str = Field(
+        description="When the event was created (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Invitation(BaseModel):
     """One invitee of an event and their RSVP (the organizer attends without an invitation). A row of `invitations`."""
 
-    invitation_id: str = Field(description="Internal invitation id")
-    event_id: str = Field(description="The event")
-    email: str = Field(description="Invitee's email")
-    response: InvitationResponse = Field(description="RSVP")
-    responded_at: str | None = Field(description="When the invitee last answered (ISO 8601, UTC)")
+    invitation_id: str = Field(
+        description="Internal invitation id",
+        json_schema_extra={"x-envfarm-ref": "invitations.invitation_id", "x-envfarm-user-known": False},
+    )
+    event_id: str = Field(
+        description="The event",
+        json_schema_extra={"x-envfarm-ref": "events.event_id", "x-envfarm-user-known": False},
+    )
+    email: str = Field(
+        description="Invitee's email",
+        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
+    )
+    response: InvitationResponse = Field(description="RSVP", json_schema_extra={"x-envfarm-user-known": True})
+    responded_at: str | None = Field(
+        description="When the invitee last answered (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class FindPeopleResult(BaseModel):
@@ -127,9 +202,27 @@ class GetAgendaResult(BaseModel):
 
 def find_people(
     db: Database,
-    full_name: Annotated[str | None, Field(description="Part of the person's name")] = None,
-    email: Annotated[str | None, Field(description="Exact email address")] = None,
-    department: Annotated[PersonDepartment | None, Field(description="Department")] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the person's name",
+            json_schema_extra={"x-envfarm-column": "people.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Exact email address",
+            json_schema_extra={"x-envfarm-column": "people.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    department: Annotated[
+        PersonDepartment | None,
+        Field(
+            description="Department",
+            json_schema_extra={"x-envfarm-column": "people.department", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> FindPeopleResult:
     """Look up colleagues by part of their name, exact email or department. Returns each person's email, which the other tools use to name organizers and invitees."""
     args = {"full_name": full_name, "email": email, "department": department, "now": db.now}
@@ -146,9 +239,27 @@ def find_people(
 
 def list_calendars(
     db: Database,
-    owner_email: Annotated[str | None, Field(description="Email of the calendar's owner")] = None,
-    kind: Annotated[CalendarKind | None, Field(description="Only personal or only team calendars")] = None,
-    name: Annotated[str | None, Field(description="Part of the calendar name")] = None,
+    owner_email: Annotated[
+        str | None,
+        Field(
+            description="Email of the calendar's owner",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "calendars.owner_email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    kind: Annotated[
+        CalendarKind | None,
+        Field(
+            description="Only personal or only team calendars",
+            json_schema_extra={"x-envfarm-column": "calendars.kind", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the calendar name",
+            json_schema_extra={"x-envfarm-column": "calendars.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListCalendarsResult:
     """List calendars: a person's own calendar (kind personal) or the shared team calendars (kind team). Returns calendar ids for create_event."""
     args = {"owner_email": owner_email, "kind": kind, "name": name, "now": db.now}
@@ -165,21 +276,56 @@ def list_calendars(
 
 def search_events(
     db: Database,
-    title: Annotated[str | None, Field(description="Part of the meeting title")] = None,
-    organizer_email: Annotated[str | None, Field(description="Organizer's email")] = None,
-    calendar_id: Annotated[str | None, Field(description="Calendar id from list_calendars")] = None,
-    room_id: Annotated[str | None, Field(description="Room id from find_rooms")] = None,
+    title: Annotated[
+        str | None,
+        Field(
+            description="Part of the meeting title",
+            json_schema_extra={"x-envfarm-column": "events.title", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    organizer_email: Annotated[
+        str | None,
+        Field(
+            description="Organizer's email",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "events.organizer_email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    calendar_id: Annotated[
+        str | None,
+        Field(
+            description="Calendar id from list_calendars",
+            json_schema_extra={"x-envfarm-ref": "calendars.calendar_id", "x-envfarm-column": "events.calendar_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    room_id: Annotated[
+        str | None,
+        Field(
+            description="Room id from find_rooms",
+            json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-column": "events.room_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
     status: Annotated[
         EventStatus | None,
-        Field(description="Only confirmed or only cancelled events"),
+        Field(
+            description="Only confirmed or only cancelled events",
+            json_schema_extra={"x-envfarm-column": "events.status", "x-envfarm-user-known": False},
+        ),
     ] = None,
     starts_after: Annotated[
         str | None,
-        Field(description="Only events starting at or after this time (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Only events starting at or after this time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-column": "events.starts_at", "x-envfarm-user-known": True},
+        ),
     ] = None,
     starts_before: Annotated[
         str | None,
-        Field(description="Only events starting at or before this time (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Only events starting at or before this time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-column": "events.starts_at", "x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> SearchEventsResult:
     """Search meetings by title, organizer, calendar, room, status or a start-time window. Returns event ids for get_event, list_invitations and the tools that change an event."""
@@ -210,7 +356,13 @@ def search_events(
 
 def get_event(
     db: Database,
-    event_id: Annotated[str, Field(description="Event id from search_events or get_agenda")],
+    event_id: Annotated[
+        str,
+        Field(
+            description="Event id from search_events or get_agenda",
+            json_schema_extra={"x-envfarm-ref": "events.event_id", "x-envfarm-column": "events.event_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Event:
     """Get one event's title, times, room, organizer and status."""
     row = db.require("events", "event_id", event_id, "event_id")
@@ -219,9 +371,27 @@ def get_event(
 
 def list_invitations(
     db: Database,
-    event_id: Annotated[str | None, Field(description="Event id from search_events")] = None,
-    email: Annotated[str | None, Field(description="Invitee's email")] = None,
-    response: Annotated[InvitationResponse | None, Field(description="Only this RSVP")] = None,
+    event_id: Annotated[
+        str | None,
+        Field(
+            description="Event id from search_events",
+            json_schema_extra={"x-envfarm-ref": "events.event_id", "x-envfarm-column": "invitations.event_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Invitee's email",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "invitations.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    response: Annotated[
+        InvitationResponse | None,
+        Field(
+            description="Only this RSVP",
+            json_schema_extra={"x-envfarm-column": "invitations.response", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListInvitationsResult:
     """List invitations with their RSVPs: everyone invited to one event (give event_id), or every meeting one person is invited to (give email). Returns invitation ids for respond_to_invitation and remove_attendee."""
     args = {"event_id": event_id, "email": email, "response": response, "now": db.now}
@@ -238,12 +408,33 @@ def list_invitations(
 
 def find_rooms(
     db: Database,
-    name: Annotated[str | None, Field(description="Part of the room name")] = None,
-    floor: Annotated[int | None, Field(description="Floor number")] = None,
-    min_capacity: Annotated[int | None, Field(description="Seats at least this many people")] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the room name",
+            json_schema_extra={"x-envfarm-column": "rooms.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    floor: Annotated[
+        int | None,
+        Field(
+            description="Floor number",
+            json_schema_extra={"x-envfarm-column": "rooms.floor", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    min_capacity: Annotated[
+        int | None,
+        Field(
+            description="Seats at least this many people",
+            json_schema_extra={"x-envfarm-column": "rooms.capacity", "x-envfarm-user-known": True},
+        ),
+    ] = None,
     has_video: Annotated[
         bool | None,
-        Field(description="Only rooms with (true) or without (false) video equipment"),
+        Field(
+            description="Only rooms with (true) or without (false) video equipment",
+            json_schema_extra={"x-envfarm-column": "rooms.has_video", "x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> FindRoomsResult:
     """Find meeting rooms by name, floor, minimum capacity or video equipment. Returns room ids."""
@@ -262,14 +453,28 @@ def find_rooms(
 
 def check_room_availability(
     db: Database,
-    room_id: Annotated[str, Field(description="Room id from find_rooms")],
+    room_id: Annotated[
+        str,
+        Field(
+            description="Room id from find_rooms",
+            json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-user-known": False},
+        ),
+    ],
     starts_at: Annotated[
         str,
-        Field(description="Start of the window (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Start of the window (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ],
     ends_at: Annotated[
         str,
-        Field(description="End of the window (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="End of the window (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ],
 ) -> CheckRoomAvailabilityResult:
     """Tell whether a room is free for a time window and list the confirmed events that block it. Use before create_event, schedule_meeting or assign_room."""
@@ -283,14 +488,28 @@ def check_room_availability(
 
 def get_agenda(
     db: Database,
-    email: Annotated[str, Field(description="The person's email (find_people)")],
+    email: Annotated[
+        str,
+        Field(
+            description="The person's email (find_people)",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
+        ),
+    ],
     starts_after: Annotated[
         str,
-        Field(description="Start of the window (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Start of the window (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ],
     starts_before: Annotated[
         str,
-        Field(description="End of the window (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="End of the window (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ],
 ) -> GetAgendaResult:
     """A person's confirmed meetings in a time window, earliest first: those they organize and those they are invited to and have not declined. Use it to find when people are busy."""
@@ -302,22 +521,57 @@ def get_agenda(
 
 def create_event(
     db: Database,
-    calendar_id: Annotated[str, Field(description="Calendar id from list_calendars")],
-    title: Annotated[str, Field(description="Meeting title")],
+    calendar_id: Annotated[
+        str,
+        Field(
+            description="Calendar id from list_calendars",
+            json_schema_extra={"x-envfarm-ref": "calendars.calendar_id", "x-envfarm-column": "events.calendar_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    title: Annotated[
+        str,
+        Field(
+            description="Meeting title",
+            json_schema_extra={"x-envfarm-column": "events.title", "x-envfarm-user-known": True},
+        ),
+    ],
     starts_at: Annotated[
         str,
-        Field(description="Start time (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Start time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-column": "events.starts_at", "x-envfarm-user-known": True},
+        ),
     ],
     ends_at: Annotated[
         str,
-        Field(description="End time, after the start (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="End time, after the start (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-column": "events.ends_at", "x-envfarm-user-known": True},
+        ),
     ],
-    organizer_email: Annotated[str, Field(description="Organizer's email (find_people)")],
+    organizer_email: Annotated[
+        str,
+        Field(
+            description="Organizer's email (find_people)",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "events.organizer_email", "x-envfarm-user-known": True},
+        ),
+    ],
     room_id: Annotated[
         str | None,
-        Field(description="Room id from find_rooms; omit for a meeting without a room"),
+        Field(
+            description="Room id from find_rooms; omit for a meeting without a room",
+            json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-column": "events.room_id", "x-envfarm-user-known": False},
+        ),
     ] = None,
-    description: Annotated[str | None, Field(description="Agenda or notes")] = None,
+    description: Annotated[
+        str | None,
+        Field(
+            description="Agenda or notes",
+            json_schema_extra={"x-envfarm-column": "events.description", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> Event:
     """Create a meeting on a calendar, optionally in a room. The organizer must own the calendar unless it is a team calendar; invite people afterwards with invite_attendee (or use schedule_meeting to do both)."""
     db.require("calendars", "calendar_id", calendar_id, "calendar_id")
@@ -379,25 +633,51 @@ def create_event(
 
 def schedule_meeting(
     db: Database,
-    organizer_email: Annotated[str, Field(description="Organizer's email (find_people)")],
-    title: Annotated[str, Field(description="Meeting title")],
+    organizer_email: Annotated[
+        str,
+        Field(
+            description="Organizer's email (find_people)",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
+        ),
+    ],
+    title: Annotated[
+        str,
+        Field(description="Meeting title", json_schema_extra={"x-envfarm-user-known": True}),
+    ],
     starts_at: Annotated[
         str,
-        Field(description="Start time (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Start time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ],
     ends_at: Annotated[
         str,
-        Field(description="End time, after the start (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="End time, after the start (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ],
     attendee_emails: Annotated[
         str,
-        Field(description="Comma-separated invitee emails, e.g. a@example.com, b@example.com"),
+        Field(
+            description="Comma-separated invitee emails, e.g. a@example.com, b@example.com",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ],
     room_id: Annotated[
         str | None,
-        Field(description="Room id from find_rooms; omit for a meeting without a room"),
+        Field(
+            description="Room id from find_rooms; omit for a meeting without a room",
+            json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-user-known": False},
+        ),
     ] = None,
-    description: Annotated[str | None, Field(description="Agenda or notes")] = None,
+    description: Annotated[
+        str | None,
+        Field(description="Agenda or notes", json_schema_extra={"x-envfarm-user-known": True}),
+    ] = None,
 ) -> Event:
     """Create a meeting on the organizer's own calendar and invite everyone in attendee_emails in one step (for example everyone on an email thread). The room, if given, must be free and seat the organizer plus all attendees."""
     db.require("people", "email", organizer_email, "organizer_email")
@@ -434,8 +714,20 @@ def schedule_meeting(
 
 def invite_attendee(
     db: Database,
-    event_id: Annotated[str, Field(description="Event id from search_events")],
-    email: Annotated[str, Field(description="Invitee's email (find_people)")],
+    event_id: Annotated[
+        str,
+        Field(
+            description="Event id from search_events",
+            json_schema_extra={"x-envfarm-ref": "events.event_id", "x-envfarm-column": "invitations.event_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    email: Annotated[
+        str,
+        Field(
+            description="Invitee's email (find_people)",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "invitations.email", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Invitation:
     """Invite one more person to an existing event; their RSVP starts as pending. The event's room must still seat everyone who has not declined."""
     db.require("events", "event_id", event_id, "event_id")
@@ -483,8 +775,20 @@ def invite_attendee(
 
 def respond_to_invitation(
     db: Database,
-    invitation_id: Annotated[str, Field(description="Invitation id from list_invitations")],
-    response: Annotated[Literal["accepted", "declined", "tentative"], Field(description="The answer")],
+    invitation_id: Annotated[
+        str,
+        Field(
+            description="Invitation id from list_invitations",
+            json_schema_extra={"x-envfarm-ref": "invitations.invitation_id", "x-envfarm-column": "invitations.invitation_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    response: Annotated[
+        Literal["accepted", "declined", "tentative"],
+        Field(
+            description="The answer",
+            json_schema_extra={"x-envfarm-column": "invitations.response", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Invitation:
     """Record an invitee's RSVP (accepted, declined or tentative) to an upcoming event."""
     current = db.require("invitations", "invitation_id", invitation_id, "invitation_id")
@@ -522,14 +826,28 @@ def respond_to_invitation(
 
 def reschedule_event(
     db: Database,
-    event_id: Annotated[str, Field(description="Event id from search_events")],
+    event_id: Annotated[
+        str,
+        Field(
+            description="Event id from search_events",
+            json_schema_extra={"x-envfarm-ref": "events.event_id", "x-envfarm-column": "events.event_id", "x-envfarm-user-known": False},
+        ),
+    ],
     starts_at: Annotated[
         str,
-        Field(description="New start time (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="New start time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-column": "events.starts_at", "x-envfarm-user-known": True},
+        ),
     ],
     ends_at: Annotated[
         str,
-        Field(description="New end time, after the start (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="New end time, after the start (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-column": "events.ends_at", "x-envfarm-user-known": True},
+        ),
     ],
 ) -> Event:
     """Move a confirmed upcoming event to new start and end times. The event keeps its room, so the room must be free at the new time (otherwise change the room with assign_room first)."""
@@ -569,8 +887,20 @@ def reschedule_event(
 
 def assign_room(
     db: Database,
-    event_id: Annotated[str, Field(description="Event id from search_events")],
-    room_id: Annotated[str, Field(description="Room id from find_rooms")],
+    event_id: Annotated[
+        str,
+        Field(
+            description="Event id from search_events",
+            json_schema_extra={"x-envfarm-ref": "events.event_id", "x-envfarm-column": "events.event_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    room_id: Annotated[
+        str,
+        Field(
+            description="Room id from find_rooms",
+            json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-column": "events.room_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Event:
     """Book a room for a confirmed upcoming event, or move it to another room. The room must be free for the event's times and seat the organizer plus every invitee who has not declined."""
     current = db.require("events", "event_id", event_id, "event_id")
@@ -617,9 +947,27 @@ def assign_room(
 
 def cancel_event(
     db: Database,
-    event_id: Annotated[str, Field(description="Event id from search_events")],
-    cancelled_by: Annotated[str, Field(description="Email of the person cancelling; must be the organizer")],
-    cancel_reason: Annotated[str, Field(description="Why the meeting is cancelled")],
+    event_id: Annotated[
+        str,
+        Field(
+            description="Event id from search_events",
+            json_schema_extra={"x-envfarm-ref": "events.event_id", "x-envfarm-column": "events.event_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    cancelled_by: Annotated[
+        str,
+        Field(
+            description="Email of the person cancelling; must be the organizer",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "events.cancelled_by", "x-envfarm-user-known": False},
+        ),
+    ],
+    cancel_reason: Annotated[
+        str,
+        Field(
+            description="Why the meeting is cancelled",
+            json_schema_extra={"x-envfarm-column": "events.cancel_reason", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Event:
     """Cancel an upcoming event. Only its organizer may cancel it; invitees should decline their invitation with respond_to_invitation instead. The room becomes free."""
     current = db.require("events", "event_id", event_id, "event_id")
@@ -658,7 +1006,13 @@ def cancel_event(
 
 def remove_attendee(
     db: Database,
-    invitation_id: Annotated[str, Field(description="Invitation id from list_invitations")],
+    invitation_id: Annotated[
+        str,
+        Field(
+            description="Invitation id from list_invitations",
+            json_schema_extra={"x-envfarm-ref": "invitations.invitation_id", "x-envfarm-column": "invitations.invitation_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Invitation:
     """Take an invitee off an upcoming event by deleting their invitation."""
     current = db.require("invitations", "invitation_id", invitation_id, "invitation_id")

@@ -23,105 +23,264 @@ DamageReportStatus = Literal["open", "repaired"]
 class Branch(BaseModel):
     """A rental branch. A row of `branches`."""
 
-    branch_id: str = Field(description="Internal branch id")
-    name: str = Field(description="Branch name, e.g. Lisbon Airport")
-    city: str = Field(description="City")
-    kind: BranchKind = Field(description="Airport or downtown branch")
-    address: str = Field(description="Address")
-    opening_hours: str = Field(description="Opening hours, e.g. 07:30-20:00")
-    allows_one_way_dropoff: bool = Field(description="Whether cars rented elsewhere may be returned here")
+    branch_id: str = Field(
+        description="Internal branch id",
+        json_schema_extra={"x-envfarm-ref": "branches.branch_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Branch name, e.g. Lisbon Airport",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    city: str = Field(description="City", json_schema_extra={"x-envfarm-user-known": True})
+    kind: BranchKind = Field(
+        description="Airport or downtown branch",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    address: str = Field(description="Address", json_schema_extra={"x-envfarm-user-known": True})
+    opening_hours: str = Field(
+        description="Opening hours, e.g. 07:30-20:00",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    allows_one_way_dropoff: bool = Field(
+        description="Whether cars rented elsewhere may be returned here",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class VehicleClass(BaseModel):
     """A class of vehicle with its daily rate and driver age limit. A row of `vehicle_classes`."""
 
-    class_id: str = Field(description="Internal class id")
-    name: str = Field(description="Class name, e.g. Compact")
-    seats: int = Field(description="Seats")
-    daily_rate: float = Field(description="Price in USD per 24-hour day")
-    min_driver_age: int = Field(description="Youngest driver allowed for this class")
-    deposit: float = Field(description="Deposit held on the card in USD")
-    example_models: str = Field(description="Typical models of the class")
+    class_id: str = Field(
+        description="Internal class id",
+        json_schema_extra={"x-envfarm-ref": "vehicle_classes.class_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Class name, e.g. Compact",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    seats: int = Field(description="Seats", json_schema_extra={"x-envfarm-user-known": True})
+    daily_rate: float = Field(
+        description="Price in USD per 24-hour day",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    min_driver_age: int = Field(
+        description="Youngest driver allowed for this class",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    deposit: float = Field(
+        description="Deposit held on the card in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    example_models: str = Field(
+        description="Typical models of the class",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Vehicle(BaseModel):
     """A car of the fleet. A row of `vehicles`."""
 
-    vehicle_id: str = Field(description="Internal vehicle id")
-    plate: str = Field(description="Licence plate, e.g. KM-482-TX")
-    make: str = Field(description="Manufacturer")
-    model: str = Field(description="Model")
-    year: int = Field(description="Model year")
-    class_id: str = Field(description="Vehicle class")
-    branch_id: str = Field(description="Branch where the car is (or will be returned to)")
-    odometer_km: int = Field(description="Odometer reading in km")
-    fuel_type: VehicleFuelType = Field(description="Fuel type")
-    status: VehicleStatus = Field(description="Fleet status")
+    vehicle_id: str = Field(
+        description="Internal vehicle id",
+        json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-user-known": False},
+    )
+    plate: str = Field(
+        description="Licence plate, e.g. KM-482-TX",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    make: str = Field(description="Manufacturer", json_schema_extra={"x-envfarm-user-known": True})
+    model: str = Field(description="Model", json_schema_extra={"x-envfarm-user-known": True})
+    year: int = Field(description="Model year", json_schema_extra={"x-envfarm-user-known": True})
+    class_id: str = Field(
+        description="Vehicle class",
+        json_schema_extra={"x-envfarm-ref": "vehicle_classes.class_id", "x-envfarm-user-known": False},
+    )
+    branch_id: str = Field(
+        description="Branch where the car is (or will be returned to)",
+        json_schema_extra={"x-envfarm-ref": "branches.branch_id", "x-envfarm-user-known": False},
+    )
+    odometer_km: int = Field(
+        description="Odometer reading in km",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    fuel_type: VehicleFuelType = Field(
+        description="Fuel type",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: VehicleStatus = Field(
+        description="Fleet status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Driver(BaseModel):
     """A customer who drives rented cars. A row of `drivers`."""
 
-    driver_id: str = Field(description="Internal driver id")
-    full_name: str = Field(description="First and last name")
-    email: str = Field(description="Contact email")
-    phone: str = Field(description="Contact phone number")
-    date_of_birth: str = Field(description="Date of birth (YYYY-MM-DD)")
-    license_number: str = Field(description="Driving licence number")
-    license_country: str = Field(description="Country that issued the licence")
-    license_expires_on: str = Field(description="Licence expiry date (YYYY-MM-DD)")
+    driver_id: str = Field(
+        description="Internal driver id",
+        json_schema_extra={"x-envfarm-ref": "drivers.driver_id", "x-envfarm-user-known": False},
+    )
+    full_name: str = Field(
+        description="First and last name",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    email: str = Field(description="Contact email", json_schema_extra={"x-envfarm-user-known": True})
+    phone: str = Field(description="Contact phone number", json_schema_extra={"x-envfarm-user-known": True})
+    date_of_birth: str = Field(
+        description="Date of birth (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    license_number: str = Field(
+        description="Driving licence number",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    license_country: str = Field(
+        description="Country that issued the licence",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    license_expires_on: str = Field(
+        description="Licence expiry date (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Extra(BaseModel):
     """An extra that can be added to a rental. A row of `extras`."""
 
-    extra_id: str = Field(description="Internal extra id")
-    name: str = Field(description="Extra, e.g. Child seat")
-    daily_price: float = Field(description="Price in USD per rental day")
-    max_per_rental: int = Field(description="Most units on one rental")
+    extra_id: str = Field(
+        description="Internal extra id",
+        json_schema_extra={"x-envfarm-ref": "extras.extra_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(description="Extra, e.g. Child seat", json_schema_extra={"x-envfarm-user-known": True})
+    daily_price: float = Field(
+        description="Price in USD per rental day",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    max_per_rental: int = Field(
+        description="Most units on one rental",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Rental(BaseModel):
     """A rental from reservation to return. A row of `rentals`."""
 
-    rental_id: str = Field(description="Internal rental id")
-    confirmation_code: str = Field(description="Confirmation code given to the driver, e.g. RA03571")
-    driver_id: str = Field(description="The driver")
-    vehicle_id: str = Field(description="The car")
-    pickup_branch_id: str = Field(description="Branch where the car is picked up")
-    dropoff_branch_id: str = Field(description="Branch where it is to be returned")
-    pickup_at: str = Field(description="Pickup time (ISO 8601, UTC)")
-    return_due_at: str = Field(description="Agreed return time (ISO 8601, UTC)")
-    daily_rate: float = Field(description="Price in USD per 24-hour day")
-    status: RentalStatus = Field(description="Rental status")
-    odometer_out: int | None = Field(description="Odometer at pickup in km")
-    returned_at: str | None = Field(description="When the car came back (ISO 8601, UTC)")
-    return_branch_id: str | None = Field(description="Branch where it was returned")
-    odometer_in: int | None = Field(description="Odometer at return in km")
-    total_charged: float | None = Field(description="Final bill in USD")
+    rental_id: str = Field(
+        description="Internal rental id",
+        json_schema_extra={"x-envfarm-ref": "rentals.rental_id", "x-envfarm-user-known": False},
+    )
+    confirmation_code: str = Field(
+        description="Confirmation code given to the driver, e.g. RA03571",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    driver_id: str = Field(
+        description="The driver",
+        json_schema_extra={"x-envfarm-ref": "drivers.driver_id", "x-envfarm-user-known": False},
+    )
+    vehicle_id: str = Field(
+        description="The car",
+        json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-user-known": False},
+    )
+    pickup_branch_id: str = Field(
+        description="Branch where the car is picked up",
+        json_schema_extra={"x-envfarm-ref": "branches.branch_id", "x-envfarm-user-known": False},
+    )
+    dropoff_branch_id: str = Field(
+        description="Branch where it is to be returned",
+        json_schema_extra={"x-envfarm-ref": "branches.branch_id", "x-envfarm-user-known": False},
+    )
+    pickup_at: str = Field(
+        description="Pickup time (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    return_due_at: str = Field(
+        description="Agreed return time (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    daily_rate: float = Field(
+        description="Price in USD per 24-hour day",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: RentalStatus = Field(
+        description="Rental status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    odometer_out: int | None = Field(
+        description="Odometer at pickup in km",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    returned_at: str | None = Field(
+        description="When the car came back (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    return_branch_id: str | None = Field(
+        description="Branch where it was returned",
+        json_schema_extra={"x-envfarm-ref": "branches.branch_id", "x-envfarm-user-known": False},
+    )
+    odometer_in: int | None = Field(
+        description="Odometer at return in km",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    total_charged: float | None = Field(
+        description="Final bill in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class RentalExtra(BaseModel):
     """An extra booked on a rental. A row of `rental_extras`."""
 
-    line_id: str = Field(description="Internal line id")
-    rental_id: str = Field(description="The rental")
-    extra_id: str = Field(description="The extra")
-    quantity: int = Field(description="Units")
-    daily_price: float = Field(description="Price in USD per unit and day")
+    line_id: str = Field(
+        description="Internal line id",
+        json_schema_extra={"x-envfarm-ref": "rental_extras.line_id", "x-envfarm-user-known": False},
+    )
+    rental_id: str = Field(
+        description="The rental",
+        json_schema_extra={"x-envfarm-ref": "rentals.rental_id", "x-envfarm-user-known": False},
+    )
+    extra_id: str = Field(
+        description="The extra",
+        json_schema_extra={"x-envfarm-ref": "extras.extra_id", "x-envfarm-user-known": False},
+    )
+    quantity: int = Field(description="Units", json_schema_extra={"x-envfarm-user-known": True})
+    daily_price: float = Field(
+        description="Price in USD per unit and day",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class DamageReport(BaseModel):
     """Damage found on a car. A row of `damage_reports`."""
 
-    report_id: str = Field(description="Internal report id")
-    vehicle_id: str = Field(description="The damaged car")
-    rental_id: str | None = Field(description="Rental during which it was found, if any")
-    reported_at: str = Field(description="When it was reported (ISO 8601, UTC)")
-    severity: DamageReportSeverity = Field(description="How bad it is")
-    description: str = Field(description="What is damaged")
-    estimated_cost: float = Field(description="Repair estimate in USD")
-    status: DamageReportStatus = Field(description="Repair status")
+    report_id: str = Field(
+        description="Internal report id",
+        json_schema_extra={"x-envfarm-ref": "damage_reports.report_id", "x-envfarm-user-known": False},
+    )
+    vehicle_id: str = Field(
+        description="The damaged car",
+        json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-user-known": False},
+    )
+    rental_id: str | None = Field(
+        description="Rental during which it was found, if any",
+        json_schema_extra={"x-envfarm-ref": "rentals.rental_id", "x-envfarm-user-known": False},
+    )
+    reported_at: str = Field(
+        description="When it was reported (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    severity: DamageReportSeverity = Field(
+        description="How bad it is",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    description: str = Field(description="What is damaged", json_schema_extra={"x-envfarm-user-known": True})
+    estimated_cost: float = Field(
+        description="Repair estimate in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: DamageReportStatus = Field(
+        description="Repair status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class ListBranchesResult(BaseModel):
@@ -196,11 +355,26 @@ class ListDamageReportsResult(BaseModel):
 
 def list_branches(
     db: Database,
-    city: Annotated[str | None, Field(description="City name")] = None,
-    kind: Annotated[BranchKind | None, Field(description="Airport or downtown")] = None,
+    city: Annotated[
+        str | None,
+        Field(
+            description="City name",
+            json_schema_extra={"x-envfarm-column": "branches.city", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    kind: Annotated[
+        BranchKind | None,
+        Field(
+            description="Airport or downtown",
+            json_schema_extra={"x-envfarm-column": "branches.kind", "x-envfarm-user-known": True},
+        ),
+    ] = None,
     allows_one_way_dropoff: Annotated[
         bool | None,
-        Field(description="Only branches that accept (true) or refuse (false) one-way returns"),
+        Field(
+            description="Only branches that accept (true) or refuse (false) one-way returns",
+            json_schema_extra={"x-envfarm-column": "branches.allows_one_way_dropoff", "x-envfarm-user-known": False},
+        ),
     ] = None,
 ) -> ListBranchesResult:
     """List branches by city or kind, with opening hours and whether they accept one-way returns."""
@@ -218,7 +392,13 @@ def list_branches(
 
 def list_vehicle_classes(
     db: Database,
-    name: Annotated[str | None, Field(description="Part of the class name")] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the class name",
+            json_schema_extra={"x-envfarm-column": "vehicle_classes.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListVehicleClassesResult:
     """List vehicle classes with seats, daily rates, deposits, minimum driver age and typical models."""
     args = {"name": name, "now": db.now}
@@ -233,18 +413,35 @@ def list_vehicle_classes(
 
 def search_available_vehicles(
     db: Database,
-    branch_id: Annotated[str, Field(description="Pickup branch id from list_branches")],
+    branch_id: Annotated[
+        str,
+        Field(
+            description="Pickup branch id from list_branches",
+            json_schema_extra={"x-envfarm-ref": "branches.branch_id", "x-envfarm-user-known": False},
+        ),
+    ],
     pickup_at: Annotated[
         str,
-        Field(description="Pickup time (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Pickup time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ],
     return_due_at: Annotated[
         str,
-        Field(description="Return time (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Return time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ],
     class_id: Annotated[
         str | None,
-        Field(description="Only this class (id from list_vehicle_classes)"),
+        Field(
+            description="Only this class (id from list_vehicle_classes)",
+            json_schema_extra={"x-envfarm-ref": "vehicle_classes.class_id", "x-envfarm-user-known": False},
+        ),
     ] = None,
 ) -> SearchAvailableVehiclesResult:
     """Cars at a branch that are free for the whole period (no other reservation or rental overlaps it and they are not in maintenance or retired), optionally of one class."""
@@ -270,7 +467,13 @@ def search_available_vehicles(
 
 def get_vehicle(
     db: Database,
-    plate: Annotated[str, Field(description="Licence plate, e.g. KM-482-TX")],
+    plate: Annotated[
+        str,
+        Field(
+            description="Licence plate, e.g. KM-482-TX",
+            json_schema_extra={"x-envfarm-column": "vehicles.plate", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Vehicle:
     """Look up a car by its licence plate; returns its vehicle id, class, branch, odometer and status."""
     row = db.require("vehicles", "plate", plate, "plate")
@@ -279,9 +482,27 @@ def get_vehicle(
 
 def find_driver(
     db: Database,
-    full_name: Annotated[str | None, Field(description="Part of the driver's name")] = None,
-    email: Annotated[str | None, Field(description="Exact email address")] = None,
-    license_number: Annotated[str | None, Field(description="Driving licence number")] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the driver's name",
+            json_schema_extra={"x-envfarm-column": "drivers.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Exact email address",
+            json_schema_extra={"x-envfarm-column": "drivers.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    license_number: Annotated[
+        str | None,
+        Field(
+            description="Driving licence number",
+            json_schema_extra={"x-envfarm-column": "drivers.license_number", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> FindDriverResult:
     """Find drivers by name, email or licence number. Returns driver ids, birth dates and licence expiry."""
     args = {"full_name": full_name, "email": email, "license_number": license_number, "now": db.now}
@@ -298,16 +519,42 @@ def find_driver(
 
 def create_rental(
     db: Database,
-    driver_id: Annotated[str, Field(description="Driver id from find_driver")],
-    vehicle_id: Annotated[str, Field(description="Vehicle id from search_available_vehicles")],
-    dropoff_branch_id: Annotated[str, Field(description="Return branch id from list_branches")],
+    driver_id: Annotated[
+        str,
+        Field(
+            description="Driver id from find_driver",
+            json_schema_extra={"x-envfarm-ref": "drivers.driver_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    vehicle_id: Annotated[
+        str,
+        Field(
+            description="Vehicle id from search_available_vehicles",
+            json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    dropoff_branch_id: Annotated[
+        str,
+        Field(
+            description="Return branch id from list_branches",
+            json_schema_extra={"x-envfarm-ref": "branches.branch_id", "x-envfarm-user-known": False},
+        ),
+    ],
     pickup_at: Annotated[
         str,
-        Field(description="Pickup time (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Pickup time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ],
     return_due_at: Annotated[
         str,
-        Field(description="Return time (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Return time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ],
 ) -> Rental:
     """Reserve a car for a driver from the car's branch. Drivers must be at least 21 (older for some classes), hold a licence valid until the return, and have no other rental at the same time; the car must be free for the period; a drop-off at another branch needs a branch that accepts one-way returns. Rentals last at most 28 days."""
@@ -401,10 +648,34 @@ def create_rental(
 
 def find_rental(
     db: Database,
-    confirmation_code: Annotated[str | None, Field(description="Confirmation code, e.g. RA03571")] = None,
-    driver_id: Annotated[str | None, Field(description="Driver id from find_driver")] = None,
-    vehicle_id: Annotated[str | None, Field(description="Vehicle id from get_vehicle")] = None,
-    status: Annotated[RentalStatus | None, Field(description="Only this status")] = None,
+    confirmation_code: Annotated[
+        str | None,
+        Field(
+            description="Confirmation code, e.g. RA03571",
+            json_schema_extra={"x-envfarm-column": "rentals.confirmation_code", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    driver_id: Annotated[
+        str | None,
+        Field(
+            description="Driver id from find_driver",
+            json_schema_extra={"x-envfarm-ref": "drivers.driver_id", "x-envfarm-column": "rentals.driver_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    vehicle_id: Annotated[
+        str | None,
+        Field(
+            description="Vehicle id from get_vehicle",
+            json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-column": "rentals.vehicle_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        RentalStatus | None,
+        Field(
+            description="Only this status",
+            json_schema_extra={"x-envfarm-column": "rentals.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindRentalResult:
     """Find rentals by confirmation code, driver, vehicle or status."""
     if driver_id is not None:
@@ -432,7 +703,13 @@ def find_rental(
 
 def list_extras(
     db: Database,
-    name: Annotated[str | None, Field(description="Part of the extra's name")] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the extra's name",
+            json_schema_extra={"x-envfarm-column": "extras.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListExtrasResult:
     """List the extras that can be added to a rental, with daily prices and how many fit one rental."""
     args = {"name": name, "now": db.now}
@@ -447,9 +724,28 @@ def list_extras(
 
 def add_extra(
     db: Database,
-    rental_id: Annotated[str, Field(description="Rental id from find_rental")],
-    extra_id: Annotated[str, Field(description="Extra id from list_extras")],
-    quantity: Annotated[int, Field(description="Units", ge=1.0)],
+    rental_id: Annotated[
+        str,
+        Field(
+            description="Rental id from find_rental",
+            json_schema_extra={"x-envfarm-ref": "rentals.rental_id", "x-envfarm-column": "rental_extras.rental_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    extra_id: Annotated[
+        str,
+        Field(
+            description="Extra id from list_extras",
+            json_schema_extra={"x-envfarm-ref": "extras.extra_id", "x-envfarm-column": "rental_extras.extra_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    quantity: Annotated[
+        int,
+        Field(
+            description="Units",
+            ge=1.0,
+            json_schema_extra={"x-envfarm-column": "rental_extras.quantity", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> RentalExtra:
     """Add an extra (child seat, GPS, additional driver...) to a reserved or active rental."""
     db.require("rentals", "rental_id", rental_id, "rental_id")
@@ -496,7 +792,13 @@ def add_extra(
 
 def list_rental_extras(
     db: Database,
-    rental_id: Annotated[str, Field(description="Rental id from find_rental")],
+    rental_id: Annotated[
+        str,
+        Field(
+            description="Rental id from find_rental",
+            json_schema_extra={"x-envfarm-ref": "rentals.rental_id", "x-envfarm-column": "rental_extras.rental_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListRentalExtrasResult:
     """List the extras booked on a rental with quantities and daily prices."""
     db.require("rentals", "rental_id", rental_id, "rental_id")
@@ -512,7 +814,13 @@ def list_rental_extras(
 
 def start_rental(
     db: Database,
-    rental_id: Annotated[str, Field(description="Rental id from find_rental (status reserved)")],
+    rental_id: Annotated[
+        str,
+        Field(
+            description="Rental id from find_rental (status reserved)",
+            json_schema_extra={"x-envfarm-ref": "rentals.rental_id", "x-envfarm-column": "rentals.rental_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Rental:
     """Hand the car over to the driver on the pickup date; the odometer is recorded and the car is marked rented."""
     current = db.require("rentals", "rental_id", rental_id, "rental_id")
@@ -555,10 +863,35 @@ def start_rental(
 
 def return_vehicle(
     db: Database,
-    rental_id: Annotated[str, Field(description="Rental id from find_rental (status active)")],
-    return_branch_id: Annotated[str, Field(description="Branch id where the car is returned")],
-    odometer_km: Annotated[int, Field(description="Odometer reading at return in km", ge=0.0)],
-    fuel_full: Annotated[bool, Field(description="Whether the tank (or battery) is full")],
+    rental_id: Annotated[
+        str,
+        Field(
+            description="Rental id from find_rental (status active)",
+            json_schema_extra={"x-envfarm-ref": "rentals.rental_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    return_branch_id: Annotated[
+        str,
+        Field(
+            description="Branch id where the car is returned",
+            json_schema_extra={"x-envfarm-ref": "branches.branch_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    odometer_km: Annotated[
+        int,
+        Field(
+            description="Odometer reading at return in km",
+            ge=0.0,
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ],
+    fuel_full: Annotated[
+        bool,
+        Field(
+            description="Whether the tank (or battery) is full",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ],
 ) -> ReturnVehicleResult:
     """Take back an active rental at a branch and bill it: started 24-hour days (59 minutes' grace) at the daily rate, extras per day, a one-way fee of 75 USD when returned to another branch, and 65 USD refuelling when the tank is not full. The car becomes available at the return branch."""
     db.require("rentals", "rental_id", rental_id, "rental_id")
@@ -597,8 +930,20 @@ def return_vehicle(
 
 def change_dropoff_branch(
     db: Database,
-    rental_id: Annotated[str, Field(description="Rental id from find_rental")],
-    dropoff_branch_id: Annotated[str, Field(description="New return branch id from list_branches")],
+    rental_id: Annotated[
+        str,
+        Field(
+            description="Rental id from find_rental",
+            json_schema_extra={"x-envfarm-ref": "rentals.rental_id", "x-envfarm-column": "rentals.rental_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    dropoff_branch_id: Annotated[
+        str,
+        Field(
+            description="New return branch id from list_branches",
+            json_schema_extra={"x-envfarm-ref": "branches.branch_id", "x-envfarm-column": "rentals.dropoff_branch_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Rental:
     """Change where a reserved or active rental will be returned. Another branch must accept one-way returns."""
     current = db.require("rentals", "rental_id", rental_id, "rental_id")
@@ -636,7 +981,13 @@ def change_dropoff_branch(
 
 def cancel_rental(
     db: Database,
-    rental_id: Annotated[str, Field(description="Rental id from find_rental (status reserved)")],
+    rental_id: Annotated[
+        str,
+        Field(
+            description="Rental id from find_rental (status reserved)",
+            json_schema_extra={"x-envfarm-ref": "rentals.rental_id", "x-envfarm-column": "rentals.rental_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Rental:
     """Cancel a reservation before pickup. Active rentals are ended with return_vehicle instead."""
     current = db.require("rentals", "rental_id", rental_id, "rental_id")
@@ -655,13 +1006,41 @@ def cancel_rental(
 
 def report_damage(
     db: Database,
-    vehicle_id: Annotated[str, Field(description="Vehicle id from get_vehicle")],
-    severity: Annotated[DamageReportSeverity, Field(description="How bad it is")],
-    description: Annotated[str, Field(description="What is damaged")],
-    estimated_cost: Annotated[float, Field(description="Repair estimate in USD", ge=0.0)],
+    vehicle_id: Annotated[
+        str,
+        Field(
+            description="Vehicle id from get_vehicle",
+            json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-column": "damage_reports.vehicle_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    severity: Annotated[
+        DamageReportSeverity,
+        Field(
+            description="How bad it is",
+            json_schema_extra={"x-envfarm-column": "damage_reports.severity", "x-envfarm-user-known": True},
+        ),
+    ],
+    description: Annotated[
+        str,
+        Field(
+            description="What is damaged",
+            json_schema_extra={"x-envfarm-column": "damage_reports.description", "x-envfarm-user-known": True},
+        ),
+    ],
+    estimated_cost: Annotated[
+        float,
+        Field(
+            description="Repair estimate in USD",
+            ge=0.0,
+            json_schema_extra={"x-envfarm-column": "damage_reports.estimated_cost", "x-envfarm-user-known": True},
+        ),
+    ],
     rental_id: Annotated[
         str | None,
-        Field(description="Rental id from find_rental if found during a rental"),
+        Field(
+            description="Rental id from find_rental if found during a rental",
+            json_schema_extra={"x-envfarm-ref": "rentals.rental_id", "x-envfarm-column": "damage_reports.rental_id", "x-envfarm-user-known": False},
+        ),
     ] = None,
 ) -> DamageReport:
     """Record damage found on a car, optionally during a rental. Severe damage takes an available car out of service (maintenance) until it is repaired."""
@@ -709,9 +1088,27 @@ def report_damage(
 
 def list_damage_reports(
     db: Database,
-    vehicle_id: Annotated[str | None, Field(description="Vehicle id from get_vehicle")] = None,
-    status: Annotated[DamageReportStatus | None, Field(description="Only this repair status")] = None,
-    severity: Annotated[DamageReportSeverity | None, Field(description="Only this severity")] = None,
+    vehicle_id: Annotated[
+        str | None,
+        Field(
+            description="Vehicle id from get_vehicle",
+            json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-column": "damage_reports.vehicle_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        DamageReportStatus | None,
+        Field(
+            description="Only this repair status",
+            json_schema_extra={"x-envfarm-column": "damage_reports.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    severity: Annotated[
+        DamageReportSeverity | None,
+        Field(
+            description="Only this severity",
+            json_schema_extra={"x-envfarm-column": "damage_reports.severity", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListDamageReportsResult:
     """List damage reports of a car or by status and severity."""
     if vehicle_id is not None:
@@ -730,7 +1127,13 @@ def list_damage_reports(
 
 def mark_damage_repaired(
     db: Database,
-    report_id: Annotated[str, Field(description="Report id from list_damage_reports")],
+    report_id: Annotated[
+        str,
+        Field(
+            description="Report id from list_damage_reports",
+            json_schema_extra={"x-envfarm-ref": "damage_reports.report_id", "x-envfarm-column": "damage_reports.report_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> DamageReport:
     """Close a damage report once the repair is done; a car in maintenance with no other open severe damage becomes available."""
     current = db.require("damage_reports", "report_id", report_id, "report_id")

@@ -20,50 +20,110 @@ InvoiceStatus = Literal["open", "paid"]
 class Patient(BaseModel):
     """A registered patient. A row of `patients`."""
 
-    patient_id: str = Field(description="Internal patient id")
-    full_name: str = Field(description="First and last name")
-    email: str = Field(description="Contact email")
-    date_of_birth: str = Field(description="Date of birth (YYYY-MM-DD)")
-    phone: str = Field(description="Contact phone number")
+    patient_id: str = Field(
+        description="Internal patient id",
+        json_schema_extra={"x-envfarm-ref": "patients.patient_id", "x-envfarm-user-known": False},
+    )
+    full_name: str = Field(
+        description="First and last name",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    email: str = Field(description="Contact email", json_schema_extra={"x-envfarm-user-known": True})
+    date_of_birth: str = Field(
+        description="Date of birth (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    phone: str = Field(description="Contact phone number", json_schema_extra={"x-envfarm-user-known": True})
 
 
 class Doctor(BaseModel):
     """A doctor working at the clinic. A row of `doctors`."""
 
-    doctor_id: str = Field(description="Internal doctor id")
-    name: str = Field(description="Doctor's name, e.g. Dr. Okafor")
-    specialty: DoctorSpecialty = Field(description="Medical specialty")
+    doctor_id: str = Field(
+        description="Internal doctor id",
+        json_schema_extra={"x-envfarm-ref": "doctors.doctor_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Doctor's name, e.g. Dr. Okafor",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    specialty: DoctorSpecialty = Field(
+        description="Medical specialty",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Slot(BaseModel):
     """A bookable time slot of one doctor. A row of `slots`."""
 
-    slot_id: str = Field(description="Internal slot id")
-    doctor_id: str = Field(description="The doctor")
-    starts_at: str = Field(description="Start time (ISO 8601, UTC)")
-    duration_minutes: int = Field(description="Length in minutes")
-    is_free: bool = Field(description="Whether the slot can still be booked")
+    slot_id: str = Field(
+        description="Internal slot id",
+        json_schema_extra={"x-envfarm-ref": "slots.slot_id", "x-envfarm-user-known": False},
+    )
+    doctor_id: str = Field(
+        description="The doctor",
+        json_schema_extra={"x-envfarm-ref": "doctors.doctor_id", "x-envfarm-user-known": False},
+    )
+    starts_at: str = Field(
+        description="Start time (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    duration_minutes: int = Field(
+        description="Length in minutes",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    is_free: bool = Field(
+        description="Whether the slot can still be booked",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Appointment(BaseModel):
     """A booked visit. A row of `appointments`."""
 
-    appointment_id: str = Field(description="Internal appointment id")
-    patient_id: str = Field(description="The patient")
-    slot_id: str = Field(description="The booked slot")
-    reason: str = Field(description="Reason for the visit")
-    status: AppointmentStatus = Field(description="Appointment status")
-    cancel_reason: str | None = Field(description="Why it was cancelled")
+    appointment_id: str = Field(
+        description="Internal appointment id",
+        json_schema_extra={"x-envfarm-ref": "appointments.appointment_id", "x-envfarm-user-known": False},
+    )
+    patient_id: str = Field(
+        description="The patient",
+        json_schema_extra={"x-envfarm-ref": "patients.patient_id", "x-envfarm-user-known": False},
+    )
+    slot_id: str = Field(
+        description="The booked slot",
+        json_schema_extra={"x-envfarm-ref": "slots.slot_id", "x-envfarm-user-known": False},
+    )
+    reason: str = Field(description="Reason for the visit", json_schema_extra={"x-envfarm-user-known": True})
+    status: AppointmentStatus = Field(
+        description="Appointment status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    cancel_reason: str | None = Field(
+        description="Why it was cancelled",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Invoice(BaseModel):
     """An invoice for a completed appointment. A row of `invoices`."""
 
-    invoice_id: str = Field(description="Internal invoice id")
-    appointment_id: str = Field(description="The billed appointment")
-    amount: float = Field(description="Amount due in USD")
-    issued_on: str = Field(description="Issue date (YYYY-MM-DD)")
-    status: InvoiceStatus = Field(description="Payment status")
+    invoice_id: str = Field(
+        description="Internal invoice id",
+        json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-user-known": False},
+    )
+    appointment_id: str = Field(
+        description="The billed appointment",
+        json_schema_extra={"x-envfarm-ref": "appointments.appointment_id", "x-envfarm-user-known": False},
+    )
+    amount: float = Field(description="Amount due in USD", json_schema_extra={"x-envfarm-user-known": True})
+    issued_on: str = Field(
+        description="Issue date (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: InvoiceStatus = Field(
+        description="Payment status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class FindPatientResult(BaseModel):
@@ -96,11 +156,27 @@ class ListAppointmentsResult(BaseModel):
 
 def find_patient(
     db: Database,
-    full_name: Annotated[str | None, Field(description="Part of the patient's name")] = None,
-    email: Annotated[str | None, Field(description="Exact email address")] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the patient's name",
+            json_schema_extra={"x-envfarm-column": "patients.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Exact email address",
+            json_schema_extra={"x-envfarm-column": "patients.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
     date_of_birth: Annotated[
         str | None,
-        Field(description="Date of birth (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
+        Field(
+            description="Date of birth (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-column": "patients.date_of_birth", "x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> FindPatientResult:
     """Find patients by name, email or date of birth. Returns matching patient records with their ids."""
@@ -118,8 +194,20 @@ def find_patient(
 
 def search_doctors(
     db: Database,
-    specialty: Annotated[DoctorSpecialty | None, Field(description="Medical specialty")] = None,
-    name: Annotated[str | None, Field(description="Part of the doctor's name")] = None,
+    specialty: Annotated[
+        DoctorSpecialty | None,
+        Field(
+            description="Medical specialty",
+            json_schema_extra={"x-envfarm-column": "doctors.specialty", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the doctor's name",
+            json_schema_extra={"x-envfarm-column": "doctors.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> SearchDoctorsResult:
     """Search the clinic's doctors by specialty or name."""
     args = {"specialty": specialty, "name": name, "now": db.now}
@@ -135,12 +223,28 @@ def search_doctors(
 
 def list_free_slots(
     db: Database,
-    doctor_id: Annotated[str, Field(description="Doctor id from search_doctors")],
+    doctor_id: Annotated[
+        str,
+        Field(
+            description="Doctor id from search_doctors",
+            json_schema_extra={"x-envfarm-ref": "doctors.doctor_id", "x-envfarm-column": "slots.doctor_id", "x-envfarm-user-known": False},
+        ),
+    ],
     starts_after: Annotated[
         str | None,
-        Field(description="Only slots starting at or after this time (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Only slots starting at or after this time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-column": "slots.starts_at", "x-envfarm-user-known": True},
+        ),
     ] = None,
-    is_free: Annotated[bool, Field(description="Only free slots (default true)")] = True,
+    is_free: Annotated[
+        bool,
+        Field(
+            description="Only free slots (default true)",
+            json_schema_extra={"x-envfarm-column": "slots.is_free", "x-envfarm-user-known": False},
+        ),
+    ] = True,
 ) -> ListFreeSlotsResult:
     """List a doctor's free slots on or after a given time, earliest first."""
     db.require("doctors", "doctor_id", doctor_id, "doctor_id")
@@ -158,9 +262,27 @@ def list_free_slots(
 
 def book_appointment(
     db: Database,
-    patient_id: Annotated[str, Field(description="Patient id from find_patient")],
-    slot_id: Annotated[str, Field(description="Slot id from list_free_slots")],
-    reason: Annotated[str, Field(description="Reason for the visit")],
+    patient_id: Annotated[
+        str,
+        Field(
+            description="Patient id from find_patient",
+            json_schema_extra={"x-envfarm-ref": "patients.patient_id", "x-envfarm-column": "appointments.patient_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    slot_id: Annotated[
+        str,
+        Field(
+            description="Slot id from list_free_slots",
+            json_schema_extra={"x-envfarm-ref": "slots.slot_id", "x-envfarm-column": "appointments.slot_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    reason: Annotated[
+        str,
+        Field(
+            description="Reason for the visit",
+            json_schema_extra={"x-envfarm-column": "appointments.reason", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Appointment:
     """Book a free slot for a patient. The slot becomes taken."""
     db.require("patients", "patient_id", patient_id, "patient_id")
@@ -187,8 +309,20 @@ def book_appointment(
 
 def list_appointments(
     db: Database,
-    patient_id: Annotated[str, Field(description="Patient id from find_patient")],
-    status: Annotated[AppointmentStatus | None, Field(description="Only this status")] = None,
+    patient_id: Annotated[
+        str,
+        Field(
+            description="Patient id from find_patient",
+            json_schema_extra={"x-envfarm-ref": "patients.patient_id", "x-envfarm-column": "appointments.patient_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    status: Annotated[
+        AppointmentStatus | None,
+        Field(
+            description="Only this status",
+            json_schema_extra={"x-envfarm-column": "appointments.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListAppointmentsResult:
     """List a patient's appointments, optionally only those with a given status."""
     db.require("patients", "patient_id", patient_id, "patient_id")
@@ -205,7 +339,13 @@ def list_appointments(
 
 def get_slot(
     db: Database,
-    slot_id: Annotated[str, Field(description="Slot id")],
+    slot_id: Annotated[
+        str,
+        Field(
+            description="Slot id",
+            json_schema_extra={"x-envfarm-ref": "slots.slot_id", "x-envfarm-column": "slots.slot_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Slot:
     """Get one slot's doctor, start time and length."""
     row = db.require("slots", "slot_id", slot_id, "slot_id")
@@ -214,8 +354,20 @@ def get_slot(
 
 def reschedule_appointment(
     db: Database,
-    appointment_id: Annotated[str, Field(description="Appointment id from list_appointments")],
-    slot_id: Annotated[str, Field(description="New slot id from list_free_slots")],
+    appointment_id: Annotated[
+        str,
+        Field(
+            description="Appointment id from list_appointments",
+            json_schema_extra={"x-envfarm-ref": "appointments.appointment_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    slot_id: Annotated[
+        str,
+        Field(
+            description="New slot id from list_free_slots",
+            json_schema_extra={"x-envfarm-ref": "slots.slot_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Appointment:
     """Move a booked appointment to another free slot of the same doctor."""
     db.require("appointments", "appointment_id", appointment_id, "appointment_id")
@@ -247,8 +399,20 @@ def reschedule_appointment(
 
 def cancel_appointment(
     db: Database,
-    appointment_id: Annotated[str, Field(description="Appointment id from list_appointments")],
-    cancel_reason: Annotated[str, Field(description="Why the patient cancels")],
+    appointment_id: Annotated[
+        str,
+        Field(
+            description="Appointment id from list_appointments",
+            json_schema_extra={"x-envfarm-ref": "appointments.appointment_id", "x-envfarm-column": "appointments.appointment_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    cancel_reason: Annotated[
+        str,
+        Field(
+            description="Why the patient cancels",
+            json_schema_extra={"x-envfarm-column": "appointments.cancel_reason", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Appointment:
     """Cancel a booked appointment, freeing its slot. Must be at least 24 hours before it starts."""
     current = db.require("appointments", "appointment_id", appointment_id, "appointment_id")
@@ -287,7 +451,13 @@ def cancel_appointment(
 
 def get_invoice(
     db: Database,
-    appointment_id: Annotated[str, Field(description="Appointment id from list_appointments")],
+    appointment_id: Annotated[
+        str,
+        Field(
+            description="Appointment id from list_appointments",
+            json_schema_extra={"x-envfarm-ref": "appointments.appointment_id", "x-envfarm-column": "invoices.appointment_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Invoice:
     """Get the invoice of an appointment."""
     row = db.require("invoices", "appointment_id", appointment_id, "appointment_id")
@@ -296,8 +466,20 @@ def get_invoice(
 
 def pay_invoice(
     db: Database,
-    invoice_id: Annotated[str, Field(description="Invoice id from get_invoice")],
-    amount: Annotated[float, Field(description="Amount paid in USD")],
+    invoice_id: Annotated[
+        str,
+        Field(
+            description="Invoice id from get_invoice",
+            json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-column": "invoices.invoice_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    amount: Annotated[
+        float,
+        Field(
+            description="Amount paid in USD",
+            json_schema_extra={"x-envfarm-column": "invoices.amount", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Invoice:
     """Pay an open invoice in full. The amount must equal the amount due."""
     current = db.require("invoices", "invoice_id", invoice_id, "invoice_id")

@@ -25,110 +25,266 @@ PrerequisiteOverrideStatus = Literal["pending", "approved", "denied"]
 class Student(BaseModel):
     """An enrolled student (the farm's shared cast of people). A row of `students`."""
 
-    student_id: str = Field(description="Internal student id")
-    full_name: str = Field(description="First and last name")
-    email: str = Field(description="University email")
-    program: StudentProgram = Field(description="Degree program")
-    year_level: int = Field(description="Year of study (1-4)")
+    student_id: str = Field(
+        description="Internal student id",
+        json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-user-known": False},
+    )
+    full_name: str = Field(
+        description="First and last name",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    email: str = Field(description="University email", json_schema_extra={"x-envfarm-user-known": True})
+    program: StudentProgram = Field(
+        description="Degree program",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    year_level: int = Field(
+        description="Year of study (1-4)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
     registration_hold: bool = Field(
         description="True while an unpaid balance or missing document blocks new enrollments",
+        json_schema_extra={"x-envfarm-user-known": False},
     )
 
 
 class Instructor(BaseModel):
     """A faculty member who teaches sections. A row of `instructors`."""
 
-    instructor_id: str = Field(description="Internal instructor id")
-    name: str = Field(description="Instructor's name, e.g. Prof. Haddad")
-    department: InstructorDepartment = Field(description="Home department")
-    email: str = Field(description="Faculty email")
+    instructor_id: str = Field(
+        description="Internal instructor id",
+        json_schema_extra={"x-envfarm-ref": "instructors.instructor_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Instructor's name, e.g. Prof. Haddad",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    department: InstructorDepartment = Field(
+        description="Home department",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    email: str = Field(description="Faculty email", json_schema_extra={"x-envfarm-user-known": True})
 
 
 class Term(BaseModel):
     """An academic term with its registration window and drop deadline. A row of `terms`."""
 
-    term_id: str = Field(description="Internal term id")
-    name: str = Field(description="Term name, e.g. Spring 2026")
-    starts_on: str = Field(description="First day of classes (YYYY-MM-DD)")
-    ends_on: str = Field(description="Last day of classes (YYYY-MM-DD)")
-    registration_opens_on: str = Field(description="First day students may enroll (YYYY-MM-DD)")
-    registration_closes_on: str = Field(description="Last day students may enroll (YYYY-MM-DD)")
+    term_id: str = Field(
+        description="Internal term id",
+        json_schema_extra={"x-envfarm-ref": "terms.term_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Term name, e.g. Spring 2026",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    starts_on: str = Field(
+        description="First day of classes (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    ends_on: str = Field(
+        description="Last day of classes (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    registration_opens_on: str = Field(
+        description="First day students may enroll (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    registration_closes_on: str = Field(
+        description="Last day students may enroll (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
     drop_deadline: str = Field(
         description="Last day to drop a section or change its grading basis (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
     )
-    status: TermStatus = Field(description="Where the term stands today")
+    status: TermStatus = Field(
+        description="Where the term stands today",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Course(BaseModel):
     """A catalog course. A row of `courses`."""
 
-    course_id: str = Field(description="Internal course id")
-    code: str = Field(description="Catalog code, e.g. CS 201")
-    title: str = Field(description="Course title, e.g. Data Structures")
-    department: InstructorDepartment = Field(description="Offering department")
-    credits: int = Field(description="Credit hours")
-    pass_fail_allowed: bool = Field(description="Whether students may take it pass/fail")
+    course_id: str = Field(
+        description="Internal course id",
+        json_schema_extra={"x-envfarm-ref": "courses.course_id", "x-envfarm-user-known": False},
+    )
+    code: str = Field(
+        description="Catalog code, e.g. CS 201",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    title: str = Field(
+        description="Course title, e.g. Data Structures",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    department: InstructorDepartment = Field(
+        description="Offering department",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    credits: int = Field(description="Credit hours", json_schema_extra={"x-envfarm-user-known": True})
+    pass_fail_allowed: bool = Field(
+        description="Whether students may take it pass/fail",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Prerequisite(BaseModel):
     """A course that must be passed before enrolling in another course. A row of `prerequisites`."""
 
-    prerequisite_id: str = Field(description="Internal prerequisite id")
-    course_id: str = Field(description="The course that has the requirement")
-    required_course_id: str = Field(description="The course that must be passed first")
+    prerequisite_id: str = Field(
+        description="Internal prerequisite id",
+        json_schema_extra={"x-envfarm-ref": "prerequisites.prerequisite_id", "x-envfarm-user-known": False},
+    )
+    course_id: str = Field(
+        description="The course that has the requirement",
+        json_schema_extra={"x-envfarm-ref": "courses.course_id", "x-envfarm-user-known": False},
+    )
+    required_course_id: str = Field(
+        description="The course that must be passed first",
+        json_schema_extra={"x-envfarm-ref": "courses.course_id", "x-envfarm-user-known": False},
+    )
 
 
 class Section(BaseModel):
     """A scheduled offering of a course in a term, with meeting times and seats. A row of `sections`."""
 
-    section_id: str = Field(description="Internal section id")
-    course_id: str = Field(description="The course taught")
-    term_id: str = Field(description="The term")
-    section_code: str = Field(description="Section number within the course, e.g. 01")
-    instructor_id: str = Field(description="The instructor")
-    days: str = Field(description="Meeting days as letters M T W R F (R is Thursday), e.g. MWF or TR")
-    start_time: str = Field(description="Start time of each meeting, HH:MM 24-hour")
-    end_time: str = Field(description="End time of each meeting, HH:MM 24-hour")
-    room: str = Field(description="Building and room")
-    capacity: int = Field(description="Seats in the section")
-    enrolled_count: int = Field(description="Students currently enrolled (not counting the waitlist)")
-    status: SectionStatus = Field(description="Cancelled sections take no students")
+    section_id: str = Field(
+        description="Internal section id",
+        json_schema_extra={"x-envfarm-ref": "sections.section_id", "x-envfarm-user-known": False},
+    )
+    course_id: str = Field(
+        description="The course taught",
+        json_schema_extra={"x-envfarm-ref": "courses.course_id", "x-envfarm-user-known": False},
+    )
+    term_id: str = Field(
+        description="The term",
+        json_schema_extra={"x-envfarm-ref": "terms.term_id", "x-envfarm-user-known": False},
+    )
+    section_code: str = Field(
+        description="Section number within the course, e.g. 01",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    instructor_id: str = Field(
+        description="The instructor",
+        json_schema_extra={"x-envfarm-ref": "instructors.instructor_id", "x-envfarm-user-known": False},
+    )
+    days: str = Field(
+        description="Meeting days as letters M T W R F (R is Thursday), e.g. MWF or TR",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    start_time: str = Field(
+        description="Start time of each meeting, HH:MM 24-hour",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    end_time: str = Field(
+        description="End time of each meeting, HH:MM 24-hour",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    room: str = Field(description="Building and room", json_schema_extra={"x-envfarm-user-known": True})
+    capacity: int = Field(
+        description="Seats in the section",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    enrolled_count: int = Field(
+        description="Students currently enrolled (not counting the waitlist)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    status: SectionStatus = Field(
+        description="Cancelled sections take no students",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Enrollment(BaseModel):
     """A student's registration in a section, enrolled or on its waitlist. A row of `enrollments`."""
 
-    enrollment_id: str = Field(description="Internal enrollment id")
-    student_id: str = Field(description="The student")
-    section_id: str = Field(description="The section")
-    status: EnrollmentStatus = Field(description="enrolled holds a seat; waitlisted waits for one")
+    enrollment_id: str = Field(
+        description="Internal enrollment id",
+        json_schema_extra={"x-envfarm-ref": "enrollments.enrollment_id", "x-envfarm-user-known": False},
+    )
+    student_id: str = Field(
+        description="The student",
+        json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-user-known": False},
+    )
+    section_id: str = Field(
+        description="The section",
+        json_schema_extra={"x-envfarm-ref": "sections.section_id", "x-envfarm-user-known": False},
+    )
+    status: EnrollmentStatus = Field(
+        description="enrolled holds a seat; waitlisted waits for one",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
     waitlist_position: int | None = Field(
         description="Place in the waitlist (1 is next), only while waitlisted",
+        json_schema_extra={"x-envfarm-user-known": False},
     )
-    grading_basis: EnrollmentGradingBasis = Field(description="How the course will be graded")
-    registered_at: str = Field(description="When the student registered (ISO 8601, UTC)")
-    dropped_at: str | None = Field(description="When the student dropped (ISO 8601, UTC)")
+    grading_basis: EnrollmentGradingBasis = Field(
+        description="How the course will be graded",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    registered_at: str = Field(
+        description="When the student registered (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    dropped_at: str | None = Field(
+        description="When the student dropped (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Grade(BaseModel):
     """A final grade on the student's transcript from a completed term. A row of `grades`."""
 
-    grade_id: str = Field(description="Internal grade id")
-    student_id: str = Field(description="The student")
-    course_id: str = Field(description="The course")
-    term_id: str = Field(description="The term it was taken")
-    grade: GradeGrade = Field(description="Final grade; A-D and P pass, F fails, W is a withdrawal")
+    grade_id: str = Field(
+        description="Internal grade id",
+        json_schema_extra={"x-envfarm-ref": "grades.grade_id", "x-envfarm-user-known": False},
+    )
+    student_id: str = Field(
+        description="The student",
+        json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-user-known": False},
+    )
+    course_id: str = Field(
+        description="The course",
+        json_schema_extra={"x-envfarm-ref": "courses.course_id", "x-envfarm-user-known": False},
+    )
+    term_id: str = Field(
+        description="The term it was taken",
+        json_schema_extra={"x-envfarm-ref": "terms.term_id", "x-envfarm-user-known": False},
+    )
+    grade: GradeGrade = Field(
+        description="Final grade; A-D and P pass, F fails, W is a withdrawal",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class PrerequisiteOverride(BaseModel):
     """A student's request to enroll in a course without its prerequisites. A row of `prerequisite_overrides`."""
 
-    override_id: str = Field(description="Internal override request id")
-    student_id: str = Field(description="The student")
-    course_id: str = Field(description="The course")
-    reason: str = Field(description="Why the student should be let in")
-    status: PrerequisiteOverrideStatus = Field(description="Department decision")
-    requested_at: str = Field(description="When it was requested (ISO 8601, UTC)")
+    override_id: str = Field(
+        description="Internal override request id",
+        json_schema_extra={"x-envfarm-ref": "prerequisite_overrides.override_id", "x-envfarm-user-known": False},
+    )
+    student_id: str = Field(
+        description="The student",
+        json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-user-known": False},
+    )
+    course_id: str = Field(
+        description="The course",
+        json_schema_extra={"x-envfarm-ref": "courses.course_id", "x-envfarm-user-known": False},
+    )
+    reason: str = Field(
+        description="Why the student should be let in",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: PrerequisiteOverrideStatus = Field(
+        description="Department decision",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    requested_at: str = Field(
+        description="When it was requested (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class FindStudentResult(BaseModel):
@@ -201,9 +357,27 @@ class ListOverrideRequestsResult(BaseModel):
 
 def find_student(
     db: Database,
-    full_name: Annotated[str | None, Field(description="Part of the student's name")] = None,
-    email: Annotated[str | None, Field(description="Exact university email")] = None,
-    program: Annotated[StudentProgram | None, Field(description="Degree program")] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the student's name",
+            json_schema_extra={"x-envfarm-column": "students.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Exact university email",
+            json_schema_extra={"x-envfarm-column": "students.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    program: Annotated[
+        StudentProgram | None,
+        Field(
+            description="Degree program",
+            json_schema_extra={"x-envfarm-column": "students.program", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> FindStudentResult:
     """Find students by part of their name, exact email or program. Returns student records with their student_id."""
     args = {"full_name": full_name, "email": email, "program": program, "now": db.now}
@@ -220,8 +394,20 @@ def find_student(
 
 def list_terms(
     db: Database,
-    name: Annotated[str | None, Field(description="Part of the term name, e.g. Spring 2026")] = None,
-    status: Annotated[TermStatus | None, Field(description="Only terms with this status")] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the term name, e.g. Spring 2026",
+            json_schema_extra={"x-envfarm-column": "terms.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    status: Annotated[
+        TermStatus | None,
+        Field(
+            description="Only terms with this status",
+            json_schema_extra={"x-envfarm-column": "terms.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListTermsResult:
     """List academic terms with their registration window, drop deadline and status. Gives the term_id other tools need."""
     args = {"name": name, "status": status, "now": db.now}
@@ -237,9 +423,27 @@ def list_terms(
 
 def search_courses(
     db: Database,
-    code: Annotated[str | None, Field(description="Part of the catalog code, e.g. CS 2")] = None,
-    title: Annotated[str | None, Field(description="Part of the course title")] = None,
-    department: Annotated[InstructorDepartment | None, Field(description="Offering department")] = None,
+    code: Annotated[
+        str | None,
+        Field(
+            description="Part of the catalog code, e.g. CS 2",
+            json_schema_extra={"x-envfarm-column": "courses.code", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    title: Annotated[
+        str | None,
+        Field(
+            description="Part of the course title",
+            json_schema_extra={"x-envfarm-column": "courses.title", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    department: Annotated[
+        InstructorDepartment | None,
+        Field(
+            description="Offering department",
+            json_schema_extra={"x-envfarm-column": "courses.department", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> SearchCoursesResult:
     """Search the course catalog by code, title or department. Returns courses with their course_id and credits."""
     args = {"code": code, "title": title, "department": department, "now": db.now}
@@ -256,7 +460,13 @@ def search_courses(
 
 def list_prerequisites(
     db: Database,
-    course_id: Annotated[str, Field(description="Course id from search_courses")],
+    course_id: Annotated[
+        str,
+        Field(
+            description="Course id from search_courses",
+            json_schema_extra={"x-envfarm-ref": "courses.course_id", "x-envfarm-column": "prerequisites.course_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListPrerequisitesResult:
     """List the prerequisite courses of a course (each row's required_course_id must be passed first)."""
     db.require("courses", "course_id", course_id, "course_id")
@@ -272,8 +482,20 @@ def list_prerequisites(
 
 def search_instructors(
     db: Database,
-    name: Annotated[str | None, Field(description="Part of the instructor's name")] = None,
-    department: Annotated[InstructorDepartment | None, Field(description="Home department")] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the instructor's name",
+            json_schema_extra={"x-envfarm-column": "instructors.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    department: Annotated[
+        InstructorDepartment | None,
+        Field(
+            description="Home department",
+            json_schema_extra={"x-envfarm-column": "instructors.department", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> SearchInstructorsResult:
     """Search instructors by name or department. Returns instructor_id for filtering sections."""
     args = {"name": name, "department": department, "now": db.now}
@@ -289,10 +511,34 @@ def search_instructors(
 
 def list_sections(
     db: Database,
-    course_id: Annotated[str | None, Field(description="Course id from search_courses")] = None,
-    term_id: Annotated[str | None, Field(description="Term id from list_terms")] = None,
-    instructor_id: Annotated[str | None, Field(description="Instructor id from search_instructors")] = None,
-    status: Annotated[SectionStatus | None, Field(description="Only sections with this status")] = None,
+    course_id: Annotated[
+        str | None,
+        Field(
+            description="Course id from search_courses",
+            json_schema_extra={"x-envfarm-ref": "courses.course_id", "x-envfarm-column": "sections.course_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    term_id: Annotated[
+        str | None,
+        Field(
+            description="Term id from list_terms",
+            json_schema_extra={"x-envfarm-ref": "terms.term_id", "x-envfarm-column": "sections.term_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    instructor_id: Annotated[
+        str | None,
+        Field(
+            description="Instructor id from search_instructors",
+            json_schema_extra={"x-envfarm-ref": "instructors.instructor_id", "x-envfarm-column": "sections.instructor_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        SectionStatus | None,
+        Field(
+            description="Only sections with this status",
+            json_schema_extra={"x-envfarm-column": "sections.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListSectionsResult:
     """List sections with meeting days, times, room, capacity and enrolled count. Filter by course (course_id from search_courses), term (term_id from list_terms) or instructor (instructor_id from search_instructors)."""
     if course_id is not None:
@@ -322,7 +568,13 @@ def list_sections(
 
 def get_section(
     db: Database,
-    section_id: Annotated[str, Field(description="Section id from list_sections or list_enrollments")],
+    section_id: Annotated[
+        str,
+        Field(
+            description="Section id from list_sections or list_enrollments",
+            json_schema_extra={"x-envfarm-ref": "sections.section_id", "x-envfarm-column": "sections.section_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Section:
     """Get one section's course, term, schedule, room, capacity and enrolled count."""
     row = db.require("sections", "section_id", section_id, "section_id")
@@ -331,9 +583,27 @@ def get_section(
 
 def list_enrollments(
     db: Database,
-    student_id: Annotated[str, Field(description="Student id from find_student")],
-    status: Annotated[EnrollmentStatus | None, Field(description="Only this status")] = None,
-    section_id: Annotated[str | None, Field(description="Only this section")] = None,
+    student_id: Annotated[
+        str,
+        Field(
+            description="Student id from find_student",
+            json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-column": "enrollments.student_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    status: Annotated[
+        EnrollmentStatus | None,
+        Field(
+            description="Only this status",
+            json_schema_extra={"x-envfarm-column": "enrollments.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    section_id: Annotated[
+        str | None,
+        Field(
+            description="Only this section",
+            json_schema_extra={"x-envfarm-ref": "sections.section_id", "x-envfarm-column": "enrollments.section_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListEnrollmentsResult:
     """List a student's enrollments (enrolled, waitlisted or dropped) with their section_id and enrollment_id."""
     db.require("students", "student_id", student_id, "student_id")
@@ -353,7 +623,13 @@ def list_enrollments(
 
 def get_academic_record(
     db: Database,
-    student_id: Annotated[str, Field(description="Student id from find_student")],
+    student_id: Annotated[
+        str,
+        Field(
+            description="Student id from find_student",
+            json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> GetAcademicRecordResult:
     """A student's transcript: every final grade with course and term, total credits earned from passed courses and the grade point average over letter grades."""
     db.require("students", "student_id", student_id, "student_id")
@@ -364,8 +640,20 @@ def get_academic_record(
 
 def enroll_in_section(
     db: Database,
-    student_id: Annotated[str, Field(description="Student id from find_student")],
-    section_id: Annotated[str, Field(description="Section id from list_sections")],
+    student_id: Annotated[
+        str,
+        Field(
+            description="Student id from find_student",
+            json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    section_id: Annotated[
+        str,
+        Field(
+            description="Section id from list_sections",
+            json_schema_extra={"x-envfarm-ref": "sections.section_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Enrollment:
     """Register a student in a section. If the section has a free seat the student is enrolled; if it is full the student joins the end of its waitlist and is enrolled automatically when a seat frees up. Requires an open registration window, passed prerequisites (or an approved override), no time clash with the student's enrolled sections that term and at most 18 enrolled credits per term."""
     db.require("students", "student_id", student_id, "student_id")
@@ -454,7 +742,13 @@ def enroll_in_section(
 
 def drop_enrollment(
     db: Database,
-    enrollment_id: Annotated[str, Field(description="Enrollment id from list_enrollments")],
+    enrollment_id: Annotated[
+        str,
+        Field(
+            description="Enrollment id from list_enrollments",
+            json_schema_extra={"x-envfarm-ref": "enrollments.enrollment_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Enrollment:
     """Drop an enrollment or leave a waitlist, on or before the term's drop deadline. A freed seat goes to the first student on the section's waitlist."""
     db.require("enrollments", "enrollment_id", enrollment_id, "enrollment_id")
@@ -482,8 +776,20 @@ def drop_enrollment(
 
 def change_grading_basis(
     db: Database,
-    enrollment_id: Annotated[str, Field(description="Enrollment id from list_enrollments")],
-    grading_basis: Annotated[EnrollmentGradingBasis, Field(description="The new grading basis")],
+    enrollment_id: Annotated[
+        str,
+        Field(
+            description="Enrollment id from list_enrollments",
+            json_schema_extra={"x-envfarm-ref": "enrollments.enrollment_id", "x-envfarm-column": "enrollments.enrollment_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    grading_basis: Annotated[
+        EnrollmentGradingBasis,
+        Field(
+            description="The new grading basis",
+            json_schema_extra={"x-envfarm-column": "enrollments.grading_basis", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Enrollment:
     """Switch an enrolled section between letter grading and pass/fail, on or before the term's drop deadline."""
     current = db.require("enrollments", "enrollment_id", enrollment_id, "enrollment_id")
@@ -530,11 +836,26 @@ def change_grading_basis(
 
 def request_prerequisite_override(
     db: Database,
-    student_id: Annotated[str, Field(description="Student id from find_student")],
-    course_id: Annotated[str, Field(description="Course id from search_courses")],
+    student_id: Annotated[
+        str,
+        Field(
+            description="Student id from find_student",
+            json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-column": "prerequisite_overrides.student_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    course_id: Annotated[
+        str,
+        Field(
+            description="Course id from search_courses",
+            json_schema_extra={"x-envfarm-ref": "courses.course_id", "x-envfarm-column": "prerequisite_overrides.course_id", "x-envfarm-user-known": False},
+        ),
+    ],
     reason: Annotated[
         str,
-        Field(description="Why the student is ready, e.g. equivalent course taken elsewhere"),
+        Field(
+            description="Why the student is ready, e.g. equivalent course taken elsewhere",
+            json_schema_extra={"x-envfarm-column": "prerequisite_overrides.reason", "x-envfarm-user-known": True},
+        ),
     ],
 ) -> PrerequisiteOverride:
     """Ask the department to let a student into a course whose prerequisites they have not passed. The request starts pending; once approved, enroll_in_section accepts the student."""
@@ -584,10 +905,19 @@ def request_prerequisite_override(
 
 def list_override_requests(
     db: Database,
-    student_id: Annotated[str, Field(description="Student id from find_student")],
+    student_id: Annotated[
+        str,
+        Field(
+            description="Student id from find_student",
+            json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-column": "prerequisite_overrides.student_id", "x-envfarm-user-known": False},
+        ),
+    ],
     status: Annotated[
         PrerequisiteOverrideStatus | None,
-        Field(description="Only requests with this status"),
+        Field(
+            description="Only requests with this status",
+            json_schema_extra={"x-envfarm-column": "prerequisite_overrides.status", "x-envfarm-user-known": False},
+        ),
     ] = None,
 ) -> ListOverrideRequestsResult:
     """List a student's prerequisite override requests and their decisions."""
@@ -605,7 +935,13 @@ def list_override_requests(
 
 def withdraw_override_request(
     db: Database,
-    override_id: Annotated[str, Field(description="Override request id from list_override_requests")],
+    override_id: Annotated[
+        str,
+        Field(
+            description="Override request id from list_override_requests",
+            json_schema_extra={"x-envfarm-ref": "prerequisite_overrides.override_id", "x-envfarm-column": "prerequisite_overrides.override_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> PrerequisiteOverride:
     """Withdraw (delete) a prerequisite override request that is still pending."""
     current = db.require("prerequisite_overrides", "override_id", override_id, "override_id")

@@ -20,74 +20,177 @@ PermissionRole = Literal["viewer", "editor", "owner"]
 class Person(BaseModel):
     """A colleague who can own or be given access to documents. A row of `people`."""
 
-    person_id: str = Field(description="Internal person id")
-    full_name: str = Field(description="First and last name")
-    email: str = Field(description="Work email address")
+    person_id: str = Field(
+        description="Internal person id",
+        json_schema_extra={"x-envfarm-ref": "people.person_id", "x-envfarm-user-known": False},
+    )
+    full_name: str = Field(
+        description="First and last name",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    email: str = Field(description="Work email address", json_schema_extra={"x-envfarm-user-known": True})
 
 
 class Folder(BaseModel):
     """A folder of the drive; top-level team folders hold subfolders. A row of `folders`."""
 
-    folder_id: str = Field(description="Internal folder id")
-    name: str = Field(description="Folder name, e.g. Budgets")
-    parent_id: str | None = Field(description="Parent folder; empty for a top-level folder")
-    owner_email: str = Field(description="Email of the folder's owner")
-    created_at: str = Field(description="When the folder was created (ISO 8601, UTC)")
+    folder_id: str = Field(
+        description="Internal folder id",
+        json_schema_extra={"x-envfarm-ref": "folders.folder_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Folder name, e.g. Budgets",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    parent_id: str | None = Field(
+        description="Parent folder; empty for a top-level folder",
+        json_schema_extra={"x-envfarm-ref": "folders.folder_id", "x-envfarm-user-known": False},
+    )
+    owner_email: str = Field(
+        description="Email of the folder's owner",
+        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": False},
+    )
+    created_at: str = Field(
+        description="When the folder was created (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Document(BaseModel):
     """A document, spreadsheet or presentation with its current text. A row of `documents`."""
 
-    doc_id: str = Field(description="Internal document id")
-    title: str = Field(description="Document title")
-    kind: DocumentKind = Field(description="Kind of file")
-    folder_id: str = Field(description="Folder holding the document")
-    owner_email: str = Field(description="Email of the owner")
-    content: str = Field(description="Current text")
-    version: int = Field(description="Current version number")
-    status: DocumentStatus = Field(description="trashed documents can't be edited or shared")
-    trashed_by: str | None = Field(description="Who moved it to the trash")
-    trashed_at: str | None = Field(description="When it was moved to the trash (ISO 8601, UTC)")
-    created_at: str = Field(description="When it was created (ISO 8601, UTC)")
-    updated_at: str = Field(description="When its text last changed (ISO 8601, UTC)")
-    last_edited_by: str = Field(description="Who last changed its text")
+    doc_id: str = Field(
+        description="Internal document id",
+        json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-user-known": False},
+    )
+    title: str = Field(description="Document title", json_schema_extra={"x-envfarm-user-known": True})
+    kind: DocumentKind = Field(description="Kind of file", json_schema_extra={"x-envfarm-user-known": True})
+    folder_id: str = Field(
+        description="Folder holding the document",
+        json_schema_extra={"x-envfarm-ref": "folders.folder_id", "x-envfarm-user-known": False},
+    )
+    owner_email: str = Field(
+        description="Email of the owner",
+        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
+    )
+    content: str = Field(description="Current text", json_schema_extra={"x-envfarm-user-known": False})
+    version: int = Field(
+        description="Current version number",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    status: DocumentStatus = Field(
+        description="trashed documents can't be edited or shared",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    trashed_by: str | None = Field(
+        description="Who moved it to the trash",
+        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": False},
+    )
+    trashed_at: str | None = Field(
+        description="When it was moved to the trash (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    created_at: str = Field(
+        description="When it was created (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    updated_at: str = Field(
+        description="When its text last changed (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    last_edited_by: str = Field(
+        description="Who last changed its text",
+        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": False},
+    )
 
 
 class Permission(BaseModel):
     """One person's access to a document: owner, editor or viewer. A row of `permissions`."""
 
-    permission_id: str = Field(description="Internal permission id")
-    doc_id: str = Field(description="The document")
-    email: str = Field(description="Email of the person with access")
+    permission_id: str = Field(
+        description="Internal permission id",
+        json_schema_extra={"x-envfarm-ref": "permissions.permission_id", "x-envfarm-user-known": False},
+    )
+    doc_id: str = Field(
+        description="The document",
+        json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-user-known": False},
+    )
+    email: str = Field(
+        description="Email of the person with access",
+        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
+    )
     role: PermissionRole = Field(
         description="viewer reads and comments; editor also edits and shares; owner also trashes",
+        json_schema_extra={"x-envfarm-user-known": True},
     )
-    granted_by: str = Field(description="Who shared it")
-    granted_at: str = Field(description="When access was granted (ISO 8601, UTC)")
+    granted_by: str = Field(
+        description="Who shared it",
+        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": False},
+    )
+    granted_at: str = Field(
+        description="When access was granted (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Version(BaseModel):
     """A saved version of a document's text. A row of `versions`."""
 
-    version_id: str = Field(description="Internal version id")
-    doc_id: str = Field(description="The document")
-    number: int = Field(description="Version number (1 is the first)")
-    content: str = Field(description="Text of this version")
-    author_email: str = Field(description="Who saved it")
-    summary: str = Field(description="What changed")
-    created_at: str = Field(description="When it was saved (ISO 8601, UTC)")
+    version_id: str = Field(
+        description="Internal version id",
+        json_schema_extra={"x-envfarm-ref": "versions.version_id", "x-envfarm-user-known": False},
+    )
+    doc_id: str = Field(
+        description="The document",
+        json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-user-known": False},
+    )
+    number: int = Field(
+        description="Version number (1 is the first)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    content: str = Field(
+        description="Text of this version",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    author_email: str = Field(
+        description="Who saved it",
+        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
+    )
+    summary: str = Field(description="What changed", json_schema_extra={"x-envfarm-user-known": True})
+    created_at: str = Field(
+        description="When it was saved (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Comment(BaseModel):
     """A comment on a document. A row of `comments`."""
 
-    comment_id: str = Field(description="Internal comment id")
-    doc_id: str = Field(description="The document")
-    author_email: str = Field(description="Author's email")
-    body: str = Field(description="Comment text")
-    created_at: str = Field(description="When it was written (ISO 8601, UTC)")
-    resolved: bool = Field(description="Whether it was resolved")
-    resolved_by: str | None = Field(description="Who resolved it")
+    comment_id: str = Field(
+        description="Internal comment id",
+        json_schema_extra={"x-envfarm-ref": "comments.comment_id", "x-envfarm-user-known": False},
+    )
+    doc_id: str = Field(
+        description="The document",
+        json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-user-known": False},
+    )
+    author_email: str = Field(
+        description="Author's email",
+        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
+    )
+    body: str = Field(description="Comment text", json_schema_extra={"x-envfarm-user-known": True})
+    created_at: str = Field(
+        description="When it was written (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    resolved: bool = Field(
+        description="Whether it was resolved",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    resolved_by: str | None = Field(
+        description="Who resolved it",
+        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": False},
+    )
 
 
 class FindPeopleResult(BaseModel):
@@ -142,8 +245,20 @@ class ListCommentsResult(BaseModel):
 
 def find_people(
     db: Database,
-    full_name: Annotated[str | None, Field(description="Part of the person's name")] = None,
-    email: Annotated[str | None, Field(description="Exact email address")] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the person's name",
+            json_schema_extra={"x-envfarm-column": "people.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Exact email address",
+            json_schema_extra={"x-envfarm-column": "people.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> FindPeopleResult:
     """Look up colleagues by part of their name or exact email; returns the emails the other tools use."""
     args = {"full_name": full_name, "email": email, "now": db.now}
@@ -159,8 +274,20 @@ def find_people(
 
 def list_folders(
     db: Database,
-    name: Annotated[str | None, Field(description="Part of the folder name")] = None,
-    parent_id: Annotated[str | None, Field(description="Parent folder id, to list its subfolders")] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the folder name",
+            json_schema_extra={"x-envfarm-column": "folders.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    parent_id: Annotated[
+        str | None,
+        Field(
+            description="Parent folder id, to list its subfolders",
+            json_schema_extra={"x-envfarm-ref": "folders.folder_id", "x-envfarm-column": "folders.parent_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListFoldersResult:
     """List folders by name or parent folder (top-level folders have no parent). Returns folder ids."""
     args = {"name": name, "parent_id": parent_id, "now": db.now}
@@ -176,13 +303,40 @@ def list_folders(
 
 def search_documents(
     db: Database,
-    title: Annotated[str | None, Field(description="Part of the title")] = None,
-    folder_id: Annotated[str | None, Field(description="Folder id from list_folders")] = None,
-    owner_email: Annotated[str | None, Field(description="Owner's email")] = None,
-    kind: Annotated[DocumentKind | None, Field(description="Only this kind")] = None,
+    title: Annotated[
+        str | None,
+        Field(
+            description="Part of the title",
+            json_schema_extra={"x-envfarm-column": "documents.title", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    folder_id: Annotated[
+        str | None,
+        Field(
+            description="Folder id from list_folders",
+            json_schema_extra={"x-envfarm-ref": "folders.folder_id", "x-envfarm-column": "documents.folder_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    owner_email: Annotated[
+        str | None,
+        Field(
+            description="Owner's email",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "documents.owner_email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    kind: Annotated[
+        DocumentKind | None,
+        Field(
+            description="Only this kind",
+            json_schema_extra={"x-envfarm-column": "documents.kind", "x-envfarm-user-known": True},
+        ),
+    ] = None,
     status: Annotated[
         DocumentStatus | None,
-        Field(description="Only active or only trashed documents"),
+        Field(
+            description="Only active or only trashed documents",
+            json_schema_extra={"x-envfarm-column": "documents.status", "x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> SearchDocumentsResult:
     """Find documents by title words, folder, owner, kind or status (active or trashed). Returns doc ids for get_document and the tools that change a document."""
@@ -209,7 +363,13 @@ def search_documents(
 
 def get_document(
     db: Database,
-    doc_id: Annotated[str, Field(description="Doc id from search_documents or shared_with_me")],
+    doc_id: Annotated[
+        str,
+        Field(
+            description="Doc id from search_documents or shared_with_me",
+            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "documents.doc_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Document:
     """Get one document with its current text, version number, owner and status."""
     row = db.require("documents", "doc_id", doc_id, "doc_id")
@@ -218,10 +378,19 @@ def get_document(
 
 def shared_with_me(
     db: Database,
-    email: Annotated[str, Field(description="The person's email (find_people)")],
+    email: Annotated[
+        str,
+        Field(
+            description="The person's email (find_people)",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
+        ),
+    ],
     role: Annotated[
         Literal["viewer", "editor"] | None,
-        Field(description="Only documents shared with this role"),
+        Field(
+            description="Only documents shared with this role",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> SharedWithMeResult:
     """The active documents someone else shared with a person, with the role they were given."""
@@ -233,9 +402,27 @@ def shared_with_me(
 
 def list_permissions(
     db: Database,
-    doc_id: Annotated[str | None, Field(description="Doc id from search_documents")] = None,
-    email: Annotated[str | None, Field(description="A person's email")] = None,
-    role: Annotated[PermissionRole | None, Field(description="Only this role")] = None,
+    doc_id: Annotated[
+        str | None,
+        Field(
+            description="Doc id from search_documents",
+            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "permissions.doc_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="A person's email",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "permissions.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    role: Annotated[
+        PermissionRole | None,
+        Field(
+            description="Only this role",
+            json_schema_extra={"x-envfarm-column": "permissions.role", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListPermissionsResult:
     """List who has access to a document (give doc_id) or what one person can access (give email). Returns permission ids for change_permission and remove_permission."""
     args = {"doc_id": doc_id, "email": email, "role": role, "now": db.now}
@@ -252,7 +439,13 @@ def list_permissions(
 
 def list_versions(
     db: Database,
-    doc_id: Annotated[str, Field(description="Doc id from search_documents")],
+    doc_id: Annotated[
+        str,
+        Field(
+            description="Doc id from search_documents",
+            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "versions.doc_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListVersionsResult:
     """A document's version history, oldest first, with authors and change summaries."""
     db.require("documents", "doc_id", doc_id, "doc_id")
@@ -268,10 +461,19 @@ def list_versions(
 
 def list_comments(
     db: Database,
-    doc_id: Annotated[str, Field(description="Doc id from search_documents")],
+    doc_id: Annotated[
+        str,
+        Field(
+            description="Doc id from search_documents",
+            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "comments.doc_id", "x-envfarm-user-known": False},
+        ),
+    ],
     resolved: Annotated[
         bool | None,
-        Field(description="Only resolved (true) or only open (false) comments"),
+        Field(
+            description="Only resolved (true) or only open (false) comments",
+            json_schema_extra={"x-envfarm-column": "comments.resolved", "x-envfarm-user-known": False},
+        ),
     ] = None,
 ) -> ListCommentsResult:
     """The comments on a document, optionally only open or only resolved ones."""
@@ -289,11 +491,32 @@ def list_comments(
 
 def create_document(
     db: Database,
-    title: Annotated[str, Field(description="Title")],
-    folder_id: Annotated[str, Field(description="Folder id from list_folders")],
-    owner_email: Annotated[str, Field(description="Email of the creator and owner")],
-    kind: Annotated[DocumentKind, Field(description="Kind of file (default document)")] = "document",
-    content: Annotated[str, Field(description="Initial text")] = "",
+    title: Annotated[str, Field(description="Title", json_schema_extra={"x-envfarm-user-known": True})],
+    folder_id: Annotated[
+        str,
+        Field(
+            description="Folder id from list_folders",
+            json_schema_extra={"x-envfarm-ref": "folders.folder_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    owner_email: Annotated[
+        str,
+        Field(
+            description="Email of the creator and owner",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
+        ),
+    ],
+    kind: Annotated[
+        DocumentKind,
+        Field(
+            description="Kind of file (default document)",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ] = "document",
+    content: Annotated[
+        str,
+        Field(description="Initial text", json_schema_extra={"x-envfarm-user-known": True}),
+    ] = "",
 ) -> Document:
     """Create a document in a folder. The creator becomes its owner, and the text is saved as version 1."""
     db.require("folders", "folder_id", folder_id, "folder_id")
@@ -320,10 +543,31 @@ def create_document(
 
 def edit_document(
     db: Database,
-    doc_id: Annotated[str, Field(description="Doc id from search_documents")],
-    editor_email: Annotated[str, Field(description="Email of the person editing")],
-    content: Annotated[str, Field(description="The new full text")],
-    summary: Annotated[str, Field(description="What changed (shown in the version history)")] = "Edited",
+    doc_id: Annotated[
+        str,
+        Field(
+            description="Doc id from search_documents",
+            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    editor_email: Annotated[
+        str,
+        Field(
+            description="Email of the person editing",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
+        ),
+    ],
+    content: Annotated[
+        str,
+        Field(description="The new full text", json_schema_extra={"x-envfarm-user-known": True}),
+    ],
+    summary: Annotated[
+        str,
+        Field(
+            description="What changed (shown in the version history)",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ] = "Edited",
 ) -> Document:
     """Replace a document's text, saving a new version. Only the owner and editors can edit, and trashed documents must be restored first."""
     db.require("documents", "doc_id", doc_id, "doc_id")
@@ -353,12 +597,33 @@ def edit_document(
 
 def share_document(
     db: Database,
-    doc_id: Annotated[str, Field(description="Doc id from search_documents")],
-    email: Annotated[str, Field(description="Email of the person to share with (find_people)")],
-    role: Annotated[Literal["viewer", "editor"], Field(description="Access to give")],
+    doc_id: Annotated[
+        str,
+        Field(
+            description="Doc id from search_documents",
+            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "permissions.doc_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    email: Annotated[
+        str,
+        Field(
+            description="Email of the person to share with (find_people)",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "permissions.email", "x-envfarm-user-known": True},
+        ),
+    ],
+    role: Annotated[
+        Literal["viewer", "editor"],
+        Field(
+            description="Access to give",
+            json_schema_extra={"x-envfarm-column": "permissions.role", "x-envfarm-user-known": True},
+        ),
+    ],
     granted_by: Annotated[
         str,
-        Field(description="Email of the person sharing; must be the owner or an editor"),
+        Field(
+            description="Email of the person sharing; must be the owner or an editor",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "permissions.granted_by", "x-envfarm-user-known": False},
+        ),
     ],
 ) -> Permission:
     """Give a person viewer or editor access to an active document. Only the owner and editors can share."""
@@ -406,8 +671,20 @@ def share_document(
 
 def change_permission(
     db: Database,
-    permission_id: Annotated[str, Field(description="Permission id from list_permissions")],
-    role: Annotated[Literal["viewer", "editor"], Field(description="New role")],
+    permission_id: Annotated[
+        str,
+        Field(
+            description="Permission id from list_permissions",
+            json_schema_extra={"x-envfarm-ref": "permissions.permission_id", "x-envfarm-column": "permissions.permission_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    role: Annotated[
+        Literal["viewer", "editor"],
+        Field(
+            description="New role",
+            json_schema_extra={"x-envfarm-column": "permissions.role", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Permission:
     """Switch a person's access to a document between viewer and editor. The owner's access can't change."""
     current = db.require("permissions", "permission_id", permission_id, "permission_id")
@@ -432,7 +709,13 @@ def change_permission(
 
 def remove_permission(
     db: Database,
-    permission_id: Annotated[str, Field(description="Permission id from list_permissions")],
+    permission_id: Annotated[
+        str,
+        Field(
+            description="Permission id from list_permissions",
+            json_schema_extra={"x-envfarm-ref": "permissions.permission_id", "x-envfarm-column": "permissions.permission_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Permission:
     """Take away a person's access to a document. The owner can't be removed."""
     current = db.require("permissions", "permission_id", permission_id, "permission_id")
@@ -451,9 +734,27 @@ def remove_permission(
 
 def add_comment(
     db: Database,
-    doc_id: Annotated[str, Field(description="Doc id from search_documents")],
-    author_email: Annotated[str, Field(description="Email of the person commenting")],
-    body: Annotated[str, Field(description="Comment text")],
+    doc_id: Annotated[
+        str,
+        Field(
+            description="Doc id from search_documents",
+            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "comments.doc_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    author_email: Annotated[
+        str,
+        Field(
+            description="Email of the person commenting",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "comments.author_email", "x-envfarm-user-known": True},
+        ),
+    ],
+    body: Annotated[
+        str,
+        Field(
+            description="Comment text",
+            json_schema_extra={"x-envfarm-column": "comments.body", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Comment:
     """Comment on an active document. Anyone with access (viewer, editor or owner) can comment."""
     db.require("documents", "doc_id", doc_id, "doc_id")
@@ -486,8 +787,20 @@ def add_comment(
 
 def resolve_comment(
     db: Database,
-    comment_id: Annotated[str, Field(description="Comment id from list_comments")],
-    resolved_by: Annotated[str, Field(description="Email of the person resolving")],
+    comment_id: Annotated[
+        str,
+        Field(
+            description="Comment id from list_comments",
+            json_schema_extra={"x-envfarm-ref": "comments.comment_id", "x-envfarm-column": "comments.comment_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    resolved_by: Annotated[
+        str,
+        Field(
+            description="Email of the person resolving",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "comments.resolved_by", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Comment:
     """Mark a comment resolved. The comment's author, the owner or an editor can resolve it."""
     current = db.require("comments", "comment_id", comment_id, "comment_id")
@@ -521,8 +834,20 @@ def resolve_comment(
 
 def move_document(
     db: Database,
-    doc_id: Annotated[str, Field(description="Doc id from search_documents")],
-    folder_id: Annotated[str, Field(description="Target folder id from list_folders")],
+    doc_id: Annotated[
+        str,
+        Field(
+            description="Doc id from search_documents",
+            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "documents.doc_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    folder_id: Annotated[
+        str,
+        Field(
+            description="Target folder id from list_folders",
+            json_schema_extra={"x-envfarm-ref": "folders.folder_id", "x-envfarm-column": "documents.folder_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Document:
     """Move an active document to another folder."""
     current = db.require("documents", "doc_id", doc_id, "doc_id")
@@ -542,8 +867,20 @@ def move_document(
 
 def trash_document(
     db: Database,
-    doc_id: Annotated[str, Field(description="Doc id from search_documents")],
-    trashed_by: Annotated[str, Field(description="Email of the person trashing it; must be the owner")],
+    doc_id: Annotated[
+        str,
+        Field(
+            description="Doc id from search_documents",
+            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "documents.doc_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    trashed_by: Annotated[
+        str,
+        Field(
+            description="Email of the person trashing it; must be the owner",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "documents.trashed_by", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Document:
     """Move a document to the trash. Only its owner can trash it; it can be restored later."""
     current = db.require("documents", "doc_id", doc_id, "doc_id")
@@ -572,7 +909,13 @@ def trash_document(
 
 def restore_document(
     db: Database,
-    doc_id: Annotated[str, Field(description="Doc id from search_documents with status trashed")],
+    doc_id: Annotated[
+        str,
+        Field(
+            description="Doc id from search_documents with status trashed",
+            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "documents.doc_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Document:
     """Bring a trashed document back; it becomes active again in its folder."""
     current = db.require("documents", "doc_id", doc_id, "doc_id")

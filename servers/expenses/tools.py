@@ -20,85 +20,208 @@ ApprovalDecision = Literal["approved", "rejected"]
 class CostCenter(BaseModel):
     """A budget owner that expenses are charged to. A row of `cost_centers`."""
 
-    cost_center_id: str = Field(description="Internal cost center id")
-    code: str = Field(description="Finance code, e.g. CC-ENG")
-    name: str = Field(description="Name, e.g. Engineering")
-    annual_budget: float = Field(description="Budget for the year in USD")
-    spent: float = Field(description="Approved expenses this year in USD")
+    cost_center_id: str = Field(
+        description="Internal cost center id",
+        json_schema_extra={"x-envfarm-ref": "cost_centers.cost_center_id", "x-envfarm-user-known": False},
+    )
+    code: str = Field(
+        description="Finance code, e.g. CC-ENG",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    name: str = Field(description="Name, e.g. Engineering", json_schema_extra={"x-envfarm-user-known": True})
+    annual_budget: float = Field(
+        description="Budget for the year in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    spent: float = Field(
+        description="Approved expenses this year in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Employee(BaseModel):
     """An employee (the farm's shared cast of people). A row of `employees`."""
 
-    employee_id: str = Field(description="Internal employee id")
-    full_name: str = Field(description="First and last name")
-    email: str = Field(description="Work email")
-    title: str = Field(description="Job title")
-    department: str = Field(description="Department")
-    cost_center_id: str = Field(description="Home cost center")
-    manager_id: str | None = Field(description="Direct manager (approves their reports)")
-    role: EmployeeRole = Field(description="Managers and finance controllers can approve reports")
+    employee_id: str = Field(
+        description="Internal employee id",
+        json_schema_extra={"x-envfarm-ref": "employees.employee_id", "x-envfarm-user-known": False},
+    )
+    full_name: str = Field(
+        description="First and last name",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    email: str = Field(description="Work email", json_schema_extra={"x-envfarm-user-known": True})
+    title: str = Field(description="Job title", json_schema_extra={"x-envfarm-user-known": True})
+    department: str = Field(description="Department", json_schema_extra={"x-envfarm-user-known": True})
+    cost_center_id: str = Field(
+        description="Home cost center",
+        json_schema_extra={"x-envfarm-ref": "cost_centers.cost_center_id", "x-envfarm-user-known": False},
+    )
+    manager_id: str | None = Field(
+        description="Direct manager (approves their reports)",
+        json_schema_extra={"x-envfarm-ref": "employees.employee_id", "x-envfarm-user-known": False},
+    )
+    role: EmployeeRole = Field(
+        description="Managers and finance controllers can approve reports",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Category(BaseModel):
     """An expense category with the amount above which a receipt is required. A row of `categories`."""
 
-    category_id: str = Field(description="Internal category id")
-    name: str = Field(description="Category name, e.g. lodging")
-    receipt_required_over: float = Field(description="Lines above this amount in USD need a receipt")
+    category_id: str = Field(
+        description="Internal category id",
+        json_schema_extra={"x-envfarm-ref": "categories.category_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Category name, e.g. lodging",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    receipt_required_over: float = Field(
+        description="Lines above this amount in USD need a receipt",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class ExpenseReport(BaseModel):
     """A batch of expenses an employee submits for reimbursement. A row of `expense_reports`."""
 
-    report_id: str = Field(description="Internal report id")
-    employee_id: str = Field(description="Employee who filed it")
-    title: str = Field(description="Short title, e.g. Client visit")
-    purpose: str = Field(description="Business purpose")
-    cost_center_id: str = Field(description="Cost center charged")
-    status: ExpenseReportStatus = Field(description="Drafts and rejected reports can be edited")
-    total: float = Field(description="Sum of the lines in USD")
-    created_at: str = Field(description="When the report was started (ISO 8601, UTC)")
-    submitted_at: str | None = Field(description="When it was submitted (ISO 8601, UTC)")
-    decided_at: str | None = Field(description="When it was approved or rejected (ISO 8601, UTC)")
-    decided_by: str | None = Field(description="Approver who decided")
-    decision_note: str | None = Field(description="The approver's comment")
+    report_id: str = Field(
+        description="Internal report id",
+        json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-user-known": False},
+    )
+    employee_id: str = Field(
+        description="Employee who filed it",
+        json_schema_extra={"x-envfarm-ref": "employees.employee_id", "x-envfarm-user-known": False},
+    )
+    title: str = Field(
+        description="Short title, e.g. Client visit",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    purpose: str = Field(description="Business purpose", json_schema_extra={"x-envfarm-user-known": True})
+    cost_center_id: str = Field(
+        description="Cost center charged",
+        json_schema_extra={"x-envfarm-ref": "cost_centers.cost_center_id", "x-envfarm-user-known": False},
+    )
+    status: ExpenseReportStatus = Field(
+        description="Drafts and rejected reports can be edited",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    total: float = Field(
+        description="Sum of the lines in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    created_at: str = Field(
+        description="When the report was started (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    submitted_at: str | None = Field(
+        description="When it was submitted (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    decided_at: str | None = Field(
+        description="When it was approved or rejected (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    decided_by: str | None = Field(
+        description="Approver who decided",
+        json_schema_extra={"x-envfarm-ref": "employees.employee_id", "x-envfarm-user-known": False},
+    )
+    decision_note: str | None = Field(
+        description="The approver's comment",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Receipt(BaseModel):
     """An uploaded receipt image or PDF. A row of `receipts`."""
 
-    receipt_id: str = Field(description="Internal receipt id")
-    employee_id: str = Field(description="Who uploaded it")
-    merchant: str = Field(description="Merchant on the receipt")
-    amount: float = Field(description="Amount on the receipt in USD")
-    issued_on: str = Field(description="Date on the receipt (YYYY-MM-DD)")
-    file_name: str = Field(description="Uploaded file name")
-    uploaded_at: str = Field(description="When it was uploaded (ISO 8601, UTC)")
+    receipt_id: str = Field(
+        description="Internal receipt id",
+        json_schema_extra={"x-envfarm-ref": "receipts.receipt_id", "x-envfarm-user-known": False},
+    )
+    employee_id: str = Field(
+        description="Who uploaded it",
+        json_schema_extra={"x-envfarm-ref": "employees.employee_id", "x-envfarm-user-known": False},
+    )
+    merchant: str = Field(
+        description="Merchant on the receipt",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    amount: float = Field(
+        description="Amount on the receipt in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    issued_on: str = Field(
+        description="Date on the receipt (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    file_name: str = Field(description="Uploaded file name", json_schema_extra={"x-envfarm-user-known": True})
+    uploaded_at: str = Field(
+        description="When it was uploaded (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class ExpenseLine(BaseModel):
     """One expense on a report. A row of `expense_lines`."""
 
-    line_id: str = Field(description="Internal line id")
-    report_id: str = Field(description="The report")
-    category_id: str = Field(description="Expense category")
-    spent_on: str = Field(description="Date of the expense (YYYY-MM-DD)")
-    merchant: str = Field(description="Where the money was spent")
-    description: str = Field(description="What it was for")
-    amount: float = Field(description="Amount in USD")
-    receipt_id: str | None = Field(description="Attached receipt")
+    line_id: str = Field(
+        description="Internal line id",
+        json_schema_extra={"x-envfarm-ref": "expense_lines.line_id", "x-envfarm-user-known": False},
+    )
+    report_id: str = Field(
+        description="The report",
+        json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-user-known": False},
+    )
+    category_id: str = Field(
+        description="Expense category",
+        json_schema_extra={"x-envfarm-ref": "categories.category_id", "x-envfarm-user-known": False},
+    )
+    spent_on: str = Field(
+        description="Date of the expense (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    merchant: str = Field(
+        description="Where the money was spent",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    description: str = Field(description="What it was for", json_schema_extra={"x-envfarm-user-known": True})
+    amount: float = Field(description="Amount in USD", json_schema_extra={"x-envfarm-user-known": True})
+    receipt_id: str | None = Field(
+        description="Attached receipt",
+        json_schema_extra={"x-envfarm-ref": "receipts.receipt_id", "x-envfarm-user-known": False},
+    )
 
 
 class Approval(BaseModel):
     """An approver's decision on a submitted report. A row of `approvals`."""
 
-    approval_id: str = Field(description="Internal approval id")
-    report_id: str = Field(description="The report")
-    approver_id: str = Field(description="Who decided")
-    decision: ApprovalDecision = Field(description="The decision")
-    note: str | None = Field(description="The approver's comment")
-    decided_at: str = Field(description="When it was decided (ISO 8601, UTC)")
+    approval_id: str = Field(
+        description="Internal approval id",
+        json_schema_extra={"x-envfarm-ref": "approvals.approval_id", "x-envfarm-user-known": False},
+    )
+    report_id: str = Field(
+        description="The report",
+        json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-user-known": False},
+    )
+    approver_id: str = Field(
+        description="Who decided",
+        json_schema_extra={"x-envfarm-ref": "employees.employee_id", "x-envfarm-user-known": False},
+    )
+    decision: ApprovalDecision = Field(
+        description="The decision",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    note: str | None = Field(
+        description="The approver's comment",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    decided_at: str = Field(
+        description="When it was decided (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class FindEmployeeResult(BaseModel):
@@ -165,9 +288,27 @@ class ListApprovalsResult(BaseModel):
 
 def find_employee(
     db: Database,
-    full_name: Annotated[str | None, Field(description="Part of the employee's name")] = None,
-    email: Annotated[str | None, Field(description="Exact work email")] = None,
-    department: Annotated[str | None, Field(description="Department, e.g. Sales")] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the employee's name",
+            json_schema_extra={"x-envfarm-column": "employees.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Exact work email",
+            json_schema_extra={"x-envfarm-column": "employees.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    department: Annotated[
+        str | None,
+        Field(
+            description="Department, e.g. Sales",
+            json_schema_extra={"x-envfarm-column": "employees.department", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> FindEmployeeResult:
     """Find employees by part of the name, exact email or department. Shows role, manager and cost center."""
     args = {"full_name": full_name, "email": email, "department": department, "now": db.now}
@@ -184,7 +325,13 @@ def find_employee(
 
 def list_cost_centers(
     db: Database,
-    name: Annotated[str | None, Field(description="Part of the cost center name")] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the cost center name",
+            json_schema_extra={"x-envfarm-column": "cost_centers.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListCostCentersResult:
     """List cost centers with their annual budget and what has been spent so far."""
     args = {"name": name, "now": db.now}
@@ -199,7 +346,13 @@ def list_cost_centers(
 
 def list_categories(
     db: Database,
-    name: Annotated[str | None, Field(description="Part of the category name")] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the category name",
+            json_schema_extra={"x-envfarm-column": "categories.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListCategoriesResult:
     """List expense categories with the amount above which a receipt is required."""
     args = {"name": name, "now": db.now}
@@ -214,11 +367,26 @@ def list_categories(
 
 def list_reports(
     db: Database,
-    employee_id: Annotated[str | None, Field(description="Employee id from find_employee")] = None,
-    status: Annotated[ExpenseReportStatus | None, Field(description="Only reports with this status")] = None,
+    employee_id: Annotated[
+        str | None,
+        Field(
+            description="Employee id from find_employee",
+            json_schema_extra={"x-envfarm-ref": "employees.employee_id", "x-envfarm-column": "expense_reports.employee_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        ExpenseReportStatus | None,
+        Field(
+            description="Only reports with this status",
+            json_schema_extra={"x-envfarm-column": "expense_reports.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
     cost_center_id: Annotated[
         str | None,
-        Field(description="Only reports charged to this cost center (id from list_cost_centers)"),
+        Field(
+            description="Only reports charged to this cost center (id from list_cost_centers)",
+            json_schema_extra={"x-envfarm-ref": "cost_centers.cost_center_id", "x-envfarm-column": "expense_reports.cost_center_id", "x-envfarm-user-known": False},
+        ),
     ] = None,
 ) -> ListReportsResult:
     """List expense reports of an employee, or all reports with a status (e.g. submitted ones awaiting approval)."""
@@ -240,7 +408,13 @@ def list_reports(
 
 def get_report(
     db: Database,
-    report_id: Annotated[str, Field(description="Report id from list_reports")],
+    report_id: Annotated[
+        str,
+        Field(
+            description="Report id from list_reports",
+            json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-column": "expense_reports.report_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ExpenseReport:
     """Get one expense report with its status, total and decision."""
     row = db.require("expense_reports", "report_id", report_id, "report_id")
@@ -249,12 +423,33 @@ def get_report(
 
 def create_report(
     db: Database,
-    employee_id: Annotated[str, Field(description="Employee id from find_employee")],
-    title: Annotated[str, Field(description="Short title, e.g. Client visit Berlin")],
-    purpose: Annotated[str, Field(description="Business purpose")],
+    employee_id: Annotated[
+        str,
+        Field(
+            description="Employee id from find_employee",
+            json_schema_extra={"x-envfarm-ref": "employees.employee_id", "x-envfarm-column": "expense_reports.employee_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    title: Annotated[
+        str,
+        Field(
+            description="Short title, e.g. Client visit Berlin",
+            json_schema_extra={"x-envfarm-column": "expense_reports.title", "x-envfarm-user-known": True},
+        ),
+    ],
+    purpose: Annotated[
+        str,
+        Field(
+            description="Business purpose",
+            json_schema_extra={"x-envfarm-column": "expense_reports.purpose", "x-envfarm-user-known": True},
+        ),
+    ],
     cost_center_id: Annotated[
         str,
-        Field(description="Cost center id from list_cost_centers (usually the employee's own)"),
+        Field(
+            description="Cost center id from list_cost_centers (usually the employee's own)",
+            json_schema_extra={"x-envfarm-ref": "cost_centers.cost_center_id", "x-envfarm-column": "expense_reports.cost_center_id", "x-envfarm-user-known": False},
+        ),
     ],
 ) -> ExpenseReport:
     """Start a new draft expense report for an employee, charged to a cost center."""
@@ -287,7 +482,13 @@ def create_report(
 
 def list_expense_lines(
     db: Database,
-    report_id: Annotated[str, Field(description="Report id from list_reports")],
+    report_id: Annotated[
+        str,
+        Field(
+            description="Report id from list_reports",
+            json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-column": "expense_lines.report_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListExpenseLinesResult:
     """List the lines of an expense report with amounts, categories and attached receipts."""
     db.require("expense_reports", "report_id", report_id, "report_id")
@@ -303,18 +504,56 @@ def list_expense_lines(
 
 def add_expense_line(
     db: Database,
-    report_id: Annotated[str, Field(description="Report id from list_reports or create_report")],
-    category_id: Annotated[str, Field(description="Category id from list_categories")],
+    report_id: Annotated[
+        str,
+        Field(
+            description="Report id from list_reports or create_report",
+            json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-column": "expense_lines.report_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    category_id: Annotated[
+        str,
+        Field(
+            description="Category id from list_categories",
+            json_schema_extra={"x-envfarm-ref": "categories.category_id", "x-envfarm-column": "expense_lines.category_id", "x-envfarm-user-known": False},
+        ),
+    ],
     spent_on: Annotated[
         str,
-        Field(description="Date of the expense (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
+        Field(
+            description="Date of the expense (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-column": "expense_lines.spent_on", "x-envfarm-user-known": True},
+        ),
     ],
-    merchant: Annotated[str, Field(description="Where the money was spent")],
-    description: Annotated[str, Field(description="What it was for")],
-    amount: Annotated[float, Field(description="Amount in USD", ge=0.01)],
+    merchant: Annotated[
+        str,
+        Field(
+            description="Where the money was spent",
+            json_schema_extra={"x-envfarm-column": "expense_lines.merchant", "x-envfarm-user-known": True},
+        ),
+    ],
+    description: Annotated[
+        str,
+        Field(
+            description="What it was for",
+            json_schema_extra={"x-envfarm-column": "expense_lines.description", "x-envfarm-user-known": True},
+        ),
+    ],
+    amount: Annotated[
+        float,
+        Field(
+            description="Amount in USD",
+            ge=0.01,
+            json_schema_extra={"x-envfarm-column": "expense_lines.amount", "x-envfarm-user-known": True},
+        ),
+    ],
     receipt_id: Annotated[
         str | None,
-        Field(description="Receipt id from list_receipts or upload_receipt"),
+        Field(
+            description="Receipt id from list_receipts or upload_receipt",
+            json_schema_extra={"x-envfarm-ref": "receipts.receipt_id", "x-envfarm-column": "expense_lines.receipt_id", "x-envfarm-user-known": False},
+        ),
     ] = None,
 ) -> ExpenseLine:
     """Add an expense to a draft (or rejected) report. A line above its category's receipt threshold needs a receipt uploaded by the same employee. The report total is updated."""
@@ -385,14 +624,43 @@ def add_expense_line(
 
 def update_expense_line(
     db: Database,
-    line_id: Annotated[str, Field(description="Line id from list_expense_lines")],
-    amount: Annotated[float | None, Field(description="New amount in USD", ge=0.01)] = None,
+    line_id: Annotated[
+        str,
+        Field(
+            description="Line id from list_expense_lines",
+            json_schema_extra={"x-envfarm-ref": "expense_lines.line_id", "x-envfarm-column": "expense_lines.line_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    amount: Annotated[
+        float | None,
+        Field(
+            description="New amount in USD",
+            ge=0.01,
+            json_schema_extra={"x-envfarm-column": "expense_lines.amount", "x-envfarm-user-known": True},
+        ),
+    ] = None,
     spent_on: Annotated[
         str | None,
-        Field(description="New expense date (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
+        Field(
+            description="New expense date (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-column": "expense_lines.spent_on", "x-envfarm-user-known": True},
+        ),
     ] = None,
-    merchant: Annotated[str | None, Field(description="New merchant")] = None,
-    description: Annotated[str | None, Field(description="New description")] = None,
+    merchant: Annotated[
+        str | None,
+        Field(
+            description="New merchant",
+            json_schema_extra={"x-envfarm-column": "expense_lines.merchant", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    description: Annotated[
+        str | None,
+        Field(
+            description="New description",
+            json_schema_extra={"x-envfarm-column": "expense_lines.description", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ExpenseLine:
     """Change the amount, date, merchant or description of a line on a draft (or rejected) report. The report total is recomputed."""
     current = db.require("expense_lines", "line_id", line_id, "line_id")
@@ -444,7 +712,13 @@ def update_expense_line(
 
 def remove_expense_line(
     db: Database,
-    line_id: Annotated[str, Field(description="Line id from list_expense_lines")],
+    line_id: Annotated[
+        str,
+        Field(
+            description="Line id from list_expense_lines",
+            json_schema_extra={"x-envfarm-ref": "expense_lines.line_id", "x-envfarm-column": "expense_lines.line_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ExpenseLine:
     """Delete a line from a draft (or rejected) report; the report total goes down accordingly."""
     current = db.require("expense_lines", "line_id", line_id, "line_id")
@@ -470,14 +744,43 @@ def remove_expense_line(
 
 def upload_receipt(
     db: Database,
-    employee_id: Annotated[str, Field(description="Employee id from find_employee")],
-    merchant: Annotated[str, Field(description="Merchant on the receipt")],
-    amount: Annotated[float, Field(description="Amount on the receipt in USD", ge=0.01)],
+    employee_id: Annotated[
+        str,
+        Field(
+            description="Employee id from find_employee",
+            json_schema_extra={"x-envfarm-ref": "employees.employee_id", "x-envfarm-column": "receipts.employee_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    merchant: Annotated[
+        str,
+        Field(
+            description="Merchant on the receipt",
+            json_schema_extra={"x-envfarm-column": "receipts.merchant", "x-envfarm-user-known": True},
+        ),
+    ],
+    amount: Annotated[
+        float,
+        Field(
+            description="Amount on the receipt in USD",
+            ge=0.01,
+            json_schema_extra={"x-envfarm-column": "receipts.amount", "x-envfarm-user-known": True},
+        ),
+    ],
     issued_on: Annotated[
         str,
-        Field(description="Date on the receipt (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
+        Field(
+            description="Date on the receipt (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-column": "receipts.issued_on", "x-envfarm-user-known": True},
+        ),
     ],
-    file_name: Annotated[str, Field(description="File name, e.g. hotel_invoice.pdf")],
+    file_name: Annotated[
+        str,
+        Field(
+            description="File name, e.g. hotel_invoice.pdf",
+            json_schema_extra={"x-envfarm-column": "receipts.file_name", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Receipt:
     """Upload a receipt for an employee so it can be attached to an expense line."""
     db.require("employees", "employee_id", employee_id, "employee_id")
@@ -510,8 +813,20 @@ def upload_receipt(
 
 def list_receipts(
     db: Database,
-    employee_id: Annotated[str, Field(description="Employee id from find_employee")],
-    merchant: Annotated[str | None, Field(description="Part of the merchant name")] = None,
+    employee_id: Annotated[
+        str,
+        Field(
+            description="Employee id from find_employee",
+            json_schema_extra={"x-envfarm-ref": "employees.employee_id", "x-envfarm-column": "receipts.employee_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    merchant: Annotated[
+        str | None,
+        Field(
+            description="Part of the merchant name",
+            json_schema_extra={"x-envfarm-column": "receipts.merchant", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListReceiptsResult:
     """List the receipts an employee uploaded, optionally by merchant."""
     db.require("employees", "employee_id", employee_id, "employee_id")
@@ -528,8 +843,20 @@ def list_receipts(
 
 def attach_receipt(
     db: Database,
-    line_id: Annotated[str, Field(description="Line id from list_expense_lines")],
-    receipt_id: Annotated[str, Field(description="Receipt id from list_receipts or upload_receipt")],
+    line_id: Annotated[
+        str,
+        Field(
+            description="Line id from list_expense_lines",
+            json_schema_extra={"x-envfarm-ref": "expense_lines.line_id", "x-envfarm-column": "expense_lines.line_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    receipt_id: Annotated[
+        str,
+        Field(
+            description="Receipt id from list_receipts or upload_receipt",
+            json_schema_extra={"x-envfarm-ref": "receipts.receipt_id", "x-envfarm-column": "expense_lines.receipt_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ExpenseLine:
     """Attach one of the report owner's receipts to an expense line on a draft (or rejected) report."""
     current = db.require("expense_lines", "line_id", line_id, "line_id")
@@ -570,7 +897,13 @@ def attach_receipt(
 
 def check_report_policy(
     db: Database,
-    report_id: Annotated[str, Field(description="Report id from list_reports")],
+    report_id: Annotated[
+        str,
+        Field(
+            description="Report id from list_reports",
+            json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> CheckReportPolicyResult:
     """Check a report against the expense policy before submitting: its total, how many lines it has, which lines above their category's threshold still lack a receipt, and whether it is ready to submit."""
     db.require("expense_reports", "report_id", report_id, "report_id")
@@ -581,7 +914,13 @@ def check_report_policy(
 
 def submit_report(
     db: Database,
-    report_id: Annotated[str, Field(description="Report id from list_reports")],
+    report_id: Annotated[
+        str,
+        Field(
+            description="Report id from list_reports",
+            json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-column": "expense_reports.report_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ExpenseReport:
     """Submit a draft (or rejected) report for approval. It needs at least one line and every required receipt."""
     current = db.require("expense_reports", "report_id", report_id, "report_id")
@@ -628,10 +967,28 @@ def submit_report(
 
 def decide_report(
     db: Database,
-    report_id: Annotated[str, Field(description="Report id from list_reports (status submitted)")],
-    approver_id: Annotated[str, Field(description="Approver's employee id from find_employee")],
-    decision: Annotated[ApprovalDecision, Field(description="approved or rejected")],
-    note: Annotated[str | None, Field(description="Comment for the employee")] = None,
+    report_id: Annotated[
+        str,
+        Field(
+            description="Report id from list_reports (status submitted)",
+            json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    approver_id: Annotated[
+        str,
+        Field(
+            description="Approver's employee id from find_employee",
+            json_schema_extra={"x-envfarm-ref": "employees.employee_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    decision: Annotated[
+        ApprovalDecision,
+        Field(description="approved or rejected", json_schema_extra={"x-envfarm-user-known": True}),
+    ],
+    note: Annotated[
+        str | None,
+        Field(description="Comment for the employee", json_schema_extra={"x-envfarm-user-known": True}),
+    ] = None,
 ) -> ExpenseReport:
     """Approve or reject a submitted report as its author's manager or a finance controller. Nobody can decide their own report, and an approval must fit the cost center's remaining annual budget."""
     db.require("expense_reports", "report_id", report_id, "report_id")
@@ -690,7 +1047,13 @@ def decide_report(
 
 def mark_reimbursed(
     db: Database,
-    report_id: Annotated[str, Field(description="Report id from list_reports (status approved)")],
+    report_id: Annotated[
+        str,
+        Field(
+            description="Report id from list_reports (status approved)",
+            json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-column": "expense_reports.report_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ExpenseReport:
     """Finance marks an approved report as paid out to the employee."""
     current = db.require("expense_reports", "report_id", report_id, "report_id")
@@ -711,7 +1074,13 @@ def mark_reimbursed(
 
 def list_approvals(
     db: Database,
-    report_id: Annotated[str, Field(description="Report id from list_reports")],
+    report_id: Annotated[
+        str,
+        Field(
+            description="Report id from list_reports",
+            json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-column": "approvals.report_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListApprovalsResult:
     """List the approval history of a report (who approved or rejected it, when, and why)."""
     db.require("expense_reports", "report_id", report_id, "report_id")

@@ -23,95 +23,227 @@ FreezeStatus = Literal["active", "ended"]
 class MembershipPlan(BaseModel):
     """A membership plan and what it includes. A row of `membership_plans`."""
 
-    plan_id: str = Field(description="Internal plan id")
-    name: str = Field(description="Plan name, e.g. Premium")
-    monthly_fee: float = Field(description="Monthly fee in USD")
+    plan_id: str = Field(
+        description="Internal plan id",
+        json_schema_extra={"x-envfarm-ref": "membership_plans.plan_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(description="Plan name, e.g. Premium", json_schema_extra={"x-envfarm-user-known": True})
+    monthly_fee: float = Field(
+        description="Monthly fee in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
     classes_per_week: int | None = Field(
         description="Group classes bookable per week (Monday to Sunday); null means unlimited",
+        json_schema_extra={"x-envfarm-user-known": True},
     )
-    off_peak_only: bool = Field(description="Classes only on weekdays between 10:00 and 16:00")
-    can_freeze: bool = Field(description="Whether the membership can be frozen")
-    max_freeze_days: int = Field(description="Longest freeze allowed in days")
-    pt_discount_percent: int = Field(description="Discount on personal training in percent")
+    off_peak_only: bool = Field(
+        description="Classes only on weekdays between 10:00 and 16:00",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    can_freeze: bool = Field(
+        description="Whether the membership can be frozen",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    max_freeze_days: int = Field(
+        description="Longest freeze allowed in days",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    pt_discount_percent: int = Field(
+        description="Discount on personal training in percent",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Member(BaseModel):
     """A club member. A row of `members`."""
 
-    member_id: str = Field(description="Internal member id")
-    full_name: str = Field(description="First and last name")
-    email: str = Field(description="Contact email")
-    phone: str = Field(description="Contact phone number")
-    plan_id: str = Field(description="Current membership plan")
-    status: MemberStatus = Field(description="Membership status")
-    joined_on: str = Field(description="Date the member joined (YYYY-MM-DD)")
-    renews_on: str = Field(description="Next renewal (billing) date (YYYY-MM-DD)")
+    member_id: str = Field(
+        description="Internal member id",
+        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+    )
+    full_name: str = Field(
+        description="First and last name",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    email: str = Field(description="Contact email", json_schema_extra={"x-envfarm-user-known": True})
+    phone: str = Field(description="Contact phone number", json_schema_extra={"x-envfarm-user-known": True})
+    plan_id: str = Field(
+        description="Current membership plan",
+        json_schema_extra={"x-envfarm-ref": "membership_plans.plan_id", "x-envfarm-user-known": False},
+    )
+    status: MemberStatus = Field(
+        description="Membership status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    joined_on: str = Field(
+        description="Date the member joined (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    renews_on: str = Field(
+        description="Next renewal (billing) date (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Trainer(BaseModel):
     """A trainer or class instructor. A row of `trainers`."""
 
-    trainer_id: str = Field(description="Internal trainer id")
-    name: str = Field(description="Trainer's name")
-    specialties: str = Field(description="What they teach, e.g. yoga, pilates")
+    trainer_id: str = Field(
+        description="Internal trainer id",
+        json_schema_extra={"x-envfarm-ref": "trainers.trainer_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(description="Trainer's name", json_schema_extra={"x-envfarm-user-known": True})
+    specialties: str = Field(
+        description="What they teach, e.g. yoga, pilates",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
     offers_personal_training: bool = Field(
         description="Whether members can book one-to-one sessions with them",
+        json_schema_extra={"x-envfarm-user-known": False},
     )
-    hourly_rate: float = Field(description="Personal training price per hour in USD before plan discounts")
+    hourly_rate: float = Field(
+        description="Personal training price per hour in USD before plan discounts",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Class(BaseModel):
     """One scheduled group class. A row of `classes`."""
 
-    class_id: str = Field(description="Internal class id")
-    title: str = Field(description="Class name, e.g. Morning Vinyasa Flow")
-    category: ClassCategory = Field(description="Kind of class")
-    trainer_id: str = Field(description="Instructor")
-    studio: str = Field(description="Room it takes place in")
-    starts_at: str = Field(description="Start time (ISO 8601, UTC)")
-    duration_minutes: int = Field(description="Length in minutes")
-    capacity: int = Field(description="Places in the class")
-    booked_count: int = Field(description="Places taken by current bookings")
-    level: ClassLevel = Field(description="Difficulty")
-    status: ClassStatus = Field(description="Class status")
+    class_id: str = Field(
+        description="Internal class id",
+        json_schema_extra={"x-envfarm-ref": "classes.class_id", "x-envfarm-user-known": False},
+    )
+    title: str = Field(
+        description="Class name, e.g. Morning Vinyasa Flow",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    category: ClassCategory = Field(
+        description="Kind of class",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    trainer_id: str = Field(
+        description="Instructor",
+        json_schema_extra={"x-envfarm-ref": "trainers.trainer_id", "x-envfarm-user-known": False},
+    )
+    studio: str = Field(
+        description="Room it takes place in",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    starts_at: str = Field(
+        description="Start time (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    duration_minutes: int = Field(
+        description="Length in minutes",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    capacity: int = Field(
+        description="Places in the class",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    booked_count: int = Field(
+        description="Places taken by current bookings",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    level: ClassLevel = Field(description="Difficulty", json_schema_extra={"x-envfarm-user-known": True})
+    status: ClassStatus = Field(description="Class status", json_schema_extra={"x-envfarm-user-known": False})
 
 
 class Booking(BaseModel):
     """A member's place in a class. A row of `bookings`."""
 
-    booking_id: str = Field(description="Internal booking id")
-    member_id: str = Field(description="The member")
-    class_id: str = Field(description="The class")
-    status: BookingStatus = Field(description="Booking status")
-    booked_at: str = Field(description="When it was booked (ISO 8601, UTC)")
-    cancelled_at: str | None = Field(description="When it was cancelled (ISO 8601, UTC)")
+    booking_id: str = Field(
+        description="Internal booking id",
+        json_schema_extra={"x-envfarm-ref": "bookings.booking_id", "x-envfarm-user-known": False},
+    )
+    member_id: str = Field(
+        description="The member",
+        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+    )
+    class_id: str = Field(
+        description="The class",
+        json_schema_extra={"x-envfarm-ref": "classes.class_id", "x-envfarm-user-known": False},
+    )
+    status: BookingStatus = Field(
+        description="Booking status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    booked_at: str = Field(
+        description="When it was booked (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    cancelled_at: str | None = Field(
+        description="When it was cancelled (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
     checked_in_at: str | None = Field(
         description="When the member checked in at the front desk (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
     )
 
 
 class PtSession(BaseModel):
     """A one-to-one personal training session. A row of `pt_sessions`."""
 
-    session_id: str = Field(description="Internal session id")
-    member_id: str = Field(description="The member")
-    trainer_id: str = Field(description="The trainer")
-    starts_at: str = Field(description="Start time (ISO 8601, UTC)")
-    duration_minutes: int = Field(description="Length in minutes")
-    focus: str = Field(description="What the session works on, e.g. strength building")
-    price: float = Field(description="Price in USD after the plan's discount")
-    status: ClassStatus = Field(description="Session status")
+    session_id: str = Field(
+        description="Internal session id",
+        json_schema_extra={"x-envfarm-ref": "pt_sessions.session_id", "x-envfarm-user-known": False},
+    )
+    member_id: str = Field(
+        description="The member",
+        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+    )
+    trainer_id: str = Field(
+        description="The trainer",
+        json_schema_extra={"x-envfarm-ref": "trainers.trainer_id", "x-envfarm-user-known": False},
+    )
+    starts_at: str = Field(
+        description="Start time (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    duration_minutes: int = Field(
+        description="Length in minutes",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    focus: str = Field(
+        description="What the session works on, e.g. strength building",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    price: float = Field(
+        description="Price in USD after the plan's discount",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: ClassStatus = Field(
+        description="Session status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Freeze(BaseModel):
     """A period a membership is paused (no bookings, renewal pushed back). A row of `freezes`."""
 
-    freeze_id: str = Field(description="Internal freeze id")
-    member_id: str = Field(description="The member")
-    starts_on: str = Field(description="First day of the freeze (YYYY-MM-DD)")
-    ends_on: str = Field(description="Last day of the freeze (YYYY-MM-DD)")
-    reason: str = Field(description="Why the member froze")
-    status: FreezeStatus = Field(description="Whether the freeze is running")
+    freeze_id: str = Field(
+        description="Internal freeze id",
+        json_schema_extra={"x-envfarm-ref": "freezes.freeze_id", "x-envfarm-user-known": False},
+    )
+    member_id: str = Field(
+        description="The member",
+        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+    )
+    starts_on: str = Field(
+        description="First day of the freeze (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    ends_on: str = Field(
+        description="Last day of the freeze (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    reason: str = Field(description="Why the member froze", json_schema_extra={"x-envfarm-user-known": True})
+    status: FreezeStatus = Field(
+        description="Whether the freeze is running",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class FindMemberResult(BaseModel):
@@ -192,9 +324,27 @@ class GetMemberOverviewResult(BaseModel):
 
 def find_member(
     db: Database,
-    full_name: Annotated[str | None, Field(description="Part of the member's name")] = None,
-    email: Annotated[str | None, Field(description="Exact email address")] = None,
-    status: Annotated[MemberStatus | None, Field(description="Only this membership status")] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the member's name",
+            json_schema_extra={"x-envfarm-column": "members.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Exact email address",
+            json_schema_extra={"x-envfarm-column": "members.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    status: Annotated[
+        MemberStatus | None,
+        Field(
+            description="Only this membership status",
+            json_schema_extra={"x-envfarm-column": "members.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindMemberResult:
     """Find members by name, email or membership status. Returns member ids, plan ids and renewal dates."""
     args = {"full_name": full_name, "email": email, "status": status, "now": db.now}
@@ -211,7 +361,13 @@ def find_member(
 
 def list_membership_plans(
     db: Database,
-    name: Annotated[str | None, Field(description="Part of the plan name")] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the plan name",
+            json_schema_extra={"x-envfarm-column": "membership_plans.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListMembershipPlansResult:
     """List membership plans with fees, weekly class allowance, off-peak limits, freeze rules and PT discounts."""
     args = {"name": name, "now": db.now}
@@ -226,18 +382,50 @@ def list_membership_plans(
 
 def search_classes(
     db: Database,
-    category: Annotated[ClassCategory | None, Field(description="Kind of class")] = None,
-    title: Annotated[str | None, Field(description="Part of the class name")] = None,
-    trainer_id: Annotated[str | None, Field(description="Instructor's trainer id from list_trainers")] = None,
+    category: Annotated[
+        ClassCategory | None,
+        Field(
+            description="Kind of class",
+            json_schema_extra={"x-envfarm-column": "classes.category", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    title: Annotated[
+        str | None,
+        Field(
+            description="Part of the class name",
+            json_schema_extra={"x-envfarm-column": "classes.title", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    trainer_id: Annotated[
+        str | None,
+        Field(
+            description="Instructor's trainer id from list_trainers",
+            json_schema_extra={"x-envfarm-ref": "trainers.trainer_id", "x-envfarm-column": "classes.trainer_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
     starts_after: Annotated[
         str | None,
-        Field(description="Only classes starting at or after this time (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Only classes starting at or after this time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-column": "classes.starts_at", "x-envfarm-user-known": True},
+        ),
     ] = None,
     starts_before: Annotated[
         str | None,
-        Field(description="Only classes starting at or before this time (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Only classes starting at or before this time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-column": "classes.starts_at", "x-envfarm-user-known": True},
+        ),
     ] = None,
-    status: Annotated[ClassStatus | None, Field(description="Only this class status")] = None,
+    status: Annotated[
+        ClassStatus | None,
+        Field(
+            description="Only this class status",
+            json_schema_extra={"x-envfarm-column": "classes.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchClassesResult:
     """Search the class timetable by category, title, instructor or time window. Returns class ids, start times, capacity and places booked (a class is full when booked_count equals capacity)."""
     if trainer_id is not None:
@@ -267,7 +455,13 @@ def search_classes(
 
 def get_class(
     db: Database,
-    class_id: Annotated[str, Field(description="Class id from search_classes")],
+    class_id: Annotated[
+        str,
+        Field(
+            description="Class id from search_classes",
+            json_schema_extra={"x-envfarm-ref": "classes.class_id", "x-envfarm-column": "classes.class_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Class:
     """Get one class's time, studio, instructor, level, capacity and places booked."""
     row = db.require("classes", "class_id", class_id, "class_id")
@@ -276,11 +470,26 @@ def get_class(
 
 def list_trainers(
     db: Database,
-    name: Annotated[str | None, Field(description="Part of the trainer's name")] = None,
-    specialties: Annotated[str | None, Field(description="A specialty, e.g. yoga")] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the trainer's name",
+            json_schema_extra={"x-envfarm-column": "trainers.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    specialties: Annotated[
+        str | None,
+        Field(
+            description="A specialty, e.g. yoga",
+            json_schema_extra={"x-envfarm-column": "trainers.specialties", "x-envfarm-user-known": True},
+        ),
+    ] = None,
     offers_personal_training: Annotated[
         bool | None,
-        Field(description="Only trainers who do (true) or do not (false) offer personal training"),
+        Field(
+            description="Only trainers who do (true) or do not (false) offer personal training",
+            json_schema_extra={"x-envfarm-column": "trainers.offers_personal_training", "x-envfarm-user-known": False},
+        ),
     ] = None,
 ) -> ListTrainersResult:
     """List trainers by name or specialty, and whether they offer personal training (with hourly rates)."""
@@ -303,8 +512,20 @@ def list_trainers(
 
 def book_class(
     db: Database,
-    member_id: Annotated[str, Field(description="Member id from find_member")],
-    class_id: Annotated[str, Field(description="Class id from search_classes")],
+    member_id: Annotated[
+        str,
+        Field(
+            description="Member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "bookings.member_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    class_id: Annotated[
+        str,
+        Field(
+            description="Class id from search_classes",
+            json_schema_extra={"x-envfarm-ref": "classes.class_id", "x-envfarm-column": "bookings.class_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Booking:
     """Book a member into a scheduled class. Needs an active (not frozen) membership, a free place, and room in the plan's weekly class allowance; Off-Peak members can only book weekday classes between 10:00 and 16:00."""
     db.require("members", "member_id", member_id, "member_id")
@@ -379,11 +600,26 @@ def book_class(
 
 def list_member_bookings(
     db: Database,
-    member_id: Annotated[str, Field(description="Member id from find_member")],
-    status: Annotated[BookingStatus | None, Field(description="Only this booking status")] = None,
+    member_id: Annotated[
+        str,
+        Field(
+            description="Member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "bookings.member_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    status: Annotated[
+        BookingStatus | None,
+        Field(
+            description="Only this booking status",
+            json_schema_extra={"x-envfarm-column": "bookings.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
     class_id: Annotated[
         str | None,
-        Field(description="Only bookings of this class (id from search_classes)"),
+        Field(
+            description="Only bookings of this class (id from search_classes)",
+            json_schema_extra={"x-envfarm-ref": "classes.class_id", "x-envfarm-column": "bookings.class_id", "x-envfarm-user-known": False},
+        ),
     ] = None,
 ) -> ListMemberBookingsResult:
     """List a member's class bookings, optionally by status or class."""
@@ -404,7 +640,13 @@ def list_member_bookings(
 
 def cancel_booking(
     db: Database,
-    booking_id: Annotated[str, Field(description="Booking id from list_member_bookings")],
+    booking_id: Annotated[
+        str,
+        Field(
+            description="Booking id from list_member_bookings",
+            json_schema_extra={"x-envfarm-ref": "bookings.booking_id", "x-envfarm-column": "bookings.booking_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Booking:
     """Cancel a class booking and free the place. Cancellations close 2 hours before the class starts."""
     current = db.require("bookings", "booking_id", booking_id, "booking_id")
@@ -443,7 +685,13 @@ def cancel_booking(
 
 def check_in(
     db: Database,
-    booking_id: Annotated[str, Field(description="Booking id from list_member_bookings")],
+    booking_id: Annotated[
+        str,
+        Field(
+            description="Booking id from list_member_bookings",
+            json_schema_extra={"x-envfarm-ref": "bookings.booking_id", "x-envfarm-column": "bookings.booking_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Booking:
     """Check a member in at the front desk for a booked class. Check-in opens 30 minutes before the class starts."""
     current = db.require("bookings", "booking_id", booking_id, "booking_id")
@@ -477,9 +725,29 @@ def check_in(
 
 def freeze_membership(
     db: Database,
-    member_id: Annotated[str, Field(description="Member id from find_member")],
-    days: Annotated[int, Field(description="Length of the freeze in days", ge=7.0, le=90.0)],
-    reason: Annotated[str, Field(description="Why the member freezes, e.g. travel or injury")],
+    member_id: Annotated[
+        str,
+        Field(
+            description="Member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    days: Annotated[
+        int,
+        Field(
+            description="Length of the freeze in days",
+            ge=7.0,
+            le=90.0,
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ],
+    reason: Annotated[
+        str,
+        Field(
+            description="Why the member freezes, e.g. travel or injury",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ],
 ) -> FreezeMembershipResult:
     """Freeze a member's membership from today for a number of days: upcoming class bookings and personal training sessions inside the freeze are cancelled and the renewal date moves back by the same number of days."""
     db.require("members", "member_id", member_id, "member_id")
@@ -510,7 +778,13 @@ def freeze_membership(
 
 def unfreeze_membership(
     db: Database,
-    member_id: Annotated[str, Field(description="Member id from find_member")],
+    member_id: Annotated[
+        str,
+        Field(
+            description="Member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "members.member_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Member:
     """End a member's running freeze today. The renewal date gives back the unused freeze days."""
     current = db.require("members", "member_id", member_id, "member_id")
@@ -540,14 +814,44 @@ def unfreeze_membership(
 
 def book_personal_training(
     db: Database,
-    member_id: Annotated[str, Field(description="Member id from find_member")],
-    trainer_id: Annotated[str, Field(description="Trainer id from list_trainers")],
+    member_id: Annotated[
+        str,
+        Field(
+            description="Member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "pt_sessions.member_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    trainer_id: Annotated[
+        str,
+        Field(
+            description="Trainer id from list_trainers",
+            json_schema_extra={"x-envfarm-ref": "trainers.trainer_id", "x-envfarm-column": "pt_sessions.trainer_id", "x-envfarm-user-known": False},
+        ),
+    ],
     starts_at: Annotated[
         str,
-        Field(description="Start time (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Start time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-column": "pt_sessions.starts_at", "x-envfarm-user-known": True},
+        ),
     ],
-    duration_minutes: Annotated[int, Field(description="Length in minutes", ge=30.0, le=120.0)],
-    focus: Annotated[str, Field(description="What to work on, e.g. strength building")],
+    duration_minutes: Annotated[
+        int,
+        Field(
+            description="Length in minutes",
+            ge=30.0,
+            le=120.0,
+            json_schema_extra={"x-envfarm-column": "pt_sessions.duration_minutes", "x-envfarm-user-known": True},
+        ),
+    ],
+    focus: Annotated[
+        str,
+        Field(
+            description="What to work on, e.g. strength building",
+            json_schema_extra={"x-envfarm-column": "pt_sessions.focus", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> PtSession:
     """Book a one-to-one personal training session with a trainer who offers it. The club is open 06:00-22:00; the trainer must be free (no other session or class at that time). The price applies the plan's PT discount."""
     db.require("members", "member_id", member_id, "member_id")
@@ -632,9 +936,27 @@ def book_personal_training(
 
 def list_pt_sessions(
     db: Database,
-    member_id: Annotated[str | None, Field(description="Member id from find_member")] = None,
-    trainer_id: Annotated[str | None, Field(description="Trainer id from list_trainers")] = None,
-    status: Annotated[ClassStatus | None, Field(description="Only this session status")] = None,
+    member_id: Annotated[
+        str | None,
+        Field(
+            description="Member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "pt_sessions.member_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    trainer_id: Annotated[
+        str | None,
+        Field(
+            description="Trainer id from list_trainers",
+            json_schema_extra={"x-envfarm-ref": "trainers.trainer_id", "x-envfarm-column": "pt_sessions.trainer_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        ClassStatus | None,
+        Field(
+            description="Only this session status",
+            json_schema_extra={"x-envfarm-column": "pt_sessions.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListPtSessionsResult:
     """List personal training sessions of a member or a trainer, optionally by status."""
     if member_id is not None:
@@ -655,7 +977,13 @@ def list_pt_sessions(
 
 def cancel_personal_training(
     db: Database,
-    session_id: Annotated[str, Field(description="Session id from list_pt_sessions")],
+    session_id: Annotated[
+        str,
+        Field(
+            description="Session id from list_pt_sessions",
+            json_schema_extra={"x-envfarm-ref": "pt_sessions.session_id", "x-envfarm-column": "pt_sessions.session_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> PtSession:
     """Cancel a scheduled personal training session. Sessions must be cancelled at least 24 hours ahead."""
     current = db.require("pt_sessions", "session_id", session_id, "session_id")
@@ -686,8 +1014,20 @@ def cancel_personal_training(
 
 def change_membership_plan(
     db: Database,
-    member_id: Annotated[str, Field(description="Member id from find_member")],
-    plan_id: Annotated[str, Field(description="New plan id from list_membership_plans")],
+    member_id: Annotated[
+        str,
+        Field(
+            description="Member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "members.member_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    plan_id: Annotated[
+        str,
+        Field(
+            description="New plan id from list_membership_plans",
+            json_schema_extra={"x-envfarm-ref": "membership_plans.plan_id", "x-envfarm-column": "members.plan_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Member:
     """Move an active member to another membership plan from today."""
     current = db.require("members", "member_id", member_id, "member_id")
@@ -713,7 +1053,13 @@ def change_membership_plan(
 
 def cancel_membership(
     db: Database,
-    member_id: Annotated[str, Field(description="Member id from find_member")],
+    member_id: Annotated[
+        str,
+        Field(
+            description="Member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "members.member_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Member:
     """Cancel a membership; the member's upcoming class bookings and personal training sessions are cancelled too."""
     current = db.require("members", "member_id", member_id, "member_id")
@@ -750,7 +1096,13 @@ def cancel_membership(
 
 def get_member_overview(
     db: Database,
-    member_id: Annotated[str, Field(description="Member id from find_member")],
+    member_id: Annotated[
+        str,
+        Field(
+            description="Member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> GetMemberOverviewResult:
     """A member's plan, status and renewal date, how many classes they have booked in the current week against their plan's allowance, and their upcoming class bookings and personal training sessions."""
     db.require("members", "member_id", member_id, "member_id")

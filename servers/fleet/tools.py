@@ -26,99 +26,225 @@ InspectionResult = Literal["pass", "fail"]
 class Vehicle(BaseModel):
     """A vehicle of the fleet. A row of `vehicles`."""
 
-    vehicle_id: str = Field(description="Internal vehicle id")
-    plate: str = Field(description="Registration plate, e.g. 42-TR-17")
-    make_model: str = Field(description="Make and model, e.g. Volvo FH 460")
-    vehicle_type: VehicleVehicleType = Field(description="Kind of vehicle")
+    vehicle_id: str = Field(
+        description="Internal vehicle id",
+        json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-user-known": False},
+    )
+    plate: str = Field(
+        description="Registration plate, e.g. 42-TR-17",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    make_model: str = Field(
+        description="Make and model, e.g. Volvo FH 460",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    vehicle_type: VehicleVehicleType = Field(
+        description="Kind of vehicle",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
     required_license: VehicleRequiredLicense = Field(
         description="Licence class needed to drive it: B cars and vans, C rigid trucks, CE articulated trucks",
+        json_schema_extra={"x-envfarm-user-known": False},
     )
-    depot: str = Field(description="Home depot city")
-    odometer_km: int = Field(description="Last recorded odometer reading in km")
-    tank_liters: float = Field(description="Fuel tank size in litres")
-    status: VehicleStatus = Field(description="In service, in the workshop, or retired")
+    depot: str = Field(description="Home depot city", json_schema_extra={"x-envfarm-user-known": True})
+    odometer_km: int = Field(
+        description="Last recorded odometer reading in km",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    tank_liters: float = Field(
+        description="Fuel tank size in litres",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    status: VehicleStatus = Field(
+        description="In service, in the workshop, or retired",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Driver(BaseModel):
     """A driver employed by the fleet (the farm's shared cast of people). A row of `drivers`."""
 
-    driver_id: str = Field(description="Internal driver id")
-    full_name: str = Field(description="First and last name")
-    email: str = Field(description="Contact email")
-    phone: str = Field(description="Contact phone number")
+    driver_id: str = Field(
+        description="Internal driver id",
+        json_schema_extra={"x-envfarm-ref": "drivers.driver_id", "x-envfarm-user-known": False},
+    )
+    full_name: str = Field(
+        description="First and last name",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    email: str = Field(description="Contact email", json_schema_extra={"x-envfarm-user-known": True})
+    phone: str = Field(description="Contact phone number", json_schema_extra={"x-envfarm-user-known": True})
     license_class: VehicleRequiredLicense = Field(
         description="Highest licence class held (CE covers C and B, C covers B)",
+        json_schema_extra={"x-envfarm-user-known": True},
     )
-    license_expires_on: str = Field(description="Licence expiry date (YYYY-MM-DD)")
-    status: DriverStatus = Field(description="Only active drivers are dispatched")
+    license_expires_on: str = Field(
+        description="Licence expiry date (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: DriverStatus = Field(
+        description="Only active drivers are dispatched",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Route(BaseModel):
     """A regular route between two places. A row of `routes`."""
 
-    route_id: str = Field(description="Internal route id")
-    name: str = Field(description="Route name, e.g. Lisbon - Porto")
-    origin: str = Field(description="Start city")
-    destination: str = Field(description="End city")
-    distance_km: int = Field(description="Distance in km")
-    duration_minutes: int = Field(description="Planned driving time including breaks")
+    route_id: str = Field(
+        description="Internal route id",
+        json_schema_extra={"x-envfarm-ref": "routes.route_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Route name, e.g. Lisbon - Porto",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    origin: str = Field(description="Start city", json_schema_extra={"x-envfarm-user-known": True})
+    destination: str = Field(description="End city", json_schema_extra={"x-envfarm-user-known": True})
+    distance_km: int = Field(description="Distance in km", json_schema_extra={"x-envfarm-user-known": True})
+    duration_minutes: int = Field(
+        description="Planned driving time including breaks",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Trip(BaseModel):
     """A vehicle and driver assigned to drive a route at a given time. A row of `trips`."""
 
-    trip_id: str = Field(description="Internal trip id")
-    route_id: str = Field(description="The route")
-    vehicle_id: str = Field(description="The vehicle")
-    driver_id: str = Field(description="The driver")
-    cargo: str = Field(description="What is carried, e.g. 12 pallets of tiles")
-    scheduled_start: str = Field(description="Planned departure (ISO 8601, UTC)")
+    trip_id: str = Field(
+        description="Internal trip id",
+        json_schema_extra={"x-envfarm-ref": "trips.trip_id", "x-envfarm-user-known": False},
+    )
+    route_id: str = Field(
+        description="The route",
+        json_schema_extra={"x-envfarm-ref": "routes.route_id", "x-envfarm-user-known": False},
+    )
+    vehicle_id: str = Field(
+        description="The vehicle",
+        json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-user-known": False},
+    )
+    driver_id: str = Field(
+        description="The driver",
+        json_schema_extra={"x-envfarm-ref": "drivers.driver_id", "x-envfarm-user-known": False},
+    )
+    cargo: str = Field(
+        description="What is carried, e.g. 12 pallets of tiles",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    scheduled_start: str = Field(
+        description="Planned departure (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
     scheduled_end: str = Field(
         description="Planned arrival (start plus the route's duration) (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
     )
-    status: TripStatus = Field(description="Trip status")
-    actual_start: str | None = Field(description="Actual departure (ISO 8601, UTC)")
-    actual_end: str | None = Field(description="Actual arrival (ISO 8601, UTC)")
-    start_odometer_km: int | None = Field(description="Odometer at departure")
-    end_odometer_km: int | None = Field(description="Odometer at arrival")
+    status: TripStatus = Field(description="Trip status", json_schema_extra={"x-envfarm-user-known": False})
+    actual_start: str | None = Field(
+        description="Actual departure (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    actual_end: str | None = Field(
+        description="Actual arrival (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    start_odometer_km: int | None = Field(
+        description="Odometer at departure",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    end_odometer_km: int | None = Field(
+        description="Odometer at arrival",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class MaintenanceOrder(BaseModel):
     """Workshop work on a vehicle; while one is open the vehicle is in maintenance. A row of `maintenance_orders`."""
 
-    order_id: str = Field(description="Internal maintenance order id")
-    vehicle_id: str = Field(description="The vehicle")
-    service_type: MaintenanceOrderServiceType = Field(description="Kind of work")
-    description: str = Field(description="What needs doing")
-    status: MaintenanceOrderStatus = Field(description="Order status")
-    opened_at: str = Field(description="When it was opened (ISO 8601, UTC)")
-    closed_at: str | None = Field(description="When it was completed or cancelled (ISO 8601, UTC)")
-    cost: float | None = Field(description="Final cost in EUR")
+    order_id: str = Field(
+        description="Internal maintenance order id",
+        json_schema_extra={"x-envfarm-ref": "maintenance_orders.order_id", "x-envfarm-user-known": False},
+    )
+    vehicle_id: str = Field(
+        description="The vehicle",
+        json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-user-known": False},
+    )
+    service_type: MaintenanceOrderServiceType = Field(
+        description="Kind of work",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    description: str = Field(description="What needs doing", json_schema_extra={"x-envfarm-user-known": True})
+    status: MaintenanceOrderStatus = Field(
+        description="Order status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    opened_at: str = Field(
+        description="When it was opened (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    closed_at: str | None = Field(
+        description="When it was completed or cancelled (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    cost: float | None = Field(
+        description="Final cost in EUR",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class FuelLog(BaseModel):
     """A refuelling of a vehicle. A row of `fuel_logs`."""
 
-    fuel_log_id: str = Field(description="Internal fuel log id")
-    vehicle_id: str = Field(description="The vehicle")
-    driver_id: str = Field(description="The driver who refuelled")
-    filled_at: str = Field(description="When it was refuelled (ISO 8601, UTC)")
-    liters: float = Field(description="Litres of diesel")
-    cost: float = Field(description="Amount paid in EUR")
-    odometer_km: int = Field(description="Odometer reading at the pump")
-    station: str = Field(description="Fuel station")
+    fuel_log_id: str = Field(
+        description="Internal fuel log id",
+        json_schema_extra={"x-envfarm-ref": "fuel_logs.fuel_log_id", "x-envfarm-user-known": False},
+    )
+    vehicle_id: str = Field(
+        description="The vehicle",
+        json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-user-known": False},
+    )
+    driver_id: str = Field(
+        description="The driver who refuelled",
+        json_schema_extra={"x-envfarm-ref": "drivers.driver_id", "x-envfarm-user-known": False},
+    )
+    filled_at: str = Field(
+        description="When it was refuelled (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    liters: float = Field(description="Litres of diesel", json_schema_extra={"x-envfarm-user-known": True})
+    cost: float = Field(description="Amount paid in EUR", json_schema_extra={"x-envfarm-user-known": True})
+    odometer_km: int = Field(
+        description="Odometer reading at the pump",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    station: str = Field(description="Fuel station", json_schema_extra={"x-envfarm-user-known": True})
 
 
 class Inspection(BaseModel):
     """A safety inspection of a vehicle (a passed pre-trip check is needed before departure). A row of `inspections`."""
 
-    inspection_id: str = Field(description="Internal inspection id")
-    vehicle_id: str = Field(description="The vehicle")
-    driver_id: str = Field(description="The driver or mechanic who inspected")
-    kind: InspectionKind = Field(description="Kind of inspection")
-    result: InspectionResult = Field(description="Outcome")
-    notes: str = Field(description="Findings")
-    inspected_at: str = Field(description="When it took place (ISO 8601, UTC)")
+    inspection_id: str = Field(
+        description="Internal inspection id",
+        json_schema_extra={"x-envfarm-ref": "inspections.inspection_id", "x-envfarm-user-known": False},
+    )
+    vehicle_id: str = Field(
+        description="The vehicle",
+        json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-user-known": False},
+    )
+    driver_id: str = Field(
+        description="The driver or mechanic who inspected",
+        json_schema_extra={"x-envfarm-ref": "drivers.driver_id", "x-envfarm-user-known": False},
+    )
+    kind: InspectionKind = Field(
+        description="Kind of inspection",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    result: InspectionResult = Field(description="Outcome", json_schema_extra={"x-envfarm-user-known": True})
+    notes: str = Field(description="Findings", json_schema_extra={"x-envfarm-user-known": True})
+    inspected_at: str = Field(
+        description="When it took place (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class FindDriverResult(BaseModel):
@@ -172,10 +298,34 @@ class ListFuelLogsResult(BaseModel):
 
 def find_driver(
     db: Database,
-    full_name: Annotated[str | None, Field(description="Part of the driver's name")] = None,
-    email: Annotated[str | None, Field(description="Exact email address")] = None,
-    license_class: Annotated[VehicleRequiredLicense | None, Field(description="Licence class held")] = None,
-    status: Annotated[DriverStatus | None, Field(description="Employment status")] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the driver's name",
+            json_schema_extra={"x-envfarm-column": "drivers.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Exact email address",
+            json_schema_extra={"x-envfarm-column": "drivers.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    license_class: Annotated[
+        VehicleRequiredLicense | None,
+        Field(
+            description="Licence class held",
+            json_schema_extra={"x-envfarm-column": "drivers.license_class", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    status: Annotated[
+        DriverStatus | None,
+        Field(
+            description="Employment status",
+            json_schema_extra={"x-envfarm-column": "drivers.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindDriverResult:
     """Find drivers by part of their name, exact email, licence class or status. Returns driver_id values."""
     args = {
@@ -199,10 +349,34 @@ def find_driver(
 
 def search_vehicles(
     db: Database,
-    plate: Annotated[str | None, Field(description="Part of the registration plate")] = None,
-    vehicle_type: Annotated[VehicleVehicleType | None, Field(description="Kind of vehicle")] = None,
-    depot: Annotated[str | None, Field(description="Home depot city")] = None,
-    status: Annotated[VehicleStatus | None, Field(description="Only vehicles with this status")] = None,
+    plate: Annotated[
+        str | None,
+        Field(
+            description="Part of the registration plate",
+            json_schema_extra={"x-envfarm-column": "vehicles.plate", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    vehicle_type: Annotated[
+        VehicleVehicleType | None,
+        Field(
+            description="Kind of vehicle",
+            json_schema_extra={"x-envfarm-column": "vehicles.vehicle_type", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    depot: Annotated[
+        str | None,
+        Field(
+            description="Home depot city",
+            json_schema_extra={"x-envfarm-column": "vehicles.depot", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    status: Annotated[
+        VehicleStatus | None,
+        Field(
+            description="Only vehicles with this status",
+            json_schema_extra={"x-envfarm-column": "vehicles.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchVehiclesResult:
     """Search vehicles by plate, type, depot or status. Returns vehicle_id, required licence and odometer."""
     args = {"plate": plate, "vehicle_type": vehicle_type, "depot": depot, "status": status, "now": db.now}
@@ -220,7 +394,13 @@ def search_vehicles(
 
 def get_vehicle(
     db: Database,
-    vehicle_id: Annotated[str, Field(description="Vehicle id from search_vehicles")],
+    vehicle_id: Annotated[
+        str,
+        Field(
+            description="Vehicle id from search_vehicles",
+            json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-column": "vehicles.vehicle_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Vehicle:
     """Get one vehicle's details, status and last odometer reading."""
     row = db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
@@ -229,8 +409,20 @@ def get_vehicle(
 
 def list_routes(
     db: Database,
-    origin: Annotated[str | None, Field(description="Part of the start city")] = None,
-    destination: Annotated[str | None, Field(description="Part of the end city")] = None,
+    origin: Annotated[
+        str | None,
+        Field(
+            description="Part of the start city",
+            json_schema_extra={"x-envfarm-column": "routes.origin", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    destination: Annotated[
+        str | None,
+        Field(
+            description="Part of the end city",
+            json_schema_extra={"x-envfarm-column": "routes.destination", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListRoutesResult:
     """List routes by origin or destination city, with distance and planned duration."""
     args = {"origin": origin, "destination": destination, "now": db.now}
@@ -246,12 +438,34 @@ def list_routes(
 
 def list_trips(
     db: Database,
-    driver_id: Annotated[str | None, Field(description="Driver id from find_driver")] = None,
-    vehicle_id: Annotated[str | None, Field(description="Vehicle id from search_vehicles")] = None,
-    status: Annotated[TripStatus | None, Field(description="Only trips with this status")] = None,
+    driver_id: Annotated[
+        str | None,
+        Field(
+            description="Driver id from find_driver",
+            json_schema_extra={"x-envfarm-ref": "drivers.driver_id", "x-envfarm-column": "trips.driver_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    vehicle_id: Annotated[
+        str | None,
+        Field(
+            description="Vehicle id from search_vehicles",
+            json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-column": "trips.vehicle_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        TripStatus | None,
+        Field(
+            description="Only trips with this status",
+            json_schema_extra={"x-envfarm-column": "trips.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
     starts_after: Annotated[
         str | None,
-        Field(description="Only trips starting at or after this time (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Only trips starting at or after this time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-column": "trips.scheduled_start", "x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> ListTripsResult:
     """List trips of a driver or a vehicle, optionally by status or from a start time on."""
@@ -280,14 +494,39 @@ def list_trips(
 
 def schedule_trip(
     db: Database,
-    route_id: Annotated[str, Field(description="Route id from list_routes")],
-    vehicle_id: Annotated[str, Field(description="Vehicle id from search_vehicles")],
-    driver_id: Annotated[str, Field(description="Driver id from find_driver")],
+    route_id: Annotated[
+        str,
+        Field(
+            description="Route id from list_routes",
+            json_schema_extra={"x-envfarm-ref": "routes.route_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    vehicle_id: Annotated[
+        str,
+        Field(
+            description="Vehicle id from search_vehicles",
+            json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    driver_id: Annotated[
+        str,
+        Field(
+            description="Driver id from find_driver",
+            json_schema_extra={"x-envfarm-ref": "drivers.driver_id", "x-envfarm-user-known": False},
+        ),
+    ],
     scheduled_start: Annotated[
         str,
-        Field(description="Planned departure (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Planned departure (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ],
-    cargo: Annotated[str, Field(description="What the trip carries")],
+    cargo: Annotated[
+        str,
+        Field(description="What the trip carries", json_schema_extra={"x-envfarm-user-known": True}),
+    ],
 ) -> Trip:
     """Assign a vehicle and a driver to drive a route from a start time; the planned end is the start plus the route's duration. The vehicle must be in service, the driver active and licensed for it (licence valid through the trip), and neither may have another trip overlapping that time."""
     db.require("routes", "route_id", route_id, "route_id")
@@ -361,7 +600,13 @@ def schedule_trip(
 
 def start_trip(
     db: Database,
-    trip_id: Annotated[str, Field(description="Trip id from list_trips")],
+    trip_id: Annotated[
+        str,
+        Field(
+            description="Trip id from list_trips",
+            json_schema_extra={"x-envfarm-ref": "trips.trip_id", "x-envfarm-column": "trips.trip_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Trip:
     """Record the departure of a scheduled trip. The vehicle must not be in maintenance and needs a passed pre-trip inspection within the last 24 hours (record_inspection). The odometer at departure is taken from the vehicle."""
     current = db.require("trips", "trip_id", trip_id, "trip_id")
@@ -409,8 +654,21 @@ def start_trip(
 
 def complete_trip(
     db: Database,
-    trip_id: Annotated[str, Field(description="Trip id from list_trips")],
-    end_odometer_km: Annotated[int, Field(description="Odometer reading at arrival in km", ge=0.0)],
+    trip_id: Annotated[
+        str,
+        Field(
+            description="Trip id from list_trips",
+            json_schema_extra={"x-envfarm-ref": "trips.trip_id", "x-envfarm-column": "trips.trip_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    end_odometer_km: Annotated[
+        int,
+        Field(
+            description="Odometer reading at arrival in km",
+            ge=0.0,
+            json_schema_extra={"x-envfarm-column": "trips.end_odometer_km", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Trip:
     """Record the arrival of a trip in progress with the odometer reading at arrival; the vehicle's odometer is updated."""
     current = db.require("trips", "trip_id", trip_id, "trip_id")
@@ -447,7 +705,13 @@ def complete_trip(
 
 def cancel_trip(
     db: Database,
-    trip_id: Annotated[str, Field(description="Trip id from list_trips")],
+    trip_id: Annotated[
+        str,
+        Field(
+            description="Trip id from list_trips",
+            json_schema_extra={"x-envfarm-ref": "trips.trip_id", "x-envfarm-column": "trips.trip_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Trip:
     """Cancel a trip that has not started yet."""
     current = db.require("trips", "trip_id", trip_id, "trip_id")
@@ -466,11 +730,41 @@ def cancel_trip(
 
 def record_inspection(
     db: Database,
-    vehicle_id: Annotated[str, Field(description="Vehicle id from search_vehicles")],
-    driver_id: Annotated[str, Field(description="Id from find_driver of who inspected")],
-    kind: Annotated[InspectionKind, Field(description="Kind of inspection")],
-    result: Annotated[InspectionResult, Field(description="Outcome")],
-    notes: Annotated[str, Field(description="Findings: tyres, lights, brakes, fluids")],
+    vehicle_id: Annotated[
+        str,
+        Field(
+            description="Vehicle id from search_vehicles",
+            json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-column": "inspections.vehicle_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    driver_id: Annotated[
+        str,
+        Field(
+            description="Id from find_driver of who inspected",
+            json_schema_extra={"x-envfarm-ref": "drivers.driver_id", "x-envfarm-column": "inspections.driver_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    kind: Annotated[
+        InspectionKind,
+        Field(
+            description="Kind of inspection",
+            json_schema_extra={"x-envfarm-column": "inspections.kind", "x-envfarm-user-known": True},
+        ),
+    ],
+    result: Annotated[
+        InspectionResult,
+        Field(
+            description="Outcome",
+            json_schema_extra={"x-envfarm-column": "inspections.result", "x-envfarm-user-known": True},
+        ),
+    ],
+    notes: Annotated[
+        str,
+        Field(
+            description="Findings: tyres, lights, brakes, fluids",
+            json_schema_extra={"x-envfarm-column": "inspections.notes", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Inspection:
     """Record a safety inspection of a vehicle by a driver or mechanic (pre-trip, post-trip or annual) and its result."""
     db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
@@ -506,8 +800,20 @@ def record_inspection(
 
 def list_inspections(
     db: Database,
-    vehicle_id: Annotated[str, Field(description="Vehicle id from search_vehicles")],
-    kind: Annotated[InspectionKind | None, Field(description="Only this kind")] = None,
+    vehicle_id: Annotated[
+        str,
+        Field(
+            description="Vehicle id from search_vehicles",
+            json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-column": "inspections.vehicle_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    kind: Annotated[
+        InspectionKind | None,
+        Field(
+            description="Only this kind",
+            json_schema_extra={"x-envfarm-column": "inspections.kind", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListInspectionsResult:
     """List a vehicle's inspections, optionally of one kind."""
     db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
@@ -524,9 +830,27 @@ def list_inspections(
 
 def open_maintenance_order(
     db: Database,
-    vehicle_id: Annotated[str, Field(description="Vehicle id from search_vehicles")],
-    service_type: Annotated[MaintenanceOrderServiceType, Field(description="Kind of work")],
-    description: Annotated[str, Field(description="What needs doing")],
+    vehicle_id: Annotated[
+        str,
+        Field(
+            description="Vehicle id from search_vehicles",
+            json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-column": "maintenance_orders.vehicle_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    service_type: Annotated[
+        MaintenanceOrderServiceType,
+        Field(
+            description="Kind of work",
+            json_schema_extra={"x-envfarm-column": "maintenance_orders.service_type", "x-envfarm-user-known": True},
+        ),
+    ],
+    description: Annotated[
+        str,
+        Field(
+            description="What needs doing",
+            json_schema_extra={"x-envfarm-column": "maintenance_orders.description", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> MaintenanceOrder:
     """Send a vehicle to the workshop: opens a maintenance order and puts the vehicle in maintenance, so it gets no trips until the order is closed. Not possible while the vehicle is on a trip."""
     db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
@@ -571,8 +895,21 @@ def open_maintenance_order(
 
 def close_maintenance_order(
     db: Database,
-    order_id: Annotated[str, Field(description="Maintenance order id from list_maintenance_orders")],
-    cost: Annotated[float, Field(description="Final cost in EUR", ge=0.0)],
+    order_id: Annotated[
+        str,
+        Field(
+            description="Maintenance order id from list_maintenance_orders",
+            json_schema_extra={"x-envfarm-ref": "maintenance_orders.order_id", "x-envfarm-column": "maintenance_orders.order_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    cost: Annotated[
+        float,
+        Field(
+            description="Final cost in EUR",
+            ge=0.0,
+            json_schema_extra={"x-envfarm-column": "maintenance_orders.cost", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> MaintenanceOrder:
     """Complete a maintenance order with its final cost. The vehicle returns to service when it has no other open orders."""
     current = db.require("maintenance_orders", "order_id", order_id, "order_id")
@@ -608,10 +945,19 @@ def close_maintenance_order(
 
 def list_maintenance_orders(
     db: Database,
-    vehicle_id: Annotated[str | None, Field(description="Vehicle id from search_vehicles")] = None,
+    vehicle_id: Annotated[
+        str | None,
+        Field(
+            description="Vehicle id from search_vehicles",
+            json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-column": "maintenance_orders.vehicle_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
     status: Annotated[
         MaintenanceOrderStatus | None,
-        Field(description="Only orders with this status"),
+        Field(
+            description="Only orders with this status",
+            json_schema_extra={"x-envfarm-column": "maintenance_orders.status", "x-envfarm-user-known": False},
+        ),
     ] = None,
 ) -> ListMaintenanceOrdersResult:
     """List maintenance orders of a vehicle, or all orders with a status."""
@@ -630,12 +976,51 @@ def list_maintenance_orders(
 
 def log_fuel(
     db: Database,
-    vehicle_id: Annotated[str, Field(description="Vehicle id from search_vehicles")],
-    driver_id: Annotated[str, Field(description="Driver id from find_driver")],
-    liters: Annotated[float, Field(description="Litres of diesel", ge=1.0)],
-    cost: Annotated[float, Field(description="Amount paid in EUR", ge=0.0)],
-    odometer_km: Annotated[int, Field(description="Odometer reading at the pump in km", ge=0.0)],
-    station: Annotated[str, Field(description="Fuel station name")],
+    vehicle_id: Annotated[
+        str,
+        Field(
+            description="Vehicle id from search_vehicles",
+            json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-column": "fuel_logs.vehicle_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    driver_id: Annotated[
+        str,
+        Field(
+            description="Driver id from find_driver",
+            json_schema_extra={"x-envfarm-ref": "drivers.driver_id", "x-envfarm-column": "fuel_logs.driver_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    liters: Annotated[
+        float,
+        Field(
+            description="Litres of diesel",
+            ge=1.0,
+            json_schema_extra={"x-envfarm-column": "fuel_logs.liters", "x-envfarm-user-known": True},
+        ),
+    ],
+    cost: Annotated[
+        float,
+        Field(
+            description="Amount paid in EUR",
+            ge=0.0,
+            json_schema_extra={"x-envfarm-column": "fuel_logs.cost", "x-envfarm-user-known": True},
+        ),
+    ],
+    odometer_km: Annotated[
+        int,
+        Field(
+            description="Odometer reading at the pump in km",
+            ge=0.0,
+            json_schema_extra={"x-envfarm-column": "fuel_logs.odometer_km", "x-envfarm-user-known": True},
+        ),
+    ],
+    station: Annotated[
+        str,
+        Field(
+            description="Fuel station name",
+            json_schema_extra={"x-envfarm-column": "fuel_logs.station", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> FuelLog:
     """Log a refuelling with litres, cost, station and the odometer at the pump. The reading cannot go below the vehicle's last one, and the litres cannot exceed its tank."""
     db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
@@ -686,7 +1071,13 @@ def log_fuel(
 
 def list_fuel_logs(
     db: Database,
-    vehicle_id: Annotated[str, Field(description="Vehicle id from search_vehicles")],
+    vehicle_id: Annotated[
+        str,
+        Field(
+            description="Vehicle id from search_vehicles",
+            json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-column": "fuel_logs.vehicle_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListFuelLogsResult:
     """List a vehicle's refuellings, oldest first."""
     db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")

@@ -22,112 +22,290 @@ SubstitutionStatus = Literal["proposed", "accepted", "rejected"]
 class Store(BaseModel):
     """A FreshCart store that picks and delivers orders in its city. A row of `stores`."""
 
-    store_id: str = Field(description="Internal store id")
-    name: str = Field(description="Store name, e.g. FreshCart Lisbon")
-    city: str = Field(description="City the store delivers in")
-    address: str = Field(description="Street address of the store")
+    store_id: str = Field(
+        description="Internal store id",
+        json_schema_extra={"x-envfarm-ref": "stores.store_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Store name, e.g. FreshCart Lisbon",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    city: str = Field(
+        description="City the store delivers in",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    address: str = Field(
+        description="Street address of the store",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
     delivery_fee: float = Field(
         description="Delivery fee in USD for orders below the free-delivery threshold",
+        json_schema_extra={"x-envfarm-user-known": True},
     )
-    free_delivery_over: float = Field(description="Order subtotal in USD from which delivery is free")
-    minimum_order: float = Field(description="Smallest cart subtotal in USD the store accepts at checkout")
+    free_delivery_over: float = Field(
+        description="Order subtotal in USD from which delivery is free",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    minimum_order: float = Field(
+        description="Smallest cart subtotal in USD the store accepts at checkout",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Customer(BaseModel):
     """A customer account (the farm's shared cast of people). A row of `customers`."""
 
-    customer_id: str = Field(description="Internal customer id")
-    full_name: str = Field(description="First and last name")
-    email: str = Field(description="Login and contact email")
-    phone: str = Field(description="Contact phone number")
-    address: str = Field(description="Default delivery address")
+    customer_id: str = Field(
+        description="Internal customer id",
+        json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
+    )
+    full_name: str = Field(
+        description="First and last name",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    email: str = Field(
+        description="Login and contact email",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    phone: str = Field(description="Contact phone number", json_schema_extra={"x-envfarm-user-known": True})
+    address: str = Field(
+        description="Default delivery address",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Product(BaseModel):
     """A product a store sells, with its shelf price and current stock. A row of `products`."""
 
-    product_id: str = Field(description="Internal product id")
-    store_id: str = Field(description="The store selling it")
-    name: str = Field(description="Product name, e.g. Greek yogurt 500g")
-    category: ProductCategory = Field(description="Aisle category")
-    unit: ProductUnit = Field(description="Selling unit")
-    price: float = Field(description="Price per unit in USD")
-    stock: int = Field(description="Units available right now")
-    is_organic: bool = Field(description="Certified organic")
+    product_id: str = Field(
+        description="Internal product id",
+        json_schema_extra={"x-envfarm-ref": "products.product_id", "x-envfarm-user-known": False},
+    )
+    store_id: str = Field(
+        description="The store selling it",
+        json_schema_extra={"x-envfarm-ref": "stores.store_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Product name, e.g. Greek yogurt 500g",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    category: ProductCategory = Field(
+        description="Aisle category",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    unit: ProductUnit = Field(description="Selling unit", json_schema_extra={"x-envfarm-user-known": True})
+    price: float = Field(
+        description="Price per unit in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    stock: int = Field(
+        description="Units available right now",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    is_organic: bool = Field(
+        description="Certified organic",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class DeliveryWindow(BaseModel):
     """A two-hour delivery window of a store with a limited number of orders. A row of `delivery_windows`."""
 
-    window_id: str = Field(description="Internal delivery window id")
-    store_id: str = Field(description="The store delivering in this window")
-    starts_at: str = Field(description="Window start (ISO 8601, UTC)")
-    ends_at: str = Field(description="Window end (ISO 8601, UTC)")
-    capacity: int = Field(description="Most orders the window takes")
-    booked: int = Field(description="Orders already booked into the window")
+    window_id: str = Field(
+        description="Internal delivery window id",
+        json_schema_extra={"x-envfarm-ref": "delivery_windows.window_id", "x-envfarm-user-known": False},
+    )
+    store_id: str = Field(
+        description="The store delivering in this window",
+        json_schema_extra={"x-envfarm-ref": "stores.store_id", "x-envfarm-user-known": False},
+    )
+    starts_at: str = Field(
+        description="Window start (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    ends_at: str = Field(
+        description="Window end (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    capacity: int = Field(
+        description="Most orders the window takes",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    booked: int = Field(
+        description="Orders already booked into the window",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Cart(BaseModel):
     """A shopping cart of one customer at one store. A row of `carts`."""
 
-    cart_id: str = Field(description="Internal cart id")
-    customer_id: str = Field(description="Owner of the cart")
-    store_id: str = Field(description="Store the cart shops at")
-    status: CartStatus = Field(description="open carts can still change")
-    created_at: str = Field(description="When the cart was opened (ISO 8601, UTC)")
+    cart_id: str = Field(
+        description="Internal cart id",
+        json_schema_extra={"x-envfarm-ref": "carts.cart_id", "x-envfarm-user-known": False},
+    )
+    customer_id: str = Field(
+        description="Owner of the cart",
+        json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
+    )
+    store_id: str = Field(
+        description="Store the cart shops at",
+        json_schema_extra={"x-envfarm-ref": "stores.store_id", "x-envfarm-user-known": False},
+    )
+    status: CartStatus = Field(
+        description="open carts can still change",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    created_at: str = Field(
+        description="When the cart was opened (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class CartItem(BaseModel):
     """A product and quantity in a cart. A row of `cart_items`."""
 
-    cart_item_id: str = Field(description="Internal cart item id")
-    cart_id: str = Field(description="The cart")
-    product_id: str = Field(description="The product")
-    quantity: int = Field(description="Units wanted")
-    allow_substitution: bool = Field(description="Whether the picker may substitute a similar product")
+    cart_item_id: str = Field(
+        description="Internal cart item id",
+        json_schema_extra={"x-envfarm-ref": "cart_items.cart_item_id", "x-envfarm-user-known": False},
+    )
+    cart_id: str = Field(
+        description="The cart",
+        json_schema_extra={"x-envfarm-ref": "carts.cart_id", "x-envfarm-user-known": False},
+    )
+    product_id: str = Field(
+        description="The product",
+        json_schema_extra={"x-envfarm-ref": "products.product_id", "x-envfarm-user-known": False},
+    )
+    quantity: int = Field(description="Units wanted", json_schema_extra={"x-envfarm-user-known": True})
+    allow_substitution: bool = Field(
+        description="Whether the picker may substitute a similar product",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Order(BaseModel):
     """A checked-out cart to be delivered in a window. A row of `orders`."""
 
-    order_id: str = Field(description="Internal order id")
-    customer_id: str = Field(description="The customer")
-    store_id: str = Field(description="The store picking the order")
-    cart_id: str = Field(description="The cart it was checked out from")
-    window_id: str = Field(description="The booked delivery window")
-    status: OrderStatus = Field(description="Fulfilment status")
-    subtotal: float = Field(description="Sum of the item totals in USD")
-    delivery_fee: float = Field(description="Delivery fee charged in USD")
-    total: float = Field(description="Amount charged in USD")
-    delivery_address: str = Field(description="Where the order is delivered")
-    delivery_notes: str | None = Field(description="Instructions for the driver")
-    placed_at: str = Field(description="When the order was placed (ISO 8601, UTC)")
-    cancel_reason: str | None = Field(description="Why the order was cancelled")
+    order_id: str = Field(
+        description="Internal order id",
+        json_schema_extra={"x-envfarm-ref": "orders.order_id", "x-envfarm-user-known": False},
+    )
+    customer_id: str = Field(
+        description="The customer",
+        json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
+    )
+    store_id: str = Field(
+        description="The store picking the order",
+        json_schema_extra={"x-envfarm-ref": "stores.store_id", "x-envfarm-user-known": False},
+    )
+    cart_id: str = Field(
+        description="The cart it was checked out from",
+        json_schema_extra={"x-envfarm-ref": "carts.cart_id", "x-envfarm-user-known": False},
+    )
+    window_id: str = Field(
+        description="The booked delivery window",
+        json_schema_extra={"x-envfarm-ref": "delivery_windows.window_id", "x-envfarm-user-known": False},
+    )
+    status: OrderStatus = Field(
+        description="Fulfilment status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    subtotal: float = Field(
+        description="Sum of the item totals in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    delivery_fee: float = Field(
+        description="Delivery fee charged in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    total: float = Field(
+        description="Amount charged in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    delivery_address: str = Field(
+        description="Where the order is delivered",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    delivery_notes: str | None = Field(
+        description="Instructions for the driver",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    placed_at: str = Field(
+        description="When the order was placed (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    cancel_reason: str | None = Field(
+        description="Why the order was cancelled",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class OrderItem(BaseModel):
     """A product line of an order, at the price paid. A row of `order_items`."""
 
-    order_item_id: str = Field(description="Internal order item id")
-    order_id: str = Field(description="The order")
-    product_id: str = Field(description="The product")
-    quantity: int = Field(description="Units ordered")
-    unit_price: float = Field(description="Price per unit in USD at checkout")
-    line_total: float = Field(description="quantity x unit_price in USD")
-    allow_substitution: bool = Field(description="Whether the picker may substitute it")
+    order_item_id: str = Field(
+        description="Internal order item id",
+        json_schema_extra={"x-envfarm-ref": "order_items.order_item_id", "x-envfarm-user-known": False},
+    )
+    order_id: str = Field(
+        description="The order",
+        json_schema_extra={"x-envfarm-ref": "orders.order_id", "x-envfarm-user-known": False},
+    )
+    product_id: str = Field(
+        description="The product",
+        json_schema_extra={"x-envfarm-ref": "products.product_id", "x-envfarm-user-known": False},
+    )
+    quantity: int = Field(description="Units ordered", json_schema_extra={"x-envfarm-user-known": True})
+    unit_price: float = Field(
+        description="Price per unit in USD at checkout",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    line_total: float = Field(
+        description="quantity x unit_price in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    allow_substitution: bool = Field(
+        description="Whether the picker may substitute it",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Substitution(BaseModel):
     """A replacement product proposed by the picker for an order item. A row of `substitutions`."""
 
-    substitution_id: str = Field(description="Internal substitution id")
-    order_id: str = Field(description="The order")
-    order_item_id: str = Field(description="The item to be replaced")
-    original_product_id: str = Field(description="The product ordered")
-    substitute_product_id: str = Field(description="The proposed replacement")
-    reason: str = Field(description="Why the original cannot be delivered")
-    status: SubstitutionStatus = Field(description="The customer's answer")
-    proposed_at: str = Field(description="When the picker proposed it (ISO 8601, UTC)")
+    substitution_id: str = Field(
+        description="Internal substitution id",
+        json_schema_extra={"x-envfarm-ref": "substitutions.substitution_id", "x-envfarm-user-known": False},
+    )
+    order_id: str = Field(
+        description="The order",
+        json_schema_extra={"x-envfarm-ref": "orders.order_id", "x-envfarm-user-known": False},
+    )
+    order_item_id: str = Field(
+        description="The item to be replaced",
+        json_schema_extra={"x-envfarm-ref": "order_items.order_item_id", "x-envfarm-user-known": False},
+    )
+    original_product_id: str = Field(
+        description="The product ordered",
+        json_schema_extra={"x-envfarm-ref": "products.product_id", "x-envfarm-user-known": False},
+    )
+    substitute_product_id: str = Field(
+        description="The proposed replacement",
+        json_schema_extra={"x-envfarm-ref": "products.product_id", "x-envfarm-user-known": False},
+    )
+    reason: str = Field(
+        description="Why the original cannot be delivered",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: SubstitutionStatus = Field(
+        description="The customer's answer",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    proposed_at: str = Field(
+        description="When the picker proposed it (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class FindCustomerResult(BaseModel):
@@ -195,8 +373,20 @@ class ListSubstitutionsResult(BaseModel):
 
 def find_customer(
     db: Database,
-    full_name: Annotated[str | None, Field(description="Part of the customer's name")] = None,
-    email: Annotated[str | None, Field(description="Exact email address")] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the customer's name",
+            json_schema_extra={"x-envfarm-column": "customers.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Exact email address",
+            json_schema_extra={"x-envfarm-column": "customers.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> FindCustomerResult:
     """Find customer accounts by name or exact email. Returns customer ids and default delivery addresses."""
     args = {"full_name": full_name, "email": email, "now": db.now}
@@ -212,8 +402,20 @@ def find_customer(
 
 def list_stores(
     db: Database,
-    city: Annotated[str | None, Field(description="City name, e.g. Berlin")] = None,
-    name: Annotated[str | None, Field(description="Part of the store name")] = None,
+    city: Annotated[
+        str | None,
+        Field(
+            description="City name, e.g. Berlin",
+            json_schema_extra={"x-envfarm-column": "stores.city", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the store name",
+            json_schema_extra={"x-envfarm-column": "stores.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListStoresResult:
     """List FreshCart stores, optionally by city or part of the name. Shows fees and the minimum order."""
     args = {"city": city, "name": name, "now": db.now}
@@ -229,14 +431,41 @@ def list_stores(
 
 def search_products(
     db: Database,
-    store_id: Annotated[str, Field(description="Store id from list_stores (or a cart's store_id)")],
-    name: Annotated[str | None, Field(description="Part of the product name")] = None,
-    category: Annotated[ProductCategory | None, Field(description="Aisle category")] = None,
+    store_id: Annotated[
+        str,
+        Field(
+            description="Store id from list_stores (or a cart's store_id)",
+            json_schema_extra={"x-envfarm-ref": "stores.store_id", "x-envfarm-column": "products.store_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the product name",
+            json_schema_extra={"x-envfarm-column": "products.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    category: Annotated[
+        ProductCategory | None,
+        Field(
+            description="Aisle category",
+            json_schema_extra={"x-envfarm-column": "products.category", "x-envfarm-user-known": True},
+        ),
+    ] = None,
     is_organic: Annotated[
         bool | None,
-        Field(description="Only organic (true) or only conventional (false) products"),
+        Field(
+            description="Only organic (true) or only conventional (false) products",
+            json_schema_extra={"x-envfarm-column": "products.is_organic", "x-envfarm-user-known": True},
+        ),
     ] = None,
-    max_price: Annotated[float | None, Field(description="Highest unit price in USD")] = None,
+    max_price: Annotated[
+        float | None,
+        Field(
+            description="Highest unit price in USD",
+            json_schema_extra={"x-envfarm-column": "products.price", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> SearchProductsResult:
     """Search one store's products by name, category, organic flag or maximum price. Returns product ids, prices and the current stock."""
     db.require("stores", "store_id", store_id, "store_id")
@@ -265,7 +494,10 @@ def get_product(
     db: Database,
     product_id: Annotated[
         str,
-        Field(description="Product id from search_products, list_cart_items or list_order_items"),
+        Field(
+            description="Product id from search_products, list_cart_items or list_order_items",
+            json_schema_extra={"x-envfarm-ref": "products.product_id", "x-envfarm-column": "products.product_id", "x-envfarm-user-known": False},
+        ),
     ],
 ) -> Product:
     """Get one product's name, price, unit and current stock."""
@@ -275,11 +507,26 @@ def get_product(
 
 def list_carts(
     db: Database,
-    customer_id: Annotated[str, Field(description="Customer id from find_customer")],
-    status: Annotated[CartStatus | None, Field(description="Only carts with this status")] = None,
+    customer_id: Annotated[
+        str,
+        Field(
+            description="Customer id from find_customer",
+            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "carts.customer_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    status: Annotated[
+        CartStatus | None,
+        Field(
+            description="Only carts with this status",
+            json_schema_extra={"x-envfarm-column": "carts.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
     store_id: Annotated[
         str | None,
-        Field(description="Only carts at this store (store id from list_stores)"),
+        Field(
+            description="Only carts at this store (store id from list_stores)",
+            json_schema_extra={"x-envfarm-ref": "stores.store_id", "x-envfarm-column": "carts.store_id", "x-envfarm-user-known": False},
+        ),
     ] = None,
 ) -> ListCartsResult:
     """List a customer's carts, e.g. the open cart they are filling at a store."""
@@ -300,8 +547,20 @@ def list_carts(
 
 def open_cart(
     db: Database,
-    customer_id: Annotated[str, Field(description="Customer id from find_customer")],
-    store_id: Annotated[str, Field(description="Store id from list_stores")],
+    customer_id: Annotated[
+        str,
+        Field(
+            description="Customer id from find_customer",
+            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "carts.customer_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    store_id: Annotated[
+        str,
+        Field(
+            description="Store id from list_stores",
+            json_schema_extra={"x-envfarm-ref": "stores.store_id", "x-envfarm-column": "carts.store_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Cart:
     """Open a new empty cart for a customer at a store. A customer has at most one open cart per store."""
     db.require("customers", "customer_id", customer_id, "customer_id")
@@ -331,7 +590,13 @@ def open_cart(
 
 def list_cart_items(
     db: Database,
-    cart_id: Annotated[str, Field(description="Cart id from list_carts or open_cart")],
+    cart_id: Annotated[
+        str,
+        Field(
+            description="Cart id from list_carts or open_cart",
+            json_schema_extra={"x-envfarm-ref": "carts.cart_id", "x-envfarm-column": "cart_items.cart_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListCartItemsResult:
     """List the products and quantities in a cart."""
     db.require("carts", "cart_id", cart_id, "cart_id")
@@ -347,12 +612,34 @@ def list_cart_items(
 
 def add_to_cart(
     db: Database,
-    cart_id: Annotated[str, Field(description="Open cart id from list_carts or open_cart")],
-    product_id: Annotated[str, Field(description="Product id from search_products for the cart's store")],
-    quantity: Annotated[int, Field(description="Units to add", ge=1.0)],
+    cart_id: Annotated[
+        str,
+        Field(
+            description="Open cart id from list_carts or open_cart",
+            json_schema_extra={"x-envfarm-ref": "carts.cart_id", "x-envfarm-column": "cart_items.cart_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    product_id: Annotated[
+        str,
+        Field(
+            description="Product id from search_products for the cart's store",
+            json_schema_extra={"x-envfarm-ref": "products.product_id", "x-envfarm-column": "cart_items.product_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    quantity: Annotated[
+        int,
+        Field(
+            description="Units to add",
+            ge=1.0,
+            json_schema_extra={"x-envfarm-column": "cart_items.quantity", "x-envfarm-user-known": True},
+        ),
+    ],
     allow_substitution: Annotated[
         bool,
-        Field(description="Whether the picker may substitute a similar product if it runs out"),
+        Field(
+            description="Whether the picker may substitute a similar product if it runs out",
+            json_schema_extra={"x-envfarm-column": "cart_items.allow_substitution", "x-envfarm-user-known": True},
+        ),
     ] = True,
 ) -> CartItem:
     """Add a product of the cart's store to an open cart. The quantity cannot exceed the product's current stock; a product already in the cart is changed with update_cart_item instead."""
@@ -400,11 +687,27 @@ def add_to_cart(
 
 def update_cart_item(
     db: Database,
-    cart_item_id: Annotated[str, Field(description="Cart item id from list_cart_items")],
-    quantity: Annotated[int | None, Field(description="New number of units", ge=1.0)] = None,
+    cart_item_id: Annotated[
+        str,
+        Field(
+            description="Cart item id from list_cart_items",
+            json_schema_extra={"x-envfarm-ref": "cart_items.cart_item_id", "x-envfarm-column": "cart_items.cart_item_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    quantity: Annotated[
+        int | None,
+        Field(
+            description="New number of units",
+            ge=1.0,
+            json_schema_extra={"x-envfarm-column": "cart_items.quantity", "x-envfarm-user-known": True},
+        ),
+    ] = None,
     allow_substitution: Annotated[
         bool | None,
-        Field(description="Whether the picker may substitute it"),
+        Field(
+            description="Whether the picker may substitute it",
+            json_schema_extra={"x-envfarm-column": "cart_items.allow_substitution", "x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> CartItem:
     """Change the quantity or substitution preference of a product in an open cart."""
@@ -444,7 +747,13 @@ def update_cart_item(
 
 def remove_cart_item(
     db: Database,
-    cart_item_id: Annotated[str, Field(description="Cart item id from list_cart_items")],
+    cart_item_id: Annotated[
+        str,
+        Field(
+            description="Cart item id from list_cart_items",
+            json_schema_extra={"x-envfarm-ref": "cart_items.cart_item_id", "x-envfarm-column": "cart_items.cart_item_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> CartItem:
     """Remove a product from an open cart."""
     current = db.require("cart_items", "cart_item_id", cart_item_id, "cart_item_id")
@@ -463,10 +772,20 @@ def remove_cart_item(
 
 def list_delivery_windows(
     db: Database,
-    store_id: Annotated[str, Field(description="Store id from list_stores or from the cart")],
+    store_id: Annotated[
+        str,
+        Field(
+            description="Store id from list_stores or from the cart",
+            json_schema_extra={"x-envfarm-ref": "stores.store_id", "x-envfarm-column": "delivery_windows.store_id", "x-envfarm-user-known": False},
+        ),
+    ],
     starts_after: Annotated[
         str | None,
-        Field(description="Only windows starting at or after this time (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Only windows starting at or after this time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-column": "delivery_windows.starts_at", "x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> ListDeliveryWindowsResult:
     """List a store's delivery windows from a given time on, with capacity and how many orders are booked (a window is full when booked equals capacity)."""
@@ -484,13 +803,31 @@ def list_delivery_windows(
 
 def checkout_cart(
     db: Database,
-    cart_id: Annotated[str, Field(description="Open cart id from list_carts")],
-    window_id: Annotated[str, Field(description="Delivery window id from list_delivery_windows")],
+    cart_id: Annotated[
+        str,
+        Field(
+            description="Open cart id from list_carts",
+            json_schema_extra={"x-envfarm-ref": "carts.cart_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    window_id: Annotated[
+        str,
+        Field(
+            description="Delivery window id from list_delivery_windows",
+            json_schema_extra={"x-envfarm-ref": "delivery_windows.window_id", "x-envfarm-user-known": False},
+        ),
+    ],
     delivery_address: Annotated[
         str | None,
-        Field(description="Delivery address; defaults to the customer's address"),
+        Field(
+            description="Delivery address; defaults to the customer's address",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ] = None,
-    delivery_notes: Annotated[str | None, Field(description="Instructions for the driver")] = None,
+    delivery_notes: Annotated[
+        str | None,
+        Field(description="Instructions for the driver", json_schema_extra={"x-envfarm-user-known": True}),
+    ] = None,
 ) -> Order:
     """Check out an open cart into an order delivered in one of the store's future windows. Totals the cart at current prices, adds the delivery fee below the free-delivery threshold, takes the items out of stock and books the window. Returns the new order."""
     db.require("carts", "cart_id", cart_id, "cart_id")
@@ -558,8 +895,20 @@ def checkout_cart(
 
 def list_orders(
     db: Database,
-    customer_id: Annotated[str, Field(description="Customer id from find_customer")],
-    status: Annotated[OrderStatus | None, Field(description="Only orders with this status")] = None,
+    customer_id: Annotated[
+        str,
+        Field(
+            description="Customer id from find_customer",
+            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "orders.customer_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    status: Annotated[
+        OrderStatus | None,
+        Field(
+            description="Only orders with this status",
+            json_schema_extra={"x-envfarm-column": "orders.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListOrdersResult:
     """List a customer's orders, optionally by status. Shows totals, window ids and delivery status."""
     db.require("customers", "customer_id", customer_id, "customer_id")
@@ -576,7 +925,13 @@ def list_orders(
 
 def get_order(
     db: Database,
-    order_id: Annotated[str, Field(description="Order id from list_orders")],
+    order_id: Annotated[
+        str,
+        Field(
+            description="Order id from list_orders",
+            json_schema_extra={"x-envfarm-ref": "orders.order_id", "x-envfarm-column": "orders.order_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Order:
     """Get one order with its status, totals, delivery window id and address."""
     row = db.require("orders", "order_id", order_id, "order_id")
@@ -585,7 +940,13 @@ def get_order(
 
 def list_order_items(
     db: Database,
-    order_id: Annotated[str, Field(description="Order id from list_orders")],
+    order_id: Annotated[
+        str,
+        Field(
+            description="Order id from list_orders",
+            json_schema_extra={"x-envfarm-ref": "orders.order_id", "x-envfarm-column": "order_items.order_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListOrderItemsResult:
     """List the products, quantities and prices of an order."""
     db.require("orders", "order_id", order_id, "order_id")
@@ -601,8 +962,20 @@ def list_order_items(
 
 def change_delivery_window(
     db: Database,
-    order_id: Annotated[str, Field(description="Order id from list_orders")],
-    window_id: Annotated[str, Field(description="New window id from list_delivery_windows")],
+    order_id: Annotated[
+        str,
+        Field(
+            description="Order id from list_orders",
+            json_schema_extra={"x-envfarm-ref": "orders.order_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    window_id: Annotated[
+        str,
+        Field(
+            description="New window id from list_delivery_windows",
+            json_schema_extra={"x-envfarm-ref": "delivery_windows.window_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Order:
     """Move an order to another future window of the same store that still has room. Not possible once the order is out for delivery."""
     db.require("orders", "order_id", order_id, "order_id")
@@ -647,9 +1020,27 @@ def change_delivery_window(
 
 def update_delivery_instructions(
     db: Database,
-    order_id: Annotated[str, Field(description="Order id from list_orders")],
-    delivery_address: Annotated[str | None, Field(description="New delivery address")] = None,
-    delivery_notes: Annotated[str | None, Field(description="New instructions for the driver")] = None,
+    order_id: Annotated[
+        str,
+        Field(
+            description="Order id from list_orders",
+            json_schema_extra={"x-envfarm-ref": "orders.order_id", "x-envfarm-column": "orders.order_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    delivery_address: Annotated[
+        str | None,
+        Field(
+            description="New delivery address",
+            json_schema_extra={"x-envfarm-column": "orders.delivery_address", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    delivery_notes: Annotated[
+        str | None,
+        Field(
+            description="New instructions for the driver",
+            json_schema_extra={"x-envfarm-column": "orders.delivery_notes", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> Order:
     """Change the delivery address or the driver notes of an order that has not left the store yet."""
     current = db.require("orders", "order_id", order_id, "order_id")
@@ -680,8 +1071,20 @@ def update_delivery_instructions(
 
 def cancel_order(
     db: Database,
-    order_id: Annotated[str, Field(description="Order id from list_orders")],
-    cancel_reason: Annotated[str, Field(description="Why the customer cancels")],
+    order_id: Annotated[
+        str,
+        Field(
+            description="Order id from list_orders",
+            json_schema_extra={"x-envfarm-ref": "orders.order_id", "x-envfarm-column": "orders.order_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    cancel_reason: Annotated[
+        str,
+        Field(
+            description="Why the customer cancels",
+            json_schema_extra={"x-envfarm-column": "orders.cancel_reason", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Order:
     """Cancel an order that has not left the store. Its window slot is released and the items go back into stock."""
     current = db.require("orders", "order_id", order_id, "order_id")
@@ -723,10 +1126,19 @@ def cancel_order(
 
 def set_item_substitution(
     db: Database,
-    order_item_id: Annotated[str, Field(description="Order item id from list_order_items")],
+    order_item_id: Annotated[
+        str,
+        Field(
+            description="Order item id from list_order_items",
+            json_schema_extra={"x-envfarm-ref": "order_items.order_item_id", "x-envfarm-column": "order_items.order_item_id", "x-envfarm-user-known": False},
+        ),
+    ],
     allow_substitution: Annotated[
         bool,
-        Field(description="true to allow a similar replacement, false to forbid it"),
+        Field(
+            description="true to allow a similar replacement, false to forbid it",
+            json_schema_extra={"x-envfarm-column": "order_items.allow_substitution", "x-envfarm-user-known": True},
+        ),
     ],
 ) -> OrderItem:
     """Allow or forbid the picker to substitute one product of an order that has not left the store."""
@@ -756,10 +1168,19 @@ def set_item_substitution(
 
 def list_substitutions(
     db: Database,
-    order_id: Annotated[str, Field(description="Order id from list_orders")],
+    order_id: Annotated[
+        str,
+        Field(
+            description="Order id from list_orders",
+            json_schema_extra={"x-envfarm-ref": "orders.order_id", "x-envfarm-column": "substitutions.order_id", "x-envfarm-user-known": False},
+        ),
+    ],
     status: Annotated[
         SubstitutionStatus | None,
-        Field(description="Only substitutions with this status"),
+        Field(
+            description="Only substitutions with this status",
+            json_schema_extra={"x-envfarm-column": "substitutions.status", "x-envfarm-user-known": False},
+        ),
     ] = None,
 ) -> ListSubstitutionsResult:
     """List the replacements the picker proposed for an order, with their status."""
@@ -777,10 +1198,19 @@ def list_substitutions(
 
 def respond_to_substitution(
     db: Database,
-    substitution_id: Annotated[str, Field(description="Substitution id from list_substitutions")],
+    substitution_id: Annotated[
+        str,
+        Field(
+            description="Substitution id from list_substitutions",
+            json_schema_extra={"x-envfarm-ref": "substitutions.substitution_id", "x-envfarm-column": "substitutions.substitution_id", "x-envfarm-user-known": False},
+        ),
+    ],
     decision: Annotated[
         Literal["accepted", "rejected"],
-        Field(description="accepted to take the replacement, rejected to drop the item"),
+        Field(
+            description="accepted to take the replacement, rejected to drop the item",
+            json_schema_extra={"x-envfarm-column": "substitutions.status", "x-envfarm-user-known": False},
+        ),
     ],
 ) -> Substitution:
     """Accept or reject a proposed substitution while the order is still being picked."""

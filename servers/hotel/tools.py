@@ -21,79 +21,196 @@ FolioChargeCategory = Literal["room", "city_tax", "restaurant", "bar", "minibar"
 class Hotel(BaseModel):
     """A hotel of the group. A row of `hotels`."""
 
-    hotel_id: str = Field(description="Internal hotel id")
-    name: str = Field(description="Hotel name, e.g. Harbor View Lisbon")
-    city: str = Field(description="City")
-    address: str = Field(description="Street address")
-    stars: int = Field(description="Star rating (3 to 5)")
-    check_in_time: str = Field(description="Earliest check-in time (HH:MM)")
-    check_out_time: str = Field(description="Latest check-out time (HH:MM)")
-    city_tax_per_night: float = Field(description="City tax in USD per room night")
+    hotel_id: str = Field(
+        description="Internal hotel id",
+        json_schema_extra={"x-envfarm-ref": "hotels.hotel_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Hotel name, e.g. Harbor View Lisbon",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    city: str = Field(description="City", json_schema_extra={"x-envfarm-user-known": True})
+    address: str = Field(description="Street address", json_schema_extra={"x-envfarm-user-known": True})
+    stars: int = Field(description="Star rating (3 to 5)", json_schema_extra={"x-envfarm-user-known": True})
+    check_in_time: str = Field(
+        description="Earliest check-in time (HH:MM)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    check_out_time: str = Field(
+        description="Latest check-out time (HH:MM)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    city_tax_per_night: float = Field(
+        description="City tax in USD per room night",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class RoomType(BaseModel):
     """A kind of room in one hotel, with its rate. A row of `room_types`."""
 
-    type_id: str = Field(description="Internal room type id")
-    hotel_id: str = Field(description="The hotel")
-    name: str = Field(description="Room type, e.g. Deluxe King")
-    bed: str = Field(description="Beds in the room")
-    max_guests: int = Field(description="Most adults the room sleeps")
-    nightly_rate: float = Field(description="Rate in USD per night before loyalty discounts")
+    type_id: str = Field(
+        description="Internal room type id",
+        json_schema_extra={"x-envfarm-ref": "room_types.type_id", "x-envfarm-user-known": False},
+    )
+    hotel_id: str = Field(
+        description="The hotel",
+        json_schema_extra={"x-envfarm-ref": "hotels.hotel_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Room type, e.g. Deluxe King",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    bed: str = Field(description="Beds in the room", json_schema_extra={"x-envfarm-user-known": True})
+    max_guests: int = Field(
+        description="Most adults the room sleeps",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    nightly_rate: float = Field(
+        description="Rate in USD per night before loyalty discounts",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Room(BaseModel):
     """A physical room. A row of `rooms`."""
 
-    room_id: str = Field(description="Internal room id")
-    hotel_id: str = Field(description="The hotel")
-    type_id: str = Field(description="Its room type")
-    number: str = Field(description="Room number on the door, e.g. 204")
-    floor: int = Field(description="Floor")
-    housekeeping_status: RoomHousekeepingStatus = Field(description="Housekeeping status")
+    room_id: str = Field(
+        description="Internal room id",
+        json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-user-known": False},
+    )
+    hotel_id: str = Field(
+        description="The hotel",
+        json_schema_extra={"x-envfarm-ref": "hotels.hotel_id", "x-envfarm-user-known": False},
+    )
+    type_id: str = Field(
+        description="Its room type",
+        json_schema_extra={"x-envfarm-ref": "room_types.type_id", "x-envfarm-user-known": False},
+    )
+    number: str = Field(
+        description="Room number on the door, e.g. 204",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    floor: int = Field(description="Floor", json_schema_extra={"x-envfarm-user-known": True})
+    housekeeping_status: RoomHousekeepingStatus = Field(
+        description="Housekeeping status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Guest(BaseModel):
     """A guest profile. A row of `guests`."""
 
-    guest_id: str = Field(description="Internal guest id")
-    full_name: str = Field(description="First and last name")
-    email: str = Field(description="Contact email")
-    phone: str = Field(description="Contact phone number")
-    loyalty_tier: GuestLoyaltyTier = Field(description="Loyalty tier: 5%, 10% or 15% off room rates")
-    loyalty_number: str | None = Field(description="Loyalty card number")
+    guest_id: str = Field(
+        description="Internal guest id",
+        json_schema_extra={"x-envfarm-ref": "guests.guest_id", "x-envfarm-user-known": False},
+    )
+    full_name: str = Field(
+        description="First and last name",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    email: str = Field(description="Contact email", json_schema_extra={"x-envfarm-user-known": True})
+    phone: str = Field(description="Contact phone number", json_schema_extra={"x-envfarm-user-known": True})
+    loyalty_tier: GuestLoyaltyTier = Field(
+        description="Loyalty tier: 5%, 10% or 15% off room rates",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    loyalty_number: str | None = Field(
+        description="Loyalty card number",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Reservation(BaseModel):
     """A room reservation and stay. A row of `reservations`."""
 
-    res_id: str = Field(description="Internal reservation id")
-    confirmation_code: str = Field(description="Confirmation code given to the guest, e.g. HB07919")
-    guest_id: str = Field(description="The guest")
-    hotel_id: str = Field(description="The hotel")
-    room_id: str = Field(description="The assigned room")
-    arrival_date: str = Field(description="Arrival date (YYYY-MM-DD)")
-    departure_date: str = Field(description="Departure date (YYYY-MM-DD)")
-    adults: int = Field(description="Number of adults")
-    nightly_rate: float = Field(description="Agreed rate in USD per night")
-    status: ReservationStatus = Field(description="Reservation status")
-    special_requests: str | None = Field(description="Requests noted for the stay")
-    booked_at: str = Field(description="When it was booked (ISO 8601, UTC)")
-    checked_in_at: str | None = Field(description="When the guest checked in (ISO 8601, UTC)")
-    checked_out_at: str | None = Field(description="When the guest checked out (ISO 8601, UTC)")
-    cancelled_at: str | None = Field(description="When it was cancelled (ISO 8601, UTC)")
-    cancel_reason: str | None = Field(description="Why it was cancelled")
+    res_id: str = Field(
+        description="Internal reservation id",
+        json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-user-known": False},
+    )
+    confirmation_code: str = Field(
+        description="Confirmation code given to the guest, e.g. HB07919",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    guest_id: str = Field(
+        description="The guest",
+        json_schema_extra={"x-envfarm-ref": "guests.guest_id", "x-envfarm-user-known": False},
+    )
+    hotel_id: str = Field(
+        description="The hotel",
+        json_schema_extra={"x-envfarm-ref": "hotels.hotel_id", "x-envfarm-user-known": False},
+    )
+    room_id: str = Field(
+        description="The assigned room",
+        json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-user-known": False},
+    )
+    arrival_date: str = Field(
+        description="Arrival date (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    departure_date: str = Field(
+        description="Departure date (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    adults: int = Field(description="Number of adults", json_schema_extra={"x-envfarm-user-known": True})
+    nightly_rate: float = Field(
+        description="Agreed rate in USD per night",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: ReservationStatus = Field(
+        description="Reservation status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    special_requests: str | None = Field(
+        description="Requests noted for the stay",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    booked_at: str = Field(
+        description="When it was booked (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    checked_in_at: str | None = Field(
+        description="When the guest checked in (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    checked_out_at: str | None = Field(
+        description="When the guest checked out (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    cancelled_at: str | None = Field(
+        description="When it was cancelled (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    cancel_reason: str | None = Field(
+        description="Why it was cancelled",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class FolioCharge(BaseModel):
     """A line on a stay's bill (payments are negative). A row of `folio_charges`."""
 
-    charge_id: str = Field(description="Internal charge id")
-    res_id: str = Field(description="The reservation billed")
-    posted_at: str = Field(description="When it was posted (ISO 8601, UTC)")
-    category: FolioChargeCategory = Field(description="Kind of charge")
-    description: str = Field(description="What was charged")
-    amount: float = Field(description="Amount in USD (negative for payments)")
+    charge_id: str = Field(
+        description="Internal charge id",
+        json_schema_extra={"x-envfarm-ref": "folio_charges.charge_id", "x-envfarm-user-known": False},
+    )
+    res_id: str = Field(
+        description="The reservation billed",
+        json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-user-known": False},
+    )
+    posted_at: str = Field(
+        description="When it was posted (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    category: FolioChargeCategory = Field(
+        description="Kind of charge",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    description: str = Field(description="What was charged", json_schema_extra={"x-envfarm-user-known": True})
+    amount: float = Field(
+        description="Amount in USD (negative for payments)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class SearchHotelsResult(BaseModel):
@@ -164,11 +281,28 @@ class CheckOutResult(BaseModel):
 
 def search_hotels(
     db: Database,
-    city: Annotated[str | None, Field(description="City name")] = None,
-    name: Annotated[str | None, Field(description="Part of the hotel name")] = None,
+    city: Annotated[
+        str | None,
+        Field(
+            description="City name",
+            json_schema_extra={"x-envfarm-column": "hotels.city", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the hotel name",
+            json_schema_extra={"x-envfarm-column": "hotels.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
     min_stars: Annotated[
         int | None,
-        Field(description="Only hotels with at least this many stars", ge=1.0, le=5.0),
+        Field(
+            description="Only hotels with at least this many stars",
+            ge=1.0,
+            le=5.0,
+            json_schema_extra={"x-envfarm-column": "hotels.stars", "x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> SearchHotelsResult:
     """Search the group's hotels by city, name or minimum star rating. Returns hotel ids, check-in times and city tax."""
@@ -186,10 +320,19 @@ def search_hotels(
 
 def list_room_types(
     db: Database,
-    hotel_id: Annotated[str, Field(description="Hotel id from search_hotels")],
+    hotel_id: Annotated[
+        str,
+        Field(
+            description="Hotel id from search_hotels",
+            json_schema_extra={"x-envfarm-ref": "hotels.hotel_id", "x-envfarm-column": "room_types.hotel_id", "x-envfarm-user-known": False},
+        ),
+    ],
     min_guests: Annotated[
         int | None,
-        Field(description="Only room types sleeping at least this many adults"),
+        Field(
+            description="Only room types sleeping at least this many adults",
+            json_schema_extra={"x-envfarm-column": "room_types.max_guests", "x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> ListRoomTypesResult:
     """List a hotel's room types with beds, maximum guests and nightly rates."""
@@ -207,16 +350,38 @@ def list_room_types(
 
 def find_available_rooms(
     db: Database,
-    hotel_id: Annotated[str, Field(description="Hotel id from search_hotels")],
+    hotel_id: Annotated[
+        str,
+        Field(
+            description="Hotel id from search_hotels",
+            json_schema_extra={"x-envfarm-ref": "hotels.hotel_id", "x-envfarm-user-known": False},
+        ),
+    ],
     arrival_date: Annotated[
         str,
-        Field(description="First night (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
+        Field(
+            description="First night (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ],
     departure_date: Annotated[
         str,
-        Field(description="Day of departure (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
+        Field(
+            description="Day of departure (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ],
-    adults: Annotated[int, Field(description="Number of adults", ge=1.0, le=8.0)],
+    adults: Annotated[
+        int,
+        Field(
+            description="Number of adults",
+            ge=1.0,
+            le=8.0,
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ],
 ) -> FindAvailableRoomsResult:
     """Rooms of a hotel that are free for every night from arrival to departure and sleep the party, with their room types and rates. Rooms out of order are left out."""
     db.require("hotels", "hotel_id", hotel_id, "hotel_id")
@@ -239,9 +404,27 @@ def find_available_rooms(
 
 def find_guest(
     db: Database,
-    full_name: Annotated[str | None, Field(description="Part of the guest's name")] = None,
-    email: Annotated[str | None, Field(description="Exact email address")] = None,
-    loyalty_tier: Annotated[GuestLoyaltyTier | None, Field(description="Loyalty tier")] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the guest's name",
+            json_schema_extra={"x-envfarm-column": "guests.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Exact email address",
+            json_schema_extra={"x-envfarm-column": "guests.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    loyalty_tier: Annotated[
+        GuestLoyaltyTier | None,
+        Field(
+            description="Loyalty tier",
+            json_schema_extra={"x-envfarm-column": "guests.loyalty_tier", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> FindGuestResult:
     """Find guest profiles by name, email or loyalty tier."""
     args = {"full_name": full_name, "email": email, "loyalty_tier": loyalty_tier, "now": db.now}
@@ -258,9 +441,27 @@ def find_guest(
 
 def update_guest_contact(
     db: Database,
-    guest_id: Annotated[str, Field(description="Guest id from find_guest")],
-    email: Annotated[str | None, Field(description="New email address")] = None,
-    phone: Annotated[str | None, Field(description="New phone number")] = None,
+    guest_id: Annotated[
+        str,
+        Field(
+            description="Guest id from find_guest",
+            json_schema_extra={"x-envfarm-ref": "guests.guest_id", "x-envfarm-column": "guests.guest_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    email: Annotated[
+        str | None,
+        Field(
+            description="New email address",
+            json_schema_extra={"x-envfarm-column": "guests.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    phone: Annotated[
+        str | None,
+        Field(
+            description="New phone number",
+            json_schema_extra={"x-envfarm-column": "guests.phone", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> Guest:
     """Change a guest's email address or phone number."""
     current = db.require("guests", "guest_id", guest_id, "guest_id")
@@ -281,20 +482,51 @@ def update_guest_contact(
 
 def create_reservation(
     db: Database,
-    guest_id: Annotated[str, Field(description="Guest id from find_guest")],
-    room_id: Annotated[str, Field(description="Room id from find_available_rooms")],
+    guest_id: Annotated[
+        str,
+        Field(
+            description="Guest id from find_guest",
+            json_schema_extra={"x-envfarm-ref": "guests.guest_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    room_id: Annotated[
+        str,
+        Field(
+            description="Room id from find_available_rooms",
+            json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-user-known": False},
+        ),
+    ],
     arrival_date: Annotated[
         str,
-        Field(description="First night (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
+        Field(
+            description="First night (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ],
     departure_date: Annotated[
         str,
-        Field(description="Day of departure (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
+        Field(
+            description="Day of departure (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ],
-    adults: Annotated[int, Field(description="Number of adults", ge=1.0, le=8.0)],
+    adults: Annotated[
+        int,
+        Field(
+            description="Number of adults",
+            ge=1.0,
+            le=8.0,
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ],
     special_requests: Annotated[
         str | None,
-        Field(description="Requests for the stay, e.g. high floor"),
+        Field(
+            description="Requests for the stay, e.g. high floor",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> Reservation:
     """Book a room for a guest. The room must be free for every night of the stay (find_available_rooms), sleep the party and not be out of order; stays are at most 30 nights. The rate is the room type's rate less the guest's loyalty discount. Returns the confirmation code."""
@@ -350,14 +582,42 @@ def create_reservation(
 
 def find_reservation(
     db: Database,
-    confirmation_code: Annotated[str | None, Field(description="Confirmation code, e.g. HB07919")] = None,
-    guest_id: Annotated[str | None, Field(description="Guest id from find_guest")] = None,
-    hotel_id: Annotated[str | None, Field(description="Hotel id from search_hotels")] = None,
+    confirmation_code: Annotated[
+        str | None,
+        Field(
+            description="Confirmation code, e.g. HB07919",
+            json_schema_extra={"x-envfarm-column": "reservations.confirmation_code", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    guest_id: Annotated[
+        str | None,
+        Field(
+            description="Guest id from find_guest",
+            json_schema_extra={"x-envfarm-ref": "guests.guest_id", "x-envfarm-column": "reservations.guest_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    hotel_id: Annotated[
+        str | None,
+        Field(
+            description="Hotel id from search_hotels",
+            json_schema_extra={"x-envfarm-ref": "hotels.hotel_id", "x-envfarm-column": "reservations.hotel_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
     arrival_date: Annotated[
         str | None,
-        Field(description="Arrival date (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
+        Field(
+            description="Arrival date (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-column": "reservations.arrival_date", "x-envfarm-user-known": True},
+        ),
     ] = None,
-    status: Annotated[ReservationStatus | None, Field(description="Only this status")] = None,
+    status: Annotated[
+        ReservationStatus | None,
+        Field(
+            description="Only this status",
+            json_schema_extra={"x-envfarm-column": "reservations.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindReservationResult:
     """Find reservations by confirmation code, guest, hotel, arrival date or status."""
     if guest_id is not None:
@@ -387,12 +647,27 @@ def find_reservation(
 
 def list_rooms(
     db: Database,
-    hotel_id: Annotated[str, Field(description="Hotel id from search_hotels")],
+    hotel_id: Annotated[
+        str,
+        Field(
+            description="Hotel id from search_hotels",
+            json_schema_extra={"x-envfarm-ref": "hotels.hotel_id", "x-envfarm-column": "rooms.hotel_id", "x-envfarm-user-known": False},
+        ),
+    ],
     housekeeping_status: Annotated[
         RoomHousekeepingStatus | None,
-        Field(description="Only rooms with this status"),
+        Field(
+            description="Only rooms with this status",
+            json_schema_extra={"x-envfarm-column": "rooms.housekeeping_status", "x-envfarm-user-known": False},
+        ),
     ] = None,
-    number: Annotated[str | None, Field(description="Room number on the door")] = None,
+    number: Annotated[
+        str | None,
+        Field(
+            description="Room number on the door",
+            json_schema_extra={"x-envfarm-column": "rooms.number", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListRoomsResult:
     """List a hotel's rooms with numbers, floors, room types and housekeeping status."""
     db.require("hotels", "hotel_id", hotel_id, "hotel_id")
@@ -410,10 +685,19 @@ def list_rooms(
 
 def set_housekeeping_status(
     db: Database,
-    room_id: Annotated[str, Field(description="Room id from list_rooms")],
+    room_id: Annotated[
+        str,
+        Field(
+            description="Room id from list_rooms",
+            json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-column": "rooms.room_id", "x-envfarm-user-known": False},
+        ),
+    ],
     housekeeping_status: Annotated[
         Literal["vacant_clean", "vacant_dirty", "out_of_order"],
-        Field(description="New status"),
+        Field(
+            description="New status",
+            json_schema_extra={"x-envfarm-column": "rooms.housekeeping_status", "x-envfarm-user-known": False},
+        ),
     ],
 ) -> Room:
     """Record housekeeping's work on a room (clean, dirty, or out of order for maintenance)."""
@@ -442,7 +726,13 @@ def set_housekeeping_status(
 
 def check_in(
     db: Database,
-    res_id: Annotated[str, Field(description="Reservation id from find_reservation")],
+    res_id: Annotated[
+        str,
+        Field(
+            description="Reservation id from find_reservation",
+            json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-column": "reservations.res_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Reservation:
     """Check a guest in on or after their arrival date. The assigned room must be clean and vacant (set_housekeeping_status or move_room otherwise); it becomes occupied."""
     current = db.require("reservations", "res_id", res_id, "res_id")
@@ -484,8 +774,20 @@ def check_in(
 
 def move_room(
     db: Database,
-    res_id: Annotated[str, Field(description="Reservation id from find_reservation")],
-    room_id: Annotated[str, Field(description="New room id from find_available_rooms or list_rooms")],
+    res_id: Annotated[
+        str,
+        Field(
+            description="Reservation id from find_reservation",
+            json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    room_id: Annotated[
+        str,
+        Field(
+            description="New room id from find_available_rooms or list_rooms",
+            json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Reservation:
     """Move a confirmed or in-house reservation to another room of the same hotel at the same rate. The new room must sleep the party and be free for the rest of the stay; an in-house guest needs a clean vacant room, and the old room is left dirty."""
     db.require("reservations", "res_id", res_id, "res_id")
@@ -545,13 +847,35 @@ def move_room(
 
 def post_charge(
     db: Database,
-    res_id: Annotated[str, Field(description="Reservation id from find_reservation (status checked_in)")],
+    res_id: Annotated[
+        str,
+        Field(
+            description="Reservation id from find_reservation (status checked_in)",
+            json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-column": "folio_charges.res_id", "x-envfarm-user-known": False},
+        ),
+    ],
     category: Annotated[
         Literal["restaurant", "bar", "minibar", "spa", "parking", "laundry", "room_service"],
-        Field(description="Kind of charge"),
+        Field(
+            description="Kind of charge",
+            json_schema_extra={"x-envfarm-column": "folio_charges.category", "x-envfarm-user-known": True},
+        ),
     ],
-    description: Annotated[str, Field(description="What is charged, e.g. Dinner for two")],
-    amount: Annotated[float, Field(description="Amount in USD", ge=0.01)],
+    description: Annotated[
+        str,
+        Field(
+            description="What is charged, e.g. Dinner for two",
+            json_schema_extra={"x-envfarm-column": "folio_charges.description", "x-envfarm-user-known": True},
+        ),
+    ],
+    amount: Annotated[
+        float,
+        Field(
+            description="Amount in USD",
+            ge=0.01,
+            json_schema_extra={"x-envfarm-column": "folio_charges.amount", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> FolioCharge:
     """Post an extra (restaurant, bar, spa...) to the folio of a guest who is checked in."""
     db.require("reservations", "res_id", res_id, "res_id")
@@ -588,7 +912,13 @@ def post_charge(
 
 def get_folio(
     db: Database,
-    res_id: Annotated[str, Field(description="Reservation id from find_reservation")],
+    res_id: Annotated[
+        str,
+        Field(
+            description="Reservation id from find_reservation",
+            json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> GetFolioResult:
     """A stay's bill: every charge and payment, the totals and the balance still due."""
     db.require("reservations", "res_id", res_id, "res_id")
@@ -599,10 +929,16 @@ def get_folio(
 
 def check_out(
     db: Database,
-    res_id: Annotated[str, Field(description="Reservation id from find_reservation (status checked_in)")],
+    res_id: Annotated[
+        str,
+        Field(
+            description="Reservation id from find_reservation (status checked_in)",
+            json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-user-known": False},
+        ),
+    ],
     payment_method: Annotated[
         Literal["card", "cash", "company_invoice"],
-        Field(description="How the guest settles the bill"),
+        Field(description="How the guest settles the bill", json_schema_extra={"x-envfarm-user-known": True}),
     ],
 ) -> CheckOutResult:
     """Check an in-house guest out: post the room nights (arrival to today, at least one) and city tax, settle the balance with the given payment method, and leave the room dirty. An early departure moves the departure date to today."""
@@ -616,8 +952,20 @@ def check_out(
 
 def cancel_reservation(
     db: Database,
-    res_id: Annotated[str, Field(description="Reservation id from find_reservation")],
-    cancel_reason: Annotated[str, Field(description="Why the guest cancels")],
+    res_id: Annotated[
+        str,
+        Field(
+            description="Reservation id from find_reservation",
+            json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-column": "reservations.res_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    cancel_reason: Annotated[
+        str,
+        Field(
+            description="Why the guest cancels",
+            json_schema_extra={"x-envfarm-column": "reservations.cancel_reason", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Reservation:
     """Cancel an upcoming reservation. Stays already checked in or checked out cannot be cancelled."""
     current = db.require("reservations", "res_id", res_id, "res_id")

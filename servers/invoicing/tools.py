@@ -22,81 +22,211 @@ PaymentMethod = Literal["bank_transfer", "card", "check"]
 class Client(BaseModel):
     """A client company that is invoiced. A row of `clients`."""
 
-    client_id: str = Field(description="Internal client id")
-    company_name: str = Field(description="Company name, e.g. Northwind Logistics")
-    contact_name: str = Field(description="Billing contact person")
-    contact_email: str = Field(description="Billing contact email (invoices are sent there)")
-    billing_city: str = Field(description="City of the billing address")
-    payment_terms_days: int = Field(description="Days between issue date and due date")
-    status: ClientStatus = Field(description="Archived clients cannot be invoiced")
+    client_id: str = Field(
+        description="Internal client id",
+        json_schema_extra={"x-envfarm-ref": "clients.client_id", "x-envfarm-user-known": False},
+    )
+    company_name: str = Field(
+        description="Company name, e.g. Northwind Logistics",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    contact_name: str = Field(
+        description="Billing contact person",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    contact_email: str = Field(
+        description="Billing contact email (invoices are sent there)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    billing_city: str = Field(
+        description="City of the billing address",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    payment_terms_days: int = Field(
+        description="Days between issue date and due date",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: ClientStatus = Field(
+        description="Archived clients cannot be invoiced",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class CatalogItem(BaseModel):
     """A service or product the firm sells, with its list price and tax rate. A row of `catalog_items`."""
 
-    item_id: str = Field(description="Internal catalog item id")
-    name: str = Field(description="Item name, e.g. Consulting hour")
-    kind: CatalogItemKind = Field(description="Kind of item")
-    unit: CatalogItemUnit = Field(description="Billing unit")
-    unit_price: float = Field(description="List price per unit in USD")
-    tax_rate: float = Field(description="Sales tax rate, e.g. 0.2 for 20%")
+    item_id: str = Field(
+        description="Internal catalog item id",
+        json_schema_extra={"x-envfarm-ref": "catalog_items.item_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Item name, e.g. Consulting hour",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    kind: CatalogItemKind = Field(
+        description="Kind of item",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    unit: CatalogItemUnit = Field(
+        description="Billing unit",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    unit_price: float = Field(
+        description="List price per unit in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    tax_rate: float = Field(
+        description="Sales tax rate, e.g. 0.2 for 20%",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Invoice(BaseModel):
     """An invoice to a client. A row of `invoices`."""
 
-    invoice_id: str = Field(description="Internal invoice id")
-    number: str = Field(description="Invoice number printed on it, e.g. INV-1012")
-    client_id: str = Field(description="The client billed")
-    issued_on: str = Field(description="Issue date (YYYY-MM-DD)")
-    due_on: str = Field(description="Payment due date (YYYY-MM-DD)")
+    invoice_id: str = Field(
+        description="Internal invoice id",
+        json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-user-known": False},
+    )
+    number: str = Field(
+        description="Invoice number printed on it, e.g. INV-1012",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    client_id: str = Field(
+        description="The client billed",
+        json_schema_extra={"x-envfarm-ref": "clients.client_id", "x-envfarm-user-known": False},
+    )
+    issued_on: str = Field(
+        description="Issue date (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    due_on: str = Field(
+        description="Payment due date (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
     status: InvoiceStatus = Field(
         description="Invoice status (overdue: sent or partially paid and past due_on)",
+        json_schema_extra={"x-envfarm-user-known": False},
     )
-    subtotal: float = Field(description="Sum of the lines before tax in USD")
-    tax_total: float = Field(description="Tax in USD")
-    total: float = Field(description="Subtotal plus tax in USD")
-    amount_paid: float = Field(description="Payments received in USD")
-    amount_credited: float = Field(description="Credit notes issued in USD")
-    balance_due: float = Field(description="What the client still owes in USD")
-    notes: str | None = Field(description="Note printed on the invoice, e.g. a PO number")
-    sent_at: str | None = Field(description="When it was sent to the client (ISO 8601, UTC)")
-    void_reason: str | None = Field(description="Why it was voided")
+    subtotal: float = Field(
+        description="Sum of the lines before tax in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    tax_total: float = Field(description="Tax in USD", json_schema_extra={"x-envfarm-user-known": True})
+    total: float = Field(
+        description="Subtotal plus tax in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    amount_paid: float = Field(
+        description="Payments received in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    amount_credited: float = Field(
+        description="Credit notes issued in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    balance_due: float = Field(
+        description="What the client still owes in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    notes: str | None = Field(
+        description="Note printed on the invoice, e.g. a PO number",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    sent_at: str | None = Field(
+        description="When it was sent to the client (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    void_reason: str | None = Field(
+        description="Why it was voided",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class InvoiceLine(BaseModel):
     """A billed item on an invoice. A row of `invoice_lines`."""
 
-    line_id: str = Field(description="Internal invoice line id")
-    invoice_id: str = Field(description="The invoice")
-    item_id: str = Field(description="The catalog item")
-    description: str = Field(description="Text on the invoice line")
-    quantity: float = Field(description="Units billed")
-    unit_price: float = Field(description="Price per unit in USD")
-    tax_rate: float = Field(description="Tax rate applied")
-    line_subtotal: float = Field(description="quantity x unit_price in USD")
-    line_tax: float = Field(description="Tax on the line in USD")
+    line_id: str = Field(
+        description="Internal invoice line id",
+        json_schema_extra={"x-envfarm-ref": "invoice_lines.line_id", "x-envfarm-user-known": False},
+    )
+    invoice_id: str = Field(
+        description="The invoice",
+        json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-user-known": False},
+    )
+    item_id: str = Field(
+        description="The catalog item",
+        json_schema_extra={"x-envfarm-ref": "catalog_items.item_id", "x-envfarm-user-known": False},
+    )
+    description: str = Field(
+        description="Text on the invoice line",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    quantity: float = Field(description="Units billed", json_schema_extra={"x-envfarm-user-known": True})
+    unit_price: float = Field(
+        description="Price per unit in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    tax_rate: float = Field(description="Tax rate applied", json_schema_extra={"x-envfarm-user-known": False})
+    line_subtotal: float = Field(
+        description="quantity x unit_price in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    line_tax: float = Field(
+        description="Tax on the line in USD",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Payment(BaseModel):
     """A payment received from a client against an invoice. A row of `payments`."""
 
-    payment_id: str = Field(description="Internal payment id")
-    invoice_id: str = Field(description="The invoice paid")
-    amount: float = Field(description="Amount in USD")
-    method: PaymentMethod = Field(description="How it was paid")
-    reference: str | None = Field(description="Bank or check reference")
-    received_on: str = Field(description="Date the money arrived (YYYY-MM-DD)")
+    payment_id: str = Field(
+        description="Internal payment id",
+        json_schema_extra={"x-envfarm-ref": "payments.payment_id", "x-envfarm-user-known": False},
+    )
+    invoice_id: str = Field(
+        description="The invoice paid",
+        json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-user-known": False},
+    )
+    amount: float = Field(description="Amount in USD", json_schema_extra={"x-envfarm-user-known": True})
+    method: PaymentMethod = Field(
+        description="How it was paid",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    reference: str | None = Field(
+        description="Bank or check reference",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    received_on: str = Field(
+        description="Date the money arrived (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class CreditNote(BaseModel):
     """A credit reducing what a client owes on an invoice. A row of `credit_notes`."""
 
-    credit_note_id: str = Field(description="Internal credit note id")
-    invoice_id: str = Field(description="The invoice credited")
-    amount: float = Field(description="Credited amount in USD")
-    reason: str = Field(description="Why the credit was granted")
-    issued_at: str = Field(description="When it was issued (ISO 8601, UTC)")
+    credit_note_id: str = Field(
+        description="Internal credit note id",
+        json_schema_extra={"x-envfarm-ref": "credit_notes.credit_note_id", "x-envfarm-user-known": False},
+    )
+    invoice_id: str = Field(
+        description="The invoice credited",
+        json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-user-known": False},
+    )
+    amount: float = Field(
+        description="Credited amount in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    reason: str = Field(
+        description="Why the credit was granted",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    issued_at: str = Field(
+        description="When it was issued (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class FindClientResult(BaseModel):
@@ -165,9 +295,27 @@ class ClientStatementResult(BaseModel):
 
 def find_client(
     db: Database,
-    company_name: Annotated[str | None, Field(description="Part of the company name")] = None,
-    contact_email: Annotated[str | None, Field(description="Exact billing contact email")] = None,
-    billing_city: Annotated[str | None, Field(description="City of the billing address")] = None,
+    company_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the company name",
+            json_schema_extra={"x-envfarm-column": "clients.company_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    contact_email: Annotated[
+        str | None,
+        Field(
+            description="Exact billing contact email",
+            json_schema_extra={"x-envfarm-column": "clients.contact_email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    billing_city: Annotated[
+        str | None,
+        Field(
+            description="City of the billing address",
+            json_schema_extra={"x-envfarm-column": "clients.billing_city", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> FindClientResult:
     """Find client companies by part of the name, the billing contact's exact email, or city."""
     args = {
@@ -189,7 +337,13 @@ def find_client(
 
 def get_client(
     db: Database,
-    client_id: Annotated[str, Field(description="Client id from find_client")],
+    client_id: Annotated[
+        str,
+        Field(
+            description="Client id from find_client",
+            json_schema_extra={"x-envfarm-ref": "clients.client_id", "x-envfarm-column": "clients.client_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Client:
     """Get one client's contact, payment terms and status."""
     row = db.require("clients", "client_id", client_id, "client_id")
@@ -198,8 +352,20 @@ def get_client(
 
 def search_catalog(
     db: Database,
-    name: Annotated[str | None, Field(description="Part of the item name")] = None,
-    kind: Annotated[CatalogItemKind | None, Field(description="Kind of item")] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the item name",
+            json_schema_extra={"x-envfarm-column": "catalog_items.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    kind: Annotated[
+        CatalogItemKind | None,
+        Field(
+            description="Kind of item",
+            json_schema_extra={"x-envfarm-column": "catalog_items.kind", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> SearchCatalogResult:
     """Search the catalog of services and products by name or kind, with list prices and tax rates."""
     args = {"name": name, "kind": kind, "now": db.now}
@@ -215,9 +381,27 @@ def search_catalog(
 
 def list_invoices(
     db: Database,
-    client_id: Annotated[str | None, Field(description="Client id from find_client")] = None,
-    number: Annotated[str | None, Field(description="Exact invoice number, e.g. INV-1012")] = None,
-    status: Annotated[InvoiceStatus | None, Field(description="Only invoices with this status")] = None,
+    client_id: Annotated[
+        str | None,
+        Field(
+            description="Client id from find_client",
+            json_schema_extra={"x-envfarm-ref": "clients.client_id", "x-envfarm-column": "invoices.client_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    number: Annotated[
+        str | None,
+        Field(
+            description="Exact invoice number, e.g. INV-1012",
+            json_schema_extra={"x-envfarm-column": "invoices.number", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    status: Annotated[
+        InvoiceStatus | None,
+        Field(
+            description="Only invoices with this status",
+            json_schema_extra={"x-envfarm-column": "invoices.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListInvoicesResult:
     """List a client's invoices, or find an invoice by its printed number, optionally by status."""
     if client_id is not None:
@@ -236,7 +420,13 @@ def list_invoices(
 
 def get_invoice(
     db: Database,
-    invoice_id: Annotated[str, Field(description="Invoice id from list_invoices")],
+    invoice_id: Annotated[
+        str,
+        Field(
+            description="Invoice id from list_invoices",
+            json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-column": "invoices.invoice_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Invoice:
     """Get one invoice with its totals, amounts paid and credited, balance and due date."""
     row = db.require("invoices", "invoice_id", invoice_id, "invoice_id")
@@ -245,12 +435,28 @@ def get_invoice(
 
 def create_invoice(
     db: Database,
-    client_id: Annotated[str, Field(description="Client id from find_client")],
+    client_id: Annotated[
+        str,
+        Field(
+            description="Client id from find_client",
+            json_schema_extra={"x-envfarm-ref": "clients.client_id", "x-envfarm-user-known": False},
+        ),
+    ],
     issued_on: Annotated[
         str | None,
-        Field(description="Issue date (default today; not in the future) (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
+        Field(
+            description="Issue date (default today; not in the future) (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ] = None,
-    notes: Annotated[str | None, Field(description="Note printed on the invoice, e.g. a PO number")] = None,
+    notes: Annotated[
+        str | None,
+        Field(
+            description="Note printed on the invoice, e.g. a PO number",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> Invoice:
     """Start a draft invoice for an active client. It gets the next invoice number, and its due date follows the client's payment terms. Add lines, then send it."""
     db.require("clients", "client_id", client_id, "client_id")
@@ -267,7 +473,13 @@ def create_invoice(
 
 def list_invoice_lines(
     db: Database,
-    invoice_id: Annotated[str, Field(description="Invoice id from list_invoices")],
+    invoice_id: Annotated[
+        str,
+        Field(
+            description="Invoice id from list_invoices",
+            json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-column": "invoice_lines.invoice_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListInvoiceLinesResult:
     """List the lines of an invoice with quantities, prices and tax."""
     db.require("invoices", "invoice_id", invoice_id, "invoice_id")
@@ -283,14 +495,39 @@ def list_invoice_lines(
 
 def add_invoice_line(
     db: Database,
-    invoice_id: Annotated[str, Field(description="Invoice id from list_invoices or create_invoice")],
-    item_id: Annotated[str, Field(description="Item id from search_catalog")],
-    quantity: Annotated[float, Field(description="Units to bill", ge=0.01)],
+    invoice_id: Annotated[
+        str,
+        Field(
+            description="Invoice id from list_invoices or create_invoice",
+            json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    item_id: Annotated[
+        str,
+        Field(
+            description="Item id from search_catalog",
+            json_schema_extra={"x-envfarm-ref": "catalog_items.item_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    quantity: Annotated[
+        float,
+        Field(description="Units to bill", ge=0.01, json_schema_extra={"x-envfarm-user-known": True}),
+    ],
     unit_price: Annotated[
         float | None,
-        Field(description="Negotiated price per unit in USD (default the list price)", ge=0.0),
+        Field(
+            description="Negotiated price per unit in USD (default the list price)",
+            ge=0.0,
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ] = None,
-    description: Annotated[str | None, Field(description="Line text (default the item name)")] = None,
+    description: Annotated[
+        str | None,
+        Field(
+            description="Line text (default the item name)",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> AddInvoiceLineResult:
     """Add a catalog item to an invoice at its list price (or a negotiated unit price); totals and the balance are updated. A paid or void invoice cannot get new lines."""
     db.require("invoices", "invoice_id", invoice_id, "invoice_id")
@@ -315,7 +552,13 @@ def add_invoice_line(
 
 def remove_invoice_line(
     db: Database,
-    line_id: Annotated[str, Field(description="Line id from list_invoice_lines")],
+    line_id: Annotated[
+        str,
+        Field(
+            description="Line id from list_invoice_lines",
+            json_schema_extra={"x-envfarm-ref": "invoice_lines.line_id", "x-envfarm-column": "invoice_lines.line_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> InvoiceLine:
     """Remove a line from a draft invoice; its totals go down accordingly."""
     current = db.require("invoice_lines", "line_id", line_id, "line_id")
@@ -346,7 +589,13 @@ def remove_invoice_line(
 
 def send_invoice(
     db: Database,
-    invoice_id: Annotated[str, Field(description="Invoice id from list_invoices")],
+    invoice_id: Annotated[
+        str,
+        Field(
+            description="Invoice id from list_invoices",
+            json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-column": "invoices.invoice_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Invoice:
     """Send a draft invoice with at least one line to the client's billing contact."""
     current = db.require("invoices", "invoice_id", invoice_id, "invoice_id")
@@ -378,14 +627,43 @@ def send_invoice(
 
 def record_payment(
     db: Database,
-    invoice_id: Annotated[str, Field(description="Invoice id from list_invoices")],
-    amount: Annotated[float, Field(description="Amount received in USD", ge=0.01)],
-    method: Annotated[PaymentMethod, Field(description="How it was paid")],
+    invoice_id: Annotated[
+        str,
+        Field(
+            description="Invoice id from list_invoices",
+            json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-column": "payments.invoice_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    amount: Annotated[
+        float,
+        Field(
+            description="Amount received in USD",
+            ge=0.01,
+            json_schema_extra={"x-envfarm-column": "payments.amount", "x-envfarm-user-known": True},
+        ),
+    ],
+    method: Annotated[
+        PaymentMethod,
+        Field(
+            description="How it was paid",
+            json_schema_extra={"x-envfarm-column": "payments.method", "x-envfarm-user-known": True},
+        ),
+    ],
     received_on: Annotated[
         str,
-        Field(description="Date the money arrived (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
+        Field(
+            description="Date the money arrived (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-column": "payments.received_on", "x-envfarm-user-known": True},
+        ),
     ],
-    reference: Annotated[str | None, Field(description="Bank or check reference")] = None,
+    reference: Annotated[
+        str | None,
+        Field(
+            description="Bank or check reference",
+            json_schema_extra={"x-envfarm-column": "payments.reference", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> Payment:
     """Record money received from the client against a sent invoice. A payment cannot exceed the balance due; the invoice becomes partially paid or paid."""
     db.require("invoices", "invoice_id", invoice_id, "invoice_id")
@@ -439,7 +717,13 @@ def record_payment(
 
 def list_payments(
     db: Database,
-    invoice_id: Annotated[str, Field(description="Invoice id from list_invoices")],
+    invoice_id: Annotated[
+        str,
+        Field(
+            description="Invoice id from list_invoices",
+            json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-column": "payments.invoice_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListPaymentsResult:
     """List the payments received against an invoice."""
     db.require("invoices", "invoice_id", invoice_id, "invoice_id")
@@ -455,9 +739,28 @@ def list_payments(
 
 def issue_credit_note(
     db: Database,
-    invoice_id: Annotated[str, Field(description="Invoice id from list_invoices")],
-    amount: Annotated[float, Field(description="Amount to credit in USD", ge=0.01)],
-    reason: Annotated[str, Field(description="Why the credit is granted")],
+    invoice_id: Annotated[
+        str,
+        Field(
+            description="Invoice id from list_invoices",
+            json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-column": "credit_notes.invoice_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    amount: Annotated[
+        float,
+        Field(
+            description="Amount to credit in USD",
+            ge=0.01,
+            json_schema_extra={"x-envfarm-column": "credit_notes.amount", "x-envfarm-user-known": True},
+        ),
+    ],
+    reason: Annotated[
+        str,
+        Field(
+            description="Why the credit is granted",
+            json_schema_extra={"x-envfarm-column": "credit_notes.reason", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> CreditNote:
     """Credit part of a sent invoice (discount, billing error, returned goods); the balance due goes down. All credits together cannot exceed the invoice total."""
     db.require("invoices", "invoice_id", invoice_id, "invoice_id")
@@ -500,7 +803,13 @@ def issue_credit_note(
 
 def list_credit_notes(
     db: Database,
-    invoice_id: Annotated[str, Field(description="Invoice id from list_invoices")],
+    invoice_id: Annotated[
+        str,
+        Field(
+            description="Invoice id from list_invoices",
+            json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-column": "credit_notes.invoice_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListCreditNotesResult:
     """List the credit notes issued on an invoice."""
     db.require("invoices", "invoice_id", invoice_id, "invoice_id")
@@ -516,10 +825,20 @@ def list_credit_notes(
 
 def extend_due_date(
     db: Database,
-    invoice_id: Annotated[str, Field(description="Invoice id from list_invoices")],
+    invoice_id: Annotated[
+        str,
+        Field(
+            description="Invoice id from list_invoices",
+            json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-column": "invoices.invoice_id", "x-envfarm-user-known": False},
+        ),
+    ],
     due_on: Annotated[
         str,
-        Field(description="New due date (later than the current one) (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
+        Field(
+            description="New due date (later than the current one) (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-column": "invoices.due_on", "x-envfarm-user-known": True},
+        ),
     ],
 ) -> Invoice:
     """Give the client more time on an open invoice by moving its due date later."""
@@ -543,8 +862,20 @@ def extend_due_date(
 
 def void_invoice(
     db: Database,
-    invoice_id: Annotated[str, Field(description="Invoice id from list_invoices")],
-    void_reason: Annotated[str, Field(description="Why it is voided")],
+    invoice_id: Annotated[
+        str,
+        Field(
+            description="Invoice id from list_invoices",
+            json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-column": "invoices.invoice_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    void_reason: Annotated[
+        str,
+        Field(
+            description="Why it is voided",
+            json_schema_extra={"x-envfarm-column": "invoices.void_reason", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Invoice:
     """Void an invoice issued by mistake. Not possible once payments were received (issue a credit note instead)."""
     current = db.require("invoices", "invoice_id", invoice_id, "invoice_id")
@@ -572,7 +903,13 @@ def void_invoice(
 
 def client_statement(
     db: Database,
-    client_id: Annotated[str, Field(description="Client id from find_client")],
+    client_id: Annotated[
+        str,
+        Field(
+            description="Client id from find_client",
+            json_schema_extra={"x-envfarm-ref": "clients.client_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ClientStatementResult:
     """A client's account statement: open (sent or partially paid) invoices, the total outstanding, and how much of it is overdue."""
     db.require("clients", "client_id", client_id, "client_id")

@@ -26,79 +26,180 @@ FineStatus = Literal["unpaid", "paid", "waived"]
 class Member(BaseModel):
     """A library card holder (the farm's shared cast of people). A row of `members`."""
 
-    member_id: str = Field(description="Internal member id")
-    full_name: str = Field(description="First and last name")
-    email: str = Field(description="Contact email")
-    phone: str = Field(description="Contact phone number")
-    card_number: str = Field(description="Library card number printed on the card, e.g. LC-204518")
-    membership_type: MemberMembershipType = Field(description="Kind of membership")
-    status: MemberStatus = Field(description="Only active cards may borrow or place holds")
-    joined_on: str = Field(description="When the card was issued (YYYY-MM-DD)")
+    member_id: str = Field(
+        description="Internal member id",
+        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+    )
+    full_name: str = Field(
+        description="First and last name",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    email: str = Field(description="Contact email", json_schema_extra={"x-envfarm-user-known": True})
+    phone: str = Field(description="Contact phone number", json_schema_extra={"x-envfarm-user-known": True})
+    card_number: str = Field(
+        description="Library card number printed on the card, e.g. LC-204518",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    membership_type: MemberMembershipType = Field(
+        description="Kind of membership",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: MemberStatus = Field(
+        description="Only active cards may borrow or place holds",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    joined_on: str = Field(
+        description="When the card was issued (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Title(BaseModel):
     """A catalog title (a book), of which the library owns one or more copies. A row of `titles`."""
 
-    title_id: str = Field(description="Internal title id")
-    title: str = Field(description="Book title")
-    author: str = Field(description="Author")
-    isbn: str = Field(description="ISBN-13")
-    genre: TitleGenre = Field(description="Shelf genre")
-    published_year: int = Field(description="Year of publication")
-    replacement_cost: float = Field(description="Price in USD charged when a copy is lost")
+    title_id: str = Field(
+        description="Internal title id",
+        json_schema_extra={"x-envfarm-ref": "titles.title_id", "x-envfarm-user-known": False},
+    )
+    title: str = Field(description="Book title", json_schema_extra={"x-envfarm-user-known": True})
+    author: str = Field(description="Author", json_schema_extra={"x-envfarm-user-known": True})
+    isbn: str = Field(description="ISBN-13", json_schema_extra={"x-envfarm-user-known": True})
+    genre: TitleGenre = Field(description="Shelf genre", json_schema_extra={"x-envfarm-user-known": True})
+    published_year: int = Field(
+        description="Year of publication",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    replacement_cost: float = Field(
+        description="Price in USD charged when a copy is lost",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Copy(BaseModel):
     """A physical copy of a title at one branch. A row of `copies`."""
 
-    copy_id: str = Field(description="Internal copy id")
-    title_id: str = Field(description="The title")
-    barcode: str = Field(description="Barcode on the copy, e.g. 31200004512")
-    branch: CopyBranch = Field(description="Home branch")
+    copy_id: str = Field(
+        description="Internal copy id",
+        json_schema_extra={"x-envfarm-ref": "copies.copy_id", "x-envfarm-user-known": False},
+    )
+    title_id: str = Field(
+        description="The title",
+        json_schema_extra={"x-envfarm-ref": "titles.title_id", "x-envfarm-user-known": False},
+    )
+    barcode: str = Field(
+        description="Barcode on the copy, e.g. 31200004512",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    branch: CopyBranch = Field(description="Home branch", json_schema_extra={"x-envfarm-user-known": True})
     status: CopyStatus = Field(
         description="Where the copy is: on the shelf, borrowed, set aside for a hold, being repaired or lost",
+        json_schema_extra={"x-envfarm-user-known": False},
     )
 
 
 class Loan(BaseModel):
     """A copy borrowed by a member. A row of `loans`."""
 
-    loan_id: str = Field(description="Internal loan id")
-    copy_id: str = Field(description="The borrowed copy")
-    member_id: str = Field(description="The borrower")
-    borrowed_on: str = Field(description="Checkout date (YYYY-MM-DD)")
-    due_on: str = Field(description="Due date (YYYY-MM-DD)")
-    returned_on: str | None = Field(description="Return date (YYYY-MM-DD)")
-    renewals: int = Field(description="Times the loan was renewed (at most 2)")
-    status: LoanStatus = Field(description="active until returned or declared lost")
+    loan_id: str = Field(
+        description="Internal loan id",
+        json_schema_extra={"x-envfarm-ref": "loans.loan_id", "x-envfarm-user-known": False},
+    )
+    copy_id: str = Field(
+        description="The borrowed copy",
+        json_schema_extra={"x-envfarm-ref": "copies.copy_id", "x-envfarm-user-known": False},
+    )
+    member_id: str = Field(
+        description="The borrower",
+        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+    )
+    borrowed_on: str = Field(
+        description="Checkout date (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    due_on: str = Field(description="Due date (YYYY-MM-DD)", json_schema_extra={"x-envfarm-user-known": True})
+    returned_on: str | None = Field(
+        description="Return date (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    renewals: int = Field(
+        description="Times the loan was renewed (at most 2)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    status: LoanStatus = Field(
+        description="active until returned or declared lost",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Hold(BaseModel):
     """A member's place in line for a title; a returned copy is set aside when it is the member's turn. A row of `holds`."""
 
-    hold_id: str = Field(description="Internal hold id")
-    title_id: str = Field(description="The requested title")
-    member_id: str = Field(description="The member waiting")
-    pickup_branch: CopyBranch = Field(description="Where the member picks it up")
-    placed_at: str = Field(description="When the hold was placed (ISO 8601, UTC)")
+    hold_id: str = Field(
+        description="Internal hold id",
+        json_schema_extra={"x-envfarm-ref": "holds.hold_id", "x-envfarm-user-known": False},
+    )
+    title_id: str = Field(
+        description="The requested title",
+        json_schema_extra={"x-envfarm-ref": "titles.title_id", "x-envfarm-user-known": False},
+    )
+    member_id: str = Field(
+        description="The member waiting",
+        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+    )
+    pickup_branch: CopyBranch = Field(
+        description="Where the member picks it up",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    placed_at: str = Field(
+        description="When the hold was placed (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
     status: HoldStatus = Field(
         description="waiting in line, ready on the hold shelf, fulfilled when borrowed",
+        json_schema_extra={"x-envfarm-user-known": False},
     )
-    copy_id: str | None = Field(description="The copy set aside once ready")
-    ready_until: str | None = Field(description="Last day to pick up a ready hold (YYYY-MM-DD)")
+    copy_id: str | None = Field(
+        description="The copy set aside once ready",
+        json_schema_extra={"x-envfarm-ref": "copies.copy_id", "x-envfarm-user-known": False},
+    )
+    ready_until: str | None = Field(
+        description="Last day to pick up a ready hold (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Fine(BaseModel):
     """A charge on a member's account. A row of `fines`."""
 
-    fine_id: str = Field(description="Internal fine id")
-    member_id: str = Field(description="The member charged")
-    loan_id: str | None = Field(description="The loan it arose from")
-    amount: float = Field(description="Amount in USD")
-    reason: FineReason = Field(description="Why it was charged")
-    issued_on: str = Field(description="When it was charged (YYYY-MM-DD)")
-    status: FineStatus = Field(description="Payment status")
-    paid_at: str | None = Field(description="When it was paid (ISO 8601, UTC)")
+    fine_id: str = Field(
+        description="Internal fine id",
+        json_schema_extra={"x-envfarm-ref": "fines.fine_id", "x-envfarm-user-known": False},
+    )
+    member_id: str = Field(
+        description="The member charged",
+        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+    )
+    loan_id: str | None = Field(
+        description="The loan it arose from",
+        json_schema_extra={"x-envfarm-ref": "loans.loan_id", "x-envfarm-user-known": False},
+    )
+    amount: float = Field(description="Amount in USD", json_schema_extra={"x-envfarm-user-known": True})
+    reason: FineReason = Field(
+        description="Why it was charged",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    issued_on: str = Field(
+        description="When it was charged (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: FineStatus = Field(
+        description="Payment status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    paid_at: str | None = Field(
+        description="When it was paid (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class FindMemberResult(BaseModel):
@@ -170,9 +271,27 @@ class ReturnCopyResult(BaseModel):
 
 def find_member(
     db: Database,
-    full_name: Annotated[str | None, Field(description="Part of the member's name")] = None,
-    email: Annotated[str | None, Field(description="Exact email address")] = None,
-    card_number: Annotated[str | None, Field(description="Exact library card number, e.g. LC-204518")] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the member's name",
+            json_schema_extra={"x-envfarm-column": "members.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Exact email address",
+            json_schema_extra={"x-envfarm-column": "members.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    card_number: Annotated[
+        str | None,
+        Field(
+            description="Exact library card number, e.g. LC-204518",
+            json_schema_extra={"x-envfarm-column": "members.card_number", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> FindMemberResult:
     """Find library members by part of their name, exact email or card number. Returns member records with their member_id."""
     args = {"full_name": full_name, "email": email, "card_number": card_number, "now": db.now}
@@ -189,10 +308,34 @@ def find_member(
 
 def search_catalog(
     db: Database,
-    title: Annotated[str | None, Field(description="Part of the book title")] = None,
-    author: Annotated[str | None, Field(description="Part of the author's name")] = None,
-    genre: Annotated[TitleGenre | None, Field(description="Shelf genre")] = None,
-    isbn: Annotated[str | None, Field(description="Exact ISBN-13")] = None,
+    title: Annotated[
+        str | None,
+        Field(
+            description="Part of the book title",
+            json_schema_extra={"x-envfarm-column": "titles.title", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    author: Annotated[
+        str | None,
+        Field(
+            description="Part of the author's name",
+            json_schema_extra={"x-envfarm-column": "titles.author", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    genre: Annotated[
+        TitleGenre | None,
+        Field(
+            description="Shelf genre",
+            json_schema_extra={"x-envfarm-column": "titles.genre", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    isbn: Annotated[
+        str | None,
+        Field(
+            description="Exact ISBN-13",
+            json_schema_extra={"x-envfarm-column": "titles.isbn", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> SearchCatalogResult:
     """Search the catalog by title, author, genre or ISBN. Returns titles with their title_id."""
     args = {"title": title, "author": author, "genre": genre, "isbn": isbn, "now": db.now}
@@ -210,9 +353,27 @@ def search_catalog(
 
 def list_copies(
     db: Database,
-    title_id: Annotated[str, Field(description="Title id from search_catalog")],
-    branch: Annotated[CopyBranch | None, Field(description="Only copies of this branch")] = None,
-    status: Annotated[CopyStatus | None, Field(description="Only copies with this status")] = None,
+    title_id: Annotated[
+        str,
+        Field(
+            description="Title id from search_catalog",
+            json_schema_extra={"x-envfarm-ref": "titles.title_id", "x-envfarm-column": "copies.title_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    branch: Annotated[
+        CopyBranch | None,
+        Field(
+            description="Only copies of this branch",
+            json_schema_extra={"x-envfarm-column": "copies.branch", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    status: Annotated[
+        CopyStatus | None,
+        Field(
+            description="Only copies with this status",
+            json_schema_extra={"x-envfarm-column": "copies.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListCopiesResult:
     """List the physical copies of a title with branch and status (available, on_loan, on_hold_shelf, in_repair, lost)."""
     db.require("titles", "title_id", title_id, "title_id")
@@ -230,7 +391,13 @@ def list_copies(
 
 def get_copy_by_barcode(
     db: Database,
-    barcode: Annotated[str, Field(description="Barcode on the copy, e.g. 31200004512")],
+    barcode: Annotated[
+        str,
+        Field(
+            description="Barcode on the copy, e.g. 31200004512",
+            json_schema_extra={"x-envfarm-column": "copies.barcode", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Copy:
     """Look up a copy by the barcode printed on it; gives its copy_id, title_id, branch and status."""
     row = db.require("copies", "barcode", barcode, "barcode")
@@ -239,8 +406,20 @@ def get_copy_by_barcode(
 
 def list_loans(
     db: Database,
-    member_id: Annotated[str, Field(description="Member id from find_member")],
-    status: Annotated[LoanStatus | None, Field(description="Only loans with this status")] = None,
+    member_id: Annotated[
+        str,
+        Field(
+            description="Member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "loans.member_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    status: Annotated[
+        LoanStatus | None,
+        Field(
+            description="Only loans with this status",
+            json_schema_extra={"x-envfarm-column": "loans.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListLoansResult:
     """List a member's loans with due dates and renewals, optionally only active, returned or lost ones."""
     db.require("members", "member_id", member_id, "member_id")
@@ -257,9 +436,27 @@ def list_loans(
 
 def list_holds(
     db: Database,
-    member_id: Annotated[str | None, Field(description="Member id from find_member")] = None,
-    title_id: Annotated[str | None, Field(description="Title id from search_catalog")] = None,
-    status: Annotated[HoldStatus | None, Field(description="Only holds with this status")] = None,
+    member_id: Annotated[
+        str | None,
+        Field(
+            description="Member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "holds.member_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    title_id: Annotated[
+        str | None,
+        Field(
+            description="Title id from search_catalog",
+            json_schema_extra={"x-envfarm-ref": "titles.title_id", "x-envfarm-column": "holds.title_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        HoldStatus | None,
+        Field(
+            description="Only holds with this status",
+            json_schema_extra={"x-envfarm-column": "holds.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListHoldsResult:
     """List holds of a member or on a title, with their status and pickup branch."""
     if member_id is not None:
@@ -280,8 +477,20 @@ def list_holds(
 
 def list_fines(
     db: Database,
-    member_id: Annotated[str, Field(description="Member id from find_member")],
-    status: Annotated[FineStatus | None, Field(description="Only fines with this status")] = None,
+    member_id: Annotated[
+        str,
+        Field(
+            description="Member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "fines.member_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    status: Annotated[
+        FineStatus | None,
+        Field(
+            description="Only fines with this status",
+            json_schema_extra={"x-envfarm-column": "fines.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListFinesResult:
     """List the fines on a member's account, optionally only unpaid ones."""
     db.require("members", "member_id", member_id, "member_id")
@@ -298,7 +507,13 @@ def list_fines(
 
 def get_member_account(
     db: Database,
-    member_id: Annotated[str, Field(description="Member id from find_member")],
+    member_id: Annotated[
+        str,
+        Field(
+            description="Member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> GetMemberAccountResult:
     """Summarize a member's account: active and overdue loans, holds ready for pickup, unpaid fines, and whether the member may borrow right now (with the reasons when not)."""
     db.require("members", "member_id", member_id, "member_id")
@@ -309,8 +524,20 @@ def get_member_account(
 
 def checkout_copy(
     db: Database,
-    member_id: Annotated[str, Field(description="Member id from find_member")],
-    copy_id: Annotated[str, Field(description="Copy id from list_copies or get_copy_by_barcode")],
+    member_id: Annotated[
+        str,
+        Field(
+            description="Member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    copy_id: Annotated[
+        str,
+        Field(
+            description="Copy id from list_copies or get_copy_by_barcode",
+            json_schema_extra={"x-envfarm-ref": "copies.copy_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Loan:
     """Lend a copy to a member for 21 days. The copy must be on the shelf or set aside on the hold shelf for this member (which fulfils their hold). Members may hold at most 5 items and may not owe more than $10 in fines."""
     db.require("members", "member_id", member_id, "member_id")
@@ -363,7 +590,13 @@ def checkout_copy(
 
 def return_copy(
     db: Database,
-    loan_id: Annotated[str, Field(description="Loan id from list_loans")],
+    loan_id: Annotated[
+        str,
+        Field(
+            description="Loan id from list_loans",
+            json_schema_extra={"x-envfarm-ref": "loans.loan_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ReturnCopyResult:
     """Check a borrowed copy back in. A late return is charged $0.25 per day (up to the title's replacement cost). If a member is waiting for the title, the copy goes to the hold shelf for them, otherwise back on the shelf."""
     db.require("loans", "loan_id", loan_id, "loan_id")
@@ -378,7 +611,13 @@ def return_copy(
 
 def renew_loan(
     db: Database,
-    loan_id: Annotated[str, Field(description="Loan id from list_loans")],
+    loan_id: Annotated[
+        str,
+        Field(
+            description="Loan id from list_loans",
+            json_schema_extra={"x-envfarm-ref": "loans.loan_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Loan:
     """Extend an active loan by 21 days from its current due date. Not possible for overdue loans, when another member is waiting for the title, or after two renewals."""
     db.require("loans", "loan_id", loan_id, "loan_id")
@@ -406,9 +645,27 @@ def renew_loan(
 
 def place_hold(
     db: Database,
-    member_id: Annotated[str, Field(description="Member id from find_member")],
-    title_id: Annotated[str, Field(description="Title id from search_catalog")],
-    pickup_branch: Annotated[CopyBranch, Field(description="Branch where the member will pick it up")],
+    member_id: Annotated[
+        str,
+        Field(
+            description="Member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "holds.member_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    title_id: Annotated[
+        str,
+        Field(
+            description="Title id from search_catalog",
+            json_schema_extra={"x-envfarm-ref": "titles.title_id", "x-envfarm-column": "holds.title_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    pickup_branch: Annotated[
+        CopyBranch,
+        Field(
+            description="Branch where the member will pick it up",
+            json_schema_extra={"x-envfarm-column": "holds.pickup_branch", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Hold:
     """Put a member in line for a title when no copy is on the shelf at the chosen pickup branch. The member is told when a copy is set aside (status ready) and then has 7 days to borrow it."""
     db.require("members", "member_id", member_id, "member_id")
@@ -462,7 +719,13 @@ def place_hold(
 
 def cancel_hold(
     db: Database,
-    hold_id: Annotated[str, Field(description="Hold id from list_holds")],
+    hold_id: Annotated[
+        str,
+        Field(
+            description="Hold id from list_holds",
+            json_schema_extra={"x-envfarm-ref": "holds.hold_id", "x-envfarm-column": "holds.hold_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Hold:
     """Cancel a waiting or ready hold. A copy that was set aside for it goes to the next member in line, or back on the shelf."""
     current = db.require("holds", "hold_id", hold_id, "hold_id")
@@ -500,8 +763,20 @@ def cancel_hold(
 
 def pay_fine(
     db: Database,
-    fine_id: Annotated[str, Field(description="Fine id from list_fines")],
-    amount: Annotated[float, Field(description="Amount paid in USD")],
+    fine_id: Annotated[
+        str,
+        Field(
+            description="Fine id from list_fines",
+            json_schema_extra={"x-envfarm-ref": "fines.fine_id", "x-envfarm-column": "fines.fine_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    amount: Annotated[
+        float,
+        Field(
+            description="Amount paid in USD",
+            json_schema_extra={"x-envfarm-column": "fines.amount", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Fine:
     """Pay one unpaid fine in full. The amount must equal the fine's amount."""
     current = db.require("fines", "fine_id", fine_id, "fine_id")
@@ -529,9 +804,27 @@ def pay_fine(
 
 def update_member_contact(
     db: Database,
-    member_id: Annotated[str, Field(description="Member id from find_member")],
-    email: Annotated[str | None, Field(description="New email address")] = None,
-    phone: Annotated[str | None, Field(description="New phone number")] = None,
+    member_id: Annotated[
+        str,
+        Field(
+            description="Member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "members.member_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    email: Annotated[
+        str | None,
+        Field(
+            description="New email address",
+            json_schema_extra={"x-envfarm-column": "members.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    phone: Annotated[
+        str | None,
+        Field(
+            description="New phone number",
+            json_schema_extra={"x-envfarm-column": "members.phone", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> Member:
     """Change a member's contact email and/or phone number."""
     current = db.require("members", "member_id", member_id, "member_id")

@@ -19,82 +19,197 @@ DraftStatus = Literal["draft", "sent"]
 class Mailbox(BaseModel):
     """One person's mailbox. A row of `mailboxes`."""
 
-    mailbox_id: str = Field(description="Internal mailbox id")
-    email: str = Field(description="Email address")
-    full_name: str = Field(description="Owner's first and last name")
-    signature: str = Field(description="Signature appended by the owner")
+    mailbox_id: str = Field(
+        description="Internal mailbox id",
+        json_schema_extra={"x-envfarm-ref": "mailboxes.mailbox_id", "x-envfarm-user-known": False},
+    )
+    email: str = Field(description="Email address", json_schema_extra={"x-envfarm-user-known": True})
+    full_name: str = Field(
+        description="Owner's first and last name",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    signature: str = Field(
+        description="Signature appended by the owner",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Thread(BaseModel):
     """A conversation of messages under one subject, shared by its participants. A row of `threads`."""
 
-    thread_id: str = Field(description="Internal thread id")
-    subject: str = Field(description="Subject line")
-    started_by: str = Field(description="Email of who wrote the first message")
-    created_at: str = Field(description="When the first message was sent (ISO 8601, UTC)")
-    last_message_at: str = Field(description="When the latest message was sent (ISO 8601, UTC)")
-    message_count: int = Field(description="How many messages the thread has")
+    thread_id: str = Field(
+        description="Internal thread id",
+        json_schema_extra={"x-envfarm-ref": "threads.thread_id", "x-envfarm-user-known": False},
+    )
+    subject: str = Field(description="Subject line", json_schema_extra={"x-envfarm-user-known": True})
+    started_by: str = Field(
+        description="Email of who wrote the first message",
+        json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-user-known": True},
+    )
+    created_at: str = Field(
+        description="When the first message was sent (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    last_message_at: str = Field(
+        description="When the latest message was sent (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    message_count: int = Field(
+        description="How many messages the thread has",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Message(BaseModel):
     """One sent message of a thread. A row of `messages`."""
 
-    message_id: str = Field(description="Internal message id")
-    thread_id: str = Field(description="Thread the message belongs to")
-    sender_email: str = Field(description="Sender's email")
-    to_emails: str = Field(description="Comma-separated To addresses")
-    cc_emails: str = Field(description="Comma-separated Cc addresses")
-    body: str = Field(description="Message text")
-    sent_at: str = Field(description="When it was sent (ISO 8601, UTC)")
+    message_id: str = Field(
+        description="Internal message id",
+        json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-user-known": False},
+    )
+    thread_id: str = Field(
+        description="Thread the message belongs to",
+        json_schema_extra={"x-envfarm-ref": "threads.thread_id", "x-envfarm-user-known": False},
+    )
+    sender_email: str = Field(
+        description="Sender's email",
+        json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-user-known": True},
+    )
+    to_emails: str = Field(
+        description="Comma-separated To addresses",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    cc_emails: str = Field(
+        description="Comma-separated Cc addresses",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    body: str = Field(description="Message text", json_schema_extra={"x-envfarm-user-known": True})
+    sent_at: str = Field(
+        description="When it was sent (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Conversation(BaseModel):
     """One mailbox's view of a thread: its folder, read and starred flags. A row of `conversations`."""
 
-    conversation_id: str = Field(description="Internal conversation id")
-    thread_id: str = Field(description="The thread")
-    mailbox_email: str = Field(description="Whose mailbox this view is in")
-    subject: str = Field(description="Subject of the thread")
+    conversation_id: str = Field(
+        description="Internal conversation id",
+        json_schema_extra={"x-envfarm-ref": "conversations.conversation_id", "x-envfarm-user-known": False},
+    )
+    thread_id: str = Field(
+        description="The thread",
+        json_schema_extra={"x-envfarm-ref": "threads.thread_id", "x-envfarm-user-known": False},
+    )
+    mailbox_email: str = Field(
+        description="Whose mailbox this view is in",
+        json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-user-known": False},
+    )
+    subject: str = Field(
+        description="Subject of the thread",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
     folder: ConversationFolder = Field(
         description="Folder: sent holds threads the owner started and nobody answered yet",
+        json_schema_extra={"x-envfarm-user-known": True},
     )
-    is_read: bool = Field(description="Whether the owner has read the latest message")
-    is_starred: bool = Field(description="Whether the owner starred it")
-    last_message_at: str = Field(description="When the latest message of the thread was sent (ISO 8601, UTC)")
+    is_read: bool = Field(
+        description="Whether the owner has read the latest message",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    is_starred: bool = Field(
+        description="Whether the owner starred it",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    last_message_at: str = Field(
+        description="When the latest message of the thread was sent (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Label(BaseModel):
     """A label a mailbox owner created to organize conversations. A row of `labels`."""
 
-    label_id: str = Field(description="Internal label id")
-    mailbox_email: str = Field(description="Mailbox the label belongs to")
-    name: str = Field(description="Label name, e.g. Finance")
-    color: str = Field(description="Display color")
+    label_id: str = Field(
+        description="Internal label id",
+        json_schema_extra={"x-envfarm-ref": "labels.label_id", "x-envfarm-user-known": False},
+    )
+    mailbox_email: str = Field(
+        description="Mailbox the label belongs to",
+        json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Label name, e.g. Finance",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    color: str = Field(description="Display color", json_schema_extra={"x-envfarm-user-known": False})
 
 
 class ConversationLabel(BaseModel):
     """A label applied to a conversation. A row of `conversation_labels`."""
 
-    tag_id: str = Field(description="Internal id of this labelling")
-    conversation_id: str = Field(description="The labelled conversation")
-    label_id: str = Field(description="The applied label")
-    applied_at: str = Field(description="When the label was applied (ISO 8601, UTC)")
+    tag_id: str = Field(
+        description="Internal id of this labelling",
+        json_schema_extra={"x-envfarm-ref": "conversation_labels.tag_id", "x-envfarm-user-known": False},
+    )
+    conversation_id: str = Field(
+        description="The labelled conversation",
+        json_schema_extra={"x-envfarm-ref": "conversations.conversation_id", "x-envfarm-user-known": False},
+    )
+    label_id: str = Field(
+        description="The applied label",
+        json_schema_extra={"x-envfarm-ref": "labels.label_id", "x-envfarm-user-known": False},
+    )
+    applied_at: str = Field(
+        description="When the label was applied (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Draft(BaseModel):
     """An unsent message (or, once sent, the record of the message it became). A row of `drafts`."""
 
-    draft_id: str = Field(description="Internal draft id")
-    mailbox_email: str = Field(description="Author's mailbox")
-    thread_id: str | None = Field(description="Thread it replies to; empty for a new thread")
-    to_emails: str = Field(description="Comma-separated To addresses")
-    cc_emails: str = Field(description="Comma-separated Cc addresses")
-    subject: str | None = Field(description="Subject of a new thread (replies use the thread's subject)")
-    body: str = Field(description="Message text")
-    status: DraftStatus = Field(description="Whether it was sent")
-    sent_message_id: str | None = Field(description="The message it became once sent")
-    created_at: str = Field(description="When the draft was created (ISO 8601, UTC)")
-    updated_at: str = Field(description="When the draft was last changed (ISO 8601, UTC)")
+    draft_id: str = Field(
+        description="Internal draft id",
+        json_schema_extra={"x-envfarm-ref": "drafts.draft_id", "x-envfarm-user-known": False},
+    )
+    mailbox_email: str = Field(
+        description="Author's mailbox",
+        json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-user-known": False},
+    )
+    thread_id: str | None = Field(
+        description="Thread it replies to; empty for a new thread",
+        json_schema_extra={"x-envfarm-ref": "threads.thread_id", "x-envfarm-user-known": False},
+    )
+    to_emails: str = Field(
+        description="Comma-separated To addresses",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    cc_emails: str = Field(
+        description="Comma-separated Cc addresses",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    subject: str | None = Field(
+        description="Subject of a new thread (replies use the thread's subject)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    body: str = Field(description="Message text", json_schema_extra={"x-envfarm-user-known": True})
+    status: DraftStatus = Field(
+        description="Whether it was sent",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    sent_message_id: str | None = Field(
+        description="The message it became once sent",
+        json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-user-known": False},
+    )
+    created_at: str = Field(
+        description="When the draft was created (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    updated_at: str = Field(
+        description="When the draft was last changed (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class FindContactsResult(BaseModel):
@@ -148,8 +263,20 @@ class ListDraftsResult(BaseModel):
 
 def find_contacts(
     db: Database,
-    full_name: Annotated[str | None, Field(description="Part of the person's name")] = None,
-    email: Annotated[str | None, Field(description="Exact email address")] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the person's name",
+            json_schema_extra={"x-envfarm-column": "mailboxes.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Exact email address",
+            json_schema_extra={"x-envfarm-column": "mailboxes.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> FindContactsResult:
     """Look up colleagues' email addresses by part of their name or by exact email."""
     args = {"full_name": full_name, "email": email, "now": db.now}
@@ -165,16 +292,40 @@ def find_contacts(
 
 def list_conversations(
     db: Database,
-    mailbox_email: Annotated[str, Field(description="Whose mailbox (find_contacts)")],
-    folder: Annotated[ConversationFolder | None, Field(description="Only this folder")] = None,
-    subject: Annotated[str | None, Field(description="Part of the subject")] = None,
+    mailbox_email: Annotated[
+        str,
+        Field(
+            description="Whose mailbox (find_contacts)",
+            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-column": "conversations.mailbox_email", "x-envfarm-user-known": False},
+        ),
+    ],
+    folder: Annotated[
+        ConversationFolder | None,
+        Field(
+            description="Only this folder",
+            json_schema_extra={"x-envfarm-column": "conversations.folder", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    subject: Annotated[
+        str | None,
+        Field(
+            description="Part of the subject",
+            json_schema_extra={"x-envfarm-column": "conversations.subject", "x-envfarm-user-known": True},
+        ),
+    ] = None,
     is_read: Annotated[
         bool | None,
-        Field(description="Only read (true) or unread (false) conversations"),
+        Field(
+            description="Only read (true) or unread (false) conversations",
+            json_schema_extra={"x-envfarm-column": "conversations.is_read", "x-envfarm-user-known": False},
+        ),
     ] = None,
     is_starred: Annotated[
         bool | None,
-        Field(description="Only starred (true) or unstarred (false) conversations"),
+        Field(
+            description="Only starred (true) or unstarred (false) conversations",
+            json_schema_extra={"x-envfarm-column": "conversations.is_starred", "x-envfarm-user-known": False},
+        ),
     ] = None,
 ) -> ListConversationsResult:
     """List the conversations in one mailbox, optionally by folder, subject words, read or starred state. Returns conversation ids (for archiving, labels and flags) and thread ids (for list_messages)."""
@@ -202,16 +353,37 @@ def list_conversations(
 
 def search_mail(
     db: Database,
-    mailbox_email: Annotated[str, Field(description="Whose mailbox (find_contacts)")],
-    text: Annotated[str | None, Field(description="Words to find in the subject or a message body")] = None,
+    mailbox_email: Annotated[
+        str,
+        Field(
+            description="Whose mailbox (find_contacts)",
+            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-user-known": True},
+        ),
+    ],
+    text: Annotated[
+        str | None,
+        Field(
+            description="Words to find in the subject or a message body",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ] = None,
     from_email: Annotated[
         str | None,
-        Field(description="Only threads with a message from this address"),
+        Field(
+            description="Only threads with a message from this address",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ] = None,
-    folder: Annotated[ConversationFolder | None, Field(description="Only this folder")] = None,
+    folder: Annotated[
+        ConversationFolder | None,
+        Field(description="Only this folder", json_schema_extra={"x-envfarm-user-known": True}),
+    ] = None,
     label: Annotated[
         str | None,
-        Field(description="Only conversations carrying a label with this name"),
+        Field(
+            description="Only conversations carrying a label with this name",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> SearchMailResult:
     """Search one mailbox like a mail client does: words in the subject or any message body, a sender, a folder and/or a label name. Returns matching conversations, newest first."""
@@ -230,7 +402,13 @@ def search_mail(
 
 def list_messages(
     db: Database,
-    thread_id: Annotated[str, Field(description="Thread id from list_conversations or search_mail")],
+    thread_id: Annotated[
+        str,
+        Field(
+            description="Thread id from list_conversations or search_mail",
+            json_schema_extra={"x-envfarm-ref": "threads.thread_id", "x-envfarm-column": "messages.thread_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListMessagesResult:
     """Read every message of a thread in order: sender, To and Cc addresses, body and time. The addresses tell who is on the thread."""
     db.require("threads", "thread_id", thread_id, "thread_id")
@@ -246,7 +424,13 @@ def list_messages(
 
 def list_labels(
     db: Database,
-    mailbox_email: Annotated[str, Field(description="Whose mailbox")],
+    mailbox_email: Annotated[
+        str,
+        Field(
+            description="Whose mailbox",
+            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-column": "labels.mailbox_email", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListLabelsResult:
     """List the labels of one mailbox. Returns label ids for apply_label."""
     db.require("mailboxes", "email", mailbox_email, "mailbox_email")
@@ -262,7 +446,13 @@ def list_labels(
 
 def list_applied_labels(
     db: Database,
-    conversation_id: Annotated[str, Field(description="Conversation id from list_conversations")],
+    conversation_id: Annotated[
+        str,
+        Field(
+            description="Conversation id from list_conversations",
+            json_schema_extra={"x-envfarm-ref": "conversations.conversation_id", "x-envfarm-column": "conversation_labels.conversation_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListAppliedLabelsResult:
     """List the labels applied to one conversation. Returns tag ids for remove_label."""
     db.require("conversations", "conversation_id", conversation_id, "conversation_id")
@@ -278,11 +468,26 @@ def list_applied_labels(
 
 def create_label(
     db: Database,
-    mailbox_email: Annotated[str, Field(description="Whose mailbox")],
-    name: Annotated[str, Field(description="Label name")],
+    mailbox_email: Annotated[
+        str,
+        Field(
+            description="Whose mailbox",
+            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-column": "labels.mailbox_email", "x-envfarm-user-known": False},
+        ),
+    ],
+    name: Annotated[
+        str,
+        Field(
+            description="Label name",
+            json_schema_extra={"x-envfarm-column": "labels.name", "x-envfarm-user-known": True},
+        ),
+    ],
     color: Annotated[
         Literal["red", "orange", "yellow", "green", "blue", "purple", "gray"] | None,
-        Field(description="Display color (default gray)"),
+        Field(
+            description="Display color (default gray)",
+            json_schema_extra={"x-envfarm-column": "labels.color", "x-envfarm-user-known": False},
+        ),
     ] = None,
 ) -> Label:
     """Create a new label in a mailbox. Label names are unique per mailbox, ignoring case."""
@@ -313,9 +518,18 @@ def apply_label(
     db: Database,
     conversation_id: Annotated[
         str,
-        Field(description="Conversation id from list_conversations or search_mail"),
+        Field(
+            description="Conversation id from list_conversations or search_mail",
+            json_schema_extra={"x-envfarm-ref": "conversations.conversation_id", "x-envfarm-column": "conversation_labels.conversation_id", "x-envfarm-user-known": False},
+        ),
     ],
-    label_id: Annotated[str, Field(description="Label id from list_labels of the same mailbox")],
+    label_id: Annotated[
+        str,
+        Field(
+            description="Label id from list_labels of the same mailbox",
+            json_schema_extra={"x-envfarm-ref": "labels.label_id", "x-envfarm-column": "conversation_labels.label_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ConversationLabel:
     """Put one of the mailbox owner's labels on a conversation of the same mailbox. A label can be applied to a conversation only once."""
     db.require("conversations", "conversation_id", conversation_id, "conversation_id")
@@ -351,7 +565,13 @@ def apply_label(
 
 def remove_label(
     db: Database,
-    tag_id: Annotated[str, Field(description="Tag id from list_applied_labels")],
+    tag_id: Annotated[
+        str,
+        Field(
+            description="Tag id from list_applied_labels",
+            json_schema_extra={"x-envfarm-ref": "conversation_labels.tag_id", "x-envfarm-column": "conversation_labels.tag_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ConversationLabel:
     """Take a label off a conversation."""
     current = db.require("conversation_labels", "tag_id", tag_id, "tag_id")
@@ -364,7 +584,10 @@ def archive_conversation(
     db: Database,
     conversation_id: Annotated[
         str,
-        Field(description="Conversation id from list_conversations or search_mail"),
+        Field(
+            description="Conversation id from list_conversations or search_mail",
+            json_schema_extra={"x-envfarm-ref": "conversations.conversation_id", "x-envfarm-column": "conversations.conversation_id", "x-envfarm-user-known": False},
+        ),
     ],
 ) -> Conversation:
     """Move a conversation out of the inbox into the archive. New replies bring it back to the inbox."""
@@ -401,7 +624,10 @@ def move_to_inbox(
     db: Database,
     conversation_id: Annotated[
         str,
-        Field(description="Conversation id from list_conversations or search_mail"),
+        Field(
+            description="Conversation id from list_conversations or search_mail",
+            json_schema_extra={"x-envfarm-ref": "conversations.conversation_id", "x-envfarm-column": "conversations.conversation_id", "x-envfarm-user-known": False},
+        ),
     ],
 ) -> Conversation:
     """Move an archived, trashed or sent-only conversation back into the inbox."""
@@ -430,10 +656,25 @@ def mark_conversation(
     db: Database,
     conversation_id: Annotated[
         str,
-        Field(description="Conversation id from list_conversations or search_mail"),
+        Field(
+            description="Conversation id from list_conversations or search_mail",
+            json_schema_extra={"x-envfarm-ref": "conversations.conversation_id", "x-envfarm-column": "conversations.conversation_id", "x-envfarm-user-known": False},
+        ),
     ],
-    is_read: Annotated[bool | None, Field(description="true to mark read, false to mark unread")] = None,
-    is_starred: Annotated[bool | None, Field(description="true to star, false to unstar")] = None,
+    is_read: Annotated[
+        bool | None,
+        Field(
+            description="true to mark read, false to mark unread",
+            json_schema_extra={"x-envfarm-column": "conversations.is_read", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    is_starred: Annotated[
+        bool | None,
+        Field(
+            description="true to star, false to unstar",
+            json_schema_extra={"x-envfarm-column": "conversations.is_starred", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> Conversation:
     """Mark a conversation read or unread, starred or unstarred."""
     current = db.require("conversations", "conversation_id", conversation_id, "conversation_id")
@@ -456,8 +697,20 @@ def mark_conversation(
 
 def list_drafts(
     db: Database,
-    mailbox_email: Annotated[str, Field(description="Whose mailbox")],
-    status: Annotated[DraftStatus | None, Field(description="Only unsent (draft) or sent drafts")] = None,
+    mailbox_email: Annotated[
+        str,
+        Field(
+            description="Whose mailbox",
+            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-column": "drafts.mailbox_email", "x-envfarm-user-known": False},
+        ),
+    ],
+    status: Annotated[
+        DraftStatus | None,
+        Field(
+            description="Only unsent (draft) or sent drafts",
+            json_schema_extra={"x-envfarm-column": "drafts.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListDraftsResult:
     """List a mailbox's drafts (status draft) or the drafts it already sent (status sent)."""
     db.require("mailboxes", "email", mailbox_email, "mailbox_email")
@@ -474,14 +727,47 @@ def list_drafts(
 
 def create_draft(
     db: Database,
-    mailbox_email: Annotated[str, Field(description="Author's email")],
-    body: Annotated[str, Field(description="Message text")],
-    to_emails: Annotated[str | None, Field(description="Comma-separated To addresses")] = None,
-    cc_emails: Annotated[str | None, Field(description="Comma-separated Cc addresses")] = None,
-    subject: Annotated[str | None, Field(description="Subject of a new thread; omit for a reply")] = None,
+    mailbox_email: Annotated[
+        str,
+        Field(
+            description="Author's email",
+            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-column": "drafts.mailbox_email", "x-envfarm-user-known": False},
+        ),
+    ],
+    body: Annotated[
+        str,
+        Field(
+            description="Message text",
+            json_schema_extra={"x-envfarm-column": "drafts.body", "x-envfarm-user-known": True},
+        ),
+    ],
+    to_emails: Annotated[
+        str | None,
+        Field(
+            description="Comma-separated To addresses",
+            json_schema_extra={"x-envfarm-column": "drafts.to_emails", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    cc_emails: Annotated[
+        str | None,
+        Field(
+            description="Comma-separated Cc addresses",
+            json_schema_extra={"x-envfarm-column": "drafts.cc_emails", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    subject: Annotated[
+        str | None,
+        Field(
+            description="Subject of a new thread; omit for a reply",
+            json_schema_extra={"x-envfarm-column": "drafts.subject", "x-envfarm-user-known": True},
+        ),
+    ] = None,
     thread_id: Annotated[
         str | None,
-        Field(description="Thread id to reply to (list_conversations); omit for a new thread"),
+        Field(
+            description="Thread id to reply to (list_conversations); omit for a new thread",
+            json_schema_extra={"x-envfarm-ref": "threads.thread_id", "x-envfarm-column": "drafts.thread_id", "x-envfarm-user-known": False},
+        ),
     ] = None,
 ) -> Draft:
     """Write a draft: a new message (give a subject) or a reply on a thread the author is on (give thread_id). Recipients may be added later with update_draft; send it with send_draft."""
@@ -532,11 +818,41 @@ def create_draft(
 
 def update_draft(
     db: Database,
-    draft_id: Annotated[str, Field(description="Draft id from list_drafts")],
-    to_emails: Annotated[str | None, Field(description="New comma-separated To addresses")] = None,
-    cc_emails: Annotated[str | None, Field(description="New comma-separated Cc addresses")] = None,
-    subject: Annotated[str | None, Field(description="New subject")] = None,
-    body: Annotated[str | None, Field(description="New message text")] = None,
+    draft_id: Annotated[
+        str,
+        Field(
+            description="Draft id from list_drafts",
+            json_schema_extra={"x-envfarm-ref": "drafts.draft_id", "x-envfarm-column": "drafts.draft_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    to_emails: Annotated[
+        str | None,
+        Field(
+            description="New comma-separated To addresses",
+            json_schema_extra={"x-envfarm-column": "drafts.to_emails", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    cc_emails: Annotated[
+        str | None,
+        Field(
+            description="New comma-separated Cc addresses",
+            json_schema_extra={"x-envfarm-column": "drafts.cc_emails", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    subject: Annotated[
+        str | None,
+        Field(
+            description="New subject",
+            json_schema_extra={"x-envfarm-column": "drafts.subject", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    body: Annotated[
+        str | None,
+        Field(
+            description="New message text",
+            json_schema_extra={"x-envfarm-column": "drafts.body", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> Draft:
     """Change an unsent draft's recipients, subject or text. Omitted fields stay as they are."""
     current = db.require("drafts", "draft_id", draft_id, "draft_id")
@@ -564,7 +880,13 @@ def update_draft(
 
 def send_draft(
     db: Database,
-    draft_id: Annotated[str, Field(description="Draft id from list_drafts")],
+    draft_id: Annotated[
+        str,
+        Field(
+            description="Draft id from list_drafts",
+            json_schema_extra={"x-envfarm-ref": "drafts.draft_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Message:
     """Send a draft. A new thread is started (or the reply is added to its thread), the message lands in every recipient's inbox as unread, and the draft is marked sent."""
     db.require("drafts", "draft_id", draft_id, "draft_id")
@@ -585,10 +907,28 @@ def send_draft(
 
 def reply_to_thread(
     db: Database,
-    mailbox_email: Annotated[str, Field(description="Email of the person replying")],
-    thread_id: Annotated[str, Field(description="Thread id from list_conversations or search_mail")],
-    body: Annotated[str, Field(description="Reply text")],
-    reply_all: Annotated[bool, Field(description="Copy everyone on the thread (default true)")] = True,
+    mailbox_email: Annotated[
+        str,
+        Field(
+            description="Email of the person replying",
+            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-user-known": True},
+        ),
+    ],
+    thread_id: Annotated[
+        str,
+        Field(
+            description="Thread id from list_conversations or search_mail",
+            json_schema_extra={"x-envfarm-ref": "threads.thread_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    body: Annotated[str, Field(description="Reply text", json_schema_extra={"x-envfarm-user-known": True})],
+    reply_all: Annotated[
+        bool,
+        Field(
+            description="Copy everyone on the thread (default true)",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ] = True,
 ) -> Message:
     """Reply on a thread right away, without a draft. The reply goes to the author of the latest message; with reply_all (the default) everyone else on the thread is copied."""
     db.require("mailboxes", "email", mailbox_email, "mailbox_email")
@@ -614,7 +954,13 @@ def reply_to_thread(
 
 def delete_draft(
     db: Database,
-    draft_id: Annotated[str, Field(description="Draft id from list_drafts")],
+    draft_id: Annotated[
+        str,
+        Field(
+            description="Draft id from list_drafts",
+            json_schema_extra={"x-envfarm-ref": "drafts.draft_id", "x-envfarm-column": "drafts.draft_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Draft:
     """Discard an unsent draft."""
     current = db.require("drafts", "draft_id", draft_id, "draft_id")

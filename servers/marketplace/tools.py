@@ -28,87 +28,221 @@ DisputeStatus = Literal["open", "resolved_refund", "resolved_no_refund", "withdr
 class Member(BaseModel):
     """A marketplace member who buys and sells (the farm's shared cast of people). A row of `members`."""
 
-    member_id: str = Field(description="Internal member id")
-    full_name: str = Field(description="First and last name")
-    email: str = Field(description="Login and contact email")
-    phone: str = Field(description="Contact phone number")
-    city: str = Field(description="Home city")
-    joined_on: str = Field(description="Date the member signed up (YYYY-MM-DD)")
-    rating: float = Field(description="Average rating from past trades (1 to 5)")
-    status: MemberStatus = Field(description="Suspended members cannot trade")
+    member_id: str = Field(
+        description="Internal member id",
+        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+    )
+    full_name: str = Field(
+        description="First and last name",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    email: str = Field(
+        description="Login and contact email",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    phone: str = Field(description="Contact phone number", json_schema_extra={"x-envfarm-user-known": True})
+    city: str = Field(description="Home city", json_schema_extra={"x-envfarm-user-known": True})
+    joined_on: str = Field(
+        description="Date the member signed up (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    rating: float = Field(
+        description="Average rating from past trades (1 to 5)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: MemberStatus = Field(
+        description="Suspended members cannot trade",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Listing(BaseModel):
     """A used item for sale. A row of `listings`."""
 
-    listing_id: str = Field(description="Internal listing id")
-    seller_id: str = Field(description="The member selling it")
-    title: str = Field(description="Listing title, e.g. Acoustic guitar")
-    category: ListingCategory = Field(description="Category")
-    condition: ListingCondition = Field(description="Condition of the item")
-    asking_price: float = Field(description="Asking price in USD")
+    listing_id: str = Field(
+        description="Internal listing id",
+        json_schema_extra={"x-envfarm-ref": "listings.listing_id", "x-envfarm-user-known": False},
+    )
+    seller_id: str = Field(
+        description="The member selling it",
+        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+    )
+    title: str = Field(
+        description="Listing title, e.g. Acoustic guitar",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    category: ListingCategory = Field(
+        description="Category",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    condition: ListingCondition = Field(
+        description="Condition of the item",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    asking_price: float = Field(
+        description="Asking price in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
     minimum_price: float = Field(
         description="Lowest offer in USD the seller will consider (hidden from buyers in the app)",
+        json_schema_extra={"x-envfarm-user-known": False},
     )
-    city: str = Field(description="City where the item is")
-    description: str = Field(description="Seller's description")
-    status: ListingStatus = Field(description="Only active listings take offers")
-    listed_at: str = Field(description="When it was listed (ISO 8601, UTC)")
+    city: str = Field(description="City where the item is", json_schema_extra={"x-envfarm-user-known": True})
+    description: str = Field(
+        description="Seller's description",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: ListingStatus = Field(
+        description="Only active listings take offers",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    listed_at: str = Field(
+        description="When it was listed (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Offer(BaseModel):
     """A buyer's price offer on a listing, open for 48 hours. A row of `offers`."""
 
-    offer_id: str = Field(description="Internal offer id")
-    listing_id: str = Field(description="The listing")
-    buyer_id: str = Field(description="The member making the offer")
-    amount: float = Field(description="Offered price in USD")
-    message: str | None = Field(description="Note to the seller")
-    status: OfferStatus = Field(description="Offer status")
-    created_at: str = Field(description="When the offer was made (ISO 8601, UTC)")
+    offer_id: str = Field(
+        description="Internal offer id",
+        json_schema_extra={"x-envfarm-ref": "offers.offer_id", "x-envfarm-user-known": False},
+    )
+    listing_id: str = Field(
+        description="The listing",
+        json_schema_extra={"x-envfarm-ref": "listings.listing_id", "x-envfarm-user-known": False},
+    )
+    buyer_id: str = Field(
+        description="The member making the offer",
+        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+    )
+    amount: float = Field(
+        description="Offered price in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    message: str | None = Field(
+        description="Note to the seller",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: OfferStatus = Field(description="Offer status", json_schema_extra={"x-envfarm-user-known": False})
+    created_at: str = Field(
+        description="When the offer was made (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
     expires_at: str | None = Field(
         description="After this time a pending offer can no longer be accepted (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
     )
 
 
 class Sale(BaseModel):
     """A completed deal from an accepted offer. A row of `sales`."""
 
-    sale_id: str = Field(description="Internal sale id")
-    listing_id: str = Field(description="The sold listing")
-    offer_id: str = Field(description="The accepted offer")
-    buyer_id: str = Field(description="The buyer")
-    seller_id: str = Field(description="The seller")
-    price: float = Field(description="Agreed price in USD")
-    sold_at: str = Field(description="When the offer was accepted (ISO 8601, UTC)")
-    status: SaleStatus = Field(description="Fulfilment status")
+    sale_id: str = Field(
+        description="Internal sale id",
+        json_schema_extra={"x-envfarm-ref": "sales.sale_id", "x-envfarm-user-known": False},
+    )
+    listing_id: str = Field(
+        description="The sold listing",
+        json_schema_extra={"x-envfarm-ref": "listings.listing_id", "x-envfarm-user-known": False},
+    )
+    offer_id: str = Field(
+        description="The accepted offer",
+        json_schema_extra={"x-envfarm-ref": "offers.offer_id", "x-envfarm-user-known": False},
+    )
+    buyer_id: str = Field(
+        description="The buyer",
+        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+    )
+    seller_id: str = Field(
+        description="The seller",
+        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+    )
+    price: float = Field(description="Agreed price in USD", json_schema_extra={"x-envfarm-user-known": True})
+    sold_at: str = Field(
+        description="When the offer was accepted (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: SaleStatus = Field(
+        description="Fulfilment status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class ShippingLabel(BaseModel):
     """A prepaid shipping label the seller prints for a sale. A row of `shipping_labels`."""
 
-    label_id: str = Field(description="Internal label id")
-    sale_id: str = Field(description="The sale being shipped")
-    carrier: ShippingLabelCarrier = Field(description="Carrier")
-    service: ShippingLabelService = Field(description="Speed of service")
-    weight_kg: float = Field(description="Parcel weight in kg")
-    cost: float = Field(description="Label price in USD")
-    tracking_number: str = Field(description="Carrier tracking number")
-    created_at: str = Field(description="When the label was bought (ISO 8601, UTC)")
-    status: ShippingLabelStatus = Field(description="Parcel status")
+    label_id: str = Field(
+        description="Internal label id",
+        json_schema_extra={"x-envfarm-ref": "shipping_labels.label_id", "x-envfarm-user-known": False},
+    )
+    sale_id: str = Field(
+        description="The sale being shipped",
+        json_schema_extra={"x-envfarm-ref": "sales.sale_id", "x-envfarm-user-known": False},
+    )
+    carrier: ShippingLabelCarrier = Field(
+        description="Carrier",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    service: ShippingLabelService = Field(
+        description="Speed of service",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    weight_kg: float = Field(
+        description="Parcel weight in kg",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    cost: float = Field(description="Label price in USD", json_schema_extra={"x-envfarm-user-known": True})
+    tracking_number: str = Field(
+        description="Carrier tracking number",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    created_at: str = Field(
+        description="When the label was bought (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    status: ShippingLabelStatus = Field(
+        description="Parcel status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Dispute(BaseModel):
     """A buyer's complaint about a sale. A row of `disputes`."""
 
-    dispute_id: str = Field(description="Internal dispute id")
-    sale_id: str = Field(description="The disputed sale")
-    opened_by: str = Field(description="The member who opened it (the buyer)")
-    reason: DisputeReason = Field(description="What went wrong")
-    details: str = Field(description="The buyer's explanation")
-    status: DisputeStatus = Field(description="Dispute status")
-    opened_at: str = Field(description="When it was opened (ISO 8601, UTC)")
-    resolution_note: str | None = Field(description="How support resolved it")
+    dispute_id: str = Field(
+        description="Internal dispute id",
+        json_schema_extra={"x-envfarm-ref": "disputes.dispute_id", "x-envfarm-user-known": False},
+    )
+    sale_id: str = Field(
+        description="The disputed sale",
+        json_schema_extra={"x-envfarm-ref": "sales.sale_id", "x-envfarm-user-known": False},
+    )
+    opened_by: str = Field(
+        description="The member who opened it (the buyer)",
+        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+    )
+    reason: DisputeReason = Field(
+        description="What went wrong",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    details: str = Field(
+        description="The buyer's explanation",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: DisputeStatus = Field(
+        description="Dispute status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    opened_at: str = Field(
+        description="When it was opened (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    resolution_note: str | None = Field(
+        description="How support resolved it",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class FindMemberResult(BaseModel):
@@ -148,9 +282,27 @@ class ListDisputesResult(BaseModel):
 
 def find_member(
     db: Database,
-    full_name: Annotated[str | None, Field(description="Part of the member's name")] = None,
-    email: Annotated[str | None, Field(description="Exact email address")] = None,
-    city: Annotated[str | None, Field(description="Home city")] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the member's name",
+            json_schema_extra={"x-envfarm-column": "members.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Exact email address",
+            json_schema_extra={"x-envfarm-column": "members.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    city: Annotated[
+        str | None,
+        Field(
+            description="Home city",
+            json_schema_extra={"x-envfarm-column": "members.city", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> FindMemberResult:
     """Find members by part of their name, exact email or city. Returns member ids, ratings and status."""
     args = {"full_name": full_name, "email": email, "city": city, "now": db.now}
@@ -167,16 +319,55 @@ def find_member(
 
 def search_listings(
     db: Database,
-    title: Annotated[str | None, Field(description="Words in the title")] = None,
-    category: Annotated[ListingCategory | None, Field(description="Category")] = None,
-    condition: Annotated[ListingCondition | None, Field(description="Condition")] = None,
-    city: Annotated[str | None, Field(description="City where the item is")] = None,
+    title: Annotated[
+        str | None,
+        Field(
+            description="Words in the title",
+            json_schema_extra={"x-envfarm-column": "listings.title", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    category: Annotated[
+        ListingCategory | None,
+        Field(
+            description="Category",
+            json_schema_extra={"x-envfarm-column": "listings.category", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    condition: Annotated[
+        ListingCondition | None,
+        Field(
+            description="Condition",
+            json_schema_extra={"x-envfarm-column": "listings.condition", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    city: Annotated[
+        str | None,
+        Field(
+            description="City where the item is",
+            json_schema_extra={"x-envfarm-column": "listings.city", "x-envfarm-user-known": True},
+        ),
+    ] = None,
     seller_id: Annotated[
         str | None,
-        Field(description="Only this seller's listings (member id from find_member)"),
+        Field(
+            description="Only this seller's listings (member id from find_member)",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "listings.seller_id", "x-envfarm-user-known": False},
+        ),
     ] = None,
-    max_price: Annotated[float | None, Field(description="Highest asking price in USD")] = None,
-    status: Annotated[ListingStatus, Field(description="Listing status (default active)")] = "active",
+    max_price: Annotated[
+        float | None,
+        Field(
+            description="Highest asking price in USD",
+            json_schema_extra={"x-envfarm-column": "listings.asking_price", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    status: Annotated[
+        ListingStatus,
+        Field(
+            description="Listing status (default active)",
+            json_schema_extra={"x-envfarm-column": "listings.status", "x-envfarm-user-known": False},
+        ),
+    ] = "active",
 ) -> SearchListingsResult:
     """Search listings by words in the title, category, condition, city, seller or a price cap. Only active listings unless another status is asked for."""
     if seller_id is not None:
@@ -208,7 +399,13 @@ def search_listings(
 
 def get_listing(
     db: Database,
-    listing_id: Annotated[str, Field(description="Listing id from search_listings")],
+    listing_id: Annotated[
+        str,
+        Field(
+            description="Listing id from search_listings",
+            json_schema_extra={"x-envfarm-ref": "listings.listing_id", "x-envfarm-column": "listings.listing_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Listing:
     """Get one listing with its seller, prices, condition and status."""
     row = db.require("listings", "listing_id", listing_id, "listing_id")
@@ -217,14 +414,64 @@ def get_listing(
 
 def create_listing(
     db: Database,
-    seller_id: Annotated[str, Field(description="Seller's member id from find_member")],
-    title: Annotated[str, Field(description="Short title of the item")],
-    category: Annotated[ListingCategory, Field(description="Category")],
-    condition: Annotated[ListingCondition, Field(description="Condition")],
-    asking_price: Annotated[float, Field(description="Asking price in USD", ge=1.0)],
-    minimum_price: Annotated[float, Field(description="Lowest offer in USD to consider", ge=1.0)],
-    city: Annotated[str, Field(description="City where the item can be picked up or shipped from")],
-    description: Annotated[str, Field(description="Description for buyers")],
+    seller_id: Annotated[
+        str,
+        Field(
+            description="Seller's member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "listings.seller_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    title: Annotated[
+        str,
+        Field(
+            description="Short title of the item",
+            json_schema_extra={"x-envfarm-column": "listings.title", "x-envfarm-user-known": True},
+        ),
+    ],
+    category: Annotated[
+        ListingCategory,
+        Field(
+            description="Category",
+            json_schema_extra={"x-envfarm-column": "listings.category", "x-envfarm-user-known": True},
+        ),
+    ],
+    condition: Annotated[
+        ListingCondition,
+        Field(
+            description="Condition",
+            json_schema_extra={"x-envfarm-column": "listings.condition", "x-envfarm-user-known": True},
+        ),
+    ],
+    asking_price: Annotated[
+        float,
+        Field(
+            description="Asking price in USD",
+            ge=1.0,
+            json_schema_extra={"x-envfarm-column": "listings.asking_price", "x-envfarm-user-known": True},
+        ),
+    ],
+    minimum_price: Annotated[
+        float,
+        Field(
+            description="Lowest offer in USD to consider",
+            ge=1.0,
+            json_schema_extra={"x-envfarm-column": "listings.minimum_price", "x-envfarm-user-known": False},
+        ),
+    ],
+    city: Annotated[
+        str,
+        Field(
+            description="City where the item can be picked up or shipped from",
+            json_schema_extra={"x-envfarm-column": "listings.city", "x-envfarm-user-known": True},
+        ),
+    ],
+    description: Annotated[
+        str,
+        Field(
+            description="Description for buyers",
+            json_schema_extra={"x-envfarm-column": "listings.description", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Listing:
     """List an item for sale. The minimum price is the lowest offer the seller will consider and cannot be above the asking price."""
     db.require("members", "member_id", seller_id, "seller_id")
@@ -268,11 +515,28 @@ def create_listing(
 
 def update_listing_price(
     db: Database,
-    listing_id: Annotated[str, Field(description="Listing id from search_listings")],
-    asking_price: Annotated[float, Field(description="New asking price in USD", ge=1.0)],
+    listing_id: Annotated[
+        str,
+        Field(
+            description="Listing id from search_listings",
+            json_schema_extra={"x-envfarm-ref": "listings.listing_id", "x-envfarm-column": "listings.listing_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    asking_price: Annotated[
+        float,
+        Field(
+            description="New asking price in USD",
+            ge=1.0,
+            json_schema_extra={"x-envfarm-column": "listings.asking_price", "x-envfarm-user-known": True},
+        ),
+    ],
     minimum_price: Annotated[
         float | None,
-        Field(description="New minimum price in USD (unchanged if omitted)", ge=1.0),
+        Field(
+            description="New minimum price in USD (unchanged if omitted)",
+            ge=1.0,
+            json_schema_extra={"x-envfarm-column": "listings.minimum_price", "x-envfarm-user-known": False},
+        ),
     ] = None,
 ) -> Listing:
     """Reprice an active listing (asking price, optionally the minimum). Pending offers below the new minimum are declined automatically."""
@@ -312,7 +576,13 @@ def update_listing_price(
 
 def withdraw_listing(
     db: Database,
-    listing_id: Annotated[str, Field(description="Listing id from search_listings")],
+    listing_id: Annotated[
+        str,
+        Field(
+            description="Listing id from search_listings",
+            json_schema_extra={"x-envfarm-ref": "listings.listing_id", "x-envfarm-column": "listings.listing_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Listing:
     """Take an active listing off the marketplace. Its pending offers are declined."""
     current = db.require("listings", "listing_id", listing_id, "listing_id")
@@ -336,10 +606,35 @@ def withdraw_listing(
 
 def make_offer(
     db: Database,
-    listing_id: Annotated[str, Field(description="Listing id from search_listings")],
-    buyer_id: Annotated[str, Field(description="Buyer's member id from find_member")],
-    amount: Annotated[float, Field(description="Offered price in USD", ge=1.0)],
-    message: Annotated[str | None, Field(description="Optional note to the seller")] = None,
+    listing_id: Annotated[
+        str,
+        Field(
+            description="Listing id from search_listings",
+            json_schema_extra={"x-envfarm-ref": "listings.listing_id", "x-envfarm-column": "offers.listing_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    buyer_id: Annotated[
+        str,
+        Field(
+            description="Buyer's member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "offers.buyer_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    amount: Annotated[
+        float,
+        Field(
+            description="Offered price in USD",
+            ge=1.0,
+            json_schema_extra={"x-envfarm-column": "offers.amount", "x-envfarm-user-known": True},
+        ),
+    ],
+    message: Annotated[
+        str | None,
+        Field(
+            description="Optional note to the seller",
+            json_schema_extra={"x-envfarm-column": "offers.message", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> Offer:
     """Offer a price on someone else's active listing. The offer stays open for 48 hours; an offer below the seller's minimum is rejected."""
     db.require("listings", "listing_id", listing_id, "listing_id")
@@ -401,9 +696,27 @@ def make_offer(
 
 def list_offers(
     db: Database,
-    listing_id: Annotated[str | None, Field(description="Listing id from search_listings")] = None,
-    buyer_id: Annotated[str | None, Field(description="Buyer's member id from find_member")] = None,
-    status: Annotated[OfferStatus | None, Field(description="Only offers with this status")] = None,
+    listing_id: Annotated[
+        str | None,
+        Field(
+            description="Listing id from search_listings",
+            json_schema_extra={"x-envfarm-ref": "listings.listing_id", "x-envfarm-column": "offers.listing_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    buyer_id: Annotated[
+        str | None,
+        Field(
+            description="Buyer's member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "offers.buyer_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        OfferStatus | None,
+        Field(
+            description="Only offers with this status",
+            json_schema_extra={"x-envfarm-column": "offers.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListOffersResult:
     """List offers on a listing or by a buyer, optionally by status. Shows amounts and expiry times."""
     if listing_id is not None:
@@ -424,7 +737,13 @@ def list_offers(
 
 def accept_offer(
     db: Database,
-    offer_id: Annotated[str, Field(description="Offer id from list_offers")],
+    offer_id: Annotated[
+        str,
+        Field(
+            description="Offer id from list_offers",
+            json_schema_extra={"x-envfarm-ref": "offers.offer_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Sale:
     """Seller accepts a pending, unexpired offer: the listing is sold, a sale is created at the offered price and every other pending offer on the listing is declined. Returns the sale."""
     db.require("offers", "offer_id", offer_id, "offer_id")
@@ -441,7 +760,13 @@ def accept_offer(
 
 def decline_offer(
     db: Database,
-    offer_id: Annotated[str, Field(description="Offer id from list_offers")],
+    offer_id: Annotated[
+        str,
+        Field(
+            description="Offer id from list_offers",
+            json_schema_extra={"x-envfarm-ref": "offers.offer_id", "x-envfarm-column": "offers.offer_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Offer:
     """Seller declines a pending offer."""
     current = db.require("offers", "offer_id", offer_id, "offer_id")
@@ -458,7 +783,13 @@ def decline_offer(
 
 def withdraw_offer(
     db: Database,
-    offer_id: Annotated[str, Field(description="Offer id from list_offers")],
+    offer_id: Annotated[
+        str,
+        Field(
+            description="Offer id from list_offers",
+            json_schema_extra={"x-envfarm-ref": "offers.offer_id", "x-envfarm-column": "offers.offer_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Offer:
     """Buyer withdraws their own pending offer."""
     current = db.require("offers", "offer_id", offer_id, "offer_id")
@@ -475,9 +806,27 @@ def withdraw_offer(
 
 def list_sales(
     db: Database,
-    buyer_id: Annotated[str | None, Field(description="Buyer's member id from find_member")] = None,
-    seller_id: Annotated[str | None, Field(description="Seller's member id from find_member")] = None,
-    status: Annotated[SaleStatus | None, Field(description="Only sales with this status")] = None,
+    buyer_id: Annotated[
+        str | None,
+        Field(
+            description="Buyer's member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "sales.buyer_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    seller_id: Annotated[
+        str | None,
+        Field(
+            description="Seller's member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "sales.seller_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        SaleStatus | None,
+        Field(
+            description="Only sales with this status",
+            json_schema_extra={"x-envfarm-column": "sales.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListSalesResult:
     """List sales where a member is the buyer or the seller, optionally by status."""
     if buyer_id is not None:
@@ -498,10 +847,25 @@ def list_sales(
 
 def create_shipping_label(
     db: Database,
-    sale_id: Annotated[str, Field(description="Sale id from list_sales")],
-    carrier: Annotated[ShippingLabelCarrier, Field(description="Carrier")],
-    service: Annotated[ShippingLabelService, Field(description="standard or express")],
-    weight_kg: Annotated[float, Field(description="Parcel weight in kg", ge=0.1)],
+    sale_id: Annotated[
+        str,
+        Field(
+            description="Sale id from list_sales",
+            json_schema_extra={"x-envfarm-ref": "sales.sale_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    carrier: Annotated[
+        ShippingLabelCarrier,
+        Field(description="Carrier", json_schema_extra={"x-envfarm-user-known": True}),
+    ],
+    service: Annotated[
+        ShippingLabelService,
+        Field(description="standard or express", json_schema_extra={"x-envfarm-user-known": True}),
+    ],
+    weight_kg: Annotated[
+        float,
+        Field(description="Parcel weight in kg", ge=0.1, json_schema_extra={"x-envfarm-user-known": True}),
+    ],
 ) -> ShippingLabel:
     """Buy a prepaid shipping label for a sale awaiting shipment. The price depends on carrier, service and weight (30 kg at most). The sale becomes shipped. Returns the label with its tracking number."""
     db.require("sales", "sale_id", sale_id, "sale_id")
@@ -520,7 +884,13 @@ def create_shipping_label(
 
 def get_shipping_label(
     db: Database,
-    sale_id: Annotated[str, Field(description="Sale id from list_sales")],
+    sale_id: Annotated[
+        str,
+        Field(
+            description="Sale id from list_sales",
+            json_schema_extra={"x-envfarm-ref": "sales.sale_id", "x-envfarm-column": "shipping_labels.sale_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ShippingLabel:
     """Get the shipping label of a sale with its carrier, tracking number and parcel status."""
     row = db.require("shipping_labels", "sale_id", sale_id, "sale_id")
@@ -529,7 +899,13 @@ def get_shipping_label(
 
 def confirm_delivery(
     db: Database,
-    sale_id: Annotated[str, Field(description="Sale id from list_sales")],
+    sale_id: Annotated[
+        str,
+        Field(
+            description="Sale id from list_sales",
+            json_schema_extra={"x-envfarm-ref": "sales.sale_id", "x-envfarm-column": "sales.sale_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Sale:
     """Buyer confirms a shipped sale arrived; the sale completes and the label shows delivered."""
     current = db.require("sales", "sale_id", sale_id, "sale_id")
@@ -559,10 +935,34 @@ def confirm_delivery(
 
 def open_dispute(
     db: Database,
-    sale_id: Annotated[str, Field(description="Sale id from list_sales")],
-    opened_by: Annotated[str, Field(description="Buyer's member id from find_member")],
-    reason: Annotated[DisputeReason, Field(description="What went wrong")],
-    details: Annotated[str, Field(description="What happened, in the buyer's words")],
+    sale_id: Annotated[
+        str,
+        Field(
+            description="Sale id from list_sales",
+            json_schema_extra={"x-envfarm-ref": "sales.sale_id", "x-envfarm-column": "disputes.sale_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    opened_by: Annotated[
+        str,
+        Field(
+            description="Buyer's member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "disputes.opened_by", "x-envfarm-user-known": False},
+        ),
+    ],
+    reason: Annotated[
+        DisputeReason,
+        Field(
+            description="What went wrong",
+            json_schema_extra={"x-envfarm-column": "disputes.reason", "x-envfarm-user-known": True},
+        ),
+    ],
+    details: Annotated[
+        str,
+        Field(
+            description="What happened, in the buyer's words",
+            json_schema_extra={"x-envfarm-column": "disputes.details", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Dispute:
     """Buyer opens a dispute about a sale within 30 days of the sale (item not received, not as described or damaged). The sale is marked disputed until support resolves it or the buyer withdraws it."""
     db.require("sales", "sale_id", sale_id, "sale_id")
@@ -610,9 +1010,27 @@ def open_dispute(
 
 def list_disputes(
     db: Database,
-    sale_id: Annotated[str | None, Field(description="Sale id from list_sales")] = None,
-    opened_by: Annotated[str | None, Field(description="Member id from find_member")] = None,
-    status: Annotated[DisputeStatus | None, Field(description="Only disputes with this status")] = None,
+    sale_id: Annotated[
+        str | None,
+        Field(
+            description="Sale id from list_sales",
+            json_schema_extra={"x-envfarm-ref": "sales.sale_id", "x-envfarm-column": "disputes.sale_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    opened_by: Annotated[
+        str | None,
+        Field(
+            description="Member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "disputes.opened_by", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        DisputeStatus | None,
+        Field(
+            description="Only disputes with this status",
+            json_schema_extra={"x-envfarm-column": "disputes.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListDisputesResult:
     """List disputes of a sale or opened by a member, optionally by status."""
     if sale_id is not None:
@@ -633,8 +1051,20 @@ def list_disputes(
 
 def withdraw_dispute(
     db: Database,
-    dispute_id: Annotated[str, Field(description="Dispute id from list_disputes")],
-    resolution_note: Annotated[str, Field(description="Why the buyer withdraws it")],
+    dispute_id: Annotated[
+        str,
+        Field(
+            description="Dispute id from list_disputes",
+            json_schema_extra={"x-envfarm-ref": "disputes.dispute_id", "x-envfarm-column": "disputes.dispute_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    resolution_note: Annotated[
+        str,
+        Field(
+            description="Why the buyer withdraws it",
+            json_schema_extra={"x-envfarm-column": "disputes.resolution_note", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Dispute:
     """Buyer withdraws an open dispute (e.g. the parcel turned up). The sale goes back to shipped, or to awaiting shipment if it never had a label."""
     current = db.require("disputes", "dispute_id", dispute_id, "dispute_id")

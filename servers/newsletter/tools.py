@@ -23,79 +23,196 @@ SendStatus = Literal["delivered", "opened", "clicked", "bounced"]
 class MailingList(BaseModel):
     """A mailing list people subscribe to. A row of `lists`."""
 
-    list_id: str = Field(description="Internal list id")
-    name: str = Field(description="List name, e.g. Weekly Digest")
-    description: str = Field(description="What the list is for")
-    status: MailingListStatus = Field(description="archived lists take no subscribers or campaigns")
-    created_at: str = Field(description="When the list was created (ISO 8601, UTC)")
+    list_id: str = Field(
+        description="Internal list id",
+        json_schema_extra={"x-envfarm-ref": "lists.list_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="List name, e.g. Weekly Digest",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    description: str = Field(
+        description="What the list is for",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    status: MailingListStatus = Field(
+        description="archived lists take no subscribers or campaigns",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    created_at: str = Field(
+        description="When the list was created (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Subscriber(BaseModel):
     """A person who has subscribed to at least one list. A row of `subscribers`."""
 
-    subscriber_id: str = Field(description="Internal subscriber id")
-    email: str = Field(description="Email address")
-    full_name: str = Field(description="First and last name")
-    created_at: str = Field(description="When they first subscribed to anything (ISO 8601, UTC)")
+    subscriber_id: str = Field(
+        description="Internal subscriber id",
+        json_schema_extra={"x-envfarm-ref": "subscribers.subscriber_id", "x-envfarm-user-known": False},
+    )
+    email: str = Field(description="Email address", json_schema_extra={"x-envfarm-user-known": True})
+    full_name: str = Field(
+        description="First and last name",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    created_at: str = Field(
+        description="When they first subscribed to anything (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Subscription(BaseModel):
     """A subscriber's membership of one list. A row of `subscriptions`."""
 
-    subscription_id: str = Field(description="Internal subscription id")
-    list_id: str = Field(description="The list")
-    subscriber_id: str = Field(description="The subscriber")
-    status: SubscriptionStatus = Field(description="Whether they still receive the list")
-    source: SubscriptionSource = Field(description="How they were added")
-    subscribed_at: str = Field(description="When they (last) subscribed (ISO 8601, UTC)")
-    unsubscribed_at: str | None = Field(description="When they unsubscribed (ISO 8601, UTC)")
+    subscription_id: str = Field(
+        description="Internal subscription id",
+        json_schema_extra={"x-envfarm-ref": "subscriptions.subscription_id", "x-envfarm-user-known": False},
+    )
+    list_id: str = Field(
+        description="The list",
+        json_schema_extra={"x-envfarm-ref": "lists.list_id", "x-envfarm-user-known": False},
+    )
+    subscriber_id: str = Field(
+        description="The subscriber",
+        json_schema_extra={"x-envfarm-ref": "subscribers.subscriber_id", "x-envfarm-user-known": False},
+    )
+    status: SubscriptionStatus = Field(
+        description="Whether they still receive the list",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    source: SubscriptionSource = Field(
+        description="How they were added",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    subscribed_at: str = Field(
+        description="When they (last) subscribed (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    unsubscribed_at: str | None = Field(
+        description="When they unsubscribed (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Template(BaseModel):
     """An email layout campaigns are rendered with. A row of `templates`."""
 
-    template_id: str = Field(description="Internal template id")
-    name: str = Field(description="Template name")
-    category: TemplateCategory = Field(description="Kind of email")
-    subject_line: str = Field(description="Subject pattern; {subject} is replaced by the campaign subject")
-    body: str = Field(description="HTML body with placeholders")
-    created_at: str = Field(description="When it was created (ISO 8601, UTC)")
+    template_id: str = Field(
+        description="Internal template id",
+        json_schema_extra={"x-envfarm-ref": "templates.template_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(description="Template name", json_schema_extra={"x-envfarm-user-known": True})
+    category: TemplateCategory = Field(
+        description="Kind of email",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    subject_line: str = Field(
+        description="Subject pattern; {subject} is replaced by the campaign subject",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    body: str = Field(
+        description="HTML body with placeholders",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    created_at: str = Field(
+        description="When it was created (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Campaign(BaseModel):
     """One email sent (or to be sent) to a list. A row of `campaigns`."""
 
-    campaign_id: str = Field(description="Internal campaign id")
-    list_id: str = Field(description="List it goes to")
-    template_id: str = Field(description="Template it uses")
-    subject: str = Field(description="Subject line")
-    status: CampaignStatus = Field(description="draft -> scheduled -> sent, or cancelled")
-    scheduled_for: str | None = Field(description="When it is scheduled to go out (ISO 8601, UTC)")
-    sent_at: str | None = Field(description="When it was sent (ISO 8601, UTC)")
-    recipient_count: int = Field(description="How many subscribers it was sent to")
-    created_at: str = Field(description="When it was created (ISO 8601, UTC)")
+    campaign_id: str = Field(
+        description="Internal campaign id",
+        json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-user-known": False},
+    )
+    list_id: str = Field(
+        description="List it goes to",
+        json_schema_extra={"x-envfarm-ref": "lists.list_id", "x-envfarm-user-known": False},
+    )
+    template_id: str = Field(
+        description="Template it uses",
+        json_schema_extra={"x-envfarm-ref": "templates.template_id", "x-envfarm-user-known": False},
+    )
+    subject: str = Field(description="Subject line", json_schema_extra={"x-envfarm-user-known": True})
+    status: CampaignStatus = Field(
+        description="draft -> scheduled -> sent, or cancelled",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    scheduled_for: str | None = Field(
+        description="When it is scheduled to go out (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    sent_at: str | None = Field(
+        description="When it was sent (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    recipient_count: int = Field(
+        description="How many subscribers it was sent to",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    created_at: str = Field(
+        description="When it was created (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Send(BaseModel):
     """One delivery of a sent campaign to one subscriber, with its furthest engagement. A row of `sends`."""
 
-    send_id: str = Field(description="Internal send id")
-    campaign_id: str = Field(description="The campaign")
-    subscriber_id: str = Field(description="The recipient")
-    status: SendStatus = Field(description="Furthest stage reached: delivered, opened, clicked; or bounced")
-    sent_at: str = Field(description="When it was sent (ISO 8601, UTC)")
+    send_id: str = Field(
+        description="Internal send id",
+        json_schema_extra={"x-envfarm-ref": "sends.send_id", "x-envfarm-user-known": False},
+    )
+    campaign_id: str = Field(
+        description="The campaign",
+        json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-user-known": False},
+    )
+    subscriber_id: str = Field(
+        description="The recipient",
+        json_schema_extra={"x-envfarm-ref": "subscribers.subscriber_id", "x-envfarm-user-known": False},
+    )
+    status: SendStatus = Field(
+        description="Furthest stage reached: delivered, opened, clicked; or bounced",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    sent_at: str = Field(
+        description="When it was sent (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Unsubscribe(BaseModel):
     """The record of a subscriber leaving a list, with their reason. A row of `unsubscribes`."""
 
-    unsubscribe_id: str = Field(description="Internal unsubscribe id")
-    subscription_id: str = Field(description="The subscription that ended")
-    list_id: str = Field(description="The list they left")
-    subscriber_id: str = Field(description="Who left")
-    campaign_id: str | None = Field(description="Campaign whose unsubscribe link they used, if any")
-    reason: str = Field(description="Why they left")
-    created_at: str = Field(description="When they unsubscribed (ISO 8601, UTC)")
+    unsubscribe_id: str = Field(
+        description="Internal unsubscribe id",
+        json_schema_extra={"x-envfarm-ref": "unsubscribes.unsubscribe_id", "x-envfarm-user-known": False},
+    )
+    subscription_id: str = Field(
+        description="The subscription that ended",
+        json_schema_extra={"x-envfarm-ref": "subscriptions.subscription_id", "x-envfarm-user-known": False},
+    )
+    list_id: str = Field(
+        description="The list they left",
+        json_schema_extra={"x-envfarm-ref": "lists.list_id", "x-envfarm-user-known": False},
+    )
+    subscriber_id: str = Field(
+        description="Who left",
+        json_schema_extra={"x-envfarm-ref": "subscribers.subscriber_id", "x-envfarm-user-known": False},
+    )
+    campaign_id: str | None = Field(
+        description="Campaign whose unsubscribe link they used, if any",
+        json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-user-known": False},
+    )
+    reason: str = Field(description="Why they left", json_schema_extra={"x-envfarm-user-known": True})
+    created_at: str = Field(
+        description="When they unsubscribed (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class SearchListsResult(BaseModel):
@@ -163,10 +280,19 @@ class CampaignReportResult(BaseModel):
 
 def search_lists(
     db: Database,
-    name: Annotated[str | None, Field(description="Part of the list name")] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the list name",
+            json_schema_extra={"x-envfarm-column": "lists.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
     status: Annotated[
         MailingListStatus | None,
-        Field(description="Only active or only archived lists"),
+        Field(
+            description="Only active or only archived lists",
+            json_schema_extra={"x-envfarm-column": "lists.status", "x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> SearchListsResult:
     """Find mailing lists by part of the name or by status. Returns list ids."""
@@ -183,8 +309,20 @@ def search_lists(
 
 def find_subscribers(
     db: Database,
-    email: Annotated[str | None, Field(description="Exact email address")] = None,
-    full_name: Annotated[str | None, Field(description="Part of the person's name")] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Exact email address",
+            json_schema_extra={"x-envfarm-column": "subscribers.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the person's name",
+            json_schema_extra={"x-envfarm-column": "subscribers.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> FindSubscribersResult:
     """Find subscribers by exact email or part of the name. Returns subscriber ids."""
     args = {"email": email, "full_name": full_name, "now": db.now}
@@ -200,9 +338,27 @@ def find_subscribers(
 
 def list_subscriptions(
     db: Database,
-    list_id: Annotated[str | None, Field(description="List id from search_lists")] = None,
-    subscriber_id: Annotated[str | None, Field(description="Subscriber id from find_subscribers")] = None,
-    status: Annotated[SubscriptionStatus | None, Field(description="Only this status")] = None,
+    list_id: Annotated[
+        str | None,
+        Field(
+            description="List id from search_lists",
+            json_schema_extra={"x-envfarm-ref": "lists.list_id", "x-envfarm-column": "subscriptions.list_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    subscriber_id: Annotated[
+        str | None,
+        Field(
+            description="Subscriber id from find_subscribers",
+            json_schema_extra={"x-envfarm-ref": "subscribers.subscriber_id", "x-envfarm-column": "subscriptions.subscriber_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        SubscriptionStatus | None,
+        Field(
+            description="Only this status",
+            json_schema_extra={"x-envfarm-column": "subscriptions.status", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListSubscriptionsResult:
     """List subscriptions: the subscribers of a list (give list_id) or the lists one subscriber is on (give subscriber_id), optionally only subscribed or unsubscribed ones. Returns subscription ids."""
     args = {"list_id": list_id, "subscriber_id": subscriber_id, "status": status, "now": db.now}
@@ -219,9 +375,27 @@ def list_subscriptions(
 
 def list_unsubscribes(
     db: Database,
-    list_id: Annotated[str | None, Field(description="List id from search_lists")] = None,
-    subscriber_id: Annotated[str | None, Field(description="Subscriber id from find_subscribers")] = None,
-    campaign_id: Annotated[str | None, Field(description="Campaign id from search_campaigns")] = None,
+    list_id: Annotated[
+        str | None,
+        Field(
+            description="List id from search_lists",
+            json_schema_extra={"x-envfarm-ref": "lists.list_id", "x-envfarm-column": "unsubscribes.list_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    subscriber_id: Annotated[
+        str | None,
+        Field(
+            description="Subscriber id from find_subscribers",
+            json_schema_extra={"x-envfarm-ref": "subscribers.subscriber_id", "x-envfarm-column": "unsubscribes.subscriber_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    campaign_id: Annotated[
+        str | None,
+        Field(
+            description="Campaign id from search_campaigns",
+            json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-column": "unsubscribes.campaign_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListUnsubscribesResult:
     """Unsubscribe records with reasons, by list, subscriber or the campaign whose link was used."""
     args = {"list_id": list_id, "subscriber_id": subscriber_id, "campaign_id": campaign_id, "now": db.now}
@@ -238,8 +412,20 @@ def list_unsubscribes(
 
 def list_templates(
     db: Database,
-    category: Annotated[TemplateCategory | None, Field(description="Only this category")] = None,
-    name: Annotated[str | None, Field(description="Part of the template name")] = None,
+    category: Annotated[
+        TemplateCategory | None,
+        Field(
+            description="Only this category",
+            json_schema_extra={"x-envfarm-column": "templates.category", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the template name",
+            json_schema_extra={"x-envfarm-column": "templates.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListTemplatesResult:
     """List email templates by category or name. Returns template ids for create_campaign."""
     args = {"category": category, "name": name, "now": db.now}
@@ -255,9 +441,27 @@ def list_templates(
 
 def search_campaigns(
     db: Database,
-    list_id: Annotated[str | None, Field(description="List id from search_lists")] = None,
-    status: Annotated[CampaignStatus | None, Field(description="Only this status")] = None,
-    subject: Annotated[str | None, Field(description="Part of the subject")] = None,
+    list_id: Annotated[
+        str | None,
+        Field(
+            description="List id from search_lists",
+            json_schema_extra={"x-envfarm-ref": "lists.list_id", "x-envfarm-column": "campaigns.list_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        CampaignStatus | None,
+        Field(
+            description="Only this status",
+            json_schema_extra={"x-envfarm-column": "campaigns.status", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    subject: Annotated[
+        str | None,
+        Field(
+            description="Part of the subject",
+            json_schema_extra={"x-envfarm-column": "campaigns.subject", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> SearchCampaignsResult:
     """Find campaigns by list, status or subject words. Returns campaign ids."""
     args = {"list_id": list_id, "status": status, "subject": subject, "now": db.now}
@@ -274,7 +478,13 @@ def search_campaigns(
 
 def get_campaign(
     db: Database,
-    campaign_id: Annotated[str, Field(description="Campaign id from search_campaigns")],
+    campaign_id: Annotated[
+        str,
+        Field(
+            description="Campaign id from search_campaigns",
+            json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-column": "campaigns.campaign_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Campaign:
     """Get one campaign's list, template, subject, status, schedule and recipient count."""
     row = db.require("campaigns", "campaign_id", campaign_id, "campaign_id")
@@ -283,8 +493,20 @@ def get_campaign(
 
 def list_sends(
     db: Database,
-    campaign_id: Annotated[str, Field(description="Campaign id from search_campaigns")],
-    status: Annotated[SendStatus | None, Field(description="Only this engagement")] = None,
+    campaign_id: Annotated[
+        str,
+        Field(
+            description="Campaign id from search_campaigns",
+            json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-column": "sends.campaign_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    status: Annotated[
+        SendStatus | None,
+        Field(
+            description="Only this engagement",
+            json_schema_extra={"x-envfarm-column": "sends.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListSendsResult:
     """The deliveries of a sent campaign, optionally by engagement (opened, clicked, bounced)."""
     db.require("campaigns", "campaign_id", campaign_id, "campaign_id")
@@ -301,7 +523,13 @@ def list_sends(
 
 def campaign_report(
     db: Database,
-    campaign_id: Annotated[str, Field(description="Campaign id from search_campaigns")],
+    campaign_id: Annotated[
+        str,
+        Field(
+            description="Campaign id from search_campaigns",
+            json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> CampaignReportResult:
     """Results of a sent campaign: recipients, bounces, opens, clicks, open and click rates (of delivered emails), and how many people unsubscribed through it."""
     db.require("campaigns", "campaign_id", campaign_id, "campaign_id")
@@ -314,8 +542,20 @@ def campaign_report(
 
 def create_list(
     db: Database,
-    name: Annotated[str, Field(description="List name")],
-    description: Annotated[str | None, Field(description="What the list is for")] = None,
+    name: Annotated[
+        str,
+        Field(
+            description="List name",
+            json_schema_extra={"x-envfarm-column": "lists.name", "x-envfarm-user-known": True},
+        ),
+    ],
+    description: Annotated[
+        str | None,
+        Field(
+            description="What the list is for",
+            json_schema_extra={"x-envfarm-column": "lists.description", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> MailingList:
     """Create a new, empty mailing list."""
     new_id = db.next_id("lists")
@@ -337,19 +577,37 @@ def create_list(
 
 def subscribe(
     db: Database,
-    list_id: Annotated[str, Field(description="List id from search_lists")],
-    email: Annotated[str, Field(description="The person's email")],
+    list_id: Annotated[
+        str,
+        Field(
+            description="List id from search_lists",
+            json_schema_extra={"x-envfarm-ref": "lists.list_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    email: Annotated[
+        str,
+        Field(description="The person's email", json_schema_extra={"x-envfarm-user-known": True}),
+    ],
     full_name: Annotated[
         str | None,
-        Field(description="The person's name (needed when the email is new)"),
+        Field(
+            description="The person's name (needed when the email is new)",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ] = None,
     consent_confirmed: Annotated[
         bool,
-        Field(description="True only if a person who unsubscribed explicitly asked to rejoin"),
+        Field(
+            description="True only if a person who unsubscribed explicitly asked to rejoin",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ] = False,
     source: Annotated[
         SubscriptionSource,
-        Field(description="How they were added (default manual)"),
+        Field(
+            description="How they were added (default manual)",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ] = "manual",
 ) -> Subscription:
     """Add an email to a list (a new subscriber needs full_name). Someone who unsubscribed from the list can only be re-added with consent_confirmed=true, after they asked to rejoin."""
@@ -390,11 +648,23 @@ def subscribe(
 
 def unsubscribe(
     db: Database,
-    subscription_id: Annotated[str, Field(description="Subscription id from list_subscriptions")],
-    reason: Annotated[str, Field(description="Why they leave")],
+    subscription_id: Annotated[
+        str,
+        Field(
+            description="Subscription id from list_subscriptions",
+            json_schema_extra={"x-envfarm-ref": "subscriptions.subscription_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    reason: Annotated[
+        str,
+        Field(description="Why they leave", json_schema_extra={"x-envfarm-user-known": True}),
+    ],
     campaign_id: Annotated[
         str | None,
-        Field(description="Campaign whose unsubscribe link they used, if any"),
+        Field(
+            description="Campaign whose unsubscribe link they used, if any",
+            json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-user-known": False},
+        ),
     ] = None,
 ) -> Unsubscribe:
     """Take a subscriber off a list, recording why (and through which campaign's link, if any). They stop receiving the list's campaigns."""
@@ -422,10 +692,34 @@ def unsubscribe(
 
 def create_template(
     db: Database,
-    name: Annotated[str, Field(description="Template name")],
-    category: Annotated[TemplateCategory, Field(description="Kind of email")],
-    subject_line: Annotated[str, Field(description="Subject pattern, e.g. Digest: {subject}")],
-    body: Annotated[str, Field(description="HTML body; must contain {unsubscribe_url}")],
+    name: Annotated[
+        str,
+        Field(
+            description="Template name",
+            json_schema_extra={"x-envfarm-column": "templates.name", "x-envfarm-user-known": True},
+        ),
+    ],
+    category: Annotated[
+        TemplateCategory,
+        Field(
+            description="Kind of email",
+            json_schema_extra={"x-envfarm-column": "templates.category", "x-envfarm-user-known": True},
+        ),
+    ],
+    subject_line: Annotated[
+        str,
+        Field(
+            description="Subject pattern, e.g. Digest: {subject}",
+            json_schema_extra={"x-envfarm-column": "templates.subject_line", "x-envfarm-user-known": False},
+        ),
+    ],
+    body: Annotated[
+        str,
+        Field(
+            description="HTML body; must contain {unsubscribe_url}",
+            json_schema_extra={"x-envfarm-column": "templates.body", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Template:
     """Create an email template. Use {subject} and {unsubscribe_url} as placeholders."""
     new_id = db.next_id("templates")
@@ -459,9 +753,27 @@ def create_template(
 
 def create_campaign(
     db: Database,
-    list_id: Annotated[str, Field(description="List id from search_lists")],
-    template_id: Annotated[str, Field(description="Template id from list_templates")],
-    subject: Annotated[str, Field(description="Subject line")],
+    list_id: Annotated[
+        str,
+        Field(
+            description="List id from search_lists",
+            json_schema_extra={"x-envfarm-ref": "lists.list_id", "x-envfarm-column": "campaigns.list_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    template_id: Annotated[
+        str,
+        Field(
+            description="Template id from list_templates",
+            json_schema_extra={"x-envfarm-ref": "templates.template_id", "x-envfarm-column": "campaigns.template_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    subject: Annotated[
+        str,
+        Field(
+            description="Subject line",
+            json_schema_extra={"x-envfarm-column": "campaigns.subject", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Campaign:
     """Draft a campaign for an active list with a template and a subject. Send it with send_campaign."""
     db.require("lists", "list_id", list_id, "list_id")
@@ -487,9 +799,27 @@ def create_campaign(
 
 def update_campaign(
     db: Database,
-    campaign_id: Annotated[str, Field(description="Campaign id from search_campaigns")],
-    subject: Annotated[str | None, Field(description="New subject")] = None,
-    template_id: Annotated[str | None, Field(description="New template id from list_templates")] = None,
+    campaign_id: Annotated[
+        str,
+        Field(
+            description="Campaign id from search_campaigns",
+            json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-column": "campaigns.campaign_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    subject: Annotated[
+        str | None,
+        Field(
+            description="New subject",
+            json_schema_extra={"x-envfarm-column": "campaigns.subject", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    template_id: Annotated[
+        str | None,
+        Field(
+            description="New template id from list_templates",
+            json_schema_extra={"x-envfarm-ref": "templates.template_id", "x-envfarm-column": "campaigns.template_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> Campaign:
     """Change the subject or template of a draft or scheduled campaign."""
     current = db.require("campaigns", "campaign_id", campaign_id, "campaign_id")
@@ -522,10 +852,20 @@ def update_campaign(
 
 def schedule_campaign(
     db: Database,
-    campaign_id: Annotated[str, Field(description="Campaign id from search_campaigns")],
+    campaign_id: Annotated[
+        str,
+        Field(
+            description="Campaign id from search_campaigns",
+            json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-column": "campaigns.campaign_id", "x-envfarm-user-known": False},
+        ),
+    ],
     scheduled_for: Annotated[
         str,
-        Field(description="When to send it; must be in the future (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="When to send it; must be in the future (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-column": "campaigns.scheduled_for", "x-envfarm-user-known": True},
+        ),
     ],
 ) -> Campaign:
     """Schedule a draft (or reschedule a scheduled) campaign for a future time."""
@@ -563,7 +903,13 @@ def schedule_campaign(
 
 def cancel_campaign(
     db: Database,
-    campaign_id: Annotated[str, Field(description="Campaign id from search_campaigns")],
+    campaign_id: Annotated[
+        str,
+        Field(
+            description="Campaign id from search_campaigns",
+            json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-column": "campaigns.campaign_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Campaign:
     """Cancel a draft or scheduled campaign so it is never sent."""
     current = db.require("campaigns", "campaign_id", campaign_id, "campaign_id")
@@ -593,7 +939,13 @@ def cancel_campaign(
 
 def send_campaign(
     db: Database,
-    campaign_id: Annotated[str, Field(description="Campaign id from search_campaigns")],
+    campaign_id: Annotated[
+        str,
+        Field(
+            description="Campaign id from search_campaigns",
+            json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Campaign:
     """Send a draft or scheduled campaign now to every current subscriber of its list. A campaign is sent only once, and never to an empty list."""
     db.require("campaigns", "campaign_id", campaign_id, "campaign_id")

@@ -23,98 +23,225 @@ ClaimStatus = Literal["submitted", "under_review", "approved", "rejected", "paid
 class Customer(BaseModel):
     """A Swiftline customer, sender or recipient (the farm's shared cast of people). A row of `customers`."""
 
-    customer_id: str = Field(description="Internal customer id")
-    full_name: str = Field(description="First and last name")
-    email: str = Field(description="Contact email")
-    phone: str = Field(description="Contact phone number")
-    address: str = Field(description="Default street address")
+    customer_id: str = Field(
+        description="Internal customer id",
+        json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
+    )
+    full_name: str = Field(
+        description="First and last name",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    email: str = Field(description="Contact email", json_schema_extra={"x-envfarm-user-known": True})
+    phone: str = Field(description="Contact phone number", json_schema_extra={"x-envfarm-user-known": True})
+    address: str = Field(
+        description="Default street address",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class ServiceLevel(BaseModel):
     """A shipping service with its weight limit, price and transit time. A row of `service_levels`."""
 
-    service_id: str = Field(description="Internal service id")
-    name: str = Field(description="Service name, e.g. Express")
-    max_weight_kg: float = Field(description="Heaviest parcel the service accepts")
-    base_price: float = Field(description="Price per shipment in USD before weight")
-    price_per_kg: float = Field(description="Price per kg in USD")
-    transit_days: int = Field(description="Days from label to expected delivery")
+    service_id: str = Field(
+        description="Internal service id",
+        json_schema_extra={"x-envfarm-ref": "service_levels.service_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Service name, e.g. Express",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    max_weight_kg: float = Field(
+        description="Heaviest parcel the service accepts",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    base_price: float = Field(
+        description="Price per shipment in USD before weight",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    price_per_kg: float = Field(
+        description="Price per kg in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    transit_days: int = Field(
+        description="Days from label to expected delivery",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Parcel(BaseModel):
     """A physical parcel registered by a sender for a recipient. A row of `parcels`."""
 
-    parcel_id: str = Field(description="Internal parcel id")
-    sender_id: str = Field(description="The sender")
-    recipient_id: str = Field(description="The recipient")
-    weight_kg: float = Field(description="Weight in kg")
-    length_cm: int = Field(description="Length in cm")
-    width_cm: int = Field(description="Width in cm")
-    height_cm: int = Field(description="Height in cm")
-    contents: str = Field(description="What is inside, e.g. books")
-    declared_value: float = Field(description="Declared value in USD (the most a claim can pay)")
-    created_at: str = Field(description="When it was registered (ISO 8601, UTC)")
+    parcel_id: str = Field(
+        description="Internal parcel id",
+        json_schema_extra={"x-envfarm-ref": "parcels.parcel_id", "x-envfarm-user-known": False},
+    )
+    sender_id: str = Field(
+        description="The sender",
+        json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
+    )
+    recipient_id: str = Field(
+        description="The recipient",
+        json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
+    )
+    weight_kg: float = Field(description="Weight in kg", json_schema_extra={"x-envfarm-user-known": True})
+    length_cm: int = Field(description="Length in cm", json_schema_extra={"x-envfarm-user-known": True})
+    width_cm: int = Field(description="Width in cm", json_schema_extra={"x-envfarm-user-known": True})
+    height_cm: int = Field(description="Height in cm", json_schema_extra={"x-envfarm-user-known": True})
+    contents: str = Field(
+        description="What is inside, e.g. books",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    declared_value: float = Field(
+        description="Declared value in USD (the most a claim can pay)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    created_at: str = Field(
+        description="When it was registered (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Shipment(BaseModel):
     """The carriage of a parcel with one service level, from label to delivery. A row of `shipments`."""
 
-    shipment_id: str = Field(description="Internal shipment id")
-    parcel_id: str = Field(description="The parcel shipped")
-    tracking_number: str = Field(description="Tracking number on the label, e.g. SL500123456")
-    service_id: str = Field(description="The service level")
-    destination_address: str = Field(description="Where it is delivered")
-    status: ShipmentStatus = Field(description="Where the shipment stands")
-    price: float = Field(description="Price charged in USD")
-    created_at: str = Field(description="When the label was created (ISO 8601, UTC)")
-    estimated_delivery: str = Field(description="Expected delivery date (YYYY-MM-DD)")
+    shipment_id: str = Field(
+        description="Internal shipment id",
+        json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-user-known": False},
+    )
+    parcel_id: str = Field(
+        description="The parcel shipped",
+        json_schema_extra={"x-envfarm-ref": "parcels.parcel_id", "x-envfarm-user-known": False},
+    )
+    tracking_number: str = Field(
+        description="Tracking number on the label, e.g. SL500123456",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    service_id: str = Field(
+        description="The service level",
+        json_schema_extra={"x-envfarm-ref": "service_levels.service_id", "x-envfarm-user-known": False},
+    )
+    destination_address: str = Field(
+        description="Where it is delivered",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: ShipmentStatus = Field(
+        description="Where the shipment stands",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    price: float = Field(description="Price charged in USD", json_schema_extra={"x-envfarm-user-known": True})
+    created_at: str = Field(
+        description="When the label was created (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    estimated_delivery: str = Field(
+        description="Expected delivery date (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
     closed_at: str | None = Field(
         description="When it was delivered, declared lost, returned or cancelled (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
     )
 
 
 class TrackingEvent(BaseModel):
     """A scan or status event in a shipment's journey. A row of `tracking_events`."""
 
-    event_id: str = Field(description="Internal event id")
-    shipment_id: str = Field(description="The shipment")
-    occurred_at: str = Field(description="When it happened (ISO 8601, UTC)")
-    location: str = Field(description="City or facility")
-    event_type: TrackingEventEventType = Field(description="What happened")
-    note: str | None = Field(description="Extra detail")
+    event_id: str = Field(
+        description="Internal event id",
+        json_schema_extra={"x-envfarm-ref": "tracking_events.event_id", "x-envfarm-user-known": False},
+    )
+    shipment_id: str = Field(
+        description="The shipment",
+        json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-user-known": False},
+    )
+    occurred_at: str = Field(
+        description="When it happened (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    location: str = Field(description="City or facility", json_schema_extra={"x-envfarm-user-known": True})
+    event_type: TrackingEventEventType = Field(
+        description="What happened",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    note: str | None = Field(description="Extra detail", json_schema_extra={"x-envfarm-user-known": False})
 
 
 class Pickup(BaseModel):
     """A courier visit to collect a shipment from the sender. A row of `pickups`."""
 
-    pickup_id: str = Field(description="Internal pickup id")
-    shipment_id: str = Field(description="The shipment to collect")
-    pickup_date: str = Field(description="Day of the visit (YYYY-MM-DD)")
-    time_window: PickupTimeWindow = Field(description="morning is 8-12, afternoon 13-18")
-    address: str = Field(description="Where the courier collects it")
-    status: PickupStatus = Field(description="Pickup status")
+    pickup_id: str = Field(
+        description="Internal pickup id",
+        json_schema_extra={"x-envfarm-ref": "pickups.pickup_id", "x-envfarm-user-known": False},
+    )
+    shipment_id: str = Field(
+        description="The shipment to collect",
+        json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-user-known": False},
+    )
+    pickup_date: str = Field(
+        description="Day of the visit (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    time_window: PickupTimeWindow = Field(
+        description="morning is 8-12, afternoon 13-18",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    address: str = Field(
+        description="Where the courier collects it",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: PickupStatus = Field(
+        description="Pickup status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class AddressChange(BaseModel):
     """A redirection of a shipment to a new delivery address. A row of `address_changes`."""
 
-    change_id: str = Field(description="Internal change id")
-    shipment_id: str = Field(description="The shipment")
-    old_address: str = Field(description="Previous destination")
-    new_address: str = Field(description="New destination")
-    requested_at: str = Field(description="When it was requested (ISO 8601, UTC)")
+    change_id: str = Field(
+        description="Internal change id",
+        json_schema_extra={"x-envfarm-ref": "address_changes.change_id", "x-envfarm-user-known": False},
+    )
+    shipment_id: str = Field(
+        description="The shipment",
+        json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-user-known": False},
+    )
+    old_address: str = Field(
+        description="Previous destination",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    new_address: str = Field(description="New destination", json_schema_extra={"x-envfarm-user-known": True})
+    requested_at: str = Field(
+        description="When it was requested (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Claim(BaseModel):
     """A compensation claim for a damaged or lost shipment. A row of `claims`."""
 
-    claim_id: str = Field(description="Internal claim id")
-    shipment_id: str = Field(description="The shipment")
-    claim_type: ClaimClaimType = Field(description="What went wrong")
-    amount: float = Field(description="Amount claimed in USD")
-    description: str = Field(description="What happened")
-    filed_at: str = Field(description="When it was filed (ISO 8601, UTC)")
-    status: ClaimStatus = Field(description="Claim status")
+    claim_id: str = Field(
+        description="Internal claim id",
+        json_schema_extra={"x-envfarm-ref": "claims.claim_id", "x-envfarm-user-known": False},
+    )
+    shipment_id: str = Field(
+        description="The shipment",
+        json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-user-known": False},
+    )
+    claim_type: ClaimClaimType = Field(
+        description="What went wrong",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    amount: float = Field(
+        description="Amount claimed in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    description: str = Field(description="What happened", json_schema_extra={"x-envfarm-user-known": True})
+    filed_at: str = Field(
+        description="When it was filed (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    status: ClaimStatus = Field(description="Claim status", json_schema_extra={"x-envfarm-user-known": False})
 
 
 class FindCustomerResult(BaseModel):
@@ -168,8 +295,20 @@ class ListClaimsResult(BaseModel):
 
 def find_customer(
     db: Database,
-    full_name: Annotated[str | None, Field(description="Part of the customer's name")] = None,
-    email: Annotated[str | None, Field(description="Exact email address")] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the customer's name",
+            json_schema_extra={"x-envfarm-column": "customers.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Exact email address",
+            json_schema_extra={"x-envfarm-column": "customers.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> FindCustomerResult:
     """Find customers by part of their name or exact email. Returns customer records with their customer_id and address."""
     args = {"full_name": full_name, "email": email, "now": db.now}
@@ -185,7 +324,13 @@ def find_customer(
 
 def list_service_levels(
     db: Database,
-    name: Annotated[str | None, Field(description="Part of the service name")] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the service name",
+            json_schema_extra={"x-envfarm-column": "service_levels.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListServiceLevelsResult:
     """List shipping services with their weight limit, prices and transit days."""
     args = {"name": name, "now": db.now}
@@ -200,8 +345,20 @@ def list_service_levels(
 
 def list_parcels(
     db: Database,
-    sender_id: Annotated[str | None, Field(description="Sender's customer id")] = None,
-    recipient_id: Annotated[str | None, Field(description="Recipient's customer id")] = None,
+    sender_id: Annotated[
+        str | None,
+        Field(
+            description="Sender's customer id",
+            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "parcels.sender_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    recipient_id: Annotated[
+        str | None,
+        Field(
+            description="Recipient's customer id",
+            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "parcels.recipient_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListParcelsResult:
     """List parcels sent by or addressed to a customer (customer ids from find_customer)."""
     if sender_id is not None:
@@ -221,7 +378,13 @@ def list_parcels(
 
 def get_parcel(
     db: Database,
-    parcel_id: Annotated[str, Field(description="Parcel id from list_parcels or a shipment")],
+    parcel_id: Annotated[
+        str,
+        Field(
+            description="Parcel id from list_parcels or a shipment",
+            json_schema_extra={"x-envfarm-ref": "parcels.parcel_id", "x-envfarm-column": "parcels.parcel_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Parcel:
     """Get one parcel's sender, recipient, weight, size, contents and declared value."""
     row = db.require("parcels", "parcel_id", parcel_id, "parcel_id")
@@ -230,14 +393,67 @@ def get_parcel(
 
 def register_parcel(
     db: Database,
-    sender_id: Annotated[str, Field(description="Sender's customer id")],
-    recipient_id: Annotated[str, Field(description="Recipient's customer id")],
-    weight_kg: Annotated[float, Field(description="Weight in kg", ge=0.05)],
-    length_cm: Annotated[int, Field(description="Length in cm", ge=1.0)],
-    width_cm: Annotated[int, Field(description="Width in cm", ge=1.0)],
-    height_cm: Annotated[int, Field(description="Height in cm", ge=1.0)],
-    contents: Annotated[str, Field(description="What is inside")],
-    declared_value: Annotated[float, Field(description="Value in USD", ge=0.0)],
+    sender_id: Annotated[
+        str,
+        Field(
+            description="Sender's customer id",
+            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "parcels.sender_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    recipient_id: Annotated[
+        str,
+        Field(
+            description="Recipient's customer id",
+            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "parcels.recipient_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    weight_kg: Annotated[
+        float,
+        Field(
+            description="Weight in kg",
+            ge=0.05,
+            json_schema_extra={"x-envfarm-column": "parcels.weight_kg", "x-envfarm-user-known": True},
+        ),
+    ],
+    length_cm: Annotated[
+        int,
+        Field(
+            description="Length in cm",
+            ge=1.0,
+            json_schema_extra={"x-envfarm-column": "parcels.length_cm", "x-envfarm-user-known": True},
+        ),
+    ],
+    width_cm: Annotated[
+        int,
+        Field(
+            description="Width in cm",
+            ge=1.0,
+            json_schema_extra={"x-envfarm-column": "parcels.width_cm", "x-envfarm-user-known": True},
+        ),
+    ],
+    height_cm: Annotated[
+        int,
+        Field(
+            description="Height in cm",
+            ge=1.0,
+            json_schema_extra={"x-envfarm-column": "parcels.height_cm", "x-envfarm-user-known": True},
+        ),
+    ],
+    contents: Annotated[
+        str,
+        Field(
+            description="What is inside",
+            json_schema_extra={"x-envfarm-column": "parcels.contents", "x-envfarm-user-known": True},
+        ),
+    ],
+    declared_value: Annotated[
+        float,
+        Field(
+            description="Value in USD",
+            ge=0.0,
+            json_schema_extra={"x-envfarm-column": "parcels.declared_value", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Parcel:
     """Register a parcel a customer wants to send to another customer (both ids from find_customer). Ship it afterwards with create_shipment."""
     db.require("customers", "customer_id", sender_id, "sender_id")
@@ -287,11 +503,26 @@ def register_parcel(
 
 def create_shipment(
     db: Database,
-    parcel_id: Annotated[str, Field(description="Parcel id from register_parcel or list_parcels")],
-    service_id: Annotated[str, Field(description="Service id from list_service_levels")],
+    parcel_id: Annotated[
+        str,
+        Field(
+            description="Parcel id from register_parcel or list_parcels",
+            json_schema_extra={"x-envfarm-ref": "parcels.parcel_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    service_id: Annotated[
+        str,
+        Field(
+            description="Service id from list_service_levels",
+            json_schema_extra={"x-envfarm-ref": "service_levels.service_id", "x-envfarm-user-known": False},
+        ),
+    ],
     destination_address: Annotated[
         str | None,
-        Field(description="Delivery address (default: the recipient's address)"),
+        Field(
+            description="Delivery address (default: the recipient's address)",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> Shipment:
     """Ship a registered parcel with a service level: creates the label and tracking number, prices it (base price plus price per kg) and sets the expected delivery date. Delivers to the recipient's address unless another destination is given."""
@@ -321,8 +552,20 @@ def create_shipment(
 
 def list_shipments(
     db: Database,
-    parcel_id: Annotated[str | None, Field(description="Parcel id from list_parcels")] = None,
-    status: Annotated[ShipmentStatus | None, Field(description="Only shipments with this status")] = None,
+    parcel_id: Annotated[
+        str | None,
+        Field(
+            description="Parcel id from list_parcels",
+            json_schema_extra={"x-envfarm-ref": "parcels.parcel_id", "x-envfarm-column": "shipments.parcel_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        ShipmentStatus | None,
+        Field(
+            description="Only shipments with this status",
+            json_schema_extra={"x-envfarm-column": "shipments.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListShipmentsResult:
     """List shipments of a parcel (parcel_id from list_parcels), or all shipments with a status."""
     if parcel_id is not None:
@@ -340,7 +583,13 @@ def list_shipments(
 
 def track_shipment(
     db: Database,
-    tracking_number: Annotated[str, Field(description="Tracking number, e.g. SL500123456")],
+    tracking_number: Annotated[
+        str,
+        Field(
+            description="Tracking number, e.g. SL500123456",
+            json_schema_extra={"x-envfarm-column": "shipments.tracking_number", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Shipment:
     """Look up a shipment by its tracking number; gives its shipment_id, status and expected delivery."""
     row = db.require("shipments", "tracking_number", tracking_number, "tracking_number")
@@ -349,7 +598,13 @@ def track_shipment(
 
 def list_tracking_events(
     db: Database,
-    shipment_id: Annotated[str, Field(description="Shipment id from track_shipment or list_shipments")],
+    shipment_id: Annotated[
+        str,
+        Field(
+            description="Shipment id from track_shipment or list_shipments",
+            json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-column": "tracking_events.shipment_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListTrackingEventsResult:
     """List the tracking events of a shipment, oldest first."""
     db.require("shipments", "shipment_id", shipment_id, "shipment_id")
@@ -365,13 +620,35 @@ def list_tracking_events(
 
 def schedule_pickup(
     db: Database,
-    shipment_id: Annotated[str, Field(description="Shipment id from list_shipments")],
+    shipment_id: Annotated[
+        str,
+        Field(
+            description="Shipment id from list_shipments",
+            json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-column": "pickups.shipment_id", "x-envfarm-user-known": False},
+        ),
+    ],
     pickup_date: Annotated[
         str,
-        Field(description="Day of the visit (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
+        Field(
+            description="Day of the visit (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-column": "pickups.pickup_date", "x-envfarm-user-known": True},
+        ),
     ],
-    time_window: Annotated[PickupTimeWindow, Field(description="morning (8-12) or afternoon (13-18)")],
-    address: Annotated[str, Field(description="Where to collect it, usually the sender's address")],
+    time_window: Annotated[
+        PickupTimeWindow,
+        Field(
+            description="morning (8-12) or afternoon (13-18)",
+            json_schema_extra={"x-envfarm-column": "pickups.time_window", "x-envfarm-user-known": True},
+        ),
+    ],
+    address: Annotated[
+        str,
+        Field(
+            description="Where to collect it, usually the sender's address",
+            json_schema_extra={"x-envfarm-column": "pickups.address", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Pickup:
     """Book a courier to collect a shipment whose label is created but not yet picked up. Pickups run Monday to Saturday, from today on."""
     db.require("shipments", "shipment_id", shipment_id, "shipment_id")
@@ -416,7 +693,13 @@ def schedule_pickup(
 
 def cancel_pickup(
     db: Database,
-    pickup_id: Annotated[str, Field(description="Pickup id from list_pickups")],
+    pickup_id: Annotated[
+        str,
+        Field(
+            description="Pickup id from list_pickups",
+            json_schema_extra={"x-envfarm-ref": "pickups.pickup_id", "x-envfarm-column": "pickups.pickup_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Pickup:
     """Cancel a scheduled courier pickup."""
     current = db.require("pickups", "pickup_id", pickup_id, "pickup_id")
@@ -433,7 +716,13 @@ def cancel_pickup(
 
 def list_pickups(
     db: Database,
-    shipment_id: Annotated[str, Field(description="Shipment id from list_shipments")],
+    shipment_id: Annotated[
+        str,
+        Field(
+            description="Shipment id from list_shipments",
+            json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-column": "pickups.shipment_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListPickupsResult:
     """List the courier pickups of a shipment."""
     db.require("shipments", "shipment_id", shipment_id, "shipment_id")
@@ -449,8 +738,17 @@ def list_pickups(
 
 def change_delivery_address(
     db: Database,
-    shipment_id: Annotated[str, Field(description="Shipment id from track_shipment or list_shipments")],
-    new_address: Annotated[str, Field(description="The new delivery address")],
+    shipment_id: Annotated[
+        str,
+        Field(
+            description="Shipment id from track_shipment or list_shipments",
+            json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    new_address: Annotated[
+        str,
+        Field(description="The new delivery address", json_schema_extra={"x-envfarm-user-known": True}),
+    ],
 ) -> AddressChange:
     """Redirect a shipment to a new delivery address. Possible until the shipment is out for delivery; the change is recorded and shows up in its tracking events."""
     db.require("shipments", "shipment_id", shipment_id, "shipment_id")
@@ -477,10 +775,35 @@ def change_delivery_address(
 
 def file_claim(
     db: Database,
-    shipment_id: Annotated[str, Field(description="Shipment id from track_shipment or list_shipments")],
-    claim_type: Annotated[ClaimClaimType, Field(description="What went wrong")],
-    amount: Annotated[float, Field(description="Amount claimed in USD", ge=0.01)],
-    description: Annotated[str, Field(description="What happened")],
+    shipment_id: Annotated[
+        str,
+        Field(
+            description="Shipment id from track_shipment or list_shipments",
+            json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-column": "claims.shipment_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    claim_type: Annotated[
+        ClaimClaimType,
+        Field(
+            description="What went wrong",
+            json_schema_extra={"x-envfarm-column": "claims.claim_type", "x-envfarm-user-known": True},
+        ),
+    ],
+    amount: Annotated[
+        float,
+        Field(
+            description="Amount claimed in USD",
+            ge=0.01,
+            json_schema_extra={"x-envfarm-column": "claims.amount", "x-envfarm-user-known": True},
+        ),
+    ],
+    description: Annotated[
+        str,
+        Field(
+            description="What happened",
+            json_schema_extra={"x-envfarm-column": "claims.description", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Claim:
     """File a compensation claim for a delivered shipment (damaged or missing items) or a lost one, within 30 days of delivery or of it being declared lost. The amount cannot exceed the parcel's declared value."""
     db.require("shipments", "shipment_id", shipment_id, "shipment_id")
@@ -549,8 +872,20 @@ def file_claim(
 
 def list_claims(
     db: Database,
-    shipment_id: Annotated[str | None, Field(description="Shipment id from list_shipments")] = None,
-    status: Annotated[ClaimStatus | None, Field(description="Only claims with this status")] = None,
+    shipment_id: Annotated[
+        str | None,
+        Field(
+            description="Shipment id from list_shipments",
+            json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-column": "claims.shipment_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        ClaimStatus | None,
+        Field(
+            description="Only claims with this status",
+            json_schema_extra={"x-envfarm-column": "claims.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListClaimsResult:
     """List claims of a shipment, or all claims with a status."""
     if shipment_id is not None:
@@ -568,7 +903,13 @@ def list_claims(
 
 def cancel_shipment(
     db: Database,
-    shipment_id: Annotated[str, Field(description="Shipment id from list_shipments")],
+    shipment_id: Annotated[
+        str,
+        Field(
+            description="Shipment id from list_shipments",
+            json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-column": "shipments.shipment_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Shipment:
     """Cancel a shipment before it has been picked up; its scheduled pickups are cancelled too."""
     current = db.require("shipments", "shipment_id", shipment_id, "shipment_id")

@@ -27,78 +27,210 @@ PayoutStatus = Literal["in_transit", "paid"]
 class Customer(BaseModel):
     """A wallet customer (the farm's shared cast of people). A row of `customers`."""
 
-    customer_id: str = Field(description="Internal customer id")
-    full_name: str = Field(description="First and last name")
-    email: str = Field(description="Login and receipt email")
-    phone: str = Field(description="Contact phone number")
-    created_at: str = Field(description="When the wallet was opened (ISO 8601, UTC)")
+    customer_id: str = Field(
+        description="Internal customer id",
+        json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
+    )
+    full_name: str = Field(
+        description="First and last name",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    email: str = Field(
+        description="Login and receipt email",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    phone: str = Field(description="Contact phone number", json_schema_extra={"x-envfarm-user-known": True})
+    created_at: str = Field(
+        description="When the wallet was opened (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Merchant(BaseModel):
     """A business that accepts payments through the wallet. A row of `merchants`."""
 
-    merchant_id: str = Field(description="Internal merchant id")
-    name: str = Field(description="Business name, e.g. FreshCart Grocery")
-    category: MerchantCategory = Field(description="Business category")
-    support_email: str = Field(description="Billing contact of the merchant")
-    payout_schedule: MerchantPayoutSchedule = Field(description="How often payouts are usually sent")
-    status: MerchantStatus = Field(description="Restricted merchants cannot receive payouts")
-    available_balance: float = Field(description="Settled funds in USD that can be paid out")
-    pending_balance: float = Field(description="Funds in USD captured in the last two days, not yet settled")
+    merchant_id: str = Field(
+        description="Internal merchant id",
+        json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Business name, e.g. FreshCart Grocery",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    category: MerchantCategory = Field(
+        description="Business category",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    support_email: str = Field(
+        description="Billing contact of the merchant",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    payout_schedule: MerchantPayoutSchedule = Field(
+        description="How often payouts are usually sent",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    status: MerchantStatus = Field(
+        description="Restricted merchants cannot receive payouts",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    available_balance: float = Field(
+        description="Settled funds in USD that can be paid out",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    pending_balance: float = Field(
+        description="Funds in USD captured in the last two days, not yet settled",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class PaymentMethod(BaseModel):
     """A card or bank account a customer keeps on file. A row of `payment_methods`."""
 
-    method_id: str = Field(description="Internal payment method id")
-    customer_id: str = Field(description="Owner of the method")
-    type: PaymentMethodType = Field(description="Card or bank account")
-    brand: PaymentMethodBrand | None = Field(description="Card network (cards only)")
-    bank_name: str | None = Field(description="Bank (bank accounts only)")
-    last4: str = Field(description="Last four digits")
-    exp_month: int | None = Field(description="Expiry month 1-12 (cards only)")
-    exp_year: int | None = Field(description="Expiry year (cards only)")
-    label: str | None = Field(description="Customer's label, e.g. Visa ending 4242")
-    is_default: bool = Field(description="The method used when none is named")
-    status: PaymentMethodStatus = Field(description="Removed methods cannot be charged")
+    method_id: str = Field(
+        description="Internal payment method id",
+        json_schema_extra={"x-envfarm-ref": "payment_methods.method_id", "x-envfarm-user-known": False},
+    )
+    customer_id: str = Field(
+        description="Owner of the method",
+        json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
+    )
+    type: PaymentMethodType = Field(
+        description="Card or bank account",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    brand: PaymentMethodBrand | None = Field(
+        description="Card network (cards only)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    bank_name: str | None = Field(
+        description="Bank (bank accounts only)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    last4: str = Field(description="Last four digits", json_schema_extra={"x-envfarm-user-known": True})
+    exp_month: int | None = Field(
+        description="Expiry month 1-12 (cards only)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    exp_year: int | None = Field(
+        description="Expiry year (cards only)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    label: str | None = Field(
+        description="Customer's label, e.g. Visa ending 4242",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    is_default: bool = Field(
+        description="The method used when none is named",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    status: PaymentMethodStatus = Field(
+        description="Removed methods cannot be charged",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Charge(BaseModel):
     """A payment from a customer to a merchant. A row of `charges`."""
 
-    charge_id: str = Field(description="Internal charge id")
-    customer_id: str = Field(description="The paying customer")
-    merchant_id: str = Field(description="The merchant paid")
-    method_id: str = Field(description="The card or bank account charged")
-    amount: float = Field(description="Authorized amount in USD")
-    description: str = Field(description="What the payment was for")
-    status: ChargeStatus = Field(description="Charge status")
-    amount_captured: float = Field(description="Amount in USD actually taken")
-    amount_refunded: float = Field(description="Amount in USD refunded so far")
-    created_at: str = Field(description="When the charge was made (ISO 8601, UTC)")
-    captured_at: str | None = Field(description="When the funds were captured (ISO 8601, UTC)")
+    charge_id: str = Field(
+        description="Internal charge id",
+        json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-user-known": False},
+    )
+    customer_id: str = Field(
+        description="The paying customer",
+        json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
+    )
+    merchant_id: str = Field(
+        description="The merchant paid",
+        json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-user-known": False},
+    )
+    method_id: str = Field(
+        description="The card or bank account charged",
+        json_schema_extra={"x-envfarm-ref": "payment_methods.method_id", "x-envfarm-user-known": False},
+    )
+    amount: float = Field(
+        description="Authorized amount in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    description: str = Field(
+        description="What the payment was for",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: ChargeStatus = Field(
+        description="Charge status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    amount_captured: float = Field(
+        description="Amount in USD actually taken",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    amount_refunded: float = Field(
+        description="Amount in USD refunded so far",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    created_at: str = Field(
+        description="When the charge was made (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    captured_at: str | None = Field(
+        description="When the funds were captured (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Refund(BaseModel):
     """Money returned to the customer from a captured charge. A row of `refunds`."""
 
-    refund_id: str = Field(description="Internal refund id")
-    charge_id: str = Field(description="The refunded charge")
-    amount: float = Field(description="Refunded amount in USD")
-    reason: RefundReason = Field(description="Why it was refunded")
-    status: RefundStatus = Field(description="Refund status")
-    created_at: str = Field(description="When the refund was issued (ISO 8601, UTC)")
+    refund_id: str = Field(
+        description="Internal refund id",
+        json_schema_extra={"x-envfarm-ref": "refunds.refund_id", "x-envfarm-user-known": False},
+    )
+    charge_id: str = Field(
+        description="The refunded charge",
+        json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-user-known": False},
+    )
+    amount: float = Field(
+        description="Refunded amount in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    reason: RefundReason = Field(
+        description="Why it was refunded",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: RefundStatus = Field(
+        description="Refund status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    created_at: str = Field(
+        description="When the refund was issued (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Payout(BaseModel):
     """A transfer of a merchant's available balance to its bank. A row of `payouts`."""
 
-    payout_id: str = Field(description="Internal payout id")
-    merchant_id: str = Field(description="The merchant paid out")
-    amount: float = Field(description="Amount in USD")
-    status: PayoutStatus = Field(description="Payout status")
-    created_at: str = Field(description="When the payout was sent (ISO 8601, UTC)")
-    arrival_date: str | None = Field(description="Expected arrival at the merchant's bank (YYYY-MM-DD)")
+    payout_id: str = Field(
+        description="Internal payout id",
+        json_schema_extra={"x-envfarm-ref": "payouts.payout_id", "x-envfarm-user-known": False},
+    )
+    merchant_id: str = Field(
+        description="The merchant paid out",
+        json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-user-known": False},
+    )
+    amount: float = Field(description="Amount in USD", json_schema_extra={"x-envfarm-user-known": True})
+    status: PayoutStatus = Field(
+        description="Payout status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    created_at: str = Field(
+        description="When the payout was sent (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    arrival_date: str | None = Field(
+        description="Expected arrival at the merchant's bank (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class FindCustomerResult(BaseModel):
@@ -156,8 +288,20 @@ class CustomerSpendingSummaryResult(BaseModel):
 
 def find_customer(
     db: Database,
-    email: Annotated[str | None, Field(description="Exact email address")] = None,
-    full_name: Annotated[str | None, Field(description="Part of the customer's name")] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Exact email address",
+            json_schema_extra={"x-envfarm-column": "customers.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the customer's name",
+            json_schema_extra={"x-envfarm-column": "customers.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> FindCustomerResult:
     """Find wallet customers by exact email or part of the name. Returns customer ids."""
     args = {"email": email, "full_name": full_name, "now": db.now}
@@ -173,12 +317,27 @@ def find_customer(
 
 def list_payment_methods(
     db: Database,
-    customer_id: Annotated[str, Field(description="Customer id from find_customer")],
+    customer_id: Annotated[
+        str,
+        Field(
+            description="Customer id from find_customer",
+            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "payment_methods.customer_id", "x-envfarm-user-known": False},
+        ),
+    ],
     status: Annotated[
         PaymentMethodStatus,
-        Field(description="active (default) or removed methods"),
+        Field(
+            description="active (default) or removed methods",
+            json_schema_extra={"x-envfarm-column": "payment_methods.status", "x-envfarm-user-known": False},
+        ),
     ] = "active",
-    type: Annotated[PaymentMethodType | None, Field(description="Only cards or only bank accounts")] = None,
+    type: Annotated[
+        PaymentMethodType | None,
+        Field(
+            description="Only cards or only bank accounts",
+            json_schema_extra={"x-envfarm-column": "payment_methods.type", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListPaymentMethodsResult:
     """List a customer's cards and bank accounts with expiry dates and which one is the default."""
     db.require("customers", "customer_id", customer_id, "customer_id")
@@ -196,12 +355,52 @@ def list_payment_methods(
 
 def add_card(
     db: Database,
-    customer_id: Annotated[str, Field(description="Customer id from find_customer")],
-    brand: Annotated[PaymentMethodBrand, Field(description="Card network")],
-    last4: Annotated[str, Field(description="Last four digits of the card number")],
-    exp_month: Annotated[int, Field(description="Expiry month", ge=1.0, le=12.0)],
-    exp_year: Annotated[int, Field(description="Expiry year (4 digits)", ge=2000.0, le=2100.0)],
-    label: Annotated[str | None, Field(description="Optional label, e.g. Travel card")] = None,
+    customer_id: Annotated[
+        str,
+        Field(
+            description="Customer id from find_customer",
+            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "payment_methods.customer_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    brand: Annotated[
+        PaymentMethodBrand,
+        Field(
+            description="Card network",
+            json_schema_extra={"x-envfarm-column": "payment_methods.brand", "x-envfarm-user-known": True},
+        ),
+    ],
+    last4: Annotated[
+        str,
+        Field(
+            description="Last four digits of the card number",
+            json_schema_extra={"x-envfarm-column": "payment_methods.last4", "x-envfarm-user-known": True},
+        ),
+    ],
+    exp_month: Annotated[
+        int,
+        Field(
+            description="Expiry month",
+            ge=1.0,
+            le=12.0,
+            json_schema_extra={"x-envfarm-column": "payment_methods.exp_month", "x-envfarm-user-known": True},
+        ),
+    ],
+    exp_year: Annotated[
+        int,
+        Field(
+            description="Expiry year (4 digits)",
+            ge=2000.0,
+            le=2100.0,
+            json_schema_extra={"x-envfarm-column": "payment_methods.exp_year", "x-envfarm-user-known": True},
+        ),
+    ],
+    label: Annotated[
+        str | None,
+        Field(
+            description="Optional label, e.g. Travel card",
+            json_schema_extra={"x-envfarm-column": "payment_methods.label", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> PaymentMethod:
     """Add a card to a customer's wallet. Expired cards and cards already on file are refused."""
     db.require("customers", "customer_id", customer_id, "customer_id")
@@ -252,7 +451,13 @@ def add_card(
 
 def set_default_payment_method(
     db: Database,
-    method_id: Annotated[str, Field(description="Payment method id from list_payment_methods")],
+    method_id: Annotated[
+        str,
+        Field(
+            description="Payment method id from list_payment_methods",
+            json_schema_extra={"x-envfarm-ref": "payment_methods.method_id", "x-envfarm-column": "payment_methods.method_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> PaymentMethod:
     """Make an active, unexpired card or bank account the customer's default; the previous default is unset."""
     current = db.require("payment_methods", "method_id", method_id, "method_id")
@@ -287,7 +492,13 @@ def set_default_payment_method(
 
 def remove_payment_method(
     db: Database,
-    method_id: Annotated[str, Field(description="Payment method id from list_payment_methods")],
+    method_id: Annotated[
+        str,
+        Field(
+            description="Payment method id from list_payment_methods",
+            json_schema_extra={"x-envfarm-ref": "payment_methods.method_id", "x-envfarm-column": "payment_methods.method_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> PaymentMethod:
     """Remove a card or bank account from the wallet. Not possible while it has uncaptured authorizations."""
     current = db.require("payment_methods", "method_id", method_id, "method_id")
@@ -318,8 +529,20 @@ def remove_payment_method(
 
 def search_merchants(
     db: Database,
-    name: Annotated[str | None, Field(description="Part of the business name")] = None,
-    category: Annotated[MerchantCategory | None, Field(description="Business category")] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the business name",
+            json_schema_extra={"x-envfarm-column": "merchants.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    category: Annotated[
+        MerchantCategory | None,
+        Field(
+            description="Business category",
+            json_schema_extra={"x-envfarm-column": "merchants.category", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> SearchMerchantsResult:
     """Search merchants by part of the name or by category. Returns merchant ids and balances."""
     args = {"name": name, "category": category, "now": db.now}
@@ -335,7 +558,13 @@ def search_merchants(
 
 def get_merchant(
     db: Database,
-    merchant_id: Annotated[str, Field(description="Merchant id from search_merchants or a charge")],
+    merchant_id: Annotated[
+        str,
+        Field(
+            description="Merchant id from search_merchants or a charge",
+            json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-column": "merchants.merchant_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Merchant:
     """Get one merchant's balances, payout schedule and status."""
     row = db.require("merchants", "merchant_id", merchant_id, "merchant_id")
@@ -344,17 +573,41 @@ def get_merchant(
 
 def create_charge(
     db: Database,
-    customer_id: Annotated[str, Field(description="Customer id from find_customer")],
-    merchant_id: Annotated[str, Field(description="Merchant id from search_merchants")],
+    customer_id: Annotated[
+        str,
+        Field(
+            description="Customer id from find_customer",
+            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    merchant_id: Annotated[
+        str,
+        Field(
+            description="Merchant id from search_merchants",
+            json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-user-known": False},
+        ),
+    ],
     method_id: Annotated[
         str,
-        Field(description="The customer's payment method id from list_payment_methods"),
+        Field(
+            description="The customer's payment method id from list_payment_methods",
+            json_schema_extra={"x-envfarm-ref": "payment_methods.method_id", "x-envfarm-user-known": False},
+        ),
     ],
-    amount: Annotated[float, Field(description="Amount in USD", ge=0.5)],
-    description: Annotated[str, Field(description="What the payment is for")],
+    amount: Annotated[
+        float,
+        Field(description="Amount in USD", ge=0.5, json_schema_extra={"x-envfarm-user-known": True}),
+    ],
+    description: Annotated[
+        str,
+        Field(description="What the payment is for", json_schema_extra={"x-envfarm-user-known": True}),
+    ],
     capture: Annotated[
         bool,
-        Field(description="Take the money now (true) or only authorize it (false)"),
+        Field(
+            description="Take the money now (true) or only authorize it (false)",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ] = True,
 ) -> Charge:
     """Charge a customer's payment method for a merchant. With capture=true (default) the money is taken at once; with capture=false it is only authorized and must be captured or voided later. Returns the charge."""
@@ -404,12 +657,34 @@ def create_charge(
 
 def list_charges(
     db: Database,
-    customer_id: Annotated[str | None, Field(description="Customer id from find_customer")] = None,
-    merchant_id: Annotated[str | None, Field(description="Merchant id from search_merchants")] = None,
-    status: Annotated[ChargeStatus | None, Field(description="Only charges with this status")] = None,
+    customer_id: Annotated[
+        str | None,
+        Field(
+            description="Customer id from find_customer",
+            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "charges.customer_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    merchant_id: Annotated[
+        str | None,
+        Field(
+            description="Merchant id from search_merchants",
+            json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-column": "charges.merchant_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        ChargeStatus | None,
+        Field(
+            description="Only charges with this status",
+            json_schema_extra={"x-envfarm-column": "charges.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
     created_after: Annotated[
         str | None,
-        Field(description="Only charges made at or after this time (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Only charges made at or after this time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-column": "charges.created_at", "x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> ListChargesResult:
     """List charges of a customer or a merchant, optionally by status or since a time, oldest first."""
@@ -438,7 +713,13 @@ def list_charges(
 
 def get_charge(
     db: Database,
-    charge_id: Annotated[str, Field(description="Charge id from list_charges")],
+    charge_id: Annotated[
+        str,
+        Field(
+            description="Charge id from list_charges",
+            json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-column": "charges.charge_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Charge:
     """Get one charge with its amounts captured and refunded."""
     row = db.require("charges", "charge_id", charge_id, "charge_id")
@@ -447,8 +728,21 @@ def get_charge(
 
 def capture_charge(
     db: Database,
-    charge_id: Annotated[str, Field(description="Charge id from list_charges (status authorized)")],
-    amount: Annotated[float, Field(description="Amount in USD to capture", ge=0.5)],
+    charge_id: Annotated[
+        str,
+        Field(
+            description="Charge id from list_charges (status authorized)",
+            json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-column": "charges.charge_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    amount: Annotated[
+        float,
+        Field(
+            description="Amount in USD to capture",
+            ge=0.5,
+            json_schema_extra={"x-envfarm-column": "charges.amount_captured", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Charge:
     """Capture an authorized charge, fully or partly (at most the authorized amount); the rest of the authorization is released. The funds go to the merchant's pending balance."""
     current = db.require("charges", "charge_id", charge_id, "charge_id")
@@ -485,7 +779,13 @@ def capture_charge(
 
 def void_charge(
     db: Database,
-    charge_id: Annotated[str, Field(description="Charge id from list_charges (status authorized)")],
+    charge_id: Annotated[
+        str,
+        Field(
+            description="Charge id from list_charges (status authorized)",
+            json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-column": "charges.charge_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Charge:
     """Cancel an authorized charge that was never captured; the hold on the customer's funds is released."""
     current = db.require("charges", "charge_id", charge_id, "charge_id")
@@ -510,9 +810,28 @@ def void_charge(
 
 def refund_charge(
     db: Database,
-    charge_id: Annotated[str, Field(description="Charge id from list_charges")],
-    amount: Annotated[float, Field(description="Amount in USD to refund", ge=0.01)],
-    reason: Annotated[RefundReason, Field(description="Why the money is returned")],
+    charge_id: Annotated[
+        str,
+        Field(
+            description="Charge id from list_charges",
+            json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-column": "refunds.charge_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    amount: Annotated[
+        float,
+        Field(
+            description="Amount in USD to refund",
+            ge=0.01,
+            json_schema_extra={"x-envfarm-column": "refunds.amount", "x-envfarm-user-known": True},
+        ),
+    ],
+    reason: Annotated[
+        RefundReason,
+        Field(
+            description="Why the money is returned",
+            json_schema_extra={"x-envfarm-column": "refunds.reason", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Refund:
     """Refund part or all of a captured charge. Refunds together cannot exceed the captured amount; the merchant's available balance pays for it. Returns the refund."""
     db.require("charges", "charge_id", charge_id, "charge_id")
@@ -562,7 +881,13 @@ def refund_charge(
 
 def list_refunds(
     db: Database,
-    charge_id: Annotated[str, Field(description="Charge id from list_charges")],
+    charge_id: Annotated[
+        str,
+        Field(
+            description="Charge id from list_charges",
+            json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-column": "refunds.charge_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListRefundsResult:
     """List the refunds of a charge."""
     db.require("charges", "charge_id", charge_id, "charge_id")
@@ -578,8 +903,21 @@ def list_refunds(
 
 def create_payout(
     db: Database,
-    merchant_id: Annotated[str, Field(description="Merchant id from search_merchants")],
-    amount: Annotated[float, Field(description="Amount in USD to pay out", ge=1.0)],
+    merchant_id: Annotated[
+        str,
+        Field(
+            description="Merchant id from search_merchants",
+            json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-column": "payouts.merchant_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    amount: Annotated[
+        float,
+        Field(
+            description="Amount in USD to pay out",
+            ge=1.0,
+            json_schema_extra={"x-envfarm-column": "payouts.amount", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Payout:
     """Pay out part of a merchant's available balance to its bank; it arrives in two days. Restricted merchants cannot be paid out."""
     db.require("merchants", "merchant_id", merchant_id, "merchant_id")
@@ -622,8 +960,20 @@ def create_payout(
 
 def list_payouts(
     db: Database,
-    merchant_id: Annotated[str, Field(description="Merchant id from search_merchants")],
-    status: Annotated[PayoutStatus | None, Field(description="Only payouts with this status")] = None,
+    merchant_id: Annotated[
+        str,
+        Field(
+            description="Merchant id from search_merchants",
+            json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-column": "payouts.merchant_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    status: Annotated[
+        PayoutStatus | None,
+        Field(
+            description="Only payouts with this status",
+            json_schema_extra={"x-envfarm-column": "payouts.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListPayoutsResult:
     """List a merchant's payouts with amounts, status and arrival dates."""
     db.require("merchants", "merchant_id", merchant_id, "merchant_id")
@@ -640,7 +990,13 @@ def list_payouts(
 
 def customer_spending_summary(
     db: Database,
-    customer_id: Annotated[str, Field(description="Customer id from find_customer")],
+    customer_id: Annotated[
+        str,
+        Field(
+            description="Customer id from find_customer",
+            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> CustomerSpendingSummaryResult:
     """Summarize a customer's payments: how many charges, total captured, refunded, net spent, and money still on hold in uncaptured authorizations."""
     db.require("customers", "customer_id", customer_id, "customer_id")

@@ -23,146 +23,364 @@ PickupPaymentMethod = Literal["cash", "card", "hsa_card"]
 class InsurancePlan(BaseModel):
     """A prescription insurance plan and its copays per drug tier. A row of `insurance_plans`."""
 
-    plan_id: str = Field(description="Internal plan id")
-    name: str = Field(description="Plan name, e.g. Bluepeak Silver PPO")
-    carrier: str = Field(description="Insurance company")
-    generic_copay: float = Field(description="Copay in USD for a generic drug fill")
-    brand_copay: float = Field(description="Copay in USD for a brand drug fill")
-    specialty_copay: float = Field(description="Copay in USD for a specialty drug fill (when covered)")
-    covers_specialty: bool = Field(description="Whether specialty-tier drugs are covered")
-    accepted: bool = Field(description="Whether this pharmacy still bills the plan")
+    plan_id: str = Field(
+        description="Internal plan id",
+        json_schema_extra={"x-envfarm-ref": "insurance_plans.plan_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Plan name, e.g. Bluepeak Silver PPO",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    carrier: str = Field(description="Insurance company", json_schema_extra={"x-envfarm-user-known": True})
+    generic_copay: float = Field(
+        description="Copay in USD for a generic drug fill",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    brand_copay: float = Field(
+        description="Copay in USD for a brand drug fill",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    specialty_copay: float = Field(
+        description="Copay in USD for a specialty drug fill (when covered)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    covers_specialty: bool = Field(
+        description="Whether specialty-tier drugs are covered",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    accepted: bool = Field(
+        description="Whether this pharmacy still bills the plan",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Patient(BaseModel):
     """A patient of the pharmacy. A row of `patients`."""
 
-    patient_id: str = Field(description="Internal patient id")
-    full_name: str = Field(description="First and last name")
-    email: str = Field(description="Contact email")
-    phone: str = Field(description="Contact phone number")
-    date_of_birth: str = Field(description="Date of birth (YYYY-MM-DD)")
+    patient_id: str = Field(
+        description="Internal patient id",
+        json_schema_extra={"x-envfarm-ref": "patients.patient_id", "x-envfarm-user-known": False},
+    )
+    full_name: str = Field(
+        description="First and last name",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    email: str = Field(description="Contact email", json_schema_extra={"x-envfarm-user-known": True})
+    phone: str = Field(description="Contact phone number", json_schema_extra={"x-envfarm-user-known": True})
+    date_of_birth: str = Field(
+        description="Date of birth (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
     allergies: str = Field(
         description="Known drug allergy groups, comma separated (e.g. penicillin, sulfa), or none",
+        json_schema_extra={"x-envfarm-user-known": True},
     )
-    plan_id: str | None = Field(description="Insurance plan on file; null pays cash")
-    member_number: str | None = Field(description="Insurance member number")
+    plan_id: str | None = Field(
+        description="Insurance plan on file; null pays cash",
+        json_schema_extra={"x-envfarm-ref": "insurance_plans.plan_id", "x-envfarm-user-known": False},
+    )
+    member_number: str | None = Field(
+        description="Insurance member number",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Prescriber(BaseModel):
     """A doctor or nurse practitioner who writes prescriptions. A row of `prescribers`."""
 
-    prescriber_id: str = Field(description="Internal prescriber id")
-    name: str = Field(description="Prescriber's name, e.g. Dr. Omar Chen")
-    clinic: str = Field(description="Clinic or practice")
-    npi: str = Field(description="National provider identifier")
-    dea_number: str | None = Field(description="DEA registration; needed to prescribe controlled substances")
+    prescriber_id: str = Field(
+        description="Internal prescriber id",
+        json_schema_extra={"x-envfarm-ref": "prescribers.prescriber_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Prescriber's name, e.g. Dr. Omar Chen",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    clinic: str = Field(description="Clinic or practice", json_schema_extra={"x-envfarm-user-known": True})
+    npi: str = Field(
+        description="National provider identifier",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    dea_number: str | None = Field(
+        description="DEA registration; needed to prescribe controlled substances",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Drug(BaseModel):
     """A drug product the pharmacy dispenses or sells. A row of `drugs`."""
 
-    drug_id: str = Field(description="Internal drug id")
-    name: str = Field(description="Product name with strength and form, e.g. Lisinopril 10 mg tablet")
-    generic_name: str = Field(description="Active ingredient")
-    drug_class: str = Field(description="Therapeutic class")
+    drug_id: str = Field(
+        description="Internal drug id",
+        json_schema_extra={"x-envfarm-ref": "drugs.drug_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Product name with strength and form, e.g. Lisinopril 10 mg tablet",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    generic_name: str = Field(
+        description="Active ingredient",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    drug_class: str = Field(
+        description="Therapeutic class",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
     allergy_group: str | None = Field(
         description="Allergy group it belongs to (penicillin, sulfa, nsaid, opioid), if any",
+        json_schema_extra={"x-envfarm-user-known": False},
     )
-    schedule: DrugSchedule = Field(description="DEA controlled-substance schedule; none if not controlled")
-    tier: DrugTier = Field(description="Insurance pricing tier")
-    unit_price: float = Field(description="Cash price in USD per unit (tablet, mL, pen...)")
-    requires_prescription: bool = Field(description="Prescription-only (true) or over the counter (false)")
+    schedule: DrugSchedule = Field(
+        description="DEA controlled-substance schedule; none if not controlled",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    tier: DrugTier = Field(
+        description="Insurance pricing tier",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    unit_price: float = Field(
+        description="Cash price in USD per unit (tablet, mL, pen...)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    requires_prescription: bool = Field(
+        description="Prescription-only (true) or over the counter (false)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
     otc_purchase_limit: int | None = Field(
         description="Most units per over-the-counter sale for restricted items (logged to a patient)",
+        json_schema_extra={"x-envfarm-user-known": False},
     )
 
 
 class InventoryLot(BaseModel):
     """A lot of one drug on the pharmacy shelf. A row of `inventory_lots`."""
 
-    lot_id: str = Field(description="Internal lot id")
-    drug_id: str = Field(description="The drug")
-    lot_number: str = Field(description="Manufacturer lot number printed on the package")
-    expires_on: str = Field(description="Expiry date of the lot (YYYY-MM-DD)")
-    quantity_on_hand: int = Field(description="Units on the shelf")
-    received_at: str = Field(description="When the lot was received (ISO 8601, UTC)")
+    lot_id: str = Field(
+        description="Internal lot id",
+        json_schema_extra={"x-envfarm-ref": "inventory_lots.lot_id", "x-envfarm-user-known": False},
+    )
+    drug_id: str = Field(
+        description="The drug",
+        json_schema_extra={"x-envfarm-ref": "drugs.drug_id", "x-envfarm-user-known": False},
+    )
+    lot_number: str = Field(
+        description="Manufacturer lot number printed on the package",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    expires_on: str = Field(
+        description="Expiry date of the lot (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    quantity_on_hand: int = Field(
+        description="Units on the shelf",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    received_at: str = Field(
+        description="When the lot was received (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Prescription(BaseModel):
     """A prescription on file for a patient. A row of `prescriptions`."""
 
-    rx_id: str = Field(description="Internal prescription id")
-    rx_number: str = Field(description="Rx number printed on the label")
-    patient_id: str = Field(description="The patient")
-    drug_id: str = Field(description="The prescribed drug")
-    prescriber_id: str = Field(description="Who wrote it")
-    written_on: str = Field(description="Date the prescriber wrote it (YYYY-MM-DD)")
-    expires_on: str = Field(description="Last day it can be filled (YYYY-MM-DD)")
-    quantity: int = Field(description="Units dispensed per fill")
-    days_supply: int = Field(description="Days one fill lasts")
-    refills_authorized: int = Field(description="Refills allowed after the first fill")
-    fills_used: int = Field(description="Fills dispensed so far (the first fill plus refills)")
-    directions: str = Field(description="Directions for use printed on the label")
-    status: PrescriptionStatus = Field(description="Prescription status")
-    cancel_reason: str | None = Field(description="Why it was cancelled")
+    rx_id: str = Field(
+        description="Internal prescription id",
+        json_schema_extra={"x-envfarm-ref": "prescriptions.rx_id", "x-envfarm-user-known": False},
+    )
+    rx_number: str = Field(
+        description="Rx number printed on the label",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    patient_id: str = Field(
+        description="The patient",
+        json_schema_extra={"x-envfarm-ref": "patients.patient_id", "x-envfarm-user-known": False},
+    )
+    drug_id: str = Field(
+        description="The prescribed drug",
+        json_schema_extra={"x-envfarm-ref": "drugs.drug_id", "x-envfarm-user-known": False},
+    )
+    prescriber_id: str = Field(
+        description="Who wrote it",
+        json_schema_extra={"x-envfarm-ref": "prescribers.prescriber_id", "x-envfarm-user-known": False},
+    )
+    written_on: str = Field(
+        description="Date the prescriber wrote it (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    expires_on: str = Field(
+        description="Last day it can be filled (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    quantity: int = Field(
+        description="Units dispensed per fill",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    days_supply: int = Field(
+        description="Days one fill lasts",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    refills_authorized: int = Field(
+        description="Refills allowed after the first fill",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    fills_used: int = Field(
+        description="Fills dispensed so far (the first fill plus refills)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    directions: str = Field(
+        description="Directions for use printed on the label",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: PrescriptionStatus = Field(
+        description="Prescription status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    cancel_reason: str | None = Field(
+        description="Why it was cancelled",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Fill(BaseModel):
     """One dispensing of a prescription. A row of `fills`."""
 
-    fill_id: str = Field(description="Internal fill id")
-    rx_id: str = Field(description="The prescription filled")
-    fill_number: int = Field(description="0 for the original fill, then 1, 2... for refills")
-    filled_at: str = Field(description="When it was dispensed (ISO 8601, UTC)")
-    quantity: int = Field(description="Units dispensed")
-    lot_id: str = Field(description="Stock lot dispensed from")
-    pharmacist: str = Field(description="Pharmacist who verified the fill")
-    total_price: float = Field(description="Full price in USD")
-    copay: float = Field(description="What the patient pays in USD")
-    insurance_paid: float = Field(description="What insurance pays in USD")
-    status: FillStatus = Field(description="Fill status")
+    fill_id: str = Field(
+        description="Internal fill id",
+        json_schema_extra={"x-envfarm-ref": "fills.fill_id", "x-envfarm-user-known": False},
+    )
+    rx_id: str = Field(
+        description="The prescription filled",
+        json_schema_extra={"x-envfarm-ref": "prescriptions.rx_id", "x-envfarm-user-known": False},
+    )
+    fill_number: int = Field(
+        description="0 for the original fill, then 1, 2... for refills",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    filled_at: str = Field(
+        description="When it was dispensed (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    quantity: int = Field(description="Units dispensed", json_schema_extra={"x-envfarm-user-known": True})
+    lot_id: str = Field(
+        description="Stock lot dispensed from",
+        json_schema_extra={"x-envfarm-ref": "inventory_lots.lot_id", "x-envfarm-user-known": False},
+    )
+    pharmacist: str = Field(
+        description="Pharmacist who verified the fill",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    total_price: float = Field(
+        description="Full price in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    copay: float = Field(
+        description="What the patient pays in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    insurance_paid: float = Field(
+        description="What insurance pays in USD",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    status: FillStatus = Field(description="Fill status", json_schema_extra={"x-envfarm-user-known": False})
 
 
 class Claim(BaseModel):
     """An insurance claim for a fill. A row of `claims`."""
 
-    claim_id: str = Field(description="Internal claim id")
-    fill_id: str = Field(description="The billed fill")
-    plan_id: str = Field(description="The billed plan")
-    submitted_at: str = Field(description="When it was sent to the insurer (ISO 8601, UTC)")
-    billed_amount: float = Field(description="Price billed in USD")
-    paid_amount: float = Field(description="What the insurer pays in USD")
-    copay: float = Field(description="Patient share in USD")
+    claim_id: str = Field(
+        description="Internal claim id",
+        json_schema_extra={"x-envfarm-ref": "claims.claim_id", "x-envfarm-user-known": False},
+    )
+    fill_id: str = Field(
+        description="The billed fill",
+        json_schema_extra={"x-envfarm-ref": "fills.fill_id", "x-envfarm-user-known": False},
+    )
+    plan_id: str = Field(
+        description="The billed plan",
+        json_schema_extra={"x-envfarm-ref": "insurance_plans.plan_id", "x-envfarm-user-known": False},
+    )
+    submitted_at: str = Field(
+        description="When it was sent to the insurer (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    billed_amount: float = Field(
+        description="Price billed in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    paid_amount: float = Field(
+        description="What the insurer pays in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    copay: float = Field(description="Patient share in USD", json_schema_extra={"x-envfarm-user-known": True})
     status: ClaimStatus = Field(
         description="approved, rejected by the insurer, or reversed when the fill went back to stock",
+        json_schema_extra={"x-envfarm-user-known": False},
     )
-    reject_reason: str | None = Field(description="Why the insurer rejected it")
+    reject_reason: str | None = Field(
+        description="Why the insurer rejected it",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Pickup(BaseModel):
     """A fill handed over at the counter. A row of `pickups`."""
 
-    pickup_id: str = Field(description="Internal pickup id")
-    fill_id: str = Field(description="The fill picked up")
-    picked_up_at: str = Field(description="When it was handed over (ISO 8601, UTC)")
-    picked_up_by: str = Field(description="Name of the person who collected it")
+    pickup_id: str = Field(
+        description="Internal pickup id",
+        json_schema_extra={"x-envfarm-ref": "pickups.pickup_id", "x-envfarm-user-known": False},
+    )
+    fill_id: str = Field(
+        description="The fill picked up",
+        json_schema_extra={"x-envfarm-ref": "fills.fill_id", "x-envfarm-user-known": False},
+    )
+    picked_up_at: str = Field(
+        description="When it was handed over (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    picked_up_by: str = Field(
+        description="Name of the person who collected it",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
     id_checked: bool = Field(
         description="Whether a photo ID was checked (required for controlled substances)",
+        json_schema_extra={"x-envfarm-user-known": False},
     )
-    amount_paid: float = Field(description="Amount paid at the counter in USD")
-    payment_method: PickupPaymentMethod = Field(description="How it was paid")
+    amount_paid: float = Field(
+        description="Amount paid at the counter in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    payment_method: PickupPaymentMethod = Field(
+        description="How it was paid",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class CounterSale(BaseModel):
     """An over-the-counter sale without a prescription. A row of `counter_sales`."""
 
-    sale_id: str = Field(description="Internal sale id")
-    drug_id: str = Field(description="The product sold")
-    patient_id: str | None = Field(description="Buyer, logged for restricted items")
-    quantity: int = Field(description="Units sold")
-    total: float = Field(description="Price paid in USD")
-    lot_id: str | None = Field(description="Stock lot sold from")
-    sold_at: str = Field(description="When it was sold (ISO 8601, UTC)")
+    sale_id: str = Field(
+        description="Internal sale id",
+        json_schema_extra={"x-envfarm-ref": "counter_sales.sale_id", "x-envfarm-user-known": False},
+    )
+    drug_id: str = Field(
+        description="The product sold",
+        json_schema_extra={"x-envfarm-ref": "drugs.drug_id", "x-envfarm-user-known": False},
+    )
+    patient_id: str | None = Field(
+        description="Buyer, logged for restricted items",
+        json_schema_extra={"x-envfarm-ref": "patients.patient_id", "x-envfarm-user-known": False},
+    )
+    quantity: int = Field(description="Units sold", json_schema_extra={"x-envfarm-user-known": True})
+    total: float = Field(description="Price paid in USD", json_schema_extra={"x-envfarm-user-known": True})
+    lot_id: str | None = Field(
+        description="Stock lot sold from",
+        json_schema_extra={"x-envfarm-ref": "inventory_lots.lot_id", "x-envfarm-user-known": False},
+    )
+    sold_at: str = Field(
+        description="When it was sold (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class FindPatientResult(BaseModel):
@@ -236,11 +454,27 @@ class ListClaimsResult(BaseModel):
 
 def find_patient(
     db: Database,
-    full_name: Annotated[str | None, Field(description="Part of the patient's name")] = None,
-    email: Annotated[str | None, Field(description="Exact email address")] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the patient's name",
+            json_schema_extra={"x-envfarm-column": "patients.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Exact email address",
+            json_schema_extra={"x-envfarm-column": "patients.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
     date_of_birth: Annotated[
         str | None,
-        Field(description="Date of birth (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
+        Field(
+            description="Date of birth (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-column": "patients.date_of_birth", "x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> FindPatientResult:
     """Find patients by name, email or date of birth. Returns their patient ids, allergies and insurance plan ids."""
@@ -258,7 +492,13 @@ def find_patient(
 
 def get_insurance_plan(
     db: Database,
-    plan_id: Annotated[str, Field(description="Plan id from find_patient (plan_id) or list_insurance_plans")],
+    plan_id: Annotated[
+        str,
+        Field(
+            description="Plan id from find_patient (plan_id) or list_insurance_plans",
+            json_schema_extra={"x-envfarm-ref": "insurance_plans.plan_id", "x-envfarm-column": "insurance_plans.plan_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> InsurancePlan:
     """Get an insurance plan's carrier, copays per tier, specialty coverage and whether the pharmacy accepts it."""
     row = db.require("insurance_plans", "plan_id", plan_id, "plan_id")
@@ -267,11 +507,26 @@ def get_insurance_plan(
 
 def list_insurance_plans(
     db: Database,
-    carrier: Annotated[str | None, Field(description="Part of the insurance company's name")] = None,
-    name: Annotated[str | None, Field(description="Part of the plan name")] = None,
+    carrier: Annotated[
+        str | None,
+        Field(
+            description="Part of the insurance company's name",
+            json_schema_extra={"x-envfarm-column": "insurance_plans.carrier", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the plan name",
+            json_schema_extra={"x-envfarm-column": "insurance_plans.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
     accepted: Annotated[
         bool | None,
-        Field(description="Only plans the pharmacy accepts (true) or no longer accepts (false)"),
+        Field(
+            description="Only plans the pharmacy accepts (true) or no longer accepts (false)",
+            json_schema_extra={"x-envfarm-column": "insurance_plans.accepted", "x-envfarm-user-known": False},
+        ),
     ] = None,
 ) -> ListInsurancePlansResult:
     """List the insurance plans the pharmacy knows, by carrier or name, optionally only those it still accepts."""
@@ -289,13 +544,40 @@ def list_insurance_plans(
 
 def search_drugs(
     db: Database,
-    name: Annotated[str | None, Field(description="Part of the product name, e.g. lisinopril")] = None,
-    generic_name: Annotated[str | None, Field(description="Part of the active ingredient")] = None,
-    schedule: Annotated[DrugSchedule | None, Field(description="Controlled-substance schedule")] = None,
-    tier: Annotated[DrugTier | None, Field(description="Pricing tier")] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the product name, e.g. lisinopril",
+            json_schema_extra={"x-envfarm-column": "drugs.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    generic_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the active ingredient",
+            json_schema_extra={"x-envfarm-column": "drugs.generic_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    schedule: Annotated[
+        DrugSchedule | None,
+        Field(
+            description="Controlled-substance schedule",
+            json_schema_extra={"x-envfarm-column": "drugs.schedule", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    tier: Annotated[
+        DrugTier | None,
+        Field(
+            description="Pricing tier",
+            json_schema_extra={"x-envfarm-column": "drugs.tier", "x-envfarm-user-known": False},
+        ),
+    ] = None,
     requires_prescription: Annotated[
         bool | None,
-        Field(description="Only prescription-only (true) or over-the-counter (false) products"),
+        Field(
+            description="Only prescription-only (true) or over-the-counter (false) products",
+            json_schema_extra={"x-envfarm-column": "drugs.requires_prescription", "x-envfarm-user-known": False},
+        ),
     ] = None,
 ) -> SearchDrugsResult:
     """Search the drug catalog by product or generic name, controlled schedule or tier. Returns drug ids, prices and whether a prescription is needed."""
@@ -322,10 +604,20 @@ def search_drugs(
 
 def check_stock(
     db: Database,
-    drug_id: Annotated[str, Field(description="Drug id from search_drugs")],
+    drug_id: Annotated[
+        str,
+        Field(
+            description="Drug id from search_drugs",
+            json_schema_extra={"x-envfarm-ref": "drugs.drug_id", "x-envfarm-column": "inventory_lots.drug_id", "x-envfarm-user-known": False},
+        ),
+    ],
     expires_after: Annotated[
         str | None,
-        Field(description="Only lots expiring on or after this date (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
+        Field(
+            description="Only lots expiring on or after this date (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-column": "inventory_lots.expires_on", "x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> CheckStockResult:
     """List the stock lots of a drug with lot numbers, expiry dates and units on hand. Expired lots cannot be dispensed."""
@@ -343,13 +635,36 @@ def check_stock(
 
 def receive_stock(
     db: Database,
-    drug_id: Annotated[str, Field(description="Drug id from search_drugs")],
-    lot_number: Annotated[str, Field(description="Manufacturer lot number on the package")],
+    drug_id: Annotated[
+        str,
+        Field(
+            description="Drug id from search_drugs",
+            json_schema_extra={"x-envfarm-ref": "drugs.drug_id", "x-envfarm-column": "inventory_lots.drug_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    lot_number: Annotated[
+        str,
+        Field(
+            description="Manufacturer lot number on the package",
+            json_schema_extra={"x-envfarm-column": "inventory_lots.lot_number", "x-envfarm-user-known": True},
+        ),
+    ],
     expires_on: Annotated[
         str,
-        Field(description="Expiry date printed on the package (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
+        Field(
+            description="Expiry date printed on the package (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-column": "inventory_lots.expires_on", "x-envfarm-user-known": True},
+        ),
     ],
-    quantity_on_hand: Annotated[int, Field(description="Units received", ge=1.0)],
+    quantity_on_hand: Annotated[
+        int,
+        Field(
+            description="Units received",
+            ge=1.0,
+            json_schema_extra={"x-envfarm-column": "inventory_lots.quantity_on_hand", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> InventoryLot:
     """Shelve a new lot of a drug delivered by the wholesaler."""
     db.require("drugs", "drug_id", drug_id, "drug_id")
@@ -390,8 +705,20 @@ def receive_stock(
 
 def list_prescriptions(
     db: Database,
-    patient_id: Annotated[str, Field(description="Patient id from find_patient")],
-    status: Annotated[PrescriptionStatus | None, Field(description="Only this status")] = None,
+    patient_id: Annotated[
+        str,
+        Field(
+            description="Patient id from find_patient",
+            json_schema_extra={"x-envfarm-ref": "patients.patient_id", "x-envfarm-column": "prescriptions.patient_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    status: Annotated[
+        PrescriptionStatus | None,
+        Field(
+            description="Only this status",
+            json_schema_extra={"x-envfarm-column": "prescriptions.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListPrescriptionsResult:
     """List a patient's prescriptions with Rx numbers, refills authorized and used, expiry and status."""
     db.require("patients", "patient_id", patient_id, "patient_id")
@@ -408,7 +735,13 @@ def list_prescriptions(
 
 def get_prescription(
     db: Database,
-    rx_number: Annotated[str, Field(description="Rx number from the label, e.g. 610001")],
+    rx_number: Annotated[
+        str,
+        Field(
+            description="Rx number from the label, e.g. 610001",
+            json_schema_extra={"x-envfarm-column": "prescriptions.rx_number", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Prescription:
     """Look up a prescription by the Rx number printed on the label; returns its rx_id and details."""
     row = db.require("prescriptions", "rx_number", rx_number, "rx_number")
@@ -417,22 +750,63 @@ def get_prescription(
 
 def add_prescription(
     db: Database,
-    patient_id: Annotated[str, Field(description="Patient id from find_patient")],
-    drug_id: Annotated[str, Field(description="Drug id from search_drugs")],
-    prescriber_id: Annotated[str, Field(description="Prescriber id from search_prescribers")],
+    patient_id: Annotated[
+        str,
+        Field(
+            description="Patient id from find_patient",
+            json_schema_extra={"x-envfarm-ref": "patients.patient_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    drug_id: Annotated[
+        str,
+        Field(
+            description="Drug id from search_drugs",
+            json_schema_extra={"x-envfarm-ref": "drugs.drug_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    prescriber_id: Annotated[
+        str,
+        Field(
+            description="Prescriber id from search_prescribers",
+            json_schema_extra={"x-envfarm-ref": "prescribers.prescriber_id", "x-envfarm-user-known": False},
+        ),
+    ],
     written_on: Annotated[
         str,
-        Field(description="Date the prescriber wrote it (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
+        Field(
+            description="Date the prescriber wrote it (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ],
-    quantity: Annotated[int, Field(description="Units per fill", ge=1.0)],
-    days_supply: Annotated[int, Field(description="Days one fill lasts", ge=1.0, le=90.0)],
+    quantity: Annotated[
+        int,
+        Field(description="Units per fill", ge=1.0, json_schema_extra={"x-envfarm-user-known": True}),
+    ],
+    days_supply: Annotated[
+        int,
+        Field(
+            description="Days one fill lasts",
+            ge=1.0,
+            le=90.0,
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ],
     refills_authorized: Annotated[
         int,
-        Field(description="Refills allowed after the first fill", ge=0.0, le=11.0),
+        Field(
+            description="Refills allowed after the first fill",
+            ge=0.0,
+            le=11.0,
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ],
     directions: Annotated[
         str,
-        Field(description="Directions for use, e.g. Take 1 tablet by mouth once daily"),
+        Field(
+            description="Directions for use, e.g. Take 1 tablet by mouth once daily",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ],
 ) -> Prescription:
     """Enter a new prescription received from a prescriber. The expiry date and Rx number are assigned: a prescription is valid 365 days from writing, 180 days for schedule III-V and 90 days for schedule II."""
@@ -502,8 +876,20 @@ def add_prescription(
 
 def search_prescribers(
     db: Database,
-    name: Annotated[str | None, Field(description="Part of the prescriber's name")] = None,
-    clinic: Annotated[str | None, Field(description="Part of the clinic name")] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the prescriber's name",
+            json_schema_extra={"x-envfarm-column": "prescribers.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    clinic: Annotated[
+        str | None,
+        Field(
+            description="Part of the clinic name",
+            json_schema_extra={"x-envfarm-column": "prescribers.clinic", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> SearchPrescribersResult:
     """Search prescribers by name or clinic. Returns prescriber ids and whether they hold a DEA registration."""
     args = {"name": name, "clinic": clinic, "now": db.now}
@@ -519,7 +905,13 @@ def search_prescribers(
 
 def quote_copay(
     db: Database,
-    rx_id: Annotated[str, Field(description="Prescription id from list_prescriptions or get_prescription")],
+    rx_id: Annotated[
+        str,
+        Field(
+            description="Prescription id from list_prescriptions or get_prescription",
+            json_schema_extra={"x-envfarm-ref": "prescriptions.rx_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> QuoteCopayResult:
     """Price the next fill of a prescription without dispensing it: full price, the patient's copay under their plan, what insurance would pay, and a note when the plan does not cover it."""
     db.require("prescriptions", "rx_id", rx_id, "rx_id")
@@ -530,8 +922,20 @@ def quote_copay(
 
 def fill_prescription(
     db: Database,
-    rx_id: Annotated[str, Field(description="Prescription id from list_prescriptions or get_prescription")],
-    pharmacist: Annotated[str, Field(description="Name of the verifying pharmacist")],
+    rx_id: Annotated[
+        str,
+        Field(
+            description="Prescription id from list_prescriptions or get_prescription",
+            json_schema_extra={"x-envfarm-ref": "prescriptions.rx_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    pharmacist: Annotated[
+        str,
+        Field(
+            description="Name of the verifying pharmacist",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Fill:
     """Dispense the next fill of a prescription from the earliest-expiring in-date lot with enough stock, bill the patient's insurance and leave the fill waiting for pickup. Refills are allowed once 75% of the last fill's days supply has passed."""
     db.require("prescriptions", "rx_id", rx_id, "rx_id")
@@ -582,8 +986,20 @@ def fill_prescription(
 
 def list_fills(
     db: Database,
-    rx_id: Annotated[str, Field(description="Prescription id from list_prescriptions or get_prescription")],
-    status: Annotated[FillStatus | None, Field(description="Only this status")] = None,
+    rx_id: Annotated[
+        str,
+        Field(
+            description="Prescription id from list_prescriptions or get_prescription",
+            json_schema_extra={"x-envfarm-ref": "prescriptions.rx_id", "x-envfarm-column": "fills.rx_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    status: Annotated[
+        FillStatus | None,
+        Field(
+            description="Only this status",
+            json_schema_extra={"x-envfarm-column": "fills.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListFillsResult:
     """List the fills of a prescription with dates, prices, copays and pickup status."""
     db.require("prescriptions", "rx_id", rx_id, "rx_id")
@@ -600,8 +1016,20 @@ def list_fills(
 
 def list_claims(
     db: Database,
-    fill_id: Annotated[str, Field(description="Fill id from list_fills")],
-    status: Annotated[ClaimStatus | None, Field(description="Only this status")] = None,
+    fill_id: Annotated[
+        str,
+        Field(
+            description="Fill id from list_fills",
+            json_schema_extra={"x-envfarm-ref": "fills.fill_id", "x-envfarm-column": "claims.fill_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    status: Annotated[
+        ClaimStatus | None,
+        Field(
+            description="Only this status",
+            json_schema_extra={"x-envfarm-column": "claims.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListClaimsResult:
     """List the insurance claims of a fill, with amounts billed and paid and any rejection reason."""
     db.require("fills", "fill_id", fill_id, "fill_id")
@@ -618,14 +1046,42 @@ def list_claims(
 
 def record_pickup(
     db: Database,
-    fill_id: Annotated[str, Field(description="Fill id from list_fills (status ready_for_pickup)")],
-    picked_up_by: Annotated[str, Field(description="Name of the person collecting it")],
-    id_checked: Annotated[bool, Field(description="Whether their photo ID was checked")],
+    fill_id: Annotated[
+        str,
+        Field(
+            description="Fill id from list_fills (status ready_for_pickup)",
+            json_schema_extra={"x-envfarm-ref": "fills.fill_id", "x-envfarm-column": "pickups.fill_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    picked_up_by: Annotated[
+        str,
+        Field(
+            description="Name of the person collecting it",
+            json_schema_extra={"x-envfarm-column": "pickups.picked_up_by", "x-envfarm-user-known": True},
+        ),
+    ],
+    id_checked: Annotated[
+        bool,
+        Field(
+            description="Whether their photo ID was checked",
+            json_schema_extra={"x-envfarm-column": "pickups.id_checked", "x-envfarm-user-known": False},
+        ),
+    ],
     amount_paid: Annotated[
         float,
-        Field(description="Amount paid in USD; must equal the fill's copay", ge=0.0),
+        Field(
+            description="Amount paid in USD; must equal the fill's copay",
+            ge=0.0,
+            json_schema_extra={"x-envfarm-column": "pickups.amount_paid", "x-envfarm-user-known": True},
+        ),
     ],
-    payment_method: Annotated[PickupPaymentMethod, Field(description="How it is paid")],
+    payment_method: Annotated[
+        PickupPaymentMethod,
+        Field(
+            description="How it is paid",
+            json_schema_extra={"x-envfarm-column": "pickups.payment_method", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Pickup:
     """Hand a fill waiting for pickup to the patient or their representative and take the copay. Controlled substances need a checked photo ID."""
     db.require("fills", "fill_id", fill_id, "fill_id")
@@ -678,7 +1134,13 @@ def record_pickup(
 
 def return_fill_to_stock(
     db: Database,
-    fill_id: Annotated[str, Field(description="Fill id from list_fills (status ready_for_pickup)")],
+    fill_id: Annotated[
+        str,
+        Field(
+            description="Fill id from list_fills (status ready_for_pickup)",
+            json_schema_extra={"x-envfarm-ref": "fills.fill_id", "x-envfarm-column": "fills.fill_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Fill:
     """Put an uncollected fill back on the shelf: the units return to their lot, the insurance claim is reversed and the fill no longer counts against the prescription's refills."""
     current = db.require("fills", "fill_id", fill_id, "fill_id")
@@ -713,8 +1175,20 @@ def return_fill_to_stock(
 
 def cancel_prescription(
     db: Database,
-    rx_id: Annotated[str, Field(description="Prescription id from list_prescriptions or get_prescription")],
-    cancel_reason: Annotated[str, Field(description="Why it is cancelled")],
+    rx_id: Annotated[
+        str,
+        Field(
+            description="Prescription id from list_prescriptions or get_prescription",
+            json_schema_extra={"x-envfarm-ref": "prescriptions.rx_id", "x-envfarm-column": "prescriptions.rx_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    cancel_reason: Annotated[
+        str,
+        Field(
+            description="Why it is cancelled",
+            json_schema_extra={"x-envfarm-column": "prescriptions.cancel_reason", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Prescription:
     """Cancel a prescription at the prescriber's or patient's request so it can no longer be filled."""
     current = db.require("prescriptions", "rx_id", rx_id, "rx_id")
@@ -741,9 +1215,27 @@ def cancel_prescription(
 
 def update_patient_insurance(
     db: Database,
-    patient_id: Annotated[str, Field(description="Patient id from find_patient")],
-    plan_id: Annotated[str, Field(description="Plan id from list_insurance_plans")],
-    member_number: Annotated[str, Field(description="Member number on the insurance card")],
+    patient_id: Annotated[
+        str,
+        Field(
+            description="Patient id from find_patient",
+            json_schema_extra={"x-envfarm-ref": "patients.patient_id", "x-envfarm-column": "patients.patient_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    plan_id: Annotated[
+        str,
+        Field(
+            description="Plan id from list_insurance_plans",
+            json_schema_extra={"x-envfarm-ref": "insurance_plans.plan_id", "x-envfarm-column": "patients.plan_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    member_number: Annotated[
+        str,
+        Field(
+            description="Member number on the insurance card",
+            json_schema_extra={"x-envfarm-column": "patients.member_number", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Patient:
     """Put a new insurance plan and member number on a patient's file; later fills are billed to it."""
     current = db.require("patients", "patient_id", patient_id, "patient_id")
@@ -769,11 +1261,27 @@ def update_patient_insurance(
 
 def sell_over_the_counter(
     db: Database,
-    drug_id: Annotated[str, Field(description="Drug id from search_drugs (requires_prescription false)")],
-    quantity: Annotated[int, Field(description="Units sold", ge=1.0)],
+    drug_id: Annotated[
+        str,
+        Field(
+            description="Drug id from search_drugs (requires_prescription false)",
+            json_schema_extra={"x-envfarm-ref": "drugs.drug_id", "x-envfarm-column": "counter_sales.drug_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    quantity: Annotated[
+        int,
+        Field(
+            description="Units sold",
+            ge=1.0,
+            json_schema_extra={"x-envfarm-column": "counter_sales.quantity", "x-envfarm-user-known": True},
+        ),
+    ],
     patient_id: Annotated[
         str | None,
-        Field(description="Buyer's patient id from find_patient; required for restricted items"),
+        Field(
+            description="Buyer's patient id from find_patient; required for restricted items",
+            json_schema_extra={"x-envfarm-ref": "patients.patient_id", "x-envfarm-column": "counter_sales.patient_id", "x-envfarm-user-known": False},
+        ),
     ] = None,
 ) -> CounterSale:
     """Sell an over-the-counter product from the earliest-expiring in-date lot with enough stock. Restricted items (with a purchase limit, e.g. pseudoephedrine) are logged to the buyer's patient record."""

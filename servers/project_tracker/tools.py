@@ -22,68 +22,158 @@ TaskPriority = Literal["low", "medium", "high", "urgent"]
 class Person(BaseModel):
     """A colleague who can join projects. A row of `people`."""
 
-    person_id: str = Field(description="Internal person id")
-    full_name: str = Field(description="First and last name")
-    email: str = Field(description="Work email address")
-    job_title: str = Field(description="Job title")
+    person_id: str = Field(
+        description="Internal person id",
+        json_schema_extra={"x-envfarm-ref": "people.person_id", "x-envfarm-user-known": False},
+    )
+    full_name: str = Field(
+        description="First and last name",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    email: str = Field(description="Work email address", json_schema_extra={"x-envfarm-user-known": True})
+    job_title: str = Field(description="Job title", json_schema_extra={"x-envfarm-user-known": True})
 
 
 class Project(BaseModel):
     """A project with its own members, milestones and tasks. A row of `projects`."""
 
-    project_id: str = Field(description="Internal project id")
-    name: str = Field(description="Project name")
-    description: str = Field(description="What the project is about")
-    owner_email: str = Field(description="Email of the project owner")
-    status: ProjectStatus = Field(description="Only active projects take new tasks, members and milestones")
-    created_on: str = Field(description="When the project was created (YYYY-MM-DD)")
+    project_id: str = Field(
+        description="Internal project id",
+        json_schema_extra={"x-envfarm-ref": "projects.project_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(description="Project name", json_schema_extra={"x-envfarm-user-known": True})
+    description: str = Field(
+        description="What the project is about",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    owner_email: str = Field(
+        description="Email of the project owner",
+        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
+    )
+    status: ProjectStatus = Field(
+        description="Only active projects take new tasks, members and milestones",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    created_on: str = Field(
+        description="When the project was created (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Membership(BaseModel):
     """A person's membership in a project. A row of `memberships`."""
 
-    membership_id: str = Field(description="Internal membership id")
-    project_id: str = Field(description="The project")
-    email: str = Field(description="Member's email")
-    role: MembershipRole = Field(description="Role in the project")
-    joined_at: str = Field(description="When they joined (ISO 8601, UTC)")
+    membership_id: str = Field(
+        description="Internal membership id",
+        json_schema_extra={"x-envfarm-ref": "memberships.membership_id", "x-envfarm-user-known": False},
+    )
+    project_id: str = Field(
+        description="The project",
+        json_schema_extra={"x-envfarm-ref": "projects.project_id", "x-envfarm-user-known": False},
+    )
+    email: str = Field(
+        description="Member's email",
+        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
+    )
+    role: MembershipRole = Field(
+        description="Role in the project",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    joined_at: str = Field(
+        description="When they joined (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Milestone(BaseModel):
     """A dated goal of a project that groups tasks. A row of `milestones`."""
 
-    milestone_id: str = Field(description="Internal milestone id")
-    project_id: str = Field(description="The project")
-    name: str = Field(description="Milestone name, e.g. Beta")
-    due_date: str = Field(description="Target date (YYYY-MM-DD)")
-    status: MilestoneStatus = Field(description="Closed milestones take no new tasks")
+    milestone_id: str = Field(
+        description="Internal milestone id",
+        json_schema_extra={"x-envfarm-ref": "milestones.milestone_id", "x-envfarm-user-known": False},
+    )
+    project_id: str = Field(
+        description="The project",
+        json_schema_extra={"x-envfarm-ref": "projects.project_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Milestone name, e.g. Beta",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    due_date: str = Field(
+        description="Target date (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: MilestoneStatus = Field(
+        description="Closed milestones take no new tasks",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Task(BaseModel):
     """A unit of work in a project. A row of `tasks`."""
 
-    task_id: str = Field(description="Internal task id")
-    project_id: str = Field(description="The project")
-    title: str = Field(description="Task title")
-    description: str = Field(description="Details")
-    status: TaskStatus = Field(description="Workflow state: todo -> in_progress -> review -> done")
-    priority: TaskPriority = Field(description="Priority")
-    assignee_email: str | None = Field(description="Email of the assignee")
-    reporter_email: str = Field(description="Email of who filed the task")
-    milestone_id: str | None = Field(description="Milestone the task belongs to")
-    due_date: str | None = Field(description="Due date (YYYY-MM-DD)")
-    created_at: str = Field(description="When the task was filed (ISO 8601, UTC)")
-    updated_at: str = Field(description="When the task last changed (ISO 8601, UTC)")
+    task_id: str = Field(
+        description="Internal task id",
+        json_schema_extra={"x-envfarm-ref": "tasks.task_id", "x-envfarm-user-known": False},
+    )
+    project_id: str = Field(
+        description="The project",
+        json_schema_extra={"x-envfarm-ref": "projects.project_id", "x-envfarm-user-known": False},
+    )
+    title: str = Field(description="Task title", json_schema_extra={"x-envfarm-user-known": True})
+    description: str = Field(description="Details", json_schema_extra={"x-envfarm-user-known": False})
+    status: TaskStatus = Field(
+        description="Workflow state: todo -> in_progress -> review -> done",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    priority: TaskPriority = Field(description="Priority", json_schema_extra={"x-envfarm-user-known": True})
+    assignee_email: str | None = Field(
+        description="Email of the assignee",
+        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
+    )
+    reporter_email: str = Field(
+        description="Email of who filed the task",
+        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": False},
+    )
+    milestone_id: str | None = Field(
+        description="Milestone the task belongs to",
+        json_schema_extra={"x-envfarm-ref": "milestones.milestone_id", "x-envfarm-user-known": False},
+    )
+    due_date: str | None = Field(
+        description="Due date (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    created_at: str = Field(
+        description="When the task was filed (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    updated_at: str = Field(
+        description="When the task last changed (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Comment(BaseModel):
     """A comment on a task. A row of `comments`."""
 
-    comment_id: str = Field(description="Internal comment id")
-    task_id: str = Field(description="The task")
-    author_email: str = Field(description="Author's email")
-    body: str = Field(description="Comment text")
-    created_at: str = Field(description="When it was written (ISO 8601, UTC)")
+    comment_id: str = Field(
+        description="Internal comment id",
+        json_schema_extra={"x-envfarm-ref": "comments.comment_id", "x-envfarm-user-known": False},
+    )
+    task_id: str = Field(
+        description="The task",
+        json_schema_extra={"x-envfarm-ref": "tasks.task_id", "x-envfarm-user-known": False},
+    )
+    author_email: str = Field(
+        description="Author's email",
+        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
+    )
+    body: str = Field(description="Comment text", json_schema_extra={"x-envfarm-user-known": True})
+    created_at: str = Field(
+        description="When it was written (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class FindPeopleResult(BaseModel):
@@ -152,8 +242,20 @@ class RollOverMilestoneResult(BaseModel):
 
 def find_people(
     db: Database,
-    full_name: Annotated[str | None, Field(description="Part of the person's name")] = None,
-    email: Annotated[str | None, Field(description="Exact email address")] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the person's name",
+            json_schema_extra={"x-envfarm-column": "people.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Exact email address",
+            json_schema_extra={"x-envfarm-column": "people.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> FindPeopleResult:
     """Look up colleagues by part of their name or exact email; returns the emails the other tools use."""
     args = {"full_name": full_name, "email": email, "now": db.now}
@@ -169,9 +271,27 @@ def find_people(
 
 def search_projects(
     db: Database,
-    name: Annotated[str | None, Field(description="Part of the project name")] = None,
-    status: Annotated[ProjectStatus | None, Field(description="Only this status")] = None,
-    owner_email: Annotated[str | None, Field(description="Owner's email")] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the project name",
+            json_schema_extra={"x-envfarm-column": "projects.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    status: Annotated[
+        ProjectStatus | None,
+        Field(
+            description="Only this status",
+            json_schema_extra={"x-envfarm-column": "projects.status", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    owner_email: Annotated[
+        str | None,
+        Field(
+            description="Owner's email",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "projects.owner_email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> SearchProjectsResult:
     """Find projects by part of the name, status or owner. Returns project ids."""
     args = {"name": name, "status": status, "owner_email": owner_email, "now": db.now}
@@ -188,9 +308,27 @@ def search_projects(
 
 def list_members(
     db: Database,
-    project_id: Annotated[str | None, Field(description="Project id from search_projects")] = None,
-    email: Annotated[str | None, Field(description="A person's email")] = None,
-    role: Annotated[MembershipRole | None, Field(description="Only this role")] = None,
+    project_id: Annotated[
+        str | None,
+        Field(
+            description="Project id from search_projects",
+            json_schema_extra={"x-envfarm-ref": "projects.project_id", "x-envfarm-column": "memberships.project_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="A person's email",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "memberships.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    role: Annotated[
+        MembershipRole | None,
+        Field(
+            description="Only this role",
+            json_schema_extra={"x-envfarm-column": "memberships.role", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListMembersResult:
     """List memberships: the members of a project (give project_id) or the projects a person belongs to (give email). Returns membership ids for remove_member."""
     args = {"project_id": project_id, "email": email, "role": role, "now": db.now}
@@ -207,10 +345,19 @@ def list_members(
 
 def list_milestones(
     db: Database,
-    project_id: Annotated[str, Field(description="Project id from search_projects")],
+    project_id: Annotated[
+        str,
+        Field(
+            description="Project id from search_projects",
+            json_schema_extra={"x-envfarm-ref": "projects.project_id", "x-envfarm-column": "milestones.project_id", "x-envfarm-user-known": False},
+        ),
+    ],
     status: Annotated[
         MilestoneStatus | None,
-        Field(description="Only open or only closed milestones"),
+        Field(
+            description="Only open or only closed milestones",
+            json_schema_extra={"x-envfarm-column": "milestones.status", "x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> ListMilestonesResult:
     """List a project's milestones with due dates and status. Returns milestone ids."""
@@ -228,12 +375,48 @@ def list_milestones(
 
 def search_tasks(
     db: Database,
-    project_id: Annotated[str | None, Field(description="Project id from search_projects")] = None,
-    status: Annotated[TaskStatus | None, Field(description="Only this status")] = None,
-    assignee_email: Annotated[str | None, Field(description="Assignee's email")] = None,
-    milestone_id: Annotated[str | None, Field(description="Milestone id from list_milestones")] = None,
-    priority: Annotated[TaskPriority | None, Field(description="Only this priority")] = None,
-    title: Annotated[str | None, Field(description="Part of the task title")] = None,
+    project_id: Annotated[
+        str | None,
+        Field(
+            description="Project id from search_projects",
+            json_schema_extra={"x-envfarm-ref": "projects.project_id", "x-envfarm-column": "tasks.project_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        TaskStatus | None,
+        Field(
+            description="Only this status",
+            json_schema_extra={"x-envfarm-column": "tasks.status", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    assignee_email: Annotated[
+        str | None,
+        Field(
+            description="Assignee's email",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "tasks.assignee_email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    milestone_id: Annotated[
+        str | None,
+        Field(
+            description="Milestone id from list_milestones",
+            json_schema_extra={"x-envfarm-ref": "milestones.milestone_id", "x-envfarm-column": "tasks.milestone_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    priority: Annotated[
+        TaskPriority | None,
+        Field(
+            description="Only this priority",
+            json_schema_extra={"x-envfarm-column": "tasks.priority", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    title: Annotated[
+        str | None,
+        Field(
+            description="Part of the task title",
+            json_schema_extra={"x-envfarm-column": "tasks.title", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> SearchTasksResult:
     """Find tasks by project, status, assignee, milestone, priority or title words. Returns task ids for get_task and the tools that change a task."""
     args = {
@@ -261,7 +444,13 @@ def search_tasks(
 
 def get_task(
     db: Database,
-    task_id: Annotated[str, Field(description="Task id from search_tasks")],
+    task_id: Annotated[
+        str,
+        Field(
+            description="Task id from search_tasks",
+            json_schema_extra={"x-envfarm-ref": "tasks.task_id", "x-envfarm-column": "tasks.task_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Task:
     """Get one task with its status, assignee, milestone and dates."""
     row = db.require("tasks", "task_id", task_id, "task_id")
@@ -270,7 +459,13 @@ def get_task(
 
 def list_comments(
     db: Database,
-    task_id: Annotated[str, Field(description="Task id from search_tasks")],
+    task_id: Annotated[
+        str,
+        Field(
+            description="Task id from search_tasks",
+            json_schema_extra={"x-envfarm-ref": "tasks.task_id", "x-envfarm-column": "comments.task_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListCommentsResult:
     """Read the comments on a task, oldest first."""
     db.require("tasks", "task_id", task_id, "task_id")
@@ -286,7 +481,13 @@ def list_comments(
 
 def project_summary(
     db: Database,
-    project_id: Annotated[str, Field(description="Project id from search_projects")],
+    project_id: Annotated[
+        str,
+        Field(
+            description="Project id from search_projects",
+            json_schema_extra={"x-envfarm-ref": "projects.project_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ProjectSummaryResult:
     """A project's progress: how many tasks are in each status, the share done, and the overdue tasks (due before today and not done)."""
     db.require("projects", "project_id", project_id, "project_id")
@@ -297,19 +498,62 @@ def project_summary(
 
 def create_task(
     db: Database,
-    project_id: Annotated[str, Field(description="Project id from search_projects")],
-    title: Annotated[str, Field(description="Task title")],
-    reporter_email: Annotated[str, Field(description="Email of the member filing the task")],
-    description: Annotated[str | None, Field(description="Details")] = None,
-    priority: Annotated[TaskPriority | None, Field(description="Priority (default medium)")] = None,
+    project_id: Annotated[
+        str,
+        Field(
+            description="Project id from search_projects",
+            json_schema_extra={"x-envfarm-ref": "projects.project_id", "x-envfarm-column": "tasks.project_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    title: Annotated[
+        str,
+        Field(
+            description="Task title",
+            json_schema_extra={"x-envfarm-column": "tasks.title", "x-envfarm-user-known": True},
+        ),
+    ],
+    reporter_email: Annotated[
+        str,
+        Field(
+            description="Email of the member filing the task",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "tasks.reporter_email", "x-envfarm-user-known": False},
+        ),
+    ],
+    description: Annotated[
+        str | None,
+        Field(
+            description="Details",
+            json_schema_extra={"x-envfarm-column": "tasks.description", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    priority: Annotated[
+        TaskPriority | None,
+        Field(
+            description="Priority (default medium)",
+            json_schema_extra={"x-envfarm-column": "tasks.priority", "x-envfarm-user-known": True},
+        ),
+    ] = None,
     assignee_email: Annotated[
         str | None,
-        Field(description="Email of the member to assign; omit to leave unassigned"),
+        Field(
+            description="Email of the member to assign; omit to leave unassigned",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "tasks.assignee_email", "x-envfarm-user-known": True},
+        ),
     ] = None,
-    milestone_id: Annotated[str | None, Field(description="Open milestone id from list_milestones")] = None,
+    milestone_id: Annotated[
+        str | None,
+        Field(
+            description="Open milestone id from list_milestones",
+            json_schema_extra={"x-envfarm-ref": "milestones.milestone_id", "x-envfarm-column": "tasks.milestone_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
     due_date: Annotated[
         str | None,
-        Field(description="Due date (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
+        Field(
+            description="Due date (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-column": "tasks.due_date", "x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> Task:
     """File a new task (status todo) in an active project. The reporter and any assignee must be project members, and a milestone, if given, must be an open milestone of the same project."""
@@ -390,8 +634,20 @@ def create_task(
 
 def update_task_status(
     db: Database,
-    task_id: Annotated[str, Field(description="Task id from search_tasks")],
-    status: Annotated[TaskStatus, Field(description="The new status")],
+    task_id: Annotated[
+        str,
+        Field(
+            description="Task id from search_tasks",
+            json_schema_extra={"x-envfarm-ref": "tasks.task_id", "x-envfarm-column": "tasks.task_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    status: Annotated[
+        TaskStatus,
+        Field(
+            description="The new status",
+            json_schema_extra={"x-envfarm-column": "tasks.status", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Task:
     """Move a task along the workflow: todo -> in_progress -> review -> done. A task in review can go back to in_progress; done is final. A task must be assigned before work starts."""
     current = db.require("tasks", "task_id", task_id, "task_id")
@@ -442,8 +698,20 @@ def update_task_status(
 
 def assign_task(
     db: Database,
-    task_id: Annotated[str, Field(description="Task id from search_tasks")],
-    assignee_email: Annotated[str, Field(description="Email of a member of the task's project")],
+    task_id: Annotated[
+        str,
+        Field(
+            description="Task id from search_tasks",
+            json_schema_extra={"x-envfarm-ref": "tasks.task_id", "x-envfarm-column": "tasks.task_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    assignee_email: Annotated[
+        str,
+        Field(
+            description="Email of a member of the task's project",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "tasks.assignee_email", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Task:
     """Assign a task that is not done to a project member."""
     current = db.require("tasks", "task_id", task_id, "task_id")
@@ -482,8 +750,20 @@ def assign_task(
 
 def move_task_to_milestone(
     db: Database,
-    task_id: Annotated[str, Field(description="Task id from search_tasks")],
-    milestone_id: Annotated[str, Field(description="Open milestone id from list_milestones")],
+    task_id: Annotated[
+        str,
+        Field(
+            description="Task id from search_tasks",
+            json_schema_extra={"x-envfarm-ref": "tasks.task_id", "x-envfarm-column": "tasks.task_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    milestone_id: Annotated[
+        str,
+        Field(
+            description="Open milestone id from list_milestones",
+            json_schema_extra={"x-envfarm-ref": "milestones.milestone_id", "x-envfarm-column": "tasks.milestone_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Task:
     """Put a task that is not done into another open milestone of its project."""
     current = db.require("tasks", "task_id", task_id, "task_id")
@@ -523,11 +803,26 @@ def move_task_to_milestone(
 
 def add_member(
     db: Database,
-    project_id: Annotated[str, Field(description="Project id from search_projects")],
-    email: Annotated[str, Field(description="The person's email (find_people)")],
+    project_id: Annotated[
+        str,
+        Field(
+            description="Project id from search_projects",
+            json_schema_extra={"x-envfarm-ref": "projects.project_id", "x-envfarm-column": "memberships.project_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    email: Annotated[
+        str,
+        Field(
+            description="The person's email (find_people)",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "memberships.email", "x-envfarm-user-known": True},
+        ),
+    ],
     role: Annotated[
         Literal["maintainer", "contributor"] | None,
-        Field(description="Role (default contributor)"),
+        Field(
+            description="Role (default contributor)",
+            json_schema_extra={"x-envfarm-column": "memberships.role", "x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> Membership:
     """Add a person to an active project as maintainer or contributor."""
@@ -554,7 +849,13 @@ def add_member(
 
 def remove_member(
     db: Database,
-    membership_id: Annotated[str, Field(description="Membership id from list_members")],
+    membership_id: Annotated[
+        str,
+        Field(
+            description="Membership id from list_members",
+            json_schema_extra={"x-envfarm-ref": "memberships.membership_id", "x-envfarm-column": "memberships.membership_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Membership:
     """Remove a member from a project. The owner can't be removed, and a member's unfinished tasks must be reassigned first."""
     current = db.require("memberships", "membership_id", membership_id, "membership_id")
@@ -582,9 +883,27 @@ def remove_member(
 
 def add_comment(
     db: Database,
-    task_id: Annotated[str, Field(description="Task id from search_tasks")],
-    author_email: Annotated[str, Field(description="Email of the member writing")],
-    body: Annotated[str, Field(description="Comment text")],
+    task_id: Annotated[
+        str,
+        Field(
+            description="Task id from search_tasks",
+            json_schema_extra={"x-envfarm-ref": "tasks.task_id", "x-envfarm-column": "comments.task_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    author_email: Annotated[
+        str,
+        Field(
+            description="Email of the member writing",
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "comments.author_email", "x-envfarm-user-known": True},
+        ),
+    ],
+    body: Annotated[
+        str,
+        Field(
+            description="Comment text",
+            json_schema_extra={"x-envfarm-column": "comments.body", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Comment:
     """Comment on a task. Only members of the task's project can comment."""
     db.require("tasks", "task_id", task_id, "task_id")
@@ -615,11 +934,27 @@ def add_comment(
 
 def create_milestone(
     db: Database,
-    project_id: Annotated[str, Field(description="Project id from search_projects")],
-    name: Annotated[str, Field(description="Milestone name")],
+    project_id: Annotated[
+        str,
+        Field(
+            description="Project id from search_projects",
+            json_schema_extra={"x-envfarm-ref": "projects.project_id", "x-envfarm-column": "milestones.project_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    name: Annotated[
+        str,
+        Field(
+            description="Milestone name",
+            json_schema_extra={"x-envfarm-column": "milestones.name", "x-envfarm-user-known": True},
+        ),
+    ],
     due_date: Annotated[
         str,
-        Field(description="Target date, today or later (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
+        Field(
+            description="Target date, today or later (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-column": "milestones.due_date", "x-envfarm-user-known": True},
+        ),
     ],
 ) -> Milestone:
     """Add an open milestone with a future due date to an active project."""
@@ -653,7 +988,13 @@ def create_milestone(
 
 def close_milestone(
     db: Database,
-    milestone_id: Annotated[str, Field(description="Milestone id from list_milestones")],
+    milestone_id: Annotated[
+        str,
+        Field(
+            description="Milestone id from list_milestones",
+            json_schema_extra={"x-envfarm-ref": "milestones.milestone_id", "x-envfarm-column": "milestones.milestone_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Milestone:
     """Close a milestone whose tasks are all done. Move unfinished tasks away first (roll_over_milestone)."""
     current = db.require("milestones", "milestone_id", milestone_id, "milestone_id")
@@ -683,10 +1024,19 @@ def close_milestone(
 
 def roll_over_milestone(
     db: Database,
-    from_milestone_id: Annotated[str, Field(description="Milestone to close (list_milestones)")],
+    from_milestone_id: Annotated[
+        str,
+        Field(
+            description="Milestone to close (list_milestones)",
+            json_schema_extra={"x-envfarm-ref": "milestones.milestone_id", "x-envfarm-user-known": False},
+        ),
+    ],
     to_milestone_id: Annotated[
         str,
-        Field(description="Open milestone of the same project to receive the tasks"),
+        Field(
+            description="Open milestone of the same project to receive the tasks",
+            json_schema_extra={"x-envfarm-ref": "milestones.milestone_id", "x-envfarm-user-known": False},
+        ),
     ],
 ) -> RollOverMilestoneResult:
     """Move every unfinished task of a milestone into another open milestone of the same project, then close the first one. Returns how many tasks moved."""

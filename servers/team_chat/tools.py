@@ -19,72 +19,183 @@ ChannelVisibility = Literal["public", "private"]
 class Workspace(BaseModel):
     """A chat workspace of an organization. A row of `workspaces`."""
 
-    workspace_id: str = Field(description="Internal workspace id")
-    name: str = Field(description="Workspace name, e.g. Northwind")
-    domain: str = Field(description="Workspace address prefix")
+    workspace_id: str = Field(
+        description="Internal workspace id",
+        json_schema_extra={"x-envfarm-ref": "workspaces.workspace_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Workspace name, e.g. Northwind",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    domain: str = Field(
+        description="Workspace address prefix",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Member(BaseModel):
     """A person's account in one workspace (someone in two workspaces has two member ids). A row of `members`."""
 
-    member_id: str = Field(description="Internal member id")
-    workspace_id: str = Field(description="The workspace")
-    email: str = Field(description="Work email")
-    full_name: str = Field(description="First and last name")
-    display_name: str = Field(description="Handle shown in chat, e.g. maria.p")
-    title: str = Field(description="Job title")
-    role: MemberRole = Field(description="Workspace role")
+    member_id: str = Field(
+        description="Internal member id",
+        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+    )
+    workspace_id: str = Field(
+        description="The workspace",
+        json_schema_extra={"x-envfarm-ref": "workspaces.workspace_id", "x-envfarm-user-known": False},
+    )
+    email: str = Field(description="Work email", json_schema_extra={"x-envfarm-user-known": True})
+    full_name: str = Field(
+        description="First and last name",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    display_name: str = Field(
+        description="Handle shown in chat, e.g. maria.p",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    title: str = Field(description="Job title", json_schema_extra={"x-envfarm-user-known": False})
+    role: MemberRole = Field(description="Workspace role", json_schema_extra={"x-envfarm-user-known": False})
 
 
 class Channel(BaseModel):
     """A channel of a workspace. A row of `channels`."""
 
-    channel_id: str = Field(description="Internal channel id")
-    workspace_id: str = Field(description="The workspace")
-    name: str = Field(description="Channel name without #, e.g. budget-review")
-    topic: str = Field(description="What the channel is for")
-    visibility: ChannelVisibility = Field(description="private channels are readable by their members only")
-    is_archived: bool = Field(description="Archived channels are read-only")
-    is_default: bool = Field(description="The workspace's default channel that everyone is in")
-    created_by: str = Field(description="Member who created the channel")
-    created_at: str = Field(description="When it was created (ISO 8601, UTC)")
+    channel_id: str = Field(
+        description="Internal channel id",
+        json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-user-known": False},
+    )
+    workspace_id: str = Field(
+        description="The workspace",
+        json_schema_extra={"x-envfarm-ref": "workspaces.workspace_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Channel name without #, e.g. budget-review",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    topic: str = Field(
+        description="What the channel is for",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    visibility: ChannelVisibility = Field(
+        description="private channels are readable by their members only",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    is_archived: bool = Field(
+        description="Archived channels are read-only",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    is_default: bool = Field(
+        description="The workspace's default channel that everyone is in",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    created_by: str = Field(
+        description="Member who created the channel",
+        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+    )
+    created_at: str = Field(
+        description="When it was created (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class ChannelMember(BaseModel):
     """A member's membership in a channel. A row of `channel_members`."""
 
-    channel_member_id: str = Field(description="Internal channel membership id")
-    channel_id: str = Field(description="The channel")
-    member_id: str = Field(description="The member")
-    added_by: str = Field(description="Who added them (themselves when they joined)")
-    joined_at: str = Field(description="When they joined (ISO 8601, UTC)")
+    channel_member_id: str = Field(
+        description="Internal channel membership id",
+        json_schema_extra={"x-envfarm-ref": "channel_members.channel_member_id", "x-envfarm-user-known": False},
+    )
+    channel_id: str = Field(
+        description="The channel",
+        json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-user-known": False},
+    )
+    member_id: str = Field(
+        description="The member",
+        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+    )
+    added_by: str = Field(
+        description="Who added them (themselves when they joined)",
+        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+    )
+    joined_at: str = Field(
+        description="When they joined (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Message(BaseModel):
     """A message in a channel; a reply has a thread parent. A row of `messages`."""
 
-    message_id: str = Field(description="Internal message id")
-    channel_id: str = Field(description="The channel")
-    author_id: str = Field(description="Member who wrote it")
-    text: str = Field(description="Message text")
-    posted_at: str = Field(description="When it was posted (ISO 8601, UTC)")
-    thread_parent_id: str | None = Field(description="The message this one replies to")
-    reply_count: int = Field(description="How many replies its thread has")
-    edited_at: str | None = Field(description="When it was last edited (ISO 8601, UTC)")
-    edited_by: str | None = Field(description="Who last edited it (always its author)")
-    is_pinned: bool = Field(description="Whether it is pinned in its channel")
-    pinned_by: str | None = Field(description="Who pinned it")
-    pinned_at: str | None = Field(description="When it was pinned (ISO 8601, UTC)")
+    message_id: str = Field(
+        description="Internal message id",
+        json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-user-known": False},
+    )
+    channel_id: str = Field(
+        description="The channel",
+        json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-user-known": False},
+    )
+    author_id: str = Field(
+        description="Member who wrote it",
+        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+    )
+    text: str = Field(description="Message text", json_schema_extra={"x-envfarm-user-known": True})
+    posted_at: str = Field(
+        description="When it was posted (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    thread_parent_id: str | None = Field(
+        description="The message this one replies to",
+        json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-user-known": False},
+    )
+    reply_count: int = Field(
+        description="How many replies its thread has",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    edited_at: str | None = Field(
+        description="When it was last edited (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    edited_by: str | None = Field(
+        description="Who last edited it (always its author)",
+        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+    )
+    is_pinned: bool = Field(
+        description="Whether it is pinned in its channel",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    pinned_by: str | None = Field(
+        description="Who pinned it",
+        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+    )
+    pinned_at: str | None = Field(
+        description="When it was pinned (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Reaction(BaseModel):
     """An emoji reaction of a member to a message. A row of `reactions`."""
 
-    reaction_id: str = Field(description="Internal reaction id")
-    message_id: str = Field(description="The message")
-    member_id: str = Field(description="Who reacted")
-    emoji: str = Field(description="Emoji name without colons, e.g. thumbsup")
-    created_at: str = Field(description="When they reacted (ISO 8601, UTC)")
+    reaction_id: str = Field(
+        description="Internal reaction id",
+        json_schema_extra={"x-envfarm-ref": "reactions.reaction_id", "x-envfarm-user-known": False},
+    )
+    message_id: str = Field(
+        description="The message",
+        json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-user-known": False},
+    )
+    member_id: str = Field(
+        description="Who reacted",
+        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+    )
+    emoji: str = Field(
+        description="Emoji name without colons, e.g. thumbsup",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    created_at: str = Field(
+        description="When they reacted (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class ListWorkspacesResult(BaseModel):
@@ -147,7 +258,13 @@ class ListReactionsResult(BaseModel):
 
 def list_workspaces(
     db: Database,
-    name: Annotated[str | None, Field(description="Part of the workspace name")] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the workspace name",
+            json_schema_extra={"x-envfarm-column": "workspaces.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListWorkspacesResult:
     """List the chat workspaces. Returns workspace ids."""
     args = {"name": name, "now": db.now}
@@ -162,10 +279,34 @@ def list_workspaces(
 
 def find_members(
     db: Database,
-    workspace_id: Annotated[str | None, Field(description="Workspace id from list_workspaces")] = None,
-    full_name: Annotated[str | None, Field(description="Part of the person's name")] = None,
-    email: Annotated[str | None, Field(description="Exact work email")] = None,
-    display_name: Annotated[str | None, Field(description="Part of the chat handle")] = None,
+    workspace_id: Annotated[
+        str | None,
+        Field(
+            description="Workspace id from list_workspaces",
+            json_schema_extra={"x-envfarm-ref": "workspaces.workspace_id", "x-envfarm-column": "members.workspace_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the person's name",
+            json_schema_extra={"x-envfarm-column": "members.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Exact work email",
+            json_schema_extra={"x-envfarm-column": "members.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    display_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the chat handle",
+            json_schema_extra={"x-envfarm-column": "members.display_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> FindMembersResult:
     """Find workspace members by name, email or display name. A person has one member id per workspace; the other tools act as a member id."""
     args = {
@@ -189,15 +330,33 @@ def find_members(
 
 def search_channels(
     db: Database,
-    workspace_id: Annotated[str | None, Field(description="Workspace id from list_workspaces")] = None,
-    name: Annotated[str | None, Field(description="Part of the channel name")] = None,
+    workspace_id: Annotated[
+        str | None,
+        Field(
+            description="Workspace id from list_workspaces",
+            json_schema_extra={"x-envfarm-ref": "workspaces.workspace_id", "x-envfarm-column": "channels.workspace_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the channel name",
+            json_schema_extra={"x-envfarm-column": "channels.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
     visibility: Annotated[
         ChannelVisibility | None,
-        Field(description="Only public or only private channels"),
+        Field(
+            description="Only public or only private channels",
+            json_schema_extra={"x-envfarm-column": "channels.visibility", "x-envfarm-user-known": True},
+        ),
     ] = None,
     is_archived: Annotated[
         bool | None,
-        Field(description="Only archived (true) or active (false) channels"),
+        Field(
+            description="Only archived (true) or active (false) channels",
+            json_schema_extra={"x-envfarm-column": "channels.is_archived", "x-envfarm-user-known": False},
+        ),
     ] = None,
 ) -> SearchChannelsResult:
     """Find channels of a workspace by name, visibility or archived state. Private channels are listed, but only their members can read them."""
@@ -222,8 +381,20 @@ def search_channels(
 
 def list_channel_members(
     db: Database,
-    channel_id: Annotated[str | None, Field(description="Channel id from search_channels")] = None,
-    member_id: Annotated[str | None, Field(description="Member id from find_members")] = None,
+    channel_id: Annotated[
+        str | None,
+        Field(
+            description="Channel id from search_channels",
+            json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-column": "channel_members.channel_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    member_id: Annotated[
+        str | None,
+        Field(
+            description="Member id from find_members",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "channel_members.member_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListChannelMembersResult:
     """List channel memberships: who is in a channel (give channel_id) or which channels a member is in (give member_id). Returns channel_member ids for leave_channel."""
     args = {"channel_id": channel_id, "member_id": member_id, "now": db.now}
@@ -239,12 +410,32 @@ def list_channel_members(
 
 def read_channel(
     db: Database,
-    channel_id: Annotated[str, Field(description="Channel id from search_channels")],
-    member_id: Annotated[str, Field(description="Member id of the reader (find_members)")],
-    pinned_only: Annotated[bool, Field(description="Only pinned messages")] = False,
+    channel_id: Annotated[
+        str,
+        Field(
+            description="Channel id from search_channels",
+            json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    member_id: Annotated[
+        str,
+        Field(
+            description="Member id of the reader (find_members)",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    pinned_only: Annotated[
+        bool,
+        Field(description="Only pinned messages", json_schema_extra={"x-envfarm-user-known": True}),
+    ] = False,
     limit: Annotated[
         int,
-        Field(description="How many of the latest messages (default 30)", ge=1.0, le=100.0),
+        Field(
+            description="How many of the latest messages (default 30)",
+            ge=1.0,
+            le=100.0,
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ] = 30,
 ) -> ReadChannelResult:
     """Read a channel's latest top-level messages (oldest first) as a given member, with reply counts and pins. Private channels can only be read by their members. Open a thread with read_thread."""
@@ -280,8 +471,20 @@ def read_channel(
 
 def read_thread(
     db: Database,
-    message_id: Annotated[str, Field(description="Message id from read_channel")],
-    member_id: Annotated[str, Field(description="Member id of the reader")],
+    message_id: Annotated[
+        str,
+        Field(
+            description="Message id from read_channel",
+            json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    member_id: Annotated[
+        str,
+        Field(
+            description="Member id of the reader",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ReadThreadResult:
     """Read a message and all its replies, oldest first, as a given member."""
     db.require("messages", "message_id", message_id, "message_id")
@@ -303,8 +506,17 @@ def read_thread(
 
 def search_messages(
     db: Database,
-    member_id: Annotated[str, Field(description="Member id of the person searching")],
-    text: Annotated[str, Field(description="Words to look for")],
+    member_id: Annotated[
+        str,
+        Field(
+            description="Member id of the person searching",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    text: Annotated[
+        str,
+        Field(description="Words to look for", json_schema_extra={"x-envfarm-user-known": True}),
+    ],
 ) -> SearchMessagesResult:
     """Find messages containing some words, in the channels a member can read (public channels of their workspace and private channels they belong to), newest first."""
     db.require("members", "member_id", member_id, "member_id")
@@ -315,12 +527,33 @@ def search_messages(
 
 def post_message(
     db: Database,
-    channel_id: Annotated[str, Field(description="Channel id from search_channels")],
-    author_id: Annotated[str, Field(description="Member id of the author (find_members)")],
-    text: Annotated[str, Field(description="Message text")],
+    channel_id: Annotated[
+        str,
+        Field(
+            description="Channel id from search_channels",
+            json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-column": "messages.channel_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    author_id: Annotated[
+        str,
+        Field(
+            description="Member id of the author (find_members)",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "messages.author_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    text: Annotated[
+        str,
+        Field(
+            description="Message text",
+            json_schema_extra={"x-envfarm-column": "messages.text", "x-envfarm-user-known": True},
+        ),
+    ],
     thread_parent_id: Annotated[
         str | None,
-        Field(description="To reply in a thread: the id of the thread's first message"),
+        Field(
+            description="To reply in a thread: the id of the thread's first message",
+            json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-column": "messages.thread_parent_id", "x-envfarm-user-known": False},
+        ),
     ] = None,
 ) -> Message:
     """Post a message to a channel the author has joined, or reply in a thread by giving the thread's first message. Archived channels are read-only."""
@@ -405,9 +638,27 @@ def post_message(
 
 def edit_message(
     db: Database,
-    message_id: Annotated[str, Field(description="Message id from read_channel or search_messages")],
-    edited_by: Annotated[str, Field(description="Member id of the person editing; must be the author")],
-    text: Annotated[str, Field(description="The new text")],
+    message_id: Annotated[
+        str,
+        Field(
+            description="Message id from read_channel or search_messages",
+            json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-column": "messages.message_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    edited_by: Annotated[
+        str,
+        Field(
+            description="Member id of the person editing; must be the author",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "messages.edited_by", "x-envfarm-user-known": False},
+        ),
+    ],
+    text: Annotated[
+        str,
+        Field(
+            description="The new text",
+            json_schema_extra={"x-envfarm-column": "messages.text", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Message:
     """Change the text of a message. Only its author can edit it, and not in an archived channel."""
     current = db.require("messages", "message_id", message_id, "message_id")
@@ -444,9 +695,27 @@ def edit_message(
 
 def add_reaction(
     db: Database,
-    message_id: Annotated[str, Field(description="Message id from read_channel")],
-    member_id: Annotated[str, Field(description="Member id of the person reacting")],
-    emoji: Annotated[str, Field(description="Emoji name without colons, e.g. thumbsup")],
+    message_id: Annotated[
+        str,
+        Field(
+            description="Message id from read_channel",
+            json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-column": "reactions.message_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    member_id: Annotated[
+        str,
+        Field(
+            description="Member id of the person reacting",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "reactions.member_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    emoji: Annotated[
+        str,
+        Field(
+            description="Emoji name without colons, e.g. thumbsup",
+            json_schema_extra={"x-envfarm-column": "reactions.emoji", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Reaction:
     """React to a message with an emoji. Each member can use each emoji once per message."""
     db.require("messages", "message_id", message_id, "message_id")
@@ -490,7 +759,13 @@ def add_reaction(
 
 def remove_reaction(
     db: Database,
-    reaction_id: Annotated[str, Field(description="Reaction id from list_reactions")],
+    reaction_id: Annotated[
+        str,
+        Field(
+            description="Reaction id from list_reactions",
+            json_schema_extra={"x-envfarm-ref": "reactions.reaction_id", "x-envfarm-column": "reactions.reaction_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Reaction:
     """Take back an emoji reaction."""
     current = db.require("reactions", "reaction_id", reaction_id, "reaction_id")
@@ -510,8 +785,20 @@ def remove_reaction(
 
 def list_reactions(
     db: Database,
-    message_id: Annotated[str, Field(description="Message id from read_channel")],
-    member_id: Annotated[str | None, Field(description="Only this member's reactions")] = None,
+    message_id: Annotated[
+        str,
+        Field(
+            description="Message id from read_channel",
+            json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-column": "reactions.message_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    member_id: Annotated[
+        str | None,
+        Field(
+            description="Only this member's reactions",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "reactions.member_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListReactionsResult:
     """List the reactions on a message, with who reacted. Returns reaction ids for remove_reaction."""
     db.require("messages", "message_id", message_id, "message_id")
@@ -528,8 +815,20 @@ def list_reactions(
 
 def pin_message(
     db: Database,
-    message_id: Annotated[str, Field(description="Message id from read_channel")],
-    pinned_by: Annotated[str, Field(description="Member id of the person pinning")],
+    message_id: Annotated[
+        str,
+        Field(
+            description="Message id from read_channel",
+            json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-column": "messages.message_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    pinned_by: Annotated[
+        str,
+        Field(
+            description="Member id of the person pinning",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "messages.pinned_by", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Message:
     """Pin a message in its channel. Only channel members can pin."""
     current = db.require("messages", "message_id", message_id, "message_id")
@@ -569,7 +868,13 @@ def pin_message(
 
 def unpin_message(
     db: Database,
-    message_id: Annotated[str, Field(description="Message id from read_channel with pinned_only")],
+    message_id: Annotated[
+        str,
+        Field(
+            description="Message id from read_channel with pinned_only",
+            json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-column": "messages.message_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Message:
     """Unpin a pinned message."""
     current = db.require("messages", "message_id", message_id, "message_id")
@@ -593,9 +898,27 @@ def unpin_message(
 
 def add_channel_member(
     db: Database,
-    channel_id: Annotated[str, Field(description="Channel id from search_channels")],
-    member_id: Annotated[str, Field(description="Member id of the person joining")],
-    added_by: Annotated[str, Field(description="Member id of the person adding them (themselves to join)")],
+    channel_id: Annotated[
+        str,
+        Field(
+            description="Channel id from search_channels",
+            json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-column": "channel_members.channel_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    member_id: Annotated[
+        str,
+        Field(
+            description="Member id of the person joining",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "channel_members.member_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    added_by: Annotated[
+        str,
+        Field(
+            description="Member id of the person adding them (themselves to join)",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "channel_members.added_by", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ChannelMember:
     """Add a member to a channel. Anyone can join a public channel themselves (added_by = member_id); adding someone else, or anyone to a private channel, must be done by a member of that channel."""
     db.require("channels", "channel_id", channel_id, "channel_id")
@@ -657,7 +980,13 @@ def add_channel_member(
 
 def leave_channel(
     db: Database,
-    channel_member_id: Annotated[str, Field(description="Channel membership id from list_channel_members")],
+    channel_member_id: Annotated[
+        str,
+        Field(
+            description="Channel membership id from list_channel_members",
+            json_schema_extra={"x-envfarm-ref": "channel_members.channel_member_id", "x-envfarm-column": "channel_members.channel_member_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ChannelMember:
     """Leave a channel (delete a channel membership). Nobody leaves their workspace's default channel."""
     current = db.require("channel_members", "channel_member_id", channel_member_id, "channel_member_id")
@@ -676,14 +1005,35 @@ def leave_channel(
 
 def create_channel(
     db: Database,
-    workspace_id: Annotated[str, Field(description="Workspace id from list_workspaces")],
+    workspace_id: Annotated[
+        str,
+        Field(
+            description="Workspace id from list_workspaces",
+            json_schema_extra={"x-envfarm-ref": "workspaces.workspace_id", "x-envfarm-user-known": False},
+        ),
+    ],
     name: Annotated[
         str,
-        Field(description="Channel name: lowercase letters, digits, - or _ (e.g. q3-planning)"),
+        Field(
+            description="Channel name: lowercase letters, digits, - or _ (e.g. q3-planning)",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
     ],
-    created_by: Annotated[str, Field(description="Member id of the creator, in that workspace")],
-    visibility: Annotated[ChannelVisibility, Field(description="public (default) or private")] = "public",
-    topic: Annotated[str, Field(description="What the channel is for")] = "",
+    created_by: Annotated[
+        str,
+        Field(
+            description="Member id of the creator, in that workspace",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    visibility: Annotated[
+        ChannelVisibility,
+        Field(description="public (default) or private", json_schema_extra={"x-envfarm-user-known": True}),
+    ] = "public",
+    topic: Annotated[
+        str,
+        Field(description="What the channel is for", json_schema_extra={"x-envfarm-user-known": True}),
+    ] = "",
 ) -> Channel:
     """Create a channel in a workspace; its creator becomes its first member."""
     db.require("workspaces", "workspace_id", workspace_id, "workspace_id")
@@ -718,7 +1068,13 @@ def create_channel(
 
 def archive_channel(
     db: Database,
-    channel_id: Annotated[str, Field(description="Channel id from search_channels")],
+    channel_id: Annotated[
+        str,
+        Field(
+            description="Channel id from search_channels",
+            json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-column": "channels.channel_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Channel:
     """Archive a channel, making it read-only. The default channel can't be archived."""
     current = db.require("channels", "channel_id", channel_id, "channel_id")

@@ -20,84 +20,204 @@ BookingStatus = Literal["confirmed", "completed", "no_show", "cancelled"]
 class Guide(BaseModel):
     """A local tour guide. A row of `guides`."""
 
-    guide_id: str = Field(description="Internal guide id")
-    name: str = Field(description="Guide's name")
-    city: str = Field(description="City the guide works in")
-    languages: str = Field(description="Languages the guide leads tours in, e.g. English, Portuguese")
-    rating: float = Field(description="Average guide rating out of 5")
+    guide_id: str = Field(
+        description="Internal guide id",
+        json_schema_extra={"x-envfarm-ref": "guides.guide_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(description="Guide's name", json_schema_extra={"x-envfarm-user-known": True})
+    city: str = Field(description="City the guide works in", json_schema_extra={"x-envfarm-user-known": True})
+    languages: str = Field(
+        description="Languages the guide leads tours in, e.g. English, Portuguese",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    rating: float = Field(
+        description="Average guide rating out of 5",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Tour(BaseModel):
     """A guided experience on offer. A row of `tours`."""
 
-    tour_id: str = Field(description="Internal tour id")
-    title: str = Field(description="Tour name, e.g. Alfama Food and Fado Walk")
-    city: str = Field(description="City")
-    category: TourCategory = Field(description="Kind of experience")
-    language: str = Field(description="Language the tour is led in")
-    duration_hours: float = Field(description="Length in hours")
-    price_per_person: float = Field(description="Price in USD per seat")
-    max_group_size: int = Field(description="Seats on each departure")
-    meeting_point: str = Field(description="Where the group meets")
-    avg_rating: float | None = Field(description="Average review rating (null before the first review)")
-    review_count: int = Field(description="Number of reviews")
+    tour_id: str = Field(
+        description="Internal tour id",
+        json_schema_extra={"x-envfarm-ref": "tours.tour_id", "x-envfarm-user-known": False},
+    )
+    title: str = Field(
+        description="Tour name, e.g. Alfama Food and Fado Walk",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    city: str = Field(description="City", json_schema_extra={"x-envfarm-user-known": True})
+    category: TourCategory = Field(
+        description="Kind of experience",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    language: str = Field(
+        description="Language the tour is led in",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    duration_hours: float = Field(
+        description="Length in hours",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    price_per_person: float = Field(
+        description="Price in USD per seat",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    max_group_size: int = Field(
+        description="Seats on each departure",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    meeting_point: str = Field(
+        description="Where the group meets",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    avg_rating: float | None = Field(
+        description="Average review rating (null before the first review)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    review_count: int = Field(
+        description="Number of reviews",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Departure(BaseModel):
     """One dated run of a tour. A row of `departures`."""
 
-    departure_id: str = Field(description="Internal departure id")
-    tour_id: str = Field(description="The tour")
-    guide_id: str | None = Field(description="Guide leading it (null until assigned)")
-    starts_at: str = Field(description="Start time (ISO 8601, UTC)")
-    capacity: int = Field(description="Seats on this departure")
-    seats_booked: int = Field(description="Seats held by confirmed bookings")
-    status: DepartureStatus = Field(description="Departure status")
+    departure_id: str = Field(
+        description="Internal departure id",
+        json_schema_extra={"x-envfarm-ref": "departures.departure_id", "x-envfarm-user-known": False},
+    )
+    tour_id: str = Field(
+        description="The tour",
+        json_schema_extra={"x-envfarm-ref": "tours.tour_id", "x-envfarm-user-known": False},
+    )
+    guide_id: str | None = Field(
+        description="Guide leading it (null until assigned)",
+        json_schema_extra={"x-envfarm-ref": "guides.guide_id", "x-envfarm-user-known": False},
+    )
+    starts_at: str = Field(
+        description="Start time (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    capacity: int = Field(
+        description="Seats on this departure",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    seats_booked: int = Field(
+        description="Seats held by confirmed bookings",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    status: DepartureStatus = Field(
+        description="Departure status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Traveller(BaseModel):
     """A customer who books tours. A row of `travellers`."""
 
-    traveller_id: str = Field(description="Internal traveller id")
-    full_name: str = Field(description="First and last name")
-    email: str = Field(description="Contact email")
-    phone: str = Field(description="Contact phone number")
-    home_country: str = Field(description="Home country code")
+    traveller_id: str = Field(
+        description="Internal traveller id",
+        json_schema_extra={"x-envfarm-ref": "travellers.traveller_id", "x-envfarm-user-known": False},
+    )
+    full_name: str = Field(
+        description="First and last name",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    email: str = Field(description="Contact email", json_schema_extra={"x-envfarm-user-known": True})
+    phone: str = Field(description="Contact phone number", json_schema_extra={"x-envfarm-user-known": True})
+    home_country: str = Field(
+        description="Home country code",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Booking(BaseModel):
     """Seats a traveller booked on a departure. A row of `bookings`."""
 
-    booking_id: str = Field(description="Internal booking id")
-    booking_ref: str = Field(description="Booking reference given to the traveller, e.g. TB-07207")
-    traveller_id: str = Field(description="The traveller")
-    departure_id: str = Field(description="The departure")
-    seats: int = Field(description="Seats booked")
-    total_price: float = Field(description="Price paid in USD")
-    status: BookingStatus = Field(description="Booking status")
-    booked_at: str = Field(description="When it was booked (ISO 8601, UTC)")
-    cancelled_at: str | None = Field(description="When it was cancelled (ISO 8601, UTC)")
+    booking_id: str = Field(
+        description="Internal booking id",
+        json_schema_extra={"x-envfarm-ref": "bookings.booking_id", "x-envfarm-user-known": False},
+    )
+    booking_ref: str = Field(
+        description="Booking reference given to the traveller, e.g. TB-07207",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    traveller_id: str = Field(
+        description="The traveller",
+        json_schema_extra={"x-envfarm-ref": "travellers.traveller_id", "x-envfarm-user-known": False},
+    )
+    departure_id: str = Field(
+        description="The departure",
+        json_schema_extra={"x-envfarm-ref": "departures.departure_id", "x-envfarm-user-known": False},
+    )
+    seats: int = Field(description="Seats booked", json_schema_extra={"x-envfarm-user-known": True})
+    total_price: float = Field(
+        description="Price paid in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: BookingStatus = Field(
+        description="Booking status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    booked_at: str = Field(
+        description="When it was booked (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    cancelled_at: str | None = Field(
+        description="When it was cancelled (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Refund(BaseModel):
     """Money returned to a traveller. A row of `refunds`."""
 
-    refund_id: str = Field(description="Internal refund id")
-    booking_id: str = Field(description="The refunded booking")
-    amount: float = Field(description="Amount refunded in USD")
-    reason: str = Field(description="Why it was refunded")
-    refunded_at: str = Field(description="When it was refunded (ISO 8601, UTC)")
+    refund_id: str = Field(
+        description="Internal refund id",
+        json_schema_extra={"x-envfarm-ref": "refunds.refund_id", "x-envfarm-user-known": False},
+    )
+    booking_id: str = Field(
+        description="The refunded booking",
+        json_schema_extra={"x-envfarm-ref": "bookings.booking_id", "x-envfarm-user-known": False},
+    )
+    amount: float = Field(
+        description="Amount refunded in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    reason: str = Field(description="Why it was refunded", json_schema_extra={"x-envfarm-user-known": True})
+    refunded_at: str = Field(
+        description="When it was refunded (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Review(BaseModel):
     """A traveller's review of a tour they took. A row of `reviews`."""
 
-    review_id: str = Field(description="Internal review id")
-    booking_id: str = Field(description="The booking reviewed")
-    tour_id: str | None = Field(description="The tour (filled from the booking)")
-    rating: int = Field(description="Stars from 1 to 5")
-    comment: str = Field(description="What the traveller wrote")
-    created_at: str = Field(description="When it was written (ISO 8601, UTC)")
+    review_id: str = Field(
+        description="Internal review id",
+        json_schema_extra={"x-envfarm-ref": "reviews.review_id", "x-envfarm-user-known": False},
+    )
+    booking_id: str = Field(
+        description="The booking reviewed",
+        json_schema_extra={"x-envfarm-ref": "bookings.booking_id", "x-envfarm-user-known": False},
+    )
+    tour_id: str | None = Field(
+        description="The tour (filled from the booking)",
+        json_schema_extra={"x-envfarm-ref": "tours.tour_id", "x-envfarm-user-known": False},
+    )
+    rating: int = Field(description="Stars from 1 to 5", json_schema_extra={"x-envfarm-user-known": True})
+    comment: str = Field(
+        description="What the traveller wrote",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    created_at: str = Field(
+        description="When it was written (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class SearchToursResult(BaseModel):
@@ -159,11 +279,41 @@ class CancelDepartureResult(BaseModel):
 
 def search_tours(
     db: Database,
-    city: Annotated[str | None, Field(description="City name")] = None,
-    category: Annotated[TourCategory | None, Field(description="Kind of experience")] = None,
-    title: Annotated[str | None, Field(description="Part of the tour name")] = None,
-    language: Annotated[str | None, Field(description="Language the tour is led in, e.g. English")] = None,
-    max_price: Annotated[float | None, Field(description="Highest price per person in USD")] = None,
+    city: Annotated[
+        str | None,
+        Field(
+            description="City name",
+            json_schema_extra={"x-envfarm-column": "tours.city", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    category: Annotated[
+        TourCategory | None,
+        Field(
+            description="Kind of experience",
+            json_schema_extra={"x-envfarm-column": "tours.category", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    title: Annotated[
+        str | None,
+        Field(
+            description="Part of the tour name",
+            json_schema_extra={"x-envfarm-column": "tours.title", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    language: Annotated[
+        str | None,
+        Field(
+            description="Language the tour is led in, e.g. English",
+            json_schema_extra={"x-envfarm-column": "tours.language", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    max_price: Annotated[
+        float | None,
+        Field(
+            description="Highest price per person in USD",
+            json_schema_extra={"x-envfarm-column": "tours.price_per_person", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> SearchToursResult:
     """Search tours by city, category, title, language or maximum price per person. Returns tour ids, ratings and group sizes."""
     args = {
@@ -189,7 +339,13 @@ def search_tours(
 
 def get_tour(
     db: Database,
-    tour_id: Annotated[str, Field(description="Tour id from search_tours")],
+    tour_id: Annotated[
+        str,
+        Field(
+            description="Tour id from search_tours",
+            json_schema_extra={"x-envfarm-ref": "tours.tour_id", "x-envfarm-column": "tours.tour_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Tour:
     """Get one tour's description, duration, price, meeting point, group size and rating."""
     row = db.require("tours", "tour_id", tour_id, "tour_id")
@@ -198,12 +354,28 @@ def get_tour(
 
 def list_departures(
     db: Database,
-    tour_id: Annotated[str, Field(description="Tour id from search_tours")],
+    tour_id: Annotated[
+        str,
+        Field(
+            description="Tour id from search_tours",
+            json_schema_extra={"x-envfarm-ref": "tours.tour_id", "x-envfarm-column": "departures.tour_id", "x-envfarm-user-known": False},
+        ),
+    ],
     starts_after: Annotated[
         str | None,
-        Field(description="Only departures starting at or after this time (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Only departures starting at or after this time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-column": "departures.starts_at", "x-envfarm-user-known": True},
+        ),
     ] = None,
-    status: Annotated[DepartureStatus | None, Field(description="Only this status")] = None,
+    status: Annotated[
+        DepartureStatus | None,
+        Field(
+            description="Only this status",
+            json_schema_extra={"x-envfarm-column": "departures.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListDeparturesResult:
     """List a tour's departures with start times, seats booked and capacity, guide and status."""
     db.require("tours", "tour_id", tour_id, "tour_id")
@@ -221,8 +393,20 @@ def list_departures(
 
 def find_traveller(
     db: Database,
-    full_name: Annotated[str | None, Field(description="Part of the traveller's name")] = None,
-    email: Annotated[str | None, Field(description="Exact email address")] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the traveller's name",
+            json_schema_extra={"x-envfarm-column": "travellers.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Exact email address",
+            json_schema_extra={"x-envfarm-column": "travellers.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> FindTravellerResult:
     """Find travellers by name or email."""
     args = {"full_name": full_name, "email": email, "now": db.now}
@@ -238,9 +422,24 @@ def find_traveller(
 
 def book_tour(
     db: Database,
-    traveller_id: Annotated[str, Field(description="Traveller id from find_traveller")],
-    departure_id: Annotated[str, Field(description="Departure id from list_departures")],
-    seats: Annotated[int, Field(description="Seats to book", ge=1.0, le=10.0)],
+    traveller_id: Annotated[
+        str,
+        Field(
+            description="Traveller id from find_traveller",
+            json_schema_extra={"x-envfarm-ref": "travellers.traveller_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    departure_id: Annotated[
+        str,
+        Field(
+            description="Departure id from list_departures",
+            json_schema_extra={"x-envfarm-ref": "departures.departure_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    seats: Annotated[
+        int,
+        Field(description="Seats to book", ge=1.0, le=10.0, json_schema_extra={"x-envfarm-user-known": True}),
+    ],
 ) -> Booking:
     """Book seats on a scheduled departure for a traveller, paid in full (seats times the price per person). Booking closes 2 hours before the start. Returns the booking reference."""
     db.require("travellers", "traveller_id", traveller_id, "traveller_id")
@@ -284,10 +483,34 @@ def book_tour(
 
 def find_booking(
     db: Database,
-    booking_ref: Annotated[str | None, Field(description="Booking reference, e.g. TB-07207")] = None,
-    traveller_id: Annotated[str | None, Field(description="Traveller id from find_traveller")] = None,
-    departure_id: Annotated[str | None, Field(description="Departure id from list_departures")] = None,
-    status: Annotated[BookingStatus | None, Field(description="Only this status")] = None,
+    booking_ref: Annotated[
+        str | None,
+        Field(
+            description="Booking reference, e.g. TB-07207",
+            json_schema_extra={"x-envfarm-column": "bookings.booking_ref", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    traveller_id: Annotated[
+        str | None,
+        Field(
+            description="Traveller id from find_traveller",
+            json_schema_extra={"x-envfarm-ref": "travellers.traveller_id", "x-envfarm-column": "bookings.traveller_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    departure_id: Annotated[
+        str | None,
+        Field(
+            description="Departure id from list_departures",
+            json_schema_extra={"x-envfarm-ref": "departures.departure_id", "x-envfarm-column": "bookings.departure_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        BookingStatus | None,
+        Field(
+            description="Only this status",
+            json_schema_extra={"x-envfarm-column": "bookings.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindBookingResult:
     """Find bookings by booking reference, traveller, departure or status."""
     if traveller_id is not None:
@@ -315,8 +538,22 @@ def find_booking(
 
 def change_seats(
     db: Database,
-    booking_id: Annotated[str, Field(description="Booking id from find_booking")],
-    seats: Annotated[int, Field(description="New number of seats", ge=1.0, le=10.0)],
+    booking_id: Annotated[
+        str,
+        Field(
+            description="Booking id from find_booking",
+            json_schema_extra={"x-envfarm-ref": "bookings.booking_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    seats: Annotated[
+        int,
+        Field(
+            description="New number of seats",
+            ge=1.0,
+            le=10.0,
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Booking:
     """Change the number of seats on a confirmed booking; the price difference is charged or refunded. Seats can be removed only more than 48 hours before departure, and added until bookings close 2 hours before the start."""
     db.require("bookings", "booking_id", booking_id, "booking_id")
@@ -358,8 +595,17 @@ def change_seats(
 
 def cancel_booking(
     db: Database,
-    booking_id: Annotated[str, Field(description="Booking id from find_booking")],
-    reason: Annotated[str, Field(description="Why the traveller cancels")],
+    booking_id: Annotated[
+        str,
+        Field(
+            description="Booking id from find_booking",
+            json_schema_extra={"x-envfarm-ref": "bookings.booking_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    reason: Annotated[
+        str,
+        Field(description="Why the traveller cancels", json_schema_extra={"x-envfarm-user-known": True}),
+    ],
 ) -> Refund:
     """Cancel a confirmed booking with a full refund. Refunds are only possible more than 48 hours before departure."""
     db.require("bookings", "booking_id", booking_id, "booking_id")
@@ -383,7 +629,13 @@ def cancel_booking(
 
 def list_refunds(
     db: Database,
-    booking_id: Annotated[str, Field(description="Booking id from find_booking")],
+    booking_id: Annotated[
+        str,
+        Field(
+            description="Booking id from find_booking",
+            json_schema_extra={"x-envfarm-ref": "bookings.booking_id", "x-envfarm-column": "refunds.booking_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListRefundsResult:
     """List the refunds paid for a booking."""
     db.require("bookings", "booking_id", booking_id, "booking_id")
@@ -399,9 +651,29 @@ def list_refunds(
 
 def write_review(
     db: Database,
-    booking_id: Annotated[str, Field(description="Booking id from find_booking (status completed)")],
-    rating: Annotated[int, Field(description="Stars from 1 to 5", ge=1.0, le=5.0)],
-    comment: Annotated[str, Field(description="The review text")],
+    booking_id: Annotated[
+        str,
+        Field(
+            description="Booking id from find_booking (status completed)",
+            json_schema_extra={"x-envfarm-ref": "bookings.booking_id", "x-envfarm-column": "reviews.booking_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    rating: Annotated[
+        int,
+        Field(
+            description="Stars from 1 to 5",
+            ge=1.0,
+            le=5.0,
+            json_schema_extra={"x-envfarm-column": "reviews.rating", "x-envfarm-user-known": True},
+        ),
+    ],
+    comment: Annotated[
+        str,
+        Field(
+            description="The review text",
+            json_schema_extra={"x-envfarm-column": "reviews.comment", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Review:
     """Publish a traveller's review of a tour they completed. Reviews are accepted only after the departure date and only once per booking; the tour's average rating is updated."""
     db.require("bookings", "booking_id", booking_id, "booking_id")
@@ -449,10 +721,21 @@ def write_review(
 
 def list_reviews(
     db: Database,
-    tour_id: Annotated[str, Field(description="Tour id from search_tours")],
+    tour_id: Annotated[
+        str,
+        Field(
+            description="Tour id from search_tours",
+            json_schema_extra={"x-envfarm-ref": "tours.tour_id", "x-envfarm-column": "reviews.tour_id", "x-envfarm-user-known": False},
+        ),
+    ],
     rating: Annotated[
         int | None,
-        Field(description="Only reviews with this many stars", ge=1.0, le=5.0),
+        Field(
+            description="Only reviews with this many stars",
+            ge=1.0,
+            le=5.0,
+            json_schema_extra={"x-envfarm-column": "reviews.rating", "x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> ListReviewsResult:
     """List reviews of a tour, optionally only those with a given star rating."""
@@ -470,8 +753,20 @@ def list_reviews(
 
 def list_guides(
     db: Database,
-    city: Annotated[str | None, Field(description="City name")] = None,
-    languages: Annotated[str | None, Field(description="A language the guide speaks, e.g. English")] = None,
+    city: Annotated[
+        str | None,
+        Field(
+            description="City name",
+            json_schema_extra={"x-envfarm-column": "guides.city", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    languages: Annotated[
+        str | None,
+        Field(
+            description="A language the guide speaks, e.g. English",
+            json_schema_extra={"x-envfarm-column": "guides.languages", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListGuidesResult:
     """List guides by city or language, with their ratings."""
     args = {"city": city, "languages": languages, "now": db.now}
@@ -487,8 +782,20 @@ def list_guides(
 
 def assign_guide(
     db: Database,
-    departure_id: Annotated[str, Field(description="Departure id from list_departures")],
-    guide_id: Annotated[str, Field(description="Guide id from list_guides")],
+    departure_id: Annotated[
+        str,
+        Field(
+            description="Departure id from list_departures",
+            json_schema_extra={"x-envfarm-ref": "departures.departure_id", "x-envfarm-column": "departures.departure_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    guide_id: Annotated[
+        str,
+        Field(
+            description="Guide id from list_guides",
+            json_schema_extra={"x-envfarm-ref": "guides.guide_id", "x-envfarm-column": "departures.guide_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Departure:
     """Assign a guide to a scheduled departure. The guide must work in the tour's city, speak its language and not lead another departure at the same time."""
     current = db.require("departures", "departure_id", departure_id, "departure_id")
@@ -540,8 +847,20 @@ def assign_guide(
 
 def cancel_departure(
     db: Database,
-    departure_id: Annotated[str, Field(description="Departure id from list_departures")],
-    reason: Annotated[str, Field(description="Why it is cancelled, e.g. storm warning")],
+    departure_id: Annotated[
+        str,
+        Field(
+            description="Departure id from list_departures",
+            json_schema_extra={"x-envfarm-ref": "departures.departure_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    reason: Annotated[
+        str,
+        Field(
+            description="Why it is cancelled, e.g. storm warning",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ],
 ) -> CancelDepartureResult:
     """Cancel an upcoming departure (weather, too few travellers...). Every confirmed booking on it is cancelled with a full refund, whatever the 48-hour limit."""
     db.require("departures", "departure_id", departure_id, "departure_id")
@@ -564,7 +883,13 @@ def cancel_departure(
 
 def complete_departure(
     db: Database,
-    departure_id: Annotated[str, Field(description="Departure id from list_departures")],
+    departure_id: Annotated[
+        str,
+        Field(
+            description="Departure id from list_departures",
+            json_schema_extra={"x-envfarm-ref": "departures.departure_id", "x-envfarm-column": "departures.departure_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Departure:
     """Close a departure once it has run; its confirmed bookings become completed, so travellers can review."""
     current = db.require("departures", "departure_id", departure_id, "departure_id")

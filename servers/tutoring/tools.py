@@ -22,95 +22,212 @@ SessionStatus = Literal["scheduled", "completed", "cancelled", "no_show"]
 class Student(BaseModel):
     """A tutoring client (the farm's shared cast of people). A row of `students`."""
 
-    student_id: str = Field(description="Internal student id")
-    full_name: str = Field(description="First and last name")
-    email: str = Field(description="Contact email")
-    phone: str = Field(description="Contact phone number")
-    school_level: StudentSchoolLevel = Field(description="Current level of study")
+    student_id: str = Field(
+        description="Internal student id",
+        json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-user-known": False},
+    )
+    full_name: str = Field(
+        description="First and last name",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    email: str = Field(description="Contact email", json_schema_extra={"x-envfarm-user-known": True})
+    phone: str = Field(description="Contact phone number", json_schema_extra={"x-envfarm-user-known": True})
+    school_level: StudentSchoolLevel = Field(
+        description="Current level of study",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Tutor(BaseModel):
     """A tutor working with the agency. A row of `tutors`."""
 
-    tutor_id: str = Field(description="Internal tutor id")
-    full_name: str = Field(description="Tutor's name")
-    email: str = Field(description="Tutor's email")
-    headline: str = Field(description="Short profile line, e.g. Former chemistry teacher")
+    tutor_id: str = Field(
+        description="Internal tutor id",
+        json_schema_extra={"x-envfarm-ref": "tutors.tutor_id", "x-envfarm-user-known": False},
+    )
+    full_name: str = Field(description="Tutor's name", json_schema_extra={"x-envfarm-user-known": True})
+    email: str = Field(description="Tutor's email", json_schema_extra={"x-envfarm-user-known": True})
+    headline: str = Field(
+        description="Short profile line, e.g. Former chemistry teacher",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
     rating: float | None = Field(
         description="Average feedback rating (1-5) over all feedback, null before the first",
+        json_schema_extra={"x-envfarm-user-known": False},
     )
-    status: TutorStatus = Field(description="Tutors on leave publish no new slots")
+    status: TutorStatus = Field(
+        description="Tutors on leave publish no new slots",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Subject(BaseModel):
     """A subject the agency offers tutoring in. A row of `subjects`."""
 
-    subject_id: str = Field(description="Internal subject id")
-    name: str = Field(description="Subject name, e.g. Algebra II")
-    level: StudentSchoolLevel = Field(description="Level the subject is taught at")
+    subject_id: str = Field(
+        description="Internal subject id",
+        json_schema_extra={"x-envfarm-ref": "subjects.subject_id", "x-envfarm-user-known": False},
+    )
+    name: str = Field(
+        description="Subject name, e.g. Algebra II",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    level: StudentSchoolLevel = Field(
+        description="Level the subject is taught at",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class TutorSubject(BaseModel):
     """That a tutor teaches a subject. A row of `tutor_subjects`."""
 
-    tutor_subject_id: str = Field(description="Internal id")
-    tutor_id: str = Field(description="The tutor")
-    subject_id: str = Field(description="The subject taught")
+    tutor_subject_id: str = Field(
+        description="Internal id",
+        json_schema_extra={"x-envfarm-ref": "tutor_subjects.tutor_subject_id", "x-envfarm-user-known": False},
+    )
+    tutor_id: str = Field(
+        description="The tutor",
+        json_schema_extra={"x-envfarm-ref": "tutors.tutor_id", "x-envfarm-user-known": False},
+    )
+    subject_id: str = Field(
+        description="The subject taught",
+        json_schema_extra={"x-envfarm-ref": "subjects.subject_id", "x-envfarm-user-known": False},
+    )
 
 
 class AvailabilitySlot(BaseModel):
     """A time a tutor has published as available for one session. A row of `availability_slots`."""
 
-    slot_id: str = Field(description="Internal slot id")
-    tutor_id: str = Field(description="The tutor")
-    starts_at: str = Field(description="Start time (ISO 8601, UTC)")
-    duration_minutes: int = Field(description="Length in minutes (60 or 90)")
-    mode: AvailabilitySlotMode = Field(description="Video call or at the BrightPath centre")
-    is_booked: bool = Field(description="Whether a session occupies the slot")
+    slot_id: str = Field(
+        description="Internal slot id",
+        json_schema_extra={"x-envfarm-ref": "availability_slots.slot_id", "x-envfarm-user-known": False},
+    )
+    tutor_id: str = Field(
+        description="The tutor",
+        json_schema_extra={"x-envfarm-ref": "tutors.tutor_id", "x-envfarm-user-known": False},
+    )
+    starts_at: str = Field(
+        description="Start time (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    duration_minutes: int = Field(
+        description="Length in minutes (60 or 90)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    mode: AvailabilitySlotMode = Field(
+        description="Video call or at the BrightPath centre",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    is_booked: bool = Field(
+        description="Whether a session occupies the slot",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Package(BaseModel):
     """A package of prepaid tutoring hours bought by a student. A row of `packages`."""
 
-    package_id: str = Field(description="Internal package id")
-    student_id: str = Field(description="The buyer")
-    hours_purchased: int = Field(description="Hours bought (5, 10 or 20)")
-    hours_remaining: float = Field(description="Prepaid hours not yet used by sessions")
-    price: float = Field(description="Price paid in USD")
-    purchased_at: str = Field(description="When it was bought (ISO 8601, UTC)")
+    package_id: str = Field(
+        description="Internal package id",
+        json_schema_extra={"x-envfarm-ref": "packages.package_id", "x-envfarm-user-known": False},
+    )
+    student_id: str = Field(
+        description="The buyer",
+        json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-user-known": False},
+    )
+    hours_purchased: int = Field(
+        description="Hours bought (5, 10 or 20)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    hours_remaining: float = Field(
+        description="Prepaid hours not yet used by sessions",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    price: float = Field(description="Price paid in USD", json_schema_extra={"x-envfarm-user-known": True})
+    purchased_at: str = Field(
+        description="When it was bought (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
     expires_on: str | None = Field(
         description="Last day its hours can be booked (180 days after purchase) (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
     )
     status: PackageStatus = Field(
         description="active with hours left, exhausted when used up, expired after expires_on",
+        json_schema_extra={"x-envfarm-user-known": False},
     )
 
 
 class Session(BaseModel):
     """A booked one-to-one tutoring session. A row of `sessions`."""
 
-    session_id: str = Field(description="Internal session id")
-    student_id: str = Field(description="The student")
-    tutor_id: str = Field(description="The tutor")
-    subject_id: str = Field(description="The subject")
-    slot_id: str = Field(description="The slot it occupies")
-    package_id: str = Field(description="The package its hours come from")
-    starts_at: str = Field(description="Start time (ISO 8601, UTC)")
-    hours: float = Field(description="Hours charged to the package")
-    status: SessionStatus = Field(description="Session status")
-    tutor_notes: str | None = Field(description="Tutor's notes once completed")
-    cancelled_at: str | None = Field(description="When it was cancelled (ISO 8601, UTC)")
+    session_id: str = Field(
+        description="Internal session id",
+        json_schema_extra={"x-envfarm-ref": "sessions.session_id", "x-envfarm-user-known": False},
+    )
+    student_id: str = Field(
+        description="The student",
+        json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-user-known": False},
+    )
+    tutor_id: str = Field(
+        description="The tutor",
+        json_schema_extra={"x-envfarm-ref": "tutors.tutor_id", "x-envfarm-user-known": False},
+    )
+    subject_id: str = Field(
+        description="The subject",
+        json_schema_extra={"x-envfarm-ref": "subjects.subject_id", "x-envfarm-user-known": False},
+    )
+    slot_id: str = Field(
+        description="The slot it occupies",
+        json_schema_extra={"x-envfarm-ref": "availability_slots.slot_id", "x-envfarm-user-known": False},
+    )
+    package_id: str = Field(
+        description="The package its hours come from",
+        json_schema_extra={"x-envfarm-ref": "packages.package_id", "x-envfarm-user-known": False},
+    )
+    starts_at: str = Field(
+        description="Start time (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    hours: float = Field(
+        description="Hours charged to the package",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: SessionStatus = Field(
+        description="Session status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    tutor_notes: str | None = Field(
+        description="Tutor's notes once completed",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    cancelled_at: str | None = Field(
+        description="When it was cancelled (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Feedback(BaseModel):
     """A student's rating of a completed session. A row of `feedback`."""
 
-    feedback_id: str = Field(description="Internal feedback id")
-    session_id: str = Field(description="The rated session")
-    tutor_id: str | None = Field(description="The rated tutor (taken from the session)")
-    rating: int = Field(description="Stars from 1 to 5")
-    comment: str = Field(description="Free-text comment")
-    submitted_at: str = Field(description="When it was submitted (ISO 8601, UTC)")
+    feedback_id: str = Field(
+        description="Internal feedback id",
+        json_schema_extra={"x-envfarm-ref": "feedback.feedback_id", "x-envfarm-user-known": False},
+    )
+    session_id: str = Field(
+        description="The rated session",
+        json_schema_extra={"x-envfarm-ref": "sessions.session_id", "x-envfarm-user-known": False},
+    )
+    tutor_id: str | None = Field(
+        description="The rated tutor (taken from the session)",
+        json_schema_extra={"x-envfarm-ref": "tutors.tutor_id", "x-envfarm-user-known": False},
+    )
+    rating: int = Field(description="Stars from 1 to 5", json_schema_extra={"x-envfarm-user-known": True})
+    comment: str = Field(description="Free-text comment", json_schema_extra={"x-envfarm-user-known": True})
+    submitted_at: str = Field(
+        description="When it was submitted (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class FindStudentResult(BaseModel):
@@ -178,8 +295,20 @@ class ListFeedbackResult(BaseModel):
 
 def find_student(
     db: Database,
-    full_name: Annotated[str | None, Field(description="Part of the student's name")] = None,
-    email: Annotated[str | None, Field(description="Exact email address")] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the student's name",
+            json_schema_extra={"x-envfarm-column": "students.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    email: Annotated[
+        str | None,
+        Field(
+            description="Exact email address",
+            json_schema_extra={"x-envfarm-column": "students.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> FindStudentResult:
     """Find students by part of their name or exact email. Returns student records with their student_id."""
     args = {"full_name": full_name, "email": email, "now": db.now}
@@ -195,8 +324,20 @@ def find_student(
 
 def search_tutors(
     db: Database,
-    full_name: Annotated[str | None, Field(description="Part of the tutor's name")] = None,
-    status: Annotated[TutorStatus | None, Field(description="Only tutors with this status")] = None,
+    full_name: Annotated[
+        str | None,
+        Field(
+            description="Part of the tutor's name",
+            json_schema_extra={"x-envfarm-column": "tutors.full_name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    status: Annotated[
+        TutorStatus | None,
+        Field(
+            description="Only tutors with this status",
+            json_schema_extra={"x-envfarm-column": "tutors.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchTutorsResult:
     """Search tutors by name or status. Returns tutors with their tutor_id, headline and average rating."""
     args = {"full_name": full_name, "status": status, "now": db.now}
@@ -212,7 +353,13 @@ def search_tutors(
 
 def get_tutor(
     db: Database,
-    tutor_id: Annotated[str, Field(description="Tutor id from search_tutors or list_tutors_for_subject")],
+    tutor_id: Annotated[
+        str,
+        Field(
+            description="Tutor id from search_tutors or list_tutors_for_subject",
+            json_schema_extra={"x-envfarm-ref": "tutors.tutor_id", "x-envfarm-column": "tutors.tutor_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Tutor:
     """Get one tutor's profile, average rating and status."""
     row = db.require("tutors", "tutor_id", tutor_id, "tutor_id")
@@ -221,8 +368,20 @@ def get_tutor(
 
 def list_subjects(
     db: Database,
-    name: Annotated[str | None, Field(description="Part of the subject name")] = None,
-    level: Annotated[StudentSchoolLevel | None, Field(description="Only subjects at this level")] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the subject name",
+            json_schema_extra={"x-envfarm-column": "subjects.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    level: Annotated[
+        StudentSchoolLevel | None,
+        Field(
+            description="Only subjects at this level",
+            json_schema_extra={"x-envfarm-column": "subjects.level", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListSubjectsResult:
     """List the subjects on offer by name or level. Returns subject_id values for finding tutors and booking."""
     args = {"name": name, "level": level, "now": db.now}
@@ -238,7 +397,13 @@ def list_subjects(
 
 def list_tutors_for_subject(
     db: Database,
-    subject_id: Annotated[str, Field(description="Subject id from list_subjects")],
+    subject_id: Annotated[
+        str,
+        Field(
+            description="Subject id from list_subjects",
+            json_schema_extra={"x-envfarm-ref": "subjects.subject_id", "x-envfarm-column": "tutor_subjects.subject_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListTutorsForSubjectResult:
     """List which tutors teach a subject (tutor_id per row; get_tutor gives the profile)."""
     db.require("subjects", "subject_id", subject_id, "subject_id")
@@ -254,7 +419,13 @@ def list_tutors_for_subject(
 
 def list_subjects_of_tutor(
     db: Database,
-    tutor_id: Annotated[str, Field(description="Tutor id from search_tutors")],
+    tutor_id: Annotated[
+        str,
+        Field(
+            description="Tutor id from search_tutors",
+            json_schema_extra={"x-envfarm-ref": "tutors.tutor_id", "x-envfarm-column": "tutor_subjects.tutor_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListSubjectsOfTutorResult:
     """List the subjects a tutor teaches (subject_id per row)."""
     db.require("tutors", "tutor_id", tutor_id, "tutor_id")
@@ -270,18 +441,34 @@ def list_subjects_of_tutor(
 
 def list_open_slots(
     db: Database,
-    tutor_id: Annotated[str, Field(description="Tutor id from search_tutors or list_tutors_for_subject")],
+    tutor_id: Annotated[
+        str,
+        Field(
+            description="Tutor id from search_tutors or list_tutors_for_subject",
+            json_schema_extra={"x-envfarm-ref": "tutors.tutor_id", "x-envfarm-column": "availability_slots.tutor_id", "x-envfarm-user-known": False},
+        ),
+    ],
     starts_after: Annotated[
         str | None,
-        Field(description="Only slots starting at or after this time (ISO 8601, UTC)", pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$"),
+        Field(
+            description="Only slots starting at or after this time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-column": "availability_slots.starts_at", "x-envfarm-user-known": True},
+        ),
     ] = None,
     is_booked: Annotated[
         bool,
-        Field(description="false (default) for free slots, true for booked ones"),
+        Field(
+            description="false (default) for free slots, true for booked ones",
+            json_schema_extra={"x-envfarm-column": "availability_slots.is_booked", "x-envfarm-user-known": False},
+        ),
     ] = False,
     mode: Annotated[
         AvailabilitySlotMode | None,
-        Field(description="Only online or only in-person slots"),
+        Field(
+            description="Only online or only in-person slots",
+            json_schema_extra={"x-envfarm-column": "availability_slots.mode", "x-envfarm-user-known": True},
+        ),
     ] = None,
 ) -> ListOpenSlotsResult:
     """List a tutor's slots starting at or after a time, by default only free ones. Slot ids are needed to book."""
@@ -307,8 +494,20 @@ def list_open_slots(
 
 def list_packages(
     db: Database,
-    student_id: Annotated[str, Field(description="Student id from find_student")],
-    status: Annotated[PackageStatus | None, Field(description="Only packages with this status")] = None,
+    student_id: Annotated[
+        str,
+        Field(
+            description="Student id from find_student",
+            json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-column": "packages.student_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    status: Annotated[
+        PackageStatus | None,
+        Field(
+            description="Only packages with this status",
+            json_schema_extra={"x-envfarm-column": "packages.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListPackagesResult:
     """List a student's packages of prepaid hours with hours remaining, expiry date and status."""
     db.require("students", "student_id", student_id, "student_id")
@@ -325,8 +524,20 @@ def list_packages(
 
 def purchase_package(
     db: Database,
-    student_id: Annotated[str, Field(description="Student id from find_student")],
-    hours_purchased: Annotated[int, Field(description="Hours to buy: 5, 10 or 20")],
+    student_id: Annotated[
+        str,
+        Field(
+            description="Student id from find_student",
+            json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-column": "packages.student_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    hours_purchased: Annotated[
+        int,
+        Field(
+            description="Hours to buy: 5, 10 or 20",
+            json_schema_extra={"x-envfarm-column": "packages.hours_purchased", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Package:
     """Buy a package of 5, 10 or 20 prepaid hours for a student, valid for 180 days. Price per hour: $50 for 5 hours, $45 for 10, $40 for 20."""
     db.require("students", "student_id", student_id, "student_id")
@@ -367,10 +578,34 @@ def purchase_package(
 
 def book_session(
     db: Database,
-    student_id: Annotated[str, Field(description="Student id from find_student")],
-    slot_id: Annotated[str, Field(description="Free slot id from list_open_slots")],
-    subject_id: Annotated[str, Field(description="Subject id from list_subjects")],
-    package_id: Annotated[str, Field(description="Package id from list_packages")],
+    student_id: Annotated[
+        str,
+        Field(
+            description="Student id from find_student",
+            json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    slot_id: Annotated[
+        str,
+        Field(
+            description="Free slot id from list_open_slots",
+            json_schema_extra={"x-envfarm-ref": "availability_slots.slot_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    subject_id: Annotated[
+        str,
+        Field(
+            description="Subject id from list_subjects",
+            json_schema_extra={"x-envfarm-ref": "subjects.subject_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    package_id: Annotated[
+        str,
+        Field(
+            description="Package id from list_packages",
+            json_schema_extra={"x-envfarm-ref": "packages.package_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Session:
     """Book a tutor's free slot for a student in a subject the tutor teaches, paid from one of the student's active packages (the slot's length in hours is deducted). The student may not have another session at that time."""
     db.require("students", "student_id", student_id, "student_id")
@@ -441,8 +676,20 @@ def book_session(
 
 def reschedule_session(
     db: Database,
-    session_id: Annotated[str, Field(description="Session id from list_sessions")],
-    slot_id: Annotated[str, Field(description="New free slot id from list_open_slots")],
+    session_id: Annotated[
+        str,
+        Field(
+            description="Session id from list_sessions",
+            json_schema_extra={"x-envfarm-ref": "sessions.session_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    slot_id: Annotated[
+        str,
+        Field(
+            description="New free slot id from list_open_slots",
+            json_schema_extra={"x-envfarm-ref": "availability_slots.slot_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Session:
     """Move a scheduled session to another free future slot of the same tutor. If the new slot is longer or shorter, the difference in hours is charged to or refunded to the session's package."""
     db.require("sessions", "session_id", session_id, "session_id")
@@ -484,9 +731,27 @@ def reschedule_session(
 
 def list_sessions(
     db: Database,
-    student_id: Annotated[str | None, Field(description="Student id from find_student")] = None,
-    tutor_id: Annotated[str | None, Field(description="Tutor id from search_tutors")] = None,
-    status: Annotated[SessionStatus | None, Field(description="Only sessions with this status")] = None,
+    student_id: Annotated[
+        str | None,
+        Field(
+            description="Student id from find_student",
+            json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-column": "sessions.student_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    tutor_id: Annotated[
+        str | None,
+        Field(
+            description="Tutor id from search_tutors",
+            json_schema_extra={"x-envfarm-ref": "tutors.tutor_id", "x-envfarm-column": "sessions.tutor_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        SessionStatus | None,
+        Field(
+            description="Only sessions with this status",
+            json_schema_extra={"x-envfarm-column": "sessions.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListSessionsResult:
     """List sessions of a student or a tutor, optionally only one status. Gives session_id for changes and feedback."""
     if student_id is not None:
@@ -507,7 +772,13 @@ def list_sessions(
 
 def cancel_session(
     db: Database,
-    session_id: Annotated[str, Field(description="Session id from list_sessions")],
+    session_id: Annotated[
+        str,
+        Field(
+            description="Session id from list_sessions",
+            json_schema_extra={"x-envfarm-ref": "sessions.session_id", "x-envfarm-column": "sessions.session_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Session:
     """Cancel a scheduled session at least 24 hours before it starts; its hours go back to the package and the slot becomes free again."""
     current = db.require("sessions", "session_id", session_id, "session_id")
@@ -550,8 +821,20 @@ def cancel_session(
 
 def complete_session(
     db: Database,
-    session_id: Annotated[str, Field(description="Session id from list_sessions")],
-    tutor_notes: Annotated[str, Field(description="What was covered and what to practise next")],
+    session_id: Annotated[
+        str,
+        Field(
+            description="Session id from list_sessions",
+            json_schema_extra={"x-envfarm-ref": "sessions.session_id", "x-envfarm-column": "sessions.session_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    tutor_notes: Annotated[
+        str,
+        Field(
+            description="What was covered and what to practise next",
+            json_schema_extra={"x-envfarm-column": "sessions.tutor_notes", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Session:
     """Mark a scheduled session that has taken place as completed, with the tutor's notes."""
     current = db.require("sessions", "session_id", session_id, "session_id")
@@ -584,9 +867,29 @@ def complete_session(
 
 def submit_feedback(
     db: Database,
-    session_id: Annotated[str, Field(description="Completed session id from list_sessions")],
-    rating: Annotated[int, Field(description="Stars from 1 (poor) to 5 (excellent)", ge=1.0, le=5.0)],
-    comment: Annotated[str, Field(description="What went well or not")],
+    session_id: Annotated[
+        str,
+        Field(
+            description="Completed session id from list_sessions",
+            json_schema_extra={"x-envfarm-ref": "sessions.session_id", "x-envfarm-column": "feedback.session_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    rating: Annotated[
+        int,
+        Field(
+            description="Stars from 1 (poor) to 5 (excellent)",
+            ge=1.0,
+            le=5.0,
+            json_schema_extra={"x-envfarm-column": "feedback.rating", "x-envfarm-user-known": True},
+        ),
+    ],
+    comment: Annotated[
+        str,
+        Field(
+            description="What went well or not",
+            json_schema_extra={"x-envfarm-column": "feedback.comment", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Feedback:
     """Rate a completed session from 1 to 5 stars with a comment. Updates the tutor's average rating."""
     db.require("sessions", "session_id", session_id, "session_id")
@@ -624,8 +927,20 @@ def submit_feedback(
 
 def list_feedback(
     db: Database,
-    tutor_id: Annotated[str | None, Field(description="Tutor id from search_tutors")] = None,
-    session_id: Annotated[str | None, Field(description="Session id from list_sessions")] = None,
+    tutor_id: Annotated[
+        str | None,
+        Field(
+            description="Tutor id from search_tutors",
+            json_schema_extra={"x-envfarm-ref": "tutors.tutor_id", "x-envfarm-column": "feedback.tutor_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    session_id: Annotated[
+        str | None,
+        Field(
+            description="Session id from list_sessions",
+            json_schema_extra={"x-envfarm-ref": "sessions.session_id", "x-envfarm-column": "feedback.session_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListFeedbackResult:
     """List feedback left for a tutor, or for one session."""
     if tutor_id is not None:

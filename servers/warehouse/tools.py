@@ -22,124 +22,290 @@ TransferStatus = Literal["in_transit", "received"]
 class Warehouse(BaseModel):
     """A distribution centre. A row of `warehouses`."""
 
-    warehouse_id: str = Field(description="Internal warehouse id")
-    code: str = Field(description="Short code, e.g. LIS")
-    name: str = Field(description="Warehouse name, e.g. Lisbon North DC")
-    city: str = Field(description="City")
+    warehouse_id: str = Field(
+        description="Internal warehouse id",
+        json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-user-known": False},
+    )
+    code: str = Field(description="Short code, e.g. LIS", json_schema_extra={"x-envfarm-user-known": True})
+    name: str = Field(
+        description="Warehouse name, e.g. Lisbon North DC",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    city: str = Field(description="City", json_schema_extra={"x-envfarm-user-known": True})
 
 
 class Sku(BaseModel):
     """A stock keeping unit (one product variant). A row of `skus`."""
 
-    sku_id: str = Field(description="Internal SKU id")
-    sku_code: str = Field(description="SKU code on labels, e.g. SKU-10234")
-    name: str = Field(description="Product name")
-    category: SkuCategory = Field(description="Product category")
-    unit_weight_kg: float = Field(description="Weight of one unit in kg")
+    sku_id: str = Field(
+        description="Internal SKU id",
+        json_schema_extra={"x-envfarm-ref": "skus.sku_id", "x-envfarm-user-known": False},
+    )
+    sku_code: str = Field(
+        description="SKU code on labels, e.g. SKU-10234",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    name: str = Field(description="Product name", json_schema_extra={"x-envfarm-user-known": True})
+    category: SkuCategory = Field(
+        description="Product category",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    unit_weight_kg: float = Field(
+        description="Weight of one unit in kg",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Bin(BaseModel):
     """A storage location in a warehouse, holding at most capacity_units units in total. A row of `bins`."""
 
-    bin_id: str = Field(description="Internal bin id")
-    warehouse_id: str = Field(description="The warehouse")
-    bin_code: str = Field(description="Location code, e.g. LIS-P-03-2 (warehouse-zone-aisle-level)")
-    zone: BinZone = Field(description="Zone: receiving dock, bulk storage or pick face")
-    capacity_units: int = Field(description="Most units the bin can hold across all SKUs")
+    bin_id: str = Field(
+        description="Internal bin id",
+        json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-user-known": False},
+    )
+    warehouse_id: str = Field(
+        description="The warehouse",
+        json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-user-known": False},
+    )
+    bin_code: str = Field(
+        description="Location code, e.g. LIS-P-03-2 (warehouse-zone-aisle-level)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    zone: BinZone = Field(
+        description="Zone: receiving dock, bulk storage or pick face",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    capacity_units: int = Field(
+        description="Most units the bin can hold across all SKUs",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class StockLevel(BaseModel):
     """The quantity of one SKU on hand in one bin. A row of `stock_levels`."""
 
-    stock_id: str = Field(description="Internal stock record id")
-    warehouse_id: str = Field(description="The warehouse of the bin")
-    bin_id: str = Field(description="The bin")
-    sku_id: str = Field(description="The SKU")
-    quantity: int = Field(description="Units on hand")
-    last_counted_at: str | None = Field(description="Time of the last cycle count (ISO 8601, UTC)")
+    stock_id: str = Field(
+        description="Internal stock record id",
+        json_schema_extra={"x-envfarm-ref": "stock_levels.stock_id", "x-envfarm-user-known": False},
+    )
+    warehouse_id: str = Field(
+        description="The warehouse of the bin",
+        json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-user-known": False},
+    )
+    bin_id: str = Field(
+        description="The bin",
+        json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-user-known": False},
+    )
+    sku_id: str = Field(
+        description="The SKU",
+        json_schema_extra={"x-envfarm-ref": "skus.sku_id", "x-envfarm-user-known": False},
+    )
+    quantity: int = Field(description="Units on hand", json_schema_extra={"x-envfarm-user-known": True})
+    last_counted_at: str | None = Field(
+        description="Time of the last cycle count (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Receipt(BaseModel):
     """An inbound delivery expected from a supplier. A row of `receipts`."""
 
-    receipt_id: str = Field(description="Internal receipt id")
-    warehouse_id: str = Field(description="Receiving warehouse")
-    reference: str = Field(description="Supplier purchase order number, e.g. PO-48213")
-    supplier: str = Field(description="Supplier name")
-    expected_on: str = Field(description="Expected arrival date (YYYY-MM-DD)")
-    status: ReceiptStatus = Field(description="Closed receipts can no longer change")
-    closed_at: str | None = Field(description="When it was closed (ISO 8601, UTC)")
+    receipt_id: str = Field(
+        description="Internal receipt id",
+        json_schema_extra={"x-envfarm-ref": "receipts.receipt_id", "x-envfarm-user-known": False},
+    )
+    warehouse_id: str = Field(
+        description="Receiving warehouse",
+        json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-user-known": False},
+    )
+    reference: str = Field(
+        description="Supplier purchase order number, e.g. PO-48213",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    supplier: str = Field(description="Supplier name", json_schema_extra={"x-envfarm-user-known": True})
+    expected_on: str = Field(
+        description="Expected arrival date (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: ReceiptStatus = Field(
+        description="Closed receipts can no longer change",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    closed_at: str | None = Field(
+        description="When it was closed (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class ReceiptLine(BaseModel):
     """One SKU expected on a receipt and how much of it has arrived. A row of `receipt_lines`."""
 
-    line_id: str = Field(description="Internal receipt line id")
-    receipt_id: str = Field(description="The receipt")
-    sku_id: str = Field(description="The SKU")
-    expected_qty: int = Field(description="Units ordered from the supplier")
-    received_qty: int = Field(description="Units received and put away so far")
+    line_id: str = Field(
+        description="Internal receipt line id",
+        json_schema_extra={"x-envfarm-ref": "receipt_lines.line_id", "x-envfarm-user-known": False},
+    )
+    receipt_id: str = Field(
+        description="The receipt",
+        json_schema_extra={"x-envfarm-ref": "receipts.receipt_id", "x-envfarm-user-known": False},
+    )
+    sku_id: str = Field(
+        description="The SKU",
+        json_schema_extra={"x-envfarm-ref": "skus.sku_id", "x-envfarm-user-known": False},
+    )
+    expected_qty: int = Field(
+        description="Units ordered from the supplier",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    received_qty: int = Field(
+        description="Units received and put away so far",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Order(BaseModel):
     """An outbound customer order shipped from one warehouse. A row of `orders`."""
 
-    order_id: str = Field(description="Internal order id")
-    order_number: str = Field(description="Sales order number, e.g. SO-20417")
-    warehouse_id: str = Field(description="Shipping warehouse")
-    customer: str = Field(description="Customer company")
-    ship_by: str = Field(description="Date it must ship (YYYY-MM-DD)")
+    order_id: str = Field(
+        description="Internal order id",
+        json_schema_extra={"x-envfarm-ref": "orders.order_id", "x-envfarm-user-known": False},
+    )
+    order_number: str = Field(
+        description="Sales order number, e.g. SO-20417",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    warehouse_id: str = Field(
+        description="Shipping warehouse",
+        json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-user-known": False},
+    )
+    customer: str = Field(description="Customer company", json_schema_extra={"x-envfarm-user-known": True})
+    ship_by: str = Field(
+        description="Date it must ship (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
     status: OrderStatus = Field(
         description="pending, picking (partly picked), picked (ready to ship), shipped, cancelled",
+        json_schema_extra={"x-envfarm-user-known": False},
     )
-    shipped_at: str | None = Field(description="When it left the warehouse (ISO 8601, UTC)")
+    shipped_at: str | None = Field(
+        description="When it left the warehouse (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class OrderLine(BaseModel):
     """One SKU and quantity on an order. A row of `order_lines`."""
 
-    order_line_id: str = Field(description="Internal order line id")
-    order_id: str = Field(description="The order")
-    sku_id: str = Field(description="The SKU")
-    quantity: int = Field(description="Units ordered")
-    picked_qty: int = Field(description="Units picked so far")
+    order_line_id: str = Field(
+        description="Internal order line id",
+        json_schema_extra={"x-envfarm-ref": "order_lines.order_line_id", "x-envfarm-user-known": False},
+    )
+    order_id: str = Field(
+        description="The order",
+        json_schema_extra={"x-envfarm-ref": "orders.order_id", "x-envfarm-user-known": False},
+    )
+    sku_id: str = Field(
+        description="The SKU",
+        json_schema_extra={"x-envfarm-ref": "skus.sku_id", "x-envfarm-user-known": False},
+    )
+    quantity: int = Field(description="Units ordered", json_schema_extra={"x-envfarm-user-known": True})
+    picked_qty: int = Field(
+        description="Units picked so far",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Pick(BaseModel):
     """Units taken from a bin for an order line. A row of `picks`."""
 
-    pick_id: str = Field(description="Internal pick id")
-    order_line_id: str = Field(description="The order line")
-    bin_id: str = Field(description="The bin picked from")
-    quantity: int = Field(description="Units picked")
-    picker: str = Field(description="Name of the picker")
-    picked_at: str = Field(description="When it was picked (ISO 8601, UTC)")
+    pick_id: str = Field(
+        description="Internal pick id",
+        json_schema_extra={"x-envfarm-ref": "picks.pick_id", "x-envfarm-user-known": False},
+    )
+    order_line_id: str = Field(
+        description="The order line",
+        json_schema_extra={"x-envfarm-ref": "order_lines.order_line_id", "x-envfarm-user-known": False},
+    )
+    bin_id: str = Field(
+        description="The bin picked from",
+        json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-user-known": False},
+    )
+    quantity: int = Field(description="Units picked", json_schema_extra={"x-envfarm-user-known": True})
+    picker: str = Field(description="Name of the picker", json_schema_extra={"x-envfarm-user-known": True})
+    picked_at: str = Field(
+        description="When it was picked (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Transfer(BaseModel):
     """Stock sent from a bin of one warehouse to another warehouse. A row of `transfers`."""
 
-    transfer_id: str = Field(description="Internal transfer id")
-    sku_id: str = Field(description="The SKU")
-    from_bin_id: str = Field(description="Source bin")
-    to_warehouse_id: str = Field(description="Destination warehouse")
-    to_bin_id: str | None = Field(description="Bin it was put away in on arrival")
-    quantity: int = Field(description="Units sent")
-    status: TransferStatus = Field(description="Transfer status")
-    shipped_at: str = Field(description="When it left the source (ISO 8601, UTC)")
-    received_at: str | None = Field(description="When it was put away at the destination (ISO 8601, UTC)")
+    transfer_id: str = Field(
+        description="Internal transfer id",
+        json_schema_extra={"x-envfarm-ref": "transfers.transfer_id", "x-envfarm-user-known": False},
+    )
+    sku_id: str = Field(
+        description="The SKU",
+        json_schema_extra={"x-envfarm-ref": "skus.sku_id", "x-envfarm-user-known": False},
+    )
+    from_bin_id: str = Field(
+        description="Source bin",
+        json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-user-known": False},
+    )
+    to_warehouse_id: str = Field(
+        description="Destination warehouse",
+        json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-user-known": False},
+    )
+    to_bin_id: str | None = Field(
+        description="Bin it was put away in on arrival",
+        json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-user-known": False},
+    )
+    quantity: int = Field(description="Units sent", json_schema_extra={"x-envfarm-user-known": True})
+    status: TransferStatus = Field(
+        description="Transfer status",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    shipped_at: str = Field(
+        description="When it left the source (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    received_at: str | None = Field(
+        description="When it was put away at the destination (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class CycleCount(BaseModel):
     """A physical count of one stock record, which corrects the quantity on hand. A row of `cycle_counts`."""
 
-    count_id: str = Field(description="Internal count id")
-    stock_id: str = Field(description="The stock record counted")
-    expected_qty: int = Field(description="Quantity on record before the count")
-    counted_qty: int = Field(description="Units physically counted")
-    variance: int = Field(description="counted minus expected")
-    counted_by: str = Field(description="Name of the counter")
-    counted_at: str = Field(description="When it was counted (ISO 8601, UTC)")
+    count_id: str = Field(
+        description="Internal count id",
+        json_schema_extra={"x-envfarm-ref": "cycle_counts.count_id", "x-envfarm-user-known": False},
+    )
+    stock_id: str = Field(
+        description="The stock record counted",
+        json_schema_extra={"x-envfarm-ref": "stock_levels.stock_id", "x-envfarm-user-known": False},
+    )
+    expected_qty: int = Field(
+        description="Quantity on record before the count",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    counted_qty: int = Field(
+        description="Units physically counted",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    variance: int = Field(
+        description="counted minus expected",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    counted_by: str = Field(
+        description="Name of the counter",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    counted_at: str = Field(
+        description="When it was counted (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class ListWarehousesResult(BaseModel):
@@ -218,7 +384,13 @@ class ListTransfersResult(BaseModel):
 
 def list_warehouses(
     db: Database,
-    city: Annotated[str | None, Field(description="Part of the city name")] = None,
+    city: Annotated[
+        str | None,
+        Field(
+            description="Part of the city name",
+            json_schema_extra={"x-envfarm-column": "warehouses.city", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListWarehousesResult:
     """List the distribution centres with their warehouse_id, code and city."""
     args = {"city": city, "now": db.now}
@@ -233,9 +405,27 @@ def list_warehouses(
 
 def search_skus(
     db: Database,
-    sku_code: Annotated[str | None, Field(description="Part of the SKU code, e.g. 10234")] = None,
-    name: Annotated[str | None, Field(description="Part of the product name")] = None,
-    category: Annotated[SkuCategory | None, Field(description="Product category")] = None,
+    sku_code: Annotated[
+        str | None,
+        Field(
+            description="Part of the SKU code, e.g. 10234",
+            json_schema_extra={"x-envfarm-column": "skus.sku_code", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    name: Annotated[
+        str | None,
+        Field(
+            description="Part of the product name",
+            json_schema_extra={"x-envfarm-column": "skus.name", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    category: Annotated[
+        SkuCategory | None,
+        Field(
+            description="Product category",
+            json_schema_extra={"x-envfarm-column": "skus.category", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> SearchSkusResult:
     """Search SKUs by code, name or category. Returns sku_id values for stock, receipts and transfers."""
     args = {"sku_code": sku_code, "name": name, "category": category, "now": db.now}
@@ -252,9 +442,27 @@ def search_skus(
 
 def find_bins(
     db: Database,
-    warehouse_id: Annotated[str | None, Field(description="Warehouse id from list_warehouses")] = None,
-    zone: Annotated[BinZone | None, Field(description="Only bins of this zone")] = None,
-    bin_code: Annotated[str | None, Field(description="Part of the location code, e.g. LIS-P-03")] = None,
+    warehouse_id: Annotated[
+        str | None,
+        Field(
+            description="Warehouse id from list_warehouses",
+            json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-column": "bins.warehouse_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    zone: Annotated[
+        BinZone | None,
+        Field(
+            description="Only bins of this zone",
+            json_schema_extra={"x-envfarm-column": "bins.zone", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    bin_code: Annotated[
+        str | None,
+        Field(
+            description="Part of the location code, e.g. LIS-P-03",
+            json_schema_extra={"x-envfarm-column": "bins.bin_code", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> FindBinsResult:
     """Find bins of a warehouse by zone or location code. Returns bin_id and capacity."""
     if warehouse_id is not None:
@@ -273,9 +481,27 @@ def find_bins(
 
 def list_stock(
     db: Database,
-    sku_id: Annotated[str | None, Field(description="SKU id from search_skus")] = None,
-    warehouse_id: Annotated[str | None, Field(description="Warehouse id from list_warehouses")] = None,
-    bin_id: Annotated[str | None, Field(description="Bin id from find_bins")] = None,
+    sku_id: Annotated[
+        str | None,
+        Field(
+            description="SKU id from search_skus",
+            json_schema_extra={"x-envfarm-ref": "skus.sku_id", "x-envfarm-column": "stock_levels.sku_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    warehouse_id: Annotated[
+        str | None,
+        Field(
+            description="Warehouse id from list_warehouses",
+            json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-column": "stock_levels.warehouse_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    bin_id: Annotated[
+        str | None,
+        Field(
+            description="Bin id from find_bins",
+            json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-column": "stock_levels.bin_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListStockResult:
     """List stock on hand per bin, filtered by SKU, warehouse or bin (at least one is sensible)."""
     if sku_id is not None:
@@ -298,7 +524,13 @@ def list_stock(
 
 def get_bin_usage(
     db: Database,
-    bin_id: Annotated[str, Field(description="Bin id from find_bins")],
+    bin_id: Annotated[
+        str,
+        Field(
+            description="Bin id from find_bins",
+            json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> GetBinUsageResult:
     """Show how full a bin is (units used and free against its capacity) and what it holds."""
     db.require("bins", "bin_id", bin_id, "bin_id")
@@ -309,10 +541,34 @@ def get_bin_usage(
 
 def list_receipts(
     db: Database,
-    warehouse_id: Annotated[str | None, Field(description="Warehouse id from list_warehouses")] = None,
-    status: Annotated[ReceiptStatus | None, Field(description="Only open or only closed receipts")] = None,
-    supplier: Annotated[str | None, Field(description="Part of the supplier name")] = None,
-    reference: Annotated[str | None, Field(description="Exact purchase order number, e.g. PO-48213")] = None,
+    warehouse_id: Annotated[
+        str | None,
+        Field(
+            description="Warehouse id from list_warehouses",
+            json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-column": "receipts.warehouse_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        ReceiptStatus | None,
+        Field(
+            description="Only open or only closed receipts",
+            json_schema_extra={"x-envfarm-column": "receipts.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    supplier: Annotated[
+        str | None,
+        Field(
+            description="Part of the supplier name",
+            json_schema_extra={"x-envfarm-column": "receipts.supplier", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    reference: Annotated[
+        str | None,
+        Field(
+            description="Exact purchase order number, e.g. PO-48213",
+            json_schema_extra={"x-envfarm-column": "receipts.reference", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListReceiptsResult:
     """List inbound receipts by warehouse, status or supplier."""
     if warehouse_id is not None:
@@ -338,7 +594,13 @@ def list_receipts(
 
 def list_receipt_lines(
     db: Database,
-    receipt_id: Annotated[str, Field(description="Receipt id from list_receipts")],
+    receipt_id: Annotated[
+        str,
+        Field(
+            description="Receipt id from list_receipts",
+            json_schema_extra={"x-envfarm-ref": "receipts.receipt_id", "x-envfarm-column": "receipt_lines.receipt_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListReceiptLinesResult:
     """List the lines of a receipt with expected and received quantities."""
     db.require("receipts", "receipt_id", receipt_id, "receipt_id")
@@ -354,9 +616,28 @@ def list_receipt_lines(
 
 def add_receipt_line(
     db: Database,
-    receipt_id: Annotated[str, Field(description="Open receipt id from list_receipts")],
-    sku_id: Annotated[str, Field(description="SKU id from search_skus")],
-    expected_qty: Annotated[int, Field(description="Units expected", ge=1.0)],
+    receipt_id: Annotated[
+        str,
+        Field(
+            description="Open receipt id from list_receipts",
+            json_schema_extra={"x-envfarm-ref": "receipts.receipt_id", "x-envfarm-column": "receipt_lines.receipt_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    sku_id: Annotated[
+        str,
+        Field(
+            description="SKU id from search_skus",
+            json_schema_extra={"x-envfarm-ref": "skus.sku_id", "x-envfarm-column": "receipt_lines.sku_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    expected_qty: Annotated[
+        int,
+        Field(
+            description="Units expected",
+            ge=1.0,
+            json_schema_extra={"x-envfarm-column": "receipt_lines.expected_qty", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> ReceiptLine:
     """Add an expected SKU to an open receipt."""
     db.require("receipts", "receipt_id", receipt_id, "receipt_id")
@@ -392,9 +673,24 @@ def add_receipt_line(
 
 def receive_receipt_line(
     db: Database,
-    line_id: Annotated[str, Field(description="Receipt line id from list_receipt_lines")],
-    quantity: Annotated[int, Field(description="Units that arrived", ge=1.0)],
-    bin_id: Annotated[str, Field(description="Bin id from find_bins to put them away in")],
+    line_id: Annotated[
+        str,
+        Field(
+            description="Receipt line id from list_receipt_lines",
+            json_schema_extra={"x-envfarm-ref": "receipt_lines.line_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    quantity: Annotated[
+        int,
+        Field(description="Units that arrived", ge=1.0, json_schema_extra={"x-envfarm-user-known": True}),
+    ],
+    bin_id: Annotated[
+        str,
+        Field(
+            description="Bin id from find_bins to put them away in",
+            json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ReceiptLine:
     """Record units that arrived for a receipt line and put them away in a bin of the receiving warehouse. The bin must have room, and a line cannot receive more than expected."""
     db.require("receipt_lines", "line_id", line_id, "line_id")
@@ -439,7 +735,13 @@ def receive_receipt_line(
 
 def close_receipt(
     db: Database,
-    receipt_id: Annotated[str, Field(description="Receipt id from list_receipts")],
+    receipt_id: Annotated[
+        str,
+        Field(
+            description="Receipt id from list_receipts",
+            json_schema_extra={"x-envfarm-ref": "receipts.receipt_id", "x-envfarm-column": "receipts.receipt_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Receipt:
     """Close a receipt once its delivery is put away; closed receipts can no longer change."""
     current = db.require("receipts", "receipt_id", receipt_id, "receipt_id")
@@ -462,9 +764,27 @@ def close_receipt(
 
 def list_orders(
     db: Database,
-    warehouse_id: Annotated[str | None, Field(description="Warehouse id from list_warehouses")] = None,
-    status: Annotated[OrderStatus | None, Field(description="Only orders with this status")] = None,
-    order_number: Annotated[str | None, Field(description="Exact sales order number, e.g. SO-20417")] = None,
+    warehouse_id: Annotated[
+        str | None,
+        Field(
+            description="Warehouse id from list_warehouses",
+            json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-column": "orders.warehouse_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        OrderStatus | None,
+        Field(
+            description="Only orders with this status",
+            json_schema_extra={"x-envfarm-column": "orders.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    order_number: Annotated[
+        str | None,
+        Field(
+            description="Exact sales order number, e.g. SO-20417",
+            json_schema_extra={"x-envfarm-column": "orders.order_number", "x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ListOrdersResult:
     """List outbound orders by warehouse, status or order number."""
     if warehouse_id is not None:
@@ -483,7 +803,13 @@ def list_orders(
 
 def list_order_lines(
     db: Database,
-    order_id: Annotated[str, Field(description="Order id from list_orders")],
+    order_id: Annotated[
+        str,
+        Field(
+            description="Order id from list_orders",
+            json_schema_extra={"x-envfarm-ref": "orders.order_id", "x-envfarm-column": "order_lines.order_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> ListOrderLinesResult:
     """List the lines of an order with ordered and picked quantities."""
     db.require("orders", "order_id", order_id, "order_id")
@@ -499,10 +825,35 @@ def list_order_lines(
 
 def pick_order_line(
     db: Database,
-    order_line_id: Annotated[str, Field(description="Order line id from list_order_lines")],
-    bin_id: Annotated[str, Field(description="Bin id from list_stock")],
-    quantity: Annotated[int, Field(description="Units to pick", ge=1.0)],
-    picker: Annotated[str, Field(description="Name of the person picking")],
+    order_line_id: Annotated[
+        str,
+        Field(
+            description="Order line id from list_order_lines",
+            json_schema_extra={"x-envfarm-ref": "order_lines.order_line_id", "x-envfarm-column": "picks.order_line_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    bin_id: Annotated[
+        str,
+        Field(
+            description="Bin id from list_stock",
+            json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-column": "picks.bin_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    quantity: Annotated[
+        int,
+        Field(
+            description="Units to pick",
+            ge=1.0,
+            json_schema_extra={"x-envfarm-column": "picks.quantity", "x-envfarm-user-known": True},
+        ),
+    ],
+    picker: Annotated[
+        str,
+        Field(
+            description="Name of the person picking",
+            json_schema_extra={"x-envfarm-column": "picks.picker", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Pick:
     """Pick units of an order line from a bin of the order's warehouse (find bins holding the SKU with list_stock). Stock in the bin goes down; the order becomes picking, or picked once every line is complete."""
     db.require("order_lines", "order_line_id", order_line_id, "order_line_id")
@@ -586,7 +937,13 @@ def pick_order_line(
 
 def ship_order(
     db: Database,
-    order_id: Annotated[str, Field(description="Order id from list_orders")],
+    order_id: Annotated[
+        str,
+        Field(
+            description="Order id from list_orders",
+            json_schema_extra={"x-envfarm-ref": "orders.order_id", "x-envfarm-column": "orders.order_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Order:
     """Mark a fully picked order as shipped."""
     current = db.require("orders", "order_id", order_id, "order_id")
@@ -611,10 +968,35 @@ def ship_order(
 
 def create_transfer(
     db: Database,
-    sku_id: Annotated[str, Field(description="SKU id from search_skus")],
-    from_bin_id: Annotated[str, Field(description="Source bin id from list_stock")],
-    to_warehouse_id: Annotated[str, Field(description="Destination warehouse id from list_warehouses")],
-    quantity: Annotated[int, Field(description="Units to send", ge=1.0)],
+    sku_id: Annotated[
+        str,
+        Field(
+            description="SKU id from search_skus",
+            json_schema_extra={"x-envfarm-ref": "skus.sku_id", "x-envfarm-column": "transfers.sku_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    from_bin_id: Annotated[
+        str,
+        Field(
+            description="Source bin id from list_stock",
+            json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-column": "transfers.from_bin_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    to_warehouse_id: Annotated[
+        str,
+        Field(
+            description="Destination warehouse id from list_warehouses",
+            json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-column": "transfers.to_warehouse_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    quantity: Annotated[
+        int,
+        Field(
+            description="Units to send",
+            ge=1.0,
+            json_schema_extra={"x-envfarm-column": "transfers.quantity", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> Transfer:
     """Send units of a SKU from a bin to another warehouse. The units leave the source bin now and are put away at the destination with receive_transfer."""
     db.require("skus", "sku_id", sku_id, "sku_id")
@@ -667,8 +1049,20 @@ def create_transfer(
 
 def receive_transfer(
     db: Database,
-    transfer_id: Annotated[str, Field(description="Transfer id from list_transfers")],
-    bin_id: Annotated[str, Field(description="Destination bin id from find_bins")],
+    transfer_id: Annotated[
+        str,
+        Field(
+            description="Transfer id from list_transfers",
+            json_schema_extra={"x-envfarm-ref": "transfers.transfer_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    bin_id: Annotated[
+        str,
+        Field(
+            description="Destination bin id from find_bins",
+            json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-user-known": False},
+        ),
+    ],
 ) -> Transfer:
     """Put away an arrived transfer in a bin of the destination warehouse that has room for it."""
     db.require("transfers", "transfer_id", transfer_id, "transfer_id")
@@ -699,9 +1093,27 @@ def receive_transfer(
 
 def list_transfers(
     db: Database,
-    status: Annotated[TransferStatus | None, Field(description="Only transfers with this status")] = None,
-    to_warehouse_id: Annotated[str | None, Field(description="Destination warehouse id")] = None,
-    sku_id: Annotated[str | None, Field(description="SKU id from search_skus")] = None,
+    status: Annotated[
+        TransferStatus | None,
+        Field(
+            description="Only transfers with this status",
+            json_schema_extra={"x-envfarm-column": "transfers.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    to_warehouse_id: Annotated[
+        str | None,
+        Field(
+            description="Destination warehouse id",
+            json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-column": "transfers.to_warehouse_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    sku_id: Annotated[
+        str | None,
+        Field(
+            description="SKU id from search_skus",
+            json_schema_extra={"x-envfarm-ref": "skus.sku_id", "x-envfarm-column": "transfers.sku_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListTransfersResult:
     """List transfers by status, destination warehouse or SKU."""
     if to_warehouse_id is not None:
@@ -722,9 +1134,28 @@ def list_transfers(
 
 def record_cycle_count(
     db: Database,
-    stock_id: Annotated[str, Field(description="Stock record id from list_stock")],
-    counted_qty: Annotated[int, Field(description="Units physically counted", ge=0.0)],
-    counted_by: Annotated[str, Field(description="Name of the counter")],
+    stock_id: Annotated[
+        str,
+        Field(
+            description="Stock record id from list_stock",
+            json_schema_extra={"x-envfarm-ref": "stock_levels.stock_id", "x-envfarm-column": "cycle_counts.stock_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    counted_qty: Annotated[
+        int,
+        Field(
+            description="Units physically counted",
+            ge=0.0,
+            json_schema_extra={"x-envfarm-column": "cycle_counts.counted_qty", "x-envfarm-user-known": True},
+        ),
+    ],
+    counted_by: Annotated[
+        str,
+        Field(
+            description="Name of the counter",
+            json_schema_extra={"x-envfarm-column": "cycle_counts.counted_by", "x-envfarm-user-known": True},
+        ),
+    ],
 ) -> CycleCount:
     """Record a physical count of a stock record (stock_id from list_stock); the quantity on hand is corrected to the count and the variance is kept. A stock record is counted at most once a day."""
     db.require("stock_levels", "stock_id", stock_id, "stock_id")

@@ -1,0 +1,477 @@
+"""Grounding: run a sampled chain on fresh episodes and record what really happened.
+
+Values a user would know come from the seed (the control plane's rows, or for a server without one,
+what its parameterless read tools list), preferring rows that belong to the task's persona; ids come
+from earlier outputs. The gold calls, their outputs and which earlier call fed each argument are
+recorded, with each server's final state hash and diff. A chain that fails is dropped with a reason.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import AsyncExitStack
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from clients.connect import Connections, Episode
+from clients.graph import Param, ToolSpec, is_id_like, words
+from clients.sampling import Catalog, Chain, Step
+from clients.tasks import ExpectedState, GoldCall
+from servers.runtime.control import ControlError
+
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.I)
+ATTEMPTS = 1
+STEP_TRIES = 3
+FREE_TEXT = ("plans changed", "as discussed", "no longer needed", "see the note from last week", "thanks for checking")
+Row = dict[str, Any]
+ArgSource = Literal["output", "persona", "seed", "free"]
+
+
+class ServerWorld(BaseModel):
+    """What the driver knows of a server's data before a task: rows per table and each table's key."""
+
+    server: str
+    controlled: bool
+    tables: dict[str, list[Row]]
+    keys: dict[str, str] = Field(default_factory=dict, description="table -> primary-key column")
+    user_known: dict[str, list[str]] = Field(default_factory=dict, description="table -> columns a user knows")
+
+
+class PersonaRecord(BaseModel):
+    """A person of the cast: their name, email and the rows that are theirs on each server."""
+
+    name: str
+    email: str
+    facts: dict[str, Any] = Field(default_factory=dict)
+
+
+def _key_of(table: str, rows: list[Row], specs: Sequence[ToolSpec]) -> str:
+    for spec in specs:
+        for field in spec.outputs:
+            if field.ref == f"{table}.{field.name}":
+                return field.name
+    columns = list(rows[0]) if rows else []
+    return next((c for c in columns if is_id_like(c)), columns[0] if columns else "")
+
+
+def _known_columns(table: str, key: str, rows: list[Row], specs: Sequence[ToolSpec]) -> list[str]:
+    """Columns a user knows: from a row model that carries the table's key (our servers), else not ids."""
+    columns = list(rows[0]) if rows else []
+    for spec in specs:
+        fields = [f for f in spec.outputs if f.entity]
+        for entity in {f.entity for f in fields}:
+            members = [f for f in fields if f.entity == entity]
+            if any(f.ref == f"{table}.{key}" and f.name == key for f in members):
+                return [f.name for f in members if f.user_known and f.name in columns]
+    return [c for c in columns if not is_id_like(c)]
+
+
+def _rows_in(value: Any, label: str) -> Iterator[tuple[str, Row]]:
+    if isinstance(value, list):
+        for item in value:
+            yield from _rows_in(item, label)
+    elif isinstance(value, dict):
+        scalars = {k: v for k, v in value.items() if not isinstance(v, (dict, list))}
+        if len(scalars) >= 2:
+            yield label, scalars
+        for key, inner in value.items():
+            if isinstance(inner, (dict, list)):
+                yield from _rows_in(inner, key)
+
+
+async def observe(connections: Connections, server: str, specs: Sequence[ToolSpec]) -> ServerWorld:
+    """The seed of a server: its rows through the control plane, or what its parameterless reads list."""
+    async with connections.episode(server, f"observe-{server}") as episode:
+        state = await episode.state(rows=True)
+        if state is not None and state.state is not None:
+            tables = {t: rows for t, rows in state.state.items()}
+            controlled = True
+        else:
+            tables = {}
+            for spec in specs:
+                if spec.read_only and not any(p.required for p in spec.params):
+                    result = await episode.call_tool(spec.name, {})
+                    if not result.is_error:
+                        for label, row in _rows_in(output_of(result), " ".join(words(spec.name)[1:]) or spec.name):
+                            if row not in tables.setdefault(label, []):
+                                tables[label].append(row)
+            controlled = False
+    keys = {t: _key_of(t, rows, specs) for t, rows in tables.items()}
+    known = {t: _known_columns(t, keys[t], rows, specs) for t, rows in tables.items()}
+    return ServerWorld(server=server, controlled=controlled, tables=tables, keys=keys, user_known=known)
+
+
+def output_of(result: Any) -> Any:
+    """A call's structured result, else its text (parsed when it is JSON)."""
+    if result.structured_content is not None:
+        return result.structured_content
+    text = "\n".join(getattr(c, "text", "") for c in result.content)
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def people(world: ServerWorld) -> dict[str, PersonaRecord]:
+    """People of one server by email: rows with an email and a name, with their user-known facts."""
+    found: dict[str, PersonaRecord] = {}
+    for table, rows in world.tables.items():
+        for row in rows:
+            emails = [k for k, v in row.items() if isinstance(v, str) and EMAIL.match(v)]
+            names = [k for k in row if "name" in words(k) and isinstance(row[k], str)]
+            if len(emails) != 1:
+                continue
+            email = row[emails[0]]
+            if names and words(emails[0]) == ["email"]:  # the row is the person (not, say, their project)
+                name = row[min(names, key=lambda k: len(words(k)) != 2)]  # prefer full_name over name
+            else:  # ana.silva@example.com -> Ana Silva
+                name = " ".join(p.capitalize() for p in re.split(r"[._-]+", email.split("@")[0]) if p)
+            record = found.setdefault(email, PersonaRecord(name=name, email=email))
+            for column in world.user_known.get(table, []):
+                if row.get(column) is not None:
+                    record.facts.setdefault(column, row[column])
+    return found
+
+
+def value_index(world: ServerWorld) -> dict[str, list[tuple[str, int]]]:
+    """Every string value of the seed -> the (table, row number) pairs holding it."""
+    index: dict[str, list[tuple[str, int]]] = {}
+    for table, rows in world.tables.items():
+        for number, row in enumerate(rows):
+            for value in {v for v in row.values() if isinstance(v, str)}:
+                index.setdefault(value, []).append((table, number))
+    return index
+
+
+def persona_rows(
+    world: ServerWorld, persona: PersonaRecord, hops: int = 2, index: dict[str, list[tuple[str, int]]] | None = None
+) -> dict[str, list[Row]]:
+    """Rows that are the persona's: those naming their email, then rows pointing at those, `hops` times."""
+    index = index if index is not None else value_index(world)
+    found: set[tuple[str, int]] = set(index.get(persona.email, [])) if persona.email else set()
+    frontier = set(found)
+    for _ in range(hops):
+        keys = {world.tables[t][n].get(world.keys.get(t, "")) for t, n in frontier}
+        grown = {hit for key in keys if isinstance(key, str) for hit in index.get(key, [])} - found
+        if not grown:
+            break
+        found |= grown
+        frontier = grown
+    related: dict[str, list[Row]] = {}
+    for table, number in sorted(found):
+        related.setdefault(table, []).append(world.tables[table][number])
+    return related
+
+
+class EpisodePool:
+    """Fresh episodes, reused while they stay at the seed: a chain that wrote nothing leaves its
+    episodes clean for the next one (a reset costs more than the calls of a short chain)."""
+
+    def __init__(self, connections: Connections) -> None:
+        self.connections = connections
+        self.idle: dict[str, list[tuple[Episode, AsyncExitStack]]] = {}
+        self.opened = 0
+
+    async def take(self, server: str) -> tuple[Episode, AsyncExitStack]:
+        if self.idle.get(server):
+            return self.idle[server].pop()
+        stack = AsyncExitStack()
+        self.opened += 1
+        try:
+            episode = await stack.enter_async_context(self.connections.episode(server, f"ground-{self.opened}"))
+        except ControlError as exc:
+            await stack.aclose()
+            raise Drop("server unavailable", str(exc)) from exc
+        return episode, stack
+
+    async def give(self, server: str, held: tuple[Episode, AsyncExitStack], clean: bool) -> None:
+        """Back to the pool; an episode with writes goes back to the seed first (or is closed, when the
+        server has no control plane: then the next episode is a fresh process)."""
+        if not clean and held[0].controlled:
+            try:
+                await held[0].episode.reset()
+                clean = True
+            except ControlError:
+                clean = False
+        if clean:
+            self.idle.setdefault(server, []).append(held)
+        else:
+            await held[1].aclose()
+
+    async def aclose(self) -> None:
+        for held in [h for hs in self.idle.values() for h in hs]:
+            await held[1].aclose()
+        self.idle.clear()
+
+
+class Drop(Exception):
+    """A chain that could not be grounded, and why (a short, countable reason)."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+class Grounded(BaseModel):
+    chain: Chain
+    persona: PersonaRecord
+    calls: list[GoldCall]
+    sources: list[dict[str, ArgSource]] = Field(description="per call: where each argument came from")
+    targets: list[Row | None] = Field(description="per call: the output row an id argument came from, if any")
+    expected: dict[str, ExpectedState]
+
+
+def _coerce(value: Any, param: Param) -> Any:
+    if value is None:
+        return None
+    if param.type == "boolean":
+        return bool(value)
+    if param.type == "integer" and isinstance(value, (int, float)):
+        return int(value)
+    if param.type == "number" and isinstance(value, (int, float)):
+        return float(value)
+    if param.type == "string":
+        value = value if isinstance(value, str) else str(value)
+        if param.pattern and not re.search(param.pattern, value):
+            # a date where a time is wanted, or the other way round
+            for variant in (value[:10], f"{value[:10]}T09:00:00Z"):
+                if re.search(param.pattern, variant):
+                    return variant
+    return value
+
+
+def _found(output: Any, fields: Sequence[str]) -> list[tuple[Any, Row]]:
+    """(value, row) for every field named in `fields` anywhere in an output."""
+    hits: list[tuple[Any, Row]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(item)
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                if isinstance(value, (dict, list)):
+                    walk(value)
+                elif key in fields and value is not None:
+                    hits.append((value, node))
+
+    walk(output)
+    return hits
+
+
+class Grounder:
+    """Grounds chains for one synthesis run: the worlds and catalog are read once and shared."""
+
+    def __init__(self, connections: Connections, catalog: Catalog, worlds: dict[str, ServerWorld]) -> None:
+        self.connections = connections
+        self.catalog = catalog
+        self.worlds = worlds
+        self.pool = EpisodePool(connections)
+        self._rows: dict[tuple[str, str, int], dict[str, list[Row]]] = {}
+        self._index: dict[str, dict[str, list[tuple[str, int]]]] = {}
+        self._seed_hash: dict[str, str] = {}
+
+    def _persona_rows(self, server: str, persona: PersonaRecord, hops: int) -> dict[str, list[Row]]:
+        key = (server, persona.email or persona.name, hops)
+        if key not in self._rows:
+            if server not in self._index:
+                self._index[server] = value_index(self.worlds[server])
+            self._rows[key] = persona_rows(self.worlds[server], persona, hops, self._index[server])
+        return self._rows[key]
+
+    async def aclose(self) -> None:
+        await self.pool.aclose()
+
+    def _seed_values(self, server: str, param: Param, rows_by_table: dict[str, list[Row]], *, fallback: bool = True) -> list[Any]:
+        """Values of the parameter's column in `rows_by_table` (or, with `fallback`, in the whole seed)."""
+        world = self.worlds[server]
+        where = param.column or param.ref
+        places = []
+        if where and "." in where and where.split(".", 1)[0] in world.tables:
+            places = [tuple(where.split(".", 1))]
+        if not places:
+            places = [(t, param.name) for t, rows in world.tables.items() if rows and param.name in rows[0]]
+        values: list[Any] = []
+        for table, column in places:
+            rows = rows_by_table.get(table) or (world.tables.get(table, []) if fallback else [])
+            values += [r[column] for r in rows if r.get(column) is not None]
+        if param.enum:
+            values = [v for v in values if v in param.enum] or (list(param.enum) if fallback else [])
+        return list(dict.fromkeys(values))
+
+    def _column_count(self, server: str, param: Param, value: Any) -> int:
+        """How many seed rows share `value` in the parameter's column (1: it identifies one row)."""
+        world = self.worlds[server]
+        where = param.column or param.ref
+        table, column = where.split(".", 1) if where and "." in where else ("", param.name)
+        tables = [table] if table in world.tables else list(world.tables)
+        return sum(1 for t in tables for r in world.tables[t] if r.get(column) == value)
+
+    def _value(self, rng: random.Random, server: str, param: Param, related: dict[str, list[Row]]) -> tuple[Any, ArgSource]:
+        values = self._seed_values(server, param, related)
+        if values:
+            return _coerce(rng.choice(values), param), "seed"
+        if param.enum:
+            return rng.choice(param.enum), "free"
+        if param.type == "boolean":
+            return rng.random() < 0.5, "free"
+        if param.type in {"integer", "number"}:
+            return _coerce(rng.randint(1, 5), param), "free"
+        if not param.user_known:
+            raise Drop("no value for an input", f"{server}: {param.name}")
+        return rng.choice(FREE_TEXT), "free"
+
+    def _identify(
+        self,
+        rng: random.Random,
+        server: str,
+        spec: ToolSpec,
+        persona: PersonaRecord,
+        own: dict[str, list[Row]],
+        related: dict[str, list[Row]],
+    ) -> tuple[str, Any, ArgSource]:
+        """One filter for a search: the persona's own value when the search can take one (the most
+        telling one: unique in its column), else any known value."""
+        options = [p for p in spec.params if p.user_known]
+        if not options:
+            raise Drop("no value for an input", f"{server}.{spec.name}: nothing to search by")
+        scored = []
+        for param in options:
+            for weight, rows in ((2, own), (1, related)):
+                mine = self._seed_values(server, param, rows, fallback=False)
+                if mine:
+                    value = rng.choice(mine)
+                    theirs = value in {persona.email, persona.name, *persona.facts.values()}
+                    scored.append((weight + 2 * (self._column_count(server, param, value) == 1) + 3 * theirs, param, value))
+                    break
+        if scored:
+            top = max(s[0] for s in scored)
+            _, param, value = rng.choice([s for s in scored if s[0] == top])
+            return param.name, _coerce(value, param), "persona"
+        param = rng.choice(options)
+        value, source = self._value(rng, server, param, related)
+        return param.name, value, source
+
+    def _arguments(
+        self,
+        rng: random.Random,
+        step: Step,
+        spec: ToolSpec,
+        calls: list[GoldCall],
+        chosen_rows: dict[int, Row],
+        persona: PersonaRecord,
+        own: dict[str, dict[str, list[Row]]],
+        related: dict[str, dict[str, list[Row]]],
+    ) -> tuple[dict[str, Any], dict[str, ArgSource], set[int], Row | None, dict[int, Row]]:
+        """One step's arguments: bound ones from earlier outputs (one row per producing call), the
+        persona's own values, and seed values for the rest; write tools also get some optional details."""
+        args: dict[str, Any] = {}
+        source: dict[str, ArgSource] = {}
+        uses: set[int] = set()
+        target: Row | None = None
+        picked: dict[int, Row] = {}
+        for name, bind in step.binds.items():
+            param = spec.param(name)
+            hits = _found(calls[bind.step].output, bind.fields)
+            if not hits:
+                raise Drop("empty result", f"{calls[bind.step].tool} gave no {'/'.join(bind.fields)}")
+            row = chosen_rows.get(bind.step, picked.get(bind.step))
+            same_row = [(v, r) for v, r in hits if r is row]
+            value, row = same_row[0] if same_row else rng.choice(hits)
+            picked.setdefault(bind.step, row)
+            args[name] = _coerce(value, param)
+            source[name] = "output"
+            uses.add(bind.step)
+            if not param.user_known and target is None:
+                target = row
+        server = step.server
+        if step.identify:
+            name, value, how = self._identify(rng, server, spec, persona, own[server], related[server])
+            args[name], source[name] = value, how
+        optional = [p for p in spec.params if not p.required and p.user_known and p.name not in args]
+        extras = [] if spec.read_only else [p for p in optional if rng.random() < 0.5] or optional[:1]
+        for param in spec.params:
+            if param.name in args or not (param.required or param in extras):
+                continue
+            mine = self._seed_values(server, param, own[server], fallback=False) if param.ref else []
+            if mine:  # the persona's own key that they know (their mailbox address)
+                args[param.name], source[param.name] = _coerce(rng.choice(mine), param), "persona"
+            else:
+                args[param.name], source[param.name] = self._value(rng, server, param, related[server])
+        return args, source, uses, target, picked
+
+    async def ground(self, rng: random.Random, chain: Chain, persona: PersonaRecord) -> Grounded:
+        """Run the chain on fresh episodes; after a rejection, run it again choosing differently
+        (up to `ATTEMPTS` times). An empty lookup is final: the persona has nothing there."""
+        for attempt in range(ATTEMPTS):
+            try:
+                return await self._run(rng, chain, persona)
+            except Drop as drop:
+                if drop.reason != "rejected by the server" or attempt == ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _run(self, rng: random.Random, chain: Chain, persona: PersonaRecord) -> Grounded:
+        related = {s: self._persona_rows(s, persona, 2) for s in chain.servers}
+        own = {s: self._persona_rows(s, persona, 0) for s in chain.servers}
+        calls: list[GoldCall] = []
+        sources: list[dict[str, ArgSource]] = []
+        targets: list[Row | None] = []
+        chosen_rows: dict[int, Row] = {}
+        held: dict[str, tuple[Episode, AsyncExitStack]] = {}
+        wrote: set[str] = set()
+        try:
+            for server in chain.servers:
+                held[server] = await self.pool.take(server)
+            episodes = {server: h[0] for server, h in held.items()}
+            for index, step in enumerate(chain.steps):
+                spec = self.catalog.spec(step.server, step.tool)
+                for tries in range(STEP_TRIES):
+                    args, source, uses, target, picked = self._arguments(rng, step, spec, calls, chosen_rows, persona, own, related)
+                    try:
+                        result = await episodes[step.server].call_tool(step.tool, args)
+                    except ControlError as exc:
+                        wrote.add(step.server)  # never reuse an episode that stopped answering
+                        raise Drop("server unavailable", f"{step.server}.{step.tool}: {exc}") from exc
+                    if not result.is_error:
+                        if not spec.read_only:
+                            wrote.add(step.server)
+                        break
+                    # A rejected call changes nothing, so the same step can try other values.
+                    if tries == STEP_TRIES - 1:
+                        text = " ".join(getattr(c, "text", "") for c in result.content)[:200]
+                        raise Drop("rejected by the server", f"{step.server}.{step.tool}: {text}")
+                for producer, row in picked.items():
+                    chosen_rows.setdefault(producer, row)
+                calls.append(
+                    GoldCall(
+                        server=step.server,
+                        tool=step.tool,
+                        arguments=args,
+                        output=output_of(result),
+                        turn=step.turn,
+                        is_write=not spec.read_only,
+                        uses=sorted(uses),
+                    )
+                )
+                sources.append(source)
+                targets.append(target)
+            expected: dict[str, ExpectedState] = {}
+            for server, episode in episodes.items():
+                if server not in wrote and server in self._seed_hash:
+                    expected[server] = ExpectedState(hash=self._seed_hash[server])
+                    continue
+                state = await episode.state()
+                if state is not None:
+                    expected[server] = ExpectedState(hash=state.hash, diff=state.diff, tables=sorted(state.diff))
+                    if not state.diff:
+                        self._seed_hash[server] = state.hash
+        finally:
+            for server, episode_held in held.items():
+                await self.pool.give(server, episode_held, clean=server not in wrote)
+        return Grounded(chain=chain, persona=persona, calls=calls, sources=sources, targets=targets, expected=expected)

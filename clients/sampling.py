@@ -1,0 +1,254 @@
+"""Tool chains sampled from the dependency graph: topology-aware, and a random-walk baseline.
+
+Every sampler takes a `random.Random` and nothing else random, so a seed names its chains. A chain
+is a plan, not a run: each step names a tool and which earlier step's output fills which input;
+`clients.grounding` executes it and picks the actual values.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Literal
+
+import networkx as nx
+from pydantic import BaseModel, Field
+
+from clients.graph import Param, ToolSpec, consumers, producers, tool_node
+
+Role = Literal["lookup", "goal", "follow", "walk"]
+MAX_DEPTH = 4
+WRITE_WEIGHT = 3.0
+SHALLOW_WEIGHT = 0.15
+
+
+class Bind(BaseModel):
+    """An input filled from an earlier step's output: any of `fields` (leaf names) of step `step`."""
+
+    step: int
+    fields: list[str]
+
+
+class Step(BaseModel):
+    server: str
+    tool: str
+    binds: dict[str, Bind] = Field(default_factory=dict)
+    identify: bool = Field(False, description="a search with no required input: fill one filter the user knows")
+    turn: int = 0
+    role: Role = "lookup"
+
+
+class Chain(BaseModel):
+    steps: list[Step]
+    sampler: str
+
+    @property
+    def servers(self) -> list[str]:
+        return list(dict.fromkeys(s.server for s in self.steps))
+
+
+class Unresolvable(Exception):
+    """No producer within the caps for an input a user would not know."""
+
+
+class Catalog:
+    """The graph plus the specs behind it, indexed for the samplers."""
+
+    def __init__(self, specs: Sequence[ToolSpec], graph: nx.DiGraph) -> None:
+        self.graph = graph
+        self.specs = {s.key: s for s in specs}
+        self.by_server: dict[str, list[ToolSpec]] = {}
+        for spec in specs:
+            self.by_server.setdefault(spec.server, []).append(spec)
+
+    def spec(self, server: str, tool: str) -> ToolSpec:
+        return self.specs[tool_node(server, tool)]
+
+    def lookups(self, spec: ToolSpec) -> list[Param]:
+        """Inputs a user would not know that must be filled: required ones, or for a tool with no
+        required input, one optional id filter when it has no user-known filter to search by."""
+        required = [p for p in spec.params if p.required]
+        if required:
+            return [p for p in required if not p.user_known]
+        if any(p.user_known for p in spec.params):
+            return []
+        optional = [p for p in spec.params if not p.user_known and producers(self.graph, spec.server, spec.name, p.name)]
+        return optional[:1]
+
+
+def _weighted(rng: random.Random, items: Sequence[ToolSpec], weight: dict[str, float]) -> ToolSpec:
+    weights = [weight.get(i.key, 1.0) for i in items]
+    return rng.choices(list(items), weights=weights, k=1)[0]
+
+
+def _same_name_field(steps: list[Step], catalog: Catalog, param: Param, server: str) -> tuple[int, list[str]] | None:
+    """The latest earlier step whose output has a field named like `param` (or its column): a user-known
+    value that should come from what was found (an amount due, a date), not be made up."""
+    names = {param.name, *([param.column.split(".", 1)[1]] if param.column else [])}
+    for index in range(len(steps) - 1, -1, -1):
+        if steps[index].server != server:
+            continue
+        spec = catalog.spec(steps[index].server, steps[index].tool)
+        fields = sorted({f.name for f in spec.outputs if f.name in names and f.type == param.type})
+        if fields:
+            return index, fields
+    return None
+
+
+class Outcomes:
+    """How often chains with each goal grounded: goals that keep failing are drawn less often
+    (within one run, which is sequential, so a seed still names its tasks)."""
+
+    def __init__(self) -> None:
+        self.tally: dict[str, list[int]] = {}
+
+    def record(self, chain: Chain, grounded: bool) -> None:
+        for step in chain.steps:
+            if step.role == "goal":
+                self.tally.setdefault(tool_node(step.server, step.tool), [0, 0])[0 if grounded else 1] += 1
+
+    def odds(self, key: str) -> float:
+        ok, failed = self.tally.get(key, [0, 0])
+        return (ok + 1) / (ok + failed + 1)
+
+
+class TopologySampler:
+    """Choose a goal tool (writes favoured) and pull in a producer for every input the user would not
+    know, recursively (depth cap `max_depth`); sometimes continue to a successor of the goal."""
+
+    name = "topology"
+
+    def __init__(self, catalog: Catalog, *, max_depth: int = MAX_DEPTH, follow_share: float = 0.35) -> None:
+        self.catalog = catalog
+        self.outcomes = Outcomes()
+        self.max_depth = max_depth
+        self.follow_share = follow_share
+
+    def _need(self, rng: random.Random, steps: list[Step], spec: ToolSpec, depth: int, stack: set[str], turn: int) -> int:
+        if depth > self.max_depth:
+            raise Unresolvable(f"deeper than {self.max_depth} steps")
+        binds: dict[str, Bind] = {}
+        for param in self.catalog.lookups(spec):
+            reusable = [
+                (i, fields)
+                for i, step in enumerate(steps)
+                if step.turn == turn
+                for src, fields in producers(self.catalog.graph, spec.server, spec.name, param.name)
+                if src == tool_node(step.server, step.tool) and step.server == spec.server
+            ]
+            reusable = [(i, fields) for i, fields in reusable if self.catalog.spec(steps[i].server, steps[i].tool).read_only]
+            if reusable and rng.random() < 0.8:
+                index, fields = reusable[-1]
+                binds[param.name] = Bind(step=index, fields=fields)
+                continue
+            # Only reads look things up: a write pulled in as a producer would change what nobody asked for.
+            options = [
+                (self.catalog.specs[src], fields)
+                for src, fields in producers(self.catalog.graph, spec.server, spec.name, param.name)
+                if src not in stack and self.catalog.specs[src].server == spec.server and self.catalog.specs[src].read_only
+            ]
+            if not options:
+                raise Unresolvable(f"no read produces {spec.name}.{param.name}")
+            producer, fields = rng.choice(options)
+            index = self._need(rng, steps, producer, depth + 1, stack | {spec.key}, turn)
+            binds[param.name] = Bind(step=index, fields=fields)
+        for param in spec.params:
+            if not (param.required and param.user_known) or param.name in binds:
+                continue
+            found = _same_name_field(steps, self.catalog, param, spec.server)
+            if found:
+                binds[param.name] = Bind(step=found[0], fields=found[1])
+                continue
+            # A later turn may use what an earlier turn found on another server (a person's email, a date).
+            across = [
+                (i, fields)
+                for i, step in enumerate(steps)
+                if step.turn < turn and step.server != spec.server
+                for src, fields in producers(self.catalog.graph, spec.server, spec.name, param.name)
+                if src == tool_node(step.server, step.tool)
+            ]
+            if across and rng.random() < 0.7:
+                index, fields = across[-1]
+                binds[param.name] = Bind(step=index, fields=fields)
+        identify = not any(p.required for p in spec.params) and not binds
+        steps.append(Step(server=spec.server, tool=spec.name, binds=binds, identify=identify, turn=turn))
+        return len(steps) - 1
+
+    def _goal(self, rng: random.Random, steps: list[Step], server: str, turn: int) -> None:
+        tools = self.catalog.by_server[server]
+        # Writes are favoured, and so are tools that need something looked up first (real data flow).
+        weight = {
+            t.key: (WRITE_WEIGHT if not t.read_only else 1.0) * (1.0 if self.catalog.lookups(t) else SHALLOW_WEIGHT) * self.outcomes.odds(t.key)
+            for t in tools
+        }
+        for _ in range(12):
+            goal = _weighted(rng, tools, weight)
+            trial = list(steps)
+            try:
+                index = self._need(rng, trial, goal, 0, set(), turn)
+            except Unresolvable:
+                weight[goal.key] = 0.0
+                if not any(weight.values()):
+                    break
+                continue
+            trial[index].role = "goal"
+            if rng.random() < self.follow_share:
+                self._follow(rng, trial, index, turn)
+            steps[:] = trial
+            return
+        raise Unresolvable(f"no tool of {server} can be grounded within the caps")
+
+    def _follow(self, rng: random.Random, steps: list[Step], goal: int, turn: int) -> None:
+        """Append a successor that consumes the goal's output and needs nothing new to be looked up."""
+        source = steps[goal]
+        options = []
+        for key, param, fields in consumers(self.catalog.graph, tool_node(source.server, source.tool)):
+            spec = self.catalog.specs[key]
+            if spec.server != source.server or spec.name == source.tool:
+                continue
+            others = [p for p in self.catalog.lookups(spec) if p.name != param]
+            if not others:
+                options.append((spec, param, fields))
+        if options:
+            spec, param, fields = rng.choice(options)
+            steps.append(Step(server=spec.server, tool=spec.name, binds={param: Bind(step=goal, fields=fields)}, turn=turn, role="follow"))
+
+    def sample(self, rng: random.Random, servers: Sequence[str]) -> Chain:
+        """One sub-goal per server, in order; each server's sub-goal is its own user turn."""
+        steps: list[Step] = []
+        for turn, server in enumerate(servers):
+            self._goal(rng, steps, server, turn)
+        return Chain(steps=steps, sampler=self.name)
+
+
+class RandomWalkSampler:
+    """The baseline: start at a random tool and walk along output -> input edges, 2 to 5 steps.
+    Inputs the walk does not reach are filled from the seed by grounding (ids included)."""
+
+    name = "random"
+
+    def __init__(self, catalog: Catalog, *, max_len: int = 5) -> None:
+        self.catalog = catalog
+        self.outcomes = Outcomes()  # recorded, not used: the baseline stays a plain random walk
+        self.max_len = max_len
+
+    def sample(self, rng: random.Random, servers: Sequence[str]) -> Chain:
+        allowed = set(servers)
+        steps: list[Step] = []
+        for turn, server in enumerate(servers):
+            current = rng.choice(self.catalog.by_server[server])
+            steps.append(Step(server=server, tool=current.name, turn=turn, role="walk", identify=not any(p.required for p in current.params)))
+            length = rng.randint(2, self.max_len)
+            while sum(1 for s in steps if s.turn == turn) < length:
+                options = [
+                    (key, param, fields)
+                    for key, param, fields in consumers(self.catalog.graph, current.key)
+                    if self.catalog.specs[key].server in allowed and key != current.key
+                ]
+                if not options:
+                    break
+                key, param, fields = rng.choice(options)
+                current = self.catalog.specs[key]
+                steps.append(Step(server=current.server, tool=current.name, binds={param: Bind(step=len(steps) - 1, fields=fields)}, turn=turn, role="walk"))
+            steps[-1].role = "goal"
+        return Chain(steps=steps, sampler=self.name)
