@@ -40,15 +40,6 @@ ErrorCategory = Literal[
     "wrong_answer",
     "judge_error",
 ]
-AGENT_ERRORS: tuple[ErrorCategory, ...] = (
-    "out_of_turns",
-    "policy_violation",
-    "bad_arguments",
-    "rule_violation",
-    "wrong_tool",
-    "gave_up",
-    "wrong_answer",
-)
 
 
 class CallRecord(BaseModel):

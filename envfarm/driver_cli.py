@@ -23,15 +23,13 @@ def _fail(message: str) -> int:
 
 
 def _targets(args: argparse.Namespace, servers: list[str]) -> dict[str, Any]:
-    from clients.connect import farm_targets, load_server_configs
+    """An `mcpServers` config or the farm in-process (as `envfarm tasks` finds them), or the farm over stdio."""
+    from clients.commands import targets
+    from clients.connect import farm_targets
 
-    if args.mcp_config:
-        configs = load_server_configs(args.mcp_config)
-        missing = sorted(set(servers) - set(configs))
-        if missing:
-            raise LookupError(f"{args.mcp_config} has no server named {', '.join(missing)}")
-        return {name: configs[name] for name in servers}
-    return farm_targets(_farm(args), servers, args.transport)
+    if args.config or args.transport == "memory":
+        return targets(_farm(args), args.config, servers)
+    return farm_targets(_farm(args), servers, "stdio")
 
 
 def cmd_rollout(args: argparse.Namespace) -> int:
@@ -56,12 +54,12 @@ def cmd_rollout(args: argparse.Namespace) -> int:
         max_tool_calls=args.max_tool_calls,
         max_tokens=args.max_tokens,
         wall_time_s=args.wall_time,
-        call_timeout_s=args.call_timeout,
+        call_timeout_s=args.timeout,
     )
     options = RolloutOptions(k=args.k, concurrency=args.concurrency, calibrated=not args.uncalibrated, limits=limits)
 
     async def main() -> list[Any]:
-        async with Connections(targets, timeout=args.call_timeout) as connections:
+        async with Connections(targets, timeout=args.timeout) as connections:
             try:
                 return await rollout_tasks(
                     tasks,
@@ -147,7 +145,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             k=args.k,
             concurrency=args.concurrency,
             out=args.out,
-            limits=Limits(call_timeout_s=args.call_timeout),
+            limits=Limits(call_timeout_s=args.timeout),
             writer=parse_model(args.writer, args.base_url) if args.writer else None,
             judge=parse_model(args.judge, args.base_url) if args.judge else None,
         )
@@ -170,12 +168,12 @@ def add_driver_commands(sub: Any) -> None:
     r.add_argument("--concurrency", type=int, default=8)
     r.add_argument("--uncalibrated", action="store_true", help="open with the uncalibrated message instead")
     r.add_argument("--transport", choices=("memory", "stdio"), default="memory", help="how to reach the farm's servers")
-    r.add_argument("--mcp-config", type=Path, help="reach the servers through this mcpServers JSON instead")
+    r.add_argument("--config", type=Path, help="an mcpServers JSON file instead of the farm's registry")
     r.add_argument("--max-turns", type=int, default=8)
     r.add_argument("--max-tool-calls", type=int, default=30)
     r.add_argument("--max-tokens", type=int, default=None)
     r.add_argument("--wall-time", type=float, default=300.0, help="seconds per rollout")
-    r.add_argument("--call-timeout", type=float, default=30.0, help="seconds per MCP request")
+    r.add_argument("--timeout", type=float, default=30.0, help="seconds per MCP request")
     r.add_argument("--out", type=Path, help="default: TASKS with .trajectories.jsonl")
     r.set_defaults(func=cmd_rollout)
 
@@ -200,7 +198,7 @@ def add_driver_commands(sub: Any) -> None:
     u.add_argument("--k", type=int, default=1, help="rollouts per task and policy")
     u.add_argument("--concurrency", type=int, default=16)
     u.add_argument("--out", type=Path, default=Path("runs"), help="runs/<timestamp>/ goes here")
-    u.add_argument("--call-timeout", type=float, default=30.0)
+    u.add_argument("--timeout", type=float, default=30.0)
     u.add_argument("--writer", help="openai:MODEL to write task requests (default: offline)")
     u.add_argument("--judge", help="openai:MODEL to grade claims (default: deterministic)")
     u.add_argument("--base-url")
