@@ -41,9 +41,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     print(header)
     print("-" * len(header))
     for s in registry.servers:
-        print(f"{s.name:<22} {s.domain:<16} {s.tool_count:>5} {s.write_tool_count:>6} {s.seed_rows:>6}  {s.verification:<10} {','.join(s.tags)}")
+        print(
+            f"{s.name:<22} {s.domain:<16} {s.tool_count:>5} {s.write_tool_count:>6} {s.seed_rows:>6}  {s.verification:<10} {','.join(s.tags)}"
+        )
     domains = {s.domain for s in registry.servers}
-    print(f"\n{len(registry.servers)} servers, {len(domains)} domains, {sum(s.tool_count for s in registry.servers)} tools")
+    print(
+        f"\n{len(registry.servers)} servers, {len(domains)} domains, {sum(s.tool_count for s in registry.servers)} tools"
+    )
     return 0
 
 
@@ -72,7 +76,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"serving {args.name} at http://{args.host}:{args.port}/{args.name}/mcp", file=sys.stderr)
         serve_http({args.name: server}, host=args.host, port=args.port)
     else:
-        server.run("stdio")
+        import anyio
+
+        from servers.runtime.stdio import serve_stdio
+
+        anyio.run(serve_stdio, server)
     return 0
 
 
@@ -104,10 +112,62 @@ def cmd_build(args: argparse.Namespace) -> int:
     from factory.verify import VerifyOptions
 
     options = VerifyOptions(call_timeout=args.timeout)
-    return build_all(args.specs, (args.out or _farm(args)).resolve(), verify=not args.no_verify, jobs=args.jobs, options=options)
+    return build_all(
+        args.specs, (args.out or _farm(args)).resolve(), verify=not args.no_verify, jobs=args.jobs, options=options
+    )
+
+
+def cmd_mutate(args: argparse.Namespace) -> int:
+    """`envfarm verify --mutate`: the verifier's kill rate on seeded bugs, per server."""
+    import anyio
+
+    from factory.mutation import MutantResult, ServerMutation, mutate_server, summarize
+    from factory.verify import VerifyOptions
+
+    farm = _farm(args)
+    registry = _registry(args)
+    names = [s.name for s in registry.servers] if args.all or not args.names else args.names
+    missing = sorted(set(names) - {s.name for s in registry.servers})
+    if missing:
+        print(f"error: not in {farm / 'registry.json'}: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    options = VerifyOptions(call_timeout=args.timeout)
+
+    def progress(result: MutantResult) -> None:
+        mark = "killed  " if result.killed else "SURVIVED"
+        print(f"  {mark} {result.file}:{result.line} {result.kind}: {result.change[:100]}", file=sys.stderr)
+
+    async def run_all() -> list[ServerMutation]:
+        servers = []
+        for name in names:
+            print(f"{name}: verifying mutants", file=sys.stderr)
+            server_dir = farm / "servers" / name
+            servers.append(
+                await mutate_server(
+                    server_dir,
+                    max_mutants=args.max_mutants,
+                    seed=args.seed,
+                    jobs=args.jobs or 2,
+                    options=options,
+                    progress=progress,
+                )
+            )
+        return servers
+
+    report = summarize(anyio.run(run_all), args.seed, args.max_mutants)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    print(f"\n{'server':<22} {'mutants':>7} {'killed':>6} {'kill rate':>9}  survivors by kind")
+    for s in report.servers:
+        kinds = {k: c["mutants"] - c["killed"] for k, c in s.by_kind.items() if c["mutants"] > c["killed"]}
+        print(f"{s.server:<22} {s.mutants:>7} {s.killed:>6} {s.kill_rate:>9.0%}  {kinds or ''}")
+    print(f"\nall: {report.killed} of {report.mutants} mutants killed ({report.kill_rate:.0%}); report: {args.out}")
+    return 0
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    if args.mutate:
+        return cmd_mutate(args)
     from factory.build import verify_published
     from factory.verify import VerifyOptions
 
@@ -148,7 +208,11 @@ def add_driver_parsers(sub: argparse._SubParsersAction) -> None:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="envfarm", description="An MCP server farm for training tool-use agents.")
-    p.add_argument("--farm", type=Path, help="farm root holding servers/ and registry.json (default: $ENVFARM_HOME or this checkout)")
+    p.add_argument(
+        "--farm",
+        type=Path,
+        help="farm root holding servers/ and registry.json (default: $ENVFARM_HOME or this checkout)",
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     ls = sub.add_parser("list", help="the published servers, from registry.json")
@@ -171,7 +235,9 @@ def parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_config)
 
     b = sub.add_parser("build", help="spec -> generated server -> verification -> published")
-    b.add_argument("specs", nargs="+", type=Path, help="spec files or folders (a folder of spec folders builds them all)")
+    b.add_argument(
+        "specs", nargs="+", type=Path, help="spec files or folders (a folder of spec folders builds them all)"
+    )
     b.add_argument("--out", type=Path, help="farm root to publish into (default: --farm)")
     b.add_argument("--no-verify", action="store_true", help="publish without verification (marked 'unverified')")
     b.set_defaults(func=cmd_build)
@@ -179,10 +245,18 @@ def parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="re-verify published servers and report drift (exit 0 iff all hold)")
     v.add_argument("names", nargs="*", help="servers to verify")
     v.add_argument("--all", action="store_true", help="every server in the registry")
+    v.add_argument(
+        "--mutate", action="store_true", help="seed bugs into each server and report the verifier's kill rate"
+    )
+    v.add_argument("--max-mutants", type=int, help="with --mutate: at most this many mutants per server (a sample)")
+    v.add_argument("--seed", type=int, default=0, help="with --mutate: which sample of mutants")
+    v.add_argument("--out", type=Path, default=Path("reports/mutation.json"), help="with --mutate: the JSON report")
     v.set_defaults(func=cmd_verify)
     for command in (b, v):
         command.add_argument("--jobs", type=int, help="servers verified at once (default: one per core)")
-        command.add_argument("--timeout", type=float, default=5.0, help="seconds a tool call may take before it counts as hung")
+        command.add_argument(
+            "--timeout", type=float, default=5.0, help="seconds a tool call may take before it counts as hung"
+        )
 
     be = sub.add_parser("bench", help="measure the performance targets and write a JSON + markdown report")
     be.add_argument("--out", type=Path, default=Path("reports/bench.json"))

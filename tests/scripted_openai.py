@@ -86,7 +86,7 @@ def scripted_openai(script: Sequence[Reply] | Callable[[dict[str, Any]], Reply])
         scripted.requests.append(body)
         reply = scripted.next_reply(body)
         if isinstance(reply, dict) and "sleep" in reply:
-            time.sleep(reply["sleep"])  # blocks this test server's loop on purpose
+            time.sleep(reply["sleep"])  # noqa: ASYNC251 - blocks this test server on purpose
             reply = {k: v for k, v in reply.items() if k != "sleep"} or ""
         if isinstance(reply, dict) and "raw" in reply:
             return Response(reply["raw"], media_type="application/json")

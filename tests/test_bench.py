@@ -25,7 +25,7 @@ KEYS = {
     "concurrent_sessions",
     "build_all_s",
     "machine",
-    "aiosqlite_comparison",
+    "overhead_ms_p50",
 }
 
 
@@ -39,11 +39,18 @@ def test_quick_bench_writes_every_key(farm_root: Path, tmp_path: Path) -> None:
     assert KEYS <= set(data)
     report = BenchReport.model_validate(data)
     assert set(report.call_ms_p50) >= {"inprocess", "stdio", "http", "http_legacy"}
+    assert report.reset_stdio_ms_p50 > 0
+    assert set(report.isolated_episodes_per_s) == {"memory", "stdio", "http"}
+    assert all(rate > 0 for rate in report.isolated_episodes_per_s.values())
     assert report.servers == ["clinic", "clinic_annex"]
     assert report.build_all_s is not None, report.build_all_detail
     assert [r.leaks for r in report.concurrent_sessions_detail] == [0, 0]
     assert report.concurrent_sessions == min(r.sessions for r in report.concurrent_sessions_detail)
-    assert report.aiosqlite_comparison.aiosqlite.threads > report.aiosqlite_comparison.sqlite3_in_loop.threads
+    assert set(report.overhead_ms_p50) == set(report.call_ms_p50)
+    assert all(
+        report.overhead_ms_p50[k] == round(report.call_ms_p50[k] - report.sdk_floor_ms_p50[k], 4)
+        for k in report.call_ms_p50
+    )
 
     table = out.with_suffix(".md").read_text()
     assert "| metric | target | measured | verdict | how |" in table

@@ -7,9 +7,11 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 
 from servers.runtime.http import serve_http
+from servers.runtime.stdio import serve_stdio
 
 
 def main(name: str, build: Callable[..., MCPServer], argv: Sequence[str] | None = None) -> None:
@@ -24,4 +26,4 @@ def main(name: str, build: Callable[..., MCPServer], argv: Sequence[str] | None 
         print(f"{name}: serving streamable HTTP at http://{args.host}:{args.port}/{name}/mcp", file=sys.stderr)
         serve_http({name: server}, host=args.host, port=args.port)
     else:
-        server.run("stdio")
+        anyio.run(serve_stdio, server)

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 EXTENSION = "io.envfarm/episodes"
 EPISODE_META_KEY = "envfarm/episode"
+EPISODE_HEADER = "x-envfarm-episode"  # set by the farm host for per-episode URLs `/<server>/episodes/<id>/mcp`
 ERROR_KIND_META_KEY = "envfarm/error"
 
 State = dict[str, list[dict[str, Any]]]

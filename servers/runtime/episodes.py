@@ -22,11 +22,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from servers.runtime.control import EPISODE_META_KEY
-from servers.runtime.database import SEQUENCES_TABLE, insert_row, snapshot, user_tables
+from servers.runtime.control import EPISODE_HEADER, EPISODE_META_KEY
+from servers.runtime.database import SEQUENCES_TABLE, insert_row, snapshot, state_hash, user_tables
 
 _TRAILING_NUMBER = re.compile(r"(\d+)\D*$")
-EPISODE_HEADER = "x-envfarm-episode"
 SESSION_HEADER = "mcp-session-id"
 
 
@@ -115,6 +114,7 @@ class EpisodeStore:
     ) -> None:
         self.seed = seed
         self.seed_state = snapshot(seed)
+        self.seed_hash = state_hash(self.seed_state)  # a reset to the seed answers this, hashing nothing
         self._image = seed.serialize()
         self.max_episodes = max_episodes
         self.persistent = persistent

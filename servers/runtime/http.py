@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from servers.runtime.episodes import EPISODE_HEADER
+from servers.runtime.control import EPISODE_HEADER
 
 EPISODE_PATH = re.compile(r"^/(?P<server>[a-z][a-z0-9_]*)/episodes/(?P<episode>[A-Za-z0-9._:-]{1,128})/mcp/?$")
 

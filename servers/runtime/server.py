@@ -148,7 +148,8 @@ class EpisodeControl(Extension):
                 store.replace(key, connection)
             else:
                 ctx.lifespan_context.replace(connection)
-        return ResetResult(episode=key, hash=state_hash(snapshot(connection)))
+        loaded = params.state is not None or store.persistent is not None
+        return ResetResult(episode=key, hash=state_hash(snapshot(connection)) if loaded else store.seed_hash)
 
     async def _state(self, ctx: ControlContext, params: StateParams) -> StateResult:
         key, connection = self._target(ctx, params)
@@ -237,7 +238,7 @@ def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerD
         except sqlite3.IntegrityError as exc:
             _rollback(connection)
             return _error(f"{tool.name} was refused by a data constraint: {exc}. Nothing was changed.", ErrorKind.REJECTED)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - generated code is untrusted: any failure is a server_error
             _rollback(connection)
             message = f"{tool.name} failed inside the server ({type(exc).__name__}: {exc}). Nothing was changed."
             return _error(message, ErrorKind.SERVER_ERROR)

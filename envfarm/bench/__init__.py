@@ -1,0 +1,124 @@
+"""`envfarm bench`: measure the farm against the performance targets of DESIGN.md.
+
+Every number comes from real transports: the in-memory MCP client, a stdio subprocess, and the whole
+farm served by `envfarm serve --all` as a subprocess on loopback. Each latency is reported as overhead
+over the same measurement on a do-nothing SDK server in the same run (the floor). The report is JSON
+(`--out`) plus a markdown table beside it.
+
+The probes use the reference environment (`clinic`), which every farm built from this repo holds;
+farm-wide numbers (start time, memory, build + verify) cover every server in the registry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import shlex
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+from clients.connect import farm_process
+from envfarm.bench.episodes import episodes_per_s
+from envfarm.bench.latency import first_free_slot, floor_http_server, local_latencies, reset_p50
+from envfarm.bench.report import REFERENCE, BenchReport, machine, render_markdown, verdicts
+from envfarm.bench.sessions import serve_all_section
+from envfarm.bench.sizes import Sizes
+from servers.runtime.registry import load_registry
+
+__all__ = ["BenchReport", "run_bench"]
+
+
+def time_build_all(quick: bool) -> tuple[float | None, str]:
+    """Build and verify the built-in farm into a temporary folder, with factory.build.build_all."""
+    import factory
+    from factory import build
+
+    specs = Path(factory.__file__).parent / "specs"
+    paths = [specs / REFERENCE] if quick else [specs]
+    what = f"build_all([{paths[0]}], <tmp farm>, verify=True, jobs=2)"
+    with tempfile.TemporaryDirectory(prefix="envfarm-bench-build-") as farm:
+        started = time.perf_counter()
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                code = build.build_all(paths, Path(farm), verify=True, jobs=2)
+        except Exception as exc:  # noqa: BLE001 - the build pipeline is reported on, not trusted
+            return None, f"not measured: {what} raised {type(exc).__name__}: {exc}"
+        seconds = round(time.perf_counter() - started, 2)
+        built = len(load_registry(Path(farm)).servers)
+    if code != 0:
+        return None, f"not measured: {what} exited {code} ({built} servers published, {seconds} s)"
+    return seconds, f"{what}: {built} servers built and verified"
+
+
+def run_bench(farm_root: Path, out_path: Path, quick: bool = False) -> int:
+    """Measure, write `out_path` (JSON) and the markdown table beside it; exit 1 on any leak or failed episode."""
+    sizes = Sizes.for_mode(quick)
+    registry = load_registry(farm_root)
+    servers = [s.name for s in registry.servers]
+    if REFERENCE not in servers:
+        print(
+            f"error: the bench probes the {REFERENCE!r} reference server, which {farm_root} does not publish",
+            file=sys.stderr,
+        )
+        return 2
+    module = importlib.import_module(f"servers.{REFERENCE}.server")
+    command = shlex.join(
+        ["envfarm", "--farm", str(farm_root), "bench", "--out", str(out_path), *(["--quick"] if quick else [])]
+    )
+
+    def step(name: str) -> None:
+        print(f"bench: {name}", file=sys.stderr)
+
+    step("episode reset")
+    reset, backup = reset_p50(module.DEFINITION, sizes.resets)
+    slot = anyio.run(first_free_slot, module.build)
+    step("in-process and stdio calls")
+    latency = anyio.run(local_latencies, farm_root, module.build, slot, sizes.calls)
+    step(f"isolated episodes (reset + 5 calls), {sizes.episodes} each in-process and over stdio")
+    throughput = {
+        transport: anyio.run(episodes_per_s, farm_root, slot, sizes.episodes, transport)
+        for transport in ("memory", "stdio")
+    }
+    step(f"serve --all: start, HTTP calls, {sizes.sessions} concurrent episodes per era")
+    with farm_process(farm_root) as farm, floor_http_server() as floor_url:
+        start_s, rss_mb, http, runs = anyio.run(serve_all_section, farm, floor_url, servers, slot, sizes)
+        throughput["http"] = anyio.run(episodes_per_s, farm_root, slot, sizes.episodes, "http", farm.base_url)
+    latency |= http
+    step("build + verify")
+    build_s, build_detail = time_build_all(quick)
+
+    reset_stdio = latency.pop("reset_stdio")
+    floor = {k.removeprefix("floor_"): v for k, v in latency.items() if k.startswith("floor_")}
+    floor["http_legacy"] = floor["http"]
+    report = BenchReport(
+        command=command,
+        quick=quick,
+        farm=str(farm_root),
+        servers=servers,
+        machine=machine(),
+        reset_ms_p50=reset,
+        reset_backup_api_ms_p50=backup,
+        reset_stdio_ms_p50=reset_stdio,
+        call_ms_p50={k: v for k, v in latency.items() if not k.startswith("floor_")},
+        sdk_floor_ms_p50=floor,
+        overhead_ms_p50={k: round(v - floor[k], 4) for k, v in latency.items() if k in floor},
+        farm_start_s=round(start_s, 3),
+        farm_rss_mb=round(rss_mb, 1),
+        isolated_episodes_per_s=throughput,
+        concurrent_sessions=min(r.completed if r.leaks == 0 else 0 for r in runs),
+        concurrent_sessions_detail=runs,
+        build_all_s=build_s,
+        build_all_detail=build_detail,
+        targets=[],
+    )
+    report.targets = verdicts(report)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    markdown = render_markdown(report)
+    out_path.with_suffix(".md").write_text(markdown, encoding="utf-8")
+    print(markdown)
+    return 1 if any(r.leaks or r.errors for r in runs) else 0

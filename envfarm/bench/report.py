@@ -1,0 +1,198 @@
+"""The bench report: its model, the machine it ran on, verdicts against DESIGN.md's targets, markdown."""
+
+from __future__ import annotations
+
+import os
+import platform
+from importlib.metadata import version
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+REFERENCE = "clinic"
+
+
+class Machine(BaseModel):
+    platform: str
+    python: str
+    cpu_count: int
+    cpu_model: str
+    memory_mb: int
+    mcp: str
+
+
+class Verdict(BaseModel):
+    """One row of the markdown table."""
+
+    metric: str
+    target: str
+    measured: str
+    verdict: Literal["pass", "fail", "n/a"]
+    how: str
+
+
+class SessionRun(BaseModel):
+    """Concurrent write-then-read episodes over HTTP in one protocol era."""
+
+    era: str
+    sessions: int
+    completed: int
+    leaks: int = Field(
+        description="episodes whose write was refused, or whose read did not show exactly their own write"
+    )
+    errors: int = Field(description="episodes that failed or did not finish within the time budget")
+    error_samples: list[str]
+    seconds: float
+    server_cpu_ms_per_episode: float = Field(description="the farm process's CPU time; the rest is the clients'")
+    server_rss_mb_after: float
+
+
+class BenchReport(BaseModel):
+    command: str
+    quick: bool
+    farm: str
+    servers: list[str]
+    machine: Machine
+    reset_ms_p50: float
+    reset_backup_api_ms_p50: float
+    reset_stdio_ms_p50: float = Field(description="`envfarm/episode/reset` to the seed over stdio, end to end")
+    call_ms_p50: dict[str, float]
+    sdk_floor_ms_p50: dict[str, float]
+    overhead_ms_p50: dict[str, float] = Field(description="call p50 minus the SDK floor's, same transport, same run")
+    isolated_episodes_per_s: dict[str, float] = Field(
+        description="'reset + 5 calls + close' episodes per second through clients.connect, per transport"
+    )
+    farm_start_s: float
+    farm_rss_mb: float
+    concurrent_sessions: int
+    concurrent_sessions_detail: list[SessionRun]
+    build_all_s: float | None
+    build_all_detail: str
+    targets: list[Verdict]
+
+
+def machine() -> Machine:
+    cpuinfo = Path("/proc/cpuinfo")
+    lines = cpuinfo.read_text().splitlines() if cpuinfo.exists() else []
+    model = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "")
+    meminfo = Path("/proc/meminfo")
+    memory_kb = int(meminfo.read_text().split()[1]) if meminfo.exists() else 0
+    return Machine(
+        platform=platform.platform(),
+        python=platform.python_version(),
+        cpu_count=os.cpu_count() or 0,
+        cpu_model=model or platform.processor(),
+        memory_mb=memory_kb // 1024,
+        mcp=version("mcp"),
+    )
+
+
+def verdicts(report: BenchReport) -> list[Verdict]:
+    calls, floor = report.call_ms_p50, report.sdk_floor_ms_p50
+    sessions = min(report.concurrent_sessions_detail, key=lambda r: r.completed)
+    leaks = sum(r.leaks for r in report.concurrent_sessions_detail)
+
+    def latency(key: str, budget: float, relative: bool = False) -> Verdict:
+        """A call's p50 judged by its overhead over the SDK floor: `budget` ms more, or `budget` times."""
+        measured, anchor = calls[key], floor[key]
+        if relative:
+            target, ok = f"<= {budget}x the SDK floor", measured <= budget * anchor
+        else:
+            target, ok = f"<= {budget} ms over the SDK floor", measured - anchor <= budget
+        return Verdict(
+            metric=f"tool call p50, {key}",
+            target=target,
+            measured=f"{measured:.2f} ms: {measured - anchor:+.2f} ms, {measured / anchor:.2f}x over the floor {anchor:.2f} ms",
+            verdict="pass" if ok else "fail",
+            how=f"{REFERENCE}.get_slot in one episode, timed in blocks alternating with the floor: an echo tool on the bare SDK",
+        )
+
+    return [
+        Verdict(
+            metric="episode reset (fork the seed state)",
+            target="<= 0.1 ms",
+            measured=f"{report.reset_ms_p50:.4f} ms (backup API: {report.reset_backup_api_ms_p50:.4f} ms)",
+            verdict="pass" if report.reset_ms_p50 <= 0.1 else "fail",
+            how=f"EpisodeStore.fork() of {REFERENCE}, p50",
+        ),
+        Verdict(
+            metric="episode reset to the seed, over stdio",
+            target="<= 2 ms",
+            measured=f"{report.reset_stdio_ms_p50:.2f} ms",
+            verdict="pass" if report.reset_stdio_ms_p50 <= 2 else "fail",
+            how=f"`envfarm/episode/reset` on a {REFERENCE} episode over stdio, p50, interleaved with the calls",
+        ),
+        latency("inprocess", 0.2),
+        latency("stdio", 0.8, relative=True),
+        latency("http", 0.3),
+        latency("http_legacy", 0.3),
+        Verdict(
+            metric="isolated episodes per second, in-process",
+            target=">= 200 /s",
+            measured=", ".join(f"{k}: {v:.0f}/s" for k, v in report.isolated_episodes_per_s.items()),
+            verdict="pass" if report.isolated_episodes_per_s.get("memory", 0) >= 200 else "fail",
+            how=f"reset + 5 calls (3 reads, a booking, a list) + close on its own {REFERENCE} episode, 16 at a time",
+        ),
+        Verdict(
+            metric="farm start (every server answers tools/list)",
+            target="<= 1.5 s",
+            measured=f"{report.farm_start_s:.2f} s ({len(report.servers)} servers)",
+            verdict="pass" if report.farm_start_s <= 1.5 else "fail",
+            how="`envfarm serve --all` subprocess, from spawn to the last tools/list",
+        ),
+        Verdict(
+            metric="farm memory (RSS, ready)",
+            target="<= 300 MB",
+            measured=f"{report.farm_rss_mb:.0f} MB",
+            verdict="pass" if report.farm_rss_mb <= 300 else "fail",
+            how="VmRSS of the serve process from /proc",
+        ),
+        Verdict(
+            metric="concurrent isolated HTTP sessions, zero leaks",
+            target=">= 1000, 0 leaks",
+            measured=f"{report.concurrent_sessions} of {sessions.sessions}, {leaks} leaks (worst era: {sessions.era})",
+            verdict="n/a" if report.quick else "pass" if report.concurrent_sessions >= 1000 and leaks == 0 else "fail",
+            how="book the same slot in every episode, wait for all, read back; both protocol eras",
+        ),
+        Verdict(
+            metric="build + verify the whole built-in farm",
+            target="<= 60 s",
+            measured=f"{report.build_all_s:.1f} s" if report.build_all_s is not None else "not measured",
+            verdict="n/a"
+            if report.build_all_s is None or report.quick
+            else "pass"
+            if report.build_all_s <= 60
+            else "fail",
+            how=report.build_all_detail,
+        ),
+    ]
+
+
+def render_markdown(report: BenchReport) -> str:
+    m = report.machine
+    lines = [
+        "# envfarm benchmark",
+        "",
+        f"Command: `{report.command}`{' (quick smoke run: small sizes, counts not judged)' if report.quick else ''}",
+        "",
+        f"Machine: {m.platform}, Python {m.python}, {m.cpu_count} CPUs ({m.cpu_model}), {m.memory_mb} MB RAM, mcp {m.mcp}.",
+        f"Farm: {report.farm} ({len(report.servers)} servers: {', '.join(report.servers)}).",
+        "",
+        "| metric | target | measured | verdict | how |",
+        "|---|---|---|---|---|",
+        *(f"| {v.metric} | {v.target} | {v.measured} | {v.verdict} | {v.how} |" for v in report.targets),
+        "",
+        "## Concurrent sessions",
+        "",
+        "| era | sessions | completed | leaks | errors | seconds | server CPU per episode | server RSS after |",
+        "|---|---|---|---|---|---|---|---|",
+        *(
+            f"| {r.era} | {r.sessions} | {r.completed} | {r.leaks} | {r.errors} | {r.seconds} "
+            f"| {r.server_cpu_ms_per_episode} ms | {r.server_rss_mb_after} MB |"
+            for r in report.concurrent_sessions_detail
+        ),
+        *(f"\nError sample ({r.era}): `{e}`" for r in report.concurrent_sessions_detail for e in r.error_samples[:1]),
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,122 @@
+"""Against a running farm host: start-up, memory, HTTP latency in both protocol eras, and many
+concurrent isolated episodes checked for leaks."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+import anyio
+import httpx2
+
+from clients.connect import Era, FarmProcess, http_client, shared_http_client
+from envfarm.bench.latency import PATIENT, Probe, interleaved_p50
+from envfarm.bench.report import REFERENCE, SessionRun
+from envfarm.bench.sizes import Sizes
+
+ERA_NAMES: dict[str, str] = {"auto": "2026-07-28 (per-episode URL)", "legacy": "2025-11-25 (Mcp-Session-Id)"}
+
+
+async def serve_all_section(
+    farm: FarmProcess, floor_url: str, servers: list[str], slot: str, sizes: Sizes
+) -> tuple[float, float, dict[str, float], list[SessionRun]]:
+    """Against the running farm: time until every server lists its tools, RSS, HTTP call p50 in both
+    eras beside the SDK floor, then the concurrent-episodes runs."""
+    started = time.perf_counter()
+    async with shared_http_client() as http:
+        for name in servers:
+            async with http_client(farm.url(name), http) as client:
+                await client.list_tools()
+        ready_s = farm.answered_after_s + time.perf_counter() - started
+        rss_mb = farm.rss_mb()
+        read = {"slot_id": slot}
+        async with (
+            http_client(farm.url(REFERENCE), http) as modern,
+            http_client(farm.url(REFERENCE), http, "legacy") as legacy,
+            http_client(floor_url, http) as floor,
+        ):
+            latencies = await interleaved_p50(
+                {
+                    "http": Probe(modern, "get_slot", read, "bench-latency"),
+                    "http_legacy": Probe(legacy, "get_slot", read, "bench-latency"),
+                    "floor_http": Probe(floor, "echo", {"text": "hi"}),
+                },
+                sizes.calls,
+            )
+    runs = [await concurrent_episodes(farm, slot, sizes.sessions, mode) for mode in ("auto", "legacy")]
+    return ready_s, rss_mb, latencies, runs
+
+
+async def concurrent_episodes(farm: FarmProcess, slot: str, n: int, mode: Era, budget_s: float = 300.0) -> SessionRun:
+    """`n` MCP clients at once, each its own episode: book the same slot, wait until all have booked,
+    then read back. Isolated episodes all succeed and each sees exactly its own booking; a shared
+    state shows up as "slot already taken" or as someone else's booking."""
+    run = uuid.uuid4().hex[:8]
+    booked = 0
+    everyone_booked = anyio.Event()
+    completed = leaks = 0
+    errors: list[str] = []
+
+    def arrive() -> None:
+        nonlocal booked
+        booked += 1
+        if booked == n:
+            everyone_booked.set()
+
+    async def episode(i: int, http: httpx2.AsyncClient) -> None:
+        nonlocal completed, leaks
+        reason = f"bench {run} episode {i}"
+        # 2026 era: no transport session, so the episode is named by its URL; 2025 era: by the HTTP session.
+        url = farm.url(REFERENCE, f"{run}-{i}") if mode == "auto" else farm.url(REFERENCE)
+        arrived = False
+        try:
+            async with http_client(url, http, mode) as client:
+                write = await client.call_tool(
+                    "book_appointment", {"patient_id": PATIENT, "slot_id": slot, "reason": reason}
+                )
+                arrive()
+                arrived = True
+                await everyone_booked.wait()
+                read = await client.call_tool("list_appointments", {"patient_id": PATIENT, "status": "booked"})
+                seen = [
+                    a["reason"]
+                    for a in (read.structured_content or {}).get("appointments", [])
+                    if a["reason"].startswith(f"bench {run} ")
+                ]
+                if write.is_error or read.is_error or seen != [reason]:
+                    leaks += 1
+                else:
+                    completed += 1
+        except Exception as exc:  # noqa: BLE001 - a failed episode is counted and sampled, never dropped
+            errors.append("; ".join(f"{type(e).__name__}: {e}" for e in _leaves(exc))[:300])
+            if not arrived:
+                arrive()
+
+    started, cpu_before = time.perf_counter(), farm.cpu_s()
+    # A legacy session keeps a GET stream open for its whole life, so it needs its own connection.
+    async with shared_http_client(None if mode == "legacy" else 200) as http:
+        with anyio.move_on_after(budget_s):
+            async with anyio.create_task_group() as group:
+                for i in range(n):
+                    group.start_soon(episode, i, http)
+    return SessionRun(
+        era=ERA_NAMES[mode],
+        sessions=n,
+        completed=completed,
+        leaks=leaks,
+        errors=n - completed - leaks,
+        error_samples=sorted(set(errors))[:5],
+        seconds=round(time.perf_counter() - started, 2),
+        server_cpu_ms_per_episode=round((farm.cpu_s() - cpu_before) * 1000 / n, 2),
+        server_rss_mb_after=round(farm.rss_mb(), 1),
+    )
+
+
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    """The real failures inside (nested) exception groups."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc

@@ -1,0 +1,23 @@
+"""How much work each measurement does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much work each measurement does; --quick shrinks everything to a smoke run."""
+
+    resets: int
+    calls: int
+    sessions: int
+    episodes: int
+
+    @classmethod
+    def for_mode(cls, quick: bool) -> Sizes:
+        return (
+            cls(resets=200, calls=30, sessions=40, episodes=50)
+            if quick
+            else cls(resets=2000, calls=400, sessions=1000, episodes=1000)
+        )
