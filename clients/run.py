@@ -157,7 +157,9 @@ async def run(options: RunOptions, out: TextIO | None = None) -> RunResult:
     ) as connections:
         started = time.perf_counter()
         synthesis = await synthesize(
-            SynthesisOptions(n=options.tasks, servers=names, seed=options.seed, writer=options.writer), connections
+            SynthesisOptions(n=options.tasks, servers=names, seed=options.seed, writer=options.writer),
+            connections,
+            ProgressBar(f"{'synthesize':<35}"),
         )
         seconds["synthesize"] = round(time.perf_counter() - started, 2)
         tasks = list(synthesis.tasks)
@@ -231,7 +233,7 @@ async def measure_episode_rate(
         chosen = list(synthesis.tasks)
         if not chosen:
             raise RuntimeError(f"the synthesizer made no task on {server}")
-        options = RolloutOptions(k=max(1, episodes // len(chosen)), concurrency=concurrency)
+        options = RolloutOptions(k=-(-episodes // len(chosen)), concurrency=concurrency)  # at least `episodes`
         await rollout_tasks(chosen[:1], policy, ScriptedUser(), connections, scorer=Scorer())  # warm up
         started = time.perf_counter()
         done = await rollout_tasks(chosen, policy, ScriptedUser(), connections, options, scorer=Scorer())

@@ -199,3 +199,20 @@ def test_report_renders_in_a_headless_browser(run_data: tuple[list[Task], list[T
         check=True,
     )
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_envfarm_run_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The main job on one server: synthesized tasks, oracle at 1.0, every output written, the table printed."""
+    assert main(["--farm", str(REPO), "run", "--servers", "clinic", "--tasks", "8", "--out", str(tmp_path)]) == 0
+    [directory] = list(tmp_path.iterdir())
+    scores = json.loads((directory / "scores.json").read_text())
+    assert scores["oracle_failures"]["count"] == 0 and scores["policies"]["oracle"]["success_rate"] == 1.0
+    heuristic = scores["policies"]["heuristic"]
+    assert heuristic["episodes"] == scores["tasks"] and heuristic["success_rate"] < 1.0
+    assert {"heuristic (uncalibrated)", "oracle", "heuristic"} == set(scores["policies"])
+    tasks = load_tasks(directory / "tasks.jsonl")
+    assert tasks and all(t.difficulty and set(t.difficulty.solve_rate) == {"oracle", "heuristic"} for t in tasks)
+    assert {p.name for p in (directory / "exports").iterdir()} >= {"sft_openai.jsonl", "sft_sharegpt.jsonl"}
+    assert (directory / "report.html").read_text().startswith("<!DOCTYPE html>")
+    printed = capsys.readouterr().out
+    assert "heuristic (uncalibrated)" in printed and "oracle self-check: 0 of" in printed
