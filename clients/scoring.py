@@ -194,7 +194,10 @@ def value_found(value: str, answer: str) -> bool:
     try:
         target = float(number)
     except ValueError:
-        return normalize(raw) in normalize(answer)
+        if normalize(raw) in normalize(answer):
+            return True
+        parts = [part for part in raw.split(", ") if part.strip()]  # a list value: every item, in any order
+        return len(parts) > 1 and all(value_found(part, answer) for part in parts)
     return any(math.isclose(target, found, abs_tol=0.005) for found in numbers_in(answer))
 
 

@@ -104,6 +104,8 @@ async def test_state_match_is_path_independent_and_strict() -> None:
         ("2026-03-02T14:30:00Z", "on 2026-03-02 at 2:30 pm", True),
         ("Dr. Tanaka", "your doctor is DR. TANAKA", True),
         ("paid", "The invoice is still open.", False),
+        ("a@example.com, b@example.com", "CC: B@example.com and a@example.com", True),
+        ("a@example.com, b@example.com", "CC: a@example.com only", False),
     ],
 )
 def test_values_are_matched_after_normalizing(value: str, answer: str, found: bool) -> None:
