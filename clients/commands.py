@@ -37,8 +37,8 @@ def targets(farm_root: Path, config: Path | None, servers: list[str] | None) -> 
 class ProgressBar:
     """`[#####.....] 57/200` on one line of stderr."""
 
-    def __init__(self, stream: TextIO = sys.stderr, width: int = 30) -> None:
-        self.stream = stream
+    def __init__(self, stream: TextIO | None = None, width: int = 30) -> None:
+        self.stream = stream or sys.stderr  # looked up now: a default bound at import goes stale when stderr is swapped
         self.width = width
 
     def __call__(self, done: int, total: int) -> None:

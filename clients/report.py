@@ -20,7 +20,7 @@ CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
 h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd;padding-bottom:.2em}
 table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ddd;padding:.3em .6em;text-align:right}
-th:first-child,td:first-child{text-align:left}thead{background:#f4f4f4}
+th:first-child,td:first-child{text-align:left}.facts td{text-align:left}thead{background:#f4f4f4}
 .charts{display:flex;flex-wrap:wrap;gap:1.5em}.chart{border:1px solid #eee;padding:.5em}
 details{border:1px solid #ddd;margin:.4em 0;border-radius:4px}summary{cursor:pointer;padding:.4em .6em;background:#fafafa}
 .msg{margin:.4em .8em;padding:.4em .6em;border-radius:6px;white-space:pre-wrap;word-break:break-word}
@@ -35,7 +35,7 @@ def bar_chart(
 ) -> str:
     """A horizontal bar chart as inline SVG: one (label, value, color) per bar."""
     top = maximum if maximum is not None else max((v for _, v, _ in rows), default=1.0) or 1.0
-    label_w, bar_w, row_h = 230, 300, 22
+    label_w, bar_w, row_h = 280, 300, 22
     height = row_h * len(rows) + 34
     parts = [
         (
@@ -77,6 +77,12 @@ def _breakdown(trajectories: Sequence[Trajectory], policies: list[str], key: Any
         for (label, policy), group in sorted(groups.items())
     ]
     return bar_chart(title, rows, maximum=1.0)
+
+
+def chain_bucket(trajectory: Trajectory) -> str:
+    """Gold calls per task, with long chains together (so buckets sort and stay populated)."""
+    n = len(trajectory.task.gold_calls)
+    return f"{n} call{'s' if n != 1 else ''}" if n < 6 else "6+ calls"
 
 
 def summary_table(summaries: Sequence[PolicySummary]) -> str:
@@ -154,7 +160,11 @@ def render_report(
     domains = domains or {}
     summaries = summarize(trajectories)
     policies = sorted({t.policy for t in trajectories})
-    domain_of = lambda t: "+".join(sorted({domains.get(s, s) for s in t.task.servers}))
+
+    def domain_of(t: Trajectory) -> str:
+        found = {domains.get(s, s) for s in t.task.servers}
+        return found.pop() if len(found) == 1 else "cross-domain"
+
     calibration = [
         (f"{s.policy} · {'calibrated' if s.calibrated else 'uncalibrated'}", s.success_rate, _color(policies, s.policy))
         for s in sorted(summaries, key=lambda s: (s.policy, not s.calibrated))
@@ -172,7 +182,7 @@ def render_report(
             _breakdown(
                 trajectories,
                 policies,
-                lambda t: f"{len(t.task.gold_calls)} calls",
+                chain_bucket,
                 "Success by chain length (calibrated)",
             ),
             bar_chart("Error taxonomy (failed episodes)", errors, percent=False),
@@ -194,7 +204,7 @@ def render_report(
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
         f"<style>{CSS}</style></head><body><h1>{escape(title)}</h1>"
-        f"<table><tbody>{fact_rows}</tbody></table>"
+        f'<table class="facts"><tbody>{fact_rows}</tbody></table>'
         f"<h2>Summary</h2>{summary_table(summaries)}"
         f'<p class="muted">Success = state match and claims pass (coverage &ge; 0.75) and policy checks. '
         f"Rates exclude episodes with a server error ({server_errors} here).</p>"

@@ -1,7 +1,7 @@
 """The rollout loop: a policy and a simulated user converse while tool calls run on live MCP servers.
 
-Each rollout opens its own episode (a unique id) on every server of its task, so concurrent
-rollouts and the k attempts of one task never see each other's writes. Everything is bounded:
+Each rollout opens its own episode (a unique id) on every server it calls (on first use), so
+concurrent rollouts and the k attempts of one task never see each other's writes. Everything is bounded:
 user turns, tool calls, tokens and wall time per rollout, and a timeout on every MCP request. A
 malformed call from the policy (not JSON, an unknown tool, wrong arguments) goes back to the policy
 as an error message; a server that hangs or breaks ends the rollout as a server error, which

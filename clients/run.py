@@ -34,6 +34,7 @@ class RunOptions(BaseModel):
     farm: Path
     servers: list[str] | None = Field(default=None, description="default: every server in the registry")
     tasks: int = Field(default=60, ge=1, description="tasks to synthesize")
+    max_servers: int = Field(default=2, ge=1, description="servers one task may span")
     seed: int = 0
     k: int = Field(default=1, ge=1)
     concurrency: int = Field(default=16, ge=1)
@@ -127,7 +128,7 @@ def write_outputs(
     for fmt in FORMATS:
         path, _ = export(trajectories, fmt, directory / "exports" / names[fmt])
         files[fmt] = str(path.relative_to(directory))
-    scores = scores_document(summaries, failures, {"tasks": len(tasks), **facts})
+    scores = scores_document(summaries, failures, {**facts, "tasks": len(tasks)})
     (directory / "scores.json").write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")
     files["scores"] = "scores.json"
     html = render_report(
@@ -157,7 +158,13 @@ async def run(options: RunOptions, out: TextIO | None = None) -> RunResult:
     ) as connections:
         started = time.perf_counter()
         synthesis = await synthesize(
-            SynthesisOptions(n=options.tasks, servers=names, seed=options.seed, writer=options.writer),
+            SynthesisOptions(
+                n=options.tasks,
+                servers=names,
+                max_servers=options.max_servers,
+                seed=options.seed,
+                writer=options.writer,
+            ),
             connections,
             ProgressBar(f"{'synthesize':<35}"),
         )
@@ -175,15 +182,19 @@ async def run(options: RunOptions, out: TextIO | None = None) -> RunResult:
         seconds["rollouts"] = round(time.perf_counter() - started, 2)
     if judge is not None:
         await judge.aclose()
+    summary = synthesis.summary
     facts = {
         "servers": len(names),
-        "tasks": len(tasks),
-        "rollouts per task": options.k,
-        "synthesis": synthesis.summary.model_dump(mode="json"),
+        "tasks": f"{summary.produced} of {summary.requested} requested ({summary.sampler} sampler, seed {summary.seed}, "
+        f"writer {summary.writer}); mean chain {summary.mean_chain_length} calls; "
+        f"{summary.cross_server_share:.0%} span two servers",
+        "rollouts per task and policy": options.k,
         "seconds": seconds,
     }
     started = time.perf_counter()
     summaries, failures, files = write_outputs(directory, tasks, trajectories, domains=domains, facts=facts)
+    (directory / "synthesis.json").write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    files["synthesis"] = "synthesis.json"
     seconds["write"] = round(time.perf_counter() - started, 2)
     if out is not None:
         print("\n".join(summary_lines(summaries)), file=out)
@@ -229,7 +240,7 @@ async def measure_episode_rate(
 
     policy = policy or HeuristicPolicy()
     async with Connections(farm_targets(farm, [server], "memory")) as connections:
-        synthesis = await synthesize(SynthesisOptions(n=tasks, servers=[server]), connections)
+        synthesis = await synthesize(SynthesisOptions(n=tasks, servers=[server], max_servers=1), connections)
         chosen = list(synthesis.tasks)
         if not chosen:
             raise RuntimeError(f"the synthesizer made no task on {server}")

@@ -173,6 +173,27 @@ async def test_a_model_that_never_stops_calling_tools_hits_the_limit() -> None:
     well_formed(trajectory)
 
 
+@pytest.mark.parametrize(
+    ("script", "limits", "stop"),
+    [
+        (["What is your email?"], Limits(max_turns=2), "max_turns"),
+        ([{"tool_calls": [{"name": "search_doctors", "arguments": {}}]}], Limits(max_tokens=20), "max_tokens"),
+        ([{"sleep": 1.5, "content": "still thinking"}], Limits(wall_time_s=0.5), "wall_time"),
+    ],
+)
+async def test_every_limit_ends_the_rollout_with_its_reason(script: list[Any], limits: Limits, stop: str) -> None:
+    with scripted_openai(script) as model:
+        policy = ChatPolicy(config(model.base_url))
+        async with farm() as connections:
+            task = await read_task(connections)
+            options = RolloutOptions(limits=limits)
+            [trajectory] = await rollout_tasks([task], policy, ScriptedUser(), connections, options, scorer=Scorer())
+        await policy.aclose()
+    assert trajectory.stop_reason == stop and trajectory.score and trajectory.score.error == "out_of_turns"
+    assert trajectory.user_turns <= limits.max_turns
+    well_formed(trajectory)
+
+
 async def test_a_model_that_times_out_ends_the_rollout_as_a_policy_error() -> None:
     with scripted_openai([{"sleep": 3, "content": "late"}]) as model:
         policy = ChatPolicy(config(model.base_url, timeout_s=0.5))
