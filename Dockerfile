@@ -6,8 +6,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_
 
 WORKDIR /app
 COPY . /app
-# Editable, so the farm root (registry.json beside servers/) is /app, exactly as in a checkout.
-RUN pip install -e .
+# A regular install, as from a wheel: the farm served is the installed package (registry and data included).
+RUN pip install .
 
 RUN useradd --create-home envfarm
 USER envfarm

@@ -33,6 +33,7 @@ from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from servers.runtime.control import EXTENSION, ControlError, EpisodeClient, StateResult
+from servers.runtime.farm import stdio_args
 
 Era = Literal["auto", "legacy"]
 Transport = Literal["memory", "stdio", "http"]
@@ -49,21 +50,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def farm_env(farm_root: Path) -> dict[str, str]:
-    """The environment a farm subprocess needs: `farm_root` first on the path, so its servers resolve."""
-    paths = [str(farm_root), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
-
-
 def serve_all_command(farm_root: Path, port: int) -> list[str]:
     return [sys.executable, "-m", "envfarm.cli", "--farm", str(farm_root), "serve", "--all", "--port", str(port)]
 
 
 def stdio_params(farm_root: Path, name: str) -> StdioServerParameters:
-    """`python -m servers.<name>` with `farm_root` first on the path."""
-    return StdioServerParameters(
-        command=sys.executable, args=["-m", f"servers.{name}"], env=farm_env(farm_root), cwd=farm_root
-    )
+    """Server `name` of `farm_root` as a stdio process, launched as a desktop client config would."""
+    return StdioServerParameters(command=sys.executable, args=stdio_args(farm_root, name))
 
 
 def proc_rss_kb(pid: int) -> int:
@@ -98,9 +91,7 @@ def farm_process(farm_root: Path, port: int | None = None, timeout: float = 60.0
     base_url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryFile() as log:
         started = time.perf_counter()
-        process = subprocess.Popen(
-            serve_all_command(farm_root, port), env=farm_env(farm_root), cwd=farm_root, stdout=log, stderr=log
-        )
+        process = subprocess.Popen(serve_all_command(farm_root, port), stdout=log, stderr=log)
         try:
             while True:
                 if process.poll() is not None or time.perf_counter() - started > timeout:
@@ -308,7 +299,7 @@ def farm_targets(
         if transport == "memory":
             from servers.runtime.farm import load_server
 
-            targets[name] = load_server(name)
+            targets[name] = load_server(farm_root, name)
         elif transport == "stdio":
             targets[name] = stdio_params(farm_root, name)
         else:

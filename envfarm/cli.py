@@ -6,9 +6,19 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
-from servers.runtime.registry import Registry, default_farm_root, load_registry
+import anyio
+
+from servers.runtime.farm import stdio_args
+from servers.runtime.registry import (
+    REGISTRY_FILE,
+    Registry,
+    default_farm_root,
+    load_registry,
+    registry_file,
+)
 
 CLIENTS = ("claude", "cursor", "vscode")
 
@@ -35,7 +45,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(render_farm_table(registry))
         return 0
     if not registry.servers:
-        print(f"no servers in {_farm(args) / 'registry.json'}; build some with `envfarm build`")
+        print(f"no servers in {registry_file(_farm(args))}; build some with `envfarm build`")
         return 0
     header = f"{'server':<22} {'domain':<16} {'tools':>5} {'writes':>6} {'rows':>6}  {'verified':<10} tags"
     print(header)
@@ -62,13 +72,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print("error: the registry lists no servers", file=sys.stderr)
             return 2
         print(f"serving {len(names)} servers at http://{args.host}:{args.port}/<name>/mcp", file=sys.stderr)
-        serve_http(load_servers(names), host=args.host, port=args.port)
+        serve_http(load_servers(_farm(args), names), host=args.host, port=args.port)
         return 0
     if not args.name:
         print("error: name a server or pass --all", file=sys.stderr)
         return 2
     try:
-        server = load_server(args.name, **({"db_file": args.db} if args.db else {}))
+        server = load_server(_farm(args), args.name, **({"db_file": args.db} if args.db else {}))
     except LookupError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -85,14 +95,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def client_config(registry: Registry, farm_root: Path, client: str, names: Sequence[str]) -> dict:
-    """The mcpServers block `client` expects, launching each server over stdio from this farm."""
+    """The mcpServers block `client` expects, launching each server over stdio from this farm (no PYTHONPATH)."""
     chosen = [s for s in registry.servers if not names or s.name in names]
     missing = sorted(set(names) - {s.name for s in chosen})
     if missing:
         raise LookupError(f"not in the registry: {', '.join(missing)}")
     entries = {}
     for s in chosen:
-        entry = {"command": sys.executable, "args": s.launch.args, "env": {"PYTHONPATH": str(farm_root)}}
+        entry = {"command": sys.executable, "args": stdio_args(farm_root, s.name)}
         entries[s.name] = {"type": "stdio", **entry} if client == "vscode" else entry
     return {"servers": entries} if client == "vscode" else {"mcpServers": entries}
 
@@ -108,19 +118,32 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    from envfarm.render import ProgressTable, render
     from factory.build import build_all
     from factory.verify import VerifyOptions
 
-    options = VerifyOptions(call_timeout=args.timeout)
-    return build_all(
-        args.specs, (args.out or _farm(args)).resolve(), verify=not args.no_verify, jobs=args.jobs, options=options
+    farm_root = (args.out or _farm(args)).resolve()
+    if registry_file(farm_root) != farm_root / REGISTRY_FILE:
+        print(
+            f"error: the installed farm {farm_root} is read-only; build into a folder with --out DIR", file=sys.stderr
+        )
+        return 2
+    run = partial(
+        build_all,
+        args.specs,
+        farm_root,
+        verify=not args.no_verify,
+        jobs=args.jobs,
+        options=VerifyOptions(call_timeout=args.timeout),
+        on_result=ProgressTable(sys.stdout),
     )
+    result = anyio.run(run)
+    print(f"\n{render(result)}")
+    return 0 if result.ok else 1
 
 
 def cmd_mutate(args: argparse.Namespace) -> int:
     """`envfarm verify --mutate`: the verifier's kill rate on seeded bugs, per server."""
-    import anyio
-
     from factory.mutation import MutantResult, ServerMutation, mutate_server, summarize
     from factory.verify import VerifyOptions
 
@@ -129,7 +152,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     names = [s.name for s in registry.servers] if args.all or not args.names else args.names
     missing = sorted(set(names) - {s.name for s in registry.servers})
     if missing:
-        print(f"error: not in {farm / 'registry.json'}: {', '.join(missing)}", file=sys.stderr)
+        print(f"error: not in {registry_file(farm)}: {', '.join(missing)}", file=sys.stderr)
         return 2
     options = VerifyOptions(call_timeout=args.timeout)
 
@@ -168,11 +191,25 @@ def cmd_mutate(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     if args.mutate:
         return cmd_mutate(args)
+    from envfarm.render import ProgressTable, render
     from factory.build import verify_published
     from factory.verify import VerifyOptions
 
+    if not args.all and not args.names:
+        print("error: name servers to verify or pass --all", file=sys.stderr)
+        return 2
+    names = None if args.all else args.names
     options = VerifyOptions(call_timeout=args.timeout)
-    return verify_published(_farm(args), args.names, all_servers=args.all, jobs=args.jobs, options=options)
+    run = partial(
+        verify_published, _farm(args), names, jobs=args.jobs, options=options, on_result=ProgressTable(sys.stdout)
+    )
+    try:
+        result = anyio.run(run)
+    except LookupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"\n{render(result)}")
+    return 0 if result.ok else 1
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -211,7 +248,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--farm",
         type=Path,
-        help="farm root holding servers/ and registry.json (default: $ENVFARM_HOME or this checkout)",
+        help="farm root holding servers/ and registry.json (default: $ENVFARM_HOME, else the installed farm)",
     )
     sub = p.add_subparsers(dest="command", required=True)
 

@@ -1,5 +1,7 @@
 """`envfarm build` and `envfarm verify`: validate -> generate -> verify -> publish, and drift checks.
 
+Both return typed results (`BuildResult`, `VerifyResult`) and print nothing; the CLI renders them.
+
 Builds run concurrently (`jobs`, default one per core): each loads its spec and generates code in a
 worker thread, verifies the staged server in its own subprocess, and publishes under a lock so
 registry.json is rewritten one server at a time. A build that fails at any step publishes nothing:
@@ -8,21 +10,21 @@ that server's folder and its registry entry stay exactly as they were.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import TextIO
 
 import anyio
+from pydantic import BaseModel
 
-from factory.progress import Job, ServerResult, default_jobs, print_failures, run_jobs
+from factory.progress import Job, OnResult, ServerResult, default_jobs, run_jobs
 from factory.publish import code_hash, discard, file_hashes, publish, runtime_hash, spec_hash, stage, staging_root
 from factory.source import SPEC_NAMES, find_spec_file, load_environment
 from factory.spec import SpecError, read_document
 from factory.verify import Failure, VerificationReport, VerifyOptions, load_report, verify_server
-from servers.runtime.registry import RegistryEntry, load_registry
+from servers.runtime.registry import RegistryEntry, load_registry, registry_file
 
 
 def expand_spec_paths(paths: list[Path]) -> list[Path]:
@@ -92,15 +94,45 @@ def _clash(path: Path, name: str, paths: list[Path]) -> Job:
     return name, job
 
 
-async def build_all_async(
+class BatchResult(BaseModel):
+    """What one `build_all` or `verify_published` run did: an outcome per server, in the order they finished."""
+
+    farm_root: Path
+    servers: list[ServerResult]
+    seconds: float
+
+    @property
+    def succeeded(self) -> int:
+        return sum(r.ok for r in self.servers)
+
+    @property
+    def ok(self) -> bool:
+        """Every server was published (a build) or holds with no drift (a re-verification)."""
+        return self.succeeded == len(self.servers)
+
+
+class BuildResult(BatchResult):
+    verified: bool
+
+
+class VerifyResult(BatchResult):
+    pass
+
+
+async def build_all(
     paths: list[Path],
     farm_root: Path,
+    *,
     verify: bool = True,
     jobs: int | None = None,
     options: VerifyOptions | None = None,
-    out: TextIO | None = None,
-) -> int:
-    out = out or sys.stdout
+    on_result: OnResult | None = None,
+) -> BuildResult:
+    """Build every spec under `paths` into `farm_root`.
+
+    A failed build (invalid spec, failed verification, factory error) leaves that server and the
+    registry exactly as they were; the others still publish.
+    """
     specs = expand_spec_paths(paths)
     names = {path: _declared_name(path) for path in specs}
     counts = Counter(n for n in names.values() if n)
@@ -114,31 +146,8 @@ async def build_all_async(
             job = partial(_build_one, path, farm_root, verify, options or VerifyOptions(), publishing)
             planned.append((path.name, job))
     started = time.perf_counter()
-    results = await run_jobs(planned, jobs or default_jobs(), out)
-    print_failures(results, out)
-    published = sum(r.ok for r in results)
-    unverified = "" if verify else " (without verification)"
-    print(
-        f"\n{published} of {len(specs)} published into {farm_root} in {time.perf_counter() - started:.1f} s{unverified}",
-        file=out,
-    )
-    return 0 if published == len(specs) else 1
-
-
-def build_all(
-    paths: list[Path],
-    farm_root: Path,
-    verify: bool = True,
-    jobs: int | None = None,
-    options: VerifyOptions | None = None,
-    out: TextIO | None = None,
-) -> int:
-    """Build every spec under `paths` into `farm_root`; exit code 1 if any build failed.
-
-    A failed build (invalid spec, failed verification, factory error) leaves that server and the
-    registry exactly as they were; the others still publish.
-    """
-    return anyio.run(build_all_async, paths, farm_root, verify, jobs, options, out)
+    results = await run_jobs(planned, jobs or default_jobs(), on_result)
+    return BuildResult(farm_root=farm_root, servers=results, seconds=time.perf_counter() - started, verified=verify)
 
 
 def _drifted(check: str, call: dict[str, str], expected: str, actual: str) -> Failure:
@@ -203,44 +212,25 @@ async def _verify_one(entry: RegistryEntry, farm_root: Path, options: VerifyOpti
     )
 
 
-async def verify_published_async(
+async def verify_published(
     farm_root: Path,
-    names: list[str],
-    all_servers: bool = False,
+    names: Sequence[str] | None = None,
+    *,
     jobs: int | None = None,
     options: VerifyOptions | None = None,
-    out: TextIO | None = None,
-) -> int:
-    out = out or sys.stdout
-    registry = load_registry(farm_root)
-    if not all_servers and not names:
-        print("error: name servers to verify or pass --all", file=sys.stderr)
-        return 2
-    missing = [n for n in names if registry.get(n) is None]
-    if missing:
-        print(f"error: not in {farm_root / 'registry.json'}: {', '.join(missing)}", file=sys.stderr)
-        return 2
-    entries = registry.servers if all_servers else [e for e in registry.servers if e.name in names]
-    planned: list[Job] = [(e.name, partial(_verify_one, e, farm_root, options or VerifyOptions())) for e in entries]
-    started = time.perf_counter()
-    results = await run_jobs(planned, jobs or default_jobs(), out)
-    print_failures(results, out)
-    holding = sum(r.ok for r in results)
-    print(f"\n{holding} of {len(entries)} verified with no drift in {time.perf_counter() - started:.1f} s", file=out)
-    return 0 if holding == len(entries) else 1
-
-
-def verify_published(
-    farm_root: Path,
-    names: list[str],
-    all_servers: bool = False,
-    jobs: int | None = None,
-    options: VerifyOptions | None = None,
-    out: TextIO | None = None,
-) -> int:
-    """Re-verify published servers and report drift; exit 0 iff every one holds.
+    on_result: OnResult | None = None,
+) -> VerifyResult:
+    """Re-verify the published servers `names` (default: all) and report drift.
 
     Read-only: it never rewrites verification.json or the registry, so drift stays visible until
-    the server is rebuilt with `envfarm build`.
+    the server is rebuilt with `envfarm build`. A name the registry does not list is a `LookupError`.
     """
-    return anyio.run(verify_published_async, farm_root, names, all_servers, jobs, options, out)
+    registry = load_registry(farm_root)
+    missing = [n for n in names or [] if registry.get(n) is None]
+    if missing:
+        raise LookupError(f"not in {registry_file(farm_root)}: {', '.join(missing)}")
+    entries = registry.servers if names is None else [e for e in registry.servers if e.name in names]
+    planned: list[Job] = [(e.name, partial(_verify_one, e, farm_root, options or VerifyOptions())) for e in entries]
+    started = time.perf_counter()
+    results = await run_jobs(planned, jobs or default_jobs(), on_result)
+    return VerifyResult(farm_root=farm_root, servers=results, seconds=time.perf_counter() - started)

@@ -1,7 +1,7 @@
-"""Run one job per server, a few at a time, and show a table that fills in as they finish.
+"""Run one job per server, a few at a time, and report each outcome as it finishes.
 
-Shared by `envfarm build` and `envfarm verify`: a row per server (tools, checks run, checks failed,
-seconds, result), then every failure in full (tool, check, call, expected, actual).
+Shared by `envfarm build` and `envfarm verify`. Nothing here prints: outcomes are `ServerResult`
+models, and a caller that wants a live table passes `on_result` (the CLI's is `envfarm.render.ProgressTable`).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Literal, TextIO
+from typing import Literal
 
 import anyio
 from pydantic import BaseModel, Field
@@ -17,7 +17,6 @@ from pydantic import BaseModel, Field
 from factory.verify import Failure, VerificationReport
 
 Status = Literal["published", "rejected", "invalid", "error", "passed", "failed"]
-ROW = "{name:<24} {tools:>5} {checks:>6} {failed:>6} {seconds:>7}  {result}"
 
 
 class ServerResult(BaseModel):
@@ -35,15 +34,10 @@ class ServerResult(BaseModel):
     def ok(self) -> bool:
         return self.status in ("published", "passed")
 
-    def row(self) -> str:
-        return ROW.format(
-            name=self.name,
-            tools=self.tools or "-",
-            checks=self.report.check_count if self.report else "-",
-            failed=len(self.problems) if self.report or self.problems else "-",
-            seconds=f"{self.seconds:.1f}",
-            result=self.status + (f" ({self.message.splitlines()[0]})" if self.message else ""),
-        )
+
+Job = tuple[str, Callable[[], Awaitable[ServerResult]]]
+OnResult = Callable[[ServerResult, int, int], None]
+"""Called with each result as it finishes, how many have finished, and how many there are."""
 
 
 def default_jobs() -> int:
@@ -51,26 +45,9 @@ def default_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def print_failures(results: Sequence[ServerResult], out: TextIO) -> None:
-    for result in results:
-        if result.ok:
-            continue
-        print(f"\n{result.name}: {result.status}" + (f": {result.message}" if result.message else ""), file=out)
-        for f in result.problems:
-            call = f" call={f.call}" if f.call else ""
-            print(f"  [{f.check}] {f.tool}{call}\n      expected: {f.expected}\n      actual:   {f.actual}", file=out)
-
-
-Job = tuple[str, Callable[[], Awaitable[ServerResult]]]
-
-
-async def run_jobs(jobs: Sequence[Job], concurrency: int, out: TextIO) -> list[ServerResult]:
-    """Run `(name, job)` pairs, `concurrency` at a time, printing each row as it finishes. A job that
-    raises (a bug in the factory, not in a server) becomes an `error` row; the others carry on."""
-    print(
-        ROW.format(name="server", tools="tools", checks="checks", failed="failed", seconds="seconds", result="result"),
-        file=out,
-    )
+async def run_jobs(jobs: Sequence[Job], concurrency: int, on_result: OnResult | None = None) -> list[ServerResult]:
+    """Run `(name, job)` pairs, `concurrency` at a time; results come back in the order they finished.
+    A job that raises (a bug in the factory, not in a server) becomes an `error` result; the others carry on."""
     results: list[ServerResult] = []
     limiter = anyio.CapacityLimiter(concurrency)
 
@@ -83,7 +60,8 @@ async def run_jobs(jobs: Sequence[Job], concurrency: int, out: TextIO) -> list[S
                     name=name, status="error", message=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
                 )
         results.append(result)
-        print(f"{result.row()}  [{len(results)}/{len(jobs)}]", file=out, flush=True)
+        if on_result is not None:
+            on_result(result, len(results), len(jobs))
 
     async with anyio.create_task_group() as group:
         for name, job in jobs:

@@ -4,8 +4,9 @@ A failed build leaves `servers/` and `registry.json` exactly as they were: files
 staging folder inside `servers/` and only renamed into place once everything succeeded.
 
 The staging folder is itself a small farm root, `servers/.staging-<name>-xxxx/servers/<name>/`, so
-the staged code can be run and verified as the real package `servers.<name>` (with the staging
-root first on PYTHONPATH) before it is published, and published by one rename on the same disk.
+the staged code can be run and verified as the real package `servers.<name>` (`envfarm --farm
+<staging root> serve <name>` imports it from there) before it is published, and published by one
+rename on the same disk.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def stage(source: EnvironmentSource, farm_root: Path) -> Path:
 
 
 def staging_root(staged: Path) -> Path:
-    """The import root of a staged server folder: put it first on PYTHONPATH to run the staged code."""
+    """The farm root of a staged server folder: the farm to run the staged code from."""
     return staged.parents[1]
 
 

@@ -40,11 +40,10 @@ class CallResult(BaseModel):
 
 
 def server_parameters(name: str, import_root: Path) -> StdioServerParameters:
-    """`python -m servers.<name>` run from `import_root`, first on PYTHONPATH, so its `servers/<name>` is the one run."""
-    path = os.pathsep.join(p for p in (str(import_root), os.environ.get("PYTHONPATH", "")) if p)
-    return StdioServerParameters(
-        command=sys.executable, args=["-m", f"servers.{name}"], cwd=import_root, env={"PYTHONPATH": path}
-    )
+    """`envfarm --farm <import_root> serve <name>`: the server in `import_root/servers/<name>/`, imported from
+    that folder (see `servers.runtime.farm`), exactly as a client config for that farm launches it."""
+    command = ["-m", "envfarm.cli", "--farm", str(import_root), "serve", name]
+    return StdioServerParameters(command=sys.executable, args=command)
 
 
 def connect(name: str, import_root: Path, errlog: TextIO, launch_timeout: float, stream_errors: list[str]) -> Client:

@@ -1,7 +1,7 @@
 """Verify a generated server by execution: launch it over stdio, drive it with the MCP client, judge.
 
 "Verified" is deterministic and executable, never an opinion. The server runs as a real subprocess
-(`python -m servers.<name>`) and a real `mcp` client checks, per tool, that:
+(`envfarm --farm <staging root> serve <name>`) and a real `mcp` client checks, per tool, that:
 - the listing matches the spec (names, description, input and output schemas, annotations);
 - valid calls, built from the seed, succeed and their outputs validate against the listed schema;
 - reads leave the state hash unchanged; creates add one row; updates, deletes and custom writes
@@ -486,7 +486,7 @@ async def _launch_and_check(
             while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
                 exc = exc.exceptions[0]
             errlog.seek(0)
-            call = {"command": f"python -m servers.{spec.name}"}
+            call = {"command": f"envfarm --farm {import_root} serve {spec.name}"}
             recorder.fail(
                 SERVER,
                 "launch",

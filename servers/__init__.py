@@ -1,11 +1,7 @@
 """The farm: one package per generated MCP server, plus the `runtime` they share.
 
-`servers` also picks up the `servers/` folders of other farms on sys.path (e.g. `envfarm build --out
-DIR`, run with PYTHONPATH=DIR), and those come first: a server built into another farm shadows the
-one of the same name here, while `servers.runtime` still resolves to this package's runtime.
+`python -m servers.<name>` runs a server of this installed farm. A server of another farm (a folder
+built with `envfarm build --out DIR`) is imported by location, never found on sys.path:
+`envfarm --farm DIR serve <name>` loads `DIR/servers/<name>/` as the package `servers.<name>`
+(see `servers.runtime.farm.import_server`), on this installation's runtime.
 """
-
-from pkgutil import extend_path
-
-__path__ = extend_path(__path__, __name__)
-__path__ = __path__[1:] + __path__[:1]

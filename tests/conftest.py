@@ -3,16 +3,18 @@ real `envfarm serve --all` subprocess. Nothing here writes into the repository."
 
 from __future__ import annotations
 
-import io
 import shutil
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
 
 from clients.connect import FarmProcess, farm_process
+from envfarm.render import render
 from factory.build import build_all
 from servers.runtime.control import EPISODE_META_KEY, CloseResult, EpisodeClient, ResetResult, State, StateResult
 
@@ -34,8 +36,8 @@ def farm_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     spec_file = specs / ANNEX / "spec.yaml"
     spec_file.write_text(spec_file.read_text().replace("name: clinic\n", f"name: {ANNEX}\n", 1))
     root = tmp_path_factory.mktemp("farm")
-    out = io.StringIO()
-    assert build_all([specs], root, verify=False, out=out) == 0, out.getvalue()
+    built = anyio.run(partial(build_all, [specs], root, verify=False))
+    assert built.ok, render(built)
     return root
 
 

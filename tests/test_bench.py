@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from clients.connect import farm_env
 from envfarm.bench import BenchReport
 
 pytestmark = pytest.mark.slow
@@ -33,7 +32,7 @@ KEYS = {
 def test_quick_bench_writes_every_key(farm_root: Path, tmp_path: Path) -> None:
     out = tmp_path / "reports" / "bench.json"
     command = [sys.executable, "-m", "envfarm.cli", "--farm", str(farm_root), "bench", "--quick", "--out", str(out)]
-    done = subprocess.run(command, check=False, env=farm_env(farm_root), capture_output=True, text=True, timeout=600)
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
 
     data = json.loads(out.read_text())

@@ -2,27 +2,38 @@
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
+from functools import partial
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 from corpus import BROKEN, GOOD, apply_edits, farm_bytes
 
 from envfarm.cli import main
-from factory.build import build_all, drift, verify_published
+from envfarm.render import HEADER, render
+from factory.build import BuildResult, VerifyResult, build_all, drift, verify_published
 from factory.publish import code_hash, spec_hash
 from factory.verify import load_report
 from servers.runtime.registry import load_registry
+
+
+def build(paths: list[Path], farm_root: Path, **options: Any) -> BuildResult:
+    return anyio.run(partial(build_all, paths, farm_root, **options))
+
+
+def verify(farm_root: Path, names: list[str] | None = None) -> VerifyResult:
+    return anyio.run(verify_published, farm_root, names)
 
 
 @pytest.fixture(scope="module")
 def farm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A farm with the good example built, verified and published (shared; copy it to change it)."""
     root = tmp_path_factory.mktemp("farm")
-    out = io.StringIO()
-    assert build_all([GOOD], root, out=out) == 0, out.getvalue()
+    built = build([GOOD], root)
+    assert built.ok, render(built)
     return root
 
 
@@ -44,23 +55,26 @@ def test_build_publishes_a_verified_server(farm: Path) -> None:
 
 
 def test_verify_all_holds_on_a_clean_farm(farm: Path) -> None:
-    out = io.StringIO()
-    assert verify_published(farm, [], all_servers=True, out=out) == 0, out.getvalue()
-    assert "1 of 1 verified with no drift" in out.getvalue()
+    verified = verify(farm)
+    assert verified.ok and verified.succeeded == 1, render(verified)
+    assert [(r.name, r.status, r.problems) for r in verified.servers] == [("shed", "passed", [])]
+    assert render(verified).endswith(f"1 of 1 verified with no drift in {verified.seconds:.1f} s")
 
 
 def test_a_failed_build_leaves_the_farm_byte_identical(farm: Path, tmp_path: Path) -> None:
     root = _copy(farm, tmp_path)
     before = farm_bytes(root)
-    out = io.StringIO()
-    assert build_all([BROKEN / "rule_never_rejects"], root, out=out) == 1  # same name: would replace shed
+    rejected = build([BROKEN / "rule_never_rejects"], root)  # same name: would replace shed
     assert farm_bytes(root) == before
-    text = out.getvalue()
-    assert "rejected" in text and "[rule] return_item" in text and "0 of 1 published" in text
+    [result] = rejected.servers
+    assert not rejected.ok and result.status == "rejected"
+    assert ("rule", "return_item") in {(f.check, f.tool) for f in result.problems}
+    text = render(rejected)
+    assert "[rule] return_item" in text and "0 of 1 published" in text
     invalid = tmp_path / "invalid"
     invalid.mkdir()
     (invalid / "spec.yaml").write_text("name: shed\ntools: [\n", encoding="utf-8")
-    assert build_all([invalid], root, out=io.StringIO()) == 1
+    assert [r.status for r in build([invalid], root).servers] == ["invalid"]
     assert farm_bytes(root) == before
 
 
@@ -72,25 +86,27 @@ def test_one_failure_does_not_stop_the_other_builds(tmp_path: Path) -> None:
     crashes.write_text(
         crashes.read_text(encoding="utf-8").replace("name: shed", "name: shed_crashes"), encoding="utf-8"
     )
-    out = io.StringIO()
-    assert build_all([specs], tmp_path / "farm", jobs=2, out=out) == 1
+    built = build([specs], tmp_path / "farm", jobs=2)
+    assert sorted((r.name, r.status) for r in built.servers) == [("shed", "published"), ("shed_crashes", "rejected")]
     assert [s.name for s in load_registry(tmp_path / "farm").servers] == ["shed"]
-    assert "[crash] extend_loan" in out.getvalue()
+    assert "[crash] extend_loan" in render(built)
 
 
 def test_a_hand_edited_file_is_drift(tmp_path: Path) -> None:
     case = BROKEN / "hand_edited_file"
     root = tmp_path / "farm"
-    assert build_all([case], root, out=io.StringIO()) == 0  # the spec itself is fine
+    assert build([case], root).ok  # the spec itself is fine
     server = root / "servers" / "shed"
     apply_edits(case, server)
     entry = load_registry(root).get("shed")
     assert entry is not None
     found = drift(entry, server, load_report(server))
     assert {json.dumps(f.call) for f in found} == {'{"file": "tools.py"}', '{"registry": "code_hash"}'}
-    out = io.StringIO()
-    assert verify_published(root, ["shed"], out=out) == 1
-    assert "[drift] * call={'file': 'tools.py'}" in out.getvalue()
+    verified = verify(root, ["shed"])
+    assert [(r.name, r.status) for r in verified.servers] == [("shed", "failed")] and not verified.ok
+    assert "[drift] * call={'file': 'tools.py'}" in render(verified)
+    with pytest.raises(LookupError, match="nosuch"):
+        verify(root, ["shed", "nosuch"])
 
 
 def test_a_changed_runtime_is_drift(farm: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -108,16 +124,23 @@ def test_cli_build_and_verify(farm: Path, tmp_path: Path, capsys: pytest.Capture
     unverified = tmp_path / "unverified"
     assert main(["build", str(GOOD), "--out", str(unverified), "--no-verify"]) == 0
     assert load_registry(unverified).servers[0].verification == "unverified"
+    table = capsys.readouterr().out.splitlines()
+    assert table[0] == HEADER and table[1].startswith("shed ") and table[1].endswith("published (unverified)  [1/1]")
+    assert table[-1].startswith(f"1 of 1 published into {unverified} in ") and table[-1].endswith(
+        "(without verification)"
+    )
     assert main(["--farm", str(unverified), "verify", "shed"]) == 1  # published without evidence
     assert "no verification.json" in capsys.readouterr().out
     assert main(["--farm", str(farm), "verify", "--all", "--jobs", "1"]) == 0
+    assert "1 of 1 verified with no drift" in capsys.readouterr().out
     assert main(["--farm", str(farm), "verify", "nosuch"]) == 2
+    assert "nosuch" in capsys.readouterr().err
     assert main(["--farm", str(farm), "verify"]) == 2
+    assert "--all" in capsys.readouterr().err
 
 
 def test_two_specs_naming_one_server_build_neither(tmp_path: Path) -> None:
-    out = io.StringIO()
-    assert build_all([GOOD, BROKEN / "rule_never_rejects"], tmp_path, out=out) == 1
+    built = build([GOOD, BROKEN / "rule_never_rejects"], tmp_path)
     assert load_registry(tmp_path).servers == []
-    rows = [line for line in out.getvalue().splitlines() if line.startswith("shed ")]
-    assert len(rows) == 2 and all("invalid" in row and "declares the same server name" in row for row in rows)
+    assert [(r.name, r.status) for r in built.servers] == [("shed", "invalid"), ("shed", "invalid")]
+    assert all("declares the same server name" in r.message for r in built.servers)

@@ -9,6 +9,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,11 +24,11 @@ pytestmark = [
 ]
 
 
-def inspector(*args: str) -> dict[str, Any]:
-    """Run the Inspector CLI against `python -m servers.clinic` and parse what it prints."""
+def inspector(*args: str, python: str = sys.executable, cwd: Path = REPO) -> dict[str, Any]:
+    """Run the Inspector CLI against `<python> -m servers.clinic` (started in `cwd`) and parse what it prints."""
     assert NPX is not None
-    command = [NPX, "-y", "@modelcontextprotocol/inspector", "--cli", sys.executable, "-m", "servers.clinic", *args]
-    done = subprocess.run(command, check=False, cwd=REPO, capture_output=True, text=True, timeout=300)
+    command = [NPX, "-y", "@modelcontextprotocol/inspector", "--cli", python, "-m", "servers.clinic", *args]
+    done = subprocess.run(command, check=False, cwd=cwd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)
 

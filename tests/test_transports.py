@@ -11,11 +11,13 @@ import time
 import urllib.request
 import uuid
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from conftest import ANNEX, EPISODE, FREE_SLOT, REPO, booking, reasons, state
 from mcp import Client, StdioServerParameters
+from mcp_types import CallToolResult
 
 from clients.connect import FarmProcess, free_port, http_client, shared_http_client
 from envfarm.cli import client_config
@@ -41,17 +43,34 @@ async def test_stdio_round_trip() -> None:
     assert exported.diff["appointments"].added == [booked.structured_content]
 
 
+async def launch_from_config(entry: dict[str, Any], cwd: Path) -> tuple[set[str], CallToolResult]:
+    """Start a server exactly as a desktop client would from its config entry (no PYTHONPATH, another folder)."""
+    assert set(entry) <= {"type", "command", "args"}, entry
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], cwd=cwd)
+    async with Client(params) as client:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        found = await client.call_tool("find_patient", {"full_name": "lopez"})
+    return tools, found
+
+
 @pytest.mark.parametrize("client_name", ["claude", "cursor", "vscode"])
 async def test_the_desktop_client_config_launches_the_server(client_name: str, tmp_path: Path) -> None:
     """What `envfarm config` prints is enough to start the server from anywhere, as a desktop client would."""
     config = client_config(load_registry(REPO), REPO, client_name, ["clinic"])
     entry = config["servers" if client_name == "vscode" else "mcpServers"]["clinic"]
-    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=entry["env"], cwd=tmp_path)
-    async with Client(params) as client:
-        tools = {t.name for t in (await client.list_tools()).tools}
-        found = await client.call_tool("find_patient", {"full_name": "lopez"})
+    assert entry["args"] == ["-m", "servers.clinic"]
+    tools, found = await launch_from_config(entry, tmp_path)
     assert "find_patient" in tools
     assert not found.is_error and found.structured_content and found.structured_content["count"] >= 1
+
+
+async def test_the_config_of_another_farm_launches_its_server(farm_root: Path, tmp_path: Path) -> None:
+    """A farm built with --out is launched through `envfarm --farm DIR serve`, which imports it from DIR."""
+    config = client_config(load_registry(farm_root), farm_root, "claude", [ANNEX])
+    entry = config["mcpServers"][ANNEX]
+    assert entry["args"] == ["-m", "envfarm.cli", "--farm", str(farm_root.resolve()), "serve", ANNEX]
+    tools, found = await launch_from_config(entry, tmp_path)
+    assert "find_patient" in tools and not found.is_error
 
 
 async def test_http_2026_era_episodes_by_url_are_isolated(farm: FarmProcess) -> None:

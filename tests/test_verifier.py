@@ -115,7 +115,9 @@ def test_broken_case_is_rejected_for_its_reason(case: str, corpus_reports: dict[
 def test_hung_handler_stops_the_run_but_the_report_is_complete(corpus_reports: dict[str, VerificationReport]) -> None:
     report = corpus_reports["handler_hangs"]
     assert report.checks["completed"] == "failed"
-    assert report.timings.total_s < 10
+    # The run stops at the first hung call: one timeout, not one per remaining call (no wall-clock bound:
+    # launching a server takes seconds on a loaded machine).
+    assert [(f.check, f.tool) for f in report.failures] == [("timeout", "reserve_item"), ("completed", "*")]
 
 
 def test_report_names_static_and_dynamic_failures_together(tmp_path: Path) -> None:

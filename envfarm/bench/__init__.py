@@ -11,8 +11,6 @@ farm-wide numbers (start time, memory, build + verify) cover every server in the
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import shlex
 import sys
 import tempfile
@@ -29,6 +27,7 @@ from envfarm.bench.latency import first_free_slot, floor_http_server, local_late
 from envfarm.bench.report import REFERENCE, BenchReport, machine, render_markdown, verdicts
 from envfarm.bench.sessions import serve_all_section
 from envfarm.bench.sizes import Sizes
+from servers.runtime.farm import import_server
 from servers.runtime.registry import load_registry
 
 __all__ = ["BenchReport", "run_bench"]
@@ -45,14 +44,13 @@ def time_build_all(quick: bool) -> tuple[float | None, str]:
     with tempfile.TemporaryDirectory(prefix="envfarm-bench-build-") as farm:
         started = time.perf_counter()
         try:
-            with contextlib.redirect_stdout(sys.stderr):
-                code = build.build_all(paths, Path(farm), verify=True, jobs=2)
+            result = anyio.run(partial(build.build_all, paths, Path(farm), verify=True, jobs=2))
         except Exception as exc:  # noqa: BLE001 - the build pipeline is reported on, not trusted
             return None, f"not measured: {what} raised {type(exc).__name__}: {exc}"
         seconds = round(time.perf_counter() - started, 2)
         built = len(load_registry(Path(farm)).servers)
-    if code != 0:
-        return None, f"not measured: {what} exited {code} ({built} servers published, {seconds} s)"
+    if not result.ok:
+        return None, f"not measured: {what}: {result.succeeded} of {len(result.servers)} published ({seconds} s)"
     return seconds, f"{what}: {built} servers built and verified"
 
 
@@ -67,7 +65,7 @@ def run_bench(farm_root: Path, out_path: Path, quick: bool = False) -> int:
             file=sys.stderr,
         )
         return 2
-    module = importlib.import_module(f"servers.{REFERENCE}.server")
+    module = import_server(farm_root, REFERENCE)
     command = shlex.join(
         ["envfarm", "--farm", str(farm_root), "bench", "--out", str(out_path), *(["--quick"] if quick else [])]
     )

@@ -18,7 +18,7 @@ from typing import Any
 from mcp import Client, StdioServerParameters
 from mcp.server.mcpserver import MCPServer
 
-from clients.connect import farm_env, free_port, stdio_params
+from clients.connect import free_port, stdio_params
 from envfarm.bench.report import REFERENCE
 from servers.runtime.control import EpisodeClient
 
@@ -158,9 +158,7 @@ async def local_latencies(farm_root: Path, build: Callable[[], MCPServer], slot:
         )
     async with (
         Client(stdio_params(farm_root, REFERENCE)) as ours,
-        Client(
-            StdioServerParameters(command=sys.executable, args=["-c", FLOOR_SERVER], env=farm_env(farm_root))
-        ) as floor,
+        Client(StdioServerParameters(command=sys.executable, args=["-c", FLOOR_SERVER])) as floor,
     ):
         results |= await interleaved_p50(
             {

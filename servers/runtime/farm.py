@@ -1,22 +1,71 @@
-"""Load generated servers by name, for hosting many of them in one process."""
+"""Load generated servers by name from a farm folder, for `envfarm serve` and for hosting many in one process.
+
+A server is imported by location: `<farm_root>/servers/<name>/` becomes the package `servers.<name>`,
+so its own absolute imports (`servers.<name>.tools`) resolve inside that folder while `servers.runtime`
+stays this installation's runtime. Nothing is added to sys.path, so which folder runs is never a
+matter of the working directory or PYTHONPATH. One process holds one package per name: loading a
+second farm's copy of a name already imported is refused.
+"""
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from collections.abc import Iterable
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
-
-def load_server(name: str, **options: Any) -> MCPServer:
-    """Build the server `servers.<name>` (its module must be importable)."""
-    try:
-        module = importlib.import_module(f"servers.{name}.server")
-    except ModuleNotFoundError as exc:
-        raise LookupError(f"no server named {name!r} on the farm (servers/{name}/server.py not found)") from exc
-    return module.build(**options)
+from servers.runtime.registry import packaged_farm_root
 
 
-def load_servers(names: Iterable[str]) -> dict[str, MCPServer]:
-    return {name: load_server(name) for name in names}
+def _imported_from(module: ModuleType) -> list[Path]:
+    return [Path(p).resolve() for p in getattr(module, "__path__", [])]
+
+
+def import_server(farm_root: Path, name: str) -> ModuleType:
+    """Import `<farm_root>/servers/<name>/server.py` as `servers.<name>.server`."""
+    folder = (farm_root / "servers" / name).resolve()
+    if not name.isidentifier() or not (folder / "server.py").is_file():
+        raise LookupError(f"no server named {name!r} in the farm {farm_root} ({folder / 'server.py'} not found)")
+    package = f"servers.{name}"
+    loaded = sys.modules.get(package)
+    if loaded is None:
+        spec = importlib.util.spec_from_file_location(
+            package, folder / "__init__.py", submodule_search_locations=[str(folder)]
+        )
+        if spec is None or spec.loader is None:
+            raise LookupError(f"{folder} is not an importable package (no __init__.py?)")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[package] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[package]
+            raise
+    elif _imported_from(loaded) != [folder]:
+        where = ", ".join(str(p) for p in _imported_from(loaded))
+        raise LookupError(f"{package} is already imported from {where}; one process cannot also load {folder}")
+    return importlib.import_module(f"{package}.server")
+
+
+def load_server(farm_root: Path, name: str, **options: Any) -> MCPServer:
+    """Build the server `name` of the farm at `farm_root`."""
+    server: MCPServer = import_server(farm_root, name).build(**options)
+    return server
+
+
+def load_servers(farm_root: Path, names: Iterable[str]) -> dict[str, MCPServer]:
+    return {name: load_server(farm_root, name) for name in names}
+
+
+def stdio_args(farm_root: Path, name: str) -> list[str]:
+    """Arguments to this Python that run server `name` of `farm_root` over stdio from any folder with no
+    PYTHONPATH: `-m servers.<name>` for the installed farm, else `envfarm serve` (same distribution)
+    with the farm named, which imports the server from that folder."""
+    if farm_root.resolve() == packaged_farm_root():
+        return ["-m", f"servers.{name}"]
+    return ["-m", "envfarm.cli", "--farm", str(farm_root.resolve()), "serve", name]

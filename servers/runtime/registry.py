@@ -1,10 +1,17 @@
-"""registry.json: the list of published servers, read by the CLI, the farm host and the driver."""
+"""registry.json: the list of published servers, read by the CLI, the farm host and the driver.
+
+A farm is a folder holding `servers/<name>/` and `registry.json`: a checkout, or a farm built with
+`envfarm build --out DIR`. The farm a wheel installs is the folder holding its `servers` package
+(site-packages); a wheel cannot put a file at the top of site-packages, so it carries the checkout's
+registry.json inside the package, as `servers/registry.json` (copied there by setup.py's build hook).
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+from importlib import resources
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -13,7 +20,8 @@ REGISTRY_FILE = "registry.json"
 
 
 class Launch(BaseModel):
-    """How to reach a server: a stdio command run from the farm root, and its HTTP path on the farm host."""
+    """How to reach a server: its stdio command (for the installed farm; `envfarm --farm DIR serve <name>`
+    runs a server of any other farm), and its HTTP path on the farm host."""
 
     command: str = "python"
     args: list[str]
@@ -49,8 +57,15 @@ class Registry(BaseModel):
         return Registry(servers=sorted([*others, entry], key=lambda s: s.name))
 
 
+def registry_file(farm_root: Path) -> Path:
+    """The farm's registry.json: at its root, or inside `servers/` where an installed wheel ships it."""
+    top = farm_root / REGISTRY_FILE
+    packaged = farm_root / "servers" / REGISTRY_FILE
+    return packaged if not top.is_file() and packaged.is_file() else top
+
+
 def load_registry(farm_root: Path) -> Registry:
-    path = farm_root / REGISTRY_FILE
+    path = registry_file(farm_root)
     if not path.exists():
         return Registry()
     try:
@@ -71,8 +86,17 @@ def write_registry(farm_root: Path, registry: Registry) -> None:
     os.replace(tmp, farm_root / REGISTRY_FILE)
 
 
+def packaged_farm_root() -> Path:
+    """The farm this installation ships: the folder holding the `servers` package that holds this runtime
+    (the checkout for an editable install, site-packages for a wheel)."""
+    runtime = resources.files(__package__ or "servers.runtime")
+    if isinstance(runtime, Path):
+        return runtime.resolve().parents[1]
+    raise RuntimeError(f"envfarm must be installed as files on disk to serve its farm, not as {runtime}")
+
+
 def default_farm_root() -> Path:
-    """The farm to use: $ENVFARM_HOME if set, else the folder holding this `servers` package."""
+    """The farm to use: $ENVFARM_HOME if set, else the installed farm."""
     if home := os.environ.get("ENVFARM_HOME"):
         return Path(home).resolve()
-    return Path(__file__).resolve().parents[2]
+    return packaged_farm_root()

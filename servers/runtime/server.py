@@ -17,6 +17,7 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, redirect_stdout
 from dataclasses import dataclass, field
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -69,14 +70,18 @@ class ToolDefinition:
 
 @dataclass(frozen=True)
 class ServerDefinition:
-    """Everything a generated server is: identity, clock, schema, seed and tools."""
+    """Everything a generated server is: identity, clock, schema, seed and tools.
+
+    `directory` is the server's package folder, `importlib.resources.files("servers.<name>")` or a Path:
+    schema.sql and seed.json are read from it, so a checkout and an installed wheel load alike.
+    """
 
     name: str
     title: str
     description: str
     version: str
     now: str
-    directory: Path
+    directory: Traversable
     id_formats: dict[str, str]
     tools: list[ToolDefinition] = field(default_factory=list)
 
