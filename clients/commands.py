@@ -35,31 +35,36 @@ def targets(farm_root: Path, config: Path | None, servers: list[str] | None) -> 
 
 
 class ProgressBar:
-    """`[#####.....] 57/200` on one line of stderr."""
+    """`[#####.....] 57/200` on one line of stderr (the stream of the moment, not of import time)."""
 
     def __init__(self, stream: TextIO | None = None, width: int = 30) -> None:
-        self.stream = stream or sys.stderr  # looked up now: a default bound at import goes stale when stderr is swapped
+        self.stream = stream
         self.width = width
 
     def __call__(self, done: int, total: int) -> None:
+        stream = self.stream or sys.stderr
         filled = self.width * done // max(1, total)
-        self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} tasks")
+        stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} tasks")
         if done >= total:
-            self.stream.write("\n")
-        self.stream.flush()
+            stream.write("\n")
+        stream.flush()
 
 
 def render_summary(summary: SynthesisSummary) -> str:
     before, after = summary.over_specification["before"], summary.over_specification["after"]
     lines = [
-        f"{summary.produced}/{summary.requested} tasks ({summary.sampler} sampler, seed {summary.seed}, writer {summary.writer}) "
-        f"in {summary.seconds:.1f} s; {summary.attempts} chains sampled",
+        (
+            f"{summary.produced}/{summary.requested} tasks ({summary.sampler} sampler, seed {summary.seed}, writer {summary.writer}) "
+            f"in {summary.seconds:.1f} s ({summary.cpu_seconds:.1f} s CPU); {summary.attempts} chains sampled"
+        ),
         f"chain length (calls: tasks): {', '.join(f'{k}: {v}' for k, v in summary.chain_lengths.items())}; mean {summary.mean_chain_length}",
         f">= 3 calls linked by data: {summary.data_dependency_share:.0%}; span 2+ servers: {summary.cross_server_share:.0%}",
         f"dropped: {', '.join(f'{k}: {v}' for k, v in summary.dropped.items()) or 'none'}",
-        f"over-specification per message (tool names, ids, literal values, step words): "
-        f"before {before.tool_names:g}/{before.internal_ids:g}/{before.literal_arguments:g}/{before.step_words:g}, "
-        f"after {after.tool_names:g}/{after.internal_ids:g}/{after.literal_arguments:g}/{after.step_words:g}",
+        (
+            f"over-specification per message (tool names, ids, literal values, step words): "
+            f"before {before.tool_names:g}/{before.internal_ids:g}/{before.literal_arguments:g}/{before.step_words:g}, "
+            f"after {after.tool_names:g}/{after.internal_ids:g}/{after.literal_arguments:g}/{after.step_words:g}"
+        ),
         f"calibrated openings leaking a tool name: {summary.leaks['tool_names']}, an internal id: {summary.leaks['internal_ids']}",
         "per domain: " + ", ".join(f"{k} {v}" for k, v in summary.tasks_per_domain.items()),
         "per server: " + ", ".join(f"{k} {v}" for k, v in summary.tasks_per_server.items()),
@@ -74,7 +79,12 @@ async def _tasks(args: argparse.Namespace, farm_root: Path) -> int:
     if args.writer and writer is None:
         raise ValueError(f"--writer {args.writer!r}: expected openai:MODEL (the offline writer needs no flag)")
     options = SynthesisOptions(
-        n=args.n, servers=args.servers, sampler=args.sampler, max_servers=args.max_servers, seed=args.seed, writer=writer
+        n=args.n,
+        servers=args.servers,
+        sampler=args.sampler,
+        max_servers=args.max_servers,
+        seed=args.seed,
+        writer=writer,
     )
     async with Connections(targets(farm_root, args.config, args.servers), timeout=args.timeout) as connections:
         synthesis = await synthesize(options, connections, ProgressBar())
@@ -113,8 +123,8 @@ def run(command: str, args: argparse.Namespace, farm_root: Path) -> int:
         known, rest = group.split((ValueError, LookupError, ControlError, LLMError))
         if known is None or rest is not None:
             raise
-        for exc in leaves(known):
-            print(f"error: {exc}", file=sys.stderr)
+        for leaf in leaves(known):
+            print(f"error: {leaf}", file=sys.stderr)
         return 2
 
 

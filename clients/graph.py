@@ -284,7 +284,11 @@ def exact_links(specs: Sequence[ToolSpec]) -> list[Link]:
                 continue
             for producer, field in by_ref.get((spec.server, param.ref), []):
                 if producer.name != spec.name:
-                    links.append(Link(producer=producer.key, field=field.name, consumer=spec.key, param=param.name, source="exact"))
+                    links.append(
+                        Link(
+                            producer=producer.key, field=field.name, consumer=spec.key, param=param.name, source="exact"
+                        )
+                    )
     return _dedupe(links)
 
 
@@ -311,25 +315,44 @@ def similar_links(
                         score = similarity(param, field, producer.name)
                         if score >= threshold:
                             links.append(
-                                Link(producer=producer.key, field=field.name, consumer=consumer.key, param=param.name, source="similar", score=score)
+                                Link(
+                                    producer=producer.key,
+                                    field=field.name,
+                                    consumer=consumer.key,
+                                    param=param.name,
+                                    source="similar",
+                                    score=score,
+                                )
                             )
     return _dedupe(links)
 
 
 def _same_name_links(specs: Sequence[ToolSpec]) -> list[Link]:
-    index: dict[tuple[tuple[str, ...], str], list[tuple[ToolSpec, OutField]]] = {}
+    """User-known strings across servers: the same last word, and one name contained in the other
+    (`attendee_emails` <- `email`, `owner_email` <- `email`)."""
+    index: dict[str, list[tuple[ToolSpec, OutField, set[str]]]] = {}
     for spec in specs:
         for field in spec.outputs:
-            if field.user_known and field.type == "string":
-                index.setdefault((tuple(words(field.name)), field.type), []).append((spec, field))
+            tokens = words(field.name)
+            if field.user_known and field.type == "string" and tokens:
+                index.setdefault(tokens[-1], []).append((spec, field, set(tokens)))
     links = []
     for consumer in specs:
         for param in consumer.params:
-            if not param.user_known or param.enum:
+            tokens = words(param.name)
+            if not param.user_known or param.enum or param.type != "string" or not tokens:
                 continue
-            for producer, field in index.get((tuple(words(param.name)), param.type), []):
-                if producer.server != consumer.server:
-                    links.append(Link(producer=producer.key, field=field.name, consumer=consumer.key, param=param.name, source="similar"))
+            for producer, field, field_tokens in index.get(tokens[-1], []):
+                if producer.server != consumer.server and (field_tokens <= set(tokens) or set(tokens) <= field_tokens):
+                    links.append(
+                        Link(
+                            producer=producer.key,
+                            field=field.name,
+                            consumer=consumer.key,
+                            param=param.name,
+                            source="similar",
+                        )
+                    )
     return _dedupe(links)
 
 
@@ -370,7 +393,9 @@ def link_quality(specs: Sequence[ToolSpec], threshold: float = SIMILARITY_THRESH
 
 def _strip(spec: ToolSpec) -> ToolSpec:
     """The spec a foreign server would give: no links, no user-known flags."""
-    params = [p.model_copy(update={"ref": None, "column": None, "user_known": not is_id_like(p.name)}) for p in spec.params]
+    params = [
+        p.model_copy(update={"ref": None, "column": None, "user_known": not is_id_like(p.name)}) for p in spec.params
+    ]
     outputs = [f.model_copy(update={"ref": None, "user_known": not is_id_like(f.name)}) for f in spec.outputs]
     return spec.model_copy(update={"params": params, "outputs": outputs, "annotated": False})
 
@@ -386,16 +411,34 @@ def build_graph(specs: Sequence[ToolSpec], threshold: float = SIMILARITY_THRESHO
     """
     graph = nx.DiGraph()
     for spec in specs:
-        graph.add_node(spec.key, kind="tool", server=spec.server, tool=spec.name, read_only=spec.read_only,
-                       description=spec.description, annotated=spec.annotated)
+        graph.add_node(
+            spec.key,
+            kind="tool",
+            server=spec.server,
+            tool=spec.name,
+            read_only=spec.read_only,
+            description=spec.description,
+            annotated=spec.annotated,
+        )
         for param in spec.params:
             node = param_node(spec.server, spec.name, param.name)
-            graph.add_node(node, kind="param", server=spec.server, tool=spec.name, param=param.name, required=param.required,
-                           user_known=param.user_known, type=param.type, ref=param.ref)
+            graph.add_node(
+                node,
+                kind="param",
+                server=spec.server,
+                tool=spec.name,
+                param=param.name,
+                required=param.required,
+                user_known=param.user_known,
+                type=param.type,
+                ref=param.ref,
+            )
             graph.add_edge(node, spec.key, kind="input")
     annotated = [s for s in specs if s.annotated]
     foreign = [s for s in specs if not s.annotated]
-    links = exact_links(annotated) + similar_links(foreign, threshold) + similar_links(specs, threshold, cross_server=True)
+    links = (
+        exact_links(annotated) + similar_links(foreign, threshold) + similar_links(specs, threshold, cross_server=True)
+    )
     for link in links:
         server, rest = link.consumer.removeprefix("tool:").split("/", 1)
         target = param_node(server, rest, link.param)
@@ -410,7 +453,11 @@ def producers(graph: nx.DiGraph, server: str, tool: str, param: str) -> list[tup
     node = param_node(server, tool, param)
     if node not in graph:
         return []
-    return [(src, list(graph.edges[src, node]["fields"])) for src in graph.predecessors(node) if graph.nodes[src]["kind"] == "tool"]
+    return [
+        (src, list(graph.edges[src, node]["fields"]))
+        for src in graph.predecessors(node)
+        if graph.nodes[src]["kind"] == "tool"
+    ]
 
 
 def consumers(graph: nx.DiGraph, tool_key: str) -> list[tuple[str, str, list[str]]]:
@@ -419,7 +466,13 @@ def consumers(graph: nx.DiGraph, tool_key: str) -> list[tuple[str, str, list[str
     for target in graph.successors(tool_key):
         attrs = graph.nodes[target]
         if attrs["kind"] == "param":
-            out.append((tool_node(attrs["server"], attrs["tool"]), attrs["param"], list(graph.edges[tool_key, target]["fields"])))
+            out.append(
+                (
+                    tool_node(attrs["server"], attrs["tool"]),
+                    attrs["param"],
+                    list(graph.edges[tool_key, target]["fields"]),
+                )
+            )
     return out
 
 
@@ -449,12 +502,16 @@ def render_svg(graph: nx.DiGraph) -> str:
     width = 40 + len(servers) * col_w
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="11">',
-        '<defs><marker id="a" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto">'
-        '<path d="M0,0L10,5L0,10z" fill="#888"/></marker></defs>',
-        '<style>line{stroke:#999;stroke-opacity:.45}line.x{stroke:#7a3;stroke-dasharray:4 3}</style>',
+        (
+            '<defs><marker id="a" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto">'
+            '<path d="M0,0L10,5L0,10z" fill="#888"/></marker></defs>'
+        ),
+        "<style>line{stroke:#999;stroke-opacity:.45}line.x{stroke:#7a3;stroke-dasharray:4 3}</style>",
     ]
     for column, server in enumerate(servers):
-        parts.append(f'<text x="{20 + column * col_w}" y="22" font-weight="bold" font-size="13">{html.escape(server)}</text>')
+        parts.append(
+            f'<text x="{20 + column * col_w}" y="22" font-weight="bold" font-size="13">{html.escape(server)}</text>'
+        )
     for src, dst, data in graph.edges(data=True):
         if data.get("kind") != "feeds":
             continue
@@ -464,23 +521,31 @@ def render_svg(graph: nx.DiGraph) -> str:
         title = html.escape(f"{', '.join(data['fields'])} -> {graph.nodes[dst]['param']} ({data['source']})")
         if x1 == x2:  # same column: bend out to the right so arrows stay visible
             mid = x1 + 200 + min(50, abs(y2 - y1) / 6)
-            parts.append(f'<path d="M{x1 + 190},{y1 - 4} Q{mid},{(y1 + y2) / 2 - 4} {x2 + 190},{y2 - 4}" fill="none" '
-                         f'stroke="#999" stroke-opacity=".45" marker-end="url(#a)"><title>{title}</title></path>')
+            parts.append(
+                f'<path d="M{x1 + 190},{y1 - 4} Q{mid},{(y1 + y2) / 2 - 4} {x2 + 190},{y2 - 4}" fill="none" '
+                f'stroke="#999" stroke-opacity=".45" marker-end="url(#a)"><title>{title}</title></path>'
+            )
         else:
-            parts.append(f'<line class="{"x" if cross else ""}" x1="{x1 + 190}" y1="{y1 - 4}" x2="{x2}" y2="{y2 - 4}" '
-                         f'marker-end="url(#a)"><title>{title}</title></line>')
+            parts.append(
+                f'<line class="{"x" if cross else ""}" x1="{x1 + 190}" y1="{y1 - 4}" x2="{x2}" y2="{y2 - 4}" '
+                f'marker-end="url(#a)"><title>{title}</title></line>'
+            )
     for node, (x, y) in pos.items():
         data = graph.nodes[node]
         fill = "#dbe9fb" if data["read_only"] else "#fde3c8"
         required = [graph.nodes[p] for p in graph.predecessors(node) if graph.nodes[p].get("required")]
         lookups = sum(1 for p in required if not p["user_known"])
         label = f"{data['tool']}" + (f"  ({lookups} lookup{'s' * (lookups != 1)})" if lookups else "")
-        parts.append(f'<rect x="{x}" y="{y - 16}" width="190" height="20" rx="4" fill="{fill}" stroke="#667">'
-                     f'<title>{html.escape(data["description"])}</title></rect>')
+        parts.append(
+            f'<rect x="{x}" y="{y - 16}" width="190" height="20" rx="4" fill="{fill}" stroke="#667">'
+            f"<title>{html.escape(data['description'])}</title></rect>"
+        )
         parts.append(f'<text x="{x + 5}" y="{y - 2}">{html.escape(label)}</text>')
     legend_y = height - 6
-    parts.append(f'<text x="20" y="{legend_y}" fill="#555">blue: read, orange: write; arrows: an output feeds an input '
-                 f'(dashed green: across servers); hover for fields</text>')
+    parts.append(
+        f'<text x="20" y="{legend_y}" fill="#555">blue: read, orange: write; arrows: an output feeds an input '
+        f"(dashed green: across servers); hover for fields</text>"
+    )
     parts.append("</svg>")
     return "\n".join(parts)
 

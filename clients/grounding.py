@@ -23,7 +23,8 @@ from clients.sampling import Catalog, Chain, Step
 from clients.tasks import ExpectedState, GoldCall
 from servers.runtime.control import ControlError
 
-EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.I)
+PERSON_NAME = re.compile(r"^[A-Z][\w'-]+( [A-Z][\w'.-]+)+$")
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.IGNORECASE)
 ATTEMPTS = 1
 STEP_TRIES = 3
 FREE_TEXT = ("plans changed", "as discussed", "no longer needed", "see the note from last week", "thanks for checking")
@@ -126,8 +127,9 @@ def people(world: ServerWorld) -> dict[str, PersonaRecord]:
             if len(emails) != 1:
                 continue
             email = row[emails[0]]
-            if names and words(emails[0]) == ["email"]:  # the row is the person (not, say, their project)
-                name = row[min(names, key=lambda k: len(words(k)) != 2)]  # prefer full_name over name
+            named = [k for k in names if PERSON_NAME.match(row[k])]
+            if named and words(emails[0]) == ["email"]:  # the row is the person (not, say, their project)
+                name = row[min(named, key=lambda k: len(words(k)) != 2)]  # prefer full_name over name
             else:  # ana.silva@example.com -> Ana Silva
                 name = " ".join(p.capitalize() for p in re.split(r"[._-]+", email.split("@")[0]) if p)
             record = found.setdefault(email, PersonaRecord(name=name, email=email))
@@ -287,7 +289,9 @@ class Grounder:
     async def aclose(self) -> None:
         await self.pool.aclose()
 
-    def _seed_values(self, server: str, param: Param, rows_by_table: dict[str, list[Row]], *, fallback: bool = True) -> list[Any]:
+    def _seed_values(
+        self, server: str, param: Param, rows_by_table: dict[str, list[Row]], *, fallback: bool = True
+    ) -> list[Any]:
         """Values of the parameter's column in `rows_by_table` (or, with `fallback`, in the whole seed)."""
         world = self.worlds[server]
         where = param.column or param.ref
@@ -312,7 +316,9 @@ class Grounder:
         tables = [table] if table in world.tables else list(world.tables)
         return sum(1 for t in tables for r in world.tables[t] if r.get(column) == value)
 
-    def _value(self, rng: random.Random, server: str, param: Param, related: dict[str, list[Row]]) -> tuple[Any, ArgSource]:
+    def _value(
+        self, rng: random.Random, server: str, param: Param, related: dict[str, list[Row]]
+    ) -> tuple[Any, ArgSource]:
         values = self._seed_values(server, param, related)
         if values:
             return _coerce(rng.choice(values), param), "seed"
@@ -347,7 +353,9 @@ class Grounder:
                 if mine:
                     value = rng.choice(mine)
                     theirs = value in {persona.email, persona.name, *persona.facts.values()}
-                    scored.append((weight + 2 * (self._column_count(server, param, value) == 1) + 3 * theirs, param, value))
+                    scored.append(
+                        (weight + 2 * (self._column_count(server, param, value) == 1) + 3 * theirs, param, value)
+                    )
                     break
         if scored:
             top = max(s[0] for s in scored)
@@ -375,9 +383,17 @@ class Grounder:
         uses: set[int] = set()
         target: Row | None = None
         picked: dict[int, Row] = {}
+        server = step.server
+        theirs = {persona.email, persona.name, *(v for v in persona.facts.values() if isinstance(v, str))}
         for name, bind in step.binds.items():
             param = spec.param(name)
             hits = _found(calls[bind.step].output, bind.fields)
+            if bind.own:
+                hits = [(v, r) for v, r in hits if v in theirs]
+                if not hits:  # the earlier answer does not show them: they say who they are instead
+                    name, value, how = self._identify(rng, server, spec, persona, own[server], related[server])
+                    args[name], source[name] = value, how
+                    continue
             if not hits:
                 raise Drop("empty result", f"{calls[bind.step].tool} gave no {'/'.join(bind.fields)}")
             row = chosen_rows.get(bind.step, picked.get(bind.step))
@@ -389,7 +405,6 @@ class Grounder:
             uses.add(bind.step)
             if not param.user_known and target is None:
                 target = row
-        server = step.server
         if step.identify:
             name, value, how = self._identify(rng, server, spec, persona, own[server], related[server])
             args[name], source[name] = value, how
@@ -432,7 +447,9 @@ class Grounder:
             for index, step in enumerate(chain.steps):
                 spec = self.catalog.spec(step.server, step.tool)
                 for tries in range(STEP_TRIES):
-                    args, source, uses, target, picked = self._arguments(rng, step, spec, calls, chosen_rows, persona, own, related)
+                    args, source, uses, target, picked = self._arguments(
+                        rng, step, spec, calls, chosen_rows, persona, own, related
+                    )
                     try:
                         result = await episodes[step.server].call_tool(step.tool, args)
                     except ControlError as exc:

@@ -27,13 +27,14 @@ class Bind(BaseModel):
 
     step: int
     fields: list[str]
+    own: bool = Field(default=False, description="only the persona's own value will do (it identifies them)")
 
 
 class Step(BaseModel):
     server: str
     tool: str
     binds: dict[str, Bind] = Field(default_factory=dict)
-    identify: bool = Field(False, description="a search with no required input: fill one filter the user knows")
+    identify: bool = Field(default=False, description="a search with no required input: fill one filter the user knows")
     turn: int = 0
     role: Role = "lookup"
 
@@ -72,7 +73,9 @@ class Catalog:
             return [p for p in required if not p.user_known]
         if any(p.user_known for p in spec.params):
             return []
-        optional = [p for p in spec.params if not p.user_known and producers(self.graph, spec.server, spec.name, p.name)]
+        optional = [
+            p for p in spec.params if not p.user_known and producers(self.graph, spec.server, spec.name, p.name)
+        ]
         return optional[:1]
 
 
@@ -124,7 +127,9 @@ class TopologySampler:
         self.max_depth = max_depth
         self.follow_share = follow_share
 
-    def _need(self, rng: random.Random, steps: list[Step], spec: ToolSpec, depth: int, stack: set[str], turn: int) -> int:
+    def _need(
+        self, rng: random.Random, steps: list[Step], spec: ToolSpec, depth: int, stack: set[str], turn: int
+    ) -> int:
         if depth > self.max_depth:
             raise Unresolvable(f"deeper than {self.max_depth} steps")
         binds: dict[str, Bind] = {}
@@ -136,7 +141,9 @@ class TopologySampler:
                 for src, fields in producers(self.catalog.graph, spec.server, spec.name, param.name)
                 if src == tool_node(step.server, step.tool) and step.server == spec.server
             ]
-            reusable = [(i, fields) for i, fields in reusable if self.catalog.spec(steps[i].server, steps[i].tool).read_only]
+            reusable = [
+                (i, fields) for i, fields in reusable if self.catalog.spec(steps[i].server, steps[i].tool).read_only
+            ]
             if reusable and rng.random() < 0.8:
                 index, fields = reusable[-1]
                 binds[param.name] = Bind(step=index, fields=fields)
@@ -145,7 +152,9 @@ class TopologySampler:
             options = [
                 (self.catalog.specs[src], fields)
                 for src, fields in producers(self.catalog.graph, spec.server, spec.name, param.name)
-                if src not in stack and self.catalog.specs[src].server == spec.server and self.catalog.specs[src].read_only
+                if src not in stack
+                and self.catalog.specs[src].server == spec.server
+                and self.catalog.specs[src].read_only
             ]
             if not options:
                 raise Unresolvable(f"no read produces {spec.name}.{param.name}")
@@ -167,10 +176,24 @@ class TopologySampler:
                 for src, fields in producers(self.catalog.graph, spec.server, spec.name, param.name)
                 if src == tool_node(step.server, step.tool)
             ]
-            if across and rng.random() < 0.7:
+            if across and rng.random() < 0.9:
                 index, fields = across[-1]
                 binds[param.name] = Bind(step=index, fields=fields)
         identify = not any(p.required for p in spec.params) and not binds
+        if identify and turn > 0:
+            # A later turn finds the person by what an earlier turn showed about them (their email).
+            known = [
+                (p.name, i, fields)
+                for p in spec.params
+                if p.user_known
+                for i, step in enumerate(steps)
+                if step.turn < turn and step.server != spec.server
+                for src, fields in producers(self.catalog.graph, spec.server, spec.name, p.name)
+                if src == tool_node(step.server, step.tool)
+            ]
+            if known:
+                name, index, fields = known[-1]
+                binds[name] = Bind(step=index, fields=fields, own=True)
         steps.append(Step(server=spec.server, tool=spec.name, binds=binds, identify=identify, turn=turn))
         return len(steps) - 1
 
@@ -178,7 +201,9 @@ class TopologySampler:
         tools = self.catalog.by_server[server]
         # Writes are favoured, and so are tools that need something looked up first (real data flow).
         weight = {
-            t.key: (WRITE_WEIGHT if not t.read_only else 1.0) * (1.0 if self.catalog.lookups(t) else SHALLOW_WEIGHT) * self.outcomes.odds(t.key)
+            t.key: (WRITE_WEIGHT if not t.read_only else 1.0)
+            * (1.0 if self.catalog.lookups(t) else SHALLOW_WEIGHT)
+            * self.outcomes.odds(t.key)
             for t in tools
         }
         for _ in range(12):
@@ -211,7 +236,15 @@ class TopologySampler:
                 options.append((spec, param, fields))
         if options:
             spec, param, fields = rng.choice(options)
-            steps.append(Step(server=spec.server, tool=spec.name, binds={param: Bind(step=goal, fields=fields)}, turn=turn, role="follow"))
+            steps.append(
+                Step(
+                    server=spec.server,
+                    tool=spec.name,
+                    binds={param: Bind(step=goal, fields=fields)},
+                    turn=turn,
+                    role="follow",
+                )
+            )
 
     def sample(self, rng: random.Random, servers: Sequence[str]) -> Chain:
         """One sub-goal per server, in order; each server's sub-goal is its own user turn."""
@@ -237,7 +270,15 @@ class RandomWalkSampler:
         steps: list[Step] = []
         for turn, server in enumerate(servers):
             current = rng.choice(self.catalog.by_server[server])
-            steps.append(Step(server=server, tool=current.name, turn=turn, role="walk", identify=not any(p.required for p in current.params)))
+            steps.append(
+                Step(
+                    server=server,
+                    tool=current.name,
+                    turn=turn,
+                    role="walk",
+                    identify=not any(p.required for p in current.params),
+                )
+            )
             length = rng.randint(2, self.max_len)
             while sum(1 for s in steps if s.turn == turn) < length:
                 options = [
@@ -249,6 +290,14 @@ class RandomWalkSampler:
                     break
                 key, param, fields = rng.choice(options)
                 current = self.catalog.specs[key]
-                steps.append(Step(server=current.server, tool=current.name, binds={param: Bind(step=len(steps) - 1, fields=fields)}, turn=turn, role="walk"))
+                steps.append(
+                    Step(
+                        server=current.server,
+                        tool=current.name,
+                        binds={param: Bind(step=len(steps) - 1, fields=fields)},
+                        turn=turn,
+                        role="walk",
+                    )
+                )
             steps[-1].role = "goal"
         return Chain(steps=steps, sampler=self.name)

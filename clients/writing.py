@@ -19,35 +19,66 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from clients.graph import OutField, ToolSpec, is_id_like, words
+from clients.graph import ToolSpec, is_id_like, words
 from clients.grounding import Grounded, Row
 from clients.llm import ChatModel
 from clients.sampling import Catalog
 from clients.tasks import Claim, HiddenFact, OverSpecification
 
 STEP_WORDS = ("then", "first", "next", "after that", "afterwards", "finally", "step", "call", "tool", "use the")
-STEP_PATTERN = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in STEP_WORDS) + r")\b", re.I)
+STEP_PATTERN = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in STEP_WORDS) + r")\b", re.IGNORECASE)
 PREPOSITIONS = frozenset({"to", "for", "from", "with", "into", "on", "at", "about"})
 PARTICLES = frozenset({"in", "out", "up", "down", "on", "off", "over", "back"})
-NEW_VERBS = frozenset({"create", "add", "book", "schedule", "make", "open", "post", "send", "place", "submit",
-                       "register", "issue", "request", "start", "log", "record", "enroll", "reserve", "draft", "write"})
+NEW_VERBS = frozenset(
+    {
+        "create",
+        "add",
+        "book",
+        "schedule",
+        "make",
+        "open",
+        "post",
+        "send",
+        "place",
+        "submit",
+        "register",
+        "issue",
+        "request",
+        "start",
+        "log",
+        "record",
+        "enroll",
+        "reserve",
+        "draft",
+        "write",
+    }
+)
 GREETINGS = {
     "polite": ("Hi, this is {name}.", "Hello, {name} here.", "Good morning, it's {name}."),
     "terse": ("{name} here.", "It's {name}.", "{first}."),
-    "chatty": ("Hey there! {name} here, hope your day is going well.", "Hi! It's {name} again, sorry to bother you.",
-               "Hello hello, {first} here."),
+    "chatty": (
+        "Hey there! {name} here, hope your day is going well.",
+        "Hi! It's {name} again, sorry to bother you.",
+        "Hello hello, {first} here.",
+    ),
 }
 ASK_WRITE = {
     "polite": ("Could you {phrase} for me, please?", "Would you be able to {phrase}?", "I'd like to {phrase}, please."),
     "terse": ("Need to {phrase}.", "Please {phrase}.", "{Phrase}, thanks."),
-    "chatty": ("I was hoping you could {phrase} today.", "So I really need to {phrase}, can you help?",
-               "Long story short, I want to {phrase}."),
+    "chatty": (
+        "I was hoping you could {phrase} today.",
+        "So I really need to {phrase}, can you help?",
+        "Long story short, I want to {phrase}.",
+    ),
 }
 ASK_READ = {
     "polite": ("Could you tell me {what}?", "Would you check {what} for me?", "I'd like to know {what}, please."),
     "terse": ("What's {what}?", "Need {what}.", "Tell me {what}."),
-    "chatty": ("I've been wondering about {what}, could you look?", "Quick question: what is {what}?",
-               "Can you find out {what} for me? I keep forgetting."),
+    "chatty": (
+        "I've been wondering about {what}, could you look?",
+        "Quick question: what is {what}?",
+        "Can you find out {what} for me? I keep forgetting.",
+    ),
 }
 MORE = ("One more thing: ", "Thanks! Also, ", "Great. Next, ", "While you're at it, ")
 STYLES = tuple(GREETINGS)
@@ -98,13 +129,15 @@ def _values_of(node: Any, key: str) -> Iterable[Any]:
 def _occurs(needle: str, text: str) -> bool:
     if needle.lower() not in text.lower():
         return False
-    return re.search(rf"(?<![\w@.-]){re.escape(needle)}(?![\w@-])", text, re.I) is not None
+    return re.search(rf"(?<![\w@.-]){re.escape(needle)}(?![\w@-])", text, re.IGNORECASE) is not None
 
 
 def over_specification(text: str, vocab: Vocabulary) -> OverSpecification:
     """Count what a message gives away: tool names (as written, or their words in a row), internal ids,
     literal argument values, and step words."""
-    tools = sum(1 for n in vocab.tool_names if _occurs(n, text) or (len(words(n)) > 1 and _occurs(" ".join(words(n)), text)))
+    tools = sum(
+        1 for n in vocab.tool_names if _occurs(n, text) or (len(words(n)) > 1 and _occurs(" ".join(words(n)), text))
+    )
     ids = sum(1 for i in vocab.internal_ids if _occurs(i, text))
     literals = sum(1 for v in vocab.literals if len(v) >= 2 and _occurs(v, text))
     steps = len(STEP_PATTERN.findall(text))
@@ -168,7 +201,9 @@ def _known(spec: ToolSpec) -> set[str]:
     return {f.name for f in spec.outputs if f.user_known and f.type != "boolean" and not is_id_like(f.name)}
 
 
-def _descriptor(rng: random.Random, row: Row | None, siblings: Sequence[Row], known: set[str]) -> tuple[str, str] | None:
+def _descriptor(
+    rng: random.Random, row: Row | None, siblings: Sequence[Row], known: set[str]
+) -> tuple[str, str] | None:
     """One thing the user would say to point at the row they mean ('the one issued on 2026-02-28'):
     a value a user knows that no other row of the same answer shares."""
     if not row or len(siblings) < 2:
@@ -223,10 +258,16 @@ class OfflineWriter:
                 if target is not None and subject:
                     producer = grounded.calls[grounded.chain.steps[goal].binds[subject[0]].step]
                     siblings = [r for r in _rows(producer.output) if set(r) == set(target)]
-                    pointer = _descriptor(rng, target, siblings, _known(self.catalog.spec(producer.server, producer.tool)))
+                    pointer = _descriptor(
+                        rng, target, siblings, _known(self.catalog.spec(producer.server, producer.tool))
+                    )
             if pointer:
                 said.append(f"It's the one with {_say(pointer[0])} {pointer[1]}.")
-            details = [(n, v) for n, v in call.arguments.items() if sources.get(n) in {"seed", "free"} and spec.param(n).user_known]
+            details = [
+                (n, v)
+                for n, v in call.arguments.items()
+                if sources.get(n) in {"seed", "free"} and spec.param(n).user_known
+            ]
             rng.shuffle(details)
             if details:
                 name, value = details[0]
@@ -240,7 +281,9 @@ class OfflineWriter:
                     if how == "persona":
                         value = grounded.calls[index].arguments[name]
                         if value != persona.name and all(h.value != value for h in hidden):
-                            hidden.append(HiddenFact(key=name, value=value, description=f"my {_say(name)} is {_fmt(value)}"))
+                            hidden.append(
+                                HiddenFact(key=name, value=value, description=f"my {_say(name)} is {_fmt(value)}")
+                            )
                 follow = grounded.chain.steps[index]
                 if follow.role == "follow":
                     follow_spec = self.catalog.spec(follow.server, follow.tool)
@@ -248,27 +291,49 @@ class OfflineWriter:
                         asked = self._asked(rng, _first_row(grounded.calls[index].output), _known(follow_spec))
                         if asked:
                             said.append("Afterwards, tell me " + " and ".join(f"the {_say(n)}" for n, _ in asked) + ".")
-                            claims += [Claim(text=f"states the {_say(n)}: {_fmt(v)}", values=[_fmt(v)]) for n, v in asked]
+                            claims += [
+                                Claim(text=f"states the {_say(n)}: {_fmt(v)}", values=[_fmt(v)]) for n, v in asked
+                            ]
                     else:
                         verb = words(follow.tool)[0]
-                        said.append(f"And please {verb} it as well once that's done." if style != "terse" else f"Also {verb} it.")
-            across = any(grounded.calls[u].turn < turn for i in range(len(grounded.calls)) if grounded.calls[i].turn == turn for u in grounded.calls[i].uses)
-            if across:
+                        said.append(
+                            f"And please {verb} it as well once that's done."
+                            if style != "terse"
+                            else f"Also {verb} it."
+                        )
+            across = [
+                bind
+                for i, step in enumerate(grounded.chain.steps)
+                if step.turn == turn
+                for name, bind in step.binds.items()
+                if grounded.calls[bind.step].turn < turn and grounded.sources[i].get(name) == "output"
+            ]
+            if any(not b.own for b in across):
                 said.append("Use what you found for me a moment ago.")
-            opener = rng.choice(GREETINGS[style]).format(name=persona.name, first=first) + " " if turn == 0 else rng.choice(MORE)
-            body = request if turn == 0 or request.startswith("I ") else request[:1].lower() + request[1:]
+            elif across:
+                said.append("You have my details from before.")
+            opener = (
+                rng.choice(GREETINGS[style]).format(name=persona.name, first=first) + " "
+                if turn == 0
+                else rng.choice(MORE)
+            )
+            body = request if turn == 0 or re.match(r"I\b", request) else request[:1].lower() + request[1:]
             messages.append(" ".join([opener.strip(), body, *said]).strip())
         return Request(turns=messages, hidden_facts=hidden, claims=claims, uncalibrated=uncalibrated(grounded))
 
     def _asked(self, rng: random.Random, row: Row | None, known: set[str]) -> list[tuple[str, Any]]:
-        options = [(k, v) for k, v in (row or {}).items() if k in known and v not in (None, "") and not isinstance(v, bool)]
+        options = [
+            (k, v) for k, v in (row or {}).items() if k in known and v not in (None, "") and not isinstance(v, bool)
+        ]
         rng.shuffle(options)
         return sorted(options[:2])
 
     def _write_claims(self, output: Any, spec: ToolSpec) -> list[Claim]:
         row = _first_row(output)
         known = _known(spec)
-        values = [(k, v) for k, v in (row or {}).items() if k in known and v not in (None, "") and not isinstance(v, bool)]
+        values = [
+            (k, v) for k, v in (row or {}).items() if k in known and v not in (None, "") and not isinstance(v, bool)
+        ]
         return [Claim(text=f"confirms the {_say(k)}: {_fmt(v)}", values=[_fmt(v)]) for k, v in values[:2]]
 
 
@@ -303,13 +368,15 @@ def scrub(text: str, vocab: Vocabulary) -> str:
     for name in sorted(vocab.tool_names, key=len, reverse=True):
         if name.lower() not in text.lower() and " ".join(words(name)) not in text.lower():
             continue
-        text = re.sub(rf"(?<![\w@.-]){re.escape(name)}(?![\w@-])", "it", text, flags=re.I)
+        text = re.sub(rf"(?<![\w@.-]){re.escape(name)}(?![\w@-])", "it", text, flags=re.IGNORECASE)
         if len(words(name)) > 1:
-            text = re.sub(rf"\b{re.escape(' '.join(words(name)))}\b", " ".join(words(name)[:1]) + " it", text, flags=re.I)
+            text = re.sub(
+                rf"\b{re.escape(' '.join(words(name)))}\b", " ".join(words(name)[:1]) + " it", text, flags=re.IGNORECASE
+            )
     for value in sorted(vocab.internal_ids, key=len, reverse=True):
         if value.lower() not in text.lower():
             continue
-        text = re.sub(rf"(?<![\w@.-]){re.escape(value)}(?![\w@-])", "that one", text, flags=re.I)
+        text = re.sub(rf"(?<![\w@.-]){re.escape(value)}(?![\w@-])", "that one", text, flags=re.IGNORECASE)
     return re.sub(r"\s{2,}", " ", text).strip()
 
 
@@ -334,7 +401,9 @@ class LLMWriter:
         self.fallback = fallback
         self.name = model.name
 
-    async def write(self, rng: random.Random, grounded: Grounded, style: str, vocab: Vocabulary) -> tuple[Request, bool]:
+    async def write(
+        self, rng: random.Random, grounded: Grounded, style: str, vocab: Vocabulary
+    ) -> tuple[Request, bool]:
         """The LLM's request (turn 0), or the offline one and True when the answer broke the rules."""
         offline = self.fallback.write(rng, grounded, style)
         goals = "; ".join(
@@ -343,7 +412,9 @@ class LLMWriter:
             if s.role == "goal"
         )
         facts = {**grounded.persona.facts, **{h.key: h.value for h in offline.hidden_facts}}
-        prompt = WRITER_PROMPT.format(name=grounded.persona.name, style=style, goals=goals, facts=json.dumps(facts, default=str))
+        prompt = WRITER_PROMPT.format(
+            name=grounded.persona.name, style=style, goals=goals, facts=json.dumps(facts, default=str)
+        )
         text = await self.model.text([{"role": "user", "content": prompt}])
         try:
             answer = LLMAnswer.model_validate_json(_json_block(text))
@@ -352,10 +423,17 @@ class LLMWriter:
         measure = over_specification(answer.message, vocab)
         if not answer.message.strip() or measure.tool_names or measure.internal_ids:
             return offline, True
-        hidden = [HiddenFact(key=k, value=v, description=f"my {_say(k)} is {_fmt(v)}") for k, v in answer.hidden_facts.items()]
+        hidden = [
+            HiddenFact(key=k, value=v, description=f"my {_say(k)} is {_fmt(v)}") for k, v in answer.hidden_facts.items()
+        ]
         turns = [answer.message.strip(), *offline.turns[1:]]
-        return Request(turns=turns, hidden_facts=hidden or offline.hidden_facts, claims=offline.claims,
-                       uncalibrated=offline.uncalibrated, writer=self.name), False
+        return Request(
+            turns=turns,
+            hidden_facts=hidden or offline.hidden_facts,
+            claims=offline.claims,
+            uncalibrated=offline.uncalibrated,
+            writer=self.name,
+        ), False
 
 
 def _json_block(text: str) -> str:
@@ -363,7 +441,3 @@ def _json_block(text: str) -> str:
     if start < 0 or end <= start:
         raise ValueError("no JSON object in the answer")
     return text[start : end + 1]
-
-
-def styles() -> Sequence[str]:
-    return STYLES

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from factory.spec import EnvironmentSpec, Param, ToolSpec
+from factory.spec import CreateTool, EnvironmentSpec, KeyedTool, Param, SearchTool, ToolKind, WriteTool
 from servers.runtime.database import Database, Rejected
 from servers.runtime.episodes import build_seed
 
@@ -50,20 +50,14 @@ class InvalidCall:
 class ToolPlan:
     """What to call for one tool: calls that must all succeed, or candidates of which one must."""
 
-    tool: ToolSpec
+    tool: ToolKind
     must_pass: list[dict[str, Any]] = field(default_factory=list)
     candidates: list[dict[str, Any]] = field(default_factory=list)
 
 
-def ref_of(spec: EnvironmentSpec, tool: ToolSpec, name: str, param: Param) -> tuple[str, str] | None:
+def ref_of(spec: EnvironmentSpec, tool: ToolKind, name: str) -> tuple[str, str] | None:
     """The (table, column) a param's value must exist in, exactly as the generated code checks it."""
-    if name == tool.key and tool.entity:
-        return tool.entity, param.column or name
-    ref = param.ref
-    entity = spec.entities.get(tool.entity or "")
-    if ref is None and entity is not None and tool.effect != "read":
-        column = entity.columns.get(param.column or name)
-        ref = column.ref if column else None
+    ref = tool.checked_ref(spec, name)
     if ref is None:
         return None
     table, _, column_name = ref.partition(".")
@@ -98,35 +92,33 @@ class SeedView:
             self._distinct[table, column] = list(dict.fromkeys(v for v in values if v is not None))
         return self._distinct[table, column]
 
-    def sql_args(self, tool: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any] | None:
-        """The named SQL parameters the generated code binds (params, `now`, `id`); None if the key row is unknown."""
+    def sql_args(self, tool: ToolKind, arguments: dict[str, Any]) -> dict[str, Any] | None:
+        """The named SQL parameters the generated code binds (params, `now`, and `id` for writes to
+        one row); None if the key row is unknown."""
         values = {name: coerce(p, arguments.get(name, p.default)) for name, p in tool.params.items()}
         values["now"] = self.spec.now_iso
-        values["id"] = None
-        entity = self.spec.entities.get(tool.entity or "")
-        if entity is None or tool.effect in ("read", "custom"):
+        if not isinstance(tool, WriteTool):
             return values
-        if tool.effect == "create":
+        entity = self.spec.entities[tool.entity]
+        if isinstance(tool, CreateTool):
             given = values.get(entity.primary_key)
-            values["id"] = (
-                given if given is not None else entity.id_format.format(len(self.rows[tool.entity or ""]) + 1)
-            )
+            values["id"] = given if given is not None else entity.id_format.format(len(self.rows[tool.entity]) + 1)
             return values
-        assert tool.key is not None
-        column = tool.params[tool.key].column or tool.key
-        row = self.db.one(f"SELECT {entity.primary_key} FROM {tool.entity} WHERE {column} = ?", (values[tool.key],))
+        assert isinstance(tool, KeyedTool)
+        sql = f"SELECT {entity.primary_key} FROM {tool.entity} WHERE {tool.key_column} = ?"
+        row = self.db.one(sql, (values[tool.key],))
         if row is None:
             return None
         values["id"] = row[entity.primary_key]
         return values
 
-    def accepts(self, tool: ToolSpec, arguments: dict[str, Any]) -> bool:
+    def accepts(self, tool: ToolKind, arguments: dict[str, Any]) -> bool:
         """Whether the spec's refs and rules let this call through (a handler may still refuse it)."""
         values = self.sql_args(tool, arguments)
         if values is None:
             return False
-        for name, param in tool.params.items():
-            target = ref_of(self.spec, tool, name, param)
+        for name in tool.params:
+            target = ref_of(self.spec, tool, name)
             if target and name in arguments and arguments[name] not in self.distinct(*target):
                 return False
         try:
@@ -170,27 +162,28 @@ def _in_bounds(param: Param, values: list[Any]) -> list[Any]:
 class _Builder:
     """Builds candidate calls for one tool from anchor rows and value pools."""
 
-    def __init__(self, seed: SeedView, tool: ToolSpec) -> None:
+    def __init__(self, seed: SeedView, tool: ToolKind) -> None:
         self.seed = seed
         self.spec = seed.spec
         self.tool = tool
         self.rng = random.Random(f"{self.spec.name}:{tool.name}")
-        self.entity = self.spec.entities.get(tool.entity or "")
+        self.table = tool.entity_name
+        self.entity = self.spec.entities[self.table] if self.table else None
         self.anchor_param, self.anchor_rows = self._anchor()
         self.pools = {name: self._pool(name, p) for name, p in tool.params.items()}
 
     def _anchor(self) -> tuple[str | None, list[dict[str, Any]]]:
         """The rows calls are built around: the tool's own table, or a custom tool's first required ref."""
-        if self.tool.entity:
-            return self.tool.key, self.seed.rows[self.tool.entity]
+        if self.table:
+            return self.tool.key_param, self.seed.rows[self.table]
         for name, param in self.tool.params.items():
-            target = ref_of(self.spec, self.tool, name, param)
+            target = ref_of(self.spec, self.tool, name)
             if param.required and target:
                 return name, self.seed.rows.get(target[0], [])
         return None, []
 
     def _column(self, name: str, param: Param) -> str:
-        target = ref_of(self.spec, self.tool, name, param)
+        target = ref_of(self.spec, self.tool, name)
         if name == self.anchor_param and target:
             return target[1]
         return param.column or name
@@ -198,17 +191,17 @@ class _Builder:
     def _pool(self, name: str, param: Param) -> list[Any]:
         if param.enum:
             return list(param.enum)
-        target = ref_of(self.spec, self.tool, name, param)
+        target = ref_of(self.spec, self.tool, name)
         if target:
             values = self.seed.distinct(*target)
-        elif self.entity and (param.column or name) in self.entity.columns:
-            values = self.seed.distinct(self.tool.entity or "", param.column or name)
+        elif self.table and self.entity and (param.column or name) in self.entity.columns:
+            values = self.seed.distinct(self.table, param.column or name)
         else:
             values = []
         return _in_bounds(param, values) or [_fallback(param, self.spec)]
 
     def _is_unique(self, name: str, param: Param) -> bool:
-        if self.tool.effect != "create" or self.entity is None:
+        if not isinstance(self.tool, CreateTool) or self.entity is None:
             return False
         column = self.entity.columns.get(param.column or name)
         return bool(column and (column.unique or (param.column or name) == self.entity.primary_key))
@@ -225,7 +218,7 @@ class _Builder:
             from_row = row.get(column) if row is not None else None
             is_anchor = name == self.anchor_param
             use_row = from_row is not None and (
-                mode == "aligned" or (mode == "mixed" and (is_anchor or not ref_of(self.spec, self.tool, name, param)))
+                mode == "aligned" or (mode == "mixed" and (is_anchor or not ref_of(self.spec, self.tool, name)))
             )
             if from_row is not None and (
                 (param.enum and from_row not in param.enum) or not _in_bounds(param, [from_row])
@@ -246,11 +239,11 @@ class _Builder:
             yield self.build(n, mode, row, optional=mode == "aligned")
 
 
-def plan_tool(seed: SeedView, tool: ToolSpec) -> ToolPlan:
+def plan_tool(seed: SeedView, tool: ToolKind) -> ToolPlan:
     if tool.examples:
         return ToolPlan(tool, must_pass=[dict(e) for e in tool.examples])
     builder = _Builder(seed, tool)
-    if tool.is_search:
+    if isinstance(tool, SearchTool):
         rows: list[dict[str, Any] | None] = [*builder.anchor_rows] or [None]
         for row in rows:
             narrow = builder.build(0, "aligned", row, optional=False)
@@ -278,7 +271,7 @@ def plan_calls(spec: EnvironmentSpec, schema_sql: str) -> tuple[dict[str, ToolPl
     return {tool.name: plan_tool(seed, tool) for tool in spec.tools}, seed
 
 
-def rule_message(seed: SeedView, tool: ToolSpec, example: dict[str, Any], message: str) -> str:
+def rule_message(seed: SeedView, tool: ToolKind, example: dict[str, Any], message: str) -> str:
     """The exact text a rule's rejection carries for `example`, formatted as the generated code does."""
     values = seed.sql_args(tool, example) or {
         **{n: example.get(n, p.default) for n, p in tool.params.items()},
@@ -288,7 +281,7 @@ def rule_message(seed: SeedView, tool: ToolSpec, example: dict[str, Any], messag
     return message.format_map(values)
 
 
-def invalid_calls(seed: SeedView, tool: ToolSpec, valid: dict[str, Any]) -> list[InvalidCall]:
+def invalid_calls(seed: SeedView, tool: ToolKind, valid: dict[str, Any]) -> list[InvalidCall]:
     """Calls derived from a valid one that the server must refuse, each for one reason."""
     calls: list[InvalidCall] = []
     required = [name for name, param in tool.params.items() if param.required]
@@ -298,7 +291,7 @@ def invalid_calls(seed: SeedView, tool: ToolSpec, valid: dict[str, Any]) -> list
         name = (required or list(tool.params))[0]
         calls.append(InvalidCall("wrong_type", {**valid, name: [str(valid.get(name, "value"))]}, name))
     for name, param in tool.params.items():
-        if ref_of(seed.spec, tool, name, param):
+        if ref_of(seed.spec, tool, name):
             unknown: Any = -1 if param.type in ("integer", "number") else UNKNOWN_ID
             calls.append(InvalidCall("unknown_id", {**valid, name: unknown}, name))
     for rule in tool.rules:

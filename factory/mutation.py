@@ -39,7 +39,7 @@ MutationKind = Literal[
     "drop_write", "drop_reject", "flip_compare", "shift_constant", "swap_boolop", "drop_field", "weaken_sql"
 ]
 MUTATED_FILES = ("handlers.py", "tools.py")
-WRITE_METHODS = {"execute", "executemany", "insert", "update", "delete", "upsert"}
+WRITE_METHODS = {"execute", "executemany", "insert", "returning", "update", "delete", "upsert"}
 _SQL = re.compile(r"\b(SELECT|UPDATE|INSERT|DELETE|WHERE)\b")
 _SQL_COMPARE = re.compile(r"(?<![<>!=])(<=|>=|<>|!=|=|<|>)(?![<>=])")
 _SQL_SWAPS = {"<=": "<", "<": "<=", ">=": ">", ">": ">=", "=": "!=", "!=": "=", "<>": "="}

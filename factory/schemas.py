@@ -10,16 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from factory.spec import ISO_PATTERNS, EnvironmentSpec, Param, ReturnField, ToolSpec
+from factory.spec import TYPES, EnvironmentSpec, FieldsResult, Param, ReturnField, RowsResult, ToolKind
 
-JSON_TYPES = {
-    "string": "string",
-    "integer": "integer",
-    "number": "number",
-    "boolean": "boolean",
-    "date": "string",
-    "datetime": "string",
-}
 Canon = dict[str, Any]
 
 
@@ -68,18 +60,18 @@ def canonical(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Can
 def _param(param: Param) -> Canon:
     optional = not param.required and param.default is None
     node = _node(
-        [JSON_TYPES[param.type]] + (["null"] if optional else []),
+        [TYPES[param.type].json] + (["null"] if optional else []),
         param.enum,
         minimum=param.minimum,
         maximum=param.maximum,
-        pattern=None if param.enum else ISO_PATTERNS.get(param.type),
+        pattern=None if param.enum else TYPES[param.type].pattern,
     )
     if not param.required:
         node["default"] = param.default
     return node
 
 
-def expected_input(tool: ToolSpec) -> Canon:
+def expected_input(tool: ToolKind) -> Canon:
     """The input schema the spec declares: one property per param, the required ones required."""
     return _object(
         {name: _param(p) for name, p in tool.params.items()}, [n for n, p in tool.params.items() if p.required]
@@ -90,7 +82,7 @@ def entity_row(spec: EnvironmentSpec, table: str) -> Canon:
     """A row of `table` as returned by a tool: every column present, nullable ones may be null."""
     columns = spec.entities[table].columns
     properties = {
-        name: _node([JSON_TYPES[c.type]] + (["null"] if c.nullable else []), c.enum) for name, c in columns.items()
+        name: _node([TYPES[c.type].json] + (["null"] if c.nullable else []), c.enum) for name, c in columns.items()
     }
     return _object(properties, list(columns))
 
@@ -99,27 +91,22 @@ def _field(spec: EnvironmentSpec, field: ReturnField) -> Canon:
     nullable = ["null"] if field.nullable else []
     if field.type == "array":
         item = field.items or "string"
-        items = entity_row(spec, item) if item in spec.entities else _node([JSON_TYPES[item]])
+        items = entity_row(spec, item) if item in spec.entities else _node([TYPES[item].json])
         return {**_node(["array", *nullable]), "items": items}
     if field.type == "object":
         return {**_node(["object", *nullable]), "properties": {}, "required": []}
-    return _node([JSON_TYPES[field.type], *nullable])
+    return _node([TYPES[field.type].json, *nullable])
 
 
-def expected_output(spec: EnvironmentSpec, tool: ToolSpec) -> Canon:
+def expected_output(spec: EnvironmentSpec, tool: ToolKind) -> Canon:
     """The output schema the spec implies: a row, a search result, or a custom tool's fields."""
-    if tool.is_search:
-        assert tool.entity is not None
-        rows = {**_node(["array"]), "items": entity_row(spec, tool.entity)}
-        return _object({tool.entity: rows, "count": _node(["integer"])}, [tool.entity, "count"])
-    if tool.effect == "custom":
-        assert tool.returns is not None
-        if tool.returns.entity:
-            return entity_row(spec, tool.returns.entity)
-        fields = tool.returns.fields or {}
-        return _object({name: _field(spec, f) for name, f in fields.items()}, list(fields))
-    assert tool.entity is not None
-    return entity_row(spec, tool.entity)
+    result = tool.result(spec)
+    if isinstance(result, RowsResult):
+        rows = {**_node(["array"]), "items": entity_row(spec, result.entity)}
+        return _object({result.entity: rows, "count": _node(["integer"])}, [result.entity, "count"])
+    if isinstance(result, FieldsResult):
+        return _object({name: _field(spec, f) for name, f in result.fields.items()}, list(result.fields))
+    return entity_row(spec, result.entity)
 
 
 def differences(expected: Any, actual: Any, path: str = "") -> list[str]:

@@ -10,23 +10,48 @@ from __future__ import annotations
 import json
 import re
 import string
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import ErrorDetails
+
+from servers.runtime.effects import Effect, Hints, effect_hints
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
 ColumnType = Literal["string", "integer", "number", "boolean", "date", "datetime"]
 FieldType = Literal["string", "integer", "number", "boolean", "date", "datetime", "object", "array"]
-Effect = Literal["read", "create", "update", "delete", "custom"]
 Match = Literal["exact", "contains", "gte", "lte"]
 NOW = "$now"
-# Dates and datetimes are ISO strings; params of those types must match these to be accepted.
-ISO_PATTERNS = {
-    "date": r"^\d{4}-\d{2}-\d{2}$",
-    "datetime": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?$",
+
+
+@dataclass(frozen=True)
+class ValueType:
+    """How one column type appears in each place it is used."""
+
+    python: str
+    sql: str
+    json: str
+    pattern: str | None = None  # dates and datetimes are ISO strings; params must match to be accepted
+    hint: str = ""  # appended to descriptions so an agent knows the format
+
+
+TYPES: dict[str, ValueType] = {
+    "string": ValueType("str", "TEXT", "string"),
+    "integer": ValueType("int", "INTEGER", "integer"),
+    "number": ValueType("float", "REAL", "number"),
+    "boolean": ValueType("bool", "INTEGER", "boolean"),
+    "date": ValueType("str", "TEXT", "string", r"^\d{4}-\d{2}-\d{2}$", " (YYYY-MM-DD)"),
+    "datetime": ValueType(
+        "str",
+        "TEXT",
+        "string",
+        r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?$",
+        " (ISO 8601, UTC)",
+    ),
 }
 
 
@@ -128,37 +153,321 @@ class Annotations(StrictModel):
     idempotent: bool | None = None
 
 
-class ToolSpec(StrictModel):
-    """One agent-facing tool. CRUD effects are generated; `custom` calls a Python handler."""
+@dataclass(frozen=True)
+class RowsResult:
+    """A search's result: the matching rows of `entity` (at most `limit`) and their count."""
+
+    entity: str
+    limit: int
+
+
+@dataclass(frozen=True)
+class RowResult:
+    """One row of `entity`."""
+
+    entity: str
+
+
+@dataclass(frozen=True)
+class FieldsResult:
+    """A custom tool's named fields."""
+
+    fields: dict[str, ReturnField]
+
+
+ToolResult = RowsResult | RowResult | FieldsResult
+Problems = list[tuple[str, str]]
+
+
+class BaseTool(StrictModel):
+    """What every kind of tool has. Each kind below adds its own fields and rules."""
 
     name: str = Field(pattern=NAME_PATTERN)
+    effect: Effect
     title: str | None = None
     description: str
-    effect: Effect
-    entity: str | None = None
-    key: str | None = Field(None, description="the param naming the row (get/update/delete)")
     params: dict[str, Param] = Field(default_factory=dict)
-    set: dict[str, Any] = Field(default_factory=dict, description="fixed column values written by create/update")
     rules: list[Rule] = Field(default_factory=list)
-    then: list[str] = Field(default_factory=list, description="extra SQL run after the main write")
-    writes: list[str] = Field(default_factory=list, description="tables changed besides the entity")
-    handler: str | None = Field(None, description="custom: function name in handlers.py")
-    returns: Returns | None = None
-    limit: int = Field(25, ge=1, le=200, description="search: most rows returned")
     annotations: Annotations = Field(default_factory=Annotations)
     examples: list[dict[str, Any]] = Field(default_factory=list, description="valid calls for the verifier")
 
+    # The SQL of rules and `then` may use `:id` (the row the call creates or changes) only where there is one.
+    binds_id: ClassVar[bool] = False
+
+
     @property
-    def is_search(self) -> bool:
-        return self.effect == "read" and self.key is None and self.handler is None
+    def entity_name(self) -> str | None:
+        """The table the tool is about, if any."""
+        return None
+
+    @property
+    def key_param(self) -> str | None:
+        """The param naming an existing row (get, update, delete)."""
+        return None
 
     @property
     def changed_tables(self) -> list[str]:
-        """Every table a successful call may change, as the effect declares it."""
-        if self.effect == "read":
-            return []
-        tables = [self.entity] if self.entity and self.effect != "custom" else []
-        return tables + [t for t in self.writes if t not in tables]
+        """Every table a successful call may change, as the spec declares it."""
+        return []
+
+    @property
+    def then_sql(self) -> list[str]:
+        return []
+
+    @property
+    def read_only_override(self) -> bool | None:
+        return None
+
+    def hints(self) -> Hints:
+        """The MCP annotation hints: derived from the effect by the runtime, overridable in the spec."""
+        return effect_hints(
+            self.effect,
+            read_only=self.read_only_override,
+            destructive=self.annotations.destructive,
+            idempotent=self.annotations.idempotent,
+        )
+
+    def result(self, spec: EnvironmentSpec) -> ToolResult:
+        raise NotImplementedError
+
+    def sql_names(self) -> set[str]:
+        """The named parameters its SQL may use: every param, `:now`, and `:id` where the kind has one."""
+        return set(self.params) | {"now"} | ({"id"} if self.binds_id else set())
+
+    def checked_ref(self, spec: EnvironmentSpec, pname: str) -> str | None:
+        """The 'table.column' a param's value must exist in before the call runs (the generated
+        `db.require`): its own `ref`, or for writes the foreign key of the column it fills."""
+        return self.params[pname].ref
+
+    def problems(self, spec: EnvironmentSpec, at: str, handler_names: set[str] | None) -> Problems:
+        """Cross-field checks a schema cannot express, located under `at`."""
+        problems: Problems = []
+        for pname, param in self.params.items():
+            if param.ref and (err := _check_ref(param.ref, spec)):
+                problems.append((f"{at}.params.{pname}", err))
+        known = self.sql_names()
+        for j, rule in enumerate(self.rules):
+            for name in _PLACEHOLDER.findall(rule.reject_if):
+                if name not in known:
+                    problems.append((f"{at}.rules.{j}.reject_if", f"unknown SQL parameter :{name}"))
+            unknown_args = set(rule.example) - set(self.params)
+            if unknown_args:
+                problems.append((f"{at}.rules.{j}.example", f"unknown params {sorted(unknown_args)}"))
+            try:
+                placeholders = {name for _, name, _, _ in string.Formatter().parse(rule.message) if name}
+            except ValueError as exc:
+                problems.append((f"{at}.rules.{j}.message", f"bad placeholder: {exc}"))
+                continue
+            if placeholders - known:
+                problems.append((f"{at}.rules.{j}.message", f"unknown placeholders {sorted(placeholders - known)}"))
+        for j, sql in enumerate(self.then_sql):
+            for name in _PLACEHOLDER.findall(sql):
+                if name not in known:
+                    problems.append((f"{at}.then.{j}", f"unknown SQL parameter :{name}"))
+        for j, example in enumerate(self.examples):
+            unknown_args = set(example) - set(self.params)
+            if unknown_args:
+                problems.append((f"{at}.examples.{j}", f"unknown params {sorted(unknown_args)}"))
+        return problems
+
+
+class EntityTool(BaseTool):
+    """A generated tool over one entity table."""
+
+    entity: str
+
+    @property
+    def entity_name(self) -> str:
+        return self.entity
+
+    def result(self, spec: EnvironmentSpec) -> ToolResult:
+        return RowResult(self.entity)
+
+    def problems(self, spec: EnvironmentSpec, at: str, handler_names: set[str] | None) -> Problems:
+        problems = super().problems(spec, at, handler_names)
+        entity = spec.entities.get(self.entity)
+        if entity is None:
+            return [*problems, (f"{at}.entity", f"no entity {self.entity!r}")]
+        return problems + self.entity_problems(entity, at)
+
+    def entity_problems(self, entity: Entity, at: str) -> Problems:
+        """Every param other than the key names a column of the entity."""
+        key = self.key_param
+        return [
+            (f"{at}.params.{pname}", f"no column {param.column or pname!r} in {self.entity!r}")
+            for pname, param in self.params.items()
+            if pname != key and (param.column or pname) not in entity.columns
+        ]
+
+
+class KeyedTool(EntityTool):
+    """A tool naming one existing row by its `key` param."""
+
+    key: str = Field(description="the param naming the row")
+
+    @property
+    def key_param(self) -> str:
+        return self.key
+
+    def checked_ref(self, spec: EnvironmentSpec, pname: str) -> str | None:
+        """The key param must name an existing row of the entity."""
+        return f"{self.entity}.{self.key_column}" if pname == self.key else super().checked_ref(spec, pname)
+
+    @property
+    def key_column(self) -> str:
+        """The entity column the key param is matched against."""
+        param = self.params.get(self.key)
+        return (param.column if param else None) or self.key
+
+    def entity_problems(self, entity: Entity, at: str) -> Problems:
+        problems = super().entity_problems(entity, at)
+        if self.key not in self.params:
+            problems.append((f"{at}.key", f"key {self.key!r} is not a param"))
+        elif self.key_column not in entity.columns:
+            problems.append((f"{at}.key", f"no column {self.key_column!r} in {self.entity!r}"))
+        return problems
+
+
+class WriteTool(EntityTool):
+    """Create, update and delete: they change their entity and may run extra SQL after."""
+
+    then: list[str] = Field(default_factory=list, description="extra SQL run after the main write")
+    writes: list[str] = Field(default_factory=list, description="tables changed besides the entity")
+
+    binds_id: ClassVar[bool] = True
+
+    @property
+    def changed_tables(self) -> list[str]:
+        return [self.entity, *(t for t in self.writes if t != self.entity)]
+
+    @property
+    def then_sql(self) -> list[str]:
+        return self.then
+
+    def checked_ref(self, spec: EnvironmentSpec, pname: str) -> str | None:
+        ref = super().checked_ref(spec, pname)
+        if ref or pname == self.key_param:
+            return ref
+        column = spec.entities[self.entity].columns.get(self.params[pname].column or pname)
+        return column.ref if column else None
+
+    def problems(self, spec: EnvironmentSpec, at: str, handler_names: set[str] | None) -> Problems:
+        problems = super().problems(spec, at, handler_names)
+        return problems + [(f"{at}.writes", f"no entity {t!r}") for t in self.writes if t not in spec.entities]
+
+
+def _set_problems(tool: CreateTool | UpdateTool, entity: Entity, at: str) -> Problems:
+    problems: Problems = []
+    for column in tool.set:
+        if column not in entity.columns:
+            problems.append((f"{at}.set.{column}", f"no column {column!r} in {tool.entity!r}"))
+        if column in tool.params:
+            problems.append((f"{at}.set.{column}", "a column is either a param or a fixed value, not both"))
+    return problems
+
+
+class SearchTool(EntityTool):
+    """Rows of `entity` matching every given filter param, in primary-key order, at most `limit`."""
+
+    effect: Literal["search"]
+    limit: int = Field(25, ge=1, le=200, description="most rows returned")
+
+
+    def result(self, spec: EnvironmentSpec) -> ToolResult:
+        return RowsResult(self.entity, self.limit)
+
+    def entity_problems(self, entity: Entity, at: str) -> Problems:
+        return [(where, f"{what} to filter on") for where, what in super().entity_problems(entity, at)]
+
+
+class GetTool(KeyedTool):
+    """The one row of `entity` whose key column equals the `key` param."""
+
+    effect: Literal["get"]
+
+
+
+class CreateTool(WriteTool):
+    """Inserts one row: params fill their columns, `set` fixes others, the primary key comes from `id_format`."""
+
+    effect: Literal["create"]
+    set: dict[str, Any] = Field(default_factory=dict, description="fixed column values")
+
+
+    def entity_problems(self, entity: Entity, at: str) -> Problems:
+        problems = super().entity_problems(entity, at) + _set_problems(self, entity, at)
+        for cname, col in entity.columns.items():
+            given = cname in self.params or cname in self.set or cname == entity.primary_key
+            if not given and not col.nullable and col.default is None:
+                problems.append((at, f"create cannot fill required column {self.entity}.{cname}"))
+        return problems
+
+
+class UpdateTool(WriteTool, KeyedTool):
+    """Changes the row the key names: required params overwrite, optional ones only when given."""
+
+    effect: Literal["update"]
+    set: dict[str, Any] = Field(default_factory=dict, description="fixed column values")
+
+
+    def entity_problems(self, entity: Entity, at: str) -> Problems:
+        return super().entity_problems(entity, at) + _set_problems(self, entity, at)
+
+
+class DeleteTool(WriteTool, KeyedTool):
+    """Removes the row the key names and returns it."""
+
+    effect: Literal["delete"]
+
+
+
+class CustomTool(BaseTool):
+    """Behaviour CRUD cannot express: a function in handlers.py, called with the params."""
+
+    effect: Literal["custom"]
+    handler: str = Field(description="function name in handlers.py")
+    returns: Returns
+    then: list[str] = Field(default_factory=list, description="extra SQL run after the handler")
+    writes: list[str] = Field(default_factory=list, description="tables the handler changes; empty: read-only")
+
+
+    @property
+    def changed_tables(self) -> list[str]:
+        return list(self.writes)
+
+    @property
+    def then_sql(self) -> list[str]:
+        return self.then
+
+    @property
+    def read_only_override(self) -> bool | None:
+        return True if not self.writes else None
+
+    def result(self, spec: EnvironmentSpec) -> ToolResult:
+        if self.returns.entity is not None:
+            return RowResult(self.returns.entity)
+        return FieldsResult(self.returns.fields or {})
+
+    def problems(self, spec: EnvironmentSpec, at: str, handler_names: set[str] | None) -> Problems:
+        problems = super().problems(spec, at, handler_names)
+        if handler_names is not None and self.handler not in handler_names:
+            problems.append((f"{at}.handler", f"handlers.py has no function {self.handler!r}"))
+        if self.returns.entity and self.returns.entity not in spec.entities:
+            problems.append((f"{at}.returns.entity", f"no entity {self.returns.entity!r}"))
+        for fname, field in (self.returns.fields or {}).items():
+            if field.type == "array" and not field.items:
+                problems.append((f"{at}.returns.fields.{fname}", "arrays say what their items are"))
+            if field.items and field.items not in spec.entities and field.items not in TYPES:
+                problems.append((f"{at}.returns.fields.{fname}.items", f"{field.items!r} is no entity or column type"))
+        problems += [(f"{at}.writes", f"no entity {t!r}") for t in self.writes if t not in spec.entities]
+        return problems
+
+
+ToolSpec = Annotated[
+    SearchTool | GetTool | CreateTool | UpdateTool | DeleteTool | CustomTool, Field(discriminator="effect")
+]
+ToolKind = SearchTool | GetTool | CreateTool | UpdateTool | DeleteTool | CustomTool
+KINDS: tuple[str, ...] = get_args(Effect)
 
 
 class EnvironmentSpec(StrictModel):
@@ -180,12 +489,24 @@ class EnvironmentSpec(StrictModel):
     def now_iso(self) -> str:
         return self.now.isoformat().replace("+00:00", "Z")
 
-    def tool(self, name: str) -> ToolSpec:
+    def tool(self, name: str) -> ToolKind:
         return next(t for t in self.tools if t.name == name)
 
 
-def _loc(parts: tuple[Any, ...]) -> str:
-    return ".".join(str(p) for p in parts)
+def _problem(error: ErrorDetails) -> tuple[str, str]:
+    """A pydantic error as (field path, message), the path as the spec author wrote it: without the
+    tool kind pydantic inserts after `tools.N`, and ending in `effect` when the kind is the problem."""
+    parts = [str(p) for p in error["loc"]]
+    message = error["msg"]
+    if parts[:1] == ["tools"] and len(parts) > 2 and parts[2] in KINDS:
+        del parts[2]
+    if error["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        parts.append("effect")
+        tag = error.get("ctx", {}).get("tag")
+        message = f"{'missing' if tag is None else repr(tag) + ' is no tool kind'}: use one of {', '.join(KINDS)}"
+        if tag == "read":
+            message += " (`read` is `search` without a key, `get` with one)"
+    return ".".join(parts), message
 
 
 def _check_ref(ref: str, spec: EnvironmentSpec) -> str | None:
@@ -217,77 +538,7 @@ def semantic_problems(spec: EnvironmentSpec, handler_names: set[str] | None = No
         if tool.name in seen:
             problems.append((at, f"duplicate tool name {tool.name!r}"))
         seen.add(tool.name)
-        if tool.effect != "custom":
-            if tool.entity not in spec.entities:
-                problems.append((f"{at}.entity", f"{tool.effect} tools need an existing entity, got {tool.entity!r}"))
-                continue
-            entity = spec.entities[tool.entity]
-            if tool.handler:
-                problems.append((f"{at}.handler", "only custom tools have a handler"))
-            if tool.effect in ("update", "delete") and tool.key is None:
-                problems.append((f"{at}.key", f"{tool.effect} tools need a key param"))
-            for pname, param in tool.params.items():
-                column = param.column or pname
-                is_key = pname == tool.key
-                if not is_key and column not in entity.columns and tool.effect != "read":
-                    problems.append((f"{at}.params.{pname}", f"no column {column!r} in {tool.entity!r}"))
-                if tool.effect == "read" and not is_key and column not in entity.columns:
-                    problems.append((f"{at}.params.{pname}", f"no column {column!r} in {tool.entity!r} to filter on"))
-            for column in tool.set:
-                if column not in entity.columns:
-                    problems.append((f"{at}.set.{column}", f"no column {column!r} in {tool.entity!r}"))
-                if column in tool.params:
-                    problems.append((f"{at}.set.{column}", "a column is either a param or a fixed value, not both"))
-            if tool.effect == "create":
-                for cname, col in entity.columns.items():
-                    given = cname in tool.params or cname in tool.set or cname == entity.primary_key
-                    if not given and not col.nullable and col.default is None:
-                        problems.append((at, f"create cannot fill required column {tool.entity}.{cname}"))
-        else:
-            if not tool.handler:
-                problems.append((f"{at}.handler", "custom tools need a handler function name"))
-            elif handler_names is not None and tool.handler not in handler_names:
-                problems.append((f"{at}.handler", f"handlers.py has no function {tool.handler!r}"))
-            if tool.returns is None:
-                problems.append((f"{at}.returns", "custom tools declare what they return"))
-        if tool.key is not None and tool.key not in tool.params:
-            problems.append((f"{at}.key", f"key {tool.key!r} is not a param"))
-        if tool.returns and tool.returns.entity and tool.returns.entity not in spec.entities:
-            problems.append((f"{at}.returns.entity", f"no entity {tool.returns.entity!r}"))
-        for fname, field in (tool.returns.fields or {}).items() if tool.returns else []:
-            if field.type == "array" and not field.items:
-                problems.append((f"{at}.returns.fields.{fname}", "arrays say what their items are"))
-            if field.items and field.items not in spec.entities and field.items not in get_args(ColumnType):
-                problems.append((f"{at}.returns.fields.{fname}.items", f"{field.items!r} is no entity or column type"))
-        for table in tool.writes:
-            if table not in spec.entities:
-                problems.append((f"{at}.writes", f"no entity {table!r}"))
-        for pname, param in tool.params.items():
-            if param.ref and (err := _check_ref(param.ref, spec)):
-                problems.append((f"{at}.params.{pname}", err))
-        known = set(tool.params) | {"now", "id"}
-        for j, rule in enumerate(tool.rules):
-            for name in _PLACEHOLDER.findall(rule.reject_if):
-                if name not in known:
-                    problems.append((f"{at}.rules.{j}.reject_if", f"unknown SQL parameter :{name}"))
-            unknown_args = set(rule.example) - set(tool.params)
-            if unknown_args:
-                problems.append((f"{at}.rules.{j}.example", f"unknown params {sorted(unknown_args)}"))
-            try:
-                placeholders = {name for _, name, _, _ in string.Formatter().parse(rule.message) if name}
-            except ValueError as exc:
-                problems.append((f"{at}.rules.{j}.message", f"bad placeholder: {exc}"))
-                continue
-            if placeholders - known:
-                problems.append((f"{at}.rules.{j}.message", f"unknown placeholders {sorted(placeholders - known)}"))
-        for j, sql in enumerate(tool.then):
-            for name in _PLACEHOLDER.findall(sql):
-                if name not in known:
-                    problems.append((f"{at}.then.{j}", f"unknown SQL parameter :{name}"))
-        for j, example in enumerate(tool.examples):
-            unknown_args = set(example) - set(tool.params)
-            if unknown_args:
-                problems.append((f"{at}.examples.{j}", f"unknown params {sorted(unknown_args)}"))
+        problems += tool.problems(spec, at, handler_names)
     problems += seed_problems(spec)
     return problems
 
@@ -347,7 +598,7 @@ def parse_spec(data: Any, source: str, handler_names: set[str] | None = None) ->
     try:
         spec = EnvironmentSpec.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(source, [(_loc(e["loc"]), e["msg"]) for e in exc.errors()]) from exc
+        raise SpecError(source, [_problem(e) for e in exc.errors()]) from exc
     problems = semantic_problems(spec, handler_names)
     if problems:
         raise SpecError(source, problems)

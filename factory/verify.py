@@ -31,11 +31,10 @@ import mcp_types as types
 from pydantic import BaseModel, Field
 
 from factory.call_plan import InvalidCall, SeedView, ToolPlan, invalid_calls, plan_calls
-from factory.codegen import annotations_for
 from factory.publish import REPORT_FILE, code_hash, file_hashes, runtime_hash, spec_hash
 from factory.schemas import canonical, differences, expected_input, expected_output
 from factory.server_session import CallResult, ServerSession, SessionBroken, connect
-from factory.spec import EnvironmentSpec, ToolSpec
+from factory.spec import CreateTool, DeleteTool, EnvironmentSpec, ToolKind, UpdateTool, WriteTool
 from factory.static_checks import check_handlers
 from servers.runtime.control import ErrorKind, Method, StateResult
 
@@ -167,17 +166,17 @@ class _Recorder:
 
 
 def effect_problems(
-    spec: EnvironmentSpec, seed: SeedView, tool: ToolSpec, arguments: dict[str, Any], diff: dict[str, Any], output: Any
+    spec: EnvironmentSpec, seed: SeedView, tool: ToolKind, arguments: dict[str, Any], diff: dict[str, Any], output: Any
 ) -> list[str]:
     """What a successful call changed that its effect does not allow (empty when it is right)."""
     declared = tool.changed_tables
     problems = [f"changed {t} (undeclared): {_show(diff[t], 200)}" for t in sorted(diff) if t not in declared]
-    if tool.effect in ("read", "custom") or tool.entity is None:
+    if not isinstance(tool, WriteTool):
         return problems
     pk = spec.entities[tool.entity].primary_key
     change = diff.get(tool.entity, {"added": [], "removed": [], "updated": []})
     # Rows of the entity besides the one the effect names may change only through declared `then` SQL.
-    if tool.effect == "create":
+    if isinstance(tool, CreateTool):
         added = change["added"]
         if len(added) != 1 or change["removed"]:
             problems.append(
@@ -189,13 +188,13 @@ def effect_problems(
             problems.append(f"{tool.entity}: a create also updated rows {[u['key'] for u in change['updated']]}")
         return problems
     target = (seed.sql_args(tool, arguments) or {}).get("id")
-    if tool.effect == "update":
+    if isinstance(tool, UpdateTool):
         if change["added"] or change["removed"]:
             problems.append(f"{tool.entity}: an update added or removed rows")
         others = [u["key"] for u in change["updated"] if u["key"] != target]
         if others and not tool.then:
             problems.append(f"{tool.entity}: updated rows {others} besides {target!r}")
-    if tool.effect == "delete":
+    if isinstance(tool, DeleteTool):
         removed = [r.get(pk) for r in change["removed"]]
         if target not in removed or change["added"] or (len(removed) > 1 and not tool.then):
             problems.append(
@@ -300,12 +299,12 @@ class Verifier:
             self.recorder.judge(
                 tool.name, "output_schema", not found, call, "the spec's return shape", "; ".join(found)
             )
-            want = annotations_for(tool)
+            want = tool.hints().model_dump()
             have = listed.annotations.model_dump(include=set(want)) if listed.annotations else {}
             self.recorder.judge(tool.name, "annotations", have == want, call, _show(want), _show(have))
         self.seed_hash = (await self._state("verify:seed")).hash
 
-    def _check_output(self, tool: ToolSpec, result: CallResult, call: dict[str, Any]) -> None:
+    def _check_output(self, tool: ToolKind, result: CallResult, call: dict[str, Any]) -> None:
         schema = self.listed[tool.name].output_schema
         if schema is None:
             self.recorder.fail(tool.name, "output", call, "a listed output schema", "none")
@@ -318,7 +317,7 @@ class Verifier:
             tool.name, "output", not errors, call, "structuredContent valid against the listed outputSchema", found
         )
 
-    async def _valid_call(self, tool: ToolSpec, arguments: dict[str, Any], episode: str) -> CallResult:
+    async def _valid_call(self, tool: ToolKind, arguments: dict[str, Any], episode: str) -> CallResult:
         """Call on a fresh episode; on success check the output and the effect on the state."""
         call = {"tool": tool.name, "arguments": arguments, "episode": episode}
         result = await self._call(tool.name, arguments, episode)
@@ -331,7 +330,7 @@ class Verifier:
         self.recorder.judge(tool.name, "effect", not problems, call, expected, "; ".join(problems))
         return result
 
-    async def check_valid(self, tool: ToolSpec) -> None:
+    async def check_valid(self, tool: ToolKind) -> None:
         """Every `must_pass` call succeeds, or one of the seed-built candidates does."""
         plan = self.plans[tool.name]
         succeeded: list[dict[str, Any]] = []
@@ -358,7 +357,7 @@ class Verifier:
         self.valid[tool.name] = succeeded
         self.recorder.tools[tool.name].valid_calls = succeeded
 
-    async def _refused(self, tool: ToolSpec, bad: InvalidCall, episode: str) -> bool:
+    async def _refused(self, tool: ToolKind, bad: InvalidCall, episode: str) -> bool:
         """Make one invalid call and judge it; return whether it was refused."""
         result = await self._call(tool.name, bad.arguments, episode)
         if bad.message is not None:
@@ -376,7 +375,7 @@ class Verifier:
         self.recorder.judge(tool.name, bad.check, ok, call, bad.expectation, shown)
         return result.is_error
 
-    async def check_invalid(self, tool: ToolSpec) -> None:
+    async def check_invalid(self, tool: ToolKind) -> None:
         """Invalid calls share one episode (reset after any that wrongly succeeds); if its hash moved,
         each refused call is replayed alone to find the one that changed state."""
         plan = self.plans[tool.name]

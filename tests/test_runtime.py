@@ -11,9 +11,7 @@ from typing import Any
 import pytest
 from conftest import EPISODE, FREE_SLOT, booking, close, reasons, reset, state
 from mcp import Client
-from mcp_types import ToolAnnotations
 
-from factory.codegen import annotations_for
 from factory.spec import EnvironmentSpec
 from servers.clinic.server import DEFINITION, build
 from servers.runtime.control import ERROR_KIND_META_KEY, ControlError, TableDiff
@@ -37,7 +35,7 @@ async def test_the_tool_list_holds_only_domain_tools_with_all_four_annotations()
         declared = tool.annotations.model_dump(
             include={"read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint"}
         )
-        assert declared == annotations_for(spec.tool(tool.name)), tool.name
+        assert declared == spec.tool(tool.name).hints().model_dump(), tool.name
         assert tool.output_schema is not None, f"{tool.name} has no output schema"
 
 
@@ -162,7 +160,6 @@ def book_twice(db: Database, reason: str) -> dict[str, Any]:
     return row
 
 
-WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 FAILING = ServerDefinition(
     name="failing",
     title="Failing handlers",
@@ -172,7 +169,7 @@ FAILING = ServerDefinition(
     directory=DEFINITION.directory,
     id_formats=DEFINITION.id_formats,
     tools=[
-        ToolDefinition(function=f, effect="custom", annotations=WRITES)
+        ToolDefinition(function=f, effect="custom")
         for f in (book_then_crash, book_then_reject, book_twice)
     ],
 )
@@ -290,3 +287,20 @@ async def test_persistent_mode_keeps_state_in_a_wal_file(tmp_path: Path) -> None
         assert "kept" in reasons(await client.call_tool("list_appointments", {"patient_id": PATIENT}))
     with sqlite3.connect(path) as connection:
         assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_annotations_follow_from_the_effect_with_overrides() -> None:
+    def noop(db: Database) -> dict[str, Any]:
+        return {}
+
+    def hints(tool: ToolDefinition) -> tuple[bool | None, ...]:
+        a = tool.annotations
+        return a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint
+
+    assert hints(ToolDefinition(noop, "search")) == (True, False, True, False)
+    assert hints(ToolDefinition(noop, "create")) == (False, False, False, False)
+    assert hints(ToolDefinition(noop, "delete")) == (False, True, True, False)
+    assert hints(ToolDefinition(noop, "custom")) == (False, True, False, False)
+    assert hints(ToolDefinition(noop, "custom", read_only=True)) == (True, False, True, False)
+    # A read-only tool is never destructive, whatever the override says.
+    assert hints(ToolDefinition(noop, "get", destructive=True, idempotent=False)) == (True, False, False, False)

@@ -11,7 +11,7 @@ import yaml
 from conftest import CLINIC_SPEC
 
 from factory.source import load_environment
-from factory.spec import SpecError
+from factory.spec import RowResult, RowsResult, SpecError
 
 
 def clinic_copy(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
@@ -125,3 +125,47 @@ def test_handlers_that_do_not_parse_are_reported_with_their_line(tmp_path: Path)
 
     assert error.source == str(folder / "handlers.py")
     assert error.problems[0][0] == "line 1"
+
+
+def test_each_tool_kind_owns_its_fields_and_says_which_is_wrong(tmp_path: Path) -> None:
+    folder, data = clinic_copy(tmp_path)
+    tools = data["tools"]
+    tools[0]["effect"] = "read"  # the old spelling of search/get
+    tools[1]["writes"] = ["doctors"]  # a search changes nothing
+    del tools[7]["key"]  # cancel_appointment: an update names its row
+    del tools[6]["handler"]  # reschedule_appointment: a custom tool calls a handler
+    write_spec(folder, data)
+
+    found = dict(problems_of(folder).problems)
+
+    assert "use one of search, get, create, update, delete, custom" in found["tools.0.effect"]
+    assert "`search` without a key, `get` with one" in found["tools.0.effect"]
+    assert "Extra inputs" in found["tools.1.writes"]
+    assert "Field required" in found["tools.7.key"]
+    assert "Field required" in found["tools.6.handler"]
+
+
+def test_only_writes_to_one_row_bind_id(tmp_path: Path) -> None:
+    folder, data = clinic_copy(tmp_path)
+    data["tools"][2]["rules"] = [{"reject_if": "SELECT 1 WHERE :id IS NULL", "message": "never", "example": {}}]
+    write_spec(folder, data)
+
+    found = dict(problems_of(folder).problems)
+
+    assert ":id" in found["tools.2(list_free_slots).rules.0.reject_if"]
+
+
+def test_kinds_derive_changed_tables_hints_and_results() -> None:
+    spec = load_environment(CLINIC_SPEC).spec
+    book, cancel, get, reschedule = (spec.tool(n) for n in ("book_appointment", "cancel_appointment", "get_slot", "reschedule_appointment"))
+    assert book.changed_tables == ["appointments", "slots"]
+    assert get.changed_tables == [] and get.hints().read_only_hint
+    assert cancel.hints().destructive_hint and cancel.hints().idempotent_hint
+    assert not book.hints().idempotent_hint and not book.hints().destructive_hint
+    assert reschedule.hints().destructive_hint and reschedule.changed_tables == ["appointments", "slots"]
+    assert spec.tool("list_free_slots").result(spec) == RowsResult("slots", 25)
+    assert reschedule.result(spec) == RowResult("appointments")
+    # The key must exist in its entity; a write's foreign-key column is checked too.
+    assert get.checked_ref(spec, "slot_id") == "slots.slot_id"
+    assert book.checked_ref(spec, "patient_id") == "patients.patient_id"
+    assert spec.tool("find_patient").checked_ref(spec, "email") is None

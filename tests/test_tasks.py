@@ -13,7 +13,17 @@ from conftest import REPO
 from scripted_openai import scripted_openai
 
 from clients.connect import Connections, farm_targets, load_server_configs
-from clients.graph import OutField, Param, build_graph, link_quality, load_specs, param_node, render_svg, similarity, tool_node
+from clients.graph import (
+    OutField,
+    Param,
+    build_graph,
+    link_quality,
+    load_specs,
+    param_node,
+    render_svg,
+    similarity,
+    tool_node,
+)
 from clients.llm import ModelConfig
 from clients.synthesize import Synthesis, SynthesisOptions, dependency_depth, synthesize
 from clients.tasks import Task, read_jsonl
@@ -40,14 +50,18 @@ async def test_the_graph_has_the_advertised_links_and_similarity_finds_most_of_t
     pay = param_node("clinic", "pay_invoice", "invoice_id")
     assert graph.nodes[pay]["required"] and not graph.nodes[pay]["user_known"]
     assert graph.edges[tool_node("clinic", "get_invoice"), pay]["source"] == "exact"
-    assert tool_node("clinic", "find_patient") in graph.predecessors(param_node("clinic", "list_appointments", "patient_id"))
+    assert tool_node("clinic", "find_patient") in graph.predecessors(
+        param_node("clinic", "list_appointments", "patient_id")
+    )
     assert graph.nodes[param_node("clinic", "find_patient", "email")]["user_known"]
     assert graph.nodes[tool_node("clinic", "find_patient")]["read_only"]
     assert not graph.nodes[tool_node("clinic", "pay_invoice")]["read_only"]
     quality = link_quality(specs)
     assert quality.exact > 20 and quality.precision >= 0.9 and quality.recall >= 0.6, quality
     svg = render_svg(graph)
-    assert svg.startswith("<svg") and "http" not in svg.replace("http://www.w3.org/2000/svg", "") and "pay_invoice" in svg
+    assert (
+        svg.startswith("<svg") and "http" not in svg.replace("http://www.w3.org/2000/svg", "") and "pay_invoice" in svg
+    )
 
 
 def test_similarity_matches_ids_of_the_same_entity_only() -> None:
@@ -56,7 +70,9 @@ def test_similarity_matches_ids_of_the_same_entity_only() -> None:
     assert similarity(Param(name="patient_id", user_known=False), account) == 0.0
     assert similarity(Param(name="account_id", type="integer", user_known=False), account) == 0.0
     assert similarity(Param(name="project_id", user_known=False), OutField(name="id", entity="Project")) >= 0.8
-    assert similarity(Param(name="owner_email"), OutField(name="email")) > similarity(Param(name="title"), OutField(name="email"))
+    assert similarity(Param(name="owner_email"), OutField(name="email")) > similarity(
+        Param(name="title"), OutField(name="email")
+    )
 
 
 def test_over_specification_counts_what_a_message_gives_away() -> None:
@@ -82,13 +98,21 @@ async def test_tasks_are_grounded_calibrated_and_replay_to_the_expected_state() 
         names = {t.name for s in PAIR for t in await farm.tools(s)}
         for task in tasks:
             ids = {
-                v for call in task.gold_calls for k, v in call.arguments.items() if k.endswith("_id") and isinstance(v, str)
+                v
+                for call in task.gold_calls
+                for k, v in call.arguments.items()
+                if k.endswith("_id") and isinstance(v, str)
             }
             for turn in task.turns:
                 assert not any(name in turn.message for name in names), turn.message
                 assert not any(i in turn.message for i in ids), turn.message
-            assert task.turns[0].message == task.opening_message and task.persona.name.split()[0] in task.opening_message
-            assert task.uncalibrated_message and task.over_specification["calibrated"].total < task.over_specification["uncalibrated"].total
+            assert (
+                task.turns[0].message == task.opening_message and task.persona.name.split()[0] in task.opening_message
+            )
+            assert (
+                task.uncalibrated_message
+                and task.over_specification["calibrated"].total < task.over_specification["uncalibrated"].total
+            )
             assert sorted(i for t in task.turns for i in t.gold_calls) == list(range(len(task.gold_calls)))
             assert all(u < i for i, call in enumerate(task.gold_calls) for u in call.uses)
             # Replaying the gold calls on fresh episodes reaches the recorded state.
@@ -104,7 +128,9 @@ async def test_tasks_are_grounded_calibrated_and_replay_to_the_expected_state() 
     assert any(t.hidden_facts for t in tasks) and any(t.claims for t in tasks)
     assert any(call.is_write for t in tasks for call in t.gold_calls)
     single = [t for t in tasks if len(t.servers) == 1]
-    assert single and all(any(ref.server not in t.servers for ref in t.tools) for t in single), "distractors from another server"
+    assert single and all(any(ref.server not in t.servers for ref in t.tools) for t in single), (
+        "distractors from another server"
+    )
 
 
 def looked_up_elsewhere(task: Task) -> int:
@@ -112,7 +138,11 @@ def looked_up_elsewhere(task: Task) -> int:
     missing = 0
     for index, call in enumerate(task.gold_calls):
         seen = json.dumps([c.output for c in task.gold_calls[:index]])
-        missing += sum(1 for k, v in call.arguments.items() if k.endswith("_id") and isinstance(v, str) and json.dumps(v) not in seen)
+        missing += sum(
+            1
+            for k, v in call.arguments.items()
+            if k.endswith("_id") and isinstance(v, str) and json.dumps(v) not in seen
+        )
     return missing
 
 
@@ -125,6 +155,10 @@ async def test_topology_sampling_looks_everything_up_and_spans_servers() -> None
     assert topology.summary.data_dependency_share == sum(deep) / len(deep) > 0
     spanning = [t for t in topology.tasks if len(t.servers) == 2]
     assert spanning and all(len(t.turns) == 2 for t in spanning)
+    later_uses_earlier = [
+        t for t in spanning if any(t.gold_calls[u].turn < c.turn for c in t.gold_calls for u in c.uses)
+    ]
+    assert later_uses_earlier, "a later turn takes a value an earlier turn found"
     assert all(t.persona.email for t in spanning)
     single = await run(["calendar", "mail"], n=4, seed=0, max_servers=1)
     assert all(len(t.servers) == 1 for t in single.tasks)
@@ -140,12 +174,20 @@ async def test_a_foreign_server_from_an_mcp_servers_entry(tmp_path: Path) -> Non
         assert task.servers == ["todo"] and task.expected_state == {}
         assert "project_id" in {k for call in task.gold_calls for k in call.arguments}
         assert any(call.uses for call in task.gold_calls), "ids come from earlier outputs"
-        assert task.over_specification["calibrated"].tool_names == 0 and task.over_specification["calibrated"].internal_ids == 0
+        assert (
+            task.over_specification["calibrated"].tool_names == 0
+            and task.over_specification["calibrated"].internal_ids == 0
+        )
         assert "prj_" not in task.opening_message
 
 
 async def test_an_llm_writer_is_used_and_its_bad_answers_fall_back() -> None:
-    good = json.dumps({"message": "Hi, it's me again. Something is off with my money, can you sort it?", "hidden_facts": {"email": "x@example.com"}})
+    good = json.dumps(
+        {
+            "message": "Hi, it's me again. Something is off with my money, can you sort it?",
+            "hidden_facts": {"email": "x@example.com"},
+        }
+    )
     script = [good, "I cannot help with that.", '{"message": "please call get_invoice", "hidden_facts": {}}']
     with scripted_openai(script) as model:
         writer = ModelConfig(model="scripted", base_url=model.base_url, max_retries=0, timeout_s=10)
@@ -167,7 +209,9 @@ def test_an_unreachable_writer_fails_clearly(tmp_path: Path, capsys: pytest.Capt
 
 def test_envfarm_tasks_writes_jsonl_and_a_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "tasks.jsonl"
-    assert main(["--farm", str(REPO), "tasks", "--n", "3", "--servers", "clinic", "--seed", "2", "--out", str(out)]) == 0
+    assert (
+        main(["--farm", str(REPO), "tasks", "--n", "3", "--servers", "clinic", "--seed", "2", "--out", str(out)]) == 0
+    )
     tasks = list(read_jsonl(out, Task))
     assert len(tasks) == 3 and all(t.provenance.seed == 2 for t in tasks)
     summary = json.loads(out.with_name("tasks.summary.json").read_text())
@@ -183,8 +227,25 @@ def test_envfarm_tasks_writes_jsonl_and_a_summary(tmp_path: Path, capsys: pytest
 def test_bad_input_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--farm", str(REPO), "tasks", "--servers", "nope", "--out", str(tmp_path / "t.jsonl")]) == 2
     assert "nope" in capsys.readouterr().err
-    assert main(["--farm", str(REPO), "tasks", "--writer", "gpt-4", "--servers", "clinic", "--out", str(tmp_path / "t.jsonl")]) == 2
+    assert (
+        main(
+            [
+                "--farm",
+                str(REPO),
+                "tasks",
+                "--writer",
+                "gpt-4",
+                "--servers",
+                "clinic",
+                "--out",
+                str(tmp_path / "t.jsonl"),
+            ]
+        )
+        == 2
+    )
     assert "openai:MODEL" in capsys.readouterr().err
     (tmp_path / "bad.json").write_text("{}")
-    assert main(["--farm", str(REPO), "graph", "--config", str(tmp_path / "bad.json"), "--out", str(tmp_path / "g")]) == 2
+    assert (
+        main(["--farm", str(REPO), "graph", "--config", str(tmp_path / "bad.json"), "--out", str(tmp_path / "g")]) == 2
+    )
     assert "mcpServers" in capsys.readouterr().err

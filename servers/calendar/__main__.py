@@ -1,7 +1,7 @@
 """Run the calendar MCP server: stdio by default, `--http` for streamable HTTP, `--db FILE` to persist."""
 
-from servers.runtime.cli import main
 from servers.calendar.server import build
+from servers.runtime.cli import main
 
 if __name__ == "__main__":
     main("calendar", build)

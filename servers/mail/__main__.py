@@ -1,7 +1,7 @@
 """Run the mail MCP server: stdio by default, `--http` for streamable HTTP, `--db FILE` to persist."""
 
-from servers.runtime.cli import main
 from servers.mail.server import build
+from servers.runtime.cli import main
 
 if __name__ == "__main__":
     main("mail", build)

@@ -90,7 +90,7 @@ class ControlError(Exception):
 def error_kind(result: types.CallToolResult) -> ErrorKind | None:
     """The failure kind of a tool result (None for success or a server that does not say)."""
     kind = (result.meta or {}).get(ERROR_KIND_META_KEY)
-    return ErrorKind(kind) if kind in ErrorKind._value2member_map_ else None
+    return ErrorKind(kind) if isinstance(kind, str) and kind in ErrorKind._value2member_map_ else None
 
 
 class EpisodeClient:

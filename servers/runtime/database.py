@@ -11,7 +11,7 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 SEQUENCES_TABLE = "_envfarm_sequences"
 Params = Mapping[str, Any] | Sequence[Any]
@@ -47,8 +47,19 @@ class Database:
         """Run a write; return the number of rows it changed."""
         return self.connection.execute(sql, params).rowcount
 
-    def insert(self, table: str, row: Mapping[str, Any]) -> None:
-        insert_row(self.connection, table, row)
+    def insert(self, table: str, row: Mapping[str, Any]) -> dict[str, Any]:
+        """Insert one row; return it as stored (with the schema's defaults filled in)."""
+        columns = ", ".join(row)
+        marks = ", ".join(f":{c}" for c in row)
+        return self.returning(f"INSERT INTO {table} ({columns}) VALUES ({marks}) RETURNING *", dict(row))
+
+    def returning(self, sql: str, params: Params = ()) -> dict[str, Any]:
+        """Run a write ending in `RETURNING *` that changes exactly one row (generated code checked its
+        key first); return that row, so it need not be fetched again."""
+        rows = self.all(sql, params)  # run to completion, so no statement is left open at commit
+        if len(rows) != 1:
+            raise LookupError(f"expected one row changed, got {len(rows)}: {sql}")
+        return rows[0]
 
     def next_id(self, table: str) -> str:
         """Allocate the next id of `table` from its sequence (deterministic, never reused)."""
@@ -64,7 +75,7 @@ class Database:
         return row
 
     @staticmethod
-    def reject(message: str) -> None:
+    def reject(message: str) -> NoReturn:
         raise Rejected(message)
 
 

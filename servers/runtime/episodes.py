@@ -27,6 +27,8 @@ from servers.runtime.database import SEQUENCES_TABLE, insert_row, snapshot, stat
 
 _TRAILING_NUMBER = re.compile(r"(\d+)\D*$")
 SESSION_HEADER = "mcp-session-id"
+# Named episodes one server keeps open at most; beyond that the least recently used is closed.
+DEFAULT_MAX_EPISODES = 4096
 
 
 def open_memory(image: bytes | None = None) -> sqlite3.Connection:
@@ -110,7 +112,11 @@ class EpisodeStore:
     """The seed state of one server and the named episodes forked from it."""
 
     def __init__(
-        self, seed: sqlite3.Connection, *, max_episodes: int = 4096, persistent: sqlite3.Connection | None = None
+        self,
+        seed: sqlite3.Connection,
+        *,
+        max_episodes: int = DEFAULT_MAX_EPISODES,
+        persistent: sqlite3.Connection | None = None,
     ) -> None:
         self.seed = seed
         self.seed_state = snapshot(seed)

@@ -44,7 +44,9 @@ from servers.runtime.control import (
     TableDiff,
 )
 from servers.runtime.database import Database, Rejected, diff_states, snapshot, state_hash
+from servers.runtime.effects import Effect, effect_hints
 from servers.runtime.episodes import (
+    DEFAULT_MAX_EPISODES,
     ConnectionScope,
     EpisodeStore,
     build_seed,
@@ -56,16 +58,26 @@ from servers.runtime.episodes import (
 
 @dataclass(frozen=True)
 class ToolDefinition:
-    """One tool as generated code declares it: the function, its effect and its annotations."""
+    """One tool as generated code declares it: the function and its effect. The annotations follow
+    from the effect; `read_only` marks a custom tool that writes nothing, the other two override."""
 
     function: Callable[..., Any]
-    effect: str
-    annotations: ToolAnnotations
+    effect: Effect
     title: str | None = None
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
 
     @property
     def name(self) -> str:
         return self.function.__name__
+
+    @property
+    def annotations(self) -> ToolAnnotations:
+        hints = effect_hints(
+            self.effect, read_only=self.read_only, destructive=self.destructive, idempotent=self.idempotent
+        )
+        return ToolAnnotations(**hints.model_dump())
 
 
 @dataclass(frozen=True)
@@ -261,7 +273,9 @@ def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerD
     return call_tool
 
 
-def build_server(definition: ServerDefinition, *, db_file: Path | None = None, max_episodes: int = 4096) -> MCPServer:
+def build_server(
+    definition: ServerDefinition, *, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES
+) -> MCPServer:
     """A ready `MCPServer` for `definition`: isolated in-memory episodes, or one file with `db_file`."""
     seed = build_seed(definition.schema_sql(), definition.seed_rows())
     persistent = open_persistent(db_file, seed) if db_file is not None else None
