@@ -232,7 +232,7 @@ NUMBER = re.compile(r"(?<![\w.])\$?(\d+(?:\.\d+)?)\b")
 STATED = re.compile(
     r"\b(?:my|the) ([a-z][a-z ]{1,40}?) (?:is|should be|was|will be) ([^?!\n]+?)(?:\.(?:\s|$)|[?!\n]|$)", re.IGNORECASE
 )
-QUOTED = re.compile(r"[\"“']([^\"”']{2,80})[\"”']")
+QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]|(?<!\w)'([^'\n]{2,80})'(?!\w)")  # not the apostrophe of "what's"
 STOP = frozenset(
     [
         "a",
@@ -431,7 +431,7 @@ class HeuristicAgent:
         if "name" in prop or "name" in hint:
             found = NAME.findall(text)
             return found[-1] if found else None
-        quoted = QUOTED.findall(text)
+        quoted = [a or b for a, b in QUOTED.findall(text)]
         return quoted[-1] if quoted else None
 
     def _from_outputs(self, prop: str, outputs: list[Any], text: str) -> Any:
@@ -460,7 +460,7 @@ class HeuristicAgent:
             if value is None and prop in required:
                 value = self._from_outputs(prop, outputs, text)
             if value is None and prop in required and _types(sub) == {"string"} and not prop.endswith("_id"):
-                quoted = QUOTED.findall(text)
+                quoted = [a or b for a, b in QUOTED.findall(text)]
                 value = quoted[-1] if quoted else None
             if value is None:
                 if prop in required:

@@ -284,11 +284,9 @@ def classify(trajectory: Trajectory, score: Score) -> ErrorCategory | None:
     if policy_problems(forbidden, trajectory):
         return "policy_violation"  # did what the policy forbids (a missing must-call is judged below)
     if score.state_match is not False and not score.claims_pass:
-        return (
-            "judge_error"
-            if any(g.judge_error for g in score.claims) and score.claims_coverage < PASS_COVERAGE
-            else "wrong_answer"
-        )
+        if any(g.judge_error for g in score.claims) and score.claims_coverage < PASS_COVERAGE:
+            return "judge_error"
+        return "wrong_answer" if any(c.ok for c in trajectory.calls) else "gave_up"  # nothing looked up: no answer
     if score.state_match is not False:
         return "policy_violation"  # state and claims hold: only a policy check failed
     errors = {c.error for c in trajectory.calls}
