@@ -307,6 +307,10 @@ def parser() -> argparse.ArgumentParser:
     be.set_defaults(func=cmd_bench)
 
     add_driver_parsers(sub)
+
+    from envfarm.driver_cli import add_driver_commands
+
+    add_driver_commands(sub)
     return p
 
 

@@ -24,6 +24,7 @@ KEYS = {
     "concurrent_sessions",
     "build_all_s",
     "machine",
+    "episodes_per_s",
     "overhead_ms_p50",
 }
 
@@ -41,6 +42,7 @@ def test_quick_bench_writes_every_key(farm_root: Path, tmp_path: Path) -> None:
     assert report.reset_stdio_ms_p50 > 0
     assert set(report.isolated_episodes_per_s) == {"memory", "stdio", "http"}
     assert all(rate > 0 for rate in report.isolated_episodes_per_s.values())
+    assert report.episodes_per_s > 0 and report.episodes_detail.episodes >= 50
     assert report.servers == ["clinic", "clinic_annex"]
     assert report.build_all_s is not None, report.build_all_detail
     assert [r.leaks for r in report.concurrent_sessions_detail] == [0, 0]

@@ -21,6 +21,7 @@ from pathlib import Path
 import anyio
 
 from clients.connect import farm_process
+from clients.run import measure_episode_rate
 from envfarm.bench.episodes import episodes_per_s
 from envfarm.bench.latency import first_free_slot, floor_http_server, local_latencies, reset_p50
 from envfarm.bench.report import REFERENCE, BenchReport, machine, render_markdown, verdicts
@@ -82,6 +83,8 @@ def run_bench(farm_root: Path, out_path: Path, quick: bool = False) -> int:
         transport: anyio.run(episodes_per_s, farm_root, slot, sizes.episodes, transport)
         for transport in ("memory", "stdio")
     }
+    step(f"scored rollouts (heuristic policy, scripted user), {sizes.episodes} in-process")
+    rollouts = anyio.run(partial(measure_episode_rate, farm_root, REFERENCE, episodes=sizes.episodes))
     step(f"serve --all: start, HTTP calls, {sizes.sessions} concurrent episodes per era")
     with farm_process(farm_root) as farm, floor_http_server() as floor_url:
         start_s, rss_mb, http, runs = anyio.run(serve_all_section, farm, floor_url, servers, slot, sizes)
@@ -108,6 +111,8 @@ def run_bench(farm_root: Path, out_path: Path, quick: bool = False) -> int:
         farm_start_s=round(start_s, 3),
         farm_rss_mb=round(rss_mb, 1),
         isolated_episodes_per_s=throughput,
+        episodes_per_s=rollouts.episodes_per_s,
+        episodes_detail=rollouts,
         concurrent_sessions=min(r.completed if r.leaks == 0 else 0 for r in runs),
         concurrent_sessions_detail=runs,
         build_all_s=build_s,

@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from clients.run import EpisodeRate
+
 REFERENCE = "clinic"
 
 
@@ -63,6 +65,10 @@ class BenchReport(BaseModel):
     isolated_episodes_per_s: dict[str, float] = Field(
         description="'reset + 5 calls + close' episodes per second through clients.connect, per transport"
     )
+    episodes_per_s: float = Field(
+        description="scored rollouts per second: offline heuristic policy, scripted user, in-process"
+    )
+    episodes_detail: EpisodeRate
     farm_start_s: float
     farm_rss_mb: float
     concurrent_sessions: int
@@ -133,6 +139,17 @@ def verdicts(report: BenchReport) -> list[Verdict]:
             measured=", ".join(f"{k}: {v:.0f}/s" for k, v in report.isolated_episodes_per_s.items()),
             verdict="pass" if report.isolated_episodes_per_s.get("memory", 0) >= 200 else "fail",
             how=f"reset + 5 calls (3 reads, a booking, a list) + close on its own {REFERENCE} episode, 16 at a time",
+        ),
+        Verdict(
+            metric="scored rollouts per second (offline policy), in-process",
+            target=">= 200 /s",
+            measured=f"{report.episodes_per_s:.0f}/s ({report.episodes_detail.calls_per_episode} calls per episode)",
+            verdict="pass" if report.episodes_per_s >= 200 else "fail",
+            how=(
+                f"{report.episodes_detail.episodes} rollouts of the heuristic policy and the scripted user over "
+                f"{report.episodes_detail.tasks} synthesized {REFERENCE} tasks, each scored, "
+                f"{report.episodes_detail.concurrency} at a time"
+            ),
         ),
         Verdict(
             metric="farm start (every server answers tools/list)",

@@ -1,0 +1,592 @@
+"""Policies: what acts in a rollout. One small interface, three kinds.
+
+A `Policy` makes one `Agent` per rollout; the agent is shown the chat so far (OpenAI messages) and
+answers an `Action`: words, tool calls, or both. Tool calls come back as the raw strings a model
+would write, so the rollout loop handles a malformed call from any policy the same way.
+
+- `ChatPolicy`: any OpenAI-compatible endpoint (OpenAI, vLLM, SGLang) with standard tools/tool_calls.
+- `HeuristicPolicy`: no model. Picks the tool whose name, description and schema best match the
+  request, fills arguments from the conversation and earlier outputs, calls producers first for
+  inputs it lacks, asks the user for what nothing produces. It solves some tasks, not most.
+- `OraclePolicy`: replays the task's gold calls and states its claims. A kept task where the oracle
+  does not score 1.0 is a pipeline bug.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import mcp_types as types
+from openai.types.chat import ChatCompletionMessageFunctionToolCall
+from pydantic import BaseModel, Field
+
+from clients.llm import ChatModel, ModelConfig
+from clients.tasks import Task
+from clients.trajectory import Usage
+
+FUNCTION_NAME = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+class AgentTool(BaseModel):
+    """An enabled MCP tool as the policy sees it: one OpenAI function."""
+
+    name: str = Field(description="the function name the policy calls (unique within the rollout)")
+    server: str
+    tool: str
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=dict)
+    output_schema: dict[str, Any] | None = None
+    read_only: bool = Field(default=False, description="by annotation, or guessed from the name when there is none")
+    declared_read_only: bool = Field(default=False, description="the server annotates it readOnlyHint=true")
+
+    def openai(self) -> dict[str, Any]:
+        parameters = dict(self.input_schema) or {"type": "object", "properties": {}}
+        parameters.setdefault("type", "object")
+        parameters.setdefault("properties", {})
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": parameters},
+        }
+
+
+def agent_tools(listed: dict[str, list[types.Tool]], enabled: list[tuple[str, str]]) -> list[AgentTool]:
+    """The enabled (server, tool) pairs as functions; a name two servers share gets a `server__` prefix."""
+    by_server = {server: {tool.name: tool for tool in tools} for server, tools in listed.items()}
+    counts: dict[str, int] = {}
+    for _, name in enabled:
+        counts[name] = counts.get(name, 0) + 1
+    result: list[AgentTool] = []
+    for server, name in enabled:
+        tool = by_server.get(server, {}).get(name)
+        if tool is None:
+            raise LookupError(f"the task enables {server}.{name}, which the server does not list")
+        function = name if counts[name] == 1 else f"{server}__{name}"
+        result.append(
+            AgentTool(
+                name=FUNCTION_NAME.sub("_", function)[:64],
+                server=server,
+                tool=name,
+                description=tool.description or "",
+                input_schema=tool.input_schema,
+                output_schema=tool.output_schema,
+                read_only=_reads(tool),
+                declared_read_only=bool(tool.annotations and tool.annotations.read_only_hint),
+            )
+        )
+    return result
+
+
+READ_VERBS = frozenset({"get", "list", "search", "find", "show", "read", "lookup", "query", "check", "view"})
+
+
+def _reads(tool: types.Tool) -> bool:
+    """Read-only by its annotation, or (a server that does not annotate) by its leading verb."""
+    hint = tool.annotations.read_only_hint if tool.annotations else None
+    return hint if hint is not None else tool.name.split("_")[0].lower() in READ_VERBS
+
+
+class ToolCallRequest(BaseModel):
+    id: str
+    name: str
+    arguments: str = Field(description="JSON text, as a model writes it (may be malformed)")
+
+
+class Action(BaseModel):
+    content: str | None = None
+    tool_calls: list[ToolCallRequest] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+
+    def message(self) -> dict[str, Any]:
+        """The assistant message in OpenAI chat form."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in self.tool_calls
+            ]
+        return message
+
+
+class Agent(Protocol):
+    async def act(self, messages: list[dict[str, Any]]) -> Action: ...
+
+
+class Policy(Protocol):
+    name: str
+
+    def agent(self, task: Task, tools: list[AgentTool]) -> Agent: ...
+
+    async def aclose(self) -> None: ...
+
+
+def system_prompt(instructions: dict[str, str | None]) -> str:
+    """What every policy is told: act for the user with the tools, and each server's own policy."""
+    parts = [
+        (
+            "You are an assistant that helps the user by calling the available tools. Ask the user for details "
+            "you need and cannot look up. Follow each service's policy. When the request is done, tell the user "
+            "the outcome with the concrete details (names, dates, amounts, ids)."
+        )
+    ]
+    for server, text in instructions.items():
+        if text:
+            parts.append(f"## {server}\n{text}")
+    return "\n\n".join(parts)
+
+
+# ---------------------------------------------------------------- an OpenAI-compatible model
+
+
+@dataclass
+class ChatAgent:
+    model: ChatModel
+    tools: list[dict[str, Any]]
+
+    async def act(self, messages: list[dict[str, Any]]) -> Action:
+        completion = await self.model.complete(messages, tools=self.tools or None)
+        message = completion.choices[0].message
+        usage = completion.usage
+        calls = [
+            ToolCallRequest(id=c.id or f"call_{n}", name=c.function.name, arguments=c.function.arguments or "")
+            for n, c in enumerate(message.tool_calls or [])
+            if isinstance(c, ChatCompletionMessageFunctionToolCall)
+        ]
+        return Action(
+            content=message.content,
+            tool_calls=calls,
+            usage=Usage(
+                prompt_tokens=usage.prompt_tokens if usage else 0,
+                completion_tokens=usage.completion_tokens if usage else 0,
+            ),
+        )
+
+
+class ChatPolicy:
+    def __init__(self, config: ModelConfig) -> None:
+        self.model = ChatModel(config)
+        self.name = self.model.name
+
+    def agent(self, task: Task, tools: list[AgentTool]) -> Agent:
+        return ChatAgent(self.model, [tool.openai() for tool in tools])
+
+    async def aclose(self) -> None:
+        await self.model.aclose()
+
+
+# ---------------------------------------------------------------- the oracle
+
+
+def _turn_calls(task: Task) -> list[list[int]]:
+    """Gold call indices per user turn (all in one turn when the task has no turn list)."""
+    if not task.turns:
+        return [list(range(len(task.gold_calls)))]
+    return [list(turn.gold_calls) for turn in task.turns]
+
+
+@dataclass
+class OracleAgent:
+    task: Task
+    names: dict[tuple[str, str], str]
+    issued: set[int] = field(default_factory=set)
+
+    async def act(self, messages: list[dict[str, Any]]) -> Action:
+        per_turn = _turn_calls(self.task)
+        turn = min(sum(m["role"] == "user" for m in messages), len(per_turn)) - 1
+        for index in per_turn[max(turn, 0)]:
+            if index not in self.issued:
+                self.issued.add(index)
+                gold = self.task.gold_calls[index]
+                name = self.names.get((gold.server, gold.tool), gold.tool)
+                return Action(
+                    tool_calls=[ToolCallRequest(id=f"call_{index}", name=name, arguments=json.dumps(gold.arguments))]
+                )
+        if turn < len(per_turn) - 1:
+            return Action(content="Done.")
+        return Action(content=" ".join(claim.text for claim in self.task.claims) or "Done.")
+
+
+class OraclePolicy:
+    name = "oracle"
+
+    def agent(self, task: Task, tools: list[AgentTool]) -> Agent:
+        return OracleAgent(task, {(t.server, t.tool): t.name for t in tools})
+
+    async def aclose(self) -> None:
+        return None
+
+
+# ---------------------------------------------------------------- the heuristic baseline
+
+WORD = re.compile(r"[a-z0-9]+")
+EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+DATETIME = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:\d{2})?")
+DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+IDENT = re.compile(r"\b[a-z]{2,}_[a-z0-9_]*\d[a-z0-9_]*\b")
+NAME = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b")
+NUMBER = re.compile(r"(?<![\w.])\$?(\d+(?:\.\d+)?)\b")
+STATED = re.compile(
+    r"\b(?:my|the) ([a-z][a-z ]{1,40}?) (?:is|should be|was|will be) ([^?!\n]+?)(?:\.(?:\s|$)|[?!\n]|$)", re.IGNORECASE
+)
+QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]|(?<!\w)'([^'\n]{2,80})'(?!\w)")  # not the apostrophe of "what's"
+STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "of",
+        "to",
+        "for",
+        "in",
+        "on",
+        "at",
+        "by",
+        "with",
+        "from",
+        "is",
+        "are",
+        "be",
+        "it",
+        "this",
+        "that",
+        "my",
+        "me",
+        "i",
+        "you",
+        "your",
+        "please",
+        "can",
+        "could",
+        "would",
+        "will",
+        "do",
+        "does",
+        "id",
+        "ids",
+        "get",
+        "list",
+        "find",
+    ]
+)
+SYNONYMS = {
+    "settle": "pay",
+    "schedule": "book",
+    "reserve": "book",
+    "move": "reschedule",
+    "change": "update",
+    "remove": "delete",
+    "drop": "cancel",
+    "send": "send",
+    "show": "list",
+    "bill": "invoice",
+    "visit": "appointment",
+}
+
+
+def _stem(word: str) -> str:
+    word = SYNONYMS.get(word, word)
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+@functools.lru_cache(maxsize=4096)
+def words(text: str) -> frozenset[str]:
+    """Content words, stemmed and with synonyms folded (cached: tool texts repeat in every rollout)."""
+    return frozenset(_stem(w) for w in WORD.findall(text.lower()) if w not in STOP)
+
+
+def _abbreviates(prefix: str, word: str) -> bool:
+    """`apt` abbreviates `appointment`: its letters appear in order, starting with the same one."""
+    letters = iter(word)
+    return bool(prefix) and prefix[0] == word[:1] and all(ch in letters for ch in prefix)
+
+
+def _properties(schema: Any) -> Iterator[str]:
+    """Every property name in a JSON schema, nested and in `$defs`."""
+    if isinstance(schema, dict):
+        for name, sub in (schema.get("properties") or {}).items():
+            yield name
+            yield from _properties(sub)
+        for key in ("items", "$defs", "anyOf", "oneOf", "allOf"):
+            sub = schema.get(key)
+            for part in (
+                sub.values() if isinstance(sub, dict) and key == "$defs" else sub if isinstance(sub, list) else [sub]
+            ):
+                yield from _properties(part)
+
+
+def _dicts(value: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(value, dict):
+        yield value
+        for sub in value.values():
+            yield from _dicts(sub)
+    elif isinstance(value, list):
+        for sub in value:
+            yield from _dicts(sub)
+
+
+def _types(schema: dict[str, Any]) -> set[str]:
+    found = {schema["type"]} if isinstance(schema.get("type"), str) else set()
+    for part in schema.get("anyOf") or []:
+        found |= _types(part)
+    return found - {"null"}
+
+
+def _enum(schema: dict[str, Any]) -> list[Any]:
+    return list(schema.get("enum") or [v for part in schema.get("anyOf") or [] for v in part.get("enum") or []])
+
+
+@dataclass(frozen=True)
+class ToolIndex:
+    """What the heuristic matches a tool by, computed once per tool rather than per step."""
+
+    name: frozenset[str]
+    description: frozenset[str]
+    inputs: frozenset[str]
+    outputs: frozenset[str]
+
+    @classmethod
+    def of(cls, tool: AgentTool) -> ToolIndex:
+        return cls(
+            name=words(tool.tool.replace("_", " ")),
+            description=words(tool.description),
+            inputs=frozenset(_properties(tool.input_schema)),
+            outputs=frozenset(_properties(tool.output_schema or {})),
+        )
+
+
+@dataclass
+class HeuristicAgent:
+    """Greedy and literal on purpose: a baseline that reads like a weak agent, with no model."""
+
+    tools: list[AgentTool]
+    index: dict[str, ToolIndex]
+    goal: AgentTool | None = None
+    request_count: int = 0
+    asked: set[str] = field(default_factory=set)
+    tried: set[str] = field(default_factory=set)
+    failures: int = 0
+
+    # ------------------------------------------------ what the conversation holds
+
+    @staticmethod
+    def _user_text(messages: list[dict[str, Any]]) -> str:
+        return "\n".join(str(m.get("content") or "") for m in messages if m["role"] == "user")
+
+    @staticmethod
+    def _outputs(messages: list[dict[str, Any]]) -> list[Any]:
+        """Successful tool outputs, newest first."""
+        outputs = []
+        for message in messages:
+            if message["role"] == "tool":
+                try:
+                    value = json.loads(message.get("content") or "")
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(value, dict | list) and not (isinstance(value, dict) and value.get("error")):
+                    outputs.append(value)
+        return outputs[::-1]
+
+    def _score(self, tool: AgentTool, text: str) -> float:
+        request, known = words(text), self.index[tool.name]
+        score = 3.0 * len(request & known.name) + len(request & known.description) + 0.2 * len(request & known.inputs)
+        if re.search(rf"\b{re.escape(tool.tool)}\b", text):
+            score += 10.0
+        return score
+
+    # ------------------------------------------------ filling arguments
+
+    def _from_text(self, prop: str, schema: dict[str, Any], text: str) -> Any:
+        kinds = _types(schema)
+        pattern = str(schema.get("pattern") or "") + " " + str(schema.get("format") or "")
+        hint = f"{prop} {schema.get('description', '')}".lower()
+        choices = _enum(schema)
+        if choices:
+            lowered = text.lower()
+            hits = [c for c in choices if isinstance(c, str) and re.search(rf"\b{re.escape(c.lower())}\b", lowered)]
+            return hits[-1] if hits else None
+        if "email" in hint:
+            found = EMAIL.findall(text)
+            return found[-1] if found else None
+        if "T\\d" in pattern or "date-time" in pattern or "datetime" in hint or prop.endswith("_at"):
+            found = DATETIME.findall(text)
+            return found[-1] if found else None
+        if "\\d{4}-\\d{2}-\\d{2}" in pattern or "date" in hint:
+            found = DATE.findall(text)
+            return found[-1] if found else None
+        if prop.endswith("_id") or prop == "id":
+            stem = prop.removesuffix("_id")
+            found = [i for i in IDENT.findall(text) if _abbreviates(i.split("_")[0], stem)]
+            return found[-1] if found else None
+        if kinds & {"number", "integer"}:
+            return None  # amounts and counts come from outputs, not from loose numbers in chat
+        if "name" in prop or "name" in hint:
+            found = NAME.findall(text)
+            return found[-1] if found else None
+        quoted = [a or b for a, b in QUOTED.findall(text)]
+        return quoted[-1] if quoted else None
+
+    def _from_outputs(self, prop: str, outputs: list[Any], text: str) -> Any:
+        """The value of `prop` in the newest output that has it, from the row the user's words fit best."""
+        request = words(text)
+        aliases = (prop, prop.removesuffix("_usd"), "amount" if "amount" in prop else prop)
+        for output in outputs:
+            rows = [d for d in _dicts(output) if any(a in d for a in aliases)]
+            if rows:
+                best = max(rows, key=lambda row: len(request & words(" ".join(map(str, row.values())))))
+                key = next(a for a in aliases if a in best)
+                return best[key]
+        return None
+
+    def _arguments(self, tool: AgentTool, text: str, outputs: list[Any]) -> tuple[dict[str, Any], list[str]]:
+        """Arguments for `tool` from what is known, and the required ones still missing."""
+        schema = tool.input_schema
+        required = set(schema.get("required") or [])
+        arguments: dict[str, Any] = {}
+        missing: list[str] = []
+        stated = {" ".join(sorted(words(key))): value.strip() for key, value in STATED.findall(text)}
+        for prop, sub in (schema.get("properties") or {}).items():
+            value = stated.get(" ".join(sorted(words(prop.replace("_", " ")))))
+            if value is None:
+                value = self._from_text(prop, sub, text)
+            if value is None and prop in required:
+                value = self._from_outputs(prop, outputs, text)
+            if value is None and prop in required and _types(sub) == {"string"} and not prop.endswith("_id"):
+                quoted = [a or b for a, b in QUOTED.findall(text)]
+                value = quoted[-1] if quoted else None
+            if value is None:
+                if prop in required:
+                    missing.append(prop)
+                continue
+            kinds = _types(sub)
+            if kinds & {"number", "integer"} and isinstance(value, str):
+                try:
+                    value = float(value) if "number" in kinds else int(value)
+                except ValueError:
+                    missing.append(prop)
+                    continue
+            arguments[prop] = value
+        return arguments, missing
+
+    def _producer(self, prop: str, exclude: set[str], text: str) -> AgentTool | None:
+        """A read tool whose output holds `prop`, the one that fits the request best."""
+        candidates = [
+            t for t in self.tools if t.read_only and t.name not in exclude and prop in self.index[t.name].outputs
+        ]
+        return max(candidates, key=lambda t: self._score(t, text), default=None)
+
+    def _plan(
+        self, tool: AgentTool, text: str, outputs: list[Any], depth: int = 0
+    ) -> tuple[AgentTool, dict[str, Any]] | str:
+        """The next call towards `tool`, or the name of a detail to ask the user for."""
+        arguments, missing = self._arguments(tool, text, outputs)
+        filters = list(tool.input_schema.get("properties") or {})
+        if depth > 0 and not arguments and not missing and filters:
+            # A lookup with no filter at all would list everyone: ask the user for something to search by.
+            return " or ".join(f.replace("_", " ") for f in filters[:3])
+        if not missing:
+            return tool, arguments
+        for prop in missing:
+            producer = self._producer(prop, {tool.name}, text) if depth < 3 else None
+            if producer is None:
+                return prop
+            step = self._plan(producer, text, outputs, depth + 1)
+            if isinstance(step, str):
+                return step
+            if f"{step[0].name}:{json.dumps(step[1], sort_keys=True)}" not in self.tried:
+                return step
+            return prop  # the producer ran and did not yield it: ask the user
+        return missing[0]
+
+    async def act(self, messages: list[dict[str, Any]]) -> Action:
+        text = self._user_text(messages)
+        requests = sum(m["role"] == "user" for m in messages)
+        last = messages[-1]
+        if last["role"] == "user" and requests != self.request_count and not self._answers_question(messages):
+            latest = str(last.get("content") or "")
+            scored = sorted(self.tools, key=lambda t: (self._score(t, latest), not t.read_only), reverse=True)
+            self.goal = scored[0] if scored and self._score(scored[0], latest) > 0 else None
+            self.failures = 0
+        self.request_count = requests
+        outputs = self._outputs(messages)
+        if last["role"] == "tool" and last.get("content", "").startswith("Error"):
+            self.failures += 1
+        if self.goal is None:
+            return Action(content="Sorry, I can't find a way to help with that.")
+        if last["role"] == "tool" and self._goal_done(messages):
+            return Action(content=self._summary(outputs[0] if outputs else None))
+        if self.failures >= 2:
+            return Action(content=f"Sorry, I could not complete this: {last.get('content', '')}")
+        step = self._plan(self.goal, text, outputs)
+        if isinstance(step, str):
+            if step in self.asked:
+                return Action(content="Sorry, I don't have enough details to complete this.")
+            self.asked.add(step)
+            return Action(content=f"Could you tell me your {step.replace('_', ' ')}?")
+        tool, arguments = step
+        signature = f"{tool.name}:{json.dumps(arguments, sort_keys=True)}"
+        if signature in self.tried:
+            return Action(content=self._summary(outputs[0] if outputs else None))
+        self.tried.add(signature)
+        call = ToolCallRequest(id=f"call_{len(self.tried)}", name=tool.name, arguments=json.dumps(arguments))
+        return Action(tool_calls=[call])
+
+    def _goal_done(self, messages: list[dict[str, Any]]) -> bool:
+        """The goal tool was just called without error."""
+        for message in reversed(messages):
+            if message["role"] == "assistant" and message.get("tool_calls"):
+                called = message["tool_calls"][-1]["function"]["name"]
+                return bool(self.goal and called == self.goal.name and not messages[-1]["content"].startswith("Error"))
+        return False
+
+    @staticmethod
+    def _answers_question(messages: list[dict[str, Any]]) -> bool:
+        previous = messages[-2] if len(messages) > 1 else {}
+        return previous.get("role") == "assistant" and str(previous.get("content") or "").rstrip().endswith("?")
+
+    @staticmethod
+    def _summary(output: Any) -> str:
+        if output is None:
+            return "Done."
+        pairs = [
+            f"{k}: {v}" for row in list(_dicts(output))[:6] for k, v in row.items() if not isinstance(v, dict | list)
+        ]
+        return "Done. " + "; ".join(pairs[:30])
+
+
+class HeuristicPolicy:
+    name = "heuristic"
+
+    def __init__(self) -> None:
+        self._index: dict[tuple[str, str, str], ToolIndex] = {}
+
+    def agent(self, task: Task, tools: list[AgentTool]) -> Agent:
+        for tool in tools:
+            if (tool.server, tool.tool, tool.name) not in self._index:
+                self._index[tool.server, tool.tool, tool.name] = ToolIndex.of(tool)
+        return HeuristicAgent(tools, {t.name: self._index[t.server, t.tool, t.name] for t in tools})
+
+    async def aclose(self) -> None:
+        return None
+
+
+def make_policy(spec: str, base_url: str | None = None) -> Policy:
+    """`heuristic`, `oracle` or `openai:MODEL` -> a policy; anything else is an error naming the choices."""
+    from clients.llm import parse_model
+
+    config = parse_model(spec, base_url)
+    if config is not None:
+        return ChatPolicy(config)
+    if spec == "heuristic":
+        return HeuristicPolicy()
+    if spec == "oracle":
+        return OraclePolicy()
+    raise ValueError(f"unknown policy {spec!r}: use heuristic, oracle or openai:MODEL")

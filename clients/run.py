@@ -1,0 +1,260 @@
+"""`envfarm run`: the main job, end to end, with no model and no network by default.
+
+On the built-in farm: synthesize tasks, roll out the oracle and the heuristic baseline (and the
+heuristic again on the uncalibrated openings, to measure what calibration costs it), score every
+rollout, fill each task's measured difficulty, export SFT and RL data, and write everything to
+`runs/<timestamp>/` with a self-contained `report.html`. The oracle is the pipeline's self-check:
+every kept task where it does not score 1.0 is counted and listed as a bug.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import BaseModel, Field
+
+from clients.connect import Connections, farm_targets
+from clients.export import FORMATS, export
+from clients.llm import ChatModel, ModelConfig
+from clients.policies import HeuristicPolicy, OraclePolicy, Policy
+from clients.report import render_report
+from clients.rollout import Limits, ProgressBar, RolloutOptions, rollout_tasks
+from clients.scoring import PolicySummary, RewardConfig, Scorer, fill_difficulty, oracle_failures, summarize
+from clients.tasks import Task, write_jsonl
+from clients.trajectory import Trajectory
+from clients.users import ScriptedUser
+
+
+class RunOptions(BaseModel):
+    farm: Path
+    servers: list[str] | None = Field(default=None, description="default: every server in the registry")
+    tasks: int = Field(default=60, ge=1, description="tasks to synthesize")
+    max_servers: int = Field(default=2, ge=1, description="servers one task may span")
+    seed: int = 0
+    k: int = Field(default=1, ge=1)
+    concurrency: int = Field(default=16, ge=1)
+    out: Path = Path("runs")
+    limits: Limits = Field(default_factory=Limits)
+    reward: RewardConfig = Field(default_factory=RewardConfig)
+    writer: ModelConfig | None = None
+    judge: ModelConfig | None = None
+
+
+class RunResult(BaseModel):
+    directory: Path
+    tasks: int
+    summaries: list[PolicySummary]
+    oracle_failures: list[str]
+    files: dict[str, str]
+    seconds: dict[str, float]
+
+
+def policy_label(summary: PolicySummary) -> str:
+    return summary.policy if summary.calibrated else f"{summary.policy} (uncalibrated)"
+
+
+def scores_document(
+    summaries: Sequence[PolicySummary], failures: Sequence[str], extra: dict[str, Any]
+) -> dict[str, Any]:
+    """What `scores.json` holds: per policy (and opening) the rates and the error taxonomy."""
+    return {
+        "policies": {policy_label(s): s.model_dump(mode="json") for s in summaries},
+        "oracle_failures": {"count": len(failures), "tasks": list(failures)},
+        **extra,
+    }
+
+
+def summary_lines(summaries: Sequence[PolicySummary]) -> list[str]:
+    header = f"{'policy':<28} {'episodes':>8} {'success':>8} {'state':>8} {'claims':>8} {'pass@k':>8}  errors"
+    lines = [header, "-" * len(header)]
+    for s in summaries:
+        at_k = s.pass_at_k.get(str(max(map(int, s.pass_at_k), default=1)), 0.0)
+        errors = ", ".join(f"{k} {v}" for k, v in sorted(s.errors.items(), key=lambda kv: -kv[1])) or "-"
+        lines.append(
+            f"{policy_label(s):<28} {s.episodes:>8} {s.success_rate:>8.1%} {s.state_match_rate:>8.1%} "
+            f"{s.claims_pass_rate:>8.1%} {at_k:>8.1%}  {errors}"
+        )
+    return lines
+
+
+async def evaluate(
+    tasks: Sequence[Task],
+    connections: Connections,
+    *,
+    k: int = 1,
+    concurrency: int = 16,
+    limits: Limits | None = None,
+    scorer: Scorer | None = None,
+    policies: Sequence[Policy] | None = None,
+    show_progress: bool = True,
+) -> list[Trajectory]:
+    """Oracle and heuristic on calibrated openings, and the heuristic on uncalibrated ones, all scored."""
+    scorer = scorer or Scorer()
+    user = ScriptedUser()
+    plan: list[tuple[Policy, bool]] = [(p, True) for p in policies or (OraclePolicy(), HeuristicPolicy())]
+    plan += [(p, False) for p, _ in plan if p.name == "heuristic"]
+    trajectories: list[Trajectory] = []
+    for policy, calibrated in plan:
+        options = RolloutOptions(k=k, concurrency=concurrency, calibrated=calibrated, limits=limits or Limits())
+        label = f"{policy.name}{'' if calibrated else ' (uncalibrated)'}"
+        progress = ProgressBar(f"rollouts {label:<26}") if show_progress else None
+        trajectories += await rollout_tasks(tasks, policy, user, connections, options, scorer=scorer, progress=progress)
+    return trajectories
+
+
+def write_outputs(
+    directory: Path,
+    tasks: Sequence[Task],
+    trajectories: Sequence[Trajectory],
+    *,
+    domains: dict[str, str],
+    facts: dict[str, Any],
+) -> tuple[list[PolicySummary], list[str], dict[str, str]]:
+    """tasks.jsonl, trajectories.jsonl, scores.json, exports/ and report.html under `directory`."""
+    fill_difficulty(tasks, trajectories)
+    summaries = summarize(trajectories)
+    failures = oracle_failures(trajectories)
+    files: dict[str, str] = {}
+    write_jsonl(directory / "tasks.jsonl", tasks)
+    files["tasks"] = "tasks.jsonl"
+    write_jsonl(directory / "trajectories.jsonl", trajectories)
+    files["trajectories"] = "trajectories.jsonl"
+    names = {"openai": "sft_openai", "sharegpt": "sft_sharegpt", "verl": "rl_verl"}
+    for fmt in FORMATS:
+        path, _ = export(trajectories, fmt, directory / "exports" / names[fmt])
+        files[fmt] = str(path.relative_to(directory))
+    scores = scores_document(summaries, failures, {**facts, "tasks": len(tasks)})
+    (directory / "scores.json").write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")
+    files["scores"] = "scores.json"
+    html = render_report(
+        trajectories, title=f"envfarm run · {directory.name}", domains=domains, facts=facts, oracle_failures=failures
+    )
+    (directory / "report.html").write_text(html, encoding="utf-8")
+    files["report"] = "report.html"
+    return summaries, failures, files
+
+
+async def run(options: RunOptions, out: TextIO | None = None) -> RunResult:
+    """The main job. Synthesis comes from `clients.synthesize` (the task synthesizer)."""
+    from clients.synthesize import SynthesisOptions, synthesize
+    from servers.runtime.registry import load_registry
+
+    registry = load_registry(options.farm)
+    domains = {s.name: s.domain for s in registry.servers}
+    names = options.servers or [s.name for s in registry.servers]
+    unknown = sorted(set(names) - set(domains))
+    if unknown:
+        raise LookupError(f"not in {options.farm / 'registry.json'}: {', '.join(unknown)}")
+    directory = options.out / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    seconds: dict[str, float] = {}
+    judge = ChatModel(options.judge) if options.judge else None
+    async with Connections(
+        farm_targets(options.farm, names, "memory"), timeout=options.limits.call_timeout_s
+    ) as connections:
+        started = time.perf_counter()
+        synthesis = await synthesize(
+            SynthesisOptions(
+                n=options.tasks,
+                servers=names,
+                max_servers=options.max_servers,
+                seed=options.seed,
+                writer=options.writer,
+            ),
+            connections,
+            ProgressBar(f"{'synthesize':<35}"),
+        )
+        seconds["synthesize"] = round(time.perf_counter() - started, 2)
+        tasks = list(synthesis.tasks)
+        started = time.perf_counter()
+        trajectories = await evaluate(
+            tasks,
+            connections,
+            k=options.k,
+            concurrency=options.concurrency,
+            limits=options.limits,
+            scorer=Scorer(options.reward, judge),
+        )
+        seconds["rollouts"] = round(time.perf_counter() - started, 2)
+    if judge is not None:
+        await judge.aclose()
+    summary = synthesis.summary
+    facts = {
+        "servers": len(names),
+        "tasks": f"{summary.produced} of {summary.requested} requested ({summary.sampler} sampler, seed {summary.seed}, "
+        f"writer {summary.writer}); mean chain {summary.mean_chain_length} calls; "
+        f"{summary.cross_server_share:.0%} span two servers",
+        "rollouts per task and policy": options.k,
+        "seconds": seconds,
+    }
+    started = time.perf_counter()
+    summaries, failures, files = write_outputs(directory, tasks, trajectories, domains=domains, facts=facts)
+    (directory / "synthesis.json").write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    files["synthesis"] = "synthesis.json"
+    seconds["write"] = round(time.perf_counter() - started, 2)
+    if out is not None:
+        print("\n".join(summary_lines(summaries)), file=out)
+        print(
+            f"\noracle self-check: {len(failures)} of {len(tasks)} tasks failed"
+            + (" (pipeline bugs, see report)" if failures else ""),
+            file=out,
+        )
+        print(f"wrote {directory}/ ({', '.join(files.values())})", file=out)
+    return RunResult(
+        directory=directory,
+        tasks=len(tasks),
+        summaries=summaries,
+        oracle_failures=failures,
+        files=files,
+        seconds=seconds,
+    )
+
+
+class EpisodeRate(BaseModel):
+    """Scored offline rollouts per second, in-process: what `envfarm bench` reports as `episodes_per_s`."""
+
+    episodes_per_s: float
+    episodes: int
+    tasks: int
+    policy: str
+    concurrency: int
+    calls_per_episode: float
+    success_rate: float
+
+
+async def measure_episode_rate(
+    farm: Path,
+    server: str,
+    *,
+    tasks: int = 20,
+    episodes: int = 1000,
+    concurrency: int = 16,
+    policy: Policy | None = None,
+) -> EpisodeRate:
+    """Synthesize `tasks` on `server`, then time `episodes` scored rollouts of an offline policy over them."""
+    from clients.synthesize import SynthesisOptions, synthesize
+
+    policy = policy or HeuristicPolicy()
+    async with Connections(farm_targets(farm, [server], "memory")) as connections:
+        synthesis = await synthesize(SynthesisOptions(n=tasks, servers=[server], max_servers=1), connections)
+        chosen = list(synthesis.tasks)
+        if not chosen:
+            raise RuntimeError(f"the synthesizer made no task on {server}")
+        options = RolloutOptions(k=-(-episodes // len(chosen)), concurrency=concurrency)  # at least `episodes`
+        await rollout_tasks(chosen[:1], policy, ScriptedUser(), connections, scorer=Scorer())  # warm up
+        started = time.perf_counter()
+        done = await rollout_tasks(chosen, policy, ScriptedUser(), connections, options, scorer=Scorer())
+        elapsed = time.perf_counter() - started
+    return EpisodeRate(
+        episodes_per_s=round(len(done) / elapsed, 1),
+        episodes=len(done),
+        tasks=len(chosen),
+        policy=policy.name,
+        concurrency=concurrency,
+        calls_per_episode=round(sum(len(t.calls) for t in done) / len(done), 2),
+        success_rate=round(sum(bool(t.score and t.score.success) for t in done) / len(done), 3),
+    )

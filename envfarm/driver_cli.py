@@ -1,0 +1,205 @@
+"""The driver's subcommands: `rollout`, `eval`, `export` and `run` (the main job)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from servers.runtime.registry import default_farm_root
+
+
+def _farm(args: argparse.Namespace) -> Path:
+    return (args.farm or default_farm_root()).resolve()
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def _targets(args: argparse.Namespace, servers: list[str]) -> dict[str, Any]:
+    """An `mcpServers` config or the farm in-process (as `envfarm tasks` finds them), or the farm over stdio."""
+    from clients.commands import targets
+    from clients.connect import farm_targets
+
+    if args.config or args.transport == "memory":
+        return targets(_farm(args), args.config, servers)
+    return farm_targets(_farm(args), servers, "stdio")
+
+
+def cmd_rollout(args: argparse.Namespace) -> int:
+    from clients.connect import Connections
+    from clients.policies import make_policy
+    from clients.rollout import Limits, ProgressBar, RolloutOptions, rollout_tasks
+    from clients.run import summary_lines
+    from clients.scoring import Scorer, summarize
+    from clients.tasks import load_tasks, write_jsonl
+    from clients.users import make_user
+
+    try:
+        tasks = load_tasks(args.tasks)
+        policy = make_policy(args.policy, args.base_url)
+        user = make_user(args.user, args.base_url)
+        servers = sorted({s for t in tasks for s in t.servers})
+        targets = _targets(args, servers)
+    except (OSError, ValueError, LookupError) as exc:
+        return _fail(str(exc))
+    limits = Limits(
+        max_turns=args.max_turns,
+        max_tool_calls=args.max_tool_calls,
+        max_tokens=args.max_tokens,
+        wall_time_s=args.wall_time,
+        call_timeout_s=args.timeout,
+    )
+    options = RolloutOptions(k=args.k, concurrency=args.concurrency, calibrated=not args.uncalibrated, limits=limits)
+
+    async def main() -> list[Any]:
+        async with Connections(targets, timeout=args.timeout) as connections:
+            try:
+                return await rollout_tasks(
+                    tasks,
+                    policy,
+                    user,
+                    connections,
+                    options,
+                    scorer=Scorer(),
+                    progress=ProgressBar(f"rollouts {policy.name}"),
+                )
+            finally:
+                await policy.aclose()
+                await user.aclose()
+
+    trajectories = anyio.run(main)
+    out = args.out or args.tasks.with_name(f"{args.tasks.stem}.trajectories.jsonl")
+    write_jsonl(out, trajectories)
+    print("\n".join(summary_lines(summarize(trajectories))))
+    print(f"wrote {len(trajectories)} trajectories to {out}")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from clients.export import load_trajectories
+    from clients.llm import ChatModel, parse_model
+    from clients.run import scores_document, summary_lines
+    from clients.scoring import Scorer, oracle_failures, summarize
+    from clients.tasks import write_jsonl
+
+    try:
+        trajectories = load_trajectories(args.trajectories)
+        judge_config = parse_model(args.judge, args.base_url) if args.judge else None
+    except (OSError, ValueError) as exc:
+        return _fail(str(exc))
+    if args.judge and judge_config is None:
+        return _fail(f"--judge {args.judge!r}: name a model as openai:MODEL")
+
+    async def main() -> list[Any]:
+        judge = ChatModel(judge_config) if judge_config else None
+        scorer = Scorer(judge=judge)
+        try:
+            return [await scorer(t) for t in trajectories]
+        finally:
+            if judge is not None:
+                await judge.aclose()
+
+    rescored = anyio.run(main)
+    summaries = summarize(rescored)
+    print("\n".join(summary_lines(summaries)))
+    if args.out:
+        write_jsonl(args.out, rescored)
+        args.out.with_suffix(".scores.json").write_text(
+            json.dumps(scores_document(summaries, oracle_failures(rescored), {}), indent=2) + "\n"
+        )
+        print(f"wrote {args.out} and {args.out.with_suffix('.scores.json')}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from clients.export import export, load_trajectories
+
+    try:
+        trajectories = load_trajectories(args.trajectories)
+    except (OSError, ValueError) as exc:
+        return _fail(str(exc))
+    out = args.out or args.trajectories.with_name(f"{args.trajectories.stem}.{args.format}")
+    path, rows = export(trajectories, args.format, out, include_failed=args.include_failed)
+    print(f"wrote {rows} {args.format} rows to {path}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from clients.llm import parse_model
+    from clients.rollout import Limits
+    from clients.run import RunOptions, run
+
+    try:
+        options = RunOptions(
+            farm=_farm(args),
+            servers=args.servers or None,
+            tasks=args.tasks,
+            seed=args.seed,
+            k=args.k,
+            concurrency=args.concurrency,
+            out=args.out,
+            limits=Limits(call_timeout_s=args.timeout),
+            writer=parse_model(args.writer, args.base_url) if args.writer else None,
+            judge=parse_model(args.judge, args.base_url) if args.judge else None,
+        )
+        result = anyio.run(run, options, sys.stdout)
+    except (LookupError, ValueError) as exc:
+        return _fail(str(exc))
+    return 1 if result.oracle_failures else 0
+
+
+def add_driver_commands(sub: Any) -> None:
+    """Register `rollout`, `eval`, `export` and `run` on the main parser's subcommands."""
+    from clients.export import FORMATS
+
+    r = sub.add_parser("rollout", help="roll a policy out on tasks (JSONL), scored; writes trajectories JSONL")
+    r.add_argument("tasks", type=Path, help="tasks JSONL (from the task synthesizer)")
+    r.add_argument("--policy", default="heuristic", help="heuristic | oracle | openai:MODEL")
+    r.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    r.add_argument("--user", default="scripted", help="user simulator: scripted | openai:MODEL")
+    r.add_argument("--k", type=int, default=1, help="rollouts per task (pass@k, pass^k)")
+    r.add_argument("--concurrency", type=int, default=8)
+    r.add_argument("--uncalibrated", action="store_true", help="open with the uncalibrated message instead")
+    r.add_argument("--transport", choices=("memory", "stdio"), default="memory", help="how to reach the farm's servers")
+    r.add_argument("--config", type=Path, help="an mcpServers JSON file instead of the farm's registry")
+    r.add_argument("--max-turns", type=int, default=8)
+    r.add_argument("--max-tool-calls", type=int, default=30)
+    r.add_argument("--max-tokens", type=int, default=None)
+    r.add_argument("--wall-time", type=float, default=300.0, help="seconds per rollout")
+    r.add_argument("--timeout", type=float, default=30.0, help="seconds per MCP request")
+    r.add_argument("--out", type=Path, help="default: TASKS with .trajectories.jsonl")
+    r.set_defaults(func=cmd_rollout)
+
+    e = sub.add_parser("eval", help="re-score trajectories (deterministic, or with an LLM judge) and print the summary")
+    e.add_argument("trajectories", type=Path)
+    e.add_argument("--judge", help="openai:MODEL grading claims 1 / 0.5 / 0")
+    e.add_argument("--base-url")
+    e.add_argument("--out", type=Path, help="write the re-scored trajectories (and .scores.json) here")
+    e.set_defaults(func=cmd_eval)
+
+    x = sub.add_parser("export", help="trajectories -> SFT (openai, sharegpt) or RL (verl) rows")
+    x.add_argument("trajectories", type=Path)
+    x.add_argument("--format", choices=FORMATS, required=True)
+    x.add_argument("--out", type=Path, help="output path (suffix set by the format)")
+    x.add_argument("--include-failed", action="store_true", help="SFT: keep unsuccessful rollouts too")
+    x.set_defaults(func=cmd_export)
+
+    u = sub.add_parser("run", help="the main job: synthesize, roll out, score, export, report (no model needed)")
+    u.add_argument("--servers", nargs="*", help="servers to use (default: the whole farm)")
+    u.add_argument("--tasks", type=int, default=60, help="tasks to synthesize")
+    u.add_argument("--seed", type=int, default=0)
+    u.add_argument("--k", type=int, default=1, help="rollouts per task and policy")
+    u.add_argument("--concurrency", type=int, default=16)
+    u.add_argument("--out", type=Path, default=Path("runs"), help="runs/<timestamp>/ goes here")
+    u.add_argument("--timeout", type=float, default=30.0)
+    u.add_argument("--writer", help="openai:MODEL to write task requests (default: offline)")
+    u.add_argument("--judge", help="openai:MODEL to grade claims (default: deterministic)")
+    u.add_argument("--base-url")
+    u.set_defaults(func=cmd_run)
