@@ -218,6 +218,26 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if result.ok and not violations else 1
 
 
+def cmd_import_openapi(args: argparse.Namespace) -> int:
+    """`envfarm import openapi FILE`: a spec folder from an OpenAPI document (deterministic, no model)."""
+    from factory.openapi import OpenAPIError, import_openapi, write_spec_folder
+    from factory.spec import SpecError
+
+    try:
+        result = import_openapi(args.file, name=args.name, seed_number=args.seed)
+    except (OpenAPIError, SpecError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    out = args.out or Path(result.spec["name"])
+    write_spec_folder(result, out)
+    report = result.report
+    print(f"{args.file}: {len(report.tools)} tools over {len(report.entities)} entities -> {out}/spec.yaml")
+    for skipped in report.skipped:
+        print(f"  skipped {skipped.method.upper()} {skipped.path}: {skipped.reason}")
+    print(f"what was mapped and what was not: {out}/IMPORT.md; publish with: envfarm build {out} --out FARM")
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from envfarm.bench import run_bench
 
@@ -300,6 +320,15 @@ def parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--timeout", type=float, default=5.0, help="seconds a tool call may take before it counts as hung"
         )
+
+    im = sub.add_parser("import", help="a spec folder from a real API description (then `envfarm build` it)")
+    isub = im.add_subparsers(dest="source", required=True)
+    oa = isub.add_parser("openapi", help="an OpenAPI 3.x or Swagger 2.0 document -> spec folder (no model needed)")
+    oa.add_argument("file", type=Path)
+    oa.add_argument("--name", help="server name (default: from the document's title)")
+    oa.add_argument("--out", type=Path, help="spec folder to write (default: ./<name>)")
+    oa.add_argument("--seed", type=int, default=0, help="seed number for the generated seed rows")
+    oa.set_defaults(func=cmd_import_openapi)
 
     be = sub.add_parser("bench", help="measure the performance targets and write a JSON + markdown report")
     be.add_argument("--out", type=Path, default=Path("reports/bench.json"))

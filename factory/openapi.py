@@ -1,0 +1,1289 @@
+"""`envfarm import openapi`: an OpenAPI description becomes a spec folder, deterministically, no model.
+
+The mapping (what a real API's description says -> what our spec declares):
+- **resources -> entities**: every component schema an operation reads or writes as a record becomes a
+  table; its scalar properties become typed columns (snake_case), a nested object of scalars is
+  flattened one level (`estimate.value` -> `estimate_value`), arrays and deeper objects are kept as
+  JSON text. The key is `id`, else `<resource>Id`, else the path parameter that names a row, else a
+  synthetic `id`. A column named like another resource's key (`pet_id`, `task_id`) is a foreign key.
+- **operations -> tools**: GET of many records -> `search` (query parameters that name a column become
+  filters, a parent path parameter a required filter); GET `/x/{key}` -> `get`; POST to a collection ->
+  `create` (body properties -> params, parent path parameters -> the foreign key); PUT/PATCH (and a
+  POST to `/x/{key}`) -> `update`; DELETE `/x/{key}` -> `delete`. What is not a record operation (login,
+  file upload, bulk input, actions like `/x/{key}/cancel`, maps and singletons) is skipped and the
+  report says why.
+- **pagination -> ours**: page/limit/offset/cursor parameters are dropped; a search returns at most
+  `limit` rows (the page-size parameter's maximum or default).
+- **auth -> ours**: security schemes and auth header parameters are dropped: our servers act for the
+  episode's principal, which the runtime sets; no tool takes credentials.
+- **seed**: rows generated from the schemas (enums, formats, examples, names), deterministic per seed.
+
+The result is a normal spec folder (`spec.yaml` plus `IMPORT.md` saying what was mapped and what was
+not); `envfarm build` publishes it through the same verifier as any other.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import random
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, Field
+
+from factory import fakedata
+from factory.spec import SpecError, parse_spec, read_document
+
+FARM_NOW = "2026-04-13T09:00:00Z"
+METHODS = ("get", "post", "put", "patch", "delete")
+SEED_ROWS = 6
+PAGINATION = {
+    "limit",
+    "offset",
+    "page",
+    "page_size",
+    "pagesize",
+    "per_page",
+    "cursor",
+    "start",
+    "size",
+    "skip",
+    "top",
+    "page_token",
+    "next_token",
+    "count",
+    "starting_after",
+    "ending_before",
+}
+AUTH_WORDS = ("login", "logout", "signin", "signout", "sign_in", "sign_out", "token", "oauth", "auth", "session")
+# Names the generated code uses for itself: a column or param with one of these names gets a suffix.
+RESERVED = {"now", "db", "args", "row", "rows", "current", "new_id", "result", "self", "cls"}
+ID_FORMAT_UUID = "00000000-0000-4000-8000-{:012d}"
+
+
+class OpenAPIError(Exception):
+    """The document cannot be imported at all (not OpenAPI, no paths); the message names the file."""
+
+
+class MappedOperation(BaseModel):
+    """One operation of the document and the tool it became."""
+
+    method: str
+    path: str
+    operation_id: str | None = None
+    tool: str
+    effect: str
+    entity: str
+
+
+class SkippedOperation(BaseModel):
+    method: str
+    path: str
+    operation_id: str | None = None
+    reason: str
+
+
+class ImportReport(BaseModel):
+    """What an import mapped, what it skipped and why, and what it could not carry over."""
+
+    source: str
+    format: str
+    title: str
+    entities: dict[str, str] = Field(default_factory=dict, description="table -> the schema it came from")
+    tools: list[MappedOperation] = Field(default_factory=list)
+    skipped: list[SkippedOperation] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+    def markdown(self) -> str:
+        lines = [f"# Imported from {self.source}", "", f"{self.title} ({self.format}).", ""]
+        lines += ["## Entities", "", "| table | from schema |", "|---|---|"]
+        lines += [f"| `{t}` | `{s}` |" for t, s in self.entities.items()]
+        lines += ["", "## Tools", "", "| operation | tool | effect | entity |", "|---|---|---|---|"]
+        lines += [f"| `{o.method.upper()} {o.path}` | `{o.tool}` | {o.effect} | `{o.entity}` |" for o in self.tools]
+        if self.skipped:
+            lines += ["", "## Skipped operations", "", "| operation | why |", "|---|---|"]
+            lines += [f"| `{s.method.upper()} {s.path}` | {s.reason} |" for s in self.skipped]
+        if self.notes:
+            lines += ["", "## Notes", ""] + [f"- {n}" for n in self.notes]
+        return "\n".join(lines) + "\n"
+
+
+class ImportResult(BaseModel):
+    """A spec document (validated) and the report of how it was made."""
+
+    spec: dict[str, Any]
+    report: ImportReport
+
+
+def snake(name: str) -> str:
+    """`petId` -> `pet_id`, `Time-Entries` -> `time_entries`; a valid lower_snake_case identifier."""
+    text = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    text = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", text)
+    text = re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()
+    text = re.sub(r"_+", "_", text)
+    if not text:
+        text = "field"
+    if text[0].isdigit():
+        text = f"n_{text}"
+    return text
+
+
+def safe_name(name: str) -> str:
+    """A snake name that is not a Python keyword or a name the generated code uses itself."""
+    text = snake(name)
+    return f"{text}_value" if keyword.iskeyword(text) or text in RESERVED else text
+
+
+def plural(word: str) -> str:
+    if word.endswith("y") and len(word) > 1 and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    if word.endswith(("s", "x", "ch", "sh")):
+        return word if word.endswith("ss") is False and word.endswith("s") else word + "es"
+    return word + "s"
+
+
+def singular(word: str) -> str:
+    if word.endswith("ies") and len(word) > 3:
+        return word[:-3] + "y"
+    if word.endswith(("ches", "shes", "sses", "xes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def first_paragraph(text: str | None, limit: int = 300) -> str:
+    """The first paragraph of a markdown description, as plain text on one line."""
+    if not text:
+        return ""
+    para = re.split(r"\n\s*\n", text.strip())[0]
+    para = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", para)  # [text](url) -> text
+    para = re.sub(r"[`*#>]", "", para)
+    para = " ".join(para.split())
+    return para if len(para) <= limit else para[: limit - 3].rsplit(" ", 1)[0] + "..."
+
+
+class _Doc:
+    """The document with local `$ref`s resolved on demand (a cycle ends as an empty schema)."""
+
+    def __init__(self, data: dict[str, Any], source: str) -> None:
+        self.data = data
+        self.source = source
+
+    def lookup(self, ref: str) -> Any:
+        if not ref.startswith("#/"):
+            raise OpenAPIError(f"{self.source}: external $ref {ref!r} is not supported (bundle the document first)")
+        node: Any = self.data
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            if not isinstance(node, dict) or part not in node:
+                raise OpenAPIError(f"{self.source}: $ref {ref!r} points at nothing")
+            node = node[part]
+        return node
+
+    def deref(self, node: Any, seen: tuple[str, ...] = ()) -> tuple[str | None, dict[str, Any]]:
+        """(the component name the node refers to, if any; the resolved node)."""
+        name = None
+        while isinstance(node, dict) and "$ref" in node:
+            ref = node["$ref"]
+            if ref in seen:
+                return ref.rsplit("/", 1)[-1], {}
+            seen = (*seen, ref)
+            name = ref.rsplit("/", 1)[-1]
+            node = self.lookup(ref)
+        return name, node if isinstance(node, dict) else {}
+
+    def schema(self, node: Any) -> tuple[str | None, dict[str, Any]]:
+        """A schema with `allOf` merged and the first object alternative of `oneOf`/`anyOf` taken."""
+        name, schema = self.deref(node)
+        if "allOf" in schema:
+            merged: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
+            for part in schema["allOf"]:
+                part_name, part_schema = self.schema(part)
+                name = name or part_name
+                merged["properties"].update(part_schema.get("properties") or {})
+                merged["required"] += part_schema.get("required") or []
+            rest = {k: v for k, v in schema.items() if k != "allOf"}
+            merged["properties"].update(rest.pop("properties", {}) or {})
+            merged["required"] += rest.pop("required", []) or []
+            schema = {**rest, **merged}
+        for alternative in ("oneOf", "anyOf"):
+            if alternative in schema and "properties" not in schema:
+                options = [self.schema(o) for o in schema[alternative]]
+                objects = [o for o in options if _type(o[1]) == "object"]
+                if objects:
+                    return name or objects[0][0], objects[0][1]
+                real = [o for o in options if _type(o[1]) != "null"]
+                if real:
+                    return name or real[0][0], {**real[0][1], "nullable": True}
+        return name, schema
+
+
+def _type(schema: dict[str, Any]) -> str | None:
+    """The schema's JSON type (3.1 `type: [x, "null"]` -> x); `properties` alone means object."""
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    if kind is None and "properties" in schema:
+        return "object"
+    if kind is None and "items" in schema:
+        return "array"
+    return kind
+
+
+def _nullable(schema: dict[str, Any]) -> bool:
+    kind = schema.get("type")
+    return bool(schema.get("nullable")) or (isinstance(kind, list) and "null" in kind)
+
+
+def _scalar(schema: dict[str, Any]) -> bool:
+    return _type(schema) in ("string", "integer", "number", "boolean") or (_type(schema) is None and "enum" in schema)
+
+
+class _Column(BaseModel):
+    name: str
+    type: str
+    description: str
+    enum: list[str] | None = None
+    ref: str | None = None
+    json_text: bool = False  # an array or nested object, kept as text
+    format: str | None = None
+    example: Any = None
+    minimum: float | None = None
+    maximum: float | None = None
+    source: str = ""  # the property path in the document
+
+
+class _Entity(BaseModel):
+    table: str
+    schema_name: str
+    description: str
+    columns: dict[str, _Column] = Field(default_factory=dict)
+    primary_key: str = ""
+    id_format: str = ""
+    parents: dict[str, str] = Field(default_factory=dict, description="column -> parent table")
+    added_key: bool = False
+
+
+def _column_type(schema: dict[str, Any]) -> tuple[str, str | None]:
+    kind, fmt = _type(schema), schema.get("format")
+    if kind == "integer":
+        return "integer", fmt
+    if kind == "number":
+        return "number", fmt
+    if kind == "boolean":
+        return "boolean", fmt
+    if kind == "string" and fmt == "date":
+        return "date", fmt
+    if kind == "string" and fmt == "date-time":
+        return "datetime", fmt
+    return "string", fmt
+
+
+class _Importer:
+    def __init__(self, doc: _Doc, name: str, report: ImportReport) -> None:
+        self.doc = doc
+        self.name = name
+        self.report = report
+        self.entities: dict[str, _Entity] = {}  # table -> entity
+        self.by_schema: dict[str, str] = {}  # schema name -> table
+        self.collections: dict[str, str] = {}  # collection path -> table
+        self.tools: list[dict[str, Any]] = []
+        self.tool_names: set[str] = set()
+        self.limits: dict[str, int] = {}
+
+    # ---- schemas -> entities -------------------------------------------------------------------
+
+    def record_of(self, node: Any, fallback: str) -> tuple[str | None, dict[str, Any], bool] | None:
+        """The record schema a body or response carries: (schema name, schema, many), unwrapping
+        arrays, `{items: [X], pagination}` collections and `{x: X}` envelopes; None if no record."""
+        name, schema = self.doc.schema(node)
+        kind = _type(schema)
+        if kind == "array":
+            inner = self.record_of(schema.get("items") or {}, fallback)
+            return (inner[0], inner[1], True) if inner else None
+        if kind != "object":
+            return None
+        props = schema.get("properties") or {}
+        resolved = {p: self.doc.schema(s) for p, s in props.items()}
+        arrays = [
+            p
+            for p, (_, s) in resolved.items()
+            if _type(s) == "array" and _type(self.doc.schema(s.get("items") or {})[1]) == "object"
+        ]
+        scalars = [p for p, (_, s) in resolved.items() if _scalar(s)]
+        objects = [p for p, (_, s) in resolved.items() if _type(s) == "object" and s.get("properties")]
+        if len(arrays) == 1 and len(scalars) + len(objects) <= 3 and len(scalars) < 3:
+            inner = self.record_of(props[arrays[0]], _camel(singular(snake(arrays[0]))))
+            if inner:
+                return inner[0], inner[1], True
+        if len(props) == 1 and objects:
+            return self.record_of(props[objects[0]], _camel(snake(objects[0])))
+        if len(scalars) >= 1 and (len(scalars) + len(objects)) >= 2 or (name and scalars):
+            return name or fallback, schema, False
+        return None
+
+    def entity_for(self, schema_name: str, schema: dict[str, Any]) -> _Entity:
+        table = self.by_schema.get(schema_name)
+        if table:
+            return self.entities[table]
+        table = plural(snake(schema_name))
+        while table in self.entities:
+            table += "_records"
+        entity = _Entity(
+            table=table,
+            schema_name=schema_name,
+            description=first_paragraph(schema.get("description"), 200)
+            or _article(snake(schema_name).replace("_", " ")),
+        )
+        self.entities[table] = entity
+        self.by_schema[schema_name] = table
+        self.report.entities[table] = schema_name
+        self.add_columns(entity, schema, schema_name)
+        return entity
+
+    def add_columns(self, entity: _Entity, schema: dict[str, Any], where: str) -> dict[str, str]:
+        """Add the schema's properties as columns (those already there are merged); return
+        property name -> column name for the top-level properties."""
+        mapping: dict[str, str] = {}
+        for prop, node in (schema.get("properties") or {}).items():
+            _, sub = self.doc.schema(node)
+            column = safe_name(prop)
+            mapping[prop] = column
+            if _scalar(sub):
+                self._merge(entity, column, sub, f"{where}.{prop}")
+            elif (
+                _type(sub) == "object"
+                and sub.get("properties")
+                and all(_scalar(self.doc.schema(s)[1]) for s in sub["properties"].values())
+            ):
+                for inner, inner_node in sub["properties"].items():
+                    self._merge(
+                        entity,
+                        f"{column}_{safe_name(inner)}",
+                        self.doc.schema(inner_node)[1],
+                        f"{where}.{prop}.{inner}",
+                    )
+            else:
+                items = self.doc.schema(sub.get("items") or {})[1] if _type(sub) == "array" else {}
+                what = "list" if _type(sub) == "array" and _scalar(items) else "nested data"
+                note = {
+                    "type": "string",
+                    "description": sub.get("description")
+                    or (node.get("description") if isinstance(node, dict) else None),
+                }
+                self._merge(entity, column, note, f"{where}.{prop}", json_text=what)
+        return mapping
+
+    def _merge(
+        self, entity: _Entity, column: str, schema: dict[str, Any], where: str, json_text: str | None = None
+    ) -> None:
+        kind, fmt = _column_type(schema)
+        enum = [str(v) for v in schema.get("enum") or [] if v is not None] or None
+        if kind != "string":
+            enum = None
+        description = first_paragraph(schema.get("description"), 160)
+        if json_text == "list":
+            description = (description + " " if description else "") + "(the API's list, as comma-separated text)"
+        elif json_text:
+            description = (description + " " if description else "") + "(the API's nested data, as text)"
+        existing = entity.columns.get(column)
+        if existing is not None:
+            if existing.enum and enum:
+                existing.enum = sorted(set(existing.enum) | set(enum), key=(existing.enum + enum).index)
+            elif existing.enum and not enum:
+                existing.enum = None
+            if not existing.description and description:
+                existing.description = description
+            return
+        entity.columns[column] = _Column(
+            name=column,
+            type=kind,
+            description=description,
+            enum=enum,
+            json_text=bool(json_text),
+            format=fmt,
+            example=schema.get("example"),
+            minimum=schema.get("minimum"),
+            maximum=schema.get("maximum"),
+            source=where,
+        )
+
+    # ---- operations -> tools -------------------------------------------------------------------
+
+    def operations(self) -> list[tuple[str, str, dict[str, Any], list[dict[str, Any]]]]:
+        found = []
+        for path, item in (self.doc.data.get("paths") or {}).items():
+            _, item = self.doc.deref(item)
+            shared = item.get("parameters") or []
+            for method in METHODS:
+                if method in item:
+                    op = item[method]
+                    params: dict[tuple[str, str], dict[str, Any]] = {}
+                    for node in [*shared, *(op.get("parameters") or [])]:
+                        _, param = self.doc.deref(node)
+                        if "name" in param:
+                            params[(param["name"], param.get("in", "query"))] = param
+                    found.append((method, path, op, list(params.values())))
+        return found
+
+    def skip(self, method: str, path: str, op: dict[str, Any], reason: str) -> None:
+        self.report.skipped.append(
+            SkippedOperation(method=method, path=path, operation_id=op.get("operationId"), reason=reason)
+        )
+
+    def body(self, op: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None, str]:
+        """(content type, the request body schema, why it is unusable or '')."""
+        if "requestBody" not in op:
+            return None, None, ""
+        _, body = self.doc.deref(op["requestBody"])
+        content = body.get("content") or {}
+        json_type = next((t for t in content if "json" in t), None)
+        if json_type is None:
+            kinds = ", ".join(content) or "no content"
+            if any(t.startswith(("multipart/", "application/octet-stream", "image/")) for t in content):
+                return None, None, f"uploads a file ({kinds}): not a record operation"
+            form = next((t for t in content if "form" in t), None)
+            if form is None:
+                return None, None, f"request body is {kinds}, not JSON"
+            json_type = form
+        return json_type, (content[json_type] or {}).get("schema") or {}, ""
+
+    def response(self, op: dict[str, Any]) -> dict[str, Any] | None:
+        responses = op.get("responses") or {}
+        codes = sorted(c for c in responses if str(c).startswith("2")) + (["default"] if "default" in responses else [])
+        for code in codes:
+            _, resp = self.doc.deref(responses[code])
+            content = resp.get("content") or {}
+            json_type = next((t for t in content if "json" in t), None)
+            if json_type and (content[json_type] or {}).get("schema"):
+                return content[json_type]["schema"]
+        return None
+
+    def tool_name(self, op: dict[str, Any], method: str, path: str) -> str:
+        base = safe_name(op.get("operationId") or f"{method}_{path}")
+        name, n = base, 2
+        while name in self.tool_names:
+            name, n = f"{base}_{n}", n + 1
+        self.tool_names.add(name)
+        return name
+
+    def description(self, op: dict[str, Any], method: str, path: str) -> str:
+        summary = first_paragraph(op.get("summary"), 160)
+        detail = first_paragraph(op.get("description"), 240)
+        if summary and detail and detail.lower().rstrip(".") != summary.lower().rstrip("."):
+            text = f"{summary.rstrip('.')}. {detail}"
+        else:
+            text = summary or detail or f"{method.upper()} {path}"
+        return text
+
+    def plan(self) -> None:
+        """Two passes: first every operation that names a record type, to learn the entities and
+        which collection path holds which; then map each operation to a tool (or skip it)."""
+        ops = self.operations()
+        if not ops:
+            raise OpenAPIError(f"{self.doc.source}: the document has no operations under `paths`")
+        shapes: dict[tuple[str, str], tuple[str | None, dict[str, Any], bool] | None] = {}
+        for method, path, op, _params in ops:
+            segments = [s for s in path.strip("/").split("/") if s]
+            noun = next((s for s in reversed(segments) if not s.startswith("{")), "record")
+            fallback = _camel(singular(snake(noun)))
+            record = None
+            response = self.response(op)
+            if response is not None:
+                record = self.record_of(response, fallback)
+            if record is None and method in ("post", "put", "patch"):
+                _, body, why = self.body(op)
+                if body is not None and not why:
+                    record = self.record_of(body, fallback)
+                    if record and record[2]:
+                        record = None  # a bulk body is not one record
+            shapes[(method, path)] = record
+            one_record = record is not None and not (record[2] and method != "get")
+            if record and one_record and not self._auth_like(path, op):  # noqa: SIM102 - two reasons, two tests
+                if method == "get" or method == "post" and not _ends_in_param(path):
+                    collection = _collection(path)
+                    if record[0] and not self._is_action(path, record[0]):
+                        self.collections.setdefault(collection, self.entity_for(record[0], record[1]).table)
+        self.choose_keys()
+        for method, path, op, params in ops:
+            self.map_operation(method, path, op, params, shapes[(method, path)])
+
+    def _auth_like(self, path: str, op: dict[str, Any]) -> bool:
+        words = snake(f"{path} {op.get('operationId') or ''}").split("_")
+        return any(w in AUTH_WORDS or w.rstrip("s") in AUTH_WORDS for w in words)
+
+    def _is_action(self, path: str, schema_name: str) -> bool:
+        """`POST /articles/{slug}/favorite` returning the article: an action on the parent, not a
+        new record in a child collection."""
+        segments = [s for s in path.strip("/").split("/") if s]
+        if len(segments) < 3 or segments[-1].startswith("{") or not segments[-2].startswith("{"):
+            return False
+        parent = "/" + "/".join(segments[:-2])
+        parent_table = self.collections.get(parent)
+        return parent_table is not None and self.by_schema.get(schema_name) == parent_table
+
+    def map_operation(
+        self,
+        method: str,
+        path: str,
+        op: dict[str, Any],
+        params: list[dict[str, Any]],
+        record: tuple[str | None, dict[str, Any], bool] | None,
+    ) -> None:
+        if op.get("deprecated"):
+            return self.skip(method, path, op, "deprecated")
+        if self._auth_like(path, op):
+            return self.skip(method, path, op, "an authentication flow: our servers act for the episode's principal")
+        _, body, why = self.body(op)
+        if why:
+            return self.skip(method, path, op, why)
+        if body is not None and _type(self.doc.schema(body)[1]) == "array":
+            return self.skip(method, path, op, "takes a list of records at once (bulk input): not mapped")
+        keyed = _ends_in_param(path)
+        table = self.collections.get(_collection(path)) if keyed or method in ("post", "delete") else None
+        if record and record[0] and record[0] in self.by_schema and not (keyed and method == "get" and table):
+            table = self.by_schema[record[0]] if not table else table
+        if record and record[0] and self._is_action(path, record[0]):
+            return self.skip(
+                method,
+                path,
+                op,
+                f"an action on one {self.by_schema[record[0]]} row (`{path.rsplit('/', 1)[-1]}`): its effect is not in the description",
+            )
+        if table is None:
+            if record is None:
+                shape = self.response(op)
+                what = _type(self.doc.schema(shape)[1]) if shape is not None else None
+                reason = {
+                    None: "returns no JSON record",
+                    "object": "returns a map or a message, not a record",
+                    "array": "returns a list of plain values, not records",
+                }.get(what, f"returns a {what}, not a record")
+                return self.skip(method, path, op, reason)
+            return self.skip(method, path, op, "its record type is not a resource of any collection path")
+        entity = self.entities[table]
+        if method == "get":
+            if record is None:
+                return self.skip(method, path, op, "returns no JSON record")
+            if record[2]:
+                return self.search_tool(method, path, op, params, entity)
+            if not keyed:
+                return self.skip(
+                    method, path, op, "reads one record with no key (a singleton or the signed-in user): no row to name"
+                )
+            return self.keyed_tool("get", method, path, op, params, entity, body)
+        if method == "delete":
+            if not keyed:
+                return self.skip(method, path, op, "deletes with no key in the path: not mapped")
+            return self.keyed_tool("delete", method, path, op, params, entity, body)
+        if method == "post" and not keyed:
+            return self.create_tool(method, path, op, params, entity, body)
+        # PUT / PATCH, and POST to an item: an update of the row the key names (or the body's key).
+        return self.keyed_tool("update", method, path, op, params, entity, body)
+
+    # ---- tool builders -------------------------------------------------------------------------
+
+    def _param_from_column(self, column: _Column, description: str | None, required: bool = False) -> dict[str, Any]:
+        param: dict[str, Any] = {
+            "type": column.type,
+            "description": description or column.description or column.name.replace("_", " "),
+        }
+        if required:
+            param["required"] = True
+        if column.enum:
+            param["enum"] = list(column.enum)
+        return param
+
+    def _parent_params(self, path: str, entity: _Entity, params: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Path parameters of a parent collection (`/projects/{projectId}/tasks`): each names the
+        parent row, so it becomes the child's foreign-key column, added if the schema lacks it."""
+        found: dict[str, dict[str, Any]] = {}
+        segments = [s for s in path.strip("/").split("/") if s]
+        described = {p["name"]: p for p in params if p.get("in") == "path"}
+        for i, seg in enumerate(segments):
+            if not (seg.startswith("{") and seg.endswith("}")):
+                continue
+            if i == len(segments) - 1:
+                continue  # the row's own key
+            pname = seg[1:-1]
+            parent_path = "/" + "/".join(segments[:i])
+            parent_table = self.collections.get(parent_path)
+            if parent_table is None or parent_table == entity.table:
+                continue
+            parent = self.entities[parent_table]
+            parent_key = self.key_column(parent, pname)
+            column = safe_name(pname)
+            if column not in entity.columns or column == entity.primary_key:
+                column = (
+                    f"{singular(parent.table)}_{parent_key}"
+                    if not parent_key.startswith(singular(parent.table))
+                    else parent_key
+                )
+                column = safe_name(column)
+            ptype = parent.columns[parent_key].type
+            if column not in entity.columns:
+                entity.columns[column] = _Column(
+                    name=column,
+                    type=ptype,
+                    description=f"The {singular(parent.table).replace('_', ' ')} it belongs to",
+                    source=f"path {path}",
+                )
+            entity.columns[column].ref = f"{parent.table}.{parent_key}"
+            entity.parents[column] = parent.table
+            desc = first_paragraph((described.get(pname) or {}).get("description"))
+            if not desc or "XXX" in desc:
+                desc = f"The {singular(parent.table).replace('_', ' ')}'s {parent_key.replace('_', ' ')}"
+            found[column] = {"type": ptype, "description": desc, "required": True}
+        return found
+
+    def key_column(self, entity: _Entity, pname: str) -> str:
+        column = safe_name(pname)
+        if column in entity.columns:
+            return column
+        return entity.primary_key
+
+    def search_tool(
+        self, method: str, path: str, op: dict[str, Any], params: list[dict[str, Any]], entity: _Entity
+    ) -> None:
+        tool_params = self._parent_params(path, entity, params)
+        limit = 25
+        dropped = []
+        for param in params:
+            where, pname = param.get("in", "query"), param["name"]
+            if where != "query":
+                continue
+            schema = self.doc.schema(param.get("schema") or {})[1]
+            column = safe_name(pname)
+            if column in PAGINATION or snake(pname) in PAGINATION:
+                size = schema.get("maximum") or schema.get("default")
+                if snake(pname) in ("limit", "page_size", "pagesize", "per_page", "size", "top") and isinstance(
+                    size, int | float
+                ):
+                    limit = max(1, min(200, int(size)))
+                continue
+            target = (
+                column
+                if column in entity.columns
+                else next(
+                    (c for c in entity.columns if c.startswith(f"{column}_") and entity.columns[c].type == "string"),
+                    None,
+                )
+            )
+            if target is None or target in tool_params:
+                dropped.append(pname)
+                continue
+            col = entity.columns[target]
+            desc = first_paragraph(param.get("description")) or col.description
+            tool_param = self._param_from_column(col, desc)
+            if col.type == "string" and not col.enum and (col.json_text or _user_known(target, col, entity)):
+                tool_param["match"] = "contains"
+            if target != column:
+                tool_param["column"] = target
+            tool_params[column] = tool_param
+        if dropped:
+            self.report.notes.append(
+                f"{op.get('operationId') or path}: query parameters {dropped} name no column and were dropped"
+            )
+        tool = {
+            "name": self.tool_name(op, method, path),
+            "description": self.description(op, method, path),
+            "effect": "search",
+            "entity": entity.table,
+            "limit": limit,
+            "params": tool_params,
+        }
+        self._add(tool, method, path, op, entity)
+
+    def keyed_tool(
+        self,
+        effect: str,
+        method: str,
+        path: str,
+        op: dict[str, Any],
+        params: list[dict[str, Any]],
+        entity: _Entity,
+        body: dict[str, Any] | None,
+    ) -> None:
+        segments = [s for s in path.strip("/").split("/") if s]
+        key_desc = ""
+        if _ends_in_param(path):
+            key_name = segments[-1][1:-1]
+            described = next((p for p in params if p["name"] == key_name and p.get("in") == "path"), {})
+            key_desc = first_paragraph(described.get("description"))
+        else:
+            key_name = entity.primary_key  # PUT /pet with the pet (its id) in the body
+            if body is None:
+                return self.skip(method, path, op, "changes a record with no key in the path or body: not mapped")
+        column = self.key_column(entity, key_name)
+        key = safe_name(key_name)
+        if not key_desc or "XXX" in key_desc:
+            key_desc = f"The {singular(entity.table).replace('_', ' ')}'s {column.replace('_', ' ')}"
+        key_param = self._param_from_column(entity.columns[column], key_desc, required=True)
+        key_param.pop("enum", None)
+        if key != column:
+            key_param["column"] = column
+        tool_params: dict[str, dict[str, Any]] = {key: key_param}
+        if effect == "update":
+            changes = self.body_params(entity, body, for_update=True)
+            for param in params:
+                if param.get("in") == "query" and safe_name(param["name"]) in entity.columns:
+                    col = entity.columns[safe_name(param["name"])]
+                    changes.setdefault(
+                        col.name, self._param_from_column(col, first_paragraph(param.get("description")))
+                    )
+            changes.pop(key, None)
+            changes.pop(column, None)
+            changes.pop(entity.primary_key, None)
+            if not changes:
+                return self.skip(
+                    method,
+                    path,
+                    op,
+                    "changes a record but names no field it changes: its effect is not in the description",
+                )
+            tool_params.update(changes)
+        tool = {
+            "name": self.tool_name(op, method, path),
+            "description": self.description(op, method, path),
+            "effect": effect,
+            "entity": entity.table,
+            "key": key,
+            "params": tool_params,
+        }
+        self._add(tool, method, path, op, entity)
+
+    def body_params(self, entity: _Entity, body: dict[str, Any] | None, for_update: bool) -> dict[str, dict[str, Any]]:
+        """Body properties as params (added as columns where the record schema lacks them); the
+        record's own key and read-only properties are left out."""
+        if body is None:
+            return {}
+        record = self.record_of(body, entity.schema_name)
+        if record is None:
+            return {}
+        _, schema, _ = record
+        required = set(schema.get("required") or [])
+        before = set(entity.columns)
+        mapping = self.add_columns(entity, schema, f"{record[0] or 'body'}")
+        params: dict[str, dict[str, Any]] = {}
+        for prop, column in mapping.items():
+            node = (schema.get("properties") or {})[prop]
+            sub = self.doc.schema(node)[1]
+            if sub.get("readOnly") or column == entity.primary_key:
+                continue
+            columns = [
+                c for c in entity.columns if c == column or c.startswith(f"{column}_") and c not in before | {column}
+            ]
+            if column not in entity.columns:
+                columns = [c for c in entity.columns if c.startswith(f"{column}_")]
+            for name in columns:
+                col = entity.columns[name]
+                params[name] = self._param_from_column(
+                    col, col.description, required=not for_update and prop in required and name == column
+                )
+        return params
+
+    def create_tool(
+        self,
+        method: str,
+        path: str,
+        op: dict[str, Any],
+        params: list[dict[str, Any]],
+        entity: _Entity,
+        body: dict[str, Any] | None,
+    ) -> None:
+        tool_params = self._parent_params(path, entity, params)
+        tool_params.update(
+            {k: v for k, v in self.body_params(entity, body, for_update=False).items() if k not in tool_params}
+        )
+        for param in params:
+            if param.get("in") == "query" and safe_name(param["name"]) in entity.columns:
+                col = entity.columns[safe_name(param["name"])]
+                tool_params.setdefault(
+                    col.name,
+                    self._param_from_column(
+                        col, first_paragraph(param.get("description")), bool(param.get("required"))
+                    ),
+                )
+        if not tool_params:
+            return self.skip(method, path, op, "creates a record from nothing it describes (no body, no parameters)")
+        tool = {
+            "name": self.tool_name(op, method, path),
+            "description": self.description(op, method, path),
+            "effect": "create",
+            "entity": entity.table,
+            "params": tool_params,
+        }
+        self._add(tool, method, path, op, entity)
+
+    def _add(self, tool: dict[str, Any], method: str, path: str, op: dict[str, Any], entity: _Entity) -> None:
+        self.tools.append(tool)
+        self.report.tools.append(
+            MappedOperation(
+                method=method,
+                path=path,
+                operation_id=op.get("operationId"),
+                tool=tool["name"],
+                effect=tool["effect"],
+                entity=entity.table,
+            )
+        )
+
+    # ---- keys, refs, seed -----------------------------------------------------------------------
+
+    def choose_keys(self) -> None:
+        """Each entity's primary key: `id`, else `<singular>_id`, else the column a path names a row
+        by, else a synthetic `id`; and its id format."""
+        path_keys: dict[str, list[str]] = {}
+        for path, table in self.collections.items():
+            for item_path in self.doc.data.get("paths") or {}:
+                if _collection(item_path) == path and _ends_in_param(item_path):
+                    path_keys.setdefault(table, []).append(safe_name(item_path.rstrip("/").rsplit("/", 1)[-1][1:-1]))
+        for table, entity in self.entities.items():
+            one = singular(table)
+            last = one.rsplit("_", 1)[-1]
+            candidates = ["id", f"{one}_id", f"{snake(entity.schema_name)}_id", *path_keys.get(table, []), f"{last}_id"]
+            key = next(
+                (
+                    c
+                    for c in candidates
+                    if c in entity.columns
+                    and entity.columns[c].type in ("string", "integer")
+                    and not entity.columns[c].json_text
+                ),
+                None,
+            )
+            if key is None:
+                key = "id" if "id" not in entity.columns else f"{one}_key"
+                entity.columns = {
+                    key: _Column(
+                        name=key,
+                        type="string",
+                        description=f"Internal {one.replace('_', ' ')} id",
+                        source="added: the record has no key",
+                    ),
+                    **entity.columns,
+                }
+                entity.added_key = True
+            else:
+                entity.columns = {key: entity.columns[key], **{k: v for k, v in entity.columns.items() if k != key}}
+            entity.primary_key = key
+            column = entity.columns[key]
+            column.enum = None
+            if column.type == "integer":
+                entity.id_format = "{:d}"
+            elif column.format == "uuid" or _looks_uuid(column.example):
+                entity.id_format = ID_FORMAT_UUID
+            else:
+                prefix = re.sub(r"[^a-z]", "", one)[:4] or "rec"
+                entity.id_format = f"{prefix}_{{:04d}}"
+
+    def link_refs(self) -> None:
+        """A column named like another entity's key (`pet_id`, `task_id`, `user_id`) refers to it."""
+        keys = {e.primary_key: t for t, e in self.entities.items() if e.primary_key not in ("id",)}
+        by_singular = {singular(t): t for t in self.entities}
+        for table, entity in self.entities.items():
+            for name, column in entity.columns.items():
+                if column.ref or name == entity.primary_key or column.json_text:
+                    continue
+                target = None
+                if name in keys and keys[name] != table:
+                    target = keys[name]
+                elif name.endswith("_id") and by_singular.get(name[:-3]) not in (None, table):
+                    target = by_singular[name[:-3]]
+                if target is None:
+                    continue
+                pk = self.entities[target].columns[self.entities[target].primary_key]
+                if pk.type == column.type:
+                    column.ref = f"{target}.{pk.name}"
+
+    def seed(self, rng: random.Random, now: datetime) -> dict[str, list[dict[str, Any]]]:
+        rows: dict[str, list[dict[str, Any]]] = {}
+        order = _topological(self.entities)
+        people = fakedata.unique_people(rng, SEED_ROWS * max(1, len(self.entities)))
+        for t_index, table in enumerate(order):
+            entity = self.entities[table]
+            table_rows = []
+            for n in range(SEED_ROWS):
+                person = people[(t_index * SEED_ROWS + n) % len(people)]
+                row: dict[str, Any] = {}
+                for name, column in entity.columns.items():
+                    if name == entity.primary_key:
+                        row[name] = n + 1 if column.type == "integer" else entity.id_format.format(n + 1)
+                    elif column.ref:
+                        target_table, _, target_column = column.ref.partition(".")
+                        targets = rows.get(target_table) or []
+                        # Only the first half of the parents have children, so deleting the
+                        # others is not refused by the foreign key.
+                        half = max(1, (len(targets) + 1) // 2)
+                        row[name] = targets[n % half][target_column] if targets else None
+                    else:
+                        row[name] = _value(column, n, rng, now, person, table)
+                table_rows.append(row)
+            rows[table] = table_rows
+        return rows
+
+    # ---- the spec ----------------------------------------------------------------------------------
+
+    def spec(self, title: str, description: str, domain: str, seed_number: int) -> dict[str, Any]:
+        now = datetime.fromisoformat(FARM_NOW)
+        used = {t["entity"] for t in self.tools}
+        # Keep the entities a tool uses and the ones their foreign keys need.
+        keep = set(used)
+        changed = True
+        while changed:
+            changed = False
+            for table in list(keep):
+                for column in self.entities[table].columns.values():
+                    if column.ref and (target := column.ref.split(".")[0]) not in keep:
+                        keep.add(target)
+                        changed = True
+        for table in list(self.entities):
+            if table not in keep:
+                del self.entities[table]
+                self.report.entities.pop(table, None)
+        self.report.notes += [
+            f"{t}: the schema has no key; added `{e.primary_key}`" for t, e in self.entities.items() if e.added_key
+        ]
+        seed = self.seed(random.Random(seed_number), now)
+        entities: dict[str, Any] = {}
+        for table, entity in self.entities.items():
+            columns: dict[str, Any] = {}
+            for name, column in entity.columns.items():
+                col: dict[str, Any] = {"type": column.type, "description": column.description or name.replace("_", " ")}
+                if column.enum:
+                    col["enum"] = column.enum
+                if column.ref:
+                    col["ref"] = column.ref
+                if name != entity.primary_key and name not in entity.parents:
+                    col["nullable"] = True
+                if _user_known(name, column, entity):
+                    col["user_known"] = True
+                columns[name] = col
+            entities[table] = {
+                "description": entity.description,
+                "primary_key": entity.primary_key,
+                "id_format": entity.id_format,
+                "columns": columns,
+            }
+        for tool in self.tools:
+            for pname, param in tool["params"].items():
+                found = self.entities[tool["entity"]].columns.get(param.get("column", pname))
+                if found is not None and found.type != param["type"]:
+                    param["type"] = found.type
+        return {
+            "name": self.name,
+            "domain": domain,
+            "title": title,
+            "description": description,
+            "version": "1.0.0",
+            "now": FARM_NOW,
+            "seed_number": seed_number,
+            "entities": entities,
+            "seed": seed,
+            "tools": self.tools,
+        }
+
+
+def _camel(snake_name: str) -> str:
+    return snake_name.title().replace("_", "")
+
+
+def _article(noun: str) -> str:
+    return f"{'An' if noun[:1] in 'aeiou' else 'A'} {noun}"
+
+
+def _ends_in_param(path: str) -> bool:
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    return last.startswith("{") and last.endswith("}")
+
+
+def _collection(path: str) -> str:
+    path = path.rstrip("/") or "/"
+    return path.rsplit("/", 1)[0] or "/" if _ends_in_param(path) else path
+
+
+def _looks_uuid(value: Any) -> bool:
+    return isinstance(value, str) and bool(re.fullmatch(r"[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}", value))
+
+
+def _topological(entities: dict[str, _Entity]) -> list[str]:
+    """Tables ordered so each comes after the tables its foreign keys name (cycles: name order)."""
+    order: list[str] = []
+    visiting: set[str] = set()
+
+    def visit(table: str) -> None:
+        if table in order or table in visiting:
+            return
+        visiting.add(table)
+        for column in entities[table].columns.values():
+            if column.ref and (target := column.ref.split(".")[0]) in entities and target != table:
+                visit(target)
+        visiting.discard(table)
+        order.append(table)
+
+    for table in entities:
+        visit(table)
+    return order
+
+
+def _user_known(name: str, column: _Column, entity: _Entity) -> bool:
+    if name == entity.primary_key or column.ref or column.json_text:
+        return False
+    return not (name.endswith(("_id", "_ids", "_key", "token", "password", "_url", "url")) or name == "id")
+
+
+WORDS = ["alpha", "harbor", "summit", "orchid", "meadow", "copper", "falcon", "willow", "cedar", "aurora"]
+
+
+def _value(column: _Column, n: int, rng: random.Random, now: datetime, person: str, table: str) -> Any:
+    """A plausible value for one seed cell: the example first, then enums, formats and names."""
+    name, kind = column.name, column.type
+    example = column.example
+    if n == 0 and example is not None and not column.json_text and _fits(column, example):
+        return example
+    if column.json_text:
+        return (
+            ", ".join(WORDS[(n + k) % len(WORDS)] for k in range(2)) if "comma-separated" in column.description else ""
+        )
+    if column.enum:
+        return column.enum[n % len(column.enum)]
+    if kind == "boolean":
+        return n % 2 == 0
+    if kind == "integer":
+        low = int(column.minimum) if column.minimum is not None else 1
+        high = int(column.maximum) if column.maximum is not None else max(low + 1, 120)
+        return rng.randint(low, max(low, high))
+    if kind == "number":
+        bottom = float(column.minimum) if column.minimum is not None else 5.0
+        top = float(column.maximum) if column.maximum is not None else 500.0
+        return fakedata.money(rng, bottom, max(bottom, top))
+    if kind == "date":
+        return fakedata.day(now, rng.randint(-60, 60))
+    if kind == "datetime":
+        return fakedata.moment(now, rng.randint(-1440, 1440))
+    fmt = column.format or ""
+    words = set(name.split("_"))
+    if fmt == "email" or "email" in words:
+        return fakedata.email(person)
+    if fmt == "uuid" or _looks_uuid(example):
+        return f"{n + 1:08d}-0000-4000-8000-{rng.randrange(16**12):012x}"
+    if fmt in ("uri", "url") or words & {"url", "uri", "link", "image", "href", "website"}:
+        return f"https://example.com/{table}/{n + 1}"
+    if "phone" in words:
+        return fakedata.phone(rng)
+    if "password" in words:
+        return f"secret-{n + 1:03d}"
+    if words & {"username", "login", "handle"} or name in ("user", "owner"):
+        return fakedata.slug(person).replace(".", "_")
+    if words & {"name", "first", "last", "author", "contact", "full"}:
+        if "first" in words:
+            return person.split()[0]
+        if "last" in words:
+            return person.split()[-1]
+        return (
+            person
+            if table in ("users", "people", "persons", "customers", "profiles", "contacts", "members", "employees")
+            or words & {"full", "author", "contact"}
+            else f"{WORDS[n % len(WORDS)].title()} {singular(table).replace('_', ' ')}"
+        )
+    if words & {"title", "subject", "summary", "headline"}:
+        return f"{fakedata.title(rng)} {n + 1}"
+    if words & {"description", "body", "bio", "note", "notes", "message", "comment", "text", "content"}:
+        return f"{fakedata.title(rng)} for the {WORDS[n % len(WORDS)]} {singular(table).replace('_', ' ')}."
+    if words & {"currency"}:
+        return ["USD", "EUR", "GBP"][n % 3]
+    if words & {"code"}:
+        return f"{name[:3].upper()}-{n + 1:03d}"
+    if words & {"slug"}:
+        return f"{WORDS[n % len(WORDS)]}-{singular(table).replace('_', '-')}-{n + 1}"
+    if words & {"address", "street"}:
+        return fakedata.address(rng)
+    if words & {"city"}:
+        return rng.choice(fakedata.CITIES)
+    if words & {"tag", "tags", "category", "type", "kind", "status", "state"}:
+        return WORDS[n % 3]
+    return f"{name.replace('_', ' ')} {n + 1}"
+
+
+def _fits(column: _Column, value: Any) -> bool:
+    if column.enum and str(value) not in column.enum:
+        return False
+    checks = {
+        "string": isinstance(value, str),
+        "integer": isinstance(value, int) and not isinstance(value, bool),
+        "number": isinstance(value, int | float) and not isinstance(value, bool),
+        "boolean": isinstance(value, bool),
+        "date": isinstance(value, str) and bool(re.fullmatch(r"\d{4}-\d{2}-\d{2}", value)),
+        "datetime": isinstance(value, str)
+        and bool(re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?", value)),
+    }
+    return checks.get(column.type, False)
+
+
+def _swagger2(data: dict[str, Any]) -> dict[str, Any]:
+    """A Swagger 2.0 document restated as OpenAPI 3 (definitions, body and formData parameters,
+    produces), enough for the importer."""
+    text = (
+        json.dumps(data)
+        .replace('"#/definitions/', '"#/components/schemas/')
+        .replace('"#/parameters/', '"#/components/parameters/')
+        .replace('"#/responses/', '"#/components/responses/')
+    )
+    data = json.loads(text)
+    paths: dict[str, Any] = {}
+    for path, item in (data.get("paths") or {}).items():
+        new_item: dict[str, Any] = {}
+        for method, op in item.items():
+            if method == "parameters":
+                new_item["parameters"] = [p for p in op if p.get("in") not in ("body", "formData")]
+                continue
+            if method not in METHODS or not isinstance(op, dict):
+                continue
+            op = dict(op)
+            kept, form = [], {}
+            for param in op.get("parameters") or []:
+                where = param.get("in")
+                if where == "body":
+                    op["requestBody"] = {"content": {"application/json": {"schema": param.get("schema") or {}}}}
+                elif where == "formData":
+                    if param.get("type") == "file":
+                        op["requestBody"] = {"content": {"multipart/form-data": {"schema": {}}}}
+                    form[param["name"]] = {k: v for k, v in param.items() if k not in ("in", "name", "required")}
+                else:
+                    schema = {
+                        k: param[k]
+                        for k in ("type", "format", "enum", "items", "default", "maximum", "minimum")
+                        if k in param
+                    }
+                    kept.append(
+                        {
+                            **{
+                                k: v for k, v in param.items() if k in ("name", "in", "description", "required", "$ref")
+                            },
+                            "schema": schema,
+                        }
+                    )
+            if form and "requestBody" not in op:
+                op["requestBody"] = {
+                    "content": {"application/x-www-form-urlencoded": {"schema": {"type": "object", "properties": form}}}
+                }
+            op["parameters"] = kept
+            responses = {}
+            for code, resp in (op.get("responses") or {}).items():
+                resp = dict(resp)
+                if "schema" in resp:
+                    resp["content"] = {"application/json": {"schema": resp.pop("schema")}}
+                responses[code] = resp
+            op["responses"] = responses
+            new_item[method] = op
+        paths[path] = new_item
+    parameters = {}
+    for pname, param in (data.get("parameters") or {}).items():
+        schema = {
+            k: param[k] for k in ("type", "format", "enum", "items", "default", "maximum", "minimum") if k in param
+        }
+        parameters[pname] = {
+            **{k: v for k, v in param.items() if k in ("name", "in", "description", "required")},
+            "schema": schema,
+        }
+    return {
+        "openapi": "3.0.0",
+        "info": data.get("info") or {},
+        "paths": paths,
+        "components": {
+            "schemas": data.get("definitions") or {},
+            "parameters": parameters,
+            "securitySchemes": data.get("securityDefinitions") or {},
+        },
+    }
+
+
+def _auth_notes(data: dict[str, Any]) -> list[str]:
+    schemes = (data.get("components") or {}).get("securitySchemes") or {}
+    if not schemes:
+        return ["no security schemes: the server acts for the episode's principal like every farm server"]
+    described = []
+    for sname, scheme in schemes.items():
+        kind = scheme.get("type", "?")
+        detail = {
+            "apiKey": f"API key in {scheme.get('in', '?')} `{scheme.get('name', '?')}`",
+            "http": f"HTTP {scheme.get('scheme', '?')}",
+            "oauth2": "OAuth 2",
+            "openIdConnect": "OpenID Connect",
+        }.get(kind, kind)
+        described.append(f"`{sname}` ({detail})")
+    return [
+        "auth: " + ", ".join(described) + " -> the episode's principal: the runtime (control plane or an HTTP "
+        "bearer token) says who acts; no tool takes credentials, and auth header and cookie parameters are dropped"
+    ]
+
+
+def import_openapi(path: Path, name: str | None = None, seed_number: int = 0) -> ImportResult:
+    """Read an OpenAPI 3.x (or Swagger 2.0) document and return a validated spec and its report.
+
+    Raises `OpenAPIError` when the document is not one, and `SpecError` (every problem, located) if
+    what it describes cannot make a valid spec.
+    """
+    try:
+        data = (
+            read_document(path)
+            if path.suffix in (".json", ".yaml", ".yml")
+            else yaml.safe_load(path.read_text("utf-8"))
+        )
+    except SpecError as exc:
+        raise OpenAPIError(str(exc)) from exc
+    except OSError as exc:
+        raise OpenAPIError(f"{path}: {exc.strerror or exc}") from exc
+    if not isinstance(data, dict) or not ("openapi" in data or "swagger" in data):
+        raise OpenAPIError(f"{path}: not an OpenAPI document (no `openapi` or `swagger` version at the top)")
+    version = str(data.get("openapi") or data.get("swagger"))
+    kind = "Swagger" if "swagger" in data else "OpenAPI"
+    if "swagger" in data:
+        if not version.startswith("2"):
+            raise OpenAPIError(f"{path}: Swagger {version} is not supported (2.0 and OpenAPI 3.x are)")
+        data = _swagger2(data)
+    elif not version.startswith("3"):
+        raise OpenAPIError(f"{path}: OpenAPI {version} is not supported (3.0 and 3.1 are)")
+    info = data.get("info") or {}
+    title = " ".join(str(info.get("title") or path.stem).split())
+    words = [
+        w
+        for w in snake(re.sub(r"\b(api|openapi|rest|swagger)\b", " ", title, flags=re.IGNORECASE)).split("_")
+        if not w.isdigit()
+    ]
+    server_name = name or "_".join(words[:3]) or "imported"
+    server_name = safe_name(server_name)
+    report = ImportReport(source=path.name, format=f"{kind} {version}", title=title)
+    importer = _Importer(_Doc(data, str(path)), server_name, report)
+    importer.plan()
+    if not importer.tools:
+        raise OpenAPIError(
+            f"{path}: no operation maps to a record tool; skipped: "
+            + "; ".join(f"{s.method.upper()} {s.path}: {s.reason}" for s in report.skipped)
+        )
+    importer.link_refs()
+    report.notes += _auth_notes(data)
+    report.notes.append(
+        "pagination: page, limit, offset and cursor parameters are dropped; a search returns at most its `limit` rows"
+    )
+    categories = info.get("x-apisguru-categories") or []
+    domain = safe_name(categories[0]) if categories else "imported"
+    description = first_paragraph(info.get("description")) or f"A stateful twin of {title}."
+    spec = importer.spec(title, description, domain, seed_number)
+    parse_spec(spec, f"{path} (imported)")
+    return ImportResult(spec=spec, report=report)
+
+
+def write_spec_folder(result: ImportResult, out: Path) -> Path:
+    """Write `spec.yaml` and `IMPORT.md` into `out` (created); return the spec file."""
+    out.mkdir(parents=True, exist_ok=True)
+    spec_file = out / "spec.yaml"
+    header = f"# Imported by `envfarm import openapi` from {result.report.source}; see IMPORT.md.\n"
+    spec_file.write_text(header + yaml.safe_dump(result.spec, sort_keys=False, allow_unicode=True, width=120), "utf-8")
+    (out / "IMPORT.md").write_text(result.report.markdown(), "utf-8")
+    return spec_file

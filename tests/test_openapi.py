@@ -1,0 +1,191 @@
+"""`envfarm import openapi`: real public OpenAPI documents become spec folders that verify.
+
+Every document in tests/data/openapi/ is imported (deterministically, no model) and built into a
+temporary farm through the same verifier as any spec; the mapping itself is checked on the Petstore
+and the Xero Projects API, and bad documents fail with an error naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from pathlib import Path
+
+import anyio
+import pytest
+import yaml
+
+from envfarm.cli import main
+from envfarm.render import render
+from factory.build import BuildResult, build_all
+from factory.openapi import OpenAPIError, import_openapi, write_spec_folder
+from servers.runtime.registry import load_registry
+
+DATA = Path(__file__).parent / "data" / "openapi"
+DOCUMENTS = sorted(p for p in DATA.iterdir() if p.suffix in (".yaml", ".yml", ".json"))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, BuildResult]:
+    """Every test document imported into a spec folder and built (verified) into one temporary farm."""
+    specs = tmp_path_factory.mktemp("imported")
+    for document in DOCUMENTS:
+        write_spec_folder(import_openapi(document, name=document.stem), specs / document.stem)
+    farm = tmp_path_factory.mktemp("farm")
+    return farm, anyio.run(partial(build_all, [specs], farm))
+
+
+def test_there_are_at_least_three_real_documents() -> None:
+    assert len(DOCUMENTS) >= 3 and (DATA / "petstore.yaml").is_file()
+    readme = (DATA / "README.md").read_text(encoding="utf-8")
+    assert all(d.name in readme for d in DOCUMENTS), "every document names its source and license"
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=[d.stem for d in DOCUMENTS])
+def test_each_document_yields_a_verified_server(built: tuple[Path, BuildResult], document: Path) -> None:
+    farm, result = built
+    outcome = next(r for r in result.servers if r.name == document.stem)
+    assert outcome.status == "published", render(result)
+    entry = load_registry(farm).get(document.stem)
+    assert entry is not None and entry.verification == "passed" and entry.tool_count >= 5
+
+
+def test_petstore_operations_map_to_the_right_effects() -> None:
+    result = import_openapi(DATA / "petstore.yaml", name="petstore")
+    effects = {t.operation_id: (t.tool, t.effect, t.entity) for t in result.report.tools}
+    assert effects["addPet"] == ("add_pet", "create", "pets")
+    assert effects["getPetById"] == ("get_pet_by_id", "get", "pets")
+    assert effects["findPetsByStatus"] == ("find_pets_by_status", "search", "pets")
+    assert effects["updatePet"] == ("update_pet", "update", "pets")  # PUT /pet: the key is in the body
+    assert effects["updatePetWithForm"][1] == "update"  # POST /pet/{petId}: an update of that row
+    assert effects["deletePet"] == ("delete_pet", "delete", "pets")
+    assert effects["placeOrder"] == ("place_order", "create", "orders")
+    assert effects["getUserByName"] == ("get_user_by_name", "get", "users")
+    skipped = {s.operation_id: s.reason for s in result.report.skipped}
+    assert "uploads a file" in skipped["uploadFile"]
+    assert "authentication" in skipped["loginUser"] and "authentication" in skipped["logoutUser"]
+    assert "bulk" in skipped["createUsersWithListInput"]
+    assert "not a record" in skipped["getInventory"]
+    spec = result.spec
+    get_pet = next(t for t in spec["tools"] if t["name"] == "get_pet_by_id")
+    assert get_pet["key"] == "pet_id" and get_pet["params"]["pet_id"] == {
+        "type": "integer",
+        "description": "ID of pet to return",
+        "required": True,
+        "column": "id",
+    }
+    by_status = next(t for t in spec["tools"] if t["name"] == "find_pets_by_status")
+    assert by_status["params"]["status"]["enum"] == ["available", "pending", "sold"]
+    assert spec["entities"]["orders"]["columns"]["pet_id"]["ref"] == "pets.id"  # a foreign key by name
+    pets = spec["entities"]["pets"]["columns"]
+    assert pets["category_name"]["type"] == "string"  # Category {id, name} flattened one level
+    assert "comma-separated" in pets["photo_urls"]["description"]  # an array kept as text
+    assert spec["seed"]["pets"][0]["name"] == "doggie"  # the schema's example seeds the first row
+    assert any("api_key" in n and "principal" in n for n in result.report.notes)  # auth -> our principal
+
+
+def test_nested_resources_become_foreign_keys_and_required_filters() -> None:
+    spec = import_openapi(DATA / "xero_projects.yaml", name="xero_projects").spec
+    tasks = spec["entities"]["tasks"]
+    assert tasks["primary_key"] == "task_id" and tasks["columns"]["project_id"]["ref"] == "projects.project_id"
+    assert tasks["id_format"] == "00000000-0000-4000-8000-{:012d}"  # format: uuid keys stay UUIDs
+    get_tasks = next(t for t in spec["tools"] if t["name"] == "get_tasks")
+    assert get_tasks["effect"] == "search" and get_tasks["params"]["project_id"]["required"] is True
+    create = next(t for t in spec["tools"] if t["name"] == "create_time_entry")
+    assert create["params"]["project_id"]["required"] and create["params"]["duration"]["type"] == "integer"
+    assert spec["entities"]["time_entries"]["columns"]["user_id"]["ref"] == "project_users.user_id"
+    assert {t["name"] for t in spec["tools"]} >= {"patch_project", "delete_time_entry", "update_task"}
+
+
+def test_import_is_deterministic(tmp_path: Path) -> None:
+    for n in (1, 2):
+        write_spec_folder(import_openapi(DATA / "xero_projects.yaml"), tmp_path / str(n))
+    assert (tmp_path / "1" / "spec.yaml").read_bytes() == (tmp_path / "2" / "spec.yaml").read_bytes()
+    assert (tmp_path / "1" / "IMPORT.md").read_bytes() == (tmp_path / "2" / "IMPORT.md").read_bytes()
+
+
+def test_swagger_2_documents_are_restated(tmp_path: Path) -> None:
+    document = {
+        "swagger": "2.0",
+        "info": {"title": "Notes API", "version": "1"},
+        "paths": {
+            "/notes": {
+                "get": {
+                    "operationId": "listNotes",
+                    "responses": {
+                        "200": {
+                            "description": "ok",
+                            "schema": {"type": "array", "items": {"$ref": "#/definitions/Note"}},
+                        }
+                    },
+                },
+                "post": {
+                    "operationId": "addNote",
+                    "parameters": [{"in": "body", "name": "body", "schema": {"$ref": "#/definitions/Note"}}],
+                    "responses": {"201": {"description": "ok", "schema": {"$ref": "#/definitions/Note"}}},
+                },
+            },
+            "/notes/{noteId}": {
+                "get": {
+                    "operationId": "getNote",
+                    "parameters": [{"in": "path", "name": "noteId", "type": "string", "required": True}],
+                    "responses": {"200": {"description": "ok", "schema": {"$ref": "#/definitions/Note"}}},
+                }
+            },
+        },
+        "definitions": {
+            "Note": {
+                "type": "object",
+                "required": ["text"],
+                "properties": {
+                    "id": {"type": "string", "readOnly": True},
+                    "text": {"type": "string"},
+                    "pinned": {"type": "boolean"},
+                },
+            }
+        },
+    }
+    path = tmp_path / "notes.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    result = import_openapi(path)
+    assert result.spec["name"] == "notes" and result.report.format == "Swagger 2.0"
+    assert [(t.tool, t.effect) for t in result.report.tools] == [
+        ("list_notes", "search"),
+        ("add_note", "create"),
+        ("get_note", "get"),
+    ]
+    assert result.spec["tools"][1]["params"] == {
+        "text": {"type": "string", "description": "text", "required": True},
+        "pinned": {"type": "boolean", "description": "pinned"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("name: not an api\n", "not an OpenAPI document"),
+        ("openapi: 3.0.0\ninfo: {title: x}\npaths: {}\n", "no operations"),
+        ("openapi: 4.0.0\npaths: {}\n", "OpenAPI 4.0.0 is not supported"),
+        (
+            "openapi: 3.0.0\npaths:\n  /x:\n    get:\n      responses:\n        '200': {$ref: 'other.yaml#/r'}\n",
+            "external \\$ref",
+        ),
+        ("openapi: 3.0.0\npaths: [\n", "not valid YAML"),
+    ],
+)
+def test_a_bad_document_is_a_clear_error(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "api.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(OpenAPIError, match=message) as caught:
+        import_openapi(path)
+    assert str(path) in str(caught.value)
+
+
+def test_the_command_writes_a_spec_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "assets"
+    assert main(["import", "openapi", str(DATA / "xero_assets.yaml"), "--name", "assets", "--out", str(out)]) == 0
+    spec = yaml.safe_load((out / "spec.yaml").read_text(encoding="utf-8"))
+    assert spec["name"] == "assets" and "## Skipped operations" in (out / "IMPORT.md").read_text(encoding="utf-8")
+    printed = capsys.readouterr().out
+    assert "5 tools over 2 entities" in printed and "skipped GET /Settings" in printed
+    assert main(["import", "openapi", str(tmp_path / "missing.yaml")]) == 2
