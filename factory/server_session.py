@@ -18,6 +18,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from pydantic import BaseModel
 
+from factory.sandbox import sandboxed_args
 from servers.runtime.control import ControlError, EpisodeClient, ErrorKind, StateResult, error_kind
 
 SessionBroken = ControlError
@@ -41,8 +42,9 @@ class CallResult(BaseModel):
 
 def server_parameters(name: str, import_root: Path) -> StdioServerParameters:
     """`envfarm --farm <import_root> serve <name>`: the server in `import_root/servers/<name>/`, imported from
-    that folder (see `servers.runtime.farm`), exactly as a client config for that farm launches it."""
-    command = ["-m", "envfarm.cli", "--farm", str(import_root), "serve", name]
+    that folder (see `servers.runtime.farm`), exactly as a client config for that farm launches it, but
+    inside the sandbox (`factory.sandbox`: resource limits and an audit hook, since handlers are untrusted)."""
+    command = sandboxed_args(["--farm", str(import_root), "serve", name])
     return StdioServerParameters(command=sys.executable, args=command)
 
 

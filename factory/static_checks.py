@@ -13,7 +13,9 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-StaticKind = Literal["syntax", "import", "call", "module_state", "global"]
+from factory.sandbox import check_untrusted
+
+StaticKind = Literal["syntax", "import", "call", "module_state", "global", "introspection"]
 
 FORBIDDEN_MODULES: dict[str, str] = {
     "os": "operating system access",
@@ -235,4 +237,7 @@ def check_handlers(source: str, filename: str = "handlers.py") -> list[StaticFin
         ]
     visitor = _Visitor(source)
     visitor.visit(tree)
+    # The sandbox's allow-list: imports off it (those not already refused above) and introspection escapes.
+    allow_list = check_untrusted(source, denied=lambda module: _root(module) in FORBIDDEN_MODULES)
+    visitor.findings += [StaticFinding.model_validate(f.model_dump()) for f in allow_list]
     return sorted(visitor.findings, key=lambda f: f.line)

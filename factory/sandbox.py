@@ -1,0 +1,302 @@
+"""Untrusted handlers: an import and introspection allow-list, and a sandboxed process to run them in.
+
+Handlers are written by people or models and are untrusted. Two layers, each enough on its own for
+the common escapes, so that one failing does not open the farm:
+
+1. **Static** (`check_untrusted`, run by `static_checks.check_handlers`): handlers may import only
+   an allow-list of pure modules (datetime, math, json, re, ...) and the runtime's `Database`, and may
+   not touch dunder attributes (`__subclasses__`, `__globals__`, `__class__`, ...) or reach them through
+   `getattr`/`vars`-style calls, the classic way out of a restricted namespace.
+2. **Dynamic** (`python -m factory.sandbox <envfarm args>`): every server the verifier launches runs
+   under resource limits (CPU time, address space, file size, open files) and a PEP 578 audit hook,
+   installed before anything else loads, that refuses network connections, new processes, opening
+   files outside the interpreter's and the farm's folders (and any write at all), and SQLite files or
+   extensions. A refusal raises inside the handler and is written to stderr, where the verifier
+   attributes it to the call (a failed `output_stream` or `crash` check naming the violation).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+ALLOWED_MODULES = frozenset(
+    {
+        "__future__",
+        "bisect",
+        "calendar",
+        "collections",
+        "dataclasses",
+        "datetime",
+        "decimal",
+        "enum",
+        "fractions",
+        "functools",
+        "heapq",
+        "itertools",
+        "json",
+        "math",
+        "operator",
+        "re",
+        "statistics",
+        "string",
+        "textwrap",
+        "typing",
+        "zoneinfo",
+        "servers.runtime.database",
+        "servers.runtime.errors",
+    }
+)
+# Reaching an attribute by a computed name defeats the dunder check.
+REFLECTIVE_CALLS = {
+    "getattr": "attribute access by name",
+    "delattr": "attribute deletion by name",
+    "locals": "frame state",
+}
+VIOLATION = "envfarm sandbox"
+
+
+class Limits(BaseModel):
+    """Resource limits of a sandboxed server process (soft = hard)."""
+
+    cpu_s: int = 300
+    address_space_mb: int = 4096
+    file_size_mb: int = 64
+    open_files: int = 256
+
+
+class UntrustedFinding(BaseModel):
+    """One construct outside the allow-list: where, what, and why it is refused."""
+
+    kind: str
+    function: str | None
+    line: int
+    code: str
+    reason: str
+
+
+def _allowed(module: str) -> bool:
+    return module in ALLOWED_MODULES or module.split(".", 1)[0] in ALLOWED_MODULES - {"servers"}
+
+
+class _AllowList(ast.NodeVisitor):
+    def __init__(self, source: str, denied: Callable[[str], bool]) -> None:
+        self.source = source
+        self.denied = denied
+        self.function: str | None = None
+        self.findings: list[UntrustedFinding] = []
+
+    def _add(self, kind: str, node: ast.AST, reason: str) -> None:
+        code = (
+            (ast.get_source_segment(self.source, node) or "").splitlines()[0][:120] if hasattr(node, "lineno") else ""
+        )
+        self.findings.append(
+            UntrustedFinding(
+                kind=kind, function=self.function, line=getattr(node, "lineno", 0), code=code, reason=reason
+            )
+        )
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        outer, self.function = self.function, self.function or node.name
+        self.generic_visit(node)
+        self.function = outer
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if not _allowed(alias.name) and not self.denied(alias.name):
+                self._add("import", node, f"imports {alias.name}: not on the handler allow-list")
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        if node.level:
+            self._add("import", node, "a relative import: handlers import only allow-listed modules")
+        elif not _allowed(module) and not self.denied(module):
+            self._add("import", node, f"imports from {module}: not on the handler allow-list")
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr.startswith("__") and node.attr.endswith("__"):
+            self._add(
+                "introspection", node, f"touches .{node.attr}: an introspection escape from the handler's namespace"
+            )
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id.startswith("__") and node.id.endswith("__") and node.id not in ("__name__", "__import__"):
+            self._add("introspection", node, f"uses {node.id}: interpreter internals")
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in REFLECTIVE_CALLS:
+            self._add(
+                "introspection", node, f"calls {func.id}(): {REFLECTIVE_CALLS[func.id]} escapes the static checks"
+            )
+        self.generic_visit(node)
+
+
+def check_untrusted(source: str, denied: Callable[[str], bool] = lambda module: False) -> list[UntrustedFinding]:
+    """Imports off the allow-list and introspection escapes in `source` (syntax errors are reported by
+    the caller's own parse). `denied(module)` says which modules another check already reports."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    visitor = _AllowList(source, denied)
+    visitor.visit(tree)
+    return visitor.findings
+
+
+# ---- the sandboxed process ---------------------------------------------------------------------------
+
+SUBPROCESS_EVENTS = (
+    "subprocess.Popen",
+    "os.system",
+    "os.exec",
+    "os.posix_spawn",
+    "os.spawn",
+    "os.fork",
+    "os.forkpty",
+    "os.kill",
+    "os.killpg",
+    "pty.spawn",
+)
+NETWORK_EVENTS = (
+    "socket.connect",
+    "socket.bind",
+    "socket.sendto",
+    "socket.sendmsg",
+    "socket.getaddrinfo",
+    "socket.gethostbyname",
+    "socket.gethostbyaddr",
+    "socket.getnameinfo",
+    "socket.listen",
+)
+FILE_CHANGE_EVENTS = (
+    "os.remove",
+    "os.rename",
+    "os.rmdir",
+    "os.mkdir",
+    "os.chmod",
+    "os.chown",
+    "os.truncate",
+    "os.symlink",
+    "os.link",
+    "shutil.rmtree",
+    "shutil.copyfile",
+    "os.utime",
+)
+
+
+def _readable_roots(farm_root: Path | None) -> list[str]:
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, "/usr/share/zoneinfo", "/dev/null"}
+    roots.update(p for p in sys.path if p)
+    import envfarm  # the installed packages (an editable install lives outside sys.prefix)
+
+    roots.add(str(Path(envfarm.__file__).resolve().parents[1]))
+    if farm_root is not None:
+        roots.add(str(farm_root))
+    return sorted({os.path.realpath(r) for r in roots if r})
+
+
+def audit_hook(farm_root: Path | None, report: Callable[[str], None]) -> Callable[[str, tuple[Any, ...]], None]:
+    """A PEP 578 hook that raises `PermissionError` (and reports it) for network, processes, writes and
+    reads outside the interpreter's and the farm's folders, and SQLite files or extensions."""
+    readable = tuple(r.rstrip("/") + "/" for r in _readable_roots(farm_root))
+    exact = {r.rstrip("/") for r in readable}
+
+    def refuse(what: str) -> None:
+        message = f"{VIOLATION}: {what} is not allowed in a farm server"
+        report(message)
+        raise PermissionError(message)
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event in NETWORK_EVENTS:
+            target = (
+                args[1] if event in ("socket.connect", "socket.bind", "socket.sendto") and len(args) > 1 else args[:2]
+            )
+            refuse(f"network access ({event} {target})")
+        elif event.startswith(SUBPROCESS_EVENTS):
+            refuse(f"starting a process ({event})")
+        elif event == "open":
+            path, mode, flags = (list(args) + [None, None, None])[:3]
+            if isinstance(path, int) or path is None:
+                return
+            name = os.fsdecode(path) if isinstance(path, bytes | os.PathLike) else str(path)
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND)
+            )
+            full = os.path.realpath(name)
+            if writing:
+                refuse(f"writing the file {name}")
+            if full not in exact and not full.startswith(readable):
+                refuse(f"reading the file {name}")
+        elif event.startswith(FILE_CHANGE_EVENTS):
+            refuse(f"changing the file system ({event})")
+        elif event == "sqlite3.connect":
+            database = (
+                os.fsdecode(args[0])
+                if args and isinstance(args[0], bytes | os.PathLike)
+                else str(args[0] if args else "")
+            )
+            if database not in ("", ":memory:") and not database.startswith("file::memory:"):
+                refuse(f"opening the SQLite file {database}")
+        elif event in ("sqlite3.enable_load_extension", "sqlite3.load_extension", "ctypes.dlopen"):
+            refuse(f"loading native code ({event})")
+
+    return hook
+
+
+def apply_limits(limits: Limits) -> None:
+    """setrlimit for this process (and so for anything it could start): CPU, memory, file size, files."""
+    import resource
+
+    for which, value in (
+        (resource.RLIMIT_CPU, limits.cpu_s),
+        (resource.RLIMIT_AS, limits.address_space_mb * 1024 * 1024),
+        (resource.RLIMIT_FSIZE, limits.file_size_mb * 1024 * 1024),
+        (resource.RLIMIT_NOFILE, limits.open_files),
+    ):
+        _soft, hard = resource.getrlimit(which)
+        cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(which, (cap, cap))
+
+
+def sandboxed_args(envfarm_args: Sequence[str]) -> list[str]:
+    """`python -m factory.sandbox ...` arguments for a command line of `envfarm ...`."""
+    return ["-m", "factory.sandbox", *envfarm_args]
+
+
+def _farm_of(argv: Sequence[str]) -> Path | None:
+    if "--farm" in argv and argv.index("--farm") + 1 < len(argv):
+        return Path(argv[argv.index("--farm") + 1]).resolve()
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Limits, then the audit hook, then `envfarm` with the same arguments (so the server's own code,
+    handlers included, only ever runs inside the sandbox)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    sys.dont_write_bytecode = True
+    apply_limits(Limits())
+
+    def report(message: str) -> None:
+        try:
+            os.write(2, (message + "\n").encode())
+        except OSError:
+            pass
+
+    sys.addaudithook(audit_hook(_farm_of(argv), report))
+    from envfarm.cli import main as envfarm_main
+
+    return envfarm_main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

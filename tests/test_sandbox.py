@@ -1,0 +1,112 @@
+"""Untrusted handlers: each escape (a socket, reading /etc/passwd, a process, `__subclasses__`) is
+rejected for its own reason, by the static allow-list and, independently, by the sandboxed process the
+verifier launches (resource limits and a PEP 578 audit hook)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from functools import partial
+from pathlib import Path
+
+import anyio
+import pytest
+from corpus import GOOD
+
+from envfarm.render import render
+from factory.build import BuildResult, build_all
+from factory.sandbox import check_untrusted
+from factory.static_checks import check_handlers
+from factory.verify import VerifyOptions
+
+HEAD = "from datetime import date, timedelta\n\nfrom servers.runtime.database import Database\n{imports}\n\n"
+OVERDUE = """
+def overdue_loans(db: Database) -> dict:
+    rows = db.all("SELECT * FROM loans WHERE returned = 0 AND due_on < substr(?, 1, 10) ORDER BY due_on", (db.now,))
+    return {"count": len(rows), "loans": rows}
+"""
+EXTEND = """
+def extend_loan(db: Database, loan_id: str, days: int) -> dict:
+    {escape}
+    loan = db.require("loans", "loan_id", loan_id, "loan_id")
+    due = date.fromisoformat(loan["due_on"]) + timedelta(days=days)
+    db.execute("UPDATE loans SET due_on = ? WHERE loan_id = ?", (due.isoformat(), loan_id))
+    return db.require("loans", "loan_id", loan_id, "loan_id")
+"""
+# Each escape, and what the static check and the sandboxed process each say about it.
+ESCAPES = {
+    "socket": (
+        "import socket",
+        "socket.create_connection(('127.0.0.1', 9), timeout=1)",
+        ("import", "network access"),
+        "network access (socket.",
+    ),
+    "passwd": ("", "open('/etc/passwd').read()", ("call", "file access"), "reading the file /etc/passwd"),
+    "process": ("import subprocess", "subprocess.run(['true'])", ("import", "running processes"), "starting a process"),
+    "subclasses": (
+        "",
+        "[c for c in ().__class__.__base__.__subclasses__() if c.__name__ == 'Popen'][0](['true'])",
+        ("introspection", "__subclasses__"),
+        "starting a process (subprocess.Popen)",
+    ),
+}
+
+
+def handlers(name: str) -> str:
+    imports, escape, _, _ = ESCAPES[name]
+    return HEAD.format(imports=imports) + OVERDUE + EXTEND.format(escape=escape)
+
+
+@pytest.mark.parametrize("name", ESCAPES)
+def test_the_static_check_names_each_escape(name: str) -> None:
+    kind, reason = ESCAPES[name][2]
+    findings = check_handlers(handlers(name))
+    where = {"extend_loan", None} if kind == "import" else {"extend_loan"}  # imports sit at module level
+    assert any(f.kind == kind and reason in f.reason and f.function in where for f in findings), findings
+
+
+def test_the_allow_list_refuses_what_the_deny_list_does_not_know() -> None:
+    source = "import ctypes.util\nimport xml.etree.ElementTree\nfrom . import x\nimport math\n\ndef f(db):\n    return getattr(db, 'connection')\n"
+    found = [(f.kind, f.line) for f in check_untrusted(source)]
+    assert found == [("import", 1), ("import", 2), ("import", 3), ("introspection", 7)]
+    assert [f.reason for f in check_handlers(source) if f.line == 2] == [
+        "imports xml.etree.ElementTree: not on the handler allow-list"
+    ]
+
+
+@pytest.fixture(scope="module")
+def dynamic(tmp_path_factory: pytest.TempPathFactory) -> BuildResult:
+    """Each escape built with the static checks off, so only the sandboxed process stands in the way."""
+    specs = tmp_path_factory.mktemp("escapes")
+    for name in ESCAPES:
+        folder = specs / f"shed_{name}"
+        shutil.copytree(GOOD, folder)
+        spec = folder / "spec.yaml"
+        spec.write_text(spec.read_text().replace("name: shed\n", f"name: shed_{name}\n", 1))
+        (folder / "handlers.py").write_text(handlers(name), encoding="utf-8")
+    farm = tmp_path_factory.mktemp("farm")
+    options = VerifyOptions(static=False, call_timeout=10)
+    return anyio.run(partial(build_all, [specs], farm, options=options, jobs=2))
+
+
+@pytest.mark.parametrize("name", ESCAPES)
+def test_the_sandboxed_server_refuses_each_escape(dynamic: BuildResult, name: str) -> None:
+    outcome = next(r for r in dynamic.servers if r.name == f"shed_{name}")
+    assert outcome.status == "rejected", render(dynamic)
+    said = [f for f in outcome.problems if f.tool == "extend_loan" and "envfarm sandbox" in f.actual]
+    assert said and ESCAPES[name][3] in said[0].actual, [f.model_dump() for f in outcome.problems]
+    assert not (dynamic.farm_root / "servers" / f"shed_{name}").exists()
+
+
+def test_the_audit_hook_is_in_place_before_any_server_code_runs(tmp_path: Path) -> None:
+    """The sandbox entry point refuses a read outside its folders even for envfarm's own start-up."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("x", encoding="utf-8")
+    code = (
+        "import sys; from factory.sandbox import audit_hook; sys.addaudithook(audit_hook(None, print)); "
+        f"open({str(secret)!r})"
+    )
+    run = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0 and f"reading the file {secret}" in run.stdout
+    assert "PermissionError" in run.stderr
