@@ -122,11 +122,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     from factory.build import build_all
     from factory.verify import VerifyOptions
 
-    farm_root = (args.out or _farm(args)).resolve()
-    if registry_file(farm_root) != farm_root / REGISTRY_FILE:
-        print(
-            f"error: the installed farm {farm_root} is read-only; build into a folder with --out DIR", file=sys.stderr
-        )
+    farm_root = _writable_farm(args)
+    if farm_root is None:
         return 2
     run = partial(
         build_all,
@@ -238,6 +235,55 @@ def cmd_import_openapi(args: argparse.Namespace) -> int:
     return 0
 
 
+def _writable_farm(args: argparse.Namespace) -> Path | None:
+    """The farm `build`-like commands publish into (--out, else --farm), or None (and a message) if it is
+    the read-only installed farm."""
+    farm_root = (args.out or _farm(args)).resolve()
+    if registry_file(farm_root) != farm_root / REGISTRY_FILE:
+        print(
+            f"error: the installed farm {farm_root} is read-only; build into a folder with --out DIR", file=sys.stderr
+        )
+        return None
+    return farm_root
+
+
+def cmd_propose(args: argparse.Namespace) -> int:
+    """`envfarm propose THEME --n N`: scenarios, specs, verification, revision; publishes what converges."""
+    from envfarm.llm import ChatModel, Transcript, parse_model
+    from factory.generate import GrowthSummary, propose, render_summary
+    from factory.verify import VerifyOptions
+
+    farm_root = _writable_farm(args)
+    if farm_root is None:
+        return 2
+    try:
+        config = parse_model(args.model, args.base_url) if args.model else None
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    build_dir = (args.build_dir or Path("builds") / args.theme.strip().lower().replace(" ", "_")).resolve()
+    model = ChatModel(config, Transcript(build_dir / "llm")) if config else None
+
+    async def run() -> GrowthSummary:
+        try:
+            return await propose(
+                args.theme,
+                args.n,
+                farm_root,
+                build_dir,
+                model,
+                max_rounds=args.rounds,
+                options=VerifyOptions(call_timeout=args.timeout),
+            )
+        finally:
+            if model is not None:
+                await model.aclose()
+
+    summary = anyio.run(run)
+    print(render_summary(summary))
+    return 0 if summary.ok else 1
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from envfarm.bench import run_bench
 
@@ -320,6 +366,19 @@ def parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--timeout", type=float, default=5.0, help="seconds a tool call may take before it counts as hung"
         )
+
+    pr = sub.add_parser("propose", help="N environments for a theme: propose, write, verify, revise, publish")
+    pr.add_argument("theme", help='what the environments are about, e.g. "dog grooming salon"')
+    pr.add_argument("--n", type=int, default=1, help="how many distinct environments (default: 1)")
+    pr.add_argument("--model", help="openai:MODEL to write them with an LLM (default: the offline template)")
+    pr.add_argument("--base-url", help="the model's OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    pr.add_argument("--rounds", type=int, default=3, help="verify-and-revise rounds per environment (default: 3)")
+    pr.add_argument(
+        "--build-dir", type=Path, help="where every round, prompt and answer is kept (default: builds/<theme>)"
+    )
+    pr.add_argument("--out", type=Path, help="farm root to publish into (default: --farm)")
+    pr.add_argument("--timeout", type=float, default=5.0, help="seconds a tool call may take before it counts as hung")
+    pr.set_defaults(func=cmd_propose)
 
     im = sub.add_parser("import", help="a spec folder from a real API description (then `envfarm build` it)")
     isub = im.add_subparsers(dest="source", required=True)

@@ -1,0 +1,544 @@
+"""LLM-driven growth of the farm: propose scenarios for a theme, write each as a spec folder, verify,
+revise from the verifier's failures, and publish only what converges.
+
+The model proposes; the deterministic verifier decides. Every draft is validated (spec schema,
+cross-field checks, static checks of its handlers) before it is built, and a draft that fails is sent
+back with the problems for a bounded number of repairs (`ChatModel.structured`). Each round is
+written to `<build folder>/<name>/round-<k>/` (spec, handlers, what verification found) and verified
+from scratch in a throwaway farm; when a round passes, the real farm gets it through `build_all`, the
+same atomic publish and verifier as `envfarm build`. A server that never converges is reported and
+nothing is published. Every prompt and answer is kept in `<build folder>/llm/`, and `summary.json`
+holds the rounds, tokens and time.
+
+With no model (the default) the steps are deterministic: scenarios and specs come from a small
+template instantiated with the theme's words, so `envfarm propose` works offline too.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from envfarm.llm import ChatModel, LLMError, Usage
+from factory import fakedata
+from factory.build import build_all
+from factory.openapi import safe_name, singular
+from factory.source import handler_functions
+from factory.spec import NAME_PATTERN, SpecError, parse_spec
+from factory.static_checks import check_handlers
+from factory.verify import Failure, VerifyOptions
+
+SPEC_FORMAT = Path(__file__).parent / "specs" / "README.md"
+MAX_FAILURES_SHOWN = 20
+Status = Literal["published", "not_converged", "invalid", "model_error"]
+
+
+class Scenario(BaseModel):
+    """One environment to build: identity and what it is about."""
+
+    name: str = Field(pattern=NAME_PATTERN, max_length=40)
+    domain: str = Field(pattern=NAME_PATTERN)
+    title: str
+    description: str
+
+
+class ScenarioList(BaseModel):
+    scenarios: list[Scenario] = Field(min_length=1)
+
+    @field_validator("scenarios")
+    @classmethod
+    def _distinct(cls, scenarios: list[Scenario]) -> list[Scenario]:
+        names = [s.name for s in scenarios]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"scenario names must be distinct; repeated: {repeated}")
+        return scenarios
+
+
+class SpecDraft(BaseModel):
+    """A spec document and its handlers.py, checked the way `envfarm build` will check them, so a
+    model gets every problem back before anything is built."""
+
+    spec: dict[str, Any]
+    handlers: str = ""
+
+    @model_validator(mode="after")
+    def _buildable(self) -> SpecDraft:
+        problems: list[str] = []
+        names: set[str] = set()
+        if self.handlers.strip():
+            try:
+                names = handler_functions(self.handlers, "handlers.py")
+            except SpecError as exc:
+                problems += [f"handlers.py {where}: {what}" for where, what in exc.problems]
+            findings = check_handlers(self.handlers)
+            problems += [f"handlers.py line {f.line}: {f.code} ({f.reason})" for f in findings]
+        try:
+            parse_spec(self.spec, "spec", names)
+        except SpecError as exc:
+            problems += [f"spec {where}: {what}" for where, what in exc.problems]
+        if problems:
+            raise ValueError("; ".join(problems[:30]))
+        return self
+
+
+class RoundRecord(BaseModel):
+    round: int
+    folder: Path
+    passed: bool
+    failures: list[Failure] = Field(default_factory=list)
+    problems: str = ""
+    seconds: float = 0.0
+
+
+class GrowthResult(BaseModel):
+    """What happened to one scenario: every round, and whether it was published."""
+
+    name: str
+    status: Status
+    message: str = ""
+    rounds: list[RoundRecord] = Field(default_factory=list)
+
+
+class GrowthSummary(BaseModel):
+    """A whole `envfarm propose` / `import metadata` run, written to `<build folder>/summary.json`."""
+
+    source: str
+    model: str
+    build_dir: Path
+    farm_root: Path
+    results: list[GrowthResult] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    total_tokens: int = 0
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.results) and all(r.status == "published" for r in self.results)
+
+
+# ---- prompts ---------------------------------------------------------------------------------------
+
+
+def _system() -> dict[str, str]:
+    return {
+        "role": "system",
+        "content": "You design stateful MCP tool environments for training tool-use agents. An environment is "
+        "a spec folder: spec.yaml (data: entities, inline seed rows, tools, rules) and handlers.py (Python for "
+        "`custom` tools only, using only the `db: Database` argument: no imports beyond datetime/math/json/re, "
+        "no files, network, processes, wall clock or randomness). A deterministic verifier runs the server and "
+        "checks every tool, so every rule needs an example call that breaks it and seed rows must fit their "
+        "tables. The spec format:\n\n" + SPEC_FORMAT.read_text(encoding="utf-8"),
+    }
+
+
+def _scenario_prompt(theme: str, n: int, taken: set[str]) -> list[dict[str, Any]]:
+    return [
+        _system(),
+        {
+            "role": "user",
+            "content": f"Propose {n} distinct environments for the theme {theme!r}: different businesses or services, "
+            "each with its own entities and tools. Names are lower_snake_case and must not be any of: "
+            f"{sorted(taken) or 'none'}.",
+        },
+    ]
+
+
+def _spec_prompt(scenario: Scenario, context: str = "") -> list[dict[str, Any]]:
+    ask = (
+        f"Write the complete environment {scenario.name!r} ({scenario.title}, domain {scenario.domain}): "
+        f"{scenario.description}\nGive 3-6 entities with inline seed rows (5-15 per table), 8-16 tools covering "
+        "search, get, create, update and delete, business rules with example calls that break them, and custom "
+        "handlers only where CRUD is not enough. The spec's `name` must be "
+        f'{scenario.name!r}. Answer with {{"spec": <the spec as JSON>, "handlers": <handlers.py source or "">}}.'
+    )
+    return [_system(), {"role": "user", "content": (context + "\n\n" if context else "") + ask}]
+
+
+def _revise_prompt(draft: SpecDraft, record: RoundRecord) -> list[dict[str, Any]]:
+    failures = [f.model_dump(exclude_none=True) for f in record.failures[:MAX_FAILURES_SHOWN]]
+    found = json.dumps(failures, indent=1, default=str) if failures else record.problems
+    return [
+        _system(),
+        {
+            "role": "user",
+            "content": f"This environment failed verification (round {record.round}).\n\nspec:\n"
+            f"{json.dumps(draft.spec, indent=1, default=str)}\n\nhandlers.py:\n{draft.handlers or '(none)'}\n\n"
+            f"Failures (tool, check, call, expected, actual):\n{found}\n\nFix the causes and answer with the whole "
+            'corrected environment as {"spec": ..., "handlers": ...}.',
+        },
+    ]
+
+
+# ---- the offline, deterministic proposer -----------------------------------------------------------
+
+VARIANTS: list[tuple[str, str, dict[str, Any]]] = [
+    ("orders", "Orders", {"quantity": {"type": "integer", "description": "How many", "user_known": True}}),
+    ("bookings", "Bookings", {"scheduled_on": {"type": "date", "description": "The booked day", "user_known": True}}),
+    (
+        "requests",
+        "Requests",
+        {
+            "priority": {
+                "type": "string",
+                "enum": ["low", "normal", "high"],
+                "description": "Urgency",
+                "user_known": True,
+            }
+        },
+    ),
+]
+QUALIFIERS = ["Basic", "Standard", "Premium", "Express", "Family", "Weekend", "Deluxe", "Starter"]
+
+
+def offline_scenarios(theme: str, n: int) -> ScenarioList:
+    """`n` scenarios for the theme from fixed variants (orders, bookings, requests, then numbered)."""
+    base = safe_name(theme)[:24].strip("_") or "theme"
+    scenarios = []
+    for i in range(n):
+        record, label, _ = VARIANTS[i % len(VARIANTS)]
+        suffix = record if i < len(VARIANTS) else f"{record}_{i // len(VARIANTS) + 1}"
+        scenarios.append(
+            Scenario(
+                name=f"{base}_{suffix}",
+                domain="proposed",
+                title=f"{theme.strip().title()} {label}",
+                description=f"Customers of a {theme.strip()} business and their {record}: find customers and "
+                f"offerings, create {record}, change and cancel them.",
+            )
+        )
+    return ScenarioList(scenarios=scenarios)
+
+
+def offline_draft(scenario: Scenario, theme: str, variant: int) -> SpecDraft:
+    """A small, complete environment for the scenario: customers, the theme's offerings and one kind
+    of record with two rules. Deterministic for the same inputs."""
+    record, label, extra = VARIANTS[variant % len(VARIANTS)]
+    one = singular(record)
+    words = theme.strip() or "service"
+    people = fakedata.community_names(8)
+    customers = [
+        {"customer_id": f"cst_{i + 1:04d}", "full_name": p["full_name"], "email": p["email"]}
+        for i, p in enumerate(people)
+    ]
+    items = [
+        {"item_id": f"itm_{i + 1:03d}", "name": f"{q} {words}", "price": 20.0 + 15 * i, "active": i != 3}
+        for i, q in enumerate(QUALIFIERS[:6])
+    ]
+    extra_name, extra_column = next(iter(extra.items()))
+    extra_values = {"quantity": lambda i: 1 + i % 3, "scheduled_on": lambda i: f"2026-04-{14 + i:02d}"}
+    statuses = ["open", "done", "cancelled", "open", "open", "done"]
+    records = [
+        {
+            f"{one}_id": f"{one[:3]}_{i + 1:04d}",
+            "customer_id": customers[i % 4]["customer_id"],
+            "item_id": items[i % 3]["item_id"],
+            "status": statuses[i],
+            extra_name: extra_values.get(extra_name, lambda i: ["low", "normal", "high"][i % 3])(i),
+            "note": None,
+        }
+        for i in range(6)
+    ]
+    key = f"{one}_id"
+    extra_param = {k: v for k, v in extra_column.items() if k != "user_known"}
+    spec = {
+        "name": scenario.name,
+        "domain": scenario.domain,
+        "title": scenario.title,
+        "description": scenario.description,
+        "now": "2026-04-13T09:00:00Z",
+        "entities": {
+            "customers": {
+                "description": "A customer",
+                "primary_key": "customer_id",
+                "id_format": "cst_{:04d}",
+                "columns": {
+                    "customer_id": {"type": "string", "description": "Internal customer id"},
+                    "full_name": {"type": "string", "description": "First and last name", "user_known": True},
+                    "email": {"type": "string", "unique": True, "description": "Contact email", "user_known": True},
+                },
+            },
+            "items": {
+                "description": f"Something the {words} business offers",
+                "primary_key": "item_id",
+                "id_format": "itm_{:03d}",
+                "columns": {
+                    "item_id": {"type": "string", "description": "Internal item id"},
+                    "name": {"type": "string", "description": "What it is", "user_known": True},
+                    "price": {"type": "number", "description": "Price in USD", "user_known": True},
+                    "active": {"type": "boolean", "description": "Whether it can be ordered now"},
+                },
+            },
+            record: {
+                "description": f"A customer's {one}",
+                "primary_key": key,
+                "id_format": f"{one[:3]}_{{:04d}}",
+                "columns": {
+                    key: {"type": "string", "description": f"Internal {one} id"},
+                    "customer_id": {"type": "string", "ref": "customers.customer_id", "description": "The customer"},
+                    "item_id": {"type": "string", "ref": "items.item_id", "description": "What it is for"},
+                    "status": {
+                        "type": "string",
+                        "enum": ["open", "done", "cancelled"],
+                        "default": "open",
+                        "description": "Where it stands",
+                    },
+                    extra_name: extra_column,
+                    "note": {"type": "string", "nullable": True, "description": "Free text", "user_known": True},
+                },
+            },
+        },
+        "seed": {"customers": customers, "items": items, record: records},
+        "tools": [
+            {
+                "name": "find_customers",
+                "description": "Find customers by part of the name or exact email.",
+                "effect": "search",
+                "entity": "customers",
+                "params": {
+                    "full_name": {"type": "string", "match": "contains", "description": "Part of the name"},
+                    "email": {"type": "string", "description": "Exact email"},
+                },
+            },
+            {
+                "name": "find_items",
+                "description": f"Find what the {words} business offers, by part of the name.",
+                "effect": "search",
+                "entity": "items",
+                "params": {
+                    "name": {"type": "string", "match": "contains", "description": "Part of the name"},
+                    "active": {"type": "boolean", "description": "Only items that can (or cannot) be ordered now"},
+                },
+            },
+            {
+                "name": "get_item",
+                "description": "Get one offering by its id.",
+                "effect": "get",
+                "entity": "items",
+                "key": "item_id",
+                "params": {"item_id": {"type": "string", "required": True, "description": "Item id from find_items"}},
+            },
+            {
+                "name": f"list_{record}",
+                "description": f"List a customer's {record}, optionally by status.",
+                "effect": "search",
+                "entity": record,
+                "params": {
+                    "customer_id": {"type": "string", "ref": "customers.customer_id", "description": "Customer id"},
+                    "status": {
+                        "type": "string",
+                        "enum": ["open", "done", "cancelled"],
+                        "description": "Only this status",
+                    },
+                },
+            },
+            {
+                "name": f"create_{one}",
+                "description": f"Create a {one} for a customer.",
+                "effect": "create",
+                "entity": record,
+                "params": {
+                    "customer_id": {
+                        "type": "string",
+                        "required": True,
+                        "description": "Customer id from find_customers",
+                    },
+                    "item_id": {"type": "string", "required": True, "description": "Item id from find_items"},
+                    extra_name: {**extra_param, "required": True},
+                    "note": {"type": "string", "description": "Free text"},
+                },
+                "rules": [
+                    {
+                        "reject_if": "SELECT 1 FROM items WHERE item_id = :item_id AND active = 0",
+                        "message": "Item {item_id} cannot be ordered right now.",
+                        "example": {
+                            "customer_id": "cst_0001",
+                            "item_id": "itm_004",
+                            extra_name: records[0][extra_name],
+                        },
+                    }
+                ],
+            },
+            {
+                "name": f"update_{one}_note",
+                "description": f"Change the note on a {one}.",
+                "effect": "update",
+                "entity": record,
+                "key": key,
+                "params": {
+                    key: {"type": "string", "required": True, "description": f"{label} id from list_{record}"},
+                    "note": {"type": "string", "required": True, "description": "The new note"},
+                },
+            },
+            {
+                "name": f"cancel_{one}",
+                "description": f"Cancel a {one} that is not cancelled yet.",
+                "effect": "update",
+                "entity": record,
+                "key": key,
+                "params": {key: {"type": "string", "required": True, "description": f"{label} id from list_{record}"}},
+                "set": {"status": "cancelled"},
+                "rules": [
+                    {
+                        "reject_if": f"SELECT 1 FROM {record} WHERE {key} = :{key} AND status = 'cancelled'",
+                        "message": f"{label[:-1]} {{{key}}} is already cancelled.",
+                        "example": {key: records[2][key]},
+                    }
+                ],
+            },
+        ],
+    }
+    return SpecDraft(spec=spec)
+
+
+# ---- the loop ----------------------------------------------------------------------------------------
+
+
+def write_draft(draft: SpecDraft, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "spec.yaml").write_text(
+        yaml.safe_dump(draft.spec, sort_keys=False, allow_unicode=True, width=120), "utf-8"
+    )
+    if draft.handlers.strip():
+        (folder / "handlers.py").write_text(draft.handlers, encoding="utf-8")
+
+
+async def verify_round(
+    draft: SpecDraft, folder: Path, number: int, farm_root: Path, options: VerifyOptions
+) -> RoundRecord:
+    """Write the draft to `folder/spec` and build it into the farm from scratch: `build_all` verifies
+    it and publishes it only if every check passes (a failed build leaves the farm as it was)."""
+    started = time.perf_counter()
+    spec_dir = folder / "spec"
+    write_draft(draft, spec_dir)
+    result = await build_all([spec_dir], farm_root, options=options, jobs=1)
+    [outcome] = result.servers
+    record = RoundRecord(
+        round=number,
+        folder=folder,
+        passed=outcome.status == "published",
+        failures=list(outcome.problems),
+        problems=outcome.message,
+        seconds=round(time.perf_counter() - started, 3),
+    )
+    (folder / "round.json").write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return record
+
+
+async def converge(
+    name: str,
+    draft: SpecDraft,
+    model: ChatModel | None,
+    build_dir: Path,
+    farm_root: Path,
+    max_rounds: int,
+    options: VerifyOptions,
+    repairs: int,
+) -> GrowthResult:
+    """Verify, revise from the failures, re-verify from scratch, up to `max_rounds`. Only a round that
+    passes every check is published (by the same `build_all` that verified it)."""
+    result = GrowthResult(name=name, status="not_converged")
+    for number in range(1, max_rounds + 1):
+        record = await verify_round(draft, build_dir / name / f"round-{number}", number, farm_root, options)
+        result.rounds.append(record)
+        if record.passed:
+            result.status, result.message = "published", f"verified in round {number}"
+            return result
+        if model is None or number == max_rounds:
+            break
+        try:
+            draft = await model.structured(
+                _revise_prompt(draft, record), SpecDraft, repairs=repairs, step=f"{name}-revise-{number}"
+            )
+        except LLMError as exc:
+            result.status, result.message = "model_error", str(exc)
+            return result
+    last = result.rounds[-1]
+    shown = "; ".join(f"[{f.check}] {f.tool}: {f.actual[:120]}" for f in last.failures[:3]) or last.problems[:300]
+    result.message = f"not verified after {len(result.rounds)} round(s); nothing published. Last failures: {shown}"
+    return result
+
+
+async def propose(
+    theme: str,
+    n: int,
+    farm_root: Path,
+    build_dir: Path,
+    model: ChatModel | None = None,
+    *,
+    max_rounds: int = 3,
+    repairs: int = 2,
+    options: VerifyOptions | None = None,
+) -> GrowthSummary:
+    """`envfarm propose THEME --n N`: N distinct scenarios, a spec for each, verified, revised, published."""
+    started = time.perf_counter()
+    options = options or VerifyOptions()
+    summary = GrowthSummary(
+        source=f"propose {theme!r}", model=model.name if model else "offline", build_dir=build_dir, farm_root=farm_root
+    )
+    build_dir.mkdir(parents=True, exist_ok=True)
+    taken = (
+        {p.name for p in (farm_root / "servers").iterdir() if p.is_dir()} if (farm_root / "servers").is_dir() else set()
+    )
+    try:
+        if model is None:
+            scenarios = offline_scenarios(theme, n).scenarios
+        else:
+            proposed = await model.structured(
+                _scenario_prompt(theme, n, taken), ScenarioList, repairs=repairs, step="scenarios"
+            )
+            scenarios = proposed.scenarios[:n]
+    except LLMError as exc:
+        summary.results.append(GrowthResult(name="*", status="model_error", message=str(exc)))
+        return _finish(summary, model, started)
+    for i, scenario in enumerate(scenarios):
+        if scenario.name in taken:
+            summary.results.append(
+                GrowthResult(name=scenario.name, status="invalid", message="the farm already has a server of that name")
+            )
+            continue
+        try:
+            if model is None:
+                draft = offline_draft(scenario, theme, i)
+            else:
+                draft = await model.structured(
+                    _spec_prompt(scenario), SpecDraft, repairs=repairs, step=f"{scenario.name}-spec"
+                )
+        except LLMError as exc:
+            summary.results.append(GrowthResult(name=scenario.name, status="model_error", message=str(exc)))
+            continue
+        if draft.spec.get("name") != scenario.name:
+            draft = SpecDraft(spec={**draft.spec, "name": scenario.name}, handlers=draft.handlers)
+        summary.results.append(
+            await converge(scenario.name, draft, model, build_dir, farm_root, max_rounds, options, repairs)
+        )
+    return _finish(summary, model, started)
+
+
+def _finish(summary: GrowthSummary, model: ChatModel | None, started: float) -> GrowthSummary:
+    if model is not None:
+        summary.usage = model.usage.model_copy()
+        summary.total_tokens = model.usage.total_tokens
+    summary.seconds = round(time.perf_counter() - started, 3)
+    summary.build_dir.mkdir(parents=True, exist_ok=True)
+    (summary.build_dir / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return summary
+
+
+def render_summary(summary: GrowthSummary) -> str:
+    lines = []
+    for result in summary.results:
+        rounds = f"{len(result.rounds)} round(s)" if result.rounds else "no rounds"
+        lines.append(f"{result.name:<28} {result.status:<14} {rounds}  {result.message}")
+    usage = summary.usage
+    lines.append(
+        f"\n{sum(r.status == 'published' for r in summary.results)} of {len(summary.results)} published into "
+        f"{summary.farm_root} in {summary.seconds:.1f} s; model {summary.model}: {usage.requests} requests, "
+        f"{usage.total_tokens} tokens, {usage.repairs} repairs, {usage.retries} retries; build folder {summary.build_dir}"
+    )
+    return "\n".join(lines)
