@@ -235,6 +235,65 @@ def cmd_import_openapi(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import_metadata(args: argparse.Namespace) -> int:
+    """`envfarm import metadata FILE`: EnvFactory metadata -> spec folder(s); offline infers what it can."""
+    from envfarm.llm import ChatModel, Transcript, close_after, parse_model
+    from factory.generate import write_draft
+    from factory.metadata import import_metadata_offline, import_metadata_with_model, load_metadata
+    from factory.openapi import OpenAPIError, safe_name, write_spec_folder
+    from factory.spec import SpecError
+    from factory.verify import VerifyOptions
+
+    try:
+        environments = load_metadata(args.file)
+        config = parse_model(args.model, args.base_url) if args.model else None
+    except (OpenAPIError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    failed = 0
+    for meta in environments:
+        name = args.name if args.name and len(environments) == 1 else safe_name(meta.class_name)
+        out = (args.out if len(environments) == 1 else (args.out or Path(".")) / name) if args.out else Path(name)
+        if config is None:
+            try:
+                result = import_metadata_offline(meta, args.file, name)
+            except (OpenAPIError, SpecError) as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                failed += 1
+                continue
+            write_spec_folder(result, out)
+            print(f"{meta.class_name}: {len(result.report.tools)} tools inferred -> {out}/spec.yaml")
+            for skipped in result.report.skipped:
+                print(f"  not inferred: {skipped.path}: {skipped.reason}")
+            continue
+        build_dir = (args.build_dir or Path("builds") / name).resolve()
+        model = ChatModel(config, Transcript(build_dir / "llm"))
+
+        call = partial(
+            import_metadata_with_model,
+            meta,
+            args.file,
+            model,
+            build_dir,
+            name=name,
+            max_rounds=args.rounds,
+            options=VerifyOptions(call_timeout=args.timeout),
+        )
+        outcome, draft = anyio.run(close_after, model, call)
+        usage = model.usage
+        print(
+            f"{meta.class_name}: {outcome.status} after {len(outcome.rounds)} round(s) "
+            f"({usage.requests} requests, {usage.total_tokens} tokens); build folder {build_dir}"
+        )
+        if draft is None:
+            print(f"  {outcome.message}", file=sys.stderr)
+            failed += 1
+            continue
+        write_draft(draft, out)
+        print(f"  verified spec folder -> {out}; publish with: envfarm build {out} --out FARM")
+    return 1 if failed else 0
+
+
 def _writable_farm(args: argparse.Namespace) -> Path | None:
     """The farm `build`-like commands publish into (--out, else --farm), or None (and a message) if it is
     the read-only installed farm."""
@@ -249,8 +308,8 @@ def _writable_farm(args: argparse.Namespace) -> Path | None:
 
 def cmd_propose(args: argparse.Namespace) -> int:
     """`envfarm propose THEME --n N`: scenarios, specs, verification, revision; publishes what converges."""
-    from envfarm.llm import ChatModel, Transcript, parse_model
-    from factory.generate import GrowthSummary, propose, render_summary
+    from envfarm.llm import ChatModel, Transcript, close_after, parse_model
+    from factory.generate import propose, render_summary
     from factory.verify import VerifyOptions
 
     farm_root = _writable_farm(args)
@@ -264,22 +323,17 @@ def cmd_propose(args: argparse.Namespace) -> int:
     build_dir = (args.build_dir or Path("builds") / args.theme.strip().lower().replace(" ", "_")).resolve()
     model = ChatModel(config, Transcript(build_dir / "llm")) if config else None
 
-    async def run() -> GrowthSummary:
-        try:
-            return await propose(
-                args.theme,
-                args.n,
-                farm_root,
-                build_dir,
-                model,
-                max_rounds=args.rounds,
-                options=VerifyOptions(call_timeout=args.timeout),
-            )
-        finally:
-            if model is not None:
-                await model.aclose()
-
-    summary = anyio.run(run)
+    call = partial(
+        propose,
+        args.theme,
+        args.n,
+        farm_root,
+        build_dir,
+        model,
+        max_rounds=args.rounds,
+        options=VerifyOptions(call_timeout=args.timeout),
+    )
+    summary = anyio.run(close_after, model, call) if model else anyio.run(call)
     print(render_summary(summary))
     return 0 if summary.ok else 1
 
@@ -388,6 +442,16 @@ def parser() -> argparse.ArgumentParser:
     oa.add_argument("--out", type=Path, help="spec folder to write (default: ./<name>)")
     oa.add_argument("--seed", type=int, default=0, help="seed number for the generated seed rows")
     oa.set_defaults(func=cmd_import_openapi)
+    md = isub.add_parser("metadata", help="EnvFactory metadata (class_name, description, tools) -> spec folder")
+    md.add_argument("file", type=Path)
+    md.add_argument("--name", help="server name (default: from class_name)")
+    md.add_argument("--out", type=Path, help="spec folder to write (default: ./<name>)")
+    md.add_argument("--model", help="openai:MODEL to infer the state model and write handlers (default: offline)")
+    md.add_argument("--base-url", help="the model's OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    md.add_argument("--rounds", type=int, default=3, help="verify-and-revise rounds (with --model; default: 3)")
+    md.add_argument("--build-dir", type=Path, help="rounds, prompts and answers (with --model; default: builds/<name>)")
+    md.add_argument("--timeout", type=float, default=5.0, help="seconds a tool call may take before it counts as hung")
+    md.set_defaults(func=cmd_import_metadata)
 
     be = sub.add_parser("bench", help="measure the performance targets and write a JSON + markdown report")
     be.add_argument("--out", type=Path, default=Path("reports/bench.json"))

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,6 +31,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 PREFIX = "openai:"
 T = TypeVar("T", bound=BaseModel)
+R = TypeVar("R")
 TRANSIENT = (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
 
 
@@ -236,3 +238,11 @@ class ChatModel:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+async def close_after(model: ChatModel, call: Callable[[], Awaitable[R]]) -> R:
+    """Run one model-driven step, then close the model's HTTP client whatever happened."""
+    try:
+        return await call()
+    finally:
+        await model.aclose()

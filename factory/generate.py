@@ -149,7 +149,7 @@ def _scenario_prompt(theme: str, n: int, taken: set[str]) -> list[dict[str, Any]
     ]
 
 
-def _spec_prompt(scenario: Scenario, context: str = "") -> list[dict[str, Any]]:
+def spec_prompt(scenario: Scenario, context: str = "") -> list[dict[str, Any]]:
     ask = (
         f"Write the complete environment {scenario.name!r} ({scenario.title}, domain {scenario.domain}): "
         f"{scenario.description}\nGive 3-6 entities with inline seed rows (5-15 per table), 8-16 tools covering "
@@ -507,7 +507,7 @@ async def propose(
                 draft = offline_draft(scenario, theme, i)
             else:
                 draft = await model.structured(
-                    _spec_prompt(scenario), SpecDraft, repairs=repairs, step=f"{scenario.name}-spec"
+                    spec_prompt(scenario), SpecDraft, repairs=repairs, step=f"{scenario.name}-spec"
                 )
         except LLMError as exc:
             summary.results.append(GrowthResult(name=scenario.name, status="model_error", message=str(exc)))

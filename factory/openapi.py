@@ -763,8 +763,11 @@ class _Importer:
         if body is None:
             return {}
         record = self.record_of(body, entity.schema_name)
-        if record is None:
-            return {}
+        if record is None:  # a body of one field (`{nights}`) is still the fields a write sets
+            schema = self.doc.schema(body)[1]
+            if _type(schema) != "object" or not schema.get("properties"):
+                return {}
+            record = (None, schema, False)
         _, schema, _ = record
         required = set(schema.get("required") or [])
         before = set(entity.columns)
@@ -1249,6 +1252,19 @@ def import_openapi(path: Path, name: str | None = None, seed_number: int = 0) ->
         data = _swagger2(data)
     elif not version.startswith("3"):
         raise OpenAPIError(f"{path}: OpenAPI {version} is not supported (3.0 and 3.1 are)")
+    return import_document(data, path, name, seed_number, f"{kind} {version}")
+
+
+def import_document(
+    data: dict[str, Any],
+    path: Path,
+    name: str | None,
+    seed_number: int,
+    kind: str,
+    skipped: list[SkippedOperation] | None = None,
+) -> ImportResult:
+    """Import an OpenAPI 3 document already read (`path` names it in errors and the report); `skipped`
+    are operations a caller already refused (`envfarm import metadata` restates tools as operations)."""
     info = data.get("info") or {}
     title = " ".join(str(info.get("title") or path.stem).split())
     words = [
@@ -1258,7 +1274,7 @@ def import_openapi(path: Path, name: str | None = None, seed_number: int = 0) ->
     ]
     server_name = name or "_".join(words[:3]) or "imported"
     server_name = safe_name(server_name)
-    report = ImportReport(source=path.name, format=f"{kind} {version}", title=title)
+    report = ImportReport(source=path.name, format=kind, title=title, skipped=list(skipped or []))
     importer = _Importer(_Doc(data, str(path)), server_name, report)
     importer.plan()
     if not importer.tools:
@@ -1283,7 +1299,7 @@ def write_spec_folder(result: ImportResult, out: Path) -> Path:
     """Write `spec.yaml` and `IMPORT.md` into `out` (created); return the spec file."""
     out.mkdir(parents=True, exist_ok=True)
     spec_file = out / "spec.yaml"
-    header = f"# Imported by `envfarm import openapi` from {result.report.source}; see IMPORT.md.\n"
+    header = f"# Imported by `envfarm import` from {result.report.source}; see IMPORT.md.\n"
     spec_file.write_text(header + yaml.safe_dump(result.spec, sort_keys=False, allow_unicode=True, width=120), "utf-8")
     (out / "IMPORT.md").write_text(result.report.markdown(), "utf-8")
     return spec_file

@@ -1,0 +1,80 @@
+"""`envfarm import metadata`: EnvFactory-style metadata becomes a spec. Offline it infers the CRUD tools
+from names and schemas (and the result verifies) and names what it could not infer; with a model the
+verify-and-revise loop runs in the build folder and the converged spec folder is written."""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from pathlib import Path
+
+import anyio
+import pytest
+import yaml
+from scripted_openai import scripted_openai
+from test_generate import BUGGY_HANDLERS, GOOD_HANDLERS, draft
+
+from envfarm.cli import main
+from envfarm.render import render
+from factory.build import build_all
+from factory.metadata import import_metadata_offline, load_metadata
+from factory.openapi import OpenAPIError, write_spec_folder
+
+HOTEL = Path(__file__).parent / "data" / "metadata" / "hotel_booking.json"
+
+
+def test_offline_infers_the_crud_tools_and_names_the_rest(tmp_path: Path) -> None:
+    [meta] = load_metadata(HOTEL)
+    result = import_metadata_offline(meta, HOTEL)
+    assert [(t.tool, t.effect, t.entity) for t in result.report.tools] == [
+        ("search_hotels", "search", "hotels"),
+        ("get_hotel", "get", "hotels"),
+        ("create_booking", "create", "bookings"),
+        ("get_booking", "get", "bookings"),
+        ("update_booking", "update", "bookings"),
+        ("delete_booking", "delete", "bookings"),
+    ]
+    [skipped] = result.report.skipped
+    assert skipped.path == "cancel_booking" and "`cancel` does not say what it changes" in skipped.reason
+    spec = result.spec
+    assert spec["entities"]["bookings"]["columns"]["hotel_id"]["ref"] == "hotels.hotel_id"
+    assert spec["entities"]["bookings"]["columns"]["status"]["enum"] == ["confirmed", "cancelled"]
+    write_spec_folder(result, tmp_path / "spec")
+    built = anyio.run(partial(build_all, [tmp_path / "spec"], tmp_path / "farm"))
+    assert built.ok, render(built)
+    assert "cancel_booking" in (tmp_path / "spec" / "IMPORT.md").read_text(encoding="utf-8")
+
+
+def test_malformed_metadata_names_the_field(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"class_name": "X", "tools": [{"description": "no name"}]}]), encoding="utf-8")
+    with pytest.raises(OpenAPIError, match=r"\[0\]\.tools\.0\.name: Field required"):
+        load_metadata(bad)
+    only_actions = tmp_path / "actions.json"
+    only_actions.write_text(json.dumps({"class_name": "Robot", "tools": [{"name": "wave_arm"}]}), encoding="utf-8")
+    with pytest.raises(OpenAPIError, match="wave_arm: the verb `wave` does not say what it changes"):
+        import_metadata_offline(load_metadata(only_actions)[0], only_actions)
+
+
+def test_the_offline_command_writes_a_spec_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["import", "metadata", str(HOTEL), "--out", str(tmp_path / "hotel")]) == 0
+    printed = capsys.readouterr().out
+    assert "6 tools inferred" in printed and "not inferred: cancel_booking" in printed
+    assert yaml.safe_load((tmp_path / "hotel" / "spec.yaml").read_text(encoding="utf-8"))["name"] == "hotel_booking"
+
+
+def test_with_a_model_the_converged_round_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The scripted model's first draft crashes in a handler; its revision verifies; the spec folder
+    written is the second round's, and nothing was published anywhere but the build folder's scratch farm."""
+    out, builds = tmp_path / "shed", tmp_path / "builds"
+    with scripted_openai([draft(BUGGY_HANDLERS), draft(GOOD_HANDLERS)]) as server:
+        args = ["import", "metadata", str(HOTEL), "--name", "shed_proposed", "--out", str(out)]
+        code = main([*args, "--model", "openai:scripted", "--base-url", server.base_url, "--build-dir", str(builds)])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "published after 2 round(s) (2 requests, 30 tokens)" in printed
+    assert "HotelBooking" in server.requests[0]["messages"][1]["content"]  # the metadata is the model's brief
+    assert (out / "handlers.py").read_text(encoding="utf-8") == GOOD_HANDLERS
+    assert (builds / "shed_proposed" / "round-1" / "round.json").is_file()
+    assert min(p.name for p in (builds / "llm").iterdir()) == "0001-shed-proposed-spec.json"
+    assert not (builds / "scratch-farm").exists()
