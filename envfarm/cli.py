@@ -294,6 +294,29 @@ def cmd_import_metadata(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_import_mcp(args: argparse.Namespace) -> int:
+    """`envfarm import mcp CONFIG NAME`: a stateful twin of a live MCP server (its listing and reads)."""
+    from factory.mcp_twin import observe, twin_spec
+    from factory.openapi import OpenAPIError, write_spec_folder
+    from factory.spec import SpecError
+    from servers.runtime.control import ControlError
+
+    try:
+        meta, observed = anyio.run(partial(observe, args.config, args.name, timeout=args.timeout))
+        result = twin_spec(meta, observed, args.config, args.as_name)
+    except (LookupError, ValueError, ControlError, OpenAPIError, SpecError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    out = args.out or Path(result.spec["name"])
+    write_spec_folder(result, out)
+    rows = sum(len(r) for r in observed.values())
+    print(f"{args.name}: {len(result.report.tools)} tools, {rows} records observed -> {out}/spec.yaml")
+    for skipped in result.report.skipped:
+        print(f"  not inferred: {skipped.path}: {skipped.reason}")
+    print(f"publish with: envfarm build {out} --out FARM")
+    return 0
+
+
 def _writable_farm(args: argparse.Namespace) -> Path | None:
     """The farm `build`-like commands publish into (--out, else --farm), or None (and a message) if it is
     the read-only installed farm."""
@@ -452,6 +475,13 @@ def parser() -> argparse.ArgumentParser:
     md.add_argument("--build-dir", type=Path, help="rounds, prompts and answers (with --model; default: builds/<name>)")
     md.add_argument("--timeout", type=float, default=5.0, help="seconds a tool call may take before it counts as hung")
     md.set_defaults(func=cmd_import_metadata)
+    mc = isub.add_parser("mcp", help="a stateful twin of a live MCP server, from its listing and its reads")
+    mc.add_argument("config", type=Path, help="an mcpServers JSON file")
+    mc.add_argument("name", help="the server in it to twin")
+    mc.add_argument("--as", dest="as_name", help="the twin's server name (default: NAME)")
+    mc.add_argument("--out", type=Path, help="spec folder to write (default: ./<name>)")
+    mc.add_argument("--timeout", type=float, default=30.0, help="seconds any MCP request may take")
+    mc.set_defaults(func=cmd_import_mcp)
 
     be = sub.add_parser("bench", help="measure the performance targets and write a JSON + markdown report")
     be.add_argument("--out", type=Path, default=Path("reports/bench.json"))

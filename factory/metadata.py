@@ -91,6 +91,8 @@ def to_openapi(meta: EnvironmentMetadata) -> tuple[dict[str, Any], list[SkippedO
     effect the name does not say."""
     paths: dict[str, dict[str, Any]] = {}
     skipped: list[SkippedOperation] = []
+    components: dict[str, Any] = {}
+    meta = meta.model_copy(update={"tools": [_hoisted(t, components) for t in meta.tools]})
     for tool in meta.tools:
         words = _words(tool.name)
         verb, noun_words = words[0], words[1:] or ["record"]
@@ -144,8 +146,31 @@ def to_openapi(meta: EnvironmentMetadata) -> tuple[dict[str, Any], list[SkippedO
         "openapi": "3.0.0",
         "info": {"title": meta.class_name, "description": meta.description},
         "paths": paths,
+        "components": {"schemas": components},
     }
     return document, skipped
+
+
+def _hoisted(tool: ToolMetadata, components: dict[str, Any]) -> ToolMetadata:
+    """A tool whose schemas' own `$defs` (JSON Schema, as MCP listings carry them) are moved into the
+    document's components, with their refs rewritten, so a record type keeps its name."""
+    schemas: dict[str, Any] = {}
+    for field in ("input_schema", "output_schema"):
+        schema = getattr(tool, field)
+        if not schema:
+            continue
+        defs = {**(schema.get("$defs") or {}), **(schema.get("definitions") or {})}
+        rest = {k: v for k, v in schema.items() if k not in ("$defs", "definitions")}
+        text = (
+            json.dumps(rest)
+            .replace('"#/$defs/', '"#/components/schemas/')
+            .replace('"#/definitions/', '"#/components/schemas/')
+        )
+        for dname, definition in defs.items():
+            dtext = json.dumps(definition).replace('"#/$defs/', '"#/components/schemas/')
+            components.setdefault(dname, json.loads(dtext.replace('"#/definitions/', '"#/components/schemas/')))
+        schemas[field] = json.loads(text)
+    return tool.model_copy(update=schemas)
 
 
 def _holds_array(schema: dict[str, Any]) -> bool:
