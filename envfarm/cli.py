@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -19,6 +20,9 @@ from servers.runtime.registry import (
     load_registry,
     registry_file,
 )
+
+if TYPE_CHECKING:
+    from factory.openapi import ImportResult
 
 CLIENTS = ("claude", "cursor", "vscode")
 
@@ -229,9 +233,54 @@ def cmd_import_openapi(args: argparse.Namespace) -> int:
     write_spec_folder(result, out)
     report = result.report
     print(f"{args.file}: {len(report.tools)} tools over {len(report.entities)} entities -> {out}/spec.yaml")
+    if args.model:
+        return _enrich_import(args, result, out)
     for skipped in report.skipped:
         print(f"  skipped {skipped.method.upper()} {skipped.path}: {skipped.reason}")
     print(f"what was mapped and what was not: {out}/IMPORT.md; publish with: envfarm build {out} --out FARM")
+    return 0
+
+
+def _enrich_import(args: argparse.Namespace, result: ImportResult, out: Path) -> int:
+    """`--model`: the model enriches the deterministic import (descriptions, seed, rules, handlers for
+    what was skipped); its rounds verify in the build folder, and only a converged draft replaces it."""
+    from envfarm.llm import ChatModel, Transcript, close_after, parse_model
+    from factory.generate import Scenario, write_draft, write_with_model
+    from factory.verify import VerifyOptions
+
+    try:
+        config = parse_model(args.model, args.base_url)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if config is None:
+        print(f"error: --model {args.model!r}: name a model as openai:MODEL", file=sys.stderr)
+        return 2
+    spec = result.spec
+    build_dir = (args.build_dir or Path("builds") / spec["name"]).resolve()
+    model = ChatModel(config, Transcript(build_dir / "llm"))
+    scenario = Scenario(name=spec["name"], domain=spec["domain"], title=spec["title"], description=spec["description"])
+    context = (
+        "Enrich this environment, imported deterministically from a real OpenAPI document: clearer tool "
+        "descriptions, realistic seed rows, business rules (with example calls that break them) the API "
+        "describes, and custom tools with handlers for skipped operations whose effect the document states. "
+        "Keep every tool's name and params.\n\nImport report:\n"
+        f"{result.report.markdown()}\n\nSpec:\n{json.dumps(spec, indent=1, default=str)[:30000]}"
+    )
+    call = partial(
+        write_with_model, scenario, context, model, build_dir, args.rounds, 2, VerifyOptions(call_timeout=5.0)
+    )
+    outcome, draft = anyio.run(close_after, model, call)
+    usage = model.usage
+    print(
+        f"  model: {outcome.status} after {len(outcome.rounds)} round(s) ({usage.requests} requests, "
+        f"{usage.total_tokens} tokens); build folder {build_dir}"
+    )
+    if draft is None:
+        print(f"  kept the deterministic import: {outcome.message}", file=sys.stderr)
+        return 1
+    write_draft(draft, out)
+    print(f"  enriched and verified spec -> {out}/spec.yaml")
     return 0
 
 
@@ -464,6 +513,10 @@ def parser() -> argparse.ArgumentParser:
     oa.add_argument("--name", help="server name (default: from the document's title)")
     oa.add_argument("--out", type=Path, help="spec folder to write (default: ./<name>)")
     oa.add_argument("--seed", type=int, default=0, help="seed number for the generated seed rows")
+    oa.add_argument("--model", help="openai:MODEL to enrich descriptions, seed rows, rules and handlers (verified)")
+    oa.add_argument("--base-url", help="the model's OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    oa.add_argument("--rounds", type=int, default=3, help="verify-and-revise rounds (with --model; default: 3)")
+    oa.add_argument("--build-dir", type=Path, help="rounds, prompts and answers (with --model; default: builds/<name>)")
     oa.set_defaults(func=cmd_import_openapi)
     md = isub.add_parser("metadata", help="EnvFactory metadata (class_name, description, tools) -> spec folder")
     md.add_argument("file", type=Path)

@@ -17,6 +17,7 @@ template instantiated with the theme's words, so `envfarm propose` works offline
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -542,3 +543,36 @@ def render_summary(summary: GrowthSummary) -> str:
         f"{usage.total_tokens} tokens, {usage.repairs} repairs, {usage.retries} retries; build folder {summary.build_dir}"
     )
     return "\n".join(lines)
+
+
+async def write_with_model(
+    scenario: Scenario,
+    context: str,
+    model: ChatModel,
+    build_dir: Path,
+    max_rounds: int,
+    repairs: int,
+    options: VerifyOptions,
+) -> tuple[GrowthResult, SpecDraft | None]:
+    """The model writes the scenario's spec from `context` (an import's draft and source); the rounds are
+    verified in a throwaway farm inside `build_dir`, so nothing is published. Returns the outcome and,
+    if a round passed, that round's draft (for the caller to write as a spec folder)."""
+    try:
+        draft = await model.structured(
+            spec_prompt(scenario, context), SpecDraft, repairs=repairs, step=f"{scenario.name}-spec"
+        )
+    except LLMError as exc:
+        return GrowthResult(name=scenario.name, status="model_error", message=str(exc)), None
+    if draft.spec.get("name") != scenario.name:
+        draft = SpecDraft(spec={**draft.spec, "name": scenario.name}, handlers=draft.handlers)
+    scratch = build_dir / "scratch-farm"
+    try:
+        result = await converge(scenario.name, draft, model, build_dir, scratch, max_rounds, options, repairs)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if result.status != "published":
+        return result, None
+    folder = result.rounds[-1].folder / "spec"
+    spec = yaml.safe_load((folder / "spec.yaml").read_text(encoding="utf-8"))
+    handlers = (folder / "handlers.py").read_text(encoding="utf-8") if (folder / "handlers.py").is_file() else ""
+    return result, SpecDraft(spec=spec, handlers=handlers)

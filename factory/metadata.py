@@ -19,15 +19,13 @@ returns, not what state lies behind it, so:
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, Field, ValidationError
 
-from envfarm.llm import ChatModel, LLMError
-from factory.generate import GrowthResult, Scenario, SpecDraft, converge, spec_prompt
+from envfarm.llm import ChatModel
+from factory.generate import GrowthResult, Scenario, SpecDraft, write_with_model
 from factory.openapi import (
     ImportResult,
     OpenAPIError,
@@ -249,21 +247,4 @@ async def import_metadata_with_model(
         f"as params:\n{json.dumps(meta.model_dump(), indent=1)}\n\nA draft inferred from the names alone "
         f"(its CRUD tools; the others are missing):\n{json.dumps(offline, indent=1, default=str)[:20000]}"
     )
-    try:
-        draft = await model.structured(
-            spec_prompt(scenario, context), SpecDraft, repairs=repairs, step=f"{server}-spec"
-        )
-    except LLMError as exc:
-        return GrowthResult(name=server, status="model_error", message=str(exc)), None
-    if draft.spec.get("name") != server:
-        draft = SpecDraft(spec={**draft.spec, "name": server}, handlers=draft.handlers)
-    scratch = build_dir / "scratch-farm"
-    result = await converge(server, draft, model, build_dir, scratch, max_rounds, options or VerifyOptions(), repairs)
-    final = None
-    if result.status == "published":
-        folder = result.rounds[-1].folder / "spec"
-        spec = yaml.safe_load((folder / "spec.yaml").read_text(encoding="utf-8"))
-        handlers = (folder / "handlers.py").read_text(encoding="utf-8") if (folder / "handlers.py").is_file() else ""
-        final = SpecDraft(spec=spec, handlers=handlers)
-    shutil.rmtree(scratch, ignore_errors=True)
-    return result, final
+    return await write_with_model(scenario, context, model, build_dir, max_rounds, repairs, options or VerifyOptions())

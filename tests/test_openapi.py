@@ -189,3 +189,23 @@ def test_the_command_writes_a_spec_folder(tmp_path: Path, capsys: pytest.Capture
     printed = capsys.readouterr().out
     assert "5 tools over 2 entities" in printed and "skipped GET /Settings" in printed
     assert main(["import", "openapi", str(tmp_path / "missing.yaml")]) == 2
+
+
+def test_a_model_enriches_the_import_and_only_a_verified_draft_replaces_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With --model the deterministic import is the model's starting point; its draft (here: clearer
+    descriptions) is verified in the build folder before it replaces the spec folder."""
+    from scripted_openai import scripted_openai
+
+    spec = import_openapi(DATA / "xero_assets.yaml", name="assets").spec
+    enriched = {**spec, "description": "Fixed assets of a small business: register assets and their types."}
+    out, builds = tmp_path / "assets", tmp_path / "builds"
+    args = ["import", "openapi", str(DATA / "xero_assets.yaml"), "--name", "assets", "--out", str(out)]
+    with scripted_openai([json.dumps({"spec": enriched, "handlers": ""}, default=str)]) as server:
+        code = main([*args, "--model", "openai:scripted", "--base-url", server.base_url, "--build-dir", str(builds)])
+    assert code == 0, capsys.readouterr()
+    assert "Import report" in server.requests[0]["messages"][1]["content"]
+    written = yaml.safe_load((out / "spec.yaml").read_text(encoding="utf-8"))
+    assert written["description"] == enriched["description"] and written["tools"] == spec["tools"]
+    assert json.loads((builds / "assets" / "round-1" / "round.json").read_text(encoding="utf-8"))["passed"]
