@@ -57,11 +57,29 @@ def generate_seed(seed_file: Path, spec: EnvironmentSpec) -> dict[str, list[dict
     return rows
 
 
+def imported_environment(path: Path, data: dict) -> EnvironmentSource:
+    """An OpenAPI document or EnvFactory metadata given to `envfarm build` directly: imported the way
+    `envfarm import` does (deterministic, no model), then built like any spec."""
+    from factory.metadata import import_metadata_offline, load_metadata  # the importers build on this module
+    from factory.openapi import OpenAPIError, import_openapi
+
+    try:
+        if "class_name" in data:
+            result = import_metadata_offline(load_metadata(path)[0], path)
+        else:
+            result = import_openapi(path)
+    except OpenAPIError as exc:
+        raise SpecError(str(path), [("", str(exc))]) from exc
+    return EnvironmentSource(spec=parse_spec(result.spec, str(path)), spec_path=path, handlers=None)
+
+
 def load_environment(path: Path) -> EnvironmentSource:
     """Read and validate one environment; SpecError lists every problem with file and field path."""
     spec_file = find_spec_file(path)
     folder = spec_file.parent
     data = read_document(spec_file)
+    if path.is_file() and isinstance(data, dict) and ("openapi" in data or "swagger" in data or "class_name" in data):
+        return imported_environment(path, data)
     handlers_file = folder / "handlers.py"
     handlers = handlers_file.read_text(encoding="utf-8") if handlers_file.is_file() else None
     names = handler_functions(handlers, str(handlers_file)) if handlers is not None else set()

@@ -40,9 +40,12 @@ def test_offline_infers_the_crud_tools_and_names_the_rest(tmp_path: Path) -> Non
     assert spec["entities"]["bookings"]["columns"]["hotel_id"]["ref"] == "hotels.hotel_id"
     assert spec["entities"]["bookings"]["columns"]["status"]["enum"] == ["confirmed", "cancelled"]
     write_spec_folder(result, tmp_path / "spec")
-    built = anyio.run(partial(build_all, [tmp_path / "spec"], tmp_path / "farm"))
-    assert built.ok, render(built)
     assert "cancel_booking" in (tmp_path / "spec" / "IMPORT.md").read_text(encoding="utf-8")
+    # `envfarm build` takes the metadata file itself, imported the same way.
+    built = anyio.run(partial(build_all, [HOTEL], tmp_path / "farm"))
+    assert built.ok and [r.name for r in built.servers] == ["hotel_booking"], render(built)
+    published = json.loads((tmp_path / "farm" / "servers" / "hotel_booking" / "spec.json").read_text())
+    assert [t["name"] for t in published["tools"]] == [t["name"] for t in spec["tools"]]
 
 
 def test_malformed_metadata_names_the_field(tmp_path: Path) -> None:

@@ -209,3 +209,10 @@ def test_a_model_enriches_the_import_and_only_a_verified_draft_replaces_it(
     written = yaml.safe_load((out / "spec.yaml").read_text(encoding="utf-8"))
     assert written["description"] == enriched["description"] and written["tools"] == spec["tools"]
     assert json.loads((builds / "assets" / "round-1" / "round.json").read_text(encoding="utf-8"))["passed"]
+
+
+def test_build_takes_an_api_description_directly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`envfarm build api.yaml`: imported as `envfarm import openapi` would, then the same verifier and publish."""
+    assert main(["build", str(DATA / "petstore.yaml"), "--out", str(tmp_path / "farm")]) == 0, capsys.readouterr()
+    entry = load_registry(tmp_path / "farm").get("petstore")
+    assert entry is not None and entry.verification == "passed" and entry.tool_count == 14
