@@ -158,7 +158,7 @@ def singular(word: str) -> str:
 
 def first_paragraph(text: str | None, limit: int = 300) -> str:
     """The first paragraph of a markdown description, as plain text on one line."""
-    if not text:
+    if not text or not isinstance(text, str):
         return ""
     para = re.split(r"\n\s*\n", text.strip())[0]
     para = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", para)  # [text](url) -> text
@@ -298,13 +298,15 @@ class _Importer:
 
     # ---- schemas -> entities -------------------------------------------------------------------
 
-    def record_of(self, node: Any, fallback: str) -> tuple[str | None, dict[str, Any], bool] | None:
+    def record_of(self, node: Any, fallback: str, depth: int = 0) -> tuple[str | None, dict[str, Any], bool] | None:
         """The record schema a body or response carries: (schema name, schema, many), unwrapping
         arrays, `{items: [X], pagination}` collections and `{x: X}` envelopes; None if no record."""
+        if depth > 4:  # a schema that contains itself (`children: [Category]`) ends here
+            return None
         name, schema = self.doc.schema(node)
         kind = _type(schema)
         if kind == "array":
-            inner = self.record_of(schema.get("items") or {}, fallback)
+            inner = self.record_of(schema.get("items") or {}, fallback, depth + 1)
             return (inner[0], inner[1], True) if inner else None
         if kind != "object":
             return None
@@ -317,12 +319,13 @@ class _Importer:
         ]
         scalars = [p for p, (_, s) in resolved.items() if _scalar(s)]
         objects = [p for p, (_, s) in resolved.items() if _type(s) == "object" and s.get("properties")]
-        if len(arrays) == 1 and len(scalars) + len(objects) <= 3 and len(scalars) < 3:
-            inner = self.record_of(props[arrays[0]], _camel(singular(snake(arrays[0]))))
+        keyed = any(snake(p) in ("id", f"{snake(name or fallback)}_id") for p in props)  # a record, not a wrapper
+        if len(arrays) == 1 and len(scalars) + len(objects) <= 3 and len(scalars) < 3 and not keyed:
+            inner = self.record_of(props[arrays[0]], _camel(singular(snake(arrays[0]))), depth + 1)
             if inner:
                 return inner[0], inner[1], True
         if len(props) == 1 and objects:
-            return self.record_of(props[objects[0]], _camel(snake(objects[0])))
+            return self.record_of(props[objects[0]], _camel(snake(objects[0])), depth + 1)
         if len(scalars) >= 1 and (len(scalars) + len(objects)) >= 2 or (name and scalars):
             return name or fallback, schema, False
         return None
@@ -465,7 +468,7 @@ class _Importer:
         return None
 
     def tool_name(self, op: dict[str, Any], method: str, path: str) -> str:
-        base = safe_name(op.get("operationId") or f"{method}_{path}")
+        base = safe_name(str(op.get("operationId") or f"{method}_{path}"))[:60].rstrip("_")
         name, n = base, 2
         while name in self.tool_names:
             name, n = f"{base}_{n}", n + 1
@@ -953,6 +956,22 @@ class _Importer:
             f"{t}: the schema has no key; added `{e.primary_key}`" for t, e in self.entities.items() if e.added_key
         ]
         seed = self.seed(random.Random(seed_number), now)
+        # A foreign key must name a primary key or a unique column (SQLite refuses anything else): a
+        # reference to another column is kept, as UNIQUE, only where the seed's values are distinct.
+        unique: set[tuple[str, str]] = set()
+        for entity in self.entities.values():
+            for column in entity.columns.values():
+                if not column.ref:
+                    continue
+                target, _, target_column = column.ref.partition(".")
+                if target_column == self.entities[target].primary_key:
+                    continue
+                values = [row.get(target_column) for row in seed.get(target, [])]
+                if None not in values and len(set(values)) == len(values):
+                    unique.add((target, target_column))
+                else:
+                    self.report.notes.append(f"{entity.table}.{column.name}: not linked to {column.ref} (not a key)")
+                    column.ref = None
         entities: dict[str, Any] = {}
         for table, entity in self.entities.items():
             columns: dict[str, Any] = {}
@@ -962,6 +981,8 @@ class _Importer:
                     col["enum"] = column.enum
                 if column.ref:
                     col["ref"] = column.ref
+                if (table, name) in unique:
+                    col["unique"] = True
                 if name != entity.primary_key and name not in entity.parents:
                     col["nullable"] = True
                 if _user_known(name, column, entity):
