@@ -566,10 +566,14 @@ async def write_with_model(
     if draft.spec.get("name") != scenario.name:
         draft = SpecDraft(spec={**draft.spec, "name": scenario.name}, handlers=draft.handlers)
     scratch = build_dir / "scratch-farm"
+    started = time.perf_counter()
     try:
         result = await converge(scenario.name, draft, model, build_dir, scratch, max_rounds, options, repairs)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    summary = GrowthSummary(source=f"import {scenario.name}", model=model.name, build_dir=build_dir, farm_root=scratch)
+    summary.results.append(result)
+    _finish(summary, model, started)
     if result.status != "published":
         return result, None
     folder = result.rounds[-1].folder / "spec"

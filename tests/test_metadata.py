@@ -81,3 +81,5 @@ def test_with_a_model_the_converged_round_is_written(tmp_path: Path, capsys: pyt
     assert (builds / "shed_proposed" / "round-1" / "round.json").is_file()
     assert min(p.name for p in (builds / "llm").iterdir()) == "0001-shed-proposed-spec.json"
     assert not (builds / "scratch-farm").exists()
+    summary = json.loads((builds / "summary.json").read_text(encoding="utf-8"))
+    assert summary["usage"]["requests"] == 2 and [len(r["rounds"]) for r in summary["results"]] == [2]
