@@ -646,7 +646,9 @@ def render_seed(spec: EnvironmentSpec) -> str:
 
 
 def render_spec_json(spec: EnvironmentSpec) -> str:
-    return dump_json(spec.model_dump(mode="json", exclude={"seed"}))
+    """The spec without its seed (seed.json holds that); empty verification-only sections left out."""
+    empty = {name for name in ("scenarios", "equivalent_mutants") if not getattr(spec, name)}
+    return dump_json(spec.model_dump(mode="json", exclude={"seed", *empty}))
 
 
 def render_registry_server_json(spec: EnvironmentSpec, package_version: str) -> str:

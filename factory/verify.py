@@ -30,11 +30,22 @@ import jsonschema
 import mcp_types as types
 from pydantic import BaseModel, Field
 
-from factory.call_plan import InvalidCall, SeedView, ToolPlan, invalid_calls, plan_calls
+from factory.call_plan import InvalidCall, SeedView, ToolPlan, invalid_calls, plan_calls, rule_message
+from factory.expect import Rows, UnresolvedReference, apply_diff, judge, resolve, seed_rows
 from factory.publish import REPORT_FILE, code_hash, file_hashes, runtime_hash, spec_hash
 from factory.schemas import canonical, differences, expected_input, expected_output
 from factory.server_session import CallResult, ServerSession, SessionBroken, connect
-from factory.spec import CreateTool, DeleteTool, EnvironmentSpec, ToolKind, UpdateTool, WriteTool
+from factory.spec import (
+    CreateTool,
+    DeleteTool,
+    EnvironmentSpec,
+    Expect,
+    Scenario,
+    Step,
+    ToolKind,
+    UpdateTool,
+    WriteTool,
+)
 from factory.static_checks import check_handlers
 from servers.runtime.control import ErrorKind, Method, StateResult
 
@@ -70,6 +81,7 @@ class Timings(BaseModel):
     listing_s: float = 0.0
     tools_s: float = 0.0
     sessions_s: float = 0.0
+    behaviour_s: float = 0.0
     total_s: float = 0.0
 
 
@@ -224,6 +236,7 @@ class Verifier:
         self.listed: dict[str, types.Tool] = {}
         self.seed_hash = ""
         self.valid: dict[str, list[dict[str, Any]]] = {}
+        self.seed_rows: Rows = {}
 
     async def run(self, timings: Timings) -> None:
         mark = time.perf_counter()
@@ -239,6 +252,9 @@ class Verifier:
         mark = time.perf_counter()
         await self.check_sessions()
         timings.sessions_s = time.perf_counter() - mark
+        mark = time.perf_counter()
+        await self.check_behaviour()
+        timings.behaviour_s = time.perf_counter() - mark
 
     async def _state(self, episode: str) -> StateResult:
         try:
@@ -409,6 +425,74 @@ class Verifier:
                     "a refused call changes nothing",
                     _show(state.model_dump(mode="json")["diff"]),
                 )
+
+    def behaviour_scenarios(self) -> list[tuple[str, Scenario]]:
+        """What the behaviour phase runs, each on a fresh episode: every example with an expectation and
+        every rule example (as one-step scenarios, named by where they are in the spec), then the spec's
+        scenarios."""
+        runs: list[tuple[str, Scenario]] = []
+        for i, tool in enumerate(self.spec.tools):
+            if tool.name not in self.listed:
+                continue
+            for j, example in enumerate(tool.examples):
+                if example.expect is not None:
+                    step = Step(tool=tool.name, args=example.args, expect=example.expect)
+                    runs.append((f"tools.{i}({tool.name}).examples.{j}", Scenario(name=tool.name, steps=[step])))
+            for j, rule in enumerate(tool.rules):
+                message = rule_message(self.seed, tool, rule.example, rule.message)
+                step = Step(tool=tool.name, args=rule.example, expect=Expect(error=message))
+                runs.append((f"tools.{i}({tool.name}).rules.{j}", Scenario(name=tool.name, steps=[step])))
+        runs += [(f"scenarios.{i}({s.name})", s) for i, s in enumerate(self.spec.scenarios)]
+        return runs
+
+    async def _rows(self, episode: str) -> Rows:
+        state = await self._state(episode)
+        return apply_diff(self.seed_rows, {t: d.model_dump() for t, d in state.diff.items()}, self.spec)
+
+    async def check_behaviour(self) -> None:
+        """Run every expectation of the spec: results, rows changed and column values after each call."""
+        self.seed_rows = seed_rows(self.spec)
+        for n, (where, scenario) in enumerate(self.behaviour_scenarios()):
+            await self._scenario(where, scenario, f"expect:{n}")
+
+    async def _scenario(self, where: str, scenario: Scenario, episode: str) -> None:
+        results: dict[str, Any] = {}
+        before = self.seed_rows
+        rule = ".rules." in where
+        for k, step in enumerate(scenario.steps):
+            label = where if len(scenario.steps) == 1 else f"{where}.steps.{k}"
+            try:
+                arguments = resolve(step.args, results)
+                expect = Expect.model_validate(resolve(step.expect.model_dump(), results)) if step.expect else None
+            except UnresolvedReference as exc:
+                self.recorder.fail(step.tool, "expect", {"expectation": label}, "a resolvable reference", str(exc))
+                return
+            call = {"tool": step.tool, "arguments": arguments, "episode": episode, "expectation": label}
+            result = await self._call(step.tool, arguments, episode)
+            after = await self._rows(episode)
+            tool = self.spec.tool(step.tool)
+            if not result.is_error and step.tool in self.listed:
+                self._check_output(tool, result, call)
+            if expect is not None:
+                found = judge(self.spec, expect, result.is_error, result.text, result.structured, before, after)
+                check = "rule" if rule else "expect"
+                for mismatch in found:
+                    self.recorder.judge(
+                        step.tool,
+                        check,
+                        False,
+                        call,
+                        mismatch.expected,
+                        f"{mismatch.field}: {mismatch.actual}",
+                        once=rule,
+                    )
+                if not found:
+                    self.recorder.passed(step.tool, check)
+            elif result.is_error:
+                self.recorder.fail(step.tool, "expect", call, "success", _show(result.text))
+            if step.name and not result.is_error:
+                results[step.name] = result.structured
+            before = after
 
     async def _run_all(self, calls: list[tuple[str, dict[str, Any]]], episode: str) -> list[Any]:
         return [(await self._call(tool, arguments, episode)).output for tool, arguments in calls]

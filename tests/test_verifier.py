@@ -39,6 +39,7 @@ CASES: dict[str, tuple[str, str]] = {
     "tool_missing_from_listing": ("listed", "get_item"),
     "handler_hangs": ("timeout", "reserve_item"),
     "handler_prints": ("output_stream", "available_count"),
+    "wrong_result": ("expect", "extend_loan"),
 }
 # case -> what the static layer finds in its handlers.py (faults it cannot see map to nothing).
 STATIC_KINDS: dict[str, set[str]] = {
@@ -207,3 +208,17 @@ def test_effects_are_judged_against_the_declared_tables(good: tuple[Verification
     read = spec.tool("get_item")
     assert effect_problems(spec, seed, read, {"item_id": "item_001"}, {}, None) == []
     assert effect_problems(spec, seed, read, {"item_id": "item_001"}, removed, None)
+
+
+def test_a_wrong_result_is_reported_with_example_field_expected_and_actual(
+    corpus_reports: dict[str, VerificationReport],
+) -> None:
+    report = corpus_reports["wrong_result"]
+    wrong = [f for f in report.failures if f.check == "expect"]
+    assert {f.tool for f in wrong} == {"extend_loan"}
+    fields = {f.actual.split(":")[0]: f for f in wrong}
+    assert set(fields) == {"result.due_on", "loans[loan_001].due_on"}
+    failure = fields["loans[loan_001].due_on"]
+    assert failure.expected == '"2026-03-12"' and failure.actual.endswith('"2026-03-11"')
+    assert failure.call and failure.call["expectation"] == "tools.6(extend_loan).examples.0"
+    assert failure.call["arguments"] == {"loan_id": "loan_001", "days": 7}
