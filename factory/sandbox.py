@@ -205,11 +205,18 @@ def _readable_roots(farm_root: Path | None) -> list[str]:
     return sorted({os.path.realpath(r) for r in roots if r})
 
 
-def audit_hook(farm_root: Path | None, report: Callable[[str], None]) -> Callable[[str, tuple[Any, ...]], None]:
+def audit_hook(
+    farm_root: Path | None, report: Callable[[str], None], writable: Sequence[Path] = ()
+) -> Callable[[str, tuple[Any, ...]], None]:
     """A PEP 578 hook that raises `PermissionError` (and reports it) for network, processes, writes and
-    reads outside the interpreter's and the farm's folders, and SQLite files or extensions."""
-    readable = tuple(r.rstrip("/") + "/" for r in _readable_roots(farm_root))
+    reads outside the interpreter's and the farm's folders, and SQLite files or extensions. `writable`
+    folders are the exception, for the verifier's own instruments (coverage data), never the server's."""
+    own = tuple(os.path.realpath(w).rstrip("/") + "/" for w in writable)
+    readable = tuple(r.rstrip("/") + "/" for r in _readable_roots(farm_root)) + own
     exact = {r.rstrip("/") for r in readable}
+
+    def instrument(path: Any) -> bool:
+        return bool(own) and os.path.realpath(os.fsdecode(path)).startswith(own)
 
     def refuse(what: str) -> None:
         message = f"{VIOLATION}: {what} is not allowed in a farm server"
@@ -233,19 +240,24 @@ def audit_hook(farm_root: Path | None, report: Callable[[str], None]) -> Callabl
                 isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND)
             )
             full = os.path.realpath(name)
-            if writing:
+            if writing and not instrument(name):
                 refuse(f"writing the file {name}")
             if full not in exact and not full.startswith(readable):
                 refuse(f"reading the file {name}")
         elif event.startswith(FILE_CHANGE_EVENTS):
-            refuse(f"changing the file system ({event})")
+            if not (args and isinstance(args[0], str | bytes | os.PathLike) and instrument(args[0])):
+                refuse(f"changing the file system ({event})")
         elif event == "sqlite3.connect":
             database = (
                 os.fsdecode(args[0])
                 if args and isinstance(args[0], bytes | os.PathLike)
                 else str(args[0] if args else "")
             )
-            if database not in ("", ":memory:") and not database.startswith("file::memory:"):
+            if (
+                database not in ("", ":memory:")
+                and not database.startswith("file::memory:")
+                and not instrument(database)
+            ):
                 refuse(f"opening the SQLite file {database}")
         elif event in ("sqlite3.enable_load_extension", "sqlite3.load_extension", "ctypes.dlopen"):
             refuse(f"loading native code ({event})")
@@ -279,10 +291,9 @@ def _farm_of(argv: Sequence[str]) -> Path | None:
     return None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Limits, then the audit hook, then `envfarm` with the same arguments (so the server's own code,
-    handlers included, only ever runs inside the sandbox)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+def enter(envfarm_argv: Sequence[str], writable: Sequence[Path] = ()) -> None:
+    """Put this process in the sandbox for good: limits, then the audit hook (which cannot be removed).
+    Call it before any server code is imported; `envfarm_argv` names the farm that may be read."""
     sys.dont_write_bytecode = True
     apply_limits(Limits())
 
@@ -292,7 +303,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError:
             pass
 
-    sys.addaudithook(audit_hook(_farm_of(argv), report))
+    sys.addaudithook(audit_hook(_farm_of(envfarm_argv), report, writable))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The sandbox, then `envfarm` with the same arguments (so the server's own code, handlers
+    included, only ever runs inside it)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    enter(argv)
     from envfarm.cli import main as envfarm_main
 
     return envfarm_main(argv)
