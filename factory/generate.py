@@ -353,6 +353,15 @@ def offline_draft(scenario: Scenario, theme: str, variant: int) -> SpecDraft:
                     extra_name: {**extra_param, "required": True},
                     "note": {"type": "string", "description": "Free text"},
                 },
+                "examples": [
+                    {
+                        "args": {"customer_id": "cst_0005", "item_id": "itm_002", extra_name: records[1][extra_name]},
+                        "expect": {
+                            "result": {"customer_id": "cst_0005", "item_id": "itm_002", "status": "open"},
+                            "rows": {record: {"added": 1}},
+                        },
+                    }
+                ],
                 "rules": [
                     {
                         "reject_if": "SELECT 1 FROM items WHERE item_id = :item_id AND active = 0",
@@ -375,6 +384,15 @@ def offline_draft(scenario: Scenario, theme: str, variant: int) -> SpecDraft:
                     key: {"type": "string", "required": True, "description": f"{label} id from list_{record}"},
                     "note": {"type": "string", "required": True, "description": "The new note"},
                 },
+                "examples": [
+                    {
+                        "args": {key: records[1][key], "note": "Call before arriving"},
+                        "expect": {
+                            "state": {f"{record}[{records[1][key]}].note": "Call before arriving"},
+                            "rows": {record: {"updated": 1}},
+                        },
+                    }
+                ],
             },
             {
                 "name": f"cancel_{one}",
@@ -384,6 +402,15 @@ def offline_draft(scenario: Scenario, theme: str, variant: int) -> SpecDraft:
                 "key": key,
                 "params": {key: {"type": "string", "required": True, "description": f"{label} id from list_{record}"}},
                 "set": {"status": "cancelled"},
+                "examples": [
+                    {
+                        "args": {key: records[0][key]},
+                        "expect": {
+                            "result": {key: records[0][key], "status": "cancelled"},
+                            "rows": {record: {"updated": 1}},
+                        },
+                    }
+                ],
                 "rules": [
                     {
                         "reject_if": f"SELECT 1 FROM {record} WHERE {key} = :{key} AND status = 'cancelled'",
@@ -392,6 +419,29 @@ def offline_draft(scenario: Scenario, theme: str, variant: int) -> SpecDraft:
                     }
                 ],
             },
+        ],
+        "scenarios": [
+            {
+                "name": f"create_then_cancel_{one}",
+                "description": f"A new {one} can be cancelled once; cancelling it again is refused.",
+                "steps": [
+                    {
+                        "tool": f"create_{one}",
+                        "name": "made",
+                        "args": {"customer_id": "cst_0002", "item_id": "itm_001", extra_name: records[0][extra_name]},
+                    },
+                    {
+                        "tool": f"cancel_{one}",
+                        "args": {key: f"${{made.{key}}}"},
+                        "expect": {"state": {f"{record}[${{made.{key}}}].status": "cancelled"}},
+                    },
+                    {
+                        "tool": f"cancel_{one}",
+                        "args": {key: f"${{made.{key}}}"},
+                        "expect": {"error": "is already cancelled"},
+                    },
+                ],
+            }
         ],
     }
     return SpecDraft(spec=spec)

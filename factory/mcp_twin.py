@@ -11,6 +11,7 @@ tools it marks read-only, or whose name says they read, are called.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -114,9 +115,29 @@ def twin_spec(
             )
             continue
         spec["seed"], spec["entities"] = candidate["seed"], candidate["entities"]
+        _remap_examples(spec, table, pk, {k: v for k, v in remap.items() if isinstance(k, str)})
         used.append(table)
         result.report.notes.append(
             f"{table}: seeded with the {len(fitted)} records {tool} returned from the live server"
         )
     result.report.format = "MCP listing"
     return result
+
+
+def _remap_examples(spec: dict[str, Any], table: str, pk: str, remap: dict[str, Any]) -> None:
+    """Examples written against the generated rows of `table` now name the observed ones: keys are
+    replaced; an example naming a row of it by another column is dropped (its row is gone)."""
+    for tool in spec["tools"]:
+        examples = tool.get("examples") or []
+        if (
+            tool.get("entity") == table
+            and tool.get("key")
+            and tool["params"][tool["key"]].get("column", tool["key"]) != pk
+        ):
+            examples = []
+        text = json.dumps(examples)
+        for old, new in remap.items():
+            text = text.replace(json.dumps(old), json.dumps(new)).replace(f"[{old}]", f"[{new}]")
+        tool["examples"] = json.loads(text)
+        if not tool["examples"]:
+            tool.pop("examples")

@@ -933,6 +933,75 @@ class _Importer:
             rows[table] = table_rows
         return rows
 
+    # ---- expectations ------------------------------------------------------------------------------
+
+    def _fresh(self, tool: dict[str, Any], pname: str, seed: dict[str, list[dict[str, Any]]], avoid: Any = None) -> Any:
+        """A value for a write's param: an existing key for a foreign key, else a new value of its type
+        (never a copy of a seed value, so unique columns stay unique)."""
+        param = tool["params"][pname]
+        entity = self.entities[tool["entity"]]
+        column = entity.columns.get(param.get("column", pname))
+        if column is not None and column.ref:
+            target, _, target_column = column.ref.partition(".")
+            values = [row[target_column] for row in seed.get(target, []) if row.get(target_column) is not None]
+            return next((v for v in values if v != avoid), values[0] if values else None)
+        if param.get("enum"):
+            return next((v for v in param["enum"] if v != avoid), param["enum"][0])
+        return {
+            "string": f"New {pname.replace('_', ' ')}",
+            "integer": 7,
+            "number": 12.5,
+            "boolean": avoid is not True,
+            "date": "2026-05-04",
+            "datetime": "2026-05-04T10:00:00Z",
+        }[param["type"]]
+
+    def expectations(self, tool: dict[str, Any], seed: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        """What each imported write must do, as examples with expectations: a create adds one row, an
+        update sets the column it names on that row, a delete removes it (an unreferenced row), and an
+        update given nothing to change is refused. Reads need none: the contract checks cover them."""
+        table, effect = tool["entity"], tool["effect"]
+        entity = self.entities[table]
+        rows = seed.get(table) or []
+        params = tool["params"]
+        if effect == "create":
+            args = {p: self._fresh(tool, p, seed) for p, spec in params.items() if spec.get("required")}
+            if not args:  # at least one value, so the call says something
+                first = next(iter(params))
+                args[first] = self._fresh(tool, first, seed)
+            shown = {p: v for p, v in args.items() if params[p]["type"] == "string" and not params[p].get("column")}
+            expect: dict[str, Any] = {"rows": {table: {"added": 1}}}
+            if shown:
+                expect["result"] = shown
+            return [{"args": args, "expect": expect}]
+        if effect not in ("update", "delete") or not rows:
+            return []
+        key = tool["key"]
+        key_column = params[key].get("column", key)
+        row = rows[-1]  # the last rows have no children: deleting one is not refused by a foreign key
+        if row.get(key_column) is None or sum(r.get(key_column) == row[key_column] for r in rows) != 1:
+            return []
+        where = f"{table}[{row[entity.primary_key]}]"
+        if effect == "delete":
+            return [
+                {"args": {key: row[key_column]}, "expect": {"state": {where: None}, "rows": {table: {"removed": 1}}}}
+            ]
+        changes = [p for p in params if p != key]
+        if not changes:
+            return []
+        target = changes[0]
+        value = self._fresh(tool, target, seed, avoid=row.get(params[target].get("column", target)))
+        column = params[target].get("column", target)
+        examples = [
+            {
+                "args": {key: row[key_column], target: value},
+                "expect": {"state": {f"{where}.{column}": value}, "rows": {table: {"updated": 1}}},
+            }
+        ]
+        if all(not params[p].get("required") for p in changes):
+            examples.append({"args": {key: row[key_column]}, "expect": {"error": "Nothing to change"}})
+        return examples
+
     # ---- the spec ----------------------------------------------------------------------------------
 
     def spec(self, title: str, description: str, domain: str, seed_number: int) -> dict[str, Any]:
@@ -999,6 +1068,9 @@ class _Importer:
                 found = self.entities[tool["entity"]].columns.get(param.get("column", pname))
                 if found is not None and found.type != param["type"]:
                     param["type"] = found.type
+            examples = self.expectations(tool, seed)
+            if examples:
+                tool["examples"] = examples
         return {
             "name": self.name,
             "domain": domain,

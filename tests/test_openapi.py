@@ -19,6 +19,7 @@ from envfarm.cli import main
 from envfarm.render import render
 from factory.build import BuildResult, build_all
 from factory.openapi import OpenAPIError, import_openapi, write_spec_folder
+from factory.verify import VerifyOptions
 from servers.runtime.registry import load_registry
 
 DATA = Path(__file__).parent / "data" / "openapi"
@@ -32,7 +33,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, BuildResult]:
     for document in DOCUMENTS:
         write_spec_folder(import_openapi(document, name=document.stem), specs / document.stem)
     farm = tmp_path_factory.mktemp("farm")
-    return farm, anyio.run(partial(build_all, [specs], farm))
+    # With the coverage gate: every write and rejection of the imported servers runs under an expectation.
+    return farm, anyio.run(partial(build_all, [specs], farm, options=VerifyOptions(coverage_gate=True)))
 
 
 def test_there_are_at_least_three_real_documents() -> None:
@@ -82,6 +84,15 @@ def test_petstore_operations_map_to_the_right_effects() -> None:
     assert "comma-separated" in pets["photo_urls"]["description"]  # an array kept as text
     assert spec["seed"]["pets"][0]["name"] == "doggie"  # the schema's example seeds the first row
     assert any("api_key" in n and "principal" in n for n in result.report.notes)  # auth -> our principal
+    # Writes carry expectations: a delete removes an unreferenced row, an update sets what it names.
+    delete_pet = next(t for t in spec["tools"] if t["name"] == "delete_pet")
+    assert delete_pet["examples"] == [
+        {"args": {"pet_id": 6}, "expect": {"state": {"pets[6]": None}, "rows": {"pets": {"removed": 1}}}}
+    ]
+    update = next(t for t in spec["tools"] if t["name"] == "update_pet_with_form")["examples"]
+    assert update[0]["expect"]["rows"] == {"pets": {"updated": 1}} and update[1]["expect"] == {
+        "error": "Nothing to change"
+    }
 
 
 def test_nested_resources_become_foreign_keys_and_required_filters() -> None:
