@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from functools import partial
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import anyio
 
+from servers.runtime.cli import add_serving_arguments
 from servers.runtime.farm import stdio_args
 from servers.runtime.registry import (
     REGISTRY_FILE,
@@ -62,29 +64,50 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from servers.runtime.cli import ServingOptions
     from servers.runtime.farm import load_server, load_servers
     from servers.runtime.http import serve_http
 
+    options = ServingOptions(args)
+    problem = options.problem
+    if args.all and args.db:
+        problem = "--db keeps one server's state; it cannot be combined with --all"
+    elif not args.all and not args.name:
+        problem = "name a server or pass --all"
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     registry = _registry(args)
     if args.all:
         names = [s.name for s in registry.servers]
         if not names:
             print("error: the registry lists no servers", file=sys.stderr)
             return 2
-        print(f"serving {len(names)} servers at http://{args.host}:{args.port}/<name>/mcp", file=sys.stderr)
-        serve_http(load_servers(_farm(args), names), host=args.host, port=args.port)
+        url = f"http://{args.host}:{options.port}/<name>/mcp"
+        serve_http(
+            load_servers(_farm(args), names, budget=options.budget),
+            host=args.host,
+            port=options.port,
+            budget=options.budget,
+            access=options.access,
+            on_ready=lambda: print(f"serving {len(names)} servers at {url}", file=sys.stderr, flush=True),
+        )
         return 0
-    if not args.name:
-        print("error: name a server or pass --all", file=sys.stderr)
-        return 2
     try:
-        server = load_server(_farm(args), args.name, **({"db_file": args.db} if args.db else {}))
-    except LookupError as exc:
+        server = load_server(_farm(args), args.name, budget=options.budget, **({"db_file": args.db} if args.db else {}))
+    except (LookupError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.http:
-        print(f"serving {args.name} at http://{args.host}:{args.port}/{args.name}/mcp", file=sys.stderr)
-        serve_http({args.name: server}, host=args.host, port=args.port)
+        url = f"http://{args.host}:{options.port}/{args.name}/mcp"
+        serve_http(
+            {args.name: server},
+            host=args.host,
+            port=options.port,
+            budget=options.budget,
+            access=options.access,
+            on_ready=lambda: print(f"serving {args.name} at {url}", file=sys.stderr, flush=True),
+        )
     else:
         import anyio
 
@@ -265,11 +288,8 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("serve", help="run one server (stdio or HTTP) or the whole farm on one HTTP port")
     s.add_argument("name", nargs="?", help="server name")
-    s.add_argument("--all", action="store_true", help="serve every registered server at /<name>/mcp")
-    s.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
-    s.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: 127.0.0.1)")
-    s.add_argument("--port", type=int, default=8000)
-    s.add_argument("--db", type=Path, help="persistent mode: keep state in this SQLite file")
+    s.add_argument("--all", action="store_true", help="serve every registered server at /<name>/mcp (HTTP)")
+    add_serving_arguments(s)
     s.set_defaults(func=cmd_serve)
 
     c = sub.add_parser("config", help="print the mcpServers JSON a desktop client expects")
@@ -316,7 +336,13 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except BrokenPipeError:
+        # The reader went away (`envfarm config | head`): not an error of ours. Point stdout at
+        # the null device so the interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -587,7 +587,10 @@ def _tool_definition(tool: ToolKind) -> list[str]:
 
 
 def render_server_module(spec: EnvironmentSpec) -> str:
-    runtime = "from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server"
+    runtime = (
+        "from servers.runtime.server import (\n    DEFAULT_MAX_EPISODES,\n    EpisodeBudget,\n    ServerDefinition,\n"
+        "    ToolDefinition,\n    build_server,\n)"
+    )
     return "\n".join(
         [
             f'"""The {spec.name} server definition, handed to the shared runtime.\n\n{GENERATED_NOTE}\n"""',
@@ -614,9 +617,15 @@ def render_server_module(spec: EnvironmentSpec) -> str:
             ")",
             "",
             "",
-            "def build(*, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES) -> MCPServer:",
-            f'    """A fresh {spec.name} MCP server: isolated in-memory episodes, or one persistent `db_file`."""',
-            "    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes)",
+            "def build(",
+            "    *,",
+            "    db_file: Path | None = None,",
+            "    max_episodes: int = DEFAULT_MAX_EPISODES,",
+            "    budget: EpisodeBudget | None = None,",
+            ") -> MCPServer:",
+            f'    """A fresh {spec.name} MCP server: isolated in-memory episodes (under `budget`, shared by a farm',
+            '    host), or one persistent `db_file`."""',
+            "    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes, budget=budget)",
             "",
         ]
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import secrets
 import sqlite3
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -46,14 +47,18 @@ from servers.runtime.control import (
 )
 from servers.runtime.database import Database, Rejected, diff_states, snapshot, state_hash
 from servers.runtime.effects import Effect, effect_hints
-from servers.runtime.episodes import (
+from servers.runtime.episodes import (  # re-exported for generated server.py files
     DEFAULT_MAX_EPISODES,
     ConnectionScope,
+    EpisodeBudget,
+    EpisodeExpired,
+    EpisodeForbidden,
     EpisodeStore,
     build_seed,
     load_state,
     open_persistent,
     resolve_key,
+    resolve_owner,
 )
 
 
@@ -131,7 +136,20 @@ class _Episodes:
         key = resolve_key(meta, request)
         if key is None:
             return None, scope.connection
-        return key, self.store.named(key)
+        return key, self.store.named(key, resolve_owner(request))
+
+    def existing(self, meta: Any, request: Any, scope: ConnectionScope) -> tuple[str | None, sqlite3.Connection]:
+        """As `connection`, but a named episode never opened is read from the seed, not opened:
+        reading a state must not cost an episode."""
+        key = resolve_key(meta, request)
+        if key is None:
+            return None, scope.connection
+        return key, self.store.peek(key, resolve_owner(request)) or self.store.seed
+
+
+def _control_error(exc: EpisodeExpired | EpisodeForbidden) -> MCPError:
+    kind = ErrorKind.EPISODE_EXPIRED if isinstance(exc, EpisodeExpired) else ErrorKind.FORBIDDEN
+    return MCPError(types.INVALID_PARAMS, f"{kind.value}: {exc}")
 
 
 class EpisodeControl(Extension):
@@ -142,37 +160,50 @@ class EpisodeControl(Extension):
     def __init__(self, episodes: _Episodes) -> None:
         self._episodes = episodes
 
-    def _target(self, ctx: ControlContext, params: EpisodeParams) -> tuple[str | None, sqlite3.Connection]:
+    def _meta(self, ctx: ControlContext, params: EpisodeParams) -> dict[str, Any]:
         meta = dict(ctx.meta or {})
         if params.episode:
             meta[EPISODE_META_KEY] = params.episode
-        return self._episodes.connection(meta, ctx.request, ctx.lifespan_context)
+        return meta
 
     async def _reset(self, ctx: ControlContext, params: ResetParams) -> ResetResult:
-        key, current = self._target(ctx, params)
+        if params.fresh and not params.episode:
+            params = params.model_copy(update={"episode": f"ep-{secrets.token_urlsafe(18)}"})
         store = self._episodes.store
+        key = resolve_key(self._meta(ctx, params), ctx.request)
+        owner = resolve_owner(ctx.request)
+        if key is not None:
+            try:
+                store.peek(key, owner)
+            except EpisodeForbidden as exc:
+                raise _control_error(exc) from exc
+            except EpisodeExpired:
+                pass  # a reset opens an expired episode again, from the seed or the given state
         if store.persistent is not None and params.state is None:
             raise MCPError(types.INVALID_PARAMS, "persistent mode: reset needs an explicit state")
         # The new state is built aside (the persistent file loads in one transaction), so a state
         # that fails to load leaves the episode as it was.
-        connection = current if store.persistent is not None else store.fork()
+        connection = store.persistent if store.persistent is not None else store.fork()
         if params.state is not None:
             try:
                 load_state(connection, params.state)
             except ValueError as exc:
-                if connection is not current:
+                if connection is not store.persistent:
                     connection.close()
-                raise MCPError(types.INVALID_PARAMS, f"cannot load state: {exc}") from exc
-        if connection is not current:
+                raise MCPError(types.INVALID_PARAMS, f"cannot load state: {bounded(str(exc))}") from exc
+        if store.persistent is None:
             if key:
-                store.replace(key, connection)
+                store.replace(key, connection, owner)
             else:
                 ctx.lifespan_context.replace(connection)
         loaded = params.state is not None or store.persistent is not None
         return ResetResult(episode=key, hash=state_hash(snapshot(connection)) if loaded else store.seed_hash)
 
     async def _state(self, ctx: ControlContext, params: StateParams) -> StateResult:
-        key, connection = self._target(ctx, params)
+        try:
+            key, connection = self._episodes.existing(self._meta(ctx, params), ctx.request, ctx.lifespan_context)
+        except (EpisodeExpired, EpisodeForbidden) as exc:
+            raise _control_error(exc) from exc
         state = snapshot(connection)
         diff = diff_states(self._episodes.store.seed_state, state)
         return StateResult(
@@ -183,7 +214,10 @@ class EpisodeControl(Extension):
         )
 
     async def _close(self, ctx: ControlContext, params: EpisodeParams) -> CloseResult:
-        closed = bool(params.episode) and self._episodes.store.close(params.episode or "")
+        try:
+            closed = bool(params.episode) and self._episodes.store.close(params.episode or "", resolve_owner(ctx.request))
+        except EpisodeForbidden as exc:
+            raise _control_error(exc) from exc
         return CloseResult(episode=params.episode, closed=closed, open_episodes=len(self._episodes.store))
 
     def methods(self) -> list[MethodBinding]:
@@ -240,8 +274,8 @@ class StrictArguments(Extension):
             return _error(message, ErrorKind.INVALID_ARGUMENTS)
         if params.name not in self._schemas:
             self._schemas[params.name] = metadata.arg_model.model_json_schema()
-        if problems := argument_problems(arguments, self._schemas[params.name]):
-            message = f"{params.name} got invalid arguments ({'; '.join(problems)}). Nothing was changed; fix them and call again."
+        if found := argument_problems(arguments, self._schemas[params.name]):
+            message = f"{params.name} got invalid arguments ({'; '.join(found)}). Nothing was changed; fix them and call again."
             return _error(message, ErrorKind.INVALID_ARGUMENTS)
         return await call_next(ctx)
 
@@ -254,7 +288,12 @@ def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerD
 
     async def call_tool(ctx: Context[ConnectionScope], **arguments: Any) -> Any:
         request = ctx.request_context
-        _, connection = episodes.connection(request.meta, request.request, request.lifespan_context)
+        try:
+            _, connection = episodes.connection(request.meta, request.request, request.lifespan_context)
+        except EpisodeExpired as exc:
+            return _error(f"{tool.name} was not run: {exc}", ErrorKind.EPISODE_EXPIRED)
+        except EpisodeForbidden as exc:
+            return _error(f"{tool.name} was not run: {exc}", ErrorKind.FORBIDDEN)
         connection.execute("BEGIN IMMEDIATE" if episodes.store.persistent is not None else "BEGIN")
         try:
             # Generated code must not write to stdout: on stdio that is the protocol stream.
@@ -292,12 +331,17 @@ def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerD
 
 
 def build_server(
-    definition: ServerDefinition, *, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES
+    definition: ServerDefinition,
+    *,
+    db_file: Path | None = None,
+    max_episodes: int = DEFAULT_MAX_EPISODES,
+    budget: EpisodeBudget | None = None,
 ) -> MCPServer:
-    """A ready `MCPServer` for `definition`: isolated in-memory episodes, or one file with `db_file`."""
+    """A ready `MCPServer` for `definition`: isolated in-memory episodes, or one file with `db_file`.
+    Servers sharing one `budget` (the farm host) share one memory budget for their named episodes."""
     seed = build_seed(definition.schema_sql(), definition.seed_rows())
     persistent = open_persistent(db_file, seed) if db_file is not None else None
-    episodes = _Episodes(EpisodeStore(seed, max_episodes=max_episodes, persistent=persistent))
+    episodes = _Episodes(EpisodeStore(seed, max_episodes=max_episodes, persistent=persistent, budget=budget))
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[ConnectionScope]:
