@@ -247,6 +247,38 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return run_bench(_farm(args), args.out, quick=args.quick)
 
 
+def cmd_fuzz(args: argparse.Namespace) -> int:
+    try:
+        import hypothesis  # noqa: F401
+    except ImportError:
+        print('error: envfarm fuzz needs hypothesis: pip install -e ".[fuzz]"', file=sys.stderr)
+        return 2
+    from envfarm.fuzz import ServerFuzz, fuzz_farm
+
+    registry = _registry(args)
+    names = args.names or [s.name for s in registry.servers]
+    missing = sorted(set(names) - {s.name for s in registry.servers})
+    if missing:
+        print(f"error: not in {registry_file(_farm(args))}: {', '.join(missing)}", file=sys.stderr)
+        return 2
+
+    def progress(result: ServerFuzz) -> None:
+        outcomes = ", ".join(f"{k} {v}" for k, v in sorted(result.outcomes.items()))
+        bad = sum(result.violations.values())
+        print(f"  {result.server:<22} {result.calls:>6} calls  {outcomes}  violations {bad}", flush=True)
+
+    print(f"fuzzing {len(names)} servers, {args.calls} calls, seed {args.seed}", flush=True)
+    report = fuzz_farm(_farm(args), names, args.calls, seed=args.seed, progress=progress)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    print(f"\n{report.calls} calls: " + ", ".join(f"{k} {v}" for k, v in sorted(report.outcomes.items())))
+    print("violations: " + ", ".join(f"{k} {v}" for k, v in report.violations.items()))
+    for violation in report.evidence:
+        print(f"  {violation.server}.{violation.tool} {violation.invariant}: {violation.detail} <- {violation.arguments}")
+    return 0 if report.ok else 1
+
+
 def cmd_driver(args: argparse.Namespace) -> int:
     from clients.commands import run
 
@@ -325,6 +357,13 @@ def parser() -> argparse.ArgumentParser:
     be.add_argument("--out", type=Path, default=Path("reports/bench.json"))
     be.add_argument("--quick", action="store_true", help="fewer iterations (for smoke tests)")
     be.set_defaults(func=cmd_bench)
+
+    fz = sub.add_parser("fuzz", help="schema-driven property testing of every tool, in-memory (needs .[fuzz])")
+    fz.add_argument("names", nargs="*", help="servers to fuzz (default: all)")
+    fz.add_argument("--calls", type=int, default=2400, help="tool calls in all, split evenly (default: 2400)")
+    fz.add_argument("--seed", type=int, default=0)
+    fz.add_argument("--out", type=Path, help="write the JSON report here")
+    fz.set_defaults(func=cmd_fuzz)
 
     add_driver_parsers(sub)
 
