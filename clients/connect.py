@@ -122,12 +122,16 @@ def farm_process(
                 process.wait()
 
 
-def shared_http_client(connections: int | None = 200, token: str | None = None) -> httpx2.AsyncClient:
+def shared_http_client(
+    connections: int | None = 200, token: str | None = None, pool_timeout: float | None = 60.0
+) -> httpx2.AsyncClient:
     """One pooled HTTP client for many MCP clients: connects cost ~3 ms instead of ~35 ms. With
-    `token`, every request carries it as `Authorization: Bearer` (a farm host served with --token)."""
+    `token`, every request carries it as `Authorization: Bearer` (a farm host served with --token).
+    `pool_timeout=None` lets a request wait for a free connection as long as it takes (many clients
+    on one bounded pool: the caller bounds the whole run instead)."""
     limits = httpx2.Limits(max_connections=connections, max_keepalive_connections=connections)
     headers = {"Authorization": f"Bearer {token}"} if token else None
-    return httpx2.AsyncClient(timeout=httpx2.Timeout(60.0), limits=limits, headers=headers)
+    return httpx2.AsyncClient(timeout=httpx2.Timeout(60.0, pool=pool_timeout), limits=limits, headers=headers)
 
 
 def http_client(url: str, http: httpx2.AsyncClient, mode: Era = "auto", read_timeout: float | None = None) -> Client:

@@ -327,6 +327,9 @@ _CALL_ERRORS: dict[ErrorKind, CallError] = {
     ErrorKind.REJECTED: "rejected",
     ErrorKind.INVALID_ARGUMENTS: "invalid_arguments",
     ErrorKind.SERVER_ERROR: "server_error",
+    # The episode is gone or not this caller's: the environment failed the rollout, not the policy.
+    ErrorKind.EPISODE_EXPIRED: "server_error",
+    ErrorKind.FORBIDDEN: "server_error",
 }
 
 Progress = Callable[[int, int], None]

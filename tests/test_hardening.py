@@ -189,3 +189,17 @@ async def test_a_state_that_breaks_a_foreign_key_is_invalid_params_and_changes_n
         with pytest.raises(ControlError, match="-32602.*foreign key.*appointments"):
             await reset(client, "fk", {"appointments": [appointment]})
         assert (await state(client, "fk")).diff == {}
+
+
+# ------------------------------------------------------------------ the bench under its own load
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_concurrent_sessions_finish_when_they_outnumber_the_connections(farm: Any, mode: str) -> None:
+    """Issue 12: 1,000 sessions on a 200-connection pool deadlocked on the all-booked barrier. Now a
+    request waits for a connection, the barrier gives up, and every episode still completes (a legacy
+    session holds a stream, so it always gets its own connection)."""
+    from envfarm.bench.sessions import concurrent_episodes
+
+    run = await concurrent_episodes(farm, FREE_SLOT, 12, mode, budget_s=120, barrier_s=2, connections=4)  # type: ignore[arg-type]
+    assert (run.completed, run.leaks, run.errors) == (12, 0, 0), run.error_samples

@@ -55,7 +55,9 @@ def time_build_all(quick: bool) -> tuple[float | None, str]:
 
 
 def run_bench(farm_root: Path, out_path: Path, quick: bool = False) -> int:
-    """Measure, write `out_path` (JSON) and the markdown table beside it; exit 1 on any leak or failed episode."""
+    """Measure, write `out_path` (JSON) and the markdown table beside it. Exit 0 when it measured: missed
+    targets and episodes that failed under load are data in the report; only a leak between episodes
+    (broken isolation, a correctness bug) exits 1."""
     sizes = Sizes.for_mode(quick)
     registry = load_registry(farm_root)
     servers = [s.name for s in registry.servers]
@@ -125,4 +127,4 @@ def run_bench(farm_root: Path, out_path: Path, quick: bool = False) -> int:
     markdown = render_markdown(report)
     out_path.with_suffix(".md").write_text(markdown, encoding="utf-8")
     print(markdown)
-    return 1 if any(r.leaks or r.errors for r in runs) else 0
+    return 1 if any(r.leaks for r in runs) else 0

@@ -58,6 +58,7 @@ class ResetParams(EpisodeParams):
 
 class StateParams(EpisodeParams):
     rows: bool = Field(True, description="include every table's rows, not only hash and diff")
+    diff: bool = Field(default=True, description="include the diff against the seed (false: the hash is enough)")
 
 
 class TableDiff(BaseModel):
@@ -138,8 +139,8 @@ class EpisodeClient:
         result: ResetResult = await self._send(request, ResetResult)
         return result
 
-    async def state(self, *, rows: bool = False) -> StateResult:
-        request = types.Request(method=Method.STATE, params=StateParams(episode=self.episode, rows=rows))
+    async def state(self, *, rows: bool = False, diff: bool = True) -> StateResult:
+        request = types.Request(method=Method.STATE, params=StateParams(episode=self.episode, rows=rows, diff=diff))
         result: StateResult = await self._send(request, StateResult)
         return result
 

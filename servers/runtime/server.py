@@ -205,7 +205,7 @@ class EpisodeControl(Extension):
         except (EpisodeExpired, EpisodeForbidden) as exc:
             raise _control_error(exc) from exc
         state = snapshot(connection)
-        diff = diff_states(self._episodes.store.seed_state, state)
+        diff = diff_states(self._episodes.store.seed_state, state) if params.diff else {}
         return StateResult(
             episode=key,
             hash=state_hash(state),
