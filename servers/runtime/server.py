@@ -274,8 +274,8 @@ class StrictArguments(Extension):
             return _error(message, ErrorKind.INVALID_ARGUMENTS)
         if params.name not in self._schemas:
             self._schemas[params.name] = metadata.arg_model.model_json_schema()
-        if found := argument_problems(arguments, self._schemas[params.name]):
-            message = f"{params.name} got invalid arguments ({'; '.join(found)}). Nothing was changed; fix them and call again."
+        if bad := argument_problems(arguments, self._schemas[params.name]):
+            message = f"{params.name} got invalid arguments ({'; '.join(bad)}). Nothing was changed; fix them and call again."
             return _error(message, ErrorKind.INVALID_ARGUMENTS)
         return await call_next(ctx)
 
