@@ -3,6 +3,7 @@ names it, changes nothing, and stays short (issue 12)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -203,3 +204,38 @@ async def test_concurrent_sessions_finish_when_they_outnumber_the_connections(fa
 
     run = await concurrent_episodes(farm, FREE_SLOT, 12, mode, budget_s=120, barrier_s=2, connections=4)  # type: ignore[arg-type]
     assert (run.completed, run.leaks, run.errors) == (12, 0, 0), run.error_samples
+
+
+async def test_the_memory_bench_measures_open_and_closed_episodes(farm: Any) -> None:
+    """A small run of `python -m envfarm.bench.memory`: numbers are not judged here, only recorded."""
+    from envfarm.bench.memory import measure
+
+    report = await measure(farm, FREE_SLOT, 10, progress=False, warm_up=3)
+    assert report.episodes == 10 and report.rss_open_mb > 0 and report.rss_after_sessions_mb > 0
+    assert report.met == (report.growth_after_close <= 0.10 and report.growth_after_sessions <= 0.10)
+
+
+async def test_closing_every_episode_returns_the_budget_to_zero() -> None:
+    budget = EpisodeBudget(max_mb=64, ttl_s=None)
+    async with Client(build_clinic(budget=budget)) as client:
+        for n in range(20):
+            await client.call_tool("book_appointment", booking(FREE_SLOT, "x"), meta={EPISODE: f"m{n}"})
+        assert len(budget) == 20 and budget.bytes > 0
+        for n in range(20):
+            assert (await close(client, f"m{n}")).closed
+    assert len(budget) == 0 and budget.bytes == 0
+
+
+def test_the_readme_python_snippet_runs_as_a_script(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    snippet = readme.split("Or from Python with the official SDK:", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    script = tmp_path / "snippet.py"
+    script.write_text(snippet, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Lopez" in done.stdout
