@@ -85,9 +85,13 @@ class FarmProcess:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+# Starting 24 servers takes seconds on an idle machine and over a minute on a loaded one.
+FARM_START_TIMEOUT_S = 300.0
+
+
 @contextlib.contextmanager
 def farm_process(
-    farm_root: Path, port: int | None = None, timeout: float = 60.0, token: str | None = None
+    farm_root: Path, port: int | None = None, timeout: float = FARM_START_TIMEOUT_S, token: str | None = None
 ) -> Iterator[FarmProcess]:
     """Run `envfarm serve --all` on loopback until the block ends; ready once its index answers.
     With `token`, the host requires it as a bearer token (ready once it refuses a request without)."""

@@ -241,9 +241,6 @@ class EpisodeStore:
         self._owners: dict[str, str] = {}
         self._expired: OrderedDict[str, str] = OrderedDict()  # key -> why (closed, evicted), bounded
 
-    def __hash__(self) -> int:
-        return id(self)
-
     def fork(self) -> sqlite3.Connection:
         if self.persistent is not None:
             return self.persistent
