@@ -128,7 +128,7 @@ class VerifyOptions(BaseModel):
     max_tries: int = Field(default=5, description="seed-built candidates tried per tool before giving up")
     coverage: bool = Field(default=True, description="run the server under coverage and report what expectations run")
     coverage_gate: bool = Field(
-        default=False,
+        default=True,
         description="fail when a reject, write or handler branch ran under no expectation (else only reported)",
     )
 
