@@ -146,6 +146,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     """`envfarm verify --mutate`: the verifier's kill rate on seeded bugs, per server."""
     from factory.mutation import MutantResult, ServerMutation, mutate_server, summarize
     from factory.verify import VerifyOptions
+    from factory.warm import warm_launcher
 
     farm = _farm(args)
     registry = _registry(args)
@@ -177,7 +178,9 @@ def cmd_mutate(args: argparse.Namespace) -> int:
             )
         return servers
 
-    report = summarize(anyio.run(run_all), args.seed, args.max_mutants)
+    with warm_launcher() as socket_path:  # one warm interpreter forks every mutant's server
+        options = options.model_copy(update={"warm_socket": socket_path})
+        report = summarize(anyio.run(run_all), args.seed, args.max_mutants)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
     print(f"\n{'server':<22} {'mutants':>7} {'killed':>6} {'kill rate':>9} {'explained':>9} {'unexplained':>11}")
