@@ -394,6 +394,13 @@ def _key_lookup(tool: GetTool | UpdateTool | DeleteTool) -> str:
     return f"db.require({py(tool.entity)}, {py(tool.key_column)}, {tool.key}, {py(tool.key)})"
 
 
+def like_contains(param: str) -> str:
+    """The LIKE pattern of a "contains" search: the value's `%`, `_` (and the escape `!`) escaped, so a
+    search for "50%" matches that text, not every row."""
+    escaped = f"replace(replace(replace(lower(:{param}), '!', '!!'), '%', '!%'), '_', '!_')"
+    return f"'%' || {escaped} || '%' ESCAPE '!'"
+
+
 def _search_body(tool: SearchTool, spec: EnvironmentSpec, result: str) -> list[str]:
     entity = spec.entities[tool.entity]
     conditions = []
@@ -401,7 +408,7 @@ def _search_body(tool: SearchTool, spec: EnvironmentSpec, result: str) -> list[s
         column = param.column or pname
         test = {
             "exact": f"{column} = :{pname}",
-            "contains": f"lower({column}) LIKE '%' || lower(:{pname}) || '%'",
+            "contains": f"lower({column}) LIKE {like_contains(pname)}",
             "gte": f"{column} >= :{pname}",
             "lte": f"{column} <= :{pname}",
         }[param.match]
