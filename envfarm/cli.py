@@ -179,7 +179,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         return servers
 
     with warm_launcher() as socket_path:  # one warm interpreter forks every mutant's server
-        options = options.model_copy(update={"warm_socket": socket_path})
+        options = options.model_copy(update={"warm_socket": socket_path, "fail_fast": True})
         report = summarize(anyio.run(run_all), args.seed, args.max_mutants)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")

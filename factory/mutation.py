@@ -339,7 +339,7 @@ async def mutate_server(
 ) -> ServerMutation:
     """Verify every (or a sample of) mutant(s) of one published server, `jobs` at a time; survivors the
     spec's `equivalent_mutants` explain are marked with the reason."""
-    options = options or VerifyOptions()
+    options = options or VerifyOptions(fail_fast=True)
     started = time.perf_counter()
     equivalents = load_server_spec(server_dir).equivalent_mutants
     chosen = sample(server_mutants(server_dir), max_mutants, seed)

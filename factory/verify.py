@@ -128,6 +128,9 @@ class VerifyOptions(BaseModel):
     static: bool = Field(default=True, description="run the static checks of handlers.py (dynamic checks always run)")
     max_tries: int = Field(default=5, description="seed-built candidates tried per tool before giving up")
     coverage: bool = Field(default=True, description="run the server under coverage and report what expectations run")
+    fail_fast: bool = Field(
+        default=False, description="stop at the first failure, behaviour checks first (mutation testing needs no more)"
+    )
     warm_socket: Path | None = Field(
         default=None, description="launch through this warm launcher (factory.warm) instead of a cold interpreter"
     )
@@ -170,6 +173,7 @@ class _Recorder:
         self.server_checks: dict[str, Outcome] = {}
         self.failures: list[Failure] = []
         self.uncovered: list[str] = []
+        self.fail_fast = False
 
     def _outcomes(self, tool: str) -> dict[str, Outcome]:
         return self.tools[tool].checks if tool in self.tools else self.server_checks
@@ -180,6 +184,8 @@ class _Recorder:
     def fail(self, tool: str, check: str, call: dict[str, Any] | None, expected: str, actual: str) -> None:
         self._outcomes(tool)[check] = "failed"
         self.failures.append(Failure(tool=tool, check=check, call=call, expected=expected, actual=actual))
+        if self.fail_fast:
+            raise _Stop
 
     def judge(
         self,
@@ -272,6 +278,10 @@ class Verifier:
         mark = time.perf_counter()
         await self.check_listing()
         timings.listing_s = time.perf_counter() - mark
+        if self.options.fail_fast:  # the behaviour checks catch most seeded bugs: run them first
+            mark = time.perf_counter()
+            await self.check_behaviour()
+            timings.behaviour_s = time.perf_counter() - mark
         for tool in self.spec.tools:
             if tool.name in self.listed:
                 start = time.perf_counter()
@@ -282,9 +292,10 @@ class Verifier:
         mark = time.perf_counter()
         await self.check_sessions()
         timings.sessions_s = time.perf_counter() - mark
-        mark = time.perf_counter()
-        await self.check_behaviour()
-        timings.behaviour_s = time.perf_counter() - mark
+        if not self.options.fail_fast:
+            mark = time.perf_counter()
+            await self.check_behaviour()
+            timings.behaviour_s = time.perf_counter() - mark
 
     async def _state(self, episode: str) -> StateResult:
         try:
@@ -608,6 +619,8 @@ async def _launch_and_check(
         planned["plans"], planned["seed"] = await anyio.to_thread.run_sync(plan_calls, spec, schema_sql)
         ready.set()
 
+    if options.fail_fast and recorder.failures:
+        return
     mark = time.perf_counter()
     args = envfarm_args(spec.name, import_root)
     if options.coverage:
@@ -648,13 +661,18 @@ async def _launch_and_check(
         if options.coverage:
             pid = int(pid_file.read_text(encoding="utf-8"))
             verifier.switch = lambda context: switch(pid, context)
+        recorder.fail_fast = options.fail_fast
         try:
             await verifier.run(timings)
         except _Stop:
+            recorder.fail_fast = False
+            if options.fail_fast:
+                return
             recorder.fail(
                 SERVER, "completed", None, "every check runs", "stopped early: the server hung or broke the connection"
             )
             return
+    recorder.fail_fast = False
     if options.coverage:
         _judge_coverage(spec, server_dir, data_file, recorder, options.coverage_gate)
 
