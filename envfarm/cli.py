@@ -169,6 +169,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     """`envfarm verify --mutate`: the verifier's kill rate on seeded bugs, per server."""
     from factory.mutation import MutantResult, ServerMutation, mutate_server, summarize
     from factory.verify import VerifyOptions
+    from factory.warm import warm_launcher
 
     farm = _farm(args)
     registry = _registry(args)
@@ -200,14 +201,22 @@ def cmd_mutate(args: argparse.Namespace) -> int:
             )
         return servers
 
-    report = summarize(anyio.run(run_all), args.seed, args.max_mutants)
+    with warm_launcher() as socket_path:  # one warm interpreter forks every mutant's server
+        options = options.model_copy(update={"warm_socket": socket_path, "fail_fast": True})
+        report = summarize(anyio.run(run_all), args.seed, args.max_mutants)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    print(f"\n{'server':<22} {'mutants':>7} {'killed':>6} {'kill rate':>9}  survivors by kind")
+    print(f"\n{'server':<22} {'mutants':>7} {'killed':>6} {'kill rate':>9} {'explained':>9} {'unexplained':>11}")
     for s in report.servers:
-        kinds = {k: c["mutants"] - c["killed"] for k, c in s.by_kind.items() if c["mutants"] > c["killed"]}
-        print(f"{s.server:<22} {s.mutants:>7} {s.killed:>6} {s.kill_rate:>9.0%}  {kinds or ''}")
-    print(f"\nall: {report.killed} of {report.mutants} mutants killed ({report.kill_rate:.0%}); report: {args.out}")
+        print(f"{s.server:<22} {s.mutants:>7} {s.killed:>6} {s.kill_rate:>9.0%} {s.explained:>9} {s.unexplained:>11}")
+    for s in report.servers:
+        for r in s.survivors:
+            if r.equivalent is None:
+                print(f"survivor: {s.server} {r.file}:{r.line} ({r.function}) {r.kind}: {r.change}")
+    print(
+        f"\nall: {report.killed} of {report.mutants} mutants killed ({report.kill_rate:.0%}), "
+        f"{report.explained} survivors explained as equivalent, {report.unexplained} unexplained; report: {args.out}"
+    )
     return 0
 
 
