@@ -15,7 +15,9 @@ from conftest import REPO
 
 
 def run(*command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", *command], check=False, cwd=REPO, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", *command], check=False, cwd=REPO, capture_output=True, text=True, timeout=600
+    )
 
 
 def test_ruff_finds_nothing() -> None:
