@@ -407,6 +407,7 @@ def start_hosts(spec: HostSpec, n: int, cpus: float = 1.0) -> list[Any]:
 class _Worker:
     actor: Any
     load: int = 0
+    up: bool = True
 
 
 class RayBackend:
@@ -419,6 +420,7 @@ class RayBackend:
         self.stats = RayStats(workers=self.options.workers)
         self.hosts: list[HostInfo] = []
         self._live: list[_Worker] = []
+        self._starting: set[asyncio.Future[None]] = set()
         self._started_ray = False
         self._replacements = self.options.workers if self.options.replacements is None else self.options.replacements
 
@@ -437,6 +439,8 @@ class RayBackend:
 
     async def __aexit__(self, *exc: object) -> None:
         ray = import_ray()
+        for starting in self._starting:
+            starting.cancel()
         for worker in self._live:
             with suppress(Exception):
                 await asyncio.wait_for(worker.actor.shutdown.remote(), timeout=10)
@@ -455,7 +459,7 @@ class RayBackend:
             raise RuntimeError(
                 f"every Ray farm host died ({self.stats.lost_workers} lost, {self.stats.replaced_workers} replaced)"
             )
-        return min(self._live, key=lambda w: w.load)
+        return min(self._live, key=lambda w: (not w.up, w.load))  # a replacement still starting comes last
 
     def _lost(self, worker: _Worker) -> None:
         """A host died: drop it, and start a replacement while any are left."""
@@ -469,7 +473,14 @@ class RayBackend:
             self._replacements -= 1
             self.stats.replaced_workers += 1
             [actor] = start_hosts(self.spec, 1, self.options.cpus_per_worker)
-            self._live.append(_Worker(actor))  # calls queue until it is up
+            replacement = _Worker(actor, up=False)  # calls queue until it is up; until then others go first
+            self._live.append(replacement)
+            self._starting.add(asyncio.ensure_future(self._up(replacement)))
+
+    async def _up(self, worker: _Worker) -> None:
+        with suppress(Exception):
+            self.hosts.append(await worker.actor.ready.remote())
+            worker.up = True
 
     async def __call__(
         self,

@@ -39,7 +39,7 @@ def _ray_options(args: argparse.Namespace) -> Any:
         return None
     from clients.ray_backend import RayOptions
 
-    return RayOptions(address=args.address, workers=args.workers)
+    return RayOptions(address=args.address, workers=args.workers, cpus_per_worker=args.cpus_per_worker)
 
 
 def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,6 +51,7 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--address", help="Ray cluster to join (e.g. auto); default: start a local one")
     parser.add_argument("--workers", type=int, default=2, help="Ray farm hosts; --concurrency is per host")
+    parser.add_argument("--cpus-per-worker", type=float, default=1.0, help="CPUs Ray reserves per farm host")
 
 
 def cmd_rollout(args: argparse.Namespace) -> int:
