@@ -96,6 +96,7 @@ class HostInfo(BaseModel):
     pid: int
     node: str
     rss_mb: float
+    peak_rss_mb: float = Field(description="the process's high-water mark (VmHWM)")
     servers: int
 
 
@@ -258,8 +259,13 @@ class FarmHost:
             import ray
 
             node = ray.get_runtime_context().get_node_id()
+        pid = os.getpid()
         return HostInfo(
-            pid=os.getpid(), node=node, rss_mb=round(proc_rss_kb(os.getpid()) / 1024, 1), servers=len(self.spec.servers)
+            pid=pid,
+            node=node,
+            rss_mb=round(proc_rss_kb(pid) / 1024, 1),
+            peak_rss_mb=round(proc_rss_kb(pid, "VmHWM") / 1024, 1),
+            servers=len(self.spec.servers),
         )
 
     async def rollout(self, plan_id: str, plan: list[Any], task: Task, attempt: int) -> Trajectory:

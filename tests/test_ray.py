@@ -224,3 +224,35 @@ def test_run_backend_ray_gives_the_local_scores(tmp_path: Path) -> None:
         return {t["id"]: t["score"] for t in map(json.loads, lines)}
 
     assert rows(remote) == rows(local)
+
+
+def test_rollout_backend_ray_writes_the_local_scores(tmp_path: Path) -> None:
+    from clients.tasks import write_jsonl
+    from envfarm.cli import main
+
+    tasks_file = tmp_path / "tasks.jsonl"
+    write_jsonl(tasks_file, asyncio.run(tasks()))
+    common = ["--farm", str(REPO), "rollout", str(tasks_file), "--policy", "heuristic", "--k", "2"]
+    assert main([*common, "--out", str(tmp_path / "local.jsonl")]) == 0
+    ray_args = ["--backend", "ray", "--workers", "1", "--cpus-per-worker", "0.25"]
+    assert main([*common, "--out", str(tmp_path / "ray.jsonl"), *ray_args]) == 0
+
+    def scores(path: Path) -> dict[str, Any]:
+        return {t["id"]: t["score"] for t in map(json.loads, path.read_text().splitlines())}
+
+    assert scores(tmp_path / "ray.jsonl") == scores(tmp_path / "local.jsonl")
+    assert len(scores(tmp_path / "ray.jsonl")) == 6
+
+
+@pytest.mark.slow
+def test_ray_bench_writes_its_report(tmp_path: Path) -> None:
+    from envfarm.bench.ray import RayBench, main
+
+    out = tmp_path / "bench_ray.json"
+    sizes = ["--episodes", "8", "--sequential", "2", "--tasks", "2", "--servers", "clinic"]
+    assert main(["--farm", str(REPO), "--out", str(out), *sizes]) == 0
+    report = RayBench.model_validate_json(out.read_text())
+    assert [(r.backend, r.workers) for r in report.rates] == [("local", 1), ("ray", 1), ("ray", 2)]
+    assert all(r.episodes >= 8 and r.episodes_per_s > 0 for r in report.rates)
+    assert report.host_idle_rss_mb > 0 and report.actor_round_trip_ms > 0 and report.trajectory_kb > 0
+    assert "Ray overhead" in out.with_suffix(".md").read_text()
