@@ -80,6 +80,7 @@ class RayOptions(BaseModel):
     workers: int = Field(default=2, ge=1, description="farm hosts (one Ray actor each)")
     cpus_per_worker: float = Field(default=1.0, gt=0)
     replacements: int | None = Field(default=None, ge=0, description="hosts started for lost ones (default: workers)")
+    name: str | None = Field(default=None, description="name the hosts, so trainers find them with `named_hosts`")
 
 
 class RayStats(BaseModel):
@@ -399,11 +400,24 @@ class EnvHandle:
         return self.host.close.remote(self.episode)
 
 
-def start_hosts(spec: HostSpec, n: int, cpus: float = 1.0) -> list[Any]:
-    """`n` farm-host actors, spread over the cluster's nodes (Ray must be initialized)."""
+def start_hosts(spec: HostSpec, n: int, cpus: float = 1.0, name: str | None = None) -> list[Any]:
+    """`n` farm-host actors, spread over the cluster's nodes (Ray must be initialized). Named
+    `{name}-{uuid}` when `name` is given, so a trainer's rollout workers can find them (`named_hosts`)."""
     ray = import_ray()
-    actor = ray.remote(FarmHost).options(num_cpus=cpus, scheduling_strategy="SPREAD", max_concurrency=10_000)
-    return [actor.remote(spec) for _ in range(n)]
+    actor = ray.remote(FarmHost)
+    options: dict[str, Any] = {"num_cpus": cpus, "scheduling_strategy": "SPREAD", "max_concurrency": 10_000}
+    return [
+        actor.options(**options, **({"name": f"{name}-{uuid.uuid4().hex[:8]}"} if name else {})).remote(spec)
+        for _ in range(n)
+    ]
+
+
+def named_hosts(name: str) -> list[Any]:
+    """The live farm hosts started with `name` in this Ray namespace, in a stable order (pick one per
+    episode, e.g. by a hash of the task id)."""
+    ray = import_ray()
+    names = sorted(n for n in ray.util.list_named_actors() if n.startswith(f"{name}-"))
+    return [ray.get_actor(n) for n in names]
 
 
 # ---------------------------------------------------------------- the backend
@@ -435,7 +449,10 @@ class RayBackend:
         if not ray.is_initialized():
             ray.init(address=self.options.address, include_dashboard=False, logging_level="WARNING")
             self._started_ray = True
-        self._live = [_Worker(a) for a in start_hosts(self.spec, self.options.workers, self.options.cpus_per_worker)]
+        self._live = [
+            _Worker(a)
+            for a in start_hosts(self.spec, self.options.workers, self.options.cpus_per_worker, self.options.name)
+        ]
         try:
             self.hosts = list(await asyncio.gather(*(w.actor.ready.remote() for w in self._live)))
         except BaseException:
@@ -478,7 +495,7 @@ class RayBackend:
         if self._replacements > 0:
             self._replacements -= 1
             self.stats.replaced_workers += 1
-            [actor] = start_hosts(self.spec, 1, self.options.cpus_per_worker)
+            [actor] = start_hosts(self.spec, 1, self.options.cpus_per_worker, self.options.name)
             replacement = _Worker(actor, up=False)  # calls queue until it is up; until then others go first
             self._live.append(replacement)
             self._starting.add(asyncio.ensure_future(self._up(replacement)))

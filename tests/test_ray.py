@@ -25,7 +25,7 @@ from handmade import handmade_tasks, pay_invoice_task
 
 from clients.connect import Connections, farm_targets
 from clients.policies import Action, Agent, AgentTool, HeuristicPolicy, OraclePolicy
-from clients.ray_backend import EnvHandle, HostSpec, RayBackend, RayOptions
+from clients.ray_backend import EnvHandle, HostSpec, RayBackend, RayOptions, named_hosts
 from clients.rollout import LocalBackend, RolloutOptions
 from clients.scoring import Scorer
 from clients.tasks import Task
@@ -34,7 +34,7 @@ from clients.users import ScriptedUser
 
 SPEC = HostSpec(farm=REPO, servers=["clinic"], timeout=10)
 # Two hosts on two CPUs, with room for a replacement and the trainer's host.
-OPTIONS = RayOptions(workers=2, cpus_per_worker=0.5)
+OPTIONS = RayOptions(workers=2, cpus_per_worker=0.5, name="envfarm-test")
 
 
 def children() -> set[int]:
@@ -169,13 +169,15 @@ async def test_a_killed_host_s_episodes_are_retried_from_their_seed(backend: Ray
 
 
 async def test_trainer_handle_resets_steps_and_scores_an_episode(backend: RayBackend) -> None:
-    """A trainer's own loop on a host it shares with the backend (`backend.actors()`), through `EnvHandle`."""
+    """A trainer's own loop on a host it shares with the backend (found by name), through `EnvHandle`."""
     async with Connections(farm_targets(REPO, ["clinic"]), timeout=10) as connections:
         task = await pay_invoice_task(connections)
         [local] = await LocalBackend(connections)(
             [task], OraclePolicy(), ScriptedUser(), RolloutOptions(), scorer=Scorer()
         )
-    host = backend.actors()[0]
+    hosts = named_hosts("envfarm-test")
+    assert len(hosts) == 2
+    host = hosts[0]
     try:
         env = EnvHandle(host)
         observation = await env.reset(task.model_dump_json())  # as a verl row's extra_info carries it
@@ -249,7 +251,7 @@ def test_ray_bench_writes_its_report(tmp_path: Path) -> None:
     from envfarm.bench.ray import RayBench, main
 
     out = tmp_path / "bench_ray.json"
-    sizes = ["--episodes", "8", "--sequential", "2", "--tasks", "2", "--servers", "clinic"]
+    sizes = ["--episodes", "8", "--sequential", "2", "--tasks", "2", "--servers", "clinic", "--cpus-per-host", "0.1"]
     assert main(["--farm", str(REPO), "--out", str(out), *sizes]) == 0
     report = RayBench.model_validate_json(out.read_text())
     assert [(r.backend, r.workers) for r in report.rates] == [("local", 1), ("ray", 1), ("ray", 2)]

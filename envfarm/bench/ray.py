@@ -19,6 +19,7 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from pydantic import BaseModel, Field
 
 from clients.connect import Connections, farm_targets
 from clients.policies import HeuristicPolicy
-from clients.ray_backend import HostInfo, HostSpec, RayBackend, RayOptions, import_ray
+from clients.ray_backend import HostSpec, RayBackend, RayOptions, import_ray
 from clients.rollout import Backend, LocalBackend, RolloutOptions
 from clients.scoring import Scorer
 from clients.tasks import Task
@@ -50,11 +51,12 @@ class RayBench(BaseModel):
     ray_version: str
     servers_per_host: int
     tasks: int
+    rounds: int = Field(description="the backends took turns this many times; figures are sums over the rounds")
     calls_per_episode: float
     rates: list[Rate]
-    sequential_ms_per_episode: dict[str, float] = Field(description="one episode at a time, median wall ms")
+    sequential_ms_per_episode: dict[str, float] = Field(description="one episode at a time, mean wall ms")
     outside_ms_per_episode: dict[str, float] = Field(
-        description="one at a time, median of wall minus the rollout's own time (scoring, dispatch, transfer)"
+        description="one at a time, wall minus the rollout's own time (scoring, dispatch, transfer), mean"
     )
     ray_overhead_ms_per_episode: float = Field(description="outside time, Ray minus local: what Ray adds")
     actor_round_trip_ms: float = Field(description="an empty call to a farm host, mean")
@@ -75,74 +77,50 @@ async def _tasks(farm: Path, n: int) -> list[Task]:
     return list(synthesis.tasks)
 
 
-async def _timed(backend: Backend, tasks: Sequence[Task], episodes: int, concurrency: int) -> tuple[float, int, float]:
-    """Seconds for at least `episodes` scored rollouts, how many ran, and their mean tool calls."""
-    options = RolloutOptions(k=-(-episodes // len(tasks)), concurrency=concurrency)
-    started = time.perf_counter()
-    done = await backend(tasks, HeuristicPolicy(), ScriptedUser(), options, scorer=Scorer())
-    return time.perf_counter() - started, len(done), sum(len(t.calls) for t in done) / len(done)
-
-
-async def _sequential_ms(backend: Backend, tasks: Sequence[Task], n: int) -> tuple[float, float]:
-    """Median wall ms of one episode at a time, and of the part outside the rollout itself (measured
-    where it runs): subtracting it cancels the rollout's own run-to-run noise out of the overhead."""
-    options = RolloutOptions(concurrency=1)
-    walls, outside = [], []
-    for i in range(n):
-        started = time.perf_counter()
-        [done] = await backend([tasks[i % len(tasks)]], HeuristicPolicy(), ScriptedUser(), options, scorer=Scorer())
-        wall = time.perf_counter() - started
-        walls.append(wall)
-        outside.append(wall - done.seconds)
-    return round(statistics.median(walls) * 1000, 3), round(statistics.median(outside) * 1000, 3)
-
-
-def _rate(backend: str, workers: int, concurrency: int, timed: tuple[float, int, float]) -> Rate:
-    seconds, episodes, _ = timed
-    return Rate(
-        backend=backend,
-        workers=workers,
-        concurrency=concurrency,
-        episodes=episodes,
-        seconds=round(seconds, 3),
-        episodes_per_s=round(episodes / seconds, 1),
-    )
-
-
 @dataclass
-class _OnRay:
-    rates: list[Rate]
-    sequential_ms: tuple[float, float]
-    round_trip_ms: float
-    trajectory_kb: float
-    host_start_s: float
-    idle: HostInfo
-    peak: HostInfo
+class _Tally:
+    """Sums over the rounds of one backend."""
 
+    seconds: float = 0.0
+    episodes: int = 0
+    calls: int = 0
+    sequential_s: float = 0.0
+    sequential_inside_s: float = 0.0
+    sequential_episodes: int = 0
 
-async def _on_ray(spec: HostSpec, tasks: Sequence[Task], episodes: int, concurrency: int, sequential: int) -> _OnRay:
-    """Throughput on 1 and 2 hosts; on 1 host also the sequential wall time, round trip, size and memory."""
-    rates: list[Rate] = []
-    for workers in (2, 1):  # the one-host backend last: its measurements follow
+    async def throughput(self, backend: Backend, tasks: Sequence[Task], episodes: int, concurrency: int) -> None:
+        options = RolloutOptions(k=-(-episodes // len(tasks)), concurrency=concurrency)
         started = time.perf_counter()
-        backend = RayBackend(spec, RayOptions(workers=workers, cpus_per_worker=0.5))
-        async with backend:
-            start_s = time.perf_counter() - started
-            await _timed(backend, tasks[:1], 2 * workers, 1)  # warm up every host
-            rates.insert(0, _rate("ray", workers, concurrency, await _timed(backend, tasks, episodes, concurrency)))
-            if workers > 1:
-                continue
-            host = backend.actors()[0]
-            peak = await host.ready.remote()
-            sequential_ms = await _sequential_ms(backend, tasks, sequential)
-            started = time.perf_counter()
-            for _ in range(sequential):
-                await host.forget.remote("-")
-            round_trip = (time.perf_counter() - started) / sequential * 1000
-            sample = await backend(tasks, HeuristicPolicy(), ScriptedUser(), RolloutOptions(), scorer=Scorer())
-            size_kb = statistics.mean(len(pickle.dumps(t)) for t in sample) / 1024
-            return _OnRay(rates, sequential_ms, round_trip, size_kb, start_s, backend.hosts[0], peak)
-    raise AssertionError("unreachable")
+        done = await backend(tasks, HeuristicPolicy(), ScriptedUser(), options, scorer=Scorer())
+        self.seconds += time.perf_counter() - started
+        self.episodes += len(done)
+        self.calls += sum(len(t.calls) for t in done)
+
+    async def one_at_a_time(self, backend: Backend, tasks: Sequence[Task], n: int) -> None:
+        """Episodes one at a time in one backend call (as a run makes it); each rollout's own time is
+        measured where it runs, so wall minus it is what the backend adds around the rollout."""
+        options = RolloutOptions(k=-(-n // len(tasks)), concurrency=1)
+        started = time.perf_counter()
+        done = await backend(tasks, HeuristicPolicy(), ScriptedUser(), options, scorer=Scorer())
+        self.sequential_s += time.perf_counter() - started
+        self.sequential_inside_s += sum(t.seconds for t in done)
+        self.sequential_episodes += len(done)
+
+    def rate(self, backend: str, workers: int, concurrency: int) -> Rate:
+        return Rate(
+            backend=backend,
+            workers=workers,
+            concurrency=concurrency,
+            episodes=self.episodes,
+            seconds=round(self.seconds, 3),
+            episodes_per_s=round(self.episodes / self.seconds, 1),
+        )
+
+    def per_episode_ms(self) -> tuple[float, float]:
+        n = max(self.sequential_episodes, 1)
+        return round(self.sequential_s / n * 1000, 3), round(
+            (self.sequential_s - self.sequential_inside_s) / n * 1000, 3
+        )
 
 
 async def measure(
@@ -153,41 +131,67 @@ async def measure(
     n_tasks: int,
     command: str,
     servers: Sequence[str] | None = None,
+    rounds: int = 3,
+    cpus: float = 0.5,
 ) -> RayBench:
-    """Every figure of the report; each farm host holds `servers` (default: the whole farm)."""
+    """Every figure of the report; each farm host holds `servers` (default: the whole farm). The backends
+    take turns, `rounds` times, so load from other jobs on a shared machine hits all of them alike."""
     ray = import_ray()
     tasks = await _tasks(farm, n_tasks)
     servers = list(servers or [s.name for s in load_registry(farm).servers])
-    async with Connections(farm_targets(farm, [REFERENCE], "memory")) as connections:
-        local = LocalBackend(connections)
-        await _timed(local, tasks[:1], 1, 1)  # warm up
-        timed = await _timed(local, tasks, episodes, concurrency)
-        local_ms = await _sequential_ms(local, tasks, sequential)
+    spec = HostSpec(farm=farm, servers=servers)
     started_ray = not ray.is_initialized()
     if started_ray:
         ray.init(include_dashboard=False, logging_level="WARNING", log_to_driver=False)
     try:
-        on_ray = await _on_ray(HostSpec(farm=farm, servers=servers), tasks, episodes, concurrency, sequential)
+        async with AsyncExitStack() as stack:
+            local = LocalBackend(
+                await stack.enter_async_context(Connections(farm_targets(farm, [REFERENCE], "memory")))
+            )
+            started = time.perf_counter()
+            one = await stack.enter_async_context(RayBackend(spec, RayOptions(workers=1, cpus_per_worker=cpus)))
+            host_start = time.perf_counter() - started
+            two = await stack.enter_async_context(RayBackend(spec, RayOptions(workers=2, cpus_per_worker=cpus)))
+            backends: list[tuple[str, int, Backend]] = [("local", 1, local), ("ray", 1, one), ("ray", 2, two)]
+            tallies = [_Tally() for _ in backends]
+            for _, workers, backend in backends:  # warm up every host
+                await _Tally().throughput(backend, tasks, 2 * workers, 1)
+            for _ in range(rounds):
+                for tally, (_, _, backend) in zip(tallies, backends, strict=True):
+                    await tally.throughput(backend, tasks, -(-episodes // rounds), concurrency)
+                    if backend is not two:
+                        await tally.one_at_a_time(backend, tasks, -(-sequential // rounds))
+            host = one.actors()[0]
+            peak = await host.ready.remote()
+            started = time.perf_counter()
+            for _ in range(sequential):
+                await host.forget.remote("-")
+            round_trip = (time.perf_counter() - started) / sequential * 1000
+            sample = await one(tasks, HeuristicPolicy(), ScriptedUser(), RolloutOptions(), scorer=Scorer())
+            size_kb = statistics.mean(len(pickle.dumps(t)) for t in sample) / 1024
+            idle = one.hosts[0]
     finally:
         if started_ray:
             ray.shutdown()
+    (local_ms, local_out), (ray_ms, ray_out) = tallies[0].per_episode_ms(), tallies[1].per_episode_ms()
     return RayBench(
         command=command,
         machine=machine(),
         ray_version=ray.__version__,
         servers_per_host=len(servers),
         tasks=len(tasks),
-        calls_per_episode=round(timed[2], 2),
-        rates=[_rate("local", 1, concurrency, timed), *on_ray.rates],
-        sequential_ms_per_episode={"local": local_ms[0], "ray": on_ray.sequential_ms[0]},
-        outside_ms_per_episode={"local": local_ms[1], "ray": on_ray.sequential_ms[1]},
-        ray_overhead_ms_per_episode=round(on_ray.sequential_ms[1] - local_ms[1], 3),
-        actor_round_trip_ms=round(on_ray.round_trip_ms, 3),
-        trajectory_kb=round(on_ray.trajectory_kb, 1),
-        host_start_s=round(on_ray.host_start_s, 2),
-        host_idle_rss_mb=on_ray.idle.rss_mb,
-        host_peak_rss_mb=on_ray.peak.peak_rss_mb,
-        host_mb_per_episode=round(max(on_ray.peak.peak_rss_mb - on_ray.idle.rss_mb, 0.0) / concurrency, 3),
+        rounds=rounds,
+        calls_per_episode=round(tallies[0].calls / tallies[0].episodes, 2),
+        rates=[t.rate(name, workers, concurrency) for t, (name, workers, _) in zip(tallies, backends, strict=True)],
+        sequential_ms_per_episode={"local": local_ms, "ray": ray_ms},
+        outside_ms_per_episode={"local": local_out, "ray": ray_out},
+        ray_overhead_ms_per_episode=round(ray_out - local_out, 3),
+        actor_round_trip_ms=round(round_trip, 3),
+        trajectory_kb=round(size_kb, 1),
+        host_start_s=round(host_start, 2),
+        host_idle_rss_mb=idle.rss_mb,
+        host_peak_rss_mb=peak.peak_rss_mb,
+        host_mb_per_episode=round(max(peak.peak_rss_mb - idle.rss_mb, 0.0) / concurrency, 3),
     )
 
 
@@ -212,7 +216,7 @@ def render_markdown(report: RayBench) -> str:
     lines += [
         "",
         (
-            f"- one episode at a time (median): local {seq['local']} ms, Ray {seq['ray']} ms; outside the rollout "
+            f"- one episode at a time (mean): local {seq['local']} ms, Ray {seq['ray']} ms; outside the rollout "
             f"itself: local {out['local']} ms, Ray {out['ray']} ms: "
             f"**Ray overhead {report.ray_overhead_ms_per_episode} ms per episode** "
             f"(empty actor call {report.actor_round_trip_ms} ms, trajectory {report.trajectory_kb} KB pickled)"
@@ -230,10 +234,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m envfarm.bench.ray", description=__doc__.split("\n")[0])
     parser.add_argument("--farm", type=Path, default=None, help="default: the installed farm")
     parser.add_argument("--out", type=Path, default=Path("reports/bench_ray.json"))
-    parser.add_argument("--episodes", type=int, default=400, help="per throughput run")
+    parser.add_argument("--episodes", type=int, default=600, help="per backend, for throughput")
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--sequential", type=int, default=100, help="episodes one at a time, per backend")
+    parser.add_argument("--sequential", type=int, default=150, help="episodes one at a time, per backend")
     parser.add_argument("--tasks", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3, help="turns the backends take")
+    parser.add_argument("--cpus-per-host", type=float, default=0.5, help="CPUs Ray reserves per farm host (3 hosts)")
     parser.add_argument(
         "--servers", nargs="*", help=f"servers per farm host (default: the whole farm; needs {REFERENCE})"
     )
@@ -243,7 +249,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.servers and REFERENCE not in args.servers:
         parser.error(f"--servers must include {REFERENCE}, where the tasks are synthesized")
     report = asyncio.run(
-        measure(farm, args.episodes, args.concurrency, args.sequential, args.tasks, command, args.servers)
+        measure(
+            farm,
+            args.episodes,
+            args.concurrency,
+            args.sequential,
+            args.tasks,
+            command,
+            args.servers,
+            args.rounds,
+            args.cpus_per_host,
+        )
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
