@@ -37,8 +37,12 @@ def _ray_options(args: argparse.Namespace) -> Any:
     """`--backend ray` -> RayOptions; the local backend -> None."""
     if args.backend != "ray":
         return None
-    from clients.ray_backend import RayOptions
+    from clients.ray_backend import RayOptions, import_ray
 
+    try:
+        import_ray()
+    except RuntimeError as exc:
+        raise ValueError(f"--backend ray: {exc}") from exc
     return RayOptions(address=args.address, workers=args.workers, cpus_per_worker=args.cpus_per_worker)
 
 
@@ -64,12 +68,12 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     from clients.users import make_user
 
     try:
+        ray = _ray_options(args)
         tasks = load_tasks(args.tasks)
         policy = make_policy(args.policy, args.base_url)
         user = make_user(args.user, args.base_url)
         servers = sorted({s for t in tasks for s in t.servers})
         targets = _targets(args, servers)
-        ray = _ray_options(args)
     except (OSError, ValueError, LookupError) as exc:
         return _fail(str(exc))
     if ray is not None and args.transport != "memory":

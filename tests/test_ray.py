@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -258,3 +259,20 @@ def test_ray_bench_writes_its_report(tmp_path: Path) -> None:
     assert all(r.episodes >= 8 and r.episodes_per_s > 0 for r in report.rates)
     assert report.host_idle_rss_mb > 0 and report.actor_round_trip_ms > 0 and report.trajectory_kb > 0
     assert "Ray overhead" in out.with_suffix(".md").read_text()
+
+
+def test_the_default_path_never_imports_ray_and_a_missing_ray_is_one_clear_line(tmp_path: Path) -> None:
+    probe = (
+        "import sys\n"
+        "import clients.run, clients.rollout, clients.ray_backend, envfarm.cli\n"
+        "assert 'ray' not in sys.modules, 'imported ray'\n"
+        "sys.modules['ray'] = None  # as if the extra were not installed\n"
+        "sys.exit(envfarm.cli.main(['rollout', sys.argv[1], '--backend', 'ray']))\n"
+    )
+    tasks_file = tmp_path / "tasks.jsonl"
+    tasks_file.write_text("")
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(tasks_file)], check=False, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == 'error: --backend ray: the Ray backend needs Ray: pip install "envfarm[ray]"'
