@@ -306,7 +306,9 @@ class FarmHost:
         user: UserSimulator | None = None,
         scorer: Scorer | None = None,
     ) -> Observation:
-        """Start an episode of `task` from its seed: the system prompt, the user's opening and the tools."""
+        """Start an episode of `task` from its seed: the system prompt, the user's opening and the tools.
+        `limits` are the CLI's (turns, tool calls, wall time); the wall time includes the trainer's own
+        generation between steps, so raise it for slow models."""
         connections = await self._connections()
         task = as_task(task)
         episode = episode or uuid.uuid4().hex
