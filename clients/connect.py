@@ -60,9 +60,10 @@ def stdio_params(farm_root: Path, name: str) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=stdio_args(farm_root, name))
 
 
-def proc_rss_kb(pid: int) -> int:
+def proc_rss_kb(pid: int, key: str = "VmRSS") -> int:
+    """Resident memory of a process, in kB (`key="VmHWM"`: its high-water mark)."""
     status = Path(f"/proc/{pid}/status").read_text()
-    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")))
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith(f"{key}:")))
 
 
 @dataclass(frozen=True)
