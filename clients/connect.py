@@ -85,13 +85,16 @@ class FarmProcess:
 
 
 @contextlib.contextmanager
-def farm_process(farm_root: Path, port: int | None = None, timeout: float = 60.0) -> Iterator[FarmProcess]:
-    """Run `envfarm serve --all` on loopback until the block ends; ready once its index answers."""
+def farm_process(
+    farm_root: Path, port: int | None = None, timeout: float = 60.0, env: Mapping[str, str] | None = None
+) -> Iterator[FarmProcess]:
+    """Run `envfarm serve --all` on loopback until the block ends; ready once its index answers. `env`
+    replaces the environment (the bench runs an older checkout's farm host this way)."""
     port = port or free_port()
     base_url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryFile() as log:
         started = time.perf_counter()
-        process = subprocess.Popen(serve_all_command(farm_root, port), stdout=log, stderr=log)
+        process = subprocess.Popen(serve_all_command(farm_root, port), stdout=log, stderr=log, env=env)
         try:
             while True:
                 if process.poll() is not None or time.perf_counter() - started > timeout:

@@ -12,6 +12,7 @@ rename on the same disk.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -20,10 +21,11 @@ from pathlib import Path
 
 from factory.codegen import render_server
 from factory.source import EnvironmentSource
+from servers.runtime.episodes import SEED_IMAGE, seed_image
 from servers.runtime.registry import Launch, RegistryEntry, load_registry, write_registry
 
 SPEC_FILES = ("spec.json", "seed.json")
-CODE_SUFFIXES = (".py", ".sql")
+CODE_SUFFIXES = (".py", ".sql", ".sqlite")  # the seed image runs too: servers load it instead of seed.json
 REPORT_FILE = "verification.json"
 
 
@@ -53,7 +55,7 @@ def _code_files(server_dir: Path) -> list[Path]:
 
 
 def code_hash(server_dir: Path) -> str:
-    """Hash of everything that runs: the generated Python, handlers and schema.sql."""
+    """Hash of everything that runs: the generated Python, handlers, schema.sql and the seed image."""
     return _digest(_code_files(server_dir), server_dir)
 
 
@@ -85,7 +87,9 @@ def stage(source: EnvironmentSource, farm_root: Path) -> Path:
     servers_dir.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix=f".staging-{source.spec.name}-", dir=servers_dir))
     staged = root / "servers" / source.spec.name
-    write_files(staged, render_server(source.spec, source.handlers, package_version()))
+    files = render_server(source.spec, source.handlers, package_version())
+    write_files(staged, files)
+    (staged / SEED_IMAGE).write_bytes(seed_image(files["schema.sql"], json.loads(files["seed.json"])))
     return staged
 
 

@@ -90,6 +90,11 @@ def run_bench(farm_root: Path, out_path: Path, quick: bool = False) -> int:
         start_s, rss_mb, http, runs = anyio.run(serve_all_section, farm, floor_url, servers, slot, sizes)
         throughput["http"] = anyio.run(episodes_per_s, farm_root, slot, sizes.episodes, "http", farm.base_url)
     latency |= http
+    step(f"cold start of one stdio server, {sizes.cold_starts} rounds; serve --all for the farm x{sizes.farm_copies}")
+    from envfarm.bench.startup import cold_start, farm_growth  # here, so `python -m envfarm.bench.startup` runs clean
+
+    cold = cold_start(farm_root, sizes.cold_starts)
+    growth = farm_growth(farm_root, (1, sizes.farm_copies))
     step("build + verify")
     build_s, build_detail = time_build_all(quick)
 
@@ -110,6 +115,8 @@ def run_bench(farm_root: Path, out_path: Path, quick: bool = False) -> int:
         overhead_ms_p50={k: round(v - floor[k], 4) for k, v in latency.items() if k in floor},
         farm_start_s=round(start_s, 3),
         farm_rss_mb=round(rss_mb, 1),
+        cold_start=cold,
+        farm_growth=growth,
         isolated_episodes_per_s=throughput,
         episodes_per_s=rollouts.episodes_per_s,
         episodes_detail=rollouts,

@@ -50,6 +50,26 @@ class SessionRun(BaseModel):
     server_rss_mb_after: float
 
 
+class ColdStart(BaseModel):
+    """p50 seconds from spawn to the first tools/list answer, ours and the bare SDK echo server's."""
+
+    command: list[str]
+    ours_s_p50: float
+    floor_s_p50: float
+    ratio: float = Field(description="ours / floor, from the same alternating rounds")
+    rounds: int
+    baseline_s_p50: float | None = Field(None, description="an older checkout's server, in the same rounds")
+
+
+class FarmStart(BaseModel):
+    """`envfarm serve --all` from spawn until every server answered tools/list, for farms of growing size."""
+
+    servers: list[int]
+    seconds: list[float]
+    ms_per_added_server: float = Field(description="slope between the smallest and the largest farm")
+    baseline_seconds: list[float] | None = Field(None, description="an older checkout's farm host, same sizes")
+
+
 class BenchReport(BaseModel):
     command: str
     quick: bool
@@ -71,6 +91,10 @@ class BenchReport(BaseModel):
     episodes_detail: EpisodeRate
     farm_start_s: float
     farm_rss_mb: float
+    cold_start: ColdStart = Field(
+        description="one stdio server from spawn to its first tools/list, beside the bare SDK"
+    )
+    farm_growth: FarmStart
     concurrent_sessions: int
     concurrent_sessions_detail: list[SessionRun]
     build_all_s: float | None
@@ -157,6 +181,30 @@ def verdicts(report: BenchReport) -> list[Verdict]:
             measured=f"{report.farm_start_s:.2f} s ({len(report.servers)} servers)",
             verdict="pass" if report.farm_start_s <= 1.5 else "fail",
             how="`envfarm serve --all` subprocess, from spawn to the last tools/list",
+        ),
+        Verdict(
+            metric="cold start of one stdio server (spawn to first tools/list)",
+            target="<= 1.1x the bare SDK echo server",
+            measured=(
+                f"{report.cold_start.ours_s_p50 * 1000:.0f} ms, {report.cold_start.ratio:.2f}x the floor "
+                f"{report.cold_start.floor_s_p50 * 1000:.0f} ms"
+            ),
+            verdict="pass" if report.cold_start.ratio <= 1.1 else "fail",
+            how=f"`{' '.join(report.cold_start.command[1:])}` and an echo server on the bare SDK, "
+            f"{report.cold_start.rounds} alternating rounds, p50",
+        ),
+        Verdict(
+            metric="farm start growth per added server",
+            target="sub-linear (less per server than the smallest farm's average)",
+            measured=", ".join(
+                f"{n} servers: {s:.2f} s" for n, s in zip(report.farm_growth.servers, report.farm_growth.seconds)
+            )
+            + f"; {report.farm_growth.ms_per_added_server:.1f} ms per added server",
+            verdict="pass"
+            if report.farm_growth.ms_per_added_server
+            < report.farm_growth.seconds[0] * 1000 / report.farm_growth.servers[0]
+            else "fail",
+            how="`envfarm serve --all` on the farm and on a synthetic farm of the same servers copied under new names",
         ),
         Verdict(
             metric="farm memory (RSS, ready)",

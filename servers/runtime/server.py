@@ -47,10 +47,12 @@ from servers.runtime.database import Database, Rejected, diff_states, snapshot, 
 from servers.runtime.effects import Effect, effect_hints
 from servers.runtime.episodes import (
     DEFAULT_MAX_EPISODES,
+    SEED_IMAGE,
     ConnectionScope,
     EpisodeStore,
     build_seed,
     load_state,
+    open_memory,
     open_persistent,
     resolve_key,
 )
@@ -102,6 +104,14 @@ class ServerDefinition:
 
     def seed_rows(self) -> dict[str, list[dict[str, Any]]]:
         return json.loads((self.directory / "seed.json").read_text(encoding="utf-8"))
+
+    def seed(self) -> sqlite3.Connection:
+        """The seed database, from the image the factory ships (`seed.sqlite`); a folder without one
+        (built by an older factory) has it built from schema.sql and seed.json."""
+        image = self.directory / SEED_IMAGE
+        if image.is_file():
+            return open_memory(image.read_bytes())
+        return build_seed(self.schema_sql(), self.seed_rows())
 
 
 ControlContext = ServerRequestContext[ConnectionScope, Any]
@@ -277,7 +287,7 @@ def build_server(
     definition: ServerDefinition, *, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES
 ) -> MCPServer:
     """A ready `MCPServer` for `definition`: isolated in-memory episodes, or one file with `db_file`."""
-    seed = build_seed(definition.schema_sql(), definition.seed_rows())
+    seed = definition.seed()
     persistent = open_persistent(db_file, seed) if db_file is not None else None
     episodes = _Episodes(EpisodeStore(seed, max_episodes=max_episodes, persistent=persistent))
 
