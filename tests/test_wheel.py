@@ -25,6 +25,7 @@ from mcp import Client, StdioServerParameters
 from test_inspector import NPX, inspector
 
 from servers.runtime.episodes import SEED_IMAGE
+from servers.runtime.listing import SCHEMAS_FILE
 from servers.runtime.registry import REGISTRY_FILE, load_registry
 
 pytestmark = pytest.mark.slow
@@ -40,7 +41,16 @@ SOURCES = (
     "servers",
     "clients",
 )
-SERVER_DATA = ("seed.json", SEED_IMAGE, "schema.sql", "spec.json", "server.json", "verification.json", "README.md")
+SERVER_DATA = (
+    "seed.json",
+    SEED_IMAGE,
+    SCHEMAS_FILE,
+    "schema.sql",
+    "spec.json",
+    "server.json",
+    "verification.json",
+    "README.md",
+)
 # Nothing that could point the installed farm back at the checkout.
 ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ENVFARM_HOME")}
 

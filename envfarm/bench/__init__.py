@@ -54,8 +54,9 @@ def time_build_all(quick: bool) -> tuple[float | None, str]:
     return seconds, f"{what}: {built} servers built and verified"
 
 
-def run_bench(farm_root: Path, out_path: Path, quick: bool = False) -> int:
-    """Measure, write `out_path` (JSON) and the markdown table beside it; exit 1 on any leak or failed episode."""
+def run_bench(farm_root: Path, out_path: Path, quick: bool = False, peer: Path | None = None) -> int:
+    """Measure, write `out_path` (JSON) and the markdown table beside it; exit 1 on any leak or failed episode.
+    With `peer` (a foreign stdio server), also measure it beside ours and report the ratios."""
     sizes = Sizes.for_mode(quick)
     registry = load_registry(farm_root)
     servers = [s.name for s in registry.servers]
@@ -67,7 +68,16 @@ def run_bench(farm_root: Path, out_path: Path, quick: bool = False) -> int:
         return 2
     module = import_server(farm_root, REFERENCE)
     command = shlex.join(
-        ["envfarm", "--farm", str(farm_root), "bench", "--out", str(out_path), *(["--quick"] if quick else [])]
+        [
+            "envfarm",
+            "--farm",
+            str(farm_root),
+            "bench",
+            "--out",
+            str(out_path),
+            *(["--quick"] if quick else []),
+            *(["--peer", str(peer)] if peer else []),
+        ]
     )
 
     def step(name: str) -> None:
@@ -95,6 +105,12 @@ def run_bench(farm_root: Path, out_path: Path, quick: bool = False) -> int:
 
     cold = cold_start(farm_root, sizes.cold_starts)
     growth = farm_growth(farm_root, (1, sizes.farm_copies))
+    comparison = None
+    if peer is not None:
+        from envfarm.bench.peer import compare_with_peer
+
+        step(f"side by side with the peer {peer}")
+        comparison = compare_with_peer(farm_root, peer, sizes.cold_starts, sizes.calls, sizes.episodes // 10 or 5)
     step("build + verify")
     build_s, build_detail = time_build_all(quick)
 
@@ -115,6 +131,7 @@ def run_bench(farm_root: Path, out_path: Path, quick: bool = False) -> int:
         overhead_ms_p50={k: round(v - floor[k], 4) for k, v in latency.items() if k in floor},
         farm_start_s=round(start_s, 3),
         farm_rss_mb=round(rss_mb, 1),
+        peer=comparison,
         cold_start=cold,
         farm_growth=growth,
         isolated_episodes_per_s=throughput,

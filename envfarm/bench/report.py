@@ -70,6 +70,22 @@ class FarmStart(BaseModel):
     baseline_seconds: list[float] | None = Field(None, description="an older checkout's farm host, same sizes")
 
 
+class PeerComparison(BaseModel):
+    """`--peer`: a foreign stdio server beside ours, same client, same kinds of requests, one run."""
+
+    peer: list[str]
+    read_tool: dict[str, str] = Field(description="the no-argument read each side is timed with")
+    cold_start_s_p50: dict[str, float]
+    read_call_ms_p50: dict[str, float]
+    isolated_reset_ms_p50: dict[str, float] = Field(
+        description="ours: the control-plane reset over stdio; the peer's: a fresh process to its first tools/list"
+    )
+    isolated_episodes_per_s: dict[str, float] = Field(
+        description="reset + 5 reads: ours on one stdio process; the peer's a fresh process per episode"
+    )
+    ratios: dict[str, float] = Field(description="ours / peer: below 1 is faster for times, above 1 more for rates")
+
+
 class BenchReport(BaseModel):
     command: str
     quick: bool
@@ -91,6 +107,7 @@ class BenchReport(BaseModel):
     episodes_detail: EpisodeRate
     farm_start_s: float
     farm_rss_mb: float
+    peer: PeerComparison | None = None
     cold_start: ColdStart = Field(
         description="one stdio server from spawn to its first tools/list, beside the bare SDK"
     )
@@ -259,5 +276,29 @@ def render_markdown(report: BenchReport) -> str:
         ),
         *(f"\nError sample ({r.era}): `{e}`" for r in report.concurrent_sessions_detail for e in r.error_samples[:1]),
         "",
+        *(_peer_section(report.peer) if report.peer else []),
     ]
     return "\n".join(lines)
+
+
+def _peer_section(peer: PeerComparison) -> list[str]:
+    rows = [
+        ("cold start to first tools/list (s)", peer.cold_start_s_p50, "cold_start"),
+        (
+            f"read call p50 (ms): {peer.read_tool['ours']} / {peer.read_tool['peer']}",
+            peer.read_call_ms_p50,
+            "read_call",
+        ),
+        ("isolated reset p50 (ms)", peer.isolated_reset_ms_p50, "isolated_reset"),
+        ("isolated episodes per second (reset + 5 reads)", peer.isolated_episodes_per_s, "isolated_episodes_per_s"),
+    ]
+    return [
+        "## Side by side with the peer",
+        "",
+        f"Peer: `{' '.join(peer.peer)}`, over stdio through the same client, in alternating blocks.",
+        "",
+        "| figure | ours | peer | ours / peer |",
+        "|---|---|---|---|",
+        *(f"| {name} | {values['ours']} | {values['peer']} | {peer.ratios[key]} |" for name, values, key in rows),
+        "",
+    ]

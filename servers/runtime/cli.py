@@ -8,11 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-import anyio
 from mcp.server.mcpserver import MCPServer
 
 from servers.runtime.http import serve_http
-from servers.runtime.stdio import serve_stdio
+from servers.runtime.stdio import run_stdio
 
 
 class ServerBuilder(Protocol):
@@ -33,4 +32,4 @@ def main(name: str, build: ServerBuilder, argv: Sequence[str] | None = None) -> 
         print(f"{name}: serving streamable HTTP at http://{args.host}:{args.port}/{name}/mcp", file=sys.stderr)
         serve_http({name: server}, host=args.host, port=args.port)
     else:
-        anyio.run(serve_stdio, server)
+        run_stdio(server)

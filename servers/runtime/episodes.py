@@ -167,6 +167,10 @@ class EpisodeStore:
             self._named.move_to_end(key)
         return connection
 
+    def get(self, key: str) -> sqlite3.Connection | None:
+        """The episode called `key` if it is open (the persistent file in persistent mode)."""
+        return self.persistent if self.persistent is not None else self._named.get(key)
+
     def replace(self, key: str, connection: sqlite3.Connection) -> None:
         """Make `connection` the episode called `key`, closing the one it replaces."""
         self.close(key)

@@ -24,11 +24,13 @@ from typing import Any
 import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, Extension, MCPServer, MethodBinding
+from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata, func_metadata
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ValidationError
 
+from servers.runtime import listing
 from servers.runtime.control import (
     EPISODE_META_KEY,
     ERROR_KIND_META_KEY,
@@ -140,6 +142,13 @@ class _Episodes:
             return None, scope.connection
         return key, self.store.named(key)
 
+    def existing(self, meta: Any, request: Any, scope: ConnectionScope) -> tuple[str | None, sqlite3.Connection | None]:
+        """Like `connection`, but an episode not yet forked stays unforked (a reset forks its own)."""
+        key = resolve_key(meta, request)
+        if key is None:
+            return None, scope.connection
+        return key, self.store.get(key)
+
 
 class EpisodeControl(Extension):
     """The control plane: `envfarm/episode/reset`, `envfarm/episode/state`, `envfarm/episode/close`."""
@@ -149,20 +158,23 @@ class EpisodeControl(Extension):
     def __init__(self, episodes: _Episodes) -> None:
         self._episodes = episodes
 
-    def _target(self, ctx: ControlContext, params: EpisodeParams) -> tuple[str | None, sqlite3.Connection]:
+    def _meta(self, ctx: ControlContext, params: EpisodeParams) -> dict[str, Any]:
         meta = dict(ctx.meta or {})
         if params.episode:
             meta[EPISODE_META_KEY] = params.episode
-        return self._episodes.connection(meta, ctx.request, ctx.lifespan_context)
+        return meta
+
+    def _target(self, ctx: ControlContext, params: EpisodeParams) -> tuple[str | None, sqlite3.Connection]:
+        return self._episodes.connection(self._meta(ctx, params), ctx.request, ctx.lifespan_context)
 
     async def _reset(self, ctx: ControlContext, params: ResetParams) -> ResetResult:
-        key, current = self._target(ctx, params)
+        key, current = self._episodes.existing(self._meta(ctx, params), ctx.request, ctx.lifespan_context)
         store = self._episodes.store
         if store.persistent is not None and params.state is None:
             raise MCPError(types.INVALID_PARAMS, "persistent mode: reset needs an explicit state")
         # The new state is built aside (the persistent file loads in one transaction), so a state
         # that fails to load leaves the episode as it was.
-        connection = current if store.persistent is not None else store.fork()
+        connection = store.persistent if store.persistent is not None else store.fork()
         if params.state is not None:
             try:
                 load_state(connection, params.state)
@@ -296,7 +308,39 @@ def build_server(
         yield ConnectionScope(episodes.store)
 
     strict = StrictArguments()
-    server = MCPServer(
+    shipped = listing.load(definition.directory)
+    tools: list[Tool] = []
+    for tool in definition.tools:
+        strict.add(tool.name, tool.function)
+        wrapper = _tool_wrapper(tool, episodes, definition)
+        description = inspect.cleandoc(tool.function.__doc__ or "")
+        schemas = shipped[0].tools.get(tool.name) if shipped and listing.defined_in(tool.function, shipped[1]) else None
+        if schemas is None:  # not shipped, or stale: the SDK derives the schemas now, as add_tool would
+            tools.append(
+                Tool.from_function(
+                    wrapper,
+                    name=tool.name,
+                    title=tool.title,
+                    description=description,
+                    annotations=tool.annotations,
+                    structured_output=True,
+                )
+            )
+        else:
+            tools.append(
+                listing.PrebuiltTool(
+                    fn=wrapper,
+                    name=tool.name,
+                    title=tool.title,
+                    description=description,
+                    parameters=schemas.input_schema,
+                    listed_output_schema=schemas.output_schema,
+                    is_async=True,
+                    context_kwarg="ctx",
+                    annotations=tool.annotations,
+                )
+            )
+    return MCPServer(
         definition.name,
         title=definition.title,
         description=definition.description,
@@ -305,15 +349,5 @@ def build_server(
         log_level="WARNING",
         lifespan=lifespan,
         extensions=[EpisodeControl(episodes), strict],
+        tools=tools,
     )
-    for tool in definition.tools:
-        strict.add(tool.name, tool.function)
-        server.add_tool(
-            _tool_wrapper(tool, episodes, definition),
-            name=tool.name,
-            title=tool.title,
-            description=inspect.cleandoc(tool.function.__doc__ or ""),
-            annotations=tool.annotations,
-            structured_output=True,
-        )
-    return server
