@@ -7,8 +7,9 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
-from servers.payments import tools
 from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
+
+from . import tools
 
 DEFINITION = ServerDefinition(
     name="payments",

@@ -8,7 +8,8 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 
 from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
-from servers.team_chat import tools
+
+from . import tools
 
 DEFINITION = ServerDefinition(
     name="team_chat",

@@ -8,7 +8,8 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 
 from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
-from servers.tour_booking import tools
+
+from . import tools
 
 DEFINITION = ServerDefinition(
     name="tour_booking",
