@@ -39,6 +39,8 @@ CASES: dict[str, tuple[str, str]] = {
     "tool_missing_from_listing": ("listed", "get_item"),
     "handler_hangs": ("timeout", "reserve_item"),
     "handler_prints": ("output_stream", "available_count"),
+    "wrong_result": ("expect", "extend_loan"),
+    "uncovered_rule": ("coverage", "extend_loan"),
 }
 # case -> what the static layer finds in its handlers.py (faults it cannot see map to nothing).
 STATIC_KINDS: dict[str, set[str]] = {
@@ -51,7 +53,7 @@ STATIC_KINDS: dict[str, set[str]] = {
     "handler_hangs": set(),
     "handler_prints": {"call"},
 }
-DYNAMIC_ONLY = VerifyOptions(static=False, call_timeout=1.0)
+DYNAMIC_ONLY = VerifyOptions(static=False, call_timeout=1.0, coverage_gate=True)
 
 
 async def _verify_cases(root_factory: pytest.TempPathFactory) -> dict[str, VerificationReport]:
@@ -77,7 +79,7 @@ def corpus_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Verifi
 @pytest.fixture(scope="module")
 def good(tmp_path_factory: pytest.TempPathFactory) -> tuple[VerificationReport, Path]:
     staged = stage_case(GOOD, tmp_path_factory.mktemp("good"))
-    return anyio.run(verify_server, staged, staging_root(staged), VerifyOptions()), staged
+    return anyio.run(verify_server, staged, staging_root(staged), VerifyOptions(coverage_gate=True)), staged
 
 
 def test_good_environment_passes_every_check(good: tuple[VerificationReport, Path]) -> None:
@@ -86,7 +88,13 @@ def test_good_environment_passes_every_check(good: tuple[VerificationReport, Pat
     assert report.verifier_version == VERIFIER_VERSION
     assert report.code_hash == code_hash(staged) and report.spec_hash == spec_hash(staged)
     assert set(report.files) >= {"tools.py", "server.py", "handlers.py", "schema.sql", "spec.json", "seed.json"}
-    assert report.checks == {"static": "passed", "launch": "passed", "isolation": "passed", "determinism": "passed"}
+    assert report.checks == {
+        "static": "passed",
+        "launch": "passed",
+        "isolation": "passed",
+        "determinism": "passed",
+        "coverage": "passed",
+    }
     for tool in report.tools:
         assert tool.valid_calls, f"{tool.tool} was never called successfully"
         assert {"listed", "input_schema", "output_schema", "annotations", "valid_call", "output", "effect"} <= set(
@@ -207,3 +215,35 @@ def test_effects_are_judged_against_the_declared_tables(good: tuple[Verification
     read = spec.tool("get_item")
     assert effect_problems(spec, seed, read, {"item_id": "item_001"}, {}, None) == []
     assert effect_problems(spec, seed, read, {"item_id": "item_001"}, removed, None)
+
+
+def test_a_wrong_result_is_reported_with_example_field_expected_and_actual(
+    corpus_reports: dict[str, VerificationReport],
+) -> None:
+    report = corpus_reports["wrong_result"]
+    wrong = [f for f in report.failures if f.check == "expect"]
+    assert {f.tool for f in wrong} == {"extend_loan"}
+    fields = {f.actual.split(":")[0]: f for f in wrong}
+    assert set(fields) == {"result.due_on", "loans[loan_001].due_on"}
+    failure = fields["loans[loan_001].due_on"]
+    assert failure.expected == '"2026-03-12"' and failure.actual.endswith('"2026-03-11"')
+    assert failure.call and failure.call["expectation"] == "tools.6(extend_loan).examples.0"
+    assert failure.call["arguments"] == {"loan_id": "loan_001", "days": 7}
+
+
+def test_coverage_gate_names_the_unexercised_rule_and_records_coverage_per_tool(
+    corpus_reports: dict[str, VerificationReport], good: tuple[VerificationReport, Path]
+) -> None:
+    report = corpus_reports["uncovered_rule"]
+    gaps = [f for f in report.failures if f.check == "coverage"]
+    reject = next(f for f in gaps if "db.reject" in f.actual)
+    assert reject.tool == "extend_loan" and reject.call == {
+        "file": "handlers.py",
+        "line": 18,
+        "function": "extend_loan",
+    }
+    assert reject.actual.startswith("handlers.py:18 never ran under one")
+    branches = {f.call["line"] for f in gaps if f.call and "->" in f.actual}
+    assert 17 in branches  # the `if` never went the rejecting way
+    extend = next(t for t in good[0].tools if t.tool == "extend_loan")
+    assert extend.coverage and extend.coverage.branches == extend.coverage.branches_by_expectations > 0

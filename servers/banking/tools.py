@@ -307,7 +307,7 @@ def find_customer(
     args = {"full_name": full_name, "email": email, "now": db.now}
     rows = db.all(
         "SELECT * FROM customers"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " ORDER BY customer_id LIMIT 25",
         args,
@@ -623,7 +623,7 @@ def list_payees(
     rows = db.all(
         "SELECT * FROM payees"
         " WHERE (:customer_id IS NULL OR customer_id = :customer_id)"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY payee_id LIMIT 25",
         args,
     )

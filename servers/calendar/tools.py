@@ -227,7 +227,7 @@ def find_people(
     args = {"full_name": full_name, "email": email, "department": department, "now": db.now}
     rows = db.all(
         "SELECT * FROM people"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:department IS NULL OR department = :department)"
         " ORDER BY person_id LIMIT 25",
@@ -266,7 +266,7 @@ def list_calendars(
         "SELECT * FROM calendars"
         " WHERE (:owner_email IS NULL OR owner_email = :owner_email)"
         " AND (:kind IS NULL OR kind = :kind)"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY calendar_id LIMIT 50",
         args,
     )
@@ -340,7 +340,7 @@ def search_events(
     }
     rows = db.all(
         "SELECT * FROM events"
-        " WHERE (:title IS NULL OR lower(title) LIKE '%' || lower(:title) || '%')"
+        " WHERE (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:organizer_email IS NULL OR organizer_email = :organizer_email)"
         " AND (:calendar_id IS NULL OR calendar_id = :calendar_id)"
         " AND (:room_id IS NULL OR room_id = :room_id)"
@@ -440,7 +440,7 @@ def find_rooms(
     args = {"name": name, "floor": floor, "min_capacity": min_capacity, "has_video": has_video, "now": db.now}
     rows = db.all(
         "SELECT * FROM rooms"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:floor IS NULL OR floor = :floor)"
         " AND (:min_capacity IS NULL OR capacity >= :min_capacity)"
         " AND (:has_video IS NULL OR has_video = :has_video)"

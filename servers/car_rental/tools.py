@@ -403,7 +403,7 @@ def list_vehicle_classes(
     args = {"name": name, "now": db.now}
     rows = db.all(
         "SELECT * FROM vehicle_classes"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY class_id LIMIT 25",
         args,
     )
@@ -507,7 +507,7 @@ def find_driver(
     args = {"full_name": full_name, "email": email, "license_number": license_number, "now": db.now}
     rows = db.all(
         "SELECT * FROM drivers"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:license_number IS NULL OR license_number = :license_number)"
         " ORDER BY driver_id LIMIT 25",
@@ -714,7 +714,7 @@ def list_extras(
     args = {"name": name, "now": db.now}
     rows = db.all(
         "SELECT * FROM extras"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY extra_id LIMIT 25",
         args,
     )

@@ -182,7 +182,7 @@ def find_patient(
     args = {"full_name": full_name, "email": email, "date_of_birth": date_of_birth, "now": db.now}
     rows = db.all(
         "SELECT * FROM patients"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:date_of_birth IS NULL OR date_of_birth = :date_of_birth)"
         " ORDER BY patient_id LIMIT 25",
@@ -213,7 +213,7 @@ def search_doctors(
     rows = db.all(
         "SELECT * FROM doctors"
         " WHERE (:specialty IS NULL OR specialty = :specialty)"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY doctor_id LIMIT 25",
         args,
     )

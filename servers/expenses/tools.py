@@ -313,7 +313,7 @@ def find_employee(
     args = {"full_name": full_name, "email": email, "department": department, "now": db.now}
     rows = db.all(
         "SELECT * FROM employees"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:department IS NULL OR department = :department)"
         " ORDER BY employee_id LIMIT 25",
@@ -336,7 +336,7 @@ def list_cost_centers(
     args = {"name": name, "now": db.now}
     rows = db.all(
         "SELECT * FROM cost_centers"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY cost_center_id LIMIT 25",
         args,
     )
@@ -357,7 +357,7 @@ def list_categories(
     args = {"name": name, "now": db.now}
     rows = db.all(
         "SELECT * FROM categories"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY category_id LIMIT 25",
         args,
     )
@@ -825,7 +825,7 @@ def list_receipts(
     rows = db.all(
         "SELECT * FROM receipts"
         " WHERE (:employee_id IS NULL OR employee_id = :employee_id)"
-        " AND (:merchant IS NULL OR lower(merchant) LIKE '%' || lower(:merchant) || '%')"
+        " AND (:merchant IS NULL OR lower(merchant) LIKE '%' || replace(replace(replace(lower(:merchant), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY receipt_id LIMIT 40",
         args,
     )

@@ -349,7 +349,7 @@ def find_member(
     args = {"full_name": full_name, "email": email, "status": status, "now": db.now}
     rows = db.all(
         "SELECT * FROM members"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY member_id LIMIT 25",
@@ -372,7 +372,7 @@ def list_membership_plans(
     args = {"name": name, "now": db.now}
     rows = db.all(
         "SELECT * FROM membership_plans"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY plan_id LIMIT 25",
         args,
     )
@@ -441,7 +441,7 @@ def search_classes(
     rows = db.all(
         "SELECT * FROM classes"
         " WHERE (:category IS NULL OR category = :category)"
-        " AND (:title IS NULL OR lower(title) LIKE '%' || lower(:title) || '%')"
+        " AND (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:trainer_id IS NULL OR trainer_id = :trainer_id)"
         " AND (:starts_after IS NULL OR starts_at >= :starts_after)"
         " AND (:starts_before IS NULL OR starts_at <= :starts_before)"
@@ -500,8 +500,8 @@ def list_trainers(
     }
     rows = db.all(
         "SELECT * FROM trainers"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
-        " AND (:specialties IS NULL OR lower(specialties) LIKE '%' || lower(:specialties) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:specialties IS NULL OR lower(specialties) LIKE '%' || replace(replace(replace(lower(:specialties), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:offers_personal_training IS NULL OR offers_personal_training = :offers_personal_training)"
         " ORDER BY trainer_id LIMIT 25",
         args,

@@ -391,7 +391,7 @@ def find_customer(
     args = {"full_name": full_name, "email": email, "now": db.now}
     rows = db.all(
         "SELECT * FROM customers"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " ORDER BY customer_id LIMIT 25",
         args,
@@ -421,7 +421,7 @@ def list_stores(
     rows = db.all(
         "SELECT * FROM stores"
         " WHERE (:city IS NULL OR city = :city)"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY store_id LIMIT 25",
         args,
     )
@@ -479,7 +479,7 @@ def search_products(
     rows = db.all(
         "SELECT * FROM products"
         " WHERE (:store_id IS NULL OR store_id = :store_id)"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:category IS NULL OR category = :category)"
         " AND (:is_organic IS NULL OR is_organic = :is_organic)"
         " AND (:max_price IS NULL OR price <= :max_price)"

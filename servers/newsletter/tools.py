@@ -298,7 +298,7 @@ def search_lists(
     args = {"name": name, "status": status, "now": db.now}
     rows = db.all(
         "SELECT * FROM lists"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY list_id LIMIT 25",
         args,
@@ -328,7 +328,7 @@ def find_subscribers(
     rows = db.all(
         "SELECT * FROM subscribers"
         " WHERE (:email IS NULL OR email = :email)"
-        " AND (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " AND (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY subscriber_id LIMIT 25",
         args,
     )
@@ -431,7 +431,7 @@ def list_templates(
     rows = db.all(
         "SELECT * FROM templates"
         " WHERE (:category IS NULL OR category = :category)"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY template_id LIMIT 25",
         args,
     )
@@ -468,7 +468,7 @@ def search_campaigns(
         "SELECT * FROM campaigns"
         " WHERE (:list_id IS NULL OR list_id = :list_id)"
         " AND (:status IS NULL OR status = :status)"
-        " AND (:subject IS NULL OR lower(subject) LIKE '%' || lower(:subject) || '%')"
+        " AND (:subject IS NULL OR lower(subject) LIKE '%' || replace(replace(replace(lower(:subject), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY campaign_id LIMIT 50",
         args,
     )

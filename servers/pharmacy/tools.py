@@ -480,7 +480,7 @@ def find_patient(
     args = {"full_name": full_name, "email": email, "date_of_birth": date_of_birth, "now": db.now}
     rows = db.all(
         "SELECT * FROM patients"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:date_of_birth IS NULL OR date_of_birth = :date_of_birth)"
         " ORDER BY patient_id LIMIT 25",
@@ -532,8 +532,8 @@ def list_insurance_plans(
     args = {"carrier": carrier, "name": name, "accepted": accepted, "now": db.now}
     rows = db.all(
         "SELECT * FROM insurance_plans"
-        " WHERE (:carrier IS NULL OR lower(carrier) LIKE '%' || lower(:carrier) || '%')"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:carrier IS NULL OR lower(carrier) LIKE '%' || replace(replace(replace(lower(:carrier), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:accepted IS NULL OR accepted = :accepted)"
         " ORDER BY plan_id LIMIT 25",
         args,
@@ -590,8 +590,8 @@ def search_drugs(
     }
     rows = db.all(
         "SELECT * FROM drugs"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
-        " AND (:generic_name IS NULL OR lower(generic_name) LIKE '%' || lower(:generic_name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:generic_name IS NULL OR lower(generic_name) LIKE '%' || replace(replace(replace(lower(:generic_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:schedule IS NULL OR schedule = :schedule)"
         " AND (:tier IS NULL OR tier = :tier)"
         " AND (:requires_prescription IS NULL OR requires_prescription = :requires_prescription)"
@@ -894,8 +894,8 @@ def search_prescribers(
     args = {"name": name, "clinic": clinic, "now": db.now}
     rows = db.all(
         "SELECT * FROM prescribers"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
-        " AND (:clinic IS NULL OR lower(clinic) LIKE '%' || lower(:clinic) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:clinic IS NULL OR lower(clinic) LIKE '%' || replace(replace(replace(lower(:clinic), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY prescriber_id LIMIT 25",
         args,
     )

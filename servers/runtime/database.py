@@ -13,6 +13,8 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
+from servers.runtime.arguments import preview
+
 SEQUENCES_TABLE = "_envfarm_sequences"
 Params = Mapping[str, Any] | Sequence[Any]
 
@@ -71,12 +73,21 @@ class Database:
         """Return the row where `column = value`, or reject naming the unknown value."""
         row = self.one(f"SELECT * FROM {table} WHERE {column} = ?", (value,))
         if row is None:
-            raise Rejected(f"Unknown {what} {value!r}: no such record exists.")
+            raise Rejected(f"Unknown {what} {preview(value)}: no such record exists.")
         return row
 
     @staticmethod
     def reject(message: str) -> NoReturn:
         raise Rejected(message)
+
+
+def contains_pattern(text: str | None) -> str | None:
+    """The `LIKE ... ESCAPE '!'` pattern matching any text that holds `text` (LIKE ignores ASCII case), with `%`,
+    `_` and `!` escaped: a search for "50%" finds that text, not every row. None stays None."""
+    if text is None:
+        return None
+    escaped = text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+    return f"%{escaped}%"
 
 
 def insert_row(connection: sqlite3.Connection, table: str, row: Mapping[str, Any]) -> None:

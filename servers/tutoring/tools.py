@@ -313,7 +313,7 @@ def find_student(
     args = {"full_name": full_name, "email": email, "now": db.now}
     rows = db.all(
         "SELECT * FROM students"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " ORDER BY student_id LIMIT 25",
         args,
@@ -342,7 +342,7 @@ def search_tutors(
     args = {"full_name": full_name, "status": status, "now": db.now}
     rows = db.all(
         "SELECT * FROM tutors"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY tutor_id LIMIT 25",
         args,
@@ -386,7 +386,7 @@ def list_subjects(
     args = {"name": name, "level": level, "now": db.now}
     rows = db.all(
         "SELECT * FROM subjects"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:level IS NULL OR level = :level)"
         " ORDER BY subject_id LIMIT 25",
         args,
