@@ -92,13 +92,19 @@ FARM_START_TIMEOUT_S = 300.0
 
 @contextlib.contextmanager
 def farm_process(
-    farm_root: Path, port: int | None = None, timeout: float = FARM_START_TIMEOUT_S, token: str | None = None
+    farm_root: Path,
+    port: int | None = None,
+    timeout: float = FARM_START_TIMEOUT_S,
+    token: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[FarmProcess]:
     """Run `envfarm serve --all` on loopback until the block ends; ready once its index answers.
-    With `token`, the host requires it as a bearer token (ready once it refuses a request without)."""
+    With `token`, the host requires it as a bearer token (ready once it refuses a request without).
+    `env` replaces the environment (the bench runs an older checkout's farm host this way)."""
     port = port or free_port()
     base_url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, TOKEN_ENV: token} if token else None
+    if token:
+        env = {**(env if env is not None else os.environ), TOKEN_ENV: token}
     with tempfile.TemporaryFile() as log:
         started = time.perf_counter()
         process = subprocess.Popen(serve_all_command(farm_root, port), stdout=log, stderr=log, env=env)

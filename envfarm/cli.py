@@ -109,11 +109,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             on_ready=lambda: print(f"serving {args.name} at {url}", file=sys.stderr, flush=True),
         )
     else:
-        import anyio
+        from servers.runtime.stdio import run_stdio
 
-        from servers.runtime.stdio import serve_stdio
-
-        anyio.run(serve_stdio, server)
+        run_stdio(server)
     return 0
 
 
@@ -253,7 +251,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from envfarm.bench import run_bench
 
-    return run_bench(_farm(args), args.out, quick=args.quick)
+    return run_bench(_farm(args), args.out, quick=args.quick, peer=args.peer)
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
@@ -365,6 +363,9 @@ def parser() -> argparse.ArgumentParser:
     be = sub.add_parser("bench", help="measure the performance targets and write a JSON + markdown report")
     be.add_argument("--out", type=Path, default=Path("reports/bench.json"))
     be.add_argument("--quick", action="store_true", help="fewer iterations (for smoke tests)")
+    be.add_argument(
+        "--peer", type=Path, help="a foreign stdio MCP server (a .py file or an executable) to measure beside ours"
+    )
     be.set_defaults(func=cmd_bench)
 
     fz = sub.add_parser("fuzz", help="schema-driven property testing of every tool, in-memory (needs .[fuzz])")

@@ -574,13 +574,13 @@ def render_tools(spec: EnvironmentSpec, has_handlers: bool) -> str:
     ):
         typing = sorted([*typing, "Any"])
     first_party = {"servers.runtime.database": "Database"}
-    if has_handlers:
-        first_party[f"servers.{spec.name}"] = "handlers"
     imports = [
         *([f"from typing import {', '.join(typing)}", ""] if typing else []),
         "from pydantic import BaseModel, Field",
         "",
         *_first_party(first_party),
+        # Relative, so the factory can import a staged copy under a private name (servers/runtime/listing.py).
+        *(["", "from . import handlers"] if has_handlers else []),
     ]
     docstring = f'"""Tools of the {spec.name} server: one plain function per tool, over the episode\'s database.\n\n{GENERATED_NOTE}\n"""'
     gap = "\n\n" if aliases else "\n\n\n"  # isort: one blank line before an assignment, two before a class
@@ -619,7 +619,9 @@ def render_server_module(spec: EnvironmentSpec) -> str:
             "",
             "from mcp.server.mcpserver import MCPServer",
             "",
-            *sorted([f"from servers.{spec.name} import tools", runtime]),
+            runtime,
+            "",
+            "from . import tools",
             "",
             "DEFINITION = ServerDefinition(",
             f"    name={py(spec.name)},",

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-import anyio
 from mcp.server.mcpserver import MCPServer
 
 from servers.runtime.access import TOKEN_ENV, Access
@@ -83,7 +82,7 @@ def main(name: str, build: ServerBuilder, argv: Sequence[str] | None = None) -> 
     parser = argparse.ArgumentParser(prog=f"python -m servers.{name}", description=f"Run the {name} MCP server.")
     add_serving_arguments(parser)
     from servers.runtime.http import serve_http
-    from servers.runtime.stdio import serve_stdio
+    from servers.runtime.stdio import run_stdio
 
     args = parser.parse_args(argv)
     options = ServingOptions(args)
@@ -104,4 +103,4 @@ def main(name: str, build: ServerBuilder, argv: Sequence[str] | None = None) -> 
             on_ready=lambda: print(f"{name}: serving streamable HTTP at {url}", file=sys.stderr, flush=True),
         )
     else:
-        anyio.run(serve_stdio, server)
+        run_stdio(server)

@@ -25,11 +25,13 @@ from typing import Any
 import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, Extension, MCPServer, MethodBinding
-from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata, func_metadata
+from mcp.server.mcpserver.tools.base import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ValidationError
 
+from servers.runtime import listing
 from servers.runtime.arguments import argument_problems, bounded, preview
 from servers.runtime.control import (
     EPISODE_META_KEY,
@@ -49,6 +51,7 @@ from servers.runtime.database import Database, Rejected, diff_states, snapshot, 
 from servers.runtime.effects import Effect, effect_hints
 from servers.runtime.episodes import (  # re-exported for generated server.py files
     DEFAULT_MAX_EPISODES,
+    SEED_IMAGE,
     ConnectionScope,
     EpisodeBudget,
     EpisodeExpired,
@@ -56,6 +59,7 @@ from servers.runtime.episodes import (  # re-exported for generated server.py fi
     EpisodeStore,
     build_seed,
     load_state,
+    open_memory,
     open_persistent,
     resolve_key,
     resolve_owner,
@@ -108,6 +112,14 @@ class ServerDefinition:
 
     def seed_rows(self) -> dict[str, list[dict[str, Any]]]:
         return json.loads((self.directory / "seed.json").read_text(encoding="utf-8"))
+
+    def seed(self) -> sqlite3.Connection:
+        """The seed database, from the image the factory ships (`seed.sqlite`); a folder without one
+        (built by an older factory) has it built from schema.sql and seed.json."""
+        image = self.directory / SEED_IMAGE
+        if image.is_file():
+            return open_memory(image.read_bytes())
+        return build_seed(self.schema_sql(), self.seed_rows())
 
 
 ControlContext = ServerRequestContext[ConnectionScope, Any]
@@ -248,8 +260,7 @@ class StrictArguments(Extension):
         """The argument model of a tool, built on its first call: building all of them up front
         doubled the farm's start-up time."""
         if name not in self._metadata and (function := self._functions.get(name)) is not None:
-            db_parameter = next(iter(inspect.signature(function).parameters))
-            self._metadata[name] = func_metadata(function, skip_names=[db_parameter], structured_output=False)
+            self._metadata[name] = listing.argument_metadata(function, structured_output=False)
         return self._metadata.get(name)
 
     async def intercept_tool_call(
@@ -339,7 +350,7 @@ def build_server(
 ) -> MCPServer:
     """A ready `MCPServer` for `definition`: isolated in-memory episodes, or one file with `db_file`.
     Servers sharing one `budget` (the farm host) share one memory budget for their named episodes."""
-    seed = build_seed(definition.schema_sql(), definition.seed_rows())
+    seed = definition.seed()
     persistent = open_persistent(db_file, seed) if db_file is not None else None
     episodes = _Episodes(EpisodeStore(seed, max_episodes=max_episodes, persistent=persistent, budget=budget))
 
@@ -348,7 +359,39 @@ def build_server(
         yield ConnectionScope(episodes.store)
 
     strict = StrictArguments()
-    server = MCPServer(
+    shipped = listing.load(definition.directory)
+    tools: list[Tool] = []
+    for tool in definition.tools:
+        strict.add(tool.name, tool.function)
+        wrapper = _tool_wrapper(tool, episodes, definition)
+        description = inspect.cleandoc(tool.function.__doc__ or "")
+        schemas = shipped[0].tools.get(tool.name) if shipped and listing.defined_in(tool.function, shipped[1]) else None
+        if schemas is None:  # not shipped, or stale: the SDK derives the schemas now, as add_tool would
+            tools.append(
+                Tool.from_function(
+                    wrapper,
+                    name=tool.name,
+                    title=tool.title,
+                    description=description,
+                    annotations=tool.annotations,
+                    structured_output=True,
+                )
+            )
+        else:
+            tools.append(
+                listing.PrebuiltTool(
+                    fn=wrapper,
+                    name=tool.name,
+                    title=tool.title,
+                    description=description,
+                    parameters=schemas.input_schema,
+                    listed_output_schema=schemas.output_schema,
+                    is_async=True,
+                    context_kwarg="ctx",
+                    annotations=tool.annotations,
+                )
+            )
+    return MCPServer(
         definition.name,
         title=definition.title,
         description=definition.description,
@@ -357,15 +400,5 @@ def build_server(
         log_level="WARNING",
         lifespan=lifespan,
         extensions=[EpisodeControl(episodes), strict],
+        tools=tools,
     )
-    for tool in definition.tools:
-        strict.add(tool.name, tool.function)
-        server.add_tool(
-            _tool_wrapper(tool, episodes, definition),
-            name=tool.name,
-            title=tool.title,
-            description=inspect.cleandoc(tool.function.__doc__ or ""),
-            annotations=tool.annotations,
-            structured_output=True,
-        )
-    return server
