@@ -32,6 +32,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from servers.runtime.access import TOKEN_ENV
 from servers.runtime.control import EXTENSION, ControlError, EpisodeClient, StateResult
 from servers.runtime.farm import stdio_args
 
@@ -59,9 +60,10 @@ def stdio_params(farm_root: Path, name: str) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=stdio_args(farm_root, name))
 
 
-def proc_rss_kb(pid: int) -> int:
+def proc_rss_kb(pid: int, key: str = "VmRSS") -> int:
+    """Resident memory of a process, in kB (`key="VmHWM"`: its high-water mark)."""
     status = Path(f"/proc/{pid}/status").read_text()
-    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")))
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith(f"{key}:")))
 
 
 @dataclass(frozen=True)
@@ -84,14 +86,28 @@ class FarmProcess:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+# Starting 24 servers takes seconds on an idle machine and over a minute on a loaded one.
+FARM_START_TIMEOUT_S = 300.0
+
+
 @contextlib.contextmanager
-def farm_process(farm_root: Path, port: int | None = None, timeout: float = 60.0) -> Iterator[FarmProcess]:
-    """Run `envfarm serve --all` on loopback until the block ends; ready once its index answers."""
+def farm_process(
+    farm_root: Path,
+    port: int | None = None,
+    timeout: float = FARM_START_TIMEOUT_S,
+    token: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Iterator[FarmProcess]:
+    """Run `envfarm serve --all` on loopback until the block ends; ready once its index answers.
+    With `token`, the host requires it as a bearer token (ready once it refuses a request without).
+    `env` replaces the environment (the bench runs an older checkout's farm host this way)."""
     port = port or free_port()
     base_url = f"http://127.0.0.1:{port}"
+    if token:
+        env = {**(env if env is not None else os.environ), TOKEN_ENV: token}
     with tempfile.TemporaryFile() as log:
         started = time.perf_counter()
-        process = subprocess.Popen(serve_all_command(farm_root, port), stdout=log, stderr=log)
+        process = subprocess.Popen(serve_all_command(farm_root, port), stdout=log, stderr=log, env=env)
         try:
             while True:
                 if process.poll() is not None or time.perf_counter() - started > timeout:
@@ -101,6 +117,10 @@ def farm_process(farm_root: Path, port: int | None = None, timeout: float = 60.0
                 try:
                     with urllib.request.urlopen(f"{base_url}/", timeout=1):
                         break
+                except urllib.error.HTTPError as exc:
+                    if exc.code == 401 and token:
+                        break
+                    time.sleep(0.02)
                 except (urllib.error.URLError, ConnectionError, TimeoutError):
                     time.sleep(0.02)
             yield FarmProcess(process, base_url, time.perf_counter() - started)
@@ -113,10 +133,16 @@ def farm_process(farm_root: Path, port: int | None = None, timeout: float = 60.0
                 process.wait()
 
 
-def shared_http_client(connections: int | None = 200) -> httpx2.AsyncClient:
-    """One pooled HTTP client for many MCP clients: connects cost ~3 ms instead of ~35 ms."""
+def shared_http_client(
+    connections: int | None = 200, token: str | None = None, pool_timeout: float | None = 60.0
+) -> httpx2.AsyncClient:
+    """One pooled HTTP client for many MCP clients: connects cost ~3 ms instead of ~35 ms. With
+    `token`, every request carries it as `Authorization: Bearer` (a farm host served with --token).
+    `pool_timeout=None` lets a request wait for a free connection as long as it takes (many clients
+    on one bounded pool: the caller bounds the whole run instead)."""
     limits = httpx2.Limits(max_connections=connections, max_keepalive_connections=connections)
-    return httpx2.AsyncClient(timeout=httpx2.Timeout(60.0), limits=limits)
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    return httpx2.AsyncClient(timeout=httpx2.Timeout(60.0, pool=pool_timeout), limits=limits, headers=headers)
 
 
 def http_client(url: str, http: httpx2.AsyncClient, mode: Era = "auto", read_timeout: float | None = None) -> Client:
@@ -209,11 +235,13 @@ class Connections:
     `_meta["envfarm/episode"]` and closed at the end of each episode block. A server without it
     gets one fresh connection (one fresh process, for stdio) per episode. Every request has
     `timeout` seconds; a dead or hanging server raises `ControlError`, it is never waited on forever.
+    HTTP requests carry `token` (default: $ENVFARM_TOKEN) as a bearer token when there is one.
     """
 
     targets: Mapping[str, Any]
     timeout: float = DEFAULT_TIMEOUT_S
     mode: Era = "auto"
+    token: str | None = None
     _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
     _shared: dict[str, _Shared] = field(default_factory=dict)
     _http: httpx2.AsyncClient | None = None
@@ -230,7 +258,7 @@ class Connections:
             target = target.target()
         if isinstance(target, str):
             if self._http is None:
-                self._http = shared_http_client()
+                self._http = shared_http_client(token=self.token or os.environ.get(TOKEN_ENV) or None)
                 self._stack.push_async_callback(self._http.aclose)
             return http_client(target, self._http, self.mode, self.timeout)
         if isinstance(target, StdioServerParameters):

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 import anyio
 import mcp_types as types
@@ -38,6 +38,10 @@ SAFE = re.compile(r"[^A-Za-z0-9_.:-]")
 def task_servers(task: Task) -> list[str]:
     """Every server the rollout opens an episode on: the task's, and those of its distractor tools."""
     return list(dict.fromkeys([*task.servers, *(ref.server for ref in task.tools)]))
+
+
+class EndEpisode(Exception):
+    """Raised by an agent to end its rollout now, as finished (a trainer driving the episode step by step)."""
 
 
 class Limits(BaseModel):
@@ -216,6 +220,8 @@ class Rollout:
             try:
                 with anyio.fail_after(run.left()):
                     action = await agent.act(run.messages)
+            except EndEpisode:
+                return
             except LLMError as exc:
                 run.stop, run.detail = "policy_error", str(exc)
                 return
@@ -327,6 +333,9 @@ _CALL_ERRORS: dict[ErrorKind, CallError] = {
     ErrorKind.REJECTED: "rejected",
     ErrorKind.INVALID_ARGUMENTS: "invalid_arguments",
     ErrorKind.SERVER_ERROR: "server_error",
+    # The episode is gone or not this caller's: the environment failed the rollout, not the policy.
+    ErrorKind.EPISODE_EXPIRED: "server_error",
+    ErrorKind.FORBIDDEN: "server_error",
 }
 
 Progress = Callable[[int, int], None]
@@ -369,6 +378,41 @@ async def rollout_tasks(
         for index, (task, attempt) in enumerate(jobs):
             group.start_soon(one, index, task, attempt)
     return [t for t in results if t is not None]
+
+
+class Backend(Protocol):
+    """Where `rollout_tasks` runs: in this process (`LocalBackend`) or across a cluster
+    (`clients.ray_backend.RayBackend`). Same inputs, same trajectories, in task order, then attempt."""
+
+    async def __call__(
+        self,
+        tasks: Sequence[Task],
+        policy: Policy,
+        user: UserSimulator,
+        options: RolloutOptions,
+        *,
+        scorer: Scorer | None = None,
+        progress: Progress | None = None,
+    ) -> list[Trajectory]: ...
+
+
+@dataclass
+class LocalBackend:
+    """Rollouts in this process, on open connections."""
+
+    connections: Connections
+
+    async def __call__(
+        self,
+        tasks: Sequence[Task],
+        policy: Policy,
+        user: UserSimulator,
+        options: RolloutOptions,
+        *,
+        scorer: Scorer | None = None,
+        progress: Progress | None = None,
+    ) -> list[Trajectory]:
+        return await rollout_tasks(tasks, policy, user, self.connections, options, scorer=scorer, progress=progress)
 
 
 @dataclass

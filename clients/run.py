@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -22,8 +23,9 @@ from clients.connect import Connections, farm_targets
 from clients.export import FORMATS, export
 from clients.llm import ChatModel, ModelConfig
 from clients.policies import HeuristicPolicy, OraclePolicy, Policy
+from clients.ray_backend import HostSpec, RayBackend, RayOptions
 from clients.report import render_report
-from clients.rollout import Limits, ProgressBar, RolloutOptions, rollout_tasks
+from clients.rollout import Backend, Limits, LocalBackend, ProgressBar, RolloutOptions, rollout_tasks
 from clients.scoring import PolicySummary, RewardConfig, Scorer, fill_difficulty, oracle_failures, summarize
 from clients.tasks import Task, write_jsonl
 from clients.trajectory import Trajectory
@@ -43,6 +45,7 @@ class RunOptions(BaseModel):
     reward: RewardConfig = Field(default_factory=RewardConfig)
     writer: ModelConfig | None = None
     judge: ModelConfig | None = None
+    ray: RayOptions | None = Field(default=None, description="roll out on Ray farm hosts (synthesis stays here)")
 
 
 class RunResult(BaseModel):
@@ -92,9 +95,12 @@ async def evaluate(
     scorer: Scorer | None = None,
     policies: Sequence[Policy] | None = None,
     show_progress: bool = True,
+    backend: Backend | None = None,
 ) -> list[Trajectory]:
-    """Oracle and heuristic on calibrated openings, and the heuristic on uncalibrated ones, all scored."""
+    """Oracle and heuristic on calibrated openings, and the heuristic on uncalibrated ones, all scored
+    (on `connections` in this process, unless a `backend` runs them elsewhere)."""
     scorer = scorer or Scorer()
+    backend = backend or LocalBackend(connections)
     user = ScriptedUser()
     plan: list[tuple[Policy, bool]] = [(p, True) for p in policies or (OraclePolicy(), HeuristicPolicy())]
     plan += [(p, False) for p, _ in plan if p.name == "heuristic"]
@@ -103,7 +109,7 @@ async def evaluate(
         options = RolloutOptions(k=k, concurrency=concurrency, calibrated=calibrated, limits=limits or Limits())
         label = f"{policy.name}{'' if calibrated else ' (uncalibrated)'}"
         progress = ProgressBar(f"rollouts {label:<26}") if show_progress else None
-        trajectories += await rollout_tasks(tasks, policy, user, connections, options, scorer=scorer, progress=progress)
+        trajectories += await backend(tasks, policy, user, options, scorer=scorer, progress=progress)
     return trajectories
 
 
@@ -153,9 +159,16 @@ async def run(options: RunOptions, out: TextIO | None = None) -> RunResult:
     directory = options.out / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     seconds: dict[str, float] = {}
     judge = ChatModel(options.judge) if options.judge else None
-    async with Connections(
-        farm_targets(options.farm, names, "memory"), timeout=options.limits.call_timeout_s
-    ) as connections:
+    facts: dict[str, Any] = {}
+    async with AsyncExitStack() as stack:
+        connections = await stack.enter_async_context(
+            Connections(farm_targets(options.farm, names, "memory"), timeout=options.limits.call_timeout_s)
+        )
+        backend: Backend = LocalBackend(connections)
+        on_ray: RayBackend | None = None
+        if options.ray is not None:
+            spec = HostSpec(farm=options.farm, servers=names, timeout=options.limits.call_timeout_s)
+            backend = on_ray = await stack.enter_async_context(RayBackend(spec, options.ray))
         started = time.perf_counter()
         synthesis = await synthesize(
             SynthesisOptions(
@@ -178,12 +191,16 @@ async def run(options: RunOptions, out: TextIO | None = None) -> RunResult:
             concurrency=options.concurrency,
             limits=options.limits,
             scorer=Scorer(options.reward, judge),
+            backend=backend,
         )
         seconds["rollouts"] = round(time.perf_counter() - started, 2)
+        if on_ray is not None:
+            facts["ray"] = on_ray.stats.model_dump()
     if judge is not None:
         await judge.aclose()
     summary = synthesis.summary
     facts = {
+        **facts,
         "servers": len(names),
         "tasks": f"{summary.produced} of {summary.requested} requested ({summary.sampler} sampler, seed {summary.seed}, "
         f"writer {summary.writer}); mean chain {summary.mean_chain_length} calls; "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from functools import partial
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from servers.runtime.cli import add_serving_arguments
 from servers.runtime.farm import stdio_args
 from servers.runtime.registry import (
     REGISTRY_FILE,
@@ -66,35 +68,54 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from servers.runtime.cli import ServingOptions
     from servers.runtime.farm import load_server, load_servers
     from servers.runtime.http import serve_http
 
+    options = ServingOptions(args)
+    problem = options.problem
+    if args.all and args.db:
+        problem = "--db keeps one server's state; it cannot be combined with --all"
+    elif not args.all and not args.name:
+        problem = "name a server or pass --all"
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     registry = _registry(args)
     if args.all:
         names = [s.name for s in registry.servers]
         if not names:
             print("error: the registry lists no servers", file=sys.stderr)
             return 2
-        print(f"serving {len(names)} servers at http://{args.host}:{args.port}/<name>/mcp", file=sys.stderr)
-        serve_http(load_servers(_farm(args), names), host=args.host, port=args.port)
+        url = f"http://{args.host}:{options.port}/<name>/mcp"
+        serve_http(
+            load_servers(_farm(args), names, budget=options.budget),
+            host=args.host,
+            port=options.port,
+            budget=options.budget,
+            access=options.access,
+            on_ready=lambda: print(f"serving {len(names)} servers at {url}", file=sys.stderr, flush=True),
+        )
         return 0
-    if not args.name:
-        print("error: name a server or pass --all", file=sys.stderr)
-        return 2
     try:
-        server = load_server(_farm(args), args.name, **({"db_file": args.db} if args.db else {}))
-    except LookupError as exc:
+        server = load_server(_farm(args), args.name, budget=options.budget, **({"db_file": args.db} if args.db else {}))
+    except (LookupError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.http:
-        print(f"serving {args.name} at http://{args.host}:{args.port}/{args.name}/mcp", file=sys.stderr)
-        serve_http({args.name: server}, host=args.host, port=args.port)
+        url = f"http://{args.host}:{options.port}/{args.name}/mcp"
+        serve_http(
+            {args.name: server},
+            host=args.host,
+            port=options.port,
+            budget=options.budget,
+            access=options.access,
+            on_ready=lambda: print(f"serving {args.name} at {url}", file=sys.stderr, flush=True),
+        )
     else:
-        import anyio
+        from servers.runtime.stdio import run_stdio
 
-        from servers.runtime.stdio import serve_stdio
-
-        anyio.run(serve_stdio, server)
+        run_stdio(server)
     return 0
 
 
@@ -147,6 +168,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     """`envfarm verify --mutate`: the verifier's kill rate on seeded bugs, per server."""
     from factory.mutation import MutantResult, ServerMutation, mutate_server, summarize
     from factory.verify import VerifyOptions
+    from factory.warm import warm_launcher
 
     farm = _farm(args)
     registry = _registry(args)
@@ -178,14 +200,22 @@ def cmd_mutate(args: argparse.Namespace) -> int:
             )
         return servers
 
-    report = summarize(anyio.run(run_all), args.seed, args.max_mutants)
+    with warm_launcher() as socket_path:  # one warm interpreter forks every mutant's server
+        options = options.model_copy(update={"warm_socket": socket_path, "fail_fast": True})
+        report = summarize(anyio.run(run_all), args.seed, args.max_mutants)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    print(f"\n{'server':<22} {'mutants':>7} {'killed':>6} {'kill rate':>9}  survivors by kind")
+    print(f"\n{'server':<22} {'mutants':>7} {'killed':>6} {'kill rate':>9} {'explained':>9} {'unexplained':>11}")
     for s in report.servers:
-        kinds = {k: c["mutants"] - c["killed"] for k, c in s.by_kind.items() if c["mutants"] > c["killed"]}
-        print(f"{s.server:<22} {s.mutants:>7} {s.killed:>6} {s.kill_rate:>9.0%}  {kinds or ''}")
-    print(f"\nall: {report.killed} of {report.mutants} mutants killed ({report.kill_rate:.0%}); report: {args.out}")
+        print(f"{s.server:<22} {s.mutants:>7} {s.killed:>6} {s.kill_rate:>9.0%} {s.explained:>9} {s.unexplained:>11}")
+    for s in report.servers:
+        for r in s.survivors:
+            if r.equivalent is None:
+                print(f"survivor: {s.server} {r.file}:{r.line} ({r.function}) {r.kind}: {r.change}")
+    print(
+        f"\nall: {report.killed} of {report.mutants} mutants killed ({report.kill_rate:.0%}), "
+        f"{report.explained} survivors explained as equivalent, {report.unexplained} unexplained; report: {args.out}"
+    )
     return 0
 
 
@@ -413,7 +443,39 @@ def cmd_propose(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from envfarm.bench import run_bench
 
-    return run_bench(_farm(args), args.out, quick=args.quick)
+    return run_bench(_farm(args), args.out, quick=args.quick, peer=args.peer)
+
+
+def cmd_fuzz(args: argparse.Namespace) -> int:
+    try:
+        import hypothesis  # noqa: F401
+    except ImportError:
+        print('error: envfarm fuzz needs hypothesis: pip install -e ".[fuzz]"', file=sys.stderr)
+        return 2
+    from envfarm.fuzz import ServerFuzz, fuzz_farm
+
+    registry = _registry(args)
+    names = args.names or [s.name for s in registry.servers]
+    missing = sorted(set(names) - {s.name for s in registry.servers})
+    if missing:
+        print(f"error: not in {registry_file(_farm(args))}: {', '.join(missing)}", file=sys.stderr)
+        return 2
+
+    def progress(result: ServerFuzz) -> None:
+        outcomes = ", ".join(f"{k} {v}" for k, v in sorted(result.outcomes.items()))
+        bad = sum(result.violations.values())
+        print(f"  {result.server:<22} {result.calls:>6} calls  {outcomes}  violations {bad}", flush=True)
+
+    print(f"fuzzing {len(names)} servers, {args.calls} calls, seed {args.seed}", flush=True)
+    report = fuzz_farm(_farm(args), names, args.calls, seed=args.seed, progress=progress)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    print(f"\n{report.calls} calls: " + ", ".join(f"{k} {v}" for k, v in sorted(report.outcomes.items())))
+    print("violations: " + ", ".join(f"{k} {v}" for k, v in report.violations.items()))
+    for violation in report.evidence:
+        print(f"  {violation.server}.{violation.tool} {violation.invariant}: {violation.detail} <- {violation.arguments}")
+    return 0 if report.ok else 1
 
 
 def cmd_driver(args: argparse.Namespace) -> int:
@@ -457,11 +519,8 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("serve", help="run one server (stdio or HTTP) or the whole farm on one HTTP port")
     s.add_argument("name", nargs="?", help="server name")
-    s.add_argument("--all", action="store_true", help="serve every registered server at /<name>/mcp")
-    s.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
-    s.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: 127.0.0.1)")
-    s.add_argument("--port", type=int, default=8000)
-    s.add_argument("--db", type=Path, help="persistent mode: keep state in this SQLite file")
+    s.add_argument("--all", action="store_true", help="serve every registered server at /<name>/mcp (HTTP)")
+    add_serving_arguments(s)
     s.set_defaults(func=cmd_serve)
 
     c = sub.add_parser("config", help="print the mcpServers JSON a desktop client expects")
@@ -539,7 +598,17 @@ def parser() -> argparse.ArgumentParser:
     be = sub.add_parser("bench", help="measure the performance targets and write a JSON + markdown report")
     be.add_argument("--out", type=Path, default=Path("reports/bench.json"))
     be.add_argument("--quick", action="store_true", help="fewer iterations (for smoke tests)")
+    be.add_argument(
+        "--peer", type=Path, help="a foreign stdio MCP server (a .py file or an executable) to measure beside ours"
+    )
     be.set_defaults(func=cmd_bench)
+
+    fz = sub.add_parser("fuzz", help="schema-driven property testing of every tool, in-memory (needs .[fuzz])")
+    fz.add_argument("names", nargs="*", help="servers to fuzz (default: all)")
+    fz.add_argument("--calls", type=int, default=2400, help="tool calls in all, split evenly (default: 2400)")
+    fz.add_argument("--seed", type=int, default=0)
+    fz.add_argument("--out", type=Path, help="write the JSON report here")
+    fz.set_defaults(func=cmd_fuzz)
 
     add_driver_parsers(sub)
 
@@ -551,7 +620,13 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except BrokenPipeError:
+        # The reader went away (`envfarm config | head`): not an error of ours. Point stdout at
+        # the null device so the interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

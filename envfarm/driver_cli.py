@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -32,16 +33,42 @@ def _targets(args: argparse.Namespace, servers: list[str]) -> dict[str, Any]:
     return farm_targets(_farm(args), servers, "stdio")
 
 
+def _ray_options(args: argparse.Namespace) -> Any:
+    """`--backend ray` -> RayOptions; the local backend -> None."""
+    if args.backend != "ray":
+        return None
+    from clients.ray_backend import RayOptions, import_ray
+
+    try:
+        import_ray()
+    except RuntimeError as exc:
+        raise ValueError(f"--backend ray: {exc}") from exc
+    return RayOptions(address=args.address, workers=args.workers, cpus_per_worker=args.cpus_per_worker)
+
+
+def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help='where rollouts run (ray: pip install "envfarm[ray]")',
+    )
+    parser.add_argument("--address", help="Ray cluster to join (e.g. auto); default: start a local one")
+    parser.add_argument("--workers", type=int, default=2, help="Ray farm hosts; --concurrency is per host")
+    parser.add_argument("--cpus-per-worker", type=float, default=1.0, help="CPUs Ray reserves per farm host")
+
+
 def cmd_rollout(args: argparse.Namespace) -> int:
     from clients.connect import Connections
     from clients.policies import make_policy
-    from clients.rollout import Limits, ProgressBar, RolloutOptions, rollout_tasks
+    from clients.rollout import Backend, Limits, LocalBackend, ProgressBar, RolloutOptions
     from clients.run import summary_lines
     from clients.scoring import Scorer, summarize
     from clients.tasks import load_tasks, write_jsonl
     from clients.users import make_user
 
     try:
+        ray = _ray_options(args)
         tasks = load_tasks(args.tasks)
         policy = make_policy(args.policy, args.base_url)
         user = make_user(args.user, args.base_url)
@@ -49,6 +76,8 @@ def cmd_rollout(args: argparse.Namespace) -> int:
         targets = _targets(args, servers)
     except (OSError, ValueError, LookupError) as exc:
         return _fail(str(exc))
+    if ray is not None and args.transport != "memory":
+        return _fail("--backend ray runs each farm host's servers in-process (or from --config); drop --transport")
     limits = Limits(
         max_turns=args.max_turns,
         max_tool_calls=args.max_tool_calls,
@@ -58,17 +87,24 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     )
     options = RolloutOptions(k=args.k, concurrency=args.concurrency, calibrated=not args.uncalibrated, limits=limits)
 
+    stats: dict[str, Any] = {}
+
     async def main() -> list[Any]:
-        async with Connections(targets, timeout=args.timeout) as connections:
+        async with AsyncExitStack() as stack:
+            backend: Backend
+            if ray is None:
+                backend = LocalBackend(await stack.enter_async_context(Connections(targets, timeout=args.timeout)))
+            else:
+                from clients.connect import load_server_configs
+                from clients.ray_backend import HostSpec, RayBackend
+
+                config = load_server_configs(args.config) if args.config else None
+                spec = HostSpec(servers=sorted(targets), farm=_farm(args), config=config, timeout=args.timeout)
+                backend = on_ray = await stack.enter_async_context(RayBackend(spec, ray))
+                stack.callback(lambda: stats.update(on_ray.stats.model_dump()))
             try:
-                return await rollout_tasks(
-                    tasks,
-                    policy,
-                    user,
-                    connections,
-                    options,
-                    scorer=Scorer(),
-                    progress=ProgressBar(f"rollouts {policy.name}"),
+                return await backend(
+                    tasks, policy, user, options, scorer=Scorer(), progress=ProgressBar(f"rollouts {policy.name}")
                 )
             finally:
                 await policy.aclose()
@@ -78,6 +114,11 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     out = args.out or args.tasks.with_name(f"{args.tasks.stem}.trajectories.jsonl")
     write_jsonl(out, trajectories)
     print("\n".join(summary_lines(summarize(trajectories))))
+    if stats:
+        print(
+            f"ray: {stats['workers']} farm hosts, {stats['episodes']} episodes, {stats['retried_episodes']} retried "
+            f"from their seed, {stats['lost_workers']} hosts lost, {stats['replaced_workers']} replaced"
+        )
     print(f"wrote {len(trajectories)} trajectories to {out}")
     return 0
 
@@ -148,6 +189,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             limits=Limits(call_timeout_s=args.timeout),
             writer=parse_model(args.writer, args.base_url) if args.writer else None,
             judge=parse_model(args.judge, args.base_url) if args.judge else None,
+            ray=_ray_options(args),
         )
         result = anyio.run(run, options, sys.stdout)
     except (LookupError, ValueError) as exc:
@@ -175,6 +217,7 @@ def add_driver_commands(sub: Any) -> None:
     r.add_argument("--wall-time", type=float, default=300.0, help="seconds per rollout")
     r.add_argument("--timeout", type=float, default=30.0, help="seconds per MCP request")
     r.add_argument("--out", type=Path, help="default: TASKS with .trajectories.jsonl")
+    add_backend_arguments(r)
     r.set_defaults(func=cmd_rollout)
 
     e = sub.add_parser("eval", help="re-score trajectories (deterministic, or with an LLM judge) and print the summary")
@@ -202,4 +245,5 @@ def add_driver_commands(sub: Any) -> None:
     u.add_argument("--writer", help="openai:MODEL to write task requests (default: offline)")
     u.add_argument("--judge", help="openai:MODEL to grade claims (default: deterministic)")
     u.add_argument("--base-url")
+    add_backend_arguments(u)
     u.set_defaults(func=cmd_run)

@@ -125,6 +125,10 @@ class ChatModel:
             max_retries=0,  # retried here, with backoff and accounting
         )
 
+    def __reduce__(self) -> tuple[type[ChatModel], tuple[ModelConfig]]:
+        """Pickled as its config (an open HTTP client does not travel): a Ray worker makes its own."""
+        return ChatModel, (self.config,)
+
     @property
     def name(self) -> str:
         return f"{PREFIX}{self.config.model}"

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from factory.publish import code_hash, discard, file_hashes, publish, runtime_ha
 from factory.source import SPEC_NAMES, find_spec_file, load_environment
 from factory.spec import SpecError, read_document
 from factory.verify import Failure, VerificationReport, VerifyOptions, load_report, verify_server
+from factory.warm import warm_launcher
 from servers.runtime.registry import RegistryEntry, load_registry, registry_file
 
 
@@ -119,6 +121,17 @@ class VerifyResult(BatchResult):
     pass
 
 
+@contextmanager
+def warm_options(options: VerifyOptions, servers: int) -> Iterator[VerifyOptions]:
+    """`options`, launching every server through one warm launcher (factory/warm.py) when several are
+    verified: a fork instead of an interpreter start and the SDK import each."""
+    if servers < 2 or options.warm_socket is not None:
+        yield options
+        return
+    with warm_launcher() as socket_path:
+        yield options.model_copy(update={"warm_socket": socket_path})
+
+
 async def build_all(
     paths: list[Path],
     farm_root: Path,
@@ -138,15 +151,15 @@ async def build_all(
     counts = Counter(n for n in names.values() if n)
     farm_root.mkdir(parents=True, exist_ok=True)
     publishing = anyio.Lock()
-    planned: list[Job] = []
-    for path in specs:
-        if counts[names[path] or ""] > 1:  # two specs, one server: build neither rather than pick one
-            planned.append(_clash(path, names[path] or path.name, [p for p in specs if names[p] == names[path]]))
-        else:
-            job = partial(_build_one, path, farm_root, verify, options or VerifyOptions(), publishing)
-            planned.append((path.name, job))
     started = time.perf_counter()
-    results = await run_jobs(planned, jobs or default_jobs(), on_result)
+    with warm_options(options or VerifyOptions(), len(specs) if verify else 0) as launching:
+        planned: list[Job] = []
+        for path in specs:
+            if counts[names[path] or ""] > 1:  # two specs, one server: build neither rather than pick one
+                planned.append(_clash(path, names[path] or path.name, [p for p in specs if names[p] == names[path]]))
+            else:
+                planned.append((path.name, partial(_build_one, path, farm_root, verify, launching, publishing)))
+        results = await run_jobs(planned, jobs or default_jobs(), on_result)
     return BuildResult(farm_root=farm_root, servers=results, seconds=time.perf_counter() - started, verified=verify)
 
 
@@ -230,7 +243,8 @@ async def verify_published(
     if missing:
         raise LookupError(f"not in {registry_file(farm_root)}: {', '.join(missing)}")
     entries = registry.servers if names is None else [e for e in registry.servers if e.name in names]
-    planned: list[Job] = [(e.name, partial(_verify_one, e, farm_root, options or VerifyOptions())) for e in entries]
     started = time.perf_counter()
-    results = await run_jobs(planned, jobs or default_jobs(), on_result)
+    with warm_options(options or VerifyOptions(), len(entries)) as launching:
+        planned: list[Job] = [(e.name, partial(_verify_one, e, farm_root, launching)) for e in entries]
+        results = await run_jobs(planned, jobs or default_jobs(), on_result)
     return VerifyResult(farm_root=farm_root, servers=results, seconds=time.perf_counter() - started)

@@ -574,13 +574,13 @@ def render_tools(spec: EnvironmentSpec, has_handlers: bool) -> str:
     ):
         typing = sorted([*typing, "Any"])
     first_party = {"servers.runtime.database": "Database"}
-    if has_handlers:
-        first_party[f"servers.{spec.name}"] = "handlers"
     imports = [
         *([f"from typing import {', '.join(typing)}", ""] if typing else []),
         "from pydantic import BaseModel, Field",
         "",
         *_first_party(first_party),
+        # Relative, so the factory can import a staged copy under a private name (servers/runtime/listing.py).
+        *(["", "from . import handlers"] if has_handlers else []),
     ]
     docstring = f'"""Tools of the {spec.name} server: one plain function per tool, over the episode\'s database.\n\n{GENERATED_NOTE}\n"""'
     gap = "\n\n" if aliases else "\n\n\n"  # isort: one blank line before an assignment, two before a class
@@ -607,7 +607,10 @@ def _tool_definition(tool: ToolKind) -> list[str]:
 
 
 def render_server_module(spec: EnvironmentSpec) -> str:
-    runtime = "from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server"
+    runtime = (
+        "from servers.runtime.server import (\n    DEFAULT_MAX_EPISODES,\n    EpisodeBudget,\n    ServerDefinition,\n"
+        "    ToolDefinition,\n    build_server,\n)"
+    )
     return "\n".join(
         [
             f'"""The {spec.name} server definition, handed to the shared runtime.\n\n{GENERATED_NOTE}\n"""',
@@ -616,7 +619,9 @@ def render_server_module(spec: EnvironmentSpec) -> str:
             "",
             "from mcp.server.mcpserver import MCPServer",
             "",
-            *sorted([f"from servers.{spec.name} import tools", runtime]),
+            runtime,
+            "",
+            "from . import tools",
             "",
             "DEFINITION = ServerDefinition(",
             f"    name={py(spec.name)},",
@@ -634,9 +639,15 @@ def render_server_module(spec: EnvironmentSpec) -> str:
             ")",
             "",
             "",
-            "def build(*, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES) -> MCPServer:",
-            f'    """A fresh {spec.name} MCP server: isolated in-memory episodes, or one persistent `db_file`."""',
-            "    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes)",
+            "def build(",
+            "    *,",
+            "    db_file: Path | None = None,",
+            "    max_episodes: int = DEFAULT_MAX_EPISODES,",
+            "    budget: EpisodeBudget | None = None,",
+            ") -> MCPServer:",
+            f'    """A fresh {spec.name} MCP server: isolated in-memory episodes (under `budget`, shared by a farm',
+            '    host), or one persistent `db_file`."""',
+            "    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes, budget=budget)",
             "",
         ]
     )

@@ -61,12 +61,10 @@ class GateResult(BaseModel):
     functions: dict[str, FunctionCoverage] = Field(default_factory=dict, description="'file:function' -> coverage")
 
 
-def command(data_file: Path, pid_file: Path, server_dir: Path, envfarm_args: Sequence[str]) -> list[str]:
-    """The arguments after `python` that launch the server under coverage."""
+def gate_args(data_file: Path, pid_file: Path, server_dir: Path, envfarm_args: Sequence[str]) -> list[str]:
+    """The arguments of `python -m factory.coverage_gate` that run the server under coverage."""
     include = [str((server_dir / name).resolve()) for name in GATED_FILES]
     return [
-        "-m",
-        "factory.coverage_gate",
         "--data",
         str(data_file),
         "--pid",

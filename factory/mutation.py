@@ -33,8 +33,9 @@ from typing import Literal
 import anyio
 from pydantic import BaseModel, Field
 
-from factory.sites import WRITE_METHODS, is_db_call, is_reject
-from factory.verify import VerifyOptions, verify_server
+from factory.sites import WRITE_METHODS, functions, is_db_call, is_reject
+from factory.spec import EquivalentMutant
+from factory.verify import VerifyOptions, load_server_spec, verify_server
 
 MutationKind = Literal[
     "drop_write", "drop_reject", "flip_compare", "shift_constant", "swap_boolop", "drop_field", "weaken_sql"
@@ -60,6 +61,7 @@ _COMPARE_SWAPS: dict[type[ast.cmpop], type[ast.cmpop]] = {
 class Mutant(BaseModel):
     file: str
     line: int
+    function: str = Field(description="the top-level function the change is in")
     kind: MutationKind
     change: str = Field(description="what was changed, in words")
     source: str = Field(exclude=True, description="the whole mutated file")
@@ -72,9 +74,11 @@ class Mutant(BaseModel):
 class MutantResult(BaseModel):
     file: str
     line: int
+    function: str
     kind: MutationKind
     change: str
     killed: bool
+    equivalent: str | None = Field(default=None, description="for a survivor the spec explains: why it cannot differ")
     killed_by: list[str] = Field(default_factory=list, description="the failed checks that caught it")
     seconds: float
 
@@ -84,6 +88,8 @@ class ServerMutation(BaseModel):
     mutants: int
     killed: int
     kill_rate: float
+    explained: int = Field(description="survivors the spec explains as equivalent")
+    unexplained: int = Field(description="survivors neither killed nor explained: each needs an expectation")
     by_kind: dict[str, dict[str, int]] = Field(description="kind -> {mutants, killed}")
     survivors: list[MutantResult]
     results: list[MutantResult]
@@ -95,6 +101,8 @@ class MutationReport(BaseModel):
     mutants: int
     killed: int
     kill_rate: float
+    explained: int
+    unexplained: int
     seed: int
     max_mutants: int | None
 
@@ -244,6 +252,7 @@ def _sql_sites(tree: ast.Module, node: ast.Constant) -> Iterator[_Site]:
 def make_mutants(source: str, file: str) -> list[Mutant]:
     """Every single-change mutant of a Python file (that still compiles)."""
     tree = ast.parse(source)
+    owner = functions(tree)
     mutants = []
     for site in _sites(tree):
         mutated = copy.deepcopy(tree)
@@ -253,7 +262,10 @@ def make_mutants(source: str, file: str) -> list[Mutant]:
             compile(text, file, "exec")
         except SyntaxError:
             continue
-        mutants.append(Mutant(file=file, line=site.line, kind=site.kind, change=site.change, source=text))
+        function = owner.get(site.line, "<module>")
+        mutants.append(
+            Mutant(file=file, line=site.line, function=function, kind=site.kind, change=site.change, source=text)
+        )
     return mutants
 
 
@@ -299,12 +311,21 @@ async def verify_mutant(server_dir: Path, mutant: Mutant, options: VerifyOptions
     return MutantResult(
         file=mutant.file,
         line=mutant.line,
+        function=mutant.function,
         kind=mutant.kind,
         change=mutant.change,
         killed=not report.passed,
         killed_by=killed_by[:10],
         seconds=round(time.perf_counter() - started, 2),
     )
+
+
+def explain(result: MutantResult, equivalents: list[EquivalentMutant]) -> str | None:
+    """The spec's reason a surviving mutant cannot change behaviour, if it gives one."""
+    for equivalent in equivalents:
+        if (equivalent.file, equivalent.function, equivalent.change) == (result.file, result.function, result.change):
+            return equivalent.reason
+    return None
 
 
 async def mutate_server(
@@ -316,9 +337,11 @@ async def mutate_server(
     options: VerifyOptions | None = None,
     progress: Callable[[MutantResult], None] | None = None,
 ) -> ServerMutation:
-    """Verify every (or a sample of) mutant(s) of one published server, `jobs` at a time."""
-    options = options or VerifyOptions()
+    """Verify every (or a sample of) mutant(s) of one published server, `jobs` at a time; survivors the
+    spec's `equivalent_mutants` explain are marked with the reason."""
+    options = options or VerifyOptions(fail_fast=True)
     started = time.perf_counter()
+    equivalents = load_server_spec(server_dir).equivalent_mutants
     chosen = sample(server_mutants(server_dir), max_mutants, seed)
     results: list[MutantResult] = []
     limiter = anyio.CapacityLimiter(jobs)
@@ -326,6 +349,8 @@ async def mutate_server(
     async def run(mutant: Mutant) -> None:
         async with limiter:
             result = await verify_mutant(server_dir, mutant, options)
+        if not result.killed:
+            result.equivalent = explain(result, equivalents)
         results.append(result)
         if progress:
             progress(result)
@@ -340,13 +365,17 @@ async def mutate_server(
         counts["mutants"] += 1
         counts["killed"] += r.killed
     killed = sum(r.killed for r in results)
+    survivors = [r for r in results if not r.killed]
+    explained = sum(r.equivalent is not None for r in survivors)
     return ServerMutation(
         server=server_dir.name,
         mutants=len(results),
         killed=killed,
         kill_rate=round(killed / len(results), 4) if results else 1.0,
+        explained=explained,
+        unexplained=len(survivors) - explained,
         by_kind=by_kind,
-        survivors=[r for r in results if not r.killed],
+        survivors=survivors,
         results=results,
         seconds=round(time.perf_counter() - started, 2),
     )
@@ -360,6 +389,8 @@ def summarize(servers: list[ServerMutation], seed: int, max_mutants: int | None)
         mutants=mutants,
         killed=killed,
         kill_rate=round(killed / mutants, 4) if mutants else 1.0,
+        explained=sum(s.explained for s in servers),
+        unexplained=sum(s.unexplained for s in servers),
         seed=seed,
         max_mutants=max_mutants,
     )

@@ -12,18 +12,28 @@ rename on the same disk.
 from __future__ import annotations
 
 import hashlib
+import importlib
+import importlib.util
+import json
 import os
+import secrets
 import shutil
+import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 from factory.codegen import render_server
 from factory.source import EnvironmentSource
+from servers.runtime import listing
+from servers.runtime.episodes import SEED_IMAGE, seed_image
 from servers.runtime.registry import Launch, RegistryEntry, load_registry, write_registry
 
 SPEC_FILES = ("spec.json", "seed.json")
-CODE_SUFFIXES = (".py", ".sql")
+CODE_SUFFIXES = (".py", ".sql", ".sqlite")  # the seed image runs too: servers load it instead of seed.json
+CODE_FILES = (listing.SCHEMAS_FILE,)  # the tool schemas a server lists
 REPORT_FILE = "verification.json"
 
 
@@ -49,11 +59,12 @@ def spec_hash(server_dir: Path) -> str:
 
 
 def _code_files(server_dir: Path) -> list[Path]:
-    return [p for p in server_dir.iterdir() if p.suffix in CODE_SUFFIXES and p.is_file()]
+    return [p for p in server_dir.iterdir() if (p.suffix in CODE_SUFFIXES or p.name in CODE_FILES) and p.is_file()]
 
 
 def code_hash(server_dir: Path) -> str:
-    """Hash of everything that runs: the generated Python, handlers and schema.sql."""
+    """Hash of everything that runs: the generated Python, handlers, schema.sql, the seed image and the
+    listed tool schemas."""
     return _digest(_code_files(server_dir), server_dir)
 
 
@@ -85,8 +96,38 @@ def stage(source: EnvironmentSource, farm_root: Path) -> Path:
     servers_dir.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix=f".staging-{source.spec.name}-", dir=servers_dir))
     staged = root / "servers" / source.spec.name
-    write_files(staged, render_server(source.spec, source.handlers, package_version()))
+    files = render_server(source.spec, source.handlers, package_version())
+    write_files(staged, files)
+    (staged / SEED_IMAGE).write_bytes(seed_image(files["schema.sql"], json.loads(files["seed.json"])))
+    write_listing(staged)
     return staged
+
+
+@contextmanager
+def private_package(folder: Path) -> Iterator[str]:
+    """Import the package in `folder` under a fresh private name (its own imports are relative), so a
+    staged server is loaded beside a published one of the same name; forgotten when the block ends."""
+    name = f"_envfarm_staged_{folder.name}_{secrets.token_hex(4)}"
+    spec = importlib.util.spec_from_file_location(
+        name, folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{folder} is not an importable package")
+    sys.modules[name] = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(sys.modules[name])
+        yield name
+    finally:
+        for module in [m for m in sys.modules if m == name or m.startswith(f"{name}.")]:
+            del sys.modules[module]
+
+
+def write_listing(staged: Path) -> None:
+    """Derive the tool schemas of the staged server once, as the SDK would at each start (`tools.json`)."""
+    with private_package(staged) as package:
+        definition = importlib.import_module(f"{package}.server").DEFINITION
+        derived = listing.derive([tool.function for tool in definition.tools], staged / listing.TOOLS_MODULE)
+    (staged / listing.SCHEMAS_FILE).write_text(derived.model_dump_json(indent=2) + "\n", encoding="utf-8")
 
 
 def staging_root(staged: Path) -> Path:

@@ -34,7 +34,7 @@ from mcp import StdioServerParameters
 from pydantic import BaseModel, Field
 
 from factory.call_plan import InvalidCall, SeedView, ToolPlan, invalid_calls, plan_calls, rule_message
-from factory.coverage_gate import CHECKS, EXPECT, FunctionCoverage, command, gate, switch
+from factory.coverage_gate import CHECKS, EXPECT, FunctionCoverage, gate, gate_args, switch
 from factory.expect import Rows, UnresolvedReference, apply_diff, judge, resolve, seed_rows
 from factory.publish import REPORT_FILE, code_hash, file_hashes, runtime_hash, spec_hash
 from factory.schemas import canonical, differences, expected_input, expected_output
@@ -52,6 +52,7 @@ from factory.spec import (
     WriteTool,
 )
 from factory.static_checks import check_handlers
+from factory.warm import stub_args
 from servers.runtime.control import ErrorKind, Method, StateResult
 
 VERIFIER_VERSION = "1.0"
@@ -127,8 +128,14 @@ class VerifyOptions(BaseModel):
     static: bool = Field(default=True, description="run the static checks of handlers.py (dynamic checks always run)")
     max_tries: int = Field(default=5, description="seed-built candidates tried per tool before giving up")
     coverage: bool = Field(default=True, description="run the server under coverage and report what expectations run")
+    fail_fast: bool = Field(
+        default=False, description="stop at the first failure, behaviour checks first (mutation testing needs no more)"
+    )
+    warm_socket: Path | None = Field(
+        default=None, description="launch through this warm launcher (factory.warm) instead of a cold interpreter"
+    )
     coverage_gate: bool = Field(
-        default=False,
+        default=True,
         description="fail when a reject, write or handler branch ran under no expectation (else only reported)",
     )
 
@@ -166,6 +173,7 @@ class _Recorder:
         self.server_checks: dict[str, Outcome] = {}
         self.failures: list[Failure] = []
         self.uncovered: list[str] = []
+        self.fail_fast = False
 
     def _outcomes(self, tool: str) -> dict[str, Outcome]:
         return self.tools[tool].checks if tool in self.tools else self.server_checks
@@ -176,6 +184,8 @@ class _Recorder:
     def fail(self, tool: str, check: str, call: dict[str, Any] | None, expected: str, actual: str) -> None:
         self._outcomes(tool)[check] = "failed"
         self.failures.append(Failure(tool=tool, check=check, call=call, expected=expected, actual=actual))
+        if self.fail_fast:
+            raise _Stop
 
     def judge(
         self,
@@ -268,6 +278,10 @@ class Verifier:
         mark = time.perf_counter()
         await self.check_listing()
         timings.listing_s = time.perf_counter() - mark
+        if self.options.fail_fast:  # the behaviour checks catch most seeded bugs: run them first
+            mark = time.perf_counter()
+            await self.check_behaviour()
+            timings.behaviour_s = time.perf_counter() - mark
         for tool in self.spec.tools:
             if tool.name in self.listed:
                 start = time.perf_counter()
@@ -278,9 +292,10 @@ class Verifier:
         mark = time.perf_counter()
         await self.check_sessions()
         timings.sessions_s = time.perf_counter() - mark
-        mark = time.perf_counter()
-        await self.check_behaviour()
-        timings.behaviour_s = time.perf_counter() - mark
+        if not self.options.fail_fast:
+            mark = time.perf_counter()
+            await self.check_behaviour()
+            timings.behaviour_s = time.perf_counter() - mark
 
     async def _state(self, episode: str) -> StateResult:
         try:
@@ -497,8 +512,14 @@ class Verifier:
             call = {"tool": step.tool, "arguments": arguments, "episode": episode, "expectation": label}
             self.use_context(EXPECT if expect is not None else CHECKS)
             result = await self._call(step.tool, arguments, episode)
-            after = await self._rows(episode)
             tool = self.spec.tool(step.tool)
+            # A read cannot change the state (the effect check holds it to that), so a read whose
+            # expectation is about its result alone needs no state request.
+            reads_result = not tool.changed_tables and expect is not None and expect.error is None
+            if reads_result and expect is not None and expect.rows is None and not expect.state:
+                after = before
+            else:
+                after = await self._rows(episode)
             if not result.is_error and step.tool in self.listed:
                 self._check_output(tool, result, call)
             if expect is not None:
@@ -598,13 +619,22 @@ async def _launch_and_check(
         planned["plans"], planned["seed"] = await anyio.to_thread.run_sync(plan_calls, spec, schema_sql)
         ready.set()
 
+    if options.fail_fast and recorder.failures:
+        return
     mark = time.perf_counter()
     args = envfarm_args(spec.name, import_root)
-    parameters = (
-        StdioServerParameters(command=sys.executable, args=command(data_file, pid_file, server_dir, args))
-        if options.coverage
-        else None
-    )
+    if options.coverage:
+        entry, argv = "coverage", gate_args(data_file, pid_file, server_dir, args)
+    else:
+        entry, argv = "envfarm", args
+    if options.warm_socket is not None:
+        parameters: StdioServerParameters | None = StdioServerParameters(
+            command=sys.executable, args=stub_args(options.warm_socket, entry, argv)
+        )
+    elif options.coverage:
+        parameters = StdioServerParameters(command=sys.executable, args=["-m", "factory.coverage_gate", *argv])
+    else:
+        parameters = None
     client = connect(spec.name, import_root, errlog, options.launch_timeout, stream_errors, parameters)
     async with anyio.create_task_group() as group, AsyncExitStack() as stack:
         group.start_soon(plan)
@@ -631,13 +661,18 @@ async def _launch_and_check(
         if options.coverage:
             pid = int(pid_file.read_text(encoding="utf-8"))
             verifier.switch = lambda context: switch(pid, context)
+        recorder.fail_fast = options.fail_fast
         try:
             await verifier.run(timings)
         except _Stop:
+            recorder.fail_fast = False
+            if options.fail_fast:
+                return
             recorder.fail(
                 SERVER, "completed", None, "every check runs", "stopped early: the server hung or broke the connection"
             )
             return
+    recorder.fail_fast = False
     if options.coverage:
         _judge_coverage(spec, server_dir, data_file, recorder, options.coverage_gate)
 

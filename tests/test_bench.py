@@ -56,3 +56,17 @@ def test_quick_bench_writes_every_key(farm_root: Path, tmp_path: Path) -> None:
     table = out.with_suffix(".md").read_text()
     assert "| metric | target | measured | verdict | how |" in table
     assert all(f"| {row.metric} |" in table for row in report.targets)
+
+
+def test_the_peer_comparison_runs_a_foreign_server_beside_ours() -> None:
+    """`--peer`: the foreign todo server through the same client; every figure measured on both sides."""
+    from conftest import REPO
+
+    from envfarm.bench.peer import compare_with_peer
+
+    result = compare_with_peer(REPO, REPO / "tests" / "foreign" / "todo_server.py", rounds=1, calls=10, episodes=2)
+    assert result.read_tool == {"ours": "search_doctors", "peer": "search_projects"}
+    figures = [result.cold_start_s_p50, result.read_call_ms_p50, result.isolated_reset_ms_p50]
+    assert all(f["ours"] > 0 and f["peer"] > 0 for f in [*figures, result.isolated_episodes_per_s])
+    assert set(result.ratios) == {"cold_start", "read_call", "isolated_reset", "isolated_episodes_per_s"}
+    assert result.ratios["read_call"] == round(result.read_call_ms_p50["ours"] / result.read_call_ms_p50["peer"], 3)

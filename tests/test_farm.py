@@ -52,3 +52,19 @@ def test_an_installed_farm_reads_its_packaged_registry_and_refuses_builds(
     assert main(["--farm", str(tmp_path), "build", str(REPO / "factory" / "specs" / "clinic")]) == 2
     assert "read-only; build into a folder with --out DIR" in capsys.readouterr().err
     assert not (tmp_path / REGISTRY_FILE).exists() and not (tmp_path / "servers" / "clinic").exists()
+
+
+@pytest.mark.parametrize("name", [s.name for s in load_registry(REPO).servers])
+def test_a_published_seed_image_holds_exactly_the_schema_and_the_seed_rows(name: str) -> None:
+    """Servers start from `seed.sqlite`, not from seed.json: the image must be what the two build."""
+    from servers.runtime.database import snapshot
+    from servers.runtime.episodes import SEED_IMAGE, build_seed, open_memory
+
+    definition = import_server(REPO, name).DEFINITION
+    shipped = open_memory((definition.directory / SEED_IMAGE).read_bytes())
+    built = build_seed(definition.schema_sql(), definition.seed_rows())
+    assert snapshot(shipped) == snapshot(built) and snapshot(shipped)
+    schema = "SELECT type, name, sql FROM sqlite_master ORDER BY name"
+    assert shipped.execute(schema).fetchall() == built.execute(schema).fetchall()
+    sequences = "SELECT * FROM _envfarm_sequences ORDER BY 1"
+    assert shipped.execute(sequences).fetchall() == built.execute(sequences).fetchall()

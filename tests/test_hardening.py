@@ -3,16 +3,19 @@ names it, changes nothing, and stays short (issue 12)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import mcp_types as types
 import pytest
-from conftest import state
+from conftest import EPISODE, FREE_SLOT, booking, close, reset, state
 from mcp import Client
 
 from servers.banking.server import build as build_banking
 from servers.clinic.server import build as build_clinic
 from servers.runtime.arguments import MAX_MESSAGE_CHARS
-from servers.runtime.control import ERROR_KIND_META_KEY
+from servers.runtime.control import ERROR_KIND_META_KEY, ControlError, Method, ResetParams, ResetResult
+from servers.runtime.episodes import EpisodeBudget
 
 ACCOUNT = "acc_0001"
 
@@ -40,7 +43,13 @@ async def test_non_finite_or_huge_numbers_are_refused_and_change_nothing(amount:
         before = (await state(client)).hash
         result = await client.call_tool(
             "schedule_payment",
-            {"account_id": account, "payee_id": payee, "amount": amount, "frequency": "once", "next_run_on": "2026-05-01"},
+            {
+                "account_id": account,
+                "payee_id": payee,
+                "amount": amount,
+                "frequency": "once",
+                "next_run_on": "2026-05-01",
+            },
         )
         assert result.is_error and kind(result) == "invalid_arguments", text(result)
         assert "amount" in text(result)
@@ -65,7 +74,9 @@ async def test_impossible_dates_are_refused(day: str) -> None:
 
 async def test_impossible_times_are_refused() -> None:
     async with Client(build_banking()) as client:
-        result = await client.call_tool("list_transactions", {"account_id": ACCOUNT, "posted_after": "2026-02-30T25:00"})
+        result = await client.call_tool(
+            "list_transactions", {"account_id": ACCOUNT, "posted_after": "2026-02-30T25:00"}
+        )
         assert result.is_error and kind(result) == "invalid_arguments" and "posted_after" in text(result)
 
 
@@ -113,3 +124,118 @@ async def test_handler_searches_escape_wildcards_too() -> None:
     found = (wild.structured_content or {})["messages"]
     assert not wild.is_error and 0 < len(found) < (plain.structured_content or {})["count"]
     assert all("%" in m["text"] for m in found)
+
+
+# ------------------------------------------------------------------ episode lifetime
+
+
+async def test_reading_a_state_does_not_open_an_episode() -> None:
+    async with Client(build_clinic()) as client:
+        for n in range(5):
+            assert (await state(client, f"never-opened-{n}")).diff == {}
+        assert (await close(client, "other")).open_episodes == 0
+
+
+async def test_the_budget_evicts_least_recently_used_episodes_across_servers_and_they_expire() -> None:
+    from servers.hotel.server import build as build_hotel
+
+    clinic_store_bytes = 3 * 230_000  # room for about three clinic episodes
+    budget = EpisodeBudget(max_mb=clinic_store_bytes / (1 << 20), ttl_s=None)
+    clinic, hotel = build_clinic(budget=budget), build_hotel(budget=budget)
+    async with Client(clinic) as a, Client(hotel) as b:
+        await a.call_tool("book_appointment", booking(FREE_SLOT, "oldest"), meta={EPISODE: "c1"})
+        await a.call_tool("list_appointments", {"patient_id": "pat_0001"}, meta={EPISODE: "c2"})
+        # The hotel's episodes count against the same budget and push the clinic's oldest out.
+        for n in range(3):
+            await b.call_tool("search_hotels", {}, meta={EPISODE: f"h{n}"})
+        assert budget.bytes <= budget.max_bytes
+        expired = await a.call_tool("list_appointments", {"patient_id": "pat_0001"}, meta={EPISODE: "c1"})
+        assert expired.is_error and kind(expired) == "episode_expired", text(expired)
+        fresh = await b.call_tool("search_hotels", {}, meta={EPISODE: "h2"})
+        assert not fresh.is_error
+
+
+async def test_idle_episodes_expire_after_the_ttl() -> None:
+    now = [0.0]
+    budget = EpisodeBudget(max_mb=1024, ttl_s=60, clock=lambda: now[0])
+    async with Client(build_clinic(budget=budget)) as client:
+        await client.call_tool("book_appointment", booking(FREE_SLOT, "idle"), meta={EPISODE: "idle"})
+        now[0] = 30.0
+        await client.call_tool("list_appointments", {"patient_id": "pat_0001"}, meta={EPISODE: "busy"})
+        now[0] = 75.0  # idle is 75 s idle, busy only 45 s
+        await client.call_tool("list_appointments", {"patient_id": "pat_0001"}, meta={EPISODE: "busy"})
+        idle = await client.call_tool("list_appointments", {"patient_id": "pat_0001"}, meta={EPISODE: "idle"})
+    assert idle.is_error and kind(idle) == "episode_expired"
+    assert len(budget) == 1
+
+
+async def test_a_fresh_reset_makes_an_unguessable_episode_id() -> None:
+    async with Client(build_clinic()) as client:
+        ids = set()
+        for _ in range(3):
+            result = await client.session.send_request(
+                types.Request(method=Method.RESET, params=ResetParams(fresh=True)), ResetResult
+            )
+            ids.add(result.episode)
+        assert len(ids) == 3 and all(i and len(i) >= 24 for i in ids)
+        episode = next(iter(ids))
+        await client.call_tool("book_appointment", booking(FREE_SLOT, "mine"), meta={EPISODE: episode})
+        assert (await state(client, episode)).diff != {}
+
+
+async def test_a_state_that_breaks_a_foreign_key_is_invalid_params_and_changes_nothing() -> None:
+    async with Client(build_clinic()) as client:
+        rows = (await state(client, "fk", rows=True)).state or {}
+        appointment = {**rows["appointments"][0], "patient_id": "pat_9999"}
+        with pytest.raises(ControlError, match="-32602.*foreign key.*appointments"):
+            await reset(client, "fk", {"appointments": [appointment]})
+        assert (await state(client, "fk")).diff == {}
+
+
+# ------------------------------------------------------------------ the bench under its own load
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_concurrent_sessions_finish_when_they_outnumber_the_connections(farm: Any, mode: str) -> None:
+    """Issue 12: 1,000 sessions on a 200-connection pool deadlocked on the all-booked barrier. Now a
+    request waits for a connection, the barrier gives up, and every episode still completes (a legacy
+    session holds a stream, so it always gets its own connection)."""
+    from envfarm.bench.sessions import concurrent_episodes
+
+    run = await concurrent_episodes(farm, FREE_SLOT, 12, mode, budget_s=120, barrier_s=2, connections=4)  # type: ignore[arg-type]
+    assert (run.completed, run.leaks, run.errors) == (12, 0, 0), run.error_samples
+
+
+async def test_the_memory_bench_measures_open_and_closed_episodes(farm: Any) -> None:
+    """A small run of `python -m envfarm.bench.memory`: numbers are not judged here, only recorded."""
+    from envfarm.bench.memory import measure
+
+    report = await measure(farm, FREE_SLOT, 10, progress=False, warm_up=3)
+    assert report.episodes == 10 and report.rss_open_mb > 0 and report.rss_after_sessions_mb > 0
+    assert report.met == (report.growth_after_close <= 0.10 and report.growth_after_sessions <= 0.10)
+
+
+async def test_closing_every_episode_returns_the_budget_to_zero() -> None:
+    budget = EpisodeBudget(max_mb=64, ttl_s=None)
+    async with Client(build_clinic(budget=budget)) as client:
+        for n in range(20):
+            await client.call_tool("book_appointment", booking(FREE_SLOT, "x"), meta={EPISODE: f"m{n}"})
+        assert len(budget) == 20 and budget.bytes > 0
+        for n in range(20):
+            assert (await close(client, f"m{n}")).closed
+    assert len(budget) == 0 and budget.bytes == 0
+
+
+def test_the_readme_python_snippet_runs_as_a_script(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    snippet = readme.split("Or from Python with the official SDK:", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    script = tmp_path / "snippet.py"
+    script.write_text(snippet, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Lopez" in done.stdout

@@ -4,12 +4,17 @@ rule example covers is killed)."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
+import anyio
 import pytest
+from corpus import GOOD, stage_case
 
 from factory.mutation import make_mutants, mutate_server, sample, server_mutants, verify_mutant
-from factory.verify import VerifyOptions
+from factory.publish import staging_root
+from factory.verify import VerifyOptions, verify_server
+from factory.warm import warm_launcher
 
 HANDLER = """
 from servers.runtime.database import Database
@@ -64,3 +69,17 @@ async def test_a_short_sample_runs_and_kills_a_dropped_rule(farm_root: Path) -> 
     assert report.kill_rate == report.killed / 2
     result = await verify_mutant(server, drops[0], VerifyOptions())
     assert result.killed and any("cancel_appointment" in k for k in result.killed_by), result
+
+
+def test_a_short_sample_of_the_good_shed_is_killed_through_the_warm_launcher(tmp_path: Path) -> None:
+    """The CI sample: a few seeded bugs in a fully specified environment, each refused, each server
+    forked from one warm interpreter (a real stdio subprocess with its own pid)."""
+    staged = stage_case(GOOD, tmp_path)
+    with warm_launcher() as socket_path:
+        options = VerifyOptions(warm_socket=socket_path)
+        good = anyio.run(verify_server, staged, staging_root(staged), options)
+        assert good.passed, good.failures
+        report = anyio.run(partial(mutate_server, staged, max_mutants=4, seed=1, jobs=2, options=options))
+    assert report.mutants == 4 and len({r.kind for r in report.results}) == 4
+    assert report.killed == 4, report.survivors
+    assert all(r.killed_by for r in report.results)

@@ -258,7 +258,14 @@ async def test_closing_an_episode_frees_it() -> None:
         await client.call_tool("book_appointment", booking(FREE_SLOT, "closed"), meta={EPISODE: "e"})
         closed = await close(client, "e")
         assert closed.closed is True and closed.open_episodes == 0
-        assert (await state(client, "e")).hash == seed_hash  # a closed name starts over from the seed
+        # A closed name answers episode_expired rather than silently starting over from the seed ...
+        expired = await client.call_tool("list_appointments", {"patient_id": PATIENT}, meta={EPISODE: "e"})
+        assert expired.is_error and kind(expired) == "episode_expired"
+        with pytest.raises(ControlError, match="episode_expired"):
+            await state(client, "e")
+        # ... until a reset opens it again, from the seed.
+        assert (await reset(client, "e")).hash == seed_hash
+        assert (await state(client, "e")).hash == seed_hash
 
 
 async def test_replaying_the_same_calls_gives_the_same_outputs_and_hash() -> None:

@@ -53,7 +53,7 @@ STATIC_KINDS: dict[str, set[str]] = {
     "handler_hangs": set(),
     "handler_prints": {"call"},
 }
-DYNAMIC_ONLY = VerifyOptions(static=False, call_timeout=1.0, coverage_gate=True)
+DYNAMIC_ONLY = VerifyOptions(static=False, call_timeout=1.0)
 
 
 async def _verify_cases(root_factory: pytest.TempPathFactory) -> dict[str, VerificationReport]:
@@ -79,7 +79,7 @@ def corpus_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Verifi
 @pytest.fixture(scope="module")
 def good(tmp_path_factory: pytest.TempPathFactory) -> tuple[VerificationReport, Path]:
     staged = stage_case(GOOD, tmp_path_factory.mktemp("good"))
-    return anyio.run(verify_server, staged, staging_root(staged), VerifyOptions(coverage_gate=True)), staged
+    return anyio.run(verify_server, staged, staging_root(staged), VerifyOptions()), staged
 
 
 def test_good_environment_passes_every_check(good: tuple[VerificationReport, Path]) -> None:

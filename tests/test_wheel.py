@@ -24,6 +24,8 @@ from conftest import REPO
 from mcp import Client, StdioServerParameters
 from test_inspector import NPX, inspector
 
+from servers.runtime.episodes import SEED_IMAGE
+from servers.runtime.listing import SCHEMAS_FILE
 from servers.runtime.registry import REGISTRY_FILE, load_registry
 
 pytestmark = pytest.mark.slow
@@ -39,7 +41,16 @@ SOURCES = (
     "servers",
     "clients",
 )
-SERVER_DATA = ("seed.json", "schema.sql", "spec.json", "server.json", "verification.json", "README.md")
+SERVER_DATA = (
+    "seed.json",
+    SEED_IMAGE,
+    SCHEMAS_FILE,
+    "schema.sql",
+    "spec.json",
+    "server.json",
+    "verification.json",
+    "README.md",
+)
 # Nothing that could point the installed farm back at the checkout.
 ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ENVFARM_HOME")}
 
@@ -72,7 +83,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     work = tmp_path_factory.mktemp("wheel")
     source = work / "source"
     source.mkdir()
-    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", ".staging-*", ".old-*", "*.sqlite*")
+    skip = shutil.ignore_patterns("__pycache__", "*.egg-info", ".staging-*", ".old-*", "*.sqlite*")
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        return skip(folder, names) - {SEED_IMAGE}  # the seed image ships; other SQLite files are local state
+
     for name in SOURCES:
         if (REPO / name).is_dir():
             shutil.copytree(REPO / name, source / name, ignore=ignore)

@@ -51,9 +51,9 @@ def p50_ms(samples: list[float]) -> float:
 
 def reset_p50(definition: Any, n: int) -> tuple[float, float]:
     """p50 of forking a fresh episode (the runtime's way) and of the SQLite backup API (the anchor)."""
-    from servers.runtime.episodes import EpisodeStore, build_seed
+    from servers.runtime.episodes import EpisodeStore
 
-    store = EpisodeStore(build_seed(definition.schema_sql(), definition.seed_rows()))
+    store = EpisodeStore(definition.seed())
     forks: list[float] = []
     backups: list[float] = []
     for _ in range(n):

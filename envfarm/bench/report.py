@@ -50,6 +50,42 @@ class SessionRun(BaseModel):
     server_rss_mb_after: float
 
 
+class ColdStart(BaseModel):
+    """p50 seconds from spawn to the first tools/list answer, ours and the bare SDK echo server's."""
+
+    command: list[str]
+    ours_s_p50: float
+    floor_s_p50: float
+    ratio: float = Field(description="ours / floor, from the same alternating rounds")
+    rounds: int
+    baseline_s_p50: float | None = Field(None, description="an older checkout's server, in the same rounds")
+
+
+class FarmStart(BaseModel):
+    """`envfarm serve --all` from spawn until every server answered tools/list, for farms of growing size."""
+
+    servers: list[int]
+    seconds: list[float]
+    ms_per_added_server: float = Field(description="slope between the smallest and the largest farm")
+    baseline_seconds: list[float] | None = Field(None, description="an older checkout's farm host, same sizes")
+
+
+class PeerComparison(BaseModel):
+    """`--peer`: a foreign stdio server beside ours, same client, same kinds of requests, one run."""
+
+    peer: list[str]
+    read_tool: dict[str, str] = Field(description="the no-argument read each side is timed with")
+    cold_start_s_p50: dict[str, float]
+    read_call_ms_p50: dict[str, float]
+    isolated_reset_ms_p50: dict[str, float] = Field(
+        description="ours: the control-plane reset over stdio; the peer's: a fresh process to its first tools/list"
+    )
+    isolated_episodes_per_s: dict[str, float] = Field(
+        description="reset + 5 reads: ours on one stdio process; the peer's a fresh process per episode"
+    )
+    ratios: dict[str, float] = Field(description="ours / peer: below 1 is faster for times, above 1 more for rates")
+
+
 class BenchReport(BaseModel):
     command: str
     quick: bool
@@ -71,6 +107,11 @@ class BenchReport(BaseModel):
     episodes_detail: EpisodeRate
     farm_start_s: float
     farm_rss_mb: float
+    peer: PeerComparison | None = None
+    cold_start: ColdStart = Field(
+        description="one stdio server from spawn to its first tools/list, beside the bare SDK"
+    )
+    farm_growth: FarmStart
     concurrent_sessions: int
     concurrent_sessions_detail: list[SessionRun]
     build_all_s: float | None
@@ -159,6 +200,30 @@ def verdicts(report: BenchReport) -> list[Verdict]:
             how="`envfarm serve --all` subprocess, from spawn to the last tools/list",
         ),
         Verdict(
+            metric="cold start of one stdio server (spawn to first tools/list)",
+            target="<= 1.1x the bare SDK echo server",
+            measured=(
+                f"{report.cold_start.ours_s_p50 * 1000:.0f} ms, {report.cold_start.ratio:.2f}x the floor "
+                f"{report.cold_start.floor_s_p50 * 1000:.0f} ms"
+            ),
+            verdict="pass" if report.cold_start.ratio <= 1.1 else "fail",
+            how=f"`{' '.join(report.cold_start.command[1:])}` and an echo server on the bare SDK, "
+            f"{report.cold_start.rounds} alternating rounds, p50",
+        ),
+        Verdict(
+            metric="farm start growth per added server",
+            target="sub-linear (less per server than the smallest farm's average)",
+            measured=", ".join(
+                f"{n} servers: {s:.2f} s" for n, s in zip(report.farm_growth.servers, report.farm_growth.seconds)
+            )
+            + f"; {report.farm_growth.ms_per_added_server:.1f} ms per added server",
+            verdict="pass"
+            if report.farm_growth.ms_per_added_server
+            < report.farm_growth.seconds[0] * 1000 / report.farm_growth.servers[0]
+            else "fail",
+            how="`envfarm serve --all` on the farm and on a synthetic farm of the same servers copied under new names",
+        ),
+        Verdict(
             metric="farm memory (RSS, ready)",
             target="<= 300 MB",
             measured=f"{report.farm_rss_mb:.0f} MB",
@@ -211,5 +276,29 @@ def render_markdown(report: BenchReport) -> str:
         ),
         *(f"\nError sample ({r.era}): `{e}`" for r in report.concurrent_sessions_detail for e in r.error_samples[:1]),
         "",
+        *(_peer_section(report.peer) if report.peer else []),
     ]
     return "\n".join(lines)
+
+
+def _peer_section(peer: PeerComparison) -> list[str]:
+    rows = [
+        ("cold start to first tools/list (s)", peer.cold_start_s_p50, "cold_start"),
+        (
+            f"read call p50 (ms): {peer.read_tool['ours']} / {peer.read_tool['peer']}",
+            peer.read_call_ms_p50,
+            "read_call",
+        ),
+        ("isolated reset p50 (ms)", peer.isolated_reset_ms_p50, "isolated_reset"),
+        ("isolated episodes per second (reset + 5 reads)", peer.isolated_episodes_per_s, "isolated_episodes_per_s"),
+    ]
+    return [
+        "## Side by side with the peer",
+        "",
+        f"Peer: `{' '.join(peer.peer)}`, over stdio through the same client, in alternating blocks.",
+        "",
+        "| figure | ours | peer | ours / peer |",
+        "|---|---|---|---|",
+        *(f"| {name} | {values['ours']} | {values['peer']} | {peer.ratios[key]} |" for name, values, key in rows),
+        "",
+    ]

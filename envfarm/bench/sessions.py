@@ -3,6 +3,7 @@ concurrent isolated episodes checked for leaks."""
 
 from __future__ import annotations
 
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from envfarm.bench.latency import PATIENT, Probe, interleaved_p50
 from envfarm.bench.report import REFERENCE, SessionRun
 from envfarm.bench.sizes import Sizes
 
+PROGRESS_EVERY_S = 10.0
 ERA_NAMES: dict[str, str] = {"auto": "2026-07-28 (per-episode URL)", "legacy": "2025-11-25 (Mcp-Session-Id)"}
 
 
@@ -48,10 +50,24 @@ async def serve_all_section(
     return ready_s, rss_mb, latencies, runs
 
 
-async def concurrent_episodes(farm: FarmProcess, slot: str, n: int, mode: Era, budget_s: float = 300.0) -> SessionRun:
+async def concurrent_episodes(
+    farm: FarmProcess,
+    slot: str,
+    n: int,
+    mode: Era,
+    budget_s: float = 300.0,
+    barrier_s: float = 60.0,
+    connections: int | None = None,
+) -> SessionRun:
     """`n` MCP clients at once, each its own episode: book the same slot, wait until all have booked,
     then read back. Isolated episodes all succeed and each sees exactly its own booking; a shared
-    state shows up as "slot already taken" or as someone else's booking."""
+    state shows up as "slot already taken" or as someone else's booking.
+
+    The run degrades instead of deadlocking on its own load: a request waits for a pooled connection
+    as long as it needs (no PoolTimeout; the whole run has `budget_s`), the all-booked barrier gives up
+    after `barrier_s` (the episodes still read back, only no longer all at once), and progress is
+    printed while it runs. Connections are unbounded by default: an open session may hold one (a
+    standing stream), and a pool smaller than `n` would otherwise starve the sessions still to book."""
     run = uuid.uuid4().hex[:8]
     booked = 0
     everyone_booked = anyio.Event()
@@ -77,7 +93,8 @@ async def concurrent_episodes(farm: FarmProcess, slot: str, n: int, mode: Era, b
                 )
                 arrive()
                 arrived = True
-                await everyone_booked.wait()
+                with anyio.move_on_after(barrier_s):
+                    await everyone_booked.wait()
                 read = await client.call_tool("list_appointments", {"patient_id": PATIENT, "status": "booked"})
                 seen = [
                     a["reason"]
@@ -93,13 +110,26 @@ async def concurrent_episodes(farm: FarmProcess, slot: str, n: int, mode: Era, b
             if not arrived:
                 arrive()
 
+    async def report_progress() -> None:
+        while True:
+            await anyio.sleep(PROGRESS_EVERY_S)
+            print(
+                f"bench:   {ERA_NAMES[mode]}: {booked}/{n} booked, {completed} done, {leaks} leaks, "
+                f"{len(errors)} errors, {time.perf_counter() - started:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+
     started, cpu_before = time.perf_counter(), farm.cpu_s()
-    # A legacy session keeps a GET stream open for its whole life, so it needs its own connection.
-    async with shared_http_client(None if mode == "legacy" else 200) as http:
+    # A legacy session keeps a GET stream open for its whole life: it always gets its own connection.
+    async with shared_http_client(None if mode == "legacy" else connections, pool_timeout=None) as http:
         with anyio.move_on_after(budget_s):
             async with anyio.create_task_group() as group:
-                for i in range(n):
-                    group.start_soon(episode, i, http)
+                group.start_soon(report_progress)
+                async with anyio.create_task_group() as episodes:
+                    for i in range(n):
+                        episodes.start_soon(episode, i, http)
+                group.cancel_scope.cancel()
     return SessionRun(
         era=ERA_NAMES[mode],
         sessions=n,

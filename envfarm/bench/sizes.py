@@ -13,11 +13,13 @@ class Sizes:
     calls: int
     sessions: int
     episodes: int
+    cold_starts: int
+    farm_copies: int
 
     @classmethod
     def for_mode(cls, quick: bool) -> Sizes:
         return (
-            cls(resets=200, calls=30, sessions=40, episodes=50)
+            cls(resets=200, calls=30, sessions=40, episodes=50, cold_starts=3, farm_copies=2)
             if quick
-            else cls(resets=2000, calls=400, sessions=1000, episodes=1000)
+            else cls(resets=2000, calls=400, sessions=1000, episodes=1000, cold_starts=15, farm_copies=4)
         )

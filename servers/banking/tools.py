@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.banking import handlers
 from servers.runtime.database import Database
+
+from . import handlers
 
 AccountType = Literal["checking", "savings"]
 AccountStatus = Literal["active", "frozen", "closed"]

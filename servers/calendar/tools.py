@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.calendar import handlers
 from servers.runtime.database import Database
+
+from . import handlers
 
 PersonDepartment = Literal["engineering", "design", "finance", "marketing", "sales", "operations"]
 CalendarKind = Literal["personal", "team"]

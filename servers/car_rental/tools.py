@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.car_rental import handlers
 from servers.runtime.database import Database
+
+from . import handlers
 
 BranchKind = Literal["airport", "downtown"]
 VehicleFuelType = Literal["petrol", "diesel", "hybrid", "electric"]

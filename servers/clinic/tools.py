@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.clinic import handlers
 from servers.runtime.database import Database
+
+from . import handlers
 
 DoctorSpecialty = Literal["general", "cardiology", "dermatology", "pediatrics", "orthopedics", "neurology"]
 AppointmentStatus = Literal["booked", "completed", "cancelled"]

@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.course_registration import handlers
 from servers.runtime.database import Database
+
+from . import handlers
 
 StudentProgram = Literal["computer_science", "mathematics", "physics", "biology", "economics", "history"]
 InstructorDepartment = Literal["CS", "MATH", "PHYS", "BIO", "ECON", "HIST", "WRIT"]

@@ -7,8 +7,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.docs_drive import handlers
 from servers.runtime.database import Database
+
+from . import handlers
 
 DocumentKind = Literal["document", "spreadsheet", "presentation"]
 DocumentStatus = Literal["active", "trashed"]

@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.expenses import handlers
 from servers.runtime.database import Database
+
+from . import handlers
 
 EmployeeRole = Literal["employee", "manager", "finance"]
 ExpenseReportStatus = Literal["draft", "submitted", "approved", "rejected", "reimbursed"]

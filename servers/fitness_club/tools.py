@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.fitness_club import handlers
 from servers.runtime.database import Database
+
+from . import handlers
 
 MemberStatus = Literal["active", "frozen", "cancelled"]
 ClassCategory = Literal["yoga", "pilates", "spin", "hiit", "strength", "boxing", "dance", "aqua"]

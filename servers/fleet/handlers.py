@@ -7,7 +7,7 @@ already checked the vehicle, the driver's licence and both schedules against tha
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from servers.runtime.database import Database, Rejected
+from servers.runtime.database import Database
 
 
 def schedule_trip(
@@ -15,12 +15,7 @@ def schedule_trip(
 ) -> dict[str, Any]:
     """Book the trip from scheduled_start to scheduled_start + the route's duration (UTC, ISO 8601)."""
     route = db.require("routes", "route_id", route_id, "route_id")
-    try:
-        start = datetime.fromisoformat(scheduled_start)
-    except ValueError as exc:
-        raise Rejected(
-            f"scheduled_start {scheduled_start!r} is not an ISO 8601 time, e.g. 2026-09-25T06:00:00Z."
-        ) from exc
+    start = datetime.fromisoformat(scheduled_start)  # the runtime refuses a time that is not a real one
     start = start.replace(tzinfo=UTC) if start.tzinfo is None else start.astimezone(UTC)
     end = start + timedelta(minutes=route["duration_minutes"])
     trip_id = db.next_id("trips")

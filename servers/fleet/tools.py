@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.fleet import handlers
 from servers.runtime.database import Database
+
+from . import handlers
 
 VehicleVehicleType = Literal["van", "pickup", "box_truck", "tractor_unit"]
 VehicleRequiredLicense = Literal["B", "C", "CE"]

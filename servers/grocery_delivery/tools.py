@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.grocery_delivery import handlers
 from servers.runtime.database import Database
+
+from . import handlers
 
 ProductCategory = Literal["produce", "dairy", "bakery", "meat_fish", "pantry", "frozen", "beverages", "household"]
 ProductUnit = Literal["kg", "each", "pack", "bottle", "loaf", "jar", "tub"]

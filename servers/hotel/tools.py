@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.hotel import handlers
 from servers.runtime.database import Database
+
+from . import handlers
 
 RoomHousekeepingStatus = Literal["vacant_clean", "vacant_dirty", "occupied", "out_of_order"]
 GuestLoyaltyTier = Literal["none", "silver", "gold", "platinum"]

@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.invoicing import handlers
 from servers.runtime.database import Database
+
+from . import handlers
 
 ClientStatus = Literal["active", "archived"]
 CatalogItemKind = Literal["service", "subscription", "product"]

@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.library import handlers
 from servers.runtime.database import Database
+
+from . import handlers
 
 MemberMembershipType = Literal["adult", "student", "senior"]
 MemberStatus = Literal["active", "suspended", "expired"]

@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.marketplace import handlers
 from servers.runtime.database import Database
+
+from . import handlers
 
 MemberStatus = Literal["active", "suspended"]
 ListingCategory = Literal["electronics", "furniture", "books", "clothing", "sports", "music", "home", "toys"]

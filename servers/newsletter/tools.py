@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.newsletter import handlers
 from servers.runtime.database import Database
+
+from . import handlers
 
 MailingListStatus = Literal["active", "archived"]
 SubscriptionStatus = Literal["subscribed", "unsubscribed"]

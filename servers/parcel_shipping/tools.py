@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.parcel_shipping import handlers
 from servers.runtime.database import Database
+
+from . import handlers
 
 ShipmentStatus = Literal["label_created", "picked_up", "in_transit", "out_for_delivery", "delivered", "lost", "returned_to_sender", "cancelled"]
 TrackingEventEventType = Literal["label_created", "picked_up", "arrived_at_hub", "departed_hub", "out_for_delivery", "delivery_attempted", "delivered", "address_changed", "reported_lost", "returned_to_sender", "cancelled"]

@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.payments import handlers
 from servers.runtime.database import Database
+
+from . import handlers
 
 MerchantCategory = Literal["grocery", "marketplace", "software", "fitness", "restaurant", "transport", "utilities", "retail", "health", "entertainment"]
 MerchantPayoutSchedule = Literal["daily", "weekly"]

@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.pharmacy import handlers
 from servers.runtime.database import Database
+
+from . import handlers
 
 DrugSchedule = Literal["none", "II", "III", "IV", "V"]
 DrugTier = Literal["generic", "brand", "specialty"]

@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.project_tracker import handlers
 from servers.runtime.database import Database
+
+from . import handlers
 
 ProjectStatus = Literal["active", "on_hold", "archived"]
 MembershipRole = Literal["owner", "maintainer", "contributor"]

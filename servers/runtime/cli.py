@@ -1,36 +1,106 @@
-"""Command line of one generated server: `python -m servers.<name> [--http] [--port P] [--db FILE]`."""
+"""Command line of one generated server: `python -m servers.<name> [--http] [--port P] [--db FILE]`,
+and the serving options `envfarm serve` shares with it (episode budget, bearer tokens, allowed hosts)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-import anyio
 from mcp.server.mcpserver import MCPServer
 
-from servers.runtime.http import serve_http
-from servers.runtime.stdio import serve_stdio
+from servers.runtime.access import TOKEN_ENV, Access
+from servers.runtime.episodes import DEFAULT_EPISODE_TTL_S, EpisodeBudget, default_budget_mb
+
+DEFAULT_PORT = 8000
 
 
 class ServerBuilder(Protocol):
     """The `build` every generated `server.py` defines."""
 
-    def __call__(self, *, db_file: Path | None = None, max_episodes: int = ...) -> MCPServer: ...
+    def __call__(
+        self, *, db_file: Path | None = None, max_episodes: int = ..., budget: EpisodeBudget | None = ...
+    ) -> MCPServer: ...
+
+
+def add_serving_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of every way to serve: transport, bind, persistence, episode lifetime, access."""
+    parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, help=f"HTTP port, with --http (default: {DEFAULT_PORT})")
+    parser.add_argument("--db", type=Path, help="persistent mode: keep state in this SQLite file (WAL)")
+    parser.add_argument(
+        "--max-episode-mb",
+        type=float,
+        default=None,
+        help=f"memory all named episodes of this process may hold; least recently used ones are closed "
+        f"beyond it (default here: {default_budget_mb()} MB, an eighth of the machine's memory)",
+    )
+    parser.add_argument(
+        "--episode-ttl",
+        type=float,
+        default=DEFAULT_EPISODE_TTL_S,
+        help=f"seconds a named episode may stay idle before it is closed; 0: never (default: {DEFAULT_EPISODE_TTL_S:g})",
+    )
+    parser.add_argument(
+        "--token",
+        action="append",
+        default=None,
+        help=f"with --http: require this bearer token (repeatable; default: ${TOKEN_ENV}, comma-separated); "
+        "an episode then belongs to the token that opened it",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME[:PORT]",
+        help="with a non-loopback --host: a Host name clients use (repeatable; DNS-rebinding checks stay on)",
+    )
+
+
+class ServingOptions:
+    """What the serving arguments mean, checked: the problem to print, or the budget and access to serve with."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        tokens = args.token or [t for t in os.environ.get(TOKEN_ENV, "").split(",") if t.strip()]
+        self.access = Access(tokens=tuple(t.strip() for t in tokens), allowed_hosts=tuple(args.allow_host))
+        self.budget = EpisodeBudget(args.max_episode_mb, args.episode_ttl or None)
+        self.port = args.port or DEFAULT_PORT
+        self.problem: str | None = None
+        if args.port is not None and not args.http and not getattr(args, "all", False):
+            self.problem = "--port needs --http (without it the server speaks stdio)"
+        elif (args.http or getattr(args, "all", False)) and (reason := self.access.problem(args.host)):
+            self.problem = reason
+        elif args.max_episode_mb is not None and args.max_episode_mb <= 0:
+            self.problem = "--max-episode-mb must be positive"
 
 
 def main(name: str, build: ServerBuilder, argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog=f"python -m servers.{name}", description=f"Run the {name} MCP server.")
-    parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
-    parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="HTTP port (default: 8000)")
-    parser.add_argument("--db", type=Path, help="keep state in this SQLite file (WAL) instead of per-session memory")
+    add_serving_arguments(parser)
+    from servers.runtime.http import serve_http
+    from servers.runtime.stdio import run_stdio
+
     args = parser.parse_args(argv)
-    server = build(db_file=args.db)
+    options = ServingOptions(args)
+    if options.problem:
+        parser.error(options.problem)
+    try:
+        server = build(db_file=args.db, budget=options.budget)
+    except ValueError as exc:
+        parser.error(str(exc))
     if args.http:
-        print(f"{name}: serving streamable HTTP at http://{args.host}:{args.port}/{name}/mcp", file=sys.stderr)
-        serve_http({name: server}, host=args.host, port=args.port)
+        url = f"http://{args.host}:{options.port}/{name}/mcp"
+        serve_http(
+            {name: server},
+            host=args.host,
+            port=options.port,
+            budget=options.budget,
+            access=options.access,
+            on_ready=lambda: print(f"{name}: serving streamable HTTP at {url}", file=sys.stderr, flush=True),
+        )
     else:
-        anyio.run(serve_stdio, server)
+        run_stdio(server)

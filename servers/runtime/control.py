@@ -23,6 +23,7 @@ EXTENSION = "io.envfarm/episodes"
 EPISODE_META_KEY = "envfarm/episode"
 EPISODE_HEADER = "x-envfarm-episode"  # set by the farm host for per-episode URLs `/<server>/episodes/<id>/mcp`
 ERROR_KIND_META_KEY = "envfarm/error"
+OWNER_HEADER = "x-envfarm-owner"  # set by the HTTP host to the digest of a checked bearer token
 
 State = dict[str, list[dict[str, Any]]]
 """Rows per table, each table in primary-key order."""
@@ -40,6 +41,8 @@ class ErrorKind(StrEnum):
     REJECTED = "rejected"  # a business rule or unknown id: the agent's mistake, state unchanged
     INVALID_ARGUMENTS = "invalid_arguments"  # undeclared, missing or ill-typed arguments
     SERVER_ERROR = "server_error"  # the environment broke: never the agent's fault
+    EPISODE_EXPIRED = "episode_expired"  # the named episode was closed or evicted: its state is gone
+    FORBIDDEN = "forbidden"  # the named episode belongs to another bearer token
 
 
 class EpisodeParams(types.RequestParams):
@@ -48,10 +51,14 @@ class EpisodeParams(types.RequestParams):
 
 class ResetParams(EpisodeParams):
     state: State | None = Field(None, description="rows to load instead of the seed, per table")
+    fresh: bool = Field(
+        default=False, description="open a new episode with an unguessable server-made id (returned as `episode`)"
+    )
 
 
 class StateParams(EpisodeParams):
     rows: bool = Field(True, description="include every table's rows, not only hash and diff")
+    diff: bool = Field(default=True, description="include the diff against the seed (false: the hash is enough)")
 
 
 class TableDiff(BaseModel):
@@ -132,8 +139,8 @@ class EpisodeClient:
         result: ResetResult = await self._send(request, ResetResult)
         return result
 
-    async def state(self, *, rows: bool = False) -> StateResult:
-        request = types.Request(method=Method.STATE, params=StateParams(episode=self.episode, rows=rows))
+    async def state(self, *, rows: bool = False, diff: bool = True) -> StateResult:
+        request = types.Request(method=Method.STATE, params=StateParams(episode=self.episode, rows=rows, diff=diff))
         result: StateResult = await self._send(request, StateResult)
         return result
 

@@ -9,26 +9,46 @@ An episode is found, in order, by:
    2026-era HTTP request with no handle shares the server's default episode.
 
 Forking the seed deserializes its image into a fresh in-memory database (tens of microseconds,
-about twice as fast as the backup API), so episodes are cheap (~100 KB each for the clinic); named
-episodes are kept in an LRU bounded by `max_episodes`.
+about twice as fast as the backup API), so episodes are cheap (~220 KB of memory each for the clinic).
+Named episodes live under one `EpisodeBudget` per process (memory, LRU across servers, idle TTL);
+a closed or evicted one answers EpisodeExpired, never a silent fresh seed.
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
 import re
 import sqlite3
+import sys
+import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import closing
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from servers.runtime.control import EPISODE_HEADER, EPISODE_META_KEY
+from servers.runtime.arguments import preview
+from servers.runtime.control import EPISODE_HEADER, EPISODE_META_KEY, OWNER_HEADER
 from servers.runtime.database import SEQUENCES_TABLE, insert_row, snapshot, state_hash, user_tables
 
 _TRAILING_NUMBER = re.compile(r"(\d+)\D*$")
 SESSION_HEADER = "mcp-session-id"
+# The seed database as the factory ships it beside schema.sql and seed.json: a serialized SQLite image,
+# loaded in a fraction of a millisecond instead of replaying every seed row at each start.
+SEED_IMAGE = "seed.sqlite"
 # Named episodes one server keeps open at most; beyond that the least recently used is closed.
 DEFAULT_MAX_EPISODES = 4096
+# A named episode nobody touched for this long is closed (the SDK ends idle HTTP sessions after as long).
+DEFAULT_EPISODE_TTL_S = 1800.0
+# An episode's memory over its database image: the deserialized pages plus SQLite's page cache.
+EPISODE_MEMORY_FACTOR = 2.7
+# Freed episode memory handed back to the OS at least this often.
+TRIM_EVERY_BYTES = 8 << 20
+# Closed or evicted ids remembered (to answer episode_expired) per server.
+MAX_EXPIRED_KEYS = 100_000
+Clock = Callable[[], float]
 
 
 def open_memory(image: bytes | None = None) -> sqlite3.Connection:
@@ -62,9 +82,21 @@ def build_seed(schema_sql: str, seed_rows: Mapping[str, list[dict[str, Any]]]) -
             insert_row(connection, table, row)
     for table in user_tables(connection):
         rows = seed_rows.get(table, [])
-        connection.execute(f"INSERT INTO {SEQUENCES_TABLE} (table_name, next) VALUES (?, ?)", (table, next_number(rows)))
+        connection.execute(
+            f"INSERT INTO {SEQUENCES_TABLE} (table_name, next) VALUES (?, ?)", (table, next_number(rows))
+        )
     connection.execute("COMMIT")
     return connection
+
+
+def seed_image(schema_sql: str, seed_rows: Mapping[str, list[dict[str, Any]]]) -> bytes:
+    """The serialized seed database: what the factory writes as `seed.sqlite`, byte-identical for the
+    same schema, rows and SQLite version."""
+    connection = build_seed(schema_sql, seed_rows)
+    try:
+        return connection.serialize()
+    finally:
+        connection.close()
 
 
 def load_state(connection: sqlite3.Connection, state: Mapping[str, list[dict[str, Any]]]) -> None:
@@ -83,6 +115,10 @@ def load_state(connection: sqlite3.Connection, state: Mapping[str, list[dict[str
                     insert_row(connection, table, row)
                 except sqlite3.Error as exc:
                     raise ValueError(f"state.{table}[{n}]: {exc}") from exc
+        broken = connection.execute("PRAGMA foreign_key_check").fetchmany(5)
+        if broken:
+            where = "; ".join(f"a row of {t} (rowid {r}) points at a missing row of {p}" for t, r, p, _ in broken)
+            raise ValueError(f"the state breaks foreign keys: {where}")
         connection.execute("COMMIT")
     except BaseException:
         connection.execute("ROLLBACK")
@@ -108,6 +144,96 @@ class ConnectionScope:
         self._connection = connection
 
 
+class EpisodeExpired(LookupError):
+    """A named episode that was closed or evicted: answering it from a fresh seed would silently
+    lose the writes the caller believes are there."""
+
+
+class EpisodeForbidden(PermissionError):
+    """A named episode that another principal (bearer token) created."""
+
+
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 4 << 30
+
+
+def default_budget_mb() -> int:
+    """Named episodes may hold an eighth of this machine's memory (at least 256 MB)."""
+    return max(256, _physical_memory() // 8 >> 20)
+
+
+def _trim_heap() -> None:
+    """Hand freed heap back to the OS. glibc keeps freed SQLite pages in its arenas (a closed clinic
+    episode left ~210 KB of RSS behind, measured by `python -m envfarm.bench.memory`); malloc_trim
+    returns them. A no-op where glibc is not the allocator."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None).malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
+
+
+class EpisodeBudget:
+    """The named episodes of every server in one process, under one memory budget and an idle TTL.
+
+    Least recently used episodes are evicted first, across servers, so `serve --all` stays within
+    `max_bytes` however many servers it hosts. An episode's size is estimated when it opens (its
+    database image plus SQLite's page cache of it: ~2.7x the image, measured on the clinic).
+    """
+
+    def __init__(
+        self, max_mb: float | None = None, ttl_s: float | None = DEFAULT_EPISODE_TTL_S, *, clock: Clock = time.monotonic
+    ) -> None:
+        self.max_bytes = int((default_budget_mb() if max_mb is None else max_mb) * (1 << 20))
+        self.ttl_s = ttl_s if ttl_s else None
+        self._clock = clock
+        self._entries: OrderedDict[tuple[EpisodeStore, str], tuple[int, float]] = OrderedDict()
+        self.bytes = 0
+        self._freed_since_trim = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def add(self, store: EpisodeStore, key: str, size: int) -> None:
+        self._entries[(store, key)] = (size, self._clock())
+        self.bytes += size
+        self.sweep(keep=(store, key))
+
+    def touch(self, store: EpisodeStore, key: str) -> None:
+        entry = (store, key)
+        size, _ = self._entries[entry]
+        self._entries[entry] = (size, self._clock())
+        self._entries.move_to_end(entry)
+        self.sweep(keep=entry)
+
+    def remove(self, store: EpisodeStore, key: str) -> None:
+        entry = self._entries.pop((store, key), None)
+        if entry is not None:
+            self.bytes -= entry[0]
+            self._freed_since_trim += entry[0]
+            if self._freed_since_trim >= TRIM_EVERY_BYTES or not self._entries:
+                self._freed_since_trim = 0
+                _trim_heap()
+
+    def close_key(self, key: str) -> None:
+        """Close the episode `key` on every server under this budget (a 2025-era session ended)."""
+        for store, name in [entry for entry in self._entries if entry[1] == key]:
+            store.close(name, None, owner_check=False)
+
+    def sweep(self, keep: tuple[EpisodeStore, str] | None = None) -> None:
+        """Evict the least recently used episodes while over budget, and every idle one past the TTL."""
+        oldest = self._clock() - self.ttl_s if self.ttl_s else None
+        while self._entries:
+            entry, (_, used) = next(iter(self._entries.items()))
+            if entry == keep or not (self.bytes > self.max_bytes or (oldest is not None and used < oldest)):
+                break
+            store, key = entry
+            store.evict(key)
+
+
 class EpisodeStore:
     """The seed state of one server and the named episodes forked from it."""
 
@@ -117,59 +243,144 @@ class EpisodeStore:
         *,
         max_episodes: int = DEFAULT_MAX_EPISODES,
         persistent: sqlite3.Connection | None = None,
+        budget: EpisodeBudget | None = None,
     ) -> None:
         self.seed = seed
-        self.seed_state = snapshot(seed)
-        self.seed_hash = state_hash(self.seed_state)  # a reset to the seed answers this, hashing nothing
         self._image = seed.serialize()
+        self.episode_bytes = int(len(self._image) * EPISODE_MEMORY_FACTOR)
         self.max_episodes = max_episodes
         self.persistent = persistent
+        self.budget = budget if budget is not None else EpisodeBudget()
         self._named: OrderedDict[str, sqlite3.Connection] = OrderedDict()
+        self._owners: dict[str, str] = {}
+        self._expired: OrderedDict[str, str] = OrderedDict()  # key -> why (closed, evicted), bounded
+
+    @cached_property
+    def seed_state(self) -> dict[str, list[dict[str, Any]]]:
+        """The seed's rows, read on first need (a state diff), not at every start."""
+        return snapshot(self.seed)
+
+    @cached_property
+    def seed_hash(self) -> str:
+        """The seed's state hash, computed once: a reset to the seed answers it, hashing nothing."""
+        return state_hash(self.seed_state)
 
     def fork(self) -> sqlite3.Connection:
         if self.persistent is not None:
             return self.persistent
         return open_memory(self._image)
 
-    def named(self, key: str) -> sqlite3.Connection:
-        """The episode called `key`, forked from the seed on first use."""
+    def _check(self, key: str, owner: str | None, *, reopen: bool = False) -> None:
+        if key in self._expired and not reopen:
+            raise EpisodeExpired(
+                f"episode {preview(key)} was {self._expired[key]}; its state is gone. Start a new episode "
+                "(a new id, or envfarm/episode/reset on this one)."
+            )
+        if self._owners.get(key, owner) != owner:
+            raise EpisodeForbidden(f"episode {preview(key)} belongs to another token")
+
+    def peek(self, key: str, owner: str | None = None) -> sqlite3.Connection | None:
+        """The open episode called `key`, or None if it was never opened; never opens one."""
         if self.persistent is not None:
             return self.persistent
+        self._check(key, owner)
+        return self._named.get(key)
+
+    def named(self, key: str, owner: str | None = None) -> sqlite3.Connection:
+        """The episode called `key`, forked from the seed on first use; an expired one raises
+        EpisodeExpired and another owner's raises EpisodeForbidden."""
+        if self.persistent is not None:
+            return self.persistent
+        self._check(key, owner)
         connection = self._named.get(key)
         if connection is None:
             connection = self.fork()
-            self.replace(key, connection)
+            self.replace(key, connection, owner)
         else:
             self._named.move_to_end(key)
+            self.budget.touch(self, key)
         return connection
 
-    def replace(self, key: str, connection: sqlite3.Connection) -> None:
-        """Make `connection` the episode called `key`, closing the one it replaces."""
-        self.close(key)
+    def replace(self, key: str, connection: sqlite3.Connection, owner: str | None = None) -> None:
+        """Make `connection` the episode called `key` (open again if it had expired), closing the one it replaces."""
+        self._check(key, owner, reopen=True)
+        self._drop(key)
+        self._expired.pop(key, None)
         self._named[key] = connection
+        if owner is not None:
+            self._owners[key] = owner
+        self.budget.add(self, key, self.episode_bytes)
         while len(self._named) > self.max_episodes:
-            _, evicted = self._named.popitem(last=False)
-            evicted.close()
+            self.evict(next(iter(self._named)))
 
-    def close(self, key: str) -> bool:
+    def _drop(self, key: str) -> sqlite3.Connection | None:
         connection = self._named.pop(key, None)
         if connection is not None:
             connection.close()
-        return connection is not None
+            self.budget.remove(self, key)
+        return connection
+
+    def _expire(self, key: str, why: str) -> None:
+        self._owners.pop(key, None)
+        self._expired[key] = why
+        while len(self._expired) > MAX_EXPIRED_KEYS:
+            self._expired.popitem(last=False)
+
+    def evict(self, key: str) -> None:
+        """Close `key` to free memory; later requests for it get EpisodeExpired."""
+        if self._drop(key) is not None:
+            self._expire(key, "evicted (memory budget or idle time)")
+
+    def close(self, key: str, owner: str | None = None, *, owner_check: bool = True) -> bool:
+        if owner_check:
+            self._check(key, owner, reopen=True)
+        closed = self._drop(key) is not None
+        if closed:
+            self._expire(key, "closed")
+        return closed
 
     def __len__(self) -> int:
         return len(self._named)
 
 
+def _check_persistent(path: Path, tables: set[str]) -> None:
+    if not path.is_file():
+        raise ValueError(f"--db {path}: not a file")
+    if path.stat().st_size == 0:
+        raise ValueError(f"--db {path}: the file is empty; delete it and the server creates it from the seed")
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as probe:
+            found = set(user_tables(probe))
+    except sqlite3.DatabaseError as exc:
+        raise ValueError(f"--db {path}: not a SQLite database ({exc})") from exc
+    if found != tables:
+        missing = ", ".join(sorted(tables - found)) or "none"
+        raise ValueError(
+            f"--db {path}: holds another database (tables missing: {missing}; extra: "
+            f"{', '.join(sorted(found - tables)) or 'none'}); pass a new path or this server's own file"
+        )
+
+
 def open_persistent(path: Path, seed: sqlite3.Connection) -> sqlite3.Connection:
-    """A file-backed state for manual probing: created from the seed once, WAL, survives restarts."""
+    """A file-backed state for manual probing: created from the seed once, WAL, survives restarts.
+    An existing file must hold this server's tables: an empty file or another server's database is
+    refused here (ValueError) rather than failing every call with `no such table`."""
     is_new = not path.exists()
+    if not is_new:
+        _check_persistent(path, set(user_tables(seed)))
     connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     if is_new:
         seed.backup(connection)
     connection.execute("PRAGMA journal_mode = WAL")
     connection.execute("PRAGMA foreign_keys = ON")
     return connection
+
+
+def resolve_owner(request: Any) -> str | None:
+    """Who makes the request: the token digest the HTTP host set after checking the bearer token
+    (it drops any such header a client sends), or None (no token required, or not HTTP)."""
+    headers = getattr(request, "headers", None)
+    return str(owner) if headers is not None and (owner := headers.get(OWNER_HEADER)) else None
 
 
 def resolve_key(meta: Mapping[str, Any] | None, request: Any) -> str | None:

@@ -58,8 +58,8 @@ def load_server(farm_root: Path, name: str, **options: Any) -> MCPServer:
     return server
 
 
-def load_servers(farm_root: Path, names: Iterable[str]) -> dict[str, MCPServer]:
-    return {name: load_server(farm_root, name) for name in names}
+def load_servers(farm_root: Path, names: Iterable[str], **options: Any) -> dict[str, MCPServer]:
+    return {name: load_server(farm_root, name, **options) for name in names}
 
 
 def stdio_args(farm_root: Path, name: str) -> list[str]:

@@ -2,12 +2,17 @@
 
 Each server answers at `/<name>/mcp`. A per-episode URL, `/<name>/episodes/<id>/mcp`, reaches
 the same server with the episode handle set, for clients that cannot send `_meta`.
+
+Access: with bearer tokens (`Access.tokens`) every request must carry one, and the digest of the
+token becomes the request's owner (a header only this host sets), so an episode belongs to the token
+that opened it. A non-loopback bind needs a token and keeps the Host/Origin checks against an
+explicit allow-list. A 2025-era session's episode is closed when its session ends (DELETE).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -17,35 +22,90 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from servers.runtime.control import EPISODE_HEADER
+from servers.runtime.access import Access
+from servers.runtime.control import EPISODE_HEADER, OWNER_HEADER
+from servers.runtime.episodes import SESSION_HEADER, EpisodeBudget
+
+
+async def _refuse(send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = f'{{"error": "{message}"}}'.encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(headers or [])],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 EPISODE_PATH = re.compile(r"^/(?P<server>[a-z][a-z0-9_]*)/episodes/(?P<episode>[A-Za-z0-9._:-]{1,128})/mcp/?$")
 
 
 class EpisodePaths:
-    """ASGI middleware: `/<server>/episodes/<id>/mcp` -> `/<server>/mcp` with the episode header."""
+    """ASGI middleware: `/<server>/episodes/<id>/mcp` -> `/<server>/mcp` with the episode header; the
+    bearer token checked and turned into the owner header; a session's episode closed with the session."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, access: Access, on_session_end: Callable[[str], None]) -> None:
         self.app = app
+        self.access = access
+        self.on_session_end = on_session_end
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and (match := EPISODE_PATH.match(scope["path"])):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        own = (OWNER_HEADER.encode(), EPISODE_HEADER.encode())
+        headers = [h for h in scope["headers"] if h[0] not in own]
+        if self.access.tokens:
+            authorization = next((v.decode("latin-1") for k, v in headers if k == b"authorization"), None)
+            owner = self.access.owner(authorization)
+            if owner is None:
+                await _refuse(send, 401, "a valid bearer token is required", [(b"www-authenticate", b"Bearer")])
+                return
+            headers.append((OWNER_HEADER.encode(), owner.encode()))
+        path = scope["path"]
+        if match := EPISODE_PATH.match(path):
             path = f"/{match['server']}/mcp"
-            headers = [h for h in scope["headers"] if h[0] != EPISODE_HEADER.encode()]
-            scope = {**scope, "path": path, "raw_path": path.encode(), "headers": [*headers, (EPISODE_HEADER.encode(), match["episode"].encode())]}
-        await self.app(scope, receive, send)
+            headers.append((EPISODE_HEADER.encode(), match["episode"].encode()))
+        scope = {**scope, "path": path, "raw_path": path.encode(), "headers": headers}
+        session = next((v.decode("latin-1") for k, v in headers if k == SESSION_HEADER.encode()), None)
+        if scope["method"] != "DELETE" or session is None:
+            await self.app(scope, receive, send)
+            return
+        status = 0
+
+        async def watch(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        await self.app(scope, receive, watch)
+        if status < 400:
+            self.on_session_end(f"session:{session}")
 
 
-def farm_app(servers: Mapping[str, MCPServer], host: str = "127.0.0.1") -> ASGIApp:
+def farm_app(
+    servers: Mapping[str, MCPServer],
+    host: str = "127.0.0.1",
+    *,
+    budget: EpisodeBudget | None = None,
+    access: Access | None = None,
+) -> ASGIApp:
     """One ASGI app serving every server at `/<name>/mcp`, plus `/` listing them.
 
     Each POST is answered with one JSON body rather than an SSE stream: tools here never stream
     progress or ask the client anything mid-call, and the stream per request cost about twice the
     server CPU per tool call in the 2025 era (measured by `envfarm bench`).
     """
-    apps = {name: server.streamable_http_app(host=host, json_response=True) for name, server in servers.items()}
+    access = access or Access()
+    security = access.security(host)
+    apps = {
+        name: server.streamable_http_app(host=host, json_response=True, transport_security=security)
+        for name, server in servers.items()
+    }
 
     async def index(_: Request) -> JSONResponse:
         return JSONResponse({"servers": {name: f"/{name}/mcp" for name in apps}})
@@ -58,7 +118,7 @@ def farm_app(servers: Mapping[str, MCPServer], host: str = "127.0.0.1") -> ASGIA
             yield
 
     routes: list[Any] = [Route("/", index)] + [Mount(f"/{name}", app=app) for name, app in apps.items()]
-    return EpisodePaths(Starlette(routes=routes, lifespan=lifespan))
+    return EpisodePaths(Starlette(routes=routes, lifespan=lifespan), access, budget.close_key if budget is not None else lambda _: None)
 
 
 # Agents pause between tool calls (a model turn takes seconds). uvicorn's default 5 s keep-alive
@@ -67,7 +127,28 @@ def farm_app(servers: Mapping[str, MCPServer], host: str = "127.0.0.1") -> ASGIA
 KEEP_ALIVE_S = 75
 
 
-def serve_http(servers: Mapping[str, MCPServer], *, host: str = "127.0.0.1", port: int = 8000) -> None:
-    uvicorn.run(
-        farm_app(servers, host), host=host, port=port, log_level="warning", lifespan="on", timeout_keep_alive=KEEP_ALIVE_S
+def serve_http(
+    servers: Mapping[str, MCPServer],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    budget: EpisodeBudget | None = None,
+    access: Access | None = None,
+    on_ready: Callable[[], None] | None = None,
+) -> None:
+    """Serve until interrupted; `on_ready` runs once the socket accepts connections."""
+    app = farm_app(servers, host, budget=budget, access=access)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", lifespan="on", timeout_keep_alive=KEEP_ALIVE_S
     )
+    server = uvicorn.Server(config)
+    if on_ready is not None:
+        started = server.startup
+
+        async def startup(sockets: Any = None) -> None:
+            await started(sockets)
+            if server.started:
+                on_ready()
+
+        server.startup = startup  # type: ignore[method-assign]
+    server.run()

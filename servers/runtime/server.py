@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import secrets
 import sqlite3
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -24,11 +25,13 @@ from typing import Any
 import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, Extension, MCPServer, MethodBinding
-from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata, func_metadata
+from mcp.server.mcpserver.tools.base import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ValidationError
 
+from servers.runtime import listing
 from servers.runtime.arguments import argument_problems, bounded, preview
 from servers.runtime.control import (
     EPISODE_META_KEY,
@@ -46,14 +49,20 @@ from servers.runtime.control import (
 )
 from servers.runtime.database import Database, Rejected, diff_states, snapshot, state_hash
 from servers.runtime.effects import Effect, effect_hints
-from servers.runtime.episodes import (
+from servers.runtime.episodes import (  # re-exported for generated server.py files
     DEFAULT_MAX_EPISODES,
+    SEED_IMAGE,
     ConnectionScope,
+    EpisodeBudget,
+    EpisodeExpired,
+    EpisodeForbidden,
     EpisodeStore,
     build_seed,
     load_state,
+    open_memory,
     open_persistent,
     resolve_key,
+    resolve_owner,
 )
 
 
@@ -104,6 +113,14 @@ class ServerDefinition:
     def seed_rows(self) -> dict[str, list[dict[str, Any]]]:
         return json.loads((self.directory / "seed.json").read_text(encoding="utf-8"))
 
+    def seed(self) -> sqlite3.Connection:
+        """The seed database, from the image the factory ships (`seed.sqlite`); a folder without one
+        (built by an older factory) has it built from schema.sql and seed.json."""
+        image = self.directory / SEED_IMAGE
+        if image.is_file():
+            return open_memory(image.read_bytes())
+        return build_seed(self.schema_sql(), self.seed_rows())
+
 
 ControlContext = ServerRequestContext[ConnectionScope, Any]
 
@@ -131,7 +148,20 @@ class _Episodes:
         key = resolve_key(meta, request)
         if key is None:
             return None, scope.connection
-        return key, self.store.named(key)
+        return key, self.store.named(key, resolve_owner(request))
+
+    def existing(self, meta: Any, request: Any, scope: ConnectionScope) -> tuple[str | None, sqlite3.Connection]:
+        """As `connection`, but a named episode never opened is read from the seed, not opened:
+        reading a state must not cost an episode."""
+        key = resolve_key(meta, request)
+        if key is None:
+            return None, scope.connection
+        return key, self.store.peek(key, resolve_owner(request)) or self.store.seed
+
+
+def _control_error(exc: EpisodeExpired | EpisodeForbidden) -> MCPError:
+    kind = ErrorKind.EPISODE_EXPIRED if isinstance(exc, EpisodeExpired) else ErrorKind.FORBIDDEN
+    return MCPError(types.INVALID_PARAMS, f"{kind.value}: {exc}")
 
 
 class EpisodeControl(Extension):
@@ -142,39 +172,52 @@ class EpisodeControl(Extension):
     def __init__(self, episodes: _Episodes) -> None:
         self._episodes = episodes
 
-    def _target(self, ctx: ControlContext, params: EpisodeParams) -> tuple[str | None, sqlite3.Connection]:
+    def _meta(self, ctx: ControlContext, params: EpisodeParams) -> dict[str, Any]:
         meta = dict(ctx.meta or {})
         if params.episode:
             meta[EPISODE_META_KEY] = params.episode
-        return self._episodes.connection(meta, ctx.request, ctx.lifespan_context)
+        return meta
 
     async def _reset(self, ctx: ControlContext, params: ResetParams) -> ResetResult:
-        key, current = self._target(ctx, params)
+        if params.fresh and not params.episode:
+            params = params.model_copy(update={"episode": f"ep-{secrets.token_urlsafe(18)}"})
         store = self._episodes.store
+        key = resolve_key(self._meta(ctx, params), ctx.request)
+        owner = resolve_owner(ctx.request)
+        if key is not None:
+            try:
+                store.peek(key, owner)
+            except EpisodeForbidden as exc:
+                raise _control_error(exc) from exc
+            except EpisodeExpired:
+                pass  # a reset opens an expired episode again, from the seed or the given state
         if store.persistent is not None and params.state is None:
             raise MCPError(types.INVALID_PARAMS, "persistent mode: reset needs an explicit state")
         # The new state is built aside (the persistent file loads in one transaction), so a state
         # that fails to load leaves the episode as it was.
-        connection = current if store.persistent is not None else store.fork()
+        connection = store.persistent if store.persistent is not None else store.fork()
         if params.state is not None:
             try:
                 load_state(connection, params.state)
             except ValueError as exc:
-                if connection is not current:
+                if connection is not store.persistent:
                     connection.close()
-                raise MCPError(types.INVALID_PARAMS, f"cannot load state: {exc}") from exc
-        if connection is not current:
+                raise MCPError(types.INVALID_PARAMS, f"cannot load state: {bounded(str(exc))}") from exc
+        if store.persistent is None:
             if key:
-                store.replace(key, connection)
+                store.replace(key, connection, owner)
             else:
                 ctx.lifespan_context.replace(connection)
         loaded = params.state is not None or store.persistent is not None
         return ResetResult(episode=key, hash=state_hash(snapshot(connection)) if loaded else store.seed_hash)
 
     async def _state(self, ctx: ControlContext, params: StateParams) -> StateResult:
-        key, connection = self._target(ctx, params)
+        try:
+            key, connection = self._episodes.existing(self._meta(ctx, params), ctx.request, ctx.lifespan_context)
+        except (EpisodeExpired, EpisodeForbidden) as exc:
+            raise _control_error(exc) from exc
         state = snapshot(connection)
-        diff = diff_states(self._episodes.store.seed_state, state)
+        diff = diff_states(self._episodes.store.seed_state, state) if params.diff else {}
         return StateResult(
             episode=key,
             hash=state_hash(state),
@@ -183,7 +226,10 @@ class EpisodeControl(Extension):
         )
 
     async def _close(self, ctx: ControlContext, params: EpisodeParams) -> CloseResult:
-        closed = bool(params.episode) and self._episodes.store.close(params.episode or "")
+        try:
+            closed = bool(params.episode) and self._episodes.store.close(params.episode or "", resolve_owner(ctx.request))
+        except EpisodeForbidden as exc:
+            raise _control_error(exc) from exc
         return CloseResult(episode=params.episode, closed=closed, open_episodes=len(self._episodes.store))
 
     def methods(self) -> list[MethodBinding]:
@@ -214,8 +260,7 @@ class StrictArguments(Extension):
         """The argument model of a tool, built on its first call: building all of them up front
         doubled the farm's start-up time."""
         if name not in self._metadata and (function := self._functions.get(name)) is not None:
-            db_parameter = next(iter(inspect.signature(function).parameters))
-            self._metadata[name] = func_metadata(function, skip_names=[db_parameter], structured_output=False)
+            self._metadata[name] = listing.argument_metadata(function, structured_output=False)
         return self._metadata.get(name)
 
     async def intercept_tool_call(
@@ -254,7 +299,12 @@ def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerD
 
     async def call_tool(ctx: Context[ConnectionScope], **arguments: Any) -> Any:
         request = ctx.request_context
-        _, connection = episodes.connection(request.meta, request.request, request.lifespan_context)
+        try:
+            _, connection = episodes.connection(request.meta, request.request, request.lifespan_context)
+        except EpisodeExpired as exc:
+            return _error(f"{tool.name} was not run: {exc}", ErrorKind.EPISODE_EXPIRED)
+        except EpisodeForbidden as exc:
+            return _error(f"{tool.name} was not run: {exc}", ErrorKind.FORBIDDEN)
         connection.execute("BEGIN IMMEDIATE" if episodes.store.persistent is not None else "BEGIN")
         try:
             # Generated code must not write to stdout: on stdio that is the protocol stream.
@@ -292,19 +342,56 @@ def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerD
 
 
 def build_server(
-    definition: ServerDefinition, *, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES
+    definition: ServerDefinition,
+    *,
+    db_file: Path | None = None,
+    max_episodes: int = DEFAULT_MAX_EPISODES,
+    budget: EpisodeBudget | None = None,
 ) -> MCPServer:
-    """A ready `MCPServer` for `definition`: isolated in-memory episodes, or one file with `db_file`."""
-    seed = build_seed(definition.schema_sql(), definition.seed_rows())
+    """A ready `MCPServer` for `definition`: isolated in-memory episodes, or one file with `db_file`.
+    Servers sharing one `budget` (the farm host) share one memory budget for their named episodes."""
+    seed = definition.seed()
     persistent = open_persistent(db_file, seed) if db_file is not None else None
-    episodes = _Episodes(EpisodeStore(seed, max_episodes=max_episodes, persistent=persistent))
+    episodes = _Episodes(EpisodeStore(seed, max_episodes=max_episodes, persistent=persistent, budget=budget))
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[ConnectionScope]:
         yield ConnectionScope(episodes.store)
 
     strict = StrictArguments()
-    server = MCPServer(
+    shipped = listing.load(definition.directory)
+    tools: list[Tool] = []
+    for tool in definition.tools:
+        strict.add(tool.name, tool.function)
+        wrapper = _tool_wrapper(tool, episodes, definition)
+        description = inspect.cleandoc(tool.function.__doc__ or "")
+        schemas = shipped[0].tools.get(tool.name) if shipped and listing.defined_in(tool.function, shipped[1]) else None
+        if schemas is None:  # not shipped, or stale: the SDK derives the schemas now, as add_tool would
+            tools.append(
+                Tool.from_function(
+                    wrapper,
+                    name=tool.name,
+                    title=tool.title,
+                    description=description,
+                    annotations=tool.annotations,
+                    structured_output=True,
+                )
+            )
+        else:
+            tools.append(
+                listing.PrebuiltTool(
+                    fn=wrapper,
+                    name=tool.name,
+                    title=tool.title,
+                    description=description,
+                    parameters=schemas.input_schema,
+                    listed_output_schema=schemas.output_schema,
+                    is_async=True,
+                    context_kwarg="ctx",
+                    annotations=tool.annotations,
+                )
+            )
+    return MCPServer(
         definition.name,
         title=definition.title,
         description=definition.description,
@@ -313,15 +400,5 @@ def build_server(
         log_level="WARNING",
         lifespan=lifespan,
         extensions=[EpisodeControl(episodes), strict],
+        tools=tools,
     )
-    for tool in definition.tools:
-        strict.add(tool.name, tool.function)
-        server.add_tool(
-            _tool_wrapper(tool, episodes, definition),
-            name=tool.name,
-            title=tool.title,
-            description=inspect.cleandoc(tool.function.__doc__ or ""),
-            annotations=tool.annotations,
-            structured_output=True,
-        )
-    return server

@@ -8,7 +8,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from servers.runtime.database import Database
-from servers.team_chat import handlers
+
+from . import handlers
 
 MemberRole = Literal["owner", "admin", "member", "guest"]
 ChannelVisibility = Literal["public", "private"]

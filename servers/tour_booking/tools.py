@@ -8,7 +8,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from servers.runtime.database import Database
-from servers.tour_booking import handlers
+
+from . import handlers
 
 TourCategory = Literal["walking", "food", "boat", "museum", "day_trip", "bike", "adventure"]
 DepartureStatus = Literal["scheduled", "completed", "cancelled"]

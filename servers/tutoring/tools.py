@@ -8,7 +8,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from servers.runtime.database import Database
-from servers.tutoring import handlers
+
+from . import handlers
 
 StudentSchoolLevel = Literal["middle_school", "high_school", "university"]
 TutorStatus = Literal["active", "on_leave"]

@@ -8,7 +8,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from servers.runtime.database import Database
-from servers.warehouse import handlers
+
+from . import handlers
 
 SkuCategory = Literal["electronics", "apparel", "home", "grocery", "toys", "hardware"]
 BinZone = Literal["receiving", "bulk", "pick"]

@@ -17,7 +17,7 @@ def _post(db: Database, account_id: str, amount: float, description: str, transf
             "txn_id": db.next_id("transactions"),
             "account_id": account_id,
             "posted_at": db.now,
-            "amount": round(amount, 2),
+            "amount": amount,
             "description": description,
             "category": "transfer",
             "balance_after": balance,
@@ -43,7 +43,7 @@ def _record(
             "from_account_id": from_account_id,
             "to_account_id": to_account_id,
             "payee_id": payee_id,
-            "amount": round(amount, 2),
+            "amount": amount,
             "memo": memo,
             "scope": scope,
             "status": "completed",
@@ -57,6 +57,7 @@ def transfer_funds(
     db: Database, from_account_id: str, to_account_id: str, amount: float, memo: str | None = None
 ) -> dict:
     """Debit the sender and credit the receiver; the scope says whether the money left the customer."""
+    amount = round(amount, 2)  # cents: the transfer, its ledger lines and both balances move by the same amount
     source = db.require("accounts", "account_id", from_account_id, "from_account_id")
     target = db.require("accounts", "account_id", to_account_id, "to_account_id")
     scope = "own" if source["customer_id"] == target["customer_id"] else "internal"
@@ -68,6 +69,7 @@ def transfer_funds(
 
 def pay_payee(db: Database, from_account_id: str, payee_id: str, amount: float, memo: str | None = None) -> dict:
     """Debit the account; the money leaves the bank for the payee."""
+    amount = round(amount, 2)
     payee = db.require("payees", "payee_id", payee_id, "payee_id")
     transfer_id = _record(db, from_account_id, amount, memo, "external", payee_id=payee_id)
     _post(db, from_account_id, -amount, f"Transfer to {payee['name']}", transfer_id)

@@ -153,6 +153,13 @@ def search_mail(
         " AND (:label IS NULL OR EXISTS (SELECT 1 FROM conversation_labels cl JOIN labels l ON l.label_id = cl.label_id"
         "      WHERE cl.conversation_id = c.conversation_id AND lower(l.name) = lower(:label)))"
         " ORDER BY c.last_message_at DESC, c.conversation_id LIMIT 50",
-        {"mailbox": mailbox_email, "text": text, "pattern": contains_pattern(text), "sender": from_email, "folder": folder, "label": label},
+        {
+            "mailbox": mailbox_email,
+            "text": text,
+            "pattern": contains_pattern(text),
+            "sender": from_email,
+            "folder": folder,
+            "label": label,
+        },
     )
     return {"conversations": rows, "count": len(rows)}

@@ -1,0 +1,198 @@
+"""Start-up: one stdio server from spawn to its first `tools/list` answer, beside a bare SDK echo server
+in alternating rounds, and the whole farm host for the built-in farm and a synthetic farm several times
+its size (the same servers copied under new names), to see how start-up grows per server.
+
+Run alone: `python -m envfarm.bench.startup [--farm DIR] [--rounds N] [--copies K] [--baseline CHECKOUT]`;
+`--baseline` adds an older checkout of envfarm (its runtime and its farm) to the same alternating rounds,
+for a before/after figure from one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import anyio
+
+from clients.connect import farm_process, http_client, shared_http_client
+from envfarm.bench.latency import FLOOR_SERVER
+from envfarm.bench.report import REFERENCE, ColdStart, FarmStart
+from servers.runtime.farm import stdio_args
+from servers.runtime.registry import Registry, load_registry, write_registry
+
+# initialize, initialized, tools/list: written at once, as a client that does not wait would.
+HANDSHAKE = b"".join(
+    json.dumps(message).encode() + b"\n"
+    for message in (
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "envfarm-bench", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    )
+)
+
+
+def checkout_env(checkout: Path) -> dict[str, str]:
+    """The environment that makes this Python import envfarm from `checkout` instead of this installation."""
+    return {**os.environ, "PYTHONPATH": str(checkout.resolve()), "ENVFARM_HOME": str(checkout.resolve())}
+
+
+def first_tools_list_s(argv: Sequence[str], timeout: float = 60.0, env: Mapping[str, str] | None = None) -> float:
+    """Seconds from spawning `argv` until its stdout carries the answer to tools/list (id 2)."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=tempfile.gettempdir(),
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        process.stdin.write(HANDSHAKE)
+        process.stdin.flush()
+        while True:
+            line = process.stdout.readline()
+            if not line:
+                raise RuntimeError(f"{argv} exited before answering tools/list")
+            message = json.loads(line)
+            if message.get("id") == 2:
+                if "result" not in message or not message["result"].get("tools"):
+                    raise RuntimeError(f"{argv} answered tools/list with {line[:300]!r}")
+                elapsed = time.perf_counter() - started
+                break
+            if time.perf_counter() - started > timeout:
+                raise RuntimeError(f"{argv} did not answer tools/list within {timeout} s")
+    finally:
+        process.stdin.close()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return elapsed
+
+
+def cold_start(farm_root: Path, rounds: int, name: str = REFERENCE, baseline: Path | None = None) -> ColdStart:
+    """Alternate spawning our server and the echo floor (and a baseline checkout's server), after one
+    warm-up each (bytecode caches)."""
+    ours = [sys.executable, *stdio_args(farm_root, name)]
+    probes: dict[str, tuple[list[str], Mapping[str, str] | None]] = {
+        "ours": (ours, None),
+        "floor": ([sys.executable, "-c", FLOOR_SERVER], None),
+    }
+    if baseline is not None:
+        probes["baseline"] = ([sys.executable, "-m", f"servers.{name}"], checkout_env(baseline))
+    samples: dict[str, list[float]] = {key: [] for key in probes}
+    for argv, env in probes.values():
+        first_tools_list_s(argv, env=env)
+    for _ in range(rounds):
+        for key, (argv, env) in probes.items():
+            samples[key].append(first_tools_list_s(argv, env=env))
+    p50 = {key: statistics.median(values) for key, values in samples.items()}
+    return ColdStart(
+        command=ours,
+        ours_s_p50=round(p50["ours"], 4),
+        floor_s_p50=round(p50["floor"], 4),
+        ratio=round(p50["ours"] / p50["floor"], 3),
+        rounds=rounds,
+        baseline_s_p50=round(p50["baseline"], 4) if "baseline" in p50 else None,
+    )
+
+
+def synthetic_farm(farm_root: Path, copies: int, into: Path) -> list[str]:
+    """A farm holding every server of `farm_root` `copies` times (`<name>`, `<name>_x2`, ...): the same
+    code under new package names, so each copy is imported and built like a server of its own."""
+    registry = load_registry(farm_root)
+    entries = []
+    for entry in registry.servers:
+        for k in range(1, copies + 1):
+            name = entry.name if k == 1 else f"{entry.name}_x{k}"
+            target = into / "servers" / name
+            shutil.copytree(farm_root / "servers" / entry.name, target)
+            own = re.compile(rf"\bservers\.{entry.name}\b")
+            for module in target.glob("*.py"):
+                module.write_text(own.sub(f"servers.{name}", module.read_text(encoding="utf-8")), encoding="utf-8")
+            launch = entry.launch.model_copy(update={"args": ["-m", f"servers.{name}"], "http_path": f"/{name}/mcp"})
+            entries.append(entry.model_copy(update={"name": name, "launch": launch}))
+    write_registry(into, Registry(servers=sorted(entries, key=lambda e: e.name)))
+    return [e.name for e in entries]
+
+
+async def _list_all(base_url: str, names: list[str]) -> None:
+    async with shared_http_client() as http:
+        for name in names:
+            async with http_client(f"{base_url}/{name}/mcp", http) as client:
+                await client.list_tools()
+
+
+def farm_ready_s(farm_root: Path, names: list[str], env: Mapping[str, str] | None = None) -> float:
+    """Seconds from spawning `envfarm serve --all` until every server listed its tools over HTTP."""
+    with farm_process(farm_root, env=env) as farm:
+        started = time.perf_counter()
+        anyio.run(_list_all, farm.base_url, names)
+        return round(farm.answered_after_s + time.perf_counter() - started, 3)
+
+
+def farm_growth(farm_root: Path, copies: Sequence[int] = (1, 4), baseline: Path | None = None) -> FarmStart:
+    """Start-up of the farm host for the built-in farm and for synthetic farms `copies` times its size;
+    with `baseline`, that checkout's farm host on its own farm of the same sizes, right after each."""
+    sizes: list[int] = []
+    seconds: list[float] = []
+    before: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="envfarm-bench-farm-") as scratch:
+        for k in copies:
+            root = Path(scratch) / f"x{k}"
+            names = synthetic_farm(farm_root, k, root)
+            farm_ready_s(root, names)  # warm-up: bytecode caches of the copied modules
+            sizes.append(len(names))
+            seconds.append(farm_ready_s(root, names))
+            if baseline is not None:
+                old = Path(scratch) / f"baseline-x{k}"
+                old_names = synthetic_farm(baseline, k, old)
+                env = checkout_env(baseline)
+                farm_ready_s(old, old_names, env)
+                before.append(farm_ready_s(old, old_names, env))
+    slope = (seconds[-1] - seconds[0]) / (sizes[-1] - sizes[0]) * 1000 if sizes[-1] > sizes[0] else 0.0
+    return FarmStart(
+        servers=sizes, seconds=seconds, ms_per_added_server=round(slope, 2), baseline_seconds=before or None
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from servers.runtime.registry import default_farm_root
+
+    parser = argparse.ArgumentParser(prog="python -m envfarm.bench.startup", description=__doc__)
+    parser.add_argument(
+        "--farm", type=Path, default=None, help="farm root (default: $ENVFARM_HOME or the installed farm)"
+    )
+    parser.add_argument("--rounds", type=int, default=15, help="alternating cold starts of each server")
+    parser.add_argument("--copies", type=int, default=4, help="the synthetic farm holds the farm this many times")
+    parser.add_argument("--baseline", type=Path, help="an older envfarm checkout to measure in the same rounds")
+    args = parser.parse_args(argv)
+    farm_root = (args.farm or default_farm_root()).resolve()
+    print(cold_start(farm_root, args.rounds, baseline=args.baseline).model_dump_json(indent=2))
+    print(farm_growth(farm_root, (1, args.copies), baseline=args.baseline).model_dump_json(indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""Tool listings derived once, by the factory, instead of at every start.
+
+Adding a tool to the SDK derives its argument model and its input and output JSON schemas from the
+function's signature: about 4 ms a tool, most of the farm host's start-up for ~400 tools. The factory
+writes the schemas into `tools.json` beside the code; the runtime lists those and lets the SDK build a
+tool's argument model on its first call. The file names the sha256 of the tools.py it was derived from
+and the pydantic and mcp versions: if any of them differs (a hand edit, a mutant, an upgrade) the file
+is ignored and the SDK derives everything at start as before, so a listing never disagrees with the code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import sys
+from collections.abc import Callable, Iterable
+from functools import cache, cached_property
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import pydantic
+from mcp.server.mcpserver.tools.base import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata, func_metadata
+from pydantic import BaseModel, Field
+
+SCHEMAS_FILE = "tools.json"
+TOOLS_MODULE = "tools.py"
+
+
+class ToolSchemas(BaseModel):
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None = None
+
+
+class Listing(BaseModel):
+    """What `tools.json` holds: the schemas per tool, and what they were derived from."""
+
+    tools_sha256: str = Field(description="sha256 of the tools.py the schemas were derived from")
+    pydantic: str
+    mcp: str
+    tools: dict[str, ToolSchemas]
+
+
+@cache
+def _versions() -> tuple[str, str]:
+    return pydantic.VERSION, version("mcp")
+
+
+def argument_metadata(function: Callable[..., Any], structured_output: bool = True) -> FuncMetadata:
+    """The SDK's argument model (and output schema) of a tool function `fn(db, **arguments)`."""
+    db_parameter = next(iter(inspect.signature(function).parameters))
+    return func_metadata(function, skip_names=[db_parameter], structured_output=structured_output)
+
+
+def derive(functions: Iterable[Callable[..., Any]], tools_py: Path) -> Listing:
+    """The listing of `functions` (all defined in `tools_py`), as the SDK derives it when a tool is added."""
+    tools: dict[str, ToolSchemas] = {}
+    for function in functions:
+        metadata = argument_metadata(function)
+        schemas = ToolSchemas(
+            input_schema=metadata.arg_model.model_json_schema(by_alias=True), output_schema=metadata.output_schema
+        )
+        tools[function.__name__] = schemas
+    pydantic_version, mcp_version = _versions()
+    sha = hashlib.sha256(tools_py.read_bytes()).hexdigest()
+    return Listing(tools_sha256=sha, pydantic=pydantic_version, mcp=mcp_version, tools=tools)
+
+
+def load(directory: Any) -> tuple[Listing, Path] | None:
+    """The listing shipped in `directory` and the tools.py it holds for, or None when there is none or it
+    no longer matches that tools.py or the installed pydantic and mcp."""
+    listing_file, tools_py = directory / SCHEMAS_FILE, directory / TOOLS_MODULE
+    if not (listing_file.is_file() and tools_py.is_file()):
+        return None
+    listing = Listing.model_validate_json(listing_file.read_bytes())
+    if (listing.pydantic, listing.mcp) != _versions():
+        return None
+    if listing.tools_sha256 != hashlib.sha256(tools_py.read_bytes()).hexdigest():
+        return None
+    return listing, Path(str(tools_py)).resolve()
+
+
+def defined_in(function: Callable[..., Any], tools_py: Path) -> bool:
+    module = sys.modules.get(function.__module__)
+    file = getattr(module, "__file__", None)
+    return file is not None and Path(file).resolve() == tools_py
+
+
+class PrebuiltTool(Tool):
+    """An SDK tool listed from shipped schemas. Its argument model is built by the SDK's own
+    `func_metadata` on the first call, and the SDK runs the call exactly as for any other tool."""
+
+    fn_metadata: FuncMetadata | None = None  # type: ignore[assignment]
+    listed_output_schema: dict[str, Any] | None = Field(default=None, exclude=True)
+
+    @cached_property
+    def output_schema(self) -> dict[str, Any] | None:
+        return self.listed_output_schema
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        if self.fn_metadata is None:
+            skip = [self.context_kwarg] if self.context_kwarg else []
+            self.fn_metadata = func_metadata(self.fn, skip_names=skip, structured_output=True)
+        return await super().run(arguments, context, convert_result)
