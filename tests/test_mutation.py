@@ -11,8 +11,9 @@ import anyio
 import pytest
 from corpus import GOOD, stage_case
 
-from factory.mutation import make_mutants, mutate_server, sample, server_mutants, verify_mutant
+from factory.mutation import MutantResult, explain, make_mutants, mutate_server, sample, server_mutants, verify_mutant
 from factory.publish import staging_root
+from factory.spec import EquivalentMutant
 from factory.verify import VerifyOptions, verify_server
 from factory.warm import warm_launcher
 
@@ -83,3 +84,22 @@ def test_a_short_sample_of_the_good_shed_is_killed_through_the_warm_launcher(tmp
     assert report.mutants == 4 and len({r.kind for r in report.results}) == 4
     assert report.killed == 4, report.survivors
     assert all(r.killed_by for r in report.results)
+
+
+def test_a_survivor_is_explained_only_by_an_entry_naming_its_file_function_and_change() -> None:
+    survivor = MutantResult(
+        file="handlers.py",
+        line=8,
+        function="refund",
+        kind="flip_compare",
+        change="`amount <= 0`: LtE -> Lt",
+        killed=False,
+        seconds=1.0,
+    )
+    entry = EquivalentMutant(
+        file="handlers.py", function="refund", change=survivor.change, reason="amount has minimum 0.01 in the spec"
+    )
+    assert explain(survivor, [entry]) == entry.reason
+    assert explain(survivor, [entry.model_copy(update={"function": "capture"})]) is None
+    mutant = next(m for m in make_mutants(HANDLER, "handlers.py") if m.kind == "drop_reject")
+    assert mutant.function == "refund"

@@ -59,6 +59,8 @@ class ColdStart(BaseModel):
     ratio: float = Field(description="ours / floor, from the same alternating rounds")
     rounds: int
     baseline_s_p50: float | None = Field(None, description="an older checkout's server, in the same rounds")
+    cpu_s_p50: dict[str, float] = Field(description="CPU seconds of each process (start, listing, exit), p50")
+    cpu_ratio: float = Field(description="ours / floor in CPU seconds: steadier than wall time on a shared machine")
 
 
 class FarmStart(BaseModel):
@@ -66,8 +68,10 @@ class FarmStart(BaseModel):
 
     servers: list[int]
     seconds: list[float]
+    cpu_seconds: list[float] = Field(description="CPU seconds of the farm process until it was ready")
     ms_per_added_server: float = Field(description="slope between the smallest and the largest farm")
     baseline_seconds: list[float] | None = Field(None, description="an older checkout's farm host, same sizes")
+    baseline_cpu_seconds: list[float] | None = None
 
 
 class PeerComparison(BaseModel):
@@ -204,7 +208,7 @@ def verdicts(report: BenchReport) -> list[Verdict]:
             target="<= 1.1x the bare SDK echo server",
             measured=(
                 f"{report.cold_start.ours_s_p50 * 1000:.0f} ms, {report.cold_start.ratio:.2f}x the floor "
-                f"{report.cold_start.floor_s_p50 * 1000:.0f} ms"
+                f"{report.cold_start.floor_s_p50 * 1000:.0f} ms (CPU: {report.cold_start.cpu_ratio:.2f}x)"
             ),
             verdict="pass" if report.cold_start.ratio <= 1.1 else "fail",
             how=f"`{' '.join(report.cold_start.command[1:])}` and an echo server on the bare SDK, "
@@ -214,7 +218,10 @@ def verdicts(report: BenchReport) -> list[Verdict]:
             metric="farm start growth per added server",
             target="sub-linear (less per server than the smallest farm's average)",
             measured=", ".join(
-                f"{n} servers: {s:.2f} s" for n, s in zip(report.farm_growth.servers, report.farm_growth.seconds)
+                f"{n} servers: {s:.2f} s ({c:.2f} s CPU)"
+                for n, s, c in zip(
+                    report.farm_growth.servers, report.farm_growth.seconds, report.farm_growth.cpu_seconds
+                )
             )
             + f"; {report.farm_growth.ms_per_added_server:.1f} ms per added server",
             verdict="pass"

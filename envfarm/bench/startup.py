@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -57,6 +58,16 @@ def checkout_env(checkout: Path) -> dict[str, str]:
 
 def first_tools_list_s(argv: Sequence[str], timeout: float = 60.0, env: Mapping[str, str] | None = None) -> float:
     """Seconds from spawning `argv` until its stdout carries the answer to tools/list (id 2)."""
+    return cold_start_sample(argv, timeout, env)[0]
+
+
+def cold_start_sample(
+    argv: Sequence[str], timeout: float = 60.0, env: Mapping[str, str] | None = None
+) -> tuple[float, float]:
+    """Wall seconds from spawning `argv` until its stdout carries the answer to tools/list (id 2), and
+    the CPU seconds the process used in all (start, listing, exit): on a shared machine, where other
+    jobs stretch the wall time, the CPU time is the steadier figure."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     process = subprocess.Popen(
         argv,
@@ -89,7 +100,9 @@ def first_tools_list_s(argv: Sequence[str], timeout: float = 60.0, env: Mapping[
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-    return elapsed
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
+    return elapsed, cpu
 
 
 def cold_start(farm_root: Path, rounds: int, name: str = REFERENCE, baseline: Path | None = None) -> ColdStart:
@@ -102,20 +115,23 @@ def cold_start(farm_root: Path, rounds: int, name: str = REFERENCE, baseline: Pa
     }
     if baseline is not None:
         probes["baseline"] = ([sys.executable, "-m", f"servers.{name}"], checkout_env(baseline))
-    samples: dict[str, list[float]] = {key: [] for key in probes}
+    samples: dict[str, list[tuple[float, float]]] = {key: [] for key in probes}
     for argv, env in probes.values():
-        first_tools_list_s(argv, env=env)
+        cold_start_sample(argv, env=env)
     for _ in range(rounds):
         for key, (argv, env) in probes.items():
-            samples[key].append(first_tools_list_s(argv, env=env))
-    p50 = {key: statistics.median(values) for key, values in samples.items()}
+            samples[key].append(cold_start_sample(argv, env=env))
+    wall = {key: statistics.median(w for w, _ in values) for key, values in samples.items()}
+    cpu = {key: statistics.median(c for _, c in values) for key, values in samples.items()}
     return ColdStart(
         command=ours,
-        ours_s_p50=round(p50["ours"], 4),
-        floor_s_p50=round(p50["floor"], 4),
-        ratio=round(p50["ours"] / p50["floor"], 3),
+        ours_s_p50=round(wall["ours"], 4),
+        floor_s_p50=round(wall["floor"], 4),
+        ratio=round(wall["ours"] / wall["floor"], 3),
         rounds=rounds,
-        baseline_s_p50=round(p50["baseline"], 4) if "baseline" in p50 else None,
+        baseline_s_p50=round(wall["baseline"], 4) if "baseline" in wall else None,
+        cpu_s_p50={key: round(value, 4) for key, value in cpu.items()},
+        cpu_ratio=round(cpu["ours"] / cpu["floor"], 3),
     )
 
 
@@ -145,12 +161,13 @@ async def _list_all(base_url: str, names: list[str]) -> None:
                 await client.list_tools()
 
 
-def farm_ready_s(farm_root: Path, names: list[str], env: Mapping[str, str] | None = None) -> float:
-    """Seconds from spawning `envfarm serve --all` until every server listed its tools over HTTP."""
+def farm_ready_s(farm_root: Path, names: list[str], env: Mapping[str, str] | None = None) -> tuple[float, float]:
+    """Seconds from spawning `envfarm serve --all` until every server listed its tools over HTTP, and
+    the CPU seconds the farm process used until then."""
     with farm_process(farm_root, env=env) as farm:
         started = time.perf_counter()
         anyio.run(_list_all, farm.base_url, names)
-        return round(farm.answered_after_s + time.perf_counter() - started, 3)
+        return round(farm.answered_after_s + time.perf_counter() - started, 3), round(farm.cpu_s(), 3)
 
 
 def farm_growth(farm_root: Path, copies: Sequence[int] = (1, 4), baseline: Path | None = None) -> FarmStart:
@@ -158,23 +175,34 @@ def farm_growth(farm_root: Path, copies: Sequence[int] = (1, 4), baseline: Path 
     with `baseline`, that checkout's farm host on its own farm of the same sizes, right after each."""
     sizes: list[int] = []
     seconds: list[float] = []
+    cpu: list[float] = []
     before: list[float] = []
+    before_cpu: list[float] = []
     with tempfile.TemporaryDirectory(prefix="envfarm-bench-farm-") as scratch:
         for k in copies:
             root = Path(scratch) / f"x{k}"
             names = synthetic_farm(farm_root, k, root)
             farm_ready_s(root, names)  # warm-up: bytecode caches of the copied modules
             sizes.append(len(names))
-            seconds.append(farm_ready_s(root, names))
+            wall, used = farm_ready_s(root, names)
+            seconds.append(wall)
+            cpu.append(used)
             if baseline is not None:
                 old = Path(scratch) / f"baseline-x{k}"
                 old_names = synthetic_farm(baseline, k, old)
                 env = checkout_env(baseline)
                 farm_ready_s(old, old_names, env)
-                before.append(farm_ready_s(old, old_names, env))
+                wall, used = farm_ready_s(old, old_names, env)
+                before.append(wall)
+                before_cpu.append(used)
     slope = (seconds[-1] - seconds[0]) / (sizes[-1] - sizes[0]) * 1000 if sizes[-1] > sizes[0] else 0.0
     return FarmStart(
-        servers=sizes, seconds=seconds, ms_per_added_server=round(slope, 2), baseline_seconds=before or None
+        servers=sizes,
+        seconds=seconds,
+        cpu_seconds=cpu,
+        ms_per_added_server=round(slope, 2),
+        baseline_seconds=before or None,
+        baseline_cpu_seconds=before_cpu or None,
     )
 
 
