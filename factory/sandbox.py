@@ -296,6 +296,10 @@ def enter(envfarm_argv: Sequence[str], writable: Sequence[Path] = ()) -> None:
     Call it before any server code is imported; `envfarm_argv` names the farm that may be read."""
     sys.dont_write_bytecode = True
     apply_limits(Limits())
+    # The runtime's one native helper (glibc's malloc_trim) is resolved before native loading is refused.
+    from servers.runtime.episodes import malloc_trim
+
+    malloc_trim()
 
     def report(message: str) -> None:
         try:

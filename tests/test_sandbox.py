@@ -12,6 +12,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from conftest import REPO
 from corpus import GOOD
 
 from envfarm.render import render
@@ -110,3 +111,22 @@ def test_the_audit_hook_is_in_place_before_any_server_code_runs(tmp_path: Path) 
     run = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60)
     assert run.returncode != 0 and f"reading the file {secret}" in run.stdout
     assert "PermissionError" in run.stderr
+
+
+def test_a_sandboxed_server_still_trims_its_heap() -> None:
+    """Closing the last episode hands memory back with glibc's malloc_trim, resolved before the audit hook
+    refuses native loading: inside the sandbox the trim runs and no violation is reported."""
+    code = (
+        "import sys\n"
+        "from factory import sandbox\n"
+        "sandbox.enter([])\n"
+        "from servers.runtime.episodes import _trim_heap\n"
+        "_trim_heap()\n"
+        "print('trimmed')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60, cwd=REPO
+    )
+    assert result.returncode == 0, result.stderr
+    assert "trimmed" in result.stdout
+    assert "not allowed" not in result.stderr

@@ -25,7 +25,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from contextlib import closing
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -165,15 +165,24 @@ def default_budget_mb() -> int:
     return max(256, _physical_memory() // 8 >> 20)
 
 
+@cache
+def malloc_trim() -> Callable[[int], int] | None:
+    """glibc's `malloc_trim`, resolved once (a sandboxed server resolves it before native loading is
+    refused, see `factory.sandbox`); None where glibc is not the allocator."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None).malloc_trim  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
 def _trim_heap() -> None:
     """Hand freed heap back to the OS. glibc keeps freed SQLite pages in its arenas (a closed clinic
     episode left ~210 KB of RSS behind, measured by `python -m envfarm.bench.memory`); malloc_trim
     returns them. A no-op where glibc is not the allocator."""
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None).malloc_trim(0)
-        except (OSError, AttributeError):
-            pass
+    if (trim := malloc_trim()) is not None:
+        trim(0)
 
 
 class EpisodeBudget:
