@@ -4,7 +4,8 @@
 `python -m factory.warm SOCKET` listens on a Unix socket. A launch is a tiny stdlib-only stub
 (`python -I -S -c STUB SOCKET ARGS...`) that hands its stdin, stdout and stderr to the warm process
 with SCM_RIGHTS and waits; the warm process forks, the child takes those three descriptors and runs
-`envfarm ARGS` (or the coverage gate) exactly as a cold `python -m envfarm.cli ARGS` would, and the stub
+`envfarm ARGS` in the sandbox (or the coverage gate, which enters it too) exactly as a cold
+`python -m factory.sandbox ARGS` would, and the stub
 exits when the child does. So the verifier still drives a real server subprocess over stdio, its own
 pid and its own imports of the server under test (servers are imported by location, never before the
 fork), and a launch costs a fork instead of an interpreter start and the SDK import.
@@ -50,10 +51,10 @@ def _run_child(connection: socket.socket, fds: list[int], argv: list[str]) -> No
             os.dup2(fd, target)
             os.close(fd)
         entry, args = argv[0], argv[1:]
-        if entry == "coverage":
+        if entry == "coverage":  # enters the sandbox itself, once coverage is recording
             from factory.coverage_gate import main as entry_main
-        else:
-            from envfarm.cli import main as entry_main
+        else:  # envfarm inside the sandbox, exactly as a cold launch (`python -m factory.sandbox`) runs it
+            from factory.sandbox import main as entry_main
         code = entry_main(args)
     except SystemExit as exc:
         code = exc.code
