@@ -24,6 +24,7 @@ from typing import Any
 import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, Extension, MCPServer, MethodBinding
+from mcp.server.mcpserver.resources import TextResource
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata, func_metadata
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -43,7 +44,15 @@ from servers.runtime.control import (
     StateResult,
     TableDiff,
 )
-from servers.runtime.database import Database, Rejected, diff_states, snapshot, state_hash
+from servers.runtime.database import (
+    Database,
+    Rejected,
+    diff_states,
+    read_principal,
+    set_principal,
+    snapshot,
+    state_hash,
+)
 from servers.runtime.effects import Effect, effect_hints
 from servers.runtime.episodes import (
     DEFAULT_MAX_EPISODES,
@@ -54,6 +63,7 @@ from servers.runtime.episodes import (
     open_persistent,
     resolve_key,
 )
+from servers.runtime.principal import PrincipalDefinition, render_instructions
 
 
 @dataclass(frozen=True)
@@ -96,14 +106,24 @@ class ServerDefinition:
     directory: Traversable
     id_formats: dict[str, str]
     tools: list[ToolDefinition] = field(default_factory=list)
+    principal: PrincipalDefinition | None = None
 
     def schema_sql(self) -> str:
         return (self.directory / "schema.sql").read_text(encoding="utf-8")
+
+    def policy(self) -> str:
+        """The server's policy (policy.md beside the code), or "" when it has none."""
+        path = self.directory / POLICY_FILE
+        return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+    def instructions(self, acting_for: str | None, policy: str) -> str:
+        return render_instructions(self.title, self.description, self.now, self.principal, acting_for, policy)
 
     def seed_rows(self) -> dict[str, list[dict[str, Any]]]:
         return json.loads((self.directory / "seed.json").read_text(encoding="utf-8"))
 
 
+POLICY_FILE = "policy.md"
 ControlContext = ServerRequestContext[ConnectionScope, Any]
 
 
@@ -136,8 +156,24 @@ class EpisodeControl(Extension):
 
     identifier = EXTENSION
 
-    def __init__(self, episodes: _Episodes) -> None:
+    def __init__(self, episodes: _Episodes, definition: ServerDefinition, policy: str) -> None:
         self._episodes = episodes
+        self._definition = definition
+        self._policy = policy
+
+    def _check_principal(self, principal: str | None) -> None:
+        declared = self._definition.principal
+        if principal is None:
+            return
+        seed = self._episodes.store.seed
+        if declared is None:
+            raise MCPError(types.INVALID_PARAMS, f"{self._definition.name} acts for nobody in particular: omit principal")
+        if not declared.known(seed, principal):
+            known = ", ".join(declared.examples(seed))
+            where = f"{declared.table}.{declared.column}" if declared.table else "the declared staff"
+            raise MCPError(
+                types.INVALID_PARAMS, f"unknown principal {principal!r}: not one of {where} (e.g. {known})"
+            )
 
     def _target(self, ctx: ControlContext, params: EpisodeParams) -> tuple[str | None, sqlite3.Connection]:
         meta = dict(ctx.meta or {})
@@ -148,8 +184,9 @@ class EpisodeControl(Extension):
     async def _reset(self, ctx: ControlContext, params: ResetParams) -> ResetResult:
         key, current = self._target(ctx, params)
         store = self._episodes.store
-        if store.persistent is not None and params.state is None:
-            raise MCPError(types.INVALID_PARAMS, "persistent mode: reset needs an explicit state")
+        self._check_principal(params.principal)
+        if store.persistent is not None and params.state is None and params.principal is None:
+            raise MCPError(types.INVALID_PARAMS, "persistent mode: reset needs an explicit state or principal")
         # The new state is built aside (the persistent file loads in one transaction), so a state
         # that fails to load leaves the episode as it was.
         connection = current if store.persistent is not None else store.fork()
@@ -160,13 +197,21 @@ class EpisodeControl(Extension):
                 if connection is not current:
                     connection.close()
                 raise MCPError(types.INVALID_PARAMS, f"cannot load state: {exc}") from exc
+        if params.principal is not None:
+            set_principal(connection, params.principal)
         if connection is not current:
             if key:
                 store.replace(key, connection)
             else:
                 ctx.lifespan_context.replace(connection)
         loaded = params.state is not None or store.persistent is not None
-        return ResetResult(episode=key, hash=state_hash(snapshot(connection)) if loaded else store.seed_hash)
+        acting_for = read_principal(connection)
+        return ResetResult(
+            episode=key,
+            hash=state_hash(snapshot(connection)) if loaded else store.seed_hash,
+            principal=acting_for,
+            instructions=self._definition.instructions(acting_for, self._policy),
+        )
 
     async def _state(self, ctx: ControlContext, params: StateParams) -> StateResult:
         key, connection = self._target(ctx, params)
@@ -175,6 +220,7 @@ class EpisodeControl(Extension):
         return StateResult(
             episode=key,
             hash=state_hash(state),
+            principal=read_principal(connection),
             diff={table: TableDiff(**changes) for table, changes in diff.items()},
             state=state if params.rows else None,
         )
@@ -240,6 +286,8 @@ def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerD
     function = tool.function
     now = definition.now
     id_formats = definition.id_formats
+    scopes = definition.principal.scopes if definition.principal else {}
+    has_principal = definition.principal is not None
 
     async def call_tool(ctx: Context[ConnectionScope], **arguments: Any) -> Any:
         request = ctx.request_context
@@ -248,7 +296,8 @@ def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerD
         try:
             # Generated code must not write to stdout: on stdio that is the protocol stream.
             with redirect_stdout(sys.stderr):
-                result = function(Database(connection, now, id_formats), **arguments)
+                principal = read_principal(connection) if has_principal else None
+                result = function(Database(connection, now, id_formats, principal, scopes), **arguments)
         except Rejected as exc:
             _rollback(connection)
             return _error(str(exc), ErrorKind.REJECTED)
@@ -277,9 +326,11 @@ def build_server(
     definition: ServerDefinition, *, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES
 ) -> MCPServer:
     """A ready `MCPServer` for `definition`: isolated in-memory episodes, or one file with `db_file`."""
-    seed = build_seed(definition.schema_sql(), definition.seed_rows())
+    default = definition.principal.default if definition.principal else None
+    seed = build_seed(definition.schema_sql(), definition.seed_rows(), default)
     persistent = open_persistent(db_file, seed) if db_file is not None else None
     episodes = _Episodes(EpisodeStore(seed, max_episodes=max_episodes, persistent=persistent))
+    policy = definition.policy()
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[ConnectionScope]:
@@ -291,11 +342,22 @@ def build_server(
         title=definition.title,
         description=definition.description,
         version=definition.version,
-        instructions=definition.description,
+        instructions=definition.instructions(default, policy),
         log_level="WARNING",
         lifespan=lifespan,
-        extensions=[EpisodeControl(episodes), strict],
+        extensions=[EpisodeControl(episodes, definition, policy), strict],
     )
+    if policy:
+        server.add_resource(
+            TextResource(
+                uri=f"envfarm://{definition.name}/policy",
+                name="policy",
+                title=f"{definition.title}: policy",
+                description="What the agent may and may not do here (also in the instructions).",
+                mime_type="text/markdown",
+                text=policy,
+            )
+        )
     for tool in definition.tools:
         strict.add(tool.name, tool.function)
         server.add_tool(
