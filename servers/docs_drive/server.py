@@ -8,6 +8,7 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 
 from servers.docs_drive import tools
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 
 DEFINITION = ServerDefinition(
@@ -45,6 +46,14 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.trash_document, "update"),
         ToolDefinition(tools.restore_document, "update"),
     ],
+    principal=PrincipalDefinition(
+        kind="user",
+        description="the signed-in Northwind Analytics employee",
+        default="maria.patel@example.com",
+        table="people",
+        column="email",
+        time_zone="Europe/Lisbon",
+    ),
 )
 
 

@@ -192,24 +192,33 @@ class Comment(BaseModel):
 
 
 class FindPeopleResult(BaseModel):
-    """What `find_people` found."""
+    """What `find_people` found: one page of the matching rows."""
 
-    people: list[Person] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    people: list[Person] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListFoldersResult(BaseModel):
-    """What `list_folders` found."""
+    """What `list_folders` found: one page of the matching rows."""
 
-    folders: list[Folder] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    folders: list[Folder] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchDocumentsResult(BaseModel):
-    """What `search_documents` found."""
+    """What `search_documents` found: one page of the matching rows."""
 
-    documents: list[Document] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    documents: list[Document] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SharedWithMeResult(BaseModel):
@@ -221,24 +230,33 @@ class SharedWithMeResult(BaseModel):
 
 
 class ListPermissionsResult(BaseModel):
-    """What `list_permissions` found."""
+    """What `list_permissions` found: one page of the matching rows."""
 
-    permissions: list[Permission] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    permissions: list[Permission] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListVersionsResult(BaseModel):
-    """What `list_versions` found."""
+    """What `list_versions` found: one page of the matching rows."""
 
-    versions: list[Version] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    versions: list[Version] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListCommentsResult(BaseModel):
-    """What `list_comments` found."""
+    """What `list_comments` found: one page of the matching rows."""
 
-    comments: list[Comment] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    comments: list[Comment] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 def find_people(
@@ -257,17 +275,41 @@ def find_people(
             json_schema_extra={"x-envfarm-column": "people.email", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindPeopleResult:
-    """Look up colleagues by part of their name or exact email; returns the emails the other tools use."""
-    args = {"full_name": full_name, "email": email, "now": db.now}
-    rows = db.all(
+    """Look up colleagues by part of their name or exact email; returns the emails the other tools use.
+
+    Matching: full_name contains (case-insensitive); email equals. Ordered by person_id. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
+    args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM people"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
         " AND (:email IS NULL OR email = :email)"
-        " ORDER BY person_id LIMIT 25",
-        args,
+        " ORDER BY person_id",
+        args, limit, cursor,
     )
-    return FindPeopleResult(people=[Person(**row) for row in rows], count=len(rows))
+    rows = [Person(**row) for row in page['rows']]
+    return FindPeopleResult(
+        people=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_folders(
@@ -286,17 +328,41 @@ def list_folders(
             json_schema_extra={"x-envfarm-ref": "folders.folder_id", "x-envfarm-column": "folders.parent_id", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListFoldersResult:
-    """List folders by name or parent folder (top-level folders have no parent). Returns folder ids."""
-    args = {"name": name, "parent_id": parent_id, "now": db.now}
-    rows = db.all(
+    """List folders by name or parent folder (top-level folders have no parent). Returns folder ids.
+
+    Matching: name contains (case-insensitive); parent_id equals. Ordered by folder_id. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
+    args = {"name": name, "parent_id": parent_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM folders"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
         " AND (:parent_id IS NULL OR parent_id = :parent_id)"
-        " ORDER BY folder_id LIMIT 25",
-        args,
+        " ORDER BY folder_id",
+        args, limit, cursor,
     )
-    return ListFoldersResult(folders=[Folder(**row) for row in rows], count=len(rows))
+    rows = [Folder(**row) for row in page['rows']]
+    return ListFoldersResult(
+        folders=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def search_documents(
@@ -336,8 +402,30 @@ def search_documents(
             json_schema_extra={"x-envfarm-column": "documents.status", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchDocumentsResult:
-    """Find documents by title words, folder, owner, kind or status (active or trashed). Returns doc ids for get_document and the tools that change a document."""
+    """Find documents by title words, folder, owner, kind or status (active or trashed). Returns doc ids
+    for get_document and the tools that change a document.
+
+    Matching: title contains (case-insensitive); folder_id equals; owner_email equals; kind equals;
+    status equals. Ordered by doc_id. Returns 50 rows per page by default (limit: up to 200) with total
+    and has_more; pass the returned cursor to get the next page.
+    """
     args = {
         "title": title,
         "folder_id": folder_id,
@@ -345,18 +433,22 @@ def search_documents(
         "kind": kind,
         "status": status,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM documents"
         " WHERE (:title IS NULL OR lower(title) LIKE '%' || lower(:title) || '%')"
         " AND (:folder_id IS NULL OR folder_id = :folder_id)"
         " AND (:owner_email IS NULL OR owner_email = :owner_email)"
         " AND (:kind IS NULL OR kind = :kind)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY doc_id LIMIT 50",
-        args,
+        " ORDER BY doc_id",
+        args, limit, cursor,
     )
-    return SearchDocumentsResult(documents=[Document(**row) for row in rows], count=len(rows))
+    rows = [Document(**row) for row in page['rows']]
+    return SearchDocumentsResult(
+        documents=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_document(
@@ -420,18 +512,43 @@ def list_permissions(
             json_schema_extra={"x-envfarm-column": "permissions.role", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListPermissionsResult:
-    """List who has access to a document (give doc_id) or what one person can access (give email). Returns permission ids for change_permission and remove_permission."""
-    args = {"doc_id": doc_id, "email": email, "role": role, "now": db.now}
-    rows = db.all(
+    """List who has access to a document (give doc_id) or what one person can access (give email). Returns
+    permission ids for change_permission and remove_permission.
+
+    Matching: doc_id equals; email equals; role equals. Ordered by permission_id. Returns 50 rows per
+    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
+    page.
+    """
+    args = {"doc_id": doc_id, "email": email, "role": role, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM permissions"
         " WHERE (:doc_id IS NULL OR doc_id = :doc_id)"
         " AND (:email IS NULL OR email = :email)"
         " AND (:role IS NULL OR role = :role)"
-        " ORDER BY permission_id LIMIT 50",
-        args,
+        " ORDER BY permission_id",
+        args, limit, cursor,
     )
-    return ListPermissionsResult(permissions=[Permission(**row) for row in rows], count=len(rows))
+    rows = [Permission(**row) for row in page['rows']]
+    return ListPermissionsResult(
+        permissions=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_versions(
@@ -443,17 +560,40 @@ def list_versions(
             json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "versions.doc_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListVersionsResult:
-    """A document's version history, oldest first, with authors and change summaries."""
+    """A document's version history, oldest first, with authors and change summaries.
+
+    Matching: doc_id equals. Ordered by version_id. Returns 25 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("documents", "doc_id", doc_id, "doc_id")
-    args = {"doc_id": doc_id, "now": db.now}
-    rows = db.all(
+    args = {"doc_id": doc_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM versions"
         " WHERE (:doc_id IS NULL OR doc_id = :doc_id)"
-        " ORDER BY version_id LIMIT 25",
-        args,
+        " ORDER BY version_id",
+        args, limit, cursor,
     )
-    return ListVersionsResult(versions=[Version(**row) for row in rows], count=len(rows))
+    rows = [Version(**row) for row in page['rows']]
+    return ListVersionsResult(
+        versions=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_comments(
@@ -472,18 +612,41 @@ def list_comments(
             json_schema_extra={"x-envfarm-column": "comments.resolved", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListCommentsResult:
-    """The comments on a document, optionally only open or only resolved ones."""
+    """The comments on a document, optionally only open or only resolved ones.
+
+    Matching: doc_id equals; resolved equals. Ordered by comment_id. Returns 25 rows per page by default
+    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("documents", "doc_id", doc_id, "doc_id")
-    args = {"doc_id": doc_id, "resolved": resolved, "now": db.now}
-    rows = db.all(
+    args = {"doc_id": doc_id, "resolved": resolved, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM comments"
         " WHERE (:doc_id IS NULL OR doc_id = :doc_id)"
         " AND (:resolved IS NULL OR resolved = :resolved)"
-        " ORDER BY comment_id LIMIT 25",
-        args,
+        " ORDER BY comment_id",
+        args, limit, cursor,
     )
-    return ListCommentsResult(comments=[Comment(**row) for row in rows], count=len(rows))
+    rows = [Comment(**row) for row in page['rows']]
+    return ListCommentsResult(
+        comments=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def create_document(
@@ -525,6 +688,7 @@ def create_document(
         "kind": kind,
         "content": content,
         "now": db.now,
+        "principal": db.principal,
     }
     if db.one(
         "SELECT 1 FROM documents WHERE folder_id = :folder_id"
@@ -566,7 +730,9 @@ def edit_document(
         ),
     ] = "Edited",
 ) -> Document:
-    """Replace a document's text, saving a new version. Only the owner and editors can edit, and trashed documents must be restored first."""
+    """Replace a document's text, saving a new version. Only the owner and editors can edit, and trashed
+    documents must be restored first.
+    """
     db.require("documents", "doc_id", doc_id, "doc_id")
     db.require("people", "email", editor_email, "editor_email")
     args = {
@@ -575,6 +741,7 @@ def edit_document(
         "content": content,
         "summary": summary,
         "now": db.now,
+        "principal": db.principal,
     }
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND status = 'trashed'", args):
         db.reject(
@@ -634,6 +801,7 @@ def share_document(
         "role": role,
         "granted_by": granted_by,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND status = 'trashed'", args):
@@ -685,7 +853,13 @@ def change_permission(
 ) -> Permission:
     """Switch a person's access to a document between viewer and editor. The owner's access can't change."""
     current = db.require("permissions", "permission_id", permission_id, "permission_id")
-    args = {"permission_id": permission_id, "role": role, "now": db.now, "id": current["permission_id"]}
+    args = {
+        "permission_id": permission_id,
+        "role": role,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["permission_id"],
+    }
     if db.one(
         "SELECT 1 FROM permissions WHERE permission_id = :permission_id"
         " AND role = 'owner'",
@@ -716,7 +890,12 @@ def remove_permission(
 ) -> Permission:
     """Take away a person's access to a document. The owner can't be removed."""
     current = db.require("permissions", "permission_id", permission_id, "permission_id")
-    args = {"permission_id": permission_id, "now": db.now, "id": current["permission_id"]}
+    args = {
+        "permission_id": permission_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["permission_id"],
+    }
     if db.one(
         "SELECT 1 FROM permissions WHERE permission_id = :permission_id"
         " AND role = 'owner'",
@@ -757,7 +936,14 @@ def add_comment(
     db.require("documents", "doc_id", doc_id, "doc_id")
     db.require("people", "email", author_email, "author_email")
     new_id = db.next_id("comments")
-    args = {"doc_id": doc_id, "author_email": author_email, "body": body, "now": db.now, "id": new_id}
+    args = {
+        "doc_id": doc_id,
+        "author_email": author_email,
+        "body": body,
+        "now": db.now,
+        "principal": db.principal,
+        "id": new_id,
+    }
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND status = 'trashed'", args):
         db.reject("Document {doc_id} is in the trash; restore it before commenting.".format_map(args))
     if db.one(
@@ -806,6 +992,7 @@ def resolve_comment(
         "comment_id": comment_id,
         "resolved_by": resolved_by,
         "now": db.now,
+        "principal": db.principal,
         "id": current["comment_id"],
         "set_resolved": True,
     }
@@ -849,7 +1036,13 @@ def move_document(
     """Move an active document to another folder."""
     current = db.require("documents", "doc_id", doc_id, "doc_id")
     db.require("folders", "folder_id", folder_id, "folder_id")
-    args = {"doc_id": doc_id, "folder_id": folder_id, "now": db.now, "id": current["doc_id"]}
+    args = {
+        "doc_id": doc_id,
+        "folder_id": folder_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["doc_id"],
+    }
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND status = 'trashed'", args):
         db.reject("Document {doc_id} is in the trash; restore it before moving it.".format_map(args))
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND folder_id = :folder_id", args):
@@ -886,6 +1079,7 @@ def trash_document(
         "doc_id": doc_id,
         "trashed_by": trashed_by,
         "now": db.now,
+        "principal": db.principal,
         "id": current["doc_id"],
         "set_status": "trashed",
         "set_trashed_at": db.now,
@@ -919,6 +1113,7 @@ def restore_document(
     args = {
         "doc_id": doc_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["doc_id"],
         "set_status": "active",
         "set_trashed_by": None,

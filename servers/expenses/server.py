@@ -8,6 +8,7 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 
 from servers.expenses import tools
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 
 DEFINITION = ServerDefinition(
@@ -46,6 +47,14 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.mark_reimbursed, "update"),
         ToolDefinition(tools.list_approvals, "search"),
     ],
+    principal=PrincipalDefinition(
+        kind="user",
+        description="the signed-in employee",
+        default="maria.patel@example.com",
+        table="employees",
+        column="email",
+        time_zone="Europe/Lisbon",
+    ),
 )
 
 

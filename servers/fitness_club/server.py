@@ -8,6 +8,7 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 
 from servers.fitness_club import tools
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 
 DEFINITION = ServerDefinition(
@@ -45,6 +46,13 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.cancel_membership, "update"),
         ToolDefinition(tools.get_member_overview, "custom", read_only=True),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="the front desk of the gym",
+        default="Front desk: Lee Santos",
+        values=("Front desk: Lee Santos", "Front desk: Morgan Wolff",),
+        customers="a member gives their full name and email; match both before booking, freezing or reading their membership",
+    ),
 )
 
 

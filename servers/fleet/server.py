@@ -8,6 +8,7 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 
 from servers.fleet import tools
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 
 DEFINITION = ServerDefinition(
@@ -44,6 +45,14 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.log_fuel, "create"),
         ToolDefinition(tools.list_fuel_logs, "search"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a dispatcher of Iberia Freight",
+        default="Dispatcher: Inês Carvalho",
+        values=("Dispatcher: Inês Carvalho", "Dispatcher: Tomás Ruiz",),
+        time_zone="Europe/Madrid",
+        customers="a driver is identified by full name and licence number; a vehicle by its plate",
+    ),
 )
 
 

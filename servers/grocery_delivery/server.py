@@ -8,6 +8,7 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 
 from servers.grocery_delivery import tools
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 
 DEFINITION = ServerDefinition(
@@ -51,6 +52,13 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.list_substitutions, "search"),
         ToolDefinition(tools.respond_to_substitution, "update"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a FreshCart customer support agent",
+        default="Support: Nina Berg",
+        values=("Support: Nina Berg", "Support: Omar Haddad",),
+        customers="a customer gives their email and the order number; match them before changing an order",
+    ),
 )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 
 from servers.hotel import tools
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 
 DEFINITION = ServerDefinition(
@@ -42,6 +43,13 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.check_out, "custom"),
         ToolDefinition(tools.cancel_reservation, "update"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a front desk agent of the hotel group",
+        default="Front desk: Ana Duarte",
+        values=("Front desk: Ana Duarte", "Front desk: Ben Walsh",),
+        customers="a guest gives their full name and the reservation's confirmation details or email; match them before checking in, changing or cancelling",
+    ),
 )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 
 from servers.invoicing import tools
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 
 DEFINITION = ServerDefinition(
@@ -44,6 +45,13 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.void_invoice, "update"),
         ToolDefinition(tools.client_statement, "custom", read_only=True),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="an accounts receivable clerk of the firm",
+        default="Accounts receivable: Kim Laurent",
+        values=("Accounts receivable: Kim Laurent", "Accounts receivable: Raj Mehta",),
+        customers="a client company is identified by its name and a billing contact email on record",
+    ),
 )
 
 

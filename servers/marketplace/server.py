@@ -8,6 +8,7 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 
 from servers.marketplace import tools
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 
 DEFINITION = ServerDefinition(
@@ -45,6 +46,14 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.list_disputes, "search"),
         ToolDefinition(tools.withdraw_dispute, "update"),
     ],
+    principal=PrincipalDefinition(
+        kind="user",
+        description="a signed-in marketplace member",
+        default="maria.patel@example.com",
+        table="members",
+        column="email",
+        time_zone="Europe/Lisbon",
+    ),
 )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 
 from servers.newsletter import tools
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 
 DEFINITION = ServerDefinition(
@@ -46,6 +47,13 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.cancel_campaign, "update"),
         ToolDefinition(tools.send_campaign, "custom"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a marketing coordinator running the newsletters",
+        default="Jordan Reyes",
+        values=("Jordan Reyes", "Sam Okoro",),
+        customers="a subscriber is identified by their email address; confirm it before changing their subscriptions",
+    ),
 )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 
 from servers.parcel_shipping import tools
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 
 DEFINITION = ServerDefinition(
@@ -45,6 +46,13 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.list_claims, "search"),
         ToolDefinition(tools.cancel_shipment, "update"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a Swiftline customer service agent",
+        default="Customer service: Lina Park",
+        values=("Customer service: Lina Park", "Customer service: Marco Testa",),
+        customers="a sender gives their email and the tracking number; match them before redirecting or claiming",
+    ),
 )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 
 from servers.pharmacy import tools
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 
 DEFINITION = ServerDefinition(
@@ -50,6 +51,13 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.update_patient_insurance, "update"),
         ToolDefinition(tools.sell_over_the_counter, "create"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a pharmacist at the pharmacy counter",
+        default="Pharmacist: Dr. Helen Cho",
+        values=("Pharmacist: Dr. Helen Cho", "Technician: Sam Ortiz",),
+        customers="a patient gives their full name and date of birth; match both before discussing or dispensing anything",
+    ),
 )
 
 

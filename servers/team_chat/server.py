@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 from servers.team_chat import tools
 
@@ -45,6 +46,14 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.create_channel, "custom"),
         ToolDefinition(tools.archive_channel, "update"),
     ],
+    principal=PrincipalDefinition(
+        kind="user",
+        description="the signed-in Northwind Analytics employee",
+        default="maria.patel@example.com",
+        table="members",
+        column="email",
+        time_zone="Europe/Lisbon",
+    ),
 )
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 from servers.warehouse import tools
 
@@ -50,6 +51,13 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.list_transfers, "search"),
         ToolDefinition(tools.record_cycle_count, "create"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a shift supervisor of the Northstar warehouses",
+        default="Supervisor: Erik Nilsen",
+        values=("Supervisor: Erik Nilsen", "Supervisor: Priya Raman",),
+        customers="a store's order is identified by its order number and the ordering store",
+    ),
 )
 
 
