@@ -29,6 +29,7 @@ async def test_the_instructions_state_the_date_time_zone_principal_and_policy() 
         text = client.instructions or ""
         assert "Monday 13 April 2026, 09:00 UTC (10:00 in Europe/Lisbon)" in text
         assert "Time zone: Europe/Lisbon" in text and MARIA in text and "Policy:" in text
+        assert "private records do not exist for you" in text
         resources = await client.list_resources()
         [policy] = [r for r in resources.resources if r.name == "policy"]
         read = await client.read_resource(policy.uri)

@@ -68,9 +68,10 @@ def render_instructions(
     lines = [f"{title}. {description.strip()}", "", f"Now: {describe_now(now, zone)}. Time zone: {zone}."]
     if principal is not None:
         if principal.kind == "user":
+            hidden = " Other people's private records do not exist for you." if principal.scopes else ""
             lines.append(
-                f"You act for {acting_for}, {principal.description}. Tools act as them: never pass someone "
-                "else's identity, and other people's private records do not exist for you."
+                f"You act for {acting_for}, {principal.description}. Act as them: never give someone else's "
+                f"identity to a tool.{hidden}"
             )
         else:
             lines.append(f"You are {principal.description} ({acting_for}), serving customers.")
