@@ -224,9 +224,9 @@ class SearchDocumentsResult(BaseModel):
 class SharedWithMeResult(BaseModel):
     """What `shared_with_me` returns."""
 
-    email: str = Field(description="Whose shared documents these are")
-    documents: list[Document] = Field(description="Documents shared with them")
-    roles: dict[str, Any] = Field(description="Their role per doc id, e.g. {\"doc_0001\": \"editor\"}")
+    email: str = Field(description="Whose shared documents these are (yours)")
+    documents: list[Document] = Field(description="Documents shared with you")
+    roles: dict[str, Any] = Field(description="Your role per doc id, e.g. {\"doc_0001\": \"editor\"}")
 
 
 class ListPermissionsResult(BaseModel):
@@ -419,8 +419,8 @@ def search_documents(
         ),
     ] = None,
 ) -> SearchDocumentsResult:
-    """Find documents by title words, folder, owner, kind or status (active or trashed). Returns doc ids
-    for get_document and the tools that change a document.
+    """Find documents you can open by title words, folder, owner, kind or status (active or trashed).
+    Returns doc ids for get_document and the tools that change a document.
 
     Matching: title contains (case-insensitive); folder_id equals; owner_email equals; kind equals;
     status equals. Ordered by doc_id. Returns 50 rows per page by default (limit: up to 200) with total
@@ -442,6 +442,7 @@ def search_documents(
         " AND (:owner_email IS NULL OR owner_email = :owner_email)"
         " AND (:kind IS NULL OR kind = :kind)"
         " AND (:status IS NULL OR status = :status)"
+        " AND (doc_id IN (SELECT doc_id FROM permissions WHERE email = :principal))"
         " ORDER BY doc_id",
         args, limit, cursor,
     )
@@ -468,13 +469,6 @@ def get_document(
 
 def shared_with_me(
     db: Database,
-    email: Annotated[
-        str,
-        Field(
-            description="The person's email (find_people)",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
-        ),
-    ],
     role: Annotated[
         Literal["viewer", "editor"] | None,
         Field(
@@ -483,9 +477,8 @@ def shared_with_me(
         ),
     ] = None,
 ) -> SharedWithMeResult:
-    """The active documents someone else shared with a person, with the role they were given."""
-    db.require("people", "email", email, "email")
-    outcome = handlers.shared_with_me(db, email=email, role=role)
+    """The active documents other people shared with you, with the role you were given."""
+    outcome = handlers.shared_with_me(db, role=role)
     return SharedWithMeResult.model_validate(outcome)
 
 
@@ -529,8 +522,8 @@ def list_permissions(
         ),
     ] = None,
 ) -> ListPermissionsResult:
-    """List who has access to a document (give doc_id) or what one person can access (give email). Returns
-    permission ids for change_permission and remove_permission.
+    """List who has access to one of your documents (give doc_id), or which of them a person can access
+    (give email). Returns permission ids for change_permission and remove_permission.
 
     Matching: doc_id equals; email equals; role equals. Ordered by permission_id. Returns 50 rows per
     page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
@@ -542,6 +535,7 @@ def list_permissions(
         " WHERE (:doc_id IS NULL OR doc_id = :doc_id)"
         " AND (:email IS NULL OR email = :email)"
         " AND (:role IS NULL OR role = :role)"
+        " AND (doc_id IN (SELECT p.doc_id FROM permissions p WHERE p.email = :principal))"
         " ORDER BY permission_id",
         args, limit, cursor,
     )
@@ -587,6 +581,7 @@ def list_versions(
     page = db.page(
         "SELECT * FROM versions"
         " WHERE (:doc_id IS NULL OR doc_id = :doc_id)"
+        " AND (doc_id IN (SELECT doc_id FROM permissions WHERE email = :principal))"
         " ORDER BY version_id",
         args, limit, cursor,
     )
@@ -640,6 +635,7 @@ def list_comments(
         "SELECT * FROM comments"
         " WHERE (:doc_id IS NULL OR doc_id = :doc_id)"
         " AND (:resolved IS NULL OR resolved = :resolved)"
+        " AND (doc_id IN (SELECT doc_id FROM permissions WHERE email = :principal))"
         " ORDER BY comment_id",
         args, limit, cursor,
     )
@@ -659,13 +655,6 @@ def create_document(
             json_schema_extra={"x-envfarm-ref": "folders.folder_id", "x-envfarm-user-known": False},
         ),
     ],
-    owner_email: Annotated[
-        str,
-        Field(
-            description="Email of the creator and owner",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
-        ),
-    ],
     kind: Annotated[
         DocumentKind,
         Field(
@@ -678,13 +667,11 @@ def create_document(
         Field(description="Initial text", json_schema_extra={"x-envfarm-user-known": True}),
     ] = "",
 ) -> Document:
-    """Create a document in a folder. The creator becomes its owner, and the text is saved as version 1."""
+    """Create a document in a folder. You become its owner, and the text is saved as version 1."""
     db.require("folders", "folder_id", folder_id, "folder_id")
-    db.require("people", "email", owner_email, "owner_email")
     args = {
         "title": title,
         "folder_id": folder_id,
-        "owner_email": owner_email,
         "kind": kind,
         "content": content,
         "now": db.now,
@@ -698,7 +685,7 @@ def create_document(
         db.reject(
             "The folder already has a document titled {title}; pick another title or edit that document.".format_map(args),
         )
-    outcome = handlers.create_document(db, title=title, folder_id=folder_id, owner_email=owner_email, kind=kind, content=content)
+    outcome = handlers.create_document(db, title=title, folder_id=folder_id, kind=kind, content=content)
     return Document.model_validate(outcome)
 
 
@@ -709,13 +696,6 @@ def edit_document(
         Field(
             description="Doc id from search_documents",
             json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    editor_email: Annotated[
-        str,
-        Field(
-            description="Email of the person editing",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
         ),
     ],
     content: Annotated[
@@ -730,14 +710,12 @@ def edit_document(
         ),
     ] = "Edited",
 ) -> Document:
-    """Replace a document's text, saving a new version. Only the owner and editors can edit, and trashed
-    documents must be restored first.
+    """Replace a document's text, saving a new version as you. Only the owner and editors can edit, and
+    trashed documents must be restored first.
     """
     db.require("documents", "doc_id", doc_id, "doc_id")
-    db.require("people", "email", editor_email, "editor_email")
     args = {
         "doc_id": doc_id,
-        "editor_email": editor_email,
         "content": content,
         "summary": summary,
         "now": db.now,
@@ -749,13 +727,13 @@ def edit_document(
         )
     if db.one(
         "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM permissions WHERE doc_id = :doc_id"
-        " AND email = :editor_email AND role IN ('editor', 'owner'))",
+        " AND email = :principal AND role IN ('editor', 'owner'))",
         args,
     ):
         db.reject(
-            "{editor_email} can't edit document {doc_id}: only its owner and editors can. Ask the owner to share it with editor access.".format_map(args),
+            "You can only view document {doc_id}: only its owner and editors can edit it. Ask the owner to share it with editor access.".format_map(args),
         )
-    outcome = handlers.edit_document(db, doc_id=doc_id, editor_email=editor_email, content=content, summary=summary)
+    outcome = handlers.edit_document(db, doc_id=doc_id, content=content, summary=summary)
     return Document.model_validate(outcome)
 
 
@@ -782,24 +760,15 @@ def share_document(
             json_schema_extra={"x-envfarm-column": "permissions.role", "x-envfarm-user-known": True},
         ),
     ],
-    granted_by: Annotated[
-        str,
-        Field(
-            description="Email of the person sharing; must be the owner or an editor",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "permissions.granted_by", "x-envfarm-user-known": False},
-        ),
-    ],
 ) -> Permission:
     """Give a person viewer or editor access to an active document. Only the owner and editors can share."""
     db.require("documents", "doc_id", doc_id, "doc_id")
     db.require("people", "email", email, "email")
-    db.require("people", "email", granted_by, "granted_by")
     new_id = db.next_id("permissions")
     args = {
         "doc_id": doc_id,
         "email": email,
         "role": role,
-        "granted_by": granted_by,
         "now": db.now,
         "principal": db.principal,
         "id": new_id,
@@ -810,11 +779,11 @@ def share_document(
         )
     if db.one(
         "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM permissions WHERE doc_id = :doc_id"
-        " AND email = :granted_by AND role IN ('editor', 'owner'))",
+        " AND email = :principal AND role IN ('editor', 'owner'))",
         args,
     ):
         db.reject(
-            "{granted_by} can't share document {doc_id}: only its owner and editors can share it.".format_map(args),
+            "You can't share document {doc_id}: only its owner and editors can share it.".format_map(args),
         )
     if db.one("SELECT 1 FROM permissions WHERE doc_id = :doc_id AND email = :email", args):
         db.reject(
@@ -827,7 +796,7 @@ def share_document(
             "doc_id": doc_id,
             "email": email,
             "role": role,
-            "granted_by": granted_by,
+            "granted_by": db.principal,
             "granted_at": db.now,
         },
     )
@@ -917,13 +886,6 @@ def add_comment(
             json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "comments.doc_id", "x-envfarm-user-known": False},
         ),
     ],
-    author_email: Annotated[
-        str,
-        Field(
-            description="Email of the person commenting",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "comments.author_email", "x-envfarm-user-known": True},
-        ),
-    ],
     body: Annotated[
         str,
         Field(
@@ -934,32 +896,16 @@ def add_comment(
 ) -> Comment:
     """Comment on an active document. Anyone with access (viewer, editor or owner) can comment."""
     db.require("documents", "doc_id", doc_id, "doc_id")
-    db.require("people", "email", author_email, "author_email")
     new_id = db.next_id("comments")
-    args = {
-        "doc_id": doc_id,
-        "author_email": author_email,
-        "body": body,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
+    args = {"doc_id": doc_id, "body": body, "now": db.now, "principal": db.principal, "id": new_id}
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND status = 'trashed'", args):
         db.reject("Document {doc_id} is in the trash; restore it before commenting.".format_map(args))
-    if db.one(
-        "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM permissions WHERE doc_id = :doc_id"
-        " AND email = :author_email)",
-        args,
-    ):
-        db.reject(
-            "{author_email} has no access to document {doc_id}; the owner or an editor must share it first.".format_map(args),
-        )
     row = db.insert(
         "comments",
         {
             "comment_id": new_id,
             "doc_id": doc_id,
-            "author_email": author_email,
+            "author_email": db.principal,
             "body": body,
             "created_at": db.now,
             "resolved": False,
@@ -977,39 +923,31 @@ def resolve_comment(
             json_schema_extra={"x-envfarm-ref": "comments.comment_id", "x-envfarm-column": "comments.comment_id", "x-envfarm-user-known": False},
         ),
     ],
-    resolved_by: Annotated[
-        str,
-        Field(
-            description="Email of the person resolving",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "comments.resolved_by", "x-envfarm-user-known": False},
-        ),
-    ],
 ) -> Comment:
     """Mark a comment resolved. The comment's author, the owner or an editor can resolve it."""
     current = db.require("comments", "comment_id", comment_id, "comment_id")
-    db.require("people", "email", resolved_by, "resolved_by")
     args = {
         "comment_id": comment_id,
-        "resolved_by": resolved_by,
         "now": db.now,
         "principal": db.principal,
         "id": current["comment_id"],
         "set_resolved": True,
+        "set_resolved_by": db.principal,
     }
     if db.one("SELECT 1 FROM comments WHERE comment_id = :comment_id AND resolved = 1", args):
         db.reject("Comment {comment_id} is already resolved.".format_map(args))
     if db.one(
         "SELECT 1 FROM comments c WHERE c.comment_id = :comment_id"
-        " AND c.author_email != :resolved_by AND NOT EXISTS (SELECT 1 FROM permissions p"
-        " WHERE p.doc_id = c.doc_id AND p.email = :resolved_by"
+        " AND c.author_email != :principal AND NOT EXISTS (SELECT 1 FROM permissions p"
+        " WHERE p.doc_id = c.doc_id AND p.email = :principal"
         " AND p.role IN ('editor', 'owner'))",
         args,
     ):
         db.reject(
-            "{resolved_by} can't resolve comment {comment_id}: only its author, the owner or an editor can.".format_map(args),
+            "You can't resolve comment {comment_id}: only its author, the owner or an editor can.".format_map(args),
         )
     row = db.returning(
-        "UPDATE comments SET resolved = :set_resolved, resolved_by = :resolved_by"
+        "UPDATE comments SET resolved = :set_resolved, resolved_by = :set_resolved_by"
         " WHERE comment_id = :id RETURNING *",
         args,
     )
@@ -1064,34 +1002,24 @@ def trash_document(
             json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "documents.doc_id", "x-envfarm-user-known": False},
         ),
     ],
-    trashed_by: Annotated[
-        str,
-        Field(
-            description="Email of the person trashing it; must be the owner",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "documents.trashed_by", "x-envfarm-user-known": False},
-        ),
-    ],
 ) -> Document:
     """Move a document to the trash. Only its owner can trash it; it can be restored later."""
     current = db.require("documents", "doc_id", doc_id, "doc_id")
-    db.require("people", "email", trashed_by, "trashed_by")
     args = {
         "doc_id": doc_id,
-        "trashed_by": trashed_by,
         "now": db.now,
         "principal": db.principal,
         "id": current["doc_id"],
         "set_status": "trashed",
         "set_trashed_at": db.now,
+        "set_trashed_by": db.principal,
     }
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND status = 'trashed'", args):
         db.reject("Document {doc_id} is already in the trash.".format_map(args))
-    if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND owner_email != :trashed_by", args):
-        db.reject(
-            "Only the owner can trash document {doc_id}; {trashed_by} is not its owner.".format_map(args),
-        )
+    if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND owner_email != :principal", args):
+        db.reject("Only the owner can trash document {doc_id}, and you are not its owner.".format_map(args))
     row = db.returning(
-        "UPDATE documents SET status = :set_status, trashed_at = :set_trashed_at, trashed_by = :trashed_by"
+        "UPDATE documents SET status = :set_status, trashed_at = :set_trashed_at, trashed_by = :set_trashed_by"
         " WHERE doc_id = :id RETURNING *",
         args,
     )
