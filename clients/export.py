@@ -143,8 +143,8 @@ def export(
             firsts.setdefault(t.task_id, t)
         rows = [verl_row(t, n) for n, t in enumerate(firsts.values())]
         if parquet if parquet is not None else parquet_available():
-            import pyarrow as pa  # type: ignore[import-untyped]
-            import pyarrow.parquet as pq  # type: ignore[import-untyped]
+            import pyarrow as pa
+            import pyarrow.parquet as pq
 
             path = out.with_suffix(".parquet")
             path.parent.mkdir(parents=True, exist_ok=True)

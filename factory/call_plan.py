@@ -349,8 +349,8 @@ class _Builder:
 
 
 def plan_tool(seed: SeedView, tool: ToolKind) -> ToolPlan:
-    if tool.examples:
-        return ToolPlan(tool, must_pass=[dict(e) for e in tool.examples])
+    if any(not e.refused for e in tool.examples):
+        return ToolPlan(tool, must_pass=[dict(e.args) for e in tool.examples if not e.refused])
     builder = _Builder(seed, tool)
     if isinstance(tool, SearchTool):
         rows: list[dict[str, Any] | None] = [*builder.anchor_rows] or [None]

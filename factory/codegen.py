@@ -192,9 +192,15 @@ def param_links(tool: ToolKind, pname: str, spec: EnvironmentSpec) -> dict[str, 
 
 
 def _render_row_model(table: str, entity: Entity, aliases: dict[tuple[str, ...], str]) -> str:
-    lines = [f"class {model_name(table, entity)}(BaseModel):", f'    """{entity.description.rstrip(".")}. A row of `{table}`."""', ""]
+    lines = [
+        f"class {model_name(table, entity)}(BaseModel):",
+        f'    """{entity.description.rstrip(".")}. A row of `{table}`."""',
+        "",
+    ]
     for cname, col in entity.columns.items():
-        args = _field_args(_description(col.description, col.type), {"json_schema_extra": column_links(table, entity, cname)})
+        args = _field_args(
+            _description(col.description, col.type), {"json_schema_extra": column_links(table, entity, cname)}
+        )
         lines.append(_model_field(cname, _column_type(col, aliases), args))
     return "\n".join(lines)
 
@@ -318,7 +324,11 @@ def _docstring(text: str) -> list[str]:
     paragraphs = text.strip().replace('"""', "'''").split("\n\n")
     # A long generated paragraph (a list's paging note) is wrapped; the spec's own text keeps its lines.
     body = "\n\n".join(p if "\n" in p or len(p) < 100 else textwrap.fill(p, 100) for p in paragraphs)
-    return [f'    """{body}"""'] if "\n" not in body else ['    """' + body.splitlines()[0], *[f"    {line}".rstrip() for line in body.splitlines()[1:]], '    """']
+    return (
+        [f'    """{body}"""']
+        if "\n" not in body
+        else ['    """' + body.splitlines()[0], *[f"    {line}".rstrip() for line in body.splitlines()[1:]], '    """']
+    )
 
 
 def _sql_call(method: str, sql_lines: list[str], args: str, prefix: str = "") -> list[str]:
@@ -429,6 +439,13 @@ def _key_lookup(tool: GetTool | UpdateTool | DeleteTool) -> str:
     return f"db.require({py(tool.entity)}, {py(tool.key_column)}, {tool.key}, {py(tool.key)})"
 
 
+def like_contains(param: str) -> str:
+    """The LIKE pattern of a "contains" search: the value's `%`, `_` (and the escape `!`) escaped, so a
+    search for "50%" matches that text, not every row."""
+    escaped = f"replace(replace(replace(lower(:{param}), '!', '!!'), '%', '!%'), '_', '!_')"
+    return f"'%' || {escaped} || '%' ESCAPE '!'"
+
+
 def _search_body(tool: SearchTool, spec: EnvironmentSpec, result: str) -> list[str]:
     entity = spec.entities[tool.entity]
     conditions = []
@@ -436,7 +453,7 @@ def _search_body(tool: SearchTool, spec: EnvironmentSpec, result: str) -> list[s
         column = param.column or pname
         test = {
             "exact": f"{column} = :{pname}",
-            "contains": f"lower({column}) LIKE '%' || lower(:{pname}) || '%'",
+            "contains": f"lower({column}) LIKE {like_contains(pname)}",
             "gte": f"{column} >= :{pname}",
             "lte": f"{column} <= :{pname}",
         }[param.match]
@@ -466,7 +483,11 @@ def _create_body(tool: CreateTool, spec: EnvironmentSpec, result: str) -> list[s
     entity = spec.entities[table]
     pk = entity.primary_key
     lines = _ref_checks(tool, spec)
-    lines.append(f"    new_id = {pk} if {pk} is not None else db.next_id({py(table)})" if pk in tool.params else f"    new_id = db.next_id({py(table)})")
+    lines.append(
+        f"    new_id = {pk} if {pk} is not None else db.next_id({py(table)})"
+        if pk in tool.params
+        else f"    new_id = db.next_id({py(table)})"
+    )
     if _uses_args(tool):
         lines += _args_dict(tool, {"id": "new_id"}) + _rule_checks(tool)
     row = [f"{py(pk)}: new_id"]
@@ -488,7 +509,9 @@ def _create_body(tool: CreateTool, spec: EnvironmentSpec, result: str) -> list[s
     head = "    db.insert(" if reread else "    row = db.insert("
     insert = f"{head}{py(table)}, {{" + ", ".join(row) + "})"
     if len(insert) > MAX_LINE:
-        insert = "\n".join([head, f"        {py(table)},", "        {", *[f"            {r}," for r in row], "        },", "    )"])
+        insert = "\n".join(
+            [head, f"        {py(table)},", "        {", *[f"            {r}," for r in row], "        },", "    )"]
+        )
     lines.append(insert)
     lines += _then(tool)
     if reread:
@@ -594,13 +617,17 @@ def render_tools(spec: EnvironmentSpec, has_handlers: bool) -> str:
     aliases = enum_aliases(spec)
     code = []
     if aliases:
-        code.append("\n".join(f"{name} = Literal[{', '.join(py(v) for v in values)}]" for values, name in aliases.items()))
+        code.append(
+            "\n".join(f"{name} = Literal[{', '.join(py(v) for v in values)}]" for values, name in aliases.items())
+        )
     code += [_render_row_model(t, e, aliases) for t, e in spec.entities.items()]
     code += [m for t in spec.tools if (m := _render_result_model(t, spec))]
     code += [_render_tool(t, spec) for t in spec.tools]
     body = "\n\n\n".join(code) + "\n"
     typing = [name for name in ("Annotated", "Literal") if re.search(rf"\b{name}\[", body)]
-    if any(f.type == "object" for t in spec.tools if isinstance(t, CustomTool) for f in (t.returns.fields or {}).values()):
+    if any(
+        f.type == "object" for t in spec.tools if isinstance(t, CustomTool) for f in (t.returns.fields or {}).values()
+    ):
         typing = sorted([*typing, "Any"])
     helpers = [name for name in ("comma_joined", "json_array") if f"{name}(" in body]
     first_party = {"servers.runtime.database": ", ".join(["Database", *helpers])}
@@ -728,7 +755,9 @@ def render_seed(spec: EnvironmentSpec) -> str:
 
 
 def render_spec_json(spec: EnvironmentSpec) -> str:
-    return dump_json(spec.model_dump(mode="json", exclude={"seed"}))
+    """The spec without its seed (seed.json holds that); empty verification-only sections left out."""
+    empty = {name for name in ("scenarios", "equivalent_mutants") if not getattr(spec, name)}
+    return dump_json(spec.model_dump(mode="json", exclude={"seed", *empty}))
 
 
 def render_registry_server_json(spec: EnvironmentSpec, package_version: str) -> str:
@@ -774,9 +803,7 @@ def _readme_principal(spec: EnvironmentSpec) -> str:
 
 
 def render_readme(spec: EnvironmentSpec) -> str:
-    rows = "\n".join(
-        f"| `{t.name}` | {t.effect} | {t.description.strip().splitlines()[0]} |" for t in spec.tools
-    )
+    rows = "\n".join(f"| `{t.name}` | {t.effect} | {t.description.strip().splitlines()[0]} |" for t in spec.tools)
     tables = "\n".join(f"| `{t}` | {len(spec.seed.get(t, []))} | {e.description} |" for t, e in spec.entities.items())
     config = json.dumps(
         {
@@ -846,4 +873,3 @@ def render_server(spec: EnvironmentSpec, handlers: str | None, package_version: 
     if spec.policy.strip():
         files["policy.md"] = spec.policy.strip() + "\n"
     return files
-

@@ -33,13 +33,13 @@ from typing import Literal
 import anyio
 from pydantic import BaseModel, Field
 
+from factory.sites import WRITE_METHODS, is_db_call, is_reject
 from factory.verify import VerifyOptions, verify_server
 
 MutationKind = Literal[
     "drop_write", "drop_reject", "flip_compare", "shift_constant", "swap_boolop", "drop_field", "weaken_sql"
 ]
 MUTATED_FILES = ("handlers.py", "tools.py")
-WRITE_METHODS = {"execute", "executemany", "insert", "returning", "update", "delete", "upsert"}
 _SQL = re.compile(r"\b(SELECT|UPDATE|INSERT|DELETE|WHERE)\b")
 _SQL_COMPARE = re.compile(r"(?<![<>!=])(<=|>=|<>|!=|=|<|>)(?![<>=])")
 _SQL_SWAPS = {"<=": "<", "<": "<=", ">=": ">", ">": ">=", "=": "!=", "!=": "=", "<>": "="}
@@ -102,24 +102,6 @@ class MutationReport(BaseModel):
 # ---------------------------------------------------------------- making mutants
 
 
-def _is_db_call(node: ast.AST, methods: set[str]) -> bool:
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr in methods
-        and isinstance(node.func.value, ast.Name)
-        and node.func.value.id == "db"
-    )
-
-
-def _is_reject(node: ast.stmt) -> bool:
-    if isinstance(node, ast.Expr) and _is_db_call(node.value, {"reject"}):
-        return True
-    if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and isinstance(node.exc.func, ast.Name):
-        return node.exc.func.id == "Rejected"
-    return False
-
-
 @dataclass
 class _Site:
     """One place a mutation applies: found by walking the tree, applied to a deep copy."""
@@ -168,10 +150,10 @@ def _sites(tree: ast.Module) -> Iterator[_Site]:
             for i, stmt in enumerate(statements):
                 if not isinstance(stmt, ast.stmt):
                     continue
-                write = (isinstance(stmt, ast.Expr) and _is_db_call(stmt.value, WRITE_METHODS)) or (
-                    isinstance(stmt, ast.Assign) and _is_db_call(stmt.value, WRITE_METHODS)
+                write = (isinstance(stmt, ast.Expr) and is_db_call(stmt.value, WRITE_METHODS)) or (
+                    isinstance(stmt, ast.Assign) and is_db_call(stmt.value, WRITE_METHODS)
                 )
-                kind: MutationKind | None = "drop_write" if write else "drop_reject" if _is_reject(stmt) else None
+                kind: MutationKind | None = "drop_write" if write else "drop_reject" if is_reject(stmt) else None
                 if kind is None:
                     continue
                 path = _path_to(tree, node)

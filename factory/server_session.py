@@ -39,21 +39,33 @@ class CallResult(BaseModel):
         return [self.is_error, self.structured if self.structured is not None else self.text]
 
 
-def server_parameters(name: str, import_root: Path) -> StdioServerParameters:
-    """`envfarm --farm <import_root> serve <name>`: the server in `import_root/servers/<name>/`, imported from
+def envfarm_args(name: str, import_root: Path) -> list[str]:
+    """`--farm <import_root> serve <name>`: the server in `import_root/servers/<name>/`, imported from
     that folder (see `servers.runtime.farm`), exactly as a client config for that farm launches it."""
-    command = ["-m", "envfarm.cli", "--farm", str(import_root), "serve", name]
-    return StdioServerParameters(command=sys.executable, args=command)
+    return ["--farm", str(import_root), "serve", name]
 
 
-def connect(name: str, import_root: Path, errlog: TextIO, launch_timeout: float, stream_errors: list[str]) -> Client:
-    """An unopened client for the server; enter it to launch. Stream exceptions land in `stream_errors`."""
+def server_parameters(name: str, import_root: Path) -> StdioServerParameters:
+    """`python -m envfarm.cli --farm <import_root> serve <name>`."""
+    return StdioServerParameters(command=sys.executable, args=["-m", "envfarm.cli", *envfarm_args(name, import_root)])
+
+
+def connect(
+    name: str,
+    import_root: Path,
+    errlog: TextIO,
+    launch_timeout: float,
+    stream_errors: list[str],
+    parameters: StdioServerParameters | None = None,
+) -> Client:
+    """An unopened client for the server (launched by `parameters`, default `server_parameters`); enter it
+    to launch. Stream exceptions land in `stream_errors`."""
 
     async def on_message(message: Any) -> None:
         if isinstance(message, Exception):
             stream_errors.append(f"not an MCP message on stdout: {message}\n")
 
-    transport = stdio_client(server_parameters(name, import_root), errlog=errlog)
+    transport = stdio_client(parameters or server_parameters(name, import_root), errlog=errlog)
     return Client(transport, message_handler=on_message, read_timeout_seconds=launch_timeout)
 
 

@@ -17,7 +17,15 @@ from typing import Annotated, Any, ClassVar, Literal, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import ErrorDetails
 
 from servers.runtime.effects import Effect, Hints, effect_hints
@@ -125,6 +133,113 @@ class Param(StrictModel):
     default: Any = None
 
 
+class RowChange(StrictModel):
+    """How many rows of one table a call added, updated and removed (each 0 unless given)."""
+
+    added: int = Field(default=0, ge=0)
+    updated: int = Field(default=0, ge=0)
+    removed: int = Field(default=0, ge=0)
+
+
+STATE_KEY = re.compile(r"^(?P<table>[a-z][a-z0-9_]*)\[(?P<key>[^\]]+)\](?:\.(?P<column>[a-z_][a-z0-9_]*))?$")
+REFERENCE = re.compile(r"\$\{([a-z_][a-z0-9_]*)((?:\.[A-Za-z0-9_]+)*)\}")
+
+
+class Expect(StrictModel):
+    """What a call must do, beyond succeeding: checked against its result and the state diff.
+
+    `result` is a partial match on the structured output (dicts: the keys given; lists: the same
+    length, item by item); `error` is a rejection whose text contains it (the state must not move);
+    `rows` is the exact change per table (tables not named must not change); `state` holds column
+    values afterwards, keyed `table[primary key].column` (`table[key]: null`: the row is gone).
+    Strings may refer to an earlier scenario step's result as `${step.field}`.
+    """
+
+    result: dict[str, Any] | None = None
+    error: str | None = Field(default=None, min_length=1)
+    rows: dict[str, RowChange] | None = None
+    state: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Expect:
+        if self.error is not None and (self.result is not None or self.rows or self.state):
+            raise ValueError("a rejection (`error`) changes nothing: give no `result`, `rows` or `state` with it")
+        if self.error is None and self.result is None and self.rows is None and not self.state:
+            raise ValueError("expect nothing? give at least one of result, error, rows, state")
+        bad = [k for k in self.state if not STATE_KEY.match(k)]
+        if bad:
+            raise ValueError(f"state keys look like 'table[key].column' or 'table[key]', not {bad}")
+        return self
+
+    def problems(self, spec: EnvironmentSpec, at: str) -> Problems:
+        """Tables and columns the expectation names must exist."""
+        problems: Problems = [(f"{at}.rows.{t}", f"no entity {t!r}") for t in self.rows or {} if t not in spec.entities]
+        for key in self.state:
+            match = STATE_KEY.match(key)
+            assert match is not None
+            table, column = match["table"], match["column"]
+            if table not in spec.entities:
+                problems.append((f"{at}.state.{key}", f"no entity {table!r}"))
+            elif column is not None and column not in spec.entities[table].columns:
+                problems.append((f"{at}.state.{key}", f"entity {table!r} has no column {column!r}"))
+        return problems
+
+
+class Example(StrictModel):
+    """A valid call for the verifier (`args`), optionally with what it must do (`expect`).
+
+    In a spec an example is written either as the bare arguments (`{patient_id: pat_0001}`) or as
+    `{args: {...}, expect: {...}, note: ...}`; an example expecting `error` is a call that must be refused.
+    """
+
+    args: dict[str, Any] = Field(default_factory=dict)
+    expect: Expect | None = None
+    note: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_arguments(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not ("args" in data and set(data) <= {"args", "expect", "note"}):
+            return {"args": data}
+        return data
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Bare arguments stay bare in spec.json."""
+        return handler(self) if self.expect is not None or self.note else dict(self.args)
+
+    @property
+    def refused(self) -> bool:
+        return self.expect is not None and self.expect.error is not None
+
+
+class Step(StrictModel):
+    """One call of a scenario; `name` lets later steps refer to its result as `${name.field}`."""
+
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    expect: Expect | None = None
+    name: str | None = Field(default=None, pattern=NAME_PATTERN)
+
+
+class Scenario(StrictModel):
+    """Calls made one after another on one episode, with expectations after each: behaviour that
+    only shows across calls (book, cancel, the slot is free again)."""
+
+    name: str = Field(pattern=NAME_PATTERN)
+    description: str = ""
+    steps: list[Step] = Field(min_length=1)
+
+
+class EquivalentMutant(StrictModel):
+    """A seeded bug that cannot change behaviour, so no expectation can kill it, and why."""
+
+    file: str = Field(description="handlers.py or tools.py")
+    function: str = Field(description="the function the mutation is in")
+    change: str = Field(description="the mutation as `envfarm verify --mutate` reports it")
+    reason: str = Field(min_length=10, description="why no call can tell the mutant from the original")
+
+
 class Rule(StrictModel):
     """A business rule: reject the call when `reject_if` (SQL, named params) returns a row."""
 
@@ -230,14 +345,15 @@ class BaseTool(StrictModel):
     params: dict[str, Param] = Field(default_factory=dict)
     rules: list[Rule] = Field(default_factory=list)
     annotations: Annotations = Field(default_factory=Annotations)
-    examples: list[dict[str, Any]] = Field(default_factory=list, description="valid calls for the verifier")
+    examples: list[Example] = Field(
+        default_factory=list, description="calls for the verifier, each optionally with what it must do"
+    )
     reaches_others: bool = Field(
         False, description="by design changes other principals' rows (sending mail lands in the recipients' mailboxes)"
     )
 
     # The SQL of rules and `then` may use `:id` (the row the call creates or changes) only where there is one.
     binds_id: ClassVar[bool] = False
-
 
     @property
     def entity_name(self) -> str | None:
@@ -318,9 +434,11 @@ class BaseTool(StrictModel):
                 if name not in known:
                     problems.append((f"{at}.then.{j}", f"unknown SQL parameter :{name}"))
         for j, example in enumerate(self.examples):
-            unknown_args = set(example) - set(self.params) - {"principal"}
+            unknown_args = set(example.args) - set(self.params) - {"principal"}
             if unknown_args:
                 problems.append((f"{at}.examples.{j}", f"unknown params {sorted(unknown_args)}"))
+            if example.expect is not None:
+                problems += example.expect.problems(spec, f"{at}.examples.{j}.expect")
         return problems
 
 
@@ -448,7 +566,6 @@ class SearchTool(EntityTool):
         )
         return " ".join(p for p in parts if p)
 
-
     def result(self, spec: EnvironmentSpec) -> ToolResult:
         return RowsResult(self.entity, self.limit)
 
@@ -473,13 +590,11 @@ class GetTool(KeyedTool):
     effect: Literal["get"]
 
 
-
 class CreateTool(WriteTool):
     """Inserts one row: params fill their columns, `set` fixes others, the primary key comes from `id_format`."""
 
     effect: Literal["create"]
     set: dict[str, Any] = Field(default_factory=dict, description="fixed column values")
-
 
     def entity_problems(self, entity: Entity, at: str) -> Problems:
         problems = super().entity_problems(entity, at) + _set_problems(self, entity, at)
@@ -496,7 +611,6 @@ class UpdateTool(WriteTool, KeyedTool):
     effect: Literal["update"]
     set: dict[str, Any] = Field(default_factory=dict, description="fixed column values")
 
-
     def entity_problems(self, entity: Entity, at: str) -> Problems:
         return super().entity_problems(entity, at) + _set_problems(self, entity, at)
 
@@ -507,7 +621,6 @@ class DeleteTool(WriteTool, KeyedTool):
     effect: Literal["delete"]
 
 
-
 class CustomTool(BaseTool):
     """Behaviour CRUD cannot express: a function in handlers.py, called with the params."""
 
@@ -516,7 +629,6 @@ class CustomTool(BaseTool):
     returns: Returns
     then: list[str] = Field(default_factory=list, description="extra SQL run after the handler")
     writes: list[str] = Field(default_factory=list, description="tables the handler changes; empty: read-only")
-
 
     @property
     def changed_tables(self) -> list[str]:
@@ -578,6 +690,10 @@ class EnvironmentSpec(StrictModel):
     entities: dict[str, Entity]
     seed: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     tools: list[ToolSpec]
+    scenarios: list[Scenario] = Field(default_factory=list, description="multi-call behaviour with expectations")
+    equivalent_mutants: list[EquivalentMutant] = Field(
+        default_factory=list, description="seeded bugs that cannot change behaviour, each with the reason"
+    )
 
     @property
     def now_iso(self) -> str:
@@ -635,6 +751,38 @@ def semantic_problems(spec: EnvironmentSpec, handler_names: set[str] | None = No
         problems += tool.problems(spec, at, handler_names)
     problems += principal_problems(spec)
     problems += seed_problems(spec)
+    problems += scenario_problems(spec)
+    return problems
+
+
+def scenario_problems(spec: EnvironmentSpec) -> Problems:
+    """Scenario steps name known tools and params, and refer only to earlier named steps."""
+    problems: Problems = []
+    tools = {t.name: t for t in spec.tools}
+    names: set[str] = set()
+    for i, scenario in enumerate(spec.scenarios):
+        at = f"scenarios.{i}({scenario.name})"
+        if scenario.name in names:
+            problems.append((at, f"duplicate scenario name {scenario.name!r}"))
+        names.add(scenario.name)
+        earlier: set[str] = set()
+        for j, step in enumerate(scenario.steps):
+            where = f"{at}.steps.{j}"
+            tool = tools.get(step.tool)
+            if tool is None:
+                problems.append((f"{where}.tool", f"no tool {step.tool!r}"))
+            elif unknown := set(step.args) - set(tool.params):
+                problems.append((f"{where}.args", f"unknown params {sorted(unknown)} of {step.tool}"))
+            if step.expect is not None:
+                problems += step.expect.problems(spec, f"{where}.expect")
+            text = json.dumps([step.args, step.expect.model_dump() if step.expect else None])
+            for ref in REFERENCE.findall(text):
+                if ref[0] not in earlier:
+                    problems.append((where, f"${{{ref[0]}{ref[1]}}} refers to no earlier named step"))
+            if step.name:
+                if step.name in earlier:
+                    problems.append((f"{where}.name", f"duplicate step name {step.name!r}"))
+                earlier.add(step.name)
     return problems
 
 

@@ -18,9 +18,10 @@ from the control plane. The report is stored as `servers/<name>/verification.jso
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,18 +30,25 @@ from typing import Any, Literal, TextIO
 import anyio
 import jsonschema
 import mcp_types as types
+from mcp import StdioServerParameters
 from pydantic import BaseModel, Field
 
-from factory.call_plan import InvalidCall, SeedView, ToolPlan, invalid_calls, plan_calls
+from factory.call_plan import InvalidCall, SeedView, ToolPlan, invalid_calls, plan_calls, rule_message
+from factory.coverage_gate import CHECKS, EXPECT, FunctionCoverage, command, gate, switch
+from factory.expect import Rows, UnresolvedReference, apply_diff, judge, resolve, seed_rows
 from factory.publish import REPORT_FILE, code_hash, file_hashes, runtime_hash, spec_hash
 from factory.schemas import canonical, differences, expected_input, expected_output
-from factory.server_session import CallResult, ServerSession, SessionBroken, connect
+from factory.server_session import CallResult, ServerSession, SessionBroken, connect, envfarm_args
 from factory.spec import (
     CreateTool,
+    CustomTool,
     DeleteTool,
     EnvironmentSpec,
+    Expect,
     GetTool,
+    Scenario,
     SearchTool,
+    Step,
     ToolKind,
     UpdateTool,
     WriteTool,
@@ -74,6 +82,10 @@ class ToolCoverage(BaseModel):
     checks: dict[str, Outcome] = Field(default_factory=dict)
     valid_calls: list[dict[str, Any]] = Field(default_factory=list)
     calls: int = 0
+    coverage: FunctionCoverage | None = Field(
+        default=None,
+        description="its tools.py function plus its handler: statements and branches, run at all and by expectations",
+    )
     seconds: float = 0.0
 
 
@@ -83,6 +95,7 @@ class Timings(BaseModel):
     listing_s: float = 0.0
     tools_s: float = 0.0
     sessions_s: float = 0.0
+    behaviour_s: float = 0.0
     total_s: float = 0.0
 
 
@@ -100,6 +113,9 @@ class VerificationReport(BaseModel):
     checks: dict[str, Outcome] = Field(default_factory=dict, description="server-wide checks")
     tools: list[ToolCoverage] = Field(default_factory=list)
     failures: list[Failure] = Field(default_factory=list)
+    uncovered: list[str] = Field(
+        default_factory=list, description="rejects, writes and handler branches no expectation ran (file:line)"
+    )
     advisories: list[Failure] = Field(
         default_factory=list, description="findings of advisory checks (see VerifyOptions.strict_paging)"
     )
@@ -118,6 +134,11 @@ class VerifyOptions(BaseModel):
     launch_timeout: float = Field(default=60.0, description="seconds the server may take to answer its first request")
     static: bool = Field(default=True, description="run the static checks of handlers.py (dynamic checks always run)")
     max_tries: int = Field(default=5, description="seed-built candidates tried per tool before giving up")
+    coverage: bool = Field(default=True, description="run the server under coverage and report what expectations run")
+    coverage_gate: bool = Field(
+        default=False,
+        description="fail when a reject, write or handler branch ran under no expectation (else only reported)",
+    )
     strict_paging: bool = Field(
         default=False,
         description="a table with rows no list reaches fails verification; off: reported as an advisory finding",
@@ -156,6 +177,7 @@ class _Recorder:
         self.tools = {t.name: ToolCoverage(tool=t.name, effect=t.effect) for t in spec.tools}
         self.server_checks: dict[str, Outcome] = {}
         self.failures: list[Failure] = []
+        self.uncovered: list[str] = []
         self.advisories: list[Failure] = []
 
     def _outcomes(self, tool: str) -> dict[str, Outcome]:
@@ -254,6 +276,15 @@ class Verifier:
         self.seed_hash = ""
         self.valid: dict[str, list[dict[str, Any]]] = {}
         self._opened: set[str] = set()  # episodes already reset to act for an example's principal
+        self.seed_rows: Rows = {}
+        self.context = CHECKS
+        self.switch: Callable[[str], None] | None = None
+
+    def use_context(self, context: str) -> None:
+        """Tell the coverage gate whether the next calls run under an expectation."""
+        if self.switch is not None and context != self.context:
+            self.switch(context)
+            self.context = context
 
     async def run(self, timings: Timings) -> None:
         mark = time.perf_counter()
@@ -271,6 +302,9 @@ class Verifier:
         await self.check_principals()
         await self.check_paging()
         timings.sessions_s = time.perf_counter() - mark
+        mark = time.perf_counter()
+        await self.check_behaviour()
+        timings.behaviour_s = time.perf_counter() - mark
 
     async def _state(self, episode: str) -> StateResult:
         try:
@@ -460,6 +494,76 @@ class Verifier:
                     _show(state.model_dump(mode="json")["diff"]),
                 )
 
+    def behaviour_scenarios(self) -> list[tuple[str, Scenario]]:
+        """What the behaviour phase runs, each on a fresh episode: every example with an expectation and
+        every rule example (as one-step scenarios, named by where they are in the spec), then the spec's
+        scenarios."""
+        runs: list[tuple[str, Scenario]] = []
+        for i, tool in enumerate(self.spec.tools):
+            if tool.name not in self.listed:
+                continue
+            for j, example in enumerate(tool.examples):
+                if example.expect is not None:
+                    step = Step(tool=tool.name, args=example.args, expect=example.expect)
+                    runs.append((f"tools.{i}({tool.name}).examples.{j}", Scenario(name=tool.name, steps=[step])))
+            for j, rule in enumerate(tool.rules):
+                message = rule_message(self.seed, tool, rule.example, rule.message)
+                step = Step(tool=tool.name, args=rule.example, expect=Expect(error=message))
+                runs.append((f"tools.{i}({tool.name}).rules.{j}", Scenario(name=tool.name, steps=[step])))
+        runs += [(f"scenarios.{i}({s.name})", s) for i, s in enumerate(self.spec.scenarios)]
+        return runs
+
+    async def _rows(self, episode: str) -> Rows:
+        state = await self._state(episode)
+        return apply_diff(self.seed_rows, {t: d.model_dump() for t, d in state.diff.items()}, self.spec)
+
+    async def check_behaviour(self) -> None:
+        """Run every expectation of the spec: results, rows changed and column values after each call."""
+        self.seed_rows = seed_rows(self.spec)
+        for n, (where, scenario) in enumerate(self.behaviour_scenarios()):
+            await self._scenario(where, scenario, f"expect:{n}")
+        self.use_context(CHECKS)
+
+    async def _scenario(self, where: str, scenario: Scenario, episode: str) -> None:
+        results: dict[str, Any] = {}
+        before = self.seed_rows
+        rule = ".rules." in where
+        for k, step in enumerate(scenario.steps):
+            label = where if len(scenario.steps) == 1 else f"{where}.steps.{k}"
+            try:
+                arguments = resolve(step.args, results)
+                expect = Expect.model_validate(resolve(step.expect.model_dump(), results)) if step.expect else None
+            except UnresolvedReference as exc:
+                self.recorder.fail(step.tool, "expect", {"expectation": label}, "a resolvable reference", str(exc))
+                return
+            call = {"tool": step.tool, "arguments": arguments, "episode": episode, "expectation": label}
+            self.use_context(EXPECT if expect is not None else CHECKS)
+            result = await self._call(step.tool, arguments, episode)
+            after = await self._rows(self._as(arguments, episode)[1])  # an example may act as another principal
+            tool = self.spec.tool(step.tool)
+            if not result.is_error and step.tool in self.listed:
+                self._check_output(tool, result, call)
+            if expect is not None:
+                found = judge(self.spec, expect, result.is_error, result.text, result.structured, before, after)
+                check = "rule" if rule else "expect"
+                for mismatch in found:
+                    self.recorder.judge(
+                        step.tool,
+                        check,
+                        False,
+                        call,
+                        mismatch.expected,
+                        f"{mismatch.field}: {mismatch.actual}",
+                        once=rule,
+                    )
+                if not found:
+                    self.recorder.passed(step.tool, check)
+            elif result.is_error:
+                self.recorder.fail(step.tool, "expect", call, "success", _show(result.text))
+            if step.name and not result.is_error:
+                results[step.name] = result.structured
+            before = after
+
     async def _run_all(self, calls: list[tuple[str, dict[str, Any]]], episode: str) -> list[Any]:
         return [(await self._call(tool, arguments, episode)).output for tool, arguments in calls]
 
@@ -618,19 +722,29 @@ async def _launch_and_check(
     recorder: _Recorder,
     options: VerifyOptions,
     timings: Timings,
+    workdir: Path,
 ) -> None:
-    """Plan the calls in a thread while the server starts, then run the checks over one connection."""
+    """Plan the calls in a thread while the server starts, then run the checks over one connection;
+    with `options.coverage` the server runs under the coverage gate and is judged on it after it exits."""
     stream_errors: list[str] = []
     planned: dict[str, Any] = {}
     ready = anyio.Event()
-    schema_sql = (import_root / "servers" / spec.name / "schema.sql").read_text(encoding="utf-8")
+    server_dir = import_root / "servers" / spec.name
+    schema_sql = (server_dir / "schema.sql").read_text(encoding="utf-8")
+    data_file, pid_file = workdir / "coverage.data", workdir / "server.pid"
 
     async def plan() -> None:
         planned["plans"], planned["seed"] = await anyio.to_thread.run_sync(plan_calls, spec, schema_sql)
         ready.set()
 
     mark = time.perf_counter()
-    client = connect(spec.name, import_root, errlog, options.launch_timeout, stream_errors)
+    args = envfarm_args(spec.name, import_root)
+    parameters = (
+        StdioServerParameters(command=sys.executable, args=command(data_file, pid_file, server_dir, args))
+        if options.coverage
+        else None
+    )
+    client = connect(spec.name, import_root, errlog, options.launch_timeout, stream_errors, parameters)
     async with anyio.create_task_group() as group, AsyncExitStack() as stack:
         group.start_soon(plan)
         try:
@@ -652,12 +766,52 @@ async def _launch_and_check(
         recorder.passed(SERVER, "launch")
         await ready.wait()
         session = ServerSession(client, errlog, options.call_timeout, stream_errors)
+        verifier = Verifier(spec, session, recorder, planned["plans"], planned["seed"], options)
+        if options.coverage:
+            pid = int(pid_file.read_text(encoding="utf-8"))
+            verifier.switch = lambda context: switch(pid, context)
         try:
-            await Verifier(spec, session, recorder, planned["plans"], planned["seed"], options).run(timings)
+            await verifier.run(timings)
         except _Stop:
             recorder.fail(
                 SERVER, "completed", None, "every check runs", "stopped early: the server hung or broke the connection"
             )
+            return
+    if options.coverage:
+        _judge_coverage(spec, server_dir, data_file, recorder, options.coverage_gate)
+
+
+def _judge_coverage(
+    spec: EnvironmentSpec, server_dir: Path, data_file: Path, recorder: _Recorder, strict: bool
+) -> None:
+    """Every reject, write and handler branch ran under an expectation (a failure when `strict`, else
+    listed in the report); per-tool coverage goes in the report."""
+    if not data_file.is_file():
+        recorder.fail(SERVER, "coverage", None, "coverage data from the server", "none written: did it exit cleanly?")
+        return
+    result = gate(data_file, server_dir)
+    handlers = {t.handler: t.name for t in spec.tools if isinstance(t, CustomTool)}
+    tools = {t.name for t in spec.tools}
+    recorder.uncovered = [f"{s.file}:{s.line} {s.what} in {s.function}: {s.code}" for s in result.uncovered]
+    for site in result.uncovered if strict else []:
+        owner = site.function if site.file == "tools.py" and site.function in tools else handlers.get(site.function)
+        what = {"reject": "a rejection", "write": "a write", "branch": "a branch"}[site.what]
+        recorder.fail(
+            owner or site.file,
+            "coverage",
+            {"file": site.file, "line": site.line, "function": site.function},
+            f"{what} run by a call with an expectation (an example's expect, a rule example, a scenario step)",
+            f"{site.file}:{site.line} never ran under one: {site.code}",
+        )
+    if strict and not result.uncovered:
+        recorder.passed(SERVER, "coverage")
+    for tool in spec.tools:
+        parts = [result.functions.get(f"tools.py:{tool.name}")]
+        if isinstance(tool, CustomTool):
+            parts.append(result.functions.get(f"handlers.py:{tool.handler}"))
+        found = [p for p in parts if p is not None]
+        if found and tool.name in recorder.tools:
+            recorder.tools[tool.name].coverage = sum(found[1:], found[0])
 
 
 async def verify_server(
@@ -677,8 +831,8 @@ async def verify_server(
     if options.static:
         _static(server_dir, recorder)
     timings.static_s = time.perf_counter() - started
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:
-        await _launch_and_check(spec, import_root, errlog, recorder, options, timings)
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog, tempfile.TemporaryDirectory() as workdir:
+        await _launch_and_check(spec, import_root, errlog, recorder, options, timings, Path(workdir))
     timings.total_s = time.perf_counter() - started
     return VerificationReport(
         server=spec.name,
@@ -692,5 +846,6 @@ async def verify_server(
         tools=list(recorder.tools.values()),
         failures=recorder.failures,
         advisories=recorder.advisories,
+        uncovered=recorder.uncovered,
         timings=timings,
     )

@@ -4,6 +4,7 @@ is what codegen writes."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import subprocess
 import sys
@@ -15,7 +16,9 @@ from conftest import REPO
 
 
 def run(*command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", *command], check=False, cwd=REPO, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", *command], check=False, cwd=REPO, capture_output=True, text=True, timeout=600
+    )
 
 
 def test_ruff_finds_nothing() -> None:
@@ -25,9 +28,11 @@ def test_ruff_finds_nothing() -> None:
 
 @pytest.mark.slow
 def test_mypy_finds_nothing() -> None:
-    """Files and settings come from pyproject.toml. The cache lives outside the checkout (mypy keys it
-    by file contents), so a second run on this machine takes seconds."""
-    result = run("mypy", "--cache-dir", str(Path(tempfile.gettempdir()) / "envfarm-mypy-cache"))
+    """Files and settings come from pyproject.toml. The cache lives outside the checkout, one per
+    checkout (mypy keys entries by module name, so checkouts with different venvs must not share one),
+    and a second run on this machine takes seconds."""
+    checkout = hashlib.sha256(str(REPO.resolve()).encode()).hexdigest()[:12]
+    result = run("mypy", "--cache-dir", str(Path(tempfile.gettempdir()) / f"envfarm-mypy-cache-{checkout}"))
     assert result.returncode == 0, result.stdout + result.stderr
     # The generated servers were checked, not skipped: mypy counted at least every module under servers/.
     generated = [p for p in (REPO / "servers").rglob("*.py") if "__pycache__" not in p.parts]

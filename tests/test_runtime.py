@@ -56,7 +56,10 @@ async def test_listed_schemas_advertise_entity_links_for_the_driver() -> None:
     slot = slots.output_schema["$defs"]["Slot"]["properties"]
     assert slot["doctor_id"]["x-envfarm-ref"] == "doctors.doctor_id"
     assert slot["slot_id"]["x-envfarm-ref"] == "slots.slot_id" and slot["slot_id"]["x-envfarm-user-known"] is False
-    assert slot["starts_at"] == {**slot["starts_at"], "x-envfarm-user-known": True} and "x-envfarm-ref" not in slot["starts_at"]
+    assert (
+        slot["starts_at"] == {**slot["starts_at"], "x-envfarm-user-known": True}
+        and "x-envfarm-ref" not in slot["starts_at"]
+    )
     # A get's key refers to its own entity; a custom tool's explicit ref is advertised without a column.
     assert tools["get_slot"].input_schema["properties"]["slot_id"]["x-envfarm-ref"] == "slots.slot_id"
     new_slot = tools["reschedule_appointment"].input_schema["properties"]["slot_id"]
@@ -168,10 +171,7 @@ FAILING = ServerDefinition(
     now=DEFINITION.now,
     directory=DEFINITION.directory,
     id_formats=DEFINITION.id_formats,
-    tools=[
-        ToolDefinition(function=f, effect="custom")
-        for f in (book_then_crash, book_then_reject, book_twice)
-    ],
+    tools=[ToolDefinition(function=f, effect="custom") for f in (book_then_crash, book_then_reject, book_twice)],
 )
 
 
@@ -200,9 +200,7 @@ async def test_state_export_reports_hash_rows_and_diff_against_the_seed() -> Non
     assert seed.diff == {} and set(seed.state) == {"patients", "doctors", "slots", "appointments", "invoices"}
     assert exported.hash != seed.hash
     assert exported.diff["appointments"].added == [booked.structured_content]
-    assert exported.diff["slots"].updated == [
-        {"key": FREE_SLOT, "before": {"is_free": 1}, "after": {"is_free": 0}}
-    ]
+    assert exported.diff["slots"].updated == [{"key": FREE_SLOT, "before": {"is_free": 1}, "after": {"is_free": 0}}]
     assert set(exported.diff) == {"appointments", "slots"}
     assert len(exported.state["appointments"]) == len(seed.state["appointments"]) + 1
 

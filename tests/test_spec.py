@@ -157,7 +157,9 @@ def test_only_writes_to_one_row_bind_id(tmp_path: Path) -> None:
 
 def test_kinds_derive_changed_tables_hints_and_results() -> None:
     spec = load_environment(CLINIC_SPEC).spec
-    book, cancel, get, reschedule = (spec.tool(n) for n in ("book_appointment", "cancel_appointment", "get_slot", "reschedule_appointment"))
+    book, cancel, get, reschedule = (
+        spec.tool(n) for n in ("book_appointment", "cancel_appointment", "get_slot", "reschedule_appointment")
+    )
     assert book.changed_tables == ["appointments", "slots"]
     assert get.changed_tables == [] and get.hints().read_only_hint
     assert cancel.hints().destructive_hint and cancel.hints().idempotent_hint

@@ -40,6 +40,8 @@ CASES: dict[str, tuple[str, str]] = {
     "handler_hangs": ("timeout", "reserve_item"),
     "handler_prints": ("output_stream", "available_count"),
     "principal_leak": ("cross_principal", "my_loans"),
+    "wrong_result": ("expect", "extend_loan"),
+    "uncovered_rule": ("coverage", "extend_loan"),
 }
 # case -> what the static layer finds in its handlers.py (faults it cannot see map to nothing).
 STATIC_KINDS: dict[str, set[str]] = {
@@ -52,7 +54,7 @@ STATIC_KINDS: dict[str, set[str]] = {
     "handler_hangs": set(),
     "handler_prints": {"call"},
 }
-DYNAMIC_ONLY = VerifyOptions(static=False, call_timeout=1.0)
+DYNAMIC_ONLY = VerifyOptions(static=False, call_timeout=1.0, coverage_gate=True)
 
 
 async def _verify_cases(root_factory: pytest.TempPathFactory) -> dict[str, VerificationReport]:
@@ -78,7 +80,7 @@ def corpus_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Verifi
 @pytest.fixture(scope="module")
 def good(tmp_path_factory: pytest.TempPathFactory) -> tuple[VerificationReport, Path]:
     staged = stage_case(GOOD, tmp_path_factory.mktemp("good"))
-    return anyio.run(verify_server, staged, staging_root(staged), VerifyOptions()), staged
+    return anyio.run(verify_server, staged, staging_root(staged), VerifyOptions(coverage_gate=True)), staged
 
 
 def test_good_environment_passes_every_check(good: tuple[VerificationReport, Path]) -> None:
@@ -93,6 +95,7 @@ def test_good_environment_passes_every_check(good: tuple[VerificationReport, Pat
         "launch": "passed",
         "isolation": "passed",
         "determinism": "passed",
+        "coverage": "passed",
     }
     # The shed has no list of loans (overdue_loans shows only the one overdue): reported, not failed.
     assert reachable == {"reachable:items": "passed", "reachable:loans": "advisory"}
@@ -218,3 +221,35 @@ def test_effects_are_judged_against_the_declared_tables(good: tuple[Verification
     read = spec.tool("get_item")
     assert effect_problems(spec, seed, read, {"item_id": "item_001"}, {}, None) == []
     assert effect_problems(spec, seed, read, {"item_id": "item_001"}, removed, None)
+
+
+def test_a_wrong_result_is_reported_with_example_field_expected_and_actual(
+    corpus_reports: dict[str, VerificationReport],
+) -> None:
+    report = corpus_reports["wrong_result"]
+    wrong = [f for f in report.failures if f.check == "expect"]
+    assert {f.tool for f in wrong} == {"extend_loan"}
+    fields = {f.actual.split(":")[0]: f for f in wrong}
+    assert set(fields) == {"result.due_on", "loans[loan_001].due_on"}
+    failure = fields["loans[loan_001].due_on"]
+    assert failure.expected == '"2026-03-12"' and failure.actual.endswith('"2026-03-11"')
+    assert failure.call and failure.call["expectation"] == "tools.6(extend_loan).examples.0"
+    assert failure.call["arguments"] == {"loan_id": "loan_001", "days": 7}
+
+
+def test_coverage_gate_names_the_unexercised_rule_and_records_coverage_per_tool(
+    corpus_reports: dict[str, VerificationReport], good: tuple[VerificationReport, Path]
+) -> None:
+    report = corpus_reports["uncovered_rule"]
+    gaps = [f for f in report.failures if f.check == "coverage"]
+    reject = next(f for f in gaps if "db.reject" in f.actual)
+    assert reject.tool == "extend_loan" and reject.call == {
+        "file": "handlers.py",
+        "line": 18,
+        "function": "extend_loan",
+    }
+    assert reject.actual.startswith("handlers.py:18 never ran under one")
+    branches = {f.call["line"] for f in gaps if f.call and "->" in f.actual}
+    assert 17 in branches  # the `if` never went the rejecting way
+    extend = next(t for t in good[0].tools if t.tool == "extend_loan")
+    assert extend.coverage and extend.coverage.branches == extend.coverage.branches_by_expectations > 0

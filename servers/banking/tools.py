@@ -348,7 +348,7 @@ def find_customer(
     args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM customers"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (email = :principal)"
         " ORDER BY customer_id",
@@ -772,7 +772,7 @@ def list_payees(
     page = db.page(
         "SELECT * FROM payees"
         " WHERE (:customer_id IS NULL OR customer_id = :customer_id)"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (customer_id IN (SELECT customer_id FROM customers WHERE email = :principal))"
         " ORDER BY payee_id",
         args, limit, cursor,

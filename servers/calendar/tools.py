@@ -269,7 +269,7 @@ def find_people(
     }
     page = db.page(
         "SELECT * FROM people"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:department IS NULL OR department = :department)"
         " ORDER BY person_id",
@@ -333,7 +333,7 @@ def list_calendars(
         "SELECT * FROM calendars"
         " WHERE (:owner_email IS NULL OR owner_email = :owner_email)"
         " AND (:kind IS NULL OR kind = :kind)"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY calendar_id",
         args, limit, cursor,
     )
@@ -434,7 +434,7 @@ def search_events(
     }
     page = db.page(
         "SELECT * FROM events"
-        " WHERE (:title IS NULL OR lower(title) LIKE '%' || lower(:title) || '%')"
+        " WHERE (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:organizer_email IS NULL OR organizer_email = :organizer_email)"
         " AND (:calendar_id IS NULL OR calendar_id = :calendar_id)"
         " AND (:room_id IS NULL OR room_id = :room_id)"
@@ -597,7 +597,7 @@ def find_rooms(
     }
     page = db.page(
         "SELECT * FROM rooms"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:floor IS NULL OR floor = :floor)"
         " AND (:min_capacity IS NULL OR capacity >= :min_capacity)"
         " AND (:has_video IS NULL OR has_video = :has_video)"

@@ -473,7 +473,7 @@ def list_vehicle_classes(
     args = {"name": name, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM vehicle_classes"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY class_id",
         args, limit, cursor,
     )
@@ -610,7 +610,7 @@ def find_driver(
     }
     page = db.page(
         "SELECT * FROM drivers"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:license_number IS NULL OR license_number = :license_number)"
         " ORDER BY driver_id",
@@ -870,7 +870,7 @@ def list_extras(
     args = {"name": name, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM extras"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY extra_id",
         args, limit, cursor,
     )

@@ -220,7 +220,7 @@ def find_patient(
     }
     page = db.page(
         "SELECT * FROM patients"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:date_of_birth IS NULL OR date_of_birth = :date_of_birth)"
         " ORDER BY patient_id",
@@ -275,7 +275,7 @@ def search_doctors(
     page = db.page(
         "SELECT * FROM doctors"
         " WHERE (:specialty IS NULL OR specialty = :specialty)"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY doctor_id",
         args, limit, cursor,
     )

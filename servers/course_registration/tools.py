@@ -433,7 +433,7 @@ def find_student(
     }
     page = db.page(
         "SELECT * FROM students"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:program IS NULL OR program = :program)"
         " ORDER BY student_id",
@@ -488,7 +488,7 @@ def list_terms(
     args = {"name": name, "status": status, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM terms"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY term_id",
         args, limit, cursor,
@@ -549,8 +549,8 @@ def search_courses(
     args = {"code": code, "title": title, "department": department, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM courses"
-        " WHERE (:code IS NULL OR lower(code) LIKE '%' || lower(:code) || '%')"
-        " AND (:title IS NULL OR lower(title) LIKE '%' || lower(:title) || '%')"
+        " WHERE (:code IS NULL OR lower(code) LIKE '%' || replace(replace(replace(lower(:code), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:department IS NULL OR department = :department)"
         " ORDER BY course_id",
         args, limit, cursor,
@@ -648,7 +648,7 @@ def search_instructors(
     args = {"name": name, "department": department, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM instructors"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:department IS NULL OR department = :department)"
         " ORDER BY instructor_id",
         args, limit, cursor,

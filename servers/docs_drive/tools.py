@@ -301,7 +301,7 @@ def find_people(
     args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM people"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " ORDER BY person_id",
         args, limit, cursor,
@@ -354,7 +354,7 @@ def list_folders(
     args = {"name": name, "parent_id": parent_id, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM folders"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:parent_id IS NULL OR parent_id = :parent_id)"
         " ORDER BY folder_id",
         args, limit, cursor,
@@ -437,7 +437,7 @@ def search_documents(
     }
     page = db.page(
         "SELECT * FROM documents"
-        " WHERE (:title IS NULL OR lower(title) LIKE '%' || lower(:title) || '%')"
+        " WHERE (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:folder_id IS NULL OR folder_id = :folder_id)"
         " AND (:owner_email IS NULL OR owner_email = :owner_email)"
         " AND (:kind IS NULL OR kind = :kind)"

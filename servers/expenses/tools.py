@@ -360,7 +360,7 @@ def find_employee(
     }
     page = db.page(
         "SELECT * FROM employees"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:department IS NULL OR department = :department)"
         " ORDER BY employee_id",
@@ -406,7 +406,7 @@ def list_cost_centers(
     args = {"name": name, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM cost_centers"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY cost_center_id",
         args, limit, cursor,
     )
@@ -450,7 +450,7 @@ def list_categories(
     args = {"name": name, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM categories"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY category_id",
         args, limit, cursor,
     )
@@ -1003,7 +1003,7 @@ def list_receipts(
     page = db.page(
         "SELECT * FROM receipts"
         " WHERE (:employee_id IS NULL OR employee_id = :employee_id)"
-        " AND (:merchant IS NULL OR lower(merchant) LIKE '%' || lower(:merchant) || '%')"
+        " AND (:merchant IS NULL OR lower(merchant) LIKE '%' || replace(replace(replace(lower(:merchant), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY receipt_id",
         args, limit, cursor,
     )

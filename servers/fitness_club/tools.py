@@ -393,7 +393,7 @@ def find_member(
     }
     page = db.page(
         "SELECT * FROM members"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY member_id",
@@ -440,7 +440,7 @@ def list_membership_plans(
     args = {"name": name, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM membership_plans"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY plan_id",
         args, limit, cursor,
     )
@@ -536,7 +536,7 @@ def search_classes(
     page = db.page(
         "SELECT * FROM classes"
         " WHERE (:category IS NULL OR category = :category)"
-        " AND (:title IS NULL OR lower(title) LIKE '%' || lower(:title) || '%')"
+        " AND (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:trainer_id IS NULL OR trainer_id = :trainer_id)"
         " AND (:starts_after IS NULL OR starts_at >= :starts_after)"
         " AND (:starts_before IS NULL OR starts_at <= :starts_before)"
@@ -620,8 +620,8 @@ def list_trainers(
     }
     page = db.page(
         "SELECT * FROM trainers"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
-        " AND (:specialties IS NULL OR lower(specialties) LIKE '%' || lower(:specialties) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:specialties IS NULL OR lower(specialties) LIKE '%' || replace(replace(replace(lower(:specialties), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:offers_personal_training IS NULL OR offers_personal_training = :offers_personal_training)"
         " ORDER BY trainer_id",
         args, limit, cursor,

@@ -378,7 +378,7 @@ def find_driver(
     }
     page = db.page(
         "SELECT * FROM drivers"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:license_class IS NULL OR license_class = :license_class)"
         " AND (:status IS NULL OR status = :status)"
@@ -454,7 +454,7 @@ def search_vehicles(
     }
     page = db.page(
         "SELECT * FROM vehicles"
-        " WHERE (:plate IS NULL OR lower(plate) LIKE '%' || lower(:plate) || '%')"
+        " WHERE (:plate IS NULL OR lower(plate) LIKE '%' || replace(replace(replace(lower(:plate), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:vehicle_type IS NULL OR vehicle_type = :vehicle_type)"
         " AND (:depot IS NULL OR depot = :depot)"
         " AND (:status IS NULL OR status = :status)"
@@ -524,8 +524,8 @@ def list_routes(
     args = {"origin": origin, "destination": destination, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM routes"
-        " WHERE (:origin IS NULL OR lower(origin) LIKE '%' || lower(:origin) || '%')"
-        " AND (:destination IS NULL OR lower(destination) LIKE '%' || lower(:destination) || '%')"
+        " WHERE (:origin IS NULL OR lower(origin) LIKE '%' || replace(replace(replace(lower(:origin), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:destination IS NULL OR lower(destination) LIKE '%' || replace(replace(replace(lower(:destination), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY route_id",
         args, limit, cursor,
     )

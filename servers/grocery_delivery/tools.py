@@ -438,7 +438,7 @@ def find_customer(
     args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM customers"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " ORDER BY customer_id",
         args, limit, cursor,
@@ -492,7 +492,7 @@ def list_stores(
     page = db.page(
         "SELECT * FROM stores"
         " WHERE (:city IS NULL OR city = :city)"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY store_id",
         args, limit, cursor,
     )
@@ -576,7 +576,7 @@ def search_products(
     page = db.page(
         "SELECT * FROM products"
         " WHERE (:store_id IS NULL OR store_id = :store_id)"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:category IS NULL OR category = :category)"
         " AND (:is_organic IS NULL OR is_organic = :is_organic)"
         " AND (:max_price IS NULL OR price <= :max_price)"

@@ -345,7 +345,7 @@ def search_hotels(
     page = db.page(
         "SELECT * FROM hotels"
         " WHERE (:city IS NULL OR city = :city)"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:min_stars IS NULL OR stars >= :min_stars)"
         " ORDER BY hotel_id",
         args, limit, cursor,
@@ -522,7 +522,7 @@ def find_guest(
     }
     page = db.page(
         "SELECT * FROM guests"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:loyalty_tier IS NULL OR loyalty_tier = :loyalty_tier)"
         " ORDER BY guest_id",

@@ -364,7 +364,7 @@ def find_client(
     }
     page = db.page(
         "SELECT * FROM clients"
-        " WHERE (:company_name IS NULL OR lower(company_name) LIKE '%' || lower(:company_name) || '%')"
+        " WHERE (:company_name IS NULL OR lower(company_name) LIKE '%' || replace(replace(replace(lower(:company_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:contact_email IS NULL OR contact_email = :contact_email)"
         " AND (:billing_city IS NULL OR billing_city = :billing_city)"
         " ORDER BY client_id",
@@ -433,7 +433,7 @@ def search_catalog(
     args = {"name": name, "kind": kind, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM catalog_items"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:kind IS NULL OR kind = :kind)"
         " ORDER BY item_id",
         args, limit, cursor,

@@ -341,7 +341,7 @@ def find_member(
     }
     page = db.page(
         "SELECT * FROM members"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:card_number IS NULL OR card_number = :card_number)"
         " ORDER BY member_id",
@@ -416,8 +416,8 @@ def search_catalog(
     }
     page = db.page(
         "SELECT * FROM titles"
-        " WHERE (:title IS NULL OR lower(title) LIKE '%' || lower(:title) || '%')"
-        " AND (:author IS NULL OR lower(author) LIKE '%' || lower(:author) || '%')"
+        " WHERE (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:author IS NULL OR lower(author) LIKE '%' || replace(replace(replace(lower(:author), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:genre IS NULL OR genre = :genre)"
         " AND (:isbn IS NULL OR isbn = :isbn)"
         " ORDER BY title_id",

@@ -5,7 +5,7 @@ every participant's conversation (the sender's view stays read, each recipient's
 inbox unread).
 """
 
-from servers.runtime.database import Database
+from servers.runtime.database import Database, contains_pattern
 
 
 def _addresses(text: str) -> list[str]:
@@ -147,15 +147,22 @@ def search_mail(
     sender, folder and label name; a mail client's search box, which a plain column filter cannot express."""
     page = db.page(
         "SELECT c.* FROM conversations c WHERE c.mailbox_email = :mailbox"
-        " AND (:text IS NULL OR lower(c.subject) LIKE '%' || lower(:text) || '%' OR EXISTS"
-        "      (SELECT 1 FROM messages m WHERE m.thread_id = c.thread_id AND lower(m.body) LIKE '%' || lower(:text) || '%'))"
+        " AND (:text IS NULL OR lower(c.subject) LIKE :pattern ESCAPE '!' OR EXISTS"
+        "      (SELECT 1 FROM messages m WHERE m.thread_id = c.thread_id AND lower(m.body) LIKE :pattern ESCAPE '!'))"
         " AND (:sender IS NULL OR EXISTS"
         "      (SELECT 1 FROM messages m WHERE m.thread_id = c.thread_id AND m.sender_email = lower(:sender)))"
         " AND (:folder IS NULL OR c.folder = :folder)"
         " AND (:label IS NULL OR EXISTS (SELECT 1 FROM conversation_labels cl JOIN labels l ON l.label_id = cl.label_id"
         "      WHERE cl.conversation_id = c.conversation_id AND lower(l.name) = lower(:label)))"
         " ORDER BY c.last_message_at DESC, c.conversation_id",
-        {"mailbox": db.principal, "text": text, "sender": from_email, "folder": folder, "label": label},
+        {
+            "mailbox": db.principal,
+            "text": text,
+            "pattern": contains_pattern(text),
+            "sender": from_email,
+            "folder": folder,
+            "label": label,
+        },
         limit,
         cursor,
     )

@@ -322,7 +322,7 @@ def find_contacts(
     args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM mailboxes"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " ORDER BY mailbox_id",
         args, limit, cursor,
@@ -398,7 +398,7 @@ def list_conversations(
     page = db.page(
         "SELECT * FROM conversations"
         " WHERE (:folder IS NULL OR folder = :folder)"
-        " AND (:subject IS NULL OR lower(subject) LIKE '%' || lower(:subject) || '%')"
+        " AND (:subject IS NULL OR lower(subject) LIKE '%' || replace(replace(replace(lower(:subject), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:is_read IS NULL OR is_read = :is_read)"
         " AND (:is_starred IS NULL OR is_starred = :is_starred)"
         " AND (mailbox_email = :principal)"

@@ -342,7 +342,7 @@ def find_member(
     args = {"full_name": full_name, "email": email, "city": city, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM members"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:city IS NULL OR city = :city)"
         " ORDER BY member_id",
@@ -445,7 +445,7 @@ def search_listings(
     }
     page = db.page(
         "SELECT * FROM listings"
-        " WHERE (:title IS NULL OR lower(title) LIKE '%' || lower(:title) || '%')"
+        " WHERE (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:category IS NULL OR category = :category)"
         " AND (:condition IS NULL OR condition = :condition)"
         " AND (:city IS NULL OR city = :city)"

@@ -339,7 +339,7 @@ def search_lists(
     args = {"name": name, "status": status, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM lists"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY list_id",
         args, limit, cursor,
@@ -393,7 +393,7 @@ def find_subscribers(
     page = db.page(
         "SELECT * FROM subscribers"
         " WHERE (:email IS NULL OR email = :email)"
-        " AND (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " AND (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY subscriber_id",
         args, limit, cursor,
     )
@@ -581,7 +581,7 @@ def list_templates(
     page = db.page(
         "SELECT * FROM templates"
         " WHERE (:category IS NULL OR category = :category)"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY template_id",
         args, limit, cursor,
     )
@@ -648,7 +648,7 @@ def search_campaigns(
         "SELECT * FROM campaigns"
         " WHERE (:list_id IS NULL OR list_id = :list_id)"
         " AND (:status IS NULL OR status = :status)"
-        " AND (:subject IS NULL OR lower(subject) LIKE '%' || lower(:subject) || '%')"
+        " AND (:subject IS NULL OR lower(subject) LIKE '%' || replace(replace(replace(lower(:subject), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY campaign_id",
         args, limit, cursor,
     )

@@ -345,7 +345,7 @@ def find_customer(
     page = db.page(
         "SELECT * FROM customers"
         " WHERE (:email IS NULL OR email = :email)"
-        " AND (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " AND (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY customer_id",
         args, limit, cursor,
     )
@@ -649,7 +649,7 @@ def search_merchants(
     args = {"name": name, "category": category, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM merchants"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:category IS NULL OR category = :category)"
         " ORDER BY merchant_id",
         args, limit, cursor,

@@ -531,7 +531,7 @@ def find_patient(
     }
     page = db.page(
         "SELECT * FROM patients"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:date_of_birth IS NULL OR date_of_birth = :date_of_birth)"
         " ORDER BY patient_id",
@@ -610,8 +610,8 @@ def list_insurance_plans(
     args = {"carrier": carrier, "name": name, "accepted": accepted, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM insurance_plans"
-        " WHERE (:carrier IS NULL OR lower(carrier) LIKE '%' || lower(:carrier) || '%')"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:carrier IS NULL OR lower(carrier) LIKE '%' || replace(replace(replace(lower(:carrier), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:accepted IS NULL OR accepted = :accepted)"
         " ORDER BY plan_id",
         args, limit, cursor,
@@ -694,8 +694,8 @@ def search_drugs(
     }
     page = db.page(
         "SELECT * FROM drugs"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
-        " AND (:generic_name IS NULL OR lower(generic_name) LIKE '%' || lower(:generic_name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:generic_name IS NULL OR lower(generic_name) LIKE '%' || replace(replace(replace(lower(:generic_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:schedule IS NULL OR schedule = :schedule)"
         " AND (:tier IS NULL OR tier = :tier)"
         " AND (:requires_prescription IS NULL OR requires_prescription = :requires_prescription)"
@@ -1076,8 +1076,8 @@ def search_prescribers(
     args = {"name": name, "clinic": clinic, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM prescribers"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
-        " AND (:clinic IS NULL OR lower(clinic) LIKE '%' || lower(:clinic) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:clinic IS NULL OR lower(clinic) LIKE '%' || replace(replace(replace(lower(:clinic), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY prescriber_id",
         args, limit, cursor,
     )

@@ -298,7 +298,7 @@ def find_people(
     args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM people"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " ORDER BY person_id",
         args, limit, cursor,
@@ -364,7 +364,7 @@ def search_projects(
     }
     page = db.page(
         "SELECT * FROM projects"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:status IS NULL OR status = :status)"
         " AND (:owner_email IS NULL OR owner_email = :owner_email)"
         " ORDER BY project_id",
@@ -576,7 +576,7 @@ def search_tasks(
         " AND (:assignee_email IS NULL OR assignee_email = :assignee_email)"
         " AND (:milestone_id IS NULL OR milestone_id = :milestone_id)"
         " AND (:priority IS NULL OR priority = :priority)"
-        " AND (:title IS NULL OR lower(title) LIKE '%' || lower(:title) || '%')"
+        " AND (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY task_id",
         args, limit, cursor,
     )

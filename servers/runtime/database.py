@@ -14,6 +14,8 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
+from servers.runtime.arguments import preview
+
 SEQUENCES_TABLE = "_envfarm_sequences"
 EPISODE_TABLE = "_envfarm_episode"  # one row: the episode's principal (outside the state: never hashed or diffed)
 Params = Mapping[str, Any] | Sequence[Any]
@@ -92,7 +94,7 @@ class Database:
         sql = f"SELECT * FROM {table} WHERE {column} = :value AND {self.visible(table)}"
         row = self.one(sql, {"value": value, "principal": self.principal})
         if row is None:
-            raise Rejected(f"Unknown {what} {value!r}: no such record exists.")
+            raise Rejected(f"Unknown {what} {preview(value)}: no such record exists.")
         return row
 
     def page(self, sql: str, params: Mapping[str, Any], limit: int, cursor: str | None) -> Page:
@@ -163,6 +165,15 @@ def json_array(values: Sequence[Any] | None) -> str | None:
 def comma_joined(values: Sequence[Any] | None) -> str | None:
     """An array argument stored in a text column: its items joined with ', '; None stays None."""
     return None if values is None else ", ".join(str(v) for v in values)
+
+
+def contains_pattern(text: str | None) -> str | None:
+    """The `LIKE ... ESCAPE '!'` pattern matching any text that holds `text` (LIKE ignores ASCII case), with `%`,
+    `_` and `!` escaped: a search for "50%" finds that text, not every row. None stays None."""
+    if text is None:
+        return None
+    escaped = text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+    return f"%{escaped}%"
 
 
 def insert_row(connection: sqlite3.Connection, table: str, row: Mapping[str, Any]) -> None:

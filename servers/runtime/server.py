@@ -30,6 +30,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ValidationError
 
+from servers.runtime.arguments import argument_problems, bounded, preview
 from servers.runtime.control import (
     EPISODE_META_KEY,
     ERROR_KIND_META_KEY,
@@ -129,7 +130,9 @@ ControlContext = ServerRequestContext[ConnectionScope, Any]
 
 def _error(message: str, kind: ErrorKind) -> CallToolResult:
     return CallToolResult(
-        content=[TextContent(type="text", text=message)], is_error=True, _meta={ERROR_KIND_META_KEY: kind.value}
+        content=[TextContent(type="text", text=bounded(message).encode("utf-8", "backslashreplace").decode("utf-8"))],
+        is_error=True,
+        _meta={ERROR_KIND_META_KEY: kind.value},
     )
 
 
@@ -248,6 +251,7 @@ class StrictArguments(Extension):
     def __init__(self) -> None:
         self._functions: dict[str, Callable[..., Any]] = {}
         self._metadata: dict[str, FuncMetadata] = {}
+        self._schemas: dict[str, dict[str, Any]] = {}
 
     def add(self, name: str, function: Callable[..., Any]) -> None:
         self._functions[name] = function
@@ -265,18 +269,25 @@ class StrictArguments(Extension):
     ) -> HandlerResult:
         metadata = self.metadata(params.name)
         if metadata is None:
-            return await call_next(ctx)
+            known = ", ".join(sorted(self._functions))
+            return _error(f"Unknown tool {preview(params.name)}; the tools are: {known}.", ErrorKind.INVALID_ARGUMENTS)
         arguments = params.arguments or {}
         declared = [f.alias or n for n, f in metadata.arg_model.model_fields.items()]
         unknown = sorted(set(arguments) - set(declared))
         if unknown:
             expected = ", ".join(declared) or "no arguments"
-            return _error(f"{params.name} does not take {', '.join(unknown)}; its parameters are: {expected}.", ErrorKind.INVALID_ARGUMENTS)
+            names = ", ".join(preview(u) if len(u) > 40 else u for u in unknown[:10])
+            return _error(f"{params.name} does not take {names}; its parameters are: {expected}.", ErrorKind.INVALID_ARGUMENTS)
         try:
             metadata.validate_arguments(arguments)
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
             message = f"{params.name} got invalid arguments ({problems}). Nothing was changed; fix them and call again."
+            return _error(message, ErrorKind.INVALID_ARGUMENTS)
+        if params.name not in self._schemas:
+            self._schemas[params.name] = metadata.arg_model.model_json_schema()
+        if bad := argument_problems(arguments, self._schemas[params.name]):
+            message = f"{params.name} got invalid arguments ({'; '.join(bad)}). Nothing was changed; fix them and call again."
             return _error(message, ErrorKind.INVALID_ARGUMENTS)
         return await call_next(ctx)
 
@@ -304,6 +315,13 @@ def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerD
         except sqlite3.IntegrityError as exc:
             _rollback(connection)
             return _error(f"{tool.name} was refused by a data constraint: {exc}. Nothing was changed.", ErrorKind.REJECTED)
+        except (sqlite3.OperationalError, UnicodeEncodeError) as exc:
+            _rollback(connection)
+            if isinstance(exc, UnicodeEncodeError) or "too complex" in str(exc):
+                message = f"{tool.name} cannot search for that text ({exc}). Nothing was changed; use a shorter, plain text."
+                return _error(message, ErrorKind.INVALID_ARGUMENTS)
+            message = f"{tool.name} failed inside the server ({type(exc).__name__}: {exc}). Nothing was changed."
+            return _error(message, ErrorKind.SERVER_ERROR)
         except Exception as exc:  # noqa: BLE001 - generated code is untrusted: any failure is a server_error
             _rollback(connection)
             message = f"{tool.name} failed inside the server ({type(exc).__name__}: {exc}). Nothing was changed."

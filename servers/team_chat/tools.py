@@ -303,7 +303,7 @@ def list_workspaces(
     args = {"name": name, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM workspaces"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY workspace_id",
         args, limit, cursor,
     )
@@ -378,9 +378,9 @@ def find_members(
     page = db.page(
         "SELECT * FROM members"
         " WHERE (:workspace_id IS NULL OR workspace_id = :workspace_id)"
-        " AND (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " AND (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
-        " AND (:display_name IS NULL OR lower(display_name) LIKE '%' || lower(:display_name) || '%')"
+        " AND (:display_name IS NULL OR lower(display_name) LIKE '%' || replace(replace(replace(lower(:display_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY member_id",
         args, limit, cursor,
     )
@@ -455,7 +455,7 @@ def search_channels(
     page = db.page(
         "SELECT * FROM channels"
         " WHERE (:workspace_id IS NULL OR workspace_id = :workspace_id)"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:visibility IS NULL OR visibility = :visibility)"
         " AND (:is_archived IS NULL OR is_archived = :is_archived)"
         " ORDER BY channel_id",

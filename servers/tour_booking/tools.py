@@ -370,7 +370,7 @@ def search_tours(
         "SELECT * FROM tours"
         " WHERE (:city IS NULL OR city = :city)"
         " AND (:category IS NULL OR category = :category)"
-        " AND (:title IS NULL OR lower(title) LIKE '%' || lower(:title) || '%')"
+        " AND (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:language IS NULL OR language = :language)"
         " AND (:max_price IS NULL OR price_per_person <= :max_price)"
         " ORDER BY tour_id",
@@ -508,7 +508,7 @@ def find_traveller(
     args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM travellers"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " ORDER BY traveller_id",
         args, limit, cursor,
@@ -986,7 +986,7 @@ def list_guides(
     page = db.page(
         "SELECT * FROM guides"
         " WHERE (:city IS NULL OR city = :city)"
-        " AND (:languages IS NULL OR lower(languages) LIKE '%' || lower(:languages) || '%')"
+        " AND (:languages IS NULL OR lower(languages) LIKE '%' || replace(replace(replace(lower(:languages), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY guide_id",
         args, limit, cursor,
     )

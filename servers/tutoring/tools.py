@@ -360,7 +360,7 @@ def find_student(
     args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM students"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " ORDER BY student_id",
         args, limit, cursor,
@@ -413,7 +413,7 @@ def search_tutors(
     args = {"full_name": full_name, "status": status, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM tutors"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || lower(:full_name) || '%')"
+        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY tutor_id",
         args, limit, cursor,
@@ -482,7 +482,7 @@ def list_subjects(
     args = {"name": name, "level": level, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM subjects"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:level IS NULL OR level = :level)"
         " ORDER BY subject_id",
         args, limit, cursor,

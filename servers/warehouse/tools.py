@@ -441,7 +441,7 @@ def list_warehouses(
     args = {"city": city, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM warehouses"
-        " WHERE (:city IS NULL OR lower(city) LIKE '%' || lower(:city) || '%')"
+        " WHERE (:city IS NULL OR lower(city) LIKE '%' || replace(replace(replace(lower(:city), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY warehouse_id",
         args, limit, cursor,
     )
@@ -506,8 +506,8 @@ def search_skus(
     }
     page = db.page(
         "SELECT * FROM skus"
-        " WHERE (:sku_code IS NULL OR lower(sku_code) LIKE '%' || lower(:sku_code) || '%')"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || lower(:name) || '%')"
+        " WHERE (:sku_code IS NULL OR lower(sku_code) LIKE '%' || replace(replace(replace(lower(:sku_code), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:category IS NULL OR category = :category)"
         " ORDER BY sku_id",
         args, limit, cursor,
@@ -577,7 +577,7 @@ def find_bins(
         "SELECT * FROM bins"
         " WHERE (:warehouse_id IS NULL OR warehouse_id = :warehouse_id)"
         " AND (:zone IS NULL OR zone = :zone)"
-        " AND (:bin_code IS NULL OR lower(bin_code) LIKE '%' || lower(:bin_code) || '%')"
+        " AND (:bin_code IS NULL OR lower(bin_code) LIKE '%' || replace(replace(replace(lower(:bin_code), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " ORDER BY bin_id",
         args, limit, cursor,
     )
@@ -743,7 +743,7 @@ def list_receipts(
         "SELECT * FROM receipts"
         " WHERE (:warehouse_id IS NULL OR warehouse_id = :warehouse_id)"
         " AND (:status IS NULL OR status = :status)"
-        " AND (:supplier IS NULL OR lower(supplier) LIKE '%' || lower(:supplier) || '%')"
+        " AND (:supplier IS NULL OR lower(supplier) LIKE '%' || replace(replace(replace(lower(:supplier), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:reference IS NULL OR reference = :reference)"
         " ORDER BY receipt_id",
         args, limit, cursor,

@@ -5,7 +5,7 @@ depends on channel privacy and their memberships; the spec's rules refuse privat
 non-members before a handler runs.
 """
 
-from servers.runtime.database import Database
+from servers.runtime.database import Database, contains_pattern
 
 
 def read_channel(db: Database, channel_id: str, member_id: str, pinned_only: bool = False, limit: int = 30) -> dict:
@@ -35,11 +35,11 @@ def search_messages(db: Database, member_id: str, text: str) -> dict:
     rows = db.all(
         "SELECT msg.* FROM messages msg JOIN channels c ON c.channel_id = msg.channel_id"
         " JOIN members me ON me.member_id = :member"
-        " WHERE c.workspace_id = me.workspace_id AND lower(msg.text) LIKE '%' || lower(:text) || '%'"
+        " WHERE c.workspace_id = me.workspace_id AND lower(msg.text) LIKE :pattern ESCAPE '!'"
         " AND (c.visibility = 'public' OR EXISTS"
         "      (SELECT 1 FROM channel_members cm WHERE cm.channel_id = c.channel_id AND cm.member_id = :member))"
         " ORDER BY msg.posted_at DESC, msg.message_id DESC LIMIT 50",
-        {"member": member_id, "text": text},
+        {"member": member_id, "text": text, "pattern": contains_pattern(text)},
     )
     return {"messages": rows, "count": len(rows)}
 
