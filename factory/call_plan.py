@@ -24,7 +24,7 @@ from servers.runtime.episodes import build_seed
 
 MAX_CANDIDATES = 600
 KEEP_CANDIDATES = 5
-MAX_LIST_CALLS = 300  # per list tool in the paging check
+MAX_LIST_CALLS = 1000  # per list tool in the paging check
 UNKNOWN_ID = "zz_unknown_0000"
 InvalidCheck = Literal["missing_argument", "wrong_type", "unknown_id", "rule"]
 
@@ -177,6 +177,9 @@ class SeedView:
         if target is None:
             return [param.default] if param.default is not None else [_fallback(param, self.spec)]
         table, column = target
+        if isinstance(tool, SearchTool) and (param.column or name) in self.spec.entities[tool.entity].columns:
+            # A filter on the listed table's own column: the values its rows hold find every row.
+            table, column = tool.entity, param.column or name
         pk = self.spec.entities[table].primary_key
         keys = set(self.visible(table, self.spec.principal.default if self.spec.principal else None))
         values = [r.get(column) for r in self.rows.get(table, []) if str(r.get(pk)) in keys]
@@ -197,6 +200,10 @@ class SeedView:
             calls = [first]
             for name, pool in pools.items():
                 calls += [{**first, name: v} for v in pool[1:]]
+            # An optional enum with a default (status: active) hides the other values unless asked for them.
+            for name, param in tool.params.items():
+                if not param.required and param.default is not None and param.enum:
+                    calls += [{**call, name: v} for call in list(calls) for v in param.enum if v != param.default]
             for arguments in calls[:MAX_LIST_CALLS]:
                 yield tool, {n: [v] if tool.params[n].items else v for n, v in arguments.items()}
 
