@@ -46,6 +46,7 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.report_damage, "create"),
         ToolDefinition(tools.list_damage_reports, "search"),
         ToolDefinition(tools.mark_damage_repaired, "update"),
+        ToolDefinition(tools.list_vehicles, "search"),
     ],
     principal=PrincipalDefinition(
         kind="staff",

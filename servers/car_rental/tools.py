@@ -372,6 +372,16 @@ class ListDamageReportsResult(BaseModel):
     cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
+class ListVehiclesResult(BaseModel):
+    """What `list_vehicles` found: one page of the matching rows."""
+
+    vehicles: list[Vehicle] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+
+
 def list_branches(
     db: Database,
     city: Annotated[
@@ -1408,3 +1418,74 @@ def mark_damage_repaired(
         args,
     )
     return DamageReport(**row)
+
+
+def list_vehicles(
+    db: Database,
+    branch_id: Annotated[
+        str | None,
+        Field(
+            description="Branch id",
+            json_schema_extra={"x-envfarm-ref": "branches.branch_id", "x-envfarm-column": "vehicles.branch_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    class_id: Annotated[
+        str | None,
+        Field(
+            description="Vehicle class id",
+            json_schema_extra={"x-envfarm-ref": "vehicle_classes.class_id", "x-envfarm-column": "vehicles.class_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        VehicleStatus | None,
+        Field(
+            description="Only this fleet status",
+            json_schema_extra={"x-envfarm-column": "vehicles.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
+) -> ListVehiclesResult:
+    """The fleet, by branch, class or status (available, rented, maintenance, retired).
+
+    Matching: branch_id equals; class_id equals; status equals. Ordered by vehicle_id. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
+    if branch_id is not None:
+        db.require("branches", "branch_id", branch_id, "branch_id")
+    if class_id is not None:
+        db.require("vehicle_classes", "class_id", class_id, "class_id")
+    args = {
+        "branch_id": branch_id,
+        "class_id": class_id,
+        "status": status,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
+        "SELECT * FROM vehicles"
+        " WHERE (:branch_id IS NULL OR branch_id = :branch_id)"
+        " AND (:class_id IS NULL OR class_id = :class_id)"
+        " AND (:status IS NULL OR status = :status)"
+        " ORDER BY vehicle_id",
+        args, limit, cursor,
+    )
+    rows = [Vehicle(**row) for row in page['rows']]
+    return ListVehiclesResult(
+        vehicles=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )

@@ -45,6 +45,7 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.change_membership_plan, "update"),
         ToolDefinition(tools.cancel_membership, "update"),
         ToolDefinition(tools.get_member_overview, "custom", read_only=True),
+        ToolDefinition(tools.list_freezes, "search"),
     ],
     principal=PrincipalDefinition(
         kind="staff",

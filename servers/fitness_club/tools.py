@@ -338,6 +338,16 @@ class GetMemberOverviewResult(BaseModel):
     )
 
 
+class ListFreezesResult(BaseModel):
+    """What `list_freezes` found: one page of the matching rows."""
+
+    freezes: list[Freeze] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+
+
 def find_member(
     db: Database,
     full_name: Annotated[
@@ -1338,3 +1348,57 @@ def get_member_overview(
     db.require("members", "member_id", member_id, "member_id")
     outcome = handlers.get_member_overview(db, member_id=member_id)
     return GetMemberOverviewResult.model_validate(outcome)
+
+
+def list_freezes(
+    db: Database,
+    member_id: Annotated[
+        str | None,
+        Field(
+            description="Member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "freezes.member_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        FreezeStatus | None,
+        Field(
+            description="Only running or only ended freezes",
+            json_schema_extra={"x-envfarm-column": "freezes.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
+) -> ListFreezesResult:
+    """Membership freezes (dates, reason, whether running), by member or status.
+
+    Matching: member_id equals; status equals. Ordered latest start first. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    if member_id is not None:
+        db.require("members", "member_id", member_id, "member_id")
+    args = {"member_id": member_id, "status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
+        "SELECT * FROM freezes"
+        " WHERE (:member_id IS NULL OR member_id = :member_id)"
+        " AND (:status IS NULL OR status = :status)"
+        " ORDER BY starts_on DESC, freeze_id",
+        args, limit, cursor,
+    )
+    rows = [Freeze(**row) for row in page['rows']]
+    return ListFreezesResult(
+        freezes=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )

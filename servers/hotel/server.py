@@ -42,6 +42,7 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.get_folio, "custom", read_only=True),
         ToolDefinition(tools.check_out, "custom"),
         ToolDefinition(tools.cancel_reservation, "update"),
+        ToolDefinition(tools.list_folio_charges, "search"),
     ],
     principal=PrincipalDefinition(
         kind="staff",

@@ -292,6 +292,16 @@ class CheckOutResult(BaseModel):
     payment_method: str = Field(description="How it was paid")
 
 
+class ListFolioChargesResult(BaseModel):
+    """What `list_folio_charges` found: one page of the matching rows."""
+
+    folio_charges: list[FolioCharge] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+
+
 def search_hotels(
     db: Database,
     city: Annotated[
@@ -1167,3 +1177,57 @@ def cancel_reservation(
         args,
     )
     return Reservation(**row)
+
+
+def list_folio_charges(
+    db: Database,
+    res_id: Annotated[
+        str | None,
+        Field(
+            description="Reservation id",
+            json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-column": "folio_charges.res_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    category: Annotated[
+        FolioChargeCategory | None,
+        Field(
+            description="Only this category",
+            json_schema_extra={"x-envfarm-column": "folio_charges.category", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
+) -> ListFolioChargesResult:
+    """The lines of a guest folio (room nights, taxes, extras and payments), by reservation or category.
+
+    Matching: res_id equals; category equals. Ordered oldest first. Returns 25 rows per page by default
+    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    if res_id is not None:
+        db.require("reservations", "res_id", res_id, "res_id")
+    args = {"res_id": res_id, "category": category, "now": db.now, "principal": db.principal}
+    page = db.page(
+        "SELECT * FROM folio_charges"
+        " WHERE (:res_id IS NULL OR res_id = :res_id)"
+        " AND (:category IS NULL OR category = :category)"
+        " ORDER BY posted_at, charge_id",
+        args, limit, cursor,
+    )
+    rows = [FolioCharge(**row) for row in page['rows']]
+    return ListFolioChargesResult(
+        folio_charges=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )

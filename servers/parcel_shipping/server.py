@@ -45,6 +45,7 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.file_claim, "create"),
         ToolDefinition(tools.list_claims, "search"),
         ToolDefinition(tools.cancel_shipment, "update"),
+        ToolDefinition(tools.list_address_changes, "search"),
     ],
     principal=PrincipalDefinition(
         kind="staff",

@@ -312,6 +312,16 @@ class ListClaimsResult(BaseModel):
     cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
+class ListAddressChangesResult(BaseModel):
+    """What `list_address_changes` found: one page of the matching rows."""
+
+    address_changes: list[AddressChange] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+
+
 def find_customer(
     db: Database,
     full_name: Annotated[
@@ -1142,3 +1152,49 @@ def cancel_shipment(
         args,
     )
     return Shipment(**row)
+
+
+def list_address_changes(
+    db: Database,
+    shipment_id: Annotated[
+        str | None,
+        Field(
+            description="Shipment id",
+            json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-column": "address_changes.shipment_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
+) -> ListAddressChangesResult:
+    """Delivery redirections (old and new address, when requested), by shipment.
+
+    Matching: shipment_id equals. Ordered newest first. Returns 25 rows per page by default (limit: up
+    to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    if shipment_id is not None:
+        db.require("shipments", "shipment_id", shipment_id, "shipment_id")
+    args = {"shipment_id": shipment_id, "now": db.now, "principal": db.principal}
+    page = db.page(
+        "SELECT * FROM address_changes"
+        " WHERE (:shipment_id IS NULL OR shipment_id = :shipment_id)"
+        " ORDER BY requested_at DESC, change_id",
+        args, limit, cursor,
+    )
+    rows = [AddressChange(**row) for row in page['rows']]
+    return ListAddressChangesResult(
+        address_changes=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )

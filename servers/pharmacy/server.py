@@ -50,6 +50,8 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.cancel_prescription, "update"),
         ToolDefinition(tools.update_patient_insurance, "update"),
         ToolDefinition(tools.sell_over_the_counter, "create"),
+        ToolDefinition(tools.list_pickups, "search"),
+        ToolDefinition(tools.list_counter_sales, "search"),
     ],
     principal=PrincipalDefinition(
         kind="staff",

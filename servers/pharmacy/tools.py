@@ -474,6 +474,26 @@ class ListClaimsResult(BaseModel):
     cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
+class ListPickupsResult(BaseModel):
+    """What `list_pickups` found: one page of the matching rows."""
+
+    pickups: list[Pickup] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+
+
+class ListCounterSalesResult(BaseModel):
+    """What `list_counter_sales` found: one page of the matching rows."""
+
+    counter_sales: list[CounterSale] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+
+
 def find_patient(
     db: Database,
     full_name: Annotated[
@@ -1600,3 +1620,114 @@ def sell_over_the_counter(
         args,
     )
     return CounterSale(**db.require("counter_sales", "sale_id", new_id, "sale_id"))
+
+
+def list_pickups(
+    db: Database,
+    fill_id: Annotated[
+        str | None,
+        Field(
+            description="Fill id from list_fills",
+            json_schema_extra={"x-envfarm-ref": "fills.fill_id", "x-envfarm-column": "pickups.fill_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    payment_method: Annotated[
+        PickupPaymentMethod | None,
+        Field(
+            description="Only this payment method",
+            json_schema_extra={"x-envfarm-column": "pickups.payment_method", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
+) -> ListPickupsResult:
+    """Pickups at the counter (who collected a fill, whether ID was checked, what was paid), by fill or
+    payment method.
+
+    Matching: fill_id equals; payment_method equals. Ordered newest first. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    if fill_id is not None:
+        db.require("fills", "fill_id", fill_id, "fill_id")
+    args = {"fill_id": fill_id, "payment_method": payment_method, "now": db.now, "principal": db.principal}
+    page = db.page(
+        "SELECT * FROM pickups"
+        " WHERE (:fill_id IS NULL OR fill_id = :fill_id)"
+        " AND (:payment_method IS NULL OR payment_method = :payment_method)"
+        " ORDER BY picked_up_at DESC, pickup_id",
+        args, limit, cursor,
+    )
+    rows = [Pickup(**row) for row in page['rows']]
+    return ListPickupsResult(
+        pickups=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
+
+
+def list_counter_sales(
+    db: Database,
+    patient_id: Annotated[
+        str | None,
+        Field(
+            description="Patient id from find_patient",
+            json_schema_extra={"x-envfarm-ref": "patients.patient_id", "x-envfarm-column": "counter_sales.patient_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    drug_id: Annotated[
+        str | None,
+        Field(
+            description="Product id from search_drugs",
+            json_schema_extra={"x-envfarm-ref": "drugs.drug_id", "x-envfarm-column": "counter_sales.drug_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
+) -> ListCounterSalesResult:
+    """Over-the-counter sales, by patient (restricted items are logged with the buyer) or product.
+
+    Matching: patient_id equals; drug_id equals. Ordered newest first. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    if patient_id is not None:
+        db.require("patients", "patient_id", patient_id, "patient_id")
+    if drug_id is not None:
+        db.require("drugs", "drug_id", drug_id, "drug_id")
+    args = {"patient_id": patient_id, "drug_id": drug_id, "now": db.now, "principal": db.principal}
+    page = db.page(
+        "SELECT * FROM counter_sales"
+        " WHERE (:patient_id IS NULL OR patient_id = :patient_id)"
+        " AND (:drug_id IS NULL OR drug_id = :drug_id)"
+        " ORDER BY sold_at DESC, sale_id",
+        args, limit, cursor,
+    )
+    rows = [CounterSale(**row) for row in page['rows']]
+    return ListCounterSalesResult(
+        counter_sales=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )

@@ -241,8 +241,13 @@ class ReadChannelResult(BaseModel):
 
     channel_id: str = Field(description="The channel")
     name: str = Field(description="Channel name")
-    messages: list[Message] = Field(description="Top-level messages, oldest first")
-    count: int = Field(description="How many messages were returned")
+    messages: list[Message] = Field(description="Top-level messages of this page, oldest first")
+    count: int = Field(description="How many messages this page holds")
+    total: int = Field(description="How many top-level messages match over all pages")
+    has_more: bool = Field(description="Whether older messages follow")
+    cursor: str | None = Field(
+        description="Pass it back as cursor for older messages; null on the oldest page",
+    )
 
 
 class ReadThreadResult(BaseModel):
@@ -544,15 +549,23 @@ def read_channel(
     limit: Annotated[
         int,
         Field(
-            description="How many of the latest messages (default 30)",
+            description="How many of the latest messages per page (default 30)",
             ge=1.0,
             le=100.0,
             json_schema_extra={"x-envfarm-user-known": True},
         ),
     ] = 30,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for older messages",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ReadChannelResult:
-    """Read a channel's latest top-level messages (oldest first) as a given member, with reply counts and
-    pins. Private channels can only be read by their members. Open a thread with read_thread.
+    """Read a channel's latest top-level messages (shown oldest first; the cursor pages back to older ones,
+    with total and has_more) as a given member, with reply counts and pins. Private channels can only be
+    read by their members. Open a thread with read_thread.
     """
     db.require("channels", "channel_id", channel_id, "channel_id")
     db.require("members", "member_id", member_id, "member_id")
@@ -561,6 +574,7 @@ def read_channel(
         "member_id": member_id,
         "pinned_only": pinned_only,
         "limit": limit,
+        "cursor": cursor,
         "now": db.now,
         "principal": db.principal,
     }
@@ -581,7 +595,7 @@ def read_channel(
         db.reject(
             "Channel {channel_id} is private and {member_id} is not a member; only members can read or post there. Ask a member to add you with add_channel_member.".format_map(args),
         )
-    outcome = handlers.read_channel(db, channel_id=channel_id, member_id=member_id, pinned_only=pinned_only, limit=limit)
+    outcome = handlers.read_channel(db, channel_id=channel_id, member_id=member_id, pinned_only=pinned_only, limit=limit, cursor=cursor)
     return ReadChannelResult.model_validate(outcome)
 
 

@@ -50,6 +50,8 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.receive_transfer, "custom"),
         ToolDefinition(tools.list_transfers, "search"),
         ToolDefinition(tools.record_cycle_count, "create"),
+        ToolDefinition(tools.list_picks, "search"),
+        ToolDefinition(tools.list_cycle_counts, "search"),
     ],
     principal=PrincipalDefinition(
         kind="staff",

@@ -407,6 +407,26 @@ class ListTransfersResult(BaseModel):
     cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
+class ListPicksResult(BaseModel):
+    """What `list_picks` found: one page of the matching rows."""
+
+    picks: list[Pick] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+
+
+class ListCycleCountsResult(BaseModel):
+    """What `list_cycle_counts` found: one page of the matching rows."""
+
+    cycle_counts: list[CycleCount] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+
+
 def list_warehouses(
     db: Database,
     city: Annotated[
@@ -1496,3 +1516,114 @@ def record_cycle_count(
         args,
     )
     return CycleCount(**db.require("cycle_counts", "count_id", new_id, "count_id"))
+
+
+def list_picks(
+    db: Database,
+    order_line_id: Annotated[
+        str | None,
+        Field(
+            description="Order line id",
+            json_schema_extra={"x-envfarm-ref": "order_lines.order_line_id", "x-envfarm-column": "picks.order_line_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    bin_id: Annotated[
+        str | None,
+        Field(
+            description="Bin id",
+            json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-column": "picks.bin_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
+) -> ListPicksResult:
+    """Picks recorded against outbound order lines, by order line or bin.
+
+    Matching: order_line_id equals; bin_id equals. Ordered newest first. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    if order_line_id is not None:
+        db.require("order_lines", "order_line_id", order_line_id, "order_line_id")
+    if bin_id is not None:
+        db.require("bins", "bin_id", bin_id, "bin_id")
+    args = {"order_line_id": order_line_id, "bin_id": bin_id, "now": db.now, "principal": db.principal}
+    page = db.page(
+        "SELECT * FROM picks"
+        " WHERE (:order_line_id IS NULL OR order_line_id = :order_line_id)"
+        " AND (:bin_id IS NULL OR bin_id = :bin_id)"
+        " ORDER BY picked_at DESC, pick_id",
+        args, limit, cursor,
+    )
+    rows = [Pick(**row) for row in page['rows']]
+    return ListPicksResult(
+        picks=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
+
+
+def list_cycle_counts(
+    db: Database,
+    stock_id: Annotated[
+        str | None,
+        Field(
+            description="Stock record id",
+            json_schema_extra={"x-envfarm-ref": "stock_levels.stock_id", "x-envfarm-column": "cycle_counts.stock_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    counted_by: Annotated[
+        str | None,
+        Field(
+            description="Part of the counter's name",
+            json_schema_extra={"x-envfarm-column": "cycle_counts.counted_by", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
+) -> ListCycleCountsResult:
+    """Cycle counts of stock records with their variance, by stock record or counter.
+
+    Matching: stock_id equals; counted_by contains (case-insensitive). Ordered newest first. Returns 25
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
+    """
+    if stock_id is not None:
+        db.require("stock_levels", "stock_id", stock_id, "stock_id")
+    args = {"stock_id": stock_id, "counted_by": counted_by, "now": db.now, "principal": db.principal}
+    page = db.page(
+        "SELECT * FROM cycle_counts"
+        " WHERE (:stock_id IS NULL OR stock_id = :stock_id)"
+        " AND (:counted_by IS NULL OR lower(counted_by) LIKE '%' || replace(replace(replace(lower(:counted_by), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " ORDER BY counted_at DESC, count_id",
+        args, limit, cursor,
+    )
+    rows = [CycleCount(**row) for row in page['rows']]
+    return ListCycleCountsResult(
+        cycle_counts=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
