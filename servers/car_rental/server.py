@@ -7,15 +7,9 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
-from servers.runtime.server import (
-    DEFAULT_MAX_EPISODES,
-    EpisodeBudget,
-    ServerDefinition,
-    ToolDefinition,
-    build_server,
-)
-
-from . import tools
+from servers.car_rental import tools
+from servers.runtime.principal import PrincipalDefinition
+from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 
 DEFINITION = ServerDefinition(
     name="car_rental",
@@ -52,16 +46,18 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.report_damage, "create"),
         ToolDefinition(tools.list_damage_reports, "search"),
         ToolDefinition(tools.mark_damage_repaired, "update"),
+        ToolDefinition(tools.list_vehicles, "search"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a counter agent of the car rental company",
+        default="Counter agent: Chris Almeida",
+        values=("Counter agent: Chris Almeida", "Counter agent: Dana Kruger",),
+        customers="a driver gives their full name and date of birth (and licence number at pickup); match them before acting on a rental",
+    ),
 )
 
 
-def build(
-    *,
-    db_file: Path | None = None,
-    max_episodes: int = DEFAULT_MAX_EPISODES,
-    budget: EpisodeBudget | None = None,
-) -> MCPServer:
-    """A fresh car_rental MCP server: isolated in-memory episodes (under `budget`, shared by a farm
-    host), or one persistent `db_file`."""
-    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes, budget=budget)
+def build(*, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES) -> MCPServer:
+    """A fresh car_rental MCP server: isolated in-memory episodes, or one persistent `db_file`."""
+    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes)

@@ -7,15 +7,9 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
-from servers.runtime.server import (
-    DEFAULT_MAX_EPISODES,
-    EpisodeBudget,
-    ServerDefinition,
-    ToolDefinition,
-    build_server,
-)
-
-from . import tools
+from servers.clinic import tools
+from servers.runtime.principal import PrincipalDefinition
+from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 
 DEFINITION = ServerDefinition(
     name="clinic",
@@ -43,15 +37,17 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.get_invoice, "get"),
         ToolDefinition(tools.pay_invoice, "update"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="the front desk of Riverside Clinic",
+        default="Front desk: Alex Morgan",
+        values=("Front desk: Alex Morgan", "Front desk: Jamie Park",),
+        time_zone="Europe/London",
+        customers="a patient gives their full name and date of birth; match both before reading or changing anything of theirs",
+    ),
 )
 
 
-def build(
-    *,
-    db_file: Path | None = None,
-    max_episodes: int = DEFAULT_MAX_EPISODES,
-    budget: EpisodeBudget | None = None,
-) -> MCPServer:
-    """A fresh clinic MCP server: isolated in-memory episodes (under `budget`, shared by a farm
-    host), or one persistent `db_file`."""
-    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes, budget=budget)
+def build(*, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES) -> MCPServer:
+    """A fresh clinic MCP server: isolated in-memory episodes, or one persistent `db_file`."""
+    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes)

@@ -7,15 +7,9 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
-from servers.runtime.server import (
-    DEFAULT_MAX_EPISODES,
-    EpisodeBudget,
-    ServerDefinition,
-    ToolDefinition,
-    build_server,
-)
-
-from . import tools
+from servers.course_registration import tools
+from servers.runtime.principal import PrincipalDefinition
+from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 
 DEFINITION = ServerDefinition(
     name="course_registration",
@@ -52,15 +46,17 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.list_override_requests, "search"),
         ToolDefinition(tools.withdraw_override_request, "delete"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="an assistant of the Northgate University registrar's office",
+        default="Registrar: Pat Lindqvist",
+        values=("Registrar: Pat Lindqvist", "Registrar: Robin Osei",),
+        time_zone="America/New_York",
+        customers="a student gives their student email and full name; match both before enrolling, dropping or reading their record",
+    ),
 )
 
 
-def build(
-    *,
-    db_file: Path | None = None,
-    max_episodes: int = DEFAULT_MAX_EPISODES,
-    budget: EpisodeBudget | None = None,
-) -> MCPServer:
-    """A fresh course_registration MCP server: isolated in-memory episodes (under `budget`, shared by a farm
-    host), or one persistent `db_file`."""
-    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes, budget=budget)
+def build(*, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES) -> MCPServer:
+    """A fresh course_registration MCP server: isolated in-memory episodes, or one persistent `db_file`."""
+    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes)

@@ -7,20 +7,14 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
-from servers.runtime.server import (
-    DEFAULT_MAX_EPISODES,
-    EpisodeBudget,
-    ServerDefinition,
-    ToolDefinition,
-    build_server,
-)
-
-from . import tools
+from servers.docs_drive import tools
+from servers.runtime.principal import PrincipalDefinition
+from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 
 DEFINITION = ServerDefinition(
     name="docs_drive",
     title="Document Drive",
-    description="A shared drive of team folders and documents: sharing with colleagues as viewer or editor, version history, comments and a trash. People are identified by their work email.",
+    description="A shared drive of team folders and the documents the signed-in employee can open: sharing with colleagues as viewer or editor, version history, comments and a trash. People are identified by their work email.",
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,
@@ -52,15 +46,23 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.trash_document, "update"),
         ToolDefinition(tools.restore_document, "update"),
     ],
+    principal=PrincipalDefinition(
+        kind="user",
+        description="the signed-in Northwind Analytics employee",
+        default="maria.patel@example.com",
+        table="people",
+        column="email",
+        time_zone="Europe/Lisbon",
+        scopes={
+            "documents": "doc_id IN (SELECT doc_id FROM permissions WHERE email = :principal)",
+            "permissions": "doc_id IN (SELECT p.doc_id FROM permissions p WHERE p.email = :principal)",
+            "versions": "doc_id IN (SELECT doc_id FROM permissions WHERE email = :principal)",
+            "comments": "doc_id IN (SELECT doc_id FROM permissions WHERE email = :principal)",
+        },
+    ),
 )
 
 
-def build(
-    *,
-    db_file: Path | None = None,
-    max_episodes: int = DEFAULT_MAX_EPISODES,
-    budget: EpisodeBudget | None = None,
-) -> MCPServer:
-    """A fresh docs_drive MCP server: isolated in-memory episodes (under `budget`, shared by a farm
-    host), or one persistent `db_file`."""
-    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes, budget=budget)
+def build(*, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES) -> MCPServer:
+    """A fresh docs_drive MCP server: isolated in-memory episodes, or one persistent `db_file`."""
+    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes)

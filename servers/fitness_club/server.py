@@ -7,15 +7,9 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
-from servers.runtime.server import (
-    DEFAULT_MAX_EPISODES,
-    EpisodeBudget,
-    ServerDefinition,
-    ToolDefinition,
-    build_server,
-)
-
-from . import tools
+from servers.fitness_club import tools
+from servers.runtime.principal import PrincipalDefinition
+from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 
 DEFINITION = ServerDefinition(
     name="fitness_club",
@@ -51,16 +45,18 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.change_membership_plan, "update"),
         ToolDefinition(tools.cancel_membership, "update"),
         ToolDefinition(tools.get_member_overview, "custom", read_only=True),
+        ToolDefinition(tools.list_freezes, "search"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="the front desk of the gym",
+        default="Front desk: Lee Santos",
+        values=("Front desk: Lee Santos", "Front desk: Morgan Wolff",),
+        customers="a member gives their full name and email; match both before booking, freezing or reading their membership",
+    ),
 )
 
 
-def build(
-    *,
-    db_file: Path | None = None,
-    max_episodes: int = DEFAULT_MAX_EPISODES,
-    budget: EpisodeBudget | None = None,
-) -> MCPServer:
-    """A fresh fitness_club MCP server: isolated in-memory episodes (under `budget`, shared by a farm
-    host), or one persistent `db_file`."""
-    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes, budget=budget)
+def build(*, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES) -> MCPServer:
+    """A fresh fitness_club MCP server: isolated in-memory episodes, or one persistent `db_file`."""
+    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes)

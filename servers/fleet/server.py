@@ -7,15 +7,9 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
-from servers.runtime.server import (
-    DEFAULT_MAX_EPISODES,
-    EpisodeBudget,
-    ServerDefinition,
-    ToolDefinition,
-    build_server,
-)
-
-from . import tools
+from servers.fleet import tools
+from servers.runtime.principal import PrincipalDefinition
+from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 
 DEFINITION = ServerDefinition(
     name="fleet",
@@ -51,15 +45,17 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.log_fuel, "create"),
         ToolDefinition(tools.list_fuel_logs, "search"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a dispatcher of Iberia Freight",
+        default="Dispatcher: Inês Carvalho",
+        values=("Dispatcher: Inês Carvalho", "Dispatcher: Tomás Ruiz",),
+        time_zone="Europe/Madrid",
+        customers="a driver is identified by full name and licence number; a vehicle by its plate",
+    ),
 )
 
 
-def build(
-    *,
-    db_file: Path | None = None,
-    max_episodes: int = DEFAULT_MAX_EPISODES,
-    budget: EpisodeBudget | None = None,
-) -> MCPServer:
-    """A fresh fleet MCP server: isolated in-memory episodes (under `budget`, shared by a farm
-    host), or one persistent `db_file`."""
-    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes, budget=budget)
+def build(*, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES) -> MCPServer:
+    """A fresh fleet MCP server: isolated in-memory episodes, or one persistent `db_file`."""
+    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes)

@@ -7,15 +7,9 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
-from servers.runtime.server import (
-    DEFAULT_MAX_EPISODES,
-    EpisodeBudget,
-    ServerDefinition,
-    ToolDefinition,
-    build_server,
-)
-
-from . import tools
+from servers.hotel import tools
+from servers.runtime.principal import PrincipalDefinition
+from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 
 DEFINITION = ServerDefinition(
     name="hotel",
@@ -48,16 +42,18 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.get_folio, "custom", read_only=True),
         ToolDefinition(tools.check_out, "custom"),
         ToolDefinition(tools.cancel_reservation, "update"),
+        ToolDefinition(tools.list_folio_charges, "search"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a front desk agent of the hotel group",
+        default="Front desk: Ana Duarte",
+        values=("Front desk: Ana Duarte", "Front desk: Ben Walsh",),
+        customers="a guest gives their full name and the reservation's confirmation details or email; match them before checking in, changing or cancelling",
+    ),
 )
 
 
-def build(
-    *,
-    db_file: Path | None = None,
-    max_episodes: int = DEFAULT_MAX_EPISODES,
-    budget: EpisodeBudget | None = None,
-) -> MCPServer:
-    """A fresh hotel MCP server: isolated in-memory episodes (under `budget`, shared by a farm
-    host), or one persistent `db_file`."""
-    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes, budget=budget)
+def build(*, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES) -> MCPServer:
+    """A fresh hotel MCP server: isolated in-memory episodes, or one persistent `db_file`."""
+    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes)

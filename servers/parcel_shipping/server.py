@@ -7,15 +7,9 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
-from servers.runtime.server import (
-    DEFAULT_MAX_EPISODES,
-    EpisodeBudget,
-    ServerDefinition,
-    ToolDefinition,
-    build_server,
-)
-
-from . import tools
+from servers.parcel_shipping import tools
+from servers.runtime.principal import PrincipalDefinition
+from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 
 DEFINITION = ServerDefinition(
     name="parcel_shipping",
@@ -51,16 +45,18 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.file_claim, "create"),
         ToolDefinition(tools.list_claims, "search"),
         ToolDefinition(tools.cancel_shipment, "update"),
+        ToolDefinition(tools.list_address_changes, "search"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a Swiftline customer service agent",
+        default="Customer service: Lina Park",
+        values=("Customer service: Lina Park", "Customer service: Marco Testa",),
+        customers="a sender gives their email and the tracking number; match them before redirecting or claiming",
+    ),
 )
 
 
-def build(
-    *,
-    db_file: Path | None = None,
-    max_episodes: int = DEFAULT_MAX_EPISODES,
-    budget: EpisodeBudget | None = None,
-) -> MCPServer:
-    """A fresh parcel_shipping MCP server: isolated in-memory episodes (under `budget`, shared by a farm
-    host), or one persistent `db_file`."""
-    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes, budget=budget)
+def build(*, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES) -> MCPServer:
+    """A fresh parcel_shipping MCP server: isolated in-memory episodes, or one persistent `db_file`."""
+    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes)

@@ -7,15 +7,9 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
-from servers.runtime.server import (
-    DEFAULT_MAX_EPISODES,
-    EpisodeBudget,
-    ServerDefinition,
-    ToolDefinition,
-    build_server,
-)
-
-from . import tools
+from servers.payments import tools
+from servers.runtime.principal import PrincipalDefinition
+from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 
 DEFINITION = ServerDefinition(
     name="payments",
@@ -51,15 +45,16 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.list_payouts, "search"),
         ToolDefinition(tools.customer_spending_summary, "custom", read_only=True),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a support agent of the payments wallet",
+        default="Support: Ava Stone",
+        values=("Support: Ava Stone", "Support: Jonas Weber",),
+        customers="a customer gives their email and the last four digits of a card on file; match them before refunding or changing anything",
+    ),
 )
 
 
-def build(
-    *,
-    db_file: Path | None = None,
-    max_episodes: int = DEFAULT_MAX_EPISODES,
-    budget: EpisodeBudget | None = None,
-) -> MCPServer:
-    """A fresh payments MCP server: isolated in-memory episodes (under `budget`, shared by a farm
-    host), or one persistent `db_file`."""
-    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes, budget=budget)
+def build(*, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES) -> MCPServer:
+    """A fresh payments MCP server: isolated in-memory episodes, or one persistent `db_file`."""
+    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes)

@@ -7,15 +7,9 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
-from servers.runtime.server import (
-    DEFAULT_MAX_EPISODES,
-    EpisodeBudget,
-    ServerDefinition,
-    ToolDefinition,
-    build_server,
-)
-
-from . import tools
+from servers.pharmacy import tools
+from servers.runtime.principal import PrincipalDefinition
+from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
 
 DEFINITION = ServerDefinition(
     name="pharmacy",
@@ -56,16 +50,19 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.cancel_prescription, "update"),
         ToolDefinition(tools.update_patient_insurance, "update"),
         ToolDefinition(tools.sell_over_the_counter, "create"),
+        ToolDefinition(tools.list_pickups, "search"),
+        ToolDefinition(tools.list_counter_sales, "search"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a pharmacist at the pharmacy counter",
+        default="Pharmacist: Dr. Helen Cho",
+        values=("Pharmacist: Dr. Helen Cho", "Technician: Sam Ortiz",),
+        customers="a patient gives their full name and date of birth; match both before discussing or dispensing anything",
+    ),
 )
 
 
-def build(
-    *,
-    db_file: Path | None = None,
-    max_episodes: int = DEFAULT_MAX_EPISODES,
-    budget: EpisodeBudget | None = None,
-) -> MCPServer:
-    """A fresh pharmacy MCP server: isolated in-memory episodes (under `budget`, shared by a farm
-    host), or one persistent `db_file`."""
-    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes, budget=budget)
+def build(*, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES) -> MCPServer:
+    """A fresh pharmacy MCP server: isolated in-memory episodes, or one persistent `db_file`."""
+    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes)

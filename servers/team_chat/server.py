@@ -7,15 +7,9 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
-from servers.runtime.server import (
-    DEFAULT_MAX_EPISODES,
-    EpisodeBudget,
-    ServerDefinition,
-    ToolDefinition,
-    build_server,
-)
-
-from . import tools
+from servers.runtime.principal import PrincipalDefinition
+from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
+from servers.team_chat import tools
 
 DEFINITION = ServerDefinition(
     name="team_chat",
@@ -52,15 +46,17 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.create_channel, "custom"),
         ToolDefinition(tools.archive_channel, "update"),
     ],
+    principal=PrincipalDefinition(
+        kind="user",
+        description="the signed-in Northwind Analytics employee",
+        default="maria.patel@example.com",
+        table="members",
+        column="email",
+        time_zone="Europe/Lisbon",
+    ),
 )
 
 
-def build(
-    *,
-    db_file: Path | None = None,
-    max_episodes: int = DEFAULT_MAX_EPISODES,
-    budget: EpisodeBudget | None = None,
-) -> MCPServer:
-    """A fresh team_chat MCP server: isolated in-memory episodes (under `budget`, shared by a farm
-    host), or one persistent `db_file`."""
-    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes, budget=budget)
+def build(*, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES) -> MCPServer:
+    """A fresh team_chat MCP server: isolated in-memory episodes, or one persistent `db_file`."""
+    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes)

@@ -7,15 +7,9 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
-from servers.runtime.server import (
-    DEFAULT_MAX_EPISODES,
-    EpisodeBudget,
-    ServerDefinition,
-    ToolDefinition,
-    build_server,
-)
-
-from . import tools
+from servers.runtime.principal import PrincipalDefinition
+from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
+from servers.tour_booking import tools
 
 DEFINITION = ServerDefinition(
     name="tour_booking",
@@ -50,15 +44,16 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.cancel_departure, "custom"),
         ToolDefinition(tools.complete_departure, "update"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a booking agent of the tour operator",
+        default="Booking agent: Lucia Moretti",
+        values=("Booking agent: Lucia Moretti", "Booking agent: Theo Jansen",),
+        customers="a traveller gives their full name and email; match them before booking, changing or refunding",
+    ),
 )
 
 
-def build(
-    *,
-    db_file: Path | None = None,
-    max_episodes: int = DEFAULT_MAX_EPISODES,
-    budget: EpisodeBudget | None = None,
-) -> MCPServer:
-    """A fresh tour_booking MCP server: isolated in-memory episodes (under `budget`, shared by a farm
-    host), or one persistent `db_file`."""
-    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes, budget=budget)
+def build(*, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES) -> MCPServer:
+    """A fresh tour_booking MCP server: isolated in-memory episodes, or one persistent `db_file`."""
+    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes)

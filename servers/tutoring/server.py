@@ -7,15 +7,9 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
-from servers.runtime.server import (
-    DEFAULT_MAX_EPISODES,
-    EpisodeBudget,
-    ServerDefinition,
-    ToolDefinition,
-    build_server,
-)
-
-from . import tools
+from servers.runtime.principal import PrincipalDefinition
+from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
+from servers.tutoring import tools
 
 DEFINITION = ServerDefinition(
     name="tutoring",
@@ -52,15 +46,16 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.submit_feedback, "create"),
         ToolDefinition(tools.list_feedback, "search"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a BrightPath tutoring coordinator",
+        default="Coordinator: Maya Brooks",
+        values=("Coordinator: Maya Brooks", "Coordinator: Felix Hart",),
+        customers="a student gives their full name and email; match them before booking, cancelling or selling hours",
+    ),
 )
 
 
-def build(
-    *,
-    db_file: Path | None = None,
-    max_episodes: int = DEFAULT_MAX_EPISODES,
-    budget: EpisodeBudget | None = None,
-) -> MCPServer:
-    """A fresh tutoring MCP server: isolated in-memory episodes (under `budget`, shared by a farm
-    host), or one persistent `db_file`."""
-    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes, budget=budget)
+def build(*, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES) -> MCPServer:
+    """A fresh tutoring MCP server: isolated in-memory episodes, or one persistent `db_file`."""
+    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes)

@@ -7,15 +7,9 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
-from servers.runtime.server import (
-    DEFAULT_MAX_EPISODES,
-    EpisodeBudget,
-    ServerDefinition,
-    ToolDefinition,
-    build_server,
-)
-
-from . import tools
+from servers.runtime.principal import PrincipalDefinition
+from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
+from servers.warehouse import tools
 
 DEFINITION = ServerDefinition(
     name="warehouse",
@@ -56,16 +50,19 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.receive_transfer, "custom"),
         ToolDefinition(tools.list_transfers, "search"),
         ToolDefinition(tools.record_cycle_count, "create"),
+        ToolDefinition(tools.list_picks, "search"),
+        ToolDefinition(tools.list_cycle_counts, "search"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a shift supervisor of the Northstar warehouses",
+        default="Supervisor: Erik Nilsen",
+        values=("Supervisor: Erik Nilsen", "Supervisor: Priya Raman",),
+        customers="a store's order is identified by its order number and the ordering store",
+    ),
 )
 
 
-def build(
-    *,
-    db_file: Path | None = None,
-    max_episodes: int = DEFAULT_MAX_EPISODES,
-    budget: EpisodeBudget | None = None,
-) -> MCPServer:
-    """A fresh warehouse MCP server: isolated in-memory episodes (under `budget`, shared by a farm
-    host), or one persistent `db_file`."""
-    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes, budget=budget)
+def build(*, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES) -> MCPServer:
+    """A fresh warehouse MCP server: isolated in-memory episodes, or one persistent `db_file`."""
+    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes)
