@@ -61,8 +61,7 @@ def transfer_funds(
     source = db.require("accounts", "account_id", from_account_id, "from_account_id")
     # The recipient's account may be anyone's: found by its number, outside the sender's own rows.
     target = db.one("SELECT * FROM accounts WHERE account_number = ?", (to_account_number,))
-    if target is None:
-        db.reject(f"No account in this bank has the number {to_account_number}; check it with the recipient.")
+    assert target is not None, "the spec's rule rejects an unknown account number before the handler runs"
     to_account_id = target["account_id"]
     scope = "own" if source["customer_id"] == target["customer_id"] else "internal"
     transfer_id = _record(db, from_account_id, amount, memo, scope, to_account_id=to_account_id)

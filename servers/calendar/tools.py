@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.calendar import handlers
 from servers.runtime.database import Database, comma_joined
+
+from . import handlers
 
 PersonDepartment = Literal["engineering", "design", "finance", "marketing", "sales", "operations"]
 CalendarKind = Literal["personal", "team"]
@@ -1172,6 +1173,7 @@ def cancel_event(
         "principal": db.principal,
         "id": current["event_id"],
         "set_status": "cancelled",
+        "set_cancelled_by": db.principal,
     }
     if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND status = 'cancelled'", args):
         db.reject("Event {event_id} is already cancelled.".format_map(args))
@@ -1190,7 +1192,7 @@ def cancel_event(
             "Only the organizer can cancel event {event_id}, and you are not its organizer (get_event shows who is); decline your invitation with respond_to_invitation instead.".format_map(args),
         )
     row = db.returning(
-        "UPDATE events SET status = :set_status, cancel_reason = :cancel_reason"
+        "UPDATE events SET status = :set_status, cancelled_by = :set_cancelled_by, cancel_reason = :cancel_reason"
         " WHERE event_id = :id RETURNING *",
         args,
     )

@@ -7,9 +7,16 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
-from servers.course_registration import tools
 from servers.runtime.principal import PrincipalDefinition
-from servers.runtime.server import DEFAULT_MAX_EPISODES, ServerDefinition, ToolDefinition, build_server
+from servers.runtime.server import (
+    DEFAULT_MAX_EPISODES,
+    EpisodeBudget,
+    ServerDefinition,
+    ToolDefinition,
+    build_server,
+)
+
+from . import tools
 
 DEFINITION = ServerDefinition(
     name="course_registration",
@@ -57,6 +64,12 @@ DEFINITION = ServerDefinition(
 )
 
 
-def build(*, db_file: Path | None = None, max_episodes: int = DEFAULT_MAX_EPISODES) -> MCPServer:
-    """A fresh course_registration MCP server: isolated in-memory episodes, or one persistent `db_file`."""
-    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes)
+def build(
+    *,
+    db_file: Path | None = None,
+    max_episodes: int = DEFAULT_MAX_EPISODES,
+    budget: EpisodeBudget | None = None,
+) -> MCPServer:
+    """A fresh course_registration MCP server: isolated in-memory episodes (under `budget`, shared by a farm
+    host), or one persistent `db_file`."""
+    return build_server(DEFINITION, db_file=db_file, max_episodes=max_episodes, budget=budget)

@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.mail import handlers
 from servers.runtime.database import Database, comma_joined
+
+from . import handlers
 
 ConversationFolder = Literal["inbox", "sent", "archive", "trash"]
 DraftStatus = Literal["draft", "sent"]
