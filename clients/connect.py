@@ -33,7 +33,7 @@ from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from servers.runtime.access import TOKEN_ENV
-from servers.runtime.control import EXTENSION, ControlError, EpisodeClient, StateResult
+from servers.runtime.control import EXTENSION, ControlError, EpisodeClient, ResetResult, StateResult
 from servers.runtime.farm import stdio_args
 
 Era = Literal["auto", "legacy"]
@@ -209,6 +209,7 @@ class Episode:
     tools: list[types.Tool]
     instructions: str | None
     controlled: bool
+    principal: str | None = None  # whom the episode acts for, as the server confirmed it (None: nobody)
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> types.CallToolResult:
         return await self.episode.call_tool(name, arguments)
@@ -299,14 +300,18 @@ class Connections:
         return self._shared[server].client.instructions
 
     @asynccontextmanager
-    async def episode(self, server: str, episode_id: str, *, state: Any = None) -> AsyncIterator[Episode]:
-        """A fresh episode from the seed (or from `state`, rows per table) that ends with the block."""
+    async def episode(
+        self, server: str, episode_id: str, *, state: Any = None, principal: str | None = None
+    ) -> AsyncIterator[Episode]:
+        """A fresh episode from the seed (or from `state`, rows per table) that ends with the block, acting
+        for `principal` where the server knows them (else for its default principal, if it has one)."""
         shared = await self._shared_for(server)
         if shared is not None:
             handle = EpisodeClient(shared.client, episode_id, timeout=self.timeout)
-            await handle.reset(state)
+            reset = await reset_as(handle, state, principal)
+            instructions = reset.instructions or shared.client.instructions
             try:
-                yield Episode(server, handle, shared.tools, shared.client.instructions, controlled=True)
+                yield Episode(server, handle, shared.tools, instructions, controlled=True, principal=reset.principal)
             finally:
                 with contextlib.suppress(ControlError):
                     await handle.close()
@@ -316,6 +321,18 @@ class Connections:
         async with AsyncExitStack() as stack:
             client, tools, _ = await self._enter(stack, server)
             yield Episode(server, EpisodeClient(client, None, timeout=self.timeout), tools, client.instructions, False)
+
+
+async def reset_as(handle: EpisodeClient, state: Any, principal: str | None) -> ResetResult:
+    """Reset acting for `principal`; a server that does not know them (one without principals, or whose
+    principals are staff rather than the persona) is reset for its default instead."""
+    if principal is not None:
+        try:
+            return await handle.reset(state, principal=principal)
+        except ControlError as exc:
+            if "principal" not in exc.detail:
+                raise
+    return await handle.reset(state)
 
 
 def farm_targets(

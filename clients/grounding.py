@@ -175,16 +175,20 @@ class EpisodePool:
 
     def __init__(self, connections: Connections) -> None:
         self.connections = connections
-        self.idle: dict[str, list[tuple[Episode, AsyncExitStack]]] = {}
+        self.idle: dict[tuple[str, str | None], list[tuple[Episode, AsyncExitStack]]] = {}
+        self.asked: dict[int, str | None] = {}  # id(episode) -> the principal it was asked to act for
         self.opened = 0
 
-    async def take(self, server: str) -> tuple[Episode, AsyncExitStack]:
-        if self.idle.get(server):
-            return self.idle[server].pop()
+    async def take(self, server: str, principal: str | None = None) -> tuple[Episode, AsyncExitStack]:
+        """An episode acting for `principal` (the persona) where the server knows them."""
+        if self.idle.get((server, principal)):
+            return self.idle[server, principal].pop()
         stack = AsyncExitStack()
         self.opened += 1
         try:
-            episode = await stack.enter_async_context(self.connections.episode(server, f"ground-{self.opened}"))
+            opened = self.connections.episode(server, f"ground-{self.opened}", principal=principal)
+            episode = await stack.enter_async_context(opened)
+            self.asked[id(episode)] = principal
         except ControlError as exc:
             await stack.aclose()
             raise Drop("server unavailable", str(exc)) from exc
@@ -193,14 +197,15 @@ class EpisodePool:
     async def give(self, server: str, held: tuple[Episode, AsyncExitStack], clean: bool) -> None:
         """Back to the pool; an episode with writes goes back to the seed first (or is closed, when the
         server has no control plane: then the next episode is a fresh process)."""
+        principal = self.asked.get(id(held[0]))
         if not clean and held[0].controlled:
             try:
-                await held[0].episode.reset()
+                await held[0].episode.reset(principal=held[0].principal)
                 clean = True
             except ControlError:
                 clean = False
         if clean:
-            self.idle.setdefault(server, []).append(held)
+            self.idle.setdefault((server, principal), []).append(held)
         else:
             await held[1].aclose()
 
@@ -226,6 +231,7 @@ class Grounded(BaseModel):
     sources: list[dict[str, ArgSource]] = Field(description="per call: where each argument came from")
     targets: list[Row | None] = Field(description="per call: the output row an id argument came from, if any")
     expected: dict[str, ExpectedState]
+    principal: str | None = Field(None, description="whom the episodes acted for (the persona), where a server knew them")
 
 
 def _coerce(value: Any, param: Param) -> Any:
@@ -442,7 +448,7 @@ class Grounder:
         wrote: set[str] = set()
         try:
             for server in chain.servers:
-                held[server] = await self.pool.take(server)
+                held[server] = await self.pool.take(server, persona.email or None)
             episodes = {server: h[0] for server, h in held.items()}
             for index, step in enumerate(chain.steps):
                 spec = self.catalog.spec(step.server, step.tool)
@@ -491,4 +497,14 @@ class Grounder:
         finally:
             for server, episode_held in held.items():
                 await self.pool.give(server, episode_held, clean=server not in wrote)
-        return Grounded(chain=chain, persona=persona, calls=calls, sources=sources, targets=targets, expected=expected)
+        # The task acts for the persona where a server knew them (user principals): rollouts do the same.
+        principal = next((h[0].principal for h in held.values() if h[0].principal == persona.email), None)
+        return Grounded(
+            chain=chain,
+            persona=persona,
+            calls=calls,
+            sources=sources,
+            targets=targets,
+            expected=expected,
+            principal=principal,
+        )

@@ -289,6 +289,12 @@ SYNONYMS = {
 }
 
 
+def _is_paging(prop: str, schema: Any) -> bool:
+    """A list's paging argument (`limit`, `cursor`, or one a server marks), not a filter."""
+    marked = isinstance(schema, dict) and schema.get("x-envfarm-paging") is True
+    return marked or prop in ("cursor", "limit", "page_token", "page_size")
+
+
 def _stem(word: str) -> str:
     word = SYNONYMS.get(word, word)
     for suffix in ("ing", "ed", "es", "s"):
@@ -357,7 +363,8 @@ class ToolIndex:
     def of(cls, tool: AgentTool) -> ToolIndex:
         return cls(
             name=words(tool.tool.replace("_", " ")),
-            description=words(tool.description),
+            # The summary (first paragraph): later ones are how a list matches and pages, shared by every list.
+            description=words(tool.description.split("\n\n")[0]),
             inputs=frozenset(_properties(tool.input_schema)),
             outputs=frozenset(_properties(tool.output_schema or {})),
         )
@@ -454,6 +461,8 @@ class HeuristicAgent:
         missing: list[str] = []
         stated = {" ".join(sorted(words(key))): value.strip() for key, value in STATED.findall(text)}
         for prop, sub in (schema.get("properties") or {}).items():
+            if prop not in required and _is_paging(prop, sub):
+                continue  # the first page is what a person asks for; numbers in the request are not page sizes
             value = stated.get(" ".join(sorted(words(prop.replace("_", " ")))))
             if value is None:
                 value = self._from_text(prop, sub, text)
@@ -488,7 +497,7 @@ class HeuristicAgent:
     ) -> tuple[AgentTool, dict[str, Any]] | str:
         """The next call towards `tool`, or the name of a detail to ask the user for."""
         arguments, missing = self._arguments(tool, text, outputs)
-        filters = list(tool.input_schema.get("properties") or {})
+        filters = [p for p, sub in (tool.input_schema.get("properties") or {}).items() if not _is_paging(p, sub)]
         if depth > 0 and not arguments and not missing and filters:
             # A lookup with no filter at all would list everyone: ask the user for something to search by.
             return " or ".join(f.replace("_", " ") for f in filters[:3])

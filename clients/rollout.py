@@ -76,12 +76,13 @@ class _Episodes:
     connections: Connections
     stack: AsyncExitStack
     ids: dict[str, str]
+    principal: str | None = None  # the task's principal, where a server knows them
     opened: dict[str, Episode] = field(default_factory=dict)
 
     async def get(self, server: str) -> Episode:
         if server not in self.opened:
             self.opened[server] = await self.stack.enter_async_context(
-                self.connections.episode(server, self.ids[server])
+                self.connections.episode(server, self.ids[server], principal=self.principal)
             )
         return self.opened[server]
 
@@ -137,10 +138,14 @@ class Rollout:
         servers = task_servers(self.task)
         ids = {s: SAFE.sub("_", f"{self.task.id}:{self.policy.name}:{self.attempt}:{s}:{tag}") for s in servers}
         async with AsyncExitStack() as stack:
-            episodes = _Episodes(self.connections, stack, ids)
+            episodes = _Episodes(self.connections, stack, ids, self.task.principal)
             try:
                 listed = {s: await self.connections.tools(s) for s in servers}
-                instructions = {s: await self.connections.instructions(s) for s in servers}
+                # A task acting for someone reads each server's instructions for that principal (its episode's).
+                instructions = {
+                    s: (await episodes.get(s)).instructions if self.task.principal else await self.connections.instructions(s)
+                    for s in servers
+                }
             except ControlError as exc:
                 return self._trajectory(_Run([], stop="server_error", detail=str(exc)), [], started, ids)
             tools, missing = self._tools(listed)

@@ -163,7 +163,7 @@ class _Run:
             id=f"{chain.sampler}-s{self.options.seed}-{index:04d}",
             servers=chain.servers,
             tools=enabled,
-            principal=None,
+            principal=grounded.principal,
             persona=Persona(name=persona.name, email=persona.email or None, style=style, known_facts=persona.facts),
             opening_message=turns[0],
             uncalibrated_message=request.uncalibrated,

@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from factory.spec import CreateTool, EnvironmentSpec, KeyedTool, Param, SearchTool, ToolKind, WriteTool
-from servers.runtime.database import Database, Rejected
+from servers.runtime.database import Database, Rejected, comma_joined, json_array
 from servers.runtime.episodes import build_seed
 
 MAX_CANDIDATES = 600
 KEEP_CANDIDATES = 5
+MAX_LIST_CALLS = 1000  # per list tool in the paging check
 UNKNOWN_ID = "zz_unknown_0000"
 InvalidCheck = Literal["missing_argument", "wrong_type", "unknown_id", "rule"]
 
@@ -81,8 +82,12 @@ class SeedView:
     def __init__(self, spec: EnvironmentSpec, schema_sql: str) -> None:
         self.spec = spec
         self.rows = {table: spec.seed.get(table, []) for table in spec.entities}
-        self.connection: sqlite3.Connection = build_seed(schema_sql, self.rows)
-        self.db = Database(self.connection, spec.now_iso, {t: e.id_format for t, e in spec.entities.items()})
+        principal = spec.principal
+        default = principal.default if principal else None
+        scopes = {t: p for t in principal.scope if (p := principal.predicate(t))} if principal else {}
+        self.connection: sqlite3.Connection = build_seed(schema_sql, self.rows, default)
+        ids = {t: e.id_format for t, e in spec.entities.items()}
+        self.db = Database(self.connection, spec.now_iso, ids, default, scopes)
         self._distinct: dict[tuple[str, str], list[Any]] = {}
 
     def distinct(self, table: str, column: str) -> list[Any]:
@@ -96,7 +101,12 @@ class SeedView:
         """The named SQL parameters the generated code binds (params, `now`, and `id` for writes to
         one row); None if the key row is unknown."""
         values = {name: coerce(p, arguments.get(name, p.default)) for name, p in tool.params.items()}
+        for name, param in tool.params.items():
+            if param.items:
+                bind = json_array if isinstance(tool, SearchTool) else comma_joined
+                values[name] = bind(values[name])
         values["now"] = self.spec.now_iso
+        values["principal"] = arguments.get("principal") or (self.spec.principal.default if self.spec.principal else None)
         if not isinstance(tool, WriteTool):
             return values
         entity = self.spec.entities[tool.entity]
@@ -117,14 +127,117 @@ class SeedView:
         values = self.sql_args(tool, arguments)
         if values is None:
             return False
-        for name in tool.params:
+        for name, param in tool.params.items():
             target = ref_of(self.spec, tool, name)
-            if target and name in arguments and arguments[name] not in self.distinct(*target):
+            given = arguments.get(name)
+            items = given if param.items and isinstance(given, list) else [given]
+            if target and name in arguments and any(v not in self.distinct(*target) for v in items):
                 return False
         try:
             return not any(self.db.one(rule.reject_if, values) for rule in tool.rules)
         except (sqlite3.Error, Rejected):
             return False
+
+
+    # ------------------------------------------------------------ principals and paging (verifier)
+
+    def principals(self) -> list[str]:
+        principal = self.spec.principal
+        if principal is None:
+            return []
+        if principal.table is None or principal.column is None:
+            return list(principal.values)
+        return [str(v) for v in self.distinct(principal.table, principal.column)]
+
+    def visible(self, table: str, principal: str | None) -> list[str]:
+        """Keys of `table`'s rows that `principal` may see, in primary-key order."""
+        pk = self.spec.entities[table].primary_key
+        scope = self.spec.principal.predicate(table) if self.spec.principal else None
+        sql = f"SELECT {pk} FROM {table} WHERE {scope or '1'} ORDER BY {pk}"
+        return [str(r[0]) for r in self.connection.execute(sql, {"principal": principal}).fetchall()]
+
+    def other_principal(self, owner: str) -> str | None:
+        """A principal other than `owner` for the cross-principal check (the first in seed order)."""
+        return next((p for p in self.principals() if p != owner), None)
+
+    def private_keys(self, owner: str, other: str) -> set[str]:
+        """Keys of rows `owner` may see and `other` may not, over every scoped table."""
+        scoped = self.spec.principal.scope if self.spec.principal else {}
+        return {k for t in scoped for k in set(self.visible(t, owner)) - set(self.visible(t, other))}
+
+    def visible_keys(self) -> dict[str, list[str]]:
+        default = self.spec.principal.default if self.spec.principal else None
+        return {table: self.visible(table, default) for table in self.spec.entities}
+
+    def _values(self, tool: ToolKind, name: str, param: Param) -> list[Any]:
+        """Every value worth listing by for one required param: the keys the principal sees, or the enum."""
+        if param.enum:
+            return list(param.enum)
+        target = ref_of(self.spec, tool, name)
+        if target is None:
+            return [param.default] if param.default is not None else [_fallback(param, self.spec)]
+        table, column = target
+        if isinstance(tool, SearchTool) and (param.column or name) in self.spec.entities[tool.entity].columns:
+            # A filter on the listed table's own column: the values its rows hold find every row.
+            table, column = tool.entity, param.column or name
+        pk = self.spec.entities[table].primary_key
+        keys = set(self.visible(table, self.spec.principal.default if self.spec.principal else None))
+        values = [r.get(column) for r in self.rows.get(table, []) if str(r.get(pk)) in keys]
+        return list(dict.fromkeys(v for v in values if v is not None))
+
+    def list_calls(self) -> Iterator[tuple[ToolKind, dict[str, Any]]]:
+        """Calls that together list everything: each list tool (a search, or a custom tool returning rows)
+        with every value of its required params (one at a time, the others at their first value), at most
+        MAX_LIST_CALLS per tool."""
+        for tool in self.spec.tools:
+            if self.listed_entity(tool) is None:
+                continue
+            required = {n: p for n, p in tool.params.items() if p.required}
+            pools = {n: self._values(tool, n, p) for n, p in required.items()}
+            if any(not pool for pool in pools.values()):
+                continue
+            first = {n: pool[0] for n, pool in pools.items()}
+            calls = [first]
+            for name, pool in pools.items():
+                calls += [{**first, name: v} for v in pool[1:]]
+            # An optional enum with a default (status: active) hides the other values unless asked for them.
+            for name, param in tool.params.items():
+                if not param.required and param.default is not None and param.enum:
+                    calls += [{**call, name: v} for call in list(calls) for v in param.enum if v != param.default]
+            for arguments in calls[:MAX_LIST_CALLS]:
+                yield tool, {n: [v] if tool.params[n].items else v for n, v in arguments.items()}
+
+    def page_arguments(self, tool: ToolKind, cursor: str | None) -> dict[str, Any]:
+        """The paging arguments a list takes: its largest page, and the cursor once there is one."""
+        if isinstance(tool, SearchTool):
+            return {"limit": 200, **({"cursor": cursor} if cursor else {})}
+        limit = tool.params.get("limit")
+        paged = {"limit": int(min(200, limit.maximum or 200))} if limit is not None and limit.type == "integer" else {}
+        return paged | ({"cursor": cursor} if cursor and "cursor" in tool.params else {})
+
+    def listed_entity(self, tool: ToolKind) -> tuple[str, str] | None:
+        """(field, entity) of the rows a list returns: a search's entity, or a custom tool's array of rows."""
+        if isinstance(tool, SearchTool):
+            return tool.entity, tool.entity
+        result = tool.result(self.spec)
+        fields = getattr(result, "fields", None) or {}
+        return next(((f, r.items) for f, r in fields.items() if r.type == "array" and r.items in self.spec.entities), None)
+
+    def get_keys(self, tool: KeyedTool, found: set[str]) -> list[Any]:
+        """Values of a get's key column on the rows the principal sees, where some list showed the value."""
+        default = self.spec.principal.default if self.spec.principal else None
+        keys = set(self.visible(tool.entity, default))
+        pk = self.spec.entities[tool.entity].primary_key
+        values = [r.get(tool.key_column) for r in self.rows.get(tool.entity, []) if str(r.get(pk)) in keys]
+        return list(dict.fromkeys(v for v in values if v is not None and str(v) in found))
+
+    def row_keys(self, tool: ToolKind, page: dict[str, Any]) -> list[Any]:
+        listed = self.listed_entity(tool)
+        if listed is None:
+            return []
+        field_name, entity = listed
+        pk = self.spec.entities[entity].primary_key
+        return [row.get(pk) for row in page.get(field_name) or [] if isinstance(row, dict)]
 
 
 def _fallback(param: Param, spec: EnvironmentSpec) -> Any:
@@ -229,6 +342,9 @@ class _Builder:
                     arguments[name] = from_row
             elif param.required:
                 arguments[name] = self.rng.choice(self.pools[name])
+            if param.items and name in arguments and not isinstance(arguments[name], list):
+                value = arguments[name]  # a text column holding a list stores it as "a, b"
+                arguments[name] = [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else [value]
         return arguments
 
     def generate(self) -> Iterator[dict[str, Any]]:
@@ -289,11 +405,12 @@ def invalid_calls(seed: SeedView, tool: ToolKind, valid: dict[str, Any]) -> list
         calls.append(InvalidCall("missing_argument", {k: v for k, v in valid.items() if k != required[0]}, required[0]))
     if tool.params:
         name = (required or list(tool.params))[0]
-        calls.append(InvalidCall("wrong_type", {**valid, name: [str(valid.get(name, "value"))]}, name))
+        wrong = {"bad": "type"} if tool.params[name].items else [str(valid.get(name, "value"))]
+        calls.append(InvalidCall("wrong_type", {**valid, name: wrong}, name))
     for name, param in tool.params.items():
         if ref_of(seed.spec, tool, name):
             unknown: Any = -1 if param.type in ("integer", "number") else UNKNOWN_ID
-            calls.append(InvalidCall("unknown_id", {**valid, name: unknown}, name))
+            calls.append(InvalidCall("unknown_id", {**valid, name: [unknown] if param.items else unknown}, name))
     for rule in tool.rules:
         message = rule_message(seed, tool, rule.example, rule.message)
         calls.append(InvalidCall("rule", dict(rule.example), message=message))

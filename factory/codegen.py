@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from typing import Any
 
 from factory.spec import (
     NOW,
+    PRINCIPAL,
     TYPES,
     Column,
     CreateTool,
@@ -36,6 +38,8 @@ MAX_LINE = 110
 REF_KEY = "x-envfarm-ref"
 COLUMN_KEY = "x-envfarm-column"
 USER_KNOWN_KEY = "x-envfarm-user-known"
+PAGING_KEY = "x-envfarm-paging"
+MAX_PAGE = 200
 
 
 def camel(name: str) -> str:
@@ -229,10 +233,13 @@ def _render_result_model(tool: ToolKind, spec: EnvironmentSpec) -> str | None:
         return "\n".join(
             [
                 f"class {name}(BaseModel):",
-                f'    """What `{tool.name}` found."""',
+                f'    """What `{tool.name}` found: one page of the matching rows."""',
                 "",
-                f"    {result.entity}: list[{row}] = {_field_call(f'matching rows, at most {result.limit}')}",
-                f"    count: int = {_field_call('how many rows were returned')}",
+                f"    {result.entity}: list[{row}] = {_field_call('the matching rows of this page')}",
+                f"    count: int = {_field_call('how many rows this page holds')}",
+                f"    total: int = {_field_call('how many rows match, over all pages')}",
+                f"    has_more: bool = {_field_call('whether more rows follow this page')}",
+                f"    cursor: str | None = {_field_call('pass it back as cursor for the next page; null on the last')}",
             ]
         )
     if isinstance(result, FieldsResult):
@@ -249,12 +256,20 @@ def _param_annotation(
 ) -> tuple[str, list[str]]:
     base = _literal(param.enum, aliases) if param.enum else TYPES[param.type].python
     extra: dict[str, Any] = {}
+    item: dict[str, Any] = {}
     if param.minimum is not None:
-        extra["ge"] = param.minimum
+        item["ge"] = param.minimum
     if param.maximum is not None:
-        extra["le"] = param.maximum
+        item["le"] = param.maximum
     if (pattern := TYPES[param.type].pattern) and not param.enum:
-        extra["pattern"] = pattern
+        item["pattern"] = pattern
+    if param.items:
+        # Each item is checked on its own (type, bounds, pattern), so a bad one is named by its index.
+        base = f"list[Annotated[{base}, {_field_call('', item)}]]" if item else f"list[{base}]"
+        if param.min_items is not None:
+            extra["min_length"] = param.min_items
+    else:
+        extra.update(item)
     extra["json_schema_extra"] = links
     typ = f"{base} | None" if optional else base
     return typ, _field_args(_description(param.description, param.type), extra)
@@ -269,6 +284,11 @@ def _param_line(
     links: dict[str, Any],
 ) -> str:
     typ, args = _param_annotation(param, optional, aliases, links)
+    return _annotated_line(name, typ, args, default)
+
+
+def _annotated_line(name: str, typ: str, args: list[str], default: str | None) -> str:
+    """`name: Annotated[typ, Field(...)] = default,` wrapped like a formatter would when too long."""
     field_call = f"Field({', '.join(args)})"
     tail = f" = {default}," if default is not None else ","
     line = f"    {name}: Annotated[{typ}, {field_call}]{tail}"
@@ -291,11 +311,19 @@ def _signature(tool: ToolKind, result: str, spec: EnvironmentSpec) -> list[str]:
             params.append(_param_line(pname, param, False, py(param.default), aliases, links))
         else:
             params.append(_param_line(pname, param, True, "None", aliases, links))
+    if isinstance(tool, SearchTool):
+        paging = {PAGING_KEY: True, USER_KNOWN_KEY: False}
+        limit_args = _field_args(f"Rows per page, 1-{MAX_PAGE}", {"ge": 1, "le": MAX_PAGE, "json_schema_extra": paging})
+        cursor_args = _field_args("The cursor of the previous page, for the next one", {"json_schema_extra": paging})
+        params.append(_annotated_line("limit", "int", limit_args, str(tool.limit)))
+        params.append(_annotated_line("cursor", "str | None", cursor_args, "None"))
     return [f"def {tool.name}(", *params, f") -> {result}:"]
 
 
 def _docstring(text: str) -> list[str]:
-    body = text.strip().replace('"""', "'''")
+    paragraphs = text.strip().replace('"""', "'''").split("\n\n")
+    # A long generated paragraph (a list's paging note) is wrapped; the spec's own text keeps its lines.
+    body = "\n\n".join(p if "\n" in p or len(p) < 100 else textwrap.fill(p, 100) for p in paragraphs)
     return (
         [f'    """{body}"""']
         if "\n" not in body
@@ -311,8 +339,16 @@ def _sql_call(method: str, sql_lines: list[str], args: str, prefix: str = "") ->
     return out
 
 
+def _bound(tool: ToolKind, pname: str) -> str:
+    """How a param is bound in SQL: an array as JSON (search: matched with json_each) or joined text."""
+    if not tool.params[pname].items:
+        return pname
+    return f"json_array({pname})" if isinstance(tool, SearchTool) else f"comma_joined({pname})"
+
+
 def _args_dict(tool: ToolKind, extra: dict[str, str] | None = None) -> list[str]:
-    entries = [f"{py(p)}: {p}" for p in tool.params] + [f"{py('now')}: db.now"]
+    entries = [f"{py(p)}: {_bound(tool, p)}" for p in tool.params] + [f"{py('now')}: db.now"]
+    entries.append(f"{py('principal')}: db.principal")
     entries += [f"{py(k)}: {v}" for k, v in (extra or {}).items()]
     line = "    args = {" + ", ".join(entries) + "}"
     if len(line) <= MAX_LINE:
@@ -327,6 +363,10 @@ def _ref_checks(tool: ToolKind, spec: EnvironmentSpec) -> list[str]:
         ref = tool.checked_ref(spec, pname)
         if ref and pname != tool.key_param:
             table, _, column = ref.partition(".")
+            if param.items:
+                check = f"for value in {pname} or []:\n        db.require({py(table)}, {py(column)}, value, {py(pname)})"
+                lines.append(f"    {check}")
+                continue
             check = f"db.require({py(table)}, {py(column)}, {pname}, {py(pname)})"
             lines.append(f"    {check}" if param.required else f"    if {pname} is not None:\n        {check}")
     return lines
@@ -390,6 +430,11 @@ def _then(tool: ToolKind) -> list[str]:
     return [line for sql in tool.then_sql for line in _call("db.execute", [_sql_arg(sql), "args"])]
 
 
+def _fixed(value: Any) -> str:
+    """A `set` value as code: the frozen clock, the episode's principal, or a literal."""
+    return {NOW: "db.now", PRINCIPAL: "db.principal"}.get(value, py(value)) if isinstance(value, str) else py(value)
+
+
 def _key_lookup(tool: GetTool | UpdateTool | DeleteTool) -> str:
     return f"db.require({py(tool.entity)}, {py(tool.key_column)}, {tool.key}, {py(tool.key)})"
 
@@ -412,15 +457,24 @@ def _search_body(tool: SearchTool, spec: EnvironmentSpec, result: str) -> list[s
             "gte": f"{column} >= :{pname}",
             "lte": f"{column} <= :{pname}",
         }[param.match]
+        if param.items:
+            test = f"{column} IN (SELECT value FROM json_each(:{pname}))"
         conditions.append(f"(:{pname} IS NULL OR {test})")
+    if spec.principal and (scope := spec.principal.predicate(tool.entity)):
+        conditions.append(f"({scope})")  # other principals' rows do not exist for this one
     sql = [f"SELECT * FROM {tool.entity}"]
     for i, condition in enumerate(conditions):
         sql.append(f" {'WHERE' if i == 0 else 'AND'} {condition}")
-    sql.append(f" ORDER BY {entity.primary_key} LIMIT {tool.limit}")
+    sql.append(f" ORDER BY {tool.order_sql(spec)}")
     row_model = model_name(tool.entity, entity)
     lines = _ref_checks(tool, spec) + _args_dict(tool) + _rule_checks(tool)
-    lines += _sql_call("all", sql, "args", prefix="rows = ")
-    lines.append(f"    return {result}({tool.entity}=[{row_model}(**row) for row in rows], count=len(rows))")
+    lines += _sql_call("page", sql, "args, limit, cursor", prefix="page = ")
+    lines += [
+        f"    rows = [{row_model}(**row) for row in page['rows']]",
+        f"    return {result}(",
+        f"        {tool.entity}=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']",
+        "    )",
+    ]
     return lines
 
 
@@ -440,13 +494,15 @@ def _create_body(tool: CreateTool, spec: EnvironmentSpec, result: str) -> list[s
     for cname, col in entity.columns.items():
         if cname == pk:
             continue
-        if cname in tool.params:
+        if cname in tool.params and tool.params[cname].items:
+            row.append(f"{py(cname)}: {_bound(tool, cname)}" + (f" or {py(col.default)}" if col.default is not None else ""))
+        elif cname in tool.params:
             value = cname if tool.params[cname].required or tool.params[cname].default is not None else None
             if value is None and col.default is not None:
                 value = f"{cname} if {cname} is not None else {'db.now' if col.default == NOW else py(col.default)}"
             row.append(f"{py(cname)}: {value or cname}")
         elif cname in tool.set:
-            row.append(f"{py(cname)}: {'db.now' if tool.set[cname] == NOW else py(tool.set[cname])}")
+            row.append(f"{py(cname)}: {_fixed(tool.set[cname])}")
         elif col.default is not None:
             row.append(f"{py(cname)}: {'db.now' if col.default == NOW else py(col.default)}")
     reread = _then_changes(tool, table)
@@ -470,7 +526,7 @@ def _update_body(tool: UpdateTool, spec: EnvironmentSpec, result: str) -> list[s
     entity = spec.entities[table]
     key_column = tool.key_column
     lines = [f"    current = {_key_lookup(tool)}"] + _ref_checks(tool, spec)
-    fixed = {f"set_{c}": ("db.now" if v == NOW else py(v)) for c, v in tool.set.items()}
+    fixed = {f"set_{c}": _fixed(v) for c, v in tool.set.items()}
     lines += _args_dict(tool, {"id": f"current[{py(entity.primary_key)}]", **fixed}) + _rule_checks(tool)
     assignments = [f"{c} = :set_{c}" for c in tool.set]
     optional = []
@@ -549,7 +605,7 @@ def _body(tool: ToolKind, spec: EnvironmentSpec, result: str) -> list[str]:
 def _render_tool(tool: ToolKind, spec: EnvironmentSpec) -> str:
     result = result_model_name(tool, spec)
     body = _body(tool, spec, result)
-    return "\n".join(_signature(tool, result, spec) + _docstring(tool.description) + body)
+    return "\n".join(_signature(tool, result, spec) + _docstring(tool.agent_description(spec)) + body)
 
 
 def _first_party(modules: dict[str, str]) -> list[str]:
@@ -573,7 +629,8 @@ def render_tools(spec: EnvironmentSpec, has_handlers: bool) -> str:
         f.type == "object" for t in spec.tools if isinstance(t, CustomTool) for f in (t.returns.fields or {}).values()
     ):
         typing = sorted([*typing, "Any"])
-    first_party = {"servers.runtime.database": "Database"}
+    helpers = [name for name in ("comma_joined", "json_array") if f"{name}(" in body]
+    first_party = {"servers.runtime.database": ", ".join(["Database", *helpers])}
     imports = [
         *([f"from typing import {', '.join(typing)}", ""] if typing else []),
         "from pydantic import BaseModel, Field",
@@ -606,11 +663,33 @@ def _tool_definition(tool: ToolKind) -> list[str]:
     return lines
 
 
+def _principal_definition(spec: EnvironmentSpec) -> list[str]:
+    """`principal=PrincipalDefinition(...)`: whom the server acts for and which rows each one sees."""
+    principal = spec.principal
+    if principal is None:
+        return []
+    args = [f"kind={py(principal.kind)}", f"description={py(principal.description)}", f"default={py(principal.default)}"]
+    if principal.table is not None:
+        args += [f"table={py(principal.table)}", f"column={py(principal.column)}"]
+    if principal.values:
+        args.append(f"values=({', '.join(py(v) for v in principal.values)},)")
+    if principal.time_zone != "UTC":
+        args.append(f"time_zone={py(principal.time_zone)}")
+    if principal.customers:
+        args.append(f"customers={py(principal.customers)}")
+    scopes = {t: p for t in principal.scope if (p := principal.predicate(t))}
+    lines = ["    principal=PrincipalDefinition(", *[f"        {a}," for a in args]]
+    if scopes:
+        lines += ["        scopes={", *[f"            {py(t)}: {_sql_arg(p)}," for t, p in scopes.items()], "        },"]
+    return [*lines, "    ),"]
+
+
 def render_server_module(spec: EnvironmentSpec) -> str:
     runtime = (
         "from servers.runtime.server import (\n    DEFAULT_MAX_EPISODES,\n    EpisodeBudget,\n    ServerDefinition,\n"
         "    ToolDefinition,\n    build_server,\n)"
     )
+    principal = ["from servers.runtime.principal import PrincipalDefinition"] if spec.principal is not None else []
     return "\n".join(
         [
             f'"""The {spec.name} server definition, handed to the shared runtime.\n\n{GENERATED_NOTE}\n"""',
@@ -619,6 +698,7 @@ def render_server_module(spec: EnvironmentSpec) -> str:
             "",
             "from mcp.server.mcpserver import MCPServer",
             "",
+            *principal,
             runtime,
             "",
             "from . import tools",
@@ -636,6 +716,7 @@ def render_server_module(spec: EnvironmentSpec) -> str:
             "    tools=[",
             *[line for tool in spec.tools for line in _tool_definition(tool)],
             "    ],",
+            *_principal_definition(spec),
             ")",
             "",
             "",
@@ -714,6 +795,23 @@ def render_registry_server_json(spec: EnvironmentSpec, package_version: str) -> 
     )
 
 
+def _readme_principal(spec: EnvironmentSpec) -> str:
+    principal = spec.principal
+    if principal is None:
+        return ""
+    who = "the signed-in user" if principal.kind == "user" else "staff serving customers"
+    reset = '`envfarm/episode/reset` with `{"principal": ...}`'
+    text = (
+        f"\nActs for {who}: {principal.description}. Default principal (for manual probing): "
+        f"`{principal.default}`; an episode acts for another after {reset}."
+    )
+    if principal.scope:
+        text += f" Rows of {', '.join(f'`{t}`' for t in principal.scope)} belong to one principal: others get \"not found\"."
+    if spec.policy.strip():
+        text += " The policy (`policy.md`, also the resource `envfarm://" + spec.name + "/policy`) is in the instructions."
+    return text + "\n"
+
+
 def render_readme(spec: EnvironmentSpec) -> str:
     rows = "\n".join(f"| `{t.name}` | {t.effect} | {t.description.strip().splitlines()[0]} |" for t in spec.tools)
     tables = "\n".join(f"| `{t}` | {len(spec.seed.get(t, []))} | {e.description} |" for t, e in spec.entities.items())
@@ -735,7 +833,7 @@ def render_readme(spec: EnvironmentSpec) -> str:
 <!-- {GENERATED_NOTE} -->
 
 Frozen clock: `{spec.now_iso}`. Every MCP session gets its own copy of the seed state.
-
+{_readme_principal(spec)}
 ## Tools
 
 | tool | effect | what it does |
@@ -782,4 +880,6 @@ def render_server(spec: EnvironmentSpec, handlers: str | None, package_version: 
     }
     if handlers is not None:
         files["handlers.py"] = handlers
+    if spec.policy.strip():
+        files["policy.md"] = spec.policy.strip() + "\n"
     return files

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from factory.spec import TYPES, EnvironmentSpec, FieldsResult, Param, ReturnField, RowsResult, ToolKind
+from factory.spec import TYPES, EnvironmentSpec, FieldsResult, Param, ReturnField, RowsResult, SearchTool, ToolKind
 
 Canon = dict[str, Any]
 
@@ -59,23 +59,30 @@ def canonical(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Can
 
 def _param(param: Param) -> Canon:
     optional = not param.required and param.default is None
-    node = _node(
-        [TYPES[param.type].json] + (["null"] if optional else []),
+    item = _node(
+        [TYPES[param.type].json],
         param.enum,
         minimum=param.minimum,
         maximum=param.maximum,
         pattern=None if param.enum else TYPES[param.type].pattern,
     )
+    if param.items:
+        node = {**_node(["array"] + (["null"] if optional else [])), "items": item}
+    else:
+        node = {**item, "type": sorted(item["type"] + (["null"] if optional else []))}
     if not param.required:
         node["default"] = param.default
     return node
 
 
 def expected_input(tool: ToolKind) -> Canon:
-    """The input schema the spec declares: one property per param, the required ones required."""
-    return _object(
-        {name: _param(p) for name, p in tool.params.items()}, [n for n, p in tool.params.items() if p.required]
-    )
+    """The input schema the spec declares: one property per param, the required ones required; a
+    search adds its paging (`limit`, `cursor`)."""
+    properties = {name: _param(p) for name, p in tool.params.items()}
+    if isinstance(tool, SearchTool):
+        properties["limit"] = {**_node(["integer"], minimum=1, maximum=200), "default": tool.limit}
+        properties["cursor"] = {**_node(["null", "string"]), "default": None}
+    return _object(properties, [n for n, p in tool.params.items() if p.required])
 
 
 def entity_row(spec: EnvironmentSpec, table: str) -> Canon:
@@ -103,7 +110,9 @@ def expected_output(spec: EnvironmentSpec, tool: ToolKind) -> Canon:
     result = tool.result(spec)
     if isinstance(result, RowsResult):
         rows = {**_node(["array"]), "items": entity_row(spec, result.entity)}
-        return _object({result.entity: rows, "count": _node(["integer"])}, [result.entity, "count"])
+        page = {"count": _node(["integer"]), "total": _node(["integer"]), "has_more": _node(["boolean"])}
+        page["cursor"] = _node(["null", "string"])
+        return _object({result.entity: rows, **page}, [result.entity, *page])
     if isinstance(result, FieldsResult):
         return _object({name: _field(spec, f) for name, f in result.fields.items()}, list(result.fields))
     return entity_row(spec, result.entity)

@@ -111,5 +111,5 @@ class ServerSession:
         """The episode's state hash and its diff against the seed (rows left out: they are not needed)."""
         return await self._episode(episode).state(rows=False)
 
-    async def reset(self, episode: str) -> None:
-        await self._episode(episode).reset()
+    async def reset(self, episode: str, principal: str | None = None) -> None:
+        await self._episode(episode).reset(principal=principal)

@@ -1,5 +1,6 @@
 """Load an environment source: a folder with `spec.yaml` (or `.json`), optional `handlers.py`
-(custom tool behaviour) and optional `seed.py` (deterministic seed rows from `spec.seed_number`).
+(custom tool behaviour), optional `seed.py` (deterministic seed rows from `spec.seed_number`) and
+optional `policy.md` (what the agent may and may not do; the server's instructions carry it).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pydantic import ValidationError
 from factory.spec import EnvironmentSpec, SpecError, parse_spec, read_document
 
 SPEC_NAMES = ("spec.yaml", "spec.yml", "spec.json")
+POLICY_NAME = "policy.md"  # the policy the instructions carry; becomes the spec's `policy`
 
 
 @dataclass(frozen=True)
@@ -94,5 +96,8 @@ def load_environment(path: Path) -> EnvironmentSource:
         if header is not None:
             generated = generate_seed(seed_file, header)
             data = {**data, "seed": {**(data.get("seed") or {}), **generated}}
+    policy_file = folder / POLICY_NAME
+    if policy_file.is_file() and isinstance(data, dict):
+        data = {**data, "policy": policy_file.read_text(encoding="utf-8")}
     spec = parse_spec(data, str(spec_file), names)
     return EnvironmentSource(spec=spec, spec_path=spec_file, handlers=handlers)

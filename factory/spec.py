@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, get_args
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from pydantic import (
@@ -34,6 +35,9 @@ ColumnType = Literal["string", "integer", "number", "boolean", "date", "datetime
 FieldType = Literal["string", "integer", "number", "boolean", "date", "datetime", "object", "array"]
 Match = Literal["exact", "contains", "gte", "lte"]
 NOW = "$now"
+PRINCIPAL = "$principal"  # a create's `set` value: the episode's principal (the caller, never a param)
+RESERVED_PARAMS = ("principal", "cursor", "limit")  # the runtime binds principal; a search's paging the others
+PrincipalKind = Literal["user", "staff"]
 
 
 @dataclass(frozen=True)
@@ -112,9 +116,12 @@ class Entity(StrictModel):
 
 
 class Param(StrictModel):
-    """A tool parameter. `ref` names the entity key it must exist in, making data flow explicit."""
+    """A tool parameter. `ref` names the entity key it must exist in, making data flow explicit.
+    `items` makes it an array of that type (each item checked: type, pattern, enum, `ref`)."""
 
     type: ColumnType
+    items: bool = Field(False, description="an array of `type` values (JSON `type: array`), not one value")
+    min_items: int | None = Field(None, ge=0, description="arrays: fewest items")
     description: str
     required: bool = False
     enum: list[str] | None = None
@@ -241,6 +248,40 @@ class Rule(StrictModel):
     example: dict[str, Any] = Field(description="a call that breaks this rule; the verifier expects a rejection")
 
 
+class Principal(StrictModel):
+    """Whom the agent acts for. `user`: the authenticated person (a mailbox owner, an account holder);
+    tools act as them and other people's rows in `scope` are invisible. `staff`: a member of a business
+    serving customers (a pharmacist, a hotel desk clerk); the policy says how a customer is identified."""
+
+    kind: PrincipalKind
+    description: str = Field(description="who the principal is, as the instructions say it")
+    table: str | None = Field(None, description="the table listing principals (user kind)")
+    column: str | None = Field(None, description="the column of `table` naming one principal")
+    values: list[str] = Field(default_factory=list, description="the principals, when no table lists them")
+    default: str = Field(description="the principal of an episode nobody set one for (manual probing)")
+    time_zone: str = Field("UTC", description="IANA zone the instructions show the date and time in")
+    customers: str | None = Field(None, description="staff: how a customer is identified before acting for them")
+    scope: dict[str, str] = Field(
+        default_factory=dict,
+        description="table -> the column holding its owner, or a SQL predicate using :principal: rows others cannot see",
+    )
+
+    def predicate(self, table: str) -> str | None:
+        """The SQL condition a row of `table` must meet to be visible to `:principal`."""
+        rule = self.scope.get(table)
+        if rule is None:
+            return None
+        return f"{rule} = :principal" if re.fullmatch(NAME_PATTERN[1:-1], rule) else rule
+
+
+class UnenforcedRule(StrictModel):
+    """A policy rule the tools deliberately do not enforce, so tasks grade whether the agent follows it."""
+
+    id: str = Field(pattern=NAME_PATTERN)
+    rule: str = Field(description="the rule as the policy states it")
+    tools: list[str] = Field(default_factory=list, description="the tools whose calls the rule governs")
+
+
 class ReturnField(StrictModel):
     type: FieldType
     description: str = ""
@@ -307,6 +348,9 @@ class BaseTool(StrictModel):
     examples: list[Example] = Field(
         default_factory=list, description="calls for the verifier, each optionally with what it must do"
     )
+    reaches_others: bool = Field(
+        False, description="by design changes other principals' rows (sending mail lands in the recipients' mailboxes)"
+    )
 
     # The SQL of rules and `then` may use `:id` (the row the call creates or changes) only where there is one.
     binds_id: ClassVar[bool] = False
@@ -346,9 +390,14 @@ class BaseTool(StrictModel):
     def result(self, spec: EnvironmentSpec) -> ToolResult:
         raise NotImplementedError
 
+    def agent_description(self, spec: EnvironmentSpec) -> str:
+        """The description the server lists: the spec's, plus what the kind adds (a list's paging)."""
+        return self.description
+
     def sql_names(self) -> set[str]:
-        """The named parameters its SQL may use: every param, `:now`, and `:id` where the kind has one."""
-        return set(self.params) | {"now"} | ({"id"} if self.binds_id else set())
+        """The named parameters its SQL may use: every param, `:now`, `:principal` (the episode's principal,
+        null on a server without one), and `:id` where the kind has one."""
+        return set(self.params) | {"now", "principal"} | ({"id"} if self.binds_id else set())
 
     def checked_ref(self, spec: EnvironmentSpec, pname: str) -> str | None:
         """The 'table.column' a param's value must exist in before the call runs (the generated
@@ -361,12 +410,16 @@ class BaseTool(StrictModel):
         for pname, param in self.params.items():
             if param.ref and (err := _check_ref(param.ref, spec)):
                 problems.append((f"{at}.params.{pname}", err))
+            if pname in RESERVED_PARAMS and (pname == "principal" or isinstance(self, SearchTool)):
+                problems.append((f"{at}.params.{pname}", f"{pname!r} is reserved (the runtime or paging binds it)"))
+            if param.items and param.match != "exact":
+                problems.append((f"{at}.params.{pname}.match", "an array param matches any of its items exactly"))
         known = self.sql_names()
         for j, rule in enumerate(self.rules):
             for name in _PLACEHOLDER.findall(rule.reject_if):
                 if name not in known:
                     problems.append((f"{at}.rules.{j}.reject_if", f"unknown SQL parameter :{name}"))
-            unknown_args = set(rule.example) - set(self.params)
+            unknown_args = set(rule.example) - set(self.params) - {"principal"}
             if unknown_args:
                 problems.append((f"{at}.rules.{j}.example", f"unknown params {sorted(unknown_args)}"))
             try:
@@ -381,7 +434,7 @@ class BaseTool(StrictModel):
                 if name not in known:
                     problems.append((f"{at}.then.{j}", f"unknown SQL parameter :{name}"))
         for j, example in enumerate(self.examples):
-            unknown_args = set(example.args) - set(self.params)
+            unknown_args = set(example.args) - set(self.params) - {"principal"}
             if unknown_args:
                 problems.append((f"{at}.examples.{j}", f"unknown params {sorted(unknown_args)}"))
             if example.expect is not None:
@@ -485,16 +538,50 @@ def _set_problems(tool: CreateTool | UpdateTool, entity: Entity, at: str) -> Pro
 
 
 class SearchTool(EntityTool):
-    """Rows of `entity` matching every given filter param, in primary-key order, at most `limit`."""
+    """Rows of `entity` matching every given filter param, in `order` (default: primary key), one page
+    at a time: `limit` rows by default (the caller may ask for up to 200), `cursor` for the next page."""
 
     effect: Literal["search"]
-    limit: int = Field(25, ge=1, le=200, description="most rows returned")
+    limit: int = Field(25, ge=1, le=200, description="rows per page unless the caller gives `limit`")
+    order: str | None = Field(None, description="SQL ORDER BY over the entity's columns; default: the primary key")
+    order_description: str | None = Field(None, description="the order in words, e.g. 'newest first'")
+
+    def order_sql(self, spec: EnvironmentSpec) -> str:
+        """The ORDER BY of every page: the declared order, then the primary key, so pages never overlap."""
+        pk = spec.entities[self.entity].primary_key
+        return f"{self.order}, {pk}" if self.order else pk
+
+    def listing_note(self, spec: EnvironmentSpec) -> str:
+        """What the description adds so an agent knows how the list matches, orders and pages."""
+        how = {"exact": "equals", "contains": "contains (case-insensitive)", "gte": "at or after/above",
+               "lte": "at or before/below"}
+        filters = [
+            f"{name} {'is any of the given values' if p.items else how[p.match]}" for name, p in self.params.items()
+        ]
+        order = self.order_description or f"by {spec.entities[self.entity].primary_key}"
+        parts = [f"Matching: {'; '.join(filters)}." if filters else ""]
+        parts.append(
+            f"Ordered {order}. Returns {self.limit} rows per page by default (limit: up to 200) with total and "
+            "has_more; pass the returned cursor to get the next page."
+        )
+        return " ".join(p for p in parts if p)
 
     def result(self, spec: EnvironmentSpec) -> ToolResult:
         return RowsResult(self.entity, self.limit)
 
+    def agent_description(self, spec: EnvironmentSpec) -> str:
+        return f"{self.description.strip()}\n\n{self.listing_note(spec)}"
+
     def entity_problems(self, entity: Entity, at: str) -> Problems:
-        return [(where, f"{what} to filter on") for where, what in super().entity_problems(entity, at)]
+        problems = [(where, f"{what} to filter on") for where, what in super().entity_problems(entity, at)]
+        if self.order is not None:
+            for term in self.order.split(","):
+                column = term.split()[0] if term.split() else ""
+                if column not in entity.columns or len(term.split()) > 2 or (
+                    len(term.split()) == 2 and term.split()[1].upper() not in ("ASC", "DESC")
+                ):
+                    problems.append((f"{at}.order", f"{term.strip()!r} is not '<column> [ASC|DESC]' of {self.entity!r}"))
+        return problems
 
 
 class GetTool(KeyedTool):
@@ -595,6 +682,11 @@ class EnvironmentSpec(StrictModel):
     tags: list[str] = Field(
         default_factory=list, description="e.g. 'heldout' keeps a server out of default task sampling"
     )
+    principal: Principal | None = Field(None, description="whom the agent acts for; none: nobody in particular")
+    policy: str = Field("", description="the policy (policy.md beside the spec): what the agent may and may not do")
+    unenforced_rules: list[UnenforcedRule] = Field(
+        default_factory=list, description="policy rules the tools leave to the agent (tasks grade them)"
+    )
     entities: dict[str, Entity]
     seed: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     tools: list[ToolSpec]
@@ -657,6 +749,7 @@ def semantic_problems(spec: EnvironmentSpec, handler_names: set[str] | None = No
             problems.append((at, f"duplicate tool name {tool.name!r}"))
         seen.add(tool.name)
         problems += tool.problems(spec, at, handler_names)
+    problems += principal_problems(spec)
     problems += seed_problems(spec)
     problems += scenario_problems(spec)
     return problems
@@ -678,7 +771,7 @@ def scenario_problems(spec: EnvironmentSpec) -> Problems:
             tool = tools.get(step.tool)
             if tool is None:
                 problems.append((f"{where}.tool", f"no tool {step.tool!r}"))
-            elif unknown := set(step.args) - set(tool.params):
+            elif unknown := set(step.args) - set(tool.params) - {"principal"}:
                 problems.append((f"{where}.args", f"unknown params {sorted(unknown)} of {step.tool}"))
             if step.expect is not None:
                 problems += step.expect.problems(spec, f"{where}.expect")
@@ -690,6 +783,41 @@ def scenario_problems(spec: EnvironmentSpec) -> Problems:
                 if step.name in earlier:
                     problems.append((f"{where}.name", f"duplicate step name {step.name!r}"))
                 earlier.add(step.name)
+    return problems
+
+
+def principal_problems(spec: EnvironmentSpec) -> Problems:
+    """The principal names real tables and columns, its default exists, and unenforced rules name tools."""
+    problems: Problems = []
+    names = {t.name for t in spec.tools}
+    for j, unenforced in enumerate(spec.unenforced_rules):
+        problems += [(f"unenforced_rules.{j}.tools", f"no tool {t!r}") for t in unenforced.tools if t not in names]
+    principal = spec.principal
+    if principal is None:
+        if spec.unenforced_rules and not spec.policy:
+            problems.append(("policy", "unenforced rules need a policy that states them"))
+        return problems
+    if (principal.table is None) != (principal.column is None):
+        problems.append(("principal", "give both table and column, or neither (then values)"))
+    elif principal.table is not None and (err := _check_ref(f"{principal.table}.{principal.column}", spec)):
+        problems.append(("principal.table", err))
+    elif principal.table is not None and principal.column is not None:
+        known = {row.get(principal.column) for row in spec.seed.get(principal.table, [])}
+        if principal.default not in known:
+            problems.append(("principal.default", f"{principal.default!r} is not a {principal.table}.{principal.column}"))
+    elif principal.default not in principal.values:
+        problems.append(("principal.default", f"{principal.default!r} is not one of values {principal.values}"))
+    if principal.kind == "staff" and not principal.customers:
+        problems.append(("principal.customers", "staff serve customers: say how a customer is identified"))
+    try:
+        ZoneInfo(principal.time_zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        problems.append(("principal.time_zone", f"{principal.time_zone!r} is no IANA time zone"))
+    for table, rule in principal.scope.items():
+        if table not in spec.entities:
+            problems.append((f"principal.scope.{table}", f"no entity {table!r}"))
+        elif re.fullmatch(NAME_PATTERN[1:-1], rule) and rule not in spec.entities[table].columns:
+            problems.append((f"principal.scope.{table}", f"no column {rule!r} in {table!r}"))
     return problems
 
 

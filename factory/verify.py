@@ -21,7 +21,7 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,7 +45,9 @@ from factory.spec import (
     DeleteTool,
     EnvironmentSpec,
     Expect,
+    GetTool,
     Scenario,
+    SearchTool,
     Step,
     ToolKind,
     UpdateTool,
@@ -56,8 +58,11 @@ from factory.warm import stub_args
 from servers.runtime.control import ErrorKind, Method, StateResult
 
 VERIFIER_VERSION = "1.0"
+PRINCIPAL_KEY = "principal"  # in an example: act as this principal instead of the server's default
+AS = "~as~"  # joins an episode name and the principal it acts for
+MAX_PAGES = 50  # pages walked per list call in the paging check
 SERVER = "*"
-Outcome = Literal["passed", "failed"]
+Outcome = Literal["passed", "failed", "advisory"]  # advisory: a finding reported, not (yet) blocking
 
 
 class Failure(BaseModel):
@@ -112,6 +117,9 @@ class VerificationReport(BaseModel):
     uncovered: list[str] = Field(
         default_factory=list, description="rejects, writes and handler branches no expectation ran (file:line)"
     )
+    advisories: list[Failure] = Field(
+        default_factory=list, description="findings of advisory checks (see VerifyOptions.strict_paging)"
+    )
     timings: Timings = Field(default_factory=Timings)
 
     @property
@@ -137,6 +145,10 @@ class VerifyOptions(BaseModel):
     coverage_gate: bool = Field(
         default=True,
         description="fail when a reject, write or handler branch ran under no expectation (else only reported)",
+    )
+    strict_paging: bool = Field(
+        default=False,
+        description="a table with rows no list reaches fails verification; off: reported as an advisory finding",
     )
 
 
@@ -174,6 +186,7 @@ class _Recorder:
         self.failures: list[Failure] = []
         self.uncovered: list[str] = []
         self.fail_fast = False
+        self.advisories: list[Failure] = []
 
     def _outcomes(self, tool: str) -> dict[str, Outcome]:
         return self.tools[tool].checks if tool in self.tools else self.server_checks
@@ -186,6 +199,14 @@ class _Recorder:
         self.failures.append(Failure(tool=tool, check=check, call=call, expected=expected, actual=actual))
         if self.fail_fast:
             raise _Stop
+
+    def advise(self, tool: str, check: str, ok: bool, call: dict[str, Any] | None, expected: str, actual: str) -> None:
+        """Record an advisory check: a miss is reported beside the failures and does not fail the server."""
+        if ok:
+            self.passed(tool, check)
+            return
+        self._outcomes(tool)[check] = "advisory"
+        self.advisories.append(Failure(tool=tool, check=check, call=call, expected=expected, actual=actual))
 
     def judge(
         self,
@@ -264,6 +285,7 @@ class Verifier:
         self.listed: dict[str, types.Tool] = {}
         self.seed_hash = ""
         self.valid: dict[str, list[dict[str, Any]]] = {}
+        self._opened: set[str] = set()  # episodes already reset to act for an example's principal
         self.seed_rows: Rows = {}
         self.context = CHECKS
         self.switch: Callable[[str], None] | None = None
@@ -291,6 +313,8 @@ class Verifier:
         timings.tools_s = time.perf_counter() - mark - timings.listing_s
         mark = time.perf_counter()
         await self.check_sessions()
+        await self.check_principals()
+        await self.check_paging()
         timings.sessions_s = time.perf_counter() - mark
         if not self.options.fail_fast:
             mark = time.perf_counter()
@@ -304,9 +328,20 @@ class Verifier:
             self.recorder.fail(SERVER, exc.reason, {"method": Method.STATE, "episode": episode}, "a result", exc.detail)
             raise _Stop from exc
 
+    @staticmethod
+    def _as(arguments: dict[str, Any], episode: str) -> tuple[dict[str, Any], str, str | None]:
+        """An example may act as another principal (`principal` beside its arguments): it then runs on
+        an episode of its own, named after that principal. Returns (arguments, episode, principal)."""
+        principal = arguments.get(PRINCIPAL_KEY)
+        if principal is None:
+            return arguments, episode, None
+        rest = {k: v for k, v in arguments.items() if k != PRINCIPAL_KEY}
+        return rest, f"{episode}{AS}{principal}", str(principal)
+
     async def _reset(self, episode: str) -> None:
+        principal = episode.split(AS, 1)[1] if AS in episode else None
         try:
-            await self.session.reset(episode)
+            await self.session.reset(episode, principal)
         except SessionBroken as exc:
             self.recorder.fail(SERVER, exc.reason, {"method": Method.RESET, "episode": episode}, "a result", exc.detail)
             raise _Stop from exc
@@ -316,6 +351,10 @@ class Verifier:
         call = {"tool": tool, "arguments": arguments, "episode": episode}
         if tool in self.recorder.tools:
             self.recorder.tools[tool].calls += 1
+        arguments, episode, principal = self._as(arguments, episode)
+        if principal is not None and episode not in self._opened:
+            await self._reset(episode)
+            self._opened.add(episode)
         try:
             result = await self.session.call(tool, arguments, episode)
         except SessionBroken as exc:
@@ -349,7 +388,8 @@ class Verifier:
             ):
                 continue
             assert listed is not None
-            words, got = " ".join(tool.description.split()), " ".join((listed.description or "").split())
+            words = " ".join(tool.agent_description(self.spec).split())
+            got = " ".join((listed.description or "").split())
             self.recorder.judge(tool.name, "description", got == words, call, _show(words), _show(got))
             found = differences(expected_input(tool), canonical(listed.input_schema))
             self.recorder.judge(tool.name, "input_schema", not found, call, "the spec's params", "; ".join(found))
@@ -382,7 +422,7 @@ class Verifier:
         if result.is_error:
             return result
         self._check_output(tool, result, call)
-        state = await self._state(episode)
+        state = await self._state(self._as(arguments, episode)[1])
         problems = effect_problems(
             self.spec, self.seed, tool, arguments, {t: d.model_dump() for t, d in state.diff.items()}, result.structured
         )
@@ -449,14 +489,16 @@ class Verifier:
             if await self._refused(tool, bad, episode):
                 refused.append(bad)
             else:
-                await self._reset(episode)
-        if (await self._state(episode)).hash == self.seed_hash:
+                await self._reset(self._as(bad.arguments, episode)[1])
+        used = {self._as(bad.arguments, episode)[1] for bad in calls}
+        hashes = [(await self._state(e)).hash for e in sorted(used)]
+        if all(h == self.seed_hash for h in hashes):
             self.recorder.passed(tool.name, "unchanged_on_error")
             return
         for n, bad in enumerate(refused):
             alone = f"invalid:{tool.name}:{n}"
             await self._call(tool.name, bad.arguments, alone)
-            state = await self._state(alone)
+            state = await self._state(self._as(bad.arguments, alone)[1])
             if state.hash != self.seed_hash:
                 call = {"tool": tool.name, "arguments": bad.arguments, "episode": alone}
                 self.recorder.fail(
@@ -519,7 +561,7 @@ class Verifier:
             if reads_result and expect is not None and expect.rows is None and not expect.state:
                 after = before
             else:
-                after = await self._rows(episode)
+                after = await self._rows(self._as(arguments, episode)[1])  # an example may act as another principal
             if not result.is_error and step.tool in self.listed:
                 self._check_output(tool, result, call)
             if expect is not None:
@@ -579,6 +621,103 @@ class Verifier:
             f"hash as on iso:a {first_hash}",
             replay_hash,
         )
+
+
+    async def check_principals(self) -> None:
+        """Cross-principal, per tool: every valid call, made again as another principal, neither returns
+        nor changes a row that only the call's own principal may see."""
+        principal = self.spec.principal
+        if principal is None or not principal.scope:
+            return
+        for tool in self.spec.tools:
+            for n, arguments in enumerate(self.valid.get(tool.name, [])):
+                owner = str(arguments.get(PRINCIPAL_KEY) or principal.default)
+                other = self.seed.other_principal(owner)
+                if other is None:
+                    continue
+                private = self.seed.private_keys(owner, other)
+                call = {**{k: v for k, v in arguments.items() if k != PRINCIPAL_KEY}, PRINCIPAL_KEY: other}
+                episode = f"xp:{tool.name}:{n}"
+                result = await self._call(tool.name, call, episode)
+                leaked = sorted(private & set(_strings(result.structured))) if not result.is_error else []
+                diff = (await self._state(self._as(call, episode)[1])).diff
+                touched = sorted(
+                    str(key)
+                    for table, change in diff.items()
+                    for key in [u["key"] for u in change.updated] + [next(iter(r.values())) for r in change.removed]
+                    if str(key) in private and not tool.reaches_others
+                )
+                self.recorder.judge(
+                    tool.name,
+                    "cross_principal",
+                    not leaked and not touched,
+                    {"tool": tool.name, "arguments": call, "episode": episode},
+                    f"as {other}: none of {owner}'s private rows returned or changed",
+                    f"returned {leaked[:5]}, changed {touched[:5]}",
+                )
+
+    async def check_paging(self) -> None:
+        """Paging reachability, per table: every row the default principal may see has its key in some
+        page of some list (search tools, and custom tools that page), walking every cursor; and every
+        list's pages add up to its total with no row twice."""
+        found: set[str] = set()
+        for tool, arguments in self.seed.list_calls():
+            if tool.name not in self.listed:
+                continue
+            episode = "paging"
+            cursor: str | None = None
+            seen: list[str] = []
+            for _ in range(MAX_PAGES):
+                call = {**arguments, **self.seed.page_arguments(tool, cursor)}
+                result = await self._call(tool.name, call, episode)
+                if result.is_error or not isinstance(result.structured, dict):
+                    break
+                page = result.structured
+                found |= set(_strings(page))
+                seen += [str(k) for k in self.seed.row_keys(tool, page)]
+                cursor = page.get("cursor")
+                if not page.get("has_more") or not cursor:
+                    if isinstance(tool, SearchTool) or "cursor" in tool.params:  # a paged list (not any `total`)
+                        ok = len(seen) == page.get("total") == len(set(seen))
+                        self.recorder.judge(
+                            tool.name,
+                            "paging",
+                            ok,
+                            {"tool": tool.name, "arguments": arguments},
+                            f"pages add up to total {page.get('total')}, each row once",
+                            f"{len(seen)} rows over the pages, {len(set(seen))} distinct",
+                        )
+                    break
+        # A row a get fetches by a key some list showed is reachable too (an invoice by its listed appointment).
+        for tool in self.spec.tools:
+            if isinstance(tool, GetTool) and tool.name in self.listed:
+                for value in self.seed.get_keys(tool, found)[: MAX_PAGES * 6]:
+                    result = await self._call(tool.name, {tool.key: value}, "paging")
+                    if not result.is_error:
+                        found |= set(_strings(result.structured))
+        for table, keys in self.seed.visible_keys().items():
+            hidden = sorted(k for k in keys if k not in found)
+            record = self.recorder.judge if self.options.strict_paging else self.recorder.advise
+            record(
+                SERVER,
+                f"reachable:{table}",
+                not hidden,
+                {"table": table},
+                f"every {table} row the principal may see is in some list's pages",
+                f"{len(hidden)} of {len(keys)} never listed, e.g. {hidden[:5]}",
+            )
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string value inside a JSON value (where row keys show up)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 def _static(server_dir: Path, recorder: _Recorder) -> None:
@@ -741,6 +880,7 @@ async def verify_server(
         checks=recorder.server_checks,
         tools=list(recorder.tools.values()),
         failures=recorder.failures,
+        advisories=recorder.advisories,
         uncovered=recorder.uncovered,
         timings=timings,
     )

@@ -115,9 +115,9 @@ async def test_tasks_are_grounded_calibrated_and_replay_to_the_expected_state() 
             )
             assert sorted(i for t in task.turns for i in t.gold_calls) == list(range(len(task.gold_calls)))
             assert all(u < i for i, call in enumerate(task.gold_calls) for u in call.uses)
-            # Replaying the gold calls on fresh episodes reaches the recorded state.
+            # Replaying the gold calls on fresh episodes, acting for the task's principal, reaches the recorded state.
             for server in task.servers:
-                async with farm.episode(server, f"replay-{task.id}") as episode:
+                async with farm.episode(server, f"replay-{task.id}", principal=task.principal) as episode:
                     for call in task.gold_calls:
                         if call.server == server:
                             result = await episode.call_tool(call.tool, call.arguments)
@@ -125,6 +125,7 @@ async def test_tasks_are_grounded_calibrated_and_replay_to_the_expected_state() 
                     state = await episode.state()
                     assert state is not None and state.hash == task.expected_state[server].hash
                     assert set(state.diff) == set(task.expected_state[server].diff)
+    assert any(t.principal == t.persona.email for t in tasks if "banking" in t.servers), "banking acts for the persona"
     assert any(t.hidden_facts for t in tasks) and any(t.claims for t in tasks)
     assert any(call.is_write for t in tasks for call in t.gold_calls)
     single = [t for t in tasks if len(t.servers) == 1]

@@ -39,6 +39,7 @@ CASES: dict[str, tuple[str, str]] = {
     "tool_missing_from_listing": ("listed", "get_item"),
     "handler_hangs": ("timeout", "reserve_item"),
     "handler_prints": ("output_stream", "available_count"),
+    "principal_leak": ("cross_principal", "my_loans"),
     "wrong_result": ("expect", "extend_loan"),
     "uncovered_rule": ("coverage", "extend_loan"),
 }
@@ -88,13 +89,18 @@ def test_good_environment_passes_every_check(good: tuple[VerificationReport, Pat
     assert report.verifier_version == VERIFIER_VERSION
     assert report.code_hash == code_hash(staged) and report.spec_hash == spec_hash(staged)
     assert set(report.files) >= {"tools.py", "server.py", "handlers.py", "schema.sql", "spec.json", "seed.json"}
-    assert report.checks == {
+    reachable = {k: v for k, v in report.checks.items() if k.startswith("reachable:")}
+    assert {k: v for k, v in report.checks.items() if k not in reachable} == {
         "static": "passed",
         "launch": "passed",
         "isolation": "passed",
         "determinism": "passed",
         "coverage": "passed",
     }
+    # The shed has no list of loans (overdue_loans shows only the one overdue): reported, not failed.
+    assert reachable == {"reachable:items": "passed", "reachable:loans": "advisory"}
+    [advisory] = report.advisories
+    assert advisory.check == "reachable:loans" and advisory.actual.startswith("2 of 3 never listed")
     for tool in report.tools:
         assert tool.valid_calls, f"{tool.tool} was never called successfully"
         assert {"listed", "input_schema", "output_schema", "annotations", "valid_call", "output", "effect"} <= set(

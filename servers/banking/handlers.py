@@ -54,12 +54,15 @@ def _record(
 
 
 def transfer_funds(
-    db: Database, from_account_id: str, to_account_id: str, amount: float, memo: str | None = None
+    db: Database, from_account_id: str, to_account_number: str, amount: float, memo: str | None = None
 ) -> dict:
     """Debit the sender and credit the receiver; the scope says whether the money left the customer."""
     amount = round(amount, 2)  # cents: the transfer, its ledger lines and both balances move by the same amount
     source = db.require("accounts", "account_id", from_account_id, "from_account_id")
-    target = db.require("accounts", "account_id", to_account_id, "to_account_id")
+    # The recipient's account may be anyone's: found by its number, outside the sender's own rows.
+    target = db.one("SELECT * FROM accounts WHERE account_number = ?", (to_account_number,))
+    assert target is not None, "the spec's rule rejects an unknown account number before the handler runs"
+    to_account_id = target["account_id"]
     scope = "own" if source["customer_id"] == target["customer_id"] else "internal"
     transfer_id = _record(db, from_account_id, amount, memo, scope, to_account_id=to_account_id)
     _post(db, from_account_id, -amount, f"Transfer to account {target['account_number']}", transfer_id)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -20,7 +21,7 @@ from . import tools
 DEFINITION = ServerDefinition(
     name="banking",
     title="Harbor Personal Banking",
-    description="Personal online banking: customers' checking and savings accounts with their transactions, transfers between accounts in the bank, payments to saved payees, scheduled payments and debit card freezes.",
+    description="Personal online banking for the signed-in customer: their checking and savings accounts with their transactions, transfers to accounts in the bank, payments to saved payees, scheduled payments and debit card freezes.",
     version="1.0.0",
     now="2026-03-06T09:30:00Z",
     directory=Path(__file__).parent,
@@ -51,6 +52,33 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.freeze_card, "update"),
         ToolDefinition(tools.unfreeze_card, "update"),
     ],
+    principal=PrincipalDefinition(
+        kind="user",
+        description="a Harbor Personal Banking customer signed in to online banking",
+        default="noah.moreau@example.com",
+        table="customers",
+        column="email",
+        time_zone="Europe/Lisbon",
+        scopes={
+            "customers": "email = :principal",
+            "accounts": "customer_id IN (SELECT customer_id FROM customers WHERE email = :principal)",
+            "payees": "customer_id IN (SELECT customer_id FROM customers WHERE email = :principal)",
+            "cards": "account_id IN (SELECT account_id FROM accounts"
+        " WHERE customer_id IN (SELECT customer_id FROM customers"
+        " WHERE email = :principal))",
+            "transactions": "account_id IN (SELECT account_id FROM accounts"
+        " WHERE customer_id IN (SELECT customer_id FROM customers"
+        " WHERE email = :principal))",
+            "scheduled_payments": "account_id IN (SELECT account_id FROM accounts"
+        " WHERE customer_id IN (SELECT customer_id FROM customers"
+        " WHERE email = :principal))",
+            "transfers": "from_account_id IN (SELECT account_id FROM accounts"
+        " WHERE customer_id IN (SELECT customer_id FROM customers"
+        " WHERE email = :principal)) OR to_account_id IN (SELECT account_id FROM accounts"
+        " WHERE customer_id IN (SELECT customer_id FROM customers"
+        " WHERE email = :principal))",
+        },
+    ),
 )
 
 

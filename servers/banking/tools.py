@@ -238,52 +238,73 @@ class ScheduledPayment(BaseModel):
 
 
 class FindCustomerResult(BaseModel):
-    """What `find_customer` found."""
+    """What `find_customer` found: one page of the matching rows."""
 
-    customers: list[Customer] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    customers: list[Customer] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListAccountsResult(BaseModel):
-    """What `list_accounts` found."""
+    """What `list_accounts` found: one page of the matching rows."""
 
-    accounts: list[Account] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    accounts: list[Account] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListTransactionsResult(BaseModel):
-    """What `list_transactions` found."""
+    """What `list_transactions` found: one page of the matching rows."""
 
-    transactions: list[Transaction] = Field(description="matching rows, at most 60")
-    count: int = Field(description="how many rows were returned")
+    transactions: list[Transaction] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListTransfersResult(BaseModel):
-    """What `list_transfers` found."""
+    """What `list_transfers` found: one page of the matching rows."""
 
-    transfers: list[Transfer] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    transfers: list[Transfer] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListPayeesResult(BaseModel):
-    """What `list_payees` found."""
+    """What `list_payees` found: one page of the matching rows."""
 
-    payees: list[Payee] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    payees: list[Payee] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListScheduledPaymentsResult(BaseModel):
-    """What `list_scheduled_payments` found."""
+    """What `list_scheduled_payments` found: one page of the matching rows."""
 
-    scheduled_payments: list[ScheduledPayment] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    scheduled_payments: list[ScheduledPayment] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListCardsResult(BaseModel):
-    """What `list_cards` found."""
+    """What `list_cards` found: one page of the matching rows."""
 
-    cards: list[Card] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    cards: list[Card] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 def find_customer(
@@ -302,28 +323,46 @@ def find_customer(
             json_schema_extra={"x-envfarm-column": "customers.email", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindCustomerResult:
-    """Find bank customers by part of the name or exact email. Shows their daily transfer limit."""
-    args = {"full_name": full_name, "email": email, "now": db.now}
-    rows = db.all(
+    """Find bank customers by part of the name or exact email. Shows their daily transfer limit.
+
+    Matching: full_name contains (case-insensitive); email equals. Ordered by customer_id. Returns 25
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
+    """
+    args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM customers"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
-        " ORDER BY customer_id LIMIT 25",
-        args,
+        " AND (email = :principal)"
+        " ORDER BY customer_id",
+        args, limit, cursor,
     )
-    return FindCustomerResult(customers=[Customer(**row) for row in rows], count=len(rows))
+    rows = [Customer(**row) for row in page['rows']]
+    return FindCustomerResult(
+        customers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_accounts(
     db: Database,
-    customer_id: Annotated[
-        str | None,
-        Field(
-            description="Customer id from find_customer",
-            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "accounts.customer_id", "x-envfarm-user-known": False},
-        ),
-    ] = None,
     account_number: Annotated[
         str | None,
         Field(
@@ -338,20 +377,42 @@ def list_accounts(
             json_schema_extra={"x-envfarm-column": "accounts.type", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListAccountsResult:
-    """List a customer's accounts with balances and status, or look up any account in the bank by its account number (e.g. a friend's account to send money to)."""
-    if customer_id is not None:
-        db.require("customers", "customer_id", customer_id, "customer_id")
-    args = {"customer_id": customer_id, "account_number": account_number, "type": type, "now": db.now}
-    rows = db.all(
+    """List your accounts with balances and status. To send money to someone else's account in this bank,
+    give its account number to transfer_funds.
+
+    Matching: account_number equals; type equals. Ordered by account_id. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    args = {"account_number": account_number, "type": type, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM accounts"
-        " WHERE (:customer_id IS NULL OR customer_id = :customer_id)"
-        " AND (:account_number IS NULL OR account_number = :account_number)"
+        " WHERE (:account_number IS NULL OR account_number = :account_number)"
         " AND (:type IS NULL OR type = :type)"
-        " ORDER BY account_id LIMIT 25",
-        args,
+        " AND (customer_id IN (SELECT customer_id FROM customers WHERE email = :principal))"
+        " ORDER BY account_id",
+        args, limit, cursor,
     )
-    return ListAccountsResult(accounts=[Account(**row) for row in rows], count=len(rows))
+    rows = [Account(**row) for row in page['rows']]
+    return ListAccountsResult(
+        accounts=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_account(
@@ -401,8 +462,29 @@ def list_transactions(
             json_schema_extra={"x-envfarm-column": "transactions.posted_at", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 60,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListTransactionsResult:
-    """List an account's statement lines, optionally by category or date range, oldest first."""
+    """List an account's statement lines, optionally by category or date range, oldest first.
+
+    Matching: account_id equals; category equals; posted_after at or after/above; posted_before at or
+    before/below. Ordered by txn_id. Returns 60 rows per page by default (limit: up to 200) with total
+    and has_more; pass the returned cursor to get the next page.
+    """
     db.require("accounts", "account_id", account_id, "account_id")
     args = {
         "account_id": account_id,
@@ -410,17 +492,22 @@ def list_transactions(
         "posted_after": posted_after,
         "posted_before": posted_before,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM transactions"
         " WHERE (:account_id IS NULL OR account_id = :account_id)"
         " AND (:category IS NULL OR category = :category)"
         " AND (:posted_after IS NULL OR posted_at >= :posted_after)"
         " AND (:posted_before IS NULL OR posted_at <= :posted_before)"
-        " ORDER BY txn_id LIMIT 60",
-        args,
+        " AND (account_id IN (SELECT account_id FROM accounts WHERE customer_id IN (SELECT customer_id FROM customers WHERE email = :principal)))"
+        " ORDER BY txn_id",
+        args, limit, cursor,
     )
-    return ListTransactionsResult(transactions=[Transaction(**row) for row in rows], count=len(rows))
+    rows = [Transaction(**row) for row in page['rows']]
+    return ListTransactionsResult(
+        transactions=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def transfer_funds(
@@ -432,11 +519,11 @@ def transfer_funds(
             json_schema_extra={"x-envfarm-ref": "accounts.account_id", "x-envfarm-user-known": False},
         ),
     ],
-    to_account_id: Annotated[
+    to_account_number: Annotated[
         str,
         Field(
-            description="Receiving account id from list_accounts (by customer or account number)",
-            json_schema_extra={"x-envfarm-ref": "accounts.account_id", "x-envfarm-user-known": False},
+            description="Receiving account's number, e.g. 4410-9767-0001 (list_accounts for your own)",
+            json_schema_extra={"x-envfarm-user-known": True},
         ),
     ],
     amount: Annotated[
@@ -448,25 +535,40 @@ def transfer_funds(
         Field(description="Reference shown to both sides", json_schema_extra={"x-envfarm-user-known": True}),
     ] = None,
 ) -> Transfer:
-    """Move money from one account to another account in this bank (the customer's own or someone else's), debiting and crediting both at once. Money sent to other customers counts toward the sender's daily transfer limit. Returns the transfer."""
+    """Move money from one of your accounts to another account in this bank (your own or someone else's, by
+    its account number), debiting and crediting both at once. Money sent to other customers counts
+    toward your daily transfer limit. Returns the transfer.
+    """
     db.require("accounts", "account_id", from_account_id, "from_account_id")
-    db.require("accounts", "account_id", to_account_id, "to_account_id")
     args = {
         "from_account_id": from_account_id,
-        "to_account_id": to_account_id,
+        "to_account_number": to_account_number,
         "amount": amount,
         "memo": memo,
         "now": db.now,
+        "principal": db.principal,
     }
-    if db.one("SELECT 1 WHERE :from_account_id = :to_account_id", args):
+    if db.one(
+        "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM accounts"
+        " WHERE account_number = :to_account_number)",
+        args,
+    ):
+        db.reject(
+            "No account in this bank has the number {to_account_number}; check it with the recipient.".format_map(args),
+        )
+    if db.one(
+        "SELECT 1 WHERE :from_account_id = (SELECT account_id FROM accounts"
+        " WHERE account_number = :to_account_number)",
+        args,
+    ):
         db.reject("The sending and receiving accounts are the same; choose two different accounts.")
     if db.one("SELECT 1 FROM accounts WHERE account_id = :from_account_id AND status = 'frozen'", args):
         db.reject(
             "Account {from_account_id} is frozen and cannot send money; the customer must contact the bank to unfreeze it.".format_map(args),
         )
     if db.one(
-        "SELECT 1 FROM accounts WHERE account_id IN (:from_account_id, :to_account_id)"
-        " AND status = 'closed'",
+        "SELECT 1 FROM accounts WHERE account_id IN (:from_account_id, (SELECT account_id"
+        " FROM accounts WHERE account_number = :to_account_number)) AND status = 'closed'",
         args,
     ):
         db.reject("One of the accounts is closed; closed accounts can neither send nor receive money.")
@@ -477,7 +579,8 @@ def transfer_funds(
     if db.one(
         "SELECT 1 FROM accounts f"
         " JOIN customers c ON c.customer_id = f.customer_id, accounts t"
-        " WHERE f.account_id = :from_account_id AND t.account_id = :to_account_id"
+        " WHERE f.account_id = :from_account_id AND t.account_id = (SELECT account_id"
+        " FROM accounts WHERE account_number = :to_account_number)"
         " AND t.customer_id != f.customer_id"
         " AND :amount + (SELECT COALESCE(sum(tr.amount), 0) FROM transfers tr"
         " JOIN accounts a ON a.account_id = tr.from_account_id"
@@ -488,7 +591,7 @@ def transfer_funds(
         db.reject(
             "Sending {amount} USD would exceed the customer's daily transfer limit for money sent to others; send less or try tomorrow.".format_map(args),
         )
-    outcome = handlers.transfer_funds(db, from_account_id=from_account_id, to_account_id=to_account_id, amount=amount, memo=memo)
+    outcome = handlers.transfer_funds(db, from_account_id=from_account_id, to_account_number=to_account_number, amount=amount, memo=memo)
     return Transfer.model_validate(outcome)
 
 
@@ -517,7 +620,9 @@ def pay_payee(
         Field(description="Reference for the payee", json_schema_extra={"x-envfarm-user-known": True}),
     ] = None,
 ) -> Transfer:
-    """Send money from an account to one of the customer's saved payees at another bank. Counts toward the daily transfer limit. Returns the transfer."""
+    """Send money from an account to one of the customer's saved payees at another bank. Counts toward the
+    daily transfer limit. Returns the transfer.
+    """
     db.require("accounts", "account_id", from_account_id, "from_account_id")
     db.require("payees", "payee_id", payee_id, "payee_id")
     args = {
@@ -526,15 +631,8 @@ def pay_payee(
         "amount": amount,
         "memo": memo,
         "now": db.now,
+        "principal": db.principal,
     }
-    if db.one(
-        "SELECT 1 FROM accounts a, payees p WHERE a.account_id = :from_account_id"
-        " AND p.payee_id = :payee_id AND p.customer_id != a.customer_id",
-        args,
-    ):
-        db.reject(
-            "Payee {payee_id} is not saved by the owner of account {from_account_id}; add the payee first.".format_map(args),
-        )
     if db.one("SELECT 1 FROM accounts WHERE account_id = :from_account_id AND status = 'frozen'", args):
         db.reject(
             "Account {from_account_id} is frozen and cannot send money; the customer must contact the bank to unfreeze it.".format_map(args),
@@ -585,19 +683,50 @@ def list_transfers(
             json_schema_extra={"x-envfarm-column": "transfers.created_at", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListTransfersResult:
-    """List transfers sent from an account, optionally by scope or since a time."""
+    """List transfers sent from an account, optionally by scope or since a time.
+
+    Matching: from_account_id equals; scope equals; created_after at or after/above. Ordered by
+    transfer_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass
+    the returned cursor to get the next page.
+    """
     db.require("accounts", "account_id", from_account_id, "from_account_id")
-    args = {"from_account_id": from_account_id, "scope": scope, "created_after": created_after, "now": db.now}
-    rows = db.all(
+    args = {
+        "from_account_id": from_account_id,
+        "scope": scope,
+        "created_after": created_after,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM transfers"
         " WHERE (:from_account_id IS NULL OR from_account_id = :from_account_id)"
         " AND (:scope IS NULL OR scope = :scope)"
         " AND (:created_after IS NULL OR created_at >= :created_after)"
-        " ORDER BY transfer_id LIMIT 25",
-        args,
+        " AND (from_account_id IN (SELECT account_id FROM accounts WHERE customer_id IN (SELECT customer_id FROM customers WHERE email = :principal)) OR to_account_id IN (SELECT account_id FROM accounts WHERE customer_id IN (SELECT customer_id FROM customers WHERE email = :principal)))"
+        " ORDER BY transfer_id",
+        args, limit, cursor,
     )
-    return ListTransfersResult(transfers=[Transfer(**row) for row in rows], count=len(rows))
+    rows = [Transfer(**row) for row in page['rows']]
+    return ListTransfersResult(
+        transfers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_payees(
@@ -616,18 +745,43 @@ def list_payees(
             json_schema_extra={"x-envfarm-column": "payees.name", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListPayeesResult:
-    """List the payees a customer saved, with their bank and account number."""
+    """List the payees a customer saved, with their bank and account number.
+
+    Matching: customer_id equals; name contains (case-insensitive). Ordered by payee_id. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
     db.require("customers", "customer_id", customer_id, "customer_id")
-    args = {"customer_id": customer_id, "name": name, "now": db.now}
-    rows = db.all(
+    args = {"customer_id": customer_id, "name": name, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM payees"
         " WHERE (:customer_id IS NULL OR customer_id = :customer_id)"
         " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY payee_id LIMIT 25",
-        args,
+        " AND (customer_id IN (SELECT customer_id FROM customers WHERE email = :principal))"
+        " ORDER BY payee_id",
+        args, limit, cursor,
     )
-    return ListPayeesResult(payees=[Payee(**row) for row in rows], count=len(rows))
+    rows = [Payee(**row) for row in page['rows']]
+    return ListPayeesResult(
+        payees=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def add_payee(
@@ -678,6 +832,7 @@ def add_payee(
         "account_number": account_number,
         "nickname": nickname,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one(
@@ -762,16 +917,9 @@ def schedule_payment(
         "next_run_on": next_run_on,
         "memo": memo,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
-    if db.one(
-        "SELECT 1 FROM accounts a, payees p WHERE a.account_id = :account_id"
-        " AND p.payee_id = :payee_id AND p.customer_id != a.customer_id",
-        args,
-    ):
-        db.reject(
-            "Payee {payee_id} is not saved by the owner of account {account_id}; add the payee first.".format_map(args),
-        )
     if db.one("SELECT 1 FROM accounts WHERE account_id = :account_id AND status != 'active'", args):
         db.reject(
             "Account {account_id} is frozen or closed and cannot make scheduled payments.".format_map(args),
@@ -810,18 +958,42 @@ def list_scheduled_payments(
             json_schema_extra={"x-envfarm-column": "scheduled_payments.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListScheduledPaymentsResult:
-    """List an account's scheduled payments, optionally by status."""
+    """List an account's scheduled payments, optionally by status.
+
+    Matching: account_id equals; status equals. Ordered by schedule_id. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("accounts", "account_id", account_id, "account_id")
-    args = {"account_id": account_id, "status": status, "now": db.now}
-    rows = db.all(
+    args = {"account_id": account_id, "status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM scheduled_payments"
         " WHERE (:account_id IS NULL OR account_id = :account_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY schedule_id LIMIT 25",
-        args,
+        " AND (account_id IN (SELECT account_id FROM accounts WHERE customer_id IN (SELECT customer_id FROM customers WHERE email = :principal)))"
+        " ORDER BY schedule_id",
+        args, limit, cursor,
     )
-    return ListScheduledPaymentsResult(scheduled_payments=[ScheduledPayment(**row) for row in rows], count=len(rows))
+    rows = [ScheduledPayment(**row) for row in page['rows']]
+    return ListScheduledPaymentsResult(
+        scheduled_payments=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def update_scheduled_payment(
@@ -857,6 +1029,7 @@ def update_scheduled_payment(
         "amount": amount,
         "next_run_on": next_run_on,
         "now": db.now,
+        "principal": db.principal,
         "id": current["schedule_id"],
     }
     if db.one(
@@ -894,6 +1067,7 @@ def cancel_scheduled_payment(
     args = {
         "schedule_id": schedule_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["schedule_id"],
         "set_status": "cancelled",
     }
@@ -920,17 +1094,41 @@ def list_cards(
             json_schema_extra={"x-envfarm-ref": "accounts.account_id", "x-envfarm-column": "cards.account_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListCardsResult:
-    """List the debit cards of an account with their status."""
+    """List the debit cards of an account with their status.
+
+    Matching: account_id equals. Ordered by card_id. Returns 25 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("accounts", "account_id", account_id, "account_id")
-    args = {"account_id": account_id, "now": db.now}
-    rows = db.all(
+    args = {"account_id": account_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM cards"
         " WHERE (:account_id IS NULL OR account_id = :account_id)"
-        " ORDER BY card_id LIMIT 25",
-        args,
+        " AND (account_id IN (SELECT account_id FROM accounts WHERE customer_id IN (SELECT customer_id FROM customers WHERE email = :principal)))"
+        " ORDER BY card_id",
+        args, limit, cursor,
     )
-    return ListCardsResult(cards=[Card(**row) for row in rows], count=len(rows))
+    rows = [Card(**row) for row in page['rows']]
+    return ListCardsResult(
+        cards=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def freeze_card(
@@ -950,12 +1148,15 @@ def freeze_card(
         ),
     ],
 ) -> Card:
-    """Temporarily freeze an active debit card (e.g. misplaced); every payment is declined until it is unfrozen."""
+    """Temporarily freeze an active debit card (e.g. misplaced); every payment is declined until it is
+    unfrozen.
+    """
     current = db.require("cards", "card_id", card_id, "card_id")
     args = {
         "card_id": card_id,
         "reason": reason,
         "now": db.now,
+        "principal": db.principal,
         "id": current["card_id"],
         "set_status": "frozen",
     }
@@ -986,6 +1187,7 @@ def unfreeze_card(
     args = {
         "card_id": card_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["card_id"],
         "set_status": "active",
         "set_freeze_reason": None,

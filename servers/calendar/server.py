@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -49,6 +50,14 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.cancel_event, "update"),
         ToolDefinition(tools.remove_attendee, "delete"),
     ],
+    principal=PrincipalDefinition(
+        kind="user",
+        description="the signed-in Northwind Analytics employee",
+        default="noah.moreau@example.com",
+        table="people",
+        column="email",
+        time_zone="Europe/Lisbon",
+    ),
 )
 
 

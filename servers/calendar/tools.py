@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.runtime.database import Database
+from servers.runtime.database import Database, comma_joined
 
 from . import handlers
 
@@ -150,38 +150,53 @@ class Invitation(BaseModel):
 
 
 class FindPeopleResult(BaseModel):
-    """What `find_people` found."""
+    """What `find_people` found: one page of the matching rows."""
 
-    people: list[Person] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    people: list[Person] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListCalendarsResult(BaseModel):
-    """What `list_calendars` found."""
+    """What `list_calendars` found: one page of the matching rows."""
 
-    calendars: list[Calendar] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    calendars: list[Calendar] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchEventsResult(BaseModel):
-    """What `search_events` found."""
+    """What `search_events` found: one page of the matching rows."""
 
-    events: list[Event] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    events: list[Event] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListInvitationsResult(BaseModel):
-    """What `list_invitations` found."""
+    """What `list_invitations` found: one page of the matching rows."""
 
-    invitations: list[Invitation] = Field(description="matching rows, at most 100")
-    count: int = Field(description="how many rows were returned")
+    invitations: list[Invitation] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class FindRoomsResult(BaseModel):
-    """What `find_rooms` found."""
+    """What `find_rooms` found: one page of the matching rows."""
 
-    rooms: list[Room] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    rooms: list[Room] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class CheckRoomAvailabilityResult(BaseModel):
@@ -222,18 +237,49 @@ def find_people(
             json_schema_extra={"x-envfarm-column": "people.department", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindPeopleResult:
-    """Look up colleagues by part of their name, exact email or department. Returns each person's email, which the other tools use to name organizers and invitees."""
-    args = {"full_name": full_name, "email": email, "department": department, "now": db.now}
-    rows = db.all(
+    """Look up colleagues by part of their name, exact email or department. Returns each person's email,
+    which the other tools use to name organizers and invitees.
+
+    Matching: full_name contains (case-insensitive); email equals; department equals. Ordered by
+    person_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
+    returned cursor to get the next page.
+    """
+    args = {
+        "full_name": full_name,
+        "email": email,
+        "department": department,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM people"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:department IS NULL OR department = :department)"
-        " ORDER BY person_id LIMIT 25",
-        args,
+        " ORDER BY person_id",
+        args, limit, cursor,
     )
-    return FindPeopleResult(people=[Person(**row) for row in rows], count=len(rows))
+    rows = [Person(**row) for row in page['rows']]
+    return FindPeopleResult(
+        people=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_calendars(
@@ -259,18 +305,43 @@ def list_calendars(
             json_schema_extra={"x-envfarm-column": "calendars.name", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListCalendarsResult:
-    """List calendars: a person's own calendar (kind personal) or the shared team calendars (kind team). Returns calendar ids for create_event."""
-    args = {"owner_email": owner_email, "kind": kind, "name": name, "now": db.now}
-    rows = db.all(
+    """List calendars: a person's own calendar (kind personal) or the shared team calendars (kind team).
+    Returns calendar ids for create_event.
+
+    Matching: owner_email equals; kind equals; name contains (case-insensitive). Ordered by calendar_id.
+    Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass the returned
+    cursor to get the next page.
+    """
+    args = {"owner_email": owner_email, "kind": kind, "name": name, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM calendars"
         " WHERE (:owner_email IS NULL OR owner_email = :owner_email)"
         " AND (:kind IS NULL OR kind = :kind)"
         " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY calendar_id LIMIT 50",
-        args,
+        " ORDER BY calendar_id",
+        args, limit, cursor,
     )
-    return ListCalendarsResult(calendars=[Calendar(**row) for row in rows], count=len(rows))
+    rows = [Calendar(**row) for row in page['rows']]
+    return ListCalendarsResult(
+        calendars=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def search_events(
@@ -326,8 +397,31 @@ def search_events(
             json_schema_extra={"x-envfarm-column": "events.starts_at", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchEventsResult:
-    """Search meetings by title, organizer, calendar, room, status or a start-time window. Returns event ids for get_event, list_invitations and the tools that change an event."""
+    """Search meetings by title, organizer, calendar, room, status or a start-time window. Returns event
+    ids for get_event, list_invitations and the tools that change an event.
+
+    Matching: title contains (case-insensitive); organizer_email equals; calendar_id equals; room_id
+    equals; status equals; starts_after at or after/above; starts_before at or before/below. Ordered by
+    event_id. Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass the
+    returned cursor to get the next page.
+    """
     args = {
         "title": title,
         "organizer_email": organizer_email,
@@ -337,8 +431,9 @@ def search_events(
         "starts_after": starts_after,
         "starts_before": starts_before,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM events"
         " WHERE (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:organizer_email IS NULL OR organizer_email = :organizer_email)"
@@ -347,10 +442,13 @@ def search_events(
         " AND (:status IS NULL OR status = :status)"
         " AND (:starts_after IS NULL OR starts_at >= :starts_after)"
         " AND (:starts_before IS NULL OR starts_at <= :starts_before)"
-        " ORDER BY event_id LIMIT 50",
-        args,
+        " ORDER BY event_id",
+        args, limit, cursor,
     )
-    return SearchEventsResult(events=[Event(**row) for row in rows], count=len(rows))
+    rows = [Event(**row) for row in page['rows']]
+    return SearchEventsResult(
+        events=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_event(
@@ -391,18 +489,50 @@ def list_invitations(
             json_schema_extra={"x-envfarm-column": "invitations.response", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 100,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListInvitationsResult:
-    """List invitations with their RSVPs: everyone invited to one event (give event_id), or every meeting one person is invited to (give email). Returns invitation ids for respond_to_invitation and remove_attendee."""
-    args = {"event_id": event_id, "email": email, "response": response, "now": db.now}
-    rows = db.all(
+    """List invitations with their RSVPs: everyone invited to one event (give event_id), or every meeting
+    one person is invited to (give email). Returns invitation ids for respond_to_invitation and
+    remove_attendee.
+
+    Matching: event_id equals; email equals; response equals. Ordered by invitation_id. Returns 100 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
+    args = {
+        "event_id": event_id,
+        "email": email,
+        "response": response,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM invitations"
         " WHERE (:event_id IS NULL OR event_id = :event_id)"
         " AND (:email IS NULL OR email = :email)"
         " AND (:response IS NULL OR response = :response)"
-        " ORDER BY invitation_id LIMIT 100",
-        args,
+        " ORDER BY invitation_id",
+        args, limit, cursor,
     )
-    return ListInvitationsResult(invitations=[Invitation(**row) for row in rows], count=len(rows))
+    rows = [Invitation(**row) for row in page['rows']]
+    return ListInvitationsResult(
+        invitations=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def find_rooms(
@@ -435,19 +565,50 @@ def find_rooms(
             json_schema_extra={"x-envfarm-column": "rooms.has_video", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindRoomsResult:
-    """Find meeting rooms by name, floor, minimum capacity or video equipment. Returns room ids."""
-    args = {"name": name, "floor": floor, "min_capacity": min_capacity, "has_video": has_video, "now": db.now}
-    rows = db.all(
+    """Find meeting rooms by name, floor, minimum capacity or video equipment. Returns room ids.
+
+    Matching: name contains (case-insensitive); floor equals; min_capacity at or after/above; has_video
+    equals. Ordered by room_id. Returns 25 rows per page by default (limit: up to 200) with total and
+    has_more; pass the returned cursor to get the next page.
+    """
+    args = {
+        "name": name,
+        "floor": floor,
+        "min_capacity": min_capacity,
+        "has_video": has_video,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM rooms"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:floor IS NULL OR floor = :floor)"
         " AND (:min_capacity IS NULL OR capacity >= :min_capacity)"
         " AND (:has_video IS NULL OR has_video = :has_video)"
-        " ORDER BY room_id LIMIT 25",
-        args,
+        " ORDER BY room_id",
+        args, limit, cursor,
     )
-    return FindRoomsResult(rooms=[Room(**row) for row in rows], count=len(rows))
+    rows = [Room(**row) for row in page['rows']]
+    return FindRoomsResult(
+        rooms=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def check_room_availability(
@@ -476,9 +637,17 @@ def check_room_availability(
         ),
     ],
 ) -> CheckRoomAvailabilityResult:
-    """Tell whether a room is free for a time window and list the confirmed events that block it. Use before create_event, schedule_meeting or assign_room."""
+    """Tell whether a room is free for a time window and list the confirmed events that block it. Use
+    before create_event, schedule_meeting or assign_room.
+    """
     db.require("rooms", "room_id", room_id, "room_id")
-    args = {"room_id": room_id, "starts_at": starts_at, "ends_at": ends_at, "now": db.now}
+    args = {
+        "room_id": room_id,
+        "starts_at": starts_at,
+        "ends_at": ends_at,
+        "now": db.now,
+        "principal": db.principal,
+    }
     if db.one("SELECT 1 WHERE julianday(:ends_at) <= julianday(:starts_at)", args):
         db.reject("The window must end after it starts: {ends_at} is not after {starts_at}.".format_map(args))
     outcome = handlers.check_room_availability(db, room_id=room_id, starts_at=starts_at, ends_at=ends_at)
@@ -511,7 +680,9 @@ def get_agenda(
         ),
     ],
 ) -> GetAgendaResult:
-    """A person's confirmed meetings in a time window, earliest first: those they organize and those they are invited to and have not declined. Use it to find when people are busy."""
+    """A person's confirmed meetings in a time window, earliest first: those they organize and those they
+    are invited to and have not declined. Use it to find when people are busy.
+    """
     db.require("people", "email", email, "email")
     outcome = handlers.get_agenda(db, email=email, starts_after=starts_after, starts_before=starts_before)
     return GetAgendaResult.model_validate(outcome)
@@ -549,13 +720,6 @@ def create_event(
             json_schema_extra={"x-envfarm-column": "events.ends_at", "x-envfarm-user-known": True},
         ),
     ],
-    organizer_email: Annotated[
-        str,
-        Field(
-            description="Organizer's email (find_people)",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "events.organizer_email", "x-envfarm-user-known": True},
-        ),
-    ],
     room_id: Annotated[
         str | None,
         Field(
@@ -571,9 +735,11 @@ def create_event(
         ),
     ] = None,
 ) -> Event:
-    """Create a meeting on a calendar, optionally in a room. The organizer must own the calendar unless it is a team calendar; invite people afterwards with invite_attendee (or use schedule_meeting to do both)."""
+    """Create a meeting on a calendar, optionally in a room. The calendar must be your own or a team
+    calendar; you are the organizer; invite people afterwards with invite_attendee (or use
+    schedule_meeting to do both).
+    """
     db.require("calendars", "calendar_id", calendar_id, "calendar_id")
-    db.require("people", "email", organizer_email, "organizer_email")
     if room_id is not None:
         db.require("rooms", "room_id", room_id, "room_id")
     new_id = db.next_id("events")
@@ -582,10 +748,10 @@ def create_event(
         "title": title,
         "starts_at": starts_at,
         "ends_at": ends_at,
-        "organizer_email": organizer_email,
         "room_id": room_id,
         "description": description,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 WHERE julianday(:ends_at) <= julianday(:starts_at)", args):
@@ -596,11 +762,11 @@ def create_event(
         )
     if db.one(
         "SELECT 1 FROM calendars WHERE calendar_id = :calendar_id AND kind = 'personal'"
-        " AND owner_email != :organizer_email",
+        " AND owner_email != :principal",
         args,
     ):
         db.reject(
-            "Calendar {calendar_id} is another person's personal calendar; put the event on the organizer's own calendar or a team calendar (list_calendars).".format_map(args),
+            "Calendar {calendar_id} is another person's personal calendar; put the event on your own calendar or a team calendar (list_calendars).".format_map(args),
         )
     if db.one(
         "SELECT 1 FROM events WHERE room_id = :room_id AND status = 'confirmed'"
@@ -621,7 +787,7 @@ def create_event(
             "starts_at": starts_at,
             "ends_at": ends_at,
             "room_id": room_id,
-            "organizer_email": organizer_email,
+            "organizer_email": db.principal,
             "status": "confirmed",
             "created_at": db.now,
         },
@@ -631,13 +797,6 @@ def create_event(
 
 def schedule_meeting(
     db: Database,
-    organizer_email: Annotated[
-        str,
-        Field(
-            description="Organizer's email (find_people)",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
-        ),
-    ],
     title: Annotated[
         str,
         Field(description="Meeting title", json_schema_extra={"x-envfarm-user-known": True}),
@@ -659,10 +818,11 @@ def schedule_meeting(
         ),
     ],
     attendee_emails: Annotated[
-        str,
+        list[str],
         Field(
-            description="Comma-separated invitee emails, e.g. a@example.com, b@example.com",
-            json_schema_extra={"x-envfarm-user-known": True},
+            description="Invitees' emails (find_people)",
+            min_length=1,
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
         ),
     ],
     room_id: Annotated[
@@ -677,19 +837,23 @@ def schedule_meeting(
         Field(description="Agenda or notes", json_schema_extra={"x-envfarm-user-known": True}),
     ] = None,
 ) -> Event:
-    """Create a meeting on the organizer's own calendar and invite everyone in attendee_emails in one step (for example everyone on an email thread). The room, if given, must be free and seat the organizer plus all attendees."""
-    db.require("people", "email", organizer_email, "organizer_email")
+    """Create a meeting on your own calendar, organized by you, and invite everyone in attendee_emails in
+    one step (for example everyone on an email thread). The room, if given, must be free and seat you
+    plus all attendees.
+    """
+    for value in attendee_emails or []:
+        db.require("people", "email", value, "attendee_emails")
     if room_id is not None:
         db.require("rooms", "room_id", room_id, "room_id")
     args = {
-        "organizer_email": organizer_email,
         "title": title,
         "starts_at": starts_at,
         "ends_at": ends_at,
-        "attendee_emails": attendee_emails,
+        "attendee_emails": comma_joined(attendee_emails),
         "room_id": room_id,
         "description": description,
         "now": db.now,
+        "principal": db.principal,
     }
     if db.one("SELECT 1 WHERE julianday(:ends_at) <= julianday(:starts_at)", args):
         db.reject("An event must end after it starts: {ends_at} is not after {starts_at}.".format_map(args))
@@ -706,7 +870,7 @@ def schedule_meeting(
         db.reject(
             "Room {room_id} is already booked between {starts_at} and {ends_at}; pick another room or time (check_room_availability shows the conflicts).".format_map(args),
         )
-    outcome = handlers.schedule_meeting(db, organizer_email=organizer_email, title=title, starts_at=starts_at, ends_at=ends_at, attendee_emails=attendee_emails, room_id=room_id, description=description)
+    outcome = handlers.schedule_meeting(db, title=title, starts_at=starts_at, ends_at=ends_at, attendee_emails=attendee_emails, room_id=room_id, description=description)
     return Event.model_validate(outcome)
 
 
@@ -727,11 +891,13 @@ def invite_attendee(
         ),
     ],
 ) -> Invitation:
-    """Invite one more person to an existing event; their RSVP starts as pending. The event's room must still seat everyone who has not declined."""
+    """Invite one more person to an existing event; their RSVP starts as pending. The event's room must
+    still seat everyone who has not declined.
+    """
     db.require("events", "event_id", event_id, "event_id")
     db.require("people", "email", email, "email")
     new_id = db.next_id("invitations")
-    args = {"event_id": event_id, "email": email, "now": db.now, "id": new_id}
+    args = {"event_id": event_id, "email": email, "now": db.now, "principal": db.principal, "id": new_id}
     if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND status = 'cancelled'", args):
         db.reject(
             "Event {event_id} is cancelled; nobody can be invited to a cancelled event.".format_map(args),
@@ -788,15 +954,24 @@ def respond_to_invitation(
         ),
     ],
 ) -> Invitation:
-    """Record an invitee's RSVP (accepted, declined or tentative) to an upcoming event."""
+    """Answer one of your invitations (accepted, declined or tentative) to an upcoming event."""
     current = db.require("invitations", "invitation_id", invitation_id, "invitation_id")
     args = {
         "invitation_id": invitation_id,
         "response": response,
         "now": db.now,
+        "principal": db.principal,
         "id": current["invitation_id"],
         "set_responded_at": db.now,
     }
+    if db.one(
+        "SELECT 1 FROM invitations WHERE invitation_id = :invitation_id"
+        " AND email != :principal",
+        args,
+    ):
+        db.reject(
+            "Invitation {invitation_id} is someone else's; you can only answer your own invitations.".format_map(args),
+        )
     if db.one(
         "SELECT 1 FROM invitations i JOIN events e ON e.event_id = i.event_id"
         " WHERE i.invitation_id = :invitation_id AND e.status = 'cancelled'",
@@ -848,15 +1023,26 @@ def reschedule_event(
         ),
     ],
 ) -> Event:
-    """Move a confirmed upcoming event to new start and end times. The event keeps its room, so the room must be free at the new time (otherwise change the room with assign_room first)."""
+    """Move a confirmed upcoming event to new start and end times. The event keeps its room, so the room
+    must be free at the new time (otherwise change the room with assign_room first).
+    """
     current = db.require("events", "event_id", event_id, "event_id")
     args = {
         "event_id": event_id,
         "starts_at": starts_at,
         "ends_at": ends_at,
         "now": db.now,
+        "principal": db.principal,
         "id": current["event_id"],
     }
+    if db.one(
+        "SELECT 1 FROM events WHERE event_id = :event_id"
+        " AND organizer_email != :principal",
+        args,
+    ):
+        db.reject(
+            "Only the organizer of event {event_id} can change it (get_event shows who); ask them, or decline your invitation.".format_map(args),
+        )
     if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND status = 'cancelled'", args):
         db.reject(
             "Event {event_id} is cancelled and can't be rescheduled; create a new event instead.".format_map(args),
@@ -900,10 +1086,26 @@ def assign_room(
         ),
     ],
 ) -> Event:
-    """Book a room for a confirmed upcoming event, or move it to another room. The room must be free for the event's times and seat the organizer plus every invitee who has not declined."""
+    """Book a room for a confirmed upcoming event, or move it to another room. The room must be free for
+    the event's times and seat the organizer plus every invitee who has not declined.
+    """
     current = db.require("events", "event_id", event_id, "event_id")
     db.require("rooms", "room_id", room_id, "room_id")
-    args = {"event_id": event_id, "room_id": room_id, "now": db.now, "id": current["event_id"]}
+    args = {
+        "event_id": event_id,
+        "room_id": room_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["event_id"],
+    }
+    if db.one(
+        "SELECT 1 FROM events WHERE event_id = :event_id"
+        " AND organizer_email != :principal",
+        args,
+    ):
+        db.reject(
+            "Only the organizer of event {event_id} can change it (get_event shows who); ask them, or decline your invitation.".format_map(args),
+        )
     if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND status = 'cancelled'", args):
         db.reject("Event {event_id} is cancelled; it needs no room.".format_map(args))
     if db.one(
@@ -952,13 +1154,6 @@ def cancel_event(
             json_schema_extra={"x-envfarm-ref": "events.event_id", "x-envfarm-column": "events.event_id", "x-envfarm-user-known": False},
         ),
     ],
-    cancelled_by: Annotated[
-        str,
-        Field(
-            description="Email of the person cancelling; must be the organizer",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "events.cancelled_by", "x-envfarm-user-known": False},
-        ),
-    ],
     cancel_reason: Annotated[
         str,
         Field(
@@ -967,16 +1162,18 @@ def cancel_event(
         ),
     ],
 ) -> Event:
-    """Cancel an upcoming event. Only its organizer may cancel it; invitees should decline their invitation with respond_to_invitation instead. The room becomes free."""
+    """Cancel an upcoming event. Only its organizer may cancel it; invitees should decline their invitation
+    with respond_to_invitation instead. The room becomes free.
+    """
     current = db.require("events", "event_id", event_id, "event_id")
-    db.require("people", "email", cancelled_by, "cancelled_by")
     args = {
         "event_id": event_id,
-        "cancelled_by": cancelled_by,
         "cancel_reason": cancel_reason,
         "now": db.now,
+        "principal": db.principal,
         "id": current["event_id"],
         "set_status": "cancelled",
+        "set_cancelled_by": db.principal,
     }
     if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND status = 'cancelled'", args):
         db.reject("Event {event_id} is already cancelled.".format_map(args))
@@ -988,14 +1185,14 @@ def cancel_event(
         db.reject("Event {event_id} already took place and can't be cancelled.".format_map(args))
     if db.one(
         "SELECT 1 FROM events WHERE event_id = :event_id"
-        " AND organizer_email != :cancelled_by",
+        " AND organizer_email != :principal",
         args,
     ):
         db.reject(
-            "Only the organizer can cancel event {event_id}, and {cancelled_by} is not its organizer (get_event shows who is); an invitee can decline with respond_to_invitation instead.".format_map(args),
+            "Only the organizer can cancel event {event_id}, and you are not its organizer (get_event shows who is); decline your invitation with respond_to_invitation instead.".format_map(args),
         )
     row = db.returning(
-        "UPDATE events SET status = :set_status, cancelled_by = :cancelled_by, cancel_reason = :cancel_reason"
+        "UPDATE events SET status = :set_status, cancelled_by = :set_cancelled_by, cancel_reason = :cancel_reason"
         " WHERE event_id = :id RETURNING *",
         args,
     )
@@ -1014,7 +1211,12 @@ def remove_attendee(
 ) -> Invitation:
     """Take an invitee off an upcoming event by deleting their invitation."""
     current = db.require("invitations", "invitation_id", invitation_id, "invitation_id")
-    args = {"invitation_id": invitation_id, "now": db.now, "id": current["invitation_id"]}
+    args = {
+        "invitation_id": invitation_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["invitation_id"],
+    }
     if db.one(
         "SELECT 1 FROM invitations i JOIN events e ON e.event_id = i.event_id"
         " WHERE i.invitation_id = :invitation_id"

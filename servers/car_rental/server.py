@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -52,7 +53,15 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.report_damage, "create"),
         ToolDefinition(tools.list_damage_reports, "search"),
         ToolDefinition(tools.mark_damage_repaired, "update"),
+        ToolDefinition(tools.list_vehicles, "search"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a counter agent of the car rental company",
+        default="Counter agent: Chris Almeida",
+        values=("Counter agent: Chris Almeida", "Counter agent: Dana Kruger",),
+        customers="a driver gives their full name and date of birth (and licence number at pickup); match them before acting on a rental",
+    ),
 )
 
 

@@ -283,17 +283,23 @@ class DamageReport(BaseModel):
 
 
 class ListBranchesResult(BaseModel):
-    """What `list_branches` found."""
+    """What `list_branches` found: one page of the matching rows."""
 
-    branches: list[Branch] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    branches: list[Branch] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListVehicleClassesResult(BaseModel):
-    """What `list_vehicle_classes` found."""
+    """What `list_vehicle_classes` found: one page of the matching rows."""
 
-    vehicle_classes: list[VehicleClass] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    vehicle_classes: list[VehicleClass] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchAvailableVehiclesResult(BaseModel):
@@ -305,31 +311,43 @@ class SearchAvailableVehiclesResult(BaseModel):
 
 
 class FindDriverResult(BaseModel):
-    """What `find_driver` found."""
+    """What `find_driver` found: one page of the matching rows."""
 
-    drivers: list[Driver] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    drivers: list[Driver] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class FindRentalResult(BaseModel):
-    """What `find_rental` found."""
+    """What `find_rental` found: one page of the matching rows."""
 
-    rentals: list[Rental] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    rentals: list[Rental] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListExtrasResult(BaseModel):
-    """What `list_extras` found."""
+    """What `list_extras` found: one page of the matching rows."""
 
-    extras: list[Extra] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    extras: list[Extra] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListRentalExtrasResult(BaseModel):
-    """What `list_rental_extras` found."""
+    """What `list_rental_extras` found: one page of the matching rows."""
 
-    rental_extras: list[RentalExtra] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    rental_extras: list[RentalExtra] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ReturnVehicleResult(BaseModel):
@@ -346,10 +364,23 @@ class ReturnVehicleResult(BaseModel):
 
 
 class ListDamageReportsResult(BaseModel):
-    """What `list_damage_reports` found."""
+    """What `list_damage_reports` found: one page of the matching rows."""
 
-    damage_reports: list[DamageReport] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    damage_reports: list[DamageReport] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+
+
+class ListVehiclesResult(BaseModel):
+    """What `list_vehicles` found: one page of the matching rows."""
+
+    vehicles: list[Vehicle] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 def list_branches(
@@ -375,18 +406,48 @@ def list_branches(
             json_schema_extra={"x-envfarm-column": "branches.allows_one_way_dropoff", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListBranchesResult:
-    """List branches by city or kind, with opening hours and whether they accept one-way returns."""
-    args = {"city": city, "kind": kind, "allows_one_way_dropoff": allows_one_way_dropoff, "now": db.now}
-    rows = db.all(
+    """List branches by city or kind, with opening hours and whether they accept one-way returns.
+
+    Matching: city equals; kind equals; allows_one_way_dropoff equals. Ordered by branch_id. Returns 25
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
+    """
+    args = {
+        "city": city,
+        "kind": kind,
+        "allows_one_way_dropoff": allows_one_way_dropoff,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM branches"
         " WHERE (:city IS NULL OR city = :city)"
         " AND (:kind IS NULL OR kind = :kind)"
         " AND (:allows_one_way_dropoff IS NULL OR allows_one_way_dropoff = :allows_one_way_dropoff)"
-        " ORDER BY branch_id LIMIT 25",
-        args,
+        " ORDER BY branch_id",
+        args, limit, cursor,
     )
-    return ListBranchesResult(branches=[Branch(**row) for row in rows], count=len(rows))
+    rows = [Branch(**row) for row in page['rows']]
+    return ListBranchesResult(
+        branches=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_vehicle_classes(
@@ -398,16 +459,39 @@ def list_vehicle_classes(
             json_schema_extra={"x-envfarm-column": "vehicle_classes.name", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListVehicleClassesResult:
-    """List vehicle classes with seats, daily rates, deposits, minimum driver age and typical models."""
-    args = {"name": name, "now": db.now}
-    rows = db.all(
+    """List vehicle classes with seats, daily rates, deposits, minimum driver age and typical models.
+
+    Matching: name contains (case-insensitive). Ordered by class_id. Returns 25 rows per page by default
+    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    args = {"name": name, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM vehicle_classes"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY class_id LIMIT 25",
-        args,
+        " ORDER BY class_id",
+        args, limit, cursor,
     )
-    return ListVehicleClassesResult(vehicle_classes=[VehicleClass(**row) for row in rows], count=len(rows))
+    rows = [VehicleClass(**row) for row in page['rows']]
+    return ListVehicleClassesResult(
+        vehicle_classes=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def search_available_vehicles(
@@ -443,7 +527,9 @@ def search_available_vehicles(
         ),
     ] = None,
 ) -> SearchAvailableVehiclesResult:
-    """Cars at a branch that are free for the whole period (no other reservation or rental overlaps it and they are not in maintenance or retired), optionally of one class."""
+    """Cars at a branch that are free for the whole period (no other reservation or rental overlaps it and
+    they are not in maintenance or retired), optionally of one class.
+    """
     db.require("branches", "branch_id", branch_id, "branch_id")
     if class_id is not None:
         db.require("vehicle_classes", "class_id", class_id, "class_id")
@@ -453,6 +539,7 @@ def search_available_vehicles(
         "return_due_at": return_due_at,
         "class_id": class_id,
         "now": db.now,
+        "principal": db.principal,
     }
     if db.one("SELECT 1 WHERE julianday(:return_due_at) <= julianday(:pickup_at)", args):
         db.reject(
@@ -502,18 +589,48 @@ def find_driver(
             json_schema_extra={"x-envfarm-column": "drivers.license_number", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindDriverResult:
-    """Find drivers by name, email or licence number. Returns driver ids, birth dates and licence expiry."""
-    args = {"full_name": full_name, "email": email, "license_number": license_number, "now": db.now}
-    rows = db.all(
+    """Find drivers by name, email or licence number. Returns driver ids, birth dates and licence expiry.
+
+    Matching: full_name contains (case-insensitive); email equals; license_number equals. Ordered by
+    driver_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
+    returned cursor to get the next page.
+    """
+    args = {
+        "full_name": full_name,
+        "email": email,
+        "license_number": license_number,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM drivers"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:license_number IS NULL OR license_number = :license_number)"
-        " ORDER BY driver_id LIMIT 25",
-        args,
+        " ORDER BY driver_id",
+        args, limit, cursor,
     )
-    return FindDriverResult(drivers=[Driver(**row) for row in rows], count=len(rows))
+    rows = [Driver(**row) for row in page['rows']]
+    return FindDriverResult(
+        drivers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def create_rental(
@@ -556,7 +673,11 @@ def create_rental(
         ),
     ],
 ) -> Rental:
-    """Reserve a car for a driver from the car's branch. Drivers must be at least 21 (older for some classes), hold a licence valid until the return, and have no other rental at the same time; the car must be free for the period; a drop-off at another branch needs a branch that accepts one-way returns. Rentals last at most 28 days."""
+    """Reserve a car for a driver from the car's branch. Drivers must be at least 21 (older for some
+    classes), hold a licence valid until the return, and have no other rental at the same time; the car
+    must be free for the period; a drop-off at another branch needs a branch that accepts one-way
+    returns. Rentals last at most 28 days.
+    """
     db.require("drivers", "driver_id", driver_id, "driver_id")
     db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
     db.require("branches", "branch_id", dropoff_branch_id, "dropoff_branch_id")
@@ -567,6 +688,7 @@ def create_rental(
         "pickup_at": pickup_at,
         "return_due_at": return_due_at,
         "now": db.now,
+        "principal": db.principal,
     }
     if db.one("SELECT 1 WHERE julianday(:return_due_at) <= julianday(:pickup_at)", args):
         db.reject(
@@ -675,8 +797,29 @@ def find_rental(
             json_schema_extra={"x-envfarm-column": "rentals.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindRentalResult:
-    """Find rentals by confirmation code, driver, vehicle or status."""
+    """Find rentals by confirmation code, driver, vehicle or status.
+
+    Matching: confirmation_code equals; driver_id equals; vehicle_id equals; status equals. Ordered by
+    rental_id. Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass the
+    returned cursor to get the next page.
+    """
     if driver_id is not None:
         db.require("drivers", "driver_id", driver_id, "driver_id")
     if vehicle_id is not None:
@@ -687,17 +830,21 @@ def find_rental(
         "vehicle_id": vehicle_id,
         "status": status,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM rentals"
         " WHERE (:confirmation_code IS NULL OR confirmation_code = :confirmation_code)"
         " AND (:driver_id IS NULL OR driver_id = :driver_id)"
         " AND (:vehicle_id IS NULL OR vehicle_id = :vehicle_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY rental_id LIMIT 50",
-        args,
+        " ORDER BY rental_id",
+        args, limit, cursor,
     )
-    return FindRentalResult(rentals=[Rental(**row) for row in rows], count=len(rows))
+    rows = [Rental(**row) for row in page['rows']]
+    return FindRentalResult(
+        rentals=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_extras(
@@ -709,16 +856,39 @@ def list_extras(
             json_schema_extra={"x-envfarm-column": "extras.name", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListExtrasResult:
-    """List the extras that can be added to a rental, with daily prices and how many fit one rental."""
-    args = {"name": name, "now": db.now}
-    rows = db.all(
+    """List the extras that can be added to a rental, with daily prices and how many fit one rental.
+
+    Matching: name contains (case-insensitive). Ordered by extra_id. Returns 25 rows per page by default
+    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    args = {"name": name, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM extras"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY extra_id LIMIT 25",
-        args,
+        " ORDER BY extra_id",
+        args, limit, cursor,
     )
-    return ListExtrasResult(extras=[Extra(**row) for row in rows], count=len(rows))
+    rows = [Extra(**row) for row in page['rows']]
+    return ListExtrasResult(
+        extras=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def add_extra(
@@ -750,7 +920,14 @@ def add_extra(
     db.require("rentals", "rental_id", rental_id, "rental_id")
     db.require("extras", "extra_id", extra_id, "extra_id")
     new_id = db.next_id("rental_extras")
-    args = {"rental_id": rental_id, "extra_id": extra_id, "quantity": quantity, "now": db.now, "id": new_id}
+    args = {
+        "rental_id": rental_id,
+        "extra_id": extra_id,
+        "quantity": quantity,
+        "now": db.now,
+        "principal": db.principal,
+        "id": new_id,
+    }
     if db.one(
         "SELECT 1 FROM rentals WHERE rental_id = :rental_id"
         " AND status NOT IN ('reserved', 'active')",
@@ -798,17 +975,40 @@ def list_rental_extras(
             json_schema_extra={"x-envfarm-ref": "rentals.rental_id", "x-envfarm-column": "rental_extras.rental_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListRentalExtrasResult:
-    """List the extras booked on a rental with quantities and daily prices."""
+    """List the extras booked on a rental with quantities and daily prices.
+
+    Matching: rental_id equals. Ordered by line_id. Returns 25 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("rentals", "rental_id", rental_id, "rental_id")
-    args = {"rental_id": rental_id, "now": db.now}
-    rows = db.all(
+    args = {"rental_id": rental_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM rental_extras"
         " WHERE (:rental_id IS NULL OR rental_id = :rental_id)"
-        " ORDER BY line_id LIMIT 25",
-        args,
+        " ORDER BY line_id",
+        args, limit, cursor,
     )
-    return ListRentalExtrasResult(rental_extras=[RentalExtra(**row) for row in rows], count=len(rows))
+    rows = [RentalExtra(**row) for row in page['rows']]
+    return ListRentalExtrasResult(
+        rental_extras=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def start_rental(
@@ -821,9 +1021,17 @@ def start_rental(
         ),
     ],
 ) -> Rental:
-    """Hand the car over to the driver on the pickup date; the odometer is recorded and the car is marked rented."""
+    """Hand the car over to the driver on the pickup date; the odometer is recorded and the car is marked
+    rented.
+    """
     current = db.require("rentals", "rental_id", rental_id, "rental_id")
-    args = {"rental_id": rental_id, "now": db.now, "id": current["rental_id"], "set_status": "active"}
+    args = {
+        "rental_id": rental_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["rental_id"],
+        "set_status": "active",
+    }
     if db.one("SELECT 1 FROM rentals WHERE rental_id = :rental_id AND status != 'reserved'", args):
         db.reject("Rental {rental_id} is not a reservation waiting for pickup.".format_map(args))
     if db.one(
@@ -892,7 +1100,10 @@ def return_vehicle(
         ),
     ],
 ) -> ReturnVehicleResult:
-    """Take back an active rental at a branch and bill it: started 24-hour days (59 minutes' grace) at the daily rate, extras per day, a one-way fee of 75 USD when returned to another branch, and 65 USD refuelling when the tank is not full. The car becomes available at the return branch."""
+    """Take back an active rental at a branch and bill it: started 24-hour days (59 minutes' grace) at the
+    daily rate, extras per day, a one-way fee of 75 USD when returned to another branch, and 65 USD
+    refuelling when the tank is not full. The car becomes available at the return branch.
+    """
     db.require("rentals", "rental_id", rental_id, "rental_id")
     db.require("branches", "branch_id", return_branch_id, "return_branch_id")
     args = {
@@ -901,6 +1112,7 @@ def return_vehicle(
         "odometer_km": odometer_km,
         "fuel_full": fuel_full,
         "now": db.now,
+        "principal": db.principal,
     }
     if db.one("SELECT 1 FROM rentals WHERE rental_id = :rental_id AND status != 'active'", args):
         db.reject(
@@ -944,13 +1156,16 @@ def change_dropoff_branch(
         ),
     ],
 ) -> Rental:
-    """Change where a reserved or active rental will be returned. Another branch must accept one-way returns."""
+    """Change where a reserved or active rental will be returned. Another branch must accept one-way
+    returns.
+    """
     current = db.require("rentals", "rental_id", rental_id, "rental_id")
     db.require("branches", "branch_id", dropoff_branch_id, "dropoff_branch_id")
     args = {
         "rental_id": rental_id,
         "dropoff_branch_id": dropoff_branch_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["rental_id"],
     }
     if db.one(
@@ -990,7 +1205,13 @@ def cancel_rental(
 ) -> Rental:
     """Cancel a reservation before pickup. Active rentals are ended with return_vehicle instead."""
     current = db.require("rentals", "rental_id", rental_id, "rental_id")
-    args = {"rental_id": rental_id, "now": db.now, "id": current["rental_id"], "set_status": "cancelled"}
+    args = {
+        "rental_id": rental_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["rental_id"],
+        "set_status": "cancelled",
+    }
     if db.one("SELECT 1 FROM rentals WHERE rental_id = :rental_id AND status != 'reserved'", args):
         db.reject(
             "Rental {rental_id} is not a reservation waiting for pickup; active rentals are ended with return_vehicle.".format_map(args),
@@ -1042,7 +1263,9 @@ def report_damage(
         ),
     ] = None,
 ) -> DamageReport:
-    """Record damage found on a car, optionally during a rental. Severe damage takes an available car out of service (maintenance) until it is repaired."""
+    """Record damage found on a car, optionally during a rental. Severe damage takes an available car out
+    of service (maintenance) until it is repaired.
+    """
     db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
     if rental_id is not None:
         db.require("rentals", "rental_id", rental_id, "rental_id")
@@ -1054,6 +1277,7 @@ def report_damage(
         "description": description,
         "estimated_cost": estimated_cost,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM vehicles WHERE vehicle_id = :vehicle_id AND status = 'retired'", args):
@@ -1108,20 +1332,50 @@ def list_damage_reports(
             json_schema_extra={"x-envfarm-column": "damage_reports.severity", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListDamageReportsResult:
-    """List damage reports of a car or by status and severity."""
+    """List damage reports of a car or by status and severity.
+
+    Matching: vehicle_id equals; status equals; severity equals. Ordered by report_id. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
     if vehicle_id is not None:
         db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
-    args = {"vehicle_id": vehicle_id, "status": status, "severity": severity, "now": db.now}
-    rows = db.all(
+    args = {
+        "vehicle_id": vehicle_id,
+        "status": status,
+        "severity": severity,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM damage_reports"
         " WHERE (:vehicle_id IS NULL OR vehicle_id = :vehicle_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:severity IS NULL OR severity = :severity)"
-        " ORDER BY report_id LIMIT 25",
-        args,
+        " ORDER BY report_id",
+        args, limit, cursor,
     )
-    return ListDamageReportsResult(damage_reports=[DamageReport(**row) for row in rows], count=len(rows))
+    rows = [DamageReport(**row) for row in page['rows']]
+    return ListDamageReportsResult(
+        damage_reports=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def mark_damage_repaired(
@@ -1134,9 +1388,17 @@ def mark_damage_repaired(
         ),
     ],
 ) -> DamageReport:
-    """Close a damage report once the repair is done; a car in maintenance with no other open severe damage becomes available."""
+    """Close a damage report once the repair is done; a car in maintenance with no other open severe damage
+    becomes available.
+    """
     current = db.require("damage_reports", "report_id", report_id, "report_id")
-    args = {"report_id": report_id, "now": db.now, "id": current["report_id"], "set_status": "repaired"}
+    args = {
+        "report_id": report_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["report_id"],
+        "set_status": "repaired",
+    }
     if db.one(
         "SELECT 1 FROM damage_reports WHERE report_id = :report_id"
         " AND status = 'repaired'",
@@ -1157,3 +1419,74 @@ def mark_damage_repaired(
         args,
     )
     return DamageReport(**row)
+
+
+def list_vehicles(
+    db: Database,
+    branch_id: Annotated[
+        str | None,
+        Field(
+            description="Branch id",
+            json_schema_extra={"x-envfarm-ref": "branches.branch_id", "x-envfarm-column": "vehicles.branch_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    class_id: Annotated[
+        str | None,
+        Field(
+            description="Vehicle class id",
+            json_schema_extra={"x-envfarm-ref": "vehicle_classes.class_id", "x-envfarm-column": "vehicles.class_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        VehicleStatus | None,
+        Field(
+            description="Only this fleet status",
+            json_schema_extra={"x-envfarm-column": "vehicles.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
+) -> ListVehiclesResult:
+    """The fleet, by branch, class or status (available, rented, maintenance, retired).
+
+    Matching: branch_id equals; class_id equals; status equals. Ordered by vehicle_id. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
+    if branch_id is not None:
+        db.require("branches", "branch_id", branch_id, "branch_id")
+    if class_id is not None:
+        db.require("vehicle_classes", "class_id", class_id, "class_id")
+    args = {
+        "branch_id": branch_id,
+        "class_id": class_id,
+        "status": status,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
+        "SELECT * FROM vehicles"
+        " WHERE (:branch_id IS NULL OR branch_id = :branch_id)"
+        " AND (:class_id IS NULL OR class_id = :class_id)"
+        " AND (:status IS NULL OR status = :status)"
+        " ORDER BY vehicle_id",
+        args, limit, cursor,
+    )
+    rows = [Vehicle(**row) for row in page['rows']]
+    return ListVehiclesResult(
+        vehicles=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -43,6 +44,14 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.get_invoice, "get"),
         ToolDefinition(tools.pay_invoice, "update"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="the front desk of Riverside Clinic",
+        default="Front desk: Alex Morgan",
+        values=("Front desk: Alex Morgan", "Front desk: Jamie Park",),
+        time_zone="Europe/London",
+        customers="a patient gives their full name and date of birth; match both before reading or changing anything of theirs",
+    ),
 )
 
 

@@ -126,31 +126,43 @@ class Invoice(BaseModel):
 
 
 class FindPatientResult(BaseModel):
-    """What `find_patient` found."""
+    """What `find_patient` found: one page of the matching rows."""
 
-    patients: list[Patient] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    patients: list[Patient] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchDoctorsResult(BaseModel):
-    """What `search_doctors` found."""
+    """What `search_doctors` found: one page of the matching rows."""
 
-    doctors: list[Doctor] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    doctors: list[Doctor] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListFreeSlotsResult(BaseModel):
-    """What `list_free_slots` found."""
+    """What `list_free_slots` found: one page of the matching rows."""
 
-    slots: list[Slot] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    slots: list[Slot] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListAppointmentsResult(BaseModel):
-    """What `list_appointments` found."""
+    """What `list_appointments` found: one page of the matching rows."""
 
-    appointments: list[Appointment] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    appointments: list[Appointment] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 def find_patient(
@@ -177,18 +189,48 @@ def find_patient(
             json_schema_extra={"x-envfarm-column": "patients.date_of_birth", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindPatientResult:
-    """Find patients by name, email or date of birth. Returns matching patient records with their ids."""
-    args = {"full_name": full_name, "email": email, "date_of_birth": date_of_birth, "now": db.now}
-    rows = db.all(
+    """Find patients by name, email or date of birth. Returns matching patient records with their ids.
+
+    Matching: full_name contains (case-insensitive); email equals; date_of_birth equals. Ordered by
+    patient_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
+    returned cursor to get the next page.
+    """
+    args = {
+        "full_name": full_name,
+        "email": email,
+        "date_of_birth": date_of_birth,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM patients"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:date_of_birth IS NULL OR date_of_birth = :date_of_birth)"
-        " ORDER BY patient_id LIMIT 25",
-        args,
+        " ORDER BY patient_id",
+        args, limit, cursor,
     )
-    return FindPatientResult(patients=[Patient(**row) for row in rows], count=len(rows))
+    rows = [Patient(**row) for row in page['rows']]
+    return FindPatientResult(
+        patients=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def search_doctors(
@@ -207,17 +249,41 @@ def search_doctors(
             json_schema_extra={"x-envfarm-column": "doctors.name", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchDoctorsResult:
-    """Search the clinic's doctors by specialty or name."""
-    args = {"specialty": specialty, "name": name, "now": db.now}
-    rows = db.all(
+    """Search the clinic's doctors by specialty or name.
+
+    Matching: specialty equals; name contains (case-insensitive). Ordered by doctor_id. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
+    args = {"specialty": specialty, "name": name, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM doctors"
         " WHERE (:specialty IS NULL OR specialty = :specialty)"
         " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY doctor_id LIMIT 25",
-        args,
+        " ORDER BY doctor_id",
+        args, limit, cursor,
     )
-    return SearchDoctorsResult(doctors=[Doctor(**row) for row in rows], count=len(rows))
+    rows = [Doctor(**row) for row in page['rows']]
+    return SearchDoctorsResult(
+        doctors=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_free_slots(
@@ -244,19 +310,49 @@ def list_free_slots(
             json_schema_extra={"x-envfarm-column": "slots.is_free", "x-envfarm-user-known": False},
         ),
     ] = True,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListFreeSlotsResult:
-    """List a doctor's free slots on or after a given time, earliest first."""
+    """List a doctor's free slots on or after a given time, earliest first.
+
+    Matching: doctor_id equals; starts_after at or after/above; is_free equals. Ordered by slot_id.
+    Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the returned
+    cursor to get the next page.
+    """
     db.require("doctors", "doctor_id", doctor_id, "doctor_id")
-    args = {"doctor_id": doctor_id, "starts_after": starts_after, "is_free": is_free, "now": db.now}
-    rows = db.all(
+    args = {
+        "doctor_id": doctor_id,
+        "starts_after": starts_after,
+        "is_free": is_free,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM slots"
         " WHERE (:doctor_id IS NULL OR doctor_id = :doctor_id)"
         " AND (:starts_after IS NULL OR starts_at >= :starts_after)"
         " AND (:is_free IS NULL OR is_free = :is_free)"
-        " ORDER BY slot_id LIMIT 25",
-        args,
+        " ORDER BY slot_id",
+        args, limit, cursor,
     )
-    return ListFreeSlotsResult(slots=[Slot(**row) for row in rows], count=len(rows))
+    rows = [Slot(**row) for row in page['rows']]
+    return ListFreeSlotsResult(
+        slots=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def book_appointment(
@@ -287,7 +383,14 @@ def book_appointment(
     db.require("patients", "patient_id", patient_id, "patient_id")
     db.require("slots", "slot_id", slot_id, "slot_id")
     new_id = db.next_id("appointments")
-    args = {"patient_id": patient_id, "slot_id": slot_id, "reason": reason, "now": db.now, "id": new_id}
+    args = {
+        "patient_id": patient_id,
+        "slot_id": slot_id,
+        "reason": reason,
+        "now": db.now,
+        "principal": db.principal,
+        "id": new_id,
+    }
     if db.one("SELECT 1 FROM slots WHERE slot_id = :slot_id AND is_free = 0", args):
         db.reject("Slot {slot_id} is already taken; pick another free slot.".format_map(args))
     if db.one("SELECT 1 FROM slots WHERE slot_id = :slot_id AND starts_at < :now", args):
@@ -322,18 +425,41 @@ def list_appointments(
             json_schema_extra={"x-envfarm-column": "appointments.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListAppointmentsResult:
-    """List a patient's appointments, optionally only those with a given status."""
+    """List a patient's appointments, optionally only those with a given status.
+
+    Matching: patient_id equals; status equals. Ordered by appointment_id. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("patients", "patient_id", patient_id, "patient_id")
-    args = {"patient_id": patient_id, "status": status, "now": db.now}
-    rows = db.all(
+    args = {"patient_id": patient_id, "status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM appointments"
         " WHERE (:patient_id IS NULL OR patient_id = :patient_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY appointment_id LIMIT 25",
-        args,
+        " ORDER BY appointment_id",
+        args, limit, cursor,
     )
-    return ListAppointmentsResult(appointments=[Appointment(**row) for row in rows], count=len(rows))
+    rows = [Appointment(**row) for row in page['rows']]
+    return ListAppointmentsResult(
+        appointments=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_slot(
@@ -371,7 +497,7 @@ def reschedule_appointment(
     """Move a booked appointment to another free slot of the same doctor."""
     db.require("appointments", "appointment_id", appointment_id, "appointment_id")
     db.require("slots", "slot_id", slot_id, "slot_id")
-    args = {"appointment_id": appointment_id, "slot_id": slot_id, "now": db.now}
+    args = {"appointment_id": appointment_id, "slot_id": slot_id, "now": db.now, "principal": db.principal}
     if db.one(
         "SELECT 1 FROM appointments WHERE appointment_id = :appointment_id"
         " AND status != 'booked'",
@@ -417,6 +543,7 @@ def cancel_appointment(
         "appointment_id": appointment_id,
         "cancel_reason": cancel_reason,
         "now": db.now,
+        "principal": db.principal,
         "id": current["appointment_id"],
         "set_status": "cancelled",
     }
@@ -484,6 +611,7 @@ def pay_invoice(
         "invoice_id": invoice_id,
         "amount": amount,
         "now": db.now,
+        "principal": db.principal,
         "id": current["invoice_id"],
         "set_status": "paid",
     }

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -52,6 +53,14 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.list_override_requests, "search"),
         ToolDefinition(tools.withdraw_override_request, "delete"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="an assistant of the Northgate University registrar's office",
+        default="Registrar: Pat Lindqvist",
+        values=("Registrar: Pat Lindqvist", "Registrar: Robin Osei",),
+        time_zone="America/New_York",
+        customers="a student gives their student email and full name; match both before enrolling, dropping or reading their record",
+    ),
 )
 
 

@@ -287,52 +287,73 @@ class PrerequisiteOverride(BaseModel):
 
 
 class FindStudentResult(BaseModel):
-    """What `find_student` found."""
+    """What `find_student` found: one page of the matching rows."""
 
-    students: list[Student] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    students: list[Student] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListTermsResult(BaseModel):
-    """What `list_terms` found."""
+    """What `list_terms` found: one page of the matching rows."""
 
-    terms: list[Term] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    terms: list[Term] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchCoursesResult(BaseModel):
-    """What `search_courses` found."""
+    """What `search_courses` found: one page of the matching rows."""
 
-    courses: list[Course] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    courses: list[Course] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListPrerequisitesResult(BaseModel):
-    """What `list_prerequisites` found."""
+    """What `list_prerequisites` found: one page of the matching rows."""
 
-    prerequisites: list[Prerequisite] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    prerequisites: list[Prerequisite] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchInstructorsResult(BaseModel):
-    """What `search_instructors` found."""
+    """What `search_instructors` found: one page of the matching rows."""
 
-    instructors: list[Instructor] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    instructors: list[Instructor] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListSectionsResult(BaseModel):
-    """What `list_sections` found."""
+    """What `list_sections` found: one page of the matching rows."""
 
-    sections: list[Section] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    sections: list[Section] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListEnrollmentsResult(BaseModel):
-    """What `list_enrollments` found."""
+    """What `list_enrollments` found: one page of the matching rows."""
 
-    enrollments: list[Enrollment] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    enrollments: list[Enrollment] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class GetAcademicRecordResult(BaseModel):
@@ -348,10 +369,13 @@ class GetAcademicRecordResult(BaseModel):
 
 
 class ListOverrideRequestsResult(BaseModel):
-    """What `list_override_requests` found."""
+    """What `list_override_requests` found: one page of the matching rows."""
 
-    prerequisite_overrides: list[PrerequisiteOverride] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    prerequisite_overrides: list[PrerequisiteOverride] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 def find_student(
@@ -377,18 +401,49 @@ def find_student(
             json_schema_extra={"x-envfarm-column": "students.program", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindStudentResult:
-    """Find students by part of their name, exact email or program. Returns student records with their student_id."""
-    args = {"full_name": full_name, "email": email, "program": program, "now": db.now}
-    rows = db.all(
+    """Find students by part of their name, exact email or program. Returns student records with their
+    student_id.
+
+    Matching: full_name contains (case-insensitive); email equals; program equals. Ordered by
+    student_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
+    returned cursor to get the next page.
+    """
+    args = {
+        "full_name": full_name,
+        "email": email,
+        "program": program,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM students"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:program IS NULL OR program = :program)"
-        " ORDER BY student_id LIMIT 25",
-        args,
+        " ORDER BY student_id",
+        args, limit, cursor,
     )
-    return FindStudentResult(students=[Student(**row) for row in rows], count=len(rows))
+    rows = [Student(**row) for row in page['rows']]
+    return FindStudentResult(
+        students=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_terms(
@@ -407,17 +462,42 @@ def list_terms(
             json_schema_extra={"x-envfarm-column": "terms.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListTermsResult:
-    """List academic terms with their registration window, drop deadline and status. Gives the term_id other tools need."""
-    args = {"name": name, "status": status, "now": db.now}
-    rows = db.all(
+    """List academic terms with their registration window, drop deadline and status. Gives the term_id
+    other tools need.
+
+    Matching: name contains (case-insensitive); status equals. Ordered by term_id. Returns 25 rows per
+    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
+    page.
+    """
+    args = {"name": name, "status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM terms"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY term_id LIMIT 25",
-        args,
+        " ORDER BY term_id",
+        args, limit, cursor,
     )
-    return ListTermsResult(terms=[Term(**row) for row in rows], count=len(rows))
+    rows = [Term(**row) for row in page['rows']]
+    return ListTermsResult(
+        terms=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def search_courses(
@@ -443,18 +523,43 @@ def search_courses(
             json_schema_extra={"x-envfarm-column": "courses.department", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchCoursesResult:
-    """Search the course catalog by code, title or department. Returns courses with their course_id and credits."""
-    args = {"code": code, "title": title, "department": department, "now": db.now}
-    rows = db.all(
+    """Search the course catalog by code, title or department. Returns courses with their course_id and
+    credits.
+
+    Matching: code contains (case-insensitive); title contains (case-insensitive); department equals.
+    Ordered by course_id. Returns 25 rows per page by default (limit: up to 200) with total and
+    has_more; pass the returned cursor to get the next page.
+    """
+    args = {"code": code, "title": title, "department": department, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM courses"
         " WHERE (:code IS NULL OR lower(code) LIKE '%' || replace(replace(replace(lower(:code), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:department IS NULL OR department = :department)"
-        " ORDER BY course_id LIMIT 25",
-        args,
+        " ORDER BY course_id",
+        args, limit, cursor,
     )
-    return SearchCoursesResult(courses=[Course(**row) for row in rows], count=len(rows))
+    rows = [Course(**row) for row in page['rows']]
+    return SearchCoursesResult(
+        courses=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_prerequisites(
@@ -466,17 +571,40 @@ def list_prerequisites(
             json_schema_extra={"x-envfarm-ref": "courses.course_id", "x-envfarm-column": "prerequisites.course_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListPrerequisitesResult:
-    """List the prerequisite courses of a course (each row's required_course_id must be passed first)."""
+    """List the prerequisite courses of a course (each row's required_course_id must be passed first).
+
+    Matching: course_id equals. Ordered by prerequisite_id. Returns 25 rows per page by default (limit:
+    up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("courses", "course_id", course_id, "course_id")
-    args = {"course_id": course_id, "now": db.now}
-    rows = db.all(
+    args = {"course_id": course_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM prerequisites"
         " WHERE (:course_id IS NULL OR course_id = :course_id)"
-        " ORDER BY prerequisite_id LIMIT 25",
-        args,
+        " ORDER BY prerequisite_id",
+        args, limit, cursor,
     )
-    return ListPrerequisitesResult(prerequisites=[Prerequisite(**row) for row in rows], count=len(rows))
+    rows = [Prerequisite(**row) for row in page['rows']]
+    return ListPrerequisitesResult(
+        prerequisites=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def search_instructors(
@@ -495,17 +623,41 @@ def search_instructors(
             json_schema_extra={"x-envfarm-column": "instructors.department", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchInstructorsResult:
-    """Search instructors by name or department. Returns instructor_id for filtering sections."""
-    args = {"name": name, "department": department, "now": db.now}
-    rows = db.all(
+    """Search instructors by name or department. Returns instructor_id for filtering sections.
+
+    Matching: name contains (case-insensitive); department equals. Ordered by instructor_id. Returns 25
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
+    """
+    args = {"name": name, "department": department, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM instructors"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:department IS NULL OR department = :department)"
-        " ORDER BY instructor_id LIMIT 25",
-        args,
+        " ORDER BY instructor_id",
+        args, limit, cursor,
     )
-    return SearchInstructorsResult(instructors=[Instructor(**row) for row in rows], count=len(rows))
+    rows = [Instructor(**row) for row in page['rows']]
+    return SearchInstructorsResult(
+        instructors=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_sections(
@@ -538,8 +690,31 @@ def list_sections(
             json_schema_extra={"x-envfarm-column": "sections.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListSectionsResult:
-    """List sections with meeting days, times, room, capacity and enrolled count. Filter by course (course_id from search_courses), term (term_id from list_terms) or instructor (instructor_id from search_instructors)."""
+    """List sections with meeting days, times, room, capacity and enrolled count. Filter by course
+    (course_id from search_courses), term (term_id from list_terms) or instructor (instructor_id from
+    search_instructors).
+
+    Matching: course_id equals; term_id equals; instructor_id equals; status equals. Ordered by
+    section_id. Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass the
+    returned cursor to get the next page.
+    """
     if course_id is not None:
         db.require("courses", "course_id", course_id, "course_id")
     if term_id is not None:
@@ -552,17 +727,21 @@ def list_sections(
         "instructor_id": instructor_id,
         "status": status,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM sections"
         " WHERE (:course_id IS NULL OR course_id = :course_id)"
         " AND (:term_id IS NULL OR term_id = :term_id)"
         " AND (:instructor_id IS NULL OR instructor_id = :instructor_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY section_id LIMIT 50",
-        args,
+        " ORDER BY section_id",
+        args, limit, cursor,
     )
-    return ListSectionsResult(sections=[Section(**row) for row in rows], count=len(rows))
+    rows = [Section(**row) for row in page['rows']]
+    return ListSectionsResult(
+        sections=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_section(
@@ -603,21 +782,52 @@ def list_enrollments(
             json_schema_extra={"x-envfarm-ref": "sections.section_id", "x-envfarm-column": "enrollments.section_id", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListEnrollmentsResult:
-    """List a student's enrollments (enrolled, waitlisted or dropped) with their section_id and enrollment_id."""
+    """List a student's enrollments (enrolled, waitlisted or dropped) with their section_id and
+    enrollment_id.
+
+    Matching: student_id equals; status equals; section_id equals. Ordered by enrollment_id. Returns 25
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
+    """
     db.require("students", "student_id", student_id, "student_id")
     if section_id is not None:
         db.require("sections", "section_id", section_id, "section_id")
-    args = {"student_id": student_id, "status": status, "section_id": section_id, "now": db.now}
-    rows = db.all(
+    args = {
+        "student_id": student_id,
+        "status": status,
+        "section_id": section_id,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM enrollments"
         " WHERE (:student_id IS NULL OR student_id = :student_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:section_id IS NULL OR section_id = :section_id)"
-        " ORDER BY enrollment_id LIMIT 25",
-        args,
+        " ORDER BY enrollment_id",
+        args, limit, cursor,
     )
-    return ListEnrollmentsResult(enrollments=[Enrollment(**row) for row in rows], count=len(rows))
+    rows = [Enrollment(**row) for row in page['rows']]
+    return ListEnrollmentsResult(
+        enrollments=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_academic_record(
@@ -630,7 +840,9 @@ def get_academic_record(
         ),
     ],
 ) -> GetAcademicRecordResult:
-    """A student's transcript: every final grade with course and term, total credits earned from passed courses and the grade point average over letter grades."""
+    """A student's transcript: every final grade with course and term, total credits earned from passed
+    courses and the grade point average over letter grades.
+    """
     db.require("students", "student_id", student_id, "student_id")
     outcome = handlers.get_academic_record(db, student_id=student_id)
     return GetAcademicRecordResult.model_validate(outcome)
@@ -653,10 +865,14 @@ def enroll_in_section(
         ),
     ],
 ) -> Enrollment:
-    """Register a student in a section. If the section has a free seat the student is enrolled; if it is full the student joins the end of its waitlist and is enrolled automatically when a seat frees up. Requires an open registration window, passed prerequisites (or an approved override), no time clash with the student's enrolled sections that term and at most 18 enrolled credits per term."""
+    """Register a student in a section. If the section has a free seat the student is enrolled; if it is
+    full the student joins the end of its waitlist and is enrolled automatically when a seat frees up.
+    Requires an open registration window, passed prerequisites (or an approved override), no time clash
+    with the student's enrolled sections that term and at most 18 enrolled credits per term.
+    """
     db.require("students", "student_id", student_id, "student_id")
     db.require("sections", "section_id", section_id, "section_id")
-    args = {"student_id": student_id, "section_id": section_id, "now": db.now}
+    args = {"student_id": student_id, "section_id": section_id, "now": db.now, "principal": db.principal}
     if db.one("SELECT 1 FROM students WHERE student_id = :student_id AND registration_hold = 1", args):
         db.reject(
             "Student {student_id} has a registration hold; the hold must be cleared with the registrar's office before enrolling.".format_map(args),
@@ -748,9 +964,11 @@ def drop_enrollment(
         ),
     ],
 ) -> Enrollment:
-    """Drop an enrollment or leave a waitlist, on or before the term's drop deadline. A freed seat goes to the first student on the section's waitlist."""
+    """Drop an enrollment or leave a waitlist, on or before the term's drop deadline. A freed seat goes to
+    the first student on the section's waitlist.
+    """
     db.require("enrollments", "enrollment_id", enrollment_id, "enrollment_id")
-    args = {"enrollment_id": enrollment_id, "now": db.now}
+    args = {"enrollment_id": enrollment_id, "now": db.now, "principal": db.principal}
     if db.one(
         "SELECT 1 FROM enrollments WHERE enrollment_id = :enrollment_id"
         " AND status = 'dropped'",
@@ -789,12 +1007,15 @@ def change_grading_basis(
         ),
     ],
 ) -> Enrollment:
-    """Switch an enrolled section between letter grading and pass/fail, on or before the term's drop deadline."""
+    """Switch an enrolled section between letter grading and pass/fail, on or before the term's drop
+    deadline.
+    """
     current = db.require("enrollments", "enrollment_id", enrollment_id, "enrollment_id")
     args = {
         "enrollment_id": enrollment_id,
         "grading_basis": grading_basis,
         "now": db.now,
+        "principal": db.principal,
         "id": current["enrollment_id"],
     }
     if db.one(
@@ -856,11 +1077,20 @@ def request_prerequisite_override(
         ),
     ],
 ) -> PrerequisiteOverride:
-    """Ask the department to let a student into a course whose prerequisites they have not passed. The request starts pending; once approved, enroll_in_section accepts the student."""
+    """Ask the department to let a student into a course whose prerequisites they have not passed. The
+    request starts pending; once approved, enroll_in_section accepts the student.
+    """
     db.require("students", "student_id", student_id, "student_id")
     db.require("courses", "course_id", course_id, "course_id")
     new_id = db.next_id("prerequisite_overrides")
-    args = {"student_id": student_id, "course_id": course_id, "reason": reason, "now": db.now, "id": new_id}
+    args = {
+        "student_id": student_id,
+        "course_id": course_id,
+        "reason": reason,
+        "now": db.now,
+        "principal": db.principal,
+        "id": new_id,
+    }
     if db.one(
         "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM prerequisites"
         " WHERE course_id = :course_id)",
@@ -917,18 +1147,41 @@ def list_override_requests(
             json_schema_extra={"x-envfarm-column": "prerequisite_overrides.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListOverrideRequestsResult:
-    """List a student's prerequisite override requests and their decisions."""
+    """List a student's prerequisite override requests and their decisions.
+
+    Matching: student_id equals; status equals. Ordered by override_id. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("students", "student_id", student_id, "student_id")
-    args = {"student_id": student_id, "status": status, "now": db.now}
-    rows = db.all(
+    args = {"student_id": student_id, "status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM prerequisite_overrides"
         " WHERE (:student_id IS NULL OR student_id = :student_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY override_id LIMIT 25",
-        args,
+        " ORDER BY override_id",
+        args, limit, cursor,
     )
-    return ListOverrideRequestsResult(prerequisite_overrides=[PrerequisiteOverride(**row) for row in rows], count=len(rows))
+    rows = [PrerequisiteOverride(**row) for row in page['rows']]
+    return ListOverrideRequestsResult(
+        prerequisite_overrides=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def withdraw_override_request(
@@ -943,7 +1196,12 @@ def withdraw_override_request(
 ) -> PrerequisiteOverride:
     """Withdraw (delete) a prerequisite override request that is still pending."""
     current = db.require("prerequisite_overrides", "override_id", override_id, "override_id")
-    args = {"override_id": override_id, "now": db.now, "id": current["override_id"]}
+    args = {
+        "override_id": override_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["override_id"],
+    }
     if db.one(
         "SELECT 1 FROM prerequisite_overrides WHERE override_id = :override_id"
         " AND status != 'pending'",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -20,7 +21,7 @@ from . import tools
 DEFINITION = ServerDefinition(
     name="docs_drive",
     title="Document Drive",
-    description="A shared drive of team folders and documents: sharing with colleagues as viewer or editor, version history, comments and a trash. People are identified by their work email.",
+    description="A shared drive of team folders and the documents the signed-in employee can open: sharing with colleagues as viewer or editor, version history, comments and a trash. People are identified by their work email.",
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,
@@ -52,6 +53,20 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.trash_document, "update"),
         ToolDefinition(tools.restore_document, "update"),
     ],
+    principal=PrincipalDefinition(
+        kind="user",
+        description="the signed-in Northwind Analytics employee",
+        default="maria.patel@example.com",
+        table="people",
+        column="email",
+        time_zone="Europe/Lisbon",
+        scopes={
+            "documents": "doc_id IN (SELECT doc_id FROM permissions WHERE email = :principal)",
+            "permissions": "doc_id IN (SELECT p.doc_id FROM permissions p WHERE p.email = :principal)",
+            "versions": "doc_id IN (SELECT doc_id FROM permissions WHERE email = :principal)",
+            "comments": "doc_id IN (SELECT doc_id FROM permissions WHERE email = :principal)",
+        },
+    ),
 )
 
 

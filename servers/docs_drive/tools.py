@@ -193,53 +193,71 @@ class Comment(BaseModel):
 
 
 class FindPeopleResult(BaseModel):
-    """What `find_people` found."""
+    """What `find_people` found: one page of the matching rows."""
 
-    people: list[Person] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    people: list[Person] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListFoldersResult(BaseModel):
-    """What `list_folders` found."""
+    """What `list_folders` found: one page of the matching rows."""
 
-    folders: list[Folder] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    folders: list[Folder] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchDocumentsResult(BaseModel):
-    """What `search_documents` found."""
+    """What `search_documents` found: one page of the matching rows."""
 
-    documents: list[Document] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    documents: list[Document] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SharedWithMeResult(BaseModel):
     """What `shared_with_me` returns."""
 
-    email: str = Field(description="Whose shared documents these are")
-    documents: list[Document] = Field(description="Documents shared with them")
-    roles: dict[str, Any] = Field(description="Their role per doc id, e.g. {\"doc_0001\": \"editor\"}")
+    email: str = Field(description="Whose shared documents these are (yours)")
+    documents: list[Document] = Field(description="Documents shared with you")
+    roles: dict[str, Any] = Field(description="Your role per doc id, e.g. {\"doc_0001\": \"editor\"}")
 
 
 class ListPermissionsResult(BaseModel):
-    """What `list_permissions` found."""
+    """What `list_permissions` found: one page of the matching rows."""
 
-    permissions: list[Permission] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    permissions: list[Permission] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListVersionsResult(BaseModel):
-    """What `list_versions` found."""
+    """What `list_versions` found: one page of the matching rows."""
 
-    versions: list[Version] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    versions: list[Version] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListCommentsResult(BaseModel):
-    """What `list_comments` found."""
+    """What `list_comments` found: one page of the matching rows."""
 
-    comments: list[Comment] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    comments: list[Comment] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 def find_people(
@@ -258,17 +276,41 @@ def find_people(
             json_schema_extra={"x-envfarm-column": "people.email", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindPeopleResult:
-    """Look up colleagues by part of their name or exact email; returns the emails the other tools use."""
-    args = {"full_name": full_name, "email": email, "now": db.now}
-    rows = db.all(
+    """Look up colleagues by part of their name or exact email; returns the emails the other tools use.
+
+    Matching: full_name contains (case-insensitive); email equals. Ordered by person_id. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
+    args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM people"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
-        " ORDER BY person_id LIMIT 25",
-        args,
+        " ORDER BY person_id",
+        args, limit, cursor,
     )
-    return FindPeopleResult(people=[Person(**row) for row in rows], count=len(rows))
+    rows = [Person(**row) for row in page['rows']]
+    return FindPeopleResult(
+        people=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_folders(
@@ -287,17 +329,41 @@ def list_folders(
             json_schema_extra={"x-envfarm-ref": "folders.folder_id", "x-envfarm-column": "folders.parent_id", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListFoldersResult:
-    """List folders by name or parent folder (top-level folders have no parent). Returns folder ids."""
-    args = {"name": name, "parent_id": parent_id, "now": db.now}
-    rows = db.all(
+    """List folders by name or parent folder (top-level folders have no parent). Returns folder ids.
+
+    Matching: name contains (case-insensitive); parent_id equals. Ordered by folder_id. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
+    args = {"name": name, "parent_id": parent_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM folders"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:parent_id IS NULL OR parent_id = :parent_id)"
-        " ORDER BY folder_id LIMIT 25",
-        args,
+        " ORDER BY folder_id",
+        args, limit, cursor,
     )
-    return ListFoldersResult(folders=[Folder(**row) for row in rows], count=len(rows))
+    rows = [Folder(**row) for row in page['rows']]
+    return ListFoldersResult(
+        folders=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def search_documents(
@@ -337,8 +403,30 @@ def search_documents(
             json_schema_extra={"x-envfarm-column": "documents.status", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchDocumentsResult:
-    """Find documents by title words, folder, owner, kind or status (active or trashed). Returns doc ids for get_document and the tools that change a document."""
+    """Find documents you can open by title words, folder, owner, kind or status (active or trashed).
+    Returns doc ids for get_document and the tools that change a document.
+
+    Matching: title contains (case-insensitive); folder_id equals; owner_email equals; kind equals;
+    status equals. Ordered by doc_id. Returns 50 rows per page by default (limit: up to 200) with total
+    and has_more; pass the returned cursor to get the next page.
+    """
     args = {
         "title": title,
         "folder_id": folder_id,
@@ -346,18 +434,23 @@ def search_documents(
         "kind": kind,
         "status": status,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM documents"
         " WHERE (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:folder_id IS NULL OR folder_id = :folder_id)"
         " AND (:owner_email IS NULL OR owner_email = :owner_email)"
         " AND (:kind IS NULL OR kind = :kind)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY doc_id LIMIT 50",
-        args,
+        " AND (doc_id IN (SELECT doc_id FROM permissions WHERE email = :principal))"
+        " ORDER BY doc_id",
+        args, limit, cursor,
     )
-    return SearchDocumentsResult(documents=[Document(**row) for row in rows], count=len(rows))
+    rows = [Document(**row) for row in page['rows']]
+    return SearchDocumentsResult(
+        documents=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_document(
@@ -377,13 +470,6 @@ def get_document(
 
 def shared_with_me(
     db: Database,
-    email: Annotated[
-        str,
-        Field(
-            description="The person's email (find_people)",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
-        ),
-    ],
     role: Annotated[
         Literal["viewer", "editor"] | None,
         Field(
@@ -392,9 +478,8 @@ def shared_with_me(
         ),
     ] = None,
 ) -> SharedWithMeResult:
-    """The active documents someone else shared with a person, with the role they were given."""
-    db.require("people", "email", email, "email")
-    outcome = handlers.shared_with_me(db, email=email, role=role)
+    """The active documents other people shared with you, with the role you were given."""
+    outcome = handlers.shared_with_me(db, role=role)
     return SharedWithMeResult.model_validate(outcome)
 
 
@@ -421,18 +506,44 @@ def list_permissions(
             json_schema_extra={"x-envfarm-column": "permissions.role", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListPermissionsResult:
-    """List who has access to a document (give doc_id) or what one person can access (give email). Returns permission ids for change_permission and remove_permission."""
-    args = {"doc_id": doc_id, "email": email, "role": role, "now": db.now}
-    rows = db.all(
+    """List who has access to one of your documents (give doc_id), or which of them a person can access
+    (give email). Returns permission ids for change_permission and remove_permission.
+
+    Matching: doc_id equals; email equals; role equals. Ordered by permission_id. Returns 50 rows per
+    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
+    page.
+    """
+    args = {"doc_id": doc_id, "email": email, "role": role, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM permissions"
         " WHERE (:doc_id IS NULL OR doc_id = :doc_id)"
         " AND (:email IS NULL OR email = :email)"
         " AND (:role IS NULL OR role = :role)"
-        " ORDER BY permission_id LIMIT 50",
-        args,
+        " AND (doc_id IN (SELECT p.doc_id FROM permissions p WHERE p.email = :principal))"
+        " ORDER BY permission_id",
+        args, limit, cursor,
     )
-    return ListPermissionsResult(permissions=[Permission(**row) for row in rows], count=len(rows))
+    rows = [Permission(**row) for row in page['rows']]
+    return ListPermissionsResult(
+        permissions=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_versions(
@@ -444,17 +555,41 @@ def list_versions(
             json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "versions.doc_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListVersionsResult:
-    """A document's version history, oldest first, with authors and change summaries."""
+    """A document's version history, oldest first, with authors and change summaries.
+
+    Matching: doc_id equals. Ordered by version_id. Returns 25 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("documents", "doc_id", doc_id, "doc_id")
-    args = {"doc_id": doc_id, "now": db.now}
-    rows = db.all(
+    args = {"doc_id": doc_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM versions"
         " WHERE (:doc_id IS NULL OR doc_id = :doc_id)"
-        " ORDER BY version_id LIMIT 25",
-        args,
+        " AND (doc_id IN (SELECT doc_id FROM permissions WHERE email = :principal))"
+        " ORDER BY version_id",
+        args, limit, cursor,
     )
-    return ListVersionsResult(versions=[Version(**row) for row in rows], count=len(rows))
+    rows = [Version(**row) for row in page['rows']]
+    return ListVersionsResult(
+        versions=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_comments(
@@ -473,18 +608,42 @@ def list_comments(
             json_schema_extra={"x-envfarm-column": "comments.resolved", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListCommentsResult:
-    """The comments on a document, optionally only open or only resolved ones."""
+    """The comments on a document, optionally only open or only resolved ones.
+
+    Matching: doc_id equals; resolved equals. Ordered by comment_id. Returns 25 rows per page by default
+    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("documents", "doc_id", doc_id, "doc_id")
-    args = {"doc_id": doc_id, "resolved": resolved, "now": db.now}
-    rows = db.all(
+    args = {"doc_id": doc_id, "resolved": resolved, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM comments"
         " WHERE (:doc_id IS NULL OR doc_id = :doc_id)"
         " AND (:resolved IS NULL OR resolved = :resolved)"
-        " ORDER BY comment_id LIMIT 25",
-        args,
+        " AND (doc_id IN (SELECT doc_id FROM permissions WHERE email = :principal))"
+        " ORDER BY comment_id",
+        args, limit, cursor,
     )
-    return ListCommentsResult(comments=[Comment(**row) for row in rows], count=len(rows))
+    rows = [Comment(**row) for row in page['rows']]
+    return ListCommentsResult(
+        comments=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def create_document(
@@ -495,13 +654,6 @@ def create_document(
         Field(
             description="Folder id from list_folders",
             json_schema_extra={"x-envfarm-ref": "folders.folder_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    owner_email: Annotated[
-        str,
-        Field(
-            description="Email of the creator and owner",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
         ),
     ],
     kind: Annotated[
@@ -516,16 +668,15 @@ def create_document(
         Field(description="Initial text", json_schema_extra={"x-envfarm-user-known": True}),
     ] = "",
 ) -> Document:
-    """Create a document in a folder. The creator becomes its owner, and the text is saved as version 1."""
+    """Create a document in a folder. You become its owner, and the text is saved as version 1."""
     db.require("folders", "folder_id", folder_id, "folder_id")
-    db.require("people", "email", owner_email, "owner_email")
     args = {
         "title": title,
         "folder_id": folder_id,
-        "owner_email": owner_email,
         "kind": kind,
         "content": content,
         "now": db.now,
+        "principal": db.principal,
     }
     if db.one(
         "SELECT 1 FROM documents WHERE folder_id = :folder_id"
@@ -535,7 +686,7 @@ def create_document(
         db.reject(
             "The folder already has a document titled {title}; pick another title or edit that document.".format_map(args),
         )
-    outcome = handlers.create_document(db, title=title, folder_id=folder_id, owner_email=owner_email, kind=kind, content=content)
+    outcome = handlers.create_document(db, title=title, folder_id=folder_id, kind=kind, content=content)
     return Document.model_validate(outcome)
 
 
@@ -546,13 +697,6 @@ def edit_document(
         Field(
             description="Doc id from search_documents",
             json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    editor_email: Annotated[
-        str,
-        Field(
-            description="Email of the person editing",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
         ),
     ],
     content: Annotated[
@@ -567,15 +711,16 @@ def edit_document(
         ),
     ] = "Edited",
 ) -> Document:
-    """Replace a document's text, saving a new version. Only the owner and editors can edit, and trashed documents must be restored first."""
+    """Replace a document's text, saving a new version as you. Only the owner and editors can edit, and
+    trashed documents must be restored first.
+    """
     db.require("documents", "doc_id", doc_id, "doc_id")
-    db.require("people", "email", editor_email, "editor_email")
     args = {
         "doc_id": doc_id,
-        "editor_email": editor_email,
         "content": content,
         "summary": summary,
         "now": db.now,
+        "principal": db.principal,
     }
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND status = 'trashed'", args):
         db.reject(
@@ -583,13 +728,13 @@ def edit_document(
         )
     if db.one(
         "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM permissions WHERE doc_id = :doc_id"
-        " AND email = :editor_email AND role IN ('editor', 'owner'))",
+        " AND email = :principal AND role IN ('editor', 'owner'))",
         args,
     ):
         db.reject(
-            "{editor_email} can't edit document {doc_id}: only its owner and editors can. Ask the owner to share it with editor access.".format_map(args),
+            "You can only view document {doc_id}: only its owner and editors can edit it. Ask the owner to share it with editor access.".format_map(args),
         )
-    outcome = handlers.edit_document(db, doc_id=doc_id, editor_email=editor_email, content=content, summary=summary)
+    outcome = handlers.edit_document(db, doc_id=doc_id, content=content, summary=summary)
     return Document.model_validate(outcome)
 
 
@@ -616,25 +761,17 @@ def share_document(
             json_schema_extra={"x-envfarm-column": "permissions.role", "x-envfarm-user-known": True},
         ),
     ],
-    granted_by: Annotated[
-        str,
-        Field(
-            description="Email of the person sharing; must be the owner or an editor",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "permissions.granted_by", "x-envfarm-user-known": False},
-        ),
-    ],
 ) -> Permission:
     """Give a person viewer or editor access to an active document. Only the owner and editors can share."""
     db.require("documents", "doc_id", doc_id, "doc_id")
     db.require("people", "email", email, "email")
-    db.require("people", "email", granted_by, "granted_by")
     new_id = db.next_id("permissions")
     args = {
         "doc_id": doc_id,
         "email": email,
         "role": role,
-        "granted_by": granted_by,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND status = 'trashed'", args):
@@ -643,11 +780,11 @@ def share_document(
         )
     if db.one(
         "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM permissions WHERE doc_id = :doc_id"
-        " AND email = :granted_by AND role IN ('editor', 'owner'))",
+        " AND email = :principal AND role IN ('editor', 'owner'))",
         args,
     ):
         db.reject(
-            "{granted_by} can't share document {doc_id}: only its owner and editors can share it.".format_map(args),
+            "You can't share document {doc_id}: only its owner and editors can share it.".format_map(args),
         )
     if db.one("SELECT 1 FROM permissions WHERE doc_id = :doc_id AND email = :email", args):
         db.reject(
@@ -660,7 +797,7 @@ def share_document(
             "doc_id": doc_id,
             "email": email,
             "role": role,
-            "granted_by": granted_by,
+            "granted_by": db.principal,
             "granted_at": db.now,
         },
     )
@@ -686,7 +823,13 @@ def change_permission(
 ) -> Permission:
     """Switch a person's access to a document between viewer and editor. The owner's access can't change."""
     current = db.require("permissions", "permission_id", permission_id, "permission_id")
-    args = {"permission_id": permission_id, "role": role, "now": db.now, "id": current["permission_id"]}
+    args = {
+        "permission_id": permission_id,
+        "role": role,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["permission_id"],
+    }
     if db.one(
         "SELECT 1 FROM permissions WHERE permission_id = :permission_id"
         " AND role = 'owner'",
@@ -717,7 +860,12 @@ def remove_permission(
 ) -> Permission:
     """Take away a person's access to a document. The owner can't be removed."""
     current = db.require("permissions", "permission_id", permission_id, "permission_id")
-    args = {"permission_id": permission_id, "now": db.now, "id": current["permission_id"]}
+    args = {
+        "permission_id": permission_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["permission_id"],
+    }
     if db.one(
         "SELECT 1 FROM permissions WHERE permission_id = :permission_id"
         " AND role = 'owner'",
@@ -739,13 +887,6 @@ def add_comment(
             json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "comments.doc_id", "x-envfarm-user-known": False},
         ),
     ],
-    author_email: Annotated[
-        str,
-        Field(
-            description="Email of the person commenting",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "comments.author_email", "x-envfarm-user-known": True},
-        ),
-    ],
     body: Annotated[
         str,
         Field(
@@ -756,25 +897,16 @@ def add_comment(
 ) -> Comment:
     """Comment on an active document. Anyone with access (viewer, editor or owner) can comment."""
     db.require("documents", "doc_id", doc_id, "doc_id")
-    db.require("people", "email", author_email, "author_email")
     new_id = db.next_id("comments")
-    args = {"doc_id": doc_id, "author_email": author_email, "body": body, "now": db.now, "id": new_id}
+    args = {"doc_id": doc_id, "body": body, "now": db.now, "principal": db.principal, "id": new_id}
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND status = 'trashed'", args):
         db.reject("Document {doc_id} is in the trash; restore it before commenting.".format_map(args))
-    if db.one(
-        "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM permissions WHERE doc_id = :doc_id"
-        " AND email = :author_email)",
-        args,
-    ):
-        db.reject(
-            "{author_email} has no access to document {doc_id}; the owner or an editor must share it first.".format_map(args),
-        )
     row = db.insert(
         "comments",
         {
             "comment_id": new_id,
             "doc_id": doc_id,
-            "author_email": author_email,
+            "author_email": db.principal,
             "body": body,
             "created_at": db.now,
             "resolved": False,
@@ -792,38 +924,31 @@ def resolve_comment(
             json_schema_extra={"x-envfarm-ref": "comments.comment_id", "x-envfarm-column": "comments.comment_id", "x-envfarm-user-known": False},
         ),
     ],
-    resolved_by: Annotated[
-        str,
-        Field(
-            description="Email of the person resolving",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "comments.resolved_by", "x-envfarm-user-known": False},
-        ),
-    ],
 ) -> Comment:
     """Mark a comment resolved. The comment's author, the owner or an editor can resolve it."""
     current = db.require("comments", "comment_id", comment_id, "comment_id")
-    db.require("people", "email", resolved_by, "resolved_by")
     args = {
         "comment_id": comment_id,
-        "resolved_by": resolved_by,
         "now": db.now,
+        "principal": db.principal,
         "id": current["comment_id"],
         "set_resolved": True,
+        "set_resolved_by": db.principal,
     }
     if db.one("SELECT 1 FROM comments WHERE comment_id = :comment_id AND resolved = 1", args):
         db.reject("Comment {comment_id} is already resolved.".format_map(args))
     if db.one(
         "SELECT 1 FROM comments c WHERE c.comment_id = :comment_id"
-        " AND c.author_email != :resolved_by AND NOT EXISTS (SELECT 1 FROM permissions p"
-        " WHERE p.doc_id = c.doc_id AND p.email = :resolved_by"
+        " AND c.author_email != :principal AND NOT EXISTS (SELECT 1 FROM permissions p"
+        " WHERE p.doc_id = c.doc_id AND p.email = :principal"
         " AND p.role IN ('editor', 'owner'))",
         args,
     ):
         db.reject(
-            "{resolved_by} can't resolve comment {comment_id}: only its author, the owner or an editor can.".format_map(args),
+            "You can't resolve comment {comment_id}: only its author, the owner or an editor can.".format_map(args),
         )
     row = db.returning(
-        "UPDATE comments SET resolved = :set_resolved, resolved_by = :resolved_by"
+        "UPDATE comments SET resolved = :set_resolved, resolved_by = :set_resolved_by"
         " WHERE comment_id = :id RETURNING *",
         args,
     )
@@ -850,7 +975,13 @@ def move_document(
     """Move an active document to another folder."""
     current = db.require("documents", "doc_id", doc_id, "doc_id")
     db.require("folders", "folder_id", folder_id, "folder_id")
-    args = {"doc_id": doc_id, "folder_id": folder_id, "now": db.now, "id": current["doc_id"]}
+    args = {
+        "doc_id": doc_id,
+        "folder_id": folder_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["doc_id"],
+    }
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND status = 'trashed'", args):
         db.reject("Document {doc_id} is in the trash; restore it before moving it.".format_map(args))
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND folder_id = :folder_id", args):
@@ -872,33 +1003,24 @@ def trash_document(
             json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "documents.doc_id", "x-envfarm-user-known": False},
         ),
     ],
-    trashed_by: Annotated[
-        str,
-        Field(
-            description="Email of the person trashing it; must be the owner",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "documents.trashed_by", "x-envfarm-user-known": False},
-        ),
-    ],
 ) -> Document:
     """Move a document to the trash. Only its owner can trash it; it can be restored later."""
     current = db.require("documents", "doc_id", doc_id, "doc_id")
-    db.require("people", "email", trashed_by, "trashed_by")
     args = {
         "doc_id": doc_id,
-        "trashed_by": trashed_by,
         "now": db.now,
+        "principal": db.principal,
         "id": current["doc_id"],
         "set_status": "trashed",
         "set_trashed_at": db.now,
+        "set_trashed_by": db.principal,
     }
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND status = 'trashed'", args):
         db.reject("Document {doc_id} is already in the trash.".format_map(args))
-    if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND owner_email != :trashed_by", args):
-        db.reject(
-            "Only the owner can trash document {doc_id}; {trashed_by} is not its owner.".format_map(args),
-        )
+    if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND owner_email != :principal", args):
+        db.reject("Only the owner can trash document {doc_id}, and you are not its owner.".format_map(args))
     row = db.returning(
-        "UPDATE documents SET status = :set_status, trashed_at = :set_trashed_at, trashed_by = :trashed_by"
+        "UPDATE documents SET status = :set_status, trashed_at = :set_trashed_at, trashed_by = :set_trashed_by"
         " WHERE doc_id = :id RETURNING *",
         args,
     )
@@ -920,6 +1042,7 @@ def restore_document(
     args = {
         "doc_id": doc_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["doc_id"],
         "set_status": "active",
         "set_trashed_by": None,

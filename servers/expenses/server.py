@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -53,6 +54,14 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.mark_reimbursed, "update"),
         ToolDefinition(tools.list_approvals, "search"),
     ],
+    principal=PrincipalDefinition(
+        kind="user",
+        description="the signed-in employee",
+        default="maria.patel@example.com",
+        table="employees",
+        column="email",
+        time_zone="Europe/Lisbon",
+    ),
 )
 
 

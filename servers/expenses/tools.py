@@ -224,45 +224,63 @@ class Approval(BaseModel):
 
 
 class FindEmployeeResult(BaseModel):
-    """What `find_employee` found."""
+    """What `find_employee` found: one page of the matching rows."""
 
-    employees: list[Employee] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    employees: list[Employee] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListCostCentersResult(BaseModel):
-    """What `list_cost_centers` found."""
+    """What `list_cost_centers` found: one page of the matching rows."""
 
-    cost_centers: list[CostCenter] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    cost_centers: list[CostCenter] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListCategoriesResult(BaseModel):
-    """What `list_categories` found."""
+    """What `list_categories` found: one page of the matching rows."""
 
-    categories: list[Category] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    categories: list[Category] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListReportsResult(BaseModel):
-    """What `list_reports` found."""
+    """What `list_reports` found: one page of the matching rows."""
 
-    expense_reports: list[ExpenseReport] = Field(description="matching rows, at most 40")
-    count: int = Field(description="how many rows were returned")
+    expense_reports: list[ExpenseReport] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListExpenseLinesResult(BaseModel):
-    """What `list_expense_lines` found."""
+    """What `list_expense_lines` found: one page of the matching rows."""
 
-    expense_lines: list[ExpenseLine] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    expense_lines: list[ExpenseLine] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListReceiptsResult(BaseModel):
-    """What `list_receipts` found."""
+    """What `list_receipts` found: one page of the matching rows."""
 
-    receipts: list[Receipt] = Field(description="matching rows, at most 40")
-    count: int = Field(description="how many rows were returned")
+    receipts: list[Receipt] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class CheckReportPolicyResult(BaseModel):
@@ -279,10 +297,13 @@ class CheckReportPolicyResult(BaseModel):
 
 
 class ListApprovalsResult(BaseModel):
-    """What `list_approvals` found."""
+    """What `list_approvals` found: one page of the matching rows."""
 
-    approvals: list[Approval] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    approvals: list[Approval] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 def find_employee(
@@ -308,18 +329,48 @@ def find_employee(
             json_schema_extra={"x-envfarm-column": "employees.department", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindEmployeeResult:
-    """Find employees by part of the name, exact email or department. Shows role, manager and cost center."""
-    args = {"full_name": full_name, "email": email, "department": department, "now": db.now}
-    rows = db.all(
+    """Find employees by part of the name, exact email or department. Shows role, manager and cost center.
+
+    Matching: full_name contains (case-insensitive); email equals; department equals. Ordered by
+    employee_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass
+    the returned cursor to get the next page.
+    """
+    args = {
+        "full_name": full_name,
+        "email": email,
+        "department": department,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM employees"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:department IS NULL OR department = :department)"
-        " ORDER BY employee_id LIMIT 25",
-        args,
+        " ORDER BY employee_id",
+        args, limit, cursor,
     )
-    return FindEmployeeResult(employees=[Employee(**row) for row in rows], count=len(rows))
+    rows = [Employee(**row) for row in page['rows']]
+    return FindEmployeeResult(
+        employees=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_cost_centers(
@@ -331,16 +382,39 @@ def list_cost_centers(
             json_schema_extra={"x-envfarm-column": "cost_centers.name", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListCostCentersResult:
-    """List cost centers with their annual budget and what has been spent so far."""
-    args = {"name": name, "now": db.now}
-    rows = db.all(
+    """List cost centers with their annual budget and what has been spent so far.
+
+    Matching: name contains (case-insensitive). Ordered by cost_center_id. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    args = {"name": name, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM cost_centers"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY cost_center_id LIMIT 25",
-        args,
+        " ORDER BY cost_center_id",
+        args, limit, cursor,
     )
-    return ListCostCentersResult(cost_centers=[CostCenter(**row) for row in rows], count=len(rows))
+    rows = [CostCenter(**row) for row in page['rows']]
+    return ListCostCentersResult(
+        cost_centers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_categories(
@@ -352,16 +426,39 @@ def list_categories(
             json_schema_extra={"x-envfarm-column": "categories.name", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListCategoriesResult:
-    """List expense categories with the amount above which a receipt is required."""
-    args = {"name": name, "now": db.now}
-    rows = db.all(
+    """List expense categories with the amount above which a receipt is required.
+
+    Matching: name contains (case-insensitive). Ordered by category_id. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    args = {"name": name, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM categories"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY category_id LIMIT 25",
-        args,
+        " ORDER BY category_id",
+        args, limit, cursor,
     )
-    return ListCategoriesResult(categories=[Category(**row) for row in rows], count=len(rows))
+    rows = [Category(**row) for row in page['rows']]
+    return ListCategoriesResult(
+        categories=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_reports(
@@ -387,22 +484,53 @@ def list_reports(
             json_schema_extra={"x-envfarm-ref": "cost_centers.cost_center_id", "x-envfarm-column": "expense_reports.cost_center_id", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 40,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListReportsResult:
-    """List expense reports of an employee, or all reports with a status (e.g. submitted ones awaiting approval)."""
+    """List expense reports of an employee, or all reports with a status (e.g. submitted ones awaiting
+    approval).
+
+    Matching: employee_id equals; status equals; cost_center_id equals. Ordered by report_id. Returns 40
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
+    """
     if employee_id is not None:
         db.require("employees", "employee_id", employee_id, "employee_id")
     if cost_center_id is not None:
         db.require("cost_centers", "cost_center_id", cost_center_id, "cost_center_id")
-    args = {"employee_id": employee_id, "status": status, "cost_center_id": cost_center_id, "now": db.now}
-    rows = db.all(
+    args = {
+        "employee_id": employee_id,
+        "status": status,
+        "cost_center_id": cost_center_id,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM expense_reports"
         " WHERE (:employee_id IS NULL OR employee_id = :employee_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:cost_center_id IS NULL OR cost_center_id = :cost_center_id)"
-        " ORDER BY report_id LIMIT 40",
-        args,
+        " ORDER BY report_id",
+        args, limit, cursor,
     )
-    return ListReportsResult(expense_reports=[ExpenseReport(**row) for row in rows], count=len(rows))
+    rows = [ExpenseReport(**row) for row in page['rows']]
+    return ListReportsResult(
+        expense_reports=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_report(
@@ -480,17 +608,40 @@ def list_expense_lines(
             json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-column": "expense_lines.report_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListExpenseLinesResult:
-    """List the lines of an expense report with amounts, categories and attached receipts."""
+    """List the lines of an expense report with amounts, categories and attached receipts.
+
+    Matching: report_id equals. Ordered by line_id. Returns 25 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("expense_reports", "report_id", report_id, "report_id")
-    args = {"report_id": report_id, "now": db.now}
-    rows = db.all(
+    args = {"report_id": report_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM expense_lines"
         " WHERE (:report_id IS NULL OR report_id = :report_id)"
-        " ORDER BY line_id LIMIT 25",
-        args,
+        " ORDER BY line_id",
+        args, limit, cursor,
     )
-    return ListExpenseLinesResult(expense_lines=[ExpenseLine(**row) for row in rows], count=len(rows))
+    rows = [ExpenseLine(**row) for row in page['rows']]
+    return ListExpenseLinesResult(
+        expense_lines=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def add_expense_line(
@@ -547,7 +698,9 @@ def add_expense_line(
         ),
     ] = None,
 ) -> ExpenseLine:
-    """Add an expense to a draft (or rejected) report. A line above its category's receipt threshold needs a receipt uploaded by the same employee. The report total is updated."""
+    """Add an expense to a draft (or rejected) report. A line above its category's receipt threshold needs
+    a receipt uploaded by the same employee. The report total is updated.
+    """
     db.require("expense_reports", "report_id", report_id, "report_id")
     db.require("categories", "category_id", category_id, "category_id")
     if receipt_id is not None:
@@ -562,6 +715,7 @@ def add_expense_line(
         "amount": amount,
         "receipt_id": receipt_id,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one(
@@ -653,7 +807,9 @@ def update_expense_line(
         ),
     ] = None,
 ) -> ExpenseLine:
-    """Change the amount, date, merchant or description of a line on a draft (or rejected) report. The report total is recomputed."""
+    """Change the amount, date, merchant or description of a line on a draft (or rejected) report. The
+    report total is recomputed.
+    """
     current = db.require("expense_lines", "line_id", line_id, "line_id")
     args = {
         "line_id": line_id,
@@ -662,6 +818,7 @@ def update_expense_line(
         "merchant": merchant,
         "description": description,
         "now": db.now,
+        "principal": db.principal,
         "id": current["line_id"],
     }
     if db.one(
@@ -713,7 +870,7 @@ def remove_expense_line(
 ) -> ExpenseLine:
     """Delete a line from a draft (or rejected) report; the report total goes down accordingly."""
     current = db.require("expense_lines", "line_id", line_id, "line_id")
-    args = {"line_id": line_id, "now": db.now, "id": current["line_id"]}
+    args = {"line_id": line_id, "now": db.now, "principal": db.principal, "id": current["line_id"]}
     if db.one(
         "SELECT 1 FROM expense_lines l"
         " JOIN expense_reports r ON r.report_id = l.report_id WHERE l.line_id = :line_id"
@@ -783,6 +940,7 @@ def upload_receipt(
         "issued_on": issued_on,
         "file_name": file_name,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 WHERE :issued_on > date(:now)", args):
@@ -818,18 +976,42 @@ def list_receipts(
             json_schema_extra={"x-envfarm-column": "receipts.merchant", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 40,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListReceiptsResult:
-    """List the receipts an employee uploaded, optionally by merchant."""
+    """List the receipts an employee uploaded, optionally by merchant.
+
+    Matching: employee_id equals; merchant contains (case-insensitive). Ordered by receipt_id. Returns
+    40 rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to
+    get the next page.
+    """
     db.require("employees", "employee_id", employee_id, "employee_id")
-    args = {"employee_id": employee_id, "merchant": merchant, "now": db.now}
-    rows = db.all(
+    args = {"employee_id": employee_id, "merchant": merchant, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM receipts"
         " WHERE (:employee_id IS NULL OR employee_id = :employee_id)"
         " AND (:merchant IS NULL OR lower(merchant) LIKE '%' || replace(replace(replace(lower(:merchant), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY receipt_id LIMIT 40",
-        args,
+        " ORDER BY receipt_id",
+        args, limit, cursor,
     )
-    return ListReceiptsResult(receipts=[Receipt(**row) for row in rows], count=len(rows))
+    rows = [Receipt(**row) for row in page['rows']]
+    return ListReceiptsResult(
+        receipts=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def attach_receipt(
@@ -852,7 +1034,13 @@ def attach_receipt(
     """Attach one of the report owner's receipts to an expense line on a draft (or rejected) report."""
     current = db.require("expense_lines", "line_id", line_id, "line_id")
     db.require("receipts", "receipt_id", receipt_id, "receipt_id")
-    args = {"line_id": line_id, "receipt_id": receipt_id, "now": db.now, "id": current["line_id"]}
+    args = {
+        "line_id": line_id,
+        "receipt_id": receipt_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["line_id"],
+    }
     if db.one(
         "SELECT 1 FROM expense_lines l"
         " JOIN expense_reports r ON r.report_id = l.report_id WHERE l.line_id = :line_id"
@@ -896,7 +1084,9 @@ def check_report_policy(
         ),
     ],
 ) -> CheckReportPolicyResult:
-    """Check a report against the expense policy before submitting: its total, how many lines it has, which lines above their category's threshold still lack a receipt, and whether it is ready to submit."""
+    """Check a report against the expense policy before submitting: its total, how many lines it has, which
+    lines above their category's threshold still lack a receipt, and whether it is ready to submit.
+    """
     db.require("expense_reports", "report_id", report_id, "report_id")
     outcome = handlers.check_report_policy(db, report_id=report_id)
     return CheckReportPolicyResult.model_validate(outcome)
@@ -912,11 +1102,14 @@ def submit_report(
         ),
     ],
 ) -> ExpenseReport:
-    """Submit a draft (or rejected) report for approval. It needs at least one line and every required receipt."""
+    """Submit a draft (or rejected) report for approval. It needs at least one line and every required
+    receipt.
+    """
     current = db.require("expense_reports", "report_id", report_id, "report_id")
     args = {
         "report_id": report_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["report_id"],
         "set_status": "submitted",
         "set_submitted_at": db.now,
@@ -980,7 +1173,9 @@ def decide_report(
         Field(description="Comment for the employee", json_schema_extra={"x-envfarm-user-known": True}),
     ] = None,
 ) -> ExpenseReport:
-    """Approve or reject a submitted report as its author's manager or a finance controller. Nobody can decide their own report, and an approval must fit the cost center's remaining annual budget."""
+    """Approve or reject a submitted report as its author's manager or a finance controller. Nobody can
+    decide their own report, and an approval must fit the cost center's remaining annual budget.
+    """
     db.require("expense_reports", "report_id", report_id, "report_id")
     db.require("employees", "employee_id", approver_id, "approver_id")
     args = {
@@ -989,6 +1184,7 @@ def decide_report(
         "decision": decision,
         "note": note,
         "now": db.now,
+        "principal": db.principal,
     }
     if db.one(
         "SELECT 1 FROM expense_reports WHERE report_id = :report_id"
@@ -1047,7 +1243,13 @@ def mark_reimbursed(
 ) -> ExpenseReport:
     """Finance marks an approved report as paid out to the employee."""
     current = db.require("expense_reports", "report_id", report_id, "report_id")
-    args = {"report_id": report_id, "now": db.now, "id": current["report_id"], "set_status": "reimbursed"}
+    args = {
+        "report_id": report_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["report_id"],
+        "set_status": "reimbursed",
+    }
     if db.one(
         "SELECT 1 FROM expense_reports WHERE report_id = :report_id"
         " AND status != 'approved'",
@@ -1071,14 +1273,37 @@ def list_approvals(
             json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-column": "approvals.report_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListApprovalsResult:
-    """List the approval history of a report (who approved or rejected it, when, and why)."""
+    """List the approval history of a report (who approved or rejected it, when, and why).
+
+    Matching: report_id equals. Ordered by approval_id. Returns 25 rows per page by default (limit: up
+    to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("expense_reports", "report_id", report_id, "report_id")
-    args = {"report_id": report_id, "now": db.now}
-    rows = db.all(
+    args = {"report_id": report_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM approvals"
         " WHERE (:report_id IS NULL OR report_id = :report_id)"
-        " ORDER BY approval_id LIMIT 25",
-        args,
+        " ORDER BY approval_id",
+        args, limit, cursor,
     )
-    return ListApprovalsResult(approvals=[Approval(**row) for row in rows], count=len(rows))
+    rows = [Approval(**row) for row in page['rows']]
+    return ListApprovalsResult(
+        approvals=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )

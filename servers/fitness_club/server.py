@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -51,7 +52,15 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.change_membership_plan, "update"),
         ToolDefinition(tools.cancel_membership, "update"),
         ToolDefinition(tools.get_member_overview, "custom", read_only=True),
+        ToolDefinition(tools.list_freezes, "search"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="the front desk of the gym",
+        default="Front desk: Lee Santos",
+        values=("Front desk: Lee Santos", "Front desk: Morgan Wolff",),
+        customers="a member gives their full name and email; match both before booking, freezing or reading their membership",
+    ),
 )
 
 

@@ -246,38 +246,53 @@ class Freeze(BaseModel):
 
 
 class FindMemberResult(BaseModel):
-    """What `find_member` found."""
+    """What `find_member` found: one page of the matching rows."""
 
-    members: list[Member] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    members: list[Member] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListMembershipPlansResult(BaseModel):
-    """What `list_membership_plans` found."""
+    """What `list_membership_plans` found: one page of the matching rows."""
 
-    membership_plans: list[MembershipPlan] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    membership_plans: list[MembershipPlan] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchClassesResult(BaseModel):
-    """What `search_classes` found."""
+    """What `search_classes` found: one page of the matching rows."""
 
-    classes: list[Class] = Field(description="matching rows, at most 60")
-    count: int = Field(description="how many rows were returned")
+    classes: list[Class] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListTrainersResult(BaseModel):
-    """What `list_trainers` found."""
+    """What `list_trainers` found: one page of the matching rows."""
 
-    trainers: list[Trainer] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    trainers: list[Trainer] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListMemberBookingsResult(BaseModel):
-    """What `list_member_bookings` found."""
+    """What `list_member_bookings` found: one page of the matching rows."""
 
-    bookings: list[Booking] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    bookings: list[Booking] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class FreezeMembershipResult(BaseModel):
@@ -297,10 +312,13 @@ class FreezeMembershipResult(BaseModel):
 
 
 class ListPtSessionsResult(BaseModel):
-    """What `list_pt_sessions` found."""
+    """What `list_pt_sessions` found: one page of the matching rows."""
 
-    pt_sessions: list[PtSession] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    pt_sessions: list[PtSession] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class GetMemberOverviewResult(BaseModel):
@@ -319,6 +337,16 @@ class GetMemberOverviewResult(BaseModel):
     upcoming_pt_sessions: list[PtSession] = Field(
         description="Scheduled personal training sessions from now on",
     )
+
+
+class ListFreezesResult(BaseModel):
+    """What `list_freezes` found: one page of the matching rows."""
+
+    freezes: list[Freeze] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 def find_member(
@@ -344,18 +372,48 @@ def find_member(
             json_schema_extra={"x-envfarm-column": "members.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindMemberResult:
-    """Find members by name, email or membership status. Returns member ids, plan ids and renewal dates."""
-    args = {"full_name": full_name, "email": email, "status": status, "now": db.now}
-    rows = db.all(
+    """Find members by name, email or membership status. Returns member ids, plan ids and renewal dates.
+
+    Matching: full_name contains (case-insensitive); email equals; status equals. Ordered by member_id.
+    Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the returned
+    cursor to get the next page.
+    """
+    args = {
+        "full_name": full_name,
+        "email": email,
+        "status": status,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM members"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY member_id LIMIT 25",
-        args,
+        " ORDER BY member_id",
+        args, limit, cursor,
     )
-    return FindMemberResult(members=[Member(**row) for row in rows], count=len(rows))
+    rows = [Member(**row) for row in page['rows']]
+    return FindMemberResult(
+        members=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_membership_plans(
@@ -367,16 +425,40 @@ def list_membership_plans(
             json_schema_extra={"x-envfarm-column": "membership_plans.name", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListMembershipPlansResult:
-    """List membership plans with fees, weekly class allowance, off-peak limits, freeze rules and PT discounts."""
-    args = {"name": name, "now": db.now}
-    rows = db.all(
+    """List membership plans with fees, weekly class allowance, off-peak limits, freeze rules and PT
+    discounts.
+
+    Matching: name contains (case-insensitive). Ordered by plan_id. Returns 25 rows per page by default
+    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    args = {"name": name, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM membership_plans"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY plan_id LIMIT 25",
-        args,
+        " ORDER BY plan_id",
+        args, limit, cursor,
     )
-    return ListMembershipPlansResult(membership_plans=[MembershipPlan(**row) for row in rows], count=len(rows))
+    rows = [MembershipPlan(**row) for row in page['rows']]
+    return ListMembershipPlansResult(
+        membership_plans=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def search_classes(
@@ -425,8 +507,31 @@ def search_classes(
             json_schema_extra={"x-envfarm-column": "classes.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 60,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchClassesResult:
-    """Search the class timetable by category, title, instructor or time window. Returns class ids, start times, capacity and places booked (a class is full when booked_count equals capacity)."""
+    """Search the class timetable by category, title, instructor or time window. Returns class ids, start
+    times, capacity and places booked (a class is full when booked_count equals capacity).
+
+    Matching: category equals; title contains (case-insensitive); trainer_id equals; starts_after at or
+    after/above; starts_before at or before/below; status equals. Ordered by class_id. Returns 60 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
     if trainer_id is not None:
         db.require("trainers", "trainer_id", trainer_id, "trainer_id")
     args = {
@@ -437,8 +542,9 @@ def search_classes(
         "starts_before": starts_before,
         "status": status,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM classes"
         " WHERE (:category IS NULL OR category = :category)"
         " AND (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
@@ -446,10 +552,13 @@ def search_classes(
         " AND (:starts_after IS NULL OR starts_at >= :starts_after)"
         " AND (:starts_before IS NULL OR starts_at <= :starts_before)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY class_id LIMIT 60",
-        args,
+        " ORDER BY class_id",
+        args, limit, cursor,
     )
-    return SearchClassesResult(classes=[Class(**row) for row in rows], count=len(rows))
+    rows = [Class(**row) for row in page['rows']]
+    return SearchClassesResult(
+        classes=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_class(
@@ -490,23 +599,48 @@ def list_trainers(
             json_schema_extra={"x-envfarm-column": "trainers.offers_personal_training", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListTrainersResult:
-    """List trainers by name or specialty, and whether they offer personal training (with hourly rates)."""
+    """List trainers by name or specialty, and whether they offer personal training (with hourly rates).
+
+    Matching: name contains (case-insensitive); specialties contains (case-insensitive);
+    offers_personal_training equals. Ordered by trainer_id. Returns 25 rows per page by default (limit:
+    up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     args = {
         "name": name,
         "specialties": specialties,
         "offers_personal_training": offers_personal_training,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM trainers"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:specialties IS NULL OR lower(specialties) LIKE '%' || replace(replace(replace(lower(:specialties), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:offers_personal_training IS NULL OR offers_personal_training = :offers_personal_training)"
-        " ORDER BY trainer_id LIMIT 25",
-        args,
+        " ORDER BY trainer_id",
+        args, limit, cursor,
     )
-    return ListTrainersResult(trainers=[Trainer(**row) for row in rows], count=len(rows))
+    rows = [Trainer(**row) for row in page['rows']]
+    return ListTrainersResult(
+        trainers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def book_class(
@@ -526,11 +660,20 @@ def book_class(
         ),
     ],
 ) -> Booking:
-    """Book a member into a scheduled class. Needs an active (not frozen) membership, a free place, and room in the plan's weekly class allowance; Off-Peak members can only book weekday classes between 10:00 and 16:00."""
+    """Book a member into a scheduled class. Needs an active (not frozen) membership, a free place, and
+    room in the plan's weekly class allowance; Off-Peak members can only book weekday classes between
+    10:00 and 16:00.
+    """
     db.require("members", "member_id", member_id, "member_id")
     db.require("classes", "class_id", class_id, "class_id")
     new_id = db.next_id("bookings")
-    args = {"member_id": member_id, "class_id": class_id, "now": db.now, "id": new_id}
+    args = {
+        "member_id": member_id,
+        "class_id": class_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": new_id,
+    }
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status = 'frozen'", args):
         db.reject(
             "Member {member_id}'s membership is frozen, so they cannot book classes; unfreeze_membership first.".format_map(args),
@@ -620,21 +763,51 @@ def list_member_bookings(
             json_schema_extra={"x-envfarm-ref": "classes.class_id", "x-envfarm-column": "bookings.class_id", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListMemberBookingsResult:
-    """List a member's class bookings, optionally by status or class."""
+    """List a member's class bookings, optionally by status or class.
+
+    Matching: member_id equals; status equals; class_id equals. Ordered by booking_id. Returns 50 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
     db.require("members", "member_id", member_id, "member_id")
     if class_id is not None:
         db.require("classes", "class_id", class_id, "class_id")
-    args = {"member_id": member_id, "status": status, "class_id": class_id, "now": db.now}
-    rows = db.all(
+    args = {
+        "member_id": member_id,
+        "status": status,
+        "class_id": class_id,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM bookings"
         " WHERE (:member_id IS NULL OR member_id = :member_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:class_id IS NULL OR class_id = :class_id)"
-        " ORDER BY booking_id LIMIT 50",
-        args,
+        " ORDER BY booking_id",
+        args, limit, cursor,
     )
-    return ListMemberBookingsResult(bookings=[Booking(**row) for row in rows], count=len(rows))
+    rows = [Booking(**row) for row in page['rows']]
+    return ListMemberBookingsResult(
+        bookings=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def cancel_booking(
@@ -652,6 +825,7 @@ def cancel_booking(
     args = {
         "booking_id": booking_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["booking_id"],
         "set_status": "cancelled",
         "set_cancelled_at": db.now,
@@ -692,11 +866,14 @@ def check_in(
         ),
     ],
 ) -> Booking:
-    """Check a member in at the front desk for a booked class. Check-in opens 30 minutes before the class starts."""
+    """Check a member in at the front desk for a booked class. Check-in opens 30 minutes before the class
+    starts.
+    """
     current = db.require("bookings", "booking_id", booking_id, "booking_id")
     args = {
         "booking_id": booking_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["booking_id"],
         "set_status": "attended",
         "set_checked_in_at": db.now,
@@ -748,9 +925,12 @@ def freeze_membership(
         ),
     ],
 ) -> FreezeMembershipResult:
-    """Freeze a member's membership from today for a number of days: upcoming class bookings and personal training sessions inside the freeze are cancelled and the renewal date moves back by the same number of days."""
+    """Freeze a member's membership from today for a number of days: upcoming class bookings and personal
+    training sessions inside the freeze are cancelled and the renewal date moves back by the same number
+    of days.
+    """
     db.require("members", "member_id", member_id, "member_id")
-    args = {"member_id": member_id, "days": days, "reason": reason, "now": db.now}
+    args = {"member_id": member_id, "days": days, "reason": reason, "now": db.now, "principal": db.principal}
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status = 'frozen'", args):
         db.reject("Member {member_id}'s membership is already frozen.".format_map(args))
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status = 'cancelled'", args):
@@ -787,7 +967,13 @@ def unfreeze_membership(
 ) -> Member:
     """End a member's running freeze today. The renewal date gives back the unused freeze days."""
     current = db.require("members", "member_id", member_id, "member_id")
-    args = {"member_id": member_id, "now": db.now, "id": current["member_id"], "set_status": "active"}
+    args = {
+        "member_id": member_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["member_id"],
+        "set_status": "active",
+    }
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status != 'frozen'", args):
         db.reject("Member {member_id}'s membership is not frozen.".format_map(args))
     db.execute(
@@ -852,7 +1038,10 @@ def book_personal_training(
         ),
     ],
 ) -> PtSession:
-    """Book a one-to-one personal training session with a trainer who offers it. The club is open 06:00-22:00; the trainer must be free (no other session or class at that time). The price applies the plan's PT discount."""
+    """Book a one-to-one personal training session with a trainer who offers it. The club is open
+    06:00-22:00; the trainer must be free (no other session or class at that time). The price applies
+    the plan's PT discount.
+    """
     db.require("members", "member_id", member_id, "member_id")
     db.require("trainers", "trainer_id", trainer_id, "trainer_id")
     new_id = db.next_id("pt_sessions")
@@ -863,6 +1052,7 @@ def book_personal_training(
         "duration_minutes": duration_minutes,
         "focus": focus,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status = 'frozen'", args):
@@ -956,22 +1146,52 @@ def list_pt_sessions(
             json_schema_extra={"x-envfarm-column": "pt_sessions.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListPtSessionsResult:
-    """List personal training sessions of a member or a trainer, optionally by status."""
+    """List personal training sessions of a member or a trainer, optionally by status.
+
+    Matching: member_id equals; trainer_id equals; status equals. Ordered by session_id. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
     if member_id is not None:
         db.require("members", "member_id", member_id, "member_id")
     if trainer_id is not None:
         db.require("trainers", "trainer_id", trainer_id, "trainer_id")
-    args = {"member_id": member_id, "trainer_id": trainer_id, "status": status, "now": db.now}
-    rows = db.all(
+    args = {
+        "member_id": member_id,
+        "trainer_id": trainer_id,
+        "status": status,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM pt_sessions"
         " WHERE (:member_id IS NULL OR member_id = :member_id)"
         " AND (:trainer_id IS NULL OR trainer_id = :trainer_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY session_id LIMIT 25",
-        args,
+        " ORDER BY session_id",
+        args, limit, cursor,
     )
-    return ListPtSessionsResult(pt_sessions=[PtSession(**row) for row in rows], count=len(rows))
+    rows = [PtSession(**row) for row in page['rows']]
+    return ListPtSessionsResult(
+        pt_sessions=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def cancel_personal_training(
@@ -986,7 +1206,13 @@ def cancel_personal_training(
 ) -> PtSession:
     """Cancel a scheduled personal training session. Sessions must be cancelled at least 24 hours ahead."""
     current = db.require("pt_sessions", "session_id", session_id, "session_id")
-    args = {"session_id": session_id, "now": db.now, "id": current["session_id"], "set_status": "cancelled"}
+    args = {
+        "session_id": session_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["session_id"],
+        "set_status": "cancelled",
+    }
     if db.one(
         "SELECT 1 FROM pt_sessions WHERE session_id = :session_id"
         " AND status != 'scheduled'",
@@ -1031,7 +1257,13 @@ def change_membership_plan(
     """Move an active member to another membership plan from today."""
     current = db.require("members", "member_id", member_id, "member_id")
     db.require("membership_plans", "plan_id", plan_id, "plan_id")
-    args = {"member_id": member_id, "plan_id": plan_id, "now": db.now, "id": current["member_id"]}
+    args = {
+        "member_id": member_id,
+        "plan_id": plan_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["member_id"],
+    }
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status = 'cancelled'", args):
         db.reject(
             "Member {member_id}'s membership is cancelled; they need to rejoin instead.".format_map(args),
@@ -1060,9 +1292,17 @@ def cancel_membership(
         ),
     ],
 ) -> Member:
-    """Cancel a membership; the member's upcoming class bookings and personal training sessions are cancelled too."""
+    """Cancel a membership; the member's upcoming class bookings and personal training sessions are
+    cancelled too.
+    """
     current = db.require("members", "member_id", member_id, "member_id")
-    args = {"member_id": member_id, "now": db.now, "id": current["member_id"], "set_status": "cancelled"}
+    args = {
+        "member_id": member_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["member_id"],
+        "set_status": "cancelled",
+    }
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status = 'cancelled'", args):
         db.reject("Member {member_id}'s membership is already cancelled.".format_map(args))
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status = 'frozen'", args):
@@ -1103,7 +1343,63 @@ def get_member_overview(
         ),
     ],
 ) -> GetMemberOverviewResult:
-    """A member's plan, status and renewal date, how many classes they have booked in the current week against their plan's allowance, and their upcoming class bookings and personal training sessions."""
+    """A member's plan, status and renewal date, how many classes they have booked in the current week
+    against their plan's allowance, and their upcoming class bookings and personal training sessions.
+    """
     db.require("members", "member_id", member_id, "member_id")
     outcome = handlers.get_member_overview(db, member_id=member_id)
     return GetMemberOverviewResult.model_validate(outcome)
+
+
+def list_freezes(
+    db: Database,
+    member_id: Annotated[
+        str | None,
+        Field(
+            description="Member id from find_member",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "freezes.member_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        FreezeStatus | None,
+        Field(
+            description="Only running or only ended freezes",
+            json_schema_extra={"x-envfarm-column": "freezes.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
+) -> ListFreezesResult:
+    """Membership freezes (dates, reason, whether running), by member or status.
+
+    Matching: member_id equals; status equals. Ordered latest start first. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    if member_id is not None:
+        db.require("members", "member_id", member_id, "member_id")
+    args = {"member_id": member_id, "status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
+        "SELECT * FROM freezes"
+        " WHERE (:member_id IS NULL OR member_id = :member_id)"
+        " AND (:status IS NULL OR status = :status)"
+        " ORDER BY starts_on DESC, freeze_id",
+        args, limit, cursor,
+    )
+    rows = [Freeze(**row) for row in page['rows']]
+    return ListFreezesResult(
+        freezes=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -51,6 +52,14 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.log_fuel, "create"),
         ToolDefinition(tools.list_fuel_logs, "search"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a dispatcher of Iberia Freight",
+        default="Dispatcher: Inês Carvalho",
+        values=("Dispatcher: Inês Carvalho", "Dispatcher: Tomás Ruiz",),
+        time_zone="Europe/Madrid",
+        customers="a driver is identified by full name and licence number; a vehicle by its plate",
+    ),
 )
 
 

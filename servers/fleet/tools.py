@@ -247,52 +247,73 @@ class Inspection(BaseModel):
 
 
 class FindDriverResult(BaseModel):
-    """What `find_driver` found."""
+    """What `find_driver` found: one page of the matching rows."""
 
-    drivers: list[Driver] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    drivers: list[Driver] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchVehiclesResult(BaseModel):
-    """What `search_vehicles` found."""
+    """What `search_vehicles` found: one page of the matching rows."""
 
-    vehicles: list[Vehicle] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    vehicles: list[Vehicle] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListRoutesResult(BaseModel):
-    """What `list_routes` found."""
+    """What `list_routes` found: one page of the matching rows."""
 
-    routes: list[Route] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    routes: list[Route] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListTripsResult(BaseModel):
-    """What `list_trips` found."""
+    """What `list_trips` found: one page of the matching rows."""
 
-    trips: list[Trip] = Field(description="matching rows, at most 40")
-    count: int = Field(description="how many rows were returned")
+    trips: list[Trip] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListInspectionsResult(BaseModel):
-    """What `list_inspections` found."""
+    """What `list_inspections` found: one page of the matching rows."""
 
-    inspections: list[Inspection] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    inspections: list[Inspection] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListMaintenanceOrdersResult(BaseModel):
-    """What `list_maintenance_orders` found."""
+    """What `list_maintenance_orders` found: one page of the matching rows."""
 
-    maintenance_orders: list[MaintenanceOrder] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    maintenance_orders: list[MaintenanceOrder] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListFuelLogsResult(BaseModel):
-    """What `list_fuel_logs` found."""
+    """What `list_fuel_logs` found: one page of the matching rows."""
 
-    fuel_logs: list[FuelLog] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    fuel_logs: list[FuelLog] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 def find_driver(
@@ -325,25 +346,50 @@ def find_driver(
             json_schema_extra={"x-envfarm-column": "drivers.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindDriverResult:
-    """Find drivers by part of their name, exact email, licence class or status. Returns driver_id values."""
+    """Find drivers by part of their name, exact email, licence class or status. Returns driver_id values.
+
+    Matching: full_name contains (case-insensitive); email equals; license_class equals; status equals.
+    Ordered by driver_id. Returns 25 rows per page by default (limit: up to 200) with total and
+    has_more; pass the returned cursor to get the next page.
+    """
     args = {
         "full_name": full_name,
         "email": email,
         "license_class": license_class,
         "status": status,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM drivers"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:license_class IS NULL OR license_class = :license_class)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY driver_id LIMIT 25",
-        args,
+        " ORDER BY driver_id",
+        args, limit, cursor,
     )
-    return FindDriverResult(drivers=[Driver(**row) for row in rows], count=len(rows))
+    rows = [Driver(**row) for row in page['rows']]
+    return FindDriverResult(
+        drivers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def search_vehicles(
@@ -376,19 +422,50 @@ def search_vehicles(
             json_schema_extra={"x-envfarm-column": "vehicles.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchVehiclesResult:
-    """Search vehicles by plate, type, depot or status. Returns vehicle_id, required licence and odometer."""
-    args = {"plate": plate, "vehicle_type": vehicle_type, "depot": depot, "status": status, "now": db.now}
-    rows = db.all(
+    """Search vehicles by plate, type, depot or status. Returns vehicle_id, required licence and odometer.
+
+    Matching: plate contains (case-insensitive); vehicle_type equals; depot equals; status equals.
+    Ordered by vehicle_id. Returns 25 rows per page by default (limit: up to 200) with total and
+    has_more; pass the returned cursor to get the next page.
+    """
+    args = {
+        "plate": plate,
+        "vehicle_type": vehicle_type,
+        "depot": depot,
+        "status": status,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM vehicles"
         " WHERE (:plate IS NULL OR lower(plate) LIKE '%' || replace(replace(replace(lower(:plate), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:vehicle_type IS NULL OR vehicle_type = :vehicle_type)"
         " AND (:depot IS NULL OR depot = :depot)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY vehicle_id LIMIT 25",
-        args,
+        " ORDER BY vehicle_id",
+        args, limit, cursor,
     )
-    return SearchVehiclesResult(vehicles=[Vehicle(**row) for row in rows], count=len(rows))
+    rows = [Vehicle(**row) for row in page['rows']]
+    return SearchVehiclesResult(
+        vehicles=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_vehicle(
@@ -422,17 +499,41 @@ def list_routes(
             json_schema_extra={"x-envfarm-column": "routes.destination", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListRoutesResult:
-    """List routes by origin or destination city, with distance and planned duration."""
-    args = {"origin": origin, "destination": destination, "now": db.now}
-    rows = db.all(
+    """List routes by origin or destination city, with distance and planned duration.
+
+    Matching: origin contains (case-insensitive); destination contains (case-insensitive). Ordered by
+    route_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
+    returned cursor to get the next page.
+    """
+    args = {"origin": origin, "destination": destination, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM routes"
         " WHERE (:origin IS NULL OR lower(origin) LIKE '%' || replace(replace(replace(lower(:origin), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:destination IS NULL OR lower(destination) LIKE '%' || replace(replace(replace(lower(:destination), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY route_id LIMIT 25",
-        args,
+        " ORDER BY route_id",
+        args, limit, cursor,
     )
-    return ListRoutesResult(routes=[Route(**row) for row in rows], count=len(rows))
+    rows = [Route(**row) for row in page['rows']]
+    return ListRoutesResult(
+        routes=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_trips(
@@ -466,8 +567,29 @@ def list_trips(
             json_schema_extra={"x-envfarm-column": "trips.scheduled_start", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 40,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListTripsResult:
-    """List trips of a driver or a vehicle, optionally by status or from a start time on."""
+    """List trips of a driver or a vehicle, optionally by status or from a start time on.
+
+    Matching: driver_id equals; vehicle_id equals; status equals; starts_after at or after/above.
+    Ordered by trip_id. Returns 40 rows per page by default (limit: up to 200) with total and has_more;
+    pass the returned cursor to get the next page.
+    """
     if driver_id is not None:
         db.require("drivers", "driver_id", driver_id, "driver_id")
     if vehicle_id is not None:
@@ -478,17 +600,21 @@ def list_trips(
         "status": status,
         "starts_after": starts_after,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM trips"
         " WHERE (:driver_id IS NULL OR driver_id = :driver_id)"
         " AND (:vehicle_id IS NULL OR vehicle_id = :vehicle_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:starts_after IS NULL OR scheduled_start >= :starts_after)"
-        " ORDER BY trip_id LIMIT 40",
-        args,
+        " ORDER BY trip_id",
+        args, limit, cursor,
     )
-    return ListTripsResult(trips=[Trip(**row) for row in rows], count=len(rows))
+    rows = [Trip(**row) for row in page['rows']]
+    return ListTripsResult(
+        trips=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def schedule_trip(
@@ -527,7 +653,10 @@ def schedule_trip(
         Field(description="What the trip carries", json_schema_extra={"x-envfarm-user-known": True}),
     ],
 ) -> Trip:
-    """Assign a vehicle and a driver to drive a route from a start time; the planned end is the start plus the route's duration. The vehicle must be in service, the driver active and licensed for it (licence valid through the trip), and neither may have another trip overlapping that time."""
+    """Assign a vehicle and a driver to drive a route from a start time; the planned end is the start plus
+    the route's duration. The vehicle must be in service, the driver active and licensed for it (licence
+    valid through the trip), and neither may have another trip overlapping that time.
+    """
     db.require("routes", "route_id", route_id, "route_id")
     db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
     db.require("drivers", "driver_id", driver_id, "driver_id")
@@ -538,6 +667,7 @@ def schedule_trip(
         "scheduled_start": scheduled_start,
         "cargo": cargo,
         "now": db.now,
+        "principal": db.principal,
     }
     if db.one("SELECT 1 WHERE julianday(:scheduled_start) <= julianday(:now)", args):
         db.reject(
@@ -607,11 +737,15 @@ def start_trip(
         ),
     ],
 ) -> Trip:
-    """Record the departure of a scheduled trip. The vehicle must not be in maintenance and needs a passed pre-trip inspection within the last 24 hours (record_inspection). The odometer at departure is taken from the vehicle."""
+    """Record the departure of a scheduled trip. The vehicle must not be in maintenance and needs a passed
+    pre-trip inspection within the last 24 hours (record_inspection). The odometer at departure is taken
+    from the vehicle.
+    """
     current = db.require("trips", "trip_id", trip_id, "trip_id")
     args = {
         "trip_id": trip_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["trip_id"],
         "set_status": "in_progress",
         "set_actual_start": db.now,
@@ -669,12 +803,15 @@ def complete_trip(
         ),
     ],
 ) -> Trip:
-    """Record the arrival of a trip in progress with the odometer reading at arrival; the vehicle's odometer is updated."""
+    """Record the arrival of a trip in progress with the odometer reading at arrival; the vehicle's
+    odometer is updated.
+    """
     current = db.require("trips", "trip_id", trip_id, "trip_id")
     args = {
         "trip_id": trip_id,
         "end_odometer_km": end_odometer_km,
         "now": db.now,
+        "principal": db.principal,
         "id": current["trip_id"],
         "set_status": "completed",
         "set_actual_end": db.now,
@@ -714,7 +851,13 @@ def cancel_trip(
 ) -> Trip:
     """Cancel a trip that has not started yet."""
     current = db.require("trips", "trip_id", trip_id, "trip_id")
-    args = {"trip_id": trip_id, "now": db.now, "id": current["trip_id"], "set_status": "cancelled"}
+    args = {
+        "trip_id": trip_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["trip_id"],
+        "set_status": "cancelled",
+    }
     if db.one("SELECT 1 FROM trips WHERE trip_id = :trip_id AND status != 'scheduled'", args):
         db.reject(
             "Trip {trip_id} has already started, finished or been cancelled; only scheduled trips can be cancelled.".format_map(args),
@@ -765,7 +908,9 @@ def record_inspection(
         ),
     ],
 ) -> Inspection:
-    """Record a safety inspection of a vehicle by a driver or mechanic (pre-trip, post-trip or annual) and its result."""
+    """Record a safety inspection of a vehicle by a driver or mechanic (pre-trip, post-trip or annual) and
+    its result.
+    """
     db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
     db.require("drivers", "driver_id", driver_id, "driver_id")
     new_id = db.next_id("inspections")
@@ -776,6 +921,7 @@ def record_inspection(
         "result": result,
         "notes": notes,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM vehicles WHERE vehicle_id = :vehicle_id AND status = 'retired'", args):
@@ -813,18 +959,41 @@ def list_inspections(
             json_schema_extra={"x-envfarm-column": "inspections.kind", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListInspectionsResult:
-    """List a vehicle's inspections, optionally of one kind."""
+    """List a vehicle's inspections, optionally of one kind.
+
+    Matching: vehicle_id equals; kind equals. Ordered by inspection_id. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
-    args = {"vehicle_id": vehicle_id, "kind": kind, "now": db.now}
-    rows = db.all(
+    args = {"vehicle_id": vehicle_id, "kind": kind, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM inspections"
         " WHERE (:vehicle_id IS NULL OR vehicle_id = :vehicle_id)"
         " AND (:kind IS NULL OR kind = :kind)"
-        " ORDER BY inspection_id LIMIT 25",
-        args,
+        " ORDER BY inspection_id",
+        args, limit, cursor,
     )
-    return ListInspectionsResult(inspections=[Inspection(**row) for row in rows], count=len(rows))
+    rows = [Inspection(**row) for row in page['rows']]
+    return ListInspectionsResult(
+        inspections=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def open_maintenance_order(
@@ -851,7 +1020,9 @@ def open_maintenance_order(
         ),
     ],
 ) -> MaintenanceOrder:
-    """Send a vehicle to the workshop: opens a maintenance order and puts the vehicle in maintenance, so it gets no trips until the order is closed. Not possible while the vehicle is on a trip."""
+    """Send a vehicle to the workshop: opens a maintenance order and puts the vehicle in maintenance, so it
+    gets no trips until the order is closed. Not possible while the vehicle is on a trip.
+    """
     db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
     new_id = db.next_id("maintenance_orders")
     args = {
@@ -859,6 +1030,7 @@ def open_maintenance_order(
         "service_type": service_type,
         "description": description,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM vehicles WHERE vehicle_id = :vehicle_id AND status = 'retired'", args):
@@ -910,12 +1082,15 @@ def close_maintenance_order(
         ),
     ],
 ) -> MaintenanceOrder:
-    """Complete a maintenance order with its final cost. The vehicle returns to service when it has no other open orders."""
+    """Complete a maintenance order with its final cost. The vehicle returns to service when it has no
+    other open orders.
+    """
     current = db.require("maintenance_orders", "order_id", order_id, "order_id")
     args = {
         "order_id": order_id,
         "cost": cost,
         "now": db.now,
+        "principal": db.principal,
         "id": current["order_id"],
         "set_status": "completed",
         "set_closed_at": db.now,
@@ -958,19 +1133,42 @@ def list_maintenance_orders(
             json_schema_extra={"x-envfarm-column": "maintenance_orders.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListMaintenanceOrdersResult:
-    """List maintenance orders of a vehicle, or all orders with a status."""
+    """List maintenance orders of a vehicle, or all orders with a status.
+
+    Matching: vehicle_id equals; status equals. Ordered by order_id. Returns 25 rows per page by default
+    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     if vehicle_id is not None:
         db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
-    args = {"vehicle_id": vehicle_id, "status": status, "now": db.now}
-    rows = db.all(
+    args = {"vehicle_id": vehicle_id, "status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM maintenance_orders"
         " WHERE (:vehicle_id IS NULL OR vehicle_id = :vehicle_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY order_id LIMIT 25",
-        args,
+        " ORDER BY order_id",
+        args, limit, cursor,
     )
-    return ListMaintenanceOrdersResult(maintenance_orders=[MaintenanceOrder(**row) for row in rows], count=len(rows))
+    rows = [MaintenanceOrder(**row) for row in page['rows']]
+    return ListMaintenanceOrdersResult(
+        maintenance_orders=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def log_fuel(
@@ -1021,7 +1219,9 @@ def log_fuel(
         ),
     ],
 ) -> FuelLog:
-    """Log a refuelling with litres, cost, station and the odometer at the pump. The reading cannot go below the vehicle's last one, and the litres cannot exceed its tank."""
+    """Log a refuelling with litres, cost, station and the odometer at the pump. The reading cannot go
+    below the vehicle's last one, and the litres cannot exceed its tank.
+    """
     db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
     db.require("drivers", "driver_id", driver_id, "driver_id")
     new_id = db.next_id("fuel_logs")
@@ -1033,6 +1233,7 @@ def log_fuel(
         "odometer_km": odometer_km,
         "station": station,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM vehicles WHERE vehicle_id = :vehicle_id AND :liters > tank_liters", args):
@@ -1077,14 +1278,37 @@ def list_fuel_logs(
             json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-column": "fuel_logs.vehicle_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListFuelLogsResult:
-    """List a vehicle's refuellings, oldest first."""
+    """List a vehicle's refuellings, oldest first.
+
+    Matching: vehicle_id equals. Ordered by fuel_log_id. Returns 50 rows per page by default (limit: up
+    to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
-    args = {"vehicle_id": vehicle_id, "now": db.now}
-    rows = db.all(
+    args = {"vehicle_id": vehicle_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM fuel_logs"
         " WHERE (:vehicle_id IS NULL OR vehicle_id = :vehicle_id)"
-        " ORDER BY fuel_log_id LIMIT 50",
-        args,
+        " ORDER BY fuel_log_id",
+        args, limit, cursor,
     )
-    return ListFuelLogsResult(fuel_logs=[FuelLog(**row) for row in rows], count=len(rows))
+    rows = [FuelLog(**row) for row in page['rows']]
+    return ListFuelLogsResult(
+        fuel_logs=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )

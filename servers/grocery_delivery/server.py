@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -58,6 +59,13 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.list_substitutions, "search"),
         ToolDefinition(tools.respond_to_substitution, "update"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a FreshCart customer support agent",
+        default="Support: Nina Berg",
+        values=("Support: Nina Berg", "Support: Omar Haddad",),
+        customers="a customer gives their email and the order number; match them before changing an order",
+    ),
 )
 
 

@@ -308,66 +308,93 @@ class Substitution(BaseModel):
 
 
 class FindCustomerResult(BaseModel):
-    """What `find_customer` found."""
+    """What `find_customer` found: one page of the matching rows."""
 
-    customers: list[Customer] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    customers: list[Customer] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListStoresResult(BaseModel):
-    """What `list_stores` found."""
+    """What `list_stores` found: one page of the matching rows."""
 
-    stores: list[Store] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    stores: list[Store] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchProductsResult(BaseModel):
-    """What `search_products` found."""
+    """What `search_products` found: one page of the matching rows."""
 
-    products: list[Product] = Field(description="matching rows, at most 30")
-    count: int = Field(description="how many rows were returned")
+    products: list[Product] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListCartsResult(BaseModel):
-    """What `list_carts` found."""
+    """What `list_carts` found: one page of the matching rows."""
 
-    carts: list[Cart] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    carts: list[Cart] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListCartItemsResult(BaseModel):
-    """What `list_cart_items` found."""
+    """What `list_cart_items` found: one page of the matching rows."""
 
-    cart_items: list[CartItem] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    cart_items: list[CartItem] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListDeliveryWindowsResult(BaseModel):
-    """What `list_delivery_windows` found."""
+    """What `list_delivery_windows` found: one page of the matching rows."""
 
-    delivery_windows: list[DeliveryWindow] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    delivery_windows: list[DeliveryWindow] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListOrdersResult(BaseModel):
-    """What `list_orders` found."""
+    """What `list_orders` found: one page of the matching rows."""
 
-    orders: list[Order] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    orders: list[Order] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListOrderItemsResult(BaseModel):
-    """What `list_order_items` found."""
+    """What `list_order_items` found: one page of the matching rows."""
 
-    order_items: list[OrderItem] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    order_items: list[OrderItem] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListSubstitutionsResult(BaseModel):
-    """What `list_substitutions` found."""
+    """What `list_substitutions` found: one page of the matching rows."""
 
-    substitutions: list[Substitution] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    substitutions: list[Substitution] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 def find_customer(
@@ -386,17 +413,41 @@ def find_customer(
             json_schema_extra={"x-envfarm-column": "customers.email", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindCustomerResult:
-    """Find customer accounts by name or exact email. Returns customer ids and default delivery addresses."""
-    args = {"full_name": full_name, "email": email, "now": db.now}
-    rows = db.all(
+    """Find customer accounts by name or exact email. Returns customer ids and default delivery addresses.
+
+    Matching: full_name contains (case-insensitive); email equals. Ordered by customer_id. Returns 25
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
+    """
+    args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM customers"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
-        " ORDER BY customer_id LIMIT 25",
-        args,
+        " ORDER BY customer_id",
+        args, limit, cursor,
     )
-    return FindCustomerResult(customers=[Customer(**row) for row in rows], count=len(rows))
+    rows = [Customer(**row) for row in page['rows']]
+    return FindCustomerResult(
+        customers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_stores(
@@ -415,17 +466,41 @@ def list_stores(
             json_schema_extra={"x-envfarm-column": "stores.name", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListStoresResult:
-    """List FreshCart stores, optionally by city or part of the name. Shows fees and the minimum order."""
-    args = {"city": city, "name": name, "now": db.now}
-    rows = db.all(
+    """List FreshCart stores, optionally by city or part of the name. Shows fees and the minimum order.
+
+    Matching: city equals; name contains (case-insensitive). Ordered by store_id. Returns 25 rows per
+    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
+    page.
+    """
+    args = {"city": city, "name": name, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM stores"
         " WHERE (:city IS NULL OR city = :city)"
         " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY store_id LIMIT 25",
-        args,
+        " ORDER BY store_id",
+        args, limit, cursor,
     )
-    return ListStoresResult(stores=[Store(**row) for row in rows], count=len(rows))
+    rows = [Store(**row) for row in page['rows']]
+    return ListStoresResult(
+        stores=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def search_products(
@@ -465,8 +540,30 @@ def search_products(
             json_schema_extra={"x-envfarm-column": "products.price", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 30,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchProductsResult:
-    """Search one store's products by name, category, organic flag or maximum price. Returns product ids, prices and the current stock."""
+    """Search one store's products by name, category, organic flag or maximum price. Returns product ids,
+    prices and the current stock.
+
+    Matching: store_id equals; name contains (case-insensitive); category equals; is_organic equals;
+    max_price at or before/below. Ordered by product_id. Returns 30 rows per page by default (limit: up
+    to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("stores", "store_id", store_id, "store_id")
     args = {
         "store_id": store_id,
@@ -475,18 +572,22 @@ def search_products(
         "is_organic": is_organic,
         "max_price": max_price,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM products"
         " WHERE (:store_id IS NULL OR store_id = :store_id)"
         " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:category IS NULL OR category = :category)"
         " AND (:is_organic IS NULL OR is_organic = :is_organic)"
         " AND (:max_price IS NULL OR price <= :max_price)"
-        " ORDER BY product_id LIMIT 30",
-        args,
+        " ORDER BY product_id",
+        args, limit, cursor,
     )
-    return SearchProductsResult(products=[Product(**row) for row in rows], count=len(rows))
+    rows = [Product(**row) for row in page['rows']]
+    return SearchProductsResult(
+        products=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_product(
@@ -527,21 +628,51 @@ def list_carts(
             json_schema_extra={"x-envfarm-ref": "stores.store_id", "x-envfarm-column": "carts.store_id", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListCartsResult:
-    """List a customer's carts, e.g. the open cart they are filling at a store."""
+    """List a customer's carts, e.g. the open cart they are filling at a store.
+
+    Matching: customer_id equals; status equals; store_id equals. Ordered by cart_id. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
     db.require("customers", "customer_id", customer_id, "customer_id")
     if store_id is not None:
         db.require("stores", "store_id", store_id, "store_id")
-    args = {"customer_id": customer_id, "status": status, "store_id": store_id, "now": db.now}
-    rows = db.all(
+    args = {
+        "customer_id": customer_id,
+        "status": status,
+        "store_id": store_id,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM carts"
         " WHERE (:customer_id IS NULL OR customer_id = :customer_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:store_id IS NULL OR store_id = :store_id)"
-        " ORDER BY cart_id LIMIT 25",
-        args,
+        " ORDER BY cart_id",
+        args, limit, cursor,
     )
-    return ListCartsResult(carts=[Cart(**row) for row in rows], count=len(rows))
+    rows = [Cart(**row) for row in page['rows']]
+    return ListCartsResult(
+        carts=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def open_cart(
@@ -565,7 +696,13 @@ def open_cart(
     db.require("customers", "customer_id", customer_id, "customer_id")
     db.require("stores", "store_id", store_id, "store_id")
     new_id = db.next_id("carts")
-    args = {"customer_id": customer_id, "store_id": store_id, "now": db.now, "id": new_id}
+    args = {
+        "customer_id": customer_id,
+        "store_id": store_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": new_id,
+    }
     if db.one(
         "SELECT 1 FROM carts WHERE customer_id = :customer_id AND store_id = :store_id"
         " AND status = 'open'",
@@ -596,17 +733,40 @@ def list_cart_items(
             json_schema_extra={"x-envfarm-ref": "carts.cart_id", "x-envfarm-column": "cart_items.cart_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListCartItemsResult:
-    """List the products and quantities in a cart."""
+    """List the products and quantities in a cart.
+
+    Matching: cart_id equals. Ordered by cart_item_id. Returns 50 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("carts", "cart_id", cart_id, "cart_id")
-    args = {"cart_id": cart_id, "now": db.now}
-    rows = db.all(
+    args = {"cart_id": cart_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM cart_items"
         " WHERE (:cart_id IS NULL OR cart_id = :cart_id)"
-        " ORDER BY cart_item_id LIMIT 50",
-        args,
+        " ORDER BY cart_item_id",
+        args, limit, cursor,
     )
-    return ListCartItemsResult(cart_items=[CartItem(**row) for row in rows], count=len(rows))
+    rows = [CartItem(**row) for row in page['rows']]
+    return ListCartItemsResult(
+        cart_items=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def add_to_cart(
@@ -641,7 +801,9 @@ def add_to_cart(
         ),
     ] = True,
 ) -> CartItem:
-    """Add a product of the cart's store to an open cart. The quantity cannot exceed the product's current stock; a product already in the cart is changed with update_cart_item instead."""
+    """Add a product of the cart's store to an open cart. The quantity cannot exceed the product's current
+    stock; a product already in the cart is changed with update_cart_item instead.
+    """
     db.require("carts", "cart_id", cart_id, "cart_id")
     db.require("products", "product_id", product_id, "product_id")
     new_id = db.next_id("cart_items")
@@ -651,6 +813,7 @@ def add_to_cart(
         "quantity": quantity,
         "allow_substitution": allow_substitution,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM carts WHERE cart_id = :cart_id AND status != 'open'", args):
@@ -716,6 +879,7 @@ def update_cart_item(
         "quantity": quantity,
         "allow_substitution": allow_substitution,
         "now": db.now,
+        "principal": db.principal,
         "id": current["cart_item_id"],
     }
     if db.one(
@@ -756,7 +920,12 @@ def remove_cart_item(
 ) -> CartItem:
     """Remove a product from an open cart."""
     current = db.require("cart_items", "cart_item_id", cart_item_id, "cart_item_id")
-    args = {"cart_item_id": cart_item_id, "now": db.now, "id": current["cart_item_id"]}
+    args = {
+        "cart_item_id": cart_item_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["cart_item_id"],
+    }
     if db.one(
         "SELECT 1 FROM cart_items i JOIN carts c ON c.cart_id = i.cart_id"
         " WHERE i.cart_item_id = :cart_item_id AND c.status != 'open'",
@@ -786,18 +955,43 @@ def list_delivery_windows(
             json_schema_extra={"x-envfarm-column": "delivery_windows.starts_at", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListDeliveryWindowsResult:
-    """List a store's delivery windows from a given time on, with capacity and how many orders are booked (a window is full when booked equals capacity)."""
+    """List a store's delivery windows from a given time on, with capacity and how many orders are booked
+    (a window is full when booked equals capacity).
+
+    Matching: store_id equals; starts_after at or after/above. Ordered by window_id. Returns 25 rows per
+    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
+    page.
+    """
     db.require("stores", "store_id", store_id, "store_id")
-    args = {"store_id": store_id, "starts_after": starts_after, "now": db.now}
-    rows = db.all(
+    args = {"store_id": store_id, "starts_after": starts_after, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM delivery_windows"
         " WHERE (:store_id IS NULL OR store_id = :store_id)"
         " AND (:starts_after IS NULL OR starts_at >= :starts_after)"
-        " ORDER BY window_id LIMIT 25",
-        args,
+        " ORDER BY window_id",
+        args, limit, cursor,
     )
-    return ListDeliveryWindowsResult(delivery_windows=[DeliveryWindow(**row) for row in rows], count=len(rows))
+    rows = [DeliveryWindow(**row) for row in page['rows']]
+    return ListDeliveryWindowsResult(
+        delivery_windows=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def checkout_cart(
@@ -828,7 +1022,10 @@ def checkout_cart(
         Field(description="Instructions for the driver", json_schema_extra={"x-envfarm-user-known": True}),
     ] = None,
 ) -> Order:
-    """Check out an open cart into an order delivered in one of the store's future windows. Totals the cart at current prices, adds the delivery fee below the free-delivery threshold, takes the items out of stock and books the window. Returns the new order."""
+    """Check out an open cart into an order delivered in one of the store's future windows. Totals the cart
+    at current prices, adds the delivery fee below the free-delivery threshold, takes the items out of
+    stock and books the window. Returns the new order.
+    """
     db.require("carts", "cart_id", cart_id, "cart_id")
     db.require("delivery_windows", "window_id", window_id, "window_id")
     args = {
@@ -837,6 +1034,7 @@ def checkout_cart(
         "delivery_address": delivery_address,
         "delivery_notes": delivery_notes,
         "now": db.now,
+        "principal": db.principal,
     }
     if db.one("SELECT 1 FROM carts WHERE cart_id = :cart_id AND status != 'open'", args):
         db.reject("Cart {cart_id} is already checked out; open a new cart to order again.".format_map(args))
@@ -908,18 +1106,41 @@ def list_orders(
             json_schema_extra={"x-envfarm-column": "orders.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListOrdersResult:
-    """List a customer's orders, optionally by status. Shows totals, window ids and delivery status."""
+    """List a customer's orders, optionally by status. Shows totals, window ids and delivery status.
+
+    Matching: customer_id equals; status equals. Ordered by order_id. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("customers", "customer_id", customer_id, "customer_id")
-    args = {"customer_id": customer_id, "status": status, "now": db.now}
-    rows = db.all(
+    args = {"customer_id": customer_id, "status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM orders"
         " WHERE (:customer_id IS NULL OR customer_id = :customer_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY order_id LIMIT 25",
-        args,
+        " ORDER BY order_id",
+        args, limit, cursor,
     )
-    return ListOrdersResult(orders=[Order(**row) for row in rows], count=len(rows))
+    rows = [Order(**row) for row in page['rows']]
+    return ListOrdersResult(
+        orders=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_order(
@@ -946,17 +1167,40 @@ def list_order_items(
             json_schema_extra={"x-envfarm-ref": "orders.order_id", "x-envfarm-column": "order_items.order_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListOrderItemsResult:
-    """List the products, quantities and prices of an order."""
+    """List the products, quantities and prices of an order.
+
+    Matching: order_id equals. Ordered by order_item_id. Returns 25 rows per page by default (limit: up
+    to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("orders", "order_id", order_id, "order_id")
-    args = {"order_id": order_id, "now": db.now}
-    rows = db.all(
+    args = {"order_id": order_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM order_items"
         " WHERE (:order_id IS NULL OR order_id = :order_id)"
-        " ORDER BY order_item_id LIMIT 25",
-        args,
+        " ORDER BY order_item_id",
+        args, limit, cursor,
     )
-    return ListOrderItemsResult(order_items=[OrderItem(**row) for row in rows], count=len(rows))
+    rows = [OrderItem(**row) for row in page['rows']]
+    return ListOrderItemsResult(
+        order_items=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def change_delivery_window(
@@ -976,10 +1220,12 @@ def change_delivery_window(
         ),
     ],
 ) -> Order:
-    """Move an order to another future window of the same store that still has room. Not possible once the order is out for delivery."""
+    """Move an order to another future window of the same store that still has room. Not possible once the
+    order is out for delivery.
+    """
     db.require("orders", "order_id", order_id, "order_id")
     db.require("delivery_windows", "window_id", window_id, "window_id")
-    args = {"order_id": order_id, "window_id": window_id, "now": db.now}
+    args = {"order_id": order_id, "window_id": window_id, "now": db.now, "principal": db.principal}
     if db.one(
         "SELECT 1 FROM orders WHERE order_id = :order_id"
         " AND status IN ('out_for_delivery', 'delivered')",
@@ -1048,6 +1294,7 @@ def update_delivery_instructions(
         "delivery_address": delivery_address,
         "delivery_notes": delivery_notes,
         "now": db.now,
+        "principal": db.principal,
         "id": current["order_id"],
     }
     if db.one(
@@ -1085,12 +1332,15 @@ def cancel_order(
         ),
     ],
 ) -> Order:
-    """Cancel an order that has not left the store. Its window slot is released and the items go back into stock."""
+    """Cancel an order that has not left the store. Its window slot is released and the items go back into
+    stock.
+    """
     current = db.require("orders", "order_id", order_id, "order_id")
     args = {
         "order_id": order_id,
         "cancel_reason": cancel_reason,
         "now": db.now,
+        "principal": db.principal,
         "id": current["order_id"],
         "set_status": "cancelled",
     }
@@ -1146,6 +1396,7 @@ def set_item_substitution(
         "order_item_id": order_item_id,
         "allow_substitution": allow_substitution,
         "now": db.now,
+        "principal": db.principal,
         "id": current["order_item_id"],
     }
     if db.one(
@@ -1181,18 +1432,41 @@ def list_substitutions(
             json_schema_extra={"x-envfarm-column": "substitutions.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListSubstitutionsResult:
-    """List the replacements the picker proposed for an order, with their status."""
+    """List the replacements the picker proposed for an order, with their status.
+
+    Matching: order_id equals; status equals. Ordered by substitution_id. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("orders", "order_id", order_id, "order_id")
-    args = {"order_id": order_id, "status": status, "now": db.now}
-    rows = db.all(
+    args = {"order_id": order_id, "status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM substitutions"
         " WHERE (:order_id IS NULL OR order_id = :order_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY substitution_id LIMIT 25",
-        args,
+        " ORDER BY substitution_id",
+        args, limit, cursor,
     )
-    return ListSubstitutionsResult(substitutions=[Substitution(**row) for row in rows], count=len(rows))
+    rows = [Substitution(**row) for row in page['rows']]
+    return ListSubstitutionsResult(
+        substitutions=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def respond_to_substitution(
@@ -1218,6 +1492,7 @@ def respond_to_substitution(
         "substitution_id": substitution_id,
         "decision": decision,
         "now": db.now,
+        "principal": db.principal,
         "id": current["substitution_id"],
     }
     if db.one(

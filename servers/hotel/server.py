@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -48,7 +49,15 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.get_folio, "custom", read_only=True),
         ToolDefinition(tools.check_out, "custom"),
         ToolDefinition(tools.cancel_reservation, "update"),
+        ToolDefinition(tools.list_folio_charges, "search"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a front desk agent of the hotel group",
+        default="Front desk: Ana Duarte",
+        values=("Front desk: Ana Duarte", "Front desk: Ben Walsh",),
+        customers="a guest gives their full name and the reservation's confirmation details or email; match them before checking in, changing or cancelling",
+    ),
 )
 
 

@@ -213,17 +213,23 @@ class FolioCharge(BaseModel):
 
 
 class SearchHotelsResult(BaseModel):
-    """What `search_hotels` found."""
+    """What `search_hotels` found: one page of the matching rows."""
 
-    hotels: list[Hotel] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    hotels: list[Hotel] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListRoomTypesResult(BaseModel):
-    """What `list_room_types` found."""
+    """What `list_room_types` found: one page of the matching rows."""
 
-    room_types: list[RoomType] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    room_types: list[RoomType] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class FindAvailableRoomsResult(BaseModel):
@@ -236,24 +242,33 @@ class FindAvailableRoomsResult(BaseModel):
 
 
 class FindGuestResult(BaseModel):
-    """What `find_guest` found."""
+    """What `find_guest` found: one page of the matching rows."""
 
-    guests: list[Guest] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    guests: list[Guest] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class FindReservationResult(BaseModel):
-    """What `find_reservation` found."""
+    """What `find_reservation` found: one page of the matching rows."""
 
-    reservations: list[Reservation] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    reservations: list[Reservation] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListRoomsResult(BaseModel):
-    """What `list_rooms` found."""
+    """What `list_rooms` found: one page of the matching rows."""
 
-    rooms: list[Room] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    rooms: list[Room] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class GetFolioResult(BaseModel):
@@ -276,6 +291,16 @@ class CheckOutResult(BaseModel):
     extras_total: float = Field(description="Extras posted during the stay in USD")
     amount_paid: float = Field(description="Balance settled now in USD")
     payment_method: str = Field(description="How it was paid")
+
+
+class ListFolioChargesResult(BaseModel):
+    """What `list_folio_charges` found: one page of the matching rows."""
+
+    folio_charges: list[FolioCharge] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 def search_hotels(
@@ -303,18 +328,43 @@ def search_hotels(
             json_schema_extra={"x-envfarm-column": "hotels.stars", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchHotelsResult:
-    """Search the group's hotels by city, name or minimum star rating. Returns hotel ids, check-in times and city tax."""
-    args = {"city": city, "name": name, "min_stars": min_stars, "now": db.now}
-    rows = db.all(
+    """Search the group's hotels by city, name or minimum star rating. Returns hotel ids, check-in times
+    and city tax.
+
+    Matching: city equals; name contains (case-insensitive); min_stars at or after/above. Ordered by
+    hotel_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
+    returned cursor to get the next page.
+    """
+    args = {"city": city, "name": name, "min_stars": min_stars, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM hotels"
         " WHERE (:city IS NULL OR city = :city)"
         " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:min_stars IS NULL OR stars >= :min_stars)"
-        " ORDER BY hotel_id LIMIT 25",
-        args,
+        " ORDER BY hotel_id",
+        args, limit, cursor,
     )
-    return SearchHotelsResult(hotels=[Hotel(**row) for row in rows], count=len(rows))
+    rows = [Hotel(**row) for row in page['rows']]
+    return SearchHotelsResult(
+        hotels=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_room_types(
@@ -333,18 +383,42 @@ def list_room_types(
             json_schema_extra={"x-envfarm-column": "room_types.max_guests", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListRoomTypesResult:
-    """List a hotel's room types with beds, maximum guests and nightly rates."""
+    """List a hotel's room types with beds, maximum guests and nightly rates.
+
+    Matching: hotel_id equals; min_guests at or after/above. Ordered by type_id. Returns 25 rows per
+    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
+    page.
+    """
     db.require("hotels", "hotel_id", hotel_id, "hotel_id")
-    args = {"hotel_id": hotel_id, "min_guests": min_guests, "now": db.now}
-    rows = db.all(
+    args = {"hotel_id": hotel_id, "min_guests": min_guests, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM room_types"
         " WHERE (:hotel_id IS NULL OR hotel_id = :hotel_id)"
         " AND (:min_guests IS NULL OR max_guests >= :min_guests)"
-        " ORDER BY type_id LIMIT 25",
-        args,
+        " ORDER BY type_id",
+        args, limit, cursor,
     )
-    return ListRoomTypesResult(room_types=[RoomType(**row) for row in rows], count=len(rows))
+    rows = [RoomType(**row) for row in page['rows']]
+    return ListRoomTypesResult(
+        room_types=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def find_available_rooms(
@@ -382,7 +456,9 @@ def find_available_rooms(
         ),
     ],
 ) -> FindAvailableRoomsResult:
-    """Rooms of a hotel that are free for every night from arrival to departure and sleep the party, with their room types and rates. Rooms out of order are left out."""
+    """Rooms of a hotel that are free for every night from arrival to departure and sleep the party, with
+    their room types and rates. Rooms out of order are left out.
+    """
     db.require("hotels", "hotel_id", hotel_id, "hotel_id")
     args = {
         "hotel_id": hotel_id,
@@ -390,6 +466,7 @@ def find_available_rooms(
         "departure_date": departure_date,
         "adults": adults,
         "now": db.now,
+        "principal": db.principal,
     }
     if db.one("SELECT 1 WHERE :departure_date <= :arrival_date", args):
         db.reject(
@@ -424,18 +501,48 @@ def find_guest(
             json_schema_extra={"x-envfarm-column": "guests.loyalty_tier", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindGuestResult:
-    """Find guest profiles by name, email or loyalty tier."""
-    args = {"full_name": full_name, "email": email, "loyalty_tier": loyalty_tier, "now": db.now}
-    rows = db.all(
+    """Find guest profiles by name, email or loyalty tier.
+
+    Matching: full_name contains (case-insensitive); email equals; loyalty_tier equals. Ordered by
+    guest_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
+    returned cursor to get the next page.
+    """
+    args = {
+        "full_name": full_name,
+        "email": email,
+        "loyalty_tier": loyalty_tier,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM guests"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:loyalty_tier IS NULL OR loyalty_tier = :loyalty_tier)"
-        " ORDER BY guest_id LIMIT 25",
-        args,
+        " ORDER BY guest_id",
+        args, limit, cursor,
     )
-    return FindGuestResult(guests=[Guest(**row) for row in rows], count=len(rows))
+    rows = [Guest(**row) for row in page['rows']]
+    return FindGuestResult(
+        guests=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def update_guest_contact(
@@ -464,7 +571,14 @@ def update_guest_contact(
 ) -> Guest:
     """Change a guest's email address or phone number."""
     current = db.require("guests", "guest_id", guest_id, "guest_id")
-    args = {"guest_id": guest_id, "email": email, "phone": phone, "now": db.now, "id": current["guest_id"]}
+    args = {
+        "guest_id": guest_id,
+        "email": email,
+        "phone": phone,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["guest_id"],
+    }
     if db.one("SELECT 1 FROM guests WHERE email = :email AND guest_id != :guest_id", args):
         db.reject(
             "The email {email} already belongs to another guest profile; find_guest shows it.".format_map(args),
@@ -528,7 +642,10 @@ def create_reservation(
         ),
     ] = None,
 ) -> Reservation:
-    """Book a room for a guest. The room must be free for every night of the stay (find_available_rooms), sleep the party and not be out of order; stays are at most 30 nights. The rate is the room type's rate less the guest's loyalty discount. Returns the confirmation code."""
+    """Book a room for a guest. The room must be free for every night of the stay (find_available_rooms),
+    sleep the party and not be out of order; stays are at most 30 nights. The rate is the room type's
+    rate less the guest's loyalty discount. Returns the confirmation code.
+    """
     db.require("guests", "guest_id", guest_id, "guest_id")
     db.require("rooms", "room_id", room_id, "room_id")
     args = {
@@ -539,6 +656,7 @@ def create_reservation(
         "adults": adults,
         "special_requests": special_requests,
         "now": db.now,
+        "principal": db.principal,
     }
     if db.one("SELECT 1 WHERE :departure_date <= :arrival_date", args):
         db.reject(
@@ -615,8 +733,29 @@ def find_reservation(
             json_schema_extra={"x-envfarm-column": "reservations.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindReservationResult:
-    """Find reservations by confirmation code, guest, hotel, arrival date or status."""
+    """Find reservations by confirmation code, guest, hotel, arrival date or status.
+
+    Matching: confirmation_code equals; guest_id equals; hotel_id equals; arrival_date equals; status
+    equals. Ordered by res_id. Returns 50 rows per page by default (limit: up to 200) with total and
+    has_more; pass the returned cursor to get the next page.
+    """
     if guest_id is not None:
         db.require("guests", "guest_id", guest_id, "guest_id")
     if hotel_id is not None:
@@ -628,18 +767,22 @@ def find_reservation(
         "arrival_date": arrival_date,
         "status": status,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM reservations"
         " WHERE (:confirmation_code IS NULL OR confirmation_code = :confirmation_code)"
         " AND (:guest_id IS NULL OR guest_id = :guest_id)"
         " AND (:hotel_id IS NULL OR hotel_id = :hotel_id)"
         " AND (:arrival_date IS NULL OR arrival_date = :arrival_date)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY res_id LIMIT 50",
-        args,
+        " ORDER BY res_id",
+        args, limit, cursor,
     )
-    return FindReservationResult(reservations=[Reservation(**row) for row in rows], count=len(rows))
+    rows = [Reservation(**row) for row in page['rows']]
+    return FindReservationResult(
+        reservations=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_rooms(
@@ -665,19 +808,49 @@ def list_rooms(
             json_schema_extra={"x-envfarm-column": "rooms.number", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListRoomsResult:
-    """List a hotel's rooms with numbers, floors, room types and housekeeping status."""
+    """List a hotel's rooms with numbers, floors, room types and housekeeping status.
+
+    Matching: hotel_id equals; housekeeping_status equals; number equals. Ordered by room_id. Returns 25
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
+    """
     db.require("hotels", "hotel_id", hotel_id, "hotel_id")
-    args = {"hotel_id": hotel_id, "housekeeping_status": housekeeping_status, "number": number, "now": db.now}
-    rows = db.all(
+    args = {
+        "hotel_id": hotel_id,
+        "housekeeping_status": housekeeping_status,
+        "number": number,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM rooms"
         " WHERE (:hotel_id IS NULL OR hotel_id = :hotel_id)"
         " AND (:housekeeping_status IS NULL OR housekeeping_status = :housekeeping_status)"
         " AND (:number IS NULL OR number = :number)"
-        " ORDER BY room_id LIMIT 25",
-        args,
+        " ORDER BY room_id",
+        args, limit, cursor,
     )
-    return ListRoomsResult(rooms=[Room(**row) for row in rows], count=len(rows))
+    rows = [Room(**row) for row in page['rows']]
+    return ListRoomsResult(
+        rooms=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def set_housekeeping_status(
@@ -703,6 +876,7 @@ def set_housekeeping_status(
         "room_id": room_id,
         "housekeeping_status": housekeeping_status,
         "now": db.now,
+        "principal": db.principal,
         "id": current["room_id"],
     }
     if db.one(
@@ -731,11 +905,14 @@ def check_in(
         ),
     ],
 ) -> Reservation:
-    """Check a guest in on or after their arrival date. The assigned room must be clean and vacant (set_housekeeping_status or move_room otherwise); it becomes occupied."""
+    """Check a guest in on or after their arrival date. The assigned room must be clean and vacant
+    (set_housekeeping_status or move_room otherwise); it becomes occupied.
+    """
     current = db.require("reservations", "res_id", res_id, "res_id")
     args = {
         "res_id": res_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["res_id"],
         "set_status": "checked_in",
         "set_checked_in_at": db.now,
@@ -786,10 +963,13 @@ def move_room(
         ),
     ],
 ) -> Reservation:
-    """Move a confirmed or in-house reservation to another room of the same hotel at the same rate. The new room must sleep the party and be free for the rest of the stay; an in-house guest needs a clean vacant room, and the old room is left dirty."""
+    """Move a confirmed or in-house reservation to another room of the same hotel at the same rate. The new
+    room must sleep the party and be free for the rest of the stay; an in-house guest needs a clean
+    vacant room, and the old room is left dirty.
+    """
     db.require("reservations", "res_id", res_id, "res_id")
     db.require("rooms", "room_id", room_id, "room_id")
-    args = {"res_id": res_id, "room_id": room_id, "now": db.now}
+    args = {"res_id": res_id, "room_id": room_id, "now": db.now, "principal": db.principal}
     if db.one(
         "SELECT 1 FROM reservations WHERE res_id = :res_id"
         " AND status NOT IN ('confirmed', 'checked_in')",
@@ -883,6 +1063,7 @@ def post_charge(
         "description": description,
         "amount": amount,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM reservations WHERE res_id = :res_id AND status != 'checked_in'", args):
@@ -937,9 +1118,12 @@ def check_out(
         Field(description="How the guest settles the bill", json_schema_extra={"x-envfarm-user-known": True}),
     ],
 ) -> CheckOutResult:
-    """Check an in-house guest out: post the room nights (arrival to today, at least one) and city tax, settle the balance with the given payment method, and leave the room dirty. An early departure moves the departure date to today."""
+    """Check an in-house guest out: post the room nights (arrival to today, at least one) and city tax,
+    settle the balance with the given payment method, and leave the room dirty. An early departure moves
+    the departure date to today.
+    """
     db.require("reservations", "res_id", res_id, "res_id")
-    args = {"res_id": res_id, "payment_method": payment_method, "now": db.now}
+    args = {"res_id": res_id, "payment_method": payment_method, "now": db.now, "principal": db.principal}
     if db.one("SELECT 1 FROM reservations WHERE res_id = :res_id AND status != 'checked_in'", args):
         db.reject("Reservation {res_id} is not checked in, so it cannot be checked out.".format_map(args))
     outcome = handlers.check_out(db, res_id=res_id, payment_method=payment_method)
@@ -969,6 +1153,7 @@ def cancel_reservation(
         "res_id": res_id,
         "cancel_reason": cancel_reason,
         "now": db.now,
+        "principal": db.principal,
         "id": current["res_id"],
         "set_status": "cancelled",
         "set_cancelled_at": db.now,
@@ -993,3 +1178,57 @@ def cancel_reservation(
         args,
     )
     return Reservation(**row)
+
+
+def list_folio_charges(
+    db: Database,
+    res_id: Annotated[
+        str | None,
+        Field(
+            description="Reservation id",
+            json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-column": "folio_charges.res_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    category: Annotated[
+        FolioChargeCategory | None,
+        Field(
+            description="Only this category",
+            json_schema_extra={"x-envfarm-column": "folio_charges.category", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
+) -> ListFolioChargesResult:
+    """The lines of a guest folio (room nights, taxes, extras and payments), by reservation or category.
+
+    Matching: res_id equals; category equals. Ordered oldest first. Returns 25 rows per page by default
+    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    if res_id is not None:
+        db.require("reservations", "res_id", res_id, "res_id")
+    args = {"res_id": res_id, "category": category, "now": db.now, "principal": db.principal}
+    page = db.page(
+        "SELECT * FROM folio_charges"
+        " WHERE (:res_id IS NULL OR res_id = :res_id)"
+        " AND (:category IS NULL OR category = :category)"
+        " ORDER BY posted_at, charge_id",
+        args, limit, cursor,
+    )
+    rows = [FolioCharge(**row) for row in page['rows']]
+    return ListFolioChargesResult(
+        folio_charges=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )

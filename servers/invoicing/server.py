@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -51,6 +52,13 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.void_invoice, "update"),
         ToolDefinition(tools.client_statement, "custom", read_only=True),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="an accounts receivable clerk of the firm",
+        default="Accounts receivable: Kim Laurent",
+        values=("Accounts receivable: Kim Laurent", "Accounts receivable: Raj Mehta",),
+        customers="a client company is identified by its name and a billing contact email on record",
+    ),
 )
 
 

@@ -229,31 +229,43 @@ class CreditNote(BaseModel):
 
 
 class FindClientResult(BaseModel):
-    """What `find_client` found."""
+    """What `find_client` found: one page of the matching rows."""
 
-    clients: list[Client] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    clients: list[Client] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchCatalogResult(BaseModel):
-    """What `search_catalog` found."""
+    """What `search_catalog` found: one page of the matching rows."""
 
-    catalog_items: list[CatalogItem] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    catalog_items: list[CatalogItem] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListInvoicesResult(BaseModel):
-    """What `list_invoices` found."""
+    """What `list_invoices` found: one page of the matching rows."""
 
-    invoices: list[Invoice] = Field(description="matching rows, at most 40")
-    count: int = Field(description="how many rows were returned")
+    invoices: list[Invoice] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListInvoiceLinesResult(BaseModel):
-    """What `list_invoice_lines` found."""
+    """What `list_invoice_lines` found: one page of the matching rows."""
 
-    invoice_lines: list[InvoiceLine] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    invoice_lines: list[InvoiceLine] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class AddInvoiceLineResult(BaseModel):
@@ -268,17 +280,23 @@ class AddInvoiceLineResult(BaseModel):
 
 
 class ListPaymentsResult(BaseModel):
-    """What `list_payments` found."""
+    """What `list_payments` found: one page of the matching rows."""
 
-    payments: list[Payment] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    payments: list[Payment] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListCreditNotesResult(BaseModel):
-    """What `list_credit_notes` found."""
+    """What `list_credit_notes` found: one page of the matching rows."""
 
-    credit_notes: list[CreditNote] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    credit_notes: list[CreditNote] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ClientStatementResult(BaseModel):
@@ -315,23 +333,48 @@ def find_client(
             json_schema_extra={"x-envfarm-column": "clients.billing_city", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindClientResult:
-    """Find client companies by part of the name, the billing contact's exact email, or city."""
+    """Find client companies by part of the name, the billing contact's exact email, or city.
+
+    Matching: company_name contains (case-insensitive); contact_email equals; billing_city equals.
+    Ordered by client_id. Returns 25 rows per page by default (limit: up to 200) with total and
+    has_more; pass the returned cursor to get the next page.
+    """
     args = {
         "company_name": company_name,
         "contact_email": contact_email,
         "billing_city": billing_city,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM clients"
         " WHERE (:company_name IS NULL OR lower(company_name) LIKE '%' || replace(replace(replace(lower(:company_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:contact_email IS NULL OR contact_email = :contact_email)"
         " AND (:billing_city IS NULL OR billing_city = :billing_city)"
-        " ORDER BY client_id LIMIT 25",
-        args,
+        " ORDER BY client_id",
+        args, limit, cursor,
     )
-    return FindClientResult(clients=[Client(**row) for row in rows], count=len(rows))
+    rows = [Client(**row) for row in page['rows']]
+    return FindClientResult(
+        clients=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_client(
@@ -365,17 +408,41 @@ def search_catalog(
             json_schema_extra={"x-envfarm-column": "catalog_items.kind", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchCatalogResult:
-    """Search the catalog of services and products by name or kind, with list prices and tax rates."""
-    args = {"name": name, "kind": kind, "now": db.now}
-    rows = db.all(
+    """Search the catalog of services and products by name or kind, with list prices and tax rates.
+
+    Matching: name contains (case-insensitive); kind equals. Ordered by item_id. Returns 25 rows per
+    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
+    page.
+    """
+    args = {"name": name, "kind": kind, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM catalog_items"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:kind IS NULL OR kind = :kind)"
-        " ORDER BY item_id LIMIT 25",
-        args,
+        " ORDER BY item_id",
+        args, limit, cursor,
     )
-    return SearchCatalogResult(catalog_items=[CatalogItem(**row) for row in rows], count=len(rows))
+    rows = [CatalogItem(**row) for row in page['rows']]
+    return SearchCatalogResult(
+        catalog_items=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_invoices(
@@ -401,20 +468,50 @@ def list_invoices(
             json_schema_extra={"x-envfarm-column": "invoices.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 40,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListInvoicesResult:
-    """List a client's invoices, or find an invoice by its printed number, optionally by status."""
+    """List a client's invoices, or find an invoice by its printed number, optionally by status.
+
+    Matching: client_id equals; number equals; status equals. Ordered by invoice_id. Returns 40 rows per
+    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
+    page.
+    """
     if client_id is not None:
         db.require("clients", "client_id", client_id, "client_id")
-    args = {"client_id": client_id, "number": number, "status": status, "now": db.now}
-    rows = db.all(
+    args = {
+        "client_id": client_id,
+        "number": number,
+        "status": status,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM invoices"
         " WHERE (:client_id IS NULL OR client_id = :client_id)"
         " AND (:number IS NULL OR number = :number)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY invoice_id LIMIT 40",
-        args,
+        " ORDER BY invoice_id",
+        args, limit, cursor,
     )
-    return ListInvoicesResult(invoices=[Invoice(**row) for row in rows], count=len(rows))
+    rows = [Invoice(**row) for row in page['rows']]
+    return ListInvoicesResult(
+        invoices=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_invoice(
@@ -457,9 +554,17 @@ def create_invoice(
         ),
     ] = None,
 ) -> Invoice:
-    """Start a draft invoice for an active client. It gets the next invoice number, and its due date follows the client's payment terms. Add lines, then send it."""
+    """Start a draft invoice for an active client. It gets the next invoice number, and its due date
+    follows the client's payment terms. Add lines, then send it.
+    """
     db.require("clients", "client_id", client_id, "client_id")
-    args = {"client_id": client_id, "issued_on": issued_on, "notes": notes, "now": db.now}
+    args = {
+        "client_id": client_id,
+        "issued_on": issued_on,
+        "notes": notes,
+        "now": db.now,
+        "principal": db.principal,
+    }
     if db.one("SELECT 1 FROM clients WHERE client_id = :client_id AND status = 'archived'", args):
         db.reject("Client {client_id} is archived and cannot be invoiced.".format_map(args))
     if db.one("SELECT 1 WHERE :issued_on IS NOT NULL AND :issued_on > date(:now)", args):
@@ -479,17 +584,40 @@ def list_invoice_lines(
             json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-column": "invoice_lines.invoice_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListInvoiceLinesResult:
-    """List the lines of an invoice with quantities, prices and tax."""
+    """List the lines of an invoice with quantities, prices and tax.
+
+    Matching: invoice_id equals. Ordered by line_id. Returns 25 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("invoices", "invoice_id", invoice_id, "invoice_id")
-    args = {"invoice_id": invoice_id, "now": db.now}
-    rows = db.all(
+    args = {"invoice_id": invoice_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM invoice_lines"
         " WHERE (:invoice_id IS NULL OR invoice_id = :invoice_id)"
-        " ORDER BY line_id LIMIT 25",
-        args,
+        " ORDER BY line_id",
+        args, limit, cursor,
     )
-    return ListInvoiceLinesResult(invoice_lines=[InvoiceLine(**row) for row in rows], count=len(rows))
+    rows = [InvoiceLine(**row) for row in page['rows']]
+    return ListInvoiceLinesResult(
+        invoice_lines=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def add_invoice_line(
@@ -528,7 +656,9 @@ def add_invoice_line(
         ),
     ] = None,
 ) -> AddInvoiceLineResult:
-    """Add a catalog item to an invoice at its list price (or a negotiated unit price); totals and the balance are updated. A paid or void invoice cannot get new lines."""
+    """Add a catalog item to an invoice at its list price (or a negotiated unit price); totals and the
+    balance are updated. A paid or void invoice cannot get new lines.
+    """
     db.require("invoices", "invoice_id", invoice_id, "invoice_id")
     db.require("catalog_items", "item_id", item_id, "item_id")
     args = {
@@ -538,6 +668,7 @@ def add_invoice_line(
         "unit_price": unit_price,
         "description": description,
         "now": db.now,
+        "principal": db.principal,
     }
     if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND status = 'paid'", args):
         db.reject(
@@ -561,7 +692,7 @@ def remove_invoice_line(
 ) -> InvoiceLine:
     """Remove a line from a draft invoice; its totals go down accordingly."""
     current = db.require("invoice_lines", "line_id", line_id, "line_id")
-    args = {"line_id": line_id, "now": db.now, "id": current["line_id"]}
+    args = {"line_id": line_id, "now": db.now, "principal": db.principal, "id": current["line_id"]}
     if db.one(
         "SELECT 1 FROM invoice_lines l JOIN invoices i ON i.invoice_id = l.invoice_id"
         " WHERE l.line_id = :line_id AND i.status != 'draft'",
@@ -601,6 +732,7 @@ def send_invoice(
     args = {
         "invoice_id": invoice_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["invoice_id"],
         "set_status": "sent",
         "set_sent_at": db.now,
@@ -664,7 +796,9 @@ def record_payment(
         ),
     ] = None,
 ) -> Payment:
-    """Record money received from the client against a sent invoice. A payment cannot exceed the balance due; the invoice becomes partially paid or paid."""
+    """Record money received from the client against a sent invoice. A payment cannot exceed the balance
+    due; the invoice becomes partially paid or paid.
+    """
     db.require("invoices", "invoice_id", invoice_id, "invoice_id")
     new_id = db.next_id("payments")
     args = {
@@ -674,6 +808,7 @@ def record_payment(
         "received_on": received_on,
         "reference": reference,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND status = 'draft'", args):
@@ -723,17 +858,40 @@ def list_payments(
             json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-column": "payments.invoice_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListPaymentsResult:
-    """List the payments received against an invoice."""
+    """List the payments received against an invoice.
+
+    Matching: invoice_id equals. Ordered by payment_id. Returns 25 rows per page by default (limit: up
+    to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("invoices", "invoice_id", invoice_id, "invoice_id")
-    args = {"invoice_id": invoice_id, "now": db.now}
-    rows = db.all(
+    args = {"invoice_id": invoice_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM payments"
         " WHERE (:invoice_id IS NULL OR invoice_id = :invoice_id)"
-        " ORDER BY payment_id LIMIT 25",
-        args,
+        " ORDER BY payment_id",
+        args, limit, cursor,
     )
-    return ListPaymentsResult(payments=[Payment(**row) for row in rows], count=len(rows))
+    rows = [Payment(**row) for row in page['rows']]
+    return ListPaymentsResult(
+        payments=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def issue_credit_note(
@@ -761,10 +919,19 @@ def issue_credit_note(
         ),
     ],
 ) -> CreditNote:
-    """Credit part of a sent invoice (discount, billing error, returned goods); the balance due goes down. All credits together cannot exceed the invoice total."""
+    """Credit part of a sent invoice (discount, billing error, returned goods); the balance due goes down.
+    All credits together cannot exceed the invoice total.
+    """
     db.require("invoices", "invoice_id", invoice_id, "invoice_id")
     new_id = db.next_id("credit_notes")
-    args = {"invoice_id": invoice_id, "amount": amount, "reason": reason, "now": db.now, "id": new_id}
+    args = {
+        "invoice_id": invoice_id,
+        "amount": amount,
+        "reason": reason,
+        "now": db.now,
+        "principal": db.principal,
+        "id": new_id,
+    }
     if db.one(
         "SELECT 1 FROM invoices WHERE invoice_id = :invoice_id"
         " AND status IN ('draft', 'void')",
@@ -809,17 +976,40 @@ def list_credit_notes(
             json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-column": "credit_notes.invoice_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListCreditNotesResult:
-    """List the credit notes issued on an invoice."""
+    """List the credit notes issued on an invoice.
+
+    Matching: invoice_id equals. Ordered by credit_note_id. Returns 25 rows per page by default (limit:
+    up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("invoices", "invoice_id", invoice_id, "invoice_id")
-    args = {"invoice_id": invoice_id, "now": db.now}
-    rows = db.all(
+    args = {"invoice_id": invoice_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM credit_notes"
         " WHERE (:invoice_id IS NULL OR invoice_id = :invoice_id)"
-        " ORDER BY credit_note_id LIMIT 25",
-        args,
+        " ORDER BY credit_note_id",
+        args, limit, cursor,
     )
-    return ListCreditNotesResult(credit_notes=[CreditNote(**row) for row in rows], count=len(rows))
+    rows = [CreditNote(**row) for row in page['rows']]
+    return ListCreditNotesResult(
+        credit_notes=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def extend_due_date(
@@ -842,7 +1032,13 @@ def extend_due_date(
 ) -> Invoice:
     """Give the client more time on an open invoice by moving its due date later."""
     current = db.require("invoices", "invoice_id", invoice_id, "invoice_id")
-    args = {"invoice_id": invoice_id, "due_on": due_on, "now": db.now, "id": current["invoice_id"]}
+    args = {
+        "invoice_id": invoice_id,
+        "due_on": due_on,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["invoice_id"],
+    }
     if db.one(
         "SELECT 1 FROM invoices WHERE invoice_id = :invoice_id"
         " AND status IN ('paid', 'void')",
@@ -876,12 +1072,15 @@ def void_invoice(
         ),
     ],
 ) -> Invoice:
-    """Void an invoice issued by mistake. Not possible once payments were received (issue a credit note instead)."""
+    """Void an invoice issued by mistake. Not possible once payments were received (issue a credit note
+    instead).
+    """
     current = db.require("invoices", "invoice_id", invoice_id, "invoice_id")
     args = {
         "invoice_id": invoice_id,
         "void_reason": void_reason,
         "now": db.now,
+        "principal": db.principal,
         "id": current["invoice_id"],
         "set_status": "void",
         "set_balance_due": 0.0,
@@ -910,7 +1109,9 @@ def client_statement(
         ),
     ],
 ) -> ClientStatementResult:
-    """A client's account statement: open (sent or partially paid) invoices, the total outstanding, and how much of it is overdue."""
+    """A client's account statement: open (sent or partially paid) invoices, the total outstanding, and how
+    much of it is overdue.
+    """
     db.require("clients", "client_id", client_id, "client_id")
     outcome = handlers.client_statement(db, client_id=client_id)
     return ClientStatementResult.model_validate(outcome)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -49,6 +50,13 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.pay_fine, "update"),
         ToolDefinition(tools.update_member_contact, "update"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="the circulation desk of Maplewood Public Library",
+        default="Circulation desk: Ella Fitz",
+        values=("Circulation desk: Ella Fitz", "Circulation desk: Noor Aziz",),
+        customers="a member gives their card number, or their full name and email; match them before lending, renewing or waiving anything",
+    ),
 )
 
 

@@ -202,45 +202,63 @@ class Fine(BaseModel):
 
 
 class FindMemberResult(BaseModel):
-    """What `find_member` found."""
+    """What `find_member` found: one page of the matching rows."""
 
-    members: list[Member] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    members: list[Member] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchCatalogResult(BaseModel):
-    """What `search_catalog` found."""
+    """What `search_catalog` found: one page of the matching rows."""
 
-    titles: list[Title] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    titles: list[Title] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListCopiesResult(BaseModel):
-    """What `list_copies` found."""
+    """What `list_copies` found: one page of the matching rows."""
 
-    copies: list[Copy] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    copies: list[Copy] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListLoansResult(BaseModel):
-    """What `list_loans` found."""
+    """What `list_loans` found: one page of the matching rows."""
 
-    loans: list[Loan] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    loans: list[Loan] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListHoldsResult(BaseModel):
-    """What `list_holds` found."""
+    """What `list_holds` found: one page of the matching rows."""
 
-    holds: list[Hold] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    holds: list[Hold] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListFinesResult(BaseModel):
-    """What `list_fines` found."""
+    """What `list_fines` found: one page of the matching rows."""
 
-    fines: list[Fine] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    fines: list[Fine] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class GetMemberAccountResult(BaseModel):
@@ -291,18 +309,49 @@ def find_member(
             json_schema_extra={"x-envfarm-column": "members.card_number", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindMemberResult:
-    """Find library members by part of their name, exact email or card number. Returns member records with their member_id."""
-    args = {"full_name": full_name, "email": email, "card_number": card_number, "now": db.now}
-    rows = db.all(
+    """Find library members by part of their name, exact email or card number. Returns member records with
+    their member_id.
+
+    Matching: full_name contains (case-insensitive); email equals; card_number equals. Ordered by
+    member_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
+    returned cursor to get the next page.
+    """
+    args = {
+        "full_name": full_name,
+        "email": email,
+        "card_number": card_number,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM members"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:card_number IS NULL OR card_number = :card_number)"
-        " ORDER BY member_id LIMIT 25",
-        args,
+        " ORDER BY member_id",
+        args, limit, cursor,
     )
-    return FindMemberResult(members=[Member(**row) for row in rows], count=len(rows))
+    rows = [Member(**row) for row in page['rows']]
+    return FindMemberResult(
+        members=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def search_catalog(
@@ -335,19 +384,50 @@ def search_catalog(
             json_schema_extra={"x-envfarm-column": "titles.isbn", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchCatalogResult:
-    """Search the catalog by title, author, genre or ISBN. Returns titles with their title_id."""
-    args = {"title": title, "author": author, "genre": genre, "isbn": isbn, "now": db.now}
-    rows = db.all(
+    """Search the catalog by title, author, genre or ISBN. Returns titles with their title_id.
+
+    Matching: title contains (case-insensitive); author contains (case-insensitive); genre equals; isbn
+    equals. Ordered by title_id. Returns 25 rows per page by default (limit: up to 200) with total and
+    has_more; pass the returned cursor to get the next page.
+    """
+    args = {
+        "title": title,
+        "author": author,
+        "genre": genre,
+        "isbn": isbn,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM titles"
         " WHERE (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:author IS NULL OR lower(author) LIKE '%' || replace(replace(replace(lower(:author), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:genre IS NULL OR genre = :genre)"
         " AND (:isbn IS NULL OR isbn = :isbn)"
-        " ORDER BY title_id LIMIT 25",
-        args,
+        " ORDER BY title_id",
+        args, limit, cursor,
     )
-    return SearchCatalogResult(titles=[Title(**row) for row in rows], count=len(rows))
+    rows = [Title(**row) for row in page['rows']]
+    return SearchCatalogResult(
+        titles=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_copies(
@@ -373,19 +453,50 @@ def list_copies(
             json_schema_extra={"x-envfarm-column": "copies.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListCopiesResult:
-    """List the physical copies of a title with branch and status (available, on_loan, on_hold_shelf, in_repair, lost)."""
+    """List the physical copies of a title with branch and status (available, on_loan, on_hold_shelf,
+    in_repair, lost).
+
+    Matching: title_id equals; branch equals; status equals. Ordered by copy_id. Returns 25 rows per
+    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
+    page.
+    """
     db.require("titles", "title_id", title_id, "title_id")
-    args = {"title_id": title_id, "branch": branch, "status": status, "now": db.now}
-    rows = db.all(
+    args = {
+        "title_id": title_id,
+        "branch": branch,
+        "status": status,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM copies"
         " WHERE (:title_id IS NULL OR title_id = :title_id)"
         " AND (:branch IS NULL OR branch = :branch)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY copy_id LIMIT 25",
-        args,
+        " ORDER BY copy_id",
+        args, limit, cursor,
     )
-    return ListCopiesResult(copies=[Copy(**row) for row in rows], count=len(rows))
+    rows = [Copy(**row) for row in page['rows']]
+    return ListCopiesResult(
+        copies=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_copy_by_barcode(
@@ -419,18 +530,41 @@ def list_loans(
             json_schema_extra={"x-envfarm-column": "loans.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListLoansResult:
-    """List a member's loans with due dates and renewals, optionally only active, returned or lost ones."""
+    """List a member's loans with due dates and renewals, optionally only active, returned or lost ones.
+
+    Matching: member_id equals; status equals. Ordered by loan_id. Returns 25 rows per page by default
+    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("members", "member_id", member_id, "member_id")
-    args = {"member_id": member_id, "status": status, "now": db.now}
-    rows = db.all(
+    args = {"member_id": member_id, "status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM loans"
         " WHERE (:member_id IS NULL OR member_id = :member_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY loan_id LIMIT 25",
-        args,
+        " ORDER BY loan_id",
+        args, limit, cursor,
     )
-    return ListLoansResult(loans=[Loan(**row) for row in rows], count=len(rows))
+    rows = [Loan(**row) for row in page['rows']]
+    return ListLoansResult(
+        loans=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_holds(
@@ -456,22 +590,52 @@ def list_holds(
             json_schema_extra={"x-envfarm-column": "holds.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListHoldsResult:
-    """List holds of a member or on a title, with their status and pickup branch."""
+    """List holds of a member or on a title, with their status and pickup branch.
+
+    Matching: member_id equals; title_id equals; status equals. Ordered by hold_id. Returns 25 rows per
+    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
+    page.
+    """
     if member_id is not None:
         db.require("members", "member_id", member_id, "member_id")
     if title_id is not None:
         db.require("titles", "title_id", title_id, "title_id")
-    args = {"member_id": member_id, "title_id": title_id, "status": status, "now": db.now}
-    rows = db.all(
+    args = {
+        "member_id": member_id,
+        "title_id": title_id,
+        "status": status,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM holds"
         " WHERE (:member_id IS NULL OR member_id = :member_id)"
         " AND (:title_id IS NULL OR title_id = :title_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY hold_id LIMIT 25",
-        args,
+        " ORDER BY hold_id",
+        args, limit, cursor,
     )
-    return ListHoldsResult(holds=[Hold(**row) for row in rows], count=len(rows))
+    rows = [Hold(**row) for row in page['rows']]
+    return ListHoldsResult(
+        holds=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_fines(
@@ -490,18 +654,41 @@ def list_fines(
             json_schema_extra={"x-envfarm-column": "fines.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListFinesResult:
-    """List the fines on a member's account, optionally only unpaid ones."""
+    """List the fines on a member's account, optionally only unpaid ones.
+
+    Matching: member_id equals; status equals. Ordered by fine_id. Returns 25 rows per page by default
+    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("members", "member_id", member_id, "member_id")
-    args = {"member_id": member_id, "status": status, "now": db.now}
-    rows = db.all(
+    args = {"member_id": member_id, "status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM fines"
         " WHERE (:member_id IS NULL OR member_id = :member_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY fine_id LIMIT 25",
-        args,
+        " ORDER BY fine_id",
+        args, limit, cursor,
     )
-    return ListFinesResult(fines=[Fine(**row) for row in rows], count=len(rows))
+    rows = [Fine(**row) for row in page['rows']]
+    return ListFinesResult(
+        fines=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_member_account(
@@ -514,7 +701,9 @@ def get_member_account(
         ),
     ],
 ) -> GetMemberAccountResult:
-    """Summarize a member's account: active and overdue loans, holds ready for pickup, unpaid fines, and whether the member may borrow right now (with the reasons when not)."""
+    """Summarize a member's account: active and overdue loans, holds ready for pickup, unpaid fines, and
+    whether the member may borrow right now (with the reasons when not).
+    """
     db.require("members", "member_id", member_id, "member_id")
     outcome = handlers.get_member_account(db, member_id=member_id)
     return GetMemberAccountResult.model_validate(outcome)
@@ -537,10 +726,13 @@ def checkout_copy(
         ),
     ],
 ) -> Loan:
-    """Lend a copy to a member for 21 days. The copy must be on the shelf or set aside on the hold shelf for this member (which fulfils their hold). Members may hold at most 5 items and may not owe more than $10 in fines."""
+    """Lend a copy to a member for 21 days. The copy must be on the shelf or set aside on the hold shelf
+    for this member (which fulfils their hold). Members may hold at most 5 items and may not owe more
+    than $10 in fines.
+    """
     db.require("members", "member_id", member_id, "member_id")
     db.require("copies", "copy_id", copy_id, "copy_id")
-    args = {"member_id": member_id, "copy_id": copy_id, "now": db.now}
+    args = {"member_id": member_id, "copy_id": copy_id, "now": db.now, "principal": db.principal}
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status != 'active'", args):
         db.reject(
             "Member {member_id}'s card is suspended or expired; it must be renewed at the desk before borrowing.".format_map(args),
@@ -596,9 +788,12 @@ def return_copy(
         ),
     ],
 ) -> ReturnCopyResult:
-    """Check a borrowed copy back in. A late return is charged $0.25 per day (up to the title's replacement cost). If a member is waiting for the title, the copy goes to the hold shelf for them, otherwise back on the shelf."""
+    """Check a borrowed copy back in. A late return is charged $0.25 per day (up to the title's replacement
+    cost). If a member is waiting for the title, the copy goes to the hold shelf for them, otherwise
+    back on the shelf.
+    """
     db.require("loans", "loan_id", loan_id, "loan_id")
-    args = {"loan_id": loan_id, "now": db.now}
+    args = {"loan_id": loan_id, "now": db.now, "principal": db.principal}
     if db.one("SELECT 1 FROM loans WHERE loan_id = :loan_id AND status != 'active'", args):
         db.reject(
             "Loan {loan_id} is not active (already returned or declared lost); there is nothing to check in.".format_map(args),
@@ -617,9 +812,11 @@ def renew_loan(
         ),
     ],
 ) -> Loan:
-    """Extend an active loan by 21 days from its current due date. Not possible for overdue loans, when another member is waiting for the title, or after two renewals."""
+    """Extend an active loan by 21 days from its current due date. Not possible for overdue loans, when
+    another member is waiting for the title, or after two renewals.
+    """
     db.require("loans", "loan_id", loan_id, "loan_id")
-    args = {"loan_id": loan_id, "now": db.now}
+    args = {"loan_id": loan_id, "now": db.now, "principal": db.principal}
     if db.one("SELECT 1 FROM loans WHERE loan_id = :loan_id AND status != 'active'", args):
         db.reject("Loan {loan_id} is not active, so it cannot be renewed.".format_map(args))
     if db.one("SELECT 1 FROM loans WHERE loan_id = :loan_id AND due_on < date(:now)", args):
@@ -665,7 +862,9 @@ def place_hold(
         ),
     ],
 ) -> Hold:
-    """Put a member in line for a title when no copy is on the shelf at the chosen pickup branch. The member is told when a copy is set aside (status ready) and then has 7 days to borrow it."""
+    """Put a member in line for a title when no copy is on the shelf at the chosen pickup branch. The
+    member is told when a copy is set aside (status ready) and then has 7 days to borrow it.
+    """
     db.require("members", "member_id", member_id, "member_id")
     db.require("titles", "title_id", title_id, "title_id")
     new_id = db.next_id("holds")
@@ -674,6 +873,7 @@ def place_hold(
         "title_id": title_id,
         "pickup_branch": pickup_branch,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status != 'active'", args):
@@ -725,9 +925,17 @@ def cancel_hold(
         ),
     ],
 ) -> Hold:
-    """Cancel a waiting or ready hold. A copy that was set aside for it goes to the next member in line, or back on the shelf."""
+    """Cancel a waiting or ready hold. A copy that was set aside for it goes to the next member in line, or
+    back on the shelf.
+    """
     current = db.require("holds", "hold_id", hold_id, "hold_id")
-    args = {"hold_id": hold_id, "now": db.now, "id": current["hold_id"], "set_status": "cancelled"}
+    args = {
+        "hold_id": hold_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["hold_id"],
+        "set_status": "cancelled",
+    }
     if db.one(
         "SELECT 1 FROM holds WHERE hold_id = :hold_id"
         " AND status NOT IN ('waiting', 'ready')",
@@ -782,6 +990,7 @@ def pay_fine(
         "fine_id": fine_id,
         "amount": amount,
         "now": db.now,
+        "principal": db.principal,
         "id": current["fine_id"],
         "set_status": "paid",
         "set_paid_at": db.now,
@@ -826,7 +1035,14 @@ def update_member_contact(
 ) -> Member:
     """Change a member's contact email and/or phone number."""
     current = db.require("members", "member_id", member_id, "member_id")
-    args = {"member_id": member_id, "email": email, "phone": phone, "now": db.now, "id": current["member_id"]}
+    args = {
+        "member_id": member_id,
+        "email": email,
+        "phone": phone,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["member_id"],
+    }
     if db.one("SELECT 1 FROM members WHERE email = :email AND member_id != :member_id", args):
         db.reject("Email {email} already belongs to another library member.".format_map(args))
     if all(value is None for value in (email, phone,)):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -20,7 +21,7 @@ from . import tools
 DEFINITION = ServerDefinition(
     name="mail",
     title="Work Mail",
-    description="Company email: everyone's mailbox, threads of messages, each person's view of a thread (inbox, archive, trash, read and starred flags), labels and drafts. Addresses are the same work emails the calendar uses.",
+    description="Company email as the signed-in employee sees it: their threads of messages, their view of each thread (inbox, archive, trash, read and starred flags), their labels and drafts. Addresses are the same work emails the calendar uses.",
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,
@@ -53,6 +54,25 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.reply_to_thread, "custom"),
         ToolDefinition(tools.delete_draft, "delete"),
     ],
+    principal=PrincipalDefinition(
+        kind="user",
+        description="the signed-in owner of a Northwind Analytics mailbox",
+        default="maria.patel@example.com",
+        table="mailboxes",
+        column="email",
+        time_zone="Europe/Lisbon",
+        scopes={
+            "conversations": "mailbox_email = :principal",
+            "labels": "mailbox_email = :principal",
+            "drafts": "mailbox_email = :principal",
+            "conversation_labels": "conversation_id IN (SELECT conversation_id FROM conversations"
+        " WHERE mailbox_email = :principal)",
+            "threads": "thread_id IN (SELECT thread_id FROM conversations"
+        " WHERE mailbox_email = :principal)",
+            "messages": "thread_id IN (SELECT thread_id FROM conversations"
+        " WHERE mailbox_email = :principal)",
+        },
+    ),
 )
 
 

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.runtime.database import Database
+from servers.runtime.database import Database, comma_joined
 
 from . import handlers
 
@@ -212,52 +212,73 @@ class Draft(BaseModel):
 
 
 class FindContactsResult(BaseModel):
-    """What `find_contacts` found."""
+    """What `find_contacts` found: one page of the matching rows."""
 
-    mailboxes: list[Mailbox] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    mailboxes: list[Mailbox] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListConversationsResult(BaseModel):
-    """What `list_conversations` found."""
+    """What `list_conversations` found: one page of the matching rows."""
 
-    conversations: list[Conversation] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    conversations: list[Conversation] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchMailResult(BaseModel):
     """What `search_mail` returns."""
 
-    conversations: list[Conversation] = Field(description="Matching conversations, newest first")
-    count: int = Field(description="How many matched")
+    conversations: list[Conversation] = Field(description="Matching conversations of this page, newest first")
+    count: int = Field(description="How many this page holds")
+    total: int = Field(description="How many matched over all pages")
+    has_more: bool = Field(description="Whether more follow this page")
+    cursor: str | None = Field(description="Pass it back as cursor for the next page; null on the last")
 
 
 class ListMessagesResult(BaseModel):
-    """What `list_messages` found."""
+    """What `list_messages` found: one page of the matching rows."""
 
-    messages: list[Message] = Field(description="matching rows, at most 100")
-    count: int = Field(description="how many rows were returned")
+    messages: list[Message] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListLabelsResult(BaseModel):
-    """What `list_labels` found."""
+    """What `list_labels` found: one page of the matching rows."""
 
-    labels: list[Label] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    labels: list[Label] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListAppliedLabelsResult(BaseModel):
-    """What `list_applied_labels` found."""
+    """What `list_applied_labels` found: one page of the matching rows."""
 
-    conversation_labels: list[ConversationLabel] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    conversation_labels: list[ConversationLabel] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListDraftsResult(BaseModel):
-    """What `list_drafts` found."""
+    """What `list_drafts` found: one page of the matching rows."""
 
-    drafts: list[Draft] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    drafts: list[Draft] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 def find_contacts(
@@ -276,28 +297,45 @@ def find_contacts(
             json_schema_extra={"x-envfarm-column": "mailboxes.email", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindContactsResult:
-    """Look up colleagues' email addresses by part of their name or by exact email."""
-    args = {"full_name": full_name, "email": email, "now": db.now}
-    rows = db.all(
+    """Look up colleagues' email addresses by part of their name or by exact email.
+
+    Matching: full_name contains (case-insensitive); email equals. Ordered by mailbox_id. Returns 25
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
+    """
+    args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM mailboxes"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
-        " ORDER BY mailbox_id LIMIT 25",
-        args,
+        " ORDER BY mailbox_id",
+        args, limit, cursor,
     )
-    return FindContactsResult(mailboxes=[Mailbox(**row) for row in rows], count=len(rows))
+    rows = [Mailbox(**row) for row in page['rows']]
+    return FindContactsResult(
+        mailboxes=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_conversations(
     db: Database,
-    mailbox_email: Annotated[
-        str,
-        Field(
-            description="Whose mailbox (find_contacts)",
-            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-column": "conversations.mailbox_email", "x-envfarm-user-known": False},
-        ),
-    ],
     folder: Annotated[
         ConversationFolder | None,
         Field(
@@ -326,43 +364,60 @@ def list_conversations(
             json_schema_extra={"x-envfarm-column": "conversations.is_starred", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListConversationsResult:
-    """List the conversations in one mailbox, optionally by folder, subject words, read or starred state. Returns conversation ids (for archiving, labels and flags) and thread ids (for list_messages)."""
-    db.require("mailboxes", "email", mailbox_email, "mailbox_email")
+    """List the conversations in your mailbox, optionally by folder, subject words, read or starred state.
+    Returns conversation ids (for archiving, labels and flags) and thread ids (for list_messages).
+
+    Matching: folder equals; subject contains (case-insensitive); is_read equals; is_starred equals.
+    Ordered newest first (by the latest message). Returns 50 rows per page by default (limit: up to 200)
+    with total and has_more; pass the returned cursor to get the next page.
+    """
     args = {
-        "mailbox_email": mailbox_email,
         "folder": folder,
         "subject": subject,
         "is_read": is_read,
         "is_starred": is_starred,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM conversations"
-        " WHERE (:mailbox_email IS NULL OR mailbox_email = :mailbox_email)"
-        " AND (:folder IS NULL OR folder = :folder)"
+        " WHERE (:folder IS NULL OR folder = :folder)"
         " AND (:subject IS NULL OR lower(subject) LIKE '%' || replace(replace(replace(lower(:subject), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:is_read IS NULL OR is_read = :is_read)"
         " AND (:is_starred IS NULL OR is_starred = :is_starred)"
-        " ORDER BY conversation_id LIMIT 50",
-        args,
+        " AND (mailbox_email = :principal)"
+        " ORDER BY last_message_at DESC, conversation_id",
+        args, limit, cursor,
     )
-    return ListConversationsResult(conversations=[Conversation(**row) for row in rows], count=len(rows))
+    rows = [Conversation(**row) for row in page['rows']]
+    return ListConversationsResult(
+        conversations=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def search_mail(
     db: Database,
-    mailbox_email: Annotated[
-        str,
-        Field(
-            description="Whose mailbox (find_contacts)",
-            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-user-known": True},
-        ),
-    ],
     text: Annotated[
         str | None,
         Field(
-            description="Words to find in the subject or a message body",
+            description="A phrase to find (case-insensitive substring) in the subject or a message body",
             json_schema_extra={"x-envfarm-user-known": True},
         ),
     ] = None,
@@ -380,14 +435,32 @@ def search_mail(
     label: Annotated[
         str | None,
         Field(
-            description="Only conversations carrying a label with this name",
+            description="Only conversations carrying a label with this name (exact, ignoring case)",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Conversations per page",
+            ge=1.0,
+            le=200.0,
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
             json_schema_extra={"x-envfarm-user-known": True},
         ),
     ] = None,
 ) -> SearchMailResult:
-    """Search one mailbox like a mail client does: words in the subject or any message body, a sender, a folder and/or a label name. Returns matching conversations, newest first."""
-    db.require("mailboxes", "email", mailbox_email, "mailbox_email")
-    outcome = handlers.search_mail(db, mailbox_email=mailbox_email, text=text, from_email=from_email, folder=folder, label=label)
+    """Search your mailbox like a mail client does: text in the subject or any message body (one phrase,
+    matched as a case-insensitive substring), a sender, a folder and/or a label name. Returns matching
+    conversations, newest first, a page at a time (limit, cursor) with total and has_more.
+    """
+    outcome = handlers.search_mail(db, text=text, from_email=from_email, folder=folder, label=label, limit=limit, cursor=cursor)
     return SearchMailResult.model_validate(outcome)
 
 
@@ -400,39 +473,79 @@ def list_messages(
             json_schema_extra={"x-envfarm-ref": "threads.thread_id", "x-envfarm-column": "messages.thread_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 100,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListMessagesResult:
-    """Read every message of a thread in order: sender, To and Cc addresses, body and time. The addresses tell who is on the thread."""
+    """Read every message of a thread in order: sender, To and Cc addresses, body and time. The addresses
+    tell who is on the thread.
+
+    Matching: thread_id equals. Ordered oldest first. Returns 100 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("threads", "thread_id", thread_id, "thread_id")
-    args = {"thread_id": thread_id, "now": db.now}
-    rows = db.all(
+    args = {"thread_id": thread_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM messages"
         " WHERE (:thread_id IS NULL OR thread_id = :thread_id)"
-        " ORDER BY message_id LIMIT 100",
-        args,
+        " AND (thread_id IN (SELECT thread_id FROM conversations WHERE mailbox_email = :principal))"
+        " ORDER BY sent_at, message_id",
+        args, limit, cursor,
     )
-    return ListMessagesResult(messages=[Message(**row) for row in rows], count=len(rows))
+    rows = [Message(**row) for row in page['rows']]
+    return ListMessagesResult(
+        messages=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_labels(
     db: Database,
-    mailbox_email: Annotated[
-        str,
+    limit: Annotated[
+        int,
         Field(
-            description="Whose mailbox",
-            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-column": "labels.mailbox_email", "x-envfarm-user-known": False},
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
         ),
-    ],
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListLabelsResult:
-    """List the labels of one mailbox. Returns label ids for apply_label."""
-    db.require("mailboxes", "email", mailbox_email, "mailbox_email")
-    args = {"mailbox_email": mailbox_email, "now": db.now}
-    rows = db.all(
+    """List the labels of your mailbox. Returns label ids for apply_label.
+
+    Ordered by label_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more;
+    pass the returned cursor to get the next page.
+    """
+    args = {"now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM labels"
-        " WHERE (:mailbox_email IS NULL OR mailbox_email = :mailbox_email)"
-        " ORDER BY label_id LIMIT 25",
-        args,
+        " WHERE (mailbox_email = :principal)"
+        " ORDER BY label_id",
+        args, limit, cursor,
     )
-    return ListLabelsResult(labels=[Label(**row) for row in rows], count=len(rows))
+    rows = [Label(**row) for row in page['rows']]
+    return ListLabelsResult(
+        labels=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_applied_labels(
@@ -444,28 +557,45 @@ def list_applied_labels(
             json_schema_extra={"x-envfarm-ref": "conversations.conversation_id", "x-envfarm-column": "conversation_labels.conversation_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListAppliedLabelsResult:
-    """List the labels applied to one conversation. Returns tag ids for remove_label."""
+    """List the labels applied to one conversation. Returns tag ids for remove_label.
+
+    Matching: conversation_id equals. Ordered by tag_id. Returns 25 rows per page by default (limit: up
+    to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("conversations", "conversation_id", conversation_id, "conversation_id")
-    args = {"conversation_id": conversation_id, "now": db.now}
-    rows = db.all(
+    args = {"conversation_id": conversation_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM conversation_labels"
         " WHERE (:conversation_id IS NULL OR conversation_id = :conversation_id)"
-        " ORDER BY tag_id LIMIT 25",
-        args,
+        " AND (conversation_id IN (SELECT conversation_id FROM conversations WHERE mailbox_email = :principal))"
+        " ORDER BY tag_id",
+        args, limit, cursor,
     )
-    return ListAppliedLabelsResult(conversation_labels=[ConversationLabel(**row) for row in rows], count=len(rows))
+    rows = [ConversationLabel(**row) for row in page['rows']]
+    return ListAppliedLabelsResult(
+        conversation_labels=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def create_label(
     db: Database,
-    mailbox_email: Annotated[
-        str,
-        Field(
-            description="Whose mailbox",
-            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-column": "labels.mailbox_email", "x-envfarm-user-known": False},
-        ),
-    ],
     name: Annotated[
         str,
         Field(
@@ -481,23 +611,20 @@ def create_label(
         ),
     ] = None,
 ) -> Label:
-    """Create a new label in a mailbox. Label names are unique per mailbox, ignoring case."""
-    db.require("mailboxes", "email", mailbox_email, "mailbox_email")
+    """Create a new label in your mailbox. Label names are unique per mailbox, ignoring case."""
     new_id = db.next_id("labels")
-    args = {"mailbox_email": mailbox_email, "name": name, "color": color, "now": db.now, "id": new_id}
+    args = {"name": name, "color": color, "now": db.now, "principal": db.principal, "id": new_id}
     if db.one(
-        "SELECT 1 FROM labels WHERE mailbox_email = :mailbox_email"
+        "SELECT 1 FROM labels WHERE mailbox_email = :principal"
         " AND lower(name) = lower(trim(:name))",
         args,
     ):
-        db.reject(
-            "{mailbox_email} already has a label named {name}; list_labels shows its id.".format_map(args),
-        )
+        db.reject("You already have a label named {name}; list_labels shows its id.".format_map(args))
     row = db.insert(
         "labels",
         {
             "label_id": new_id,
-            "mailbox_email": mailbox_email,
+            "mailbox_email": db.principal,
             "name": name,
             "color": color if color is not None else "gray",
         },
@@ -522,20 +649,19 @@ def apply_label(
         ),
     ],
 ) -> ConversationLabel:
-    """Put one of the mailbox owner's labels on a conversation of the same mailbox. A label can be applied to a conversation only once."""
+    """Put one of your labels on one of your conversations. A label can be applied to a conversation only
+    once.
+    """
     db.require("conversations", "conversation_id", conversation_id, "conversation_id")
     db.require("labels", "label_id", label_id, "label_id")
     new_id = db.next_id("conversation_labels")
-    args = {"conversation_id": conversation_id, "label_id": label_id, "now": db.now, "id": new_id}
-    if db.one(
-        "SELECT 1 FROM conversations c, labels l"
-        " WHERE c.conversation_id = :conversation_id AND l.label_id = :label_id"
-        " AND l.mailbox_email != c.mailbox_email",
-        args,
-    ):
-        db.reject(
-            "Label {label_id} belongs to another mailbox than conversation {conversation_id}; use a label from list_labels of the conversation's mailbox.".format_map(args),
-        )
+    args = {
+        "conversation_id": conversation_id,
+        "label_id": label_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": new_id,
+    }
     if db.one(
         "SELECT 1 FROM conversation_labels WHERE conversation_id = :conversation_id"
         " AND label_id = :label_id",
@@ -566,7 +692,7 @@ def remove_label(
 ) -> ConversationLabel:
     """Take a label off a conversation."""
     current = db.require("conversation_labels", "tag_id", tag_id, "tag_id")
-    args = {"tag_id": tag_id, "now": db.now, "id": current["tag_id"]}
+    args = {"tag_id": tag_id, "now": db.now, "principal": db.principal, "id": current["tag_id"]}
     db.execute("DELETE FROM conversation_labels WHERE tag_id = :id", args)
     return ConversationLabel(**current)
 
@@ -586,6 +712,7 @@ def archive_conversation(
     args = {
         "conversation_id": conversation_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["conversation_id"],
         "set_folder": "archive",
     }
@@ -626,6 +753,7 @@ def move_to_inbox(
     args = {
         "conversation_id": conversation_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["conversation_id"],
         "set_folder": "inbox",
     }
@@ -674,6 +802,7 @@ def mark_conversation(
         "is_read": is_read,
         "is_starred": is_starred,
         "now": db.now,
+        "principal": db.principal,
         "id": current["conversation_id"],
     }
     if all(value is None for value in (is_read, is_starred,)):
@@ -688,13 +817,6 @@ def mark_conversation(
 
 def list_drafts(
     db: Database,
-    mailbox_email: Annotated[
-        str,
-        Field(
-            description="Whose mailbox",
-            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-column": "drafts.mailbox_email", "x-envfarm-user-known": False},
-        ),
-    ],
     status: Annotated[
         DraftStatus | None,
         Field(
@@ -702,29 +824,44 @@ def list_drafts(
             json_schema_extra={"x-envfarm-column": "drafts.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListDraftsResult:
-    """List a mailbox's drafts (status draft) or the drafts it already sent (status sent)."""
-    db.require("mailboxes", "email", mailbox_email, "mailbox_email")
-    args = {"mailbox_email": mailbox_email, "status": status, "now": db.now}
-    rows = db.all(
+    """List your drafts (status draft) or the drafts you already sent (status sent).
+
+    Matching: status equals. Ordered most recently changed first. Returns 25 rows per page by default
+    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    args = {"status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM drafts"
-        " WHERE (:mailbox_email IS NULL OR mailbox_email = :mailbox_email)"
-        " AND (:status IS NULL OR status = :status)"
-        " ORDER BY draft_id LIMIT 25",
-        args,
+        " WHERE (:status IS NULL OR status = :status)"
+        " AND (mailbox_email = :principal)"
+        " ORDER BY updated_at DESC, draft_id",
+        args, limit, cursor,
     )
-    return ListDraftsResult(drafts=[Draft(**row) for row in rows], count=len(rows))
+    rows = [Draft(**row) for row in page['rows']]
+    return ListDraftsResult(
+        drafts=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def create_draft(
     db: Database,
-    mailbox_email: Annotated[
-        str,
-        Field(
-            description="Author's email",
-            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-column": "drafts.mailbox_email", "x-envfarm-user-known": False},
-        ),
-    ],
     body: Annotated[
         str,
         Field(
@@ -733,17 +870,17 @@ def create_draft(
         ),
     ],
     to_emails: Annotated[
-        str | None,
+        list[str] | None,
         Field(
-            description="Comma-separated To addresses",
-            json_schema_extra={"x-envfarm-column": "drafts.to_emails", "x-envfarm-user-known": True},
+            description="To addresses (default for a reply: the thread's other participants)",
+            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-column": "drafts.to_emails", "x-envfarm-user-known": True},
         ),
     ] = None,
     cc_emails: Annotated[
-        str | None,
+        list[str] | None,
         Field(
-            description="Comma-separated Cc addresses",
-            json_schema_extra={"x-envfarm-column": "drafts.cc_emails", "x-envfarm-user-known": True},
+            description="Cc addresses",
+            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-column": "drafts.cc_emails", "x-envfarm-user-known": True},
         ),
     ] = None,
     subject: Annotated[
@@ -761,40 +898,43 @@ def create_draft(
         ),
     ] = None,
 ) -> Draft:
-    """Write a draft: a new message (give a subject) or a reply on a thread the author is on (give thread_id). Recipients may be added later with update_draft; send it with send_draft."""
-    db.require("mailboxes", "email", mailbox_email, "mailbox_email")
+    """Write a draft from your mailbox: a new message (give a subject) or a reply on one of your threads
+    (give thread_id). A reply with no to_emails goes to everyone else on the thread. Every address must
+    be a known mailbox (find_contacts). Send it with send_draft.
+    """
+    for value in to_emails or []:
+        db.require("mailboxes", "email", value, "to_emails")
+    for value in cc_emails or []:
+        db.require("mailboxes", "email", value, "cc_emails")
     if thread_id is not None:
         db.require("threads", "thread_id", thread_id, "thread_id")
     new_id = db.next_id("drafts")
     args = {
-        "mailbox_email": mailbox_email,
         "body": body,
-        "to_emails": to_emails,
-        "cc_emails": cc_emails,
+        "to_emails": comma_joined(to_emails),
+        "cc_emails": comma_joined(cc_emails),
         "subject": subject,
         "thread_id": thread_id,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
-    if db.one(
-        "SELECT 1 WHERE :thread_id IS NOT NULL AND NOT EXISTS (SELECT 1"
-        " FROM conversations WHERE thread_id = :thread_id"
-        " AND mailbox_email = :mailbox_email)",
-        args,
-    ):
-        db.reject(
-            "{mailbox_email} is not on thread {thread_id}, so it can't reply to it; write a new message (omit thread_id) or ask someone on the thread to forward it.".format_map(args),
-        )
     if db.one("SELECT 1 WHERE :thread_id IS NULL AND trim(coalesce(:subject, '')) = ''", args):
         db.reject("A new message needs a subject; give subject, or thread_id to reply to a thread.")
-    row = db.insert(
+    if db.one(
+        "SELECT 1 WHERE :thread_id IS NULL AND trim(coalesce(:to_emails, '')) = ''"
+        " AND trim(coalesce(:cc_emails, '')) = ''",
+        args,
+    ):
+        db.reject("A new message needs at least one recipient in to_emails or cc_emails.")
+    db.insert(
         "drafts",
         {
             "draft_id": new_id,
-            "mailbox_email": mailbox_email,
+            "mailbox_email": db.principal,
             "thread_id": thread_id,
-            "to_emails": to_emails if to_emails is not None else "",
-            "cc_emails": cc_emails if cc_emails is not None else "",
+            "to_emails": comma_joined(to_emails) or "",
+            "cc_emails": comma_joined(cc_emails) or "",
             "subject": subject,
             "body": body,
             "status": "draft",
@@ -802,7 +942,15 @@ def create_draft(
             "updated_at": db.now,
         },
     )
-    return Draft(**row)
+    db.execute(
+        "UPDATE drafts SET to_emails = (SELECT coalesce(group_concat(address, ', '), '')"
+        " FROM (SELECT DISTINCT sender_email AS address FROM messages"
+        " WHERE thread_id = :thread_id AND sender_email != :principal"
+        " ORDER BY sender_email)) WHERE draft_id = :id AND :thread_id IS NOT NULL"
+        " AND trim(to_emails) = ''",
+        args,
+    )
+    return Draft(**db.require("drafts", "draft_id", new_id, "draft_id"))
 
 
 def update_draft(
@@ -815,17 +963,17 @@ def update_draft(
         ),
     ],
     to_emails: Annotated[
-        str | None,
+        list[str] | None,
         Field(
-            description="New comma-separated To addresses",
-            json_schema_extra={"x-envfarm-column": "drafts.to_emails", "x-envfarm-user-known": True},
+            description="New To addresses (replace the old ones)",
+            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-column": "drafts.to_emails", "x-envfarm-user-known": True},
         ),
     ] = None,
     cc_emails: Annotated[
-        str | None,
+        list[str] | None,
         Field(
-            description="New comma-separated Cc addresses",
-            json_schema_extra={"x-envfarm-column": "drafts.cc_emails", "x-envfarm-user-known": True},
+            description="New Cc addresses (replace the old ones)",
+            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-column": "drafts.cc_emails", "x-envfarm-user-known": True},
         ),
     ] = None,
     subject: Annotated[
@@ -845,13 +993,18 @@ def update_draft(
 ) -> Draft:
     """Change an unsent draft's recipients, subject or text. Omitted fields stay as they are."""
     current = db.require("drafts", "draft_id", draft_id, "draft_id")
+    for value in to_emails or []:
+        db.require("mailboxes", "email", value, "to_emails")
+    for value in cc_emails or []:
+        db.require("mailboxes", "email", value, "cc_emails")
     args = {
         "draft_id": draft_id,
-        "to_emails": to_emails,
-        "cc_emails": cc_emails,
+        "to_emails": comma_joined(to_emails),
+        "cc_emails": comma_joined(cc_emails),
         "subject": subject,
         "body": body,
         "now": db.now,
+        "principal": db.principal,
         "id": current["draft_id"],
         "set_updated_at": db.now,
     }
@@ -877,9 +1030,11 @@ def send_draft(
         ),
     ],
 ) -> Message:
-    """Send a draft. A new thread is started (or the reply is added to its thread), the message lands in every recipient's inbox as unread, and the draft is marked sent."""
+    """Send a draft. A new thread is started (or the reply is added to its thread), the message lands in
+    every recipient's inbox as unread, and the draft is marked sent.
+    """
     db.require("drafts", "draft_id", draft_id, "draft_id")
-    args = {"draft_id": draft_id, "now": db.now}
+    args = {"draft_id": draft_id, "now": db.now, "principal": db.principal}
     if db.one("SELECT 1 FROM drafts WHERE draft_id = :draft_id AND status = 'sent'", args):
         db.reject("Draft {draft_id} was already sent; a message is sent only once.".format_map(args))
     if db.one(
@@ -896,13 +1051,6 @@ def send_draft(
 
 def reply_to_thread(
     db: Database,
-    mailbox_email: Annotated[
-        str,
-        Field(
-            description="Email of the person replying",
-            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-user-known": True},
-        ),
-    ],
     thread_id: Annotated[
         str,
         Field(
@@ -919,25 +1067,11 @@ def reply_to_thread(
         ),
     ] = True,
 ) -> Message:
-    """Reply on a thread right away, without a draft. The reply goes to the author of the latest message; with reply_all (the default) everyone else on the thread is copied."""
-    db.require("mailboxes", "email", mailbox_email, "mailbox_email")
+    """Reply on one of your threads right away, without a draft. The reply goes to the author of the latest
+    message; with reply_all (the default) everyone else on the thread is copied.
+    """
     db.require("threads", "thread_id", thread_id, "thread_id")
-    args = {
-        "mailbox_email": mailbox_email,
-        "thread_id": thread_id,
-        "body": body,
-        "reply_all": reply_all,
-        "now": db.now,
-    }
-    if db.one(
-        "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM conversations"
-        " WHERE thread_id = :thread_id AND mailbox_email = :mailbox_email)",
-        args,
-    ):
-        db.reject(
-            "{mailbox_email} is not on thread {thread_id}, so it can't reply to it; write a new message with create_draft instead.".format_map(args),
-        )
-    outcome = handlers.reply_to_thread(db, mailbox_email=mailbox_email, thread_id=thread_id, body=body, reply_all=reply_all)
+    outcome = handlers.reply_to_thread(db, thread_id=thread_id, body=body, reply_all=reply_all)
     return Message.model_validate(outcome)
 
 
@@ -953,7 +1087,7 @@ def delete_draft(
 ) -> Draft:
     """Discard an unsent draft."""
     current = db.require("drafts", "draft_id", draft_id, "draft_id")
-    args = {"draft_id": draft_id, "now": db.now, "id": current["draft_id"]}
+    args = {"draft_id": draft_id, "now": db.now, "principal": db.principal, "id": current["draft_id"]}
     if db.one("SELECT 1 FROM drafts WHERE draft_id = :draft_id AND status = 'sent'", args):
         db.reject("Draft {draft_id} was already sent; sent mail can't be discarded.".format_map(args))
     db.execute("DELETE FROM drafts WHERE draft_id = :id", args)

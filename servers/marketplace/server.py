@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -52,6 +53,14 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.list_disputes, "search"),
         ToolDefinition(tools.withdraw_dispute, "update"),
     ],
+    principal=PrincipalDefinition(
+        kind="user",
+        description="a signed-in marketplace member",
+        default="maria.patel@example.com",
+        table="members",
+        column="email",
+        time_zone="Europe/Lisbon",
+    ),
 )
 
 

@@ -245,38 +245,53 @@ class Dispute(BaseModel):
 
 
 class FindMemberResult(BaseModel):
-    """What `find_member` found."""
+    """What `find_member` found: one page of the matching rows."""
 
-    members: list[Member] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    members: list[Member] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchListingsResult(BaseModel):
-    """What `search_listings` found."""
+    """What `search_listings` found: one page of the matching rows."""
 
-    listings: list[Listing] = Field(description="matching rows, at most 30")
-    count: int = Field(description="how many rows were returned")
+    listings: list[Listing] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListOffersResult(BaseModel):
-    """What `list_offers` found."""
+    """What `list_offers` found: one page of the matching rows."""
 
-    offers: list[Offer] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    offers: list[Offer] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListSalesResult(BaseModel):
-    """What `list_sales` found."""
+    """What `list_sales` found: one page of the matching rows."""
 
-    sales: list[Sale] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    sales: list[Sale] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListDisputesResult(BaseModel):
-    """What `list_disputes` found."""
+    """What `list_disputes` found: one page of the matching rows."""
 
-    disputes: list[Dispute] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    disputes: list[Dispute] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 def find_member(
@@ -302,18 +317,42 @@ def find_member(
             json_schema_extra={"x-envfarm-column": "members.city", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindMemberResult:
-    """Find members by part of their name, exact email or city. Returns member ids, ratings and status."""
-    args = {"full_name": full_name, "email": email, "city": city, "now": db.now}
-    rows = db.all(
+    """Find members by part of their name, exact email or city. Returns member ids, ratings and status.
+
+    Matching: full_name contains (case-insensitive); email equals; city equals. Ordered by member_id.
+    Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the returned
+    cursor to get the next page.
+    """
+    args = {"full_name": full_name, "email": email, "city": city, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM members"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:city IS NULL OR city = :city)"
-        " ORDER BY member_id LIMIT 25",
-        args,
+        " ORDER BY member_id",
+        args, limit, cursor,
     )
-    return FindMemberResult(members=[Member(**row) for row in rows], count=len(rows))
+    rows = [Member(**row) for row in page['rows']]
+    return FindMemberResult(
+        members=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def search_listings(
@@ -367,8 +406,31 @@ def search_listings(
             json_schema_extra={"x-envfarm-column": "listings.status", "x-envfarm-user-known": False},
         ),
     ] = "active",
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 30,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchListingsResult:
-    """Search listings by words in the title, category, condition, city, seller or a price cap. Only active listings unless another status is asked for."""
+    """Search listings by words in the title, category, condition, city, seller or a price cap. Only active
+    listings unless another status is asked for.
+
+    Matching: title contains (case-insensitive); category equals; condition equals; city equals;
+    seller_id equals; max_price at or before/below; status equals. Ordered by listing_id. Returns 30
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
+    """
     if seller_id is not None:
         db.require("members", "member_id", seller_id, "seller_id")
     args = {
@@ -380,8 +442,9 @@ def search_listings(
         "max_price": max_price,
         "status": status,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM listings"
         " WHERE (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:category IS NULL OR category = :category)"
@@ -390,10 +453,13 @@ def search_listings(
         " AND (:seller_id IS NULL OR seller_id = :seller_id)"
         " AND (:max_price IS NULL OR asking_price <= :max_price)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY listing_id LIMIT 30",
-        args,
+        " ORDER BY listing_id",
+        args, limit, cursor,
     )
-    return SearchListingsResult(listings=[Listing(**row) for row in rows], count=len(rows))
+    rows = [Listing(**row) for row in page['rows']]
+    return SearchListingsResult(
+        listings=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_listing(
@@ -472,7 +538,9 @@ def create_listing(
         ),
     ],
 ) -> Listing:
-    """List an item for sale. The minimum price is the lowest offer the seller will consider and cannot be above the asking price."""
+    """List an item for sale. The minimum price is the lowest offer the seller will consider and cannot be
+    above the asking price.
+    """
     db.require("members", "member_id", seller_id, "seller_id")
     new_id = db.next_id("listings")
     args = {
@@ -485,6 +553,7 @@ def create_listing(
         "city": city,
         "description": description,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM members WHERE member_id = :seller_id AND status = 'suspended'", args):
@@ -538,13 +607,16 @@ def update_listing_price(
         ),
     ] = None,
 ) -> Listing:
-    """Reprice an active listing (asking price, optionally the minimum). Pending offers below the new minimum are declined automatically."""
+    """Reprice an active listing (asking price, optionally the minimum). Pending offers below the new
+    minimum are declined automatically.
+    """
     current = db.require("listings", "listing_id", listing_id, "listing_id")
     args = {
         "listing_id": listing_id,
         "asking_price": asking_price,
         "minimum_price": minimum_price,
         "now": db.now,
+        "principal": db.principal,
         "id": current["listing_id"],
     }
     if db.one("SELECT 1 FROM listings WHERE listing_id = :listing_id AND status != 'active'", args):
@@ -583,7 +655,13 @@ def withdraw_listing(
 ) -> Listing:
     """Take an active listing off the marketplace. Its pending offers are declined."""
     current = db.require("listings", "listing_id", listing_id, "listing_id")
-    args = {"listing_id": listing_id, "now": db.now, "id": current["listing_id"], "set_status": "withdrawn"}
+    args = {
+        "listing_id": listing_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["listing_id"],
+        "set_status": "withdrawn",
+    }
     if db.one("SELECT 1 FROM listings WHERE listing_id = :listing_id AND status = 'sold'", args):
         db.reject("Listing {listing_id} is already sold and cannot be withdrawn.".format_map(args))
     if db.one("SELECT 1 FROM listings WHERE listing_id = :listing_id AND status = 'withdrawn'", args):
@@ -633,7 +711,9 @@ def make_offer(
         ),
     ] = None,
 ) -> Offer:
-    """Offer a price on someone else's active listing. The offer stays open for 48 hours; an offer below the seller's minimum is rejected."""
+    """Offer a price on someone else's active listing. The offer stays open for 48 hours; an offer below
+    the seller's minimum is rejected.
+    """
     db.require("listings", "listing_id", listing_id, "listing_id")
     db.require("members", "member_id", buyer_id, "buyer_id")
     new_id = db.next_id("offers")
@@ -643,6 +723,7 @@ def make_offer(
         "amount": amount,
         "message": message,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM listings WHERE listing_id = :listing_id AND seller_id = :buyer_id", args):
@@ -714,22 +795,52 @@ def list_offers(
             json_schema_extra={"x-envfarm-column": "offers.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListOffersResult:
-    """List offers on a listing or by a buyer, optionally by status. Shows amounts and expiry times."""
+    """List offers on a listing or by a buyer, optionally by status. Shows amounts and expiry times.
+
+    Matching: listing_id equals; buyer_id equals; status equals. Ordered by offer_id. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
     if listing_id is not None:
         db.require("listings", "listing_id", listing_id, "listing_id")
     if buyer_id is not None:
         db.require("members", "member_id", buyer_id, "buyer_id")
-    args = {"listing_id": listing_id, "buyer_id": buyer_id, "status": status, "now": db.now}
-    rows = db.all(
+    args = {
+        "listing_id": listing_id,
+        "buyer_id": buyer_id,
+        "status": status,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM offers"
         " WHERE (:listing_id IS NULL OR listing_id = :listing_id)"
         " AND (:buyer_id IS NULL OR buyer_id = :buyer_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY offer_id LIMIT 25",
-        args,
+        " ORDER BY offer_id",
+        args, limit, cursor,
     )
-    return ListOffersResult(offers=[Offer(**row) for row in rows], count=len(rows))
+    rows = [Offer(**row) for row in page['rows']]
+    return ListOffersResult(
+        offers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def accept_offer(
@@ -742,9 +853,11 @@ def accept_offer(
         ),
     ],
 ) -> Sale:
-    """Seller accepts a pending, unexpired offer: the listing is sold, a sale is created at the offered price and every other pending offer on the listing is declined. Returns the sale."""
+    """Seller accepts a pending, unexpired offer: the listing is sold, a sale is created at the offered
+    price and every other pending offer on the listing is declined. Returns the sale.
+    """
     db.require("offers", "offer_id", offer_id, "offer_id")
-    args = {"offer_id": offer_id, "now": db.now}
+    args = {"offer_id": offer_id, "now": db.now, "principal": db.principal}
     if db.one("SELECT 1 FROM offers WHERE offer_id = :offer_id AND status != 'pending'", args):
         db.reject("Offer {offer_id} is no longer pending (accepted, declined or withdrawn).".format_map(args))
     if db.one("SELECT 1 FROM offers WHERE offer_id = :offer_id AND expires_at <= :now", args):
@@ -767,7 +880,13 @@ def decline_offer(
 ) -> Offer:
     """Seller declines a pending offer."""
     current = db.require("offers", "offer_id", offer_id, "offer_id")
-    args = {"offer_id": offer_id, "now": db.now, "id": current["offer_id"], "set_status": "declined"}
+    args = {
+        "offer_id": offer_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["offer_id"],
+        "set_status": "declined",
+    }
     if db.one("SELECT 1 FROM offers WHERE offer_id = :offer_id AND status != 'pending'", args):
         db.reject("Offer {offer_id} is no longer pending, so it cannot be declined.".format_map(args))
     row = db.returning(
@@ -790,7 +909,13 @@ def withdraw_offer(
 ) -> Offer:
     """Buyer withdraws their own pending offer."""
     current = db.require("offers", "offer_id", offer_id, "offer_id")
-    args = {"offer_id": offer_id, "now": db.now, "id": current["offer_id"], "set_status": "withdrawn"}
+    args = {
+        "offer_id": offer_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["offer_id"],
+        "set_status": "withdrawn",
+    }
     if db.one("SELECT 1 FROM offers WHERE offer_id = :offer_id AND status != 'pending'", args):
         db.reject("Offer {offer_id} is no longer pending, so it cannot be withdrawn.".format_map(args))
     row = db.returning(
@@ -824,22 +949,52 @@ def list_sales(
             json_schema_extra={"x-envfarm-column": "sales.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListSalesResult:
-    """List sales where a member is the buyer or the seller, optionally by status."""
+    """List sales where a member is the buyer or the seller, optionally by status.
+
+    Matching: buyer_id equals; seller_id equals; status equals. Ordered by sale_id. Returns 25 rows per
+    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
+    page.
+    """
     if buyer_id is not None:
         db.require("members", "member_id", buyer_id, "buyer_id")
     if seller_id is not None:
         db.require("members", "member_id", seller_id, "seller_id")
-    args = {"buyer_id": buyer_id, "seller_id": seller_id, "status": status, "now": db.now}
-    rows = db.all(
+    args = {
+        "buyer_id": buyer_id,
+        "seller_id": seller_id,
+        "status": status,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM sales"
         " WHERE (:buyer_id IS NULL OR buyer_id = :buyer_id)"
         " AND (:seller_id IS NULL OR seller_id = :seller_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY sale_id LIMIT 25",
-        args,
+        " ORDER BY sale_id",
+        args, limit, cursor,
     )
-    return ListSalesResult(sales=[Sale(**row) for row in rows], count=len(rows))
+    rows = [Sale(**row) for row in page['rows']]
+    return ListSalesResult(
+        sales=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def create_shipping_label(
@@ -864,9 +1019,18 @@ def create_shipping_label(
         Field(description="Parcel weight in kg", ge=0.1, json_schema_extra={"x-envfarm-user-known": True}),
     ],
 ) -> ShippingLabel:
-    """Buy a prepaid shipping label for a sale awaiting shipment. The price depends on carrier, service and weight (30 kg at most). The sale becomes shipped. Returns the label with its tracking number."""
+    """Buy a prepaid shipping label for a sale awaiting shipment. The price depends on carrier, service and
+    weight (30 kg at most). The sale becomes shipped. Returns the label with its tracking number.
+    """
     db.require("sales", "sale_id", sale_id, "sale_id")
-    args = {"sale_id": sale_id, "carrier": carrier, "service": service, "weight_kg": weight_kg, "now": db.now}
+    args = {
+        "sale_id": sale_id,
+        "carrier": carrier,
+        "service": service,
+        "weight_kg": weight_kg,
+        "now": db.now,
+        "principal": db.principal,
+    }
     if db.one("SELECT 1 FROM sales WHERE sale_id = :sale_id AND status != 'awaiting_shipment'", args):
         db.reject(
             "Sale {sale_id} is not awaiting shipment (already shipped, completed, disputed or refunded).".format_map(args),
@@ -904,7 +1068,13 @@ def confirm_delivery(
 ) -> Sale:
     """Buyer confirms a shipped sale arrived; the sale completes and the label shows delivered."""
     current = db.require("sales", "sale_id", sale_id, "sale_id")
-    args = {"sale_id": sale_id, "now": db.now, "id": current["sale_id"], "set_status": "completed"}
+    args = {
+        "sale_id": sale_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["sale_id"],
+        "set_status": "completed",
+    }
     if db.one("SELECT 1 FROM sales WHERE sale_id = :sale_id AND status = 'awaiting_shipment'", args):
         db.reject(
             "Sale {sale_id} has not been shipped yet, so delivery cannot be confirmed.".format_map(args),
@@ -959,7 +1129,9 @@ def open_dispute(
         ),
     ],
 ) -> Dispute:
-    """Buyer opens a dispute about a sale within 30 days of the sale (item not received, not as described or damaged). The sale is marked disputed until support resolves it or the buyer withdraws it."""
+    """Buyer opens a dispute about a sale within 30 days of the sale (item not received, not as described
+    or damaged). The sale is marked disputed until support resolves it or the buyer withdraws it.
+    """
     db.require("sales", "sale_id", sale_id, "sale_id")
     db.require("members", "member_id", opened_by, "opened_by")
     new_id = db.next_id("disputes")
@@ -969,6 +1141,7 @@ def open_dispute(
         "reason": reason,
         "details": details,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM sales WHERE sale_id = :sale_id AND buyer_id != :opened_by", args):
@@ -1026,22 +1199,52 @@ def list_disputes(
             json_schema_extra={"x-envfarm-column": "disputes.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListDisputesResult:
-    """List disputes of a sale or opened by a member, optionally by status."""
+    """List disputes of a sale or opened by a member, optionally by status.
+
+    Matching: sale_id equals; opened_by equals; status equals. Ordered by dispute_id. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
     if sale_id is not None:
         db.require("sales", "sale_id", sale_id, "sale_id")
     if opened_by is not None:
         db.require("members", "member_id", opened_by, "opened_by")
-    args = {"sale_id": sale_id, "opened_by": opened_by, "status": status, "now": db.now}
-    rows = db.all(
+    args = {
+        "sale_id": sale_id,
+        "opened_by": opened_by,
+        "status": status,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM disputes"
         " WHERE (:sale_id IS NULL OR sale_id = :sale_id)"
         " AND (:opened_by IS NULL OR opened_by = :opened_by)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY dispute_id LIMIT 25",
-        args,
+        " ORDER BY dispute_id",
+        args, limit, cursor,
     )
-    return ListDisputesResult(disputes=[Dispute(**row) for row in rows], count=len(rows))
+    rows = [Dispute(**row) for row in page['rows']]
+    return ListDisputesResult(
+        disputes=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def withdraw_dispute(
@@ -1061,12 +1264,15 @@ def withdraw_dispute(
         ),
     ],
 ) -> Dispute:
-    """Buyer withdraws an open dispute (e.g. the parcel turned up). The sale goes back to shipped, or to awaiting shipment if it never had a label."""
+    """Buyer withdraws an open dispute (e.g. the parcel turned up). The sale goes back to shipped, or to
+    awaiting shipment if it never had a label.
+    """
     current = db.require("disputes", "dispute_id", dispute_id, "dispute_id")
     args = {
         "dispute_id": dispute_id,
         "resolution_note": resolution_note,
         "now": db.now,
+        "principal": db.principal,
         "id": current["dispute_id"],
         "set_status": "withdrawn",
     }

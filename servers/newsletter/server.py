@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -53,6 +54,13 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.cancel_campaign, "update"),
         ToolDefinition(tools.send_campaign, "custom"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a marketing coordinator running the newsletters",
+        default="Jordan Reyes",
+        values=("Jordan Reyes", "Sam Okoro",),
+        customers="a subscriber is identified by their email address; confirm it before changing their subscriptions",
+    ),
 )
 
 

@@ -215,52 +215,73 @@ class Unsubscribe(BaseModel):
 
 
 class SearchListsResult(BaseModel):
-    """What `search_lists` found."""
+    """What `search_lists` found: one page of the matching rows."""
 
-    lists: list[MailingList] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    lists: list[MailingList] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class FindSubscribersResult(BaseModel):
-    """What `find_subscribers` found."""
+    """What `find_subscribers` found: one page of the matching rows."""
 
-    subscribers: list[Subscriber] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    subscribers: list[Subscriber] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListSubscriptionsResult(BaseModel):
-    """What `list_subscriptions` found."""
+    """What `list_subscriptions` found: one page of the matching rows."""
 
-    subscriptions: list[Subscription] = Field(description="matching rows, at most 100")
-    count: int = Field(description="how many rows were returned")
+    subscriptions: list[Subscription] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListUnsubscribesResult(BaseModel):
-    """What `list_unsubscribes` found."""
+    """What `list_unsubscribes` found: one page of the matching rows."""
 
-    unsubscribes: list[Unsubscribe] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    unsubscribes: list[Unsubscribe] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListTemplatesResult(BaseModel):
-    """What `list_templates` found."""
+    """What `list_templates` found: one page of the matching rows."""
 
-    templates: list[Template] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    templates: list[Template] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchCampaignsResult(BaseModel):
-    """What `search_campaigns` found."""
+    """What `search_campaigns` found: one page of the matching rows."""
 
-    campaigns: list[Campaign] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    campaigns: list[Campaign] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListSendsResult(BaseModel):
-    """What `list_sends` found."""
+    """What `list_sends` found: one page of the matching rows."""
 
-    sends: list[Send] = Field(description="matching rows, at most 100")
-    count: int = Field(description="how many rows were returned")
+    sends: list[Send] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class CampaignReportResult(BaseModel):
@@ -293,17 +314,41 @@ def search_lists(
             json_schema_extra={"x-envfarm-column": "lists.status", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchListsResult:
-    """Find mailing lists by part of the name or by status. Returns list ids."""
-    args = {"name": name, "status": status, "now": db.now}
-    rows = db.all(
+    """Find mailing lists by part of the name or by status. Returns list ids.
+
+    Matching: name contains (case-insensitive); status equals. Ordered by list_id. Returns 25 rows per
+    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
+    page.
+    """
+    args = {"name": name, "status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM lists"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY list_id LIMIT 25",
-        args,
+        " ORDER BY list_id",
+        args, limit, cursor,
     )
-    return SearchListsResult(lists=[MailingList(**row) for row in rows], count=len(rows))
+    rows = [MailingList(**row) for row in page['rows']]
+    return SearchListsResult(
+        lists=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def find_subscribers(
@@ -322,17 +367,41 @@ def find_subscribers(
             json_schema_extra={"x-envfarm-column": "subscribers.full_name", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindSubscribersResult:
-    """Find subscribers by exact email or part of the name. Returns subscriber ids."""
-    args = {"email": email, "full_name": full_name, "now": db.now}
-    rows = db.all(
+    """Find subscribers by exact email or part of the name. Returns subscriber ids.
+
+    Matching: email equals; full_name contains (case-insensitive). Ordered by subscriber_id. Returns 25
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
+    """
+    args = {"email": email, "full_name": full_name, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM subscribers"
         " WHERE (:email IS NULL OR email = :email)"
         " AND (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY subscriber_id LIMIT 25",
-        args,
+        " ORDER BY subscriber_id",
+        args, limit, cursor,
     )
-    return FindSubscribersResult(subscribers=[Subscriber(**row) for row in rows], count=len(rows))
+    rows = [Subscriber(**row) for row in page['rows']]
+    return FindSubscribersResult(
+        subscribers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_subscriptions(
@@ -358,18 +427,49 @@ def list_subscriptions(
             json_schema_extra={"x-envfarm-column": "subscriptions.status", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 100,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListSubscriptionsResult:
-    """List subscriptions: the subscribers of a list (give list_id) or the lists one subscriber is on (give subscriber_id), optionally only subscribed or unsubscribed ones. Returns subscription ids."""
-    args = {"list_id": list_id, "subscriber_id": subscriber_id, "status": status, "now": db.now}
-    rows = db.all(
+    """List subscriptions: the subscribers of a list (give list_id) or the lists one subscriber is on (give
+    subscriber_id), optionally only subscribed or unsubscribed ones. Returns subscription ids.
+
+    Matching: list_id equals; subscriber_id equals; status equals. Ordered by subscription_id. Returns
+    100 rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to
+    get the next page.
+    """
+    args = {
+        "list_id": list_id,
+        "subscriber_id": subscriber_id,
+        "status": status,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM subscriptions"
         " WHERE (:list_id IS NULL OR list_id = :list_id)"
         " AND (:subscriber_id IS NULL OR subscriber_id = :subscriber_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY subscription_id LIMIT 100",
-        args,
+        " ORDER BY subscription_id",
+        args, limit, cursor,
     )
-    return ListSubscriptionsResult(subscriptions=[Subscription(**row) for row in rows], count=len(rows))
+    rows = [Subscription(**row) for row in page['rows']]
+    return ListSubscriptionsResult(
+        subscriptions=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_unsubscribes(
@@ -395,18 +495,48 @@ def list_unsubscribes(
             json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-column": "unsubscribes.campaign_id", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListUnsubscribesResult:
-    """Unsubscribe records with reasons, by list, subscriber or the campaign whose link was used."""
-    args = {"list_id": list_id, "subscriber_id": subscriber_id, "campaign_id": campaign_id, "now": db.now}
-    rows = db.all(
+    """Unsubscribe records with reasons, by list, subscriber or the campaign whose link was used.
+
+    Matching: list_id equals; subscriber_id equals; campaign_id equals. Ordered by unsubscribe_id.
+    Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass the returned
+    cursor to get the next page.
+    """
+    args = {
+        "list_id": list_id,
+        "subscriber_id": subscriber_id,
+        "campaign_id": campaign_id,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM unsubscribes"
         " WHERE (:list_id IS NULL OR list_id = :list_id)"
         " AND (:subscriber_id IS NULL OR subscriber_id = :subscriber_id)"
         " AND (:campaign_id IS NULL OR campaign_id = :campaign_id)"
-        " ORDER BY unsubscribe_id LIMIT 50",
-        args,
+        " ORDER BY unsubscribe_id",
+        args, limit, cursor,
     )
-    return ListUnsubscribesResult(unsubscribes=[Unsubscribe(**row) for row in rows], count=len(rows))
+    rows = [Unsubscribe(**row) for row in page['rows']]
+    return ListUnsubscribesResult(
+        unsubscribes=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_templates(
@@ -425,17 +555,41 @@ def list_templates(
             json_schema_extra={"x-envfarm-column": "templates.name", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListTemplatesResult:
-    """List email templates by category or name. Returns template ids for create_campaign."""
-    args = {"category": category, "name": name, "now": db.now}
-    rows = db.all(
+    """List email templates by category or name. Returns template ids for create_campaign.
+
+    Matching: category equals; name contains (case-insensitive). Ordered by template_id. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
+    args = {"category": category, "name": name, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM templates"
         " WHERE (:category IS NULL OR category = :category)"
         " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY template_id LIMIT 25",
-        args,
+        " ORDER BY template_id",
+        args, limit, cursor,
     )
-    return ListTemplatesResult(templates=[Template(**row) for row in rows], count=len(rows))
+    rows = [Template(**row) for row in page['rows']]
+    return ListTemplatesResult(
+        templates=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def search_campaigns(
@@ -461,18 +615,48 @@ def search_campaigns(
             json_schema_extra={"x-envfarm-column": "campaigns.subject", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchCampaignsResult:
-    """Find campaigns by list, status or subject words. Returns campaign ids."""
-    args = {"list_id": list_id, "status": status, "subject": subject, "now": db.now}
-    rows = db.all(
+    """Find campaigns by list, status or subject words. Returns campaign ids.
+
+    Matching: list_id equals; status equals; subject contains (case-insensitive). Ordered by
+    campaign_id. Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass
+    the returned cursor to get the next page.
+    """
+    args = {
+        "list_id": list_id,
+        "status": status,
+        "subject": subject,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM campaigns"
         " WHERE (:list_id IS NULL OR list_id = :list_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:subject IS NULL OR lower(subject) LIKE '%' || replace(replace(replace(lower(:subject), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY campaign_id LIMIT 50",
-        args,
+        " ORDER BY campaign_id",
+        args, limit, cursor,
     )
-    return SearchCampaignsResult(campaigns=[Campaign(**row) for row in rows], count=len(rows))
+    rows = [Campaign(**row) for row in page['rows']]
+    return SearchCampaignsResult(
+        campaigns=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_campaign(
@@ -506,18 +690,41 @@ def list_sends(
             json_schema_extra={"x-envfarm-column": "sends.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 100,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListSendsResult:
-    """The deliveries of a sent campaign, optionally by engagement (opened, clicked, bounced)."""
+    """The deliveries of a sent campaign, optionally by engagement (opened, clicked, bounced).
+
+    Matching: campaign_id equals; status equals. Ordered by send_id. Returns 100 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("campaigns", "campaign_id", campaign_id, "campaign_id")
-    args = {"campaign_id": campaign_id, "status": status, "now": db.now}
-    rows = db.all(
+    args = {"campaign_id": campaign_id, "status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM sends"
         " WHERE (:campaign_id IS NULL OR campaign_id = :campaign_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY send_id LIMIT 100",
-        args,
+        " ORDER BY send_id",
+        args, limit, cursor,
     )
-    return ListSendsResult(sends=[Send(**row) for row in rows], count=len(rows))
+    rows = [Send(**row) for row in page['rows']]
+    return ListSendsResult(
+        sends=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def campaign_report(
@@ -530,9 +737,11 @@ def campaign_report(
         ),
     ],
 ) -> CampaignReportResult:
-    """Results of a sent campaign: recipients, bounces, opens, clicks, open and click rates (of delivered emails), and how many people unsubscribed through it."""
+    """Results of a sent campaign: recipients, bounces, opens, clicks, open and click rates (of delivered
+    emails), and how many people unsubscribed through it.
+    """
     db.require("campaigns", "campaign_id", campaign_id, "campaign_id")
-    args = {"campaign_id": campaign_id, "now": db.now}
+    args = {"campaign_id": campaign_id, "now": db.now, "principal": db.principal}
     if db.one("SELECT 1 FROM campaigns WHERE campaign_id = :campaign_id AND status != 'sent'", args):
         db.reject("Campaign {campaign_id} has not been sent, so there is no report yet.".format_map(args))
     outcome = handlers.campaign_report(db, campaign_id=campaign_id)
@@ -558,7 +767,7 @@ def create_list(
 ) -> MailingList:
     """Create a new, empty mailing list."""
     new_id = db.next_id("lists")
-    args = {"name": name, "description": description, "now": db.now, "id": new_id}
+    args = {"name": name, "description": description, "now": db.now, "principal": db.principal, "id": new_id}
     if db.one("SELECT 1 FROM lists WHERE lower(name) = lower(trim(:name))", args):
         db.reject("A list named {name} already exists; search_lists finds it.".format_map(args))
     row = db.insert(
@@ -609,7 +818,9 @@ def subscribe(
         ),
     ] = "manual",
 ) -> Subscription:
-    """Add an email to a list (a new subscriber needs full_name). Someone who unsubscribed from the list can only be re-added with consent_confirmed=true, after they asked to rejoin."""
+    """Add an email to a list (a new subscriber needs full_name). Someone who unsubscribed from the list
+    can only be re-added with consent_confirmed=true, after they asked to rejoin.
+    """
     db.require("lists", "list_id", list_id, "list_id")
     args = {
         "list_id": list_id,
@@ -618,6 +829,7 @@ def subscribe(
         "consent_confirmed": consent_confirmed,
         "source": source,
         "now": db.now,
+        "principal": db.principal,
     }
     if db.one("SELECT 1 WHERE lower(trim(:email)) NOT LIKE '_%@_%._%'", args):
         db.reject("{email} is not a valid email address.".format_map(args))
@@ -666,11 +878,19 @@ def unsubscribe(
         ),
     ] = None,
 ) -> Unsubscribe:
-    """Take a subscriber off a list, recording why (and through which campaign's link, if any). They stop receiving the list's campaigns."""
+    """Take a subscriber off a list, recording why (and through which campaign's link, if any). They stop
+    receiving the list's campaigns.
+    """
     db.require("subscriptions", "subscription_id", subscription_id, "subscription_id")
     if campaign_id is not None:
         db.require("campaigns", "campaign_id", campaign_id, "campaign_id")
-    args = {"subscription_id": subscription_id, "reason": reason, "campaign_id": campaign_id, "now": db.now}
+    args = {
+        "subscription_id": subscription_id,
+        "reason": reason,
+        "campaign_id": campaign_id,
+        "now": db.now,
+        "principal": db.principal,
+    }
     if db.one(
         "SELECT 1 FROM subscriptions WHERE subscription_id = :subscription_id"
         " AND status = 'unsubscribed'",
@@ -728,6 +948,7 @@ def create_template(
         "subject_line": subject_line,
         "body": body,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM templates WHERE lower(name) = lower(trim(:name))", args):
@@ -778,7 +999,14 @@ def create_campaign(
     db.require("lists", "list_id", list_id, "list_id")
     db.require("templates", "template_id", template_id, "template_id")
     new_id = db.next_id("campaigns")
-    args = {"list_id": list_id, "template_id": template_id, "subject": subject, "now": db.now, "id": new_id}
+    args = {
+        "list_id": list_id,
+        "template_id": template_id,
+        "subject": subject,
+        "now": db.now,
+        "principal": db.principal,
+        "id": new_id,
+    }
     if db.one("SELECT 1 FROM lists WHERE list_id = :list_id AND status = 'archived'", args):
         db.reject("List {list_id} is archived; campaigns can only go to active lists.".format_map(args))
     row = db.insert(
@@ -829,6 +1057,7 @@ def update_campaign(
         "subject": subject,
         "template_id": template_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["campaign_id"],
     }
     if db.one(
@@ -873,6 +1102,7 @@ def schedule_campaign(
         "campaign_id": campaign_id,
         "scheduled_for": scheduled_for,
         "now": db.now,
+        "principal": db.principal,
         "id": current["campaign_id"],
         "set_status": "scheduled",
     }
@@ -915,6 +1145,7 @@ def cancel_campaign(
     args = {
         "campaign_id": campaign_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["campaign_id"],
         "set_status": "cancelled",
     }
@@ -946,9 +1177,11 @@ def send_campaign(
         ),
     ],
 ) -> Campaign:
-    """Send a draft or scheduled campaign now to every current subscriber of its list. A campaign is sent only once, and never to an empty list."""
+    """Send a draft or scheduled campaign now to every current subscriber of its list. A campaign is sent
+    only once, and never to an empty list.
+    """
     db.require("campaigns", "campaign_id", campaign_id, "campaign_id")
-    args = {"campaign_id": campaign_id, "now": db.now}
+    args = {"campaign_id": campaign_id, "now": db.now, "principal": db.principal}
     if db.one("SELECT 1 FROM campaigns WHERE campaign_id = :campaign_id AND status = 'sent'", args):
         db.reject(
             "Campaign {campaign_id} was already sent; a campaign can't be sent twice. Create a new campaign to send again.".format_map(args),

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -51,7 +52,15 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.file_claim, "create"),
         ToolDefinition(tools.list_claims, "search"),
         ToolDefinition(tools.cancel_shipment, "update"),
+        ToolDefinition(tools.list_address_changes, "search"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a Swiftline customer service agent",
+        default="Customer service: Lina Park",
+        values=("Customer service: Lina Park", "Customer service: Marco Testa",),
+        customers="a sender gives their email and the tracking number; match them before redirecting or claiming",
+    ),
 )
 
 

@@ -244,52 +244,83 @@ class Claim(BaseModel):
 
 
 class FindCustomerResult(BaseModel):
-    """What `find_customer` found."""
+    """What `find_customer` found: one page of the matching rows."""
 
-    customers: list[Customer] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    customers: list[Customer] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListServiceLevelsResult(BaseModel):
-    """What `list_service_levels` found."""
+    """What `list_service_levels` found: one page of the matching rows."""
 
-    service_levels: list[ServiceLevel] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    service_levels: list[ServiceLevel] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListParcelsResult(BaseModel):
-    """What `list_parcels` found."""
+    """What `list_parcels` found: one page of the matching rows."""
 
-    parcels: list[Parcel] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    parcels: list[Parcel] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListShipmentsResult(BaseModel):
-    """What `list_shipments` found."""
+    """What `list_shipments` found: one page of the matching rows."""
 
-    shipments: list[Shipment] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    shipments: list[Shipment] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListTrackingEventsResult(BaseModel):
-    """What `list_tracking_events` found."""
+    """What `list_tracking_events` found: one page of the matching rows."""
 
-    tracking_events: list[TrackingEvent] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    tracking_events: list[TrackingEvent] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListPickupsResult(BaseModel):
-    """What `list_pickups` found."""
+    """What `list_pickups` found: one page of the matching rows."""
 
-    pickups: list[Pickup] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    pickups: list[Pickup] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListClaimsResult(BaseModel):
-    """What `list_claims` found."""
+    """What `list_claims` found: one page of the matching rows."""
 
-    claims: list[Claim] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    claims: list[Claim] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+
+
+class ListAddressChangesResult(BaseModel):
+    """What `list_address_changes` found: one page of the matching rows."""
+
+    address_changes: list[AddressChange] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 def find_customer(
@@ -308,17 +339,42 @@ def find_customer(
             json_schema_extra={"x-envfarm-column": "customers.email", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindCustomerResult:
-    """Find customers by part of their name or exact email. Returns customer records with their customer_id and address."""
-    args = {"full_name": full_name, "email": email, "now": db.now}
-    rows = db.all(
+    """Find customers by part of their name or exact email. Returns customer records with their customer_id
+    and address.
+
+    Matching: full_name contains (case-insensitive); email equals. Ordered by customer_id. Returns 25
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
+    """
+    args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM customers"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
-        " ORDER BY customer_id LIMIT 25",
-        args,
+        " ORDER BY customer_id",
+        args, limit, cursor,
     )
-    return FindCustomerResult(customers=[Customer(**row) for row in rows], count=len(rows))
+    rows = [Customer(**row) for row in page['rows']]
+    return FindCustomerResult(
+        customers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_service_levels(
@@ -330,16 +386,39 @@ def list_service_levels(
             json_schema_extra={"x-envfarm-column": "service_levels.name", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListServiceLevelsResult:
-    """List shipping services with their weight limit, prices and transit days."""
-    args = {"name": name, "now": db.now}
-    rows = db.all(
+    """List shipping services with their weight limit, prices and transit days.
+
+    Matching: name contains (case-insensitive). Ordered by service_id. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    args = {"name": name, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM service_levels"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY service_id LIMIT 25",
-        args,
+        " ORDER BY service_id",
+        args, limit, cursor,
     )
-    return ListServiceLevelsResult(service_levels=[ServiceLevel(**row) for row in rows], count=len(rows))
+    rows = [ServiceLevel(**row) for row in page['rows']]
+    return ListServiceLevelsResult(
+        service_levels=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_parcels(
@@ -358,21 +437,44 @@ def list_parcels(
             json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "parcels.recipient_id", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListParcelsResult:
-    """List parcels sent by or addressed to a customer (customer ids from find_customer)."""
+    """List parcels sent by or addressed to a customer (customer ids from find_customer).
+
+    Matching: sender_id equals; recipient_id equals. Ordered by parcel_id. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     if sender_id is not None:
         db.require("customers", "customer_id", sender_id, "sender_id")
     if recipient_id is not None:
         db.require("customers", "customer_id", recipient_id, "recipient_id")
-    args = {"sender_id": sender_id, "recipient_id": recipient_id, "now": db.now}
-    rows = db.all(
+    args = {"sender_id": sender_id, "recipient_id": recipient_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM parcels"
         " WHERE (:sender_id IS NULL OR sender_id = :sender_id)"
         " AND (:recipient_id IS NULL OR recipient_id = :recipient_id)"
-        " ORDER BY parcel_id LIMIT 25",
-        args,
+        " ORDER BY parcel_id",
+        args, limit, cursor,
     )
-    return ListParcelsResult(parcels=[Parcel(**row) for row in rows], count=len(rows))
+    rows = [Parcel(**row) for row in page['rows']]
+    return ListParcelsResult(
+        parcels=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_parcel(
@@ -454,7 +556,9 @@ def register_parcel(
         ),
     ],
 ) -> Parcel:
-    """Register a parcel a customer wants to send to another customer (both ids from find_customer). Ship it afterwards with create_shipment."""
+    """Register a parcel a customer wants to send to another customer (both ids from find_customer). Ship
+    it afterwards with create_shipment.
+    """
     db.require("customers", "customer_id", sender_id, "sender_id")
     db.require("customers", "customer_id", recipient_id, "recipient_id")
     new_id = db.next_id("parcels")
@@ -468,6 +572,7 @@ def register_parcel(
         "contents": contents,
         "declared_value": declared_value,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 WHERE :sender_id = :recipient_id", args):
@@ -522,7 +627,10 @@ def create_shipment(
         ),
     ] = None,
 ) -> Shipment:
-    """Ship a registered parcel with a service level: creates the label and tracking number, prices it (base price plus price per kg) and sets the expected delivery date. Delivers to the recipient's address unless another destination is given."""
+    """Ship a registered parcel with a service level: creates the label and tracking number, prices it
+    (base price plus price per kg) and sets the expected delivery date. Delivers to the recipient's
+    address unless another destination is given.
+    """
     db.require("parcels", "parcel_id", parcel_id, "parcel_id")
     db.require("service_levels", "service_id", service_id, "service_id")
     args = {
@@ -530,6 +638,7 @@ def create_shipment(
         "service_id": service_id,
         "destination_address": destination_address,
         "now": db.now,
+        "principal": db.principal,
     }
     if db.one("SELECT 1 FROM shipments WHERE parcel_id = :parcel_id AND status != 'cancelled'", args):
         db.reject(
@@ -563,19 +672,42 @@ def list_shipments(
             json_schema_extra={"x-envfarm-column": "shipments.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListShipmentsResult:
-    """List shipments of a parcel (parcel_id from list_parcels), or all shipments with a status."""
+    """List shipments of a parcel (parcel_id from list_parcels), or all shipments with a status.
+
+    Matching: parcel_id equals; status equals. Ordered by shipment_id. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     if parcel_id is not None:
         db.require("parcels", "parcel_id", parcel_id, "parcel_id")
-    args = {"parcel_id": parcel_id, "status": status, "now": db.now}
-    rows = db.all(
+    args = {"parcel_id": parcel_id, "status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM shipments"
         " WHERE (:parcel_id IS NULL OR parcel_id = :parcel_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY shipment_id LIMIT 25",
-        args,
+        " ORDER BY shipment_id",
+        args, limit, cursor,
     )
-    return ListShipmentsResult(shipments=[Shipment(**row) for row in rows], count=len(rows))
+    rows = [Shipment(**row) for row in page['rows']]
+    return ListShipmentsResult(
+        shipments=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def track_shipment(
@@ -602,17 +734,40 @@ def list_tracking_events(
             json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-column": "tracking_events.shipment_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListTrackingEventsResult:
-    """List the tracking events of a shipment, oldest first."""
+    """List the tracking events of a shipment, oldest first.
+
+    Matching: shipment_id equals. Ordered by event_id. Returns 50 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("shipments", "shipment_id", shipment_id, "shipment_id")
-    args = {"shipment_id": shipment_id, "now": db.now}
-    rows = db.all(
+    args = {"shipment_id": shipment_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM tracking_events"
         " WHERE (:shipment_id IS NULL OR shipment_id = :shipment_id)"
-        " ORDER BY event_id LIMIT 50",
-        args,
+        " ORDER BY event_id",
+        args, limit, cursor,
     )
-    return ListTrackingEventsResult(tracking_events=[TrackingEvent(**row) for row in rows], count=len(rows))
+    rows = [TrackingEvent(**row) for row in page['rows']]
+    return ListTrackingEventsResult(
+        tracking_events=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def schedule_pickup(
@@ -647,7 +802,9 @@ def schedule_pickup(
         ),
     ],
 ) -> Pickup:
-    """Book a courier to collect a shipment whose label is created but not yet picked up. Pickups run Monday to Saturday, from today on."""
+    """Book a courier to collect a shipment whose label is created but not yet picked up. Pickups run
+    Monday to Saturday, from today on.
+    """
     db.require("shipments", "shipment_id", shipment_id, "shipment_id")
     new_id = db.next_id("pickups")
     args = {
@@ -656,6 +813,7 @@ def schedule_pickup(
         "time_window": time_window,
         "address": address,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one(
@@ -700,7 +858,13 @@ def cancel_pickup(
 ) -> Pickup:
     """Cancel a scheduled courier pickup."""
     current = db.require("pickups", "pickup_id", pickup_id, "pickup_id")
-    args = {"pickup_id": pickup_id, "now": db.now, "id": current["pickup_id"], "set_status": "cancelled"}
+    args = {
+        "pickup_id": pickup_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["pickup_id"],
+        "set_status": "cancelled",
+    }
     if db.one("SELECT 1 FROM pickups WHERE pickup_id = :pickup_id AND status != 'scheduled'", args):
         db.reject("Pickup {pickup_id} is not scheduled (already completed or cancelled).".format_map(args))
     row = db.returning(
@@ -720,17 +884,40 @@ def list_pickups(
             json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-column": "pickups.shipment_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListPickupsResult:
-    """List the courier pickups of a shipment."""
+    """List the courier pickups of a shipment.
+
+    Matching: shipment_id equals. Ordered by pickup_id. Returns 25 rows per page by default (limit: up
+    to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("shipments", "shipment_id", shipment_id, "shipment_id")
-    args = {"shipment_id": shipment_id, "now": db.now}
-    rows = db.all(
+    args = {"shipment_id": shipment_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM pickups"
         " WHERE (:shipment_id IS NULL OR shipment_id = :shipment_id)"
-        " ORDER BY pickup_id LIMIT 25",
-        args,
+        " ORDER BY pickup_id",
+        args, limit, cursor,
     )
-    return ListPickupsResult(pickups=[Pickup(**row) for row in rows], count=len(rows))
+    rows = [Pickup(**row) for row in page['rows']]
+    return ListPickupsResult(
+        pickups=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def change_delivery_address(
@@ -747,9 +934,11 @@ def change_delivery_address(
         Field(description="The new delivery address", json_schema_extra={"x-envfarm-user-known": True}),
     ],
 ) -> AddressChange:
-    """Redirect a shipment to a new delivery address. Possible until the shipment is out for delivery; the change is recorded and shows up in its tracking events."""
+    """Redirect a shipment to a new delivery address. Possible until the shipment is out for delivery; the
+    change is recorded and shows up in its tracking events.
+    """
     db.require("shipments", "shipment_id", shipment_id, "shipment_id")
-    args = {"shipment_id": shipment_id, "new_address": new_address, "now": db.now}
+    args = {"shipment_id": shipment_id, "new_address": new_address, "now": db.now, "principal": db.principal}
     if db.one(
         "SELECT 1 FROM shipments WHERE shipment_id = :shipment_id"
         " AND status = 'out_for_delivery'",
@@ -802,7 +991,10 @@ def file_claim(
         ),
     ],
 ) -> Claim:
-    """File a compensation claim for a delivered shipment (damaged or missing items) or a lost one, within 30 days of delivery or of it being declared lost. The amount cannot exceed the parcel's declared value."""
+    """File a compensation claim for a delivered shipment (damaged or missing items) or a lost one, within
+    30 days of delivery or of it being declared lost. The amount cannot exceed the parcel's declared
+    value.
+    """
     db.require("shipments", "shipment_id", shipment_id, "shipment_id")
     new_id = db.next_id("claims")
     args = {
@@ -811,6 +1003,7 @@ def file_claim(
         "amount": amount,
         "description": description,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one(
@@ -883,19 +1076,42 @@ def list_claims(
             json_schema_extra={"x-envfarm-column": "claims.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListClaimsResult:
-    """List claims of a shipment, or all claims with a status."""
+    """List claims of a shipment, or all claims with a status.
+
+    Matching: shipment_id equals; status equals. Ordered by claim_id. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     if shipment_id is not None:
         db.require("shipments", "shipment_id", shipment_id, "shipment_id")
-    args = {"shipment_id": shipment_id, "status": status, "now": db.now}
-    rows = db.all(
+    args = {"shipment_id": shipment_id, "status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM claims"
         " WHERE (:shipment_id IS NULL OR shipment_id = :shipment_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY claim_id LIMIT 25",
-        args,
+        " ORDER BY claim_id",
+        args, limit, cursor,
     )
-    return ListClaimsResult(claims=[Claim(**row) for row in rows], count=len(rows))
+    rows = [Claim(**row) for row in page['rows']]
+    return ListClaimsResult(
+        claims=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def cancel_shipment(
@@ -913,6 +1129,7 @@ def cancel_shipment(
     args = {
         "shipment_id": shipment_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["shipment_id"],
         "set_status": "cancelled",
         "set_closed_at": db.now,
@@ -936,3 +1153,49 @@ def cancel_shipment(
         args,
     )
     return Shipment(**row)
+
+
+def list_address_changes(
+    db: Database,
+    shipment_id: Annotated[
+        str | None,
+        Field(
+            description="Shipment id",
+            json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-column": "address_changes.shipment_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
+) -> ListAddressChangesResult:
+    """Delivery redirections (old and new address, when requested), by shipment.
+
+    Matching: shipment_id equals. Ordered newest first. Returns 25 rows per page by default (limit: up
+    to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    if shipment_id is not None:
+        db.require("shipments", "shipment_id", shipment_id, "shipment_id")
+    args = {"shipment_id": shipment_id, "now": db.now, "principal": db.principal}
+    page = db.page(
+        "SELECT * FROM address_changes"
+        " WHERE (:shipment_id IS NULL OR shipment_id = :shipment_id)"
+        " ORDER BY requested_at DESC, change_id",
+        args, limit, cursor,
+    )
+    rows = [AddressChange(**row) for row in page['rows']]
+    return ListAddressChangesResult(
+        address_changes=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -51,6 +52,13 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.list_payouts, "search"),
         ToolDefinition(tools.customer_spending_summary, "custom", read_only=True),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a support agent of the payments wallet",
+        default="Support: Ava Stone",
+        values=("Support: Ava Stone", "Support: Jonas Weber",),
+        customers="a customer gives their email and the last four digits of a card on file; match them before refunding or changing anything",
+    ),
 )
 
 

@@ -233,45 +233,63 @@ class Payout(BaseModel):
 
 
 class FindCustomerResult(BaseModel):
-    """What `find_customer` found."""
+    """What `find_customer` found: one page of the matching rows."""
 
-    customers: list[Customer] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    customers: list[Customer] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListPaymentMethodsResult(BaseModel):
-    """What `list_payment_methods` found."""
+    """What `list_payment_methods` found: one page of the matching rows."""
 
-    payment_methods: list[PaymentMethod] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    payment_methods: list[PaymentMethod] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchMerchantsResult(BaseModel):
-    """What `search_merchants` found."""
+    """What `search_merchants` found: one page of the matching rows."""
 
-    merchants: list[Merchant] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    merchants: list[Merchant] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListChargesResult(BaseModel):
-    """What `list_charges` found."""
+    """What `list_charges` found: one page of the matching rows."""
 
-    charges: list[Charge] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    charges: list[Charge] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListRefundsResult(BaseModel):
-    """What `list_refunds` found."""
+    """What `list_refunds` found: one page of the matching rows."""
 
-    refunds: list[Refund] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    refunds: list[Refund] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListPayoutsResult(BaseModel):
-    """What `list_payouts` found."""
+    """What `list_payouts` found: one page of the matching rows."""
 
-    payouts: list[Payout] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    payouts: list[Payout] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class CustomerSpendingSummaryResult(BaseModel):
@@ -301,17 +319,41 @@ def find_customer(
             json_schema_extra={"x-envfarm-column": "customers.full_name", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindCustomerResult:
-    """Find wallet customers by exact email or part of the name. Returns customer ids."""
-    args = {"email": email, "full_name": full_name, "now": db.now}
-    rows = db.all(
+    """Find wallet customers by exact email or part of the name. Returns customer ids.
+
+    Matching: email equals; full_name contains (case-insensitive). Ordered by customer_id. Returns 25
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
+    """
+    args = {"email": email, "full_name": full_name, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM customers"
         " WHERE (:email IS NULL OR email = :email)"
         " AND (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY customer_id LIMIT 25",
-        args,
+        " ORDER BY customer_id",
+        args, limit, cursor,
     )
-    return FindCustomerResult(customers=[Customer(**row) for row in rows], count=len(rows))
+    rows = [Customer(**row) for row in page['rows']]
+    return FindCustomerResult(
+        customers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_payment_methods(
@@ -337,19 +379,49 @@ def list_payment_methods(
             json_schema_extra={"x-envfarm-column": "payment_methods.type", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListPaymentMethodsResult:
-    """List a customer's cards and bank accounts with expiry dates and which one is the default."""
+    """List a customer's cards and bank accounts with expiry dates and which one is the default.
+
+    Matching: customer_id equals; status equals; type equals. Ordered by method_id. Returns 25 rows per
+    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
+    page.
+    """
     db.require("customers", "customer_id", customer_id, "customer_id")
-    args = {"customer_id": customer_id, "status": status, "type": type, "now": db.now}
-    rows = db.all(
+    args = {
+        "customer_id": customer_id,
+        "status": status,
+        "type": type,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM payment_methods"
         " WHERE (:customer_id IS NULL OR customer_id = :customer_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:type IS NULL OR type = :type)"
-        " ORDER BY method_id LIMIT 25",
-        args,
+        " ORDER BY method_id",
+        args, limit, cursor,
     )
-    return ListPaymentMethodsResult(payment_methods=[PaymentMethod(**row) for row in rows], count=len(rows))
+    rows = [PaymentMethod(**row) for row in page['rows']]
+    return ListPaymentMethodsResult(
+        payment_methods=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def add_card(
@@ -412,6 +484,7 @@ def add_card(
         "exp_year": exp_year,
         "label": label,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one(
@@ -458,9 +531,17 @@ def set_default_payment_method(
         ),
     ],
 ) -> PaymentMethod:
-    """Make an active, unexpired card or bank account the customer's default; the previous default is unset."""
+    """Make an active, unexpired card or bank account the customer's default; the previous default is
+    unset.
+    """
     current = db.require("payment_methods", "method_id", method_id, "method_id")
-    args = {"method_id": method_id, "now": db.now, "id": current["method_id"], "set_is_default": True}
+    args = {
+        "method_id": method_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["method_id"],
+        "set_is_default": True,
+    }
     if db.one(
         "SELECT 1 FROM payment_methods WHERE method_id = :method_id"
         " AND status = 'removed'",
@@ -504,6 +585,7 @@ def remove_payment_method(
     args = {
         "method_id": method_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["method_id"],
         "set_status": "removed",
         "set_is_default": False,
@@ -542,17 +624,41 @@ def search_merchants(
             json_schema_extra={"x-envfarm-column": "merchants.category", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchMerchantsResult:
-    """Search merchants by part of the name or by category. Returns merchant ids and balances."""
-    args = {"name": name, "category": category, "now": db.now}
-    rows = db.all(
+    """Search merchants by part of the name or by category. Returns merchant ids and balances.
+
+    Matching: name contains (case-insensitive); category equals. Ordered by merchant_id. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
+    args = {"name": name, "category": category, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM merchants"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:category IS NULL OR category = :category)"
-        " ORDER BY merchant_id LIMIT 25",
-        args,
+        " ORDER BY merchant_id",
+        args, limit, cursor,
     )
-    return SearchMerchantsResult(merchants=[Merchant(**row) for row in rows], count=len(rows))
+    rows = [Merchant(**row) for row in page['rows']]
+    return SearchMerchantsResult(
+        merchants=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_merchant(
@@ -609,7 +715,10 @@ def create_charge(
         ),
     ] = True,
 ) -> Charge:
-    """Charge a customer's payment method for a merchant. With capture=true (default) the money is taken at once; with capture=false it is only authorized and must be captured or voided later. Returns the charge."""
+    """Charge a customer's payment method for a merchant. With capture=true (default) the money is taken at
+    once; with capture=false it is only authorized and must be captured or voided later. Returns the
+    charge.
+    """
     db.require("customers", "customer_id", customer_id, "customer_id")
     db.require("merchants", "merchant_id", merchant_id, "merchant_id")
     db.require("payment_methods", "method_id", method_id, "method_id")
@@ -621,6 +730,7 @@ def create_charge(
         "description": description,
         "capture": capture,
         "now": db.now,
+        "principal": db.principal,
     }
     if db.one(
         "SELECT 1 FROM payment_methods WHERE method_id = :method_id"
@@ -683,8 +793,29 @@ def list_charges(
             json_schema_extra={"x-envfarm-column": "charges.created_at", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListChargesResult:
-    """List charges of a customer or a merchant, optionally by status or since a time, oldest first."""
+    """List charges of a customer or a merchant, optionally by status or since a time, oldest first.
+
+    Matching: customer_id equals; merchant_id equals; status equals; created_after at or after/above.
+    Ordered by charge_id. Returns 50 rows per page by default (limit: up to 200) with total and
+    has_more; pass the returned cursor to get the next page.
+    """
     if customer_id is not None:
         db.require("customers", "customer_id", customer_id, "customer_id")
     if merchant_id is not None:
@@ -695,17 +826,21 @@ def list_charges(
         "status": status,
         "created_after": created_after,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM charges"
         " WHERE (:customer_id IS NULL OR customer_id = :customer_id)"
         " AND (:merchant_id IS NULL OR merchant_id = :merchant_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:created_after IS NULL OR created_at >= :created_after)"
-        " ORDER BY charge_id LIMIT 50",
-        args,
+        " ORDER BY charge_id",
+        args, limit, cursor,
     )
-    return ListChargesResult(charges=[Charge(**row) for row in rows], count=len(rows))
+    rows = [Charge(**row) for row in page['rows']]
+    return ListChargesResult(
+        charges=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_charge(
@@ -741,12 +876,15 @@ def capture_charge(
         ),
     ],
 ) -> Charge:
-    """Capture an authorized charge, fully or partly (at most the authorized amount); the rest of the authorization is released. The funds go to the merchant's pending balance."""
+    """Capture an authorized charge, fully or partly (at most the authorized amount); the rest of the
+    authorization is released. The funds go to the merchant's pending balance.
+    """
     current = db.require("charges", "charge_id", charge_id, "charge_id")
     args = {
         "charge_id": charge_id,
         "amount": amount,
         "now": db.now,
+        "principal": db.principal,
         "id": current["charge_id"],
         "set_status": "captured",
         "set_captured_at": db.now,
@@ -786,7 +924,13 @@ def void_charge(
 ) -> Charge:
     """Cancel an authorized charge that was never captured; the hold on the customer's funds is released."""
     current = db.require("charges", "charge_id", charge_id, "charge_id")
-    args = {"charge_id": charge_id, "now": db.now, "id": current["charge_id"], "set_status": "voided"}
+    args = {
+        "charge_id": charge_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["charge_id"],
+        "set_status": "voided",
+    }
     if db.one(
         "SELECT 1 FROM charges WHERE charge_id = :charge_id"
         " AND status IN ('captured', 'partially_refunded', 'refunded')",
@@ -830,10 +974,19 @@ def refund_charge(
         ),
     ],
 ) -> Refund:
-    """Refund part or all of a captured charge. Refunds together cannot exceed the captured amount; the merchant's available balance pays for it. Returns the refund."""
+    """Refund part or all of a captured charge. Refunds together cannot exceed the captured amount; the
+    merchant's available balance pays for it. Returns the refund.
+    """
     db.require("charges", "charge_id", charge_id, "charge_id")
     new_id = db.next_id("refunds")
-    args = {"charge_id": charge_id, "amount": amount, "reason": reason, "now": db.now, "id": new_id}
+    args = {
+        "charge_id": charge_id,
+        "amount": amount,
+        "reason": reason,
+        "now": db.now,
+        "principal": db.principal,
+        "id": new_id,
+    }
     if db.one(
         "SELECT 1 FROM charges WHERE charge_id = :charge_id"
         " AND status IN ('authorized', 'voided')",
@@ -885,17 +1038,40 @@ def list_refunds(
             json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-column": "refunds.charge_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListRefundsResult:
-    """List the refunds of a charge."""
+    """List the refunds of a charge.
+
+    Matching: charge_id equals. Ordered by refund_id. Returns 25 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("charges", "charge_id", charge_id, "charge_id")
-    args = {"charge_id": charge_id, "now": db.now}
-    rows = db.all(
+    args = {"charge_id": charge_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM refunds"
         " WHERE (:charge_id IS NULL OR charge_id = :charge_id)"
-        " ORDER BY refund_id LIMIT 25",
-        args,
+        " ORDER BY refund_id",
+        args, limit, cursor,
     )
-    return ListRefundsResult(refunds=[Refund(**row) for row in rows], count=len(rows))
+    rows = [Refund(**row) for row in page['rows']]
+    return ListRefundsResult(
+        refunds=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def create_payout(
@@ -916,10 +1092,18 @@ def create_payout(
         ),
     ],
 ) -> Payout:
-    """Pay out part of a merchant's available balance to its bank; it arrives in two days. Restricted merchants cannot be paid out."""
+    """Pay out part of a merchant's available balance to its bank; it arrives in two days. Restricted
+    merchants cannot be paid out.
+    """
     db.require("merchants", "merchant_id", merchant_id, "merchant_id")
     new_id = db.next_id("payouts")
-    args = {"merchant_id": merchant_id, "amount": amount, "now": db.now, "id": new_id}
+    args = {
+        "merchant_id": merchant_id,
+        "amount": amount,
+        "now": db.now,
+        "principal": db.principal,
+        "id": new_id,
+    }
     if db.one(
         "SELECT 1 FROM merchants WHERE merchant_id = :merchant_id"
         " AND status = 'restricted'",
@@ -971,18 +1155,41 @@ def list_payouts(
             json_schema_extra={"x-envfarm-column": "payouts.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListPayoutsResult:
-    """List a merchant's payouts with amounts, status and arrival dates."""
+    """List a merchant's payouts with amounts, status and arrival dates.
+
+    Matching: merchant_id equals; status equals. Ordered by payout_id. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("merchants", "merchant_id", merchant_id, "merchant_id")
-    args = {"merchant_id": merchant_id, "status": status, "now": db.now}
-    rows = db.all(
+    args = {"merchant_id": merchant_id, "status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM payouts"
         " WHERE (:merchant_id IS NULL OR merchant_id = :merchant_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY payout_id LIMIT 25",
-        args,
+        " ORDER BY payout_id",
+        args, limit, cursor,
     )
-    return ListPayoutsResult(payouts=[Payout(**row) for row in rows], count=len(rows))
+    rows = [Payout(**row) for row in page['rows']]
+    return ListPayoutsResult(
+        payouts=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def customer_spending_summary(
@@ -995,7 +1202,9 @@ def customer_spending_summary(
         ),
     ],
 ) -> CustomerSpendingSummaryResult:
-    """Summarize a customer's payments: how many charges, total captured, refunded, net spent, and money still on hold in uncaptured authorizations."""
+    """Summarize a customer's payments: how many charges, total captured, refunded, net spent, and money
+    still on hold in uncaptured authorizations.
+    """
     db.require("customers", "customer_id", customer_id, "customer_id")
     outcome = handlers.customer_spending_summary(db, customer_id=customer_id)
     return CustomerSpendingSummaryResult.model_validate(outcome)

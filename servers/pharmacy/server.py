@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -56,7 +57,16 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.cancel_prescription, "update"),
         ToolDefinition(tools.update_patient_insurance, "update"),
         ToolDefinition(tools.sell_over_the_counter, "create"),
+        ToolDefinition(tools.list_pickups, "search"),
+        ToolDefinition(tools.list_counter_sales, "search"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a pharmacist at the pharmacy counter",
+        default="Pharmacist: Dr. Helen Cho",
+        values=("Pharmacist: Dr. Helen Cho", "Technician: Sam Ortiz",),
+        customers="a patient gives their full name and date of birth; match both before discussing or dispensing anything",
+    ),
 )
 
 

@@ -383,45 +383,63 @@ class CounterSale(BaseModel):
 
 
 class FindPatientResult(BaseModel):
-    """What `find_patient` found."""
+    """What `find_patient` found: one page of the matching rows."""
 
-    patients: list[Patient] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    patients: list[Patient] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListInsurancePlansResult(BaseModel):
-    """What `list_insurance_plans` found."""
+    """What `list_insurance_plans` found: one page of the matching rows."""
 
-    insurance_plans: list[InsurancePlan] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    insurance_plans: list[InsurancePlan] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchDrugsResult(BaseModel):
-    """What `search_drugs` found."""
+    """What `search_drugs` found: one page of the matching rows."""
 
-    drugs: list[Drug] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    drugs: list[Drug] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class CheckStockResult(BaseModel):
-    """What `check_stock` found."""
+    """What `check_stock` found: one page of the matching rows."""
 
-    inventory_lots: list[InventoryLot] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    inventory_lots: list[InventoryLot] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListPrescriptionsResult(BaseModel):
-    """What `list_prescriptions` found."""
+    """What `list_prescriptions` found: one page of the matching rows."""
 
-    prescriptions: list[Prescription] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    prescriptions: list[Prescription] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchPrescribersResult(BaseModel):
-    """What `search_prescribers` found."""
+    """What `search_prescribers` found: one page of the matching rows."""
 
-    prescribers: list[Prescriber] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    prescribers: list[Prescriber] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class QuoteCopayResult(BaseModel):
@@ -438,17 +456,43 @@ class QuoteCopayResult(BaseModel):
 
 
 class ListFillsResult(BaseModel):
-    """What `list_fills` found."""
+    """What `list_fills` found: one page of the matching rows."""
 
-    fills: list[Fill] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    fills: list[Fill] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListClaimsResult(BaseModel):
-    """What `list_claims` found."""
+    """What `list_claims` found: one page of the matching rows."""
 
-    claims: list[Claim] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    claims: list[Claim] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+
+
+class ListPickupsResult(BaseModel):
+    """What `list_pickups` found: one page of the matching rows."""
+
+    pickups: list[Pickup] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+
+
+class ListCounterSalesResult(BaseModel):
+    """What `list_counter_sales` found: one page of the matching rows."""
+
+    counter_sales: list[CounterSale] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 def find_patient(
@@ -475,18 +519,49 @@ def find_patient(
             json_schema_extra={"x-envfarm-column": "patients.date_of_birth", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindPatientResult:
-    """Find patients by name, email or date of birth. Returns their patient ids, allergies and insurance plan ids."""
-    args = {"full_name": full_name, "email": email, "date_of_birth": date_of_birth, "now": db.now}
-    rows = db.all(
+    """Find patients by name, email or date of birth. Returns their patient ids, allergies and insurance
+    plan ids.
+
+    Matching: full_name contains (case-insensitive); email equals; date_of_birth equals. Ordered by
+    patient_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
+    returned cursor to get the next page.
+    """
+    args = {
+        "full_name": full_name,
+        "email": email,
+        "date_of_birth": date_of_birth,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM patients"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:date_of_birth IS NULL OR date_of_birth = :date_of_birth)"
-        " ORDER BY patient_id LIMIT 25",
-        args,
+        " ORDER BY patient_id",
+        args, limit, cursor,
     )
-    return FindPatientResult(patients=[Patient(**row) for row in rows], count=len(rows))
+    rows = [Patient(**row) for row in page['rows']]
+    return FindPatientResult(
+        patients=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_insurance_plan(
@@ -499,7 +574,9 @@ def get_insurance_plan(
         ),
     ],
 ) -> InsurancePlan:
-    """Get an insurance plan's carrier, copays per tier, specialty coverage and whether the pharmacy accepts it."""
+    """Get an insurance plan's carrier, copays per tier, specialty coverage and whether the pharmacy
+    accepts it.
+    """
     row = db.require("insurance_plans", "plan_id", plan_id, "plan_id")
     return InsurancePlan(**row)
 
@@ -527,18 +604,43 @@ def list_insurance_plans(
             json_schema_extra={"x-envfarm-column": "insurance_plans.accepted", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListInsurancePlansResult:
-    """List the insurance plans the pharmacy knows, by carrier or name, optionally only those it still accepts."""
-    args = {"carrier": carrier, "name": name, "accepted": accepted, "now": db.now}
-    rows = db.all(
+    """List the insurance plans the pharmacy knows, by carrier or name, optionally only those it still
+    accepts.
+
+    Matching: carrier contains (case-insensitive); name contains (case-insensitive); accepted equals.
+    Ordered by plan_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more;
+    pass the returned cursor to get the next page.
+    """
+    args = {"carrier": carrier, "name": name, "accepted": accepted, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM insurance_plans"
         " WHERE (:carrier IS NULL OR lower(carrier) LIKE '%' || replace(replace(replace(lower(:carrier), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:accepted IS NULL OR accepted = :accepted)"
-        " ORDER BY plan_id LIMIT 25",
-        args,
+        " ORDER BY plan_id",
+        args, limit, cursor,
     )
-    return ListInsurancePlansResult(insurance_plans=[InsurancePlan(**row) for row in rows], count=len(rows))
+    rows = [InsurancePlan(**row) for row in page['rows']]
+    return ListInsurancePlansResult(
+        insurance_plans=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def search_drugs(
@@ -578,8 +680,30 @@ def search_drugs(
             json_schema_extra={"x-envfarm-column": "drugs.requires_prescription", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchDrugsResult:
-    """Search the drug catalog by product or generic name, controlled schedule or tier. Returns drug ids, prices and whether a prescription is needed."""
+    """Search the drug catalog by product or generic name, controlled schedule or tier. Returns drug ids,
+    prices and whether a prescription is needed.
+
+    Matching: name contains (case-insensitive); generic_name contains (case-insensitive); schedule
+    equals; tier equals; requires_prescription equals. Ordered by drug_id. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     args = {
         "name": name,
         "generic_name": generic_name,
@@ -587,18 +711,22 @@ def search_drugs(
         "tier": tier,
         "requires_prescription": requires_prescription,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM drugs"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:generic_name IS NULL OR lower(generic_name) LIKE '%' || replace(replace(replace(lower(:generic_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:schedule IS NULL OR schedule = :schedule)"
         " AND (:tier IS NULL OR tier = :tier)"
         " AND (:requires_prescription IS NULL OR requires_prescription = :requires_prescription)"
-        " ORDER BY drug_id LIMIT 25",
-        args,
+        " ORDER BY drug_id",
+        args, limit, cursor,
     )
-    return SearchDrugsResult(drugs=[Drug(**row) for row in rows], count=len(rows))
+    rows = [Drug(**row) for row in page['rows']]
+    return SearchDrugsResult(
+        drugs=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def check_stock(
@@ -618,18 +746,43 @@ def check_stock(
             json_schema_extra={"x-envfarm-column": "inventory_lots.expires_on", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> CheckStockResult:
-    """List the stock lots of a drug with lot numbers, expiry dates and units on hand. Expired lots cannot be dispensed."""
+    """List the stock lots of a drug with lot numbers, expiry dates and units on hand. Expired lots cannot
+    be dispensed.
+
+    Matching: drug_id equals; expires_after at or after/above. Ordered by lot_id. Returns 25 rows per
+    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
+    page.
+    """
     db.require("drugs", "drug_id", drug_id, "drug_id")
-    args = {"drug_id": drug_id, "expires_after": expires_after, "now": db.now}
-    rows = db.all(
+    args = {"drug_id": drug_id, "expires_after": expires_after, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM inventory_lots"
         " WHERE (:drug_id IS NULL OR drug_id = :drug_id)"
         " AND (:expires_after IS NULL OR expires_on >= :expires_after)"
-        " ORDER BY lot_id LIMIT 25",
-        args,
+        " ORDER BY lot_id",
+        args, limit, cursor,
     )
-    return CheckStockResult(inventory_lots=[InventoryLot(**row) for row in rows], count=len(rows))
+    rows = [InventoryLot(**row) for row in page['rows']]
+    return CheckStockResult(
+        inventory_lots=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def receive_stock(
@@ -674,6 +827,7 @@ def receive_stock(
         "expires_on": expires_on,
         "quantity_on_hand": quantity_on_hand,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 WHERE :expires_on <= date(:now)", args):
@@ -718,18 +872,41 @@ def list_prescriptions(
             json_schema_extra={"x-envfarm-column": "prescriptions.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListPrescriptionsResult:
-    """List a patient's prescriptions with Rx numbers, refills authorized and used, expiry and status."""
+    """List a patient's prescriptions with Rx numbers, refills authorized and used, expiry and status.
+
+    Matching: patient_id equals; status equals. Ordered by rx_id. Returns 25 rows per page by default
+    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("patients", "patient_id", patient_id, "patient_id")
-    args = {"patient_id": patient_id, "status": status, "now": db.now}
-    rows = db.all(
+    args = {"patient_id": patient_id, "status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM prescriptions"
         " WHERE (:patient_id IS NULL OR patient_id = :patient_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY rx_id LIMIT 25",
-        args,
+        " ORDER BY rx_id",
+        args, limit, cursor,
     )
-    return ListPrescriptionsResult(prescriptions=[Prescription(**row) for row in rows], count=len(rows))
+    rows = [Prescription(**row) for row in page['rows']]
+    return ListPrescriptionsResult(
+        prescriptions=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_prescription(
@@ -808,7 +985,10 @@ def add_prescription(
         ),
     ],
 ) -> Prescription:
-    """Enter a new prescription received from a prescriber. The expiry date and Rx number are assigned: a prescription is valid 365 days from writing, 180 days for schedule III-V and 90 days for schedule II."""
+    """Enter a new prescription received from a prescriber. The expiry date and Rx number are assigned: a
+    prescription is valid 365 days from writing, 180 days for schedule III-V and 90 days for schedule
+    II.
+    """
     db.require("patients", "patient_id", patient_id, "patient_id")
     db.require("drugs", "drug_id", drug_id, "drug_id")
     db.require("prescribers", "prescriber_id", prescriber_id, "prescriber_id")
@@ -822,6 +1002,7 @@ def add_prescription(
         "refills_authorized": refills_authorized,
         "directions": directions,
         "now": db.now,
+        "principal": db.principal,
     }
     if db.one("SELECT 1 WHERE :written_on > date(:now)", args):
         db.reject(
@@ -889,17 +1070,42 @@ def search_prescribers(
             json_schema_extra={"x-envfarm-column": "prescribers.clinic", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchPrescribersResult:
-    """Search prescribers by name or clinic. Returns prescriber ids and whether they hold a DEA registration."""
-    args = {"name": name, "clinic": clinic, "now": db.now}
-    rows = db.all(
+    """Search prescribers by name or clinic. Returns prescriber ids and whether they hold a DEA
+    registration.
+
+    Matching: name contains (case-insensitive); clinic contains (case-insensitive). Ordered by
+    prescriber_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass
+    the returned cursor to get the next page.
+    """
+    args = {"name": name, "clinic": clinic, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM prescribers"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:clinic IS NULL OR lower(clinic) LIKE '%' || replace(replace(replace(lower(:clinic), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY prescriber_id LIMIT 25",
-        args,
+        " ORDER BY prescriber_id",
+        args, limit, cursor,
     )
-    return SearchPrescribersResult(prescribers=[Prescriber(**row) for row in rows], count=len(rows))
+    rows = [Prescriber(**row) for row in page['rows']]
+    return SearchPrescribersResult(
+        prescribers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def quote_copay(
@@ -912,7 +1118,9 @@ def quote_copay(
         ),
     ],
 ) -> QuoteCopayResult:
-    """Price the next fill of a prescription without dispensing it: full price, the patient's copay under their plan, what insurance would pay, and a note when the plan does not cover it."""
+    """Price the next fill of a prescription without dispensing it: full price, the patient's copay under
+    their plan, what insurance would pay, and a note when the plan does not cover it.
+    """
     db.require("prescriptions", "rx_id", rx_id, "rx_id")
     outcome = handlers.quote_copay(db, rx_id=rx_id)
     return QuoteCopayResult.model_validate(outcome)
@@ -935,9 +1143,12 @@ def fill_prescription(
         ),
     ],
 ) -> Fill:
-    """Dispense the next fill of a prescription from the earliest-expiring in-date lot with enough stock, bill the patient's insurance and leave the fill waiting for pickup. Refills are allowed once 75% of the last fill's days supply has passed."""
+    """Dispense the next fill of a prescription from the earliest-expiring in-date lot with enough stock,
+    bill the patient's insurance and leave the fill waiting for pickup. Refills are allowed once 75% of
+    the last fill's days supply has passed.
+    """
     db.require("prescriptions", "rx_id", rx_id, "rx_id")
-    args = {"rx_id": rx_id, "pharmacist": pharmacist, "now": db.now}
+    args = {"rx_id": rx_id, "pharmacist": pharmacist, "now": db.now, "principal": db.principal}
     if db.one("SELECT 1 FROM prescriptions WHERE rx_id = :rx_id AND status = 'cancelled'", args):
         db.reject("Prescription {rx_id} was cancelled and cannot be filled.".format_map(args))
     if db.one(
@@ -998,18 +1209,41 @@ def list_fills(
             json_schema_extra={"x-envfarm-column": "fills.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListFillsResult:
-    """List the fills of a prescription with dates, prices, copays and pickup status."""
+    """List the fills of a prescription with dates, prices, copays and pickup status.
+
+    Matching: rx_id equals; status equals. Ordered by fill_id. Returns 25 rows per page by default
+    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("prescriptions", "rx_id", rx_id, "rx_id")
-    args = {"rx_id": rx_id, "status": status, "now": db.now}
-    rows = db.all(
+    args = {"rx_id": rx_id, "status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM fills"
         " WHERE (:rx_id IS NULL OR rx_id = :rx_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY fill_id LIMIT 25",
-        args,
+        " ORDER BY fill_id",
+        args, limit, cursor,
     )
-    return ListFillsResult(fills=[Fill(**row) for row in rows], count=len(rows))
+    rows = [Fill(**row) for row in page['rows']]
+    return ListFillsResult(
+        fills=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_claims(
@@ -1028,18 +1262,41 @@ def list_claims(
             json_schema_extra={"x-envfarm-column": "claims.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListClaimsResult:
-    """List the insurance claims of a fill, with amounts billed and paid and any rejection reason."""
+    """List the insurance claims of a fill, with amounts billed and paid and any rejection reason.
+
+    Matching: fill_id equals; status equals. Ordered by claim_id. Returns 25 rows per page by default
+    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("fills", "fill_id", fill_id, "fill_id")
-    args = {"fill_id": fill_id, "status": status, "now": db.now}
-    rows = db.all(
+    args = {"fill_id": fill_id, "status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM claims"
         " WHERE (:fill_id IS NULL OR fill_id = :fill_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY claim_id LIMIT 25",
-        args,
+        " ORDER BY claim_id",
+        args, limit, cursor,
     )
-    return ListClaimsResult(claims=[Claim(**row) for row in rows], count=len(rows))
+    rows = [Claim(**row) for row in page['rows']]
+    return ListClaimsResult(
+        claims=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def record_pickup(
@@ -1081,7 +1338,9 @@ def record_pickup(
         ),
     ],
 ) -> Pickup:
-    """Hand a fill waiting for pickup to the patient or their representative and take the copay. Controlled substances need a checked photo ID."""
+    """Hand a fill waiting for pickup to the patient or their representative and take the copay. Controlled
+    substances need a checked photo ID.
+    """
     db.require("fills", "fill_id", fill_id, "fill_id")
     new_id = db.next_id("pickups")
     args = {
@@ -1091,6 +1350,7 @@ def record_pickup(
         "amount_paid": amount_paid,
         "payment_method": payment_method,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM fills WHERE fill_id = :fill_id AND status != 'ready_for_pickup'", args):
@@ -1140,9 +1400,17 @@ def return_fill_to_stock(
         ),
     ],
 ) -> Fill:
-    """Put an uncollected fill back on the shelf: the units return to their lot, the insurance claim is reversed and the fill no longer counts against the prescription's refills."""
+    """Put an uncollected fill back on the shelf: the units return to their lot, the insurance claim is
+    reversed and the fill no longer counts against the prescription's refills.
+    """
     current = db.require("fills", "fill_id", fill_id, "fill_id")
-    args = {"fill_id": fill_id, "now": db.now, "id": current["fill_id"], "set_status": "returned_to_stock"}
+    args = {
+        "fill_id": fill_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["fill_id"],
+        "set_status": "returned_to_stock",
+    }
     if db.one("SELECT 1 FROM fills WHERE fill_id = :fill_id AND status != 'ready_for_pickup'", args):
         db.reject(
             "Only fills waiting for pickup can be returned to stock; fill {fill_id} was already picked up or returned.".format_map(args),
@@ -1194,6 +1462,7 @@ def cancel_prescription(
         "rx_id": rx_id,
         "cancel_reason": cancel_reason,
         "now": db.now,
+        "principal": db.principal,
         "id": current["rx_id"],
         "set_status": "cancelled",
     }
@@ -1243,6 +1512,7 @@ def update_patient_insurance(
         "plan_id": plan_id,
         "member_number": member_number,
         "now": db.now,
+        "principal": db.principal,
         "id": current["patient_id"],
     }
     if db.one("SELECT 1 FROM insurance_plans WHERE plan_id = :plan_id AND NOT accepted", args):
@@ -1282,12 +1552,22 @@ def sell_over_the_counter(
         ),
     ] = None,
 ) -> CounterSale:
-    """Sell an over-the-counter product from the earliest-expiring in-date lot with enough stock. Restricted items (with a purchase limit, e.g. pseudoephedrine) are logged to the buyer's patient record."""
+    """Sell an over-the-counter product from the earliest-expiring in-date lot with enough stock.
+    Restricted items (with a purchase limit, e.g. pseudoephedrine) are logged to the buyer's patient
+    record.
+    """
     db.require("drugs", "drug_id", drug_id, "drug_id")
     if patient_id is not None:
         db.require("patients", "patient_id", patient_id, "patient_id")
     new_id = db.next_id("counter_sales")
-    args = {"drug_id": drug_id, "quantity": quantity, "patient_id": patient_id, "now": db.now, "id": new_id}
+    args = {
+        "drug_id": drug_id,
+        "quantity": quantity,
+        "patient_id": patient_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": new_id,
+    }
     if db.one("SELECT 1 FROM drugs WHERE drug_id = :drug_id AND requires_prescription", args):
         db.reject(
             "Drug {drug_id} is prescription-only and can only be dispensed against a prescription on file (fill_prescription).".format_map(args),
@@ -1341,3 +1621,114 @@ def sell_over_the_counter(
         args,
     )
     return CounterSale(**db.require("counter_sales", "sale_id", new_id, "sale_id"))
+
+
+def list_pickups(
+    db: Database,
+    fill_id: Annotated[
+        str | None,
+        Field(
+            description="Fill id from list_fills",
+            json_schema_extra={"x-envfarm-ref": "fills.fill_id", "x-envfarm-column": "pickups.fill_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    payment_method: Annotated[
+        PickupPaymentMethod | None,
+        Field(
+            description="Only this payment method",
+            json_schema_extra={"x-envfarm-column": "pickups.payment_method", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
+) -> ListPickupsResult:
+    """Pickups at the counter (who collected a fill, whether ID was checked, what was paid), by fill or
+    payment method.
+
+    Matching: fill_id equals; payment_method equals. Ordered newest first. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    if fill_id is not None:
+        db.require("fills", "fill_id", fill_id, "fill_id")
+    args = {"fill_id": fill_id, "payment_method": payment_method, "now": db.now, "principal": db.principal}
+    page = db.page(
+        "SELECT * FROM pickups"
+        " WHERE (:fill_id IS NULL OR fill_id = :fill_id)"
+        " AND (:payment_method IS NULL OR payment_method = :payment_method)"
+        " ORDER BY picked_up_at DESC, pickup_id",
+        args, limit, cursor,
+    )
+    rows = [Pickup(**row) for row in page['rows']]
+    return ListPickupsResult(
+        pickups=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
+
+
+def list_counter_sales(
+    db: Database,
+    patient_id: Annotated[
+        str | None,
+        Field(
+            description="Patient id from find_patient",
+            json_schema_extra={"x-envfarm-ref": "patients.patient_id", "x-envfarm-column": "counter_sales.patient_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    drug_id: Annotated[
+        str | None,
+        Field(
+            description="Product id from search_drugs",
+            json_schema_extra={"x-envfarm-ref": "drugs.drug_id", "x-envfarm-column": "counter_sales.drug_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
+) -> ListCounterSalesResult:
+    """Over-the-counter sales, by patient (restricted items are logged with the buyer) or product.
+
+    Matching: patient_id equals; drug_id equals. Ordered newest first. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    if patient_id is not None:
+        db.require("patients", "patient_id", patient_id, "patient_id")
+    if drug_id is not None:
+        db.require("drugs", "drug_id", drug_id, "drug_id")
+    args = {"patient_id": patient_id, "drug_id": drug_id, "now": db.now, "principal": db.principal}
+    page = db.page(
+        "SELECT * FROM counter_sales"
+        " WHERE (:patient_id IS NULL OR patient_id = :patient_id)"
+        " AND (:drug_id IS NULL OR drug_id = :drug_id)"
+        " ORDER BY sold_at DESC, sale_id",
+        args, limit, cursor,
+    )
+    rows = [CounterSale(**row) for row in page['rows']]
+    return ListCounterSalesResult(
+        counter_sales=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -52,6 +53,14 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.close_milestone, "update"),
         ToolDefinition(tools.roll_over_milestone, "custom"),
     ],
+    principal=PrincipalDefinition(
+        kind="user",
+        description="the signed-in Northwind Analytics employee",
+        default="maria.patel@example.com",
+        table="people",
+        column="email",
+        time_zone="Europe/Lisbon",
+    ),
 )
 
 

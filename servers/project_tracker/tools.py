@@ -176,45 +176,63 @@ class Comment(BaseModel):
 
 
 class FindPeopleResult(BaseModel):
-    """What `find_people` found."""
+    """What `find_people` found: one page of the matching rows."""
 
-    people: list[Person] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    people: list[Person] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchProjectsResult(BaseModel):
-    """What `search_projects` found."""
+    """What `search_projects` found: one page of the matching rows."""
 
-    projects: list[Project] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    projects: list[Project] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListMembersResult(BaseModel):
-    """What `list_members` found."""
+    """What `list_members` found: one page of the matching rows."""
 
-    memberships: list[Membership] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    memberships: list[Membership] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListMilestonesResult(BaseModel):
-    """What `list_milestones` found."""
+    """What `list_milestones` found: one page of the matching rows."""
 
-    milestones: list[Milestone] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    milestones: list[Milestone] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchTasksResult(BaseModel):
-    """What `search_tasks` found."""
+    """What `search_tasks` found: one page of the matching rows."""
 
-    tasks: list[Task] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    tasks: list[Task] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListCommentsResult(BaseModel):
-    """What `list_comments` found."""
+    """What `list_comments` found: one page of the matching rows."""
 
-    comments: list[Comment] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    comments: list[Comment] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ProjectSummaryResult(BaseModel):
@@ -255,17 +273,41 @@ def find_people(
             json_schema_extra={"x-envfarm-column": "people.email", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindPeopleResult:
-    """Look up colleagues by part of their name or exact email; returns the emails the other tools use."""
-    args = {"full_name": full_name, "email": email, "now": db.now}
-    rows = db.all(
+    """Look up colleagues by part of their name or exact email; returns the emails the other tools use.
+
+    Matching: full_name contains (case-insensitive); email equals. Ordered by person_id. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
+    args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM people"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
-        " ORDER BY person_id LIMIT 25",
-        args,
+        " ORDER BY person_id",
+        args, limit, cursor,
     )
-    return FindPeopleResult(people=[Person(**row) for row in rows], count=len(rows))
+    rows = [Person(**row) for row in page['rows']]
+    return FindPeopleResult(
+        people=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def search_projects(
@@ -291,18 +333,48 @@ def search_projects(
             json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "projects.owner_email", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchProjectsResult:
-    """Find projects by part of the name, status or owner. Returns project ids."""
-    args = {"name": name, "status": status, "owner_email": owner_email, "now": db.now}
-    rows = db.all(
+    """Find projects by part of the name, status or owner. Returns project ids.
+
+    Matching: name contains (case-insensitive); status equals; owner_email equals. Ordered by
+    project_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
+    returned cursor to get the next page.
+    """
+    args = {
+        "name": name,
+        "status": status,
+        "owner_email": owner_email,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM projects"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:status IS NULL OR status = :status)"
         " AND (:owner_email IS NULL OR owner_email = :owner_email)"
-        " ORDER BY project_id LIMIT 25",
-        args,
+        " ORDER BY project_id",
+        args, limit, cursor,
     )
-    return SearchProjectsResult(projects=[Project(**row) for row in rows], count=len(rows))
+    rows = [Project(**row) for row in page['rows']]
+    return SearchProjectsResult(
+        projects=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_members(
@@ -328,18 +400,43 @@ def list_members(
             json_schema_extra={"x-envfarm-column": "memberships.role", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListMembersResult:
-    """List memberships: the members of a project (give project_id) or the projects a person belongs to (give email). Returns membership ids for remove_member."""
-    args = {"project_id": project_id, "email": email, "role": role, "now": db.now}
-    rows = db.all(
+    """List memberships: the members of a project (give project_id) or the projects a person belongs to
+    (give email). Returns membership ids for remove_member.
+
+    Matching: project_id equals; email equals; role equals. Ordered by membership_id. Returns 50 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
+    args = {"project_id": project_id, "email": email, "role": role, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM memberships"
         " WHERE (:project_id IS NULL OR project_id = :project_id)"
         " AND (:email IS NULL OR email = :email)"
         " AND (:role IS NULL OR role = :role)"
-        " ORDER BY membership_id LIMIT 50",
-        args,
+        " ORDER BY membership_id",
+        args, limit, cursor,
     )
-    return ListMembersResult(memberships=[Membership(**row) for row in rows], count=len(rows))
+    rows = [Membership(**row) for row in page['rows']]
+    return ListMembersResult(
+        memberships=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_milestones(
@@ -358,18 +455,41 @@ def list_milestones(
             json_schema_extra={"x-envfarm-column": "milestones.status", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListMilestonesResult:
-    """List a project's milestones with due dates and status. Returns milestone ids."""
+    """List a project's milestones with due dates and status. Returns milestone ids.
+
+    Matching: project_id equals; status equals. Ordered by milestone_id. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("projects", "project_id", project_id, "project_id")
-    args = {"project_id": project_id, "status": status, "now": db.now}
-    rows = db.all(
+    args = {"project_id": project_id, "status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM milestones"
         " WHERE (:project_id IS NULL OR project_id = :project_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY milestone_id LIMIT 25",
-        args,
+        " ORDER BY milestone_id",
+        args, limit, cursor,
     )
-    return ListMilestonesResult(milestones=[Milestone(**row) for row in rows], count=len(rows))
+    rows = [Milestone(**row) for row in page['rows']]
+    return ListMilestonesResult(
+        milestones=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def search_tasks(
@@ -416,8 +536,30 @@ def search_tasks(
             json_schema_extra={"x-envfarm-column": "tasks.title", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchTasksResult:
-    """Find tasks by project, status, assignee, milestone, priority or title words. Returns task ids for get_task and the tools that change a task."""
+    """Find tasks by project, status, assignee, milestone, priority or title words. Returns task ids for
+    get_task and the tools that change a task.
+
+    Matching: project_id equals; status equals; assignee_email equals; milestone_id equals; priority
+    equals; title contains (case-insensitive). Ordered by task_id. Returns 50 rows per page by default
+    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     args = {
         "project_id": project_id,
         "status": status,
@@ -426,8 +568,9 @@ def search_tasks(
         "priority": priority,
         "title": title,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM tasks"
         " WHERE (:project_id IS NULL OR project_id = :project_id)"
         " AND (:status IS NULL OR status = :status)"
@@ -435,10 +578,13 @@ def search_tasks(
         " AND (:milestone_id IS NULL OR milestone_id = :milestone_id)"
         " AND (:priority IS NULL OR priority = :priority)"
         " AND (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY task_id LIMIT 50",
-        args,
+        " ORDER BY task_id",
+        args, limit, cursor,
     )
-    return SearchTasksResult(tasks=[Task(**row) for row in rows], count=len(rows))
+    rows = [Task(**row) for row in page['rows']]
+    return SearchTasksResult(
+        tasks=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_task(
@@ -465,17 +611,40 @@ def list_comments(
             json_schema_extra={"x-envfarm-ref": "tasks.task_id", "x-envfarm-column": "comments.task_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListCommentsResult:
-    """Read the comments on a task, oldest first."""
+    """Read the comments on a task, oldest first.
+
+    Matching: task_id equals. Ordered by comment_id. Returns 50 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("tasks", "task_id", task_id, "task_id")
-    args = {"task_id": task_id, "now": db.now}
-    rows = db.all(
+    args = {"task_id": task_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM comments"
         " WHERE (:task_id IS NULL OR task_id = :task_id)"
-        " ORDER BY comment_id LIMIT 50",
-        args,
+        " ORDER BY comment_id",
+        args, limit, cursor,
     )
-    return ListCommentsResult(comments=[Comment(**row) for row in rows], count=len(rows))
+    rows = [Comment(**row) for row in page['rows']]
+    return ListCommentsResult(
+        comments=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def project_summary(
@@ -488,7 +657,9 @@ def project_summary(
         ),
     ],
 ) -> ProjectSummaryResult:
-    """A project's progress: how many tasks are in each status, the share done, and the overdue tasks (due before today and not done)."""
+    """A project's progress: how many tasks are in each status, the share done, and the overdue tasks (due
+    before today and not done).
+    """
     db.require("projects", "project_id", project_id, "project_id")
     outcome = handlers.project_summary(db, project_id=project_id)
     return ProjectSummaryResult.model_validate(outcome)
@@ -554,7 +725,9 @@ def create_task(
         ),
     ] = None,
 ) -> Task:
-    """File a new task (status todo) in an active project. The reporter and any assignee must be project members, and a milestone, if given, must be an open milestone of the same project."""
+    """File a new task (status todo) in an active project. The reporter and any assignee must be project
+    members, and a milestone, if given, must be an open milestone of the same project.
+    """
     db.require("projects", "project_id", project_id, "project_id")
     db.require("people", "email", reporter_email, "reporter_email")
     if assignee_email is not None:
@@ -572,6 +745,7 @@ def create_task(
         "milestone_id": milestone_id,
         "due_date": due_date,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM projects WHERE project_id = :project_id AND status != 'active'", args):
@@ -647,12 +821,15 @@ def update_task_status(
         ),
     ],
 ) -> Task:
-    """Move a task along the workflow: todo -> in_progress -> review -> done. A task in review can go back to in_progress; done is final. A task must be assigned before work starts."""
+    """Move a task along the workflow: todo -> in_progress -> review -> done. A task in review can go back
+    to in_progress; done is final. A task must be assigned before work starts.
+    """
     current = db.require("tasks", "task_id", task_id, "task_id")
     args = {
         "task_id": task_id,
         "status": status,
         "now": db.now,
+        "principal": db.principal,
         "id": current["task_id"],
         "set_updated_at": db.now,
     }
@@ -718,6 +895,7 @@ def assign_task(
         "task_id": task_id,
         "assignee_email": assignee_email,
         "now": db.now,
+        "principal": db.principal,
         "id": current["task_id"],
         "set_updated_at": db.now,
     }
@@ -770,6 +948,7 @@ def move_task_to_milestone(
         "task_id": task_id,
         "milestone_id": milestone_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["task_id"],
         "set_updated_at": db.now,
     }
@@ -827,7 +1006,14 @@ def add_member(
     db.require("projects", "project_id", project_id, "project_id")
     db.require("people", "email", email, "email")
     new_id = db.next_id("memberships")
-    args = {"project_id": project_id, "email": email, "role": role, "now": db.now, "id": new_id}
+    args = {
+        "project_id": project_id,
+        "email": email,
+        "role": role,
+        "now": db.now,
+        "principal": db.principal,
+        "id": new_id,
+    }
     if db.one("SELECT 1 FROM memberships WHERE project_id = :project_id AND email = :email", args):
         db.reject("{email} is already a member of project {project_id}.".format_map(args))
     if db.one("SELECT 1 FROM projects WHERE project_id = :project_id AND status = 'archived'", args):
@@ -855,9 +1041,16 @@ def remove_member(
         ),
     ],
 ) -> Membership:
-    """Remove a member from a project. The owner can't be removed, and a member's unfinished tasks must be reassigned first."""
+    """Remove a member from a project. The owner can't be removed, and a member's unfinished tasks must be
+    reassigned first.
+    """
     current = db.require("memberships", "membership_id", membership_id, "membership_id")
-    args = {"membership_id": membership_id, "now": db.now, "id": current["membership_id"]}
+    args = {
+        "membership_id": membership_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["membership_id"],
+    }
     if db.one(
         "SELECT 1 FROM memberships WHERE membership_id = :membership_id"
         " AND role = 'owner'",
@@ -907,7 +1100,14 @@ def add_comment(
     db.require("tasks", "task_id", task_id, "task_id")
     db.require("people", "email", author_email, "author_email")
     new_id = db.next_id("comments")
-    args = {"task_id": task_id, "author_email": author_email, "body": body, "now": db.now, "id": new_id}
+    args = {
+        "task_id": task_id,
+        "author_email": author_email,
+        "body": body,
+        "now": db.now,
+        "principal": db.principal,
+        "id": new_id,
+    }
     if db.one(
         "SELECT 1 FROM tasks t WHERE t.task_id = :task_id AND NOT EXISTS (SELECT 1"
         " FROM memberships m WHERE m.project_id = t.project_id"
@@ -958,7 +1158,14 @@ def create_milestone(
     """Add an open milestone with a future due date to an active project."""
     db.require("projects", "project_id", project_id, "project_id")
     new_id = db.next_id("milestones")
-    args = {"project_id": project_id, "name": name, "due_date": due_date, "now": db.now, "id": new_id}
+    args = {
+        "project_id": project_id,
+        "name": name,
+        "due_date": due_date,
+        "now": db.now,
+        "principal": db.principal,
+        "id": new_id,
+    }
     if db.one("SELECT 1 FROM projects WHERE project_id = :project_id AND status != 'active'", args):
         db.reject("Project {project_id} is on hold or archived and takes no new milestones.".format_map(args))
     if db.one("SELECT 1 WHERE date(:due_date) IS NULL OR date(:due_date) < date(:now)", args):
@@ -999,6 +1206,7 @@ def close_milestone(
     args = {
         "milestone_id": milestone_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["milestone_id"],
         "set_status": "closed",
     }
@@ -1037,10 +1245,17 @@ def roll_over_milestone(
         ),
     ],
 ) -> RollOverMilestoneResult:
-    """Move every unfinished task of a milestone into another open milestone of the same project, then close the first one. Returns how many tasks moved."""
+    """Move every unfinished task of a milestone into another open milestone of the same project, then
+    close the first one. Returns how many tasks moved.
+    """
     db.require("milestones", "milestone_id", from_milestone_id, "from_milestone_id")
     db.require("milestones", "milestone_id", to_milestone_id, "to_milestone_id")
-    args = {"from_milestone_id": from_milestone_id, "to_milestone_id": to_milestone_id, "now": db.now}
+    args = {
+        "from_milestone_id": from_milestone_id,
+        "to_milestone_id": to_milestone_id,
+        "now": db.now,
+        "principal": db.principal,
+    }
     if db.one("SELECT 1 WHERE :from_milestone_id = :to_milestone_id", args):
         db.reject("The two milestones must differ.")
     if db.one(

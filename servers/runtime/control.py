@@ -54,6 +54,9 @@ class ResetParams(EpisodeParams):
     fresh: bool = Field(
         default=False, description="open a new episode with an unguessable server-made id (returned as `episode`)"
     )
+    principal: str | None = Field(
+        None, description="whom the episode acts for (a user's id or email, a staff member); none: the server's default"
+    )
 
 
 class StateParams(EpisodeParams):
@@ -70,11 +73,14 @@ class TableDiff(BaseModel):
 class ResetResult(types.Result):
     episode: str | None = None
     hash: str
+    principal: str | None = Field(None, description="whom the episode acts for (None: a server without principals)")
+    instructions: str | None = Field(None, description="the episode's instructions: date, time zone, principal, policy")
 
 
 class StateResult(types.Result):
     episode: str | None = None
     hash: str
+    principal: str | None = None
     diff: dict[str, TableDiff] = Field(description="per changed table, against the seed")
     state: State | None = None
 
@@ -133,9 +139,11 @@ class EpisodeClient:
         result: types.CallToolResult = await self._send(types.CallToolRequest(params=params), types.CallToolResult)
         return result
 
-    async def reset(self, state: State | None = None) -> ResetResult:
-        """Back to the seed, or to `state` (tables not named keep the seed's rows)."""
-        request = types.Request(method=Method.RESET, params=ResetParams(episode=self.episode, state=state))
+    async def reset(self, state: State | None = None, principal: str | None = None) -> ResetResult:
+        """Back to the seed, or to `state` (tables not named keep the seed's rows), acting for
+        `principal` (None: the server's default)."""
+        params = ResetParams(episode=self.episode, state=state, principal=principal)
+        request = types.Request(method=Method.RESET, params=params)
         result: ResetResult = await self._send(request, ResetResult)
         return result
 

@@ -7,6 +7,7 @@ around each call and rolls it back on any failure, so a failed call changes noth
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import sqlite3
@@ -16,7 +17,9 @@ from typing import Any, NoReturn
 from servers.runtime.arguments import preview
 
 SEQUENCES_TABLE = "_envfarm_sequences"
+EPISODE_TABLE = "_envfarm_episode"  # one row: the episode's principal (outside the state: never hashed or diffed)
 Params = Mapping[str, Any] | Sequence[Any]
+MAX_PAGE = 200  # the largest `limit` a list accepts
 
 
 class Rejected(Exception):
@@ -24,12 +27,23 @@ class Rejected(Exception):
 
 
 class Database:
-    """A per-episode view of one SQLite connection, with the environment's frozen clock."""
+    """A per-episode view of one SQLite connection, with the environment's frozen clock and the
+    episode's principal. `scopes` maps a table to the SQL condition (using `:principal`) a row must
+    meet to be visible: `require` treats other people's rows as unknown, as a real API does."""
 
-    def __init__(self, connection: sqlite3.Connection, now: str, id_formats: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        connection: sqlite3.Connection,
+        now: str,
+        id_formats: Mapping[str, str],
+        principal: str | None = None,
+        scopes: Mapping[str, str] | None = None,
+    ) -> None:
         self.connection = connection
         self.now = now
         self._id_formats = id_formats
+        self.principal = principal
+        self._scopes = scopes or {}
 
     def all(self, sql: str, params: Params = ()) -> list[dict[str, Any]]:
         cursor = self.connection.execute(sql, params)
@@ -69,16 +83,88 @@ class Database:
         self.connection.execute(f"UPDATE {SEQUENCES_TABLE} SET next = next + 1 WHERE table_name = ?", (table,))
         return self._id_formats[table].format(number)
 
+    def visible(self, table: str) -> str:
+        """The SQL condition on `table`'s rows that the principal may see (`1` when all)."""
+        scope = self._scopes.get(table)
+        return f"({scope})" if scope else "1"
+
     def require(self, table: str, column: str, value: Any, what: str) -> dict[str, Any]:
-        """Return the row where `column = value`, or reject naming the unknown value."""
-        row = self.one(f"SELECT * FROM {table} WHERE {column} = ?", (value,))
+        """Return the row where `column = value` that the principal may see, or reject naming the
+        unknown value (another principal's row is as unknown as a missing one)."""
+        sql = f"SELECT * FROM {table} WHERE {column} = :value AND {self.visible(table)}"
+        row = self.one(sql, {"value": value, "principal": self.principal})
         if row is None:
             raise Rejected(f"Unknown {what} {preview(value)}: no such record exists.")
         return row
 
+    def page(self, sql: str, params: Mapping[str, Any], limit: int, cursor: str | None) -> Page:
+        """One page of a list: the rows of `sql` (which orders them) from `cursor` on, at most `limit`,
+        with the total, whether more follow and the cursor of the next page. A cursor is opaque and
+        bound to its query: one from another search or with other filters is refused."""
+        if not 1 <= limit <= MAX_PAGE:
+            raise Rejected(f"limit must be between 1 and {MAX_PAGE}, got {limit}.")
+        query = hashlib.sha256(json.dumps([sql, dict(params)], sort_keys=True, default=str).encode()).hexdigest()[:8]
+        offset = 0
+        if cursor:
+            offset = _decode_cursor(cursor, query)
+        total = int(self.scalar(f"SELECT count(*) FROM ({sql})", params))
+        rows = self.all(f"{sql} LIMIT {int(limit)} OFFSET {int(offset)}", params)
+        more = offset + len(rows) < total
+        next_cursor = _encode_cursor(offset + len(rows), query) if more else None
+        return Page(rows=rows, total=total, has_more=more, cursor=next_cursor)
+
     @staticmethod
     def reject(message: str) -> NoReturn:
         raise Rejected(message)
+
+
+class Page(dict[str, Any]):
+    """A list page as tools return it: `rows`, `total`, `has_more`, `cursor` (None on the last page)."""
+
+    def __init__(self, rows: list[dict[str, Any]], total: int, has_more: bool, cursor: str | None) -> None:
+        super().__init__(rows=rows, total=total, has_more=has_more, cursor=cursor)
+
+
+def _encode_cursor(offset: int, query: str) -> str:
+    return base64.urlsafe_b64encode(f"{query}:{offset}".encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str, query: str) -> int:
+    """The offset a cursor stands for; reject one that is malformed or from another query."""
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        owner, _, offset = text.partition(":")
+        number = int(offset)
+    except (ValueError, UnicodeDecodeError):
+        raise Rejected(f"cursor {cursor!r} is not a cursor this server gave out; call again without it.") from None
+    if owner != query or number < 0:
+        raise Rejected(
+            f"cursor {cursor!r} belongs to another list or other filters; repeat the same call with it, "
+            "or call again without it for the first page."
+        )
+    return number
+
+
+def read_principal(connection: sqlite3.Connection) -> str | None:
+    """The principal the episode acts for (None on a server without principals)."""
+    row = connection.execute(f"SELECT principal FROM {EPISODE_TABLE}").fetchone()
+    return None if row is None else row[0]
+
+
+def set_principal(connection: sqlite3.Connection, principal: str | None) -> None:
+    connection.execute(f"CREATE TABLE IF NOT EXISTS {EPISODE_TABLE} (principal TEXT)")
+    connection.execute(f"DELETE FROM {EPISODE_TABLE}")
+    connection.execute(f"INSERT INTO {EPISODE_TABLE} (principal) VALUES (?)", (principal,))
+
+
+def json_array(values: Sequence[Any] | None) -> str | None:
+    """An array argument bound for SQL (`IN (SELECT value FROM json_each(:param))`); None stays None."""
+    return None if values is None else json.dumps(list(values))
+
+
+def comma_joined(values: Sequence[Any] | None) -> str | None:
+    """An array argument stored in a text column: its items joined with ', '; None stays None."""
+    return None if values is None else ", ".join(str(v) for v in values)
 
 
 def contains_pattern(text: str | None) -> str | None:

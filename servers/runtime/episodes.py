@@ -31,7 +31,16 @@ from typing import Any
 
 from servers.runtime.arguments import preview
 from servers.runtime.control import EPISODE_HEADER, EPISODE_META_KEY, OWNER_HEADER
-from servers.runtime.database import SEQUENCES_TABLE, insert_row, snapshot, state_hash, user_tables
+from servers.runtime.database import (
+    EPISODE_TABLE,
+    SEQUENCES_TABLE,
+    insert_row,
+    read_principal,
+    set_principal,
+    snapshot,
+    state_hash,
+    user_tables,
+)
 
 _TRAILING_NUMBER = re.compile(r"(\d+)\D*$")
 SESSION_HEADER = "mcp-session-id"
@@ -68,8 +77,11 @@ def next_number(rows: list[dict[str, Any]]) -> int:
     return max([len(rows), *numbers]) + 1
 
 
-def build_seed(schema_sql: str, seed_rows: Mapping[str, list[dict[str, Any]]]) -> sqlite3.Connection:
-    """Create the seed database: schema, rows, and each table's id sequence past its seed rows.
+def build_seed(
+    schema_sql: str, seed_rows: Mapping[str, list[dict[str, Any]]], principal: str | None = None
+) -> sqlite3.Connection:
+    """Create the seed database: schema, rows, each table's id sequence past its seed rows, and the
+    default principal (an episode forked from it acts for them until a reset names another).
 
     Foreign keys are checked at commit, so seed rows may point at rows that come later.
     """
@@ -85,6 +97,7 @@ def build_seed(schema_sql: str, seed_rows: Mapping[str, list[dict[str, Any]]]) -
         connection.execute(
             f"INSERT INTO {SEQUENCES_TABLE} (table_name, next) VALUES (?, ?)", (table, next_number(rows))
         )
+    set_principal(connection, principal)
     connection.execute("COMMIT")
     return connection
 
@@ -380,6 +393,8 @@ def open_persistent(path: Path, seed: sqlite3.Connection) -> sqlite3.Connection:
     connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     if is_new:
         seed.backup(connection)
+    elif connection.execute(f"SELECT 1 FROM sqlite_master WHERE name = '{EPISODE_TABLE}'").fetchone() is None:
+        set_principal(connection, read_principal(seed))  # a file from before principals existed
     connection.execute("PRAGMA journal_mode = WAL")
     connection.execute("PRAGMA foreign_keys = ON")
     return connection

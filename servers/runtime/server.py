@@ -25,6 +25,7 @@ from typing import Any
 import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, Extension, MCPServer, MethodBinding
+from mcp.server.mcpserver.resources import TextResource
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.shared.exceptions import MCPError
@@ -47,7 +48,15 @@ from servers.runtime.control import (
     StateResult,
     TableDiff,
 )
-from servers.runtime.database import Database, Rejected, diff_states, snapshot, state_hash
+from servers.runtime.database import (
+    Database,
+    Rejected,
+    diff_states,
+    read_principal,
+    set_principal,
+    snapshot,
+    state_hash,
+)
 from servers.runtime.effects import Effect, effect_hints
 from servers.runtime.episodes import (  # re-exported for generated server.py files
     DEFAULT_MAX_EPISODES,
@@ -64,6 +73,7 @@ from servers.runtime.episodes import (  # re-exported for generated server.py fi
     resolve_key,
     resolve_owner,
 )
+from servers.runtime.principal import PrincipalDefinition, render_instructions
 
 
 @dataclass(frozen=True)
@@ -106,9 +116,18 @@ class ServerDefinition:
     directory: Traversable
     id_formats: dict[str, str]
     tools: list[ToolDefinition] = field(default_factory=list)
+    principal: PrincipalDefinition | None = None
 
     def schema_sql(self) -> str:
         return (self.directory / "schema.sql").read_text(encoding="utf-8")
+
+    def policy(self) -> str:
+        """The server's policy (policy.md beside the code), or "" when it has none."""
+        path = self.directory / POLICY_FILE
+        return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+    def instructions(self, acting_for: str | None, policy: str) -> str:
+        return render_instructions(self.title, self.description, self.now, self.principal, acting_for, policy)
 
     def seed_rows(self) -> dict[str, list[dict[str, Any]]]:
         return json.loads((self.directory / "seed.json").read_text(encoding="utf-8"))
@@ -117,11 +136,15 @@ class ServerDefinition:
         """The seed database, from the image the factory ships (`seed.sqlite`); a folder without one
         (built by an older factory) has it built from schema.sql and seed.json."""
         image = self.directory / SEED_IMAGE
-        if image.is_file():
-            return open_memory(image.read_bytes())
-        return build_seed(self.schema_sql(), self.seed_rows())
+        default = self.principal.default if self.principal else None
+        if not image.is_file():
+            return build_seed(self.schema_sql(), self.seed_rows(), default)
+        seed = open_memory(image.read_bytes())
+        set_principal(seed, default)  # the image is the data alone; whom episodes act for is the definition's
+        return seed
 
 
+POLICY_FILE = "policy.md"
 ControlContext = ServerRequestContext[ConnectionScope, Any]
 
 
@@ -169,8 +192,24 @@ class EpisodeControl(Extension):
 
     identifier = EXTENSION
 
-    def __init__(self, episodes: _Episodes) -> None:
+    def __init__(self, episodes: _Episodes, definition: ServerDefinition, policy: str) -> None:
         self._episodes = episodes
+        self._definition = definition
+        self._policy = policy
+
+    def _check_principal(self, principal: str | None) -> None:
+        declared = self._definition.principal
+        if principal is None:
+            return
+        seed = self._episodes.store.seed
+        if declared is None:
+            raise MCPError(types.INVALID_PARAMS, f"{self._definition.name} acts for nobody in particular: omit principal")
+        if not declared.known(seed, principal):
+            known = ", ".join(declared.examples(seed))
+            where = f"{declared.table}.{declared.column}" if declared.table else "the declared staff"
+            raise MCPError(
+                types.INVALID_PARAMS, f"unknown principal {principal!r}: not one of {where} (e.g. {known})"
+            )
 
     def _meta(self, ctx: ControlContext, params: EpisodeParams) -> dict[str, Any]:
         meta = dict(ctx.meta or {})
@@ -191,8 +230,9 @@ class EpisodeControl(Extension):
                 raise _control_error(exc) from exc
             except EpisodeExpired:
                 pass  # a reset opens an expired episode again, from the seed or the given state
-        if store.persistent is not None and params.state is None:
-            raise MCPError(types.INVALID_PARAMS, "persistent mode: reset needs an explicit state")
+        self._check_principal(params.principal)
+        if store.persistent is not None and params.state is None and params.principal is None:
+            raise MCPError(types.INVALID_PARAMS, "persistent mode: reset needs an explicit state or principal")
         # The new state is built aside (the persistent file loads in one transaction), so a state
         # that fails to load leaves the episode as it was.
         connection = store.persistent if store.persistent is not None else store.fork()
@@ -203,13 +243,21 @@ class EpisodeControl(Extension):
                 if connection is not store.persistent:
                     connection.close()
                 raise MCPError(types.INVALID_PARAMS, f"cannot load state: {bounded(str(exc))}") from exc
+        if params.principal is not None:
+            set_principal(connection, params.principal)
         if store.persistent is None:
             if key:
                 store.replace(key, connection, owner)
             else:
                 ctx.lifespan_context.replace(connection)
         loaded = params.state is not None or store.persistent is not None
-        return ResetResult(episode=key, hash=state_hash(snapshot(connection)) if loaded else store.seed_hash)
+        acting_for = read_principal(connection)
+        return ResetResult(
+            episode=key,
+            hash=state_hash(snapshot(connection)) if loaded else store.seed_hash,
+            principal=acting_for,
+            instructions=self._definition.instructions(acting_for, self._policy),
+        )
 
     async def _state(self, ctx: ControlContext, params: StateParams) -> StateResult:
         try:
@@ -221,6 +269,7 @@ class EpisodeControl(Extension):
         return StateResult(
             episode=key,
             hash=state_hash(state),
+            principal=read_principal(connection),
             diff={table: TableDiff(**changes) for table, changes in diff.items()},
             state=state if params.rows else None,
         )
@@ -296,6 +345,8 @@ def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerD
     function = tool.function
     now = definition.now
     id_formats = definition.id_formats
+    scopes = definition.principal.scopes if definition.principal else {}
+    has_principal = definition.principal is not None
 
     async def call_tool(ctx: Context[ConnectionScope], **arguments: Any) -> Any:
         request = ctx.request_context
@@ -309,7 +360,8 @@ def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerD
         try:
             # Generated code must not write to stdout: on stdio that is the protocol stream.
             with redirect_stdout(sys.stderr):
-                result = function(Database(connection, now, id_formats), **arguments)
+                principal = read_principal(connection) if has_principal else None
+                result = function(Database(connection, now, id_formats, principal, scopes), **arguments)
         except Rejected as exc:
             _rollback(connection)
             return _error(str(exc), ErrorKind.REJECTED)
@@ -350,9 +402,11 @@ def build_server(
 ) -> MCPServer:
     """A ready `MCPServer` for `definition`: isolated in-memory episodes, or one file with `db_file`.
     Servers sharing one `budget` (the farm host) share one memory budget for their named episodes."""
+    default = definition.principal.default if definition.principal else None
     seed = definition.seed()
     persistent = open_persistent(db_file, seed) if db_file is not None else None
     episodes = _Episodes(EpisodeStore(seed, max_episodes=max_episodes, persistent=persistent, budget=budget))
+    policy = definition.policy()
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[ConnectionScope]:
@@ -391,14 +445,26 @@ def build_server(
                     annotations=tool.annotations,
                 )
             )
-    return MCPServer(
+    server = MCPServer(
         definition.name,
         title=definition.title,
         description=definition.description,
         version=definition.version,
-        instructions=definition.description,
+        instructions=definition.instructions(default, policy),
         log_level="WARNING",
         lifespan=lifespan,
-        extensions=[EpisodeControl(episodes), strict],
+        extensions=[EpisodeControl(episodes, definition, policy), strict],
         tools=tools,
     )
+    if policy:
+        server.add_resource(
+            TextResource(
+                uri=f"envfarm://{definition.name}/policy",
+                name="policy",
+                title=f"{definition.title}: policy",
+                description="What the agent may and may not do here (also in the instructions).",
+                mime_type="text/markdown",
+                text=policy,
+            )
+        )
+    return server

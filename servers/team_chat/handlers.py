@@ -8,16 +8,29 @@ non-members before a handler runs.
 from servers.runtime.database import Database, contains_pattern
 
 
-def read_channel(db: Database, channel_id: str, member_id: str, pinned_only: bool = False, limit: int = 30) -> dict:
-    """The latest `limit` top-level messages, returned oldest first like a chat window."""
+def read_channel(
+    db: Database, channel_id: str, member_id: str, pinned_only: bool = False, limit: int = 30, cursor: str | None = None
+) -> dict:
+    """The latest `limit` top-level messages, returned oldest first like a chat window; the cursor pages
+    back to older ones."""
     channel = db.require("channels", "channel_id", channel_id, "channel_id")
-    latest = db.all(
-        "SELECT * FROM messages WHERE channel_id = ? AND thread_parent_id IS NULL AND (? = 0 OR is_pinned = 1)"
-        " ORDER BY posted_at DESC, message_id DESC LIMIT ?",
-        (channel_id, int(pinned_only), limit),
+    page = db.page(
+        "SELECT * FROM messages WHERE channel_id = :channel AND thread_parent_id IS NULL"
+        " AND (:pinned = 0 OR is_pinned = 1) ORDER BY posted_at DESC, message_id DESC",
+        {"channel": channel_id, "pinned": int(pinned_only)},
+        limit,
+        cursor,
     )
-    messages = list(reversed(latest))
-    return {"channel_id": channel_id, "name": channel["name"], "messages": messages, "count": len(messages)}
+    messages = list(reversed(page["rows"]))
+    return {
+        "channel_id": channel_id,
+        "name": channel["name"],
+        "messages": messages,
+        "count": len(messages),
+        "total": page["total"],
+        "has_more": page["has_more"],
+        "cursor": page["cursor"],
+    }
 
 
 def read_thread(db: Database, message_id: str, member_id: str) -> dict:

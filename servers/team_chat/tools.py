@@ -198,31 +198,43 @@ class Reaction(BaseModel):
 
 
 class ListWorkspacesResult(BaseModel):
-    """What `list_workspaces` found."""
+    """What `list_workspaces` found: one page of the matching rows."""
 
-    workspaces: list[Workspace] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    workspaces: list[Workspace] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class FindMembersResult(BaseModel):
-    """What `find_members` found."""
+    """What `find_members` found: one page of the matching rows."""
 
-    members: list[Member] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    members: list[Member] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchChannelsResult(BaseModel):
-    """What `search_channels` found."""
+    """What `search_channels` found: one page of the matching rows."""
 
-    channels: list[Channel] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    channels: list[Channel] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListChannelMembersResult(BaseModel):
-    """What `list_channel_members` found."""
+    """What `list_channel_members` found: one page of the matching rows."""
 
-    channel_members: list[ChannelMember] = Field(description="matching rows, at most 100")
-    count: int = Field(description="how many rows were returned")
+    channel_members: list[ChannelMember] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ReadChannelResult(BaseModel):
@@ -230,8 +242,13 @@ class ReadChannelResult(BaseModel):
 
     channel_id: str = Field(description="The channel")
     name: str = Field(description="Channel name")
-    messages: list[Message] = Field(description="Top-level messages, oldest first")
-    count: int = Field(description="How many messages were returned")
+    messages: list[Message] = Field(description="Top-level messages of this page, oldest first")
+    count: int = Field(description="How many messages this page holds")
+    total: int = Field(description="How many top-level messages match over all pages")
+    has_more: bool = Field(description="Whether older messages follow")
+    cursor: str | None = Field(
+        description="Pass it back as cursor for older messages; null on the oldest page",
+    )
 
 
 class ReadThreadResult(BaseModel):
@@ -249,10 +266,13 @@ class SearchMessagesResult(BaseModel):
 
 
 class ListReactionsResult(BaseModel):
-    """What `list_reactions` found."""
+    """What `list_reactions` found: one page of the matching rows."""
 
-    reactions: list[Reaction] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    reactions: list[Reaction] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 def list_workspaces(
@@ -264,16 +284,39 @@ def list_workspaces(
             json_schema_extra={"x-envfarm-column": "workspaces.name", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListWorkspacesResult:
-    """List the chat workspaces. Returns workspace ids."""
-    args = {"name": name, "now": db.now}
-    rows = db.all(
+    """List the chat workspaces. Returns workspace ids.
+
+    Matching: name contains (case-insensitive). Ordered by workspace_id. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    args = {"name": name, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM workspaces"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY workspace_id LIMIT 25",
-        args,
+        " ORDER BY workspace_id",
+        args, limit, cursor,
     )
-    return ListWorkspacesResult(workspaces=[Workspace(**row) for row in rows], count=len(rows))
+    rows = [Workspace(**row) for row in page['rows']]
+    return ListWorkspacesResult(
+        workspaces=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def find_members(
@@ -306,25 +349,51 @@ def find_members(
             json_schema_extra={"x-envfarm-column": "members.display_name", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindMembersResult:
-    """Find workspace members by name, email or display name. A person has one member id per workspace; the other tools act as a member id."""
+    """Find workspace members by name, email or display name. A person has one member id per workspace; the
+    other tools act as a member id.
+
+    Matching: workspace_id equals; full_name contains (case-insensitive); email equals; display_name
+    contains (case-insensitive). Ordered by member_id. Returns 50 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
+    """
     args = {
         "workspace_id": workspace_id,
         "full_name": full_name,
         "email": email,
         "display_name": display_name,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM members"
         " WHERE (:workspace_id IS NULL OR workspace_id = :workspace_id)"
         " AND (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:display_name IS NULL OR lower(display_name) LIKE '%' || replace(replace(replace(lower(:display_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY member_id LIMIT 50",
-        args,
+        " ORDER BY member_id",
+        args, limit, cursor,
     )
-    return FindMembersResult(members=[Member(**row) for row in rows], count=len(rows))
+    rows = [Member(**row) for row in page['rows']]
+    return FindMembersResult(
+        members=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def search_channels(
@@ -357,25 +426,51 @@ def search_channels(
             json_schema_extra={"x-envfarm-column": "channels.is_archived", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchChannelsResult:
-    """Find channels of a workspace by name, visibility or archived state. Private channels are listed, but only their members can read them."""
+    """Find channels of a workspace by name, visibility or archived state. Private channels are listed, but
+    only their members can read them.
+
+    Matching: workspace_id equals; name contains (case-insensitive); visibility equals; is_archived
+    equals. Ordered by channel_id. Returns 50 rows per page by default (limit: up to 200) with total and
+    has_more; pass the returned cursor to get the next page.
+    """
     args = {
         "workspace_id": workspace_id,
         "name": name,
         "visibility": visibility,
         "is_archived": is_archived,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM channels"
         " WHERE (:workspace_id IS NULL OR workspace_id = :workspace_id)"
         " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:visibility IS NULL OR visibility = :visibility)"
         " AND (:is_archived IS NULL OR is_archived = :is_archived)"
-        " ORDER BY channel_id LIMIT 50",
-        args,
+        " ORDER BY channel_id",
+        args, limit, cursor,
     )
-    return SearchChannelsResult(channels=[Channel(**row) for row in rows], count=len(rows))
+    rows = [Channel(**row) for row in page['rows']]
+    return SearchChannelsResult(
+        channels=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_channel_members(
@@ -394,17 +489,42 @@ def list_channel_members(
             json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "channel_members.member_id", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 100,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListChannelMembersResult:
-    """List channel memberships: who is in a channel (give channel_id) or which channels a member is in (give member_id). Returns channel_member ids for leave_channel."""
-    args = {"channel_id": channel_id, "member_id": member_id, "now": db.now}
-    rows = db.all(
+    """List channel memberships: who is in a channel (give channel_id) or which channels a member is in
+    (give member_id). Returns channel_member ids for leave_channel.
+
+    Matching: channel_id equals; member_id equals. Ordered by channel_member_id. Returns 100 rows per
+    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
+    page.
+    """
+    args = {"channel_id": channel_id, "member_id": member_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM channel_members"
         " WHERE (:channel_id IS NULL OR channel_id = :channel_id)"
         " AND (:member_id IS NULL OR member_id = :member_id)"
-        " ORDER BY channel_member_id LIMIT 100",
-        args,
+        " ORDER BY channel_member_id",
+        args, limit, cursor,
     )
-    return ListChannelMembersResult(channel_members=[ChannelMember(**row) for row in rows], count=len(rows))
+    rows = [ChannelMember(**row) for row in page['rows']]
+    return ListChannelMembersResult(
+        channel_members=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def read_channel(
@@ -430,14 +550,24 @@ def read_channel(
     limit: Annotated[
         int,
         Field(
-            description="How many of the latest messages (default 30)",
+            description="How many of the latest messages per page (default 30)",
             ge=1.0,
             le=100.0,
             json_schema_extra={"x-envfarm-user-known": True},
         ),
     ] = 30,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for older messages",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> ReadChannelResult:
-    """Read a channel's latest top-level messages (oldest first) as a given member, with reply counts and pins. Private channels can only be read by their members. Open a thread with read_thread."""
+    """Read a channel's latest top-level messages (shown oldest first; the cursor pages back to older ones,
+    with total and has_more) as a given member, with reply counts and pins. Private channels can only be
+    read by their members. Open a thread with read_thread.
+    """
     db.require("channels", "channel_id", channel_id, "channel_id")
     db.require("members", "member_id", member_id, "member_id")
     args = {
@@ -445,7 +575,9 @@ def read_channel(
         "member_id": member_id,
         "pinned_only": pinned_only,
         "limit": limit,
+        "cursor": cursor,
         "now": db.now,
+        "principal": db.principal,
     }
     if db.one(
         "SELECT 1 FROM channels c, members m WHERE c.channel_id = :channel_id"
@@ -464,7 +596,7 @@ def read_channel(
         db.reject(
             "Channel {channel_id} is private and {member_id} is not a member; only members can read or post there. Ask a member to add you with add_channel_member.".format_map(args),
         )
-    outcome = handlers.read_channel(db, channel_id=channel_id, member_id=member_id, pinned_only=pinned_only, limit=limit)
+    outcome = handlers.read_channel(db, channel_id=channel_id, member_id=member_id, pinned_only=pinned_only, limit=limit, cursor=cursor)
     return ReadChannelResult.model_validate(outcome)
 
 
@@ -488,7 +620,7 @@ def read_thread(
     """Read a message and all its replies, oldest first, as a given member."""
     db.require("messages", "message_id", message_id, "message_id")
     db.require("members", "member_id", member_id, "member_id")
-    args = {"message_id": message_id, "member_id": member_id, "now": db.now}
+    args = {"message_id": message_id, "member_id": member_id, "now": db.now, "principal": db.principal}
     if db.one(
         "SELECT 1 FROM messages msg JOIN channels c ON c.channel_id = msg.channel_id"
         " WHERE msg.message_id = :message_id AND c.visibility = 'private'"
@@ -517,7 +649,9 @@ def search_messages(
         Field(description="Words to look for", json_schema_extra={"x-envfarm-user-known": True}),
     ],
 ) -> SearchMessagesResult:
-    """Find messages containing some words, in the channels a member can read (public channels of their workspace and private channels they belong to), newest first."""
+    """Find messages containing some words, in the channels a member can read (public channels of their
+    workspace and private channels they belong to), newest first.
+    """
     db.require("members", "member_id", member_id, "member_id")
     outcome = handlers.search_messages(db, member_id=member_id, text=text)
     return SearchMessagesResult.model_validate(outcome)
@@ -554,7 +688,9 @@ def post_message(
         ),
     ] = None,
 ) -> Message:
-    """Post a message to a channel the author has joined, or reply in a thread by giving the thread's first message. Archived channels are read-only."""
+    """Post a message to a channel the author has joined, or reply in a thread by giving the thread's first
+    message. Archived channels are read-only.
+    """
     db.require("channels", "channel_id", channel_id, "channel_id")
     db.require("members", "member_id", author_id, "author_id")
     if thread_parent_id is not None:
@@ -566,6 +702,7 @@ def post_message(
         "text": text,
         "thread_parent_id": thread_parent_id,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM channels WHERE channel_id = :channel_id AND is_archived = 1", args):
@@ -666,6 +803,7 @@ def edit_message(
         "edited_by": edited_by,
         "text": text,
         "now": db.now,
+        "principal": db.principal,
         "id": current["message_id"],
         "set_edited_at": db.now,
     }
@@ -719,7 +857,14 @@ def add_reaction(
     db.require("messages", "message_id", message_id, "message_id")
     db.require("members", "member_id", member_id, "member_id")
     new_id = db.next_id("reactions")
-    args = {"message_id": message_id, "member_id": member_id, "emoji": emoji, "now": db.now, "id": new_id}
+    args = {
+        "message_id": message_id,
+        "member_id": member_id,
+        "emoji": emoji,
+        "now": db.now,
+        "principal": db.principal,
+        "id": new_id,
+    }
     if db.one(
         "SELECT 1 FROM messages msg JOIN channels c ON c.channel_id = msg.channel_id"
         " WHERE msg.message_id = :message_id AND c.is_archived = 1",
@@ -767,7 +912,12 @@ def remove_reaction(
 ) -> Reaction:
     """Take back an emoji reaction."""
     current = db.require("reactions", "reaction_id", reaction_id, "reaction_id")
-    args = {"reaction_id": reaction_id, "now": db.now, "id": current["reaction_id"]}
+    args = {
+        "reaction_id": reaction_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["reaction_id"],
+    }
     if db.one(
         "SELECT 1 FROM reactions r JOIN messages msg ON msg.message_id = r.message_id"
         " JOIN channels c ON c.channel_id = msg.channel_id"
@@ -797,18 +947,41 @@ def list_reactions(
             json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "reactions.member_id", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListReactionsResult:
-    """List the reactions on a message, with who reacted. Returns reaction ids for remove_reaction."""
+    """List the reactions on a message, with who reacted. Returns reaction ids for remove_reaction.
+
+    Matching: message_id equals; member_id equals. Ordered by reaction_id. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("messages", "message_id", message_id, "message_id")
-    args = {"message_id": message_id, "member_id": member_id, "now": db.now}
-    rows = db.all(
+    args = {"message_id": message_id, "member_id": member_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM reactions"
         " WHERE (:message_id IS NULL OR message_id = :message_id)"
         " AND (:member_id IS NULL OR member_id = :member_id)"
-        " ORDER BY reaction_id LIMIT 25",
-        args,
+        " ORDER BY reaction_id",
+        args, limit, cursor,
     )
-    return ListReactionsResult(reactions=[Reaction(**row) for row in rows], count=len(rows))
+    rows = [Reaction(**row) for row in page['rows']]
+    return ListReactionsResult(
+        reactions=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def pin_message(
@@ -835,6 +1008,7 @@ def pin_message(
         "message_id": message_id,
         "pinned_by": pinned_by,
         "now": db.now,
+        "principal": db.principal,
         "id": current["message_id"],
         "set_is_pinned": True,
         "set_pinned_at": db.now,
@@ -879,6 +1053,7 @@ def unpin_message(
     args = {
         "message_id": message_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["message_id"],
         "set_is_pinned": False,
         "set_pinned_by": None,
@@ -918,7 +1093,9 @@ def add_channel_member(
         ),
     ],
 ) -> ChannelMember:
-    """Add a member to a channel. Anyone can join a public channel themselves (added_by = member_id); adding someone else, or anyone to a private channel, must be done by a member of that channel."""
+    """Add a member to a channel. Anyone can join a public channel themselves (added_by = member_id);
+    adding someone else, or anyone to a private channel, must be done by a member of that channel.
+    """
     db.require("channels", "channel_id", channel_id, "channel_id")
     db.require("members", "member_id", member_id, "member_id")
     db.require("members", "member_id", added_by, "added_by")
@@ -928,6 +1105,7 @@ def add_channel_member(
         "member_id": member_id,
         "added_by": added_by,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM channels WHERE channel_id = :channel_id AND is_archived = 1", args):
@@ -988,7 +1166,12 @@ def leave_channel(
 ) -> ChannelMember:
     """Leave a channel (delete a channel membership). Nobody leaves their workspace's default channel."""
     current = db.require("channel_members", "channel_member_id", channel_member_id, "channel_member_id")
-    args = {"channel_member_id": channel_member_id, "now": db.now, "id": current["channel_member_id"]}
+    args = {
+        "channel_member_id": channel_member_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["channel_member_id"],
+    }
     if db.one(
         "SELECT 1 FROM channel_members cm JOIN channels c ON c.channel_id = cm.channel_id"
         " WHERE cm.channel_member_id = :channel_member_id AND c.is_default = 1",
@@ -1043,6 +1226,7 @@ def create_channel(
         "visibility": visibility,
         "topic": topic,
         "now": db.now,
+        "principal": db.principal,
     }
     if db.one(
         "SELECT 1 FROM members WHERE member_id = :created_by"
@@ -1076,7 +1260,13 @@ def archive_channel(
 ) -> Channel:
     """Archive a channel, making it read-only. The default channel can't be archived."""
     current = db.require("channels", "channel_id", channel_id, "channel_id")
-    args = {"channel_id": channel_id, "now": db.now, "id": current["channel_id"], "set_is_archived": True}
+    args = {
+        "channel_id": channel_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["channel_id"],
+        "set_is_archived": True,
+    }
     if db.one("SELECT 1 FROM channels WHERE channel_id = :channel_id AND is_archived = 1", args):
         db.reject("Channel {channel_id} is already archived.".format_map(args))
     if db.one("SELECT 1 FROM channels WHERE channel_id = :channel_id AND is_default = 1", args):

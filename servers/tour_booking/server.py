@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -50,6 +51,13 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.cancel_departure, "custom"),
         ToolDefinition(tools.complete_departure, "update"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a booking agent of the tour operator",
+        default="Booking agent: Lucia Moretti",
+        values=("Booking agent: Lucia Moretti", "Booking agent: Theo Jansen",),
+        customers="a traveller gives their full name and email; match them before booking, changing or refunding",
+    ),
 )
 
 

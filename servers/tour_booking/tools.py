@@ -220,52 +220,73 @@ class Review(BaseModel):
 
 
 class SearchToursResult(BaseModel):
-    """What `search_tours` found."""
+    """What `search_tours` found: one page of the matching rows."""
 
-    tours: list[Tour] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    tours: list[Tour] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListDeparturesResult(BaseModel):
-    """What `list_departures` found."""
+    """What `list_departures` found: one page of the matching rows."""
 
-    departures: list[Departure] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    departures: list[Departure] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class FindTravellerResult(BaseModel):
-    """What `find_traveller` found."""
+    """What `find_traveller` found: one page of the matching rows."""
 
-    travellers: list[Traveller] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    travellers: list[Traveller] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class FindBookingResult(BaseModel):
-    """What `find_booking` found."""
+    """What `find_booking` found: one page of the matching rows."""
 
-    bookings: list[Booking] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    bookings: list[Booking] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListRefundsResult(BaseModel):
-    """What `list_refunds` found."""
+    """What `list_refunds` found: one page of the matching rows."""
 
-    refunds: list[Refund] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    refunds: list[Refund] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListReviewsResult(BaseModel):
-    """What `list_reviews` found."""
+    """What `list_reviews` found: one page of the matching rows."""
 
-    reviews: list[Review] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    reviews: list[Review] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListGuidesResult(BaseModel):
-    """What `list_guides` found."""
+    """What `list_guides` found: one page of the matching rows."""
 
-    guides: list[Guide] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    guides: list[Guide] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class CancelDepartureResult(BaseModel):
@@ -313,8 +334,30 @@ def search_tours(
             json_schema_extra={"x-envfarm-column": "tours.price_per_person", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchToursResult:
-    """Search tours by city, category, title, language or maximum price per person. Returns tour ids, ratings and group sizes."""
+    """Search tours by city, category, title, language or maximum price per person. Returns tour ids,
+    ratings and group sizes.
+
+    Matching: city equals; category equals; title contains (case-insensitive); language equals;
+    max_price at or before/below. Ordered by tour_id. Returns 25 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
+    """
     args = {
         "city": city,
         "category": category,
@@ -322,18 +365,22 @@ def search_tours(
         "language": language,
         "max_price": max_price,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM tours"
         " WHERE (:city IS NULL OR city = :city)"
         " AND (:category IS NULL OR category = :category)"
         " AND (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:language IS NULL OR language = :language)"
         " AND (:max_price IS NULL OR price_per_person <= :max_price)"
-        " ORDER BY tour_id LIMIT 25",
-        args,
+        " ORDER BY tour_id",
+        args, limit, cursor,
     )
-    return SearchToursResult(tours=[Tour(**row) for row in rows], count=len(rows))
+    rows = [Tour(**row) for row in page['rows']]
+    return SearchToursResult(
+        tours=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_tour(
@@ -375,19 +422,49 @@ def list_departures(
             json_schema_extra={"x-envfarm-column": "departures.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListDeparturesResult:
-    """List a tour's departures with start times, seats booked and capacity, guide and status."""
+    """List a tour's departures with start times, seats booked and capacity, guide and status.
+
+    Matching: tour_id equals; starts_after at or after/above; status equals. Ordered by departure_id.
+    Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the returned
+    cursor to get the next page.
+    """
     db.require("tours", "tour_id", tour_id, "tour_id")
-    args = {"tour_id": tour_id, "starts_after": starts_after, "status": status, "now": db.now}
-    rows = db.all(
+    args = {
+        "tour_id": tour_id,
+        "starts_after": starts_after,
+        "status": status,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM departures"
         " WHERE (:tour_id IS NULL OR tour_id = :tour_id)"
         " AND (:starts_after IS NULL OR starts_at >= :starts_after)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY departure_id LIMIT 25",
-        args,
+        " ORDER BY departure_id",
+        args, limit, cursor,
     )
-    return ListDeparturesResult(departures=[Departure(**row) for row in rows], count=len(rows))
+    rows = [Departure(**row) for row in page['rows']]
+    return ListDeparturesResult(
+        departures=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def find_traveller(
@@ -406,17 +483,41 @@ def find_traveller(
             json_schema_extra={"x-envfarm-column": "travellers.email", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindTravellerResult:
-    """Find travellers by name or email."""
-    args = {"full_name": full_name, "email": email, "now": db.now}
-    rows = db.all(
+    """Find travellers by name or email.
+
+    Matching: full_name contains (case-insensitive); email equals. Ordered by traveller_id. Returns 25
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
+    """
+    args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM travellers"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
-        " ORDER BY traveller_id LIMIT 25",
-        args,
+        " ORDER BY traveller_id",
+        args, limit, cursor,
     )
-    return FindTravellerResult(travellers=[Traveller(**row) for row in rows], count=len(rows))
+    rows = [Traveller(**row) for row in page['rows']]
+    return FindTravellerResult(
+        travellers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def book_tour(
@@ -440,10 +541,18 @@ def book_tour(
         Field(description="Seats to book", ge=1.0, le=10.0, json_schema_extra={"x-envfarm-user-known": True}),
     ],
 ) -> Booking:
-    """Book seats on a scheduled departure for a traveller, paid in full (seats times the price per person). Booking closes 2 hours before the start. Returns the booking reference."""
+    """Book seats on a scheduled departure for a traveller, paid in full (seats times the price per
+    person). Booking closes 2 hours before the start. Returns the booking reference.
+    """
     db.require("travellers", "traveller_id", traveller_id, "traveller_id")
     db.require("departures", "departure_id", departure_id, "departure_id")
-    args = {"traveller_id": traveller_id, "departure_id": departure_id, "seats": seats, "now": db.now}
+    args = {
+        "traveller_id": traveller_id,
+        "departure_id": departure_id,
+        "seats": seats,
+        "now": db.now,
+        "principal": db.principal,
+    }
     if db.one(
         "SELECT 1 FROM departures WHERE departure_id = :departure_id"
         " AND status != 'scheduled'",
@@ -510,8 +619,29 @@ def find_booking(
             json_schema_extra={"x-envfarm-column": "bookings.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindBookingResult:
-    """Find bookings by booking reference, traveller, departure or status."""
+    """Find bookings by booking reference, traveller, departure or status.
+
+    Matching: booking_ref equals; traveller_id equals; departure_id equals; status equals. Ordered by
+    booking_id. Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass the
+    returned cursor to get the next page.
+    """
     if traveller_id is not None:
         db.require("travellers", "traveller_id", traveller_id, "traveller_id")
     if departure_id is not None:
@@ -522,17 +652,21 @@ def find_booking(
         "departure_id": departure_id,
         "status": status,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM bookings"
         " WHERE (:booking_ref IS NULL OR booking_ref = :booking_ref)"
         " AND (:traveller_id IS NULL OR traveller_id = :traveller_id)"
         " AND (:departure_id IS NULL OR departure_id = :departure_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY booking_id LIMIT 50",
-        args,
+        " ORDER BY booking_id",
+        args, limit, cursor,
     )
-    return FindBookingResult(bookings=[Booking(**row) for row in rows], count=len(rows))
+    rows = [Booking(**row) for row in page['rows']]
+    return FindBookingResult(
+        bookings=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def change_seats(
@@ -554,9 +688,12 @@ def change_seats(
         ),
     ],
 ) -> Booking:
-    """Change the number of seats on a confirmed booking; the price difference is charged or refunded. Seats can be removed only more than 48 hours before departure, and added until bookings close 2 hours before the start."""
+    """Change the number of seats on a confirmed booking; the price difference is charged or refunded.
+    Seats can be removed only more than 48 hours before departure, and added until bookings close 2
+    hours before the start.
+    """
     db.require("bookings", "booking_id", booking_id, "booking_id")
-    args = {"booking_id": booking_id, "seats": seats, "now": db.now}
+    args = {"booking_id": booking_id, "seats": seats, "now": db.now, "principal": db.principal}
     if db.one("SELECT 1 FROM bookings WHERE booking_id = :booking_id AND status != 'confirmed'", args):
         db.reject(
             "Booking {booking_id} is not confirmed (completed, no-show or cancelled), so its seats cannot change.".format_map(args),
@@ -606,9 +743,11 @@ def cancel_booking(
         Field(description="Why the traveller cancels", json_schema_extra={"x-envfarm-user-known": True}),
     ],
 ) -> Refund:
-    """Cancel a confirmed booking with a full refund. Refunds are only possible more than 48 hours before departure."""
+    """Cancel a confirmed booking with a full refund. Refunds are only possible more than 48 hours before
+    departure.
+    """
     db.require("bookings", "booking_id", booking_id, "booking_id")
-    args = {"booking_id": booking_id, "reason": reason, "now": db.now}
+    args = {"booking_id": booking_id, "reason": reason, "now": db.now, "principal": db.principal}
     if db.one("SELECT 1 FROM bookings WHERE booking_id = :booking_id AND status != 'confirmed'", args):
         db.reject(
             "Booking {booking_id} is not confirmed (completed, no-show or already cancelled), so it cannot be cancelled.".format_map(args),
@@ -635,17 +774,40 @@ def list_refunds(
             json_schema_extra={"x-envfarm-ref": "bookings.booking_id", "x-envfarm-column": "refunds.booking_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListRefundsResult:
-    """List the refunds paid for a booking."""
+    """List the refunds paid for a booking.
+
+    Matching: booking_id equals. Ordered by refund_id. Returns 25 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("bookings", "booking_id", booking_id, "booking_id")
-    args = {"booking_id": booking_id, "now": db.now}
-    rows = db.all(
+    args = {"booking_id": booking_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM refunds"
         " WHERE (:booking_id IS NULL OR booking_id = :booking_id)"
-        " ORDER BY refund_id LIMIT 25",
-        args,
+        " ORDER BY refund_id",
+        args, limit, cursor,
     )
-    return ListRefundsResult(refunds=[Refund(**row) for row in rows], count=len(rows))
+    rows = [Refund(**row) for row in page['rows']]
+    return ListRefundsResult(
+        refunds=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def write_review(
@@ -674,10 +836,19 @@ def write_review(
         ),
     ],
 ) -> Review:
-    """Publish a traveller's review of a tour they completed. Reviews are accepted only after the departure date and only once per booking; the tour's average rating is updated."""
+    """Publish a traveller's review of a tour they completed. Reviews are accepted only after the departure
+    date and only once per booking; the tour's average rating is updated.
+    """
     db.require("bookings", "booking_id", booking_id, "booking_id")
     new_id = db.next_id("reviews")
-    args = {"booking_id": booking_id, "rating": rating, "comment": comment, "now": db.now, "id": new_id}
+    args = {
+        "booking_id": booking_id,
+        "rating": rating,
+        "comment": comment,
+        "now": db.now,
+        "principal": db.principal,
+        "id": new_id,
+    }
     if db.one(
         "SELECT 1 FROM bookings b JOIN departures d ON d.departure_id = b.departure_id"
         " WHERE b.booking_id = :booking_id AND date(d.starts_at) >= date(:now)",
@@ -736,18 +907,41 @@ def list_reviews(
             json_schema_extra={"x-envfarm-column": "reviews.rating", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListReviewsResult:
-    """List reviews of a tour, optionally only those with a given star rating."""
+    """List reviews of a tour, optionally only those with a given star rating.
+
+    Matching: tour_id equals; rating equals. Ordered by review_id. Returns 25 rows per page by default
+    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("tours", "tour_id", tour_id, "tour_id")
-    args = {"tour_id": tour_id, "rating": rating, "now": db.now}
-    rows = db.all(
+    args = {"tour_id": tour_id, "rating": rating, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM reviews"
         " WHERE (:tour_id IS NULL OR tour_id = :tour_id)"
         " AND (:rating IS NULL OR rating = :rating)"
-        " ORDER BY review_id LIMIT 25",
-        args,
+        " ORDER BY review_id",
+        args, limit, cursor,
     )
-    return ListReviewsResult(reviews=[Review(**row) for row in rows], count=len(rows))
+    rows = [Review(**row) for row in page['rows']]
+    return ListReviewsResult(
+        reviews=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_guides(
@@ -766,17 +960,41 @@ def list_guides(
             json_schema_extra={"x-envfarm-column": "guides.languages", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListGuidesResult:
-    """List guides by city or language, with their ratings."""
-    args = {"city": city, "languages": languages, "now": db.now}
-    rows = db.all(
+    """List guides by city or language, with their ratings.
+
+    Matching: city equals; languages contains (case-insensitive). Ordered by guide_id. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
+    args = {"city": city, "languages": languages, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM guides"
         " WHERE (:city IS NULL OR city = :city)"
         " AND (:languages IS NULL OR lower(languages) LIKE '%' || replace(replace(replace(lower(:languages), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY guide_id LIMIT 25",
-        args,
+        " ORDER BY guide_id",
+        args, limit, cursor,
     )
-    return ListGuidesResult(guides=[Guide(**row) for row in rows], count=len(rows))
+    rows = [Guide(**row) for row in page['rows']]
+    return ListGuidesResult(
+        guides=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def assign_guide(
@@ -796,10 +1014,18 @@ def assign_guide(
         ),
     ],
 ) -> Departure:
-    """Assign a guide to a scheduled departure. The guide must work in the tour's city, speak its language and not lead another departure at the same time."""
+    """Assign a guide to a scheduled departure. The guide must work in the tour's city, speak its language
+    and not lead another departure at the same time.
+    """
     current = db.require("departures", "departure_id", departure_id, "departure_id")
     db.require("guides", "guide_id", guide_id, "guide_id")
-    args = {"departure_id": departure_id, "guide_id": guide_id, "now": db.now, "id": current["departure_id"]}
+    args = {
+        "departure_id": departure_id,
+        "guide_id": guide_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["departure_id"],
+    }
     if db.one(
         "SELECT 1 FROM departures WHERE departure_id = :departure_id"
         " AND status != 'scheduled'",
@@ -861,9 +1087,11 @@ def cancel_departure(
         ),
     ],
 ) -> CancelDepartureResult:
-    """Cancel an upcoming departure (weather, too few travellers...). Every confirmed booking on it is cancelled with a full refund, whatever the 48-hour limit."""
+    """Cancel an upcoming departure (weather, too few travellers...). Every confirmed booking on it is
+    cancelled with a full refund, whatever the 48-hour limit.
+    """
     db.require("departures", "departure_id", departure_id, "departure_id")
-    args = {"departure_id": departure_id, "reason": reason, "now": db.now}
+    args = {"departure_id": departure_id, "reason": reason, "now": db.now, "principal": db.principal}
     if db.one(
         "SELECT 1 FROM departures WHERE departure_id = :departure_id"
         " AND status != 'scheduled'",
@@ -890,11 +1118,14 @@ def complete_departure(
         ),
     ],
 ) -> Departure:
-    """Close a departure once it has run; its confirmed bookings become completed, so travellers can review."""
+    """Close a departure once it has run; its confirmed bookings become completed, so travellers can
+    review.
+    """
     current = db.require("departures", "departure_id", departure_id, "departure_id")
     args = {
         "departure_id": departure_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["departure_id"],
         "set_status": "completed",
     }

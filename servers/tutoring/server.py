@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -52,6 +53,13 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.submit_feedback, "create"),
         ToolDefinition(tools.list_feedback, "search"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a BrightPath tutoring coordinator",
+        default="Coordinator: Maya Brooks",
+        values=("Coordinator: Maya Brooks", "Coordinator: Felix Hart",),
+        customers="a student gives their full name and email; match them before booking, cancelling or selling hours",
+    ),
 )
 
 

@@ -230,66 +230,93 @@ class Feedback(BaseModel):
 
 
 class FindStudentResult(BaseModel):
-    """What `find_student` found."""
+    """What `find_student` found: one page of the matching rows."""
 
-    students: list[Student] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    students: list[Student] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchTutorsResult(BaseModel):
-    """What `search_tutors` found."""
+    """What `search_tutors` found: one page of the matching rows."""
 
-    tutors: list[Tutor] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    tutors: list[Tutor] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListSubjectsResult(BaseModel):
-    """What `list_subjects` found."""
+    """What `list_subjects` found: one page of the matching rows."""
 
-    subjects: list[Subject] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    subjects: list[Subject] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListTutorsForSubjectResult(BaseModel):
-    """What `list_tutors_for_subject` found."""
+    """What `list_tutors_for_subject` found: one page of the matching rows."""
 
-    tutor_subjects: list[TutorSubject] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    tutor_subjects: list[TutorSubject] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListSubjectsOfTutorResult(BaseModel):
-    """What `list_subjects_of_tutor` found."""
+    """What `list_subjects_of_tutor` found: one page of the matching rows."""
 
-    tutor_subjects: list[TutorSubject] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    tutor_subjects: list[TutorSubject] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListOpenSlotsResult(BaseModel):
-    """What `list_open_slots` found."""
+    """What `list_open_slots` found: one page of the matching rows."""
 
-    availability_slots: list[AvailabilitySlot] = Field(description="matching rows, at most 40")
-    count: int = Field(description="how many rows were returned")
+    availability_slots: list[AvailabilitySlot] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListPackagesResult(BaseModel):
-    """What `list_packages` found."""
+    """What `list_packages` found: one page of the matching rows."""
 
-    packages: list[Package] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    packages: list[Package] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListSessionsResult(BaseModel):
-    """What `list_sessions` found."""
+    """What `list_sessions` found: one page of the matching rows."""
 
-    sessions: list[Session] = Field(description="matching rows, at most 40")
-    count: int = Field(description="how many rows were returned")
+    sessions: list[Session] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListFeedbackResult(BaseModel):
-    """What `list_feedback` found."""
+    """What `list_feedback` found: one page of the matching rows."""
 
-    feedback: list[Feedback] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    feedback: list[Feedback] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 def find_student(
@@ -308,17 +335,41 @@ def find_student(
             json_schema_extra={"x-envfarm-column": "students.email", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindStudentResult:
-    """Find students by part of their name or exact email. Returns student records with their student_id."""
-    args = {"full_name": full_name, "email": email, "now": db.now}
-    rows = db.all(
+    """Find students by part of their name or exact email. Returns student records with their student_id.
+
+    Matching: full_name contains (case-insensitive); email equals. Ordered by student_id. Returns 25
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
+    """
+    args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM students"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
-        " ORDER BY student_id LIMIT 25",
-        args,
+        " ORDER BY student_id",
+        args, limit, cursor,
     )
-    return FindStudentResult(students=[Student(**row) for row in rows], count=len(rows))
+    rows = [Student(**row) for row in page['rows']]
+    return FindStudentResult(
+        students=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def search_tutors(
@@ -337,17 +388,41 @@ def search_tutors(
             json_schema_extra={"x-envfarm-column": "tutors.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchTutorsResult:
-    """Search tutors by name or status. Returns tutors with their tutor_id, headline and average rating."""
-    args = {"full_name": full_name, "status": status, "now": db.now}
-    rows = db.all(
+    """Search tutors by name or status. Returns tutors with their tutor_id, headline and average rating.
+
+    Matching: full_name contains (case-insensitive); status equals. Ordered by tutor_id. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
+    args = {"full_name": full_name, "status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM tutors"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY tutor_id LIMIT 25",
-        args,
+        " ORDER BY tutor_id",
+        args, limit, cursor,
     )
-    return SearchTutorsResult(tutors=[Tutor(**row) for row in rows], count=len(rows))
+    rows = [Tutor(**row) for row in page['rows']]
+    return SearchTutorsResult(
+        tutors=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_tutor(
@@ -381,17 +456,42 @@ def list_subjects(
             json_schema_extra={"x-envfarm-column": "subjects.level", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListSubjectsResult:
-    """List the subjects on offer by name or level. Returns subject_id values for finding tutors and booking."""
-    args = {"name": name, "level": level, "now": db.now}
-    rows = db.all(
+    """List the subjects on offer by name or level. Returns subject_id values for finding tutors and
+    booking.
+
+    Matching: name contains (case-insensitive); level equals. Ordered by subject_id. Returns 25 rows per
+    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
+    page.
+    """
+    args = {"name": name, "level": level, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM subjects"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:level IS NULL OR level = :level)"
-        " ORDER BY subject_id LIMIT 25",
-        args,
+        " ORDER BY subject_id",
+        args, limit, cursor,
     )
-    return ListSubjectsResult(subjects=[Subject(**row) for row in rows], count=len(rows))
+    rows = [Subject(**row) for row in page['rows']]
+    return ListSubjectsResult(
+        subjects=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_tutors_for_subject(
@@ -403,17 +503,40 @@ def list_tutors_for_subject(
             json_schema_extra={"x-envfarm-ref": "subjects.subject_id", "x-envfarm-column": "tutor_subjects.subject_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListTutorsForSubjectResult:
-    """List which tutors teach a subject (tutor_id per row; get_tutor gives the profile)."""
+    """List which tutors teach a subject (tutor_id per row; get_tutor gives the profile).
+
+    Matching: subject_id equals. Ordered by tutor_subject_id. Returns 25 rows per page by default
+    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("subjects", "subject_id", subject_id, "subject_id")
-    args = {"subject_id": subject_id, "now": db.now}
-    rows = db.all(
+    args = {"subject_id": subject_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM tutor_subjects"
         " WHERE (:subject_id IS NULL OR subject_id = :subject_id)"
-        " ORDER BY tutor_subject_id LIMIT 25",
-        args,
+        " ORDER BY tutor_subject_id",
+        args, limit, cursor,
     )
-    return ListTutorsForSubjectResult(tutor_subjects=[TutorSubject(**row) for row in rows], count=len(rows))
+    rows = [TutorSubject(**row) for row in page['rows']]
+    return ListTutorsForSubjectResult(
+        tutor_subjects=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_subjects_of_tutor(
@@ -425,17 +548,40 @@ def list_subjects_of_tutor(
             json_schema_extra={"x-envfarm-ref": "tutors.tutor_id", "x-envfarm-column": "tutor_subjects.tutor_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListSubjectsOfTutorResult:
-    """List the subjects a tutor teaches (subject_id per row)."""
+    """List the subjects a tutor teaches (subject_id per row).
+
+    Matching: tutor_id equals. Ordered by tutor_subject_id. Returns 25 rows per page by default (limit:
+    up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("tutors", "tutor_id", tutor_id, "tutor_id")
-    args = {"tutor_id": tutor_id, "now": db.now}
-    rows = db.all(
+    args = {"tutor_id": tutor_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM tutor_subjects"
         " WHERE (:tutor_id IS NULL OR tutor_id = :tutor_id)"
-        " ORDER BY tutor_subject_id LIMIT 25",
-        args,
+        " ORDER BY tutor_subject_id",
+        args, limit, cursor,
     )
-    return ListSubjectsOfTutorResult(tutor_subjects=[TutorSubject(**row) for row in rows], count=len(rows))
+    rows = [TutorSubject(**row) for row in page['rows']]
+    return ListSubjectsOfTutorResult(
+        tutor_subjects=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_open_slots(
@@ -469,8 +615,30 @@ def list_open_slots(
             json_schema_extra={"x-envfarm-column": "availability_slots.mode", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 40,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListOpenSlotsResult:
-    """List a tutor's slots starting at or after a time, by default only free ones. Slot ids are needed to book."""
+    """List a tutor's slots starting at or after a time, by default only free ones. Slot ids are needed to
+    book.
+
+    Matching: tutor_id equals; starts_after at or after/above; is_booked equals; mode equals. Ordered by
+    slot_id. Returns 40 rows per page by default (limit: up to 200) with total and has_more; pass the
+    returned cursor to get the next page.
+    """
     db.require("tutors", "tutor_id", tutor_id, "tutor_id")
     args = {
         "tutor_id": tutor_id,
@@ -478,17 +646,21 @@ def list_open_slots(
         "is_booked": is_booked,
         "mode": mode,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM availability_slots"
         " WHERE (:tutor_id IS NULL OR tutor_id = :tutor_id)"
         " AND (:starts_after IS NULL OR starts_at >= :starts_after)"
         " AND (:is_booked IS NULL OR is_booked = :is_booked)"
         " AND (:mode IS NULL OR mode = :mode)"
-        " ORDER BY slot_id LIMIT 40",
-        args,
+        " ORDER BY slot_id",
+        args, limit, cursor,
     )
-    return ListOpenSlotsResult(availability_slots=[AvailabilitySlot(**row) for row in rows], count=len(rows))
+    rows = [AvailabilitySlot(**row) for row in page['rows']]
+    return ListOpenSlotsResult(
+        availability_slots=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_packages(
@@ -507,18 +679,41 @@ def list_packages(
             json_schema_extra={"x-envfarm-column": "packages.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListPackagesResult:
-    """List a student's packages of prepaid hours with hours remaining, expiry date and status."""
+    """List a student's packages of prepaid hours with hours remaining, expiry date and status.
+
+    Matching: student_id equals; status equals. Ordered by package_id. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("students", "student_id", student_id, "student_id")
-    args = {"student_id": student_id, "status": status, "now": db.now}
-    rows = db.all(
+    args = {"student_id": student_id, "status": status, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM packages"
         " WHERE (:student_id IS NULL OR student_id = :student_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY package_id LIMIT 25",
-        args,
+        " ORDER BY package_id",
+        args, limit, cursor,
     )
-    return ListPackagesResult(packages=[Package(**row) for row in rows], count=len(rows))
+    rows = [Package(**row) for row in page['rows']]
+    return ListPackagesResult(
+        packages=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def purchase_package(
@@ -538,10 +733,18 @@ def purchase_package(
         ),
     ],
 ) -> Package:
-    """Buy a package of 5, 10 or 20 prepaid hours for a student, valid for 180 days. Price per hour: $50 for 5 hours, $45 for 10, $40 for 20."""
+    """Buy a package of 5, 10 or 20 prepaid hours for a student, valid for 180 days. Price per hour: $50
+    for 5 hours, $45 for 10, $40 for 20.
+    """
     db.require("students", "student_id", student_id, "student_id")
     new_id = db.next_id("packages")
-    args = {"student_id": student_id, "hours_purchased": hours_purchased, "now": db.now, "id": new_id}
+    args = {
+        "student_id": student_id,
+        "hours_purchased": hours_purchased,
+        "now": db.now,
+        "principal": db.principal,
+        "id": new_id,
+    }
     if db.one("SELECT 1 WHERE :hours_purchased NOT IN (5, 10, 20)", args):
         db.reject(
             "Packages come in 5, 10 or 20 hours; {hours_purchased} hours is not offered.".format_map(args),
@@ -606,7 +809,10 @@ def book_session(
         ),
     ],
 ) -> Session:
-    """Book a tutor's free slot for a student in a subject the tutor teaches, paid from one of the student's active packages (the slot's length in hours is deducted). The student may not have another session at that time."""
+    """Book a tutor's free slot for a student in a subject the tutor teaches, paid from one of the
+    student's active packages (the slot's length in hours is deducted). The student may not have another
+    session at that time.
+    """
     db.require("students", "student_id", student_id, "student_id")
     db.require("availability_slots", "slot_id", slot_id, "slot_id")
     db.require("subjects", "subject_id", subject_id, "subject_id")
@@ -617,6 +823,7 @@ def book_session(
         "subject_id": subject_id,
         "package_id": package_id,
         "now": db.now,
+        "principal": db.principal,
     }
     if db.one("SELECT 1 FROM availability_slots WHERE slot_id = :slot_id AND is_booked = 1", args):
         db.reject("Slot {slot_id} is already booked; pick a free slot from list_open_slots.".format_map(args))
@@ -690,10 +897,12 @@ def reschedule_session(
         ),
     ],
 ) -> Session:
-    """Move a scheduled session to another free future slot of the same tutor. If the new slot is longer or shorter, the difference in hours is charged to or refunded to the session's package."""
+    """Move a scheduled session to another free future slot of the same tutor. If the new slot is longer or
+    shorter, the difference in hours is charged to or refunded to the session's package.
+    """
     db.require("sessions", "session_id", session_id, "session_id")
     db.require("availability_slots", "slot_id", slot_id, "slot_id")
-    args = {"session_id": session_id, "slot_id": slot_id, "now": db.now}
+    args = {"session_id": session_id, "slot_id": slot_id, "now": db.now, "principal": db.principal}
     if db.one("SELECT 1 FROM sessions WHERE session_id = :session_id AND status != 'scheduled'", args):
         db.reject(
             "Session {session_id} is not scheduled any more (completed, cancelled or missed), so it cannot be moved.".format_map(args),
@@ -751,22 +960,53 @@ def list_sessions(
             json_schema_extra={"x-envfarm-column": "sessions.status", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 40,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListSessionsResult:
-    """List sessions of a student or a tutor, optionally only one status. Gives session_id for changes and feedback."""
+    """List sessions of a student or a tutor, optionally only one status. Gives session_id for changes and
+    feedback.
+
+    Matching: student_id equals; tutor_id equals; status equals. Ordered by session_id. Returns 40 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
     if student_id is not None:
         db.require("students", "student_id", student_id, "student_id")
     if tutor_id is not None:
         db.require("tutors", "tutor_id", tutor_id, "tutor_id")
-    args = {"student_id": student_id, "tutor_id": tutor_id, "status": status, "now": db.now}
-    rows = db.all(
+    args = {
+        "student_id": student_id,
+        "tutor_id": tutor_id,
+        "status": status,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM sessions"
         " WHERE (:student_id IS NULL OR student_id = :student_id)"
         " AND (:tutor_id IS NULL OR tutor_id = :tutor_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY session_id LIMIT 40",
-        args,
+        " ORDER BY session_id",
+        args, limit, cursor,
     )
-    return ListSessionsResult(sessions=[Session(**row) for row in rows], count=len(rows))
+    rows = [Session(**row) for row in page['rows']]
+    return ListSessionsResult(
+        sessions=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def cancel_session(
@@ -779,11 +1019,14 @@ def cancel_session(
         ),
     ],
 ) -> Session:
-    """Cancel a scheduled session at least 24 hours before it starts; its hours go back to the package and the slot becomes free again."""
+    """Cancel a scheduled session at least 24 hours before it starts; its hours go back to the package and
+    the slot becomes free again.
+    """
     current = db.require("sessions", "session_id", session_id, "session_id")
     args = {
         "session_id": session_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["session_id"],
         "set_status": "cancelled",
         "set_cancelled_at": db.now,
@@ -841,6 +1084,7 @@ def complete_session(
         "session_id": session_id,
         "tutor_notes": tutor_notes,
         "now": db.now,
+        "principal": db.principal,
         "id": current["session_id"],
         "set_status": "completed",
     }
@@ -893,7 +1137,14 @@ def submit_feedback(
     """Rate a completed session from 1 to 5 stars with a comment. Updates the tutor's average rating."""
     db.require("sessions", "session_id", session_id, "session_id")
     new_id = db.next_id("feedback")
-    args = {"session_id": session_id, "rating": rating, "comment": comment, "now": db.now, "id": new_id}
+    args = {
+        "session_id": session_id,
+        "rating": rating,
+        "comment": comment,
+        "now": db.now,
+        "principal": db.principal,
+        "id": new_id,
+    }
     if db.one("SELECT 1 FROM sessions WHERE session_id = :session_id AND status != 'completed'", args):
         db.reject(
             "Session {session_id} is not completed; feedback can only be given for completed sessions.".format_map(args),
@@ -940,18 +1191,41 @@ def list_feedback(
             json_schema_extra={"x-envfarm-ref": "sessions.session_id", "x-envfarm-column": "feedback.session_id", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListFeedbackResult:
-    """List feedback left for a tutor, or for one session."""
+    """List feedback left for a tutor, or for one session.
+
+    Matching: tutor_id equals; session_id equals. Ordered by feedback_id. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     if tutor_id is not None:
         db.require("tutors", "tutor_id", tutor_id, "tutor_id")
     if session_id is not None:
         db.require("sessions", "session_id", session_id, "session_id")
-    args = {"tutor_id": tutor_id, "session_id": session_id, "now": db.now}
-    rows = db.all(
+    args = {"tutor_id": tutor_id, "session_id": session_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM feedback"
         " WHERE (:tutor_id IS NULL OR tutor_id = :tutor_id)"
         " AND (:session_id IS NULL OR session_id = :session_id)"
-        " ORDER BY feedback_id LIMIT 25",
-        args,
+        " ORDER BY feedback_id",
+        args, limit, cursor,
     )
-    return ListFeedbackResult(feedback=[Feedback(**row) for row in rows], count=len(rows))
+    rows = [Feedback(**row) for row in page['rows']]
+    return ListFeedbackResult(
+        feedback=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )

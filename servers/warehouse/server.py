@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from servers.runtime.principal import PrincipalDefinition
 from servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
@@ -56,7 +57,16 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.receive_transfer, "custom"),
         ToolDefinition(tools.list_transfers, "search"),
         ToolDefinition(tools.record_cycle_count, "create"),
+        ToolDefinition(tools.list_picks, "search"),
+        ToolDefinition(tools.list_cycle_counts, "search"),
     ],
+    principal=PrincipalDefinition(
+        kind="staff",
+        description="a shift supervisor of the Northstar warehouses",
+        default="Supervisor: Erik Nilsen",
+        values=("Supervisor: Erik Nilsen", "Supervisor: Priya Raman",),
+        customers="a store's order is identified by its order number and the ordering store",
+    ),
 )
 
 

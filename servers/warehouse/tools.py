@@ -308,31 +308,43 @@ class CycleCount(BaseModel):
 
 
 class ListWarehousesResult(BaseModel):
-    """What `list_warehouses` found."""
+    """What `list_warehouses` found: one page of the matching rows."""
 
-    warehouses: list[Warehouse] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    warehouses: list[Warehouse] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class SearchSkusResult(BaseModel):
-    """What `search_skus` found."""
+    """What `search_skus` found: one page of the matching rows."""
 
-    skus: list[Sku] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    skus: list[Sku] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class FindBinsResult(BaseModel):
-    """What `find_bins` found."""
+    """What `find_bins` found: one page of the matching rows."""
 
-    bins: list[Bin] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    bins: list[Bin] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListStockResult(BaseModel):
-    """What `list_stock` found."""
+    """What `list_stock` found: one page of the matching rows."""
 
-    stock_levels: list[StockLevel] = Field(description="matching rows, at most 50")
-    count: int = Field(description="how many rows were returned")
+    stock_levels: list[StockLevel] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class GetBinUsageResult(BaseModel):
@@ -347,38 +359,73 @@ class GetBinUsageResult(BaseModel):
 
 
 class ListReceiptsResult(BaseModel):
-    """What `list_receipts` found."""
+    """What `list_receipts` found: one page of the matching rows."""
 
-    receipts: list[Receipt] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    receipts: list[Receipt] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListReceiptLinesResult(BaseModel):
-    """What `list_receipt_lines` found."""
+    """What `list_receipt_lines` found: one page of the matching rows."""
 
-    receipt_lines: list[ReceiptLine] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    receipt_lines: list[ReceiptLine] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListOrdersResult(BaseModel):
-    """What `list_orders` found."""
+    """What `list_orders` found: one page of the matching rows."""
 
-    orders: list[Order] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    orders: list[Order] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListOrderLinesResult(BaseModel):
-    """What `list_order_lines` found."""
+    """What `list_order_lines` found: one page of the matching rows."""
 
-    order_lines: list[OrderLine] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    order_lines: list[OrderLine] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 class ListTransfersResult(BaseModel):
-    """What `list_transfers` found."""
+    """What `list_transfers` found: one page of the matching rows."""
 
-    transfers: list[Transfer] = Field(description="matching rows, at most 25")
-    count: int = Field(description="how many rows were returned")
+    transfers: list[Transfer] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+
+
+class ListPicksResult(BaseModel):
+    """What `list_picks` found: one page of the matching rows."""
+
+    picks: list[Pick] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+
+
+class ListCycleCountsResult(BaseModel):
+    """What `list_cycle_counts` found: one page of the matching rows."""
+
+    cycle_counts: list[CycleCount] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
 def list_warehouses(
@@ -390,16 +437,39 @@ def list_warehouses(
             json_schema_extra={"x-envfarm-column": "warehouses.city", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListWarehousesResult:
-    """List the distribution centres with their warehouse_id, code and city."""
-    args = {"city": city, "now": db.now}
-    rows = db.all(
+    """List the distribution centres with their warehouse_id, code and city.
+
+    Matching: city contains (case-insensitive). Ordered by warehouse_id. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    args = {"city": city, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM warehouses"
         " WHERE (:city IS NULL OR lower(city) LIKE '%' || replace(replace(replace(lower(:city), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY warehouse_id LIMIT 25",
-        args,
+        " ORDER BY warehouse_id",
+        args, limit, cursor,
     )
-    return ListWarehousesResult(warehouses=[Warehouse(**row) for row in rows], count=len(rows))
+    rows = [Warehouse(**row) for row in page['rows']]
+    return ListWarehousesResult(
+        warehouses=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def search_skus(
@@ -425,18 +495,48 @@ def search_skus(
             json_schema_extra={"x-envfarm-column": "skus.category", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> SearchSkusResult:
-    """Search SKUs by code, name or category. Returns sku_id values for stock, receipts and transfers."""
-    args = {"sku_code": sku_code, "name": name, "category": category, "now": db.now}
-    rows = db.all(
+    """Search SKUs by code, name or category. Returns sku_id values for stock, receipts and transfers.
+
+    Matching: sku_code contains (case-insensitive); name contains (case-insensitive); category equals.
+    Ordered by sku_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more;
+    pass the returned cursor to get the next page.
+    """
+    args = {
+        "sku_code": sku_code,
+        "name": name,
+        "category": category,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM skus"
         " WHERE (:sku_code IS NULL OR lower(sku_code) LIKE '%' || replace(replace(replace(lower(:sku_code), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:category IS NULL OR category = :category)"
-        " ORDER BY sku_id LIMIT 25",
-        args,
+        " ORDER BY sku_id",
+        args, limit, cursor,
     )
-    return SearchSkusResult(skus=[Sku(**row) for row in rows], count=len(rows))
+    rows = [Sku(**row) for row in page['rows']]
+    return SearchSkusResult(
+        skus=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def find_bins(
@@ -462,20 +562,50 @@ def find_bins(
             json_schema_extra={"x-envfarm-column": "bins.bin_code", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> FindBinsResult:
-    """Find bins of a warehouse by zone or location code. Returns bin_id and capacity."""
+    """Find bins of a warehouse by zone or location code. Returns bin_id and capacity.
+
+    Matching: warehouse_id equals; zone equals; bin_code contains (case-insensitive). Ordered by bin_id.
+    Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass the returned
+    cursor to get the next page.
+    """
     if warehouse_id is not None:
         db.require("warehouses", "warehouse_id", warehouse_id, "warehouse_id")
-    args = {"warehouse_id": warehouse_id, "zone": zone, "bin_code": bin_code, "now": db.now}
-    rows = db.all(
+    args = {
+        "warehouse_id": warehouse_id,
+        "zone": zone,
+        "bin_code": bin_code,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM bins"
         " WHERE (:warehouse_id IS NULL OR warehouse_id = :warehouse_id)"
         " AND (:zone IS NULL OR zone = :zone)"
         " AND (:bin_code IS NULL OR lower(bin_code) LIKE '%' || replace(replace(replace(lower(:bin_code), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY bin_id LIMIT 50",
-        args,
+        " ORDER BY bin_id",
+        args, limit, cursor,
     )
-    return FindBinsResult(bins=[Bin(**row) for row in rows], count=len(rows))
+    rows = [Bin(**row) for row in page['rows']]
+    return FindBinsResult(
+        bins=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_stock(
@@ -501,24 +631,54 @@ def list_stock(
             json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-column": "stock_levels.bin_id", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListStockResult:
-    """List stock on hand per bin, filtered by SKU, warehouse or bin (at least one is sensible)."""
+    """List stock on hand per bin, filtered by SKU, warehouse or bin (at least one is sensible).
+
+    Matching: sku_id equals; warehouse_id equals; bin_id equals. Ordered by stock_id. Returns 50 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
+    """
     if sku_id is not None:
         db.require("skus", "sku_id", sku_id, "sku_id")
     if warehouse_id is not None:
         db.require("warehouses", "warehouse_id", warehouse_id, "warehouse_id")
     if bin_id is not None:
         db.require("bins", "bin_id", bin_id, "bin_id")
-    args = {"sku_id": sku_id, "warehouse_id": warehouse_id, "bin_id": bin_id, "now": db.now}
-    rows = db.all(
+    args = {
+        "sku_id": sku_id,
+        "warehouse_id": warehouse_id,
+        "bin_id": bin_id,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM stock_levels"
         " WHERE (:sku_id IS NULL OR sku_id = :sku_id)"
         " AND (:warehouse_id IS NULL OR warehouse_id = :warehouse_id)"
         " AND (:bin_id IS NULL OR bin_id = :bin_id)"
-        " ORDER BY stock_id LIMIT 50",
-        args,
+        " ORDER BY stock_id",
+        args, limit, cursor,
     )
-    return ListStockResult(stock_levels=[StockLevel(**row) for row in rows], count=len(rows))
+    rows = [StockLevel(**row) for row in page['rows']]
+    return ListStockResult(
+        stock_levels=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_bin_usage(
@@ -567,8 +727,29 @@ def list_receipts(
             json_schema_extra={"x-envfarm-column": "receipts.reference", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListReceiptsResult:
-    """List inbound receipts by warehouse, status or supplier."""
+    """List inbound receipts by warehouse, status or supplier.
+
+    Matching: warehouse_id equals; status equals; supplier contains (case-insensitive); reference
+    equals. Ordered by receipt_id. Returns 25 rows per page by default (limit: up to 200) with total and
+    has_more; pass the returned cursor to get the next page.
+    """
     if warehouse_id is not None:
         db.require("warehouses", "warehouse_id", warehouse_id, "warehouse_id")
     args = {
@@ -577,17 +758,21 @@ def list_receipts(
         "supplier": supplier,
         "reference": reference,
         "now": db.now,
+        "principal": db.principal,
     }
-    rows = db.all(
+    page = db.page(
         "SELECT * FROM receipts"
         " WHERE (:warehouse_id IS NULL OR warehouse_id = :warehouse_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:supplier IS NULL OR lower(supplier) LIKE '%' || replace(replace(replace(lower(:supplier), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:reference IS NULL OR reference = :reference)"
-        " ORDER BY receipt_id LIMIT 25",
-        args,
+        " ORDER BY receipt_id",
+        args, limit, cursor,
     )
-    return ListReceiptsResult(receipts=[Receipt(**row) for row in rows], count=len(rows))
+    rows = [Receipt(**row) for row in page['rows']]
+    return ListReceiptsResult(
+        receipts=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_receipt_lines(
@@ -599,17 +784,40 @@ def list_receipt_lines(
             json_schema_extra={"x-envfarm-ref": "receipts.receipt_id", "x-envfarm-column": "receipt_lines.receipt_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListReceiptLinesResult:
-    """List the lines of a receipt with expected and received quantities."""
+    """List the lines of a receipt with expected and received quantities.
+
+    Matching: receipt_id equals. Ordered by line_id. Returns 25 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("receipts", "receipt_id", receipt_id, "receipt_id")
-    args = {"receipt_id": receipt_id, "now": db.now}
-    rows = db.all(
+    args = {"receipt_id": receipt_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM receipt_lines"
         " WHERE (:receipt_id IS NULL OR receipt_id = :receipt_id)"
-        " ORDER BY line_id LIMIT 25",
-        args,
+        " ORDER BY line_id",
+        args, limit, cursor,
     )
-    return ListReceiptLinesResult(receipt_lines=[ReceiptLine(**row) for row in rows], count=len(rows))
+    rows = [ReceiptLine(**row) for row in page['rows']]
+    return ListReceiptLinesResult(
+        receipt_lines=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def add_receipt_line(
@@ -646,6 +854,7 @@ def add_receipt_line(
         "sku_id": sku_id,
         "expected_qty": expected_qty,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM receipts WHERE receipt_id = :receipt_id AND status = 'closed'", args):
@@ -690,10 +899,18 @@ def receive_receipt_line(
         ),
     ],
 ) -> ReceiptLine:
-    """Record units that arrived for a receipt line and put them away in a bin of the receiving warehouse. The bin must have room, and a line cannot receive more than expected."""
+    """Record units that arrived for a receipt line and put them away in a bin of the receiving warehouse.
+    The bin must have room, and a line cannot receive more than expected.
+    """
     db.require("receipt_lines", "line_id", line_id, "line_id")
     db.require("bins", "bin_id", bin_id, "bin_id")
-    args = {"line_id": line_id, "quantity": quantity, "bin_id": bin_id, "now": db.now}
+    args = {
+        "line_id": line_id,
+        "quantity": quantity,
+        "bin_id": bin_id,
+        "now": db.now,
+        "principal": db.principal,
+    }
     if db.one(
         "SELECT 1 FROM receipt_lines l JOIN receipts r ON r.receipt_id = l.receipt_id"
         " WHERE l.line_id = :line_id AND r.status = 'closed'",
@@ -746,6 +963,7 @@ def close_receipt(
     args = {
         "receipt_id": receipt_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["receipt_id"],
         "set_status": "closed",
         "set_closed_at": db.now,
@@ -783,20 +1001,50 @@ def list_orders(
             json_schema_extra={"x-envfarm-column": "orders.order_number", "x-envfarm-user-known": True},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListOrdersResult:
-    """List outbound orders by warehouse, status or order number."""
+    """List outbound orders by warehouse, status or order number.
+
+    Matching: warehouse_id equals; status equals; order_number equals. Ordered by order_id. Returns 25
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
+    """
     if warehouse_id is not None:
         db.require("warehouses", "warehouse_id", warehouse_id, "warehouse_id")
-    args = {"warehouse_id": warehouse_id, "status": status, "order_number": order_number, "now": db.now}
-    rows = db.all(
+    args = {
+        "warehouse_id": warehouse_id,
+        "status": status,
+        "order_number": order_number,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM orders"
         " WHERE (:warehouse_id IS NULL OR warehouse_id = :warehouse_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:order_number IS NULL OR order_number = :order_number)"
-        " ORDER BY order_id LIMIT 25",
-        args,
+        " ORDER BY order_id",
+        args, limit, cursor,
     )
-    return ListOrdersResult(orders=[Order(**row) for row in rows], count=len(rows))
+    rows = [Order(**row) for row in page['rows']]
+    return ListOrdersResult(
+        orders=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def list_order_lines(
@@ -808,17 +1056,40 @@ def list_order_lines(
             json_schema_extra={"x-envfarm-ref": "orders.order_id", "x-envfarm-column": "order_lines.order_id", "x-envfarm-user-known": False},
         ),
     ],
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListOrderLinesResult:
-    """List the lines of an order with ordered and picked quantities."""
+    """List the lines of an order with ordered and picked quantities.
+
+    Matching: order_id equals. Ordered by order_line_id. Returns 25 rows per page by default (limit: up
+    to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
     db.require("orders", "order_id", order_id, "order_id")
-    args = {"order_id": order_id, "now": db.now}
-    rows = db.all(
+    args = {"order_id": order_id, "now": db.now, "principal": db.principal}
+    page = db.page(
         "SELECT * FROM order_lines"
         " WHERE (:order_id IS NULL OR order_id = :order_id)"
-        " ORDER BY order_line_id LIMIT 25",
-        args,
+        " ORDER BY order_line_id",
+        args, limit, cursor,
     )
-    return ListOrderLinesResult(order_lines=[OrderLine(**row) for row in rows], count=len(rows))
+    rows = [OrderLine(**row) for row in page['rows']]
+    return ListOrderLinesResult(
+        order_lines=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def pick_order_line(
@@ -853,7 +1124,10 @@ def pick_order_line(
         ),
     ],
 ) -> Pick:
-    """Pick units of an order line from a bin of the order's warehouse (find bins holding the SKU with list_stock). Stock in the bin goes down; the order becomes picking, or picked once every line is complete."""
+    """Pick units of an order line from a bin of the order's warehouse (find bins holding the SKU with
+    list_stock). Stock in the bin goes down; the order becomes picking, or picked once every line is
+    complete.
+    """
     db.require("order_lines", "order_line_id", order_line_id, "order_line_id")
     db.require("bins", "bin_id", bin_id, "bin_id")
     new_id = db.next_id("picks")
@@ -863,6 +1137,7 @@ def pick_order_line(
         "quantity": quantity,
         "picker": picker,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one(
@@ -948,6 +1223,7 @@ def ship_order(
     args = {
         "order_id": order_id,
         "now": db.now,
+        "principal": db.principal,
         "id": current["order_id"],
         "set_status": "shipped",
         "set_shipped_at": db.now,
@@ -996,7 +1272,9 @@ def create_transfer(
         ),
     ],
 ) -> Transfer:
-    """Send units of a SKU from a bin to another warehouse. The units leave the source bin now and are put away at the destination with receive_transfer."""
+    """Send units of a SKU from a bin to another warehouse. The units leave the source bin now and are put
+    away at the destination with receive_transfer.
+    """
     db.require("skus", "sku_id", sku_id, "sku_id")
     db.require("bins", "bin_id", from_bin_id, "from_bin_id")
     db.require("warehouses", "warehouse_id", to_warehouse_id, "to_warehouse_id")
@@ -1007,6 +1285,7 @@ def create_transfer(
         "to_warehouse_id": to_warehouse_id,
         "quantity": quantity,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one(
@@ -1065,7 +1344,7 @@ def receive_transfer(
     """Put away an arrived transfer in a bin of the destination warehouse that has room for it."""
     db.require("transfers", "transfer_id", transfer_id, "transfer_id")
     db.require("bins", "bin_id", bin_id, "bin_id")
-    args = {"transfer_id": transfer_id, "bin_id": bin_id, "now": db.now}
+    args = {"transfer_id": transfer_id, "bin_id": bin_id, "now": db.now, "principal": db.principal}
     if db.one("SELECT 1 FROM transfers WHERE transfer_id = :transfer_id AND status = 'received'", args):
         db.reject("Transfer {transfer_id} has already been received.".format_map(args))
     if db.one(
@@ -1112,22 +1391,52 @@ def list_transfers(
             json_schema_extra={"x-envfarm-ref": "skus.sku_id", "x-envfarm-column": "transfers.sku_id", "x-envfarm-user-known": False},
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
 ) -> ListTransfersResult:
-    """List transfers by status, destination warehouse or SKU."""
+    """List transfers by status, destination warehouse or SKU.
+
+    Matching: status equals; to_warehouse_id equals; sku_id equals. Ordered by transfer_id. Returns 25
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
+    """
     if to_warehouse_id is not None:
         db.require("warehouses", "warehouse_id", to_warehouse_id, "to_warehouse_id")
     if sku_id is not None:
         db.require("skus", "sku_id", sku_id, "sku_id")
-    args = {"status": status, "to_warehouse_id": to_warehouse_id, "sku_id": sku_id, "now": db.now}
-    rows = db.all(
+    args = {
+        "status": status,
+        "to_warehouse_id": to_warehouse_id,
+        "sku_id": sku_id,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
         "SELECT * FROM transfers"
         " WHERE (:status IS NULL OR status = :status)"
         " AND (:to_warehouse_id IS NULL OR to_warehouse_id = :to_warehouse_id)"
         " AND (:sku_id IS NULL OR sku_id = :sku_id)"
-        " ORDER BY transfer_id LIMIT 25",
-        args,
+        " ORDER BY transfer_id",
+        args, limit, cursor,
     )
-    return ListTransfersResult(transfers=[Transfer(**row) for row in rows], count=len(rows))
+    rows = [Transfer(**row) for row in page['rows']]
+    return ListTransfersResult(
+        transfers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def record_cycle_count(
@@ -1155,7 +1464,9 @@ def record_cycle_count(
         ),
     ],
 ) -> CycleCount:
-    """Record a physical count of a stock record (stock_id from list_stock); the quantity on hand is corrected to the count and the variance is kept. A stock record is counted at most once a day."""
+    """Record a physical count of a stock record (stock_id from list_stock); the quantity on hand is
+    corrected to the count and the variance is kept. A stock record is counted at most once a day.
+    """
     db.require("stock_levels", "stock_id", stock_id, "stock_id")
     new_id = db.next_id("cycle_counts")
     args = {
@@ -1163,6 +1474,7 @@ def record_cycle_count(
         "counted_qty": counted_qty,
         "counted_by": counted_by,
         "now": db.now,
+        "principal": db.principal,
         "id": new_id,
     }
     if db.one(
@@ -1205,3 +1517,114 @@ def record_cycle_count(
         args,
     )
     return CycleCount(**db.require("cycle_counts", "count_id", new_id, "count_id"))
+
+
+def list_picks(
+    db: Database,
+    order_line_id: Annotated[
+        str | None,
+        Field(
+            description="Order line id",
+            json_schema_extra={"x-envfarm-ref": "order_lines.order_line_id", "x-envfarm-column": "picks.order_line_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    bin_id: Annotated[
+        str | None,
+        Field(
+            description="Bin id",
+            json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-column": "picks.bin_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
+) -> ListPicksResult:
+    """Picks recorded against outbound order lines, by order line or bin.
+
+    Matching: order_line_id equals; bin_id equals. Ordered newest first. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    if order_line_id is not None:
+        db.require("order_lines", "order_line_id", order_line_id, "order_line_id")
+    if bin_id is not None:
+        db.require("bins", "bin_id", bin_id, "bin_id")
+    args = {"order_line_id": order_line_id, "bin_id": bin_id, "now": db.now, "principal": db.principal}
+    page = db.page(
+        "SELECT * FROM picks"
+        " WHERE (:order_line_id IS NULL OR order_line_id = :order_line_id)"
+        " AND (:bin_id IS NULL OR bin_id = :bin_id)"
+        " ORDER BY picked_at DESC, pick_id",
+        args, limit, cursor,
+    )
+    rows = [Pick(**row) for row in page['rows']]
+    return ListPicksResult(
+        picks=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
+
+
+def list_cycle_counts(
+    db: Database,
+    stock_id: Annotated[
+        str | None,
+        Field(
+            description="Stock record id",
+            json_schema_extra={"x-envfarm-ref": "stock_levels.stock_id", "x-envfarm-column": "cycle_counts.stock_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    counted_by: Annotated[
+        str | None,
+        Field(
+            description="Part of the counter's name",
+            json_schema_extra={"x-envfarm-column": "cycle_counts.counted_by", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
+) -> ListCycleCountsResult:
+    """Cycle counts of stock records with their variance, by stock record or counter.
+
+    Matching: stock_id equals; counted_by contains (case-insensitive). Ordered newest first. Returns 25
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
+    """
+    if stock_id is not None:
+        db.require("stock_levels", "stock_id", stock_id, "stock_id")
+    args = {"stock_id": stock_id, "counted_by": counted_by, "now": db.now, "principal": db.principal}
+    page = db.page(
+        "SELECT * FROM cycle_counts"
+        " WHERE (:stock_id IS NULL OR stock_id = :stock_id)"
+        " AND (:counted_by IS NULL OR lower(counted_by) LIKE '%' || replace(replace(replace(lower(:counted_by), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " ORDER BY counted_at DESC, count_id",
+        args, limit, cursor,
+    )
+    rows = [CycleCount(**row) for row in page['rows']]
+    return ListCycleCountsResult(
+        cycle_counts=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )

@@ -3,7 +3,8 @@
 from servers.runtime.database import Database
 
 
-def shared_with_me(db: Database, email: str, role: str | None = None) -> dict:
+def shared_with_me(db: Database, role: str | None = None) -> dict:
+    email = str(db.principal)
     """Active documents the person can open without owning them, with their role on each."""
     rows = db.all(
         "SELECT d.*, p.role AS shared_role FROM documents d JOIN permissions p ON p.doc_id = d.doc_id"
@@ -30,10 +31,9 @@ def _save_version(db: Database, doc_id: str, number: int, content: str, author: 
     )
 
 
-def create_document(
-    db: Database, title: str, folder_id: str, owner_email: str, kind: str = "document", content: str = ""
-) -> dict:
-    """The document, its owner permission and its first version, written together."""
+def create_document(db: Database, title: str, folder_id: str, kind: str = "document", content: str = "") -> dict:
+    """The document, its owner permission (the signed-in user) and its first version, written together."""
+    owner_email = str(db.principal)
     doc_id = db.next_id("documents")
     db.insert(
         "documents",
@@ -66,7 +66,8 @@ def create_document(
     return db.require("documents", "doc_id", doc_id, "doc_id")
 
 
-def edit_document(db: Database, doc_id: str, editor_email: str, content: str, summary: str = "Edited") -> dict:
+def edit_document(db: Database, doc_id: str, content: str, summary: str = "Edited") -> dict:
+    editor_email = str(db.principal)
     """New text becomes the next version; the document records who changed it and when."""
     number = db.scalar("SELECT version FROM documents WHERE doc_id = ?", (doc_id,)) + 1
     db.execute(

@@ -21,10 +21,8 @@ def _addresses(text: str) -> list[str]:
 def _deliver(
     db: Database, sender: str, thread_id: str | None, subject: str, to: list[str], cc: list[str], body: str
 ) -> dict:
-    """Record one sent message: start or extend the thread, then update every participant's view of it."""
-    unknown = [a for a in to + cc if db.one("SELECT 1 FROM mailboxes WHERE email = ?", (a,)) is None]
-    if unknown:
-        db.reject(f"No mailbox for {', '.join(unknown)}; check the address with find_contacts.")
+    """Record one sent message: start or extend the thread, then update every participant's view of it.
+    Every address has a mailbox: the argument check refused unknown ones when the draft or reply was made."""
     if thread_id is None:
         thread_id = db.next_id("threads")
         db.insert(
@@ -109,9 +107,10 @@ def send_draft(db: Database, draft_id: str) -> dict:
     return message
 
 
-def reply_to_thread(db: Database, mailbox_email: str, thread_id: str, body: str, reply_all: bool = True) -> dict:
+def reply_to_thread(db: Database, thread_id: str, body: str, reply_all: bool = True) -> dict:
     """Answer the latest message's author (or, if the replier wrote it, its recipients); reply-all copies
-    everyone else who sent or received a message on the thread."""
+    everyone else who sent or received a message on the thread. The replier is the signed-in user."""
+    mailbox_email = str(db.principal)
     messages = db.all("SELECT * FROM messages WHERE thread_id = ? ORDER BY sent_at, message_id", (thread_id,))
     latest = messages[-1]
     if latest["sender_email"] != mailbox_email:
@@ -135,15 +134,16 @@ def reply_to_thread(db: Database, mailbox_email: str, thread_id: str, body: str,
 
 def search_mail(
     db: Database,
-    mailbox_email: str,
     text: str | None = None,
     from_email: str | None = None,
     folder: str | None = None,
     label: str | None = None,
+    limit: int = 25,
+    cursor: str | None = None,
 ) -> dict:
-    """Conversations of one mailbox whose subject or any message body holds `text`, filtered by sender,
-    folder and label name; a mail client's search box, which a plain column filter cannot express."""
-    rows = db.all(
+    """Conversations of the user's mailbox whose subject or any message body holds `text`, filtered by
+    sender, folder and label name; a mail client's search box, which a plain column filter cannot express."""
+    page = db.page(
         "SELECT c.* FROM conversations c WHERE c.mailbox_email = :mailbox"
         " AND (:text IS NULL OR lower(c.subject) LIKE :pattern ESCAPE '!' OR EXISTS"
         "      (SELECT 1 FROM messages m WHERE m.thread_id = c.thread_id AND lower(m.body) LIKE :pattern ESCAPE '!'))"
@@ -152,14 +152,17 @@ def search_mail(
         " AND (:folder IS NULL OR c.folder = :folder)"
         " AND (:label IS NULL OR EXISTS (SELECT 1 FROM conversation_labels cl JOIN labels l ON l.label_id = cl.label_id"
         "      WHERE cl.conversation_id = c.conversation_id AND lower(l.name) = lower(:label)))"
-        " ORDER BY c.last_message_at DESC, c.conversation_id LIMIT 50",
+        " ORDER BY c.last_message_at DESC, c.conversation_id",
         {
-            "mailbox": mailbox_email,
+            "mailbox": db.principal,
             "text": text,
             "pattern": contains_pattern(text),
             "sender": from_email,
             "folder": folder,
             "label": label,
         },
+        limit,
+        cursor,
     )
-    return {"conversations": rows, "count": len(rows)}
+    rows = page["rows"]
+    return {"conversations": rows, "count": len(rows), "total": page["total"], "has_more": page["has_more"], "cursor": page["cursor"]}
