@@ -119,6 +119,27 @@ class ImportResult(BaseModel):
     report: ImportReport
 
 
+# Fields of a page of records rather than of a record: `{items: [X], total, has_more, cursor}` is a page of X.
+PAGE_FIELDS = frozenset(
+    {
+        "count",
+        "total",
+        "total_count",
+        "has_more",
+        "cursor",
+        "next_cursor",
+        "next",
+        "previous",
+        "next_page_token",
+        "page",
+        "page_size",
+        "per_page",
+        "limit",
+        "offset",
+    }
+)
+
+
 def snake(name: str) -> str:
     """`petId` -> `pet_id`, `Time-Entries` -> `time_entries`; a valid lower_snake_case identifier."""
     text = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
@@ -320,7 +341,8 @@ class _Importer:
         scalars = [p for p, (_, s) in resolved.items() if _scalar(s)]
         objects = [p for p, (_, s) in resolved.items() if _type(s) == "object" and s.get("properties")]
         keyed = any(snake(p) in ("id", f"{snake(name or fallback)}_id") for p in props)  # a record, not a wrapper
-        if len(arrays) == 1 and len(scalars) + len(objects) <= 3 and len(scalars) < 3 and not keyed:
+        own = [p for p in scalars if snake(p) not in PAGE_FIELDS]  # paging and counts do not make a record
+        if len(arrays) == 1 and len(own) + len(objects) <= 3 and len(own) < 3 and not keyed:
             inner = self.record_of(props[arrays[0]], _camel(singular(snake(arrays[0]))), depth + 1)
             if inner:
                 return inner[0], inner[1], True
