@@ -11,9 +11,9 @@ from typing import Any, TextIO
 
 from clients.connect import Connections, farm_targets, load_server_configs
 from clients.graph import build_graph, dump, link_quality, load_specs, render_svg, summarize
-from clients.llm import LLMError, parse_model
 from clients.synthesize import SynthesisOptions, SynthesisSummary, synthesize
 from clients.tasks import write_jsonl
+from envfarm.llm import LLMError, parse_model
 from servers.runtime.control import ControlError
 from servers.runtime.registry import load_registry
 

@@ -25,9 +25,9 @@ import mcp_types as types
 from openai.types.chat import ChatCompletionMessageFunctionToolCall
 from pydantic import BaseModel, Field
 
-from clients.llm import ChatModel, ModelConfig
 from clients.tasks import Task
 from clients.trajectory import Usage
+from envfarm.llm import ChatModel, ModelConfig
 
 FUNCTION_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 
@@ -589,7 +589,7 @@ class HeuristicPolicy:
 
 def make_policy(spec: str, base_url: str | None = None) -> Policy:
     """`heuristic`, `oracle` or `openai:MODEL` -> a policy; anything else is an error naming the choices."""
-    from clients.llm import parse_model
+    from envfarm.llm import parse_model
 
     config = parse_model(spec, base_url)
     if config is not None:

@@ -25,11 +25,11 @@ import mcp_types as types
 from pydantic import BaseModel, Field
 
 from clients.connect import Connections, Episode
-from clients.llm import LLMError
 from clients.policies import AgentTool, Policy, agent_tools, system_prompt
 from clients.tasks import Task
 from clients.trajectory import CallError, CallRecord, ServerState, StopReason, Trajectory, Usage
 from clients.users import UserSimulator
+from envfarm.llm import LLMError
 from servers.runtime.control import ControlError, ErrorKind, error_kind
 
 SAFE = re.compile(r"[^A-Za-z0-9_.:-]")

@@ -21,7 +21,6 @@ from pydantic import BaseModel, Field
 
 from clients.connect import Connections, farm_targets
 from clients.export import FORMATS, export
-from clients.llm import ChatModel, ModelConfig
 from clients.policies import HeuristicPolicy, OraclePolicy, Policy
 from clients.ray_backend import HostSpec, RayBackend, RayOptions
 from clients.report import render_report
@@ -30,6 +29,7 @@ from clients.scoring import PolicySummary, RewardConfig, Scorer, fill_difficulty
 from clients.tasks import Task, write_jsonl
 from clients.trajectory import Trajectory
 from clients.users import ScriptedUser
+from envfarm.llm import ChatModel, ModelConfig
 
 
 class RunOptions(BaseModel):

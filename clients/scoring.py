@@ -23,9 +23,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from clients.llm import ChatModel, LLMError
 from clients.tasks import Claim, Difficulty, ExpectedState, PolicyCheck, Task
 from clients.trajectory import ClaimGrade, ErrorCategory, Score, ServerState, Trajectory
+from envfarm.llm import ChatModel, LLMError
 from servers.runtime.control import TableDiff
 
 PASS_COVERAGE = 0.75

@@ -20,10 +20,10 @@ from pydantic import BaseModel, Field
 from clients.connect import Connections
 from clients.graph import build_graph, load_specs, summarize
 from clients.grounding import Drop, Grounded, Grounder, PersonaRecord, ServerWorld, observe, people
-from clients.llm import ChatModel, LLMError, ModelConfig
 from clients.sampling import Catalog, RandomWalkSampler, TopologySampler, Unresolvable
 from clients.tasks import Persona, Provenance, Task, ToolRef, Turn
 from clients.writing import STYLES, LLMWriter, OfflineWriter, Request, over_specification, scrub, vocabulary
+from envfarm.llm import ChatModel, LLMError, ModelConfig
 from servers.runtime.registry import default_farm_root, load_registry
 
 MULTI_SERVER_SHARE = 0.5

@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from clients.llm import ChatModel, ModelConfig
 from clients.policies import words
 from clients.tasks import Task
 from clients.trajectory import CallRecord
+from envfarm.llm import ChatModel, ModelConfig
 
 STOP_TOKEN = "###STOP###"
 CONFIRM = re.compile(
@@ -168,7 +168,7 @@ class LLMUser:
 
 
 def make_user(spec: str, base_url: str | None = None) -> UserSimulator:
-    from clients.llm import parse_model
+    from envfarm.llm import parse_model
 
     config = parse_model(spec, base_url)
     if config is not None:

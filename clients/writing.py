@@ -21,9 +21,9 @@ from pydantic import BaseModel, Field, ValidationError
 
 from clients.graph import ToolSpec, is_id_like, words
 from clients.grounding import Grounded, Row
-from clients.llm import ChatModel
 from clients.sampling import Catalog
 from clients.tasks import Claim, HiddenFact, OverSpecification
+from envfarm.llm import ChatModel
 
 STEP_WORDS = ("then", "first", "next", "after that", "afterwards", "finally", "step", "call", "tool", "use the")
 STEP_PATTERN = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in STEP_WORDS) + r")\b", re.IGNORECASE)

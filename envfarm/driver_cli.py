@@ -125,10 +125,10 @@ def cmd_rollout(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from clients.export import load_trajectories
-    from clients.llm import ChatModel, parse_model
     from clients.run import scores_document, summary_lines
     from clients.scoring import Scorer, oracle_failures, summarize
     from clients.tasks import write_jsonl
+    from envfarm.llm import ChatModel, parse_model
 
     try:
         trajectories = load_trajectories(args.trajectories)
@@ -173,9 +173,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from clients.llm import parse_model
     from clients.rollout import Limits
     from clients.run import RunOptions, run
+    from envfarm.llm import parse_model
 
     try:
         options = RunOptions(

@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel
 from scripted_openai import scripted_openai
 
-from clients.llm import ChatModel, LLMError, ModelConfig, Transcript, parse_model
+from envfarm.llm import ChatModel, LLMError, ModelConfig, Transcript, parse_model
 
 
 def model(base_url: str, timeout_s: float = 10.0) -> ChatModel:

@@ -15,13 +15,13 @@ from handmade import booking_task, ground, handmade_tasks, pay_invoice_task, rea
 from scripted_openai import scripted_openai
 
 from clients.connect import Connections, farm_targets, load_server_configs
-from clients.llm import ChatModel, ModelConfig
 from clients.policies import ChatPolicy, HeuristicPolicy, OraclePolicy
 from clients.rollout import Limits, RolloutOptions, rollout_tasks
 from clients.scoring import Scorer, fill_difficulty, oracle_failures, summarize
 from clients.tasks import Claim, GoldCall, Persona, Provenance, Task, ToolRef
 from clients.trajectory import Trajectory
 from clients.users import LLMUser, ScriptedUser
+from envfarm.llm import ChatModel, ModelConfig
 
 TODO_SERVER = Path(__file__).parent / "foreign" / "todo_server.py"
 

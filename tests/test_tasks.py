@@ -24,11 +24,11 @@ from clients.graph import (
     similarity,
     tool_node,
 )
-from clients.llm import ModelConfig
 from clients.synthesize import Synthesis, SynthesisOptions, dependency_depth, synthesize
 from clients.tasks import Task, read_jsonl
 from clients.writing import STEP_WORDS, Vocabulary, over_specification
 from envfarm.cli import main
+from envfarm.llm import ModelConfig
 
 TODO_SERVER = Path(__file__).parent / "foreign" / "todo_server.py"
 PAIR = ["banking", "clinic"]
