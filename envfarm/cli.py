@@ -298,7 +298,15 @@ def _enrich_import(args: argparse.Namespace, result: ImportResult, out: Path) ->
         f"{result.report.markdown()}\n\nSpec:\n{json.dumps(spec, indent=1, default=str)[:30000]}"
     )
     call = partial(
-        write_with_model, scenario, context, model, build_dir, args.rounds, 2, VerifyOptions(call_timeout=5.0)
+        write_with_model,
+        scenario,
+        context,
+        model,
+        build_dir,
+        args.rounds,
+        2,
+        VerifyOptions(call_timeout=5.0),
+        args.mutants,
     )
     outcome, draft = anyio.run(close_after, model, call)
     usage = model.usage
@@ -357,6 +365,7 @@ def cmd_import_metadata(args: argparse.Namespace) -> int:
             name=name,
             max_rounds=args.rounds,
             options=VerifyOptions(call_timeout=args.timeout),
+            mutants=args.mutants,
         )
         outcome, draft = anyio.run(close_after, model, call)
         usage = model.usage
@@ -434,6 +443,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
         model,
         max_rounds=args.rounds,
         options=VerifyOptions(call_timeout=args.timeout),
+        mutants=args.mutants,
     )
     summary = anyio.run(close_after, model, call) if model else anyio.run(call)
     print(render_summary(summary))
@@ -563,6 +573,12 @@ def parser() -> argparse.ArgumentParser:
     )
     pr.add_argument("--out", type=Path, help="farm root to publish into (default: --farm)")
     pr.add_argument("--timeout", type=float, default=5.0, help="seconds a tool call may take before it counts as hung")
+    pr.add_argument(
+        "--mutants",
+        type=int,
+        default=8,
+        help="seeded bugs sampled from each verified round; survivors go back to the model (default: 8)",
+    )
     pr.set_defaults(func=cmd_propose)
 
     im = sub.add_parser("import", help="a spec folder from a real API description (then `envfarm build` it)")
@@ -576,6 +592,12 @@ def parser() -> argparse.ArgumentParser:
     oa.add_argument("--base-url", help="the model's OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
     oa.add_argument("--rounds", type=int, default=3, help="verify-and-revise rounds (with --model; default: 3)")
     oa.add_argument("--build-dir", type=Path, help="rounds, prompts and answers (with --model; default: builds/<name>)")
+    oa.add_argument(
+        "--mutants",
+        type=int,
+        default=8,
+        help="seeded bugs sampled from each verified round; survivors go back to the model (default: 8)",
+    )
     oa.set_defaults(func=cmd_import_openapi)
     md = isub.add_parser("metadata", help="EnvFactory metadata (class_name, description, tools) -> spec folder")
     md.add_argument("file", type=Path)
@@ -586,6 +608,12 @@ def parser() -> argparse.ArgumentParser:
     md.add_argument("--rounds", type=int, default=3, help="verify-and-revise rounds (with --model; default: 3)")
     md.add_argument("--build-dir", type=Path, help="rounds, prompts and answers (with --model; default: builds/<name>)")
     md.add_argument("--timeout", type=float, default=5.0, help="seconds a tool call may take before it counts as hung")
+    md.add_argument(
+        "--mutants",
+        type=int,
+        default=8,
+        help="seeded bugs sampled from each verified round; survivors go back to the model (default: 8)",
+    )
     md.set_defaults(func=cmd_import_metadata)
     mc = isub.add_parser("mcp", help="a stateful twin of a live MCP server, from its listing and its reads")
     mc.add_argument("config", type=Path, help="an mcpServers JSON file")

@@ -231,6 +231,7 @@ async def import_metadata_with_model(
     max_rounds: int = 3,
     repairs: int = 2,
     options: VerifyOptions | None = None,
+    mutants: int = 0,
 ) -> tuple[GrowthResult, SpecDraft | None]:
     """The model writes the spec and handlers for every tool, from the metadata and the offline draft;
     rounds are verified in a throwaway farm in `build_dir`. Returns the outcome and the converged draft."""
@@ -247,4 +248,6 @@ async def import_metadata_with_model(
         f"as params:\n{json.dumps(meta.model_dump(), indent=1)}\n\nA draft inferred from the names alone "
         f"(its CRUD tools; the others are missing):\n{json.dumps(offline, indent=1, default=str)[:20000]}"
     )
-    return await write_with_model(scenario, context, model, build_dir, max_rounds, repairs, options or VerifyOptions())
+    return await write_with_model(
+        scenario, context, model, build_dir, max_rounds, repairs, options or VerifyOptions(), mutants
+    )

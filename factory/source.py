@@ -72,7 +72,9 @@ def imported_environment(path: Path, data: dict) -> EnvironmentSource:
             result = import_openapi(path)
     except OpenAPIError as exc:
         raise SpecError(str(path), [("", str(exc))]) from exc
-    return EnvironmentSource(spec=parse_spec(result.spec, str(path)), spec_path=path, handlers=None)
+    return EnvironmentSource(
+        spec=parse_spec({**result.spec, "policy": result.policy}, str(path)), spec_path=path, handlers=None
+    )
 
 
 def load_environment(path: Path) -> EnvironmentSource:

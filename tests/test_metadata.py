@@ -72,7 +72,19 @@ def test_with_a_model_the_converged_round_is_written(tmp_path: Path, capsys: pyt
     out, builds = tmp_path / "shed", tmp_path / "builds"
     with scripted_openai([draft(BUGGY_HANDLERS), draft(GOOD_HANDLERS)]) as server:
         args = ["import", "metadata", str(HOTEL), "--name", "shed_proposed", "--out", str(out)]
-        code = main([*args, "--model", "openai:scripted", "--base-url", server.base_url, "--build-dir", str(builds)])
+        code = main(
+            [
+                *args,
+                "--model",
+                "openai:scripted",
+                "--base-url",
+                server.base_url,
+                "--build-dir",
+                str(builds),
+                "--mutants",
+                "0",
+            ]
+        )
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert "published after 2 round(s) (2 requests, 30 tokens)" in printed
