@@ -314,8 +314,10 @@ def test_openapi_3_1_and_swagger_2_constructs_are_read() -> None:
             "paths./x.get.parameters.0: a parameter must be an object",
         ),
         (
-            "openapi: 3.1.0\npaths:\n  /x/{id}:\n    get:\n      responses:\n        '200':\n          content:\n"
-            "            application/json: {schema: {$ref: '#/components/schemas/Gone'}}\n",
+            (
+                "openapi: 3.1.0\npaths:\n  /x/{id}:\n    get:\n      responses:\n        '200':\n          content:\n"
+                "            application/json: {schema: {$ref: '#/components/schemas/Gone'}}\n"
+            ),
             "points at nothing \\(in GET /x/\\{id\\}\\)",
         ),
         (
