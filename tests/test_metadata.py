@@ -13,6 +13,7 @@ import pytest
 import yaml
 from scripted_openai import scripted_openai
 from test_generate import BUGGY_HANDLERS, GOOD_HANDLERS, draft
+from test_openapi import no_mutation_sample
 
 from envfarm.cli import main
 from envfarm.render import render
@@ -72,19 +73,7 @@ def test_with_a_model_the_converged_round_is_written(tmp_path: Path, capsys: pyt
     out, builds = tmp_path / "shed", tmp_path / "builds"
     with scripted_openai([draft(BUGGY_HANDLERS), draft(GOOD_HANDLERS)]) as server:
         args = ["import", "metadata", str(HOTEL), "--name", "shed_proposed", "--out", str(out)]
-        code = main(
-            [
-                *args,
-                "--model",
-                "openai:scripted",
-                "--base-url",
-                server.base_url,
-                "--build-dir",
-                str(builds),
-                "--mutants",
-                "0",
-            ]
-        )
+        code = main([*args, "--model", "openai:scripted", "--base-url", server.base_url, *no_mutation_sample(builds)])
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert "published after 2 round(s) (2 requests, 30 tokens)" in printed

@@ -23,6 +23,13 @@ from factory.verify import VerifyOptions
 from servers.runtime.registry import load_registry
 
 DATA = Path(__file__).parent / "data" / "openapi"
+
+
+def no_mutation_sample(builds: Path) -> list[str]:
+    """The build folder, and no mutation sample (these tests are about the import, not the kill rate)."""
+    return ["--build-dir", str(builds), "--mutants", "0"]
+
+
 DOCUMENTS = sorted(p for p in DATA.iterdir() if p.suffix in (".yaml", ".yml", ".json"))
 
 
@@ -182,6 +189,26 @@ def test_swagger_2_documents_are_restated(tmp_path: Path) -> None:
             "external \\$ref",
         ),
         ("openapi: 3.0.0\npaths: [\n", "not valid YAML"),
+        ("openapi: 3.0.0\npaths:\n  /x: not a path item\n", "paths./x: a path item must be an object, found a string"),
+        (
+            "openapi: 3.0.0\npaths:\n  /x:\n    get: [1]\n",
+            "paths./x.get: an operation must be an object, found a list",
+        ),
+        (
+            "openapi: 3.0.0\npaths:\n  /x:\n    parameters: [oops]\n    get: {responses: {}}\n",
+            "paths./x.get.parameters.0: a parameter must be an object",
+        ),
+        (
+            (
+                "openapi: 3.1.0\npaths:\n  /x/{id}:\n    get:\n      responses:\n        '200':\n          content:\n"
+                "            application/json: {schema: {$ref: '#/components/schemas/Gone'}}\n"
+            ),
+            "points at nothing \\(in GET /x/\\{id\\}\\)",
+        ),
+        (
+            "openapi: 3.0.0\npaths:\n  /x:\n    get:\n      responses:\n        '200': {content: {application/json: 7}}\n",
+            "GET /x: a construct of an unexpected shape",
+        ),
     ],
 )
 def test_a_bad_document_is_a_clear_error(tmp_path: Path, text: str, message: str) -> None:
@@ -216,19 +243,7 @@ def test_a_model_enriches_the_import_and_only_a_verified_draft_replaces_it(
     args = ["import", "openapi", str(DATA / "xero_assets.yaml"), "--name", "assets", "--out", str(out)]
     answer = {"spec": enriched, "handlers": "", "policy": imported.policy}
     with scripted_openai([json.dumps(answer, default=str)]) as server:
-        code = main(
-            [
-                *args,
-                "--model",
-                "openai:scripted",
-                "--base-url",
-                server.base_url,
-                "--build-dir",
-                str(builds),
-                "--mutants",
-                "0",
-            ]
-        )
+        code = main([*args, "--model", "openai:scripted", "--base-url", server.base_url, *no_mutation_sample(builds)])
     assert code == 0, capsys.readouterr()
     assert "Import report" in server.requests[0]["messages"][1]["content"]
     written = yaml.safe_load((out / "spec.yaml").read_text(encoding="utf-8"))
@@ -299,36 +314,3 @@ def test_openapi_3_1_and_swagger_2_constructs_are_read() -> None:
     assert tools["get_customers"]["limit"] == 100  # the list envelope unwraps; paging maps to ours
     skipped = {s.path: s.reason for s in billing.report.skipped}
     assert "action" in skipped["/v1/invoices/{invoice}/pay"] and "uploads a file" in skipped["/v1/files"]
-
-
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("openapi: 3.0.0\npaths:\n  /x: not a path item\n", "paths./x: a path item must be an object, found a string"),
-        (
-            "openapi: 3.0.0\npaths:\n  /x:\n    get: [1]\n",
-            "paths./x.get: an operation must be an object, found a list",
-        ),
-        (
-            "openapi: 3.0.0\npaths:\n  /x:\n    parameters: [oops]\n    get: {responses: {}}\n",
-            "paths./x.get.parameters.0: a parameter must be an object",
-        ),
-        (
-            (
-                "openapi: 3.1.0\npaths:\n  /x/{id}:\n    get:\n      responses:\n        '200':\n          content:\n"
-                "            application/json: {schema: {$ref: '#/components/schemas/Gone'}}\n"
-            ),
-            "points at nothing \\(in GET /x/\\{id\\}\\)",
-        ),
-        (
-            "openapi: 3.0.0\npaths:\n  /x:\n    get:\n      responses:\n        '200': {content: {application/json: 7}}\n",
-            "GET /x: a construct of an unexpected shape",
-        ),
-    ],
-)
-def test_an_unreadable_construct_is_named_with_its_location(tmp_path: Path, text: str, message: str) -> None:
-    path = tmp_path / "api.yaml"
-    path.write_text(text, encoding="utf-8")
-    with pytest.raises(OpenAPIError, match=message) as caught:
-        import_openapi(path)
-    assert str(path) in str(caught.value)
