@@ -295,7 +295,8 @@ def _enrich_import(args: argparse.Namespace, result: ImportResult, out: Path) ->
         "descriptions, realistic seed rows, business rules (with example calls that break them) the API "
         "describes, and custom tools with handlers for skipped operations whose effect the document states. "
         "Keep every tool's name and params.\n\nImport report:\n"
-        f"{result.report.markdown()}\n\nSpec:\n{json.dumps(spec, indent=1, default=str)[:30000]}"
+        f"{result.report.markdown()}\n\nSpec:\n{json.dumps(spec, indent=1, default=str)[:30000]}\n\n"
+        f"policy.md (drafted from the document; keep what it says the API requires):\n{result.policy}"
     )
     call = partial(
         write_with_model,
