@@ -110,7 +110,8 @@ def test_report_is_self_contained_and_escaped(run_data: tuple[list[Task], list[T
     page = Page()
     page.feed(html)
     assert "script" not in page.tags and page.links == [], "no script, no external resource"
-    assert page.tags.count("svg") == 4 and "table" in page.tags and "details" in page.tags
+    assert page.tags.count("svg") == 5 and "table" in page.tags and "details" in page.tags
+    assert "Policy checks passed, by kind" in "".join(page.text)
     text = "".join(page.text)
     assert INJECTED in text, "model and user text is shown as text"
     assert "health · heuristic" in text and "oracle · calibrated" in text and "heuristic · uncalibrated" in text
