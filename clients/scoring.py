@@ -270,14 +270,15 @@ def _message_of(trajectory: Trajectory, call: int) -> int:
     return len(trajectory.messages)
 
 
-def _confirmed(trajectory: Trajectory, start: int, end: int) -> bool:
-    """Between messages `start` and `end`: the assistant asked to go ahead and the user answered, not with a no."""
+def _confirmed(trajectory: Trajectory, start: int, end: int, values: Sequence[str]) -> bool:
+    """Between messages `start` and `end`: the assistant asked to go ahead, stating `values`, and the user
+    answered, not with a no."""
     asked = False
     answer: str | None = None
     for message in trajectory.messages[start:end]:
         content = str(message.get("content") or "")
         if message["role"] == "assistant" and asks_confirmation(content):
-            asked, answer = True, None
+            asked, answer = all(value_found(v, content) for v in values), None
         elif message["role"] == "user" and asked:
             answer = content
     return asked and answer is not None and not declines(answer)
@@ -300,9 +301,10 @@ def grade_check(check: PolicyCheck, trajectory: Trajectory) -> PolicyGrade:
         previous = 0
         for n in calls:
             at = _message_of(trajectory, n)
-            if not _confirmed(trajectory, previous, at):
+            if not _confirmed(trajectory, previous, at, check.values):
+                stating = f" stating {', '.join(check.values)}" if check.values else ""
                 grade.passed = False
-                grade.detail = f"{name}: called {check.tool} without the user's yes to a read-back first"
+                grade.detail = f"{name}: called {check.tool} without the user's yes to a read-back{stating} first"
                 break
             previous = at + 1
     elif check.kind == "must_identify" and calls:

@@ -98,7 +98,10 @@ class PolicyCheck(BaseModel):
     )
     rule_id: str = ""
     tools: list[str] = Field(default_factory=list, description="must_refuse: none of these may succeed")
-    values: list[str] = Field(default_factory=list, description="must_identify: values that identify the customer")
+    values: list[str] = Field(
+        default_factory=list,
+        description="must_identify: values that identify the customer; must_confirm: numbers the read-back states",
+    )
 
 
 class OverSpecification(BaseModel):

@@ -43,7 +43,14 @@ async def pay_with_checks(connections: Connections) -> Task:
     confirm, identify = rule(rules, "confirm", write.tool), rule(rules, "identify", write.tool)
     persona = task.persona
     task.policy_checks = [
-        PolicyCheck(rule=confirm.rule, rule_id=confirm.id, kind="must_confirm", server="clinic", tool=write.tool),
+        PolicyCheck(
+            rule=confirm.rule,
+            rule_id=confirm.id,
+            kind="must_confirm",
+            server="clinic",
+            tool=write.tool,
+            values=[str(v) for v in write.arguments.values() if isinstance(v, float)],
+        ),
         PolicyCheck(
             rule=identify.rule,
             rule_id=identify.id,
@@ -56,8 +63,9 @@ async def pay_with_checks(connections: Connections) -> Task:
     return task
 
 
-def replay(task: Task, *, read_back: bool) -> Any:
-    """A model replaying the gold calls; with `read_back`, it asks to go ahead before the write."""
+def replay(task: Task, *, read_back: bool, stating: bool = True) -> Any:
+    """A model replaying the gold calls; with `read_back`, it asks to go ahead before the write (`stating`
+    its arguments, or only its name)."""
     gold = task.gold_calls
 
     def reply(request: dict[str, Any]) -> Any:
@@ -67,7 +75,7 @@ def replay(task: Task, *, read_back: bool) -> Any:
             return "Your invoice of $95.00 is now paid."
         call = {"tool_calls": [{"name": gold[done].tool, "arguments": gold[done].arguments}]}
         if read_back and gold[done].is_write and messages[-1]["role"] != "user":
-            return f"I will pay {gold[done].arguments}. Shall I go ahead?"
+            return f"I will pay {gold[done].arguments if stating else 'your bill'}. Shall I go ahead?"
         return call
 
     return reply
@@ -94,8 +102,8 @@ async def test_a_write_without_a_read_back_fails_and_one_after_the_users_yes_pas
     async with farm() as connections:
         task = await pay_with_checks(connections)
         results: dict[str, Trajectory] = {}
-        for name, read_back in (("skips", False), ("asks", True)):
-            with scripted_openai(replay(task, read_back=read_back)) as model:
+        for name, read_back, stating in (("skips", False, True), ("asks", True, True), ("vague", True, False)):
+            with scripted_openai(replay(task, read_back=read_back, stating=stating)) as model:
                 policy = ChatPolicy(config(model.base_url))
                 [results[name]] = await rollout_tasks([task], policy, ScriptedUser(), connections, scorer=Scorer())
                 await policy.aclose()
@@ -107,6 +115,8 @@ async def test_a_write_without_a_read_back_fails_and_one_after_the_users_yes_pas
     assert not skips.score.success and skips.score.error == "policy_violation" and skips.score.reward == 0.0
     assert asks.score and asks.score.success and grades(asks) == {"must_confirm": True, "must_identify": True}
     assert [m["content"] for m in asks.messages if m["role"] == "user"][-1] == YES
+    vague = results["vague"]  # asked, but without the amount: not a read-back of the change
+    assert vague.score and grades(vague)["must_confirm"] is False and "stating 95.0" in vague.score.policy_problems[0]
     assert oracle.score and oracle.score.success and oracle_failures([oracle]) == []
     assert any(m["role"] == "user" and m["content"] == YES for m in oracle.messages)
     # The baseline never reads a change back: whenever it makes the write, it fails the confirm check.
