@@ -35,7 +35,7 @@ RuleKind = Literal["confirm", "identify", "forbid", "other"]
 # An assistant asking to go ahead with an action ("Shall I book it?"), not asking for a detail
 # ("Could you confirm your date of birth?").
 ASKS_CONFIRMATION = re.compile(
-    r"\b(shall i|should i|may i|can i go ahead|do you want me to|would you like me to|ok(ay)? to proceed|"
+    r"\b(shall i|should i|do you want me to|would you like me to|ok(ay)? to proceed|"
     r"go ahead|proceed|confirm (?!your\b)|is that (right|correct|ok(ay)?))",
     re.IGNORECASE,
 )

@@ -13,7 +13,7 @@ from scripted_openai import scripted_openai
 
 from clients.connect import Connections, farm_targets
 from clients.policies import ChatPolicy, HeuristicPolicy, OraclePolicy
-from clients.policy_checks import PolicyRule, identifying_values, load_rules, rule_kind
+from clients.policy_checks import PolicyRule, asks_confirmation, identifying_values, load_rules, rule_kind
 from clients.rollout import rollout_tasks
 from clients.scoring import Scorer, oracle_failures, summarize
 from clients.synthesize import SynthesisOptions, synthesize
@@ -165,6 +165,7 @@ async def test_the_scripted_user_says_yes_only_to_a_change_the_turn_wants() -> N
     asked = [{"role": "assistant", "content": "I'll pay the invoice now. Shall I go ahead?"}]
     assert await ScriptedSession(task, True).reply(asked, []) == YES
     assert await ScriptedSession(refusal, True).reply(asked, []) == NO
+    assert not asks_confirmation("May I have your date of birth?") and asks_confirmation("Shall I book it?")
     detail = [{"role": "assistant", "content": "Could you confirm your email?"}]
     assert await ScriptedSession(task, True).reply(detail, []) != YES  # a question for a detail, not a read-back
 
