@@ -80,7 +80,7 @@ ASK_READ = {
         "Can you find out {what} for me? I keep forgetting.",
     ),
 }
-RELATIONS = ("my mother", "my father", "my brother", "my sister", "my partner", "a neighbour of mine", "a colleague")
+RELATIONS = ("my partner", "a relative", "a friend", "a neighbour of mine", "a colleague", "my flatmate")
 ON_BEHALF = {
     "polite": (
         "I'm calling for {relation}, {owner}, who can't make it today. Could you {phrase} for them, please?",
