@@ -126,6 +126,15 @@ class ServerDefinition:
         path = self.directory / POLICY_FILE
         return path.read_text(encoding="utf-8") if path.is_file() else ""
 
+    def policy_rules(self) -> list[dict[str, Any]]:
+        """The policy rules the tools leave to the agent (`unenforced_rules` of spec.json beside the code),
+        so a task synthesizer can grade them over MCP; [] when the folder has none."""
+        path = self.directory / SPEC_FILE
+        if not path.is_file():
+            return []
+        rules = json.loads(path.read_text(encoding="utf-8")).get("unenforced_rules") or []
+        return [{"id": r["id"], "rule": r["rule"], "tools": list(r.get("tools") or [])} for r in rules]
+
     def instructions(self, acting_for: str | None, policy: str) -> str:
         return render_instructions(self.title, self.description, self.now, self.principal, acting_for, policy)
 
@@ -145,6 +154,7 @@ class ServerDefinition:
 
 
 POLICY_FILE = "policy.md"
+SPEC_FILE = "spec.json"
 ControlContext = ServerRequestContext[ConnectionScope, Any]
 
 
@@ -465,6 +475,16 @@ def build_server(
                 description="What the agent may and may not do here (also in the instructions).",
                 mime_type="text/markdown",
                 text=policy,
+            )
+        )
+        server.add_resource(
+            TextResource(
+                uri=f"envfarm://{definition.name}/policy/rules",
+                name="policy_rules",
+                title=f"{definition.title}: rules left to the agent",
+                description="The policy rules the tools do not enforce ({id, rule, tools} as JSON): tasks grade them.",
+                mime_type="application/json",
+                text=json.dumps({"unenforced_rules": definition.policy_rules()}, indent=1),
             )
         )
     return server
