@@ -14,13 +14,12 @@ import hashlib
 import inspect
 import sys
 from collections.abc import Callable, Iterable
-from functools import cache, cached_property
+from functools import cache
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import pydantic
-from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata, func_metadata
 from pydantic import BaseModel, Field
 
@@ -85,21 +84,3 @@ def defined_in(function: Callable[..., Any], tools_py: Path) -> bool:
     module = sys.modules.get(function.__module__)
     file = getattr(module, "__file__", None)
     return file is not None and Path(file).resolve() == tools_py
-
-
-class PrebuiltTool(Tool):
-    """An SDK tool listed from shipped schemas. Its argument model is built by the SDK's own
-    `func_metadata` on the first call, and the SDK runs the call exactly as for any other tool."""
-
-    fn_metadata: FuncMetadata | None = None  # type: ignore[assignment]
-    listed_output_schema: dict[str, Any] | None = Field(default=None, exclude=True)
-
-    @cached_property
-    def output_schema(self) -> dict[str, Any] | None:
-        return self.listed_output_schema
-
-    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
-        if self.fn_metadata is None:
-            skip = [self.context_kwarg] if self.context_kwarg else []
-            self.fn_metadata = func_metadata(self.fn, skip_names=skip, structured_output=True)
-        return await super().run(arguments, context, convert_result)
