@@ -12,17 +12,19 @@ SDK's own.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 from mcp.server.mcpserver.exceptions import UnexpectedToolError
 from mcp.server.mcpserver.tools.base import Tool
-from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata, func_metadata
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
-from pydantic import Field, PrivateAttr, ValidationError
+from pydantic import Field, ValidationError
 
+from servers.runtime import listing
 from servers.runtime.arguments import ArgumentCheck, bounded, preview
 from servers.runtime.control import ERROR_KIND_META_KEY, ErrorKind
 
@@ -93,49 +95,67 @@ class _Arguments:
         return {wire: values[name] for name, wire in self.names}
 
 
-class FarmTool(Tool):
-    """An SDK tool of a generated server. Listed from the schemas the factory shipped (`tools.json`) or
-    derived at start; its argument model is built by the SDK's own `func_metadata` on the first call
-    (building ~400 of them up front doubled the farm's start-up)."""
+# Runs a tool function with validated arguments on the caller's episode: (function, context, arguments).
+ToolRunner = Callable[[Callable[..., Any], Any, dict[str, Any]], Awaitable[Any]]
 
+
+@dataclass(frozen=True)
+class _Prepared:
+    function: Callable[..., Any]
+    metadata: FuncMetadata
+    arguments: _Arguments
+
+
+class FarmTool(Tool):
+    """An SDK tool of a generated server. Listed from the schemas and description the factory shipped
+    (`tools.json`), or derived at start; its function (`resolve`, which may import the tools module) and
+    the SDK's argument model (`func_metadata`) are built on the first call: building ~400 of them up front
+    was most of the farm's start-up. `fn` is the runner that calls the function on an episode."""
+
+    fn: ToolRunner = Field(exclude=True)
+    resolve: Callable[[], Callable[..., Any]] = Field(exclude=True)
     fn_metadata: FuncMetadata | None = None  # type: ignore[assignment]
     listed_output_schema: dict[str, Any] | None = Field(default=None, exclude=True)
-    _arguments: _Arguments | None = PrivateAttr(default=None)
 
     @classmethod
-    def derived(cls, fn: Callable[..., Any], **fields: Any) -> FarmTool:
-        """A tool whose schemas are derived now, as the SDK's `add_tool` would (no usable `tools.json`)."""
-        metadata = func_metadata(fn, skip_names=["ctx"], structured_output=True)
-        parameters = metadata.arg_model.model_json_schema(by_alias=True)
+    def derived(cls, resolve: Callable[[], Callable[..., Any]], **fields: Any) -> FarmTool:
+        """A tool whose listing is derived now, as the SDK's `add_tool` would (no usable `tools.json`)."""
+        function = resolve()
+        metadata = listing.argument_metadata(function)
         return cls(
-            fn=fn, parameters=parameters, listed_output_schema=metadata.output_schema, fn_metadata=metadata, **fields
+            resolve=resolve,
+            parameters=metadata.arg_model.model_json_schema(by_alias=True),
+            listed_output_schema=metadata.output_schema,
+            description=listing.description(function),
+            fn_metadata=metadata,
+            **fields,
         )
 
     @cached_property
     def output_schema(self) -> dict[str, Any] | None:
         return self.listed_output_schema
 
-    def _prepared(self) -> tuple[FuncMetadata, _Arguments]:
+    @cached_property
+    def prepared(self) -> _Prepared:
+        function = self.resolve()
         if self.fn_metadata is None:
-            self.fn_metadata = func_metadata(self.fn, skip_names=["ctx"], structured_output=True)
-        if self._arguments is None:
-            self._arguments = _Arguments(self.fn_metadata, self.parameters)
-        return self.fn_metadata, self._arguments
+            self.fn_metadata = listing.argument_metadata(function)
+        return _Prepared(function, self.fn_metadata, _Arguments(self.fn_metadata, self.parameters))
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         """As `Tool.run` (the same errors for the same failures), with the farm's one argument check."""
         try:
-            metadata, checked = self._prepared()
-            validated = checked.validate(self.name, arguments)
+            prepared = self.prepared
+            validated = prepared.arguments.validate(self.name, arguments)
         except MCPError:
             raise
         except Exception as exc:  # a validator that raises something else is a crash, as in the SDK
             raise UnexpectedToolError(f"Error executing tool {self.name}") from exc
         if isinstance(validated, CallToolResult):
             return validated
-        try:  # the handler's own failures are results already (`_tool_wrapper`); this is the output conversion
-            result = await self.fn(**validated, **{self.context_kwarg or "ctx": context})
-            return metadata.convert_result(result) if convert_result else result
+        try:  # the function's own failures are results already (the runner); this is the output conversion
+            result = await self.fn(prepared.function, context, validated)
+            return prepared.metadata.convert_result(result) if convert_result else result
         except MCPError:
             raise
         except Exception as exc:

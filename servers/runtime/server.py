@@ -10,7 +10,7 @@ own request methods, so it never appears in the agent-facing tool list.
 
 from __future__ import annotations
 
-import inspect
+import importlib
 import json
 import secrets
 import sqlite3
@@ -18,6 +18,7 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, redirect_stdout
 from dataclasses import dataclass, field
+from functools import partial
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from mcp_types import ToolAnnotations
 
 from servers.runtime import listing
 from servers.runtime.arguments import bounded
-from servers.runtime.calls import FarmTool, error_result, unknown_tool
+from servers.runtime.calls import FarmTool, ToolRunner, error_result, unknown_tool
 from servers.runtime.control import (
     EPISODE_META_KEY,
     EXTENSION,
@@ -76,10 +77,11 @@ from servers.runtime.principal import PrincipalDefinition, render_instructions
 
 @dataclass(frozen=True)
 class ToolDefinition:
-    """One tool as generated code declares it: the function and its effect. The annotations follow
-    from the effect; `read_only` marks a custom tool that writes nothing, the other two override."""
+    """One tool as generated code declares it: the function (or its name in the server's
+    `tools_module`, imported on the first call) and its effect. The annotations follow from the
+    effect; `read_only` marks a custom tool that writes nothing, the other two override."""
 
-    function: Callable[..., Any]
+    function: Callable[..., Any] | str
     effect: Effect
     title: str | None = None
     read_only: bool | None = None
@@ -88,7 +90,7 @@ class ToolDefinition:
 
     @property
     def name(self) -> str:
-        return self.function.__name__
+        return self.function if isinstance(self.function, str) else self.function.__name__
 
     @property
     def annotations(self) -> ToolAnnotations:
@@ -115,6 +117,22 @@ class ServerDefinition:
     id_formats: dict[str, str]
     tools: list[ToolDefinition] = field(default_factory=list)
     principal: PrincipalDefinition | None = None
+    tools_module: str | None = None  # where tools named by a string live, e.g. "servers.clinic.tools"
+
+    def function(self, tool: ToolDefinition) -> Callable[..., Any]:
+        """The function of `tool`. A tool named by a string is looked up in `tools_module`, imported
+        now: a farm host lists every tool from the shipped `tools.json` and imports a server's tools
+        (its pydantic models, a third of the farm's start-up) only when one is first called."""
+        if not isinstance(tool.function, str):
+            return tool.function
+        if self.tools_module is None:
+            raise LookupError(f"{self.name}: the tool {tool.function!r} is named, but no tools_module is given")
+        function: Callable[..., Any] = getattr(importlib.import_module(self.tools_module), tool.function)
+        return function
+
+    def tool_module(self, tool: ToolDefinition) -> str:
+        """The name of the module defining `tool`'s function, without importing it."""
+        return (self.tools_module or "") if isinstance(tool.function, str) else tool.function.__module__
 
     def schema_sql(self) -> str:
         return (self.directory / "schema.sql").read_text(encoding="utf-8")
@@ -289,15 +307,14 @@ class FarmServer(MCPServer):
         return await super().call_tool(name, arguments, context)
 
 
-def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerDefinition) -> Callable[..., Any]:
-    """An async MCP tool with the function's signature (minus `db`) that runs it in one transaction."""
-    function = tool.function
+def _tool_runner(tool: ToolDefinition, episodes: _Episodes, definition: ServerDefinition) -> ToolRunner:
+    """Runs a tool function with checked arguments on the caller's episode, in one transaction."""
     now = definition.now
     id_formats = definition.id_formats
     scopes = definition.principal.scopes if definition.principal else {}
     has_principal = definition.principal is not None
 
-    async def call_tool(ctx: Context[ConnectionScope], **arguments: Any) -> Any:
+    async def call_tool(function: Callable[..., Any], ctx: Context[ConnectionScope], arguments: dict[str, Any]) -> Any:
         request = ctx.request_context
         try:
             _, connection = episodes.connection(request.meta, request.request, request.lifespan_context)
@@ -331,14 +348,6 @@ def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerD
         connection.execute("COMMIT")
         return result
 
-    signature = inspect.signature(function, eval_str=True)
-    parameters = [
-        inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context),
-        *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in list(signature.parameters.values())[1:]),
-    ]
-    call_tool.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
-    call_tool.__name__ = tool.name
-    call_tool.__doc__ = function.__doc__
     return call_tool
 
 
@@ -362,25 +371,29 @@ def build_server(
         yield ConnectionScope(episodes.store)
 
     shipped = listing.load(definition.directory)
+    modules = {definition.tool_module(tool) for tool in definition.tools}
+    listed = {m for m in modules if shipped and listing.defined_in(m, shipped[1])}
     tools: list[Tool] = []
     for tool in definition.tools:
-        wrapper = _tool_wrapper(tool, episodes, definition)
-        description = inspect.cleandoc(tool.function.__doc__ or "")
-        schemas = shipped[0].tools.get(tool.name) if shipped and listing.defined_in(tool.function, shipped[1]) else None
         fields: dict[str, Any] = {
+            "fn": _tool_runner(tool, episodes, definition),
+            "resolve": partial(definition.function, tool),
             "name": tool.name,
             "title": tool.title,
-            "description": description,
             "is_async": True,
             "context_kwarg": "ctx",
             "annotations": tool.annotations,
         }
-        if schemas is None:  # not shipped, or stale: derive the schemas now, as the SDK's add_tool would
-            tools.append(FarmTool.derived(wrapper, **fields))
+        schemas = shipped[0].tools.get(tool.name) if shipped and definition.tool_module(tool) in listed else None
+        if schemas is None or schemas.description is None:  # not shipped, or stale: derive it all now
+            tools.append(FarmTool.derived(**fields))
         else:
             tools.append(
                 FarmTool(
-                    fn=wrapper, parameters=schemas.input_schema, listed_output_schema=schemas.output_schema, **fields
+                    parameters=schemas.input_schema,
+                    listed_output_schema=schemas.output_schema,
+                    description=schemas.description,
+                    **fields,
                 )
             )
     server = FarmServer(
