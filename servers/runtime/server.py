@@ -161,6 +161,7 @@ class ServerDefinition:
 
 
 POLICY_FILE = "policy.md"
+MAX_CACHED_INSTRUCTIONS = 256
 ControlContext = ServerRequestContext[ConnectionScope, Any]
 
 
@@ -204,6 +205,15 @@ class EpisodeControl(Extension):
         self._episodes = episodes
         self._definition = definition
         self._policy = policy
+        self._instructions: dict[str | None, str] = {}  # per principal: the same text at every reset
+
+    def _instructions_for(self, acting_for: str | None) -> str:
+        text = self._instructions.get(acting_for)
+        if text is None:
+            text = self._definition.instructions(acting_for, self._policy)
+            if len(self._instructions) < MAX_CACHED_INSTRUCTIONS:  # a loaded state may name anyone
+                self._instructions[acting_for] = text
+        return text
 
     def _check_principal(self, principal: str | None) -> None:
         declared = self._definition.principal
@@ -264,7 +274,7 @@ class EpisodeControl(Extension):
             episode=key,
             hash=state_hash(snapshot(connection)) if loaded else store.seed_hash,
             principal=acting_for,
-            instructions=self._definition.instructions(acting_for, self._policy),
+            instructions=self._instructions_for(acting_for),
         )
 
     async def _state(self, ctx: ControlContext, params: StateParams) -> StateResult:
