@@ -16,8 +16,6 @@ from servers.runtime.server import (
     build_server,
 )
 
-from . import tools
-
 DEFINITION = ServerDefinition(
     name="calendar",
     title="Team Calendar",
@@ -25,6 +23,7 @@ DEFINITION = ServerDefinition(
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,
+    tools_module=f"{__package__}.tools",
     id_formats={
         "people": "per_{:04d}",
         "rooms": "room_{:02d}",
@@ -33,22 +32,22 @@ DEFINITION = ServerDefinition(
         "invitations": "inv_{:04d}",
     },
     tools=[
-        ToolDefinition(tools.find_people, "search"),
-        ToolDefinition(tools.list_calendars, "search"),
-        ToolDefinition(tools.search_events, "search"),
-        ToolDefinition(tools.get_event, "get"),
-        ToolDefinition(tools.list_invitations, "search"),
-        ToolDefinition(tools.find_rooms, "search"),
-        ToolDefinition(tools.check_room_availability, "custom", read_only=True),
-        ToolDefinition(tools.get_agenda, "custom", read_only=True),
-        ToolDefinition(tools.create_event, "create"),
-        ToolDefinition(tools.schedule_meeting, "custom"),
-        ToolDefinition(tools.invite_attendee, "create"),
-        ToolDefinition(tools.respond_to_invitation, "update"),
-        ToolDefinition(tools.reschedule_event, "update"),
-        ToolDefinition(tools.assign_room, "update"),
-        ToolDefinition(tools.cancel_event, "update"),
-        ToolDefinition(tools.remove_attendee, "delete"),
+        ToolDefinition("find_people", "search"),
+        ToolDefinition("list_calendars", "search"),
+        ToolDefinition("search_events", "search"),
+        ToolDefinition("get_event", "get"),
+        ToolDefinition("list_invitations", "search"),
+        ToolDefinition("find_rooms", "search"),
+        ToolDefinition("check_room_availability", "custom", read_only=True),
+        ToolDefinition("get_agenda", "custom", read_only=True),
+        ToolDefinition("create_event", "create"),
+        ToolDefinition("schedule_meeting", "custom"),
+        ToolDefinition("invite_attendee", "create"),
+        ToolDefinition("respond_to_invitation", "update"),
+        ToolDefinition("reschedule_event", "update"),
+        ToolDefinition("assign_room", "update"),
+        ToolDefinition("cancel_event", "update"),
+        ToolDefinition("remove_attendee", "delete"),
     ],
     principal=PrincipalDefinition(
         kind="user",

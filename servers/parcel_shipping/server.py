@@ -16,8 +16,6 @@ from servers.runtime.server import (
     build_server,
 )
 
-from . import tools
-
 DEFINITION = ServerDefinition(
     name="parcel_shipping",
     title="Swiftline Parcel Shipping",
@@ -25,6 +23,7 @@ DEFINITION = ServerDefinition(
     version="1.0.0",
     now="2026-06-10T12:00:00Z",
     directory=Path(__file__).parent,
+    tools_module=f"{__package__}.tools",
     id_formats={
         "customers": "cus_{:04d}",
         "service_levels": "svc_{:02d}",
@@ -36,23 +35,23 @@ DEFINITION = ServerDefinition(
         "claims": "clm_{:04d}",
     },
     tools=[
-        ToolDefinition(tools.find_customer, "search"),
-        ToolDefinition(tools.list_service_levels, "search"),
-        ToolDefinition(tools.list_parcels, "search"),
-        ToolDefinition(tools.get_parcel, "get"),
-        ToolDefinition(tools.register_parcel, "create"),
-        ToolDefinition(tools.create_shipment, "custom"),
-        ToolDefinition(tools.list_shipments, "search"),
-        ToolDefinition(tools.track_shipment, "get"),
-        ToolDefinition(tools.list_tracking_events, "search"),
-        ToolDefinition(tools.schedule_pickup, "create"),
-        ToolDefinition(tools.cancel_pickup, "update"),
-        ToolDefinition(tools.list_pickups, "search"),
-        ToolDefinition(tools.change_delivery_address, "custom"),
-        ToolDefinition(tools.file_claim, "create"),
-        ToolDefinition(tools.list_claims, "search"),
-        ToolDefinition(tools.cancel_shipment, "update"),
-        ToolDefinition(tools.list_address_changes, "search"),
+        ToolDefinition("find_customer", "search"),
+        ToolDefinition("list_service_levels", "search"),
+        ToolDefinition("list_parcels", "search"),
+        ToolDefinition("get_parcel", "get"),
+        ToolDefinition("register_parcel", "create"),
+        ToolDefinition("create_shipment", "custom"),
+        ToolDefinition("list_shipments", "search"),
+        ToolDefinition("track_shipment", "get"),
+        ToolDefinition("list_tracking_events", "search"),
+        ToolDefinition("schedule_pickup", "create"),
+        ToolDefinition("cancel_pickup", "update"),
+        ToolDefinition("list_pickups", "search"),
+        ToolDefinition("change_delivery_address", "custom"),
+        ToolDefinition("file_claim", "create"),
+        ToolDefinition("list_claims", "search"),
+        ToolDefinition("cancel_shipment", "update"),
+        ToolDefinition("list_address_changes", "search"),
     ],
     principal=PrincipalDefinition(
         kind="staff",

@@ -16,8 +16,6 @@ from servers.runtime.server import (
     build_server,
 )
 
-from . import tools
-
 DEFINITION = ServerDefinition(
     name="payments",
     title="Payments Wallet",
@@ -25,6 +23,7 @@ DEFINITION = ServerDefinition(
     version="1.0.0",
     now="2026-03-05T10:00:00Z",
     directory=Path(__file__).parent,
+    tools_module=f"{__package__}.tools",
     id_formats={
         "customers": "cus_{:04d}",
         "merchants": "mer_{:03d}",
@@ -34,23 +33,23 @@ DEFINITION = ServerDefinition(
         "payouts": "po_{:04d}",
     },
     tools=[
-        ToolDefinition(tools.find_customer, "search"),
-        ToolDefinition(tools.list_payment_methods, "search"),
-        ToolDefinition(tools.add_card, "create"),
-        ToolDefinition(tools.set_default_payment_method, "update"),
-        ToolDefinition(tools.remove_payment_method, "update"),
-        ToolDefinition(tools.search_merchants, "search"),
-        ToolDefinition(tools.get_merchant, "get"),
-        ToolDefinition(tools.create_charge, "custom"),
-        ToolDefinition(tools.list_charges, "search"),
-        ToolDefinition(tools.get_charge, "get"),
-        ToolDefinition(tools.capture_charge, "update"),
-        ToolDefinition(tools.void_charge, "update"),
-        ToolDefinition(tools.refund_charge, "create"),
-        ToolDefinition(tools.list_refunds, "search"),
-        ToolDefinition(tools.create_payout, "create"),
-        ToolDefinition(tools.list_payouts, "search"),
-        ToolDefinition(tools.customer_spending_summary, "custom", read_only=True),
+        ToolDefinition("find_customer", "search"),
+        ToolDefinition("list_payment_methods", "search"),
+        ToolDefinition("add_card", "create"),
+        ToolDefinition("set_default_payment_method", "update"),
+        ToolDefinition("remove_payment_method", "update"),
+        ToolDefinition("search_merchants", "search"),
+        ToolDefinition("get_merchant", "get"),
+        ToolDefinition("create_charge", "custom"),
+        ToolDefinition("list_charges", "search"),
+        ToolDefinition("get_charge", "get"),
+        ToolDefinition("capture_charge", "update"),
+        ToolDefinition("void_charge", "update"),
+        ToolDefinition("refund_charge", "create"),
+        ToolDefinition("list_refunds", "search"),
+        ToolDefinition("create_payout", "create"),
+        ToolDefinition("list_payouts", "search"),
+        ToolDefinition("customer_spending_summary", "custom", read_only=True),
     ],
     principal=PrincipalDefinition(
         kind="staff",
