@@ -35,7 +35,7 @@ ColumnType = Literal["string", "integer", "number", "boolean", "date", "datetime
 FieldType = Literal["string", "integer", "number", "boolean", "date", "datetime", "object", "array"]
 Match = Literal["exact", "contains", "gte", "lte"]
 NOW = "$now"
-PRINCIPAL = "$principal"  # a create's `set` value: the episode's principal (the caller, never a param)
+PRINCIPAL = "$principal"  # a `set` value: the episode's principal (the caller, never a param); "$principal.<column>" a column of their row
 RESERVED_PARAMS = ("principal", "cursor", "limit")  # the runtime binds principal; a search's paging the others
 PrincipalKind = Literal["user", "staff"]
 
@@ -813,6 +813,14 @@ def principal_problems(spec: EnvironmentSpec) -> Problems:
         ZoneInfo(principal.time_zone)
     except (ZoneInfoNotFoundError, ValueError):
         problems.append(("principal.time_zone", f"{principal.time_zone!r} is no IANA time zone"))
+    for i, tool in enumerate(spec.tools):
+        for column, value in (getattr(tool, "set", None) or {}).items():
+            if not (isinstance(value, str) and value.startswith(PRINCIPAL + ".")):
+                continue
+            field = value[len(PRINCIPAL) + 1 :]
+            if principal.table is None or field not in spec.entities[principal.table].columns:
+                where = f"a column of {principal.table!r}" if principal.table else "a principal table (table/column)"
+                problems.append((f"tools.{i}({tool.name}).set.{column}", f"{value!r} needs {where}"))
     for table, rule in principal.scope.items():
         if table not in spec.entities:
             problems.append((f"principal.scope.{table}", f"no entity {table!r}"))
