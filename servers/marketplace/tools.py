@@ -479,13 +479,6 @@ def get_listing(
 
 def create_listing(
     db: Database,
-    seller_id: Annotated[
-        str,
-        Field(
-            description="Seller's member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "listings.seller_id", "x-envfarm-user-known": False},
-        ),
-    ],
     title: Annotated[
         str,
         Field(
@@ -538,13 +531,11 @@ def create_listing(
         ),
     ],
 ) -> Listing:
-    """List an item for sale. The minimum price is the lowest offer the seller will consider and cannot be
-    above the asking price.
+    """List an item for sale as yourself. The minimum price is the lowest offer the seller will consider
+    and cannot be above the asking price.
     """
-    db.require("members", "member_id", seller_id, "seller_id")
     new_id = db.next_id("listings")
     args = {
-        "seller_id": seller_id,
         "title": title,
         "category": category,
         "condition": condition,
@@ -556,8 +547,12 @@ def create_listing(
         "principal": db.principal,
         "id": new_id,
     }
-    if db.one("SELECT 1 FROM members WHERE member_id = :seller_id AND status = 'suspended'", args):
-        db.reject("Member {seller_id} is suspended and cannot list items.".format_map(args))
+    if db.one(
+        "SELECT 1 FROM members WHERE member_id = (SELECT member_id FROM members"
+        " WHERE email = :principal) AND status = 'suspended'",
+        args,
+    ):
+        db.reject("Your account is suspended and cannot list items.")
     if db.one("SELECT 1 WHERE :minimum_price > :asking_price", args):
         db.reject(
             "The minimum price cannot be above the asking price; lower the minimum or raise the asking price.",
@@ -566,7 +561,7 @@ def create_listing(
         "listings",
         {
             "listing_id": new_id,
-            "seller_id": seller_id,
+            "seller_id": db.scalar("SELECT member_id FROM members WHERE email = ?", (db.principal,)),
             "title": title,
             "category": category,
             "condition": condition,
@@ -688,13 +683,6 @@ def make_offer(
             json_schema_extra={"x-envfarm-ref": "listings.listing_id", "x-envfarm-column": "offers.listing_id", "x-envfarm-user-known": False},
         ),
     ],
-    buyer_id: Annotated[
-        str,
-        Field(
-            description="Buyer's member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "offers.buyer_id", "x-envfarm-user-known": False},
-        ),
-    ],
     amount: Annotated[
         float,
         Field(
@@ -711,38 +699,45 @@ def make_offer(
         ),
     ] = None,
 ) -> Offer:
-    """Offer a price on someone else's active listing. The offer stays open for 48 hours; an offer below
-    the seller's minimum is rejected.
+    """Offer a price, as yourself, on someone else's active listing. The offer stays open for 48 hours; an
+    offer below the seller's minimum is rejected.
     """
     db.require("listings", "listing_id", listing_id, "listing_id")
-    db.require("members", "member_id", buyer_id, "buyer_id")
     new_id = db.next_id("offers")
     args = {
         "listing_id": listing_id,
-        "buyer_id": buyer_id,
         "amount": amount,
         "message": message,
         "now": db.now,
         "principal": db.principal,
         "id": new_id,
     }
-    if db.one("SELECT 1 FROM listings WHERE listing_id = :listing_id AND seller_id = :buyer_id", args):
+    if db.one(
+        "SELECT 1 FROM listings WHERE listing_id = :listing_id"
+        " AND seller_id = (SELECT member_id FROM members WHERE email = :principal)",
+        args,
+    ):
         db.reject(
-            "Member {buyer_id} is the seller of listing {listing_id} and cannot make an offer on their own listing.".format_map(args),
+            "You are the seller of listing {listing_id} and cannot make an offer on your own listing.".format_map(args),
         )
     if db.one("SELECT 1 FROM listings WHERE listing_id = :listing_id AND status = 'sold'", args):
         db.reject("Listing {listing_id} is already sold and no longer takes offers.".format_map(args))
     if db.one("SELECT 1 FROM listings WHERE listing_id = :listing_id AND status = 'withdrawn'", args):
         db.reject("Listing {listing_id} was withdrawn by the seller and takes no offers.".format_map(args))
-    if db.one("SELECT 1 FROM members WHERE member_id = :buyer_id AND status = 'suspended'", args):
-        db.reject("Member {buyer_id} is suspended and cannot make offers.".format_map(args))
     if db.one(
-        "SELECT 1 FROM offers WHERE listing_id = :listing_id AND buyer_id = :buyer_id"
+        "SELECT 1 FROM members WHERE member_id = (SELECT member_id FROM members"
+        " WHERE email = :principal) AND status = 'suspended'",
+        args,
+    ):
+        db.reject("Your account is suspended and cannot make offers.")
+    if db.one(
+        "SELECT 1 FROM offers WHERE listing_id = :listing_id"
+        " AND buyer_id = (SELECT member_id FROM members WHERE email = :principal)"
         " AND status = 'pending'",
         args,
     ):
         db.reject(
-            "Member {buyer_id} already has a pending offer on listing {listing_id}; withdraw it before offering again.".format_map(args),
+            "You already have a pending offer on listing {listing_id}; withdraw it before offering again.".format_map(args),
         )
     if db.one(
         "SELECT 1 FROM listings WHERE listing_id = :listing_id"
@@ -757,7 +752,7 @@ def make_offer(
         {
             "offer_id": new_id,
             "listing_id": listing_id,
-            "buyer_id": buyer_id,
+            "buyer_id": db.scalar("SELECT member_id FROM members WHERE email = ?", (db.principal,)),
             "amount": amount,
             "message": message,
             "status": "pending",
@@ -1107,13 +1102,6 @@ def open_dispute(
             json_schema_extra={"x-envfarm-ref": "sales.sale_id", "x-envfarm-column": "disputes.sale_id", "x-envfarm-user-known": False},
         ),
     ],
-    opened_by: Annotated[
-        str,
-        Field(
-            description="Buyer's member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "disputes.opened_by", "x-envfarm-user-known": False},
-        ),
-    ],
     reason: Annotated[
         DisputeReason,
         Field(
@@ -1129,23 +1117,28 @@ def open_dispute(
         ),
     ],
 ) -> Dispute:
-    """Buyer opens a dispute about a sale within 30 days of the sale (item not received, not as described
-    or damaged). The sale is marked disputed until support resolves it or the buyer withdraws it.
+    """Open a dispute, as the buyer, about a sale within 30 days of the sale (item not received, not as
+    described or damaged). The sale is marked disputed until support resolves it or the buyer withdraws
+    it.
     """
     db.require("sales", "sale_id", sale_id, "sale_id")
-    db.require("members", "member_id", opened_by, "opened_by")
     new_id = db.next_id("disputes")
     args = {
         "sale_id": sale_id,
-        "opened_by": opened_by,
         "reason": reason,
         "details": details,
         "now": db.now,
         "principal": db.principal,
         "id": new_id,
     }
-    if db.one("SELECT 1 FROM sales WHERE sale_id = :sale_id AND buyer_id != :opened_by", args):
-        db.reject("Only the buyer of sale {sale_id} can open a dispute about it.".format_map(args))
+    if db.one(
+        "SELECT 1 FROM sales WHERE sale_id = :sale_id AND buyer_id != (SELECT member_id"
+        " FROM members WHERE email = :principal)",
+        args,
+    ):
+        db.reject(
+            "Only the buyer of sale {sale_id} can open a dispute about it, and you are not the buyer.".format_map(args),
+        )
     if db.one(
         "SELECT 1 FROM sales WHERE sale_id = :sale_id"
         " AND status IN ('disputed', 'refunded')",
@@ -1165,7 +1158,7 @@ def open_dispute(
         {
             "dispute_id": new_id,
             "sale_id": sale_id,
-            "opened_by": opened_by,
+            "opened_by": db.scalar("SELECT member_id FROM members WHERE email = ?", (db.principal,)),
             "reason": reason,
             "details": details,
             "status": "open",

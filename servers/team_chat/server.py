@@ -41,14 +41,14 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.read_channel, "custom", read_only=True),
         ToolDefinition(tools.read_thread, "custom", read_only=True),
         ToolDefinition(tools.search_messages, "custom", read_only=True),
-        ToolDefinition(tools.post_message, "create"),
+        ToolDefinition(tools.post_message, "custom"),
         ToolDefinition(tools.edit_message, "update"),
-        ToolDefinition(tools.add_reaction, "create"),
+        ToolDefinition(tools.add_reaction, "custom"),
         ToolDefinition(tools.remove_reaction, "delete"),
         ToolDefinition(tools.list_reactions, "search"),
         ToolDefinition(tools.pin_message, "update"),
         ToolDefinition(tools.unpin_message, "update"),
-        ToolDefinition(tools.add_channel_member, "create"),
+        ToolDefinition(tools.add_channel_member, "custom"),
         ToolDefinition(tools.leave_channel, "delete"),
         ToolDefinition(tools.create_channel, "custom"),
         ToolDefinition(tools.archive_channel, "update"),
@@ -60,6 +60,17 @@ DEFINITION = ServerDefinition(
         table="members",
         column="email",
         time_zone="Europe/Lisbon",
+        scopes={
+            "messages": "channel_id IN (SELECT c.channel_id FROM channels c"
+        " JOIN members me ON me.workspace_id = c.workspace_id AND me.email = :principal"
+        " WHERE c.visibility = 'public' OR EXISTS (SELECT 1 FROM channel_members cm"
+        " WHERE cm.channel_id = c.channel_id AND cm.member_id = me.member_id))",
+            "reactions": "message_id IN (SELECT msg.message_id FROM messages msg"
+        " JOIN channels c ON c.channel_id = msg.channel_id"
+        " JOIN members me ON me.workspace_id = c.workspace_id AND me.email = :principal"
+        " WHERE c.visibility = 'public' OR EXISTS (SELECT 1 FROM channel_members cm"
+        " WHERE cm.channel_id = c.channel_id AND cm.member_id = me.member_id))",
+        },
     ),
 )
 
