@@ -147,8 +147,8 @@ class VerifyOptions(BaseModel):
         description="fail when a reject, write or handler branch ran under no expectation (else only reported)",
     )
     strict_paging: bool = Field(
-        default=False,
-        description="a table with rows no list reaches fails verification; off: reported as an advisory finding",
+        default=True,
+        description="a table with rows no list reaches fails verification; off: only reported (advisories)",
     )
 
 
@@ -703,8 +703,9 @@ class Verifier:
                 f"reachable:{table}",
                 not hidden,
                 {"table": table},
-                f"every {table} row the principal may see is in some list's pages",
-                f"{len(hidden)} of {len(keys)} never listed, e.g. {hidden[:5]}",
+                f"every {table} row the principal may see is in some list's pages (a search on {table}, or a "
+                "custom list that pages with a cursor)",
+                f"{len(hidden)} of {len(keys)} {table} rows never listed, e.g. {hidden[:5]}",
             )
 
 
