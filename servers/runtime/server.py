@@ -18,6 +18,7 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, redirect_stdout
 from dataclasses import dataclass, field
+from functools import cache
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,7 @@ from servers.runtime.episodes import (  # re-exported for generated server.py fi
     load_state,
     open_memory,
     open_persistent,
+    resolve_bound_principal,
     resolve_key,
     resolve_owner,
 )
@@ -230,6 +232,11 @@ class EpisodeControl(Extension):
                 raise _control_error(exc) from exc
             except EpisodeExpired:
                 pass  # a reset opens an expired episode again, from the seed or the given state
+        if (bound := resolve_bound_principal(ctx.request)) is not None and self._definition.principal is not None:
+            if params.principal not in (None, bound):
+                message = f"this bearer token acts for {bound!r}; it cannot reset an episode to act for {params.principal!r}"
+                raise _control_error(EpisodeForbidden(message))
+            params = params.model_copy(update={"principal": bound})
         self._check_principal(params.principal)
         if store.persistent is not None and params.state is None and params.principal is None:
             raise MCPError(types.INVALID_PARAMS, "persistent mode: reset needs an explicit state or principal")
@@ -348,6 +355,11 @@ def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerD
     scopes = definition.principal.scopes if definition.principal else {}
     has_principal = definition.principal is not None
 
+    @cache
+    def known_principal(principal: str) -> bool:
+        """Whether a token's principal is one this server acts for (the seed never changes)."""
+        return definition.principal is not None and definition.principal.known(episodes.store.seed, principal)
+
     async def call_tool(ctx: Context[ConnectionScope], **arguments: Any) -> Any:
         request = ctx.request_context
         try:
@@ -356,6 +368,16 @@ def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerD
             return _error(f"{tool.name} was not run: {exc}", ErrorKind.EPISODE_EXPIRED)
         except EpisodeForbidden as exc:
             return _error(f"{tool.name} was not run: {exc}", ErrorKind.FORBIDDEN)
+        bound = resolve_bound_principal(request.request) if has_principal else None
+        if bound is not None:
+            if not known_principal(bound):
+                return _error(
+                    f"{tool.name} was not run: this bearer token acts for {bound!r}, who is not a principal of "
+                    f"{definition.name}.",
+                    ErrorKind.FORBIDDEN,
+                )
+            if read_principal(connection) != bound:
+                set_principal(connection, bound)  # the episode acts for the token's principal, as its state says
         connection.execute("BEGIN IMMEDIATE" if episodes.store.persistent is not None else "BEGIN")
         try:
             # Generated code must not write to stdout: on stdio that is the protocol stream.
