@@ -624,6 +624,14 @@ def update_listing_price(
         args,
     ):
         db.reject("The minimum price would be above the asking price; lower the minimum too.")
+    if db.one(
+        "SELECT 1 FROM listings WHERE listing_id = :listing_id"
+        " AND seller_id != (SELECT member_id FROM members WHERE email = :principal)",
+        args,
+    ):
+        db.reject(
+            "Only the seller of listing {listing_id} can change it, and you are not the seller.".format_map(args),
+        )
     row = db.returning(
         "UPDATE listings SET asking_price = :asking_price, minimum_price = COALESCE(:minimum_price, minimum_price)"
         " WHERE listing_id = :id RETURNING *",
@@ -661,6 +669,14 @@ def withdraw_listing(
         db.reject("Listing {listing_id} is already sold and cannot be withdrawn.".format_map(args))
     if db.one("SELECT 1 FROM listings WHERE listing_id = :listing_id AND status = 'withdrawn'", args):
         db.reject("Listing {listing_id} is already withdrawn.".format_map(args))
+    if db.one(
+        "SELECT 1 FROM listings WHERE listing_id = :listing_id"
+        " AND seller_id != (SELECT member_id FROM members WHERE email = :principal)",
+        args,
+    ):
+        db.reject(
+            "Only the seller of listing {listing_id} can withdraw it, and you are not the seller.".format_map(args),
+        )
     row = db.returning(
         "UPDATE listings SET status = :set_status"
         " WHERE listing_id = :id RETURNING *",
@@ -859,6 +875,15 @@ def accept_offer(
         db.reject(
             "Offer {offer_id} expired after 48 hours; the buyer has to make a new offer.".format_map(args),
         )
+    if db.one(
+        "SELECT 1 FROM offers o JOIN listings l ON l.listing_id = o.listing_id"
+        " WHERE o.offer_id = :offer_id AND l.seller_id != (SELECT member_id FROM members"
+        " WHERE email = :principal)",
+        args,
+    ):
+        db.reject(
+            "Only the seller can accept offer {offer_id}, and you are not the seller of its listing.".format_map(args),
+        )
     outcome = handlers.accept_offer(db, offer_id=offer_id)
     return Sale.model_validate(outcome)
 
@@ -884,6 +909,15 @@ def decline_offer(
     }
     if db.one("SELECT 1 FROM offers WHERE offer_id = :offer_id AND status != 'pending'", args):
         db.reject("Offer {offer_id} is no longer pending, so it cannot be declined.".format_map(args))
+    if db.one(
+        "SELECT 1 FROM offers o JOIN listings l ON l.listing_id = o.listing_id"
+        " WHERE o.offer_id = :offer_id AND l.seller_id != (SELECT member_id FROM members"
+        " WHERE email = :principal)",
+        args,
+    ):
+        db.reject(
+            "Only the seller can decline offer {offer_id}, and you are not the seller of its listing.".format_map(args),
+        )
     row = db.returning(
         "UPDATE offers SET status = :set_status"
         " WHERE offer_id = :id RETURNING *",
@@ -913,6 +947,14 @@ def withdraw_offer(
     }
     if db.one("SELECT 1 FROM offers WHERE offer_id = :offer_id AND status != 'pending'", args):
         db.reject("Offer {offer_id} is no longer pending, so it cannot be withdrawn.".format_map(args))
+    if db.one(
+        "SELECT 1 FROM offers WHERE offer_id = :offer_id"
+        " AND buyer_id != (SELECT member_id FROM members WHERE email = :principal)",
+        args,
+    ):
+        db.reject(
+            "Offer {offer_id} is someone else's; you can only withdraw your own offers.".format_map(args),
+        )
     row = db.returning(
         "UPDATE offers SET status = :set_status"
         " WHERE offer_id = :id RETURNING *",
@@ -1032,6 +1074,14 @@ def create_shipping_label(
         )
     if db.one("SELECT 1 WHERE :weight_kg > 30", args):
         db.reject("Parcels over 30 kg cannot be shipped with a label; arrange pickup instead.")
+    if db.one(
+        "SELECT 1 FROM sales WHERE sale_id = :sale_id AND seller_id != (SELECT member_id"
+        " FROM members WHERE email = :principal)",
+        args,
+    ):
+        db.reject(
+            "Only the seller of sale {sale_id} can buy its shipping label, and you are not the seller.".format_map(args),
+        )
     outcome = handlers.create_shipping_label(db, sale_id=sale_id, carrier=carrier, service=service, weight_kg=weight_kg)
     return ShippingLabel.model_validate(outcome)
 
@@ -1084,6 +1134,14 @@ def confirm_delivery(
         args,
     ):
         db.reject("Sale {sale_id} is already closed (completed or refunded).".format_map(args))
+    if db.one(
+        "SELECT 1 FROM sales WHERE sale_id = :sale_id AND buyer_id != (SELECT member_id"
+        " FROM members WHERE email = :principal)",
+        args,
+    ):
+        db.reject(
+            "Only the buyer of sale {sale_id} can confirm its delivery, and you are not the buyer.".format_map(args),
+        )
     row = db.returning(
         "UPDATE sales SET status = :set_status"
         " WHERE sale_id = :id RETURNING *",
@@ -1271,6 +1329,14 @@ def withdraw_dispute(
     }
     if db.one("SELECT 1 FROM disputes WHERE dispute_id = :dispute_id AND status != 'open'", args):
         db.reject("Dispute {dispute_id} is already closed.".format_map(args))
+    if db.one(
+        "SELECT 1 FROM disputes WHERE dispute_id = :dispute_id"
+        " AND opened_by != (SELECT member_id FROM members WHERE email = :principal)",
+        args,
+    ):
+        db.reject(
+            "Dispute {dispute_id} was opened by someone else; only the buyer who opened it can withdraw it.".format_map(args),
+        )
     row = db.returning(
         "UPDATE disputes SET status = :set_status, resolution_note = :resolution_note"
         " WHERE dispute_id = :id RETURNING *",
