@@ -32,7 +32,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from servers.runtime.access import TOKEN_ENV
+from servers.runtime.access import TOKEN_ENV, parse_tokens
 from servers.runtime.control import EXTENSION, ControlError, EpisodeClient, ResetResult, StateResult
 from servers.runtime.farm import stdio_args
 
@@ -259,7 +259,8 @@ class Connections:
             target = target.target()
         if isinstance(target, str):
             if self._http is None:
-                self._http = shared_http_client(token=self.token or os.environ.get(TOKEN_ENV) or None)
+                from_env = parse_tokens(os.environ.get(TOKEN_ENV, "").split(","))[0]  # the first, without =PRINCIPAL
+                self._http = shared_http_client(token=self.token or next(iter(from_env), None))
                 self._stack.push_async_callback(self._http.aclose)
             return http_client(target, self._http, self.mode, self.timeout)
         if isinstance(target, StdioServerParameters):

@@ -430,8 +430,13 @@ def _then(tool: ToolKind) -> list[str]:
     return [line for sql in tool.then_sql for line in _call("db.execute", [_sql_arg(sql), "args"])]
 
 
-def _fixed(value: Any) -> str:
-    """A `set` value as code: the frozen clock, the episode's principal, or a literal."""
+def _fixed(value: Any, spec: EnvironmentSpec) -> str:
+    """A `set` value as code: the frozen clock, the episode's principal (or a column of the principal's own
+    row, `$principal.<column>`: their member id where the principal is an email), or a literal."""
+    if isinstance(value, str) and value.startswith(PRINCIPAL + ".") and spec.principal and spec.principal.table:
+        principal = spec.principal
+        sql = f"SELECT {value[len(PRINCIPAL) + 1:]} FROM {principal.table} WHERE {principal.column} = ?"
+        return f"db.scalar({py(sql)}, (db.principal,))"
     return {NOW: "db.now", PRINCIPAL: "db.principal"}.get(value, py(value)) if isinstance(value, str) else py(value)
 
 
@@ -502,7 +507,7 @@ def _create_body(tool: CreateTool, spec: EnvironmentSpec, result: str) -> list[s
                 value = f"{cname} if {cname} is not None else {'db.now' if col.default == NOW else py(col.default)}"
             row.append(f"{py(cname)}: {value or cname}")
         elif cname in tool.set:
-            row.append(f"{py(cname)}: {_fixed(tool.set[cname])}")
+            row.append(f"{py(cname)}: {_fixed(tool.set[cname], spec)}")
         elif col.default is not None:
             row.append(f"{py(cname)}: {'db.now' if col.default == NOW else py(col.default)}")
     reread = _then_changes(tool, table)
@@ -526,7 +531,7 @@ def _update_body(tool: UpdateTool, spec: EnvironmentSpec, result: str) -> list[s
     entity = spec.entities[table]
     key_column = tool.key_column
     lines = [f"    current = {_key_lookup(tool)}"] + _ref_checks(tool, spec)
-    fixed = {f"set_{c}": _fixed(v) for c, v in tool.set.items()}
+    fixed = {f"set_{c}": _fixed(v, spec) for c, v in tool.set.items()}
     lines += _args_dict(tool, {"id": f"current[{py(entity.primary_key)}]", **fixed}) + _rule_checks(tool)
     assignments = [f"{c} = :set_{c}" for c in tool.set]
     optional = []
@@ -766,7 +771,7 @@ def render_seed(spec: EnvironmentSpec) -> str:
 
 def render_spec_json(spec: EnvironmentSpec) -> str:
     """The spec without its seed (seed.json holds that); empty verification-only sections left out."""
-    empty = {name for name in ("scenarios", "equivalent_mutants") if not getattr(spec, name)}
+    empty = {name for name in ("scenarios", "equivalent_mutants", "unlisted") if not getattr(spec, name)}
     return dump_json(spec.model_dump(mode="json", exclude={"seed", *empty}))
 
 

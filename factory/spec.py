@@ -35,7 +35,7 @@ ColumnType = Literal["string", "integer", "number", "boolean", "date", "datetime
 FieldType = Literal["string", "integer", "number", "boolean", "date", "datetime", "object", "array"]
 Match = Literal["exact", "contains", "gte", "lte"]
 NOW = "$now"
-PRINCIPAL = "$principal"  # a create's `set` value: the episode's principal (the caller, never a param)
+PRINCIPAL = "$principal"  # a `set` value: the episode's principal (the caller, never a param); "$principal.<column>" a column of their row
 RESERVED_PARAMS = ("principal", "cursor", "limit")  # the runtime binds principal; a search's paging the others
 PrincipalKind = Literal["user", "staff"]
 
@@ -694,6 +694,11 @@ class EnvironmentSpec(StrictModel):
     equivalent_mutants: list[EquivalentMutant] = Field(
         default_factory=list, description="seeded bugs that cannot change behaviour, each with the reason"
     )
+    unlisted: dict[str, str] = Field(
+        default_factory=dict,
+        description="table -> why no list reaches all its rows (an imported API that cannot list them); "
+        "the verifier then reports the table instead of failing. Built-in specs leave it empty",
+    )
 
     @property
     def now_iso(self) -> str:
@@ -750,6 +755,7 @@ def semantic_problems(spec: EnvironmentSpec, handler_names: set[str] | None = No
         seen.add(tool.name)
         problems += tool.problems(spec, at, handler_names)
     problems += principal_problems(spec)
+    problems += [(f"unlisted.{t}", f"no entity {t!r}") for t in spec.unlisted if t not in spec.entities]
     problems += seed_problems(spec)
     problems += scenario_problems(spec)
     return problems
@@ -813,6 +819,14 @@ def principal_problems(spec: EnvironmentSpec) -> Problems:
         ZoneInfo(principal.time_zone)
     except (ZoneInfoNotFoundError, ValueError):
         problems.append(("principal.time_zone", f"{principal.time_zone!r} is no IANA time zone"))
+    for i, tool in enumerate(spec.tools):
+        for column, value in (getattr(tool, "set", None) or {}).items():
+            if not (isinstance(value, str) and value.startswith(PRINCIPAL + ".")):
+                continue
+            field = value[len(PRINCIPAL) + 1 :]
+            if principal.table is None or field not in spec.entities[principal.table].columns:
+                where = f"a column of {principal.table!r}" if principal.table else "a principal table (table/column)"
+                problems.append((f"tools.{i}({tool.name}).set.{column}", f"{value!r} needs {where}"))
     for table, rule in principal.scope.items():
         if table not in spec.entities:
             problems.append((f"principal.scope.{table}", f"no entity {table!r}"))

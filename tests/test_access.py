@@ -4,19 +4,25 @@ episode ends with it, and bad serve options fail at start with a clear message."
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import subprocess
 import sys
 import urllib.error
 import urllib.request
+from functools import partial
 from pathlib import Path
 
+import anyio
 import pytest
 from conftest import EPISODE, FREE_SLOT, REPO, booking, state
 from mcp import Client
 
 from clients.connect import farm_process, free_port, http_client, shared_http_client
-from servers.runtime.control import ERROR_KIND_META_KEY, ControlError
+from envfarm.render import render
+from factory.build import build_all
+from servers.runtime.access import Access, parse_tokens
+from servers.runtime.control import ERROR_KIND_META_KEY, ControlError, EpisodeClient
 
 TOKENS = ("token-alice-123", "token-bob-456")
 
@@ -129,3 +135,56 @@ async def test_in_memory_clients_still_reach_their_own_episode() -> None:
 
     async with Client(build()) as client:
         assert not (await client.call_tool("book_appointment", booking(FREE_SLOT, "local"))).is_error
+
+
+# ------------------------------------------------------------------ a token acts for its principal
+
+NOAH, MARIA = "noah.moreau@example.com", "maria.patel@example.com"
+BOUND = (f"tok-noah={NOAH}", "tok-plain")
+
+
+@pytest.fixture(scope="module")
+def mail_farm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A farm with `mail` (a user principal) and `clinic` (staff), built unverified (fast)."""
+    specs = tmp_path_factory.mktemp("specs")
+    for name in ("mail", "clinic"):
+        shutil.copytree(REPO / "factory" / "specs" / name, specs / name)
+    root = tmp_path_factory.mktemp("farm")
+    built = anyio.run(partial(build_all, [specs], root, verify=False))
+    assert built.ok, render(built)
+    return root
+
+
+def test_token_items_bind_a_principal_and_padding_stays_part_of_the_token() -> None:
+    assert parse_tokens([f"a={NOAH}", " b ", "c==", ""]) == (("a", "b", "c=="), (("a", NOAH),))
+    access = Access(tokens=("a", "b"), principals=(("a", NOAH),))
+    assert access.caller("Bearer a") == (access.owner("Bearer a"), NOAH)
+    assert access.caller("Bearer b") == (access.owner("Bearer b"), None) and access.caller("Bearer z") is None
+
+
+async def test_over_http_a_bound_token_acts_as_its_principal_and_only_as_them(mail_farm: Path) -> None:
+    with farm_process(mail_farm, token=",".join(BOUND)) as farm:
+        async with (
+            shared_http_client(token="tok-noah") as noah_http,
+            shared_http_client(token="tok-plain") as plain_http,
+            http_client(farm.url("mail"), noah_http) as noah,
+            http_client(farm.url("mail"), plain_http) as plain,
+            http_client(farm.url("clinic"), noah_http) as clinic,
+        ):
+            listed = await noah.call_tool("list_conversations", {"limit": 200}, meta={EPISODE: "n1"})
+            rows = (listed.structured_content or {})["conversations"]
+            assert rows and {c["mailbox_email"] for c in rows} == {NOAH}
+            assert (await state(noah, "n1")).principal == NOAH
+            with pytest.raises(ControlError, match=f"forbidden: this bearer token acts for '{NOAH}'"):
+                await EpisodeClient(noah, "n1").reset(principal=MARIA)
+            assert (await EpisodeClient(noah, "n2").reset()).principal == NOAH
+            unbound = await plain.call_tool("list_conversations", {}, meta={EPISODE: "p1"})
+            assert {c["mailbox_email"] for c in (unbound.structured_content or {})["conversations"]} == {MARIA}
+            elsewhere = await clinic.call_tool("find_patient", {"full_name": "lopez"}, meta={EPISODE: "c1"})
+            assert elsewhere.is_error and kind(elsewhere) == "forbidden"
+            assert "not a principal of clinic" in elsewhere.content[0].text  # type: ignore[union-attr]
+        async with shared_http_client(token="tok-plain") as http:  # the host's own header, forged: dropped
+            http.headers["x-envfarm-principal"] = NOAH
+            async with http_client(farm.url("mail"), http) as forging:
+                result = await forging.call_tool("list_conversations", {}, meta={EPISODE: "p2"})
+            assert {c["mailbox_email"] for c in (result.structured_content or {})["conversations"]} == {MARIA}

@@ -42,6 +42,7 @@ CASES: dict[str, tuple[str, str]] = {
     "principal_leak": ("cross_principal", "my_loans"),
     "wrong_result": ("expect", "extend_loan"),
     "uncovered_rule": ("coverage", "extend_loan"),
+    "unreachable_rows": ("reachable:loans", "*"),
 }
 # case -> what the static layer finds in its handlers.py (faults it cannot see map to nothing).
 STATIC_KINDS: dict[str, set[str]] = {
@@ -89,18 +90,16 @@ def test_good_environment_passes_every_check(good: tuple[VerificationReport, Pat
     assert report.verifier_version == VERIFIER_VERSION
     assert report.code_hash == code_hash(staged) and report.spec_hash == spec_hash(staged)
     assert set(report.files) >= {"tools.py", "server.py", "handlers.py", "schema.sql", "spec.json", "seed.json"}
-    reachable = {k: v for k, v in report.checks.items() if k.startswith("reachable:")}
-    assert {k: v for k, v in report.checks.items() if k not in reachable} == {
+    assert report.checks == {
         "static": "passed",
         "launch": "passed",
         "isolation": "passed",
         "determinism": "passed",
         "coverage": "passed",
+        "reachable:items": "passed",
+        "reachable:loans": "passed",
     }
-    # The shed has no list of loans (overdue_loans shows only the one overdue): reported, not failed.
-    assert reachable == {"reachable:items": "passed", "reachable:loans": "advisory"}
-    [advisory] = report.advisories
-    assert advisory.check == "reachable:loans" and advisory.actual.startswith("2 of 3 never listed")
+    assert report.advisories == []
     for tool in report.tools:
         assert tool.valid_calls, f"{tool.tool} was never called successfully"
         assert {"listed", "input_schema", "output_schema", "annotations", "valid_call", "output", "effect"} <= set(
@@ -124,6 +123,12 @@ def test_broken_case_is_rejected_for_its_reason(case: str, corpus_reports: dict[
     assert (check, tool) in failed, f"{case}: expected {check} on {tool}, got {sorted(failed)}"
     failure = next(f for f in report.failures if (f.check, f.tool) == (check, tool))
     assert failure.expected and failure.actual and failure.call
+
+
+def test_rows_no_list_reaches_block_publishing_naming_the_table(corpus_reports: dict[str, VerificationReport]) -> None:
+    [failure] = [f for f in corpus_reports["unreachable_rows"].failures if f.check.startswith("reachable:")]
+    assert failure.call == {"table": "loans"}
+    assert failure.actual.startswith("2 of 3 loans rows never listed") and "loan_001" in failure.actual
 
 
 def test_hung_handler_stops_the_run_but_the_report_is_complete(corpus_reports: dict[str, VerificationReport]) -> None:

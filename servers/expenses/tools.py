@@ -524,6 +524,7 @@ def list_reports(
         " WHERE (:employee_id IS NULL OR employee_id = :employee_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:cost_center_id IS NULL OR cost_center_id = :cost_center_id)"
+        " AND (employee_id IN (SELECT e.employee_id FROM employees e, employees me WHERE me.email = :principal AND (e.employee_id = me.employee_id OR e.manager_id = me.employee_id OR me.role = 'finance')))"
         " ORDER BY report_id",
         args, limit, cursor,
     )
@@ -550,13 +551,6 @@ def get_report(
 
 def create_report(
     db: Database,
-    employee_id: Annotated[
-        str,
-        Field(
-            description="Employee id from find_employee",
-            json_schema_extra={"x-envfarm-ref": "employees.employee_id", "x-envfarm-column": "expense_reports.employee_id", "x-envfarm-user-known": False},
-        ),
-    ],
     title: Annotated[
         str,
         Field(
@@ -574,20 +568,19 @@ def create_report(
     cost_center_id: Annotated[
         str,
         Field(
-            description="Cost center id from list_cost_centers (usually the employee's own)",
+            description="Cost center id from list_cost_centers (usually your own)",
             json_schema_extra={"x-envfarm-ref": "cost_centers.cost_center_id", "x-envfarm-column": "expense_reports.cost_center_id", "x-envfarm-user-known": False},
         ),
     ],
 ) -> ExpenseReport:
-    """Start a new draft expense report for an employee, charged to a cost center."""
-    db.require("employees", "employee_id", employee_id, "employee_id")
+    """Start a new draft expense report of your own, charged to a cost center."""
     db.require("cost_centers", "cost_center_id", cost_center_id, "cost_center_id")
     new_id = db.next_id("expense_reports")
     row = db.insert(
         "expense_reports",
         {
             "report_id": new_id,
-            "employee_id": employee_id,
+            "employee_id": db.scalar("SELECT employee_id FROM employees WHERE email = ?", (db.principal,)),
             "title": title,
             "purpose": purpose,
             "cost_center_id": cost_center_id,
@@ -635,6 +628,7 @@ def list_expense_lines(
     page = db.page(
         "SELECT * FROM expense_lines"
         " WHERE (:report_id IS NULL OR report_id = :report_id)"
+        " AND (report_id IN (SELECT report_id FROM expense_reports WHERE employee_id IN (SELECT e.employee_id FROM employees e, employees me WHERE me.email = :principal AND (e.employee_id = me.employee_id OR e.manager_id = me.employee_id OR me.role = 'finance'))))"
         " ORDER BY line_id",
         args, limit, cursor,
     )
@@ -892,13 +886,6 @@ def remove_expense_line(
 
 def upload_receipt(
     db: Database,
-    employee_id: Annotated[
-        str,
-        Field(
-            description="Employee id from find_employee",
-            json_schema_extra={"x-envfarm-ref": "employees.employee_id", "x-envfarm-column": "receipts.employee_id", "x-envfarm-user-known": False},
-        ),
-    ],
     merchant: Annotated[
         str,
         Field(
@@ -930,11 +917,9 @@ def upload_receipt(
         ),
     ],
 ) -> Receipt:
-    """Upload a receipt for an employee so it can be attached to an expense line."""
-    db.require("employees", "employee_id", employee_id, "employee_id")
+    """Upload one of your receipts so it can be attached to an expense line."""
     new_id = db.next_id("receipts")
     args = {
-        "employee_id": employee_id,
         "merchant": merchant,
         "amount": amount,
         "issued_on": issued_on,
@@ -949,7 +934,7 @@ def upload_receipt(
         "receipts",
         {
             "receipt_id": new_id,
-            "employee_id": employee_id,
+            "employee_id": db.scalar("SELECT employee_id FROM employees WHERE email = ?", (db.principal,)),
             "merchant": merchant,
             "amount": amount,
             "issued_on": issued_on,
@@ -1157,13 +1142,6 @@ def decide_report(
             json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-user-known": False},
         ),
     ],
-    approver_id: Annotated[
-        str,
-        Field(
-            description="Approver's employee id from find_employee",
-            json_schema_extra={"x-envfarm-ref": "employees.employee_id", "x-envfarm-user-known": False},
-        ),
-    ],
     decision: Annotated[
         ApprovalDecision,
         Field(description="approved or rejected", json_schema_extra={"x-envfarm-user-known": True}),
@@ -1173,14 +1151,13 @@ def decide_report(
         Field(description="Comment for the employee", json_schema_extra={"x-envfarm-user-known": True}),
     ] = None,
 ) -> ExpenseReport:
-    """Approve or reject a submitted report as its author's manager or a finance controller. Nobody can
-    decide their own report, and an approval must fit the cost center's remaining annual budget.
+    """Approve or reject a submitted report, as yourself: you must be its author's manager or a finance
+    controller. Nobody can decide their own report, and an approval must fit the cost center's remaining
+    annual budget.
     """
     db.require("expense_reports", "report_id", report_id, "report_id")
-    db.require("employees", "employee_id", approver_id, "approver_id")
     args = {
         "report_id": report_id,
-        "approver_id": approver_id,
         "decision": decision,
         "note": note,
         "now": db.now,
@@ -1196,26 +1173,11 @@ def decide_report(
         )
     if db.one(
         "SELECT 1 FROM expense_reports WHERE report_id = :report_id"
-        " AND employee_id = :approver_id",
+        " AND employee_id = (SELECT employee_id FROM employees WHERE email = :principal)",
         args,
     ):
         db.reject(
-            "Employee {approver_id} filed report {report_id} and cannot approve or reject their own report.".format_map(args),
-        )
-    if db.one("SELECT 1 FROM employees WHERE employee_id = :approver_id AND role = 'employee'", args):
-        db.reject(
-            "Employee {approver_id} is not a manager or finance controller and cannot decide reports.".format_map(args),
-        )
-    if db.one(
-        "SELECT 1 FROM expense_reports r"
-        " JOIN employees o ON o.employee_id = r.employee_id, employees a"
-        " WHERE r.report_id = :report_id AND a.employee_id = :approver_id"
-        " AND a.role = 'manager' AND (o.manager_id IS NULL"
-        " OR o.manager_id != a.employee_id)",
-        args,
-    ):
-        db.reject(
-            "Manager {approver_id} does not manage the author of report {report_id}; their own manager or finance must decide.".format_map(args),
+            "You filed report {report_id} and cannot approve or reject your own report.".format_map(args),
         )
     if db.one(
         "SELECT 1 FROM expense_reports r"
@@ -1227,7 +1189,7 @@ def decide_report(
         db.reject(
             "Approving report {report_id} would take its cost center over its annual budget; reject it or ask finance for more budget.".format_map(args),
         )
-    outcome = handlers.decide_report(db, report_id=report_id, approver_id=approver_id, decision=decision, note=note)
+    outcome = handlers.decide_report(db, report_id=report_id, decision=decision, note=note)
     return ExpenseReport.model_validate(outcome)
 
 
@@ -1300,6 +1262,7 @@ def list_approvals(
     page = db.page(
         "SELECT * FROM approvals"
         " WHERE (:report_id IS NULL OR report_id = :report_id)"
+        " AND (report_id IN (SELECT report_id FROM expense_reports WHERE employee_id IN (SELECT e.employee_id FROM employees e, employees me WHERE me.email = :principal AND (e.employee_id = me.employee_id OR e.manager_id = me.employee_id OR me.role = 'finance'))))"
         " ORDER BY approval_id",
         args, limit, cursor,
     )

@@ -479,13 +479,6 @@ def get_listing(
 
 def create_listing(
     db: Database,
-    seller_id: Annotated[
-        str,
-        Field(
-            description="Seller's member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "listings.seller_id", "x-envfarm-user-known": False},
-        ),
-    ],
     title: Annotated[
         str,
         Field(
@@ -538,13 +531,11 @@ def create_listing(
         ),
     ],
 ) -> Listing:
-    """List an item for sale. The minimum price is the lowest offer the seller will consider and cannot be
-    above the asking price.
+    """List an item for sale as yourself. The minimum price is the lowest offer the seller will consider
+    and cannot be above the asking price.
     """
-    db.require("members", "member_id", seller_id, "seller_id")
     new_id = db.next_id("listings")
     args = {
-        "seller_id": seller_id,
         "title": title,
         "category": category,
         "condition": condition,
@@ -556,8 +547,12 @@ def create_listing(
         "principal": db.principal,
         "id": new_id,
     }
-    if db.one("SELECT 1 FROM members WHERE member_id = :seller_id AND status = 'suspended'", args):
-        db.reject("Member {seller_id} is suspended and cannot list items.".format_map(args))
+    if db.one(
+        "SELECT 1 FROM members WHERE member_id = (SELECT member_id FROM members"
+        " WHERE email = :principal) AND status = 'suspended'",
+        args,
+    ):
+        db.reject("Your account is suspended and cannot list items.")
     if db.one("SELECT 1 WHERE :minimum_price > :asking_price", args):
         db.reject(
             "The minimum price cannot be above the asking price; lower the minimum or raise the asking price.",
@@ -566,7 +561,7 @@ def create_listing(
         "listings",
         {
             "listing_id": new_id,
-            "seller_id": seller_id,
+            "seller_id": db.scalar("SELECT member_id FROM members WHERE email = ?", (db.principal,)),
             "title": title,
             "category": category,
             "condition": condition,
@@ -629,6 +624,14 @@ def update_listing_price(
         args,
     ):
         db.reject("The minimum price would be above the asking price; lower the minimum too.")
+    if db.one(
+        "SELECT 1 FROM listings WHERE listing_id = :listing_id"
+        " AND seller_id != (SELECT member_id FROM members WHERE email = :principal)",
+        args,
+    ):
+        db.reject(
+            "Only the seller of listing {listing_id} can change it, and you are not the seller.".format_map(args),
+        )
     row = db.returning(
         "UPDATE listings SET asking_price = :asking_price, minimum_price = COALESCE(:minimum_price, minimum_price)"
         " WHERE listing_id = :id RETURNING *",
@@ -666,6 +669,14 @@ def withdraw_listing(
         db.reject("Listing {listing_id} is already sold and cannot be withdrawn.".format_map(args))
     if db.one("SELECT 1 FROM listings WHERE listing_id = :listing_id AND status = 'withdrawn'", args):
         db.reject("Listing {listing_id} is already withdrawn.".format_map(args))
+    if db.one(
+        "SELECT 1 FROM listings WHERE listing_id = :listing_id"
+        " AND seller_id != (SELECT member_id FROM members WHERE email = :principal)",
+        args,
+    ):
+        db.reject(
+            "Only the seller of listing {listing_id} can withdraw it, and you are not the seller.".format_map(args),
+        )
     row = db.returning(
         "UPDATE listings SET status = :set_status"
         " WHERE listing_id = :id RETURNING *",
@@ -688,13 +699,6 @@ def make_offer(
             json_schema_extra={"x-envfarm-ref": "listings.listing_id", "x-envfarm-column": "offers.listing_id", "x-envfarm-user-known": False},
         ),
     ],
-    buyer_id: Annotated[
-        str,
-        Field(
-            description="Buyer's member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "offers.buyer_id", "x-envfarm-user-known": False},
-        ),
-    ],
     amount: Annotated[
         float,
         Field(
@@ -711,38 +715,45 @@ def make_offer(
         ),
     ] = None,
 ) -> Offer:
-    """Offer a price on someone else's active listing. The offer stays open for 48 hours; an offer below
-    the seller's minimum is rejected.
+    """Offer a price, as yourself, on someone else's active listing. The offer stays open for 48 hours; an
+    offer below the seller's minimum is rejected.
     """
     db.require("listings", "listing_id", listing_id, "listing_id")
-    db.require("members", "member_id", buyer_id, "buyer_id")
     new_id = db.next_id("offers")
     args = {
         "listing_id": listing_id,
-        "buyer_id": buyer_id,
         "amount": amount,
         "message": message,
         "now": db.now,
         "principal": db.principal,
         "id": new_id,
     }
-    if db.one("SELECT 1 FROM listings WHERE listing_id = :listing_id AND seller_id = :buyer_id", args):
+    if db.one(
+        "SELECT 1 FROM listings WHERE listing_id = :listing_id"
+        " AND seller_id = (SELECT member_id FROM members WHERE email = :principal)",
+        args,
+    ):
         db.reject(
-            "Member {buyer_id} is the seller of listing {listing_id} and cannot make an offer on their own listing.".format_map(args),
+            "You are the seller of listing {listing_id} and cannot make an offer on your own listing.".format_map(args),
         )
     if db.one("SELECT 1 FROM listings WHERE listing_id = :listing_id AND status = 'sold'", args):
         db.reject("Listing {listing_id} is already sold and no longer takes offers.".format_map(args))
     if db.one("SELECT 1 FROM listings WHERE listing_id = :listing_id AND status = 'withdrawn'", args):
         db.reject("Listing {listing_id} was withdrawn by the seller and takes no offers.".format_map(args))
-    if db.one("SELECT 1 FROM members WHERE member_id = :buyer_id AND status = 'suspended'", args):
-        db.reject("Member {buyer_id} is suspended and cannot make offers.".format_map(args))
     if db.one(
-        "SELECT 1 FROM offers WHERE listing_id = :listing_id AND buyer_id = :buyer_id"
+        "SELECT 1 FROM members WHERE member_id = (SELECT member_id FROM members"
+        " WHERE email = :principal) AND status = 'suspended'",
+        args,
+    ):
+        db.reject("Your account is suspended and cannot make offers.")
+    if db.one(
+        "SELECT 1 FROM offers WHERE listing_id = :listing_id"
+        " AND buyer_id = (SELECT member_id FROM members WHERE email = :principal)"
         " AND status = 'pending'",
         args,
     ):
         db.reject(
-            "Member {buyer_id} already has a pending offer on listing {listing_id}; withdraw it before offering again.".format_map(args),
+            "You already have a pending offer on listing {listing_id}; withdraw it before offering again.".format_map(args),
         )
     if db.one(
         "SELECT 1 FROM listings WHERE listing_id = :listing_id"
@@ -757,7 +768,7 @@ def make_offer(
         {
             "offer_id": new_id,
             "listing_id": listing_id,
-            "buyer_id": buyer_id,
+            "buyer_id": db.scalar("SELECT member_id FROM members WHERE email = ?", (db.principal,)),
             "amount": amount,
             "message": message,
             "status": "pending",
@@ -834,6 +845,7 @@ def list_offers(
         " WHERE (:listing_id IS NULL OR listing_id = :listing_id)"
         " AND (:buyer_id IS NULL OR buyer_id = :buyer_id)"
         " AND (:status IS NULL OR status = :status)"
+        " AND (buyer_id = (SELECT member_id FROM members WHERE email = :principal) OR listing_id IN (SELECT listing_id FROM listings WHERE seller_id = (SELECT member_id FROM members WHERE email = :principal)))"
         " ORDER BY offer_id",
         args, limit, cursor,
     )
@@ -864,6 +876,15 @@ def accept_offer(
         db.reject(
             "Offer {offer_id} expired after 48 hours; the buyer has to make a new offer.".format_map(args),
         )
+    if db.one(
+        "SELECT 1 FROM offers o JOIN listings l ON l.listing_id = o.listing_id"
+        " WHERE o.offer_id = :offer_id AND l.seller_id != (SELECT member_id FROM members"
+        " WHERE email = :principal)",
+        args,
+    ):
+        db.reject(
+            "Only the seller can accept offer {offer_id}, and you are not the seller of its listing.".format_map(args),
+        )
     outcome = handlers.accept_offer(db, offer_id=offer_id)
     return Sale.model_validate(outcome)
 
@@ -889,6 +910,15 @@ def decline_offer(
     }
     if db.one("SELECT 1 FROM offers WHERE offer_id = :offer_id AND status != 'pending'", args):
         db.reject("Offer {offer_id} is no longer pending, so it cannot be declined.".format_map(args))
+    if db.one(
+        "SELECT 1 FROM offers o JOIN listings l ON l.listing_id = o.listing_id"
+        " WHERE o.offer_id = :offer_id AND l.seller_id != (SELECT member_id FROM members"
+        " WHERE email = :principal)",
+        args,
+    ):
+        db.reject(
+            "Only the seller can decline offer {offer_id}, and you are not the seller of its listing.".format_map(args),
+        )
     row = db.returning(
         "UPDATE offers SET status = :set_status"
         " WHERE offer_id = :id RETURNING *",
@@ -918,6 +948,14 @@ def withdraw_offer(
     }
     if db.one("SELECT 1 FROM offers WHERE offer_id = :offer_id AND status != 'pending'", args):
         db.reject("Offer {offer_id} is no longer pending, so it cannot be withdrawn.".format_map(args))
+    if db.one(
+        "SELECT 1 FROM offers WHERE offer_id = :offer_id"
+        " AND buyer_id != (SELECT member_id FROM members WHERE email = :principal)",
+        args,
+    ):
+        db.reject(
+            "Offer {offer_id} is someone else's; you can only withdraw your own offers.".format_map(args),
+        )
     row = db.returning(
         "UPDATE offers SET status = :set_status"
         " WHERE offer_id = :id RETURNING *",
@@ -988,6 +1026,7 @@ def list_sales(
         " WHERE (:buyer_id IS NULL OR buyer_id = :buyer_id)"
         " AND (:seller_id IS NULL OR seller_id = :seller_id)"
         " AND (:status IS NULL OR status = :status)"
+        " AND (buyer_id = (SELECT member_id FROM members WHERE email = :principal) OR seller_id = (SELECT member_id FROM members WHERE email = :principal))"
         " ORDER BY sale_id",
         args, limit, cursor,
     )
@@ -1037,6 +1076,14 @@ def create_shipping_label(
         )
     if db.one("SELECT 1 WHERE :weight_kg > 30", args):
         db.reject("Parcels over 30 kg cannot be shipped with a label; arrange pickup instead.")
+    if db.one(
+        "SELECT 1 FROM sales WHERE sale_id = :sale_id AND seller_id != (SELECT member_id"
+        " FROM members WHERE email = :principal)",
+        args,
+    ):
+        db.reject(
+            "Only the seller of sale {sale_id} can buy its shipping label, and you are not the seller.".format_map(args),
+        )
     outcome = handlers.create_shipping_label(db, sale_id=sale_id, carrier=carrier, service=service, weight_kg=weight_kg)
     return ShippingLabel.model_validate(outcome)
 
@@ -1089,6 +1136,14 @@ def confirm_delivery(
         args,
     ):
         db.reject("Sale {sale_id} is already closed (completed or refunded).".format_map(args))
+    if db.one(
+        "SELECT 1 FROM sales WHERE sale_id = :sale_id AND buyer_id != (SELECT member_id"
+        " FROM members WHERE email = :principal)",
+        args,
+    ):
+        db.reject(
+            "Only the buyer of sale {sale_id} can confirm its delivery, and you are not the buyer.".format_map(args),
+        )
     row = db.returning(
         "UPDATE sales SET status = :set_status"
         " WHERE sale_id = :id RETURNING *",
@@ -1107,13 +1162,6 @@ def open_dispute(
             json_schema_extra={"x-envfarm-ref": "sales.sale_id", "x-envfarm-column": "disputes.sale_id", "x-envfarm-user-known": False},
         ),
     ],
-    opened_by: Annotated[
-        str,
-        Field(
-            description="Buyer's member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "disputes.opened_by", "x-envfarm-user-known": False},
-        ),
-    ],
     reason: Annotated[
         DisputeReason,
         Field(
@@ -1129,23 +1177,28 @@ def open_dispute(
         ),
     ],
 ) -> Dispute:
-    """Buyer opens a dispute about a sale within 30 days of the sale (item not received, not as described
-    or damaged). The sale is marked disputed until support resolves it or the buyer withdraws it.
+    """Open a dispute, as the buyer, about a sale within 30 days of the sale (item not received, not as
+    described or damaged). The sale is marked disputed until support resolves it or the buyer withdraws
+    it.
     """
     db.require("sales", "sale_id", sale_id, "sale_id")
-    db.require("members", "member_id", opened_by, "opened_by")
     new_id = db.next_id("disputes")
     args = {
         "sale_id": sale_id,
-        "opened_by": opened_by,
         "reason": reason,
         "details": details,
         "now": db.now,
         "principal": db.principal,
         "id": new_id,
     }
-    if db.one("SELECT 1 FROM sales WHERE sale_id = :sale_id AND buyer_id != :opened_by", args):
-        db.reject("Only the buyer of sale {sale_id} can open a dispute about it.".format_map(args))
+    if db.one(
+        "SELECT 1 FROM sales WHERE sale_id = :sale_id AND buyer_id != (SELECT member_id"
+        " FROM members WHERE email = :principal)",
+        args,
+    ):
+        db.reject(
+            "Only the buyer of sale {sale_id} can open a dispute about it, and you are not the buyer.".format_map(args),
+        )
     if db.one(
         "SELECT 1 FROM sales WHERE sale_id = :sale_id"
         " AND status IN ('disputed', 'refunded')",
@@ -1165,7 +1218,7 @@ def open_dispute(
         {
             "dispute_id": new_id,
             "sale_id": sale_id,
-            "opened_by": opened_by,
+            "opened_by": db.scalar("SELECT member_id FROM members WHERE email = ?", (db.principal,)),
             "reason": reason,
             "details": details,
             "status": "open",
@@ -1238,6 +1291,7 @@ def list_disputes(
         " WHERE (:sale_id IS NULL OR sale_id = :sale_id)"
         " AND (:opened_by IS NULL OR opened_by = :opened_by)"
         " AND (:status IS NULL OR status = :status)"
+        " AND (sale_id IN (SELECT sale_id FROM sales WHERE buyer_id = (SELECT member_id FROM members WHERE email = :principal) OR seller_id = (SELECT member_id FROM members WHERE email = :principal)))"
         " ORDER BY dispute_id",
         args, limit, cursor,
     )
@@ -1278,6 +1332,14 @@ def withdraw_dispute(
     }
     if db.one("SELECT 1 FROM disputes WHERE dispute_id = :dispute_id AND status != 'open'", args):
         db.reject("Dispute {dispute_id} is already closed.".format_map(args))
+    if db.one(
+        "SELECT 1 FROM disputes WHERE dispute_id = :dispute_id"
+        " AND opened_by != (SELECT member_id FROM members WHERE email = :principal)",
+        args,
+    ):
+        db.reject(
+            "Dispute {dispute_id} was opened by someone else; only the buyer who opened it can withdraw it.".format_map(args),
+        )
     row = db.returning(
         "UPDATE disputes SET status = :set_status, resolution_note = :resolution_note"
         " WHERE dispute_id = :id RETURNING *",

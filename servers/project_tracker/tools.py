@@ -681,13 +681,6 @@ def create_task(
             json_schema_extra={"x-envfarm-column": "tasks.title", "x-envfarm-user-known": True},
         ),
     ],
-    reporter_email: Annotated[
-        str,
-        Field(
-            description="Email of the member filing the task",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "tasks.reporter_email", "x-envfarm-user-known": False},
-        ),
-    ],
     description: Annotated[
         str | None,
         Field(
@@ -725,11 +718,10 @@ def create_task(
         ),
     ] = None,
 ) -> Task:
-    """File a new task (status todo) in an active project. The reporter and any assignee must be project
-    members, and a milestone, if given, must be an open milestone of the same project.
+    """File a new task (status todo) in an active project, reported by you. You and any assignee must be
+    project members, and a milestone, if given, must be an open milestone of the same project.
     """
     db.require("projects", "project_id", project_id, "project_id")
-    db.require("people", "email", reporter_email, "reporter_email")
     if assignee_email is not None:
         db.require("people", "email", assignee_email, "assignee_email")
     if milestone_id is not None:
@@ -738,7 +730,6 @@ def create_task(
     args = {
         "project_id": project_id,
         "title": title,
-        "reporter_email": reporter_email,
         "description": description,
         "priority": priority,
         "assignee_email": assignee_email,
@@ -754,11 +745,11 @@ def create_task(
         )
     if db.one(
         "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM memberships"
-        " WHERE project_id = :project_id AND email = :reporter_email)",
+        " WHERE project_id = :project_id AND email = :principal)",
         args,
     ):
         db.reject(
-            "{reporter_email} is not a member of project {project_id}; only members can file tasks (add_member first).".format_map(args),
+            "You are not a member of project {project_id}; only members can file tasks (ask a member to add you).".format_map(args),
         )
     if db.one(
         "SELECT 1 WHERE :assignee_email IS NOT NULL AND NOT EXISTS (SELECT 1"
@@ -794,7 +785,7 @@ def create_task(
             "status": "todo",
             "priority": priority if priority is not None else "medium",
             "assignee_email": assignee_email,
-            "reporter_email": reporter_email,
+            "reporter_email": db.principal,
             "milestone_id": milestone_id,
             "due_date": due_date,
             "created_at": db.now,
@@ -821,8 +812,9 @@ def update_task_status(
         ),
     ],
 ) -> Task:
-    """Move a task along the workflow: todo -> in_progress -> review -> done. A task in review can go back
-    to in_progress; done is final. A task must be assigned before work starts.
+    """Move a task of one of your projects along the workflow: todo -> in_progress -> review -> done. A
+    task in review can go back to in_progress; done is final. A task must be assigned before work
+    starts.
     """
     current = db.require("tasks", "task_id", task_id, "task_id")
     args = {
@@ -862,6 +854,14 @@ def update_task_status(
     ):
         db.reject(
             "Task {task_id} has no assignee; assign it with assign_task before starting work.".format_map(args),
+        )
+    if db.one(
+        "SELECT 1 FROM tasks t WHERE t.task_id = :task_id AND NOT EXISTS (SELECT 1"
+        " FROM memberships m WHERE m.project_id = t.project_id AND m.email = :principal)",
+        args,
+    ):
+        db.reject(
+            "You are not a member of the project of task {task_id}; only its members can change its tasks.".format_map(args),
         )
     row = db.returning(
         "UPDATE tasks SET updated_at = :set_updated_at, status = :status"
@@ -916,6 +916,14 @@ def assign_task(
         args,
     ):
         db.reject("Task {task_id} is already assigned to {assignee_email}.".format_map(args))
+    if db.one(
+        "SELECT 1 FROM tasks t WHERE t.task_id = :task_id AND NOT EXISTS (SELECT 1"
+        " FROM memberships m WHERE m.project_id = t.project_id AND m.email = :principal)",
+        args,
+    ):
+        db.reject(
+            "You are not a member of the project of task {task_id}; only its members can change its tasks.".format_map(args),
+        )
     row = db.returning(
         "UPDATE tasks SET updated_at = :set_updated_at, assignee_email = :assignee_email"
         " WHERE task_id = :id RETURNING *",
@@ -969,6 +977,14 @@ def move_task_to_milestone(
     ):
         db.reject(
             "Milestone {milestone_id} is closed and can't take new tasks; pick an open milestone.".format_map(args),
+        )
+    if db.one(
+        "SELECT 1 FROM tasks t WHERE t.task_id = :task_id AND NOT EXISTS (SELECT 1"
+        " FROM memberships m WHERE m.project_id = t.project_id AND m.email = :principal)",
+        args,
+    ):
+        db.reject(
+            "You are not a member of the project of task {task_id}; only its members can change its tasks.".format_map(args),
         )
     row = db.returning(
         "UPDATE tasks SET updated_at = :set_updated_at, milestone_id = :milestone_id"
@@ -1081,13 +1097,6 @@ def add_comment(
             json_schema_extra={"x-envfarm-ref": "tasks.task_id", "x-envfarm-column": "comments.task_id", "x-envfarm-user-known": False},
         ),
     ],
-    author_email: Annotated[
-        str,
-        Field(
-            description="Email of the member writing",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "comments.author_email", "x-envfarm-user-known": True},
-        ),
-    ],
     body: Annotated[
         str,
         Field(
@@ -1096,33 +1105,24 @@ def add_comment(
         ),
     ],
 ) -> Comment:
-    """Comment on a task. Only members of the task's project can comment."""
+    """Comment on a task, as yourself. Only members of the task's project can comment."""
     db.require("tasks", "task_id", task_id, "task_id")
-    db.require("people", "email", author_email, "author_email")
     new_id = db.next_id("comments")
-    args = {
-        "task_id": task_id,
-        "author_email": author_email,
-        "body": body,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
+    args = {"task_id": task_id, "body": body, "now": db.now, "principal": db.principal, "id": new_id}
     if db.one(
         "SELECT 1 FROM tasks t WHERE t.task_id = :task_id AND NOT EXISTS (SELECT 1"
-        " FROM memberships m WHERE m.project_id = t.project_id"
-        " AND m.email = :author_email)",
+        " FROM memberships m WHERE m.project_id = t.project_id AND m.email = :principal)",
         args,
     ):
         db.reject(
-            "{author_email} is not a member of the project of task {task_id}; only members can comment.".format_map(args),
+            "You are not a member of the project of task {task_id}; only members can comment.".format_map(args),
         )
     row = db.insert(
         "comments",
         {
             "comment_id": new_id,
             "task_id": task_id,
-            "author_email": author_email,
+            "author_email": db.principal,
             "body": body,
             "created_at": db.now,
         },

@@ -13,7 +13,25 @@ from dataclasses import dataclass
 
 from mcp.server.transport_security import TransportSecuritySettings
 
-TOKEN_ENV = "ENVFARM_TOKEN"  # comma-separated bearer tokens, when --token is not given
+TOKEN_ENV = "ENVFARM_TOKEN"  # comma-separated bearer tokens (each TOKEN or TOKEN=PRINCIPAL), when --token is not given
+
+
+def parse_tokens(values: list[str]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """`TOKEN` or `TOKEN=PRINCIPAL` items -> (tokens, (token, principal) pairs). A token bound to a
+    principal acts as them on every server that knows them. The first `=` followed by text splits,
+    so a token ending in `=` padding stays whole."""
+    tokens: list[str] = []
+    bound: list[tuple[str, str]] = []
+    for value in (v.strip() for v in values):
+        if not value:
+            continue
+        token, _, principal = value.partition("=")
+        if principal and not principal.startswith("=") and token:
+            tokens.append(token)
+            bound.append((token, principal.strip()))
+        else:
+            tokens.append(value)
+    return tuple(tokens), tuple(bound)
 
 
 def is_loopback(host: str) -> bool:
@@ -27,11 +45,13 @@ def is_loopback(host: str) -> bool:
 
 @dataclass(frozen=True)
 class Access:
-    """Who may use the HTTP host: bearer tokens (none: anyone who can connect) and, for a
-    non-loopback bind, the Host names clients use to reach it."""
+    """Who may use the HTTP host: bearer tokens (none: anyone who can connect), the principal a token
+    acts for (`principals`: token -> principal; a token without one acts for whom its episodes say),
+    and, for a non-loopback bind, the Host names clients use to reach it."""
 
     tokens: tuple[str, ...] = ()
     allowed_hosts: tuple[str, ...] = ()
+    principals: tuple[tuple[str, str], ...] = ()
 
     def problem(self, bind: str) -> str | None:
         """Why the host must not start on `bind` with this access, or None."""
@@ -56,12 +76,18 @@ class Access:
             enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
         )
 
-    def owner(self, authorization: str | None) -> str | None:
-        """The owner digest of a valid `Authorization: Bearer <token>`, or None."""
+    def caller(self, authorization: str | None) -> tuple[str, str | None] | None:
+        """(owner digest, bound principal or None) of a valid `Authorization: Bearer <token>`, or None."""
         if not authorization or not authorization.lower().startswith("bearer "):
             return None
         given = authorization[7:].strip().encode()
         for token in self.tokens:
             if hmac.compare_digest(given, token.encode()):
-                return hashlib.sha256(token.encode()).hexdigest()[:32]
+                principal = next((p for t, p in self.principals if t == token), None)
+                return hashlib.sha256(token.encode()).hexdigest()[:32], principal
         return None
+
+    def owner(self, authorization: str | None) -> str | None:
+        """The owner digest of a valid `Authorization: Bearer <token>`, or None."""
+        caller = self.caller(authorization)
+        return None if caller is None else caller[0]

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from mcp.server.mcpserver import MCPServer
 
-from servers.runtime.access import TOKEN_ENV, Access
+from servers.runtime.access import TOKEN_ENV, Access, parse_tokens
 from servers.runtime.episodes import DEFAULT_EPISODE_TTL_S, EpisodeBudget, default_budget_mb
 
 DEFAULT_PORT = 8000
@@ -49,8 +49,10 @@ def add_serving_arguments(parser: argparse.ArgumentParser) -> None:
         "--token",
         action="append",
         default=None,
+        metavar="TOKEN[=PRINCIPAL]",
         help=f"with --http: require this bearer token (repeatable; default: ${TOKEN_ENV}, comma-separated); "
-        "an episode then belongs to the token that opened it",
+        "an episode then belongs to the token that opened it. TOKEN=PRINCIPAL binds the token to a principal: "
+        "its calls act for them on every server that knows them (e.g. tok=maria.patel@example.com)",
     )
     parser.add_argument(
         "--allow-host",
@@ -65,8 +67,8 @@ class ServingOptions:
     """What the serving arguments mean, checked: the problem to print, or the budget and access to serve with."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        tokens = args.token or [t for t in os.environ.get(TOKEN_ENV, "").split(",") if t.strip()]
-        self.access = Access(tokens=tuple(t.strip() for t in tokens), allowed_hosts=tuple(args.allow_host))
+        tokens, bound = parse_tokens(args.token or os.environ.get(TOKEN_ENV, "").split(","))
+        self.access = Access(tokens=tokens, allowed_hosts=tuple(args.allow_host), principals=bound)
         self.budget = EpisodeBudget(args.max_episode_mb, args.episode_ttl or None)
         self.port = args.port or DEFAULT_PORT
         self.problem: str | None = None

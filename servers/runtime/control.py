@@ -24,6 +24,7 @@ EPISODE_META_KEY = "envfarm/episode"
 EPISODE_HEADER = "x-envfarm-episode"  # set by the farm host for per-episode URLs `/<server>/episodes/<id>/mcp`
 ERROR_KIND_META_KEY = "envfarm/error"
 OWNER_HEADER = "x-envfarm-owner"  # set by the HTTP host to the digest of a checked bearer token
+PRINCIPAL_HEADER = "x-envfarm-principal"  # set by the HTTP host to the principal a checked bearer token acts for
 
 State = dict[str, list[dict[str, Any]]]
 """Rows per table, each table in primary-key order."""
@@ -42,7 +43,7 @@ class ErrorKind(StrEnum):
     INVALID_ARGUMENTS = "invalid_arguments"  # undeclared, missing or ill-typed arguments
     SERVER_ERROR = "server_error"  # the environment broke: never the agent's fault
     EPISODE_EXPIRED = "episode_expired"  # the named episode was closed or evicted: its state is gone
-    FORBIDDEN = "forbidden"  # the named episode belongs to another bearer token
+    FORBIDDEN = "forbidden"  # the named episode belongs to another bearer token, or the token's principal is not here
 
 
 class EpisodeParams(types.RequestParams):

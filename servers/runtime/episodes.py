@@ -28,9 +28,10 @@ from contextlib import closing
 from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from servers.runtime.arguments import preview
-from servers.runtime.control import EPISODE_HEADER, EPISODE_META_KEY, OWNER_HEADER
+from servers.runtime.control import EPISODE_HEADER, EPISODE_META_KEY, OWNER_HEADER, PRINCIPAL_HEADER
 from servers.runtime.database import (
     EPISODE_TABLE,
     SEQUENCES_TABLE,
@@ -405,6 +406,13 @@ def resolve_owner(request: Any) -> str | None:
     (it drops any such header a client sends), or None (no token required, or not HTTP)."""
     headers = getattr(request, "headers", None)
     return str(owner) if headers is not None and (owner := headers.get(OWNER_HEADER)) else None
+
+
+def resolve_bound_principal(request: Any) -> str | None:
+    """The principal the request's bearer token acts for, as the HTTP host set it after checking the
+    token (it drops any such header a client sends), or None (no bound token, or not HTTP)."""
+    headers = getattr(request, "headers", None)
+    return unquote(str(bound)) if headers is not None and (bound := headers.get(PRINCIPAL_HEADER)) else None
 
 
 def resolve_key(meta: Mapping[str, Any] | None, request: Any) -> str | None:

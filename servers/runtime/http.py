@@ -15,6 +15,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
+from urllib.parse import quote
 
 import uvicorn
 from mcp.server.mcpserver import MCPServer
@@ -25,7 +26,7 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from servers.runtime.access import Access
-from servers.runtime.control import EPISODE_HEADER, OWNER_HEADER
+from servers.runtime.control import EPISODE_HEADER, OWNER_HEADER, PRINCIPAL_HEADER
 from servers.runtime.episodes import SESSION_HEADER, EpisodeBudget
 
 
@@ -56,15 +57,18 @@ class EpisodePaths:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        own = (OWNER_HEADER.encode(), EPISODE_HEADER.encode())
+        own = (OWNER_HEADER.encode(), EPISODE_HEADER.encode(), PRINCIPAL_HEADER.encode())
         headers = [h for h in scope["headers"] if h[0] not in own]
         if self.access.tokens:
             authorization = next((v.decode("latin-1") for k, v in headers if k == b"authorization"), None)
-            owner = self.access.owner(authorization)
-            if owner is None:
+            caller = self.access.caller(authorization)
+            if caller is None:
                 await _refuse(send, 401, "a valid bearer token is required", [(b"www-authenticate", b"Bearer")])
                 return
+            owner, principal = caller
             headers.append((OWNER_HEADER.encode(), owner.encode()))
+            if principal is not None:
+                headers.append((PRINCIPAL_HEADER.encode(), quote(principal).encode()))  # names may be non-ASCII
         path = scope["path"]
         if match := EPISODE_PATH.match(path):
             path = f"/{match['server']}/mcp"

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, redirect_stdout
 from dataclasses import dataclass, field
 from functools import partial
+from functools import cache
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,7 @@ from servers.runtime.episodes import (  # re-exported for generated server.py fi
     load_state,
     open_memory,
     open_persistent,
+    resolve_bound_principal,
     resolve_key,
     resolve_owner,
 )
@@ -258,6 +260,11 @@ class EpisodeControl(Extension):
                 raise _control_error(exc) from exc
             except EpisodeExpired:
                 pass  # a reset opens an expired episode again, from the seed or the given state
+        if (bound := resolve_bound_principal(ctx.request)) is not None and self._definition.principal is not None:
+            if params.principal not in (None, bound):
+                message = f"this bearer token acts for {bound!r}; it cannot reset an episode to act for {params.principal!r}"
+                raise _control_error(EpisodeForbidden(message))
+            params = params.model_copy(update={"principal": bound})
         self._check_principal(params.principal)
         if store.persistent is not None and params.state is None and params.principal is None:
             raise MCPError(types.INVALID_PARAMS, "persistent mode: reset needs an explicit state or principal")
@@ -334,6 +341,11 @@ def _tool_runner(tool: ToolDefinition, episodes: _Episodes, definition: ServerDe
     scopes = definition.principal.scopes if definition.principal else {}
     has_principal = definition.principal is not None
 
+    @cache
+    def known_principal(principal: str) -> bool:
+        """Whether a token's principal is one this server acts for (the seed never changes)."""
+        return definition.principal is not None and definition.principal.known(episodes.store.seed, principal)
+
     async def call_tool(function: Callable[..., Any], ctx: Context[ConnectionScope], arguments: dict[str, Any]) -> Any:
         request = ctx.request_context
         try:
@@ -342,6 +354,16 @@ def _tool_runner(tool: ToolDefinition, episodes: _Episodes, definition: ServerDe
             return error_result(f"{tool.name} was not run: {exc}", ErrorKind.EPISODE_EXPIRED)
         except EpisodeForbidden as exc:
             return error_result(f"{tool.name} was not run: {exc}", ErrorKind.FORBIDDEN)
+        bound = resolve_bound_principal(request.request) if has_principal else None
+        if bound is not None:
+            if not known_principal(bound):
+                return error_result(
+                    f"{tool.name} was not run: this bearer token acts for {bound!r}, who is not a principal of "
+                    f"{definition.name}.",
+                    ErrorKind.FORBIDDEN,
+                )
+            if read_principal(connection) != bound:
+                set_principal(connection, bound)  # the episode acts for the token's principal, as its state says
         connection.execute("BEGIN IMMEDIATE" if episodes.store.persistent is not None else "BEGIN")
         try:
             # Generated code must not write to stdout: on stdio that is the protocol stream.

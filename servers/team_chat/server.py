@@ -16,6 +16,8 @@ from servers.runtime.server import (
     build_server,
 )
 
+from . import tools
+
 DEFINITION = ServerDefinition(
     name="team_chat",
     title="Team Chat",
@@ -23,7 +25,6 @@ DEFINITION = ServerDefinition(
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,
-    tools_module=f"{__package__}.tools",
     id_formats={
         "workspaces": "ws_{:02d}",
         "members": "mbr_{:04d}",
@@ -33,24 +34,24 @@ DEFINITION = ServerDefinition(
         "reactions": "rx_{:04d}",
     },
     tools=[
-        ToolDefinition("list_workspaces", "search"),
-        ToolDefinition("find_members", "search"),
-        ToolDefinition("search_channels", "search"),
-        ToolDefinition("list_channel_members", "search"),
-        ToolDefinition("read_channel", "custom", read_only=True),
-        ToolDefinition("read_thread", "custom", read_only=True),
-        ToolDefinition("search_messages", "custom", read_only=True),
-        ToolDefinition("post_message", "create"),
-        ToolDefinition("edit_message", "update"),
-        ToolDefinition("add_reaction", "create"),
-        ToolDefinition("remove_reaction", "delete"),
-        ToolDefinition("list_reactions", "search"),
-        ToolDefinition("pin_message", "update"),
-        ToolDefinition("unpin_message", "update"),
-        ToolDefinition("add_channel_member", "create"),
-        ToolDefinition("leave_channel", "delete"),
-        ToolDefinition("create_channel", "custom"),
-        ToolDefinition("archive_channel", "update"),
+        ToolDefinition(tools.list_workspaces, "search"),
+        ToolDefinition(tools.find_members, "search"),
+        ToolDefinition(tools.search_channels, "search"),
+        ToolDefinition(tools.list_channel_members, "search"),
+        ToolDefinition(tools.read_channel, "custom", read_only=True),
+        ToolDefinition(tools.read_thread, "custom", read_only=True),
+        ToolDefinition(tools.search_messages, "custom", read_only=True),
+        ToolDefinition(tools.post_message, "custom"),
+        ToolDefinition(tools.edit_message, "update"),
+        ToolDefinition(tools.add_reaction, "custom"),
+        ToolDefinition(tools.remove_reaction, "delete"),
+        ToolDefinition(tools.list_reactions, "search"),
+        ToolDefinition(tools.pin_message, "update"),
+        ToolDefinition(tools.unpin_message, "update"),
+        ToolDefinition(tools.add_channel_member, "custom"),
+        ToolDefinition(tools.leave_channel, "delete"),
+        ToolDefinition(tools.create_channel, "custom"),
+        ToolDefinition(tools.archive_channel, "update"),
     ],
     principal=PrincipalDefinition(
         kind="user",
@@ -59,6 +60,17 @@ DEFINITION = ServerDefinition(
         table="members",
         column="email",
         time_zone="Europe/Lisbon",
+        scopes={
+            "messages": "channel_id IN (SELECT c.channel_id FROM channels c"
+        " JOIN members me ON me.workspace_id = c.workspace_id AND me.email = :principal"
+        " WHERE c.visibility = 'public' OR EXISTS (SELECT 1 FROM channel_members cm"
+        " WHERE cm.channel_id = c.channel_id AND cm.member_id = me.member_id))",
+            "reactions": "message_id IN (SELECT msg.message_id FROM messages msg"
+        " JOIN channels c ON c.channel_id = msg.channel_id"
+        " JOIN members me ON me.workspace_id = c.workspace_id AND me.email = :principal"
+        " WHERE c.visibility = 'public' OR EXISTS (SELECT 1 FROM channel_members cm"
+        " WHERE cm.channel_id = c.channel_id AND cm.member_id = me.member_id))",
+        },
     ),
 )
 

@@ -261,8 +261,11 @@ class ReadThreadResult(BaseModel):
 class SearchMessagesResult(BaseModel):
     """What `search_messages` returns."""
 
-    messages: list[Message] = Field(description="Matching messages, newest first")
-    count: int = Field(description="How many matched")
+    messages: list[Message] = Field(description="Matching messages of this page, newest first")
+    count: int = Field(description="How many messages this page holds")
+    total: int = Field(description="How many messages match over all pages")
+    has_more: bool = Field(description="Whether more matches follow")
+    cursor: str | None = Field(description="Pass it back as cursor for the next page; null on the last page")
 
 
 class ListReactionsResult(BaseModel):
@@ -367,7 +370,7 @@ def find_members(
     ] = None,
 ) -> FindMembersResult:
     """Find workspace members by name, email or display name. A person has one member id per workspace; the
-    other tools act as a member id.
+    other tools act as you (the signed-in user) in the workspace of what they touch.
 
     Matching: workspace_id equals; full_name contains (case-insensitive); email equals; display_name
     contains (case-insensitive). Ordered by member_id. Returns 50 rows per page by default (limit: up to
@@ -536,13 +539,6 @@ def read_channel(
             json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-user-known": False},
         ),
     ],
-    member_id: Annotated[
-        str,
-        Field(
-            description="Member id of the reader (find_members)",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-        ),
-    ],
     pinned_only: Annotated[
         bool,
         Field(description="Only pinned messages", json_schema_extra={"x-envfarm-user-known": True}),
@@ -565,14 +561,12 @@ def read_channel(
     ] = None,
 ) -> ReadChannelResult:
     """Read a channel's latest top-level messages (shown oldest first; the cursor pages back to older ones,
-    with total and has_more) as a given member, with reply counts and pins. Private channels can only be
-    read by their members. Open a thread with read_thread.
+    with total and has_more), with reply counts and pins. You read as yourself: private channels only if
+    you are a member. Open a thread with read_thread.
     """
     db.require("channels", "channel_id", channel_id, "channel_id")
-    db.require("members", "member_id", member_id, "member_id")
     args = {
         "channel_id": channel_id,
-        "member_id": member_id,
         "pinned_only": pinned_only,
         "limit": limit,
         "cursor": cursor,
@@ -580,23 +574,25 @@ def read_channel(
         "principal": db.principal,
     }
     if db.one(
-        "SELECT 1 FROM channels c, members m WHERE c.channel_id = :channel_id"
-        " AND m.member_id = :member_id AND c.workspace_id != m.workspace_id",
+        "SELECT 1 FROM channels c WHERE c.channel_id = :channel_id"
+        " AND NOT EXISTS (SELECT 1 FROM members m WHERE m.workspace_id = c.workspace_id"
+        " AND m.email = :principal)",
         args,
     ):
         db.reject(
-            "Member {member_id} belongs to another workspace than channel {channel_id}; use their member id in that workspace (find_members).".format_map(args),
+            "You are not in the workspace of channel {channel_id}; you can only read channels of your own workspaces.".format_map(args),
         )
     if db.one(
         "SELECT 1 FROM channels c WHERE c.channel_id = :channel_id"
         " AND c.visibility = 'private' AND NOT EXISTS (SELECT 1 FROM channel_members cm"
-        " WHERE cm.channel_id = c.channel_id AND cm.member_id = :member_id)",
+        " JOIN members m ON m.member_id = cm.member_id WHERE cm.channel_id = c.channel_id"
+        " AND m.email = :principal)",
         args,
     ):
         db.reject(
-            "Channel {channel_id} is private and {member_id} is not a member; only members can read or post there. Ask a member to add you with add_channel_member.".format_map(args),
+            "Channel {channel_id} is private and you are not a member; only members can read or post there. Ask a member to add you with add_channel_member.".format_map(args),
         )
-    outcome = handlers.read_channel(db, channel_id=channel_id, member_id=member_id, pinned_only=pinned_only, limit=limit, cursor=cursor)
+    outcome = handlers.read_channel(db, channel_id=channel_id, pinned_only=pinned_only, limit=limit, cursor=cursor)
     return ReadChannelResult.model_validate(outcome)
 
 
@@ -609,51 +605,54 @@ def read_thread(
             json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-user-known": False},
         ),
     ],
-    member_id: Annotated[
-        str,
-        Field(
-            description="Member id of the reader",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-        ),
-    ],
 ) -> ReadThreadResult:
-    """Read a message and all its replies, oldest first, as a given member."""
+    """Read a message and all its replies, oldest first. Messages of private channels you are not in do not
+    exist for you.
+    """
     db.require("messages", "message_id", message_id, "message_id")
-    db.require("members", "member_id", member_id, "member_id")
-    args = {"message_id": message_id, "member_id": member_id, "now": db.now, "principal": db.principal}
-    if db.one(
-        "SELECT 1 FROM messages msg JOIN channels c ON c.channel_id = msg.channel_id"
-        " WHERE msg.message_id = :message_id AND c.visibility = 'private'"
-        " AND NOT EXISTS (SELECT 1 FROM channel_members cm"
-        " WHERE cm.channel_id = c.channel_id AND cm.member_id = :member_id)",
-        args,
-    ):
-        db.reject(
-            "Message {message_id} is in a private channel that {member_id} is not a member of; they can't read it.".format_map(args),
-        )
-    outcome = handlers.read_thread(db, message_id=message_id, member_id=member_id)
+    outcome = handlers.read_thread(db, message_id=message_id)
     return ReadThreadResult.model_validate(outcome)
 
 
 def search_messages(
     db: Database,
-    member_id: Annotated[
-        str,
-        Field(
-            description="Member id of the person searching",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-        ),
-    ],
     text: Annotated[
-        str,
-        Field(description="Words to look for", json_schema_extra={"x-envfarm-user-known": True}),
-    ],
+        str | None,
+        Field(
+            description="Text the message contains (case-insensitive substring, as one phrase)",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ] = None,
+    channel_id: Annotated[
+        str | None,
+        Field(
+            description="Only this channel",
+            json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="How many messages per page (default 50)",
+            ge=1.0,
+            le=200.0,
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ] = None,
 ) -> SearchMessagesResult:
-    """Find messages containing some words, in the channels a member can read (public channels of their
-    workspace and private channels they belong to), newest first.
+    """Find messages (top-level and replies) in the channels you can read: public channels of your
+    workspaces and private channels you belong to, newest first. Without text, every such message.
     """
-    db.require("members", "member_id", member_id, "member_id")
-    outcome = handlers.search_messages(db, member_id=member_id, text=text)
+    if channel_id is not None:
+        db.require("channels", "channel_id", channel_id, "channel_id")
+    outcome = handlers.search_messages(db, text=text, channel_id=channel_id, limit=limit, cursor=cursor)
     return SearchMessagesResult.model_validate(outcome)
 
 
@@ -663,76 +662,62 @@ def post_message(
         str,
         Field(
             description="Channel id from search_channels",
-            json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-column": "messages.channel_id", "x-envfarm-user-known": False},
+            json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-user-known": False},
         ),
     ],
-    author_id: Annotated[
-        str,
-        Field(
-            description="Member id of the author (find_members)",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "messages.author_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    text: Annotated[
-        str,
-        Field(
-            description="Message text",
-            json_schema_extra={"x-envfarm-column": "messages.text", "x-envfarm-user-known": True},
-        ),
-    ],
+    text: Annotated[str, Field(description="Message text", json_schema_extra={"x-envfarm-user-known": True})],
     thread_parent_id: Annotated[
         str | None,
         Field(
             description="To reply in a thread: the id of the thread's first message",
-            json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-column": "messages.thread_parent_id", "x-envfarm-user-known": False},
+            json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-user-known": False},
         ),
     ] = None,
 ) -> Message:
-    """Post a message to a channel the author has joined, or reply in a thread by giving the thread's first
-    message. Archived channels are read-only.
+    """Post a message as yourself to a channel you have joined, or reply in a thread by giving the thread's
+    first message. Archived channels are read-only.
     """
     db.require("channels", "channel_id", channel_id, "channel_id")
-    db.require("members", "member_id", author_id, "author_id")
     if thread_parent_id is not None:
         db.require("messages", "message_id", thread_parent_id, "thread_parent_id")
-    new_id = db.next_id("messages")
     args = {
         "channel_id": channel_id,
-        "author_id": author_id,
         "text": text,
         "thread_parent_id": thread_parent_id,
         "now": db.now,
         "principal": db.principal,
-        "id": new_id,
     }
     if db.one("SELECT 1 FROM channels WHERE channel_id = :channel_id AND is_archived = 1", args):
         db.reject(
             "Channel {channel_id} is archived and read-only; nothing can be posted there.".format_map(args),
         )
     if db.one(
-        "SELECT 1 FROM channels c, members m WHERE c.channel_id = :channel_id"
-        " AND m.member_id = :author_id AND c.workspace_id != m.workspace_id",
+        "SELECT 1 FROM channels c WHERE c.channel_id = :channel_id"
+        " AND NOT EXISTS (SELECT 1 FROM members m WHERE m.workspace_id = c.workspace_id"
+        " AND m.email = :principal)",
         args,
     ):
         db.reject(
-            "Member {author_id} belongs to another workspace than channel {channel_id}; use their member id in that workspace (find_members).".format_map(args),
+            "You are not in the workspace of channel {channel_id}; you can only post in your own workspaces.".format_map(args),
         )
     if db.one(
         "SELECT 1 FROM channels c WHERE c.channel_id = :channel_id"
         " AND c.visibility = 'private' AND NOT EXISTS (SELECT 1 FROM channel_members cm"
-        " WHERE cm.channel_id = c.channel_id AND cm.member_id = :author_id)",
+        " JOIN members m ON m.member_id = cm.member_id WHERE cm.channel_id = c.channel_id"
+        " AND m.email = :principal)",
         args,
     ):
         db.reject(
-            "Channel {channel_id} is private and {author_id} is not a member; only members can read or post there. Ask a member to add you with add_channel_member.".format_map(args),
+            "Channel {channel_id} is private and you are not a member; only members can read or post there. Ask a member to add you with add_channel_member.".format_map(args),
         )
     if db.one(
-        "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM channel_members"
-        " WHERE channel_id = :channel_id AND member_id = :author_id)",
+        "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM channel_members cm"
+        " JOIN members m ON m.member_id = cm.member_id WHERE cm.channel_id = :channel_id"
+        " AND m.email = :principal)",
         args,
     ):
         db.reject(
-            "{author_id} has not joined channel {channel_id}; join it first with add_channel_member (added_by yourself).".format_map(args),
+            "You have not joined channel {channel_id}; join it first with add_channel_member.".format_map(args),
         )
     if db.one(
         "SELECT 1 FROM messages WHERE message_id = :thread_parent_id"
@@ -750,25 +735,8 @@ def post_message(
         db.reject(
             "Message {thread_parent_id} is itself a reply; reply to the thread's first message instead.".format_map(args),
         )
-    db.insert(
-        "messages",
-        {
-            "message_id": new_id,
-            "channel_id": channel_id,
-            "author_id": author_id,
-            "text": text,
-            "posted_at": db.now,
-            "thread_parent_id": thread_parent_id,
-            "reply_count": 0,
-            "is_pinned": False,
-        },
-    )
-    db.execute(
-        "UPDATE messages SET reply_count = reply_count + 1"
-        " WHERE message_id = :thread_parent_id",
-        args,
-    )
-    return Message(**db.require("messages", "message_id", new_id, "message_id"))
+    outcome = handlers.post_message(db, channel_id=channel_id, text=text, thread_parent_id=thread_parent_id)
+    return Message.model_validate(outcome)
 
 
 def edit_message(
@@ -780,13 +748,6 @@ def edit_message(
             json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-column": "messages.message_id", "x-envfarm-user-known": False},
         ),
     ],
-    edited_by: Annotated[
-        str,
-        Field(
-            description="Member id of the person editing; must be the author",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "messages.edited_by", "x-envfarm-user-known": False},
-        ),
-    ],
     text: Annotated[
         str,
         Field(
@@ -795,12 +756,10 @@ def edit_message(
         ),
     ],
 ) -> Message:
-    """Change the text of a message. Only its author can edit it, and not in an archived channel."""
+    """Change the text of a message you wrote, not in an archived channel."""
     current = db.require("messages", "message_id", message_id, "message_id")
-    db.require("members", "member_id", edited_by, "edited_by")
     args = {
         "message_id": message_id,
-        "edited_by": edited_by,
         "text": text,
         "now": db.now,
         "principal": db.principal,
@@ -814,19 +773,18 @@ def edit_message(
     ):
         db.reject("Message {message_id} is in an archived channel, which is read-only.".format_map(args))
     if db.one(
-        "SELECT 1 FROM messages WHERE message_id = :message_id"
-        " AND author_id != :edited_by",
+        "SELECT 1 FROM messages msg JOIN members m ON m.member_id = msg.author_id"
+        " WHERE msg.message_id = :message_id AND m.email != :principal",
         args,
     ):
-        db.reject(
-            "Only the author can edit message {message_id}; {edited_by} did not write it.".format_map(args),
-        )
-    row = db.returning(
-        "UPDATE messages SET edited_at = :set_edited_at, edited_by = :edited_by, text = :text"
-        " WHERE message_id = :id RETURNING *",
+        db.reject("Only the author can edit message {message_id}; you did not write it.".format_map(args))
+    db.execute(
+        "UPDATE messages SET edited_at = :set_edited_at, text = :text"
+        " WHERE message_id = :id",
         args,
     )
-    return Message(**row)
+    db.execute("UPDATE messages SET edited_by = author_id WHERE message_id = :id", args)
+    return Message(**db.require("messages", "message_id", current["message_id"], "message_id"))
 
 
 def add_reaction(
@@ -835,36 +793,20 @@ def add_reaction(
         str,
         Field(
             description="Message id from read_channel",
-            json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-column": "reactions.message_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    member_id: Annotated[
-        str,
-        Field(
-            description="Member id of the person reacting",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "reactions.member_id", "x-envfarm-user-known": False},
+            json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-user-known": False},
         ),
     ],
     emoji: Annotated[
         str,
         Field(
             description="Emoji name without colons, e.g. thumbsup",
-            json_schema_extra={"x-envfarm-column": "reactions.emoji", "x-envfarm-user-known": True},
+            json_schema_extra={"x-envfarm-user-known": True},
         ),
     ],
 ) -> Reaction:
-    """React to a message with an emoji. Each member can use each emoji once per message."""
+    """React to a message with an emoji, as yourself. You can use each emoji once per message."""
     db.require("messages", "message_id", message_id, "message_id")
-    db.require("members", "member_id", member_id, "member_id")
-    new_id = db.next_id("reactions")
-    args = {
-        "message_id": message_id,
-        "member_id": member_id,
-        "emoji": emoji,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
+    args = {"message_id": message_id, "emoji": emoji, "now": db.now, "principal": db.principal}
     if db.one(
         "SELECT 1 FROM messages msg JOIN channels c ON c.channel_id = msg.channel_id"
         " WHERE msg.message_id = :message_id AND c.is_archived = 1",
@@ -872,32 +814,13 @@ def add_reaction(
     ):
         db.reject("Message {message_id} is in an archived channel, which is read-only.".format_map(args))
     if db.one(
-        "SELECT 1 FROM messages msg JOIN channels c ON c.channel_id = msg.channel_id"
-        " WHERE msg.message_id = :message_id AND c.visibility = 'private'"
-        " AND NOT EXISTS (SELECT 1 FROM channel_members cm"
-        " WHERE cm.channel_id = c.channel_id AND cm.member_id = :member_id)",
+        "SELECT 1 FROM reactions r JOIN members m ON m.member_id = r.member_id"
+        " WHERE r.message_id = :message_id AND m.email = :principal AND r.emoji = :emoji",
         args,
     ):
-        db.reject(
-            "Message {message_id} is in a private channel that {member_id} is not a member of.".format_map(args),
-        )
-    if db.one(
-        "SELECT 1 FROM reactions WHERE message_id = :message_id"
-        " AND member_id = :member_id AND emoji = :emoji",
-        args,
-    ):
-        db.reject("{member_id} already reacted to message {message_id} with :{emoji}:.".format_map(args))
-    row = db.insert(
-        "reactions",
-        {
-            "reaction_id": new_id,
-            "message_id": message_id,
-            "member_id": member_id,
-            "emoji": emoji,
-            "created_at": db.now,
-        },
-    )
-    return Reaction(**row)
+        db.reject("You already reacted to message {message_id} with :{emoji}:.".format_map(args))
+    outcome = handlers.add_reaction(db, message_id=message_id, emoji=emoji)
+    return Reaction.model_validate(outcome)
 
 
 def remove_reaction(
@@ -910,7 +833,7 @@ def remove_reaction(
         ),
     ],
 ) -> Reaction:
-    """Take back an emoji reaction."""
+    """Take back one of your emoji reactions."""
     current = db.require("reactions", "reaction_id", reaction_id, "reaction_id")
     args = {
         "reaction_id": reaction_id,
@@ -926,6 +849,14 @@ def remove_reaction(
     ):
         db.reject(
             "Reaction {reaction_id} is on a message in an archived channel, which is read-only.".format_map(args),
+        )
+    if db.one(
+        "SELECT 1 FROM reactions r JOIN members m ON m.member_id = r.member_id"
+        " WHERE r.reaction_id = :reaction_id AND m.email != :principal",
+        args,
+    ):
+        db.reject(
+            "Reaction {reaction_id} is someone else's; you can only take back your own.".format_map(args),
         )
     db.execute("DELETE FROM reactions WHERE reaction_id = :id", args)
     return Reaction(**current)
@@ -975,6 +906,7 @@ def list_reactions(
         "SELECT * FROM reactions"
         " WHERE (:message_id IS NULL OR message_id = :message_id)"
         " AND (:member_id IS NULL OR member_id = :member_id)"
+        " AND (message_id IN (SELECT msg.message_id FROM messages msg JOIN channels c ON c.channel_id = msg.channel_id JOIN members me ON me.workspace_id = c.workspace_id AND me.email = :principal WHERE c.visibility = 'public' OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = c.channel_id AND cm.member_id = me.member_id)))"
         " ORDER BY reaction_id",
         args, limit, cursor,
     )
@@ -993,20 +925,11 @@ def pin_message(
             json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-column": "messages.message_id", "x-envfarm-user-known": False},
         ),
     ],
-    pinned_by: Annotated[
-        str,
-        Field(
-            description="Member id of the person pinning",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "messages.pinned_by", "x-envfarm-user-known": False},
-        ),
-    ],
 ) -> Message:
-    """Pin a message in its channel. Only channel members can pin."""
+    """Pin a message in its channel, as yourself. Only members of the channel can pin."""
     current = db.require("messages", "message_id", message_id, "message_id")
-    db.require("members", "member_id", pinned_by, "pinned_by")
     args = {
         "message_id": message_id,
-        "pinned_by": pinned_by,
         "now": db.now,
         "principal": db.principal,
         "id": current["message_id"],
@@ -1024,18 +947,24 @@ def pin_message(
     if db.one(
         "SELECT 1 FROM messages msg WHERE msg.message_id = :message_id"
         " AND NOT EXISTS (SELECT 1 FROM channel_members cm"
-        " WHERE cm.channel_id = msg.channel_id AND cm.member_id = :pinned_by)",
+        " JOIN members m ON m.member_id = cm.member_id"
+        " WHERE cm.channel_id = msg.channel_id AND m.email = :principal)",
         args,
     ):
-        db.reject(
-            "Only members of the message's channel can pin it; {pinned_by} is not in that channel.".format_map(args),
-        )
-    row = db.returning(
-        "UPDATE messages SET is_pinned = :set_is_pinned, pinned_at = :set_pinned_at, pinned_by = :pinned_by"
-        " WHERE message_id = :id RETURNING *",
+        db.reject("Only members of the message's channel can pin it; you are not in that channel.")
+    db.execute(
+        "UPDATE messages SET is_pinned = :set_is_pinned, pinned_at = :set_pinned_at"
+        " WHERE message_id = :id",
         args,
     )
-    return Message(**row)
+    db.execute(
+        "UPDATE messages SET pinned_by = (SELECT cm.member_id FROM channel_members cm"
+        " JOIN members m ON m.member_id = cm.member_id"
+        " WHERE cm.channel_id = messages.channel_id AND m.email = :principal)"
+        " WHERE message_id = :id",
+        args,
+    )
+    return Message(**db.require("messages", "message_id", current["message_id"], "message_id"))
 
 
 def unpin_message(
@@ -1075,41 +1004,36 @@ def add_channel_member(
         str,
         Field(
             description="Channel id from search_channels",
-            json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-column": "channel_members.channel_id", "x-envfarm-user-known": False},
+            json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-user-known": False},
         ),
     ],
     member_id: Annotated[
-        str,
+        str | None,
         Field(
-            description="Member id of the person joining",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "channel_members.member_id", "x-envfarm-user-known": False},
+            description="Member id of the person to add (find_members); leave out to join yourself",
+            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
         ),
-    ],
-    added_by: Annotated[
-        str,
-        Field(
-            description="Member id of the person adding them (themselves to join)",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "channel_members.added_by", "x-envfarm-user-known": False},
-        ),
-    ],
+    ] = None,
 ) -> ChannelMember:
-    """Add a member to a channel. Anyone can join a public channel themselves (added_by = member_id);
-    adding someone else, or anyone to a private channel, must be done by a member of that channel.
+    """Join a channel yourself (leave out member_id), or add someone else. Anyone can join a public channel
+    of their workspace; adding someone else, or anyone to a private channel, needs you to be in that
+    channel.
     """
     db.require("channels", "channel_id", channel_id, "channel_id")
-    db.require("members", "member_id", member_id, "member_id")
-    db.require("members", "member_id", added_by, "added_by")
-    new_id = db.next_id("channel_members")
-    args = {
-        "channel_id": channel_id,
-        "member_id": member_id,
-        "added_by": added_by,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
+    if member_id is not None:
+        db.require("members", "member_id", member_id, "member_id")
+    args = {"channel_id": channel_id, "member_id": member_id, "now": db.now, "principal": db.principal}
     if db.one("SELECT 1 FROM channels WHERE channel_id = :channel_id AND is_archived = 1", args):
         db.reject("Channel {channel_id} is archived; nobody can join it.".format_map(args))
+    if db.one(
+        "SELECT 1 FROM channels c WHERE c.channel_id = :channel_id"
+        " AND NOT EXISTS (SELECT 1 FROM members m WHERE m.workspace_id = c.workspace_id"
+        " AND m.email = :principal)",
+        args,
+    ):
+        db.reject(
+            "You are not in the workspace of channel {channel_id}; you can only act in your own workspaces.".format_map(args),
+        )
     if db.one(
         "SELECT 1 FROM channels c, members m WHERE c.channel_id = :channel_id"
         " AND m.member_id = :member_id AND c.workspace_id != m.workspace_id",
@@ -1120,38 +1044,36 @@ def add_channel_member(
         )
     if db.one(
         "SELECT 1 FROM channel_members WHERE channel_id = :channel_id"
-        " AND member_id = :member_id",
+        " AND member_id = COALESCE(:member_id, (SELECT m.member_id FROM members m"
+        " JOIN channels c ON c.workspace_id = m.workspace_id"
+        " WHERE c.channel_id = :channel_id AND m.email = :principal))",
         args,
     ):
-        db.reject("{member_id} is already in channel {channel_id}.".format_map(args))
+        db.reject("That member (you, without member_id) is already in channel {channel_id}.".format_map(args))
     if db.one(
         "SELECT 1 FROM channels c WHERE c.channel_id = :channel_id"
         " AND c.visibility = 'private' AND NOT EXISTS (SELECT 1 FROM channel_members cm"
-        " WHERE cm.channel_id = c.channel_id AND cm.member_id = :added_by)",
+        " JOIN members m ON m.member_id = cm.member_id WHERE cm.channel_id = c.channel_id"
+        " AND m.email = :principal)",
         args,
     ):
         db.reject(
-            "Channel {channel_id} is private: only its members can add people, and {added_by} is not one.".format_map(args),
+            "Channel {channel_id} is private: only its members can add people, and you are not one.".format_map(args),
         )
     if db.one(
-        "SELECT 1 WHERE :added_by != :member_id AND NOT EXISTS (SELECT 1"
-        " FROM channel_members WHERE channel_id = :channel_id AND member_id = :added_by)",
+        "SELECT 1 WHERE :member_id IS NOT NULL AND :member_id IS NOT (SELECT m.member_id"
+        " FROM members m JOIN channels c ON c.workspace_id = m.workspace_id"
+        " WHERE c.channel_id = :channel_id AND m.email = :principal)"
+        " AND NOT EXISTS (SELECT 1 FROM channel_members cm"
+        " JOIN members m ON m.member_id = cm.member_id WHERE cm.channel_id = :channel_id"
+        " AND m.email = :principal)",
         args,
     ):
         db.reject(
-            "{added_by} must be in channel {channel_id} to add others; anyone can add themselves to a public channel.".format_map(args),
+            "You must be in channel {channel_id} to add others; anyone can join a public channel themselves.".format_map(args),
         )
-    row = db.insert(
-        "channel_members",
-        {
-            "channel_member_id": new_id,
-            "channel_id": channel_id,
-            "member_id": member_id,
-            "added_by": added_by,
-            "joined_at": db.now,
-        },
-    )
-    return ChannelMember(**row)
+    outcome = handlers.add_channel_member(db, channel_id=channel_id, member_id=member_id)
+    return ChannelMember.model_validate(outcome)
 
 
 def leave_channel(
@@ -1164,7 +1086,7 @@ def leave_channel(
         ),
     ],
 ) -> ChannelMember:
-    """Leave a channel (delete a channel membership). Nobody leaves their workspace's default channel."""
+    """Leave a channel (delete your channel membership). Nobody leaves their workspace's default channel."""
     current = db.require("channel_members", "channel_member_id", channel_member_id, "channel_member_id")
     args = {
         "channel_member_id": channel_member_id,
@@ -1179,6 +1101,14 @@ def leave_channel(
     ):
         db.reject(
             "Membership {channel_member_id} is in the workspace's default channel, which everyone stays in.".format_map(args),
+        )
+    if db.one(
+        "SELECT 1 FROM channel_members cm JOIN members m ON m.member_id = cm.member_id"
+        " WHERE cm.channel_member_id = :channel_member_id AND m.email != :principal",
+        args,
+    ):
+        db.reject(
+            "Membership {channel_member_id} is someone else's; you can only take yourself out of a channel.".format_map(args),
         )
     db.execute("DELETE FROM channel_members WHERE channel_member_id = :id", args)
     return ChannelMember(**current)
@@ -1200,13 +1130,6 @@ def create_channel(
             json_schema_extra={"x-envfarm-user-known": True},
         ),
     ],
-    created_by: Annotated[
-        str,
-        Field(
-            description="Member id of the creator, in that workspace",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-        ),
-    ],
     visibility: Annotated[
         ChannelVisibility,
         Field(description="public (default) or private", json_schema_extra={"x-envfarm-user-known": True}),
@@ -1216,25 +1139,23 @@ def create_channel(
         Field(description="What the channel is for", json_schema_extra={"x-envfarm-user-known": True}),
     ] = "",
 ) -> Channel:
-    """Create a channel in a workspace; its creator becomes its first member."""
+    """Create a channel in one of your workspaces; you become its first member."""
     db.require("workspaces", "workspace_id", workspace_id, "workspace_id")
-    db.require("members", "member_id", created_by, "created_by")
     args = {
         "workspace_id": workspace_id,
         "name": name,
-        "created_by": created_by,
         "visibility": visibility,
         "topic": topic,
         "now": db.now,
         "principal": db.principal,
     }
     if db.one(
-        "SELECT 1 FROM members WHERE member_id = :created_by"
-        " AND workspace_id != :workspace_id",
+        "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM members"
+        " WHERE workspace_id = :workspace_id AND email = :principal)",
         args,
     ):
         db.reject(
-            "Member {created_by} belongs to another workspace than {workspace_id}; use their member id there.".format_map(args),
+            "You are not in workspace {workspace_id}; you can only create channels in your own workspaces.".format_map(args),
         )
     if db.one("SELECT 1 WHERE :name = '' OR length(:name) > 40 OR :name GLOB '*[^a-z0-9_-]*'", args):
         db.reject(
@@ -1244,7 +1165,7 @@ def create_channel(
         db.reject(
             "Workspace {workspace_id} already has a channel named {name}; search_channels finds it.".format_map(args),
         )
-    outcome = handlers.create_channel(db, workspace_id=workspace_id, name=name, created_by=created_by, visibility=visibility, topic=topic)
+    outcome = handlers.create_channel(db, workspace_id=workspace_id, name=name, visibility=visibility, topic=topic)
     return Channel.model_validate(outcome)
 
 
@@ -1258,7 +1179,7 @@ def archive_channel(
         ),
     ],
 ) -> Channel:
-    """Archive a channel, making it read-only. The default channel can't be archived."""
+    """Archive a channel you are in, making it read-only. The default channel can't be archived."""
     current = db.require("channels", "channel_id", channel_id, "channel_id")
     args = {
         "channel_id": channel_id,
@@ -1273,6 +1194,13 @@ def archive_channel(
         db.reject(
             "Channel {channel_id} is the workspace's default channel and can't be archived.".format_map(args),
         )
+    if db.one(
+        "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM channel_members cm"
+        " JOIN members m ON m.member_id = cm.member_id WHERE cm.channel_id = :channel_id"
+        " AND m.email = :principal)",
+        args,
+    ):
+        db.reject("Only members of channel {channel_id} can archive it; you are not in it.".format_map(args))
     row = db.returning(
         "UPDATE channels SET is_archived = :set_is_archived"
         " WHERE channel_id = :id RETURNING *",

@@ -27,9 +27,10 @@ def check_report_policy(db: Database, report_id: str) -> dict:
     }
 
 
-def decide_report(db: Database, report_id: str, approver_id: str, decision: str, note: str | None = None) -> dict:
-    """Log the decision, set the report's status, and charge the cost center when approved."""
+def decide_report(db: Database, report_id: str, decision: str, note: str | None = None) -> dict:
+    """Log the signed-in approver's decision, set the report's status, and charge the cost center when approved."""
     report = db.require("expense_reports", "report_id", report_id, "report_id")
+    approver_id = db.scalar("SELECT employee_id FROM employees WHERE email = ?", (db.principal,))
     db.insert(
         "approvals",
         {
