@@ -48,6 +48,8 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.list_scheduled_payments, "search"),
         ToolDefinition(tools.update_scheduled_payment, "update"),
         ToolDefinition(tools.cancel_scheduled_payment, "update"),
+        ToolDefinition(tools.pause_scheduled_payment, "update"),
+        ToolDefinition(tools.resume_scheduled_payment, "update"),
         ToolDefinition(tools.list_cards, "search"),
         ToolDefinition(tools.freeze_card, "update"),
         ToolDefinition(tools.unfreeze_card, "update"),
