@@ -42,6 +42,7 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.get_insurance_plan, "get"),
         ToolDefinition(tools.list_insurance_plans, "search"),
         ToolDefinition(tools.search_drugs, "search"),
+        ToolDefinition(tools.get_drug, "get"),
         ToolDefinition(tools.check_stock, "search"),
         ToolDefinition(tools.receive_stock, "create"),
         ToolDefinition(tools.list_prescriptions, "search"),
