@@ -48,7 +48,10 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.post_charge, "create"),
         ToolDefinition(tools.get_folio, "custom", read_only=True),
         ToolDefinition(tools.check_out, "custom"),
-        ToolDefinition(tools.cancel_reservation, "update"),
+        ToolDefinition(tools.cancel_reservation, "custom"),
+        ToolDefinition(tools.quote_stay, "custom", title="Quote a stay", read_only=True),
+        ToolDefinition(tools.change_reservation_dates, "custom", title="Change a reservation's dates"),
+        ToolDefinition(tools.get_cancellation_fee, "custom", read_only=True),
         ToolDefinition(tools.list_folio_charges, "search"),
     ],
     principal=PrincipalDefinition(
