@@ -34,6 +34,8 @@ DEFINITION = ServerDefinition(
         "pickups": "pck_{:04d}",
         "address_changes": "adc_{:04d}",
         "claims": "clm_{:04d}",
+        "cities": "city_{:03d}",
+        "customs_declarations": "cdc_{:04d}",
     },
     tools=[
         ToolDefinition(tools.find_customer, "search"),
@@ -52,6 +54,9 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.file_claim, "create"),
         ToolDefinition(tools.list_claims, "search"),
         ToolDefinition(tools.cancel_shipment, "update"),
+        ToolDefinition(tools.validate_address, "custom", title="Validate an address", read_only=True),
+        ToolDefinition(tools.quote_rates, "custom", title="Quote shipping rates", read_only=True),
+        ToolDefinition(tools.list_customs_declarations, "search"),
         ToolDefinition(tools.list_address_changes, "search"),
     ],
     principal=PrincipalDefinition(
