@@ -33,6 +33,7 @@ DEFINITION = ServerDefinition(
         "labels": "lbl_{:04d}",
         "conversation_labels": "tag_{:04d}",
         "drafts": "drf_{:04d}",
+        "attachments": "att_{:04d}",
     },
     tools=[
         ToolDefinition(tools.find_contacts, "search"),
@@ -52,6 +53,14 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.update_draft, "update"),
         ToolDefinition(tools.send_draft, "custom"),
         ToolDefinition(tools.reply_to_thread, "custom"),
+        ToolDefinition(tools.send_message, "custom"),
+        ToolDefinition(tools.forward_message, "custom"),
+        ToolDefinition(tools.trash_conversation, "custom"),
+        ToolDefinition(tools.untrash_conversation, "custom"),
+        ToolDefinition(tools.list_attachments, "search"),
+        ToolDefinition(tools.get_attachment, "get"),
+        ToolDefinition(tools.attach_file, "create"),
+        ToolDefinition(tools.remove_attachment, "delete"),
         ToolDefinition(tools.delete_draft, "delete"),
     ],
     principal=PrincipalDefinition(
@@ -70,6 +79,10 @@ DEFINITION = ServerDefinition(
             "threads": "thread_id IN (SELECT thread_id FROM conversations"
         " WHERE mailbox_email = :principal)",
             "messages": "thread_id IN (SELECT thread_id FROM conversations"
+        " WHERE mailbox_email = :principal)",
+            "attachments": "message_id IN (SELECT m.message_id FROM messages m"
+        " JOIN conversations c ON c.thread_id = m.thread_id"
+        " WHERE c.mailbox_email = :principal) OR draft_id IN (SELECT draft_id FROM drafts"
         " WHERE mailbox_email = :principal)",
         },
     ),
