@@ -30,6 +30,7 @@ DEFINITION = ServerDefinition(
         "rooms": "room_{:02d}",
         "calendars": "cal_{:03d}",
         "events": "evt_{:04d}",
+        "event_exceptions": "exc_{:04d}",
         "invitations": "inv_{:04d}",
     },
     tools=[
@@ -41,6 +42,10 @@ DEFINITION = ServerDefinition(
         ToolDefinition(tools.find_rooms, "search"),
         ToolDefinition(tools.check_room_availability, "custom", read_only=True),
         ToolDefinition(tools.get_agenda, "custom", read_only=True),
+        ToolDefinition(tools.create_recurring_event, "custom", title="Create a recurring meeting"),
+        ToolDefinition(tools.list_occurrences, "custom", title="List a series' occurrences", read_only=True),
+        ToolDefinition(tools.cancel_occurrence, "custom", title="Cancel one meeting of a series"),
+        ToolDefinition(tools.get_free_busy, "custom", title="Free/busy for several people", read_only=True),
         ToolDefinition(tools.create_event, "create"),
         ToolDefinition(tools.schedule_meeting, "custom"),
         ToolDefinition(tools.invite_attendee, "create"),
