@@ -272,7 +272,7 @@ def _subscriptions(charges: list[dict], merchants: list[dict], methods: list[dic
     rows = []
     for (_customer, merchant), charge in sorted(latest.items(), key=lambda item: item[1]["created_at"]):
         n = len(rows) + 1
-        started = datetime.fromisoformat(charge["created_at"].replace("Z", "+00:00"))
+        started = datetime.fromisoformat(charge["created_at"])
         period_end = (started + timedelta(days=30)).date()
         cancelled = charge["method_id"] not in active_method or n % 7 == 0
         status = "canceled" if cancelled else "paused" if n % 5 == 0 else "active"
@@ -304,7 +304,7 @@ def _disputes(charges: list[dict], now: datetime) -> list[dict]:
     ]
     rows = []
     for n, charge in enumerate(disputable[3:9], start=1):
-        opened = datetime.fromisoformat(charge["captured_at"].replace("Z", "+00:00")) + timedelta(days=2)
+        opened = datetime.fromisoformat(charge["captured_at"]) + timedelta(days=2)
         opened = min(opened, now - timedelta(days=1))
         status = DISPUTE_STATES[n - 1]
         if status == "needs_response":  # the first is within its 7 days to answer, the second left unanswered
