@@ -1,6 +1,6 @@
 """Custom behaviour of the calendar server (copied into servers/calendar/ by the factory)."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from servers.runtime.database import Database
@@ -87,11 +87,11 @@ def schedule_meeting(
 
 
 def _parse(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return datetime.fromisoformat(value)
 
 
 def _iso(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _shift(start: datetime, freq: str, steps: int) -> datetime | None:
