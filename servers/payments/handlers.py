@@ -102,14 +102,14 @@ def open_dispute(db: Database, charge_id: str, reason: str, amount: float | None
     return db.require("disputes", "dispute_id", dispute_id, "dispute_id")
 
 
-def close_dispute(db: Database, dispute_id: str, outcome: str) -> dict:
+def close_dispute(db: Database, dispute_id: str, decision: str) -> dict:
     """The card network's decision: a won dispute returns the amount to the merchant (not the fee); a lost
     one leaves it with the cardholder."""
     dispute = db.require("disputes", "dispute_id", dispute_id, "dispute_id")
-    if outcome == "won":
+    if decision == "won":
         _credit(db, dispute["merchant_id"], dispute["amount"])
     db.execute(
-        "UPDATE disputes SET status = ?, closed_at = ? WHERE dispute_id = ?", (outcome, db.now, dispute_id)
+        "UPDATE disputes SET status = ?, closed_at = ? WHERE dispute_id = ?", (decision, db.now, dispute_id)
     )
     return db.require("disputes", "dispute_id", dispute_id, "dispute_id")
 

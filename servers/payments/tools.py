@@ -1535,7 +1535,7 @@ def close_dispute(
             json_schema_extra={"x-envfarm-ref": "disputes.dispute_id", "x-envfarm-user-known": False},
         ),
     ],
-    outcome: Annotated[
+    decision: Annotated[
         Literal["won", "lost"],
         Field(
             description="won: the merchant keeps the money; lost: the cardholder does",
@@ -1548,7 +1548,7 @@ def close_dispute(
     money.
     """
     db.require("disputes", "dispute_id", dispute_id, "dispute_id")
-    args = {"dispute_id": dispute_id, "outcome": outcome, "now": db.now, "principal": db.principal}
+    args = {"dispute_id": dispute_id, "decision": decision, "now": db.now, "principal": db.principal}
     if db.one(
         "SELECT 1 FROM disputes WHERE dispute_id = :dispute_id"
         " AND status IN ('won', 'lost')",
@@ -1556,14 +1556,14 @@ def close_dispute(
     ):
         db.reject("Dispute {dispute_id} is already decided.".format_map(args))
     if db.one(
-        "SELECT 1 FROM disputes WHERE dispute_id = :dispute_id AND :outcome = 'won'"
+        "SELECT 1 FROM disputes WHERE dispute_id = :dispute_id AND :decision = 'won'"
         " AND status != 'under_review'",
         args,
     ):
         db.reject(
             "Dispute {dispute_id} has no evidence yet, so it cannot be won; respond_to_dispute first.".format_map(args),
         )
-    outcome = handlers.close_dispute(db, dispute_id=dispute_id, outcome=outcome)
+    outcome = handlers.close_dispute(db, dispute_id=dispute_id, decision=decision)
     return Dispute.model_validate(outcome)
 
 
