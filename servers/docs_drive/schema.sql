@@ -9,7 +9,7 @@ CREATE TABLE people (
     person_id TEXT PRIMARY KEY,
     full_name TEXT NOT NULL,
     email TEXT NOT NULL UNIQUE,
-    department TEXT CHECK (department IN ('design', 'engineering', 'finance', 'marketing', 'operations', 'sales'))
+    department TEXT CHECK (department IN ('engineering', 'design', 'finance', 'marketing', 'sales', 'operations'))
 );
 
 CREATE TABLE folders (
@@ -18,7 +18,7 @@ CREATE TABLE folders (
     parent_id TEXT REFERENCES folders (folder_id),
     owner_email TEXT NOT NULL REFERENCES people (email),
     created_at TEXT NOT NULL,
-    department TEXT CHECK (department IN ('design', 'engineering', 'finance', 'marketing', 'operations', 'sales'))
+    department TEXT CHECK (department IN ('engineering', 'design', 'finance', 'marketing', 'sales', 'operations'))
 );
 
 CREATE TABLE documents (
@@ -35,7 +35,7 @@ CREATE TABLE documents (
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
     last_edited_by TEXT NOT NULL REFERENCES people (email),
-    department TEXT CHECK (department IN ('design', 'engineering', 'finance', 'marketing', 'operations', 'sales'))
+    department TEXT CHECK (department IN ('engineering', 'design', 'finance', 'marketing', 'sales', 'operations'))
 );
 
 CREATE TABLE permissions (

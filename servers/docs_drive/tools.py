@@ -11,7 +11,7 @@ from servers.runtime.database import Database, json_array
 
 from . import handlers
 
-PersonDepartment = Literal["design", "engineering", "finance", "marketing", "operations", "sales"]
+PersonDepartment = Literal["engineering", "design", "finance", "marketing", "sales", "operations"]
 DocumentKind = Literal["document", "spreadsheet", "presentation"]
 DocumentStatus = Literal["active", "trashed"]
 PermissionRole = Literal["viewer", "editor", "owner"]
