@@ -260,7 +260,7 @@ def test_coverage_gate_names_the_unexercised_rule_and_records_coverage_per_tool(
 def test_expected_annotations_come_from_the_spec_not_from_the_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
     """The verifier's own table: a bug in the runtime's effect_hints (which every server uses) would be
     expected as well as served if the verifier asked the runtime."""
-    import servers.runtime.effects as effects
+    from servers.runtime import effects
 
     def broken(*args: object, **kwargs: object) -> effects.Hints:
         return effects.Hints(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
