@@ -25,6 +25,7 @@ from factory.mutation import (
     verify_mutant,
 )
 from factory.publish import staging_root
+from factory.source import load_environment
 from factory.spec import EquivalentMutant
 from factory.verify import VerifyOptions, verify_server
 from factory.warm import warm_launcher
@@ -156,3 +157,21 @@ def test_the_markdown_report_names_every_survivor_and_whether_it_is_explained() 
     for r in results:
         assert f"| shop | {r.file}:{r.line} | refund | {r.kind} |" in page
     assert page.count("equivalent: no call reaches it") == 1 and page.count("**no**") == 2
+
+
+def test_rule_sql_in_generated_tools_is_weakened_and_dropped(tmp_path: Path) -> None:
+    """Every operator reaches the generated code too: each spec rule's SQL condition gets a weakened
+    mutant, and each rule's rejection can be dropped."""
+    staged = stage_case(GOOD, tmp_path)
+    mutants = [m for m in server_mutants(staged) if m.file == "tools.py"]
+    rules = [
+        (tool.name, rule) for tool in load_environment(GOOD).spec.tools for rule in getattr(tool, "rules", [])
+    ]
+    assert rules
+    for name, rule in rules:
+        in_tool = [m for m in mutants if m.function == name]
+        assert any(m.kind == "drop_reject" for m in in_tool), name
+        sql = [m for m in in_tool if m.kind == "weaken_sql"]
+        assert sql, f"{name}: no weakened condition for {rule.reject_if!r}"
+    kinds = {m.kind for m in mutants}
+    assert {"drop_write", "drop_reject", "weaken_sql", "shift_constant"} <= kinds
