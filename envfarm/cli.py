@@ -166,7 +166,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_mutate(args: argparse.Namespace) -> int:
     """`envfarm verify --mutate`: the verifier's kill rate on seeded bugs, per server."""
-    from factory.mutation import MutantResult, ServerMutation, mutate_server, summarize
+    from factory.mutation import MutantResult, ServerMutation, mutate_server, render_markdown, summarize
     from factory.verify import VerifyOptions
     from factory.warm import warm_launcher
 
@@ -205,6 +205,8 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         report = summarize(anyio.run(run_all), args.seed, args.max_mutants)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    page = args.out.with_suffix(".md")
+    page.write_text(render_markdown(report, "envfarm " + " ".join(sys.argv[1:])), encoding="utf-8")
     print(f"\n{'server':<22} {'mutants':>7} {'killed':>6} {'kill rate':>9} {'explained':>9} {'unexplained':>11}")
     for s in report.servers:
         print(f"{s.server:<22} {s.mutants:>7} {s.killed:>6} {s.kill_rate:>9.0%} {s.explained:>9} {s.unexplained:>11}")
@@ -212,11 +214,14 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         for r in s.survivors:
             if r.equivalent is None:
                 print(f"survivor: {s.server} {r.file}:{r.line} ({r.function}) {r.kind}: {r.change}")
+        for problem in s.equivalent_problems:
+            print(f"equivalent_mutants: {s.server} {problem}")
     print(
         f"\nall: {report.killed} of {report.mutants} mutants killed ({report.kill_rate:.0%}), "
-        f"{report.explained} survivors explained as equivalent, {report.unexplained} unexplained; report: {args.out}"
+        f"{report.explained} survivors explained as equivalent, {report.unexplained} unexplained; "
+        f"report: {args.out} and {page}"
     )
-    return 0
+    return 1 if report.unexplained or any(s.equivalent_problems for s in report.servers) else 0
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -485,7 +490,9 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     print(f"\n{report.calls} calls: " + ", ".join(f"{k} {v}" for k, v in sorted(report.outcomes.items())))
     print("violations: " + ", ".join(f"{k} {v}" for k, v in report.violations.items()))
     for violation in report.evidence:
-        print(f"  {violation.server}.{violation.tool} {violation.invariant}: {violation.detail} <- {violation.arguments}")
+        print(
+            f"  {violation.server}.{violation.tool} {violation.invariant}: {violation.detail} <- {violation.arguments}"
+        )
     return 0 if report.ok else 1
 
 
