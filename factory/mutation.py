@@ -368,14 +368,16 @@ async def mutate_server(
     jobs: int = 2,
     options: VerifyOptions | None = None,
     progress: Callable[[MutantResult], None] | None = None,
+    mutants: list[Mutant] | None = None,
 ) -> ServerMutation:
-    """Verify every (or a sample of) mutant(s) of one published server, `jobs` at a time; survivors the
-    spec's `equivalent_mutants` explain are marked with the reason."""
+    """Verify every (or a sample of) mutant(s) of one published server, `jobs` at a time (or exactly
+    `mutants`, chosen by the caller); survivors the spec's `equivalent_mutants` explain are marked with
+    the reason."""
     options = options or VerifyOptions(fail_fast=True)
     started = time.perf_counter()
     every = server_mutants(server_dir)
     equivalents, equivalent_problems = usable_equivalents(load_server_spec(server_dir).equivalent_mutants, every)
-    chosen = sample(every, max_mutants, seed)
+    chosen = mutants if mutants is not None else sample(every, max_mutants, seed)
     results: list[MutantResult] = []
     limiter = anyio.CapacityLimiter(jobs)
 
