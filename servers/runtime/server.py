@@ -18,8 +18,7 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, redirect_stdout
 from dataclasses import dataclass, field
-from functools import partial
-from functools import cache
+from functools import cache, partial
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
