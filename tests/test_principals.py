@@ -102,8 +102,8 @@ async def test_array_parameters_are_checked_per_item_and_a_reply_goes_to_the_thr
 
 
 # Servers whose user principal owns no private rows yet: every row is shared within the organisation
-# (a project tracker), or visibility is still to be scoped (calendar: other people's events).
-SHARED_ROWS = {"calendar", "project_tracker"}
+# (a project tracker).
+SHARED_ROWS = {"project_tracker"}
 
 
 def test_every_tool_of_every_server_with_private_rows_passed_the_cross_principal_check() -> None:
@@ -126,4 +126,40 @@ def test_every_tool_of_every_server_with_private_rows_passed_the_cross_principal
         outcomes = {t["tool"]: t["checks"].get("cross_principal") for t in report["tools"]}
         assert set(outcomes.values()) == {"passed"}, f"{name}: {outcomes}"
         checked.add(name)
-    assert {"mail", "banking", "docs_drive", "team_chat", "marketplace"} <= checked
+    assert {"mail", "banking", "docs_drive", "team_chat", "marketplace", "calendar"} <= checked
+
+
+async def test_calendar_shows_other_peoples_meetings_as_busy_time_only() -> None:
+    """Calendar: a meeting is seen by its organizer and invitees; anyone else sees only when it blocks a
+    person (free/busy) or a room (busy intervals), never its id, title or invitees."""
+    from servers.calendar.server import build as build_calendar
+
+    daniel = "daniel.ahmed@example.com"
+    async with Client(build_calendar()) as client:
+        organizer = EpisodeClient(client, "daniel")
+        await organizer.reset(principal=daniel)
+        [meeting] = data(
+            await organizer.call_tool("search_events", {"title": "retrospective", "organizer_email": daniel})
+        )["events"]
+        window = {"starts_at": meeting["starts_at"], "ends_at": meeting["ends_at"]}
+        own_room = data(await organizer.call_tool("check_room_availability", {"room_id": meeting["room_id"], **window}))
+        assert [e["event_id"] for e in own_room["conflicts"]] == [meeting["event_id"]]
+
+        noah = EpisodeClient(client, "noah")
+        hidden = await noah.call_tool("get_event", {"event_id": meeting["event_id"]})
+        assert hidden.is_error and "Unknown event_id" in hidden.content[0].text  # type: ignore[union-attr]
+        listed = data(await noah.call_tool("search_events", {"title": "retrospective", "limit": 200}))["events"]
+        assert listed and meeting["event_id"] not in {e["event_id"] for e in listed}
+        room = data(await noah.call_tool("check_room_availability", {"room_id": meeting["room_id"], **window}))
+        assert room["available"] is False and room["conflicts"] == []
+        assert room["busy"] == [f"{meeting['starts_at']}/{meeting['ends_at']}"]
+        busy = data(
+            await noah.call_tool(
+                "get_free_busy",
+                {"emails": [daniel], "starts_after": meeting["starts_at"], "starts_before": meeting["ends_at"]},
+            )
+        )
+        assert busy["busy"][daniel] == [[meeting["starts_at"], meeting["ends_at"]]]
+        assert meeting["event_id"] not in json.dumps(busy) + json.dumps(room)
+        refused = await noah.call_tool("cancel_event", {"event_id": meeting["event_id"], "cancel_reason": "x"})
+        assert refused.is_error and (await noah.state()).diff == {}
