@@ -5,21 +5,28 @@ from typing import Any
 
 from servers.runtime.database import Database
 
-OVERLAP = "julianday(starts_at) < julianday(?) AND julianday(ends_at) > julianday(?)"
-
 
 def check_room_availability(db: Database, room_id: str, starts_at: str, ends_at: str) -> dict:
-    """Confirmed events in the room overlapping the window; the room is available when there are none."""
-    conflicts = db.all(
-        f"SELECT * FROM events WHERE room_id = ? AND status = 'confirmed' AND {OVERLAP} ORDER BY starts_at",
-        (room_id, ends_at, starts_at),
+    """Confirmed events in the room overlapping the window; the room is available when there are none.
+    Every booking shows as busy time, but only the principal's own meetings as events (others' are private,
+    as on a real calendar's room resource)."""
+    blocking = db.all(
+        "SELECT *, event_id IN (SELECT event_id FROM events WHERE " + db.visible("events") + ") AS mine"
+        " FROM events WHERE room_id = :room AND status = 'confirmed'"
+        " AND julianday(starts_at) < julianday(:high) AND julianday(ends_at) > julianday(:low)"
+        " ORDER BY starts_at, event_id",
+        {"room": room_id, "low": starts_at, "high": ends_at, "principal": db.principal},
     )
-    return {"room_id": room_id, "available": not conflicts, "conflicts": conflicts}
+    low, high = _parse(starts_at), _parse(ends_at)
+    busy = [f"{_iso(max(_parse(e['starts_at']), low))}/{_iso(min(_parse(e['ends_at']), high))}" for e in blocking]
+    conflicts = [{k: v for k, v in e.items() if k != "mine"} for e in blocking if e["mine"]]
+    return {"room_id": room_id, "available": not blocking, "busy": busy, "conflicts": conflicts}
 
 
-def get_agenda(db: Database, email: str, starts_after: str, starts_before: str) -> dict:
-    """Meetings the person organizes or has not declined, so a caller can see when they are busy; a
-    recurring series appears once per occurrence in the window."""
+def get_agenda(db: Database, starts_after: str, starts_before: str) -> dict:
+    """The principal's meetings (organized, or not declined), a recurring series once per occurrence in the
+    window; other people's agendas are private (get_free_busy shows only when they are busy)."""
+    email = str(db.principal)
     return {"email": email, "events": _attending(db, email, starts_after, starts_before)}
 
 

@@ -61,6 +61,16 @@ DEFINITION = ServerDefinition(
         table="people",
         column="email",
         time_zone="Europe/Lisbon",
+        scopes={
+            "events": "organizer_email = :principal OR event_id IN (SELECT event_id FROM invitations"
+        " WHERE email = :principal)",
+            "invitations": "event_id IN (SELECT event_id FROM events"
+        " WHERE organizer_email = :principal UNION SELECT event_id FROM invitations"
+        " WHERE email = :principal)",
+            "event_exceptions": "event_id IN (SELECT event_id FROM events"
+        " WHERE organizer_email = :principal UNION SELECT event_id FROM invitations"
+        " WHERE email = :principal)",
+        },
     ),
 )
 

@@ -251,13 +251,18 @@ class CheckRoomAvailabilityResult(BaseModel):
 
     room_id: str = Field(description="The room checked")
     available: bool = Field(description="True when no confirmed event overlaps the window")
-    conflicts: list[Event] = Field(description="Confirmed events overlapping the window")
+    busy: list[str] = Field(
+        description="Intervals 'start/end' (ISO 8601) when confirmed events hold the room in the window, earliest first",
+    )
+    conflicts: list[Event] = Field(
+        description="The overlapping events you organize or are invited to (others' meetings are private)",
+    )
 
 
 class GetAgendaResult(BaseModel):
     """What `get_agenda` returns."""
 
-    email: str = Field(description="Whose agenda this is")
+    email: str = Field(description="Whose agenda this is (yours)")
     events: list[Event] = Field(description="Confirmed meetings in the window, earliest first")
 
 
@@ -484,8 +489,9 @@ def search_events(
         ),
     ] = None,
 ) -> SearchEventsResult:
-    """Search meetings by title, organizer, calendar, room, status or a start-time window. Returns event
-    ids for get_event, list_invitations and the tools that change an event.
+    """Search the meetings you organize or are invited to by title, organizer, calendar, room, status or a
+    start-time window (other people's meetings are private: get_free_busy shows when they are busy).
+    Returns event ids for get_event, list_invitations and the tools that change an event.
 
     Matching: title contains (case-insensitive); organizer_email equals; calendar_id equals; room_id
     equals; status equals; starts_after at or after/above; starts_before at or before/below. Ordered by
@@ -512,6 +518,7 @@ def search_events(
         " AND (:status IS NULL OR status = :status)"
         " AND (:starts_after IS NULL OR starts_at >= :starts_after)"
         " AND (:starts_before IS NULL OR starts_at <= :starts_before)"
+        " AND (organizer_email = :principal OR event_id IN (SELECT event_id FROM invitations WHERE email = :principal))"
         " ORDER BY event_id",
         args, limit, cursor,
     )
@@ -531,7 +538,7 @@ def get_event(
         ),
     ],
 ) -> Event:
-    """Get one event's title, times, room, organizer and status."""
+    """Get the title, times, room, organizer and status of one meeting you organize or are invited to."""
     row = db.require("events", "event_id", event_id, "event_id")
     return Event(**row)
 
@@ -576,9 +583,9 @@ def list_invitations(
         ),
     ] = None,
 ) -> ListInvitationsResult:
-    """List invitations with their RSVPs: everyone invited to one event (give event_id), or every meeting
-    one person is invited to (give email). Returns invitation ids for respond_to_invitation and
-    remove_attendee.
+    """List invitations with their RSVPs on meetings you organize or are invited to: everyone invited to
+    one event (give event_id), or those of one person (give email). Returns invitation ids for
+    respond_to_invitation and remove_attendee.
 
     Matching: event_id equals; email equals; response equals. Ordered by invitation_id. Returns 100 rows
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
@@ -596,6 +603,7 @@ def list_invitations(
         " WHERE (:event_id IS NULL OR event_id = :event_id)"
         " AND (:email IS NULL OR email = :email)"
         " AND (:response IS NULL OR response = :response)"
+        " AND (event_id IN (SELECT event_id FROM events WHERE organizer_email = :principal UNION SELECT event_id FROM invitations WHERE email = :principal))"
         " ORDER BY invitation_id",
         args, limit, cursor,
     )
@@ -707,8 +715,9 @@ def check_room_availability(
         ),
     ],
 ) -> CheckRoomAvailabilityResult:
-    """Tell whether a room is free for a time window and list the confirmed events that block it. Use
-    before create_event, schedule_meeting or assign_room.
+    """Tell whether a room is free for a time window: every confirmed booking that blocks it as a busy
+    interval, and those of them that are your own meetings (organized or invited) as events. Use before
+    create_event, schedule_meeting or assign_room.
     """
     db.require("rooms", "room_id", room_id, "room_id")
     args = {
@@ -726,13 +735,6 @@ def check_room_availability(
 
 def get_agenda(
     db: Database,
-    email: Annotated[
-        str,
-        Field(
-            description="The person's email (find_people)",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
-        ),
-    ],
     starts_after: Annotated[
         str,
         Field(
@@ -750,12 +752,11 @@ def get_agenda(
         ),
     ],
 ) -> GetAgendaResult:
-    """A person's confirmed meetings in a time window, earliest first: those they organize and those they
-    are invited to and have not declined; a recurring series shows once per occurrence (its times moved
-    to that occurrence). For several people at once, get_free_busy.
+    """Your confirmed meetings in a time window, earliest first: those you organize and those you are
+    invited to and have not declined; a recurring series shows once per occurrence (its times moved to
+    that occurrence). Other people's meetings are private: get_free_busy shows when they are busy.
     """
-    db.require("people", "email", email, "email")
-    outcome = handlers.get_agenda(db, email=email, starts_after=starts_after, starts_before=starts_before)
+    outcome = handlers.get_agenda(db, starts_after=starts_after, starts_before=starts_before)
     return GetAgendaResult.model_validate(outcome)
 
 
@@ -1569,7 +1570,7 @@ def remove_attendee(
         ),
     ],
 ) -> Invitation:
-    """Take an invitee off an upcoming event by deleting their invitation."""
+    """Take an invitee off an upcoming event you organize by deleting their invitation."""
     current = db.require("invitations", "invitation_id", invitation_id, "invitation_id")
     args = {
         "invitation_id": invitation_id,
@@ -1585,6 +1586,14 @@ def remove_attendee(
     ):
         db.reject(
             "The event of invitation {invitation_id} is already over; its attendee list is history.".format_map(args),
+        )
+    if db.one(
+        "SELECT 1 FROM invitations i JOIN events e ON e.event_id = i.event_id"
+        " WHERE i.invitation_id = :invitation_id AND e.organizer_email != :principal",
+        args,
+    ):
+        db.reject(
+            "Only the organizer of the event of invitation {invitation_id} can take invitees off it; to leave the meeting yourself, decline your invitation with respond_to_invitation.".format_map(args),
         )
     db.execute("DELETE FROM invitations WHERE invitation_id = :id", args)
     return Invitation(**current)
