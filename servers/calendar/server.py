@@ -44,6 +44,7 @@ DEFINITION = ServerDefinition(
         ToolDefinition("create_recurring_event", "custom", title="Create a recurring meeting"),
         ToolDefinition("list_occurrences", "custom", title="List a series' occurrences", read_only=True),
         ToolDefinition("cancel_occurrence", "custom", title="Cancel one meeting of a series"),
+        ToolDefinition("list_cancelled_occurrences", "search", title="List cancelled meetings of series"),
         ToolDefinition("get_free_busy", "custom", title="Free/busy for several people", read_only=True),
         ToolDefinition("create_event", "create"),
         ToolDefinition("schedule_meeting", "custom"),

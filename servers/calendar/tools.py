@@ -277,6 +277,16 @@ class ListOccurrencesResult(BaseModel):
     )
 
 
+class ListCancelledOccurrencesResult(BaseModel):
+    """What `list_cancelled_occurrences` found: one page of the matching rows."""
+
+    event_exceptions: list[EventException] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+
+
 class GetFreeBusyResult(BaseModel):
     """What `get_free_busy` returns."""
 
@@ -982,6 +992,78 @@ def cancel_occurrence(
         db.reject("The occurrence of {event_id} at {occurrence_start} is already cancelled.".format_map(args))
     outcome = handlers.cancel_occurrence(db, event_id=event_id, occurrence_start=occurrence_start, reason=reason)
     return EventException.model_validate(outcome)
+
+
+def list_cancelled_occurrences(
+    db: Database,
+    event_id: Annotated[
+        str | None,
+        Field(
+            description="Series id from search_events",
+            json_schema_extra={"x-envfarm-ref": "events.event_id", "x-envfarm-column": "event_exceptions.event_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    starts_after: Annotated[
+        str | None,
+        Field(
+            description="Only meetings that would have started at or after this time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-column": "event_exceptions.occurrence_start", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    starts_before: Annotated[
+        str | None,
+        Field(
+            description="Only meetings that would have started at or before this time (ISO 8601, UTC)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
+            json_schema_extra={"x-envfarm-column": "event_exceptions.occurrence_start", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
+) -> ListCancelledOccurrencesResult:
+    """The single meetings of recurring series cancelled one by one with cancel_occurrence (the rest of
+    each series still meets), on series you organize or are invited to: by series, or by when the
+    cancelled meeting would have started.
+
+    Matching: event_id equals; starts_after at or after/above; starts_before at or before/below. Ordered
+    earliest first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass
+    the returned cursor to get the next page.
+    """
+    args = {
+        "event_id": event_id,
+        "starts_after": starts_after,
+        "starts_before": starts_before,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
+        "SELECT * FROM event_exceptions"
+        " WHERE (:event_id IS NULL OR event_id = :event_id)"
+        " AND (:starts_after IS NULL OR occurrence_start >= :starts_after)"
+        " AND (:starts_before IS NULL OR occurrence_start <= :starts_before)"
+        " AND (event_id IN (SELECT event_id FROM events WHERE organizer_email = :principal UNION SELECT event_id FROM invitations WHERE email = :principal))"
+        " ORDER BY occurrence_start, exception_id",
+        args, limit, cursor,
+    )
+    rows = [EventException(**row) for row in page['rows']]
+    return ListCancelledOccurrencesResult(
+        event_exceptions=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
 
 
 def get_free_busy(

@@ -39,6 +39,7 @@ DEFINITION = ServerDefinition(
     tools=[
         ToolDefinition("find_customer", "search"),
         ToolDefinition("list_service_levels", "search"),
+        ToolDefinition("list_delivery_cities", "search"),
         ToolDefinition("list_parcels", "search"),
         ToolDefinition("get_parcel", "get"),
         ToolDefinition("register_parcel", "create"),

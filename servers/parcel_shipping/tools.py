@@ -322,6 +322,16 @@ class ListServiceLevelsResult(BaseModel):
     cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
+class ListDeliveryCitiesResult(BaseModel):
+    """What `list_delivery_cities` found: one page of the matching rows."""
+
+    cities: list[City] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+
+
 class ListParcelsResult(BaseModel):
     """What `list_parcels` found: one page of the matching rows."""
 
@@ -516,6 +526,74 @@ def list_service_levels(
     rows = [ServiceLevel(**row) for row in page['rows']]
     return ListServiceLevelsResult(
         service_levels=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
+
+
+def list_delivery_cities(
+    db: Database,
+    city: Annotated[
+        str | None,
+        Field(
+            description="Part of the city name",
+            json_schema_extra={"x-envfarm-ref": "cities.city", "x-envfarm-column": "cities.city", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    country: Annotated[
+        str | None,
+        Field(
+            description="ISO country code, e.g. PT",
+            json_schema_extra={"x-envfarm-column": "cities.country", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    customs_union: Annotated[
+        str | None,
+        Field(
+            description="EU for the European Union, else a country code",
+            json_schema_extra={"x-envfarm-column": "cities.customs_union", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
+) -> ListDeliveryCitiesResult:
+    """List the cities Swiftline delivers to, with their country and customs union (a shipment between two
+    unions needs a customs declaration). An address must end in one of these cities (validate_address).
+
+    Matching: city contains (case-insensitive); country equals; customs_union equals. Ordered by city.
+    Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the returned
+    cursor to get the next page.
+    """
+    args = {
+        "city": city,
+        "country": country,
+        "customs_union": customs_union,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
+        "SELECT * FROM cities"
+        " WHERE (:city IS NULL OR lower(city) LIKE '%' || replace(replace(replace(lower(:city), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:country IS NULL OR country = :country)"
+        " AND (:customs_union IS NULL OR customs_union = :customs_union)"
+        " ORDER BY city",
+        args, limit, cursor,
+    )
+    rows = [City(**row) for row in page['rows']]
+    return ListDeliveryCitiesResult(
+        cities=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
     )
 
 
