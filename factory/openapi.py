@@ -270,13 +270,16 @@ def _scalar(schema: dict[str, Any]) -> bool:
     return _type(schema) in ("string", "integer", "number", "boolean") or (_type(schema) is None and "enum" in schema)
 
 
+LIST_TEXT = "(the API's list, as comma-separated text)"  # a list column's note; its seed values follow it
+
+
 class _Column(BaseModel):
     name: str
     type: str
     description: str
     enum: list[str] | None = None
     ref: str | None = None
-    json_text: bool = False  # an array or nested object, kept as text
+    json_text: str | None = None  # "list" (an array of scalars) or "nested data", kept as text
     format: str | None = None
     example: Any = None
     minimum: float | None = None
@@ -418,7 +421,7 @@ class _Importer:
             enum = None
         description = first_paragraph(schema.get("description"), 160)
         if json_text == "list":
-            description = (description + " " if description else "") + "(the API's list, as comma-separated text)"
+            description = (description + " " if description else "") + LIST_TEXT
         elif json_text:
             description = (description + " " if description else "") + "(the API's nested data, as text)"
         existing = entity.columns.get(column)
@@ -435,7 +438,7 @@ class _Importer:
             type=kind,
             description=description,
             enum=enum,
-            json_text=bool(json_text),
+            json_text=json_text or None,
             format=fmt,
             example=schema.get("example"),
             minimum=schema.get("minimum"),
@@ -661,11 +664,18 @@ class _Importer:
 
     # ---- tool builders -------------------------------------------------------------------------
 
-    def _param_from_column(self, column: _Column, description: str | None, required: bool = False) -> dict[str, Any]:
-        param: dict[str, Any] = {
-            "type": column.type,
-            "description": description or column.description or column.name.replace("_", " "),
-        }
+    def _param_from_column(
+        self, column: _Column, description: str | None, required: bool = False, search: bool = False
+    ) -> dict[str, Any]:
+        """A tool param filling or filtering `column`. A list column (kept as comma-joined text) takes an
+        array when written, so no param is a comma-separated string; a search matches one item's text."""
+        text = description or column.description or column.name.replace("_", " ")
+        param: dict[str, Any] = {"type": column.type, "description": text}
+        if column.json_text == "list":
+            text = text.replace(LIST_TEXT, "").strip()
+            param["description"] = f"{text} (any list item containing this text)" if search else text
+            if not search:
+                param["items"] = True
         if required:
             param["required"] = True
         if column.enum:
@@ -752,7 +762,7 @@ class _Importer:
                 continue
             col = entity.columns[target]
             desc = first_paragraph(param.get("description")) or col.description
-            tool_param = self._param_from_column(col, desc)
+            tool_param = self._param_from_column(col, desc, search=True)
             if col.type == "string" and not col.enum and (col.json_text or _user_known(target, col, entity)):
                 tool_param["match"] = "contains"
             if target != column:
@@ -1017,6 +1027,8 @@ class _Importer:
             return next((v for v in values if v != avoid), values[0] if values else None)
         if param.get("enum"):
             return next((v for v in param["enum"] if v != avoid), param["enum"][0])
+        if param.get("items"):  # a list column: one new item
+            return [self._fresh({**tool, "params": {pname: {**param, "items": False}}}, pname, seed, avoid)]
         return {
             "string": f"New {pname.replace('_', ' ')}",
             "integer": 7,
@@ -1039,7 +1051,11 @@ class _Importer:
             if not args:  # at least one value, so the call says something
                 first = next(iter(params))
                 args[first] = self._fresh(tool, first, seed)
-            shown = {p: v for p, v in args.items() if params[p]["type"] == "string" and not params[p].get("column")}
+            shown = {
+                p: v
+                for p, v in args.items()
+                if params[p]["type"] == "string" and not params[p].get("column") and not params[p].get("items")
+            }
             expect: dict[str, Any] = {"rows": {table: {"added": 1}}}
             if shown:
                 expect["result"] = shown
@@ -1062,10 +1078,11 @@ class _Importer:
         target = changes[0]
         value = self._fresh(tool, target, seed, avoid=row.get(params[target].get("column", target)))
         column = params[target].get("column", target)
+        stored = ", ".join(map(str, value)) if isinstance(value, list) else value  # a list column keeps joined text
         examples = [
             {
                 "args": {key: row[key_column], target: value},
-                "expect": {"state": {f"{where}.{column}": value}, "rows": {table: {"updated": 1}}},
+                "expect": {"state": {f"{where}.{column}": stored}, "rows": {table: {"updated": 1}}},
             }
         ]
         if all(not params[p].get("required") for p in changes):
@@ -1236,9 +1253,7 @@ def _value(column: _Column, n: int, rng: random.Random, now: datetime, person: s
     if n == 0 and example is not None and not column.json_text and _fits(column, example):
         return example
     if column.json_text:
-        return (
-            ", ".join(WORDS[(n + k) % len(WORDS)] for k in range(2)) if "comma-separated" in column.description else ""
-        )
+        return ", ".join(WORDS[(n + k) % len(WORDS)] for k in range(2)) if column.json_text == "list" else ""
     if column.enum:
         return column.enum[n % len(column.enum)]
     if kind == "boolean":

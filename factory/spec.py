@@ -141,6 +141,9 @@ class RowChange(StrictModel):
     removed: int = Field(default=0, ge=0)
 
 
+LIST_AS_TEXT = re.compile(
+    r"\b(comma|semicolon)s?[- ](separated|delimited)|separated by (commas|semicolons)", re.IGNORECASE
+)
 STATE_KEY = re.compile(r"^(?P<table>[a-z][a-z0-9_]*)\[(?P<key>[^\]]+)\](?:\.(?P<column>[a-z_][a-z0-9_]*))?$")
 REFERENCE = re.compile(r"\$\{([a-z_][a-z0-9_]*)((?:\.[A-Za-z0-9_]+)*)\}")
 
@@ -417,6 +420,9 @@ class BaseTool(StrictModel):
                 problems.append((f"{at}.params.{pname}", f"{pname!r} is reserved (the runtime or paging binds it)"))
             if param.items and param.match != "exact":
                 problems.append((f"{at}.params.{pname}.match", "an array param matches any of its items exactly"))
+            if not param.items and param.type == "string" and LIST_AS_TEXT.search(param.description):
+                problem = "a list is an array param (items: true), not comma- or semicolon-separated text"
+                problems.append((f"{at}.params.{pname}", problem))
         known = self.sql_names()
         for j, rule in enumerate(self.rules):
             for name in _PLACEHOLDER.findall(rule.reject_if):

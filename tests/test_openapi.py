@@ -89,6 +89,10 @@ def test_petstore_operations_map_to_the_right_effects() -> None:
     pets = spec["entities"]["pets"]["columns"]
     assert pets["category_name"]["type"] == "string"  # Category {id, name} flattened one level
     assert "comma-separated" in pets["photo_urls"]["description"]  # an array kept as text
+    add_pet = next(t for t in spec["tools"] if t["name"] == "add_pet")
+    photos = add_pet["params"]["photo_urls"]  # ... but written as an array, never as separated text
+    assert photos["items"] is True and "comma" not in photos["description"]
+    assert add_pet["examples"][0]["args"]["photo_urls"] == ["New photo urls"]
     assert spec["seed"]["pets"][0]["name"] == "doggie"  # the schema's example seeds the first row
     assert any("api_key" in n and "principal" in n for n in result.report.notes)  # auth -> our principal
     # Writes carry expectations: a delete removes an unreferenced row, an update sets what it names.

@@ -155,6 +155,21 @@ def test_only_writes_to_one_row_bind_id(tmp_path: Path) -> None:
     assert ":id" in found["tools.2(list_free_slots).rules.0.reject_if"]
 
 
+def test_a_list_passed_as_separated_text_is_refused(tmp_path: Path) -> None:
+    """A string param whose description says it holds comma- or semicolon-separated items is a list in
+    disguise: the spec must declare it an array (items: true)."""
+    folder, data = clinic_copy(tmp_path)
+    data["tools"][2]["params"]["doctor_id"]["description"] = "Doctor ids, comma-separated"
+    write_spec(folder, data)
+
+    found = dict(problems_of(folder).problems)
+
+    assert "array param (items: true)" in found["tools.2(list_free_slots).params.doctor_id"]
+    data["tools"][2]["params"]["doctor_id"] |= {"items": True}
+    write_spec(folder, data)
+    assert load_environment(folder).spec.tools[2].params["doctor_id"].items
+
+
 def test_kinds_derive_changed_tables_hints_and_results() -> None:
     spec = load_environment(CLINIC_SPEC).spec
     book, cancel, get, reschedule = (
