@@ -165,11 +165,27 @@ class SeedView:
         scoped = self.spec.principal.scope if self.spec.principal else {}
         return {k for t in scoped for k in set(self.visible(t, owner)) - set(self.visible(t, other))}
 
-    def visible_keys(self) -> dict[str, list[str]]:
-        default = self.spec.principal.default if self.spec.principal else None
-        return {table: self.visible(table, default) for table in self.spec.entities}
+    def _default(self) -> str | None:
+        return self.spec.principal.default if self.spec.principal else None
 
-    def _values(self, tool: ToolKind, name: str, param: Param) -> list[Any]:
+    def visible_keys(self, principal: str | None = None) -> dict[str, list[str]]:
+        """Keys of every table's rows `principal` (default: the spec's) may see."""
+        principal = principal or self._default()
+        return {table: self.visible(table, principal) for table in self.spec.entities}
+
+    def paging_principals(self) -> list[str | None]:
+        """Whom the paging check lists as: the default principal and, where rows are private, also the
+        principal seeing the most private rows the default cannot (the default may own none of a table)."""
+        default = self._default()
+        scoped = self.spec.principal.scope if self.spec.principal else {}
+        if not scoped or default is None:
+            return [default]
+        mine = {t: set(self.visible(t, default)) for t in scoped}
+        gains = {p: sum(len(set(self.visible(t, p)) - mine[t]) for t in scoped) for p in self.principals()}
+        richest = max(gains, key=lambda p: gains[p], default=None)  # first in seed order on a tie
+        return [default] + ([richest] if richest is not None and gains[richest] > 0 else [])
+
+    def _values(self, tool: ToolKind, name: str, param: Param, principal: str | None = None) -> list[Any]:
         """Every value worth listing by for one required param: the keys the principal sees, or the enum."""
         if param.enum:
             return list(param.enum)
@@ -181,19 +197,19 @@ class SeedView:
             # A filter on the listed table's own column: the values its rows hold find every row.
             table, column = tool.entity, param.column or name
         pk = self.spec.entities[table].primary_key
-        keys = set(self.visible(table, self.spec.principal.default if self.spec.principal else None))
+        keys = set(self.visible(table, principal or self._default()))
         values = [r.get(column) for r in self.rows.get(table, []) if str(r.get(pk)) in keys]
         return list(dict.fromkeys(v for v in values if v is not None))
 
-    def list_calls(self) -> Iterator[tuple[ToolKind, dict[str, Any]]]:
-        """Calls that together list everything: each list tool (a search, or a custom tool returning rows)
-        with every value of its required params (one at a time, the others at their first value), at most
-        MAX_LIST_CALLS per tool."""
+    def list_calls(self, principal: str | None = None) -> Iterator[tuple[ToolKind, dict[str, Any]]]:
+        """Calls that together list everything `principal` (default: the spec's) may see: each list tool
+        (a search, or a custom tool returning rows) with every value of its required params (one at a time,
+        the others at their first value), at most MAX_LIST_CALLS per tool."""
         for tool in self.spec.tools:
             if self.listed_entity(tool) is None:
                 continue
             required = {n: p for n, p in tool.params.items() if p.required}
-            pools = {n: self._values(tool, n, p) for n, p in required.items()}
+            pools = {n: self._values(tool, n, p, principal) for n, p in required.items()}
             if any(not pool for pool in pools.values()):
                 continue
             first = {n: pool[0] for n, pool in pools.items()}
@@ -223,10 +239,9 @@ class SeedView:
         fields = getattr(result, "fields", None) or {}
         return next(((f, r.items) for f, r in fields.items() if r.type == "array" and r.items in self.spec.entities), None)
 
-    def get_keys(self, tool: KeyedTool, found: set[str]) -> list[Any]:
+    def get_keys(self, tool: KeyedTool, found: set[str], principal: str | None = None) -> list[Any]:
         """Values of a get's key column on the rows the principal sees, where some list showed the value."""
-        default = self.spec.principal.default if self.spec.principal else None
-        keys = set(self.visible(tool.entity, default))
+        keys = set(self.visible(tool.entity, principal or self._default()))
         pk = self.spec.entities[tool.entity].primary_key
         values = [r.get(tool.key_column) for r in self.rows.get(tool.entity, []) if str(r.get(pk)) in keys]
         return list(dict.fromkeys(v for v in values if v is not None and str(v) in found))
