@@ -1453,6 +1453,18 @@ def _schemes(data: dict[str, Any]) -> list[str]:
     return kinds
 
 
+def owner_fields(spec: dict[str, Any], users: str) -> list[tuple[str, str]]:
+    """(table, column) of the columns naming a row's owner (`owner`, `owner_id`, `owner_login`...) in the
+    tables other than the users table: where an imported API may keep rows private to a user."""
+    return [
+        (table, column)
+        for table, entity in spec["entities"].items()
+        if table != users
+        for column in entity["columns"]
+        if column == "owner" or column.startswith("owner_")
+    ]
+
+
 def infer_principal(
     importer: _Importer, data: dict[str, Any], spec: dict[str, Any], title: str
 ) -> tuple[dict[str, Any], list[str]]:
@@ -1496,9 +1508,17 @@ def infer_principal(
         if column is not None:
             why = f"per-user credentials ({', '.join(sorted(set(auth)))})"
             why += f" and the current-user path {current[0]}" if current else f" and the `{table}` resource"
+            owners = owner_fields(spec, table)
+            private = (
+                f"the document names owner fields ({', '.join(f'`{t}.{c}`' for t, c in owners)}) but not whether "
+                "they make rows private: scope them with `principal.scope`, e.g. "
+                f'`{owners[0][0]}: "{owners[0][1]} IN (SELECT ... FROM {table} WHERE {column} = :principal)"`'
+                if owners
+                else "the document does not say which are private (add `principal.scope`)"
+            )
             notes.append(
                 f"principal: user, one of `{table}.{column}` (default {rows[0][column]!r}), from {why}. Rows are "
-                "not scoped to the user: the document does not say which are private (add `principal.scope`)"
+                f"not scoped to the user: {private}"
             )
             return {
                 "kind": "user",

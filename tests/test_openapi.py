@@ -289,6 +289,16 @@ def test_auth_schemes_and_current_user_paths_map_to_a_principal(
     assert result.spec["scenarios"] and all(s["steps"][0]["name"] == "made" for s in result.spec["scenarios"])
 
 
+def test_owner_fields_are_named_for_scoping_a_user_principal() -> None:
+    """An imported user principal is not scoped by guesswork: the notes name the owner fields the document
+    has (GitHub's repository owner) and how to scope them; a document without any says so."""
+    notes = "\n".join(import_openapi(DATA / "issue_tracker_31.yaml").report.notes)
+    assert "owner fields (`repositories.owner_login`, `repositories.owner_id`)" in notes
+    assert "principal.scope" in notes and "WHERE email = :principal" in notes
+    petstore = "\n".join(import_openapi(DATA / "petstore.yaml").report.notes)
+    assert "does not say which are private" in petstore
+
+
 def test_the_published_servers_carry_the_drafted_policy(built: tuple[Path, BuildResult]) -> None:
     farm, _ = built
     for document in DOCUMENTS:
