@@ -690,14 +690,17 @@ class Verifier:
         """Paging reachability, per table: every row the principal may see has its key in some page of some
         list (search tools, and custom tools that page), walking every cursor; and every list's pages add
         up to its total with no row twice. Checked as the default principal and, where rows are private,
-        as the one seeing the most rows the default cannot."""
+        as the one seeing the most rows the default cannot (then on the private tables only)."""
+        scoped = set(self.spec.principal.scope) if self.spec.principal else set()
         for n, principal in enumerate(self.seed.paging_principals()):  # the default first
-            await self._check_paging_as(principal, {PRINCIPAL_KEY: principal} if n else {})
+            await self._check_paging_as(principal, {PRINCIPAL_KEY: principal} if n else {}, scoped if n else None)
 
-    async def _check_paging_as(self, principal: str | None, acting: dict[str, Any]) -> None:
+    async def _check_paging_as(self, principal: str | None, acting: dict[str, Any], tables: set[str] | None) -> None:
+        """The paging check as one principal, over `tables` (None: every table)."""
         found: set[str] = set()
         for tool, arguments in self.seed.list_calls(principal):
-            if tool.name not in self.listed:
+            listed = self.seed.listed_entity(tool)
+            if tool.name not in self.listed or (tables is not None and (listed is None or listed[1] not in tables)):
                 continue
             episode = "paging"
             cursor: str | None = None
@@ -725,12 +728,14 @@ class Verifier:
                     break
         # A row a get fetches by a key some list showed is reachable too (an invoice by its listed appointment).
         for tool in self.spec.tools:
-            if isinstance(tool, GetTool) and tool.name in self.listed:
+            if isinstance(tool, GetTool) and tool.name in self.listed and (tables is None or tool.entity in tables):
                 for value in self.seed.get_keys(tool, found, principal)[: MAX_PAGES * 6]:
                     result = await self._call(tool.name, {tool.key: value, **acting}, "paging")
                     if not result.is_error:
                         found |= set(_keys(result.structured))
         for table, keys in self.seed.visible_keys(principal).items():
+            if tables is not None and table not in tables:
+                continue
             hidden = sorted(k for k in keys if k not in found)
             strict = self.options.strict_paging and table not in self.spec.unlisted
             record = self.recorder.judge if strict else self.recorder.advise

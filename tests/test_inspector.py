@@ -24,10 +24,13 @@ pytestmark = [
 ]
 
 
-def inspector(*args: str, python: str = sys.executable, cwd: Path = REPO) -> dict[str, Any]:
-    """Run the Inspector CLI against `<python> -m servers.clinic` (started in `cwd`) and parse what it prints."""
+SERVERS = sorted(p.parent.name for p in (REPO / "servers").glob("*/spec.json"))
+
+
+def inspector(*args: str, python: str = sys.executable, cwd: Path = REPO, server: str = "clinic") -> dict[str, Any]:
+    """Run the Inspector CLI against `<python> -m servers.<server>` (started in `cwd`) and parse what it prints."""
     assert NPX is not None
-    command = [NPX, "-y", "@modelcontextprotocol/inspector", "--cli", python, "-m", "servers.clinic", *args]
+    command = [NPX, "-y", "@modelcontextprotocol/inspector", "--cli", python, "-m", f"servers.{server}", *args]
     done = subprocess.run(command, check=False, cwd=cwd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)
@@ -46,3 +49,20 @@ def test_the_inspector_calls_a_tool() -> None:
     result = inspector("--method", "tools/call", "--tool-name", "find_patient", "--tool-arg", "full_name=lopez")
     assert result.get("isError") is not True
     assert result["structuredContent"]["count"] >= 1
+
+
+@pytest.mark.parametrize("server", SERVERS)
+def test_the_inspector_lists_and_calls_every_server(server: str) -> None:
+    """Every published server, over stdio: the Inspector lists its tools in spec order and calls its first
+    list that needs no argument, which answers one page with its total."""
+    spec = json.loads((REPO / "servers" / server / "spec.json").read_text())
+    listed = inspector("--method", "tools/list", server=server)
+    assert [tool["name"] for tool in listed["tools"]] == [tool["name"] for tool in spec["tools"]]
+    search = next(
+        t["name"]
+        for t in spec["tools"]
+        if t["effect"] == "search" and not any(p.get("required") for p in t["params"].values())
+    )
+    result = inspector("--method", "tools/call", "--tool-name", search, server=server)
+    assert result.get("isError") is not True, result
+    assert result["structuredContent"]["total"] >= result["structuredContent"]["count"]
