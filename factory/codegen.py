@@ -718,6 +718,7 @@ def render_server_module(spec: EnvironmentSpec) -> str:
             "    id_formats={",
             *[f"        {py(t)}: {py(e.id_format)}," for t, e in spec.entities.items()],
             "    },",
+            *([f"    id_namespace={py(spec.name)},"] if spec.ids == "opaque" else []),
             "    tools=[",
             *[line for tool in spec.tools for line in _tool_definition(tool)],
             "    ],",

@@ -57,7 +57,7 @@ def create_rental(
         "rentals",
         {
             "rental_id": rental_id,
-            "confirmation_code": confirmation_code(int(rental_id.split("_")[1])),
+            "confirmation_code": confirmation_code(db.id_number("rentals")),
             "driver_id": driver_id,
             "vehicle_id": vehicle_id,
             "pickup_branch_id": vehicle["branch_id"],

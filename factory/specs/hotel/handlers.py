@@ -52,7 +52,7 @@ def create_reservation(
         "reservations",
         {
             "res_id": res_id,
-            "confirmation_code": confirmation_code(int(res_id.split("_")[1])),
+            "confirmation_code": confirmation_code(db.id_number("reservations")),
             "guest_id": guest_id,
             "hotel_id": room["hotel_id"],
             "room_id": room_id,

@@ -45,7 +45,7 @@ def book_tour(db: Database, traveller_id: str, departure_id: str, seats: int) ->
         "bookings",
         {
             "booking_id": booking_id,
-            "booking_ref": booking_ref(int(booking_id.split("_")[1])),
+            "booking_ref": booking_ref(db.id_number("bookings")),
             "traveller_id": traveller_id,
             "departure_id": departure_id,
             "seats": seats,
