@@ -24,7 +24,7 @@ CLINIC_SPEC = REPO / "factory" / "specs" / "clinic"
 ANNEX = "clinic_annex"
 EPISODE = EPISODE_META_KEY
 # A future slot that is free in the clinic seed: every fresh episode can book it.
-FREE_SLOT = "slot_0010"
+FREE_SLOT = "slot_kv2sy6"
 
 
 @pytest.fixture(scope="session")
@@ -61,7 +61,7 @@ async def close(client: Client, episode: str) -> CloseResult:
     return await EpisodeClient(client, episode).close()
 
 
-def booking(slot: str, reason: str, patient: str = "pat_0001") -> dict[str, str]:
+def booking(slot: str, reason: str, patient: str = "pat_dc63z3") -> dict[str, str]:
     return {"patient_id": patient, "slot_id": slot, "reason": reason}
 
 
