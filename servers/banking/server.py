@@ -34,6 +34,7 @@ DEFINITION = ServerDefinition(
         "transactions": "txn_{:05d}",
         "scheduled_payments": "sch_{:04d}",
     },
+    id_namespace="banking",
     tools=[
         ToolDefinition(tools.find_customer, "search"),
         ToolDefinition(tools.list_accounts, "search"),

@@ -32,6 +32,7 @@ DEFINITION = ServerDefinition(
         "events": "evt_{:04d}",
         "invitations": "inv_{:04d}",
     },
+    id_namespace="calendar",
     tools=[
         ToolDefinition(tools.find_people, "search"),
         ToolDefinition(tools.list_calendars, "search"),

@@ -35,6 +35,7 @@ DEFINITION = ServerDefinition(
         "rental_extras": "rex_{:04d}",
         "damage_reports": "dmg_{:04d}",
     },
+    id_namespace="car_rental",
     tools=[
         ToolDefinition(tools.list_branches, "search"),
         ToolDefinition(tools.list_vehicle_classes, "search"),

@@ -32,6 +32,7 @@ DEFINITION = ServerDefinition(
         "appointments": "apt_{:04d}",
         "invoices": "inv_{:04d}",
     },
+    id_namespace="clinic",
     tools=[
         ToolDefinition(tools.find_patient, "search"),
         ToolDefinition(tools.search_doctors, "search"),

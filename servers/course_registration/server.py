@@ -36,6 +36,7 @@ DEFINITION = ServerDefinition(
         "grades": "grd_{:04d}",
         "prerequisite_overrides": "ovr_{:04d}",
     },
+    id_namespace="course_registration",
     tools=[
         ToolDefinition(tools.find_student, "search"),
         ToolDefinition(tools.list_terms, "search"),

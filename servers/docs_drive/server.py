@@ -33,6 +33,7 @@ DEFINITION = ServerDefinition(
         "versions": "ver_{:04d}",
         "comments": "cmt_{:04d}",
     },
+    id_namespace="docs_drive",
     tools=[
         ToolDefinition(tools.find_people, "search"),
         ToolDefinition(tools.list_folders, "search"),

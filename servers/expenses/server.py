@@ -34,6 +34,7 @@ DEFINITION = ServerDefinition(
         "expense_lines": "lin_{:04d}",
         "approvals": "apr_{:04d}",
     },
+    id_namespace="expenses",
     tools=[
         ToolDefinition(tools.find_employee, "search"),
         ToolDefinition(tools.list_cost_centers, "search"),

@@ -34,6 +34,7 @@ DEFINITION = ServerDefinition(
         "pt_sessions": "pts_{:04d}",
         "freezes": "frz_{:04d}",
     },
+    id_namespace="fitness_club",
     tools=[
         ToolDefinition(tools.find_member, "search"),
         ToolDefinition(tools.list_membership_plans, "search"),

@@ -34,6 +34,7 @@ DEFINITION = ServerDefinition(
         "fuel_logs": "ful_{:04d}",
         "inspections": "ins_{:04d}",
     },
+    id_namespace="fleet",
     tools=[
         ToolDefinition(tools.find_driver, "search"),
         ToolDefinition(tools.search_vehicles, "search"),

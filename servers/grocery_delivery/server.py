@@ -36,6 +36,7 @@ DEFINITION = ServerDefinition(
         "order_items": "oit_{:04d}",
         "substitutions": "sub_{:04d}",
     },
+    id_namespace="grocery_delivery",
     tools=[
         ToolDefinition(tools.find_customer, "search"),
         ToolDefinition(tools.list_stores, "search"),

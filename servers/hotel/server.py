@@ -33,6 +33,7 @@ DEFINITION = ServerDefinition(
         "reservations": "res_{:04d}",
         "folio_charges": "chg_{:05d}",
     },
+    id_namespace="hotel",
     tools=[
         ToolDefinition(tools.search_hotels, "search"),
         ToolDefinition(tools.list_room_types, "search"),

@@ -33,6 +33,7 @@ DEFINITION = ServerDefinition(
         "payments": "pmt_{:04d}",
         "credit_notes": "crn_{:04d}",
     },
+    id_namespace="invoicing",
     tools=[
         ToolDefinition(tools.find_client, "search"),
         ToolDefinition(tools.get_client, "get"),

@@ -33,6 +33,7 @@ DEFINITION = ServerDefinition(
         "holds": "hld_{:04d}",
         "fines": "fin_{:04d}",
     },
+    id_namespace="library",
     tools=[
         ToolDefinition(tools.find_member, "search"),
         ToolDefinition(tools.search_catalog, "search"),

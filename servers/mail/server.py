@@ -34,6 +34,7 @@ DEFINITION = ServerDefinition(
         "conversation_labels": "tag_{:04d}",
         "drafts": "drf_{:04d}",
     },
+    id_namespace="mail",
     tools=[
         ToolDefinition(tools.find_contacts, "search"),
         ToolDefinition(tools.list_conversations, "search"),

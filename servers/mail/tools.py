@@ -316,16 +316,16 @@ def find_contacts(
 ) -> FindContactsResult:
     """Look up colleagues' email addresses by part of their name or by exact email.
 
-    Matching: full_name contains (case-insensitive); email equals. Ordered by mailbox_id. Returns 25
-    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
-    the next page.
+    Matching: full_name contains (case-insensitive); email equals. Ordered oldest first. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
     """
     args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM mailboxes"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
-        " ORDER BY mailbox_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Mailbox(**row) for row in page['rows']]
@@ -403,7 +403,7 @@ def list_conversations(
         " AND (:is_read IS NULL OR is_read = :is_read)"
         " AND (:is_starred IS NULL OR is_starred = :is_starred)"
         " AND (mailbox_email = :principal)"
-        " ORDER BY last_message_at DESC, conversation_id",
+        " ORDER BY last_message_at DESC, rowid",
         args, limit, cursor,
     )
     rows = [Conversation(**row) for row in page['rows']]
@@ -502,7 +502,7 @@ def list_messages(
         "SELECT * FROM messages"
         " WHERE (:thread_id IS NULL OR thread_id = :thread_id)"
         " AND (thread_id IN (SELECT thread_id FROM conversations WHERE mailbox_email = :principal))"
-        " ORDER BY sent_at, message_id",
+        " ORDER BY sent_at, rowid",
         args, limit, cursor,
     )
     rows = [Message(**row) for row in page['rows']]
@@ -532,14 +532,14 @@ def list_labels(
 ) -> ListLabelsResult:
     """List the labels of your mailbox. Returns label ids for apply_label.
 
-    Ordered by label_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more;
-    pass the returned cursor to get the next page.
+    Ordered oldest first. Returns 25 rows per page by default (limit: up to 200) with total and
+    has_more; pass the returned cursor to get the next page.
     """
     args = {"now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM labels"
         " WHERE (mailbox_email = :principal)"
-        " ORDER BY label_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Label(**row) for row in page['rows']]
@@ -576,8 +576,8 @@ def list_applied_labels(
 ) -> ListAppliedLabelsResult:
     """List the labels applied to one conversation. Returns tag ids for remove_label.
 
-    Matching: conversation_id equals. Ordered by tag_id. Returns 25 rows per page by default (limit: up
-    to 200) with total and has_more; pass the returned cursor to get the next page.
+    Matching: conversation_id equals. Ordered oldest first. Returns 25 rows per page by default (limit:
+    up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("conversations", "conversation_id", conversation_id, "conversation_id")
     args = {"conversation_id": conversation_id, "now": db.now, "principal": db.principal}
@@ -585,7 +585,7 @@ def list_applied_labels(
         "SELECT * FROM conversation_labels"
         " WHERE (:conversation_id IS NULL OR conversation_id = :conversation_id)"
         " AND (conversation_id IN (SELECT conversation_id FROM conversations WHERE mailbox_email = :principal))"
-        " ORDER BY tag_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [ConversationLabel(**row) for row in page['rows']]
@@ -851,7 +851,7 @@ def list_drafts(
         "SELECT * FROM drafts"
         " WHERE (:status IS NULL OR status = :status)"
         " AND (mailbox_email = :principal)"
-        " ORDER BY updated_at DESC, draft_id",
+        " ORDER BY updated_at DESC, rowid",
         args, limit, cursor,
     )
     rows = [Draft(**row) for row in page['rows']]

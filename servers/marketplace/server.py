@@ -33,6 +33,7 @@ DEFINITION = ServerDefinition(
         "shipping_labels": "lbl_{:04d}",
         "disputes": "dsp_{:04d}",
     },
+    id_namespace="marketplace",
     tools=[
         ToolDefinition(tools.find_member, "search"),
         ToolDefinition(tools.search_listings, "search"),

@@ -34,6 +34,7 @@ DEFINITION = ServerDefinition(
         "sends": "snd_{:05d}",
         "unsubscribes": "uns_{:04d}",
     },
+    id_namespace="newsletter",
     tools=[
         ToolDefinition(tools.search_lists, "search"),
         ToolDefinition(tools.find_subscribers, "search"),

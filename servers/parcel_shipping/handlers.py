@@ -40,7 +40,7 @@ def create_shipment(
     sender = db.require("customers", "customer_id", parcel["sender_id"], "sender_id")
     recipient = db.require("customers", "customer_id", parcel["recipient_id"], "recipient_id")
     shipment_id = db.next_id("shipments")
-    sequence = int(shipment_id.rsplit("_", 1)[1])
+    sequence = db.id_number("shipments")
     today = date.fromisoformat(db.now[:10])
     db.insert(
         "shipments",

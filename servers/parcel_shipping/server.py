@@ -35,6 +35,7 @@ DEFINITION = ServerDefinition(
         "address_changes": "adc_{:04d}",
         "claims": "clm_{:04d}",
     },
+    id_namespace="parcel_shipping",
     tools=[
         ToolDefinition(tools.find_customer, "search"),
         ToolDefinition(tools.list_service_levels, "search"),

@@ -33,6 +33,7 @@ DEFINITION = ServerDefinition(
         "refunds": "re_{:04d}",
         "payouts": "po_{:04d}",
     },
+    id_namespace="payments",
     tools=[
         ToolDefinition(tools.find_customer, "search"),
         ToolDefinition(tools.list_payment_methods, "search"),

@@ -37,6 +37,7 @@ DEFINITION = ServerDefinition(
         "pickups": "pku_{:04d}",
         "counter_sales": "sale_{:04d}",
     },
+    id_namespace="pharmacy",
     tools=[
         ToolDefinition(tools.find_patient, "search"),
         ToolDefinition(tools.get_insurance_plan, "get"),

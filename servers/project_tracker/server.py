@@ -33,6 +33,7 @@ DEFINITION = ServerDefinition(
         "tasks": "tsk_{:04d}",
         "comments": "cmt_{:04d}",
     },
+    id_namespace="project_tracker",
     tools=[
         ToolDefinition(tools.find_people, "search"),
         ToolDefinition(tools.search_projects, "search"),

@@ -33,6 +33,7 @@ DEFINITION = ServerDefinition(
         "messages": "msg_{:04d}",
         "reactions": "rx_{:04d}",
     },
+    id_namespace="team_chat",
     tools=[
         ToolDefinition(tools.list_workspaces, "search"),
         ToolDefinition(tools.find_members, "search"),

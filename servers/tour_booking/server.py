@@ -34,6 +34,7 @@ DEFINITION = ServerDefinition(
         "refunds": "rfd_{:04d}",
         "reviews": "rev_{:04d}",
     },
+    id_namespace="tour_booking",
     tools=[
         ToolDefinition(tools.search_tours, "search"),
         ToolDefinition(tools.get_tour, "get"),

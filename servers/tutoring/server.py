@@ -35,6 +35,7 @@ DEFINITION = ServerDefinition(
         "sessions": "ses_{:04d}",
         "feedback": "fb_{:04d}",
     },
+    id_namespace="tutoring",
     tools=[
         ToolDefinition(tools.find_student, "search"),
         ToolDefinition(tools.search_tutors, "search"),

@@ -38,6 +38,7 @@ DEFINITION = ServerDefinition(
         "transfers": "trf_{:04d}",
         "cycle_counts": "cc_{:04d}",
     },
+    id_namespace="warehouse",
     tools=[
         ToolDefinition(tools.list_warehouses, "search"),
         ToolDefinition(tools.search_skus, "search"),
