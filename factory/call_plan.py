@@ -87,8 +87,7 @@ class SeedView:
         scopes = {t: p for t in principal.scope if (p := principal.predicate(t))} if principal else {}
         self.connection: sqlite3.Connection = build_seed(schema_sql, self.rows, default)
         ids = {t: e.id_format for t, e in spec.entities.items()}
-        namespace = spec.name if spec.ids == "opaque" else None
-        self.db = Database(self.connection, spec.now_iso, ids, default, scopes, id_namespace=namespace)
+        self.db = Database(self.connection, spec.now_iso, ids, default, scopes, id_namespace=spec.ids_namespace)
         self._distinct: dict[tuple[str, str], list[Any]] = {}
 
     def distinct(self, table: str, column: str) -> list[Any]:

@@ -87,7 +87,7 @@ def _opaque_seed(data: dict) -> Any:
         keys = {t: str(e["primary_key"]) for t, e in entities.items()}
     except (KeyError, TypeError):
         return seed
-    return opaque_seed(str(data.get("name", "")), formats, keys, seed)
+    return opaque_seed(str(data.get("id_namespace") or data.get("name", "")), formats, keys, seed)
 
 
 def load_environment(path: Path) -> EnvironmentSource:

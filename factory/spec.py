@@ -686,6 +686,10 @@ class EnvironmentSpec(StrictModel):
         description="opaque: ids are a prefix and a short hash (pat_k3x9qm), seeded and new alike, so no id can "
         "be guessed from a neighbour's; the seed builder still writes id_format's form, and loading maps it",
     )
+    id_namespace: str | None = Field(
+        None, description="with ids: opaque, the name ids are hashed under (default: the spec's name); a renamed "
+        "copy of a spec names the original here to keep its ids",
+    )
     tags: list[str] = Field(
         default_factory=list, description="e.g. 'heldout' keeps a server out of default task sampling"
     )
@@ -701,6 +705,11 @@ class EnvironmentSpec(StrictModel):
     equivalent_mutants: list[EquivalentMutant] = Field(
         default_factory=list, description="seeded bugs that cannot change behaviour, each with the reason"
     )
+
+    @property
+    def ids_namespace(self) -> str | None:
+        """The namespace of its opaque ids, or None when ids are sequential."""
+        return (self.id_namespace or self.name) if self.ids == "opaque" else None
 
     @property
     def now_iso(self) -> str:

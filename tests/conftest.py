@@ -34,7 +34,8 @@ def farm_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(CLINIC_SPEC, specs / "clinic")
     shutil.copytree(CLINIC_SPEC, specs / ANNEX)
     spec_file = specs / ANNEX / "spec.yaml"
-    spec_file.write_text(spec_file.read_text().replace("name: clinic\n", f"name: {ANNEX}\n", 1))
+    renamed = spec_file.read_text().replace("name: clinic\n", f"name: {ANNEX}\nid_namespace: clinic\n", 1)
+    spec_file.write_text(renamed)  # the same ids as the clinic: tests use one patient on both
     root = tmp_path_factory.mktemp("farm")
     built = anyio.run(partial(build_all, [specs], root, verify=False))
     assert built.ok, render(built)

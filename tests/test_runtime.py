@@ -223,13 +223,14 @@ async def test_reset_loads_a_given_initial_state() -> None:
     async with Client(build()) as client:
         rows = (await state(client, rows=True)).state
         invoices = [{**row, "status": "paid"} if row["invoice_id"] == "inv_ms4fr3" else row for row in rows["invoices"]]
+        target = next(row for row in invoices if row["invoice_id"] == "inv_ms4fr3")
         loaded = await reset(client, "given", {"invoices": invoices})
         exported = await state(client, "given")
         invoice = await client.call_tool(
-            "get_invoice", {"appointment_id": invoices[1]["appointment_id"]}, meta={EPISODE: "given"}
+            "get_invoice", {"appointment_id": target["appointment_id"]}, meta={EPISODE: "given"}
         )
         paying = await client.call_tool(
-            "pay_invoice", {"invoice_id": "inv_ms4fr3", "amount": invoices[1]["amount"]}, meta={EPISODE: "given"}
+            "pay_invoice", {"invoice_id": "inv_ms4fr3", "amount": target["amount"]}, meta={EPISODE: "given"}
         )
     assert loaded.hash == exported.hash
     assert exported.diff == {

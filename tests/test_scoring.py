@@ -114,7 +114,7 @@ def test_values_are_matched_after_normalizing(value: str, answer: str, found: bo
 
 def test_claim_grades_are_one_half_or_zero() -> None:
     claim = Claim(text="Invoice inv_qd5x84 for $95 is paid.", values=["inv_qd5x84", "95", "paid"])
-    assert grade_claim(claim, "Invoice INV_0003 for $95.00 is now paid.").score == 1.0
+    assert grade_claim(claim, "Invoice INV_QD5X84 for $95.00 is now paid.").score == 1.0
     half = grade_claim(claim, "I paid $95.")
     assert half.score == 0.5 and half.missing == ["inv_qd5x84"]
     assert grade_claim(claim, "Nothing happened.").score == 0.0

@@ -34,5 +34,6 @@ def built_seed(server: str, specs: Path = SPECS) -> dict[str, list[dict[str, Any
     if header.get("ids") == "opaque":  # the owner's ids as its server publishes them, so quotes of them match
         entities = header["entities"]
         formats = {t: str(e["id_format"]) for t, e in entities.items()}
-        return opaque_seed(server, formats, {t: str(e["primary_key"]) for t, e in entities.items()}, rows)
+        namespace = str(header.get("id_namespace") or server)
+        return opaque_seed(namespace, formats, {t: str(e["primary_key"]) for t, e in entities.items()}, rows)
     return rows
