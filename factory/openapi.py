@@ -1093,7 +1093,7 @@ class _Importer:
             examples = self.expectations(tool, seed)
             if examples:
                 tool["examples"] = examples
-        return {
+        spec = {
             "name": self.name,
             "domain": domain,
             "title": title,
@@ -1105,6 +1105,24 @@ class _Importer:
             "seed": seed,
             "tools": self.tools,
         }
+        if unlisted := self.unlisted(entities):
+            spec["unlisted"] = unlisted
+        return spec
+
+    def unlisted(self, entities: dict[str, Any]) -> dict[str, str]:
+        """Tables the API itself cannot list in full: no search operation, or only one per parent."""
+        searches: dict[str, list[dict[str, Any]]] = {}
+        for tool in self.tools:
+            if tool.get("effect") == "search":
+                searches.setdefault(tool["entity"], []).append(tool)
+        reasons = {}
+        for table in entities:
+            found = searches.get(table, [])
+            if not found:
+                reasons[table] = f"the API has no operation that lists {table}"
+            elif all(any(p.get("required") for p in (s.get("params") or {}).values()) for s in found):
+                reasons[table] = f"the API lists {table} only for one parent at a time"
+        return reasons
 
 
 def _camel(snake_name: str) -> str:

@@ -705,6 +705,11 @@ class EnvironmentSpec(StrictModel):
     equivalent_mutants: list[EquivalentMutant] = Field(
         default_factory=list, description="seeded bugs that cannot change behaviour, each with the reason"
     )
+    unlisted: dict[str, str] = Field(
+        default_factory=dict,
+        description="table -> why no list reaches all its rows (an imported API that cannot list them); "
+        "the verifier then reports the table instead of failing. Built-in specs leave it empty",
+    )
 
     @property
     def ids_namespace(self) -> str | None:
@@ -766,6 +771,7 @@ def semantic_problems(spec: EnvironmentSpec, handler_names: set[str] | None = No
         seen.add(tool.name)
         problems += tool.problems(spec, at, handler_names)
     problems += principal_problems(spec)
+    problems += [(f"unlisted.{t}", f"no entity {t!r}") for t in spec.unlisted if t not in spec.entities]
     problems += seed_problems(spec)
     problems += scenario_problems(spec)
     return problems

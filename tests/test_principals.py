@@ -94,3 +94,31 @@ async def test_array_parameters_are_checked_per_item_and_a_reply_goes_to_the_thr
         assert draft["mailbox_email"] == MARIA and draft["to_emails"] and MARIA not in draft["to_emails"]
         sent = data(await episode.call_tool("send_draft", {"draft_id": draft["draft_id"]}))
         assert sent["sender_email"] == MARIA and sent["to_emails"] == draft["to_emails"]
+
+
+# Servers whose user principal owns no private rows yet: every row is shared within the organisation
+# (a project tracker), or visibility is still to be scoped (calendar: other people's events).
+SHARED_ROWS = {"calendar", "project_tracker"}
+
+
+def test_every_tool_of_every_server_with_private_rows_passed_the_cross_principal_check() -> None:
+    """The published reports: a call made again as another principal neither returned nor changed the
+    first one's private rows, for every tool of every server whose principal owns rows."""
+    import json
+    from pathlib import Path
+
+    servers = Path(__file__).resolve().parents[1] / "servers"
+    checked = set()
+    for spec_file in sorted(servers.glob("*/spec.json")):
+        principal = json.loads(spec_file.read_text(encoding="utf-8")).get("principal") or {}
+        if principal.get("kind") != "user":
+            continue
+        name = spec_file.parent.name
+        if not principal.get("scope"):
+            assert name in SHARED_ROWS, f"{name} acts for a user but declares no private rows (principal.scope)"
+            continue
+        report = json.loads((spec_file.parent / "verification.json").read_text(encoding="utf-8"))
+        outcomes = {t["tool"]: t["checks"].get("cross_principal") for t in report["tools"]}
+        assert set(outcomes.values()) == {"passed"}, f"{name}: {outcomes}"
+        checked.add(name)
+    assert {"mail", "banking", "docs_drive", "team_chat", "marketplace"} <= checked
