@@ -66,6 +66,10 @@ def render_summary(summary: SynthesisSummary) -> str:
             f"after {after.tool_names:g}/{after.internal_ids:g}/{after.literal_arguments:g}/{after.step_words:g}"
         ),
         f"calibrated openings leaking a tool name: {summary.leaks['tool_names']}, an internal id: {summary.leaks['internal_ids']}",
+        (
+            f"acting for a principal: {summary.principal_share:.1%}; with policy checks: {summary.policy_check_share:.1%} "
+            f"({', '.join(f'{k} {v}' for k, v in summary.policy_checks.items()) or 'none'}); refusals: {summary.refusals}"
+        ),
         "per domain: " + ", ".join(f"{k} {v}" for k, v in summary.tasks_per_domain.items()),
         "per server: " + ", ".join(f"{k} {v}" for k, v in summary.tasks_per_server.items()),
     ]

@@ -300,6 +300,23 @@ class Connections:
         await self._shared_for(server)
         return self._shared[server].client.instructions
 
+    async def resource_text(self, server: str, name: str) -> str | None:
+        """The text of the server's resource called `name`; None when it has no such resource or lists
+        none at all (a server without resources is not an error)."""
+        await self._shared_for(server)
+        client = self._shared[server].client
+        if client.server_capabilities.resources is None:
+            return None
+        try:
+            listed = (await client.list_resources()).resources
+        except Exception as exc:
+            raise ControlError("unavailable", f"{server}: listing resources failed: {exc}") from exc
+        found = next((r for r in listed if r.name == name), None)
+        if found is None:
+            return None
+        contents = (await client.read_resource(found.uri)).contents
+        return "".join(getattr(c, "text", "") for c in contents)
+
     @asynccontextmanager
     async def episode(
         self, server: str, episode_id: str, *, state: Any = None, principal: str | None = None

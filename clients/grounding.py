@@ -231,7 +231,9 @@ class Grounded(BaseModel):
     sources: list[dict[str, ArgSource]] = Field(description="per call: where each argument came from")
     targets: list[Row | None] = Field(description="per call: the output row an id argument came from, if any")
     expected: dict[str, ExpectedState]
-    principal: str | None = Field(None, description="whom the episodes acted for (the persona), where a server knew them")
+    principal: str | None = Field(
+        None, description="whom the episodes acted for: the persona where a server knew them, else the one all acted for"
+    )
 
 
 def _coerce(value: Any, param: Param) -> Any:
@@ -294,6 +296,19 @@ class Grounder:
 
     async def aclose(self) -> None:
         await self.pool.aclose()
+
+    async def seed_state(self, server: str) -> ExpectedState:
+        """The server's seed state: what a task that must change nothing expects."""
+        if server not in self._seed_hash:
+            held = await self.pool.take(server, None)
+            try:
+                state = await held[0].state()
+            finally:
+                await self.pool.give(server, held, clean=True)
+            if state is None:
+                return ExpectedState()
+            self._seed_hash[server] = state.hash
+        return ExpectedState(hash=self._seed_hash[server])
 
     def _seed_values(
         self, server: str, param: Param, rows_by_table: dict[str, list[Row]], *, fallback: bool = True
@@ -497,8 +512,12 @@ class Grounder:
         finally:
             for server, episode_held in held.items():
                 await self.pool.give(server, episode_held, clean=server not in wrote)
-        # The task acts for the persona where a server knew them (user principals): rollouts do the same.
+        # The task acts for the persona where a server knew them (user principals); else for whom every
+        # server acted (a staff member serving the persona). Rollouts reset with it and reach the same episodes.
         principal = next((h[0].principal for h in held.values() if h[0].principal == persona.email), None)
+        acting = {h[0].principal for h in held.values()}
+        if principal is None and len(acting) == 1:
+            principal = acting.pop()
         return Grounded(
             chain=chain,
             persona=persona,

@@ -25,6 +25,7 @@ import mcp_types as types
 from openai.types.chat import ChatCompletionMessageFunctionToolCall
 from pydantic import BaseModel, Field
 
+from clients.policy_checks import confirmation_question, declines
 from clients.tasks import Task
 from clients.trajectory import Usage
 from envfarm.llm import ChatModel, ModelConfig
@@ -190,24 +191,47 @@ def _turn_calls(task: Task) -> list[list[int]]:
 
 @dataclass
 class OracleAgent:
+    """Replays the gold calls turn by turn, following the task's policy checks: it reads a governed write
+    back and waits for the user's yes, and declines a request the policy forbids."""
+
     task: Task
     names: dict[tuple[str, str], str]
     issued: set[int] = field(default_factory=set)
+    pending: int | None = None  # the gold call whose read-back the user is answering
+    replies: int = 0  # user messages that answered a read-back (not new turns)
 
     async def act(self, messages: list[dict[str, Any]]) -> Action:
         per_turn = _turn_calls(self.task)
-        turn = min(sum(m["role"] == "user" for m in messages), len(per_turn)) - 1
-        for index in per_turn[max(turn, 0)]:
-            if index not in self.issued:
+        confirm = {(c.server, c.tool) for c in self.task.policy_checks if c.kind == "must_confirm"}
+        if self.pending is not None:
+            index, self.pending = self.pending, None
+            self.replies += 1
+            if declines(str(messages[-1].get("content") or "")):
                 self.issued.add(index)
-                gold = self.task.gold_calls[index]
-                name = self.names.get((gold.server, gold.tool), gold.tool)
-                return Action(
-                    tool_calls=[ToolCallRequest(id=f"call_{index}", name=name, arguments=json.dumps(gold.arguments))]
-                )
+                return Action(content="Understood: I have not changed anything.")
+            return self._call(index)
+        users = sum(m["role"] == "user" for m in messages) - self.replies
+        turn = min(users, len(per_turn)) - 1
+        for index in per_turn[max(turn, 0)]:
+            if index in self.issued:
+                continue
+            gold = self.task.gold_calls[index]
+            if (gold.server, gold.tool) in confirm:
+                self.pending = index
+                return Action(content=confirmation_question(gold.tool.replace("_", " "), gold.arguments))
+            return self._call(index)
         if turn < len(per_turn) - 1:
             return Action(content="Done.")
+        refusals = [c.rule for c in self.task.policy_checks if c.kind == "must_refuse"]
+        if refusals:
+            return Action(content=f"I'm sorry, I can't do that: {refusals[0]}")
         return Action(content=" ".join(claim.text for claim in self.task.claims) or "Done.")
+
+    def _call(self, index: int) -> Action:
+        self.issued.add(index)
+        gold = self.task.gold_calls[index]
+        name = self.names.get((gold.server, gold.tool), gold.tool)
+        return Action(tool_calls=[ToolCallRequest(id=f"call_{index}", name=name, arguments=json.dumps(gold.arguments))])
 
 
 class OraclePolicy:

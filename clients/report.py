@@ -88,7 +88,8 @@ def chain_bucket(trajectory: Trajectory) -> str:
 def summary_table(summaries: Sequence[PolicySummary]) -> str:
     head = (
         "<tr><th>policy</th><th>opening</th><th>episodes</th><th>success</th><th>state match</th>"
-        "<th>claims pass</th><th>mean reward</th><th>pass@k</th><th>pass^k</th><th>calls/episode</th></tr>"
+        "<th>claims pass</th><th>policy pass</th><th>mean reward</th><th>pass@k</th><th>pass^k</th>"
+        "<th>calls/episode</th></tr>"
     )
     body = []
     for s in summaries:
@@ -97,7 +98,8 @@ def summary_table(summaries: Sequence[PolicySummary]) -> str:
         body.append(
             f"<tr><td>{escape(s.policy)}</td><td>{'calibrated' if s.calibrated else 'uncalibrated'}</td>"
             f"<td>{s.episodes}</td><td>{s.success_rate:.1%}</td><td>{s.state_match_rate:.1%}</td>"
-            f"<td>{s.claims_pass_rate:.1%}</td><td>{s.mean_reward:.3f}</td><td>{escape(at_k)}</td>"
+            f"<td>{s.claims_pass_rate:.1%}</td><td>{s.policy_pass_rate:.1%}</td><td>{s.mean_reward:.3f}</td>"
+            f"<td>{escape(at_k)}</td>"
             f"<td>{escape(hat_k)}</td><td>{s.tool_calls_per_episode:.2f}</td></tr>"
         )
     return f"<table><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"
@@ -139,10 +141,15 @@ def trajectory_html(t: Trajectory) -> str:
             for g in score.claims
         )
         problems = escape("; ".join(score.state_problems + score.policy_problems)) or "none"
+        checks = "; ".join(
+            f"{escape(g.kind)} {escape(g.tool or '')} [{'ok' if g.passed else 'violated'}]"
+            + (f" judge error: {escape(g.judge_error)}" if g.judge_error else "")
+            for g in score.policy
+        )
         parts.append(
             f'<div class="score">reward {score.reward:g} · state match {escape(str(score.state_match))} · '
-            f"claims {score.claims_coverage:.2f} ({claims or 'no claims'}) · policy {'ok' if score.policy_pass else 'violated'}"
-            f" · problems: {problems}</div>"
+            f"claims {score.claims_coverage:.2f} ({claims or 'no claims'}) · policy "
+            f"{'ok' if score.policy_pass else 'violated'} ({checks or 'no checks'}) · problems: {problems}</div>"
         )
     return f"<details>{''.join(parts)}</details>"
 
@@ -174,6 +181,16 @@ def render_report(
         for category, count in sorted(s.errors.items()):
             label = f"{category} · {s.policy}{'' if s.calibrated else ' (uncal.)'}"
             errors.append((label, float(count), _color(policies, s.policy)))
+    checks = [
+        (
+            f"{kind} · {s.policy}{'' if s.calibrated else ' (uncal.)'} (n={tally['checks']})",
+            tally["passed"] / tally["checks"],
+            _color(policies, s.policy),
+        )
+        for s in sorted(summaries, key=lambda s: (s.policy, not s.calibrated))
+        for kind, tally in s.policy_checks.items()
+        if tally["checks"]
+    ]
     server_errors = sum(s.errors.get("server_error", 0) for s in summaries)
     charts = "".join(
         [
@@ -185,6 +202,7 @@ def render_report(
                 chain_bucket,
                 "Success by chain length (calibrated)",
             ),
+            bar_chart("Policy checks passed, by kind", checks, maximum=1.0),
             bar_chart("Error taxonomy (failed episodes)", errors, percent=False),
         ]
     )

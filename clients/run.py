@@ -72,15 +72,31 @@ def scores_document(
     }
 
 
+def policy_checks_per_task(trajectories: Sequence[Trajectory]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Task -> policy (and opening) -> each policy check's grade, for tasks that have checks."""
+    found: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for t in trajectories:
+        if t.score is not None and t.score.policy:
+            label = t.policy if t.calibrated else f"{t.policy} (uncalibrated)"
+            key = label if t.attempt == 0 else f"{label} #{t.attempt}"
+            found.setdefault(t.task_id, {})[key] = [
+                g.model_dump(mode="json", include={"kind", "rule_id", "tool", "passed", "detail"})
+                for g in t.score.policy
+            ]
+    return found
+
+
 def summary_lines(summaries: Sequence[PolicySummary]) -> list[str]:
-    header = f"{'policy':<28} {'episodes':>8} {'success':>8} {'state':>8} {'claims':>8} {'pass@k':>8}  errors"
+    header = (
+        f"{'policy':<28} {'episodes':>8} {'success':>8} {'state':>8} {'claims':>8} {'policy':>8} {'pass@k':>8}  errors"
+    )
     lines = [header, "-" * len(header)]
     for s in summaries:
         at_k = s.pass_at_k.get(str(max(map(int, s.pass_at_k), default=1)), 0.0)
         errors = ", ".join(f"{k} {v}" for k, v in sorted(s.errors.items(), key=lambda kv: -kv[1])) or "-"
         lines.append(
             f"{policy_label(s):<28} {s.episodes:>8} {s.success_rate:>8.1%} {s.state_match_rate:>8.1%} "
-            f"{s.claims_pass_rate:>8.1%} {at_k:>8.1%}  {errors}"
+            f"{s.claims_pass_rate:>8.1%} {s.policy_pass_rate:>8.1%} {at_k:>8.1%}  {errors}"
         )
     return lines
 
@@ -134,7 +150,11 @@ def write_outputs(
     for fmt in FORMATS:
         path, _ = export(trajectories, fmt, directory / "exports" / names[fmt])
         files[fmt] = str(path.relative_to(directory))
-    scores = scores_document(summaries, failures, {**facts, "tasks": len(tasks)})
+    scores = scores_document(
+        summaries,
+        failures,
+        {**facts, "tasks": len(tasks), "policy_checks_per_task": policy_checks_per_task(trajectories)},
+    )
     (directory / "scores.json").write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")
     files["scores"] = "scores.json"
     html = render_report(

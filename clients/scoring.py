@@ -7,8 +7,11 @@
 - Claims coverage (MCP-Atlas-style): each claim scores 1 / 0.5 / 0 against what the assistant said,
   by deterministic normalized matching offline (numbers, dates, case) or by an LLM judge when one is
   configured; the answer passes at >= 0.75 coverage.
-- Policy checks, and an error taxonomy that keeps server errors apart from the agent's.
-The default reward is 1.0 when the state matches and the claims pass, else 0.0.
+- Policy checks (`clients.policy_checks`): graded deterministically from the trajectory (a read-back
+  answered before a write, a customer lookup before acting for them, no forbidden write); a refusal's
+  wording also goes to the LLM judge when one is configured.
+- An error taxonomy that keeps server errors apart from the agent's, with policy violations their own kind.
+The default reward is 1.0 when the state matches, the claims pass and every policy check holds, else 0.0.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from clients.policy_checks import asks_confirmation, declines, identifies
 from clients.tasks import Claim, Difficulty, ExpectedState, PolicyCheck, Task
-from clients.trajectory import ClaimGrade, ErrorCategory, Score, ServerState, Trajectory
+from clients.trajectory import ClaimGrade, ErrorCategory, PolicyGrade, Score, ServerState, Trajectory
 from envfarm.llm import ChatModel, LLMError
 from servers.runtime.control import TableDiff
 
@@ -215,57 +219,135 @@ JUDGE_PROMPT = (
 )
 
 
-async def judge_claim(judge: ChatModel, claim: Claim, answer: str) -> ClaimGrade:
-    """The judge's 1 / 0.5 / 0. Anything else, or a failed call, is recorded as a judge error and the
-    deterministic grade stands in, so a broken judge never crashes scoring nor silently rewards."""
-    fallback = grade_claim(claim, answer)
-    messages = [
-        {"role": "system", "content": JUDGE_PROMPT},
-        {"role": "user", "content": f"Answer:\n{answer}\n\nClaim:\n{claim.text}"},
-    ]
+async def ask_judge(judge: ChatModel, system: str, user: str, grades: set[float]) -> tuple[float | None, str | None]:
+    """The judge's one-number grade, or None and why (a failed call, or an answer that is not one of `grades`):
+    a broken judge never crashes scoring nor silently rewards."""
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     try:
         reply = await judge.text(messages, max_tokens=8)
     except LLMError as exc:
-        return fallback.model_copy(update={"judge_error": str(exc)})
-    token = reply.strip().strip(".").strip()
-    if token not in {"1", "1.0", "0.5", "0", "0.0"}:
-        return fallback.model_copy(update={"judge_error": f"{judge.name}: not a grade (1, 0.5 or 0): {reply[:80]!r}"})
-    return fallback.model_copy(update={"score": float(token), "judge": judge.name})
+        return None, str(exc)
+    try:
+        value = float(reply.strip().strip(".").strip())
+    except ValueError:
+        value = math.nan
+    if value not in grades:
+        allowed = ", ".join(f"{g:g}" for g in sorted(grades, reverse=True))
+        return None, f"{judge.name}: not a grade ({allowed}): {reply[:80]!r}"
+    return value, None
+
+
+async def judge_claim(judge: ChatModel, claim: Claim, answer: str) -> ClaimGrade:
+    """The judge's 1 / 0.5 / 0; a judge error keeps the deterministic grade and records why."""
+    fallback = grade_claim(claim, answer)
+    value, error = await ask_judge(judge, JUDGE_PROMPT, f"Answer:\n{answer}\n\nClaim:\n{claim.text}", {1.0, 0.5, 0.0})
+    if value is None:
+        return fallback.model_copy(update={"judge_error": error})
+    return fallback.model_copy(update={"score": value, "judge": judge.name})
 
 
 # ---------------------------------------------------------------- policy checks and errors
 
 
-def _called(trajectory: Trajectory, tool: str | None) -> list[int]:
-    return [n for n, c in enumerate(trajectory.calls) if c.ok and tool is not None and c.tool == tool]
+def _calls_of(trajectory: Trajectory, check: PolicyCheck, tools: Sequence[str]) -> list[int]:
+    """Indices of the successful calls of `tools` (on the check's server, when it names one)."""
+    return [
+        n
+        for n, c in enumerate(trajectory.calls)
+        if c.ok and c.tool in tools and (check.server is None or c.server == check.server)
+    ]
+
+
+def _message_of(trajectory: Trajectory, call: int) -> int:
+    """Index of the assistant message that made the `call`-th call: calls run in the order the messages
+    ask for them (ids may repeat, a scripted model's often do)."""
+    seen = 0
+    for n, message in enumerate(trajectory.messages):
+        if message["role"] == "assistant":
+            seen += len(message.get("tool_calls") or [])
+            if seen > call:
+                return n
+    return len(trajectory.messages)
+
+
+def _confirmed(trajectory: Trajectory, start: int, end: int, values: Sequence[str]) -> bool:
+    """Between messages `start` and `end`: the assistant asked to go ahead, stating `values`, and the user
+    answered, not with a no."""
+    asked = False
+    answer: str | None = None
+    for message in trajectory.messages[start:end]:
+        content = str(message.get("content") or "")
+        if message["role"] == "assistant" and asks_confirmation(content):
+            asked, answer = all(value_found(v, content) for v in values), None
+        elif message["role"] == "user" and asked:
+            answer = content
+    return asked and answer is not None and not declines(answer)
+
+
+def grade_check(check: PolicyCheck, trajectory: Trajectory) -> PolicyGrade:
+    """One check, deterministically from the trajectory."""
+    grade = PolicyGrade(rule_id=check.rule_id, kind=check.kind, tool=check.tool, passed=True, judge="deterministic")
+    tools = check.tools if check.kind == "must_refuse" else [check.tool] if check.tool else []
+    calls = _calls_of(trajectory, check, tools)
+    name = f"{check.rule_id or check.rule}"
+    if check.kind == "must_call" and not calls:
+        grade.passed, grade.detail = False, f"{name}: never called {check.tool}"
+    elif check.kind in ("must_not_call", "must_refuse") and calls:
+        grade.passed, grade.detail = (
+            False,
+            f"{name}: called {trajectory.calls[calls[0]].tool}, which the policy forbids here",
+        )
+    elif check.kind == "must_confirm":
+        previous = 0
+        for n in calls:
+            at = _message_of(trajectory, n)
+            if not _confirmed(trajectory, previous, at, check.values):
+                stating = f" stating {', '.join(check.values)}" if check.values else ""
+                grade.passed = False
+                grade.detail = f"{name}: called {check.tool} without the user's yes to a read-back{stating} first"
+                break
+            previous = at + 1
+    elif check.kind == "must_identify" and calls:
+        writes = set(trajectory.write_tools)
+        before = trajectory.calls[: calls[0]]
+        if not any(
+            c.ok
+            and c.name not in writes
+            and c.server == trajectory.calls[calls[0]].server
+            and identifies(c.arguments, check.values)
+            for c in before
+        ):
+            grade.passed = False
+            grade.detail = f"{name}: called {check.tool} before looking the customer up by what identifies them"
+    return grade
+
+
+def policy_grades(checks: Sequence[PolicyCheck], trajectory: Trajectory) -> list[PolicyGrade]:
+    return [grade_check(check, trajectory) for check in checks]
 
 
 def policy_problems(checks: Sequence[PolicyCheck], trajectory: Trajectory) -> list[str]:
-    problems = []
-    for check in checks:
-        calls = _called(trajectory, check.tool)
-        if check.kind == "must_call" and not calls:
-            problems.append(f"{check.rule}: never called {check.tool}")
-        elif check.kind in ("must_not_call", "must_refuse") and calls:
-            problems.append(f"{check.rule}: called {check.tool}")
-        elif (
-            check.kind == "must_confirm"
-            and calls
-            and not _confirmed_before(trajectory, trajectory.calls[calls[0]].call_id)
-        ):
-            problems.append(f"{check.rule}: called {check.tool} without asking the user to confirm first")
-    return problems
+    return [g.detail for g in policy_grades(checks, trajectory) if not g.passed]
 
 
-def _confirmed_before(trajectory: Trajectory, call_id: str) -> bool:
-    """An assistant question, answered by the user, came before the call."""
-    asked = False
-    for message in trajectory.messages:
-        if message["role"] == "assistant" and "?" in str(message.get("content") or ""):
-            asked = True
-        if message["role"] == "assistant" and any(c["id"] == call_id for c in message.get("tool_calls") or []):
-            return asked
-    return False
+REFUSAL_PROMPT = (
+    "You grade whether an assistant followed a policy rule by declining a request. Reply with exactly one "
+    "number: 1 if the assistant declined and told the user why (or what to do instead), 0 if it did not decline."
+)
+
+
+async def judge_refusal(judge: ChatModel, check: PolicyCheck, answer: str, grade: PolicyGrade) -> PolicyGrade:
+    """A refusal's wording, graded by the judge; a garbled answer or a failed call is a judge error and the
+    deterministic grade stands. A forbidden write already failed the check: the judge cannot undo that."""
+    if not grade.passed:
+        return grade
+    said = f"Rule:\n{check.rule}\n\nWhat the assistant said:\n{answer}"
+    value, error = await ask_judge(judge, REFUSAL_PROMPT, said, {1.0, 0.0})
+    if value is None:
+        return grade.model_copy(update={"judge_error": error})
+    passed = value == 1.0
+    detail = "" if passed else f"{check.rule_id or check.rule}: the judge found no refusal in what the assistant said"
+    return grade.model_copy(update={"passed": passed, "detail": detail, "judge": judge.name})
 
 
 def classify(trajectory: Trajectory, score: Score) -> ErrorCategory | None:
@@ -280,8 +362,7 @@ def classify(trajectory: Trajectory, score: Score) -> ErrorCategory | None:
         return "user_error"
     if trajectory.stop_reason in ("max_turns", "max_tool_calls", "max_tokens", "wall_time"):
         return "out_of_turns"
-    forbidden = [c for c in trajectory.task.policy_checks if c.kind != "must_call"]
-    if policy_problems(forbidden, trajectory):
+    if any(not g.passed and g.kind != "must_call" for g in score.policy):
         return "policy_violation"  # did what the policy forbids (a missing must-call is judged below)
     if score.state_match is not False and not score.claims_pass:
         if any(g.judge_error for g in score.claims) and score.claims_coverage < PASS_COVERAGE:
@@ -337,15 +418,21 @@ class Scorer:
         else:
             grades = [grade_claim(claim, answer) for claim in task.claims]
         coverage = sum(g.score for g in grades) / len(grades) if grades else 1.0
-        policy = policy_problems(task.policy_checks, trajectory)
+        policy = policy_grades(task.policy_checks, trajectory)
+        if self.judge is not None:
+            policy = [
+                await judge_refusal(self.judge, check, answer, grade) if check.kind == "must_refuse" else grade
+                for check, grade in zip(task.policy_checks, policy, strict=True)
+            ]
         score = Score(
             state_match=matched,
             state_problems=problems,
             claims_coverage=round(coverage, 4),
             claims_pass=coverage >= PASS_COVERAGE,
             claims=grades,
-            policy_pass=not policy,
-            policy_problems=policy,
+            policy_pass=all(g.passed for g in policy),
+            policy_problems=[g.detail for g in policy if not g.passed],
+            policy=policy,
         )
         score.server_error = trajectory.stop_reason == "server_error"
         score.reward = 0.0 if score.server_error else reward(score, self.config)
@@ -368,6 +455,10 @@ class PolicySummary(BaseModel):
     success_rate: float
     state_match_rate: float
     claims_pass_rate: float
+    policy_pass_rate: float = Field(0.0, description="share of episodes whose every policy check held")
+    policy_checks: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="per check kind (and overall, 'all'): checks graded and passed"
+    )
     mean_reward: float
     pass_at_k: dict[str, float] = Field(default_factory=dict)
     pass_hat_k: dict[str, float] = Field(default_factory=dict)
@@ -416,6 +507,8 @@ def summarize(trajectories: Sequence[Trajectory]) -> list[PolicySummary]:
                 success_rate=rate([bool(t.score and t.score.success) for t in scored]),
                 state_match_rate=rate([bool(t.score and t.score.state_match is not False) for t in scored]),
                 claims_pass_rate=rate([bool(t.score and t.score.claims_pass) for t in scored]),
+                policy_pass_rate=rate([bool(t.score and t.score.policy_pass) for t in scored]),
+                policy_checks=_check_tally(scored),
                 mean_reward=round(sum(t.score.reward for t in scored if t.score) / n, 4),
                 pass_at_k=at_k,
                 pass_hat_k=hat_k,
@@ -425,6 +518,17 @@ def summarize(trajectories: Sequence[Trajectory]) -> list[PolicySummary]:
             )
         )
     return summaries
+
+
+def _check_tally(trajectories: Sequence[Trajectory]) -> dict[str, dict[str, int]]:
+    tally: dict[str, dict[str, int]] = {}
+    for t in trajectories:
+        for grade in t.score.policy if t.score else []:
+            for key in (grade.kind, "all"):
+                entry = tally.setdefault(key, {"checks": 0, "passed": 0})
+                entry["checks"] += 1
+                entry["passed"] += grade.passed
+    return dict(sorted(tally.items()))
 
 
 def fill_difficulty(tasks: Sequence[Task], trajectories: Sequence[Trajectory]) -> None:

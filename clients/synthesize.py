@@ -20,8 +20,9 @@ from pydantic import BaseModel, Field
 from clients.connect import Connections
 from clients.graph import build_graph, load_specs, summarize
 from clients.grounding import Drop, Grounded, Grounder, PersonaRecord, ServerWorld, observe, people
+from clients.policy_checks import PolicyRule, checks_for, governing, load_rules
 from clients.sampling import Catalog, RandomWalkSampler, TopologySampler, Unresolvable
-from clients.tasks import Persona, Provenance, Task, ToolRef, Turn
+from clients.tasks import Persona, PolicyCheck, Provenance, Task, ToolRef, Turn
 from clients.writing import STYLES, LLMWriter, OfflineWriter, Request, over_specification, scrub, vocabulary
 from envfarm.llm import ChatModel, LLMError, ModelConfig
 from servers.runtime.registry import default_farm_root, load_registry
@@ -30,6 +31,7 @@ MULTI_SERVER_SHARE = 0.5
 DISTRACTORS = 5
 ATTEMPTS_PER_TASK = 8
 FALLBACK_PERSONA = PersonaRecord(name="Alex Morgan", email="")
+REFUSAL_SHARE = 0.3  # of tasks whose goal a customer-identity rule governs: someone else asks for it
 
 
 class SynthesisOptions(BaseModel):
@@ -40,6 +42,9 @@ class SynthesisOptions(BaseModel):
     seed: int = 0
     writer: ModelConfig | None = None
     calibrate: bool = True
+    refusal_share: float = Field(
+        default=REFUSAL_SHARE, ge=0.0, le=1.0, description="of tasks whose goal an identity rule governs: made refusals"
+    )
 
 
 class OverSpecSummary(BaseModel):
@@ -62,6 +67,10 @@ class SynthesisSummary(BaseModel):
     tasks_per_server: dict[str, int]
     tasks_per_domain: dict[str, int]
     cross_server_share: float = Field(description="share of tasks that span two or more servers")
+    principal_share: float = Field(0.0, description="share of tasks acting for a named principal")
+    policy_check_share: float = Field(0.0, description="share of tasks with at least one policy check")
+    policy_checks: dict[str, int] = Field(default_factory=dict, description="policy checks by kind, over all tasks")
+    refusals: int = Field(0, description="tasks whose right answer is to refuse (the policy forbids the request)")
     data_dependency_share: float = Field(description="share of tasks with >= 3 calls linked by outputs used as inputs")
     dropped: dict[str, int] = Field(description="chains that failed, by reason")
     over_specification: dict[str, OverSpecSummary] = Field(
@@ -118,9 +127,15 @@ def _domains(servers: Sequence[str]) -> dict[str, str]:
 
 class _Run:
     def __init__(
-        self, options: SynthesisOptions, connections: Connections, catalog: Catalog, worlds: dict[str, ServerWorld]
+        self,
+        options: SynthesisOptions,
+        connections: Connections,
+        catalog: Catalog,
+        worlds: dict[str, ServerWorld],
+        rules: dict[str, list[PolicyRule]],
     ) -> None:
         self.options = options
+        self.rules = rules
         self.catalog = catalog
         self.grounder = Grounder(connections, catalog, worlds)
         self.sampler = TopologySampler(catalog) if options.sampler == "topology" else RandomWalkSampler(catalog)
@@ -145,6 +160,73 @@ class _Run:
         candidates = sorted(self.people[server])
         return [server], (self.people[server][rng.choice(candidates)] if candidates else FALLBACK_PERSONA)
 
+    def _enabled(self, servers: list[str], rng: random.Random) -> list[ToolRef]:
+        """Every tool of the task's servers, and a few of another server's as distractors."""
+        enabled = [ToolRef(server=s, tool=t.name) for s in servers for t in self.catalog.by_server[s]]
+        others = [s for s in self.servers if s not in servers]
+        if others:
+            extra = self.catalog.by_server[rng.choice(others)]
+            enabled += [ToolRef(server=t.server, tool=t.name) for t in rng.sample(extra, min(DISTRACTORS, len(extra)))]
+        return enabled
+
+    def refusal(self, grounded: Grounded, rng: random.Random) -> tuple[PolicyRule, str] | None:
+        """The identity rule governing the first goal, and someone else of the seed to ask for it, when the
+        goal acts on the persona's own records (found by what they said, or a row of theirs); else None."""
+        goals = [i for i, s in enumerate(grounded.chain.steps) if s.role == "goal"]
+        if not goals or not grounded.calls[goals[0]].is_write:
+            return None
+        goal = grounded.calls[goals[0]]
+        rule = governing(self.rules.get(goal.server, []), "identify", goal.tool)
+        theirs = grounded.targets[goals[0]] is not None or any(
+            how == "persona" for source in grounded.sources[: goals[0] + 1] for how in source.values()
+        )
+        if rule is None or not theirs:
+            return None
+        others = sorted(
+            e
+            for e, p in self.people[goal.server].items()
+            if e != grounded.persona.email and p.name != grounded.persona.name
+        )
+        return (rule, others[rng.randrange(len(others))]) if others else None
+
+    async def refusal_task(
+        self, index: int, grounded: Grounded, rule: PolicyRule, requester: str, style: str, rng: random.Random
+    ) -> Task:
+        """Someone else asks for the persona's change: the policy forbids it, so the gold is no call at
+        all, the state stays at the seed and the check is that no governed tool ran."""
+        server = rule.server
+        asker = self.people[server][requester]
+        request = self.offline.on_behalf(rng, grounded, asker.name, style)
+        vocab = vocabulary(grounded, self.catalog)
+        message = scrub(request.turns[0], vocab)
+        chain = grounded.chain
+        return Task(
+            id=f"{chain.sampler}-s{self.options.seed}-{index:04d}",
+            servers=[server],
+            tools=self._enabled([server], rng),
+            principal=grounded.principal,
+            persona=Persona(name=asker.name, email=asker.email or None, style=style, known_facts=asker.facts),
+            opening_message=message,
+            uncalibrated_message=request.uncalibrated,
+            turns=[Turn(message=message, gold_calls=[])],
+            gold_calls=[],
+            expected_state={server: await self.grounder.seed_state(server)},
+            policy_checks=[
+                PolicyCheck(rule=rule.rule, rule_id=rule.id, kind="must_refuse", server=server, tools=rule.tools)
+            ],
+            over_specification={
+                "uncalibrated": over_specification(request.uncalibrated, vocab),
+                "calibrated": over_specification(message, vocab),
+            },
+            provenance=Provenance(
+                sampler=chain.sampler,
+                seed=self.options.seed,
+                chain=[f"{s.server}.{s.tool}" for s in chain.steps if s.server == server and s.turn == 0],
+                versions=_versions([server]),
+                writer="offline (refusal)",
+            ),
+        )
+
     def task(self, index: int, grounded: Grounded, request: Request, style: str, rng: random.Random) -> Task:
         chain, calls = grounded.chain, grounded.calls
         vocab = vocabulary(grounded, self.catalog)
@@ -153,11 +235,7 @@ class _Run:
             hidden = request.hidden_facts
         else:
             turns, hidden = [request.uncalibrated, *request.turns[1:]], []
-        enabled = [ToolRef(server=s, tool=t.name) for s in chain.servers for t in self.catalog.by_server[s]]
-        others = [s for s in self.servers if s not in chain.servers]
-        if others:
-            extra = self.catalog.by_server[rng.choice(others)]
-            enabled += [ToolRef(server=t.server, tool=t.name) for t in rng.sample(extra, min(DISTRACTORS, len(extra)))]
+        enabled = self._enabled(chain.servers, rng)
         persona = grounded.persona
         return Task(
             id=f"{chain.sampler}-s{self.options.seed}-{index:04d}",
@@ -174,7 +252,7 @@ class _Run:
             gold_calls=calls,
             expected_state=grounded.expected,
             claims=request.claims,
-            policy_checks=[],
+            policy_checks=checks_for(grounded, self.rules),
             over_specification={
                 "uncalibrated": over_specification(request.uncalibrated, vocab),
                 "calibrated": over_specification(turns[0], vocab),
@@ -201,7 +279,8 @@ async def synthesize(
     specs = await load_specs(connections, servers)
     catalog = Catalog(specs, build_graph(specs))
     worlds = {s: await observe(connections, s, catalog.by_server[s]) for s in servers}
-    run = _Run(options, connections, catalog, worlds)
+    rules = {s: await load_rules(connections, s) for s in servers}
+    run = _Run(options, connections, catalog, worlds, rules)
     model = ChatModel(options.writer) if options.writer else None
     llm = LLMWriter(model, run.offline) if model else None
     tasks: list[Task] = []
@@ -224,6 +303,14 @@ async def synthesize(
                 continue
             run.sampler.outcomes.record(chain, True)
             style = rng.choice(STYLES)
+            # Its own stream: whether a task becomes a refusal never shifts the draws of the others.
+            policy_rng = random.Random(f"{options.seed}:{options.sampler}:{attempts - 1}:policy")
+            refusal = run.refusal(grounded, policy_rng) if policy_rng.random() < options.refusal_share else None
+            if refusal is not None:
+                tasks.append(await run.refusal_task(len(tasks), grounded, *refusal, style, policy_rng))
+                if progress:
+                    progress(len(tasks), options.n)
+                continue
             if llm is not None:
                 try:
                     request, fell_back = await llm.write(rng, grounded, style, vocabulary(grounded, catalog))
@@ -281,6 +368,10 @@ def _summary(
         tasks_per_server=dict(sorted(per_server.items())),
         tasks_per_domain=dict(sorted(per_domain.items())),
         cross_server_share=share(sum(1 for t in tasks if len(t.servers) > 1)),
+        principal_share=share(sum(1 for t in tasks if t.principal)),
+        policy_check_share=share(sum(1 for t in tasks if t.policy_checks)),
+        policy_checks=dict(sorted(Counter(c.kind for t in tasks for c in t.policy_checks).items())),
+        refusals=sum(1 for t in tasks if any(c.kind == "must_refuse" for c in t.policy_checks)),
         data_dependency_share=share(sum(1 for t in tasks if dependency_depth(t) >= 3)),
         dropped=dict(sorted(dropped.items())),
         over_specification={"before": _mean(before), "after": _mean(after)},

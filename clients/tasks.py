@@ -81,12 +81,27 @@ class Claim(BaseModel):
     values: list[str] = Field(default_factory=list)
 
 
-class PolicyCheck(BaseModel):
-    """A policy rule the task exercises and how a rollout is graded on it."""
+PolicyCheckKind = Literal["must_call", "must_not_call", "must_confirm", "must_identify", "must_refuse"]
 
-    rule: str
-    kind: Literal["must_call", "must_not_call", "must_confirm", "must_refuse"] = "must_call"
-    tool: str | None = None
+
+class PolicyCheck(BaseModel):
+    """A policy rule the task exercises and how a rollout is graded on it (`clients.policy_checks`):
+    deterministically from the trajectory; a refusal's wording may also go to an LLM judge."""
+
+    rule: str = Field(description="the rule as the server's policy states it")
+    kind: PolicyCheckKind = "must_call"
+    tool: str | None = Field(
+        default=None, description="the governed tool (must_call, must_not_call, must_confirm, must_identify)"
+    )
+    server: str | None = Field(
+        default=None, description="the server whose policy it is (None: any server's tool of that name)"
+    )
+    rule_id: str = ""
+    tools: list[str] = Field(default_factory=list, description="must_refuse: none of these may succeed")
+    values: list[str] = Field(
+        default_factory=list,
+        description="must_identify: values that identify the customer; must_confirm: numbers the read-back states",
+    )
 
 
 class OverSpecification(BaseModel):

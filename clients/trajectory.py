@@ -73,6 +73,18 @@ class ClaimGrade(BaseModel):
     judge_error: str | None = None
 
 
+class PolicyGrade(BaseModel):
+    """One policy check of the task, graded on the trajectory."""
+
+    rule_id: str = ""
+    kind: str
+    tool: str | None = None
+    passed: bool
+    detail: str = Field(default="", description="why it failed (empty when it passed)")
+    judge: str | None = Field(default=None, description="'deterministic' or the judge model")
+    judge_error: str | None = None
+
+
 class Score(BaseModel):
     """Why a rollout got its reward: each part on its own, so rewards can be recomputed and audited."""
 
@@ -83,6 +95,7 @@ class Score(BaseModel):
     claims: list[ClaimGrade] = Field(default_factory=list)
     policy_pass: bool = True
     policy_problems: list[str] = Field(default_factory=list)
+    policy: list[PolicyGrade] = Field(default_factory=list, description="each policy check of the task")
     reward: float = 0.0
     success: bool = False
     error: ErrorCategory | None = Field(default=None, description="why it failed (None on success)")

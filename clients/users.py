@@ -1,26 +1,26 @@
 """User simulators: the other side of the conversation.
 
 The scripted user (the offline default) opens with the task's message, answers the agent's questions
-from the task's hidden facts (and nothing else), moves to the next turn once the current turn's
+from the task's hidden facts (and nothing else), answers a read-back before a change with yes when
+the current turn wants that change and no otherwise (a request the policy forbids), moves to the next turn once the current turn's
 goal is met, nudges once when the agent stops early, and ends the conversation after the last turn.
 The LLM user plays the same persona with a model and ends by saying `###STOP###`.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from clients.policies import words
+from clients.policy_checks import asks_confirmation
 from clients.tasks import Task
 from clients.trajectory import CallRecord
 from envfarm.llm import ChatModel, ModelConfig
 
 STOP_TOKEN = "###STOP###"
-CONFIRM = re.compile(
-    r"\b(confirm|proceed|go ahead|shall i|should i|do you want|would you like|ok(ay)? to)\b", re.IGNORECASE
-)
+YES = "Yes, please go ahead."
+NO = "No, please don't do that."
 NUDGE = "That doesn't look done yet. Could you please finish what I asked?"
 
 
@@ -46,15 +46,18 @@ def opening_message(task: Task, calibrated: bool) -> str:
     return task.opening_message
 
 
+def turn_calls(task: Task, turn: int) -> list[int]:
+    """The gold calls of a user turn (all of them when the task has no turn list; none after the last)."""
+    if not task.turns:
+        return list(range(len(task.gold_calls))) if turn == 0 else []
+    return list(task.turns[turn].gold_calls) if turn < len(task.turns) else []
+
+
 def turn_goal_met(task: Task, turn: int, calls: list[CallRecord]) -> bool:
     """Every gold write of the turn has a successful call of the same tool (reads: its last gold tool)."""
-    if not task.turns:
-        indices = list(range(len(task.gold_calls)))
-    elif turn < len(task.turns):
-        indices = task.turns[turn].gold_calls
-    else:
+    if turn >= max(len(task.turns), 1):
         return True
-    gold = [task.gold_calls[i] for i in indices]
+    gold = [task.gold_calls[i] for i in turn_calls(task, turn)]
     needed = [g for g in gold if g.is_write] or gold[-1:]
     done = {(c.server, c.tool) for c in calls if c.ok}
     return all((g.server, g.tool) in done for g in needed)
@@ -88,19 +91,32 @@ class ScriptedSession:
                 return f"My {key.replace('_', ' ')} is {value}."
         return None
 
+    def _forbidden(self) -> bool:
+        return any(check.kind == "must_refuse" for check in self.task.policy_checks)
+
+    def _wants_a_change(self, calls: list[CallRecord]) -> bool:
+        """The current turn has a gold write not done yet, and the task is not one the policy forbids."""
+        if self._forbidden():
+            return False
+        done = {(c.server, c.tool) for c in calls if c.ok}
+        gold = [self.task.gold_calls[i] for i in turn_calls(self.task, self.turn)]
+        return any(g.is_write and (g.server, g.tool) not in done for g in gold)
+
     async def reply(self, messages: list[dict[str, Any]], calls: list[CallRecord]) -> str | None:
         said = str(messages[-1].get("content") or "") if messages and messages[-1]["role"] == "assistant" else ""
         turns = max(len(self.task.turns), 1)
+        if self._forbidden() and asks_confirmation(said):
+            return NO  # a change the policy forbids: the agent offering to make it anyway hears no
         if turn_goal_met(self.task, self.turn, calls):
             self.turn += 1
             self.nudged = False
             return self.task.turns[self.turn].message if self.turn < turns else None
         if "?" in said:
+            if asks_confirmation(said):  # a read-back before a change: yes only to a change this turn wants
+                return YES if self._wants_a_change(calls) else NO
             answer = self._answer(said)
             if answer is not None:
                 return answer
-            if CONFIRM.search(said):
-                return "Yes, please go ahead."
             return "I'm not sure; I've told you what I know."
         if not self.nudged:
             self.nudged = True
@@ -130,6 +146,8 @@ def user_prompt(task: Task) -> str:
         f"{task.persona.style}, one short message at a time. You want, in this order:\n{steps}\n"
         "Bring up the next want only when the assistant has done the current one. "
         f"Give these details only when the assistant asks for them:\n{facts or '- (none)'}\n"
+        "When the assistant reads back a change you asked for and asks whether to go ahead, say yes; when it "
+        "proposes a change you did not ask for, say no. "
         f"Never invent other details. When everything is done, or the assistant cannot help, answer {STOP_TOKEN}."
     )
 

@@ -80,6 +80,18 @@ ASK_READ = {
         "Can you find out {what} for me? I keep forgetting.",
     ),
 }
+RELATIONS = ("my partner", "a relative", "a friend", "a neighbour of mine", "a colleague", "my flatmate")
+ON_BEHALF = {
+    "polite": (
+        "I'm calling for {relation}, {owner}, who can't make it today. Could you {phrase} for them, please?",
+        "I'm asking on behalf of {relation}, {owner}. Would you be able to {phrase} for them?",
+    ),
+    "terse": ("For {relation}, {owner}: please {phrase}.", "Need to {phrase} for {owner}, {relation}."),
+    "chatty": (
+        "So {relation}, {owner}, asked me to sort this out since they're swamped: could you {phrase} for them?",
+        "Long story, but {relation} {owner} can't get to a phone, so I said I'd {phrase} for them. Can you help?",
+    ),
+}
 MORE = ("One more thing: ", "Thanks! Also, ", "Great. Next, ", "While you're at it, ")
 STYLES = tuple(GREETINGS)
 
@@ -320,6 +332,18 @@ class OfflineWriter:
             body = request if turn == 0 or re.match(r"I\b", request) else request[:1].lower() + request[1:]
             messages.append(" ".join([opener.strip(), body, *said]).strip())
         return Request(turns=messages, hidden_facts=hidden, claims=claims, uncalibrated=uncalibrated(grounded))
+
+    def on_behalf(self, rng: random.Random, grounded: Grounded, requester: str, style: str) -> Request:
+        """Someone else asks for the persona's change (a request the policy forbids: the customer must
+        identify themselves). No hidden facts and no claims: the right answer is a refusal."""
+        goal = next(c for c, s in zip(grounded.calls, grounded.chain.steps, strict=True) if s.role == "goal")
+        phrase = _phrase(self.catalog.spec(goal.server, goal.tool), mine=False)
+        first = requester.split()[0]
+        greeting = rng.choice(GREETINGS[style]).format(name=requester, first=first)
+        relation = rng.choice(RELATIONS)
+        ask = rng.choice(ON_BEHALF[style]).format(phrase=phrase, owner=grounded.persona.name, relation=relation)
+        message = f"{greeting} {ask}"
+        return Request(turns=[message], uncalibrated=message)
 
     def _asked(self, rng: random.Random, row: Row | None, known: set[str]) -> list[tuple[str, Any]]:
         options = [

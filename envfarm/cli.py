@@ -166,7 +166,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_mutate(args: argparse.Namespace) -> int:
     """`envfarm verify --mutate`: the verifier's kill rate on seeded bugs, per server."""
-    from factory.mutation import MutantResult, ServerMutation, mutate_server, summarize
+    from factory.mutation import MutantResult, ServerMutation, mutate_server, render_markdown, summarize
     from factory.verify import VerifyOptions
     from factory.warm import warm_launcher
 
@@ -205,6 +205,8 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         report = summarize(anyio.run(run_all), args.seed, args.max_mutants)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    page = args.out.with_suffix(".md")
+    page.write_text(render_markdown(report, "envfarm " + " ".join(sys.argv[1:])), encoding="utf-8")
     print(f"\n{'server':<22} {'mutants':>7} {'killed':>6} {'kill rate':>9} {'explained':>9} {'unexplained':>11}")
     for s in report.servers:
         print(f"{s.server:<22} {s.mutants:>7} {s.killed:>6} {s.kill_rate:>9.0%} {s.explained:>9} {s.unexplained:>11}")
@@ -212,11 +214,14 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         for r in s.survivors:
             if r.equivalent is None:
                 print(f"survivor: {s.server} {r.file}:{r.line} ({r.function}) {r.kind}: {r.change}")
+        for problem in s.equivalent_problems:
+            print(f"equivalent_mutants: {s.server} {problem}")
     print(
         f"\nall: {report.killed} of {report.mutants} mutants killed ({report.kill_rate:.0%}), "
-        f"{report.explained} survivors explained as equivalent, {report.unexplained} unexplained; report: {args.out}"
+        f"{report.explained} survivors explained as equivalent, {report.unexplained} unexplained; "
+        f"report: {args.out} and {page}"
     )
-    return 0
+    return 1 if report.unexplained or any(s.equivalent_problems for s in report.servers) else 0
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -295,10 +300,19 @@ def _enrich_import(args: argparse.Namespace, result: ImportResult, out: Path) ->
         "descriptions, realistic seed rows, business rules (with example calls that break them) the API "
         "describes, and custom tools with handlers for skipped operations whose effect the document states. "
         "Keep every tool's name and params.\n\nImport report:\n"
-        f"{result.report.markdown()}\n\nSpec:\n{json.dumps(spec, indent=1, default=str)[:30000]}"
+        f"{result.report.markdown()}\n\nSpec:\n{json.dumps(spec, indent=1, default=str)[:30000]}\n\n"
+        f"policy.md (drafted from the document; keep what it says the API requires):\n{result.policy}"
     )
     call = partial(
-        write_with_model, scenario, context, model, build_dir, args.rounds, 2, VerifyOptions(call_timeout=5.0)
+        write_with_model,
+        scenario,
+        context,
+        model,
+        build_dir,
+        args.rounds,
+        2,
+        VerifyOptions(call_timeout=5.0),
+        args.mutants,
     )
     outcome, draft = anyio.run(close_after, model, call)
     usage = model.usage
@@ -357,6 +371,7 @@ def cmd_import_metadata(args: argparse.Namespace) -> int:
             name=name,
             max_rounds=args.rounds,
             options=VerifyOptions(call_timeout=args.timeout),
+            mutants=args.mutants,
         )
         outcome, draft = anyio.run(close_after, model, call)
         usage = model.usage
@@ -434,6 +449,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
         model,
         max_rounds=args.rounds,
         options=VerifyOptions(call_timeout=args.timeout),
+        mutants=args.mutants,
     )
     summary = anyio.run(close_after, model, call) if model else anyio.run(call)
     print(render_summary(summary))
@@ -474,7 +490,9 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     print(f"\n{report.calls} calls: " + ", ".join(f"{k} {v}" for k, v in sorted(report.outcomes.items())))
     print("violations: " + ", ".join(f"{k} {v}" for k, v in report.violations.items()))
     for violation in report.evidence:
-        print(f"  {violation.server}.{violation.tool} {violation.invariant}: {violation.detail} <- {violation.arguments}")
+        print(
+            f"  {violation.server}.{violation.tool} {violation.invariant}: {violation.detail} <- {violation.arguments}"
+        )
     return 0 if report.ok else 1
 
 
@@ -563,6 +581,12 @@ def parser() -> argparse.ArgumentParser:
     )
     pr.add_argument("--out", type=Path, help="farm root to publish into (default: --farm)")
     pr.add_argument("--timeout", type=float, default=5.0, help="seconds a tool call may take before it counts as hung")
+    pr.add_argument(
+        "--mutants",
+        type=int,
+        default=8,
+        help="seeded bugs sampled from each verified round; survivors go back to the model (default: 8)",
+    )
     pr.set_defaults(func=cmd_propose)
 
     im = sub.add_parser("import", help="a spec folder from a real API description (then `envfarm build` it)")
@@ -576,6 +600,12 @@ def parser() -> argparse.ArgumentParser:
     oa.add_argument("--base-url", help="the model's OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
     oa.add_argument("--rounds", type=int, default=3, help="verify-and-revise rounds (with --model; default: 3)")
     oa.add_argument("--build-dir", type=Path, help="rounds, prompts and answers (with --model; default: builds/<name>)")
+    oa.add_argument(
+        "--mutants",
+        type=int,
+        default=8,
+        help="seeded bugs sampled from each verified round; survivors go back to the model (default: 8)",
+    )
     oa.set_defaults(func=cmd_import_openapi)
     md = isub.add_parser("metadata", help="EnvFactory metadata (class_name, description, tools) -> spec folder")
     md.add_argument("file", type=Path)
@@ -586,6 +616,12 @@ def parser() -> argparse.ArgumentParser:
     md.add_argument("--rounds", type=int, default=3, help="verify-and-revise rounds (with --model; default: 3)")
     md.add_argument("--build-dir", type=Path, help="rounds, prompts and answers (with --model; default: builds/<name>)")
     md.add_argument("--timeout", type=float, default=5.0, help="seconds a tool call may take before it counts as hung")
+    md.add_argument(
+        "--mutants",
+        type=int,
+        default=8,
+        help="seeded bugs sampled from each verified round; survivors go back to the model (default: 8)",
+    )
     md.set_defaults(func=cmd_import_metadata)
     mc = isub.add_parser("mcp", help="a stateful twin of a live MCP server, from its listing and its reads")
     mc.add_argument("config", type=Path, help="an mcpServers JSON file")

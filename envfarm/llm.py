@@ -96,7 +96,9 @@ class Transcript:
 
 def json_in(text: str) -> Any:
     """The JSON value an answer carries: the whole text, or a ```json fenced block, or the outermost
-    {...}; raises ValueError naming what was wrong."""
+    {...}, or the first whole object followed by prose; raises ValueError naming what was wrong."""
+    if not text.strip():
+        raise ValueError("not JSON: the answer is empty")
     candidates = [text.strip()]
     candidates += re.findall(r"```(?:json)?\s*\n(.*?)```", text, flags=re.DOTALL)
     start, end = text.find("{"), text.rfind("}")
@@ -108,7 +110,25 @@ def json_in(text: str) -> Any:
             return json.loads(candidate)
         except json.JSONDecodeError as exc:
             error = error or exc
-    raise ValueError(f"not JSON: {error}" if error else "not JSON: the answer is empty")
+    if start >= 0:
+        try:
+            return json.JSONDecoder().raw_decode(text, start)[0]  # `{...} Hope this helps {:)}`
+        except json.JSONDecodeError:
+            pass
+    else:
+        raise ValueError(f"not JSON: the answer has no JSON object (it begins {text.strip()[:80]!r})")
+    raise ValueError(f"not JSON: {error}")
+
+
+def answer_text(completion: ChatCompletion) -> tuple[str, bool]:
+    """(the answer's text, whether the token budget cut it off). A model asked for JSON sometimes
+    calls a tool instead: the first call's arguments are then the answer."""
+    choice = completion.choices[0]
+    text = (choice.message.content or "").strip()
+    if not text and choice.message.tool_calls:
+        call = choice.message.tool_calls[0]
+        text = getattr(getattr(call, "function", None), "arguments", "") or ""
+    return text, choice.finish_reason == "length"
 
 
 class ChatModel:
@@ -209,19 +229,37 @@ class ChatModel:
         return content.strip()
 
     async def structured(
-        self, messages: list[dict[str, Any]], schema: type[T], *, repairs: int = 2, step: str = "structured"
+        self,
+        messages: list[dict[str, Any]],
+        schema: type[T],
+        *,
+        repairs: int = 2,
+        step: str = "structured",
+        max_tokens: int | None = None,
     ) -> T:
         """An answer validated as `schema`. An answer that is not JSON or does not validate goes back to
-        the model with the errors, at most `repairs` times; then `LLMError` names the last errors."""
+        the model with the errors, at most `repairs` times; then `LLMError` names the last errors. A
+        model that answers with a tool call instead of text has the call's arguments read as its
+        answer; one cut off by the token budget is told so; one that answers nothing at all is asked
+        again. `max_tokens` overrides the configured budget (a whole document needs more than a reply)."""
         shape = json.dumps(schema.model_json_schema(), separators=(",", ":"))
         conversation = [
             *messages,
             {"role": "user", "content": f"Answer with one JSON object only, valid against this JSON Schema:\n{shape}"},
         ]
+        options: dict[str, Any] = {"max_tokens": max_tokens} if max_tokens is not None else {}
         problems = ""
         for attempt in range(repairs + 1):
-            answer = await self.text(conversation, step=step if attempt == 0 else f"{step}-repair-{attempt}")
+            completion = await self.complete(
+                conversation, step=step if attempt == 0 else f"{step}-repair-{attempt}", **options
+            )
+            answer, cut_off = answer_text(completion)
             try:
+                if cut_off:
+                    raise ValueError(
+                        "the answer was cut off at the token limit (finish_reason length): send a shorter, complete "
+                        "JSON object"
+                    )
                 return schema.model_validate(json_in(answer))
             except ValidationError as exc:
                 problems = "; ".join(
@@ -232,7 +270,7 @@ class ChatModel:
             if attempt < repairs:
                 self.usage.repairs += 1
                 conversation += [
-                    {"role": "assistant", "content": answer},
+                    {"role": "assistant", "content": answer or "(no answer)"},
                     {
                         "role": "user",
                         "content": f"That answer is invalid: {problems}\nSend the corrected JSON object only.",

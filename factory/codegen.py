@@ -653,8 +653,9 @@ def render_tools(spec: EnvironmentSpec, has_handlers: bool) -> str:
 
 
 def _tool_definition(tool: ToolKind) -> list[str]:
-    """`ToolDefinition(...)`: the function and its effect, plus only what differs from the effect's defaults."""
-    args = [f"tools.{tool.name}", py(tool.effect)]
+    """`ToolDefinition(...)`: the function's name in tools.py (imported on the first call) and its effect,
+    plus only what differs from the effect's defaults."""
+    args = [py(tool.name), py(tool.effect)]
     if tool.title:
         args.append(f"title={py(tool.title)}")
     if tool.read_only_override is not None:
@@ -706,8 +707,6 @@ def render_server_module(spec: EnvironmentSpec) -> str:
             *principal,
             runtime,
             "",
-            "from . import tools",
-            "",
             "DEFINITION = ServerDefinition(",
             f"    name={py(spec.name)},",
             f"    title={py(spec.title)},",
@@ -715,6 +714,7 @@ def render_server_module(spec: EnvironmentSpec) -> str:
             f"    version={py(spec.version)},",
             f"    now={py(spec.now_iso)},",
             "    directory=Path(__file__).parent,",
+            '    tools_module=f"{__package__}.tools",',
             "    id_formats={",
             *[f"        {py(t)}: {py(e.id_format)}," for t, e in spec.entities.items()],
             "    },",

@@ -27,15 +27,17 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from envfarm.llm import ChatModel, LLMError, Usage
 from factory import fakedata
-from factory.build import build_all
+from factory.build import build_all, warm_options
+from factory.mutation import Mutant, MutantResult, mutate_server, sample, server_mutants
 from factory.openapi import safe_name, singular
-from factory.source import handler_functions
+from factory.source import POLICY_NAME, handler_functions
 from factory.spec import NAME_PATTERN, SpecError, parse_spec
 from factory.static_checks import check_handlers
 from factory.verify import Failure, VerifyOptions
 
 SPEC_FORMAT = Path(__file__).parent / "specs" / "README.md"
 MAX_FAILURES_SHOWN = 20
+DRAFT_TOKENS = 16384  # a whole spec with seed rows is long: the client's default budget would cut it off
 Status = Literal["published", "not_converged", "invalid", "model_error"]
 
 
@@ -62,15 +64,29 @@ class ScenarioList(BaseModel):
 
 
 class SpecDraft(BaseModel):
-    """A spec document and its handlers.py, checked the way `envfarm build` will check them, so a
-    model gets every problem back before anything is built."""
+    """A spec document, its handlers.py and its policy.md, checked the way `envfarm build` will check
+    them (plus what a grown environment must have: a principal, a policy, expectations and scenarios),
+    so a model gets every problem back before anything is built."""
 
     spec: dict[str, Any]
     handlers: str = ""
+    policy: str = Field(
+        default="", description="policy.md: what the agent may and may not do, as the instructions carry it"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _policy_beside_the_spec(cls, data: Any) -> Any:
+        """A model that puts the policy inside the spec meant policy.md."""
+        if isinstance(data, dict) and isinstance(data.get("spec"), dict) and "policy" in data["spec"]:
+            spec = dict(data["spec"])
+            inside = spec.pop("policy")
+            data = {**data, "spec": spec, "policy": data.get("policy") or (inside if isinstance(inside, str) else "")}
+        return data
 
     @model_validator(mode="after")
     def _buildable(self) -> SpecDraft:
-        problems: list[str] = []
+        problems: list[str] = completeness_problems(self.spec, self.policy)
         names: set[str] = set()
         if self.handlers.strip():
             try:
@@ -80,12 +96,38 @@ class SpecDraft(BaseModel):
             findings = check_handlers(self.handlers)
             problems += [f"handlers.py line {f.line}: {f.code} ({f.reason})" for f in findings]
         try:
-            parse_spec(self.spec, "spec", names)
+            parse_spec({**self.spec, "policy": self.policy}, "spec", names)
         except SpecError as exc:
             problems += [f"spec {where}: {what}" for where, what in exc.problems]
         if problems:
             raise ValueError("; ".join(problems[:30]))
         return self
+
+
+def completeness_problems(spec: dict[str, Any], policy: str) -> list[str]:
+    """What a grown environment must have beyond a valid spec: whom the agent acts for, the policy it
+    follows, examples that say what a call must do, and scenarios that chain calls."""
+    problems = []
+    if not isinstance(spec.get("principal"), dict):
+        problems.append("spec.principal: missing: say whom the agent acts for (kind user or staff, see the format)")
+    if not policy.strip():
+        problems.append("policy: missing: write policy.md (identity, what to confirm before writing, the rules)")
+    tools = [t for t in spec.get("tools") or [] if isinstance(t, dict)]
+    if tools and not any(isinstance(e, dict) and "expect" in e for t in tools for e in t.get("examples") or []):
+        problems.append("spec.tools: no example has an `expect`: say what the write tools' calls must do")
+    if not spec.get("scenarios"):
+        problems.append("spec.scenarios: missing: at least one scenario of calls on one episode, with expectations")
+    return problems
+
+
+class MutationRound(BaseModel):
+    """The mutation sample run on a round that verified: how many seeded bugs the verifier caught."""
+
+    mutants: int
+    killed: int
+    kill_rate: float
+    survivors: list[MutantResult] = Field(default_factory=list, description="unexplained survivors")
+    seconds: float = 0.0
 
 
 class RoundRecord(BaseModel):
@@ -95,6 +137,7 @@ class RoundRecord(BaseModel):
     failures: list[Failure] = Field(default_factory=list)
     problems: str = ""
     seconds: float = 0.0
+    mutation: MutationRound | None = None
 
 
 class GrowthResult(BaseModel):
@@ -104,6 +147,8 @@ class GrowthResult(BaseModel):
     status: Status
     message: str = ""
     rounds: list[RoundRecord] = Field(default_factory=list)
+    published_round: int | None = Field(default=None, description="the round whose draft was verified and published")
+    kill_rate: float | None = Field(default=None, description="the published round's mutation kill rate, if sampled")
 
 
 class GrowthSummary(BaseModel):
@@ -130,11 +175,13 @@ def _system() -> dict[str, str]:
     return {
         "role": "system",
         "content": "You design stateful MCP tool environments for training tool-use agents. An environment is "
-        "a spec folder: spec.yaml (data: entities, inline seed rows, tools, rules) and handlers.py (Python for "
-        "`custom` tools only, using only the `db: Database` argument: no imports beyond datetime/math/json/re, "
-        "no files, network, processes, wall clock or randomness). A deterministic verifier runs the server and "
-        "checks every tool, so every rule needs an example call that breaks it and seed rows must fit their "
-        "tables. The spec format:\n\n" + SPEC_FORMAT.read_text(encoding="utf-8"),
+        "a spec folder: spec.yaml (data: principal, entities, inline seed rows, tools, rules, scenarios), "
+        "policy.md (what the agent may and may not do) and handlers.py (Python for `custom` tools only, using "
+        "only the `db: Database` argument: no imports beyond datetime/math/json/re, no files, network, processes, "
+        "wall clock or randomness). A deterministic verifier runs the server and checks every tool, so every "
+        "rule needs an example call that breaks it, seed rows must fit their tables, and expectations (`expect` "
+        "on examples and scenario steps) say what each write must do; seeded bugs an expectation does not "
+        "catch are sent back to you. The spec format:\n\n" + SPEC_FORMAT.read_text(encoding="utf-8"),
     }
 
 
@@ -155,23 +202,50 @@ def spec_prompt(scenario: Scenario, context: str = "") -> list[dict[str, Any]]:
         f"Write the complete environment {scenario.name!r} ({scenario.title}, domain {scenario.domain}): "
         f"{scenario.description}\nGive 3-6 entities with inline seed rows (5-15 per table), 8-16 tools covering "
         "search, get, create, update and delete, business rules with example calls that break them, and custom "
-        "handlers only where CRUD is not enough. The spec's `name` must be "
-        f'{scenario.name!r}. Answer with {{"spec": <the spec as JSON>, "handlers": <handlers.py source or "">}}.'
+        "handlers only where CRUD is not enough. Declare the `principal` (a signed-in `user` the tools act as, "
+        "with `scope` for their private tables, or `staff` serving customers, with how a customer is "
+        "identified), write the policy (policy.md: identity, what to confirm before a write, the rules), give "
+        "the write tools examples with `expect` (result, rows, state or error, worked out from the rules, not "
+        "copied from a run) and at least one scenario of dependent calls. The spec's `name` must be "
+        f'{scenario.name!r}. Answer with {{"spec": <the spec as JSON>, "handlers": <handlers.py source or "">, '
+        '"policy": <policy.md text>}.'
     )
     return [_system(), {"role": "user", "content": (context + "\n\n" if context else "") + ask}]
 
 
 def _revise_prompt(draft: SpecDraft, record: RoundRecord) -> list[dict[str, Any]]:
+    current = (
+        f"spec:\n{json.dumps(draft.spec, indent=1, default=str)}\n\nhandlers.py:\n{draft.handlers or '(none)'}"
+        f"\n\npolicy.md:\n{draft.policy or '(none)'}"
+    )
+    answer = 'Answer with the whole corrected environment as {"spec": ..., "handlers": ..., "policy": ...}.'
+    if record.passed and record.mutation is not None:
+        survivors = "\n".join(
+            f"- {m.file}:{m.line} in `{m.function}` ({m.kind}): {m.change}"
+            for m in record.mutation.survivors[:MAX_FAILURES_SHOWN]
+        )
+        return [
+            _system(),
+            {
+                "role": "user",
+                "content": f"This environment passed verification (round {record.round}), but these seeded bugs "
+                f"survived: each is one change to the server's code (the generated tools.py or your handlers.py) "
+                f"that no expectation noticed ({record.mutation.killed} of {record.mutation.mutants} were caught)."
+                f"\n\n{current}\n\nSurviving mutants (file:line, function, kind, change):\n{survivors}\n\n"
+                "Add expectations that the correct code meets and each mutant breaks: an example's or a scenario "
+                "step's `expect` (result, rows, state, error) on a call whose answer the change would alter. Only "
+                "if no call can ever tell a mutant apart, list it under `equivalent_mutants` with the reason. "
+                + answer,
+            },
+        ]
     failures = [f.model_dump(exclude_none=True) for f in record.failures[:MAX_FAILURES_SHOWN]]
     found = json.dumps(failures, indent=1, default=str) if failures else record.problems
     return [
         _system(),
         {
             "role": "user",
-            "content": f"This environment failed verification (round {record.round}).\n\nspec:\n"
-            f"{json.dumps(draft.spec, indent=1, default=str)}\n\nhandlers.py:\n{draft.handlers or '(none)'}\n\n"
-            f"Failures (tool, check, call, expected, actual):\n{found}\n\nFix the causes and answer with the whole "
-            'corrected environment as {"spec": ..., "handlers": ...}.',
+            "content": f"This environment failed verification (round {record.round}).\n\n{current}\n\n"
+            f"Failures (tool, check, call, expected, actual):\n{found}\n\nFix the causes. " + answer,
         },
     ]
 
@@ -253,6 +327,21 @@ def offline_draft(scenario: Scenario, theme: str, variant: int) -> SpecDraft:
         "title": scenario.title,
         "description": scenario.description,
         "now": "2026-04-13T09:00:00Z",
+        "principal": {
+            "kind": "staff",
+            "description": f"a member of staff at the {words} business's front desk",
+            "values": [f"Front desk: {people[0]['full_name']}", f"Manager: {people[1]['full_name']}"],
+            "default": f"Front desk: {people[0]['full_name']}",
+            "customers": "a customer gives their full name and email; find them with find_customers and match "
+            "both before reading or changing their records",
+        },
+        "unenforced_rules": [
+            {
+                "id": "confirm_before_write",
+                "rule": "Read the change back to the customer and get an explicit yes before making it.",
+                "tools": [f"create_{one}", f"update_{one}_note", f"cancel_{one}"],
+            }
+        ],
         "entities": {
             "customers": {
                 "description": "A customer",
@@ -444,7 +533,21 @@ def offline_draft(scenario: Scenario, theme: str, variant: int) -> SpecDraft:
             }
         ],
     }
-    return SpecDraft(spec=spec)
+    policy = (
+        f"You work at the front desk of a {words} business and serve its customers.\n\n"
+        "Identity and privacy:\n"
+        "- Identify the customer by full name and email before you read out or change any of their "
+        f"{record}.\n"
+        f"- Never act on one customer's {record} for another person.\n\n"
+        "Before you change anything:\n"
+        f"- Read the {one} (item, {extra_name.replace('_', ' ')}) back to the customer and get an explicit yes "
+        "first (not enforced by the tools: it is your job).\n\n"
+        "Rules (the tools refuse breaches with a reason):\n"
+        f"- Only active items can be ordered; a cancelled {one} cannot be cancelled again.\n\n"
+        "- Lists come a page at a time: when has_more is true, pass the cursor before you conclude that "
+        "something does not exist.\n"
+    )
+    return SpecDraft(spec=spec, policy=policy)
 
 
 # ---- the loop ----------------------------------------------------------------------------------------
@@ -457,6 +560,8 @@ def write_draft(draft: SpecDraft, folder: Path) -> None:
     )
     if draft.handlers.strip():
         (folder / "handlers.py").write_text(draft.handlers, encoding="utf-8")
+    if draft.policy.strip():
+        (folder / POLICY_NAME).write_text(draft.policy.strip() + "\n", encoding="utf-8")
 
 
 async def verify_round(
@@ -481,6 +586,31 @@ async def verify_round(
     return record
 
 
+def growth_sample(server_dir: Path, limit: int, seed: int) -> list[Mutant]:
+    """At most `limit` mutants of a grown server, the model's own handlers.py first (its code is what
+    the expectations must pin down), then the generated tools.py; each part spread over the kinds."""
+    mutants = server_mutants(server_dir)
+    own = [m for m in mutants if m.file == "handlers.py"]
+    chosen = sample(own, limit, seed)
+    rest = [m for m in mutants if m.file != "handlers.py"]
+    return chosen + sample(rest, limit - len(chosen), seed) if len(chosen) < limit else chosen
+
+
+async def mutation_round(server_dir: Path, limit: int, seed: int, options: VerifyOptions) -> MutationRound:
+    """Seed `limit` bugs into the server a round just published and verify each like a fresh build."""
+    started = time.perf_counter()
+    chosen = growth_sample(server_dir, limit, seed)
+    with warm_options(options.model_copy(update={"fail_fast": True}), len(chosen)) as warm:
+        report = await mutate_server(server_dir, mutants=chosen, jobs=2, options=warm)
+    return MutationRound(
+        mutants=report.mutants,
+        killed=report.killed,
+        kill_rate=report.kill_rate,
+        survivors=[r for r in report.survivors if r.equivalent is None],
+        seconds=round(time.perf_counter() - started, 3),
+    )
+
+
 async def converge(
     name: str,
     draft: SpecDraft,
@@ -490,29 +620,60 @@ async def converge(
     max_rounds: int,
     options: VerifyOptions,
     repairs: int,
+    mutants: int = 0,
 ) -> GrowthResult:
     """Verify, revise from the failures, re-verify from scratch, up to `max_rounds`. Only a round that
-    passes every check is published (by the same `build_all` that verified it)."""
+    passes every check is published (by the same `build_all` that verified it). A round that passes
+    gets a sample of `mutants` seeded bugs; survivors go back to the model as failures to address with
+    new expectations, and the next round is verified (and sampled) from scratch again. A later round
+    that fails leaves the last verified one published."""
     result = GrowthResult(name=name, status="not_converged")
     for number in range(1, max_rounds + 1):
         record = await verify_round(draft, build_dir / name / f"round-{number}", number, farm_root, options)
+        if record.passed and mutants > 0:
+            record.mutation = await mutation_round(farm_root / "servers" / name, mutants, 0, options)
+            (record.folder / "round.json").write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
         result.rounds.append(record)
         if record.passed:
-            result.status, result.message = "published", f"verified in round {number}"
-            return result
+            result.status, result.published_round = "published", number
+            result.kill_rate = record.mutation.kill_rate if record.mutation else None
+            if record.mutation is None or not record.mutation.survivors:
+                result.message = f"verified in round {number}" + _kill_rate(record)
+                return result
         if model is None or number == max_rounds:
             break
         try:
             draft = await model.structured(
-                _revise_prompt(draft, record), SpecDraft, repairs=repairs, step=f"{name}-revise-{number}"
+                _revise_prompt(draft, record),
+                SpecDraft,
+                repairs=repairs,
+                step=f"{name}-revise-{number}",
+                max_tokens=DRAFT_TOKENS,
             )
         except LLMError as exc:
+            if result.status == "published":
+                result.message = f"verified in round {result.published_round}; the revision failed: {exc}"
+                return result
             result.status, result.message = "model_error", str(exc)
             return result
     last = result.rounds[-1]
+    if result.published_round is not None:
+        kept = result.rounds[result.published_round - 1]
+        assert kept.mutation is not None  # only a sampled round with survivors gets here
+        shown = "; ".join(f"{m.file}:{m.line} {m.change[:80]}" for m in kept.mutation.survivors[:3])
+        result.message = (
+            f"verified in round {result.published_round}{_kill_rate(kept)}; {len(kept.mutation.survivors)} "
+            f"mutant(s) still survive after {len(result.rounds)} round(s): {shown}"
+        )
+        return result
     shown = "; ".join(f"[{f.check}] {f.tool}: {f.actual[:120]}" for f in last.failures[:3]) or last.problems[:300]
     result.message = f"not verified after {len(result.rounds)} round(s); nothing published. Last failures: {shown}"
     return result
+
+
+def _kill_rate(record: RoundRecord) -> str:
+    mutation = record.mutation
+    return f" (mutants killed {mutation.killed} of {mutation.mutants})" if mutation else ""
 
 
 async def propose(
@@ -525,6 +686,7 @@ async def propose(
     max_rounds: int = 3,
     repairs: int = 2,
     options: VerifyOptions | None = None,
+    mutants: int = 0,
 ) -> GrowthSummary:
     """`envfarm propose THEME --n N`: N distinct scenarios, a spec for each, verified, revised, published."""
     started = time.perf_counter()
@@ -558,15 +720,19 @@ async def propose(
                 draft = offline_draft(scenario, theme, i)
             else:
                 draft = await model.structured(
-                    spec_prompt(scenario), SpecDraft, repairs=repairs, step=f"{scenario.name}-spec"
+                    spec_prompt(scenario),
+                    SpecDraft,
+                    repairs=repairs,
+                    step=f"{scenario.name}-spec",
+                    max_tokens=DRAFT_TOKENS,
                 )
         except LLMError as exc:
             summary.results.append(GrowthResult(name=scenario.name, status="model_error", message=str(exc)))
             continue
         if draft.spec.get("name") != scenario.name:
-            draft = SpecDraft(spec={**draft.spec, "name": scenario.name}, handlers=draft.handlers)
+            draft = draft.model_copy(update={"spec": {**draft.spec, "name": scenario.name}})
         summary.results.append(
-            await converge(scenario.name, draft, model, build_dir, farm_root, max_rounds, options, repairs)
+            await converge(scenario.name, draft, model, build_dir, farm_root, max_rounds, options, repairs, mutants)
         )
     return _finish(summary, model, started)
 
@@ -603,30 +769,36 @@ async def write_with_model(
     max_rounds: int,
     repairs: int,
     options: VerifyOptions,
+    mutants: int = 0,
 ) -> tuple[GrowthResult, SpecDraft | None]:
     """The model writes the scenario's spec from `context` (an import's draft and source); the rounds are
     verified in a throwaway farm inside `build_dir`, so nothing is published. Returns the outcome and,
     if a round passed, that round's draft (for the caller to write as a spec folder)."""
     try:
         draft = await model.structured(
-            spec_prompt(scenario, context), SpecDraft, repairs=repairs, step=f"{scenario.name}-spec"
+            spec_prompt(scenario, context),
+            SpecDraft,
+            repairs=repairs,
+            step=f"{scenario.name}-spec",
+            max_tokens=DRAFT_TOKENS,
         )
     except LLMError as exc:
         return GrowthResult(name=scenario.name, status="model_error", message=str(exc)), None
     if draft.spec.get("name") != scenario.name:
-        draft = SpecDraft(spec={**draft.spec, "name": scenario.name}, handlers=draft.handlers)
+        draft = draft.model_copy(update={"spec": {**draft.spec, "name": scenario.name}})
     scratch = build_dir / "scratch-farm"
     started = time.perf_counter()
     try:
-        result = await converge(scenario.name, draft, model, build_dir, scratch, max_rounds, options, repairs)
+        result = await converge(scenario.name, draft, model, build_dir, scratch, max_rounds, options, repairs, mutants)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     summary = GrowthSummary(source=f"import {scenario.name}", model=model.name, build_dir=build_dir, farm_root=scratch)
     summary.results.append(result)
     _finish(summary, model, started)
-    if result.status != "published":
+    if result.status != "published" or result.published_round is None:
         return result, None
-    folder = result.rounds[-1].folder / "spec"
+    folder = result.rounds[result.published_round - 1].folder / "spec"
     spec = yaml.safe_load((folder / "spec.yaml").read_text(encoding="utf-8"))
     handlers = (folder / "handlers.py").read_text(encoding="utf-8") if (folder / "handlers.py").is_file() else ""
-    return result, SpecDraft(spec=spec, handlers=handlers)
+    policy = (folder / POLICY_NAME).read_text(encoding="utf-8") if (folder / POLICY_NAME).is_file() else ""
+    return result, SpecDraft(spec=spec, handlers=handlers, policy=policy)

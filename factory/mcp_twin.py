@@ -141,3 +141,8 @@ def _remap_examples(spec: dict[str, Any], table: str, pk: str, remap: dict[str, 
         tool["examples"] = json.loads(text)
         if not tool["examples"]:
             tool.pop("examples")
+    if spec.get("scenarios"):  # a scenario's create names existing rows (its foreign keys) the same way
+        text = json.dumps(spec["scenarios"])
+        for old, new in remap.items():
+            text = text.replace(json.dumps(old), json.dumps(new))
+        spec["scenarios"] = json.loads(text)

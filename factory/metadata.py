@@ -231,14 +231,16 @@ async def import_metadata_with_model(
     max_rounds: int = 3,
     repairs: int = 2,
     options: VerifyOptions | None = None,
+    mutants: int = 0,
 ) -> tuple[GrowthResult, SpecDraft | None]:
     """The model writes the spec and handlers for every tool, from the metadata and the offline draft;
     rounds are verified in a throwaway farm in `build_dir`. Returns the outcome and the converged draft."""
     server = name or safe_name(meta.class_name)
     try:
-        offline = import_metadata_offline(meta, path, server).spec
+        inferred = import_metadata_offline(meta, path, server)
+        offline, policy = inferred.spec, inferred.policy
     except (OpenAPIError, SpecError):
-        offline = {}
+        offline, policy = {}, ""
     scenario = Scenario(
         name=server, domain="imported", title=meta.class_name, description=meta.description or meta.class_name
     )
@@ -246,5 +248,8 @@ async def import_metadata_with_model(
         "Build the environment behind these tools (EnvFactory metadata). Keep every tool's name, and its inputs "
         f"as params:\n{json.dumps(meta.model_dump(), indent=1)}\n\nA draft inferred from the names alone "
         f"(its CRUD tools; the others are missing):\n{json.dumps(offline, indent=1, default=str)[:20000]}"
+        + (f"\n\nIts policy.md:\n{policy}" if policy else "")
     )
-    return await write_with_model(scenario, context, model, build_dir, max_rounds, repairs, options or VerifyOptions())
+    return await write_with_model(
+        scenario, context, model, build_dir, max_rounds, repairs, options or VerifyOptions(), mutants
+    )

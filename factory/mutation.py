@@ -90,6 +90,9 @@ class ServerMutation(BaseModel):
     kill_rate: float
     explained: int = Field(description="survivors the spec explains as equivalent")
     unexplained: int = Field(description="survivors neither killed nor explained: each needs an expectation")
+    equivalent_problems: list[str] = Field(
+        default_factory=list, description="spec entries that explain nothing: stale, or naming several mutants"
+    )
     by_kind: dict[str, dict[str, int]] = Field(description="kind -> {mutants, killed}")
     survivors: list[MutantResult]
     results: list[MutantResult]
@@ -320,12 +323,41 @@ async def verify_mutant(server_dir: Path, mutant: Mutant, options: VerifyOptions
     )
 
 
+def _names(equivalent: EquivalentMutant, mutant: Mutant | MutantResult) -> bool:
+    return (equivalent.file, equivalent.function, equivalent.change) == (
+        mutant.file,
+        mutant.function,
+        mutant.change,
+    ) and (equivalent.line is None or equivalent.line == mutant.line)
+
+
 def explain(result: MutantResult, equivalents: list[EquivalentMutant]) -> str | None:
     """The spec's reason a surviving mutant cannot change behaviour, if it gives one."""
     for equivalent in equivalents:
-        if (equivalent.file, equivalent.function, equivalent.change) == (result.file, result.function, result.change):
+        if _names(equivalent, result):
             return equivalent.reason
     return None
+
+
+def usable_equivalents(
+    equivalents: list[EquivalentMutant], mutants: list[Mutant]
+) -> tuple[list[EquivalentMutant], list[str]]:
+    """The entries that name exactly one of the server's mutants, and a problem for each other entry.
+
+    An entry explains one mutant, never a family: one that names several (the same change twice in a
+    function) must add `line`, and one that names none is stale (the code changed under it)."""
+    usable, problems = [], []
+    for equivalent in equivalents:
+        where = f"{equivalent.file} {equivalent.function}: {equivalent.change}"
+        named = [m for m in mutants if _names(equivalent, m)]
+        if len(named) == 1:
+            usable.append(equivalent)
+        elif named:
+            lines = ", ".join(str(m.line) for m in named)
+            problems.append(f"{where} names {len(named)} mutants (lines {lines}); add `line` to say which")
+        else:
+            problems.append(f"{where} names no mutant of the current code (stale)")
+    return usable, problems
 
 
 async def mutate_server(
@@ -336,13 +368,16 @@ async def mutate_server(
     jobs: int = 2,
     options: VerifyOptions | None = None,
     progress: Callable[[MutantResult], None] | None = None,
+    mutants: list[Mutant] | None = None,
 ) -> ServerMutation:
-    """Verify every (or a sample of) mutant(s) of one published server, `jobs` at a time; survivors the
-    spec's `equivalent_mutants` explain are marked with the reason."""
+    """Verify every (or a sample of) mutant(s) of one published server, `jobs` at a time (or exactly
+    `mutants`, chosen by the caller); survivors the spec's `equivalent_mutants` explain are marked with
+    the reason."""
     options = options or VerifyOptions(fail_fast=True)
     started = time.perf_counter()
-    equivalents = load_server_spec(server_dir).equivalent_mutants
-    chosen = sample(server_mutants(server_dir), max_mutants, seed)
+    every = server_mutants(server_dir)
+    equivalents, equivalent_problems = usable_equivalents(load_server_spec(server_dir).equivalent_mutants, every)
+    chosen = mutants if mutants is not None else sample(every, max_mutants, seed)
     results: list[MutantResult] = []
     limiter = anyio.CapacityLimiter(jobs)
 
@@ -374,6 +409,7 @@ async def mutate_server(
         kill_rate=round(killed / len(results), 4) if results else 1.0,
         explained=explained,
         unexplained=len(survivors) - explained,
+        equivalent_problems=equivalent_problems,
         by_kind=by_kind,
         survivors=survivors,
         results=results,
@@ -394,3 +430,39 @@ def summarize(servers: list[ServerMutation], seed: int, max_mutants: int | None)
         seed=seed,
         max_mutants=max_mutants,
     )
+
+
+def render_markdown(report: MutationReport, command: str) -> str:
+    """The report as a page: the kill rate per server, then every survivor with where, what and why."""
+    sampled = (
+        f"at most {report.max_mutants} mutants per server (seed {report.seed})"
+        if report.max_mutants
+        else "every mutant"
+    )
+    lines = [
+        "# Mutation testing of the verifier",
+        "",
+        f"`{command}`: {sampled}. A mutant is killed when verification refuses it; a survivor is explained",
+        "only by a spec `equivalent_mutants` entry naming it, with the reason no call can tell it apart.",
+        "",
+        "| server | mutants | killed | kill rate | explained | unexplained |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for s in report.servers:
+        lines.append(f"| {s.server} | {s.mutants} | {s.killed} | {s.kill_rate:.1%} | {s.explained} | {s.unexplained} |")
+    lines.append(
+        f"| **all** | {report.mutants} | {report.killed} | {report.kill_rate:.1%} | {report.explained} | {report.unexplained} |"
+    )
+    survivors = [(s.server, r) for s in report.servers for r in s.survivors]
+    lines += ["", f"## Survivors ({len(survivors)})", ""]
+    if survivors:
+        lines += ["| server | where | function | kind | change | explained |", "|---|---|---|---|---|---|"]
+    for server, r in survivors:
+        why = f"equivalent: {r.equivalent}" if r.equivalent else "**no**: needs an expectation"
+        change = r.change.replace("|", "\\|").replace("`", "")
+        lines.append(f"| {server} | {r.file}:{r.line} | {r.function} | {r.kind} | `{change}` | {why} |")
+    problems = [(s.server, p) for s in report.servers for p in s.equivalent_problems]
+    if problems:
+        lines += ["", "## Spec entries that explain nothing", ""]
+        lines += [f"- {server}: {problem}" for server, problem in problems]
+    return "\n".join(lines) + "\n"

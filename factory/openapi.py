@@ -24,10 +24,13 @@ not); `envfarm build` publishes it through the same verifier as any other.
 
 from __future__ import annotations
 
+import copy
 import json
 import keyword
 import random
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,7 @@ import yaml
 from pydantic import BaseModel, Field
 
 from factory import fakedata
+from factory.source import POLICY_NAME
 from factory.spec import SpecError, parse_spec, read_document
 
 FARM_NOW = "2026-04-13T09:00:00Z"
@@ -113,10 +117,11 @@ class ImportReport(BaseModel):
 
 
 class ImportResult(BaseModel):
-    """A spec document (validated) and the report of how it was made."""
+    """A spec document (validated), its policy.md and the report of how it was made."""
 
     spec: dict[str, Any]
     report: ImportReport
+    policy: str = Field(default="", description="policy.md drafted from the document")
 
 
 # Fields of a page of records rather than of a record: `{items: [X], total, has_more, cursor}` is a page of X.
@@ -442,14 +447,30 @@ class _Importer:
 
     def operations(self) -> list[tuple[str, str, dict[str, Any], list[dict[str, Any]]]]:
         found = []
-        for path, item in (self.doc.data.get("paths") or {}).items():
-            _, item = self.doc.deref(item)
+        paths = self.doc.data.get("paths") or {}
+        if not isinstance(paths, dict):
+            raise OpenAPIError(f"{self.doc.source}: `paths` must be a map of path -> path item, found {_kind(paths)}")
+        for path, raw in paths.items():
+            if not isinstance(raw, dict):
+                raise OpenAPIError(
+                    f"{self.doc.source}: paths.{path}: a path item must be an object, found {_kind(raw)}"
+                )
+            _, item = self.doc.deref(raw)
             shared = item.get("parameters") or []
             for method in METHODS:
                 if method in item:
                     op = item[method]
+                    if not isinstance(op, dict):
+                        raise OpenAPIError(
+                            f"{self.doc.source}: paths.{path}.{method}: an operation must be an object, found {_kind(op)}"
+                        )
                     params: dict[tuple[str, str], dict[str, Any]] = {}
-                    for node in [*shared, *(op.get("parameters") or [])]:
+                    for n, node in enumerate([*shared, *(op.get("parameters") or [])]):
+                        if not isinstance(node, dict):
+                            raise OpenAPIError(
+                                f"{self.doc.source}: paths.{path}.{method}.parameters.{n}: a parameter must be an "
+                                f"object, found {_kind(node)}"
+                            )
                         _, param = self.doc.deref(node)
                         if "name" in param:
                             params[(param["name"], param.get("in", "query"))] = param
@@ -514,29 +535,56 @@ class _Importer:
             raise OpenAPIError(f"{self.doc.source}: the document has no operations under `paths`")
         shapes: dict[tuple[str, str], tuple[str | None, dict[str, Any], bool] | None] = {}
         for method, path, op, _params in ops:
-            segments = [s for s in path.strip("/").split("/") if s]
-            noun = next((s for s in reversed(segments) if not s.startswith("{")), "record")
-            fallback = _camel(singular(snake(noun)))
-            record = None
-            response = self.response(op)
-            if response is not None:
-                record = self.record_of(response, fallback)
-            if record is None and method in ("post", "put", "patch"):
-                _, body, why = self.body(op)
-                if body is not None and not why:
-                    record = self.record_of(body, fallback)
-                    if record and record[2]:
-                        record = None  # a bulk body is not one record
-            shapes[(method, path)] = record
-            one_record = record is not None and not (record[2] and method != "get")
-            if record and one_record and not self._auth_like(path, op):  # noqa: SIM102 - two reasons, two tests
-                if method == "get" or method == "post" and not _ends_in_param(path):
-                    collection = _collection(path)
-                    if record[0] and not self._is_action(path, record[0]):
-                        self.collections.setdefault(collection, self.entity_for(record[0], record[1]).table)
+            with self.at(method, path):
+                self.learn(method, path, op, shapes)
         self.choose_keys()
         for method, path, op, params in ops:
-            self.map_operation(method, path, op, params, shapes[(method, path)])
+            with self.at(method, path):
+                self.map_operation(method, path, op, params, shapes[(method, path)])
+
+    @contextmanager
+    def at(self, method: str, path: str) -> Iterator[None]:
+        """Errors while reading one operation name it: a `$ref` to nothing, or a construct of a shape
+        the importer does not read (a string where a schema should be, ...)."""
+        where = f"{method.upper()} {path}"
+        try:
+            yield
+        except OpenAPIError as exc:
+            raise OpenAPIError(f"{exc} (in {where})") from exc
+        except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
+            raise OpenAPIError(
+                f"{self.doc.source}: {where}: a construct of an unexpected shape ({type(exc).__name__}: {exc}); "
+                "check that its parameters, request body, responses and schemas are objects"
+            ) from exc
+
+    def learn(
+        self,
+        method: str,
+        path: str,
+        op: dict[str, Any],
+        shapes: dict[tuple[str, str], tuple[str | None, dict[str, Any], bool] | None],
+    ) -> None:
+        """First pass, one operation: the record it reads or writes, and the collection that holds it."""
+        segments = [s for s in path.strip("/").split("/") if s]
+        noun = next((s for s in reversed(segments) if not s.startswith("{")), "record")
+        fallback = _camel(singular(snake(noun)))
+        record = None
+        response = self.response(op)
+        if response is not None:
+            record = self.record_of(response, fallback)
+        if record is None and method in ("post", "put", "patch"):
+            _, body, why = self.body(op)
+            if body is not None and not why:
+                record = self.record_of(body, fallback)
+                if record and record[2]:
+                    record = None  # a bulk body is not one record
+        shapes[(method, path)] = record
+        one_record = record is not None and not (record[2] and method != "get")
+        if record and one_record and not self._auth_like(path, op):  # noqa: SIM102 - two reasons, two tests
+            if method == "get" or method == "post" and not _ends_in_param(path):
+                collection = _collection(path)
+                if record[0] and not self._is_action(path, record[0]):
+                    self.collections.setdefault(collection, self.entity_for(record[0], record[1]).table)
 
     def _auth_like(self, path: str, op: dict[str, Any]) -> bool:
         words = snake(f"{path} {op.get('operationId') or ''}").split("_")
@@ -1125,6 +1173,11 @@ class _Importer:
         return reasons
 
 
+def _kind(value: Any) -> str:
+    names: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
+    return names.get(type(value), type(value).__name__)
+
+
 def _camel(snake_name: str) -> str:
     return snake_name.title().replace("_", "")
 
@@ -1281,7 +1334,7 @@ def _swagger2(data: dict[str, Any]) -> dict[str, Any]:
             if method not in METHODS or not isinstance(op, dict):
                 continue
             op = dict(op)
-            kept, form = [], {}
+            kept, form, form_required = [], {}, []
             for param in op.get("parameters") or []:
                 where = param.get("in")
                 if where == "body":
@@ -1290,6 +1343,8 @@ def _swagger2(data: dict[str, Any]) -> dict[str, Any]:
                     if param.get("type") == "file":
                         op["requestBody"] = {"content": {"multipart/form-data": {"schema": {}}}}
                     form[param["name"]] = {k: v for k, v in param.items() if k not in ("in", "name", "required")}
+                    if param.get("required"):
+                        form_required.append(param["name"])
                 else:
                     schema = {
                         k: param[k]
@@ -1306,7 +1361,11 @@ def _swagger2(data: dict[str, Any]) -> dict[str, Any]:
                     )
             if form and "requestBody" not in op:
                 op["requestBody"] = {
-                    "content": {"application/x-www-form-urlencoded": {"schema": {"type": "object", "properties": form}}}
+                    "content": {
+                        "application/x-www-form-urlencoded": {
+                            "schema": {"type": "object", "properties": form, "required": form_required}
+                        }
+                    }
                 }
             op["parameters"] = kept
             responses = {}
@@ -1357,6 +1416,178 @@ def _auth_notes(data: dict[str, Any]) -> list[str]:
         "auth: " + ", ".join(described) + " -> the episode's principal: the runtime (control plane or an HTTP "
         "bearer token) says who acts; no tool takes credentials, and auth header and cookie parameters are dropped"
     ]
+
+
+# Paths that read "the signed-in user" rather than a row someone names.
+CURRENT_USER = re.compile(
+    r"/(me|my|myself|user|account|profile|whoami|(users|accounts)/(me|current|self))/?", re.IGNORECASE
+)
+USER_TABLES = ("users", "accounts", "profiles", "members", "customers", "people", "persons")
+PER_USER_AUTH = ("oauth2", "openIdConnect", "apiKey", "bearer")
+PRINCIPAL_COLUMNS = ("email", "username", "login", "handle", "user_name", "name")
+
+
+def _schemes(data: dict[str, Any]) -> list[str]:
+    """The kinds of the document's security schemes (`http` ones by their scheme: bearer, basic)."""
+    schemes = (data.get("components") or {}).get("securitySchemes") or {}
+    kinds = []
+    for scheme in schemes.values():
+        if isinstance(scheme, dict):
+            kind = str(scheme.get("type", ""))
+            kinds.append(str(scheme.get("scheme", "")).lower() if kind == "http" else kind)
+    return kinds
+
+
+def infer_principal(
+    importer: _Importer, data: dict[str, Any], spec: dict[str, Any], title: str
+) -> tuple[dict[str, Any], list[str]]:
+    """Whom the imported server acts for, and notes saying why. Per-user credentials (OAuth 2, OpenID,
+    bearer tokens, API keys) and a users resource -- the one a current-user path (`/me`, `/user`)
+    returns, else a table named like users -- make a `user` principal named by its most personal
+    unique column; anything else is `staff` operating the API for customers."""
+    notes: list[str] = []
+    auth = [k for k in _schemes(data) if k in PER_USER_AUTH]
+    current = [
+        path
+        for path, item in (data.get("paths") or {}).items()
+        if CURRENT_USER.fullmatch(path) and isinstance(item, dict) and "get" in item
+    ]
+    table = None
+    for path in current:
+        response = importer.response(importer.doc.deref(data["paths"][path])[1]["get"])
+        record = importer.record_of(response, "User") if response is not None else None
+        node = importer.doc.deref(response)[1] if response is not None else {}
+        # The schema it returns, or one it extends (`private-user: allOf [simple-user, {...}]`).
+        names = [record[0] if record else None] + [
+            str(part["$ref"]).rsplit("/", 1)[-1] for part in node.get("allOf") or [] if "$ref" in part
+        ]
+        found = [importer.by_schema[n] for n in names if n and importer.by_schema.get(n) in spec["entities"]]
+        if found:
+            table = found[0]
+            break
+    table = table or next((t for u in USER_TABLES for t in spec["entities"] if t == u or t.endswith(f"_{u}")), None)
+    if auth and table is not None:
+        rows = spec["seed"].get(table) or []
+        columns = spec["entities"][table]["columns"]
+        candidates = [c for c in PRINCIPAL_COLUMNS if c in columns] + [spec["entities"][table]["primary_key"]]
+        distinct = [
+            c
+            for c in candidates
+            if rows
+            and all(isinstance(r.get(c), str | int) and r.get(c) != "" for r in rows)
+            and len({r[c] for r in rows}) == len(rows)
+        ]
+        column = distinct[0] if distinct else None
+        if column is not None:
+            why = f"per-user credentials ({', '.join(sorted(set(auth)))})"
+            why += f" and the current-user path {current[0]}" if current else f" and the `{table}` resource"
+            notes.append(
+                f"principal: user, one of `{table}.{column}` (default {rows[0][column]!r}), from {why}. Rows are "
+                "not scoped to the user: the document does not say which are private (add `principal.scope`)"
+            )
+            return {
+                "kind": "user",
+                "description": f"a signed-in user of {title}",
+                "table": table,
+                "column": column,
+                "default": rows[0][column],
+            }, notes
+    reason = (
+        "no security scheme" if not _schemes(data) else "no per-user credentials" if not auth else "no users resource"
+    )
+    notes.append(f"principal: staff operating the API for customers ({reason} to act as a signed-in user)")
+    operator = f"{title} operator"
+    return {
+        "kind": "staff",
+        "description": f"an operator of {title} acting for customers",
+        "values": [operator],
+        "default": operator,
+        "customers": "the customer names the record they mean (its id, or a name or email that finds it); "
+        "confirm it with them before changing anything",
+    }, notes
+
+
+def draft_policy(spec: dict[str, Any], description: str) -> str:
+    """policy.md from what the document says: who the agent is, what to confirm, the rules its schemas
+    state (required fields, allowed values) and paging."""
+    principal = spec["principal"]
+    writes = [t for t in spec["tools"] if t["effect"] in ("create", "update", "delete")]
+    lines = [f"You are {principal['description']}. {description}".strip(), "", "Identity:"]
+    if principal["kind"] == "user":
+        lines.append(
+            f"- Act only as the signed-in user (their {principal['column'].replace('_', ' ')}); never give another "
+            "person's identity to a tool."
+        )
+    else:
+        lines.append(f"- Identify the customer first: {principal['customers']}.")
+    if writes:
+        lines += [
+            "",
+            "Before you change anything:",
+            (
+                "- Read the change back and get an explicit yes before you create, change or delete a record (not "
+                "enforced by the tools: it is your job)."
+            ),
+        ]
+    rules = []
+    for tool in writes:
+        required = [p for p, v in tool["params"].items() if v.get("required") and p != tool.get("key")]
+        if tool["effect"] == "create" and required:
+            rules.append(f"- `{tool['name']}` needs {', '.join(f'`{p}`' for p in required)}.")
+        enums = [f"`{p}` is one of {', '.join(v['enum'])}" for p, v in tool["params"].items() if v.get("enum")]
+        if enums:
+            rules.append(f"- In `{tool['name']}`, " + "; ".join(enums) + ".")
+    if rules:
+        lines += ["", "Rules the API states (the tools refuse breaches with a reason):", *rules[:12]]
+    lines += [
+        "",
+        (
+            "- Lists come a page at a time: when has_more is true, pass the cursor before you conclude that "
+            "something does not exist."
+        ),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def draft_scenarios(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """One scenario per resource that can be created and then read, changed or deleted by its key:
+    the calls chain on one episode through the new row's key (`${made.<key>}`)."""
+    scenarios: list[dict[str, Any]] = []
+    for create in spec["tools"]:
+        if create["effect"] != "create" or not create.get("examples") or len(scenarios) >= 3:
+            continue
+        table = create["entity"]
+        pk = spec["entities"][table]["primary_key"]
+        example = create["examples"][0]
+        steps: list[dict[str, Any]] = [{"tool": create["name"], "name": "made", "args": copy.deepcopy(example["args"])}]
+        keyed = {
+            t["effect"]: t
+            for t in spec["tools"]
+            if t["entity"] == table and t.get("key") and t["params"][t["key"]].get("column", t["key"]) == pk
+        }
+        ref = f"${{made.{pk}}}"
+        if "get" in keyed:
+            step: dict[str, Any] = {"tool": keyed["get"]["name"], "args": {keyed["get"]["key"]: ref}}
+            if example["expect"].get("result"):
+                step["expect"] = {"result": copy.deepcopy(example["expect"]["result"])}
+            steps.append(step)
+        if "delete" in keyed:
+            steps.append(
+                {
+                    "tool": keyed["delete"]["name"],
+                    "args": {keyed["delete"]["key"]: ref},
+                    "expect": {"state": {f"{table}[{ref}]": None}, "rows": {table: {"removed": 1}}},
+                }
+            )
+        if len(steps) > 1:
+            scenarios.append(
+                {
+                    "name": f"{create['name']}_then_use_it"[:60],
+                    "description": f"A {singular(table).replace('_', ' ')} just created can be used by its key.",
+                    "steps": steps,
+                }
+            )
+    return scenarios
 
 
 def import_openapi(path: Path, name: str | None = None, seed_number: int = 0) -> ImportResult:
@@ -1424,8 +1655,28 @@ def import_document(
     domain = safe_name(categories[0]) if categories else "imported"
     description = first_paragraph(info.get("description")) or f"A stateful twin of {title}."
     spec = importer.spec(title, description, domain, seed_number)
-    parse_spec(spec, f"{path} (imported)")
-    return ImportResult(spec=spec, report=report)
+    spec["principal"], notes = infer_principal(importer, data, spec, title)
+    report.notes += notes
+    writes = [t["name"] for t in spec["tools"] if t["effect"] in ("create", "update", "delete")]
+    if writes:
+        spec["unenforced_rules"] = [
+            {
+                "id": "confirm_before_write",
+                "rule": "Read the change back and get an explicit yes before making it.",
+                "tools": writes,
+            }
+        ]
+    scenarios = draft_scenarios(spec)
+    if scenarios:
+        spec["scenarios"] = scenarios
+    policy = draft_policy(spec, description)
+    report.notes.append(
+        f"policy.md: drafted from the document (whom the agent acts for, confirm before {len(writes)} write "
+        f"tool(s), the required fields and allowed values the schemas state); {len(scenarios)} scenario(s) chain "
+        "a create into the calls that use its key"
+    )
+    parse_spec({**spec, "policy": policy}, f"{path} (imported)")
+    return ImportResult(spec=spec, report=report, policy=policy)
 
 
 def write_spec_folder(result: ImportResult, out: Path) -> Path:
@@ -1435,4 +1686,6 @@ def write_spec_folder(result: ImportResult, out: Path) -> Path:
     header = f"# Imported by `envfarm import` from {result.report.source}; see IMPORT.md.\n"
     spec_file.write_text(header + yaml.safe_dump(result.spec, sort_keys=False, allow_unicode=True, width=120), "utf-8")
     (out / "IMPORT.md").write_text(result.report.markdown(), "utf-8")
+    if result.policy.strip():
+        (out / POLICY_NAME).write_text(result.policy, "utf-8")
     return spec_file

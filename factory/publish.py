@@ -126,7 +126,7 @@ def write_listing(staged: Path) -> None:
     """Derive the tool schemas of the staged server once, as the SDK would at each start (`tools.json`)."""
     with private_package(staged) as package:
         definition = importlib.import_module(f"{package}.server").DEFINITION
-        derived = listing.derive([tool.function for tool in definition.tools], staged / listing.TOOLS_MODULE)
+        derived = listing.derive([definition.function(tool) for tool in definition.tools], staged / listing.TOOLS_MODULE)
     (staged / listing.SCHEMAS_FILE).write_text(derived.model_dump_json(indent=2) + "\n", encoding="utf-8")
 
 

@@ -291,15 +291,17 @@ def _farm_of(argv: Sequence[str]) -> Path | None:
     return None
 
 
-def enter(envfarm_argv: Sequence[str], writable: Sequence[Path] = ()) -> None:
+def enter(envfarm_argv: Sequence[str], writable: Sequence[Path] = (), *, server: bool = True) -> None:
     """Put this process in the sandbox for good: limits, then the audit hook (which cannot be removed).
-    Call it before any server code is imported; `envfarm_argv` names the farm that may be read."""
+    Call it before any server code is imported; `envfarm_argv` names the farm that may be read.
+    `server=False` (a seed builder) skips what only a server needs."""
     sys.dont_write_bytecode = True
     apply_limits(Limits())
-    # The runtime's one native helper (glibc's malloc_trim) is resolved before native loading is refused.
-    from servers.runtime.episodes import malloc_trim
+    if server:
+        # The runtime's one native helper (glibc's malloc_trim) is resolved before native loading is refused.
+        from servers.runtime.episodes import malloc_trim
 
-    malloc_trim()
+        malloc_trim()
 
     def report(message: str) -> None:
         try:

@@ -6,8 +6,9 @@ optional `policy.md` (what the agent may and may not do; the server's instructio
 from __future__ import annotations
 
 import ast
-import importlib.util
-import random
+import json
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from factory.ids import opaque_seed
+from factory.sandbox import VIOLATION
 from factory.spec import EnvironmentSpec, SpecError, parse_spec, read_document
 
 SPEC_NAMES = ("spec.yaml", "spec.yml", "spec.json")
@@ -46,16 +48,29 @@ def handler_functions(source: str, origin: str) -> set[str]:
     return {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
 
 
-def generate_seed(seed_file: Path, spec: EnvironmentSpec) -> dict[str, list[dict]]:
-    """Run `seed.py`'s `build(rng, now)` with the spec's seed number."""
-    module_spec = importlib.util.spec_from_file_location(f"_envfarm_seed_{spec.name}", seed_file)
-    assert module_spec is not None and module_spec.loader is not None
-    module = importlib.util.module_from_spec(module_spec)
+def generate_seed(seed_file: Path, spec: EnvironmentSpec, timeout_s: float = 120.0) -> dict[str, list[dict]]:
+    """Run `seed.py`'s `build(rng, now)` with the spec's seed number, in a sandboxed process
+    (`factory.seed_sandbox`): a spec folder's code never runs in the factory's own process."""
+    command = [
+        sys.executable,
+        "-m",
+        "factory.seed_sandbox",
+        str(seed_file),
+        str(spec.seed_number),
+        spec.now.isoformat(),
+    ]
     try:
-        module_spec.loader.exec_module(module)
-        rows = module.build(random.Random(spec.seed_number), spec.now)
-    except Exception as exc:
-        raise SpecError(str(seed_file), [("build", f"{type(exc).__name__}: {exc}")]) from exc
+        run = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise SpecError(str(seed_file), [("build", f"took more than {timeout_s:g} s")]) from exc
+    if run.returncode != 0:
+        said = [line for line in run.stderr.strip().splitlines() if line.strip()]
+        violation = next((line for line in said if line.startswith(VIOLATION)), None)
+        raise SpecError(str(seed_file), [("build", violation or (said[-1] if said else f"exit code {run.returncode}"))])
+    try:
+        rows = json.loads(run.stdout)
+    except json.JSONDecodeError as exc:
+        raise SpecError(str(seed_file), [("build", f"printed something that is not its rows: {exc}")]) from exc
     if not isinstance(rows, dict):
         raise SpecError(str(seed_file), [("build", f"must return {{table: [rows]}}, got {type(rows).__name__}")])
     return rows
@@ -74,7 +89,9 @@ def imported_environment(path: Path, data: dict) -> EnvironmentSource:
             result = import_openapi(path)
     except OpenAPIError as exc:
         raise SpecError(str(path), [("", str(exc))]) from exc
-    return EnvironmentSource(spec=parse_spec(result.spec, str(path)), spec_path=path, handlers=None)
+    return EnvironmentSource(
+        spec=parse_spec({**result.spec, "policy": result.policy}, str(path)), spec_path=path, handlers=None
+    )
 
 
 def _opaque_seed(data: dict) -> Any:

@@ -237,6 +237,9 @@ class EquivalentMutant(StrictModel):
     file: str = Field(description="handlers.py or tools.py")
     function: str = Field(description="the function the mutation is in")
     change: str = Field(description="the mutation as `envfarm verify --mutate` reports it")
+    line: int | None = Field(
+        default=None, description="only when file, function and change name several mutants: which one"
+    )
     reason: str = Field(min_length=10, description="why no call can tell the mutant from the original")
 
 

@@ -62,7 +62,37 @@ PRINCIPAL_KEY = "principal"  # in an example: act as this principal instead of t
 AS = "~as~"  # joins an episode name and the principal it acts for
 MAX_PAGES = 50  # pages walked per list call in the paging check
 SERVER = "*"
+
+# The MCP annotations each effect implies (readOnly, destructive, idempotent), written out here rather
+# than taken from the runtime's `effect_hints`: the verifier must not share the code it checks, or a
+# bug there would be expected as well as served. A read-only tool is never destructive.
+EFFECT_ANNOTATIONS: dict[str, tuple[bool, bool, bool]] = {
+    "search": (True, False, True),
+    "get": (True, False, True),
+    "create": (False, False, False),  # another call adds another row
+    "update": (False, True, True),  # overwrites; replaying it changes nothing more
+    "delete": (False, True, True),
+    "custom": (False, True, False),
+}
 Outcome = Literal["passed", "failed", "advisory"]  # advisory: a finding reported, not (yet) blocking
+
+
+def expected_annotations(tool: ToolKind) -> dict[str, bool]:
+    """The four hints the spec implies for `tool`: its effect's row of EFFECT_ANNOTATIONS, a custom tool
+    that writes nothing read-only, then the spec's own `annotations` overrides."""
+    read_only, destructive, idempotent = EFFECT_ANNOTATIONS[tool.effect]
+    if isinstance(tool, CustomTool) and not tool.writes:
+        read_only, destructive, idempotent = EFFECT_ANNOTATIONS["get"]
+    if tool.annotations.destructive is not None:
+        destructive = tool.annotations.destructive and not read_only
+    if tool.annotations.idempotent is not None:
+        idempotent = tool.annotations.idempotent
+    return {
+        "read_only_hint": read_only,
+        "destructive_hint": destructive,
+        "idempotent_hint": idempotent,
+        "open_world_hint": False,
+    }
 
 
 class Failure(BaseModel):
@@ -397,7 +427,7 @@ class Verifier:
             self.recorder.judge(
                 tool.name, "output_schema", not found, call, "the spec's return shape", "; ".join(found)
             )
-            want = tool.hints().model_dump()
+            want = expected_annotations(tool)
             have = listed.annotations.model_dump(include=set(want)) if listed.annotations else {}
             self.recorder.judge(tool.name, "annotations", have == want, call, _show(want), _show(have))
         self.seed_hash = (await self._state("verify:seed")).hash

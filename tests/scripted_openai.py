@@ -5,6 +5,7 @@ Real HTTP, real `openai` client: the test gives a script of replies and the serv
 - a string: the assistant says it;
 - `{"tool_calls": [{"name": ..., "arguments": ...}]}`: the assistant calls tools (arguments may
   be a dict, or a string to send malformed JSON as is);
+- `{"content": "...", "finish_reason": "length"}`: text the token budget cut off;
 - `{"raw": "..."}`: the HTTP body as given (garbage, not JSON);
 - `{"status": 500}`: an HTTP error;
 - `{"sleep": seconds, ...}`: wait first (to make the client time out), then answer the rest.
@@ -63,9 +64,9 @@ def _completion(reply: Reply, model: str) -> dict[str, Any]:
                     },
                 }
             )
-        message["tool_calls"] = calls
+        message["tool_calls"] = calls or None
         message["content"] = reply.get("content")
-        finish = "tool_calls" if calls else "stop"
+        finish = reply.get("finish_reason") or ("tool_calls" if calls else "stop")
     return {
         "id": "chatcmpl-scripted",
         "object": "chat.completion",

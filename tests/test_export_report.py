@@ -110,7 +110,8 @@ def test_report_is_self_contained_and_escaped(run_data: tuple[list[Task], list[T
     page = Page()
     page.feed(html)
     assert "script" not in page.tags and page.links == [], "no script, no external resource"
-    assert page.tags.count("svg") == 4 and "table" in page.tags and "details" in page.tags
+    assert page.tags.count("svg") == 5 and "table" in page.tags and "details" in page.tags
+    assert "Policy checks passed, by kind" in "".join(page.text)
     text = "".join(page.text)
     assert INJECTED in text, "model and user text is shown as text"
     assert "health · heuristic" in text and "oracle · calibrated" in text and "heuristic · uncalibrated" in text
@@ -202,15 +203,25 @@ def test_report_renders_in_a_headless_browser(run_data: tuple[list[Task], list[T
 
 
 def test_envfarm_run_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The main job on one server: synthesized tasks, oracle at 1.0, every output written, the table printed."""
-    assert main(["--farm", str(REPO), "run", "--servers", "clinic", "--tasks", "8", "--out", str(tmp_path)]) == 0
+    """The main job on two servers: synthesized tasks (some with policy checks), oracle at 1.0, every output
+    written, the table printed."""
+    command = ["--farm", str(REPO), "run", "--servers", "clinic", "pharmacy", "--tasks", "8", "--out", str(tmp_path)]
+    assert main(command) == 0
     [directory] = list(tmp_path.iterdir())
     scores = json.loads((directory / "scores.json").read_text())
     assert scores["oracle_failures"]["count"] == 0 and scores["policies"]["oracle"]["success_rate"] == 1.0
     heuristic = scores["policies"]["heuristic"]
     assert heuristic["episodes"] == scores["tasks"] and heuristic["success_rate"] < 1.0
     assert {"heuristic (uncalibrated)", "oracle", "heuristic"} == set(scores["policies"])
+    oracle = scores["policies"]["oracle"]
+    assert oracle["policy_pass_rate"] == 1.0 and oracle["policy_checks"]["all"]["checks"] > 0
+    assert oracle["policy_checks"]["all"]["checks"] == oracle["policy_checks"]["all"]["passed"]
+    graded = scores["policy_checks_per_task"]
+    assert graded and all(
+        set(by_policy) == {"oracle", "heuristic", "heuristic (uncalibrated)"} for by_policy in graded.values()
+    )
     tasks = load_tasks(directory / "tasks.jsonl")
+    assert {t.id for t in tasks if t.policy_checks} == set(graded)
     assert tasks and all(t.difficulty and set(t.difficulty.solve_rate) == {"oracle", "heuristic"} for t in tasks)
     assert {p.name for p in (directory / "exports").iterdir()} >= {"sft_openai.jsonl", "sft_sharegpt.jsonl"}
     assert (directory / "report.html").read_text().startswith("<!DOCTYPE html>")

@@ -44,6 +44,7 @@ def test_a_live_server_becomes_a_verified_twin(
     assert (
         effects["get_slot"] == "get" and effects["book_appointment"] == "create" and effects["find_patient"] == "search"
     )
+    assert spec["principal"]["kind"] == "staff" and (out / "policy.md").is_file()
     built = anyio.run(partial(build_all, [out], tmp_path / "farm"))
     assert built.ok, render(built)
 

@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 from functools import partial
 from pathlib import Path
+from unittest.mock import ANY
 
 import anyio
 import pytest
 import yaml
 from scripted_openai import scripted_openai
 from test_generate import BUGGY_HANDLERS, GOOD_HANDLERS, draft
+from test_openapi import no_mutation_sample
 
 from envfarm.cli import main
 from envfarm.render import render
@@ -39,8 +41,12 @@ def test_offline_infers_the_crud_tools_and_names_the_rest(tmp_path: Path) -> Non
     spec = result.spec
     assert spec["entities"]["bookings"]["columns"]["hotel_id"]["ref"] == "hotels.hotel_id"
     assert spec["entities"]["bookings"]["columns"]["status"]["enum"] == ["confirmed", "cancelled"]
+    # No credentials in metadata: the agent is staff serving customers, with a policy drafted from the tools.
+    assert spec["principal"]["kind"] == "staff" and "`create_booking` needs" in result.policy
+    assert spec["scenarios"][0]["steps"][0] == {"tool": "create_booking", "name": "made", "args": ANY}
     write_spec_folder(result, tmp_path / "spec")
     assert "cancel_booking" in (tmp_path / "spec" / "IMPORT.md").read_text(encoding="utf-8")
+    assert (tmp_path / "spec" / "policy.md").read_text(encoding="utf-8") == result.policy
     # `envfarm build` takes the metadata file itself, imported the same way.
     built = anyio.run(partial(build_all, [HOTEL], tmp_path / "farm"))
     assert built.ok and [r.name for r in built.servers] == ["hotel_booking"], render(built)
@@ -72,7 +78,7 @@ def test_with_a_model_the_converged_round_is_written(tmp_path: Path, capsys: pyt
     out, builds = tmp_path / "shed", tmp_path / "builds"
     with scripted_openai([draft(BUGGY_HANDLERS), draft(GOOD_HANDLERS)]) as server:
         args = ["import", "metadata", str(HOTEL), "--name", "shed_proposed", "--out", str(out)]
-        code = main([*args, "--model", "openai:scripted", "--base-url", server.base_url, "--build-dir", str(builds)])
+        code = main([*args, "--model", "openai:scripted", "--base-url", server.base_url, *no_mutation_sample(builds)])
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert "published after 2 round(s) (2 requests, 30 tokens)" in printed

@@ -11,8 +11,21 @@ import anyio
 import pytest
 from corpus import GOOD, stage_case
 
-from factory.mutation import MutantResult, explain, make_mutants, mutate_server, sample, server_mutants, verify_mutant
+from factory.mutation import (
+    MutantResult,
+    ServerMutation,
+    explain,
+    make_mutants,
+    mutate_server,
+    render_markdown,
+    sample,
+    server_mutants,
+    summarize,
+    usable_equivalents,
+    verify_mutant,
+)
 from factory.publish import staging_root
+from factory.source import load_environment
 from factory.spec import EquivalentMutant
 from factory.verify import VerifyOptions, verify_server
 from factory.warm import warm_launcher
@@ -103,3 +116,62 @@ def test_a_survivor_is_explained_only_by_an_entry_naming_its_file_function_and_c
     assert explain(survivor, [entry.model_copy(update={"function": "capture"})]) is None
     mutant = next(m for m in make_mutants(HANDLER, "handlers.py") if m.kind == "drop_reject")
     assert mutant.function == "refund"
+
+
+def test_an_equivalent_entry_explains_one_mutant_never_a_family() -> None:
+    """A survivor is silenced only by an entry naming exactly it: an entry naming the same change at two
+    places must say which line, and one naming nothing is reported stale."""
+    twice = HANDLER.replace("    return {", "    if amount > 1000:\n        amount = 1000\n    return {")
+    mutants = make_mutants(twice, "handlers.py")
+    shifts = [m for m in mutants if m.change == "1000 -> 1001"]
+    assert len(shifts) == 2
+    base = {"file": "handlers.py", "function": "refund", "change": "1000 -> 1001", "reason": "the cap is never reached"}
+    family = EquivalentMutant(**base)
+    one = EquivalentMutant(**base, line=shifts[0].line)
+    stale = EquivalentMutant(**{**base, "change": "7 -> 8"})
+    usable, problems = usable_equivalents([family, one, stale], mutants)
+    assert usable == [one]
+    assert "names 2 mutants" in problems[0] and "stale" in problems[1]
+    results = [MutantResult(**m.model_dump(exclude={"source"}), killed=False, seconds=0.1) for m in shifts]
+    assert [explain(r, usable) for r in results] == ["the cap is never reached", None]
+
+
+def test_the_markdown_report_names_every_survivor_and_whether_it_is_explained() -> None:
+    mutants = make_mutants(HANDLER, "handlers.py")[:3]
+    results = [MutantResult(**m.model_dump(exclude={"source"}), killed=False, seconds=0.1) for m in mutants]
+    results[0].equivalent = "no call reaches it"
+    server = ServerMutation(
+        server="shop",
+        mutants=4,
+        killed=1,
+        kill_rate=0.25,
+        explained=1,
+        unexplained=2,
+        by_kind={},
+        survivors=results,
+        results=results,
+        seconds=1.0,
+    )
+    page = render_markdown(summarize([server], seed=0, max_mutants=None), "envfarm verify --mutate shop")
+    assert "| shop | 4 | 1 | 25.0% | 1 | 2 |" in page
+    for r in results:
+        assert f"| shop | {r.file}:{r.line} | refund | {r.kind} |" in page
+    assert page.count("equivalent: no call reaches it") == 1 and page.count("**no**") == 2
+
+
+def test_rule_sql_in_generated_tools_is_weakened_and_dropped(tmp_path: Path) -> None:
+    """Every operator reaches the generated code too: each spec rule's SQL condition gets a weakened
+    mutant, and each rule's rejection can be dropped."""
+    staged = stage_case(GOOD, tmp_path)
+    mutants = [m for m in server_mutants(staged) if m.file == "tools.py"]
+    rules = [
+        (tool.name, rule) for tool in load_environment(GOOD).spec.tools for rule in getattr(tool, "rules", [])
+    ]
+    assert rules
+    for name, rule in rules:
+        in_tool = [m for m in mutants if m.function == name]
+        assert any(m.kind == "drop_reject" for m in in_tool), name
+        sql = [m for m in in_tool if m.kind == "weaken_sql"]
+        assert sql, f"{name}: no weakened condition for {rule.reject_if!r}"
+    kinds = {m.kind for m in mutants}
+    assert {"drop_write", "drop_reject", "weaken_sql", "shift_constant"} <= kinds

@@ -23,6 +23,13 @@ from factory.verify import VerifyOptions
 from servers.runtime.registry import load_registry
 
 DATA = Path(__file__).parent / "data" / "openapi"
+
+
+def no_mutation_sample(builds: Path) -> list[str]:
+    """The build folder, and no mutation sample (these tests are about the import, not the kill rate)."""
+    return ["--build-dir", str(builds), "--mutants", "0"]
+
+
 DOCUMENTS = sorted(p for p in DATA.iterdir() if p.suffix in (".yaml", ".yml", ".json"))
 
 
@@ -182,6 +189,26 @@ def test_swagger_2_documents_are_restated(tmp_path: Path) -> None:
             "external \\$ref",
         ),
         ("openapi: 3.0.0\npaths: [\n", "not valid YAML"),
+        ("openapi: 3.0.0\npaths:\n  /x: not a path item\n", "paths./x: a path item must be an object, found a string"),
+        (
+            "openapi: 3.0.0\npaths:\n  /x:\n    get: [1]\n",
+            "paths./x.get: an operation must be an object, found a list",
+        ),
+        (
+            "openapi: 3.0.0\npaths:\n  /x:\n    parameters: [oops]\n    get: {responses: {}}\n",
+            "paths./x.get.parameters.0: a parameter must be an object",
+        ),
+        (
+            (
+                "openapi: 3.1.0\npaths:\n  /x/{id}:\n    get:\n      responses:\n        '200':\n          content:\n"
+                "            application/json: {schema: {$ref: '#/components/schemas/Gone'}}\n"
+            ),
+            "points at nothing \\(in GET /x/\\{id\\}\\)",
+        ),
+        (
+            "openapi: 3.0.0\npaths:\n  /x:\n    get:\n      responses:\n        '200': {content: {application/json: 7}}\n",
+            "GET /x: a construct of an unexpected shape",
+        ),
     ],
 )
 def test_a_bad_document_is_a_clear_error(tmp_path: Path, text: str, message: str) -> None:
@@ -209,12 +236,14 @@ def test_a_model_enriches_the_import_and_only_a_verified_draft_replaces_it(
     descriptions) is verified in the build folder before it replaces the spec folder."""
     from scripted_openai import scripted_openai
 
-    spec = import_openapi(DATA / "xero_assets.yaml", name="assets").spec
+    imported = import_openapi(DATA / "xero_assets.yaml", name="assets")
+    spec = imported.spec
     enriched = {**spec, "description": "Fixed assets of a small business: register assets and their types."}
     out, builds = tmp_path / "assets", tmp_path / "builds"
     args = ["import", "openapi", str(DATA / "xero_assets.yaml"), "--name", "assets", "--out", str(out)]
-    with scripted_openai([json.dumps({"spec": enriched, "handlers": ""}, default=str)]) as server:
-        code = main([*args, "--model", "openai:scripted", "--base-url", server.base_url, "--build-dir", str(builds)])
+    answer = {"spec": enriched, "handlers": "", "policy": imported.policy}
+    with scripted_openai([json.dumps(answer, default=str)]) as server:
+        code = main([*args, "--model", "openai:scripted", "--base-url", server.base_url, *no_mutation_sample(builds)])
     assert code == 0, capsys.readouterr()
     assert "Import report" in server.requests[0]["messages"][1]["content"]
     written = yaml.safe_load((out / "spec.yaml").read_text(encoding="utf-8"))
@@ -227,3 +256,61 @@ def test_build_takes_an_api_description_directly(tmp_path: Path, capsys: pytest.
     assert main(["build", str(DATA / "petstore.yaml"), "--out", str(tmp_path / "farm")]) == 0, capsys.readouterr()
     entry = load_registry(tmp_path / "farm").get("petstore")
     assert entry is not None and entry.verification == "passed" and entry.tool_count == 14
+
+
+@pytest.mark.parametrize(
+    ("document", "principal"),
+    [
+        ("petstore.yaml", ("user", "users", "email")),  # OAuth 2 and an API key, and a users resource
+        ("realworld_conduit.yaml", ("user", "users", "email")),  # an API key and the current-user path /user
+        ("issue_tracker_31.yaml", ("user", "simple_users", "email")),  # /user returns an allOf of simple-user
+        ("billing_swagger2.json", ("staff", None, None)),  # a secret key (basic auth) is the business's, not a user's
+        ("xero_assets.yaml", ("staff", None, None)),  # OAuth 2, but no users resource to act as
+    ],
+)
+def test_auth_schemes_and_current_user_paths_map_to_a_principal(
+    tmp_path: Path, document: str, principal: tuple[str, str | None, str | None]
+) -> None:
+    result = import_openapi(DATA / document)
+    declared = result.spec["principal"]
+    assert (declared["kind"], declared.get("table"), declared.get("column")) == principal
+    notes = "\n".join(result.report.notes)
+    assert f"principal: {principal[0]}" in notes and "policy.md: drafted from the document" in notes
+    # The policy is drafted from the document: whom the agent acts for, confirmation, required fields.
+    assert result.policy.startswith(f"You are {declared['description']}.")
+    assert "get an explicit yes" in result.policy and "needs `" in result.policy
+    assert result.spec["unenforced_rules"][0]["id"] == "confirm_before_write"
+    write_spec_folder(result, tmp_path / "out")
+    assert (tmp_path / "out" / "policy.md").read_text(encoding="utf-8") == result.policy
+    assert result.spec["scenarios"] and all(s["steps"][0]["name"] == "made" for s in result.spec["scenarios"])
+
+
+def test_the_published_servers_carry_the_drafted_policy(built: tuple[Path, BuildResult]) -> None:
+    farm, _ = built
+    for document in DOCUMENTS:
+        policy = (farm / "servers" / document.stem / "policy.md").read_text(encoding="utf-8")
+        assert policy.startswith("You are ") and "has_more" in policy, document.name
+
+
+def test_openapi_3_1_and_swagger_2_constructs_are_read() -> None:
+    issues = import_openapi(DATA / "issue_tracker_31.yaml")
+    entities = issues.spec["entities"]
+    assert entities["issues"]["primary_key"] == "id" and entities["issues"]["id_format"] == "{:d}"  # integer ids
+    columns = entities["issues"]["columns"]
+    assert columns["state"]["enum"] == ["open", "closed"] and columns["title"]["type"] == "string"  # allOf + oneOf
+    assert columns["state_reason"]["enum"] == ["completed", "reopened", "not_planned"]  # type [string, "null"]
+    assert columns["repo_id"]["ref"] == "repositories.id"  # the path-level parent parameter
+    assert columns["milestone_title"]["type"] == "string"  # anyOf [null, $ref] flattened one level
+    tools = {t["name"]: t for t in issues.spec["tools"]}
+    assert tools["issues_list_for_repo"]["params"]["state"]["enum"][:2] == ["open", "closed"]
+    assert {(s.method, s.path) for s in issues.report.skipped} >= {
+        ("put", "/repos/{repo_id}/issues/{issue_number}/lock")
+    }
+    billing = import_openapi(DATA / "billing_swagger2.json")
+    assert billing.report.format == "Swagger 2.0"
+    tools = {t["name"]: t for t in billing.spec["tools"]}
+    assert tools["post_customers"]["params"]["name"]["required"] is True  # a formData body
+    assert tools["post_prices"]["params"]["currency"]["enum"] == ["usd", "eur", "gbp"]
+    assert tools["get_customers"]["limit"] == 100  # the list envelope unwraps; paging maps to ours
+    skipped = {s.path: s.reason for s in billing.report.skipped}
+    assert "action" in skipped["/v1/invoices/{invoice}/pay"] and "uploads a file" in skipped["/v1/files"]

@@ -4,6 +4,7 @@ the policy in the instructions, pages through every list, and passes lists as ar
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import mcp_types as types
@@ -34,6 +35,10 @@ async def test_the_instructions_state_the_date_time_zone_principal_and_policy() 
         [policy] = [r for r in resources.resources if r.name == "policy"]
         read = await client.read_resource(policy.uri)
         assert "get a clear yes" in read.contents[0].text  # type: ignore[union-attr]
+        [rules] = [r for r in resources.resources if r.name == "policy_rules"]
+        listed = json.loads((await client.read_resource(rules.uri)).contents[0].text)["unenforced_rules"]  # type: ignore[union-attr]
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert listed and all(r["id"] and r["rule"] and set(r["tools"]) <= names for r in listed)
         reset = await EpisodeClient(client, "as-noah").reset(principal=NOAH)
         assert reset.principal == NOAH and reset.instructions and f"You act for {NOAH}" in reset.instructions
 

@@ -4,6 +4,7 @@ verifier launches (resource limits and a PEP 578 audit hook)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,8 @@ from corpus import GOOD
 from envfarm.render import render
 from factory.build import BuildResult, build_all
 from factory.sandbox import check_untrusted
+from factory.source import load_environment
+from factory.spec import SpecError
 from factory.static_checks import check_handlers
 from factory.verify import VerifyOptions
 
@@ -130,3 +133,49 @@ def test_a_sandboxed_server_still_trims_its_heap() -> None:
     assert result.returncode == 0, result.stderr
     assert "trimmed" in result.stdout
     assert "not allowed" not in result.stderr
+
+
+@pytest.mark.parametrize("name", ESCAPES)
+def test_a_proposed_handler_that_escapes_is_refused_before_anything_is_built(name: str) -> None:
+    """`envfarm propose` and `import --model`: a model's handlers.py is checked as its draft is read, so
+    the escape goes back to the model for repair (then, if ever built, it runs sandboxed like any build)."""
+    from test_generate import draft
+
+    from factory.generate import SpecDraft
+
+    answer = json.loads(draft(handlers(name)))
+    with pytest.raises(ValueError, match=ESCAPES[name][2][1]):
+        SpecDraft.model_validate(answer)
+
+
+SEED_ESCAPE = """
+import socket
+import subprocess
+
+
+def build(rng, now):
+    {escape}
+    return {{}}
+"""
+
+
+@pytest.mark.parametrize("name", ESCAPES)
+def test_a_seed_py_that_escapes_is_refused_by_its_sandbox(tmp_path: Path, name: str) -> None:
+    """A spec folder's seed.py is code too: `envfarm build` runs it in a sandboxed process, never in its own."""
+    folder = tmp_path / "shed"
+    shutil.copytree(GOOD, folder)
+    (folder / "seed.py").write_text(SEED_ESCAPE.format(escape=ESCAPES[name][1]), encoding="utf-8")
+    with pytest.raises(SpecError) as caught:
+        load_environment(folder)
+    [(where, what)] = caught.value.problems
+    assert where == "build" and what.startswith("envfarm sandbox") and ESCAPES[name][3] in what, what
+
+
+def test_a_folder_whose_seed_escapes_is_not_published(tmp_path: Path) -> None:
+    folder, farm = tmp_path / "shed", tmp_path / "farm"
+    shutil.copytree(GOOD, folder)
+    (folder / "seed.py").write_text(SEED_ESCAPE.format(escape=ESCAPES["passwd"][1]), encoding="utf-8")
+    result = anyio.run(partial(build_all, [folder], farm))
+    [outcome] = result.servers
+    assert outcome.status != "published" and "reading the file /etc/passwd" in render(result)
+    assert not (farm / "servers" / "shed").exists()

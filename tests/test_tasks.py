@@ -148,8 +148,11 @@ def looked_up_elsewhere(task: Task) -> int:
 
 
 async def test_topology_sampling_looks_everything_up_and_spans_servers() -> None:
-    topology = await run(["calendar", "mail"], n=10, seed=0)
-    walk = await run(["calendar", "mail"], n=10, seed=0, sampler="random")
+    # seed 1: the sample of ten must hold a cross-server task whose second turn uses the first's result;
+    # which sample does depends on the servers' tool lists (seed 0 stopped holding one when calendar and
+    # mail gained recurring events, free/busy, forwarding and attachments).
+    topology = await run(["calendar", "mail"], n=10, seed=1)
+    walk = await run(["calendar", "mail"], n=10, seed=1, sampler="random")
     assert all(looked_up_elsewhere(t) == 0 for t in topology.tasks)
     assert any(looked_up_elsewhere(t) > 0 for t in walk.tasks), "the baseline takes ids from the seed"
     deep = [dependency_depth(t) >= 3 for t in topology.tasks]

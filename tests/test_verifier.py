@@ -23,6 +23,7 @@ from factory.verify import (
     VerificationReport,
     VerifyOptions,
     effect_problems,
+    expected_annotations,
     load_server_spec,
     verify_server,
 )
@@ -37,6 +38,7 @@ CASES: dict[str, tuple[str, str]] = {
     "wall_clock": ("determinism", "*"),
     "unseeded_random": ("determinism", "*"),
     "tool_missing_from_listing": ("listed", "get_item"),
+    "wrong_annotations": ("annotations", "get_item"),
     "handler_hangs": ("timeout", "reserve_item"),
     "handler_prints": ("output_stream", "available_count"),
     "principal_leak": ("cross_principal", "my_loans"),
@@ -258,3 +260,33 @@ def test_coverage_gate_names_the_unexercised_rule_and_records_coverage_per_tool(
     assert 17 in branches  # the `if` never went the rejecting way
     extend = next(t for t in good[0].tools if t.tool == "extend_loan")
     assert extend.coverage and extend.coverage.branches == extend.coverage.branches_by_expectations > 0
+
+
+def test_expected_annotations_come_from_the_spec_not_from_the_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The verifier's own table: a bug in the runtime's effect_hints (which every server uses) would be
+    expected as well as served if the verifier asked the runtime."""
+    from servers.runtime import effects
+
+    def broken(*args: object, **kwargs: object) -> effects.Hints:
+        return effects.Hints(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
+
+    monkeypatch.setattr(effects, "effect_hints", broken)
+    spec = load_environment(GOOD).spec
+    hints = {t.name: expected_annotations(t) for t in spec.tools}
+    read, write = (True, False, True), (False, True, True)
+    table = {  # (readOnly, destructive, idempotent) by the MCP meaning of each effect
+        "find_items": read,
+        "get_item": read,
+        "lend_item": (False, False, False),
+        "return_item": write,
+        "remove_item": write,
+        "overdue_loans": read,  # custom, writes nothing
+        "extend_loan": (False, True, False),  # custom that writes
+    }
+    for name, (read_only, destructive, idempotent) in table.items():
+        assert hints[name] == {
+            "read_only_hint": read_only,
+            "destructive_hint": destructive,
+            "idempotent_hint": idempotent,
+            "open_world_hint": False,
+        }, name

@@ -65,6 +65,7 @@ PERSON_VIEWS: dict[str, dict[str, tuple[str, dict[str, Callable[[dict[str, Any]]
     },
     "marketplace": {"members": ("member_id", {"city": _column("city")})},
     "calendar": {"people": ("person_id", {"department": _lower("department"), "job_title": _column("job_title")})},
+    "docs_drive": {"people": ("person_id", {"department": _lower("department")})},
     "expenses": {"employees": ("employee_id", {"department": _lower("department"), "job_title": _column("title")})},
     "project_tracker": {"people": ("person_id", {"job_title": _column("job_title")})},
     "team_chat": {"members": ("member_id", {"job_title": _column("title")})},

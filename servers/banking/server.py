@@ -16,8 +16,6 @@ from servers.runtime.server import (
     build_server,
 )
 
-from . import tools
-
 DEFINITION = ServerDefinition(
     name="banking",
     title="Harbor Personal Banking",
@@ -25,6 +23,7 @@ DEFINITION = ServerDefinition(
     version="1.0.0",
     now="2026-03-06T09:30:00Z",
     directory=Path(__file__).parent,
+    tools_module=f"{__package__}.tools",
     id_formats={
         "customers": "cst_{:04d}",
         "accounts": "acc_{:04d}",
@@ -36,22 +35,24 @@ DEFINITION = ServerDefinition(
     },
     id_namespace="banking",
     tools=[
-        ToolDefinition(tools.find_customer, "search"),
-        ToolDefinition(tools.list_accounts, "search"),
-        ToolDefinition(tools.get_account, "get"),
-        ToolDefinition(tools.list_transactions, "search"),
-        ToolDefinition(tools.transfer_funds, "custom"),
-        ToolDefinition(tools.pay_payee, "custom"),
-        ToolDefinition(tools.list_transfers, "search"),
-        ToolDefinition(tools.list_payees, "search"),
-        ToolDefinition(tools.add_payee, "create"),
-        ToolDefinition(tools.schedule_payment, "create"),
-        ToolDefinition(tools.list_scheduled_payments, "search"),
-        ToolDefinition(tools.update_scheduled_payment, "update"),
-        ToolDefinition(tools.cancel_scheduled_payment, "update"),
-        ToolDefinition(tools.list_cards, "search"),
-        ToolDefinition(tools.freeze_card, "update"),
-        ToolDefinition(tools.unfreeze_card, "update"),
+        ToolDefinition("find_customer", "search"),
+        ToolDefinition("list_accounts", "search"),
+        ToolDefinition("get_account", "get"),
+        ToolDefinition("list_transactions", "search"),
+        ToolDefinition("transfer_funds", "custom"),
+        ToolDefinition("pay_payee", "custom"),
+        ToolDefinition("list_transfers", "search"),
+        ToolDefinition("list_payees", "search"),
+        ToolDefinition("add_payee", "create"),
+        ToolDefinition("schedule_payment", "create"),
+        ToolDefinition("list_scheduled_payments", "search"),
+        ToolDefinition("update_scheduled_payment", "update"),
+        ToolDefinition("cancel_scheduled_payment", "update"),
+        ToolDefinition("pause_scheduled_payment", "update"),
+        ToolDefinition("resume_scheduled_payment", "update"),
+        ToolDefinition("list_cards", "search"),
+        ToolDefinition("freeze_card", "update"),
+        ToolDefinition("unfreeze_card", "update"),
     ],
     principal=PrincipalDefinition(
         kind="user",

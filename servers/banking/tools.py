@@ -1085,6 +1085,99 @@ def cancel_scheduled_payment(
     return ScheduledPayment(**row)
 
 
+def pause_scheduled_payment(
+    db: Database,
+    schedule_id: Annotated[
+        str,
+        Field(
+            description="Scheduled payment id from list_scheduled_payments",
+            json_schema_extra={"x-envfarm-ref": "scheduled_payments.schedule_id", "x-envfarm-column": "scheduled_payments.schedule_id", "x-envfarm-user-known": False},
+        ),
+    ],
+) -> ScheduledPayment:
+    """Pause an active scheduled payment: it keeps its amount and date but does not run until resumed."""
+    current = db.require("scheduled_payments", "schedule_id", schedule_id, "schedule_id")
+    args = {
+        "schedule_id": schedule_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["schedule_id"],
+        "set_status": "paused",
+    }
+    if db.one(
+        "SELECT 1 FROM scheduled_payments WHERE schedule_id = :schedule_id"
+        " AND status = 'cancelled'",
+        args,
+    ):
+        db.reject("Scheduled payment {schedule_id} is cancelled; it cannot be paused.".format_map(args))
+    if db.one(
+        "SELECT 1 FROM scheduled_payments WHERE schedule_id = :schedule_id"
+        " AND status = 'paused'",
+        args,
+    ):
+        db.reject("Scheduled payment {schedule_id} is already paused.".format_map(args))
+    row = db.returning(
+        "UPDATE scheduled_payments SET status = :set_status"
+        " WHERE schedule_id = :id RETURNING *",
+        args,
+    )
+    return ScheduledPayment(**row)
+
+
+def resume_scheduled_payment(
+    db: Database,
+    schedule_id: Annotated[
+        str,
+        Field(
+            description="Scheduled payment id from list_scheduled_payments",
+            json_schema_extra={"x-envfarm-ref": "scheduled_payments.schedule_id", "x-envfarm-column": "scheduled_payments.schedule_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    next_run_on: Annotated[
+        str | None,
+        Field(
+            description="New next payment date (after today); default the stored one (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-column": "scheduled_payments.next_run_on", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+) -> ScheduledPayment:
+    """Resume a paused scheduled payment. It runs next on its stored date, or on next_run_on when given;
+    that date must be after today (a date that passed while paused needs a new one).
+    """
+    current = db.require("scheduled_payments", "schedule_id", schedule_id, "schedule_id")
+    args = {
+        "schedule_id": schedule_id,
+        "next_run_on": next_run_on,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["schedule_id"],
+        "set_status": "active",
+    }
+    if db.one(
+        "SELECT 1 FROM scheduled_payments WHERE schedule_id = :schedule_id"
+        " AND status != 'paused'",
+        args,
+    ):
+        db.reject(
+            "Scheduled payment {schedule_id} is not paused, so there is nothing to resume.".format_map(args),
+        )
+    if db.one(
+        "SELECT 1 FROM scheduled_payments WHERE schedule_id = :schedule_id"
+        " AND COALESCE(:next_run_on, next_run_on) <= date(:now)",
+        args,
+    ):
+        db.reject(
+            "Scheduled payment {schedule_id} would next run on or before today; give a next_run_on after today.".format_map(args),
+        )
+    row = db.returning(
+        "UPDATE scheduled_payments SET status = :set_status, next_run_on = COALESCE(:next_run_on, next_run_on)"
+        " WHERE schedule_id = :id RETURNING *",
+        args,
+    )
+    return ScheduledPayment(**row)
+
+
 def list_cards(
     db: Database,
     account_id: Annotated[

@@ -41,6 +41,19 @@ CREATE TABLE events (
     status TEXT NOT NULL DEFAULT 'confirmed' CHECK (status IN ('confirmed', 'cancelled')),
     cancelled_by TEXT REFERENCES people (email),
     cancel_reason TEXT,
+    created_at TEXT NOT NULL,
+    recurrence TEXT CHECK (recurrence IN ('daily', 'weekdays', 'weekly', 'monthly')),
+    recurrence_interval INTEGER NOT NULL DEFAULT 1,
+    recurrence_count INTEGER,
+    recurrence_until TEXT
+);
+
+CREATE TABLE event_exceptions (
+    exception_id TEXT PRIMARY KEY,
+    event_id TEXT NOT NULL REFERENCES events (event_id),
+    occurrence_start TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'cancelled' CHECK (status IN ('cancelled')),
+    reason TEXT,
     created_at TEXT NOT NULL
 );
 

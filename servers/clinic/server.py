@@ -16,8 +16,6 @@ from servers.runtime.server import (
     build_server,
 )
 
-from . import tools
-
 DEFINITION = ServerDefinition(
     name="clinic",
     title="Outpatient Clinic",
@@ -25,6 +23,7 @@ DEFINITION = ServerDefinition(
     version="1.0.0",
     now="2026-03-02T09:00:00Z",
     directory=Path(__file__).parent,
+    tools_module=f"{__package__}.tools",
     id_formats={
         "patients": "pat_{:04d}",
         "doctors": "doc_{:03d}",
@@ -34,16 +33,16 @@ DEFINITION = ServerDefinition(
     },
     id_namespace="clinic",
     tools=[
-        ToolDefinition(tools.find_patient, "search"),
-        ToolDefinition(tools.search_doctors, "search"),
-        ToolDefinition(tools.list_free_slots, "search"),
-        ToolDefinition(tools.book_appointment, "create"),
-        ToolDefinition(tools.list_appointments, "search"),
-        ToolDefinition(tools.get_slot, "get"),
-        ToolDefinition(tools.reschedule_appointment, "custom"),
-        ToolDefinition(tools.cancel_appointment, "update"),
-        ToolDefinition(tools.get_invoice, "get"),
-        ToolDefinition(tools.pay_invoice, "update"),
+        ToolDefinition("find_patient", "search"),
+        ToolDefinition("search_doctors", "search"),
+        ToolDefinition("list_free_slots", "search"),
+        ToolDefinition("book_appointment", "create"),
+        ToolDefinition("list_appointments", "search"),
+        ToolDefinition("get_slot", "get"),
+        ToolDefinition("reschedule_appointment", "custom"),
+        ToolDefinition("cancel_appointment", "update"),
+        ToolDefinition("get_invoice", "get"),
+        ToolDefinition("pay_invoice", "update"),
     ],
     principal=PrincipalDefinition(
         kind="staff",

@@ -16,8 +16,6 @@ from servers.runtime.server import (
     build_server,
 )
 
-from . import tools
-
 DEFINITION = ServerDefinition(
     name="course_registration",
     title="Northgate University Course Registration",
@@ -25,6 +23,7 @@ DEFINITION = ServerDefinition(
     version="1.0.0",
     now="2026-01-12T15:00:00Z",
     directory=Path(__file__).parent,
+    tools_module=f"{__package__}.tools",
     id_formats={
         "students": "stu_{:04d}",
         "instructors": "ins_{:03d}",
@@ -38,21 +37,21 @@ DEFINITION = ServerDefinition(
     },
     id_namespace="course_registration",
     tools=[
-        ToolDefinition(tools.find_student, "search"),
-        ToolDefinition(tools.list_terms, "search"),
-        ToolDefinition(tools.search_courses, "search"),
-        ToolDefinition(tools.list_prerequisites, "search"),
-        ToolDefinition(tools.search_instructors, "search"),
-        ToolDefinition(tools.list_sections, "search"),
-        ToolDefinition(tools.get_section, "get"),
-        ToolDefinition(tools.list_enrollments, "search"),
-        ToolDefinition(tools.get_academic_record, "custom", read_only=True),
-        ToolDefinition(tools.enroll_in_section, "custom"),
-        ToolDefinition(tools.drop_enrollment, "custom"),
-        ToolDefinition(tools.change_grading_basis, "update"),
-        ToolDefinition(tools.request_prerequisite_override, "create"),
-        ToolDefinition(tools.list_override_requests, "search"),
-        ToolDefinition(tools.withdraw_override_request, "delete"),
+        ToolDefinition("find_student", "search"),
+        ToolDefinition("list_terms", "search"),
+        ToolDefinition("search_courses", "search"),
+        ToolDefinition("list_prerequisites", "search"),
+        ToolDefinition("search_instructors", "search"),
+        ToolDefinition("list_sections", "search"),
+        ToolDefinition("get_section", "get"),
+        ToolDefinition("list_enrollments", "search"),
+        ToolDefinition("get_academic_record", "custom", read_only=True),
+        ToolDefinition("enroll_in_section", "custom"),
+        ToolDefinition("drop_enrollment", "custom"),
+        ToolDefinition("change_grading_basis", "update"),
+        ToolDefinition("request_prerequisite_override", "create"),
+        ToolDefinition("list_override_requests", "search"),
+        ToolDefinition("withdraw_override_request", "delete"),
     ],
     principal=PrincipalDefinition(
         kind="staff",

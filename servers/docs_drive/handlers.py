@@ -49,6 +49,7 @@ def create_document(db: Database, title: str, folder_id: str, kind: str = "docum
             "created_at": db.now,
             "updated_at": db.now,
             "last_edited_by": owner_email,
+            "department": db.scalar("SELECT department FROM folders WHERE folder_id = ?", (folder_id,)),
         },
     )
     db.insert(
@@ -76,3 +77,49 @@ def edit_document(db: Database, doc_id: str, content: str, summary: str = "Edite
     )
     _save_version(db, doc_id, number, content, editor_email, summary)
     return db.require("documents", "doc_id", doc_id, "doc_id")
+
+
+def move_document(db: Database, doc_id: str, folder_id: str) -> dict:
+    """The document changes folder and takes the new folder's department."""
+    db.execute(
+        "UPDATE documents SET folder_id = ?, department = (SELECT department FROM folders WHERE folder_id = ?)"
+        " WHERE doc_id = ?",
+        (folder_id, folder_id, doc_id),
+    )
+    return db.require("documents", "doc_id", doc_id, "doc_id")
+
+
+def share_documents(db: Database, doc_ids: list[str], emails: list[str], role: str) -> dict:
+    """Every document with every person, all or nothing: each document is checked before anything is
+    granted, and a person who already has access to a document keeps their role."""
+    me = str(db.principal)
+    documents = list(dict.fromkeys(doc_ids))
+    people = list(dict.fromkeys(emails))
+    for doc_id in documents:
+        document = db.require("documents", "doc_id", doc_id, "doc_id")
+        if document["status"] == "trashed":
+            db.reject(f"Document {doc_id} is in the trash and can't be shared; restore it first. Nothing was shared.")
+        if not db.one(
+            "SELECT 1 FROM permissions WHERE doc_id = ? AND email = ? AND role IN ('editor', 'owner')", (doc_id, me)
+        ):
+            db.reject(f"You can't share document {doc_id}: only its owner and editors can share it. Nothing was shared.")
+    granted, skipped = [], []
+    for doc_id in documents:
+        for email in people:
+            if db.one("SELECT 1 FROM permissions WHERE doc_id = ? AND email = ?", (doc_id, email)):
+                skipped.append(f"{email} on {doc_id}")
+                continue
+            granted.append(
+                db.insert(
+                    "permissions",
+                    {
+                        "permission_id": db.next_id("permissions"),
+                        "doc_id": doc_id,
+                        "email": email,
+                        "role": role,
+                        "granted_by": me,
+                        "granted_at": db.now,
+                    },
+                )
+            )
+    return {"shared": len(granted), "permissions": granted, "skipped": skipped}

@@ -8,7 +8,8 @@ CREATE TABLE _envfarm_sequences (
 CREATE TABLE people (
     person_id TEXT PRIMARY KEY,
     full_name TEXT NOT NULL,
-    email TEXT NOT NULL UNIQUE
+    email TEXT NOT NULL UNIQUE,
+    department TEXT CHECK (department IN ('engineering', 'design', 'finance', 'marketing', 'sales', 'operations'))
 );
 
 CREATE TABLE folders (
@@ -16,7 +17,8 @@ CREATE TABLE folders (
     name TEXT NOT NULL,
     parent_id TEXT REFERENCES folders (folder_id),
     owner_email TEXT NOT NULL REFERENCES people (email),
-    created_at TEXT NOT NULL
+    created_at TEXT NOT NULL,
+    department TEXT CHECK (department IN ('engineering', 'design', 'finance', 'marketing', 'sales', 'operations'))
 );
 
 CREATE TABLE documents (
@@ -32,7 +34,8 @@ CREATE TABLE documents (
     trashed_at TEXT,
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
-    last_edited_by TEXT NOT NULL REFERENCES people (email)
+    last_edited_by TEXT NOT NULL REFERENCES people (email),
+    department TEXT CHECK (department IN ('engineering', 'design', 'finance', 'marketing', 'sales', 'operations'))
 );
 
 CREATE TABLE permissions (

@@ -7,10 +7,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.runtime.database import Database
+from servers.runtime.database import Database, json_array
 
 from . import handlers
 
+PersonDepartment = Literal["engineering", "design", "finance", "marketing", "sales", "operations"]
 DocumentKind = Literal["document", "spreadsheet", "presentation"]
 DocumentStatus = Literal["active", "trashed"]
 PermissionRole = Literal["viewer", "editor", "owner"]
@@ -28,6 +29,10 @@ class Person(BaseModel):
         json_schema_extra={"x-envfarm-user-known": True},
     )
     email: str = Field(description="Work email address", json_schema_extra={"x-envfarm-user-known": True})
+    department: PersonDepartment | None = Field(
+        description="The person's department",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
 
 
 class Folder(BaseModel):
@@ -52,6 +57,10 @@ class Folder(BaseModel):
     created_at: str = Field(
         description="When the folder was created (ISO 8601, UTC)",
         json_schema_extra={"x-envfarm-user-known": False},
+    )
+    department: PersonDepartment | None = Field(
+        description="Department whose team folder holds it (none for Shared)",
+        json_schema_extra={"x-envfarm-user-known": True},
     )
 
 
@@ -100,6 +109,10 @@ class Document(BaseModel):
     last_edited_by: str = Field(
         description="Who last changed its text",
         json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": False},
+    )
+    department: PersonDepartment | None = Field(
+        description="Department of its folder (none in Shared); follows the document when moved",
+        json_schema_extra={"x-envfarm-user-known": True},
     )
 
 
@@ -227,7 +240,7 @@ class SharedWithMeResult(BaseModel):
 
     email: str = Field(description="Whose shared documents these are (yours)")
     documents: list[Document] = Field(description="Documents shared with you")
-    roles: dict[str, Any] = Field(description="Your role per doc id, e.g. {\"doc_jq5ek9\": \"editor\"}")
+    roles: dict[str, Any] = Field(description="Your role per doc id, e.g. {\"doc_0001\": \"editor\"}")
 
 
 class ListPermissionsResult(BaseModel):
@@ -260,6 +273,16 @@ class ListCommentsResult(BaseModel):
     cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
 
 
+class ShareDocumentsResult(BaseModel):
+    """What `share_documents` returns."""
+
+    shared: int = Field(description="New permissions granted")
+    permissions: list[Permission] = Field(description="The new permissions")
+    skipped: list[str] = Field(
+        description="Pairs left as they were because the person already had access, as 'email on doc_id'",
+    )
+
+
 def find_people(
     db: Database,
     full_name: Annotated[
@@ -274,6 +297,13 @@ def find_people(
         Field(
             description="Exact email address",
             json_schema_extra={"x-envfarm-column": "people.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    department: Annotated[
+        list[PersonDepartment] | None,
+        Field(
+            description="Only people in one of these departments",
+            json_schema_extra={"x-envfarm-column": "people.department", "x-envfarm-user-known": True},
         ),
     ] = None,
     limit: Annotated[
@@ -295,16 +325,23 @@ def find_people(
 ) -> FindPeopleResult:
     """Look up colleagues by part of their name or exact email; returns the emails the other tools use.
 
-    Matching: full_name contains (case-insensitive); email equals. Ordered oldest first. Returns 25 rows
-    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
-    next page.
+    Matching: full_name contains (case-insensitive); email equals; department is any of the given
+    values. Ordered by person_id. Returns 25 rows per page by default (limit: up to 200) with total and
+    has_more; pass the returned cursor to get the next page.
     """
-    args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
+    args = {
+        "full_name": full_name,
+        "email": email,
+        "department": json_array(department),
+        "now": db.now,
+        "principal": db.principal,
+    }
     page = db.page(
         "SELECT * FROM people"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
-        " ORDER BY rowid",
+        " AND (:department IS NULL OR department IN (SELECT value FROM json_each(:department)))"
+        " ORDER BY person_id",
         args, limit, cursor,
     )
     rows = [Person(**row) for row in page['rows']]
@@ -329,6 +366,13 @@ def list_folders(
             json_schema_extra={"x-envfarm-ref": "folders.folder_id", "x-envfarm-column": "folders.parent_id", "x-envfarm-user-known": False},
         ),
     ] = None,
+    department: Annotated[
+        list[PersonDepartment] | None,
+        Field(
+            description="Only folders of these departments (a team folder and its subfolders)",
+            json_schema_extra={"x-envfarm-column": "folders.department", "x-envfarm-user-known": True},
+        ),
+    ] = None,
     limit: Annotated[
         int,
         Field(
@@ -348,16 +392,23 @@ def list_folders(
 ) -> ListFoldersResult:
     """List folders by name or parent folder (top-level folders have no parent). Returns folder ids.
 
-    Matching: name contains (case-insensitive); parent_id equals. Ordered oldest first. Returns 25 rows
-    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
-    next page.
+    Matching: name contains (case-insensitive); parent_id equals; department is any of the given values.
+    Ordered by folder_id. Returns 25 rows per page by default (limit: up to 200) with total and
+    has_more; pass the returned cursor to get the next page.
     """
-    args = {"name": name, "parent_id": parent_id, "now": db.now, "principal": db.principal}
+    args = {
+        "name": name,
+        "parent_id": parent_id,
+        "department": json_array(department),
+        "now": db.now,
+        "principal": db.principal,
+    }
     page = db.page(
         "SELECT * FROM folders"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:parent_id IS NULL OR parent_id = :parent_id)"
-        " ORDER BY rowid",
+        " AND (:department IS NULL OR department IN (SELECT value FROM json_each(:department)))"
+        " ORDER BY folder_id",
         args, limit, cursor,
     )
     rows = [Folder(**row) for row in page['rows']]
@@ -403,6 +454,13 @@ def search_documents(
             json_schema_extra={"x-envfarm-column": "documents.status", "x-envfarm-user-known": True},
         ),
     ] = None,
+    department: Annotated[
+        list[PersonDepartment] | None,
+        Field(
+            description="Only documents in the folders of these departments (their team folder and its subfolders)",
+            json_schema_extra={"x-envfarm-column": "documents.department", "x-envfarm-user-known": True},
+        ),
+    ] = None,
     limit: Annotated[
         int,
         Field(
@@ -420,12 +478,12 @@ def search_documents(
         ),
     ] = None,
 ) -> SearchDocumentsResult:
-    """Find documents you can open by title words, folder, owner, kind or status (active or trashed).
-    Returns doc ids for get_document and the tools that change a document.
+    """Find documents you can open by title words, folder, department, owner, kind or status (active or
+    trashed). Returns doc ids for get_document and the tools that change a document.
 
     Matching: title contains (case-insensitive); folder_id equals; owner_email equals; kind equals;
-    status equals. Ordered oldest first. Returns 50 rows per page by default (limit: up to 200) with
-    total and has_more; pass the returned cursor to get the next page.
+    status equals; department is any of the given values. Ordered by doc_id. Returns 50 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     args = {
         "title": title,
@@ -433,6 +491,7 @@ def search_documents(
         "owner_email": owner_email,
         "kind": kind,
         "status": status,
+        "department": json_array(department),
         "now": db.now,
         "principal": db.principal,
     }
@@ -443,8 +502,9 @@ def search_documents(
         " AND (:owner_email IS NULL OR owner_email = :owner_email)"
         " AND (:kind IS NULL OR kind = :kind)"
         " AND (:status IS NULL OR status = :status)"
+        " AND (:department IS NULL OR department IN (SELECT value FROM json_each(:department)))"
         " AND (doc_id IN (SELECT doc_id FROM permissions WHERE email = :principal))"
-        " ORDER BY rowid",
+        " ORDER BY doc_id",
         args, limit, cursor,
     )
     rows = [Document(**row) for row in page['rows']]
@@ -526,8 +586,8 @@ def list_permissions(
     """List who has access to one of your documents (give doc_id), or which of them a person can access
     (give email). Returns permission ids for change_permission and remove_permission.
 
-    Matching: doc_id equals; email equals; role equals. Ordered oldest first. Returns 50 rows per page
-    by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
+    Matching: doc_id equals; email equals; role equals. Ordered by permission_id. Returns 50 rows per
+    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
     args = {"doc_id": doc_id, "email": email, "role": role, "now": db.now, "principal": db.principal}
@@ -537,7 +597,7 @@ def list_permissions(
         " AND (:email IS NULL OR email = :email)"
         " AND (:role IS NULL OR role = :role)"
         " AND (doc_id IN (SELECT p.doc_id FROM permissions p WHERE p.email = :principal))"
-        " ORDER BY rowid",
+        " ORDER BY permission_id",
         args, limit, cursor,
     )
     rows = [Permission(**row) for row in page['rows']]
@@ -574,7 +634,7 @@ def list_versions(
 ) -> ListVersionsResult:
     """A document's version history, oldest first, with authors and change summaries.
 
-    Matching: doc_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
+    Matching: doc_id equals. Ordered by version_id. Returns 25 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("documents", "doc_id", doc_id, "doc_id")
@@ -583,7 +643,7 @@ def list_versions(
         "SELECT * FROM versions"
         " WHERE (:doc_id IS NULL OR doc_id = :doc_id)"
         " AND (doc_id IN (SELECT doc_id FROM permissions WHERE email = :principal))"
-        " ORDER BY rowid",
+        " ORDER BY version_id",
         args, limit, cursor,
     )
     rows = [Version(**row) for row in page['rows']]
@@ -627,7 +687,7 @@ def list_comments(
 ) -> ListCommentsResult:
     """The comments on a document, optionally only open or only resolved ones.
 
-    Matching: doc_id equals; resolved equals. Ordered oldest first. Returns 25 rows per page by default
+    Matching: doc_id equals; resolved equals. Ordered by comment_id. Returns 25 rows per page by default
     (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("documents", "doc_id", doc_id, "doc_id")
@@ -637,7 +697,7 @@ def list_comments(
         " WHERE (:doc_id IS NULL OR doc_id = :doc_id)"
         " AND (:resolved IS NULL OR resolved = :resolved)"
         " AND (doc_id IN (SELECT doc_id FROM permissions WHERE email = :principal))"
-        " ORDER BY rowid",
+        " ORDER BY comment_id",
         args, limit, cursor,
     )
     rows = [Comment(**row) for row in page['rows']]
@@ -804,6 +864,42 @@ def share_document(
     return Permission(**row)
 
 
+def share_documents(
+    db: Database,
+    doc_ids: Annotated[
+        list[str],
+        Field(
+            description="Doc ids from search_documents",
+            min_length=1,
+            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    emails: Annotated[
+        list[str],
+        Field(
+            description="Emails of the people to share with (find_people)",
+            min_length=1,
+            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
+        ),
+    ],
+    role: Annotated[
+        Literal["viewer", "editor"],
+        Field(description="Access to give everyone", json_schema_extra={"x-envfarm-user-known": True}),
+    ],
+) -> ShareDocumentsResult:
+    """Give several people viewer or editor access to several active documents in one step (every document
+    with every person). You must be the owner or an editor of each document; if any document is trashed
+    or not yours to share, nothing is shared. People who already have access to a document keep their
+    role and are listed under skipped.
+    """
+    for value in doc_ids or []:
+        db.require("documents", "doc_id", value, "doc_ids")
+    for value in emails or []:
+        db.require("people", "email", value, "emails")
+    outcome = handlers.share_documents(db, doc_ids=doc_ids, emails=emails, role=role)
+    return ShareDocumentsResult.model_validate(outcome)
+
+
 def change_permission(
     db: Database,
     permission_id: Annotated[
@@ -961,37 +1057,27 @@ def move_document(
         str,
         Field(
             description="Doc id from search_documents",
-            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "documents.doc_id", "x-envfarm-user-known": False},
+            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-user-known": False},
         ),
     ],
     folder_id: Annotated[
         str,
         Field(
             description="Target folder id from list_folders",
-            json_schema_extra={"x-envfarm-ref": "folders.folder_id", "x-envfarm-column": "documents.folder_id", "x-envfarm-user-known": False},
+            json_schema_extra={"x-envfarm-ref": "folders.folder_id", "x-envfarm-user-known": False},
         ),
     ],
 ) -> Document:
-    """Move an active document to another folder."""
-    current = db.require("documents", "doc_id", doc_id, "doc_id")
+    """Move an active document to another folder; it takes that folder's department."""
+    db.require("documents", "doc_id", doc_id, "doc_id")
     db.require("folders", "folder_id", folder_id, "folder_id")
-    args = {
-        "doc_id": doc_id,
-        "folder_id": folder_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["doc_id"],
-    }
+    args = {"doc_id": doc_id, "folder_id": folder_id, "now": db.now, "principal": db.principal}
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND status = 'trashed'", args):
         db.reject("Document {doc_id} is in the trash; restore it before moving it.".format_map(args))
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND folder_id = :folder_id", args):
         db.reject("Document {doc_id} is already in folder {folder_id}.".format_map(args))
-    row = db.returning(
-        "UPDATE documents SET folder_id = :folder_id"
-        " WHERE doc_id = :id RETURNING *",
-        args,
-    )
-    return Document(**row)
+    outcome = handlers.move_document(db, doc_id=doc_id, folder_id=folder_id)
+    return Document.model_validate(outcome)
 
 
 def trash_document(

@@ -16,8 +16,6 @@ from servers.runtime.server import (
     build_server,
 )
 
-from . import tools
-
 DEFINITION = ServerDefinition(
     name="fleet",
     title="Iberia Freight Fleet Operations",
@@ -25,6 +23,7 @@ DEFINITION = ServerDefinition(
     version="1.0.0",
     now="2026-09-14T06:00:00Z",
     directory=Path(__file__).parent,
+    tools_module=f"{__package__}.tools",
     id_formats={
         "vehicles": "veh_{:03d}",
         "drivers": "drv_{:03d}",
@@ -36,22 +35,22 @@ DEFINITION = ServerDefinition(
     },
     id_namespace="fleet",
     tools=[
-        ToolDefinition(tools.find_driver, "search"),
-        ToolDefinition(tools.search_vehicles, "search"),
-        ToolDefinition(tools.get_vehicle, "get"),
-        ToolDefinition(tools.list_routes, "search"),
-        ToolDefinition(tools.list_trips, "search"),
-        ToolDefinition(tools.schedule_trip, "custom"),
-        ToolDefinition(tools.start_trip, "update"),
-        ToolDefinition(tools.complete_trip, "update"),
-        ToolDefinition(tools.cancel_trip, "update"),
-        ToolDefinition(tools.record_inspection, "create"),
-        ToolDefinition(tools.list_inspections, "search"),
-        ToolDefinition(tools.open_maintenance_order, "create"),
-        ToolDefinition(tools.close_maintenance_order, "update"),
-        ToolDefinition(tools.list_maintenance_orders, "search"),
-        ToolDefinition(tools.log_fuel, "create"),
-        ToolDefinition(tools.list_fuel_logs, "search"),
+        ToolDefinition("find_driver", "search"),
+        ToolDefinition("search_vehicles", "search"),
+        ToolDefinition("get_vehicle", "get"),
+        ToolDefinition("list_routes", "search"),
+        ToolDefinition("list_trips", "search"),
+        ToolDefinition("schedule_trip", "custom"),
+        ToolDefinition("start_trip", "update"),
+        ToolDefinition("complete_trip", "update"),
+        ToolDefinition("cancel_trip", "update"),
+        ToolDefinition("record_inspection", "create"),
+        ToolDefinition("list_inspections", "search"),
+        ToolDefinition("open_maintenance_order", "create"),
+        ToolDefinition("close_maintenance_order", "update"),
+        ToolDefinition("list_maintenance_orders", "search"),
+        ToolDefinition("log_fuel", "create"),
+        ToolDefinition("list_fuel_logs", "search"),
     ],
     principal=PrincipalDefinition(
         kind="staff",

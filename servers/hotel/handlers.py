@@ -144,3 +144,99 @@ def check_out(db: Database, res_id: str, payment_method: str) -> dict[str, Any]:
         "amount_paid": due,
         "payment_method": payment_method,
     }
+
+
+FREE_CANCELLATION_DAYS = 2  # cancel at least this many days before arrival for free (policy.md)
+
+
+def _late_fee(db: Database, stay: dict[str, Any]) -> tuple[str, float]:
+    """(last free cancellation date, fee if cancelled today): a late cancellation costs the first night
+    at the agreed rate plus one night of city tax."""
+    hotel = db.require("hotels", "hotel_id", stay["hotel_id"], "hotel_id")
+    free_until = db.scalar("SELECT date(?, ?)", (stay["arrival_date"], f"-{FREE_CANCELLATION_DAYS} days"))
+    today = db.scalar("SELECT date(?)", (db.now,))
+    fee = 0.0 if today <= free_until else round(stay["nightly_rate"] + hotel["city_tax_per_night"], 2)
+    return free_until, fee
+
+
+def quote_stay(
+    db: Database, type_id: str, arrival_date: str, departure_date: str, adults: int, guest_id: str | None = None
+) -> dict[str, Any]:
+    """Price a stay in a room type before booking: the rate the guest would get, the totals, how many
+    rooms of the type are free for every night, and what cancelling would cost."""
+    room_type = db.require("room_types", "type_id", type_id, "type_id")
+    hotel = db.require("hotels", "hotel_id", room_type["hotel_id"], "hotel_id")
+    tier = db.require("guests", "guest_id", guest_id, "guest_id")["loyalty_tier"] if guest_id else "none"
+    discount = LOYALTY_DISCOUNT[tier]
+    rate = round(room_type["nightly_rate"] * (1 - discount), 2)
+    nights = db.scalar("SELECT CAST(julianday(?) - julianday(?) AS INTEGER)", (departure_date, arrival_date))
+    free = db.scalar(
+        "SELECT count(*) FROM rooms r WHERE r.type_id = ? AND r.housekeeping_status != 'out_of_order'"
+        " AND NOT EXISTS (SELECT 1 FROM reservations s WHERE s.room_id = r.room_id"
+        " AND s.status IN ('confirmed', 'checked_in') AND s.arrival_date < ? AND ? < s.departure_date)",
+        (type_id, departure_date, arrival_date),
+    )
+    room_total = round(nights * rate, 2)
+    city_tax = round(nights * hotel["city_tax_per_night"], 2)
+    free_until, _ = _late_fee(db, {"hotel_id": hotel["hotel_id"], "arrival_date": arrival_date, "nightly_rate": rate})
+    return {
+        "type_id": type_id,
+        "hotel_id": hotel["hotel_id"],
+        "nights": nights,
+        "base_rate": room_type["nightly_rate"],
+        "loyalty_discount_percent": round(discount * 100),
+        "nightly_rate": rate,
+        "room_total": room_total,
+        "city_tax": city_tax,
+        "total": round(room_total + city_tax, 2),
+        "rooms_available": free,
+        "free_cancellation_until": free_until,
+        "late_cancellation_fee": round(rate + hotel["city_tax_per_night"], 2),
+    }
+
+
+def change_reservation_dates(db: Database, res_id: str, arrival_date: str, departure_date: str) -> dict[str, Any]:
+    """Move a confirmed stay to new dates in the same room at the agreed nightly rate; the room total
+    is recomputed for the new number of nights."""
+    stay = db.require("reservations", "res_id", res_id, "res_id")
+    nights_before = db.scalar(
+        "SELECT CAST(julianday(?) - julianday(?) AS INTEGER)", (stay["departure_date"], stay["arrival_date"])
+    )
+    nights = db.scalar("SELECT CAST(julianday(?) - julianday(?) AS INTEGER)", (departure_date, arrival_date))
+    db.execute(
+        "UPDATE reservations SET arrival_date = ?, departure_date = ? WHERE res_id = ?",
+        (arrival_date, departure_date, res_id),
+    )
+    before = round(nights_before * stay["nightly_rate"], 2)
+    after = round(nights * stay["nightly_rate"], 2)
+    return {
+        "res_id": res_id,
+        "room_id": stay["room_id"],
+        "arrival_date": arrival_date,
+        "departure_date": departure_date,
+        "nights": nights,
+        "nightly_rate": stay["nightly_rate"],
+        "room_total": after,
+        "previous_room_total": before,
+        "difference": round(after - before, 2),
+    }
+
+
+def get_cancellation_fee(db: Database, res_id: str) -> dict[str, Any]:
+    """What cancelling the reservation today would cost, by the cancellation policy."""
+    stay = db.require("reservations", "res_id", res_id, "res_id")
+    free_until, fee = _late_fee(db, stay)
+    return {"res_id": res_id, "free_cancellation_until": free_until, "fee": fee, "free": fee == 0}
+
+
+def cancel_reservation(db: Database, res_id: str, cancel_reason: str) -> dict[str, Any]:
+    """Cancel the stay; a late cancellation posts the fee to the reservation's folio."""
+    stay = db.require("reservations", "res_id", res_id, "res_id")
+    _, fee = _late_fee(db, stay)
+    if fee > 0:
+        _post(db, res_id, "cancellation_fee", "Late cancellation: first night and city tax", fee)
+    db.execute(
+        "UPDATE reservations SET status = 'cancelled', cancelled_at = ?, cancel_reason = ? WHERE res_id = ?",
+        (db.now, cancel_reason, res_id),
+    )
+    return db.require("reservations", "res_id", res_id, "res_id")

@@ -66,7 +66,7 @@ CREATE TABLE folio_charges (
     charge_id TEXT PRIMARY KEY,
     res_id TEXT NOT NULL REFERENCES reservations (res_id),
     posted_at TEXT NOT NULL,
-    category TEXT NOT NULL CHECK (category IN ('room', 'city_tax', 'restaurant', 'bar', 'minibar', 'spa', 'parking', 'laundry', 'room_service', 'no_show_fee', 'payment')),
+    category TEXT NOT NULL CHECK (category IN ('room', 'city_tax', 'restaurant', 'bar', 'minibar', 'spa', 'parking', 'laundry', 'room_service', 'no_show_fee', 'cancellation_fee', 'payment')),
     description TEXT NOT NULL,
     amount REAL NOT NULL
 );

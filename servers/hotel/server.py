@@ -16,8 +16,6 @@ from servers.runtime.server import (
     build_server,
 )
 
-from . import tools
-
 DEFINITION = ServerDefinition(
     name="hotel",
     title="Hotel Group Front Desk",
@@ -25,6 +23,7 @@ DEFINITION = ServerDefinition(
     version="1.0.0",
     now="2026-05-12T14:00:00Z",
     directory=Path(__file__).parent,
+    tools_module=f"{__package__}.tools",
     id_formats={
         "hotels": "htl_{:03d}",
         "room_types": "rtp_{:03d}",
@@ -35,22 +34,25 @@ DEFINITION = ServerDefinition(
     },
     id_namespace="hotel",
     tools=[
-        ToolDefinition(tools.search_hotels, "search"),
-        ToolDefinition(tools.list_room_types, "search"),
-        ToolDefinition(tools.find_available_rooms, "custom", read_only=True),
-        ToolDefinition(tools.find_guest, "search"),
-        ToolDefinition(tools.update_guest_contact, "update"),
-        ToolDefinition(tools.create_reservation, "custom"),
-        ToolDefinition(tools.find_reservation, "search"),
-        ToolDefinition(tools.list_rooms, "search"),
-        ToolDefinition(tools.set_housekeeping_status, "update"),
-        ToolDefinition(tools.check_in, "update"),
-        ToolDefinition(tools.move_room, "custom"),
-        ToolDefinition(tools.post_charge, "create"),
-        ToolDefinition(tools.get_folio, "custom", read_only=True),
-        ToolDefinition(tools.check_out, "custom"),
-        ToolDefinition(tools.cancel_reservation, "update"),
-        ToolDefinition(tools.list_folio_charges, "search"),
+        ToolDefinition("search_hotels", "search"),
+        ToolDefinition("list_room_types", "search"),
+        ToolDefinition("find_available_rooms", "custom", read_only=True),
+        ToolDefinition("find_guest", "search"),
+        ToolDefinition("update_guest_contact", "update"),
+        ToolDefinition("create_reservation", "custom"),
+        ToolDefinition("find_reservation", "search"),
+        ToolDefinition("list_rooms", "search"),
+        ToolDefinition("set_housekeeping_status", "update"),
+        ToolDefinition("check_in", "update"),
+        ToolDefinition("move_room", "custom"),
+        ToolDefinition("post_charge", "create"),
+        ToolDefinition("get_folio", "custom", read_only=True),
+        ToolDefinition("check_out", "custom"),
+        ToolDefinition("cancel_reservation", "custom"),
+        ToolDefinition("quote_stay", "custom", title="Quote a stay", read_only=True),
+        ToolDefinition("change_reservation_dates", "custom", title="Change a reservation's dates"),
+        ToolDefinition("get_cancellation_fee", "custom", read_only=True),
+        ToolDefinition("list_folio_charges", "search"),
     ],
     principal=PrincipalDefinition(
         kind="staff",

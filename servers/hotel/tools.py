@@ -14,7 +14,7 @@ from . import handlers
 RoomHousekeepingStatus = Literal["vacant_clean", "vacant_dirty", "occupied", "out_of_order"]
 GuestLoyaltyTier = Literal["none", "silver", "gold", "platinum"]
 ReservationStatus = Literal["confirmed", "checked_in", "checked_out", "cancelled", "no_show"]
-FolioChargeCategory = Literal["room", "city_tax", "restaurant", "bar", "minibar", "spa", "parking", "laundry", "room_service", "no_show_fee", "payment"]
+FolioChargeCategory = Literal["room", "city_tax", "restaurant", "bar", "minibar", "spa", "parking", "laundry", "room_service", "no_show_fee", "cancellation_fee", "payment"]
 
 
 class Hotel(BaseModel):
@@ -291,6 +291,50 @@ class CheckOutResult(BaseModel):
     extras_total: float = Field(description="Extras posted during the stay in USD")
     amount_paid: float = Field(description="Balance settled now in USD")
     payment_method: str = Field(description="How it was paid")
+
+
+class QuoteStayResult(BaseModel):
+    """What `quote_stay` returns."""
+
+    type_id: str = Field(description="The room type quoted")
+    hotel_id: str = Field(description="Its hotel")
+    nights: int = Field(description="Nights between arrival and departure")
+    base_rate: float = Field(description="The room type's rate in USD per night")
+    loyalty_discount_percent: int = Field(
+        description="The guest's loyalty discount in percent (0 without a guest)",
+    )
+    nightly_rate: float = Field(description="Rate in USD per night after the discount")
+    room_total: float = Field(description="Nights times the nightly rate in USD")
+    city_tax: float = Field(description="City tax for the stay in USD")
+    total: float = Field(description="Room total plus city tax in USD")
+    rooms_available: int = Field(
+        description="Rooms of this type free for every night (0 means it cannot be booked)",
+    )
+    free_cancellation_until: str = Field(description="Last day to cancel for free (YYYY-MM-DD)")
+    late_cancellation_fee: float = Field(description="Fee in USD for cancelling after that day")
+
+
+class ChangeReservationDatesResult(BaseModel):
+    """What `change_reservation_dates` returns."""
+
+    res_id: str = Field(description="The reservation")
+    room_id: str = Field(description="Its room")
+    arrival_date: str = Field(description="New arrival date (YYYY-MM-DD)")
+    departure_date: str = Field(description="New departure date (YYYY-MM-DD)")
+    nights: int = Field(description="Nights of the new stay")
+    nightly_rate: float = Field(description="Agreed rate in USD per night (unchanged)")
+    room_total: float = Field(description="New room total in USD")
+    previous_room_total: float = Field(description="Room total in USD before the change")
+    difference: float = Field(description="New minus previous room total in USD")
+
+
+class GetCancellationFeeResult(BaseModel):
+    """What `get_cancellation_fee` returns."""
+
+    res_id: str = Field(description="The reservation")
+    free_cancellation_until: str = Field(description="Last day to cancel for free (YYYY-MM-DD)")
+    fee: float = Field(description="Fee in USD if cancelled now (0 when free)")
+    free: bool = Field(description="Whether cancelling now is free")
 
 
 class ListFolioChargesResult(BaseModel):
@@ -1136,28 +1180,20 @@ def cancel_reservation(
         str,
         Field(
             description="Reservation id from find_reservation",
-            json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-column": "reservations.res_id", "x-envfarm-user-known": False},
+            json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-user-known": False},
         ),
     ],
     cancel_reason: Annotated[
         str,
-        Field(
-            description="Why the guest cancels",
-            json_schema_extra={"x-envfarm-column": "reservations.cancel_reason", "x-envfarm-user-known": False},
-        ),
+        Field(description="Why the guest cancels", json_schema_extra={"x-envfarm-user-known": True}),
     ],
 ) -> Reservation:
-    """Cancel an upcoming reservation. Stays already checked in or checked out cannot be cancelled."""
-    current = db.require("reservations", "res_id", res_id, "res_id")
-    args = {
-        "res_id": res_id,
-        "cancel_reason": cancel_reason,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["res_id"],
-        "set_status": "cancelled",
-        "set_cancelled_at": db.now,
-    }
+    """Cancel an upcoming reservation. Stays already checked in or checked out cannot be cancelled.
+    Cancelling less than 2 days before arrival posts a late cancellation fee (the first night and its
+    city tax) to the reservation's folio; get_cancellation_fee tells it beforehand.
+    """
+    db.require("reservations", "res_id", res_id, "res_id")
+    args = {"res_id": res_id, "cancel_reason": cancel_reason, "now": db.now, "principal": db.principal}
     if db.one("SELECT 1 FROM reservations WHERE res_id = :res_id AND status = 'checked_out'", args):
         db.reject(
             "Reservation {res_id} is a completed stay (checked out) and cannot be cancelled.".format_map(args),
@@ -1172,12 +1208,171 @@ def cancel_reservation(
         args,
     ):
         db.reject("Reservation {res_id} is already cancelled or was a no-show.".format_map(args))
-    row = db.returning(
-        "UPDATE reservations SET status = :set_status, cancelled_at = :set_cancelled_at, cancel_reason = :cancel_reason"
-        " WHERE res_id = :id RETURNING *",
+    outcome = handlers.cancel_reservation(db, res_id=res_id, cancel_reason=cancel_reason)
+    return Reservation.model_validate(outcome)
+
+
+def quote_stay(
+    db: Database,
+    type_id: Annotated[
+        str,
+        Field(
+            description="Room type id from list_room_types",
+            json_schema_extra={"x-envfarm-ref": "room_types.type_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    arrival_date: Annotated[
+        str,
+        Field(
+            description="First night (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ],
+    departure_date: Annotated[
+        str,
+        Field(
+            description="Day of departure (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ],
+    adults: Annotated[
+        int,
+        Field(
+            description="Number of adults",
+            ge=1.0,
+            le=8.0,
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ],
+    guest_id: Annotated[
+        str | None,
+        Field(
+            description="Guest id from find_guest, for their loyalty discount",
+            json_schema_extra={"x-envfarm-ref": "guests.guest_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+) -> QuoteStayResult:
+    """A rate quote before booking: the nightly rate a guest gets for a room type (less their loyalty
+    discount when guest_id is given), the room total and city tax for the nights, how many rooms of the
+    type are free for the whole stay, the last date to cancel for free and the late cancellation fee.
+    Books nothing.
+    """
+    db.require("room_types", "type_id", type_id, "type_id")
+    if guest_id is not None:
+        db.require("guests", "guest_id", guest_id, "guest_id")
+    args = {
+        "type_id": type_id,
+        "arrival_date": arrival_date,
+        "departure_date": departure_date,
+        "adults": adults,
+        "guest_id": guest_id,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    if db.one("SELECT 1 WHERE :departure_date <= :arrival_date", args):
+        db.reject(
+            "The departure date {departure_date} must be after the arrival date {arrival_date}.".format_map(args),
+        )
+    if db.one("SELECT 1 WHERE :arrival_date < date(:now)", args):
+        db.reject("The arrival date {arrival_date} is in the past.".format_map(args))
+    if db.one("SELECT 1 WHERE julianday(:departure_date) - julianday(:arrival_date) > 30", args):
+        db.reject("Stays longer than 30 nights are handled by the sales team; quote at most 30 nights.")
+    if db.one("SELECT 1 FROM room_types WHERE type_id = :type_id AND :adults > max_guests", args):
+        db.reject(
+            "Room type {type_id} sleeps fewer than {adults} adults; list_room_types shows larger rooms.".format_map(args),
+        )
+    outcome = handlers.quote_stay(db, type_id=type_id, arrival_date=arrival_date, departure_date=departure_date, adults=adults, guest_id=guest_id)
+    return QuoteStayResult.model_validate(outcome)
+
+
+def change_reservation_dates(
+    db: Database,
+    res_id: Annotated[
+        str,
+        Field(
+            description="Reservation id from find_reservation",
+            json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    arrival_date: Annotated[
+        str,
+        Field(
+            description="New first night (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ],
+    departure_date: Annotated[
+        str,
+        Field(
+            description="New day of departure (YYYY-MM-DD)",
+            pattern="^\\d{4}-\\d{2}-\\d{2}$",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ],
+) -> ChangeReservationDatesResult:
+    """Move a confirmed (not yet checked-in) reservation to new dates in the same room at the agreed
+    nightly rate. The room must be free for every new night (otherwise move_room to a room
+    find_available_rooms lists first). Returns the new dates, nights and room total beside the previous
+    total.
+    """
+    db.require("reservations", "res_id", res_id, "res_id")
+    args = {
+        "res_id": res_id,
+        "arrival_date": arrival_date,
+        "departure_date": departure_date,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    if db.one("SELECT 1 FROM reservations WHERE res_id = :res_id AND status != 'confirmed'", args):
+        db.reject(
+            "Reservation {res_id} is not a confirmed upcoming stay, so its dates cannot change.".format_map(args),
+        )
+    if db.one("SELECT 1 WHERE :departure_date <= :arrival_date", args):
+        db.reject(
+            "The departure date {departure_date} must be after the arrival date {arrival_date}.".format_map(args),
+        )
+    if db.one("SELECT 1 WHERE :arrival_date < date(:now)", args):
+        db.reject("The arrival date {arrival_date} is in the past.".format_map(args))
+    if db.one("SELECT 1 WHERE julianday(:departure_date) - julianday(:arrival_date) > 30", args):
+        db.reject("Stays longer than 30 nights are handled by the sales team; book at most 30 nights.")
+    if db.one(
+        "SELECT 1 FROM reservations r JOIN reservations o ON o.room_id = r.room_id"
+        " AND o.res_id != r.res_id WHERE r.res_id = :res_id"
+        " AND o.status IN ('confirmed', 'checked_in')"
+        " AND o.arrival_date < :departure_date AND :arrival_date < o.departure_date",
         args,
-    )
-    return Reservation(**row)
+    ):
+        db.reject(
+            "The room of reservation {res_id} is booked by another guest for some of the new nights; move_room to a room find_available_rooms lists, then change the dates.".format_map(args),
+        )
+    outcome = handlers.change_reservation_dates(db, res_id=res_id, arrival_date=arrival_date, departure_date=departure_date)
+    return ChangeReservationDatesResult.model_validate(outcome)
+
+
+def get_cancellation_fee(
+    db: Database,
+    res_id: Annotated[
+        str,
+        Field(
+            description="Reservation id from find_reservation",
+            json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-user-known": False},
+        ),
+    ],
+) -> GetCancellationFeeResult:
+    """What cancelling a reservation today would cost under the cancellation policy: free until 2 days
+    before arrival, then the first night at the agreed rate plus its city tax.
+    """
+    db.require("reservations", "res_id", res_id, "res_id")
+    args = {"res_id": res_id, "now": db.now, "principal": db.principal}
+    if db.one("SELECT 1 FROM reservations WHERE res_id = :res_id AND status != 'confirmed'", args):
+        db.reject(
+            "Reservation {res_id} is not a confirmed upcoming stay, so there is nothing to cancel.".format_map(args),
+        )
+    outcome = handlers.get_cancellation_fee(db, res_id=res_id)
+    return GetCancellationFeeResult.model_validate(outcome)
 
 
 def list_folio_charges(

@@ -16,8 +16,6 @@ from servers.runtime.server import (
     build_server,
 )
 
-from . import tools
-
 DEFINITION = ServerDefinition(
     name="invoicing",
     title="B2B Invoicing",
@@ -25,6 +23,7 @@ DEFINITION = ServerDefinition(
     version="1.0.0",
     now="2026-03-10T09:00:00Z",
     directory=Path(__file__).parent,
+    tools_module=f"{__package__}.tools",
     id_formats={
         "clients": "cli_{:03d}",
         "catalog_items": "itm_{:03d}",
@@ -35,23 +34,23 @@ DEFINITION = ServerDefinition(
     },
     id_namespace="invoicing",
     tools=[
-        ToolDefinition(tools.find_client, "search"),
-        ToolDefinition(tools.get_client, "get"),
-        ToolDefinition(tools.search_catalog, "search"),
-        ToolDefinition(tools.list_invoices, "search"),
-        ToolDefinition(tools.get_invoice, "get"),
-        ToolDefinition(tools.create_invoice, "custom"),
-        ToolDefinition(tools.list_invoice_lines, "search"),
-        ToolDefinition(tools.add_invoice_line, "custom"),
-        ToolDefinition(tools.remove_invoice_line, "delete"),
-        ToolDefinition(tools.send_invoice, "update"),
-        ToolDefinition(tools.record_payment, "create"),
-        ToolDefinition(tools.list_payments, "search"),
-        ToolDefinition(tools.issue_credit_note, "create"),
-        ToolDefinition(tools.list_credit_notes, "search"),
-        ToolDefinition(tools.extend_due_date, "update"),
-        ToolDefinition(tools.void_invoice, "update"),
-        ToolDefinition(tools.client_statement, "custom", read_only=True),
+        ToolDefinition("find_client", "search"),
+        ToolDefinition("get_client", "get"),
+        ToolDefinition("search_catalog", "search"),
+        ToolDefinition("list_invoices", "search"),
+        ToolDefinition("get_invoice", "get"),
+        ToolDefinition("create_invoice", "custom"),
+        ToolDefinition("list_invoice_lines", "search"),
+        ToolDefinition("add_invoice_line", "custom"),
+        ToolDefinition("remove_invoice_line", "delete"),
+        ToolDefinition("send_invoice", "update"),
+        ToolDefinition("record_payment", "create"),
+        ToolDefinition("list_payments", "search"),
+        ToolDefinition("issue_credit_note", "create"),
+        ToolDefinition("list_credit_notes", "search"),
+        ToolDefinition("extend_due_date", "update"),
+        ToolDefinition("void_invoice", "update"),
+        ToolDefinition("client_statement", "custom", read_only=True),
     ],
     principal=PrincipalDefinition(
         kind="staff",

@@ -16,8 +16,6 @@ from servers.runtime.server import (
     build_server,
 )
 
-from . import tools
-
 DEFINITION = ServerDefinition(
     name="library",
     title="Maplewood Public Library",
@@ -25,6 +23,7 @@ DEFINITION = ServerDefinition(
     version="1.0.0",
     now="2026-04-15T10:00:00Z",
     directory=Path(__file__).parent,
+    tools_module=f"{__package__}.tools",
     id_formats={
         "members": "mem_{:04d}",
         "titles": "ttl_{:04d}",
@@ -35,21 +34,21 @@ DEFINITION = ServerDefinition(
     },
     id_namespace="library",
     tools=[
-        ToolDefinition(tools.find_member, "search"),
-        ToolDefinition(tools.search_catalog, "search"),
-        ToolDefinition(tools.list_copies, "search"),
-        ToolDefinition(tools.get_copy_by_barcode, "get"),
-        ToolDefinition(tools.list_loans, "search"),
-        ToolDefinition(tools.list_holds, "search"),
-        ToolDefinition(tools.list_fines, "search"),
-        ToolDefinition(tools.get_member_account, "custom", read_only=True),
-        ToolDefinition(tools.checkout_copy, "custom"),
-        ToolDefinition(tools.return_copy, "custom"),
-        ToolDefinition(tools.renew_loan, "custom"),
-        ToolDefinition(tools.place_hold, "create"),
-        ToolDefinition(tools.cancel_hold, "update"),
-        ToolDefinition(tools.pay_fine, "update"),
-        ToolDefinition(tools.update_member_contact, "update"),
+        ToolDefinition("find_member", "search"),
+        ToolDefinition("search_catalog", "search"),
+        ToolDefinition("list_copies", "search"),
+        ToolDefinition("get_copy_by_barcode", "get"),
+        ToolDefinition("list_loans", "search"),
+        ToolDefinition("list_holds", "search"),
+        ToolDefinition("list_fines", "search"),
+        ToolDefinition("get_member_account", "custom", read_only=True),
+        ToolDefinition("checkout_copy", "custom"),
+        ToolDefinition("return_copy", "custom"),
+        ToolDefinition("renew_loan", "custom"),
+        ToolDefinition("place_hold", "create"),
+        ToolDefinition("cancel_hold", "update"),
+        ToolDefinition("pay_fine", "update"),
+        ToolDefinition("update_member_contact", "update"),
     ],
     principal=PrincipalDefinition(
         kind="staff",

@@ -39,7 +39,8 @@ CREATE TABLE conversations (
     folder TEXT NOT NULL CHECK (folder IN ('inbox', 'sent', 'archive', 'trash')),
     is_read INTEGER NOT NULL,
     is_starred INTEGER NOT NULL DEFAULT 0,
-    last_message_at TEXT NOT NULL
+    last_message_at TEXT NOT NULL,
+    trashed_from TEXT CHECK (trashed_from IN ('inbox', 'sent', 'archive'))
 );
 
 CREATE TABLE labels (
@@ -68,4 +69,14 @@ CREATE TABLE drafts (
     sent_message_id TEXT REFERENCES messages (message_id),
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL
+);
+
+CREATE TABLE attachments (
+    attachment_id TEXT PRIMARY KEY,
+    message_id TEXT REFERENCES messages (message_id),
+    draft_id TEXT REFERENCES drafts (draft_id),
+    filename TEXT NOT NULL,
+    mime_type TEXT NOT NULL,
+    size_kb INTEGER NOT NULL,
+    created_at TEXT NOT NULL
 );

@@ -16,8 +16,6 @@ from servers.runtime.server import (
     build_server,
 )
 
-from . import tools
-
 DEFINITION = ServerDefinition(
     name="mail",
     title="Work Mail",
@@ -25,6 +23,7 @@ DEFINITION = ServerDefinition(
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,
+    tools_module=f"{__package__}.tools",
     id_formats={
         "mailboxes": "mbx_{:04d}",
         "threads": "thr_{:04d}",
@@ -33,27 +32,36 @@ DEFINITION = ServerDefinition(
         "labels": "lbl_{:04d}",
         "conversation_labels": "tag_{:04d}",
         "drafts": "drf_{:04d}",
+        "attachments": "att_{:04d}",
     },
     id_namespace="mail",
     tools=[
-        ToolDefinition(tools.find_contacts, "search"),
-        ToolDefinition(tools.list_conversations, "search"),
-        ToolDefinition(tools.search_mail, "custom", read_only=True),
-        ToolDefinition(tools.list_messages, "search"),
-        ToolDefinition(tools.list_labels, "search"),
-        ToolDefinition(tools.list_applied_labels, "search"),
-        ToolDefinition(tools.create_label, "create"),
-        ToolDefinition(tools.apply_label, "create"),
-        ToolDefinition(tools.remove_label, "delete"),
-        ToolDefinition(tools.archive_conversation, "update"),
-        ToolDefinition(tools.move_to_inbox, "update"),
-        ToolDefinition(tools.mark_conversation, "update"),
-        ToolDefinition(tools.list_drafts, "search"),
-        ToolDefinition(tools.create_draft, "create"),
-        ToolDefinition(tools.update_draft, "update"),
-        ToolDefinition(tools.send_draft, "custom"),
-        ToolDefinition(tools.reply_to_thread, "custom"),
-        ToolDefinition(tools.delete_draft, "delete"),
+        ToolDefinition("find_contacts", "search"),
+        ToolDefinition("list_conversations", "search"),
+        ToolDefinition("search_mail", "custom", read_only=True),
+        ToolDefinition("list_messages", "search"),
+        ToolDefinition("list_labels", "search"),
+        ToolDefinition("list_applied_labels", "search"),
+        ToolDefinition("create_label", "create"),
+        ToolDefinition("apply_label", "create"),
+        ToolDefinition("remove_label", "delete"),
+        ToolDefinition("archive_conversation", "update"),
+        ToolDefinition("move_to_inbox", "update"),
+        ToolDefinition("mark_conversation", "update"),
+        ToolDefinition("list_drafts", "search"),
+        ToolDefinition("create_draft", "create"),
+        ToolDefinition("update_draft", "update"),
+        ToolDefinition("send_draft", "custom"),
+        ToolDefinition("reply_to_thread", "custom"),
+        ToolDefinition("send_message", "custom"),
+        ToolDefinition("forward_message", "custom"),
+        ToolDefinition("trash_conversation", "custom"),
+        ToolDefinition("untrash_conversation", "custom"),
+        ToolDefinition("list_attachments", "search"),
+        ToolDefinition("get_attachment", "get"),
+        ToolDefinition("attach_file", "create"),
+        ToolDefinition("remove_attachment", "delete"),
+        ToolDefinition("delete_draft", "delete"),
     ],
     principal=PrincipalDefinition(
         kind="user",
@@ -71,6 +79,10 @@ DEFINITION = ServerDefinition(
             "threads": "thread_id IN (SELECT thread_id FROM conversations"
         " WHERE mailbox_email = :principal)",
             "messages": "thread_id IN (SELECT thread_id FROM conversations"
+        " WHERE mailbox_email = :principal)",
+            "attachments": "message_id IN (SELECT m.message_id FROM messages m"
+        " JOIN conversations c ON c.thread_id = m.thread_id"
+        " WHERE c.mailbox_email = :principal) OR draft_id IN (SELECT draft_id FROM drafts"
         " WHERE mailbox_email = :principal)",
         },
     ),

@@ -12,6 +12,7 @@ from servers.runtime.database import Database, comma_joined
 from . import handlers
 
 ConversationFolder = Literal["inbox", "sent", "archive", "trash"]
+ConversationTrashedFrom = Literal["inbox", "sent", "archive"]
 DraftStatus = Literal["draft", "sent"]
 
 
@@ -124,6 +125,10 @@ class Conversation(BaseModel):
         description="When the latest message of the thread was sent (ISO 8601, UTC)",
         json_schema_extra={"x-envfarm-user-known": True},
     )
+    trashed_from: ConversationTrashedFrom | None = Field(
+        description="The folder a trashed conversation came from (untrash_conversation puts it back there)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
 
 
 class Label(BaseModel):
@@ -211,6 +216,36 @@ class Draft(BaseModel):
     )
 
 
+class Attachment(BaseModel):
+    """A file attached to a sent message or to an unsent draft (sending a draft carries its files). A row of `attachments`."""
+
+    attachment_id: str = Field(
+        description="Internal attachment id",
+        json_schema_extra={"x-envfarm-ref": "attachments.attachment_id", "x-envfarm-user-known": False},
+    )
+    message_id: str | None = Field(
+        description="The message carrying it (empty while only on a draft)",
+        json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-user-known": False},
+    )
+    draft_id: str | None = Field(
+        description="The draft it was attached to, if any",
+        json_schema_extra={"x-envfarm-ref": "drafts.draft_id", "x-envfarm-user-known": False},
+    )
+    filename: str = Field(
+        description="File name, e.g. Q2 budget draft.xlsx",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    mime_type: str = Field(
+        description="Content type, e.g. application/pdf",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    size_kb: int = Field(description="Size in KB", json_schema_extra={"x-envfarm-user-known": True})
+    created_at: str = Field(
+        description="When it was attached (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+
+
 class FindContactsResult(BaseModel):
     """What `find_contacts` found: one page of the matching rows."""
 
@@ -275,6 +310,16 @@ class ListDraftsResult(BaseModel):
     """What `list_drafts` found: one page of the matching rows."""
 
     drafts: list[Draft] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+
+
+class ListAttachmentsResult(BaseModel):
+    """What `list_attachments` found: one page of the matching rows."""
+
+    attachments: list[Attachment] = Field(description="the matching rows of this page")
     count: int = Field(description="how many rows this page holds")
     total: int = Field(description="how many rows match, over all pages")
     has_more: bool = Field(description="whether more rows follow this page")
@@ -1075,6 +1120,319 @@ def reply_to_thread(
     return Message.model_validate(outcome)
 
 
+def send_message(
+    db: Database,
+    to_emails: Annotated[
+        list[str],
+        Field(
+            description="To addresses",
+            min_length=1,
+            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-user-known": True},
+        ),
+    ],
+    subject: Annotated[
+        str,
+        Field(description="Subject of the new thread", json_schema_extra={"x-envfarm-user-known": True}),
+    ],
+    body: Annotated[str, Field(description="Message text", json_schema_extra={"x-envfarm-user-known": True})],
+    cc_emails: Annotated[
+        list[str] | None,
+        Field(
+            description="Cc addresses",
+            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+) -> Message:
+    """Send a new message right away, without a draft: it starts a new thread with the subject, lands
+    unread in every recipient's inbox and in your sent folder. Every address must be a known mailbox
+    (find_contacts). To attach files, write a draft (create_draft, attach_file, send_draft) instead.
+    """
+    for value in to_emails or []:
+        db.require("mailboxes", "email", value, "to_emails")
+    for value in cc_emails or []:
+        db.require("mailboxes", "email", value, "cc_emails")
+    args = {
+        "to_emails": comma_joined(to_emails),
+        "cc_emails": comma_joined(cc_emails),
+        "subject": subject,
+        "body": body,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    if db.one("SELECT 1 WHERE trim(:subject) = ''", args):
+        db.reject("A new message needs a subject.")
+    outcome = handlers.send_message(db, to_emails=to_emails, cc_emails=cc_emails, subject=subject, body=body)
+    return Message.model_validate(outcome)
+
+
+def forward_message(
+    db: Database,
+    message_id: Annotated[
+        str,
+        Field(
+            description="Message id from list_messages",
+            json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    to_emails: Annotated[
+        list[str],
+        Field(
+            description="To addresses",
+            min_length=1,
+            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-user-known": True},
+        ),
+    ],
+    cc_emails: Annotated[
+        list[str] | None,
+        Field(
+            description="Cc addresses",
+            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-user-known": True},
+        ),
+    ] = None,
+    note: Annotated[
+        str,
+        Field(
+            description="Your text above the forwarded message",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ] = "",
+) -> Message:
+    """Forward one message of your threads to other people as a new thread ("Fwd: " and the subject), with
+    an optional note above the quoted original. The original's attachments are forwarded too.
+    """
+    db.require("messages", "message_id", message_id, "message_id")
+    for value in to_emails or []:
+        db.require("mailboxes", "email", value, "to_emails")
+    for value in cc_emails or []:
+        db.require("mailboxes", "email", value, "cc_emails")
+    outcome = handlers.forward_message(db, message_id=message_id, to_emails=to_emails, cc_emails=cc_emails, note=note)
+    return Message.model_validate(outcome)
+
+
+def trash_conversation(
+    db: Database,
+    conversation_id: Annotated[
+        str,
+        Field(
+            description="Conversation id from list_conversations or search_mail",
+            json_schema_extra={"x-envfarm-ref": "conversations.conversation_id", "x-envfarm-user-known": False},
+        ),
+    ],
+) -> Conversation:
+    """Move one of your conversations to the trash (list it with list_conversations folder=trash); it
+    remembers its folder so untrash_conversation can put it back. Other people's copies are not
+    affected.
+    """
+    db.require("conversations", "conversation_id", conversation_id, "conversation_id")
+    args = {"conversation_id": conversation_id, "now": db.now, "principal": db.principal}
+    if db.one(
+        "SELECT 1 FROM conversations WHERE conversation_id = :conversation_id"
+        " AND folder = 'trash'",
+        args,
+    ):
+        db.reject("Conversation {conversation_id} is already in the trash.".format_map(args))
+    outcome = handlers.trash_conversation(db, conversation_id=conversation_id)
+    return Conversation.model_validate(outcome)
+
+
+def untrash_conversation(
+    db: Database,
+    conversation_id: Annotated[
+        str,
+        Field(
+            description="Conversation id from list_conversations (folder trash)",
+            json_schema_extra={"x-envfarm-ref": "conversations.conversation_id", "x-envfarm-user-known": False},
+        ),
+    ],
+) -> Conversation:
+    """Take a conversation out of the trash and put it back in the folder it was trashed from (the inbox
+    when that is not known).
+    """
+    db.require("conversations", "conversation_id", conversation_id, "conversation_id")
+    args = {"conversation_id": conversation_id, "now": db.now, "principal": db.principal}
+    if db.one(
+        "SELECT 1 FROM conversations WHERE conversation_id = :conversation_id"
+        " AND folder != 'trash'",
+        args,
+    ):
+        db.reject("Conversation {conversation_id} is not in the trash.".format_map(args))
+    outcome = handlers.untrash_conversation(db, conversation_id=conversation_id)
+    return Conversation.model_validate(outcome)
+
+
+def list_attachments(
+    db: Database,
+    message_id: Annotated[
+        str | None,
+        Field(
+            description="Message id from list_messages",
+            json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-column": "attachments.message_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    draft_id: Annotated[
+        str | None,
+        Field(
+            description="Draft id from list_drafts",
+            json_schema_extra={"x-envfarm-ref": "drafts.draft_id", "x-envfarm-column": "attachments.draft_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
+) -> ListAttachmentsResult:
+    """The files attached to a message or to one of your drafts, with names, types and sizes.
+
+    Matching: message_id equals; draft_id equals. Ordered by attachment_id. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    """
+    if message_id is not None:
+        db.require("messages", "message_id", message_id, "message_id")
+    if draft_id is not None:
+        db.require("drafts", "draft_id", draft_id, "draft_id")
+    args = {"message_id": message_id, "draft_id": draft_id, "now": db.now, "principal": db.principal}
+    page = db.page(
+        "SELECT * FROM attachments"
+        " WHERE (:message_id IS NULL OR message_id = :message_id)"
+        " AND (:draft_id IS NULL OR draft_id = :draft_id)"
+        " AND (message_id IN (SELECT m.message_id FROM messages m JOIN conversations c ON c.thread_id = m.thread_id WHERE c.mailbox_email = :principal) OR draft_id IN (SELECT draft_id FROM drafts WHERE mailbox_email = :principal))"
+        " ORDER BY attachment_id",
+        args, limit, cursor,
+    )
+    rows = [Attachment(**row) for row in page['rows']]
+    return ListAttachmentsResult(
+        attachments=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
+
+
+def get_attachment(
+    db: Database,
+    attachment_id: Annotated[
+        str,
+        Field(
+            description="Attachment id from list_attachments",
+            json_schema_extra={"x-envfarm-ref": "attachments.attachment_id", "x-envfarm-column": "attachments.attachment_id", "x-envfarm-user-known": False},
+        ),
+    ],
+) -> Attachment:
+    """One attachment's file name, type, size and the message or draft it belongs to."""
+    row = db.require("attachments", "attachment_id", attachment_id, "attachment_id")
+    return Attachment(**row)
+
+
+def attach_file(
+    db: Database,
+    draft_id: Annotated[
+        str,
+        Field(
+            description="Draft id from list_drafts (status draft)",
+            json_schema_extra={"x-envfarm-ref": "drafts.draft_id", "x-envfarm-column": "attachments.draft_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    filename: Annotated[
+        str,
+        Field(
+            description="File name with its extension, e.g. Q2 budget.xlsx",
+            json_schema_extra={"x-envfarm-column": "attachments.filename", "x-envfarm-user-known": True},
+        ),
+    ],
+    mime_type: Annotated[
+        str,
+        Field(
+            description="Content type, e.g. application/pdf",
+            json_schema_extra={"x-envfarm-column": "attachments.mime_type", "x-envfarm-user-known": False},
+        ),
+    ],
+    size_kb: Annotated[
+        int,
+        Field(
+            description="Size in KB",
+            ge=1.0,
+            json_schema_extra={"x-envfarm-column": "attachments.size_kb", "x-envfarm-user-known": True},
+        ),
+    ],
+) -> Attachment:
+    """Attach a file to one of your unsent drafts; send_draft sends it with the message. A message carries
+    at most 25 MB (25,000 KB) of attachments.
+    """
+    db.require("drafts", "draft_id", draft_id, "draft_id")
+    new_id = db.next_id("attachments")
+    args = {
+        "draft_id": draft_id,
+        "filename": filename,
+        "mime_type": mime_type,
+        "size_kb": size_kb,
+        "now": db.now,
+        "principal": db.principal,
+        "id": new_id,
+    }
+    if db.one("SELECT 1 FROM drafts WHERE draft_id = :draft_id AND status = 'sent'", args):
+        db.reject("Draft {draft_id} was already sent; attach files to a new draft.".format_map(args))
+    if db.one(
+        "SELECT 1 WHERE :size_kb + (SELECT coalesce(sum(size_kb), 0) FROM attachments"
+        " WHERE draft_id = :draft_id) > 25000",
+        args,
+    ):
+        db.reject(
+            "Attachments of a message may total at most 25,000 KB; share a large file from the drive instead.",
+        )
+    row = db.insert(
+        "attachments",
+        {
+            "attachment_id": new_id,
+            "message_id": None,
+            "draft_id": draft_id,
+            "filename": filename,
+            "mime_type": mime_type,
+            "size_kb": size_kb,
+            "created_at": db.now,
+        },
+    )
+    return Attachment(**row)
+
+
+def remove_attachment(
+    db: Database,
+    attachment_id: Annotated[
+        str,
+        Field(
+            description="Attachment id from list_attachments (draft_id given)",
+            json_schema_extra={"x-envfarm-ref": "attachments.attachment_id", "x-envfarm-column": "attachments.attachment_id", "x-envfarm-user-known": False},
+        ),
+    ],
+) -> Attachment:
+    """Take a file off one of your unsent drafts."""
+    current = db.require("attachments", "attachment_id", attachment_id, "attachment_id")
+    args = {
+        "attachment_id": attachment_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["attachment_id"],
+    }
+    if db.one(
+        "SELECT 1 FROM attachments WHERE attachment_id = :attachment_id"
+        " AND message_id IS NOT NULL",
+        args,
+    ):
+        db.reject(
+            "Attachment {attachment_id} was sent with a message; sent mail can't change.".format_map(args),
+        )
+    db.execute("DELETE FROM attachments WHERE attachment_id = :id", args)
+    return Attachment(**current)
+
+
 def delete_draft(
     db: Database,
     draft_id: Annotated[
@@ -1085,10 +1443,11 @@ def delete_draft(
         ),
     ],
 ) -> Draft:
-    """Discard an unsent draft."""
+    """Discard an unsent draft with its attachments."""
     current = db.require("drafts", "draft_id", draft_id, "draft_id")
     args = {"draft_id": draft_id, "now": db.now, "principal": db.principal, "id": current["draft_id"]}
     if db.one("SELECT 1 FROM drafts WHERE draft_id = :draft_id AND status = 'sent'", args):
         db.reject("Draft {draft_id} was already sent; sent mail can't be discarded.".format_map(args))
+    db.execute("DELETE FROM attachments WHERE draft_id = :id AND message_id IS NULL", args)
     db.execute("DELETE FROM drafts WHERE draft_id = :id", args)
     return Draft(**current)

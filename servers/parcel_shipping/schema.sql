@@ -83,3 +83,21 @@ CREATE TABLE claims (
     filed_at TEXT NOT NULL,
     status TEXT NOT NULL DEFAULT 'submitted' CHECK (status IN ('submitted', 'under_review', 'approved', 'rejected', 'paid'))
 );
+
+CREATE TABLE cities (
+    city TEXT PRIMARY KEY,
+    country TEXT NOT NULL,
+    customs_union TEXT NOT NULL
+);
+
+CREATE TABLE customs_declarations (
+    declaration_id TEXT PRIMARY KEY,
+    shipment_id TEXT NOT NULL UNIQUE REFERENCES shipments (shipment_id),
+    contents_type TEXT NOT NULL CHECK (contents_type IN ('merchandise', 'gift', 'documents', 'sample', 'returned_goods')),
+    description TEXT NOT NULL,
+    hs_code TEXT,
+    value REAL NOT NULL,
+    origin_country TEXT NOT NULL,
+    destination_country TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);

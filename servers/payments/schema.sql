@@ -69,3 +69,34 @@ CREATE TABLE payouts (
     created_at TEXT NOT NULL,
     arrival_date TEXT
 );
+
+CREATE TABLE disputes (
+    dispute_id TEXT PRIMARY KEY,
+    charge_id TEXT NOT NULL UNIQUE REFERENCES charges (charge_id),
+    customer_id TEXT NOT NULL REFERENCES customers (customer_id),
+    merchant_id TEXT NOT NULL REFERENCES merchants (merchant_id),
+    amount REAL NOT NULL,
+    fee REAL NOT NULL,
+    reason TEXT NOT NULL CHECK (reason IN ('fraudulent', 'product_not_received', 'product_unacceptable', 'duplicate', 'subscription_canceled')),
+    status TEXT NOT NULL DEFAULT 'needs_response' CHECK (status IN ('needs_response', 'under_review', 'won', 'lost')),
+    evidence TEXT,
+    created_at TEXT NOT NULL,
+    evidence_due_by TEXT NOT NULL,
+    closed_at TEXT
+);
+
+CREATE TABLE subscriptions (
+    subscription_id TEXT PRIMARY KEY,
+    customer_id TEXT NOT NULL REFERENCES customers (customer_id),
+    merchant_id TEXT NOT NULL REFERENCES merchants (merchant_id),
+    method_id TEXT NOT NULL REFERENCES payment_methods (method_id),
+    plan_name TEXT NOT NULL,
+    amount REAL NOT NULL,
+    interval TEXT NOT NULL CHECK (interval IN ('month', 'year')),
+    status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'paused', 'canceled')),
+    current_period_end TEXT NOT NULL,
+    cancel_at_period_end INTEGER NOT NULL DEFAULT 0,
+    latest_charge_id TEXT REFERENCES charges (charge_id),
+    created_at TEXT NOT NULL,
+    canceled_at TEXT
+);

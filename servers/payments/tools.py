@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.runtime.database import Database
+from servers.runtime.database import Database, json_array
 
 from . import handlers
 
@@ -21,6 +21,10 @@ ChargeStatus = Literal["authorized", "captured", "partially_refunded", "refunded
 RefundReason = Literal["requested_by_customer", "duplicate", "product_not_received", "fraudulent"]
 RefundStatus = Literal["succeeded"]
 PayoutStatus = Literal["in_transit", "paid"]
+DisputeReason = Literal["fraudulent", "product_not_received", "product_unacceptable", "duplicate", "subscription_canceled"]
+DisputeStatus = Literal["needs_response", "under_review", "won", "lost"]
+SubscriptionInterval = Literal["month", "year"]
+SubscriptionStatus = Literal["active", "paused", "canceled"]
 
 
 class Customer(BaseModel):
@@ -232,6 +236,116 @@ class Payout(BaseModel):
     )
 
 
+class Dispute(BaseModel):
+    """A cardholder's dispute (chargeback) of a captured charge: the amount and a fee are withdrawn from the merchant until it is decided. A row of `disputes`."""
+
+    dispute_id: str = Field(
+        description="Internal dispute id",
+        json_schema_extra={"x-envfarm-ref": "disputes.dispute_id", "x-envfarm-user-known": False},
+    )
+    charge_id: str = Field(
+        description="The disputed charge",
+        json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-user-known": False},
+    )
+    customer_id: str = Field(
+        description="The cardholder who disputes it",
+        json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
+    )
+    merchant_id: str = Field(
+        description="The merchant that was paid",
+        json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-user-known": False},
+    )
+    amount: float = Field(
+        description="Disputed amount in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    fee: float = Field(
+        description="Dispute fee in USD charged to the merchant (kept whatever the outcome)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    reason: DisputeReason = Field(
+        description="Why the cardholder disputes it",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: DisputeStatus = Field(
+        description="needs_response: the merchant must answer; under_review: evidence sent; won: the merchant keeps the money; lost: the cardholder does",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    evidence: str | None = Field(
+        description="The merchant's evidence",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    created_at: str = Field(
+        description="When it was opened (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    evidence_due_by: str = Field(
+        description="Last day to answer with evidence (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    closed_at: str | None = Field(
+        description="When it was decided (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+
+
+class Subscription(BaseModel):
+    """A recurring plan a customer pays a merchant for, charged at the start of each period. A row of `subscriptions`."""
+
+    subscription_id: str = Field(
+        description="Internal subscription id",
+        json_schema_extra={"x-envfarm-ref": "subscriptions.subscription_id", "x-envfarm-user-known": False},
+    )
+    customer_id: str = Field(
+        description="The subscriber",
+        json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
+    )
+    merchant_id: str = Field(
+        description="The merchant",
+        json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-user-known": False},
+    )
+    method_id: str = Field(
+        description="The payment method charged each period",
+        json_schema_extra={"x-envfarm-ref": "payment_methods.method_id", "x-envfarm-user-known": False},
+    )
+    plan_name: str = Field(
+        description="Plan, e.g. Pro plan",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    amount: float = Field(
+        description="Price per period in USD",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    interval: SubscriptionInterval = Field(
+        description="Billing period",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    status: SubscriptionStatus = Field(
+        description="paused plans are not charged until resumed; canceled ones never again",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    current_period_end: str = Field(
+        description="Day the paid period ends (the next charge is due) (YYYY-MM-DD)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    cancel_at_period_end: bool = Field(
+        description="Ends when the paid period ends instead of renewing",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+    latest_charge_id: str | None = Field(
+        description="The charge of the current period",
+        json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-user-known": False},
+    )
+    created_at: str = Field(
+        description="When it started (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": True},
+    )
+    canceled_at: str | None = Field(
+        description="When it was canceled (ISO 8601, UTC)",
+        json_schema_extra={"x-envfarm-user-known": False},
+    )
+
+
 class FindCustomerResult(BaseModel):
     """What `find_customer` found: one page of the matching rows."""
 
@@ -286,6 +400,26 @@ class ListPayoutsResult(BaseModel):
     """What `list_payouts` found: one page of the matching rows."""
 
     payouts: list[Payout] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+
+
+class ListDisputesResult(BaseModel):
+    """What `list_disputes` found: one page of the matching rows."""
+
+    disputes: list[Dispute] = Field(description="the matching rows of this page")
+    count: int = Field(description="how many rows this page holds")
+    total: int = Field(description="how many rows match, over all pages")
+    has_more: bool = Field(description="whether more rows follow this page")
+    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+
+
+class ListSubscriptionsResult(BaseModel):
+    """What `list_subscriptions` found: one page of the matching rows."""
+
+    subscriptions: list[Subscription] = Field(description="the matching rows of this page")
     count: int = Field(description="how many rows this page holds")
     total: int = Field(description="how many rows match, over all pages")
     has_more: bool = Field(description="whether more rows follow this page")
@@ -995,6 +1129,10 @@ def refund_charge(
         db.reject(
             "Charge {charge_id} was never captured, so there is nothing to refund; void it instead if it is still authorized.".format_map(args),
         )
+    if db.one("SELECT 1 FROM disputes WHERE charge_id = :charge_id AND status != 'won'", args):
+        db.reject(
+            "Charge {charge_id} is disputed by the cardholder; the dispute decides where the money goes, so it cannot be refunded.".format_map(args),
+        )
     if db.one(
         "SELECT 1 FROM charges WHERE charge_id = :charge_id"
         " AND :amount > round(amount_captured - amount_refunded, 2) + 0.001",
@@ -1190,6 +1328,517 @@ def list_payouts(
     return ListPayoutsResult(
         payouts=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
     )
+
+
+def open_dispute(
+    db: Database,
+    charge_id: Annotated[
+        str,
+        Field(
+            description="Charge id from list_charges",
+            json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    reason: Annotated[
+        DisputeReason,
+        Field(description="Why the cardholder disputes it", json_schema_extra={"x-envfarm-user-known": True}),
+    ],
+    amount: Annotated[
+        float | None,
+        Field(
+            description="Disputed amount in USD (default: all that is captured and not refunded)",
+            ge=0.01,
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ] = None,
+) -> Dispute:
+    """Record a cardholder's dispute (chargeback) of a captured charge, for all that is not yet refunded or
+    part of it. The disputed amount plus a 15 USD dispute fee are withdrawn from the merchant's
+    available balance at once; the merchant has 7 days to respond with evidence. A charge can be
+    disputed once.
+    """
+    db.require("charges", "charge_id", charge_id, "charge_id")
+    args = {
+        "charge_id": charge_id,
+        "reason": reason,
+        "amount": amount,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    if db.one(
+        "SELECT 1 FROM charges WHERE charge_id = :charge_id"
+        " AND status IN ('authorized', 'voided')",
+        args,
+    ):
+        db.reject(
+            "Charge {charge_id} was never captured, so no money moved and there is nothing to dispute; void it if it is still authorized.".format_map(args),
+        )
+    if db.one("SELECT 1 FROM charges WHERE charge_id = :charge_id AND status = 'refunded'", args):
+        db.reject(
+            "Charge {charge_id} is fully refunded already; there is nothing left to dispute.".format_map(args),
+        )
+    if db.one("SELECT 1 FROM disputes WHERE charge_id = :charge_id", args):
+        db.reject("Charge {charge_id} already has a dispute; follow it with list_disputes.".format_map(args))
+    if db.one(
+        "SELECT 1 FROM charges WHERE charge_id = :charge_id AND :amount IS NOT NULL"
+        " AND :amount > round(amount_captured - amount_refunded, 2) + 0.001",
+        args,
+    ):
+        db.reject(
+            "Cannot dispute {amount} USD: it is more than charge {charge_id} captured minus what was refunded.".format_map(args),
+        )
+    outcome = handlers.open_dispute(db, charge_id=charge_id, reason=reason, amount=amount)
+    return Dispute.model_validate(outcome)
+
+
+def list_disputes(
+    db: Database,
+    charge_id: Annotated[
+        str | None,
+        Field(
+            description="Charge id from list_charges",
+            json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-column": "disputes.charge_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    customer_id: Annotated[
+        str | None,
+        Field(
+            description="Customer id from find_customer",
+            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "disputes.customer_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    merchant_id: Annotated[
+        str | None,
+        Field(
+            description="Merchant id from search_merchants",
+            json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-column": "disputes.merchant_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        list[DisputeStatus] | None,
+        Field(
+            description="Only these statuses",
+            json_schema_extra={"x-envfarm-column": "disputes.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
+) -> ListDisputesResult:
+    """List disputes by charge, customer, merchant or status (several statuses at once), newest first.
+
+    Matching: charge_id equals; customer_id equals; merchant_id equals; status is any of the given
+    values. Ordered newest first. Returns 25 rows per page by default (limit: up to 200) with total and
+    has_more; pass the returned cursor to get the next page.
+    """
+    if charge_id is not None:
+        db.require("charges", "charge_id", charge_id, "charge_id")
+    if customer_id is not None:
+        db.require("customers", "customer_id", customer_id, "customer_id")
+    if merchant_id is not None:
+        db.require("merchants", "merchant_id", merchant_id, "merchant_id")
+    args = {
+        "charge_id": charge_id,
+        "customer_id": customer_id,
+        "merchant_id": merchant_id,
+        "status": json_array(status),
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
+        "SELECT * FROM disputes"
+        " WHERE (:charge_id IS NULL OR charge_id = :charge_id)"
+        " AND (:customer_id IS NULL OR customer_id = :customer_id)"
+        " AND (:merchant_id IS NULL OR merchant_id = :merchant_id)"
+        " AND (:status IS NULL OR status IN (SELECT value FROM json_each(:status)))"
+        " ORDER BY created_at DESC, dispute_id",
+        args, limit, cursor,
+    )
+    rows = [Dispute(**row) for row in page['rows']]
+    return ListDisputesResult(
+        disputes=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
+
+
+def respond_to_dispute(
+    db: Database,
+    dispute_id: Annotated[
+        str,
+        Field(
+            description="Dispute id from list_disputes",
+            json_schema_extra={"x-envfarm-ref": "disputes.dispute_id", "x-envfarm-column": "disputes.dispute_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    evidence: Annotated[
+        str,
+        Field(
+            description="The evidence, in words",
+            json_schema_extra={"x-envfarm-column": "disputes.evidence", "x-envfarm-user-known": True},
+        ),
+    ],
+) -> Dispute:
+    """Send the merchant's evidence (receipts, delivery proof, correspondence) for a dispute that needs a
+    response, by its evidence_due_by date; it then goes under review by the card network.
+    """
+    current = db.require("disputes", "dispute_id", dispute_id, "dispute_id")
+    args = {
+        "dispute_id": dispute_id,
+        "evidence": evidence,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["dispute_id"],
+        "set_status": "under_review",
+    }
+    if db.one(
+        "SELECT 1 FROM disputes WHERE dispute_id = :dispute_id"
+        " AND status != 'needs_response'",
+        args,
+    ):
+        db.reject(
+            "Dispute {dispute_id} does not need a response (it is under review or decided).".format_map(args),
+        )
+    if db.one(
+        "SELECT 1 FROM disputes WHERE dispute_id = :dispute_id"
+        " AND evidence_due_by < date(:now)",
+        args,
+    ):
+        db.reject(
+            "The evidence for dispute {dispute_id} was due by its evidence_due_by date; it can only be closed now.".format_map(args),
+        )
+    row = db.returning(
+        "UPDATE disputes SET status = :set_status, evidence = :evidence"
+        " WHERE dispute_id = :id RETURNING *",
+        args,
+    )
+    return Dispute(**row)
+
+
+def close_dispute(
+    db: Database,
+    dispute_id: Annotated[
+        str,
+        Field(
+            description="Dispute id from list_disputes",
+            json_schema_extra={"x-envfarm-ref": "disputes.dispute_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    decision: Annotated[
+        Literal["won", "lost"],
+        Field(
+            description="won: the merchant keeps the money; lost: the cardholder does",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ],
+) -> Dispute:
+    """Record the card network's decision on a dispute. won (only after evidence was sent): the disputed
+    amount returns to the merchant's available balance, the fee does not. lost: the cardholder keeps the
+    money.
+    """
+    db.require("disputes", "dispute_id", dispute_id, "dispute_id")
+    args = {"dispute_id": dispute_id, "decision": decision, "now": db.now, "principal": db.principal}
+    if db.one(
+        "SELECT 1 FROM disputes WHERE dispute_id = :dispute_id"
+        " AND status IN ('won', 'lost')",
+        args,
+    ):
+        db.reject("Dispute {dispute_id} is already decided.".format_map(args))
+    if db.one(
+        "SELECT 1 FROM disputes WHERE dispute_id = :dispute_id AND :decision = 'won'"
+        " AND status != 'under_review'",
+        args,
+    ):
+        db.reject(
+            "Dispute {dispute_id} has no evidence yet, so it cannot be won; respond_to_dispute first.".format_map(args),
+        )
+    outcome = handlers.close_dispute(db, dispute_id=dispute_id, decision=decision)
+    return Dispute.model_validate(outcome)
+
+
+def list_subscriptions(
+    db: Database,
+    customer_id: Annotated[
+        str | None,
+        Field(
+            description="Customer id from find_customer",
+            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "subscriptions.customer_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    merchant_id: Annotated[
+        str | None,
+        Field(
+            description="Merchant id from search_merchants",
+            json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-column": "subscriptions.merchant_id", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    status: Annotated[
+        list[SubscriptionStatus] | None,
+        Field(
+            description="Only these statuses",
+            json_schema_extra={"x-envfarm-column": "subscriptions.status", "x-envfarm-user-known": False},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Field(
+            description="Rows per page, 1-200",
+            ge=1,
+            le=200,
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = 25,
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="The cursor of the previous page, for the next one",
+            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
+        ),
+    ] = None,
+) -> ListSubscriptionsResult:
+    """List subscriptions by customer, merchant or status (several statuses at once), oldest first.
+
+    Matching: customer_id equals; merchant_id equals; status is any of the given values. Ordered by
+    subscription_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more;
+    pass the returned cursor to get the next page.
+    """
+    if customer_id is not None:
+        db.require("customers", "customer_id", customer_id, "customer_id")
+    if merchant_id is not None:
+        db.require("merchants", "merchant_id", merchant_id, "merchant_id")
+    args = {
+        "customer_id": customer_id,
+        "merchant_id": merchant_id,
+        "status": json_array(status),
+        "now": db.now,
+        "principal": db.principal,
+    }
+    page = db.page(
+        "SELECT * FROM subscriptions"
+        " WHERE (:customer_id IS NULL OR customer_id = :customer_id)"
+        " AND (:merchant_id IS NULL OR merchant_id = :merchant_id)"
+        " AND (:status IS NULL OR status IN (SELECT value FROM json_each(:status)))"
+        " ORDER BY subscription_id",
+        args, limit, cursor,
+    )
+    rows = [Subscription(**row) for row in page['rows']]
+    return ListSubscriptionsResult(
+        subscriptions=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
+    )
+
+
+def create_subscription(
+    db: Database,
+    customer_id: Annotated[
+        str,
+        Field(
+            description="Customer id from find_customer",
+            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    merchant_id: Annotated[
+        str,
+        Field(
+            description="Merchant id from search_merchants",
+            json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    method_id: Annotated[
+        str,
+        Field(
+            description="The customer's payment method id from list_payment_methods",
+            json_schema_extra={"x-envfarm-ref": "payment_methods.method_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    plan_name: Annotated[
+        str,
+        Field(description="Plan, e.g. Pro plan", json_schema_extra={"x-envfarm-user-known": True}),
+    ],
+    amount: Annotated[
+        float,
+        Field(
+            description="Price per period in USD",
+            ge=0.5,
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ],
+    interval: Annotated[
+        SubscriptionInterval,
+        Field(description="Billing period (default month)", json_schema_extra={"x-envfarm-user-known": True}),
+    ] = "month",
+) -> Subscription:
+    """Subscribe a customer to a merchant's plan, paid with one of their payment methods: the first period
+    is charged (captured) at once and the plan renews every month or year. Returns the subscription with
+    the charge of its first period.
+    """
+    db.require("customers", "customer_id", customer_id, "customer_id")
+    db.require("merchants", "merchant_id", merchant_id, "merchant_id")
+    db.require("payment_methods", "method_id", method_id, "method_id")
+    args = {
+        "customer_id": customer_id,
+        "merchant_id": merchant_id,
+        "method_id": method_id,
+        "plan_name": plan_name,
+        "amount": amount,
+        "interval": interval,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    if db.one(
+        "SELECT 1 FROM payment_methods WHERE method_id = :method_id"
+        " AND customer_id != :customer_id",
+        args,
+    ):
+        db.reject(
+            "Payment method {method_id} does not belong to customer {customer_id}; list their own methods.".format_map(args),
+        )
+    if db.one(
+        "SELECT 1 FROM payment_methods WHERE method_id = :method_id"
+        " AND status = 'removed'",
+        args,
+    ):
+        db.reject(
+            "Payment method {method_id} was removed from the wallet and cannot be charged.".format_map(args),
+        )
+    if db.one(
+        "SELECT 1 FROM payment_methods WHERE method_id = :method_id AND type = 'card'"
+        " AND exp_year * 100 + exp_month < CAST(strftime('%Y%m', :now) AS INTEGER)",
+        args,
+    ):
+        db.reject(
+            "Card {method_id} has expired and cannot be charged; use another method or add a new card.".format_map(args),
+        )
+    if db.one("SELECT 1 WHERE :amount > 2500", args):
+        db.reject("Charges above 2500 USD need a manual risk review and cannot be made here.")
+    if db.one(
+        "SELECT 1 FROM subscriptions WHERE customer_id = :customer_id"
+        " AND merchant_id = :merchant_id AND lower(plan_name) = lower(:plan_name)"
+        " AND status != 'canceled'",
+        args,
+    ):
+        db.reject(
+            "Customer {customer_id} already has the {plan_name} plan with this merchant; resume or change that subscription instead.".format_map(args),
+        )
+    outcome = handlers.create_subscription(db, customer_id=customer_id, merchant_id=merchant_id, method_id=method_id, plan_name=plan_name, amount=amount, interval=interval)
+    return Subscription.model_validate(outcome)
+
+
+def cancel_subscription(
+    db: Database,
+    subscription_id: Annotated[
+        str,
+        Field(
+            description="Subscription id from list_subscriptions",
+            json_schema_extra={"x-envfarm-ref": "subscriptions.subscription_id", "x-envfarm-user-known": False},
+        ),
+    ],
+    at_period_end: Annotated[
+        bool,
+        Field(
+            description="true (default): end when the paid period ends; false: end now",
+            json_schema_extra={"x-envfarm-user-known": True},
+        ),
+    ] = True,
+) -> Subscription:
+    """Cancel a subscription. By default it stays active until the paid period ends and then does not
+    renew; with at_period_end=false it ends now. Nothing is refunded (use refund_charge for that).
+    """
+    db.require("subscriptions", "subscription_id", subscription_id, "subscription_id")
+    args = {
+        "subscription_id": subscription_id,
+        "at_period_end": at_period_end,
+        "now": db.now,
+        "principal": db.principal,
+    }
+    if db.one(
+        "SELECT 1 FROM subscriptions WHERE subscription_id = :subscription_id"
+        " AND status = 'canceled'",
+        args,
+    ):
+        db.reject("Subscription {subscription_id} is already canceled.".format_map(args))
+    outcome = handlers.cancel_subscription(db, subscription_id=subscription_id, at_period_end=at_period_end)
+    return Subscription.model_validate(outcome)
+
+
+def pause_subscription(
+    db: Database,
+    subscription_id: Annotated[
+        str,
+        Field(
+            description="Subscription id from list_subscriptions",
+            json_schema_extra={"x-envfarm-ref": "subscriptions.subscription_id", "x-envfarm-column": "subscriptions.subscription_id", "x-envfarm-user-known": False},
+        ),
+    ],
+) -> Subscription:
+    """Pause an active subscription; it is not charged until resumed."""
+    current = db.require("subscriptions", "subscription_id", subscription_id, "subscription_id")
+    args = {
+        "subscription_id": subscription_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["subscription_id"],
+        "set_status": "paused",
+    }
+    if db.one(
+        "SELECT 1 FROM subscriptions WHERE subscription_id = :subscription_id"
+        " AND status != 'active'",
+        args,
+    ):
+        db.reject(
+            "Subscription {subscription_id} is not active (paused or canceled), so it cannot be paused.".format_map(args),
+        )
+    row = db.returning(
+        "UPDATE subscriptions SET status = :set_status"
+        " WHERE subscription_id = :id RETURNING *",
+        args,
+    )
+    return Subscription(**row)
+
+
+def resume_subscription(
+    db: Database,
+    subscription_id: Annotated[
+        str,
+        Field(
+            description="Subscription id from list_subscriptions",
+            json_schema_extra={"x-envfarm-ref": "subscriptions.subscription_id", "x-envfarm-column": "subscriptions.subscription_id", "x-envfarm-user-known": False},
+        ),
+    ],
+) -> Subscription:
+    """Resume a paused subscription; it renews again at the end of its period."""
+    current = db.require("subscriptions", "subscription_id", subscription_id, "subscription_id")
+    args = {
+        "subscription_id": subscription_id,
+        "now": db.now,
+        "principal": db.principal,
+        "id": current["subscription_id"],
+        "set_status": "active",
+    }
+    if db.one(
+        "SELECT 1 FROM subscriptions WHERE subscription_id = :subscription_id"
+        " AND status != 'paused'",
+        args,
+    ):
+        db.reject(
+            "Subscription {subscription_id} is not paused, so there is nothing to resume.".format_map(args),
+        )
+    row = db.returning(
+        "UPDATE subscriptions SET status = :set_status"
+        " WHERE subscription_id = :id RETURNING *",
+        args,
+    )
+    return Subscription(**row)
 
 
 def customer_spending_summary(

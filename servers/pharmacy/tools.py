@@ -729,6 +729,24 @@ def search_drugs(
     )
 
 
+def get_drug(
+    db: Database,
+    drug_id: Annotated[
+        str,
+        Field(
+            description="Drug id from search_drugs or a prescription",
+            json_schema_extra={"x-envfarm-ref": "drugs.drug_id", "x-envfarm-column": "drugs.drug_id", "x-envfarm-user-known": False},
+        ),
+    ],
+) -> Drug:
+    """Get one drug's full record by id: product and generic name, class, allergy group, controlled
+    schedule, pricing tier, cash unit price, whether it needs a prescription and its over-the-counter
+    purchase limit.
+    """
+    row = db.require("drugs", "drug_id", drug_id, "drug_id")
+    return Drug(**row)
+
+
 def check_stock(
     db: Database,
     drug_id: Annotated[

@@ -126,37 +126,57 @@ def _string_problem(name: str, value: str, schema: Mapping[str, Any]) -> str | N
     return None
 
 
+def _problem(name: str, value: Any, branches: list[Mapping[str, Any]] | None) -> str | None:
+    """What is wrong with the argument `name`'s `value` beyond its type; `branches` are the non-null
+    alternatives of its declared schema (None: the tool declares no such argument)."""
+    label = name if len(name) <= 40 else preview(name)
+    kind = type(value)
+    scalar = kind is str or kind is int or kind is float or kind is bool  # the common case: no structure to walk
+    if kind is str:
+        bad_text = label if _has_lone_surrogate(value) else None
+    else:
+        bad_text = None if scalar else next((w for w, s in _strings(value, label) if _has_lone_surrogate(s)), None)
+    if bad_text is not None or _has_lone_surrogate(name):
+        return f"{bad_text or label}: contains a lone surrogate (not valid Unicode text)"
+    if (kind is float and not math.isfinite(value)) or (
+        not scalar and any(not math.isfinite(f) for f in _floats(value))
+    ):
+        return f"{label}: must hold finite numbers only"
+    if branches is None:
+        return None
+    for branch in branches:
+        expected = branch.get("type")
+        problem = None
+        if expected in ("number", "integer"):
+            problem = _number_problem(label, value, branch)
+        elif expected == "string" and kind is str:
+            problem = _string_problem(label, value, branch)
+        if problem:
+            return problem
+    total = len(value) if kind is str else sum(len(s) for _, s in _strings(value, label))
+    if total > DEFAULT_MAX_STRING:
+        return f"{label}: holds {total} characters of text, at most {DEFAULT_MAX_STRING}"
+    return None
+
+
+class ArgumentCheck:
+    """`argument_problems` for one tool, with its schema read once: the check runs on every call."""
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        properties: Mapping[str, Any] = schema.get("properties", {})
+        self._branches = {name: _branches(node) for name, node in properties.items()}
+
+    def problems(self, arguments: Mapping[str, Any]) -> list[str]:
+        """What is wrong with `arguments` (already valid for their declared types) beyond their types:
+        non-finite or out-of-range numbers, impossible dates, oversized strings, lone surrogates."""
+        problems: list[str] = []
+        for name, value in arguments.items():
+            if value is not None and (problem := _problem(name, value, self._branches.get(name))):
+                problems.append(problem)
+        return problems
+
+
 def argument_problems(arguments: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
     """What is wrong with `arguments` (already valid for their declared types) beyond their types:
     non-finite or out-of-range numbers, impossible dates, oversized strings, lone surrogates."""
-    problems: list[str] = []
-    properties: Mapping[str, Any] = schema.get("properties", {})
-    for name, value in arguments.items():
-        if value is None:
-            continue
-        label = name if len(name) <= 40 else preview(name)
-        bad_text = next((w for w, s in _strings(value, label) if _has_lone_surrogate(s)), None)
-        if bad_text is not None or _has_lone_surrogate(name):
-            problems.append(f"{bad_text or label}: contains a lone surrogate (not valid Unicode text)")
-            continue
-        if any(not math.isfinite(f) for f in _floats(value)):
-            problems.append(f"{label}: must hold finite numbers only")
-            continue
-        node = properties.get(name)
-        if node is None:
-            continue
-        for branch in _branches(node):
-            kind = branch.get("type")
-            problem = None
-            if kind in ("number", "integer"):
-                problem = _number_problem(label, value, branch)
-            elif kind == "string" and isinstance(value, str):
-                problem = _string_problem(label, value, branch)
-            if problem:
-                problems.append(problem)
-                break
-        else:
-            total = sum(len(s) for _, s in _strings(value, label))
-            if total > DEFAULT_MAX_STRING:
-                problems.append(f"{label}: holds {total} characters of text, at most {DEFAULT_MAX_STRING}")
-    return problems
+    return ArgumentCheck(schema).problems(arguments)

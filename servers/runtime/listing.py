@@ -2,25 +2,26 @@
 
 Adding a tool to the SDK derives its argument model and its input and output JSON schemas from the
 function's signature: about 4 ms a tool, most of the farm host's start-up for ~400 tools. The factory
-writes the schemas into `tools.json` beside the code; the runtime lists those and lets the SDK build a
-tool's argument model on its first call. The file names the sha256 of the tools.py it was derived from
-and the pydantic and mcp versions: if any of them differs (a hand edit, a mutant, an upgrade) the file
-is ignored and the SDK derives everything at start as before, so a listing never disagrees with the code.
+writes the schemas and descriptions into `tools.json` beside the code; the runtime lists those, and
+imports the tools module and builds a tool's argument model on its first call. The file names the
+sha256 of the tools.py it was derived from and the pydantic and mcp versions: if any of them differs
+(a hand edit, a mutant, an upgrade) the file is ignored and everything is derived at start as before,
+so a listing never disagrees with the code.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import inspect
 import sys
 from collections.abc import Callable, Iterable
-from functools import cache, cached_property
+from functools import cache
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import pydantic
-from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata, func_metadata
 from pydantic import BaseModel, Field
 
@@ -31,6 +32,7 @@ TOOLS_MODULE = "tools.py"
 class ToolSchemas(BaseModel):
     input_schema: dict[str, Any]
     output_schema: dict[str, Any] | None = None
+    description: str | None = Field(default=None, description="the tool's docstring, as the server lists it")
 
 
 class Listing(BaseModel):
@@ -47,6 +49,11 @@ def _versions() -> tuple[str, str]:
     return pydantic.VERSION, version("mcp")
 
 
+def description(function: Callable[..., Any]) -> str:
+    """What a tool's listing says it does: its function's docstring."""
+    return inspect.cleandoc(function.__doc__ or "")
+
+
 def argument_metadata(function: Callable[..., Any], structured_output: bool = True) -> FuncMetadata:
     """The SDK's argument model (and output schema) of a tool function `fn(db, **arguments)`."""
     db_parameter = next(iter(inspect.signature(function).parameters))
@@ -59,7 +66,9 @@ def derive(functions: Iterable[Callable[..., Any]], tools_py: Path) -> Listing:
     for function in functions:
         metadata = argument_metadata(function)
         schemas = ToolSchemas(
-            input_schema=metadata.arg_model.model_json_schema(by_alias=True), output_schema=metadata.output_schema
+            input_schema=metadata.arg_model.model_json_schema(by_alias=True),
+            output_schema=metadata.output_schema,
+            description=description(function),
         )
         tools[function.__name__] = schemas
     pydantic_version, mcp_version = _versions()
@@ -81,25 +90,15 @@ def load(directory: Any) -> tuple[Listing, Path] | None:
     return listing, Path(str(tools_py)).resolve()
 
 
-def defined_in(function: Callable[..., Any], tools_py: Path) -> bool:
-    module = sys.modules.get(function.__module__)
-    file = getattr(module, "__file__", None)
+def defined_in(module: str, tools_py: Path) -> bool:
+    """Whether the module called `module` is the file `tools_py`, found without importing it."""
+    loaded = sys.modules.get(module)
+    if loaded is not None:
+        file = getattr(loaded, "__file__", None)
+    else:
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            return False
+        file = spec.origin if spec is not None else None
     return file is not None and Path(file).resolve() == tools_py
-
-
-class PrebuiltTool(Tool):
-    """An SDK tool listed from shipped schemas. Its argument model is built by the SDK's own
-    `func_metadata` on the first call, and the SDK runs the call exactly as for any other tool."""
-
-    fn_metadata: FuncMetadata | None = None  # type: ignore[assignment]
-    listed_output_schema: dict[str, Any] | None = Field(default=None, exclude=True)
-
-    @cached_property
-    def output_schema(self) -> dict[str, Any] | None:
-        return self.listed_output_schema
-
-    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
-        if self.fn_metadata is None:
-            skip = [self.context_kwarg] if self.context_kwarg else []
-            self.fn_metadata = func_metadata(self.fn, skip_names=skip, structured_output=True)
-        return await super().run(arguments, context, convert_result)

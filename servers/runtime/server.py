@@ -10,7 +10,7 @@ own request methods, so it never appears in the agent-facing tool list.
 
 from __future__ import annotations
 
-import inspect
+import importlib
 import json
 import secrets
 import sqlite3
@@ -18,26 +18,24 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, redirect_stdout
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, Extension, MCPServer, MethodBinding
 from mcp.server.mcpserver.resources import TextResource
 from mcp.server.mcpserver.tools.base import Tool
-from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import ValidationError
+from mcp_types import ToolAnnotations
 
 from servers.runtime import listing
-from servers.runtime.arguments import argument_problems, bounded, preview
+from servers.runtime.arguments import bounded
+from servers.runtime.calls import FarmTool, ToolRunner, error_result, unknown_tool
 from servers.runtime.control import (
     EPISODE_META_KEY,
-    ERROR_KIND_META_KEY,
     EXTENSION,
     CloseResult,
     EpisodeParams,
@@ -80,10 +78,11 @@ from servers.runtime.principal import PrincipalDefinition, render_instructions
 
 @dataclass(frozen=True)
 class ToolDefinition:
-    """One tool as generated code declares it: the function and its effect. The annotations follow
-    from the effect; `read_only` marks a custom tool that writes nothing, the other two override."""
+    """One tool as generated code declares it: the function (or its name in the server's
+    `tools_module`, imported on the first call) and its effect. The annotations follow from the
+    effect; `read_only` marks a custom tool that writes nothing, the other two override."""
 
-    function: Callable[..., Any]
+    function: Callable[..., Any] | str
     effect: Effect
     title: str | None = None
     read_only: bool | None = None
@@ -92,7 +91,7 @@ class ToolDefinition:
 
     @property
     def name(self) -> str:
-        return self.function.__name__
+        return self.function if isinstance(self.function, str) else self.function.__name__
 
     @property
     def annotations(self) -> ToolAnnotations:
@@ -120,6 +119,22 @@ class ServerDefinition:
     id_namespace: str | None = None  # opaque ids (database.opaque_id) in this namespace; None: sequential
     tools: list[ToolDefinition] = field(default_factory=list)
     principal: PrincipalDefinition | None = None
+    tools_module: str | None = None  # where tools named by a string live, e.g. "servers.clinic.tools"
+
+    def function(self, tool: ToolDefinition) -> Callable[..., Any]:
+        """The function of `tool`. A tool named by a string is looked up in `tools_module`, imported
+        now: a farm host lists every tool from the shipped `tools.json` and imports a server's tools
+        (its pydantic models, a third of the farm's start-up) only when one is first called."""
+        if not isinstance(tool.function, str):
+            return tool.function
+        if self.tools_module is None:
+            raise LookupError(f"{self.name}: the tool {tool.function!r} is named, but no tools_module is given")
+        function: Callable[..., Any] = getattr(importlib.import_module(self.tools_module), tool.function)
+        return function
+
+    def tool_module(self, tool: ToolDefinition) -> str:
+        """The name of the module defining `tool`'s function, without importing it."""
+        return (self.tools_module or "") if isinstance(tool.function, str) else tool.function.__module__
 
     def schema_sql(self) -> str:
         return (self.directory / "schema.sql").read_text(encoding="utf-8")
@@ -128,6 +143,15 @@ class ServerDefinition:
         """The server's policy (policy.md beside the code), or "" when it has none."""
         path = self.directory / POLICY_FILE
         return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+    def policy_rules(self) -> list[dict[str, Any]]:
+        """The policy rules the tools leave to the agent (`unenforced_rules` of spec.json beside the code),
+        so a task synthesizer can grade them over MCP; [] when the folder has none."""
+        path = self.directory / SPEC_FILE
+        if not path.is_file():
+            return []
+        rules = json.loads(path.read_text(encoding="utf-8")).get("unenforced_rules") or []
+        return [{"id": r["id"], "rule": r["rule"], "tools": list(r.get("tools") or [])} for r in rules]
 
     def instructions(self, acting_for: str | None, policy: str) -> str:
         return render_instructions(self.title, self.description, self.now, self.principal, acting_for, policy)
@@ -148,15 +172,9 @@ class ServerDefinition:
 
 
 POLICY_FILE = "policy.md"
+SPEC_FILE = "spec.json"
+MAX_CACHED_INSTRUCTIONS = 256
 ControlContext = ServerRequestContext[ConnectionScope, Any]
-
-
-def _error(message: str, kind: ErrorKind) -> CallToolResult:
-    return CallToolResult(
-        content=[TextContent(type="text", text=bounded(message).encode("utf-8", "backslashreplace").decode("utf-8"))],
-        is_error=True,
-        _meta={ERROR_KIND_META_KEY: kind.value},
-    )
 
 
 def _rollback(connection: sqlite3.Connection) -> None:
@@ -199,6 +217,15 @@ class EpisodeControl(Extension):
         self._episodes = episodes
         self._definition = definition
         self._policy = policy
+        self._instructions: dict[str | None, str] = {}  # per principal: the same text at every reset
+
+    def _instructions_for(self, acting_for: str | None) -> str:
+        text = self._instructions.get(acting_for)
+        if text is None:
+            text = self._definition.instructions(acting_for, self._policy)
+            if len(self._instructions) < MAX_CACHED_INSTRUCTIONS:  # a loaded state may name anyone
+                self._instructions[acting_for] = text
+        return text
 
     def _check_principal(self, principal: str | None) -> None:
         declared = self._definition.principal
@@ -264,7 +291,7 @@ class EpisodeControl(Extension):
             episode=key,
             hash=state_hash(snapshot(connection)) if loaded else store.seed_hash,
             principal=acting_for,
-            instructions=self._definition.instructions(acting_for, self._policy),
+            instructions=self._instructions_for(acting_for),
         )
 
     async def _state(self, ctx: ControlContext, params: StateParams) -> StateResult:
@@ -297,60 +324,18 @@ class EpisodeControl(Extension):
         ]
 
 
-class StrictArguments(Extension):
-    """Check a call's arguments before the tool runs: undeclared names (a misspelt filter must not be
-    silently ignored) and values that do not fit the declared types. Either way the agent gets an
-    `invalid_arguments` error naming each bad argument, rather than the SDK's raw validation dump.
-    Validation is the SDK's own (same argument model), so what passes here passes there."""
+class FarmServer(MCPServer):
+    """The SDK's server, answering a call to an unknown tool with the farm's `invalid_arguments` error
+    that lists the tools (the SDK's says only "Unknown tool")."""
 
-    identifier = "io.envfarm/strict-arguments"
-
-    def __init__(self) -> None:
-        self._functions: dict[str, Callable[..., Any]] = {}
-        self._metadata: dict[str, FuncMetadata] = {}
-        self._schemas: dict[str, dict[str, Any]] = {}
-
-    def add(self, name: str, function: Callable[..., Any]) -> None:
-        self._functions[name] = function
-
-    def metadata(self, name: str) -> FuncMetadata | None:
-        """The argument model of a tool, built on its first call: building all of them up front
-        doubled the farm's start-up time."""
-        if name not in self._metadata and (function := self._functions.get(name)) is not None:
-            self._metadata[name] = listing.argument_metadata(function, structured_output=False)
-        return self._metadata.get(name)
-
-    async def intercept_tool_call(
-        self, params: types.CallToolRequestParams, ctx: ServerRequestContext[Any, Any], call_next: CallNext
-    ) -> HandlerResult:
-        metadata = self.metadata(params.name)
-        if metadata is None:
-            known = ", ".join(sorted(self._functions))
-            return _error(f"Unknown tool {preview(params.name)}; the tools are: {known}.", ErrorKind.INVALID_ARGUMENTS)
-        arguments = params.arguments or {}
-        declared = [f.alias or n for n, f in metadata.arg_model.model_fields.items()]
-        unknown = sorted(set(arguments) - set(declared))
-        if unknown:
-            expected = ", ".join(declared) or "no arguments"
-            names = ", ".join(preview(u) if len(u) > 40 else u for u in unknown[:10])
-            return _error(f"{params.name} does not take {names}; its parameters are: {expected}.", ErrorKind.INVALID_ARGUMENTS)
-        try:
-            metadata.validate_arguments(arguments)
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-            message = f"{params.name} got invalid arguments ({problems}). Nothing was changed; fix them and call again."
-            return _error(message, ErrorKind.INVALID_ARGUMENTS)
-        if params.name not in self._schemas:
-            self._schemas[params.name] = metadata.arg_model.model_json_schema()
-        if bad := argument_problems(arguments, self._schemas[params.name]):
-            message = f"{params.name} got invalid arguments ({'; '.join(bad)}). Nothing was changed; fix them and call again."
-            return _error(message, ErrorKind.INVALID_ARGUMENTS)
-        return await call_next(ctx)
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        if self._tool_manager.get_tool(name) is None:
+            return unknown_tool(name, [tool.name for tool in self._tool_manager.list_tools()])
+        return await super().call_tool(name, arguments, context)
 
 
-def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerDefinition) -> Callable[..., Any]:
-    """An async MCP tool with the function's signature (minus `db`) that runs it in one transaction."""
-    function = tool.function
+def _tool_runner(tool: ToolDefinition, episodes: _Episodes, definition: ServerDefinition) -> ToolRunner:
+    """Runs a tool function with checked arguments on the caller's episode, in one transaction."""
     now = definition.now
     id_formats = definition.id_formats
     scopes = definition.principal.scopes if definition.principal else {}
@@ -361,18 +346,18 @@ def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerD
         """Whether a token's principal is one this server acts for (the seed never changes)."""
         return definition.principal is not None and definition.principal.known(episodes.store.seed, principal)
 
-    async def call_tool(ctx: Context[ConnectionScope], **arguments: Any) -> Any:
+    async def call_tool(function: Callable[..., Any], ctx: Context[ConnectionScope], arguments: dict[str, Any]) -> Any:
         request = ctx.request_context
         try:
             _, connection = episodes.connection(request.meta, request.request, request.lifespan_context)
         except EpisodeExpired as exc:
-            return _error(f"{tool.name} was not run: {exc}", ErrorKind.EPISODE_EXPIRED)
+            return error_result(f"{tool.name} was not run: {exc}", ErrorKind.EPISODE_EXPIRED)
         except EpisodeForbidden as exc:
-            return _error(f"{tool.name} was not run: {exc}", ErrorKind.FORBIDDEN)
+            return error_result(f"{tool.name} was not run: {exc}", ErrorKind.FORBIDDEN)
         bound = resolve_bound_principal(request.request) if has_principal else None
         if bound is not None:
             if not known_principal(bound):
-                return _error(
+                return error_result(
                     f"{tool.name} was not run: this bearer token acts for {bound!r}, who is not a principal of "
                     f"{definition.name}.",
                     ErrorKind.FORBIDDEN,
@@ -388,32 +373,24 @@ def _tool_wrapper(tool: ToolDefinition, episodes: _Episodes, definition: ServerD
                 result = function(db, **arguments)
         except Rejected as exc:
             _rollback(connection)
-            return _error(str(exc), ErrorKind.REJECTED)
+            return error_result(str(exc), ErrorKind.REJECTED)
         except sqlite3.IntegrityError as exc:
             _rollback(connection)
-            return _error(f"{tool.name} was refused by a data constraint: {exc}. Nothing was changed.", ErrorKind.REJECTED)
+            return error_result(f"{tool.name} was refused by a data constraint: {exc}. Nothing was changed.", ErrorKind.REJECTED)
         except (sqlite3.OperationalError, UnicodeEncodeError) as exc:
             _rollback(connection)
             if isinstance(exc, UnicodeEncodeError) or "too complex" in str(exc):
                 message = f"{tool.name} cannot search for that text ({exc}). Nothing was changed; use a shorter, plain text."
-                return _error(message, ErrorKind.INVALID_ARGUMENTS)
+                return error_result(message, ErrorKind.INVALID_ARGUMENTS)
             message = f"{tool.name} failed inside the server ({type(exc).__name__}: {exc}). Nothing was changed."
-            return _error(message, ErrorKind.SERVER_ERROR)
+            return error_result(message, ErrorKind.SERVER_ERROR)
         except Exception as exc:  # noqa: BLE001 - generated code is untrusted: any failure is a server_error
             _rollback(connection)
             message = f"{tool.name} failed inside the server ({type(exc).__name__}: {exc}). Nothing was changed."
-            return _error(message, ErrorKind.SERVER_ERROR)
+            return error_result(message, ErrorKind.SERVER_ERROR)
         connection.execute("COMMIT")
         return result
 
-    signature = inspect.signature(function, eval_str=True)
-    parameters = [
-        inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context),
-        *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in list(signature.parameters.values())[1:]),
-    ]
-    call_tool.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
-    call_tool.__name__ = tool.name
-    call_tool.__doc__ = function.__doc__
     return call_tool
 
 
@@ -436,40 +413,33 @@ def build_server(
     async def lifespan(_: MCPServer) -> AsyncIterator[ConnectionScope]:
         yield ConnectionScope(episodes.store)
 
-    strict = StrictArguments()
     shipped = listing.load(definition.directory)
+    modules = {definition.tool_module(tool) for tool in definition.tools}
+    listed = {m for m in modules if shipped and listing.defined_in(m, shipped[1])}
     tools: list[Tool] = []
     for tool in definition.tools:
-        strict.add(tool.name, tool.function)
-        wrapper = _tool_wrapper(tool, episodes, definition)
-        description = inspect.cleandoc(tool.function.__doc__ or "")
-        schemas = shipped[0].tools.get(tool.name) if shipped and listing.defined_in(tool.function, shipped[1]) else None
-        if schemas is None:  # not shipped, or stale: the SDK derives the schemas now, as add_tool would
-            tools.append(
-                Tool.from_function(
-                    wrapper,
-                    name=tool.name,
-                    title=tool.title,
-                    description=description,
-                    annotations=tool.annotations,
-                    structured_output=True,
-                )
-            )
+        fields: dict[str, Any] = {
+            "fn": _tool_runner(tool, episodes, definition),
+            "resolve": partial(definition.function, tool),
+            "name": tool.name,
+            "title": tool.title,
+            "is_async": True,
+            "context_kwarg": "ctx",
+            "annotations": tool.annotations,
+        }
+        schemas = shipped[0].tools.get(tool.name) if shipped and definition.tool_module(tool) in listed else None
+        if schemas is None or schemas.description is None:  # not shipped, or stale: derive it all now
+            tools.append(FarmTool.derived(**fields))
         else:
             tools.append(
-                listing.PrebuiltTool(
-                    fn=wrapper,
-                    name=tool.name,
-                    title=tool.title,
-                    description=description,
+                FarmTool(
                     parameters=schemas.input_schema,
                     listed_output_schema=schemas.output_schema,
-                    is_async=True,
-                    context_kwarg="ctx",
-                    annotations=tool.annotations,
+                    description=schemas.description,
+                    **fields,
                 )
             )
-    server = MCPServer(
+    server = FarmServer(
         definition.name,
         title=definition.title,
         description=definition.description,
@@ -477,7 +447,7 @@ def build_server(
         instructions=definition.instructions(default, policy),
         log_level="WARNING",
         lifespan=lifespan,
-        extensions=[EpisodeControl(episodes, definition, policy), strict],
+        extensions=[EpisodeControl(episodes, definition, policy)],
         tools=tools,
     )
     if policy:
@@ -489,6 +459,16 @@ def build_server(
                 description="What the agent may and may not do here (also in the instructions).",
                 mime_type="text/markdown",
                 text=policy,
+            )
+        )
+        server.add_resource(
+            TextResource(
+                uri=f"envfarm://{definition.name}/policy/rules",
+                name="policy_rules",
+                title=f"{definition.title}: rules left to the agent",
+                description="The policy rules the tools do not enforce ({id, rule, tools} as JSON): tasks grade them.",
+                mime_type="application/json",
+                text=json.dumps({"unenforced_rules": definition.policy_rules()}, indent=1),
             )
         )
     return server

@@ -16,8 +16,6 @@ from servers.runtime.server import (
     build_server,
 )
 
-from . import tools
-
 DEFINITION = ServerDefinition(
     name="tour_booking",
     title="Tours and Experiences",
@@ -25,6 +23,7 @@ DEFINITION = ServerDefinition(
     version="1.0.0",
     now="2026-07-20T09:00:00Z",
     directory=Path(__file__).parent,
+    tools_module=f"{__package__}.tools",
     id_formats={
         "guides": "gd_{:03d}",
         "tours": "tour_{:03d}",
@@ -36,21 +35,21 @@ DEFINITION = ServerDefinition(
     },
     id_namespace="tour_booking",
     tools=[
-        ToolDefinition(tools.search_tours, "search"),
-        ToolDefinition(tools.get_tour, "get"),
-        ToolDefinition(tools.list_departures, "search"),
-        ToolDefinition(tools.find_traveller, "search"),
-        ToolDefinition(tools.book_tour, "custom"),
-        ToolDefinition(tools.find_booking, "search"),
-        ToolDefinition(tools.change_seats, "custom"),
-        ToolDefinition(tools.cancel_booking, "custom"),
-        ToolDefinition(tools.list_refunds, "search"),
-        ToolDefinition(tools.write_review, "create"),
-        ToolDefinition(tools.list_reviews, "search"),
-        ToolDefinition(tools.list_guides, "search"),
-        ToolDefinition(tools.assign_guide, "update"),
-        ToolDefinition(tools.cancel_departure, "custom"),
-        ToolDefinition(tools.complete_departure, "update"),
+        ToolDefinition("search_tours", "search"),
+        ToolDefinition("get_tour", "get"),
+        ToolDefinition("list_departures", "search"),
+        ToolDefinition("find_traveller", "search"),
+        ToolDefinition("book_tour", "custom"),
+        ToolDefinition("find_booking", "search"),
+        ToolDefinition("change_seats", "custom"),
+        ToolDefinition("cancel_booking", "custom"),
+        ToolDefinition("list_refunds", "search"),
+        ToolDefinition("write_review", "create"),
+        ToolDefinition("list_reviews", "search"),
+        ToolDefinition("list_guides", "search"),
+        ToolDefinition("assign_guide", "update"),
+        ToolDefinition("cancel_departure", "custom"),
+        ToolDefinition("complete_departure", "update"),
     ],
     principal=PrincipalDefinition(
         kind="staff",

@@ -16,8 +16,6 @@ from servers.runtime.server import (
     build_server,
 )
 
-from . import tools
-
 DEFINITION = ServerDefinition(
     name="tutoring",
     title="BrightPath Tutoring",
@@ -25,6 +23,7 @@ DEFINITION = ServerDefinition(
     version="1.0.0",
     now="2026-05-04T08:00:00Z",
     directory=Path(__file__).parent,
+    tools_module=f"{__package__}.tools",
     id_formats={
         "students": "stu_{:04d}",
         "tutors": "tut_{:03d}",
@@ -37,22 +36,22 @@ DEFINITION = ServerDefinition(
     },
     id_namespace="tutoring",
     tools=[
-        ToolDefinition(tools.find_student, "search"),
-        ToolDefinition(tools.search_tutors, "search"),
-        ToolDefinition(tools.get_tutor, "get"),
-        ToolDefinition(tools.list_subjects, "search"),
-        ToolDefinition(tools.list_tutors_for_subject, "search"),
-        ToolDefinition(tools.list_subjects_of_tutor, "search"),
-        ToolDefinition(tools.list_open_slots, "search"),
-        ToolDefinition(tools.list_packages, "search"),
-        ToolDefinition(tools.purchase_package, "create"),
-        ToolDefinition(tools.book_session, "custom"),
-        ToolDefinition(tools.reschedule_session, "custom"),
-        ToolDefinition(tools.list_sessions, "search"),
-        ToolDefinition(tools.cancel_session, "update"),
-        ToolDefinition(tools.complete_session, "update"),
-        ToolDefinition(tools.submit_feedback, "create"),
-        ToolDefinition(tools.list_feedback, "search"),
+        ToolDefinition("find_student", "search"),
+        ToolDefinition("search_tutors", "search"),
+        ToolDefinition("get_tutor", "get"),
+        ToolDefinition("list_subjects", "search"),
+        ToolDefinition("list_tutors_for_subject", "search"),
+        ToolDefinition("list_subjects_of_tutor", "search"),
+        ToolDefinition("list_open_slots", "search"),
+        ToolDefinition("list_packages", "search"),
+        ToolDefinition("purchase_package", "create"),
+        ToolDefinition("book_session", "custom"),
+        ToolDefinition("reschedule_session", "custom"),
+        ToolDefinition("list_sessions", "search"),
+        ToolDefinition("cancel_session", "update"),
+        ToolDefinition("complete_session", "update"),
+        ToolDefinition("submit_feedback", "create"),
+        ToolDefinition("list_feedback", "search"),
     ],
     principal=PrincipalDefinition(
         kind="staff",

@@ -291,4 +291,60 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         ws = content.matching_workstream(event["title"])
         if ws is not None and not event["title"].startswith("1:1"):
             event["description"] = f"{event['description']} {content.agenda_note(ws)}"
-    return {"people": people, "rooms": rooms, "calendars": calendars, "events": events, "invitations": invitations}
+    exceptions = _series(people, team_calendar, events, invitations)
+    return {
+        "people": people,
+        "rooms": rooms,
+        "calendars": calendars,
+        "events": events,
+        "invitations": invitations,
+        "event_exceptions": exceptions,
+    }
+
+
+def _series(people: list[dict], team_calendar: dict[str, str], events: list[dict], invitations: list[dict]) -> list[dict]:
+    """The sales team's weekly pipeline review, stored as one recurring series (12 Mondays from 30 March,
+    its head organizing, the team accepted), one Monday cancelled for the kickoff offsite."""
+    sales = [p for p in people if p["department"] == "sales"]
+    head = sales[0]
+    event_id = f"evt_{len(events) + 1:04d}"
+    events.append(
+        {
+            "event_id": event_id,
+            "calendar_id": team_calendar["sales"],
+            "title": "Sales pipeline review",
+            "description": "Weekly review of open deals and the forecast.",
+            "starts_at": "2026-03-30T15:00:00Z",
+            "ends_at": "2026-03-30T15:45:00Z",
+            "room_id": None,
+            "organizer_email": head["email"],
+            "status": "confirmed",
+            "cancelled_by": None,
+            "cancel_reason": None,
+            "created_at": "2026-03-23T10:00:00Z",
+            "recurrence": "weekly",
+            "recurrence_interval": 1,
+            "recurrence_count": 12,
+            "recurrence_until": None,
+        }
+    )
+    for person in sales[1:]:
+        invitations.append(
+            {
+                "invitation_id": f"inv_{len(invitations) + 1:04d}",
+                "event_id": event_id,
+                "email": person["email"],
+                "response": "accepted",
+                "responded_at": "2026-03-24T09:00:00Z",
+            }
+        )
+    return [
+        {
+            "exception_id": "exc_0001",
+            "event_id": event_id,
+            "occurrence_start": "2026-04-20T15:00:00Z",
+            "status": "cancelled",
+            "reason": "Sales kickoff offsite",
+            "created_at": "2026-04-08T12:00:00Z",
+        }
+    ]

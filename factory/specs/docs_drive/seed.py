@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 
 from factory import fakedata
 from factory.world import content
+from factory.world.cast import COST_CENTER_DEPARTMENT
 
 FOLDERS = [
     ("Engineering", None),
@@ -39,6 +40,9 @@ FOLDERS = [
     ("Hiring", "People"),
     ("Templates", "Shared"),
 ]
+# Team folder -> department, as the cast's org chart maps cost centers (People is part of operations).
+TEAM_DEPARTMENT = {name: COST_CENTER_DEPARTMENT[name] for name, parent in FOLDERS if parent is None and name in COST_CENTER_DEPARTMENT}
+TEAM_DEPARTMENT["Design"] = "design"
 TITLES = {
     "Specs": [
         ("Search service design", "document"),
@@ -134,10 +138,20 @@ def _write_texts(documents: list[dict], versions: list[dict], comments: list[dic
         comment["body"] = content.comment(rng, topic[comment["doc_id"]], title[comment["doc_id"]])
 
 
+def _set_departments(folders: list[dict], documents: list[dict]) -> None:
+    """A folder belongs to the department of its team folder (the cast's org chart); Shared to none."""
+    by_id = {f["folder_id"]: f for f in folders}
+    for folder in folders:
+        team = by_id[folder["parent_id"]]["name"] if folder["parent_id"] else folder["name"]
+        folder["department"] = TEAM_DEPARTMENT.get(team)
+    for document in documents:
+        document["department"] = by_id[document["folder_id"]]["department"]
+
+
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     cast = fakedata.community(40)
     people = [
-        {"person_id": f"per_{i:04d}", "full_name": p["full_name"], "email": p["email"]}
+        {"person_id": f"per_{i:04d}", "full_name": p["full_name"], "email": p["email"], "department": p["department"]}
         for i, p in enumerate(cast, start=1)
     ]
     emails = [p["email"] for p in people]
@@ -240,6 +254,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
                 }
             )
     _write_texts(documents, versions, comments, {f["folder_id"]: f["name"] for f in folders})
+    _set_departments(folders, documents)
     return {
         "people": people,
         "folders": folders,

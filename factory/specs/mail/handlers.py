@@ -104,6 +104,7 @@ def send_draft(db: Database, draft_id: str) -> dict:
         "UPDATE drafts SET status = 'sent', sent_message_id = ?, updated_at = ? WHERE draft_id = ?",
         (message["message_id"], db.now, draft_id),
     )
+    db.execute("UPDATE attachments SET message_id = ? WHERE draft_id = ?", (message["message_id"], draft_id))
     return message
 
 
@@ -166,3 +167,64 @@ def search_mail(
     )
     rows = page["rows"]
     return {"conversations": rows, "count": len(rows), "total": page["total"], "has_more": page["has_more"], "cursor": page["cursor"]}
+
+
+def _recipients(to_emails: list[str], cc_emails: list[str] | None) -> tuple[list[str], list[str]]:
+    """Distinct lower-cased To and Cc lists; an address in To is not copied again in Cc."""
+    to = _addresses(", ".join(to_emails))
+    return to, [a for a in _addresses(", ".join(cc_emails or [])) if a not in to]
+
+
+def send_message(
+    db: Database, to_emails: list[str], subject: str, body: str, cc_emails: list[str] | None = None
+) -> dict:
+    """A new thread sent at once from the signed-in user's mailbox, without a draft."""
+    to, cc = _recipients(to_emails, cc_emails)
+    return _deliver(db, str(db.principal), None, subject.strip(), to, cc, body)
+
+
+def forward_message(
+    db: Database, message_id: str, to_emails: list[str], cc_emails: list[str] | None = None, note: str = ""
+) -> dict:
+    """A new thread quoting the original message under the note, with copies of its attachments."""
+    original = db.require("messages", "message_id", message_id, "message_id")
+    subject = db.scalar("SELECT subject FROM threads WHERE thread_id = ?", (original["thread_id"],))
+    quoted = (
+        "---------- Forwarded message ----------\n"
+        f"From: {original['sender_email']}\nDate: {original['sent_at']}\nSubject: {subject}\n"
+        f"To: {original['to_emails']}\n\n{original['body']}"
+    )
+    to, cc = _recipients(to_emails, cc_emails)
+    body = f"{note.strip()}\n\n{quoted}" if note.strip() else quoted
+    message = _deliver(db, str(db.principal), None, f"Fwd: {subject}", to, cc, body)
+    for attachment in db.all("SELECT * FROM attachments WHERE message_id = ? ORDER BY attachment_id", (message_id,)):
+        db.insert(
+            "attachments",
+            {
+                **attachment,
+                "attachment_id": db.next_id("attachments"),
+                "message_id": message["message_id"],
+                "draft_id": None,
+                "created_at": db.now,
+            },
+        )
+    return message
+
+
+def trash_conversation(db: Database, conversation_id: str) -> dict:
+    """Only the signed-in user's view moves; the folder it left is kept for untrash."""
+    db.execute(
+        "UPDATE conversations SET trashed_from = folder, folder = 'trash' WHERE conversation_id = ?",
+        (conversation_id,),
+    )
+    return db.require("conversations", "conversation_id", conversation_id, "conversation_id")
+
+
+def untrash_conversation(db: Database, conversation_id: str) -> dict:
+    """Back to the folder it was trashed from, or the inbox for mail trashed before folders were kept."""
+    db.execute(
+        "UPDATE conversations SET folder = coalesce(trashed_from, 'inbox'), trashed_from = NULL"
+        " WHERE conversation_id = ?",
+        (conversation_id,),
+    )
+    return db.require("conversations", "conversation_id", conversation_id, "conversation_id")

@@ -406,4 +406,65 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         "labels": labels,
         "conversation_labels": applied,
         "drafts": drafts,
+        "attachments": _attachments(threads, messages, drafts),
     }
+
+
+# The file the first message of a thread about it carries (the documents the drive and chat talk about).
+ATTACHED_FILES = {
+    "Q2 budget review": "Q2 budget draft.xlsx",
+    "Budget numbers for the marketing campaign": "Campaign budget.xlsx",
+    "Vendor contract renewal: Copperline": "Copperline contract 2026.pdf",
+    "Incident report: API outage": "API outage postmortem.pdf",
+    "Invoice 2291 overdue": "Invoice 2291.pdf",
+    "Launch checklist for v3.2": "v3.2 launch checklist.pdf",
+    "Hiring: senior product designer": "Senior designer scorecard.xlsx",
+    "Partnership proposal from Greenfield": "Greenfield partnership deck.pptx",
+    "Website copy review": "Homepage copy.docx",
+    "Quarterly OKR draft": "Q2 OKRs.docx",
+    "New expense policy": "Expense policy.pdf",
+}
+MIME_TYPES = {
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    "pdf": "application/pdf",
+}
+
+
+def _attachments(threads: list[dict], messages: list[dict], drafts: list[dict]) -> list[dict]:
+    """The file of each thread about it, on its first message; half the unsent follow-ups re-attach it."""
+    rows = []
+    for thread in threads:
+        filename = ATTACHED_FILES.get(thread["subject"])
+        if filename is None:
+            continue
+        first = min((m for m in messages if m["thread_id"] == thread["thread_id"]), key=lambda m: m["sent_at"])
+        rows.append(
+            {
+                "attachment_id": f"att_{len(rows) + 1:04d}",
+                "message_id": first["message_id"],
+                "draft_id": None,
+                "filename": filename,
+                "mime_type": MIME_TYPES[filename.rsplit(".", 1)[1]],
+                "size_kb": 40 + int(first["message_id"][-4:]) * 37 % 900,
+                "created_at": first["sent_at"],
+            }
+        )
+    for draft in drafts:
+        topic = (draft["subject"] or "").removeprefix("Follow-up: ")
+        if draft["status"] != "draft" or topic not in ATTACHED_FILES or int(draft["draft_id"][-4:]) % 2:
+            continue
+        filename = ATTACHED_FILES[topic]
+        rows.append(
+            {
+                "attachment_id": f"att_{len(rows) + 1:04d}",
+                "message_id": None,
+                "draft_id": draft["draft_id"],
+                "filename": filename,
+                "mime_type": MIME_TYPES[filename.rsplit(".", 1)[1]],
+                "size_kb": 40 + int(draft["draft_id"][-4:]) * 53 % 900,
+                "created_at": draft["updated_at"],
+            }
+        )
+    return rows

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from factory import fakedata
 from factory.world import logistics
+from factory.world.cast import CITIES
 from factory.world.sources import built_seed
 
 # name, max kg, base price, price per kg, transit days
@@ -386,6 +387,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     pickups.sort(key=lambda p: (p["pickup_date"], p["shipment_id"]), reverse=True)
     for n, row in enumerate(pickups, start=1):
         row["pickup_id"] = f"pck_{n:04d}"
+    cities = _cities()
     return {
         "customers": customers,
         "service_levels": services,
@@ -395,4 +397,53 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         "pickups": pickups,
         "address_changes": changes,
         "claims": claims,
+        "cities": cities,
+        "customs_declarations": _declarations(cities, customers, parcels, shipments),
     }
+
+
+# Cities served beyond the cast's home cities (warehouse customers), with their ISO country codes.
+MORE_CITIES = {"Denver": "US", "Lyon": "FR", "Prague": "CZ"}
+EU = {"AT", "CZ", "DE", "ES", "FR", "IE", "PL", "PT"}  # one customs union: no declaration between them
+CUSTOMS_KINDS = {"documents": "documents", "books": "merchandise", "clothing": "gift", "shoes": "gift"}
+
+
+def _cities() -> list[dict]:
+    """Every city the carrier serves, with the customs union a border crossing is judged by."""
+    countries = {city: country for city, (country, _zone) in CITIES.items()} | MORE_CITIES
+    return [
+        {"city": city, "country": country, "customs_union": "EU" if country in EU else country}
+        for city, country in sorted(countries.items())
+    ]
+
+
+def _city_of(address: str) -> str:
+    return address.rsplit(", ", 1)[-1]
+
+
+def _declarations(cities: list[dict], customers: list[dict], parcels: list[dict], shipments: list[dict]) -> list[dict]:
+    """A customs declaration for every shipment whose label crossed a customs border, made with its label."""
+    union = {c["city"]: c["customs_union"] for c in cities}
+    country = {c["city"]: c["country"] for c in cities}
+    address = {c["customer_id"]: c["address"] for c in customers}
+    parcel_of = {p["parcel_id"]: p for p in parcels}
+    rows = []
+    for shipment in sorted(shipments, key=lambda s: s["shipment_id"]):
+        parcel = parcel_of[shipment["parcel_id"]]
+        origin, destination = _city_of(address[parcel["sender_id"]]), _city_of(shipment["destination_address"])
+        if union[origin] == union[destination]:
+            continue
+        rows.append(
+            {
+                "declaration_id": f"cdc_{len(rows) + 1:04d}",
+                "shipment_id": shipment["shipment_id"],
+                "contents_type": CUSTOMS_KINDS.get(parcel["contents"], "merchandise"),
+                "description": parcel["contents"],
+                "hs_code": None,
+                "value": parcel["declared_value"],
+                "origin_country": country[origin],
+                "destination_country": country[destination],
+                "created_at": shipment["created_at"],
+            }
+        )
+    return rows

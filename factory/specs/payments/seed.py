@@ -249,4 +249,80 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         "charges": charges,
         "refunds": refunds,
         "payouts": payouts,
+        "subscriptions": _subscriptions(charges, merchants, methods, now),
+        "disputes": _disputes(charges, now),
     }
+
+
+RECURRING = {"software": "Pro plan", "fitness": "Monthly membership", "entertainment": "Premium streaming"}
+DISPUTE_FEE = 15.0
+DISPUTE_STATES = ["needs_response", "under_review", "won", "lost", "needs_response", "under_review"]
+DISPUTE_REASONS = ["product_not_received", "fraudulent", "product_unacceptable", "duplicate", "fraudulent", "product_not_received"]
+
+
+def _subscriptions(charges: list[dict], merchants: list[dict], methods: list[dict], now: datetime) -> list[dict]:
+    """The plans behind the recurring charges: a customer's latest captured charge at a software, fitness or
+    streaming merchant is the current period's payment; a few plans are paused or cancelled since."""
+    category = {m["merchant_id"]: m["category"] for m in merchants}
+    active_method = {m["method_id"] for m in methods if m["status"] == "active"}
+    latest: dict[tuple[str, str], dict] = {}
+    for charge in charges:
+        if category[charge["merchant_id"]] in RECURRING and charge["status"] in ("captured", "partially_refunded"):
+            latest[(charge["customer_id"], charge["merchant_id"])] = charge
+    rows = []
+    for (_customer, merchant), charge in sorted(latest.items(), key=lambda item: item[1]["created_at"]):
+        n = len(rows) + 1
+        started = datetime.fromisoformat(charge["created_at"])
+        period_end = (started + timedelta(days=30)).date()
+        cancelled = charge["method_id"] not in active_method or n % 7 == 0
+        status = "canceled" if cancelled else "paused" if n % 5 == 0 else "active"
+        rows.append(
+            {
+                "subscription_id": f"sub_{n:04d}",
+                "customer_id": charge["customer_id"],
+                "merchant_id": merchant,
+                "method_id": charge["method_id"],
+                "plan_name": RECURRING[category[merchant]],
+                "amount": charge["amount_captured"],
+                "interval": "month",
+                "status": status,
+                "current_period_end": period_end.isoformat(),
+                "cancel_at_period_end": False,
+                "latest_charge_id": charge["charge_id"],
+                "created_at": _iso(started - timedelta(days=30 * (1 + n % 6))),
+                "canceled_at": _iso(min(started + timedelta(days=3), now)) if cancelled else None,
+            }
+        )
+    return rows
+
+
+def _disputes(charges: list[dict], now: datetime) -> list[dict]:
+    """Six cardholder disputes on captured charges of other customers than the first two, in every state."""
+    disputable = [
+        c for c in charges
+        if c["status"] == "captured" and c["customer_id"] not in ("cus_0001", "cus_0002") and c["amount"] >= 20
+    ]
+    rows = []
+    for n, charge in enumerate(disputable[3:9], start=1):
+        opened = datetime.fromisoformat(charge["captured_at"]) + timedelta(days=2)
+        opened = min(opened, now - timedelta(days=1))
+        status = DISPUTE_STATES[n - 1]
+        if status == "needs_response":  # the first is within its 7 days to answer, the second left unanswered
+            opened = now - timedelta(days=2 if n == 1 else 10, hours=3)
+        rows.append(
+            {
+                "dispute_id": f"dp_{n:04d}",
+                "charge_id": charge["charge_id"],
+                "customer_id": charge["customer_id"],
+                "merchant_id": charge["merchant_id"],
+                "amount": charge["amount_captured"],
+                "fee": DISPUTE_FEE,
+                "reason": DISPUTE_REASONS[n - 1],
+                "status": status,
+                "evidence": None if status == "needs_response" else "Signed delivery receipt and order log attached.",
+                "created_at": _iso(opened),
+                "evidence_due_by": (opened + timedelta(days=7)).date().isoformat(),
+                "closed_at": _iso(min(opened + timedelta(days=5), now)) if status in ("won", "lost") else None,
+            }
+        )
+    return rows
