@@ -10,11 +10,14 @@ column (and ids quoted in text) follow their row.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from servers.runtime.database import opaque_id
+
+NEW_IDS = 60  # new ids per table a document's examples may expect of creates (one episode's worth)
 
 
 def _parts(id_format: str) -> tuple[str, str]:
@@ -79,3 +82,17 @@ def opaque_seed(
         return rewrite(value, mapping, pattern) if isinstance(value, str) else value
 
     return {table: [{c: convert(v) for c, v in row.items()} for row in rows] for table, rows in seed.items()}
+
+
+def opaque_document(document: Mapping[str, Any]) -> dict[str, Any]:
+    """A whole spec document (seed inline) turned to `ids: opaque`: every sequential id it cites (seed keys
+    and references, examples, scenarios, descriptions) becomes the id the loader and the runtime give that
+    row, and the next NEW_IDS per table the ids creates will get. For a spec made in one piece (an import)."""
+    entities = document["entities"]
+    formats = {t: str(e["id_format"]) for t, e in entities.items()}
+    seed = document.get("seed") or {}
+    keys = {t: [row.get(e["primary_key"]) for row in seed.get(t, [])] for t, e in entities.items()}
+    namespace = str(document.get("id_namespace") or document["name"])
+    mapping = id_mapping(namespace, formats, keys, extra=NEW_IDS)
+    text = rewrite(json.dumps(dict(document)), mapping, id_pattern(formats.values()))
+    return {**json.loads(text), "ids": "opaque"}
