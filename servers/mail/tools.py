@@ -1295,7 +1295,7 @@ def list_attachments(
 ) -> ListAttachmentsResult:
     """The files attached to a message or to one of your drafts, with names, types and sizes.
 
-    Matching: message_id equals; draft_id equals. Ordered by attachment_id. Returns 25 rows per page by
+    Matching: message_id equals; draft_id equals. Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     if message_id is not None:
@@ -1308,7 +1308,7 @@ def list_attachments(
         " WHERE (:message_id IS NULL OR message_id = :message_id)"
         " AND (:draft_id IS NULL OR draft_id = :draft_id)"
         " AND (message_id IN (SELECT m.message_id FROM messages m JOIN conversations c ON c.thread_id = m.thread_id WHERE c.mailbox_email = :principal) OR draft_id IN (SELECT draft_id FROM drafts WHERE mailbox_email = :principal))"
-        " ORDER BY attachment_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Attachment(**row) for row in page['rows']]

@@ -397,7 +397,7 @@ class QuoteRatesResult(BaseModel):
     services: list[ServiceLevel] = Field(
         description="Services that accept the parcel's weight, cheapest first",
     )
-    prices: dict[str, Any] = Field(description="Price in USD per service id, e.g. {\"svc_02\": 20.47}")
+    prices: dict[str, Any] = Field(description="Price in USD per service id, e.g. {\"svc_kthx25\": 20.47}")
     estimated_delivery: dict[str, Any] = Field(description="Expected delivery date per service id")
 
 
@@ -1357,9 +1357,9 @@ def list_customs_declarations(
 ) -> ListCustomsDeclarationsResult:
     """Customs declarations of shipments that cross a customs border, by shipment or destination country.
 
-    Matching: shipment_id equals; destination_country is any of the given values. Ordered by
-    declaration_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass
-    the returned cursor to get the next page.
+    Matching: shipment_id equals; destination_country is any of the given values. Ordered oldest first.
+    Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the returned
+    cursor to get the next page.
     """
     if shipment_id is not None:
         db.require("shipments", "shipment_id", shipment_id, "shipment_id")
@@ -1373,7 +1373,7 @@ def list_customs_declarations(
         "SELECT * FROM customs_declarations"
         " WHERE (:shipment_id IS NULL OR shipment_id = :shipment_id)"
         " AND (:destination_country IS NULL OR destination_country IN (SELECT value FROM json_each(:destination_country)))"
-        " ORDER BY declaration_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [CustomsDeclaration(**row) for row in page['rows']]

@@ -1464,7 +1464,7 @@ def list_disputes(
         " AND (:customer_id IS NULL OR customer_id = :customer_id)"
         " AND (:merchant_id IS NULL OR merchant_id = :merchant_id)"
         " AND (:status IS NULL OR status IN (SELECT value FROM json_each(:status)))"
-        " ORDER BY created_at DESC, dispute_id",
+        " ORDER BY created_at DESC, rowid",
         args, limit, cursor,
     )
     rows = [Dispute(**row) for row in page['rows']]
@@ -1609,9 +1609,9 @@ def list_subscriptions(
 ) -> ListSubscriptionsResult:
     """List subscriptions by customer, merchant or status (several statuses at once), oldest first.
 
-    Matching: customer_id equals; merchant_id equals; status is any of the given values. Ordered by
-    subscription_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more;
-    pass the returned cursor to get the next page.
+    Matching: customer_id equals; merchant_id equals; status is any of the given values. Ordered oldest
+    first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
+    returned cursor to get the next page.
     """
     if customer_id is not None:
         db.require("customers", "customer_id", customer_id, "customer_id")
@@ -1629,7 +1629,7 @@ def list_subscriptions(
         " WHERE (:customer_id IS NULL OR customer_id = :customer_id)"
         " AND (:merchant_id IS NULL OR merchant_id = :merchant_id)"
         " AND (:status IS NULL OR status IN (SELECT value FROM json_each(:status)))"
-        " ORDER BY subscription_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Subscription(**row) for row in page['rows']]
