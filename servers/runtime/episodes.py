@@ -59,8 +59,9 @@ EPISODE_MEMORY_FACTOR = 2.7
 TRIM_EVERY_BYTES = 8 << 20
 # Closed or evicted ids remembered (to answer episode_expired) per server.
 MAX_EXPIRED_KEYS = 100_000
-# Closed episodes' connections one server keeps to fork the next episodes into (see `EpisodeStore.fork`).
-MAX_SPARE_CONNECTIONS = 4
+# Closed episodes' connections one server keeps to fork the next episodes into (see `EpisodeStore.fork`): a batch
+# of rollouts closes and opens its episodes in waves, so one wave's worth (at most ~3.7 MB for the clinic).
+MAX_SPARE_CONNECTIONS = 16
 Clock = Callable[[], float]
 
 
