@@ -15,13 +15,11 @@ import importlib.util
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from clients.formats import FORMATS, Format
 from clients.tasks import read_jsonl
 from clients.trajectory import Trajectory
-
-Format = Literal["openai", "sharegpt", "verl"]
-FORMATS: tuple[Format, ...] = ("openai", "sharegpt", "verl")
 
 
 def load_trajectories(path: Path) -> list[Trajectory]:

@@ -199,7 +199,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def add_driver_commands(sub: Any) -> None:
     """Register `rollout`, `eval`, `export` and `run` on the main parser's subcommands."""
-    from clients.export import FORMATS
+    from clients.formats import FORMATS
 
     r = sub.add_parser("rollout", help="roll a policy out on tasks (JSONL), scored; writes trajectories JSONL")
     r.add_argument("tasks", type=Path, help="tasks JSONL (from the task synthesizer)")

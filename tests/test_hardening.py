@@ -153,6 +153,41 @@ async def test_the_budget_evicts_least_recently_used_episodes_across_servers_and
         assert not fresh.is_error
 
 
+async def test_an_episode_forked_into_a_closed_episodes_connection_starts_from_the_seed() -> None:
+    async with Client(build_clinic()) as client:
+        seed_hash = (await state(client)).hash
+        for n in range(3):  # each episode books the same slot: a leftover of the one before would refuse it
+            booked = await client.call_tool("book_appointment", booking(FREE_SLOT, f"run {n}"), meta={EPISODE: f"r{n}"})
+            assert not booked.is_error, text(booked)
+            assert (await state(client, f"r{n}")).hash != seed_hash
+            assert (await close(client, f"r{n}")).closed
+            assert (await reset(client, f"again{n}")).hash == seed_hash == (await state(client, f"again{n}")).hash
+
+
+def test_a_connection_is_forked_into_again_only_when_nothing_of_it_survives() -> None:
+    from servers.clinic.server import DEFINITION
+    from servers.runtime.episodes import MAX_SPARE_CONNECTIONS, EpisodeStore
+
+    store = EpisodeStore(DEFINITION.seed())
+    used = store.fork()
+    used.execute("DELETE FROM invoices")
+    store.release(used)
+    again = store.fork()
+    assert again is used  # the closed episode's connection, reloaded with the seed
+    assert again.execute("SELECT count(*) FROM invoices").fetchone()[0] > 0
+    again.execute("CREATE TEMP TABLE notes (text TEXT)")  # would outlive a reload: closed instead
+    store.release(again)
+    assert store.fork() is not again
+    busy = store.fork()
+    busy.execute("BEGIN")
+    store.release(busy)
+    assert store.fork() is not busy
+    many = [store.fork() for _ in range(MAX_SPARE_CONNECTIONS + 2)]
+    for connection in many:
+        store.release(connection)
+    assert {id(store.fork()) for _ in range(MAX_SPARE_CONNECTIONS)} == {id(c) for c in many[:MAX_SPARE_CONNECTIONS]}
+
+
 async def test_idle_episodes_expire_after_the_ttl() -> None:
     now = [0.0]
     budget = EpisodeBudget(max_mb=1024, ttl_s=60, clock=lambda: now[0])

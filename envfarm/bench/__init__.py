@@ -22,7 +22,7 @@ import anyio
 
 from clients.connect import farm_process
 from clients.run import measure_episode_rate
-from envfarm.bench.episodes import episodes_per_s
+from envfarm.bench.episodes import episodes_per_s, floor_episodes_per_s
 from envfarm.bench.latency import first_free_slot, floor_http_server, local_latencies, reset_p50
 from envfarm.bench.report import REFERENCE, BenchReport, machine, render_markdown, verdicts
 from envfarm.bench.sessions import serve_all_section
@@ -91,10 +91,9 @@ def run_bench(farm_root: Path, out_path: Path, quick: bool = False, peer: Path |
     step("in-process and stdio calls")
     latency = anyio.run(local_latencies, farm_root, module.build, slot, sizes.calls)
     step(f"isolated episodes (reset + 5 calls), {sizes.episodes} each in-process and over stdio")
-    throughput = {
-        transport: anyio.run(episodes_per_s, farm_root, slot, sizes.episodes, transport)
-        for transport in ("memory", "stdio")
-    }
+    throughput = {"memory": anyio.run(episodes_per_s, farm_root, slot, sizes.episodes, "memory")}
+    throughput["floor_memory"] = anyio.run(floor_episodes_per_s, sizes.episodes)  # the SDK alone, right after
+    throughput["stdio"] = anyio.run(episodes_per_s, farm_root, slot, sizes.episodes, "stdio")
     step(f"scored rollouts (heuristic policy, scripted user), {sizes.episodes} in-process")
     rollouts = anyio.run(partial(measure_episode_rate, farm_root, REFERENCE, episodes=sizes.episodes))
     step(f"serve --all: start, HTTP calls, {sizes.sessions} concurrent episodes per era")

@@ -183,7 +183,8 @@ def verdicts(report: BenchReport) -> list[Verdict]:
             target=">= 200 /s",
             measured=", ".join(f"{k}: {v:.0f}/s" for k, v in report.isolated_episodes_per_s.items()),
             verdict="pass" if report.isolated_episodes_per_s.get("memory", 0) >= 200 else "fail",
-            how=f"reset + 5 calls (3 reads, a booking, a list) + close on its own {REFERENCE} episode, 16 at a time",
+            how=f"reset + 5 calls (3 reads, a booking, a list) + close on its own {REFERENCE} episode, 16 at a time; "
+            "floor_memory: the same seven requests on the bare SDK (an echo tool, a control plane doing nothing)",
         ),
         Verdict(
             metric="scored rollouts per second (offline policy), in-process",

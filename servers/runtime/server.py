@@ -15,7 +15,7 @@ import json
 import secrets
 import sqlite3
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, redirect_stdout
 from dataclasses import dataclass, field
 from functools import cache, partial
@@ -26,7 +26,7 @@ from typing import Any
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, Extension, MCPServer, MethodBinding
-from mcp.server.mcpserver.resources import TextResource
+from mcp.server.mcpserver.resources import FunctionResource, TextResource
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.shared.exceptions import MCPError
 from mcp_types import ToolAnnotations
@@ -275,8 +275,7 @@ class EpisodeControl(Extension):
             try:
                 load_state(connection, params.state)
             except ValueError as exc:
-                if connection is not store.persistent:
-                    connection.close()
+                store.release(connection)
                 raise MCPError(types.INVALID_PARAMS, f"cannot load state: {bounded(str(exc))}") from exc
         if params.principal is not None:
             set_principal(connection, params.principal)
@@ -334,17 +333,15 @@ class FarmServer(MCPServer):
         return await super().call_tool(name, arguments, context)
 
 
-def _tool_runner(tool: ToolDefinition, episodes: _Episodes, definition: ServerDefinition) -> ToolRunner:
-    """Runs a tool function with checked arguments on the caller's episode, in one transaction."""
+def _tool_runner(
+    tool: ToolDefinition, episodes: _Episodes, definition: ServerDefinition, known_principal: Callable[[str], bool]
+) -> ToolRunner:
+    """Runs a tool function with checked arguments on the caller's episode, in one transaction.
+    `known_principal` tells whether a token's principal is one this server acts for (one cache per server)."""
     now = definition.now
     id_formats = definition.id_formats
     scopes = definition.principal.scopes if definition.principal else {}
     has_principal = definition.principal is not None
-
-    @cache
-    def known_principal(principal: str) -> bool:
-        """Whether a token's principal is one this server acts for (the seed never changes)."""
-        return definition.principal is not None and definition.principal.known(episodes.store.seed, principal)
 
     async def call_tool(function: Callable[..., Any], ctx: Context[ConnectionScope], arguments: dict[str, Any]) -> Any:
         request = ctx.request_context
@@ -364,11 +361,13 @@ def _tool_runner(tool: ToolDefinition, episodes: _Episodes, definition: ServerDe
                 )
             if read_principal(connection) != bound:
                 set_principal(connection, bound)  # the episode acts for the token's principal, as its state says
+            principal: str | None = bound
+        else:
+            principal = read_principal(connection) if has_principal else None
         connection.execute("BEGIN IMMEDIATE" if episodes.store.persistent is not None else "BEGIN")
         try:
             # Generated code must not write to stdout: on stdio that is the protocol stream.
             with redirect_stdout(sys.stderr):
-                principal = read_principal(connection) if has_principal else None
                 db = Database(connection, now, id_formats, principal, scopes, definition.id_namespace)
                 result = function(db, **arguments)
         except Rejected as exc:
@@ -413,13 +412,18 @@ def build_server(
     async def lifespan(_: MCPServer) -> AsyncIterator[ConnectionScope]:
         yield ConnectionScope(episodes.store)
 
+    @cache
+    def known_principal(principal: str) -> bool:
+        """Whether a token's principal is one this server acts for (the seed never changes)."""
+        return definition.principal is not None and definition.principal.known(episodes.store.seed, principal)
+
     shipped = listing.load(definition.directory)
     modules = {definition.tool_module(tool) for tool in definition.tools}
     listed = {m for m in modules if shipped and listing.defined_in(m, shipped[1])}
     tools: list[Tool] = []
     for tool in definition.tools:
         fields: dict[str, Any] = {
-            "fn": _tool_runner(tool, episodes, definition),
+            "fn": _tool_runner(tool, episodes, definition, known_principal),
             "resolve": partial(definition.function, tool),
             "name": tool.name,
             "title": tool.title,
@@ -462,13 +466,27 @@ def build_server(
             )
         )
         server.add_resource(
-            TextResource(
+            FunctionResource(
                 uri=f"envfarm://{definition.name}/policy/rules",
                 name="policy_rules",
                 title=f"{definition.title}: rules left to the agent",
                 description="The policy rules the tools do not enforce ({id, rule, tools} as JSON): tasks grade them.",
                 mime_type="application/json",
-                text=json.dumps({"unenforced_rules": definition.policy_rules()}, indent=1),
+                fn=_policy_rules_text(definition),
             )
         )
     return server
+
+
+def _policy_rules_text(definition: ServerDefinition) -> Callable[[], Awaitable[str]]:
+    """The `policy_rules` resource's text, read from spec.json when first asked for: parsing every
+    server's spec.json (2 MB for the farm) at start cost the farm host ~30 ms of its ~200 ms of own start-up work."""
+
+    @cache
+    def text() -> str:
+        return json.dumps({"unenforced_rules": definition.policy_rules()}, indent=1)
+
+    async def read() -> str:
+        return text()
+
+    return read
