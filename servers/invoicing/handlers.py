@@ -19,7 +19,7 @@ def create_invoice(db: Database, client_id: str, issued_on: str | None = None, n
         "invoices",
         {
             "invoice_id": invoice_id,
-            "number": f"INV-{NUMBER_BASE + int(invoice_id.rsplit('_', 1)[1])}",
+            "number": f"INV-{NUMBER_BASE + int(invoice_id.partition('_')[2])}",
             "client_id": client_id,
             "issued_on": issued.isoformat(),
             "due_on": (issued + timedelta(days=client["payment_terms_days"])).isoformat(),
