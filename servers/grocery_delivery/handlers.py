@@ -23,7 +23,8 @@ def checkout_cart(
         " JOIN products p ON p.product_id = i.product_id WHERE i.cart_id = ? ORDER BY i.rowid",
         (cart_id,),
     )
-    subtotal = round(sum(round(item["price"] * item["quantity"], 2) for item in items), 2)
+    line_totals = [round(item["price"] * item["quantity"], 2) for item in items]
+    subtotal = round(sum(line_totals), 2)
     fee = 0.0 if subtotal >= store["free_delivery_over"] else store["delivery_fee"]
     order_id = db.next_id("orders")
     db.insert(
