@@ -87,7 +87,7 @@ class SeedView:
         scopes = {t: p for t in principal.scope if (p := principal.predicate(t))} if principal else {}
         self.connection: sqlite3.Connection = build_seed(schema_sql, self.rows, default)
         ids = {t: e.id_format for t, e in spec.entities.items()}
-        self.db = Database(self.connection, spec.now_iso, ids, default, scopes)
+        self.db = Database(self.connection, spec.now_iso, ids, default, scopes, id_namespace=spec.ids_namespace)
         self._distinct: dict[tuple[str, str], list[Any]] = {}
 
     def distinct(self, table: str, column: str) -> list[Any]:
@@ -112,7 +112,7 @@ class SeedView:
         entity = self.spec.entities[tool.entity]
         if isinstance(tool, CreateTool):
             given = values.get(entity.primary_key)
-            values["id"] = given if given is not None else entity.id_format.format(len(self.rows[tool.entity]) + 1)
+            values["id"] = given if given is not None else self.db.peek_id(tool.entity)
             return values
         assert isinstance(tool, KeyedTool)
         sql = f"SELECT {entity.primary_key} FROM {tool.entity} WHERE {tool.key_column} = ?"

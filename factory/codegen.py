@@ -718,6 +718,7 @@ def render_server_module(spec: EnvironmentSpec) -> str:
             "    id_formats={",
             *[f"        {py(t)}: {py(e.id_format)}," for t, e in spec.entities.items()],
             "    },",
+            *([f"    id_namespace={py(spec.ids_namespace)},"] if spec.ids_namespace else []),
             "    tools=[",
             *[line for tool in spec.tools for line in _tool_definition(tool)],
             "    ],",
@@ -771,7 +772,7 @@ def render_seed(spec: EnvironmentSpec) -> str:
 
 def render_spec_json(spec: EnvironmentSpec) -> str:
     """The spec without its seed (seed.json holds that); empty verification-only sections left out."""
-    empty = {name for name in ("scenarios", "equivalent_mutants", "unlisted") if not getattr(spec, name)}
+    empty = {name for name in ("scenarios", "equivalent_mutants", "unlisted", "id_namespace") if not getattr(spec, name)}
     return dump_json(spec.model_dump(mode="json", exclude={"seed", *empty}))
 
 

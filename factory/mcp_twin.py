@@ -19,11 +19,14 @@ from typing import Any
 import mcp_types as types
 
 from clients.connect import Connections, load_server_configs
+from factory.ids import opaque_document
 from factory.metadata import READ, EnvironmentMetadata, ToolMetadata, import_metadata_offline
 from factory.openapi import ImportResult, safe_name, snake
 from factory.spec import SpecError, parse_spec
+from servers.runtime.database import OPAQUE_KEY
 
 MAX_OBSERVED_ROWS = 50
+OPAQUE_SYMBOLS = 6  # the hash part of an opaque id (servers.runtime.database.opaque_id), after its prefix
 
 
 def _reads(tool: types.Tool) -> bool:
@@ -84,6 +87,7 @@ def twin_spec(
     spec = result.spec
     by_tool = {t.tool: t.entity for t in result.report.tools}
     used: list[str] = []
+    opaque: list[str] = []  # tables whose live ids are opaque
     for tool, rows in observed.items():
         table = by_tool.get(tool)
         if table is None or not rows or table in used:
@@ -95,9 +99,14 @@ def twin_spec(
             continue
         keys = [str(row[entity["primary_key"]]) for row in fitted]
         shapes = {(m.group(1), len(m.group(2))) for k in keys if (m := re.fullmatch(r"([A-Za-z_-]*?)(\d+)", k))}
-        if len(shapes) == 1 and len(keys) == len(set(keys)) and columns[entity["primary_key"]]["type"] == "string":
-            [(prefix, width)] = shapes  # new ids look like the live server's (`pat_0041`)
-            entity = {**entity, "id_format": f"{prefix}{{:0{width}d}}"}
+        prefixes = {k[:-OPAQUE_SYMBOLS] for k in keys}
+        live_opaque = len(prefixes) == 1 and all(OPAQUE_KEY.fullmatch(k) for k in keys)
+        if len(keys) == len(set(keys)) and columns[entity["primary_key"]]["type"] == "string":
+            if live_opaque:  # the live ids are opaque (`pat_k3x9qm`): the twin's are too, with the same prefix
+                entity = {**entity, "id_format": f"{next(iter(prefixes))}{{:04d}}"}
+            elif len(shapes) == 1:
+                [(prefix, width)] = shapes  # new ids look like the live server's (`pat_0041`)
+                entity = {**entity, "id_format": f"{prefix}{{:0{width}d}}"}
         # Generated rows elsewhere that point at this table now point at the observed keys.
         pk = entity["primary_key"]
         remap = {old[pk]: fitted[i % len(fitted)][pk] for i, old in enumerate(spec["seed"].get(table, []))}
@@ -117,9 +126,14 @@ def twin_spec(
         spec["seed"], spec["entities"] = candidate["seed"], candidate["entities"]
         _remap_examples(spec, table, pk, {k: v for k, v in remap.items() if isinstance(k, str)})
         used.append(table)
+        if live_opaque:
+            opaque.append(table)
         result.report.notes.append(
             f"{table}: seeded with the {len(fitted)} records {tool} returned from the live server"
         )
+    if opaque:  # ids an agent must look up, as on the live server: the whole twin switches to opaque ids
+        result.spec = opaque_document(spec)
+        result.report.notes.append(f"ids: opaque, as the live server's {', '.join(opaque)} ids are")
     result.report.format = "MCP listing"
     return result
 

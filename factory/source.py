@@ -11,9 +11,11 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
+from factory.ids import opaque_seed
 from factory.sandbox import VIOLATION
 from factory.spec import EnvironmentSpec, SpecError, parse_spec, read_document
 
@@ -92,6 +94,19 @@ def imported_environment(path: Path, data: dict) -> EnvironmentSource:
     )
 
 
+def _opaque_seed(data: dict) -> Any:
+    """The seed with sequential ids made opaque (factory.ids); a malformed spec is left for parse_spec to report."""
+    entities, seed = data.get("entities"), data.get("seed")
+    if not isinstance(entities, dict) or not isinstance(seed, dict):
+        return seed
+    try:
+        formats = {t: str(e["id_format"]) for t, e in entities.items()}
+        keys = {t: str(e["primary_key"]) for t, e in entities.items()}
+    except (KeyError, TypeError):
+        return seed
+    return opaque_seed(str(data.get("id_namespace") or data.get("name", "")), formats, keys, seed)
+
+
 def load_environment(path: Path) -> EnvironmentSource:
     """Read and validate one environment; SpecError lists every problem with file and field path."""
     spec_file = find_spec_file(path)
@@ -113,6 +128,8 @@ def load_environment(path: Path) -> EnvironmentSource:
         if header is not None:
             generated = generate_seed(seed_file, header)
             data = {**data, "seed": {**(data.get("seed") or {}), **generated}}
+    if isinstance(data, dict) and data.get("ids") == "opaque":
+        data = {**data, "seed": _opaque_seed(data)}
     policy_file = folder / POLICY_NAME
     if policy_file.is_file() and isinstance(data, dict):
         data = {**data, "policy": policy_file.read_text(encoding="utf-8")}

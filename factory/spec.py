@@ -550,8 +550,9 @@ class SearchTool(EntityTool):
     order_description: str | None = Field(None, description="the order in words, e.g. 'newest first'")
 
     def order_sql(self, spec: EnvironmentSpec) -> str:
-        """The ORDER BY of every page: the declared order, then the primary key, so pages never overlap."""
-        pk = spec.entities[self.entity].primary_key
+        """The ORDER BY of every page: the declared order, then the primary key, so pages never overlap.
+        Opaque ids carry no order, so there the default (and the tie-break) is creation order (rowid)."""
+        pk = "rowid" if spec.ids == "opaque" else spec.entities[self.entity].primary_key
         return f"{self.order}, {pk}" if self.order else pk
 
     def listing_note(self, spec: EnvironmentSpec) -> str:
@@ -561,7 +562,8 @@ class SearchTool(EntityTool):
         filters = [
             f"{name} {'is any of the given values' if p.items else how[p.match]}" for name, p in self.params.items()
         ]
-        order = self.order_description or f"by {spec.entities[self.entity].primary_key}"
+        default = "oldest first" if spec.ids == "opaque" else f"by {spec.entities[self.entity].primary_key}"
+        order = self.order_description or default
         parts = [f"Matching: {'; '.join(filters)}." if filters else ""]
         parts.append(
             f"Ordered {order}. Returns {self.limit} rows per page by default (limit: up to 200) with total and "
@@ -682,6 +684,15 @@ class EnvironmentSpec(StrictModel):
     version: str = "1.0.0"
     now: datetime = Field(description="the frozen clock; nothing reads the wall clock")
     seed_number: int = 0
+    ids: Literal["sequential", "opaque"] = Field(
+        "sequential",
+        description="opaque: ids are a prefix and a short hash (pat_k3x9qm), seeded and new alike, so no id can "
+        "be guessed from a neighbour's; the seed builder still writes id_format's form, and loading maps it",
+    )
+    id_namespace: str | None = Field(
+        None, description="with ids: opaque, the name ids are hashed under (default: the spec's name); a renamed "
+        "copy of a spec names the original here to keep its ids",
+    )
     tags: list[str] = Field(
         default_factory=list, description="e.g. 'heldout' keeps a server out of default task sampling"
     )
@@ -702,6 +713,11 @@ class EnvironmentSpec(StrictModel):
         description="table -> why no list reaches all its rows (an imported API that cannot list them); "
         "the verifier then reports the table instead of failing. Built-in specs leave it empty",
     )
+
+    @property
+    def ids_namespace(self) -> str | None:
+        """The namespace of its opaque ids, or None when ids are sequential."""
+        return (self.id_namespace or self.name) if self.ids == "opaque" else None
 
     @property
     def now_iso(self) -> str:

@@ -24,7 +24,7 @@ CLINIC_SPEC = REPO / "factory" / "specs" / "clinic"
 ANNEX = "clinic_annex"
 EPISODE = EPISODE_META_KEY
 # A future slot that is free in the clinic seed: every fresh episode can book it.
-FREE_SLOT = "slot_0010"
+FREE_SLOT = "slot_kv2sy6"
 
 
 @pytest.fixture(scope="session")
@@ -34,7 +34,8 @@ def farm_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(CLINIC_SPEC, specs / "clinic")
     shutil.copytree(CLINIC_SPEC, specs / ANNEX)
     spec_file = specs / ANNEX / "spec.yaml"
-    spec_file.write_text(spec_file.read_text().replace("name: clinic\n", f"name: {ANNEX}\n", 1))
+    renamed = spec_file.read_text().replace("name: clinic\n", f"name: {ANNEX}\nid_namespace: clinic\n", 1)
+    spec_file.write_text(renamed)  # the same ids as the clinic: tests use one patient on both
     root = tmp_path_factory.mktemp("farm")
     built = anyio.run(partial(build_all, [specs], root, verify=False))
     assert built.ok, render(built)
@@ -61,7 +62,7 @@ async def close(client: Client, episode: str) -> CloseResult:
     return await EpisodeClient(client, episode).close()
 
 
-def booking(slot: str, reason: str, patient: str = "pat_0001") -> dict[str, str]:
+def booking(slot: str, reason: str, patient: str = "pat_dc63z3") -> dict[str, str]:
     return {"patient_id": patient, "slot_id": slot, "reason": reason}
 
 

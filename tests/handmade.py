@@ -84,18 +84,18 @@ async def pay_invoice_task(connections: Connections) -> Task:
     """find_patient -> list_appointments -> get_invoice -> pay_invoice, one turn."""
     calls = [
         ("find_patient", {"full_name": "Lucas Yilmaz"}),
-        ("list_appointments", {"patient_id": "pat_0001"}),
-        ("get_invoice", {"appointment_id": "apt_0003"}),
-        ("pay_invoice", {"invoice_id": "inv_0003", "amount": 95.0}),
+        ("list_appointments", {"patient_id": "pat_dc63z3"}),
+        ("get_invoice", {"appointment_id": "apt_ah2f96"}),
+        ("pay_invoice", {"invoice_id": "inv_qd5x84", "amount": 95.0}),
     ]
     gold, expected = await ground(connections, "pay", calls)
     return base(
         "clinic-pay",
         "Hi, I'm Lucas Yilmaz. Please settle the open bill for my back pain visit.",
-        "Call find_patient with full_name 'Lucas Yilmaz', list_appointments, get_invoice for apt_0003, then pay_invoice inv_0003 amount 95.",
+        "Call find_patient with full_name 'Lucas Yilmaz', list_appointments, get_invoice for apt_ah2f96, then pay_invoice inv_qd5x84 amount 95.",
         gold,
         expected,
-        claims=[Claim(text="Invoice inv_0003 for $95.00 is now paid.", values=["95", "paid"])],
+        claims=[Claim(text="Invoice inv_qd5x84 for $95.00 is now paid.", values=["95", "paid"])],
         policy_checks=[PolicyCheck(rule="pay the exact amount due", kind="must_call", tool="pay_invoice")],
     )
 
@@ -104,15 +104,15 @@ async def booking_task(connections: Connections) -> Task:
     """Two turns: look up a cardiologist's slot (read), then book it; the email is a hidden fact."""
     calls = [
         ("search_doctors", {"specialty": "cardiology"}),
-        ("list_free_slots", {"doctor_id": "doc_002", "starts_after": "2026-03-02T09:00:00Z"}),
+        ("list_free_slots", {"doctor_id": "doc_sty6w9", "starts_after": "2026-03-02T09:00:00Z"}),
         ("find_patient", {"email": "priya.lopez@example.com"}),
-        ("book_appointment", {"patient_id": "pat_0008", "slot_id": "slot_0031", "reason": "chest pain"}),
+        ("book_appointment", {"patient_id": "pat_c5dt75", "slot_id": "slot_w76wb3", "reason": "chest pain"}),
     ]
     gold, expected = await ground(connections, "book", calls, turns=[[0, 1], [2, 3]])
     return base(
         "clinic-book",
         "Hello! When is Dr. Tanaka, the cardiologist, next free?",
-        "search_doctors specialty cardiology, then list_free_slots for doc_002 starts_after 2026-03-02T09:00:00Z.",
+        "search_doctors specialty cardiology, then list_free_slots for doc_sty6w9 starts_after 2026-03-02T09:00:00Z.",
         gold,
         expected,
         persona=Persona(name="Priya Lopez", email="priya.lopez@example.com"),
@@ -132,7 +132,7 @@ async def read_task(connections: Connections) -> Task:
     """A read-only question: the answer's claims carry the whole grade."""
     calls = [
         ("find_patient", {"full_name": "Priya Lopez"}),
-        ("list_appointments", {"patient_id": "pat_0008", "status": "booked"}),
+        ("list_appointments", {"patient_id": "pat_c5dt75", "status": "booked"}),
     ]
     gold, expected = await ground(connections, "read", calls)
     appointments = gold[1].output["appointments"]

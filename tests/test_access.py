@@ -55,7 +55,7 @@ async def test_with_tokens_an_episode_belongs_to_the_token_that_opened_it(farm_r
             assert (await anonymous.get(f"{farm.base_url}/")).status_code == 401
             booked = await alice.call_tool("book_appointment", booking(FREE_SLOT, "alice"), meta={EPISODE: "mine"})
             assert not booked.is_error
-            stolen = await bob.call_tool("list_appointments", {"patient_id": "pat_0001"}, meta={EPISODE: "mine"})
+            stolen = await bob.call_tool("list_appointments", {"patient_id": "pat_dc63z3"}, meta={EPISODE: "mine"})
             assert stolen.is_error and kind(stolen) == "forbidden"
             with pytest.raises(ControlError, match="forbidden"):
                 await state(bob, "mine")

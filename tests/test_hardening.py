@@ -17,7 +17,7 @@ from servers.runtime.arguments import MAX_MESSAGE_CHARS
 from servers.runtime.control import ERROR_KIND_META_KEY, ControlError, Method, ResetParams, ResetResult
 from servers.runtime.episodes import EpisodeBudget
 
-ACCOUNT = "acc_0001"
+ACCOUNT = "acc_yxhw37"
 
 
 def kind(result: Any) -> str | None:
@@ -30,8 +30,8 @@ def text(result: Any) -> str:
 
 async def _payee_of(client: Client) -> tuple[str, str]:
     """An active account and a payee saved by its owner (found over MCP, not hard-coded)."""
-    payees = (await client.call_tool("list_payees", {"customer_id": "cst_0001"})).structured_content or {}
-    accounts = (await client.call_tool("list_accounts", {})).structured_content or {}  # the default principal: cst_0001
+    payees = (await client.call_tool("list_payees", {"customer_id": "cst_vyeyc7"})).structured_content or {}
+    accounts = (await client.call_tool("list_accounts", {})).structured_content or {}  # the default principal: cst_vyeyc7
     active = next(a["account_id"] for a in accounts["accounts"] if a["status"] == "active")
     return active, payees["payees"][0]["payee_id"]
 
@@ -142,12 +142,12 @@ async def test_the_budget_evicts_least_recently_used_episodes_across_servers_and
     clinic, hotel = build_clinic(budget=budget), build_hotel(budget=budget)
     async with Client(clinic) as a, Client(hotel) as b:
         await a.call_tool("book_appointment", booking(FREE_SLOT, "oldest"), meta={EPISODE: "c1"})
-        await a.call_tool("list_appointments", {"patient_id": "pat_0001"}, meta={EPISODE: "c2"})
+        await a.call_tool("list_appointments", {"patient_id": "pat_dc63z3"}, meta={EPISODE: "c2"})
         # The hotel's episodes count against the same budget and push the clinic's oldest out.
         for n in range(3):
             await b.call_tool("search_hotels", {}, meta={EPISODE: f"h{n}"})
         assert budget.bytes <= budget.max_bytes
-        expired = await a.call_tool("list_appointments", {"patient_id": "pat_0001"}, meta={EPISODE: "c1"})
+        expired = await a.call_tool("list_appointments", {"patient_id": "pat_dc63z3"}, meta={EPISODE: "c1"})
         assert expired.is_error and kind(expired) == "episode_expired", text(expired)
         fresh = await b.call_tool("search_hotels", {}, meta={EPISODE: "h2"})
         assert not fresh.is_error
@@ -159,10 +159,10 @@ async def test_idle_episodes_expire_after_the_ttl() -> None:
     async with Client(build_clinic(budget=budget)) as client:
         await client.call_tool("book_appointment", booking(FREE_SLOT, "idle"), meta={EPISODE: "idle"})
         now[0] = 30.0
-        await client.call_tool("list_appointments", {"patient_id": "pat_0001"}, meta={EPISODE: "busy"})
+        await client.call_tool("list_appointments", {"patient_id": "pat_dc63z3"}, meta={EPISODE: "busy"})
         now[0] = 75.0  # idle is 75 s idle, busy only 45 s
-        await client.call_tool("list_appointments", {"patient_id": "pat_0001"}, meta={EPISODE: "busy"})
-        idle = await client.call_tool("list_appointments", {"patient_id": "pat_0001"}, meta={EPISODE: "idle"})
+        await client.call_tool("list_appointments", {"patient_id": "pat_dc63z3"}, meta={EPISODE: "busy"})
+        idle = await client.call_tool("list_appointments", {"patient_id": "pat_dc63z3"}, meta={EPISODE: "idle"})
     assert idle.is_error and kind(idle) == "episode_expired"
     assert len(budget) == 1
 

@@ -4,6 +4,7 @@ listing and what its argument-free reads return; the twin verifies."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from functools import partial
 from pathlib import Path
@@ -39,7 +40,9 @@ def test_a_live_server_becomes_a_verified_twin(
     # The reads' records are the seed: the twin's patients are the live server's (as far as it lists them).
     twin_ids = [row["patient_id"] for row in spec["seed"]["patients"]]
     assert twin_ids == [row["patient_id"] for row in live["patients"]][: len(twin_ids)] and len(twin_ids) >= 20
-    assert spec["entities"]["patients"]["id_format"] == "pat_{:04d}"  # new ids look like the live ones
+    # The live ids are opaque, so the twin's are too (new ones keep the live prefix): none is guessable.
+    assert spec["entities"]["patients"]["id_format"] == "pat_{:04d}" and spec["ids"] == "opaque"
+    assert not re.findall(r"\b[a-z]+_\d{3,4}\b", (out / "spec.yaml").read_text(encoding="utf-8"))
     effects = {t["name"]: t["effect"] for t in spec["tools"]}
     assert (
         effects["get_slot"] == "get" and effects["book_appointment"] == "create" and effects["find_patient"] == "search"

@@ -16,7 +16,7 @@ from servers.runtime.control import ControlError, EpisodeClient
 
 MARIA = "maria.patel@example.com"
 NOAH = "noah.moreau@example.com"
-NOAHS_CONVERSATION = "cnv_0002"
+NOAHS_CONVERSATION = "cnv_rvh3f9"
 
 
 def data(result: types.CallToolResult) -> dict[str, Any]:
@@ -95,7 +95,7 @@ async def test_array_parameters_are_checked_per_item_and_a_reply_goes_to_the_thr
         assert bad.is_error and "nobody@example.com" in bad.content[0].text  # type: ignore[union-attr]
         wrong = await episode.call_tool("create_draft", {"to_emails": f"{NOAH}, x", "subject": "Hi", "body": "Hello"})
         assert wrong.is_error and "to_emails" in wrong.content[0].text  # type: ignore[union-attr]
-        draft = data(await episode.call_tool("create_draft", {"thread_id": "thr_0001", "body": "Works for me."}))
+        draft = data(await episode.call_tool("create_draft", {"thread_id": "thr_esxwe2", "body": "Works for me."}))
         assert draft["mailbox_email"] == MARIA and draft["to_emails"] and MARIA not in draft["to_emails"]
         sent = data(await episode.call_tool("send_draft", {"draft_id": draft["draft_id"]}))
         assert sent["sender_email"] == MARIA and sent["to_emails"] == draft["to_emails"]

@@ -105,11 +105,11 @@ def solve_pay(request: dict[str, Any]) -> Any:
     tools = [m for m in request["messages"] if m["role"] == "tool"]
     steps = [
         {"tool_calls": [{"name": "find_patient", "arguments": {"full_name": "Lucas Yilmaz"}}]},
-        {"tool_calls": [{"name": "list_appointments", "arguments": {"patient_id": "pat_0001"}}]},
-        {"tool_calls": [{"name": "get_invoice", "arguments": {"appointment_id": "apt_0003"}}]},
-        {"tool_calls": [{"name": "pay_invoice", "arguments": {"invoice_id": "inv_0003", "amount": 95}}]},
+        {"tool_calls": [{"name": "list_appointments", "arguments": {"patient_id": "pat_dc63z3"}}]},
+        {"tool_calls": [{"name": "get_invoice", "arguments": {"appointment_id": "apt_ah2f96"}}]},
+        {"tool_calls": [{"name": "pay_invoice", "arguments": {"invoice_id": "inv_qd5x84", "amount": 95}}]},
     ]
-    return steps[len(tools)] if len(tools) < len(steps) else "Your invoice inv_0003 of $95.00 is now paid."
+    return steps[len(tools)] if len(tools) < len(steps) else "Your invoice inv_qd5x84 of $95.00 is now paid."
 
 
 async def test_openai_policy_solves_a_task_over_http() -> None:
@@ -232,7 +232,7 @@ async def test_judge_grades_claims_and_garbage_is_a_recorded_judge_error() -> No
         graded = await Scorer(judge=judge)(trajectory.model_copy(deep=True))
         await judge.aclose()
     assert graded.score and graded.score.claims[0].score == 0.5 and graded.score.claims[0].judge == "openai:scripted"
-    assert "Invoice inv_0003" in model.requests[0]["messages"][1]["content"]
+    assert "Invoice inv_qd5x84" in model.requests[0]["messages"][1]["content"]
     with scripted_openai(["The claim looks right to me!", {"raw": "<html>"}]) as model:
         judge = ChatModel(config(model.base_url))
         garbage = await Scorer(judge=judge)(trajectory.model_copy(deep=True))
@@ -321,4 +321,4 @@ def test_tools_json_is_the_openai_function_schema() -> None:
 async def test_grounding_helper_rejects_a_failing_chain() -> None:
     async with farm() as connections:
         with pytest.raises(AssertionError, match="pay_invoice failed"):
-            await ground(connections, "bad", [("pay_invoice", {"invoice_id": "inv_0003", "amount": 1.0})])
+            await ground(connections, "bad", [("pay_invoice", {"invoice_id": "inv_qd5x84", "amount": 1.0})])

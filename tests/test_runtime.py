@@ -18,7 +18,7 @@ from servers.runtime.control import ERROR_KIND_META_KEY, ControlError, TableDiff
 from servers.runtime.database import Database
 from servers.runtime.server import ServerDefinition, ToolDefinition, build_server
 
-PATIENT = "pat_0001"
+PATIENT = "pat_dc63z3"
 
 
 def kind(result: Any) -> str | None:
@@ -103,20 +103,20 @@ FAILED_CALLS = [
     pytest.param("book_appointment", booking(FREE_SLOT, "x", "pat_9999"), "rejected", "pat_9999", id="unknown-id"),
     pytest.param(
         "cancel_appointment",
-        {"appointment_id": "apt_0001", "cancel_reason": "busy"},
+        {"appointment_id": "apt_pz2v99", "cancel_reason": "busy"},
         "rejected",
         "not booked",
         id="broken-rule",
     ),
     pytest.param(
         "reschedule_appointment",
-        {"appointment_id": "apt_0040", "slot_id": "slot_0299"},
+        {"appointment_id": "apt_ctfy96", "slot_id": "slot_aer4e9"},
         "rejected",
         "same doctor",
         id="broken-rule-custom",
     ),
     pytest.param(
-        "pay_invoice", {"invoice_id": "inv_0002", "amount": 1.0}, "rejected", "amount", id="broken-rule-update"
+        "pay_invoice", {"invoice_id": "inv_ms4fr3", "amount": 1.0}, "rejected", "amount", id="broken-rule-update"
     ),
 ]
 
@@ -134,8 +134,8 @@ async def test_a_failed_call_is_an_error_result_and_changes_nothing(
         assert names in result.content[0].text  # the message names what to fix
         assert after.hash == before.hash
         # Nothing hidden changed either: the next id handed out is the one it would have been.
-        booked = await client.call_tool("book_appointment", booking("slot_0011", "after"))
-        assert booked.structured_content is not None and booked.structured_content["appointment_id"] == "apt_0062"
+        booked = await client.call_tool("book_appointment", booking("slot_nbb5i4", "after"))
+        assert booked.structured_content is not None and booked.structured_content["appointment_id"] == "apt_j9fuj7"
 
 
 # A server whose tools write and then fail, as buggy or rule-breaking handlers do.
@@ -222,19 +222,20 @@ async def test_reset_returns_an_episode_to_the_seed() -> None:
 async def test_reset_loads_a_given_initial_state() -> None:
     async with Client(build()) as client:
         rows = (await state(client, rows=True)).state
-        invoices = [{**row, "status": "paid"} if row["invoice_id"] == "inv_0002" else row for row in rows["invoices"]]
+        invoices = [{**row, "status": "paid"} if row["invoice_id"] == "inv_ms4fr3" else row for row in rows["invoices"]]
+        target = next(row for row in invoices if row["invoice_id"] == "inv_ms4fr3")
         loaded = await reset(client, "given", {"invoices": invoices})
         exported = await state(client, "given")
         invoice = await client.call_tool(
-            "get_invoice", {"appointment_id": invoices[1]["appointment_id"]}, meta={EPISODE: "given"}
+            "get_invoice", {"appointment_id": target["appointment_id"]}, meta={EPISODE: "given"}
         )
         paying = await client.call_tool(
-            "pay_invoice", {"invoice_id": "inv_0002", "amount": invoices[1]["amount"]}, meta={EPISODE: "given"}
+            "pay_invoice", {"invoice_id": "inv_ms4fr3", "amount": target["amount"]}, meta={EPISODE: "given"}
         )
     assert loaded.hash == exported.hash
     assert exported.diff == {
         "invoices": TableDiff(
-            updated=[{"key": "inv_0002", "before": {"status": "open"}, "after": {"status": "paid"}}],
+            updated=[{"key": "inv_ms4fr3", "before": {"status": "open"}, "after": {"status": "paid"}}],
         )
     }
     assert invoice.structured_content is not None and invoice.structured_content["status"] == "paid"
@@ -271,8 +272,8 @@ async def test_closing_an_episode_frees_it() -> None:
 async def test_replaying_the_same_calls_gives_the_same_outputs_and_hash() -> None:
     calls = [
         ("book_appointment", booking(FREE_SLOT, "replay")),
-        ("cancel_appointment", {"appointment_id": "apt_0061", "cancel_reason": "moved"}),
-        ("pay_invoice", {"invoice_id": "inv_0002", "amount": 1.0}),
+        ("cancel_appointment", {"appointment_id": "apt_c4p5y6", "cancel_reason": "moved"}),
+        ("pay_invoice", {"invoice_id": "inv_ms4fr3", "amount": 1.0}),
     ]
     runs = []
     for _ in range(2):

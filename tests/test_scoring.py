@@ -21,7 +21,7 @@ from clients.scoring import (
 from clients.tasks import Claim, ExpectedState, Persona, Provenance, Task
 from clients.trajectory import Score, ServerState
 
-OTHER_SLOT = "slot_0031"
+OTHER_SLOT = "slot_w76wb3"
 
 
 async def final_state(calls: list[tuple[str, dict[str, Any]]], name: str) -> ServerState:
@@ -36,7 +36,7 @@ async def final_state(calls: list[tuple[str, dict[str, Any]]], name: str) -> Ser
 
 
 def book(slot: str, reason: str) -> tuple[str, dict[str, Any]]:
-    return "book_appointment", {"patient_id": "pat_0001", "slot_id": slot, "reason": reason}
+    return "book_appointment", {"patient_id": "pat_dc63z3", "slot_id": slot, "reason": reason}
 
 
 def task_expecting(state: ServerState) -> Task:
@@ -77,7 +77,7 @@ async def test_state_match_is_path_independent_and_strict() -> None:
         [
             book(FREE_SLOT, "checkup"),
             book(OTHER_SLOT, "chest pain"),
-            ("pay_invoice", {"invoice_id": "inv_0003", "amount": 95.0}),
+            ("pay_invoice", {"invoice_id": "inv_qd5x84", "amount": 95.0}),
         ],
         "extra",
     )
@@ -113,10 +113,10 @@ def test_values_are_matched_after_normalizing(value: str, answer: str, found: bo
 
 
 def test_claim_grades_are_one_half_or_zero() -> None:
-    claim = Claim(text="Invoice inv_0003 for $95 is paid.", values=["inv_0003", "95", "paid"])
-    assert grade_claim(claim, "Invoice INV_0003 for $95.00 is now paid.").score == 1.0
+    claim = Claim(text="Invoice inv_qd5x84 for $95 is paid.", values=["inv_qd5x84", "95", "paid"])
+    assert grade_claim(claim, "Invoice INV_QD5X84 for $95.00 is now paid.").score == 1.0
     half = grade_claim(claim, "I paid $95.")
-    assert half.score == 0.5 and half.missing == ["inv_0003"]
+    assert half.score == 0.5 and half.missing == ["inv_qd5x84"]
     assert grade_claim(claim, "Nothing happened.").score == 0.0
     assert grade_claim(Claim(text="Dr. Tanaka"), "You will see dr. tanaka.").score == 1.0
 

@@ -23,7 +23,7 @@ from clients.connect import FarmProcess, free_port, http_client, shared_http_cli
 from envfarm.cli import client_config
 from servers.runtime.registry import load_registry
 
-PATIENT = "pat_0001"
+PATIENT = "pat_dc63z3"
 
 
 def unique(prefix: str) -> str:

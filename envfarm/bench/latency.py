@@ -22,7 +22,7 @@ from clients.connect import free_port, stdio_params
 from envfarm.bench.report import REFERENCE
 from servers.runtime.control import EpisodeClient
 
-PATIENT = "pat_0001"
+PATIENT = "pat_dc63z3"
 
 # A do-nothing server: the SDK's own floor for each transport, measured in the same run.
 FLOOR_SERVER = """

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from factory.ids import opaque_seed
 from factory.world.clock import parse_instant
 
 SPECS = Path(__file__).resolve().parents[1] / "specs"
@@ -30,4 +31,9 @@ def built_seed(server: str, specs: Path = SPECS) -> dict[str, list[dict[str, Any
     rows: dict[str, list[dict[str, Any]]] = module.build(
         random.Random(int(header.get("seed_number", 0))), parse_instant(str(header["now"]))
     )
+    if header.get("ids") == "opaque":  # the owner's ids as its server publishes them, so quotes of them match
+        entities = header["entities"]
+        formats = {t: str(e["id_format"]) for t, e in entities.items()}
+        namespace = str(header.get("id_namespace") or server)
+        return opaque_seed(namespace, formats, {t: str(e["primary_key"]) for t, e in entities.items()}, rows)
     return rows

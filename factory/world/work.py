@@ -71,8 +71,9 @@ def check_group(seeds: Seeds, group: Group) -> list[Violation]:
                     )
                 )
     if chat:
+        home = chat["workspaces"][0]["workspace_id"]  # the first workspace, whatever form its id takes
         channel = next(
-            (c for c in chat["channels"] if c["name"] == group.chat_channel and c["workspace_id"] == "ws_01"), None
+            (c for c in chat["channels"] if c["name"] == group.chat_channel and c["workspace_id"] == home), None
         )
         if channel is not None:
             email_of = {m["member_id"]: m["email"] for m in chat["members"]}

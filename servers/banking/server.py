@@ -33,6 +33,7 @@ DEFINITION = ServerDefinition(
         "transactions": "txn_{:05d}",
         "scheduled_payments": "sch_{:04d}",
     },
+    id_namespace="banking",
     tools=[
         ToolDefinition("find_customer", "search"),
         ToolDefinition("list_accounts", "search"),

@@ -342,9 +342,9 @@ def find_customer(
 ) -> FindCustomerResult:
     """Find bank customers by part of the name or exact email. Shows their daily transfer limit.
 
-    Matching: full_name contains (case-insensitive); email equals. Ordered by customer_id. Returns 25
-    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
-    the next page.
+    Matching: full_name contains (case-insensitive); email equals. Ordered oldest first. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
     """
     args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
     page = db.page(
@@ -352,7 +352,7 @@ def find_customer(
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (email = :principal)"
-        " ORDER BY customer_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Customer(**row) for row in page['rows']]
@@ -397,7 +397,7 @@ def list_accounts(
     """List your accounts with balances and status. To send money to someone else's account in this bank,
     give its account number to transfer_funds.
 
-    Matching: account_number equals; type equals. Ordered by account_id. Returns 25 rows per page by
+    Matching: account_number equals; type equals. Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     args = {"account_number": account_number, "type": type, "now": db.now, "principal": db.principal}
@@ -406,7 +406,7 @@ def list_accounts(
         " WHERE (:account_number IS NULL OR account_number = :account_number)"
         " AND (:type IS NULL OR type = :type)"
         " AND (customer_id IN (SELECT customer_id FROM customers WHERE email = :principal))"
-        " ORDER BY account_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Account(**row) for row in page['rows']]
@@ -482,8 +482,8 @@ def list_transactions(
     """List an account's statement lines, optionally by category or date range, oldest first.
 
     Matching: account_id equals; category equals; posted_after at or after/above; posted_before at or
-    before/below. Ordered by txn_id. Returns 60 rows per page by default (limit: up to 200) with total
-    and has_more; pass the returned cursor to get the next page.
+    before/below. Ordered oldest first. Returns 60 rows per page by default (limit: up to 200) with
+    total and has_more; pass the returned cursor to get the next page.
     """
     db.require("accounts", "account_id", account_id, "account_id")
     args = {
@@ -501,7 +501,7 @@ def list_transactions(
         " AND (:posted_after IS NULL OR posted_at >= :posted_after)"
         " AND (:posted_before IS NULL OR posted_at <= :posted_before)"
         " AND (account_id IN (SELECT account_id FROM accounts WHERE customer_id IN (SELECT customer_id FROM customers WHERE email = :principal)))"
-        " ORDER BY txn_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Transaction(**row) for row in page['rows']]
@@ -702,9 +702,9 @@ def list_transfers(
 ) -> ListTransfersResult:
     """List transfers sent from an account, optionally by scope or since a time.
 
-    Matching: from_account_id equals; scope equals; created_after at or after/above. Ordered by
-    transfer_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass
-    the returned cursor to get the next page.
+    Matching: from_account_id equals; scope equals; created_after at or after/above. Ordered oldest
+    first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
+    returned cursor to get the next page.
     """
     db.require("accounts", "account_id", from_account_id, "from_account_id")
     args = {
@@ -720,7 +720,7 @@ def list_transfers(
         " AND (:scope IS NULL OR scope = :scope)"
         " AND (:created_after IS NULL OR created_at >= :created_after)"
         " AND (from_account_id IN (SELECT account_id FROM accounts WHERE customer_id IN (SELECT customer_id FROM customers WHERE email = :principal)) OR to_account_id IN (SELECT account_id FROM accounts WHERE customer_id IN (SELECT customer_id FROM customers WHERE email = :principal)))"
-        " ORDER BY transfer_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Transfer(**row) for row in page['rows']]
@@ -764,9 +764,9 @@ def list_payees(
 ) -> ListPayeesResult:
     """List the payees a customer saved, with their bank and account number.
 
-    Matching: customer_id equals; name contains (case-insensitive). Ordered by payee_id. Returns 25 rows
-    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
-    next page.
+    Matching: customer_id equals; name contains (case-insensitive). Ordered oldest first. Returns 25
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
     """
     db.require("customers", "customer_id", customer_id, "customer_id")
     args = {"customer_id": customer_id, "name": name, "now": db.now, "principal": db.principal}
@@ -775,7 +775,7 @@ def list_payees(
         " WHERE (:customer_id IS NULL OR customer_id = :customer_id)"
         " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (customer_id IN (SELECT customer_id FROM customers WHERE email = :principal))"
-        " ORDER BY payee_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Payee(**row) for row in page['rows']]
@@ -977,7 +977,7 @@ def list_scheduled_payments(
 ) -> ListScheduledPaymentsResult:
     """List an account's scheduled payments, optionally by status.
 
-    Matching: account_id equals; status equals. Ordered by schedule_id. Returns 25 rows per page by
+    Matching: account_id equals; status equals. Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("accounts", "account_id", account_id, "account_id")
@@ -987,7 +987,7 @@ def list_scheduled_payments(
         " WHERE (:account_id IS NULL OR account_id = :account_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (account_id IN (SELECT account_id FROM accounts WHERE customer_id IN (SELECT customer_id FROM customers WHERE email = :principal)))"
-        " ORDER BY schedule_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [ScheduledPayment(**row) for row in page['rows']]
@@ -1206,7 +1206,7 @@ def list_cards(
 ) -> ListCardsResult:
     """List the debit cards of an account with their status.
 
-    Matching: account_id equals. Ordered by card_id. Returns 25 rows per page by default (limit: up to
+    Matching: account_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("accounts", "account_id", account_id, "account_id")
@@ -1215,7 +1215,7 @@ def list_cards(
         "SELECT * FROM cards"
         " WHERE (:account_id IS NULL OR account_id = :account_id)"
         " AND (account_id IN (SELECT account_id FROM accounts WHERE customer_id IN (SELECT customer_id FROM customers WHERE email = :principal)))"
-        " ORDER BY card_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Card(**row) for row in page['rows']]

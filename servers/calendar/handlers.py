@@ -154,7 +154,7 @@ def _attending(db: Database, email: str, starts_after: str, starts_before: str) 
         (starts_before, email, email),
     )
     found = [o for event in candidates for o in occurrences(db, event, starts_after, starts_before)]
-    return sorted(found, key=lambda e: (e["starts_at"], e["event_id"]))
+    return sorted(found, key=lambda e: (e["starts_at"], e["ends_at"], e["event_id"]))  # ids only break full ties
 
 
 def create_recurring_event(

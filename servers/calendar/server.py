@@ -32,6 +32,7 @@ DEFINITION = ServerDefinition(
         "event_exceptions": "exc_{:04d}",
         "invitations": "inv_{:04d}",
     },
+    id_namespace="calendar",
     tools=[
         ToolDefinition("find_people", "search"),
         ToolDefinition("list_calendars", "search"),

@@ -327,8 +327,8 @@ def find_people(
     """Look up colleagues by part of their name, exact email or department. Returns each person's email,
     which the other tools use to name organizers and invitees.
 
-    Matching: full_name contains (case-insensitive); email equals; department equals. Ordered by
-    person_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
+    Matching: full_name contains (case-insensitive); email equals; department equals. Ordered oldest
+    first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
     returned cursor to get the next page.
     """
     args = {
@@ -343,7 +343,7 @@ def find_people(
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:department IS NULL OR department = :department)"
-        " ORDER BY person_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Person(**row) for row in page['rows']]
@@ -395,7 +395,7 @@ def list_calendars(
     """List calendars: a person's own calendar (kind personal) or the shared team calendars (kind team).
     Returns calendar ids for create_event.
 
-    Matching: owner_email equals; kind equals; name contains (case-insensitive). Ordered by calendar_id.
+    Matching: owner_email equals; kind equals; name contains (case-insensitive). Ordered oldest first.
     Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass the returned
     cursor to get the next page.
     """
@@ -405,7 +405,7 @@ def list_calendars(
         " WHERE (:owner_email IS NULL OR owner_email = :owner_email)"
         " AND (:kind IS NULL OR kind = :kind)"
         " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY calendar_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Calendar(**row) for row in page['rows']]
@@ -488,9 +488,9 @@ def search_events(
     ids for get_event, list_invitations and the tools that change an event.
 
     Matching: title contains (case-insensitive); organizer_email equals; calendar_id equals; room_id
-    equals; status equals; starts_after at or after/above; starts_before at or before/below. Ordered by
-    event_id. Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass the
-    returned cursor to get the next page.
+    equals; status equals; starts_after at or after/above; starts_before at or before/below. Ordered
+    oldest first. Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass
+    the returned cursor to get the next page.
     """
     args = {
         "title": title,
@@ -512,7 +512,7 @@ def search_events(
         " AND (:status IS NULL OR status = :status)"
         " AND (:starts_after IS NULL OR starts_at >= :starts_after)"
         " AND (:starts_before IS NULL OR starts_at <= :starts_before)"
-        " ORDER BY event_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Event(**row) for row in page['rows']]
@@ -580,9 +580,9 @@ def list_invitations(
     one person is invited to (give email). Returns invitation ids for respond_to_invitation and
     remove_attendee.
 
-    Matching: event_id equals; email equals; response equals. Ordered by invitation_id. Returns 100 rows
-    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
-    next page.
+    Matching: event_id equals; email equals; response equals. Ordered oldest first. Returns 100 rows per
+    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
+    page.
     """
     args = {
         "event_id": event_id,
@@ -596,7 +596,7 @@ def list_invitations(
         " WHERE (:event_id IS NULL OR event_id = :event_id)"
         " AND (:email IS NULL OR email = :email)"
         " AND (:response IS NULL OR response = :response)"
-        " ORDER BY invitation_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Invitation(**row) for row in page['rows']]
@@ -655,7 +655,7 @@ def find_rooms(
     """Find meeting rooms by name, floor, minimum capacity or video equipment. Returns room ids.
 
     Matching: name contains (case-insensitive); floor equals; min_capacity at or after/above; has_video
-    equals. Ordered by room_id. Returns 25 rows per page by default (limit: up to 200) with total and
+    equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to 200) with total and
     has_more; pass the returned cursor to get the next page.
     """
     args = {
@@ -672,7 +672,7 @@ def find_rooms(
         " AND (:floor IS NULL OR floor = :floor)"
         " AND (:min_capacity IS NULL OR capacity >= :min_capacity)"
         " AND (:has_video IS NULL OR has_video = :has_video)"
-        " ORDER BY room_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Room(**row) for row in page['rows']]

@@ -38,11 +38,11 @@ def search_available_vehicles(
         " AND julianday(r.pickup_at) < julianday(?) AND julianday(?) < julianday(r.return_due_at))"
         " AND NOT EXISTS (SELECT 1 FROM rentals o WHERE o.vehicle_id = v.vehicle_id AND o.status IN ('reserved', 'active')"
         " AND o.dropoff_branch_id != v.branch_id)"
-        " ORDER BY c.daily_rate, v.vehicle_id",
+        " ORDER BY c.daily_rate, v.rowid",
         (branch_id, class_id, class_id, return_due_at, pickup_at),
     )
-    class_ids = sorted({v["class_id"] for v in vehicles})
-    classes = [db.require("vehicle_classes", "class_id", c, "class_id") for c in class_ids]
+    class_ids = {v["class_id"] for v in vehicles}
+    classes = [c for c in db.all("SELECT * FROM vehicle_classes ORDER BY rowid") if c["class_id"] in class_ids]
     return {"branch_id": branch_id, "vehicles": vehicles, "classes": classes}
 
 
@@ -57,7 +57,7 @@ def create_rental(
         "rentals",
         {
             "rental_id": rental_id,
-            "confirmation_code": confirmation_code(int(rental_id.split("_")[1])),
+            "confirmation_code": confirmation_code(db.id_number("rentals")),
             "driver_id": driver_id,
             "vehicle_id": vehicle_id,
             "pickup_branch_id": vehicle["branch_id"],

@@ -34,6 +34,7 @@ DEFINITION = ServerDefinition(
         "rental_extras": "rex_{:04d}",
         "damage_reports": "dmg_{:04d}",
     },
+    id_namespace="car_rental",
     tools=[
         ToolDefinition("list_branches", "search"),
         ToolDefinition("list_vehicle_classes", "search"),

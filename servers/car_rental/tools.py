@@ -425,7 +425,7 @@ def list_branches(
 ) -> ListBranchesResult:
     """List branches by city or kind, with opening hours and whether they accept one-way returns.
 
-    Matching: city equals; kind equals; allows_one_way_dropoff equals. Ordered by branch_id. Returns 25
+    Matching: city equals; kind equals; allows_one_way_dropoff equals. Ordered oldest first. Returns 25
     rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
     the next page.
     """
@@ -441,7 +441,7 @@ def list_branches(
         " WHERE (:city IS NULL OR city = :city)"
         " AND (:kind IS NULL OR kind = :kind)"
         " AND (:allows_one_way_dropoff IS NULL OR allows_one_way_dropoff = :allows_one_way_dropoff)"
-        " ORDER BY branch_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Branch(**row) for row in page['rows']]
@@ -478,14 +478,14 @@ def list_vehicle_classes(
 ) -> ListVehicleClassesResult:
     """List vehicle classes with seats, daily rates, deposits, minimum driver age and typical models.
 
-    Matching: name contains (case-insensitive). Ordered by class_id. Returns 25 rows per page by default
-    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    Matching: name contains (case-insensitive). Ordered oldest first. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     args = {"name": name, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM vehicle_classes"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY class_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [VehicleClass(**row) for row in page['rows']]
@@ -608,8 +608,8 @@ def find_driver(
 ) -> FindDriverResult:
     """Find drivers by name, email or licence number. Returns driver ids, birth dates and licence expiry.
 
-    Matching: full_name contains (case-insensitive); email equals; license_number equals. Ordered by
-    driver_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
+    Matching: full_name contains (case-insensitive); email equals; license_number equals. Ordered oldest
+    first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
     returned cursor to get the next page.
     """
     args = {
@@ -624,7 +624,7 @@ def find_driver(
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:license_number IS NULL OR license_number = :license_number)"
-        " ORDER BY driver_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Driver(**row) for row in page['rows']]
@@ -816,9 +816,9 @@ def find_rental(
 ) -> FindRentalResult:
     """Find rentals by confirmation code, driver, vehicle or status.
 
-    Matching: confirmation_code equals; driver_id equals; vehicle_id equals; status equals. Ordered by
-    rental_id. Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass the
-    returned cursor to get the next page.
+    Matching: confirmation_code equals; driver_id equals; vehicle_id equals; status equals. Ordered
+    oldest first. Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass
+    the returned cursor to get the next page.
     """
     if driver_id is not None:
         db.require("drivers", "driver_id", driver_id, "driver_id")
@@ -838,7 +838,7 @@ def find_rental(
         " AND (:driver_id IS NULL OR driver_id = :driver_id)"
         " AND (:vehicle_id IS NULL OR vehicle_id = :vehicle_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY rental_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Rental(**row) for row in page['rows']]
@@ -875,14 +875,14 @@ def list_extras(
 ) -> ListExtrasResult:
     """List the extras that can be added to a rental, with daily prices and how many fit one rental.
 
-    Matching: name contains (case-insensitive). Ordered by extra_id. Returns 25 rows per page by default
-    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    Matching: name contains (case-insensitive). Ordered oldest first. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     args = {"name": name, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM extras"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY extra_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Extra(**row) for row in page['rows']]
@@ -994,7 +994,7 @@ def list_rental_extras(
 ) -> ListRentalExtrasResult:
     """List the extras booked on a rental with quantities and daily prices.
 
-    Matching: rental_id equals. Ordered by line_id. Returns 25 rows per page by default (limit: up to
+    Matching: rental_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("rentals", "rental_id", rental_id, "rental_id")
@@ -1002,7 +1002,7 @@ def list_rental_extras(
     page = db.page(
         "SELECT * FROM rental_extras"
         " WHERE (:rental_id IS NULL OR rental_id = :rental_id)"
-        " ORDER BY line_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [RentalExtra(**row) for row in page['rows']]
@@ -1351,7 +1351,7 @@ def list_damage_reports(
 ) -> ListDamageReportsResult:
     """List damage reports of a car or by status and severity.
 
-    Matching: vehicle_id equals; status equals; severity equals. Ordered by report_id. Returns 25 rows
+    Matching: vehicle_id equals; status equals; severity equals. Ordered oldest first. Returns 25 rows
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
@@ -1369,7 +1369,7 @@ def list_damage_reports(
         " WHERE (:vehicle_id IS NULL OR vehicle_id = :vehicle_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:severity IS NULL OR severity = :severity)"
-        " ORDER BY report_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [DamageReport(**row) for row in page['rows']]
@@ -1463,7 +1463,7 @@ def list_vehicles(
 ) -> ListVehiclesResult:
     """The fleet, by branch, class or status (available, rented, maintenance, retired).
 
-    Matching: branch_id equals; class_id equals; status equals. Ordered by vehicle_id. Returns 25 rows
+    Matching: branch_id equals; class_id equals; status equals. Ordered oldest first. Returns 25 rows
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
@@ -1483,7 +1483,7 @@ def list_vehicles(
         " WHERE (:branch_id IS NULL OR branch_id = :branch_id)"
         " AND (:class_id IS NULL OR class_id = :class_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY vehicle_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Vehicle(**row) for row in page['rows']]

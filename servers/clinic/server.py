@@ -31,6 +31,7 @@ DEFINITION = ServerDefinition(
         "appointments": "apt_{:04d}",
         "invoices": "inv_{:04d}",
     },
+    id_namespace="clinic",
     tools=[
         ToolDefinition("find_patient", "search"),
         ToolDefinition("search_doctors", "search"),

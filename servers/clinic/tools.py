@@ -208,8 +208,8 @@ def find_patient(
 ) -> FindPatientResult:
     """Find patients by name, email or date of birth. Returns matching patient records with their ids.
 
-    Matching: full_name contains (case-insensitive); email equals; date_of_birth equals. Ordered by
-    patient_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
+    Matching: full_name contains (case-insensitive); email equals; date_of_birth equals. Ordered oldest
+    first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
     returned cursor to get the next page.
     """
     args = {
@@ -224,7 +224,7 @@ def find_patient(
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:date_of_birth IS NULL OR date_of_birth = :date_of_birth)"
-        " ORDER BY patient_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Patient(**row) for row in page['rows']]
@@ -268,7 +268,7 @@ def search_doctors(
 ) -> SearchDoctorsResult:
     """Search the clinic's doctors by specialty or name.
 
-    Matching: specialty equals; name contains (case-insensitive). Ordered by doctor_id. Returns 25 rows
+    Matching: specialty equals; name contains (case-insensitive). Ordered oldest first. Returns 25 rows
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
@@ -277,7 +277,7 @@ def search_doctors(
         "SELECT * FROM doctors"
         " WHERE (:specialty IS NULL OR specialty = :specialty)"
         " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY doctor_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Doctor(**row) for row in page['rows']]
@@ -329,7 +329,7 @@ def list_free_slots(
 ) -> ListFreeSlotsResult:
     """List a doctor's free slots on or after a given time, earliest first.
 
-    Matching: doctor_id equals; starts_after at or after/above; is_free equals. Ordered by slot_id.
+    Matching: doctor_id equals; starts_after at or after/above; is_free equals. Ordered oldest first.
     Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the returned
     cursor to get the next page.
     """
@@ -346,7 +346,7 @@ def list_free_slots(
         " WHERE (:doctor_id IS NULL OR doctor_id = :doctor_id)"
         " AND (:starts_after IS NULL OR starts_at >= :starts_after)"
         " AND (:is_free IS NULL OR is_free = :is_free)"
-        " ORDER BY slot_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Slot(**row) for row in page['rows']]
@@ -444,7 +444,7 @@ def list_appointments(
 ) -> ListAppointmentsResult:
     """List a patient's appointments, optionally only those with a given status.
 
-    Matching: patient_id equals; status equals. Ordered by appointment_id. Returns 25 rows per page by
+    Matching: patient_id equals; status equals. Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("patients", "patient_id", patient_id, "patient_id")
@@ -453,7 +453,7 @@ def list_appointments(
         "SELECT * FROM appointments"
         " WHERE (:patient_id IS NULL OR patient_id = :patient_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY appointment_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Appointment(**row) for row in page['rows']]

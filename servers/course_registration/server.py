@@ -35,6 +35,7 @@ DEFINITION = ServerDefinition(
         "grades": "grd_{:04d}",
         "prerequisite_overrides": "ovr_{:04d}",
     },
+    id_namespace="course_registration",
     tools=[
         ToolDefinition("find_student", "search"),
         ToolDefinition("list_terms", "search"),

@@ -421,9 +421,9 @@ def find_student(
     """Find students by part of their name, exact email or program. Returns student records with their
     student_id.
 
-    Matching: full_name contains (case-insensitive); email equals; program equals. Ordered by
-    student_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
-    returned cursor to get the next page.
+    Matching: full_name contains (case-insensitive); email equals; program equals. Ordered oldest first.
+    Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the returned
+    cursor to get the next page.
     """
     args = {
         "full_name": full_name,
@@ -437,7 +437,7 @@ def find_student(
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:program IS NULL OR program = :program)"
-        " ORDER BY student_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Student(**row) for row in page['rows']]
@@ -482,7 +482,7 @@ def list_terms(
     """List academic terms with their registration window, drop deadline and status. Gives the term_id
     other tools need.
 
-    Matching: name contains (case-insensitive); status equals. Ordered by term_id. Returns 25 rows per
+    Matching: name contains (case-insensitive); status equals. Ordered oldest first. Returns 25 rows per
     page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
@@ -491,7 +491,7 @@ def list_terms(
         "SELECT * FROM terms"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY term_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Term(**row) for row in page['rows']]
@@ -544,7 +544,7 @@ def search_courses(
     credits.
 
     Matching: code contains (case-insensitive); title contains (case-insensitive); department equals.
-    Ordered by course_id. Returns 25 rows per page by default (limit: up to 200) with total and
+    Ordered oldest first. Returns 25 rows per page by default (limit: up to 200) with total and
     has_more; pass the returned cursor to get the next page.
     """
     args = {"code": code, "title": title, "department": department, "now": db.now, "principal": db.principal}
@@ -553,7 +553,7 @@ def search_courses(
         " WHERE (:code IS NULL OR lower(code) LIKE '%' || replace(replace(replace(lower(:code), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:department IS NULL OR department = :department)"
-        " ORDER BY course_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Course(**row) for row in page['rows']]
@@ -590,15 +590,15 @@ def list_prerequisites(
 ) -> ListPrerequisitesResult:
     """List the prerequisite courses of a course (each row's required_course_id must be passed first).
 
-    Matching: course_id equals. Ordered by prerequisite_id. Returns 25 rows per page by default (limit:
-    up to 200) with total and has_more; pass the returned cursor to get the next page.
+    Matching: course_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("courses", "course_id", course_id, "course_id")
     args = {"course_id": course_id, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM prerequisites"
         " WHERE (:course_id IS NULL OR course_id = :course_id)"
-        " ORDER BY prerequisite_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Prerequisite(**row) for row in page['rows']]
@@ -642,16 +642,16 @@ def search_instructors(
 ) -> SearchInstructorsResult:
     """Search instructors by name or department. Returns instructor_id for filtering sections.
 
-    Matching: name contains (case-insensitive); department equals. Ordered by instructor_id. Returns 25
-    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
-    the next page.
+    Matching: name contains (case-insensitive); department equals. Ordered oldest first. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
     """
     args = {"name": name, "department": department, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM instructors"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:department IS NULL OR department = :department)"
-        " ORDER BY instructor_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Instructor(**row) for row in page['rows']]
@@ -711,8 +711,8 @@ def list_sections(
     (course_id from search_courses), term (term_id from list_terms) or instructor (instructor_id from
     search_instructors).
 
-    Matching: course_id equals; term_id equals; instructor_id equals; status equals. Ordered by
-    section_id. Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass the
+    Matching: course_id equals; term_id equals; instructor_id equals; status equals. Ordered oldest
+    first. Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass the
     returned cursor to get the next page.
     """
     if course_id is not None:
@@ -735,7 +735,7 @@ def list_sections(
         " AND (:term_id IS NULL OR term_id = :term_id)"
         " AND (:instructor_id IS NULL OR instructor_id = :instructor_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY section_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Section(**row) for row in page['rows']]
@@ -802,9 +802,9 @@ def list_enrollments(
     """List a student's enrollments (enrolled, waitlisted or dropped) with their section_id and
     enrollment_id.
 
-    Matching: student_id equals; status equals; section_id equals. Ordered by enrollment_id. Returns 25
-    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
-    the next page.
+    Matching: student_id equals; status equals; section_id equals. Ordered oldest first. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
     """
     db.require("students", "student_id", student_id, "student_id")
     if section_id is not None:
@@ -821,7 +821,7 @@ def list_enrollments(
         " WHERE (:student_id IS NULL OR student_id = :student_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:section_id IS NULL OR section_id = :section_id)"
-        " ORDER BY enrollment_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Enrollment(**row) for row in page['rows']]
@@ -1166,7 +1166,7 @@ def list_override_requests(
 ) -> ListOverrideRequestsResult:
     """List a student's prerequisite override requests and their decisions.
 
-    Matching: student_id equals; status equals. Ordered by override_id. Returns 25 rows per page by
+    Matching: student_id equals; status equals. Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("students", "student_id", student_id, "student_id")
@@ -1175,7 +1175,7 @@ def list_override_requests(
         "SELECT * FROM prerequisite_overrides"
         " WHERE (:student_id IS NULL OR student_id = :student_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY override_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [PrerequisiteOverride(**row) for row in page['rows']]

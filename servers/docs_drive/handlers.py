@@ -9,7 +9,7 @@ def shared_with_me(db: Database, role: str | None = None) -> dict:
     rows = db.all(
         "SELECT d.*, p.role AS shared_role FROM documents d JOIN permissions p ON p.doc_id = d.doc_id"
         " WHERE p.email = ? AND p.role != 'owner' AND d.status = 'active' AND (? IS NULL OR p.role = ?)"
-        " ORDER BY d.doc_id",
+        " ORDER BY d.rowid",
         (email, role, role),
     )
     roles = {row["doc_id"]: row.pop("shared_role") for row in rows}

@@ -32,6 +32,7 @@ DEFINITION = ServerDefinition(
         "versions": "ver_{:04d}",
         "comments": "cmt_{:04d}",
     },
+    id_namespace="docs_drive",
     tools=[
         ToolDefinition("find_people", "search"),
         ToolDefinition("list_folders", "search"),

@@ -240,7 +240,7 @@ class SharedWithMeResult(BaseModel):
 
     email: str = Field(description="Whose shared documents these are (yours)")
     documents: list[Document] = Field(description="Documents shared with you")
-    roles: dict[str, Any] = Field(description="Your role per doc id, e.g. {\"doc_0001\": \"editor\"}")
+    roles: dict[str, Any] = Field(description="Your role per doc id, e.g. {\"doc_jq5ek9\": \"editor\"}")
 
 
 class ListPermissionsResult(BaseModel):
@@ -326,7 +326,7 @@ def find_people(
     """Look up colleagues by part of their name or exact email; returns the emails the other tools use.
 
     Matching: full_name contains (case-insensitive); email equals; department is any of the given
-    values. Ordered by person_id. Returns 25 rows per page by default (limit: up to 200) with total and
+    values. Ordered oldest first. Returns 25 rows per page by default (limit: up to 200) with total and
     has_more; pass the returned cursor to get the next page.
     """
     args = {
@@ -341,7 +341,7 @@ def find_people(
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:department IS NULL OR department IN (SELECT value FROM json_each(:department)))"
-        " ORDER BY person_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Person(**row) for row in page['rows']]
@@ -393,7 +393,7 @@ def list_folders(
     """List folders by name or parent folder (top-level folders have no parent). Returns folder ids.
 
     Matching: name contains (case-insensitive); parent_id equals; department is any of the given values.
-    Ordered by folder_id. Returns 25 rows per page by default (limit: up to 200) with total and
+    Ordered oldest first. Returns 25 rows per page by default (limit: up to 200) with total and
     has_more; pass the returned cursor to get the next page.
     """
     args = {
@@ -408,7 +408,7 @@ def list_folders(
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:parent_id IS NULL OR parent_id = :parent_id)"
         " AND (:department IS NULL OR department IN (SELECT value FROM json_each(:department)))"
-        " ORDER BY folder_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Folder(**row) for row in page['rows']]
@@ -482,8 +482,9 @@ def search_documents(
     trashed). Returns doc ids for get_document and the tools that change a document.
 
     Matching: title contains (case-insensitive); folder_id equals; owner_email equals; kind equals;
-    status equals; department is any of the given values. Ordered by doc_id. Returns 50 rows per page by
-    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    status equals; department is any of the given values. Ordered oldest first. Returns 50 rows per page
+    by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
+    page.
     """
     args = {
         "title": title,
@@ -504,7 +505,7 @@ def search_documents(
         " AND (:status IS NULL OR status = :status)"
         " AND (:department IS NULL OR department IN (SELECT value FROM json_each(:department)))"
         " AND (doc_id IN (SELECT doc_id FROM permissions WHERE email = :principal))"
-        " ORDER BY doc_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Document(**row) for row in page['rows']]
@@ -586,8 +587,8 @@ def list_permissions(
     """List who has access to one of your documents (give doc_id), or which of them a person can access
     (give email). Returns permission ids for change_permission and remove_permission.
 
-    Matching: doc_id equals; email equals; role equals. Ordered by permission_id. Returns 50 rows per
-    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
+    Matching: doc_id equals; email equals; role equals. Ordered oldest first. Returns 50 rows per page
+    by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
     args = {"doc_id": doc_id, "email": email, "role": role, "now": db.now, "principal": db.principal}
@@ -597,7 +598,7 @@ def list_permissions(
         " AND (:email IS NULL OR email = :email)"
         " AND (:role IS NULL OR role = :role)"
         " AND (doc_id IN (SELECT p.doc_id FROM permissions p WHERE p.email = :principal))"
-        " ORDER BY permission_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Permission(**row) for row in page['rows']]
@@ -634,7 +635,7 @@ def list_versions(
 ) -> ListVersionsResult:
     """A document's version history, oldest first, with authors and change summaries.
 
-    Matching: doc_id equals. Ordered by version_id. Returns 25 rows per page by default (limit: up to
+    Matching: doc_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("documents", "doc_id", doc_id, "doc_id")
@@ -643,7 +644,7 @@ def list_versions(
         "SELECT * FROM versions"
         " WHERE (:doc_id IS NULL OR doc_id = :doc_id)"
         " AND (doc_id IN (SELECT doc_id FROM permissions WHERE email = :principal))"
-        " ORDER BY version_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Version(**row) for row in page['rows']]
@@ -687,7 +688,7 @@ def list_comments(
 ) -> ListCommentsResult:
     """The comments on a document, optionally only open or only resolved ones.
 
-    Matching: doc_id equals; resolved equals. Ordered by comment_id. Returns 25 rows per page by default
+    Matching: doc_id equals; resolved equals. Ordered oldest first. Returns 25 rows per page by default
     (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("documents", "doc_id", doc_id, "doc_id")
@@ -697,7 +698,7 @@ def list_comments(
         " WHERE (:doc_id IS NULL OR doc_id = :doc_id)"
         " AND (:resolved IS NULL OR resolved = :resolved)"
         " AND (doc_id IN (SELECT doc_id FROM permissions WHERE email = :principal))"
-        " ORDER BY comment_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Comment(**row) for row in page['rows']]

@@ -33,6 +33,7 @@ DEFINITION = ServerDefinition(
         "expense_lines": "lin_{:04d}",
         "approvals": "apr_{:04d}",
     },
+    id_namespace="expenses",
     tools=[
         ToolDefinition("find_employee", "search"),
         ToolDefinition("list_cost_centers", "search"),

@@ -348,9 +348,9 @@ def find_employee(
 ) -> FindEmployeeResult:
     """Find employees by part of the name, exact email or department. Shows role, manager and cost center.
 
-    Matching: full_name contains (case-insensitive); email equals; department equals. Ordered by
-    employee_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass
-    the returned cursor to get the next page.
+    Matching: full_name contains (case-insensitive); email equals; department equals. Ordered oldest
+    first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
+    returned cursor to get the next page.
     """
     args = {
         "full_name": full_name,
@@ -364,7 +364,7 @@ def find_employee(
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:department IS NULL OR department = :department)"
-        " ORDER BY employee_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Employee(**row) for row in page['rows']]
@@ -401,14 +401,14 @@ def list_cost_centers(
 ) -> ListCostCentersResult:
     """List cost centers with their annual budget and what has been spent so far.
 
-    Matching: name contains (case-insensitive). Ordered by cost_center_id. Returns 25 rows per page by
+    Matching: name contains (case-insensitive). Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     args = {"name": name, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM cost_centers"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY cost_center_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [CostCenter(**row) for row in page['rows']]
@@ -445,14 +445,14 @@ def list_categories(
 ) -> ListCategoriesResult:
     """List expense categories with the amount above which a receipt is required.
 
-    Matching: name contains (case-insensitive). Ordered by category_id. Returns 25 rows per page by
+    Matching: name contains (case-insensitive). Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     args = {"name": name, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM categories"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY category_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Category(**row) for row in page['rows']]
@@ -504,7 +504,7 @@ def list_reports(
     """List expense reports of an employee, or all reports with a status (e.g. submitted ones awaiting
     approval).
 
-    Matching: employee_id equals; status equals; cost_center_id equals. Ordered by report_id. Returns 40
+    Matching: employee_id equals; status equals; cost_center_id equals. Ordered oldest first. Returns 40
     rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
     the next page.
     """
@@ -525,7 +525,7 @@ def list_reports(
         " AND (:status IS NULL OR status = :status)"
         " AND (:cost_center_id IS NULL OR cost_center_id = :cost_center_id)"
         " AND (employee_id IN (SELECT e.employee_id FROM employees e, employees me WHERE me.email = :principal AND (e.employee_id = me.employee_id OR e.manager_id = me.employee_id OR me.role = 'finance')))"
-        " ORDER BY report_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [ExpenseReport(**row) for row in page['rows']]
@@ -620,7 +620,7 @@ def list_expense_lines(
 ) -> ListExpenseLinesResult:
     """List the lines of an expense report with amounts, categories and attached receipts.
 
-    Matching: report_id equals. Ordered by line_id. Returns 25 rows per page by default (limit: up to
+    Matching: report_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("expense_reports", "report_id", report_id, "report_id")
@@ -629,7 +629,7 @@ def list_expense_lines(
         "SELECT * FROM expense_lines"
         " WHERE (:report_id IS NULL OR report_id = :report_id)"
         " AND (report_id IN (SELECT report_id FROM expense_reports WHERE employee_id IN (SELECT e.employee_id FROM employees e, employees me WHERE me.email = :principal AND (e.employee_id = me.employee_id OR e.manager_id = me.employee_id OR me.role = 'finance'))))"
-        " ORDER BY line_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [ExpenseLine(**row) for row in page['rows']]
@@ -980,9 +980,9 @@ def list_receipts(
 ) -> ListReceiptsResult:
     """List the receipts an employee uploaded, optionally by merchant.
 
-    Matching: employee_id equals; merchant contains (case-insensitive). Ordered by receipt_id. Returns
-    40 rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to
-    get the next page.
+    Matching: employee_id equals; merchant contains (case-insensitive). Ordered oldest first. Returns 40
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
     """
     db.require("employees", "employee_id", employee_id, "employee_id")
     args = {"employee_id": employee_id, "merchant": merchant, "now": db.now, "principal": db.principal}
@@ -990,7 +990,7 @@ def list_receipts(
         "SELECT * FROM receipts"
         " WHERE (:employee_id IS NULL OR employee_id = :employee_id)"
         " AND (:merchant IS NULL OR lower(merchant) LIKE '%' || replace(replace(replace(lower(:merchant), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY receipt_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Receipt(**row) for row in page['rows']]
@@ -1254,8 +1254,8 @@ def list_approvals(
 ) -> ListApprovalsResult:
     """List the approval history of a report (who approved or rejected it, when, and why).
 
-    Matching: report_id equals. Ordered by approval_id. Returns 25 rows per page by default (limit: up
-    to 200) with total and has_more; pass the returned cursor to get the next page.
+    Matching: report_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("expense_reports", "report_id", report_id, "report_id")
     args = {"report_id": report_id, "now": db.now, "principal": db.principal}
@@ -1263,7 +1263,7 @@ def list_approvals(
         "SELECT * FROM approvals"
         " WHERE (:report_id IS NULL OR report_id = :report_id)"
         " AND (report_id IN (SELECT report_id FROM expense_reports WHERE employee_id IN (SELECT e.employee_id FROM employees e, employees me WHERE me.email = :principal AND (e.employee_id = me.employee_id OR e.manager_id = me.employee_id OR me.role = 'finance'))))"
-        " ORDER BY approval_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Approval(**row) for row in page['rows']]

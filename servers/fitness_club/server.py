@@ -33,6 +33,7 @@ DEFINITION = ServerDefinition(
         "pt_sessions": "pts_{:04d}",
         "freezes": "frz_{:04d}",
     },
+    id_namespace="fitness_club",
     tools=[
         ToolDefinition("find_member", "search"),
         ToolDefinition("list_membership_plans", "search"),

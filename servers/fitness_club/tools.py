@@ -391,7 +391,7 @@ def find_member(
 ) -> FindMemberResult:
     """Find members by name, email or membership status. Returns member ids, plan ids and renewal dates.
 
-    Matching: full_name contains (case-insensitive); email equals; status equals. Ordered by member_id.
+    Matching: full_name contains (case-insensitive); email equals; status equals. Ordered oldest first.
     Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the returned
     cursor to get the next page.
     """
@@ -407,7 +407,7 @@ def find_member(
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY member_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Member(**row) for row in page['rows']]
@@ -445,14 +445,14 @@ def list_membership_plans(
     """List membership plans with fees, weekly class allowance, off-peak limits, freeze rules and PT
     discounts.
 
-    Matching: name contains (case-insensitive). Ordered by plan_id. Returns 25 rows per page by default
-    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    Matching: name contains (case-insensitive). Ordered oldest first. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     args = {"name": name, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM membership_plans"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY plan_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [MembershipPlan(**row) for row in page['rows']]
@@ -528,7 +528,7 @@ def search_classes(
     times, capacity and places booked (a class is full when booked_count equals capacity).
 
     Matching: category equals; title contains (case-insensitive); trainer_id equals; starts_after at or
-    after/above; starts_before at or before/below; status equals. Ordered by class_id. Returns 60 rows
+    after/above; starts_before at or before/below; status equals. Ordered oldest first. Returns 60 rows
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
@@ -552,7 +552,7 @@ def search_classes(
         " AND (:starts_after IS NULL OR starts_at >= :starts_after)"
         " AND (:starts_before IS NULL OR starts_at <= :starts_before)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY class_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Class(**row) for row in page['rows']]
@@ -619,7 +619,7 @@ def list_trainers(
     """List trainers by name or specialty, and whether they offer personal training (with hourly rates).
 
     Matching: name contains (case-insensitive); specialties contains (case-insensitive);
-    offers_personal_training equals. Ordered by trainer_id. Returns 25 rows per page by default (limit:
+    offers_personal_training equals. Ordered oldest first. Returns 25 rows per page by default (limit:
     up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     args = {
@@ -634,7 +634,7 @@ def list_trainers(
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:specialties IS NULL OR lower(specialties) LIKE '%' || replace(replace(replace(lower(:specialties), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:offers_personal_training IS NULL OR offers_personal_training = :offers_personal_training)"
-        " ORDER BY trainer_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Trainer(**row) for row in page['rows']]
@@ -782,7 +782,7 @@ def list_member_bookings(
 ) -> ListMemberBookingsResult:
     """List a member's class bookings, optionally by status or class.
 
-    Matching: member_id equals; status equals; class_id equals. Ordered by booking_id. Returns 50 rows
+    Matching: member_id equals; status equals; class_id equals. Ordered oldest first. Returns 50 rows
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
@@ -801,7 +801,7 @@ def list_member_bookings(
         " WHERE (:member_id IS NULL OR member_id = :member_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:class_id IS NULL OR class_id = :class_id)"
-        " ORDER BY booking_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Booking(**row) for row in page['rows']]
@@ -1165,7 +1165,7 @@ def list_pt_sessions(
 ) -> ListPtSessionsResult:
     """List personal training sessions of a member or a trainer, optionally by status.
 
-    Matching: member_id equals; trainer_id equals; status equals. Ordered by session_id. Returns 25 rows
+    Matching: member_id equals; trainer_id equals; status equals. Ordered oldest first. Returns 25 rows
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
@@ -1185,7 +1185,7 @@ def list_pt_sessions(
         " WHERE (:member_id IS NULL OR member_id = :member_id)"
         " AND (:trainer_id IS NULL OR trainer_id = :trainer_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY session_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [PtSession(**row) for row in page['rows']]
@@ -1396,7 +1396,7 @@ def list_freezes(
         "SELECT * FROM freezes"
         " WHERE (:member_id IS NULL OR member_id = :member_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY starts_on DESC, freeze_id",
+        " ORDER BY starts_on DESC, rowid",
         args, limit, cursor,
     )
     rows = [Freeze(**row) for row in page['rows']]

@@ -33,6 +33,7 @@ DEFINITION = ServerDefinition(
         "fuel_logs": "ful_{:04d}",
         "inspections": "ins_{:04d}",
     },
+    id_namespace="fleet",
     tools=[
         ToolDefinition("find_driver", "search"),
         ToolDefinition("search_vehicles", "search"),

@@ -366,7 +366,7 @@ def find_driver(
     """Find drivers by part of their name, exact email, licence class or status. Returns driver_id values.
 
     Matching: full_name contains (case-insensitive); email equals; license_class equals; status equals.
-    Ordered by driver_id. Returns 25 rows per page by default (limit: up to 200) with total and
+    Ordered oldest first. Returns 25 rows per page by default (limit: up to 200) with total and
     has_more; pass the returned cursor to get the next page.
     """
     args = {
@@ -383,7 +383,7 @@ def find_driver(
         " AND (:email IS NULL OR email = :email)"
         " AND (:license_class IS NULL OR license_class = :license_class)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY driver_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Driver(**row) for row in page['rows']]
@@ -442,7 +442,7 @@ def search_vehicles(
     """Search vehicles by plate, type, depot or status. Returns vehicle_id, required licence and odometer.
 
     Matching: plate contains (case-insensitive); vehicle_type equals; depot equals; status equals.
-    Ordered by vehicle_id. Returns 25 rows per page by default (limit: up to 200) with total and
+    Ordered oldest first. Returns 25 rows per page by default (limit: up to 200) with total and
     has_more; pass the returned cursor to get the next page.
     """
     args = {
@@ -459,7 +459,7 @@ def search_vehicles(
         " AND (:vehicle_type IS NULL OR vehicle_type = :vehicle_type)"
         " AND (:depot IS NULL OR depot = :depot)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY vehicle_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Vehicle(**row) for row in page['rows']]
@@ -518,16 +518,16 @@ def list_routes(
 ) -> ListRoutesResult:
     """List routes by origin or destination city, with distance and planned duration.
 
-    Matching: origin contains (case-insensitive); destination contains (case-insensitive). Ordered by
-    route_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
-    returned cursor to get the next page.
+    Matching: origin contains (case-insensitive); destination contains (case-insensitive). Ordered
+    oldest first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass
+    the returned cursor to get the next page.
     """
     args = {"origin": origin, "destination": destination, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM routes"
         " WHERE (:origin IS NULL OR lower(origin) LIKE '%' || replace(replace(replace(lower(:origin), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:destination IS NULL OR lower(destination) LIKE '%' || replace(replace(replace(lower(:destination), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY route_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Route(**row) for row in page['rows']]
@@ -587,8 +587,8 @@ def list_trips(
     """List trips of a driver or a vehicle, optionally by status or from a start time on.
 
     Matching: driver_id equals; vehicle_id equals; status equals; starts_after at or after/above.
-    Ordered by trip_id. Returns 40 rows per page by default (limit: up to 200) with total and has_more;
-    pass the returned cursor to get the next page.
+    Ordered oldest first. Returns 40 rows per page by default (limit: up to 200) with total and
+    has_more; pass the returned cursor to get the next page.
     """
     if driver_id is not None:
         db.require("drivers", "driver_id", driver_id, "driver_id")
@@ -608,7 +608,7 @@ def list_trips(
         " AND (:vehicle_id IS NULL OR vehicle_id = :vehicle_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:starts_after IS NULL OR scheduled_start >= :starts_after)"
-        " ORDER BY trip_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Trip(**row) for row in page['rows']]
@@ -978,8 +978,8 @@ def list_inspections(
 ) -> ListInspectionsResult:
     """List a vehicle's inspections, optionally of one kind.
 
-    Matching: vehicle_id equals; kind equals. Ordered by inspection_id. Returns 25 rows per page by
-    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    Matching: vehicle_id equals; kind equals. Ordered oldest first. Returns 25 rows per page by default
+    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
     args = {"vehicle_id": vehicle_id, "kind": kind, "now": db.now, "principal": db.principal}
@@ -987,7 +987,7 @@ def list_inspections(
         "SELECT * FROM inspections"
         " WHERE (:vehicle_id IS NULL OR vehicle_id = :vehicle_id)"
         " AND (:kind IS NULL OR kind = :kind)"
-        " ORDER BY inspection_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Inspection(**row) for row in page['rows']]
@@ -1152,8 +1152,8 @@ def list_maintenance_orders(
 ) -> ListMaintenanceOrdersResult:
     """List maintenance orders of a vehicle, or all orders with a status.
 
-    Matching: vehicle_id equals; status equals. Ordered by order_id. Returns 25 rows per page by default
-    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    Matching: vehicle_id equals; status equals. Ordered oldest first. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     if vehicle_id is not None:
         db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
@@ -1162,7 +1162,7 @@ def list_maintenance_orders(
         "SELECT * FROM maintenance_orders"
         " WHERE (:vehicle_id IS NULL OR vehicle_id = :vehicle_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY order_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [MaintenanceOrder(**row) for row in page['rows']]
@@ -1297,15 +1297,15 @@ def list_fuel_logs(
 ) -> ListFuelLogsResult:
     """List a vehicle's refuellings, oldest first.
 
-    Matching: vehicle_id equals. Ordered by fuel_log_id. Returns 50 rows per page by default (limit: up
-    to 200) with total and has_more; pass the returned cursor to get the next page.
+    Matching: vehicle_id equals. Ordered oldest first. Returns 50 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
     args = {"vehicle_id": vehicle_id, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM fuel_logs"
         " WHERE (:vehicle_id IS NULL OR vehicle_id = :vehicle_id)"
-        " ORDER BY fuel_log_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [FuelLog(**row) for row in page['rows']]

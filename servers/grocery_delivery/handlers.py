@@ -20,7 +20,7 @@ def checkout_cart(
     customer = db.require("customers", "customer_id", cart["customer_id"], "customer_id")
     items = db.all(
         "SELECT i.product_id, i.quantity, i.allow_substitution, p.price FROM cart_items i"
-        " JOIN products p ON p.product_id = i.product_id WHERE i.cart_id = ? ORDER BY i.cart_item_id",
+        " JOIN products p ON p.product_id = i.product_id WHERE i.cart_id = ? ORDER BY i.rowid",
         (cart_id,),
     )
     subtotal = round(sum(round(item["price"] * item["quantity"], 2) for item in items), 2)

@@ -35,6 +35,7 @@ DEFINITION = ServerDefinition(
         "order_items": "oit_{:04d}",
         "substitutions": "sub_{:04d}",
     },
+    id_namespace="grocery_delivery",
     tools=[
         ToolDefinition("find_customer", "search"),
         ToolDefinition("list_stores", "search"),

@@ -432,16 +432,16 @@ def find_customer(
 ) -> FindCustomerResult:
     """Find customer accounts by name or exact email. Returns customer ids and default delivery addresses.
 
-    Matching: full_name contains (case-insensitive); email equals. Ordered by customer_id. Returns 25
-    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
-    the next page.
+    Matching: full_name contains (case-insensitive); email equals. Ordered oldest first. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
     """
     args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM customers"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
-        " ORDER BY customer_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Customer(**row) for row in page['rows']]
@@ -485,7 +485,7 @@ def list_stores(
 ) -> ListStoresResult:
     """List FreshCart stores, optionally by city or part of the name. Shows fees and the minimum order.
 
-    Matching: city equals; name contains (case-insensitive). Ordered by store_id. Returns 25 rows per
+    Matching: city equals; name contains (case-insensitive). Ordered oldest first. Returns 25 rows per
     page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
@@ -494,7 +494,7 @@ def list_stores(
         "SELECT * FROM stores"
         " WHERE (:city IS NULL OR city = :city)"
         " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY store_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Store(**row) for row in page['rows']]
@@ -561,7 +561,7 @@ def search_products(
     prices and the current stock.
 
     Matching: store_id equals; name contains (case-insensitive); category equals; is_organic equals;
-    max_price at or before/below. Ordered by product_id. Returns 30 rows per page by default (limit: up
+    max_price at or before/below. Ordered oldest first. Returns 30 rows per page by default (limit: up
     to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("stores", "store_id", store_id, "store_id")
@@ -581,7 +581,7 @@ def search_products(
         " AND (:category IS NULL OR category = :category)"
         " AND (:is_organic IS NULL OR is_organic = :is_organic)"
         " AND (:max_price IS NULL OR price <= :max_price)"
-        " ORDER BY product_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Product(**row) for row in page['rows']]
@@ -647,7 +647,7 @@ def list_carts(
 ) -> ListCartsResult:
     """List a customer's carts, e.g. the open cart they are filling at a store.
 
-    Matching: customer_id equals; status equals; store_id equals. Ordered by cart_id. Returns 25 rows
+    Matching: customer_id equals; status equals; store_id equals. Ordered oldest first. Returns 25 rows
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
@@ -666,7 +666,7 @@ def list_carts(
         " WHERE (:customer_id IS NULL OR customer_id = :customer_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:store_id IS NULL OR store_id = :store_id)"
-        " ORDER BY cart_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Cart(**row) for row in page['rows']]
@@ -752,7 +752,7 @@ def list_cart_items(
 ) -> ListCartItemsResult:
     """List the products and quantities in a cart.
 
-    Matching: cart_id equals. Ordered by cart_item_id. Returns 50 rows per page by default (limit: up to
+    Matching: cart_id equals. Ordered oldest first. Returns 50 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("carts", "cart_id", cart_id, "cart_id")
@@ -760,7 +760,7 @@ def list_cart_items(
     page = db.page(
         "SELECT * FROM cart_items"
         " WHERE (:cart_id IS NULL OR cart_id = :cart_id)"
-        " ORDER BY cart_item_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [CartItem(**row) for row in page['rows']]
@@ -975,7 +975,7 @@ def list_delivery_windows(
     """List a store's delivery windows from a given time on, with capacity and how many orders are booked
     (a window is full when booked equals capacity).
 
-    Matching: store_id equals; starts_after at or after/above. Ordered by window_id. Returns 25 rows per
+    Matching: store_id equals; starts_after at or after/above. Ordered oldest first. Returns 25 rows per
     page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
@@ -985,7 +985,7 @@ def list_delivery_windows(
         "SELECT * FROM delivery_windows"
         " WHERE (:store_id IS NULL OR store_id = :store_id)"
         " AND (:starts_after IS NULL OR starts_at >= :starts_after)"
-        " ORDER BY window_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [DeliveryWindow(**row) for row in page['rows']]
@@ -1125,7 +1125,7 @@ def list_orders(
 ) -> ListOrdersResult:
     """List a customer's orders, optionally by status. Shows totals, window ids and delivery status.
 
-    Matching: customer_id equals; status equals. Ordered by order_id. Returns 25 rows per page by
+    Matching: customer_id equals; status equals. Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("customers", "customer_id", customer_id, "customer_id")
@@ -1134,7 +1134,7 @@ def list_orders(
         "SELECT * FROM orders"
         " WHERE (:customer_id IS NULL OR customer_id = :customer_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY order_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Order(**row) for row in page['rows']]
@@ -1186,15 +1186,15 @@ def list_order_items(
 ) -> ListOrderItemsResult:
     """List the products, quantities and prices of an order.
 
-    Matching: order_id equals. Ordered by order_item_id. Returns 25 rows per page by default (limit: up
-    to 200) with total and has_more; pass the returned cursor to get the next page.
+    Matching: order_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("orders", "order_id", order_id, "order_id")
     args = {"order_id": order_id, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM order_items"
         " WHERE (:order_id IS NULL OR order_id = :order_id)"
-        " ORDER BY order_item_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [OrderItem(**row) for row in page['rows']]
@@ -1451,8 +1451,8 @@ def list_substitutions(
 ) -> ListSubstitutionsResult:
     """List the replacements the picker proposed for an order, with their status.
 
-    Matching: order_id equals; status equals. Ordered by substitution_id. Returns 25 rows per page by
-    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    Matching: order_id equals; status equals. Ordered oldest first. Returns 25 rows per page by default
+    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("orders", "order_id", order_id, "order_id")
     args = {"order_id": order_id, "status": status, "now": db.now, "principal": db.principal}
@@ -1460,7 +1460,7 @@ def list_substitutions(
         "SELECT * FROM substitutions"
         " WHERE (:order_id IS NULL OR order_id = :order_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY substitution_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Substitution(**row) for row in page['rows']]

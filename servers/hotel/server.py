@@ -32,6 +32,7 @@ DEFINITION = ServerDefinition(
         "reservations": "res_{:04d}",
         "folio_charges": "chg_{:05d}",
     },
+    id_namespace="hotel",
     tools=[
         ToolDefinition("search_hotels", "search"),
         ToolDefinition("list_room_types", "search"),

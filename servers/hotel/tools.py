@@ -392,8 +392,8 @@ def search_hotels(
     """Search the group's hotels by city, name or minimum star rating. Returns hotel ids, check-in times
     and city tax.
 
-    Matching: city equals; name contains (case-insensitive); min_stars at or after/above. Ordered by
-    hotel_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
+    Matching: city equals; name contains (case-insensitive); min_stars at or after/above. Ordered oldest
+    first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
     returned cursor to get the next page.
     """
     args = {"city": city, "name": name, "min_stars": min_stars, "now": db.now, "principal": db.principal}
@@ -402,7 +402,7 @@ def search_hotels(
         " WHERE (:city IS NULL OR city = :city)"
         " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:min_stars IS NULL OR stars >= :min_stars)"
-        " ORDER BY hotel_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Hotel(**row) for row in page['rows']]
@@ -446,7 +446,7 @@ def list_room_types(
 ) -> ListRoomTypesResult:
     """List a hotel's room types with beds, maximum guests and nightly rates.
 
-    Matching: hotel_id equals; min_guests at or after/above. Ordered by type_id. Returns 25 rows per
+    Matching: hotel_id equals; min_guests at or after/above. Ordered oldest first. Returns 25 rows per
     page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
@@ -456,7 +456,7 @@ def list_room_types(
         "SELECT * FROM room_types"
         " WHERE (:hotel_id IS NULL OR hotel_id = :hotel_id)"
         " AND (:min_guests IS NULL OR max_guests >= :min_guests)"
-        " ORDER BY type_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [RoomType(**row) for row in page['rows']]
@@ -564,8 +564,8 @@ def find_guest(
 ) -> FindGuestResult:
     """Find guest profiles by name, email or loyalty tier.
 
-    Matching: full_name contains (case-insensitive); email equals; loyalty_tier equals. Ordered by
-    guest_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
+    Matching: full_name contains (case-insensitive); email equals; loyalty_tier equals. Ordered oldest
+    first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
     returned cursor to get the next page.
     """
     args = {
@@ -580,7 +580,7 @@ def find_guest(
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:loyalty_tier IS NULL OR loyalty_tier = :loyalty_tier)"
-        " ORDER BY guest_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Guest(**row) for row in page['rows']]
@@ -797,7 +797,7 @@ def find_reservation(
     """Find reservations by confirmation code, guest, hotel, arrival date or status.
 
     Matching: confirmation_code equals; guest_id equals; hotel_id equals; arrival_date equals; status
-    equals. Ordered by res_id. Returns 50 rows per page by default (limit: up to 200) with total and
+    equals. Ordered oldest first. Returns 50 rows per page by default (limit: up to 200) with total and
     has_more; pass the returned cursor to get the next page.
     """
     if guest_id is not None:
@@ -820,7 +820,7 @@ def find_reservation(
         " AND (:hotel_id IS NULL OR hotel_id = :hotel_id)"
         " AND (:arrival_date IS NULL OR arrival_date = :arrival_date)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY res_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Reservation(**row) for row in page['rows']]
@@ -871,9 +871,9 @@ def list_rooms(
 ) -> ListRoomsResult:
     """List a hotel's rooms with numbers, floors, room types and housekeeping status.
 
-    Matching: hotel_id equals; housekeeping_status equals; number equals. Ordered by room_id. Returns 25
-    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
-    the next page.
+    Matching: hotel_id equals; housekeeping_status equals; number equals. Ordered oldest first. Returns
+    25 rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to
+    get the next page.
     """
     db.require("hotels", "hotel_id", hotel_id, "hotel_id")
     args = {
@@ -888,7 +888,7 @@ def list_rooms(
         " WHERE (:hotel_id IS NULL OR hotel_id = :hotel_id)"
         " AND (:housekeeping_status IS NULL OR housekeeping_status = :housekeeping_status)"
         " AND (:number IS NULL OR number = :number)"
-        " ORDER BY room_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Room(**row) for row in page['rows']]
@@ -1420,7 +1420,7 @@ def list_folio_charges(
         "SELECT * FROM folio_charges"
         " WHERE (:res_id IS NULL OR res_id = :res_id)"
         " AND (:category IS NULL OR category = :category)"
-        " ORDER BY posted_at, charge_id",
+        " ORDER BY posted_at, rowid",
         args, limit, cursor,
     )
     rows = [FolioCharge(**row) for row in page['rows']]

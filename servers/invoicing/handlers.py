@@ -7,7 +7,7 @@ from datetime import date, timedelta
 
 from servers.runtime.database import Database
 
-NUMBER_BASE = 1000  # inv_0057 is printed as INV-1057
+NUMBER_BASE = 1000  # the 57th invoice is printed as INV-1057
 
 
 def create_invoice(db: Database, client_id: str, issued_on: str | None = None, notes: str | None = None) -> dict:
@@ -19,7 +19,7 @@ def create_invoice(db: Database, client_id: str, issued_on: str | None = None, n
         "invoices",
         {
             "invoice_id": invoice_id,
-            "number": f"INV-{NUMBER_BASE + int(invoice_id.rsplit('_', 1)[1])}",
+            "number": f"INV-{NUMBER_BASE + db.id_number('invoices')}",
             "client_id": client_id,
             "issued_on": issued.isoformat(),
             "due_on": (issued + timedelta(days=client["payment_terms_days"])).isoformat(),

@@ -32,6 +32,7 @@ DEFINITION = ServerDefinition(
         "payments": "pmt_{:04d}",
         "credit_notes": "crn_{:04d}",
     },
+    id_namespace="invoicing",
     tools=[
         ToolDefinition("find_client", "search"),
         ToolDefinition("get_client", "get"),

@@ -353,7 +353,7 @@ def find_client(
     """Find client companies by part of the name, the billing contact's exact email, or city.
 
     Matching: company_name contains (case-insensitive); contact_email equals; billing_city equals.
-    Ordered by client_id. Returns 25 rows per page by default (limit: up to 200) with total and
+    Ordered oldest first. Returns 25 rows per page by default (limit: up to 200) with total and
     has_more; pass the returned cursor to get the next page.
     """
     args = {
@@ -368,7 +368,7 @@ def find_client(
         " WHERE (:company_name IS NULL OR lower(company_name) LIKE '%' || replace(replace(replace(lower(:company_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:contact_email IS NULL OR contact_email = :contact_email)"
         " AND (:billing_city IS NULL OR billing_city = :billing_city)"
-        " ORDER BY client_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Client(**row) for row in page['rows']]
@@ -427,7 +427,7 @@ def search_catalog(
 ) -> SearchCatalogResult:
     """Search the catalog of services and products by name or kind, with list prices and tax rates.
 
-    Matching: name contains (case-insensitive); kind equals. Ordered by item_id. Returns 25 rows per
+    Matching: name contains (case-insensitive); kind equals. Ordered oldest first. Returns 25 rows per
     page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
@@ -436,7 +436,7 @@ def search_catalog(
         "SELECT * FROM catalog_items"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:kind IS NULL OR kind = :kind)"
-        " ORDER BY item_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [CatalogItem(**row) for row in page['rows']]
@@ -487,7 +487,7 @@ def list_invoices(
 ) -> ListInvoicesResult:
     """List a client's invoices, or find an invoice by its printed number, optionally by status.
 
-    Matching: client_id equals; number equals; status equals. Ordered by invoice_id. Returns 40 rows per
+    Matching: client_id equals; number equals; status equals. Ordered oldest first. Returns 40 rows per
     page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
@@ -505,7 +505,7 @@ def list_invoices(
         " WHERE (:client_id IS NULL OR client_id = :client_id)"
         " AND (:number IS NULL OR number = :number)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY invoice_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Invoice(**row) for row in page['rows']]
@@ -603,7 +603,7 @@ def list_invoice_lines(
 ) -> ListInvoiceLinesResult:
     """List the lines of an invoice with quantities, prices and tax.
 
-    Matching: invoice_id equals. Ordered by line_id. Returns 25 rows per page by default (limit: up to
+    Matching: invoice_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("invoices", "invoice_id", invoice_id, "invoice_id")
@@ -611,7 +611,7 @@ def list_invoice_lines(
     page = db.page(
         "SELECT * FROM invoice_lines"
         " WHERE (:invoice_id IS NULL OR invoice_id = :invoice_id)"
-        " ORDER BY line_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [InvoiceLine(**row) for row in page['rows']]
@@ -877,15 +877,15 @@ def list_payments(
 ) -> ListPaymentsResult:
     """List the payments received against an invoice.
 
-    Matching: invoice_id equals. Ordered by payment_id. Returns 25 rows per page by default (limit: up
-    to 200) with total and has_more; pass the returned cursor to get the next page.
+    Matching: invoice_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("invoices", "invoice_id", invoice_id, "invoice_id")
     args = {"invoice_id": invoice_id, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM payments"
         " WHERE (:invoice_id IS NULL OR invoice_id = :invoice_id)"
-        " ORDER BY payment_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Payment(**row) for row in page['rows']]
@@ -995,15 +995,15 @@ def list_credit_notes(
 ) -> ListCreditNotesResult:
     """List the credit notes issued on an invoice.
 
-    Matching: invoice_id equals. Ordered by credit_note_id. Returns 25 rows per page by default (limit:
-    up to 200) with total and has_more; pass the returned cursor to get the next page.
+    Matching: invoice_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("invoices", "invoice_id", invoice_id, "invoice_id")
     args = {"invoice_id": invoice_id, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM credit_notes"
         " WHERE (:invoice_id IS NULL OR invoice_id = :invoice_id)"
-        " ORDER BY credit_note_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [CreditNote(**row) for row in page['rows']]

@@ -32,6 +32,7 @@ DEFINITION = ServerDefinition(
         "holds": "hld_{:04d}",
         "fines": "fin_{:04d}",
     },
+    id_namespace="library",
     tools=[
         ToolDefinition("find_member", "search"),
         ToolDefinition("search_catalog", "search"),

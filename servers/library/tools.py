@@ -329,8 +329,8 @@ def find_member(
     """Find library members by part of their name, exact email or card number. Returns member records with
     their member_id.
 
-    Matching: full_name contains (case-insensitive); email equals; card_number equals. Ordered by
-    member_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
+    Matching: full_name contains (case-insensitive); email equals; card_number equals. Ordered oldest
+    first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
     returned cursor to get the next page.
     """
     args = {
@@ -345,7 +345,7 @@ def find_member(
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:card_number IS NULL OR card_number = :card_number)"
-        " ORDER BY member_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Member(**row) for row in page['rows']]
@@ -404,7 +404,7 @@ def search_catalog(
     """Search the catalog by title, author, genre or ISBN. Returns titles with their title_id.
 
     Matching: title contains (case-insensitive); author contains (case-insensitive); genre equals; isbn
-    equals. Ordered by title_id. Returns 25 rows per page by default (limit: up to 200) with total and
+    equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to 200) with total and
     has_more; pass the returned cursor to get the next page.
     """
     args = {
@@ -421,7 +421,7 @@ def search_catalog(
         " AND (:author IS NULL OR lower(author) LIKE '%' || replace(replace(replace(lower(:author), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:genre IS NULL OR genre = :genre)"
         " AND (:isbn IS NULL OR isbn = :isbn)"
-        " ORDER BY title_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Title(**row) for row in page['rows']]
@@ -473,7 +473,7 @@ def list_copies(
     """List the physical copies of a title with branch and status (available, on_loan, on_hold_shelf,
     in_repair, lost).
 
-    Matching: title_id equals; branch equals; status equals. Ordered by copy_id. Returns 25 rows per
+    Matching: title_id equals; branch equals; status equals. Ordered oldest first. Returns 25 rows per
     page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
@@ -490,7 +490,7 @@ def list_copies(
         " WHERE (:title_id IS NULL OR title_id = :title_id)"
         " AND (:branch IS NULL OR branch = :branch)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY copy_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Copy(**row) for row in page['rows']]
@@ -549,7 +549,7 @@ def list_loans(
 ) -> ListLoansResult:
     """List a member's loans with due dates and renewals, optionally only active, returned or lost ones.
 
-    Matching: member_id equals; status equals. Ordered by loan_id. Returns 25 rows per page by default
+    Matching: member_id equals; status equals. Ordered oldest first. Returns 25 rows per page by default
     (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("members", "member_id", member_id, "member_id")
@@ -558,7 +558,7 @@ def list_loans(
         "SELECT * FROM loans"
         " WHERE (:member_id IS NULL OR member_id = :member_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY loan_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Loan(**row) for row in page['rows']]
@@ -609,9 +609,9 @@ def list_holds(
 ) -> ListHoldsResult:
     """List holds of a member or on a title, with their status and pickup branch.
 
-    Matching: member_id equals; title_id equals; status equals. Ordered by hold_id. Returns 25 rows per
-    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
-    page.
+    Matching: member_id equals; title_id equals; status equals. Ordered oldest first. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
     """
     if member_id is not None:
         db.require("members", "member_id", member_id, "member_id")
@@ -629,7 +629,7 @@ def list_holds(
         " WHERE (:member_id IS NULL OR member_id = :member_id)"
         " AND (:title_id IS NULL OR title_id = :title_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY hold_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Hold(**row) for row in page['rows']]
@@ -673,7 +673,7 @@ def list_fines(
 ) -> ListFinesResult:
     """List the fines on a member's account, optionally only unpaid ones.
 
-    Matching: member_id equals; status equals. Ordered by fine_id. Returns 25 rows per page by default
+    Matching: member_id equals; status equals. Ordered oldest first. Returns 25 rows per page by default
     (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("members", "member_id", member_id, "member_id")
@@ -682,7 +682,7 @@ def list_fines(
         "SELECT * FROM fines"
         " WHERE (:member_id IS NULL OR member_id = :member_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY fine_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Fine(**row) for row in page['rows']]

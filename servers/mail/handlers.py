@@ -197,7 +197,7 @@ def forward_message(
     to, cc = _recipients(to_emails, cc_emails)
     body = f"{note.strip()}\n\n{quoted}" if note.strip() else quoted
     message = _deliver(db, str(db.principal), None, f"Fwd: {subject}", to, cc, body)
-    for attachment in db.all("SELECT * FROM attachments WHERE message_id = ? ORDER BY attachment_id", (message_id,)):
+    for attachment in db.all("SELECT * FROM attachments WHERE message_id = ? ORDER BY rowid", (message_id,)):
         db.insert(
             "attachments",
             {

@@ -34,6 +34,7 @@ DEFINITION = ServerDefinition(
         "drafts": "drf_{:04d}",
         "attachments": "att_{:04d}",
     },
+    id_namespace="mail",
     tools=[
         ToolDefinition("find_contacts", "search"),
         ToolDefinition("list_conversations", "search"),

@@ -361,16 +361,16 @@ def find_contacts(
 ) -> FindContactsResult:
     """Look up colleagues' email addresses by part of their name or by exact email.
 
-    Matching: full_name contains (case-insensitive); email equals. Ordered by mailbox_id. Returns 25
-    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
-    the next page.
+    Matching: full_name contains (case-insensitive); email equals. Ordered oldest first. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
     """
     args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM mailboxes"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
-        " ORDER BY mailbox_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Mailbox(**row) for row in page['rows']]
@@ -448,7 +448,7 @@ def list_conversations(
         " AND (:is_read IS NULL OR is_read = :is_read)"
         " AND (:is_starred IS NULL OR is_starred = :is_starred)"
         " AND (mailbox_email = :principal)"
-        " ORDER BY last_message_at DESC, conversation_id",
+        " ORDER BY last_message_at DESC, rowid",
         args, limit, cursor,
     )
     rows = [Conversation(**row) for row in page['rows']]
@@ -547,7 +547,7 @@ def list_messages(
         "SELECT * FROM messages"
         " WHERE (:thread_id IS NULL OR thread_id = :thread_id)"
         " AND (thread_id IN (SELECT thread_id FROM conversations WHERE mailbox_email = :principal))"
-        " ORDER BY sent_at, message_id",
+        " ORDER BY sent_at, rowid",
         args, limit, cursor,
     )
     rows = [Message(**row) for row in page['rows']]
@@ -577,14 +577,14 @@ def list_labels(
 ) -> ListLabelsResult:
     """List the labels of your mailbox. Returns label ids for apply_label.
 
-    Ordered by label_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more;
-    pass the returned cursor to get the next page.
+    Ordered oldest first. Returns 25 rows per page by default (limit: up to 200) with total and
+    has_more; pass the returned cursor to get the next page.
     """
     args = {"now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM labels"
         " WHERE (mailbox_email = :principal)"
-        " ORDER BY label_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Label(**row) for row in page['rows']]
@@ -621,8 +621,8 @@ def list_applied_labels(
 ) -> ListAppliedLabelsResult:
     """List the labels applied to one conversation. Returns tag ids for remove_label.
 
-    Matching: conversation_id equals. Ordered by tag_id. Returns 25 rows per page by default (limit: up
-    to 200) with total and has_more; pass the returned cursor to get the next page.
+    Matching: conversation_id equals. Ordered oldest first. Returns 25 rows per page by default (limit:
+    up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("conversations", "conversation_id", conversation_id, "conversation_id")
     args = {"conversation_id": conversation_id, "now": db.now, "principal": db.principal}
@@ -630,7 +630,7 @@ def list_applied_labels(
         "SELECT * FROM conversation_labels"
         " WHERE (:conversation_id IS NULL OR conversation_id = :conversation_id)"
         " AND (conversation_id IN (SELECT conversation_id FROM conversations WHERE mailbox_email = :principal))"
-        " ORDER BY tag_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [ConversationLabel(**row) for row in page['rows']]
@@ -896,7 +896,7 @@ def list_drafts(
         "SELECT * FROM drafts"
         " WHERE (:status IS NULL OR status = :status)"
         " AND (mailbox_email = :principal)"
-        " ORDER BY updated_at DESC, draft_id",
+        " ORDER BY updated_at DESC, rowid",
         args, limit, cursor,
     )
     rows = [Draft(**row) for row in page['rows']]
@@ -1295,7 +1295,7 @@ def list_attachments(
 ) -> ListAttachmentsResult:
     """The files attached to a message or to one of your drafts, with names, types and sizes.
 
-    Matching: message_id equals; draft_id equals. Ordered by attachment_id. Returns 25 rows per page by
+    Matching: message_id equals; draft_id equals. Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     if message_id is not None:
@@ -1308,7 +1308,7 @@ def list_attachments(
         " WHERE (:message_id IS NULL OR message_id = :message_id)"
         " AND (:draft_id IS NULL OR draft_id = :draft_id)"
         " AND (message_id IN (SELECT m.message_id FROM messages m JOIN conversations c ON c.thread_id = m.thread_id WHERE c.mailbox_email = :principal) OR draft_id IN (SELECT draft_id FROM drafts WHERE mailbox_email = :principal))"
-        " ORDER BY attachment_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Attachment(**row) for row in page['rows']]

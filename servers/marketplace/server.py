@@ -32,6 +32,7 @@ DEFINITION = ServerDefinition(
         "shipping_labels": "lbl_{:04d}",
         "disputes": "dsp_{:04d}",
     },
+    id_namespace="marketplace",
     tools=[
         ToolDefinition("find_member", "search"),
         ToolDefinition("search_listings", "search"),

@@ -336,7 +336,7 @@ def find_member(
 ) -> FindMemberResult:
     """Find members by part of their name, exact email or city. Returns member ids, ratings and status.
 
-    Matching: full_name contains (case-insensitive); email equals; city equals. Ordered by member_id.
+    Matching: full_name contains (case-insensitive); email equals; city equals. Ordered oldest first.
     Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the returned
     cursor to get the next page.
     """
@@ -346,7 +346,7 @@ def find_member(
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:city IS NULL OR city = :city)"
-        " ORDER BY member_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Member(**row) for row in page['rows']]
@@ -427,9 +427,9 @@ def search_listings(
     listings unless another status is asked for.
 
     Matching: title contains (case-insensitive); category equals; condition equals; city equals;
-    seller_id equals; max_price at or before/below; status equals. Ordered by listing_id. Returns 30
-    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
-    the next page.
+    seller_id equals; max_price at or before/below; status equals. Ordered oldest first. Returns 30 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
     """
     if seller_id is not None:
         db.require("members", "member_id", seller_id, "seller_id")
@@ -453,7 +453,7 @@ def search_listings(
         " AND (:seller_id IS NULL OR seller_id = :seller_id)"
         " AND (:max_price IS NULL OR asking_price <= :max_price)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY listing_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Listing(**row) for row in page['rows']]
@@ -825,7 +825,7 @@ def list_offers(
 ) -> ListOffersResult:
     """List offers on a listing or by a buyer, optionally by status. Shows amounts and expiry times.
 
-    Matching: listing_id equals; buyer_id equals; status equals. Ordered by offer_id. Returns 25 rows
+    Matching: listing_id equals; buyer_id equals; status equals. Ordered oldest first. Returns 25 rows
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
@@ -846,7 +846,7 @@ def list_offers(
         " AND (:buyer_id IS NULL OR buyer_id = :buyer_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (buyer_id = (SELECT member_id FROM members WHERE email = :principal) OR listing_id IN (SELECT listing_id FROM listings WHERE seller_id = (SELECT member_id FROM members WHERE email = :principal)))"
-        " ORDER BY offer_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Offer(**row) for row in page['rows']]
@@ -1006,9 +1006,9 @@ def list_sales(
 ) -> ListSalesResult:
     """List sales where a member is the buyer or the seller, optionally by status.
 
-    Matching: buyer_id equals; seller_id equals; status equals. Ordered by sale_id. Returns 25 rows per
-    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
-    page.
+    Matching: buyer_id equals; seller_id equals; status equals. Ordered oldest first. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
     """
     if buyer_id is not None:
         db.require("members", "member_id", buyer_id, "buyer_id")
@@ -1027,7 +1027,7 @@ def list_sales(
         " AND (:seller_id IS NULL OR seller_id = :seller_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (buyer_id = (SELECT member_id FROM members WHERE email = :principal) OR seller_id = (SELECT member_id FROM members WHERE email = :principal))"
-        " ORDER BY sale_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Sale(**row) for row in page['rows']]
@@ -1271,9 +1271,9 @@ def list_disputes(
 ) -> ListDisputesResult:
     """List disputes of a sale or opened by a member, optionally by status.
 
-    Matching: sale_id equals; opened_by equals; status equals. Ordered by dispute_id. Returns 25 rows
-    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
-    next page.
+    Matching: sale_id equals; opened_by equals; status equals. Ordered oldest first. Returns 25 rows per
+    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
+    page.
     """
     if sale_id is not None:
         db.require("sales", "sale_id", sale_id, "sale_id")
@@ -1292,7 +1292,7 @@ def list_disputes(
         " AND (:opened_by IS NULL OR opened_by = :opened_by)"
         " AND (:status IS NULL OR status = :status)"
         " AND (sale_id IN (SELECT sale_id FROM sales WHERE buyer_id = (SELECT member_id FROM members WHERE email = :principal) OR seller_id = (SELECT member_id FROM members WHERE email = :principal)))"
-        " ORDER BY dispute_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Dispute(**row) for row in page['rows']]

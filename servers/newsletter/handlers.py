@@ -101,7 +101,7 @@ def send_campaign(db: Database, campaign_id: str) -> dict:
     """One send per current subscriber of the list, then the campaign is marked sent with its count."""
     campaign = db.require("campaigns", "campaign_id", campaign_id, "campaign_id")
     recipients = db.all(
-        "SELECT subscriber_id FROM subscriptions WHERE list_id = ? AND status = 'subscribed' ORDER BY subscriber_id",
+        "SELECT subscriber_id FROM subscriptions WHERE list_id = ? AND status = 'subscribed' ORDER BY rowid",
         (campaign["list_id"],),
     )
     for row in recipients:

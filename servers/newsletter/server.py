@@ -33,6 +33,7 @@ DEFINITION = ServerDefinition(
         "sends": "snd_{:05d}",
         "unsubscribes": "uns_{:04d}",
     },
+    id_namespace="newsletter",
     tools=[
         ToolDefinition("search_lists", "search"),
         ToolDefinition("find_subscribers", "search"),

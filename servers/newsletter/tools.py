@@ -333,7 +333,7 @@ def search_lists(
 ) -> SearchListsResult:
     """Find mailing lists by part of the name or by status. Returns list ids.
 
-    Matching: name contains (case-insensitive); status equals. Ordered by list_id. Returns 25 rows per
+    Matching: name contains (case-insensitive); status equals. Ordered oldest first. Returns 25 rows per
     page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
@@ -342,7 +342,7 @@ def search_lists(
         "SELECT * FROM lists"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY list_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [MailingList(**row) for row in page['rows']]
@@ -386,16 +386,16 @@ def find_subscribers(
 ) -> FindSubscribersResult:
     """Find subscribers by exact email or part of the name. Returns subscriber ids.
 
-    Matching: email equals; full_name contains (case-insensitive). Ordered by subscriber_id. Returns 25
-    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
-    the next page.
+    Matching: email equals; full_name contains (case-insensitive). Ordered oldest first. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
     """
     args = {"email": email, "full_name": full_name, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM subscribers"
         " WHERE (:email IS NULL OR email = :email)"
         " AND (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY subscriber_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Subscriber(**row) for row in page['rows']]
@@ -447,9 +447,9 @@ def list_subscriptions(
     """List subscriptions: the subscribers of a list (give list_id) or the lists one subscriber is on (give
     subscriber_id), optionally only subscribed or unsubscribed ones. Returns subscription ids.
 
-    Matching: list_id equals; subscriber_id equals; status equals. Ordered by subscription_id. Returns
-    100 rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to
-    get the next page.
+    Matching: list_id equals; subscriber_id equals; status equals. Ordered oldest first. Returns 100
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
     """
     args = {
         "list_id": list_id,
@@ -463,7 +463,7 @@ def list_subscriptions(
         " WHERE (:list_id IS NULL OR list_id = :list_id)"
         " AND (:subscriber_id IS NULL OR subscriber_id = :subscriber_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY subscription_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Subscription(**row) for row in page['rows']]
@@ -514,9 +514,9 @@ def list_unsubscribes(
 ) -> ListUnsubscribesResult:
     """Unsubscribe records with reasons, by list, subscriber or the campaign whose link was used.
 
-    Matching: list_id equals; subscriber_id equals; campaign_id equals. Ordered by unsubscribe_id.
-    Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass the returned
-    cursor to get the next page.
+    Matching: list_id equals; subscriber_id equals; campaign_id equals. Ordered oldest first. Returns 50
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
     """
     args = {
         "list_id": list_id,
@@ -530,7 +530,7 @@ def list_unsubscribes(
         " WHERE (:list_id IS NULL OR list_id = :list_id)"
         " AND (:subscriber_id IS NULL OR subscriber_id = :subscriber_id)"
         " AND (:campaign_id IS NULL OR campaign_id = :campaign_id)"
-        " ORDER BY unsubscribe_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Unsubscribe(**row) for row in page['rows']]
@@ -574,7 +574,7 @@ def list_templates(
 ) -> ListTemplatesResult:
     """List email templates by category or name. Returns template ids for create_campaign.
 
-    Matching: category equals; name contains (case-insensitive). Ordered by template_id. Returns 25 rows
+    Matching: category equals; name contains (case-insensitive). Ordered oldest first. Returns 25 rows
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
@@ -583,7 +583,7 @@ def list_templates(
         "SELECT * FROM templates"
         " WHERE (:category IS NULL OR category = :category)"
         " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY template_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Template(**row) for row in page['rows']]
@@ -634,9 +634,9 @@ def search_campaigns(
 ) -> SearchCampaignsResult:
     """Find campaigns by list, status or subject words. Returns campaign ids.
 
-    Matching: list_id equals; status equals; subject contains (case-insensitive). Ordered by
-    campaign_id. Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass
-    the returned cursor to get the next page.
+    Matching: list_id equals; status equals; subject contains (case-insensitive). Ordered oldest first.
+    Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass the returned
+    cursor to get the next page.
     """
     args = {
         "list_id": list_id,
@@ -650,7 +650,7 @@ def search_campaigns(
         " WHERE (:list_id IS NULL OR list_id = :list_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:subject IS NULL OR lower(subject) LIKE '%' || replace(replace(replace(lower(:subject), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY campaign_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Campaign(**row) for row in page['rows']]
@@ -709,7 +709,7 @@ def list_sends(
 ) -> ListSendsResult:
     """The deliveries of a sent campaign, optionally by engagement (opened, clicked, bounced).
 
-    Matching: campaign_id equals; status equals. Ordered by send_id. Returns 100 rows per page by
+    Matching: campaign_id equals; status equals. Ordered oldest first. Returns 100 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("campaigns", "campaign_id", campaign_id, "campaign_id")
@@ -718,7 +718,7 @@ def list_sends(
         "SELECT * FROM sends"
         " WHERE (:campaign_id IS NULL OR campaign_id = :campaign_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY send_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Send(**row) for row in page['rows']]

@@ -61,7 +61,7 @@ def create_shipment(
     if hs_code is not None and not HS_CODE.fullmatch(hs_code):
         db.reject(f"hs_code {hs_code} is not a tariff code: write 4 digits, then up to two .NN groups (e.g. 4901.99).")
     shipment_id = db.next_id("shipments")
-    sequence = int(shipment_id.rsplit("_", 1)[1])
+    sequence = db.id_number("shipments")
     today = date.fromisoformat(db.now[:10])
     db.insert(
         "shipments",

@@ -36,6 +36,7 @@ DEFINITION = ServerDefinition(
         "cities": "city_{:03d}",
         "customs_declarations": "cdc_{:04d}",
     },
+    id_namespace="parcel_shipping",
     tools=[
         ToolDefinition("find_customer", "search"),
         ToolDefinition("list_service_levels", "search"),

@@ -397,7 +397,7 @@ class QuoteRatesResult(BaseModel):
     services: list[ServiceLevel] = Field(
         description="Services that accept the parcel's weight, cheapest first",
     )
-    prices: dict[str, Any] = Field(description="Price in USD per service id, e.g. {\"svc_02\": 20.47}")
+    prices: dict[str, Any] = Field(description="Price in USD per service id, e.g. {\"svc_kthx25\": 20.47}")
     estimated_delivery: dict[str, Any] = Field(description="Expected delivery date per service id")
 
 
@@ -457,16 +457,16 @@ def find_customer(
     """Find customers by part of their name or exact email. Returns customer records with their customer_id
     and address.
 
-    Matching: full_name contains (case-insensitive); email equals. Ordered by customer_id. Returns 25
-    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
-    the next page.
+    Matching: full_name contains (case-insensitive); email equals. Ordered oldest first. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
     """
     args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM customers"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
-        " ORDER BY customer_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Customer(**row) for row in page['rows']]
@@ -503,14 +503,14 @@ def list_service_levels(
 ) -> ListServiceLevelsResult:
     """List shipping services with their weight limit, prices and transit days.
 
-    Matching: name contains (case-insensitive). Ordered by service_id. Returns 25 rows per page by
+    Matching: name contains (case-insensitive). Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     args = {"name": name, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM service_levels"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY service_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [ServiceLevel(**row) for row in page['rows']]
@@ -554,7 +554,7 @@ def list_parcels(
 ) -> ListParcelsResult:
     """List parcels sent by or addressed to a customer (customer ids from find_customer).
 
-    Matching: sender_id equals; recipient_id equals. Ordered by parcel_id. Returns 25 rows per page by
+    Matching: sender_id equals; recipient_id equals. Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     if sender_id is not None:
@@ -566,7 +566,7 @@ def list_parcels(
         "SELECT * FROM parcels"
         " WHERE (:sender_id IS NULL OR sender_id = :sender_id)"
         " AND (:recipient_id IS NULL OR recipient_id = :recipient_id)"
-        " ORDER BY parcel_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Parcel(**row) for row in page['rows']]
@@ -813,8 +813,8 @@ def list_shipments(
 ) -> ListShipmentsResult:
     """List shipments of a parcel (parcel_id from list_parcels), or all shipments with a status.
 
-    Matching: parcel_id equals; status equals. Ordered by shipment_id. Returns 25 rows per page by
-    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    Matching: parcel_id equals; status equals. Ordered oldest first. Returns 25 rows per page by default
+    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     if parcel_id is not None:
         db.require("parcels", "parcel_id", parcel_id, "parcel_id")
@@ -823,7 +823,7 @@ def list_shipments(
         "SELECT * FROM shipments"
         " WHERE (:parcel_id IS NULL OR parcel_id = :parcel_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY shipment_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Shipment(**row) for row in page['rows']]
@@ -875,15 +875,15 @@ def list_tracking_events(
 ) -> ListTrackingEventsResult:
     """List the tracking events of a shipment, oldest first.
 
-    Matching: shipment_id equals. Ordered by event_id. Returns 50 rows per page by default (limit: up to
-    200) with total and has_more; pass the returned cursor to get the next page.
+    Matching: shipment_id equals. Ordered oldest first. Returns 50 rows per page by default (limit: up
+    to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("shipments", "shipment_id", shipment_id, "shipment_id")
     args = {"shipment_id": shipment_id, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM tracking_events"
         " WHERE (:shipment_id IS NULL OR shipment_id = :shipment_id)"
-        " ORDER BY event_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [TrackingEvent(**row) for row in page['rows']]
@@ -1025,7 +1025,7 @@ def list_pickups(
 ) -> ListPickupsResult:
     """List the courier pickups of a shipment.
 
-    Matching: shipment_id equals. Ordered by pickup_id. Returns 25 rows per page by default (limit: up
+    Matching: shipment_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up
     to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("shipments", "shipment_id", shipment_id, "shipment_id")
@@ -1033,7 +1033,7 @@ def list_pickups(
     page = db.page(
         "SELECT * FROM pickups"
         " WHERE (:shipment_id IS NULL OR shipment_id = :shipment_id)"
-        " ORDER BY pickup_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Pickup(**row) for row in page['rows']]
@@ -1217,7 +1217,7 @@ def list_claims(
 ) -> ListClaimsResult:
     """List claims of a shipment, or all claims with a status.
 
-    Matching: shipment_id equals; status equals. Ordered by claim_id. Returns 25 rows per page by
+    Matching: shipment_id equals; status equals. Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     if shipment_id is not None:
@@ -1227,7 +1227,7 @@ def list_claims(
         "SELECT * FROM claims"
         " WHERE (:shipment_id IS NULL OR shipment_id = :shipment_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY claim_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Claim(**row) for row in page['rows']]
@@ -1357,9 +1357,9 @@ def list_customs_declarations(
 ) -> ListCustomsDeclarationsResult:
     """Customs declarations of shipments that cross a customs border, by shipment or destination country.
 
-    Matching: shipment_id equals; destination_country is any of the given values. Ordered by
-    declaration_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass
-    the returned cursor to get the next page.
+    Matching: shipment_id equals; destination_country is any of the given values. Ordered oldest first.
+    Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the returned
+    cursor to get the next page.
     """
     if shipment_id is not None:
         db.require("shipments", "shipment_id", shipment_id, "shipment_id")
@@ -1373,7 +1373,7 @@ def list_customs_declarations(
         "SELECT * FROM customs_declarations"
         " WHERE (:shipment_id IS NULL OR shipment_id = :shipment_id)"
         " AND (:destination_country IS NULL OR destination_country IN (SELECT value FROM json_each(:destination_country)))"
-        " ORDER BY declaration_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [CustomsDeclaration(**row) for row in page['rows']]
@@ -1419,7 +1419,7 @@ def list_address_changes(
     page = db.page(
         "SELECT * FROM address_changes"
         " WHERE (:shipment_id IS NULL OR shipment_id = :shipment_id)"
-        " ORDER BY requested_at DESC, change_id",
+        " ORDER BY requested_at DESC, rowid",
         args, limit, cursor,
     )
     rows = [AddressChange(**row) for row in page['rows']]

@@ -34,6 +34,7 @@ DEFINITION = ServerDefinition(
         "disputes": "dp_{:04d}",
         "subscriptions": "sub_{:04d}",
     },
+    id_namespace="payments",
     tools=[
         ToolDefinition("find_customer", "search"),
         ToolDefinition("list_payment_methods", "search"),

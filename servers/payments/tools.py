@@ -472,16 +472,16 @@ def find_customer(
 ) -> FindCustomerResult:
     """Find wallet customers by exact email or part of the name. Returns customer ids.
 
-    Matching: email equals; full_name contains (case-insensitive). Ordered by customer_id. Returns 25
-    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
-    the next page.
+    Matching: email equals; full_name contains (case-insensitive). Ordered oldest first. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
     """
     args = {"email": email, "full_name": full_name, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM customers"
         " WHERE (:email IS NULL OR email = :email)"
         " AND (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY customer_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Customer(**row) for row in page['rows']]
@@ -532,7 +532,7 @@ def list_payment_methods(
 ) -> ListPaymentMethodsResult:
     """List a customer's cards and bank accounts with expiry dates and which one is the default.
 
-    Matching: customer_id equals; status equals; type equals. Ordered by method_id. Returns 25 rows per
+    Matching: customer_id equals; status equals; type equals. Ordered oldest first. Returns 25 rows per
     page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
@@ -549,7 +549,7 @@ def list_payment_methods(
         " WHERE (:customer_id IS NULL OR customer_id = :customer_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:type IS NULL OR type = :type)"
-        " ORDER BY method_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [PaymentMethod(**row) for row in page['rows']]
@@ -777,7 +777,7 @@ def search_merchants(
 ) -> SearchMerchantsResult:
     """Search merchants by part of the name or by category. Returns merchant ids and balances.
 
-    Matching: name contains (case-insensitive); category equals. Ordered by merchant_id. Returns 25 rows
+    Matching: name contains (case-insensitive); category equals. Ordered oldest first. Returns 25 rows
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
@@ -786,7 +786,7 @@ def search_merchants(
         "SELECT * FROM merchants"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:category IS NULL OR category = :category)"
-        " ORDER BY merchant_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Merchant(**row) for row in page['rows']]
@@ -947,7 +947,7 @@ def list_charges(
     """List charges of a customer or a merchant, optionally by status or since a time, oldest first.
 
     Matching: customer_id equals; merchant_id equals; status equals; created_after at or after/above.
-    Ordered by charge_id. Returns 50 rows per page by default (limit: up to 200) with total and
+    Ordered oldest first. Returns 50 rows per page by default (limit: up to 200) with total and
     has_more; pass the returned cursor to get the next page.
     """
     if customer_id is not None:
@@ -968,7 +968,7 @@ def list_charges(
         " AND (:merchant_id IS NULL OR merchant_id = :merchant_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:created_after IS NULL OR created_at >= :created_after)"
-        " ORDER BY charge_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Charge(**row) for row in page['rows']]
@@ -1195,7 +1195,7 @@ def list_refunds(
 ) -> ListRefundsResult:
     """List the refunds of a charge.
 
-    Matching: charge_id equals. Ordered by refund_id. Returns 25 rows per page by default (limit: up to
+    Matching: charge_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("charges", "charge_id", charge_id, "charge_id")
@@ -1203,7 +1203,7 @@ def list_refunds(
     page = db.page(
         "SELECT * FROM refunds"
         " WHERE (:charge_id IS NULL OR charge_id = :charge_id)"
-        " ORDER BY refund_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Refund(**row) for row in page['rows']]
@@ -1312,7 +1312,7 @@ def list_payouts(
 ) -> ListPayoutsResult:
     """List a merchant's payouts with amounts, status and arrival dates.
 
-    Matching: merchant_id equals; status equals. Ordered by payout_id. Returns 25 rows per page by
+    Matching: merchant_id equals; status equals. Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("merchants", "merchant_id", merchant_id, "merchant_id")
@@ -1321,7 +1321,7 @@ def list_payouts(
         "SELECT * FROM payouts"
         " WHERE (:merchant_id IS NULL OR merchant_id = :merchant_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY payout_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Payout(**row) for row in page['rows']]
@@ -1464,7 +1464,7 @@ def list_disputes(
         " AND (:customer_id IS NULL OR customer_id = :customer_id)"
         " AND (:merchant_id IS NULL OR merchant_id = :merchant_id)"
         " AND (:status IS NULL OR status IN (SELECT value FROM json_each(:status)))"
-        " ORDER BY created_at DESC, dispute_id",
+        " ORDER BY created_at DESC, rowid",
         args, limit, cursor,
     )
     rows = [Dispute(**row) for row in page['rows']]
@@ -1609,9 +1609,9 @@ def list_subscriptions(
 ) -> ListSubscriptionsResult:
     """List subscriptions by customer, merchant or status (several statuses at once), oldest first.
 
-    Matching: customer_id equals; merchant_id equals; status is any of the given values. Ordered by
-    subscription_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more;
-    pass the returned cursor to get the next page.
+    Matching: customer_id equals; merchant_id equals; status is any of the given values. Ordered oldest
+    first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
+    returned cursor to get the next page.
     """
     if customer_id is not None:
         db.require("customers", "customer_id", customer_id, "customer_id")
@@ -1629,7 +1629,7 @@ def list_subscriptions(
         " WHERE (:customer_id IS NULL OR customer_id = :customer_id)"
         " AND (:merchant_id IS NULL OR merchant_id = :merchant_id)"
         " AND (:status IS NULL OR status IN (SELECT value FROM json_each(:status)))"
-        " ORDER BY subscription_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Subscription(**row) for row in page['rows']]

@@ -36,6 +36,7 @@ DEFINITION = ServerDefinition(
         "pickups": "pku_{:04d}",
         "counter_sales": "sale_{:04d}",
     },
+    id_namespace="pharmacy",
     tools=[
         ToolDefinition("find_patient", "search"),
         ToolDefinition("get_insurance_plan", "get"),

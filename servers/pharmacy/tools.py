@@ -539,8 +539,8 @@ def find_patient(
     """Find patients by name, email or date of birth. Returns their patient ids, allergies and insurance
     plan ids.
 
-    Matching: full_name contains (case-insensitive); email equals; date_of_birth equals. Ordered by
-    patient_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
+    Matching: full_name contains (case-insensitive); email equals; date_of_birth equals. Ordered oldest
+    first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
     returned cursor to get the next page.
     """
     args = {
@@ -555,7 +555,7 @@ def find_patient(
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:date_of_birth IS NULL OR date_of_birth = :date_of_birth)"
-        " ORDER BY patient_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Patient(**row) for row in page['rows']]
@@ -625,8 +625,8 @@ def list_insurance_plans(
     accepts.
 
     Matching: carrier contains (case-insensitive); name contains (case-insensitive); accepted equals.
-    Ordered by plan_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more;
-    pass the returned cursor to get the next page.
+    Ordered oldest first. Returns 25 rows per page by default (limit: up to 200) with total and
+    has_more; pass the returned cursor to get the next page.
     """
     args = {"carrier": carrier, "name": name, "accepted": accepted, "now": db.now, "principal": db.principal}
     page = db.page(
@@ -634,7 +634,7 @@ def list_insurance_plans(
         " WHERE (:carrier IS NULL OR lower(carrier) LIKE '%' || replace(replace(replace(lower(:carrier), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:accepted IS NULL OR accepted = :accepted)"
-        " ORDER BY plan_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [InsurancePlan(**row) for row in page['rows']]
@@ -701,7 +701,7 @@ def search_drugs(
     prices and whether a prescription is needed.
 
     Matching: name contains (case-insensitive); generic_name contains (case-insensitive); schedule
-    equals; tier equals; requires_prescription equals. Ordered by drug_id. Returns 25 rows per page by
+    equals; tier equals; requires_prescription equals. Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     args = {
@@ -720,7 +720,7 @@ def search_drugs(
         " AND (:schedule IS NULL OR schedule = :schedule)"
         " AND (:tier IS NULL OR tier = :tier)"
         " AND (:requires_prescription IS NULL OR requires_prescription = :requires_prescription)"
-        " ORDER BY drug_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Drug(**row) for row in page['rows']]
@@ -784,7 +784,7 @@ def check_stock(
     """List the stock lots of a drug with lot numbers, expiry dates and units on hand. Expired lots cannot
     be dispensed.
 
-    Matching: drug_id equals; expires_after at or after/above. Ordered by lot_id. Returns 25 rows per
+    Matching: drug_id equals; expires_after at or after/above. Ordered oldest first. Returns 25 rows per
     page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
@@ -794,7 +794,7 @@ def check_stock(
         "SELECT * FROM inventory_lots"
         " WHERE (:drug_id IS NULL OR drug_id = :drug_id)"
         " AND (:expires_after IS NULL OR expires_on >= :expires_after)"
-        " ORDER BY lot_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [InventoryLot(**row) for row in page['rows']]
@@ -909,8 +909,8 @@ def list_prescriptions(
 ) -> ListPrescriptionsResult:
     """List a patient's prescriptions with Rx numbers, refills authorized and used, expiry and status.
 
-    Matching: patient_id equals; status equals. Ordered by rx_id. Returns 25 rows per page by default
-    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    Matching: patient_id equals; status equals. Ordered oldest first. Returns 25 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("patients", "patient_id", patient_id, "patient_id")
     args = {"patient_id": patient_id, "status": status, "now": db.now, "principal": db.principal}
@@ -918,7 +918,7 @@ def list_prescriptions(
         "SELECT * FROM prescriptions"
         " WHERE (:patient_id IS NULL OR patient_id = :patient_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY rx_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Prescription(**row) for row in page['rows']]
@@ -1108,16 +1108,16 @@ def search_prescribers(
     """Search prescribers by name or clinic. Returns prescriber ids and whether they hold a DEA
     registration.
 
-    Matching: name contains (case-insensitive); clinic contains (case-insensitive). Ordered by
-    prescriber_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass
-    the returned cursor to get the next page.
+    Matching: name contains (case-insensitive); clinic contains (case-insensitive). Ordered oldest
+    first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
+    returned cursor to get the next page.
     """
     args = {"name": name, "clinic": clinic, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM prescribers"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:clinic IS NULL OR lower(clinic) LIKE '%' || replace(replace(replace(lower(:clinic), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY prescriber_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Prescriber(**row) for row in page['rows']]
@@ -1246,7 +1246,7 @@ def list_fills(
 ) -> ListFillsResult:
     """List the fills of a prescription with dates, prices, copays and pickup status.
 
-    Matching: rx_id equals; status equals. Ordered by fill_id. Returns 25 rows per page by default
+    Matching: rx_id equals; status equals. Ordered oldest first. Returns 25 rows per page by default
     (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("prescriptions", "rx_id", rx_id, "rx_id")
@@ -1255,7 +1255,7 @@ def list_fills(
         "SELECT * FROM fills"
         " WHERE (:rx_id IS NULL OR rx_id = :rx_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY fill_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Fill(**row) for row in page['rows']]
@@ -1299,7 +1299,7 @@ def list_claims(
 ) -> ListClaimsResult:
     """List the insurance claims of a fill, with amounts billed and paid and any rejection reason.
 
-    Matching: fill_id equals; status equals. Ordered by claim_id. Returns 25 rows per page by default
+    Matching: fill_id equals; status equals. Ordered oldest first. Returns 25 rows per page by default
     (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("fills", "fill_id", fill_id, "fill_id")
@@ -1308,7 +1308,7 @@ def list_claims(
         "SELECT * FROM claims"
         " WHERE (:fill_id IS NULL OR fill_id = :fill_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY claim_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Claim(**row) for row in page['rows']]
@@ -1687,7 +1687,7 @@ def list_pickups(
         "SELECT * FROM pickups"
         " WHERE (:fill_id IS NULL OR fill_id = :fill_id)"
         " AND (:payment_method IS NULL OR payment_method = :payment_method)"
-        " ORDER BY picked_up_at DESC, pickup_id",
+        " ORDER BY picked_up_at DESC, rowid",
         args, limit, cursor,
     )
     rows = [Pickup(**row) for row in page['rows']]
@@ -1743,7 +1743,7 @@ def list_counter_sales(
         "SELECT * FROM counter_sales"
         " WHERE (:patient_id IS NULL OR patient_id = :patient_id)"
         " AND (:drug_id IS NULL OR drug_id = :drug_id)"
-        " ORDER BY sold_at DESC, sale_id",
+        " ORDER BY sold_at DESC, rowid",
         args, limit, cursor,
     )
     rows = [CounterSale(**row) for row in page['rows']]

@@ -12,7 +12,7 @@ def project_summary(db: Database, project_id: str) -> dict:
     total = sum(counts.values())
     overdue = db.all(
         "SELECT * FROM tasks WHERE project_id = ? AND status != 'done' AND due_date IS NOT NULL"
-        " AND due_date < date(?) ORDER BY due_date, task_id",
+        " AND due_date < date(?) ORDER BY due_date, rowid",
         (project_id, db.now),
     )
     return {
@@ -30,7 +30,7 @@ def roll_over_milestone(db: Database, from_milestone_id: str, to_milestone_id: s
     moving = [
         row["task_id"]
         for row in db.all(
-            "SELECT task_id FROM tasks WHERE milestone_id = ? AND status != 'done' ORDER BY task_id",
+            "SELECT task_id FROM tasks WHERE milestone_id = ? AND status != 'done' ORDER BY rowid",
             (from_milestone_id,),
         )
     ]

@@ -32,6 +32,7 @@ DEFINITION = ServerDefinition(
         "tasks": "tsk_{:04d}",
         "comments": "cmt_{:04d}",
     },
+    id_namespace="project_tracker",
     tools=[
         ToolDefinition("find_people", "search"),
         ToolDefinition("search_projects", "search"),

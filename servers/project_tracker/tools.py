@@ -292,7 +292,7 @@ def find_people(
 ) -> FindPeopleResult:
     """Look up colleagues by part of their name or exact email; returns the emails the other tools use.
 
-    Matching: full_name contains (case-insensitive); email equals. Ordered by person_id. Returns 25 rows
+    Matching: full_name contains (case-insensitive); email equals. Ordered oldest first. Returns 25 rows
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
@@ -301,7 +301,7 @@ def find_people(
         "SELECT * FROM people"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
-        " ORDER BY person_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Person(**row) for row in page['rows']]
@@ -352,9 +352,9 @@ def search_projects(
 ) -> SearchProjectsResult:
     """Find projects by part of the name, status or owner. Returns project ids.
 
-    Matching: name contains (case-insensitive); status equals; owner_email equals. Ordered by
-    project_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
-    returned cursor to get the next page.
+    Matching: name contains (case-insensitive); status equals; owner_email equals. Ordered oldest first.
+    Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the returned
+    cursor to get the next page.
     """
     args = {
         "name": name,
@@ -368,7 +368,7 @@ def search_projects(
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:status IS NULL OR status = :status)"
         " AND (:owner_email IS NULL OR owner_email = :owner_email)"
-        " ORDER BY project_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Project(**row) for row in page['rows']]
@@ -420,9 +420,9 @@ def list_members(
     """List memberships: the members of a project (give project_id) or the projects a person belongs to
     (give email). Returns membership ids for remove_member.
 
-    Matching: project_id equals; email equals; role equals. Ordered by membership_id. Returns 50 rows
-    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
-    next page.
+    Matching: project_id equals; email equals; role equals. Ordered oldest first. Returns 50 rows per
+    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
+    page.
     """
     args = {"project_id": project_id, "email": email, "role": role, "now": db.now, "principal": db.principal}
     page = db.page(
@@ -430,7 +430,7 @@ def list_members(
         " WHERE (:project_id IS NULL OR project_id = :project_id)"
         " AND (:email IS NULL OR email = :email)"
         " AND (:role IS NULL OR role = :role)"
-        " ORDER BY membership_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Membership(**row) for row in page['rows']]
@@ -474,7 +474,7 @@ def list_milestones(
 ) -> ListMilestonesResult:
     """List a project's milestones with due dates and status. Returns milestone ids.
 
-    Matching: project_id equals; status equals. Ordered by milestone_id. Returns 25 rows per page by
+    Matching: project_id equals; status equals. Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("projects", "project_id", project_id, "project_id")
@@ -483,7 +483,7 @@ def list_milestones(
         "SELECT * FROM milestones"
         " WHERE (:project_id IS NULL OR project_id = :project_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY milestone_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Milestone(**row) for row in page['rows']]
@@ -557,7 +557,7 @@ def search_tasks(
     get_task and the tools that change a task.
 
     Matching: project_id equals; status equals; assignee_email equals; milestone_id equals; priority
-    equals; title contains (case-insensitive). Ordered by task_id. Returns 50 rows per page by default
+    equals; title contains (case-insensitive). Ordered oldest first. Returns 50 rows per page by default
     (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     args = {
@@ -578,7 +578,7 @@ def search_tasks(
         " AND (:milestone_id IS NULL OR milestone_id = :milestone_id)"
         " AND (:priority IS NULL OR priority = :priority)"
         " AND (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY task_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Task(**row) for row in page['rows']]
@@ -630,7 +630,7 @@ def list_comments(
 ) -> ListCommentsResult:
     """Read the comments on a task, oldest first.
 
-    Matching: task_id equals. Ordered by comment_id. Returns 50 rows per page by default (limit: up to
+    Matching: task_id equals. Ordered oldest first. Returns 50 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("tasks", "task_id", task_id, "task_id")
@@ -638,7 +638,7 @@ def list_comments(
     page = db.page(
         "SELECT * FROM comments"
         " WHERE (:task_id IS NULL OR task_id = :task_id)"
-        " ORDER BY comment_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Comment(**row) for row in page['rows']]

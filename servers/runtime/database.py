@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
@@ -20,6 +21,25 @@ SEQUENCES_TABLE = "_envfarm_sequences"
 EPISODE_TABLE = "_envfarm_episode"  # one row: the episode's principal (outside the state: never hashed or diffed)
 Params = Mapping[str, Any] | Sequence[Any]
 MAX_PAGE = 200  # the largest `limit` a list accepts
+ID_SYMBOLS = "abcdefghijkmnpqrstuvwxyz23456789"  # 32 symbols: no l, o, 0 or 1 to misread
+ID_LETTERS = "abcdefghijkmnpqrstuvwxyz"
+ID_DIGITS = "23456789"
+OPAQUE_KEY = re.compile(r".*[_-][a-km-np-z][a-km-np-z2-9]{4}[2-9]")  # what opaque_id makes (any prefix)
+
+
+def opaque_id(id_format: str, namespace: str, table: str, number: int, attempt: int = 0) -> str:
+    """The opaque id of row `number` of `table` on server `namespace`: the prefix of `id_format`
+    (`pat_` of `pat_{:04d}`) and six symbols of a hash of server, table, number and `attempt` (the next
+    attempt after a collision): a letter, four of 32 symbols, a digit (about 2e8 ids per table).
+    Deterministic, yet no id tells its neighbour's; it starts with a letter, so it never reads as a
+    sequential id, and ends with a digit, so it still reads as an id. Seeds (factory.ids) and new rows
+    (`Database.next_id`) use it."""
+    digest = int.from_bytes(hashlib.sha256(f"{namespace}/{table}/{number}/{attempt}".encode()).digest()[:8], "big")
+    symbols = []
+    for alphabet in (ID_LETTERS, ID_SYMBOLS, ID_SYMBOLS, ID_SYMBOLS, ID_SYMBOLS, ID_DIGITS):
+        symbols.append(alphabet[digest % len(alphabet)])
+        digest //= len(alphabet)
+    return id_format.partition("{")[0] + "".join(symbols)
 
 
 class Rejected(Exception):
@@ -38,12 +58,14 @@ class Database:
         id_formats: Mapping[str, str],
         principal: str | None = None,
         scopes: Mapping[str, str] | None = None,
+        id_namespace: str | None = None,
     ) -> None:
         self.connection = connection
         self.now = now
         self._id_formats = id_formats
         self.principal = principal
         self._scopes = scopes or {}
+        self._id_namespace = id_namespace  # the server's name when its ids are opaque; None: sequential
 
     def all(self, sql: str, params: Params = ()) -> list[dict[str, Any]]:
         cursor = self.connection.execute(sql, params)
@@ -81,7 +103,29 @@ class Database:
         """Allocate the next id of `table` from its sequence (deterministic, never reused)."""
         number = self.scalar(f"SELECT next FROM {SEQUENCES_TABLE} WHERE table_name = ?", (table,))
         self.connection.execute(f"UPDATE {SEQUENCES_TABLE} SET next = next + 1 WHERE table_name = ?", (table,))
-        return self._id_formats[table].format(number)
+        return self._id_for(table, number)
+
+    def id_number(self, table: str) -> int:
+        """The sequence number of the id `next_id(table)` gave last (a human-facing number such as an
+        invoice's INV-1057 follows it, whatever the id looks like)."""
+        return int(self.scalar(f"SELECT next FROM {SEQUENCES_TABLE} WHERE table_name = ?", (table,))) - 1
+
+    def peek_id(self, table: str) -> str:
+        """The id the next `next_id(table)` will give, allocating nothing."""
+        return self._id_for(table, self.scalar(f"SELECT next FROM {SEQUENCES_TABLE} WHERE table_name = ?", (table,)))
+
+    def _id_for(self, table: str, number: int) -> str:
+        """Sequence number -> id: formatted, or opaque (the first attempt no row of the table holds)."""
+        id_format = self._id_formats[table]
+        if self._id_namespace is None:
+            return id_format.format(number)
+        key = self.scalar("SELECT name FROM pragma_table_info(?) WHERE pk > 0", (table,))
+        attempt = 0
+        while True:
+            new = opaque_id(id_format, self._id_namespace, table, number, attempt)
+            if self.scalar(f"SELECT 1 FROM {table} WHERE {key} = ?", (new,)) is None:
+                return new
+            attempt += 1
 
     def visible(self, table: str) -> str:
         """The SQL condition on `table`'s rows that the principal may see (`1` when all)."""

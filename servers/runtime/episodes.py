@@ -34,6 +34,7 @@ from servers.runtime.arguments import preview
 from servers.runtime.control import EPISODE_HEADER, EPISODE_META_KEY, OWNER_HEADER, PRINCIPAL_HEADER
 from servers.runtime.database import (
     EPISODE_TABLE,
+    OPAQUE_KEY,
     SEQUENCES_TABLE,
     insert_row,
     read_principal,
@@ -73,8 +74,9 @@ def open_memory(image: bytes | None = None) -> sqlite3.Connection:
 
 def next_number(rows: list[dict[str, Any]]) -> int:
     """The first id number past the seed: after the row count and after any number a key ends with,
-    so new ids never collide with hand-numbered seed keys."""
-    numbers = [int(m[1]) for row in rows if row and (m := _TRAILING_NUMBER.search(str(next(iter(row.values())))))]
+    so new ids never collide with hand-numbered seed keys (opaque keys carry no number: their count is it)."""
+    keys = [str(next(iter(row.values()))) for row in rows if row]
+    numbers = [int(m[1]) for key in keys if not OPAQUE_KEY.fullmatch(key) and (m := _TRAILING_NUMBER.search(key))]
     return max([len(rows), *numbers]) + 1
 
 

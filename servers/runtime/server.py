@@ -116,6 +116,7 @@ class ServerDefinition:
     now: str
     directory: Traversable
     id_formats: dict[str, str]
+    id_namespace: str | None = None  # opaque ids (database.opaque_id) in this namespace; None: sequential
     tools: list[ToolDefinition] = field(default_factory=list)
     principal: PrincipalDefinition | None = None
     tools_module: str | None = None  # where tools named by a string live, e.g. "servers.clinic.tools"
@@ -368,7 +369,8 @@ def _tool_runner(tool: ToolDefinition, episodes: _Episodes, definition: ServerDe
             # Generated code must not write to stdout: on stdio that is the protocol stream.
             with redirect_stdout(sys.stderr):
                 principal = read_principal(connection) if has_principal else None
-                result = function(Database(connection, now, id_formats, principal, scopes), **arguments)
+                db = Database(connection, now, id_formats, principal, scopes, definition.id_namespace)
+                result = function(db, **arguments)
         except Rejected as exc:
             _rollback(connection)
             return error_result(str(exc), ErrorKind.REJECTED)

@@ -32,6 +32,7 @@ DEFINITION = ServerDefinition(
         "messages": "msg_{:04d}",
         "reactions": "rx_{:04d}",
     },
+    id_namespace="team_chat",
     tools=[
         ToolDefinition("list_workspaces", "search"),
         ToolDefinition("find_members", "search"),

@@ -306,14 +306,14 @@ def list_workspaces(
 ) -> ListWorkspacesResult:
     """List the chat workspaces. Returns workspace ids.
 
-    Matching: name contains (case-insensitive). Ordered by workspace_id. Returns 25 rows per page by
+    Matching: name contains (case-insensitive). Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     args = {"name": name, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM workspaces"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY workspace_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Workspace(**row) for row in page['rows']]
@@ -373,7 +373,7 @@ def find_members(
     other tools act as you (the signed-in user) in the workspace of what they touch.
 
     Matching: workspace_id equals; full_name contains (case-insensitive); email equals; display_name
-    contains (case-insensitive). Ordered by member_id. Returns 50 rows per page by default (limit: up to
+    contains (case-insensitive). Ordered oldest first. Returns 50 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
     args = {
@@ -390,7 +390,7 @@ def find_members(
         " AND (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
         " AND (:display_name IS NULL OR lower(display_name) LIKE '%' || replace(replace(replace(lower(:display_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY member_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Member(**row) for row in page['rows']]
@@ -450,7 +450,7 @@ def search_channels(
     only their members can read them.
 
     Matching: workspace_id equals; name contains (case-insensitive); visibility equals; is_archived
-    equals. Ordered by channel_id. Returns 50 rows per page by default (limit: up to 200) with total and
+    equals. Ordered oldest first. Returns 50 rows per page by default (limit: up to 200) with total and
     has_more; pass the returned cursor to get the next page.
     """
     args = {
@@ -467,7 +467,7 @@ def search_channels(
         " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:visibility IS NULL OR visibility = :visibility)"
         " AND (:is_archived IS NULL OR is_archived = :is_archived)"
-        " ORDER BY channel_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Channel(**row) for row in page['rows']]
@@ -512,16 +512,15 @@ def list_channel_members(
     """List channel memberships: who is in a channel (give channel_id) or which channels a member is in
     (give member_id). Returns channel_member ids for leave_channel.
 
-    Matching: channel_id equals; member_id equals. Ordered by channel_member_id. Returns 100 rows per
-    page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
-    page.
+    Matching: channel_id equals; member_id equals. Ordered oldest first. Returns 100 rows per page by
+    default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     args = {"channel_id": channel_id, "member_id": member_id, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM channel_members"
         " WHERE (:channel_id IS NULL OR channel_id = :channel_id)"
         " AND (:member_id IS NULL OR member_id = :member_id)"
-        " ORDER BY channel_member_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [ChannelMember(**row) for row in page['rows']]
@@ -897,7 +896,7 @@ def list_reactions(
 ) -> ListReactionsResult:
     """List the reactions on a message, with who reacted. Returns reaction ids for remove_reaction.
 
-    Matching: message_id equals; member_id equals. Ordered by reaction_id. Returns 25 rows per page by
+    Matching: message_id equals; member_id equals. Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("messages", "message_id", message_id, "message_id")
@@ -907,7 +906,7 @@ def list_reactions(
         " WHERE (:message_id IS NULL OR message_id = :message_id)"
         " AND (:member_id IS NULL OR member_id = :member_id)"
         " AND (message_id IN (SELECT msg.message_id FROM messages msg JOIN channels c ON c.channel_id = msg.channel_id JOIN members me ON me.workspace_id = c.workspace_id AND me.email = :principal WHERE c.visibility = 'public' OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = c.channel_id AND cm.member_id = me.member_id)))"
-        " ORDER BY reaction_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Reaction(**row) for row in page['rows']]

@@ -45,7 +45,7 @@ def book_tour(db: Database, traveller_id: str, departure_id: str, seats: int) ->
         "bookings",
         {
             "booking_id": booking_id,
-            "booking_ref": booking_ref(int(booking_id.split("_")[1])),
+            "booking_ref": booking_ref(db.id_number("bookings")),
             "traveller_id": traveller_id,
             "departure_id": departure_id,
             "seats": seats,
@@ -98,7 +98,7 @@ def cancel_booking(db: Database, booking_id: str, reason: str) -> dict[str, Any]
 def cancel_departure(db: Database, departure_id: str, reason: str) -> dict[str, Any]:
     """Cancel the departure and refund every confirmed booking on it in full."""
     bookings = db.all(
-        "SELECT * FROM bookings WHERE departure_id = ? AND status = 'confirmed' ORDER BY booking_id", (departure_id,)
+        "SELECT * FROM bookings WHERE departure_id = ? AND status = 'confirmed' ORDER BY rowid", (departure_id,)
     )
     for booking in bookings:
         _cancel(db, booking, f"departure cancelled by the operator: {reason}")

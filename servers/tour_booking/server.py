@@ -33,6 +33,7 @@ DEFINITION = ServerDefinition(
         "refunds": "rfd_{:04d}",
         "reviews": "rev_{:04d}",
     },
+    id_namespace="tour_booking",
     tools=[
         ToolDefinition("search_tours", "search"),
         ToolDefinition("get_tour", "get"),

@@ -355,8 +355,8 @@ def search_tours(
     ratings and group sizes.
 
     Matching: city equals; category equals; title contains (case-insensitive); language equals;
-    max_price at or before/below. Ordered by tour_id. Returns 25 rows per page by default (limit: up to
-    200) with total and has_more; pass the returned cursor to get the next page.
+    max_price at or before/below. Ordered oldest first. Returns 25 rows per page by default (limit: up
+    to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     args = {
         "city": city,
@@ -374,7 +374,7 @@ def search_tours(
         " AND (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:language IS NULL OR language = :language)"
         " AND (:max_price IS NULL OR price_per_person <= :max_price)"
-        " ORDER BY tour_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Tour(**row) for row in page['rows']]
@@ -441,7 +441,7 @@ def list_departures(
 ) -> ListDeparturesResult:
     """List a tour's departures with start times, seats booked and capacity, guide and status.
 
-    Matching: tour_id equals; starts_after at or after/above; status equals. Ordered by departure_id.
+    Matching: tour_id equals; starts_after at or after/above; status equals. Ordered oldest first.
     Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the returned
     cursor to get the next page.
     """
@@ -458,7 +458,7 @@ def list_departures(
         " WHERE (:tour_id IS NULL OR tour_id = :tour_id)"
         " AND (:starts_after IS NULL OR starts_at >= :starts_after)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY departure_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Departure(**row) for row in page['rows']]
@@ -502,16 +502,16 @@ def find_traveller(
 ) -> FindTravellerResult:
     """Find travellers by name or email.
 
-    Matching: full_name contains (case-insensitive); email equals. Ordered by traveller_id. Returns 25
-    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
-    the next page.
+    Matching: full_name contains (case-insensitive); email equals. Ordered oldest first. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
     """
     args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM travellers"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
-        " ORDER BY traveller_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Traveller(**row) for row in page['rows']]
@@ -638,9 +638,9 @@ def find_booking(
 ) -> FindBookingResult:
     """Find bookings by booking reference, traveller, departure or status.
 
-    Matching: booking_ref equals; traveller_id equals; departure_id equals; status equals. Ordered by
-    booking_id. Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass the
-    returned cursor to get the next page.
+    Matching: booking_ref equals; traveller_id equals; departure_id equals; status equals. Ordered
+    oldest first. Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass
+    the returned cursor to get the next page.
     """
     if traveller_id is not None:
         db.require("travellers", "traveller_id", traveller_id, "traveller_id")
@@ -660,7 +660,7 @@ def find_booking(
         " AND (:traveller_id IS NULL OR traveller_id = :traveller_id)"
         " AND (:departure_id IS NULL OR departure_id = :departure_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY booking_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Booking(**row) for row in page['rows']]
@@ -793,7 +793,7 @@ def list_refunds(
 ) -> ListRefundsResult:
     """List the refunds paid for a booking.
 
-    Matching: booking_id equals. Ordered by refund_id. Returns 25 rows per page by default (limit: up to
+    Matching: booking_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("bookings", "booking_id", booking_id, "booking_id")
@@ -801,7 +801,7 @@ def list_refunds(
     page = db.page(
         "SELECT * FROM refunds"
         " WHERE (:booking_id IS NULL OR booking_id = :booking_id)"
-        " ORDER BY refund_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Refund(**row) for row in page['rows']]
@@ -926,7 +926,7 @@ def list_reviews(
 ) -> ListReviewsResult:
     """List reviews of a tour, optionally only those with a given star rating.
 
-    Matching: tour_id equals; rating equals. Ordered by review_id. Returns 25 rows per page by default
+    Matching: tour_id equals; rating equals. Ordered oldest first. Returns 25 rows per page by default
     (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("tours", "tour_id", tour_id, "tour_id")
@@ -935,7 +935,7 @@ def list_reviews(
         "SELECT * FROM reviews"
         " WHERE (:tour_id IS NULL OR tour_id = :tour_id)"
         " AND (:rating IS NULL OR rating = :rating)"
-        " ORDER BY review_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Review(**row) for row in page['rows']]
@@ -979,7 +979,7 @@ def list_guides(
 ) -> ListGuidesResult:
     """List guides by city or language, with their ratings.
 
-    Matching: city equals; languages contains (case-insensitive). Ordered by guide_id. Returns 25 rows
+    Matching: city equals; languages contains (case-insensitive). Ordered oldest first. Returns 25 rows
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
@@ -988,7 +988,7 @@ def list_guides(
         "SELECT * FROM guides"
         " WHERE (:city IS NULL OR city = :city)"
         " AND (:languages IS NULL OR lower(languages) LIKE '%' || replace(replace(replace(lower(:languages), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY guide_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Guide(**row) for row in page['rows']]

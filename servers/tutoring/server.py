@@ -34,6 +34,7 @@ DEFINITION = ServerDefinition(
         "sessions": "ses_{:04d}",
         "feedback": "fb_{:04d}",
     },
+    id_namespace="tutoring",
     tools=[
         ToolDefinition("find_student", "search"),
         ToolDefinition("search_tutors", "search"),

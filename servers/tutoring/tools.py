@@ -354,16 +354,16 @@ def find_student(
 ) -> FindStudentResult:
     """Find students by part of their name or exact email. Returns student records with their student_id.
 
-    Matching: full_name contains (case-insensitive); email equals. Ordered by student_id. Returns 25
-    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
-    the next page.
+    Matching: full_name contains (case-insensitive); email equals. Ordered oldest first. Returns 25 rows
+    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
+    next page.
     """
     args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM students"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:email IS NULL OR email = :email)"
-        " ORDER BY student_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Student(**row) for row in page['rows']]
@@ -407,16 +407,16 @@ def search_tutors(
 ) -> SearchTutorsResult:
     """Search tutors by name or status. Returns tutors with their tutor_id, headline and average rating.
 
-    Matching: full_name contains (case-insensitive); status equals. Ordered by tutor_id. Returns 25 rows
-    per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
-    next page.
+    Matching: full_name contains (case-insensitive); status equals. Ordered oldest first. Returns 25
+    rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
+    the next page.
     """
     args = {"full_name": full_name, "status": status, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM tutors"
         " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY tutor_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Tutor(**row) for row in page['rows']]
@@ -476,7 +476,7 @@ def list_subjects(
     """List the subjects on offer by name or level. Returns subject_id values for finding tutors and
     booking.
 
-    Matching: name contains (case-insensitive); level equals. Ordered by subject_id. Returns 25 rows per
+    Matching: name contains (case-insensitive); level equals. Ordered oldest first. Returns 25 rows per
     page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
@@ -485,7 +485,7 @@ def list_subjects(
         "SELECT * FROM subjects"
         " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:level IS NULL OR level = :level)"
-        " ORDER BY subject_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Subject(**row) for row in page['rows']]
@@ -522,15 +522,15 @@ def list_tutors_for_subject(
 ) -> ListTutorsForSubjectResult:
     """List which tutors teach a subject (tutor_id per row; get_tutor gives the profile).
 
-    Matching: subject_id equals. Ordered by tutor_subject_id. Returns 25 rows per page by default
-    (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
+    Matching: subject_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("subjects", "subject_id", subject_id, "subject_id")
     args = {"subject_id": subject_id, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM tutor_subjects"
         " WHERE (:subject_id IS NULL OR subject_id = :subject_id)"
-        " ORDER BY tutor_subject_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [TutorSubject(**row) for row in page['rows']]
@@ -567,15 +567,15 @@ def list_subjects_of_tutor(
 ) -> ListSubjectsOfTutorResult:
     """List the subjects a tutor teaches (subject_id per row).
 
-    Matching: tutor_id equals. Ordered by tutor_subject_id. Returns 25 rows per page by default (limit:
-    up to 200) with total and has_more; pass the returned cursor to get the next page.
+    Matching: tutor_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("tutors", "tutor_id", tutor_id, "tutor_id")
     args = {"tutor_id": tutor_id, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM tutor_subjects"
         " WHERE (:tutor_id IS NULL OR tutor_id = :tutor_id)"
-        " ORDER BY tutor_subject_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [TutorSubject(**row) for row in page['rows']]
@@ -635,9 +635,9 @@ def list_open_slots(
     """List a tutor's slots starting at or after a time, by default only free ones. Slot ids are needed to
     book.
 
-    Matching: tutor_id equals; starts_after at or after/above; is_booked equals; mode equals. Ordered by
-    slot_id. Returns 40 rows per page by default (limit: up to 200) with total and has_more; pass the
-    returned cursor to get the next page.
+    Matching: tutor_id equals; starts_after at or after/above; is_booked equals; mode equals. Ordered
+    oldest first. Returns 40 rows per page by default (limit: up to 200) with total and has_more; pass
+    the returned cursor to get the next page.
     """
     db.require("tutors", "tutor_id", tutor_id, "tutor_id")
     args = {
@@ -654,7 +654,7 @@ def list_open_slots(
         " AND (:starts_after IS NULL OR starts_at >= :starts_after)"
         " AND (:is_booked IS NULL OR is_booked = :is_booked)"
         " AND (:mode IS NULL OR mode = :mode)"
-        " ORDER BY slot_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [AvailabilitySlot(**row) for row in page['rows']]
@@ -698,7 +698,7 @@ def list_packages(
 ) -> ListPackagesResult:
     """List a student's packages of prepaid hours with hours remaining, expiry date and status.
 
-    Matching: student_id equals; status equals. Ordered by package_id. Returns 25 rows per page by
+    Matching: student_id equals; status equals. Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("students", "student_id", student_id, "student_id")
@@ -707,7 +707,7 @@ def list_packages(
         "SELECT * FROM packages"
         " WHERE (:student_id IS NULL OR student_id = :student_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY package_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Package(**row) for row in page['rows']]
@@ -980,7 +980,7 @@ def list_sessions(
     """List sessions of a student or a tutor, optionally only one status. Gives session_id for changes and
     feedback.
 
-    Matching: student_id equals; tutor_id equals; status equals. Ordered by session_id. Returns 40 rows
+    Matching: student_id equals; tutor_id equals; status equals. Ordered oldest first. Returns 40 rows
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
@@ -1000,7 +1000,7 @@ def list_sessions(
         " WHERE (:student_id IS NULL OR student_id = :student_id)"
         " AND (:tutor_id IS NULL OR tutor_id = :tutor_id)"
         " AND (:status IS NULL OR status = :status)"
-        " ORDER BY session_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Session(**row) for row in page['rows']]
@@ -1210,7 +1210,7 @@ def list_feedback(
 ) -> ListFeedbackResult:
     """List feedback left for a tutor, or for one session.
 
-    Matching: tutor_id equals; session_id equals. Ordered by feedback_id. Returns 25 rows per page by
+    Matching: tutor_id equals; session_id equals. Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     if tutor_id is not None:
@@ -1222,7 +1222,7 @@ def list_feedback(
         "SELECT * FROM feedback"
         " WHERE (:tutor_id IS NULL OR tutor_id = :tutor_id)"
         " AND (:session_id IS NULL OR session_id = :session_id)"
-        " ORDER BY feedback_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Feedback(**row) for row in page['rows']]

@@ -32,7 +32,7 @@ def _put_away(db: Database, bin_id: str, sku_id: str, quantity: int) -> None:
 def get_bin_usage(db: Database, bin_id: str) -> dict[str, Any]:
     """Capacity against contents, so an agent can choose a put-away bin that fits."""
     bin_ = db.require("bins", "bin_id", bin_id, "bin_id")
-    rows = db.all("SELECT * FROM stock_levels WHERE bin_id = ? ORDER BY stock_id", (bin_id,))
+    rows = db.all("SELECT * FROM stock_levels WHERE bin_id = ? ORDER BY rowid", (bin_id,))
     used = sum(r["quantity"] for r in rows)
     return {
         "bin_id": bin_id,

@@ -37,6 +37,7 @@ DEFINITION = ServerDefinition(
         "transfers": "trf_{:04d}",
         "cycle_counts": "cc_{:04d}",
     },
+    id_namespace="warehouse",
     tools=[
         ToolDefinition("list_warehouses", "search"),
         ToolDefinition("search_skus", "search"),

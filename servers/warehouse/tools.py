@@ -456,14 +456,14 @@ def list_warehouses(
 ) -> ListWarehousesResult:
     """List the distribution centres with their warehouse_id, code and city.
 
-    Matching: city contains (case-insensitive). Ordered by warehouse_id. Returns 25 rows per page by
+    Matching: city contains (case-insensitive). Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     args = {"city": city, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM warehouses"
         " WHERE (:city IS NULL OR lower(city) LIKE '%' || replace(replace(replace(lower(:city), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY warehouse_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Warehouse(**row) for row in page['rows']]
@@ -515,8 +515,8 @@ def search_skus(
     """Search SKUs by code, name or category. Returns sku_id values for stock, receipts and transfers.
 
     Matching: sku_code contains (case-insensitive); name contains (case-insensitive); category equals.
-    Ordered by sku_id. Returns 25 rows per page by default (limit: up to 200) with total and has_more;
-    pass the returned cursor to get the next page.
+    Ordered oldest first. Returns 25 rows per page by default (limit: up to 200) with total and
+    has_more; pass the returned cursor to get the next page.
     """
     args = {
         "sku_code": sku_code,
@@ -530,7 +530,7 @@ def search_skus(
         " WHERE (:sku_code IS NULL OR lower(sku_code) LIKE '%' || replace(replace(replace(lower(:sku_code), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:category IS NULL OR category = :category)"
-        " ORDER BY sku_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Sku(**row) for row in page['rows']]
@@ -581,9 +581,9 @@ def find_bins(
 ) -> FindBinsResult:
     """Find bins of a warehouse by zone or location code. Returns bin_id and capacity.
 
-    Matching: warehouse_id equals; zone equals; bin_code contains (case-insensitive). Ordered by bin_id.
-    Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass the returned
-    cursor to get the next page.
+    Matching: warehouse_id equals; zone equals; bin_code contains (case-insensitive). Ordered oldest
+    first. Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass the
+    returned cursor to get the next page.
     """
     if warehouse_id is not None:
         db.require("warehouses", "warehouse_id", warehouse_id, "warehouse_id")
@@ -599,7 +599,7 @@ def find_bins(
         " WHERE (:warehouse_id IS NULL OR warehouse_id = :warehouse_id)"
         " AND (:zone IS NULL OR zone = :zone)"
         " AND (:bin_code IS NULL OR lower(bin_code) LIKE '%' || replace(replace(replace(lower(:bin_code), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY bin_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Bin(**row) for row in page['rows']]
@@ -650,7 +650,7 @@ def list_stock(
 ) -> ListStockResult:
     """List stock on hand per bin, filtered by SKU, warehouse or bin (at least one is sensible).
 
-    Matching: sku_id equals; warehouse_id equals; bin_id equals. Ordered by stock_id. Returns 50 rows
+    Matching: sku_id equals; warehouse_id equals; bin_id equals. Ordered oldest first. Returns 50 rows
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
@@ -672,7 +672,7 @@ def list_stock(
         " WHERE (:sku_id IS NULL OR sku_id = :sku_id)"
         " AND (:warehouse_id IS NULL OR warehouse_id = :warehouse_id)"
         " AND (:bin_id IS NULL OR bin_id = :bin_id)"
-        " ORDER BY stock_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [StockLevel(**row) for row in page['rows']]
@@ -747,7 +747,7 @@ def list_receipts(
     """List inbound receipts by warehouse, status or supplier.
 
     Matching: warehouse_id equals; status equals; supplier contains (case-insensitive); reference
-    equals. Ordered by receipt_id. Returns 25 rows per page by default (limit: up to 200) with total and
+    equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to 200) with total and
     has_more; pass the returned cursor to get the next page.
     """
     if warehouse_id is not None:
@@ -766,7 +766,7 @@ def list_receipts(
         " AND (:status IS NULL OR status = :status)"
         " AND (:supplier IS NULL OR lower(supplier) LIKE '%' || replace(replace(replace(lower(:supplier), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
         " AND (:reference IS NULL OR reference = :reference)"
-        " ORDER BY receipt_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Receipt(**row) for row in page['rows']]
@@ -803,7 +803,7 @@ def list_receipt_lines(
 ) -> ListReceiptLinesResult:
     """List the lines of a receipt with expected and received quantities.
 
-    Matching: receipt_id equals. Ordered by line_id. Returns 25 rows per page by default (limit: up to
+    Matching: receipt_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("receipts", "receipt_id", receipt_id, "receipt_id")
@@ -811,7 +811,7 @@ def list_receipt_lines(
     page = db.page(
         "SELECT * FROM receipt_lines"
         " WHERE (:receipt_id IS NULL OR receipt_id = :receipt_id)"
-        " ORDER BY line_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [ReceiptLine(**row) for row in page['rows']]
@@ -1020,7 +1020,7 @@ def list_orders(
 ) -> ListOrdersResult:
     """List outbound orders by warehouse, status or order number.
 
-    Matching: warehouse_id equals; status equals; order_number equals. Ordered by order_id. Returns 25
+    Matching: warehouse_id equals; status equals; order_number equals. Ordered oldest first. Returns 25
     rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
     the next page.
     """
@@ -1038,7 +1038,7 @@ def list_orders(
         " WHERE (:warehouse_id IS NULL OR warehouse_id = :warehouse_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:order_number IS NULL OR order_number = :order_number)"
-        " ORDER BY order_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Order(**row) for row in page['rows']]
@@ -1075,15 +1075,15 @@ def list_order_lines(
 ) -> ListOrderLinesResult:
     """List the lines of an order with ordered and picked quantities.
 
-    Matching: order_id equals. Ordered by order_line_id. Returns 25 rows per page by default (limit: up
-    to 200) with total and has_more; pass the returned cursor to get the next page.
+    Matching: order_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
+    200) with total and has_more; pass the returned cursor to get the next page.
     """
     db.require("orders", "order_id", order_id, "order_id")
     args = {"order_id": order_id, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM order_lines"
         " WHERE (:order_id IS NULL OR order_id = :order_id)"
-        " ORDER BY order_line_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [OrderLine(**row) for row in page['rows']]
@@ -1410,7 +1410,7 @@ def list_transfers(
 ) -> ListTransfersResult:
     """List transfers by status, destination warehouse or SKU.
 
-    Matching: status equals; to_warehouse_id equals; sku_id equals. Ordered by transfer_id. Returns 25
+    Matching: status equals; to_warehouse_id equals; sku_id equals. Ordered oldest first. Returns 25
     rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
     the next page.
     """
@@ -1430,7 +1430,7 @@ def list_transfers(
         " WHERE (:status IS NULL OR status = :status)"
         " AND (:to_warehouse_id IS NULL OR to_warehouse_id = :to_warehouse_id)"
         " AND (:sku_id IS NULL OR sku_id = :sku_id)"
-        " ORDER BY transfer_id",
+        " ORDER BY rowid",
         args, limit, cursor,
     )
     rows = [Transfer(**row) for row in page['rows']]
@@ -1566,7 +1566,7 @@ def list_picks(
         "SELECT * FROM picks"
         " WHERE (:order_line_id IS NULL OR order_line_id = :order_line_id)"
         " AND (:bin_id IS NULL OR bin_id = :bin_id)"
-        " ORDER BY picked_at DESC, pick_id",
+        " ORDER BY picked_at DESC, rowid",
         args, limit, cursor,
     )
     rows = [Pick(**row) for row in page['rows']]
@@ -1621,7 +1621,7 @@ def list_cycle_counts(
         "SELECT * FROM cycle_counts"
         " WHERE (:stock_id IS NULL OR stock_id = :stock_id)"
         " AND (:counted_by IS NULL OR lower(counted_by) LIKE '%' || replace(replace(replace(lower(:counted_by), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY counted_at DESC, count_id",
+        " ORDER BY counted_at DESC, rowid",
         args, limit, cursor,
     )
     rows = [CycleCount(**row) for row in page['rows']]

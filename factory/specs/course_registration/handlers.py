@@ -17,7 +17,7 @@ def get_academic_record(db: Database, student_id: str) -> dict[str, Any]:
     student = db.require("students", "student_id", student_id, "student_id")
     rows = db.all(
         "SELECT g.*, c.credits FROM grades g JOIN courses c ON c.course_id = g.course_id "
-        "WHERE g.student_id = ? ORDER BY g.term_id, g.grade_id",
+        "WHERE g.student_id = ? ORDER BY (SELECT t.rowid FROM terms t WHERE t.term_id = g.term_id), g.rowid",
         (student_id,),
     )
     credits = sum(r["credits"] for r in rows if r["grade"] in PASSING)

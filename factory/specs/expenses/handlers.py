@@ -8,7 +8,7 @@ from servers.runtime.database import Database
 
 _MISSING_RECEIPTS = (
     "SELECT l.* FROM expense_lines l JOIN categories c ON c.category_id = l.category_id"
-    " WHERE l.report_id = ? AND l.amount > c.receipt_required_over AND l.receipt_id IS NULL ORDER BY l.line_id"
+    " WHERE l.report_id = ? AND l.amount > c.receipt_required_over AND l.receipt_id IS NULL ORDER BY l.rowid"
 )
 
 

@@ -28,8 +28,8 @@ def find_available_rooms(
         " ORDER BY t.nightly_rate, r.number",
         (hotel_id, adults, departure_date, arrival_date),
     )
-    type_ids = sorted({r["type_id"] for r in rooms})
-    types = [db.require("room_types", "type_id", type_id, "type_id") for type_id in type_ids]
+    type_ids = {r["type_id"] for r in rooms}
+    types = [t for t in db.all("SELECT * FROM room_types ORDER BY rowid") if t["type_id"] in type_ids]
     nights = db.scalar("SELECT CAST(julianday(?) - julianday(?) AS INTEGER)", (departure_date, arrival_date))
     return {"hotel_id": hotel_id, "nights": nights, "rooms": rooms, "room_types": types}
 
@@ -52,7 +52,7 @@ def create_reservation(
         "reservations",
         {
             "res_id": res_id,
-            "confirmation_code": confirmation_code(int(res_id.split("_")[1])),
+            "confirmation_code": confirmation_code(db.id_number("reservations")),
             "guest_id": guest_id,
             "hotel_id": room["hotel_id"],
             "room_id": room_id,
@@ -89,7 +89,7 @@ def folio_totals(db: Database, res_id: str) -> tuple[float, float]:
 
 def get_folio(db: Database, res_id: str) -> dict[str, Any]:
     """Every line of the stay's bill and what is still due."""
-    lines = db.all("SELECT * FROM folio_charges WHERE res_id = ? ORDER BY posted_at, charge_id", (res_id,))
+    lines = db.all("SELECT * FROM folio_charges WHERE res_id = ? ORDER BY posted_at, rowid", (res_id,))
     charges, payments = folio_totals(db, res_id)
     return {
         "res_id": res_id,

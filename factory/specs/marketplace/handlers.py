@@ -44,7 +44,7 @@ def create_shipping_label(db: Database, sale_id: str, carrier: str, service: str
     base, per_kg = TARIFFS[carrier]
     cost = (base + per_kg * weight_kg) * (EXPRESS_FACTOR if service == "express" else 1.0)
     label_id = db.next_id("shipping_labels")
-    number = int(label_id.rsplit("_", 1)[1])
+    number = db.id_number("shipping_labels")
     db.insert(
         "shipping_labels",
         {

@@ -128,7 +128,7 @@ def add_prescription(
         "prescriptions",
         {
             "rx_id": rx_id,
-            "rx_number": str(RX_NUMBER_BASE + int(rx_id.split("_")[1])),
+            "rx_number": str(RX_NUMBER_BASE + db.id_number("prescriptions")),
             "patient_id": patient_id,
             "drug_id": drug_id,
             "prescriber_id": prescriber_id,

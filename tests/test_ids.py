@@ -1,0 +1,60 @@
+"""Opaque ids: one function for seeded and new rows, deterministic, and no id tells its neighbour's."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import CLINIC_SPEC, FREE_SLOT
+from mcp import Client
+
+from factory.ids import id_mapping, id_pattern, opaque_seed, rewrite, sequence_number
+from factory.source import load_environment
+from servers.runtime.database import opaque_id
+
+OLD_FORM = re.compile(r"^[a-z]+_\d{2,5}$")
+
+
+def test_an_opaque_id_is_deterministic_short_and_never_of_the_old_form() -> None:
+    ids = [opaque_id("pat_{:04d}", "clinic", "patients", n) for n in range(1, 2001)]
+    assert ids == [opaque_id("pat_{:04d}", "clinic", "patients", n) for n in range(1, 2001)]
+    assert all(re.fullmatch(r"pat_[a-z][a-z0-9]{4}[0-9]", i) and not OLD_FORM.match(i) for i in ids)
+    assert len(set(ids)) == len(ids)
+    assert opaque_id("pat_{:04d}", "clinic_annex", "patients", 1) != ids[0]  # another server, other ids
+    assert opaque_id("pat_{:04d}", "clinic", "patients", 1, attempt=1) != ids[0]  # a collision's next try
+
+
+def test_the_mapping_resolves_collisions_in_sequence_order_and_rewrites_whole_ids_only() -> None:
+    mapping = id_mapping("s", {"items": "itm_{:03d}"}, {"items": ["itm_001", "itm_002", "itm_xyz"]}, extra=2)
+    assert set(mapping) == {"itm_001", "itm_002", "itm_004", "itm_005"}  # three rows: new ids start at 4
+    assert len(set(mapping.values())) == 4 and sequence_number("itm_{:03d}", "itm_0001") is None
+    pattern = id_pattern(["itm_{:03d}"])
+    text = "itm_001, xitm_002, itm_0021 and itm_002."
+    once = rewrite(text, mapping, pattern)
+    assert once == f"{mapping['itm_001']}, xitm_002, itm_0021 and {mapping['itm_002']}."
+    assert rewrite(once, mapping, pattern) == once  # idempotent: an opaque id never reads as an old one
+
+
+def test_opaque_seed_rewrites_keys_references_and_quoted_ids_together() -> None:
+    seed = {
+        "orders": [{"order_id": "ord_01", "note": "see ord_02"}, {"order_id": "ord_02", "note": ""}],
+        "lines": [{"line_id": "ln_1", "order_id": "ord_02"}],
+    }
+    out = opaque_seed("shop", {"orders": "ord_{:02d}", "lines": "ln_{}"}, {"orders": "order_id", "lines": "line_id"}, seed)
+    second = out["orders"][1]["order_id"]
+    assert out["lines"][0]["order_id"] == second and out["orders"][0]["note"] == f"see {second}"
+    assert second == opaque_id("ord_{:02d}", "shop", "orders", 2)
+
+
+async def test_a_new_row_continues_the_seeded_sequence_with_the_same_function() -> None:
+    from servers.clinic.server import build
+
+    spec = load_environment(CLINIC_SPEC).spec
+    assert spec.ids == "opaque"
+    patients = spec.seed["patients"]
+    assert patients[0]["patient_id"] == opaque_id("pat_{:04d}", "clinic", "patients", 1)
+    async with Client(build()) as client:
+        booked = await client.call_tool(
+            "book_appointment", {"patient_id": patients[0]["patient_id"], "slot_id": FREE_SLOT, "reason": "checkup"}
+        )
+    count = len(spec.seed["appointments"])
+    assert (booked.structured_content or {})["appointment_id"] == opaque_id("apt_{:04d}", "clinic", "appointments", count + 1)
