@@ -166,7 +166,10 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_mutate(args: argparse.Namespace) -> int:
     """`envfarm verify --mutate`: the verifier's kill rate on seeded bugs, per server."""
-    from factory.mutation import MutantResult, ServerMutation, mutate_server, render_markdown, summarize
+    import time
+
+    from factory.mutation import MutantResult, mutate_servers, render_markdown, summarize
+    from factory.progress import default_jobs
     from factory.verify import VerifyOptions
     from factory.warm import warm_launcher
 
@@ -177,32 +180,26 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     if missing:
         print(f"error: not in {registry_file(farm)}: {', '.join(missing)}", file=sys.stderr)
         return 2
-    options = VerifyOptions(call_timeout=args.timeout)
+    jobs = args.jobs or default_jobs()
 
-    def progress(result: MutantResult) -> None:
+    def progress(server: str, result: MutantResult) -> None:
         mark = "killed  " if result.killed else "SURVIVED"
-        print(f"  {mark} {result.file}:{result.line} {result.kind}: {result.change[:100]}", file=sys.stderr)
+        print(f"  {mark} {server} {result.file}:{result.line} {result.kind}: {result.change[:100]}", file=sys.stderr)
 
-    async def run_all() -> list[ServerMutation]:
-        servers = []
-        for name in names:
-            print(f"{name}: verifying mutants", file=sys.stderr)
-            server_dir = farm / "servers" / name
-            servers.append(
-                await mutate_server(
-                    server_dir,
-                    max_mutants=args.max_mutants,
-                    seed=args.seed,
-                    jobs=args.jobs or 2,
-                    options=options,
-                    progress=progress,
-                )
-            )
-        return servers
-
+    started = time.perf_counter()
     with warm_launcher() as socket_path:  # one warm interpreter forks every mutant's server
-        options = options.model_copy(update={"warm_socket": socket_path, "fail_fast": True})
-        report = summarize(anyio.run(run_all), args.seed, args.max_mutants)
+        options = VerifyOptions(call_timeout=args.timeout, warm_socket=socket_path, fail_fast=True)
+        run = partial(
+            mutate_servers,
+            [farm / "servers" / name for name in names],
+            max_mutants=args.max_mutants,
+            seed=args.seed,
+            jobs=jobs,
+            options=options,
+            progress=progress,
+        )
+        servers = anyio.run(run)
+    report = summarize(servers, args.seed, args.max_mutants, seconds=time.perf_counter() - started, jobs=jobs)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
     page = args.out.with_suffix(".md")
@@ -562,10 +559,17 @@ def parser() -> argparse.ArgumentParser:
     )
     v.add_argument("--max-mutants", type=int, help="with --mutate: at most this many mutants per server (a sample)")
     v.add_argument("--seed", type=int, default=0, help="with --mutate: which sample of mutants")
-    v.add_argument("--out", type=Path, default=Path("reports/mutation.json"), help="with --mutate: the JSON report")
+    v.add_argument(
+        "--out",
+        type=Path,
+        default=Path("reports/mutation.json"),
+        help="with --mutate: the JSON report; the markdown page goes beside it (.md)",
+    )
     v.set_defaults(func=cmd_verify)
     for command in (b, v):
-        command.add_argument("--jobs", type=int, help="servers verified at once (default: one per core)")
+        command.add_argument(
+            "--jobs", type=int, help="servers (with --mutate: mutants) verified at once (default: one per core)"
+        )
         command.add_argument(
             "--timeout", type=float, default=5.0, help="seconds a tool call may take before it counts as hung"
         )

@@ -17,9 +17,9 @@ whose verification fails is killed, one that passes survived and is listed with 
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
-import copy
 import random
 import re
 import shutil
@@ -27,6 +27,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -34,7 +35,7 @@ import anyio
 from pydantic import BaseModel, Field
 
 from factory.sites import WRITE_METHODS, functions, is_db_call, is_reject
-from factory.spec import EquivalentMutant
+from factory.spec import CustomTool, EnvironmentSpec, EquivalentMutant
 from factory.verify import VerifyOptions, load_server_spec, verify_server
 
 MutationKind = Literal[
@@ -108,51 +109,60 @@ class MutationReport(BaseModel):
     unexplained: int
     seed: int
     max_mutants: int | None
+    seconds: float | None = Field(default=None, description="wall time of the whole run")
+    jobs: int | None = Field(default=None, description="mutants verified at once")
 
 
 # ---------------------------------------------------------------- making mutants
 
 
+Undo = Callable[[], None]
+
+
 @dataclass
 class _Site:
-    """One place a mutation applies: found by walking the tree, applied to a deep copy."""
+    """One place a mutation applies: `apply` changes the tree in place and returns how to undo it, so
+    making every mutant of a file needs one tree, not a deep copy per mutant."""
 
     kind: MutationKind
     line: int
     change: str
-    apply: Callable[[ast.AST], None]
+    apply: Callable[[], Undo]
 
 
-def _path_to(tree: ast.AST, target: ast.AST) -> list[tuple[str, int | None]]:
-    """The (field, index) steps from `tree` to `target`, to find the same node in a copy."""
+def _replace_statement(statements: list[ast.stmt], i: int) -> Undo:
+    """Drop `statements[i]`: a bare call becomes `pass`, an assignment keeps its targets (`x = 1`)."""
+    original = statements[i]
+    dropped = (
+        ast.Assign(targets=original.targets, value=ast.Constant(1)) if isinstance(original, ast.Assign) else ast.Pass()
+    )
+    statements[i] = ast.fix_missing_locations(ast.copy_location(dropped, original))
 
-    def walk(node: ast.AST, path: list[tuple[str, int | None]]) -> list[tuple[str, int | None]] | None:
-        if node is target:
-            return path
-        for name, value in ast.iter_fields(node):
-            if isinstance(value, list):
-                for i, item in enumerate(value):
-                    if isinstance(item, ast.AST) and (found := walk(item, [*path, (name, i)])) is not None:
-                        return found
-            elif isinstance(value, ast.AST) and (found := walk(value, [*path, (name, None)])) is not None:
-                return found
-        return None
+    def undo() -> None:
+        statements[i] = original
 
-    found = walk(tree, [])
-    if found is None:
-        raise LookupError("node not in tree")
-    return found
+    return undo
 
 
-def _follow(tree: ast.AST, path: list[tuple[str, int | None]]) -> ast.AST:
-    node = tree
-    for name, index in path:
-        value = getattr(node, name)
-        node = value[index] if index is not None else value
-    return node
+def _set(node: ast.AST, field: str, value: object) -> Undo:
+    """Set one field of a node; the undo puts the old value back."""
+    old = getattr(node, field)
+    setattr(node, field, value)
+    return lambda: setattr(node, field, old)
+
+
+def _drop_key(literal: ast.Dict, k: int) -> Undo:
+    key, value = literal.keys.pop(k), literal.values.pop(k)
+
+    def undo() -> None:
+        literal.keys.insert(k, key)
+        literal.values.insert(k, value)
+
+    return undo
 
 
 def _sites(tree: ast.Module) -> Iterator[_Site]:
+    """Every mutation site, in `ast.walk` order. A site's change must be undone before the walk goes on."""
     for node in ast.walk(tree):
         for field in ("body", "orelse", "finalbody"):
             statements = getattr(node, field, None)
@@ -167,27 +177,22 @@ def _sites(tree: ast.Module) -> Iterator[_Site]:
                 kind: MutationKind | None = "drop_write" if write else "drop_reject" if is_reject(stmt) else None
                 if kind is None:
                     continue
-                path = _path_to(tree, node)
-
-                def drop(copy_tree: ast.AST, path: list = path, field: str = field, i: int = i) -> None:  # type: ignore[type-arg]
-                    owner = _follow(copy_tree, path)
-                    body = getattr(owner, field)
-                    original = body[i]
-                    body[i] = (
-                        ast.Assign(targets=original.targets, value=ast.Constant(1))
-                        if isinstance(original, ast.Assign)
-                        else ast.Pass()
-                    )
-
-                yield _Site(kind, stmt.lineno, f"removed `{ast.unparse(stmt)[:80]}`", drop)
+                yield _Site(
+                    kind,
+                    stmt.lineno,
+                    f"removed `{ast.unparse(stmt)[:80]}`",
+                    partial(_replace_statement, statements, i),
+                )
         if isinstance(node, ast.Compare):
             for k, op in enumerate(node.ops):
                 if type(op) in _COMPARE_SWAPS:
-                    path = _path_to(tree, node)
                     new = _COMPARE_SWAPS[type(op)]
+                    ops = node.ops
 
-                    def flip(copy_tree: ast.AST, path: list = path, k: int = k, new: type = new) -> None:  # type: ignore[type-arg]
-                        _follow(copy_tree, path).ops[k] = new()  # type: ignore[attr-defined]
+                    def flip(ops: list[ast.cmpop] = ops, k: int = k, new: type[ast.cmpop] = new) -> Undo:
+                        old = ops[k]
+                        ops[k] = new()
+                        return lambda: ops.__setitem__(k, old)
 
                     yield _Site(
                         "flip_compare",
@@ -196,39 +201,35 @@ def _sites(tree: ast.Module) -> Iterator[_Site]:
                         flip,
                     )
         if isinstance(node, ast.BoolOp):
-            path = _path_to(tree, node)
-
-            def swap(copy_tree: ast.AST, path: list = path) -> None:  # type: ignore[type-arg]
-                target = _follow(copy_tree, path)
-                target.op = ast.Or() if isinstance(target.op, ast.And) else ast.And()  # type: ignore[attr-defined]
-
-            yield _Site("swap_boolop", node.lineno, f"`{ast.unparse(node)[:60]}`: and/or swapped", swap)
+            swapped = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+            yield _Site(
+                "swap_boolop",
+                node.lineno,
+                f"`{ast.unparse(node)[:60]}`: and/or swapped",
+                partial(_set, node, "op", swapped),
+            )
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-            path = _path_to(tree, node)
-
-            def shift(copy_tree: ast.AST, path: list = path) -> None:  # type: ignore[type-arg]
-                target = _follow(copy_tree, path)
-                target.value = target.value + 1  # type: ignore[attr-defined]
-
-            yield _Site("shift_constant", node.lineno, f"{node.value!r} -> {node.value + 1!r}", shift)
+            yield _Site(
+                "shift_constant",
+                node.lineno,
+                f"{node.value!r} -> {node.value + 1!r}",
+                partial(_set, node, "value", node.value + 1),
+            )
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and _SQL.search(node.value):
-            yield from _sql_sites(tree, node)
+            yield from _sql_sites(node)
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Dict):
             for k, key in enumerate(node.value.keys):
                 if isinstance(key, ast.Constant):
-                    path = _path_to(tree, node)
-
-                    def drop_key(copy_tree: ast.AST, path: list = path, k: int = k) -> None:  # type: ignore[type-arg]
-                        literal = _follow(copy_tree, path).value  # type: ignore[attr-defined]
-                        del literal.keys[k]
-                        del literal.values[k]
-
-                    yield _Site("drop_field", node.lineno, f"returned dict without {key.value!r}", drop_key)
+                    yield _Site(
+                        "drop_field",
+                        node.lineno,
+                        f"returned dict without {key.value!r}",
+                        partial(_drop_key, node.value, k),
+                    )
 
 
-def _sql_sites(tree: ast.Module, node: ast.Constant) -> Iterator[_Site]:
+def _sql_sites(node: ast.Constant) -> Iterator[_Site]:
     sql = str(node.value)
-    path = _path_to(tree, node)
     # Only the WHERE/ON/AND conditions: flipping `=` in a SET or VALUES list is a different (write) bug.
     for match in _SQL_COMPARE.finditer(sql):
         before = sql[: match.start()].upper()
@@ -236,33 +237,62 @@ def _sql_sites(tree: ast.Module, node: ast.Constant) -> Iterator[_Site]:
             continue
         replacement = _SQL_SWAPS[match.group(1)]
         mutated = sql[: match.start()] + replacement + sql[match.end() :]
-
-        def replace(copy_tree: ast.AST, path: list = path, mutated: str = mutated) -> None:  # type: ignore[type-arg]
-            _follow(copy_tree, path).value = mutated  # type: ignore[attr-defined]
-
         context = sql[max(0, match.start() - 30) : match.end() + 20].replace("\n", " ")
-        yield _Site("weaken_sql", node.lineno, f"SQL `...{context}...`: {match.group(1)} -> {replacement}", replace)
+        yield _Site(
+            "weaken_sql",
+            node.lineno,
+            f"SQL `...{context}...`: {match.group(1)} -> {replacement}",
+            partial(_set, node, "value", mutated),
+        )
     for match in re.finditer(r"\bAND\b", sql):
         mutated = sql[: match.start()] + "OR" + sql[match.end() :]
-
-        def to_or(copy_tree: ast.AST, path: list = path, mutated: str = mutated) -> None:  # type: ignore[type-arg]
-            _follow(copy_tree, path).value = mutated  # type: ignore[attr-defined]
-
         context = sql[max(0, match.start() - 30) : match.end() + 30].replace("\n", " ")
-        yield _Site("weaken_sql", node.lineno, f"SQL `...{context}...`: AND -> OR", to_or)
+        yield _Site(
+            "weaken_sql", node.lineno, f"SQL `...{context}...`: AND -> OR", partial(_set, node, "value", mutated)
+        )
+
+
+def _top_level_text(statement: ast.stmt, first: bool) -> str:
+    """One top-level statement as `ast.unparse` writes it inside its module (a def after a blank line)."""
+    text = ast.unparse(ast.Module(body=[statement], type_ignores=[]))
+    if first:
+        return text
+    return ("\n\n" if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) else "\n") + text
+
+
+def _future_flags(tree: ast.Module) -> int:
+    """The compiler flags of the module's `from __future__ import ...` lines, to compile a piece of it alone."""
+    names = [a.name for s in tree.body if isinstance(s, ast.ImportFrom) and s.module == "__future__" for a in s.names]
+    return sum(getattr(__future__, name).compiler_flag for name in names if hasattr(__future__, name))
 
 
 def make_mutants(source: str, file: str) -> list[Mutant]:
-    """Every single-change mutant of a Python file (that still compiles)."""
+    """Every single-change mutant of a Python file (that still compiles).
+
+    A mutant's text is the module's unparsed text with only its changed top-level statement unparsed
+    again (and compiled), where that provably writes what `ast.unparse` of the whole tree writes."""
     tree = ast.parse(source)
     owner = functions(tree)
+    pieces = [_top_level_text(s, i == 0) for i, s in enumerate(tree.body)]
+    piecewise = "".join(pieces) == ast.unparse(tree)
+    spans = [(s.lineno, s.end_lineno or s.lineno) for s in tree.body]
+    flags = _future_flags(tree)
     mutants = []
     for site in _sites(tree):
-        mutated = copy.deepcopy(tree)
-        site.apply(mutated)
-        text = ast.unparse(ast.fix_missing_locations(mutated))
+        top = next((i for i, (first, last) in enumerate(spans) if first <= site.line <= last), None)
+        if top is not None and (not piecewise or (top > 0 and _is_string_statement(tree.body[top]))):
+            top = None  # a string statement alone would read as a docstring: unparse the whole tree
+        undo = site.apply()
         try:
-            compile(text, file, "exec")
+            if top is None:
+                text = checked = ast.unparse(tree)
+            else:
+                checked = _top_level_text(tree.body[top], top == 0)
+                text = "".join(pieces[:top]) + checked + "".join(pieces[top + 1 :])
+        finally:
+            undo()
+        try:
+            compile(checked, file, "exec", flags=flags)
         except SyntaxError:
             continue
         function = owner.get(site.line, "<module>")
@@ -270,6 +300,14 @@ def make_mutants(source: str, file: str) -> list[Mutant]:
             Mutant(file=file, line=site.line, function=function, kind=site.kind, change=site.change, source=text)
         )
     return mutants
+
+
+def _is_string_statement(statement: ast.stmt) -> bool:
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    )
 
 
 def server_mutants(server_dir: Path) -> list[Mutant]:
@@ -302,8 +340,40 @@ def sample(mutants: list[Mutant], limit: int | None, seed: int) -> list[Mutant]:
 # ---------------------------------------------------------------- running them
 
 
-async def verify_mutant(server_dir: Path, mutant: Mutant, options: VerifyOptions) -> MutantResult:
+def tool_focus(server_dir: Path, spec: EnvironmentSpec) -> dict[tuple[str, str], list[str]]:
+    """(file, function) -> the tools that run it: a tool's own function in tools.py, and in handlers.py a
+    custom tool's handler and every helper it reaches. A mutant there is checked through those first."""
+    focus: dict[tuple[str, str], list[str]] = {("tools.py", t.name): [t.name] for t in spec.tools}
+    path = server_dir / "handlers.py"
+    if not path.is_file():
+        return focus
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    calls = {
+        node.name: {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    for tool in spec.tools:
+        if isinstance(tool, CustomTool):
+            reached, todo = set(), [tool.handler]
+            while todo:
+                name = todo.pop()
+                if name in calls and name not in reached:
+                    reached.add(name)
+                    todo += calls[name]
+            for name in reached:
+                focus.setdefault(("handlers.py", name), []).append(tool.name)
+    return focus
+
+
+async def verify_mutant(
+    server_dir: Path, mutant: Mutant, options: VerifyOptions, focus: list[str] | None = None
+) -> MutantResult:
+    """Verify one mutant in a copy of the server; `focus` (the tools running the changed function) is
+    checked first, so a fail-fast run stops sooner. Killed means verification refused it."""
     started = time.perf_counter()
+    if focus:
+        options = options.model_copy(update={"focus": focus})
     with tempfile.TemporaryDirectory(prefix="envfarm-mutant-") as tmp:
         root = Path(tmp)
         copy_dir = root / "servers" / server_dir.name
@@ -360,6 +430,84 @@ def usable_equivalents(
     return usable, problems
 
 
+@dataclass
+class _Plan:
+    """One server's share of a mutation run: the mutants chosen, the spec entries that may explain
+    survivors, and which tools run each function."""
+
+    server_dir: Path
+    mutants: list[Mutant]
+    equivalents: list[EquivalentMutant]
+    equivalent_problems: list[str]
+    focus: dict[tuple[str, str], list[str]]
+
+
+def _plan(server_dir: Path, max_mutants: int | None, seed: int, mutants: list[Mutant] | None = None) -> _Plan:
+    every = server_mutants(server_dir)
+    spec = load_server_spec(server_dir)
+    equivalents, problems = usable_equivalents(spec.equivalent_mutants, every)
+    chosen = mutants if mutants is not None else sample(every, max_mutants, seed)
+    return _Plan(server_dir, chosen, equivalents, problems, tool_focus(server_dir, spec))
+
+
+async def _run(
+    plans: list[_Plan], jobs: int, options: VerifyOptions, on_result: Callable[[str, MutantResult], None] | None
+) -> list[ServerMutation]:
+    """Every planned mutant of every server through one pool of `jobs`, in plan order (so no server's
+    last slow survivor leaves a core idle while the next server waits)."""
+    limiter = anyio.CapacityLimiter(jobs)
+    results: list[list[MutantResult]] = [[] for _ in plans]
+    spans: list[list[float]] = [[] for _ in plans]
+
+    async def run(k: int, mutant: Mutant) -> None:
+        plan = plans[k]
+        async with limiter:
+            spans[k].append(time.perf_counter())
+            result = await verify_mutant(
+                plan.server_dir, mutant, options, plan.focus.get((mutant.file, mutant.function))
+            )
+            spans[k].append(time.perf_counter())
+        if not result.killed:
+            result.equivalent = explain(result, plan.equivalents)
+        results[k].append(result)
+        if on_result:
+            on_result(plan.server_dir.name, result)
+
+    async with anyio.create_task_group() as group:
+        for k, plan in enumerate(plans):
+            for mutant in plan.mutants:
+                group.start_soon(run, k, mutant)
+    return [
+        _server_report(plan, found, round(max(span) - min(span), 2) if span else 0.0)
+        for plan, found, span in zip(plans, results, spans, strict=True)
+    ]
+
+
+def _server_report(plan: _Plan, results: list[MutantResult], seconds: float) -> ServerMutation:
+    results.sort(key=lambda r: (r.file, r.line, r.change))
+    by_kind: dict[str, dict[str, int]] = {}
+    for r in results:
+        counts = by_kind.setdefault(r.kind, {"mutants": 0, "killed": 0})
+        counts["mutants"] += 1
+        counts["killed"] += r.killed
+    killed = sum(r.killed for r in results)
+    survivors = [r for r in results if not r.killed]
+    explained = sum(r.equivalent is not None for r in survivors)
+    return ServerMutation(
+        server=plan.server_dir.name,
+        mutants=len(results),
+        killed=killed,
+        kill_rate=round(killed / len(results), 4) if results else 1.0,
+        explained=explained,
+        unexplained=len(survivors) - explained,
+        equivalent_problems=plan.equivalent_problems,
+        by_kind=by_kind,
+        survivors=survivors,
+        results=results,
+        seconds=seconds,
+    )
+
+
 async def mutate_server(
     server_dir: Path,
     *,
@@ -373,51 +521,34 @@ async def mutate_server(
     """Verify every (or a sample of) mutant(s) of one published server, `jobs` at a time (or exactly
     `mutants`, chosen by the caller); survivors the spec's `equivalent_mutants` explain are marked with
     the reason."""
-    options = options or VerifyOptions(fail_fast=True)
-    started = time.perf_counter()
-    every = server_mutants(server_dir)
-    equivalents, equivalent_problems = usable_equivalents(load_server_spec(server_dir).equivalent_mutants, every)
-    chosen = mutants if mutants is not None else sample(every, max_mutants, seed)
-    results: list[MutantResult] = []
-    limiter = anyio.CapacityLimiter(jobs)
-
-    async def run(mutant: Mutant) -> None:
-        async with limiter:
-            result = await verify_mutant(server_dir, mutant, options)
-        if not result.killed:
-            result.equivalent = explain(result, equivalents)
-        results.append(result)
-        if progress:
-            progress(result)
-
-    async with anyio.create_task_group() as group:
-        for mutant in chosen:
-            group.start_soon(run, mutant)
-    results.sort(key=lambda r: (r.file, r.line, r.change))
-    by_kind: dict[str, dict[str, int]] = {}
-    for r in results:
-        counts = by_kind.setdefault(r.kind, {"mutants": 0, "killed": 0})
-        counts["mutants"] += 1
-        counts["killed"] += r.killed
-    killed = sum(r.killed for r in results)
-    survivors = [r for r in results if not r.killed]
-    explained = sum(r.equivalent is not None for r in survivors)
-    return ServerMutation(
-        server=server_dir.name,
-        mutants=len(results),
-        killed=killed,
-        kill_rate=round(killed / len(results), 4) if results else 1.0,
-        explained=explained,
-        unexplained=len(survivors) - explained,
-        equivalent_problems=equivalent_problems,
-        by_kind=by_kind,
-        survivors=survivors,
-        results=results,
-        seconds=round(time.perf_counter() - started, 2),
-    )
+    plan = _plan(server_dir, max_mutants, seed, mutants)
+    on_result = (lambda _, result: progress(result)) if progress else None
+    (report,) = await _run([plan], jobs, options or VerifyOptions(fail_fast=True), on_result)
+    return report
 
 
-def summarize(servers: list[ServerMutation], seed: int, max_mutants: int | None) -> MutationReport:
+async def mutate_servers(
+    server_dirs: list[Path],
+    *,
+    max_mutants: int | None = None,
+    seed: int = 0,
+    jobs: int = 2,
+    options: VerifyOptions | None = None,
+    progress: Callable[[str, MutantResult], None] | None = None,
+) -> list[ServerMutation]:
+    """`mutate_server` for several servers through one pool of `jobs` (progress gets the server's name)."""
+    plans = [_plan(d, max_mutants, seed) for d in server_dirs]
+    return await _run(plans, jobs, options or VerifyOptions(fail_fast=True), progress)
+
+
+def summarize(
+    servers: list[ServerMutation],
+    seed: int,
+    max_mutants: int | None,
+    *,
+    seconds: float | None = None,
+    jobs: int | None = None,
+) -> MutationReport:
     mutants = sum(s.mutants for s in servers)
     killed = sum(s.killed for s in servers)
     return MutationReport(
@@ -429,6 +560,8 @@ def summarize(servers: list[ServerMutation], seed: int, max_mutants: int | None)
         unexplained=sum(s.unexplained for s in servers),
         seed=seed,
         max_mutants=max_mutants,
+        seconds=round(seconds, 1) if seconds is not None else None,
+        jobs=jobs,
     )
 
 
@@ -445,6 +578,11 @@ def render_markdown(report: MutationReport, command: str) -> str:
         f"`{command}`: {sampled}. A mutant is killed when verification refuses it; a survivor is explained",
         "only by a spec `equivalent_mutants` entry naming it, with the reason no call can tell it apart.",
         "",
+        *(
+            [f"The run took {report.seconds / 60:.1f} min, {report.jobs} mutants at a time.", ""]
+            if report.seconds is not None and report.jobs
+            else []
+        ),
         "| server | mutants | killed | kill rate | explained | unexplained |",
         "|---|---:|---:|---:|---:|---:|",
     ]

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, TextIO, TypeVar
 
 import anyio
 import jsonschema
@@ -74,6 +74,7 @@ EFFECT_ANNOTATIONS: dict[str, tuple[bool, bool, bool]] = {
     "delete": (False, True, True),
     "custom": (False, True, False),
 }
+_T = TypeVar("_T")
 Outcome = Literal["passed", "failed", "advisory"]  # advisory: a finding reported, not (yet) blocking
 
 
@@ -179,6 +180,11 @@ class VerifyOptions(BaseModel):
     strict_paging: bool = Field(
         default=True,
         description="a table with rows no list reaches fails verification; off: only reported (advisories)",
+    )
+    focus: list[str] = Field(
+        default_factory=list,
+        description="tools whose checks and expectations run first (a mutant's): with fail_fast a fault in "
+        "them is found sooner; every check still runs when none fails",
     )
 
 
@@ -334,7 +340,7 @@ class Verifier:
             mark = time.perf_counter()
             await self.check_behaviour()
             timings.behaviour_s = time.perf_counter() - mark
-        for tool in self.spec.tools:
+        for tool in self._focused(self.spec.tools, lambda t: t.name in self.options.focus):
             if tool.name in self.listed:
                 start = time.perf_counter()
                 await self.check_valid(tool)
@@ -539,6 +545,14 @@ class Verifier:
                     _show(state.model_dump(mode="json")["diff"]),
                 )
 
+    @staticmethod
+    def _focused(items: list[_T], first: Callable[[_T], bool]) -> list[_T]:
+        """`items` with those `first` picks moved to the front, each part in its own order."""
+        return [i for i in items if first(i)] + [i for i in items if not first(i)]
+
+    def _touches_focus(self, scenario: Scenario) -> bool:
+        return any(step.tool in self.options.focus for step in scenario.steps)
+
     def behaviour_scenarios(self) -> list[tuple[str, Scenario]]:
         """What the behaviour phase runs, each on a fresh episode: every example with an expectation and
         every rule example (as one-step scenarios, named by where they are in the spec), then the spec's
@@ -565,7 +579,8 @@ class Verifier:
     async def check_behaviour(self) -> None:
         """Run every expectation of the spec: results, rows changed and column values after each call."""
         self.seed_rows = seed_rows(self.spec)
-        for n, (where, scenario) in enumerate(self.behaviour_scenarios()):
+        runs = list(enumerate(self.behaviour_scenarios()))
+        for n, (where, scenario) in self._focused(runs, lambda run: self._touches_focus(run[1][1])):
             await self._scenario(where, scenario, f"expect:{n}")
         self.use_context(CHECKS)
 
@@ -651,7 +666,6 @@ class Verifier:
             f"hash as on iso:a {first_hash}",
             replay_hash,
         )
-
 
     async def check_principals(self) -> None:
         """Cross-principal, per tool: every valid call, made again as another principal, neither returns

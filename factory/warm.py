@@ -68,16 +68,30 @@ def _run_child(connection: socket.socket, fds: list[int], argv: list[str]) -> No
         os._exit(code if isinstance(code, int) else 1)
 
 
-def serve(socket_path: Path) -> None:
-    """Import what every server needs, then fork one child per stub that connects. Single-threaded, so
-    forking is safe; children are reaped by the kernel (SIGCHLD ignored)."""
+def preload() -> None:
+    """Load, before any fork, what every child would otherwise load after it: the SDK, the runtime,
+    coverage, the sandbox, the CLI's parser (and the modules its commands import), the event loop
+    backend, and inspect's map of loaded modules (coverage walks the stack with inspect when it
+    starts recording, which costs a realpath per loaded module on a cold map)."""
+    import inspect
+
+    import anyio._backends._asyncio  # noqa: F401 - chosen by anyio.run only when the server runs
     import coverage  # noqa: F401 - imported once here, used by every child
     import mcp.server.mcpserver  # noqa: F401
 
-    import envfarm.cli  # noqa: F401
-    import factory.coverage_gate  # noqa: F401
+    import envfarm.cli
+    import factory.coverage_gate
+    import factory.sandbox  # noqa: F401
     import servers.runtime.server  # noqa: F401
 
+    envfarm.cli.parser()
+    inspect.stack()
+
+
+def serve(socket_path: Path) -> None:
+    """Preload what every server needs, then fork one child per stub that connects. Single-threaded, so
+    forking is safe; children are reaped by the kernel (SIGCHLD ignored)."""
+    preload()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(str(socket_path))

@@ -4,6 +4,8 @@ rule example covers is killed)."""
 
 from __future__ import annotations
 
+import ast
+import re
 from functools import partial
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from corpus import GOOD, stage_case
 from factory.mutation import (
     MutantResult,
     ServerMutation,
+    _sites,
     explain,
     make_mutants,
     mutate_server,
@@ -21,12 +24,13 @@ from factory.mutation import (
     sample,
     server_mutants,
     summarize,
+    tool_focus,
     usable_equivalents,
     verify_mutant,
 )
 from factory.publish import staging_root
 from factory.source import load_environment
-from factory.spec import EquivalentMutant
+from factory.spec import CustomTool, EquivalentMutant
 from factory.verify import VerifyOptions, verify_server
 from factory.warm import warm_launcher
 
@@ -164,9 +168,7 @@ def test_rule_sql_in_generated_tools_is_weakened_and_dropped(tmp_path: Path) -> 
     mutant, and each rule's rejection can be dropped."""
     staged = stage_case(GOOD, tmp_path)
     mutants = [m for m in server_mutants(staged) if m.file == "tools.py"]
-    rules = [
-        (tool.name, rule) for tool in load_environment(GOOD).spec.tools for rule in getattr(tool, "rules", [])
-    ]
+    rules = [(tool.name, rule) for tool in load_environment(GOOD).spec.tools for rule in getattr(tool, "rules", [])]
     assert rules
     for name, rule in rules:
         in_tool = [m for m in mutants if m.function == name]
@@ -175,3 +177,53 @@ def test_rule_sql_in_generated_tools_is_weakened_and_dropped(tmp_path: Path) -> 
         assert sql, f"{name}: no weakened condition for {rule.reject_if!r}"
     kinds = {m.kind for m in mutants}
     assert {"drop_write", "drop_reject", "weaken_sql", "shift_constant"} <= kinds
+
+
+def _whole_tree_mutants(source: str, file: str) -> list[str]:
+    """Each site applied alone and the whole tree unparsed (kept if it compiles): every mutant's text."""
+    tree = ast.parse(source)
+    texts = []
+    for site in _sites(tree):
+        undo = site.apply()
+        text = ast.unparse(tree)
+        undo()
+        try:
+            compile(text, file, "exec")
+        except SyntaxError:
+            continue
+        texts.append(text)
+    return texts
+
+
+def test_a_mutant_is_its_whole_file_unparsed_with_one_change(tmp_path: Path) -> None:
+    """Mutants are made by unparsing only the changed top-level statement: each text is still exactly the
+    whole mutated tree unparsed (module docstrings and string statements included), and making them
+    leaves the parsed tree as it was."""
+    staged = stage_case(GOOD, tmp_path)
+    strings = '"""A module."""\nX = 1\n"""A string statement: SELECT x WHERE a = 1 AND b = 2."""\n' + HANDLER
+    cases = [(HANDLER, "handlers.py"), (strings, "handlers.py")]
+    cases += [((staged / name).read_text(encoding="utf-8"), name) for name in ("tools.py", "handlers.py")]
+    for source, file in cases:
+        mutants = make_mutants(source, file)
+        assert len(mutants) > 5
+        assert [m.source for m in mutants] == _whole_tree_mutants(source, file)
+        assert all(m.source != ast.unparse(ast.parse(source)) for m in mutants)
+
+
+def test_a_mutant_is_checked_first_through_the_tools_that_run_its_function(tmp_path: Path) -> None:
+    """A tool's own function focuses on that tool; a handler, and each helper it calls, on its custom tool."""
+    staged = stage_case(GOOD, tmp_path)
+    spec = load_environment(GOOD).spec
+    helper = "\n\ndef _days(n: int) -> int:\n    return n\n"
+    handlers = (staged / "handlers.py").read_text(encoding="utf-8")
+    custom = [t for t in spec.tools if isinstance(t, CustomTool)]
+    assert custom
+    caller = custom[0].handler
+    handlers = re.sub(rf"(def {caller}\(.*?\).*?:\n)", r"\1    _days(1)\n", handlers, count=1, flags=re.DOTALL)
+    (staged / "handlers.py").write_text(handlers + helper, encoding="utf-8")
+    focus = tool_focus(staged, spec)
+    for tool in spec.tools:
+        assert focus[("tools.py", tool.name)] == [tool.name]
+    for tool in custom:
+        assert tool.name in focus[("handlers.py", tool.handler)]
+    assert focus[("handlers.py", "_days")] == [custom[0].name]
