@@ -106,7 +106,9 @@ class SeedView:
                 bind = json_array if isinstance(tool, SearchTool) else comma_joined
                 values[name] = bind(values[name])
         values["now"] = self.spec.now_iso
-        values["principal"] = arguments.get("principal") or (self.spec.principal.default if self.spec.principal else None)
+        values["principal"] = arguments.get("principal") or (
+            self.spec.principal.default if self.spec.principal else None
+        )
         if not isinstance(tool, WriteTool):
             return values
         entity = self.spec.entities[tool.entity]
@@ -137,7 +139,6 @@ class SeedView:
             return not any(self.db.one(rule.reject_if, values) for rule in tool.rules)
         except (sqlite3.Error, Rejected):
             return False
-
 
     # ------------------------------------------------------------ principals and paging (verifier)
 
@@ -183,7 +184,10 @@ class SeedView:
         mine = {t: set(self.visible(t, default)) for t in scoped}
         gains = {p: sum(len(set(self.visible(t, p)) - mine[t]) for t in scoped) for p in self.principals()}
         richest = max(gains, key=lambda p: gains[p], default=None)  # first in seed order on a tie
-        return [default] + ([richest] if richest is not None and gains[richest] > 0 else [])
+        paging: list[str | None] = [default]
+        if richest is not None and gains[richest] > 0:
+            paging.append(richest)
+        return paging
 
     def _values(self, tool: ToolKind, name: str, param: Param, principal: str | None = None) -> list[Any]:
         """Every value worth listing by for one required param: the keys the principal sees, or the enum."""
@@ -237,7 +241,9 @@ class SeedView:
             return tool.entity, tool.entity
         result = tool.result(self.spec)
         fields = getattr(result, "fields", None) or {}
-        return next(((f, r.items) for f, r in fields.items() if r.type == "array" and r.items in self.spec.entities), None)
+        return next(
+            ((f, r.items) for f, r in fields.items() if r.type == "array" and r.items in self.spec.entities), None
+        )
 
     def get_keys(self, tool: KeyedTool, found: set[str], principal: str | None = None) -> list[Any]:
         """Values of a get's key column on the rows the principal sees, where some list showed the value."""
@@ -359,7 +365,9 @@ class _Builder:
                 arguments[name] = self.rng.choice(self.pools[name])
             if param.items and name in arguments and not isinstance(arguments[name], list):
                 value = arguments[name]  # a text column holding a list stores it as "a, b"
-                arguments[name] = [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else [value]
+                arguments[name] = (
+                    [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else [value]
+                )
         return arguments
 
     def generate(self) -> Iterator[dict[str, Any]]:

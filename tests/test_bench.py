@@ -40,7 +40,7 @@ def test_quick_bench_writes_every_key(farm_root: Path, tmp_path: Path) -> None:
     report = BenchReport.model_validate(data)
     assert set(report.call_ms_p50) >= {"inprocess", "stdio", "http", "http_legacy"}
     assert report.reset_stdio_ms_p50 > 0
-    assert set(report.isolated_episodes_per_s) == {"memory", "stdio", "http"}
+    assert set(report.isolated_episodes_per_s) == {"memory", "stdio", "http", "floor_memory"}
     assert all(rate > 0 for rate in report.isolated_episodes_per_s.values())
     assert report.episodes_per_s > 0 and report.episodes_detail.episodes >= 50
     assert report.servers == ["clinic", "clinic_annex"]

@@ -90,7 +90,7 @@ async def test_the_instructions_state_the_date_time_zone_principal_and_policy(na
     server = importlib.import_module(f"servers.{name}.server")
     async with Client(server.build()) as client:
         text = client.instructions or ""
-    now = datetime.fromisoformat(spec["now"].replace("Z", "+00:00"))
+    now = datetime.fromisoformat(spec["now"])
     assert f"Now: {now:%A} {now.day} {now:%B %Y, %H:%M} UTC" in text
     assert f"Time zone: {principal.get('time_zone', 'UTC')}." in text
     assert principal["default"] in text and principal["description"] in text

@@ -148,11 +148,11 @@ def looked_up_elsewhere(task: Task) -> int:
 
 
 async def test_topology_sampling_looks_everything_up_and_spans_servers() -> None:
-    # seed 1: the sample of ten must hold a cross-server task whose second turn uses the first's result;
-    # which sample does depends on the servers' tool lists (seed 0 stopped holding one when calendar and
-    # mail gained recurring events, free/busy, forwarding and attachments).
-    topology = await run(["calendar", "mail"], n=10, seed=1)
-    walk = await run(["calendar", "mail"], n=10, seed=1, sampler="random")
+    # seed 14: the sample of ten must hold a cross-server task whose second turn uses the first's result;
+    # which sample does depends on the servers' tool lists (seed 1 stopped holding one when calendar
+    # meetings became private to their organizer and invitees: 4 of seeds 8-39 hold one now).
+    topology = await run(["calendar", "mail"], n=10, seed=14)
+    walk = await run(["calendar", "mail"], n=10, seed=14, sampler="random")
     assert all(looked_up_elsewhere(t) == 0 for t in topology.tasks)
     assert any(looked_up_elsewhere(t) > 0 for t in walk.tasks), "the baseline takes ids from the seed"
     deep = [dependency_depth(t) >= 3 for t in topology.tasks]

@@ -66,7 +66,7 @@ class _NoEpisodes(Extension):
     identifier = EXTENSION
 
     async def _reset(self, _: Any, params: ResetParams) -> ResetResult:
-        return ResetResult(episode=params.episode, hash="")
+        return ResetResult(episode=params.episode, hash="", principal=None, instructions=None)
 
     async def _close(self, _: Any, params: EpisodeParams) -> CloseResult:
         return CloseResult(episode=params.episode, closed=True, open_episodes=0)
