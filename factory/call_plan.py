@@ -106,9 +106,7 @@ class SeedView:
                 bind = json_array if isinstance(tool, SearchTool) else comma_joined
                 values[name] = bind(values[name])
         values["now"] = self.spec.now_iso
-        values["principal"] = arguments.get("principal") or (
-            self.spec.principal.default if self.spec.principal else None
-        )
+        values["principal"] = arguments.get("principal") or self._default()
         if not isinstance(tool, WriteTool):
             return values
         entity = self.spec.entities[tool.entity]
