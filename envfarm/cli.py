@@ -168,7 +168,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     """`envfarm verify --mutate`: the verifier's kill rate on seeded bugs, per server."""
     import time
 
-    from factory.mutation import MutantResult, mutate_servers, render_markdown, summarize
+    from factory.mutation import MutantResult, MutationReport, mutate_servers, render_markdown, summarize
     from factory.progress import default_jobs
     from factory.verify import VerifyOptions
     from factory.warm import warm_launcher
@@ -181,6 +181,15 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         print(f"error: not in {registry_file(farm)}: {', '.join(missing)}", file=sys.stderr)
         return 2
     jobs = args.jobs or default_jobs()
+    earlier = None
+    if args.survivors_of is not None:
+        try:
+            earlier = MutationReport.model_validate_json(args.survivors_of.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            print(
+                f"error: --survivors-of {args.survivors_of}: not a readable mutation report ({error})", file=sys.stderr
+            )
+            return 2
 
     def progress(server: str, result: MutantResult) -> None:
         mark = "killed  " if result.killed else "SURVIVED"
@@ -197,6 +206,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
             jobs=jobs,
             options=options,
             progress=progress,
+            survivors_of=earlier,
         )
         servers = anyio.run(run)
     report = summarize(servers, args.seed, args.max_mutants, seconds=time.perf_counter() - started, jobs=jobs)
@@ -564,6 +574,11 @@ def parser() -> argparse.ArgumentParser:
         type=Path,
         default=Path("reports/mutation.json"),
         help="with --mutate: the JSON report; the markdown page goes beside it (.md)",
+    )
+    v.add_argument(
+        "--survivors-of",
+        type=Path,
+        help="with --mutate: only the mutants that survived in this earlier report (re-check new expectations)",
     )
     v.set_defaults(func=cmd_verify)
     for command in (b, v):

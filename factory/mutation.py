@@ -442,10 +442,18 @@ class _Plan:
     focus: dict[tuple[str, str], list[str]]
 
 
-def _plan(server_dir: Path, max_mutants: int | None, seed: int, mutants: list[Mutant] | None = None) -> _Plan:
+def _plan(
+    server_dir: Path,
+    max_mutants: int | None,
+    seed: int,
+    mutants: list[Mutant] | None = None,
+    only: Callable[[Mutant], bool] | None = None,
+) -> _Plan:
     every = server_mutants(server_dir)
     spec = load_server_spec(server_dir)
     equivalents, problems = usable_equivalents(spec.equivalent_mutants, every)
+    if mutants is None and only is not None:
+        mutants = [m for m in every if only(m)]
     chosen = mutants if mutants is not None else sample(every, max_mutants, seed)
     return _Plan(server_dir, chosen, equivalents, problems, tool_focus(server_dir, spec))
 
@@ -535,10 +543,22 @@ async def mutate_servers(
     jobs: int = 2,
     options: VerifyOptions | None = None,
     progress: Callable[[str, MutantResult], None] | None = None,
+    survivors_of: MutationReport | None = None,
 ) -> list[ServerMutation]:
-    """`mutate_server` for several servers through one pool of `jobs` (progress gets the server's name)."""
-    plans = [_plan(d, max_mutants, seed) for d in server_dirs]
+    """`mutate_server` for several servers through one pool of `jobs` (progress gets the server's name).
+    With `survivors_of`, only the mutants that survived that earlier run: the quick re-check after
+    writing expectations for them."""
+    plans = [_plan(d, max_mutants, seed, only=_survived_in(survivors_of, d.name)) for d in server_dirs]
     return await _run(plans, jobs, options or VerifyOptions(fail_fast=True), progress)
+
+
+def _survived_in(report: MutationReport | None, server: str) -> Callable[[Mutant], bool] | None:
+    """Whether a mutant is one that survived in `report` (same file, function and change: lines may have
+    moved since); None without a report."""
+    if report is None:
+        return None
+    survived = {(r.file, r.function, r.change) for s in report.servers if s.server == server for r in s.survivors}
+    return lambda mutant: (mutant.file, mutant.function, mutant.change) in survived
 
 
 def summarize(

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from functools import partial
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from factory.mutation import (
     MutantResult,
     ServerMutation,
     _sites,
+    _survived_in,
     explain,
     make_mutants,
     mutate_server,
@@ -227,3 +230,30 @@ def test_a_mutant_is_checked_first_through_the_tools_that_run_its_function(tmp_p
     for tool in custom:
         assert tool.name in focus[("handlers.py", tool.handler)]
     assert focus[("handlers.py", "_days")] == [custom[0].name]
+
+
+def test_survivors_of_an_earlier_report_select_only_those_mutants(tmp_path: Path) -> None:
+    """`--survivors-of`: the re-check after writing expectations runs just the earlier survivors, found
+    by file, function and change (lines may have moved), and a report that is not one is refused."""
+    mutants = make_mutants(HANDLER, "handlers.py")
+    survivor = mutants[3]
+    result = MutantResult(**survivor.model_dump(exclude={"source"}), killed=False, seconds=1.0)
+    server = ServerMutation(
+        server="shop", mutants=1, killed=0, kill_rate=0.0, explained=0, unexplained=1, by_kind={},
+        survivors=[result.model_copy(update={"line": survivor.line + 7})], results=[result], seconds=1.0,
+    )  # fmt: skip
+    report = summarize([server], seed=0, max_mutants=None)
+    chosen = _survived_in(report, "shop")
+    other = _survived_in(report, "elsewhere")
+    assert chosen is not None and other is not None
+    assert [m for m in mutants if chosen(m)] == [survivor]
+    assert not any(other(m) for m in mutants)
+    assert _survived_in(None, "shop") is None
+
+    broken = tmp_path / "report.json"
+    broken.write_text("{not json", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "envfarm.cli", "verify", "--mutate", "clinic", "--survivors-of", str(broken)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2 and f"--survivors-of {broken}" in done.stderr, done.stderr
