@@ -61,6 +61,7 @@ VERIFIER_VERSION = "1.0"
 PRINCIPAL_KEY = "principal"  # in an example: act as this principal instead of the server's default
 AS = "~as~"  # joins an episode name and the principal it acts for
 MAX_PAGES = 50  # pages walked per list call in the paging check
+WALKED_AT_LEAST = 3  # argument sets (keys) a list (get) is called with before the rest may wait
 SERVER = "*"
 
 # The MCP annotations each effect implies (readOnly, destructive, idempotent), written out here rather
@@ -710,47 +711,43 @@ class Verifier:
             await self._check_paging_as(principal, {PRINCIPAL_KEY: principal} if n else {}, scoped if n else None)
 
     async def _check_paging_as(self, principal: str | None, acting: dict[str, Any], tables: set[str] | None) -> None:
-        """The paging check as one principal, over `tables` (None: every table)."""
-        found: set[str] = set()
+        """The paging check as one principal, over `tables` (None: every table).
+
+        Lists with the fewest argument sets go first. Once every row of a list's table has been found and
+        the list was walked with WALKED_AT_LEAST argument sets (its totals checked), its other argument sets
+        wait; the gets stop early the same way once nothing is hidden. Only if some row is still hidden at
+        the end are the waiting lists walked and the gets redone in full, so the verdict is exactly the one
+        walking everything gives."""
+        visible = {
+            t: set(keys) for t, keys in self.seed.visible_keys(principal).items() if tables is None or t in tables
+        }
+        lists: dict[str, list[tuple[ToolKind, dict[str, Any]]]] = {}
         for tool, arguments in self.seed.list_calls(principal):
             listed = self.seed.listed_entity(tool)
-            if tool.name not in self.listed or (tables is not None and (listed is None or listed[1] not in tables)):
-                continue
-            episode = "paging"
-            cursor: str | None = None
-            seen: list[str] = []
-            for _ in range(MAX_PAGES):
-                call = {**arguments, **self.seed.page_arguments(tool, cursor), **acting}
-                result = await self._call(tool.name, call, episode)
-                if result.is_error or not isinstance(result.structured, dict):
+            if tool.name in self.listed and listed is not None and (tables is None or listed[1] in tables):
+                lists.setdefault(tool.name, []).append((tool, arguments))
+        listed_found: set[str] = set()
+        waiting: list[tuple[ToolKind, dict[str, Any]]] = []
+        for calls in sorted(lists.values(), key=len):  # a search finding every row lets a per-parent list wait
+            rows = visible[self._listed_table(calls[0][0])]
+            for n, (tool, arguments) in enumerate(calls):
+                if n >= WALKED_AT_LEAST and rows <= listed_found:
+                    waiting += calls[n:]
                     break
-                page = result.structured
-                found |= set(_keys(page))
-                seen += [str(k) for k in self.seed.row_keys(tool, page)]
-                cursor = page.get("cursor")
-                if not page.get("has_more") or not cursor:
-                    if isinstance(tool, SearchTool) or "cursor" in tool.params:  # a paged list (not any `total`)
-                        ok = len(seen) == page.get("total") == len(set(seen))
-                        self.recorder.judge(
-                            tool.name,
-                            "paging",
-                            ok,
-                            {"tool": tool.name, "arguments": {**arguments, **acting}},
-                            f"pages add up to total {page.get('total')}, each row once",
-                            f"{len(seen)} rows over the pages, {len(set(seen))} distinct",
-                        )
-                    break
-        # A row a get fetches by a key some list showed is reachable too (an invoice by its listed appointment).
-        for tool in self.spec.tools:
-            if isinstance(tool, GetTool) and tool.name in self.listed and (tables is None or tool.entity in tables):
-                for value in self.seed.get_keys(tool, found, principal)[: MAX_PAGES * 6]:
-                    result = await self._call(tool.name, {tool.key: value, **acting}, "paging")
-                    if not result.is_error:
-                        found |= set(_keys(result.structured))
-        for table, keys in self.seed.visible_keys(principal).items():
-            if tables is not None and table not in tables:
-                continue
-            hidden = sorted(k for k in keys if k not in found)
+                listed_found |= await self._walk_list(tool, arguments, acting)
+        gets = [
+            t
+            for t in self.spec.tools
+            if isinstance(t, GetTool) and t.name in self.listed and (tables is None or t.entity in tables)
+        ]
+        fetched: dict[tuple[str, Any], set[str]] = {}
+        found = await self._get_found(gets, listed_found, principal, acting, fetched, visible)
+        if any(not keys <= found for keys in visible.values()):
+            for tool, arguments in waiting:
+                listed_found |= await self._walk_list(tool, arguments, acting)
+            found = await self._get_found(gets, listed_found, principal, acting, fetched, None)
+        for table, keys in visible.items():
+            hidden = sorted(keys - found)
             strict = self.options.strict_paging and table not in self.spec.unlisted
             record = self.recorder.judge if strict else self.recorder.advise
             record(
@@ -762,6 +759,64 @@ class Verifier:
                 f"{table}, or a custom list that pages with a cursor)",
                 f"{len(hidden)} of {len(keys)} {table} rows never listed, e.g. {hidden[:5]}",
             )
+
+    def _listed_table(self, tool: ToolKind) -> str:
+        listed = self.seed.listed_entity(tool)
+        assert listed is not None  # list_calls yields lists only
+        return listed[1]
+
+    async def _walk_list(self, tool: ToolKind, arguments: dict[str, Any], acting: dict[str, Any]) -> set[str]:
+        """Every cursor of one list call: the keys its pages show; a paged list's pages must add up to its
+        total with no row twice."""
+        found: set[str] = set()
+        cursor: str | None = None
+        seen: list[str] = []
+        for _ in range(MAX_PAGES):
+            call = {**arguments, **self.seed.page_arguments(tool, cursor), **acting}
+            result = await self._call(tool.name, call, "paging")
+            if result.is_error or not isinstance(result.structured, dict):
+                break
+            page = result.structured
+            found |= set(_keys(page))
+            seen += [str(k) for k in self.seed.row_keys(tool, page)]
+            cursor = page.get("cursor")
+            if not page.get("has_more") or not cursor:
+                if isinstance(tool, SearchTool) or "cursor" in tool.params:  # a paged list (not any `total`)
+                    ok = len(seen) == page.get("total") == len(set(seen))
+                    self.recorder.judge(
+                        tool.name,
+                        "paging",
+                        ok,
+                        {"tool": tool.name, "arguments": {**arguments, **acting}},
+                        f"pages add up to total {page.get('total')}, each row once",
+                        f"{len(seen)} rows over the pages, {len(set(seen))} distinct",
+                    )
+                break
+        return found
+
+    async def _get_found(
+        self,
+        gets: list[GetTool],
+        listed_found: set[str],
+        principal: str | None,
+        acting: dict[str, Any],
+        fetched: dict[tuple[str, Any], set[str]],
+        visible: dict[str, set[str]] | None,
+    ) -> set[str]:
+        """`listed_found` plus what gets show by keys some list (or an earlier get) showed: a row a get
+        fetches by a listed key is reachable too (an invoice by its listed appointment). With `visible`,
+        each get stops after WALKED_AT_LEAST keys once no visible row is hidden; `fetched` keeps what each
+        (get, key) showed, so redoing the pass in full calls only what was skipped."""
+        found = set(listed_found)
+        for tool in gets:
+            for n, value in enumerate(self.seed.get_keys(tool, found, principal)[: MAX_PAGES * 6]):
+                if visible is not None and n >= WALKED_AT_LEAST and all(k <= found for k in visible.values()):
+                    break
+                if (tool.name, value) not in fetched:
+                    result = await self._call(tool.name, {tool.key: value, **acting}, "paging")
+                    fetched[tool.name, value] = set() if result.is_error else set(_keys(result.structured))
+                found |= fetched[tool.name, value]
+        return found
 
 
 def _keys(value: Any) -> Iterator[str]:
