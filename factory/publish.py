@@ -98,7 +98,8 @@ def stage(source: EnvironmentSource, farm_root: Path) -> Path:
     staged = root / "servers" / source.spec.name
     files = render_server(source.spec, source.handlers, package_version())
     write_files(staged, files)
-    (staged / SEED_IMAGE).write_bytes(seed_image(files["schema.sql"], json.loads(files["seed.json"])))
+    seed = seed_image(files["schema.sql"], json.loads(files["seed.json"]), source.spec.ids_namespace)
+    (staged / SEED_IMAGE).write_bytes(seed)
     write_listing(staged)
     return staged
 

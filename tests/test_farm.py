@@ -62,7 +62,7 @@ def test_a_published_seed_image_holds_exactly_the_schema_and_the_seed_rows(name:
 
     definition = import_server(REPO, name).DEFINITION
     shipped = open_memory((definition.directory / SEED_IMAGE).read_bytes())
-    built = build_seed(definition.schema_sql(), definition.seed_rows())
+    built = build_seed(definition.schema_sql(), definition.seed_rows(), id_namespace=definition.id_namespace)
     assert snapshot(shipped) == snapshot(built) and snapshot(shipped)
     schema = "SELECT type, name, sql FROM sqlite_master ORDER BY name"
     assert shipped.execute(schema).fetchall() == built.execute(schema).fetchall()

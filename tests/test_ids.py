@@ -58,3 +58,32 @@ async def test_a_new_row_continues_the_seeded_sequence_with_the_same_function() 
         )
     count = len(spec.seed["appointments"])
     assert (booked.structured_content or {})["appointment_id"] == opaque_id("apt_{:04d}", "clinic", "appointments", count + 1)
+
+
+def test_the_sequence_of_an_opaque_table_starts_past_its_row_count_whatever_its_keys_end_with() -> None:
+    from servers.runtime.episodes import next_number
+
+    rows = [{"item_id": "itm_a23456"}, {"item_id": "itm_7"}]  # an opaque id that ends in digits, a hand-numbered key
+    assert next_number(rows, opaque=True) == 3  # opaque ids carry no number: the count is it
+    assert next_number(rows) == 23457  # sequential ids continue past the highest number a key ends with
+
+
+def test_a_tables_key_column_is_read_once_per_server_and_new_opaque_ids_skip_taken_ones() -> None:
+    from servers.runtime.database import Database
+    from servers.runtime.episodes import build_seed
+
+    schema = "CREATE TABLE _envfarm_sequences (table_name TEXT PRIMARY KEY, next INTEGER);\n"
+    schema += "CREATE TABLE items (label TEXT, item_id TEXT PRIMARY KEY);"
+    rows = [{"item_id": "itm_x", "label": "a"}, {"item_id": "itm_y", "label": "b"}]
+    connection = build_seed(schema, {"items": rows}, None, "shop")
+    memo: dict[str, str] = {}
+    statements: list[str] = []
+    connection.set_trace_callback(statements.append)
+    first = Database(connection, "2026-01-01T00:00:00Z", {"items": "itm_{:02d}"}, id_namespace="shop", key_columns=memo)
+    assert first.peek_id("items") == opaque_id("itm_{:02d}", "shop", "items", 3) == first.next_id("items")
+    assert memo == {"items": "item_id"}  # the key column (not the first column) comes from the schema
+    second = Database(connection, "2026-01-01T00:00:00Z", {"items": "itm_{:02d}"}, id_namespace="shop", key_columns=memo)
+    assert second.next_id("items") == opaque_id("itm_{:02d}", "shop", "items", 4) and second.id_number("items") == 4
+    assert sum("pragma_table_info" in s for s in statements) == 1
+    connection.execute("INSERT INTO items (item_id) VALUES (?)", (opaque_id("itm_{:02d}", "shop", "items", 5),))
+    assert second.next_id("items") == opaque_id("itm_{:02d}", "shop", "items", 5, attempt=1)  # taken: next attempt

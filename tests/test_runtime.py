@@ -358,3 +358,24 @@ def test_the_coverage_gate_traces_only_from_a_calls_begin_to_its_end() -> None:
         ["get_slot", "end"],
         "pause",
     ]
+
+
+def test_request_spans_stay_on_only_where_a_tracer_provider_is_installed() -> None:
+    """The SDK's OpenTelemetry middleware is a no-op without a tracer provider yet costs CPU on every request:
+    a server built without one drops it; a process that installed one (here the API's own no-op provider,
+    set in a child process: a provider can be set once per process) keeps its spans."""
+    import subprocess
+    import sys
+
+    from mcp.server._otel import OpenTelemetryMiddleware
+
+    assert not any(isinstance(m, OpenTelemetryMiddleware) for m in build()._lowlevel_server.middleware)
+    probe = (
+        "from opentelemetry import trace\n"
+        "trace.set_tracer_provider(trace.NoOpTracerProvider())\n"
+        "from mcp.server._otel import OpenTelemetryMiddleware\n"
+        "from servers.clinic.server import build\n"
+        "print(sum(isinstance(m, OpenTelemetryMiddleware) for m in build()._lowlevel_server.middleware))\n"
+    )
+    kept = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
+    assert kept.stdout.strip() == "1"

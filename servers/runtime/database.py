@@ -59,6 +59,7 @@ class Database:
         principal: str | None = None,
         scopes: Mapping[str, str] | None = None,
         id_namespace: str | None = None,
+        key_columns: dict[str, str] | None = None,
     ) -> None:
         self.connection = connection
         self.now = now
@@ -66,6 +67,9 @@ class Database:
         self.principal = principal
         self._scopes = scopes or {}
         self._id_namespace = id_namespace  # the server's name when its ids are opaque; None: sequential
+        # Each table's primary-key column, read when first needed: `key_columns` is one memo per server (the
+        # schema never changes), so a table's key is read once, not at every new opaque id.
+        self._key_columns = {} if key_columns is None else key_columns
 
     def all(self, sql: str, params: Params = ()) -> list[dict[str, Any]]:
         cursor = self.connection.execute(sql, params)
@@ -99,27 +103,37 @@ class Database:
             raise LookupError(f"expected one row changed, got {len(rows)}: {sql}")
         return rows[0]
 
+    def _sequence(self, table: str) -> int:
+        """The number the next id of `table` gets."""
+        return int(self.scalar(f"SELECT next FROM {SEQUENCES_TABLE} WHERE table_name = ?", (table,)))
+
     def next_id(self, table: str) -> str:
         """Allocate the next id of `table` from its sequence (deterministic, never reused)."""
-        number = self.scalar(f"SELECT next FROM {SEQUENCES_TABLE} WHERE table_name = ?", (table,))
+        number = self._sequence(table)
         self.connection.execute(f"UPDATE {SEQUENCES_TABLE} SET next = next + 1 WHERE table_name = ?", (table,))
         return self._id_for(table, number)
 
     def id_number(self, table: str) -> int:
         """The sequence number of the id `next_id(table)` gave last (a human-facing number such as an
         invoice's INV-1057 follows it, whatever the id looks like)."""
-        return int(self.scalar(f"SELECT next FROM {SEQUENCES_TABLE} WHERE table_name = ?", (table,))) - 1
+        return self._sequence(table) - 1
 
     def peek_id(self, table: str) -> str:
         """The id the next `next_id(table)` will give, allocating nothing."""
-        return self._id_for(table, self.scalar(f"SELECT next FROM {SEQUENCES_TABLE} WHERE table_name = ?", (table,)))
+        return self._id_for(table, self._sequence(table))
+
+    def _key_column(self, table: str) -> str:
+        key = self._key_columns.get(table)
+        if key is None:
+            key = self._key_columns[table] = self.scalar("SELECT name FROM pragma_table_info(?) WHERE pk > 0", (table,))
+        return str(key)
 
     def _id_for(self, table: str, number: int) -> str:
         """Sequence number -> id: formatted, or opaque (the first attempt no row of the table holds)."""
         id_format = self._id_formats[table]
         if self._id_namespace is None:
             return id_format.format(number)
-        key = self.scalar("SELECT name FROM pragma_table_info(?) WHERE pk > 0", (table,))
+        key = self._key_column(table)
         attempt = 0
         while True:
             new = opaque_id(id_format, self._id_namespace, table, number, attempt)

@@ -34,7 +34,6 @@ from servers.runtime.arguments import preview
 from servers.runtime.control import EPISODE_HEADER, EPISODE_META_KEY, OWNER_HEADER, PRINCIPAL_HEADER
 from servers.runtime.database import (
     EPISODE_TABLE,
-    OPAQUE_KEY,
     SEQUENCES_TABLE,
     insert_row,
     read_principal,
@@ -75,19 +74,24 @@ def open_memory(image: bytes | None = None) -> sqlite3.Connection:
     return connection
 
 
-def next_number(rows: list[dict[str, Any]]) -> int:
-    """The first id number past the seed: after the row count and after any number a key ends with,
-    so new ids never collide with hand-numbered seed keys (opaque keys carry no number: their count is it)."""
-    keys = [str(next(iter(row.values()))) for row in rows if row]
-    numbers = [int(m[1]) for key in keys if not OPAQUE_KEY.fullmatch(key) and (m := _TRAILING_NUMBER.search(key))]
+def next_number(rows: list[dict[str, Any]], opaque: bool = False) -> int:
+    """The first id number past the seed: after the row count and, for sequential ids, after any number a
+    key ends with, so new ids never collide with hand-numbered seed keys (opaque ids carry no number: the
+    count is it, and a new opaque id is checked against the rows anyway)."""
+    keys = [] if opaque else [str(next(iter(row.values()))) for row in rows if row]
+    numbers = [int(m[1]) for key in keys if (m := _TRAILING_NUMBER.search(key))]
     return max([len(rows), *numbers]) + 1
 
 
 def build_seed(
-    schema_sql: str, seed_rows: Mapping[str, list[dict[str, Any]]], principal: str | None = None
+    schema_sql: str,
+    seed_rows: Mapping[str, list[dict[str, Any]]],
+    principal: str | None = None,
+    id_namespace: str | None = None,
 ) -> sqlite3.Connection:
     """Create the seed database: schema, rows, each table's id sequence past its seed rows, and the
     default principal (an episode forked from it acts for them until a reset names another).
+    `id_namespace` is the server's when its ids are opaque (`ServerDefinition.id_namespace`).
 
     Foreign keys are checked at commit, so seed rows may point at rows that come later.
     """
@@ -101,17 +105,20 @@ def build_seed(
     for table in user_tables(connection):
         rows = seed_rows.get(table, [])
         connection.execute(
-            f"INSERT INTO {SEQUENCES_TABLE} (table_name, next) VALUES (?, ?)", (table, next_number(rows))
+            f"INSERT INTO {SEQUENCES_TABLE} (table_name, next) VALUES (?, ?)",
+            (table, next_number(rows, opaque=id_namespace is not None)),
         )
     set_principal(connection, principal)
     connection.execute("COMMIT")
     return connection
 
 
-def seed_image(schema_sql: str, seed_rows: Mapping[str, list[dict[str, Any]]]) -> bytes:
+def seed_image(
+    schema_sql: str, seed_rows: Mapping[str, list[dict[str, Any]]], id_namespace: str | None = None
+) -> bytes:
     """The serialized seed database: what the factory writes as `seed.sqlite`, byte-identical for the
-    same schema, rows and SQLite version."""
-    connection = build_seed(schema_sql, seed_rows)
+    same schema, rows, id namespace and SQLite version."""
+    connection = build_seed(schema_sql, seed_rows, id_namespace=id_namespace)
     try:
         return connection.serialize()
     finally:

@@ -24,12 +24,14 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types as types
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, Extension, MCPServer, MethodBinding
 from mcp.server.mcpserver.resources import FunctionResource, TextResource
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.shared.exceptions import MCPError
 from mcp_types import ToolAnnotations
+from opentelemetry import trace
 
 from servers.runtime import listing
 from servers.runtime.arguments import bounded
@@ -165,7 +167,7 @@ class ServerDefinition:
         image = self.directory / SEED_IMAGE
         default = self.principal.default if self.principal else None
         if not image.is_file():
-            return build_seed(self.schema_sql(), self.seed_rows(), default)
+            return build_seed(self.schema_sql(), self.seed_rows(), default, self.id_namespace)
         seed = open_memory(image.read_bytes())
         set_principal(seed, default)  # the image is the data alone; whom episodes act for is the definition's
         return seed
@@ -325,7 +327,18 @@ class EpisodeControl(Extension):
 
 class FarmServer(MCPServer):
     """The SDK's server, answering a call to an unknown tool with the farm's `invalid_arguments` error
-    that lists the tools (the SDK's says only "Unknown tool")."""
+    that lists the tools (the SDK's says only "Unknown tool").
+
+    The SDK wraps every request in an OpenTelemetry span, a no-op until a tracer provider is installed
+    that still cost ~10% of an in-process episode's CPU (`envfarm bench`). The farm keeps it only when a
+    provider is installed by the time the server is built (as `opentelemetry-instrument` does), and drops it
+    otherwise (the SDK's documented opt-out: remove it from the server's middleware list)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not tracing_installed():
+            lowlevel = self._lowlevel_server
+            lowlevel.middleware = [m for m in lowlevel.middleware if not isinstance(m, OpenTelemetryMiddleware)]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         if self._tool_manager.get_tool(name) is None:
@@ -333,11 +346,21 @@ class FarmServer(MCPServer):
         return await super().call_tool(name, arguments, context)
 
 
+def tracing_installed() -> bool:
+    """Whether an OpenTelemetry tracer provider is installed (the API alone answers with a proxy)."""
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
 def _tool_runner(
-    tool: ToolDefinition, episodes: _Episodes, definition: ServerDefinition, known_principal: Callable[[str], bool]
+    tool: ToolDefinition,
+    episodes: _Episodes,
+    definition: ServerDefinition,
+    known_principal: Callable[[str], bool],
+    keys: dict[str, str],
 ) -> ToolRunner:
     """Runs a tool function with checked arguments on the caller's episode, in one transaction.
-    `known_principal` tells whether a token's principal is one this server acts for (one cache per server)."""
+    `known_principal` tells whether a token's principal is one this server acts for, `keys` each table's
+    key column once read (one of each per server)."""
     now = definition.now
     id_formats = definition.id_formats
     scopes = definition.principal.scopes if definition.principal else {}
@@ -368,7 +391,7 @@ def _tool_runner(
         try:
             # Generated code must not write to stdout: on stdio that is the protocol stream.
             with redirect_stdout(sys.stderr):
-                db = Database(connection, now, id_formats, principal, scopes, definition.id_namespace)
+                db = Database(connection, now, id_formats, principal, scopes, definition.id_namespace, keys)
                 result = function(db, **arguments)
         except Rejected as exc:
             _rollback(connection)
@@ -417,13 +440,14 @@ def build_server(
         """Whether a token's principal is one this server acts for (the seed never changes)."""
         return definition.principal is not None and definition.principal.known(episodes.store.seed, principal)
 
+    keys: dict[str, str] = {}  # table -> key column, read on a table's first new opaque id (Database._key_column)
     shipped = listing.load(definition.directory)
     modules = {definition.tool_module(tool) for tool in definition.tools}
     listed = {m for m in modules if shipped and listing.defined_in(m, shipped[1])}
     tools: list[Tool] = []
     for tool in definition.tools:
         fields: dict[str, Any] = {
-            "fn": _tool_runner(tool, episodes, definition, known_principal),
+            "fn": _tool_runner(tool, episodes, definition, known_principal, keys),
             "resolve": partial(definition.function, tool),
             "name": tool.name,
             "title": tool.title,
