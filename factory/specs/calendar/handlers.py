@@ -27,7 +27,7 @@ def get_agenda(db: Database, starts_after: str, starts_before: str) -> dict:
     """The principal's meetings (organized, or not declined), a recurring series once per occurrence in the
     window; other people's agendas are private (get_free_busy shows only when they are busy)."""
     email = str(db.principal)
-    return {"email": email, "events": _attending(db, email, starts_after, starts_before)}
+    return {"email": email, "events": _attending(db, email, starts_after, starts_before, overlapping=False)}
 
 
 def _attendees(db: Database, organizer_email: str, attendee_emails: list[str]) -> list[str]:
@@ -152,15 +152,23 @@ def occurrences(db: Database, event: dict[str, Any], starts_after: str, starts_b
     ]
 
 
-def _attending(db: Database, email: str, starts_after: str, starts_before: str) -> list[dict[str, Any]]:
-    """The person's confirmed meetings (organized, or invited and not declined) occurring in the window."""
+def _attending(
+    db: Database, email: str, starts_after: str, starts_before: str, overlapping: bool
+) -> list[dict[str, Any]]:
+    """The person's confirmed meetings (organized, or invited and not declined) starting in the window; with
+    overlapping, also those that started earlier and still run at its start (a meeting may last days)."""
     candidates = db.all(
         "SELECT * FROM events WHERE status = 'confirmed' AND julianday(starts_at) <= julianday(?)"
         " AND (organizer_email = ? OR event_id IN"
         "      (SELECT event_id FROM invitations WHERE email = ? AND response != 'declined'))",
         (starts_before, email, email),
     )
-    found = [o for event in candidates for o in occurrences(db, event, starts_after, starts_before)]
+    found: list[dict[str, Any]] = []
+    for event in candidates:
+        after = starts_after
+        if overlapping:  # an occurrence overlaps the window when it starts less than its length before it
+            after = _iso(_parse(starts_after) - (_parse(event["ends_at"]) - _parse(event["starts_at"])))
+        found.extend(occurrences(db, event, after, starts_before))
     return sorted(found, key=lambda e: (e["starts_at"], e["ends_at"], e["event_id"]))  # ids only break full ties
 
 
@@ -171,7 +179,7 @@ def create_recurring_event(
     starts_at: str,
     ends_at: str,
     recurrence: str,
-    interval: int = 1,
+    interval: int,
     count: int | None = None,
     until: str | None = None,
     attendee_emails: list[str] | None = None,
@@ -251,7 +259,7 @@ def cancel_occurrence(db: Database, event_id: str, occurrence_start: str, reason
 
 
 def get_free_busy(
-    db: Database, emails: list[str], starts_after: str, starts_before: str, min_minutes: int = 30
+    db: Database, emails: list[str], starts_after: str, starts_before: str, min_minutes: int
 ) -> dict:
     """Each person's busy times in the window (recurring meetings expanded) and the gaps when all are free."""
     people = list(dict.fromkeys(e.strip().lower() for e in emails))
@@ -259,7 +267,7 @@ def get_free_busy(
     busy: dict[str, list[list[str]]] = {}
     spans: list[tuple[datetime, datetime]] = []
     for email in people:
-        meetings = [e for e in _attending(db, email, _iso(low - timedelta(days=1)), starts_before)]
+        meetings = _attending(db, email, starts_after, starts_before, overlapping=True)
         intervals = []
         for meeting in meetings:
             start, end = max(_parse(meeting["starts_at"]), low), min(_parse(meeting["ends_at"]), high)

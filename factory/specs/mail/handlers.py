@@ -135,11 +135,12 @@ def reply_to_thread(db: Database, thread_id: str, body: str, reply_all: bool = T
 
 def search_mail(
     db: Database,
+    *,
     text: str | None = None,
     from_email: str | None = None,
     folder: str | None = None,
     label: str | None = None,
-    limit: int = 25,
+    limit: int,
     cursor: str | None = None,
 ) -> dict:
     """Conversations of the user's mailbox whose subject or any message body holds `text`, filtered by
