@@ -997,7 +997,7 @@ def pay_fine(
     }
     if db.one("SELECT 1 FROM fines WHERE fine_id = :fine_id AND status != 'unpaid'", args):
         db.reject("Fine {fine_id} is already paid or waived.".format_map(args))
-    if db.one("SELECT 1 FROM fines WHERE fine_id = :fine_id AND abs(amount - :amount) > 0.005", args):
+    if db.one("SELECT 1 FROM fines WHERE fine_id = :fine_id AND amount != :amount", args):
         db.reject(
             "The amount {amount} does not match fine {fine_id}; pay the exact amount shown by list_fines.".format_map(args),
         )

@@ -4,7 +4,7 @@ branches, a loan history with active, overdue, returned and lost loans, holds in
 Copy statuses agree with loans and holds: on_loan exactly when an active loan exists, on_hold_shelf
 exactly when a ready hold points at it, lost when its last loan was declared lost. Hand-placed members
 that the spec's rule examples rely on: mem_0002 is suspended, mem_0003 has 5 items on loan, mem_0004
-owes more than $10 in unpaid fines.
+owes more than $10 in unpaid fines, mem_0005 owes exactly $10 (the limit, so still allowed to borrow).
 """
 
 import random
@@ -210,6 +210,8 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     # mem_0004 damaged a book: a large unpaid fine that blocks borrowing.
     add_fine("mem_0004", None, 12.5, "damage", today - timedelta(days=9), "unpaid")
     add_fine("mem_0002", None, 18.0, "damage", today - timedelta(days=40), "unpaid")
+    # mem_0005 owes exactly the limit: borrowing is refused only above $10.
+    add_fine("mem_0005", None, 10.0, "damage", today - timedelta(days=3), "unpaid")
     # Keep every other member under the $10 borrowing limit.
     for member_id in active_members:
         if member_id == "mem_0004":
