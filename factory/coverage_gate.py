@@ -3,8 +3,7 @@ must run under a call that has an expectation.
 
 The server under test runs as `python -m factory.coverage_gate --data F --pid P --include ... -- <envfarm
 args>`: coverage.py (branch mode, only the server's handlers.py and tools.py) starts before the server
-is imported, and once the first tool call has ended it traces only while a call runs (the runtime's
-TOOL_CALL_EVENT audit events): the SDK's JSON-RPC frames in between never reach the tracer. Lines are recorded in one of two dynamic contexts: `checks` (the contract checks, seed-built
+is imported. Lines are recorded in one of two dynamic contexts: `checks` (the contract checks, seed-built
 calls, steps without an expectation) and `expect` (examples with `expect`, rule examples, scenario
 steps with `expect`). The verifier switches between them with SIGUSR1 / SIGUSR2 before a call; its next
 request cannot be read before the signal handler ran, since both happen on the server's main thread.
@@ -27,7 +26,6 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from factory.sites import behaviour_sites, functions
-from servers.runtime.calls import TOOL_CALL_EVENT
 
 EXPECT = "expect"
 CHECKS = "checks"
@@ -82,31 +80,6 @@ def switch(pid: int, context: str) -> None:
     os.kill(pid, SIGNALS[context])
 
 
-class CallWindow:
-    """An audit hook that pauses coverage's collector between tool calls: tracing runs from the start
-    (the server's start-up, a tools module imported then, is recorded as before) until the first call
-    ends, then only from a call's "begin" to its "end" (counted, should calls ever overlap)."""
-
-    def __init__(self, collector: Any) -> None:
-        self.collector = collector
-        self.running = 0
-        self.tracing = True
-
-    def __call__(self, event: str, args: tuple[Any, ...]) -> None:
-        if event != TOOL_CALL_EVENT:
-            return
-        if args[1] == "begin":
-            self.running += 1
-            if not self.tracing:
-                self.collector.resume()
-                self.tracing = True
-        elif self.running:
-            self.running -= 1
-            if not self.running and self.tracing:
-                self.collector.pause()
-                self.tracing = False
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `envfarm <args>` under branch coverage, saving the data however the server stops."""
     import coverage
@@ -118,19 +91,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
-    from envfarm.cli import main as envfarm_main  # the CLI and the runtime untraced: only the server is gated
-    from factory.sandbox import enter
-    from servers.runtime import server  # noqa: F401
-
     cov = coverage.Coverage(data_file=args.data, branch=True, include=args.include, config_file=False)
     cov.start()
     cov.switch_context(CHECKS)
     for context, signum in SIGNALS.items():
         signal.signal(signum, lambda *_, context=context: cov.switch_context(context))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    sys.addaudithook(CallWindow(cov._collector))  # coverage.py has no public pause; its Collector does
     Path(args.pid).write_text(str(os.getpid()), encoding="utf-8")
     try:
+        from envfarm.cli import main as envfarm_main
+        from factory.sandbox import enter
+
         enter(rest, writable=[Path(args.data).parent])  # the server runs sandboxed; coverage may save its data
         return envfarm_main(rest)
     finally:

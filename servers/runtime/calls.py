@@ -12,7 +12,6 @@ SDK's own.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -28,10 +27,6 @@ from pydantic import Field, ValidationError
 from servers.runtime import listing
 from servers.runtime.arguments import ArgumentCheck, bounded, preview
 from servers.runtime.control import ERROR_KIND_META_KEY, ErrorKind
-
-# A PEP 578 audit event raised around every tool call, args (tool, "begin" | "end"): the verifier's coverage
-# gate traces only between them (the SDK's JSON-RPC frames stay untraced). Free when nothing listens.
-TOOL_CALL_EVENT = "envfarm.tool_call"
 
 
 def error_result(message: str, kind: ErrorKind) -> CallToolResult:
@@ -148,15 +143,7 @@ class FarmTool(Tool):
         return _Prepared(function, self.fn_metadata, _Arguments(self.fn_metadata, self.parameters))
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
-        """As `Tool.run` (the same errors for the same failures), with the farm's one argument check,
-        between the TOOL_CALL_EVENT audit events."""
-        sys.audit(TOOL_CALL_EVENT, self.name, "begin")
-        try:
-            return await self._run(arguments, context, convert_result)
-        finally:
-            sys.audit(TOOL_CALL_EVENT, self.name, "end")
-
-    async def _run(self, arguments: dict[str, Any], context: Any, convert_result: bool) -> Any:
+        """As `Tool.run` (the same errors for the same failures), with the farm's one argument check."""
         try:
             prepared = self.prepared
             validated = prepared.arguments.validate(self.name, arguments)
