@@ -1118,6 +1118,10 @@ def post_charge(
         db.reject(
             "Charges over 1500 USD need a manager's approval at the desk; split or escalate the charge.",
         )
+    if db.one("SELECT 1 WHERE round(:amount, 2) != :amount", args):
+        db.reject(
+            "The amount {amount} has fractions of a cent; folio lines are in whole cents (e.g. 12.50).".format_map(args),
+        )
     row = db.insert(
         "folio_charges",
         {

@@ -7,8 +7,18 @@ from typing import Any
 
 from servers.runtime.database import Database
 
-LOYALTY_DISCOUNT = {"none": 0.0, "silver": 0.05, "gold": 0.10, "platinum": 0.15}
+LOYALTY_DISCOUNT_PERCENT = {"none": 0, "silver": 5, "gold": 10, "platinum": 15}  # off room rates (policy.md)
 CONFIRMATION_MULTIPLIER = 7919
+
+
+def cents(amount: float) -> float:
+    """A USD amount to whole cents: sums and products of cent amounts carry float noise."""
+    return round(amount, 2)
+
+
+def discounted_rate(rate: float, tier: str) -> float:
+    """A room type's nightly rate less the loyalty tier's discount."""
+    return cents(rate * (100 - LOYALTY_DISCOUNT_PERCENT[tier]) / 100)
 
 
 def confirmation_code(number: int) -> str:
@@ -59,7 +69,7 @@ def create_reservation(
             "arrival_date": arrival_date,
             "departure_date": departure_date,
             "adults": adults,
-            "nightly_rate": round(room_type["nightly_rate"] * (1 - LOYALTY_DISCOUNT[guest["loyalty_tier"]]), 2),
+            "nightly_rate": discounted_rate(room_type["nightly_rate"], guest["loyalty_tier"]),
             "status": "confirmed",
             "special_requests": special_requests,
             "booked_at": db.now,
@@ -84,7 +94,7 @@ def folio_totals(db: Database, res_id: str) -> tuple[float, float]:
     payments = db.scalar(
         "SELECT COALESCE(-sum(amount), 0) FROM folio_charges WHERE res_id = ? AND amount < 0", (res_id,)
     )
-    return round(charges, 2), round(payments, 2)
+    return cents(charges), cents(payments)
 
 
 def get_folio(db: Database, res_id: str) -> dict[str, Any]:
@@ -96,7 +106,7 @@ def get_folio(db: Database, res_id: str) -> dict[str, Any]:
         "charges": lines,
         "total_charges": charges,
         "total_payments": payments,
-        "balance": round(charges - payments, 2),
+        "balance": cents(charges - payments),
     }
 
 
@@ -109,7 +119,7 @@ def _post(db: Database, res_id: str, category: str, description: str, amount: fl
             "posted_at": db.now,
             "category": category,
             "description": description,
-            "amount": round(amount, 2),
+            "amount": cents(amount),
         },
     )
 
@@ -122,12 +132,12 @@ def check_out(db: Database, res_id: str, payment_method: str) -> dict[str, Any]:
     today = db.scalar("SELECT date(?)", (db.now,))
     nights = max(1, db.scalar("SELECT CAST(julianday(?) - julianday(?) AS INTEGER)", (today, stay["arrival_date"])))
     extras, _ = folio_totals(db, res_id)
-    room_total = round(nights * stay["nightly_rate"], 2)
-    city_tax = round(nights * hotel["city_tax_per_night"], 2)
+    room_total = cents(nights * stay["nightly_rate"])
+    city_tax = cents(nights * hotel["city_tax_per_night"])
     _post(db, res_id, "room", f"Room {room['number']}, {nights} night(s) at {stay['nightly_rate']:.2f}", room_total)
     _post(db, res_id, "city_tax", f"City tax, {nights} night(s)", city_tax)
     charges, payments = folio_totals(db, res_id)
-    due = round(charges - payments, 2)
+    due = cents(charges - payments)
     _post(db, res_id, "payment", f"Payment by {payment_method.replace('_', ' ')}", -due)
     departure = min(stay["departure_date"], today)
     db.execute(
@@ -155,7 +165,7 @@ def _late_fee(db: Database, stay: dict[str, Any]) -> tuple[str, float]:
     hotel = db.require("hotels", "hotel_id", stay["hotel_id"], "hotel_id")
     free_until = db.scalar("SELECT date(?, ?)", (stay["arrival_date"], f"-{FREE_CANCELLATION_DAYS} days"))
     today = db.scalar("SELECT date(?)", (db.now,))
-    fee = 0.0 if today <= free_until else round(stay["nightly_rate"] + hotel["city_tax_per_night"], 2)
+    fee = 0.0 if today <= free_until else cents(stay["nightly_rate"] + hotel["city_tax_per_night"])
     return free_until, fee
 
 
@@ -167,8 +177,7 @@ def quote_stay(
     room_type = db.require("room_types", "type_id", type_id, "type_id")
     hotel = db.require("hotels", "hotel_id", room_type["hotel_id"], "hotel_id")
     tier = db.require("guests", "guest_id", guest_id, "guest_id")["loyalty_tier"] if guest_id else "none"
-    discount = LOYALTY_DISCOUNT[tier]
-    rate = round(room_type["nightly_rate"] * (1 - discount), 2)
+    rate = discounted_rate(room_type["nightly_rate"], tier)
     nights = db.scalar("SELECT CAST(julianday(?) - julianday(?) AS INTEGER)", (departure_date, arrival_date))
     free = db.scalar(
         "SELECT count(*) FROM rooms r WHERE r.type_id = ? AND r.housekeeping_status != 'out_of_order'"
@@ -176,22 +185,22 @@ def quote_stay(
         " AND s.status IN ('confirmed', 'checked_in') AND s.arrival_date < ? AND ? < s.departure_date)",
         (type_id, departure_date, arrival_date),
     )
-    room_total = round(nights * rate, 2)
-    city_tax = round(nights * hotel["city_tax_per_night"], 2)
+    room_total = cents(nights * rate)
+    city_tax = cents(nights * hotel["city_tax_per_night"])
     free_until, _ = _late_fee(db, {"hotel_id": hotel["hotel_id"], "arrival_date": arrival_date, "nightly_rate": rate})
     return {
         "type_id": type_id,
         "hotel_id": hotel["hotel_id"],
         "nights": nights,
         "base_rate": room_type["nightly_rate"],
-        "loyalty_discount_percent": round(discount * 100),
+        "loyalty_discount_percent": LOYALTY_DISCOUNT_PERCENT[tier],
         "nightly_rate": rate,
         "room_total": room_total,
         "city_tax": city_tax,
-        "total": round(room_total + city_tax, 2),
+        "total": cents(room_total + city_tax),
         "rooms_available": free,
         "free_cancellation_until": free_until,
-        "late_cancellation_fee": round(rate + hotel["city_tax_per_night"], 2),
+        "late_cancellation_fee": cents(rate + hotel["city_tax_per_night"]),
     }
 
 
@@ -207,8 +216,8 @@ def change_reservation_dates(db: Database, res_id: str, arrival_date: str, depar
         "UPDATE reservations SET arrival_date = ?, departure_date = ? WHERE res_id = ?",
         (arrival_date, departure_date, res_id),
     )
-    before = round(nights_before * stay["nightly_rate"], 2)
-    after = round(nights * stay["nightly_rate"], 2)
+    before = cents(nights_before * stay["nightly_rate"])
+    after = cents(nights * stay["nightly_rate"])
     return {
         "res_id": res_id,
         "room_id": stay["room_id"],
@@ -218,7 +227,7 @@ def change_reservation_dates(db: Database, res_id: str, arrival_date: str, depar
         "nightly_rate": stay["nightly_rate"],
         "room_total": after,
         "previous_room_total": before,
-        "difference": round(after - before, 2),
+        "difference": cents(after - before),
     }
 
 
