@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from mcp.server.context import ServerRequestContext
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import UnexpectedToolError
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
@@ -95,8 +97,8 @@ class _Arguments:
         return {wire: values[name] for name, wire in self.names}
 
 
-# Runs a tool function with validated arguments on the caller's episode: (function, context, arguments).
-ToolRunner = Callable[[Callable[..., Any], Any, dict[str, Any]], Awaitable[Any]]
+# Runs a tool function with validated arguments on the caller's episode: (function, request context, arguments).
+ToolRunner = Callable[[Callable[..., Any], ServerRequestContext[Any, Any], dict[str, Any]], Awaitable[Any]]
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,10 @@ class FarmTool(Tool):
         return _Prepared(function, self.fn_metadata, _Arguments(self.fn_metadata, self.parameters))
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
-        """As `Tool.run` (the same errors for the same failures), with the farm's one argument check."""
+        """As `Tool.run` (the same errors for the same failures), with the farm's one argument check.
+        `context` is the SDK's `Context` (a call through `MCPServer.call_tool`) or the request context itself
+        (`FarmServer`'s handler, which builds no `Context`): the runner needs only the request."""
+        request = context.request_context if isinstance(context, Context) else context
         try:
             prepared = self.prepared
             validated = prepared.arguments.validate(self.name, arguments)
@@ -154,7 +159,7 @@ class FarmTool(Tool):
         if isinstance(validated, CallToolResult):
             return validated
         try:  # the function's own failures are results already (the runner); this is the output conversion
-            result = await self.fn(prepared.function, context, validated)
+            result = await self.fn(prepared.function, request, validated)
             return prepared.metadata.convert_result(result) if convert_result else result
         except MCPError:
             raise
