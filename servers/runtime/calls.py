@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from mcp.server.context import ServerRequestContext
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import UnexpectedToolError
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
@@ -100,8 +102,8 @@ class _Arguments:
         return {wire: values[name] for name, wire in self.names}
 
 
-# Runs a tool function with validated arguments on the caller's episode: (function, context, arguments).
-ToolRunner = Callable[[Callable[..., Any], Any, dict[str, Any]], Awaitable[Any]]
+# Runs a tool function with validated arguments on the caller's episode: (function, request context, arguments).
+ToolRunner = Callable[[Callable[..., Any], ServerRequestContext[Any, Any], dict[str, Any]], Awaitable[Any]]
 
 
 @dataclass(frozen=True)
@@ -149,7 +151,9 @@ class FarmTool(Tool):
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         """As `Tool.run` (the same errors for the same failures), with the farm's one argument check,
-        between the TOOL_CALL_EVENT audit events."""
+        between the TOOL_CALL_EVENT audit events. `context` is the SDK's `Context` (a call through
+        `MCPServer.call_tool`) or the request context itself (`FarmServer`'s handler, which builds no
+        `Context`): the runner needs only the request."""
         sys.audit(TOOL_CALL_EVENT, self.name, "begin")
         try:
             return await self._run(arguments, context, convert_result)
@@ -157,6 +161,7 @@ class FarmTool(Tool):
             sys.audit(TOOL_CALL_EVENT, self.name, "end")
 
     async def _run(self, arguments: dict[str, Any], context: Any, convert_result: bool) -> Any:
+        request = context.request_context if isinstance(context, Context) else context
         try:
             prepared = self.prepared
             validated = prepared.arguments.validate(self.name, arguments)
@@ -167,7 +172,7 @@ class FarmTool(Tool):
         if isinstance(validated, CallToolResult):
             return validated
         try:  # the function's own failures are results already (the runner); this is the output conversion
-            result = await self.fn(prepared.function, context, validated)
+            result = await self.fn(prepared.function, request, validated)
             return prepared.metadata.convert_result(result) if convert_result else result
         except MCPError:
             raise
