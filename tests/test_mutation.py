@@ -16,6 +16,8 @@ import pytest
 from corpus import GOOD, stage_case
 
 from factory.mutation import (
+    TIMEOUT_RETRY_FACTOR,
+    Mutant,
     MutantResult,
     ServerMutation,
     _sites,
@@ -257,3 +259,36 @@ def test_survivors_of_an_earlier_report_select_only_those_mutants(tmp_path: Path
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert done.returncode == 2 and f"--survivors-of {broken}" in done.stderr, done.stderr
+
+
+SLOW = """
+
+_calls = []
+_overdue_loans = overdue_loans
+
+
+def overdue_loans(db: Database) -> dict:
+    _calls.append(1)
+    if len(_calls) == 1 or {always}:
+        time.sleep({seconds})
+    return _overdue_loans(db)
+"""
+
+
+def test_a_mutant_killed_only_by_timeouts_is_asked_again_with_more_patience(tmp_path: Path) -> None:
+    """A hang on a loaded machine is not a kill: a mutant whose only failures are timeouts is verified once
+    more with a longer call timeout; one slow first call then survives, a real hang is still killed."""
+    staged = stage_case(GOOD, tmp_path)
+    source = "import time\n" + (staged / "handlers.py").read_text(encoding="utf-8")
+    options = VerifyOptions(call_timeout=0.5, static=False, fail_fast=True, coverage=False)
+
+    def slowed(always: bool, seconds: float) -> Mutant:
+        text = source + SLOW.format(always=always, seconds=seconds)
+        return Mutant(
+            file="handlers.py", line=1, function="overdue_loans", kind="drop_write", change="slow", source=text
+        )
+
+    once = anyio.run(verify_mutant, staged, slowed(False, 1.0), options)
+    assert not once.killed, once.killed_by
+    hang = anyio.run(verify_mutant, staged, slowed(True, 0.5 * TIMEOUT_RETRY_FACTOR + 1), options)
+    assert hang.killed and all(k.endswith(":timeout") for k in hang.killed_by), hang.killed_by
