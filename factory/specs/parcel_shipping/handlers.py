@@ -18,7 +18,7 @@ HOUSE_NUMBER = re.compile(r"[0-9]+[A-Za-z]? \S")
 
 
 def _city(address: str) -> str:
-    return address.rsplit(", ", 1)[-1]
+    return address.split(", ")[-1]
 
 
 def _event(db: Database, shipment_id: str, location: str, kind: str, note: str | None) -> None:
