@@ -918,7 +918,9 @@ def change_permission(
         ),
     ],
 ) -> Permission:
-    """Switch a person's access to a document between viewer and editor. The owner's access can't change."""
+    """Switch a person's access to a document between viewer and editor. Only the document's owner and
+    editors can change access, and the owner's access can't change.
+    """
     current = db.require("permissions", "permission_id", permission_id, "permission_id")
     args = {
         "permission_id": permission_id,
@@ -937,6 +939,16 @@ def change_permission(
         )
     if db.one("SELECT 1 FROM permissions WHERE permission_id = :permission_id AND role = :role", args):
         db.reject("Permission {permission_id} already gives {role} access.".format_map(args))
+    if db.one(
+        "SELECT 1 FROM permissions target WHERE target.permission_id = :permission_id"
+        " AND NOT EXISTS (SELECT 1 FROM permissions mine"
+        " WHERE mine.doc_id = target.doc_id AND mine.email = :principal"
+        " AND mine.role IN ('editor', 'owner'))",
+        args,
+    ):
+        db.reject(
+            "You can only view the document of permission {permission_id}: only its owner and editors can change who has access.".format_map(args),
+        )
     row = db.returning(
         "UPDATE permissions SET role = :role"
         " WHERE permission_id = :id RETURNING *",
@@ -955,7 +967,9 @@ def remove_permission(
         ),
     ],
 ) -> Permission:
-    """Take away a person's access to a document. The owner can't be removed."""
+    """Take away a person's access to a document. Only the document's owner and editors can remove someone
+    else; anyone can give up their own access. The owner can't be removed.
+    """
     current = db.require("permissions", "permission_id", permission_id, "permission_id")
     args = {
         "permission_id": permission_id,
@@ -970,6 +984,16 @@ def remove_permission(
     ):
         db.reject(
             "Permission {permission_id} is the owner's; the owner can't be removed from their document.".format_map(args),
+        )
+    if db.one(
+        "SELECT 1 FROM permissions target WHERE target.permission_id = :permission_id"
+        " AND target.email != :principal AND NOT EXISTS (SELECT 1 FROM permissions mine"
+        " WHERE mine.doc_id = target.doc_id AND mine.email = :principal"
+        " AND mine.role IN ('editor', 'owner'))",
+        args,
+    ):
+        db.reject(
+            "You can only view the document of permission {permission_id}: only its owner and editors can remove someone else's access.".format_map(args),
         )
     db.execute("DELETE FROM permissions WHERE permission_id = :id", args)
     return Permission(**current)
@@ -1069,7 +1093,9 @@ def move_document(
         ),
     ],
 ) -> Document:
-    """Move an active document to another folder; it takes that folder's department."""
+    """Move an active document to another folder; it takes that folder's department. Only the owner and
+    editors can move it.
+    """
     db.require("documents", "doc_id", doc_id, "doc_id")
     db.require("folders", "folder_id", folder_id, "folder_id")
     args = {"doc_id": doc_id, "folder_id": folder_id, "now": db.now, "principal": db.principal}
@@ -1077,6 +1103,14 @@ def move_document(
         db.reject("Document {doc_id} is in the trash; restore it before moving it.".format_map(args))
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND folder_id = :folder_id", args):
         db.reject("Document {doc_id} is already in folder {folder_id}.".format_map(args))
+    if db.one(
+        "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM permissions WHERE doc_id = :doc_id"
+        " AND email = :principal AND role IN ('editor', 'owner'))",
+        args,
+    ):
+        db.reject(
+            "You can only view document {doc_id}: only its owner and editors can move it.".format_map(args),
+        )
     outcome = handlers.move_document(db, doc_id=doc_id, folder_id=folder_id)
     return Document.model_validate(outcome)
 
@@ -1124,7 +1158,7 @@ def restore_document(
         ),
     ],
 ) -> Document:
-    """Bring a trashed document back; it becomes active again in its folder."""
+    """Bring a trashed document back; it becomes active again in its folder. Only its owner can restore it."""
     current = db.require("documents", "doc_id", doc_id, "doc_id")
     args = {
         "doc_id": doc_id,
@@ -1137,6 +1171,8 @@ def restore_document(
     }
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND status = 'active'", args):
         db.reject("Document {doc_id} is not in the trash.".format_map(args))
+    if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND owner_email != :principal", args):
+        db.reject("Only the owner can restore document {doc_id}, and you are not its owner.".format_map(args))
     row = db.returning(
         "UPDATE documents SET status = :set_status, trashed_by = :set_trashed_by, trashed_at = :set_trashed_at"
         " WHERE doc_id = :id RETURNING *",
