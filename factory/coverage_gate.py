@@ -4,9 +4,9 @@ must run under a call that has an expectation.
 The server under test runs as `python -m factory.coverage_gate --data F --pid P --include ... -- <envfarm
 args>`: coverage.py (branch mode, only the server's handlers.py and tools.py) starts before the server
 is imported, and once the first tool call has ended it traces only while a call runs (the runtime's
-TOOL_CALL_EVENT audit events): the SDK's JSON-RPC frames in between never reach the tracer. Lines are recorded in one of two dynamic contexts: `checks` (the contract checks, seed-built
-calls, steps without an expectation) and `expect` (examples with `expect`, rule examples, scenario
-steps with `expect`). The verifier switches between them with SIGUSR1 / SIGUSR2 before a call; its next
+TOOL_CALL_EVENT audit events): the SDK's JSON-RPC frames in between never reach the tracer. Lines are
+recorded in one of two dynamic contexts: `checks` (the contract checks, seed-built calls, steps without
+an expectation) and `expect` (examples with `expect`, rule examples, scenario steps with `expect`). The verifier switches between them with SIGUSR1 / SIGUSR2 before a call; its next
 request cannot be read before the signal handler ran, since both happen on the server's main thread.
 
 After the server exits, `gate` reads the data and lists every site no expectation ran, naming file and

@@ -722,14 +722,17 @@ class Verifier:
             t: set(keys) for t, keys in self.seed.visible_keys(principal).items() if tables is None or t in tables
         }
         lists: dict[str, list[tuple[ToolKind, dict[str, Any]]]] = {}
+        table_of: dict[str, str] = {}  # list tool -> the table its rows are
         for tool, arguments in self.seed.list_calls(principal):
             listed = self.seed.listed_entity(tool)
             if tool.name in self.listed and listed is not None and (tables is None or listed[1] in tables):
                 lists.setdefault(tool.name, []).append((tool, arguments))
+                table_of[tool.name] = listed[1]
         listed_found: set[str] = set()
         waiting: list[tuple[ToolKind, dict[str, Any]]] = []
-        for calls in sorted(lists.values(), key=len):  # a search finding every row lets a per-parent list wait
-            rows = visible[self._listed_table(calls[0][0])]
+        # Fewest argument sets first: a search finding every row lets a per-parent list wait.
+        for name, calls in sorted(lists.items(), key=lambda item: len(item[1])):
+            rows = visible[table_of[name]]
             for n, (tool, arguments) in enumerate(calls):
                 if n >= WALKED_AT_LEAST and rows <= listed_found:
                     waiting += calls[n:]
@@ -759,11 +762,6 @@ class Verifier:
                 f"{table}, or a custom list that pages with a cursor)",
                 f"{len(hidden)} of {len(keys)} {table} rows never listed, e.g. {hidden[:5]}",
             )
-
-    def _listed_table(self, tool: ToolKind) -> str:
-        listed = self.seed.listed_entity(tool)
-        assert listed is not None  # list_calls yields lists only
-        return listed[1]
 
     async def _walk_list(self, tool: ToolKind, arguments: dict[str, Any], acting: dict[str, Any]) -> set[str]:
         """Every cursor of one list call: the keys its pages show; a paged list's pages must add up to its
