@@ -8,6 +8,8 @@
   change only the tables their effect declares;
 - invalid calls (missing or wrong-typed argument, unknown id, each rule's example) give `isError`
   with a message and leave the state unchanged;
+- every search lists exactly the rows its filters and the principal's scope select, in its declared
+  order (the keys worked out from the spec on the seed: `factory/search_check.py`);
 - a session's reads do not change while another session writes (isolation), and replaying the
   same calls on a fresh episode gives the same outputs and state hash (determinism);
 - no call crashes the handler, hangs past the timeout, or writes to the output streams.
@@ -38,6 +40,7 @@ from factory.coverage_gate import CHECKS, EXPECT, FunctionCoverage, gate, gate_a
 from factory.expect import Rows, UnresolvedReference, apply_diff, judge, resolve, seed_rows
 from factory.publish import REPORT_FILE, code_hash, file_hashes, runtime_hash, spec_hash
 from factory.schemas import canonical, differences, expected_input, expected_output
+from factory.search_check import SearchOracle
 from factory.server_session import CallResult, ServerSession, SessionBroken, connect, envfarm_args
 from factory.spec import (
     CreateTool,
@@ -351,6 +354,7 @@ class Verifier:
         mark = time.perf_counter()
         await self.check_sessions()
         await self.check_principals()
+        await self.check_searches()
         await self.check_paging()
         timings.sessions_s = time.perf_counter() - mark
         if not self.options.fail_fast:
@@ -700,6 +704,41 @@ class Verifier:
                     f"as {other}: none of {owner}'s private rows returned or changed",
                     f"returned {leaked[:5]}, changed {touched[:5]}",
                 )
+
+    async def check_searches(self) -> None:
+        """Each search lists exactly the rows its filters and the principal's scope select, in its declared
+        order, over all its pages: the keys the search oracle works out from the spec on the seed."""
+        oracle = SearchOracle(self.spec, self.seed)
+        for n, principal in enumerate(self.seed.paging_principals()):  # the default first
+            acting = {PRINCIPAL_KEY: principal} if n else {}
+            for probe in oracle.probes(principal):
+                if probe.tool.name not in self.listed:
+                    continue
+                listed = await self._list_keys(probe.tool, probe.arguments, acting)
+                call = {"tool": probe.tool.name, "arguments": {**probe.arguments, **acting}}
+                self.recorder.judge(
+                    probe.tool.name,
+                    "search",
+                    listed == probe.expected or (listed is None and probe.may_refuse),
+                    call,
+                    f"{probe.label}: {len(probe.expected)} rows in order {_show(probe.expected, 200)}",
+                    f"{len(listed)} rows {_show(listed, 200)}" if listed is not None else "an error",
+                )
+
+    async def _list_keys(self, tool: SearchTool, arguments: dict[str, Any], acting: dict[str, Any]) -> list[str] | None:
+        """The keys of every page of one search call, in order (None if a page is refused)."""
+        keys: list[str] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            call = {**arguments, **self.seed.page_arguments(tool, cursor), **acting}
+            result = await self._call(tool.name, call, "search")
+            if result.is_error or not isinstance(result.structured, dict):
+                return None
+            keys += [str(k) for k in self.seed.row_keys(tool, result.structured)]
+            cursor = result.structured.get("cursor")
+            if not result.structured.get("has_more") or not cursor:
+                break
+        return keys
 
     async def check_paging(self) -> None:
         """Paging reachability, per table: every row the principal may see has its key in some page of some

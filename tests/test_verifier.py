@@ -16,7 +16,9 @@ from factory.call_plan import invalid_calls, plan_calls
 from factory.codegen import render_schema
 from factory.publish import code_hash, spec_hash, staging_root
 from factory.schemas import canonical, differences, expected_output
+from factory.search_check import SearchOracle
 from factory.source import load_environment
+from factory.spec import SearchTool
 from factory.static_checks import check_handlers
 from factory.verify import (
     VERIFIER_VERSION,
@@ -45,6 +47,7 @@ CASES: dict[str, tuple[str, str]] = {
     "wrong_result": ("expect", "extend_loan"),
     "uncovered_rule": ("coverage", "extend_loan"),
     "unreachable_rows": ("reachable:loans", "*"),
+    "search_filters_or": ("search", "find_items"),
 }
 # case -> what the static layer finds in its handlers.py (faults it cannot see map to nothing).
 STATIC_KINDS: dict[str, set[str]] = {
@@ -290,3 +293,21 @@ def test_expected_annotations_come_from_the_spec_not_from_the_runtime(monkeypatc
             "idempotent_hint": idempotent,
             "open_world_hint": False,
         }, name
+
+
+def test_search_oracle_expects_what_the_spec_author_wrote_and_probes_every_filter() -> None:
+    spec = load_environment(GOOD).spec
+    _, seed = plan_calls(spec, render_schema(spec))
+    oracle = SearchOracle(spec, seed)
+    find_loans = spec.tool("find_loans")
+    assert isinstance(find_loans, SearchTool)
+    # The shed's own hand-written example: borrower "ana", ordered by due date.
+    assert oracle.expected(find_loans, {"borrower": "ANA"}, None) == ["loan_003", "loan_001"]
+    probes = [p for p in oracle.probes(None) if p.tool.name == "find_items"]
+    assert [p.label for p in probes] == ["no filter", "name", "category", "status", "every filter"]
+    everything = probes[0].expected
+    for probe in probes[1:-1]:
+        ((name, value),) = probe.arguments.items()
+        assert probe.expected and len(probe.expected) < len(everything), (name, value)  # each filter narrows
+    assert probes[1].arguments["name"].swapcase() in " ".join(r["name"] for r in spec.seed["items"])
+    assert set(probes[-1].arguments) == {"name", "category", "status"} and probes[-1].expected
