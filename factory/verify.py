@@ -10,6 +10,8 @@
   with a message and leave the state unchanged;
 - every search lists exactly the rows its filters and the principal's scope select, in its declared
   order (the keys worked out from the spec on the seed: `factory/search_check.py`);
+- calls at the edges of each business rule (now, today, the rule's own numbers) are refused exactly when
+  the spec's rule SQL refuses them (`factory/rule_check.py`);
 - a session's reads do not change while another session writes (isolation), and replaying the
   same calls on a fresh episode gives the same outputs and state hash (determinism);
 - no call crashes the handler, hangs past the timeout, or writes to the output streams.
@@ -39,6 +41,7 @@ from factory.call_plan import InvalidCall, SeedView, ToolPlan, invalid_calls, pl
 from factory.coverage_gate import CHECKS, EXPECT, FunctionCoverage, gate, gate_args, switch
 from factory.expect import Rows, UnresolvedReference, apply_diff, judge, resolve, seed_rows
 from factory.publish import REPORT_FILE, code_hash, file_hashes, runtime_hash, spec_hash
+from factory.rule_check import rule_probes
 from factory.schemas import canonical, differences, expected_input, expected_output
 from factory.search_check import SearchOracle
 from factory.server_session import CallResult, ServerSession, SessionBroken, connect, envfarm_args
@@ -349,6 +352,7 @@ class Verifier:
                 start = time.perf_counter()
                 await self.check_valid(tool)
                 await self.check_invalid(tool)
+                await self.check_rule_edges(tool)
                 self.recorder.tools[tool.name].seconds = round(time.perf_counter() - start, 4)
         timings.tools_s = time.perf_counter() - mark - timings.listing_s
         mark = time.perf_counter()
@@ -549,6 +553,21 @@ class Verifier:
                     "a refused call changes nothing",
                     _show(state.model_dump(mode="json")["diff"]),
                 )
+
+    async def check_rule_edges(self, tool: ToolKind) -> None:
+        """Calls at the edges of the tool's rules are refused exactly when the spec's rule SQL, run on the
+        verifier's seed copy, refuses them, with that rule's message (`factory/rule_check.py`)."""
+        for n, probe in enumerate(rule_probes(self.seed, tool, self.valid.get(tool.name, []))):
+            episode = f"edge:{tool.name}:{n}"
+            result = await self._call(tool.name, probe.arguments, episode)
+            refused = result.text if result.is_error else None
+            if probe.message is not None:
+                ok, expected = refused == probe.message, f"refused by its rule: {probe.message!r}"
+            else:
+                ok, expected = refused not in probe.messages, "no rule refuses it (the spec's rules let it through)"
+            shown = f"isError: {_show(result.text)}" if result.is_error else "accepted"
+            call = {"tool": tool.name, "arguments": probe.arguments, "episode": episode}
+            self.recorder.judge(tool.name, "rule_edge", ok, call, expected, shown)
 
     @staticmethod
     def _focused(items: list[_T], first: Callable[[_T], bool]) -> list[_T]:

@@ -15,6 +15,7 @@ from corpus import BROKEN, GOOD, stage_case
 from factory.call_plan import invalid_calls, plan_calls
 from factory.codegen import render_schema
 from factory.publish import code_hash, spec_hash, staging_root
+from factory.rule_check import MAX_PROBES, rule_probes
 from factory.schemas import canonical, differences, expected_output
 from factory.search_check import SearchOracle
 from factory.source import load_environment
@@ -48,6 +49,7 @@ CASES: dict[str, tuple[str, str]] = {
     "uncovered_rule": ("coverage", "extend_loan"),
     "unreachable_rows": ("reachable:loans", "*"),
     "search_filters_or": ("search", "find_items"),
+    "rule_off_by_one": ("rule_edge", "lend_item"),
 }
 # case -> what the static layer finds in its handlers.py (faults it cannot see map to nothing).
 STATIC_KINDS: dict[str, set[str]] = {
@@ -311,3 +313,15 @@ def test_search_oracle_expects_what_the_spec_author_wrote_and_probes_every_filte
         assert probe.expected and len(probe.expected) < len(everything), (name, value)  # each filter narrows
     assert probes[1].arguments["name"].swapcase() in " ".join(r["name"] for r in spec.seed["items"])
     assert set(probes[-1].arguments) == {"name", "category", "status"} and probes[-1].expected
+
+
+def test_rule_edges_ask_the_spec_which_rule_refuses_a_call_at_today() -> None:
+    spec = load_environment(GOOD).spec
+    _, seed = plan_calls(spec, render_schema(spec))
+    lend = spec.tool("lend_item")
+    valid = {"item_id": "item_002", "borrower": "Cy Tran", "due_on": "2026-03-09"}
+    probes = rule_probes(seed, lend, [valid])
+    by_due = {p.arguments["due_on"]: p for p in probes if p.arguments.get("item_id") == "item_002"}
+    assert by_due["2026-03-02"].message is None  # due today: no rule refuses it
+    assert by_due["2026-03-01"].message == "The due date 2026-03-01 is in the past."
+    assert all(p.messages for p in probes) and len(probes) <= MAX_PROBES
