@@ -13,6 +13,7 @@ every filter at once, each value taken from a seed row the principal sees.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from factory.call_plan import SeedView
 from factory.spec import EnvironmentSpec, Param, SearchTool
 
+DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 MIN_CONTAINS = 2  # shortest substring a `contains` probe searches for
 OTHERS = "rows of others"  # the probe asking a scoped search about rows its principal may not see
 
@@ -40,8 +42,12 @@ def _as_param(param: Param, value: Any) -> Any:
     or None when the param cannot take it."""
     if value is None:
         return None
-    if param.type == "date" and isinstance(value, str):
+    if param.type in ("date", "datetime") and not (isinstance(value, str) and DAY.match(value)):
+        return None
+    if param.type == "date":
         value = value[:10]
+    elif param.type == "datetime" and len(value) <= len("2026-01-01"):
+        return None  # a day where the param wants a moment: the server would refuse the format
     elif param.type == "boolean":
         value = bool(value)
     elif param.type == "integer" and isinstance(value, int | float) and float(value).is_integer():
