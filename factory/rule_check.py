@@ -2,11 +2,12 @@
 
 A rule's `example` shows that it refuses something; it does not show where the refusal starts. A rule
 compared the wrong way (`>` for `>=`, a date one day off) still refuses its example. So the verifier
-moves a valid call, and each rule example, onto the values where a rule's comparisons flip: today and
-now (and a day, an hour, the rule's own numbers of hours or days from now) for a date, the rule's own
-numbers and the seed values of the columns it compares with for a number. For each such call it asks its
-own copy of the seed which rule, if any, the spec's `reject_if` SQL says refuses it, and expects the server
-to refuse with exactly that rule's message, or not to refuse with any rule's message.
+moves a valid call, and each rule example, onto the values where a rule's comparisons flip: for a date,
+today and now (a day or an hour away, the rule's own numbers as days, hours or minutes from now); for a
+number, the rule's own numbers and the values of the columns it compares with (on the rows the call
+names first). For each such call it asks its own copy of the seed which rule, if any, the spec's
+`reject_if` SQL says refuses it, and expects the server to refuse with exactly that rule's message, or not
+to refuse with any rule's message.
 """
 
 from __future__ import annotations
@@ -96,13 +97,32 @@ def _fits(param: Param, value: Any) -> bool:
     return param.maximum is None or value <= param.maximum
 
 
-def _candidates(seed: SeedView, tool: ToolKind, name: str, param: Param) -> list[Any]:
-    """Values of one param where some rule of the tool may flip."""
+def _related_values(seed: SeedView, tool: ToolKind, sql: str, base: dict[str, Any]) -> list[Any]:
+    """The numbers a rule may compare with on the rows the call names: for each id param of the call,
+    that row's numeric columns the rule's SQL names (a listing's minimum price, a product's stock)."""
+    names = set(IDENTIFIER.findall(sql))
+    values: list[Any] = []
+    for param_name in tool.params:
+        target = ref_of(seed.spec, tool, param_name)
+        if target is None or param_name not in base:
+            continue
+        table, key_column = target
+        columns = seed.spec.entities[table].columns
+        for row in seed.rows.get(table, []):
+            if row.get(key_column) == base[param_name]:
+                values += [row.get(c) for c, col in columns.items() if c in names and col.type in NUMBER_TYPES]
+    return values
+
+
+def _candidates(seed: SeedView, tool: ToolKind, name: str, param: Param, base: dict[str, Any]) -> list[Any]:
+    """Values of one param where some rule of the tool may flip, for a call otherwise like `base`."""
     sqls = [r.reject_if for r in tool.rules if name in PARAM.findall(r.reject_if)]
     numbers = [float(n) for sql in sqls for n in NUMBER.findall(sql)]
     if param.type in DATE_TYPES:
         return _moments(seed, numbers, param)
     values: list[Any] = list(numbers)
+    for sql in sqls:
+        values += _related_values(seed, tool, sql, base)
     for sql in sqls:
         values += _compared_values(seed, sql, param)
     cast = int if param.type == "integer" else float
@@ -119,7 +139,7 @@ def rule_probes(seed: SeedView, tool: ToolKind, valid: list[dict[str, Any]]) -> 
         return []
     bases = valid[:1] + [dict(r.example) for r in tool.rules]
     lanes = [
-        [{**base, name: value} for value in _candidates(seed, tool, name, tool.params[name]) if base.get(name) != value]
+        [{**base, name: value} for value in _candidates(seed, tool, name, tool.params[name], base) if base.get(name) != value]
         for base in bases
         for name in ruled
         if name in base or tool.params[name].required
