@@ -1074,8 +1074,9 @@ def book_personal_training(
     if db.one("SELECT 1 WHERE julianday(:starts_at) <= julianday(:now)", args):
         db.reject("The start time {starts_at} is in the past; pick a future time.".format_map(args))
     if db.one(
-        "SELECT 1 WHERE (julianday(:starts_at) - julianday(date(:starts_at))) * 24 < 6"
-        " OR (julianday(:starts_at) - julianday(date(:starts_at))) * 24 + :duration_minutes / 60.0 > 22",
+        "SELECT 1"
+        " WHERE round((julianday(:starts_at) - julianday(date(:starts_at))) * 86400) < 6 * 3600"
+        " OR round((julianday(:starts_at) - julianday(date(:starts_at))) * 86400) + :duration_minutes * 60 > 22 * 3600",
         args,
     ):
         db.reject(
@@ -1084,8 +1085,8 @@ def book_personal_training(
     if db.one(
         "SELECT 1 FROM pt_sessions WHERE trainer_id = :trainer_id"
         " AND status = 'scheduled'"
-        " AND julianday(starts_at) < julianday(:starts_at) + :duration_minutes / 1440.0"
-        " AND julianday(:starts_at) < julianday(starts_at) + duration_minutes / 1440.0",
+        " AND round((julianday(starts_at) - julianday(:starts_at)) * 86400) < :duration_minutes * 60"
+        " AND round((julianday(:starts_at) - julianday(starts_at)) * 86400) < duration_minutes * 60",
         args,
     ):
         db.reject(
@@ -1093,8 +1094,8 @@ def book_personal_training(
         )
     if db.one(
         "SELECT 1 FROM classes WHERE trainer_id = :trainer_id AND status = 'scheduled'"
-        " AND julianday(starts_at) < julianday(:starts_at) + :duration_minutes / 1440.0"
-        " AND julianday(:starts_at) < julianday(starts_at) + duration_minutes / 1440.0",
+        " AND round((julianday(starts_at) - julianday(:starts_at)) * 86400) < :duration_minutes * 60"
+        " AND round((julianday(:starts_at) - julianday(starts_at)) * 86400) < duration_minutes * 60",
         args,
     ):
         db.reject(
