@@ -1078,8 +1078,9 @@ def checkout_cart(
         )
     if db.one(
         "SELECT 1 FROM carts c JOIN stores s ON s.store_id = c.store_id"
-        " WHERE c.cart_id = :cart_id AND (SELECT COALESCE(sum(i.quantity * p.price), 0)"
-        " FROM cart_items i JOIN products p ON p.product_id = i.product_id"
+        " WHERE c.cart_id = :cart_id"
+        " AND (SELECT round(COALESCE(sum(i.quantity * p.price), 0), 2) FROM cart_items i"
+        " JOIN products p ON p.product_id = i.product_id"
         " WHERE i.cart_id = c.cart_id) < s.minimum_order",
         args,
     ):
