@@ -5,9 +5,9 @@ compared the wrong way (`>` for `>=`, a date one day off) still refuses its exam
 moves a valid call, and each rule example, onto the values where a rule's comparisons flip: for a date,
 today and now (a day or an hour away, the rule's own numbers as days, hours or minutes from now); for a
 number, the rule's own numbers and the values of the columns it compares with (on the rows the call
-names first). For each such call it asks its own copy of the seed which rule, if any, the spec's
-`reject_if` SQL says refuses it, and expects the server to refuse with exactly that rule's message, or not
-to refuse with any rule's message.
+names first); for a rule about `:principal`, other principals making the same call. For each such call
+it asks its own copy of the seed which rule, if any, the spec's `reject_if` SQL says refuses it, and
+expects the server to refuse with exactly that rule's message, or not to refuse with any rule's message.
 """
 
 from __future__ import annotations
@@ -20,10 +20,12 @@ from itertools import zip_longest
 from typing import Any
 
 from factory.call_plan import SeedView, ref_of, rule_message
-from factory.spec import Param, ToolKind
+from factory.spec import KeyedTool, Param, ToolKind
 from servers.runtime.database import Rejected
 
 MAX_PROBES = 12  # boundary calls per tool
+MAX_PRINCIPALS = 3  # other principals a call is made again as, when a rule names `:principal`
+PRINCIPAL = "principal"  # beside a call's arguments: act as this principal
 MAX_COLUMN_VALUES = 8  # seed values of one compared column tried as a number
 NUMBER = re.compile(r"(?<![\w.:'])(\d+(?:\.\d+)?)(?![\w.'])")
 IDENTIFIER = re.compile(r"(?<![:\w'])([a-z_][a-z0-9_]*)\b")
@@ -48,12 +50,17 @@ def refusing_rule(seed: SeedView, tool: ToolKind, arguments: dict[str, Any]) -> 
     values = seed.sql_args(tool, arguments)
     if values is None:
         return False, None
+    principal = values["principal"]
+    named: list[tuple[str, str, Any]] = []  # (table, column, value) rows the call names, as the server looks them up
+    if isinstance(tool, KeyedTool) and tool.key in arguments:
+        named.append((tool.entity, tool.key_column, arguments[tool.key]))
     for name, param in tool.params.items():
         target = ref_of(seed.spec, tool, name)
         given = arguments.get(name)
-        items = given if param.items and isinstance(given, list) else [given]
-        if target and name in arguments and any(v not in seed.distinct(*target) for v in items):
-            return False, None
+        if target is not None and given is not None and name != getattr(tool, "key", None):
+            named += [(*target, v) for v in (given if param.items and isinstance(given, list) else [given])]
+    if not all(_visible(seed, table, column, value, principal) for table, column, value in named):
+        return False, None  # the server answers "unknown id" before any rule: not a rule's edge
     for n, rule in enumerate(tool.rules):
         try:
             if seed.db.one(rule.reject_if, values):
@@ -61,6 +68,21 @@ def refusing_rule(seed: SeedView, tool: ToolKind, arguments: dict[str, Any]) -> 
         except (sqlite3.Error, Rejected):
             return False, None
     return True, None
+
+
+def _visible(seed: SeedView, table: str, column: str, value: Any, principal: str | None) -> bool:
+    """Whether the principal may see the row whose `column` is `value` (another's row is unknown to it)."""
+    scope = seed.spec.principal.predicate(table) if seed.spec.principal else None
+    sql = f"SELECT 1 FROM {table} WHERE {column} = :value AND ({scope or '1'})"
+    return seed.connection.execute(sql, {"value": value, "principal": principal}).fetchone() is not None
+
+
+def _others(seed: SeedView, base: dict[str, Any]) -> list[str]:
+    """Up to MAX_PRINCIPALS principals besides the one the call acts as: whom a rule on `:principal` may
+    treat differently (the cross-principal and paging principals first)."""
+    own = base.get(PRINCIPAL) or (seed.spec.principal.default if seed.spec.principal else None)
+    preferred = [seed.other_principal(str(own)) if own else None, *seed.paging_principals(), *seed.principals()]
+    return [p for p in dict.fromkeys(p for p in preferred if p) if p != own][:MAX_PRINCIPALS]
 
 
 def _moments(seed: SeedView, numbers: list[float], param: Param) -> list[str]:
@@ -135,15 +157,17 @@ def rule_probes(seed: SeedView, tool: ToolKind, valid: list[dict[str, Any]]) -> 
     each rule example, one param at a time (taking turns, so every param gets some)."""
     ruled = [n for n, p in tool.params.items() if not p.items and p.type in DATE_TYPES + NUMBER_TYPES]
     ruled = [n for n in ruled if any(n in PARAM.findall(r.reject_if) for r in tool.rules)]
-    if not ruled:
+    by_principal = seed.spec.principal is not None and any(PRINCIPAL in PARAM.findall(r.reject_if) for r in tool.rules)
+    if not ruled and not by_principal:
         return []
     bases = valid[:1] + [dict(r.example) for r in tool.rules]
     lanes = [
         [{**base, name: value} for value in _candidates(seed, tool, name, tool.params[name], base) if base.get(name) != value]
         for base in bases
         for name in ruled
-        if name in base or tool.params[name].required
     ]
+    if by_principal:  # the same call made by someone else: a rule about who may do it flips
+        lanes += [[{**base, PRINCIPAL: other} for other in _others(seed, base)] for base in bases]
     probes: list[RuleProbe] = []
     seen: set[str] = set()
     for arguments in (a for turn in zip_longest(*lanes) for a in turn if a is not None):
