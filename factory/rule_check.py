@@ -50,16 +50,7 @@ def refusing_rule(seed: SeedView, tool: ToolKind, arguments: dict[str, Any]) -> 
     values = seed.sql_args(tool, arguments)
     if values is None:
         return False, None
-    principal = values["principal"]
-    named: list[tuple[str, str, Any]] = []  # (table, column, value) rows the call names, as the server looks them up
-    if isinstance(tool, KeyedTool) and tool.key in arguments:
-        named.append((tool.entity, tool.key_column, arguments[tool.key]))
-    for name, param in tool.params.items():
-        target = ref_of(seed.spec, tool, name)
-        given = arguments.get(name)
-        if target is not None and given is not None and name != getattr(tool, "key", None):
-            named += [(*target, v) for v in (given if param.items and isinstance(given, list) else [given])]
-    if not all(_visible(seed, table, column, value, principal) for table, column, value in named):
+    if not _sees_named_rows(seed, tool, arguments, values["principal"]):
         return False, None  # the server answers "unknown id" before any rule: not a rule's edge
     for n, rule in enumerate(tool.rules):
         try:
@@ -70,19 +61,31 @@ def refusing_rule(seed: SeedView, tool: ToolKind, arguments: dict[str, Any]) -> 
     return True, None
 
 
-def _visible(seed: SeedView, table: str, column: str, value: Any, principal: str | None) -> bool:
-    """Whether the principal may see the row whose `column` is `value` (another's row is unknown to it)."""
-    scope = seed.spec.principal.predicate(table) if seed.spec.principal else None
-    sql = f"SELECT 1 FROM {table} WHERE {column} = :value AND ({scope or '1'})"
-    return seed.connection.execute(sql, {"value": value, "principal": principal}).fetchone() is not None
+def _sees_named_rows(seed: SeedView, tool: ToolKind, arguments: dict[str, Any], principal: str | None) -> bool:
+    """Whether the principal may see every row the call names by id, looked up as the server does (another
+    principal's row is as unknown as a missing one)."""
+    named: list[tuple[str, str, Any]] = []  # (table, column, value)
+    if isinstance(tool, KeyedTool) and tool.key in arguments:
+        named.append((tool.entity, tool.key_column, arguments[tool.key]))
+    for name, param in tool.params.items():
+        target = ref_of(seed.spec, tool, name)
+        given = arguments.get(name)
+        if target is not None and given is not None and name != getattr(tool, "key", None):
+            named += [(*target, v) for v in (given if param.items and isinstance(given, list) else [given])]
+    for table, column, value in named:
+        scope = seed.spec.principal.predicate(table) if seed.spec.principal else None
+        sql = f"SELECT 1 FROM {table} WHERE {column} = :value AND ({scope or '1'})"
+        if seed.connection.execute(sql, {"value": value, "principal": principal}).fetchone() is None:
+            return False
+    return True
 
 
-def _others(seed: SeedView, base: dict[str, Any]) -> list[str]:
-    """Up to MAX_PRINCIPALS principals besides the one the call acts as: whom a rule on `:principal` may
-    treat differently (the cross-principal and paging principals first)."""
+def _others(seed: SeedView, tool: ToolKind, base: dict[str, Any]) -> list[str]:
+    """Up to MAX_PRINCIPALS principals besides the one the call acts as who may see the rows it names:
+    whom a rule on `:principal` may treat differently (a buyer where the seller acts)."""
     own = base.get(PRINCIPAL) or (seed.spec.principal.default if seed.spec.principal else None)
-    preferred = [seed.other_principal(str(own)) if own else None, *seed.paging_principals(), *seed.principals()]
-    return [p for p in dict.fromkeys(p for p in preferred if p) if p != own][:MAX_PRINCIPALS]
+    others = [p for p in seed.principals() if p != own and _sees_named_rows(seed, tool, base, p)]
+    return others[:MAX_PRINCIPALS]
 
 
 def _moments(seed: SeedView, numbers: list[float], param: Param) -> list[str]:
@@ -167,7 +170,7 @@ def rule_probes(seed: SeedView, tool: ToolKind, valid: list[dict[str, Any]]) -> 
         for name in ruled
     ]
     if by_principal:  # the same call made by someone else: a rule about who may do it flips
-        lanes += [[{**base, PRINCIPAL: other} for other in _others(seed, base)] for base in bases]
+        lanes += [[{**base, PRINCIPAL: other} for other in _others(seed, tool, base)] for base in bases]
     probes: list[RuleProbe] = []
     seen: set[str] = set()
     for arguments in (a for turn in zip_longest(*lanes) for a in turn if a is not None):

@@ -325,3 +325,17 @@ def test_rule_edges_ask_the_spec_which_rule_refuses_a_call_at_today() -> None:
     assert by_due["2026-03-02"].message is None  # due today: no rule refuses it
     assert by_due["2026-03-01"].message == "The due date 2026-03-01 is in the past."
     assert all(p.messages for p in probes) and len(probes) <= MAX_PROBES
+
+
+def test_rule_edges_make_a_call_again_as_other_principals_who_can_see_its_rows() -> None:
+    server = Path(__file__).parent.parent / "servers" / "marketplace"
+    spec = load_server_spec(server)
+    _, seed = plan_calls(spec, (server / "schema.sql").read_text())
+    accept = spec.tool("accept_offer")  # "Only the seller can accept offer ..." is a rule on :principal
+    seller_call = {"principal": "felix.andersen@example.com", "offer_id": "off_k5h8c4"}
+    probes = [p for p in rule_probes(seed, accept, [seller_call]) if p.arguments["offer_id"] == "off_k5h8c4"]
+    others = [p for p in probes if p.arguments["principal"] != "felix.andersen@example.com"]
+    assert others, "no other principal made the seller's call"
+    for probe in others:  # only the buyer sees the offer besides its seller: the seller rule refuses them
+        assert probe.message == "Only the seller can accept offer off_k5h8c4, and you are not the seller of its listing."
+        assert probe.arguments["principal"] == "omar.novak@example.com"
