@@ -27,6 +27,8 @@ MAX_PROBES = 12  # boundary calls per tool
 MAX_PRINCIPALS = 3  # other principals a call is made again as, when a rule names `:principal`
 PRINCIPAL = "principal"  # beside a call's arguments: act as this principal
 MAX_COLUMN_VALUES = 8  # seed values of one compared column tried as a number
+MAX_RELATED = 3  # rows of one table that point at a named row, moved to a rule's edge
+REF_HOPS = 2  # foreign keys followed from a named row to the rows a rule may read
 NUMBER = re.compile(r"(?<![\w.:'])(\d+(?:\.\d+)?)(?![\w.'])")
 IDENTIFIER = re.compile(r"(?<![:\w'])([a-z_][a-z0-9_]*)\b")
 PARAM = re.compile(r":([a-z_][a-z0-9_]*)")
@@ -61,10 +63,9 @@ def refusing_rule(seed: SeedView, tool: ToolKind, arguments: dict[str, Any]) -> 
     return True, None
 
 
-def _sees_named_rows(seed: SeedView, tool: ToolKind, arguments: dict[str, Any], principal: str | None) -> bool:
-    """Whether the principal may see every row the call names by id, looked up as the server does (another
-    principal's row is as unknown as a missing one)."""
-    named: list[tuple[str, str, Any]] = []  # (table, column, value)
+def _named(seed: SeedView, tool: ToolKind, arguments: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    """(table, column, value) of every row the call names by id: its key and the params that refer to rows."""
+    named: list[tuple[str, str, Any]] = []
     if isinstance(tool, KeyedTool) and tool.key in arguments:
         named.append((tool.entity, tool.key_column, arguments[tool.key]))
     for name, param in tool.params.items():
@@ -72,7 +73,13 @@ def _sees_named_rows(seed: SeedView, tool: ToolKind, arguments: dict[str, Any], 
         given = arguments.get(name)
         if target is not None and given is not None and name != getattr(tool, "key", None):
             named += [(*target, v) for v in (given if param.items and isinstance(given, list) else [given])]
-    for table, column, value in named:
+    return named
+
+
+def _sees_named_rows(seed: SeedView, tool: ToolKind, arguments: dict[str, Any], principal: str | None) -> bool:
+    """Whether the principal may see every row the call names by id, looked up as the server does (another
+    principal's row is as unknown as a missing one)."""
+    for table, column, value in _named(seed, tool, arguments):
         scope = seed.spec.principal.predicate(table) if seed.spec.principal else None
         sql = f"SELECT 1 FROM {table} WHERE {column} = :value AND ({scope or '1'})"
         if seed.connection.execute(sql, {"value": value, "principal": principal}).fetchone() is None:
@@ -186,4 +193,180 @@ def rule_probes(seed: SeedView, tool: ToolKind, valid: list[dict[str, Any]]) -> 
         probes.append(RuleProbe(tool, arguments, message, messages))
         if len(probes) == MAX_PROBES:
             break
+    return probes
+
+
+@dataclass(frozen=True)
+class StateProbe:
+    """A call made on the seed with one row's column moved to a rule's edge (a date at now or at the rule's
+    own number of hours, a count at the rule's own number), and the refusal the spec's rules give it."""
+
+    tool: ToolKind
+    arguments: dict[str, Any]
+    table: str
+    rows: list[dict[str, Any]]  # the whole table as the episode loads it instead of the seed's rows
+    change: str  # what moved, for the report: "loans[loan_001].due_on = 2026-03-02"
+    message: str | None
+    messages: frozenset[str]
+
+
+def _near_rows(seed: SeedView, tool: ToolKind, arguments: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(table, primary key) of the rows a rule about this call may read: the rows it names, the rows those
+    point at (and those point at: an enrollment's section's term), and up to MAX_RELATED rows of each table
+    that point at a named row (a member's loans)."""
+    entities = seed.spec.entities
+
+    def rows_where(table: str, column: str, value: Any) -> list[dict[str, Any]]:
+        return [row for row in seed.rows.get(table, []) if row.get(column) == value]
+
+    def key(table: str, row: dict[str, Any]) -> tuple[str, Any]:
+        return table, row[entities[table].primary_key]
+
+    named = [(t, row) for t, column, value in _named(seed, tool, arguments) for row in rows_where(t, column, value)]
+    near = [key(t, row) for t, row in named]
+    for table, row in named:
+        for other, entity in entities.items():
+            for name, spec_column in entity.columns.items():
+                target, _, target_column = (spec_column.ref or "").partition(".")
+                if target == table and target_column in row:
+                    related = rows_where(other, name, row[target_column])[:MAX_RELATED]
+                    near += [key(other, r) for r in related]
+    frontier = named
+    for _ in range(REF_HOPS):
+        pointed = []
+        for table, row in frontier:
+            for name, spec_column in entities[table].columns.items():
+                if spec_column.ref and row.get(name) is not None:
+                    target, _, target_column = spec_column.ref.partition(".")
+                    pointed += [(target, r) for r in rows_where(target, target_column, row[name])]
+        near += [key(t, row) for t, row in pointed]
+        frontier = pointed
+    return list(dict.fromkeys(near))
+
+
+def _like(current: Any, moment: datetime, column_type: str) -> str:
+    """`moment` written as the column's seed values are (a date, or a datetime with or without T and Z)."""
+    if column_type == "date":
+        return moment.strftime("%Y-%m-%d")
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    if isinstance(current, str) and len(current) > 10:
+        text = text.replace("T", current[10])
+        return text + "Z" if current.endswith("Z") else text
+    return text + "Z"
+
+
+def _column_edges(seed: SeedView, column_type: str, current: Any, numbers: list[float], base: list[Any]) -> list[Any]:
+    """Values of a row's column where a rule comparing it may flip: for a date, now and now moved by the
+    rule's numbers as hours, days or minutes (either way), then a day or an hour away; for a number, the
+    rule's numbers and the call's own numeric arguments."""
+    if column_type in DATE_TYPES:
+        now = datetime.fromisoformat(seed.spec.now_iso)
+        steps = [timedelta(0)]
+        for number in numbers:
+            for unit in (timedelta(hours=number), timedelta(days=number), timedelta(minutes=number)):
+                steps += [unit, -unit]
+        steps += [timedelta(days=1), timedelta(days=-1), timedelta(hours=1), timedelta(hours=-1)]
+        return list(dict.fromkeys(_like(current, now + step, column_type) for step in steps))
+    values = [v for v in [*numbers, *base] if isinstance(v, int | float) and not isinstance(v, bool)]
+    if column_type == "integer":
+        return list(dict.fromkeys(int(v) for v in values if float(v).is_integer()))
+    return list(dict.fromkeys(float(v) for v in values))
+
+
+def _nudged(value: Any, column_type: str, sign: int) -> Any:
+    """The nearest value on one side: a second, a day, one, or a cent away."""
+    if column_type in DATE_TYPES:
+        step = timedelta(days=sign) if column_type == "date" else timedelta(seconds=sign)
+        moment = datetime.fromisoformat(value) + step
+        return _like(value, moment, column_type)
+    return value + sign if column_type == "integer" else round(value + sign * 0.01, 2)
+
+
+class _Moved:
+    """The verifier's seed copy with one cell changed, inside a savepoint that is rolled back on exit."""
+
+    def __init__(self, seed: SeedView, table: str, key: Any, column: str, value: Any) -> None:
+        self.seed, self.table, self.value = seed, table, value
+        pk = seed.spec.entities[table].primary_key
+        self.update = (f"UPDATE {table} SET {column} = ? WHERE {pk} = ?", (value, key))
+
+    def __enter__(self) -> bool:
+        """Whether the change took (a CHECK constraint refuses it: the server's schema would too)."""
+        self.seed.connection.execute("SAVEPOINT state_edge")
+        try:
+            self.seed.connection.execute(*self.update)
+        except sqlite3.Error:
+            return False
+        return True
+
+    def __exit__(self, *exc: object) -> None:
+        self.seed.connection.execute("ROLLBACK TO state_edge")
+        self.seed.connection.execute("RELEASE state_edge")
+
+    def rows(self) -> list[dict[str, Any]]:
+        cursor = self.seed.connection.execute(f"SELECT * FROM {self.table} ORDER BY rowid")
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def _verdict(seed: SeedView, tool: ToolKind, base: dict[str, Any], cell: tuple[str, Any, str], value: Any) -> Any:
+    """What the spec's rules say of `base` with the cell at `value`: (judgeable, rule), or None."""
+    with _Moved(seed, *cell, value) as took:
+        return refusing_rule(seed, tool, base) if took else None
+
+
+def _at_edge(seed: SeedView, tool: ToolKind, base: dict[str, Any], cell: tuple[str, Any, str], value: Any) -> bool:
+    """Whether the rules' verdict at `value` differs from theirs a step to either side: where a comparison
+    flips, so `<` and `<=` (or a shifted number) disagree."""
+    column_type = seed.spec.entities[cell[0]].columns[cell[2]].type
+    here = _verdict(seed, tool, base, cell, value)
+    if here is None or not here[0]:
+        return False
+    return any(_verdict(seed, tool, base, cell, _nudged(value, column_type, sign)) != here for sign in (-1, 1))
+
+
+def _probe(seed: SeedView, tool: ToolKind, base: dict[str, Any], cell: tuple[str, Any, str], value: Any) -> StateProbe:
+    table, key, column = cell
+    moved = _Moved(seed, table, key, column, value)
+    with moved:
+        _, rule = refusing_rule(seed, tool, base)
+        rows = moved.rows()
+        messages = frozenset(rule_message(seed, tool, base, r.message) for r in tool.rules)
+        message = rule_message(seed, tool, base, tool.rules[rule].message) if rule is not None else None
+    return StateProbe(tool, base, table, rows, f"{table}[{key}].{column} = {value}", message, messages)
+
+
+def state_probes(seed: SeedView, tool: ToolKind, valid: list[dict[str, Any]]) -> list[StateProbe]:
+    """Up to MAX_PROBES calls (the first valid one and each rule example) made on a seed where one row they
+    read has a date or number its rules compare moved to the rule's edge: a rule on stored values (an
+    event that ended before now, a class starting within 2 hours) flips only where the seed has no row."""
+    if not tool.rules:
+        return []
+    sql = " ".join(rule.reject_if for rule in tool.rules)
+    names, params = set(IDENTIFIER.findall(sql)), set(PARAM.findall(sql))
+    numbers = [float(n) for n in NUMBER.findall(sql)]
+    lanes: list[list[tuple[dict[str, Any], str, Any, str, Any]]] = []
+    for base in valid[:1] + [dict(rule.example) for rule in tool.rules]:
+        arguments = [v for n, v in base.items() if n in params]
+        for table, key in _near_rows(seed, tool, base):
+            entity = seed.spec.entities[table]
+            for column, spec_column in entity.columns.items():
+                if column not in names or column == entity.primary_key or spec_column.ref is not None:
+                    continue
+                if spec_column.type not in DATE_TYPES + NUMBER_TYPES:
+                    continue
+                current = seed.db.scalar(f"SELECT {column} FROM {table} WHERE {entity.primary_key} = ?", (key,))
+                edges = _column_edges(seed, spec_column.type, current, numbers, arguments)
+                lanes.append([(base, table, key, column, v) for v in edges if v != current])
+    probes: list[StateProbe] = []
+    seen: set[str] = set()
+    for base, table, key, column, value in (p for turn in zip_longest(*lanes) for p in turn if p is not None):
+        marker = repr((sorted(base.items()), table, key, column, value))
+        if marker in seen:
+            continue
+        seen.add(marker)
+        if _at_edge(seed, tool, base, (table, key, column), value):
+            probes.append(_probe(seed, tool, base, (table, key, column), value))
+            if len(probes) == MAX_PROBES:
+                break
     return probes

@@ -111,5 +111,8 @@ class ServerSession:
         """The episode's state hash and its diff against the seed (rows left out: they are not needed)."""
         return await self._episode(episode).state(rows=False)
 
-    async def reset(self, episode: str, principal: str | None = None) -> None:
-        await self._episode(episode).reset(principal=principal)
+    async def reset(
+        self, episode: str, principal: str | None = None, state: dict[str, list[dict[str, Any]]] | None = None
+    ) -> None:
+        """Back to the seed, or to the seed with `state`'s tables replaced, acting for `principal`."""
+        await self._episode(episode).reset(state=state, principal=principal)

@@ -10,8 +10,9 @@
   with a message and leave the state unchanged;
 - every search lists exactly the rows its filters and the principal's scope select, in its declared
   order (the keys worked out from the spec on the seed: `factory/search_check.py`);
-- calls at the edges of each business rule (now, today, the rule's own numbers) are refused exactly when
-  the spec's rule SQL refuses them (`factory/rule_check.py`);
+- calls at the edges of each business rule (now, today, the rule's own numbers), and calls on a seed where a
+  row they read has a date or number moved to such an edge, are refused exactly when the spec's rule SQL
+  refuses them (`factory/rule_check.py`);
 - a session's reads do not change while another session writes (isolation), and replaying the
   same calls on a fresh episode gives the same outputs and state hash (determinism);
 - no call crashes the handler, hangs past the timeout, or writes to the output streams.
@@ -41,7 +42,7 @@ from factory.call_plan import InvalidCall, SeedView, ToolPlan, invalid_calls, pl
 from factory.coverage_gate import CHECKS, EXPECT, FunctionCoverage, gate, gate_args, switch
 from factory.expect import Rows, UnresolvedReference, apply_diff, judge, resolve, seed_rows
 from factory.publish import REPORT_FILE, code_hash, file_hashes, runtime_hash, spec_hash
-from factory.rule_check import rule_probes
+from factory.rule_check import rule_probes, state_probes
 from factory.schemas import canonical, differences, expected_input, expected_output
 from factory.search_check import SearchOracle
 from factory.server_session import CallResult, ServerSession, SessionBroken, connect, envfarm_args
@@ -353,6 +354,7 @@ class Verifier:
                 await self.check_valid(tool)
                 await self.check_invalid(tool)
                 await self.check_rule_edges(tool)
+                await self.check_state_edges(tool)
                 self.recorder.tools[tool.name].seconds = round(time.perf_counter() - start, 4)
         timings.tools_s = time.perf_counter() - mark - timings.listing_s
         mark = time.perf_counter()
@@ -383,10 +385,12 @@ class Verifier:
         rest = {k: v for k, v in arguments.items() if k != PRINCIPAL_KEY}
         return rest, f"{episode}{AS}{principal}", str(principal)
 
-    async def _reset(self, episode: str) -> None:
-        principal = episode.split(AS, 1)[1] if AS in episode else None
+    async def _reset(
+        self, episode: str, state: dict[str, list[dict[str, Any]]] | None = None, principal: str | None = None
+    ) -> None:
+        principal = principal or (episode.split(AS, 1)[1] if AS in episode else None)
         try:
-            await self.session.reset(episode, principal)
+            await self.session.reset(episode, principal, state)
         except SessionBroken as exc:
             self.recorder.fail(SERVER, exc.reason, {"method": Method.RESET, "episode": episode}, "a result", exc.detail)
             raise _Stop from exc
@@ -568,6 +572,23 @@ class Verifier:
             shown = f"isError: {_show(result.text)}" if result.is_error else "accepted"
             call = {"tool": tool.name, "arguments": probe.arguments, "episode": episode}
             self.recorder.judge(tool.name, "rule_edge", ok, call, expected, shown)
+
+    async def check_state_edges(self, tool: ToolKind) -> None:
+        """The tool's valid call and rule examples, made on a seed where a row they read has a date or number
+        moved to a rule's edge, are refused exactly when the spec's rule SQL refuses them on that state."""
+        for n, probe in enumerate(state_probes(self.seed, tool, self.valid.get(tool.name, []))):
+            _, episode, principal = self._as(probe.arguments, f"state:{tool.name}:{n}")
+            await self._reset(episode, {probe.table: probe.rows}, principal)
+            self._opened.add(episode)
+            result = await self._call(tool.name, probe.arguments, f"state:{tool.name}:{n}")
+            refused = result.text if result.is_error else None
+            if probe.message is not None:
+                ok, expected = refused == probe.message, f"refused by its rule: {probe.message!r}"
+            else:
+                ok, expected = refused not in probe.messages, "no rule refuses it (the spec's rules let it through)"
+            shown = f"isError: {_show(result.text)}" if result.is_error else "accepted"
+            call = {"tool": tool.name, "arguments": probe.arguments, "episode": episode, "state": probe.change}
+            self.recorder.judge(tool.name, "state_edge", ok, call, f"with {probe.change}: {expected}", shown)
 
     @staticmethod
     def _focused(items: list[_T], first: Callable[[_T], bool]) -> list[_T]:

@@ -15,7 +15,7 @@ from corpus import BROKEN, GOOD, stage_case
 from factory.call_plan import invalid_calls, plan_calls
 from factory.codegen import render_schema
 from factory.publish import code_hash, spec_hash, staging_root
-from factory.rule_check import MAX_PROBES, rule_probes
+from factory.rule_check import MAX_PROBES, rule_probes, state_probes
 from factory.schemas import canonical, differences, expected_output
 from factory.search_check import SearchOracle
 from factory.source import load_environment
@@ -50,6 +50,7 @@ CASES: dict[str, tuple[str, str]] = {
     "unreachable_rows": ("reachable:loans", "*"),
     "search_filters_or": ("search", "find_items"),
     "rule_off_by_one": ("rule_edge", "lend_item"),
+    "stored_date_off_by_one": ("state_edge", "extend_loan"),
 }
 # case -> what the static layer finds in its handlers.py (faults it cannot see map to nothing).
 STATIC_KINDS: dict[str, set[str]] = {
@@ -325,6 +326,23 @@ def test_rule_edges_ask_the_spec_which_rule_refuses_a_call_at_today() -> None:
     assert by_due["2026-03-02"].message is None  # due today: no rule refuses it
     assert by_due["2026-03-01"].message == "The due date 2026-03-01 is in the past."
     assert all(p.messages for p in probes) and len(probes) <= MAX_PROBES
+
+
+def test_state_edges_move_a_stored_date_two_foreign_keys_away_to_where_the_rule_flips() -> None:
+    server = Path(__file__).parent.parent / "servers" / "course_registration"
+    spec = load_server_spec(server)
+    _, seed = plan_calls(spec, (server / "schema.sql").read_text())
+    drop = spec.tool("drop_enrollment")  # refused once the term's drop deadline (enrollment -> section -> term) passed
+    call = {"enrollment_id": "enr_x6uh68"}
+    probes = [p for p in state_probes(seed, drop, [call]) if p.arguments == call]
+    by_change = {p.change: p for p in probes}
+    today, yesterday = "terms[trm_nfvmq3].drop_deadline = 2026-01-12", "terms[trm_nfvmq3].drop_deadline = 2026-01-11"
+    assert set(by_change) == {today, yesterday}, "only the two values where the rule flips are probed"
+    assert by_change[today].message is None  # the deadline is today: still allowed
+    assert by_change[yesterday].message is not None and "drop deadline" in by_change[yesterday].message
+    deadlines = {r["term_id"]: r["drop_deadline"] for r in by_change[today].rows}
+    assert deadlines["trm_nfvmq3"] == "2026-01-12" and len(deadlines) == len(spec.seed["terms"])  # the whole table
+    assert {r["drop_deadline"] for r in spec.seed["terms"]}.isdisjoint({"2026-01-12"})  # the seed alone never reaches it
 
 
 def test_rule_edges_make_a_call_again_as_other_principals_who_can_see_its_rows() -> None:
