@@ -244,18 +244,23 @@ def _near_rows(seed: SeedView, tool: ToolKind, arguments: dict[str, Any]) -> lis
     return list(dict.fromkeys(near))
 
 
-def _like(current: Any, moment: datetime, column_type: str) -> str:
-    """`moment` written as the column's seed values are (a date, or a datetime with or without T and Z)."""
+def _like(sample: Any, moment: datetime, column_type: str) -> str:
+    """`moment` written as `sample`, a seed value of the column, is written (a date; or a datetime with the
+    sample's separator, zone and suffix), so a handler parses it as it parses the seed."""
     if column_type == "date":
         return moment.strftime("%Y-%m-%d")
-    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
-    if isinstance(current, str) and len(current) > 10:
-        text = text.replace("T", current[10])
-        return text + "Z" if current.endswith("Z") else text
-    return text + "Z"
+    if not (isinstance(sample, str) and len(sample) >= 19):
+        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        zone = datetime.fromisoformat(sample).tzinfo
+    except ValueError:
+        zone = None
+    if zone is not None and moment.tzinfo is not None:
+        moment = moment.astimezone(zone)
+    return moment.strftime(f"%Y-%m-%d{sample[10]}%H:%M:%S") + sample[19:]
 
 
-def _column_edges(seed: SeedView, column_type: str, current: Any, numbers: list[float], base: list[Any]) -> list[Any]:
+def _column_edges(seed: SeedView, column_type: str, sample: Any, numbers: list[float], base: list[Any]) -> list[Any]:
     """Values of a row's column where a rule comparing it may flip: for a date, now and now moved by the
     rule's numbers as hours, days or minutes (either way), then a day or an hour away; for a number, the
     rule's numbers and the call's own numeric arguments."""
@@ -266,7 +271,7 @@ def _column_edges(seed: SeedView, column_type: str, current: Any, numbers: list[
             for unit in (timedelta(hours=number), timedelta(days=number), timedelta(minutes=number)):
                 steps += [unit, -unit]
         steps += [timedelta(days=1), timedelta(days=-1), timedelta(hours=1), timedelta(hours=-1)]
-        return list(dict.fromkeys(_like(current, now + step, column_type) for step in steps))
+        return list(dict.fromkeys(_like(sample, now + step, column_type) for step in steps))
     values = [v for v in [*numbers, *base] if isinstance(v, int | float) and not isinstance(v, bool)]
     if column_type == "integer":
         return list(dict.fromkeys(int(v) for v in values if float(v).is_integer()))
@@ -356,7 +361,8 @@ def state_probes(seed: SeedView, tool: ToolKind, valid: list[dict[str, Any]]) ->
                 if spec_column.type not in DATE_TYPES + NUMBER_TYPES:
                     continue
                 current = seed.db.scalar(f"SELECT {column} FROM {table} WHERE {entity.primary_key} = ?", (key,))
-                edges = _column_edges(seed, spec_column.type, current, numbers, arguments)
+                sample = current if current is not None else next(iter(seed.distinct(table, column)), None)
+                edges = _column_edges(seed, spec_column.type, sample, numbers, arguments)
                 lanes.append([(base, table, key, column, v) for v in edges if v != current])
     probes: list[StateProbe] = []
     seen: set[str] = set()

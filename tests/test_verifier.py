@@ -6,6 +6,7 @@ their own; the static layer is tested separately on the same handlers.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
@@ -14,8 +15,8 @@ from corpus import BROKEN, GOOD, stage_case
 
 from factory.call_plan import invalid_calls, plan_calls
 from factory.codegen import render_schema
-from factory.publish import code_hash, spec_hash, staging_root
-from factory.rule_check import MAX_PROBES, rule_probes, state_probes
+from factory.publish import code_hash, spec_hash, stage, staging_root
+from factory.rule_check import MAX_PROBES, _like, rule_probes, state_probes
 from factory.schemas import canonical, differences, expected_output
 from factory.search_check import SearchOracle
 from factory.source import load_environment
@@ -343,6 +344,31 @@ def test_state_edges_move_a_stored_date_two_foreign_keys_away_to_where_the_rule_
     deadlines = {r["term_id"]: r["drop_deadline"] for r in by_change[today].rows}
     assert deadlines["trm_nfvmq3"] == "2026-01-12" and len(deadlines) == len(spec.seed["terms"])  # the whole table
     assert {r["drop_deadline"] for r in spec.seed["terms"]}.isdisjoint({"2026-01-12"})  # the seed alone never reaches it
+
+
+def test_a_handler_that_breaks_only_on_a_moved_state_is_advised_not_failed(tmp_path: Path) -> None:
+    # The overdue rule's case without its generator bug, and a handler that assumes no loan is ever due today
+    # (no tool and no seeded row makes one): the state edge at today breaks it, which is reported, not failed.
+    staged = stage(load_environment(BROKEN / "stored_date_off_by_one"), tmp_path)
+    handlers = staged / "handlers.py"
+    lookup = '    loan = db.require("loans", "loan_id", loan_id, "loan_id")\n'
+    text = handlers.read_text()
+    assert lookup in text
+    handlers.write_text(text.replace(lookup, lookup + '    assert loan["due_on"] != db.now[:10], "due today"\n'))
+    report = anyio.run(verify_server, staged, staging_root(staged), DYNAMIC_ONLY)
+    assert report.passed, report.failures
+    advised = [a for a in report.advisories if a.check == "crash_on_moved_state"]
+    assert advised and advised[0].tool == "extend_loan" and advised[0].call is not None
+    assert advised[0].call["state"] == "loans[loan_001].due_on = 2026-03-02"
+
+
+def test_a_moved_datetime_is_written_as_the_column_s_seed_values_are() -> None:
+    now = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    assert _like("2026-01-01T10:00:00Z", now, "datetime") == "2026-03-02T09:00:00Z"
+    assert _like("2026-01-01 10:00:00", now, "datetime") == "2026-03-02 09:00:00"
+    assert _like("2026-01-01T10:00:00+02:00", now, "datetime") == "2026-03-02T11:00:00+02:00"  # the same instant
+    assert _like("2026-01-01T10:00:00.000Z", now, "datetime") == "2026-03-02T09:00:00.000Z"
+    assert _like(None, now, "datetime") == "2026-03-02T09:00:00Z" and _like(None, now, "date") == "2026-03-02"
 
 
 def test_rule_edges_make_a_call_again_as_other_principals_who_can_see_its_rows() -> None:
