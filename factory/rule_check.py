@@ -76,6 +76,14 @@ def _named(seed: SeedView, tool: ToolKind, arguments: dict[str, Any]) -> list[tu
     return named
 
 
+def _messages(
+    seed: SeedView, tool: ToolKind, arguments: dict[str, Any], rule: int | None
+) -> tuple[str | None, frozenset[str]]:
+    """(the message of rule number `rule`, or None; every rule's message) for these arguments."""
+    messages = frozenset(rule_message(seed, tool, arguments, r.message) for r in tool.rules)
+    return (rule_message(seed, tool, arguments, tool.rules[rule].message) if rule is not None else None), messages
+
+
 def _sees_named_rows(seed: SeedView, tool: ToolKind, arguments: dict[str, Any], principal: str | None) -> bool:
     """Whether the principal may see every row the call names by id, looked up as the server does (another
     principal's row is as unknown as a missing one)."""
@@ -188,9 +196,7 @@ def rule_probes(seed: SeedView, tool: ToolKind, valid: list[dict[str, Any]]) -> 
         judgeable, rule = refusing_rule(seed, tool, arguments)
         if not judgeable:
             continue
-        messages = frozenset(rule_message(seed, tool, arguments, r.message) for r in tool.rules)
-        message = rule_message(seed, tool, arguments, tool.rules[rule].message) if rule is not None else None
-        probes.append(RuleProbe(tool, arguments, message, messages))
+        probes.append(RuleProbe(tool, arguments, *_messages(seed, tool, arguments, rule)))
         if len(probes) == MAX_PROBES:
             break
     return probes
@@ -291,7 +297,7 @@ class _Moved:
     """The verifier's seed copy with one cell changed, inside a savepoint that is rolled back on exit."""
 
     def __init__(self, seed: SeedView, table: str, key: Any, column: str, value: Any) -> None:
-        self.seed, self.table, self.value = seed, table, value
+        self.seed, self.table = seed, table
         pk = seed.spec.entities[table].primary_key
         self.update = (f"UPDATE {table} SET {column} = ? WHERE {pk} = ?", (value, key))
 
@@ -320,24 +326,22 @@ def _verdict(seed: SeedView, tool: ToolKind, base: dict[str, Any], cell: tuple[s
         return refusing_rule(seed, tool, base) if took else None
 
 
-def _at_edge(seed: SeedView, tool: ToolKind, base: dict[str, Any], cell: tuple[str, Any, str], value: Any) -> bool:
-    """Whether the rules' verdict at `value` differs from theirs a step to either side: where a comparison
-    flips, so `<` and `<=` (or a shifted number) disagree."""
-    column_type = seed.spec.entities[cell[0]].columns[cell[2]].type
+def _edge_probe(
+    seed: SeedView, tool: ToolKind, base: dict[str, Any], cell: tuple[str, Any, str], value: Any
+) -> StateProbe | None:
+    """The probe with the cell at `value` if the rules' verdict there differs from theirs a step to either
+    side (where a comparison flips, so `<` and `<=`, or a shifted number, disagree); else None."""
+    table, key, column = cell
+    column_type = seed.spec.entities[table].columns[column].type
     here = _verdict(seed, tool, base, cell, value)
     if here is None or not here[0]:
-        return False
-    return any(_verdict(seed, tool, base, cell, _nudged(value, column_type, sign)) != here for sign in (-1, 1))
-
-
-def _probe(seed: SeedView, tool: ToolKind, base: dict[str, Any], cell: tuple[str, Any, str], value: Any) -> StateProbe:
-    table, key, column = cell
+        return None
+    if all(_verdict(seed, tool, base, cell, _nudged(value, column_type, sign)) == here for sign in (-1, 1)):
+        return None
     moved = _Moved(seed, table, key, column, value)
     with moved:
-        _, rule = refusing_rule(seed, tool, base)
         rows = moved.rows()
-        messages = frozenset(rule_message(seed, tool, base, r.message) for r in tool.rules)
-        message = rule_message(seed, tool, base, tool.rules[rule].message) if rule is not None else None
+        message, messages = _messages(seed, tool, base, here[1])
     return StateProbe(tool, base, table, rows, f"{table}[{key}].{column} = {value}", message, messages)
 
 
@@ -371,8 +375,9 @@ def state_probes(seed: SeedView, tool: ToolKind, valid: list[dict[str, Any]]) ->
         if marker in seen:
             continue
         seen.add(marker)
-        if _at_edge(seed, tool, base, (table, key, column), value):
-            probes.append(_probe(seed, tool, base, (table, key, column), value))
+        probe = _edge_probe(seed, tool, base, (table, key, column), value)
+        if probe is not None:
+            probes.append(probe)
             if len(probes) == MAX_PROBES:
                 break
     return probes

@@ -565,14 +565,27 @@ class Verifier:
         for n, probe in enumerate(rule_probes(self.seed, tool, self.valid.get(tool.name, []))):
             episode = f"edge:{tool.name}:{n}"
             result = await self._call(tool.name, probe.arguments, episode)
-            refused = result.text if result.is_error else None
-            if probe.message is not None:
-                ok, expected = refused == probe.message, f"refused by its rule: {probe.message!r}"
-            else:
-                ok, expected = refused not in probe.messages, "no rule refuses it (the spec's rules let it through)"
-            shown = f"isError: {_show(result.text)}" if result.is_error else "accepted"
             call = {"tool": tool.name, "arguments": probe.arguments, "episode": episode}
-            self.recorder.judge(tool.name, "rule_edge", ok, call, expected, shown)
+            self._judge_edge(tool, "rule_edge", call, probe.message, probe.messages, result)
+
+    def _judge_edge(
+        self,
+        tool: ToolKind,
+        check: str,
+        call: dict[str, Any],
+        message: str | None,
+        messages: frozenset[str],
+        result: CallResult,
+        moved: str = "",
+    ) -> None:
+        """Refused with exactly `message`, or (None) with no rule's message at all."""
+        refused = result.text if result.is_error else None
+        if message is not None:
+            ok, expected = refused == message, f"refused by its rule: {message!r}"
+        else:
+            ok, expected = refused not in messages, "no rule refuses it (the spec's rules let it through)"
+        shown = f"isError: {_show(result.text)}" if result.is_error else "accepted"
+        self.recorder.judge(tool.name, check, ok, call, f"with {moved}: {expected}" if moved else expected, shown)
 
     async def check_state_edges(self, tool: ToolKind) -> None:
         """The tool's valid call and rule examples, made on a seed where a row they read has a date or number
@@ -584,14 +597,8 @@ class Verifier:
             result = await self._call(tool.name, probe.arguments, f"state:{tool.name}:{n}", moved=probe.change)
             if result.kind == ErrorKind.SERVER_ERROR:
                 continue  # advised above; a handler that breaks gives no rule's verdict
-            refused = result.text if result.is_error else None
-            if probe.message is not None:
-                ok, expected = refused == probe.message, f"refused by its rule: {probe.message!r}"
-            else:
-                ok, expected = refused not in probe.messages, "no rule refuses it (the spec's rules let it through)"
-            shown = f"isError: {_show(result.text)}" if result.is_error else "accepted"
             call = {"tool": tool.name, "arguments": probe.arguments, "episode": episode, "state": probe.change}
-            self.recorder.judge(tool.name, "state_edge", ok, call, f"with {probe.change}: {expected}", shown)
+            self._judge_edge(tool, "state_edge", call, probe.message, probe.messages, result, probe.change)
 
     @staticmethod
     def _focused(items: list[_T], first: Callable[[_T], bool]) -> list[_T]:
