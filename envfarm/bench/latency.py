@@ -60,7 +60,7 @@ def reset_p50(definition: Any, n: int) -> tuple[float, float]:
         started = time.perf_counter()
         connection = store.fork()
         forks.append(time.perf_counter() - started)
-        store.release(connection)  # as a closed episode does: the next fork reuses it
+        store.release(connection)
         started = time.perf_counter()
         target = sqlite3.connect(":memory:")
         store.seed.backup(target)

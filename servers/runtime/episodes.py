@@ -58,9 +58,6 @@ EPISODE_MEMORY_FACTOR = 2.7
 TRIM_EVERY_BYTES = 8 << 20
 # Closed or evicted ids remembered (to answer episode_expired) per server.
 MAX_EXPIRED_KEYS = 100_000
-# Closed episodes' connections one server keeps to fork the next episodes into (see `EpisodeStore.fork`): a batch
-# of rollouts closes and opens its episodes in waves, so one wave's worth (at most ~3.7 MB for the clinic).
-MAX_SPARE_CONNECTIONS = 16
 Clock = Callable[[], float]
 
 
@@ -289,7 +286,6 @@ class EpisodeStore:
         self._named: OrderedDict[str, sqlite3.Connection] = OrderedDict()
         self._owners: dict[str, str] = {}
         self._expired: OrderedDict[str, str] = OrderedDict()  # key -> why (closed, evicted), bounded
-        self._spare: list[sqlite3.Connection] = []  # closed episodes' connections, to fork into
 
     @cached_property
     def seed_state(self) -> dict[str, list[dict[str, Any]]]:
@@ -302,36 +298,23 @@ class EpisodeStore:
         return state_hash(self.seed_state)
 
     def fork(self) -> sqlite3.Connection:
-        """A new episode's connection holding the seed. A closed episode's connection is reused when
-        there is one: loading the image into it replaces every page, and it keeps its parsed schema and
-        prepared statements (same schema), which a new connection would pay for again on its first
-        calls (~1 ms of a clinic episode's ~5 ms CPU, measured by `envfarm bench`)."""
+        """A new episode's connection holding the seed: always a fresh connection.
+
+        A closed episode's connection is never loaded again. SQLite 3.40 keeps a dangling pointer to the
+        replaced schema when an image is deserialized into a connection that has already prepared
+        statements: the next statement using a table-valued function (`json_each`, `pragma_table_info`)
+        read freed memory and the process died with SIGSEGV on about half of all seeds (valgrind: invalid
+        read in `sqlite3SchemaToIndex`). A fresh connection costs ~0.1 ms more per episode (measured by
+        `envfarm bench`, figure `reset`)."""
         if self.persistent is not None:
             return self.persistent
-        if self._spare:
-            connection = self._spare.pop()
-            connection.deserialize(self._image)
-            return connection
         return open_memory(self._image)
 
     def release(self, connection: sqlite3.Connection) -> None:
-        """An episode's connection is no longer used: keep it to fork into, or close it. Only an idle
-        connection (no open transaction) with nothing outside its main database (temp tables would
-        survive the next fork) is kept, and at most MAX_SPARE_CONNECTIONS of them."""
+        """An episode's connection is no longer used: close it (the seed and a persistent file stay)."""
         if connection is self.persistent or connection is self.seed:
             return
-        try:
-            reusable = (
-                len(self._spare) < MAX_SPARE_CONNECTIONS
-                and not connection.in_transaction
-                and connection.execute("SELECT count(*) FROM temp.sqlite_master").fetchone()[0] == 0
-            )
-        except sqlite3.Error:  # closed already, or broken: not reused
-            reusable = False
-        if reusable:
-            self._spare.append(connection)
-        else:
-            connection.close()
+        connection.close()
 
     def _check(self, key: str, owner: str | None, *, reopen: bool = False) -> None:
         if key in self._expired and not reopen:
