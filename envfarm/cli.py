@@ -266,6 +266,8 @@ def cmd_import_openapi(args: argparse.Namespace) -> int:
     from factory.openapi import OpenAPIError, import_openapi, write_spec_folder
     from factory.spec import SpecError
 
+    if args.file.is_dir():
+        return _import_openapi_folder(args)
     try:
         result = import_openapi(args.file, name=args.name, seed_number=args.seed)
     except (OpenAPIError, SpecError) as exc:
@@ -281,6 +283,30 @@ def cmd_import_openapi(args: argparse.Namespace) -> int:
         print(f"  skipped {skipped.method.upper()} {skipped.path}: {skipped.reason}")
     print(f"what was mapped and what was not: {out}/IMPORT.md; publish with: envfarm build {out} --out FARM")
     return 0
+
+
+def _import_openapi_folder(args: argparse.Namespace) -> int:
+    """`envfarm import openapi DIR --out SPECS`: every document of DIR, going on past the ones that fail."""
+    from factory.import_folder import SUMMARY_NAME, DocumentOutcome, find_documents, import_folder
+
+    if args.out is None or args.name or args.model:
+        print("error: a folder of documents takes --out SPECS, and neither --name nor --model", file=sys.stderr)
+        return 2
+    total = len(find_documents(args.file))
+    done = [0]
+
+    def show(outcome: DocumentOutcome) -> None:
+        done[0] += 1
+        what = f"{outcome.name} ({outcome.tools} tools)" if outcome.outcome == "imported" else outcome.reason
+        print(f"[{done[0]}/{total}] {outcome.document}: {outcome.outcome}: {what}", flush=True)
+
+    summary = import_folder(args.file, args.out, seed_number=args.seed, on_document=show)
+    print(
+        f"{len(summary.documents)} documents: {summary.count('imported')} imported, {summary.count('refused')} "
+        f"refused, {summary.count('crashed')} crashed -> {args.out}/{SUMMARY_NAME}.md; "
+        f"publish with: envfarm build {args.out} --out FARM"
+    )
+    return 0 if summary.count("imported") and not summary.count("crashed") else 1
 
 
 def _enrich_import(args: argparse.Namespace, result: ImportResult, out: Path) -> int:
@@ -610,8 +636,11 @@ def parser() -> argparse.ArgumentParser:
 
     im = sub.add_parser("import", help="a spec folder from a real API description (then `envfarm build` it)")
     isub = im.add_subparsers(dest="source", required=True)
-    oa = isub.add_parser("openapi", help="an OpenAPI 3.x or Swagger 2.0 document -> spec folder (no model needed)")
-    oa.add_argument("file", type=Path)
+    oa = isub.add_parser(
+        "openapi",
+        help="an OpenAPI 3.x or Swagger 2.0 document -> spec folder, or a folder of them -> spec folders (no model)",
+    )
+    oa.add_argument("file", type=Path, help="a document, or a folder of documents (then --out names the specs folder)")
     oa.add_argument("--name", help="server name (default: from the document's title)")
     oa.add_argument("--out", type=Path, help="spec folder to write (default: ./<name>)")
     oa.add_argument("--seed", type=int, default=0, help="seed number for the generated seed rows")

@@ -40,7 +40,7 @@ from pydantic import BaseModel, Field
 
 from factory import fakedata
 from factory.source import POLICY_NAME
-from factory.spec import SpecError, parse_spec, read_document
+from factory.spec import LIST_AS_TEXT, SQL_KEYWORDS, SpecError, parse_spec, read_document
 
 FARM_NOW = "2026-04-13T09:00:00Z"
 METHODS = ("get", "post", "put", "patch", "delete")
@@ -159,9 +159,9 @@ def snake(name: str) -> str:
 
 
 def safe_name(name: str) -> str:
-    """A snake name that is not a Python keyword or a name the generated code uses itself."""
+    """A snake name that is not a Python or SQL keyword or a name the generated code uses itself."""
     text = snake(name)
-    return f"{text}_value" if keyword.iskeyword(text) or text in RESERVED else text
+    return f"{text}_value" if keyword.iskeyword(text) or text in SQL_KEYWORDS or text in RESERVED else text
 
 
 def plural(word: str) -> str:
@@ -324,6 +324,7 @@ class _Importer:
         self.tools: list[dict[str, Any]] = []
         self.tool_names: set[str] = set()
         self.limits: dict[str, int] = {}
+        self.renamed: set[str] = set()  # properties whose column was renamed (noted once each in IMPORT.md)
 
     # ---- schemas -> entities -------------------------------------------------------------------
 
@@ -387,6 +388,9 @@ class _Importer:
             _, sub = self.doc.schema(node)
             column = safe_name(prop)
             mapping[prop] = column
+            if column != snake(prop) and f"{where}.{prop}" not in self.renamed:
+                self.renamed.add(f"{where}.{prop}")
+                self.report.notes.append(f"`{where}.{prop}` is the column `{column}` (its own name is a keyword)")
             if _scalar(sub):
                 self._merge(entity, column, sub, f"{where}.{prop}")
             elif (
@@ -670,6 +674,9 @@ class _Importer:
         """A tool param filling or filtering `column`. A list column (kept as comma-joined text) takes an
         array when written, so no param is a comma-separated string; a search matches one item's text."""
         text = description or column.description or column.name.replace("_", " ")
+        if LIST_AS_TEXT.search(text):
+            # The document says "comma-separated", but the column holds that text whole: say only what it is.
+            text = " ".join(LIST_AS_TEXT.sub("", text).split()).lstrip("-,; ") or column.name.replace("_", " ")
         param: dict[str, Any] = {"type": column.type, "description": text}
         if column.json_text == "list":
             text = text.replace(LIST_TEXT, "").strip()
@@ -1112,6 +1119,7 @@ class _Importer:
             f"{t}: the schema has no key; added `{e.primary_key}`" for t, e in self.entities.items() if e.added_key
         ]
         seed = self.seed(random.Random(seed_number), now)
+        self.optional_parents(seed)
         # A foreign key must name a primary key or a unique column (SQLite refuses anything else): a
         # reference to another column is kept, as UNIQUE, only where the seed's values are distinct.
         unique: set[tuple[str, str]] = set()
@@ -1174,6 +1182,21 @@ class _Importer:
             spec["unlisted"] = unlisted
         return spec
 
+    def optional_parents(self, seed: dict[str, list[dict[str, Any]]]) -> None:
+        """A parent column (`/projects/{id}/tasks` -> `tasks.project_id`) is required only where every
+        create of the table fills it and every seed row has one. A create at another path (`POST /tasks`)
+        or a parent the seed cannot fill (a cycle, a parent table nobody lists) leaves the reference
+        empty instead of making the spec unbuildable; the report notes each one."""
+        for table, entity in self.entities.items():
+            creates = [t for t in self.tools if t["effect"] == "create" and t["entity"] == table]
+            for column in list(entity.parents):
+                unfilled = [t["name"] for t in creates if column not in _filled_columns(t)]
+                seedless = any(row.get(column) is None for row in seed.get(table, []))
+                if unfilled or seedless:
+                    del entity.parents[column]
+                    why = f"not filled by {', '.join(unfilled)}" if unfilled else "no parent row to seed it from"
+                    self.report.notes.append(f"{table}.{column}: an optional reference ({why})")
+
     def unlisted(self, entities: dict[str, Any]) -> dict[str, str]:
         """Tables the API itself cannot list in full: no search operation, or only one per parent."""
         searches: dict[str, list[dict[str, Any]]] = {}
@@ -1188,6 +1211,11 @@ class _Importer:
             elif all(any(p.get("required") for p in (s.get("params") or {}).values()) for s in found):
                 reasons[table] = f"the API lists {table} only for one parent at a time"
         return reasons
+
+
+def _filled_columns(tool: dict[str, Any]) -> set[str]:
+    """The columns a create tool writes: each param's own column (or its name) and its fixed `set` values."""
+    return {param.get("column", name) for name, param in tool["params"].items()} | set(tool.get("set") or {})
 
 
 def _kind(value: Any) -> str:
@@ -1501,7 +1529,7 @@ def infer_principal(
             c
             for c in candidates
             if rows
-            and all(isinstance(r.get(c), str | int) and r.get(c) != "" for r in rows)
+            and all(isinstance(r.get(c), str) and r.get(c) != "" for r in rows)  # a principal is a string
             and len({r[c] for r in rows}) == len(rows)
         ]
         column = distinct[0] if distinct else None

@@ -563,8 +563,12 @@ class SearchTool(EntityTool):
 
     def listing_note(self, spec: EnvironmentSpec) -> str:
         """What the description adds so an agent knows how the list matches, orders and pages."""
-        how = {"exact": "equals", "contains": "contains (case-insensitive)", "gte": "at or after/above",
-               "lte": "at or before/below"}
+        how = {
+            "exact": "equals",
+            "contains": "contains (case-insensitive)",
+            "gte": "at or after/above",
+            "lte": "at or before/below",
+        }
         filters = [
             f"{name} {'is any of the given values' if p.items else how[p.match]}" for name, p in self.params.items()
         ]
@@ -588,10 +592,14 @@ class SearchTool(EntityTool):
         if self.order is not None:
             for term in self.order.split(","):
                 column = term.split()[0] if term.split() else ""
-                if column not in entity.columns or len(term.split()) > 2 or (
-                    len(term.split()) == 2 and term.split()[1].upper() not in ("ASC", "DESC")
+                if (
+                    column not in entity.columns
+                    or len(term.split()) > 2
+                    or (len(term.split()) == 2 and term.split()[1].upper() not in ("ASC", "DESC"))
                 ):
-                    problems.append((f"{at}.order", f"{term.strip()!r} is not '<column> [ASC|DESC]' of {self.entity!r}"))
+                    problems.append(
+                        (f"{at}.order", f"{term.strip()!r} is not '<column> [ASC|DESC]' of {self.entity!r}")
+                    )
         return problems
 
 
@@ -696,7 +704,8 @@ class EnvironmentSpec(StrictModel):
         "be guessed from a neighbour's; the seed builder still writes id_format's form, and loading maps it",
     )
     id_namespace: str | None = Field(
-        None, description="with ids: opaque, the name ids are hashed under (default: the spec's name); a renamed "
+        None,
+        description="with ids: opaque, the name ids are hashed under (default: the spec's name); a renamed "
         "copy of a spec names the original here to keep its ids",
     )
     tags: list[str] = Field(
@@ -759,6 +768,17 @@ def _check_ref(ref: str, spec: EnvironmentSpec) -> str | None:
 
 
 _PLACEHOLDER = re.compile(r"(?<!:):([a-z_][a-z0-9_]*)")
+# The SQLite keywords that cannot stand bare as a table or column name in the statements generated code writes
+# (CREATE, INSERT, SELECT ... WHERE/ORDER BY/LIKE, UPDATE ... RETURNING, JOIN ... ON): found by trying each of
+# SQLite's 147 keywords in them (3.40). The others (`key`, `action`, `plan`, ...) SQLite accepts as names. The
+# spec check refuses these; the OpenAPI importer renames them (`default` -> `default_value`).
+_SQL_KEYWORD_LIST = """
+add all alter and as autoincrement between case cast check collate commit constraint create current_date
+current_time current_timestamp default deferrable delete distinct drop else escape except exists foreign from
+group having if in index insert intersect into is isnull join limit not nothing notnull null on or order primary
+raise references returning select set table then to transaction union unique update using values when where
+"""
+SQL_KEYWORDS = frozenset(_SQL_KEYWORD_LIST.split())
 
 
 def semantic_problems(spec: EnvironmentSpec, handler_names: set[str] | None = None) -> list[tuple[str, str]]:
@@ -767,7 +787,12 @@ def semantic_problems(spec: EnvironmentSpec, handler_names: set[str] | None = No
     for tname, entity in spec.entities.items():
         if not re.match(NAME_PATTERN, tname):
             problems.append((f"entities.{tname}", "table names are lower_snake_case"))
+        if tname in SQL_KEYWORDS:
+            problems.append((f"entities.{tname}", f"{tname!r} is an SQL keyword; name the table otherwise"))
         for cname, col in entity.columns.items():
+            if cname in SQL_KEYWORDS:
+                where = f"entities.{tname}.columns.{cname}"
+                problems.append((where, f"{cname!r} is an SQL keyword; name the column otherwise ({cname}_value)"))
             if col.ref and (err := _check_ref(col.ref, spec)):
                 problems.append((f"entities.{tname}.columns.{cname}", err))
             if col.enum and col.default is not None and col.default not in col.enum:
@@ -835,7 +860,9 @@ def principal_problems(spec: EnvironmentSpec) -> Problems:
     elif principal.table is not None and principal.column is not None:
         known = {row.get(principal.column) for row in spec.seed.get(principal.table, [])}
         if principal.default not in known:
-            problems.append(("principal.default", f"{principal.default!r} is not a {principal.table}.{principal.column}"))
+            problems.append(
+                ("principal.default", f"{principal.default!r} is not a {principal.table}.{principal.column}")
+            )
     elif principal.default not in principal.values:
         problems.append(("principal.default", f"{principal.default!r} is not one of values {principal.values}"))
     if principal.kind == "staff" and not principal.customers:

@@ -328,3 +328,88 @@ def test_openapi_3_1_and_swagger_2_constructs_are_read() -> None:
     assert tools["get_customers"]["limit"] == 100  # the list envelope unwraps; paging maps to ours
     skipped = {s.path: s.reason for s in billing.report.skipped}
     assert "action" in skipped["/v1/invoices/{invoice}/pay"] and "uploads a file" in skipped["/v1/files"]
+
+
+def test_keyword_field_names_are_renamed_and_noted() -> None:
+    """`default`, `order`, `group` ... stand bare in generated SQL, where SQLite refuses them: renamed."""
+    result = import_openapi(DATA / "keyword_names.yaml")
+    columns = next(iter(result.spec["entities"].values()))["columns"]
+    for name in ("default", "order", "group", "from", "class", "import", "select"):
+        assert name not in columns and f"{name}_value" in columns
+        assert f"`Shelf.{name}` is the column `{name}_value`" in result.report.markdown()
+
+
+def test_a_hand_written_spec_naming_a_column_like_an_sql_keyword_is_refused() -> None:
+    from factory.spec import SpecError, parse_spec
+
+    spec = import_openapi(DATA / "keyword_names.yaml").spec
+    table = next(iter(spec["entities"]))
+    columns = spec["entities"][table]["columns"]
+    spec["entities"][table]["columns"] = {("order" if k == "order_value" else k): v for k, v in columns.items()}
+    with pytest.raises(SpecError, match=r"columns\.order: 'order' is an SQL keyword"):
+        parse_spec(spec, "hand-written")
+
+
+NESTED_AND_FLAT = """
+openapi: 3.0.3
+info: {title: Projects and tasks, version: "1.0"}
+paths:
+  /projects:
+    get:
+      operationId: listProjects
+      responses: {'200': {description: ok, content: {application/json: {schema: {type: array, items: {$ref: '#/components/schemas/Project'}}}}}}
+    post:
+      operationId: createProject
+      requestBody: {content: {application/json: {schema: {$ref: '#/components/schemas/Project'}}}}
+      responses: {'201': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/Project'}}}}}
+  /projects/{projectId}/tasks:
+    get:
+      operationId: listProjectTasks
+      parameters: [{name: projectId, in: path, required: true, schema: {type: string}}]
+      responses: {'200': {description: ok, content: {application/json: {schema: {type: array, items: {$ref: '#/components/schemas/Task'}}}}}}
+  /tasks:
+    post:
+      operationId: createTask
+      requestBody: {content: {application/json: {schema: {$ref: '#/components/schemas/Task'}}}}
+      responses: {'201': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/Task'}}}}}
+components:
+  schemas:
+    Project: {type: object, properties: {id: {type: string}, name: {type: string}}}
+    Task: {type: object, properties: {id: {type: string}, title: {type: string}}}
+"""
+
+
+def test_a_parent_reference_a_create_cannot_fill_is_optional(tmp_path: Path) -> None:
+    """`POST /tasks` beside `/projects/{projectId}/tasks`: the task's project is an optional reference
+    (before, the spec was unbuildable: "create cannot fill required column tasks.project_id")."""
+    path = tmp_path / "projects.yaml"
+    path.write_text(NESTED_AND_FLAT, encoding="utf-8")
+    result = import_openapi(path)
+    column = result.spec["entities"]["tasks"]["columns"]["project_id"]
+    assert column["ref"] == "projects.id" and column.get("nullable") is True
+    assert any("tasks.project_id: an optional reference (not filled by create_task)" in n for n in result.report.notes)
+
+
+def test_a_folder_of_documents_imports_each_and_goes_on_past_failures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = tmp_path / "docs"
+    (docs / "a").mkdir(parents=True)
+    (docs / "b").mkdir()
+    for sub in ("a", "b"):  # the same title twice: the second spec folder gets a suffix
+        (docs / sub / "petstore.yaml").write_text((DATA / "petstore.yaml").read_text("utf-8"), "utf-8")
+    (docs / "keywords.yaml").write_text((DATA / "keyword_names.yaml").read_text("utf-8"), "utf-8")
+    (docs / "not_openapi.json").write_text('{"hello": "world"}', "utf-8")
+    (docs / "broken.yaml").write_text("openapi: 3.0.0\npaths: [unclosed", "utf-8")
+    out = tmp_path / "specs"
+    assert main(["import", "openapi", str(docs), "--out", str(out)]) == 0
+    summary = json.loads((out / "IMPORT-SUMMARY.json").read_text("utf-8"))
+    outcomes = {d["document"]: d for d in summary["documents"]}
+    assert {d["outcome"] for d in summary["documents"]} == {"imported", "refused"}
+    assert outcomes["a/petstore.yaml"]["name"] != outcomes["b/petstore.yaml"]["name"]
+    assert all((out / outcomes[d]["name"] / "spec.yaml").is_file() for d in ("a/petstore.yaml", "keywords.yaml"))
+    assert "not an OpenAPI document" in outcomes["not_openapi.json"]["reason"]
+    assert outcomes["broken.yaml"]["outcome"] == "refused" and "\n" not in outcomes["broken.yaml"]["reason"]
+    assert "3 imported, 2 refused, 0 crashed" in (out / "IMPORT-SUMMARY.md").read_text("utf-8")
+    assert "[5/5]" in capsys.readouterr().out
+    assert main(["import", "openapi", str(docs)]) == 2  # a folder needs --out
