@@ -323,7 +323,10 @@ def _signature(tool: ToolKind, result: str, spec: EnvironmentSpec) -> list[str]:
 def _docstring(text: str) -> list[str]:
     paragraphs = text.strip().replace('"""', "'''").split("\n\n")
     # A long generated paragraph (a list's paging note) is wrapped; the spec's own text keeps its lines.
-    body = "\n\n".join(p if "\n" in p or len(p) < 100 else textwrap.fill(p, 100) for p in paragraphs)
+    # Never broken at a hyphen: the description read back from the docstring would gain a space there.
+    body = "\n\n".join(
+        p if "\n" in p or len(p) < 100 else textwrap.fill(p, 100, break_on_hyphens=False) for p in paragraphs
+    )
     return (
         [f'    """{body}"""']
         if "\n" not in body

@@ -25,6 +25,7 @@ not); `envfarm build` publishes it through the same verifier as any other.
 from __future__ import annotations
 
 import copy
+import html
 import json
 import keyword
 import random
@@ -63,9 +64,36 @@ PAGINATION = {
     "starting_after",
     "ending_before",
 }
+# Query parameters that carry credentials or shape the response, never an input of the operation itself
+# (Google's global parameters among them): a computed read's lookup table does not key on them.
+NOT_INPUTS = {
+    "access_token",
+    "api_key",
+    "apikey",
+    "key",
+    "oauth_token",
+    "token",
+    "auth_token",
+    "authorization",
+    "client_secret",
+    "signature",
+    "quota_user",
+    "user_ip",
+    "pretty_print",
+    "fields",
+    "alt",
+    "callback",
+    "output_format",
+    "response_format",
+    "format",
+}
 AUTH_WORDS = ("login", "logout", "signin", "signout", "sign_in", "sign_out", "token", "oauth", "auth", "session")
 # Names the generated code uses for itself: a column or param with one of these names gets a suffix.
-RESERVED = {"now", "db", "args", "row", "rows", "current", "new_id", "result", "self", "cls"}
+# Pydantic's own attribute names too (`schema`, `json`, `copy`): a row model field of that name shadows one and
+# the server warns on stderr at import.
+RESERVED = {"now", "db", "args", "row", "rows", "current", "new_id", "result", "self", "cls"} | {
+    name for name in dir(BaseModel) if not name.startswith("_")
+}
 ID_FORMAT_UUID = "00000000-0000-4000-8000-{:012d}"
 
 
@@ -187,9 +215,10 @@ def first_paragraph(text: str | None, limit: int = 300) -> str:
     if not text or not isinstance(text, str):
         return ""
     para = re.split(r"\n\s*\n", text.strip())[0]
+    para = html.unescape(re.sub(r"<[^<>]*>", " ", para))  # HTML in a description (`<BR />`, links): its text
     para = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", para)  # [text](url) -> text
     para = re.sub(r"[`*#>]", "", para)
-    para = " ".join(para.split())
+    para = re.sub(r"\s+([.,;:!?])", r"\1", " ".join(para.split()))  # no space left before punctuation
     return para if len(para) <= limit else para[: limit - 3].rsplit(" ", 1)[0] + "..."
 
 
@@ -635,6 +664,8 @@ class _Importer:
                 op,
                 f"an action on one {self.by_schema[record[0]]} row (`{path.rsplit('/', 1)[-1]}`): its effect is not in the description",
             )
+        if table is None and method == "get" and self.lookup_tool(method, path, op, params):
+            return None
         if table is None:
             if record is None:
                 shape = self.response(op)
@@ -653,6 +684,8 @@ class _Importer:
             if record[2]:
                 return self.search_tool(method, path, op, params, entity)
             if not keyed:
+                if self.lookup_tool(method, path, op, params):
+                    return None
                 return self.skip(
                     method, path, op, "reads one record with no key (a singleton or the signed-in user): no row to name"
                 )
@@ -667,6 +700,72 @@ class _Importer:
         return self.keyed_tool("update", method, path, op, params, entity, body)
 
     # ---- tool builders -------------------------------------------------------------------------
+
+    def lookup_tool(self, method: str, path: str, op: dict[str, Any], params: list[dict[str, Any]]) -> bool:
+        """A computed read (a weather or geocoding lookup, a language detector, a price quote): a GET that
+        answers its inputs with fields of no stored record. It becomes a read over a seeded lookup table,
+        one row per input it knows (input columns + answer columns), so the same input always gets the same
+        answer. Returns False (nothing mapped) when the operation takes no scalar input or answers no field."""
+        inputs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        for param in params:
+            if param.get("in") not in ("query", "path") or not isinstance(param.get("name"), str):
+                continue
+            schema = self.doc.schema(param.get("schema") or {})[1]
+            column = safe_name(param["name"])
+            ignored = PAGINATION | NOT_INPUTS
+            if _scalar(schema) and column not in ignored and snake(param["name"]) not in ignored:
+                inputs[column] = (param, schema)
+        response = self.response(op)
+        answer = self.doc.schema(response)[1] if response is not None else {}
+        if not inputs or _type(answer) != "object" or not answer.get("properties"):
+            return False
+        name = self.tool_name(op, method, path)
+        table = f"{name}_answers"
+        while table in self.entities:
+            table += "_records"
+        entity = _Entity(
+            table=table,
+            schema_name=_camel(table),
+            description=f"The answers {name} knows: one row per input",
+            primary_key="lookup_id",
+            id_format="lkp_{:04d}",
+            added_key=True,
+        )
+        entity.columns["lookup_id"] = _Column(
+            name="lookup_id", type="string", description="Internal lookup row id", source="added: a lookup table"
+        )
+        for column, (param, schema) in inputs.items():
+            entity.columns[column] = _Column(
+                name=column,
+                type=_column_type(schema)[0],
+                description=first_paragraph(param.get("description")) or column.replace("_", " "),
+                enum=[str(v) for v in schema["enum"]] if schema.get("enum") else None,
+                source=f"parameter {param['name']}",
+            )
+        self.add_columns(entity, answer, entity.schema_name)
+        if len(entity.columns) <= len(inputs) + 1:
+            self.tool_names.discard(name)
+            return False
+        self.entities[table] = entity
+        self.report.entities[table] = f"the answer of {op.get('operationId') or path} (a computed read)"
+        tool_params = {
+            column: {
+                **self._param_from_column(entity.columns[column], first_paragraph(param.get("description"))),
+                **({"required": True} if param.get("required") or param.get("in") == "path" else {}),
+            }
+            for column, (param, _) in inputs.items()
+        }
+        tool = {
+            "name": name,
+            "description": self.description(op, method, path),
+            "effect": "search",
+            "entity": table,
+            "limit": 10,
+            "params": tool_params,
+        }
+        self._add(tool, method, path, op, entity)
+        self.report.notes.append(f"{name}: a computed read, answered from the seeded lookup table `{table}`")
+        return True
 
     def _param_from_column(
         self, column: _Column, description: str | None, required: bool = False, search: bool = False

@@ -413,3 +413,46 @@ def test_a_folder_of_documents_imports_each_and_goes_on_past_failures(
     assert "3 imported, 2 refused, 0 crashed" in (out / "IMPORT-SUMMARY.md").read_text("utf-8")
     assert "[5/5]" in capsys.readouterr().out
     assert main(["import", "openapi", str(docs)]) == 2  # a folder needs --out
+
+
+COMPUTED_READ = """
+openapi: 3.0.3
+info: {title: Language detector, version: "1.0"}
+paths:
+  /detect:
+    get:
+      operationId: detectLanguage
+      summary: Detect the language of a text.<BR/>See <a href="https://example.org/docs">the docs</a>.
+      parameters:
+        - {name: text, in: query, required: true, schema: {type: string}, description: The text to look at}
+        - {name: access_token, in: query, required: true, schema: {type: string}}
+      responses:
+        '200':
+          description: the guess
+          content:
+            application/json:
+              schema:
+                type: object
+                properties:
+                  language: {type: string, description: ISO 639-1 code of the language}
+                  confidence: {type: number, description: How sure the detector is, 0-1}
+"""
+
+
+def test_a_computed_read_becomes_a_read_over_a_seeded_lookup_table(tmp_path: Path) -> None:
+    """A GET that answers its inputs with fields of no stored record (a detector, a geocoder): one lookup
+    table row per input, searched by the operation's own inputs; credentials are no input; HTML is stripped."""
+    path = tmp_path / "detector.yaml"
+    path.write_text(COMPUTED_READ, encoding="utf-8")
+    result = import_openapi(path)
+    (tool,) = result.spec["tools"]
+    assert tool["effect"] == "search" and tool["entity"] == "detect_language_answers"
+    assert set(tool["params"]) == {"text"} and tool["params"]["text"]["required"] is True
+    assert set(result.spec["entities"]["detect_language_answers"]["columns"]) == {
+        "lookup_id",
+        "text",
+        "language",
+        "confidence",
+    }
+    assert tool["description"] == "Detect the language of a text. See the docs."
+    assert len(result.spec["seed"]["detect_language_answers"]) > 0
