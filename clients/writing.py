@@ -23,7 +23,7 @@ from clients.graph import ToolSpec, is_id_like, words
 from clients.grounding import Grounded, Row
 from clients.sampling import Catalog
 from clients.tasks import Claim, HiddenFact, OverSpecification
-from envfarm.llm import ChatModel
+from envfarm.llm import ChatModel, UnusableAnswer
 
 STEP_WORDS = ("then", "first", "next", "after that", "afterwards", "finally", "step", "call", "tool", "use the")
 STEP_PATTERN = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in STEP_WORDS) + r")\b", re.IGNORECASE)
@@ -439,10 +439,10 @@ class LLMWriter:
         prompt = WRITER_PROMPT.format(
             name=grounded.persona.name, style=style, goals=goals, facts=json.dumps(facts, default=str)
         )
-        text = await self.model.text([{"role": "user", "content": prompt}])
         try:
+            text = await self.model.text([{"role": "user", "content": prompt}])
             answer = LLMAnswer.model_validate_json(_json_block(text))
-        except (ValidationError, ValueError):
+        except (UnusableAnswer, ValidationError, ValueError):  # an endpoint that fails outright stays an LLMError
             return offline, True
         measure = over_specification(answer.message, vocab)
         if not answer.message.strip() or measure.tool_names or measure.internal_ids:
