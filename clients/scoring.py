@@ -454,9 +454,7 @@ class PolicySummary(BaseModel):
     policy: str
     calibrated: bool
     episodes: int
-    scored_episodes: int = Field(
-        description="episodes without a server or policy error (the denominator of the rates)"
-    )
+    scored_episodes: int = Field(description="episodes without a server or policy error (the denominator of the rates)")
     success_rate: float
     state_match_rate: float
     claims_pass_rate: float

@@ -135,6 +135,10 @@ MAX_TOKENS_REPORTED = 10**9  # a usage count above this is garbage, not a count
 LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")  # json.loads joins valid pairs: what is left cannot be encoded
 
 
+class NotACompletion(ValueError):
+    """A body that is no chat completion at all (`read_reply` names what is wrong)."""
+
+
 class ToolCall(BaseModel):
     """One tool call as the model wrote it; the arguments stay the raw text (the rollout judges them)."""
 
@@ -186,7 +190,7 @@ def _content(value: Any, problems: list[str]) -> str | None:
         if len(parts) < len(value):
             problems.append(f"content: {len(value) - len(parts)} part(s) without text dropped")
         return _text("".join(parts)) if parts else None
-    raise ValueError(f"choices[0].message.content is a {_kind(value)}, not text")
+    raise NotACompletion(f"choices[0].message.content is a {_kind(value)}, not text")
 
 
 def _arguments(value: Any) -> str:
@@ -207,27 +211,36 @@ def _tool_calls(value: Any, problems: list[str]) -> list[ToolCall]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise ValueError(f"choices[0].message.tool_calls is a {_kind(value)}, not a list")
+        raise NotACompletion(f"choices[0].message.tool_calls is a {_kind(value)}, not a list")
     calls: list[ToolCall] = []
     seen: set[str] = set()
     for n, raw in enumerate(value):
         call = raw if isinstance(raw, dict) else {}
         function = call.get("function")
-        if not isinstance(function, dict):
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(raw, dict):
+            problems.append(f"tool_calls[{n}] is {_kind(raw)}")
+        elif not isinstance(function, dict):
             problems.append(f"tool_calls[{n}]: function is {_kind(function)}")
-            function = {}
-        name = function.get("name")
-        if not isinstance(name, str):
+        elif not isinstance(name, str):
             problems.append(f"tool_calls[{n}]: name is {_kind(name)}")
-            name = ""
         id_ = call.get("id")
         if not isinstance(id_, str) or not id_ or id_ in seen:
-            problems.append(f"tool_calls[{n}]: id is {_kind(id_) if not isinstance(id_, str) else repr(id_[:40])}")
+            if isinstance(raw, dict):
+                why = (
+                    f"id {id_[:40]!r} repeats"
+                    if isinstance(id_, str) and id_
+                    else f"id is {'empty' if id_ == '' else _kind(id_)}"
+                )
+                problems.append(f"tool_calls[{n}]: {why}")
             id_ = f"call_{n}"
             while id_ in seen:
                 id_ += "_"
         seen.add(id_)
-        calls.append(ToolCall(id=_text(id_), name=_text(name), arguments=_arguments(function.get("arguments"))))
+        arguments = function.get("arguments") if isinstance(function, dict) else None
+        calls.append(
+            ToolCall(id=_text(id_), name=_text(name if isinstance(name, str) else ""), arguments=_arguments(arguments))
+        )
     return calls
 
 
@@ -237,7 +250,7 @@ def _count(usage: Any, key: str) -> int:
 
 
 def read_reply(body: bytes | str) -> Reply:
-    """The body of a chat completion as a `Reply`; raises ValueError naming the first thing that makes it no
+    """The body of a chat completion as a `Reply`; raises `NotACompletion` naming the first thing that makes it no
     completion at all (not JSON, not an object, no choices, no message, content or tool calls of the wrong
     type). What is merely missing inside (a tool call's id or name, finish_reason, usage) is made do with and
     listed in `problems`."""
@@ -245,20 +258,20 @@ def read_reply(body: bytes | str) -> Reply:
         data = json.loads(body)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, bad UTF-8, a 5,000-digit number, deep nesting
         shown = body[:80] if isinstance(body, str) else body[:80].decode("utf-8", "replace")
-        raise ValueError(f"not JSON ({str(exc)[:120]}): {shown!r}") from None
+        raise NotACompletion(f"not JSON ({str(exc)[:120]}): {shown!r}") from None
     if not isinstance(data, dict):
-        raise ValueError(f"the answer is a JSON {_kind(data)}, not an object")
+        raise NotACompletion(f"the answer is a JSON {_kind(data)}, not an object")
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices:
         error = data.get("error")
         said = error.get("message") if isinstance(error, dict) else error
-        raise ValueError(f"the answer has no choices{f': {str(said)[:200]}' if said else ''}")
+        raise NotACompletion(f"the answer has no choices{f': {str(said)[:200]}' if said else ''}")
     choice = choices[0]
     if not isinstance(choice, dict):
-        raise ValueError(f"choices[0] is a {_kind(choice)}, not an object")
+        raise NotACompletion(f"choices[0] is a {_kind(choice)}, not an object")
     message = choice.get("message")
     if not isinstance(message, dict):
-        raise ValueError(f"choices[0].message is {_kind(message)}")
+        raise NotACompletion(f"choices[0].message is {_kind(message)}")
     problems: list[str] = []
     content = _content(message.get("content"), problems)
     calls = _tool_calls(message.get("tool_calls"), problems)

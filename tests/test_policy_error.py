@@ -66,7 +66,9 @@ def check_all_policy_errors(out: Path, base_url: str, code: int, err: str, cause
     assert summary.errors == {"policy_error": N_TASKS}
 
 
-def test_a_dead_endpoint_is_a_policy_error(tasks_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_dead_endpoint_is_a_policy_error(
+    tasks_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     base_url = f"http://127.0.0.1:{closed_port()}/v1"
     code = rollout(tasks_file, base_url, tmp_path / "t.jsonl")
     check_all_policy_errors(tmp_path / "t.jsonl", base_url, code, capsys.readouterr().err, "APIConnectionError")
