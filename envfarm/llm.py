@@ -162,16 +162,6 @@ class Reply(BaseModel):
         """The token budget ended the answer."""
         return self.finish_reason == "length"
 
-    def message(self) -> dict[str, Any]:
-        """The assistant message in OpenAI chat form."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content}
-        if self.tool_calls:
-            message["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                for c in self.tool_calls
-            ]
-        return message
-
 
 def _text(value: str) -> str:
     return LONE_SURROGATE.sub("\ufffd", value)
@@ -197,12 +187,7 @@ def _arguments(value: Any) -> str:
     """The raw arguments text; a JSON value sent as is (some servers do) is written back as JSON text."""
     if isinstance(value, str):
         return _text(value)
-    if value is None:
-        return ""
-    try:
-        return _text(json.dumps(value))
-    except (TypeError, ValueError):
-        return ""
+    return "" if value is None else _text(json.dumps(value))
 
 
 def _tool_calls(value: Any, problems: list[str]) -> list[ToolCall]:
@@ -359,7 +344,7 @@ class ChatModel:
         self.usage.seconds += seconds
         self.usage.prompt_tokens += reply.prompt_tokens
         self.usage.completion_tokens += reply.completion_tokens
-        self._record(step, request, json.dumps(reply.message(), ensure_ascii=False), None, seconds, reply.problems)
+        self._record(step, request, reply.model_dump_json(exclude_defaults=True), None, seconds)
         return reply
 
     async def _with_retries(self, request: dict[str, Any]) -> Reply:
@@ -383,18 +368,10 @@ class ChatModel:
             self.usage.retries += 1
 
     def _record(
-        self,
-        step: str,
-        request: dict[str, Any],
-        answer: str | None,
-        error: str | None,
-        seconds: float,
-        problems: list[str] | None = None,
+        self, step: str, request: dict[str, Any], answer: str | None, error: str | None, seconds: float
     ) -> None:
         if self.transcript is not None:
             usage = {**self.usage.model_dump(), "call_seconds": round(seconds, 4)}
-            if problems:
-                usage["answer_problems"] = problems
             self.transcript.record(step, request, answer, error, usage)
 
     async def text(self, messages: list[dict[str, Any]], *, step: str = "text", **options: Any) -> str:

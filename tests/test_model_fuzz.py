@@ -198,6 +198,7 @@ async def end_to_end(replies: int, seed: int) -> tuple[int, Counter[str]]:
                 for t in trajectories:
                     well_formed(t)
                     outcomes[f"rollout:{t.stop_reason}"] += 1
+                    outcomes.update(f"call:{c.error or 'ok'}" for c in t.calls)
                 writer = SynthesisOptions(n=3, servers=[SERVER], seed=seed * 100 + attempt, writer=config)
                 try:
                     synthesis = await synthesize(writer, connections)
@@ -218,6 +219,8 @@ async def test_replies_over_http_end_to_end_find_no_traceback() -> None:
     assert served >= 300
     assert outcomes["rollout:policy_error"] > 0 and outcomes["writer:tasks"] > 0
     assert len([k for k in outcomes if k.startswith("rollout:")]) >= 3, outcomes
+    # Generated tool calls reached the servers' side of the rollout: unknown names and bad arguments recorded.
+    assert outcomes["call:unknown_tool"] > 0 and outcomes["call:malformed"] > 0, outcomes
 
 
 @pytest.mark.slow
