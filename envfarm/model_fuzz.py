@@ -4,7 +4,7 @@ A seeded generator writes chat-completion bodies: well-formed ones (text, JSON a
 calls) with fields deleted, nulled or given the wrong type (choices, message, content, tool_calls, a
 call's id / function / name / arguments, finish_reason, usage), whole bodies that are not JSON or not an
 object, and HTTP errors. They are served in-process to the real `openai` client (an httpx mock
-transport: no sockets, so thousands a second) and go through each LLM-driven path as the driver runs it:
+transport: no sockets; about 500 replies per CPU second, rollouts included) and go through each LLM-driven path as the driver runs it:
 
 - policy: `ChatAgent.act` (what a rollout's agent does with the reply);
 - user: `LLMSession.reply` (the simulated user);
@@ -15,8 +15,9 @@ transport: no sockets, so thousands a second) and go through each LLM-driven pat
 
 Each path may end only in its recorded outcome (a result, a fallback, or the `LLMError` its caller
 records as policy_error / user_error / judge_error / model_error); any other exception is a violation,
-kept with its traceback and the body that caused it. Outputs must also serialize (a lone surrogate in a
-reply once would not). The same generator serves the end-to-end test over real HTTP on loopback.
+kept with its traceback and the body that caused it. Outputs must also serialize as UTF-8 JSON (a lone
+surrogate escaped in a reply cannot be, so `read_reply` replaces it). The same generator serves the
+end-to-end test over real HTTP on loopback.
 """
 
 from __future__ import annotations
