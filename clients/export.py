@@ -28,7 +28,7 @@ def load_trajectories(path: Path) -> list[Trajectory]:
 
 def keep_for_sft(trajectory: Trajectory, include_failed: bool = False) -> bool:
     score = trajectory.score
-    if score is None or score.server_error:
+    if score is None or score.excluded:
         return False
     return include_failed or score.success
 

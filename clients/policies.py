@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import mcp_types as types
-from openai.types.chat import ChatCompletionMessageFunctionToolCall
 from pydantic import BaseModel, Field
 
 from clients.policy_checks import confirmation_question, declines
@@ -149,21 +148,13 @@ class ChatAgent:
     tools: list[dict[str, Any]]
 
     async def act(self, messages: list[dict[str, Any]]) -> Action:
-        completion = await self.model.complete(messages, tools=self.tools or None)
-        message = completion.choices[0].message
-        usage = completion.usage
-        calls = [
-            ToolCallRequest(id=c.id or f"call_{n}", name=c.function.name, arguments=c.function.arguments or "")
-            for n, c in enumerate(message.tool_calls or [])
-            if isinstance(c, ChatCompletionMessageFunctionToolCall)
-        ]
+        """The model's validated reply as an action: a tool call with no name stays a call (the rollout records
+        it as an unknown tool and tells the model); a reply that is no completion raises `LLMError`."""
+        reply = await self.model.complete(messages, tools=self.tools or None)
         return Action(
-            content=message.content,
-            tool_calls=calls,
-            usage=Usage(
-                prompt_tokens=usage.prompt_tokens if usage else 0,
-                completion_tokens=usage.completion_tokens if usage else 0,
-            ),
+            content=reply.content,
+            tool_calls=[ToolCallRequest(id=c.id, name=c.name, arguments=c.arguments) for c in reply.tool_calls],
+            usage=Usage(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens),
         )
 
 

@@ -58,7 +58,7 @@ def bar_chart(
 
 
 def _rate(group: Sequence[Trajectory]) -> float:
-    scored = [t for t in group if t.score is not None and not t.score.server_error]
+    scored = [t for t in group if t.score is not None and not t.score.excluded]
     return sum(bool(t.score and t.score.success) for t in scored) / len(scored) if scored else 0.0
 
 
@@ -192,6 +192,7 @@ def render_report(
         if tally["checks"]
     ]
     server_errors = sum(s.errors.get("server_error", 0) for s in summaries)
+    policy_errors = sum(s.errors.get("policy_error", 0) for s in summaries)
     charts = "".join(
         [
             bar_chart("Success: calibrated vs uncalibrated openings", calibration, maximum=1.0),
@@ -225,7 +226,8 @@ def render_report(
         f'<table class="facts"><tbody>{fact_rows}</tbody></table>'
         f"<h2>Summary</h2>{summary_table(summaries)}"
         f'<p class="muted">Success = state match and claims pass (coverage &ge; 0.75) and policy checks. '
-        f"Rates exclude episodes with a server error ({server_errors} here).</p>"
+        f"Rates exclude episodes with a server error ({server_errors} here) or whose policy endpoint failed "
+        f"({policy_errors} here).</p>"
         f"<h2>Oracle self-check</h2>{oracle}"
         f'<h2>Charts</h2><div class="charts">{charts}</div>'
         f"<h2>Trajectories</h2>"

@@ -385,6 +385,16 @@ async def rollout_tasks(
     return [t for t in results if t is not None]
 
 
+def failed_endpoint(trajectories: Sequence[Trajectory]) -> str | None:
+    """Why the run measured nothing, when most episodes ended in `policy_error` (the policy's endpoint was
+    unreachable, erroring or answering garbage), naming the endpoint from the first failure; else None.
+    Such a run must not pass for a result: its rates cover the few episodes that got through."""
+    failed = [t for t in trajectories if t.stop_reason == "policy_error"]
+    if 2 * len(failed) <= len(trajectories):
+        return None
+    return f"{len(failed)} of {len(trajectories)} episodes ended in policy_error: {failed[0].stop_detail}"
+
+
 class Backend(Protocol):
     """Where `rollout_tasks` runs: in this process (`LocalBackend`) or across a cluster
     (`clients.ray_backend.RayBackend`). Same inputs, same trajectories, in task order, then attempt."""

@@ -354,6 +354,8 @@ def classify(trajectory: Trajectory, score: Score) -> ErrorCategory | None:
     """Why a rollout failed, the environment's fault first (so it never counts against the agent)."""
     if score.success:
         return None
+    if trajectory.stop_reason == "policy_error":
+        return "policy_error"
     if trajectory.stop_reason == "server_error" or any(
         c.error in ("server_error", "timeout") for c in trajectory.calls
     ):
@@ -435,7 +437,8 @@ class Scorer:
             policy=policy,
         )
         score.server_error = trajectory.stop_reason == "server_error"
-        score.reward = 0.0 if score.server_error else reward(score, self.config)
+        score.policy_error = trajectory.stop_reason == "policy_error"
+        score.reward = 0.0 if score.excluded else reward(score, self.config)
         score.success = score.reward >= 1.0 if self.config.mode == "all" else score.reward >= PASS_COVERAGE
         score.error = classify(trajectory, score)
         trajectory.score = score
@@ -451,7 +454,7 @@ class PolicySummary(BaseModel):
     policy: str
     calibrated: bool
     episodes: int
-    scored_episodes: int = Field(description="episodes without a server error (the denominator of the rates)")
+    scored_episodes: int = Field(description="episodes without a server or policy error (the denominator of the rates)")
     success_rate: float
     state_match_rate: float
     claims_pass_rate: float
@@ -484,7 +487,7 @@ def summarize(trajectories: Sequence[Trajectory]) -> list[PolicySummary]:
         groups.setdefault((t.policy, t.calibrated), []).append(t)
     summaries = []
     for (policy, calibrated), group in groups.items():
-        scored = [t for t in group if t.score is not None and not t.score.server_error]
+        scored = [t for t in group if t.score is not None and not t.score.excluded]
         n = max(len(scored), 1)
 
         def rate(flag: list[bool], n: int = n) -> float:
@@ -535,7 +538,7 @@ def fill_difficulty(tasks: Sequence[Task], trajectories: Sequence[Trajectory]) -
     """Each task's measured difficulty: the solve rate of every policy that rolled it out (calibrated openings)."""
     by_task: dict[str, dict[str, list[bool]]] = {}
     for t in trajectories:
-        if t.calibrated and t.score is not None and not t.score.server_error:
+        if t.calibrated and t.score is not None and not t.score.excluded:
             by_task.setdefault(t.task_id, {}).setdefault(t.policy, []).append(t.score.success)
     for task in tasks:
         runs = by_task.get(task.id)

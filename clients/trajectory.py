@@ -29,6 +29,7 @@ StopReason = Literal[
 CallError = Literal["malformed", "unknown_tool", "invalid_arguments", "rejected", "server_error", "timeout"]
 
 ErrorCategory = Literal[
+    "policy_error",  # the policy's endpoint failed: kept out of rates, like a server error
     "server_error",
     "user_error",
     "out_of_turns",
@@ -100,6 +101,14 @@ class Score(BaseModel):
     success: bool = False
     error: ErrorCategory | None = Field(default=None, description="why it failed (None on success)")
     server_error: bool = Field(default=False, description="the environment broke: exclude from rewards")
+    policy_error: bool = Field(
+        default=False, description="the policy's endpoint failed (unreachable, erroring, garbage): exclude from rewards"
+    )
+
+    @property
+    def excluded(self) -> bool:
+        """Kept out of rates and rewards: the environment or the policy's endpoint broke, not the agent."""
+        return self.server_error or self.policy_error
 
 
 class Usage(BaseModel):

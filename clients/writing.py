@@ -23,7 +23,7 @@ from clients.graph import ToolSpec, is_id_like, words
 from clients.grounding import Grounded, Row
 from clients.sampling import Catalog
 from clients.tasks import Claim, HiddenFact, OverSpecification
-from envfarm.llm import ChatModel
+from envfarm.llm import ChatModel, UnusableAnswer
 
 STEP_WORDS = ("then", "first", "next", "after that", "afterwards", "finally", "step", "call", "tool", "use the")
 STEP_PATTERN = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in STEP_WORDS) + r")\b", re.IGNORECASE)
@@ -439,25 +439,31 @@ class LLMWriter:
         prompt = WRITER_PROMPT.format(
             name=grounded.persona.name, style=style, goals=goals, facts=json.dumps(facts, default=str)
         )
-        text = await self.model.text([{"role": "user", "content": prompt}])
-        try:
-            answer = LLMAnswer.model_validate_json(_json_block(text))
-        except (ValidationError, ValueError):
-            return offline, True
-        measure = over_specification(answer.message, vocab)
-        if not answer.message.strip() or measure.tool_names or measure.internal_ids:
-            return offline, True
-        hidden = [
-            HiddenFact(key=k, value=v, description=f"my {_say(k)} is {_fmt(v)}") for k, v in answer.hidden_facts.items()
-        ]
-        turns = [answer.message.strip(), *offline.turns[1:]]
-        return Request(
-            turns=turns,
-            hidden_facts=hidden or offline.hidden_facts,
-            claims=offline.claims,
-            uncalibrated=offline.uncalibrated,
-            writer=self.name,
-        ), False
+        return await written_request(self.model, prompt, offline, vocab)
+
+
+async def written_request(model: ChatModel, prompt: str, offline: Request, vocab: Vocabulary) -> tuple[Request, bool]:
+    """The model's request for `prompt`, or `offline` and True when its answer is unusable (no text, not the
+    JSON asked for, or giving away tool names or ids). An endpoint that fails outright stays an `LLMError`."""
+    try:
+        text = await model.text([{"role": "user", "content": prompt}])
+        answer = LLMAnswer.model_validate_json(_json_block(text))
+    except (UnusableAnswer, ValidationError, ValueError):
+        return offline, True
+    measure = over_specification(answer.message, vocab)
+    if not answer.message.strip() or measure.tool_names or measure.internal_ids:
+        return offline, True
+    hidden = [
+        HiddenFact(key=k, value=v, description=f"my {_say(k)} is {_fmt(v)}") for k, v in answer.hidden_facts.items()
+    ]
+    turns = [answer.message.strip(), *offline.turns[1:]]
+    return Request(
+        turns=turns,
+        hidden_facts=hidden or offline.hidden_facts,
+        claims=offline.claims,
+        uncalibrated=offline.uncalibrated,
+        writer=model.name,
+    ), False
 
 
 def _json_block(text: str) -> str:

@@ -496,6 +496,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
+    if args.replies is not None:
+        return _fuzz_replies(args)
     try:
         import hypothesis  # noqa: F401
     except ImportError:
@@ -527,6 +529,31 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
             f"  {violation.server}.{violation.tool} {violation.invariant}: {violation.detail} <- {violation.arguments}"
         )
     return 0 if report.ok else 1
+
+
+def _fuzz_replies(args: argparse.Namespace) -> int:
+    """`envfarm fuzz --replies N`: generated model replies through every LLM-driven path (envfarm/model_fuzz.py)."""
+    from envfarm.model_fuzz import PATHS, ReplyFuzzReport, fuzz_replies
+
+    paths = args.names or list(PATHS)
+    if not set(paths) <= set(PATHS):
+        print(f"error: with --replies, name paths ({', '.join(PATHS)}), not {', '.join(paths)}", file=sys.stderr)
+        return 2
+
+    def progress(report: ReplyFuzzReport) -> None:
+        print(f"  {report.replies} replies, {report.violations} violations", flush=True)
+
+    print(f"fuzzing {', '.join(paths)} with {args.replies} generated replies, seed {args.seed}", flush=True)
+    report = anyio.run(lambda: fuzz_replies(_farm(args), args.replies, seed=args.seed, paths=paths, progress=progress))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    for path, outcomes in report.outcomes.items():
+        print(f"  {path:<11} {report.runs[path]:>6} runs  " + ", ".join(f"{k} {v}" for k, v in outcomes.items()))
+    print(f"{report.replies} replies in {report.seconds:.1f} s: {report.violations} violations (tracebacks)")
+    for violation in report.evidence:
+        print(f"  {violation.path}: {violation.error} <- {violation.body[:120]!r}\n{violation.traceback}")
+    return 0 if report.violations == 0 else 1
 
 
 def cmd_driver(args: argparse.Namespace) -> int:
@@ -688,7 +715,12 @@ def parser() -> argparse.ArgumentParser:
     be.set_defaults(func=cmd_bench)
 
     fz = sub.add_parser("fuzz", help="schema-driven property testing of every tool, in-memory (needs .[fuzz])")
-    fz.add_argument("names", nargs="*", help="servers to fuzz (default: all)")
+    fz.add_argument("names", nargs="*", help="servers to fuzz (default: all); with --replies, paths")
+    fz.add_argument(
+        "--replies",
+        type=int,
+        help="instead: N generated model replies through the policy, user, writer, judge, factory and rollout paths",
+    )
     fz.add_argument("--calls", type=int, default=2400, help="tool calls in all, split evenly (default: 2400)")
     fz.add_argument("--seed", type=int, default=0)
     fz.add_argument("--out", type=Path, help="write the JSON report here")

@@ -61,7 +61,7 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
 def cmd_rollout(args: argparse.Namespace) -> int:
     from clients.connect import Connections
     from clients.policies import make_policy
-    from clients.rollout import Backend, Limits, LocalBackend, ProgressBar, RolloutOptions
+    from clients.rollout import Backend, Limits, LocalBackend, ProgressBar, RolloutOptions, failed_endpoint
     from clients.run import summary_lines
     from clients.scoring import Scorer, summarize
     from clients.tasks import load_tasks, write_jsonl
@@ -120,6 +120,10 @@ def cmd_rollout(args: argparse.Namespace) -> int:
             f"from their seed, {stats['lost_workers']} hosts lost, {stats['replaced_workers']} replaced"
         )
     print(f"wrote {len(trajectories)} trajectories to {out}")
+    failed = failed_endpoint(trajectories)
+    if failed:
+        print(f"error: the policy's endpoint failed; {failed}", file=sys.stderr)
+        return 1
     return 0
 
 

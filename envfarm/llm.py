@@ -11,6 +11,10 @@ What every call gets: retries with exponential backoff on transient failures (ti
 errors, 429 and 5xx), token and time accounting (`ChatModel.usage`), and, when a `Transcript` is
 given, every request and answer written to a folder for provenance. `structured` asks for JSON,
 validates it with a pydantic model and feeds the validation errors back for a bounded number of repairs.
+
+Every answer is read once, here, into a validated `Reply` (`read_reply`): whatever an endpoint sends
+(not JSON, no choices, a null message, tool calls with no id or name, garbage usage) is either a
+usable `Reply` or an `LLMError` saying what was wrong, so no caller ever walks a half-formed object.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from typing import Any, TypeVar
 
 import anyio
 import openai
+from httpx2 import AsyncClient
 from openai import AsyncOpenAI
-from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, Field, ValidationError
 
 PREFIX = "openai:"
@@ -37,6 +41,11 @@ TRANSIENT = (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimit
 
 class LLMError(Exception):
     """The model endpoint failed or answered something unusable; the message says which and where."""
+
+
+class UnusableAnswer(LLMError):
+    """The endpoint answered a well-formed completion, but not what the step needs (no text): a caller with an
+    offline fallback uses it instead; an unreachable or broken endpoint stays a plain `LLMError`."""
 
 
 class ModelConfig(BaseModel):
@@ -108,33 +117,180 @@ def json_in(text: str) -> Any:
     for candidate in candidates:
         try:
             return json.loads(candidate)
+        except RecursionError:
+            raise ValueError("not JSON: nested too deeply") from None
         except json.JSONDecodeError as exc:
             error = error or exc
     if start >= 0:
         try:
             return json.JSONDecoder().raw_decode(text, start)[0]  # `{...} Hope this helps {:)}`
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             pass
     else:
         raise ValueError(f"not JSON: the answer has no JSON object (it begins {text.strip()[:80]!r})")
     raise ValueError(f"not JSON: {error}")
 
 
-def answer_text(completion: ChatCompletion) -> tuple[str, bool]:
-    """(the answer's text, whether the token budget cut it off). A model asked for JSON sometimes
-    calls a tool instead: the first call's arguments are then the answer."""
-    choice = completion.choices[0]
-    text = (choice.message.content or "").strip()
-    if not text and choice.message.tool_calls:
-        call = choice.message.tool_calls[0]
-        text = getattr(getattr(call, "function", None), "arguments", "") or ""
-    return text, choice.finish_reason == "length"
+MAX_TOKENS_REPORTED = 10**9  # a usage count above this is garbage, not a count
+LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")  # json.loads joins valid pairs: what is left cannot be encoded
+
+
+class NotACompletion(ValueError):
+    """A body that is no chat completion at all (`read_reply` names what is wrong)."""
+
+
+class ToolCall(BaseModel):
+    """One tool call as the model wrote it; the arguments stay the raw text (the rollout judges them)."""
+
+    id: str
+    name: str = Field(description="empty when the model named no function: the rollout records an unknown tool")
+    arguments: str = ""
+
+
+class Reply(BaseModel):
+    """One chat completion, read and validated once (`read_reply`): the only shape callers see."""
+
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    problems: list[str] = Field(default_factory=list, description="what was missing or malformed and made do")
+
+    @property
+    def cut_off(self) -> bool:
+        """The token budget ended the answer."""
+        return self.finish_reason == "length"
+
+
+def _text(value: str) -> str:
+    return LONE_SURROGATE.sub("\ufffd", value)
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _content(value: Any, problems: list[str]) -> str | None:
+    """Text, or None; a list of content parts is joined from its text parts (a form some servers send)."""
+    if value is None or isinstance(value, str):
+        return None if value is None else _text(value)
+    if isinstance(value, list):
+        parts = [p["text"] for p in value if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        if len(parts) < len(value):
+            problems.append(f"content: {len(value) - len(parts)} part(s) without text dropped")
+        return _text("".join(parts)) if parts else None
+    raise NotACompletion(f"choices[0].message.content is a {_kind(value)}, not text")
+
+
+def _arguments(value: Any) -> str:
+    """The raw arguments text; a JSON value sent as is (some servers do) is written back as JSON text."""
+    if isinstance(value, str):
+        return _text(value)
+    return "" if value is None else _text(json.dumps(value))
+
+
+def _tool_calls(value: Any, problems: list[str]) -> list[ToolCall]:
+    """Every call the message holds. A call with no usable id gets one; a call with no function or name keeps
+    an empty name: it is the model's mistake, recorded by the rollout as an unknown tool, not dropped."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise NotACompletion(f"choices[0].message.tool_calls is a {_kind(value)}, not a list")
+    calls: list[ToolCall] = []
+    seen: set[str] = set()
+    for n, raw in enumerate(value):
+        call = raw if isinstance(raw, dict) else {}
+        function = call.get("function")
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(raw, dict):
+            problems.append(f"tool_calls[{n}] is {_kind(raw)}")
+        elif not isinstance(function, dict):
+            problems.append(f"tool_calls[{n}]: function is {_kind(function)}")
+        elif not isinstance(name, str):
+            problems.append(f"tool_calls[{n}]: name is {_kind(name)}")
+        id_ = call.get("id")
+        if not isinstance(id_, str) or not id_ or id_ in seen:
+            if isinstance(raw, dict):
+                why = (
+                    f"id {id_[:40]!r} repeats"
+                    if isinstance(id_, str) and id_
+                    else f"id is {'empty' if id_ == '' else _kind(id_)}"
+                )
+                problems.append(f"tool_calls[{n}]: {why}")
+            id_ = f"call_{n}"
+            while id_ in seen:
+                id_ += "_"
+        seen.add(id_)
+        arguments = function.get("arguments") if isinstance(function, dict) else None
+        calls.append(
+            ToolCall(id=_text(id_), name=_text(name if isinstance(name, str) else ""), arguments=_arguments(arguments))
+        )
+    return calls
+
+
+def _count(usage: Any, key: str) -> int:
+    value = usage.get(key) if isinstance(usage, dict) else None
+    return value if type(value) is int and 0 <= value <= MAX_TOKENS_REPORTED else 0
+
+
+def read_reply(body: bytes | str) -> Reply:
+    """The body of a chat completion as a `Reply`; raises `NotACompletion` naming the first thing that makes it no
+    completion at all (not JSON, not an object, no choices, no message, content or tool calls of the wrong
+    type). What is merely missing inside (a tool call's id or name, finish_reason, usage) is made do with and
+    listed in `problems`."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, bad UTF-8, a 5,000-digit number, deep nesting
+        shown = body[:80] if isinstance(body, str) else body[:80].decode("utf-8", "replace")
+        raise NotACompletion(f"not JSON ({str(exc)[:120]}): {shown!r}") from None
+    if not isinstance(data, dict):
+        raise NotACompletion(f"the answer is a JSON {_kind(data)}, not an object")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        error = data.get("error")
+        said = error.get("message") if isinstance(error, dict) else error
+        raise NotACompletion(f"the answer has no choices{f': {str(said)[:200]}' if said else ''}")
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        raise NotACompletion(f"choices[0] is a {_kind(choice)}, not an object")
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise NotACompletion(f"choices[0].message is {_kind(message)}")
+    problems: list[str] = []
+    content = _content(message.get("content"), problems)
+    calls = _tool_calls(message.get("tool_calls"), problems)
+    finish = choice.get("finish_reason")
+    if finish is not None and not isinstance(finish, str):
+        problems.append(f"finish_reason is {_kind(finish)}")
+        finish = None
+    usage = data.get("usage")
+    return Reply(
+        content=content,
+        tool_calls=calls,
+        finish_reason=_text(finish) if finish else finish,
+        prompt_tokens=_count(usage, "prompt_tokens"),
+        completion_tokens=_count(usage, "completion_tokens"),
+        problems=problems,
+    )
+
+
+def answer_text(reply: Reply) -> str:
+    """The answer's text. A model asked for JSON sometimes calls a tool instead: the first call's arguments
+    are then the answer."""
+    text = (reply.content or "").strip()
+    if not text and reply.tool_calls:
+        text = reply.tool_calls[0].arguments.strip()
+    return text
 
 
 class ChatModel:
     """Chat completions, with tools when given, on one configured endpoint."""
 
-    def __init__(self, config: ModelConfig, transcript: Transcript | None = None) -> None:
+    def __init__(
+        self, config: ModelConfig, transcript: Transcript | None = None, http_client: AsyncClient | None = None
+    ) -> None:
+        """`http_client` replaces the default HTTP client (a test serves answers in-process through one)."""
         self.config = config
         self.transcript = transcript
         self.usage = Usage()
@@ -143,6 +299,7 @@ class ChatModel:
             base_url=config.base_url,
             timeout=config.timeout_s,
             max_retries=0,  # retried here, with backoff and accounting
+            http_client=http_client,
         )
 
     def __reduce__(self) -> tuple[type[ChatModel], tuple[ModelConfig]]:
@@ -163,8 +320,9 @@ class ChatModel:
         *,
         step: str = "complete",
         **options: Any,
-    ) -> ChatCompletion:
-        """One completion; an endpoint failure (after the retries) or an answer with no choice raises `LLMError`."""
+    ) -> Reply:
+        """One completion, validated; an endpoint failure (after the retries) or an answer that is no completion
+        (not JSON, no choices, no message, ...: see `read_reply`) raises `LLMError` naming the endpoint."""
         request: dict[str, Any] = {
             "model": self.config.model,
             "messages": messages,
@@ -177,29 +335,25 @@ class ChatModel:
             request["tools"] = tools
         started = time.perf_counter()
         try:
-            completion = await self._with_retries(request)
+            reply = await self._with_retries(request)
         except LLMError as exc:
             self.usage.seconds += time.perf_counter() - started
             self._record(step, request, None, str(exc), time.perf_counter() - started)
             raise
         seconds = time.perf_counter() - started
         self.usage.seconds += seconds
-        usage = getattr(completion, "usage", None)
-        if usage is not None:
-            self.usage.prompt_tokens += usage.prompt_tokens or 0
-            self.usage.completion_tokens += usage.completion_tokens or 0
-        if not getattr(completion, "choices", None):
-            self._record(step, request, None, "no choices", seconds)
-            raise LLMError(f"{self._where()}: the answer has no choices")
-        self._record(step, request, completion.choices[0].message.model_dump_json(exclude_none=True), None, seconds)
-        return completion
+        self.usage.prompt_tokens += reply.prompt_tokens
+        self.usage.completion_tokens += reply.completion_tokens
+        self._record(step, request, reply.model_dump_json(exclude_defaults=True), None, seconds)
+        return reply
 
-    async def _with_retries(self, request: dict[str, Any]) -> ChatCompletion:
+    async def _with_retries(self, request: dict[str, Any]) -> Reply:
         attempt = 0
         while True:
             self.usage.requests += 1
             try:
-                return await self._client.chat.completions.create(**request)
+                raw = await self._client.chat.completions.with_raw_response.create(**request)
+                return read_reply(raw.content)
             except TRANSIENT as exc:
                 if attempt >= self.config.max_retries:
                     if isinstance(exc, openai.APITimeoutError):
@@ -221,12 +375,11 @@ class ChatModel:
             self.transcript.record(step, request, answer, error, usage)
 
     async def text(self, messages: list[dict[str, Any]], *, step: str = "text", **options: Any) -> str:
-        """The text of one completion (empty text is an error: every caller needs words)."""
-        completion = await self.complete(messages, step=step, **options)
-        content = completion.choices[0].message.content
-        if not content or not content.strip():
-            raise LLMError(f"{self.name}: the answer has no text")
-        return content.strip()
+        """The text of one completion (no text is `UnusableAnswer`: every caller needs words)."""
+        reply = await self.complete(messages, step=step, **options)
+        if not reply.content or not reply.content.strip():
+            raise UnusableAnswer(f"{self._where()}: the answer has no text")
+        return reply.content.strip()
 
     async def structured(
         self,
@@ -250,12 +403,12 @@ class ChatModel:
         options: dict[str, Any] = {"max_tokens": max_tokens} if max_tokens is not None else {}
         problems = ""
         for attempt in range(repairs + 1):
-            completion = await self.complete(
+            reply = await self.complete(
                 conversation, step=step if attempt == 0 else f"{step}-repair-{attempt}", **options
             )
-            answer, cut_off = answer_text(completion)
+            answer = answer_text(reply)
             try:
-                if cut_off:
+                if reply.cut_off:
                     raise ValueError(
                         "the answer was cut off at the token limit (finish_reason length): send a shorter, complete "
                         "JSON object"
@@ -276,7 +429,7 @@ class ChatModel:
                         "content": f"That answer is invalid: {problems}\nSend the corrected JSON object only.",
                     },
                 ]
-        raise LLMError(f"{self.name}: no valid {schema.__name__} after {repairs} repairs: {problems}")
+        raise UnusableAnswer(f"{self.name}: no valid {schema.__name__} after {repairs} repairs: {problems}")
 
     async def aclose(self) -> None:
         await self._client.close()

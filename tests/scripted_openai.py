@@ -6,7 +6,8 @@ Real HTTP, real `openai` client: the test gives a script of replies and the serv
 - `{"tool_calls": [{"name": ..., "arguments": ...}]}`: the assistant calls tools (arguments may
   be a dict, or a string to send malformed JSON as is);
 - `{"content": "...", "finish_reason": "length"}`: text the token budget cut off;
-- `{"raw": "..."}`: the HTTP body as given (garbage, not JSON);
+- `{"raw": "..." or b"..."}`: the HTTP body as given (garbage, not JSON), status 200;
+- `{"body": <any JSON value>}`: that value as the body, status 200 (a completion of any shape);
 - `{"status": 500}`: an HTTP error;
 - `{"sleep": seconds, ...}`: wait first (to make the client time out), then answer the rest.
 A callable `reply(request_json) -> reply` decides per request instead. Every request is recorded.
@@ -91,6 +92,8 @@ def scripted_openai(script: Sequence[Reply] | Callable[[dict[str, Any]], Reply])
             reply = {k: v for k, v in reply.items() if k != "sleep"} or ""
         if isinstance(reply, dict) and "raw" in reply:
             return Response(reply["raw"], media_type="application/json")
+        if isinstance(reply, dict) and "body" in reply:
+            return Response(json.dumps(reply["body"]), media_type="application/json")
         if isinstance(reply, dict) and "status" in reply:
             return JSONResponse({"error": {"message": "scripted failure"}}, status_code=reply["status"])
         return JSONResponse(_completion(reply, body.get("model", "scripted")))

@@ -21,10 +21,10 @@ async def test_text_and_tool_calls_come_back_over_http() -> None:
     with scripted_openai(["hello there", {"tool_calls": [{"name": "find", "arguments": {"q": "x"}}]}]) as server:
         chat = model(server.base_url)
         assert await chat.text([{"role": "user", "content": "hi"}]) == "hello there"
-        completion = await chat.complete([{"role": "user", "content": "find x"}], tools=[{"type": "function"}])
+        reply = await chat.complete([{"role": "user", "content": "find x"}], tools=[{"type": "function"}])
         await chat.aclose()
-    call = completion.choices[0].message.tool_calls[0]
-    assert call.function.name == "find" and call.function.arguments == '{"q": "x"}'
+    [call] = reply.tool_calls
+    assert call.name == "find" and call.arguments == '{"q": "x"}' and call.id == "call_0" and not reply.problems
     assert server.requests[1]["tools"] == [{"type": "function"}]
 
 
