@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
 import pytest
 from conftest import EPISODE, MARIA, NOAH
 from mcp import Client
