@@ -155,6 +155,27 @@ async def test_a_session_ends_only_for_the_token_that_opened_it(token_farm: Farm
             await state(later, episode)
 
 
+async def test_a_2026_era_request_cannot_name_a_session_by_its_header(token_farm: FarmProcess) -> None:
+    """A 2026-era request has no session, so the SDK checks no session id on it: its `Mcp-Session-Id` header
+    must not reach (or open first, and so take) a 2025 session's episode."""
+    url, subject = token_farm.url("mail"), unique("planted")
+    async with (
+        shared_http_client(token=NOAH_TOKEN) as noah_http,
+        shared_http_client(token=PLAIN_TOKEN) as plain_http,
+        http_client(url, noah_http, "legacy") as noah,
+    ):
+        episode = (await state(noah)).episode or ""  # reading opens nothing: the session's episode is not open yet
+        plain_http.headers["mcp-session-id"] = episode.removeprefix("session:")
+        async with http_client(url, plain_http) as plain:
+            assert plain.protocol_version == "2026-07-28"
+            planted = await plain.call_tool("create_draft", {"body": "b", "subject": subject, "to_emails": [FELIX]})
+            assert not planted.is_error
+            assert (await state(plain)).episode == f"token:{owner(PLAIN_TOKEN)}"
+        mine = await noah.call_tool("list_drafts", {"limit": 200})
+        assert not mine.is_error and subject not in text(mine)
+        assert (await state(noah)).diff == {}
+
+
 @pytest.mark.parametrize("mode", ERAS)
 async def test_episode_ids_have_a_length_limit(token_farm: FarmProcess, mode: Era) -> None:
     """Was: 600 closed episodes with 1 MB `_meta` ids took the host from 125 to 510 MB with none open."""

@@ -4,7 +4,8 @@ An episode is found, in order, by:
 1. `_meta["envfarm/episode"]` on the request (works on every transport and protocol era);
 2. the `X-Envfarm-Episode` header, which the farm host sets for per-episode URLs
    (`/<server>/episodes/<id>/mcp`);
-3. the legacy HTTP `Mcp-Session-Id` (one episode per 2025-era HTTP session);
+3. the legacy HTTP `Mcp-Session-Id` (one episode per 2025-era HTTP session; a 2026-era request has no
+   session, so the header is ignored there: it must not name, or open, a session's episode);
 4. with bearer tokens, the token: a request with no handle gets its token's own episode
    (`token:<owner digest>`), never one shared with another token;
 5. otherwise the connection: an in-memory client or a stdio process gets its own episode; a
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from servers.runtime.arguments import preview
 from servers.runtime.control import EPISODE_HEADER, EPISODE_META_KEY
@@ -51,6 +53,7 @@ from servers.runtime.database import (
 
 _TRAILING_NUMBER = re.compile(r"(\d+)\D*$")
 SESSION_HEADER = "mcp-session-id"
+PROTOCOL_HEADER = "mcp-protocol-version"
 # The seed database as the factory ships it beside schema.sql and seed.json: a serialized SQLite image,
 # loaded in a fraction of a millisecond instead of replaying every seed row at each start.
 SEED_IMAGE = "seed.sqlite"
@@ -498,6 +501,13 @@ def _checked_id(key: str, where: str) -> str:
     return key
 
 
+def _in_a_session(headers: Mapping[str, str]) -> bool:
+    """Whether a request is of the 2025 era, where the SDK checked its session id (and the token that opened
+    the session); a 2026-era request names no session, whatever headers it carries."""
+    version = headers.get(PROTOCOL_HEADER)
+    return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
+
+
 def resolve_key(meta: Mapping[str, Any] | None, request: Any) -> str | None:
     """The episode a request works on: its explicit handle, else its token's own episode, else None (the
     connection's own episode). Raises EpisodeIdInvalid for an id over `MAX_EPISODE_ID` characters and
@@ -510,7 +520,7 @@ def resolve_key(meta: Mapping[str, Any] | None, request: Any) -> str | None:
     elif (headers := getattr(request, "headers", None)) is not None:
         if handle := headers.get(EPISODE_HEADER):
             key = _checked_id(str(handle), "the URL")
-        elif session := headers.get(SESSION_HEADER):
+        elif (session := headers.get(SESSION_HEADER)) and _in_a_session(headers):
             key = f"session:{_checked_id(str(session), 'the Mcp-Session-Id header')}"
     if key is None:
         return own
