@@ -5,6 +5,7 @@ protocol eras where the era matters (2026-07-28 sessionless, and 2025 sessions: 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import uuid
 from collections.abc import Iterator
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EPISODE, MARIA, NOAH, state
+from conftest import EPISODE, MARIA, NOAH, REPO, state
 
 from clients.connect import Era, FarmProcess, farm_process, http_client, shared_http_client
 from servers.clinic.server import DEFINITION as CLINIC
@@ -237,3 +238,25 @@ async def test_closing_through_the_per_episode_url_closes_that_episode(token_far
         expired = await noah.call_tool("list_drafts", {})
         assert expired.is_error and kind(expired) == "episode_expired"
         assert (await EpisodeClient(noah).reset()).episode == episode  # a reset opens it again
+
+
+def test_every_user_servers_scopes_filter_its_state() -> None:
+    """What a bound token's state holds is the server's scopes run over every table: on each shipped server
+    with scopes, they run as state filters and show the default principal a part of each scoped table."""
+    from servers.runtime.database import snapshot
+    from servers.runtime.registry import load_registry
+
+    checked = 0
+    for name in (entry.name for entry in load_registry(REPO).servers):
+        definition = importlib.import_module(f"servers.{name}.server").DEFINITION
+        principal = definition.principal
+        if principal is None or not principal.scopes:
+            continue
+        seed = definition.seed()
+        everything, seen = snapshot(seed), snapshot(seed, principal.scopes, principal.default)
+        assert seen.keys() == everything.keys(), name
+        for table, rows in seen.items():
+            assert all(row in everything[table] for row in rows), (name, table)
+        assert any(len(seen[t]) < len(everything[t]) for t in principal.scopes), name
+        checked += 1
+    assert checked >= 5
