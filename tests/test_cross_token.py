@@ -364,6 +364,7 @@ def crowd_farm(mail_farm: Path) -> Iterator[FarmProcess]:
         yield farm
 
 
+@pytest.mark.slow  # ~15 s a seed at the default size
 @pytest.mark.parametrize("seed", [1, 2])
 async def test_randomized_requests_move_nothing_across_tokens(crowd_farm: FarmProcess, seed: int) -> None:
     world = World(crowd_farm, budget=REQUESTS)
