@@ -25,6 +25,8 @@ ANNEX = "clinic_annex"
 EPISODE = EPISODE_META_KEY
 # A future slot that is free in the clinic seed: every fresh episode can book it.
 FREE_SLOT = "slot_kv2sy6"
+# Two mailbox owners of the mail seed (Maria is its default principal).
+NOAH, MARIA = "noah.moreau@example.com", "maria.patel@example.com"
 
 
 @pytest.fixture(scope="session")
@@ -36,6 +38,18 @@ def farm_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     spec_file = specs / ANNEX / "spec.yaml"
     renamed = spec_file.read_text().replace("name: clinic\n", f"name: {ANNEX}\nid_namespace: clinic\n", 1)
     spec_file.write_text(renamed)  # the same ids as the clinic: tests use one patient on both
+    root = tmp_path_factory.mktemp("farm")
+    built = anyio.run(partial(build_all, [specs], root, verify=False))
+    assert built.ok, render(built)
+    return root
+
+
+@pytest.fixture(scope="session")
+def mail_farm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A farm with `mail` (a user principal with scoped rows) and `clinic` (staff), built unverified (fast)."""
+    specs = tmp_path_factory.mktemp("specs")
+    for name in ("mail", "clinic"):
+        shutil.copytree(REPO / "factory" / "specs" / name, specs / name)
     root = tmp_path_factory.mktemp("farm")
     built = anyio.run(partial(build_all, [specs], root, verify=False))
     assert built.ok, render(built)

@@ -4,23 +4,18 @@ episode ends with it, and bad serve options fail at start with a clear message."
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 import subprocess
 import sys
 import urllib.error
 import urllib.request
-from functools import partial
 from pathlib import Path
 
-import anyio
 import pytest
-from conftest import EPISODE, FREE_SLOT, REPO, booking, state
+from conftest import EPISODE, FREE_SLOT, MARIA, NOAH, REPO, booking, state
 from mcp import Client
 
 from clients.connect import farm_process, free_port, http_client, shared_http_client
-from envfarm.render import render
-from factory.build import build_all
 from servers.runtime.access import Access, parse_tokens
 from servers.runtime.control import ERROR_KIND_META_KEY, ControlError, EpisodeClient
 
@@ -139,20 +134,7 @@ async def test_in_memory_clients_still_reach_their_own_episode() -> None:
 
 # ------------------------------------------------------------------ a token acts for its principal
 
-NOAH, MARIA = "noah.moreau@example.com", "maria.patel@example.com"
 BOUND = (f"tok-noah={NOAH}", "tok-plain")
-
-
-@pytest.fixture(scope="module")
-def mail_farm(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A farm with `mail` (a user principal) and `clinic` (staff), built unverified (fast)."""
-    specs = tmp_path_factory.mktemp("specs")
-    for name in ("mail", "clinic"):
-        shutil.copytree(REPO / "factory" / "specs" / name, specs / name)
-    root = tmp_path_factory.mktemp("farm")
-    built = anyio.run(partial(build_all, [specs], root, verify=False))
-    assert built.ok, render(built)
-    return root
 
 
 def test_token_items_bind_a_principal_and_padding_stays_part_of_the_token() -> None:

@@ -23,8 +23,6 @@ EXTENSION = "io.envfarm/episodes"
 EPISODE_META_KEY = "envfarm/episode"
 EPISODE_HEADER = "x-envfarm-episode"  # set by the farm host for per-episode URLs `/<server>/episodes/<id>/mcp`
 ERROR_KIND_META_KEY = "envfarm/error"
-OWNER_HEADER = "x-envfarm-owner"  # set by the HTTP host to the digest of a checked bearer token
-PRINCIPAL_HEADER = "x-envfarm-principal"  # set by the HTTP host to the principal a checked bearer token acts for
 
 State = dict[str, list[dict[str, Any]]]
 """Rows per table, each table in primary-key order."""

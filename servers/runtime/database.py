@@ -249,11 +249,16 @@ def user_tables(connection: sqlite3.Connection) -> list[str]:
     return [r[0] for r in rows]
 
 
-def snapshot(connection: sqlite3.Connection) -> dict[str, list[dict[str, Any]]]:
-    """Every user table's rows, in primary-key order (rowid order for ties): the episode state."""
+def snapshot(
+    connection: sqlite3.Connection, scopes: Mapping[str, str] | None = None, principal: str | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """Every user table's rows, in primary-key order (rowid order for ties): the episode state. With
+    `scopes` (table -> SQL condition on `:principal`, as `Database.visible`), only the rows `principal` may see."""
     state: dict[str, list[dict[str, Any]]] = {}
     for table in user_tables(connection):
-        cursor = connection.execute(f"SELECT * FROM {table} ORDER BY 1")
+        scope = (scopes or {}).get(table)
+        where = f" WHERE ({scope})" if scope else ""
+        cursor = connection.execute(f"SELECT * FROM {table}{where} ORDER BY 1", {"principal": principal})
         names = [d[0] for d in cursor.description]
         state[table] = [dict(zip(names, row)) for row in cursor.fetchall()]
     return state

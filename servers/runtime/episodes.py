@@ -4,19 +4,25 @@ An episode is found, in order, by:
 1. `_meta["envfarm/episode"]` on the request (works on every transport and protocol era);
 2. the `X-Envfarm-Episode` header, which the farm host sets for per-episode URLs
    (`/<server>/episodes/<id>/mcp`);
-3. the legacy HTTP `Mcp-Session-Id` (one episode per 2025-era HTTP session);
-4. otherwise the connection: an in-memory client or a stdio process gets its own episode; a
-   2026-era HTTP request with no handle shares the server's default episode.
+3. the legacy HTTP `Mcp-Session-Id` (one episode per 2025-era HTTP session; a 2026-era request has no
+   session, so the header is ignored there: it must not name, or open, a session's episode);
+4. with bearer tokens, the token: a request with no handle gets its token's own episode
+   (`token:<owner digest>`), never one shared with another token;
+5. otherwise the connection: an in-memory client or a stdio process gets its own episode; a
+   2026-era HTTP request with no handle and no token shares the server's default episode.
 
 Forking the seed deserializes its image into a fresh in-memory database (tens of microseconds,
 about twice as fast as the backup API), so episodes are cheap (~220 KB of memory each for the clinic).
 Named episodes live under one `EpisodeBudget` per process (memory, LRU across servers, idle TTL);
-a closed or evicted one answers EpisodeExpired, never a silent fresh seed.
+a closed or evicted one answers EpisodeExpired, never a silent fresh seed. An episode id is at most
+`MAX_EPISODE_ID` characters, and the ids of closed episodes are remembered as fixed-size digests whose
+memory counts against the same budget.
 """
 
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import re
 import sqlite3
@@ -28,10 +34,12 @@ from contextlib import closing
 from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from servers.runtime.arguments import preview
-from servers.runtime.control import EPISODE_HEADER, EPISODE_META_KEY, OWNER_HEADER, PRINCIPAL_HEADER
+from servers.runtime.control import EPISODE_HEADER, EPISODE_META_KEY
 from servers.runtime.database import (
     EPISODE_TABLE,
     SEQUENCES_TABLE,
@@ -45,6 +53,7 @@ from servers.runtime.database import (
 
 _TRAILING_NUMBER = re.compile(r"(\d+)\D*$")
 SESSION_HEADER = "mcp-session-id"
+PROTOCOL_HEADER = "mcp-protocol-version"
 # The seed database as the factory ships it beside schema.sql and seed.json: a serialized SQLite image,
 # loaded in a fraction of a millisecond instead of replaying every seed row at each start.
 SEED_IMAGE = "seed.sqlite"
@@ -56,8 +65,17 @@ DEFAULT_EPISODE_TTL_S = 1800.0
 EPISODE_MEMORY_FACTOR = 2.7
 # Freed episode memory handed back to the OS at least this often.
 TRIM_EVERY_BYTES = 8 << 20
-# Closed or evicted ids remembered (to answer episode_expired) per server.
-MAX_EXPIRED_KEYS = 100_000
+# Closed or evicted ids remembered (to answer episode_expired) per process, at most ...
+MAX_EXPIRED_KEYS = 1_000_000
+# ... and at most this share of the episode budget: each is a 16-byte digest in an ordered table, ~155 bytes
+# (measured with tracemalloc over 100,000), counted as EXPIRED_KEY_BYTES against the budget.
+EXPIRED_KEY_BYTES = 160
+EXPIRED_KEYS_SHARE = 8
+# The longest episode id a request may name (`_meta`, per-episode URL, control plane). Longer ones are refused
+# at once: ids are kept while the episode is open, and one id of a megabyte cost a megabyte each.
+MAX_EPISODE_ID = 128
+# The episode a token's requests without a handle use: `token:` and the token's owner digest.
+TOKEN_EPISODE_PREFIX = "token:"
 Clock = Callable[[], float]
 
 
@@ -176,6 +194,10 @@ class EpisodeForbidden(PermissionError):
     """A named episode that another principal (bearer token) created."""
 
 
+class EpisodeIdInvalid(ValueError):
+    """An episode id the server will not keep (too long)."""
+
+
 def _physical_memory() -> int:
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -223,11 +245,35 @@ class EpisodeBudget:
         self.ttl_s = ttl_s if ttl_s else None
         self._clock = clock
         self._entries: OrderedDict[tuple[EpisodeStore, str], tuple[int, float]] = OrderedDict()
-        self.bytes = 0
+        self.bytes = 0  # of the open episodes
         self._freed_since_trim = 0
+        # Closed or evicted ids (digests salted per store) -> why, oldest first: a request naming one answers
+        # episode_expired. Bounded by a share of the budget; the oldest are forgotten first.
+        self._expired: OrderedDict[bytes, str] = OrderedDict()
+        self.max_expired = max(1, min(MAX_EXPIRED_KEYS, self.max_bytes // EXPIRED_KEYS_SHARE // EXPIRED_KEY_BYTES))
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    @property
+    def expired_bytes(self) -> int:
+        """The memory of the remembered closed ids, counted against `max_bytes`."""
+        return len(self._expired) * EXPIRED_KEY_BYTES
+
+    def remember(self, digest: bytes, why: str) -> None:
+        """Remember a closed or evicted episode (by its digest) so that naming it answers episode_expired."""
+        self._expired[digest] = why
+        self._expired.move_to_end(digest)
+        while len(self._expired) > self.max_expired:
+            self._expired.popitem(last=False)
+
+    def expired(self, digest: bytes) -> str | None:
+        """Why the episode with this digest is gone, or None if it is not known to be."""
+        return self._expired.get(digest)
+
+    def forget(self, digest: bytes) -> None:
+        """The episode is open again (a reset)."""
+        self._expired.pop(digest, None)
 
     def add(self, store: EpisodeStore, key: str, size: int) -> None:
         self._entries[(store, key)] = (size, self._clock())
@@ -260,7 +306,8 @@ class EpisodeBudget:
         oldest = self._clock() - self.ttl_s if self.ttl_s else None
         while self._entries:
             entry, (_, used) = next(iter(self._entries.items()))
-            if entry == keep or not (self.bytes > self.max_bytes or (oldest is not None and used < oldest)):
+            over = self.bytes + self.expired_bytes > self.max_bytes
+            if entry == keep or not (over or (oldest is not None and used < oldest)):
                 break
             store, key = entry
             store.evict(key)
@@ -285,7 +332,10 @@ class EpisodeStore:
         self.budget = budget if budget is not None else EpisodeBudget()
         self._named: OrderedDict[str, sqlite3.Connection] = OrderedDict()
         self._owners: dict[str, str] = {}
-        self._expired: OrderedDict[str, str] = OrderedDict()  # key -> why (closed, evicted), bounded
+        self._salt = os.urandom(16)  # this store's closed ids are digests no other store shares
+
+    def _digest(self, key: str) -> bytes:
+        return hashlib.blake2b(key.encode(errors="surrogatepass"), digest_size=16, salt=self._salt).digest()
 
     @cached_property
     def seed_state(self) -> dict[str, list[dict[str, Any]]]:
@@ -317,9 +367,9 @@ class EpisodeStore:
         connection.close()
 
     def _check(self, key: str, owner: str | None, *, reopen: bool = False) -> None:
-        if key in self._expired and not reopen:
+        if not reopen and key not in self._named and (why := self.budget.expired(self._digest(key))) is not None:
             raise EpisodeExpired(
-                f"episode {preview(key)} was {self._expired[key]}; its state is gone. Start a new episode "
+                f"episode {preview(key)} was {why}; its state is gone. Start a new episode "
                 "(a new id, or envfarm/episode/reset on this one)."
             )
         if self._owners.get(key, owner) != owner:
@@ -351,7 +401,7 @@ class EpisodeStore:
         """Make `connection` the episode called `key` (open again if it had expired), closing the one it replaces."""
         self._check(key, owner, reopen=True)
         self._drop(key)
-        self._expired.pop(key, None)
+        self.budget.forget(self._digest(key))
         self._named[key] = connection
         if owner is not None:
             self._owners[key] = owner
@@ -368,9 +418,7 @@ class EpisodeStore:
 
     def _expire(self, key: str, why: str) -> None:
         self._owners.pop(key, None)
-        self._expired[key] = why
-        while len(self._expired) > MAX_EXPIRED_KEYS:
-            self._expired.popitem(last=False)
+        self.budget.remember(self._digest(key), why)
 
     def evict(self, key: str) -> None:
         """Close `key` to free memory; later requests for it get EpisodeExpired."""
@@ -424,28 +472,58 @@ def open_persistent(path: Path, seed: sqlite3.Connection) -> sqlite3.Connection:
     return connection
 
 
+def _caller(request: Any) -> AuthenticatedUser | None:
+    """The checked bearer token of an HTTP request, as the host put it in the ASGI scope (the SDK's
+    `AuthenticatedUser`: `client_id` is the token's owner digest, `subject` its bound principal)."""
+    scope = getattr(request, "scope", None)
+    user = scope.get("user") if isinstance(scope, dict) else None
+    return user if isinstance(user, AuthenticatedUser) else None
+
+
 def resolve_owner(request: Any) -> str | None:
-    """Who makes the request: the token digest the HTTP host set after checking the bearer token
-    (it drops any such header a client sends), or None (no token required, or not HTTP)."""
-    headers = getattr(request, "headers", None)
-    return str(owner) if headers is not None and (owner := headers.get(OWNER_HEADER)) else None
+    """Who makes the request: the digest of the bearer token the HTTP host checked, or None (no token
+    required, or not HTTP)."""
+    caller = _caller(request)
+    return None if caller is None else caller.access_token.client_id
 
 
 def resolve_bound_principal(request: Any) -> str | None:
-    """The principal the request's bearer token acts for, as the HTTP host set it after checking the
-    token (it drops any such header a client sends), or None (no bound token, or not HTTP)."""
-    headers = getattr(request, "headers", None)
-    return unquote(str(bound)) if headers is not None and (bound := headers.get(PRINCIPAL_HEADER)) else None
+    """The principal the request's bearer token acts for, or None (no bound token, or not HTTP)."""
+    caller = _caller(request)
+    return None if caller is None else caller.access_token.subject
+
+
+def _checked_id(key: str, where: str) -> str:
+    if len(key) > MAX_EPISODE_ID:
+        raise EpisodeIdInvalid(
+            f"the episode id in {where} is {len(key):,} characters long; the limit is {MAX_EPISODE_ID}"
+        )
+    return key
+
+
+def _in_a_session(headers: Mapping[str, str]) -> bool:
+    """Whether a request is of the 2025 era, where the SDK checked its session id (and the token that opened
+    the session); a 2026-era request names no session, whatever headers it carries."""
+    version = headers.get(PROTOCOL_HEADER)
+    return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
 
 
 def resolve_key(meta: Mapping[str, Any] | None, request: Any) -> str | None:
-    """The explicit episode handle of a request, or None to use the connection's own episode."""
-    if meta and (key := meta.get(EPISODE_META_KEY)):
-        return str(key)
-    headers = getattr(request, "headers", None)
-    if headers is not None:
-        if key := headers.get(EPISODE_HEADER):
-            return str(key)
-        if session := headers.get(SESSION_HEADER):
-            return f"session:{session}"
-    return None
+    """The episode a request works on: its explicit handle, else its token's own episode, else None (the
+    connection's own episode). Raises EpisodeIdInvalid for an id over `MAX_EPISODE_ID` characters and
+    EpisodeForbidden for another token's own episode."""
+    owner = resolve_owner(request)
+    own = None if owner is None else f"{TOKEN_EPISODE_PREFIX}{owner}"
+    key: str | None = None
+    if meta and (handle := meta.get(EPISODE_META_KEY)):
+        key = _checked_id(str(handle), f'_meta["{EPISODE_META_KEY}"]')
+    elif (headers := getattr(request, "headers", None)) is not None:
+        if handle := headers.get(EPISODE_HEADER):
+            key = _checked_id(str(handle), "the URL")
+        elif (session := headers.get(SESSION_HEADER)) and _in_a_session(headers):
+            key = f"session:{_checked_id(str(session), 'the Mcp-Session-Id header')}"
+    if key is None:
+        return own
+    if key.startswith(TOKEN_EPISODE_PREFIX) and key != own:
+        raise EpisodeForbidden(f"episode {preview(key)} is another token's own episode")
+    return key

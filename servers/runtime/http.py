@@ -3,10 +3,12 @@
 Each server answers at `/<name>/mcp`. A per-episode URL, `/<name>/episodes/<id>/mcp`, reaches
 the same server with the episode handle set, for clients that cannot send `_meta`.
 
-Access: with bearer tokens (`Access.tokens`) every request must carry one, and the digest of the
-token becomes the request's owner (a header only this host sets), so an episode belongs to the token
-that opened it. A non-loopback bind needs a token and keeps the Host/Origin checks against an
-explicit allow-list. A 2025-era session's episode is closed when its session ends (DELETE).
+Access: with bearer tokens (`Access.tokens`) every request must carry one. The checked token becomes
+the request's `scope["user"]`, the SDK's `AuthenticatedUser` (`client_id`: the token's owner digest,
+`subject`: the principal it is bound to), so an episode belongs to the token that opened it and the
+SDK serves a 2025-era session only to the token that opened it (another token, DELETE included, gets
+404). A non-loopback bind needs a token and keeps the Host/Origin checks against an explicit
+allow-list. A 2025-era session's episode is closed when its session ends (DELETE).
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
-from urllib.parse import quote
 
 import uvicorn
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import MCPServer
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -26,8 +29,8 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from servers.runtime.access import Access
-from servers.runtime.control import EPISODE_HEADER, OWNER_HEADER, PRINCIPAL_HEADER
-from servers.runtime.episodes import SESSION_HEADER, EpisodeBudget
+from servers.runtime.control import EPISODE_HEADER
+from servers.runtime.episodes import MAX_EPISODE_ID, SESSION_HEADER, EpisodeBudget
 
 
 async def _refuse(send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -36,17 +39,24 @@ async def _refuse(send: Send, status: int, message: str, headers: list[tuple[byt
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(headers or [])],
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body})
 
-EPISODE_PATH = re.compile(r"^/(?P<server>[a-z][a-z0-9_]*)/episodes/(?P<episode>[A-Za-z0-9._:-]{1,128})/mcp/?$")
+
+EPISODE_PATH = re.compile(
+    rf"^/(?P<server>[a-z][a-z0-9_]*)/episodes/(?P<episode>[A-Za-z0-9._:-]{{1,{MAX_EPISODE_ID}}})/mcp/?$"
+)
 
 
 class EpisodePaths:
     """ASGI middleware: `/<server>/episodes/<id>/mcp` -> `/<server>/mcp` with the episode header; the
-    bearer token checked and turned into the owner header; a session's episode closed with the session."""
+    bearer token checked and turned into `scope["user"]`; a session's episode closed with the session."""
 
     def __init__(self, app: ASGIApp, access: Access, on_session_end: Callable[[str], None]) -> None:
         self.app = app
@@ -57,8 +67,8 @@ class EpisodePaths:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        own = (OWNER_HEADER.encode(), EPISODE_HEADER.encode(), PRINCIPAL_HEADER.encode())
-        headers = [h for h in scope["headers"] if h[0] not in own]
+        headers = [h for h in scope["headers"] if h[0] != EPISODE_HEADER.encode()]  # only this host sets it
+        user: AuthenticatedUser | None = None
         if self.access.tokens:
             authorization = next((v.decode("latin-1") for k, v in headers if k == b"authorization"), None)
             caller = self.access.caller(authorization)
@@ -66,14 +76,14 @@ class EpisodePaths:
                 await _refuse(send, 401, "a valid bearer token is required", [(b"www-authenticate", b"Bearer")])
                 return
             owner, principal = caller
-            headers.append((OWNER_HEADER.encode(), owner.encode()))
-            if principal is not None:
-                headers.append((PRINCIPAL_HEADER.encode(), quote(principal).encode()))  # names may be non-ASCII
+            user = AuthenticatedUser(AccessToken(token=owner, client_id=owner, scopes=[], subject=principal))
         path = scope["path"]
         if match := EPISODE_PATH.match(path):
             path = f"/{match['server']}/mcp"
             headers.append((EPISODE_HEADER.encode(), match["episode"].encode()))
         scope = {**scope, "path": path, "raw_path": path.encode(), "headers": headers}
+        if user is not None:
+            scope["user"] = user
         session = next((v.decode("latin-1") for k, v in headers if k == SESSION_HEADER.encode()), None)
         if scope["method"] != "DELETE" or session is None:
             await self.app(scope, receive, send)
@@ -122,7 +132,9 @@ def farm_app(
             yield
 
     routes: list[Any] = [Route("/", index)] + [Mount(f"/{name}", app=app) for name, app in apps.items()]
-    return EpisodePaths(Starlette(routes=routes, lifespan=lifespan), access, budget.close_key if budget is not None else lambda _: None)
+    return EpisodePaths(
+        Starlette(routes=routes, lifespan=lifespan), access, budget.close_key if budget is not None else lambda _: None
+    )
 
 
 # Agents pause between tool calls (a model turn takes seconds). uvicorn's default 5 s keep-alive

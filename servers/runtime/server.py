@@ -46,6 +46,7 @@ from servers.runtime.control import (
     Method,
     ResetParams,
     ResetResult,
+    State,
     StateParams,
     StateResult,
     TableDiff,
@@ -67,6 +68,7 @@ from servers.runtime.episodes import (  # re-exported for generated server.py fi
     EpisodeBudget,
     EpisodeExpired,
     EpisodeForbidden,
+    EpisodeIdInvalid,
     EpisodeStore,
     build_seed,
     load_state,
@@ -207,21 +209,37 @@ class _Episodes:
         return key, self.store.peek(key, resolve_owner(request)) or self.store.seed
 
 
-def _control_error(exc: EpisodeExpired | EpisodeForbidden) -> MCPError:
-    kind = ErrorKind.EPISODE_EXPIRED if isinstance(exc, EpisodeExpired) else ErrorKind.FORBIDDEN
-    return MCPError(types.INVALID_PARAMS, f"{kind.value}: {exc}")
+EpisodeError = EpisodeExpired | EpisodeForbidden | EpisodeIdInvalid
+
+
+def _error_kind(exc: EpisodeError) -> ErrorKind:
+    if isinstance(exc, EpisodeExpired):
+        return ErrorKind.EPISODE_EXPIRED
+    return ErrorKind.FORBIDDEN if isinstance(exc, EpisodeForbidden) else ErrorKind.INVALID_ARGUMENTS
+
+
+def _control_error(exc: EpisodeError) -> MCPError:
+    return MCPError(types.INVALID_PARAMS, f"{_error_kind(exc).value}: {exc}")
 
 
 class EpisodeControl(Extension):
-    """The control plane: `envfarm/episode/reset`, `envfarm/episode/state`, `envfarm/episode/close`."""
+    """The control plane: `envfarm/episode/reset`, `envfarm/episode/state`, `envfarm/episode/close`.
+
+    A bearer token bound to a principal sees through it what its principal may see: state, diff and hash
+    cover only the rows the server's scopes (`PrincipalDefinition.scopes`) show that principal, as the
+    tools do; on a server that does not know its principal it is refused. Other callers see every row."""
 
     identifier = EXTENSION
 
-    def __init__(self, episodes: _Episodes, definition: ServerDefinition, policy: str) -> None:
+    def __init__(
+        self, episodes: _Episodes, definition: ServerDefinition, policy: str, known_principal: Callable[[str], bool]
+    ) -> None:
         self._episodes = episodes
         self._definition = definition
         self._policy = policy
+        self._known_principal = known_principal
         self._instructions: dict[str | None, str] = {}  # per principal: the same text at every reset
+        self._seed_views: dict[str, tuple[State, str]] = {}  # per principal: the seed rows it sees, and their hash
 
     def _instructions_for(self, acting_for: str | None) -> str:
         text = self._instructions.get(acting_for)
@@ -237,13 +255,42 @@ class EpisodeControl(Extension):
             return
         seed = self._episodes.store.seed
         if declared is None:
-            raise MCPError(types.INVALID_PARAMS, f"{self._definition.name} acts for nobody in particular: omit principal")
+            raise MCPError(
+                types.INVALID_PARAMS, f"{self._definition.name} acts for nobody in particular: omit principal"
+            )
         if not declared.known(seed, principal):
             known = ", ".join(declared.examples(seed))
             where = f"{declared.table}.{declared.column}" if declared.table else "the declared staff"
-            raise MCPError(
-                types.INVALID_PARAMS, f"unknown principal {principal!r}: not one of {where} (e.g. {known})"
-            )
+            raise MCPError(types.INVALID_PARAMS, f"unknown principal {principal!r}: not one of {where} (e.g. {known})")
+
+    def _viewer(self, ctx: ControlContext) -> str | None:
+        """The principal whose rows this request sees (a bound token's), or None: every row."""
+        declared = self._definition.principal
+        bound = resolve_bound_principal(ctx.request)
+        if bound is None or declared is None:
+            return None
+        if not self._known_principal(bound):
+            message = f"this bearer token acts for {bound!r}, who is not a principal of {self._definition.name}"
+            raise _control_error(EpisodeForbidden(message))
+        return bound
+
+    def _visible(self, connection: sqlite3.Connection, viewer: str | None) -> State:
+        """The episode's rows that `viewer` may see (None: all of them)."""
+        scopes = self._definition.principal.scopes if viewer is not None and self._definition.principal else None
+        return snapshot(connection, scopes, viewer)
+
+    def _seed_view(self, viewer: str | None) -> tuple[State, str]:
+        """The seed's rows `viewer` may see and their hash, computed once per principal."""
+        store = self._episodes.store
+        if viewer is None or self._definition.principal is None or not self._definition.principal.scopes:
+            return store.seed_state, store.seed_hash
+        view = self._seed_views.get(viewer)
+        if view is None:
+            state = self._visible(store.seed, viewer)
+            view = (state, state_hash(state))
+            if len(self._seed_views) < MAX_CACHED_INSTRUCTIONS:
+                self._seed_views[viewer] = view
+        return view
 
     def _meta(self, ctx: ControlContext, params: EpisodeParams) -> dict[str, Any]:
         meta = dict(ctx.meta or {})
@@ -255,18 +302,21 @@ class EpisodeControl(Extension):
         if params.fresh and not params.episode:
             params = params.model_copy(update={"episode": f"ep-{secrets.token_urlsafe(18)}"})
         store = self._episodes.store
-        key = resolve_key(self._meta(ctx, params), ctx.request)
+        viewer = self._viewer(ctx)
         owner = resolve_owner(ctx.request)
-        if key is not None:
-            try:
+        try:
+            key = resolve_key(self._meta(ctx, params), ctx.request)
+            if key is not None:
                 store.peek(key, owner)
-            except EpisodeForbidden as exc:
-                raise _control_error(exc) from exc
-            except EpisodeExpired:
-                pass  # a reset opens an expired episode again, from the seed or the given state
+        except EpisodeExpired:
+            pass  # a reset opens an expired episode again, from the seed or the given state
+        except (EpisodeForbidden, EpisodeIdInvalid) as exc:
+            raise _control_error(exc) from exc
         if (bound := resolve_bound_principal(ctx.request)) is not None and self._definition.principal is not None:
             if params.principal not in (None, bound):
-                message = f"this bearer token acts for {bound!r}; it cannot reset an episode to act for {params.principal!r}"
+                message = (
+                    f"this bearer token acts for {bound!r}; it cannot reset an episode to act for {params.principal!r}"
+                )
                 raise _control_error(EpisodeForbidden(message))
             params = params.model_copy(update={"principal": bound})
         self._check_principal(params.principal)
@@ -292,32 +342,37 @@ class EpisodeControl(Extension):
         acting_for = read_principal(connection)
         return ResetResult(
             episode=key,
-            hash=state_hash(snapshot(connection)) if loaded else store.seed_hash,
+            hash=state_hash(self._visible(connection, viewer)) if loaded else self._seed_view(viewer)[1],
             principal=acting_for,
             instructions=self._instructions_for(acting_for),
         )
 
     async def _state(self, ctx: ControlContext, params: StateParams) -> StateResult:
+        viewer = self._viewer(ctx)
         try:
             key, connection = self._episodes.existing(self._meta(ctx, params), ctx.request, ctx.lifespan_context)
-        except (EpisodeExpired, EpisodeForbidden) as exc:
+        except (EpisodeExpired, EpisodeForbidden, EpisodeIdInvalid) as exc:
             raise _control_error(exc) from exc
-        state = snapshot(connection)
-        diff = diff_states(self._episodes.store.seed_state, state) if params.diff else {}
+        state = self._visible(connection, viewer)
+        diff = diff_states(self._seed_view(viewer)[0], state) if params.diff else {}
         return StateResult(
             episode=key,
             hash=state_hash(state),
-            principal=read_principal(connection),
+            principal=read_principal(connection) if viewer is None else viewer,
             diff={table: TableDiff(**changes) for table, changes in diff.items()},
             state=state if params.rows else None,
         )
 
     async def _close(self, ctx: ControlContext, params: EpisodeParams) -> CloseResult:
+        """Close the named episode: the one the params, `_meta`, the per-episode URL, the session or the
+        token name (the connection's own episode is not closed: it ends with the connection)."""
+        store = self._episodes.store
         try:
-            closed = bool(params.episode) and self._episodes.store.close(params.episode or "", resolve_owner(ctx.request))
-        except EpisodeForbidden as exc:
+            key = resolve_key(self._meta(ctx, params), ctx.request)
+            closed = key is not None and store.persistent is None and store.close(key, resolve_owner(ctx.request))
+        except (EpisodeForbidden, EpisodeIdInvalid) as exc:
             raise _control_error(exc) from exc
-        return CloseResult(episode=params.episode, closed=closed, open_episodes=len(self._episodes.store))
+        return CloseResult(episode=key, closed=closed, open_episodes=len(store))
 
     def methods(self) -> list[MethodBinding]:
         return [
@@ -386,10 +441,8 @@ def _tool_runner(
     async def call_tool(function: Callable[..., Any], request: ControlContext, arguments: dict[str, Any]) -> Any:
         try:
             _, connection = episodes.connection(request.meta, request.request, request.lifespan_context)
-        except EpisodeExpired as exc:
-            return error_result(f"{tool.name} was not run: {exc}", ErrorKind.EPISODE_EXPIRED)
-        except EpisodeForbidden as exc:
-            return error_result(f"{tool.name} was not run: {exc}", ErrorKind.FORBIDDEN)
+        except (EpisodeExpired, EpisodeForbidden, EpisodeIdInvalid) as exc:
+            return error_result(f"{tool.name} was not run: {exc}", _error_kind(exc))
         bound = resolve_bound_principal(request.request) if has_principal else None
         if bound is not None:
             if not known_principal(bound):
@@ -414,11 +467,15 @@ def _tool_runner(
             return error_result(str(exc), ErrorKind.REJECTED)
         except sqlite3.IntegrityError as exc:
             _rollback(connection)
-            return error_result(f"{tool.name} was refused by a data constraint: {exc}. Nothing was changed.", ErrorKind.REJECTED)
+            return error_result(
+                f"{tool.name} was refused by a data constraint: {exc}. Nothing was changed.", ErrorKind.REJECTED
+            )
         except (sqlite3.OperationalError, UnicodeEncodeError) as exc:
             _rollback(connection)
             if isinstance(exc, UnicodeEncodeError) or "too complex" in str(exc):
-                message = f"{tool.name} cannot search for that text ({exc}). Nothing was changed; use a shorter, plain text."
+                message = (
+                    f"{tool.name} cannot search for that text ({exc}). Nothing was changed; use a shorter, plain text."
+                )
                 return error_result(message, ErrorKind.INVALID_ARGUMENTS)
             message = f"{tool.name} failed inside the server ({type(exc).__name__}: {exc}). Nothing was changed."
             return error_result(message, ErrorKind.SERVER_ERROR)
@@ -491,7 +548,7 @@ def build_server(
         instructions=definition.instructions(default, policy),
         log_level="WARNING",
         lifespan=lifespan,
-        extensions=[EpisodeControl(episodes, definition, policy)],
+        extensions=[EpisodeControl(episodes, definition, policy, known_principal)],
         tools=tools,
     )
     if policy:
