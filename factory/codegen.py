@@ -327,6 +327,8 @@ def _docstring(text: str) -> list[str]:
     body = "\n\n".join(
         p if "\n" in p or len(p) < 100 else textwrap.fill(p, 100, break_on_hyphens=False) for p in paragraphs
     )
+    if body.endswith(('"', "\\")):  # a quote or backslash at the end would run into the closing quotes
+        body = body[:-1] + "\\" + body[-1]
     return (
         [f'    """{body}"""']
         if "\n" not in body
