@@ -40,7 +40,7 @@ ASKS_CONFIRMATION = re.compile(
     r"\w+ (?:it|this|that|them|the)\b)|go ahead|proceed|confirm (?:that )?(?:you|i|this|the change|we)\b|"
     r"(?:is|does) (?:that|this|everything|all (?:of )?that) (?:look |sound )?(?:right|correct|ok(?:ay)?|good)|"
     r"sounds? good|(?:are you|you're) (?:sure|happy)|ready for me to|do i have your (?:ok|okay|go-ahead|permission)|"
-    r"any objections?|green light|can you confirm (?:that )?(?:you|i|this)|right\?|correct\?)",
+    r"any objections?|green light|can you confirm (?:that )?(?:you|i|this))",
     re.IGNORECASE,
 )
 # An assistant asking the user for a detail: who they are, which record they mean.
@@ -90,7 +90,9 @@ CLAIMS_SUCCESS = re.compile(
     r"enrolled|subscribed|unsubscribed|approved|returned|renewed|confirmed|set up|logged|started|filed))",
     re.IGNORECASE,
 )
-NEGATED = re.compile(r"\b(not|never|nothing|no|n't|without|haven't|hasn't|won't|can't|cannot|didn't)\b[^.!?]*$", re.I)
+NEGATED = re.compile(
+    r"\b(not|never|nothing|no|n't|without|haven't|hasn't|won't|can't|cannot|didn't)\b[^.!?]*$", re.IGNORECASE
+)
 # Facts that identify a person (what a desk would match), as opposed to other things they know.
 IDENTIFYING = re.compile(r"email|birth|dob|phone|licen[cs]e|passport", re.IGNORECASE)
 
@@ -148,27 +150,43 @@ def _questions(text: str) -> list[str]:
     return [q.strip() for q in re.findall(r"[^.!?\n]*\?", text) if q.strip()]
 
 
+def question_kind(question: str) -> str | None:
+    """One question's kind: `detail` (asks for a fact: "Could you confirm the email on your account?"),
+    `confirmation` (asks to go ahead: "Is it OK if I cancel it now?"), or None (anything else)."""
+    if _detail_question(question):
+        return "detail"
+    if ASKS_CONFIRMATION.search(question):
+        return "confirmation"
+    if ASKS_DETAIL.search(question) or DETAIL_NAMES.search(question):
+        return "detail"
+    return None
+
+
+def _detail_question(question: str) -> bool:
+    """ "Can you confirm your email?" asks for a detail; "Can you confirm you want me to cancel it?" does not."""
+    asks_for = re.search(
+        r"\b(confirm|give|tell|share|provide|have|get|spell)\s+(?:me\s+)?(?:with\s+)?(?:your|the|his|her|their)\b",
+        question,
+        re.IGNORECASE,
+    )
+    return bool(
+        asks_for and DETAIL_NAMES.search(question) and not re.search(r"\b(want|like) me to\b", question, re.IGNORECASE)
+    )
+
+
 def asks_detail(text: str) -> bool:
-    """Asks the user for a detail (who they are, which record): "Could you confirm the email on your account?"."""
-    return any(ASKS_DETAIL.search(q) or (DETAIL_NAMES.search(q) and not ASKS_CONFIRMATION.search(q))
-               for q in _questions(text))
+    """Asks the user for a detail (who they are, which record)."""
+    return any(question_kind(q) == "detail" for q in _questions(text))
 
 
 def asks_confirmation(text: str) -> bool:
     """Asks to go ahead with an action. A question for a detail is not one, even when it says "confirm"."""
-    questions = _questions(text)
-    return any(ASKS_CONFIRMATION.search(q) and not _detail_question(q) for q in questions)
-
-
-def _detail_question(question: str) -> bool:
-    """"Can you confirm your email?" asks for a detail; "Can you confirm you want me to cancel it?" does not."""
-    asks_for = re.search(r"\b(confirm|give|tell|share|provide|have|get)\s+(?:me\s+)?(?:your|the|his|her|their)\b", question, re.I)
-    return bool(asks_for and DETAIL_NAMES.search(question) and not re.search(r"\b(want|like) me to\b", question, re.I))
+    return any(question_kind(q) == "confirmation" for q in _questions(text))
 
 
 def asks_user(text: str) -> bool:
     """Waits on the user: asks to go ahead, or asks for a detail."""
-    return asks_confirmation(text) or asks_detail(text)
+    return any(question_kind(q) is not None for q in _questions(text))
 
 
 def declines(text: str) -> bool:

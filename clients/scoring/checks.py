@@ -111,5 +111,3 @@ def policy_grades(checks: Sequence[PolicyCheck], trajectory: Trajectory) -> list
 
 def policy_problems(checks: Sequence[PolicyCheck], trajectory: Trajectory) -> list[str]:
     return [g.detail for g in policy_grades(checks, trajectory) if not g.passed]
-
-

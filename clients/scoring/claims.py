@@ -128,9 +128,7 @@ def _alternative(value: str, unit: str, clocks: Sequence[Clock]) -> bool:
     return False
 
 
-def grade_claim(
-    claim: Claim, answer: str, clocks: Sequence[Clock] = (), evidence: str | None = None
-) -> ClaimGrade:
+def grade_claim(claim: Claim, answer: str, clocks: Sequence[Clock] = (), evidence: str | None = None) -> ClaimGrade:
     """1 when the answer states every value of the claim, 0.5 when some, 0 when none. A value the answer hedges
     on, or (given the conversation's `evidence`) one nothing in it backs, is not stated."""
     values = claim.values or [claim.text]

@@ -47,7 +47,9 @@ NAMED_TIME = re.compile(r"\b(noon|midday|midnight)\b", re.IGNORECASE)
 RELATIVE_DAY = re.compile(r"\b(today|tonight|this (?:morning|afternoon|evening)|yesterday|tomorrow)\b", re.IGNORECASE)
 WEEKDAY_REF = re.compile(rf"\b(?:(next|this|last|coming|past)\s+)?{WEEKDAY}\b", re.IGNORECASE)
 DAYS_OFFSET = re.compile(r"\b(?:in\s+(\w+)\s+days?|(\w+)\s+days?\s+ago)\b", re.IGNORECASE)
-JUST_NOW = re.compile(r"\b(just now|right now|a moment ago|moments ago|just a moment ago|a minute ago)\b", re.IGNORECASE)
+JUST_NOW = re.compile(
+    r"\b(just now|right now|a moment ago|moments ago|just a moment ago|a minute ago)\b", re.IGNORECASE
+)
 # Digits that are part of something else: emails, ids (letters and digits joined: inv_x2, INV-1057, PO-48000),
 # digit groups joined by dashes or dots (4410-7007-0005, 1.2.3), phone numbers.
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
@@ -55,16 +57,40 @@ IDENT = re.compile(r"\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z_])[A-Za-z0-9]+(?:[_-][A-Za-z
 DIGIT_GROUPS = re.compile(r"\+?\d+(?:[-.]\d+){2,}|\+?\d+(?:-\d+)+|\+\d[\d ()-]{6,}\d")
 CURRENCY = r"(?:\$|€|£|usd|eur|gbp|dollars?|euros?|pounds?|bucks)"
 NUMBER = re.compile(r"(?<![\w.,/:-])(-?\d{1,3}(?:,\d{3})+|-?\d+)(\.\d+)?(?![\w/:]|[.,]\d|-\d)")
-NOTHING = re.compile(r"\b(none|nothing|zero|no\s+(?!(?:problem|longer|worries|need|doubt|one)\b)[a-z]+)\b", re.IGNORECASE)
+NOTHING = re.compile(
+    r"\b(none|nothing|zero|no\s+(?!(?:problem|longer|worries|need|doubt|one)\b)[a-z]+)\b", re.IGNORECASE
+)
 
 SMALL = {
     w: n
     for n, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-        "sixteen seventeen eighteen nineteen".split()
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+        ]
     )
 }
-TENS = {w: 10 * n for n, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)}
+TENS = {
+    w: 10 * n for n, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], 2)
+}
 SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
 NUMBER_WORD = "|".join([*SMALL, *TENS, *SCALES])
 WORDS_NUMBER = re.compile(
@@ -279,7 +305,7 @@ def parse_moment(raw: str) -> tuple[datetime | date, bool] | None:
     if not re.match(r"^\d{4}-\d{2}-\d{2}", raw):
         return None
     try:
-        moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(raw)
     except ValueError:
         return None
     if "T" in raw or " " in raw:
