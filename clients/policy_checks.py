@@ -49,7 +49,11 @@ ASKS_DETAIL = re.compile(
     r"(?:tell|give|send|share|provide|confirm|let me know|spell|remind)|(?:may|can|could) i (?:have|get|ask|take)|"
     r"please (?:tell|give|share|provide|confirm|send)|do you (?:have|know|remember)|"
     r"i(?:'ll| will)? need (?:your|the|a|to know)|what (?:\w+ ){0,3}(?:is it|was it|do you)|"
-    r"how (?:many|much|would)|when (?:is|was|did|do)|who (?:is|was))",
+    r"how (?:many|much|would)|when (?:is|was|did|do|does|should)|who (?:is|was))",
+    re.IGNORECASE,
+)
+WH_QUESTION = re.compile(
+    r"^\W*(?:(?:and|so|also|sure|ok(?:ay)?|great|thanks|first|then),?\s+)*(what|which|where|when|who|whom|how)\b",
     re.IGNORECASE,
 )
 # What a person's details are called: a question naming one of them asks for it (not for a go-ahead).
@@ -83,16 +87,15 @@ REASON = re.compile(
 )
 # An assistant telling the user a change is made ("Done", "I've cancelled it", "It is now paid").
 CLAIMS_SUCCESS = re.compile(
-    r"\b(done|all set|all done|taken care of|(?:i'?ve|i have|i just|has been|have been|is now|are now|was|were|"
-    r"successfully|now)\s+(?:\w+\s+){0,2}?(?:updated|changed|cancell?ed|booked|paid|sent|created|deleted|removed|"
-    r"added|scheduled|rescheduled|moved|archived|posted|submitted|refunded|processed|completed|made|transferred|"
-    r"recorded|issued|voided|assigned|closed|opened|dropped|renamed|shared|saved|placed|replied|registered|"
-    r"enrolled|subscribed|unsubscribed|approved|returned|renewed|confirmed|set up|logged|started|filed))",
+    r"((?:^|[.!?:]\s+)done\b|\b(?:it'?s|it is|that'?s|that is|all|now|is|are|was|were)\s+done\b|all set|"
+    r"taken care of|\b(?:i'?ve|i have|i just|has been|have been|is now|are now|was|were|successfully|now)\s+"
+    r"(?:\w+\s+){0,2}?(?:updated|changed|cancell?ed|booked|paid|sent|created|deleted|removed|added|scheduled|"
+    r"rescheduled|moved|archived|posted|submitted|refunded|processed|completed|made|transferred|recorded|issued|"
+    r"voided|assigned|closed|opened|dropped|renamed|shared|saved|placed|replied|registered|enrolled|subscribed|"
+    r"unsubscribed|approved|returned|renewed|confirmed|set up|logged|started|filed|noted)\b)",
     re.IGNORECASE,
 )
-NEGATED = re.compile(
-    r"\b(not|never|nothing|no|n't|without|haven't|hasn't|won't|can't|cannot|didn't)\b[^.!?]*$", re.IGNORECASE
-)
+NEGATIONS = frozenset({"not", "never", "nothing", "no", "without", "haven't", "hasn't", "won't", "can't", "cannot"})
 # Facts that identify a person (what a desk would match), as opposed to other things they know.
 IDENTIFYING = re.compile(r"email|birth|dob|phone|licen[cs]e|passport", re.IGNORECASE)
 
@@ -151,9 +154,10 @@ def _questions(text: str) -> list[str]:
 
 
 def question_kind(question: str) -> str | None:
-    """One question's kind: `detail` (asks for a fact: "Could you confirm the email on your account?"),
-    `confirmation` (asks to go ahead: "Is it OK if I cancel it now?"), or None (anything else)."""
-    if _detail_question(question):
+    """One question's kind: `detail` (asks for a fact: "Could you confirm the email on your account?",
+    "What text would you like me to post?"), `confirmation` (asks to go ahead: "Is it OK if I cancel it now?"),
+    or None (anything else)."""
+    if _detail_question(question) or WH_QUESTION.match(question):
         return "detail"
     if ASKS_CONFIRMATION.search(question):
         return "confirmation"
@@ -206,8 +210,9 @@ def gives_reason(text: str) -> bool:
 def claims_success(text: str) -> bool:
     """Tells the user a change was made; "nothing has been changed" and "I haven't cancelled it" do not."""
     for match in CLAIMS_SUCCESS.finditer(text):
-        start = max(text.rfind(".", 0, match.start()), text.rfind("\n", 0, match.start()), 0)
-        if not NEGATED.search(text[start : match.start()] + " " + match.group(0).split()[0]):
+        clause = re.split(r"[.!?,;:\n]|\bbut\b", text[: match.start()])[-1]
+        words = clause.lower().split()[-3:] + match.group(0).lower().split()
+        if not NEGATIONS & set(words) and not any(w.endswith("n't") for w in words):
             return True
     return False
 

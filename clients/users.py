@@ -40,6 +40,8 @@ ALIASES = {
     "phone": {"phone", "mobile", "telephone", "cell"},
     "name": {"name"},
     "full_name": {"name"},
+    "text": {"text", "message", "say", "write", "post", "wording"},
+    "body": {"body", "message", "say", "write", "wording"},
 }
 OTHERS = re.compile(r"\b(his|her|their|them|him)\b|\b[A-Z][a-z]+'s\b")
 
@@ -169,6 +171,11 @@ class ScriptedSession:
                 answers[key] = value
         if "full_name" in answers and "name" in answers:
             answers.pop("name")
+        unrevealed = [f for f in self.task.hidden_facts if f.key not in self.revealed]
+        if not answers and len(unrevealed) == 1 and not forbidden(self.task):
+            # Asked in words that fit no fact ("what should it say?"): the one detail still held back.
+            answers[unrevealed[0].key] = unrevealed[0].value
+            self.revealed.add(unrevealed[0].key)
         said = [f"My {key.replace('_', ' ')} is {value}." for key, value in answers.items()]
         return " ".join(said) or None
 

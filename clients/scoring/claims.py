@@ -58,7 +58,7 @@ def _text_found(value: str, answer: str) -> bool:
     want, text = fold(value), fold(answer)
     if not want:
         return True
-    for match in re.finditer(rf"(?<!\w){re.escape(want)}(?!\w)", text):
+    for match in re.finditer(rf"(?<!\w){re.escape(want)}(?:s|es)?(?!\w)", text):  # a plural is the same thing
         before = text[: match.start()].split()[-3:]
         if not NEGATION & set(before):
             return True
@@ -69,9 +69,10 @@ def _text_found(value: str, answer: str) -> bool:
     return False
 
 
-def value_found(value: Any, answer: str, clocks: Sequence[Clock] = ()) -> bool:
+def value_found(value: Any, answer: str, clocks: Sequence[Clock] = (), minutes: bool = False) -> bool:
     """Is `value` stated in `answer`? Moments and dates in any common form (relative ones against `clocks`),
-    numbers by value (never inside a date, time or id), lists as sets, text by folded words."""
+    numbers by value (never inside a date, time or id; with `minutes`, also as hours), lists as sets, text by
+    folded words."""
     raw = str(value).strip()
     if not raw:
         return True
@@ -81,11 +82,11 @@ def value_found(value: Any, answer: str, clocks: Sequence[Clock] = ()) -> bool:
         return moment_stated(moment[0], moment[1], read(answer, clocks, default_year=year), clocks)
     target = number_value(raw)
     if target is not None:
-        return number_stated(target, read(answer, clocks))
+        return number_stated(target, read(answer, clocks), minutes)
     if _text_found(raw, answer):
         return True
     parts = [part for part in raw.split(", ") if part.strip()]  # a list value: every item, in any order
-    return len(parts) > 1 and all(value_found(part, answer, clocks) for part in parts)
+    return len(parts) > 1 and all(value_found(part, answer, clocks, minutes) for part in parts)
 
 
 def _candidates(value: str, unit: str, clocks: Sequence[Clock]) -> int:
@@ -99,7 +100,7 @@ def _candidates(value: str, unit: str, clocks: Sequence[Clock]) -> int:
     return len([p for p in re.split(r",|;|\bor\b|\band\b", unit) if p.strip()])
 
 
-def hedged(value: Any, answer: str, clocks: Sequence[Clock] = ()) -> bool:
+def hedged(value: Any, answer: str, clocks: Sequence[Clock] = (), minutes: bool = False) -> bool:
     """Does the answer offer `value` as one of several candidates ("it might be 12 or 15", a list of possible
     reasons), rather than stating it?"""
     raw = str(value).strip()
@@ -107,7 +108,7 @@ def hedged(value: Any, answer: str, clocks: Sequence[Clock] = ()) -> bool:
     bullets = [u for u in units if BULLET.match(u)]
     hedging = any(HEDGE.search(u) for u in units if not BULLET.match(u))
     for unit in units:
-        if not value_found(raw, unit, clocks):
+        if not value_found(raw, unit, clocks, minutes):
             continue
         if BULLET.match(unit) and len(bullets) >= 2 and hedging:
             return True
@@ -132,14 +133,15 @@ def grade_claim(claim: Claim, answer: str, clocks: Sequence[Clock] = (), evidenc
     """1 when the answer states every value of the claim, 0.5 when some, 0 when none. A value the answer hedges
     on, or (given the conversation's `evidence`) one nothing in it backs, is not stated."""
     values = claim.values or [claim.text]
+    minutes = "minute" in claim.text.lower()
     matched, missing, why = [], [], []
     for value in values:
-        if not value_found(value, answer, clocks):
+        if not value_found(value, answer, clocks, minutes):
             missing.append(value)
-        elif hedged(value, answer, clocks):
+        elif hedged(value, answer, clocks, minutes):
             missing.append(value)
             why.append(f"hedged: {value} is offered as one of several candidates")
-        elif evidence is not None and not value_found(value, evidence, clocks):
+        elif evidence is not None and not value_found(value, evidence, clocks, minutes):
             missing.append(value)
             why.append(f"unsupported: {value} is in no tool output nor anything the user said")
         else:

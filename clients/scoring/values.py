@@ -102,6 +102,12 @@ CENTS = re.compile(
     rf"\b(?P<whole>{AMOUNT_WORDS}|\d+)\s+{CURRENCY}\s+(?:and\s+)?(?P<cents>{AMOUNT_WORDS}|\d+)\s+cents?\b",
     re.IGNORECASE,
 )
+CENTS_ONLY = re.compile(rf"\b(?P<cents>{AMOUNT_WORDS}|\d+)\s+cents?\b", re.IGNORECASE)
+HOURS = re.compile(
+    rf"\b(?P<n>an?|{AMOUNT_WORDS}|\d+(?:\.\d+)?)\s+(?:and\s+a\s+half\s+)?hours?(?:\s+and\s+a\s+half)?\b|"
+    r"\bhalf an hour\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -198,6 +204,7 @@ class Reading:
     times: set[tuple[int, int]]
     now: bool  # "just now"
     numbers: list[float]
+    hours: list[float]  # durations said in hours ("an hour and a half" -> 1.5)
 
 
 def _spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
@@ -275,7 +282,21 @@ def read(text: str, clocks: Sequence[Clock] = (), default_year: int | None = Non
     for pattern in (EMAIL, DIGIT_GROUPS, IDENT):
         masked += _spans(pattern, _mask(text, masked))
     rest = _mask(text, masked)
-    return Reading(dates=dates, times=times, now=bool(JUST_NOW.search(text)), numbers=_numbers(rest))
+    return Reading(
+        dates=dates, times=times, now=bool(JUST_NOW.search(text)), numbers=_numbers(rest), hours=_hours(rest)
+    )
+
+
+def _hours(text: str) -> list[float]:
+    found = []
+    for m in HOURS.finditer(text):
+        if m.group("n") is None:
+            found.append(0.5)  # half an hour
+            continue
+        count = 1.0 if m.group("n").lower() in ("a", "an") else _to_number(m.group("n"))
+        if count is not None:
+            found.append(count + (0.5 if "half" in m.group(0).lower() else 0.0))
+    return found
 
 
 def _numbers(text: str) -> list[float]:
@@ -287,6 +308,11 @@ def _numbers(text: str) -> list[float]:
         whole, cents = _to_number(m.group("whole")), _to_number(m.group("cents"))
         if whole is not None and cents is not None and cents < 100:
             values.append(round(whole + cents / 100, 2))
+            used.append(m.span())
+    for m in CENTS_ONLY.finditer(_mask(text, used)):
+        cents = _to_number(m.group("cents"))
+        if cents is not None:
+            values.append(round(cents / 100, 2))
             used.append(m.span())
     rest = _mask(text, used)
     for m in NUMBER.finditer(rest):
@@ -335,5 +361,8 @@ def moment_stated(moment: datetime | date, has_time: bool, reading: Reading, clo
     return False
 
 
-def number_stated(target: float, reading: Reading) -> bool:
-    return any(math.isclose(target, found, abs_tol=0.005) for found in reading.numbers)
+def number_stated(target: float, reading: Reading, minutes: bool = False) -> bool:
+    """The number is stated (with `minutes`, a duration in minutes also counts when said in hours)."""
+    if any(math.isclose(target, found, abs_tol=0.005) for found in reading.numbers):
+        return True
+    return minutes and any(math.isclose(target, hours * 60, abs_tol=0.005) for hours in reading.hours)
