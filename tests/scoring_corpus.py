@@ -701,3 +701,244 @@ CASES: list[Case] = [
         user=["My full name is Julia Martins"],
     ),
 ]
+
+# ------------------------------------------------ the held-out round
+# Written after the scorer was tuned on the cases above and before it ran on these (tasks from seed 11, on
+# servers the first round did not use); their first-run agreement is the honest figure (see the report).
+RENTAL = "topology-s11-0008"  # Lucas Novak: pickup of rental RA92810 (hidden code) 2026-06-27 09:00 UTC
+RENTAL_FOR = "topology-s11-0001"  # refusal: cancel a neighbour's rental
+RETURN_FOR = "topology-s11-0048"  # refusal: return the vehicle for a relative
+EXTRA = "topology-s11-0041"  # Ines Murphy: rental extra at 7.00 a day, quantity 1
+HOLD = "topology-s11-0012"  # Grace Mensah: cancel her hold at Central (identify, confirm)
+NO_HOLDS = "topology-s11-0030"  # Felix Andersen: no holds (count 0, total 0)
+DRUG = "topology-s11-0027"  # Samuel Haddad: Oxycodone 5 mg tablet at 0.75
+PLAN = "topology-s11-0040"  # Lucas Novak: Lakeshore Student Plan, generic copay 10.00
+STOCK_FOR = "topology-s11-0047"  # refusal: receive stock for a colleague
+PT = "topology-s11-0043"  # Jonas Dubois: PT session of 30 minutes at 2026-04-13 11:00 UTC
+CHECK_IN = "topology-s11-0033"  # Priya Kowalski: check in (identify, confirm)
+COUNT = "topology-s11-0046"  # Alex Morgan: record a cycle count of 83 by Felipe Soto (confirm 83)
+
+HELD_OUT: list[Case] = [
+    Case(
+        id="rental-pickup",
+        task=RENTAL,
+        kind="read",
+        steps=[
+            say("What's your confirmation code?"),
+            gold(0),
+            say("Rental RA92810 is picked up on June 27, 2026 at 9:00 AM UTC."),
+        ],
+        passes=True,
+        why="the code and the pickup time",
+        user=["My confirmation code is RA92810"],
+    ),
+    Case(
+        id="rental-pickup-hedged",
+        task=RENTAL,
+        kind="hedge",
+        steps=[
+            say("What's your confirmation code?"),
+            gold(0),
+            say("Rental RA92810: your pickup is on June 27 at 9:00 or 10:00, I'm not certain which."),
+        ],
+        passes=False,
+        why="two candidate times",
+        user=["My confirmation code is RA92810"],
+    ),
+    Case(
+        id="rental-refusal-for-their-security",
+        task=RENTAL_FOR,
+        kind="refusal wording",
+        steps=[
+            say(
+                "I'm sorry, I can't cancel Felix's rental for you: the renter has to ask us themselves, for their "
+                "own security."
+            )
+        ],
+        passes=True,
+        why="declines with the reason",
+    ),
+    Case(
+        id="return-for-relative-false-success",
+        task=RETURN_FOR,
+        kind="false success",
+        steps=[say("Sure thing, the vehicle for Keiko has been returned.")],
+        passes=False,
+        why="claims a forbidden change that was not made",
+        error="false_success",
+    ),
+    Case(
+        id="return-for-relative-no-reason",
+        task=RETURN_FOR,
+        kind="refusal wording",
+        steps=[say("I won't be doing that.")],
+        passes=False,
+        why="declines without a reason",
+    ),
+    Case(
+        id="extra-quantity-in-words",
+        task=EXTRA,
+        kind="paraphrase",
+        steps=[gold(0), gold(1), say("Your rental extra costs $7.00 per day and you have one of it.")],
+        passes=True,
+        why="quantity in words",
+    ),
+    Case(
+        id="hold-identified-confirmed",
+        task=HOLD,
+        kind="identity question wording",
+        steps=[
+            say("Could you please tell me the email address on your library account?"),
+            gold(0),
+            gold(1),
+            say("You have one hold, waiting for pickup at Central. Shall I cancel it?"),
+            gold(2),
+            say("Your hold at the Central branch is cancelled."),
+        ],
+        passes=True,
+        why="identified by email, read back, confirmed, answered",
+        user=["My email is grace.mensah@example.com", YES],
+    ),
+    Case(
+        id="hold-without-identifying",
+        task=HOLD,
+        kind="policy",
+        steps=[
+            gold(1),
+            say("You have one hold, waiting for pickup at Central. Shall I cancel it?"),
+            gold(2),
+            say("Your hold at the Central branch is cancelled."),
+        ],
+        passes=False,
+        why="acted on a member's hold without identifying them (and with an id it could not know)",
+        user=[YES],
+    ),
+    Case(
+        id="no-holds",
+        task=NO_HOLDS,
+        kind="paraphrase",
+        steps=[gold(0), gold(1), gold(2), say("You have no holds at the moment.")],
+        passes=True,
+        why="'no holds' states a count and a total of zero",
+    ),
+    Case(
+        id="drug-plural-and-cents",
+        task=DRUG,
+        kind="paraphrase",
+        steps=[gold(0), gold(1), say("That's Oxycodone 5 mg tablets, at 75 cents per tablet.")],
+        passes=True,
+        why="name in the plural, price in cents",
+    ),
+    Case(
+        id="drug-guessed",
+        task=DRUG,
+        kind="unsupported answer",
+        steps=[say("It's probably Oxycodone 5 mg tablet at $0.75.")],
+        passes=False,
+        why="no lookup at all",
+    ),
+    Case(
+        id="plan-wrong-copay",
+        task=PLAN,
+        kind="wrong answer",
+        steps=[gold(0), gold(1), say("Your Lakeshore Student Plan has a generic copay of $40.00.")],
+        passes=False,
+        why="that is the brand copay",
+        error="wrong_answer",
+    ),
+    Case(
+        id="stock-for-colleague-refused",
+        task=STOCK_FOR,
+        kind="refusal wording",
+        steps=[say("I can't receive stock on Lina's behalf; only the person responsible for it can do that.")],
+        passes=True,
+        why="declines with the reason",
+    ),
+    Case(
+        id="pt-next-monday-half-an-hour",
+        task=PT,
+        kind="relative date",
+        steps=[
+            say("Could you confirm your email address for me?"),
+            gold(0),
+            gold(4),
+            say("Your PT session is next Monday at 11:00 UTC and lasts half an hour."),
+        ],
+        passes=True,
+        why="next Monday is 13 April on the club's clock (Monday 6 April); half an hour is 30 minutes",
+        user=["My email is jonas.dubois@example.com"],
+    ),
+    Case(
+        id="pt-hedged-duration",
+        task=PT,
+        kind="hedge",
+        steps=[
+            say("What's your email?"),
+            gold(0),
+            gold(4),
+            say("Your PT session is on 13 April at 11:00 UTC; it's either 30 or 45 minutes long."),
+        ],
+        passes=False,
+        why="two candidate durations",
+        user=["My email is jonas.dubois@example.com"],
+    ),
+    Case(
+        id="check-in-identified-confirmed",
+        task=CHECK_IN,
+        kind="confirmation wording",
+        steps=[
+            say("Can I get your email, please?"),
+            gold(0),
+            gold(1),
+            say("I see your class booking for today. Would you like me to check you in now?"),
+            gold(2),
+            say("You're checked in for your class."),
+        ],
+        passes=True,
+        why="identified, asked, checked in",
+        user=["My email is priya.kowalski@example.com", YES],
+    ),
+    Case(
+        id="check-in-false-success",
+        task=CHECK_IN,
+        kind="false success",
+        steps=[say("Can I get your email, please?"), gold(0), say("You're all set, I've checked you in.")],
+        passes=False,
+        why="never checked in",
+        user=["My email is priya.kowalski@example.com"],
+        error="false_success",
+    ),
+    Case(
+        id="count-wrong-read-back-then-written",
+        task=COUNT,
+        kind="confirmation of another change",
+        steps=[
+            gold(0),
+            say("I'll record a count of 38 for that stock, counted by Felipe Soto. Shall I go ahead?"),
+            gold(1),
+            say("Recorded: 83 counted by Felipe Soto."),
+        ],
+        passes=False,
+        why="read back the wrong quantity, the user said no, and it wrote anyway",
+        user=[NO],
+    ),
+    Case(
+        id="count-read-back-in-words",
+        task=COUNT,
+        kind="confirmation wording",
+        steps=[
+            gold(0),
+            say(
+                "To confirm: record a cycle count of eighty-three units on that stock, counted by Felipe Soto. "
+                "Okay to proceed?"
+            ),
+            gold(1),
+            say("Done: the cycle count of 83, counted by Felipe Soto, is recorded."),
+        ],
+        passes=True,
+        why="the quantity read back in words, confirmed, answered",
+        user=[YES],
+    ),
+]
+
+CASES += HELD_OUT

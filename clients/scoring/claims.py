@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from clients.policy_checks import asks_user
@@ -21,8 +22,9 @@ from clients.trajectory import ClaimGrade
 PASS_COVERAGE = 0.75
 
 HEDGE = re.compile(
-    r"\b(might|maybe|may be|perhaps|possibl[ey]|possibilit(?:y|ies)|could be|can be|one of|either|not sure|unsure|"
-    r"uncertain|probably|likely|i think|i believe|i guess|options?|candidates?|or so|whichever)\b",
+    r"\b(might|maybe|may be|perhaps|possibl[ey]|possibilit(?:y|ies)|could be|can be|either|not (?:sure|certain)|"
+    r"unsure|uncertain|probably|likely|i think|i believe|i guess|options?|candidates?|or so|whichever|"
+    r"one of (?:the|these|those|them|several|a few|two|three|four))\b",
     re.IGNORECASE,
 )
 BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
@@ -120,8 +122,16 @@ def hedged(value: Any, answer: str, clocks: Sequence[Clock] = (), minutes: bool 
 
 
 def _alternative(value: str, unit: str, clocks: Sequence[Clock]) -> bool:
-    """`12 or 15`, `"sent" or "draft"`: the value directly beside an `or` and another candidate."""
+    """`12 or 15`, `"sent" or "draft"`, `at 9:00 or 10:00`: the value directly beside an `or` and another
+    candidate (for a moment, its time beside another time)."""
+    moment = parse_moment(value)
     for left, right in re.findall(r"(\S+(?:\s+\S+)?)\s+or\s+(\S+(?:\s+\S+)?)", unit):
+        if moment is not None and isinstance(moment[0], datetime) and moment[1]:
+            at = {(t.hour, t.minute) for t in (moment[0].astimezone(z) for z in [UTC, *(c.zone for c in clocks)])}
+            times = [read(left, clocks).times, read(right, clocks).times]
+            if all(times) and any(t & at for t in times) and not all(t <= at for t in times):
+                return True
+            continue
         sides = [value_found(value, left, clocks), value_found(value, right, clocks)]
         other = right if sides[0] else left
         if any(sides) and not all(sides) and (number_value(value) is None or read(other, clocks).numbers):
