@@ -36,17 +36,17 @@ class RewardConfig(BaseModel):
 
 
 def false_success(trajectory: Trajectory, score: Score) -> bool:
-    """The assistant told the user a change was made that was not: on a request the policy forbids, or when none
-    of the changes the task wants was made (a different, wrong change is a wrong tool or wrong arguments)."""
+    """The assistant told the user a change was made when none was: on a request the policy forbids (a forbidden
+    write that did run is a policy violation instead), or on a task that wants a change when no write ran at all
+    (a different, wrong write is a wrong tool or wrong arguments)."""
     if not claims_success(last_words(trajectory)):
         return False
     task = trajectory.task
     forbidden = {tool for check in task.policy_checks if check.kind == "must_refuse" for tool in check.tools}
     if any(check.kind == "must_refuse" for check in task.policy_checks):
-        return not any(c.ok and c.tool in forbidden for c in trajectory.calls)  # a forbidden write: a violation
-    wanted = {(g.server, g.tool) for g in task.gold_calls if g.is_write}
-    done = {(c.server, c.tool) for c in trajectory.calls if c.ok}
-    return bool(wanted) and score.state_match is not True and not wanted & done
+        return not any(c.ok and c.tool in forbidden for c in trajectory.calls)
+    wrote = any(c.ok and c.name in trajectory.write_tools for c in trajectory.calls)
+    return any(g.is_write for g in task.gold_calls) and score.state_match is not True and not wrote
 
 
 def classify(trajectory: Trajectory, score: Score) -> ErrorCategory | None:
