@@ -47,8 +47,10 @@ def task_expecting(state: ServerState) -> Task:
         id="t",
         servers=["clinic"],
         tools=[],
-        persona=Persona(name="Lucas Yilmaz"),
+        principal=None,
+        persona=Persona(name="Lucas Yilmaz", style="polite"),
         opening_message="Book both visits.",
+        uncalibrated_message="",
         gold_calls=[],
         expected_state={"clinic": ExpectedState(hash=state.hash, diff=state.diff, tables=sorted(state.diff))},
         provenance=Provenance(sampler="hand", seed=0),
@@ -189,7 +191,7 @@ def test_an_answer_that_offers_candidates_hedges(value: str, answer: str, hedgin
 
 
 def test_claims_are_graded_on_the_answers_not_the_read_backs() -> None:
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "system", "content": "s"},
         {"role": "user", "content": "Pay my bill."},
         {"role": "assistant", "content": "I'll pay $95.00. Shall I go ahead?"},
