@@ -40,7 +40,21 @@ ASKS_CONFIRMATION = re.compile(
     r"\w+ (?:it|this|that|them|the)\b)|go ahead|proceed|confirm (?:that )?(?:you|i|this|the change|we)\b|"
     r"(?:is|does) (?:that|this|everything|all (?:of )?that) (?:look |sound )?(?:right|correct|ok(?:ay)?|good)|"
     r"sounds? good|(?:are you|you're) (?:sure|happy)|ready for me to|do i have your (?:ok|okay|go-ahead|permission)|"
-    r"any objections?|green light|can you confirm (?:that )?(?:you|i|this))",
+    r"any objections?|green light|can you confirm (?:that )?(?:you|i|this)|do you confirm|confirm\?|"
+    r"(?:is )?(?:this|that) what you (?:want|wanted|meant)|(?:yes|ok|okay|right|correct)\?\s*$)",
+    re.IGNORECASE,
+)
+# The same, said without a question mark: "Please confirm and I'll go ahead.", "Let me know if I should proceed."
+REQUESTS_CONFIRMATION = re.compile(
+    r"\b(please confirm(?! your| the (?:email|name|date|phone|number|account))|let me know if (?:you(?:'d| would)? "
+    r"(?:like|want) me to|i should|that'?s (?:ok|okay|right|correct|fine))|(?:reply|say|answer) (?:yes|ok)|"
+    r"once you confirm|with your (?:ok|okay|go-ahead)|if you(?:'re| are) happy (?:for me )?to)",
+    re.IGNORECASE,
+)
+# "Anything else I can help with?" waits on nothing: the request is answered.
+ANYTHING_ELSE = re.compile(
+    r"\b(anything else|something else|any other (?:questions?|requests?|way)|else (?:i|we) can|further questions?|"
+    r"help you with (?:anything|something))\b",
     re.IGNORECASE,
 )
 # An assistant asking the user for a detail: who they are, which record they mean.
@@ -49,7 +63,14 @@ ASKS_DETAIL = re.compile(
     r"(?:tell|give|send|share|provide|confirm|let me know|spell|remind)|(?:may|can|could) i (?:have|get|ask|take)|"
     r"please (?:tell|give|share|provide|confirm|send)|do you (?:have|know|remember)|"
     r"i(?:'ll| will)? need (?:your|the|a|to know)|what (?:\w+ ){0,3}(?:is it|was it|do you)|"
-    r"how (?:many|much|would)|when (?:is|was|did|do|does|should)|who (?:is|was))",
+    r"how (?:many|much|would)|when (?:is|was|did|do|does|should)|who (?:is|was|am i))",
+    re.IGNORECASE,
+)
+# The same, said as a request: "For security, please state your full name and date of birth."
+REQUESTS_DETAIL = re.compile(
+    r"\b((?:please|kindly) (?:provide|give|state|share|tell|send|verify|enter|spell|let me know)|(?:please|kindly) "
+    r"confirm (?:your|the) (?:\w+ ){0,2}(?:e-?mail|name|date|birth|phone|number|address|account|reference|code|id)|"
+    r"i(?:'ll| will)? need (?:your|the)|i(?:'d| would) need (?:your|the)|send me (?:your|the))\b",
     re.IGNORECASE,
 )
 WH_QUESTION = re.compile(
@@ -74,7 +95,8 @@ REFUSES = re.compile(
     r"(?:do|make|change|proceed|process|book|cancel|update)|not something i can|i'?m afraid not|i'?m not in a "
     r"position|only (?:\w+ ){1,4}(?:can|may)\b|need to (?:come|contact|call|ask|do|make) (?:this|it|us|the)|"
     r"have to (?:come|contact|call|ask|do|make) (?:this|it|us|the)|(?:must|should) (?:contact|call|ask|come|"
-    r"do this|make this|request))",
+    r"do this|make this|request)|(?:can|may) only|(?:has|have|needs?|must) to come from|not in a position|"
+    r"no can do|(?:isn't|is not|not) possible (?:for me )?to|not able to help|decline)",
     re.IGNORECASE,
 )
 REASON = re.compile(
@@ -92,7 +114,10 @@ CLAIMS_SUCCESS = re.compile(
     r"(?:\w+\s+){0,2}?(?:updated|changed|cancell?ed|booked|paid|sent|created|deleted|removed|added|scheduled|"
     r"rescheduled|moved|archived|posted|submitted|refunded|processed|completed|made|transferred|recorded|issued|"
     r"voided|assigned|closed|opened|dropped|renamed|shared|saved|placed|replied|registered|enrolled|subscribed|"
-    r"unsubscribed|approved|returned|renewed|confirmed|set up|logged|started|filed|noted)\b)",
+    r"unsubscribed|approved|returned|renewed|confirmed|set up|logged|started|filed|noted)\b|"
+    r"\b(?:i|we) (?:went ahead and |just )?(?:cancell?ed|booked|paid|sent|created|deleted|removed|updated|changed|"
+    r"posted|moved|added|scheduled|submitted|refunded|transferred|recorded|issued|voided|archived|returned|"
+    r"checked (?:you|them|him|her) in)\b)",
     re.IGNORECASE,
 )
 NEGATIONS = frozenset({"not", "never", "nothing", "no", "without", "haven't", "hasn't", "won't", "can't", "cannot"})
@@ -149,17 +174,26 @@ async def load_rules(connections: Connections, server: str) -> list[PolicyRule]:
 
 
 def _questions(text: str) -> list[str]:
-    """The sentences of `text` that ask something (end with a question mark)."""
-    return [q.strip() for q in re.findall(r"[^.!?\n]*\?", text) if q.strip()]
+    """The sentences of `text` that ask something: those ending with a question mark, and requests said
+    without one ("Please confirm and I'll go ahead.", "Please state your date of birth.")."""
+    asked = [q.strip() for q in re.findall(r"[^.!?\n]*\?", text) if q.strip()]
+    for sentence in re.findall(r"[^.!?\n]+[.!]?", text):
+        if not sentence.rstrip().endswith("?") and (
+            REQUESTS_CONFIRMATION.search(sentence) or REQUESTS_DETAIL.search(sentence)
+        ):
+            asked.append(sentence.strip())
+    return asked
 
 
 def question_kind(question: str) -> str | None:
     """One question's kind: `detail` (asks for a fact: "Could you confirm the email on your account?",
     "What text would you like me to post?"), `confirmation` (asks to go ahead: "Is it OK if I cancel it now?"),
     or None (anything else)."""
-    if _detail_question(question) or WH_QUESTION.match(question):
+    if ANYTHING_ELSE.search(question):
+        return None
+    if _detail_question(question) or WH_QUESTION.match(question) or REQUESTS_DETAIL.search(question):
         return "detail"
-    if ASKS_CONFIRMATION.search(question):
+    if ASKS_CONFIRMATION.search(question) or REQUESTS_CONFIRMATION.search(question):
         return "confirmation"
     if ASKS_DETAIL.search(question) or DETAIL_NAMES.search(question):
         return "detail"
@@ -211,7 +245,8 @@ def claims_success(text: str) -> bool:
     """Tells the user a change was made; "nothing has been changed" and "I haven't cancelled it" do not."""
     for match in CLAIMS_SUCCESS.finditer(text):
         clause = re.split(r"[.!?,;:\n]|\bbut\b", text[: match.start()])[-1]
-        words = clause.lower().split()[-3:] + match.group(0).lower().split()
+        after = re.split(r"[.!?,;:\n]", text[match.end() :])[0].lower().split()[:2]
+        words = clause.lower().split()[-3:] + match.group(0).lower().split() + after
         if not NEGATIONS & set(words) and not any(w.endswith("n't") for w in words):
             return True
     return False

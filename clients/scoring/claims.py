@@ -22,8 +22,8 @@ from clients.trajectory import ClaimGrade
 PASS_COVERAGE = 0.75
 
 HEDGE = re.compile(
-    r"\b(might|maybe|may be|perhaps|possibl[ey]|possibilit(?:y|ies)|could be|can be|either|not (?:sure|certain)|"
-    r"unsure|uncertain|probably|likely|i think|i believe|i guess|options?|candidates?|or so|whichever|"
+    r"\b(might|maybe|may be|perhaps|possibl[ey]|possibilit(?:y|ies)|could be|either|not (?:sure|certain)|"
+    r"unsure|uncertain|probably|likely|i think|i believe|i guess|or so|whichever|"
     r"one of (?:the|these|those|them|several|a few|two|three|four))\b",
     re.IGNORECASE,
 )
@@ -134,8 +134,13 @@ def _alternative(value: str, unit: str, clocks: Sequence[Clock]) -> bool:
             continue
         sides = [value_found(value, left, clocks), value_found(value, right, clocks)]
         other = right if sides[0] else left
-        if any(sides) and not all(sides) and (number_value(value) is None or read(other, clocks).numbers):
-            return True
+        if not any(sides) or all(sides):
+            continue
+        if number_value(value) is not None:
+            if read(other, clocks).numbers:
+                return True
+        elif re.match(r"^\W*(?:(?:the|a|an)\s+)?[\"'“‘A-Z0-9]", other if sides[0] else other.split()[-1]):
+            return True  # another candidate of the same kind: a name or a quoted label, not "have it delivered"
     return False
 
 

@@ -102,6 +102,7 @@ CENTS = re.compile(
     rf"\b(?P<whole>{AMOUNT_WORDS}|\d+)\s+{CURRENCY}\s+(?:and\s+)?(?P<cents>{AMOUNT_WORDS}|\d+)\s+cents?\b",
     re.IGNORECASE,
 )
+LESS = re.compile(r"\b(fewer|less|short|below|under|down|lower|missing|minus|negative|deficit)\b", re.IGNORECASE)
 CENTS_ONLY = re.compile(rf"\b(?P<cents>{AMOUNT_WORDS}|\d+)\s+cents?\b", re.IGNORECASE)
 HOURS = re.compile(
     rf"\b(?P<n>an?|{AMOUNT_WORDS}|\d+(?:\.\d+)?)\s+(?:and\s+a\s+half\s+)?hours?(?:\s+and\s+a\s+half)?\b|"
@@ -148,6 +149,7 @@ def fold(text: str) -> str:
     text = unicodedata.normalize("NFKD", text)
     text = "".join(ch for ch in text if not unicodedata.combining(ch)).casefold()
     text = re.sub(r"[_\-/]+", " ", text)
+    text = re.sub(r"\bcancel(?:l)?(ed|ing|ation)\b", r"cancell\1", text).replace("cancellation", "cancelation")
     return re.sub(r"\s+", " ", re.sub(r"[^\w@$%]+", " ", text)).strip()
 
 
@@ -205,6 +207,7 @@ class Reading:
     now: bool  # "just now"
     numbers: list[float]
     hours: list[float]  # durations said in hours ("an hour and a half" -> 1.5)
+    less: bool = False  # says "fewer", "less", "short", ...: a negative difference said as a size
 
 
 def _spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
@@ -283,7 +286,12 @@ def read(text: str, clocks: Sequence[Clock] = (), default_year: int | None = Non
         masked += _spans(pattern, _mask(text, masked))
     rest = _mask(text, masked)
     return Reading(
-        dates=dates, times=times, now=bool(JUST_NOW.search(text)), numbers=_numbers(rest), hours=_hours(rest)
+        dates=dates,
+        times=times,
+        now=bool(JUST_NOW.search(text)),
+        numbers=_numbers(rest),
+        hours=_hours(rest),
+        less=bool(LESS.search(text)),
     )
 
 
@@ -362,7 +370,10 @@ def moment_stated(moment: datetime | date, has_time: bool, reading: Reading, clo
 
 
 def number_stated(target: float, reading: Reading, minutes: bool = False) -> bool:
-    """The number is stated (with `minutes`, a duration in minutes also counts when said in hours)."""
+    """The number is stated (with `minutes`, a duration in minutes also counts when said in hours; a negative
+    one also as its size with a word for less: "4 fewer units")."""
     if any(math.isclose(target, found, abs_tol=0.005) for found in reading.numbers):
+        return True
+    if target < 0 and reading.less and any(math.isclose(-target, found, abs_tol=0.005) for found in reading.numbers):
         return True
     return minutes and any(math.isclose(target, hours * 60, abs_tol=0.005) for hours in reading.hours)
