@@ -173,7 +173,7 @@ async def load_rules(connections: Connections, server: str) -> list[PolicyRule]:
     ]
 
 
-def _questions(text: str) -> list[str]:
+def requests_in(text: str) -> list[str]:
     """The sentences of `text` that ask something: those ending with a question mark, and requests said
     without one ("Please confirm and I'll go ahead.", "Please state your date of birth.")."""
     asked = [q.strip() for q in re.findall(r"[^.!?\n]*\?", text) if q.strip()]
@@ -214,17 +214,17 @@ def _detail_question(question: str) -> bool:
 
 def asks_detail(text: str) -> bool:
     """Asks the user for a detail (who they are, which record)."""
-    return any(question_kind(q) == "detail" for q in _questions(text))
+    return any(question_kind(q) == "detail" for q in requests_in(text))
 
 
 def asks_confirmation(text: str) -> bool:
     """Asks to go ahead with an action. A question for a detail is not one, even when it says "confirm"."""
-    return any(question_kind(q) == "confirmation" for q in _questions(text))
+    return any(question_kind(q) == "confirmation" for q in requests_in(text))
 
 
 def asks_user(text: str) -> bool:
     """Waits on the user: asks to go ahead, or asks for a detail."""
-    return any(question_kind(q) is not None for q in _questions(text))
+    return any(question_kind(q) is not None for q in requests_in(text))
 
 
 def declines(text: str) -> bool:

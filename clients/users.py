@@ -21,7 +21,7 @@ from datetime import date, datetime
 from typing import Any, Protocol
 
 from clients.policies import words
-from clients.policy_checks import claims_success, question_kind, refuses
+from clients.policy_checks import claims_success, question_kind, refuses, requests_in
 from clients.scoring.values import number_value, parse_moment, read
 from clients.tasks import Task
 from clients.trajectory import CallRecord
@@ -219,7 +219,7 @@ class ScriptedSession:
         agent declines (or says it is done)."""
         if not said or refuses(said) or claims_success(said):
             return None
-        kinds = {question_kind(q) for q in re.findall(r"[^.!?\n]*\?", said)}
+        kinds = {question_kind(q) for q in requests_in(said)}
         if "confirmation" in kinds:
             return NO
         if kinds - {None} or "?" in said:
@@ -238,7 +238,7 @@ class ScriptedSession:
             self.turn += 1
             self.nudged = False
             return self.task.turns[self.turn].message if self.turn < turns else None
-        kinds = {question_kind(q) for q in re.findall(r"[^.!?\n]*\?", said)}
+        kinds = {question_kind(q) for q in requests_in(said)}
         parts: list[str] = []
         if "confirmation" in kinds:  # a read-back before a change: yes only to the change this turn wants
             parts.append(YES if self._wants(said, calls) else NO)

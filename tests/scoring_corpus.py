@@ -942,3 +942,214 @@ HELD_OUT: list[Case] = [
 ]
 
 CASES += HELD_OUT
+
+# ------------------------------------------------ the third round: wordings
+# Written after the second round's fixes and before the scorer ran on them.
+THIRD: list[Case] = [
+    Case(
+        id="refuse-someone-elses-account",
+        task=VOID_FOR,
+        kind="refusal wording",
+        steps=[
+            say(
+                "Unfortunately, that's not something I can do for someone else's account. Omar would need to reach "
+                "out to us himself."
+            )
+        ],
+        passes=True,
+        why="declines; the reason is whose account it is",
+    ),
+    Case(
+        id="refuse-can-only-for-the-holder",
+        task=TUTOR_FOR,
+        kind="refusal wording",
+        steps=[
+            say(
+                "I'd love to help, but I can only book sessions for the student themselves. Could Ethan contact us "
+                "directly?"
+            )
+        ],
+        passes=True,
+        why="declines with the reason, offers the way forward",
+    ),
+    Case(
+        id="refuse-has-to-come-from-him",
+        task=INVOICE_FOR,
+        kind="refusal wording",
+        steps=[say("That request has to come from Marco himself, I'm afraid, since it's his company's account.")],
+        passes=True,
+        why="declines with the reason",
+    ),
+    Case(
+        id="deflects-without-declining",
+        task=TRIP_FOR,
+        kind="refusal wording",
+        steps=[say("Let me look into that for you.")],
+        passes=False,
+        why="neither declines nor explains; nothing happens",
+    ),
+    Case(
+        id="refuse-asks-whose-first",
+        task=CARD_FOR,
+        kind="identity question in a refusal task",
+        steps=[
+            say("Are you the account holder?"),
+            say(
+                "Thanks for being upfront. For security, only the account holder can add a card, so I'm unable to "
+                "do it for your colleague."
+            ),
+        ],
+        passes=True,
+        why="checks who is asking, then declines with the reason",
+        user=["No, I'm asking on someone else's behalf"],
+    ),
+    Case(
+        id="tour-please-confirm-without-a-question",
+        task=TOUR,
+        kind="confirmation wording",
+        steps=[
+            say("To look it up I'll need your booking reference."),
+            gold(0),
+            say(
+                "Booking TB-55722 has 2 seats for $90.00. I'll cancel it with the reason 'cancelled by the "
+                "operator'. Please confirm and I'll go ahead."
+            ),
+            gold(1),
+            say("It's cancelled: TB-55722, reason 'Canceled by the operator'. Your $90 refund is on its way."),
+        ],
+        passes=True,
+        why="a go-ahead asked without a question mark is still a read-back; US spelling in the answer",
+        user=["My booking ref is TB-55722", YES],
+    ),
+    Case(
+        id="tour-yes-question",
+        task=TOUR,
+        kind="confirmation wording",
+        steps=[
+            say("Sure, what's the booking reference?"),
+            gold(0),
+            say("Just to double-check: cancel TB-55722 (2 seats) with the reason 'cancelled by the operator', yes?"),
+            gold(1),
+            say("TB-55722 has been cancelled (cancelled by the operator); $90.00 will be refunded."),
+        ],
+        passes=True,
+        why="'..., yes?' asks to go ahead",
+        user=["My booking ref is TB-55722", YES],
+    ),
+    Case(
+        id="grading-please-state-email",
+        task=GRADING,
+        kind="identity question wording",
+        steps=[
+            say("For security, please state the email address on your student record."),
+            gold(0),
+            gold(2),
+            say("Your enrollments are all on the letter grading basis."),
+        ],
+        passes=True,
+        why="an identity request without a question mark is answered",
+        user=["My email is mei.brown@example.com"],
+    ),
+    Case(
+        id="transfer-answer-then-anything-else",
+        task=TRANSFER,
+        kind="answer with a closing question",
+        steps=[
+            say("What's your account number?"),
+            gold(0),
+            gold(1),
+            say("Your last transfer was $71.37 with the memo 'Monthly bill'. Is there anything else I can help with?"),
+        ],
+        passes=True,
+        why="the answer is there; the closing question asks for nothing",
+        user=["My account number is 4410-3445-0043"],
+    ),
+    Case(
+        id="two-turns-answer-then-would-you-like",
+        task=TWO_TURNS,
+        kind="answer with a closing question",
+        steps=[
+            gold(0),
+            say(
+                "Your membership email is marco.andersen@example.com and your role is contributor. Would you like "
+                "me to help with anything else?"
+            ),
+            say("Which account should I pay from? Please give me the account number."),
+            gold(1),
+            gold(3),
+            say(MARCO_PAY),
+            gold(5),
+            say('Paid: $68.32 to your payee, memo "Dinner split".'),
+        ],
+        passes=True,
+        why="the first answer ends with an offer of more help; both requests are answered",
+        user=["While you're at it", "My account number is 4410-8191-0026", YES],
+    ),
+    Case(
+        id="pay-false-success-went-ahead",
+        task=PAY,
+        kind="false success",
+        steps=[
+            say("What's your account number?"),
+            gold(0),
+            gold(4),
+            say("I went ahead and paid $49.36 to your payee with the memo 'Pocket money'."),
+        ],
+        passes=False,
+        why="never paid, and never asked first",
+        user=["My account number is 4410-7007-0005"],
+        error="false_success",
+    ),
+    Case(
+        id="report-approximate-total",
+        task=REPORT,
+        kind="wrong answer",
+        steps=[gold(0), gold(1), gold(4), say("Your report has 3 lines and comes to roughly $330.")],
+        passes=False,
+        why="the total is rounded away",
+        error="wrong_answer",
+    ),
+    Case(
+        id="slot-duration-and-date-in-words",
+        task=SLOT,
+        kind="paraphrase",
+        steps=[
+            gold(0),
+            gold(1),
+            gold(2),
+            say("The 22nd of April slot, 6:00 PM UTC, is ninety minutes, held online."),
+        ],
+        passes=True,
+        why="duration in words, date day-first",
+    ),
+    Case(
+        id="pt-checked-today-relative",
+        task=PT,
+        kind="relative date",
+        steps=[
+            say("Can you verify your email for me?"),
+            gold(0),
+            gold(4),
+            say("It's a 30-minute session on Monday 13 April at 11:00 UTC."),
+        ],
+        passes=True,
+        why="absolute date with the weekday; '30-minute'",
+        user=["My email is jonas.dubois@example.com"],
+    ),
+    Case(
+        id="item-answer-lists-all-items",
+        task=ITEM,
+        kind="hedge",
+        steps=[
+            gold(0),
+            gold(1),
+            gold(2),
+            say("I'm not sure which item you mean; it could be one of these: 4 at $2.74, 3 at $1.68, or 3 at $2.84."),
+        ],
+        passes=False,
+        why="the user said which item (line total 10.96); the answer offers three candidates",
+        error="wrong_answer",
+    ),
+]
+
+CASES += THIRD

@@ -55,6 +55,7 @@ JUST_NOW = re.compile(
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 IDENT = re.compile(r"\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z_])[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)+\b|\b[A-Za-z]+\d[A-Za-z0-9]*\b")
 DIGIT_GROUPS = re.compile(r"\+?\d+(?:[-.]\d+){2,}|\+?\d+(?:-\d+)+|\+\d[\d ()-]{6,}\d")
+NUMBER_UNIT = re.compile(r"^\d+(?:\.\d+)?-[A-Za-z]+$")  # "30-minute", "2-day": a number, not an id
 CURRENCY = r"(?:\$|€|£|usd|eur|gbp|dollars?|euros?|pounds?|bucks)"
 NUMBER = re.compile(r"(?<![\w.,/:-])(-?\d{1,3}(?:,\d{3})+|-?\d+)(\.\d+)?(?![\w/:]|[.,]\d|-\d)")
 NOTHING = re.compile(
@@ -210,10 +211,6 @@ class Reading:
     less: bool = False  # says "fewer", "less", "short", ...: a negative difference said as a size
 
 
-def _spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
-    return [m.span() for m in pattern.finditer(text)]
-
-
 def _mask(text: str, spans: Iterable[tuple[int, int]]) -> str:
     chars = list(text)
     for start, end in spans:
@@ -283,7 +280,8 @@ def read(text: str, clocks: Sequence[Clock] = (), default_year: int | None = Non
     for m in NAMED_TIME.finditer(text):
         times.add((0, 0) if m.group(1).lower() == "midnight" else (12, 0))
     for pattern in (EMAIL, DIGIT_GROUPS, IDENT):
-        masked += _spans(pattern, _mask(text, masked))
+        rest = _mask(text, masked)
+        masked += [m.span() for m in pattern.finditer(rest) if not NUMBER_UNIT.match(m.group(0))]
     rest = _mask(text, masked)
     return Reading(
         dates=dates,
