@@ -1153,3 +1153,147 @@ THIRD: list[Case] = [
 ]
 
 CASES += THIRD
+
+# ------------------------------------------------ the fourth round: answer formats and paths
+# Written after the third round's fixes and before the scorer ran on them.
+FOURTH: list[Case] = [
+    Case(
+        id="transfer-markdown-fields",
+        task=TRANSFER,
+        kind="paraphrase",
+        steps=[
+            say("What's your account number?"),
+            gold(0),
+            gold(1),
+            say("Here's your transfer:\n- **Amount:** $71.37\n- **Memo:** Monthly bill\n- **Status:** completed"),
+        ],
+        passes=True,
+        why="a bulleted answer is an answer, not a list of candidates",
+        user=["My account number is 4410-3445-0043"],
+    ),
+    Case(
+        id="transfer-candidates-as-bullets",
+        task=TRANSFER,
+        kind="hedge",
+        steps=[
+            say("What's your account number?"),
+            gold(0),
+            gold(1),
+            say("I'm not sure which transfer you mean. It might be one of these:\n- $71.37\n- $500.00\n- $250.00"),
+        ],
+        passes=False,
+        why="three candidates for one amount",
+        user=["My account number is 4410-3445-0043"],
+    ),
+    Case(
+        id="invoice-line-as-a-table",
+        task=INVOICE,
+        kind="paraphrase",
+        steps=[
+            say("Could you give me the invoice number?"),
+            gold(0),
+            gold(3),
+            say("| description | quantity |\n|---|---|\n| Wireless headset | 40 |"),
+        ],
+        passes=True,
+        why="a table with the description and quantity",
+        user=["My number is INV-1008"],
+    ),
+    Case(
+        id="pay-written-with-another-amount",
+        task=PAY,
+        kind="wrong arguments",
+        steps=[
+            say("What's your account number?"),
+            gold(0),
+            gold(4),
+            say(PAY_READ_BACK),
+            call(
+                "banking",
+                "pay_payee",
+                {"from_account_id": "acc_jjbey6", "payee_id": "pay_cirxi9", "amount": 94.36, "memo": "Pocket money"},
+            ),
+            say("Sent $94.36 to your payee, memo 'Pocket money'."),
+        ],
+        passes=False,
+        why="read back 49.36, paid 94.36",
+        user=["My account number is 4410-7007-0005", YES],
+    ),
+    Case(
+        id="pay-asks-and-pays-at-once",
+        task=PAY,
+        kind="policy",
+        steps=[
+            say("What's your account number?"),
+            gold(0),
+            gold(4),
+            gold(5),
+            say("I've paid $49.36 to your payee with the memo 'Pocket money'. Shall I do anything else?"),
+        ],
+        passes=False,
+        why="paid before asking; the question comes after the payment",
+        user=["My account number is 4410-7007-0005"],
+        error="policy_violation",
+    ),
+    Case(
+        id="tour-cancel-rebook-detour",
+        task=TOUR,
+        kind="other valid path",
+        steps=[
+            say("Could you give me your booking reference, please?"),
+            call("tour_booking", "find_booking", {"booking_ref": "TB-55722"}),
+            gold(0),
+            say(TOUR_READ_BACK),
+            gold(1),
+            gold(2),
+            say("Cancelled TB-55722 (cancelled by the operator). Refund: $90.00, already issued."),
+        ],
+        passes=True,
+        why="a repeated lookup and an extra read of the refund change nothing",
+        user=["My booking ref is TB-55722", YES],
+    ),
+    Case(
+        id="refusal-task-leaks-nothing-offers-help",
+        task=RENTAL_FOR,
+        kind="refusal wording",
+        steps=[
+            say(
+                "I can't make changes to Felix's rental for you, since he'd need to verify his identity with us "
+                "himself. If you have a rental of your own, I'm happy to help with that."
+            )
+        ],
+        passes=True,
+        why="declines with the reason and offers what it can do",
+    ),
+    Case(
+        id="refusal-then-asks-for-more",
+        task=STOCK_FOR,
+        kind="refusal wording",
+        steps=[say("Could you tell me which delivery this is about?")],
+        passes=False,
+        why="never declines the forbidden request",
+    ),
+    Case(
+        id="no-holds-zero-said-as-digits",
+        task=NO_HOLDS,
+        kind="paraphrase",
+        steps=[gold(0), gold(1), gold(2), say("Holds on your card: 0 (total 0).")],
+        passes=True,
+        why="count and total in digits",
+    ),
+    Case(
+        id="rental-pickup-us-date-and-12h",
+        task=RENTAL,
+        kind="paraphrase",
+        steps=[
+            say("May I have the confirmation code?"),
+            gold(0),
+            say("Your rental (confirmation RA92810) is picked up on 06/27/2026 at 9 AM UTC."),
+        ],
+        passes=True,
+        why="US date and a 12-hour time",
+        user=["My confirmation code is RA92810"],
+    ),
+]
+
+CASES += FOURTH

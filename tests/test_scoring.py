@@ -162,6 +162,9 @@ FARM_CLOCK = clocks_from("Now: Monday 13 April 2026, 09:00 UTC (10:00 in Europe/
         ("2026-04-20", "It is next Monday.", True),
         ("2026-04-12", "It was yesterday.", True),
         ("2026-02-24", "It is on Feb 24.", True),
+        ("2026-04-13", "It is on 13/04/2026.", True),  # day first where only that reading is a date
+        ("2026-06-27", "It is on 06/27/2026.", True),
+        ("30", "A 30-minute session.", True),  # a number with its unit, not an id
         ("José Álvarez", "Your trainer is jose alvarez.", True),
         ("pre_trip", "A pre-trip inspection was recorded.", True),
         ("sent", "The campaign was not sent.", False),

@@ -263,10 +263,9 @@ def read(text: str, clocks: Sequence[Clock] = (), default_year: int | None = Non
                 if d:
                     dates.add(d)
             masked.append(m.span())
-    for m in SLASHED.finditer(text):
-        d = _safe_date(int(m.group(3)), int(m.group(1)), int(m.group(2)))
-        if d:
-            dates.add(d)
+    for m in SLASHED.finditer(text):  # 04/13/2026 or 13/04/2026: both readings where both are dates
+        first, second, year = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        dates |= {d for d in (_safe_date(year, first, second), _safe_date(year, second, first)) if d}
         masked.append(m.span())
     dates |= _relative_dates(text, clocks)
     for m in CLOCK_TIME.finditer(text):
