@@ -215,19 +215,26 @@ class ScriptedSession:
         return not (days and reading.dates and not days & reading.dates)
 
     def _forbidden_reply(self, said: str) -> str | None:
-        """Someone asking for another person: answers what they can, says no to going ahead, and ends once the
-        agent declines (or says it is done)."""
-        if not said or refuses(said) or claims_success(said):
-            return None
+        """Someone asking for another person: says no to going ahead, answers what they can about themselves, and
+        ends once the agent declines (or says it is done)."""
         kinds = {question_kind(q) for q in requests_in(said)}
         if "confirmation" in kinds:
             return NO
-        if kinds - {None} or "?" in said:
+        if "detail" in kinds:
+            return self._answer(self._asked(said)) or UNKNOWN
+        if not said or refuses(said) or claims_success(said):
+            return None
+        if "?" in said:
             return self._answer(said) or UNKNOWN
         if not self.nudged:
             self.nudged = True
             return NUDGE
         return None
+
+    @staticmethod
+    def _asked(said: str) -> str:
+        """The sentences of a message that ask for a detail (a read-back around them names other things)."""
+        return " ".join(q for q in requests_in(said) if question_kind(q) == "detail") or said
 
     async def reply(self, messages: list[dict[str, Any]], calls: list[CallRecord]) -> str | None:
         said = str(messages[-1].get("content") or "") if messages and messages[-1]["role"] == "assistant" else ""
@@ -243,7 +250,7 @@ class ScriptedSession:
         if "confirmation" in kinds:  # a read-back before a change: yes only to the change this turn wants
             parts.append(YES if self._wants(said, calls) else NO)
         if "detail" in kinds or (not parts and "?" in said):
-            parts.append(self._answer(said) or ("" if parts else UNKNOWN))
+            parts.append(self._answer(self._asked(said)) or ("" if parts else UNKNOWN))
         if any(parts):
             return " ".join(p for p in parts if p)
         if not self.nudged:

@@ -171,19 +171,25 @@ def _safe_date(year: int, month: int, day: int) -> date | None:
 
 def _word_number(text: str) -> float | None:
     """`forty-five` -> 45, `a hundred and two` -> 102, `two thousand` -> 2000; None when it is not one."""
-    total, current, seen = 0, 0, False
+    total, current, seen, last = 0, 0, False, ""
     for word in re.findall(r"[a-z]+", text.lower()):
         if word in ("and", "a"):
             continue
+        if (word in SMALL or word in TENS) and (last == "small" or (last == "tens" and word not in SMALL)):
+            return None  # "two three", "twenty thirty": not one number
         if word in SMALL:
             current += SMALL[word]
+            last = "small"
         elif word in TENS:
             current += TENS[word]
+            last = "tens"
         elif word == "hundred":
             current = max(current, 1) * 100
+            last = "scale"
         elif word in SCALES:
             total += max(current, 1) * SCALES[word]
             current = 0
+            last = "scale"
         else:
             return None
         seen = True
@@ -246,7 +252,7 @@ def read(text: str, clocks: Sequence[Clock] = (), default_year: int | None = Non
     dates: set[date] = set()
     times: set[tuple[int, int]] = set()
     masked: list[tuple[int, int]] = []
-    years = [c.local.year for c in clocks] or ([default_year] if default_year else [])
+    years = sorted({c.local.year for c in clocks} | ({default_year} if default_year else set()))
     for m in ISO_DATETIME.finditer(text):
         times.add((int(m.group(4)), int(m.group(5))))
         masked.append(m.span())
@@ -326,6 +332,8 @@ def _numbers(text: str) -> list[float]:
         value = _word_number(m.group(0))
         if value is not None:
             values.append(value)
+        else:  # "two and three" is two numbers
+            values += [v for w in re.findall(r"[a-z]+", m.group(0).lower()) if (v := _word_number(w)) is not None]
     if NOTHING.search(rest):
         values.append(0.0)
     return values
