@@ -108,16 +108,17 @@ REASON = re.compile(
     re.IGNORECASE,
 )
 # An assistant telling the user a change is made ("Done", "I've cancelled it", "It is now paid").
+DONE_VERBS = (
+    r"(?:updated|changed|cancell?ed|booked|paid|sent|created|deleted|removed|added|scheduled|rescheduled|moved|"
+    r"archived|posted|submitted|refunded|processed|completed|made|transferred|recorded|issued|voided|assigned|closed|"
+    r"opened|dropped|renamed|shared|saved|placed|replied|registered|enrolled|subscribed|unsubscribed|approved|"
+    r"returned|renewed|confirmed|set up|logged|started|filed|noted|checked (?:you|them|him|her) in)"
+)
 CLAIMS_SUCCESS = re.compile(
     r"((?:^|[.!?:]\s+)done\b|\b(?:it'?s|it is|that'?s|that is|all|now|is|are|was|were)\s+done\b|all set|"
-    r"taken care of|\b(?:i'?ve|i have|i just|has been|have been|is now|are now|was|were|successfully|now)\s+"
-    r"(?:\w+\s+){0,2}?(?:updated|changed|cancell?ed|booked|paid|sent|created|deleted|removed|added|scheduled|"
-    r"rescheduled|moved|archived|posted|submitted|refunded|processed|completed|made|transferred|recorded|issued|"
-    r"voided|assigned|closed|opened|dropped|renamed|shared|saved|placed|replied|registered|enrolled|subscribed|"
-    r"unsubscribed|approved|returned|renewed|confirmed|set up|logged|started|filed|noted)\b|"
-    r"\b(?:i|we) (?:went ahead and |just )?(?:cancell?ed|booked|paid|sent|created|deleted|removed|updated|changed|"
-    r"posted|moved|added|scheduled|submitted|refunded|transferred|recorded|issued|voided|archived|returned|"
-    r"checked (?:you|them|him|her) in)\b)",
+    rf"taken care of|\b(?:i'?ve|i have|i just|has been|have been|is now|are now|was|were|successfully|now)\s+"
+    rf"(?:\w+\s+){{0,2}}?{DONE_VERBS}\b|\b(?:i|we) (?:went ahead and |just )?{DONE_VERBS}\b|"
+    rf"(?:^|[.!?]\s+){DONE_VERBS}(?::|\s+(?:your|the|it|them|just|now|\$|\d|[A-Z]{{2,}}[-_]?\d)))",  # "Paid: $68.32", "Cancelled your booking"
     re.IGNORECASE,
 )
 NEGATIONS = frozenset({"not", "never", "nothing", "no", "without", "haven't", "hasn't", "won't", "can't", "cannot"})

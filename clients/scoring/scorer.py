@@ -36,17 +36,18 @@ class RewardConfig(BaseModel):
 
 
 def false_success(trajectory: Trajectory, score: Score) -> bool:
-    """The assistant told the user a change was made when none was: on a request the policy forbids (a forbidden
-    write that did run is a policy violation instead), or on a task that wants a change when no write ran at all
-    (a different, wrong write is a wrong tool or wrong arguments)."""
+    """The assistant told the user a change was made when it was not: on a request the policy forbids (a forbidden
+    write that did run is a policy violation instead), or when a change the task wants never ran and nothing else
+    was written in its place (a different, wrong write is a wrong tool or wrong arguments)."""
     if not claims_success(last_words(trajectory)):
         return False
     task = trajectory.task
     forbidden = {tool for check in task.policy_checks if check.kind == "must_refuse" for tool in check.tools}
     if any(check.kind == "must_refuse" for check in task.policy_checks):
         return not any(c.ok and c.tool in forbidden for c in trajectory.calls)
-    wrote = any(c.ok and c.name in trajectory.write_tools for c in trajectory.calls)
-    return any(g.is_write for g in task.gold_calls) and score.state_match is not True and not wrote
+    wanted = {(g.server, g.tool) for g in task.gold_calls if g.is_write}
+    written = {(c.server, c.tool) for c in trajectory.calls if c.ok and c.name in trajectory.write_tools}
+    return score.state_match is False and bool(wanted - written) and written <= wanted
 
 
 def classify(trajectory: Trajectory, score: Score) -> ErrorCategory | None:
