@@ -37,7 +37,8 @@ RuleKind = Literal["confirm", "identify", "forbid", "other"]
 ASKS_CONFIRMATION = re.compile(
     r"\b(shall i|should i|do you want me to|would you like me to|want me to|(?:is it|is that|would it be) "
     r"(?:ok(?:ay)?|alright|all right|fine)|ok(?:ay)? (?:if i|for me to|to)|(?:can|may) i (?:go ahead|proceed|"
-    r"\w+ (?:it|this|that|them|the)\b)|go ahead|proceed|confirm (?:that )?(?:you|i|this|the change|we)\b|"
+    r"(?!have|get|ask|take|see|check|look|help)\w+ \w+)|good to go|do you approve|approve\?|"
+    r"what you(?:'d| would) like|go ahead|proceed|confirm (?:that )?(?:you|i|this|the change|we)\b|"
     r"(?:is|does) (?:that|this|everything|all (?:of )?that) (?:look |sound )?(?:right|correct|ok(?:ay)?|good)|"
     r"sounds? good|(?:are you|you're) (?:sure|happy)|ready for me to|do i have your (?:ok|okay|go-ahead|permission)|"
     r"any objections?|green light|can you confirm (?:that )?(?:you|i|this)|do you confirm|confirm\?|"
@@ -92,7 +93,7 @@ DECLINES = re.compile(
 REFUSES = re.compile(
     r"\b(can(?:no|')?t|cannot|can not|unable to|not able to|won't be able|(?:am|are|is) not (?:allowed|permitted|"
     r"authori[sz]ed)|not (?:allowed|permitted) to|must decline|have to decline|(?:won't|will not) (?:be )?"
-    r"(?:do|make|change|proceed|process|book|cancel|update)|not something i can|i'?m afraid not|i'?m not in a "
+    r"(?:do|make|change|proceed|process|book|cancel|update)|not something (?:i|we)\b|i'?m afraid not|i'?m not in a "
     r"position|only (?:\w+ ){1,4}(?:can|may)\b|need to (?:come|contact|call|ask|do|make) (?:this|it|us|the)|"
     r"have to (?:come|contact|call|ask|do|make) (?:this|it|us|the)|(?:must|should) (?:contact|call|ask|come|"
     r"do this|make this|request)|(?:can|may) only|(?:has|have|needs?|must) to come from|not in a position|"
@@ -104,7 +105,8 @@ REASON = re.compile(
     r"account ?holder|behalf|themselves|himself|herself|their own|his own|her own|in person|identit(?:y|ies)|"
     r"identify|verif\w*|authori[sz]\w*|permission|consent|privacy|private|secur\w*|protect\w*|"
     r"not the (?:account|owner|customer|patient|member|student|holder)|directly|someone else|another person|"
-    r"third part(?:y|ies)|for (?:them|him|her))\b",
+    r"third part(?:y|ies)|for (?:them|him|her)|owns?|owner|the person (?:who|whose)|"
+    r"(?:their|his|her) (?:own )?account)\b",
     re.IGNORECASE,
 )
 # An assistant telling the user a change is made ("Done", "I've cancelled it", "It is now paid").

@@ -9,6 +9,7 @@ import pytest
 from conftest import FREE_SLOT, REPO
 
 from clients.connect import Connections, farm_targets
+from clients.policy_checks import claims_success, gives_reason, refuses
 from clients.scoring import (
     RewardConfig,
     final_answers,
@@ -156,6 +157,8 @@ FARM_CLOCK = clocks_from("Now: Monday 13 April 2026, 09:00 UTC (10:00 in Europe/
         ("12", "The supplier delivered twelve units.", True),
         ("12", "The supplier delivered fewer units.", False),
         ("0", "You have no holds at the moment.", True),
+        ("0", "You don't have any holds.", True),
+        ("12", "A dozen eggs.", True),
         ("2026-04-13T09:00:00Z", "Posted just now.", True),
         ("2026-04-13T09:00:00Z", "Posted today at 10:00 Lisbon time.", True),  # the clock's own zone
         ("2026-04-13T09:00:00Z", "Posted yesterday at 09:00.", False),
@@ -210,3 +213,21 @@ def test_claims_are_graded_on_the_answers_not_the_read_backs() -> None:
     assert grade_claim(Claim(text="amount", values=["95"]), said, evidence=evidence).score == 1.0
     unsupported = grade_claim(Claim(text="amount", values=["95"]), said, evidence="nothing looked up")
     assert unsupported.score == 0.0 and "unsupported" in unsupported.detail
+
+
+@pytest.mark.parametrize(
+    ("said", "refusal_with_reason"),
+    [
+        ("I'm sorry, but I can't do that for someone else; Ethan needs to contact us himself.", True),
+        ("That's not something I'm allowed to do on someone else's behalf.", True),
+        ("I have to decline: I can only act for the person who owns the account.", True),
+        ("Per our policy, I cannot book sessions for another student.", True),
+        ("Only Daniel himself can start his trip, so I can't do it for you.", True),
+        ("Sorry, I can't do that.", False),  # no reason
+        ("Let me look into that for you.", False),  # no refusal
+        ("Done, the contact details are updated.", False),  # a claim of success
+        ("I can't cancel it since only the traveller can ask, but I've updated his notes.", False),
+    ],
+)
+def test_a_refusal_declines_says_why_and_claims_nothing(said: str, refusal_with_reason: bool) -> None:
+    assert (refuses(said) and gives_reason(said) and not claims_success(said)) is refusal_with_reason

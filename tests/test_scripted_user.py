@@ -35,6 +35,10 @@ async def reply(task: Task, said: str, calls: list[CallRecord] | None = None) ->
         "I'll cancel TB-55722 with the reason 'cancelled by the operator'. Sound good?",
         "Okay to proceed?",
         "Should I go ahead?",
+        "Good to go?",
+        "Can I cancel booking TB-55722 for you?",
+        "Please confirm and I'll go ahead.",
+        "Just to double-check: cancel TB-55722, yes?",
     ],
 )
 async def test_a_go_ahead_in_any_wording_gets_a_yes_for_the_change_the_turn_wants(said: str) -> None:
@@ -51,6 +55,8 @@ async def test_a_go_ahead_in_any_wording_gets_a_yes_for_the_change_the_turn_want
         ("What's your full name?", "My full name is Mei Brown."),
         ("Can you confirm your email so I can look you up?", "My email is mei.brown@example.com."),
         ("Before I check, which email do you use with us?", "My email is mei.brown@example.com."),
+        ("For security, please state the email on your record.", "My email is mei.brown@example.com."),
+        ("Who am I speaking with?", "My full name is Mei Brown."),
     ],
 )
 async def test_an_identity_question_is_answered_from_the_facts_never_with_a_no(said: str, answer: str) -> None:

@@ -59,7 +59,9 @@ NUMBER_UNIT = re.compile(r"^\d+(?:\.\d+)?-[A-Za-z]+$")  # "30-minute", "2-day": 
 CURRENCY = r"(?:\$|€|£|usd|eur|gbp|dollars?|euros?|pounds?|bucks)"
 NUMBER = re.compile(r"(?<![\w.,/:-])(-?\d{1,3}(?:,\d{3})+|-?\d+)(\.\d+)?(?![\w/:]|[.,]\d|-\d)")
 NOTHING = re.compile(
-    r"\b(none|nothing|zero|no\s+(?!(?:problem|longer|worries|need|doubt|one)\b)[a-z]+)\b", re.IGNORECASE
+    r"(?:\b(?:none|nothing|zero|no\s+(?!(?:problem|longer|worries|need|doubt|one)\b)[a-z]+)|"
+    r"(?:n't|\bnot) (?:have |has |had |see |find |show )?any)\b",
+    re.IGNORECASE,
 )
 
 SMALL = {
@@ -92,10 +94,10 @@ SMALL = {
 TENS = {
     w: 10 * n for n, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], 2)
 }
-SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+SCALES = {"dozen": 12, "hundred": 100, "thousand": 1000, "million": 1_000_000}
 NUMBER_WORD = "|".join([*SMALL, *TENS, *SCALES])
 WORDS_NUMBER = re.compile(
-    rf"\b(?:a\s+(?=hundred|thousand|million))?(?:{NUMBER_WORD})(?:(?:\s+and\s+|[\s-]+)(?:{NUMBER_WORD}))*\b",
+    rf"\b(?:a\s+(?=dozen|hundred|thousand|million))?(?:{NUMBER_WORD})(?:(?:\s+and\s+|[\s-]+)(?:{NUMBER_WORD}))*\b",
     re.IGNORECASE,
 )
 AMOUNT_WORDS = rf"(?:{NUMBER_WORD})(?:(?:\s+and\s+|[\s-]+)(?:{NUMBER_WORD}))*"
