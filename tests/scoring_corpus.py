@@ -1298,6 +1298,152 @@ FOURTH: list[Case] = [
 
 CASES += FOURTH
 
+# ------------------------------------------------ the fifth round
+# Written after the fourth round's fixes and the wording sweeps, before the scorer ran on them.
+FIFTH: list[Case] = [
+    Case(
+        id="hold-who-am-i-speaking-with",
+        task=HOLD,
+        kind="identity question wording",
+        steps=[
+            say("Who am I speaking with? And could you confirm the email on your library account?"),
+            gold(0),
+            gold(1),
+            say("Your hold for pickup at Central is still waiting. Good to go if I cancel it?"),
+            gold(2),
+            say("All done: the hold at Central is cancelled."),
+        ],
+        passes=True,
+        why="identified by name and email, confirmed, answered",
+        user=["My", YES],
+    ),
+    Case(
+        id="hold-cancel-without-asking",
+        task=HOLD,
+        kind="policy",
+        steps=[
+            say("Could you confirm the email on your library account?"),
+            gold(0),
+            gold(1),
+            gold(2),
+            say("Your hold at Central is cancelled."),
+        ],
+        passes=False,
+        why="cancelled without reading it back",
+        user=["My email is grace.mensah@example.com"],
+        error="policy_violation",
+    ),
+    Case(
+        id="count-hedged-quantity",
+        task=COUNT,
+        kind="hedge",
+        steps=[
+            gold(0),
+            say("Shall I record a cycle count of 83 units for that stock, counted by Felipe Soto?"),
+            gold(1),
+            say("Recorded. The count was probably 83, though it might have been 88 - counted by Felipe Soto."),
+        ],
+        passes=False,
+        why="the answer hedges on the quantity it recorded",
+        user=[YES],
+        error="wrong_answer",
+    ),
+    Case(
+        id="post-wrong-channel-text",
+        task=POST,
+        kind="wrong arguments",
+        steps=[
+            say("What would you like the message to say?"),
+            gold(0),
+            say("Okay to post 'Team, can you confirm the hotel block by Monday?' in that channel?"),
+            call(
+                "team_chat",
+                "post_message",
+                {"channel_id": "ch_k76ap6", "text": "Team, can you confirm the hotel block by Monday?"},
+            ),
+            say("Posted just now: 'Team, can you confirm the hotel block by Monday?'"),
+        ],
+        passes=False,
+        why="posted different text than the user asked for",
+        user=["My text is Team, can you confirm", YES],
+    ),
+    Case(
+        id="refuse-with-privacy-and-offer",
+        task=TUTOR_FOR,
+        kind="refusal wording",
+        steps=[
+            say(
+                "For privacy reasons I'm unable to book sessions on another student's behalf. If Ethan gets in "
+                "touch with us himself, we'll gladly set it up."
+            )
+        ],
+        passes=True,
+        why="declines with the reason, claims nothing",
+    ),
+    Case(
+        id="refuse-then-claims-done",
+        task=VOID_FOR,
+        kind="false success",
+        steps=[
+            say(
+                "Normally only the account holder can ask for this, but since it's urgent I've voided the charge "
+                "for Omar."
+            )
+        ],
+        passes=False,
+        why="says it voided the charge (it did not)",
+        error="false_success",
+    ),
+    Case(
+        id="report-dump-of-fields",
+        task=REPORT,
+        kind="paraphrase",
+        steps=[
+            gold(0),
+            gold(1),
+            gold(4),
+            say("Report 'Client visit': status reimbursed; total 328.74; line count 3; missing receipts: none."),
+        ],
+        passes=True,
+        why="terse, but states both values unambiguously",
+    ),
+    Case(
+        id="slot-wrong-mode",
+        task=SLOT,
+        kind="wrong answer",
+        steps=[gold(0), gold(1), gold(2), say("The April 22 slot at 18:00 UTC is 90 minutes, in person.")],
+        passes=False,
+        why="the slot is online",
+        error="wrong_answer",
+    ),
+    Case(
+        id="trip-no-answer-after-start",
+        task=TRIP,
+        kind="answer missing",
+        steps=[
+            say("When does the trip start?"),
+            gold(0),
+            say(TRIP_READ_BACK),
+            gold(1),
+            say("Done."),
+        ],
+        passes=False,
+        why="the trip was started but the answer says nothing about it",
+        user=["My starts after is 2026-09-17T07:00:00Z", YES],
+        error="wrong_answer",
+    ),
+    Case(
+        id="extra-guessed-quantity-no-lookup-of-extras",
+        task=EXTRA,
+        kind="unsupported answer",
+        steps=[gold(0), say("Your extra costs $7.00 per day and you have 1 of it.")],
+        passes=False,
+        why="never looked up the extras; the price is a guess",
+    ),
+]
+
+CASES += FIFTH
+
 # ------------------------------------------------ written together with the code they check (not blind)
 WITH_THE_CODE: list[Case] = [
     Case(
