@@ -232,7 +232,8 @@ class Grounded(BaseModel):
     targets: list[Row | None] = Field(description="per call: the output row an id argument came from, if any")
     expected: dict[str, ExpectedState]
     principal: str | None = Field(
-        None, description="whom the episodes acted for: the persona where a server knew them, else the one all acted for"
+        None,
+        description="whom the episodes acted for: the persona where a server knew them, else the one all acted for",
     )
 
 

@@ -143,7 +143,9 @@ class Rollout:
                 listed = {s: await self.connections.tools(s) for s in servers}
                 # A task acting for someone reads each server's instructions for that principal (its episode's).
                 instructions = {
-                    s: (await episodes.get(s)).instructions if self.task.principal else await self.connections.instructions(s)
+                    s: (await episodes.get(s)).instructions
+                    if self.task.principal
+                    else await self.connections.instructions(s)
                     for s in servers
                 }
             except ControlError as exc:

@@ -39,6 +39,7 @@ ErrorCategory = Literal[
     "wrong_tool",
     "gave_up",
     "wrong_answer",
+    "false_success",  # told the user a change was made (or a forbidden one done) when it was not
     "judge_error",
 ]
 
@@ -72,6 +73,7 @@ class ClaimGrade(BaseModel):
     missing: list[str] = Field(default_factory=list)
     judge: str | None = Field(default=None, description="'deterministic' or the judge model")
     judge_error: str | None = None
+    detail: str = Field(default="", description="why a value the answer holds did not count (hedged, unsupported)")
 
 
 class PolicyGrade(BaseModel):
