@@ -376,11 +376,13 @@ class Connections:
         contents = (await client.read_resource(found.uri)).contents
         return "".join(getattr(c, "text", "") for c in contents)
 
-    def per_episode(self, server: str) -> bool:
-        """Whether each episode of `server` is a fresh connection (no control plane), which for stdio is a
-        fresh process: writes there are gone when the episode ends. Known once the server was listed."""
+    def fresh_process(self, server: str) -> bool:
+        """Whether each episode of `server` is a process of its own (stdio, no control plane): its writes
+        are gone when the episode ends. Known once the server was listed."""
         held = self._shared.get(server)
-        return held is not None and not held.controlled
+        target = self.targets.get(server)
+        stdio = isinstance(target, StdioServerParameters) or (isinstance(target, ServerConfig) and target.command)
+        return held is not None and not held.controlled and bool(stdio)
 
     @asynccontextmanager
     async def episode(

@@ -21,7 +21,10 @@ db.executescript(
     """
 )
 for n, person in enumerate(PEOPLE):
-    db.execute("INSERT INTO contacts VALUES (?, ?, ?, ?)", (f"ct{n + 1:03d}", person["name"], person["email"], f"+351 900 000 {n:03d}"))
+    db.execute(
+        "INSERT INTO contacts VALUES (?, ?, ?, ?)",
+        (f"ct{n + 1:03d}", person["name"], person["email"], f"+351 900 000 {n:03d}"),
+    )
 
 
 @mcp.tool()

@@ -20,7 +20,9 @@ db.executescript(
 )
 for n, person in enumerate(PEOPLE):
     for k, label in enumerate(("Work", "Travel")):
-        db.execute("INSERT INTO folders VALUES (?, ?, ?)", (f"fld-{n}{k}", f"{label} of {person['name']}", person["email"]))
+        db.execute(
+            "INSERT INTO folders VALUES (?, ?, ?)", (f"fld-{n}{k}", f"{label} of {person['name']}", person["email"])
+        )
         db.execute(
             "INSERT INTO notes VALUES (?, ?, ?, ?, 0)",
             (f"note-{n}{k}1", f"fld-{n}{k}", f"{label} ideas", f"First {label.lower()} note of {person['name']}"),

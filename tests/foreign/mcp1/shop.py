@@ -84,7 +84,9 @@ def place_order(customer_id: str, sku: str, quantity: int = 1) -> Order:
     product = next((p for p in PRODUCTS if p.sku == sku), None)
     if product is None or not 1 <= quantity <= product.stock:
         raise ValueError(f"cannot order {quantity} of {sku}")
-    order = Order(order_id=f"ord_{5001 + len(ORDERS)}", customer_id=customer_id, sku=sku, quantity=quantity, status="placed")
+    order = Order(
+        order_id=f"ord_{5001 + len(ORDERS)}", customer_id=customer_id, sku=sku, quantity=quantity, status="placed"
+    )
     ORDERS[order.order_id] = order
     return order
 

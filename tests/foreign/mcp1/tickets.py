@@ -4,10 +4,10 @@ and comments; one tool's ticket id is another's input."""
 from __future__ import annotations
 
 import sqlite3
-from typing_extensions import TypedDict
 
 from common import MISBEHAVIOUR, PEOPLE
 from mcp.server.fastmcp import FastMCP
+from typing_extensions import TypedDict
 
 mcp = FastMCP("tickets", instructions="Support tickets per project.")
 db = sqlite3.connect(":memory:")

@@ -18,14 +18,14 @@ ITEMS = {
 
 
 @mcp.tool()
-def get_lists():  # noqa: ANN201 - another project's style
+def get_lists():
     """Every to-do list and who owns it."""
     MISBEHAVIOUR.tick()
     return LISTS
 
 
 @mcp.tool()
-def get_items(list_id: str):  # noqa: ANN201
+def get_items(list_id: str):
     """The items of one to-do list."""
     MISBEHAVIOUR.tick()
     if list_id not in {entry["list_id"] for entry in LISTS}:
@@ -34,7 +34,7 @@ def get_items(list_id: str):  # noqa: ANN201
 
 
 @mcp.tool()
-def add_item(list_id: str, text: str):  # noqa: ANN201
+def add_item(list_id: str, text: str):
     """Add an item to a to-do list."""
     MISBEHAVIOUR.tick()
     if list_id not in {entry["list_id"] for entry in LISTS}:
@@ -45,7 +45,7 @@ def add_item(list_id: str, text: str):  # noqa: ANN201
 
 
 @mcp.tool()
-def complete_item(item_id: str):  # noqa: ANN201
+def complete_item(item_id: str):
     """Tick an item off."""
     MISBEHAVIOUR.tick()
     if item_id not in ITEMS:
