@@ -21,6 +21,8 @@ import mcp_types as types
 import networkx as nx
 from pydantic import BaseModel, Field
 
+from servers.runtime.control import ControlError
+
 REF = "x-envfarm-ref"
 COLUMN = "x-envfarm-column"
 USER_KNOWN = "x-envfarm-user-known"
@@ -603,7 +605,10 @@ async def explore(connections: Any, server: str, specs: Sequence[ToolSpec], roun
                         continue
                     pending.remove(spec)
                     called = True
-                    result = await episode.call_tool(spec.name, args)
+                    try:
+                        result = await episode.call_tool(spec.name, args)
+                    except ControlError:  # the server broke or hangs: keep what it showed so far
+                        return _with_samples(specs, samples)
                     if result.is_error:
                         continue
                     entity = " ".join(words(spec.name)[1:]) or spec.name
@@ -613,6 +618,10 @@ async def explore(connections: Any, server: str, specs: Sequence[ToolSpec], roun
                     producer_of.update({f.entity: spec.name for f, _ in leaves})
                 if not called:
                     break
+    return _with_samples(specs, samples)
+
+
+def _with_samples(specs: Sequence[ToolSpec], samples: dict[str, Any]) -> list[ToolSpec]:
     return [
         s.model_copy(update={"outputs": sampled_fields(samples[s.name], " ".join(words(s.name)[1:]) or s.name)})
         if _thin(s) and s.name in samples

@@ -94,7 +94,10 @@ async def observe(connections: Connections, server: str, specs: Sequence[ToolSpe
             tables = {}
             for spec in specs:
                 if spec.read_only and not any(p.required for p in spec.params):
-                    result = await episode.call_tool(spec.name, {})
+                    try:
+                        result = await episode.call_tool(spec.name, {})
+                    except ControlError:  # a server that broke or hangs: what it listed so far is its world
+                        break
                     if not result.is_error:
                         for label, row in _rows_in(output_of(result), " ".join(words(spec.name)[1:]) or spec.name):
                             if row not in tables.setdefault(label, []):
