@@ -23,7 +23,7 @@ import mcp_types as types
 import pytest
 
 from clients.connect import Connections, load_server_configs
-from clients.graph import output_of, sampled_fields
+from clients.graph import build_graph, load_specs, output_of, producers, sampled_fields
 from clients.scoring import summarize
 from clients.tasks import Task, read_jsonl
 from clients.trajectory import Trajectory
@@ -195,6 +195,60 @@ async def test_a_server_that_dies_mid_episode_ends_that_episode_only(tmp_path: P
         assert not (await todo.call_tool("search_projects", {})).is_error  # the other server never noticed
         async with farm.episode("dies", "again") as fresh:  # a new episode is a new process
             assert [t.name for t in fresh.tools] == ["boom"]
+
+
+BOARDS = """
+import json
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("boards")
+CARDS = {"c1": {"card_id": "c1", "board_id": "b1", "title": "Plan"}}
+
+
+@server.tool()
+def list_boards() -> str:
+    return json.dumps({"boards": [{"board_id": "b1", "name": "Home", "owner_email": "ana.silva@example.com"}]})
+
+
+@server.tool()
+def list_cards(board_id: str) -> str:
+    return json.dumps([c for c in CARDS.values() if c["board_id"] == board_id])
+
+
+@server.tool()
+def add_card(board_id: str, title: str) -> str:
+    card = {"card_id": f"c{len(CARDS) + 1}", "board_id": board_id, "title": title}
+    CARDS[card["card_id"]] = card
+    return json.dumps(card)
+
+
+@server.tool()
+def archive_card(card_id: str) -> str:
+    return json.dumps({"card_id": card_id, "archived": CARDS.pop(card_id, None) is not None})
+
+
+server.run("stdio")
+"""
+
+
+async def test_undeclared_outputs_are_explored_and_link_ids(tmp_path: Path) -> None:
+    """Tools that return JSON strings (the schema says only `result: string`): sample calls show the fields,
+    and the graph links each id to the tool that takes it (the write too, on a fresh stdio process)."""
+    (tmp_path / "boards.py").write_text(BOARDS)
+    config = tmp_path / "mcp.json"
+    config.write_text(
+        json.dumps({"mcpServers": {"boards": {"command": sys.executable, "args": [str(tmp_path / "boards.py")]}}})
+    )
+    async with Connections(load_server_configs(config), timeout=20) as farm:
+        specs = {s.name: s for s in await load_specs(farm, ["boards"])}
+    assert {f.name for f in specs["list_boards"].outputs} == {"board_id", "name", "owner_email"}
+    assert {f.name for f in specs["add_card"].outputs} == {"card_id", "board_id", "title"}
+    graph = build_graph(list(specs.values()))
+    assert ("tool:boards/list_boards", ["board_id"]) in producers(graph, "boards", "list_cards", "board_id")
+    assert {src for src, _ in producers(graph, "boards", "archive_card", "card_id")} == {
+        "tool:boards/list_cards",
+        "tool:boards/add_card",
+    }
 
 
 def text_result(*texts: str, structured: dict[str, Any] | None = None) -> types.CallToolResult:
