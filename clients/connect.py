@@ -230,17 +230,16 @@ class _Held:
     entered and exited by the same task, innermost first. Episodes open and close in any order and
     from any task (a pool keeps some across tasks, a rollout's worker ends another's), so no caller
     enters a client itself: it asks the owner task to, and later tells it to exit. A server that
-    dies or misbehaves breaks its owner task only; the error is kept here, never raised into the driver.
+    dies or misbehaves ends its owner task only, never the driver: its episode's requests fail instead.
     """
 
     server: str
     client: Client
     tools: list[types.Tool]
     controlled: bool
+    scope: anyio.CancelScope  # around the owner's `async with client`: cancelled when it will not exit
     exit: anyio.Event = field(default_factory=anyio.Event)
     exited: anyio.Event = field(default_factory=anyio.Event)
-    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
-    error: str | None = None
 
     async def close(self, grace: float = CLOSE_GRACE_S) -> None:
         """Tell the owner task to exit the client; cancel it if it has not within `grace` seconds
@@ -318,14 +317,15 @@ class Connections:
                 async with self._client(self.targets[server]) as client:
                     tools = (await client.list_tools()).tools
                     controlled = EXTENSION in (client.server_capabilities.extensions or {})
-                    held = _Held(server, client, tools, controlled, scope=scope)
+                    held = _Held(server, client, tools, controlled, scope)
                     self._open.append(held)
                     task_status.started(held)
                     await held.exit.wait()
         except Exception as exc:
             if held is None:
                 raise ControlError("unavailable", f"{server}: could not connect: {describe(exc)}") from exc
-            held.error = f"{server}: the connection broke: {describe(exc)}"
+            # The connection broke after the handover (the server died): its episode's requests already
+            # fail with `ControlError`; the driver and every other connection go on.
         finally:
             if held is not None:
                 held.exited.set()
