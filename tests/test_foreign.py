@@ -114,11 +114,12 @@ def test_tasks_on_five_mcp1_servers_have_data_flow_and_replay(
 def test_a_crashing_and_a_hanging_server_end_their_own_episodes_only(
     tmp_path: Path, mcp1_python: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """notes dies on every process's 3rd call, shop never answers a call: tasks come from the others."""
+    """notes dies on every process's 3rd call, shop never answers a call: tasks come from the others. (The
+    timeout leaves a slow start of a healthy server on a loaded machine room: it bounds the handshake too.)"""
     flags = {"notes": ["--crash-after", "3"], "shop": ["--hang"]}
     config = write_config(tmp_path / "mcp.json", mcp1_python, flags)
     out = tmp_path / "tasks.jsonl"
-    argv = ["tasks", "--config", str(config), "--servers", "notes", "shop", "todo", "--n", "3", "--timeout", "3"]
+    argv = ["tasks", "--config", str(config), "--servers", "notes", "shop", "todo", "--n", "3", "--timeout", "10"]
     assert main([*argv, "--out", str(out)]) == 0
     tasks = list(read_jsonl(out, Task))
     assert len(tasks) == 3 and not any("shop" in t.servers for t in tasks)
