@@ -62,7 +62,6 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     from clients.connect import Connections
     from clients.policies import make_policy
     from clients.rollout import Backend, Limits, LocalBackend, ProgressBar, RolloutOptions
-    from clients.rollout import task_servers as servers_of
     from clients.run import summary_lines
     from clients.scoring import Scorer, summarize
     from clients.tasks import load_tasks, write_jsonl
@@ -73,7 +72,9 @@ def cmd_rollout(args: argparse.Namespace) -> int:
         tasks = load_tasks(args.tasks)
         policy = make_policy(args.policy, args.base_url)
         user = make_user(args.user, args.base_url)
-        servers = sorted({s for t in tasks for s in servers_of(t)})  # distractor tools' servers too
+        from clients.rollout import task_servers
+
+        servers = sorted({s for t in tasks for s in task_servers(t)})  # distractor tools' servers too
         targets = _targets(args, servers)
     except (OSError, ValueError, LookupError) as exc:
         return _fail(str(exc))
