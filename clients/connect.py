@@ -25,8 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Self
 
+import anyio
 import httpx2
 import mcp_types as types
+from anyio.abc import TaskGroup, TaskStatus
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -39,6 +41,7 @@ from servers.runtime.farm import stdio_args
 Era = Literal["auto", "legacy"]
 Transport = Literal["memory", "stdio", "http"]
 DEFAULT_TIMEOUT_S = 30.0
+CLOSE_GRACE_S = 10.0  # a client that has not exited by then is cancelled
 
 
 # ---------------------------------------------------------------- farm processes and raw clients
@@ -220,12 +223,33 @@ class Episode:
 
 
 @dataclass
-class _Shared:
-    """An entered client shared by every episode of one server (the control plane tells them apart)."""
+class _Held:
+    """One entered client, owned by a task of its own (`Connections._own`) from open to close.
 
+    anyio requires a client's task group (the stdio reader and writer, the in-memory server) to be
+    entered and exited by the same task, innermost first. Episodes open and close in any order and
+    from any task (a pool keeps some across tasks, a rollout's worker ends another's), so no caller
+    enters a client itself: it asks the owner task to, and later tells it to exit. A server that
+    dies or misbehaves ends its owner task only, never the driver: its episode's requests fail instead.
+    """
+
+    server: str
     client: Client
     tools: list[types.Tool]
     controlled: bool
+    scope: anyio.CancelScope  # around the owner's `async with client`: cancelled when it will not exit
+    exit: anyio.Event = field(default_factory=anyio.Event)
+    exited: anyio.Event = field(default_factory=anyio.Event)
+
+    async def close(self, grace: float = CLOSE_GRACE_S) -> None:
+        """Tell the owner task to exit the client; cancel it if it has not within `grace` seconds
+        (a server that will not stop is killed by the transport's own cleanup)."""
+        self.exit.set()
+        with anyio.move_on_after(grace):
+            await self.exited.wait()
+        if not self.exited.is_set():
+            self.scope.cancel()
+            await self.exited.wait()
 
 
 @dataclass
@@ -236,7 +260,8 @@ class Connections:
     `_meta["envfarm/episode"]` and closed at the end of each episode block. A server without it
     gets one fresh connection (one fresh process, for stdio) per episode. Every request has
     `timeout` seconds; a dead or hanging server raises `ControlError`, it is never waited on forever.
-    HTTP requests carry `token` (default: $ENVFARM_TOKEN) as a bearer token when there is one.
+    Every connection lives in a task of its own (see `_Held`), so episodes may end in any order and
+    from any task. HTTP requests carry `token` (default: $ENVFARM_TOKEN) as a bearer token when there is one.
     """
 
     targets: Mapping[str, Any]
@@ -244,15 +269,28 @@ class Connections:
     mode: Era = "auto"
     token: str | None = None
     _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
-    _shared: dict[str, _Shared] = field(default_factory=dict)
+    _shared: dict[str, _Held] = field(default_factory=dict)
+    _open: list[_Held] = field(default_factory=list)
+    _locks: dict[str, anyio.Lock] = field(default_factory=dict)
+    _group: TaskGroup | None = None
     _http: httpx2.AsyncClient | None = None
 
     async def __aenter__(self) -> Self:
         await self._stack.__aenter__()
+        self._group = anyio.create_task_group()
+        await self._group.__aenter__()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self._stack.__aexit__(*exc)  # type: ignore[arg-type]
+        try:
+            if self._group is not None:
+                with anyio.CancelScope(shield=True):
+                    for held in list(self._open):
+                        await held.close()
+                await self._group.__aexit__(*exc)  # type: ignore[arg-type]
+        finally:
+            self._group = None
+            await self._stack.__aexit__(*exc)  # type: ignore[arg-type]
 
     def _client(self, target: Any) -> Client:
         if isinstance(target, ServerConfig):
@@ -269,25 +307,46 @@ class Connections:
             return Client(transport, read_timeout_seconds=self.timeout)
         return Client(target, read_timeout_seconds=self.timeout)
 
-    async def _enter(self, stack: AsyncExitStack, server: str) -> tuple[Client, list[types.Tool], bool]:
+    async def _own(self, server: str, task_status: TaskStatus[_Held]) -> None:
+        """The task that enters one client, hands it over, and exits it when told to (see `_Held`).
+        No timeout scope around entering: the client's read timeout bounds the handshake and listing."""
+        held: _Held | None = None
+        scope = anyio.CancelScope()
+        try:
+            with scope:
+                async with self._client(self.targets[server]) as client:
+                    tools = (await client.list_tools()).tools
+                    controlled = EXTENSION in (client.server_capabilities.extensions or {})
+                    held = _Held(server, client, tools, controlled, scope)
+                    self._open.append(held)
+                    task_status.started(held)
+                    await held.exit.wait()
+        except Exception as exc:
+            if held is None:
+                raise ControlError("unavailable", f"{server}: could not connect: {describe(exc)}") from exc
+            # The connection broke after the handover (the server died): its episode's requests already
+            # fail with `ControlError`; the driver and every other connection go on.
+        finally:
+            if held is not None:
+                held.exited.set()
+                if held in self._open:
+                    self._open.remove(held)
+
+    async def _enter(self, server: str) -> _Held:
+        """A new connection to `server`, owned by its own task in this object's task group."""
         if server not in self.targets:
             raise LookupError(f"no server named {server!r}; known: {', '.join(sorted(self.targets)) or 'none'}")
-        # No cancel scope around entering: the client's task group outlives this call. The client's
-        # read timeout bounds the handshake and the listing instead.
-        try:
-            client = await stack.enter_async_context(self._client(self.targets[server]))
-            tools = (await client.list_tools()).tools
-        except Exception as exc:
-            raise ControlError("unavailable", f"{server}: could not connect: {type(exc).__name__}: {exc}") from exc
-        controlled = EXTENSION in (client.server_capabilities.extensions or {})
-        return client, tools, controlled
+        if self._group is None:
+            raise RuntimeError("Connections must be entered (`async with Connections(...)`) before use")
+        held: _Held = await self._group.start(self._own, server)
+        return held
 
-    async def _shared_for(self, server: str) -> _Shared | None:
+    async def _shared_for(self, server: str) -> _Held | None:
         """The shared connection of a server with the control plane; None for one without (that
         connection is kept only for listing: it cannot isolate episodes)."""
-        if server not in self._shared:
-            client, tools, controlled = await self._enter(self._stack, server)
-            self._shared[server] = _Shared(client, tools, controlled)
+        async with self._locks.setdefault(server, anyio.Lock()):
+            if server not in self._shared:
+                self._shared[server] = await self._enter(server)
         shared = self._shared[server]
         return shared if shared.controlled else None
 
@@ -317,6 +376,14 @@ class Connections:
         contents = (await client.read_resource(found.uri)).contents
         return "".join(getattr(c, "text", "") for c in contents)
 
+    def fresh_process(self, server: str) -> bool:
+        """Whether each episode of `server` is a process of its own (stdio, no control plane): its writes
+        are gone when the episode ends. Known once the server was listed."""
+        held = self._shared.get(server)
+        target = self.targets.get(server)
+        stdio = isinstance(target, StdioServerParameters) or (isinstance(target, ServerConfig) and target.command)
+        return held is not None and not held.controlled and bool(stdio)
+
     @asynccontextmanager
     async def episode(
         self, server: str, episode_id: str, *, state: Any = None, principal: str | None = None
@@ -336,9 +403,22 @@ class Connections:
             return
         if state is not None:
             raise ValueError(f"{server} has no envfarm control plane: an initial state cannot be loaded")
-        async with AsyncExitStack() as stack:
-            client, tools, _ = await self._enter(stack, server)
-            yield Episode(server, EpisodeClient(client, None, timeout=self.timeout), tools, client.instructions, False)
+        held = await self._enter(server)
+        try:
+            client = held.client
+            yield Episode(
+                server, EpisodeClient(client, None, timeout=self.timeout), held.tools, client.instructions, False
+            )
+        finally:
+            with anyio.CancelScope(shield=True):
+                await held.close()
+
+
+def describe(exc: BaseException) -> str:
+    """An exception as one line, the leaves of a (nested) exception group included."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(describe(inner) for inner in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 async def reset_as(handle: EpisodeClient, state: Any, principal: str | None) -> ResetResult:

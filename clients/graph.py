@@ -21,12 +21,15 @@ import mcp_types as types
 import networkx as nx
 from pydantic import BaseModel, Field
 
+from servers.runtime.control import ControlError
+
 REF = "x-envfarm-ref"
 COLUMN = "x-envfarm-column"
 USER_KNOWN = "x-envfarm-user-known"
 READ_VERBS = frozenset({"get", "list", "search", "find", "show", "read", "check", "view", "lookup", "fetch", "query"})
 # A similarity link needs at least this score (see README "Tasks" for its precision/recall on our servers).
 SIMILARITY_THRESHOLD = 0.6
+DESTRUCTIVE = frozenset({"delete", "remove", "cancel", "close", "archive", "drop"})
 Source = Literal["exact", "similar"]
 
 
@@ -477,8 +480,154 @@ def consumers(graph: nx.DiGraph, tool_key: str) -> list[tuple[str, str, list[str
 
 
 async def load_specs(connections: Any, servers: Sequence[str]) -> list[ToolSpec]:
-    """The listed tools of each server (a `clients.connect.Connections`), as graph specs."""
-    return [tool_spec(server, tool) for server in servers for tool in await connections.tools(server)]
+    """The listed tools of each server (a `clients.connect.Connections`), as graph specs; a server whose
+    tools do not say what they return is explored first (`explore`), so its outputs can feed inputs."""
+    specs = []
+    for server in servers:
+        listed = [tool_spec(server, tool) for tool in await connections.tools(server)]
+        specs += await explore(connections, server, listed) if any(_thin(s) for s in listed) else listed
+    return specs
+
+
+# ---------------------------------------------------------------- outputs of servers that do not declare them
+
+
+def output_of(result: Any) -> Any:
+    """A call's data: its structured content, else its text parsed as JSON (one block per list item, as
+    mcp 1.x FastMCP sends a list), else the text. A lone `result` wrapper (how FastMCP wraps a return
+    value that is not an object) is unwrapped, and a JSON string inside it is parsed."""
+    if result.structured_content is not None:
+        data: Any = result.structured_content
+        if isinstance(data, dict) and list(data) == ["result"]:
+            data = data["result"]
+    else:
+        texts = [getattr(c, "text", "") for c in result.content if getattr(c, "text", None) is not None]
+        parsed = [_json(t) for t in texts]
+        if len(texts) > 1 and all(isinstance(v, (dict, list)) for v in parsed):
+            return parsed
+        data = "\n".join(texts)
+    return _json(data) if isinstance(data, str) else data
+
+
+def _json(text: str) -> Any:
+    """`text` parsed when it is a JSON object or array; else `text` itself."""
+    if not text.lstrip().startswith(("{", "[")):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _scalar_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    return "number" if isinstance(value, float) else "string"
+
+
+def _leaves(data: Any, entity: str) -> list[tuple[OutField, Any]]:
+    """(field, value) for every scalar of a sample output; a field's entity is the key holding its row."""
+    found: list[tuple[OutField, Any]] = []
+
+    def walk(node: Any, label: str) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(item, label)
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                if isinstance(value, (dict, list)):
+                    walk(value, key)
+                elif value is not None:
+                    field = OutField(name=key, type=_scalar_type(value), entity=label, user_known=not is_id_like(key))
+                    found.append((field, value))
+
+    walk(data, entity)
+    return found
+
+
+def sampled_fields(data: Any, entity: str) -> list[OutField]:
+    """What a tool returns, read off one sample output (for a tool with no useful output schema)."""
+    fields: dict[tuple[str, str], OutField] = {}
+    for field, _ in _leaves(data, entity):
+        fields.setdefault((field.entity, field.name), field)
+    return list(fields.values())
+
+
+def _thin(spec: ToolSpec) -> bool:
+    """Whether a tool's listed output schema names nothing an input could take (none, or only a wrapper)."""
+    return not spec.annotated and not [f for f in spec.outputs if f.name != "result"]
+
+
+def _probe_value(param: Param, seen: Sequence[tuple[OutField, Any]], producer_of: dict[str, str]) -> Any:
+    """A value for `param` from what earlier sample outputs showed (by `similarity`), else a stand-in for a
+    value a user would know; None when an id is needed that nothing showed."""
+    best = max(
+        ((similarity(param, field, producer_of.get(field.entity, "")), value) for field, value in seen),
+        key=lambda pair: pair[0],
+        default=(0.0, None),
+    )
+    if best[0] >= SIMILARITY_THRESHOLD:
+        return best[1]
+    if not param.user_known:
+        return None
+    if param.enum:
+        return param.enum[0]
+    return {"integer": 1, "number": 1.0, "boolean": False}.get(param.type, "sample")
+
+
+async def explore(connections: Any, server: str, specs: Sequence[ToolSpec], rounds: int = 3) -> list[ToolSpec]:
+    """Specs whose outputs are read off sample calls, for a server whose tools do not declare them.
+
+    One episode: reads without required inputs first, then every tool whose inputs the outputs seen so far
+    can fill (ids by `similarity`, like the graph's links), for up to `rounds` rounds. Writes are called
+    only where the episode is a process of its own that ends with it (`Connections.fresh_process`): a
+    shared server keeps no trace of the exploration. A tool that fails or is never reached keeps its spec.
+    """
+    writes = connections.fresh_process(server)
+    samples: dict[str, Any] = {}
+    seen: list[tuple[OutField, Any]] = []
+    producer_of: dict[str, str] = {}
+    reads = sorted((s for s in specs if s.read_only), key=lambda s: s.name)
+    # Writes after every read, and the ones that remove things last: they would take away what others need.
+    later = sorted(
+        (s for s in specs if not s.read_only and writes),
+        key=lambda s: ((words(s.name) or [""])[0] in DESTRUCTIVE, s.name),
+    )
+    async with connections.episode(server, f"explore-{server}") as episode:
+        for pending in (reads, later):
+            for _ in range(rounds):
+                called = False
+                for spec in list(pending):
+                    args = {p.name: _probe_value(p, seen, producer_of) for p in spec.params if p.required}
+                    if any(v is None for v in args.values()):
+                        continue
+                    pending.remove(spec)
+                    called = True
+                    try:
+                        result = await episode.call_tool(spec.name, args)
+                    except ControlError:  # the server broke or hangs: keep what it showed so far
+                        return _with_samples(specs, samples)
+                    if result.is_error:
+                        continue
+                    entity = " ".join(words(spec.name)[1:]) or spec.name
+                    samples[spec.name] = output_of(result)
+                    leaves = _leaves(samples[spec.name], entity)
+                    seen += leaves
+                    producer_of.update({f.entity: spec.name for f, _ in leaves})
+                if not called:
+                    break
+    return _with_samples(specs, samples)
+
+
+def _with_samples(specs: Sequence[ToolSpec], samples: dict[str, Any]) -> list[ToolSpec]:
+    return [
+        s.model_copy(update={"outputs": sampled_fields(samples[s.name], " ".join(words(s.name)[1:]) or s.name)})
+        if _thin(s) and s.name in samples
+        else s
+        for s in specs
+    ]
 
 
 def graph_json(graph: nx.DiGraph) -> dict[str, Any]:

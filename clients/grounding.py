@@ -8,7 +8,6 @@ recorded, with each server's final state hash and diff. A chain that fails is dr
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections.abc import Iterator, Sequence
@@ -18,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from clients.connect import Connections, Episode
-from clients.graph import Param, ToolSpec, is_id_like, words
+from clients.graph import Param, ToolSpec, is_id_like, output_of, words
 from clients.sampling import Catalog, Chain, Step
 from clients.tasks import ExpectedState, GoldCall
 from servers.runtime.control import ControlError
@@ -95,7 +94,10 @@ async def observe(connections: Connections, server: str, specs: Sequence[ToolSpe
             tables = {}
             for spec in specs:
                 if spec.read_only and not any(p.required for p in spec.params):
-                    result = await episode.call_tool(spec.name, {})
+                    try:
+                        result = await episode.call_tool(spec.name, {})
+                    except ControlError:  # a server that broke or hangs: what it listed so far is its world
+                        break
                     if not result.is_error:
                         for label, row in _rows_in(output_of(result), " ".join(words(spec.name)[1:]) or spec.name):
                             if row not in tables.setdefault(label, []):
@@ -104,17 +106,6 @@ async def observe(connections: Connections, server: str, specs: Sequence[ToolSpe
     keys = {t: _key_of(t, rows, specs) for t, rows in tables.items()}
     known = {t: _known_columns(t, keys[t], rows, specs) for t, rows in tables.items()}
     return ServerWorld(server=server, controlled=controlled, tables=tables, keys=keys, user_known=known)
-
-
-def output_of(result: Any) -> Any:
-    """A call's structured result, else its text (parsed when it is JSON)."""
-    if result.structured_content is not None:
-        return result.structured_content
-    text = "\n".join(getattr(c, "text", "") for c in result.content)
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
 
 
 def people(world: ServerWorld) -> dict[str, PersonaRecord]:
@@ -420,6 +411,8 @@ class Grounder:
                 raise Drop("empty result", f"{calls[bind.step].tool} gave no {'/'.join(bind.fields)}")
             row = chosen_rows.get(bind.step, picked.get(bind.step))
             same_row = [(v, r) for v, r in hits if r is row]
+            if not calls[bind.step].arguments:  # a listing of everything: the persona's own rows, where it shows some
+                hits = [(v, r) for v, r in hits if theirs & {x for x in r.values() if isinstance(x, str)}] or hits
             value, row = same_row[0] if same_row else rng.choice(hits)
             picked.setdefault(bind.step, row)
             args[name] = _coerce(value, param)
@@ -427,7 +420,7 @@ class Grounder:
             uses.add(bind.step)
             if not param.user_known and target is None:
                 target = row
-        if step.identify:
+        if step.identify and spec.params:  # (a tool with no inputs at all lists everything: nothing to fill)
             name, value, how = self._identify(rng, server, spec, persona, own[server], related[server])
             args[name], source[name] = value, how
         optional = [p for p in spec.params if not p.required and p.user_known and p.name not in args]

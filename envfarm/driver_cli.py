@@ -72,7 +72,9 @@ def cmd_rollout(args: argparse.Namespace) -> int:
         tasks = load_tasks(args.tasks)
         policy = make_policy(args.policy, args.base_url)
         user = make_user(args.user, args.base_url)
-        servers = sorted({s for t in tasks for s in t.servers})
+        from clients.rollout import task_servers
+
+        servers = sorted({s for t in tasks for s in task_servers(t)})  # distractor tools' servers too
         targets = _targets(args, servers)
     except (OSError, ValueError, LookupError) as exc:
         return _fail(str(exc))
@@ -170,7 +172,10 @@ def cmd_export(args: argparse.Namespace) -> int:
         trajectories = load_trajectories(args.trajectories)
     except (OSError, ValueError) as exc:
         return _fail(str(exc))
-    out = args.out or args.trajectories.with_name(f"{args.trajectories.stem}.{args.format}")
+    # `runs.openai.jsonl` beside `runs.jsonl`: the exporter sets the suffix, which must not make it the input's name.
+    out = args.out or args.trajectories.with_name(f"{args.trajectories.stem}.{args.format}.jsonl")
+    if args.trajectories.resolve() in {out.with_suffix(suffix).resolve() for suffix in (".jsonl", ".parquet")}:
+        return _fail(f"--out {out} would overwrite the trajectories it exports")
     path, rows = export(trajectories, args.format, out, include_failed=args.include_failed)
     print(f"wrote {rows} {args.format} rows to {path}")
     return 0
@@ -234,7 +239,9 @@ def add_driver_commands(sub: Any) -> None:
     x = sub.add_parser("export", help="trajectories -> SFT (openai, sharegpt) or RL (verl) rows")
     x.add_argument("trajectories", type=Path)
     x.add_argument("--format", choices=FORMATS, required=True)
-    x.add_argument("--out", type=Path, help="output path (suffix set by the format)")
+    x.add_argument(
+        "--out", type=Path, help="output path (suffix set by the format; default: TRAJECTORIES.FORMAT.jsonl)"
+    )
     x.add_argument("--include-failed", action="store_true", help="SFT: keep unsuccessful rollouts too")
     x.set_defaults(func=cmd_export)
 
