@@ -18,7 +18,9 @@ the common escapes, so that one failing does not open the farm:
 from __future__ import annotations
 
 import ast
+import importlib
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -53,12 +55,71 @@ ALLOWED_MODULES = frozenset(
         "servers.runtime.errors",
     }
 )
-# Reaching an attribute by a computed name defeats the dunder check.
-REFLECTIVE_CALLS = {
-    "getattr": "attribute access by name",
-    "delattr": "attribute deletion by name",
+# Builtins that reach past the handler's namespace (code, files, module state, attributes by name):
+# refused wherever they are named, not only where they are called, so no alias (`imp = __import__`,
+# `def f(db, g=getattr)`, a decorator) can carry them past the check.
+REFLECTIVE_NAMES = {
+    "__import__": "dynamic imports",
+    "__builtins__": "the interpreter's builtins",
+    "__loader__": "the module loader",
+    "__spec__": "the module loader",
+    "eval": "code execution",
+    "exec": "code execution",
+    "compile": "code execution",
+    "open": "file access",
+    "globals": "module state",
+    "vars": "module state",
     "locals": "frame state",
+    "getattr": "attribute access by name",
+    "setattr": "attribute change by name",
+    "delattr": "attribute deletion by name",
+    "breakpoint": "the debugger",
+    "input": "reading stdin (the MCP stream on stdio)",
+    "help": "the interactive help (imports modules)",
+    "memoryview": "raw memory",
+    "exit": "stopping the server",
+    "quit": "stopping the server",
 }
+# Attributes that walk out of a value into the interpreter (frames, code, modules, the collector) or
+# reach attributes by name; dunders (`__class__`, `__subclasses__`, `__globals__`, ...) are refused too.
+REFLECTIVE_ATTRIBUTES = frozenset(
+    {
+        "f_back",
+        "f_globals",
+        "f_locals",
+        "f_builtins",
+        "f_code",
+        "f_trace",
+        "gi_frame",
+        "gi_code",
+        "gi_yieldfrom",
+        "cr_frame",
+        "cr_code",
+        "cr_await",
+        "ag_frame",
+        "ag_code",
+        "tb_frame",
+        "tb_next",
+        "co_code",
+        "co_consts",
+        "func_globals",
+        "mro",
+        "modules",
+        "_getframe",
+        "_current_frames",
+        "get_objects",
+        "get_referrers",
+        "get_referents",
+        "attrgetter",
+        "methodcaller",
+        "get_type_hints",
+        "system",
+        "popen",
+        "fork_exec",
+        "connection",
+    }
+)
+DUNDER_TEXT = re.compile(r"__\w+__")
 VIOLATION = "envfarm sandbox"
 
 
@@ -81,16 +142,48 @@ class UntrustedFinding(BaseModel):
     reason: str
 
 
-def _allowed(module: str) -> bool:
+def allowed_module(module: str) -> bool:
+    """Whether handlers may import `module`: a listed module or a submodule of one."""
     return module in ALLOWED_MODULES or module.split(".", 1)[0] in ALLOWED_MODULES - {"servers"}
 
 
+_MISSING = object()
+
+
+def _module_attribute(module: str, attribute: str) -> str | None:
+    """Why `module.attribute` is refused (None when allowed): a private name, or a module off the
+    allow-list that an allowed module happens to hold (`typing.sys`, `statistics.random`, `database.sqlite3`)."""
+    if attribute.startswith("_"):
+        return f"reaches {module}.{attribute}: a private name of the module"
+    try:
+        value = getattr(importlib.import_module(module), attribute, _MISSING)
+    except ImportError:
+        return None  # reported as an import
+    if isinstance(value, type(sys)) and not allowed_module(value.__name__):
+        return f"reaches {module}.{attribute}: the module {value.__name__}, not on the handler allow-list"
+    return None
+
+
+def _is_module(module: str, attribute: str) -> bool:
+    try:
+        return isinstance(getattr(importlib.import_module(module), attribute, None), type(sys))
+    except ImportError:
+        return False
+
+
 class _AllowList(ast.NodeVisitor):
-    def __init__(self, source: str, denied: Callable[[str], bool]) -> None:
+    """Imports by allow-list, and every way to reach past the handler's own namespace: reflective builtins
+    however they are named, dunder and frame attributes, dunder names in strings (format fields,
+    attrgetter), and modules reached through an allowed module's attributes (aliases followed)."""
+
+    def __init__(self, source: str, denied: Callable[[str], bool], called: frozenset[str]) -> None:
         self.source = source
         self.denied = denied
+        self.called = called
         self.function: str | None = None
         self.findings: list[UntrustedFinding] = []
+        self.modules: dict[str, str] = {}  # local name -> the module it is bound to
+        self.reached: set[int] = set()  # module names read where they may be: `re.match`, `r = re`
 
     def _add(self, kind: str, node: ast.AST, reason: str) -> None:
         code = (
@@ -111,44 +204,104 @@ class _AllowList(ast.NodeVisitor):
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            if not _allowed(alias.name) and not self.denied(alias.name):
-                self._add("import", node, f"imports {alias.name}: not on the handler allow-list")
+            if not allowed_module(alias.name):
+                if not self.denied(alias.name):
+                    self._add("import", node, f"imports {alias.name}: not on the handler allow-list")
+            elif alias.asname:
+                self.modules[alias.asname] = alias.name
+            else:
+                self.modules[alias.name.split(".", 1)[0]] = alias.name.split(".", 1)[0]
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
         if node.level:
             self._add("import", node, "a relative import: handlers import only allow-listed modules")
-        elif not _allowed(module) and not self.denied(module):
-            self._add("import", node, f"imports from {module}: not on the handler allow-list")
+            return
+        if not allowed_module(module):
+            if not self.denied(module):
+                self._add("import", node, f"imports from {module}: not on the handler allow-list")
+            return
+        for alias in node.names:
+            if alias.name == "*":
+                self._add("import", node, f"`from {module} import *`: name what the handler uses")
+            elif (why := _module_attribute(module, alias.name)) is not None:
+                self._add("import", node, why)
+            elif _is_module(module, alias.name):
+                self.modules[alias.asname or alias.name] = f"{module}.{alias.name}"
+
+    def _module_of(self, node: ast.expr) -> str | None:
+        """The module an expression names, following aliases and attribute chains (`json.decoder`)."""
+        if isinstance(node, ast.Name):
+            return self.modules.get(node.id)
+        if isinstance(node, ast.Attribute) and (parent := self._module_of(node.value)) is not None:
+            return f"{parent}.{node.attr}" if _is_module(parent, node.attr) else None
+        return None
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        module = self._module_of(node.value)
+        if isinstance(node.value, ast.Name) and all(isinstance(t, ast.Name) for t in node.targets):
+            self.reached.add(id(node.value))
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                if module is not None:
+                    self.modules[target.id] = module
+                else:
+                    self.modules.pop(target.id, None)
+        self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        if isinstance(node.value, ast.Name):
+            self.reached.add(id(node.value))
         if node.attr.startswith("__") and node.attr.endswith("__"):
             self._add(
                 "introspection", node, f"touches .{node.attr}: an introspection escape from the handler's namespace"
             )
+        elif node.attr in REFLECTIVE_ATTRIBUTES:
+            self._add("introspection", node, f"touches .{node.attr}: a way out of the handler's namespace")
+        elif (module := self._module_of(node.value)) is not None and (why := _module_attribute(module, node.attr)):
+            self._add("introspection", node, why)
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
-        if node.id.startswith("__") and node.id.endswith("__") and node.id not in ("__name__", "__import__"):
+        if node.id in REFLECTIVE_NAMES:
+            self._add("introspection", node, f"names {node.id}: {REFLECTIVE_NAMES[node.id]} (however it is called)")
+        elif node.id.startswith("__") and node.id.endswith("__") and node.id != "__name__":
             self._add("introspection", node, f"uses {node.id}: interpreter internals")
+        elif isinstance(node.ctx, ast.Load) and node.id in self.modules and id(node) not in self.reached:
+            self._add(
+                "introspection",
+                node,
+                f"passes the module {self.modules[node.id]} around as a value: its attributes escape the check",
+            )
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and DUNDER_TEXT.search(node.value):
+            self._add(
+                "introspection",
+                node,
+                f"a string naming {DUNDER_TEXT.search(node.value).group(0)}: interpreter internals by name",  # type: ignore[union-attr]
+            )
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if isinstance(func, ast.Name) and func.id in REFLECTIVE_CALLS:
-            self._add(
-                "introspection", node, f"calls {func.id}(): {REFLECTIVE_CALLS[func.id]} escapes the static checks"
-            )
+        if isinstance(func, ast.Name) and func.id in self.called:
+            for part in [*node.args, *node.keywords]:  # the call itself is reported by the caller's check
+                self.visit(part)
+            return
         self.generic_visit(node)
 
 
-def check_untrusted(source: str, denied: Callable[[str], bool] = lambda module: False) -> list[UntrustedFinding]:
+def check_untrusted(
+    source: str, denied: Callable[[str], bool] = lambda module: False, called: frozenset[str] = frozenset()
+) -> list[UntrustedFinding]:
     """Imports off the allow-list and introspection escapes in `source` (syntax errors are reported by
-    the caller's own parse). `denied(module)` says which modules another check already reports."""
+    the caller's own parse). `denied(module)` says which modules, `called` which direct calls, another
+    check already reports."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return []
-    visitor = _AllowList(source, denied)
+    visitor = _AllowList(source, denied, called)
     visitor.visit(tree)
     return visitor.findings
 
