@@ -24,9 +24,11 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import BaseModel
+
+from servers.runtime.contained import SANDBOXED_ENV
 
 ALLOWED_MODULES = frozenset(
     {
@@ -331,6 +333,16 @@ NETWORK_EVENTS = (
     "socket.getnameinfo",
     "socket.listen",
 )
+# ctypes and mmap at all: raw memory and native calls reach past every other check.
+NATIVE_EVENTS = ("ctypes.", "mmap.", "_ctypes.")
+# Modules no farm server process loads after the hook is in place: processes without an audit event
+# (`_posixsubprocess.fork_exec`), native code, raw memory, the interpreter's test hooks.
+NATIVE_MODULES = frozenset(
+    {"_posixsubprocess", "ctypes", "_ctypes", "mmap", "_testcapi", "_testinternalcapi", "_xxsubinterpreters", "pty"}
+)
+HANDLER_FILE = "/handlers.py"
+# Modules allowed ones load lazily, on a handler's call (`datetime.strptime` imports _strptime).
+IMPLIED_MODULES = frozenset({"_strptime", "locale", "_locale", "unicodedata", "stringprep", "tzdata", "_pydecimal"})
 FILE_CHANGE_EVENTS = (
     "os.remove",
     "os.rename",
@@ -359,11 +371,17 @@ def _readable_roots(farm_root: Path | None) -> list[str]:
 
 
 def audit_hook(
-    farm_root: Path | None, report: Callable[[str], None], writable: Sequence[Path] = ()
+    farm_root: Path | None,
+    report: Callable[[str], None],
+    writable: Sequence[Path] = (),
+    native_calls: frozenset[int] = frozenset(),
 ) -> Callable[[str, tuple[Any, ...]], None]:
     """A PEP 578 hook that raises `PermissionError` (and reports it) for network, processes, writes and
     reads outside the interpreter's and the farm's folders, and SQLite files or extensions. `writable`
-    folders are the exception, for the verifier's own instruments (coverage data), never the server's."""
+    folders are the exception, for the verifier's own instruments (coverage data), never the server's.
+    Native code is refused (ctypes, mmap, loading process or memory modules) except calls to the function
+    pointers in `native_calls` (the runtime's malloc_trim, resolved before the hook); an import from a
+    running handler must be on the handler allow-list."""
     own = tuple(os.path.realpath(w).rstrip("/") + "/" for w in writable)
     readable = tuple(r.rstrip("/") + "/" for r in _readable_roots(farm_root)) + own
     exact = {r.rstrip("/") for r in readable}
@@ -412,10 +430,28 @@ def audit_hook(
                 and not instrument(database)
             ):
                 refuse(f"opening the SQLite file {database}")
-        elif event in ("sqlite3.enable_load_extension", "sqlite3.load_extension", "ctypes.dlopen"):
-            refuse(f"loading native code ({event})")
+        elif event in ("sqlite3.enable_load_extension", "sqlite3.load_extension") or event.startswith(NATIVE_EVENTS):
+            if event != "ctypes.call_function" or not args or args[0] not in native_calls:
+                refuse(f"native code or raw memory ({event})")
+        elif event == "import" and args:
+            module = str(args[0])
+            if module.split(".", 1)[0] in NATIVE_MODULES:
+                refuse(f"importing {module} (native process, memory or interpreter access)")
+            if not allowed_module(module) and module not in IMPLIED_MODULES and _handler_on_stack():
+                refuse(f"importing {module} from a handler (not on the handler allow-list)")
 
     return hook
+
+
+def _handler_on_stack() -> bool:
+    """Whether a generated server's handlers.py is running (an import from it must be allow-listed;
+    the runtime's own lazy imports are not)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename.endswith(HANDLER_FILE):
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
 
 
 def apply_limits(limits: Limits) -> None:
@@ -449,12 +485,18 @@ def enter(envfarm_argv: Sequence[str], writable: Sequence[Path] = (), *, server:
     Call it before any server code is imported; `envfarm_argv` names the farm that may be read.
     `server=False` (a seed builder) skips what only a server needs."""
     sys.dont_write_bytecode = True
+    os.environ[SANDBOXED_ENV] = "1"  # the farm loader runs handlers here, inside, not in yet another process
     apply_limits(Limits())
+    disarm_process_spawning()
+    native_calls: frozenset[int] = frozenset()
     if server:
         # The runtime's one native helper (glibc's malloc_trim) is resolved before native loading is refused.
+        import ctypes
+
         from servers.runtime.episodes import malloc_trim
 
-        malloc_trim()
+        if (trim := malloc_trim()) is not None:
+            native_calls = frozenset({ctypes.cast(trim, ctypes.c_void_p).value or 0})
 
     def report(message: str) -> None:
         try:
@@ -462,7 +504,21 @@ def enter(envfarm_argv: Sequence[str], writable: Sequence[Path] = (), *, server:
         except OSError:
             pass
 
-    sys.addaudithook(audit_hook(_farm_of(envfarm_argv), report, writable))
+    sys.addaudithook(audit_hook(_farm_of(envfarm_argv), report, writable, native_calls))
+
+
+def disarm_process_spawning() -> None:
+    """Replace `_posixsubprocess.fork_exec`, which starts a process without any audit event, with a
+    refusal, before anything can reach it (`subprocess` imports this very module object). Loading
+    the module again is refused by the audit hook (NATIVE_MODULES)."""
+    import _posixsubprocess
+
+    def fork_exec(*args: Any, **kwargs: Any) -> NoReturn:
+        message = f"{VIOLATION}: starting a process (_posixsubprocess.fork_exec) is not allowed in a farm server"
+        os.write(2, (message + "\n").encode())
+        raise PermissionError(message)
+
+    _posixsubprocess.fork_exec = fork_exec
 
 
 def main(argv: Sequence[str] | None = None) -> int:
