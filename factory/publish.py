@@ -29,7 +29,8 @@ from factory.codegen import render_server
 from factory.source import EnvironmentSource
 from servers.runtime import listing
 from servers.runtime.episodes import SEED_IMAGE, seed_image
-from servers.runtime.registry import Launch, RegistryEntry, load_registry, write_registry
+from servers.runtime.contained import contain
+from servers.runtime.registry import Launch, RegistryEntry, Trust, load_registry, write_registry
 
 SPEC_FILES = ("spec.json", "seed.json")
 CODE_SUFFIXES = (".py", ".sql", ".sqlite")  # the seed image runs too: servers load it instead of seed.json
@@ -116,6 +117,7 @@ def private_package(folder: Path) -> Iterator[str]:
         raise ImportError(f"{folder} is not an importable package")
     sys.modules[name] = importlib.util.module_from_spec(spec)
     try:
+        contain(name, folder)  # handlers.py is untrusted: deriving the listing never runs it here
         spec.loader.exec_module(sys.modules[name])
         yield name
     finally:
@@ -141,6 +143,16 @@ def discard(staged: Path) -> None:
     shutil.rmtree(staging_root(staged), ignore_errors=True)
 
 
+REVIEWED_SPECS = Path(__file__).resolve().parent / "specs"
+
+
+def trust_of(source: EnvironmentSource) -> Trust:
+    """'reviewed' for a server built from one of the project's own specs (factory/specs/, reviewed in
+    its repository), 'generated' for anything else (proposed, imported, any other folder): its handlers
+    then run in a sandboxed process at serve time."""
+    return "reviewed" if source.spec_path.resolve().is_relative_to(REVIEWED_SPECS) else "generated"
+
+
 def registry_entry(
     source: EnvironmentSource, server_dir: Path, verification: str, verified_at: str | None
 ) -> RegistryEntry:
@@ -161,6 +173,7 @@ def registry_entry(
         code_hash=code_hash(server_dir),
         verification=verification,
         verified_at=verified_at,
+        trust=trust_of(source),
     )
 
 
