@@ -122,6 +122,8 @@ REFLECTIVE_ATTRIBUTES = frozenset(
     }
 )
 DUNDER_TEXT = re.compile(r"__\w+__")
+# SQL that reaches past the episode's rows: other database files, the engine's settings, native code.
+SQL_ESCAPE = re.compile(r"\b(attach|detach|vacuum|pragma|load_extension)\b", re.IGNORECASE)
 VIOLATION = "envfarm sandbox"
 
 
@@ -276,8 +278,15 @@ class _AllowList(ast.NodeVisitor):
                 f"passes the module {self.modules[node.id]} around as a value: its attributes escape the check",
             )
 
+    def visit_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant):  # a docstring: prose, not code
+            return
+        self.generic_visit(node)
+
     def visit_Constant(self, node: ast.Constant) -> None:
-        if isinstance(node.value, str) and DUNDER_TEXT.search(node.value):
+        if isinstance(node.value, str) and (found := SQL_ESCAPE.search(node.value)):
+            self._add("introspection", node, f"SQL with {found.group(0).upper()}: beyond the episode's own rows")
+        elif isinstance(node.value, str) and DUNDER_TEXT.search(node.value):
             self._add(
                 "introspection",
                 node,

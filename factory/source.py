@@ -22,11 +22,12 @@ from factory.spec import EnvironmentSpec, SpecError, parse_spec, read_document
 SPEC_NAMES = ("spec.yaml", "spec.yml", "spec.json")
 POLICY_NAME = "policy.md"  # the policy the instructions carry; becomes the spec's `policy`
 # A seed is a small world an agent explores, not a data set: the largest built-in server has 812 rows in
-# one table and a 0.6 MB seed. Anything far past that is refused as it is read, naming its size, before
-# any verification work (100,000 inline rows once took 368 s to be refused, for a symptom).
+# one table, a 0.6 MB seed and an 82 KB spec file. Anything far past that is refused as it is read,
+# naming its size, before any verification work (100,000 inline rows once took 368 s to be refused, for
+# a symptom): a spec file by its size before it is parsed, then a seed by its rows and bytes.
 MAX_SEED_ROWS_PER_TABLE = 5_000
 MAX_SEED_BYTES = 8 * 1024 * 1024
-MAX_SPEC_FILE_BYTES = 16 * 1024 * 1024
+MAX_SPEC_FILE_BYTES = 2 * 1024 * 1024
 
 
 @dataclass(frozen=True)
