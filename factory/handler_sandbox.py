@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import importlib
+import importlib.util
 import json
 import os
 import sqlite3
@@ -84,7 +85,7 @@ class _Stream:
             return None
         message = decode(json.loads(line))
         if not isinstance(message, dict):
-            raise ValueError("the host sent something that is not an object")
+            raise TypeError("the host sent something that is not an object")
         return message
 
 
@@ -137,7 +138,7 @@ def _report(message: str) -> None:
 def guarded_import(real: Callable[..., ModuleType]) -> Callable[..., ModuleType]:
     """`__import__` for handlers: only the allow-list, and no private or off-list module through `from`."""
 
-    def __import__(  # noqa: N807 - it is the builtin it stands for
+    def __import__(
         name: str, globals: Any = None, locals: Any = None, fromlist: Sequence[str] = (), level: int = 0
     ) -> ModuleType:
         if level or not allowed_module(name):
@@ -173,12 +174,9 @@ def _time_zone_roots() -> tuple[str, ...]:
     import zoneinfo
 
     roots = [os.path.realpath(p) for p in zoneinfo.TZPATH]
-    try:
-        import tzdata  # type: ignore[import-not-found, unused-ignore]
-
-        roots.append(os.path.realpath(os.path.dirname(tzdata.__file__)))
-    except ImportError:
-        pass
+    tzdata = importlib.util.find_spec("tzdata")
+    if tzdata is not None and tzdata.origin:
+        roots.append(os.path.realpath(os.path.dirname(tzdata.origin)))
     return tuple(r.rstrip("/") + "/" for r in roots)
 
 
@@ -192,7 +190,8 @@ def lock_hook(zones: tuple[str, ...]) -> Callable[[str, tuple[Any, ...]], None]:
         what = None
         if event == "import":
             module = text(args[0]) if args else ""
-            if module not in allowed and module.split(".", 1)[0] not in allowed - {"servers"} and module not in implied:
+            root = module.split(".", 1)[0]
+            if module not in allowed and root not in allowed - {"servers"} and root not in implied:
                 what = f"importing {module}"
         elif event == "open":
             path = args[0] if args else None
@@ -233,7 +232,7 @@ def serve(stream: _Stream, module: ModuleType) -> None:
         try:
             function = module.__dict__.get(str(message.get("call")))
             if not callable(function):
-                raise LookupError(f"handlers.py has no function {message.get('call')!r}")
+                raise TypeError(f"handlers.py has no function {message.get('call')!r}")
             result = function(db, **(message.get("arguments") or {}))
             reply: dict[str, Any] = {"result": result}
             dumps(reply)  # refuse what JSON cannot carry here, as the handler's own error

@@ -28,8 +28,8 @@ from pathlib import Path
 from factory.codegen import render_server
 from factory.source import EnvironmentSource
 from servers.runtime import listing
-from servers.runtime.episodes import SEED_IMAGE, seed_image
 from servers.runtime.contained import contain
+from servers.runtime.episodes import SEED_IMAGE, seed_image
 from servers.runtime.registry import Launch, RegistryEntry, Trust, load_registry, write_registry
 
 SPEC_FILES = ("spec.json", "seed.json")
@@ -129,7 +129,9 @@ def write_listing(staged: Path) -> None:
     """Derive the tool schemas of the staged server once, as the SDK would at each start (`tools.json`)."""
     with private_package(staged) as package:
         definition = importlib.import_module(f"{package}.server").DEFINITION
-        derived = listing.derive([definition.function(tool) for tool in definition.tools], staged / listing.TOOLS_MODULE)
+        derived = listing.derive(
+            [definition.function(tool) for tool in definition.tools], staged / listing.TOOLS_MODULE
+        )
     (staged / listing.SCHEMAS_FILE).write_text(derived.model_dump_json(indent=2) + "\n", encoding="utf-8")
 
 

@@ -256,7 +256,9 @@ class _AllowList(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if isinstance(node.value, ast.Name):
             self.reached.add(id(node.value))
-        if node.attr.startswith("__") and node.attr.endswith("__"):
+        if not isinstance(node.ctx, ast.Load) and self._module_of(node.value) is not None:
+            self._add("introspection", node, f"changes {ast.unparse(node)}: a module is shared by every call")
+        elif node.attr.startswith("__") and node.attr.endswith("__"):
             self._add(
                 "introspection", node, f"touches .{node.attr}: an introspection escape from the handler's namespace"
             )
@@ -351,7 +353,9 @@ NATIVE_MODULES = frozenset(
 )
 HANDLER_FILE = "/handlers.py"
 # Modules allowed ones load lazily, on a handler's call (`datetime.strptime` imports _strptime).
-IMPLIED_MODULES = frozenset({"_strptime", "locale", "_locale", "unicodedata", "stringprep", "tzdata", "_pydecimal"})
+IMPLIED_MODULES = frozenset(
+    {"_strptime", "locale", "_locale", "unicodedata", "stringprep", "tzdata", "_pydecimal", "encodings"}
+)
 FILE_CHANGE_EVENTS = (
     "os.remove",
     "os.rename",
@@ -446,7 +450,8 @@ def audit_hook(
             module = str(args[0])
             if module.split(".", 1)[0] in NATIVE_MODULES:
                 refuse(f"importing {module} (native process, memory or interpreter access)")
-            if not allowed_module(module) and module not in IMPLIED_MODULES and _handler_on_stack():
+            implied = module.split(".", 1)[0] in IMPLIED_MODULES
+            if not allowed_module(module) and not implied and _handler_on_stack():
                 refuse(f"importing {module} from a handler (not on the handler allow-list)")
 
     return hook
@@ -505,7 +510,7 @@ def enter(envfarm_argv: Sequence[str], writable: Sequence[Path] = (), *, server:
         from servers.runtime.episodes import malloc_trim
 
         if (trim := malloc_trim()) is not None:
-            native_calls = frozenset({ctypes.cast(trim, ctypes.c_void_p).value or 0})
+            native_calls = frozenset({ctypes.cast(trim, ctypes.c_void_p).value or 0})  # type: ignore[arg-type]
 
     def report(message: str) -> None:
         try:

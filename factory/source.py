@@ -92,7 +92,10 @@ def generate_seed(seed_file: Path, spec: EnvironmentSpec, timeout_s: float = 120
         violation = next((line for line in said if line.startswith(VIOLATION)), None)
         raise SpecError(str(seed_file), [("build", violation or (said[-1] if said else f"exit code {run.returncode}"))])
     if len(run.stdout) > MAX_SEED_BYTES:
-        raise SpecError(str(seed_file), [("build", f"{len(run.stdout):,} bytes of rows: over the limit of {MAX_SEED_BYTES:,} bytes")])
+        raise SpecError(
+            str(seed_file),
+            [("build", f"{len(run.stdout):,} bytes of rows: over the limit of {MAX_SEED_BYTES:,} bytes")],
+        )
     try:
         rows = json.loads(run.stdout)
     except json.JSONDecodeError as exc:

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     import subprocess
 
 SANDBOXED_ENV = "ENVFARM_SANDBOXED"  # set inside a sandboxed process: its handlers are contained already
-CALL_TIMEOUT_S = 30.0
+CALL_TIMEOUT_S = 10.0  # a handler takes milliseconds; a stuck one stalls its server's calls
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 MAX_ERROR_CHARS = 2000
 SQLITE_ERRORS = ("IntegrityError", "OperationalError", "ProgrammingError", "DataError", "DatabaseError")
