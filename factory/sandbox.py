@@ -449,7 +449,7 @@ def audit_hook(
         elif event == "import" and args:
             module = str(args[0])
             if module.split(".", 1)[0] in NATIVE_MODULES:
-                refuse(f"importing {module} (native process, memory or interpreter access)")
+                refuse(f"native code or raw memory (importing {module})")
             implied = module.split(".", 1)[0] in IMPLIED_MODULES
             if not allowed_module(module) and not implied and _handler_on_stack():
                 refuse(f"importing {module} from a handler (not on the handler allow-list)")
