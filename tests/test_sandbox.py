@@ -58,8 +58,10 @@ ESCAPES = {
     # audit event; the sandbox disarms its fork_exec before any server code runs.
     "posixsubprocess": (
         "",
-        "imp = __import__; imp('_posixsubprocess').fork_exec([b'/bin/sh'], [b'/bin/sh'], True, (), None, None, "
-        "-1, -1, -1, -1, -1, -1, -1, -1, False, False, -1, None, None, None, -1, None, False)",
+        (
+            "imp = __import__; imp('_posixsubprocess').fork_exec([b'/bin/sh'], [b'/bin/sh'], True, (), None, None, "
+            "-1, -1, -1, -1, -1, -1, -1, -1, False, False, -1, None, None, None, -1, None, False)"
+        ),
         ("introspection", "__import__"),
         "starting a process (_posixsubprocess.fork_exec)",
     ),
