@@ -142,6 +142,34 @@ def test_the_host_runs_contained_sql_under_an_authorizer(tmp_path: Path) -> None
     assert db.execute("UPDATE items SET name = 'Drill'") == 1
 
 
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
+        "SELECT length(zeroblob(1000000000))",
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 200000) SELECT x FROM c",
+    ],
+)
+def test_contained_sql_is_bounded_in_the_host(sql: str, marker_dir: Path) -> None:
+    """The host runs a contained handler's SQL: an endless query stops at the call's deadline, a huge value
+    or result is refused, and the episode answers afterwards."""
+    server = marker_dir / "sql"
+    server.mkdir()
+    (server / "handlers.py").write_text(
+        f"def escape(db, marker, amount=0.0):\n    return db.all({sql!r})\n", encoding="utf-8"
+    )
+    process = HandlerProcess(server, "servers.sql_bomb", timeout=3)
+    db = _episode()
+    try:
+        started = time.monotonic()
+        with pytest.raises(Exception, match="interrupted|too big|over 100,000 rows|did not answer"):
+            process.call("escape", db, {"marker": "x"})
+        assert time.monotonic() - started < 10
+        assert db.scalar("SELECT count(*) FROM items") == 1
+    finally:
+        process.stop()
+
+
 def test_a_reviewed_server_runs_in_process_and_a_generated_one_contained() -> None:
     """The same server, loaded from the checkout's farm: in-process as registry.json marks it reviewed, in
     the sandbox when the registry does not; the contained handler answers as the in-process one does."""

@@ -44,6 +44,9 @@ SANDBOXED_ENV = "ENVFARM_SANDBOXED"  # set inside a sandboxed process: its handl
 CALL_TIMEOUT_S = 10.0  # a handler takes milliseconds; a stuck one stalls its server's calls
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 MAX_ERROR_CHARS = 2000
+MAX_ROWS = 100_000  # rows one contained statement may return
+MAX_VALUE_BYTES = 16 * 1024 * 1024  # the largest string or blob contained SQL may build (SQLite's default: 1 GB)
+PROGRESS_STEPS = 10_000  # virtual machine steps between checks of the call's deadline
 SQLITE_ERRORS = ("IntegrityError", "OperationalError", "ProgrammingError", "DataError", "DatabaseError")
 # What untrusted SQL may do: read and change rows (triggers included), call SQL functions, recurse.
 AUTHORIZED_ACTIONS = frozenset(
@@ -205,10 +208,13 @@ class HandlerProcess:
         with self._lock:
             process = self._running()
             connection = db.connection
+            deadline = time.monotonic() + self.timeout
+            # The child's SQL runs here: rows only, and bounded in time (the call's deadline) and size.
             connection.set_authorizer(authorize)
+            connection.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_STEPS)
+            length = connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
             try:
                 self._send(process, {"call": name, "arguments": arguments, "context": context_of(db)})
-                deadline = time.monotonic() + self.timeout
                 while True:
                     message = self._receive(process, deadline)
                     if "sql" in message:
@@ -221,15 +227,19 @@ class HandlerProcess:
                         raise self._fail("broke the protocol (an unknown message)")
             finally:
                 connection.set_authorizer(None)
+                connection.set_progress_handler(None, 0)
+                connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, length)
 
 
 def _execute(connection: sqlite3.Connection, message: dict[str, Any]) -> dict[str, Any]:
     params = message.get("params")
     try:
         cursor = connection.execute(str(message["sql"]), params if isinstance(params, dict | list) else ())
-        rows = cursor.fetchall()
+        rows = cursor.fetchmany(MAX_ROWS + 1)
     except sqlite3.Error as exc:
         return {"raise": [type(exc).__name__, str(exc)]}
+    if len(rows) > MAX_ROWS:
+        return {"raise": ["OperationalError", f"a statement returned over {MAX_ROWS:,} rows"]}
     columns = [d[0] for d in cursor.description] if cursor.description else None
     return {"columns": columns, "rows": rows, "rowcount": cursor.rowcount}
 
