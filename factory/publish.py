@@ -155,10 +155,18 @@ def trust_of(source: EnvironmentSource) -> Trust:
     return "reviewed" if source.spec_path.resolve().is_relative_to(REVIEWED_SPECS) else "generated"
 
 
+def launch_args(name: str, trust: Trust) -> list[str]:
+    """The stdio command of a published server: `-m servers.<name>` imports its handlers into the
+    process, so only a reviewed server is launched that way; any other goes through `envfarm serve`,
+    whose loader runs its handlers in the sandbox."""
+    return ["-m", f"servers.{name}"] if trust == "reviewed" else ["-m", "envfarm.cli", "serve", name]
+
+
 def registry_entry(
     source: EnvironmentSource, server_dir: Path, verification: str, verified_at: str | None
 ) -> RegistryEntry:
     spec = source.spec
+    trust = trust_of(source)
     return RegistryEntry(
         name=spec.name,
         domain=spec.domain,
@@ -170,12 +178,12 @@ def registry_entry(
         write_tool_count=sum(1 for t in spec.tools if t.changed_tables),
         tables=len(spec.entities),
         seed_rows=sum(len(rows) for rows in spec.seed.values()),
-        launch=Launch(args=["-m", f"servers.{spec.name}"], http_path=f"/{spec.name}/mcp"),
+        launch=Launch(args=launch_args(spec.name, trust), http_path=f"/{spec.name}/mcp"),
         spec_hash=spec_hash(server_dir),
         code_hash=code_hash(server_dir),
         verification=verification,
         verified_at=verified_at,
-        trust=trust_of(source),
+        trust=trust,
     )
 
 

@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -24,13 +25,14 @@ from conftest import REPO
 from corpus import GOOD
 
 from factory.build import build_all
+from factory.publish import launch_args, trust_of
 from factory.source import MAX_SEED_ROWS_PER_TABLE, MAX_SPEC_FILE_BYTES, load_environment
 from factory.spec import SpecError, read_document
 from factory.static_checks import check_handlers
 from factory.verify import VerifyOptions
 from servers.runtime.contained import ContainedError, HandlerProcess, authorize
 from servers.runtime.database import Database
-from servers.runtime.registry import load_registry
+from servers.runtime.registry import RegistryEntry, load_registry
 
 ESCAPES = Path(__file__).parent / "escapes"
 TECHNIQUES = sorted(p.stem for p in ESCAPES.glob("*.py"))
@@ -315,3 +317,18 @@ def test_a_published_generated_server_runs_its_handlers_in_the_sandbox(tmp_path:
     assert magic_error and "envfarm sandbox: importing os is not allowed" in magic, magic
     assert not plain_error and '"loan_id": "loan_001"' in plain, plain
     assert not marker.exists()
+
+
+def test_trust_is_reviewed_only_for_the_projects_own_specs(tmp_path: Path) -> None:
+    """registry.json's `trust`: 'reviewed' for a server built from factory/specs/ (the 24 are recorded so),
+    'generated' for anything else, whose stdio launch goes through the loader that contains its handlers."""
+    shed = load_environment(GOOD)
+    assert trust_of(shed) == "generated"
+    assert trust_of(replace(shed, spec_path=REPO / "factory" / "specs" / "library" / "spec.yaml")) == "reviewed"
+    assert launch_args("shed", "generated") == ["-m", "envfarm.cli", "serve", "shed"]
+    assert launch_args("library", "reviewed") == ["-m", "servers.library"]
+    farm = load_registry(REPO)
+    assert len(farm.servers) == 24 and {s.trust for s in farm.servers} == {"reviewed"}
+    entry = farm.servers[0].model_dump()
+    del entry["trust"]
+    assert RegistryEntry.model_validate(entry).trust == "generated"  # an entry without the field is untrusted
