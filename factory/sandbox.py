@@ -5,14 +5,23 @@ the common escapes, so that one failing does not open the farm:
 
 1. **Static** (`check_untrusted`, run by `static_checks.check_handlers`): handlers may import only
    an allow-list of pure modules (datetime, math, json, re, ...) and the runtime's `Database`, and may
-   not touch dunder attributes (`__subclasses__`, `__globals__`, `__class__`, ...) or reach them through
-   `getattr`/`vars`-style calls, the classic way out of a restricted namespace.
+   not touch dunder attributes (`__subclasses__`, `__globals__`, `__class__`, ...), frames or code
+   (`f_back`, `gi_frame`, `co_code`), name a reflective builtin at all (`imp = __import__`, a default
+   argument, a decorator: any mention, not only a call), reach a module through an allowed one's
+   attributes (`typing.sys`, `statistics.random`) or pass a module around, or write SQL beyond rows
+   (`ATTACH`, `VACUUM INTO`, `PRAGMA`).
 2. **Dynamic** (`python -m factory.sandbox <envfarm args>`): every server the verifier launches runs
    under resource limits (CPU time, address space, file size, open files) and a PEP 578 audit hook,
    installed before anything else loads, that refuses network connections, new processes, opening
    files outside the interpreter's and the farm's folders (and any write at all), and SQLite files or
    extensions. A refusal raises inside the handler and is written to stderr, where the verifier
-   attributes it to the call (a failed `output_stream` or `crash` check naming the violation).
+   attributes it to the call (a failed `output_stream` or `crash` check naming the violation). The
+   hook also refuses native code (ctypes, mmap, loading `_posixsubprocess`), and any import off the
+   allow-list while a handler is running; `_posixsubprocess.fork_exec`, which starts a process with no
+   audit event, is replaced by a refusal before any server code loads.
+
+At serve time, handlers of servers not marked `trust: "reviewed"` run in `factory.handler_sandbox`,
+the same limits and hook plus a stricter lock (see `servers.runtime.contained`).
 """
 
 from __future__ import annotations
