@@ -469,7 +469,10 @@ def audit_hook(
 def _handler_on_stack() -> bool:
     """Whether a generated server's handlers.py is running (an import from it must be allow-listed;
     the runtime's own lazy imports are not)."""
-    frame = sys._getframe(2)
+    try:
+        frame = sys._getframe(2)
+    except ValueError:  # an import with no Python caller (the interpreter's own)
+        return False
     while frame is not None:
         if frame.f_code.co_filename.endswith(HANDLER_FILE):
             return True

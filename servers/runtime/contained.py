@@ -127,6 +127,11 @@ def handler_functions(folder: Path) -> frozenset[str]:
     return frozenset(n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
 
 
+def child_environment() -> dict[str, str]:
+    """None of the host's environment (its secrets) but what an interpreter may need to start at all."""
+    return {key: os.environ[key] for key in ("LD_LIBRARY_PATH",) if key in os.environ}
+
+
 def context_of(db: Database) -> dict[str, Any]:
     """What a `Database` is beyond its connection: the clock, id formats, principal and scopes."""
     return {
@@ -157,7 +162,7 @@ class HandlerProcess:
             import subprocess  # here, not at the top: the sandboxed child imports this module too
 
             self._process = subprocess.Popen(
-                self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={}, close_fds=True
+                self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=child_environment(), close_fds=True
             )
             self._buffer = b""
             weakref.finalize(self, _stop, self._process)
