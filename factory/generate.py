@@ -30,7 +30,7 @@ from factory import fakedata
 from factory.build import build_all, warm_options
 from factory.mutation import Mutant, MutantResult, mutate_server, sample, server_mutants
 from factory.openapi import safe_name, singular
-from factory.source import POLICY_NAME, handler_functions
+from factory.source import POLICY_NAME, check_seed_size, handler_functions
 from factory.spec import NAME_PATTERN, SpecError, parse_spec
 from factory.static_checks import check_handlers
 from factory.verify import Failure, VerifyOptions
@@ -86,6 +86,10 @@ class SpecDraft(BaseModel):
 
     @model_validator(mode="after")
     def _buildable(self) -> SpecDraft:
+        try:  # a draft of any size is refused for its size first, before any slower check reads it
+            check_seed_size(self.spec.get("seed"), "spec")
+        except SpecError as exc:
+            raise ValueError("; ".join(f"spec {where}: {what}" for where, what in exc.problems)) from exc
         problems: list[str] = completeness_problems(self.spec, self.policy)
         names: set[str] = set()
         if self.handlers.strip():

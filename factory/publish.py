@@ -28,8 +28,9 @@ from pathlib import Path
 from factory.codegen import render_server
 from factory.source import EnvironmentSource
 from servers.runtime import listing
+from servers.runtime.contained import contain
 from servers.runtime.episodes import SEED_IMAGE, seed_image
-from servers.runtime.registry import Launch, RegistryEntry, load_registry, write_registry
+from servers.runtime.registry import Launch, RegistryEntry, Trust, load_registry, write_registry
 
 SPEC_FILES = ("spec.json", "seed.json")
 CODE_SUFFIXES = (".py", ".sql", ".sqlite")  # the seed image runs too: servers load it instead of seed.json
@@ -116,6 +117,7 @@ def private_package(folder: Path) -> Iterator[str]:
         raise ImportError(f"{folder} is not an importable package")
     sys.modules[name] = importlib.util.module_from_spec(spec)
     try:
+        contain(name, folder)  # handlers.py is untrusted: deriving the listing never runs it here
         spec.loader.exec_module(sys.modules[name])
         yield name
     finally:
@@ -127,7 +129,9 @@ def write_listing(staged: Path) -> None:
     """Derive the tool schemas of the staged server once, as the SDK would at each start (`tools.json`)."""
     with private_package(staged) as package:
         definition = importlib.import_module(f"{package}.server").DEFINITION
-        derived = listing.derive([definition.function(tool) for tool in definition.tools], staged / listing.TOOLS_MODULE)
+        derived = listing.derive(
+            [definition.function(tool) for tool in definition.tools], staged / listing.TOOLS_MODULE
+        )
     (staged / listing.SCHEMAS_FILE).write_text(derived.model_dump_json(indent=2) + "\n", encoding="utf-8")
 
 
@@ -141,10 +145,28 @@ def discard(staged: Path) -> None:
     shutil.rmtree(staging_root(staged), ignore_errors=True)
 
 
+REVIEWED_SPECS = Path(__file__).resolve().parent / "specs"
+
+
+def trust_of(source: EnvironmentSource) -> Trust:
+    """'reviewed' for a server built from one of the project's own specs (factory/specs/, reviewed in
+    its repository), 'generated' for anything else (proposed, imported, any other folder): its handlers
+    then run in a sandboxed process at serve time."""
+    return "reviewed" if source.spec_path.resolve().is_relative_to(REVIEWED_SPECS) else "generated"
+
+
+def launch_args(name: str, trust: Trust) -> list[str]:
+    """The stdio command of a published server: `-m servers.<name>` imports its handlers into the
+    process, so only a reviewed server is launched that way; any other goes through `envfarm serve`,
+    whose loader runs its handlers in the sandbox."""
+    return ["-m", f"servers.{name}"] if trust == "reviewed" else ["-m", "envfarm.cli", "serve", name]
+
+
 def registry_entry(
     source: EnvironmentSource, server_dir: Path, verification: str, verified_at: str | None
 ) -> RegistryEntry:
     spec = source.spec
+    trust = trust_of(source)
     return RegistryEntry(
         name=spec.name,
         domain=spec.domain,
@@ -156,11 +178,12 @@ def registry_entry(
         write_tool_count=sum(1 for t in spec.tools if t.changed_tables),
         tables=len(spec.entities),
         seed_rows=sum(len(rows) for rows in spec.seed.values()),
-        launch=Launch(args=["-m", f"servers.{spec.name}"], http_path=f"/{spec.name}/mcp"),
+        launch=Launch(args=launch_args(spec.name, trust), http_path=f"/{spec.name}/mcp"),
         spec_hash=spec_hash(server_dir),
         code_hash=code_hash(server_dir),
         verification=verification,
         verified_at=verified_at,
+        trust=trust,
     )
 
 

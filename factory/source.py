@@ -21,6 +21,13 @@ from factory.spec import EnvironmentSpec, SpecError, parse_spec, read_document
 
 SPEC_NAMES = ("spec.yaml", "spec.yml", "spec.json")
 POLICY_NAME = "policy.md"  # the policy the instructions carry; becomes the spec's `policy`
+# A seed is a small world an agent explores, not a data set: the largest built-in server has 812 rows in
+# one table, a 0.6 MB seed and an 82 KB spec file. Anything far past that is refused as it is read,
+# naming its size, before any verification work (100,000 inline rows once took 368 s to be refused, for
+# a symptom): a spec file by its size before it is parsed, then a seed by its rows and bytes.
+MAX_SEED_ROWS_PER_TABLE = 5_000
+MAX_SEED_BYTES = 8 * 1024 * 1024
+MAX_SPEC_FILE_BYTES = 2 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,23 @@ def handler_functions(source: str, origin: str) -> set[str]:
     return {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
 
 
+def check_seed_size(seed: Any, origin: str) -> None:
+    """Refuse a seed over MAX_SEED_ROWS_PER_TABLE rows in a table or MAX_SEED_BYTES of JSON, naming its size."""
+    if not isinstance(seed, dict):
+        return  # parse_spec reports a malformed seed
+    problems = [
+        (f"seed.{table}", f"{len(rows):,} rows: over the limit of {MAX_SEED_ROWS_PER_TABLE:,} rows per table")
+        for table, rows in seed.items()
+        if isinstance(rows, list) and len(rows) > MAX_SEED_ROWS_PER_TABLE
+    ]
+    if not problems:
+        size = len(json.dumps(seed, default=str))
+        if size > MAX_SEED_BYTES:
+            problems.append(("seed", f"{size:,} bytes of rows: over the limit of {MAX_SEED_BYTES:,} bytes"))
+    if problems:
+        raise SpecError(origin, problems)
+
+
 def generate_seed(seed_file: Path, spec: EnvironmentSpec, timeout_s: float = 120.0) -> dict[str, list[dict]]:
     """Run `seed.py`'s `build(rng, now)` with the spec's seed number, in a sandboxed process
     (`factory.seed_sandbox`): a spec folder's code never runs in the factory's own process."""
@@ -67,12 +91,18 @@ def generate_seed(seed_file: Path, spec: EnvironmentSpec, timeout_s: float = 120
         said = [line for line in run.stderr.strip().splitlines() if line.strip()]
         violation = next((line for line in said if line.startswith(VIOLATION)), None)
         raise SpecError(str(seed_file), [("build", violation or (said[-1] if said else f"exit code {run.returncode}"))])
+    if len(run.stdout) > MAX_SEED_BYTES:
+        raise SpecError(
+            str(seed_file),
+            [("build", f"{len(run.stdout):,} bytes of rows: over the limit of {MAX_SEED_BYTES:,} bytes")],
+        )
     try:
         rows = json.loads(run.stdout)
     except json.JSONDecodeError as exc:
         raise SpecError(str(seed_file), [("build", f"printed something that is not its rows: {exc}")]) from exc
     if not isinstance(rows, dict):
         raise SpecError(str(seed_file), [("build", f"must return {{table: [rows]}}, got {type(rows).__name__}")])
+    check_seed_size(rows, str(seed_file))
     return rows
 
 
@@ -111,7 +141,11 @@ def load_environment(path: Path) -> EnvironmentSource:
     """Read and validate one environment; SpecError lists every problem with file and field path."""
     spec_file = find_spec_file(path)
     folder = spec_file.parent
+    if (size := spec_file.stat().st_size) > MAX_SPEC_FILE_BYTES:
+        raise SpecError(str(spec_file), [("", f"{size:,} bytes: over the limit of {MAX_SPEC_FILE_BYTES:,} bytes")])
     data = read_document(spec_file)
+    if isinstance(data, dict):
+        check_seed_size(data.get("seed"), str(spec_file))
     if path.is_file() and isinstance(data, dict) and ("openapi" in data or "swagger" in data or "class_name" in data):
         return imported_environment(path, data)
     handlers_file = folder / "handlers.py"
@@ -128,6 +162,8 @@ def load_environment(path: Path) -> EnvironmentSource:
         if header is not None:
             generated = generate_seed(seed_file, header)
             data = {**data, "seed": {**(data.get("seed") or {}), **generated}}
+    if isinstance(data, dict):
+        check_seed_size(data.get("seed"), str(spec_file))
     if isinstance(data, dict) and data.get("ids") == "opaque":
         data = {**data, "seed": _opaque_seed(data)}
     policy_file = folder / POLICY_NAME

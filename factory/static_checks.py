@@ -238,6 +238,8 @@ def check_handlers(source: str, filename: str = "handlers.py") -> list[StaticFin
     visitor = _Visitor(source)
     visitor.visit(tree)
     # The sandbox's allow-list: imports off it (those not already refused above) and introspection escapes.
-    allow_list = check_untrusted(source, denied=lambda module: _root(module) in FORBIDDEN_MODULES)
+    allow_list = check_untrusted(
+        source, denied=lambda module: _root(module) in FORBIDDEN_MODULES, called=frozenset(FORBIDDEN_CALLS)
+    )
     visitor.findings += [StaticFinding.model_validate(f.model_dump()) for f in allow_list]
     return sorted(visitor.findings, key=lambda f: f.line)

@@ -933,7 +933,11 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-def _static(server_dir: Path, recorder: _Recorder) -> None:
+ESCAPE_KINDS = frozenset({"import", "introspection"})  # static findings that are a way out of the sandbox
+
+
+def _static(server_dir: Path, recorder: _Recorder) -> bool:
+    """Record the static findings; whether one is an escape (then the server is never launched)."""
     handlers = server_dir / "handlers.py"
     findings = check_handlers(handlers.read_text(encoding="utf-8")) if handlers.is_file() else []
     for finding in findings:
@@ -947,6 +951,7 @@ def _static(server_dir: Path, recorder: _Recorder) -> None:
         )
     if not findings:
         recorder.passed(SERVER, "static")
+    return any(f.kind in ESCAPE_KINDS for f in findings)
 
 
 async def _launch_and_check(
@@ -1076,11 +1081,11 @@ async def verify_server(
         raise ValueError(f"{server_dir} is not {import_root}/servers/{spec.name}")
     recorder = _Recorder(spec)
     timings = Timings()
-    if options.static:
-        _static(server_dir, recorder)
+    escapes = options.static and _static(server_dir, recorder)
     timings.static_s = time.perf_counter() - started
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog, tempfile.TemporaryDirectory() as workdir:
-        await _launch_and_check(spec, import_root, errlog, recorder, options, timings, Path(workdir))
+    if not escapes:  # handlers that try to get out are refused as read, never run
+        with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog, tempfile.TemporaryDirectory() as workdir:
+            await _launch_and_check(spec, import_root, errlog, recorder, options, timings, Path(workdir))
     timings.total_s = time.perf_counter() - started
     return VerificationReport(
         server=spec.name,

@@ -54,6 +54,23 @@ ESCAPES = {
         ("introspection", "__subclasses__"),
         "starting a process (subprocess.Popen)",
     ),
+    # The escape that once got through: an aliased import of the C module that starts processes with no
+    # audit event; the sandbox disarms its fork_exec before any server code runs.
+    "posixsubprocess": (
+        "",
+        (
+            "imp = __import__; imp('_posixsubprocess').fork_exec([b'/bin/sh'], [b'/bin/sh'], True, (), None, None, "
+            "-1, -1, -1, -1, -1, -1, -1, -1, False, False, -1, None, None, None, -1, None, False)"
+        ),
+        ("introspection", "__import__"),
+        "starting a process (_posixsubprocess.fork_exec)",
+    ),
+    "native": (
+        "",
+        "__import__('ctypes').CDLL(None).system(b'true')",
+        ("call", "dynamic imports"),
+        "native code or raw memory (",
+    ),
 }
 
 

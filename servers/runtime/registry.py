@@ -13,10 +13,12 @@ import os
 import tempfile
 from importlib import resources
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 REGISTRY_FILE = "registry.json"
+Trust = Literal["reviewed", "generated"]
 
 
 class Launch(BaseModel):
@@ -44,6 +46,12 @@ class RegistryEntry(BaseModel):
     code_hash: str
     verification: str = Field(description="'passed', 'failed' or 'unverified'")
     verified_at: str | None = None
+    trust: Trust = Field(
+        "generated",
+        description="'reviewed': built from the project's own reviewed specs, its handlers run in the serving "
+        "process; 'generated' (proposed, imported, anything else, and the default): its handlers run in a "
+        "sandboxed process at serve time",
+    )
 
 
 class Registry(BaseModel):

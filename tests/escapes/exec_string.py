@@ -1,0 +1,9 @@
+# ruff: noqa
+"""Escape: exec of a string."""
+
+from servers.runtime.database import Database
+
+
+def escape(db: Database, marker: str, amount: float = 0.0) -> dict:
+    exec(f"import os; os.system('touch {marker}')")
+    return {"escaped": True}
