@@ -1,0 +1,410 @@
+"""How the oracle speaks: read-backs, progress notes and final answers a good agent would say.
+
+The oracle's turns are SFT data, so they must read as an agent talking to a person: no rubric text
+("states the price: 24.00"), no field dumps, no paging fields and no internal ids. Everything is rendered
+from the task alone (its gold calls, their recorded outputs and its claims), deterministically:
+
+- a read-back names the change in words, describes the row it touches by what a person knows about it
+  (a title, a name, a date) instead of its id, and states every number the change uses (the confirmation
+  check looks for them);
+- a final answer states each claim's value with the field's human label, dates in words, money with two
+  decimals (and its currency when the row says which), in sentences.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+from clients.tasks import Claim, GoldCall, Task
+
+#: Fields whose value is an amount of money (by the words of their name).
+MONEY = re.compile(
+    r"\b(price|amount|cost|total price|fee|fees|balance|copay|pays|subtotal|salary|charge|refund|paid|due|"
+    r"rate|budget|spent|limit amount|deposit|tip|tax|revenue)\b"
+)
+#: Paging fields: never a fact a person asked to hear, and never said as a field.
+PAGING = {"cursor", "has_more", "next_cursor", "limit", "offset"}
+#: How a claim's rubric text is worded today ("states the daily price: 24.00"); the label is group 1.
+RUBRIC = re.compile(r"^\s*(?:states|confirms|says|gives|mentions|reports)\s+(?:the\s+)?(.+?)\s*(?::\s*(.*))?$", re.I)
+#: Output fields that describe a row to a person, best first.
+DESCRIBERS = (
+    "title",
+    "name",
+    "full_name",
+    "subject",
+    "summary",
+    "label",
+    "plate",
+    "drug_name",
+    "description",
+)
+CURRENCY_SIGNS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "INR": "₹"}
+CREATE_VERBS = {"create", "add", "submit", "open", "book", "schedule", "place", "file", "log", "register", "request"}
+PAST = {
+    "pay": "paid",
+    "send": "sent",
+    "set": "set",
+    "put": "put",
+    "submit": "submitted",
+    "cancel": "cancelled",
+    "refund": "refunded",
+    "upload": "uploaded",
+    "make": "made",
+    "write": "written",
+    "give": "given",
+    "reply": "replied to",
+    "schedule": "scheduled",
+    "log": "logged",
+    "transfer": "transferred",
+    "drop": "dropped",
+    "ship": "shipped",
+    "plan": "planned",
+    "stop": "stopped",
+    "file": "filed",
+}
+
+
+def label(name: str) -> str:
+    """A field name as words: `starts_at` -> 'starts at', `odometerKm` -> 'odometer km'."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    return " ".join(t.lower() for t in re.split(r"[^A-Za-z0-9]+", spaced) if t)
+
+
+def is_id_key(key: str) -> bool:
+    """An internal identifier's field (`patient_id`, `id`, `calendarId`)."""
+    words = label(key).split()
+    return bool(words) and words[-1] in ("id", "ids")
+
+
+def task_ids(task: Task) -> set[str]:
+    """Every internal id the task's gold calls saw (values of id fields in arguments and outputs)."""
+    found: set[str] = set()
+    for call in task.gold_calls:
+        for key, value in _pairs([call.arguments, call.output]):
+            if is_id_key(key) and isinstance(value, str | int) and not isinstance(value, bool):
+                found.add(str(value))
+    return found
+
+
+def _pairs(node: Any) -> Iterator[tuple[str, Any]]:
+    """Every (key, scalar) of a nested JSON value."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if isinstance(value, dict | list):
+                yield from _pairs(value)
+            else:
+                yield key, value
+    elif isinstance(node, list):
+        for item in node:
+            yield from _pairs(item)
+
+
+def rows(node: Any) -> Iterator[dict[str, Any]]:
+    """Every object of a nested JSON value (the rows of an output, and the output itself)."""
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from rows(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from rows(item)
+
+
+def _currency(task: Task) -> str | None:
+    for call in task.gold_calls:
+        for key, value in _pairs(call.output):
+            if label(key).split()[-1:] == ["currency"] and isinstance(value, str) and len(value) == 3:
+                return value.upper()
+    return None
+
+
+def _when(text: str) -> str | None:
+    """An ISO date or datetime in words ('April 17, 2026 at 09:00 UTC'); None when `text` is neither."""
+    if not re.match(r"^\d{4}-\d{2}-\d{2}", text):
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    day = f"{moment:%B} {moment.day}, {moment.year}"
+    if len(text) <= 10:
+        return day
+    zone = " UTC" if text.endswith("Z") or text.endswith("+00:00") else ""
+    return f"{day} at {moment:%H:%M}{zone}"
+
+
+def say_value(name: str, value: Any, currency: str | None = None) -> str:
+    """A value as a person says it: dates in words, money with two decimals, whole numbers without."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    text = str(value).strip()
+    when = _when(text)
+    if when is not None:
+        return when
+    try:
+        number = float(text.replace(",", "").removeprefix("$"))
+    except ValueError:
+        return text
+    if MONEY.search(label(name)):
+        sign = CURRENCY_SIGNS.get(currency or "")
+        amount = f"{number:,.2f}"
+        return f"{sign}{amount}" if sign else f"{amount} {currency}" if currency else amount
+    if number.is_integer() and not re.search(r"\.\d*[1-9]", text):
+        return text.split(".")[0] if "." in text else text
+    return f"{number:g}"
+
+
+def _verb_is(words: str) -> str:
+    """'is' or 'are' for a label ('the notes are', 'the status is')."""
+    last = words.split()[-1] if words.split() else ""
+    plural = last.endswith("s") and not last.endswith(("ss", "us", "is")) and last != "news"
+    return "are" if plural else "is"
+
+
+def _dated(words: str, when: str) -> str | None:
+    """A date field said as an event: 'starts at' -> 'starts on April 17, 2026 at 09:00 UTC',
+    'issued on' -> 'was issued on March 1, 2026'; None when the label is not an event ('due date')."""
+    parts = words.split()
+    if len(parts) < 2 or parts[-1] not in ("at", "on"):
+        return None
+    verb = " ".join(parts[:-1])
+    return f"{'was ' if parts[0].endswith('ed') else ''}{verb} on {when}"
+
+
+def _fact(words: str, value: str, currency: str | None) -> str:
+    """One claim as a clause: 'the daily price is $24.00', 'it starts on April 17, 2026 at 09:00 UTC'."""
+    said = say_value(words, value, currency)
+    when = _when(value.strip())
+    event = _dated(words, when) if when is not None else None
+    if event is not None:
+        return f"it {event}"
+    if len(said.split()) >= 3 and when is None and not _numeric(said.replace(",", "").lstrip("$€£¥₹")):
+        said = f"“{said}”"
+    return f"the {words} {_verb_is(words)} {said}"
+
+
+def claim_parts(claim: Claim) -> tuple[str, str] | None:
+    """(label, value) of a claim, from its rubric text and values; None when it names no field."""
+    match = RUBRIC.match(claim.text)
+    value = claim.values[0] if claim.values else (match.group(2) if match and match.group(2) else None)
+    if value is None:
+        return None
+    words = match.group(1) if match else claim.text
+    words = re.sub(rf":?\s*{re.escape(str(value))}\s*$", "", words).strip(" :")
+    return (words or "value"), str(value)
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text[:1].upper() + text[1:] + ("" if text.endswith((".", "?", "!", ".”", "?”", "!”")) else ".")
+
+
+def _join(items: Sequence[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def state_claims(claims: Iterable[Claim], currency: str | None = None) -> list[str]:
+    """Each claim as a sentence: 'The daily price is $24.00.'; a count and a total as 'I found 3 of them.'"""
+    parts: list[tuple[str, str]] = []
+    loose: list[str] = []
+    for claim in claims:
+        part = claim_parts(claim)
+        if part is None:
+            loose.extend(claim.values)
+        else:
+            parts.append(part)
+    sentences: list[str] = []
+    paging = {words: value for words, value in parts if words in ("count", "total")}
+    if paging:
+        count, total = paging.get("count"), paging.get("total")
+        if count is not None and total is not None and count != total:
+            sentences.append(f"There are {total} matching records in all ({count} listed here).")
+        else:
+            sentences.append(f"There are {total if total is not None else count} matching records.")
+    unique = list(dict.fromkeys(parts))
+    said = [
+        _fact(words, value, currency)
+        for words, value in unique
+        if words not in ("count", "total") and words.replace(" ", "_") not in PAGING
+    ]
+    for start in range(0, len(said), 2):
+        sentences.append(_sentence(_join(said[start : start + 2])))
+    if loose:
+        sentences.append(_sentence("That's " + _join(loose)))
+    return sentences
+
+
+# ---------------------------------------------------------------- changes in words
+
+
+def _action(tool: str) -> tuple[str, str]:
+    """(verb, object) of a tool name: `pay_invoice` -> ('pay', 'invoice')."""
+    words = label(tool).split()
+    return (words[0], " ".join(words[1:])) if words else ("do", "that")
+
+
+def _past(verb: str) -> str:
+    if verb in PAST:
+        return PAST[verb]
+    if verb.endswith("e"):
+        return verb + "d"
+    if verb.endswith("y") and verb[-2:-1] not in "aeiou":
+        return verb[:-1] + "ied"
+    return verb + "ed"
+
+
+def _describe(row: dict[str, Any], ids: set[str], currency: str | None, skip: set[str], dates: bool = True) -> str:
+    """A row by what a person knows of it: 'Client visit' or 'from March 1, 2026'."""
+    for key in DESCRIBERS:
+        value = row.get(key)
+        if key in skip or not isinstance(value, str) or str(value) in ids or not 0 < len(value) <= 60:
+            continue
+        return f"“{value}”"
+    for key, value in row.items():
+        if key in skip or is_id_key(key) or not isinstance(value, str) or value in ids:
+            continue
+        when = _when(value)
+        if when is not None and dates:
+            event = _dated(label(key), when)
+            if event is None:
+                return f"with {label(key)} {when}"
+            return event.removeprefix("was ") if event.startswith("was ") else f"that {event}"
+    return ""
+
+
+def _referent(task: Task, index: int, ids: set[str], currency: str | None) -> str:
+    """How the row a gold call acts on is described: by the earlier output row that holds its id."""
+    call = task.gold_calls[index]
+    wanted = {
+        (key, str(value))
+        for key, value in call.arguments.items()
+        if is_id_key(key) and isinstance(value, str | int) and not isinstance(value, bool)
+    }
+    for earlier in reversed(task.gold_calls[:index]):
+        for row in rows(earlier.output):
+            if any(str(row.get(key)) == value for key, value in wanted):
+                described = _describe(row, ids, currency, skip=set(call.arguments))
+                if described:
+                    return described
+    return ""
+
+
+def _details(call: GoldCall, ids: set[str], currency: str | None) -> list[str]:
+    """The values a change sets, in words (ids left out; long texts named, not read out)."""
+    out: list[str] = []
+    for key, value in call.arguments.items():
+        if value in (None, "", [], {}) or is_id_key(key) or str(value) in ids or key in PAGING:
+            continue
+        if isinstance(value, dict | list):
+            continue
+        words = label(key)
+        text = say_value(key, value, currency)
+        when = _when(value) if isinstance(value, str) else None
+        if isinstance(value, str) and len(value) > 80:
+            out.append(f"the {words} you gave me")
+        elif when is not None:
+            out.append(_dated(words, when) or f"{words} {when}")
+        elif isinstance(value, str) and not _numeric(value):
+            out.append(f"{words} “{text}”")
+        else:
+            out.append(f"{words} {text}")
+    return out
+
+
+def _numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _object(verb: str, thing: str, described: str) -> str:
+    article = "a new" if verb in CREATE_VERBS else "the"
+    return f"{article} {thing}".strip() + (f" {described}" if described else "")
+
+
+def readback(task: Task, index: int) -> str:
+    """What the agent says before a governed change: the change in words, then 'Shall I go ahead?'."""
+    call = task.gold_calls[index]
+    ids, currency = task_ids(task), _currency(task)
+    verb, thing = _action(call.tool)
+    described = _referent(task, index, ids, currency) if verb not in CREATE_VERBS else ""
+    details = _details(call, ids, currency)
+    what = f"{verb} {_object(verb, thing, described)}"
+    text = f"Just to confirm: I'll {what}" + (f", with {_join(details)}" if details else "")
+    return text + ". Shall I go ahead?"
+
+
+def did(task: Task, index: int) -> str:
+    """A change that was made, in the past tense: 'I've paid the invoice “March rent”.'"""
+    call = task.gold_calls[index]
+    ids, currency = task_ids(task), _currency(task)
+    verb, thing = _action(call.tool)
+    if verb in CREATE_VERBS:
+        made = next(rows(call.output), None) or call.arguments
+        described = _describe(made, ids, currency, skip=set(), dates=False)
+        return _sentence(f"I've {_past(verb)} the {thing}" + (f" {described}" if described else ""))
+    described = _referent(task, index, ids, currency)
+    return _sentence(f"I've {_past(verb)} {_object(verb, thing, described)}")
+
+
+def _turn_claims(task: Task, calls: Iterable[int]) -> list[Claim]:
+    """The claims whose values the given gold calls' outputs hold."""
+    outputs = " ".join(str(task.gold_calls[i].output) for i in calls)
+    return [c for c in task.claims if c.values and all(v in outputs for v in c.values)]
+
+
+def progress(task: Task, calls: Sequence[int], done: set[int]) -> str:
+    """What the agent says when one of several requests is finished: what changed and what it found."""
+    changed = [did(task, i) for i in calls if i in done and task.gold_calls[i].is_write]
+    found = state_claims(_turn_claims(task, calls), _currency(task))
+    return " ".join([*changed, *found] or ["That's taken care of."]) + " What else can I do for you?"
+
+
+def final_answer(task: Task, done: set[int], last: Sequence[int] = ()) -> str:
+    """The last answer: what was changed in the last request, then every fact the user asked to hear in
+    sentences (the whole conversation's: the answer is graded alone, so earlier facts are recapped)."""
+    now = [i for i in last if i in done and task.gold_calls[i].is_write] if last else sorted(done)
+    changed = [did(task, i) for i in now if task.gold_calls[i].is_write]
+    found = state_claims(task.claims, _currency(task))
+    if found and len(last) < len(task.gold_calls) and len(task.turns) > 1:
+        found[0] = "To recap: " + found[0][:1].lower() + found[0][1:]
+    if not changed and not found:
+        found = _summary(task)
+    return " ".join([*changed, *found] or ["That's all taken care of."])
+
+
+def _summary(task: Task) -> list[str]:
+    """When the user asked to hear nothing in particular: the first row the last lookup found, in words."""
+    ids, currency = task_ids(task), _currency(task)
+    for call in reversed(task.gold_calls):
+        for row in rows(call.output):
+            facts = [
+                _fact(label(key), str(value), currency)
+                for key, value in row.items()
+                if not isinstance(value, dict | list | bool)
+                and value not in (None, "")
+                and not is_id_key(key)
+                and key not in PAGING
+                and key not in ("count", "total")
+                and str(value) not in ids
+                and len(str(value)) <= 80
+            ][:3]
+            if facts:
+                return ["Here's what I found: " + _join(facts) + "."]
+    return []
+
+
+def refusal(rule: str) -> str:
+    """A refusal that gives the reason (the policy rule) and claims nothing was done."""
+    return f"I'm sorry, but I can't do that. Our policy says: {rule.strip()} I haven't changed anything."
+
+
+def declined() -> str:
+    return "Understood: I haven't changed anything."
