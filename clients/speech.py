@@ -28,7 +28,9 @@ MONEY = re.compile(
 #: Paging fields: never a fact a person asked to hear, and never said as a field.
 PAGING = {"cursor", "has_more", "next_cursor", "limit", "offset"}
 #: How a claim's rubric text is worded today ("states the daily price: 24.00"); the label is group 1.
-RUBRIC = re.compile(r"^\s*(?:states|confirms|says|gives|mentions|reports)\s+(?:the\s+)?(.+?)\s*(?::\s*(.*))?$", re.I)
+RUBRIC = re.compile(
+    r"^\s*(?:states|confirms|says|gives|mentions|reports)\s+(?:the\s+)?(.+?)\s*(?::\s*(.*))?$", re.IGNORECASE
+)
 #: Output fields that describe a row to a person, best first.
 DESCRIBERS = (
     "title",
@@ -126,13 +128,13 @@ def _when(text: str) -> str | None:
     if not re.match(r"^\d{4}-\d{2}-\d{2}", text):
         return None
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(text)
     except ValueError:
         return None
     day = f"{moment:%B} {moment.day}, {moment.year}"
     if len(text) <= 10:
         return day
-    zone = " UTC" if text.endswith("Z") or text.endswith("+00:00") else ""
+    zone = " UTC" if text.endswith(("Z", "+00:00")) else ""
     return f"{day} at {moment:%H:%M}{zone}"
 
 
