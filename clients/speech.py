@@ -410,3 +410,26 @@ def refusal(rule: str) -> str:
 
 def declined() -> str:
     return "Understood: I haven't changed anything."
+
+
+# ---------------------------------------------------------------- what must never be said
+
+RUBRIC_TEXT = re.compile(r"\b(?:states|confirms) the\b|\bcount:|\bhas_more\b|\bcursor:|\bnext_cursor\b", re.IGNORECASE)
+FIELD_DUMP = re.compile(r"(?:\b\w+: [^;\n]+; ){2,}")
+#: The shape of the farm's generated ids (`sch_xr3qi5`, `pat_0042`): a short prefix, `_`, letters with a digit.
+ID_SHAPE = re.compile(r"\b[a-z]{2,5}_(?=[a-z0-9]*\d)[a-z0-9]{4,}\b")
+
+
+def speech_problems(text: str, task: Task, fields: Iterable[str] = ()) -> list[str]:
+    """What reads like a grader or a database in an agent's words: rubric text, paging fields, a
+    `key: value; key: value` dump, a raw field name (`odometer_km`) or an internal id."""
+    problems = [f"rubric or paging text {m.group(0)!r}" for m in RUBRIC_TEXT.finditer(text)]
+    problems += [f"field dump {m.group(0)[:40]!r}" for m in FIELD_DUMP.finditer(text)]
+    problems += [f"internal id {m.group(0)!r}" for m in ID_SHAPE.finditer(text)]
+    for value in task_ids(task):
+        if len(value) >= 4 and not value.isdigit() and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text):
+            problems.append(f"internal id {value!r}")
+    for name in fields:
+        if "_" in name and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text):
+            problems.append(f"field name {name!r}")
+    return sorted(set(problems))
