@@ -201,7 +201,7 @@ def verl_schema(function: dict[str, Any]) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     for name, raw in (parameters.get("properties") or {}).items():
         options = [raw, *raw.get("anyOf", [])]
-        typed = next((o for o in options if o.get("type") not in (None, "null")), {})
+        typed: dict[str, Any] = next((o for o in options if o.get("type") not in (None, "null")), {})
         kind = typed.get("type", "string")
         notes = [raw.get("description") or typed.get("description") or ""]
         if any(o.get("type") == "null" for o in options):

@@ -185,4 +185,3 @@ def checks_for(grounded: Grounded, rules: dict[str, list[PolicyRule]]) -> list[P
                 )
             )
     return checks
-

@@ -189,12 +189,15 @@ def _fact(words: str, value: str, currency: str | None) -> str:
 
 
 def claim_parts(claim: Claim) -> tuple[str, str] | None:
-    """(label, value) of a claim, from its rubric text and values; None when it names no field."""
+    """(label, value) of a rubric-worded claim ('states the daily price: 24.00'); None for a claim already
+    worded as a statement ('The first free slot is on March 2.'), which is said as it is."""
     match = RUBRIC.match(claim.text)
-    value = claim.values[0] if claim.values else (match.group(2) if match and match.group(2) else None)
+    if match is None:
+        return None
+    value = claim.values[0] if claim.values else match.group(2)
     if value is None:
         return None
-    words = match.group(1) if match else claim.text
+    words = match.group(1)
     words = re.sub(rf":?\s*{re.escape(str(value))}\s*$", "", words).strip(" :")
     return (words or "value"), str(value)
 
@@ -210,16 +213,21 @@ def _join(items: Sequence[str]) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def state_claims(claims: Iterable[Claim], currency: str | None = None) -> list[str]:
-    """Each claim as a sentence: 'The daily price is $24.00.'; a count and a total as 'I found 3 of them.'"""
+def state_claims(claims: Iterable[Claim], currency: str | None = None, ids: Iterable[str] = ()) -> list[str]:
+    """Each claim as a sentence: 'The daily price is $24.00.'; a count and a total as 'There are 3 matching
+    records.'; a claim worded as a statement as it is, without the internal ids it may quote."""
     parts: list[tuple[str, str]] = []
     loose: list[str] = []
     for claim in claims:
         part = claim_parts(claim)
-        if part is None:
-            loose.extend(claim.values)
-        else:
+        if part is not None:
             parts.append(part)
+            continue
+        text = claim.text
+        for value in ids:
+            text = re.sub(rf"\s*(?<!\w){re.escape(value)}(?!\w)", "", text)
+        if text.strip():
+            loose.append(_sentence(text))
     sentences: list[str] = []
     paging = {words: value for words, value in parts if words in ("count", "total")}
     if paging:
@@ -236,9 +244,7 @@ def state_claims(claims: Iterable[Claim], currency: str | None = None) -> list[s
     ]
     for start in range(0, len(said), 2):
         sentences.append(_sentence(_join(said[start : start + 2])))
-    if loose:
-        sentences.append(_sentence("That's " + _join(loose)))
-    return sentences
+    return list(dict.fromkeys(loose)) + sentences
 
 
 # ---------------------------------------------------------------- changes in words
@@ -365,7 +371,7 @@ def _turn_claims(task: Task, calls: Iterable[int]) -> list[Claim]:
 def progress(task: Task, calls: Sequence[int], done: set[int]) -> str:
     """What the agent says when one of several requests is finished: what changed and what it found."""
     changed = [did(task, i) for i in calls if i in done and task.gold_calls[i].is_write]
-    found = state_claims(_turn_claims(task, calls), _currency(task))
+    found = state_claims(_turn_claims(task, calls), _currency(task), task_ids(task))
     return " ".join([*changed, *found] or ["That's taken care of."]) + " What else can I do for you?"
 
 
@@ -374,7 +380,7 @@ def final_answer(task: Task, done: set[int], last: Sequence[int] = ()) -> str:
     sentences (the whole conversation's: the answer is graded alone, so earlier facts are recapped)."""
     now = [i for i in last if i in done and task.gold_calls[i].is_write] if last else sorted(done)
     changed = [did(task, i) for i in now if task.gold_calls[i].is_write]
-    found = state_claims(task.claims, _currency(task))
+    found = state_claims(task.claims, _currency(task), task_ids(task))
     if found and len(last) < len(task.gold_calls) and len(task.turns) > 1:
         found[0] = "To recap: " + found[0][:1].lower() + found[0][1:]
     if not changed and not found:

@@ -48,26 +48,33 @@ class _Bridge:
         self.names: dict[tuple[str, str], str] = {}
         self.actions: asyncio.Queue[Action] = asyncio.Queue()
         self.answer: asyncio.Future[dict[str, Any]] | None = None
+        self.acted = False
+        self.ready = asyncio.Event()  # set once the rollout has named its tools
         self.done: asyncio.Future[Trajectory] = asyncio.get_running_loop().create_future()
 
     def agent(self, task: Task, tools: list[AgentTool]) -> _Bridge:
         self.names = {(t.server, t.tool): t.name for t in tools}
+        self.ready.set()
         return self
 
     async def aclose(self) -> None:
         return None
 
     async def act(self, messages: list[dict[str, Any]]) -> Action:
-        if self.answer is not None and not self.answer.done() and messages[-1]["role"] != "system":
+        # Every call but the first follows an action of ours: its last message is what envfarm answered.
+        if self.acted and self.answer is not None and not self.answer.done():
             self.answer.set_result(messages[-1])
-        return await self.actions.get()
+        action = await self.actions.get()
+        self.acted = True
+        return action
 
     async def take(self, action: Action) -> dict[str, Any] | None:
         """Play `action`; the message envfarm answered with, or None when the episode ended instead."""
         self.answer = asyncio.get_running_loop().create_future()
         await self.actions.put(action)
-        finished, _ = await asyncio.wait({self.answer, self.done}, return_when=asyncio.FIRST_COMPLETED)
-        return self.answer.result() if self.answer in finished else None
+        waiting: set[asyncio.Future[Any]] = {self.answer, self.done}
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        return self.answer.result() if self.answer.done() else None
 
 
 @dataclass
@@ -93,7 +100,7 @@ class EnvfarmInteraction(BaseInteraction):  # type: ignore[misc]
         self.scorer = Scorer()
 
     def _farm_root(self) -> Path:
-        from servers.runtime.farm import default_farm_root
+        from servers.runtime.registry import default_farm_root
 
         return self.farm or default_farm_root()
 
@@ -116,6 +123,8 @@ class EnvfarmInteraction(BaseInteraction):  # type: ignore[misc]
             except BaseException as exc:
                 bridge.done.set_exception(exc)
                 raise
+            finally:
+                bridge.ready.set()  # a rollout that failed before naming its tools must not strand a call
             bridge.done.set_result(trajectory)
             return trajectory
 
@@ -125,6 +134,7 @@ class EnvfarmInteraction(BaseInteraction):  # type: ignore[misc]
     async def call_tool(self, instance_id: str, server: str, tool: str, arguments: dict[str, Any]) -> str:
         """Run one call of the model on this rollout's episode; the text the model reads back."""
         session = self.sessions[instance_id]
+        await session.bridge.ready.wait()
         name = session.bridge.names.get((server, tool), f"{server}__{tool}")
         async with session.lock:
             call = ToolCallRequest(id=f"call_{uuid4().hex[:8]}", name=name, arguments=json.dumps(arguments))
@@ -135,7 +145,7 @@ class EnvfarmInteraction(BaseInteraction):  # type: ignore[misc]
         self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
     ) -> tuple[bool, str, float, dict[str, Any]]:
         session = self.sessions[instance_id]
-        said = next((m for m in reversed(messages) if m["role"] == "assistant"), {})
+        said: dict[str, Any] = next((m for m in reversed(messages) if m["role"] == "assistant"), {})
         async with session.lock:
             answer = await session.bridge.take(Action(content=str(said.get("content") or "")))
         if answer is not None and answer.get("role") == "user":
@@ -170,7 +180,7 @@ class EnvfarmTool(BaseTool):  # type: ignore[misc]
     ) -> tuple[ToolResponse, float, dict[str, Any]]:
         agent_data = kwargs.get("agent_data")
         interaction = getattr(agent_data, "interaction", None)
-        if not isinstance(interaction, EnvfarmInteraction):
+        if agent_data is None or not isinstance(interaction, EnvfarmInteraction):
             return ToolResponse(text="Error: envfarm tools run inside an envfarm interaction."), 0.0, {}
         text = await interaction.call_tool(
             agent_data.request_id, self.config["server"], self.config["tool"], parameters
