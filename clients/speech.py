@@ -23,7 +23,7 @@ from clients.tasks import Claim, GoldCall, Task
 #: Fields whose value is an amount of money (by the words of their name).
 MONEY = re.compile(
     r"\b(price|amount|cost|total price|fee|fees|balance|copay|pays|subtotal|salary|charge|refund|paid|due|"
-    r"rate|budget|spent|limit amount|deposit|tip|tax|revenue)\b"
+    r"rate|budget|spent|limit amount|deposit|tip|tax|revenue|outstanding|owed|value)\b"
 )
 #: Paging fields: never a fact a person asked to hear, and never said as a field.
 PAGING = {"cursor", "has_more", "next_cursor", "limit", "offset"}
@@ -43,8 +43,44 @@ DESCRIBERS = (
     "drug_name",
     "description",
 )
+UNITS = {
+    "kg",
+    "g",
+    "lb",
+    "cm",
+    "mm",
+    "m",
+    "km",
+    "mi",
+    "ml",
+    "l",
+    "liters",
+    "minutes",
+    "hours",
+    "days",
+    "pct",
+    "percent",
+}
 CURRENCY_SIGNS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "INR": "₹"}
-CREATE_VERBS = {"create", "add", "submit", "open", "book", "schedule", "place", "file", "log", "register", "request"}
+CREATE_VERBS = {
+    "create",
+    "add",
+    "submit",
+    "open",
+    "book",
+    "schedule",
+    "place",
+    "file",
+    "log",
+    "register",
+    "request",
+    "post",
+    "send",
+    "record",
+    "draft",
+    "issue",
+    "upload",
+}
 PAST = {
     "pay": "paid",
     "send": "sent",
@@ -66,6 +102,16 @@ PAST = {
     "plan": "planned",
     "stop": "stopped",
     "file": "filed",
+    "leave": "left",
+    "hold": "held",
+    "run": "ran",
+    "get": "got",
+    "buy": "bought",
+    "withdraw": "withdrawn",
+    "begin": "begun",
+    "split": "split",
+    "forward": "forwarded",
+    "unsubscribe": "unsubscribed",
 }
 
 
@@ -173,19 +219,39 @@ def _dated(words: str, when: str) -> str | None:
     if len(parts) < 2 or parts[-1] not in ("at", "on"):
         return None
     verb = " ".join(parts[:-1])
-    return f"{'was ' if parts[0].endswith('ed') else ''}{verb} on {when}"
+    if parts[0].endswith("ed"):
+        return f"was {verb} on {when}"
+    if parts[0].endswith("s") and not parts[0].endswith("ss"):
+        return f"{verb} on {when}"
+    return None  # a noun ('pickup at', 'next run at'): see `_noun`
+
+
+def _noun(words: str) -> str:
+    """A date field's label without its preposition: 'pickup at' -> 'pickup'."""
+    parts = words.split()
+    return " ".join(parts[:-1]) if len(parts) > 1 and parts[-1] in ("at", "on") else words
+
+
+def _unit(words: str) -> tuple[str, str]:
+    """A label and the unit its last word names: 'weight kg' -> ('weight', 'kg'); ('price per kg', '')."""
+    parts = words.split()
+    if len(parts) > 1 and parts[-1] in UNITS and parts[-2] != "per":
+        return " ".join(parts[:-1]), parts[-1]
+    return words, ""
 
 
 def _fact(words: str, value: str, currency: str | None) -> str:
-    """One claim as a clause: 'the daily price is $24.00', 'it starts on April 17, 2026 at 09:00 UTC'."""
+    """One claim as a clause: 'the daily price is $24.00', 'it starts on April 17, 2026 at 09:00 UTC',
+    'the weight is 6.32 kg'."""
     said = say_value(words, value, currency)
     when = _when(value.strip())
-    event = _dated(words, when) if when is not None else None
-    if event is not None:
-        return f"it {event}"
-    if len(said.split()) >= 3 and when is None and not _numeric(said.replace(",", "").lstrip("$€£¥₹")):
+    if when is not None:
+        event = _dated(words, when)
+        return f"it {event}" if event is not None else f"the {_noun(words)} is on {when}"
+    if len(said.split()) >= 3 and not _numeric(said.replace(",", "").lstrip("$€£¥₹")):
         said = f"“{said}”"
-    return f"the {words} {_verb_is(words)} {said}"
+    words, unit = _unit(words)
+    return f"the {words} {_verb_is(words)} {said}" + (f" {unit}" if unit and _numeric(value) else "")
 
 
 def claim_parts(claim: Claim) -> tuple[str, str] | None:
@@ -280,13 +346,19 @@ def _describe(row: dict[str, Any], ids: set[str], currency: str | None, skip: se
         if when is not None and dates:
             event = _dated(label(key), when)
             if event is None:
-                return f"with {label(key)} {when}"
+                return f"with {_noun(label(key))} on {when}"
             return event.removeprefix("was ") if event.startswith("was ") else f"that {event}"
     return ""
 
 
-def _referent(task: Task, index: int, ids: set[str], currency: str | None) -> str:
-    """How the row a gold call acts on is described: by the earlier output row that holds its id."""
+def _own_key(row: dict[str, Any]) -> str | None:
+    """The row's own id field: its first id field (a primary key comes first; later ones are references)."""
+    return next((key for key in row if is_id_key(key)), None)
+
+
+def _referent(task: Task, index: int, ids: set[str], currency: str | None) -> tuple[str, str]:
+    """(entity, description) of the row a gold call acts on: the earlier output row whose own id is one of
+    the call's id arguments ('invoice', '“March rent”'); ('', '') when none describes it."""
     call = task.gold_calls[index]
     wanted = {
         (key, str(value))
@@ -295,11 +367,34 @@ def _referent(task: Task, index: int, ids: set[str], currency: str | None) -> st
     }
     for earlier in reversed(task.gold_calls[:index]):
         for row in rows(earlier.output):
-            if any(str(row.get(key)) == value for key, value in wanted):
+            own = _own_key(row)
+            if own is not None and any(own == key and str(row.get(key)) == value for key, value in wanted):
                 described = _describe(row, ids, currency, skip=set(call.arguments))
                 if described:
-                    return described
-    return ""
+                    return " ".join(label(own).split()[:-1]), described
+    return "", ""
+
+
+def _change(task: Task, index: int, ids: set[str], currency: str | None) -> tuple[str, str]:
+    """(verb, what) of a change: ('pay', 'the invoice issued on March 1, 2026'), ('post', 'a new message
+    for the channel “general”'), ('unsubscribe', 'the subscription “Weekly digest”')."""
+    call = task.gold_calls[index]
+    verb, thing = _action(call.tool)
+    entity, described = _referent(task, index, ids, currency)
+    creates = verb in CREATE_VERBS
+    if not thing:
+        thing = entity
+    if not thing:
+        return verb, "you"  # `subscribe`, `enroll`: the user is the object
+    article = "a new" if creates else "the"
+    if not described:
+        return verb, f"{article} {thing}"
+    last, kinds = thing.split()[-1], entity.split()
+    if entity and (last.startswith(kinds[-1]) or kinds[-1].startswith(last)):  # 'doc' is the 'document'
+        return verb, f"the {thing} {described}" if not creates else f"{article} {thing}"
+    if last in kinds:  # a row that links to it ('channel member' for 'leave the channel') says nothing of it
+        return verb, f"{article} {thing}"
+    return verb, f"{article} {thing} for the {entity} {described}"
 
 
 def _details(call: GoldCall, ids: set[str], currency: str | None) -> list[str]:
@@ -316,11 +411,14 @@ def _details(call: GoldCall, ids: set[str], currency: str | None) -> list[str]:
         if isinstance(value, str) and len(value) > 80:
             out.append(f"the {words} you gave me")
         elif when is not None:
-            out.append(_dated(words, when) or f"{words} {when}")
+            out.append(_dated(words, when) or f"{_noun(words)} on {when}")
+        elif isinstance(value, bool):
+            out.append(f"{words}: {text}")
         elif isinstance(value, str) and not _numeric(value):
             out.append(f"{words} “{text}”")
         else:
-            out.append(f"{words} {text}")
+            words, unit = _unit(words)
+            out.append(f"{words} {text}" + (f" {unit}" if unit else ""))
     return out
 
 
@@ -332,20 +430,13 @@ def _numeric(text: str) -> bool:
     return True
 
 
-def _object(verb: str, thing: str, described: str) -> str:
-    article = "a new" if verb in CREATE_VERBS else "the"
-    return f"{article} {thing}".strip() + (f" {described}" if described else "")
-
-
 def readback(task: Task, index: int) -> str:
     """What the agent says before a governed change: the change in words, then 'Shall I go ahead?'."""
     call = task.gold_calls[index]
     ids, currency = task_ids(task), _currency(task)
-    verb, thing = _action(call.tool)
-    described = _referent(task, index, ids, currency) if verb not in CREATE_VERBS else ""
+    verb, what = _change(task, index, ids, currency)
     details = _details(call, ids, currency)
-    what = f"{verb} {_object(verb, thing, described)}"
-    text = f"Just to confirm: I'll {what}" + (f", with {_join(details)}" if details else "")
+    text = f"Just to confirm: I'll {verb} {what}" + (f", with {_join(details)}" if details else "")
     return text + ". Shall I go ahead?"
 
 
@@ -353,13 +444,12 @@ def did(task: Task, index: int) -> str:
     """A change that was made, in the past tense: 'I've paid the invoice “March rent”.'"""
     call = task.gold_calls[index]
     ids, currency = task_ids(task), _currency(task)
-    verb, thing = _action(call.tool)
+    verb, what = _change(task, index, ids, currency)
     if verb in CREATE_VERBS:
         made = next(rows(call.output), None) or call.arguments
         described = _describe(made, ids, currency, skip=set(), dates=False)
-        return _sentence(f"I've {_past(verb)} the {thing}" + (f" {described}" if described else ""))
-    described = _referent(task, index, ids, currency)
-    return _sentence(f"I've {_past(verb)} {_object(verb, thing, described)}")
+        what = what.replace("a new ", "the ", 1) + (f" {described}" if described and " for the " not in what else "")
+    return _sentence(f"I've {_past(verb)} {what}")
 
 
 def _turn_claims(task: Task, calls: Iterable[int]) -> list[Claim]:
