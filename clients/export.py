@@ -175,7 +175,7 @@ def llamafactory_info(path: Path) -> dict[str, Any]:
 #: verl's names for our parts: the data source `compute_score` answers for, the interaction and the agent loop.
 VERL_SOURCE = "envfarm"
 VERL_INTERACTION = "envfarm"
-VERL_AGENT = "tool_agent"
+VERL_AGENT = "envfarm_agent"
 
 
 def approx_tokens(text: str) -> int:
@@ -381,15 +381,16 @@ def export(
     rows = [verl_row(t, n, eval_ratio) for n, t in enumerate(chosen)]
     use_parquet = parquet if parquet is not None else parquet_available()
     path = _target(out, ".parquet" if use_parquet else ".jsonl")
-    tools_path, interaction_path = (
-        path.with_name(f"{path.stem}.tools.yaml"),
-        path.with_name(f"{path.stem}.interaction.yaml"),
+    tools_path, interaction_path, agent_path = (
+        path.with_name(f"{path.stem}.{name}.yaml") for name in ("tools", "interaction", "agent")
     )
-    _check_targets([path, tools_path, interaction_path], inputs, force)
+    _check_targets([path, tools_path, interaction_path, agent_path], inputs, force)
     tool_config, interaction_config = verl_configs(chosen, farm)
     path.parent.mkdir(parents=True, exist_ok=True)
     tools_path.write_text(yaml.safe_dump(tool_config, sort_keys=False, allow_unicode=True), encoding="utf-8")
     interaction_path.write_text(yaml.safe_dump(interaction_config, sort_keys=False), encoding="utf-8")
+    agent_config = [{"name": VERL_AGENT, "_target_": "clients.verl_agent.EnvfarmAgentLoop"}]
+    agent_path.write_text(yaml.safe_dump(agent_config, sort_keys=False), encoding="utf-8")
     if use_parquet:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -399,9 +400,16 @@ def export(
         _write_jsonl(path, rows)
     if rows:
         prompts = sorted(r["extra_info"]["prompt_tokens_approx"] for r in rows)
-        schema_tokens = approx_tokens(json.dumps([t["tool_schema"] for t in tool_config["tools"]]))
+        schemas = {t["tool_schema"]["function"]["name"]: t["tool_schema"] for t in tool_config["tools"]}
+        names = verl_tool_names(chosen)
+        offered = sorted(
+            approx_tokens(json.dumps([schemas[n] for r in t.task.tools if (n := names.get((r.server, r.tool)))]))
+            for t in chosen
+        )
         notes.append(
             f"prompt tokens (approx., 4 characters a token): messages median {prompts[len(prompts) // 2]}, "
-            f"max {prompts[-1]}; the {len(tool_config['tools'])} tool schemas every row is offered add ~{schema_tokens}"
+            f"max {prompts[-1]}; the task's tool schemas add median {offered[len(offered) // 2]}, max "
+            f"{offered[-1]} (the envfarm_agent loop); verl's plain tool_agent loop would offer all "
+            f"{len(schemas)} tools to every row, ~{approx_tokens(json.dumps(list(schemas.values())))}"
         )
-    return Written(path, len(rows), [tools_path, interaction_path], notes)
+    return Written(path, len(rows), [tools_path, interaction_path, agent_path], notes)

@@ -11,6 +11,7 @@ episode. A `_Bridge` joins the two: it is the rollout's policy, and its actions 
   reward as the turn score; `finalize_interaction` closes the episode.
 - `EnvfarmTool` (verl's `BaseTool`, one per tool in the export's `*.tools.yaml`): runs a call on the episode
   of its rollout, found by verl's `agent_data.request_id` through `agent_data.interaction`.
+- `clients.verl_agent.EnvfarmAgentLoop` offers each row only its task's tools.
 - The reward function is `clients.verl_reward.compute_score`.
 """
 

@@ -78,7 +78,11 @@ def test_verl_rows_as_jsonl_and_parquet(run_data: tuple[list[Task], list[Traject
     tasks, trajectories = run_data
     path, rows, files, notes = export(trajectories, "verl", tmp_path / "rl", parquet=False)
     assert path.suffix == ".jsonl" and rows == len(tasks)
-    assert [f.name for f in files] == ["rl.tools.yaml", "rl.interaction.yaml"] and "prompt tokens" in notes[0]
+    assert [f.name for f in files] == [
+        "rl.tools.yaml",
+        "rl.interaction.yaml",
+        "rl.agent.yaml",
+    ] and "prompt tokens" in notes[0]
     row = json.loads(path.read_text().splitlines()[0])
     assert set(row) == {"data_source", "agent_name", "prompt", "ability", "reward_model", "extra_info"}
     assert [m["role"] for m in row["prompt"]] == ["system", "user"]

@@ -22,6 +22,7 @@ from clients.connect import Connections, farm_targets
 from clients.export import export, verl_tool_names
 from clients.run import evaluate
 from clients.scoring import Scorer
+from clients.tasks import Task
 from clients.trajectory import Trajectory
 from clients.verl_reward import compute_score
 
@@ -45,7 +46,7 @@ def exported(recorded: list[Trajectory], tmp_path_factory: pytest.TempPathFactor
     out = tmp_path_factory.mktemp("verl") / "rl"
     written = export(recorded, "verl", out, parquet=True, farm=REPO)
     assert written.path.suffix == ".parquet" and written.rows == len({t.task_id for t in recorded})
-    tools, interaction = written.files
+    tools, interaction, _ = written.files
     return written.path, tools, interaction
 
 
@@ -71,6 +72,7 @@ def test_verl_dataset_loads_our_rows(
     for item in (dataset[n] for n in range(len(dataset))):
         assert [m["role"] for m in item["raw_prompt"]] == ["system", "user"]
         assert item["interaction_kwargs"]["name"] == "envfarm" and item["data_source"] == "envfarm"
+        assert item["agent_name"] == "envfarm_agent"
         assert item["extra_info"]["split"] in ("train", "eval") and item["extra_info"]["task_id"]
         first = next(t for t in recorded if t.task_id == item["extra_info"]["task_id"] and t.calibrated)
         assert item["raw_prompt"] == first.messages[:2], "the whole opening a rollout needs"
@@ -144,3 +146,23 @@ def test_recorded_episodes_replay_to_the_eval_reward(
     assert rewards["oracle"] and all(r == 1.0 for r in rewards["oracle"])
     assert any(r < 1.0 for r in rewards["heuristic"]), "a failed episode replays to its (lower) eval reward too"
     assert not interaction.sessions or all(s.runner.done() for s in interaction.sessions.values())
+
+
+def test_each_row_is_offered_only_its_tasks_tools(
+    exported: tuple[Path, Path, Path], recorded: list[Trajectory]
+) -> None:
+    from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
+    from verl.tools.utils.tool_registry import initialize_tools_from_config
+
+    from clients.verl_agent import EnvfarmAgentLoop, enabled_schemas
+
+    assert _agent_loop_registry["envfarm_agent"]["_target_"].endswith("EnvfarmAgentLoop")
+    agent_yaml = exported[1].with_name(exported[0].stem + ".agent.yaml")
+    assert "clients.verl_agent.EnvfarmAgentLoop" in agent_yaml.read_text() and EnvfarmAgentLoop
+    tools = {tool.name: tool for tool in initialize_tools_from_config(str(exported[1]))}
+    schemas = [tool.tool_schema.model_dump(exclude_unset=True, exclude_none=True) for tool in tools.values()]
+    task = recorded[0].task
+    offered = {s["function"]["name"] for s in enabled_schemas(schemas, tools, task)}
+    assert offered == {ref.tool for ref in task.tools}
+    narrowed = Task.model_validate({**task.model_dump(), "tools": task.model_dump()["tools"][:2]})
+    assert len(enabled_schemas(schemas, tools, narrowed)) == 2
