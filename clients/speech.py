@@ -248,7 +248,8 @@ def _fact(words: str, value: str, currency: str | None) -> str:
     if when is not None:
         event = _dated(words, when)
         return f"it {event}" if event is not None else f"the {_noun(words)} is on {when}"
-    if len(said.split()) >= 3 and not _numeric(said.replace(",", "").lstrip("$€£¥₹")):
+    wordy = len(said.split()) >= 3 or (len(said.split()) == 2 and said.endswith((".", "!", "?")))
+    if wordy and not _numeric(said.replace(",", "").lstrip("$€£¥₹")):
         said = f"“{said}”"
     words, unit = _unit(words)
     return f"the {words} {_verb_is(words)} {said}" + (f" {unit}" if unit and _numeric(value) else "")
@@ -454,8 +455,17 @@ def did(task: Task, index: int) -> str:
 
 def _turn_claims(task: Task, calls: Iterable[int]) -> list[Claim]:
     """The claims whose values the given gold calls' outputs hold."""
-    outputs = " ".join(str(task.gold_calls[i].output) for i in calls)
-    return [c for c in task.claims if c.values and all(v in outputs for v in c.values)]
+    seen = {_same(value) for i in calls for _, value in _pairs(task.gold_calls[i].output)}
+    return [c for c in task.claims if c.values and all(_same(v) in seen for v in c.values)]
+
+
+def _same(value: Any) -> str:
+    """A value's comparable text: numbers by value ('45.00' and 45.0 alike)."""
+    text = str(value).strip()
+    try:
+        return f"{float(text):.6g}" if not isinstance(value, bool) else text
+    except ValueError:
+        return text
 
 
 def progress(task: Task, calls: Sequence[int], done: set[int]) -> str:
