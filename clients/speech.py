@@ -162,6 +162,11 @@ def rows(node: Any) -> Iterator[dict[str, Any]]:
 
 
 def _currency(task: Task) -> str | None:
+    """The task's currency: a currency field of its outputs, or the sign its claims are written with."""
+    for claim in task.claims:
+        for code, sign in CURRENCY_SIGNS.items():
+            if sign in claim.text:
+                return code
     for call in task.gold_calls:
         for key, value in _pairs(call.output):
             if label(key).split()[-1:] == ["currency"] and isinstance(value, str) and len(value) == 3:
@@ -245,9 +250,16 @@ def _fact(words: str, value: str, currency: str | None) -> str:
     'the weight is 6.32 kg'."""
     said = say_value(words, value, currency)
     when = _when(value.strip())
+    question = re.match(r"(when|whether|how|who|what|which|where)\b\s*(.*)", words)
+    if question is not None:  # a label worded as a question ('when it was submitted')
+        if question.group(1) == "when" and question.group(2):
+            return f"{question.group(2)} on {when}" if when is not None else f"{question.group(2)} {said}"
+        return f"{words}: {said}"
     if when is not None:
         event = _dated(words, when)
-        return f"it {event}" if event is not None else f"the {_noun(words)} is on {when}"
+        if event is not None:
+            return f"it {event}"
+        return f"the {_noun(words)} is on {when}" if _noun(words) != words else f"the {words} is {when}"
     wordy = len(said.split()) >= 3 or (len(said.split()) == 2 and said.endswith((".", "!", "?")))
     if wordy and not _numeric(said.replace(",", "").lstrip("$€£¥₹")):
         said = f"“{said}”"

@@ -83,3 +83,23 @@ def test_run_exports_read_as_an_agent_speaks(seed: int, tmp_path: Path) -> None:
     assert len(shared) == len(rows) and all(r["task_id"] and r["split"] for r in shared)
     assert "x-envfarm" not in (run / "exports" / "sft_sharegpt.jsonl").read_text()
     assert json.loads((run / "exports" / "dataset_info.json").read_text())["sft_sharegpt"]["formatting"] == "sharegpt"
+
+
+def test_claims_are_said_in_sentences_whatever_their_wording() -> None:
+    from clients.speech import state_claims
+
+    said = " ".join(
+        state_claims(
+            [
+                Claim(text="states the daily price: $24.00", values=["24.00"]),  # rubric wording, a currency sign
+                Claim(text="states when it was submitted: 2026-03-01T10:00:00Z", values=["2026-03-01T10:00:00Z"]),
+                Claim(text="confirms the weight kg: 6.32", values=["6.32"]),
+                Claim(text="The first free slot is on 2026-03-02 at 10:00.", values=["2026-03-02"]),  # a statement
+            ],
+            currency="USD",
+        )
+    )
+    assert "The first free slot is on 2026-03-02 at 10:00." in said
+    assert "the daily price is $24.00" in said.lower() and "the weight is 6.32 kg" in said.lower()
+    assert "it was submitted on March 1, 2026 at 10:00 UTC" in said
+    assert speech_problems(said, _task()) == []
