@@ -166,3 +166,49 @@ def test_each_row_is_offered_only_its_tasks_tools(
     assert offered == {ref.tool for ref in task.tools}
     narrowed = Task.model_validate({**task.model_dump(), "tools": task.model_dump()["tools"][:2]})
     assert len(enabled_schemas(schemas, tools, narrowed)) == 2
+
+
+def _word_tokenizer() -> Any:
+    """A stand-in for a model's tokenizer (no hub here): one token per word or sign, a plain chat template
+    that renders the tools too, as real templates do."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    inner = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    inner.pre_tokenizer = pre_tokenizers.Whitespace()
+    template = (
+        "{% if tools %}{% for t in tools %}{{ t | tojson }}\n{% endfor %}{% endif %}"
+        "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
+    )
+    return PreTrainedTokenizerFast(tokenizer_object=inner, unk_token="[UNK]", chat_template=template)
+
+
+def test_verl_length_filter_keeps_rows_only_without_the_whole_tool_list(
+    exported: tuple[Path, Path, Path], recorded: list[Trajectory], tmp_path: Path
+) -> None:
+    """verl's dataset drops prompts over `max_prompt_length`, counting every tool of `data.tool_config_path`
+    (which defaults to the rollout's): the README's command sets it to null, since `envfarm_agent` offers
+    each row its own tools."""
+    from omegaconf import OmegaConf
+    from verl.tools.utils.tool_registry import initialize_tools_from_config
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    path, tools, _ = exported
+    tokenizer = _word_tokenizer()
+    schemas = [
+        t.tool_schema.model_dump(exclude_unset=True, exclude_none=True)
+        for t in initialize_tools_from_config(str(tools))
+    ]
+
+    def length(messages: list[dict[str, Any]], offered: list[dict[str, Any]] | None) -> int:
+        text = tokenizer.apply_chat_template(messages, tools=offered, add_generation_prompt=True, tokenize=False)
+        return len(tokenizer(text)["input_ids"])
+
+    openings = [t.messages[:2] for t in recorded if t.calibrated]
+    longest = max(length(m, None) for m in openings)
+    assert min(length(m, schemas) for m in openings) > longest, "the whole tool list outweighs any opening"
+    common = {"filter_overlong_prompts": True, "max_prompt_length": longest, "filter_overlong_prompts_workers": 1}
+    kept = RLHFDataset(str(path), tokenizer, OmegaConf.create({**common, "cache_dir": str(tmp_path / "a")}))
+    assert len(kept) == len({t.task_id for t in recorded})
+    counted = OmegaConf.create({**common, "cache_dir": str(tmp_path / "b"), "tool_config_path": str(tools)})
+    assert len(RLHFDataset(str(path), tokenizer, counted)) == 0, "counting every tool drops every row"
