@@ -241,7 +241,8 @@ def _unit(words: str) -> tuple[str, str]:
     """A label and the unit its last word names: 'weight kg' -> ('weight', 'kg'); ('price per kg', '')."""
     parts = words.split()
     if len(parts) > 1 and parts[-1] in UNITS and parts[-2] != "per":
-        return " ".join(parts[:-1]), parts[-1]
+        kept = parts[:-2] if parts[-2] == "in" and len(parts) > 2 else parts[:-1]  # 'length in minutes'
+        return " ".join(kept), parts[-1]
     return words, ""
 
 
@@ -338,6 +339,8 @@ def _action(tool: str) -> tuple[str, str]:
 def _past(verb: str) -> str:
     if verb in PAST:
         return PAST[verb]
+    if sum(c in "aeiou" for c in verb) == 1 and re.search(r"[^aeiou][aeiou][^aeiouwxy]$", verb):
+        return verb + verb[-1] + "ed"  # pin -> pinned, tag -> tagged
     if verb.endswith("e"):
         return verb + "d"
     if verb.endswith("y") and verb[-2:-1] not in "aeiou":
@@ -395,6 +398,9 @@ def _change(task: Task, index: int, ids: set[str], currency: str | None) -> tupl
     verb, thing = _action(call.tool)
     entity, described = _referent(task, index, ids, currency)
     creates = verb in CREATE_VERBS
+    if thing.split()[:1] and thing.split()[0] in ("to", "from", "into", "as", "out"):  # `move_to_inbox`
+        target = f"the {entity} {described}".strip() if entity else "it"
+        return verb, f"{target} {thing}"
     if not thing:
         thing = entity
     if not thing:
