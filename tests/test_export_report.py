@@ -90,9 +90,9 @@ def test_verl_rows_as_jsonl_and_parquet(run_data: tuple[list[Task], list[Traject
     assert truth["expected_state"]["clinic"]["diff"] and truth["claims"]
     recreated = Task.model_validate_json(row["extra_info"]["interaction_kwargs"]["task"])
     assert recreated.id == row["extra_info"]["task_id"] and recreated.gold_calls
-    parquet = pytest.importorskip("pyarrow.parquet")
     with pytest.raises(ValueError, match="exists"):
         export(trajectories, "verl", tmp_path / "rl", parquet=False)
+    parquet = pytest.importorskip("pyarrow.parquet")
     path, rows, _, _ = export(trajectories, "verl", tmp_path / "rl2", parquet=True)
     table = parquet.read_table(path)
     assert path.suffix == ".parquet" and table.num_rows == len(tasks)
