@@ -15,7 +15,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation, State
@@ -109,15 +108,13 @@ class EnvfarmEnvironment(Environment[EnvfarmAction, EnvfarmObservation, State]):
         return self._state
 
 
-def app_from_env() -> FastAPI:
+def app_from_env() -> Any:
     """OpenEnv's server over the tasks in $ENVFARM_TASKS (optional) and the farm in $ENVFARM_HOME."""
     tasks = load_tasks(Path(os.environ["ENVFARM_TASKS"])) if os.environ.get("ENVFARM_TASKS") else []
     farm = Path(os.environ["ENVFARM_HOME"]) if os.environ.get("ENVFARM_HOME") else None
     return make_app(tasks, farm)
 
 
-def make_app(tasks: list[Task], farm: Path | None = None) -> FastAPI:
-    app: FastAPI = create_app(
-        lambda: EnvfarmEnvironment(tasks, farm), EnvfarmAction, EnvfarmObservation, env_name="envfarm"
-    )
-    return app
+def make_app(tasks: list[Task], farm: Path | None = None) -> Any:
+    """OpenEnv's FastAPI app over `tasks`, one `EnvfarmEnvironment` per session."""
+    return create_app(lambda: EnvfarmEnvironment(tasks, farm), EnvfarmAction, EnvfarmObservation, env_name="envfarm")
