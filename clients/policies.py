@@ -24,7 +24,8 @@ from typing import Any, Protocol
 import mcp_types as types
 from pydantic import BaseModel, Field
 
-from clients.policy_checks import confirmation_question, declines
+from clients import speech
+from clients.policy_checks import declines
 from clients.tasks import Task
 from clients.trajectory import Usage
 from envfarm.llm import ChatModel, ModelConfig
@@ -190,6 +191,7 @@ class OracleAgent:
     issued: set[int] = field(default_factory=set)
     pending: int | None = None  # the gold call whose read-back the user is answering
     replies: int = 0  # user messages that answered a read-back (not new turns)
+    made: set[int] = field(default_factory=set)  # gold calls actually made (not declined)
 
     async def act(self, messages: list[dict[str, Any]]) -> Action:
         per_turn = _turn_calls(self.task)
@@ -199,7 +201,7 @@ class OracleAgent:
             self.replies += 1
             if declines(str(messages[-1].get("content") or "")):
                 self.issued.add(index)
-                return Action(content="Understood: I have not changed anything.")
+                return Action(content=speech.declined())
             return self._call(index)
         users = sum(m["role"] == "user" for m in messages) - self.replies
         turn = min(users, len(per_turn)) - 1
@@ -209,17 +211,18 @@ class OracleAgent:
             gold = self.task.gold_calls[index]
             if (gold.server, gold.tool) in confirm:
                 self.pending = index
-                return Action(content=confirmation_question(gold.tool.replace("_", " "), gold.arguments))
+                return Action(content=speech.readback(self.task, index))
             return self._call(index)
         if turn < len(per_turn) - 1:
-            return Action(content="Done.")
+            return Action(content=speech.progress(self.task, per_turn[max(turn, 0)], self.made))
         refusals = [c.rule for c in self.task.policy_checks if c.kind == "must_refuse"]
         if refusals:
-            return Action(content=f"I'm sorry, I can't do that: {refusals[0]}")
-        return Action(content=" ".join(claim.text for claim in self.task.claims) or "Done.")
+            return Action(content=speech.refusal(refusals[0]))
+        return Action(content=speech.final_answer(self.task, self.made, per_turn[max(turn, 0)]))
 
     def _call(self, index: int) -> Action:
         self.issued.add(index)
+        self.made.add(index)
         gold = self.task.gold_calls[index]
         name = self.names.get((gold.server, gold.tool), gold.tool)
         return Action(tool_calls=[ToolCallRequest(id=f"call_{index}", name=name, arguments=json.dumps(gold.arguments))])

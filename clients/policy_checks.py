@@ -340,9 +340,3 @@ def checks_for(grounded: Grounded, rules: dict[str, list[PolicyRule]]) -> list[P
                 )
             )
     return checks
-
-
-def confirmation_question(action: str, arguments: dict[str, Any]) -> str:
-    """How a careful agent reads a change back before making it (the oracle says this)."""
-    details = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in arguments.items() if v not in (None, "", [], {}))
-    return f"To confirm: I will {action}" + (f" ({details})" if details else "") + ". Shall I go ahead?"

@@ -148,7 +148,7 @@ def write_outputs(
     files["trajectories"] = "trajectories.jsonl"
     names = {"openai": "sft_openai", "sharegpt": "sft_sharegpt", "verl": "rl_verl"}
     for fmt in FORMATS:
-        path, _ = export(trajectories, fmt, directory / "exports" / names[fmt])
+        path = export(trajectories, fmt, directory / "exports" / names[fmt]).path
         files[fmt] = str(path.relative_to(directory))
     scores = scores_document(
         summaries,

@@ -168,16 +168,26 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from clients.export import export, load_trajectories
 
+    out = args.out or args.trajectories.with_name(f"{args.trajectories.stem}_{args.format}")
     try:
         trajectories = load_trajectories(args.trajectories)
+        written = export(
+            trajectories,
+            args.format,
+            out,
+            include_failed=args.include_failed,
+            eval_ratio=args.eval_ratio,
+            force=args.force,
+            inputs=[args.trajectories],
+            farm=args.farm,
+        )
     except (OSError, ValueError) as exc:
         return _fail(str(exc))
-    # `runs.openai.jsonl` beside `runs.jsonl`: the exporter sets the suffix, which must not make it the input's name.
-    out = args.out or args.trajectories.with_name(f"{args.trajectories.stem}.{args.format}.jsonl")
-    if args.trajectories.resolve() in {out.with_suffix(suffix).resolve() for suffix in (".jsonl", ".parquet")}:
-        return _fail(f"--out {out} would overwrite the trajectories it exports")
-    path, rows = export(trajectories, args.format, out, include_failed=args.include_failed)
-    print(f"wrote {rows} {args.format} rows to {path}")
+    print(f"wrote {written.rows} {args.format} rows to {written.path}")
+    for path in written.files:
+        print(f"wrote {path}")
+    for note in written.notes:
+        print(note)
     return 0
 
 
@@ -240,9 +250,11 @@ def add_driver_commands(sub: Any) -> None:
     x.add_argument("trajectories", type=Path)
     x.add_argument("--format", choices=FORMATS, required=True)
     x.add_argument(
-        "--out", type=Path, help="output path (suffix set by the format; default: TRAJECTORIES.FORMAT.jsonl)"
+        "--out", type=Path, help="output path (suffix set by the format; default: TRAJECTORIES_FORMAT beside the input)"
     )
     x.add_argument("--include-failed", action="store_true", help="SFT: keep unsuccessful rollouts too")
+    x.add_argument("--eval-ratio", type=float, default=0.1, help="share of tasks in the eval split (by task id hash)")
+    x.add_argument("--force", action="store_true", help="overwrite existing output files (never the input)")
     x.set_defaults(func=cmd_export)
 
     u = sub.add_parser("run", help="the main job: synthesize, roll out, score, export, report (no model needed)")

@@ -15,7 +15,7 @@ from conftest import REPO
 from handmade import handmade_tasks
 
 from clients.connect import Connections, farm_targets
-from clients.export import export, load_trajectories
+from clients.export import export, load_trajectories, sft_speech_problems
 from clients.policies import HeuristicPolicy, OraclePolicy
 from clients.report import render_report
 from clients.rollout import RolloutOptions, rollout_tasks
@@ -44,14 +44,19 @@ def run_data() -> tuple[list[Task], list[Trajectory]]:
 
 def test_sft_exports_parse(run_data: tuple[list[Task], list[Trajectory]], tmp_path: Path) -> None:
     _, trajectories = run_data
-    solved = [t for t in trajectories if t.score and t.score.success]
-    path, rows = export(trajectories, "openai", tmp_path / "sft")
+    solved = [t for t in trajectories if t.score and t.score.success and not sft_speech_problems(t)]
+    assert any(t.policy == "oracle" for t in solved)
+    path, rows, _, _ = export(trajectories, "openai", tmp_path / "sft")
     assert path.suffix == ".jsonl" and rows == len(solved)
     for line in path.read_text().splitlines():
         row = json.loads(line)
         assert row["messages"][0]["role"] == "system" and row["messages"][-1]["role"] == "assistant"
         assert all(tool["type"] == "function" for tool in row["tools"])
-    path, rows = export(trajectories, "sharegpt", tmp_path / "sharegpt")
+        assert row["task_id"] and row["split"] in ("train", "eval") and row["servers"] == ["clinic"]
+        assert "x-envfarm" not in json.dumps(row["tools"])
+    path, rows, files, _ = export(trajectories, "sharegpt", tmp_path / "sharegpt")
+    info = json.loads(files[0].read_text())
+    assert files[0].name == "dataset_info.json" and info["sharegpt"]["file_name"] == "sharegpt.jsonl"
     assert rows == len(solved)
     for line in path.read_text().splitlines():
         row = json.loads(line)
@@ -65,26 +70,33 @@ def test_sft_exports_parse(run_data: tuple[list[Task], list[Trajectory]], tmp_pa
                 call = json.loads(turn["value"])
                 assert set(call) == {"name", "arguments"} and isinstance(call["arguments"], dict)
         assert {tool["name"] for tool in json.loads(row["tools"])} >= {"pay_invoice"}
-    _, everything = export(trajectories, "openai", tmp_path / "all", include_failed=True)
-    assert everything == len(trajectories)
+    everything = export(trajectories, "openai", tmp_path / "all", include_failed=True).rows
+    assert everything == len([t for t in trajectories if not sft_speech_problems(t)])
 
 
 def test_verl_rows_as_jsonl_and_parquet(run_data: tuple[list[Task], list[Trajectory]], tmp_path: Path) -> None:
     tasks, trajectories = run_data
-    path, rows = export(trajectories, "verl", tmp_path / "rl", parquet=False)
+    path, rows, files, notes = export(trajectories, "verl", tmp_path / "rl", parquet=False)
     assert path.suffix == ".jsonl" and rows == len(tasks)
+    assert [f.name for f in files] == [
+        "rl.tools.yaml",
+        "rl.interaction.yaml",
+        "rl.agent.yaml",
+    ] and "prompt tokens" in notes[0]
     row = json.loads(path.read_text().splitlines()[0])
-    assert set(row) == {"data_source", "prompt", "ability", "reward_model", "extra_info"}
+    assert set(row) == {"data_source", "agent_name", "prompt", "ability", "reward_model", "extra_info"}
     assert [m["role"] for m in row["prompt"]] == ["system", "user"]
     truth = json.loads(row["reward_model"]["ground_truth"])
     assert truth["expected_state"]["clinic"]["diff"] and truth["claims"]
-    recreated = Task.model_validate_json(row["extra_info"]["task"])
+    recreated = Task.model_validate_json(row["extra_info"]["interaction_kwargs"]["task"])
     assert recreated.id == row["extra_info"]["task_id"] and recreated.gold_calls
+    with pytest.raises(ValueError, match="exists"):
+        export(trajectories, "verl", tmp_path / "rl", parquet=False)
     parquet = pytest.importorskip("pyarrow.parquet")
-    path, rows = export(trajectories, "verl", tmp_path / "rl", parquet=True)
+    path, rows, _, _ = export(trajectories, "verl", tmp_path / "rl2", parquet=True)
     table = parquet.read_table(path)
     assert path.suffix == ".parquet" and table.num_rows == len(tasks)
-    assert table.column_names == ["data_source", "prompt", "ability", "reward_model", "extra_info"]
+    assert table.column_names == ["data_source", "agent_name", "prompt", "ability", "reward_model", "extra_info"]
 
 
 class Page(HTMLParser):
@@ -140,6 +152,13 @@ def test_cli_rollout_eval_export(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert scores["policies"]["oracle"]["success_rate"] == 1.0 and scores["oracle_failures"]["count"] == 0
     assert main(["export", str(out), "--format", "sharegpt", "--out", str(tmp_path / "sft")]) == 0
     assert len((tmp_path / "sft.jsonl").read_text().splitlines()) == 6
+    assert main(["export", str(out), "--format", "openai", "--out", str(out)]) == 2
+    assert "is the export's input" in capsys.readouterr().err
+    assert main(["export", str(out), "--format", "openai"]) == 0  # beside the input, as oracle_openai.jsonl
+    assert main(["export", str(out), "--format", "openai"]) == 2
+    assert "pass --force" in capsys.readouterr().err
+    assert main(["export", str(out), "--format", "openai", "--force"]) == 0
+    assert len(load_trajectories(out)) == 6, "the input is untouched"
     assert main(["rollout", str(tasks_file), "--policy", "gpt-4"]) == 2
     assert "unknown policy 'gpt-4'" in capsys.readouterr().err
     (tmp_path / "broken.jsonl").write_text('{"id": 1}\n')

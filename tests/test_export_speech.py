@@ -1,0 +1,105 @@
+"""The SFT data `envfarm run` exports reads as an agent speaks: over several seeds, no oracle turn (read-back,
+progress note, final answer, refusal) and no exported row holds rubric text, paging fields, a field dump, a raw
+field name or an internal id; every row has its task id and split; no tool schema keeps `x-envfarm-*` keys."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clients.export import load_trajectories, sft_speech_problems, split_of
+from clients.speech import say_value, speech_problems
+from clients.tasks import Claim, GoldCall, Persona, Provenance, Task
+from envfarm.cli import main
+
+
+def _task() -> Task:
+    call = GoldCall(server="s", tool="find_invoice", arguments={}, output={"invoice_id": "inv_ab12cd", "total": 5})
+    return Task(
+        id="t",
+        servers=["s"],
+        tools=[],
+        persona=Persona(name="Ann Lee"),
+        opening_message="hi",
+        gold_calls=[call],
+        claims=[Claim(text="states the total: 5", values=["5"])],
+        provenance=Provenance(sampler="x", seed=0),
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "states the daily price: 24.00 states the name: Compact",
+        "Done. count: 1; total: 1; has_more: False",
+        "To confirm: I will cancel appointment (schedule id: sch_xr3qi5). Shall I go ahead?",
+        "The invoice inv_ab12cd is paid.",
+        "The odometer_km is 5.",
+    ],
+)
+def test_bad_speech_is_caught(text: str) -> None:
+    assert speech_problems(text, _task(), ["odometer_km"])
+
+
+def test_good_speech_passes_and_values_read_well() -> None:
+    good = "I've paid the invoice issued on March 1, 2026. The total is $80.00 and the kind is post_trip."
+    assert speech_problems(good, _task(), ["odometer_km", "total"]) == []
+    assert say_value("starts_at", "2026-04-17T09:00:00Z") == "April 17, 2026 at 09:00 UTC"
+    assert say_value("total_price", 16.2, "USD") == "$16.20" and say_value("quantity", "6.00") == "6"
+
+
+def test_split_is_stable_and_follows_the_ratio() -> None:
+    ids = [f"task-{n}" for n in range(2000)]
+    assert [split_of(i) for i in ids] == [split_of(i) for i in ids]
+    share = sum(split_of(i, 0.25) == "eval" for i in ids) / len(ids)
+    assert 0.2 < share < 0.3 and {split_of(i, 0.0) for i in ids} == {"train"}
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        split_of("x", 1.5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 3, 7])
+def test_run_exports_read_as_an_agent_speaks(seed: int, tmp_path: Path) -> None:
+    assert main(["run", "--tasks", "10", "--seed", str(seed), "--k", "1", "--out", str(tmp_path)]) == 0
+    (run,) = tmp_path.iterdir()
+    trajectories = load_trajectories(run / "trajectories.jsonl")
+    oracle = [t for t in trajectories if t.policy == "oracle"]
+    assert oracle
+    for trajectory in oracle:  # every oracle turn, exported or not: the filter must have nothing to hide
+        assert sft_speech_problems(trajectory) == [], trajectory.task_id
+    by_task = {t.task_id: t for t in oracle}
+    rows = [json.loads(line) for line in (run / "exports" / "sft_openai.jsonl").read_text().splitlines()]
+    assert rows and any(r["policy"] == "oracle" for r in rows)
+    for row in rows:
+        assert row["task_id"] in by_task and row["split"] == split_of(row["task_id"]) and row["servers"]
+        assert "x-envfarm" not in json.dumps(row["tools"])
+        fields = {k for t in row["tools"] for k in t["function"]["parameters"].get("properties", {})}
+        for message in row["messages"]:
+            if message["role"] == "assistant" and message.get("content"):
+                assert speech_problems(message["content"], by_task[row["task_id"]].task, fields) == []
+    shared = [json.loads(line) for line in (run / "exports" / "sft_sharegpt.jsonl").read_text().splitlines()]
+    assert len(shared) == len(rows) and all(r["task_id"] and r["split"] for r in shared)
+    assert "x-envfarm" not in (run / "exports" / "sft_sharegpt.jsonl").read_text()
+    assert json.loads((run / "exports" / "dataset_info.json").read_text())["sft_sharegpt"]["formatting"] == "sharegpt"
+
+
+def test_claims_are_said_in_sentences_whatever_their_wording() -> None:
+    from clients.speech import state_claims
+
+    said = " ".join(
+        state_claims(
+            [
+                Claim(text="states the daily price: $24.00", values=["24.00"]),  # rubric wording, a currency sign
+                Claim(text="states when it was submitted: 2026-03-01T10:00:00Z", values=["2026-03-01T10:00:00Z"]),
+                Claim(text="confirms the weight kg: 6.32", values=["6.32"]),
+                Claim(text="The first free slot is on 2026-03-02 at 10:00.", values=["2026-03-02"]),  # a statement
+            ],
+            currency="USD",
+        )
+    )
+    assert "The first free slot is on 2026-03-02 at 10:00." in said
+    assert "the daily price is $24.00" in said.lower() and "the weight is 6.32 kg" in said.lower()
+    assert "it was submitted on March 1, 2026 at 10:00 UTC" in said
+    assert speech_problems(said, _task()) == []
