@@ -41,11 +41,11 @@ def test_tasks_rollout_eval_export_chain_with_default_flags(
 
     for fmt in FORMATS:
         assert main(["export", "tasks.trajectories.jsonl", "--format", fmt]) == 0
-        written = sorted(p for p in tmp_path.iterdir() if p.name.startswith("tasks.trajectories.") and fmt in p.name)
+        written = sorted(p for p in tmp_path.iterdir() if p.name.startswith("tasks.trajectories_") and fmt in p.name)
         assert written, f"export --format {fmt} wrote nothing"
         out = capsys.readouterr().out
         assert f"{fmt} rows to" in out
-    verl = next(p for p in tmp_path.iterdir() if p.name.startswith("tasks.trajectories.verl"))
+    verl = next(p for p in tmp_path.iterdir() if p.name.startswith("tasks.trajectories_verl"))
     if verl.suffix == ".jsonl":
         rows = [json.loads(line) for line in verl.read_text().splitlines() if line]
         assert len(rows) == len(tasks)  # one RL row per task, failed rollouts included
