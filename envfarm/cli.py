@@ -531,6 +531,9 @@ def cmd_soak(args: argparse.Namespace) -> int:
         if args.n < 1 or args.timeout <= 0:
             print("error: --n and --timeout must be positive", file=sys.stderr)
             return 2
+        if "tasks" not in args.steps and {"oracle", "heuristic"} & set(args.steps):
+            print("error: --steps oracle/heuristic roll out what the tasks step writes; add tasks", file=sys.stderr)
+            return 2
         print(f"soak: {len(seeds)} seeds x {', '.join(args.steps)}, n={args.n}, {args.jobs} at a time", flush=True)
         report = soak(
             seeds,

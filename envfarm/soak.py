@@ -37,6 +37,7 @@ from pydantic import BaseModel, Field
 
 STEPS = ("tasks", "oracle", "heuristic", "run")
 DEFAULT_STEPS = ("tasks", "oracle", "heuristic")
+ROLLOUTS = ("oracle", "heuristic")  # read what the `tasks` step wrote
 Outcome = Literal["ok", "error", "traceback", "crash", "hang"]
 FAILING: tuple[Outcome, ...] = ("crash", "hang", "traceback")
 # After SIGABRT, faulthandler needs a moment to write every thread's stack before the group is killed.
@@ -103,7 +104,7 @@ def step_argv(step: str, seed: int, n: int, workdir: Path, farm: Path | None) ->
     tasks = workdir / "tasks.jsonl"
     if step == "tasks":
         return [*prefix, "tasks", "--n", str(n), "--seed", str(seed), "--out", str(tasks)]
-    if step in ("oracle", "heuristic"):
+    if step in ROLLOUTS:
         out = workdir / f"{step}.trajectories.jsonl"
         return [*prefix, "rollout", str(tasks), "--policy", step, "--out", str(out)]
     if step == "run":  # the main job with its own defaults, as a user runs it
@@ -260,7 +261,10 @@ def run_child(argv: Sequence[str]) -> int:
     seed, n, steps, workdir = int(argv[0]), int(argv[1]), argv[2].split(","), Path(argv[3])
     farm = Path(argv[4]) if len(argv) > 4 else None
     worst = 0
+    no_tasks = False
     for step in steps:
+        if no_tasks and step in ROLLOUTS:
+            continue  # the rollouts have no tasks to read; `run` synthesizes its own
         started = time.perf_counter()
         code: int | None
         raised = None
@@ -277,8 +281,7 @@ def run_child(argv: Sequence[str]) -> int:
         with open(workdir / STEP_LOG, "a", encoding="utf-8") as log:
             log.write(result.model_dump_json() + "\n")
         worst = worst or (1 if code != 0 else 0)
-        if step == "tasks" and code != 0:
-            break  # the rollouts have no tasks to read
+        no_tasks = no_tasks or (step == "tasks" and code != 0)
     return worst
 
 

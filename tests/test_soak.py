@@ -41,6 +41,8 @@ def test_the_command_refuses_bad_flags(capsys: pytest.CaptureFixture[str]) -> No
     assert "--seeds '9:2'" in capsys.readouterr().err
     assert main(["soak", "--seeds", "1", "--n", "0"]) == 2
     assert "--n" in capsys.readouterr().err
+    assert main(["soak", "--seeds", "1", "--steps", "oracle"]) == 2
+    assert "add tasks" in capsys.readouterr().err
     assert main(["soak", "--http", "0"]) == 2
     assert "--http" in capsys.readouterr().err
 
