@@ -721,17 +721,27 @@ def parser() -> argparse.ArgumentParser:
         help="the driver over many seeds, each seed in a faulthandler child: crashes, hangs and errors (exit 1 on any "
         "crash, hang or traceback); with --http, varied tool calls against one `serve --all` host",
     )
-    so.add_argument("--seeds", default="0:10", help="START:STOP (stop excluded), a comma-separated list, or one seed")
+    so.add_argument(
+        "--seeds",
+        default="0:10",
+        help="START:STOP (stop excluded), a comma-separated list, or one seed (default: 0:10)",
+    )
     so.add_argument("--n", type=int, default=200, help="tasks per seed (envfarm tasks --n; default: 200)")
     so.add_argument(
         "--steps",
         nargs="+",
         choices=("tasks", "oracle", "heuristic", "run"),
         default=["tasks", "oracle", "heuristic"],
-        help="per seed: tasks, rollouts of the oracle and heuristic policies on them, and/or `envfarm run --seed S`",
+        metavar="STEP",
+        help="per seed, in order: tasks, oracle and heuristic (rollouts of those policies on the tasks), run "
+        "(`envfarm run --seed S` with its defaults); default: tasks oracle heuristic",
     )
-    so.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2), help="seeds at once")
-    so.add_argument("--timeout", type=float, default=900.0, help="seconds per seed before it counts as hung")
+    so.add_argument(
+        "--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2), help="seeds at once (default: half the cores)"
+    )
+    so.add_argument(
+        "--timeout", type=float, default=900.0, help="seconds per seed before it counts as hung (default: 900)"
+    )
     so.add_argument("--out", type=Path, help="write the JSON report here (and the markdown page beside it, .md)")
     so.add_argument(
         "--http",
@@ -740,8 +750,10 @@ def parser() -> argparse.ArgumentParser:
         help="instead: CALLS varied tool calls (from each tool's input schema, many shapes, after resets) to every "
         "server of one `envfarm serve --all` host over several tokens; exit 1 unless the host still answers",
     )
-    so.add_argument("--tokens", type=int, default=3, help="with --http: bearer tokens (clients) the calls spread over")
-    so.add_argument("--seed", type=int, default=0, help="with --http: which calls are drawn")
+    so.add_argument(
+        "--tokens", type=int, default=3, help="with --http: bearer tokens (clients) the calls spread over (default: 3)"
+    )
+    so.add_argument("--seed", type=int, default=0, help="with --http: which calls are drawn (default: 0)")
     so.set_defaults(func=cmd_soak)
 
     add_driver_parsers(sub)
