@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import IO, Any, Literal, Self
 
 import anyio
 import httpx2
@@ -100,15 +100,18 @@ def farm_process(
     timeout: float = FARM_START_TIMEOUT_S,
     token: str | None = None,
     env: Mapping[str, str] | None = None,
+    log: IO[bytes] | None = None,
 ) -> Iterator[FarmProcess]:
     """Run `envfarm serve --all` on loopback until the block ends; ready once its index answers.
     With `token`, the host requires it as a bearer token (ready once it refuses a request without).
-    `env` replaces the environment (the bench runs an older checkout's farm host this way)."""
+    `env` replaces the environment (the bench runs an older checkout's farm host this way). `log`
+    (a binary file) receives the host's output, e.g. its stack if it dies (default: a scratch file)."""
     port = port or free_port()
     base_url = f"http://127.0.0.1:{port}"
     if token:
         env = {**(env if env is not None else os.environ), TOKEN_ENV: token}
-    with tempfile.TemporaryFile() as log:
+    with tempfile.TemporaryFile() as scratch:
+        log = log if log is not None else scratch
         started = time.perf_counter()
         process = subprocess.Popen(serve_all_command(farm_root, port), stdout=log, stderr=log, env=env)
         try:

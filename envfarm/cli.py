@@ -68,7 +68,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from servers.runtime.cli import ServingOptions
+    from servers.runtime.cli import ServingOptions, enable_crash_stacks
+
+    enable_crash_stacks()
     from servers.runtime.farm import load_server, load_servers
     from servers.runtime.http import serve_http
 
@@ -556,6 +558,55 @@ def _fuzz_replies(args: argparse.Namespace) -> int:
     return 0 if report.violations == 0 else 1
 
 
+def cmd_soak(args: argparse.Namespace) -> int:
+    """`envfarm soak`: the driver's commands over many seeds, each in a faulthandler child (envfarm/soak.py);
+    with `--http CALLS`, varied tool calls against one `serve --all` host instead (envfarm/bench/http_soak.py)."""
+    import shlex
+
+    command = shlex.join(["envfarm", *sys.argv[1:]])
+    if args.http is not None:
+        from envfarm.bench.http_soak import http_soak, render_http_markdown
+
+        if args.http < 1 or args.tokens < 1:
+            print("error: --http CALLS and --tokens must be positive", file=sys.stderr)
+            return 2
+        found = http_soak(_farm(args), args.http, tokens=args.tokens, seed=args.seed, command=command)
+        document, page, ok = found.model_dump_json(indent=2), render_http_markdown(found), found.ok
+    else:
+        from envfarm.soak import parse_seeds, soak, summary_line
+        from envfarm.soak import render_markdown as render_soak
+
+        try:
+            seeds = parse_seeds(args.seeds)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if args.n < 1 or args.timeout <= 0:
+            print("error: --n and --timeout must be positive", file=sys.stderr)
+            return 2
+        if "tasks" not in args.steps and {"oracle", "heuristic"} & set(args.steps):
+            print("error: --steps oracle/heuristic roll out what the tasks step writes; add tasks", file=sys.stderr)
+            return 2
+        print(f"soak: {len(seeds)} seeds x {', '.join(args.steps)}, n={args.n}, {args.jobs} at a time", flush=True)
+        report = soak(
+            seeds,
+            n=args.n,
+            steps=args.steps,
+            timeout=args.timeout,
+            jobs=args.jobs,
+            farm=args.farm.resolve() if args.farm else None,
+            command=command,
+            progress=lambda r: print(summary_line(r), flush=True),
+        )
+        document, page, ok = report.model_dump_json(indent=2), render_soak(report), report.ok
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(document + "\n", encoding="utf-8")
+        args.out.with_suffix(".md").write_text(page, encoding="utf-8")
+    print(page)
+    return 0 if ok else 1
+
+
 def cmd_driver(args: argparse.Namespace) -> int:
     from clients.commands import run
 
@@ -725,6 +776,46 @@ def parser() -> argparse.ArgumentParser:
     fz.add_argument("--seed", type=int, default=0)
     fz.add_argument("--out", type=Path, help="write the JSON report here")
     fz.set_defaults(func=cmd_fuzz)
+
+    so = sub.add_parser(
+        "soak",
+        help="the driver over many seeds, each seed in a faulthandler child: crashes, hangs and errors (exit 1 on any "
+        "crash, hang or traceback); with --http, varied tool calls against one `serve --all` host",
+    )
+    so.add_argument(
+        "--seeds",
+        default="0:10",
+        help="START:STOP (stop excluded), a comma-separated list, or one seed (default: 0:10)",
+    )
+    so.add_argument("--n", type=int, default=200, help="tasks per seed (envfarm tasks --n; default: 200)")
+    so.add_argument(
+        "--steps",
+        nargs="+",
+        choices=("tasks", "oracle", "heuristic", "run"),
+        default=["tasks", "oracle", "heuristic"],
+        metavar="STEP",
+        help="per seed, in order: tasks, oracle and heuristic (rollouts of those policies on the tasks), run "
+        "(`envfarm run --seed S` with its defaults); default: tasks oracle heuristic",
+    )
+    so.add_argument(
+        "--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2), help="seeds at once (default: half the cores)"
+    )
+    so.add_argument(
+        "--timeout", type=float, default=900.0, help="seconds per seed before it counts as hung (default: 900)"
+    )
+    so.add_argument("--out", type=Path, help="write the JSON report here (and the markdown page beside it, .md)")
+    so.add_argument(
+        "--http",
+        type=int,
+        metavar="CALLS",
+        help="instead: CALLS varied tool calls (from each tool's input schema, many shapes, after resets) to every "
+        "server of one `envfarm serve --all` host over several tokens; exit 1 unless the host still answers",
+    )
+    so.add_argument(
+        "--tokens", type=int, default=3, help="with --http: bearer tokens (clients) the calls spread over (default: 3)"
+    )
+    so.add_argument("--seed", type=int, default=0, help="with --http: which calls are drawn (default: 0)")
+    so.set_defaults(func=cmd_soak)
 
     add_driver_parsers(sub)
 

@@ -4,6 +4,7 @@ and the serving options `envfarm serve` shares with it (episode budget, bearer t
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
 import sys
 from collections.abc import Sequence
@@ -16,6 +17,9 @@ from servers.runtime.access import TOKEN_ENV, Access, parse_tokens
 from servers.runtime.episodes import DEFAULT_EPISODE_TTL_S, EpisodeBudget, default_budget_mb
 
 DEFAULT_PORT = 8000
+# Comma-separated Host names for a non-loopback bind, when --allow-host is not given (a container's CMD
+# cannot know the name its clients will use; `docker run -e` can say it).
+ALLOW_HOST_ENV = "ENVFARM_ALLOW_HOST"
 
 
 class ServerBuilder(Protocol):
@@ -59,7 +63,8 @@ def add_serving_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME[:PORT]",
-        help="with a non-loopback --host: a Host name clients use (repeatable; DNS-rebinding checks stay on)",
+        help=f"with a non-loopback --host: a Host name clients use (repeatable; default: ${ALLOW_HOST_ENV}, "
+        "comma-separated; DNS-rebinding checks stay on)",
     )
 
 
@@ -68,7 +73,8 @@ class ServingOptions:
 
     def __init__(self, args: argparse.Namespace) -> None:
         tokens, bound = parse_tokens(args.token or os.environ.get(TOKEN_ENV, "").split(","))
-        self.access = Access(tokens=tokens, allowed_hosts=tuple(args.allow_host), principals=bound)
+        hosts = args.allow_host or [h.strip() for h in os.environ.get(ALLOW_HOST_ENV, "").split(",") if h.strip()]
+        self.access = Access(tokens=tokens, allowed_hosts=tuple(hosts), principals=bound)
         self.budget = EpisodeBudget(args.max_episode_mb, args.episode_ttl or None)
         self.port = args.port or DEFAULT_PORT
         self.problem: str | None = None
@@ -80,7 +86,15 @@ class ServingOptions:
             self.problem = "--max-episode-mb must be positive"
 
 
+def enable_crash_stacks() -> None:
+    """A native crash (SIGSEGV, SIGABRT, SIGBUS, ...) in a serving process prints every thread's Python
+    stack on stderr before the process dies, instead of a silent exit. Microseconds at startup."""
+    if not faulthandler.is_enabled():
+        faulthandler.enable(all_threads=True)
+
+
 def main(name: str, build: ServerBuilder, argv: Sequence[str] | None = None) -> None:
+    enable_crash_stacks()
     parser = argparse.ArgumentParser(prog=f"python -m servers.{name}", description=f"Run the {name} MCP server.")
     add_serving_arguments(parser)
     from servers.runtime.http import serve_http
