@@ -46,7 +46,9 @@ STAFF_VERBS = frozenset(
 SNAKE = re.compile(r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b")
 ISO_TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
 PARAMETER_SENTENCE = re.compile(r"\b[Tt]he [\w ]{1,40} should be\b")
-SCRUBBED_VERB = re.compile(r"\b(?:you|to|please|Please|I want to|Need to|need to) it\b|\bit (?:a|my|the) it\b")
+SCRUBBED_VERB = re.compile(
+    r"\b(?:you|to|please|Please|I want to|Need to|need to) it\b|\bit (?:a|my|the) it\b|\b(\w{4,}) (?:a|my|the|a new) \1\b"
+)
 STEPS = re.compile(r"\b(?:afterwards|after that|first|then|next|finally|step)\b", re.IGNORECASE)
 EMAIL = re.compile(r"\S+@\S+")
 CLOCK = re.compile(r"Now: (?:\w+ )?(\d{1,2} \w+ \d{4}), (\d{2}:\d{2})")
@@ -111,6 +113,11 @@ class ServerFacts(BaseModel):
     clock: str | None = None
     kind: str | None = Field(default=None, description="'user' (a signed-in user), 'staff' (serving customers) or None")
     third_party_rule: str | None = Field(default=None, description="the policy sentence forbidding acting for another person")
+
+
+def staff_internal(tool: str) -> bool:
+    """Work a business does on its own account (receive stock, assign a guide): never a customer's goal."""
+    return bool(set(words(tool)) & STAFF_VERBS)
 
 
 def server_facts(instructions: str | None) -> ServerFacts:
@@ -204,7 +211,7 @@ def rows_of(output: Any) -> list[Row]:
     return found
 
 
-def _same(a: Any, b: Any) -> bool:
+def same(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
@@ -247,12 +254,12 @@ def locate(value: Any, outputs: Sequence[tuple[int, Any]], text: str, key: str |
     worst = Resolution()
     for index, output in outputs:
         rows = rows_of(output)
-        for field in sorted({k for r in rows for k, v in r.items() if _same(v, value) and (key is None or k == key)}):
+        for field in sorted({k for r in rows for k, v in r.items() if same(v, value) and (key is None or k == key)}):
             holding = [r for r in rows if field in r]
-            if all(_same(r[field], value) for r in holding):
+            if all(same(r[field], value) for r in holding):
                 return Resolution(found=True, call=index, field=field)
             chosen = pick(holding, text)
-            if len(chosen) == 1 and _same(chosen[0][field], value):
+            if len(chosen) == 1 and same(chosen[0][field], value):
                 return Resolution(found=True, call=index, field=field)
             distinct = len({repr(r[field]) for r in (chosen or holding)}) if len(chosen) != 1 else 0
             if not worst.call or distinct < worst.ambiguous:
@@ -419,6 +426,17 @@ class Auditor:
             self._owned[key] = values
         return self._owned[key]
 
+    def _people_keys(self, servers: Sequence[str]) -> set[Any]:
+        """Keys of rows that are people (a row with an email): acting on one that is not the persona's
+        reads or changes someone else's records."""
+        keys: set[Any] = set()
+        for server in servers:
+            world = self.worlds.get(server)
+            for table, rows in (world.tables if world else {}).items():
+                column = world.keys.get(table, "") if world else ""
+                keys.update(row[column] for row in rows if column and row.get("email") and row.get(column) is not None)
+        return keys
+
     def roles(self, task: Task) -> list[Finding]:
         findings = []
         for check in task.policy_checks:
@@ -435,13 +453,23 @@ class Auditor:
                 findings.append(
                     Finding(check="roles", detail=f"{server}: the signed-in user is {task.principal}, not the persona")
                 )
+        people = self._people_keys(task.servers)
+        for call in task.gold_calls:
+            owned = self._owned_values(call.server, task)
+            others = sorted(
+                str(v) for n, v in call.arguments.items() if is_id_like(n) and v in people and v not in owned
+            )
+            if others:
+                findings.append(
+                    Finding(check="roles", detail=f"{call.tool} reads or changes another person's records ({others[0]})")
+                )
         created: set[Any] = set()
         for call in task.gold_calls:
             if not call.is_write:
                 continue
             facts = self.facts.get(call.server, ServerFacts())
             if facts.kind == "staff":
-                if set(words(call.tool)) & STAFF_VERBS:
+                if staff_internal(call.tool):
                     findings.append(
                         Finding(check="roles", detail=f"{call.tool} is staff-internal work, not a customer's goal")
                     )
@@ -497,7 +525,7 @@ class Auditor:
                 problems.append(f"step word '{m[0]}'")
             lowered = text.lower()
             for phrase in sorted(phrases):
-                if re.search(rf"\b(?:the|my|your) {re.escape(phrase)}\b", lowered):
+                if re.search(rf"\b{re.escape(phrase)}\b", lowered):
                     problems.append(f"column name '{phrase}'")
                     break
             pair = re.search(r"\bthe (\w+) and the (\w+)\b", lowered)
