@@ -36,12 +36,13 @@ from clients.graph import ToolSpec, is_id_like, load_specs, words
 from clients.grounding import PersonaRecord, Row, ServerWorld, observe, persona_rows
 from clients.tasks import Claim, Task
 
-CHECKS = ("determinacy", "referents", "roles", "claims", "verify", "clock", "garble")
+CHECKS = ("determinacy", "referents", "roles", "claims", "verify", "clock", "garble", "depth")
 PAGING = frozenset({"count", "total", "has_more", "cursor", "next_cursor", "offset", "limit", "page", "page_size"})
 PAGING_ARGS = frozenset({"limit", "cursor", "offset", "page", "page_size"})
 # Work a business does internally, never a customer's goal (the staff principal does it on its own account).
 STAFF_VERBS = frozenset(
     {"receive", "assign", "unassign", "cycle", "restock", "putaway", "dispatch", "complete", "adjust", "reassign"}
+    | {"departure", "stock", "inventory"}
 )
 SNAKE = re.compile(r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b")
 ISO_TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
@@ -112,7 +113,9 @@ class ServerFacts(BaseModel):
 
     clock: str | None = None
     kind: str | None = Field(default=None, description="'user' (a signed-in user), 'staff' (serving customers) or None")
-    third_party_rule: str | None = Field(default=None, description="the policy sentence forbidding acting for another person")
+    third_party_rule: str | None = Field(
+        default=None, description="the policy sentence forbidding acting for another person"
+    )
 
 
 def staff_internal(tool: str) -> bool:
@@ -387,7 +390,8 @@ class Auditor:
 
     def claims(self, task: Task) -> list[Finding]:
         text = "\n".join([task.opening_message, *(t.message for t in task.turns)])
-        hidden = "\n".join(str(h.value) for h in task.hidden_facts)
+        own = [task.persona.name, task.persona.email or "", *(str(v) for v in task.persona.known_facts.values())]
+        hidden = "\n".join([*(str(h.value) for h in task.hidden_facts), *own])
         findings = []
         for claim in task.claims:
             field = claim_field(claim)
@@ -461,7 +465,9 @@ class Auditor:
             )
             if others:
                 findings.append(
-                    Finding(check="roles", detail=f"{call.tool} reads or changes another person's records ({others[0]})")
+                    Finding(
+                        check="roles", detail=f"{call.tool} reads or changes another person's records ({others[0]})"
+                    )
                 )
         created: set[Any] = set()
         for call in task.gold_calls:

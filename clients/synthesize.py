@@ -7,6 +7,7 @@ so the same seed and servers give the same tasks byte for byte.
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections import Counter
@@ -20,7 +21,7 @@ from pydantic import BaseModel, Field
 from clients.audit import CHECKS, Auditor, Finding, ServerFacts, server_facts, staff_internal
 from clients.connect import Connections
 from clients.graph import build_graph, load_specs, summarize
-from clients.grounding import Drop, Grounded, Grounder, PersonaRecord, ServerWorld, observe, people
+from clients.grounding import PERSON_NAME, Drop, Grounded, Grounder, PersonaRecord, ServerWorld, observe, people
 from clients.policy_checks import PolicyRule, checks_for, governing, load_rules
 from clients.sampling import Catalog, RandomWalkSampler, TopologySampler, Unresolvable
 from clients.tasks import Persona, PolicyCheck, Provenance, Task, ToolRef, Turn
@@ -40,7 +41,8 @@ from servers.runtime.registry import default_farm_root, load_registry
 MULTI_SERVER_SHARE = 0.5
 DISTRACTORS = 5
 ATTEMPTS_PER_TASK = 60  # chains sampled per task asked for, at most: strict audits drop most candidates
-REPAIRS = 3  # rounds of adding what tells the row the user means apart, before a task is dropped
+MIN_LINKED = 2  # calls linked by data a kept task needs at least (refusals aside): one lookup is no work
+REPAIRS = 6  # rounds of adding what tells the row the user means apart, before a task is dropped
 FALLBACK_PERSONA = PersonaRecord(name="Alex Morgan", email="")
 REFUSAL_SHARE = 0.3  # of tasks whose goal a customer-identity rule governs: someone else asks for it
 REFUSAL_CAP = 0.1  # of the tasks asked for, at most: a refusal decided from the opening teaches little
@@ -117,6 +119,30 @@ def dependency_depth(task: Task) -> int:
     return max((len(c) for c in linked), default=0)
 
 
+def prune(task: Task) -> Task:
+    """The task without padding: a gold read whose output feeds no later kept call and no claim (a write
+    always stays). Reads change nothing, so the expected state is the same."""
+    claimed = [v for c in task.claims for v in c.values]
+    keep: set[int] = set()
+    for index in range(len(task.gold_calls) - 1, -1, -1):
+        call = task.gold_calls[index]
+        feeds = any(index in task.gold_calls[k].uses for k in keep)
+        text = json.dumps(call.output, default=str)
+        if call.is_write or feeds or any(json.dumps(v)[1:-1] in text for v in claimed):
+            keep.add(index)
+    if len(keep) == len(task.gold_calls):
+        return task
+    order = sorted(keep)
+    new = {old: i for i, old in enumerate(order)}
+    calls = [
+        task.gold_calls[i].model_copy(update={"uses": [new[u] for u in task.gold_calls[i].uses if u in new]})
+        for i in order
+    ]
+    turns = [t.model_copy(update={"gold_calls": [new[i] for i in t.gold_calls if i in new]}) for t in task.turns]
+    provenance = task.provenance.model_copy(update={"chain": [task.provenance.chain[i] for i in order]})
+    return task.model_copy(update={"gold_calls": calls, "turns": turns, "provenance": provenance})
+
+
 def _versions(servers: Sequence[str]) -> dict[str, str]:
     try:
         versions = {"envfarm": version("envfarm")}
@@ -187,6 +213,10 @@ class _Run:
         }
 
     def keep(self, task: Task, grounded: Grounded | None) -> tuple[Task | None, list[Finding], bool]:
+        task = prune(task)
+        refusal = any(c.kind == "must_refuse" for c in task.policy_checks)
+        if not refusal and dependency_depth(task) < MIN_LINKED:
+            return None, [Finding(check="depth", detail=f"fewer than {MIN_LINKED} calls linked by data")], False
         """The task if it passes the audit, after up to `REPAIRS` rounds of the writer pointing at the row
         the user means; else None and the findings. The flag says whether a repair was needed."""
         findings = self.auditor.check(task)
@@ -195,7 +225,7 @@ class _Run:
             pointers = [f for f in findings if f.check == "referents" and f.call is not None]
             if not pointers or len(pointers) != len(findings):
                 break
-            fixed = point_at(task, pointers[0])
+            fixed = point_at(task, pointers[0], self.offline)
             if fixed is None:
                 break
             task, repaired = fixed, True
@@ -246,7 +276,7 @@ class _Run:
         others = sorted(
             e
             for e, p in self.people[goal.server].items()
-            if e != grounded.persona.email and p.name != grounded.persona.name
+            if e != grounded.persona.email and p.name != grounded.persona.name and PERSON_NAME.match(p.name)
         )
         return (rule, others[rng.randrange(len(others))]) if others else None
 
@@ -383,7 +413,7 @@ async def synthesize(
             policy_rng = random.Random(f"{options.seed}:{options.sampler}:{attempts - 1}:policy")
             refusal = run.refusal(grounded, policy_rng) if policy_rng.random() < options.refusal_share else None
             refusals = sum(1 for t in tasks if any(c.kind == "must_refuse" for c in t.policy_checks))
-            if refusal is not None and refusals >= max(1, int(options.n * REFUSAL_CAP)):
+            if refusal is not None and refusals >= max(1, int((len(tasks) + 1) * REFUSAL_CAP)):
                 refusal = None
             if refusal is not None:
                 kept(await run.refusal_task(len(tasks), grounded, *refusal, style, policy_rng), grounded)

@@ -93,7 +93,7 @@ ON_BEHALF = {
         "Long story, but {relation} {owner} can't get to a phone, so I said I'd {phrase} for them. Can you help?",
     ),
 }
-MORE = ("One more thing: ", "Thanks! Also, ", "Great. Next, ", "While you're at it, ")
+MORE = ("One more thing: ", "Thanks! Also, ", "Great. And ", "While you're at it, ")
 STYLES = tuple(GREETINGS)
 
 
@@ -149,9 +149,7 @@ def over_specification(text: str, vocab: Vocabulary) -> OverSpecification:
     """Count what a message gives away: tool names (as written, or their words in a row), internal ids,
     literal argument values, and step words."""
     tools = sum(
-        1
-        for n in vocab.tool_names
-        if len(words(n)) > 1 and (_occurs(n, text) or _occurs(" ".join(words(n)), text))
+        1 for n in vocab.tool_names if len(words(n)) > 1 and (_occurs(n, text) or _occurs(" ".join(words(n)), text))
     )
     ids = sum(1 for i in vocab.internal_ids if _occurs(i, text))
     literals = sum(1 for v in vocab.literals if len(v) >= 2 and _occurs(v, text))
@@ -168,6 +166,14 @@ def _fmt(value: Any) -> str:
 def _say(name: str) -> str:
     """A field name as words, unfolded: `starts_at` -> 'starts at'."""
     return " ".join(t.lower() for t in re.split(r"[^A-Za-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)) if t)
+
+
+def _typed_value(text: str) -> Any:
+    """A claim's value (always a string) as the number it may be, so '57.00' matches '57'."""
+    try:
+        return float(text) if re.fullmatch(r"-?\d+\.\d+", text) else int(text) if text.isdigit() else text
+    except ValueError:
+        return text
 
 
 def _the(label: str, owner: str = "the") -> str:
@@ -324,13 +330,25 @@ class OfflineWriter:
             )
             body = request if turn == 0 or re.match(r"I\b", request) else request[:1].lower() + request[1:]
             messages.append(" ".join([opener.strip(), body, *said]).strip())
-        return Request(turns=messages, hidden_facts=hidden, claims=claims, uncalibrated=uncalibrated(grounded))
+        # A claim on something the user said or knows themselves checks nothing ("move it to my inbox" ->
+        # "confirms the folder: inbox"); the same value asked twice is one claim.
+        known = "\n".join([*messages, *(str(h.value) for h in hidden), persona.email, *map(str, persona.facts.values())])
+        kept: list[Claim] = []
+        for claim in claims:
+            if any(c.values == claim.values and c.field == claim.field for c in kept):
+                continue
+            if not any(mentions(known, _typed_value(v)) for v in claim.values):
+                kept.append(claim)
+        return Request(turns=messages, hidden_facts=hidden, claims=kept, uncalibrated=uncalibrated(grounded))
 
     def label(self, server: str, name: str, description: str = "", spec: ToolSpec | None = None) -> str | None:
         """How a person names a field: the description of the column it reads (the tool's own output
         first, else the parameter's), cut to its head ('Price billed in USD' -> 'price billed'); a plain
         unfolded name only when it is an ordinary noun phrase ('daily rate'); None when neither reads
         like something a person says."""
+        plain = _say(name)
+        if (len(plain.split()) == 1 and plain not in PAGING) or plain.split()[-1] in HEAD_NOUNS:
+            return plain  # an ordinary word or noun phrase says it best ('the amount', 'the issue date')
         tools = [spec] if spec is not None else self.catalog.by_server.get(server, [])
         texts = [f.description for t in tools for f in t.outputs if f.name == name]
         for text in [*texts[:1], description]:
@@ -342,9 +360,6 @@ class OfflineWriter:
                 continue
             head = re.sub(r"^(?:the|a|an) ", "", head, flags=re.IGNORECASE)
             return head if head[:2].isupper() else head[:1].lower() + head[1:]
-        plain = _say(name)
-        if len(plain.split()) == 1 or plain.split()[-1] in HEAD_NOUNS:
-            return plain
         return None
 
     def _asked(self, rng: random.Random, call: Any, spec: ToolSpec, told: list[Any]) -> list[tuple[str, str, Any]]:
@@ -371,7 +386,11 @@ class OfflineWriter:
         for key, value in (row or {}).items():
             if key not in _known(spec) or key in PAGING or key in call.arguments or value in (None, ""):
                 continue
-            if isinstance(value, bool) or any(same(value, t) for t in told) or any(same(value, v) for v in call.arguments.values()):
+            if (
+                isinstance(value, bool)
+                or any(same(value, t) for t in told)
+                or any(same(value, v) for v in call.arguments.values())
+            ):
                 continue
             if isinstance(value, str) and len(value) > 80:
                 continue
@@ -438,16 +457,7 @@ def scrub(text: str, vocab: Vocabulary) -> str:
     return re.sub(r"\s{2,}", " ", text).strip()
 
 
-def _pointer_phrase(value: Any) -> str:
-    """How a person points at a row by one of its values: 'the one on Wednesday 4 March', 'the “Check-up” one'."""
-    if isinstance(value, str) and spoken_date(value):
-        return f"the one on {spoken(value)}"
-    if isinstance(value, float):
-        return f"the one for {value:.2f}"
-    return f"the “{spoken(value)}” one"
-
-
-def point_at(task: Task, finding: Finding) -> Task | None:
+def point_at(task: Task, finding: Finding, writer: OfflineWriter | None = None) -> Task | None:
     """The task with one more thing the user says about the row they mean (`finding`: a referent the audit
     could not resolve): a value of that row no other row of the same answer shares, said in words.
     None when no such value exists (then the task is dropped)."""
@@ -464,7 +474,7 @@ def point_at(task: Task, finding: Finding) -> Task | None:
     for key, value in target.items():
         if is_id_like(key) or key in PAGING or value in (None, "") or isinstance(value, (bool, dict, list, int)):
             continue
-        if isinstance(value, str) and (len(value) > 40 or "@" in value or "_" in value and not spoken_date(value)):
+        if isinstance(value, str) and (len(value) > 80 or "@" in value or "_" in value and not spoken_date(value)):
             continue
         if _fmt(value) in claimed or value in claimed or mentions(said, value):
             continue
@@ -474,8 +484,16 @@ def point_at(task: Task, finding: Finding) -> Task | None:
         options.append((rank, key, value))
     if not options:
         return None
-    _, _, value = min(options, key=lambda o: (o[0], o[1]))
-    sentence = f"It's {_pointer_phrase(value)}."
+    _, key, value = min(options, key=lambda o: (o[0], o[1]))
+    spec = writer.catalog.spec(call.server, call.tool) if writer else None
+    entity = _entity(spec) if spec else "one"
+    label = writer.label(call.server, key, spec=spec) if writer and spec else None
+    if isinstance(value, str) and not spoken_date(value):
+        sentence = f"I mean the {entity} “{spoken(value)}”."
+    elif label and not re.match(r"(?:when|whether|how|who|what|which|where|why)\b", label):
+        sentence = f"I mean the {entity} whose {label} is {spoken(value)}."
+    else:
+        sentence = f"I mean the {entity} {'on' if isinstance(value, str) else 'for'} {spoken(value)}."
     fixed = task.model_copy(deep=True)
     turn = min(call.turn, len(fixed.turns) - 1) if fixed.turns else 0
     if fixed.turns:

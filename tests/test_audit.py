@@ -234,3 +234,31 @@ def test_server_facts_read_clock_kind_and_third_party_rule() -> None:
     assert facts.third_party_rule and facts.third_party_rule.startswith("Never read out")
     assert server_facts("Now: Friday 6 March 2026, 09:30 UTC. You act for x@example.com").kind == "user"
     assert server_facts(None) == ServerFacts()
+
+
+# ---------------------------------------------------------------- the synthesizer, soaked
+
+
+@pytest.mark.slow
+async def test_every_task_the_synthesizer_keeps_passes_the_audit_over_many_seeds() -> None:
+    """20 seeds x 3 tasks over four servers (two sharing a clock): every kept task passes every check of
+    an auditor built independently from the live servers, and a seed gives the same bytes again."""
+    from conftest import REPO
+
+    from clients.audit import audit_tasks, build_auditor
+    from clients.connect import Connections, farm_targets
+    from clients.synthesize import SynthesisOptions, synthesize
+
+    servers = ["banking", "clinic", "calendar", "mail"]
+    async with Connections(farm_targets(REPO, servers)) as farm:
+        independent = await build_auditor(farm, servers)
+        produced = 0
+        for seed in range(20):
+            synthesis = await synthesize(SynthesisOptions(n=3, seed=seed, servers=servers), farm)
+            report = audit_tasks(independent, synthesis.tasks)
+            assert report.failed == 0, (seed, report.findings)
+            produced += len(synthesis.tasks)
+            if seed % 7 == 0:
+                again = await synthesize(SynthesisOptions(n=3, seed=seed, servers=servers), farm)
+                assert [t.model_dump_json() for t in again.tasks] == [t.model_dump_json() for t in synthesis.tasks]
+        assert produced >= 50, produced
