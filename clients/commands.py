@@ -6,11 +6,13 @@ import argparse
 import asyncio
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
 
 from clients.audit import audit_tasks, build_auditor, render_audit
 from clients.connect import Connections, farm_targets, load_server_configs
+from clients.difficulty import POLICY, grade, in_band, parse_band
 from clients.graph import build_graph, dump, link_quality, load_specs, render_svg, summarize
 from clients.synthesize import SynthesisOptions, SynthesisSummary, synthesize
 from clients.tasks import load_tasks, write_jsonl
@@ -104,8 +106,19 @@ async def _tasks(args: argparse.Namespace, farm_root: Path) -> int:
         seed=args.seed,
         writer=writer,
     )
+    band = parse_band(args.difficulty) if getattr(args, "difficulty", None) else None
     async with Connections(targets(farm_root, args.config, args.servers), timeout=args.timeout) as connections:
         synthesis = await synthesize(options, connections, ProgressBar())
+        if band is not None:
+            graded = await grade(synthesis.tasks, connections, k=args.k)
+            synthesis.tasks = in_band(graded, *band)
+            rates = sorted(t.difficulty.solve_rate[POLICY] for t in graded if t.difficulty)
+            spread = Counter(rates)
+            print(
+                f"difficulty ({POLICY}, k={args.k}): solve rates "
+                + ", ".join(f"{r:g}: {n}" for r, n in sorted(spread.items()))
+                + f"; {len(synthesis.tasks)} of {len(graded)} in [{band[0]:g}, {band[1]:g}]"
+            )
     write_jsonl(args.out, synthesis.tasks)
     summary_path = args.out.with_name(args.out.stem + ".summary.json")
     summary_path.write_text(synthesis.summary.model_dump_json(indent=2) + "\n")
