@@ -345,6 +345,21 @@ class Auditor:
                             detail=f"{call.tool}.{name}={_short(value)} is neither said nor found by a lookup keyed on what is said",
                         )
                     )
+            if ok and call.is_write and spec is not None:
+                # A write must say something of the change itself: what it names, sets or creates. A value
+                # copied from a lookup ("create a new report" filled from the last one) was never asked for.
+                details = [
+                    v
+                    for n, v in call.arguments.items()
+                    if n in {p.name for p in spec.params if p.user_known and not p.ref}
+                    and not is_id_like(n)
+                    and not isinstance(v, bool)
+                    and v not in (None, "")
+                ]
+                if details and not any(mentions(text, v) for v in details):
+                    findings.append(
+                        Finding(check="determinacy", detail=f"{call.tool}: the user says nothing of what to write")
+                    )
             if ok:
                 resolved.append((index, call.output))
         for claim in task.claims:
@@ -516,6 +531,12 @@ class Auditor:
         findings = []
         said = [("message", task.opening_message), *(("turn", t.message) for t in task.turns[1:])]
         said += [("hidden fact", h.description) for h in task.hidden_facts]
+        for fact in task.hidden_facts:
+            value = str(fact.value)
+            if fact.description.startswith("my ") and EMAIL.fullmatch(value) and value != task.persona.email:
+                findings.append(
+                    Finding(check="garble", detail=f"hidden fact: another person's email as 'my' ({value})")
+                )
         for where, message in said:
             text = EMAIL.sub("", message)
             problems = []

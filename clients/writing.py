@@ -297,7 +297,8 @@ class OfflineWriter:
                     if label is None:
                         continue
                     told.append(value)
-                    owner = "my" if how == "persona" else "the"
+                    own = {persona.email, persona.name, *(v for v in persona.facts.values() if isinstance(v, str))}
+                    owner = "my" if how == "persona" and value in own else "the"
                     hidden.append(
                         HiddenFact(key=name, value=value, description=f"{_the(label, owner)} is {spoken(value)}")
                     )
@@ -332,7 +333,9 @@ class OfflineWriter:
             messages.append(" ".join([opener.strip(), body, *said]).strip())
         # A claim on something the user said or knows themselves checks nothing ("move it to my inbox" ->
         # "confirms the folder: inbox"); the same value asked twice is one claim.
-        known = "\n".join([*messages, *(str(h.value) for h in hidden), persona.email, *map(str, persona.facts.values())])
+        known = "\n".join(
+            [*messages, *(str(h.value) for h in hidden), persona.email, *map(str, persona.facts.values())]
+        )
         kept: list[Claim] = []
         for claim in claims:
             if any(c.values == claim.values and c.field == claim.field for c in kept):

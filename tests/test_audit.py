@@ -8,7 +8,7 @@ import pytest
 from clients.audit import Auditor, ServerFacts, mentions, server_facts, spoken
 from clients.graph import OutField, Param, ToolSpec
 from clients.grounding import ServerWorld
-from clients.tasks import Claim, ExpectedState, GoldCall, Persona, PolicyCheck, Provenance, Task, Turn
+from clients.tasks import Claim, ExpectedState, GoldCall, HiddenFact, Persona, PolicyCheck, Provenance, Task, Turn
 from servers.runtime.control import TableDiff
 
 APPOINTMENTS = [
@@ -129,6 +129,22 @@ def test_determinacy_fails_when_a_write_takes_a_value_nobody_said() -> None:
     found = auditor().check(task)
     assert {f.check for f in found} == {"determinacy"}
     assert any("cancel_appointment.reason" in f.detail for f in found)
+
+
+def test_determinacy_fails_when_a_write_copies_every_detail_from_a_lookup() -> None:
+    task = good()
+    task.gold_calls[2].arguments["reason"] = "Follow-up"  # copied from the row, never asked for
+    task.opening_message = task.turns[0].message = "Hi, this is Maria Lopez. Cancel my visit on Wednesday 4 March."
+    found = [f.detail for f in auditor().check(task) if f.check == "determinacy"]
+    assert found == ["cancel_appointment: the user says nothing of what to write"]
+
+
+def test_garble_fails_on_someone_elses_email_held_back_as_the_users_own() -> None:
+    task = good()
+    task.hidden_facts = [HiddenFact(key="email", value="hugo.garcia@example.com", description="my email is hugo")]
+    assert checks(task) == {"garble"}
+    task.hidden_facts[0].value = "maria.lopez@example.com"
+    assert checks(task) == set()
 
 
 def test_referents_fail_when_two_rows_fit_what_the_user_says() -> None:
