@@ -23,6 +23,7 @@ Every check reads only the task and the live servers' listed tools, seed rows, c
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -424,6 +425,13 @@ class Auditor:
         findings = []
         if not refusal and not changed and not task.claims:
             findings.append(Finding(check="verify", detail="nothing to verify: no state change, no claim, no refusal"))
+        for number, turn in enumerate(task.turns):
+            calls = [task.gold_calls[i] for i in turn.gold_calls if i < len(task.gold_calls)]
+            if refusal or any(c.is_write for c in calls):
+                continue
+            outputs = json.dumps([c.output for c in calls], default=str)
+            if not any(json.dumps(v)[1:-1] in outputs for c in task.claims for v in c.values):
+                findings.append(Finding(check="verify", detail=f"turn {number} asks for something no claim checks"))
         for server in sorted({c.server for c in task.gold_calls if c.is_write}):
             state = task.expected_state.get(server)
             if state is not None and state.hash is not None and not state.diff:

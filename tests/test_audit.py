@@ -208,6 +208,16 @@ def test_verify_fails_without_anything_to_check_or_for_a_write_that_changes_noth
     assert any("nothing to verify" in d for d in found) and any("change nothing" in d for d in found)
 
 
+def test_verify_fails_for_a_question_no_claim_checks() -> None:
+    task = good()
+    task.turns = [
+        Turn(message=task.opening_message, gold_calls=[2]),
+        Turn(message="Also, my visits?", gold_calls=[0, 1]),
+    ]
+    found = [f.detail for f in auditor().check(task) if f.check == "verify"]
+    assert found == ["turn 1 asks for something no claim checks"]
+
+
 def test_clock_fails_when_servers_disagree_on_now() -> None:
     task = good()
     task.servers = ["clinic", "banking"]
