@@ -361,6 +361,14 @@ class Auditor:
                     findings.append(
                         Finding(check="determinacy", detail=f"{call.tool}: the user says nothing of what to write")
                     )
+                # Words a write sets (a title, a body, a choice) are the user's to give; only a number may
+                # come from a lookup (the amount due). A report titled with the employee's job title was
+                # found by name, not asked for.
+                for name, value in call.arguments.items():
+                    if isinstance(value, str) and value in details and not mentions(text, value):
+                        findings.append(
+                            Finding(check="determinacy", detail=f"{call.tool}.{name}={_short(value)} is never said")
+                        )
             if ok:
                 resolved.append((index, call.output))
         for claim in task.claims:
@@ -555,6 +563,8 @@ class Auditor:
             if m := PARAMETER_SENTENCE.search(text):
                 problems.append(f"parameter-style sentence '{m[0]}'")
             if m := SCRUBBED_VERB.search(text):
+                problems.append(f"broken phrase '{m[0]}'")
+            if m := re.search(r"\bthe (?:with|to|for|from|of|in|on|at|by) (?:me|my|it)\b", text):
                 problems.append(f"broken phrase '{m[0]}'")
             if where != "hidden fact" and (m := STEPS.search(text)):
                 problems.append(f"step word '{m[0]}'")

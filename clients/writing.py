@@ -490,6 +490,8 @@ def point_at(task: Task, finding: Finding, writer: OfflineWriter | None = None) 
     _, key, value = min(options, key=lambda o: (o[0], o[1]))
     spec = writer.catalog.spec(call.server, call.tool) if writer else None
     entity = _entity(spec) if spec else "one"
+    if entity.split()[0] in PREPOSITIONS:  # shared_with_me: 'with me' names nothing
+        entity = "one"
     label = writer.label(call.server, key, spec=spec) if writer and spec else None
     if isinstance(value, str) and not spoken_date(value):
         sentence = f"I mean the {entity} “{spoken(value)}”."

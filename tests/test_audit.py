@@ -136,7 +136,10 @@ def test_determinacy_fails_when_a_write_copies_every_detail_from_a_lookup() -> N
     task.gold_calls[2].arguments["reason"] = "Follow-up"  # copied from the row, never asked for
     task.opening_message = task.turns[0].message = "Hi, this is Maria Lopez. Cancel my visit on Wednesday 4 March."
     found = [f.detail for f in auditor().check(task) if f.check == "determinacy"]
-    assert found == ["cancel_appointment: the user says nothing of what to write"]
+    assert found == [
+        "cancel_appointment: the user says nothing of what to write",
+        "cancel_appointment.reason='Follow-up' is never said",
+    ]
 
 
 def test_garble_fails_on_someone_elses_email_held_back_as_the_users_own() -> None:
@@ -234,6 +237,7 @@ def test_clock_fails_when_servers_disagree_on_now() -> None:
         "Could you it my it today?",
         "Use the appointment_id please.",
         "Afterwards, tell me more.",
+        "I mean the with me on Friday.",
         "What's the reason and the status?",
     ],
 )
