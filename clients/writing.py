@@ -483,8 +483,18 @@ def point_at(task: Task, finding: Finding, writer: OfflineWriter | None = None) 
             continue
         if any(r is not target and same(r.get(key), value) for r in rows):
             continue
-        rank = 0 if isinstance(value, str) and spoken_date(value) else (1 if isinstance(value, str) else 2)
-        options.append((rank, key, value))
+        if isinstance(value, str) and spoken_date(value):
+            day = value[:10]
+            if any(r is not target and isinstance(r.get(key), str) and r[key][:10] == day for r in rows):
+                options.append((3, key, value))  # only the minute tells it apart: a last resort
+            else:
+                options.append((1, key, day))  # the day alone is what a person remembers
+        elif isinstance(value, str) and (len(value.split()) > 6 or re.search(r"[;.!?]", value)):
+            options.append((4, key, value))  # a sentence of text: how nobody points at a row
+        elif isinstance(value, str) and value == value.lower():
+            options.append((2, key, value))  # a status or kind: said with its label
+        else:
+            options.append((0 if isinstance(value, str) else 2, key, value))  # a name or title first
     if not options:
         return None
     _, key, value = min(options, key=lambda o: (o[0], o[1]))
@@ -493,9 +503,12 @@ def point_at(task: Task, finding: Finding, writer: OfflineWriter | None = None) 
     if entity.split()[0] in PREPOSITIONS:  # shared_with_me: 'with me' names nothing
         entity = "one"
     label = writer.label(call.server, key, spec=spec) if writer and spec else None
-    if isinstance(value, str) and not spoken_date(value):
+    plain = label and not re.match(r"(?:when|whether|how|who|what|which|where|why)\b", label)
+    if isinstance(value, str) and not spoken_date(value) and value == value.lower() and plain:
+        sentence = f"I mean the {entity} whose {label} is {spoken(value)}."
+    elif isinstance(value, str) and not spoken_date(value):
         sentence = f"I mean the {entity} “{spoken(value)}”."
-    elif label and not re.match(r"(?:when|whether|how|who|what|which|where|why)\b", label):
+    elif plain:
         sentence = f"I mean the {entity} whose {label} is {spoken(value)}."
     else:
         sentence = f"I mean the {entity} {'on' if isinstance(value, str) else 'for'} {spoken(value)}."
