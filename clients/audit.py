@@ -433,13 +433,19 @@ class Auditor:
         findings = []
         if not refusal and not changed and not task.claims:
             findings.append(Finding(check="verify", detail="nothing to verify: no state change, no claim, no refusal"))
+        # A claim answers the turn of the first gold call whose output holds its value.
+        outputs = [json.dumps(c.output, default=str) for c in task.gold_calls]
+        answered = {
+            task.gold_calls[first].turn
+            for claim in task.claims
+            for value in claim.values
+            if (first := next((i for i, o in enumerate(outputs) if json.dumps(value)[1:-1] in o), None)) is not None
+        }
         for number, turn in enumerate(task.turns):
             calls = [task.gold_calls[i] for i in turn.gold_calls if i < len(task.gold_calls)]
-            if refusal or any(c.is_write for c in calls):
+            if refusal or any(c.is_write for c in calls) or number in answered:
                 continue
-            outputs = json.dumps([c.output for c in calls], default=str)
-            if not any(json.dumps(v)[1:-1] in outputs for c in task.claims for v in c.values):
-                findings.append(Finding(check="verify", detail=f"turn {number} asks for something no claim checks"))
+            findings.append(Finding(check="verify", detail=f"turn {number} asks for something no claim checks"))
         for server in sorted({c.server for c in task.gold_calls if c.is_write}):
             state = task.expected_state.get(server)
             if state is not None and state.hash is not None and not state.diff:
