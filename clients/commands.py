@@ -6,13 +6,16 @@ import argparse
 import asyncio
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
 
+from clients.audit import audit_tasks, build_auditor, render_audit
 from clients.connect import Connections, farm_targets, load_server_configs
+from clients.difficulty import POLICY, grade, in_band, parse_band
 from clients.graph import build_graph, dump, link_quality, load_specs, render_svg, summarize
 from clients.synthesize import SynthesisOptions, SynthesisSummary, synthesize
-from clients.tasks import write_jsonl
+from clients.tasks import load_tasks, write_jsonl
 from envfarm.llm import LLMError, parse_model
 from servers.runtime.control import ControlError
 from servers.runtime.registry import load_registry
@@ -78,7 +81,20 @@ def render_summary(summary: SynthesisSummary) -> str:
     return "\n".join(lines)
 
 
+async def _audit(args: argparse.Namespace, farm_root: Path) -> int:
+    """Audit a task file (any writer's) against the live servers; non-zero when any task fails a check."""
+    tasks = load_tasks(args.audit)
+    servers = sorted({s for t in tasks for s in t.servers})
+    async with Connections(targets(farm_root, args.config, servers), timeout=args.timeout) as connections:
+        auditor = await build_auditor(connections, servers)
+    report = audit_tasks(auditor, tasks)
+    print(render_audit(report, tasks))
+    return 1 if report.failed else 0
+
+
 async def _tasks(args: argparse.Namespace, farm_root: Path) -> int:
+    if getattr(args, "audit", None) is not None:
+        return await _audit(args, farm_root)
     writer = parse_model(args.writer, args.base_url) if args.writer else None
     if args.writer and writer is None:
         raise ValueError(f"--writer {args.writer!r}: expected openai:MODEL (the offline writer needs no flag)")
@@ -90,8 +106,19 @@ async def _tasks(args: argparse.Namespace, farm_root: Path) -> int:
         seed=args.seed,
         writer=writer,
     )
+    band = parse_band(args.difficulty) if getattr(args, "difficulty", None) else None
     async with Connections(targets(farm_root, args.config, args.servers), timeout=args.timeout) as connections:
         synthesis = await synthesize(options, connections, ProgressBar())
+        if band is not None:
+            graded = await grade(synthesis.tasks, connections, k=args.k)
+            synthesis.tasks = in_band(graded, *band)
+            rates = sorted(t.difficulty.solve_rate[POLICY] for t in graded if t.difficulty)
+            spread = Counter(rates)
+            print(
+                f"difficulty ({POLICY}, k={args.k}): solve rates "
+                + ", ".join(f"{r:g}: {n}" for r, n in sorted(spread.items()))
+                + f"; {len(synthesis.tasks)} of {len(graded)} in [{band[0]:g}, {band[1]:g}]"
+            )
     write_jsonl(args.out, synthesis.tasks)
     summary_path = args.out.with_name(args.out.stem + ".summary.json")
     summary_path.write_text(synthesis.summary.model_dump_json(indent=2) + "\n")

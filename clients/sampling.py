@@ -121,11 +121,19 @@ class TopologySampler:
 
     name = "topology"
 
-    def __init__(self, catalog: Catalog, *, max_depth: int = MAX_DEPTH, follow_share: float = 0.35) -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        max_depth: int = MAX_DEPTH,
+        follow_share: float = 0.35,
+        never_goals: frozenset[str] = frozenset(),
+    ) -> None:
         self.catalog = catalog
         self.outcomes = Outcomes()
         self.max_depth = max_depth
         self.follow_share = follow_share
+        self.never_goals = never_goals  # tool keys no user asks for (staff-internal work)
 
     def _need(
         self, rng: random.Random, steps: list[Step], spec: ToolSpec, depth: int, stack: set[str], turn: int
@@ -204,8 +212,11 @@ class TopologySampler:
             t.key: (WRITE_WEIGHT if not t.read_only else 1.0)
             * (1.0 if self.catalog.lookups(t) else SHALLOW_WEIGHT)
             * self.outcomes.odds(t.key)
+            * (t.key not in self.never_goals)
             for t in tools
         }
+        if not any(weight.values()):
+            raise Unresolvable(f"no tool of {server} is a user's goal")
         for _ in range(12):
             goal = _weighted(rng, tools, weight)
             trial = list(steps)
@@ -229,7 +240,7 @@ class TopologySampler:
         options = []
         for key, param, fields in consumers(self.catalog.graph, tool_node(source.server, source.tool)):
             spec = self.catalog.specs[key]
-            if spec.server != source.server or spec.name == source.tool:
+            if spec.server != source.server or spec.name == source.tool or key in self.never_goals:
                 continue
             others = [p for p in self.catalog.lookups(spec) if p.name != param]
             if not others:

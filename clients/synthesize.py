@@ -7,6 +7,7 @@ so the same seed and servers give the same tasks byte for byte.
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections import Counter
@@ -17,21 +18,34 @@ from typing import Literal
 import networkx as nx
 from pydantic import BaseModel, Field
 
+from clients.audit import CHECKS, Auditor, Finding, ServerFacts, server_facts, staff_internal
 from clients.connect import Connections
 from clients.graph import build_graph, load_specs, summarize
-from clients.grounding import Drop, Grounded, Grounder, PersonaRecord, ServerWorld, observe, people
+from clients.grounding import PERSON_NAME, Drop, Grounded, Grounder, PersonaRecord, ServerWorld, observe, people
 from clients.policy_checks import PolicyRule, checks_for, governing, load_rules
 from clients.sampling import Catalog, RandomWalkSampler, TopologySampler, Unresolvable
 from clients.tasks import Persona, PolicyCheck, Provenance, Task, ToolRef, Turn
-from clients.writing import STYLES, LLMWriter, OfflineWriter, Request, over_specification, scrub, vocabulary
+from clients.writing import (
+    STYLES,
+    LLMWriter,
+    OfflineWriter,
+    Request,
+    over_specification,
+    point_at,
+    scrub,
+    vocabulary,
+)
 from envfarm.llm import ChatModel, LLMError, ModelConfig
 from servers.runtime.registry import default_farm_root, load_registry
 
 MULTI_SERVER_SHARE = 0.5
 DISTRACTORS = 5
-ATTEMPTS_PER_TASK = 8
+ATTEMPTS_PER_TASK = 60  # chains sampled per task asked for, at most: strict audits drop most candidates
+MIN_LINKED = 2  # calls linked by data a kept task needs at least (refusals aside): one lookup is no work
+REPAIRS = 6  # rounds of adding what tells the row the user means apart, before a task is dropped
 FALLBACK_PERSONA = PersonaRecord(name="Alex Morgan", email="")
 REFUSAL_SHARE = 0.3  # of tasks whose goal a customer-identity rule governs: someone else asks for it
+REFUSAL_CAP = 0.1  # of the tasks asked for, at most: a refusal decided from the opening teaches little
 
 
 class SynthesisOptions(BaseModel):
@@ -73,6 +87,10 @@ class SynthesisSummary(BaseModel):
     refusals: int = Field(0, description="tasks whose right answer is to refuse (the policy forbids the request)")
     data_dependency_share: float = Field(description="share of tasks with >= 3 calls linked by outputs used as inputs")
     dropped: dict[str, int] = Field(description="chains that failed, by reason")
+    kept_apart: dict[str, str] = Field(
+        default_factory=dict, description="servers kept out of cross-server tasks, and why (their clock differs)"
+    )
+    repaired: int = Field(default=0, description="tasks kept after the writer added what tells a row apart")
     over_specification: dict[str, OverSpecSummary] = Field(
         description="'before' (the chain as instructions) and 'after' (calibrated), mean per task"
     )
@@ -99,6 +117,30 @@ def dependency_depth(task: Task) -> int:
     graph.add_edges_from((i, u) for i, call in enumerate(task.gold_calls) for u in call.uses)
     linked = [c for c in nx.connected_components(graph) if len(c) > 1]
     return max((len(c) for c in linked), default=0)
+
+
+def prune(task: Task) -> Task:
+    """The task without padding: a gold read whose output feeds no later kept call and no claim (a write
+    always stays). Reads change nothing, so the expected state is the same."""
+    claimed = [v for c in task.claims for v in c.values]
+    keep: set[int] = set()
+    for index in range(len(task.gold_calls) - 1, -1, -1):
+        call = task.gold_calls[index]
+        feeds = any(index in task.gold_calls[k].uses for k in keep)
+        text = json.dumps(call.output, default=str)
+        if call.is_write or feeds or any(json.dumps(v)[1:-1] in text for v in claimed):
+            keep.add(index)
+    if len(keep) == len(task.gold_calls):
+        return task
+    order = sorted(keep)
+    new = {old: i for i, old in enumerate(order)}
+    calls = [
+        task.gold_calls[i].model_copy(update={"uses": [new[u] for u in task.gold_calls[i].uses if u in new]})
+        for i in order
+    ]
+    turns = [t.model_copy(update={"gold_calls": [new[i] for i in t.gold_calls if i in new]}) for t in task.turns]
+    provenance = task.provenance.model_copy(update={"chain": [task.provenance.chain[i] for i in order]})
+    return task.model_copy(update={"gold_calls": calls, "turns": turns, "provenance": provenance})
 
 
 def _versions(servers: Sequence[str]) -> dict[str, str]:
@@ -133,18 +175,62 @@ class _Run:
         catalog: Catalog,
         worlds: dict[str, ServerWorld],
         rules: dict[str, list[PolicyRule]],
+        facts: dict[str, ServerFacts],
     ) -> None:
         self.options = options
         self.rules = rules
+        self.facts = facts
         self.catalog = catalog
         self.grounder = Grounder(connections, catalog, worlds)
-        self.sampler = TopologySampler(catalog) if options.sampler == "topology" else RandomWalkSampler(catalog)
+        # Staff-internal work (receiving stock, assigning a guide) is never what the customer asks for.
+        never = frozenset(
+            t.key
+            for server, tools in catalog.by_server.items()
+            if facts.get(server, ServerFacts()).kind == "staff"
+            for t in tools
+            if not t.read_only and staff_internal(t.name)
+        )
+        self.sampler = (
+            TopologySampler(catalog, never_goals=never) if options.sampler == "topology" else RandomWalkSampler(catalog)
+        )
         self.offline = OfflineWriter(catalog)
+        self.auditor = Auditor(catalog.specs.values(), worlds, facts)
         self.people = {s: people(w) for s, w in worlds.items()}
         self.servers = sorted(worlds)
+        clock = {s: facts.get(s, ServerFacts()).clock for s in self.servers}
+        # One clock per task: servers whose "now" differs never share a task.
         self.pairs = [
-            (a, b) for a in self.servers for b in self.servers if a < b and set(self.people[a]) & set(self.people[b])
+            (a, b)
+            for a in self.servers
+            for b in self.servers
+            if a < b and clock[a] == clock[b] and set(self.people[a]) & set(self.people[b])
         ]
+        paired = {s for pair in self.pairs for s in pair}
+        self.kept_apart = {
+            s: f"its clock ({clock[s] or 'unknown'}) is no other server's with people in common"
+            for s in self.servers
+            if s not in paired and len(self.servers) > 1
+        }
+
+    def keep(self, task: Task, grounded: Grounded | None) -> tuple[Task | None, list[Finding], bool]:
+        task = prune(task)
+        refusal = any(c.kind == "must_refuse" for c in task.policy_checks)
+        if not refusal and dependency_depth(task) < MIN_LINKED:
+            return None, [Finding(check="depth", detail=f"fewer than {MIN_LINKED} calls linked by data")], False
+        """The task if it passes the audit, after up to `REPAIRS` rounds of the writer pointing at the row
+        the user means; else None and the findings. The flag says whether a repair was needed."""
+        findings = self.auditor.check(task)
+        repaired = False
+        for _ in range(REPAIRS):
+            pointers = [f for f in findings if f.check == "referents" and f.call is not None]
+            if not pointers or len(pointers) != len(findings):
+                break
+            fixed = point_at(task, pointers[0], self.offline)
+            if fixed is None:
+                break
+            task, repaired = fixed, True
+            findings = self.auditor.check(task)
+        return (None, findings, repaired) if findings else (task, [], repaired)
 
     def _servers_and_persona(self, rng: random.Random) -> tuple[list[str], PersonaRecord]:
         if self.options.max_servers >= 2 and self.pairs and rng.random() < MULTI_SERVER_SHARE:
@@ -176,7 +262,12 @@ class _Run:
         if not goals or not grounded.calls[goals[0]].is_write:
             return None
         goal = grounded.calls[goals[0]]
-        rule = governing(self.rules.get(goal.server, []), "identify", goal.tool)
+        identify = governing(self.rules.get(goal.server, []), "identify", goal.tool)
+        sentence = self.facts.get(goal.server, ServerFacts()).third_party_rule
+        if identify is None or sentence is None:
+            return None
+        # The refusal cites the policy sentence that forbids it, not the rule that asks for identification.
+        rule = PolicyRule(server=goal.server, id="third_party", rule=sentence, tools=identify.tools, kind="forbid")
         theirs = grounded.targets[goals[0]] is not None or any(
             how == "persona" for source in grounded.sources[: goals[0] + 1] for how in source.values()
         )
@@ -185,7 +276,7 @@ class _Run:
         others = sorted(
             e
             for e, p in self.people[goal.server].items()
-            if e != grounded.persona.email and p.name != grounded.persona.name
+            if e != grounded.persona.email and p.name != grounded.persona.name and PERSON_NAME.match(p.name)
         )
         return (rule, others[rng.randrange(len(others))]) if others else None
 
@@ -280,12 +371,27 @@ async def synthesize(
     catalog = Catalog(specs, build_graph(specs))
     worlds = {s: await observe(connections, s, catalog.by_server[s]) for s in servers}
     rules = {s: await load_rules(connections, s) for s in servers}
-    run = _Run(options, connections, catalog, worlds, rules)
+    facts = {s: server_facts(await connections.instructions(s)) for s in servers}
+    run = _Run(options, connections, catalog, worlds, rules, facts)
     model = ChatModel(options.writer) if options.writer else None
     llm = LLMWriter(model, run.offline) if model else None
     tasks: list[Task] = []
     dropped: Counter[str] = Counter()
-    fallbacks = attempts = 0
+    fallbacks = attempts = repaired = 0
+
+    def kept(task: Task, grounded: Grounded) -> bool:
+        nonlocal repaired
+        final, findings, fixed = run.keep(task, grounded)
+        if final is None:
+            first = min(findings, key=lambda f: CHECKS.index(f.check))
+            dropped[f"audit: {first.check}"] += 1
+            return False
+        repaired += fixed
+        tasks.append(final)
+        if progress:
+            progress(len(tasks), options.n)
+        return True
+
     try:
         while len(tasks) < options.n and attempts < options.n * ATTEMPTS_PER_TASK:
             rng = random.Random(f"{options.seed}:{options.sampler}:{attempts}")
@@ -306,10 +412,11 @@ async def synthesize(
             # Its own stream: whether a task becomes a refusal never shifts the draws of the others.
             policy_rng = random.Random(f"{options.seed}:{options.sampler}:{attempts - 1}:policy")
             refusal = run.refusal(grounded, policy_rng) if policy_rng.random() < options.refusal_share else None
+            refusals = sum(1 for t in tasks if any(c.kind == "must_refuse" for c in t.policy_checks))
+            if refusal is not None and refusals >= max(1, int((len(tasks) + 1) * REFUSAL_CAP)):
+                refusal = None
             if refusal is not None:
-                tasks.append(await run.refusal_task(len(tasks), grounded, *refusal, style, policy_rng))
-                if progress:
-                    progress(len(tasks), options.n)
+                kept(await run.refusal_task(len(tasks), grounded, *refusal, style, policy_rng), grounded)
                 continue
             if llm is not None:
                 try:
@@ -319,14 +426,13 @@ async def synthesize(
                 fallbacks += fell_back
             else:
                 request = run.offline.write(rng, grounded, style)
-            tasks.append(run.task(len(tasks), grounded, request, style, rng))
-            if progress:
-                progress(len(tasks), options.n)
+            kept(run.task(len(tasks), grounded, request, style, rng), grounded)
     finally:
         await run.grounder.aclose()
         if model is not None:
             await model.aclose()
     summary = _summary(options, tasks, attempts, dropped, fallbacks, catalog, llm)
+    summary.kept_apart, summary.repaired = run.kept_apart, repaired
     summary.seconds, summary.cpu_seconds = round(time.perf_counter() - started, 2), round(time.process_time() - cpu, 2)
     return Synthesis(tasks=tasks, summary=summary)
 

@@ -79,6 +79,7 @@ class Claim(BaseModel):
 
     text: str
     values: list[str] = Field(default_factory=list)
+    field: str | None = Field(default=None, description="the output field the claim reports (None: unknown)")
 
 
 PolicyCheckKind = Literal["must_call", "must_not_call", "must_confirm", "must_identify", "must_refuse"]

@@ -14,15 +14,16 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from clients.audit import HEAD_NOUNS, PAGING, Finding, mentions, rows_of, same, spoken, spoken_date, user_text
 from clients.graph import ToolSpec, is_id_like, words
 from clients.grounding import Grounded, Row
 from clients.sampling import Catalog
-from clients.tasks import Claim, HiddenFact, OverSpecification
+from clients.tasks import Claim, HiddenFact, OverSpecification, Task
 from envfarm.llm import ChatModel, UnusableAnswer
 
 STEP_WORDS = ("then", "first", "next", "after that", "afterwards", "finally", "step", "call", "tool", "use the")
@@ -72,11 +73,11 @@ ASK_WRITE = {
     ),
 }
 ASK_READ = {
-    "polite": ("Could you tell me {what}?", "Would you check {what} for me?", "I'd like to know {what}, please."),
-    "terse": ("What's {what}?", "Need {what}.", "Tell me {what}."),
+    "polite": ("Could you tell me {what}?", "Would you look up {what} for me?", "I'd like to know {what}, please."),
+    "terse": ("Tell me {what}.", "Need to know {what}.", "Look up {what}, please."),
     "chatty": (
-        "I've been wondering about {what}, could you look?",
-        "Quick question: what is {what}?",
+        "I've been trying to remember {what}, could you look?",
+        "Quick question: can you tell me {what}?",
         "Can you find out {what} for me? I keep forgetting.",
     ),
 }
@@ -92,7 +93,7 @@ ON_BEHALF = {
         "Long story, but {relation} {owner} can't get to a phone, so I said I'd {phrase} for them. Can you help?",
     ),
 }
-MORE = ("One more thing: ", "Thanks! Also, ", "Great. Next, ", "While you're at it, ")
+MORE = ("One more thing: ", "Thanks! Also, ", "Great. And ", "While you're at it, ")
 STYLES = tuple(GREETINGS)
 
 
@@ -148,7 +149,7 @@ def over_specification(text: str, vocab: Vocabulary) -> OverSpecification:
     """Count what a message gives away: tool names (as written, or their words in a row), internal ids,
     literal argument values, and step words."""
     tools = sum(
-        1 for n in vocab.tool_names if _occurs(n, text) or (len(words(n)) > 1 and _occurs(" ".join(words(n)), text))
+        1 for n in vocab.tool_names if len(words(n)) > 1 and (_occurs(n, text) or _occurs(" ".join(words(n)), text))
     )
     ids = sum(1 for i in vocab.internal_ids if _occurs(i, text))
     literals = sum(1 for v in vocab.literals if len(v) >= 2 and _occurs(v, text))
@@ -165,6 +166,25 @@ def _fmt(value: Any) -> str:
 def _say(name: str) -> str:
     """A field name as words, unfolded: `starts_at` -> 'starts at'."""
     return " ".join(t.lower() for t in re.split(r"[^A-Za-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)) if t)
+
+
+def _typed_value(text: str) -> Any:
+    """A claim's value (always a string) as the number it may be, so '57.00' matches '57'."""
+    try:
+        return float(text) if re.fullmatch(r"-?\d+\.\d+", text) else int(text) if text.isdigit() else text
+    except ValueError:
+        return text
+
+
+def _the(label: str, owner: str = "the") -> str:
+    """'issue date' -> 'the issue date'; 'when it was submitted' stays as it is."""
+    if re.match(r"(?:when|whether|how|who|what|which|where)\b", label):
+        return label
+    return f"{owner} {label}"
+
+
+def _claim(verb: str, label: str, field: str, value: Any) -> Claim:
+    return Claim(text=f"{verb} {_the(label)}: {spoken(value)}", values=[_fmt(value)], field=field)
 
 
 class Request(BaseModel):
@@ -200,8 +220,8 @@ def _phrase(spec: ToolSpec, mine: bool) -> str:
     verb, rest = tokens[0], tokens[1:]
     if rest and all(t in PARTICLES for t in rest):
         return f"{verb} me {' '.join(rest)}"
-    if not rest:
-        return f"{verb} {'my' if mine else 'a'} {_entity(spec)}"
+    if not rest:  # 'unsubscribe': the verb alone says it ('unsubscribe a unsubscribe' does not)
+        return verb
     det = "a new" if verb in NEW_VERBS else ("my" if mine else "the")
     if rest[0] in PREPOSITIONS and len(rest) > 1:  # respond_to_invitation -> respond to my invitation
         return f"{verb} {rest[0]} {'my' if mine else 'the'} {' '.join(rest[1:])}"
@@ -213,24 +233,6 @@ def _known(spec: ToolSpec) -> set[str]:
     return {f.name for f in spec.outputs if f.user_known and f.type != "boolean" and not is_id_like(f.name)}
 
 
-def _descriptor(
-    rng: random.Random, row: Row | None, siblings: Sequence[Row], known: set[str]
-) -> tuple[str, str] | None:
-    """One thing the user would say to point at the row they mean ('the one issued on 2026-02-28'):
-    a value a user knows that no other row of the same answer shares."""
-    if not row or len(siblings) < 2:
-        return None
-    options = []
-    for name, value in row.items():
-        if name not in known or value in (None, "") or isinstance(value, bool):
-            continue
-        if isinstance(value, str) and (len(value) > 60 or "@" in value):
-            continue
-        if sum(1 for r in siblings if r.get(name) == value) == 1:
-            options.append((name, _fmt(value)))
-    return rng.choice(options) if options else None
-
-
 class OfflineWriter:
     """Templates by persona style and effect (read or write); no model, deterministic per `rng`."""
 
@@ -240,11 +242,15 @@ class OfflineWriter:
         self.catalog = catalog
 
     def write(self, rng: random.Random, grounded: Grounded, style: str) -> Request:
+        """Each goal as the persona asks for it: fields named by human labels (never column names),
+        details said as a person gives them, everything the lookups are keyed on either said or held
+        back as a hidden fact, and claims only on values the user did not say themselves."""
         persona = grounded.persona
         first = persona.name.split()[0]
         hidden: list[HiddenFact] = []
         claims: list[Claim] = []
-        messages = []
+        messages: list[str] = []
+        told: list[Any] = [persona.name]  # values the user says or holds back (never claimed back)
         goals = [i for i, s in enumerate(grounded.chain.steps) if s.role == "goal"]
         for turn, goal in enumerate(goals):
             call, spec = grounded.calls[goal], self.catalog.spec(grounded.calls[goal].server, grounded.calls[goal].tool)
@@ -252,67 +258,61 @@ class OfflineWriter:
             target = grounded.targets[goal]
             mine = target is not None or any(v == "persona" for v in sources.values())
             said: list[str] = []
-            if spec.read_only:
-                rows = [r for r in _rows(call.output) if set(r) & _known(spec)]
-                row = rng.choice(rows[:10]) if rows else None
-                pointer = _descriptor(rng, row, rows, _known(spec))
-                asked = self._asked(rng, row, _known(spec) - {pointer[0] if pointer else ""})
-                what = " and ".join(f"the {_say(n)}" for n, _ in asked) or "the details"
-                request = rng.choice(ASK_READ[style]).format(what=f"{what} of my {_entity(spec)}")
-                claims += [Claim(text=f"states the {_say(n)}: {_fmt(v)}", values=[_fmt(v)]) for n, v in asked]
-            else:
-                phrase = _phrase(spec, mine)
-                request = rng.choice(ASK_WRITE[style]).format(phrase=phrase, Phrase=phrase[:1].upper() + phrase[1:])
-                claims += self._write_claims(call.output, spec)
-                pointer = None
-                entity = set(_entity(spec).split())
-                subject = [n for n, b in grounded.chain.steps[goal].binds.items() if set(words(n)) & entity]
-                if target is not None and subject:
-                    producer = grounded.calls[grounded.chain.steps[goal].binds[subject[0]].step]
-                    siblings = [r for r in _rows(producer.output) if set(r) == set(target)]
-                    pointer = _descriptor(
-                        rng, target, siblings, _known(self.catalog.spec(producer.server, producer.tool))
-                    )
-            if pointer:
-                said.append(f"It's the one with {_say(pointer[0])} {pointer[1]}.")
             details = [
                 (n, v)
                 for n, v in call.arguments.items()
-                if sources.get(n) in {"seed", "free"} and spec.param(n).user_known
+                if sources.get(n) in {"seed", "free"} and spec.param(n).user_known and v not in (None, "")
             ]
             rng.shuffle(details)
-            if details:
-                name, value = details[0]
-                said.append(f"The {_say(name)} should be {_fmt(value)}.")
-            for name, value in details[1:]:
-                hidden.append(HiddenFact(key=name, value=value, description=f"the {_say(name)} is {_fmt(value)}"))
+            for index, (name, value) in enumerate(details):
+                label = self.label(call.server, name, spec.param(name).description)
+                told.append(value)
+                if label is None or isinstance(value, bool):
+                    continue
+                if index == 0:
+                    said.append(f"{label[:1].upper()}{label[1:]}: {spoken(value)}.")
+                else:
+                    hidden.append(HiddenFact(key=name, value=value, description=f"{_the(label)} is {spoken(value)}"))
+            if spec.read_only:
+                asked = self._asked(rng, call, spec, told)
+                what = " and ".join(_the(label) for _, label, _ in asked) or "the details"
+                whose = "my" if mine else "the"
+                request = rng.choice(ASK_READ[style]).format(what=f"{what} for {whose} {_entity(spec)}")
+                claims += [_claim("states", label, name, value) for name, label, value in asked]
+            else:
+                phrase = _phrase(spec, mine)
+                request = rng.choice(ASK_WRITE[style]).format(phrase=phrase, Phrase=phrase[:1].upper() + phrase[1:])
+                claims += self._write_claims(call, spec, told)
             for index in range(len(grounded.calls)):
                 if grounded.chain.steps[index].turn != turn:
                     continue
+                step_spec = self.catalog.spec(grounded.calls[index].server, grounded.calls[index].tool)
                 for name, how in grounded.sources[index].items():
-                    if how == "persona":
-                        value = grounded.calls[index].arguments[name]
-                        if value != persona.name and all(h.value != value for h in hidden):
-                            hidden.append(
-                                HiddenFact(key=name, value=value, description=f"my {_say(name)} is {_fmt(value)}")
-                            )
+                    value = grounded.calls[index].arguments[name]
+                    if how not in {"persona", "seed", "free"} or value in told or value in (None, ""):
+                        continue
+                    if isinstance(value, bool) or not step_spec.param(name).user_known:
+                        continue
+                    label = self.label(step_spec.server, name, step_spec.param(name).description)
+                    if label is None:
+                        continue
+                    told.append(value)
+                    own = {persona.email, persona.name, *(v for v in persona.facts.values() if isinstance(v, str))}
+                    owner = "my" if how == "persona" and value in own else "the"
+                    hidden.append(
+                        HiddenFact(key=name, value=value, description=f"{_the(label, owner)} is {spoken(value)}")
+                    )
                 follow = grounded.chain.steps[index]
                 if follow.role == "follow":
                     follow_spec = self.catalog.spec(follow.server, follow.tool)
                     if follow_spec.read_only:
-                        asked = self._asked(rng, _first_row(grounded.calls[index].output), _known(follow_spec))
+                        asked = self._asked(rng, grounded.calls[index], follow_spec, told)
                         if asked:
-                            said.append("Afterwards, tell me " + " and ".join(f"the {_say(n)}" for n, _ in asked) + ".")
-                            claims += [
-                                Claim(text=f"states the {_say(n)}: {_fmt(v)}", values=[_fmt(v)]) for n, v in asked
-                            ]
+                            what = " and ".join(_the(label) for _, label, _ in asked)
+                            said.append(f"I'd also like to know {what}.")
+                            claims += [_claim("states", label, name, value) for name, label, value in asked]
                     else:
-                        verb = words(follow.tool)[0]
-                        said.append(
-                            f"And please {verb} it as well once that's done."
-                            if style != "terse"
-                            else f"Also {verb} it."
-                        )
+                        said.append(f"And please {_phrase(follow_spec, mine)} as well.")
             across = [
                 bind
                 for i, step in enumerate(grounded.chain.steps)
@@ -331,7 +331,76 @@ class OfflineWriter:
             )
             body = request if turn == 0 or re.match(r"I\b", request) else request[:1].lower() + request[1:]
             messages.append(" ".join([opener.strip(), body, *said]).strip())
-        return Request(turns=messages, hidden_facts=hidden, claims=claims, uncalibrated=uncalibrated(grounded))
+        # A claim on something the user said or knows themselves checks nothing ("move it to my inbox" ->
+        # "confirms the folder: inbox"); the same value asked twice is one claim.
+        known = "\n".join(
+            [*messages, *(str(h.value) for h in hidden), persona.email, *map(str, persona.facts.values())]
+        )
+        kept: list[Claim] = []
+        for claim in claims:
+            if any(c.values == claim.values and c.field == claim.field for c in kept):
+                continue
+            if not any(mentions(known, _typed_value(v)) for v in claim.values):
+                kept.append(claim)
+        return Request(turns=messages, hidden_facts=hidden, claims=kept, uncalibrated=uncalibrated(grounded))
+
+    def label(self, server: str, name: str, description: str = "", spec: ToolSpec | None = None) -> str | None:
+        """How a person names a field: the description of the column it reads (the tool's own output
+        first, else the parameter's), cut to its head ('Price billed in USD' -> 'price billed'); a plain
+        unfolded name only when it is an ordinary noun phrase ('daily rate'); None when neither reads
+        like something a person says."""
+        plain = _say(name)
+        if (len(plain.split()) == 1 and plain not in PAGING) or plain.split()[-1] in HEAD_NOUNS:
+            return plain  # an ordinary word or noun phrase says it best ('the amount', 'the issue date')
+        tools = [spec] if spec is not None else self.catalog.by_server.get(server, [])
+        texts = [f.description for t in tools for f in t.outputs if f.name == name]
+        for text in [*texts[:1], description]:
+            head = re.split(r"\s*(?:\(|;|:|, e\.g\.|\be\.g\.|, or\b)", text.strip())[0]
+            head = re.sub(r"\s+(?:in|as) (?:USD|EUR|GBP|[A-Z]{3}|ISO[\w -]*)\b.*$", "", head).strip(" .")
+            if not head or "_" in head or len(head.split()) > 6:
+                continue
+            if re.search(r"\b(?:id|ids|internal|part of|only|filter|cursor|page)\b", head, re.IGNORECASE):
+                continue
+            head = re.sub(r"^(?:the|a|an) ", "", head, flags=re.IGNORECASE)
+            return head if head[:2].isupper() else head[:1].lower() + head[1:]
+        return None
+
+    def _asked(self, rng: random.Random, call: Any, spec: ToolSpec, told: list[Any]) -> list[tuple[str, str, Any]]:
+        """Up to two fields of one row of the answer the user wants to hear, by label; never ids,
+        flags, paging fields or a value the user said."""
+        rows = [r for r in _rows(call.output) if set(r) & _known(spec)]
+        row = rng.choice(rows[:10]) if rows else None
+        options = []
+        for key, value in (row or {}).items():
+            if key not in _known(spec) or key in PAGING or value in (None, "") or isinstance(value, bool):
+                continue
+            if any(same(value, t) for t in told) or (isinstance(value, str) and len(value) > 80):
+                continue
+            label = self.label(spec.server, key, spec=spec)
+            if label is not None:
+                options.append((key, label, value))
+        rng.shuffle(options)
+        return sorted(options[:2])
+
+    def _write_claims(self, call: Any, spec: ToolSpec, told: list[Any]) -> list[Claim]:
+        """What a write's answer tells the user that they did not say: a new status, a price, a date."""
+        row = _first_row(call.output)
+        claims = []
+        for key, value in (row or {}).items():
+            if key not in _known(spec) or key in PAGING or key in call.arguments or value in (None, ""):
+                continue
+            if (
+                isinstance(value, bool)
+                or any(same(value, t) for t in told)
+                or any(same(value, v) for v in call.arguments.values())
+            ):
+                continue
+            if isinstance(value, str) and len(value) > 80:
+                continue
+            label = self.label(spec.server, key, spec=spec)
+            if label is not None:
+                claims.append(_claim("confirms", label, key, value))
+        return claims[:2]
 
     def on_behalf(self, rng: random.Random, grounded: Grounded, requester: str, style: str) -> Request:
         """Someone else asks for the persona's change (a request the policy forbids: the customer must
@@ -344,21 +413,6 @@ class OfflineWriter:
         ask = rng.choice(ON_BEHALF[style]).format(phrase=phrase, owner=grounded.persona.name, relation=relation)
         message = f"{greeting} {ask}"
         return Request(turns=[message], uncalibrated=message)
-
-    def _asked(self, rng: random.Random, row: Row | None, known: set[str]) -> list[tuple[str, Any]]:
-        options = [
-            (k, v) for k, v in (row or {}).items() if k in known and v not in (None, "") and not isinstance(v, bool)
-        ]
-        rng.shuffle(options)
-        return sorted(options[:2])
-
-    def _write_claims(self, output: Any, spec: ToolSpec) -> list[Claim]:
-        row = _first_row(output)
-        known = _known(spec)
-        values = [
-            (k, v) for k, v in (row or {}).items() if k in known and v not in (None, "") and not isinstance(v, bool)
-        ]
-        return [Claim(text=f"confirms the {_say(k)}: {_fmt(v)}", values=[_fmt(v)]) for k, v in values[:2]]
 
 
 def _rows(output: Any) -> list[Row]:
@@ -390,6 +444,8 @@ def _first_row(output: Any) -> Row | None:
 def scrub(text: str, vocab: Vocabulary) -> str:
     """Remove whatever a message must not carry: tool names, internal ids, step words."""
     for name in sorted(vocab.tool_names, key=len, reverse=True):
+        if len(words(name)) < 2:  # one plain word ('unsubscribe', 'search') gives no tool away
+            continue
         if name.lower() not in text.lower() and " ".join(words(name)) not in text.lower():
             continue
         text = re.sub(rf"(?<![\w@.-]){re.escape(name)}(?![\w@-])", "it", text, flags=re.IGNORECASE)
@@ -402,6 +458,67 @@ def scrub(text: str, vocab: Vocabulary) -> str:
             continue
         text = re.sub(rf"(?<![\w@.-]){re.escape(value)}(?![\w@-])", "that one", text, flags=re.IGNORECASE)
     return re.sub(r"\s{2,}", " ", text).strip()
+
+
+def point_at(task: Task, finding: Finding, writer: OfflineWriter | None = None) -> Task | None:
+    """The task with one more thing the user says about the row they mean (`finding`: a referent the audit
+    could not resolve): a value of that row no other row of the same answer shares, said in words.
+    None when no such value exists (then the task is dropped)."""
+    if finding.call is None or finding.field is None:
+        return None
+    call = task.gold_calls[finding.call]
+    rows = [r for r in rows_of(call.output) if finding.field in r]
+    target = next((r for r in rows if same(r[finding.field], finding.value)), None)
+    if target is None:
+        return None
+    said = user_text(task)
+    claimed = {v for c in task.claims for v in c.values}
+    options = []
+    for key, value in target.items():
+        if is_id_like(key) or key in PAGING or value in (None, "") or isinstance(value, (bool, dict, list, int)):
+            continue
+        if isinstance(value, str) and (len(value) > 80 or "@" in value or "_" in value and not spoken_date(value)):
+            continue
+        if _fmt(value) in claimed or value in claimed or mentions(said, value):
+            continue
+        if any(r is not target and same(r.get(key), value) for r in rows):
+            continue
+        if isinstance(value, str) and spoken_date(value):
+            day = value[:10]
+            if any(r is not target and isinstance(r.get(key), str) and r[key][:10] == day for r in rows):
+                options.append((3, key, value))  # only the minute tells it apart: a last resort
+            else:
+                options.append((1, key, day))  # the day alone is what a person remembers
+        elif isinstance(value, str) and (len(value.split()) > 6 or re.search(r"[;.!?]", value)):
+            options.append((4, key, value))  # a sentence of text: how nobody points at a row
+        elif isinstance(value, str) and value == value.lower():
+            options.append((2, key, value))  # a status or kind: said with its label
+        else:
+            options.append((0 if isinstance(value, str) else 2, key, value))  # a name or title first
+    if not options:
+        return None
+    _, key, value = min(options, key=lambda o: (o[0], o[1]))
+    spec = writer.catalog.spec(call.server, call.tool) if writer else None
+    entity = _entity(spec) if spec else "one"
+    if entity.split()[0] in PREPOSITIONS:  # shared_with_me: 'with me' names nothing
+        entity = "one"
+    label = writer.label(call.server, key, spec=spec) if writer and spec else None
+    plain = label and not re.match(r"(?:when|whether|how|who|what|which|where|why)\b", label)
+    if isinstance(value, str) and not spoken_date(value) and value == value.lower() and plain:
+        sentence = f"I mean the {entity} whose {label} is {spoken(value)}."
+    elif isinstance(value, str) and not spoken_date(value):
+        sentence = f"I mean the {entity} “{spoken(value)}”."
+    elif plain:
+        sentence = f"I mean the {entity} whose {label} is {spoken(value)}."
+    else:
+        sentence = f"I mean the {entity} {'on' if isinstance(value, str) else 'for'} {spoken(value)}."
+    fixed = task.model_copy(deep=True)
+    turn = min(call.turn, len(fixed.turns) - 1) if fixed.turns else 0
+    if fixed.turns:
+        fixed.turns[turn].message = f"{fixed.turns[turn].message} {sentence}"
+    if turn == 0:
+        fixed.opening_message = f"{fixed.opening_message} {sentence}"
+    return fixed
 
 
 class LLMAnswer(BaseModel):

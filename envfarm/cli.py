@@ -623,6 +623,15 @@ def add_driver_parsers(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--writer", help="openai:MODEL to write requests with an LLM (default: the offline writer)")
     t.add_argument("--base-url", help="the writer's OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
     t.add_argument("--out", type=Path, default=Path("tasks.jsonl"))
+    t.add_argument(
+        "--difficulty",
+        metavar="LO:HI",
+        help="grade each task by the sampled heuristic's solve rate (k attempts) and keep those in [LO, HI]",
+    )
+    t.add_argument("--k", type=int, default=4, help="attempts per task for --difficulty (default: 4)")
+    t.add_argument(
+        "--audit", type=Path, metavar="FILE", help="audit a task file instead: every check, per task and in total"
+    )
     g = sub.add_parser("graph", help="the tool dependency graph as JSON and a readable SVG")
     g.add_argument("--out", type=Path, default=Path("graph"), help="folder for graph.json, graph.svg, summary.json")
     for command in (t, g):

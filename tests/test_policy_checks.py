@@ -11,6 +11,7 @@ from conftest import REPO
 from handmade import base, pay_invoice_task
 from scripted_openai import scripted_openai
 
+from clients.audit import server_facts
 from clients.connect import Connections, farm_targets
 from clients.policies import ChatPolicy, HeuristicPolicy, OraclePolicy
 from clients.policy_checks import PolicyRule, asks_confirmation, identifying_values, load_rules, rule_kind
@@ -190,6 +191,7 @@ async def test_synthesized_tasks_carry_checks_the_oracle_follows_and_repeat_byte
         synthesis = await synthesize(options, connections)
         again = await synthesize(options, connections)
         rules = {s: await load_rules(connections, s) for s in ("clinic", "banking")}
+        third_party = {s: server_facts(await connections.instructions(s)).third_party_rule for s in rules}
         oracle = await rollout_tasks(synthesis.tasks, OraclePolicy(), ScriptedUser(), connections, scorer=Scorer())
     tasks = synthesis.tasks
     assert "\n".join(t.model_dump_json() for t in tasks) == "\n".join(t.model_dump_json() for t in again.tasks)
@@ -199,7 +201,11 @@ async def test_synthesized_tasks_carry_checks_the_oracle_follows_and_repeat_byte
     for task in tasks:
         for check in task.policy_checks:
             governed = {t for r in rules[check.server or ""] for t in r.tools}
-            assert check.rule in {r.rule for r in rules[check.server or ""]}
+            # A refusal cites the policy sentence that forbids acting for another person (clients.audit).
+            allowed = {r.rule for r in rules[check.server or ""]} | {third_party[check.server or ""]}
+            assert check.rule in allowed and (
+                check.kind != "must_refuse" or check.rule == third_party[check.server or ""]
+            )
             assert set(check.tools or [check.tool or ""]) <= governed
         if any(c.kind == "must_refuse" for c in task.policy_checks):
             assert task.gold_calls == [] and task.claims == [] and task.turns[0].gold_calls == []

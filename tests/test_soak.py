@@ -22,6 +22,7 @@ from envfarm.cli import main
 from envfarm.soak import STEPS, parse_seeds, render_markdown, run_seed, soak
 from servers.runtime.registry import load_registry
 
+
 def test_parse_seeds() -> None:
     assert parse_seeds("0:4") == [0, 1, 2, 3]
     assert parse_seeds("7") == [7]

@@ -109,9 +109,9 @@ async def test_tasks_are_grounded_calibrated_and_replay_to_the_expected_state() 
             assert (
                 task.turns[0].message == task.opening_message and task.persona.name.split()[0] in task.opening_message
             )
-            assert (
-                task.uncalibrated_message
-                and task.over_specification["calibrated"].total < task.over_specification["uncalibrated"].total
+            refusal = any(c.kind == "must_refuse" for c in task.policy_checks)
+            assert task.uncalibrated_message and (
+                refusal or task.over_specification["calibrated"].total < task.over_specification["uncalibrated"].total
             )
             assert sorted(i for t in task.turns for i in t.gold_calls) == list(range(len(task.gold_calls)))
             assert all(u < i for i, call in enumerate(task.gold_calls) for u in call.uses)
@@ -148,21 +148,21 @@ def looked_up_elsewhere(task: Task) -> int:
 
 
 async def test_topology_sampling_looks_everything_up_and_spans_servers() -> None:
-    # seed 14: the sample of ten must hold a cross-server task whose second turn uses the first's result;
-    # which sample does depends on the servers' tool lists (seed 1 stopped holding one when calendar
-    # meetings became private to their organizer and invitees: 4 of seeds 8-39 hold one now).
-    topology = await run(["calendar", "mail"], n=10, seed=14)
-    walk = await run(["calendar", "mail"], n=10, seed=14, sampler="random")
+    # seed 3: the sample of ten holds cross-server tasks (2); which seeds do depends on the servers' tool
+    # lists and on which chains pass the audit.
+    topology = await run(["calendar", "mail"], n=10, seed=3)
+    walk = await run(["calendar", "mail"], n=10, seed=3, sampler="random")
     assert all(looked_up_elsewhere(t) == 0 for t in topology.tasks)
-    assert any(looked_up_elsewhere(t) > 0 for t in walk.tasks), "the baseline takes ids from the seed"
+    # The baseline takes ids from the seed; the audit drops every such chain (the user could not know them).
+    assert all(looked_up_elsewhere(t) == 0 for t in walk.tasks)
+    assert walk.summary.dropped.get("audit: determinacy", 0) > 0
     deep = [dependency_depth(t) >= 3 for t in topology.tasks]
-    assert topology.summary.data_dependency_share == sum(deep) / len(deep) > 0
+    assert topology.summary.data_dependency_share == round(sum(deep) / len(deep), 3) > 0
     spanning = [t for t in topology.tasks if len(t.servers) == 2]
     assert spanning and all(len(t.turns) == 2 for t in spanning)
-    later_uses_earlier = [
-        t for t in spanning if any(t.gold_calls[u].turn < c.turn for c in t.gold_calls for u in c.uses)
-    ]
-    assert later_uses_earlier, "a later turn takes a value an earlier turn found"
+    # Every turn of a kept task passes the audit on its own; a later turn that takes a value an earlier
+    # turn found is rare since (0 of seeds 0-13 here), so it is not asserted.
+    assert all({c.server for c in t.gold_calls} == set(t.servers) for t in spanning)
     assert all(t.persona.email for t in spanning)
     single = await run(["calendar", "mail"], n=4, seed=0, max_servers=1)
     assert all(len(t.servers) == 1 for t in single.tasks)
@@ -185,7 +185,7 @@ async def test_a_foreign_server_from_an_mcp_servers_entry(tmp_path: Path) -> Non
         assert "prj_" not in task.opening_message
 
 
-async def test_an_llm_writer_is_used_and_its_bad_answers_fall_back() -> None:
+async def test_an_llm_writers_vague_message_is_dropped_and_its_bad_answers_fall_back() -> None:
     good = json.dumps(
         {
             "message": "Hi, it's me again. Something is off with my money, can you sort it?",
@@ -196,11 +196,15 @@ async def test_an_llm_writer_is_used_and_its_bad_answers_fall_back() -> None:
     with scripted_openai(script) as model:
         writer = ModelConfig(model="scripted", base_url=model.base_url, max_retries=0, timeout_s=10)
         synthesis = await run(["clinic"], n=3, seed=0, writer=writer, max_servers=1)
-    first, *rest = synthesis.tasks
-    assert first.opening_message.startswith("Hi, it's me again") and first.provenance.writer == "openai:scripted"
-    assert first.hidden_facts[0].key == "email"
-    assert synthesis.summary.writer_fallbacks == 2 and all(t.provenance.writer == "offline" for t in rest)
-    assert all("get_invoice" not in t.opening_message for t in rest)
+    # The model's message names nothing the gold acts on: the audit's solver cannot reach the gold from
+    # it, so that task is dropped; the unusable answers fall back to the offline writer.
+    dropped = synthesis.summary.dropped
+    assert dropped.get("audit: determinacy", 0) + dropped.get("audit: referents", 0) >= 1, dropped
+    assert not any(t.opening_message.startswith("Hi, it's me again") for t in synthesis.tasks)
+    assert synthesis.summary.writer_fallbacks >= 2 and all(
+        t.provenance.writer.startswith("offline") for t in synthesis.tasks
+    )
+    assert all("get_invoice" not in t.opening_message for t in synthesis.tasks)
     assert "no tool or function names" in model.requests[0]["messages"][0]["content"]
 
 

@@ -1,0 +1,646 @@
+"""Auditing a task as a strict annotator would, without trusting its gold: `envfarm tasks --audit FILE`.
+
+Every check reads only the task and the live servers' listed tools, seed rows, clocks and principals:
+
+- **determinacy**: a solver that sees the messages, the hidden facts and the persona's name (never
+  the gold ids) replays the gold's data flow: every argument of every gold call must be something the
+  user said, or a value in the output of an earlier gold call that is itself keyed on what they said.
+- **referents**: where such a value comes from a list, the row it comes from must be the only one the
+  user's words pick out (or every row must agree on it); the same holds for every row a claim reports on.
+- **roles**: a customer never asks for a staff-internal action; on a server whose principal is a
+  signed-in user, that user is the persona; on a staff server every write acts on the persona's own
+  rows; a refusal cites a rule that itself forbids the request.
+- **claims**: no claim on paging fields (count, total, has_more, cursor) or ids, none that echoes what
+  the user said, and every claimed value is in a gold output.
+- **verify**: there is something to verify (a state change, a claim or a refusal) and every server a
+  gold write touched changed.
+- **clock**: all servers of a task share one "now".
+- **garble**: no snake_case or raw field name, no phrase made of column names, no ISO timestamp, no
+  parameter-style sentence, no step word in what the user says or holds back.
+
+`Auditor.check` returns the findings of one task; synthesis keeps only tasks with none.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from clients.connect import Connections
+from clients.graph import ToolSpec, is_id_like, load_specs, words
+from clients.grounding import PersonaRecord, Row, ServerWorld, observe, persona_rows
+from clients.tasks import Claim, Task
+
+CHECKS = ("determinacy", "referents", "roles", "claims", "verify", "clock", "garble", "depth")
+PAGING = frozenset({"count", "total", "has_more", "cursor", "next_cursor", "offset", "limit", "page", "page_size"})
+PAGING_ARGS = frozenset({"limit", "cursor", "offset", "page", "page_size"})
+# Work a business does internally, never a customer's goal (the staff principal does it on its own account).
+STAFF_VERBS = frozenset(
+    {"receive", "assign", "unassign", "cycle", "restock", "putaway", "dispatch", "complete", "adjust", "reassign"}
+    | {"departure", "stock", "inventory"}
+)
+SNAKE = re.compile(r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b")
+ISO_TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
+PARAMETER_SENTENCE = re.compile(r"\b[Tt]he [\w ]{1,40} should be\b")
+SCRUBBED_VERB = re.compile(
+    r"\b(?:you|to|please|Please|I want to|Need to|need to) it\b|\bit (?:a|my|the) it\b|\b(\w{4,}) (?:a|my|the|a new) \1\b"
+)
+STEPS = re.compile(r"\b(?:afterwards|after that|first|then|next|finally|step)\b", re.IGNORECASE)
+EMAIL = re.compile(r"\S+@\S+")
+CLOCK = re.compile(r"Now: (?:\w+ )?(\d{1,2} \w+ \d{4}), (\d{2}:\d{2})")
+FORBIDS_THIRD_PARTY = re.compile(
+    r"\b(?:never|do not|don't)\b[^.]*\b(?:another person|someone else|other people|another customer|a third party)",
+    re.IGNORECASE,
+)
+# Head nouns that make a column name an ordinary phrase ("the company name", "the daily rate"); any other
+# multi-word column name said as is reads as a schema ("the placed at", "the hours purchased").
+HEAD_NOUNS = frozenset(
+    [
+        "name",
+        "code",
+        "number",
+        "date",
+        "time",
+        "rate",
+        "cost",
+        "fee",
+        "price",
+        "amount",
+        "address",
+        "note",
+        "notes",
+        "type",
+        "reason",
+        "title",
+        "balance",
+        "email",
+        "phone",
+        "status",
+        "level",
+        "method",
+        "plan",
+        "size",
+        "day",
+        "city",
+        "country",
+        "description",
+        "comment",
+        "message",
+        "subject",
+        "body",
+    ]
+)
+CLAIM_FIELD = re.compile(r"^(?:states|confirms) the ([\w ]+?):")
+
+
+class Finding(BaseModel):
+    """One failed check of one task, with the fact that decided it."""
+
+    check: str
+    detail: str
+    call: int | None = Field(default=None, description="referents: the gold call whose output holds the row meant")
+    field: str | None = Field(default=None, description="referents: the field of that row the gold uses")
+    value: Any = Field(default=None, description="referents: the value the gold uses")
+
+
+class ServerFacts(BaseModel):
+    """What the audit knows of one server: its clock, its principal's kind and its policy's third-party rule."""
+
+    clock: str | None = None
+    kind: str | None = Field(default=None, description="'user' (a signed-in user), 'staff' (serving customers) or None")
+    third_party_rule: str | None = Field(
+        default=None, description="the policy sentence forbidding acting for another person"
+    )
+
+
+def staff_internal(tool: str) -> bool:
+    """Work a business does on its own account (receive stock, assign a guide): never a customer's goal."""
+    return bool(set(words(tool)) & STAFF_VERBS)
+
+
+def server_facts(instructions: str | None) -> ServerFacts:
+    """Read a server's clock, principal kind and third-party rule from its MCP instructions."""
+    text = instructions or ""
+    clock = CLOCK.search(text)
+    kind = "staff" if "serving customers" in text else ("user" if re.search(r"\bYou act for\b", text) else None)
+    rule = next((line.strip("- ").strip() for line in text.splitlines() if FORBIDS_THIRD_PARTY.search(line)), None)
+    return ServerFacts(clock=" ".join(clock.groups()) if clock else None, kind=kind, third_party_rule=rule)
+
+
+# ---------------------------------------------------------------- how values are said
+
+
+def spoken_date(value: str) -> str | None:
+    """'2026-05-02' -> 'Saturday 2 May'; '2026-03-03T12:00:00Z' -> 'Tuesday 3 March at 12:00' (None: not a date)."""
+    match = re.match(r"^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2}))?", value)
+    if not match:
+        return None
+    try:
+        moment = datetime(int(match[1]), int(match[2]), int(match[3]), int(match[4] or 0), int(match[5] or 0))
+    except ValueError:
+        return None
+    day = f"{moment:%A} {moment.day} {moment:%B}"
+    if match[4] is None or (moment.hour, moment.minute) == (0, 0):
+        return day
+    return f"{day} at {moment:%H:%M}"
+
+
+def spoken(value: Any) -> str:
+    """A value as a person says it: dates in words, amounts with two decimals, enum words unfolded."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    if isinstance(value, str):
+        return spoken_date(value) or (value.replace("_", " ") if SNAKE.fullmatch(value) else value)
+    return str(value)
+
+
+def _forms(value: Any) -> list[str]:
+    if isinstance(value, bool) or value is None:
+        return []
+    if isinstance(value, (int, float)):
+        forms = {f"{value:.2f}", str(value)}
+        if float(value).is_integer():
+            forms.add(str(int(value)))
+        return sorted(forms)
+    text = str(value)
+    forms = {text, text.replace("_", " ")}
+    date = spoken_date(text)
+    if date:
+        forms.add(date)
+        day = date.split(" at ")[0]
+        forms |= {date.split(" ", 1)[1], day, day.split(" ", 1)[1]}  # without the weekday, without the time
+    return sorted(f for f in forms if f)
+
+
+def mentions(text: str, value: Any) -> bool:
+    """Whether `text` says `value` (as written, or as `spoken` renders it), as whole words."""
+    lowered = text.lower()
+    for form in _forms(value):
+        if len(form) < 2 and not form.isdigit():
+            continue
+        if form.lower() not in lowered:
+            continue
+        if re.search(rf"(?<![\w.]){re.escape(form)}(?![\w]|\.\d)", text, re.IGNORECASE):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------- rows of an output
+
+
+def rows_of(output: Any) -> list[Row]:
+    """Every object of an output that holds scalars (the output itself included)."""
+    found: list[Row] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(item)
+        elif isinstance(node, dict):
+            if any(not isinstance(v, (dict, list)) for v in node.values()):
+                found.append(node)
+            for value in node.values():
+                if isinstance(value, (dict, list)):
+                    walk(value)
+
+    walk(output)
+    return found
+
+
+def same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return abs(float(a) - float(b)) < 1e-9
+    return a == b
+
+
+def _describing(row: Row) -> list[Any]:
+    """The values of a row a person could say: not ids, flags or long text."""
+    return [
+        v
+        for k, v in row.items()
+        if not is_id_like(k)
+        and k not in PAGING
+        and v not in (None, "")
+        and not isinstance(v, (bool, dict, list))
+        and not (isinstance(v, str) and len(v) > 80)
+    ]
+
+
+def pick(rows: Sequence[Row], text: str) -> list[Row]:
+    """The rows the user's words point at: those that share the most said values with the text."""
+    scored = [(sum(1 for v in _describing(r) if mentions(text, v)), r) for r in rows]
+    top = max((s for s, _ in scored), default=0)
+    return [r for s, r in scored if s == top and top > 0]
+
+
+class Resolution(BaseModel):
+    """Where a value can come from, as the solver sees it."""
+
+    found: bool = False
+    ambiguous: int = Field(default=0, description="rows that hold different values and that nothing said tells apart")
+    call: int | None = None
+    field: str = ""
+    value: Any = None
+
+
+def locate(value: Any, outputs: Sequence[tuple[int, Any]], text: str, key: str | None = None) -> Resolution:
+    """Find `value` in the outputs of earlier resolved calls at a row the user's words determine."""
+    worst = Resolution()
+    for index, output in outputs:
+        rows = rows_of(output)
+        for field in sorted({k for r in rows for k, v in r.items() if same(v, value) and (key is None or k == key)}):
+            holding = [r for r in rows if field in r]
+            if all(same(r[field], value) for r in holding):
+                return Resolution(found=True, call=index, field=field)
+            chosen = pick(holding, text)
+            if len(chosen) == 1 and same(chosen[0][field], value):
+                return Resolution(found=True, call=index, field=field)
+            distinct = len({repr(r[field]) for r in (chosen or holding)}) if len(chosen) != 1 else 0
+            if not worst.call or distinct < worst.ambiguous:
+                worst = Resolution(ambiguous=distinct, call=index, field=field, value=value)
+    return worst
+
+
+# ---------------------------------------------------------------- the audit
+
+
+def claim_field(claim: Claim) -> str:
+    """The output field a claim reports: its `field`, else read from its text ('states the total: 0')."""
+    if claim.field:
+        return claim.field
+    match = CLAIM_FIELD.match(claim.text)
+    return "_".join(match[1].split()) if match else ""
+
+
+def user_text(task: Task) -> str:
+    """Everything the agent can know from the user: the messages, the hidden facts and the persona's name."""
+    parts = [task.opening_message, *(t.message for t in task.turns), task.persona.name]
+    parts += [f"{h.description} {h.value}" for h in task.hidden_facts]
+    return "\n".join(parts)
+
+
+class Auditor:
+    """The checks, over the servers' specs, seed worlds and facts (read once, shared by every task)."""
+
+    def __init__(
+        self, specs: Iterable[ToolSpec], worlds: dict[str, ServerWorld], facts: dict[str, ServerFacts]
+    ) -> None:
+        self.specs = {(s.server, s.name): s for s in specs}
+        self.worlds = worlds
+        self.facts = facts
+        self.columns: dict[str, set[str]] = {}
+        for spec in self.specs.values():
+            names = self.columns.setdefault(spec.server, set())
+            names.update(p.name for p in spec.params)
+            names.update(f.name for f in spec.outputs)
+        self._owned: dict[tuple[str, str], set[Any]] = {}
+
+    def check(self, task: Task) -> list[Finding]:
+        findings: list[Finding] = []
+        for check in (self.determinacy, self.claims, self.verify, self.roles, self.clock, self.garble):
+            findings += check(task)
+        return findings
+
+    # -- determinacy and referents
+
+    def determinacy(self, task: Task) -> list[Finding]:
+        text = user_text(task)
+        findings: list[Finding] = []
+        resolved: list[tuple[int, Any]] = []
+        for index, call in enumerate(task.gold_calls):
+            spec = self.specs.get((call.server, call.tool))
+            ok = True
+            for name, value in call.arguments.items():
+                if name in PAGING_ARGS or value is None or value == [] or value == {}:
+                    continue
+                if isinstance(value, bool):
+                    said = any(mentions(text, w) for w in words(name) if len(w) > 3)
+                    if not said and value:
+                        findings.append(
+                            Finding(check="determinacy", detail=f"{call.tool}.{name}=true is never asked for")
+                        )
+                        ok = False
+                    continue
+                if not is_id_like(name) and (spec is None or spec.param(name).user_known) and mentions(text, value):
+                    continue
+                where = locate(value, resolved, text)
+                if where.found:
+                    continue
+                ok = False
+                if where.call is not None:
+                    findings.append(self._referent(task, where, f"{call.tool}.{name}"))
+                else:
+                    findings.append(
+                        Finding(
+                            check="determinacy",
+                            detail=f"{call.tool}.{name}={_short(value)} is neither said nor found by a lookup keyed on what is said",
+                        )
+                    )
+            if ok and call.is_write and spec is not None:
+                # A write must say something of the change itself: what it names, sets or creates. A value
+                # copied from a lookup ("create a new report" filled from the last one) was never asked for.
+                details = [
+                    v
+                    for n, v in call.arguments.items()
+                    if n in {p.name for p in spec.params if p.user_known and not p.ref}
+                    and not is_id_like(n)
+                    and not isinstance(v, bool)
+                    and v not in (None, "")
+                ]
+                if details and not any(mentions(text, v) for v in details):
+                    findings.append(
+                        Finding(check="determinacy", detail=f"{call.tool}: the user says nothing of what to write")
+                    )
+                # Words a write sets (a title, a body, a choice) are the user's to give; only a number may
+                # come from a lookup (the amount due). A report titled with the employee's job title was
+                # found by name, not asked for.
+                for name, value in call.arguments.items():
+                    if isinstance(value, str) and value in details and not mentions(text, value):
+                        findings.append(
+                            Finding(check="determinacy", detail=f"{call.tool}.{name}={_short(value)} is never said")
+                        )
+            if ok:
+                resolved.append((index, call.output))
+        for claim in task.claims:
+            field = claim_field(claim) or None
+            for value in claim.values:
+                where = locate(_typed(value), resolved, text, field) if field else Resolution()
+                if not where.found and field:
+                    where = locate(_typed(value), resolved, text)
+                if where.found:
+                    continue
+                unresolved = [(i, c.output) for i, c in enumerate(task.gold_calls) if i not in dict(resolved)]
+                if not where.call and any(
+                    rows_of(o) and locate(_typed(value), [(i, o)], "").call for i, o in unresolved
+                ):
+                    continue  # it comes from a call already reported as unresolved
+                if where.call is not None:
+                    findings.append(self._referent(task, where, f"claim '{claim.text[:50]}'"))
+                else:
+                    findings.append(
+                        Finding(
+                            check="determinacy", detail=f"claim '{claim.text[:60]}' is in no resolvable gold output"
+                        )
+                    )
+        return findings
+
+    @staticmethod
+    def _referent(task: Task, where: Resolution, what: str) -> Finding:
+        producer = task.gold_calls[where.call or 0].tool
+        how = (
+            f"{where.ambiguous} rows of {producer} fit"
+            if where.ambiguous
+            else f"the row of {producer} picked is another"
+        )
+        return Finding(
+            check="referents",
+            detail=f"{what}: {how} what the user says",
+            call=where.call,
+            field=where.field,
+            value=where.value,
+        )
+
+    # -- claims and what there is to verify
+
+    def claims(self, task: Task) -> list[Finding]:
+        text = "\n".join([task.opening_message, *(t.message for t in task.turns)])
+        own = [task.persona.name, task.persona.email or "", *(str(v) for v in task.persona.known_facts.values())]
+        hidden = "\n".join([*(str(h.value) for h in task.hidden_facts), *own])
+        findings = []
+        for claim in task.claims:
+            field = claim_field(claim)
+            if field in PAGING or (field and is_id_like(field)):
+                findings.append(Finding(check="claims", detail=f"claim on a paging field or id: {claim.text[:60]}"))
+            elif any(mentions(text, _typed(v)) or mentions(hidden, _typed(v)) for v in claim.values):
+                findings.append(Finding(check="claims", detail=f"claim echoes what the user says: {claim.text[:60]}"))
+            elif not claim.values:
+                findings.append(Finding(check="claims", detail=f"claim with no value to look for: {claim.text[:60]}"))
+        return findings
+
+    def verify(self, task: Task) -> list[Finding]:
+        refusal = any(c.kind == "must_refuse" for c in task.policy_checks)
+        changed = any(s.diff for s in task.expected_state.values())
+        findings = []
+        if not refusal and not changed and not task.claims:
+            findings.append(Finding(check="verify", detail="nothing to verify: no state change, no claim, no refusal"))
+        # A claim answers the turn of the first gold call whose output holds its value.
+        outputs = [json.dumps(c.output, default=str) for c in task.gold_calls]
+        answered = {
+            task.gold_calls[first].turn
+            for claim in task.claims
+            for value in claim.values
+            if (first := next((i for i, o in enumerate(outputs) if json.dumps(value)[1:-1] in o), None)) is not None
+        }
+        for number, turn in enumerate(task.turns):
+            calls = [task.gold_calls[i] for i in turn.gold_calls if i < len(task.gold_calls)]
+            if refusal or any(c.is_write for c in calls) or number in answered:
+                continue
+            findings.append(Finding(check="verify", detail=f"turn {number} asks for something no claim checks"))
+        for server in sorted({c.server for c in task.gold_calls if c.is_write}):
+            state = task.expected_state.get(server)
+            if state is not None and state.hash is not None and not state.diff:
+                findings.append(Finding(check="verify", detail=f"the gold writes on {server} change nothing"))
+        return findings
+
+    # -- roles
+
+    def _owned_values(self, server: str, task: Task) -> set[Any]:
+        key = (server, task.persona.email or task.persona.name)
+        if key not in self._owned:
+            world = self.worlds.get(server)
+            values: set[Any] = {task.persona.name, *([task.persona.email] if task.persona.email else [])}
+            if world is not None and task.persona.email:
+                record = PersonaRecord(name=task.persona.name, email=task.persona.email)
+                for table, rows in persona_rows(world, record, hops=2).items():
+                    column = world.keys.get(table, "")
+                    values.update(r[column] for r in rows if r.get(column) is not None)
+            self._owned[key] = values
+        return self._owned[key]
+
+    def _people_keys(self, servers: Sequence[str]) -> set[Any]:
+        """Keys of rows that are people (a row with an email): acting on one that is not the persona's
+        reads or changes someone else's records."""
+        keys: set[Any] = set()
+        for server in servers:
+            world = self.worlds.get(server)
+            for table, rows in (world.tables if world else {}).items():
+                column = world.keys.get(table, "") if world else ""
+                keys.update(row[column] for row in rows if column and row.get("email") and row.get(column) is not None)
+        return keys
+
+    def roles(self, task: Task) -> list[Finding]:
+        findings = []
+        for check in task.policy_checks:
+            if check.kind != "must_refuse":
+                continue
+            if not FORBIDS_THIRD_PARTY.search(check.rule):
+                findings.append(
+                    Finding(check="roles", detail=f"refusal cites a rule that does not forbid it: {check.rule[:60]}")
+                )
+        for server in task.servers:
+            facts = self.facts.get(server, ServerFacts())
+            acts = [c for c in task.gold_calls if c.server == server]
+            if facts.kind == "user" and acts and task.principal != task.persona.email:
+                findings.append(
+                    Finding(check="roles", detail=f"{server}: the signed-in user is {task.principal}, not the persona")
+                )
+        people = self._people_keys(task.servers)
+        for call in task.gold_calls:
+            owned = self._owned_values(call.server, task)
+            others = sorted(
+                str(v) for n, v in call.arguments.items() if is_id_like(n) and v in people and v not in owned
+            )
+            if others:
+                findings.append(
+                    Finding(
+                        check="roles", detail=f"{call.tool} reads or changes another person's records ({others[0]})"
+                    )
+                )
+        created: set[Any] = set()
+        for call in task.gold_calls:
+            if not call.is_write:
+                continue
+            facts = self.facts.get(call.server, ServerFacts())
+            if facts.kind == "staff":
+                if staff_internal(call.tool):
+                    findings.append(
+                        Finding(check="roles", detail=f"{call.tool} is staff-internal work, not a customer's goal")
+                    )
+                owned = self._owned_values(call.server, task) | created
+                spec = self.specs.get((call.server, call.tool))
+                keys = [
+                    v
+                    for n, v in call.arguments.items()
+                    if isinstance(v, str) and (is_id_like(n) or (spec is not None and spec.param(n).ref))
+                ] + [v for v in call.arguments.values() if isinstance(v, str) and v in owned]
+                if not any(v in owned for v in keys):
+                    findings.append(
+                        Finding(check="roles", detail=f"{call.tool} acts on nothing of the persona's on {call.server}")
+                    )
+            created.update(
+                v for r in rows_of(call.output) for k, v in r.items() if is_id_like(k) and isinstance(v, str)
+            )
+        return findings
+
+    # -- one clock
+
+    def clock(self, task: Task) -> list[Finding]:
+        clocks = {s: self.facts[s].clock for s in task.servers if s in self.facts and self.facts[s].clock}
+        if len(set(clocks.values())) > 1:
+            return [
+                Finding(
+                    check="clock", detail="servers disagree on now: " + ", ".join(f"{s} {c}" for s, c in clocks.items())
+                )
+            ]
+        return []
+
+    # -- garble
+
+    def garble(self, task: Task) -> list[Finding]:
+        columns = {c for s in task.servers for c in self.columns.get(s, set())}
+        phrases = {c.replace("_", " ").lower() for c in columns if "_" in c and not is_id_like(c)}
+        phrases = {p for p in phrases if p.split()[-1] not in HEAD_NOUNS}
+        findings = []
+        said = [("message", task.opening_message), *(("turn", t.message) for t in task.turns[1:])]
+        said += [("hidden fact", h.description) for h in task.hidden_facts]
+        for fact in task.hidden_facts:
+            value = str(fact.value)
+            if fact.description.startswith("my ") and EMAIL.fullmatch(value) and value != task.persona.email:
+                findings.append(
+                    Finding(check="garble", detail=f"hidden fact: another person's email as 'my' ({value})")
+                )
+        for where, message in said:
+            text = EMAIL.sub("", message)
+            problems = []
+            if m := SNAKE.search(text):
+                problems.append(f"raw field name or id '{m[0]}'")
+            if m := ISO_TIME.search(text):
+                problems.append(f"ISO timestamp '{m[0]}'")
+            if m := PARAMETER_SENTENCE.search(text):
+                problems.append(f"parameter-style sentence '{m[0]}'")
+            if m := SCRUBBED_VERB.search(text):
+                problems.append(f"broken phrase '{m[0]}'")
+            if m := re.search(r"\bthe (?:with|to|for|from|of|in|on|at|by) (?:me|my|it)\b", text):
+                problems.append(f"broken phrase '{m[0]}'")
+            if where != "hidden fact" and (m := STEPS.search(text)):
+                problems.append(f"step word '{m[0]}'")
+            lowered = text.lower()
+            for phrase in sorted(phrases):
+                if re.search(rf"\b{re.escape(phrase)}\b", lowered):
+                    problems.append(f"column name '{phrase}'")
+                    break
+            pair = re.search(r"\bthe (\w+) and the (\w+)\b", lowered)
+            if pair and pair[1] in columns and pair[2] in columns:
+                problems.append(f"column names '{pair[0]}'")
+            findings += [Finding(check="garble", detail=f"{where}: {p}") for p in problems]
+        return findings
+
+
+def _typed(value: str) -> Any:
+    """A claim's value (a string) as the number it may be."""
+    try:
+        return float(value) if re.fullmatch(r"-?\d+\.\d+", value) else int(value) if value.isdigit() else value
+    except ValueError:
+        return value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class AuditReport(BaseModel):
+    """Per task, the findings; in total, the failed tasks per check."""
+
+    tasks: int
+    failed: int
+    per_check: dict[str, int] = Field(description="tasks failing each check")
+    findings: dict[str, list[Finding]] = Field(description="task id -> its findings (failing tasks only)")
+
+
+async def build_auditor(connections: Connections, servers: Sequence[str]) -> Auditor:
+    """An auditor over the connected servers: their listed tools, seed rows and instructions."""
+    specs = await load_specs(connections, servers)
+    by_server: dict[str, list[ToolSpec]] = {}
+    for spec in specs:
+        by_server.setdefault(spec.server, []).append(spec)
+    worlds = {s: await observe(connections, s, by_server.get(s, [])) for s in servers}
+    facts = {s: server_facts(await connections.instructions(s)) for s in servers}
+    return Auditor(specs, worlds, facts)
+
+
+def audit_tasks(auditor: Auditor, tasks: Sequence[Task]) -> AuditReport:
+    findings = {t.id: found for t in tasks if (found := auditor.check(t))}
+    per_check: Counter[str] = Counter()
+    for found in findings.values():
+        per_check.update({f.check for f in found})
+    return AuditReport(
+        tasks=len(tasks),
+        failed=len(findings),
+        per_check={c: per_check.get(c, 0) for c in CHECKS},
+        findings=findings,
+    )
+
+
+def render_audit(report: AuditReport, tasks: Sequence[Task]) -> str:
+    lines = []
+    for task in tasks:
+        found = report.findings.get(task.id, [])
+        status = "ok" if not found else "FAIL " + ", ".join(sorted({f.check for f in found}))
+        lines.append(f"{task.id}: {status}")
+        lines += [f"  - {f.check}: {f.detail}" for f in found]
+    lines.append(
+        f"{report.tasks - report.failed}/{report.tasks} tasks pass every check; failing per check: "
+        + ", ".join(f"{c} {n}" for c, n in report.per_check.items())
+    )
+    return "\n".join(lines)

@@ -1,0 +1,96 @@
+"""Graded difficulty: a stochastic reference policy gives every task a solve rate in [0, 1].
+
+The heuristic baseline is deterministic, so its solve rate is 0 or 1 for every task. The sampled
+heuristic perturbs the baseline's tool scores with seeded noise (a log-normal factor per score), so
+its k attempts of one task take different goals and lookups; the share of attempts that succeed is
+the task's difficulty for it. `envfarm tasks --difficulty LO:HI` keeps the tasks whose rate lies in
+the band. Attempt `a` of task `t` draws from `random.Random(f"{t}:{a}")` alone, so a task's rate does
+not depend on which rollouts run concurrently.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from clients.connect import Connections
+from clients.policies import AgentTool, HeuristicAgent, HeuristicPolicy
+from clients.rollout import RolloutOptions, rollout_tasks
+from clients.scoring import Scorer
+from clients.tasks import Difficulty, Task
+from clients.users import ScriptedUser
+
+POLICY = "heuristic-sampled"
+NOISE = 0.6  # standard deviation of the log of the factor each tool score is multiplied by
+
+
+@dataclass
+class SampledHeuristicAgent(HeuristicAgent):
+    """The heuristic, with every tool score multiplied by seeded log-normal noise."""
+
+    rng: random.Random = field(default_factory=random.Random)
+
+    def _score(self, tool: AgentTool, text: str) -> float:
+        return super()._score(tool, text) * math.exp(self.rng.gauss(0.0, NOISE))
+
+
+class SampledHeuristicPolicy(HeuristicPolicy):
+    name = POLICY
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._attempts: dict[str, int] = {}
+
+    def agent(self, task: Task, tools: list[AgentTool]) -> SampledHeuristicAgent:
+        base = super().agent(task, tools)
+        assert isinstance(base, HeuristicAgent)
+        attempt = self._attempts.get(task.id, 0)
+        self._attempts[task.id] = attempt + 1
+        return SampledHeuristicAgent(base.tools, base.index, rng=random.Random(f"{task.id}:{attempt}"))
+
+
+def parse_band(text: str) -> tuple[float, float]:
+    """'0.2:0.8' -> (0.2, 0.8); a clear error naming the flag otherwise."""
+    try:
+        low, high = (float(part) for part in text.split(":"))
+    except ValueError as exc:
+        raise ValueError(f"--difficulty {text!r}: expected LO:HI, two numbers in [0, 1]") from exc
+    if not 0.0 <= low <= high <= 1.0:
+        raise ValueError(f"--difficulty {text!r}: expected 0 <= LO <= HI <= 1")
+    return low, high
+
+
+async def grade(tasks: Sequence[Task], connections: Connections, k: int = 4, concurrency: int = 8) -> list[Task]:
+    """The tasks with `difficulty` filled in: the sampled heuristic's solve rate over `k` attempts."""
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    trajectories = await rollout_tasks(
+        tasks,
+        SampledHeuristicPolicy(),
+        ScriptedUser(),
+        connections,
+        RolloutOptions(k=k, concurrency=concurrency),
+        scorer=Scorer(),
+    )
+    solved: dict[str, int] = {}
+    for trajectory in trajectories:
+        success = trajectory.score is not None and trajectory.score.success
+        solved[trajectory.task_id] = solved.get(trajectory.task_id, 0) + int(success)
+    graded = []
+    for task in tasks:
+        rate = round(solved.get(task.id, 0) / k, 3)
+        difficulty = task.difficulty or Difficulty()
+        difficulty = difficulty.model_copy(
+            update={
+                "solve_rate": {**difficulty.solve_rate, POLICY: rate},
+                "rollouts": {**difficulty.rollouts, POLICY: k},
+            }
+        )
+        graded.append(task.model_copy(update={"difficulty": difficulty}))
+    return graded
+
+
+def in_band(tasks: Sequence[Task], low: float, high: float) -> list[Task]:
+    return [t for t in tasks if t.difficulty and low <= t.difficulty.solve_rate.get(POLICY, -1.0) <= high]

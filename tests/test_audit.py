@@ -1,0 +1,294 @@
+"""The task audit (`clients.audit`): one hand-made task that passes every check, and for each check a
+copy of it broken the way a real generator breaks it, which must fail that check (and only it)."""
+
+from __future__ import annotations
+
+import pytest
+
+from clients.audit import Auditor, ServerFacts, mentions, server_facts, spoken
+from clients.graph import OutField, Param, ToolSpec
+from clients.grounding import ServerWorld
+from clients.tasks import Claim, ExpectedState, GoldCall, HiddenFact, Persona, PolicyCheck, Provenance, Task, Turn
+from servers.runtime.control import TableDiff
+
+APPOINTMENTS = [
+    {"appointment_id": "apt_1", "patient_id": "pat_1", "reason": "Follow-up", "starts_at": "2026-03-04T10:00:00Z"},
+    {"appointment_id": "apt_2", "patient_id": "pat_1", "reason": "Check-up", "starts_at": "2026-03-06T09:00:00Z"},
+]
+SPECS = [
+    ToolSpec(
+        server="clinic",
+        name="find_patient",
+        read_only=True,
+        params=[Param(name="full_name")],
+        outputs=[OutField(name="patient_id", user_known=False), OutField(name="full_name")],
+    ),
+    ToolSpec(
+        server="clinic",
+        name="list_appointments",
+        read_only=True,
+        params=[Param(name="patient_id", required=True, user_known=False, ref="patients.patient_id")],
+        outputs=[
+            OutField(name="appointment_id", user_known=False),
+            OutField(name="starts_at"),
+            OutField(name="reason"),
+        ],
+    ),
+    ToolSpec(
+        server="clinic",
+        name="cancel_appointment",
+        read_only=False,
+        params=[
+            Param(name="appointment_id", required=True, user_known=False, ref="appointments.appointment_id"),
+            Param(name="reason", required=True),
+        ],
+        outputs=[OutField(name="status"), OutField(name="cancelled_at")],
+    ),
+    ToolSpec(
+        server="clinic", name="receive_supplies", read_only=False, params=[Param(name="sku_id", user_known=False)]
+    ),
+]
+WORLD = ServerWorld(
+    server="clinic",
+    controlled=True,
+    tables={
+        "patients": [{"patient_id": "pat_1", "full_name": "Maria Lopez", "email": "maria.lopez@example.com"}],
+        "appointments": APPOINTMENTS,
+    },
+    keys={"patients": "patient_id", "appointments": "appointment_id"},
+)
+FACTS = {"clinic": ServerFacts(clock="2 March 2026 09:00", kind="staff", third_party_rule=None)}
+
+
+def good() -> Task:
+    """Maria cancels her Wednesday follow-up: every value is said or looked up, one row fits."""
+    calls = [
+        GoldCall(
+            server="clinic",
+            tool="find_patient",
+            arguments={"full_name": "Maria Lopez"},
+            output={"patients": [{"patient_id": "pat_1", "full_name": "Maria Lopez"}], "count": 1},
+        ),
+        GoldCall(
+            server="clinic",
+            tool="list_appointments",
+            arguments={"patient_id": "pat_1"},
+            output={"appointments": APPOINTMENTS, "count": 2, "has_more": False},
+            uses=[0],
+        ),
+        GoldCall(
+            server="clinic",
+            tool="cancel_appointment",
+            arguments={"appointment_id": "apt_1", "reason": "feeling better"},
+            output={"appointment_id": "apt_1", "status": "cancelled", "cancelled_at": "2026-03-02T09:00:00Z"},
+            is_write=True,
+            uses=[1],
+        ),
+    ]
+    message = (
+        "Hi, this is Maria Lopez. I'm feeling better, so please cancel my follow-up on Wednesday 4 March; "
+        "the reason is feeling better."
+    )
+    return Task(
+        id="t-0",
+        servers=["clinic"],
+        tools=[],
+        principal="Front desk: Alex Morgan",
+        persona=Persona(name="Maria Lopez", email="maria.lopez@example.com"),
+        opening_message=message,
+        turns=[Turn(message=message, gold_calls=[0, 1, 2])],
+        gold_calls=calls,
+        expected_state={
+            "clinic": ExpectedState(hash="h1", diff={"appointments": TableDiff(updated=[{"key": "apt_1"}])})
+        },
+        claims=[Claim(text="states the status: cancelled", values=["cancelled"], field="status")],
+        provenance=Provenance(sampler="hand", seed=0),
+    )
+
+
+def auditor(facts: dict[str, ServerFacts] | None = None) -> Auditor:
+    return Auditor(SPECS, {"clinic": WORLD}, facts or FACTS)
+
+
+def checks(task: Task, facts: dict[str, ServerFacts] | None = None) -> set[str]:
+    return {f.check for f in auditor(facts).check(task)}
+
+
+def test_the_good_task_passes_every_check() -> None:
+    assert auditor().check(good()) == []
+
+
+def with_message(task: Task, message: str) -> Task:
+    task.opening_message = message
+    task.turns[0].message = message
+    return task
+
+
+def test_determinacy_fails_when_a_write_takes_a_value_nobody_said() -> None:
+    task = with_message(good(), "Hi, this is Maria Lopez. Please cancel my follow-up on Wednesday 4 March.")
+    found = auditor().check(task)
+    assert {f.check for f in found} == {"determinacy"}
+    assert any("cancel_appointment.reason" in f.detail for f in found)
+
+
+def test_determinacy_fails_when_a_write_copies_every_detail_from_a_lookup() -> None:
+    task = good()
+    task.gold_calls[2].arguments["reason"] = "Follow-up"  # copied from the row, never asked for
+    task.opening_message = task.turns[0].message = "Hi, this is Maria Lopez. Cancel my visit on Wednesday 4 March."
+    found = [f.detail for f in auditor().check(task) if f.check == "determinacy"]
+    assert found == [
+        "cancel_appointment: the user says nothing of what to write",
+        "cancel_appointment.reason='Follow-up' is never said",
+    ]
+
+
+def test_garble_fails_on_someone_elses_email_held_back_as_the_users_own() -> None:
+    task = good()
+    task.hidden_facts = [HiddenFact(key="email", value="hugo.garcia@example.com", description="my email is hugo")]
+    assert checks(task) == {"garble"}
+    task.hidden_facts[0].value = "maria.lopez@example.com"
+    assert checks(task) == set()
+
+
+def test_referents_fail_when_two_rows_fit_what_the_user_says() -> None:
+    task = with_message(good(), "Hi, this is Maria Lopez. Please cancel my appointment, the reason is feeling better.")
+    found = auditor().check(task)
+    assert {f.check for f in found} == {"referents"}
+    assert found[0].call == 1 and found[0].field == "appointment_id" and found[0].value == "apt_1"
+
+
+def test_referents_fail_when_the_words_pick_another_row() -> None:
+    task = with_message(good(), "Maria Lopez here: cancel my check-up on Friday 6 March, the reason is feeling better.")
+    assert "referents" in checks(task)
+
+
+def test_roles_fail_for_staff_internal_work_and_for_another_signed_in_user() -> None:
+    task = good()
+    task.gold_calls[2] = task.gold_calls[2].model_copy(update={"tool": "receive_supplies", "arguments": {}})
+    assert "roles" in checks(task)
+    user = {"clinic": ServerFacts(clock="2 March 2026 09:00", kind="user")}
+    assert checks(good(), user) == {"roles"}  # a user server acting for someone other than the persona
+    mine = good()
+    mine.principal = "maria.lopez@example.com"
+    assert checks(mine, user) == set()
+
+
+def test_roles_fail_when_a_staff_write_acts_on_someone_elses_rows() -> None:
+    task = good()
+    task.persona = Persona(name="Maria Lopez", email="someone.else@example.com")
+    assert "roles" in checks(task)
+
+
+def test_roles_fail_for_a_refusal_citing_a_rule_that_does_not_forbid_it() -> None:
+    task = good()
+    task.gold_calls, task.claims, task.turns[0].gold_calls = [], [], []
+    task.policy_checks = [PolicyCheck(rule="Identify the customer before acting for them.", kind="must_refuse")]
+    assert checks(task) == {"roles"}
+    task.policy_checks[0].rule = "Never read out or change one customer's records for another person, even a relative."
+    assert checks(task) == set()
+
+
+@pytest.mark.parametrize(
+    ("claim", "why"),
+    [
+        (Claim(text="states the count: 2", values=["2"], field="count"), "paging"),
+        (Claim(text="states the total: 2", values=["2"]), "paging"),  # read from the text when no field
+        (Claim(text="confirms the reason: feeling better", values=["feeling better"], field="reason"), "echoes"),
+    ],
+)
+def test_claims_fail_on_paging_fields_and_echoes(claim: Claim, why: str) -> None:
+    task = good()
+    task.claims = [claim]
+    found = [f for f in auditor().check(task) if f.check == "claims"]
+    assert found and why in found[0].detail
+
+
+def test_verify_fails_without_anything_to_check_or_for_a_write_that_changes_nothing() -> None:
+    task = good()
+    task.claims = []
+    task.expected_state = {"clinic": ExpectedState(hash="h0")}
+    found = [f.detail for f in auditor().check(task) if f.check == "verify"]
+    assert any("nothing to verify" in d for d in found) and any("change nothing" in d for d in found)
+
+
+def test_verify_fails_for_a_question_no_claim_checks() -> None:
+    task = good()
+    task.turns = [
+        Turn(message=task.opening_message, gold_calls=[2]),
+        Turn(message="Also, my visits?", gold_calls=[0, 1]),
+    ]
+    found = [f.detail for f in auditor().check(task) if f.check == "verify"]
+    assert found == ["turn 1 asks for something no claim checks"]
+
+
+def test_clock_fails_when_servers_disagree_on_now() -> None:
+    task = good()
+    task.servers = ["clinic", "banking"]
+    facts = {**FACTS, "banking": ServerFacts(clock="6 March 2026 09:30", kind=None)}
+    assert checks(task, facts) == {"clock"}
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Tell me the starts at of it.",
+        "The reason should be feeling better.",
+        "It's the one at 2026-03-04T10:00:00Z.",
+        "Could you it my it today?",
+        "Use the appointment_id please.",
+        "Afterwards, tell me more.",
+        "I mean the with me on Friday.",
+        "What's the reason and the status?",
+    ],
+)
+def test_garble_fails_on_column_names_leaks_and_step_words(sentence: str) -> None:
+    task = with_message(good(), good().opening_message + " " + sentence)
+    assert checks(task) == {"garble"}, sentence
+
+
+def test_values_are_recognised_as_people_say_them() -> None:
+    assert spoken("2026-03-04T10:00:00Z") == "Wednesday 4 March at 10:00"
+    assert spoken("2026-03-04") == "Wednesday 4 March"
+    assert mentions("my visit on 4 March", "2026-03-04T10:00:00Z")
+    assert mentions("it was 80.00 in total", 80.0) and mentions("it was 80 in total", 80)
+    assert not mentions("it was 180.00", 80.0)
+
+
+def test_server_facts_read_clock_kind_and_third_party_rule() -> None:
+    text = (
+        "Clinic.\n\nNow: Monday 2 March 2026, 09:00 UTC (09:00 in Europe/London).\nYou are the front desk, serving "
+        "customers.\n- Never read out or change one customer's records for another person, even a relative."
+    )
+    facts = server_facts(text)
+    assert facts.clock == "2 March 2026 09:00" and facts.kind == "staff"
+    assert facts.third_party_rule and facts.third_party_rule.startswith("Never read out")
+    assert server_facts("Now: Friday 6 March 2026, 09:30 UTC. You act for x@example.com").kind == "user"
+    assert server_facts(None) == ServerFacts()
+
+
+# ---------------------------------------------------------------- the synthesizer, soaked
+
+
+@pytest.mark.slow
+async def test_every_task_the_synthesizer_keeps_passes_the_audit_over_many_seeds() -> None:
+    """20 seeds x 3 tasks over four servers (two sharing a clock): every kept task passes every check of
+    an auditor built independently from the live servers, and a seed gives the same bytes again."""
+    from conftest import REPO
+
+    from clients.audit import audit_tasks, build_auditor
+    from clients.connect import Connections, farm_targets
+    from clients.synthesize import SynthesisOptions, synthesize
+
+    servers = ["banking", "clinic", "calendar", "mail"]
+    async with Connections(farm_targets(REPO, servers)) as farm:
+        independent = await build_auditor(farm, servers)
+        produced = 0
+        for seed in range(20):
+            synthesis = await synthesize(SynthesisOptions(n=3, seed=seed, servers=servers), farm)
+            report = audit_tasks(independent, synthesis.tasks)
+            assert report.failed == 0, (seed, report.findings)
+            produced += len(synthesis.tasks)
+            if seed % 7 == 0:
+                again = await synthesize(SynthesisOptions(n=3, seed=seed, servers=servers), farm)
+                assert [t.model_dump_json() for t in again.tasks] == [t.model_dump_json() for t in synthesis.tasks]
+        assert produced >= 50, produced
