@@ -107,6 +107,7 @@ PAST = {
     "run": "ran",
     "get": "got",
     "buy": "bought",
+    "read": "read",
     "withdraw": "withdrawn",
     "begin": "begun",
     "split": "split",
@@ -339,6 +340,9 @@ def _action(tool: str) -> tuple[str, str]:
 def _past(verb: str) -> str:
     if verb in PAST:
         return PAST[verb]
+    for prefix in ("un", "re"):  # unpin -> unpinned, resubmit -> resubmitted, reopen -> reopened
+        if verb.startswith(prefix) and len(verb) > len(prefix) + 2:
+            return prefix + _past(verb[len(prefix) :])
     if sum(c in "aeiou" for c in verb) == 1 and re.search(r"[^aeiou][aeiou][^aeiouwxy]$", verb):
         return verb + verb[-1] + "ed"  # pin -> pinned, tag -> tagged
     if verb.endswith("e"):
