@@ -213,12 +213,12 @@ class _Run:
         }
 
     def keep(self, task: Task, grounded: Grounded | None) -> tuple[Task | None, list[Finding], bool]:
+        """The task if it passes the audit, after up to `REPAIRS` rounds of the writer pointing at the row
+        the user means; else None and the findings. The flag says whether a repair was needed."""
         task = prune(task)
         refusal = any(c.kind == "must_refuse" for c in task.policy_checks)
         if not refusal and dependency_depth(task) < MIN_LINKED:
             return None, [Finding(check="depth", detail=f"fewer than {MIN_LINKED} calls linked by data")], False
-        """The task if it passes the audit, after up to `REPAIRS` rounds of the writer pointing at the row
-        the user means; else None and the findings. The flag says whether a repair was needed."""
         findings = self.auditor.check(task)
         repaired = False
         for _ in range(REPAIRS):
@@ -379,18 +379,21 @@ async def synthesize(
     dropped: Counter[str] = Counter()
     fallbacks = attempts = repaired = 0
 
-    def kept(task: Task, grounded: Grounded) -> bool:
+    def accept(final: Task, fixed: bool) -> None:
         nonlocal repaired
-        final, findings, fixed = run.keep(task, grounded)
-        if final is None:
-            first = min(findings, key=lambda f: CHECKS.index(f.check))
-            dropped[f"audit: {first.check}"] += 1
-            return False
         repaired += fixed
         tasks.append(final)
         if progress:
             progress(len(tasks), options.n)
-        return True
+
+    def kept(task: Task, grounded: Grounded) -> tuple[Task, bool] | None:
+        """The task as it passes the audit (and whether it was repaired), or None, counted by its first finding."""
+        final, findings, fixed = run.keep(task, grounded)
+        if final is None:
+            first = min(findings, key=lambda f: CHECKS.index(f.check))
+            dropped[f"audit: {first.check}"] += 1
+            return None
+        return final, fixed
 
     try:
         while len(tasks) < options.n and attempts < options.n * ATTEMPTS_PER_TASK:
@@ -416,17 +419,29 @@ async def synthesize(
             if refusal is not None and refusals >= max(1, int((len(tasks) + 1) * REFUSAL_CAP)):
                 refusal = None
             if refusal is not None:
-                kept(await run.refusal_task(len(tasks), grounded, *refusal, style, policy_rng), grounded)
+                passed = kept(await run.refusal_task(len(tasks), grounded, *refusal, style, policy_rng), grounded)
+                if passed is not None:
+                    accept(*passed)
+                continue
+            offline = run.offline.write(rng, grounded, style)
+            passed = kept(run.task(len(tasks), grounded, offline, style, rng), grounded)
+            if passed is None:
                 continue
             if llm is not None:
+                # The model rewords a task the audit already passed: its request replaces the offline one only
+                # if it passes too, so a vague or unusable answer costs one fallback, never the task.
                 try:
-                    request, fell_back = await llm.write(rng, grounded, style, vocabulary(grounded, catalog))
+                    request, fell_back = await llm.write(offline, grounded, style, vocabulary(grounded, catalog))
                 except LLMError as exc:
                     raise LLMError(f"task writer: {exc}") from exc
+                if not fell_back:
+                    worded = run.keep(run.task(len(tasks), grounded, request, style, rng), grounded)
+                    if worded[0] is not None:
+                        passed = worded[0], worded[2]
+                    else:
+                        fell_back = True
                 fallbacks += fell_back
-            else:
-                request = run.offline.write(rng, grounded, style)
-            kept(run.task(len(tasks), grounded, request, style, rng), grounded)
+            accept(*passed)
     finally:
         await run.grounder.aclose()
         if model is not None:

@@ -542,11 +542,8 @@ class LLMWriter:
         self.fallback = fallback
         self.name = model.name
 
-    async def write(
-        self, rng: random.Random, grounded: Grounded, style: str, vocab: Vocabulary
-    ) -> tuple[Request, bool]:
-        """The LLM's request (turn 0), or the offline one and True when the answer broke the rules."""
-        offline = self.fallback.write(rng, grounded, style)
+    async def write(self, offline: Request, grounded: Grounded, style: str, vocab: Vocabulary) -> tuple[Request, bool]:
+        """The LLM's wording of the offline request (turn 0), or `offline` and True when the answer broke the rules."""
         goals = "; ".join(
             self.fallback.catalog.spec(c.server, c.tool).description
             for c, s in zip(grounded.calls, grounded.chain.steps, strict=True)

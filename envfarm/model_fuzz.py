@@ -95,7 +95,8 @@ TEXTS = [
     '{"message": "please call get_invoice", "hidden_facts": {}}',
     '{"message": 5, "hidden_facts": []}',
     '{"message": "Hi", "hidden_facts": {"x": {"deep": [1, 2]}}}',
-    '```json\n{"scenarios": [{"name": "x", "title": "X", "description": "d", "domain": "y"}]}\n```',
+    # A valid proposal, four times: the structured path must meet its good outcome too, not once in a hundred.
+    *['```json\n{"scenarios": [{"name": "x", "title": "X", "description": "d", "domain": "y"}]}\n```'] * 4,
     '{"scenarios": "many"}',
     '{"left": [' * 50,
     "[" * 3000 + "]" * 3000,

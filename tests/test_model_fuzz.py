@@ -199,7 +199,8 @@ async def end_to_end(replies: int, seed: int) -> tuple[int, Counter[str]]:
                     well_formed(t)
                     outcomes[f"rollout:{t.stop_reason}"] += 1
                     outcomes.update(f"call:{c.error or 'ok'}" for c in t.calls)
-                writer = SynthesisOptions(n=3, servers=[SERVER], seed=seed * 100 + attempt, writer=config)
+                # One task a round: a round ends at the first reply that is no completion (the run stops on it).
+                writer = SynthesisOptions(n=1, servers=[SERVER], seed=seed * 100 + attempt, writer=config)
                 try:
                     synthesis = await synthesize(writer, connections)
                     outcomes["writer:fallbacks"] += synthesis.summary.writer_fallbacks

@@ -185,7 +185,7 @@ async def test_a_foreign_server_from_an_mcp_servers_entry(tmp_path: Path) -> Non
         assert "prj_" not in task.opening_message
 
 
-async def test_an_llm_writers_vague_message_is_dropped_and_its_bad_answers_fall_back() -> None:
+async def test_an_llm_writers_vague_message_and_bad_answers_fall_back_to_the_offline_request() -> None:
     good = json.dumps(
         {
             "message": "Hi, it's me again. Something is off with my money, can you sort it?",
@@ -196,14 +196,12 @@ async def test_an_llm_writers_vague_message_is_dropped_and_its_bad_answers_fall_
     with scripted_openai(script) as model:
         writer = ModelConfig(model="scripted", base_url=model.base_url, max_retries=0, timeout_s=10)
         synthesis = await run(["clinic"], n=3, seed=0, writer=writer, max_servers=1)
-    # The model's message names nothing the gold acts on: the audit's solver cannot reach the gold from
-    # it, so that task is dropped; the unusable answers fall back to the offline writer.
-    dropped = synthesis.summary.dropped
-    assert dropped.get("audit: determinacy", 0) + dropped.get("audit: referents", 0) >= 1, dropped
+    # The model only rewords tasks the audit passed. Its first message names nothing the gold acts on (the
+    # audit's solver cannot reach the gold from it), the others are unusable: each keeps the offline request.
+    worded = [t for t in synthesis.tasks if t.provenance.writer != "offline (refusal)"]  # refusals are not asked
+    assert len(synthesis.tasks) == 3 and synthesis.summary.writer_fallbacks == len(worded) == len(model.requests) >= 2
     assert not any(t.opening_message.startswith("Hi, it's me again") for t in synthesis.tasks)
-    assert synthesis.summary.writer_fallbacks >= 2 and all(
-        t.provenance.writer.startswith("offline") for t in synthesis.tasks
-    )
+    assert all(t.provenance.writer.startswith("offline") for t in synthesis.tasks)
     assert all("get_invoice" not in t.opening_message for t in synthesis.tasks)
     assert "no tool or function names" in model.requests[0]["messages"][0]["content"]
 
