@@ -106,10 +106,10 @@ def serve(jobs: Connection, results: Connection, spec: HostSpec) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it stops us
     try:
         anyio.run(_host, jobs, results, spec)
-    except BaseException:
+    except Exception as exc:  # noqa: BLE001 - any start-up failure: one line for the parent to say
         with suppress(OSError):
-            results.send(("fatal", traceback.format_exc()))
-        raise
+            results.send(("fatal", f"{type(exc).__name__}: {exc}"))
+        raise SystemExit(1) from None
 
 
 async def _host(jobs: Connection, results: Connection, spec: HostSpec) -> None:
@@ -135,7 +135,7 @@ async def _host(jobs: Connection, results: Connection, spec: HostSpec) -> None:
                 if plan.scorer is not None:
                     trajectory = await plan.scorer(trajectory)
                 message: tuple[Any, ...] = ("done", plan_id, index, trajectory)
-            except Exception:
+            except Exception:  # noqa: BLE001 - a bug in the rollout code: the parent raises it
                 message = ("error", plan_id, index, traceback.format_exc())
             send(message)
 
@@ -333,8 +333,16 @@ class ProcessBackend:
             worker.in_flight.clear()
 
         async def dispatch() -> None:
-            for worker in self._workers:
-                while worker.alive and pending and len(worker.in_flight) < options.concurrency:
+            """One episode per worker with room, round after round: the first worker does not take them all."""
+            while pending:
+                room = [w for w in self._workers if w.alive and len(w.in_flight) < options.concurrency]
+                if not room:
+                    break
+                for worker in room:
+                    if not pending:
+                        break
+                    if not worker.alive:  # lost during this round
+                        continue
                     index, (task, attempt) = pending.popleft()
                     worker.in_flight[index] = (task, attempt)
                     try:

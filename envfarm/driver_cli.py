@@ -33,6 +33,21 @@ def _targets(args: argparse.Namespace, servers: list[str]) -> dict[str, Any]:
     return farm_targets(_farm(args), servers, "stdio")
 
 
+def _known(args: argparse.Namespace, servers: list[str]) -> dict[str, None]:
+    """The servers, each checked to exist in the `mcpServers` config or the farm's registry, none built."""
+    from clients.connect import load_server_configs
+    from servers.runtime.registry import load_registry
+
+    if args.config:
+        where, known = str(args.config), set(load_server_configs(args.config))
+    else:
+        where, known = str(_farm(args) / "registry.json"), {s.name for s in load_registry(_farm(args)).servers}
+    missing = sorted(set(servers) - known)
+    if missing:
+        raise LookupError(f"not in {where}: {', '.join(missing)}")
+    return dict.fromkeys(servers)
+
+
 def _ray_options(args: argparse.Namespace) -> Any:
     """`--backend ray` -> RayOptions; the local backend -> None."""
     if args.backend != "ray":
@@ -102,7 +117,8 @@ def cmd_rollout(args: argparse.Namespace) -> int:
         from clients.rollout import task_servers
 
         servers = sorted({s for t in tasks for s in task_servers(t)})  # distractor tools' servers too
-        targets = _targets(args, servers)
+        # Worker processes build their own servers: here only check that each one exists.
+        targets = _targets(args, servers) if workers == 1 else _known(args, servers)
     except (OSError, ValueError, LookupError) as exc:
         return _fail(str(exc))
     if ray is not None and args.transport != "memory":
