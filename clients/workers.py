@@ -364,8 +364,11 @@ class ProcessBackend:
                 if message[0] in ("done", "error") and message[1] != plan_id:
                     continue  # an episode of an earlier call that raised
                 if message[0] == "done":
-                    worker.in_flight.pop(message[2], None)
-                    await finish(message[2], message[3])
+                    trajectory = message[3]
+                    # The caller's own task object, as in-process: what it later fills in (the measured
+                    # difficulty, in `envfarm run`) shows in the trajectory too, byte for byte.
+                    trajectory.task = worker.in_flight.pop(message[2])[0]
+                    await finish(message[2], trajectory)
                 elif message[0] == "error":
                     task, attempt = worker.in_flight.pop(message[2])
                     raise WorkerError(f"the rollout of task {task.id} (attempt {attempt}) raised:\n{message[3]}")

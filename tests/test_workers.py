@@ -178,3 +178,21 @@ def test_bad_worker_options_are_one_clear_line(
     tasks_file.write_text("")
     assert main(["--farm", str(REPO), "rollout", str(tasks_file), *extra]) == 2
     assert capsys.readouterr().err.startswith(message)
+
+
+@pytest.mark.slow
+def test_run_with_two_workers_gives_the_one_worker_scores(tmp_path: Path) -> None:
+    from envfarm.cli import main
+
+    common = ["--farm", str(REPO), "run", "--servers", "clinic", "pharmacy", "--tasks", "4", "--timeout", "10"]
+    assert main([*common, "--out", str(tmp_path / "one")]) == 0
+    assert main([*common, "--out", str(tmp_path / "two"), "--workers", "2"]) == 0
+    [one] = (tmp_path / "one").iterdir()
+    [two] = (tmp_path / "two").iterdir()
+    scores = {d: json.loads((d / "scores.json").read_text()) for d in (one, two)}
+    assert scores[two]["policies"] == scores[one]["policies"]
+    assert scores[two]["policy_checks_per_task"] == scores[one]["policy_checks_per_task"]
+    episodes = sum(p["episodes"] for p in scores[one]["policies"].values())
+    assert scores[two]["workers"] == {"workers": 2, "episodes": episodes, "failed_episodes": 0, "lost_workers": 0}
+    lines = {d: [stable(line) for line in (d / "trajectories.jsonl").read_text().splitlines()] for d in (one, two)}
+    assert lines[two] == lines[one] and len(lines[one]) == episodes
