@@ -20,7 +20,6 @@ An exception raised by the rollout code itself is a bug, raised here as in the l
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 import os
 import pickle
 import signal
@@ -41,6 +40,7 @@ import anyio
 from pydantic import BaseModel, Field
 
 from clients.connect import Connections, proc_rss_kb
+from clients.fork_server import fork_server
 from clients.policies import Policy
 from clients.ray_backend import HostSpec
 from clients.rollout import Progress, Rollout, RolloutOptions, Scorer, trajectory_id
@@ -48,8 +48,6 @@ from clients.tasks import Task
 from clients.trajectory import Trajectory
 from clients.users import UserSimulator
 
-# What the fork server imports once, before forking workers: the driver and the server runtime.
-PRELOAD = ["clients.workers", "clients.scoring", "servers.runtime.farm"]
 STOP_TIMEOUT_S = 10.0
 
 
@@ -60,6 +58,7 @@ class WorkerError(RuntimeError):
 class WorkerInfo(BaseModel):
     pid: int
     startup_s: float = Field(description="from starting the process to its servers answering")
+    startup_cpu_s: float = Field(description="CPU time the worker spent to get there (building its servers)")
     rss_mb: float = Field(description="resident memory once ready")
     pss_mb: float = Field(description="proportional share: pages shared with the fork server counted once")
 
@@ -123,7 +122,7 @@ async def _host(jobs: Connection, results: Connection, spec: HostSpec) -> None:
         for server in spec.servers:
             await connections.tools(server)
         pid = os.getpid()
-        send(("ready", pid, proc_rss_kb(pid), pss_kb(pid)))
+        send(("ready", pid, proc_rss_kb(pid), pss_kb(pid), time.process_time()))
         plans: dict[str, _Plan] = {}
 
         async def one(plan_id: str, index: int, task: Task, attempt: int) -> None:
@@ -197,8 +196,7 @@ class ProcessBackend:
         self._events: asyncio.Queue[tuple[_Worker, tuple[Any, ...], float]] | None = None
 
     async def __aenter__(self) -> Self:
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(PRELOAD)
+        context = fork_server()
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[tuple[_Worker, tuple[Any, ...], float]] = asyncio.Queue()
         self._events = events
@@ -264,12 +262,13 @@ class ProcessBackend:
         while any(w.alive and not w.ready for w in self._workers):
             worker, message, at = await self._next()
             if message[0] == "ready":
-                _, pid, rss, pss = message
+                _, pid, rss, pss, cpu = message
                 worker.ready = True
                 self.stats.hosts.append(
                     WorkerInfo(
                         pid=pid,
                         startup_s=round(at - worker.started, 3),
+                        startup_cpu_s=round(cpu, 3),
                         rss_mb=round(rss / 1024, 1),
                         pss_mb=round(pss / 1024, 1),
                     )

@@ -71,7 +71,8 @@ def _local_workers(args: argparse.Namespace) -> int:
 def _workers_line(stats: Any) -> str:
     hosts = stats.hosts
     each = (
-        f"; start-up {max(h.startup_s for h in hosts):.2f} s, {sum(h.pss_mb for h in hosts) / len(hosts):.0f} MB each (PSS)"
+        f"; start-up {max(h.startup_s for h in hosts):.2f} s ({max(h.startup_cpu_s for h in hosts):.2f} s CPU), "
+        f"{sum(h.pss_mb for h in hosts) / len(hosts):.0f} MB each (PSS)"
         if hosts
         else ""
     )
@@ -100,6 +101,10 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_rollout(args: argparse.Namespace) -> int:
+    if args.backend == "local" and (args.workers or 1) > 1 and args.transport == "memory":
+        from clients.fork_server import fork_server
+
+        fork_server()  # its imports run beside the ones below
     from clients.connect import Connections
     from clients.policies import make_policy
     from clients.rollout import Backend, Limits, LocalBackend, ProgressBar, RolloutOptions, failed_endpoint
