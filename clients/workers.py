@@ -166,6 +166,8 @@ class _Worker:
     jobs: Connection
     results: Connection
     started: float
+    heard: float = 0.0  # when it last answered, or was handed an episode while idle
+    stalled_s: float | None = None  # set when killed for saying nothing that long
     ready: bool = False
     alive: bool = True
     in_flight: dict[int, tuple[Task, int]] = field(default_factory=dict)
@@ -174,6 +176,8 @@ class _Worker:
     def why_gone(self) -> str:
         self.process.join(timeout=2)
         code = self.process.exitcode
+        if self.stalled_s is not None:
+            return f"said nothing for {self.stalled_s:g} s with episodes in flight and was killed"
         if code is None:
             return "stopped answering"
         if code < 0:
@@ -186,12 +190,16 @@ class ProcessBackend:
     starts the workers (they connect their servers while the caller does other work: the first call waits
     for them) and stops them on exit; no worker outlives the block."""
 
-    def __init__(self, spec: HostSpec, workers: int) -> None:
+    def __init__(self, spec: HostSpec, workers: int, *, stall_s: float | None = None) -> None:
+        """`stall_s`: a worker with episodes in flight that says nothing for this long is stuck (its event
+        loop blocked, which no episode limit can end) and is killed, its episodes failed. Default: an
+        episode's wall time, two request timeouts (final state) and two minutes for scoring."""
         if workers < 1:
             raise ValueError(f"--workers must be at least 1, not {workers}")
         self.spec = spec
         self.stats = WorkerStats(workers=workers)
         self._n = workers
+        self._stall_s = stall_s
         self._workers: list[_Worker] = []
         self._events: asyncio.Queue[tuple[_Worker, tuple[Any, ...], float]] | None = None
 
@@ -278,6 +286,13 @@ class ProcessBackend:
                 detail = message[1] if message[0] == "fatal" else f"worker {worker.number} {worker.why_gone()}"
                 raise WorkerError(f"a rollout worker could not start: {detail.strip()}")
 
+    def _kill_stuck(self, stall: float) -> None:
+        now = time.monotonic()
+        for worker in self._workers:
+            if worker.alive and worker.in_flight and now - worker.heard > stall:
+                worker.stalled_s = stall
+                worker.process.kill()
+
     async def __call__(
         self,
         tasks: Sequence[Task],
@@ -343,6 +358,8 @@ class ProcessBackend:
                     if not worker.alive:  # lost during this round
                         continue
                     index, (task, attempt) = pending.popleft()
+                    if not worker.in_flight:
+                        worker.heard = time.monotonic()
                     worker.in_flight[index] = (task, attempt)
                     try:
                         if plan_id not in worker.plans:
@@ -358,8 +375,14 @@ class ProcessBackend:
 
         try:
             await dispatch()
+            stall = self._stall_s or options.limits.wall_time_s + 2 * options.limits.call_timeout_s + 120
             while done < len(results):
-                worker, message, _ = await self._next()
+                try:
+                    worker, message, _ = await asyncio.wait_for(self._next(), timeout=min(stall / 4, 5.0))
+                except TimeoutError:
+                    self._kill_stuck(stall)  # its reader then reports it gone
+                    continue
+                worker.heard = time.monotonic()
                 if message[0] in ("done", "error") and message[1] != plan_id:
                     continue  # an episode of an earlier call that raised
                 if message[0] == "done":

@@ -82,15 +82,19 @@ def test_two_workers_write_the_one_worker_trajectories_and_scores(
 
 @dataclass
 class _Killer:
-    """Kills the worker process it runs in on its first action of `target` (every task when None)."""
+    """Kills (or blocks, `hang`) the worker process it runs in on its first action of `target` (every task
+    when None)."""
 
     inner: Agent
     task: Task
     target: str | None
     parent: int
+    hang: bool
 
     async def act(self, messages: list[dict[str, Any]]) -> Action:
         if os.getpid() != self.parent and self.target in (None, self.task.id):
+            if self.hang:
+                time.sleep(600)  # noqa: ASYNC251 - blocks the worker's loop, which no episode limit can end
             os.kill(os.getpid(), signal.SIGKILL)
         return await self.inner.act(messages)
 
@@ -100,11 +104,12 @@ class KillingPolicy:
     """The heuristic, but a worker process (never the test's own) running `target` is killed."""
 
     target: str | None
+    hang: bool = False
     parent: int = field(default_factory=os.getpid)  # taken here, in the test's process, and pickled
     name: str = "heuristic"
 
     def agent(self, task: Task, tools: list[AgentTool]) -> Agent:
-        return _Killer(HeuristicPolicy().agent(task, tools), task, self.target, self.parent)
+        return _Killer(HeuristicPolicy().agent(task, tools), task, self.target, self.parent, self.hang)
 
     async def aclose(self) -> None:
         return None
@@ -153,6 +158,19 @@ async def test_a_run_whose_every_worker_dies_still_ends() -> None:
     # One episode in flight per worker, each killing its worker; the rest never started.
     assert sum("with this episode in flight" in t.stop_detail for t in got) == 2
     assert sum("every rollout worker died before this episode started" in t.stop_detail for t in got) == len(got) - 2
+
+
+async def test_a_stuck_worker_is_killed_and_its_episode_failed() -> None:
+    tasks = await synthesized(0, n=4)
+    spec = HostSpec(farm=REPO, servers=sorted({s for t in tasks for s in task_servers(t)}), timeout=10)
+    started = time.monotonic()
+    with anyio.fail_after(120):
+        async with ProcessBackend(spec, 2, stall_s=3) as backend:
+            options = RolloutOptions(concurrency=1)
+            got = await backend(tasks, KillingPolicy(tasks[1].id, hang=True), ScriptedUser(), options, scorer=Scorer())
+    assert [t.task_id for t in got if t.stop_reason == "server_error"] == [tasks[1].id]
+    assert "said nothing for 3 s with episodes in flight and was killed" in got[1].stop_detail
+    assert backend.stats.lost_workers == 1 and time.monotonic() - started < 60
 
 
 async def test_a_worker_that_cannot_start_is_one_clear_error() -> None:
