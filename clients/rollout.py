@@ -40,6 +40,11 @@ def task_servers(task: Task) -> list[str]:
     return list(dict.fromkeys([*task.servers, *(ref.server for ref in task.tools)]))
 
 
+def trajectory_id(task: Task, policy: str, calibrated: bool, attempt: int) -> str:
+    """A rollout's id: the same wherever it ran (in this process, a worker process, a Ray host)."""
+    return f"{task.id}:{policy}:{'cal' if calibrated else 'uncal'}:{attempt}"
+
+
 class EndEpisode(Exception):
     """Raised by an agent to end its rollout now, as finished (a trainer driving the episode step by step)."""
 
@@ -199,7 +204,7 @@ class Rollout:
 
     def _trajectory(self, run: _Run, tools: list[AgentTool], started: float, episodes: dict[str, str]) -> Trajectory:
         return Trajectory(
-            id=f"{self.task.id}:{self.policy.name}:{'cal' if self.options.calibrated else 'uncal'}:{self.attempt}",
+            id=trajectory_id(self.task, self.policy.name, self.options.calibrated, self.attempt),
             task_id=self.task.id,
             policy=self.policy.name,
             user=self.user.name,
@@ -398,8 +403,9 @@ def failed_endpoint(trajectories: Sequence[Trajectory]) -> str | None:
 
 
 class Backend(Protocol):
-    """Where `rollout_tasks` runs: in this process (`LocalBackend`) or across a cluster
-    (`clients.ray_backend.RayBackend`). Same inputs, same trajectories, in task order, then attempt."""
+    """Where `rollout_tasks` runs: in this process (`LocalBackend`), in worker processes on this machine
+    (`clients.workers.ProcessBackend`) or across a cluster (`clients.ray_backend.RayBackend`). Same inputs,
+    same trajectories, in task order, then attempt."""
 
     async def __call__(
         self,

@@ -29,6 +29,7 @@ from clients.scoring import PolicySummary, RewardConfig, Scorer, fill_difficulty
 from clients.tasks import Task, write_jsonl
 from clients.trajectory import Trajectory
 from clients.users import ScriptedUser
+from clients.workers import ProcessBackend
 from envfarm.llm import ChatModel, ModelConfig
 
 
@@ -46,6 +47,7 @@ class RunOptions(BaseModel):
     writer: ModelConfig | None = None
     judge: ModelConfig | None = None
     ray: RayOptions | None = Field(default=None, description="roll out on Ray farm hosts (synthesis stays here)")
+    workers: int = Field(default=1, ge=1, description="rollout processes on this machine (1: in this process)")
 
 
 class RunResult(BaseModel):
@@ -186,6 +188,10 @@ async def run(options: RunOptions, out: TextIO | None = None) -> RunResult:
         )
         backend: Backend = LocalBackend(connections)
         on_ray: RayBackend | None = None
+        pool: ProcessBackend | None = None
+        if options.ray is None and options.workers > 1:  # the workers start while synthesis runs here
+            spec = HostSpec(farm=options.farm, servers=names, timeout=options.limits.call_timeout_s)
+            backend = pool = await stack.enter_async_context(ProcessBackend(spec, options.workers))
         if options.ray is not None:
             spec = HostSpec(farm=options.farm, servers=names, timeout=options.limits.call_timeout_s)
             backend = on_ray = await stack.enter_async_context(RayBackend(spec, options.ray))
@@ -216,6 +222,8 @@ async def run(options: RunOptions, out: TextIO | None = None) -> RunResult:
         seconds["rollouts"] = round(time.perf_counter() - started, 2)
         if on_ray is not None:
             facts["ray"] = on_ray.stats.model_dump()
+        if pool is not None:
+            facts["workers"] = pool.stats.model_dump(exclude={"hosts"})
     if judge is not None:
         await judge.aclose()
     summary = synthesis.summary

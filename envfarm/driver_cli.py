@@ -33,6 +33,21 @@ def _targets(args: argparse.Namespace, servers: list[str]) -> dict[str, Any]:
     return farm_targets(_farm(args), servers, "stdio")
 
 
+def _known(args: argparse.Namespace, servers: list[str]) -> dict[str, None]:
+    """The servers, each checked to exist in the `mcpServers` config or the farm's registry, none built."""
+    from clients.connect import load_server_configs
+    from servers.runtime.registry import load_registry
+
+    if args.config:
+        where, known = str(args.config), set(load_server_configs(args.config))
+    else:
+        where, known = str(_farm(args) / "registry.json"), {s.name for s in load_registry(_farm(args)).servers}
+    missing = sorted(set(servers) - known)
+    if missing:
+        raise LookupError(f"not in {where}: {', '.join(missing)}")
+    return dict.fromkeys(servers)
+
+
 def _ray_options(args: argparse.Namespace) -> Any:
     """`--backend ray` -> RayOptions; the local backend -> None."""
     if args.backend != "ray":
@@ -43,7 +58,28 @@ def _ray_options(args: argparse.Namespace) -> Any:
         import_ray()
     except RuntimeError as exc:
         raise ValueError(f"--backend ray: {exc}") from exc
-    return RayOptions(address=args.address, workers=args.workers, cpus_per_worker=args.cpus_per_worker)
+    return RayOptions(address=args.address, workers=args.workers or 2, cpus_per_worker=args.cpus_per_worker)
+
+
+def _local_workers(args: argparse.Namespace) -> int:
+    """`--workers` of the local backend: 1 (this process) unless asked; more runs worker processes."""
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be at least 1, not {args.workers}")
+    return args.workers or 1
+
+
+def _workers_line(stats: Any) -> str:
+    hosts = stats.hosts
+    each = (
+        f"; start-up {max(h.startup_s for h in hosts):.2f} s ({max(h.startup_cpu_s for h in hosts):.2f} s CPU), "
+        f"{sum(h.pss_mb for h in hosts) / len(hosts):.0f} MB each (PSS)"
+        if hosts
+        else ""
+    )
+    return (
+        f"workers: {stats.workers} processes, {stats.episodes} episodes, {stats.failed_episodes} failed with "
+        f"{stats.lost_workers} lost workers{each}"
+    )
 
 
 def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,11 +90,21 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
         help='where rollouts run (ray: pip install "envfarm[ray]")',
     )
     parser.add_argument("--address", help="Ray cluster to join (e.g. auto); default: start a local one")
-    parser.add_argument("--workers", type=int, default=2, help="Ray farm hosts; --concurrency is per host")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="local: rollout processes on this machine (default 1: in this process); "
+        "ray: farm hosts (default 2). --concurrency is per worker",
+    )
     parser.add_argument("--cpus-per-worker", type=float, default=1.0, help="CPUs Ray reserves per farm host")
 
 
 def cmd_rollout(args: argparse.Namespace) -> int:
+    if args.backend == "local" and (args.workers or 1) > 1 and args.transport == "memory":
+        from clients.fork_server import fork_server
+
+        fork_server()  # its imports run beside the ones below
     from clients.connect import Connections
     from clients.policies import make_policy
     from clients.rollout import Backend, Limits, LocalBackend, ProgressBar, RolloutOptions, failed_endpoint
@@ -69,17 +115,21 @@ def cmd_rollout(args: argparse.Namespace) -> int:
 
     try:
         ray = _ray_options(args)
+        workers = _local_workers(args) if ray is None else 1
         tasks = load_tasks(args.tasks)
         policy = make_policy(args.policy, args.base_url)
         user = make_user(args.user, args.base_url)
         from clients.rollout import task_servers
 
         servers = sorted({s for t in tasks for s in task_servers(t)})  # distractor tools' servers too
-        targets = _targets(args, servers)
+        # Worker processes build their own servers: here only check that each one exists.
+        targets = _targets(args, servers) if workers == 1 else _known(args, servers)
     except (OSError, ValueError, LookupError) as exc:
         return _fail(str(exc))
     if ray is not None and args.transport != "memory":
         return _fail("--backend ray runs each farm host's servers in-process (or from --config); drop --transport")
+    if workers > 1 and args.transport != "memory":
+        return _fail("--workers runs each worker's servers in-process (or from --config); drop --transport")
     limits = Limits(
         max_turns=args.max_turns,
         max_tool_calls=args.max_tool_calls,
@@ -94,7 +144,16 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     async def main() -> list[Any]:
         async with AsyncExitStack() as stack:
             backend: Backend
-            if ray is None:
+            if ray is None and workers > 1:
+                from clients.connect import load_server_configs
+                from clients.ray_backend import HostSpec
+                from clients.workers import ProcessBackend
+
+                config = load_server_configs(args.config) if args.config else None
+                spec = HostSpec(servers=sorted(targets), farm=_farm(args), config=config, timeout=args.timeout)
+                backend = pool = await stack.enter_async_context(ProcessBackend(spec, workers))
+                stack.callback(lambda: stats.update(local=_workers_line(pool.stats)))
+            elif ray is None:
                 backend = LocalBackend(await stack.enter_async_context(Connections(targets, timeout=args.timeout)))
             else:
                 from clients.connect import load_server_configs
@@ -112,11 +171,16 @@ def cmd_rollout(args: argparse.Namespace) -> int:
                 await policy.aclose()
                 await user.aclose()
 
-    trajectories = anyio.run(main)
+    try:
+        trajectories = anyio.run(main)
+    except RuntimeError as exc:  # WorkerError: a worker could not start, or the rollout code raised in one
+        return _fail(str(exc))
     out = args.out or args.tasks.with_name(f"{args.tasks.stem}.trajectories.jsonl")
     write_jsonl(out, trajectories)
     print("\n".join(summary_lines(summarize(trajectories))))
-    if stats:
+    if "local" in stats:
+        print(stats["local"])
+    elif stats:
         print(
             f"ray: {stats['workers']} farm hosts, {stats['episodes']} episodes, {stats['retried_episodes']} retried "
             f"from their seed, {stats['lost_workers']} hosts lost, {stats['replaced_workers']} replaced"
@@ -209,6 +273,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             writer=parse_model(args.writer, args.base_url) if args.writer else None,
             judge=parse_model(args.judge, args.base_url) if args.judge else None,
             ray=_ray_options(args),
+            workers=_local_workers(args),
         )
         result = anyio.run(run, options, sys.stdout)
     except (LookupError, ValueError) as exc:
