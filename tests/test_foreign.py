@@ -102,7 +102,9 @@ def test_tasks_on_five_mcp1_servers_have_data_flow_and_replay(
         call = next(c for c in task.gold_calls if c.uses)
         shown = {json.dumps(v) for u in call.uses for v in _scalars(task.gold_calls[u].output)}
         assert {json.dumps(v) for v in call.arguments.values()} & shown, task.id
-    assert len({s for t in tasks for s in t.servers}) >= 4, "every kind of output declaration yields tasks"
+    # Several kinds of output declaration yield tasks. Not all five since the audit: the notes and tickets
+    # servers' writes take free text the offline writer does not say, so the solver drops most of their tasks.
+    assert len({s for t in tasks for s in t.servers}) >= 3, "several kinds of output declaration yield tasks"
     assert main(["rollout", str(out), "--config", str(config), "--policy", "oracle"]) == 0
     trajectories = list(read_jsonl(out.with_name("tasks.trajectories.jsonl"), Trajectory))
     replayed = [t for t in trajectories if t.score and t.score.success]
