@@ -861,8 +861,7 @@ class _Importer:
                 found.append((3, noun, record[1]))
         self.noun_candidates.setdefault(key, []).extend(found)
         if kind in ("get", "delete", "update", "action") and body is not None and not why:
-            required = [f["name"] for f in self.rpc_fields(body) if f["required"]]
-            self.noun_keys.setdefault(key, []).extend(safe_name(r) for r in required)
+            self.noun_keys.setdefault(key, []).extend(safe_name(f["name"]) for f in _key_fields(self.rpc_fields(body)))
 
     def resolve_nouns(self) -> None:
         """Each RPC noun's table: its own schema first, then a create's or get's response, then a list's,
@@ -1652,6 +1651,16 @@ def _record_action(path: str, method: str) -> tuple[str, str] | None:
         return None
     verb = snake(found.group(2))
     return (found.group(1), verb) if verb in ACTION_VERBS else None
+
+
+def _key_fields(fields: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The input fields a keyed RPC operation names its row by (a string or integer, no choice of values): the
+    required ones; else its only one (`DeleteReportDefinition {ReportName}`); else the first named like a key."""
+    fields = [f for f in fields if not f["schema"].get("enum") and _type(f["schema"]) in ("string", "integer")]
+    required = [f for f in fields if f["required"]]
+    if required or len(fields) <= 1:
+        return required or fields
+    return [f for f in fields if snake(f["name"]).endswith(("_id", "_name", "_identifier", "_arn"))][:1]
 
 
 def _noun_keys(noun: str) -> list[str]:
