@@ -845,10 +845,10 @@ class _Importer:
         schemas = (self.doc.data.get("components") or {}).get("schemas") or {}
         found: list[tuple[int, str, dict[str, Any]]] = []
         for candidate in dict.fromkeys((noun, singular(noun))):
-            if isinstance(schemas.get(candidate), dict):
-                record = self.record_of({"$ref": f"#/components/schemas/{candidate}"}, candidate)
-                if record and record[0] == candidate and not record[2]:
-                    found.append((0, candidate, record[1]))
+            if isinstance(schemas.get(candidate), dict):  # the record itself, even one holding a list (`Tags`)
+                _, own = self.doc.schema({"$ref": f"#/components/schemas/{candidate}"})
+                if _type(own) == "object" and any(_scalar(self.doc.schema(n)[1]) for n in own["properties"].values()):
+                    found.append((0, candidate, own))
         response = self.response(op)
         if kind in ("create", "get", "search", "update") and response is not None:
             record = self.record_of(response, noun)
