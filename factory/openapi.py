@@ -10,8 +10,13 @@ The mapping (what a real API's description says -> what our spec declares):
   filters, a parent path parameter a required filter); GET `/x/{key}` -> `get`; POST to a collection ->
   `create` (body properties -> params, parent path parameters -> the foreign key); PUT/PATCH (and a
   POST to `/x/{key}`) -> `update`; DELETE `/x/{key}` -> `delete`. What is not a record operation (login,
-  file upload, bulk input, actions like `/x/{key}/cancel`, maps and singletons) is skipped and the
-  report says why.
+  file upload, bulk input, maps and singletons) is skipped and the report says why.
+- **actions on a record** (`POST /x/{key}:cancel`, `/x/{key}/favorite`) -> an `update` that sets the state the
+  verb names: the status enum's participle (`cancelled`) or a flag column (`favorited`); else skipped.
+- **RPC-style operations** (named in the request, not the path: `X-Amz-Target: Svc.CreateThing`, `?Action=`,
+  Swagger 2.0's `/#CreateThing`) map by name and shapes: the verb is the effect (`Create`, `Describe`/`Get`,
+  `List`, `Update`/`Modify`/`Set`, `Delete`, a state change like `Stop`), the noun the table (its schema, else
+  the record the response carries), the input field the reads and writes name a row by its key.
 - **pagination -> ours**: page/limit/offset/cursor parameters are dropped; a search returns at most
   `limit` rows (the page-size parameter's maximum or default).
 - **auth -> ours**: security schemes and auth header parameters are dropped: our servers act for the
