@@ -1335,7 +1335,7 @@ class _Importer:
                 f"{one}_id",
                 f"{snake(entity.schema_name)}_id",
                 *path_keys.get(table, []),
-                *self.rpc_keys.get(table, []),
+                *(k for k in self.rpc_keys.get(table, []) if k in entity.columns and not entity.columns[k].enum),
                 f"{last}_id",
             ]
             key = next(
@@ -1379,8 +1379,8 @@ class _Importer:
         by_singular = {singular(t): t for t in self.entities}
         for table, entity in self.entities.items():
             for name, column in entity.columns.items():
-                if column.ref or name == entity.primary_key or column.json_text:
-                    continue
+                if column.ref or name == entity.primary_key or column.json_text or column.enum:
+                    continue  # an enum's values are its own, not another table's keys
                 target = None
                 if name in keys and keys[name] != table:
                     target = keys[name]
@@ -1488,10 +1488,15 @@ class _Importer:
             return [{"args": {key: other[key_column]}, "expect": expect}]
         if not changes:
             return []
-        target = changes[0]
-        value = self._fresh(tool, target, seed, avoid=row.get(params[target].get("column", target)))
-        column = params[target].get("column", target)
-        stored = ", ".join(map(str, value)) if isinstance(value, list) else value  # a list column keeps joined text
+        # The first change whose new value differs from the row's (an enum of one value cannot change it).
+        for target in changes:
+            column = params[target].get("column", target)
+            value = self._fresh(tool, target, seed, avoid=row.get(column))
+            stored = ", ".join(map(str, value)) if isinstance(value, list) else value  # a list column keeps joined text
+            if stored != row.get(column):
+                break
+        else:
+            return []
         state = {f"{where}.{column}": stored, **{f"{where}.{c}": v for c, v in (tool.get("set") or {}).items()}}
         examples = [
             {"args": {key: row[key_column], target: value}, "expect": {"state": state, "rows": {table: {"updated": 1}}}}
