@@ -1488,19 +1488,18 @@ class _Importer:
             return [{"args": {key: other[key_column]}, "expect": expect}]
         if not changes:
             return []
-        # The first change whose new value differs from the row's (an enum of one value cannot change it).
+        # The first change whose new value differs from the row's; where none can (an enum of one value), the
+        # call still runs under an expectation of the state, without counting the row as changed.
+        candidates = []
         for target in changes:
             column = params[target].get("column", target)
             value = self._fresh(tool, target, seed, avoid=row.get(column))
             stored = ", ".join(map(str, value)) if isinstance(value, list) else value  # a list column keeps joined text
-            if stored != row.get(column):
-                break
-        else:
-            return []
+            candidates.append((stored == row.get(column), target, column, value, stored))
+        same, target, column, value, stored = min(candidates, key=lambda c: c[0])
         state = {f"{where}.{column}": stored, **{f"{where}.{c}": v for c, v in (tool.get("set") or {}).items()}}
-        examples = [
-            {"args": {key: row[key_column], target: value}, "expect": {"state": state, "rows": {table: {"updated": 1}}}}
-        ]
+        expect = {"state": state} if same else {"state": state, "rows": {table: {"updated": 1}}}
+        examples = [{"args": {key: row[key_column], target: value}, "expect": expect}]
         if all(not params[p].get("required") for p in changes) and not tool.get("set"):
             examples.append({"args": {key: row[key_column]}, "expect": {"error": "Nothing to change"}})
         return examples
