@@ -1624,7 +1624,7 @@ class _Importer:
 def rpc_name(path: str, op: dict[str, Any], params: list[dict[str, Any]]) -> str | None:
     """The operation an RPC-style request names, or None for a resource path: the path's fragment or query
     (`/#X-Amz-Target=Svc.CreateThing`, `/#CreateThing`, `/?Action=CreateThing`), else the operationId of an
-    operation on a path with no parameters that takes an `Action` or `X-Amz-Target` selector."""
+    operation on `/` that takes an `Action` or `X-Amz-Target` selector."""
     base, _, fragment = path.partition("#")
     base_path, _, query = base.partition("?")
     if "{" in base_path:
@@ -1634,7 +1634,9 @@ def rpc_name(path: str, op: dict[str, Any], params: list[dict[str, Any]]) -> str
         name = named.group(1).rsplit(".", 1)[-1]
     elif fragment[:1].isupper():  # `/#CreateThing`; a lower-case fragment (`/servers#name`) is a path variant
         name = fragment
-    elif any(snake(str(p.get("name", ""))) in RPC_SELECTORS and p.get("in") in ("header", "query") for p in params):
+    elif base_path.strip("/") == "" and any(
+        snake(str(p.get("name", ""))) in RPC_SELECTORS and p.get("in") in ("header", "query") for p in params
+    ):  # `POST /` with an `Action` selector; a resource path taking one too (AWS REST APIs) is no RPC
         name = str(op.get("operationId") or "")
     else:
         return None

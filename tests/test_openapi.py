@@ -536,6 +536,7 @@ def test_rpc_operations_named_by_an_action_query_parameter() -> None:
         ("/assetservers#name", [], None),  # a lower-case fragment is a variant of a resource path
         ("/{Bucket}?tagging#PutBucketTagging", [], None),  # REST with a fragment (S3): a resource path
         ("/things/{id}", [{"name": "Action", "in": "header"}], None),
+        ("/projects", [{"name": "Action", "in": "header"}], None),  # an AWS REST API: resource paths
     ],
 )
 def test_the_operation_an_rpc_request_names(path: str, params: list[dict[str, str]], name: str | None) -> None:
