@@ -10,8 +10,13 @@ The mapping (what a real API's description says -> what our spec declares):
   filters, a parent path parameter a required filter); GET `/x/{key}` -> `get`; POST to a collection ->
   `create` (body properties -> params, parent path parameters -> the foreign key); PUT/PATCH (and a
   POST to `/x/{key}`) -> `update`; DELETE `/x/{key}` -> `delete`. What is not a record operation (login,
-  file upload, bulk input, actions like `/x/{key}/cancel`, maps and singletons) is skipped and the
-  report says why.
+  file upload, bulk input, maps and singletons) is skipped and the report says why.
+- **actions on a record** (`POST /x/{key}:cancel`, `/x/{key}/favorite`) -> an `update` that sets the state the
+  verb names: the status enum's participle (`cancelled`) or a flag column (`favorited`); else skipped.
+- **RPC-style operations** (named in the request, not the path: `X-Amz-Target: Svc.CreateThing`, `?Action=`,
+  Swagger 2.0's `/#CreateThing`) map by name and shapes: the verb is the effect (`Create`, `Describe`/`Get`,
+  `List`, `Update`/`Modify`/`Set`, `Delete`, a state change like `Stop`), the noun the table (its schema, else
+  the record the response carries), the input field the reads and writes name a row by its key.
 - **pagination -> ours**: page/limit/offset/cursor parameters are dropped; a search returns at most
   `limit` rows (the page-size parameter's maximum or default).
 - **auth -> ours**: security schemes and auth header parameters are dropped: our servers act for the
@@ -63,6 +68,11 @@ PAGINATION = {
     "count",
     "starting_after",
     "ending_before",
+    "marker",
+    "next_marker",
+    "max_records",
+    "max_results",
+    "max_items",
 }
 # Query parameters that carry credentials or shape the response, never an input of the operation itself
 # (Google's global parameters among them): a computed read's lookup table does not key on them.
@@ -88,6 +98,89 @@ NOT_INPUTS = {
     "format",
 }
 AUTH_WORDS = ("login", "logout", "signin", "signout", "sign_in", "sign_out", "token", "oauth", "auth", "session")
+# RPC-style APIs name the operation, not the resource, in the request: a header (`X-Amz-Target: Svc.Op`), a
+# query parameter (`?Action=Op`) or a path fragment (`/#Op`, how Swagger 2.0 restates the AWS protocols).
+RPC_SELECTORS = {"action", "x_amz_target"}
+# An RPC operation's first word -> the record effect it has on the table its other words name.
+RPC_VERBS = {
+    **dict.fromkeys(("create", "add", "register", "allocate", "import", "launch", "put"), "create"),
+    **dict.fromkeys(("get", "describe", "read", "fetch", "lookup", "retrieve"), "get"),
+    **dict.fromkeys(("list", "search", "query", "scan", "find"), "search"),
+    **dict.fromkeys(("delete", "remove", "deregister", "destroy"), "delete"),
+    **dict.fromkeys(("update", "modify", "set", "change", "edit", "replace"), "update"),
+    **dict.fromkeys(("tag", "untag"), "tag"),
+}
+# Verbs whose RPC operation, given no key of its record, starts a new one (`StartQueryExecution`, `RunJob`).
+STARTS = {"start", "run", "submit", "request", "initiate", "launch"}
+# Verbs of an action on one record (`POST /orders/{id}:cancel`, `StopInstance`): an update of its state.
+ACTION_VERBS = {
+    "cancel",
+    "stop",
+    "start",
+    "enable",
+    "disable",
+    "reboot",
+    "restart",
+    "reset",
+    "approve",
+    "reject",
+    "accept",
+    "decline",
+    "activate",
+    "deactivate",
+    "archive",
+    "unarchive",
+    "restore",
+    "suspend",
+    "resume",
+    "pause",
+    "unpause",
+    "close",
+    "reopen",
+    "open",
+    "lock",
+    "unlock",
+    "complete",
+    "confirm",
+    "verify",
+    "publish",
+    "unpublish",
+    "terminate",
+    "retry",
+    "acknowledge",
+    "abort",
+    "favorite",
+    "unfavorite",
+    "star",
+    "unstar",
+    "pin",
+    "unpin",
+    "block",
+    "unblock",
+    "mute",
+    "unmute",
+    "follow",
+    "unfollow",
+    "like",
+    "unlike",
+    "submit",
+    "void",
+    "finalize",
+    "refund",
+    "capture",
+    "resolve",
+    "ship",
+    "deliver",
+    "expire",
+    "revoke",
+    "hide",
+    "unhide",
+    "flag",
+    "unflag",
+    "mark",
+    "read",
+    "unread",
+}
 # Names the generated code uses for itself: a column or param with one of these names gets a suffix.
 # Pydantic's own attribute names too (`schema`, `json`, `copy`): a row model field of that name shadows one and
 # the server warns on stderr at import.
@@ -354,6 +447,10 @@ class _Importer:
         self.tool_names: set[str] = set()
         self.limits: dict[str, int] = {}
         self.renamed: set[str] = set()  # properties whose column was renamed (noted once each in IMPORT.md)
+        self.nouns: dict[str, str] = {}  # an RPC operation's noun (`named_query`) -> the table it names
+        self.rpc_keys: dict[str, list[str]] = {}  # table -> the columns RPC reads and writes name a row by
+        self.noun_candidates: dict[str, list[tuple[int, str, dict[str, Any]]]] = {}  # noun -> (rank, schema)
+        self.noun_keys: dict[str, list[str]] = {}  # noun -> required input fields of its keyed operations
 
     # ---- schemas -> entities -------------------------------------------------------------------
 
@@ -415,6 +512,8 @@ class _Importer:
         mapping: dict[str, str] = {}
         for prop, node in (schema.get("properties") or {}).items():
             _, sub = self.doc.schema(node)
+            if isinstance(node, dict) and node.get("description") and not sub.get("description"):
+                sub = {**sub, "description": node["description"]}  # `{$ref: String, description: ...}` (AWS)
             column = safe_name(prop)
             mapping[prop] = column
             if column != snake(prop) and f"{where}.{prop}" not in self.renamed:
@@ -570,13 +669,22 @@ class _Importer:
         if not ops:
             raise OpenAPIError(f"{self.doc.source}: the document has no operations under `paths`")
         shapes: dict[tuple[str, str], tuple[str | None, dict[str, Any], bool] | None] = {}
-        for method, path, op, _params in ops:
+        rpc: dict[tuple[str, str], str] = {}
+        for method, path, op, params in ops:
             with self.at(method, path):
-                self.learn(method, path, op, shapes)
+                if name := rpc_name(path, op, params):
+                    rpc[(method, path)] = name
+                    self.learn_rpc(method, path, op, name)
+                else:
+                    self.learn(method, path, op, shapes)
+        self.resolve_nouns()
         self.choose_keys()
         for method, path, op, params in ops:
             with self.at(method, path):
-                self.map_operation(method, path, op, params, shapes[(method, path)])
+                if (method, path) in rpc:
+                    self.map_rpc(method, path, op, rpc[(method, path)])
+                else:
+                    self.map_operation(method, path, op, params, shapes[(method, path)])
 
     @contextmanager
     def at(self, method: str, path: str) -> Iterator[None]:
@@ -648,6 +756,35 @@ class _Importer:
             return self.skip(method, path, op, "deprecated")
         if self._auth_like(path, op):
             return self.skip(method, path, op, "an authentication flow: our servers act for the episode's principal")
+        action = _record_action(path, method)
+        parent = self.collections.get(_collection(action[0])) if action is not None else None
+        if action is not None and parent is not None:
+            if state_change(action[1], self.entities[parent], method == "delete"):
+                key_name = action[0].rsplit("/", 1)[-1][1:-1]
+                described: dict[str, Any] = next(
+                    (p for p in params if p.get("name") == key_name and p.get("in") == "path"), {}
+                )
+                key_desc = first_paragraph(described.get("description"))
+                return self.action_tool(action[1], method, path, op, self.entities[parent], key_name, key_desc)
+            skipped = len(self.report.skipped)
+            self.map_path_operation(method, path, op, params, record)
+            if len(self.report.skipped) > skipped:  # not a record operation either: say what the action lacks
+                self.report.skipped[-1].reason = (
+                    f"an action on one {parent} row (`{action[1]}`): no status value or flag column says what it "
+                    "changes"
+                )
+            return None
+        return self.map_path_operation(method, path, op, params, record)
+
+    def map_path_operation(
+        self,
+        method: str,
+        path: str,
+        op: dict[str, Any],
+        params: list[dict[str, Any]],
+        record: tuple[str | None, dict[str, Any], bool] | None,
+    ) -> None:
+        """An operation on a resource path: its method and path say the effect (see the module's doc)."""
         _, body, why = self.body(op)
         if why:
             return self.skip(method, path, op, why)
@@ -698,6 +835,161 @@ class _Importer:
             return self.create_tool(method, path, op, params, entity, body)
         # PUT / PATCH, and POST to an item: an update of the row the key names (or the body's key).
         return self.keyed_tool("update", method, path, op, params, entity, body)
+
+    # ---- RPC-style operations -------------------------------------------------------------------
+
+    def learn_rpc(self, method: str, path: str, op: dict[str, Any], name: str) -> None:
+        """First pass, one RPC operation (`CreateNamedQuery`): the record type its noun names, from the
+        schema of that name, else the record its response carries, else (a create) the record its input is;
+        and the input fields a read or write names one row by (key candidates)."""
+        verb, noun = split_operation(name)
+        kind = RPC_VERBS.get(verb) or ("action" if verb in ACTION_VERBS else None)
+        if not noun or kind in (None, "tag"):
+            return
+        key = snake(singular(noun))
+        schemas = (self.doc.data.get("components") or {}).get("schemas") or {}
+        found: list[tuple[int, str, dict[str, Any]]] = []
+        for candidate in dict.fromkeys((noun, singular(noun))):
+            if isinstance(schemas.get(candidate), dict):  # the record itself, even one holding a list (`Tags`)
+                _, own = self.doc.schema({"$ref": f"#/components/schemas/{candidate}"})
+                if _type(own) == "object" and any(_scalar(self.doc.schema(n)[1]) for n in own["properties"].values()):
+                    found.append((0, candidate, own))
+        response = self.response(op)
+        if kind in ("create", "get", "search", "update") and response is not None:
+            record = self.record_of(response, noun)
+            if record and record[0] and not _envelope_name(record[0], name):
+                found.append((1 if kind in ("create", "get") else 2, record[0], record[1]))
+        _, body, why = self.body(op)
+        if kind == "create" and body is not None and not why:
+            record = self.record_of(body, noun)
+            if record and not record[2]:
+                found.append((3, noun, record[1]))
+        self.noun_candidates.setdefault(key, []).extend(found)
+        if kind in ("get", "delete", "update", "action") and body is not None and not why:
+            self.noun_keys.setdefault(key, []).extend(safe_name(f["name"]) for f in _key_fields(self.rpc_fields(body)))
+
+    def resolve_nouns(self) -> None:
+        """Each RPC noun's table: its own schema first, then a create's or get's response, then a list's,
+        then a create's input; with the key candidates its operations name rows by."""
+        for key, found in self.noun_candidates.items():
+            if not found:
+                continue
+            _, schema_name, schema = min(found, key=lambda f: f[0])
+            table = self.entity_for(schema_name, schema).table
+            self.nouns[key] = table
+            keys = self.rpc_keys.setdefault(table, [])
+            keys += [k for k in self.noun_keys.get(key, []) if k not in keys]
+
+    def rpc_fields(self, body: dict[str, Any] | None) -> list[dict[str, Any]]:
+        """An RPC input's top-level scalar fields, as parameters (the filters of a read, the key of a write)."""
+        schema = self.doc.schema(body)[1] if body is not None else {}
+        required = set(schema.get("required") or [])
+        fields = []
+        for prop, node in (schema.get("properties") or {}).items():
+            sub = self.doc.schema(node)[1]
+            if _scalar(sub):
+                described = node.get("description") if isinstance(node, dict) else None
+                fields.append(
+                    {
+                        "name": prop,
+                        "in": "query",
+                        "schema": sub,
+                        "description": described or sub.get("description"),
+                        "required": prop in required,
+                    }
+                )
+        return fields
+
+    def map_rpc(self, method: str, path: str, op: dict[str, Any], name: str) -> None:
+        """An RPC operation by its name and shapes: `CreateX` creates an X, `DescribeX`/`GetX` reads one by
+        its key (or lists, when it answers many), `ListXs` searches, `UpdateX`/`ModifyX` updates,
+        `DeleteX` deletes, and a state change (`StopX`, `CancelX`) updates X's status."""
+        op = {**op, "operationId": op.get("operationId") or name}
+        verb, noun = split_operation(name)
+        kind = RPC_VERBS.get(verb) or ("action" if verb in ACTION_VERBS else None)
+        if op.get("deprecated"):
+            return self.skip(method, path, op, "deprecated")
+        if self._auth_like(path, op):
+            return self.skip(method, path, op, "an authentication flow: our servers act for the episode's principal")
+        if kind is None:
+            return self.skip(
+                method,
+                path,
+                op,
+                f"the RPC operation `{name}`: its verb `{verb}` is no record effect (create, get, list, update, "
+                "delete or a state change)",
+            )
+        if kind == "tag":
+            return self.skip(method, path, op, f"`{name}` tags a resource: tags are not modelled as records")
+        table = next((self.nouns[n] for n in _noun_keys(noun) if n in self.nouns), None)
+        if table is None:
+            return self.skip(method, path, op, f"`{name}` names `{noun or name}`, which is no record type here")
+        _, body, why = self.body(op)
+        if why:
+            return self.skip(method, path, op, why)
+        entity = self.entities[table]
+        fields = self.rpc_fields(body)
+        if kind == "create":
+            before = len(self.tools)
+            self.create_tool(method, path, op, [], entity, body)
+            given = next((f for f in fields if safe_name(f["name"]) == entity.primary_key), None)
+            if len(self.tools) > before and given is not None:  # a key the caller names (`ClusterIdentifier`)
+                column = entity.columns[entity.primary_key]
+                param = self._param_from_column(column, first_paragraph(given["description"]), given["required"])
+                self.tools[-1]["params"] = {entity.primary_key: param, **self.tools[-1]["params"]}
+            return None
+        response = self.response(op)
+        record = self.record_of(response, noun) if response is not None else None
+        if kind == "search" or (kind == "get" and record is not None and record[2]):
+            return self.search_tool(method, path, op, fields, entity)
+        keyed = any(safe_name(f["name"]) == entity.primary_key for f in fields)
+        if kind == "action" and not keyed and verb in STARTS and body is not None:  # `StartQueryExecution`: a new run
+            return self.create_tool(method, path, op, [], entity, body)
+        if not keyed:
+            return self.skip(
+                method, path, op, f"`{name}` names no `{entity.primary_key}` of the {table} row it acts on"
+            )
+        if kind == "action":
+            return self.action_tool(verb, method, path, op, entity, entity.primary_key, "")
+        return self.keyed_tool(kind, method, path, op, [], entity, body)
+
+    def action_tool(
+        self, verb: str, method: str, path: str, op: dict[str, Any], entity: _Entity, key_name: str, key_desc: str
+    ) -> None:
+        """An action on one record (`POST /orders/{id}:cancel`, `/favorite`, `StopCluster`): an update that
+        sets the state its verb implies: the status enum's past participle (`cancelled`), else a flag
+        column (`favorited`, `is_archived`: true, or false for `unfavorite` and DELETE); else a skip."""
+        change = state_change(verb, entity, negated=method == "delete")
+        if change is None:
+            return self.skip(
+                method,
+                path,
+                op,
+                f"an action on one {entity.table} row (`{verb}`): no status value or flag column says what it changes",
+            )
+        column, value = change
+        _, body, why = self.body(op)
+        changes = {} if why else self.body_params(entity, body, for_update=True)  # what it also records (a reason)
+        key_column = self.key_column(entity, key_name)
+        key = safe_name(key_name)
+        if not key_desc or "XXX" in key_desc:
+            key_desc = f"The {singular(entity.table).replace('_', ' ')}'s {key_column.replace('_', ' ')}"
+        key_param = self._param_from_column(entity.columns[key_column], key_desc, required=True)
+        key_param.pop("enum", None)
+        if key != key_column:
+            key_param["column"] = key_column
+        tool = {
+            "name": self.tool_name(op, method, path),
+            "description": self.description(op, method, path),
+            "effect": "update",
+            "entity": entity.table,
+            "key": key,
+            "params": {key: key_param, **{p: v for p, v in changes.items() if p not in (key, key_column, column)}},
+            "set": {column: value},
+        }
+        self._add(tool, method, path, op, entity)
+        self.report.notes.append(f"{tool['name']}: an action; sets `{entity.table}.{column}` to {value!r}")
+        return None
 
     # ---- tool builders -------------------------------------------------------------------------
 
@@ -1038,7 +1330,14 @@ class _Importer:
         for table, entity in self.entities.items():
             one = singular(table)
             last = one.rsplit("_", 1)[-1]
-            candidates = ["id", f"{one}_id", f"{snake(entity.schema_name)}_id", *path_keys.get(table, []), f"{last}_id"]
+            candidates = [
+                "id",
+                f"{one}_id",
+                f"{snake(entity.schema_name)}_id",
+                *path_keys.get(table, []),
+                *(k for k in self.rpc_keys.get(table, []) if k in entity.columns and not entity.columns[k].enum),
+                f"{last}_id",
+            ]
             key = next(
                 (
                     c
@@ -1080,8 +1379,8 @@ class _Importer:
         by_singular = {singular(t): t for t in self.entities}
         for table, entity in self.entities.items():
             for name, column in entity.columns.items():
-                if column.ref or name == entity.primary_key or column.json_text:
-                    continue
+                if column.ref or name == entity.primary_key or column.json_text or column.enum:
+                    continue  # an enum's values are its own, not another table's keys
                 target = None
                 if name in keys and keys[name] != table:
                     target = keys[name]
@@ -1179,19 +1478,29 @@ class _Importer:
                 {"args": {key: row[key_column]}, "expect": {"state": {where: None}, "rows": {table: {"removed": 1}}}}
             ]
         changes = [p for p in params if p != key]
+        if not changes and tool.get("set"):  # an action: its fixed state lands on a row not already in it
+            column, value = next(iter(tool["set"].items()))
+            other = next((r for r in reversed(rows) if r.get(column) != value), None)
+            if other is None or other.get(key_column) is None:
+                return []
+            where = f"{table}[{other[entity.primary_key]}]"
+            expect = {"state": {f"{where}.{column}": value}, "rows": {table: {"updated": 1}}}
+            return [{"args": {key: other[key_column]}, "expect": expect}]
         if not changes:
             return []
-        target = changes[0]
-        value = self._fresh(tool, target, seed, avoid=row.get(params[target].get("column", target)))
-        column = params[target].get("column", target)
-        stored = ", ".join(map(str, value)) if isinstance(value, list) else value  # a list column keeps joined text
-        examples = [
-            {
-                "args": {key: row[key_column], target: value},
-                "expect": {"state": {f"{where}.{column}": stored}, "rows": {table: {"updated": 1}}},
-            }
-        ]
-        if all(not params[p].get("required") for p in changes):
+        # The first change whose new value differs from the row's; where none can (an enum of one value), the
+        # call still runs under an expectation of the state, without counting the row as changed.
+        candidates = []
+        for target in changes:
+            column = params[target].get("column", target)
+            value = self._fresh(tool, target, seed, avoid=row.get(column))
+            stored = ", ".join(map(str, value)) if isinstance(value, list) else value  # a list column keeps joined text
+            candidates.append((stored == row.get(column), target, column, value, stored))
+        same, target, column, value, stored = min(candidates, key=lambda c: c[0])
+        state = {f"{where}.{column}": stored, **{f"{where}.{c}": v for c, v in (tool.get("set") or {}).items()}}
+        expect = {"state": state} if same else {"state": state, "rows": {table: {"updated": 1}}}
+        examples = [{"args": {key: row[key_column], target: value}, "expect": expect}]
+        if all(not params[p].get("required") for p in changes) and not tool.get("set"):
             examples.append({"args": {key: row[key_column]}, "expect": {"error": "Nothing to change"}})
         return examples
 
@@ -1310,6 +1619,116 @@ class _Importer:
             elif all(any(p.get("required") for p in (s.get("params") or {}).values()) for s in found):
                 reasons[table] = f"the API lists {table} only for one parent at a time"
         return reasons
+
+
+def rpc_name(path: str, op: dict[str, Any], params: list[dict[str, Any]]) -> str | None:
+    """The operation an RPC-style request names, or None for a resource path: the path's fragment or query
+    (`/#X-Amz-Target=Svc.CreateThing`, `/#CreateThing`, `/?Action=CreateThing`), else the operationId of an
+    operation on `/` that takes an `Action` or `X-Amz-Target` selector."""
+    base, _, fragment = path.partition("#")
+    base_path, _, query = base.partition("?")
+    if "{" in base_path:
+        return None
+    named = re.search(r"(?:^|[&#?])(?:Action|X-Amz-Target)=([A-Za-z0-9_.]+)", f"?{query}#{fragment}")
+    if named:
+        name = named.group(1).rsplit(".", 1)[-1]
+    elif fragment[:1].isupper():  # `/#CreateThing`; a lower-case fragment (`/servers#name`) is a path variant
+        name = fragment
+    elif base_path.strip("/") == "" and any(
+        snake(str(p.get("name", ""))) in RPC_SELECTORS and p.get("in") in ("header", "query") for p in params
+    ):  # `POST /` with an `Action` selector; a resource path taking one too (AWS REST APIs) is no RPC
+        name = str(op.get("operationId") or "")
+    else:
+        return None
+    return name if re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name) else None
+
+
+def split_operation(name: str) -> tuple[str, str]:
+    """`CreateNamedQuery` -> ("create", "NamedQuery"); `createDBCluster` -> ("create", "DBCluster"); an
+    `Admin` prefix (`AdminDeleteUser`) says who may call it, not what it does, and is dropped."""
+    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+", name)
+    if len(words) > 1 and words[0].lower() == "admin":
+        words = words[1:]
+    if not words:
+        return "", ""
+    return words[0].lower(), "".join(w[:1].upper() + w[1:] for w in words[1:])
+
+
+def _record_action(path: str, method: str) -> tuple[str, str] | None:
+    """(the record's path, the action verb) of `POST /things/{id}:cancel` or `POST /things/{id}/favorite`
+    (DELETE of the latter undoes it); None for any other path."""
+    found = re.fullmatch(r"(.*/\{[^}/]+\})(?::|/)([A-Za-z][A-Za-z_-]*)/?", path)
+    if found is None or method not in ("post", "put", "patch", "delete"):
+        return None
+    verb = snake(found.group(2))
+    return (found.group(1), verb) if verb in ACTION_VERBS else None
+
+
+def _key_fields(fields: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The input fields a keyed RPC operation names its row by (a string or integer, no choice of values): the
+    required ones; else its only one (`DeleteReportDefinition {ReportName}`); else the first named like a key."""
+    fields = [f for f in fields if not f["schema"].get("enum") and _type(f["schema"]) in ("string", "integer")]
+    required = [f for f in fields if f["required"]]
+    if required or len(fields) <= 1:
+        return required or fields
+    return [f for f in fields if snake(f["name"]).endswith(("_id", "_name", "_identifier", "_arn"))][:1]
+
+
+def _noun_keys(noun: str) -> list[str]:
+    """The tables an RPC noun may name, most specific first: `BuildsForProject` -> builds_for_project, builds;
+    `RepositoryDescription` (a field of the repository) -> repository_description, repository."""
+    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+", noun)
+    cut = next(
+        (i for i, w in enumerate(words) if i and w in ("For", "From", "To", "In", "By", "With", "Of", "On")), None
+    )
+    if cut is not None:
+        words = words[:cut]
+    keys = [snake(singular(noun))]
+    keys += [snake(singular("".join(words[:n]))) for n in range(len(words), 0, -1)]
+    return list(dict.fromkeys(keys))
+
+
+def _envelope_name(schema_name: str, operation: str) -> bool:
+    """`CreateClusterResult`, `GetThingOutput`: the shape of one operation's answer, not a record type."""
+    return schema_name.startswith(operation) or schema_name.endswith(
+        ("Output", "Result", "Response", "Message", "Request", "Input")
+    )
+
+
+def _participles(verb: str) -> list[str]:
+    """The states a verb leaves a record in, most likely first: `cancel` -> cancelled, canceled, ...;
+    `favorite` -> favorited; `reboot` -> rebooted, then rebooting (a state it is in meanwhile)."""
+    stem = verb.removesuffix("e")
+    forms = [verb + verb[-1] + "ed", verb + "ed", verb + "d", stem + "ed"]
+    if verb.endswith("y") and verb[-2:-1] not in ("a", "e", "i", "o", "u"):
+        forms.insert(0, verb[:-1] + "ied")
+    forms += [verb + verb[-1] + "ing", stem + "ing", verb]
+    return list(dict.fromkeys(forms))
+
+
+def state_change(verb: str, entity: _Entity, negated: bool = False) -> tuple[str, Any] | None:
+    """(column, value) an action verb sets on its record: a status enum value naming the state the verb
+    leaves it in, else a boolean flag named by it (`favorited`, `is_archived`) set true, or false for its
+    `un-` verb or a DELETE; None when the record says neither."""
+    if verb.startswith("un") and verb[2:] in ACTION_VERBS:
+        verb, negated = verb[2:], not negated
+    forms = _participles(verb)
+    if not negated:
+        statuses = [
+            c
+            for name, c in entity.columns.items()
+            if c.enum and (name in ("status", "state") or name.endswith(("_status", "_state")))
+        ]
+        for form in forms:
+            for column in statuses:
+                value = next((v for v in column.enum or [] if re.sub(r"[^a-z]", "", v.lower()) == form), None)
+                if value is not None:
+                    return column.name, value
+    for form in forms:
+        for name, column in entity.columns.items():
+            if column.type == "boolean" and name.removeprefix("is_") == form:
+                return name, not negated
+    return None
 
 
 def _filled_columns(tool: dict[str, Any]) -> set[str]:

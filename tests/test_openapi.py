@@ -18,7 +18,17 @@ import yaml
 from envfarm.cli import main
 from envfarm.render import render
 from factory.build import BuildResult, build_all
-from factory.openapi import OpenAPIError, import_openapi, write_spec_folder
+from factory.openapi import (
+    OpenAPIError,
+    _Column,
+    _Entity,
+    _noun_keys,
+    import_openapi,
+    rpc_name,
+    split_operation,
+    state_change,
+    write_spec_folder,
+)
 from factory.verify import VerifyOptions
 from servers.runtime.registry import load_registry
 
@@ -317,9 +327,16 @@ def test_openapi_3_1_and_swagger_2_constructs_are_read() -> None:
     assert columns["milestone_title"]["type"] == "string"  # anyOf [null, $ref] flattened one level
     tools = {t["name"]: t for t in issues.spec["tools"]}
     assert tools["issues_list_for_repo"]["params"]["state"]["enum"][:2] == ["open", "closed"]
-    assert {(s.method, s.path) for s in issues.report.skipped} >= {
-        ("put", "/repos/{repo_id}/issues/{issue_number}/lock")
-    }
+    lock = tools["issues_lock"]  # an action on one issue: sets the flag its verb names, takes its reason
+    assert (
+        lock["effect"] == "update"
+        and lock["set"] == {"locked": True}
+        and set(lock["params"])
+        == {
+            "issue_number",
+            "lock_reason",
+        }
+    )
     billing = import_openapi(DATA / "billing_swagger2.json")
     assert billing.report.format == "Swagger 2.0"
     tools = {t["name"]: t for t in billing.spec["tools"]}
@@ -456,3 +473,119 @@ def test_a_computed_read_becomes_a_read_over_a_seeded_lookup_table(tmp_path: Pat
     }
     assert tool["description"] == "Detect the language of a text. See the docs."
     assert len(result.spec["seed"]["detect_language_answers"]) > 0
+
+
+def test_rpc_operations_named_in_a_header_map_by_their_name_and_shapes() -> None:
+    """AWS JSON as Swagger 2.0 restates it (`POST /#X-Amz-Target=TicketService.CreateTicket`): the verb says
+    the effect, the noun the table (the `Ticket` schema, not `CreateTicketResponse`), the input's key field
+    the row; a state change sets the status; what is no record effect is skipped with its reason."""
+    result = import_openapi(DATA / "aws_json_tickets.json")
+    effects = {t.operation_id: (t.effect, t.entity) for t in result.report.tools}
+    assert effects == {
+        "CreateTicket": ("create", "tickets"),
+        "DescribeTicket": ("get", "tickets"),
+        "ListTickets": ("search", "tickets"),
+        "UpdateTicket": ("update", "tickets"),
+        "ResolveTicket": ("update", "tickets"),
+        "DeleteTicket": ("delete", "tickets"),
+    }
+    assert set(result.spec["entities"]) == {"tickets"}  # no table per request or response envelope
+    assert result.spec["entities"]["tickets"]["primary_key"] == "ticket_id"
+    tools = {t["name"]: t for t in result.spec["tools"]}
+    assert tools["describe_ticket"]["key"] == "ticket_id"
+    assert set(tools["list_tickets"]["params"]) == {"status"}  # MaxResults and NextToken are paging
+    assert set(tools["update_ticket"]["params"]) == {"ticket_id", "subject", "severity"}
+    assert tools["resolve_ticket"]["set"] == {"status": "RESOLVED"}
+    assert tools["create_ticket"]["params"]["subject"]["description"] == "What the ticket is about."
+    skipped = {s.operation_id: s.reason for s in result.report.skipped}
+    assert "tags a resource" in skipped["TagResource"]
+    assert "verb `escalate` is no record effect" in skipped["EscalateTicket"]
+
+
+def test_rpc_operations_named_by_an_action_query_parameter() -> None:
+    """The AWS query protocol (`POST /?Action=CreateQueue`, form bodies): a queue keyed by the name its
+    create takes; `Set...Attributes` updates, `PauseQueue` sets the status the verb names."""
+    result = import_openapi(DATA / "query_action_queues.yaml")
+    effects = {t.operation_id: t.effect for t in result.report.tools}
+    assert effects == {
+        "CreateQueue": "create",
+        "GetQueue": "get",
+        "ListQueues": "search",
+        "SetQueueAttributes": "update",
+        "PauseQueue": "update",
+        "DeleteQueue": "delete",
+    }
+    spec = result.spec
+    assert spec["entities"]["queues"]["primary_key"] == "queue_name"
+    tools = {t["name"]: t for t in spec["tools"]}
+    assert tools["create_queue"]["params"]["queue_name"]["required"] is True  # the caller names the key
+    assert tools["pause_queue"]["set"] == {"queue_status": "PAUSED"}
+    assert tools["pause_queue"]["examples"][0]["expect"]["rows"] == {"queues": {"updated": 1}}
+    assert "verb `send` is no record effect" in result.report.skipped[0].reason
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "name"),
+    [
+        ("/#X-Amz-Target=Svc_20240101.CreateThing", [], "CreateThing"),
+        ("/#CreateThing", [], "CreateThing"),  # APIs.guru's restatement of the AWS protocols
+        ("/?Action=CreateThing&Version=2012-11-05", [], "CreateThing"),
+        ("/", [{"name": "Action", "in": "header"}], "opId"),  # `/` holds the first operation
+        ("/", [{"name": "X-Amz-Target", "in": "header"}], "opId"),
+        ("/things", [], None),
+        ("/assetservers#name", [], None),  # a lower-case fragment is a variant of a resource path
+        ("/{Bucket}?tagging#PutBucketTagging", [], None),  # REST with a fragment (S3): a resource path
+        ("/things/{id}", [{"name": "Action", "in": "header"}], None),
+        ("/projects", [{"name": "Action", "in": "header"}], None),  # an AWS REST API: resource paths
+    ],
+)
+def test_the_operation_an_rpc_request_names(path: str, params: list[dict[str, str]], name: str | None) -> None:
+    assert rpc_name(path, {"operationId": "opId"}, params) == name
+
+
+def test_rpc_names_split_into_a_verb_and_the_tables_its_noun_may_name() -> None:
+    assert split_operation("CreateNamedQuery") == ("create", "NamedQuery")
+    assert split_operation("AdminDeleteUser") == ("delete", "User")
+    assert split_operation("describeDBClusters") == ("describe", "DBClusters")
+    assert _noun_keys("BuildsForProject") == ["builds_for_project", "build"]
+    assert _noun_keys("RepositoryDescription") == ["repository_description", "repository"]
+
+
+def test_actions_on_a_record_set_the_state_their_verb_names(tmp_path: Path) -> None:
+    """`POST /orders/{id}:cancel` sets the status enum's past participle (and takes the body's reason);
+    `POST /favorite` sets the flag it names, `DELETE /favorite` clears it; `/reset` changes nothing the
+    schema says, so it is skipped with that reason."""
+    result = import_openapi(DATA / "record_actions.yaml")
+    tools = {t["name"]: t for t in result.spec["tools"]}
+    cancel = tools["cancel_order"]
+    assert cancel["effect"] == "update" and cancel["set"] == {"status": "cancelled"}
+    assert set(cancel["params"]) == {"order_id", "cancel_reason"} and cancel["params"]["order_id"]["column"] == "id"
+    assert cancel["examples"][0]["expect"]["state"]["orders[orde_0006].status"] == "cancelled"
+    assert tools["favorite_order"]["set"] == {"favorited": True}
+    assert tools["unfavorite_order"]["set"] == {"favorited": False}
+    (reset,) = result.report.skipped
+    assert reset.path == "/orders/{orderId}/reset" and "no status value or flag column" in reset.reason
+
+
+@pytest.mark.parametrize(
+    ("verb", "columns", "change"),
+    [
+        ("cancel", {"status": ["open", "canceled"]}, ("status", "canceled")),
+        ("cancel", {"status": ["OPEN", "CANCELLED"]}, ("status", "CANCELLED")),
+        ("stop", {"state": ["running", "stopped"]}, ("state", "stopped")),
+        ("reboot", {"cluster_status": ["available", "rebooting"]}, ("cluster_status", "rebooting")),
+        ("archive", {"is_archived": None}, ("is_archived", True)),
+        ("unarchive", {"is_archived": None}, ("is_archived", False)),
+        ("close", {"status": ["open", "pending"]}, None),
+        ("reset", {"status": ["open", "closed"]}, None),
+    ],
+)
+def test_the_state_an_action_verb_leaves_a_record_in(
+    verb: str, columns: dict[str, list[str] | None], change: tuple[str, object] | None
+) -> None:
+    entity = _Entity(table="things", schema_name="Thing", description="a thing")
+    for name, enum in columns.items():
+        entity.columns[name] = _Column(
+            name=name, type="boolean" if enum is None else "string", description="", enum=enum
+        )
+    assert state_change(verb, entity) == change
