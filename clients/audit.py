@@ -16,7 +16,8 @@ Every check reads only the task and the live servers' listed tools, seed rows, c
   gold write touched changed.
 - **clock**: all servers of a task share one "now".
 - **garble**: no snake_case or raw field name, no phrase made of column names, no ISO timestamp, no
-  parameter-style sentence, no step word in what the user says or holds back.
+  parameter-style sentence, no form line ("Quantity: 5.00."), no second "I mean the ..." pointer or a bare
+  number as one, no step word in what the user says or holds back.
 
 `Auditor.check` returns the findings of one task; synthesis keeps only tasks with none.
 """
@@ -51,6 +52,11 @@ PARAMETER_SENTENCE = re.compile(r"\b[Tt]he [\w ]{1,40} should be\b")
 SCRUBBED_VERB = re.compile(
     r"\b(?:you|to|please|Please|I want to|Need to|need to) it\b|\bit (?:a|my|the) it\b|\b(\w{4,}) (?:a|my|the|a new) \1\b"
 )
+# "I mean the report on ...": the pointer a writer adds to pick one row; one per message reads naturally.
+POINTER = re.compile(r"\bI mean the\b")
+# A form line in a message: "Body: Thanks.", "Quantity: 5.00." (a label, a colon, the value), outside quotes.
+FORM_LINE = re.compile(r"(?:^|[.!?]\s+)(?!One more thing:|Quick question:)([A-Z][a-z]+(?: [a-z]+){0,4}): (?=\S)")
+QUOTED = re.compile(r"“[^”]*”|\"[^\"]*\"")
 STEPS = re.compile(r"\b(?:afterwards|after that|first|then|next|finally|step)\b", re.IGNORECASE)
 EMAIL = re.compile(r"\S+@\S+")
 CLOCK = re.compile(r"Now: (?:\w+ )?(\d{1,2} \w+ \d{4}), (\d{2}:\d{2})")
@@ -572,6 +578,12 @@ class Auditor:
                 problems.append(f"broken phrase '{m[0]}'")
             if m := re.search(r"\bthe (?:with|to|for|from|of|in|on|at|by) (?:me|my|it)\b", text):
                 problems.append(f"broken phrase '{m[0]}'")
+            if where != "hidden fact" and (m := FORM_LINE.search(QUOTED.sub("“…”", text))):
+                problems.append(f"form line '{m[0].strip()}'")
+            if where != "hidden fact" and len(POINTER.findall(text)) > 1:
+                problems.append("two 'I mean the ...' pointers in one message")
+            if where != "hidden fact" and (m := re.search(r"\bI mean the [\w ]+ for [\d.,]+\b", text)):
+                problems.append(f"a bare number as a pointer '{m[0]}'")
             if where != "hidden fact" and (m := STEPS.search(text)):
                 problems.append(f"step word '{m[0]}'")
             lowered = text.lower()

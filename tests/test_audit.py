@@ -239,11 +239,28 @@ def test_clock_fails_when_servers_disagree_on_now() -> None:
         "Afterwards, tell me more.",
         "I mean the with me on Friday.",
         "What's the reason and the status?",
+        "Quantity: 5.00.",
+        "Body: Thanks for the call.",
+        "I mean the invoice on Friday 6 March. I mean the item “Consulting”.",
+        "I mean the package for 0.00.",
     ],
 )
 def test_garble_fails_on_column_names_leaks_and_step_words(sentence: str) -> None:
     task = with_message(good(), good().opening_message + " " + sentence)
     assert checks(task) == {"garble"}, sentence
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "One more thing: the reason is “Feeling better”.",
+        "The body is “Note: bring the forms.”",
+        "I mean the appointment on Friday 6 March.",
+    ],
+)
+def test_garble_passes_details_said_as_clauses_and_one_pointer(sentence: str) -> None:
+    task = with_message(good(), good().opening_message + " " + sentence)
+    assert "garble" not in checks(task), sentence
 
 
 def test_values_are_recognised_as_people_say_them() -> None:
