@@ -69,6 +69,7 @@ FORBIDS_THIRD_PARTY = re.compile(
 HEAD_NOUNS = frozenset(
     [
         "name",
+        "birth",  # 'date of birth' is what a person says
         "code",
         "number",
         "date",
@@ -123,6 +124,9 @@ class ServerFacts(BaseModel):
     third_party_rule: str | None = Field(
         default=None, description="the policy sentence forbidding acting for another person"
     )
+    identify_rule: str | None = Field(
+        default=None, description="the policy sentence naming what identifies a customer ('Identify the ...')"
+    )
 
 
 def staff_internal(tool: str) -> bool:
@@ -136,7 +140,70 @@ def server_facts(instructions: str | None) -> ServerFacts:
     clock = CLOCK.search(text)
     kind = "staff" if "serving customers" in text else ("user" if re.search(r"\bYou act for\b", text) else None)
     rule = next((line.strip("- ").strip() for line in text.splitlines() if FORBIDS_THIRD_PARTY.search(line)), None)
-    return ServerFacts(clock=" ".join(clock.groups()) if clock else None, kind=kind, third_party_rule=rule)
+    identify = next(
+        (line.strip("- ").strip() for line in text.splitlines() if re.match(r"\s*-?\s*Identify the\b", line)), None
+    )
+    return ServerFacts(
+        clock=" ".join(clock.groups()) if clock else None, kind=kind, third_party_rule=rule, identify_rule=identify
+    )
+
+
+IDENTITY_FILLER = frozenset({"their", "the", "a", "an", "its", "his", "her", "of", "on", "file", "record", "digits"})
+
+
+def identity_parts(rule: str) -> tuple[list[str], list[list[str]]]:
+    """What an identification rule names, as (the subject's words, alternatives of parts): 'Identify the member
+    by card number, or full name and email, before ...' -> (['member'], [['card number'], ['full name', 'email']])."""
+    match = re.search(r"\ba ([\w' ]+?) (?:gives|is identified by) (.+?)(?:,? before\b|;|\(|\.$|$)", rule) or re.search(
+        r"Identify the ([\w' ]+?) by (.+?)(?:,? before\b|;|\(|\.$|$)", rule
+    )
+    if match is None:
+        return [], []
+    subject = match[1].lower().split()
+    alternatives = [a.strip(" ,") for a in re.split(r",\s*or\b", match[2])]
+    return subject, [
+        [p.strip(" ,") for p in re.split(r"\s*(?:,|\band\b)\s*", a) if p.strip(" ,")] for a in alternatives
+    ]
+
+
+def _identity_key(part: str, subject: list[str], facts: dict[str, Any]) -> str | None:
+    """The persona fact a part of an identification rule names ('date of birth' -> 'date_of_birth'); None when
+    the persona holds no such fact (an order or tracking number: a row the user refers to, checked elsewhere)."""
+    tokens = [t for t in re.findall(r"[a-z0-9]+", part.lower().replace("'s", "")) if t not in IDENTITY_FILLER]
+    if not tokens:
+        return None
+    heads = {"birth": ("birth", "dob"), "four": ("last4", "last_four"), "licence": ("licen",), "license": ("licen",)}
+    head = next((h for h in heads if h in tokens), tokens[-1])
+    stems = heads.get(head, (head,))
+    keys = [k for k, v in facts.items() if v not in (None, "") and any(st in k.lower() for st in stems)]
+    if head in {"number", "details"} and len(tokens) > 1:  # 'order number' is not 'card_number'
+        keys = [k for k in keys if tokens[-2] in k.lower()]
+    if "number" in tokens:  # 'licence number' is not 'license_class'
+        keys = [k for k in keys if "number" in k.lower()]
+    if not keys:
+        return None
+    wanted = set(tokens) | set(subject)
+    return max(keys, key=lambda k: (len(set(k.lower().split("_")) & wanted), -len(k)))
+
+
+def identity_facts(rule: str, name: str, facts: dict[str, Any], said: str = "") -> list[tuple[str, Any]]:
+    """The persona's values an identification rule asks for: of the alternatives the persona's facts fully
+    answer, the one leaving fewest values unsaid in `said` (else the first alternative's answerable parts):
+    [('full_name', 'Ana Ruiz'), ('email', ...)]."""
+    subject, alternatives = identity_parts(rule)
+    known = {"full_name": name, **facts} if not any("name" in k for k in facts) else facts
+    complete: list[list[tuple[str, Any]]] = []
+    partial: list[tuple[str, Any]] | None = None
+    for alternative in alternatives:
+        keys = [_identity_key(p, subject, known) for p in alternative]
+        found = [(k, known[k]) for k in keys if k is not None]
+        if all(k is not None for k in keys):
+            complete.append(found)
+        elif partial is None:
+            partial = found
+    if complete:
+        return min(complete, key=lambda found: sum(not mentions(said, v) for _, v in found))
+    return partial or []
 
 
 # ---------------------------------------------------------------- how values are said
@@ -288,6 +355,15 @@ def claim_field(claim: Claim) -> str:
     return "_".join(match[1].split()) if match else ""
 
 
+def looks_up_persona(task: Task, server: str) -> bool:
+    """Whether a gold call on `server` is keyed on who the persona is (their name, email or an identity fact)."""
+    own = {task.persona.name, task.persona.email or "", *map(str, task.persona.known_facts.values())}
+    own = {v for v in own if len(v) >= 3}
+    return any(
+        str(v) in own for c in task.gold_calls if c.server == server and not c.is_write for v in c.arguments.values()
+    )
+
+
 def user_text(task: Task) -> str:
     """Everything the agent can know from the user: the messages, the hidden facts and the persona's name."""
     parts = [task.opening_message, *(t.message for t in task.turns), task.persona.name]
@@ -431,6 +507,15 @@ class Auditor:
                 findings.append(Finding(check="claims", detail=f"claim echoes what the user says: {claim.text[:60]}"))
             elif not claim.values:
                 findings.append(Finding(check="claims", detail=f"claim with no value to look for: {claim.text[:60]}"))
+        # "It was bought on May 4 ... It was bought on March 25": one question, two answers; which row is meant?
+        labels: dict[str, set[tuple[str, ...]]] = {}
+        for claim in task.claims:
+            labels.setdefault(claim.text.split(":")[0], set()).add(tuple(claim.values))
+        findings += [
+            Finding(check="claims", detail=f"two claims '{label}' with different values")
+            for label, values in labels.items()
+            if len(values) > 1
+        ]
         return findings
 
     def verify(self, task: Task) -> list[Finding]:
@@ -484,6 +569,29 @@ class Auditor:
                 keys.update(row[column] for row in rows if column and row.get("email") and row.get(column) is not None)
         return keys
 
+    def _identification(self, task: Task) -> list[Finding]:
+        """On a staff server whose policy names what identifies a customer, a task that looks the persona up
+        must have the user give every one of those values (said or held back), not one of them."""
+        if any(c.kind == "must_refuse" for c in task.policy_checks):
+            return []
+        findings = []
+        said = user_text(task)
+        for server in task.servers:
+            facts = self.facts.get(server, ServerFacts())
+            if facts.kind != "staff" or not facts.identify_rule:
+                continue
+            if not looks_up_persona(task, server):
+                continue
+            rule, persona = facts.identify_rule, task.persona
+            for key, value in identity_facts(rule, persona.name, persona.known_facts, said):
+                if not mentions(said, value):
+                    findings.append(
+                        Finding(
+                            check="roles", detail=f"{server}: the policy identifies by {key}; the user never gives it"
+                        )
+                    )
+        return findings
+
     def roles(self, task: Task) -> list[Finding]:
         findings = []
         for check in task.policy_checks:
@@ -500,6 +608,7 @@ class Auditor:
                 findings.append(
                     Finding(check="roles", detail=f"{server}: the signed-in user is {task.principal}, not the persona")
                 )
+        findings += self._identification(task)
         people = self._people_keys(task.servers)
         for call in task.gold_calls:
             owned = self._owned_values(call.server, task)
