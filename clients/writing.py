@@ -300,7 +300,8 @@ class OfflineWriter:
             if spec.read_only:
                 asked = self._asked(rng, call, spec, told)
                 what = " and ".join(_the(label) for _, label, _ in asked) or "the details"
-                whose = "my" if mine else "the"
+                row = next((r for r in _rows(call.output) if all(r.get(k) == v for k, _, v in asked)), None)
+                whose = "my" if mine and not someone_elses(row, persona.email) else "the"
                 request = rng.choice(ASK_READ[style]).format(what=f"{what} for {whose} {_entity(spec)}")
                 claims += [_claim("states", label, name, value) for name, label, value in asked]
             else:
@@ -437,6 +438,13 @@ class OfflineWriter:
         ask = rng.choice(ON_BEHALF[style]).format(phrase=phrase, owner=grounded.persona.name, relation=relation)
         message = f"{greeting} {ask}"
         return Request(turns=[message], uncalibrated=message)
+
+
+def someone_elses(row: Row | None, email: str) -> bool:
+    """Whether a row names another person by email (a comment's author, a message's sender) and never the
+    persona: then it is not "my comment", whatever the chain found it through."""
+    emails = [v for k, v in (row or {}).items() if k.lower().endswith("email") and isinstance(v, str) and "@" in v]
+    return bool(emails) and email not in emails
 
 
 def _rows(output: Any) -> list[Row]:
