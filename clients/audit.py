@@ -355,15 +355,6 @@ def claim_field(claim: Claim) -> str:
     return "_".join(match[1].split()) if match else ""
 
 
-def looks_up_persona(task: Task, server: str) -> bool:
-    """Whether a gold call on `server` is keyed on who the persona is (their name, email or an identity fact)."""
-    own = {task.persona.name, task.persona.email or "", *map(str, task.persona.known_facts.values())}
-    own = {v for v in own if len(v) >= 3}
-    return any(
-        str(v) in own for c in task.gold_calls if c.server == server and not c.is_write for v in c.arguments.values()
-    )
-
-
 def user_text(task: Task) -> str:
     """Everything the agent can know from the user: the messages, the hidden facts and the persona's name."""
     parts = [task.opening_message, *(t.message for t in task.turns), task.persona.name]
@@ -570,8 +561,9 @@ class Auditor:
         return keys
 
     def _identification(self, task: Task) -> list[Finding]:
-        """On a staff server whose policy names what identifies a customer, a task that looks the persona up
-        must have the user give every one of those values (said or held back), not one of them."""
+        """On a staff server whose policy names what identifies a customer, a task with work there (even one
+        that finds the row by an invoice or tracking number) must have the user give every one of those
+        values (said or held back), not one of them."""
         if any(c.kind == "must_refuse" for c in task.policy_checks):
             return []
         findings = []
@@ -580,7 +572,7 @@ class Auditor:
             facts = self.facts.get(server, ServerFacts())
             if facts.kind != "staff" or not facts.identify_rule:
                 continue
-            if not looks_up_persona(task, server):
+            if not any(c.server == server for c in task.gold_calls):
                 continue
             rule, persona = facts.identify_rule, task.persona
             for key, value in identity_facts(rule, persona.name, persona.known_facts, said):

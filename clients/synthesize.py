@@ -26,7 +26,6 @@ from clients.audit import (
     Finding,
     ServerFacts,
     identity_facts,
-    looks_up_persona,
     mentions,
     server_facts,
     spoken,
@@ -383,7 +382,7 @@ class _Run:
         added: list[HiddenFact] = []
         for server in task.servers:
             facts = self.facts.get(server, ServerFacts())
-            if facts.kind != "staff" or not facts.identify_rule or not looks_up_persona(task, server):
+            if facts.kind != "staff" or not facts.identify_rule or not any(c.server == server for c in task.gold_calls):
                 continue
             persona = task.persona
             for key, value in identity_facts(facts.identify_rule, persona.name, persona.known_facts, user_text(task)):
