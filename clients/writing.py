@@ -334,7 +334,16 @@ class OfflineWriter:
                         asked = self._asked(rng, grounded.calls[index], follow_spec, told)
                         if asked:
                             what = " and ".join(_the(label) for _, label, _ in asked)
-                            said.append(f"I'd also like to know {what}.")
+                            row = next(
+                                (
+                                    r
+                                    for r in _rows(grounded.calls[index].output)
+                                    if all(r.get(k) == v for k, _, v in asked)
+                                ),
+                                None,
+                            )
+                            whose = "my" if mine and not someone_elses(row, persona.email) else "the"
+                            said.append(f"I'd also like to know {what} for {whose} {_entity(follow_spec)}.")
                             claims += [_claim("states", label, name, value) for name, label, value in asked]
                     else:
                         said.append(f"And please {_phrase(follow_spec, mine)} as well.")
