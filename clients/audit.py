@@ -326,19 +326,25 @@ class Resolution(BaseModel):
     value: Any = None
 
 
-def locate(value: Any, outputs: Sequence[tuple[int, Any]], text: str, key: str | None = None) -> Resolution:
-    """Find `value` in the outputs of earlier resolved calls at a row the user's words determine."""
+def locate(
+    value: Any, outputs: Sequence[tuple[int, Any]], text: str, key: str | None = None, row: bool = False
+) -> Resolution:
+    """Find `value` in the outputs of earlier resolved calls at a row the user's words determine. With `row`
+    (a claim: an answer about one thing), rows that merely share the value do not count as determined: "how
+    is my enrollment graded" with two enrollments asks about one of them, whichever the answer."""
     worst = Resolution()
     for index, output in outputs:
         rows = rows_of(output)
         for field in sorted({k for r in rows for k, v in r.items() if same(v, value) and (key is None or k == key)}):
             holding = [r for r in rows if field in r]
-            if all(same(r[field], value) for r in holding):
+            if all(same(r[field], value) for r in holding) and (not row or len(holding) == 1):
                 return Resolution(found=True, call=index, field=field)
             chosen = pick(holding, text)
             if len(chosen) == 1 and same(chosen[0][field], value):
                 return Resolution(found=True, call=index, field=field)
             distinct = len({repr(r[field]) for r in (chosen or holding)}) if len(chosen) != 1 else 0
+            if row and distinct == 1:
+                distinct = len(chosen or holding)  # one value, several rows: which one the answer is about
             if not worst.call or distinct < worst.ambiguous:
                 worst = Resolution(ambiguous=distinct, call=index, field=field, value=value)
     return worst
@@ -447,9 +453,9 @@ class Auditor:
         for claim in task.claims:
             field = claim_field(claim) or None
             for value in claim.values:
-                where = locate(_typed(value), resolved, text, field) if field else Resolution()
+                where = locate(_typed(value), resolved, text, field, row=True) if field else Resolution()
                 if not where.found and field:
-                    where = locate(_typed(value), resolved, text)
+                    where = locate(_typed(value), resolved, text, row=True)
                 if where.found:
                     continue
                 unresolved = [(i, c.output) for i, c in enumerate(task.gold_calls) if i not in dict(resolved)]

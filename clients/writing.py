@@ -334,16 +334,7 @@ class OfflineWriter:
                         asked = self._asked(rng, grounded.calls[index], follow_spec, told)
                         if asked:
                             what = " and ".join(_the(label) for _, label, _ in asked)
-                            row = next(
-                                (
-                                    r
-                                    for r in _rows(grounded.calls[index].output)
-                                    if all(r.get(k) == v for k, _, v in asked)
-                                ),
-                                None,
-                            )
-                            whose = "my" if mine and not someone_elses(row, persona.email) else "the"
-                            said.append(f"I'd also like to know {what} for {whose} {_entity(follow_spec)}.")
+                            said.append(f"I'd also like to know {what}{self._about(grounded, index, asked)}.")
                             claims += [_claim("states", label, name, value) for name, label, value in asked]
                     else:
                         said.append(f"And please {_phrase(follow_spec, mine)} as well.")
@@ -415,6 +406,18 @@ class OfflineWriter:
                 options.append((key, label, value))
         rng.shuffle(options)
         return sorted(options[:2])
+
+    def _about(self, grounded: Grounded, index: int, asked: list[tuple[str, str, Any]]) -> str:
+        """What a follow-up question is about, when one plain word names it: ' for my appointment' (the row
+        names the persona), ' for the claim' (it does not); '' when the tool names no plain thing
+        ('room availability' is not something a person asks the title of)."""
+        call = grounded.calls[index]
+        entity = _entity(self.catalog.spec(call.server, call.tool))
+        if " " in entity or entity in PREPOSITIONS or QUESTION_LABEL.match(asked[-1][1]):
+            return ""  # 'when it was posted for the channel' garbles
+        row = next((r for r in _rows(call.output) if all(r.get(k) == v for k, _, v in asked)), None)
+        mine = row is not None and grounded.persona.email in [v for v in row.values() if isinstance(v, str)]
+        return f" for {'my' if mine else 'the'} {entity}"
 
     def _write_claims(self, call: Any, spec: ToolSpec, told: list[Any]) -> list[Claim]:
         """What a write's answer tells the user that they did not say: a new status, a price, a date."""

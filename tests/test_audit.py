@@ -369,3 +369,20 @@ def test_roles_fail_when_the_user_gives_only_one_of_the_identifying_values() -> 
     assert checks(task, facts) == {"roles"}
     task.hidden_facts.append(HiddenFact(key="date_of_birth", value="1990-02-03", description="my date of birth"))
     assert checks(task, facts) == set()
+
+
+def test_referents_fail_for_a_claim_on_one_of_several_rows_even_when_they_agree() -> None:
+    # "Which room is my appointment in?" with two appointments in Room B: the answer is the same, but
+    # nothing says which appointment is asked about (an annotator reads it as ambiguous).
+    task = good()
+    for row in task.gold_calls[1].output["appointments"]:
+        row["room"] = "Room B"
+    task.gold_calls = task.gold_calls[:2]
+    task.turns[0].gold_calls = [0, 1]
+    task.expected_state = {"clinic": ExpectedState(hash="h0")}
+    message = "Hi, this is Maria Lopez. Which room is my appointment in?"
+    task = with_message(task, message)
+    task.claims = [Claim(text="states the room: Room B", values=["Room B"], field="room")]
+    assert "referents" in checks(task)
+    task = with_message(task, message + " The follow-up on Wednesday 4 March.")
+    assert "referents" not in checks(task)
