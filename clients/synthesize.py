@@ -287,8 +287,8 @@ class _Run:
         theirs = grounded.targets[goals[0]] is not None or any(
             how == "persona" for source in grounded.sources[: goals[0] + 1] for how in source.values()
         )
-        if rule is None or not theirs:
-            return None
+        if rule is None or not theirs or not PERSON_NAME.match(grounded.persona.name):
+            return None  # "calling for a relative, Billing": the owner must be a person the asker can name
         others = sorted(
             e
             for e, p in self.people[goal.server].items()
