@@ -16,7 +16,8 @@ Every check reads only the task and the live servers' listed tools, seed rows, c
   gold write touched changed.
 - **clock**: all servers of a task share one "now".
 - **garble**: no snake_case or raw field name, no phrase made of column names, no ISO timestamp, no
-  parameter-style sentence, no step word in what the user says or holds back.
+  parameter-style sentence, no form line ("Quantity: 5.00."), no second "I mean the ..." pointer or a bare
+  number as one, no step word in what the user says or holds back.
 
 `Auditor.check` returns the findings of one task; synthesis keeps only tasks with none.
 """
@@ -51,6 +52,11 @@ PARAMETER_SENTENCE = re.compile(r"\b[Tt]he [\w ]{1,40} should be\b")
 SCRUBBED_VERB = re.compile(
     r"\b(?:you|to|please|Please|I want to|Need to|need to) it\b|\bit (?:a|my|the) it\b|\b(\w{4,}) (?:a|my|the|a new) \1\b"
 )
+# "I mean the report on ...": the pointer a writer adds to pick one row; one per message reads naturally.
+POINTER = re.compile(r"\bI mean the\b")
+# A form line in a message: "Body: Thanks.", "Quantity: 5.00." (a label, a colon, the value), outside quotes.
+FORM_LINE = re.compile(r"(?:^|[.!?]\s+)(?!One more thing:|Quick question:)([A-Z][a-z]+(?: [a-z]+){0,4}): (?=\S)")
+QUOTED = re.compile(r"“[^”]*”|\"[^\"]*\"")
 STEPS = re.compile(r"\b(?:afterwards|after that|first|then|next|finally|step)\b", re.IGNORECASE)
 EMAIL = re.compile(r"\S+@\S+")
 CLOCK = re.compile(r"Now: (?:\w+ )?(\d{1,2} \w+ \d{4}), (\d{2}:\d{2})")
@@ -63,6 +69,7 @@ FORBIDS_THIRD_PARTY = re.compile(
 HEAD_NOUNS = frozenset(
     [
         "name",
+        "birth",  # 'date of birth' is what a person says
         "code",
         "number",
         "date",
@@ -117,6 +124,9 @@ class ServerFacts(BaseModel):
     third_party_rule: str | None = Field(
         default=None, description="the policy sentence forbidding acting for another person"
     )
+    identify_rule: str | None = Field(
+        default=None, description="the policy sentence naming what identifies a customer ('Identify the ...')"
+    )
 
 
 def staff_internal(tool: str) -> bool:
@@ -130,7 +140,70 @@ def server_facts(instructions: str | None) -> ServerFacts:
     clock = CLOCK.search(text)
     kind = "staff" if "serving customers" in text else ("user" if re.search(r"\bYou act for\b", text) else None)
     rule = next((line.strip("- ").strip() for line in text.splitlines() if FORBIDS_THIRD_PARTY.search(line)), None)
-    return ServerFacts(clock=" ".join(clock.groups()) if clock else None, kind=kind, third_party_rule=rule)
+    identify = next(
+        (line.strip("- ").strip() for line in text.splitlines() if re.match(r"\s*-?\s*Identify the\b", line)), None
+    )
+    return ServerFacts(
+        clock=" ".join(clock.groups()) if clock else None, kind=kind, third_party_rule=rule, identify_rule=identify
+    )
+
+
+IDENTITY_FILLER = frozenset({"their", "the", "a", "an", "its", "his", "her", "of", "on", "file", "record", "digits"})
+
+
+def identity_parts(rule: str) -> tuple[list[str], list[list[str]]]:
+    """What an identification rule names, as (the subject's words, alternatives of parts): 'Identify the member
+    by card number, or full name and email, before ...' -> (['member'], [['card number'], ['full name', 'email']])."""
+    match = re.search(r"\ba ([\w' ]+?) (?:gives|is identified by) (.+?)(?:,? before\b|;|\(|\.$|$)", rule) or re.search(
+        r"Identify the ([\w' ]+?) by (.+?)(?:,? before\b|;|\(|\.$|$)", rule
+    )
+    if match is None:
+        return [], []
+    subject = match[1].lower().split()
+    alternatives = [a.strip(" ,") for a in re.split(r",\s*or\b", match[2])]
+    return subject, [
+        [p.strip(" ,") for p in re.split(r"\s*(?:,|\band\b)\s*", a) if p.strip(" ,")] for a in alternatives
+    ]
+
+
+def _identity_key(part: str, subject: list[str], facts: dict[str, Any]) -> str | None:
+    """The persona fact a part of an identification rule names ('date of birth' -> 'date_of_birth'); None when
+    the persona holds no such fact (an order or tracking number: a row the user refers to, checked elsewhere)."""
+    tokens = [t for t in re.findall(r"[a-z0-9]+", part.lower().replace("'s", "")) if t not in IDENTITY_FILLER]
+    if not tokens:
+        return None
+    heads = {"birth": ("birth", "dob"), "four": ("last4", "last_four"), "licence": ("licen",), "license": ("licen",)}
+    head = next((h for h in heads if h in tokens), tokens[-1])
+    stems = heads.get(head, (head,))
+    keys = [k for k, v in facts.items() if v not in (None, "") and any(st in k.lower() for st in stems)]
+    if head in {"number", "details"} and len(tokens) > 1:  # 'order number' is not 'card_number'
+        keys = [k for k in keys if tokens[-2] in k.lower()]
+    if "number" in tokens:  # 'licence number' is not 'license_class'
+        keys = [k for k in keys if "number" in k.lower()]
+    if not keys:
+        return None
+    wanted = set(tokens) | set(subject)
+    return max(keys, key=lambda k: (len(set(k.lower().split("_")) & wanted), -len(k)))
+
+
+def identity_facts(rule: str, name: str, facts: dict[str, Any], said: str = "") -> list[tuple[str, Any]]:
+    """The persona's values an identification rule asks for: of the alternatives the persona's facts fully
+    answer, the one leaving fewest values unsaid in `said` (else the first alternative's answerable parts):
+    [('full_name', 'Ana Ruiz'), ('email', ...)]."""
+    subject, alternatives = identity_parts(rule)
+    known = {"full_name": name, **facts} if not any("name" in k for k in facts) else facts
+    complete: list[list[tuple[str, Any]]] = []
+    partial: list[tuple[str, Any]] | None = None
+    for alternative in alternatives:
+        keys = [_identity_key(p, subject, known) for p in alternative]
+        found = [(k, known[k]) for k in keys if k is not None]
+        if all(k is not None for k in keys):
+            complete.append(found)
+        elif partial is None:
+            partial = found
+    if complete:
+        return min(complete, key=lambda found: sum(not mentions(said, v) for _, v in found))
+    return partial or []
 
 
 # ---------------------------------------------------------------- how values are said
@@ -253,19 +326,25 @@ class Resolution(BaseModel):
     value: Any = None
 
 
-def locate(value: Any, outputs: Sequence[tuple[int, Any]], text: str, key: str | None = None) -> Resolution:
-    """Find `value` in the outputs of earlier resolved calls at a row the user's words determine."""
+def locate(
+    value: Any, outputs: Sequence[tuple[int, Any]], text: str, key: str | None = None, row: bool = False
+) -> Resolution:
+    """Find `value` in the outputs of earlier resolved calls at a row the user's words determine. With `row`
+    (a claim: an answer about one thing), rows that merely share the value do not count as determined: "how
+    is my enrollment graded" with two enrollments asks about one of them, whichever the answer."""
     worst = Resolution()
     for index, output in outputs:
         rows = rows_of(output)
         for field in sorted({k for r in rows for k, v in r.items() if same(v, value) and (key is None or k == key)}):
             holding = [r for r in rows if field in r]
-            if all(same(r[field], value) for r in holding):
+            if all(same(r[field], value) for r in holding) and (not row or len(holding) == 1):
                 return Resolution(found=True, call=index, field=field)
             chosen = pick(holding, text)
             if len(chosen) == 1 and same(chosen[0][field], value):
                 return Resolution(found=True, call=index, field=field)
             distinct = len({repr(r[field]) for r in (chosen or holding)}) if len(chosen) != 1 else 0
+            if row and distinct == 1:
+                distinct = len(chosen or holding)  # one value, several rows: which one the answer is about
             if not worst.call or distinct < worst.ambiguous:
                 worst = Resolution(ambiguous=distinct, call=index, field=field, value=value)
     return worst
@@ -374,9 +453,9 @@ class Auditor:
         for claim in task.claims:
             field = claim_field(claim) or None
             for value in claim.values:
-                where = locate(_typed(value), resolved, text, field) if field else Resolution()
+                where = locate(_typed(value), resolved, text, field, row=True) if field else Resolution()
                 if not where.found and field:
-                    where = locate(_typed(value), resolved, text)
+                    where = locate(_typed(value), resolved, text, row=True)
                 if where.found:
                     continue
                 unresolved = [(i, c.output) for i, c in enumerate(task.gold_calls) if i not in dict(resolved)]
@@ -425,6 +504,15 @@ class Auditor:
                 findings.append(Finding(check="claims", detail=f"claim echoes what the user says: {claim.text[:60]}"))
             elif not claim.values:
                 findings.append(Finding(check="claims", detail=f"claim with no value to look for: {claim.text[:60]}"))
+        # "It was bought on May 4 ... It was bought on March 25": one question, two answers; which row is meant?
+        labels: dict[str, set[tuple[str, ...]]] = {}
+        for claim in task.claims:
+            labels.setdefault(claim.text.split(":")[0], set()).add(tuple(claim.values))
+        findings += [
+            Finding(check="claims", detail=f"two claims '{label}' with different values")
+            for label, values in labels.items()
+            if len(values) > 1
+        ]
         return findings
 
     def verify(self, task: Task) -> list[Finding]:
@@ -478,6 +566,30 @@ class Auditor:
                 keys.update(row[column] for row in rows if column and row.get("email") and row.get(column) is not None)
         return keys
 
+    def _identification(self, task: Task) -> list[Finding]:
+        """On a staff server whose policy names what identifies a customer, a task with work there (even one
+        that finds the row by an invoice or tracking number) must have the user give every one of those
+        values (said or held back), not one of them."""
+        if any(c.kind == "must_refuse" for c in task.policy_checks):
+            return []
+        findings = []
+        said = user_text(task)
+        for server in task.servers:
+            facts = self.facts.get(server, ServerFacts())
+            if facts.kind != "staff" or not facts.identify_rule:
+                continue
+            if not any(c.server == server for c in task.gold_calls):
+                continue
+            rule, persona = facts.identify_rule, task.persona
+            for key, value in identity_facts(rule, persona.name, persona.known_facts, said):
+                if not mentions(said, value):
+                    findings.append(
+                        Finding(
+                            check="roles", detail=f"{server}: the policy identifies by {key}; the user never gives it"
+                        )
+                    )
+        return findings
+
     def roles(self, task: Task) -> list[Finding]:
         findings = []
         for check in task.policy_checks:
@@ -494,6 +606,7 @@ class Auditor:
                 findings.append(
                     Finding(check="roles", detail=f"{server}: the signed-in user is {task.principal}, not the persona")
                 )
+        findings += self._identification(task)
         people = self._people_keys(task.servers)
         for call in task.gold_calls:
             owned = self._owned_values(call.server, task)
@@ -572,6 +685,12 @@ class Auditor:
                 problems.append(f"broken phrase '{m[0]}'")
             if m := re.search(r"\bthe (?:with|to|for|from|of|in|on|at|by) (?:me|my|it)\b", text):
                 problems.append(f"broken phrase '{m[0]}'")
+            if where != "hidden fact" and (m := FORM_LINE.search(QUOTED.sub("“…”", text))):
+                problems.append(f"form line '{m[0].strip()}'")
+            if where != "hidden fact" and len(POINTER.findall(text)) > 1:
+                problems.append("two 'I mean the ...' pointers in one message")
+            if where != "hidden fact" and (m := re.search(r"\bI mean the [\w ]+ for [\d.,]+\b", text)):
+                problems.append(f"a bare number as a pointer '{m[0]}'")
             if where != "hidden fact" and (m := STEPS.search(text)):
                 problems.append(f"step word '{m[0]}'")
             lowered = text.lower()

@@ -7,8 +7,10 @@ so the same seed and servers give the same tasks byte for byte.
 
 from __future__ import annotations
 
+import calendar
 import json
 import random
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -18,13 +20,24 @@ from typing import Literal
 import networkx as nx
 from pydantic import BaseModel, Field
 
-from clients.audit import CHECKS, Auditor, Finding, ServerFacts, server_facts, staff_internal
+from clients.audit import (
+    CHECKS,
+    Auditor,
+    Finding,
+    ServerFacts,
+    identity_facts,
+    mentions,
+    server_facts,
+    spoken,
+    staff_internal,
+    user_text,
+)
 from clients.connect import Connections
-from clients.graph import build_graph, load_specs, summarize
+from clients.graph import build_graph, load_specs, summarize, words
 from clients.grounding import PERSON_NAME, Drop, Grounded, Grounder, PersonaRecord, ServerWorld, observe, people
 from clients.policy_checks import PolicyRule, checks_for, governing, load_rules
 from clients.sampling import Catalog, RandomWalkSampler, TopologySampler, Unresolvable
-from clients.tasks import Persona, PolicyCheck, Provenance, Task, ToolRef, Turn
+from clients.tasks import HiddenFact, Persona, PolicyCheck, Provenance, Task, ToolRef, Turn
 from clients.writing import (
     STYLES,
     LLMWriter,
@@ -141,6 +154,9 @@ def prune(task: Task) -> Task:
     turns = [t.model_copy(update={"gold_calls": [new[i] for i in t.gold_calls if i in new]}) for t in task.turns]
     provenance = task.provenance.model_copy(update={"chain": [task.provenance.chain[i] for i in order]})
     return task.model_copy(update={"gold_calls": calls, "turns": turns, "provenance": provenance})
+
+
+MONTHS = tuple(calendar.month_name[1:])
 
 
 def _versions(servers: Sequence[str]) -> dict[str, str]:
@@ -271,8 +287,8 @@ class _Run:
         theirs = grounded.targets[goals[0]] is not None or any(
             how == "persona" for source in grounded.sources[: goals[0] + 1] for how in source.values()
         )
-        if rule is None or not theirs:
-            return None
+        if rule is None or not theirs or not PERSON_NAME.match(grounded.persona.name):
+            return None  # "calling for a relative, Billing": the owner must be a person the asker can name
         others = sorted(
             e
             for e, p in self.people[goal.server].items()
@@ -328,7 +344,7 @@ class _Run:
             turns, hidden = [request.uncalibrated, *request.turns[1:]], []
         enabled = self._enabled(chain.servers, rng)
         persona = grounded.persona
-        return Task(
+        task = Task(
             id=f"{chain.sampler}-s{self.options.seed}-{index:04d}",
             servers=chain.servers,
             tools=enabled,
@@ -356,6 +372,27 @@ class _Run:
                 writer=request.writer,
             ),
         )
+        if self.options.calibrate:
+            task.hidden_facts += self.identity_hidden(task)
+        return task
+
+    def identity_hidden(self, task: Task) -> list[HiddenFact]:
+        """What the user holds back so the desk can identify them as the server's policy says (full name and
+        date of birth, name and email...): each value the policy names that the user has not given yet."""
+        added: list[HiddenFact] = []
+        for server in task.servers:
+            facts = self.facts.get(server, ServerFacts())
+            if facts.kind != "staff" or not facts.identify_rule or not any(c.server == server for c in task.gold_calls):
+                continue
+            persona = task.persona
+            for key, value in identity_facts(facts.identify_rule, persona.name, persona.known_facts, user_text(task)):
+                if mentions(user_text(task), value) or any(h.key == key for h in added):
+                    continue
+                label = " ".join(words(key)).lower()
+                day = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", str(value))
+                said = f"{int(day[3])} {MONTHS[int(day[2]) - 1]} {day[1]}" if day else spoken(value)  # with the year
+                added.append(HiddenFact(key=key, value=value, description=f"my {label} is {said}"))
+        return added
 
 
 async def synthesize(

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from clients.audit import HEAD_NOUNS, PAGING, Finding, mentions, rows_of, same, spoken, spoken_date, user_text
+from clients.audit import HEAD_NOUNS, PAGING, POINTER, Finding, mentions, rows_of, same, spoken, spoken_date, user_text
 from clients.graph import ToolSpec, is_id_like, words
 from clients.grounding import Grounded, Row
 from clients.sampling import Catalog
@@ -28,6 +28,8 @@ from envfarm.llm import ChatModel, UnusableAnswer
 
 STEP_WORDS = ("then", "first", "next", "after that", "afterwards", "finally", "step", "call", "tool", "use the")
 STEP_PATTERN = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in STEP_WORDS) + r")\b", re.IGNORECASE)
+# A label that is a clause ('when it starts'): said as "The when it starts is ..." it garbles; held back instead.
+QUESTION_LABEL = re.compile(r"(?:when|whether|how|who|what|which|where|why)\b")
 PREPOSITIONS = frozenset({"to", "for", "from", "with", "into", "on", "at", "about"})
 PARTICLES = frozenset({"in", "out", "up", "down", "on", "off", "over", "back"})
 NEW_VERBS = frozenset(
@@ -183,6 +185,28 @@ def _the(label: str, owner: str = "the") -> str:
     return f"{owner} {label}"
 
 
+def _amount(value: Any) -> str:
+    """A number as a person says it: '5', not '5.00'; '12.50' stays."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return spoken(value)
+
+
+def detail_sentence(label: str, value: Any, own: bool = False) -> str:
+    """One detail of a request said as a clause a person writes ('The title is “Q3 plan”.', 'The amount is
+    126.', 'My email is ...' for the persona's own), never as a form's 'Label: value.' line."""
+    the = _the(label, "my" if own else "the")
+    the = the[:1].upper() + the[1:]
+    verb = "are" if re.search(r"[^su]s$", label) else "is"  # 'the notes are'
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{the} {verb} {_amount(value)}."
+    text = spoken(value)
+    free = isinstance(value, str) and "_" not in value and not spoken_date(value) and not own
+    if free and (" " in text or text[:1].isupper()):
+        return f"{the} {verb} “{text}”."
+    return f"{the} {verb} {text}."
+
+
 def _claim(verb: str, label: str, field: str, value: Any) -> Claim:
     return Claim(text=f"{verb} {_the(label)}: {spoken(value)}", values=[_fmt(value)], field=field)
 
@@ -269,14 +293,15 @@ class OfflineWriter:
                 told.append(value)
                 if label is None or isinstance(value, bool):
                     continue
-                if index == 0:
-                    said.append(f"{label[:1].upper()}{label[1:]}: {spoken(value)}.")
+                if index == 0 and not QUESTION_LABEL.match(label):
+                    said.append(detail_sentence(label, value, own=value in (persona.name, persona.email)))
                 else:
                     hidden.append(HiddenFact(key=name, value=value, description=f"{_the(label)} is {spoken(value)}"))
             if spec.read_only:
                 asked = self._asked(rng, call, spec, told)
                 what = " and ".join(_the(label) for _, label, _ in asked) or "the details"
-                whose = "my" if mine else "the"
+                row = next((r for r in _rows(call.output) if all(r.get(k) == v for k, _, v in asked)), None)
+                whose = "my" if mine and not someone_elses(row, persona.email) else "the"
                 request = rng.choice(ASK_READ[style]).format(what=f"{what} for {whose} {_entity(spec)}")
                 claims += [_claim("states", label, name, value) for name, label, value in asked]
             else:
@@ -309,7 +334,7 @@ class OfflineWriter:
                         asked = self._asked(rng, grounded.calls[index], follow_spec, told)
                         if asked:
                             what = " and ".join(_the(label) for _, label, _ in asked)
-                            said.append(f"I'd also like to know {what}.")
+                            said.append(f"I'd also like to know {what}{self._about(grounded, index, asked)}.")
                             claims += [_claim("states", label, name, value) for name, label, value in asked]
                     else:
                         said.append(f"And please {_phrase(follow_spec, mine)} as well.")
@@ -382,6 +407,18 @@ class OfflineWriter:
         rng.shuffle(options)
         return sorted(options[:2])
 
+    def _about(self, grounded: Grounded, index: int, asked: list[tuple[str, str, Any]]) -> str:
+        """What a follow-up question is about, when one plain word names it: ' for my appointment' (the row
+        names the persona), ' for the claim' (it does not); '' when the tool names no plain thing
+        ('room availability' is not something a person asks the title of)."""
+        call = grounded.calls[index]
+        entity = _entity(self.catalog.spec(call.server, call.tool))
+        if " " in entity or entity in PREPOSITIONS or QUESTION_LABEL.match(asked[-1][1]):
+            return ""  # 'when it was posted for the channel' garbles
+        row = next((r for r in _rows(call.output) if all(r.get(k) == v for k, _, v in asked)), None)
+        mine = row is not None and grounded.persona.email in [v for v in row.values() if isinstance(v, str)]
+        return f" for {'my' if mine else 'the'} {entity}"
+
     def _write_claims(self, call: Any, spec: ToolSpec, told: list[Any]) -> list[Claim]:
         """What a write's answer tells the user that they did not say: a new status, a price, a date."""
         row = _first_row(call.output)
@@ -413,6 +450,13 @@ class OfflineWriter:
         ask = rng.choice(ON_BEHALF[style]).format(phrase=phrase, owner=grounded.persona.name, relation=relation)
         message = f"{greeting} {ask}"
         return Request(turns=[message], uncalibrated=message)
+
+
+def someone_elses(row: Row | None, email: str) -> bool:
+    """Whether a row names another person by email (a comment's author, a message's sender) and never the
+    persona: then it is not "my comment", whatever the chain found it through."""
+    emails = [v for k, v in (row or {}).items() if k.lower().endswith("email") and isinstance(v, str) and "@" in v]
+    return bool(emails) and email not in emails
 
 
 def _rows(output: Any) -> list[Row]:
@@ -498,6 +542,9 @@ def point_at(task: Task, finding: Finding, writer: OfflineWriter | None = None) 
     if not options:
         return None
     _, key, value = min(options, key=lambda o: (o[0], o[1]))
+    turn = min(call.turn, len(task.turns) - 1) if task.turns else 0
+    if task.turns and POINTER.search(task.turns[turn].message):
+        return None  # a second "I mean the ..." in one message reads as a form, not a person: drop instead
     spec = writer.catalog.spec(call.server, call.tool) if writer else None
     entity = _entity(spec) if spec else "one"
     if entity.split()[0] in PREPOSITIONS:  # shared_with_me: 'with me' names nothing
@@ -510,10 +557,11 @@ def point_at(task: Task, finding: Finding, writer: OfflineWriter | None = None) 
         sentence = f"I mean the {entity} “{spoken(value)}”."
     elif plain:
         sentence = f"I mean the {entity} whose {label} is {spoken(value)}."
+    elif isinstance(value, str):
+        sentence = f"I mean the {entity} on {spoken(value)}."
     else:
-        sentence = f"I mean the {entity} {'on' if isinstance(value, str) else 'for'} {spoken(value)}."
+        return None  # "the package for 0.00": a bare number with no label is not how a person points
     fixed = task.model_copy(deep=True)
-    turn = min(call.turn, len(fixed.turns) - 1) if fixed.turns else 0
     if fixed.turns:
         fixed.turns[turn].message = f"{fixed.turns[turn].message} {sentence}"
     if turn == 0:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from clients.audit import Auditor, ServerFacts, mentions, server_facts, spoken
+from clients.audit import Auditor, ServerFacts, identity_facts, mentions, server_facts, spoken
 from clients.graph import OutField, Param, ToolSpec
 from clients.grounding import ServerWorld
 from clients.tasks import Claim, ExpectedState, GoldCall, HiddenFact, Persona, PolicyCheck, Provenance, Task, Turn
@@ -203,6 +203,18 @@ def test_claims_fail_on_paging_fields_and_echoes(claim: Claim, why: str) -> None
     assert found and why in found[0].detail
 
 
+def test_claims_fail_when_one_label_has_two_answers() -> None:
+    task = good()
+    task.claims = [
+        Claim(text="states the issue date: Monday 2 March", values=["2026-03-02"], field="issue_date"),
+        Claim(text="states the issue date: Friday 6 March", values=["2026-03-06"], field="issue_date"),
+    ]
+    found = [f for f in auditor().check(task) if f.check == "claims"]
+    assert [f.detail for f in found] == ["two claims 'states the issue date' with different values"]
+    task.claims = task.claims[:1]
+    assert not any("two claims" in f.detail for f in auditor().check(task))
+
+
 def test_verify_fails_without_anything_to_check_or_for_a_write_that_changes_nothing() -> None:
     task = good()
     task.claims = []
@@ -239,11 +251,28 @@ def test_clock_fails_when_servers_disagree_on_now() -> None:
         "Afterwards, tell me more.",
         "I mean the with me on Friday.",
         "What's the reason and the status?",
+        "Quantity: 5.00.",
+        "Body: Thanks for the call.",
+        "I mean the invoice on Friday 6 March. I mean the item “Consulting”.",
+        "I mean the package for 0.00.",
     ],
 )
 def test_garble_fails_on_column_names_leaks_and_step_words(sentence: str) -> None:
     task = with_message(good(), good().opening_message + " " + sentence)
     assert checks(task) == {"garble"}, sentence
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "One more thing: the reason is “Feeling better”.",
+        "The body is “Note: bring the forms.”",
+        "I mean the appointment on Friday 6 March.",
+    ],
+)
+def test_garble_passes_details_said_as_clauses_and_one_pointer(sentence: str) -> None:
+    task = with_message(good(), good().opening_message + " " + sentence)
+    assert "garble" not in checks(task), sentence
 
 
 def test_values_are_recognised_as_people_say_them() -> None:
@@ -292,3 +321,68 @@ async def test_every_task_the_synthesizer_keeps_passes_the_audit_over_many_seeds
                 again = await synthesize(SynthesisOptions(n=3, seed=seed, servers=servers), farm)
                 assert [t.model_dump_json() for t in again.tasks] == [t.model_dump_json() for t in synthesis.tasks]
         assert produced >= 50, produced
+
+
+@pytest.mark.parametrize(
+    ("rule", "facts", "said", "wanted"),
+    [
+        (
+            "Identify the patient by full name and date of birth before you discuss anything.",
+            {"full_name": "Maria Lopez", "date_of_birth": "1990-02-03", "email": "m@example.com"},
+            "",
+            ["full_name", "date_of_birth"],
+        ),
+        (
+            "Identify the customer first: a member gives their card number, or their full name and email; match them",
+            {"full_name": "Ana Ruiz", "email": "ana@example.com", "card_number": "LC-1"},
+            "It's Ana Ruiz, ana@example.com.",
+            ["full_name", "email"],
+        ),
+        (
+            "Identify the customer first: a client company is identified by its name and a billing contact email.",
+            {"company_name": "Bluepeak", "contact_name": "Hannah Berg", "contact_email": "h@example.com"},
+            "",
+            ["company_name", "contact_email"],
+        ),
+        (
+            "Identify the customer by email and order number before you read or change an order.",
+            {"full_name": "Ana Ruiz", "email": "ana@example.com", "card_number": "LC-1"},
+            "",
+            ["email"],
+        ),
+    ],
+)
+def test_identity_facts_are_the_values_the_policy_names(
+    rule: str, facts: dict[str, str], said: str, wanted: list[str]
+) -> None:
+    assert sorted(k for k, _ in identity_facts(rule, "Ana Ruiz", facts, said)) == sorted(wanted)
+
+
+def test_roles_fail_when_the_user_gives_only_one_of_the_identifying_values() -> None:
+    facts = {
+        "clinic": FACTS["clinic"].model_copy(
+            update={"identify_rule": "Identify the patient by full name and date of birth before you act."}
+        )
+    }
+    task = good()
+    task.persona.known_facts = {"full_name": "Maria Lopez", "date_of_birth": "1990-02-03"}
+    assert checks(task, facts) == {"roles"}
+    task.hidden_facts.append(HiddenFact(key="date_of_birth", value="1990-02-03", description="my date of birth"))
+    assert checks(task, facts) == set()
+
+
+def test_referents_fail_for_a_claim_on_one_of_several_rows_even_when_they_agree() -> None:
+    # "Which room is my appointment in?" with two appointments in Room B: the answer is the same, but
+    # nothing says which appointment is asked about (an annotator reads it as ambiguous).
+    task = good()
+    for row in task.gold_calls[1].output["appointments"]:
+        row["room"] = "Room B"
+    task.gold_calls = task.gold_calls[:2]
+    task.turns[0].gold_calls = [0, 1]
+    task.expected_state = {"clinic": ExpectedState(hash="h0")}
+    message = "Hi, this is Maria Lopez. Which room is my appointment in?"
+    task = with_message(task, message)
+    task.claims = [Claim(text="states the room: Room B", values=["Room B"], field="room")]
+    assert "referents" in checks(task)
+    task = with_message(task, message + " The follow-up on Wednesday 4 March.")
+    assert "referents" not in checks(task)
