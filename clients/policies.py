@@ -347,16 +347,6 @@ def _properties(schema: Any) -> Iterator[str]:
                 yield from _properties(part)
 
 
-def _dicts(value: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(value, dict):
-        yield value
-        for sub in value.values():
-            yield from _dicts(sub)
-    elif isinstance(value, list):
-        for sub in value:
-            yield from _dicts(sub)
-
-
 def _types(schema: dict[str, Any]) -> set[str]:
     found = {schema["type"]} if isinstance(schema.get("type"), str) else set()
     for part in schema.get("anyOf") or []:
@@ -464,7 +454,7 @@ class HeuristicAgent:
         request = words(text)
         aliases = (prop, prop.removesuffix("_usd"), "amount" if "amount" in prop else prop)
         for output in outputs:
-            rows = [d for d in _dicts(output) if any(a in d for a in aliases)]
+            rows = [d for d in speech.rows(output) if any(a in d for a in aliases)]
             if rows:
                 best = max(rows, key=lambda row: len(request & words(" ".join(map(str, row.values())))))
                 key = next(a for a in aliases if a in best)
@@ -584,7 +574,7 @@ class HeuristicAgent:
         if output is None:
             return "Done."
         pairs = [
-            f"{k}: {v}" for row in list(_dicts(output))[:6] for k, v in row.items() if not isinstance(v, dict | list)
+            f"{k}: {v}" for row in list(speech.rows(output))[:6] for k, v in row.items() if not isinstance(v, dict | list)
         ]
         return "Done. " + "; ".join(pairs[:30])
 
