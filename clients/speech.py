@@ -208,7 +208,7 @@ def say_value(name: str, value: Any, currency: str | None = None) -> str:
         return f"{sign}{amount}" if sign else f"{amount} {currency}" if currency else amount
     if number.is_integer() and not re.search(r"\.\d*[1-9]", text):
         return text.split(".")[0] if "." in text else text
-    return f"{number:g}"
+    return f"{number:.15g}"  # every digit it has (`:g` cut 12443.45 to 12443.5): no float noise
 
 
 def _verb_is(words: str) -> str:

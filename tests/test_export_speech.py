@@ -103,3 +103,12 @@ def test_claims_are_said_in_sentences_whatever_their_wording() -> None:
     assert "the daily price is $24.00" in said.lower() and "the weight is 6.32 kg" in said.lower()
     assert "it was submitted on March 1, 2026 at 10:00 UTC" in said
     assert speech_problems(said, _task()) == []
+
+
+def test_a_number_is_said_with_every_digit_it_has() -> None:
+    """`:g` kept six significant digits: 'what the client still owes: 12443.45' was said as 12443.5."""
+    from clients.speech import say_value
+
+    assert say_value("what the client still owes", 12443.45) == "12443.45"
+    assert say_value("ratio", 1234567.891) == "1234567.891"
+    assert say_value("weight", 0.1 + 0.2) == "0.3"

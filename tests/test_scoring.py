@@ -231,3 +231,14 @@ def test_claims_are_graded_on_the_answers_not_the_read_backs() -> None:
 )
 def test_a_refusal_declines_says_why_and_claims_nothing(said: str, refusal_with_reason: bool) -> None:
     assert (refuses(said) and gives_reason(said) and not claims_success(said)) is refusal_with_reason
+
+
+def test_a_value_after_a_negation_word_in_a_tool_output_still_backs_the_answer() -> None:
+    """`"subject": "... go/no-go", "folder": "inbox"`: "no" before "inbox" unsays an answer, not the evidence."""
+    from clients.scoring.claims import grade_claim
+    from clients.tasks import Claim
+
+    evidence = '{"subject": "migration script before the Release go/no-go", "folder": "inbox"}'
+    claim = Claim(text="confirms the folder: inbox", values=["inbox"])
+    assert grade_claim(claim, "It is back in your inbox.", evidence=evidence).score == 1.0
+    assert grade_claim(claim, "It is back in your inbox.", evidence='{"folder": "trash"}').score == 0.0

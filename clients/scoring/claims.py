@@ -144,6 +144,15 @@ def _alternative(value: str, unit: str, clocks: Sequence[Clock]) -> bool:
     return False
 
 
+def _supported(value: Any, evidence: str, clocks: Sequence[Clock], minutes: bool) -> bool:
+    """Could the assistant know `value` from the conversation? Found as an answer states it, or as a bare mention:
+    a negation word just before it ("Release go/no-go", "folder": "inbox") unsays an answer, not a tool output."""
+    want = fold(str(value))
+    return value_found(value, evidence, clocks, minutes) or bool(
+        want and re.search(rf"(?<!\w){re.escape(want)}(?!\w)", fold(evidence))
+    )
+
+
 def grade_claim(claim: Claim, answer: str, clocks: Sequence[Clock] = (), evidence: str | None = None) -> ClaimGrade:
     """1 when the answer states every value of the claim, 0.5 when some, 0 when none. A value the answer hedges
     on, or (given the conversation's `evidence`) one nothing in it backs, is not stated."""
@@ -156,7 +165,7 @@ def grade_claim(claim: Claim, answer: str, clocks: Sequence[Clock] = (), evidenc
         elif hedged(value, answer, clocks, minutes):
             missing.append(value)
             why.append(f"hedged: {value} is offered as one of several candidates")
-        elif evidence is not None and not value_found(value, evidence, clocks, minutes):
+        elif evidence is not None and not _supported(value, evidence, clocks, minutes):
             missing.append(value)
             why.append(f"unsupported: {value} is in no tool output nor anything the user said")
         else:
