@@ -846,8 +846,13 @@ def _slot_problem(spec: EnvironmentSpec, table: str, name: str, follow: str | No
     if ref is None:
         return f"{name!r} references no table, so {name}.{follow} cannot be followed"
     target = ref.partition(".")[0]
-    if target in spec.entities and follow not in spec.entities[target].columns:
+    if target not in spec.entities:
+        return None
+    entity = spec.entities[target]
+    if follow not in entity.columns:
         return f"{target!r} (referenced by {name!r}) has no column {follow!r}"
+    if follow == entity.primary_key or entity.columns[follow].ref:
+        return f"{target}.{follow} is an id, which no person says; follow it to a column they know"
     return None
 
 
@@ -869,6 +874,8 @@ def intent_problems(spec: EnvironmentSpec) -> Problems:
                 column = entity.columns.get(slot.name)
                 if column is None:
                     problems.append((at, f"{slot.text}: {tname!r} has no column {slot.name!r}"))
+                elif slot.follow is None and (slot.name == entity.primary_key or column.ref):
+                    problems.append((at, f"{slot.text} is an id; name a column a person knows ({{{slot.name}.name}})"))
                 elif why := _slot_problem(spec, tname, slot.name, slot.follow, column.ref):
                     problems.append((at, f"{slot.text}: {why}"))
     for i, tool in enumerate(spec.tools):

@@ -88,3 +88,14 @@ def test_a_tool_a_person_asks_for_needs_two_phrasings(tmp_path: Path) -> None:
         tool(data, "check_in")["intent"]["say"] = ["Check me in for {res_id}."]
 
     assert "needs two or more `say` phrasings" in json.dumps(problems_after(tmp_path, change))
+
+
+def test_a_reference_never_says_an_id(tmp_path: Path) -> None:
+    def change(data: dict[str, Any]) -> None:
+        data["entities"]["reservations"]["refer"] = ["my stay {res_id}", "my stay at {hotel_id}"]
+        data["entities"]["rooms"]["refer"] = ["a room of type {type_id.hotel_id}"]
+
+    problems = dict(problems_after(tmp_path, change))
+    assert "is an id" in problems["entities.reservations.refer.0"]
+    assert "is an id" in problems["entities.reservations.refer.1"]
+    assert "room_types.hotel_id is an id" in problems["entities.rooms.refer.0"]
