@@ -838,6 +838,12 @@ def result_fields(spec: EnvironmentSpec, tool: ToolKind) -> set[str]:
     return names
 
 
+def _is_id(entity: Entity, column: str) -> bool:
+    """A key or a reference a person would not say: a natural key (a city's name) is `user_known`."""
+    col = entity.columns[column]
+    return (column == entity.primary_key or col.ref is not None) and not col.user_known
+
+
 def _slot_problem(spec: EnvironmentSpec, table: str, name: str, follow: str | None, ref: str | None) -> str | None:
     """Why a slot naming `name` (a column of `table`, or a param whose value lies in `ref`) and following
     `follow` cannot be said; None when it can."""
@@ -851,7 +857,7 @@ def _slot_problem(spec: EnvironmentSpec, table: str, name: str, follow: str | No
     entity = spec.entities[target]
     if follow not in entity.columns:
         return f"{target!r} (referenced by {name!r}) has no column {follow!r}"
-    if follow == entity.primary_key or entity.columns[follow].ref:
+    if _is_id(entity, follow):
         return f"{target}.{follow} is an id, which no person says; follow it to a column they know"
     return None
 
@@ -874,7 +880,7 @@ def intent_problems(spec: EnvironmentSpec) -> Problems:
                 column = entity.columns.get(slot.name)
                 if column is None:
                     problems.append((at, f"{slot.text}: {tname!r} has no column {slot.name!r}"))
-                elif slot.follow is None and (slot.name == entity.primary_key or column.ref):
+                elif slot.follow is None and _is_id(entity, slot.name):
                     problems.append((at, f"{slot.text} is an id; name a column a person knows ({{{slot.name}.name}})"))
                 elif why := _slot_problem(spec, tname, slot.name, slot.follow, column.ref):
                     problems.append((at, f"{slot.text}: {why}"))
@@ -1012,11 +1018,25 @@ def seed_problems(spec: EnvironmentSpec) -> list[tuple[str, str]]:
     return problems
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML that refuses a key given twice in one mapping: PyYAML keeps the last silently, so a block pasted
+    twice (a second `intent:` under a tool) would pass every check with half of it ignored."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_document(path: Path) -> Any:
     """Parse a YAML or JSON file, naming the file and line in the error."""
     text = path.read_text(encoding="utf-8")
     try:
-        return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        return json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_UniqueKeyLoader)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise SpecError(str(path), [("", f"not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}")]) from exc
 

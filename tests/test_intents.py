@@ -99,3 +99,13 @@ def test_a_reference_never_says_an_id(tmp_path: Path) -> None:
     assert "is an id" in problems["entities.reservations.refer.0"]
     assert "is an id" in problems["entities.reservations.refer.1"]
     assert "room_types.hotel_id is an id" in problems["entities.rooms.refer.0"]
+
+
+def test_a_key_given_twice_in_spec_yaml_is_refused_with_its_line(tmp_path: Path) -> None:
+    folder, _ = hotel_copy(tmp_path)
+    path = folder / "spec.yaml"
+    text = path.read_text()
+    path.write_text(text.replace("    intent:\n", "    intent: {asks: internal}\n    intent:\n", 1))
+    with pytest.raises(SpecError) as caught:
+        load_environment(folder)
+    assert "duplicate key 'intent'" in str(caught.value) and "line" in str(caught.value)
