@@ -33,7 +33,7 @@ from clients.audit import (
     user_text,
 )
 from clients.connect import Connections
-from clients.graph import build_graph, load_specs, summarize, words
+from clients.graph import build_graph, load_intents, load_specs, summarize, words
 from clients.grounding import PERSON_NAME, Drop, Grounded, Grounder, PersonaRecord, ServerWorld, observe, people
 from clients.policy_checks import PolicyRule, checks_for, governing, load_rules
 from clients.sampling import Catalog, RandomWalkSampler, TopologySampler, Unresolvable
@@ -205,12 +205,16 @@ class _Run:
             if facts.get(server, ServerFacts()).kind == "staff"
             for t in tools
             if not t.read_only and staff_internal(t.name)
+        ) | frozenset(  # where a server has intents, only what its principal's people ask for is a goal
+            key
+            for server in catalog.by_server
+            for key in catalog.not_asked(server, facts.get(server, ServerFacts()).kind)
         )
         self.sampler = (
             TopologySampler(catalog, never_goals=never) if options.sampler == "topology" else RandomWalkSampler(catalog)
         )
-        self.offline = OfflineWriter(catalog)
-        self.auditor = Auditor(catalog.specs.values(), worlds, facts)
+        self.offline = OfflineWriter(catalog, worlds)
+        self.auditor = Auditor(catalog.specs.values(), worlds, facts, catalog.intents)
         self.people = {s: people(w) for s, w in worlds.items()}
         self.servers = sorted(worlds)
         clock = {s: facts.get(s, ServerFacts()).clock for s in self.servers}
@@ -405,7 +409,8 @@ async def synthesize(
     if unknown:
         raise ValueError(f"not connected: {', '.join(unknown)}; known: {', '.join(sorted(connections.targets))}")
     specs = await load_specs(connections, servers)
-    catalog = Catalog(specs, build_graph(specs))
+    intents = {s: found for s in servers if (found := await load_intents(connections, s)) is not None}
+    catalog = Catalog(specs, build_graph(specs), intents)
     worlds = {s: await observe(connections, s, catalog.by_server[s]) for s in servers}
     rules = {s: await load_rules(connections, s) for s in servers}
     facts = {s: server_facts(await connections.instructions(s)) for s in servers}
@@ -460,7 +465,11 @@ async def synthesize(
                 if passed is not None:
                     accept(*passed)
                 continue
-            offline = run.offline.write(rng, grounded, style)
+            try:
+                offline = run.offline.write(rng, grounded, style)
+            except Drop as drop:  # a row the user means that no way of naming it tells apart
+                dropped[drop.reason] += 1
+                continue
             passed = kept(run.task(len(tasks), grounded, offline, style, rng), grounded)
             if passed is None:
                 continue

@@ -1,0 +1,147 @@
+"""Tasks written from intents (issue 27, items 1-2): on a server whose spec has intents, every goal is
+something the principal's people ask for, the opening is one of the goal's `say` phrasings with its slots
+said as a person says them (rows named by their table's `refer` phrasing, unique among the persona's own
+rows), and claims are the `hear` fields in the person's words; a server without intents still gets tasks
+from the writer it had before."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from functools import partial
+from pathlib import Path
+
+import anyio
+import pytest
+import yaml
+from conftest import REPO
+
+from clients.audit import audit_tasks, build_auditor
+from clients.connect import Connections, farm_targets
+from clients.graph import load_intents
+from clients.grounding import PersonaRecord
+from clients.synthesize import Synthesis, SynthesisOptions, synthesize
+from envfarm.render import render
+from factory.build import build_all
+from servers.runtime.intents import ServerIntents, slots
+
+ID = re.compile(r"\b[a-z]{2,5}_[a-z0-9]{4,}\b")
+SNAKE = re.compile(r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b")
+
+
+def _without_intents(spec: Path) -> None:
+    """The spec with every `intent` and `refer` removed: a server as if imported with no intents."""
+    data = yaml.safe_load(spec.read_text())
+    for entity in (data.get("entities") or {}).values():
+        entity.pop("refer", None)
+    for tool in data.get("tools") or []:
+        tool.pop("intent", None)
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+@pytest.fixture(scope="module")
+def intents_farm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`hotel` built from its spec (with intents) and `clinic` built with its intents stripped (fast, unverified)."""
+    specs = tmp_path_factory.mktemp("specs")
+    for name in ("hotel", "clinic"):
+        shutil.copytree(REPO / "factory" / "specs" / name, specs / name)
+    _without_intents(specs / "clinic" / "spec.yaml")
+    root = tmp_path_factory.mktemp("farm")
+    built = anyio.run(partial(build_all, [specs], root, verify=False))
+    assert built.ok, render(built)
+    return root
+
+
+def _pattern(phrasing: str) -> re.Pattern[str]:
+    """A `say` phrasing as a regex: its words literally, each slot as some words without an id."""
+    parts, last = [], 0
+    for match in re.finditer(r"\{[^{}]*\}", phrasing):
+        parts += [re.escape(phrasing[last : match.start()]), r"(.+?)"]
+        last = match.end()
+    parts.append(re.escape(phrasing[last:]))
+    return re.compile("".join(parts).replace(r"\ ", " "), re.IGNORECASE)
+
+
+def _asked(message: str, say: list[str]) -> re.Match[str] | None:
+    # '{adults} adults' said of one reads '1 adult': let a slot's plural word lose its s
+    loose = [re.sub(r"(\(\.\+\?\) \w+)s\b", r"\1s?", _pattern(p).pattern) for p in say]
+    return next((m for p in loose if (m := re.search(p, message, re.IGNORECASE))), None)
+
+
+async def _synthesize(root: Path, servers: list[str], seed: int, n: int) -> tuple[Synthesis, ServerIntents | None]:
+    async with Connections(farm_targets(root, servers)) as farm:
+        synthesis = await synthesize(SynthesisOptions(n=n, seed=seed, servers=servers, max_servers=1), farm)
+        report = audit_tasks(await build_auditor(farm, servers), synthesis.tasks)
+        assert report.failed == 0, report.findings
+        return synthesis, await load_intents(farm, servers[0])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+async def test_hotel_tasks_open_with_a_say_phrasing_and_claim_what_the_person_wants_to_hear(
+    intents_farm: Path, seed: int
+) -> None:
+    synthesis, intents = await _synthesize(intents_farm, ["hotel"], seed, 4)
+    assert intents is not None and intents.tools
+    assert synthesis.tasks, synthesis.summary.dropped
+    for task in synthesis.tasks:
+        if any(c.kind == "must_refuse" for c in task.policy_checks):
+            continue
+        tools = {c.tool for c in task.gold_calls}
+        # The opening asks in the words of an intent of one of its calls, and says no id or column name.
+        asking = [t for t in tools if t in intents.tools and intents.tools[t].say]
+        assert asking, (task.id, tools)
+        assert all(intents.tools[t].asks == "customer" for t in asking), task.id  # staff principal: customers ask
+        match = next((m for t in asking if (m := _asked(task.opening_message, intents.tools[t].say))), None)
+        assert match is not None, (task.id, task.opening_message)
+        assert not ID.search(task.opening_message), task.opening_message
+        assert not SNAKE.search(task.opening_message), task.opening_message
+        # Every claim is a `hear` field of a gold call, labelled with the person's words.
+        for claim in task.claims:
+            words = [
+                w for t in tools if t in intents.tools for f, w in intents.tools[t].hear.items() if f == claim.field
+            ]
+            assert any(w in claim.text and w in task.opening_message for w in words), (task.id, claim)
+
+
+async def test_a_row_is_named_so_that_no_other_row_of_the_persona_fits(intents_farm: Path) -> None:
+    """Every row an opening names through a `refer` phrasing is the only one of the persona's rows (of its
+    table) that phrasing describes that way: rendered for each of their rows, the words fit the target alone."""
+    async with Connections(farm_targets(intents_farm, ["hotel"])) as farm:
+        synthesis = await synthesize(SynthesisOptions(n=8, seed=7, servers=["hotel"], max_servers=1), farm)
+        intents = await load_intents(farm, "hotel")
+    assert intents is not None
+    from clients.grounding import observe, persona_rows
+    from clients.sampling import Catalog
+    from clients.writing import OfflineWriter
+
+    async with Connections(farm_targets(intents_farm, ["hotel"])) as farm:
+        from clients.graph import build_graph, load_specs
+
+        specs = await load_specs(farm, ["hotel"])
+        world = await observe(farm, "hotel", specs)
+    writer = OfflineWriter(Catalog(specs, build_graph(specs), {"hotel": intents}), {"hotel": world})
+    named = 0
+    for task in synthesis.tasks:
+        persona = PersonaRecord(name=task.persona.name, email=task.persona.email or "")
+        own = persona_rows(world, persona, 2)
+        for table, phrasings in intents.refer.items():
+            key = world.keys[table]
+            for row in own.get(table, []):
+                for phrasing in phrasings:
+                    said = writer._render_refer("hotel", phrasing, row)
+                    if said is None or said.lower() not in task.opening_message.lower() or not slots(phrasing):
+                        continue
+                    named += 1
+                    others = [
+                        r for r in own[table] if r[key] != row[key] and writer._render_refer("hotel", phrasing, r)
+                    ]
+                    twins = [r for r in others if writer._render_refer("hotel", phrasing, r) == said]
+                    assert not twins, (task.id, said, [t[key] for t in twins])
+    assert named, "no opening named one of the persona's rows"
+
+
+async def test_a_server_without_intents_still_gets_tasks(intents_farm: Path) -> None:
+    synthesis, intents = await _synthesize(intents_farm, ["clinic"], 0, 3)
+    assert intents is None
+    assert synthesis.tasks, synthesis.summary.dropped
+    assert all(t.provenance.writer.startswith("offline") for t in synthesis.tasks)
