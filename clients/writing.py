@@ -298,9 +298,9 @@ class OfflineWriter:
         if server not in self._refs:
             refs: dict[str, str] = {}
             for spec in self.catalog.by_server.get(server, []):
-                for item in [*spec.params, *spec.outputs]:
-                    if item.ref and "." in item.ref:
-                        refs.setdefault(item.name, item.ref.split(".", 1)[0])
+                for column, ref in [*((p.name, p.ref) for p in spec.params), *((f.name, f.ref) for f in spec.outputs)]:
+                    if ref and "." in ref:
+                        refs.setdefault(column, ref.split(".", 1)[0])
             world = self.worlds.get(server)
             for table, key in (world.keys if world else {}).items():
                 refs.setdefault(key, table)
