@@ -445,7 +445,10 @@ class Auditor:
                 if not is_id_like(name) and (spec is None or spec.param(name).user_known) and mentions(text, value):
                     continue
                 where = locate(value, resolved, text)
-                if where.found or (is_id_like(name) and self._named(call.server, value, text)):
+                # An id a lookup returned among others, picked by words said of the row it keys ("the Junior
+                # Suite at the Park Osaka" among a hotel's rooms): the user's words tell the agent which.
+                named = where.call is not None and is_id_like(name) and self._named(call.server, value, text)
+                if where.found or named:
                     continue
                 ok = False
                 if where.call is not None:
