@@ -768,7 +768,8 @@ class Auditor:
                     problems.append(f"column name '{phrase}'")
                     break
             pair = re.search(r"\bthe (\w+) and the (\w+)\b", lowered)
-            if pair and pair[1] in columns and pair[2] in columns:
+            heard = pair is not None and all(f"the {w}" in intent_words for w in (pair[1], pair[2]))
+            if pair and pair[1] in columns and pair[2] in columns and not heard:
                 problems.append(f"column names '{pair[0]}'")
             findings += [Finding(check="garble", detail=f"{where}: {p}") for p in problems]
         return findings

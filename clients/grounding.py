@@ -21,9 +21,11 @@ from clients.graph import Param, ToolSpec, is_id_like, output_of, words
 from clients.sampling import Catalog, Chain, Step
 from clients.tasks import ExpectedState, GoldCall
 from servers.runtime.control import ControlError
+from servers.runtime.intents import slots
 
 PERSON_NAME = re.compile(r"^[A-Z][\w'-]+( [A-Z][\w'.-]+)+$")
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.IGNORECASE)
+ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 ATTEMPTS = 1
 STEP_TRIES = 3
 FREE_TEXT = ("plans changed", "as discussed", "no longer needed", "see the note from last week", "thanks for checking")
@@ -247,6 +249,19 @@ def _coerce(value: Any, param: Param) -> Any:
     return value
 
 
+def _fresh(value: Any) -> Any:
+    """A new value of the same kind as `value`, for a change that must change something: an email at another
+    domain, a phone number with its last digits turned; None for anything else (no sensible new value)."""
+    if not isinstance(value, str):
+        return None
+    if EMAIL.match(value):
+        local, _, domain = value.partition("@")
+        return f"{local}@{'example.net' if domain != 'example.net' else 'example.org'}"
+    if re.fullmatch(r"\+?[\d\s().-]{7,}", value) and value[-2:].isdigit():
+        return value[:-2] + f"{(int(value[-2:]) + 37) % 100:02d}"
+    return None
+
+
 def _found(output: Any, fields: Sequence[str]) -> list[tuple[Any, Row]]:
     """(value, row) for every field named in `fields` anywhere in an output."""
     hits: list[tuple[Any, Row]] = []
@@ -269,10 +284,17 @@ def _found(output: Any, fields: Sequence[str]) -> list[tuple[Any, Row]]:
 class Grounder:
     """Grounds chains for one synthesis run: the worlds and catalog are read once and shared."""
 
-    def __init__(self, connections: Connections, catalog: Catalog, worlds: dict[str, ServerWorld]) -> None:
+    def __init__(
+        self,
+        connections: Connections,
+        catalog: Catalog,
+        worlds: dict[str, ServerWorld],
+        today: dict[str, str] | None = None,
+    ) -> None:
         self.connections = connections
         self.catalog = catalog
         self.worlds = worlds
+        self.today = today or {}  # server -> its clock's date (ISO), where its instructions say
         self.pool = EpisodePool(connections)
         self._rows: dict[tuple[str, str, int], dict[str, list[Row]]] = {}
         self._index: dict[str, dict[str, list[tuple[str, int]]]] = {}
@@ -333,6 +355,11 @@ class Grounder:
         self, rng: random.Random, server: str, param: Param, related: dict[str, list[Row]]
     ) -> tuple[Any, ArgSource]:
         values = self._seed_values(server, param, related)
+        today = self.today.get(server)
+        if today and values and all(isinstance(v, str) and ISO_DATE.match(v) for v in values):
+            # A date a person asks about is ahead of them (a stay to book, a slot to take): the seed's past
+            # dates are what servers reject ("the arrival date is in the past").
+            values = [v for v in values if v[:10] >= today] or values
         if values:
             return _coerce(rng.choice(values), param), "seed"
         if param.enum:
@@ -424,7 +451,14 @@ class Grounder:
             name, value, how = self._identify(rng, server, spec, persona, own[server], related[server])
             args[name], source[name] = value, how
         optional = [p for p in spec.params if not p.required and p.user_known and p.name not in args]
-        extras = [] if spec.read_only else [p for p in optional if rng.random() < 0.5] or optional[:1]
+        intent = self.catalog.intent(server, spec.name) if step.role in ("goal", "follow") else None
+        if intent is not None:
+            # Goal-first: the details a person gives are those of one way they ask (a new phone number, not
+            # a phone number and an email they never mention).
+            asked = {s.name for s in slots(rng.choice(intent.say))}
+            extras = [p for p in optional if p.name in asked]
+        else:
+            extras = [] if spec.read_only else [p for p in optional if rng.random() < 0.5] or optional[:1]
         for param in spec.params:
             if param.name in args or not (param.required or param in extras):
                 continue
@@ -433,6 +467,19 @@ class Grounder:
                 args[param.name], source[param.name] = _coerce(rng.choice(mine), param), "persona"
             else:
                 args[param.name], source[param.name] = self._value(rng, server, param, related[server])
+        if not spec.read_only:
+            # A change to the value the row already has changes nothing ("my new email" = the old one).
+            world = self.worlds[server]
+            rows = [target] if target is not None else []
+            for name, value in args.items():
+                ref = spec.param(name).ref or ""
+                table, _, column = ref.partition(".")
+                rows += [r for r in world.tables.get(table, []) if column and r.get(column) == value]
+            for name, value in list(args.items()):
+                if source.get(name) in {"seed", "persona"} and any(r.get(name) == value for r in rows):
+                    fresh = _fresh(value)
+                    if fresh is not None:
+                        args[name], source[name] = fresh, "free"
         return args, source, uses, target, picked
 
     async def ground(self, rng: random.Random, chain: Chain, persona: PersonaRecord) -> Grounded:

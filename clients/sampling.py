@@ -138,6 +138,11 @@ class Outcomes:
         ok, failed = self.tally.get(key, [0, 0])
         return (ok + 1) / (ok + failed + 1)
 
+    def variety(self, key: str) -> float:
+        """Less weight for a goal already grounded many times, so the goal that always grounds (a contact
+        update) does not crowd out the rest of a server's intents."""
+        return 1.0 / (1 + self.tally.get(key, [0, 0])[0]) ** 0.5
+
 
 class TopologySampler:
     """Choose a goal tool (writes favoured) and pull in a producer for every input the user would not
@@ -236,6 +241,7 @@ class TopologySampler:
             t.key: (WRITE_WEIGHT if not t.read_only else 1.0)
             * (1.0 if self.catalog.lookups(t) else SHALLOW_WEIGHT)
             * self.outcomes.odds(t.key)
+            * (self.outcomes.variety(t.key) if t.server in self.catalog.intents else 1.0)
             * (t.key not in self.never_goals)
             for t in tools
         }

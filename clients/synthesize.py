@@ -14,6 +14,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Literal
 
@@ -159,6 +160,14 @@ def prune(task: Task) -> Task:
 MONTHS = tuple(calendar.month_name[1:])
 
 
+def _iso_day(clock: str) -> str | None:
+    """'12 May 2026 14:00' (a server's clock as its instructions say it) -> '2026-05-12'; None if unreadable."""
+    try:
+        return datetime.strptime(" ".join(clock.split()[:3]), "%d %B %Y").date().isoformat()
+    except ValueError:
+        return None
+
+
 def _versions(servers: Sequence[str]) -> dict[str, str]:
     try:
         versions = {"envfarm": version("envfarm")}
@@ -197,7 +206,8 @@ class _Run:
         self.rules = rules
         self.facts = facts
         self.catalog = catalog
-        self.grounder = Grounder(connections, catalog, worlds)
+        today = {s: day for s, f in facts.items() if f.clock and (day := _iso_day(f.clock))}
+        self.grounder = Grounder(connections, catalog, worlds, today)
         # Staff-internal work (receiving stock, assigning a guide) is never what the customer asks for.
         never = frozenset(
             t.key
