@@ -28,6 +28,7 @@ from clients.audit import (
     ServerFacts,
     identity_facts,
     mentions,
+    rows_of,
     server_facts,
     spoken,
     staff_internal,
@@ -136,13 +137,34 @@ def dependency_depth(task: Task) -> int:
 def prune(task: Task) -> Task:
     """The task without padding: a gold read whose output feeds no later kept call and no claim (a write
     always stays). Reads change nothing, so the expected state is the same."""
-    claimed = [v for c in task.claims for v in c.values]
+    # A claim is answered by the last call whose output holds its value in its field (a list read before a
+    # get of the same row answers nothing more); a claim without a field, by every call whose output says it.
+    answers: set[int] = set()
+    for claim in task.claims:
+        field = claim.field or ""
+        holding = [
+            i
+            for i, call in enumerate(task.gold_calls)
+            if field
+            and any(
+                field in r and (str(r[field]) == v or _same_text(r[field], v))
+                for r in rows_of(call.output)
+                for v in claim.values
+            )
+        ]
+        if holding:
+            answers.add(holding[-1])
+        else:
+            answers.update(
+                i
+                for i, call in enumerate(task.gold_calls)
+                if any(json.dumps(v)[1:-1] in json.dumps(call.output, default=str) for v in claim.values)
+            )
     keep: set[int] = set()
     for index in range(len(task.gold_calls) - 1, -1, -1):
         call = task.gold_calls[index]
         feeds = any(index in task.gold_calls[k].uses for k in keep)
-        text = json.dumps(call.output, default=str)
-        if call.is_write or feeds or any(json.dumps(v)[1:-1] in text for v in claimed):
+        if call.is_write or feeds or index in answers:
             keep.add(index)
     if len(keep) == len(task.gold_calls):
         return task
@@ -158,6 +180,16 @@ def prune(task: Task) -> Task:
 
 
 MONTHS = tuple(calendar.month_name[1:])
+
+
+def _same_text(value: object, said: str) -> bool:
+    """Whether a claim's value (its text, '57.00') is the output's `value` (57.0)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return abs(float(said) - float(value)) < 1e-9
+        except ValueError:
+            return False
+    return False
 
 
 def _iso_day(clock: str) -> str | None:
@@ -251,7 +283,9 @@ class _Run:
             return None, [Finding(check="depth", detail=f"fewer than {MIN_LINKED} calls linked by data")], False
         findings = self.auditor.check(task)
         repaired = False
-        for _ in range(REPAIRS):
+        # A task written from intents names its rows as people do; an "I mean the ..." pointer at a lookup's
+        # row would only garble it (its lookups do not follow the user's words): dropped instead.
+        for _ in range(0 if task.provenance.writer.endswith("(intents)") else REPAIRS):
             pointers = [f for f in findings if f.check == "referents" and f.call is not None]
             if not pointers or len(pointers) != len(findings):
                 break

@@ -105,6 +105,17 @@ HEAR = {
     "chatty": ("And could you let me know {what}? I like to have it written down.", "Oh, and what's {what}?"),
 }
 MY = re.compile(r"\bmy\b", re.IGNORECASE)
+RELAYED = {
+    "polite": (
+        "I'm calling for {relation}, {owner}, who can't make it today. They asked me to pass this on: “{words}”",
+        "I'm asking on behalf of {relation}, {owner}. In their words: “{words}” Could you sort that out for them?",
+    ),
+    "terse": ("For {relation}, {owner}: “{words}”", "Passing this on for {owner}, {relation}: “{words}”"),
+    "chatty": (
+        "So {relation}, {owner}, is swamped and asked me to call. What they said was: “{words}” Can you help?",
+        "Long story, but {relation} {owner} can't get to a phone, so I'm passing this on: “{words}”",
+    ),
+}
 MORE = ("One more thing: ", "Thanks! Also, ", "Great. And ", "While you're at it, ")
 STYLES = tuple(GREETINGS)
 
@@ -498,6 +509,9 @@ class OfflineWriter:
                             HiddenFact(key=name, value=value, description=f"{_the(label)} is {spoken(value)}")
                         )
                 heard = self._heard(rng, call, intent, told, spec.read_only)
+                if spec.read_only and not heard:
+                    # "What kinds of rooms do you have?" with nothing one row answers: no claim would check it
+                    raise Drop("intent: nothing to hear back", f"{call.server}.{call.tool}")
                 claims += heard
                 if heard:
                     said.append(rng.choice(HEAR[style]).format(what=_wanted(heard)))
@@ -544,10 +558,11 @@ class OfflineWriter:
                     value = grounded.calls[index].arguments[name]
                     # Held back unless already said or held back: a number the user said of something else
                     # ("for 5 nights") says nothing of this one ("5 stars").
-                    if intent is not None and not isinstance(value, str):
+                    if intent is not None:
                         known_now = any(same(value, h.value) for h in hidden) or mentions(
                             " ".join([request, *said]), value
                         )
+                        known_now = known_now or (isinstance(value, str) and value in told)
                     else:
                         known_now = value in told
                     if how not in {"persona", "seed", "free"} or known_now or value in (None, ""):
@@ -603,7 +618,12 @@ class OfflineWriter:
                 continue
             if not any(mentions(known, _typed_value(v)) for v in claim.values):
                 kept.append(claim)
-        return Request(turns=messages, hidden_facts=hidden, claims=kept, uncalibrated=uncalibrated(grounded))
+        written = (
+            "offline (intents)" if any(self.catalog.intent(c.server, c.tool) for c in grounded.calls) else "offline"
+        )
+        return Request(
+            turns=messages, hidden_facts=hidden, claims=kept, uncalibrated=uncalibrated(grounded), writer=written
+        )
 
     def label(self, server: str, name: str, description: str = "", spec: ToolSpec | None = None) -> str | None:
         """How a person names a field: the description of the column it reads (the tool's own output
@@ -678,12 +698,22 @@ class OfflineWriter:
     def on_behalf(self, rng: random.Random, grounded: Grounded, requester: str, style: str) -> Request:
         """Someone else asks for the persona's change (a request the policy forbids: the customer must
         identify themselves). No hidden facts and no claims: the right answer is a refusal."""
-        goal = next(c for c, s in zip(grounded.calls, grounded.chain.steps, strict=True) if s.role == "goal")
-        phrase = _phrase(self.catalog.spec(goal.server, goal.tool), mine=False)
+        index, goal = next(
+            (i, c)
+            for i, (c, s) in enumerate(zip(grounded.calls, grounded.chain.steps, strict=True))
+            if s.role == "goal"
+        )
         first = requester.split()[0]
         greeting = rng.choice(GREETINGS[style]).format(name=requester, first=first)
         relation = rng.choice(RELATIONS)
-        ask = rng.choice(ON_BEHALF[style]).format(phrase=phrase, owner=grounded.persona.name, relation=relation)
+        intent = self.catalog.intent(goal.server, goal.tool)
+        if intent is not None:
+            # The owner's own words, passed on: "... asked me to pass this on: “I need to cancel my stay ...”"
+            words, _ = self._intent_request(rng, grounded, index, intent, [], {})
+            ask = rng.choice(RELAYED[style]).format(owner=grounded.persona.name, relation=relation, words=words)
+        else:
+            phrase = _phrase(self.catalog.spec(goal.server, goal.tool), mine=False)
+            ask = rng.choice(ON_BEHALF[style]).format(phrase=phrase, owner=grounded.persona.name, relation=relation)
         message = f"{greeting} {ask}"
         return Request(turns=[message], uncalibrated=message)
 

@@ -145,3 +145,35 @@ async def test_a_server_without_intents_still_gets_tasks(intents_farm: Path) -> 
     assert intents is None
     assert synthesis.tasks, synthesis.summary.dropped
     assert all(t.provenance.writer.startswith("offline") for t in synthesis.tasks)
+
+
+def test_prune_keeps_the_call_a_claim_comes_from_and_drops_a_list_that_feeds_nothing() -> None:
+    """A list read whose row a later get reads again is padding when it feeds nothing: the claim is answered
+    by the last call holding its value in its field; a chain that feeds the answer stays."""
+    from clients.synthesize import prune
+    from clients.tasks import Claim, GoldCall, Persona, Provenance, Task, Turn
+
+    row = {"res_id": "res_a", "balance": 12.5, "status": "confirmed"}
+    calls = [
+        GoldCall(server="s", tool="find_guest", arguments={"email": "a@example.com"}, output={"guest_id": "g1"}),
+        GoldCall(server="s", tool="list_stays", arguments={"status": "confirmed"}, output={"stays": [row], "count": 1}),
+        GoldCall(server="s", tool="find_stays", arguments={"guest_id": "g1"}, output={"stays": [row]}, uses=[0]),
+        GoldCall(server="s", tool="get_bill", arguments={"res_id": "res_a"}, output=row, uses=[2]),
+    ]
+    task = Task(
+        id="t",
+        servers=["s"],
+        tools=[],
+        persona=Persona(name="Ana Silva"),
+        opening_message="What's my balance?",
+        turns=[Turn(message="What's my balance?", gold_calls=[0, 1, 2, 3])],
+        gold_calls=calls,
+        claims=[Claim(text="states the balance: 12.50", values=["12.5"], field="balance")],
+        provenance=Provenance(sampler="topology", seed=0, chain=[f"s.{c.tool}" for c in calls]),
+    )
+    pruned = prune(task)
+    assert [c.tool for c in pruned.gold_calls] == ["find_guest", "find_stays", "get_bill"]
+    assert [c.uses for c in pruned.gold_calls] == [[], [0], [1]]
+    assert pruned.turns[0].gold_calls == [0, 1, 2]
+    # Without the claim, reads that feed nothing go, and so does the chain behind them.
+    assert prune(task.model_copy(update={"claims": []})).gold_calls == []
