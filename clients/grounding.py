@@ -12,6 +12,7 @@ import random
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import AsyncExitStack
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -27,7 +28,9 @@ PERSON_NAME = re.compile(r"^[A-Z][\w'-]+( [A-Z][\w'.-]+)+$")
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.IGNORECASE)
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 ATTEMPTS = 1
+INTENT_ATTEMPTS = 4
 STEP_TRIES = 3
+GOAL_TRIES = 8  # a goal the server rejects for one of the persona's rows (a past stay) may fit another of them
 FREE_TEXT = ("plans changed", "as discussed", "no longer needed", "see the note from last week", "thanks for checking")
 Row = dict[str, Any]
 ArgSource = Literal["output", "persona", "seed", "free"]
@@ -254,6 +257,12 @@ def _fresh(value: Any) -> Any:
     domain, a phone number with its last digits turned; None for anything else (no sensible new value)."""
     if not isinstance(value, str):
         return None
+    if ISO_DATE.match(value):  # a week later (both ends of a stay move alike)
+        try:
+            moved = datetime.fromisoformat(value[:10]) + timedelta(days=7)
+        except ValueError:
+            return None
+        return moved.date().isoformat() + value[10:]
     if EMAIL.match(value):
         local, _, domain = value.partition("@")
         return f"{local}@{'example.net' if domain != 'example.net' else 'example.org'}"
@@ -476,7 +485,8 @@ class Grounder:
                 table, _, column = ref.partition(".")
                 rows += [r for r in world.tables.get(table, []) if column and r.get(column) == value]
             for name, value in list(args.items()):
-                if source.get(name) in {"seed", "persona"} and any(r.get(name) == value for r in rows):
+                dated = isinstance(value, str) and ISO_DATE.match(value) is not None and source.get(name) == "output"
+                if (dated or source.get(name) in {"seed", "persona"}) and any(r.get(name) == value for r in rows):
                     fresh = _fresh(value)
                     if fresh is not None:
                         args[name], source[name] = fresh, "free"
@@ -485,11 +495,14 @@ class Grounder:
     async def ground(self, rng: random.Random, chain: Chain, persona: PersonaRecord) -> Grounded:
         """Run the chain on fresh episodes; after a rejection, run it again choosing differently
         (up to `ATTEMPTS` times). An empty lookup is final: the persona has nothing there."""
-        for attempt in range(ATTEMPTS):
+        # On a server with intents every goal is something a person asks for: worth choosing the persona's
+        # rows again when the server turns down the first choice (a stay already checked out).
+        attempts = INTENT_ATTEMPTS if any(s in self.catalog.intents for s in chain.servers) else ATTEMPTS
+        for attempt in range(attempts):
             try:
                 return await self._run(rng, chain, persona)
             except Drop as drop:
-                if drop.reason != "rejected by the server" or attempt == ATTEMPTS - 1:
+                if drop.reason != "rejected by the server" or attempt == attempts - 1:
                     raise
         raise AssertionError("unreachable")
 
@@ -508,7 +521,8 @@ class Grounder:
             episodes = {server: h[0] for server, h in held.items()}
             for index, step in enumerate(chain.steps):
                 spec = self.catalog.spec(step.server, step.tool)
-                for tries in range(STEP_TRIES):
+                limit = GOAL_TRIES if step.role == "goal" and spec.read_only is False else STEP_TRIES
+                for tries in range(limit):
                     args, source, uses, target, picked = self._arguments(
                         rng, step, spec, calls, chosen_rows, persona, own, related
                     )
@@ -522,7 +536,7 @@ class Grounder:
                             wrote.add(step.server)
                         break
                     # A rejected call changes nothing, so the same step can try other values.
-                    if tries == STEP_TRIES - 1:
+                    if tries == limit - 1:
                         text = " ".join(getattr(c, "text", "") for c in result.content)[:200]
                         raise Drop("rejected by the server", f"{step.server}.{step.tool}: {text}")
                 for producer, row in picked.items():
