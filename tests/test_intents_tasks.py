@@ -155,16 +155,28 @@ def test_prune_keeps_the_call_a_claim_comes_from_and_drops_a_list_that_feeds_not
 
     row = {"res_id": "res_a", "balance": 12.5, "status": "confirmed"}
     calls = [
-        GoldCall(server="s", tool="find_guest", arguments={"email": "a@example.com"}, output={"guest_id": "g1"}),
-        GoldCall(server="s", tool="list_stays", arguments={"status": "confirmed"}, output={"stays": [row], "count": 1}),
-        GoldCall(server="s", tool="find_stays", arguments={"guest_id": "g1"}, output={"stays": [row]}, uses=[0]),
-        GoldCall(server="s", tool="get_bill", arguments={"res_id": "res_a"}, output=row, uses=[2]),
+        GoldCall(
+            turn=0, server="s", tool="find_guest", arguments={"email": "a@example.com"}, output={"guest_id": "g1"}
+        ),
+        GoldCall(
+            turn=0,
+            server="s",
+            tool="list_stays",
+            arguments={"status": "confirmed"},
+            output={"stays": [row], "count": 1},
+        ),
+        GoldCall(
+            turn=0, server="s", tool="find_stays", arguments={"guest_id": "g1"}, output={"stays": [row]}, uses=[0]
+        ),
+        GoldCall(turn=0, server="s", tool="get_bill", arguments={"res_id": "res_a"}, output=row, uses=[2]),
     ]
     task = Task(
         id="t",
         servers=["s"],
         tools=[],
-        persona=Persona(name="Ana Silva"),
+        persona=Persona(name="Ana Silva", style="polite"),
+        principal=None,
+        uncalibrated_message="",
         opening_message="What's my balance?",
         turns=[Turn(message="What's my balance?", gold_calls=[0, 1, 2, 3])],
         gold_calls=calls,
