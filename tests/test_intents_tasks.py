@@ -90,6 +90,11 @@ async def test_hotel_tasks_open_with_a_say_phrasing_and_claim_what_the_person_wa
         # The opening asks in the words of an intent of one of its calls, and says no id or column name.
         asking = [t for t in tools if t in intents.tools and intents.tools[t].say]
         assert asking, (task.id, tools)
+        assert task.provenance.writer == "offline (intents)", task.id
+        # Staff-internal work (post a charge, set housekeeping status) and tools without an intent are no goal.
+        for call in task.gold_calls:
+            if call.is_write:
+                assert call.tool in intents.tools and intents.tools[call.tool].asks == "customer", (task.id, call.tool)
         assert all(intents.tools[t].asks == "customer" for t in asking), task.id  # staff principal: customers ask
         match = next((m for t in asking if (m := _asked(task.opening_message, intents.tools[t].say))), None)
         assert match is not None, (task.id, task.opening_message)
@@ -138,6 +143,12 @@ async def test_a_row_is_named_so_that_no_other_row_of_the_persona_fits(intents_f
                     twins = [r for r in others if writer._render_refer("hotel", phrasing, r) == said]
                     assert not twins, (task.id, said, [t[key] for t in twins])
     assert named, "no opening named one of the persona's rows"
+
+
+async def test_the_same_seed_writes_the_same_intent_tasks(intents_farm: Path) -> None:
+    first, _ = await _synthesize(intents_farm, ["hotel"], 4, 3)
+    again, _ = await _synthesize(intents_farm, ["hotel"], 4, 3)
+    assert [t.model_dump_json() for t in first.tasks] == [t.model_dump_json() for t in again.tasks]
 
 
 async def test_a_server_without_intents_still_gets_tasks(intents_farm: Path) -> None:
