@@ -10,6 +10,7 @@ import re
 import shutil
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -39,13 +40,51 @@ def _without_intents(spec: Path) -> None:
     spec.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
+# A few intents for `mail` (a signed-in user's own mailbox: `asks: user`), this test's own fixture.
+MAIL_REFER = {
+    "conversations": ["the “{subject}” conversation", "the email thread about “{subject}”"],
+    "labels": ["my {name} label", "the label {name}"],
+}
+MAIL_INTENTS: dict[str, dict[str, Any]] = {
+    "archive_conversation": {
+        "asks": "user",
+        "say": [
+            "Please archive {conversation_id}.",
+            "Can you get {conversation_id} out of my inbox and into the archive?",
+        ],
+    },
+    "trash_conversation": {
+        "asks": "user",
+        "say": ["Delete {conversation_id}, please.", "Could you move {conversation_id} to the trash?"],
+    },
+    "apply_label": {
+        "asks": "user",
+        "say": ["Put {label_id} on {conversation_id}.", "Could you label {conversation_id} with {label_id}?"],
+    },
+}
+
+
+def _with_mail_intents(spec: Path) -> None:
+    data = yaml.safe_load(spec.read_text())
+    for table, phrasings in MAIL_REFER.items():
+        data["entities"][table]["refer"] = phrasings
+    for tool in data["tools"]:
+        if tool["name"] in MAIL_INTENTS:
+            tool["intent"] = MAIL_INTENTS[tool["name"]]
+        else:
+            tool.pop("intent", None)
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
 @pytest.fixture(scope="module")
 def intents_farm(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`hotel` built from its spec (with intents) and `clinic` built with its intents stripped (fast, unverified)."""
+    """`hotel` built from its spec (with intents), `mail` with this test's intents (a user principal) and
+    `clinic` with its intents stripped (fast, unverified)."""
     specs = tmp_path_factory.mktemp("specs")
-    for name in ("hotel", "clinic"):
+    for name in ("hotel", "clinic", "mail"):
         shutil.copytree(REPO / "factory" / "specs" / name, specs / name)
     _without_intents(specs / "clinic" / "spec.yaml")
+    _with_mail_intents(specs / "mail" / "spec.yaml")
     root = tmp_path_factory.mktemp("farm")
     built = anyio.run(partial(build_all, [specs], root, verify=False))
     assert built.ok, render(built)
@@ -143,6 +182,21 @@ async def test_a_row_is_named_so_that_no_other_row_of_the_persona_fits(intents_f
                     twins = [r for r in others if writer._render_refer("hotel", phrasing, r) == said]
                     assert not twins, (task.id, said, [t[key] for t in twins])
     assert named, "no opening named one of the persona's rows"
+
+
+async def test_a_signed_in_user_asks_for_their_own_things_in_their_intents_words(intents_farm: Path) -> None:
+    """On a user-principal server only `asks: user` tools are goals, and each opening is one of their phrasings
+    with the conversation named by its subject (unique among the user's conversations, or the task is dropped)."""
+    for seed in (0, 1):
+        synthesis, intents = await _synthesize(intents_farm, ["mail"], seed, 3)
+        assert intents is not None
+        assert synthesis.tasks, synthesis.summary.dropped
+        for task in synthesis.tasks:
+            writes = [c.tool for c in task.gold_calls if c.is_write]
+            assert writes and all(t in MAIL_INTENTS for t in writes), (task.id, writes)
+            assert any(_asked(task.opening_message, MAIL_INTENTS[t]["say"]) for t in writes), task.opening_message
+            assert not ID.search(task.opening_message) and not SNAKE.search(task.opening_message)
+            assert task.principal == task.persona.email
 
 
 async def test_the_same_seed_writes_the_same_intent_tasks(intents_farm: Path) -> None:
