@@ -422,6 +422,8 @@ class OfflineWriter:
                 table = param.ref.split(".", 1)[0] if param.ref else None
                 if table is None and (slot.follow or is_id_like(slot.name)):
                     table = self._ref_table(call.server, slot.name)
+                if table is None and (slot.follow or (is_id_like(slot.name) and not param.user_known)):
+                    break  # an id whose table is unknown: said plainly it would be the id itself
                 if table is not None and (slot.follow or not param.user_known or is_id_like(slot.name)):
                     key = param.ref.split(".", 1)[1] if param.ref and "." in param.ref else slot.name
                     row = self._row(grounded, index, call.server, table, key, value)
