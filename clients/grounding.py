@@ -479,7 +479,7 @@ class Grounder:
         if not spec.read_only:
             # A change to the value the row already has changes nothing ("my new email" = the old one).
             world = self.worlds[server]
-            rows = [target] if target is not None else []
+            rows: list[Row] = []  # the rows the write acts on: those its id arguments key (not where it found them)
             for name, value in args.items():
                 ref = spec.param(name).ref or ""
                 table, _, column = ref.partition(".")

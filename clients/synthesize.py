@@ -134,9 +134,44 @@ def dependency_depth(task: Task) -> int:
     return max((len(c) for c in linked), default=0)
 
 
+def _holds(output: object, value: object) -> bool:
+    """Whether a row of `output` has `value` (an id, a name) as one of its fields."""
+    return any(value in r.values() for r in rows_of(output))
+
+
+def _earliest_providers(task: Task) -> list[list[int]]:
+    """Per gold call, the calls that fed it, each value traced to the first call whose output showed it: a get
+    that read again the row a search already showed ("where my bill stands" read only to find the stay) feeds
+    nothing of its own."""
+    fed: list[list[int]] = []
+    for index, call in enumerate(task.gold_calls):
+        providers: set[int] = set()
+        for used in call.uses:
+            values = [
+                v
+                for v in call.arguments.values()
+                if isinstance(v, str) and len(v) > 2 and _holds(task.gold_calls[used].output, v)
+            ]
+            if not values:
+                providers.add(used)
+            for value in values:
+                providers.add(next(i for i in range(index) if _holds(task.gold_calls[i].output, value)))
+        fed.append(sorted(providers))
+    return fed
+
+
 def prune(task: Task) -> Task:
     """The task without padding: a gold read whose output feeds no later kept call and no claim (a write
-    always stays). Reads change nothing, so the expected state is the same."""
+    always stays), where what a call uses is traced to the first call that showed it. Reads change nothing,
+    so the expected state is the same."""
+    task = task.model_copy(
+        update={
+            "gold_calls": [
+                c.model_copy(update={"uses": fed})
+                for c, fed in zip(task.gold_calls, _earliest_providers(task), strict=True)
+            ]
+        }
+    )
     # A claim is answered by the last call whose output holds its value in its field (a list read before a
     # get of the same row answers nothing more); a claim without a field, by every call whose output says it.
     answers: set[int] = set()

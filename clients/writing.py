@@ -497,6 +497,7 @@ class OfflineWriter:
             ]
             rng.shuffle(details)
             intent = self.catalog.intent(call.server, call.tool)
+            slotted: set[str] = set()
             if intent is not None:
                 # Goal-first: the person asks in one of the intent's own phrasings, names rows as people do, and
                 # asks to hear what the intent says they want back; other details of the call are held back.
@@ -560,6 +561,9 @@ class OfflineWriter:
                     value = grounded.calls[index].arguments[name]
                     # Held back unless already said or held back: a number the user said of something else
                     # ("for 5 nights") says nothing of this one ("5 stars").
+                    if intent is not None and name in slotted and index != goal and value != call.arguments[name]:
+                        # a lookup for other dates than the ones asked about reads as a second, unasked request
+                        raise Drop("intent: a lookup contradicts the request", f"{call.server}.{call.tool}.{name}")
                     if intent is not None:
                         known_now = any(same(value, h.value) for h in hidden) or mentions(
                             " ".join([request, *said]), value

@@ -212,28 +212,24 @@ async def test_a_server_without_intents_still_gets_tasks(intents_farm: Path) -> 
     assert all(t.provenance.writer.startswith("offline") for t in synthesis.tasks)
 
 
-def test_prune_keeps_the_call_a_claim_comes_from_and_drops_a_list_that_feeds_nothing() -> None:
-    """A list read whose row a later get reads again is padding when it feeds nothing: the claim is answered
-    by the last call holding its value in its field; a chain that feeds the answer stays."""
+def test_prune_keeps_the_call_a_claim_comes_from_and_drops_a_read_that_feeds_nothing_new() -> None:
+    """A get that reads again a row a search already showed feeds nothing of its own: what the bill uses is
+    traced to the first call that showed it, and the get goes; the claim's call and its chain stay."""
     from clients.synthesize import prune
     from clients.tasks import Claim, GoldCall, Persona, Provenance, Task, Turn
 
-    row = {"res_id": "res_a", "balance": 12.5, "status": "confirmed"}
+    stay = {"res_id": "res_a", "status": "confirmed"}
     calls = [
         GoldCall(
             turn=0, server="s", tool="find_guest", arguments={"email": "a@example.com"}, output={"guest_id": "g1"}
         ),
         GoldCall(
-            turn=0,
-            server="s",
-            tool="list_stays",
-            arguments={"status": "confirmed"},
-            output={"stays": [row], "count": 1},
+            turn=0, server="s", tool="find_stays", arguments={"guest_id": "g1"}, output={"stays": [stay]}, uses=[0]
         ),
+        GoldCall(turn=0, server="s", tool="get_stay", arguments={"res_id": "res_a"}, output=stay, uses=[1]),
         GoldCall(
-            turn=0, server="s", tool="find_stays", arguments={"guest_id": "g1"}, output={"stays": [row]}, uses=[0]
+            turn=0, server="s", tool="get_bill", arguments={"res_id": "res_a"}, output={"balance": 12.5}, uses=[2]
         ),
-        GoldCall(turn=0, server="s", tool="get_bill", arguments={"res_id": "res_a"}, output=row, uses=[2]),
     ]
     task = Task(
         id="t",
