@@ -102,7 +102,8 @@ ON_BEHALF = {
 HEAR = {
     "polite": ("Could you tell me {what}?", "I'd also like to know {what}, please."),
     "terse": ("Tell me {what}.", "I need {what}."),
-    "chatty": ("And could you let me know {what}? I like to have it written down.", "Oh, and what's {what}?"),
+    # never "what's {what}": a label may be a clause ("whether it is paid") or plural ("the amounts")
+    "chatty": ("And could you let me know {what}? I like to have it written down.", "Oh, and can you tell me {what}?"),
 }
 MY = re.compile(r"\bmy\b", re.IGNORECASE)
 RELAYED = {
