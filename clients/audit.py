@@ -34,9 +34,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from clients.connect import Connections
-from clients.graph import ToolSpec, is_id_like, load_specs, words
+from clients.graph import ToolSpec, is_id_like, load_intents, load_specs, words
 from clients.grounding import PersonaRecord, Row, ServerWorld, observe, persona_rows
 from clients.tasks import Claim, Task
+from servers.runtime.intents import ServerIntents
 
 CHECKS = ("determinacy", "referents", "roles", "claims", "verify", "clock", "garble", "depth")
 PAGING = frozenset({"count", "total", "has_more", "cursor", "next_cursor", "offset", "limit", "page", "page_size"})
@@ -103,6 +104,7 @@ HEAD_NOUNS = frozenset(
         "body",
     ]
 )
+SLOT_TEXT = re.compile(r"\{[^{}]*\}")
 CLAIM_FIELD = re.compile(r"^(?:states|confirms) the ([\w ]+?):")
 
 
@@ -239,7 +241,7 @@ def _forms(value: Any) -> list[str]:
     if isinstance(value, bool) or value is None:
         return []
     if isinstance(value, (int, float)):
-        forms = {f"{value:.2f}", str(value)}
+        forms = {f"{value:.2f}", str(value), f"{value:,.2f}"}  # 1,250.00: money as a person writes it
         if float(value).is_integer():
             forms.add(str(int(value)))
         return sorted(forms)
@@ -250,6 +252,13 @@ def _forms(value: Any) -> list[str]:
         forms.add(date)
         day = date.split(" at ")[0]
         forms |= {date.split(" ", 1)[1], day, day.split(" ", 1)[1]}  # without the weekday, without the time
+        moment = datetime.fromisoformat(text[:10])
+        forms |= {
+            f"{moment:%B} {moment.day}",
+            f"{moment:%b} {moment.day}",
+            f"{moment:%b %d}",
+            f"{moment.day} {moment:%b}",
+        }
     return sorted(f for f in forms if f)
 
 
@@ -310,10 +319,16 @@ def _describing(row: Row) -> list[Any]:
 
 
 def pick(rows: Sequence[Row], text: str) -> list[Row]:
-    """The rows the user's words point at: those that share the most said values with the text."""
-    scored = [(sum(1 for v in _describing(r) if mentions(text, v)), r) for r in rows]
-    top = max((s for s, _ in scored), default=0)
-    return [r for s, r in scored if s == top and top > 0]
+    """The rows the user's words point at: those that share the most said values with the text. Words and
+    dates count before numbers: "room 203 ... for 1" points at room 203, not at every room on floor 1."""
+
+    def score(row: Row) -> tuple[int, int]:
+        said = [v for v in _describing(row) if mentions(text, v)]
+        return sum(1 for v in said if isinstance(v, str)), sum(1 for v in said if not isinstance(v, str))
+
+    scored = [(score(r), r) for r in rows]
+    top = max((s for s, _ in scored), default=(0, 0))
+    return [r for s, r in scored if s == top and top > (0, 0)]
 
 
 class Resolution(BaseModel):
@@ -372,9 +387,25 @@ class Auditor:
     """The checks, over the servers' specs, seed worlds and facts (read once, shared by every task)."""
 
     def __init__(
-        self, specs: Iterable[ToolSpec], worlds: dict[str, ServerWorld], facts: dict[str, ServerFacts]
+        self,
+        specs: Iterable[ToolSpec],
+        worlds: dict[str, ServerWorld],
+        facts: dict[str, ServerFacts],
+        intents: dict[str, ServerIntents] | None = None,
     ) -> None:
         self.specs = {(s.server, s.name): s for s in specs}
+        # The words a server's intents give people ("the total charges", "the check-in time"): a phrase there
+        # is how the service's users talk, even where it matches a column name.
+        self.intent_words = {
+            server: " ".join(
+                [
+                    *(SLOT_TEXT.sub(" ", p).lower() for i in found.tools.values() for p in i.say),
+                    *(w.lower() for i in found.tools.values() for w in i.hear.values()),
+                    *(SLOT_TEXT.sub(" ", p).lower() for ps in found.refer.values() for p in ps),
+                ]
+            )
+            for server, found in (intents or {}).items()
+        }
         self.worlds = worlds
         self.facts = facts
         self.columns: dict[str, set[str]] = {}
@@ -383,6 +414,7 @@ class Auditor:
             names.update(p.name for p in spec.params)
             names.update(f.name for f in spec.outputs)
         self._owned: dict[tuple[str, str], set[Any]] = {}
+        self._keyed: dict[str, dict[str, Row]] = {}  # server -> every seed row by its key
 
     def check(self, task: Task) -> list[Finding]:
         findings: list[Finding] = []
@@ -413,7 +445,10 @@ class Auditor:
                 if not is_id_like(name) and (spec is None or spec.param(name).user_known) and mentions(text, value):
                     continue
                 where = locate(value, resolved, text)
-                if where.found:
+                # An id a lookup returned among others, picked by words said of the row it keys ("the Junior
+                # Suite at the Park Osaka" among a hotel's rooms): the user's words tell the agent which.
+                named = where.call is not None and is_id_like(name) and self._named(call.server, value, text)
+                if where.found or named:
                     continue
                 ok = False
                 if where.call is not None:
@@ -473,6 +508,38 @@ class Auditor:
                     )
         return findings
 
+    def _named(self, server: str, value: Any, text: str) -> bool:
+        """Whether the user's words single out the seed row whose key is `value` among all rows of its table,
+        by its own words or those of the rows it points at ("room 203 at the Central Nairobi"): then the
+        agent can find its id by searching for what was said."""
+        world = self.worlds.get(server)
+        if world is None or not isinstance(value, str):
+            return False
+        if server not in self._keyed:
+            self._keyed[server] = {
+                r[k]: r for t, k in world.keys.items() for r in world.tables.get(t, []) if isinstance(r.get(k), str)
+            }
+        keyed = self._keyed[server]
+        if value not in keyed:
+            return False
+        table = next(t for t, k in world.keys.items() if any(r.get(k) == value for r in world.tables.get(t, [])))
+        key = world.keys[table]
+        described = [
+            {
+                **row,
+                **{
+                    f"{column}.{k}": v
+                    for column, ref in row.items()
+                    if column != key and isinstance(ref, str) and ref in keyed
+                    for k, v in keyed[ref].items()
+                    if isinstance(v, str)
+                },
+            }
+            for row in world.tables[table]
+        ]
+        chosen = pick(described, text)
+        return len(chosen) == 1 and chosen[0].get(key) == value
+
     @staticmethod
     def _referent(task: Task, where: Resolution, what: str) -> Finding:
         producer = task.gold_calls[where.call or 0].tool
@@ -498,7 +565,7 @@ class Auditor:
         findings = []
         for claim in task.claims:
             field = claim_field(claim)
-            if field in PAGING or (field and is_id_like(field)):
+            if (field in PAGING and _paging(task, claim, field)) or (field and is_id_like(field)):
                 findings.append(Finding(check="claims", detail=f"claim on a paging field or id: {claim.text[:60]}"))
             elif any(mentions(text, _typed(v)) or mentions(hidden, _typed(v)) for v in claim.values):
                 findings.append(Finding(check="claims", detail=f"claim echoes what the user says: {claim.text[:60]}"))
@@ -663,6 +730,8 @@ class Auditor:
         columns = {c for s in task.servers for c in self.columns.get(s, set())}
         phrases = {c.replace("_", " ").lower() for c in columns if "_" in c and not is_id_like(c)}
         phrases = {p for p in phrases if p.split()[-1] not in HEAD_NOUNS}
+        intent_words = " ".join(self.intent_words.get(s, "") for s in task.servers)
+        phrases = {p for p in phrases if not re.search(rf"\b{re.escape(p)}\b", intent_words)}
         findings = []
         said = [("message", task.opening_message), *(("turn", t.message) for t in task.turns[1:])]
         said += [("hidden fact", h.description) for h in task.hidden_facts]
@@ -699,10 +768,25 @@ class Auditor:
                     problems.append(f"column name '{phrase}'")
                     break
             pair = re.search(r"\bthe (\w+) and the (\w+)\b", lowered)
-            if pair and pair[1] in columns and pair[2] in columns:
+            heard = pair is not None and all(f"the {w}" in intent_words for w in (pair[1], pair[2]))
+            if pair and pair[1] in columns and pair[2] in columns and not heard:
                 problems.append(f"column names '{pair[0]}'")
             findings += [Finding(check="garble", detail=f"{where}: {p}") for p in problems]
         return findings
+
+
+def _paging(task: Task, claim: Claim, field: str) -> bool:
+    """Whether the claimed `field` ('total', 'count') is a page's field in the task's gold: beside a list in
+    the output holding the claimed value, or in no output at all. A quote's `total` (the price of a stay) is
+    an answer, not paging."""
+    values = [_typed(v) for v in claim.values]
+    holders = [
+        r
+        for c in task.gold_calls
+        for r in rows_of(c.output)
+        if field in r and any(same(r[field], v) or str(r[field]) == str(v) for v in values)
+    ]
+    return not holders or any(any(isinstance(v, list) for v in r.values()) for r in holders)
 
 
 def _typed(value: str) -> Any:
@@ -735,7 +819,8 @@ async def build_auditor(connections: Connections, servers: Sequence[str]) -> Aud
         by_server.setdefault(spec.server, []).append(spec)
     worlds = {s: await observe(connections, s, by_server.get(s, [])) for s in servers}
     facts = {s: server_facts(await connections.instructions(s)) for s in servers}
-    return Auditor(specs, worlds, facts)
+    intents = {s: found for s in servers if (found := await load_intents(connections, s)) is not None}
+    return Auditor(specs, worlds, facts, intents)
 
 
 def audit_tasks(auditor: Auditor, tasks: Sequence[Task]) -> AuditReport:

@@ -19,13 +19,15 @@ from typing import Any, Literal
 
 import mcp_types as types
 import networkx as nx
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from servers.runtime.control import ControlError
+from servers.runtime.intents import ServerIntents
 
 REF = "x-envfarm-ref"
 COLUMN = "x-envfarm-column"
 USER_KNOWN = "x-envfarm-user-known"
+INTENTS_RESOURCE = "intents"
 READ_VERBS = frozenset({"get", "list", "search", "find", "show", "read", "check", "view", "lookup", "fetch", "query"})
 # A similarity link needs at least this score (see README "Tasks" for its precision/recall on our servers).
 SIMILARITY_THRESHOLD = 0.6
@@ -487,6 +489,20 @@ async def load_specs(connections: Any, servers: Sequence[str]) -> list[ToolSpec]
         listed = [tool_spec(server, tool) for tool in await connections.tools(server)]
         specs += await explore(connections, server, listed) if any(_thin(s) for s in listed) else listed
     return specs
+
+
+async def load_intents(connections: Any, server: str) -> ServerIntents | None:
+    """The server's intents (how people ask for its tools and name its rows), read over MCP as its `intents`
+    resource like its policy rules; None for a server that serves none or an empty one (a foreign server, or
+    one built before its spec had intents): then tasks are written without them."""
+    text = await connections.resource_text(server, INTENTS_RESOURCE)
+    if not text:
+        return None
+    try:
+        intents = ServerIntents.model_validate_json(text)
+    except ValidationError as exc:
+        raise ValueError(f"{server}: the resource {INTENTS_RESOURCE!r} is not a server's intents: {exc}") from exc
+    return intents if intents.tools or intents.refer else None
 
 
 # ---------------------------------------------------------------- outputs of servers that do not declare them

@@ -12,6 +12,7 @@ import random
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import AsyncExitStack
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -21,11 +22,15 @@ from clients.graph import Param, ToolSpec, is_id_like, output_of, words
 from clients.sampling import Catalog, Chain, Step
 from clients.tasks import ExpectedState, GoldCall
 from servers.runtime.control import ControlError
+from servers.runtime.intents import slots
 
 PERSON_NAME = re.compile(r"^[A-Z][\w'-]+( [A-Z][\w'.-]+)+$")
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.IGNORECASE)
+ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 ATTEMPTS = 1
+INTENT_ATTEMPTS = 4
 STEP_TRIES = 3
+GOAL_TRIES = 8  # a goal the server rejects for one of the persona's rows (a past stay) may fit another of them
 FREE_TEXT = ("plans changed", "as discussed", "no longer needed", "see the note from last week", "thanks for checking")
 Row = dict[str, Any]
 ArgSource = Literal["output", "persona", "seed", "free"]
@@ -247,6 +252,25 @@ def _coerce(value: Any, param: Param) -> Any:
     return value
 
 
+def _fresh(value: Any) -> Any:
+    """A new value of the same kind as `value`, for a change that must change something: an email at another
+    domain, a phone number with its last digits turned; None for anything else (no sensible new value)."""
+    if not isinstance(value, str):
+        return None
+    if ISO_DATE.match(value):  # a week later (both ends of a stay move alike)
+        try:
+            moved = datetime.fromisoformat(value[:10]) + timedelta(days=7)
+        except ValueError:
+            return None
+        return moved.date().isoformat() + value[10:]
+    if EMAIL.match(value):
+        local, _, domain = value.partition("@")
+        return f"{local}@{'example.net' if domain != 'example.net' else 'example.org'}"
+    if re.fullmatch(r"\+?[\d\s().-]{7,}", value) and value[-2:].isdigit():
+        return value[:-2] + f"{(int(value[-2:]) + 37) % 100:02d}"
+    return None
+
+
 def _found(output: Any, fields: Sequence[str]) -> list[tuple[Any, Row]]:
     """(value, row) for every field named in `fields` anywhere in an output."""
     hits: list[tuple[Any, Row]] = []
@@ -269,10 +293,17 @@ def _found(output: Any, fields: Sequence[str]) -> list[tuple[Any, Row]]:
 class Grounder:
     """Grounds chains for one synthesis run: the worlds and catalog are read once and shared."""
 
-    def __init__(self, connections: Connections, catalog: Catalog, worlds: dict[str, ServerWorld]) -> None:
+    def __init__(
+        self,
+        connections: Connections,
+        catalog: Catalog,
+        worlds: dict[str, ServerWorld],
+        today: dict[str, str] | None = None,
+    ) -> None:
         self.connections = connections
         self.catalog = catalog
         self.worlds = worlds
+        self.today = today or {}  # server -> its clock's date (ISO), where its instructions say
         self.pool = EpisodePool(connections)
         self._rows: dict[tuple[str, str, int], dict[str, list[Row]]] = {}
         self._index: dict[str, dict[str, list[tuple[str, int]]]] = {}
@@ -333,6 +364,11 @@ class Grounder:
         self, rng: random.Random, server: str, param: Param, related: dict[str, list[Row]]
     ) -> tuple[Any, ArgSource]:
         values = self._seed_values(server, param, related)
+        today = self.today.get(server)
+        if today and values and all(isinstance(v, str) and ISO_DATE.match(v) for v in values):
+            # A date a person asks about is ahead of them (a stay to book, a slot to take): the seed's past
+            # dates are what servers reject ("the arrival date is in the past").
+            values = [v for v in values if v[:10] >= today] or values
         if values:
             return _coerce(rng.choice(values), param), "seed"
         if param.enum:
@@ -424,7 +460,14 @@ class Grounder:
             name, value, how = self._identify(rng, server, spec, persona, own[server], related[server])
             args[name], source[name] = value, how
         optional = [p for p in spec.params if not p.required and p.user_known and p.name not in args]
-        extras = [] if spec.read_only else [p for p in optional if rng.random() < 0.5] or optional[:1]
+        intent = self.catalog.intent(server, spec.name) if step.role in ("goal", "follow") else None
+        if intent is not None:
+            # Goal-first: the details a person gives are those of one way they ask (a new phone number, not
+            # a phone number and an email they never mention).
+            asked = {s.name for s in slots(rng.choice(intent.say))}
+            extras = [p for p in optional if p.name in asked]
+        else:
+            extras = [] if spec.read_only else [p for p in optional if rng.random() < 0.5] or optional[:1]
         for param in spec.params:
             if param.name in args or not (param.required or param in extras):
                 continue
@@ -433,16 +476,33 @@ class Grounder:
                 args[param.name], source[param.name] = _coerce(rng.choice(mine), param), "persona"
             else:
                 args[param.name], source[param.name] = self._value(rng, server, param, related[server])
+        if not spec.read_only:
+            # A change to the value the row already has changes nothing ("my new email" = the old one).
+            world = self.worlds[server]
+            rows: list[Row] = []  # the rows the write acts on: those its id arguments key (not where it found them)
+            for name, value in args.items():
+                ref = spec.param(name).ref or ""
+                table, _, column = ref.partition(".")
+                rows += [r for r in world.tables.get(table, []) if column and r.get(column) == value]
+            for name, value in list(args.items()):
+                dated = isinstance(value, str) and ISO_DATE.match(value) is not None and source.get(name) == "output"
+                if (dated or source.get(name) in {"seed", "persona"}) and any(r.get(name) == value for r in rows):
+                    fresh = _fresh(value)
+                    if fresh is not None:
+                        args[name], source[name] = fresh, "free"
         return args, source, uses, target, picked
 
     async def ground(self, rng: random.Random, chain: Chain, persona: PersonaRecord) -> Grounded:
         """Run the chain on fresh episodes; after a rejection, run it again choosing differently
         (up to `ATTEMPTS` times). An empty lookup is final: the persona has nothing there."""
-        for attempt in range(ATTEMPTS):
+        # On a server with intents every goal is something a person asks for: worth choosing the persona's
+        # rows again when the server turns down the first choice (a stay already checked out).
+        attempts = INTENT_ATTEMPTS if any(s in self.catalog.intents for s in chain.servers) else ATTEMPTS
+        for attempt in range(attempts):
             try:
                 return await self._run(rng, chain, persona)
             except Drop as drop:
-                if drop.reason != "rejected by the server" or attempt == ATTEMPTS - 1:
+                if drop.reason != "rejected by the server" or attempt == attempts - 1:
                     raise
         raise AssertionError("unreachable")
 
@@ -461,7 +521,8 @@ class Grounder:
             episodes = {server: h[0] for server, h in held.items()}
             for index, step in enumerate(chain.steps):
                 spec = self.catalog.spec(step.server, step.tool)
-                for tries in range(STEP_TRIES):
+                limit = GOAL_TRIES if step.role == "goal" and spec.read_only is False else STEP_TRIES
+                for tries in range(limit):
                     args, source, uses, target, picked = self._arguments(
                         rng, step, spec, calls, chosen_rows, persona, own, related
                     )
@@ -475,7 +536,7 @@ class Grounder:
                             wrote.add(step.server)
                         break
                     # A rejected call changes nothing, so the same step can try other values.
-                    if tries == STEP_TRIES - 1:
+                    if tries == limit - 1:
                         text = " ".join(getattr(c, "text", "") for c in result.content)[:200]
                         raise Drop("rejected by the server", f"{step.server}.{step.tool}: {text}")
                 for producer, row in picked.items():

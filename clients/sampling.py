@@ -15,6 +15,7 @@ import networkx as nx
 from pydantic import BaseModel, Field
 
 from clients.graph import Param, ToolSpec, consumers, producers, tool_node
+from servers.runtime.intents import Intent, ServerIntents
 
 Role = Literal["lookup", "goal", "follow", "walk"]
 MAX_DEPTH = 4
@@ -53,17 +54,40 @@ class Unresolvable(Exception):
 
 
 class Catalog:
-    """The graph plus the specs behind it, indexed for the samplers."""
+    """The graph plus the specs behind it, indexed for the samplers, and each server's intents (how people
+    ask for its tools and name its rows; servers without them are absent)."""
 
-    def __init__(self, specs: Sequence[ToolSpec], graph: nx.DiGraph) -> None:
+    def __init__(
+        self, specs: Sequence[ToolSpec], graph: nx.DiGraph, intents: dict[str, ServerIntents] | None = None
+    ) -> None:
         self.graph = graph
         self.specs = {s.key: s for s in specs}
+        self.intents = {s: i for s, i in (intents or {}).items() if i.tools or i.refer}
         self.by_server: dict[str, list[ToolSpec]] = {}
         for spec in specs:
             self.by_server.setdefault(spec.server, []).append(spec)
 
     def spec(self, server: str, tool: str) -> ToolSpec:
         return self.specs[tool_node(server, tool)]
+
+    def intent(self, server: str, tool: str) -> Intent | None:
+        """The tool's intent where its server has intents and it is something a person asks for (has `say`)."""
+        intents = self.intents.get(server)
+        intent = intents.tools.get(tool) if intents is not None else None
+        return intent if intent is not None and intent.asks != "internal" and intent.say else None
+
+    def not_asked(self, server: str, kind: str | None) -> set[str]:
+        """Tool keys of a server with intents that no person asks for of its principal: a `staff` principal
+        serves customers (`asks: customer`), a signed-in `user` asks for themselves (`asks: user`); a tool
+        without an intent, or `internal`, is never a goal. Empty for a server without intents."""
+        if server not in self.intents:
+            return set()
+        fits = {"staff": {"customer"}, "user": {"user"}}.get(kind or "", {"customer", "user"})
+        return {
+            t.key
+            for t in self.by_server.get(server, [])
+            if (intent := self.intent(server, t.name)) is None or intent.asks not in fits
+        }
 
     def lookups(self, spec: ToolSpec) -> list[Param]:
         """Inputs a user would not know that must be filled: required ones, or for a tool with no
@@ -113,6 +137,11 @@ class Outcomes:
     def odds(self, key: str) -> float:
         ok, failed = self.tally.get(key, [0, 0])
         return (ok + 1) / (ok + failed + 1)
+
+    def variety(self, key: str) -> float:
+        """Less weight for a goal already grounded many times, so the goal that always grounds (a contact
+        update) does not crowd out the rest of a server's intents."""
+        return 1.0 / (1 + self.tally.get(key, [0, 0])[0]) ** 0.5
 
 
 class TopologySampler:
@@ -212,6 +241,7 @@ class TopologySampler:
             t.key: (WRITE_WEIGHT if not t.read_only else 1.0)
             * (1.0 if self.catalog.lookups(t) else SHALLOW_WEIGHT)
             * self.outcomes.odds(t.key)
+            * (self.outcomes.variety(t.key) if t.server in self.catalog.intents else 1.0)
             * (t.key not in self.never_goals)
             for t in tools
         }

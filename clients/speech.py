@@ -561,3 +561,56 @@ def speech_problems(text: str, task: Task, fields: Iterable[str] = ()) -> list[s
         if "_" in name and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text):
             problems.append(f"field name {name!r}")
     return sorted(set(problems))
+
+
+def _moment(value: Any) -> tuple[datetime, bool] | None:
+    """An ISO date or datetime value as a datetime, and whether it had a time of day."""
+    text = str(value).strip()
+    match = re.match(r"^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2}))?", text)
+    if match is None:
+        return None
+    try:
+        moment = datetime(int(match[1]), int(match[2]), int(match[3]), int(match[4] or 0), int(match[5] or 0))
+    except ValueError:
+        return None
+    return moment, match[4] is not None
+
+
+def say_slot(value: Any, fmt: str | None) -> str | None:
+    """A value filling a `{slot:format}` of an intent's phrasing, as a person says it: `date` 12 May, `day`
+    Tuesday 12 May, `time` 10:30, `datetime` Tuesday 12 May at 10:30, `money` 1,250.00, `number` 3 or 2.5, a
+    %-pattern through strftime; no format: dates in words, numbers plainly, enum words unfolded. None when
+    the value does not fit the format (a date format on a value that is no date)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    when = _moment(value) if isinstance(value, str) else None
+    if fmt in ("date", "day", "time", "datetime") or (fmt or "").startswith("%"):
+        if when is None:
+            return None
+        moment, timed = when
+        day = f"{moment:%A} {moment.day} {moment:%B}"
+        if fmt == "date":
+            return f"{moment.day} {moment:%B}"
+        if fmt == "day":
+            return day
+        if fmt == "time":
+            return f"{moment:%H:%M}" if timed else None
+        if fmt == "datetime":
+            return f"{day} at {moment:%H:%M}" if timed and (moment.hour, moment.minute) != (0, 0) else day
+        return moment.strftime(str(fmt))
+    if fmt == "money" or fmt == "number" or isinstance(value, (int, float)):
+        try:
+            number = float(str(value).replace(",", ""))
+        except ValueError:
+            return None if fmt in ("money", "number") else str(value)
+        if fmt == "money":
+            return f"{number:,.2f}"
+        return str(int(number)) if number.is_integer() else f"{number:.15g}"
+    text = str(value)
+    if when is not None:
+        moment, timed = when
+        day = f"{moment:%A} {moment.day} {moment:%B}"
+        return f"{day} at {moment:%H:%M}" if timed and (moment.hour, moment.minute) != (0, 0) else day
+    return text.replace("_", " ") if re.fullmatch(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+", text) else text

@@ -14,6 +14,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Literal
 
@@ -27,13 +28,14 @@ from clients.audit import (
     ServerFacts,
     identity_facts,
     mentions,
+    rows_of,
     server_facts,
     spoken,
     staff_internal,
     user_text,
 )
 from clients.connect import Connections
-from clients.graph import build_graph, load_specs, summarize, words
+from clients.graph import build_graph, load_intents, load_specs, summarize, words
 from clients.grounding import PERSON_NAME, Drop, Grounded, Grounder, PersonaRecord, ServerWorld, observe, people
 from clients.policy_checks import PolicyRule, checks_for, governing, load_rules
 from clients.sampling import Catalog, RandomWalkSampler, TopologySampler, Unresolvable
@@ -132,16 +134,72 @@ def dependency_depth(task: Task) -> int:
     return max((len(c) for c in linked), default=0)
 
 
+def _holds(output: object, value: object) -> bool:
+    """Whether a row of `output` has `value` (an id, a name) as one of its fields."""
+    return any(value in r.values() for r in rows_of(output))
+
+
+def _earliest_providers(task: Task) -> list[list[int]]:
+    """Per gold call, the calls that fed it, each value traced to the first call whose output showed it: a get
+    that read again the row a search already showed ("where my bill stands" read only to find the stay) feeds
+    nothing of its own."""
+    fed: list[list[int]] = []
+    for index, call in enumerate(task.gold_calls):
+        providers: set[int] = set()
+        for used in call.uses:
+            values = [
+                v
+                for v in call.arguments.values()
+                if isinstance(v, str) and len(v) > 2 and _holds(task.gold_calls[used].output, v)
+            ]
+            if not values:
+                providers.add(used)
+            for value in values:
+                providers.add(next(i for i in range(index) if _holds(task.gold_calls[i].output, value)))
+        fed.append(sorted(providers))
+    return fed
+
+
 def prune(task: Task) -> Task:
     """The task without padding: a gold read whose output feeds no later kept call and no claim (a write
-    always stays). Reads change nothing, so the expected state is the same."""
-    claimed = [v for c in task.claims for v in c.values]
+    always stays), where what a call uses is traced to the first call that showed it. Reads change nothing,
+    so the expected state is the same."""
+    task = task.model_copy(
+        update={
+            "gold_calls": [
+                c.model_copy(update={"uses": fed})
+                for c, fed in zip(task.gold_calls, _earliest_providers(task), strict=True)
+            ]
+        }
+    )
+    # A claim is answered by the last call whose output holds its value in its field (a list read before a
+    # get of the same row answers nothing more); a claim without a field, by every call whose output says it.
+    answers: set[int] = set()
+    for claim in task.claims:
+        field = claim.field or ""
+        holding = [
+            i
+            for i, call in enumerate(task.gold_calls)
+            if field
+            and any(
+                field in r and (str(r[field]) == v or _same_text(r[field], v))
+                for r in rows_of(call.output)
+                for v in claim.values
+            )
+        ]
+        if holding:
+            answers.add(holding[-1])
+        else:
+            answers.update(
+                i
+                for i, call in enumerate(task.gold_calls)
+                if any(json.dumps(v)[1:-1] in json.dumps(call.output, default=str) for v in claim.values)
+            )
     keep: set[int] = set()
     for index in range(len(task.gold_calls) - 1, -1, -1):
         call = task.gold_calls[index]
         feeds = any(index in task.gold_calls[k].uses for k in keep)
-        text = json.dumps(call.output, default=str)
-        if call.is_write or feeds or any(json.dumps(v)[1:-1] in text for v in claimed):
+        if call.is_write or feeds or index in answers:
             keep.add(index)
     if len(keep) == len(task.gold_calls):
         return task
@@ -157,6 +215,24 @@ def prune(task: Task) -> Task:
 
 
 MONTHS = tuple(calendar.month_name[1:])
+
+
+def _same_text(value: object, said: str) -> bool:
+    """Whether a claim's value (its text, '57.00') is the output's `value` (57.0)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return abs(float(said) - float(value)) < 1e-9
+        except ValueError:
+            return False
+    return False
+
+
+def _iso_day(clock: str) -> str | None:
+    """'12 May 2026 14:00' (a server's clock as its instructions say it) -> '2026-05-12'; None if unreadable."""
+    try:
+        return datetime.strptime(" ".join(clock.split()[:3]), "%d %B %Y").date().isoformat()
+    except ValueError:
+        return None
 
 
 def _versions(servers: Sequence[str]) -> dict[str, str]:
@@ -197,7 +273,8 @@ class _Run:
         self.rules = rules
         self.facts = facts
         self.catalog = catalog
-        self.grounder = Grounder(connections, catalog, worlds)
+        today = {s: day for s, f in facts.items() if f.clock and (day := _iso_day(f.clock))}
+        self.grounder = Grounder(connections, catalog, worlds, today)
         # Staff-internal work (receiving stock, assigning a guide) is never what the customer asks for.
         never = frozenset(
             t.key
@@ -205,12 +282,16 @@ class _Run:
             if facts.get(server, ServerFacts()).kind == "staff"
             for t in tools
             if not t.read_only and staff_internal(t.name)
+        ) | frozenset(  # where a server has intents, only what its principal's people ask for is a goal
+            key
+            for server in catalog.by_server
+            for key in catalog.not_asked(server, facts.get(server, ServerFacts()).kind)
         )
         self.sampler = (
             TopologySampler(catalog, never_goals=never) if options.sampler == "topology" else RandomWalkSampler(catalog)
         )
-        self.offline = OfflineWriter(catalog)
-        self.auditor = Auditor(catalog.specs.values(), worlds, facts)
+        self.offline = OfflineWriter(catalog, worlds)
+        self.auditor = Auditor(catalog.specs.values(), worlds, facts, catalog.intents)
         self.people = {s: people(w) for s, w in worlds.items()}
         self.servers = sorted(worlds)
         clock = {s: facts.get(s, ServerFacts()).clock for s in self.servers}
@@ -237,7 +318,9 @@ class _Run:
             return None, [Finding(check="depth", detail=f"fewer than {MIN_LINKED} calls linked by data")], False
         findings = self.auditor.check(task)
         repaired = False
-        for _ in range(REPAIRS):
+        # A task written from intents names its rows as people do; an "I mean the ..." pointer at a lookup's
+        # row would only garble it (its lookups do not follow the user's words): dropped instead.
+        for _ in range(0 if task.provenance.writer.endswith("(intents)") else REPAIRS):
             pointers = [f for f in findings if f.check == "referents" and f.call is not None]
             if not pointers or len(pointers) != len(findings):
                 break
@@ -405,7 +488,8 @@ async def synthesize(
     if unknown:
         raise ValueError(f"not connected: {', '.join(unknown)}; known: {', '.join(sorted(connections.targets))}")
     specs = await load_specs(connections, servers)
-    catalog = Catalog(specs, build_graph(specs))
+    intents = {s: found for s in servers if (found := await load_intents(connections, s)) is not None}
+    catalog = Catalog(specs, build_graph(specs), intents)
     worlds = {s: await observe(connections, s, catalog.by_server[s]) for s in servers}
     rules = {s: await load_rules(connections, s) for s in servers}
     facts = {s: server_facts(await connections.instructions(s)) for s in servers}
@@ -460,7 +544,11 @@ async def synthesize(
                 if passed is not None:
                     accept(*passed)
                 continue
-            offline = run.offline.write(rng, grounded, style)
+            try:
+                offline = run.offline.write(rng, grounded, style)
+            except Drop as drop:  # a row the user means that no way of naming it tells apart
+                dropped[drop.reason] += 1
+                continue
             passed = kept(run.task(len(tasks), grounded, offline, style, rng), grounded)
             if passed is None:
                 continue

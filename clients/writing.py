@@ -15,16 +15,19 @@ import json
 import random
 import re
 from collections.abc import Iterable
+from itertools import combinations
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
 from clients.audit import HEAD_NOUNS, PAGING, POINTER, Finding, mentions, rows_of, same, spoken, spoken_date, user_text
 from clients.graph import ToolSpec, is_id_like, words
-from clients.grounding import Grounded, Row
+from clients.grounding import Drop, Grounded, PersonaRecord, Row, ServerWorld, persona_rows, value_index
 from clients.sampling import Catalog
+from clients.speech import say_slot
 from clients.tasks import Claim, HiddenFact, OverSpecification, Task
 from envfarm.llm import ChatModel, UnusableAnswer
+from servers.runtime.intents import Intent, slots
 
 STEP_WORDS = ("then", "first", "next", "after that", "afterwards", "finally", "step", "call", "tool", "use the")
 STEP_PATTERN = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in STEP_WORDS) + r")\b", re.IGNORECASE)
@@ -95,6 +98,25 @@ ON_BEHALF = {
         "Long story, but {relation} {owner} can't get to a phone, so I said I'd {phrase} for them. Can you help?",
     ),
 }
+# Asking to hear what an intent's `hear` names ("the new total"): the claims are what the user asked for.
+HEAR = {
+    "polite": ("Could you tell me {what}?", "I'd also like to know {what}, please."),
+    "terse": ("Tell me {what}.", "I need {what}."),
+    # never "what's {what}": a label may be a clause ("whether it is paid") or plural ("the amounts")
+    "chatty": ("And could you let me know {what}? I like to have it written down.", "Oh, and can you tell me {what}?"),
+}
+MY = re.compile(r"\bmy\b", re.IGNORECASE)
+RELAYED = {
+    "polite": (
+        "I'm calling for {relation}, {owner}, who can't make it today. They asked me to pass this on: “{words}”",
+        "I'm asking on behalf of {relation}, {owner}. In their words: “{words}” Could you sort that out for them?",
+    ),
+    "terse": ("For {relation}, {owner}: “{words}”", "Passing this on for {owner}, {relation}: “{words}”"),
+    "chatty": (
+        "So {relation}, {owner}, is swamped and asked me to call. What they said was: “{words}” Can you help?",
+        "Long story, but {relation} {owner} can't get to a phone, so I'm passing this on: “{words}”",
+    ),
+}
 MORE = ("One more thing: ", "Thanks! Also, ", "Great. And ", "While you're at it, ")
 STYLES = tuple(GREETINGS)
 
@@ -110,7 +132,12 @@ class Vocabulary(BaseModel):
 def vocabulary(grounded: Grounded, catalog: Catalog) -> Vocabulary:
     names: set[str] = set()
     for server in grounded.chain.servers:
-        names.update(t.name for t in catalog.by_server[server])
+        # A tool named the way its people talk ("check out", "check in") is no tool name in their words.
+        found = catalog.intents.get(server)
+        said = " ".join(p.lower() for i in found.tools.values() for p in i.say) if found else ""
+        names.update(
+            t.name for t in catalog.by_server[server] if not (said and " ".join(words(t.name)).lower() in said)
+        )
     ids: set[str] = set()
     literals: set[str] = set()
     for call in grounded.calls:
@@ -257,13 +284,194 @@ def _known(spec: ToolSpec) -> set[str]:
     return {f.name for f in spec.outputs if f.user_known and f.type != "boolean" and not is_id_like(f.name)}
 
 
+def _wanted(claims: list[Claim]) -> str:
+    """What the claims of an intent's `hear` ask for, in the person's words: 'the balance and the fee'."""
+    return " and ".join(c.text.split(":")[0].split(" ", 1)[1] for c in claims)
+
+
 class OfflineWriter:
-    """Templates by persona style and effect (read or write); no model, deterministic per `rng`."""
+    """Templates by persona style and effect (read or write); no model, deterministic per `rng`. Where the
+    server has intents (`catalog.intents`), a goal is asked for in its intent's words and the rows it acts
+    on are named by their tables' `refer` phrasings, rendered from the seed rows in `worlds`."""
 
     name = "offline"
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, worlds: dict[str, ServerWorld] | None = None) -> None:
         self.catalog = catalog
+        self.worlds = worlds or {}
+        self._index: dict[str, dict[str, list[tuple[str, int]]]] = {}
+        self._own: dict[tuple[str, str], dict[str, list[Row]]] = {}
+        self._refs: dict[str, dict[str, str]] = {}
+
+    # -- intents: how a person asks, and how they name a row
+
+    def _ref_table(self, server: str, name: str) -> str | None:
+        """The table a column or param named `name` references (`hotel_id` -> hotels), from the listed refs."""
+        if server not in self._refs:
+            refs: dict[str, str] = {}
+            for spec in self.catalog.by_server.get(server, []):
+                for column, ref in [*((p.name, p.ref) for p in spec.params), *((f.name, f.ref) for f in spec.outputs)]:
+                    if ref and "." in ref:
+                        refs.setdefault(column, ref.split(".", 1)[0])
+            world = self.worlds.get(server)
+            for table, key in (world.keys if world else {}).items():
+                refs.setdefault(key, table)
+            self._refs[server] = refs
+        return self._refs[server].get(name)
+
+    def _own_rows(self, server: str, persona: PersonaRecord) -> dict[str, list[Row]]:
+        """The persona's rows of a server (theirs, and rows pointing at theirs), as grounding finds them."""
+        key = (server, persona.email or persona.name)
+        if key not in self._own:
+            world = self.worlds.get(server)
+            if world is None:
+                return {}
+            if server not in self._index:
+                self._index[server] = value_index(world)
+            self._own[key] = persona_rows(world, persona, 2, self._index[server])
+        return self._own[key]
+
+    def _seed_row(self, server: str, table: str, value: Any) -> Row | None:
+        world = self.worlds.get(server)
+        key = world.keys.get(table) if world else None
+        if world is None or not key:
+            return None
+        return next((r for r in world.tables.get(table, []) if r.get(key) == value), None)
+
+    def _row(self, grounded: Grounded, before: int, server: str, table: str, key: str, value: Any) -> Row | None:
+        """The row of `table` whose `key` is `value` as the person knows it before call `before`: the seed row,
+        updated by what earlier calls of the task showed of it (a row made earlier in the task has only that)."""
+        row = dict(self._seed_row(server, table, value) or {})
+        world = self.worlds.get(server)
+        columns = set(world.tables[table][0]) if world and world.tables.get(table) else set()
+        for call in grounded.calls[:before]:
+            if call.server != server:
+                continue
+            for found in rows_of(call.output):
+                if same(found.get(key), value) and (not columns or set(found) <= columns):
+                    row.update(found)
+        return row or None
+
+    def _render_refer(self, server: str, phrasing: str, row: Row) -> str | None:
+        """A table's `refer` phrasing said of one row; None when a slot has no value in it."""
+        text = phrasing
+        for slot in slots(phrasing):
+            value = row.get(slot.name)
+            if slot.follow:
+                table = self._ref_table(server, slot.name)
+                other = self._seed_row(server, table, value) if table else None
+                value = other.get(slot.follow) if other else None
+            said = say_slot(value, slot.format)
+            if said is None:
+                return None
+            text = text.replace(slot.text, said, 1)
+        return text
+
+    def refer(
+        self, rng: random.Random, grounded: Grounded, server: str, table: str, row: Row, refs: dict[Any, str]
+    ) -> str | None:
+        """How the persona names `row`: a `refer` phrasing whose words fit no other row of theirs in that table
+        (of the whole table, when the row is not theirs, like a room to book; then never a 'my ...' phrasing),
+        or two phrasings together when no one alone does; None when nothing tells the row apart."""
+        world = self.worlds.get(server)
+        intents = self.catalog.intents.get(server)
+        key = world.keys.get(table, "") if world else ""
+        ident = row.get(key)
+        if (server, table, ident) in refs:
+            return refs[server, table, ident]
+        phrasings = intents.refer.get(table, []) if intents else []
+        own = self._own_rows(server, grounded.persona).get(table, [])
+        mine = any(same(r.get(key), ident) for r in own)
+        pool = own if mine else (world.tables.get(table, []) if world else [])
+        others = [r for r in pool if not same(r.get(key), ident)]
+        usable = [p for p in phrasings if mine or not MY.search(p)]
+        texts = {p: t for p in usable if (t := self._render_refer(server, p, row)) is not None}
+
+        def unique(chosen: tuple[str, ...]) -> bool:
+            said = tuple(texts[p].lower() for p in chosen)
+            return all(tuple((self._render_refer(server, p, o) or "").lower() for p in chosen) != said for o in others)
+
+        single = [(p,) for p in texts if unique((p,))]
+        pairs = [] if single else [c for c in combinations(texts, 2) if unique(c)]
+        if not single and not pairs:
+            return None
+        chosen = rng.choice(single or pairs)
+        refs[server, table, ident] = ", ".join(texts[p] for p in chosen)
+        return refs[server, table, ident]
+
+    def _intent_request(
+        self, rng: random.Random, grounded: Grounded, index: int, intent: Intent, told: list[Any], refs: dict[Any, str]
+    ) -> tuple[str, set[str]]:
+        """Call `index` asked for in one of its intent's phrasings (chosen by `rng` among those whose slots its
+        arguments fill), and the params it says. Raises `Drop` when no phrasing fits, or when a row it names
+        cannot be told apart from the persona's other rows."""
+        call = grounded.calls[index]
+        spec = self.catalog.spec(call.server, call.tool)
+        params = {p.name: p for p in spec.params}
+        fitting = [
+            p
+            for p in intent.say
+            if all(s.name in params and call.arguments.get(s.name) not in (None, "", []) for s in slots(p))
+        ]
+        if not fitting:
+            raise Drop("intent: no phrasing fits the call", f"{call.server}.{call.tool}")
+        rng.shuffle(fitting)
+        for phrasing in fitting:
+            text, said = phrasing, []
+            for slot in slots(phrasing):
+                value, param = call.arguments[slot.name], params[slot.name]
+                table = param.ref.split(".", 1)[0] if param.ref else None
+                if table is None and (slot.follow or is_id_like(slot.name)):
+                    table = self._ref_table(call.server, slot.name)
+                if table is None and (slot.follow or (is_id_like(slot.name) and not param.user_known)):
+                    break  # an id whose table is unknown: said plainly it would be the id itself
+                if table is not None and (slot.follow or not param.user_known or is_id_like(slot.name)):
+                    key = param.ref.split(".", 1)[1] if param.ref and "." in param.ref else slot.name
+                    row = self._row(grounded, index, call.server, table, key, value)
+                    if row is None:
+                        break
+                    if self.worlds.get(call.server) and self._seed_row(call.server, table, value) is None:
+                        # a row the task itself made: the person cannot name it by what the answer showed
+                        raise Drop("intent: names a row made in the task", f"{call.server}.{call.tool}")
+                    if slot.follow:
+                        words = say_slot(row.get(slot.follow), slot.format)
+                    else:
+                        words = self.refer(rng, grounded, call.server, table, row, refs)
+                    said += [
+                        v for v in row.values() if words and not isinstance(v, (dict, list)) and mentions(words, v)
+                    ]
+                else:
+                    words = say_slot(value, slot.format)
+                if words is None:
+                    break
+                said.append(value)
+                if words == "1":  # '{adults} adults' said of one: '1 adult'
+                    text = re.sub(rf"{re.escape(slot.text)} (\w+[^s\W])s\b", rf"{slot.text} \1", text, count=1)
+                text = text.replace(slot.text, words, 1)
+            else:
+                told.extend(said)
+                return text, {s.name for s in slots(phrasing)}
+        raise Drop("intent: no way to name the row", f"{call.server}.{call.tool}")
+
+    def _heard(self, rng: random.Random, call: Any, intent: Intent, told: list[Any], read: bool) -> list[Claim]:
+        """Claims on up to two of the fields the intent's `hear` names, labelled with the person's words: only
+        a field one row of the answer holds (never a page's count beside a list, nor a value the user said)."""
+        output = call.output
+        listed = isinstance(output, dict) and any(isinstance(v, list) for v in output.values())
+        options = []
+        for field, words_ in intent.hear.items():
+            if field in PAGING and listed:
+                continue
+            holding = [r for r in rows_of(output) if r.get(field) not in (None, "")]
+            if len(holding) != 1:
+                continue
+            value = holding[0][field]
+            if isinstance(value, (bool, dict, list)) or any(same(value, t) for t in told):
+                continue
+            options.append((field, words_, value))
+        chosen = sorted(rng.sample(options, min(2, len(options))), key=lambda o: list(intent.hear).index(o[0]))
+        verb = "states" if read else "confirms"
+        return [Claim(text=f"{verb} {w}: {spoken(v)}", values=[_fmt(v)], field=f) for f, w, v in chosen]
 
     def write(self, rng: random.Random, grounded: Grounded, style: str) -> Request:
         """Each goal as the persona asks for it: fields named by human labels (never column names),
@@ -275,6 +483,7 @@ class OfflineWriter:
         claims: list[Claim] = []
         messages: list[str] = []
         told: list[Any] = [persona.name]  # values the user says or holds back (never claimed back)
+        refs: dict[tuple[str, str, Any], str] = {}  # a row already named in this task: named the same way again
         goals = [i for i, s in enumerate(grounded.chain.steps) if s.role == "goal"]
         for turn, goal in enumerate(goals):
             call, spec = grounded.calls[goal], self.catalog.spec(grounded.calls[goal].server, grounded.calls[goal].tool)
@@ -288,7 +497,29 @@ class OfflineWriter:
                 if sources.get(n) in {"seed", "free"} and spec.param(n).user_known and v not in (None, "")
             ]
             rng.shuffle(details)
-            for index, (name, value) in enumerate(details):
+            intent = self.catalog.intent(call.server, call.tool)
+            slotted: set[str] = set()
+            if intent is not None:
+                # Goal-first: the person asks in one of the intent's own phrasings, names rows as people do, and
+                # asks to hear what the intent says they want back; other details of the call are held back.
+                request, slotted = self._intent_request(rng, grounded, goal, intent, told, refs)
+                for name, value in details:
+                    if name in slotted:
+                        continue
+                    label = self.label(call.server, name, spec.param(name).description)
+                    told.append(value)
+                    if label is not None and not isinstance(value, bool):
+                        hidden.append(
+                            HiddenFact(key=name, value=value, description=f"{_the(label)} is {spoken(value)}")
+                        )
+                heard = self._heard(rng, call, intent, told, spec.read_only)
+                if spec.read_only and not heard:
+                    # "What kinds of rooms do you have?" with nothing one row answers: no claim would check it
+                    raise Drop("intent: nothing to hear back", f"{call.server}.{call.tool}")
+                claims += heard
+                if heard:
+                    said.append(rng.choice(HEAR[style]).format(what=_wanted(heard)))
+            for index, (name, value) in enumerate(details if intent is None else []):
                 label = self.label(call.server, name, spec.param(name).description)
                 told.append(value)
                 if label is None or isinstance(value, bool):
@@ -297,14 +528,14 @@ class OfflineWriter:
                     said.append(detail_sentence(label, value, own=value in (persona.name, persona.email)))
                 else:
                     hidden.append(HiddenFact(key=name, value=value, description=f"{_the(label)} is {spoken(value)}"))
-            if spec.read_only:
+            if intent is None and spec.read_only:
                 asked = self._asked(rng, call, spec, told)
                 what = " and ".join(_the(label) for _, label, _ in asked) or "the details"
                 row = next((r for r in _rows(call.output) if all(r.get(k) == v for k, _, v in asked)), None)
                 whose = "my" if mine and not someone_elses(row, persona.email) else "the"
                 request = rng.choice(ASK_READ[style]).format(what=f"{what} for {whose} {_entity(spec)}")
                 claims += [_claim("states", label, name, value) for name, label, value in asked]
-            else:
+            elif intent is None:
                 phrase = _phrase(spec, mine)
                 request = rng.choice(ASK_WRITE[style]).format(phrase=phrase, Phrase=phrase[:1].upper() + phrase[1:])
                 claims += self._write_claims(call, spec, told)
@@ -312,9 +543,36 @@ class OfflineWriter:
                 if grounded.chain.steps[index].turn != turn:
                     continue
                 step_spec = self.catalog.spec(grounded.calls[index].server, grounded.calls[index].tool)
+                follow_intent = (
+                    self.catalog.intent(step_spec.server, step_spec.name)
+                    if grounded.chain.steps[index].role == "follow"
+                    else None
+                )
+                if follow_intent is not None:
+                    # A follow-up in its own intent's words; a read with nothing to hear back is not asked (its
+                    # call feeds nothing, and pruning drops it).
+                    heard = self._heard(rng, grounded.calls[index], follow_intent, told, step_spec.read_only)
+                    if heard or not step_spec.read_only:
+                        text, _ = self._intent_request(rng, grounded, index, follow_intent, told, refs)
+                        said.append("Also, " + (text if re.match(r"I\b", text) else text[:1].lower() + text[1:]))
+                        claims += heard
+                    if heard:
+                        said.append(rng.choice(HEAR[style]).format(what=_wanted(heard)))
                 for name, how in grounded.sources[index].items():
                     value = grounded.calls[index].arguments[name]
-                    if how not in {"persona", "seed", "free"} or value in told or value in (None, ""):
+                    # Held back unless already said or held back: a number the user said of something else
+                    # ("for 5 nights") says nothing of this one ("5 stars").
+                    if intent is not None and name in slotted and index != goal and value != call.arguments[name]:
+                        # a lookup for other dates than the ones asked about reads as a second, unasked request
+                        raise Drop("intent: a lookup contradicts the request", f"{call.server}.{call.tool}.{name}")
+                    if intent is not None:
+                        known_now = any(same(value, h.value) for h in hidden) or mentions(
+                            " ".join([request, *said]), value
+                        )
+                        known_now = known_now or (isinstance(value, str) and value in told)
+                    else:
+                        known_now = value in told
+                    if how not in {"persona", "seed", "free"} or known_now or value in (None, ""):
                         continue
                     if isinstance(value, bool) or not step_spec.param(name).user_known:
                         continue
@@ -328,7 +586,7 @@ class OfflineWriter:
                         HiddenFact(key=name, value=value, description=f"{_the(label, owner)} is {spoken(value)}")
                     )
                 follow = grounded.chain.steps[index]
-                if follow.role == "follow":
+                if follow.role == "follow" and follow_intent is None:
                     follow_spec = self.catalog.spec(follow.server, follow.tool)
                     if follow_spec.read_only:
                         asked = self._asked(rng, grounded.calls[index], follow_spec, told)
@@ -367,7 +625,12 @@ class OfflineWriter:
                 continue
             if not any(mentions(known, _typed_value(v)) for v in claim.values):
                 kept.append(claim)
-        return Request(turns=messages, hidden_facts=hidden, claims=kept, uncalibrated=uncalibrated(grounded))
+        written = (
+            "offline (intents)" if any(self.catalog.intent(c.server, c.tool) for c in grounded.calls) else "offline"
+        )
+        return Request(
+            turns=messages, hidden_facts=hidden, claims=kept, uncalibrated=uncalibrated(grounded), writer=written
+        )
 
     def label(self, server: str, name: str, description: str = "", spec: ToolSpec | None = None) -> str | None:
         """How a person names a field: the description of the column it reads (the tool's own output
@@ -442,12 +705,22 @@ class OfflineWriter:
     def on_behalf(self, rng: random.Random, grounded: Grounded, requester: str, style: str) -> Request:
         """Someone else asks for the persona's change (a request the policy forbids: the customer must
         identify themselves). No hidden facts and no claims: the right answer is a refusal."""
-        goal = next(c for c, s in zip(grounded.calls, grounded.chain.steps, strict=True) if s.role == "goal")
-        phrase = _phrase(self.catalog.spec(goal.server, goal.tool), mine=False)
+        index, goal = next(
+            (i, c)
+            for i, (c, s) in enumerate(zip(grounded.calls, grounded.chain.steps, strict=True))
+            if s.role == "goal"
+        )
         first = requester.split()[0]
         greeting = rng.choice(GREETINGS[style]).format(name=requester, first=first)
         relation = rng.choice(RELATIONS)
-        ask = rng.choice(ON_BEHALF[style]).format(phrase=phrase, owner=grounded.persona.name, relation=relation)
+        intent = self.catalog.intent(goal.server, goal.tool)
+        if intent is not None:
+            # The owner's own words, passed on: "... asked me to pass this on: “I need to cancel my stay ...”"
+            words, _ = self._intent_request(rng, grounded, index, intent, [], {})
+            ask = rng.choice(RELAYED[style]).format(owner=grounded.persona.name, relation=relation, words=words)
+        else:
+            phrase = _phrase(self.catalog.spec(goal.server, goal.tool), mine=False)
+            ask = rng.choice(ON_BEHALF[style]).format(phrase=phrase, owner=grounded.persona.name, relation=relation)
         message = f"{greeting} {ask}"
         return Request(turns=[message], uncalibrated=message)
 
