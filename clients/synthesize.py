@@ -54,6 +54,11 @@ from envfarm.llm import ChatModel, LLMError, ModelConfig
 from servers.runtime.registry import default_farm_root, load_registry
 
 MULTI_SERVER_SHARE = 0.5
+# Kept tasks that span two servers, at least: cross-server chains fail the audit more often than one-server
+# ones, so while the kept share is below this, an attempt draws a pair (where servers share people) more
+# often, though not always (a farm whose pairs rarely pass still gets its one-server tasks).
+CROSS_SERVER_SHARE = 0.3
+MULTI_SERVER_SHARE_BEHIND = 0.85
 DISTRACTORS = 5
 ATTEMPTS_PER_TASK = 60  # chains sampled per task asked for, at most: strict audits drop most candidates
 MIN_LINKED = 2  # calls linked by data a kept task needs at least (refusals aside): one lookup is no work
@@ -304,7 +309,11 @@ class _Run:
         ]
         paired = {s for pair in self.pairs for s in pair}
         self.kept_apart = {
-            s: f"its clock ({clock[s] or 'unknown'}) is no other server's with people in common"
+            s: (
+                f"no server on its clock ({clock[s] or 'unknown'}) has people in common with it"
+                if any(clock[o] == clock[s] for o in self.servers if o != s)
+                else f"its clock ({clock[s] or 'unknown'}) is no other server's"
+            )
             for s in self.servers
             if s not in paired and len(self.servers) > 1
         }
@@ -331,8 +340,11 @@ class _Run:
             findings = self.auditor.check(task)
         return (None, findings, repaired) if findings else (task, [], repaired)
 
-    def _servers_and_persona(self, rng: random.Random) -> tuple[list[str], PersonaRecord]:
-        if self.options.max_servers >= 2 and self.pairs and rng.random() < MULTI_SERVER_SHARE:
+    def _servers_and_persona(self, rng: random.Random, want_pair: bool = False) -> tuple[list[str], PersonaRecord]:
+        """The task's servers and persona: a pair of servers sharing a clock and the persona half the time, or
+        more often when `want_pair` (the kept tasks are short of CROSS_SERVER_SHARE); else one server."""
+        share = MULTI_SERVER_SHARE_BEHIND if want_pair else MULTI_SERVER_SHARE
+        if self.options.max_servers >= 2 and self.pairs and rng.random() < share:
             pair = list(rng.choice(self.pairs))
             rng.shuffle(pair)
             emails = sorted(set(self.people[pair[0]]) & set(self.people[pair[1]]))
@@ -520,7 +532,8 @@ async def synthesize(
         while len(tasks) < options.n and attempts < options.n * ATTEMPTS_PER_TASK:
             rng = random.Random(f"{options.seed}:{options.sampler}:{attempts}")
             attempts += 1
-            chosen, persona = run._servers_and_persona(rng)
+            crossing = sum(1 for t in tasks if len(t.servers) > 1)
+            chosen, persona = run._servers_and_persona(rng, crossing < CROSS_SERVER_SHARE * len(tasks))
             try:
                 chain = run.sampler.sample(rng, chosen[: options.max_servers])
                 grounded = await run.grounder.ground(rng, chain, persona)

@@ -24,7 +24,7 @@ from clients.graph import (
     similarity,
     tool_node,
 )
-from clients.synthesize import Synthesis, SynthesisOptions, dependency_depth, synthesize
+from clients.synthesize import CROSS_SERVER_SHARE, Synthesis, SynthesisOptions, dependency_depth, synthesize
 from clients.tasks import Task, read_jsonl
 from clients.writing import STEP_WORDS, Vocabulary, over_specification
 from envfarm.cli import main
@@ -145,6 +145,16 @@ def looked_up_elsewhere(task: Task) -> int:
             if k.endswith("_id") and isinstance(v, str) and json.dumps(v) not in seen
         )
     return missing
+
+
+async def test_servers_on_the_farm_clock_pair_up_and_reach_the_cross_server_share() -> None:
+    """banking, clinic and library once ran on three clocks, so no task could mix them; on the farm clock
+    every two of them share people and a clock, and the kept tasks reach the cross-server share."""
+    for seed in (0, 1, 2):
+        synthesis = await run(["banking", "clinic", "library"], n=12, seed=seed)
+        assert synthesis.summary.kept_apart == {}
+        assert len(synthesis.tasks) == 12
+        assert synthesis.summary.cross_server_share >= CROSS_SERVER_SHARE
 
 
 async def test_topology_sampling_looks_everything_up_and_spans_servers() -> None:
