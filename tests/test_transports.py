@@ -197,3 +197,19 @@ def test_persistent_mode_survives_kill_9(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_serving_freezes_start_up_objects_and_collects_young_garbage_less_often() -> None:
+    """`serve_http` tunes the collector before it serves (see `tune_gc`); checked in this process, then undone."""
+    import gc
+
+    from servers.runtime.http import GC_YOUNG_THRESHOLD, tune_gc
+
+    threshold = gc.get_threshold()
+    try:
+        tune_gc()
+        assert gc.get_freeze_count() > 1000 and gc.get_threshold() == (GC_YOUNG_THRESHOLD, *threshold[1:])
+        assert not any(obj is tune_gc for obj in gc.get_objects())  # start-up objects are out of every collection
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)

