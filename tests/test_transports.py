@@ -126,6 +126,28 @@ async def test_http_2025_era_sessions_are_isolated(farm: FarmProcess) -> None:
     assert exported.episode.startswith("session:")
 
 
+async def test_a_2025_era_session_gets_no_get_stream_and_still_works(farm: FarmProcess) -> None:
+    """The host answers a GET on an MCP endpoint 405 (no standalone SSE stream: nothing is ever sent outside a
+    response); the SDK's client carries on with its session, and DELETE still ends it."""
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    opening = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+    async with shared_http_client(None) as http:
+        opened = await http.post(
+            farm.url("clinic"),
+            headers=headers,
+            json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": opening},
+        )
+        session = {**headers, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        stream = await http.get(farm.url("clinic"), headers=session)
+        by_url = await http.get(farm.url("clinic", unique("no-stream")), headers=session)
+        index = await http.get(f"{farm.base_url}/")
+        assert (await http.delete(farm.url("clinic"), headers=session)).status_code == 200
+        async with http_client(farm.url("clinic"), http, "legacy") as client:
+            booked = await client.call_tool("book_appointment", booking(FREE_SLOT, unique("no-stream")))
+    assert stream.status_code == by_url.status_code == 405 and stream.headers["allow"] == "POST, DELETE"
+    assert index.status_code == 200 and not booked.is_error
+
+
 async def test_the_farm_host_serves_several_servers(farm: FarmProcess) -> None:
     episode = unique("shared-name")
     async with (

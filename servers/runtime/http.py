@@ -57,7 +57,13 @@ EPISODE_PATH = re.compile(
 
 class EpisodePaths:
     """ASGI middleware: `/<server>/episodes/<id>/mcp` -> `/<server>/mcp` with the episode header; the
-    bearer token checked and turned into `scope["user"]`; a session's episode closed with the session."""
+    bearer token checked and turned into `scope["user"]`; a session's episode closed with the session.
+
+    A GET on an MCP endpoint (a 2025-era client opening its standalone SSE stream) is answered 405, as the
+    streamable HTTP transport allows ("the server does not offer an SSE stream at this endpoint"): a farm
+    server never sends anything outside a response (no notifications, no requests to the client; every
+    answer is one JSON body), so the stream carried nothing, yet holding it open cost the SDK a task group
+    and a stream per session: 0.85 of a 2025-era episode's ~6.5 ms of server CPU (`envfarm bench`)."""
 
     def __init__(self, app: ASGIApp, access: Access, on_session_end: Callable[[str], None]) -> None:
         self.app = app
@@ -85,6 +91,11 @@ class EpisodePaths:
         scope = {**scope, "path": path, "raw_path": path.encode(), "headers": headers}
         if user is not None:
             scope["user"] = user
+        if scope["method"] == "GET" and path.rstrip("/").endswith("/mcp"):
+            await _refuse(
+                send, 405, "this server sends nothing outside a response: no GET stream", [(b"allow", b"POST, DELETE")]
+            )
+            return
         session = next((v.decode("latin-1") for k, v in headers if k == SESSION_HEADER.encode()), None)
         if scope["method"] != "DELETE" or session is None:
             await self.app(scope, receive, send)
