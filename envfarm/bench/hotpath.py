@@ -127,8 +127,14 @@ def measure(farm_root: Path, n: int) -> dict[str, Any]:
     anyio.run(_episodes, farm_root, slot, n, profiled)
     stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     split: Counter[str] = Counter()
-    for (file, _, function), (_, _, own, _, _) in stats.items():
+    pydantic_calls: Counter[str] = Counter()
+    for (file, _, function), (_, calls, own, _, _) in stats.items():
         split[bucket(f"{file}:{function}")] += own
+        if "pydantic_core" in function:
+            if "validate_" in function:
+                pydantic_calls["validations"] += calls
+            elif "SchemaSerializer" in function or "to_json" in function:
+                pydantic_calls["serializations"] += calls
     total = sum(split.values())
     return {
         "episodes": n,
@@ -136,6 +142,8 @@ def measure(farm_root: Path, n: int) -> dict[str, Any]:
         "sql_by_kind": sql,
         "cpu_ms_per_episode": plain["cpu_ms_per_episode"],
         "profiled_split": {k: round(v / total, 3) for k, v in split.most_common()},
+        "profiled_ms_per_episode": {k: round(v * 1000 / n, 3) for k, v in split.most_common()},
+        "pydantic_calls_per_episode": {k: round(v / n, 1) for k, v in sorted(pydantic_calls.items())},
     }
 
 
