@@ -104,7 +104,7 @@ async def concurrent_episodes(
                     if a["reason"].startswith(f"bench {run} ")
                 ]
                 if mode == "auto":  # a 2025-era session's episode ends with the session (DELETE); this one is closed
-                    closed = await EpisodeClient(client, None).close()
+                    closed = await EpisodeClient(client, None, timeout=budget_s).close()  # the run bounds it
                 if write.is_error or read.is_error or seen != [reason] or (mode == "auto" and not closed.closed):
                     leaks += 1
                 else:
