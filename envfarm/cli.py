@@ -493,7 +493,14 @@ def cmd_propose(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from envfarm.bench import run_bench
+    from envfarm.bench.peer import peer_command
 
+    if args.peer is not None:
+        try:
+            peer_command(args.peer)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     return run_bench(_farm(args), args.out, quick=args.quick, peer=args.peer)
 
 
@@ -770,7 +777,10 @@ def parser() -> argparse.ArgumentParser:
     be.add_argument("--out", type=Path, default=Path("reports/bench.json"))
     be.add_argument("--quick", action="store_true", help="fewer iterations (for smoke tests)")
     be.add_argument(
-        "--peer", type=Path, help="a foreign stdio MCP server (a .py file or an executable) to measure beside ours"
+        "--peer",
+        help="a foreign stdio MCP server to measure beside ours: a command line with its own interpreter "
+        "('/venv/bin/python server.py'), a .py file (run on this Python) or an executable; its stderr goes to "
+        "<out>.peer.log",
     )
     be.set_defaults(func=cmd_bench)
 

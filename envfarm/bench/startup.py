@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 import anyio
 
@@ -56,24 +57,20 @@ def checkout_env(checkout: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(checkout.resolve()), "ENVFARM_HOME": str(checkout.resolve())}
 
 
-def first_tools_list_s(argv: Sequence[str], timeout: float = 60.0, env: Mapping[str, str] | None = None) -> float:
-    """Seconds from spawning `argv` until its stdout carries the answer to tools/list (id 2)."""
-    return cold_start_sample(argv, timeout, env)[0]
-
-
 def cold_start_sample(
-    argv: Sequence[str], timeout: float = 60.0, env: Mapping[str, str] | None = None
+    argv: Sequence[str], timeout: float = 60.0, env: Mapping[str, str] | None = None, stderr: IO[str] | None = None
 ) -> tuple[float, float]:
     """Wall seconds from spawning `argv` until its stdout carries the answer to tools/list (id 2), and
     the CPU seconds the process used in all (start, listing, exit): on a shared machine, where other
-    jobs stretch the wall time, the CPU time is the steadier figure."""
+    jobs stretch the wall time, the CPU time is the steadier figure. The process's stderr goes to `stderr`
+    (default: discarded)."""
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     process = subprocess.Popen(
         argv,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=stderr if stderr is not None else subprocess.DEVNULL,
         env=env,
         cwd=tempfile.gettempdir(),
     )

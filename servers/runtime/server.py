@@ -199,6 +199,7 @@ ControlContext = ServerRequestContext[ConnectionScope, Any]
 def _rollback(connection: sqlite3.Connection) -> None:
     if connection.in_transaction:
         connection.execute("ROLLBACK")
+    connection.isolation_level = None  # back to autocommit after a read-only call's lazy transaction
 
 
 class _Episodes:
@@ -418,7 +419,7 @@ class FarmServer(MCPServer):
         if not isinstance(tool, FarmTool):
             return await super()._handle_call_tool(ctx, params)
         try:
-            return await tool.run(params.arguments or {}, ctx, convert_result=True)
+            return await tool.run(params.arguments or {}, ctx, convert_result=True, wire=True)
         except MCPError:
             raise
         except Exception as exc:  # UnexpectedToolError: the SDK's handler logs it and answers an error result
@@ -450,6 +451,11 @@ def _tool_runner(
     id_formats = definition.id_formats
     scopes = definition.principal.scopes if definition.principal else {}
     has_principal = definition.principal is not None
+    # A read-only tool on an in-memory episode opens no transaction: its reads see one private connection that
+    # nothing else writes, so BEGIN and COMMIT (2 of a read's ~4 statements) bought nothing. The connection is
+    # put in sqlite3's deferred mode for the call instead, so a write it makes after all (INSERT, UPDATE,
+    # DELETE) still opens a transaction, rolled back if the call fails. A file (`--db`) keeps BEGIN IMMEDIATE.
+    lazy = tool.annotations.read_only_hint is True and episodes.store.persistent is None
 
     async def call_tool(function: Callable[..., Any], request: ControlContext, arguments: dict[str, Any]) -> Any:
         try:
@@ -469,7 +475,10 @@ def _tool_runner(
             principal: str | None = bound
         else:
             principal = read_principal(connection) if has_principal else None
-        connection.execute("BEGIN IMMEDIATE" if episodes.store.persistent is not None else "BEGIN")
+        if lazy:
+            connection.isolation_level = "DEFERRED"  # a write, if any, still opens the call's transaction
+        else:
+            connection.execute("BEGIN IMMEDIATE" if episodes.store.persistent is not None else "BEGIN")
         try:
             # Generated code must not write to stdout: on stdio that is the protocol stream.
             with redirect_stdout(sys.stderr):
@@ -496,7 +505,10 @@ def _tool_runner(
             _rollback(connection)
             message = f"{tool.name} failed inside the server ({type(exc).__name__}: {exc}). Nothing was changed."
             return error_result(message, ErrorKind.SERVER_ERROR)
-        connection.execute("COMMIT")
+        if lazy:
+            connection.isolation_level = None  # commits what a write opened (none for a well-behaved read)
+        else:
+            connection.execute("COMMIT")
         return result
 
     return call_tool
