@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -42,10 +43,21 @@ def stub_args(socket_path: Path, entry: str, args: Sequence[str]) -> list[str]:
     return ["-I", "-S", "-c", STUB, str(socket_path), entry, *args]
 
 
+def _end_with_stub(connection: socket.socket) -> None:
+    """The stub waits on `connection` until the child ends. If the stub ends first (the verifier killed it
+    on a timeout), the child must not live on as an orphan: a hung handler would spin forever."""
+    try:
+        connection.recv(1)
+    except OSError:
+        pass
+    os._exit(1)
+
+
 def _run_child(connection: socket.socket, fds: list[int], argv: list[str]) -> None:
     """In the forked child: become the server process the stub stands for, then exit."""
     code: int | str | None = 1
     try:
+        threading.Thread(target=_end_with_stub, args=(connection,), daemon=True).start()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for target, fd in enumerate(fds[:3]):
             os.dup2(fd, target)
@@ -64,8 +76,7 @@ def _run_child(connection: socket.socket, fds: list[int], argv: list[str]) -> No
                 stream.flush()
             except (OSError, ValueError):
                 pass
-        connection.close()
-        os._exit(code if isinstance(code, int) else 1)
+        os._exit(code if isinstance(code, int) else 1)  # closes the connection: the stub exits too
 
 
 def preload() -> None:
