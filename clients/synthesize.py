@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Literal
 
 import networkx as nx
@@ -49,7 +50,7 @@ from clients.writing import (
     vocabulary,
 )
 from envfarm.llm import ChatModel, LLMError, ModelConfig
-from servers.runtime.registry import default_farm_root, load_registry
+from servers.runtime.registry import Registry, default_farm_root, load_registry
 
 MULTI_SERVER_SHARE = 0.5
 DISTRACTORS = 5
@@ -72,6 +73,17 @@ class SynthesisOptions(BaseModel):
     refusal_share: float = Field(
         default=REFUSAL_SHARE, ge=0.0, le=1.0, description="of tasks whose goal an identity rule governs: made refusals"
     )
+    farm: Path | None = Field(
+        default=None,
+        description="the farm whose registry names the servers' versions and domains (default: $ENVFARM_HOME, else the installed farm)",
+    )
+
+    def registry(self) -> Registry:
+        """The farm's registry (empty when it cannot be read: a foreign server has no entry anyway)."""
+        try:
+            return load_registry(self.farm or default_farm_root())
+        except (OSError, ValueError):
+            return Registry()
 
 
 class OverSpecSummary(BaseModel):
@@ -159,28 +171,16 @@ def prune(task: Task) -> Task:
 MONTHS = tuple(calendar.month_name[1:])
 
 
-def _versions(servers: Sequence[str]) -> dict[str, str]:
+def _versions(servers: Sequence[str], registry: Registry) -> dict[str, str]:
     try:
         versions = {"envfarm": version("envfarm")}
     except PackageNotFoundError:
         versions = {"envfarm": "unknown"}
-    try:
-        registry = load_registry(default_farm_root())
-    except (OSError, ValueError):
-        return versions
     for server in servers:
         entry = registry.get(server)
         if entry is not None:
             versions[server] = f"{entry.version}+{entry.code_hash[:12]}"
     return versions
-
-
-def _domains(servers: Sequence[str]) -> dict[str, str]:
-    try:
-        registry = load_registry(default_farm_root())
-    except (OSError, ValueError):
-        return {}
-    return {s: e.domain for s in servers if (e := registry.get(s)) is not None}
 
 
 class _Run:
@@ -194,6 +194,7 @@ class _Run:
         facts: dict[str, ServerFacts],
     ) -> None:
         self.options = options
+        self.registry = options.registry()  # read once: a broad farm's registry lists hundreds of servers
         self.rules = rules
         self.facts = facts
         self.catalog = catalog
@@ -329,7 +330,7 @@ class _Run:
                 sampler=chain.sampler,
                 seed=self.options.seed,
                 chain=[f"{s.server}.{s.tool}" for s in chain.steps if s.server == server and s.turn == 0],
-                versions=_versions([server]),
+                versions=_versions([server], self.registry),
                 writer="offline (refusal)",
             ),
         )
@@ -368,7 +369,7 @@ class _Run:
                 sampler=chain.sampler,
                 seed=self.options.seed,
                 chain=[f"{s.server}.{s.tool}" for s in chain.steps],
-                versions=_versions(chain.servers),
+                versions=_versions(chain.servers, self.registry),
                 writer=request.writer,
             ),
         )
@@ -507,7 +508,8 @@ def _summary(
     llm: LLMWriter | None,
 ) -> SynthesisSummary:
     lengths = Counter(len(t.gold_calls) for t in tasks)
-    domains = _domains(sorted(catalog.by_server))
+    registry = options.registry()
+    domains = {s: e.domain for s in catalog.by_server if (e := registry.get(s)) is not None}
     per_server = Counter(s for t in tasks for s in t.servers)
     per_domain = Counter(domains.get(s, "unknown") for t in tasks for s in t.servers)
     share = lambda hits: round(hits / len(tasks), 3) if tasks else 0.0
