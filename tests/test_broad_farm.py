@@ -33,7 +33,14 @@ from servers.runtime.registry import (
 APIS = [
     ("kennel.example.com", "Kennel Club", "owners", "full_name", "dogs", {"dog_name": "string", "breed": "string"}),
     ("books.example.org", "Lending Library", "members", "full_name", "loans", {"book_title": "string", "due": "date"}),
-    ("garage.example.net", "Garage Service", "customers", "full_name", "repairs", {"part": "string", "hours": "number"}),
+    (
+        "garage.example.net",
+        "Garage Service",
+        "customers",
+        "full_name",
+        "repairs",
+        {"part": "string", "hours": "number"},
+    ),
 ]
 
 
@@ -49,7 +56,7 @@ def swagger_document(provider: str, title: str, parent: str, name: str, child: s
     child_fields = {"id": "string", f"{one}_id": "string", **fields}
     key = {"name": f"{one}Id", "in": "path", "required": True, "type": "string"}
     child_key = {"name": f"{kid}Id", "in": "path", "required": True, "type": "string"}
-    ok = lambda ref: {"200": {"description": "ok", "schema": ref}}  # noqa: E731
+    ok = lambda ref: {"200": {"description": "ok", "schema": ref}}
     return {
         "swagger": "2.0",
         "info": {"title": title, "version": "2.1", "x-providerName": provider, "description": f"{title} records."},
@@ -67,7 +74,12 @@ def swagger_document(provider: str, title: str, parent: str, name: str, child: s
                     "operationId": f"create{one.title()}",
                     "summary": f"Register a {one}",
                     "parameters": [
-                        {"name": "body", "in": "body", "required": True, "schema": {"$ref": f"#/definitions/{one.title()}"}}
+                        {
+                            "name": "body",
+                            "in": "body",
+                            "required": True,
+                            "schema": {"$ref": f"#/definitions/{one.title()}"},
+                        }
                     ],
                     "responses": ok({"$ref": f"#/definitions/{one.title()}"}),
                 },
@@ -84,7 +96,12 @@ def swagger_document(provider: str, title: str, parent: str, name: str, child: s
                     "summary": f"Add a {kid} for a {one}",
                     "parameters": [
                         key,
-                        {"name": "body", "in": "body", "required": True, "schema": {"$ref": f"#/definitions/{kid.title()}"}},
+                        {
+                            "name": "body",
+                            "in": "body",
+                            "required": True,
+                            "schema": {"$ref": f"#/definitions/{kid.title()}"},
+                        },
                     ],
                     "responses": ok({"$ref": f"#/definitions/{kid.title()}"}),
                 },
