@@ -41,10 +41,12 @@ class Source(BaseModel):
 
     kind: Literal["imported"] = "imported"
     title: str = Field(description="the document's info.title")
-    version: str = Field("", description="the document's info.version (the API's version, not the format's)")
-    provider: str = Field("", description="who publishes the API: x-providerName, else the host it is served at")
-    format: str = Field("", description="e.g. 'Swagger 2.0', 'OpenAPI 3.1.0'")
-    document: str = Field("", description="the document's file name")
+    version: str = Field(default="", description="the document's info.version (the API's version, not the format's)")
+    provider: str = Field(
+        default="", description="who publishes the API: x-providerName, else the host it is served at"
+    )
+    format: str = Field(default="", description="e.g. 'Swagger 2.0', 'OpenAPI 3.1.0'")
+    document: str = Field(default="", description="the document's file name")
 
 
 class RegistryEntry(BaseModel):
