@@ -34,7 +34,7 @@ from clients.audit import (
     user_text,
 )
 from clients.connect import Connections
-from clients.graph import build_graph, load_specs, summarize, words
+from clients.graph import ToolSpec, build_graph, load_specs, summarize, words
 from clients.grounding import PERSON_NAME, Drop, Grounded, Grounder, PersonaRecord, ServerWorld, observe, people
 from clients.policy_checks import PolicyRule, checks_for, governing, load_rules
 from clients.sampling import Catalog, RandomWalkSampler, TopologySampler, Unresolvable
@@ -183,6 +183,19 @@ def _versions(servers: Sequence[str], registry: Registry) -> dict[str, str]:
     return versions
 
 
+def task_pairs(people: dict[str, dict[str, PersonaRecord]], facts: dict[str, ServerFacts]) -> list[tuple[str, str]]:
+    """The pairs of servers (each sorted) one task may join: people in common, and one clock (servers whose
+    "now" differs never share a task)."""
+    servers = sorted(people)
+    clock = {s: facts.get(s, ServerFacts()).clock for s in servers}
+    return [
+        (a, b)
+        for i, a in enumerate(servers)
+        for b in servers[i + 1 :]
+        if clock[a] == clock[b] and not people[a].keys().isdisjoint(people[b])
+    ]
+
+
 class _Run:
     def __init__(
         self,
@@ -215,13 +228,7 @@ class _Run:
         self.people = {s: people(w) for s, w in worlds.items()}
         self.servers = sorted(worlds)
         clock = {s: facts.get(s, ServerFacts()).clock for s in self.servers}
-        # One clock per task: servers whose "now" differs never share a task.
-        self.pairs = [
-            (a, b)
-            for a in self.servers
-            for b in self.servers
-            if a < b and clock[a] == clock[b] and set(self.people[a]) & set(self.people[b])
-        ]
+        self.pairs = task_pairs(self.people, facts)
         paired = {s for pair in self.pairs for s in pair}
         self.kept_apart = {
             s: f"its clock ({clock[s] or 'unknown'}) is no other server's with people in common"
@@ -406,10 +413,15 @@ async def synthesize(
     if unknown:
         raise ValueError(f"not connected: {', '.join(unknown)}; known: {', '.join(sorted(connections.targets))}")
     specs = await load_specs(connections, servers)
-    catalog = Catalog(specs, build_graph(specs))
-    worlds = {s: await observe(connections, s, catalog.by_server[s]) for s in servers}
+    tools: dict[str, list[ToolSpec]] = {}
+    for spec in specs:
+        tools.setdefault(spec.server, []).append(spec)
+    worlds = {s: await observe(connections, s, tools.get(s, [])) for s in servers}
     rules = {s: await load_rules(connections, s) for s in servers}
     facts = {s: server_facts(await connections.instructions(s)) for s in servers}
+    # Cross-server links only where a task may join the two servers (they grow with the farm's size squared).
+    together = set(task_pairs({s: people(w) for s, w in worlds.items()}, facts))
+    catalog = Catalog(specs, build_graph(specs, together=together))
     run = _Run(options, connections, catalog, worlds, rules, facts)
     model = ChatModel(options.writer) if options.writer else None
     llm = LLMWriter(model, run.offline) if model else None
