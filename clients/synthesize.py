@@ -55,6 +55,7 @@ from servers.runtime.registry import Registry, default_farm_root, load_registry
 MULTI_SERVER_SHARE = 0.5
 DISTRACTORS = 5
 ATTEMPTS_PER_TASK = 60  # chains sampled per task asked for, at most: strict audits drop most candidates
+BARREN_AFTER = 100  # tries after which a server that has yielded no task is not chosen alone again
 MIN_LINKED = 2  # calls linked by data a kept task needs at least (refusals aside): one lookup is no work
 REPAIRS = 6  # rounds of adding what tells the row the user means apart, before a task is dropped
 FALLBACK_PERSONA = PersonaRecord(name="Alex Morgan", email="")
@@ -229,6 +230,8 @@ class _Run:
         self.servers = sorted(worlds)
         clock = {s: facts.get(s, ServerFacts()).clock for s in self.servers}
         self.pairs = task_pairs(self.people, facts)
+        self.tried: Counter[str] = Counter()  # attempts per server, and the servers that yielded a task
+        self.yielded: set[str] = set()
         paired = {s for pair in self.pairs for s in pair}
         self.kept_apart = {
             s: f"its clock ({clock[s] or 'unknown'}) is no other server's with people in common"
@@ -266,7 +269,9 @@ class _Run:
             for key, value in self.people[pair[1]][email].facts.items():
                 record.facts.setdefault(key, value)
             return pair, record
-        server = rng.choice(self.servers)
+        # A server that has yielded nothing in BARREN_AFTER tries is tried no more (an imported farm has many).
+        live = [s for s in self.servers if s in self.yielded or self.tried[s] < BARREN_AFTER]
+        server = rng.choice(live or self.servers)
         candidates = sorted(self.people[server])
         return [server], (self.people[server][rng.choice(candidates)] if candidates else FALLBACK_PERSONA)
 
@@ -433,6 +438,7 @@ async def synthesize(
         nonlocal repaired
         repaired += fixed
         tasks.append(final)
+        run.yielded.update(final.servers)
         if progress:
             progress(len(tasks), options.n)
 
@@ -450,6 +456,7 @@ async def synthesize(
             rng = random.Random(f"{options.seed}:{options.sampler}:{attempts}")
             attempts += 1
             chosen, persona = run._servers_and_persona(rng)
+            run.tried.update(chosen)
             try:
                 chain = run.sampler.sample(rng, chosen[: options.max_servers])
                 grounded = await run.grounder.ground(rng, chain, persona)
