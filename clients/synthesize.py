@@ -55,7 +55,7 @@ from servers.runtime.registry import Registry, default_farm_root, load_registry
 MULTI_SERVER_SHARE = 0.5
 DISTRACTORS = 5
 ATTEMPTS_PER_TASK = 60  # chains sampled per task asked for, at most: strict audits drop most candidates
-BARREN_AFTER = 100  # tries after which a server that has yielded no task is not chosen alone again
+BARREN_AFTER = 15  # tries after which a server that has yielded no task is not chosen alone again
 MIN_LINKED = 2  # calls linked by data a kept task needs at least (refusals aside): one lookup is no work
 REPAIRS = 6  # rounds of adding what tells the row the user means apart, before a task is dropped
 FALLBACK_PERSONA = PersonaRecord(name="Alex Morgan", email="")
