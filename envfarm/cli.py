@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from servers.runtime.cli import add_serving_arguments
+from servers.runtime.cli import add_serving_arguments, add_source_argument
 from servers.runtime.farm import stdio_args
 from servers.runtime.registry import (
     REGISTRY_FILE,
@@ -85,7 +85,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     registry = _registry(args)
     if args.all:
-        names = [s.name for s in registry.servers]
+        try:
+            names = registry.select(None, args.source) or registry.names()
+        except LookupError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         if not names:
             print("error: the registry lists no servers", file=sys.stderr)
             return 2
@@ -643,6 +647,7 @@ def add_driver_parsers(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--out", type=Path, default=Path("graph"), help="folder for graph.json, graph.svg, summary.json")
     for command in (t, g):
         command.add_argument("--servers", nargs="+", help="servers to use (default: all)")
+        add_source_argument(command)
         command.add_argument("--config", type=Path, help="an mcpServers JSON file instead of the farm's registry")
         command.add_argument("--timeout", type=float, default=30.0, help="seconds any MCP request may take")
         command.set_defaults(func=cmd_driver)
@@ -665,6 +670,7 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", help="run one server (stdio or HTTP) or the whole farm on one HTTP port")
     s.add_argument("name", nargs="?", help="server name")
     s.add_argument("--all", action="store_true", help="serve every registered server at /<name>/mcp (HTTP)")
+    add_source_argument(s)
     add_serving_arguments(s)
     s.set_defaults(func=cmd_serve)
 

@@ -777,7 +777,8 @@ def render_seed(spec: EnvironmentSpec) -> str:
 
 def render_spec_json(spec: EnvironmentSpec) -> str:
     """The spec without its seed (seed.json holds that); empty verification-only sections left out."""
-    empty = {name for name in ("scenarios", "equivalent_mutants", "unlisted", "id_namespace") if not getattr(spec, name)}
+    optional = ("scenarios", "equivalent_mutants", "unlisted", "id_namespace", "source")
+    empty = {name for name in optional if not getattr(spec, name)}
     return dump_json(spec.model_dump(mode="json", exclude={"seed", *empty}))
 
 

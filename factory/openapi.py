@@ -40,6 +40,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, Field
@@ -47,6 +48,7 @@ from pydantic import BaseModel, Field
 from factory import fakedata
 from factory.source import POLICY_NAME
 from factory.spec import LIST_AS_TEXT, SQL_KEYWORDS, SpecError, parse_spec, read_document
+from servers.runtime.registry import Source
 
 FARM_NOW = "2026-04-13T09:00:00Z"
 METHODS = ("get", "post", "put", "patch", "delete")
@@ -2191,13 +2193,34 @@ def import_openapi(path: Path, name: str | None = None, seed_number: int = 0) ->
         raise OpenAPIError(f"{path}: not an OpenAPI document (no `openapi` or `swagger` version at the top)")
     version = str(data.get("openapi") or data.get("swagger"))
     kind = "Swagger" if "swagger" in data else "OpenAPI"
+    source = document_source(data, path, f"{kind} {version}")
     if "swagger" in data:
         if not version.startswith("2"):
             raise OpenAPIError(f"{path}: Swagger {version} is not supported (2.0 and OpenAPI 3.x are)")
         data = _swagger2(data)
     elif not version.startswith("3"):
         raise OpenAPIError(f"{path}: OpenAPI {version} is not supported (3.0 and 3.1 are)")
-    return import_document(data, path, name, seed_number, f"{kind} {version}")
+    result = import_document(data, path, name, seed_number, f"{kind} {version}")
+    result.spec["source"] = source.model_dump()
+    return result
+
+
+def document_source(data: dict[str, Any], path: Path, kind: str) -> Source:
+    """Where an imported server comes from (registry.json's `source`): the document's title and version,
+    and its provider (APIs.guru's `x-providerName`, else the host the API is served at)."""
+    info = data.get("info")
+    info = info if isinstance(info, dict) else {}
+    servers = data.get("servers")
+    servers = servers if isinstance(servers, list) else []
+    url = next((str(s.get("url")) for s in servers if isinstance(s, dict) and s.get("url")), "")
+    host = str(data.get("host") or urlsplit(url).hostname or "")
+    return Source(
+        title=" ".join(str(info.get("title") or path.stem).split()),
+        version=str(info.get("version") or ""),
+        provider=str(info.get("x-providerName") or host),
+        format=kind,
+        document=path.name,
+    )
 
 
 def import_document(

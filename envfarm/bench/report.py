@@ -75,6 +75,24 @@ class FarmStart(BaseModel):
     baseline_cpu_seconds: list[float] | None = None
 
 
+class FarmListing(BaseModel):
+    """`envfarm serve --all` on one farm as it is (e.g. hundreds of imported servers): start-up, and whether
+    every server answers tools/list over HTTP with every tool the registry says it has."""
+
+    farm: str
+    servers: int
+    tools_registered: int = Field(description="the sum of registry.json's tool_count")
+    tools_listed: int = Field(description="tools every server listed over HTTP, in all")
+    mismatched: dict[str, list[int]] = Field(description="server -> [registered, listed], where they differ")
+    ready_s: float = Field(description="spawn until the farm's index answered")
+    listed_s: float = Field(description="spawn until every server had listed its tools")
+    cpu_s: float = Field(description="CPU seconds of the farm process until every server had listed")
+    rss_mb_ready: float
+    rss_mb_listed: float
+    ms_per_server: float = Field(description="listed_s / servers")
+    kb_per_server: float = Field(description="rss_mb_listed / servers (the runtime and the SDK included)")
+
+
 class PeerComparison(BaseModel):
     """`--peer`: a foreign stdio server beside ours, same client, same kinds of requests, one run."""
 

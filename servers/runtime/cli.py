@@ -15,6 +15,7 @@ from mcp.server.mcpserver import MCPServer
 
 from servers.runtime.access import TOKEN_ENV, Access, parse_tokens
 from servers.runtime.episodes import DEFAULT_EPISODE_TTL_S, EpisodeBudget, default_budget_mb
+from servers.runtime.registry import SOURCE_KINDS
 
 DEFAULT_PORT = 8000
 # Comma-separated Host names for a non-loopback bind, when --allow-host is not given (a container's CMD
@@ -84,6 +85,19 @@ class ServingOptions:
             self.problem = reason
         elif args.max_episode_mb is not None and args.max_episode_mb <= 0:
             self.problem = "--max-episode-mb must be positive"
+
+
+def add_source_argument(parser: argparse.ArgumentParser) -> None:
+    """`--source`: pick the deep farm (builtin), the broad farm (imported) or both out of one registry, by
+    registry.json's `source` (`RegistryEntry.source_kind`)."""
+    parser.add_argument(
+        "--source",
+        nargs="+",
+        choices=SOURCE_KINDS,
+        metavar="SOURCE",
+        help="only servers of these sources: builtin (the hand-written deep farm), imported (from API "
+        "documents), generated (proposed or other); default: all",
+    )
 
 
 def enable_crash_stacks() -> None:
