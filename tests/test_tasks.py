@@ -217,8 +217,9 @@ async def test_an_llm_writers_vague_message_and_bad_answers_fall_back_to_the_off
 
 
 def test_an_unreachable_writer_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Three tasks: refusals are never reworded, and the refusal cap leaves at least two for the writer.
     with scripted_openai([{"status": 500}]) as model:
-        argv = ["--farm", str(REPO), "tasks", "--n", "1", "--servers", "clinic", "--out", str(tmp_path / "t.jsonl")]
+        argv = ["--farm", str(REPO), "tasks", "--n", "3", "--servers", "clinic", "--out", str(tmp_path / "t.jsonl")]
         assert main([*argv, "--writer", "openai:scripted", "--base-url", model.base_url]) == 2
     assert "task writer: openai:scripted" in capsys.readouterr().err and not (tmp_path / "t.jsonl").exists()
 
