@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -429,13 +429,21 @@ def cmd_import_metadata(args: argparse.Namespace) -> int:
 
 def cmd_import_mcp(args: argparse.Namespace) -> int:
     """`envfarm import mcp CONFIG NAME`: a stateful twin of a live MCP server (its listing and reads)."""
+    from clients.connect import Connections, load_server_configs
     from factory.mcp_twin import observe, twin_spec
     from factory.openapi import OpenAPIError, write_spec_folder
     from factory.spec import SpecError
     from servers.runtime.control import ControlError
 
+    async def observe_live() -> tuple[Any, dict[str, list[dict[str, Any]]]]:
+        configs = load_server_configs(args.config)
+        if args.name not in configs:
+            raise LookupError(f"{args.config}: no server {args.name!r}; it has {', '.join(sorted(configs))}")
+        async with Connections({args.name: configs[args.name]}, timeout=args.timeout) as connections:
+            return await observe(connections, args.name)
+
     try:
-        meta, observed = anyio.run(partial(observe, args.config, args.name, timeout=args.timeout))
+        meta, observed = anyio.run(observe_live)
         result = twin_spec(meta, observed, args.config, args.as_name)
     except (LookupError, ValueError, ControlError, OpenAPIError, SpecError) as exc:
         print(f"error: {exc}", file=sys.stderr)
