@@ -36,7 +36,7 @@ from factory.mutation import (
     verify_mutant,
 )
 from factory.publish import staging_root
-from factory.server_session import envfarm_args
+from factory.server_session import serve_args
 from factory.source import load_environment
 from factory.spec import CustomTool, EquivalentMutant
 from factory.verify import VerifyOptions, verify_server
@@ -325,7 +325,7 @@ def test_a_launched_server_ends_when_its_stub_is_killed(tmp_path: Path) -> None:
     would otherwise spin on as an orphan)."""
     with warm_launcher() as socket_path:
         stub = subprocess.Popen(
-            [sys.executable, *stub_args(socket_path, "envfarm", envfarm_args("clinic", REPO))],
+            [sys.executable, *stub_args(socket_path, "serve", serve_args("clinic", REPO))],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
