@@ -817,6 +817,8 @@ class _Importer:
         entity = self.entities[table]
         if method == "get":
             if record is None:
+                if self.lookup_tool(method, path, op, params):
+                    return None
                 return self.skip(method, path, op, "returns no JSON record")
             if record[2]:
                 return self.search_tool(method, path, op, params, entity)
@@ -1009,8 +1011,14 @@ class _Importer:
                 inputs[column] = (param, schema)
         response = self.response(op)
         answer = self.doc.schema(response)[1] if response is not None else {}
-        if not inputs or _type(answer) != "object" or not answer.get("properties"):
+        if not inputs:
             return False
+        opaque = _type(answer) != "object" or not answer.get("properties")
+        if opaque:
+            items = self.doc.schema(answer.get("items") or {})[1] if _type(answer) == "array" else {}
+            if _type(items) == "object" and items.get("properties"):
+                return False  # a list of records: a search of their table, not one answer per input
+            answer = self._opaque_answer(op, answer, set(inputs))
         name = self.tool_name(op, method, path)
         table = f"{name}_answers"
         while table in self.entities:
@@ -1056,8 +1064,36 @@ class _Importer:
             "params": tool_params,
         }
         self._add(tool, method, path, op, entity)
-        self.report.notes.append(f"{name}: a computed read, answered from the seeded lookup table `{table}`")
+        self.report.notes.append(
+            f"{name}: a computed read, answered from the seeded lookup table `{table}`"
+            + (" (the document gives no schema for its answer: one text column holds it)" if opaque else "")
+        )
         return True
+
+    def _opaque_answer(self, op: dict[str, Any], shape: dict[str, Any], taken: set[str]) -> dict[str, Any]:
+        """The answer of a read whose document gives no record schema (none at all, a string, a free-form
+        map, a list of plain values): one `answer` column of its type (text when unknown), described by
+        the response's own description where it says more than "OK"."""
+        described = ""
+        for code, resp in (op.get("responses") or {}).items():
+            if str(code).startswith("2"):
+                described = first_paragraph(self.doc.deref(resp)[1].get("description"), 120)
+                break
+        if re.fullmatch(
+            r"(?i)(\d{3} )?(ok|success(ful)?( response| operation| request)?|no response was specified)?\.?", described
+        ):
+            described = ""
+        kind = _type(shape)
+        column: dict[str, Any] = {"type": "string"}
+        if kind == "array" and _scalar(self.doc.schema(shape.get("items") or {})[1]):
+            column = {"type": "array", "items": shape.get("items")}
+        elif _scalar(shape):
+            column = {k: v for k, v in shape.items() if k in ("type", "format", "enum")}
+        column["description"] = (f"{described.rstrip('.')}: " if described else "") + (
+            "the API's answer (the document gives no schema for it)"
+        )
+        name = "answer" if "answer" not in taken else "answer_text"
+        return {"type": "object", "properties": {name: column}}
 
     def _param_from_column(
         self, column: _Column, description: str | None, required: bool = False, search: bool = False
@@ -1885,18 +1921,40 @@ def _swagger2(data: dict[str, Any]) -> dict[str, Any]:
         .replace('"#/responses/', '"#/components/responses/')
     )
     data = json.loads(text)
+    shared_params = data.get("parameters") if isinstance(data.get("parameters"), dict) else {}
+
+    def resolved(param: Any) -> Any:
+        """A `$ref` to a document-level parameter, as the parameter (a body one becomes the request body)."""
+        if isinstance(param, dict) and isinstance(param.get("$ref"), str):
+            found = shared_params.get(param["$ref"].removeprefix("#/components/parameters/"))
+            if isinstance(found, dict):
+                return found
+        return param
+
     paths: dict[str, Any] = {}
     for path, item in (data.get("paths") or {}).items():
+        if not isinstance(item, dict):
+            paths[path] = item  # the importer names the malformed path item
+            continue
         new_item: dict[str, Any] = {}
+        shared = item.get("parameters") if isinstance(item.get("parameters"), list) else []
         for method, op in item.items():
-            if method == "parameters":
-                new_item["parameters"] = [p for p in op if p.get("in") not in ("body", "formData")]
-                continue
             if method not in METHODS or not isinstance(op, dict):
+                if method in METHODS:
+                    new_item[method] = op
                 continue
             op = dict(op)
             kept, form, form_required = [], {}, []
-            for param in op.get("parameters") or []:
+            own = op.get("parameters") if isinstance(op.get("parameters"), list) else []
+            # The path item's parameters apply to each of its operations (an operation's own one wins).
+            named = {(p.get("name"), p.get("in")) for p in map(resolved, own) if isinstance(p, dict)}
+            inherited = [
+                p for p in map(resolved, shared) if isinstance(p, dict) and (p.get("name"), p.get("in")) not in named
+            ]
+            for param in [*inherited, *map(resolved, own)]:
+                if not isinstance(param, dict):
+                    kept.append(param)
+                    continue
                 where = param.get("in")
                 if where == "body":
                     op["requestBody"] = {"content": {"application/json": {"schema": param.get("schema") or {}}}}
@@ -1907,19 +1965,7 @@ def _swagger2(data: dict[str, Any]) -> dict[str, Any]:
                     if param.get("required"):
                         form_required.append(param["name"])
                 else:
-                    schema = {
-                        k: param[k]
-                        for k in ("type", "format", "enum", "items", "default", "maximum", "minimum")
-                        if k in param
-                    }
-                    kept.append(
-                        {
-                            **{
-                                k: v for k, v in param.items() if k in ("name", "in", "description", "required", "$ref")
-                            },
-                            "schema": schema,
-                        }
-                    )
+                    kept.append(_swagger2_param(param))
             if form and "requestBody" not in op:
                 op["requestBody"] = {
                     "content": {
@@ -1929,24 +1975,11 @@ def _swagger2(data: dict[str, Any]) -> dict[str, Any]:
                     }
                 }
             op["parameters"] = kept
-            responses = {}
-            for code, resp in (op.get("responses") or {}).items():
-                resp = dict(resp)
-                if "schema" in resp:
-                    resp["content"] = {"application/json": {"schema": resp.pop("schema")}}
-                responses[code] = resp
-            op["responses"] = responses
+            if isinstance(op.get("responses"), dict):
+                op["responses"] = {code: _swagger2_response(resp) for code, resp in op["responses"].items()}
             new_item[method] = op
         paths[path] = new_item
-    parameters = {}
-    for pname, param in (data.get("parameters") or {}).items():
-        schema = {
-            k: param[k] for k in ("type", "format", "enum", "items", "default", "maximum", "minimum") if k in param
-        }
-        parameters[pname] = {
-            **{k: v for k, v in param.items() if k in ("name", "in", "description", "required")},
-            "schema": schema,
-        }
+    parameters = {pname: _swagger2_param(param) for pname, param in shared_params.items() if isinstance(param, dict)}
     return {
         "openapi": "3.0.0",
         "info": data.get("info") or {},
@@ -1954,9 +1987,27 @@ def _swagger2(data: dict[str, Any]) -> dict[str, Any]:
         "components": {
             "schemas": data.get("definitions") or {},
             "parameters": parameters,
+            "responses": {rname: _swagger2_response(resp) for rname, resp in (data.get("responses") or {}).items()},
             "securitySchemes": data.get("securityDefinitions") or {},
         },
     }
+
+
+def _swagger2_param(param: dict[str, Any]) -> dict[str, Any]:
+    """A Swagger 2.0 query, path or header parameter (its type beside its name) as OpenAPI 3 (`schema`)."""
+    if "$ref" in param:
+        return param
+    schema = {k: param[k] for k in ("type", "format", "enum", "items", "default", "maximum", "minimum") if k in param}
+    return {**{k: v for k, v in param.items() if k in ("name", "in", "description", "required")}, "schema": schema}
+
+
+def _swagger2_response(resp: Any) -> Any:
+    """A Swagger 2.0 response (`schema` beside `description`) as OpenAPI 3 (`content`); a `$ref` stays."""
+    if not isinstance(resp, dict) or "schema" not in resp:
+        return resp
+    resp = dict(resp)
+    resp["content"] = {"application/json": {"schema": resp.pop("schema")}}
+    return resp
 
 
 def _auth_notes(data: dict[str, Any]) -> list[str]:
