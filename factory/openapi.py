@@ -311,6 +311,7 @@ def first_paragraph(text: str | None, limit: int = 300) -> str:
     para = html.unescape(re.sub(r"<[^<>]*>", " ", para))  # HTML in a description (`<BR />`, links): its text
     para = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", para)  # [text](url) -> text
     para = re.sub(r"[`*#>]", "", para)
+    para = re.sub(r"\S{100,}", "", para)  # a word no line can hold (a long URL): a docstring cannot wrap it
     para = re.sub(r"\s+([.,;:!?])", r"\1", " ".join(para.split()))  # no space left before punctuation
     return para if len(para) <= limit else para[: limit - 3].rsplit(" ", 1)[0] + "..."
 
@@ -451,6 +452,8 @@ class _Importer:
         self.rpc_keys: dict[str, list[str]] = {}  # table -> the columns RPC reads and writes name a row by
         self.noun_candidates: dict[str, list[tuple[int, str, dict[str, Any]]]] = {}  # noun -> (rank, schema)
         self.noun_keys: dict[str, list[str]] = {}  # noun -> required input fields of its keyed operations
+        self.path_params: dict[tuple[str, str], dict[str, Any]] = {}  # (path, name) -> its path parameter
+        self.item_keys: dict[str, list[str]] = {}  # table -> the path parameters its item paths name a row by
 
     # ---- schemas -> entities -------------------------------------------------------------------
 
@@ -609,6 +612,8 @@ class _Importer:
                         _, param = self.doc.deref(node)
                         if "name" in param:
                             params[(param["name"], param.get("in", "query"))] = param
+                            if param.get("in") == "path":
+                                self.path_params.setdefault((path, param["name"]), param)
                     found.append((method, path, op, list(params.values())))
         return found
 
@@ -1039,7 +1044,9 @@ class _Importer:
                 name=column,
                 type=_column_type(schema)[0],
                 description=first_paragraph(param.get("description")) or column.replace("_", " "),
-                enum=[str(v) for v in schema["enum"]] if schema.get("enum") else None,
+                enum=[str(v) for v in schema["enum"]]
+                if schema.get("enum") and _column_type(schema)[0] == "string"
+                else None,
                 source=f"parameter {param['name']}",
             )
         self.add_columns(entity, answer, entity.schema_name)
@@ -1135,7 +1142,11 @@ class _Importer:
             parent = self.entities[parent_table]
             parent_key = self.key_column(parent, pname)
             column = safe_name(pname)
-            if column not in entity.columns or column == entity.primary_key:
+            if (
+                column not in entity.columns
+                or column == entity.primary_key
+                or column in self.item_keys.get(entity.table, [])
+            ):
                 column = (
                     f"{singular(parent.table)}_{parent_key}"
                     if not parent_key.startswith(singular(parent.table))
@@ -1143,6 +1154,13 @@ class _Importer:
                 )
                 column = safe_name(column)
             ptype = parent.columns[parent_key].type
+            desc = first_paragraph((described.get(pname) or {}).get("description"))
+            if not desc or "XXX" in desc:
+                desc = f"The {singular(parent.table).replace('_', ' ')}'s {parent_key.replace('_', ' ')}"
+            if column in entity.columns and entity.columns[column].type != ptype:
+                # The record's own field of that name is not of the parent key's type: a filter, not a reference.
+                found[column] = {"type": entity.columns[column].type, "description": desc, "required": True}
+                continue
             if column not in entity.columns:
                 entity.columns[column] = _Column(
                     name=column,
@@ -1152,9 +1170,6 @@ class _Importer:
                 )
             entity.columns[column].ref = f"{parent.table}.{parent_key}"
             entity.parents[column] = parent.table
-            desc = first_paragraph((described.get(pname) or {}).get("description"))
-            if not desc or "XXX" in desc:
-                desc = f"The {singular(parent.table).replace('_', ' ')}'s {parent_key.replace('_', ' ')}"
             found[column] = {"type": ptype, "description": desc, "required": True}
         return found
 
@@ -1358,11 +1373,16 @@ class _Importer:
     def choose_keys(self) -> None:
         """Each entity's primary key: `id`, else `<singular>_id`, else the column a path names a row
         by, else a synthetic `id`; and its id format."""
-        path_keys: dict[str, list[str]] = {}
+        path_keys = self.item_keys
+        path_types: dict[str, dict[str, str]] = {}  # table -> path key -> its type (integer or string)
         for path, table in self.collections.items():
             for item_path in self.doc.data.get("paths") or {}:
                 if _collection(item_path) == path and _ends_in_param(item_path):
-                    path_keys.setdefault(table, []).append(safe_name(item_path.rstrip("/").rsplit("/", 1)[-1][1:-1]))
+                    pname = item_path.rstrip("/").rsplit("/", 1)[-1][1:-1]
+                    path_keys.setdefault(table, []).append(safe_name(pname))
+                    schema = self.doc.schema((self.path_params.get((item_path, pname)) or {}).get("schema") or {})[1]
+                    kind = "integer" if _type(schema) == "integer" else "string"
+                    path_types.setdefault(table, {}).setdefault(safe_name(pname), kind)
         for table, entity in self.entities.items():
             one = singular(table)
             last = one.rsplit("_", 1)[-1]
@@ -1384,7 +1404,20 @@ class _Importer:
                 ),
                 None,
             )
-            if key is None:
+            named = next((k for k in path_keys.get(table, []) if k not in entity.columns), None)
+            if key is None and named is not None:  # `/characters/{character_id}`: the path names a row by it
+                key = named
+                entity.columns = {
+                    key: _Column(
+                        name=key,
+                        type=path_types[table][key],
+                        description=f"The {one.replace('_', ' ')}'s {key.replace('_', ' ')}",
+                        source="added: the key its item path names a row by",
+                    ),
+                    **entity.columns,
+                }
+                entity.added_key = True
+            elif key is None:
                 key = "id" if "id" not in entity.columns else f"{one}_key"
                 entity.columns = {
                     key: _Column(
@@ -1411,12 +1444,21 @@ class _Importer:
 
     def link_refs(self) -> None:
         """A column named like another entity's key (`pet_id`, `task_id`, `user_id`) refers to it."""
-        keys = {e.primary_key: t for t, e in self.entities.items() if e.primary_key not in ("id",)}
+        # A key named after its table (`cluster_identifier` of clusters), not a name every record has (`name`,
+        # `web_id`): a column of that name elsewhere refers to that table.
+        keys = {
+            e.primary_key: t
+            for t, e in self.entities.items()
+            if e.primary_key != "id" and singular(t).rsplit("_", 1)[-1] in e.primary_key.split("_")
+        }
         by_singular = {singular(t): t for t in self.entities}
+        own_keys = {(t["entity"], t["params"][t["key"]].get("column", t["key"])) for t in self.tools if t.get("key")}
         for table, entity in self.entities.items():
             for name, column in entity.columns.items():
                 if column.ref or name == entity.primary_key or column.json_text or column.enum:
                     continue  # an enum's values are its own, not another table's keys
+                if (table, name) in own_keys:
+                    continue  # the table's own tools name its rows by it: its key, not another table's
                 target = None
                 if name in keys and keys[name] != table:
                     target = keys[name]
@@ -1638,7 +1680,7 @@ class _Importer:
                 seedless = any(row.get(column) is None for row in seed.get(table, []))
                 if unfilled or seedless:
                     del entity.parents[column]
-                    why = f"not filled by {', '.join(unfilled)}" if unfilled else "no parent row to seed it from"
+                    why = f"not always filled by {', '.join(unfilled)}" if unfilled else "no parent row to seed it from"
                     self.report.notes.append(f"{table}.{column}: an optional reference ({why})")
 
     def unlisted(self, entities: dict[str, Any]) -> dict[str, str]:
@@ -1768,8 +1810,10 @@ def state_change(verb: str, entity: _Entity, negated: bool = False) -> tuple[str
 
 
 def _filled_columns(tool: dict[str, Any]) -> set[str]:
-    """The columns a create tool writes: each param's own column (or its name) and its fixed `set` values."""
-    return {param.get("column", name) for name, param in tool["params"].items()} | set(tool.get("set") or {})
+    """The columns a create tool always writes: each required param's own column (or its name) and its fixed
+    `set` values (an optional param may leave its column empty)."""
+    given = {param.get("column", name) for name, param in tool["params"].items() if param.get("required")}
+    return given | set(tool.get("set") or {})
 
 
 def _kind(value: Any) -> str:
