@@ -419,6 +419,7 @@ class _Entity(BaseModel):
     id_format: str = ""
     parents: dict[str, str] = Field(default_factory=dict, description="column -> parent table")
     added_key: bool = False
+    seed_rows: int = SEED_ROWS  # one for the answer of a read that takes no input
 
 
 def _column_type(schema: dict[str, Any]) -> tuple[str, str | None]:
@@ -764,20 +765,18 @@ class _Importer:
         action = _record_action(path, method)
         parent = self.collections.get(_collection(action[0])) if action is not None else None
         if action is not None and parent is not None:
+            key_name = action[0].rsplit("/", 1)[-1][1:-1]
+            described: dict[str, Any] = next(
+                (p for p in params if p.get("name") == key_name and p.get("in") == "path"), {}
+            )
+            key_desc = first_paragraph(described.get("description"))
             if state_change(action[1], self.entities[parent], method == "delete"):
-                key_name = action[0].rsplit("/", 1)[-1][1:-1]
-                described: dict[str, Any] = next(
-                    (p for p in params if p.get("name") == key_name and p.get("in") == "path"), {}
-                )
-                key_desc = first_paragraph(described.get("description"))
                 return self.action_tool(action[1], method, path, op, self.entities[parent], key_name, key_desc)
             skipped = len(self.report.skipped)
             self.map_path_operation(method, path, op, params, record)
-            if len(self.report.skipped) > skipped:  # not a record operation either: say what the action lacks
-                self.report.skipped[-1].reason = (
-                    f"an action on one {parent} row (`{action[1]}`): no status value or flag column says what it "
-                    "changes"
-                )
+            if len(self.report.skipped) > skipped:  # not a record operation either: the flag its name implies
+                self.report.skipped.pop()
+                return self.action_tool(action[1], method, path, op, self.entities[parent], key_name, key_desc)
             return None
         return self.map_path_operation(method, path, op, params, record)
 
@@ -966,13 +965,14 @@ class _Importer:
         """An action on one record (`POST /orders/{id}:cancel`, `/favorite`, `StopCluster`): an update that
         sets the state its verb implies: the status enum's past participle (`cancelled`), else a flag
         column (`favorited`, `is_archived`: true, or false for `unfavorite` and DELETE); else a skip."""
-        change = state_change(verb, entity, negated=method == "delete")
+        change = state_change(verb, entity, negated=method == "delete") or self.add_flag(verb, entity, method)
         if change is None:
             return self.skip(
                 method,
                 path,
                 op,
-                f"an action on one {entity.table} row (`{verb}`): no status value or flag column says what it changes",
+                f"an action on one {entity.table} row (`{verb}`): no status value or flag column says what it "
+                "changes, and the verb names no lasting state",
             )
         column, value = change
         _, body, why = self.body(op)
@@ -998,13 +998,36 @@ class _Importer:
         self.report.notes.append(f"{tool['name']}: an action; sets `{entity.table}.{column}` to {value!r}")
         return None
 
+    def add_flag(self, verb: str, entity: _Entity, method: str) -> tuple[str, bool] | None:
+        """The flag an action's name implies where the record's schema says no state (`cancel` -> `cancelled`,
+        `disable` -> `enabled` false): a boolean column added to the table, noted in the report."""
+        negated = method == "delete"
+        if verb.startswith("un") and verb[2:] in ACTION_VERBS:
+            verb, negated = verb[2:], not negated
+        if verb in OPPOSITES:
+            verb, negated = OPPOSITES[verb], not negated
+        if verb in EVENT_VERBS:
+            return None
+        column = safe_name(past_participle(verb))
+        if column not in entity.columns:
+            entity.columns[column] = _Column(
+                name=column,
+                type="boolean",
+                description=f"Whether the {singular(entity.table).replace('_', ' ')} is {column.replace('_', ' ')}",
+                source=f"added: the action `{verb}` (the schema names no state it changes)",
+            )
+            self.report.notes.append(f"{entity.table}.{column}: a flag added for the action `{verb}`")
+        return column, not negated
+
     # ---- tool builders -------------------------------------------------------------------------
 
     def lookup_tool(self, method: str, path: str, op: dict[str, Any], params: list[dict[str, Any]]) -> bool:
         """A computed read (a weather or geocoding lookup, a language detector, a price quote): a GET that
         answers its inputs with fields of no stored record. It becomes a read over a seeded lookup table,
         one row per input it knows (input columns + answer columns), so the same input always gets the same
-        answer. Returns False (nothing mapped) when the operation takes no scalar input or answers no field."""
+        answer; a read that takes no input (a singleton, `GET /account`) has one row, its answer. A read whose
+        document gives no record schema answers in one `answer` column. Returns False (nothing mapped) when it
+        answers a list of records (a search of their table) or no field."""
         inputs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         for param in params:
             if param.get("in") not in ("query", "path") or not isinstance(param.get("name"), str):
@@ -1016,8 +1039,6 @@ class _Importer:
                 inputs[column] = (param, schema)
         response = self.response(op)
         answer = self.doc.schema(response)[1] if response is not None else {}
-        if not inputs:
-            return False
         opaque = _type(answer) != "object" or not answer.get("properties")
         if opaque:
             items = self.doc.schema(answer.get("items") or {})[1] if _type(answer) == "array" else {}
@@ -1031,10 +1052,11 @@ class _Importer:
         entity = _Entity(
             table=table,
             schema_name=_camel(table),
-            description=f"The answers {name} knows: one row per input",
+            description=f"The answers {name} knows: one row per input" if inputs else f"The answer {name} gives",
             primary_key="lookup_id",
             id_format="lkp_{:04d}",
             added_key=True,
+            seed_rows=SEED_ROWS if inputs else 1,  # no input: always the same answer
         )
         entity.columns["lookup_id"] = _Column(
             name="lookup_id", type="string", description="Internal lookup row id", source="added: a lookup table"
@@ -1096,9 +1118,12 @@ class _Importer:
             column = {"type": "array", "items": shape.get("items")}
         elif _scalar(shape):
             column = {k: v for k, v in shape.items() if k in ("type", "format", "enum")}
-        column["description"] = (f"{described.rstrip('.')}: " if described else "") + (
-            "the API's answer (the document gives no schema for it)"
-        )
+        what = {
+            "object": "the API's answer, a map kept as text",
+            "array": "the API's answer, a list",
+            None: "the API's answer (the document gives no schema for it)",
+        }.get(kind, "the API's answer")
+        column["description"] = (f"{described.rstrip('.')}: " if described else "") + what
         name = "answer" if "answer" not in taken else "answer_text"
         return {"type": "object", "properties": {name: column}}
 
@@ -1477,7 +1502,7 @@ class _Importer:
         for t_index, table in enumerate(order):
             entity = self.entities[table]
             table_rows = []
-            for n in range(SEED_ROWS):
+            for n in range(entity.seed_rows):
                 person = people[(t_index * SEED_ROWS + n) % len(people)]
                 row: dict[str, Any] = {}
                 for name, column in entity.columns.items():
@@ -1771,6 +1796,26 @@ def _envelope_name(schema_name: str, operation: str) -> bool:
     return schema_name.startswith(operation) or schema_name.endswith(
         ("Output", "Result", "Response", "Message", "Request", "Input")
     )
+
+
+# An action that undoes another: its flag is the other's, set false (`disable` -> `enabled`: false).
+OPPOSITES = {"disable": "enable", "deactivate": "activate", "reopen": "close"}
+IRREGULAR_PAST = {"read": "read", "hide": "hidden", "cancel": "cancelled", "submit": "submitted"}
+# Actions that leave no lasting state of their own (a reset record is as it was before): no flag to add.
+EVENT_VERBS = {"reset", "retry", "restart", "reboot", "mark"}
+
+
+def past_participle(verb: str) -> str:
+    """`cancel` -> cancelled, `stop` -> stopped, `archive` -> archived, `verify` -> verified, `open` -> opened."""
+    if verb in IRREGULAR_PAST:
+        return IRREGULAR_PAST[verb]
+    if verb.endswith("e"):
+        return verb + "d"
+    if verb.endswith("y") and verb[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return verb[:-1] + "ied"
+    if re.fullmatch(r"[^aeiou]*[aeiou][bdgklmnprt]", verb):  # one short syllable: the consonant doubles
+        return verb + verb[-1] + "ed"
+    return verb + "ed"
 
 
 def _participles(verb: str) -> list[str]:
