@@ -110,6 +110,30 @@ RPC_VERBS = {
     **dict.fromkeys(("update", "modify", "set", "change", "edit", "replace"), "update"),
     **dict.fromkeys(("tag", "untag"), "tag"),
 }
+# Verbs of an operation that answers its input with something computed, no stored record (`DetectSentiment`).
+COMPUTE_VERBS = {
+    "calculate",
+    "compute",
+    "estimate",
+    "detect",
+    "validate",
+    "analyze",
+    "analyse",
+    "translate",
+    "convert",
+    "predict",
+    "recognize",
+    "classify",
+    "extract",
+    "summarize",
+    "preview",
+    "simulate",
+    "evaluate",
+    "decode",
+    "check",
+}
+# First words of an operation that reads, whatever its method (`POST /charitysearch`: "Get summary data").
+READ_VERBS = {"get", "search", "find", "list", "lookup", "retrieve", "fetch", "query", "show"} | COMPUTE_VERBS
 # Verbs whose RPC operation, given no key of its record, starts a new one (`StartQueryExecution`, `RunJob`).
 STARTS = {"start", "run", "submit", "request", "initiate", "launch"}
 # Verbs of an action on one record (`POST /orders/{id}:cancel`, `StopInstance`): an update of its state.
@@ -805,6 +829,12 @@ class _Importer:
                 op,
                 f"an action on one {self.by_schema[record[0]]} row (`{path.rsplit('/', 1)[-1]}`): its effect is not in the description",
             )
+        if method == "post" and not keyed and _reads(op):  # a read sent as a POST (`POST /charitysearch`)
+            inputs = [p for p in params if p.get("in") in ("query", "path")] + self.rpc_fields(body)
+            if table is not None and record is not None and record[2]:
+                return self.search_tool(method, path, op, inputs, self.entities[table])
+            if self.lookup_tool(method, path, op, inputs):
+                return None
         if table is None and method == "get" and self.lookup_tool(method, path, op, params):
             return None
         if table is None:
@@ -917,17 +947,22 @@ class _Importer:
             return self.skip(method, path, op, "deprecated")
         if self._auth_like(path, op):
             return self.skip(method, path, op, "an authentication flow: our servers act for the episode's principal")
+        table = next((self.nouns[n] for n in _noun_keys(noun) if n in self.nouns), None)
+        if (kind is None and verb in COMPUTE_VERBS) or (kind in ("get", "search") and table is None):
+            # `GetSessionToken`, `DetectSentiment`: an answer computed from its input, no stored record.
+            _, body, why = self.body(op)
+            if not why and self.lookup_tool(method, path, op, self.rpc_fields(body)):
+                return None
         if kind is None:
             return self.skip(
                 method,
                 path,
                 op,
                 f"the RPC operation `{name}`: its verb `{verb}` is no record effect (create, get, list, update, "
-                "delete or a state change)",
+                "delete, a state change or a computation)",
             )
         if kind == "tag":
             return self.skip(method, path, op, f"`{name}` tags a resource: tags are not modelled as records")
-        table = next((self.nouns[n] for n in _noun_keys(noun) if n in self.nouns), None)
         if table is None:
             return self.skip(method, path, op, f"`{name}` names `{noun or name}`, which is no record type here")
         _, body, why = self.body(op)
@@ -1755,6 +1790,11 @@ def split_operation(name: str) -> tuple[str, str]:
     if not words:
         return "", ""
     return words[0].lower(), "".join(w[:1].upper() + w[1:] for w in words[1:])
+
+
+def _reads(op: dict[str, Any]) -> bool:
+    """Whether the operation's summary or operationId starts with a verb that reads or computes."""
+    return any(snake(str(op.get(field) or "")).split("_", 1)[0] in READ_VERBS for field in ("summary", "operationId"))
 
 
 def _record_action(path: str, method: str) -> tuple[str, str] | None:
