@@ -666,7 +666,8 @@ class _Importer:
 
     def response(self, op: dict[str, Any]) -> dict[str, Any] | None:
         responses = op.get("responses") or {}
-        codes = sorted(c for c in responses if str(c).startswith("2")) + (["default"] if "default" in responses else [])
+        # `default` answers a success only where no 2xx is declared (beside one, it describes the errors).
+        codes = sorted(c for c in responses if str(c).startswith("2")) or (["default"] if "default" in responses else [])
         for code in codes:
             _, resp = self.doc.deref(responses[code])
             content = resp.get("content") or {}
