@@ -1417,6 +1417,14 @@ class _Importer:
         self._add(tool, method, path, op, entity)
 
     def _add(self, tool: dict[str, Any], method: str, path: str, op: dict[str, Any], entity: _Entity) -> None:
+        if "id" in tool["params"] and tool.get("key") != "id" and tool["effect"] != "search":
+            # The generated write binds the row's key as `:id`: a param of that name (a record's own `id` field
+            # beside another key) would be overwritten by it, so it takes another name.
+            params = tool["params"]
+            tool["params"] = {
+                ("id_value" if p == "id" else p): ({**v, "column": v.get("column", "id")} if p == "id" else v)
+                for p, v in params.items()
+            }
         self.tools.append(tool)
         self.report.tools.append(
             MappedOperation(
