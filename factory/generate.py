@@ -209,6 +209,8 @@ def spec_prompt(scenario: Scenario, context: str = "") -> list[dict[str, Any]]:
         "handlers only where CRUD is not enough. Declare the `principal` (a signed-in `user` the tools act as, "
         "with `scope` for their private tables, or `staff` serving customers, with how a customer is "
         "identified), write the policy (policy.md: identity, what to confirm before a write, the rules), give "
+        "every write tool an `intent` (who asks, two or more ways the service's users ask for it, what they want "
+        "to hear back) and every table a `refer` (how a person names one of its rows), in the users' own words, give "
         "the write tools examples with `expect` (result, rows, state or error, worked out from the rules, not "
         "copied from a run) and at least one scenario of dependent calls. The spec's `name` must be "
         f'{scenario.name!r}. Answer with {{"spec": <the spec as JSON>, "handlers": <handlers.py source or "">, '

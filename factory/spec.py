@@ -29,6 +29,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from servers.runtime.effects import Effect, Hints, effect_hints
+from servers.runtime.intents import Intent, slots
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
 ColumnType = Literal["string", "integer", "number", "boolean", "date", "datetime"]
@@ -103,6 +104,10 @@ class Entity(StrictModel):
     id_format: str = Field(description="Python format for new ids, e.g. 'pat_{:04d}'")
     model: str | None = Field(None, description="name of the generated row model; default: singular of the table")
     columns: dict[str, Column]
+    refer: list[str] = Field(
+        default_factory=list,
+        description="how a person names one row, with {column} slots: 'my stay at {hotel_id.name} from {check_in:date}'",
+    )
 
     @model_validator(mode="after")
     def _check_keys(self) -> Entity:
@@ -356,6 +361,9 @@ class BaseTool(StrictModel):
     )
     reaches_others: bool = Field(
         False, description="by design changes other principals' rows (sending mail lands in the recipients' mailboxes)"
+    )
+    intent: Intent | None = Field(
+        None, description="who asks for it, how a person asks, what they want to hear back (tasks are written from it)"
     )
 
     # The SQL of rules and `then` may use `:id` (the row the call creates or changes) only where there is one.
@@ -804,10 +812,92 @@ def semantic_problems(spec: EnvironmentSpec, handler_names: set[str] | None = No
             problems.append((at, f"duplicate tool name {tool.name!r}"))
         seen.add(tool.name)
         problems += tool.problems(spec, at, handler_names)
+    problems += intent_problems(spec)
     problems += principal_problems(spec)
     problems += [(f"unlisted.{t}", f"no entity {t!r}") for t in spec.unlisted if t not in spec.entities]
     problems += seed_problems(spec)
     problems += scenario_problems(spec)
+    return problems
+
+
+def is_goal_eligible(tool: ToolKind) -> bool:
+    """A tool a task may end in: every write. Its spec must say who asks for it and how (`intent`)."""
+    return not tool.hints().read_only_hint
+
+
+def result_fields(spec: EnvironmentSpec, tool: ToolKind) -> set[str]:
+    """The output fields a person can ask to hear back: a row's columns, a custom tool's fields (and the
+    columns of the rows an array field holds)."""
+    result = tool.result(spec)
+    if isinstance(result, RowsResult | RowResult):
+        return set(spec.entities[result.entity].columns) if result.entity in spec.entities else set()
+    names = set(result.fields)
+    for field in result.fields.values():
+        if field.items in spec.entities:
+            names |= set(spec.entities[field.items].columns)
+    return names
+
+
+def _is_id(entity: Entity, column: str) -> bool:
+    """A key or a reference a person would not say: a natural key (a city's name) is `user_known`."""
+    col = entity.columns[column]
+    return (column == entity.primary_key or col.ref is not None) and not col.user_known
+
+
+def _slot_problem(spec: EnvironmentSpec, table: str, name: str, follow: str | None, ref: str | None) -> str | None:
+    """Why a slot naming `name` (a column of `table`, or a param whose value lies in `ref`) and following
+    `follow` cannot be said; None when it can."""
+    if follow is None:
+        return None
+    if ref is None:
+        return f"{name!r} references no table, so {name}.{follow} cannot be followed"
+    target = ref.partition(".")[0]
+    if target not in spec.entities:
+        return None
+    entity = spec.entities[target]
+    if follow not in entity.columns:
+        return f"{target!r} (referenced by {name!r}) has no column {follow!r}"
+    if _is_id(entity, follow):
+        return f"{target}.{follow} is an id, which no person says; follow it to a column they know"
+    return None
+
+
+def intent_problems(spec: EnvironmentSpec) -> Problems:
+    """Intents name what exists: `say` slots the tool's params, `hear` its output fields, `refer` slots the
+    table's columns (or a column of a row they reference)."""
+    problems: Problems = []
+    for tname, entity in spec.entities.items():
+        for j, phrasing in enumerate(entity.refer):
+            at = f"entities.{tname}.refer.{j}"
+            try:
+                found = slots(phrasing)
+            except ValueError as exc:
+                problems.append((at, str(exc)))
+                continue
+            if not found:
+                problems.append((at, "a reference names the row by at least one {column}"))
+            for slot in found:
+                column = entity.columns.get(slot.name)
+                if column is None:
+                    problems.append((at, f"{slot.text}: {tname!r} has no column {slot.name!r}"))
+                elif slot.follow is None and _is_id(entity, slot.name):
+                    problems.append((at, f"{slot.text} is an id; name a column a person knows ({{{slot.name}.name}})"))
+                elif why := _slot_problem(spec, tname, slot.name, slot.follow, column.ref):
+                    problems.append((at, f"{slot.text}: {why}"))
+    for i, tool in enumerate(spec.tools):
+        at = f"tools.{i}({tool.name}).intent"
+        if tool.intent is None:
+            continue
+        for j, phrasing in enumerate(tool.intent.say):
+            for slot in slots(phrasing):
+                if slot.name not in tool.params:
+                    problems.append((f"{at}.say.{j}", f"{slot.text}: {tool.name} has no param {slot.name!r}"))
+                elif why := _slot_problem(spec, "", slot.name, slot.follow, tool.checked_ref(spec, slot.name)):
+                    problems.append((f"{at}.say.{j}", f"{slot.text}: {why}"))
+        fields = result_fields(spec, tool)
+        for field in tool.intent.hear:
+            if field not in fields:
+                problems.append((f"{at}.hear.{field}", f"{tool.name} returns no field {field!r}"))
     return problems
 
 
@@ -928,11 +1018,25 @@ def seed_problems(spec: EnvironmentSpec) -> list[tuple[str, str]]:
     return problems
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML that refuses a key given twice in one mapping: PyYAML keeps the last silently, so a block pasted
+    twice (a second `intent:` under a tool) would pass every check with half of it ignored."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_document(path: Path) -> Any:
     """Parse a YAML or JSON file, naming the file and line in the error."""
     text = path.read_text(encoding="utf-8")
     try:
-        return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        return json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_UniqueKeyLoader)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise SpecError(str(path), [("", f"not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}")]) from exc
 

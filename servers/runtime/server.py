@@ -78,6 +78,7 @@ from servers.runtime.episodes import (  # re-exported for generated server.py fi
     resolve_key,
     resolve_owner,
 )
+from servers.runtime.intents import ServerIntents
 from servers.runtime.principal import PrincipalDefinition, render_instructions
 
 
@@ -157,6 +158,18 @@ class ServerDefinition:
             return []
         rules = json.loads(path.read_text(encoding="utf-8")).get("unenforced_rules") or []
         return [{"id": r["id"], "rule": r["rule"], "tools": list(r.get("tools") or [])} for r in rules]
+
+    def intents(self) -> ServerIntents:
+        """Every tool's intent and every table's reference phrasings (from spec.json beside the code), so a
+        task writer can say what a person wants in their words; empty when the folder has none."""
+        path = self.directory / SPEC_FILE
+        if not path.is_file():
+            return ServerIntents()
+        spec = json.loads(path.read_text(encoding="utf-8"))
+        return ServerIntents(
+            tools={t["name"]: t["intent"] for t in spec.get("tools") or [] if t.get("intent")},
+            refer={name: e["refer"] for name, e in (spec.get("entities") or {}).items() if e.get("refer")},
+        )
 
     def instructions(self, acting_for: str | None, policy: str) -> str:
         return render_instructions(self.title, self.description, self.now, self.principal, acting_for, policy)
@@ -572,7 +585,30 @@ def build_server(
                 fn=_policy_rules_text(definition),
             )
         )
+    server.add_resource(
+        FunctionResource(
+            uri=f"envfarm://{definition.name}/intents",
+            name="intents",
+            title=f"{definition.title}: intents",
+            description="How a person asks for each tool and names a row ({tools, refer} as JSON).",
+            mime_type="application/json",
+            fn=_intents_text(definition),
+        )
+    )
     return server
+
+
+def _intents_text(definition: ServerDefinition) -> Callable[[], Awaitable[str]]:
+    """The `intents` resource's text, read from spec.json when first asked for (as `policy_rules`)."""
+
+    @cache
+    def text() -> str:
+        return definition.intents().model_dump_json(indent=1, exclude_defaults=True)
+
+    async def read() -> str:
+        return text()
+
+    return read
 
 
 def _policy_rules_text(definition: ServerDefinition) -> Callable[[], Awaitable[str]]:
