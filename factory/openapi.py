@@ -478,6 +478,7 @@ class _Importer:
         self.noun_candidates: dict[str, list[tuple[int, str, dict[str, Any]]]] = {}  # noun -> (rank, schema)
         self.noun_keys: dict[str, list[str]] = {}  # noun -> required input fields of its keyed operations
         self.path_params: dict[tuple[str, str], dict[str, Any]] = {}  # (path, name) -> its path parameter
+        self.asked: dict[str, str] = {}  # tool -> the operation's summary (else description): how its intent asks
         self.item_keys: dict[str, list[str]] = {}  # table -> the path parameters its item paths name a row by
 
     # ---- schemas -> entities -------------------------------------------------------------------
@@ -667,7 +668,9 @@ class _Importer:
     def response(self, op: dict[str, Any]) -> dict[str, Any] | None:
         responses = op.get("responses") or {}
         # `default` answers a success only where no 2xx is declared (beside one, it describes the errors).
-        codes = sorted(c for c in responses if str(c).startswith("2")) or (["default"] if "default" in responses else [])
+        codes = sorted(c for c in responses if str(c).startswith("2")) or (
+            ["default"] if "default" in responses else []
+        )
         for code in codes:
             _, resp = self.doc.deref(responses[code])
             content = resp.get("content") or {}
@@ -1426,6 +1429,7 @@ class _Importer:
                 for p, v in params.items()
             }
         self.tools.append(tool)
+        self.asked[tool["name"]] = str(op.get("summary") or op.get("description") or "")
         self.report.tools.append(
             MappedOperation(
                 method=method,
@@ -2277,6 +2281,149 @@ def infer_principal(
     }, notes
 
 
+# Columns a person names a row by, most telling first.
+NAMING_WORDS = ("name", "title", "email", "username", "login", "handle", "subject", "label", "number", "code", "slug")
+
+
+def _words(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def _verb_phrase(text: str) -> str:
+    """An operation's summary as what a person asks for: 'Adds templates to an envelope.' -> 'add templates to
+    an envelope' (its first sentence, the verb in the imperative, no braces a phrasing would read as a slot)."""
+    sentence = re.split(r"(?<=[.!?])\s|\n", first_paragraph(text, 200), maxsplit=1)[0]
+    sentence = re.sub(r"[{}\[\]()]", "", sentence).strip().rstrip(".!?:;, ")
+    words = sentence.split()[:14]
+    if not words or not re.fullmatch(r"[A-Za-z][A-Za-z-]*", words[0]):
+        return ""
+    verb = words[0].lower()
+    if verb.endswith("ies") and len(verb) > 4:
+        verb = verb[:-3] + "y"
+    elif verb.endswith(("ses", "xes", "ches", "shes")):
+        verb = verb[:-2]
+    elif verb.endswith("s") and not verb.endswith(("ss", "us", "is")):
+        verb = verb[:-1]
+    return " ".join([verb, *words[1:]])
+
+
+def _slot(name: str, param: dict[str, Any]) -> str:
+    kind = param.get("type")
+    return f"{{{name}:date}}" if kind == "date" else f"{{{name}:datetime}}" if kind == "datetime" else f"{{{name}}}"
+
+
+def _said(name: str, param: dict[str, Any], entity: dict[str, Any]) -> str:
+    """A param as a person says it: an id through its table's reference (the slot alone), else 'the <label> x'."""
+    column = entity["columns"].get(param.get("column", name)) or {}
+    if column.get("ref") or name.endswith("_id") or name == entity["primary_key"]:
+        return _slot(name, param)
+    return f"{_words(name)} {_slot(name, param)}"
+
+
+def _refer(table: str, entity: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+    """How a person names one row: by a column they know whose seeded values tell the rows apart."""
+    noun = _words(singular(table))
+    telling = [
+        c
+        for c, col in entity["columns"].items()
+        if col.get("user_known")
+        and col["type"] not in ("boolean",)
+        and not col.get("enum")
+        and rows
+        and all(r.get(c) not in (None, "") for r in rows)
+        and len({str(r.get(c)) for r in rows}) == len(rows)
+    ]
+
+    # Its own name first (`name`, `email`), then a name of something else it holds (`category_name`).
+    def rank(column: str) -> tuple[int, int]:
+        words = column.split("_")
+        first = next((i for i, w in enumerate(NAMING_WORDS) if w in words), len(NAMING_WORDS))
+        return (
+            0 if column in NAMING_WORDS or column in ("full_name", "display_name") else 1 if first < 99 else 2,
+            first,
+        )
+
+    telling.sort(key=rank)
+    phrasings = []
+    for column in telling[:2]:
+        slot = _slot(column, entity["columns"][column])
+        if column in ("name", "title", "full_name", "display_name"):
+            phrasings.append(f"the {noun} {slot}")
+        else:
+            phrasings.append(f"the {noun} with {_words(column)} {slot}")
+    return phrasings
+
+
+def _hear(entity: dict[str, Any], skip: set[str], limit: int = 3) -> dict[str, str]:
+    """Output fields a person wants back: columns they know (not the ones they gave), by their words."""
+    found = [c for c, col in entity["columns"].items() if col.get("user_known") and c not in skip]
+    return {c: f"the {_words(c)}" for c in found[:limit]}
+
+
+def derive_intents(spec: dict[str, Any], asked: dict[str, str]) -> None:
+    """Intents from the document: each write, get and computed read says who asks for it (the signed-in user,
+    or a customer asking staff), two ways a person asks (the operation's summary as the request, its params as
+    slots) and what they want to hear back; each table a person names rows of says how (a column whose seeded
+    values tell its rows apart). Plain searches carry none: a task does not end in a listing."""
+    asks = "user" if spec["principal"]["kind"] == "user" else "customer"
+    for table, entity in spec["entities"].items():
+        if entity["primary_key"] != "lookup_id" and (refer := _refer(table, entity, spec["seed"].get(table) or [])):
+            entity["refer"] = refer
+    for tool in spec["tools"]:
+        entity = spec["entities"][tool["entity"]]
+        noun = _words(singular(tool["entity"]))
+        params: dict[str, dict[str, Any]] = tool["params"]
+        effect, key = tool["effect"], tool.get("key")
+        lookup = entity["primary_key"] == "lookup_id"
+        if effect == "search" and not lookup:
+            continue
+        default = {
+            "create": f"create a new {noun}",
+            "update": f"update a {noun}",
+            "delete": f"delete a {noun}",
+            "get": f"look up a {noun}",
+            "search": f"look up {_words(tool['name'])}",
+        }[effect]
+        verb = _verb_phrase(asked.get(tool["name"], "")) or default
+        hear: dict[str, str] = {}
+        if effect == "create":
+            chosen = [p for p, v in params.items() if v.get("required")][:3] or list(params)[:2]
+            said = ", ".join(_said(p, params[p], entity) for p in chosen)
+            say = [f"Please {verb}: {said}.", f"Could you {verb}? It is {said}."]
+        elif effect == "search":  # a computed read: its inputs, its answer
+            chosen = [p for p, v in params.items() if v.get("required")][:3] or list(params)[:2]
+            said = ", ".join(_said(p, params[p], entity) for p in chosen)
+            say = (
+                [f"Can you {verb}? For {said}.", f"I need to {verb}, for {said}."]
+                if chosen
+                else [
+                    f"Can you {verb}?",
+                    f"I need to {verb}.",
+                ]
+            )
+            hear = _hear(entity, set(params) | {entity["primary_key"]})
+        else:
+            assert isinstance(key, str)
+            target = _slot(key, params[key])
+            changes = [p for p in params if p != key]
+            if effect == "update" and changes and not tool.get("set"):
+                first, second = changes[0], changes[1] if len(changes) > 1 else changes[0]
+                say = [
+                    f"Please {verb}: for {target}, set the {_words(first)} to {_slot(first, params[first])}.",
+                    f"Could you change the {_words(second)} of {target} to {_slot(second, params[second])}?",
+                ]
+                hear = {params[first].get("column", first): f"the {_words(first)}"}
+            elif effect == "get":
+                say = [f"Can you {verb}? I mean {target}.", f"What do you have on {target}?"]
+                hear = _hear(entity, {key, params[key].get("column", key)})
+            else:
+                say = [f"Please {verb}: {target}.", f"Can you {verb} for {target}?"]
+        intent: dict[str, Any] = {"asks": asks, "say": say}
+        if hear:
+            intent["hear"] = hear
+        tool["intent"] = intent
+
+
 def draft_policy(spec: dict[str, Any], description: str) -> str:
     """policy.md from what the document says: who the agent is, what to confirm, the rules its schemas
     state (required fields, allowed values) and paging."""
@@ -2427,6 +2574,7 @@ def import_document(
     spec = importer.spec(title, description, domain, seed_number)
     spec["principal"], notes = infer_principal(importer, data, spec, title)
     report.notes += notes
+    derive_intents(spec, importer.asked)
     writes = [t["name"] for t in spec["tools"] if t["effect"] in ("create", "update", "delete")]
     if writes:
         spec["unenforced_rules"] = [
