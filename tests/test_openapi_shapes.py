@@ -16,6 +16,7 @@ import pytest
 from factory.build import build_all
 from factory.openapi import import_openapi, past_participle, write_spec_folder
 from factory.verify import VerifyOptions
+from servers.runtime.intents import slots
 from servers.runtime.registry import load_registry
 
 ERROR = {"$ref": "#/responses/Error"}
@@ -152,3 +153,22 @@ def test_the_awkward_shapes_verify(stations: Path, tmp_path: Path) -> None:
 )
 def test_the_flag_an_action_verb_names(verb: str, participle: str) -> None:
     assert past_participle(verb) == participle
+
+
+def test_imported_specs_carry_intents_for_every_write_and_the_rows_people_name() -> None:
+    """Intents come from the document: the operation's summary is the request ('Deletes a pet' -> 'delete a pet'),
+    its params the slots; a table's rows are named by a column people know whose seeded values tell them apart."""
+    result = import_openapi(Path(__file__).parent / "data" / "openapi" / "petstore.yaml", name="petstore")
+    spec = result.spec
+    writes = [t for t in spec["tools"] if t["effect"] in ("create", "update", "delete")]
+    assert writes and all(t["intent"]["asks"] == "user" and len(t["intent"]["say"]) >= 2 for t in writes)
+    for tool in spec["tools"]:
+        for phrasing in (tool.get("intent") or {}).get("say", []):
+            assert all(slot.name in tool["params"] for slot in slots(phrasing)), (tool["name"], phrasing)
+    delete = next(t for t in spec["tools"] if t["name"] == "delete_pet")
+    assert delete["intent"]["say"][0] == "Please delete a pet: {pet_id}."
+    assert spec["entities"]["pets"]["refer"][0] == "the pet {name}"
+    assert spec["entities"]["users"]["refer"][0] == "the user with email {email}"
+    # A plain listing is no goal of a task; a computed read is.
+    assert "intent" not in next(t for t in spec["tools"] if t["name"] == "find_pets_by_status")
+    assert next(t for t in spec["tools"] if t["name"] == "get_inventory")["intent"]["hear"] == {"answer": "the answer"}
