@@ -46,7 +46,7 @@ from pydantic import BaseModel, Field
 
 from factory import fakedata
 from factory.source import POLICY_NAME
-from factory.spec import LIST_AS_TEXT, SQL_KEYWORDS, SpecError, parse_spec, read_document
+from factory.spec import LIST_AS_TEXT, RESERVED_PARAMS, SQL_KEYWORDS, SpecError, parse_spec, read_document
 
 FARM_NOW = "2026-04-13T09:00:00Z"
 METHODS = ("get", "post", "put", "patch", "delete")
@@ -208,7 +208,7 @@ ACTION_VERBS = {
 # Names the generated code uses for itself: a column or param with one of these names gets a suffix.
 # Pydantic's own attribute names too (`schema`, `json`, `copy`): a row model field of that name shadows one and
 # the server warns on stderr at import.
-RESERVED = {"now", "db", "args", "row", "rows", "current", "new_id", "result", "self", "cls"} | {
+RESERVED = {"now", "db", "args", "row", "rows", "current", "new_id", "result", "self", "cls", *RESERVED_PARAMS} | {
     name for name in dir(BaseModel) if not name.startswith("_")
 }
 ID_FORMAT_UUID = "00000000-0000-4000-8000-{:012d}"
@@ -892,7 +892,8 @@ class _Importer:
         for candidate in dict.fromkeys((noun, singular(noun))):
             if isinstance(schemas.get(candidate), dict):  # the record itself, even one holding a list (`Tags`)
                 _, own = self.doc.schema({"$ref": f"#/components/schemas/{candidate}"})
-                if _type(own) == "object" and any(_scalar(self.doc.schema(n)[1]) for n in own["properties"].values()):
+                properties = own.get("properties") or {}
+                if _type(own) == "object" and any(_scalar(self.doc.schema(n)[1]) for n in properties.values()):
                     found.append((0, candidate, own))
         response = self.response(op)
         if kind in ("create", "get", "search", "update") and response is not None:
