@@ -654,7 +654,8 @@ class _Importer:
             return None, None, ""
         _, body = self.doc.deref(op["requestBody"])
         content = body.get("content") or {}
-        json_type = next((t for t in content if "json" in t), None)
+        # XML (the AWS query protocol's bodies) carries the same fields as JSON would.
+        json_type = next((t for t in content if "json" in t), None) or next((t for t in content if "xml" in t), None)
         if json_type is None:
             kinds = ", ".join(content) or "no content"
             if any(t.startswith(("multipart/", "application/octet-stream", "image/")) for t in content):
@@ -674,7 +675,9 @@ class _Importer:
         for code in codes:
             _, resp = self.doc.deref(responses[code])
             content = resp.get("content") or {}
-            json_type = next((t for t in content if "json" in t), None)
+            json_type = next((t for t in content if "json" in t), None) or next(
+                (t for t in content if "xml" in t), None
+            )
             if json_type and (content[json_type] or {}).get("schema"):
                 return content[json_type]["schema"]
         return None
@@ -704,10 +707,15 @@ class _Importer:
             raise OpenAPIError(f"{self.doc.source}: the document has no operations under `paths`")
         shapes: dict[tuple[str, str], tuple[str | None, dict[str, Any], bool] | None] = {}
         rpc: dict[tuple[str, str], str] = {}
-        for method, path, op, params in ops:
+        first: dict[str, tuple[str, str]] = {}  # an RPC operation -> the request that names it first
+        for n, (method, path, op, params) in enumerate(ops):
             with self.at(method, path):
                 if name := rpc_name(path, op, params):
                     rpc[(method, path)] = name
+                    if name in first:
+                        continue
+                    first[name] = (method, path)
+                    ops[n] = (method, path, op := _rpc_input(op, params), params)
                     self.learn_rpc(method, path, op, name)
                 else:
                     self.learn(method, path, op, shapes)
@@ -715,7 +723,10 @@ class _Importer:
         self.choose_keys()
         for method, path, op, params in ops:
             with self.at(method, path):
-                if (method, path) in rpc:
+                if (method, path) in rpc and first[rpc[(method, path)]] != (method, path):
+                    was = first[rpc[(method, path)]]
+                    self.skip(method, path, op, f"the same RPC operation as {was[0].upper()} {was[1]}")
+                elif (method, path) in rpc:
                     self.map_rpc(method, path, op, rpc[(method, path)])
                 else:
                     self.map_operation(method, path, op, params, shapes[(method, path)])
@@ -1793,6 +1804,29 @@ def rpc_name(path: str, op: dict[str, Any], params: list[dict[str, Any]]) -> str
     else:
         return None
     return name if re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name) else None
+
+
+def _rpc_input(op: dict[str, Any], params: list[dict[str, Any]]) -> dict[str, Any]:
+    """An RPC operation whose input is its query (`GET /?Action=CreateQueue&QueueName=...`, the AWS query
+    protocol), restated with that input as its body, so it reads like the operations that send one."""
+    if "requestBody" in op:
+        return op
+    fields = [
+        p
+        for p in params
+        if p.get("in") == "query"
+        and isinstance(p.get("name"), str)
+        and snake(p["name"]) not in RPC_SELECTORS | {"version"}
+    ]
+    if not fields:
+        return op
+    properties = {
+        p["name"]: {**(p.get("schema") or {}), **({"description": p["description"]} if p.get("description") else {})}
+        for p in fields
+    }
+    required = [p["name"] for p in fields if p.get("required")]
+    schema = {"type": "object", "properties": properties, "required": required}
+    return {**op, "requestBody": {"content": {"application/json": {"schema": schema}}}}
 
 
 def split_operation(name: str) -> tuple[str, str]:

@@ -172,3 +172,54 @@ def test_imported_specs_carry_intents_for_every_write_and_the_rows_people_name()
     # A plain listing is no goal of a task; a computed read is.
     assert "intent" not in next(t for t in spec["tools"] if t["name"] == "find_pets_by_status")
     assert next(t for t in spec["tools"] if t["name"] == "get_inventory")["intent"]["hear"] == {"answer": "the answer"}
+
+
+def _query_action(name: str, inputs: dict[str, Any], answer: str | None) -> dict[str, Any]:
+    """One AWS query-protocol operation as OpenAPI 3 restates it: a GET whose input is its query and a POST with
+    the same input as an XML form, each answering in XML."""
+    params = [{"name": k, "in": "query", "required": True, "schema": v} for k, v in inputs.items()]
+    params += [
+        {"name": n, "in": "query", "required": True, "schema": {"type": "string"}} for n in ("Action", "Version")
+    ]
+    ok: dict[str, Any] = {"description": "Success"}
+    if answer:
+        ok["content"] = {"text/xml": {"schema": {"$ref": f"#/components/schemas/{answer}"}}}
+    body = {"type": "object", "properties": inputs, "required": list(inputs)}
+    return {
+        f"/#Action={name}": {
+            "get": {"operationId": f"GET_{name}", "parameters": params, "responses": {"200": ok}},
+            "post": {
+                "operationId": f"POST_{name}",
+                "requestBody": {"content": {"text/xml": {"schema": body}}},
+                "responses": {"200": ok},
+            },
+        }
+    }
+
+
+def test_the_aws_query_protocol_in_openapi_3_maps_once_per_operation(tmp_path: Path) -> None:
+    """`GET /#Action=CreateQueue` (input in the query) and `POST /#Action=CreateQueue` (the same input as XML): one
+    tool per operation, its input the query's fields, its record the XML answer's."""
+    name = {"type": "string", "description": "The queue's name"}
+    document = {
+        "openapi": "3.0.0",
+        "info": {"title": "Queues", "version": "2012-11-05"},
+        "paths": {
+            **_query_action("CreateQueue", {"QueueName": name, "Delay": {"type": "integer"}}, "Queue"),
+            **_query_action("GetQueue", {"QueueName": name}, "Queue"),
+            **_query_action("DeleteQueue", {"QueueName": name}, None),
+        },
+        "components": {
+            "schemas": {
+                "Queue": {"type": "object", "properties": {"QueueName": name, "Delay": {"type": "integer"}}},
+            }
+        },
+    }
+    path = tmp_path / "queues.json"
+    path.write_text(json.dumps(document), "utf-8")
+    result = import_openapi(path)
+    effects = {t.tool: t.effect for t in result.report.tools}
+    assert effects == {"get_create_queue": "create", "get_get_queue": "get", "get_delete_queue": "delete"}
+    assert result.spec["entities"]["queues"]["primary_key"] == "queue_name"
+    assert all("the same RPC operation as GET" in s.reason for s in result.report.skipped)
+    assert len(result.report.skipped) == 3
