@@ -2098,7 +2098,7 @@ def _swagger2(data: dict[str, Any]) -> dict[str, Any]:
         .replace('"#/responses/', '"#/components/responses/')
     )
     data = json.loads(text)
-    shared_params = data.get("parameters") if isinstance(data.get("parameters"), dict) else {}
+    shared_params: dict[str, Any] = data["parameters"] if isinstance(data.get("parameters"), dict) else {}
 
     def resolved(param: Any) -> Any:
         """A `$ref` to a document-level parameter, as the parameter (a body one becomes the request body)."""
@@ -2114,7 +2114,7 @@ def _swagger2(data: dict[str, Any]) -> dict[str, Any]:
             paths[path] = item  # the importer names the malformed path item
             continue
         new_item: dict[str, Any] = {}
-        shared = item.get("parameters") if isinstance(item.get("parameters"), list) else []
+        shared: list[Any] = item["parameters"] if isinstance(item.get("parameters"), list) else []
         for method, op in item.items():
             if method not in METHODS or not isinstance(op, dict):
                 if method in METHODS:
@@ -2122,7 +2122,7 @@ def _swagger2(data: dict[str, Any]) -> dict[str, Any]:
                 continue
             op = dict(op)
             kept, form, form_required = [], {}, []
-            own = op.get("parameters") if isinstance(op.get("parameters"), list) else []
+            own: list[Any] = op["parameters"] if isinstance(op.get("parameters"), list) else []
             # The path item's parameters apply to each of its operations (an operation's own one wins).
             named = {(p.get("name"), p.get("in")) for p in map(resolved, own) if isinstance(p, dict)}
             inherited = [

@@ -408,7 +408,9 @@ def test_a_parent_reference_a_create_cannot_fill_is_optional(tmp_path: Path) -> 
     result = import_openapi(path)
     column = result.spec["entities"]["tasks"]["columns"]["project_id"]
     assert column["ref"] == "projects.id" and column.get("nullable") is True
-    assert any("tasks.project_id: an optional reference (not always filled by create_task)" in n for n in result.report.notes)
+    assert any(
+        "tasks.project_id: an optional reference (not always filled by create_task)" in n for n in result.report.notes
+    )
 
 
 def test_a_folder_of_documents_imports_each_and_goes_on_past_failures(
