@@ -1060,6 +1060,10 @@ class _Importer:
         if verb in EVENT_VERBS:
             return None
         column = safe_name(past_participle(verb))
+        if column in entity.columns and entity.columns[column].type != "boolean":  # `published`: when, not whether
+            column = f"is_{column}"
+        if column in entity.columns and entity.columns[column].type != "boolean":
+            return None
         if column not in entity.columns:
             entity.columns[column] = _Column(
                 name=column,

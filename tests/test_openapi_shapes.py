@@ -83,7 +83,12 @@ STATIONS: dict[str, Any] = {
         "Job": {
             "type": "object",
             "required": ["title"],
-            "properties": {"title": {"type": "string"}, "priority": {"type": "integer"}},
+            # `cancelled` says when, not whether: the flag the action sets is `is_cancelled`.
+            "properties": {
+                "title": {"type": "string"},
+                "priority": {"type": "integer"},
+                "cancelled": {"type": "string", "format": "date-time"},
+            },
         },
         "Error": {"type": "object", "properties": {"code": {"type": "integer"}, "message": {"type": "string"}}},
     },
@@ -121,10 +126,10 @@ def test_every_operation_of_the_awkward_shapes_becomes_a_tool(stations: Path) ->
     jobs = entities["jobs"]
     assert jobs["primary_key"] == "job_id" and jobs["columns"]["job_id"]["type"] == "integer"
     # Actions whose record names no state set the flag their verb names; `disable` clears `enabled`.
-    assert tools["cancel_job"]["set"] == {"cancelled": True}
+    assert tools["cancel_job"]["set"] == {"is_cancelled": True}
     assert tools["disable_job"]["set"] == {"enabled": False}
-    assert jobs["columns"]["cancelled"]["type"] == "boolean"
-    assert any("jobs.cancelled: a flag added for the action `cancel`" in n for n in result.report.notes)
+    assert jobs["columns"]["is_cancelled"]["type"] == "boolean" and jobs["columns"]["cancelled"]["type"] == "datetime"
+    assert any("jobs.is_cancelled: a flag added for the action `cancel`" in n for n in result.report.notes)
 
 
 def test_the_awkward_shapes_verify(stations: Path, tmp_path: Path) -> None:
