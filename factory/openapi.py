@@ -133,7 +133,18 @@ COMPUTE_VERBS = {
     "check",
 }
 # First words of an operation that reads, whatever its method (`POST /charitysearch`: "Get summary data").
-READ_VERBS = {"get", "search", "find", "list", "lookup", "retrieve", "fetch", "query", "show"} | COMPUTE_VERBS
+READ_VERBS = {
+    "get",
+    "search",
+    "find",
+    "list",
+    "lookup",
+    "retrieve",
+    "fetch",
+    "query",
+    "show",
+    "describe",
+} | COMPUTE_VERBS
 # Verbs whose RPC operation, given no key of its record, starts a new one (`StartQueryExecution`, `RunJob`).
 STARTS = {"start", "run", "submit", "request", "initiate", "launch"}
 # Verbs of an action on one record (`POST /orders/{id}:cancel`, `StopInstance`): an update of its state.
@@ -768,7 +779,10 @@ class _Importer:
                 if record and record[2]:
                     record = None  # a bulk body is not one record
         shapes[(method, path)] = record
-        one_record = record is not None and not (record[2] and method != "get")
+        # Many records answer a read (a GET, or a POST that reads: `POST /DescribeSavingsPlans`), never a write.
+        one_record = record is not None and not (
+            record[2] and method != "get" and not (method == "post" and _reads(op))
+        )
         if record and one_record and not self._auth_like(path, op):  # noqa: SIM102 - two reasons, two tests
             if method == "get" or method == "post" and not _ends_in_param(path):
                 collection = _collection(path)
