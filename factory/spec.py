@@ -891,6 +891,9 @@ def intent_problems(spec: EnvironmentSpec) -> Problems:
     for i, tool in enumerate(spec.tools):
         at = f"tools.{i}({tool.name}).intent"
         if tool.intent is None:
+            if is_goal_eligible(tool):
+                problem = "a write needs an intent: who asks for it (asks: user, customer or internal) and how"
+                problems.append((at, f"{problem} (factory/specs/README.md, Intents)"))
             continue
         for j, phrasing in enumerate(tool.intent.say):
             for slot in slots(phrasing):
