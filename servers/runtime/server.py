@@ -16,7 +16,7 @@ import logging
 import secrets
 import sqlite3
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, redirect_stdout
 from dataclasses import dataclass, field
 from functools import cache, partial
@@ -588,50 +588,43 @@ def build_server(
             )
         )
         server.add_resource(
-            FunctionResource(
-                uri=f"envfarm://{definition.name}/policy/rules",
-                name="policy_rules",
-                title=f"{definition.title}: rules left to the agent",
-                description="The policy rules the tools do not enforce ({id, rule, tools} as JSON): tasks grade them.",
-                mime_type="application/json",
-                fn=_policy_rules_text(definition),
+            _spec_resource(
+                definition,
+                "policy_rules",
+                "policy/rules",
+                "rules left to the agent",
+                "The policy rules the tools do not enforce ({id, rule, tools} as JSON): tasks grade them.",
+                lambda: json.dumps({"unenforced_rules": definition.policy_rules()}, indent=1),
             )
         )
     server.add_resource(
-        FunctionResource(
-            uri=f"envfarm://{definition.name}/intents",
-            name="intents",
-            title=f"{definition.title}: intents",
-            description="How a person asks for each tool and names a row ({tools, refer} as JSON).",
-            mime_type="application/json",
-            fn=_intents_text(definition),
+        _spec_resource(
+            definition,
+            "intents",
+            "intents",
+            "intents",
+            "How a person asks for each tool and names a row ({tools, refer} as JSON).",
+            lambda: definition.intents().model_dump_json(indent=1, exclude_defaults=True),
         )
     )
     return server
 
 
-def _intents_text(definition: ServerDefinition) -> Callable[[], Awaitable[str]]:
-    """The `intents` resource's text, read from spec.json when first asked for (as `policy_rules`)."""
-
-    @cache
-    def text() -> str:
-        return definition.intents().model_dump_json(indent=1, exclude_defaults=True)
-
-    async def read() -> str:
-        return text()
-
-    return read
-
-
-def _policy_rules_text(definition: ServerDefinition) -> Callable[[], Awaitable[str]]:
-    """The `policy_rules` resource's text, read from spec.json when first asked for: parsing every
-    server's spec.json (2 MB for the farm) at start cost the farm host ~30 ms of its ~200 ms of own start-up work."""
-
-    @cache
-    def text() -> str:
-        return json.dumps({"unenforced_rules": definition.policy_rules()}, indent=1)
+def _spec_resource(
+    definition: ServerDefinition, name: str, path: str, title: str, description: str, render: Callable[[], str]
+) -> FunctionResource:
+    """A JSON resource made from spec.json when first asked for, then kept: parsing every server's spec.json
+    (2 MB for the farm) at start cost the farm host ~30 ms of its ~200 ms of own start-up work."""
+    text = cache(render)
 
     async def read() -> str:
         return text()
 
-    return read
+    return FunctionResource(
+        uri=f"envfarm://{definition.name}/{path}",
+        name=name,
+        title=f"{definition.title}: {title}",
+        description=description,
+        mime_type="application/json",
+        fn=read,
+    )
