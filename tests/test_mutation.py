@@ -5,6 +5,7 @@ rule example covers is killed)."""
 from __future__ import annotations
 
 import ast
+import json
 import re
 import subprocess
 import sys
@@ -330,9 +331,22 @@ def test_a_launched_server_ends_when_its_stub_is_killed(tmp_path: Path) -> None:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 30
-        while not (children := _children_of_warm(socket_path)) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        # The forked server answers through the stub's pipes: once it has, it is there to be found.
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        assert stub.stdin is not None and stub.stdout is not None
+        stub.stdin.write((json.dumps(initialize) + "\n").encode())
+        stub.stdin.flush()
+        assert b'"id":1' in stub.stdout.readline().replace(b" ", b""), "the forked server did not answer"
+        children = _children_of_warm(socket_path)
         assert children, "the warm launcher forked no server"
         stub.kill()
         stub.wait()

@@ -337,13 +337,13 @@ def test_state_edges_move_a_stored_date_two_foreign_keys_away_to_where_the_rule_
     call = {"enrollment_id": "enr_x6uh68"}
     probes = [p for p in state_probes(seed, drop, [call]) if p.arguments == call]
     by_change = {p.change: p for p in probes}
-    today, yesterday = "terms[trm_nfvmq3].drop_deadline = 2026-01-12", "terms[trm_nfvmq3].drop_deadline = 2026-01-11"
+    today, yesterday = "terms[trm_nfvmq3].drop_deadline = 2026-04-13", "terms[trm_nfvmq3].drop_deadline = 2026-04-12"
     assert set(by_change) == {today, yesterday}, "only the two values where the rule flips are probed"
     assert by_change[today].message is None  # the deadline is today: still allowed
     assert by_change[yesterday].message is not None and "drop deadline" in by_change[yesterday].message
     deadlines = {r["term_id"]: r["drop_deadline"] for r in by_change[today].rows}
-    assert deadlines["trm_nfvmq3"] == "2026-01-12" and len(deadlines) == len(spec.seed["terms"])  # the whole table
-    assert {r["drop_deadline"] for r in spec.seed["terms"]}.isdisjoint({"2026-01-12"})  # the seed alone never reaches it
+    assert deadlines["trm_nfvmq3"] == "2026-04-13" and len(deadlines) == len(spec.seed["terms"])  # the whole table
+    assert {r["drop_deadline"] for r in spec.seed["terms"]}.isdisjoint({"2026-04-13"})  # the seed alone never reaches it
 
 
 def test_a_handler_that_breaks_only_on_a_moved_state_is_advised_not_failed(tmp_path: Path) -> None:
