@@ -391,20 +391,25 @@ class Grounder:
         related: dict[str, list[Row]],
     ) -> tuple[str, Any, ArgSource]:
         """One filter for a search: the persona's own value when the search can take one (the most
-        telling one: unique in its column), else any known value."""
+        telling one: unique in its column), else any known value. Who they are (their name or email) comes
+        first: the chain an agent runs starts from the person ("find me, list my stays, take the one I
+        mean"), not from a code they would have to be asked for; a category ("the folder is archive")
+        comes last."""
         options = [p for p in spec.params if p.user_known]
         if not options:
             raise Drop("no value for an input", f"{server}.{spec.name}: nothing to search by")
         scored = []
+        identity = {persona.email, persona.name} - {""}
         for param in options:
             for weight, rows in ((2, own), (1, related)):
                 mine = self._seed_values(server, param, rows, fallback=False)
                 if mine:
-                    value = rng.choice(mine)
+                    who = [v for v in mine if v in identity]
+                    value = rng.choice(who or mine)
                     theirs = value in {persona.email, persona.name, *persona.facts.values()}
-                    scored.append(
-                        (weight + 2 * (self._column_count(server, param, value) == 1) + 3 * theirs, param, value)
-                    )
+                    score = weight + 2 * (self._column_count(server, param, value) == 1) + 3 * theirs
+                    score += 6 * (value in identity) - 4 * bool(param.enum)
+                    scored.append((score, param, value))
                     break
         if scored:
             top = max(s[0] for s in scored)

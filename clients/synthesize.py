@@ -7,10 +7,8 @@ so the same seed and servers give the same tasks byte for byte.
 
 from __future__ import annotations
 
-import calendar
 import json
 import random
-import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -30,7 +28,6 @@ from clients.audit import (
     mentions,
     rows_of,
     server_facts,
-    spoken,
     staff_internal,
     user_text,
 )
@@ -45,6 +42,7 @@ from clients.writing import (
     LLMWriter,
     OfflineWriter,
     Request,
+    held,
     over_specification,
     point_at,
     scrub,
@@ -134,6 +132,15 @@ def dependency_depth(task: Task) -> int:
     return max((len(c) for c in linked), default=0)
 
 
+def changes_records(grounded: Grounded, server: str) -> bool:
+    """Whether the task changes or removes rows that were there before it on `server` (a stay moved, a hold
+    cancelled), not only adds new ones. The third-party rule forbids changing one customer's records for
+    another person; booking a new room for one's partner changes no record of the partner's, so a refusal
+    task is made only of a goal that changes records."""
+    state = grounded.expected.get(server)
+    return state is not None and any(t.updated or t.removed for t in state.diff.values())
+
+
 def _holds(output: object, value: object) -> bool:
     """Whether a row of `output` has `value` (an id, a name) as one of its fields."""
     return any(value in r.values() for r in rows_of(output))
@@ -212,9 +219,6 @@ def prune(task: Task) -> Task:
     turns = [t.model_copy(update={"gold_calls": [new[i] for i in t.gold_calls if i in new]}) for t in task.turns]
     provenance = task.provenance.model_copy(update={"chain": [task.provenance.chain[i] for i in order]})
     return task.model_copy(update={"gold_calls": calls, "turns": turns, "provenance": provenance})
-
-
-MONTHS = tuple(calendar.month_name[1:])
 
 
 def _same_text(value: object, said: str) -> bool:
@@ -370,7 +374,7 @@ class _Run:
         theirs = grounded.targets[goals[0]] is not None or any(
             how == "persona" for source in grounded.sources[: goals[0] + 1] for how in source.values()
         )
-        if rule is None or not theirs or not PERSON_NAME.match(grounded.persona.name):
+        if not changes_records(grounded, goal.server) or not theirs or not PERSON_NAME.match(grounded.persona.name):
             return None  # "calling for a relative, Billing": the owner must be a person the asker can name
         others = sorted(
             e
@@ -471,10 +475,7 @@ class _Run:
             for key, value in identity_facts(facts.identify_rule, persona.name, persona.known_facts, user_text(task)):
                 if mentions(user_text(task), value) or any(h.key == key for h in added):
                     continue
-                label = " ".join(words(key)).lower()
-                day = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", str(value))
-                said = f"{int(day[3])} {MONTHS[int(day[2]) - 1]} {day[1]}" if day else spoken(value)  # with the year
-                added.append(HiddenFact(key=key, value=value, description=f"my {label} is {said}"))
+                added.append(held(key, value, " ".join(words(key)).lower(), "my"))
         return added
 
 
@@ -499,6 +500,7 @@ async def synthesize(
     tasks: list[Task] = []
     dropped: Counter[str] = Counter()
     fallbacks = attempts = repaired = 0
+    seen: set[str] = set()  # (persona, goal calls) of the tasks drawn so far
 
     def accept(final: Task, fixed: bool) -> None:
         nonlocal repaired
@@ -532,6 +534,16 @@ async def synthesize(
                 run.sampler.outcomes.record(chain, False)
                 continue
             run.sampler.outcomes.record(chain, True)
+            # The same goal with the same arguments for the same person is one task, however it was reached.
+            signature = json.dumps(
+                [persona.email or persona.name]
+                + [[c.server, c.tool, c.arguments] for c, s in zip(grounded.calls, chain.steps) if s.role != "lookup"],
+                sort_keys=True,
+                default=str,
+            )
+            if signature in seen:
+                dropped["same goal as an earlier task"] += 1
+                continue
             style = rng.choice(STYLES)
             # Its own stream: whether a task becomes a refusal never shifts the draws of the others.
             policy_rng = random.Random(f"{options.seed}:{options.sampler}:{attempts - 1}:policy")
@@ -543,6 +555,7 @@ async def synthesize(
                 passed = kept(await run.refusal_task(len(tasks), grounded, *refusal, style, policy_rng), grounded)
                 if passed is not None:
                     accept(*passed)
+                    seen.add(signature)
                 continue
             try:
                 offline = run.offline.write(rng, grounded, style)
@@ -567,6 +580,7 @@ async def synthesize(
                         fell_back = True
                 fallbacks += fell_back
             accept(*passed)
+            seen.add(signature)
     finally:
         await run.grounder.aclose()
         if model is not None:

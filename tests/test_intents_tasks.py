@@ -250,3 +250,55 @@ def test_prune_keeps_the_call_a_claim_comes_from_and_drops_a_read_that_feeds_not
     assert pruned.turns[0].gold_calls == [0, 1, 2]
     # Without the claim, reads that feed nothing go, and so does the chain behind them.
     assert prune(task.model_copy(update={"claims": []})).gold_calls == []
+
+
+WEEKDAY = re.compile(r"\b(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b")
+
+
+@pytest.mark.parametrize("seed", [3, 5])
+async def test_a_run_never_repeats_a_goal_and_spreads_over_the_intents(intents_farm: Path, seed: int) -> None:
+    """The same goal with the same arguments for the same person is one task per run, goals spread over the
+    server's intents (no one goal is most of the run), and a held-back date is said as a person states it (with
+    its year, never a weekday)."""
+    synthesis, _ = await _synthesize(intents_farm, ["hotel"], seed, 8)
+    assert len(synthesis.tasks) >= 6, synthesis.summary.dropped
+    seen = set()
+    goals: list[str] = []
+    for task in synthesis.tasks:
+        writes = [(c.tool, sorted(c.arguments.items())) for c in task.gold_calls if c.is_write]
+        key = (task.persona.email, repr(writes or task.opening_message))
+        assert key not in seen, (task.id, key)
+        seen.add(key)
+        goals.append(task.provenance.chain[-1] if not writes else writes[-1][0])
+        for fact in task.hidden_facts:
+            assert not WEEKDAY.search(fact.description), (task.id, fact.description)
+    top = max(goals.count(g) for g in goals)
+    assert top <= len(goals) // 2, goals
+    assert len(set(goals)) >= 3, goals
+
+
+def test_a_refusal_is_made_only_of_a_change_to_records_already_there() -> None:
+    """The third-party rule forbids changing a customer's records for someone else: a goal that only adds rows
+    (a new booking for one's partner) changes none of theirs, so it is no refusal; a stay moved is."""
+    from clients.grounding import Grounded
+    from clients.sampling import Chain, Step
+    from clients.synthesize import changes_records
+    from clients.tasks import ExpectedState, GoldCall
+    from servers.runtime.control import TableDiff
+
+    def grounded(diff: dict[str, TableDiff]) -> Grounded:
+        return Grounded(
+            chain=Chain(steps=[Step(server="hotel", tool="x", role="goal")], sampler="topology"),
+            persona=PersonaRecord(name="Ana Silva", email="ana@example.com"),
+            calls=[GoldCall(turn=0, server="hotel", tool="x", arguments={}, output={}, is_write=True)],
+            sources=[{}],
+            targets=[None],
+            expected={"hotel": ExpectedState(hash="h", diff=diff)},
+        )
+
+    booked = grounded({"reservations": TableDiff(added=[{"res_id": "res_new"}])})
+    moved = grounded({"reservations": TableDiff(updated=[{"key": "res_a", "before": {}, "after": {}}])})
+    cancelled = grounded({"holds": TableDiff(removed=[{"hold_id": "h1"}])})
+    assert not changes_records(booked, "hotel")
+    assert changes_records(moved, "hotel") and changes_records(cancelled, "hotel")
+    assert not changes_records(moved, "clinic")  # nothing changed there
