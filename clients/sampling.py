@@ -126,6 +126,16 @@ class Catalog:
                 return param, found
         return None
 
+    def lists(self, spec: ToolSpec, fields: Sequence[str]) -> bool:
+        """Whether `spec` lists the rows `fields` key (search_hotels for a hotel id), not rows pointing at them
+        (find_reservation's hotel id)."""
+        return any(
+            f.name in fields
+            and f.ref
+            and [w.lower() for w in words(f.ref.split(".", 1)[0])] == [w.lower() for w in words(f.entity)]
+            for f in spec.outputs
+        )
+
     def reach(self, spec: ToolSpec, stack: frozenset[str] = frozenset()) -> int:
         """How many calls the longest chain of reads ending in `spec` can have (within `MAX_DEPTH`): 1 for a
         tool that needs nothing looked up; 3 for "find the guest, list their stays, cancel one"."""
@@ -238,7 +248,11 @@ class TopologySampler:
             if spec.server in self.catalog.intents:
                 # A producer that is itself found from the person (list their stays, found from them) over a
                 # search by a code: the chain an agent runs from what the user says.
-                producer, fields = rng.choices(options, weights=[self.catalog.reach(o[0]) for o in options], k=1)[0]
+                # Only a search of the row's own table where there is one (search hotels for the hotel the user
+                # names), never a row that merely points at it (the hotel of an old booking found by its code).
+                options = [o for o in options if self.catalog.lists(*o)] or options
+                weights = [self.catalog.reach(o[0]) for o in options]
+                producer, fields = rng.choices(options, weights=weights, k=1)[0]
             else:
                 producer, fields = rng.choice(options)
             index = self._need(rng, steps, producer, depth + 1, stack | {spec.key}, turn)

@@ -552,7 +552,12 @@ async def synthesize(
             if refusal is not None and refusals >= max(1, int((len(tasks) + 1) * REFUSAL_CAP)):
                 refusal = None
             if refusal is not None:
-                passed = kept(await run.refusal_task(len(tasks), grounded, *refusal, style, policy_rng), grounded)
+                try:
+                    made = await run.refusal_task(len(tasks), grounded, *refusal, style, policy_rng)
+                except Drop as drop:  # the owner's words name no row of theirs apart from the others
+                    dropped[drop.reason] += 1
+                    continue
+                passed = kept(made, grounded)
                 if passed is not None:
                     accept(*passed)
                     seen.add(signature)
