@@ -408,14 +408,17 @@ class Grounder:
                     value = rng.choice(who or mine)
                     theirs = value in {persona.email, persona.name, *persona.facts.values()}
                     score = weight + 2 * (self._column_count(server, param, value) == 1) + 3 * theirs
-                    score += 6 * (value in identity) - 4 * bool(param.enum)
+                    # nor a message's whole text ("the text is Thanks Daniel, I'll update ..."): nobody holds
+                    # back a sentence to be found by
+                    wordy = isinstance(value, str) and len(value.split()) > 4
+                    score += 6 * (value in identity) - 4 * bool(param.enum) - 6 * wordy
                     scored.append((score, param, value))
                     break
         if scored:
             top = max(s[0] for s in scored)
             _, param, value = rng.choice([s for s in scored if s[0] == top])
             return param.name, _coerce(value, param), "persona"
-        param = rng.choice(options)
+        param = rng.choice([p for p in options if not p.enum] or options)
         value, source = self._value(rng, server, param, related)
         return param.name, value, source
 

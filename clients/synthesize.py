@@ -33,7 +33,17 @@ from clients.audit import (
 )
 from clients.connect import Connections
 from clients.graph import build_graph, load_intents, load_specs, summarize, words
-from clients.grounding import PERSON_NAME, Drop, Grounded, Grounder, PersonaRecord, ServerWorld, observe, people
+from clients.grounding import (
+    PERSON_NAME,
+    Drop,
+    Grounded,
+    Grounder,
+    PersonaRecord,
+    ServerWorld,
+    observe,
+    people,
+    persona_rows,
+)
 from clients.policy_checks import PolicyRule, checks_for, governing, load_rules
 from clients.sampling import Catalog, RandomWalkSampler, TopologySampler, Unresolvable
 from clients.tasks import HiddenFact, Persona, PolicyCheck, Provenance, Task, ToolRef, Turn
@@ -132,13 +142,26 @@ def dependency_depth(task: Task) -> int:
     return max((len(c) for c in linked), default=0)
 
 
-def changes_records(grounded: Grounded, server: str) -> bool:
-    """Whether the task changes or removes rows that were there before it on `server` (a stay moved, a hold
-    cancelled), not only adds new ones. The third-party rule forbids changing one customer's records for
-    another person; booking a new room for one's partner changes no record of the partner's, so a refusal
-    task is made only of a goal that changes records."""
+def changes_records(grounded: Grounded, server: str, world: ServerWorld) -> bool:
+    """Whether the task changes or removes rows of the persona's that were there before it on `server` (their
+    stay moved, their hold cancelled), not only adds rows or changes rows that are no one's (a copy lent, a room
+    taken). The third-party rule forbids changing one customer's records for another person; booking a room or
+    borrowing a book for one's partner changes no record of the partner's, so a refusal task is made only of a
+    goal that changes theirs."""
     state = grounded.expected.get(server)
-    return state is not None and any(t.updated or t.removed for t in state.diff.values())
+    if state is None:
+        return False
+    theirs = {
+        row.get(world.keys.get(table, ""))
+        for table, rows in persona_rows(world, grounded.persona, 2).items()
+        for row in rows
+    }
+    changed = {
+        key
+        for table, diff in state.diff.items()
+        for key in [*(u.get("key") for u in diff.updated), *(r.get(world.keys.get(table, "")) for r in diff.removed)]
+    }
+    return bool(changed & (theirs - {None}))
 
 
 def _holds(output: object, value: object) -> bool:
@@ -337,7 +360,10 @@ class _Run:
 
     def _servers_and_persona(self, rng: random.Random) -> tuple[list[str], PersonaRecord]:
         if self.options.max_servers >= 2 and self.pairs and rng.random() < MULTI_SERVER_SHARE:
-            pair = list(rng.choice(self.pairs))
+            # A server first, then one it pairs with: a server with people in common with many (a newsletter
+            # everyone subscribes to) is not in most tasks.
+            first = rng.choice(sorted({s for p in self.pairs for s in p}))
+            pair = list(rng.choice([p for p in self.pairs if first in p]))
             rng.shuffle(pair)
             emails = sorted(set(self.people[pair[0]]) & set(self.people[pair[1]]))
             email = rng.choice(emails)
@@ -374,7 +400,11 @@ class _Run:
         theirs = grounded.targets[goals[0]] is not None or any(
             how == "persona" for source in grounded.sources[: goals[0] + 1] for how in source.values()
         )
-        if not changes_records(grounded, goal.server) or not theirs or not PERSON_NAME.match(grounded.persona.name):
+        if (
+            not changes_records(grounded, goal.server, self.grounder.worlds[goal.server])
+            or not theirs
+            or not PERSON_NAME.match(grounded.persona.name)
+        ):
             return None  # "calling for a relative, Billing": the owner must be a person the asker can name
         others = sorted(
             e

@@ -303,6 +303,17 @@ def _wanted(claims: list[Claim]) -> str:
     return " and ".join(c.text.split(":")[0].split(" ", 1)[1] for c in claims)
 
 
+def _unasked(claims: list[Claim], question: str) -> list[Claim]:
+    """The claims a question does not already ask for: "How many classes have I booked this week?" asks for
+    "classes booked this week" (every word of its label is in the question), so it is not asked again."""
+    if not question.rstrip().endswith("?"):
+        return claims
+    asked = {w[:5] for w in re.findall(r"[a-z]+", question.lower())}
+    return [
+        c for c in claims if not all(w[:5] in asked for w in re.findall(r"[a-z]+", _wanted([c]).lower()) if len(w) > 3)
+    ]
+
+
 class OfflineWriter:
     """Templates by persona style and effect (read or write); no model, deterministic per `rng`. Where the
     server has intents (`catalog.intents`), a goal is asked for in its intent's words and the rows it acts
@@ -534,8 +545,8 @@ class OfflineWriter:
                     # "What kinds of rooms do you have?" with nothing one row answers: no claim would check it
                     raise Drop("intent: nothing to hear back", f"{call.server}.{call.tool}")
                 claims += heard
-                if heard:
-                    said.append(rng.choice(HEAR[style]).format(what=_wanted(heard)))
+                if _unasked(heard, request):
+                    said.append(rng.choice(HEAR[style]).format(what=_wanted(_unasked(heard, request))))
             for index, (name, value) in enumerate(details if intent is None else []):
                 label = self.label(call.server, name, spec.param(name).description)
                 told.append(value)
