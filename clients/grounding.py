@@ -400,6 +400,10 @@ class Grounder:
             raise Drop("no value for an input", f"{server}.{spec.name}: nothing to search by")
         scored = []
         identity = {persona.email, persona.name} - {""}
+        # What people name rows by (the `refer` slots: a course's code, a list's name) is what they will say,
+        # so a search by it is keyed on their words ("CS 201"), not on another column held back.
+        intents = self.catalog.intents.get(server)
+        named = {x.name for ps in (intents.refer.values() if intents else []) for p in ps for x in slots(p)}
         for param in options:
             for weight, rows in ((2, own), (1, related)):
                 mine = self._seed_values(server, param, rows, fallback=False)
@@ -418,7 +422,10 @@ class Grounder:
             top = max(s[0] for s in scored)
             _, param, value = rng.choice([s for s in scored if s[0] == top])
             return param.name, _coerce(value, param), "persona"
-        param = rng.choice([p for p in options if not p.enum] or options)
+        plain = [p for p in options if not p.enum] or options
+        param = rng.choice(
+            [p for p in plain if p.name in named or (p.column or "").rpartition(".")[2] in named] or plain
+        )
         value, source = self._value(rng, server, param, related)
         return param.name, value, source
 

@@ -420,7 +420,11 @@ class OfflineWriter:
         pairs = [] if single else [c for c in combinations(texts, 2) if unique(c)]
         if not single and not pairs:
             return None
-        chosen = rng.choice(single or pairs)
+        # The words the gold's searches are keyed on (a book's title, a course's code) name it best: then the
+        # agent searches by what the user said, and nothing else needs holding back.
+        keyed = [v for c in grounded.calls if not c.uses for v in c.arguments.values() if isinstance(v, str)]
+        fits = single or pairs
+        chosen = rng.choice([c for c in fits if any(mentions(texts[p], v) for p in c for v in keyed)] or fits)
         refs[server, table, ident] = ", ".join(texts[p] for p in chosen)
         return refs[server, table, ident]
 
