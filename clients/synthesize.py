@@ -340,6 +340,12 @@ class _Run:
         """The task if it passes the audit, after up to `REPAIRS` rounds of the writer pointing at the row
         the user means; else None and the findings. The flag says whether a repair was needed."""
         task = prune(task)
+        # A detail held back for a lookup that pruning dropped answers nothing the agent will ask ("the title is
+        # ..." of a task that never searches by title); who the user is ("my email is ...") always stays.
+        used = {json.dumps(v, default=str) for c in task.gold_calls for v in c.arguments.values()}
+        task.hidden_facts = [
+            h for h in task.hidden_facts if h.description.startswith("my ") or json.dumps(h.value, default=str) in used
+        ]
         refusal = any(c.kind == "must_refuse" for c in task.policy_checks)
         if not refusal and dependency_depth(task) < MIN_LINKED:
             return None, [Finding(check="depth", detail=f"fewer than {MIN_LINKED} calls linked by data")], False
