@@ -398,8 +398,11 @@ class _Run:
             return None
         goal = grounded.calls[goals[0]]
         identify = governing(self.rules.get(goal.server, []), "identify", goal.tool)
-        sentence = self.facts.get(goal.server, ServerFacts()).third_party_rule
-        if identify is None or sentence is None:
+        facts = self.facts.get(goal.server, ServerFacts())
+        sentence = facts.third_party_rule
+        # Only a desk serving customers hears from a third party; where the owner is signed in, nobody calls "for
+        # a friend".
+        if identify is None or sentence is None or facts.kind != "staff":
             return None
         # The refusal cites the policy sentence that forbids it, not the rule that asks for identification.
         rule = PolicyRule(server=goal.server, id="third_party", rule=sentence, tools=identify.tools, kind="forbid")

@@ -538,7 +538,7 @@ class OfflineWriter:
                 # asks to hear what the intent says they want back; other details of the call are held back.
                 request, slotted = self._intent_request(rng, grounded, goal, intent, told, refs)
                 for name, value in details:
-                    if name in slotted or mentions(request, value):  # said already ("my 114.74 payment")
+                    if name in slotted or value in told or mentions(request, value):  # said ("my 114.74 payment")
                         told.append(value)
                         continue
                     label = self.label(call.server, name, spec.param(name).description)
