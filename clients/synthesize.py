@@ -400,9 +400,10 @@ class _Run:
         identify = governing(self.rules.get(goal.server, []), "identify", goal.tool)
         facts = self.facts.get(goal.server, ServerFacts())
         sentence = facts.third_party_rule
-        # Only a desk serving customers hears from a third party; where the owner is signed in, nobody calls "for
-        # a friend".
-        if identify is None or sentence is None or facts.kind != "staff":
+        # Only a desk serving customers hears from a third party; where the owner is signed in (the episodes act
+        # for them), nobody calls "for a friend".
+        signed_in = grounded.principal is not None and grounded.principal == grounded.persona.email
+        if identify is None or sentence is None or facts.kind != "staff" or signed_in:
             return None
         # The refusal cites the policy sentence that forbids it, not the rule that asks for identification.
         rule = PolicyRule(server=goal.server, id="third_party", rule=sentence, tools=identify.tools, kind="forbid")
