@@ -617,6 +617,8 @@ class OfflineWriter:
                     told.append(value)
                     own = {persona.email, persona.name, *(v for v in persona.facts.values() if isinstance(v, str))}
                     owner = "my" if how == "persona" and value in own else "the"
+                    if value == persona.email:  # "my email is ...", never "my owner email is ..."
+                        label, owner = "email", "my"
                     hidden.append(held(name, value, label, owner))
                 follow = grounded.chain.steps[index]
                 if follow.role == "follow" and follow_intent is None:
