@@ -105,6 +105,7 @@ async def _tasks(args: argparse.Namespace, farm_root: Path) -> int:
         max_servers=args.max_servers,
         seed=args.seed,
         writer=writer,
+        farm=None if args.config is not None else farm_root,
     )
     band = parse_band(args.difficulty) if getattr(args, "difficulty", None) else None
     async with Connections(targets(farm_root, args.config, args.servers), timeout=args.timeout) as connections:
@@ -146,6 +147,10 @@ async def _graph(args: argparse.Namespace, farm_root: Path) -> int:
 def run(command: str, args: argparse.Namespace, farm_root: Path) -> int:
     """Run a driver command; a bad input or an unreachable server is one clear line on stderr, exit 2."""
     try:
+        if getattr(args, "source", None):
+            if args.config is not None:
+                raise ValueError("--source picks servers of the farm's registry; it cannot be used with --config")
+            args.servers = load_registry(farm_root).select(args.servers, args.source)
         return asyncio.run(_tasks(args, farm_root) if command == "tasks" else _graph(args, farm_root))
     except (ValueError, LookupError, ControlError, LLMError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -14,7 +14,7 @@ import functools
 import html
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any, Literal
 
 import mcp_types as types
@@ -298,12 +298,17 @@ def exact_links(specs: Sequence[ToolSpec]) -> list[Link]:
 
 
 def similar_links(
-    specs: Sequence[ToolSpec], threshold: float = SIMILARITY_THRESHOLD, *, cross_server: bool = False
+    specs: Sequence[ToolSpec],
+    threshold: float = SIMILARITY_THRESHOLD,
+    *,
+    cross_server: bool = False,
+    together: Collection[tuple[str, str]] | None = None,
 ) -> list[Link]:
     """Inferred links. Within a server: into parameters a user would have to look up, by `similarity`.
-    Across servers (`cross_server=True`): only user-known values under the same name, never ids."""
+    Across servers (`cross_server=True`): only user-known values under the same name, never ids; with
+    `together` (pairs of servers, each sorted), only between servers one task may join."""
     if cross_server:
-        return _same_name_links(specs)
+        return _same_name_links(specs, together)
     links = []
     by_server: dict[str, list[ToolSpec]] = {}
     for spec in specs:
@@ -332,9 +337,11 @@ def similar_links(
     return _dedupe(links)
 
 
-def _same_name_links(specs: Sequence[ToolSpec]) -> list[Link]:
+def _same_name_links(specs: Sequence[ToolSpec], together: Collection[tuple[str, str]] | None = None) -> list[Link]:
     """User-known strings across servers: the same last word, and one name contained in the other
-    (`attendee_emails` <- `email`, `owner_email` <- `email`)."""
+    (`attendee_emails` <- `email`, `owner_email` <- `email`). Every `name` links to every `*_name` of every
+    other server, so on a farm of hundreds of servers these links grow with the square of its size (17,815
+    among 20 imported servers); `together` keeps those between servers a task may join."""
     index: dict[str, list[tuple[ToolSpec, OutField, set[str]]]] = {}
     for spec in specs:
         for field in spec.outputs:
@@ -348,7 +355,11 @@ def _same_name_links(specs: Sequence[ToolSpec]) -> list[Link]:
             if not param.user_known or param.enum or param.type != "string" or not tokens:
                 continue
             for producer, field, field_tokens in index.get(tokens[-1], []):
-                if producer.server != consumer.server and (field_tokens <= set(tokens) or set(tokens) <= field_tokens):
+                if producer.server == consumer.server or (
+                    together is not None and tuple(sorted((producer.server, consumer.server))) not in together
+                ):
+                    continue
+                if field_tokens <= set(tokens) or set(tokens) <= field_tokens:
                     links.append(
                         Link(
                             producer=producer.key,
@@ -408,11 +419,15 @@ def _strip(spec: ToolSpec) -> ToolSpec:
 # ---------------------------------------------------------------- the graph
 
 
-def build_graph(specs: Sequence[ToolSpec], threshold: float = SIMILARITY_THRESHOLD) -> nx.DiGraph:
+def build_graph(
+    specs: Sequence[ToolSpec],
+    threshold: float = SIMILARITY_THRESHOLD,
+    together: Collection[tuple[str, str]] | None = None,
+) -> nx.DiGraph:
     """Tools and parameters as nodes; links as edges tool -> param (attribute `field`), param -> tool.
 
     A server that advertises links gets exactly those; any other server gets similarity links.
-    User-known values link across servers by similarity.
+    User-known values link across servers by similarity (only between the pairs `together`, if given).
     """
     graph = nx.DiGraph()
     for spec in specs:
@@ -442,7 +457,9 @@ def build_graph(specs: Sequence[ToolSpec], threshold: float = SIMILARITY_THRESHO
     annotated = [s for s in specs if s.annotated]
     foreign = [s for s in specs if not s.annotated]
     links = (
-        exact_links(annotated) + similar_links(foreign, threshold) + similar_links(specs, threshold, cross_server=True)
+        exact_links(annotated)
+        + similar_links(foreign, threshold)
+        + similar_links(specs, threshold, cross_server=True, together=together)
     )
     for link in links:
         server, rest = link.consumer.removeprefix("tool:").split("/", 1)

@@ -471,7 +471,8 @@ class Grounder:
             uses.add(bind.step)
             if not param.user_known and target is None:
                 target = row
-        if step.identify and spec.params:  # (a tool with no inputs at all lists everything: nothing to fill)
+        # A tool with no inputs, or only optional ones nobody would say (paging), lists everything: nothing to fill.
+        if step.identify and any(p.user_known or p.required for p in spec.params):
             name, value, how = self._identify(rng, server, spec, persona, own[server], related[server])
             args[name], source[name] = value, how
         optional = [p for p in spec.params if not p.required and p.user_known and p.name not in args]

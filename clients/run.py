@@ -203,6 +203,7 @@ async def run(options: RunOptions, out: TextIO | None = None) -> RunResult:
                 max_servers=options.max_servers,
                 seed=options.seed,
                 writer=options.writer,
+                farm=options.farm,
             ),
             connections,
             ProgressBar(f"{'synthesize':<35}"),

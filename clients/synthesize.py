@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Literal
 
 import networkx as nx
@@ -32,7 +33,7 @@ from clients.audit import (
     user_text,
 )
 from clients.connect import Connections
-from clients.graph import build_graph, load_intents, load_specs, summarize, words
+from clients.graph import ToolSpec, build_graph, load_intents, load_specs, summarize, words
 from clients.grounding import (
     PERSON_NAME,
     Drop,
@@ -59,11 +60,17 @@ from clients.writing import (
     vocabulary,
 )
 from envfarm.llm import ChatModel, LLMError, ModelConfig
-from servers.runtime.registry import default_farm_root, load_registry
+from servers.runtime.registry import Registry, default_farm_root, load_registry
 
 MULTI_SERVER_SHARE = 0.5
+# Kept tasks that span two servers, at least: cross-server chains fail the audit more often than one-server
+# ones, so while the kept share is below this, an attempt draws a pair (where servers share people) more
+# often, though not always (a farm whose pairs rarely pass still gets its one-server tasks).
+CROSS_SERVER_SHARE = 0.3
+MULTI_SERVER_SHARE_BEHIND = 0.85
 DISTRACTORS = 5
 ATTEMPTS_PER_TASK = 60  # chains sampled per task asked for, at most: strict audits drop most candidates
+BARREN_AFTER = 15  # tries after which a server that has yielded no task is not chosen alone again
 MIN_LINKED = 2  # calls linked by data a kept task needs at least (refusals aside): one lookup is no work
 REPAIRS = 6  # rounds of adding what tells the row the user means apart, before a task is dropped
 FALLBACK_PERSONA = PersonaRecord(name="Alex Morgan", email="")
@@ -82,6 +89,17 @@ class SynthesisOptions(BaseModel):
     refusal_share: float = Field(
         default=REFUSAL_SHARE, ge=0.0, le=1.0, description="of tasks whose goal an identity rule governs: made refusals"
     )
+    farm: Path | None = Field(
+        default=None,
+        description="the farm whose registry names the servers' versions and domains (default: $ENVFARM_HOME, else the installed farm)",
+    )
+
+    def registry(self) -> Registry:
+        """The farm's registry (empty when it cannot be read: a foreign server has no entry anyway)."""
+        try:
+            return load_registry(self.farm or default_farm_root())
+        except (OSError, ValueError):
+            return Registry()
 
 
 class OverSpecSummary(BaseModel):
@@ -262,15 +280,11 @@ def _iso_day(clock: str) -> str | None:
         return None
 
 
-def _versions(servers: Sequence[str]) -> dict[str, str]:
+def _versions(servers: Sequence[str], registry: Registry) -> dict[str, str]:
     try:
         versions = {"envfarm": version("envfarm")}
     except PackageNotFoundError:
         versions = {"envfarm": "unknown"}
-    try:
-        registry = load_registry(default_farm_root())
-    except (OSError, ValueError):
-        return versions
     for server in servers:
         entry = registry.get(server)
         if entry is not None:
@@ -278,12 +292,17 @@ def _versions(servers: Sequence[str]) -> dict[str, str]:
     return versions
 
 
-def _domains(servers: Sequence[str]) -> dict[str, str]:
-    try:
-        registry = load_registry(default_farm_root())
-    except (OSError, ValueError):
-        return {}
-    return {s: e.domain for s in servers if (e := registry.get(s)) is not None}
+def task_pairs(people: dict[str, dict[str, PersonaRecord]], facts: dict[str, ServerFacts]) -> list[tuple[str, str]]:
+    """The pairs of servers (each sorted) one task may join: people in common, and one clock (servers whose
+    "now" differs never share a task)."""
+    servers = sorted(people)
+    clock = {s: facts.get(s, ServerFacts()).clock for s in servers}
+    return [
+        (a, b)
+        for i, a in enumerate(servers)
+        for b in servers[i + 1 :]
+        if clock[a] == clock[b] and not people[a].keys().isdisjoint(people[b])
+    ]
 
 
 class _Run:
@@ -297,6 +316,7 @@ class _Run:
         facts: dict[str, ServerFacts],
     ) -> None:
         self.options = options
+        self.registry = options.registry()  # read once: a broad farm's registry lists hundreds of servers
         self.rules = rules
         self.facts = facts
         self.catalog = catalog
@@ -322,16 +342,16 @@ class _Run:
         self.people = {s: people(w) for s, w in worlds.items()}
         self.servers = sorted(worlds)
         clock = {s: facts.get(s, ServerFacts()).clock for s in self.servers}
-        # One clock per task: servers whose "now" differs never share a task.
-        self.pairs = [
-            (a, b)
-            for a in self.servers
-            for b in self.servers
-            if a < b and clock[a] == clock[b] and set(self.people[a]) & set(self.people[b])
-        ]
+        self.pairs = task_pairs(self.people, facts)
+        self.tried: Counter[str] = Counter()  # attempts per server, and the servers that yielded a task
+        self.yielded: set[str] = set()
         paired = {s for pair in self.pairs for s in pair}
         self.kept_apart = {
-            s: f"its clock ({clock[s] or 'unknown'}) is no other server's with people in common"
+            s: (
+                f"no server on its clock ({clock[s] or 'unknown'}) has people in common with it"
+                if any(clock[o] == clock[s] for o in self.servers if o != s)
+                else f"its clock ({clock[s] or 'unknown'}) is no other server's"
+            )
             for s in self.servers
             if s not in paired and len(self.servers) > 1
         }
@@ -364,8 +384,11 @@ class _Run:
             findings = self.auditor.check(task)
         return (None, findings, repaired) if findings else (task, [], repaired)
 
-    def _servers_and_persona(self, rng: random.Random) -> tuple[list[str], PersonaRecord]:
-        if self.options.max_servers >= 2 and self.pairs and rng.random() < MULTI_SERVER_SHARE:
+    def _servers_and_persona(self, rng: random.Random, want_pair: bool = False) -> tuple[list[str], PersonaRecord]:
+        """The task's servers and persona: a pair of servers sharing a clock and the persona half the time, or
+        more often when `want_pair` (the kept tasks are short of CROSS_SERVER_SHARE); else one server."""
+        share = MULTI_SERVER_SHARE_BEHIND if want_pair else MULTI_SERVER_SHARE
+        if self.options.max_servers >= 2 and self.pairs and rng.random() < share:
             # A server first, then one it pairs with: a server with people in common with many (a newsletter
             # everyone subscribes to) is not in most tasks.
             first = rng.choice(sorted({s for p in self.pairs for s in p}))
@@ -377,7 +400,9 @@ class _Run:
             for key, value in self.people[pair[1]][email].facts.items():
                 record.facts.setdefault(key, value)
             return pair, record
-        server = rng.choice(self.servers)
+        # A server that has yielded nothing in BARREN_AFTER tries is tried no more (an imported farm has many).
+        live = [s for s in self.servers if s in self.yielded or self.tried[s] < BARREN_AFTER]
+        server = rng.choice(live or self.servers)
         candidates = sorted(self.people[server])
         return [server], (self.people[server][rng.choice(candidates)] if candidates else FALLBACK_PERSONA)
 
@@ -456,7 +481,7 @@ class _Run:
                 sampler=chain.sampler,
                 seed=self.options.seed,
                 chain=[f"{s.server}.{s.tool}" for s in chain.steps if s.server == server and s.turn == 0],
-                versions=_versions([server]),
+                versions=_versions([server], self.registry),
                 writer="offline (refusal)",
             ),
         )
@@ -495,7 +520,7 @@ class _Run:
                 sampler=chain.sampler,
                 seed=self.options.seed,
                 chain=[f"{s.server}.{s.tool}" for s in chain.steps],
-                versions=_versions(chain.servers),
+                versions=_versions(chain.servers, self.registry),
                 writer=request.writer,
             ),
         )
@@ -530,10 +555,15 @@ async def synthesize(
         raise ValueError(f"not connected: {', '.join(unknown)}; known: {', '.join(sorted(connections.targets))}")
     specs = await load_specs(connections, servers)
     intents = {s: found for s in servers if (found := await load_intents(connections, s)) is not None}
-    catalog = Catalog(specs, build_graph(specs), intents)
-    worlds = {s: await observe(connections, s, catalog.by_server[s]) for s in servers}
+    tools: dict[str, list[ToolSpec]] = {}
+    for spec in specs:
+        tools.setdefault(spec.server, []).append(spec)
+    worlds = {s: await observe(connections, s, tools.get(s, [])) for s in servers}
     rules = {s: await load_rules(connections, s) for s in servers}
     facts = {s: server_facts(await connections.instructions(s)) for s in servers}
+    # Cross-server links only where a task may join the two servers (they grow with the farm's size squared).
+    together = set(task_pairs({s: people(w) for s, w in worlds.items()}, facts))
+    catalog = Catalog(specs, build_graph(specs, together=together), intents)
     run = _Run(options, connections, catalog, worlds, rules, facts)
     model = ChatModel(options.writer) if options.writer else None
     llm = LLMWriter(model, run.offline) if model else None
@@ -546,6 +576,7 @@ async def synthesize(
         nonlocal repaired
         repaired += fixed
         tasks.append(final)
+        run.yielded.update(final.servers)
         if progress:
             progress(len(tasks), options.n)
 
@@ -562,7 +593,9 @@ async def synthesize(
         while len(tasks) < options.n and attempts < options.n * ATTEMPTS_PER_TASK:
             rng = random.Random(f"{options.seed}:{options.sampler}:{attempts}")
             attempts += 1
-            chosen, persona = run._servers_and_persona(rng)
+            crossing = sum(1 for t in tasks if len(t.servers) > 1)
+            chosen, persona = run._servers_and_persona(rng, crossing < CROSS_SERVER_SHARE * len(tasks))
+            run.tried.update(chosen)
             try:
                 chain = run.sampler.sample(rng, chosen[: options.max_servers])
                 grounded = await run.grounder.ground(rng, chain, persona)
@@ -654,7 +687,8 @@ def _summary(
     llm: LLMWriter | None,
 ) -> SynthesisSummary:
     lengths = Counter(len(t.gold_calls) for t in tasks)
-    domains = _domains(sorted(catalog.by_server))
+    registry = options.registry()
+    domains = {s: e.domain for s in catalog.by_server if (e := registry.get(s)) is not None}
     per_server = Counter(s for t in tasks for s in t.servers)
     per_domain = Counter(domains.get(s, "unknown") for t in tasks for s in t.servers)
     share = lambda hits: round(hits / len(tasks), 3) if tasks else 0.0

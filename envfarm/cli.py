@@ -9,11 +9,11 @@ import sys
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from servers.runtime.cli import add_serving_arguments
+from servers.runtime.cli import add_serving_arguments, add_source_argument
 from servers.runtime.farm import stdio_args
 from servers.runtime.registry import (
     REGISTRY_FILE,
@@ -85,7 +85,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     registry = _registry(args)
     if args.all:
-        names = [s.name for s in registry.servers]
+        try:
+            names = registry.select(None, args.source) or registry.names()
+        except LookupError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         if not names:
             print("error: the registry lists no servers", file=sys.stderr)
             return 2
@@ -425,13 +429,21 @@ def cmd_import_metadata(args: argparse.Namespace) -> int:
 
 def cmd_import_mcp(args: argparse.Namespace) -> int:
     """`envfarm import mcp CONFIG NAME`: a stateful twin of a live MCP server (its listing and reads)."""
+    from clients.connect import Connections, load_server_configs
     from factory.mcp_twin import observe, twin_spec
     from factory.openapi import OpenAPIError, write_spec_folder
     from factory.spec import SpecError
     from servers.runtime.control import ControlError
 
+    async def observe_live() -> tuple[Any, dict[str, list[dict[str, Any]]]]:
+        configs = load_server_configs(args.config)
+        if args.name not in configs:
+            raise LookupError(f"{args.config}: no server {args.name!r}; it has {', '.join(sorted(configs))}")
+        async with Connections({args.name: configs[args.name]}, timeout=args.timeout) as connections:
+            return await observe(connections, args.name)
+
     try:
-        meta, observed = anyio.run(partial(observe, args.config, args.name, timeout=args.timeout))
+        meta, observed = anyio.run(observe_live)
         result = twin_spec(meta, observed, args.config, args.as_name)
     except (LookupError, ValueError, ControlError, OpenAPIError, SpecError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -493,7 +505,14 @@ def cmd_propose(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from envfarm.bench import run_bench
+    from envfarm.bench.peer import peer_command
 
+    if args.peer is not None:
+        try:
+            peer_command(args.peer)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     return run_bench(_farm(args), args.out, quick=args.quick, peer=args.peer)
 
 
@@ -636,6 +655,7 @@ def add_driver_parsers(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--out", type=Path, default=Path("graph"), help="folder for graph.json, graph.svg, summary.json")
     for command in (t, g):
         command.add_argument("--servers", nargs="+", help="servers to use (default: all)")
+        add_source_argument(command)
         command.add_argument("--config", type=Path, help="an mcpServers JSON file instead of the farm's registry")
         command.add_argument("--timeout", type=float, default=30.0, help="seconds any MCP request may take")
         command.set_defaults(func=cmd_driver)
@@ -658,6 +678,7 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", help="run one server (stdio or HTTP) or the whole farm on one HTTP port")
     s.add_argument("name", nargs="?", help="server name")
     s.add_argument("--all", action="store_true", help="serve every registered server at /<name>/mcp (HTTP)")
+    add_source_argument(s)
     add_serving_arguments(s)
     s.set_defaults(func=cmd_serve)
 
@@ -770,7 +791,10 @@ def parser() -> argparse.ArgumentParser:
     be.add_argument("--out", type=Path, default=Path("reports/bench.json"))
     be.add_argument("--quick", action="store_true", help="fewer iterations (for smoke tests)")
     be.add_argument(
-        "--peer", type=Path, help="a foreign stdio MCP server (a .py file or an executable) to measure beside ours"
+        "--peer",
+        help="a foreign stdio MCP server to measure beside ours: a command line with its own interpreter "
+        "('/venv/bin/python server.py'), a .py file (run on this Python) or an executable; its stderr goes to "
+        "<out>.peer.log",
     )
     be.set_defaults(func=cmd_bench)
 

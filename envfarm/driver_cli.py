@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 
+from servers.runtime.cli import add_source_argument
 from servers.runtime.registry import default_farm_root
 
 
@@ -259,11 +260,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from clients.rollout import Limits
     from clients.run import RunOptions, run
     from envfarm.llm import parse_model
+    from servers.runtime.registry import load_registry
 
     try:
         options = RunOptions(
             farm=_farm(args),
-            servers=args.servers or None,
+            servers=load_registry(_farm(args)).select(args.servers, args.source),
             tasks=args.tasks,
             seed=args.seed,
             k=args.k,
@@ -324,6 +326,7 @@ def add_driver_commands(sub: Any) -> None:
 
     u = sub.add_parser("run", help="the main job: synthesize, roll out, score, export, report (no model needed)")
     u.add_argument("--servers", nargs="*", help="servers to use (default: the whole farm)")
+    add_source_argument(u)
     u.add_argument("--tasks", type=int, default=60, help="tasks to synthesize")
     u.add_argument("--seed", type=int, default=0)
     u.add_argument("--k", type=int, default=1, help="rollouts per task and policy")

@@ -323,9 +323,11 @@ def _signature(tool: ToolKind, result: str, spec: EnvironmentSpec) -> list[str]:
 def _docstring(text: str) -> list[str]:
     paragraphs = text.strip().replace('"""', "'''").split("\n\n")
     # A long generated paragraph (a list's paging note) is wrapped; the spec's own text keeps its lines.
-    # Never broken at a hyphen: the description read back from the docstring would gain a space there.
+    # Never broken at a hyphen or inside a long word (a URL): the description read back from the docstring
+    # would gain a space there.
     body = "\n\n".join(
-        p if "\n" in p or len(p) < 100 else textwrap.fill(p, 100, break_on_hyphens=False) for p in paragraphs
+        p if "\n" in p or len(p) < 100 else textwrap.fill(p, 100, break_on_hyphens=False, break_long_words=False)
+        for p in paragraphs
     )
     if body.endswith(('"', "\\")):  # a quote or backslash at the end would run into the closing quotes
         body = body[:-1] + "\\" + body[-1]
@@ -369,7 +371,9 @@ def _ref_checks(tool: ToolKind, spec: EnvironmentSpec) -> list[str]:
         if ref and pname != tool.key_param:
             table, _, column = ref.partition(".")
             if param.items:
-                check = f"for value in {pname} or []:\n        db.require({py(table)}, {py(column)}, value, {py(pname)})"
+                check = (
+                    f"for value in {pname} or []:\n        db.require({py(table)}, {py(column)}, value, {py(pname)})"
+                )
                 lines.append(f"    {check}")
                 continue
             check = f"db.require({py(table)}, {py(column)}, {pname}, {py(pname)})"
@@ -440,7 +444,7 @@ def _fixed(value: Any, spec: EnvironmentSpec) -> str:
     row, `$principal.<column>`: their member id where the principal is an email), or a literal."""
     if isinstance(value, str) and value.startswith(PRINCIPAL + ".") and spec.principal and spec.principal.table:
         principal = spec.principal
-        sql = f"SELECT {value[len(PRINCIPAL) + 1:]} FROM {principal.table} WHERE {principal.column} = ?"
+        sql = f"SELECT {value[len(PRINCIPAL) + 1 :]} FROM {principal.table} WHERE {principal.column} = ?"
         return f"db.scalar({py(sql)}, (db.principal,))"
     return {NOW: "db.now", PRINCIPAL: "db.principal"}.get(value, py(value)) if isinstance(value, str) else py(value)
 
@@ -505,7 +509,9 @@ def _create_body(tool: CreateTool, spec: EnvironmentSpec, result: str) -> list[s
         if cname == pk:
             continue
         if cname in tool.params and tool.params[cname].items:
-            row.append(f"{py(cname)}: {_bound(tool, cname)}" + (f" or {py(col.default)}" if col.default is not None else ""))
+            row.append(
+                f"{py(cname)}: {_bound(tool, cname)}" + (f" or {py(col.default)}" if col.default is not None else "")
+            )
         elif cname in tool.params:
             value = cname if tool.params[cname].required or tool.params[cname].default is not None else None
             if value is None and col.default is not None:
@@ -679,7 +685,11 @@ def _principal_definition(spec: EnvironmentSpec) -> list[str]:
     principal = spec.principal
     if principal is None:
         return []
-    args = [f"kind={py(principal.kind)}", f"description={py(principal.description)}", f"default={py(principal.default)}"]
+    args = [
+        f"kind={py(principal.kind)}",
+        f"description={py(principal.description)}",
+        f"default={py(principal.default)}",
+    ]
     if principal.table is not None:
         args += [f"table={py(principal.table)}", f"column={py(principal.column)}"]
     if principal.values:
@@ -691,7 +701,11 @@ def _principal_definition(spec: EnvironmentSpec) -> list[str]:
     scopes = {t: p for t in principal.scope if (p := principal.predicate(t))}
     lines = ["    principal=PrincipalDefinition(", *[f"        {a}," for a in args]]
     if scopes:
-        lines += ["        scopes={", *[f"            {py(t)}: {_sql_arg(p)}," for t, p in scopes.items()], "        },"]
+        lines += [
+            "        scopes={",
+            *[f"            {py(t)}: {_sql_arg(p)}," for t, p in scopes.items()],
+            "        },",
+        ]
     return [*lines, "    ),"]
 
 
@@ -777,7 +791,8 @@ def render_seed(spec: EnvironmentSpec) -> str:
 
 def render_spec_json(spec: EnvironmentSpec) -> str:
     """The spec without its seed (seed.json holds that); empty verification-only sections left out."""
-    empty = {name for name in ("scenarios", "equivalent_mutants", "unlisted", "id_namespace") if not getattr(spec, name)}
+    optional = ("scenarios", "equivalent_mutants", "unlisted", "id_namespace", "source")
+    empty = {name for name in optional if not getattr(spec, name)}
     return dump_json(spec.model_dump(mode="json", exclude={"seed", *empty}))
 
 
@@ -817,9 +832,13 @@ def _readme_principal(spec: EnvironmentSpec) -> str:
         f"`{principal.default}`; an episode acts for another after {reset}."
     )
     if principal.scope:
-        text += f" Rows of {', '.join(f'`{t}`' for t in principal.scope)} belong to one principal: others get \"not found\"."
+        text += (
+            f' Rows of {", ".join(f"`{t}`" for t in principal.scope)} belong to one principal: others get "not found".'
+        )
     if spec.policy.strip():
-        text += " The policy (`policy.md`, also the resource `envfarm://" + spec.name + "/policy`) is in the instructions."
+        text += (
+            " The policy (`policy.md`, also the resource `envfarm://" + spec.name + "/policy`) is in the instructions."
+        )
     return text + "\n"
 
 

@@ -1,8 +1,8 @@
 """Coverage as a verification gate: every rejection, every write and every branch of a custom handler
 must run under a call that has an expectation.
 
-The server under test runs as `python -m factory.coverage_gate --data F --pid P --include ... -- <envfarm
-args>`: coverage.py (branch mode, only the server's handlers.py and tools.py) starts before the server
+The server under test runs as `python -m factory.coverage_gate --data F --pid P --include ... -- <runtime
+entry-point args>` (`--farm FOLDER NAME`, see `servers.runtime.cli.farm_main`): coverage.py (branch mode, only the server's handlers.py and tools.py) starts before the server
 is imported, and once the first tool call has ended it traces only while a call runs (the runtime's
 TOOL_CALL_EVENT audit events): the SDK's JSON-RPC frames in between never reach the tracer. Lines are
 recorded in one of two dynamic contexts: `checks` (the contract checks, seed-built calls, steps without
@@ -63,7 +63,7 @@ class GateResult(BaseModel):
     functions: dict[str, FunctionCoverage] = Field(default_factory=dict, description="'file:function' -> coverage")
 
 
-def gate_args(data_file: Path, pid_file: Path, server_dir: Path, envfarm_args: Sequence[str]) -> list[str]:
+def gate_args(data_file: Path, pid_file: Path, server_dir: Path, serve_args: Sequence[str]) -> list[str]:
     """The arguments of `python -m factory.coverage_gate` that run the server under coverage."""
     include = [str((server_dir / name).resolve()) for name in GATED_FILES]
     return [
@@ -73,7 +73,7 @@ def gate_args(data_file: Path, pid_file: Path, server_dir: Path, envfarm_args: S
         str(pid_file),
         *[f"--include={path}" for path in include],
         "--",
-        *envfarm_args,
+        *serve_args,
     ]
 
 
@@ -108,7 +108,7 @@ class CallWindow:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run `envfarm <args>` under branch coverage, saving the data however the server stops."""
+    """Run `python -m servers.runtime <args>` under branch coverage, saving the data however the server stops."""
     import coverage
 
     parser = argparse.ArgumentParser(prog="python -m factory.coverage_gate")
@@ -118,9 +118,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
-    from envfarm.cli import main as envfarm_main  # the CLI and the runtime untraced: only the server is gated
     from factory.sandbox import enter
-    from servers.runtime import server  # noqa: F401
+    from servers.runtime import server  # noqa: F401 - the runtime untraced: only the server is gated
+    from servers.runtime.cli import farm_main
 
     cov = coverage.Coverage(data_file=args.data, branch=True, include=args.include, config_file=False)
     cov.start()
@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     Path(args.pid).write_text(str(os.getpid()), encoding="utf-8")
     try:
         enter(rest, writable=[Path(args.data).parent])  # the server runs sandboxed; coverage may save its data
-        return envfarm_main(rest)
+        return farm_main(rest)
     finally:
         cov.stop()
         cov.save()

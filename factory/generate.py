@@ -274,6 +274,17 @@ VARIANTS: list[tuple[str, str, dict[str, Any]]] = [
         },
     ),
 ]
+# How a customer says the variant's own column, asking for a record and naming one (intents and `refer`).
+OFFLINE_SAY = {
+    "quantity": "{quantity} of {item_id}",
+    "scheduled_on": "{item_id} on {scheduled_on:day}",
+    "priority": "{item_id}, {priority} priority",
+}
+OFFLINE_REFER = {
+    "quantity": "{quantity} of them",
+    "scheduled_on": "on {scheduled_on:date}",
+    "priority": "{priority} priority",
+}
 QUALIFIERS = ["Basic", "Standard", "Premium", "Express", "Family", "Weekend", "Deluxe", "Starter"]
 
 
@@ -353,6 +364,7 @@ def offline_draft(scenario: Scenario, theme: str, variant: int) -> SpecDraft:
                 "description": "A customer",
                 "primary_key": "customer_id",
                 "id_format": "cst_{:04d}",
+                "refer": ["my account under {email}", "the account of {full_name}"],
                 "columns": {
                     "customer_id": {"type": "string", "description": "Internal customer id"},
                     "full_name": {"type": "string", "description": "First and last name", "user_known": True},
@@ -363,6 +375,7 @@ def offline_draft(scenario: Scenario, theme: str, variant: int) -> SpecDraft:
                 "description": f"Something the {words} business offers",
                 "primary_key": "item_id",
                 "id_format": "itm_{:03d}",
+                "refer": ["the {name}", "your {name}"],
                 "columns": {
                     "item_id": {"type": "string", "description": "Internal item id"},
                     "name": {"type": "string", "description": "What it is", "user_known": True},
@@ -374,6 +387,10 @@ def offline_draft(scenario: Scenario, theme: str, variant: int) -> SpecDraft:
                 "description": f"A customer's {one}",
                 "primary_key": key,
                 "id_format": f"{one[:3]}_{{:04d}}",
+                "refer": [
+                    f"my {one} for the {{item_id.name}}",
+                    f"my {{item_id.name}} {one} ({OFFLINE_REFER[extra_name]})",
+                ],
                 "columns": {
                     key: {"type": "string", "description": f"Internal {one} id"},
                     "customer_id": {"type": "string", "ref": "customers.customer_id", "description": "The customer"},
@@ -436,6 +453,13 @@ def offline_draft(scenario: Scenario, theme: str, variant: int) -> SpecDraft:
             {
                 "name": f"create_{one}",
                 "description": f"Create a {one} for a customer.",
+                "intent": {
+                    "asks": "customer",
+                    "say": [
+                        f"Could I get {OFFLINE_SAY[extra_name]}?",
+                        f"I'd like a new {one}: {OFFLINE_SAY[extra_name]}.",
+                    ],
+                },
                 "effect": "create",
                 "entity": record,
                 "params": {
@@ -472,6 +496,13 @@ def offline_draft(scenario: Scenario, theme: str, variant: int) -> SpecDraft:
             {
                 "name": f"update_{one}_note",
                 "description": f"Change the note on a {one}.",
+                "intent": {
+                    "asks": "customer",
+                    "say": [
+                        f'Please put this note on {{{key}}}: "{{note}}".',
+                        f'Can you change the note on {{{key}}} to "{{note}}"?',
+                    ],
+                },
                 "effect": "update",
                 "entity": record,
                 "key": key,
@@ -492,6 +523,7 @@ def offline_draft(scenario: Scenario, theme: str, variant: int) -> SpecDraft:
             {
                 "name": f"cancel_{one}",
                 "description": f"Cancel a {one} that is not cancelled yet.",
+                "intent": {"asks": "customer", "say": [f"Please cancel {{{key}}}.", f"I need to cancel {{{key}}}."]},
                 "effect": "update",
                 "entity": record,
                 "key": key,

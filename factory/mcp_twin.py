@@ -1,7 +1,9 @@
 """`envfarm import mcp CONFIG NAME`: a stateful twin of a live MCP server, from its listing and what its
 reads return, so a team can train against a safe, verified copy of a server it uses.
 
-The server is reached over MCP only (`clients.connect`, any `mcpServers` entry: stdio or HTTP). Its
+The server is reached over MCP only, through a connection the caller opens (`LiveServers`: the driver's
+`clients.connect.Connections`, any `mcpServers` entry, stdio or HTTP; the factory does not import the
+driver, which sits beside it). Its
 tool listing is restated as EnvFactory metadata and imported (`factory.metadata`: effects from the
 tool names and annotations, entities from the output schemas). Then every read tool that needs no
 argument is called once, and the records it returns become the twin's seed rows where they fit the
@@ -13,12 +15,12 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import mcp_types as types
 
-from clients.connect import Connections, load_server_configs
 from factory.ids import opaque_document
 from factory.metadata import READ, EnvironmentMetadata, ToolMetadata, import_metadata_offline
 from factory.openapi import ImportResult, safe_name, snake
@@ -45,24 +47,32 @@ def _records(value: Any) -> list[dict[str, Any]]:
     return []
 
 
-async def observe(
-    config_path: Path, name: str, timeout: float = 30.0
-) -> tuple[EnvironmentMetadata, dict[str, list[dict[str, Any]]]]:
+class LiveEpisode(Protocol):
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> types.CallToolResult: ...
+
+
+class LiveServers(Protocol):
+    """What the twin needs of an open connection to the live server (`clients.connect.Connections` is one)."""
+
+    async def tools(self, server: str) -> list[types.Tool]: ...
+
+    async def instructions(self, server: str) -> str | None: ...
+
+    def episode(self, server: str, episode_id: str) -> AbstractAsyncContextManager[LiveEpisode]: ...
+
+
+async def observe(connections: LiveServers, name: str) -> tuple[EnvironmentMetadata, dict[str, list[dict[str, Any]]]]:
     """The server's listing as metadata, and the records each argument-free read returned (by tool)."""
-    configs = load_server_configs(config_path)
-    if name not in configs:
-        raise LookupError(f"{config_path}: no server {name!r}; it has {', '.join(sorted(configs))}")
     observed: dict[str, list[dict[str, Any]]] = {}
-    async with Connections({name: configs[name]}, timeout=timeout) as connections:
-        tools = await connections.tools(name)
-        instructions = await connections.instructions(name)
-        async with connections.episode(name, "envfarm-import") as episode:
-            for tool in tools:
-                required = (tool.input_schema or {}).get("required") or []
-                if _reads(tool) and not required:
-                    result = await episode.call_tool(tool.name, {})
-                    if not result.is_error:
-                        observed[tool.name] = _records(result.structured_content)[:MAX_OBSERVED_ROWS]
+    tools = await connections.tools(name)
+    instructions = await connections.instructions(name)
+    async with connections.episode(name, "envfarm-import") as episode:
+        for tool in tools:
+            required = (tool.input_schema or {}).get("required") or []
+            if _reads(tool) and not required:
+                result = await episode.call_tool(tool.name, {})
+                if not result.is_error:
+                    observed[tool.name] = _records(result.structured_content)[:MAX_OBSERVED_ROWS]
     meta = EnvironmentMetadata(
         class_name=name,
         description=" ".join((instructions or f"A stateful twin of the MCP server {name}.").split())[:300],

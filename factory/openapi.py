@@ -40,13 +40,15 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, Field
 
 from factory import fakedata
 from factory.source import POLICY_NAME
-from factory.spec import LIST_AS_TEXT, SQL_KEYWORDS, SpecError, parse_spec, read_document
+from factory.spec import LIST_AS_TEXT, RESERVED_PARAMS, SQL_KEYWORDS, SpecError, parse_spec, read_document
+from servers.runtime.registry import Source
 
 FARM_NOW = "2026-04-13T09:00:00Z"
 METHODS = ("get", "post", "put", "patch", "delete")
@@ -110,6 +112,41 @@ RPC_VERBS = {
     **dict.fromkeys(("update", "modify", "set", "change", "edit", "replace"), "update"),
     **dict.fromkeys(("tag", "untag"), "tag"),
 }
+# Verbs of an operation that answers its input with something computed, no stored record (`DetectSentiment`).
+COMPUTE_VERBS = {
+    "calculate",
+    "compute",
+    "estimate",
+    "detect",
+    "validate",
+    "analyze",
+    "analyse",
+    "translate",
+    "convert",
+    "predict",
+    "recognize",
+    "classify",
+    "extract",
+    "summarize",
+    "preview",
+    "simulate",
+    "evaluate",
+    "decode",
+    "check",
+}
+# First words of an operation that reads, whatever its method (`POST /charitysearch`: "Get summary data").
+READ_VERBS = {
+    "get",
+    "search",
+    "find",
+    "list",
+    "lookup",
+    "retrieve",
+    "fetch",
+    "query",
+    "show",
+    "describe",
+} | COMPUTE_VERBS
 # Verbs whose RPC operation, given no key of its record, starts a new one (`StartQueryExecution`, `RunJob`).
 STARTS = {"start", "run", "submit", "request", "initiate", "launch"}
 # Verbs of an action on one record (`POST /orders/{id}:cancel`, `StopInstance`): an update of its state.
@@ -184,7 +221,7 @@ ACTION_VERBS = {
 # Names the generated code uses for itself: a column or param with one of these names gets a suffix.
 # Pydantic's own attribute names too (`schema`, `json`, `copy`): a row model field of that name shadows one and
 # the server warns on stderr at import.
-RESERVED = {"now", "db", "args", "row", "rows", "current", "new_id", "result", "self", "cls"} | {
+RESERVED = {"now", "db", "args", "row", "rows", "current", "new_id", "result", "self", "cls", *RESERVED_PARAMS} | {
     name for name in dir(BaseModel) if not name.startswith("_")
 }
 ID_FORMAT_UUID = "00000000-0000-4000-8000-{:012d}"
@@ -311,6 +348,7 @@ def first_paragraph(text: str | None, limit: int = 300) -> str:
     para = html.unescape(re.sub(r"<[^<>]*>", " ", para))  # HTML in a description (`<BR />`, links): its text
     para = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", para)  # [text](url) -> text
     para = re.sub(r"[`*#>]", "", para)
+    para = re.sub(r"\S{100,}", "", para)  # a word no line can hold (a long URL): a docstring cannot wrap it
     para = re.sub(r"\s+([.,;:!?])", r"\1", " ".join(para.split()))  # no space left before punctuation
     return para if len(para) <= limit else para[: limit - 3].rsplit(" ", 1)[0] + "..."
 
@@ -418,6 +456,7 @@ class _Entity(BaseModel):
     id_format: str = ""
     parents: dict[str, str] = Field(default_factory=dict, description="column -> parent table")
     added_key: bool = False
+    seed_rows: int = SEED_ROWS  # one for the answer of a read that takes no input
 
 
 def _column_type(schema: dict[str, Any]) -> tuple[str, str | None]:
@@ -451,6 +490,9 @@ class _Importer:
         self.rpc_keys: dict[str, list[str]] = {}  # table -> the columns RPC reads and writes name a row by
         self.noun_candidates: dict[str, list[tuple[int, str, dict[str, Any]]]] = {}  # noun -> (rank, schema)
         self.noun_keys: dict[str, list[str]] = {}  # noun -> required input fields of its keyed operations
+        self.path_params: dict[tuple[str, str], dict[str, Any]] = {}  # (path, name) -> its path parameter
+        self.asked: dict[str, str] = {}  # tool -> the operation's summary (else description): how its intent asks
+        self.item_keys: dict[str, list[str]] = {}  # table -> the path parameters its item paths name a row by
 
     # ---- schemas -> entities -------------------------------------------------------------------
 
@@ -609,6 +651,8 @@ class _Importer:
                         _, param = self.doc.deref(node)
                         if "name" in param:
                             params[(param["name"], param.get("in", "query"))] = param
+                            if param.get("in") == "path":
+                                self.path_params.setdefault((path, param["name"]), param)
                     found.append((method, path, op, list(params.values())))
         return found
 
@@ -623,7 +667,8 @@ class _Importer:
             return None, None, ""
         _, body = self.doc.deref(op["requestBody"])
         content = body.get("content") or {}
-        json_type = next((t for t in content if "json" in t), None)
+        # XML (the AWS query protocol's bodies) carries the same fields as JSON would.
+        json_type = next((t for t in content if "json" in t), None) or next((t for t in content if "xml" in t), None)
         if json_type is None:
             kinds = ", ".join(content) or "no content"
             if any(t.startswith(("multipart/", "application/octet-stream", "image/")) for t in content):
@@ -636,11 +681,16 @@ class _Importer:
 
     def response(self, op: dict[str, Any]) -> dict[str, Any] | None:
         responses = op.get("responses") or {}
-        codes = sorted(c for c in responses if str(c).startswith("2")) + (["default"] if "default" in responses else [])
+        # `default` answers a success only where no 2xx is declared (beside one, it describes the errors).
+        codes = sorted(c for c in responses if str(c).startswith("2")) or (
+            ["default"] if "default" in responses else []
+        )
         for code in codes:
             _, resp = self.doc.deref(responses[code])
             content = resp.get("content") or {}
-            json_type = next((t for t in content if "json" in t), None)
+            json_type = next((t for t in content if "json" in t), None) or next(
+                (t for t in content if "xml" in t), None
+            )
             if json_type and (content[json_type] or {}).get("schema"):
                 return content[json_type]["schema"]
         return None
@@ -670,10 +720,15 @@ class _Importer:
             raise OpenAPIError(f"{self.doc.source}: the document has no operations under `paths`")
         shapes: dict[tuple[str, str], tuple[str | None, dict[str, Any], bool] | None] = {}
         rpc: dict[tuple[str, str], str] = {}
-        for method, path, op, params in ops:
+        first: dict[str, tuple[str, str]] = {}  # an RPC operation -> the request that names it first
+        for n, (method, path, op, params) in enumerate(ops):
             with self.at(method, path):
                 if name := rpc_name(path, op, params):
                     rpc[(method, path)] = name
+                    if name in first:
+                        continue
+                    first[name] = (method, path)
+                    ops[n] = (method, path, op := _rpc_input(op, params), params)
                     self.learn_rpc(method, path, op, name)
                 else:
                     self.learn(method, path, op, shapes)
@@ -681,7 +736,10 @@ class _Importer:
         self.choose_keys()
         for method, path, op, params in ops:
             with self.at(method, path):
-                if (method, path) in rpc:
+                if (method, path) in rpc and first[rpc[(method, path)]] != (method, path):
+                    was = first[rpc[(method, path)]]
+                    self.skip(method, path, op, f"the same RPC operation as {was[0].upper()} {was[1]}")
+                elif (method, path) in rpc:
                     self.map_rpc(method, path, op, rpc[(method, path)])
                 else:
                     self.map_operation(method, path, op, params, shapes[(method, path)])
@@ -723,7 +781,10 @@ class _Importer:
                 if record and record[2]:
                     record = None  # a bulk body is not one record
         shapes[(method, path)] = record
-        one_record = record is not None and not (record[2] and method != "get")
+        # Many records answer a read (a GET, or a POST that reads: `POST /DescribeSavingsPlans`), never a write.
+        one_record = record is not None and not (
+            record[2] and method != "get" and not (method == "post" and _reads(op))
+        )
         if record and one_record and not self._auth_like(path, op):  # noqa: SIM102 - two reasons, two tests
             if method == "get" or method == "post" and not _ends_in_param(path):
                 collection = _collection(path)
@@ -759,20 +820,18 @@ class _Importer:
         action = _record_action(path, method)
         parent = self.collections.get(_collection(action[0])) if action is not None else None
         if action is not None and parent is not None:
+            key_name = action[0].rsplit("/", 1)[-1][1:-1]
+            described: dict[str, Any] = next(
+                (p for p in params if p.get("name") == key_name and p.get("in") == "path"), {}
+            )
+            key_desc = first_paragraph(described.get("description"))
             if state_change(action[1], self.entities[parent], method == "delete"):
-                key_name = action[0].rsplit("/", 1)[-1][1:-1]
-                described: dict[str, Any] = next(
-                    (p for p in params if p.get("name") == key_name and p.get("in") == "path"), {}
-                )
-                key_desc = first_paragraph(described.get("description"))
                 return self.action_tool(action[1], method, path, op, self.entities[parent], key_name, key_desc)
             skipped = len(self.report.skipped)
             self.map_path_operation(method, path, op, params, record)
-            if len(self.report.skipped) > skipped:  # not a record operation either: say what the action lacks
-                self.report.skipped[-1].reason = (
-                    f"an action on one {parent} row (`{action[1]}`): no status value or flag column says what it "
-                    "changes"
-                )
+            if len(self.report.skipped) > skipped:  # not a record operation either: the flag its name implies
+                self.report.skipped.pop()
+                return self.action_tool(action[1], method, path, op, self.entities[parent], key_name, key_desc)
             return None
         return self.map_path_operation(method, path, op, params, record)
 
@@ -801,6 +860,12 @@ class _Importer:
                 op,
                 f"an action on one {self.by_schema[record[0]]} row (`{path.rsplit('/', 1)[-1]}`): its effect is not in the description",
             )
+        if method == "post" and not keyed and _reads(op):  # a read sent as a POST (`POST /charitysearch`)
+            inputs = [p for p in params if p.get("in") in ("query", "path")] + self.rpc_fields(body)
+            if table is not None and record is not None and record[2]:
+                return self.search_tool(method, path, op, inputs, self.entities[table])
+            if self.lookup_tool(method, path, op, inputs):
+                return None
         if table is None and method == "get" and self.lookup_tool(method, path, op, params):
             return None
         if table is None:
@@ -817,6 +882,8 @@ class _Importer:
         entity = self.entities[table]
         if method == "get":
             if record is None:
+                if self.lookup_tool(method, path, op, params):
+                    return None
                 return self.skip(method, path, op, "returns no JSON record")
             if record[2]:
                 return self.search_tool(method, path, op, params, entity)
@@ -852,7 +919,8 @@ class _Importer:
         for candidate in dict.fromkeys((noun, singular(noun))):
             if isinstance(schemas.get(candidate), dict):  # the record itself, even one holding a list (`Tags`)
                 _, own = self.doc.schema({"$ref": f"#/components/schemas/{candidate}"})
-                if _type(own) == "object" and any(_scalar(self.doc.schema(n)[1]) for n in own["properties"].values()):
+                properties = own.get("properties") or {}
+                if _type(own) == "object" and any(_scalar(self.doc.schema(n)[1]) for n in properties.values()):
                     found.append((0, candidate, own))
         response = self.response(op)
         if kind in ("create", "get", "search", "update") and response is not None:
@@ -911,17 +979,22 @@ class _Importer:
             return self.skip(method, path, op, "deprecated")
         if self._auth_like(path, op):
             return self.skip(method, path, op, "an authentication flow: our servers act for the episode's principal")
+        table = next((self.nouns[n] for n in _noun_keys(noun) if n in self.nouns), None)
+        if (kind is None and verb in COMPUTE_VERBS) or (kind in ("get", "search") and table is None):
+            # `GetSessionToken`, `DetectSentiment`: an answer computed from its input, no stored record.
+            _, body, why = self.body(op)
+            if not why and self.lookup_tool(method, path, op, self.rpc_fields(body)):
+                return None
         if kind is None:
             return self.skip(
                 method,
                 path,
                 op,
                 f"the RPC operation `{name}`: its verb `{verb}` is no record effect (create, get, list, update, "
-                "delete or a state change)",
+                "delete, a state change or a computation)",
             )
         if kind == "tag":
             return self.skip(method, path, op, f"`{name}` tags a resource: tags are not modelled as records")
-        table = next((self.nouns[n] for n in _noun_keys(noun) if n in self.nouns), None)
         if table is None:
             return self.skip(method, path, op, f"`{name}` names `{noun or name}`, which is no record type here")
         _, body, why = self.body(op)
@@ -959,13 +1032,14 @@ class _Importer:
         """An action on one record (`POST /orders/{id}:cancel`, `/favorite`, `StopCluster`): an update that
         sets the state its verb implies: the status enum's past participle (`cancelled`), else a flag
         column (`favorited`, `is_archived`: true, or false for `unfavorite` and DELETE); else a skip."""
-        change = state_change(verb, entity, negated=method == "delete")
+        change = state_change(verb, entity, negated=method == "delete") or self.add_flag(verb, entity, method)
         if change is None:
             return self.skip(
                 method,
                 path,
                 op,
-                f"an action on one {entity.table} row (`{verb}`): no status value or flag column says what it changes",
+                f"an action on one {entity.table} row (`{verb}`): no status value or flag column says what it "
+                "changes, and the verb names no lasting state",
             )
         column, value = change
         _, body, why = self.body(op)
@@ -991,13 +1065,40 @@ class _Importer:
         self.report.notes.append(f"{tool['name']}: an action; sets `{entity.table}.{column}` to {value!r}")
         return None
 
+    def add_flag(self, verb: str, entity: _Entity, method: str) -> tuple[str, bool] | None:
+        """The flag an action's name implies where the record's schema says no state (`cancel` -> `cancelled`,
+        `disable` -> `enabled` false): a boolean column added to the table, noted in the report."""
+        negated = method == "delete"
+        if verb.startswith("un") and verb[2:] in ACTION_VERBS:
+            verb, negated = verb[2:], not negated
+        if verb in OPPOSITES:
+            verb, negated = OPPOSITES[verb], not negated
+        if verb in EVENT_VERBS:
+            return None
+        column = safe_name(past_participle(verb))
+        if column in entity.columns and entity.columns[column].type != "boolean":  # `published`: when, not whether
+            column = f"is_{column}"
+        if column in entity.columns and entity.columns[column].type != "boolean":
+            return None
+        if column not in entity.columns:
+            entity.columns[column] = _Column(
+                name=column,
+                type="boolean",
+                description=f"Whether the {singular(entity.table).replace('_', ' ')} is {column.replace('_', ' ')}",
+                source=f"added: the action `{verb}` (the schema names no state it changes)",
+            )
+            self.report.notes.append(f"{entity.table}.{column}: a flag added for the action `{verb}`")
+        return column, not negated
+
     # ---- tool builders -------------------------------------------------------------------------
 
     def lookup_tool(self, method: str, path: str, op: dict[str, Any], params: list[dict[str, Any]]) -> bool:
         """A computed read (a weather or geocoding lookup, a language detector, a price quote): a GET that
         answers its inputs with fields of no stored record. It becomes a read over a seeded lookup table,
         one row per input it knows (input columns + answer columns), so the same input always gets the same
-        answer. Returns False (nothing mapped) when the operation takes no scalar input or answers no field."""
+        answer; a read that takes no input (a singleton, `GET /account`) has one row, its answer. A read whose
+        document gives no record schema answers in one `answer` column. Returns False (nothing mapped) when it
+        answers a list of records (a search of their table) or no field."""
         inputs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         for param in params:
             if param.get("in") not in ("query", "path") or not isinstance(param.get("name"), str):
@@ -1009,8 +1110,12 @@ class _Importer:
                 inputs[column] = (param, schema)
         response = self.response(op)
         answer = self.doc.schema(response)[1] if response is not None else {}
-        if not inputs or _type(answer) != "object" or not answer.get("properties"):
-            return False
+        opaque = _type(answer) != "object" or not answer.get("properties")
+        if opaque:
+            items = self.doc.schema(answer.get("items") or {})[1] if _type(answer) == "array" else {}
+            if _type(items) == "object" and items.get("properties"):
+                return False  # a list of records: a search of their table, not one answer per input
+            answer = self._opaque_answer(op, answer, set(inputs))
         name = self.tool_name(op, method, path)
         table = f"{name}_answers"
         while table in self.entities:
@@ -1018,10 +1123,11 @@ class _Importer:
         entity = _Entity(
             table=table,
             schema_name=_camel(table),
-            description=f"The answers {name} knows: one row per input",
+            description=f"The answers {name} knows: one row per input" if inputs else f"The answer {name} gives",
             primary_key="lookup_id",
             id_format="lkp_{:04d}",
             added_key=True,
+            seed_rows=SEED_ROWS if inputs else 1,  # no input: always the same answer
         )
         entity.columns["lookup_id"] = _Column(
             name="lookup_id", type="string", description="Internal lookup row id", source="added: a lookup table"
@@ -1031,7 +1137,9 @@ class _Importer:
                 name=column,
                 type=_column_type(schema)[0],
                 description=first_paragraph(param.get("description")) or column.replace("_", " "),
-                enum=[str(v) for v in schema["enum"]] if schema.get("enum") else None,
+                enum=[str(v) for v in schema["enum"]]
+                if schema.get("enum") and _column_type(schema)[0] == "string"
+                else None,
                 source=f"parameter {param['name']}",
             )
         self.add_columns(entity, answer, entity.schema_name)
@@ -1056,8 +1164,39 @@ class _Importer:
             "params": tool_params,
         }
         self._add(tool, method, path, op, entity)
-        self.report.notes.append(f"{name}: a computed read, answered from the seeded lookup table `{table}`")
+        self.report.notes.append(
+            f"{name}: a computed read, answered from the seeded lookup table `{table}`"
+            + (" (the document gives no schema for its answer: one text column holds it)" if opaque else "")
+        )
         return True
+
+    def _opaque_answer(self, op: dict[str, Any], shape: dict[str, Any], taken: set[str]) -> dict[str, Any]:
+        """The answer of a read whose document gives no record schema (none at all, a string, a free-form
+        map, a list of plain values): one `answer` column of its type (text when unknown), described by
+        the response's own description where it says more than "OK"."""
+        described = ""
+        for code, resp in (op.get("responses") or {}).items():
+            if str(code).startswith("2"):
+                described = first_paragraph(self.doc.deref(resp)[1].get("description"), 120)
+                break
+        if re.fullmatch(
+            r"(?i)(\d{3} )?(ok|success(ful)?( response| operation| request)?|no response was specified)?\.?", described
+        ):
+            described = ""
+        kind = _type(shape)
+        column: dict[str, Any] = {"type": "string"}
+        if kind == "array" and _scalar(self.doc.schema(shape.get("items") or {})[1]):
+            column = {"type": "array", "items": shape.get("items")}
+        elif _scalar(shape):
+            column = {k: v for k, v in shape.items() if k in ("type", "format", "enum")}
+        what = {
+            "object": "the API's answer, a map kept as text",
+            "array": "the API's answer, a list",
+            None: "the API's answer (the document gives no schema for it)",
+        }.get(kind, "the API's answer")
+        column["description"] = (f"{described.rstrip('.')}: " if described else "") + what
+        name = "answer" if "answer" not in taken else "answer_text"
+        return {"type": "object", "properties": {name: column}}
 
     def _param_from_column(
         self, column: _Column, description: str | None, required: bool = False, search: bool = False
@@ -1099,7 +1238,11 @@ class _Importer:
             parent = self.entities[parent_table]
             parent_key = self.key_column(parent, pname)
             column = safe_name(pname)
-            if column not in entity.columns or column == entity.primary_key:
+            if (
+                column not in entity.columns
+                or column == entity.primary_key
+                or column in self.item_keys.get(entity.table, [])
+            ):
                 column = (
                     f"{singular(parent.table)}_{parent_key}"
                     if not parent_key.startswith(singular(parent.table))
@@ -1107,6 +1250,13 @@ class _Importer:
                 )
                 column = safe_name(column)
             ptype = parent.columns[parent_key].type
+            desc = first_paragraph((described.get(pname) or {}).get("description"))
+            if not desc or "XXX" in desc:
+                desc = f"The {singular(parent.table).replace('_', ' ')}'s {parent_key.replace('_', ' ')}"
+            if column in entity.columns and entity.columns[column].type != ptype:
+                # The record's own field of that name is not of the parent key's type: a filter, not a reference.
+                found[column] = {"type": entity.columns[column].type, "description": desc, "required": True}
+                continue
             if column not in entity.columns:
                 entity.columns[column] = _Column(
                     name=column,
@@ -1116,9 +1266,6 @@ class _Importer:
                 )
             entity.columns[column].ref = f"{parent.table}.{parent_key}"
             entity.parents[column] = parent.table
-            desc = first_paragraph((described.get(pname) or {}).get("description"))
-            if not desc or "XXX" in desc:
-                desc = f"The {singular(parent.table).replace('_', ' ')}'s {parent_key.replace('_', ' ')}"
             found[column] = {"type": ptype, "description": desc, "required": True}
         return found
 
@@ -1305,7 +1452,16 @@ class _Importer:
         self._add(tool, method, path, op, entity)
 
     def _add(self, tool: dict[str, Any], method: str, path: str, op: dict[str, Any], entity: _Entity) -> None:
+        if "id" in tool["params"] and tool.get("key") != "id" and tool["effect"] != "search":
+            # The generated write binds the row's key as `:id`: a param of that name (a record's own `id` field
+            # beside another key) would be overwritten by it, so it takes another name.
+            params = tool["params"]
+            tool["params"] = {
+                ("id_value" if p == "id" else p): ({**v, "column": v.get("column", "id")} if p == "id" else v)
+                for p, v in params.items()
+            }
         self.tools.append(tool)
+        self.asked[tool["name"]] = str(op.get("summary") or op.get("description") or "")
         self.report.tools.append(
             MappedOperation(
                 method=method,
@@ -1322,11 +1478,16 @@ class _Importer:
     def choose_keys(self) -> None:
         """Each entity's primary key: `id`, else `<singular>_id`, else the column a path names a row
         by, else a synthetic `id`; and its id format."""
-        path_keys: dict[str, list[str]] = {}
+        path_keys = self.item_keys
+        path_types: dict[str, dict[str, str]] = {}  # table -> path key -> its type (integer or string)
         for path, table in self.collections.items():
             for item_path in self.doc.data.get("paths") or {}:
                 if _collection(item_path) == path and _ends_in_param(item_path):
-                    path_keys.setdefault(table, []).append(safe_name(item_path.rstrip("/").rsplit("/", 1)[-1][1:-1]))
+                    pname = item_path.rstrip("/").rsplit("/", 1)[-1][1:-1]
+                    path_keys.setdefault(table, []).append(safe_name(pname))
+                    schema = self.doc.schema((self.path_params.get((item_path, pname)) or {}).get("schema") or {})[1]
+                    kind = "integer" if _type(schema) == "integer" else "string"
+                    path_types.setdefault(table, {}).setdefault(safe_name(pname), kind)
         for table, entity in self.entities.items():
             one = singular(table)
             last = one.rsplit("_", 1)[-1]
@@ -1348,7 +1509,20 @@ class _Importer:
                 ),
                 None,
             )
-            if key is None:
+            named = next((k for k in path_keys.get(table, []) if k not in entity.columns), None)
+            if key is None and named is not None:  # `/characters/{character_id}`: the path names a row by it
+                key = named
+                entity.columns = {
+                    key: _Column(
+                        name=key,
+                        type=path_types[table][key],
+                        description=f"The {one.replace('_', ' ')}'s {key.replace('_', ' ')}",
+                        source="added: the key its item path names a row by",
+                    ),
+                    **entity.columns,
+                }
+                entity.added_key = True
+            elif key is None:
                 key = "id" if "id" not in entity.columns else f"{one}_key"
                 entity.columns = {
                     key: _Column(
@@ -1375,12 +1549,21 @@ class _Importer:
 
     def link_refs(self) -> None:
         """A column named like another entity's key (`pet_id`, `task_id`, `user_id`) refers to it."""
-        keys = {e.primary_key: t for t, e in self.entities.items() if e.primary_key not in ("id",)}
+        # A key named after its table (`cluster_identifier` of clusters), not a name every record has (`name`,
+        # `web_id`): a column of that name elsewhere refers to that table.
+        keys = {
+            e.primary_key: t
+            for t, e in self.entities.items()
+            if e.primary_key != "id" and singular(t).rsplit("_", 1)[-1] in e.primary_key.split("_")
+        }
         by_singular = {singular(t): t for t in self.entities}
+        own_keys = {(t["entity"], t["params"][t["key"]].get("column", t["key"])) for t in self.tools if t.get("key")}
         for table, entity in self.entities.items():
             for name, column in entity.columns.items():
                 if column.ref or name == entity.primary_key or column.json_text or column.enum:
                     continue  # an enum's values are its own, not another table's keys
+                if (table, name) in own_keys:
+                    continue  # the table's own tools name its rows by it: its key, not another table's
                 target = None
                 if name in keys and keys[name] != table:
                     target = keys[name]
@@ -1399,7 +1582,7 @@ class _Importer:
         for t_index, table in enumerate(order):
             entity = self.entities[table]
             table_rows = []
-            for n in range(SEED_ROWS):
+            for n in range(entity.seed_rows):
                 person = people[(t_index * SEED_ROWS + n) % len(people)]
                 row: dict[str, Any] = {}
                 for name, column in entity.columns.items():
@@ -1602,7 +1785,7 @@ class _Importer:
                 seedless = any(row.get(column) is None for row in seed.get(table, []))
                 if unfilled or seedless:
                     del entity.parents[column]
-                    why = f"not filled by {', '.join(unfilled)}" if unfilled else "no parent row to seed it from"
+                    why = f"not always filled by {', '.join(unfilled)}" if unfilled else "no parent row to seed it from"
                     self.report.notes.append(f"{table}.{column}: an optional reference ({why})")
 
     def unlisted(self, entities: dict[str, Any]) -> dict[str, str]:
@@ -1643,6 +1826,29 @@ def rpc_name(path: str, op: dict[str, Any], params: list[dict[str, Any]]) -> str
     return name if re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name) else None
 
 
+def _rpc_input(op: dict[str, Any], params: list[dict[str, Any]]) -> dict[str, Any]:
+    """An RPC operation whose input is its query (`GET /?Action=CreateQueue&QueueName=...`, the AWS query
+    protocol), restated with that input as its body, so it reads like the operations that send one."""
+    if "requestBody" in op:
+        return op
+    fields = [
+        p
+        for p in params
+        if p.get("in") == "query"
+        and isinstance(p.get("name"), str)
+        and snake(p["name"]) not in RPC_SELECTORS | {"version"}
+    ]
+    if not fields:
+        return op
+    properties = {
+        p["name"]: {**(p.get("schema") or {}), **({"description": p["description"]} if p.get("description") else {})}
+        for p in fields
+    }
+    required = [p["name"] for p in fields if p.get("required")]
+    schema = {"type": "object", "properties": properties, "required": required}
+    return {**op, "requestBody": {"content": {"application/json": {"schema": schema}}}}
+
+
 def split_operation(name: str) -> tuple[str, str]:
     """`CreateNamedQuery` -> ("create", "NamedQuery"); `createDBCluster` -> ("create", "DBCluster"); an
     `Admin` prefix (`AdminDeleteUser`) says who may call it, not what it does, and is dropped."""
@@ -1652,6 +1858,11 @@ def split_operation(name: str) -> tuple[str, str]:
     if not words:
         return "", ""
     return words[0].lower(), "".join(w[:1].upper() + w[1:] for w in words[1:])
+
+
+def _reads(op: dict[str, Any]) -> bool:
+    """Whether the operation's summary or operationId starts with a verb that reads or computes."""
+    return any(snake(str(op.get(field) or "")).split("_", 1)[0] in READ_VERBS for field in ("summary", "operationId"))
 
 
 def _record_action(path: str, method: str) -> tuple[str, str] | None:
@@ -1695,6 +1906,26 @@ def _envelope_name(schema_name: str, operation: str) -> bool:
     )
 
 
+# An action that undoes another: its flag is the other's, set false (`disable` -> `enabled`: false).
+OPPOSITES = {"disable": "enable", "deactivate": "activate", "reopen": "close"}
+IRREGULAR_PAST = {"read": "read", "hide": "hidden", "cancel": "cancelled", "submit": "submitted"}
+# Actions that leave no lasting state of their own (a reset record is as it was before): no flag to add.
+EVENT_VERBS = {"reset", "retry", "restart", "reboot", "mark"}
+
+
+def past_participle(verb: str) -> str:
+    """`cancel` -> cancelled, `stop` -> stopped, `archive` -> archived, `verify` -> verified, `open` -> opened."""
+    if verb in IRREGULAR_PAST:
+        return IRREGULAR_PAST[verb]
+    if verb.endswith("e"):
+        return verb + "d"
+    if verb.endswith("y") and verb[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return verb[:-1] + "ied"
+    if re.fullmatch(r"[^aeiou]*[aeiou][bdgklmnprt]", verb):  # one short syllable: the consonant doubles
+        return verb + verb[-1] + "ed"
+    return verb + "ed"
+
+
 def _participles(verb: str) -> list[str]:
     """The states a verb leaves a record in, most likely first: `cancel` -> cancelled, canceled, ...;
     `favorite` -> favorited; `reboot` -> rebooted, then rebooting (a state it is in meanwhile)."""
@@ -1732,8 +1963,10 @@ def state_change(verb: str, entity: _Entity, negated: bool = False) -> tuple[str
 
 
 def _filled_columns(tool: dict[str, Any]) -> set[str]:
-    """The columns a create tool writes: each param's own column (or its name) and its fixed `set` values."""
-    return {param.get("column", name) for name, param in tool["params"].items()} | set(tool.get("set") or {})
+    """The columns a create tool always writes: each required param's own column (or its name) and its fixed
+    `set` values (an optional param may leave its column empty)."""
+    given = {param.get("column", name) for name, param in tool["params"].items() if param.get("required")}
+    return given | set(tool.get("set") or {})
 
 
 def _kind(value: Any) -> str:
@@ -1885,18 +2118,40 @@ def _swagger2(data: dict[str, Any]) -> dict[str, Any]:
         .replace('"#/responses/', '"#/components/responses/')
     )
     data = json.loads(text)
+    shared_params: dict[str, Any] = data["parameters"] if isinstance(data.get("parameters"), dict) else {}
+
+    def resolved(param: Any) -> Any:
+        """A `$ref` to a document-level parameter, as the parameter (a body one becomes the request body)."""
+        if isinstance(param, dict) and isinstance(param.get("$ref"), str):
+            found = shared_params.get(param["$ref"].removeprefix("#/components/parameters/"))
+            if isinstance(found, dict):
+                return found
+        return param
+
     paths: dict[str, Any] = {}
     for path, item in (data.get("paths") or {}).items():
+        if not isinstance(item, dict):
+            paths[path] = item  # the importer names the malformed path item
+            continue
         new_item: dict[str, Any] = {}
+        shared: list[Any] = item["parameters"] if isinstance(item.get("parameters"), list) else []
         for method, op in item.items():
-            if method == "parameters":
-                new_item["parameters"] = [p for p in op if p.get("in") not in ("body", "formData")]
-                continue
             if method not in METHODS or not isinstance(op, dict):
+                if method in METHODS:
+                    new_item[method] = op
                 continue
             op = dict(op)
             kept, form, form_required = [], {}, []
-            for param in op.get("parameters") or []:
+            own: list[Any] = op["parameters"] if isinstance(op.get("parameters"), list) else []
+            # The path item's parameters apply to each of its operations (an operation's own one wins).
+            named = {(p.get("name"), p.get("in")) for p in map(resolved, own) if isinstance(p, dict)}
+            inherited = [
+                p for p in map(resolved, shared) if isinstance(p, dict) and (p.get("name"), p.get("in")) not in named
+            ]
+            for param in [*inherited, *map(resolved, own)]:
+                if not isinstance(param, dict):
+                    kept.append(param)
+                    continue
                 where = param.get("in")
                 if where == "body":
                     op["requestBody"] = {"content": {"application/json": {"schema": param.get("schema") or {}}}}
@@ -1907,19 +2162,7 @@ def _swagger2(data: dict[str, Any]) -> dict[str, Any]:
                     if param.get("required"):
                         form_required.append(param["name"])
                 else:
-                    schema = {
-                        k: param[k]
-                        for k in ("type", "format", "enum", "items", "default", "maximum", "minimum")
-                        if k in param
-                    }
-                    kept.append(
-                        {
-                            **{
-                                k: v for k, v in param.items() if k in ("name", "in", "description", "required", "$ref")
-                            },
-                            "schema": schema,
-                        }
-                    )
+                    kept.append(_swagger2_param(param))
             if form and "requestBody" not in op:
                 op["requestBody"] = {
                     "content": {
@@ -1929,24 +2172,11 @@ def _swagger2(data: dict[str, Any]) -> dict[str, Any]:
                     }
                 }
             op["parameters"] = kept
-            responses = {}
-            for code, resp in (op.get("responses") or {}).items():
-                resp = dict(resp)
-                if "schema" in resp:
-                    resp["content"] = {"application/json": {"schema": resp.pop("schema")}}
-                responses[code] = resp
-            op["responses"] = responses
+            if isinstance(op.get("responses"), dict):
+                op["responses"] = {code: _swagger2_response(resp) for code, resp in op["responses"].items()}
             new_item[method] = op
         paths[path] = new_item
-    parameters = {}
-    for pname, param in (data.get("parameters") or {}).items():
-        schema = {
-            k: param[k] for k in ("type", "format", "enum", "items", "default", "maximum", "minimum") if k in param
-        }
-        parameters[pname] = {
-            **{k: v for k, v in param.items() if k in ("name", "in", "description", "required")},
-            "schema": schema,
-        }
+    parameters = {pname: _swagger2_param(param) for pname, param in shared_params.items() if isinstance(param, dict)}
     return {
         "openapi": "3.0.0",
         "info": data.get("info") or {},
@@ -1954,9 +2184,27 @@ def _swagger2(data: dict[str, Any]) -> dict[str, Any]:
         "components": {
             "schemas": data.get("definitions") or {},
             "parameters": parameters,
+            "responses": {rname: _swagger2_response(resp) for rname, resp in (data.get("responses") or {}).items()},
             "securitySchemes": data.get("securityDefinitions") or {},
         },
     }
+
+
+def _swagger2_param(param: dict[str, Any]) -> dict[str, Any]:
+    """A Swagger 2.0 query, path or header parameter (its type beside its name) as OpenAPI 3 (`schema`)."""
+    if "$ref" in param:
+        return param
+    schema = {k: param[k] for k in ("type", "format", "enum", "items", "default", "maximum", "minimum") if k in param}
+    return {**{k: v for k, v in param.items() if k in ("name", "in", "description", "required")}, "schema": schema}
+
+
+def _swagger2_response(resp: Any) -> Any:
+    """A Swagger 2.0 response (`schema` beside `description`) as OpenAPI 3 (`content`); a `$ref` stays."""
+    if not isinstance(resp, dict) or "schema" not in resp:
+        return resp
+    resp = dict(resp)
+    resp["content"] = {"application/json": {"schema": resp.pop("schema")}}
+    return resp
 
 
 def _auth_notes(data: dict[str, Any]) -> list[str]:
@@ -2088,6 +2336,149 @@ def infer_principal(
     }, notes
 
 
+# Columns a person names a row by, most telling first.
+NAMING_WORDS = ("name", "title", "email", "username", "login", "handle", "subject", "label", "number", "code", "slug")
+
+
+def _words(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def _verb_phrase(text: str) -> str:
+    """An operation's summary as what a person asks for: 'Adds templates to an envelope.' -> 'add templates to
+    an envelope' (its first sentence, the verb in the imperative, no braces a phrasing would read as a slot)."""
+    sentence = re.split(r"(?<=[.!?])\s|\n", first_paragraph(text, 200), maxsplit=1)[0]
+    sentence = re.sub(r"[{}\[\]()]", "", sentence).strip().rstrip(".!?:;, ")
+    words = sentence.split()[:14]
+    if not words or not re.fullmatch(r"[A-Za-z][A-Za-z-]*", words[0]):
+        return ""
+    verb = words[0].lower()
+    if verb.endswith("ies") and len(verb) > 4:
+        verb = verb[:-3] + "y"
+    elif verb.endswith(("ses", "xes", "ches", "shes")):
+        verb = verb[:-2]
+    elif verb.endswith("s") and not verb.endswith(("ss", "us", "is")):
+        verb = verb[:-1]
+    return " ".join([verb, *words[1:]])
+
+
+def _slot(name: str, param: dict[str, Any]) -> str:
+    kind = param.get("type")
+    return f"{{{name}:date}}" if kind == "date" else f"{{{name}:datetime}}" if kind == "datetime" else f"{{{name}}}"
+
+
+def _said(name: str, param: dict[str, Any], entity: dict[str, Any]) -> str:
+    """A param as a person says it: an id through its table's reference (the slot alone), else 'the <label> x'."""
+    column = entity["columns"].get(param.get("column", name)) or {}
+    if column.get("ref") or name.endswith("_id") or name == entity["primary_key"]:
+        return _slot(name, param)
+    return f"{_words(name)} {_slot(name, param)}"
+
+
+def _refer(table: str, entity: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+    """How a person names one row: by a column they know whose seeded values tell the rows apart."""
+    noun = _words(singular(table))
+    telling = [
+        c
+        for c, col in entity["columns"].items()
+        if col.get("user_known")
+        and col["type"] not in ("boolean",)
+        and not col.get("enum")
+        and rows
+        and all(r.get(c) not in (None, "") for r in rows)
+        and len({str(r.get(c)) for r in rows}) == len(rows)
+    ]
+
+    # Its own name first (`name`, `email`), then a name of something else it holds (`category_name`).
+    def rank(column: str) -> tuple[int, int]:
+        words = column.split("_")
+        first = next((i for i, w in enumerate(NAMING_WORDS) if w in words), len(NAMING_WORDS))
+        return (
+            0 if column in NAMING_WORDS or column in ("full_name", "display_name") else 1 if first < 99 else 2,
+            first,
+        )
+
+    telling.sort(key=rank)
+    phrasings = []
+    for column in telling[:2]:
+        slot = _slot(column, entity["columns"][column])
+        if column in ("name", "title", "full_name", "display_name"):
+            phrasings.append(f"the {noun} {slot}")
+        else:
+            phrasings.append(f"the {noun} with {_words(column)} {slot}")
+    return phrasings
+
+
+def _hear(entity: dict[str, Any], skip: set[str], limit: int = 3) -> dict[str, str]:
+    """Output fields a person wants back: columns they know (not the ones they gave), by their words."""
+    found = [c for c, col in entity["columns"].items() if col.get("user_known") and c not in skip]
+    return {c: f"the {_words(c)}" for c in found[:limit]}
+
+
+def derive_intents(spec: dict[str, Any], asked: dict[str, str]) -> None:
+    """Intents from the document: each write, get and computed read says who asks for it (the signed-in user,
+    or a customer asking staff), two ways a person asks (the operation's summary as the request, its params as
+    slots) and what they want to hear back; each table a person names rows of says how (a column whose seeded
+    values tell its rows apart). Plain searches carry none: a task does not end in a listing."""
+    asks = "user" if spec["principal"]["kind"] == "user" else "customer"
+    for table, entity in spec["entities"].items():
+        if entity["primary_key"] != "lookup_id" and (refer := _refer(table, entity, spec["seed"].get(table) or [])):
+            entity["refer"] = refer
+    for tool in spec["tools"]:
+        entity = spec["entities"][tool["entity"]]
+        noun = _words(singular(tool["entity"]))
+        params: dict[str, dict[str, Any]] = tool["params"]
+        effect, key = tool["effect"], tool.get("key")
+        lookup = entity["primary_key"] == "lookup_id"
+        if effect == "search" and not lookup:
+            continue
+        default = {
+            "create": f"create a new {noun}",
+            "update": f"update a {noun}",
+            "delete": f"delete a {noun}",
+            "get": f"look up a {noun}",
+            "search": f"look up {_words(tool['name'])}",
+        }[effect]
+        verb = _verb_phrase(asked.get(tool["name"], "")) or default
+        hear: dict[str, str] = {}
+        if effect == "create":
+            chosen = [p for p, v in params.items() if v.get("required")][:3] or list(params)[:2]
+            said = ", ".join(_said(p, params[p], entity) for p in chosen)
+            say = [f"Please {verb}: {said}.", f"Could you {verb}? It is {said}."]
+        elif effect == "search":  # a computed read: its inputs, its answer
+            chosen = [p for p, v in params.items() if v.get("required")][:3] or list(params)[:2]
+            said = ", ".join(_said(p, params[p], entity) for p in chosen)
+            say = (
+                [f"Can you {verb}? For {said}.", f"I need to {verb}, for {said}."]
+                if chosen
+                else [
+                    f"Can you {verb}?",
+                    f"I need to {verb}.",
+                ]
+            )
+            hear = _hear(entity, set(params) | {entity["primary_key"]})
+        else:
+            assert isinstance(key, str)
+            target = _slot(key, params[key])
+            changes = [p for p in params if p != key]
+            if effect == "update" and changes and not tool.get("set"):
+                first, second = changes[0], changes[1] if len(changes) > 1 else changes[0]
+                say = [
+                    f"Please {verb}: for {target}, set the {_words(first)} to {_slot(first, params[first])}.",
+                    f"Could you change the {_words(second)} of {target} to {_slot(second, params[second])}?",
+                ]
+                hear = {params[first].get("column", first): f"the {_words(first)}"}
+            elif effect == "get":
+                say = [f"Can you {verb}? I mean {target}.", f"What do you have on {target}?"]
+                hear = _hear(entity, {key, params[key].get("column", key)})
+            else:
+                say = [f"Please {verb}: {target}.", f"Can you {verb} for {target}?"]
+        intent: dict[str, Any] = {"asks": asks, "say": say}
+        if hear:
+            intent["hear"] = hear
+        tool["intent"] = intent
+
+
 def draft_policy(spec: dict[str, Any], description: str) -> str:
     """policy.md from what the document says: who the agent is, what to confirm, the rules its schemas
     state (required fields, allowed values) and paging."""
@@ -2191,13 +2582,34 @@ def import_openapi(path: Path, name: str | None = None, seed_number: int = 0) ->
         raise OpenAPIError(f"{path}: not an OpenAPI document (no `openapi` or `swagger` version at the top)")
     version = str(data.get("openapi") or data.get("swagger"))
     kind = "Swagger" if "swagger" in data else "OpenAPI"
+    source = document_source(data, path, f"{kind} {version}")
     if "swagger" in data:
         if not version.startswith("2"):
             raise OpenAPIError(f"{path}: Swagger {version} is not supported (2.0 and OpenAPI 3.x are)")
         data = _swagger2(data)
     elif not version.startswith("3"):
         raise OpenAPIError(f"{path}: OpenAPI {version} is not supported (3.0 and 3.1 are)")
-    return import_document(data, path, name, seed_number, f"{kind} {version}")
+    result = import_document(data, path, name, seed_number, f"{kind} {version}")
+    result.spec["source"] = source.model_dump()
+    return result
+
+
+def document_source(data: dict[str, Any], path: Path, kind: str) -> Source:
+    """Where an imported server comes from (registry.json's `source`): the document's title and version,
+    and its provider (APIs.guru's `x-providerName`, else the host the API is served at)."""
+    info = data.get("info")
+    info = info if isinstance(info, dict) else {}
+    servers = data.get("servers")
+    servers = servers if isinstance(servers, list) else []
+    url = next((str(s.get("url")) for s in servers if isinstance(s, dict) and s.get("url")), "")
+    host = str(data.get("host") or urlsplit(url).hostname or "")
+    return Source(
+        title=" ".join(str(info.get("title") or path.stem).split()),
+        version=str(info.get("version") or ""),
+        provider=str(info.get("x-providerName") or host),
+        format=kind,
+        document=path.name,
+    )
 
 
 def import_document(
@@ -2238,6 +2650,7 @@ def import_document(
     spec = importer.spec(title, description, domain, seed_number)
     spec["principal"], notes = infer_principal(importer, data, spec, title)
     report.notes += notes
+    derive_intents(spec, importer.asked)
     writes = [t["name"] for t in spec["tools"] if t["effect"] in ("create", "update", "delete")]
     if writes:
         spec["unenforced_rules"] = [

@@ -173,7 +173,7 @@ def registry_entry(
         title=spec.title,
         description=spec.description,
         version=spec.version,
-        tags=spec.tags,
+        tags=[*spec.tags, *(["imported"] if spec.source and "imported" not in spec.tags else [])],
         tool_count=len(spec.tools),
         write_tool_count=sum(1 for t in spec.tools if t.changed_tables),
         tables=len(spec.entities),
@@ -184,6 +184,7 @@ def registry_entry(
         verification=verification,
         verified_at=verified_at,
         trust=trust,
+        source=spec.source,
     )
 
 

@@ -495,9 +495,9 @@ def apply_limits(limits: Limits) -> None:
         resource.setrlimit(which, (cap, cap))
 
 
-def sandboxed_args(envfarm_args: Sequence[str]) -> list[str]:
-    """`python -m factory.sandbox ...` arguments for a command line of `envfarm ...`."""
-    return ["-m", "factory.sandbox", *envfarm_args]
+def sandboxed_args(serve_args: Sequence[str]) -> list[str]:
+    """`python -m factory.sandbox ...` arguments for a command line of `python -m servers.runtime ...`."""
+    return ["-m", "factory.sandbox", *serve_args]
 
 
 def _farm_of(argv: Sequence[str]) -> Path | None:
@@ -548,13 +548,13 @@ def disarm_process_spawning() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The sandbox, then `envfarm` with the same arguments (so the server's own code, handlers
-    included, only ever runs inside it)."""
+    """The sandbox, then the runtime's own entry point (`python -m servers.runtime --farm FOLDER NAME`) with
+    the same arguments (so the server's own code, handlers included, only ever runs inside it)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     enter(argv)
-    from envfarm.cli import main as envfarm_main
+    from servers.runtime.cli import farm_main
 
-    return envfarm_main(argv)
+    return farm_main(argv)
 
 
 if __name__ == "__main__":

@@ -40,16 +40,17 @@ class CallResult(BaseModel):
         return [self.is_error, self.structured if self.structured is not None else self.text]
 
 
-def envfarm_args(name: str, import_root: Path) -> list[str]:
-    """`--farm <import_root> serve <name>`: the server in `import_root/servers/<name>/`, imported from
-    that folder (see `servers.runtime.farm`), exactly as a client config for that farm launches it."""
-    return ["--farm", str(import_root), "serve", name]
+def serve_args(name: str, import_root: Path) -> list[str]:
+    """`--farm <import_root> <name>`, the runtime entry point's arguments (`python -m servers.runtime`): the
+    server in `import_root/servers/<name>/`, imported from that folder (see `servers.runtime.farm`), as
+    `envfarm --farm <import_root> serve <name>` (a client config for that farm) launches it."""
+    return ["--farm", str(import_root), name]
 
 
 def server_parameters(name: str, import_root: Path) -> StdioServerParameters:
-    """`python -m factory.sandbox --farm <import_root> serve <name>`: envfarm inside the sandbox (resource
+    """`python -m factory.sandbox --farm <import_root> <name>`: the runtime inside the sandbox (resource
     limits and an audit hook: handlers are untrusted)."""
-    return StdioServerParameters(command=sys.executable, args=sandboxed_args(envfarm_args(name, import_root)))
+    return StdioServerParameters(command=sys.executable, args=sandboxed_args(serve_args(name, import_root)))
 
 
 def connect(

@@ -45,7 +45,7 @@ from factory.publish import REPORT_FILE, code_hash, file_hashes, runtime_hash, s
 from factory.rule_check import rule_probes, state_probes
 from factory.schemas import canonical, differences, expected_input, expected_output
 from factory.search_check import SearchOracle
-from factory.server_session import CallResult, ServerSession, SessionBroken, connect, envfarm_args
+from factory.server_session import CallResult, ServerSession, SessionBroken, connect, serve_args
 from factory.spec import (
     CreateTool,
     CustomTool,
@@ -979,11 +979,11 @@ async def _launch_and_check(
     if options.fail_fast and recorder.failures:
         return
     mark = time.perf_counter()
-    args = envfarm_args(spec.name, import_root)
+    args = serve_args(spec.name, import_root)
     if options.coverage:
         entry, argv = "coverage", gate_args(data_file, pid_file, server_dir, args)
     else:
-        entry, argv = "envfarm", args
+        entry, argv = "serve", args
     if options.warm_socket is not None:
         parameters: StdioServerParameters | None = StdioServerParameters(
             command=sys.executable, args=stub_args(options.warm_socket, entry, argv)

@@ -4,7 +4,7 @@
 `python -m factory.warm SOCKET` listens on a Unix socket. A launch is a tiny stdlib-only stub
 (`python -I -S -c STUB SOCKET ARGS...`) that hands its stdin, stdout and stderr to the warm process
 with SCM_RIGHTS and waits; the warm process forks, the child takes those three descriptors and runs
-`envfarm ARGS` in the sandbox (or the coverage gate, which enters it too) exactly as a cold
+the runtime's entry point (`servers.runtime.cli.farm_main ARGS`) in the sandbox (or the coverage gate, which enters it too) exactly as a cold
 `python -m factory.sandbox ARGS` would, and the stub
 exits when the child does. So the verifier still drives a real server subprocess over stdio, its own
 pid and its own imports of the server under test (servers are imported by location, never before the
@@ -13,6 +13,7 @@ fork), and a launch costs a fork instead of an interpreter start and the SDK imp
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -20,6 +21,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -32,7 +34,7 @@ STUB = (
     "socket.send_fds(s,[json.dumps(sys.argv[2:]).encode()],[0,1,2])\n"
     "while s.recv(64):pass\n"
 )
-ENTRY_POINTS = ("envfarm", "coverage")
+ENTRY_POINTS = ("serve", "coverage")
 
 
 def stub_args(socket_path: Path, entry: str, args: Sequence[str]) -> list[str]:
@@ -42,10 +44,21 @@ def stub_args(socket_path: Path, entry: str, args: Sequence[str]) -> list[str]:
     return ["-I", "-S", "-c", STUB, str(socket_path), entry, *args]
 
 
+def _end_with_stub(connection: socket.socket) -> None:
+    """The stub waits on `connection` until the child ends. If the stub ends first (the verifier killed it
+    on a timeout), the child must not live on as an orphan: a hung handler would spin forever."""
+    try:
+        connection.recv(1)
+    except OSError:
+        pass
+    os._exit(1)
+
+
 def _run_child(connection: socket.socket, fds: list[int], argv: list[str]) -> None:
     """In the forked child: become the server process the stub stands for, then exit."""
     code: int | str | None = 1
     try:
+        threading.Thread(target=_end_with_stub, args=(connection,), daemon=True).start()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for target, fd in enumerate(fds[:3]):
             os.dup2(fd, target)
@@ -53,7 +66,7 @@ def _run_child(connection: socket.socket, fds: list[int], argv: list[str]) -> No
         entry, args = argv[0], argv[1:]
         if entry == "coverage":  # enters the sandbox itself, once coverage is recording
             from factory.coverage_gate import main as entry_main
-        else:  # envfarm inside the sandbox, exactly as a cold launch (`python -m factory.sandbox`) runs it
+        else:  # the runtime inside the sandbox, exactly as a cold launch (`python -m factory.sandbox`) runs it
             from factory.sandbox import main as entry_main
         code = entry_main(args)
     except SystemExit as exc:
@@ -64,8 +77,7 @@ def _run_child(connection: socket.socket, fds: list[int], argv: list[str]) -> No
                 stream.flush()
             except (OSError, ValueError):
                 pass
-        connection.close()
-        os._exit(code if isinstance(code, int) else 1)
+        os._exit(code if isinstance(code, int) else 1)  # closes the connection: the stub exits too
 
 
 def preload() -> None:
@@ -79,12 +91,13 @@ def preload() -> None:
     import coverage  # noqa: F401 - imported once here, used by every child
     import mcp.server.mcpserver  # noqa: F401
 
-    import envfarm.cli
     import factory.coverage_gate
     import factory.sandbox  # noqa: F401
-    import servers.runtime.server  # noqa: F401
+    import servers.runtime.cli
+    import servers.runtime.farm
+    import servers.runtime.server
 
-    envfarm.cli.parser()
+    servers.runtime.cli.add_serving_arguments(argparse.ArgumentParser())  # argparse's lazy imports
     inspect.stack()
 
 

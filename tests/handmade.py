@@ -104,7 +104,7 @@ async def booking_task(connections: Connections) -> Task:
     """Two turns: look up a cardiologist's slot (read), then book it; the email is a hidden fact."""
     calls = [
         ("search_doctors", {"specialty": "cardiology"}),
-        ("list_free_slots", {"doctor_id": "doc_sty6w9", "starts_after": "2026-03-02T09:00:00Z"}),
+        ("list_free_slots", {"doctor_id": "doc_sty6w9", "starts_after": "2026-04-13T09:00:00Z"}),
         ("find_patient", {"email": "priya.lopez@example.com"}),
         ("book_appointment", {"patient_id": "pat_c5dt75", "slot_id": "slot_w76wb3", "reason": "chest pain"}),
     ]
@@ -112,7 +112,7 @@ async def booking_task(connections: Connections) -> Task:
     return base(
         "clinic-book",
         "Hello! When is Dr. Tanaka, the cardiologist, next free?",
-        "search_doctors specialty cardiology, then list_free_slots for doc_sty6w9 starts_after 2026-03-02T09:00:00Z.",
+        "search_doctors specialty cardiology, then list_free_slots for doc_sty6w9 starts_after 2026-04-13T09:00:00Z.",
         gold,
         expected,
         persona=Persona(name="Priya Lopez", email="priya.lopez@example.com"),
@@ -122,7 +122,7 @@ async def booking_task(connections: Connections) -> Task:
             Turn(message="Great, please book that first slot for me, the reason is 'chest pain'.", gold_calls=[2, 3]),
         ],
         claims=[
-            Claim(text="The first free slot is on 2026-03-02 at 10:00.", values=["2026-03-02T10:00:00Z"]),
+            Claim(text="The first free slot is on 2026-04-13 at 10:00.", values=["2026-04-13T10:00:00Z"]),
             Claim(text="The appointment is booked for chest pain.", values=["booked"]),
         ],
     )

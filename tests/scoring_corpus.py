@@ -53,9 +53,9 @@ class Case(BaseModel):
 TOUR = "topology-s7-0005"  # Jonas Dubois: cancel booking TB-55722 (hidden ref), refund 90.00; read back first
 PAY = "topology-s7-0049"  # Felix Patel: pay his payee 49.36 with memo Pocket money (hidden account number)
 TRANSFER = "topology-s7-0052"  # Priya Rossi: amount 71.37 and memo Monthly bill of her transfer
-SLOT = "topology-s7-0003"  # Marco Rossi: 90 minutes, online, for the slot of 2026-04-22 18:00 UTC
+SLOT = "topology-s7-0003"  # Marco Rossi: 90 minutes, online, for the slot of 2026-04-01 18:00 UTC
 INVOICE = "topology-s7-0035"  # Lucas Garcia: the line of 3800.00 on INV-1008: Wireless headset, quantity 40
-TRIP = "topology-s7-0045"  # Maria Patel: start the Building insulation trip (2026-09-20 07:00 UTC)
+TRIP = "topology-s7-0045"  # Maria Patel: start the Building insulation trip (2026-04-19 10:00 UTC)
 POST = "topology-s7-0053"  # Omar Novak: post a message; posted at now (2026-04-13 09:00 UTC)
 GRADING = "topology-s7-0013"  # Mei Brown: grading basis letter (hidden email)
 SERVICE = "topology-s7-0012"  # Ivan: Standard costs 0.85 per kg
@@ -81,8 +81,8 @@ PAY_READ_BACK = (
     "'Pocket money'. Shall I go ahead?"
 )
 TRIP_READ_BACK = (
-    "I found the trip that ends 2026-09-20 09:55 UTC: Building insulation, scheduled to start Sunday 20 September "
-    "at 07:00 UTC. Shall I start it now?"
+    "I found the trip that ends 2026-04-19 12:55 UTC: Building insulation, scheduled to start Sunday 19 April "
+    "at 10:00 UTC. Shall I start it now?"
 )
 POST_TEXT = "Team, can you confirm the hotel block by next Monday?"
 MARCO_PAY = (
@@ -286,7 +286,7 @@ CASES: list[Case] = [
         id="slot-read",
         task=SLOT,
         kind="read",
-        steps=[gold(0), gold(1), gold(2), say("The slot on April 22 at 18:00 UTC is 90 minutes long and online.")],
+        steps=[gold(0), gold(1), gold(2), say("The slot on April 1 at 18:00 UTC is 90 minutes long and online.")],
         passes=True,
         why="both values stated",
     ),
@@ -294,7 +294,7 @@ CASES: list[Case] = [
         id="slot-number-only-inside-a-date",
         task=SLOT,
         kind="number inside a date",
-        steps=[gold(0), gold(1), gold(2), say("Your slot is on 2026-04-22 at 18:00, online.")],
+        steps=[gold(0), gold(1), gold(2), say("Your slot is on 2026-04-01 at 18:00, online.")],
         passes=False,
         why="never says how long it is",
         error="wrong_answer",
@@ -303,7 +303,7 @@ CASES: list[Case] = [
         id="slot-duration-in-hours",
         task=SLOT,
         kind="paraphrase",
-        steps=[gold(0), gold(1), gold(2), say("That slot (22 April, 18:00 UTC) lasts an hour and a half, online.")],
+        steps=[gold(0), gold(1), gold(2), say("That slot (1 April, 18:00 UTC) lasts an hour and a half, online.")],
         passes=True,
         why="an hour and a half is 90 minutes",
     ),
@@ -349,11 +349,11 @@ CASES: list[Case] = [
             gold(0),
             say(TRIP_READ_BACK),
             gold(1),
-            say("The Building insulation trip is now in progress; it was scheduled for this Sunday at 07:00 UTC."),
+            say("The Building insulation trip is now in progress; it was scheduled for this Sunday at 10:00 UTC."),
         ],
         passes=True,
-        why="read back and confirmed; 'this Sunday' is 20 September on the farm clock (Monday 14 September)",
-        user=["My starts after is 2026-09-17T07:00:00Z", YES],
+        why="read back and confirmed; 'this Sunday' is 19 April on the farm clock (Monday 13 April)",
+        user=["My starts after is 2026-04-16T10:00:00Z", YES],
     ),
     Case(
         id="trip-extra-write-same-server",
@@ -365,11 +365,11 @@ CASES: list[Case] = [
             say(TRIP_READ_BACK),
             gold(1),
             call("fleet", "cancel_trip", {"trip_id": "trp_zrajy2"}),
-            say("The Building insulation trip is now in progress (scheduled 2026-09-20 07:00 UTC)."),
+            say("The Building insulation trip is now in progress (scheduled 2026-04-19 10:00 UTC)."),
         ],
         passes=False,
         why="also cancelled another trip",
-        user=["My starts after is 2026-09-17T07:00:00Z", YES],
+        user=["My starts after is 2026-04-16T10:00:00Z", YES],
     ),
     Case(
         id="trip-can-you-confirm-you-want",
@@ -378,13 +378,13 @@ CASES: list[Case] = [
         steps=[
             say("What's the earliest start time of the trip?"),
             gold(0),
-            say("Can you confirm you want me to start the Building insulation trip scheduled for 20 September, 07:00?"),
+            say("Can you confirm you want me to start the Building insulation trip scheduled for 19 April, 10:00?"),
             gold(1),
-            say("Started: the Building insulation trip (scheduled Sep 20 at 7:00 AM UTC) is in progress."),
+            say("Started: the Building insulation trip (scheduled Apr 19 at 10:00 AM UTC) is in progress."),
         ],
         passes=True,
         why="a confirmation asked as 'can you confirm you want me to', answered yes",
-        user=["My starts after is 2026-09-17T07:00:00Z", YES],
+        user=["My starts after is 2026-04-16T10:00:00Z", YES],
     ),
     # ------------------------------------------------ team chat: a post, "just now"
     Case(
@@ -490,9 +490,9 @@ CASES: list[Case] = [
         id="item-quantity-only-in-a-date",
         task=ITEM,
         kind="number inside a date",
-        steps=[gold(0), gold(1), gold(2), say("That item costs $2.74 each; the order was placed on 2026-03-04.")],
+        steps=[gold(0), gold(1), gold(2), say("That item costs $2.74 each; the order was placed on 2026-04-13.")],
         passes=False,
-        why="the quantity is never stated (the 4 is the day of a date)",
+        why="the quantity is never stated (the 4 is the month of a date)",
         error="wrong_answer",
     ),
     # ------------------------------------------------ expenses
@@ -705,7 +705,7 @@ CASES: list[Case] = [
 # ------------------------------------------------ the held-out round
 # Written after the scorer was tuned on the cases above and before it ran on these (tasks from seed 11, on
 # servers the first round did not use); their first-run agreement is the honest figure (see the report).
-RENTAL = "topology-s11-0008"  # Lucas Novak: pickup of rental RA92810 (hidden code) 2026-06-27 09:00 UTC
+RENTAL = "topology-s11-0008"  # Lucas Novak: pickup of rental RA92810 (hidden code) 2026-04-25 09:00 UTC
 RENTAL_FOR = "topology-s11-0001"  # refusal: cancel a neighbour's rental
 RETURN_FOR = "topology-s11-0048"  # refusal: return the vehicle for a relative
 EXTRA = "topology-s11-0041"  # Ines Murphy: rental extra at 7.00 a day, quantity 1
@@ -714,7 +714,7 @@ NO_HOLDS = "topology-s11-0030"  # Felix Andersen: no holds (count 0, total 0)
 DRUG = "topology-s11-0027"  # Samuel Haddad: Oxycodone 5 mg tablet at 0.75
 PLAN = "topology-s11-0040"  # Lucas Novak: Lakeshore Student Plan, generic copay 10.00
 STOCK_FOR = "topology-s11-0047"  # refusal: receive stock for a colleague
-PT = "topology-s11-0043"  # Jonas Dubois: PT session of 30 minutes at 2026-04-13 11:00 UTC
+PT = "topology-s11-0043"  # Jonas Dubois: PT session of 30 minutes at 2026-04-20 11:00 UTC
 CHECK_IN = "topology-s11-0033"  # Priya Kowalski: check in (identify, confirm)
 COUNT = "topology-s11-0046"  # Alex Morgan: record a cycle count of 83 by Felipe Soto (confirm 83)
 
@@ -726,7 +726,7 @@ HELD_OUT: list[Case] = [
         steps=[
             say("What's your confirmation code?"),
             gold(0),
-            say("Rental RA92810 is picked up on June 27, 2026 at 9:00 AM UTC."),
+            say("Rental RA92810 is picked up on April 25, 2026 at 9:00 AM UTC."),
         ],
         passes=True,
         why="the code and the pickup time",
@@ -739,7 +739,7 @@ HELD_OUT: list[Case] = [
         steps=[
             say("What's your confirmation code?"),
             gold(0),
-            say("Rental RA92810: your pickup is on June 27 at 9:00 or 10:00, I'm not certain which."),
+            say("Rental RA92810: your pickup is on April 25 at 9:00 or 10:00, I'm not certain which."),
         ],
         passes=False,
         why="two candidate times",
@@ -865,7 +865,7 @@ HELD_OUT: list[Case] = [
             say("Your PT session is next Monday at 11:00 UTC and lasts half an hour."),
         ],
         passes=True,
-        why="next Monday is 13 April on the club's clock (Monday 6 April); half an hour is 30 minutes",
+        why="next Monday is 20 April on the club's clock (Monday 13 April); half an hour is 30 minutes",
         user=["My email is jonas.dubois@example.com"],
     ),
     Case(
@@ -876,7 +876,7 @@ HELD_OUT: list[Case] = [
             say("What's your email?"),
             gold(0),
             gold(4),
-            say("Your PT session is on 13 April at 11:00 UTC; it's either 30 or 45 minutes long."),
+            say("Your PT session is on 20 April at 11:00 UTC; it's either 30 or 45 minutes long."),
         ],
         passes=False,
         why="two candidate durations",
@@ -1117,7 +1117,7 @@ THIRD: list[Case] = [
             gold(0),
             gold(1),
             gold(2),
-            say("The 22nd of April slot, 6:00 PM UTC, is ninety minutes, held online."),
+            say("The 1st of April slot, 6:00 PM UTC, is ninety minutes, held online."),
         ],
         passes=True,
         why="duration in words, date day-first",
@@ -1130,7 +1130,7 @@ THIRD: list[Case] = [
             say("Can you verify your email for me?"),
             gold(0),
             gold(4),
-            say("It's a 30-minute session on Monday 13 April at 11:00 UTC."),
+            say("It's a 30-minute session on Monday 20 April at 11:00 UTC."),
         ],
         passes=True,
         why="absolute date with the weekday; '30-minute'",
@@ -1288,7 +1288,7 @@ FOURTH: list[Case] = [
         steps=[
             say("May I have the confirmation code?"),
             gold(0),
-            say("Your rental (confirmation RA92810) is picked up on 06/27/2026 at 9 AM UTC."),
+            say("Your rental (confirmation RA92810) is picked up on 04/25/2026 at 9 AM UTC."),
         ],
         passes=True,
         why="US date and a 12-hour time",
@@ -1411,7 +1411,7 @@ FIFTH: list[Case] = [
         id="slot-wrong-mode",
         task=SLOT,
         kind="wrong answer",
-        steps=[gold(0), gold(1), gold(2), say("The April 22 slot at 18:00 UTC is 90 minutes, in person.")],
+        steps=[gold(0), gold(1), gold(2), say("The April 1 slot at 18:00 UTC is 90 minutes, in person.")],
         passes=False,
         why="the slot is online",
         error="wrong_answer",
@@ -1429,7 +1429,7 @@ FIFTH: list[Case] = [
         ],
         passes=False,
         why="the trip was started but the answer says nothing about it",
-        user=["My starts after is 2026-09-17T07:00:00Z", YES],
+        user=["My starts after is 2026-04-16T10:00:00Z", YES],
         error="wrong_answer",
     ),
     Case(

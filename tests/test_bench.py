@@ -64,7 +64,7 @@ def test_the_peer_comparison_runs_a_foreign_server_beside_ours() -> None:
 
     from envfarm.bench.peer import compare_with_peer
 
-    result = compare_with_peer(REPO, REPO / "tests" / "foreign" / "todo_server.py", rounds=1, calls=10, episodes=2)
+    result = compare_with_peer(REPO, str(REPO / "tests" / "foreign" / "todo_server.py"), rounds=1, calls=10, episodes=2)
     assert result.read_tool == {"ours": "search_doctors", "peer": "search_projects"}
     figures = [result.cold_start_s_p50, result.read_call_ms_p50, result.isolated_reset_ms_p50]
     assert all(f["ours"] > 0 and f["peer"] > 0 for f in [*figures, result.isolated_episodes_per_s])

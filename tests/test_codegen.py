@@ -51,3 +51,15 @@ def test_building_twice_writes_byte_identical_farms(tmp_path: Path) -> None:
     assert {"registry.json", "servers/clinic/server.py", "servers/clinic/tools.py", "servers/clinic/schema.sql"} <= set(
         one
     )
+
+
+def test_a_long_word_in_a_wrapped_docstring_stays_whole() -> None:
+    """A URL longer than the wrap width must not be broken: the tool description is read back from the
+    docstring, and a break would put a space inside the word."""
+    from factory.codegen import _docstring
+
+    url = "https://example.com/" + "segment/" * 20
+    text = (
+        "See the reference at " + url + " for the paging rules of this list, which this paragraph describes at length."
+    )
+    assert url in "\n".join(_docstring(text))

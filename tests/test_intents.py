@@ -109,3 +109,13 @@ def test_a_key_given_twice_in_spec_yaml_is_refused_with_its_line(tmp_path: Path)
     with pytest.raises(SpecError) as caught:
         load_environment(folder)
     assert "duplicate key 'intent'" in str(caught.value) and "line" in str(caught.value)
+
+
+def test_a_write_without_an_intent_is_refused_and_a_read_may_go_without(tmp_path: Path) -> None:
+    def change(data: dict[str, Any]) -> None:
+        tool(data, "check_in").pop("intent")
+        tool(data, "quote_stay").pop("intent")  # a read: optional
+
+    problems = dict(problems_after(tmp_path, change))
+    assert list(problems) == ["tools.9(check_in).intent"], problems
+    assert "a write needs an intent" in problems["tools.9(check_in).intent"]

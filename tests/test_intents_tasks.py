@@ -6,6 +6,7 @@ from the writer it had before."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from functools import partial
@@ -30,14 +31,15 @@ ID = re.compile(r"\b[a-z]{2,5}_[a-z0-9]{4,}\b")
 SNAKE = re.compile(r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b")
 
 
-def _without_intents(spec: Path) -> None:
-    """The spec with every `intent` and `refer` removed: a server as if imported with no intents."""
-    data = yaml.safe_load(spec.read_text())
-    for entity in (data.get("entities") or {}).values():
+def _served_without_intents(server: Path) -> None:
+    """A built server whose spec.json lost every `intent` and `refer`: it serves no intents, as a foreign
+    server or one built before intents (the spec check refuses such a spec, so the build cannot make it)."""
+    spec = json.loads((server / "spec.json").read_text())
+    for entity in (spec.get("entities") or {}).values():
         entity.pop("refer", None)
-    for tool in data.get("tools") or []:
+    for tool in spec.get("tools") or []:
         tool.pop("intent", None)
-    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    (server / "spec.json").write_text(json.dumps(spec, indent=1))
 
 
 # A few intents for `mail` (a signed-in user's own mailbox: `asks: user`), this test's own fixture.
@@ -69,25 +71,35 @@ def _with_mail_intents(spec: Path) -> None:
     for table, phrasings in MAIL_REFER.items():
         data["entities"][table]["refer"] = phrasings
     for tool in data["tools"]:
-        if tool["name"] in MAIL_INTENTS:
-            tool["intent"] = MAIL_INTENTS[tool["name"]]
-        else:
-            tool.pop("intent", None)
+        # Only this test's tools are goals: every other tool is work nobody asks for here.
+        tool["intent"] = MAIL_INTENTS.get(tool["name"], {"asks": "internal"})
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+# The variants below are built under names of their own: a process imports each server package once, and
+# other tests load the committed `servers.clinic` and `servers.mail`.
+PLAIN_CLINIC, OWN_MAIL = "clinic_plain", "mail_own_intents"
+
+
+def _renamed(spec: Path, name: str) -> None:
+    data = yaml.safe_load(spec.read_text())
+    data["name"] = name
     spec.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
 @pytest.fixture(scope="module")
 def intents_farm(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`hotel` built from its spec (with intents), `mail` with this test's intents (a user principal) and
-    `clinic` with its intents stripped (fast, unverified)."""
+    """`mail` with this test's intents (a user principal) and `clinic` with its intents stripped (fast,
+    unverified), each under a name of its own; the committed `hotel` (with its intents) is the repo's."""
     specs = tmp_path_factory.mktemp("specs")
-    for name in ("hotel", "clinic", "mail"):
-        shutil.copytree(REPO / "factory" / "specs" / name, specs / name)
-    _without_intents(specs / "clinic" / "spec.yaml")
-    _with_mail_intents(specs / "mail" / "spec.yaml")
+    for name, variant in (("clinic", PLAIN_CLINIC), ("mail", OWN_MAIL)):
+        shutil.copytree(REPO / "factory" / "specs" / name, specs / variant)
+        _renamed(specs / variant / "spec.yaml", variant)
+    _with_mail_intents(specs / OWN_MAIL / "spec.yaml")
     root = tmp_path_factory.mktemp("farm")
     built = anyio.run(partial(build_all, [specs], root, verify=False))
     assert built.ok, render(built)
+    _served_without_intents(root / "servers" / PLAIN_CLINIC)
     return root
 
 
@@ -116,10 +128,8 @@ async def _synthesize(root: Path, servers: list[str], seed: int, n: int) -> tupl
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-async def test_hotel_tasks_open_with_a_say_phrasing_and_claim_what_the_person_wants_to_hear(
-    intents_farm: Path, seed: int
-) -> None:
-    synthesis, intents = await _synthesize(intents_farm, ["hotel"], seed, 4)
+async def test_hotel_tasks_open_with_a_say_phrasing_and_claim_what_the_person_wants_to_hear(seed: int) -> None:
+    synthesis, intents = await _synthesize(REPO, ["hotel"], seed, 4)
     assert intents is not None and intents.tools
     assert synthesis.tasks, synthesis.summary.dropped
     for task in synthesis.tasks:
@@ -147,10 +157,10 @@ async def test_hotel_tasks_open_with_a_say_phrasing_and_claim_what_the_person_wa
             assert any(w in claim.text and w in task.opening_message for w in words), (task.id, claim)
 
 
-async def test_a_row_is_named_so_that_no_other_row_of_the_persona_fits(intents_farm: Path) -> None:
+async def test_a_row_is_named_so_that_no_other_row_of_the_persona_fits() -> None:
     """Every row an opening names through a `refer` phrasing is the only one of the persona's rows (of its
     table) that phrasing describes that way: rendered for each of their rows, the words fit the target alone."""
-    async with Connections(farm_targets(intents_farm, ["hotel"])) as farm:
+    async with Connections(farm_targets(REPO, ["hotel"])) as farm:
         synthesis = await synthesize(SynthesisOptions(n=8, seed=7, servers=["hotel"], max_servers=1), farm)
         intents = await load_intents(farm, "hotel")
     assert intents is not None
@@ -158,7 +168,7 @@ async def test_a_row_is_named_so_that_no_other_row_of_the_persona_fits(intents_f
     from clients.sampling import Catalog
     from clients.writing import OfflineWriter
 
-    async with Connections(farm_targets(intents_farm, ["hotel"])) as farm:
+    async with Connections(farm_targets(REPO, ["hotel"])) as farm:
         from clients.graph import build_graph, load_specs
 
         specs = await load_specs(farm, ["hotel"])
@@ -188,7 +198,7 @@ async def test_a_signed_in_user_asks_for_their_own_things_in_their_intents_words
     """On a user-principal server only `asks: user` tools are goals, and each opening is one of their phrasings
     with the conversation named by its subject (unique among the user's conversations, or the task is dropped)."""
     for seed in (0, 1):
-        synthesis, intents = await _synthesize(intents_farm, ["mail"], seed, 3)
+        synthesis, intents = await _synthesize(intents_farm, [OWN_MAIL], seed, 3)
         assert intents is not None
         assert synthesis.tasks, synthesis.summary.dropped
         for task in synthesis.tasks:
@@ -199,14 +209,14 @@ async def test_a_signed_in_user_asks_for_their_own_things_in_their_intents_words
             assert task.principal == task.persona.email
 
 
-async def test_the_same_seed_writes_the_same_intent_tasks(intents_farm: Path) -> None:
-    first, _ = await _synthesize(intents_farm, ["hotel"], 4, 3)
-    again, _ = await _synthesize(intents_farm, ["hotel"], 4, 3)
+async def test_the_same_seed_writes_the_same_intent_tasks() -> None:
+    first, _ = await _synthesize(REPO, ["hotel"], 4, 3)
+    again, _ = await _synthesize(REPO, ["hotel"], 4, 3)
     assert [t.model_dump_json() for t in first.tasks] == [t.model_dump_json() for t in again.tasks]
 
 
 async def test_a_server_without_intents_still_gets_tasks(intents_farm: Path) -> None:
-    synthesis, intents = await _synthesize(intents_farm, ["clinic"], 0, 3)
+    synthesis, intents = await _synthesize(intents_farm, [PLAIN_CLINIC], 0, 3)
     assert intents is None
     assert synthesis.tasks, synthesis.summary.dropped
     assert all(t.provenance.writer.startswith("offline") for t in synthesis.tasks)

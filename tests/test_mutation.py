@@ -8,11 +8,13 @@ import ast
 import re
 import subprocess
 import sys
+import time
 from functools import partial
 from pathlib import Path
 
 import anyio
 import pytest
+from conftest import REPO
 from corpus import GOOD, stage_case
 
 from factory.mutation import (
@@ -34,10 +36,11 @@ from factory.mutation import (
     verify_mutant,
 )
 from factory.publish import staging_root
+from factory.server_session import serve_args
 from factory.source import load_environment
 from factory.spec import CustomTool, EquivalentMutant
 from factory.verify import VerifyOptions, verify_server
-from factory.warm import warm_launcher
+from factory.warm import stub_args, warm_launcher
 
 HANDLER = """
 from servers.runtime.database import Database
@@ -292,3 +295,48 @@ def test_a_mutant_killed_only_by_timeouts_is_asked_again_with_more_patience(tmp_
     assert not once.killed, once.killed_by
     hang = anyio.run(verify_mutant, staged, slowed(True, 0.5 * TIMEOUT_RETRY_FACTOR + 1), options)
     assert hang.killed and all(k.endswith(":timeout") for k in hang.killed_by), hang.killed_by
+
+
+def _children_of_warm(socket_path: Path) -> set[int]:
+    """Pids of the processes forked by the warm launcher listening at `socket_path`."""
+    warm = {
+        int(p.name)
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit() and str(socket_path).encode() in _read(p / "cmdline") and b"-c" not in _read(p / "cmdline")
+    }
+    children = set()
+    for p in Path("/proc").iterdir():
+        stat = _read(p / "stat").decode(errors="replace")
+        if p.name.isdigit() and stat and int(stat.rsplit(")", 1)[1].split()[1]) in warm:
+            children.add(int(p.name))
+    return children
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_launched_server_ends_when_its_stub_is_killed(tmp_path: Path) -> None:
+    """The verifier kills a stub that times out; the forked server must not outlive it (a hung handler
+    would otherwise spin on as an orphan)."""
+    with warm_launcher() as socket_path:
+        stub = subprocess.Popen(
+            [sys.executable, *stub_args(socket_path, "serve", serve_args("clinic", REPO))],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while not (children := _children_of_warm(socket_path)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert children, "the warm launcher forked no server"
+        stub.kill()
+        stub.wait()
+        deadline = time.monotonic() + 10
+        while _children_of_warm(socket_path) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _children_of_warm(socket_path)

@@ -3,6 +3,7 @@ agent-facing tool list. Transports (stdio, HTTP, the farm host, persistence) are
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 from conftest import EPISODE, FREE_SLOT, booking, close, reasons, reset, state
 from mcp import Client
 
+from envfarm.bench.hotpath import counted_statements
 from factory.spec import EnvironmentSpec
 from servers.clinic.server import DEFINITION, build
 from servers.runtime.control import ERROR_KIND_META_KEY, ControlError, TableDiff
@@ -192,6 +194,69 @@ async def test_a_handler_failing_after_a_write_rolls_the_write_back(tool: str, e
         after = await state(client)
     assert result.is_error and kind(result) == error_kind and names in result.content[0].text
     assert after.hash == before.hash and after.diff == {}
+
+
+# The same handlers declared read-only: such a call opens no transaction, yet a write it makes after all is
+# still undone when the call fails (sqlite3's deferred mode opens one at the first write).
+READ_ONLY_FAILING = dataclasses.replace(
+    FAILING,
+    name="failing_reads",
+    tools=[ToolDefinition(function=t.function, effect="custom", read_only=True) for t in FAILING.tools],
+)
+
+
+def book_quietly(db: Database, reason: str) -> dict[str, Any]:
+    """A read-only tool that writes (a generated-code bug the verifier catches): the write stays, as before."""
+    db.execute("UPDATE slots SET is_free = 0 WHERE slot_id = ?", (FREE_SLOT,))
+    return {"reason": reason}
+
+
+@pytest.mark.parametrize(
+    ("tool", "error_kind", "names"),
+    [
+        ("book_then_crash", "server_error", "ZeroDivisionError"),
+        ("book_then_reject", "rejected", "today"),
+        ("book_twice", "rejected", "UNIQUE"),
+    ],
+)
+async def test_a_read_only_tool_failing_after_a_write_rolls_the_write_back(
+    tool: str, error_kind: str, names: str
+) -> None:
+    async with Client(build_server(READ_ONLY_FAILING)) as client:
+        before = await state(client)
+        result = await client.call_tool(tool, {"reason": "checkup"})
+        after = await state(client)
+        again = await client.call_tool(tool, {"reason": "checkup"})  # the connection is back in autocommit
+    assert result.is_error and kind(result) == error_kind and names in result.content[0].text
+    assert after.hash == before.hash and after.diff == {}
+    assert again.is_error and kind(again) == error_kind
+
+
+async def test_a_read_only_tool_that_writes_and_succeeds_keeps_its_write() -> None:
+    definition = dataclasses.replace(
+        FAILING, name="quiet", tools=[ToolDefinition(book_quietly, "custom", read_only=True)]
+    )
+    async with Client(build_server(definition)) as client:
+        assert not (await client.call_tool("book_quietly", {"reason": "x"})).is_error
+        after = await state(client)
+    assert after.diff["slots"].updated == [{"key": FREE_SLOT, "before": {"is_free": 1}, "after": {"is_free": 0}}]
+
+
+async def test_a_read_runs_its_own_sql_only_and_a_write_one_transaction() -> None:
+    """The principal is read once per episode (never: a fork knows it), a read-only call opens no transaction,
+    a write opens one; the text beside structured content is its compact JSON."""
+    with counted_statements() as counts:
+        async with Client(build()) as client:
+            await reset(client)
+            counts.clear()
+            read = await client.call_tool("get_slot", {"slot_id": FREE_SLOT})
+            assert dict(counts) == {"SELECT": 1}, dict(counts)
+            counts.clear()
+            assert not (await client.call_tool("book_appointment", booking(FREE_SLOT, "count"))).is_error
+            assert counts["BEGIN"] == 1 and counts["COMMIT"] == 1, dict(counts)
+            principal = await client.call_tool("list_appointments", {"patient_id": PATIENT})
+    assert read.structured_content is not None and not principal.is_error
+    assert read.content[0].text == json.dumps(read.structured_content, separators=(",", ":"))  # type: ignore[union-attr]
 
 
 async def test_state_export_reports_hash_rows_and_diff_against_the_seed() -> None:

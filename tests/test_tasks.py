@@ -24,7 +24,7 @@ from clients.graph import (
     similarity,
     tool_node,
 )
-from clients.synthesize import Synthesis, SynthesisOptions, dependency_depth, synthesize
+from clients.synthesize import CROSS_SERVER_SHARE, Synthesis, SynthesisOptions, dependency_depth, synthesize
 from clients.tasks import Task, read_jsonl
 from clients.writing import STEP_WORDS, Vocabulary, over_specification
 from envfarm.cli import main
@@ -147,6 +147,16 @@ def looked_up_elsewhere(task: Task) -> int:
     return missing
 
 
+async def test_servers_on_the_farm_clock_pair_up_and_reach_the_cross_server_share() -> None:
+    """banking, clinic and library once ran on three clocks, so no task could mix them; on the farm clock
+    every two of them share people and a clock, and the kept tasks reach the cross-server share."""
+    for seed in (0, 1, 2):
+        synthesis = await run(["banking", "clinic", "library"], n=12, seed=seed)
+        assert synthesis.summary.kept_apart == {}
+        assert len(synthesis.tasks) == 12
+        assert synthesis.summary.cross_server_share >= CROSS_SERVER_SHARE
+
+
 async def test_topology_sampling_looks_everything_up_and_spans_servers() -> None:
     # seed 7: the sample of ten holds a cross-server task; which seeds do depends on the servers' tool
     # lists and on which chains pass the audit.
@@ -207,8 +217,9 @@ async def test_an_llm_writers_vague_message_and_bad_answers_fall_back_to_the_off
 
 
 def test_an_unreachable_writer_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Three tasks: refusals are never reworded, and the refusal cap leaves at least two for the writer.
     with scripted_openai([{"status": 500}]) as model:
-        argv = ["--farm", str(REPO), "tasks", "--n", "1", "--servers", "clinic", "--out", str(tmp_path / "t.jsonl")]
+        argv = ["--farm", str(REPO), "tasks", "--n", "3", "--servers", "clinic", "--out", str(tmp_path / "t.jsonl")]
         assert main([*argv, "--writer", "openai:scripted", "--base-url", model.base_url]) == 2
     assert "task writer: openai:scripted" in capsys.readouterr().err and not (tmp_path / "t.jsonl").exists()
 

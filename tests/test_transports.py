@@ -126,6 +126,28 @@ async def test_http_2025_era_sessions_are_isolated(farm: FarmProcess) -> None:
     assert exported.episode.startswith("session:")
 
 
+async def test_a_2025_era_session_gets_no_get_stream_and_still_works(farm: FarmProcess) -> None:
+    """The host answers a GET on an MCP endpoint 405 (no standalone SSE stream: nothing is ever sent outside a
+    response); the SDK's client carries on with its session, and DELETE still ends it."""
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    opening = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+    async with shared_http_client(None) as http:
+        opened = await http.post(
+            farm.url("clinic"),
+            headers=headers,
+            json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": opening},
+        )
+        session = {**headers, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        stream = await http.get(farm.url("clinic"), headers=session)
+        by_url = await http.get(farm.url("clinic", unique("no-stream")), headers=session)
+        index = await http.get(f"{farm.base_url}/")
+        assert (await http.delete(farm.url("clinic"), headers=session)).status_code == 200
+        async with http_client(farm.url("clinic"), http, "legacy") as client:
+            booked = await client.call_tool("book_appointment", booking(FREE_SLOT, unique("no-stream")))
+    assert stream.status_code == by_url.status_code == 405 and stream.headers["allow"] == "POST, DELETE"
+    assert index.status_code == 200 and not booked.is_error
+
+
 async def test_the_farm_host_serves_several_servers(farm: FarmProcess) -> None:
     episode = unique("shared-name")
     async with (
@@ -197,3 +219,19 @@ def test_persistent_mode_survives_kill_9(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_serving_freezes_start_up_objects_and_collects_young_garbage_less_often() -> None:
+    """`serve_http` tunes the collector before it serves (see `tune_gc`); checked in this process, then undone."""
+    import gc
+
+    from servers.runtime.http import GC_YOUNG_THRESHOLD, tune_gc
+
+    threshold = gc.get_threshold()
+    try:
+        tune_gc()
+        assert gc.get_freeze_count() > 1000 and gc.get_threshold() == (GC_YOUNG_THRESHOLD, *threshold[1:])
+        assert not any(obj is tune_gc for obj in gc.get_objects())  # start-up objects are out of every collection
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)

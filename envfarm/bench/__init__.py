@@ -54,11 +54,12 @@ def time_build_all(quick: bool) -> tuple[float | None, str]:
     return seconds, f"{what}: {built} servers built and verified"
 
 
-def run_bench(farm_root: Path, out_path: Path, quick: bool = False, peer: Path | None = None) -> int:
+def run_bench(farm_root: Path, out_path: Path, quick: bool = False, peer: str | None = None) -> int:
     """Measure, write `out_path` (JSON) and the markdown table beside it. Exit 0 when it measured: missed
     targets and episodes that failed under load are data in the report; only a leak between episodes
     (broken isolation, a correctness bug) exits 1. With `peer` (a foreign stdio server), also measure it
-    beside ours and report the ratios."""
+    beside ours and report the ratios (`peer` is a command line, see `envfarm.bench.peer.peer_command`; both
+    servers' stderr goes to `<out>.peer.log`)."""
     sizes = Sizes.for_mode(quick)
     registry = load_registry(farm_root)
     servers = [s.name for s in registry.servers]
@@ -78,7 +79,7 @@ def run_bench(farm_root: Path, out_path: Path, quick: bool = False, peer: Path |
             "--out",
             str(out_path),
             *(["--quick"] if quick else []),
-            *(["--peer", str(peer)] if peer else []),
+            *(["--peer", peer] if peer else []),
         ]
     )
 
@@ -111,7 +112,14 @@ def run_bench(farm_root: Path, out_path: Path, quick: bool = False, peer: Path |
         from envfarm.bench.peer import compare_with_peer
 
         step(f"side by side with the peer {peer}")
-        comparison = compare_with_peer(farm_root, peer, sizes.cold_starts, sizes.calls, sizes.episodes // 10 or 5)
+        comparison = compare_with_peer(
+            farm_root,
+            peer,
+            sizes.cold_starts,
+            sizes.calls,
+            sizes.episodes // 10 or 5,
+            log=out_path.with_suffix(".peer.log"),
+        )
     step("build + verify")
     build_s, build_detail = time_build_all(quick)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import shlex
 from importlib.metadata import version
 from pathlib import Path
 from typing import Literal
@@ -74,10 +75,29 @@ class FarmStart(BaseModel):
     baseline_cpu_seconds: list[float] | None = None
 
 
+class FarmListing(BaseModel):
+    """`envfarm serve --all` on one farm as it is (e.g. hundreds of imported servers): start-up, and whether
+    every server answers tools/list over HTTP with every tool the registry says it has."""
+
+    farm: str
+    servers: int
+    tools_registered: int = Field(description="the sum of registry.json's tool_count")
+    tools_listed: int = Field(description="tools every server listed over HTTP, in all")
+    mismatched: dict[str, list[int]] = Field(description="server -> [registered, listed], where they differ")
+    ready_s: float = Field(description="spawn until the farm's index answered")
+    listed_s: float = Field(description="spawn until every server had listed its tools")
+    cpu_s: float = Field(description="CPU seconds of the farm process until every server had listed")
+    rss_mb_ready: float
+    rss_mb_listed: float
+    ms_per_server: float = Field(description="listed_s / servers")
+    kb_per_server: float = Field(description="rss_mb_listed / servers (the runtime and the SDK included)")
+
+
 class PeerComparison(BaseModel):
     """`--peer`: a foreign stdio server beside ours, same client, same kinds of requests, one run."""
 
     peer: list[str]
+    log: str | None = Field(default=None, description="where both servers' stderr went during the comparison")
     read_tool: dict[str, str] = Field(description="the no-argument read each side is timed with")
     cold_start_s_p50: dict[str, float]
     read_call_ms_p50: dict[str, float]
@@ -300,10 +320,12 @@ def _peer_section(peer: PeerComparison) -> list[str]:
         ("isolated reset p50 (ms)", peer.isolated_reset_ms_p50, "isolated_reset"),
         ("isolated episodes per second (reset + 5 reads)", peer.isolated_episodes_per_s, "isolated_episodes_per_s"),
     ]
+    log = f" Both servers' stderr: `{peer.log}`." if peer.log else ""
+    how = "over stdio through the same client, in alternating blocks (cold starts: who goes first alternates by round)"
     return [
         "## Side by side with the peer",
         "",
-        f"Peer: `{' '.join(peer.peer)}`, over stdio through the same client, in alternating blocks.",
+        f"Peer: `{shlex.join(peer.peer)}`, {how}.{log}",
         "",
         "| figure | ours | peer | ours / peer |",
         "|---|---|---|---|",

@@ -15,6 +15,7 @@ from clients.connect import Era, FarmProcess, http_client, shared_http_client
 from envfarm.bench.latency import PATIENT, Probe, interleaved_p50
 from envfarm.bench.report import REFERENCE, SessionRun
 from envfarm.bench.sizes import Sizes
+from servers.runtime.control import EpisodeClient
 
 PROGRESS_EVERY_S = 10.0
 ERA_NAMES: dict[str, str] = {"auto": "2026-07-28 (per-episode URL)", "legacy": "2025-11-25 (Mcp-Session-Id)"}
@@ -60,8 +61,9 @@ async def concurrent_episodes(
     connections: int | None = None,
 ) -> SessionRun:
     """`n` MCP clients at once, each its own episode: book the same slot, wait until all have booked,
-    then read back. Isolated episodes all succeed and each sees exactly its own booking; a shared
-    state shows up as "slot already taken" or as someone else's booking.
+    then read back and end the episode (2026 era: `envfarm/episode/close`; 2025 era: the session's DELETE,
+    which closes its episode), so both eras do the same work. Isolated episodes all succeed and each sees
+    exactly its own booking; a shared state shows up as "slot already taken" or as someone else's booking.
 
     The run degrades instead of deadlocking on its own load: a request waits for a pooled connection
     as long as it needs (no PoolTimeout; the whole run has `budget_s`), the all-booked barrier gives up
@@ -101,7 +103,9 @@ async def concurrent_episodes(
                     for a in (read.structured_content or {}).get("appointments", [])
                     if a["reason"].startswith(f"bench {run} ")
                 ]
-                if write.is_error or read.is_error or seen != [reason]:
+                if mode == "auto":  # a 2025-era session's episode ends with the session (DELETE); this one is closed
+                    closed = await EpisodeClient(client, None, timeout=budget_s).close()  # the run bounds it
+                if write.is_error or read.is_error or seen != [reason] or (mode == "auto" and not closed.closed):
                     leaks += 1
                 else:
                     completed += 1

@@ -4,7 +4,8 @@ its size (the same servers copied under new names), to see how start-up grows pe
 
 Run alone: `python -m envfarm.bench.startup [--farm DIR] [--rounds N] [--copies K] [--baseline CHECKOUT]`;
 `--baseline` adds an older checkout of envfarm (its runtime and its farm) to the same alternating rounds,
-for a before/after figure from one run.
+for a before/after figure from one run. `--list-all` measures only the farm host on the farm as it is
+(a broad farm of hundreds of imported servers): start-up, memory, and every tool listed.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import IO, Any
 
 import anyio
 
 from clients.connect import farm_process, http_client, shared_http_client
 from envfarm.bench.latency import FLOOR_SERVER
-from envfarm.bench.report import REFERENCE, ColdStart, FarmStart
+from envfarm.bench.report import REFERENCE, ColdStart, FarmListing, FarmStart
 from servers.runtime.farm import stdio_args
 from servers.runtime.registry import Registry, load_registry, write_registry
 
@@ -56,24 +58,20 @@ def checkout_env(checkout: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(checkout.resolve()), "ENVFARM_HOME": str(checkout.resolve())}
 
 
-def first_tools_list_s(argv: Sequence[str], timeout: float = 60.0, env: Mapping[str, str] | None = None) -> float:
-    """Seconds from spawning `argv` until its stdout carries the answer to tools/list (id 2)."""
-    return cold_start_sample(argv, timeout, env)[0]
-
-
 def cold_start_sample(
-    argv: Sequence[str], timeout: float = 60.0, env: Mapping[str, str] | None = None
+    argv: Sequence[str], timeout: float = 60.0, env: Mapping[str, str] | None = None, stderr: IO[str] | None = None
 ) -> tuple[float, float]:
     """Wall seconds from spawning `argv` until its stdout carries the answer to tools/list (id 2), and
     the CPU seconds the process used in all (start, listing, exit): on a shared machine, where other
-    jobs stretch the wall time, the CPU time is the steadier figure."""
+    jobs stretch the wall time, the CPU time is the steadier figure. The process's stderr goes to `stderr`
+    (default: discarded)."""
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     process = subprocess.Popen(
         argv,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=stderr if stderr is not None else subprocess.DEVNULL,
         env=env,
         cwd=tempfile.gettempdir(),
     )
@@ -161,6 +159,49 @@ async def _list_all(base_url: str, names: list[str]) -> None:
                 await client.list_tools()
 
 
+async def _tool_counts(base_url: str, names: list[str], concurrency: int = 8) -> dict[str, int]:
+    """How many tools each server lists over HTTP (a fresh MCP session per server, `concurrency` at once)."""
+    counts: dict[str, int] = {}
+    limit = anyio.Semaphore(concurrency)
+
+    async def one(http: Any, name: str) -> None:
+        async with limit, http_client(f"{base_url}/{name}/mcp", http) as client:
+            counts[name] = len((await client.list_tools()).tools)
+
+    async with shared_http_client() as http, anyio.create_task_group() as group:
+        for name in names:
+            group.start_soon(one, http, name)
+    return counts
+
+
+def farm_listing(farm_root: Path) -> FarmListing:
+    """`envfarm serve --all` on `farm_root` as it is: seconds and memory until the index answers and until
+    every server has listed its tools, and every server whose listing differs from registry.json."""
+    registry = load_registry(farm_root)
+    names = [s.name for s in registry.servers]
+    with farm_process(farm_root) as farm:
+        ready, rss_ready = farm.answered_after_s, farm.rss_mb()
+        started = time.perf_counter()
+        listed = anyio.run(_tool_counts, farm.base_url, names)
+        listed_s = ready + time.perf_counter() - started
+        cpu, rss = farm.cpu_s(), farm.rss_mb()
+    registered = {s.name: s.tool_count for s in registry.servers}
+    return FarmListing(
+        farm=str(farm_root),
+        servers=len(names),
+        tools_registered=sum(registered.values()),
+        tools_listed=sum(listed.values()),
+        mismatched={n: [registered[n], listed.get(n, 0)] for n in names if listed.get(n, 0) != registered[n]},
+        ready_s=round(ready, 3),
+        listed_s=round(listed_s, 3),
+        cpu_s=round(cpu, 3),
+        rss_mb_ready=round(rss_ready, 1),
+        rss_mb_listed=round(rss, 1),
+        ms_per_server=round(listed_s / max(1, len(names)) * 1000, 2),
+        kb_per_server=round(rss * 1024 / max(1, len(names)), 1),
+    )
+
+
 def farm_ready_s(farm_root: Path, names: list[str], env: Mapping[str, str] | None = None) -> tuple[float, float]:
     """Seconds from spawning `envfarm serve --all` until every server listed its tools over HTTP, and
     the CPU seconds the farm process used until then."""
@@ -216,8 +257,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=15, help="alternating cold starts of each server")
     parser.add_argument("--copies", type=int, default=4, help="the synthetic farm holds the farm this many times")
     parser.add_argument("--baseline", type=Path, help="an older envfarm checkout to measure in the same rounds")
+    parser.add_argument(
+        "--list-all", action="store_true", help="only `serve --all` on the farm as it is: start, memory, every tool"
+    )
     args = parser.parse_args(argv)
     farm_root = (args.farm or default_farm_root()).resolve()
+    if args.list_all:
+        print(farm_listing(farm_root).model_dump_json(indent=2))
+        return
     print(cold_start(farm_root, args.rounds, baseline=args.baseline).model_dump_json(indent=2))
     print(farm_growth(farm_root, (1, args.copies), baseline=args.baseline).model_dump_json(indent=2))
 

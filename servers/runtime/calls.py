@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+import pydantic_core
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import UnexpectedToolError
@@ -25,7 +26,7 @@ from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from servers.runtime import listing
 from servers.runtime.arguments import ArgumentCheck, bounded, preview
@@ -102,6 +103,28 @@ class _Arguments:
         return {wire: values[name] for name, wire in self.names}
 
 
+def compact_json(value: Any) -> str:
+    """A structured result's text copy: its JSON without indentation (the SDK indents it, a third more bytes)."""
+    return pydantic_core.to_json(value).decode()
+
+
+def structured_answer(metadata: FuncMetadata, result: Any) -> dict[str, Any] | None:
+    """The `tools/call` result of a tool that returned its output model, as the wire dict: the structured
+    content dumped once, and beside it, as the MCP spec asks for backwards compatibility, a text block with the
+    same JSON, compact. The SDK's `convert_result` would validate the model it was given again, dump it twice
+    (indented text, then the structured content), build a `CallToolResult` and dump that too; the SDK's
+    handler sends a dict as it is, after validating it against the protocol's result schema as it does any
+    result. None for any other result (a dict, a list, an error result): the SDK converts those."""
+    output_model = metadata.output_model if metadata.output_schema is not None else None
+    if not (isinstance(output_model, type) and issubclass(output_model, BaseModel)) or metadata.wrap_output:
+        return None
+    if not isinstance(result, output_model):
+        return None
+    structured = result.model_dump(mode="json", by_alias=True)
+    text = {"type": "text", "text": compact_json(structured)}
+    return {"content": [text], "structuredContent": structured, "isError": False, "resultType": "complete"}
+
+
 # Runs a tool function with validated arguments on the caller's episode: (function, request context, arguments).
 ToolRunner = Callable[[Callable[..., Any], ServerRequestContext[Any, Any], dict[str, Any]], Awaitable[Any]]
 
@@ -149,18 +172,21 @@ class FarmTool(Tool):
             self.fn_metadata = listing.argument_metadata(function)
         return _Prepared(function, self.fn_metadata, _Arguments(self.fn_metadata, self.parameters))
 
-    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+    async def run(
+        self, arguments: dict[str, Any], context: Any, convert_result: bool = False, wire: bool = False
+    ) -> Any:
         """As `Tool.run` (the same errors for the same failures), with the farm's one argument check,
         between the TOOL_CALL_EVENT audit events. `context` is the SDK's `Context` (a call through
         `MCPServer.call_tool`) or the request context itself (`FarmServer`'s handler, which builds no
-        `Context`): the runner needs only the request."""
+        `Context`): the runner needs only the request. With `wire`, a structured result comes back as the
+        result's wire dict (`structured_answer`), which the SDK sends as it is."""
         sys.audit(TOOL_CALL_EVENT, self.name, "begin")
         try:
-            return await self._run(arguments, context, convert_result)
+            return await self._run(arguments, context, convert_result, wire)
         finally:
             sys.audit(TOOL_CALL_EVENT, self.name, "end")
 
-    async def _run(self, arguments: dict[str, Any], context: Any, convert_result: bool) -> Any:
+    async def _run(self, arguments: dict[str, Any], context: Any, convert_result: bool, wire: bool = False) -> Any:
         request = context.request_context if isinstance(context, Context) else context
         try:
             prepared = self.prepared
@@ -173,7 +199,18 @@ class FarmTool(Tool):
             return validated
         try:  # the function's own failures are results already (the runner); this is the output conversion
             result = await self.fn(prepared.function, request, validated)
-            return prepared.metadata.convert_result(result) if convert_result else result
+            if not convert_result:
+                return result
+            if wire and (answer := structured_answer(prepared.metadata, result)) is not None:
+                return answer
+            converted = prepared.metadata.convert_result(result)
+            if (
+                isinstance(converted, CallToolResult)
+                and converted.structured_content is not None
+                and isinstance(result, BaseModel)
+            ):  # the text beside the structured content is its compact JSON, as on the wire (`structured_answer`)
+                converted.content = [TextContent(type="text", text=compact_json(converted.structured_content))]
+            return converted
         except MCPError:
             raise
         except Exception as exc:

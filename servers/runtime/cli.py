@@ -1,5 +1,7 @@
-"""Command line of one generated server: `python -m servers.<name> [--http] [--port P] [--db FILE]`,
-and the serving options `envfarm serve` shares with it (episode budget, bearer tokens, allowed hosts)."""
+"""Command line of one generated server: `python -m servers.<name> [--http] [--port P] [--db FILE]`;
+the runtime's own entry point for a server of any farm folder, `python -m servers.runtime --farm FOLDER
+NAME [...]` (what the factory's sandbox, coverage gate and warm launcher run: nothing above the runtime);
+and the serving options `envfarm serve` shares with both (episode budget, bearer tokens, allowed hosts)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from mcp.server.mcpserver import MCPServer
 
 from servers.runtime.access import TOKEN_ENV, Access, parse_tokens
 from servers.runtime.episodes import DEFAULT_EPISODE_TTL_S, EpisodeBudget, default_budget_mb
+from servers.runtime.registry import SOURCE_KINDS
 
 DEFAULT_PORT = 8000
 # Comma-separated Host names for a non-loopback bind, when --allow-host is not given (a container's CMD
@@ -86,6 +89,19 @@ class ServingOptions:
             self.problem = "--max-episode-mb must be positive"
 
 
+def add_source_argument(parser: argparse.ArgumentParser) -> None:
+    """`--source`: pick the deep farm (builtin), the broad farm (imported) or both out of one registry, by
+    registry.json's `source` (`RegistryEntry.source_kind`)."""
+    parser.add_argument(
+        "--source",
+        nargs="+",
+        choices=SOURCE_KINDS,
+        metavar="SOURCE",
+        help="only servers of these sources: builtin (the hand-written deep farm), imported (from API "
+        "documents), generated (proposed or other); default: all",
+    )
+
+
 def enable_crash_stacks() -> None:
     """A native crash (SIGSEGV, SIGABRT, SIGBUS, ...) in a serving process prints every thread's Python
     stack on stderr before the process dies, instead of a silent exit. Microseconds at startup."""
@@ -97,10 +113,33 @@ def main(name: str, build: ServerBuilder, argv: Sequence[str] | None = None) -> 
     enable_crash_stacks()
     parser = argparse.ArgumentParser(prog=f"python -m servers.{name}", description=f"Run the {name} MCP server.")
     add_serving_arguments(parser)
+    _serve(parser, parser.parse_args(argv), name, build)
+
+
+def farm_main(argv: Sequence[str] | None = None) -> int:
+    """`python -m servers.runtime --farm FOLDER NAME [serving options]`: serve the server `NAME` of the farm
+    at FOLDER, imported from there (`servers.runtime.farm`: handlers sandboxed unless the farm's registry
+    marks the server reviewed)."""
+    enable_crash_stacks()
+    parser = argparse.ArgumentParser(prog="python -m servers.runtime", description="Run one server of a farm folder.")
+    parser.add_argument("--farm", type=Path, required=True, help="farm root holding servers/ and registry.json")
+    parser.add_argument("name", help="server name")
+    add_serving_arguments(parser)
+    args = parser.parse_args(argv)
+    from servers.runtime.farm import import_server
+
+    try:
+        module = import_server(args.farm.resolve(), args.name)
+    except (LookupError, ValueError) as exc:
+        parser.exit(2, f"error: {exc}\n")
+    _serve(parser, args, args.name, module.build)
+    return 0
+
+
+def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, name: str, build: ServerBuilder) -> None:
     from servers.runtime.http import serve_http
     from servers.runtime.stdio import run_stdio
 
-    args = parser.parse_args(argv)
     options = ServingOptions(args)
     if options.problem:
         parser.error(options.problem)

@@ -203,16 +203,36 @@ def _decode_cursor(cursor: str, query: str) -> int:
     return number
 
 
+_UNREAD = object()
+
+
+class EpisodeConnection(sqlite3.Connection):
+    """An in-memory episode's connection, remembering the principal its `EPISODE_TABLE` holds: every call
+    needs it, and re-reading it cost one SQL statement per call. Only `set_principal` writes that table
+    (tools cannot: their SQL goes through `Database`, and the table is outside the state), so the memo
+    stays true. A file's connection (`--db`) is a plain one and is read each time."""
+
+    principal: object = _UNREAD
+
+
 def read_principal(connection: sqlite3.Connection) -> str | None:
     """The principal the episode acts for (None on a server without principals)."""
+    known = getattr(connection, "principal", _UNREAD)
+    if known is not _UNREAD:
+        return known  # type: ignore[return-value]
     row = connection.execute(f"SELECT principal FROM {EPISODE_TABLE}").fetchone()
-    return None if row is None else row[0]
+    principal = None if row is None else row[0]
+    if isinstance(connection, EpisodeConnection):
+        connection.principal = principal
+    return principal
 
 
 def set_principal(connection: sqlite3.Connection, principal: str | None) -> None:
     connection.execute(f"CREATE TABLE IF NOT EXISTS {EPISODE_TABLE} (principal TEXT)")
     connection.execute(f"DELETE FROM {EPISODE_TABLE}")
     connection.execute(f"INSERT INTO {EPISODE_TABLE} (principal) VALUES (?)", (principal,))
+    if isinstance(connection, EpisodeConnection):
+        connection.principal = principal
 
 
 def json_array(values: Sequence[Any] | None) -> str | None:

@@ -43,6 +43,7 @@ from servers.runtime.control import EPISODE_HEADER, EPISODE_META_KEY
 from servers.runtime.database import (
     EPISODE_TABLE,
     SEQUENCES_TABLE,
+    EpisodeConnection,
     insert_row,
     read_principal,
     set_principal,
@@ -79,10 +80,10 @@ TOKEN_EPISODE_PREFIX = "token:"
 Clock = Callable[[], float]
 
 
-def open_memory(image: bytes | None = None) -> sqlite3.Connection:
+def open_memory(image: bytes | None = None) -> EpisodeConnection:
     """A private in-memory database, optionally loaded from a serialized image. Autocommit mode:
     the runtime opens and ends each call's transaction itself."""
-    connection = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    connection = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False, factory=EpisodeConnection)
     if image is not None:
         connection.deserialize(image)
     connection.execute("PRAGMA foreign_keys = ON")
@@ -326,6 +327,7 @@ class EpisodeStore:
     ) -> None:
         self.seed = seed
         self._image = seed.serialize()
+        self._principal = read_principal(seed)  # what every fork holds: its memo starts with it
         self.episode_bytes = int(len(self._image) * EPISODE_MEMORY_FACTOR)
         self.max_episodes = max_episodes
         self.persistent = persistent
@@ -358,7 +360,9 @@ class EpisodeStore:
         `envfarm bench`, figure `reset`)."""
         if self.persistent is not None:
             return self.persistent
-        return open_memory(self._image)
+        connection = open_memory(self._image)
+        connection.principal = self._principal
+        return connection
 
     def release(self, connection: sqlite3.Connection) -> None:
         """An episode's connection is no longer used: close it (the seed and a persistent file stay)."""

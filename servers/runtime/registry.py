@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -28,6 +29,24 @@ class Launch(BaseModel):
     command: str = "python"
     args: list[str]
     http_path: str
+
+
+SourceKind = Literal["builtin", "imported", "generated"]
+SOURCE_KINDS: tuple[SourceKind, ...] = ("builtin", "imported", "generated")
+
+
+class Source(BaseModel):
+    """Where an imported server came from: the API document behind it, so a farm of hundreds of imports
+    can be told apart from the hand-written servers (and from each other) without opening every spec."""
+
+    kind: Literal["imported"] = "imported"
+    title: str = Field(description="the document's info.title")
+    version: str = Field(default="", description="the document's info.version (the API's version, not the format's)")
+    provider: str = Field(
+        default="", description="who publishes the API: x-providerName, else the host it is served at"
+    )
+    format: str = Field(default="", description="e.g. 'Swagger 2.0', 'OpenAPI 3.1.0'")
+    document: str = Field(default="", description="the document's file name")
 
 
 class RegistryEntry(BaseModel):
@@ -52,6 +71,14 @@ class RegistryEntry(BaseModel):
         "process; 'generated' (proposed, imported, anything else, and the default): its handlers run in a "
         "sandboxed process at serve time",
     )
+    source: Source | None = Field(None, description="the API document an imported server came from")
+
+    @property
+    def source_kind(self) -> SourceKind:
+        """'imported' (from an API document), 'builtin' (the project's reviewed specs), else 'generated'."""
+        if self.source is not None:
+            return self.source.kind
+        return "builtin" if self.trust == "reviewed" else "generated"
 
 
 class Registry(BaseModel):
@@ -59,6 +86,26 @@ class Registry(BaseModel):
 
     def get(self, name: str) -> RegistryEntry | None:
         return next((s for s in self.servers if s.name == name), None)
+
+    def names(self, sources: Sequence[str] | None = None) -> list[str]:
+        """The servers' names, only those of the given source kinds (`SOURCE_KINDS`) when any are named:
+        train on the deep farm (`builtin`), the broad farm (`imported`) or both."""
+        unknown = sorted(set(sources or ()) - set(SOURCE_KINDS))
+        if unknown:
+            raise ValueError(f"unknown source {', '.join(unknown)}: expected one of {', '.join(SOURCE_KINDS)}")
+        return [s.name for s in self.servers if not sources or s.source_kind in sources]
+
+    def select(self, servers: Sequence[str] | None, sources: Sequence[str] | None) -> list[str] | None:
+        """`--servers` narrowed to `--source` kinds (either may be absent; None: every server). A selection
+        that leaves nothing is an error naming both, not a silent run over no server."""
+        if not sources:
+            return list(servers) if servers else None
+        of_source = self.names(sources)
+        chosen = [n for n in servers if n in of_source] if servers else of_source
+        if not chosen:
+            among = f" among {', '.join(servers)}" if servers else ""
+            raise LookupError(f"no server of source {', '.join(sources)}{among} in the registry")
+        return chosen
 
     def with_entry(self, entry: RegistryEntry) -> Registry:
         others = [s for s in self.servers if s.name != entry.name]
@@ -83,7 +130,12 @@ def load_registry(farm_root: Path) -> Registry:
 
 
 def registry_text(registry: Registry) -> str:
-    return json.dumps(registry.model_dump(mode="json"), indent=2) + "\n"
+    """The registry as written to disk; an entry without a source (a hand-written server) has no `source` key."""
+    document = registry.model_dump(mode="json")
+    for entry in document["servers"]:
+        if entry.get("source") is None:
+            entry.pop("source", None)
+    return json.dumps(document, indent=2) + "\n"
 
 
 def write_registry(farm_root: Path, registry: Registry) -> None:

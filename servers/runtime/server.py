@@ -16,7 +16,7 @@ import logging
 import secrets
 import sqlite3
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, redirect_stdout
 from dataclasses import dataclass, field
 from functools import cache, partial
@@ -199,6 +199,7 @@ ControlContext = ServerRequestContext[ConnectionScope, Any]
 def _rollback(connection: sqlite3.Connection) -> None:
     if connection.in_transaction:
         connection.execute("ROLLBACK")
+    connection.isolation_level = None  # back to autocommit after a read-only call's lazy transaction
 
 
 class _Episodes:
@@ -418,7 +419,7 @@ class FarmServer(MCPServer):
         if not isinstance(tool, FarmTool):
             return await super()._handle_call_tool(ctx, params)
         try:
-            return await tool.run(params.arguments or {}, ctx, convert_result=True)
+            return await tool.run(params.arguments or {}, ctx, convert_result=True, wire=True)
         except MCPError:
             raise
         except Exception as exc:  # UnexpectedToolError: the SDK's handler logs it and answers an error result
@@ -450,6 +451,11 @@ def _tool_runner(
     id_formats = definition.id_formats
     scopes = definition.principal.scopes if definition.principal else {}
     has_principal = definition.principal is not None
+    # A read-only tool on an in-memory episode opens no transaction: its reads see one private connection that
+    # nothing else writes, so BEGIN and COMMIT (2 of a read's ~4 statements) bought nothing. The connection is
+    # put in sqlite3's deferred mode for the call instead, so a write it makes after all (INSERT, UPDATE,
+    # DELETE) still opens a transaction, rolled back if the call fails. A file (`--db`) keeps BEGIN IMMEDIATE.
+    lazy = tool.annotations.read_only_hint is True and episodes.store.persistent is None
 
     async def call_tool(function: Callable[..., Any], request: ControlContext, arguments: dict[str, Any]) -> Any:
         try:
@@ -469,7 +475,10 @@ def _tool_runner(
             principal: str | None = bound
         else:
             principal = read_principal(connection) if has_principal else None
-        connection.execute("BEGIN IMMEDIATE" if episodes.store.persistent is not None else "BEGIN")
+        if lazy:
+            connection.isolation_level = "DEFERRED"  # a write, if any, still opens the call's transaction
+        else:
+            connection.execute("BEGIN IMMEDIATE" if episodes.store.persistent is not None else "BEGIN")
         try:
             # Generated code must not write to stdout: on stdio that is the protocol stream.
             with redirect_stdout(sys.stderr):
@@ -496,7 +505,10 @@ def _tool_runner(
             _rollback(connection)
             message = f"{tool.name} failed inside the server ({type(exc).__name__}: {exc}). Nothing was changed."
             return error_result(message, ErrorKind.SERVER_ERROR)
-        connection.execute("COMMIT")
+        if lazy:
+            connection.isolation_level = None  # commits what a write opened (none for a well-behaved read)
+        else:
+            connection.execute("COMMIT")
         return result
 
     return call_tool
@@ -576,50 +588,43 @@ def build_server(
             )
         )
         server.add_resource(
-            FunctionResource(
-                uri=f"envfarm://{definition.name}/policy/rules",
-                name="policy_rules",
-                title=f"{definition.title}: rules left to the agent",
-                description="The policy rules the tools do not enforce ({id, rule, tools} as JSON): tasks grade them.",
-                mime_type="application/json",
-                fn=_policy_rules_text(definition),
+            _spec_resource(
+                definition,
+                "policy_rules",
+                "policy/rules",
+                "rules left to the agent",
+                "The policy rules the tools do not enforce ({id, rule, tools} as JSON): tasks grade them.",
+                lambda: json.dumps({"unenforced_rules": definition.policy_rules()}, indent=1),
             )
         )
     server.add_resource(
-        FunctionResource(
-            uri=f"envfarm://{definition.name}/intents",
-            name="intents",
-            title=f"{definition.title}: intents",
-            description="How a person asks for each tool and names a row ({tools, refer} as JSON).",
-            mime_type="application/json",
-            fn=_intents_text(definition),
+        _spec_resource(
+            definition,
+            "intents",
+            "intents",
+            "intents",
+            "How a person asks for each tool and names a row ({tools, refer} as JSON).",
+            lambda: definition.intents().model_dump_json(indent=1, exclude_defaults=True),
         )
     )
     return server
 
 
-def _intents_text(definition: ServerDefinition) -> Callable[[], Awaitable[str]]:
-    """The `intents` resource's text, read from spec.json when first asked for (as `policy_rules`)."""
-
-    @cache
-    def text() -> str:
-        return definition.intents().model_dump_json(indent=1, exclude_defaults=True)
-
-    async def read() -> str:
-        return text()
-
-    return read
-
-
-def _policy_rules_text(definition: ServerDefinition) -> Callable[[], Awaitable[str]]:
-    """The `policy_rules` resource's text, read from spec.json when first asked for: parsing every
-    server's spec.json (2 MB for the farm) at start cost the farm host ~30 ms of its ~200 ms of own start-up work."""
-
-    @cache
-    def text() -> str:
-        return json.dumps({"unenforced_rules": definition.policy_rules()}, indent=1)
+def _spec_resource(
+    definition: ServerDefinition, name: str, path: str, title: str, description: str, render: Callable[[], str]
+) -> FunctionResource:
+    """A JSON resource made from spec.json when first asked for, then kept: parsing every server's spec.json
+    (2 MB for the farm) at start cost the farm host ~30 ms of its ~200 ms of own start-up work."""
+    text = cache(render)
 
     async def read() -> str:
         return text()
 
-    return read
+    return FunctionResource(
+        uri=f"envfarm://{definition.name}/{path}",
+        name=name,
+        title=f"{definition.title}: {title}",
+        description=description,
+        mime_type="application/json",
+        fn=read,
+    )

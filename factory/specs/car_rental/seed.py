@@ -5,12 +5,12 @@ ago to a month ahead, their extras, and damage reports.
 Totals of returned rentals follow `handlers.return_vehicle`. Branch br_001 (Lisbon Airport) is laid out on
 purpose so the spec's rule examples hit exactly one rule each (random rentals never touch its cars or the
 scenario drivers drv_0001..drv_0010):
-- veh_0001 (economy) is free; veh_0002 (compact) is reserved 18-22 June by rnt_0001; veh_0003 is premium
+- veh_0001 (economy) is free; veh_0002 (compact) is reserved 16-20 April by rnt_0001; veh_0003 is premium
   (drivers must be 25); veh_0004 (SUV) is in maintenance after severe damage dmg_0001 but reserved for
-  today by rnt_0004; veh_0005 is out on active rental rnt_0002 (with GPS) until 17 June;
+  today by rnt_0004; veh_0005 is out on active rental rnt_0002 (with GPS) until 15 April;
 - rnt_0003 is returned, rnt_0005 (veh_0003) is picked up today, rnt_0006 is cancelled;
 - br_002 (Lisbon Downtown) takes no one-way returns; drv_0002 is 20, drv_0003 is 23, drv_0004's licence
-  expires on 21 June; veh_0010 is retired; dmg_0002 is repaired.
+  expires on 19 April; veh_0010 is retired; dmg_0002 is repaired.
 """
 
 import math

@@ -1,11 +1,11 @@
 """Seed rows of course_registration: 60 students (the farm's shared cast), 14 instructors, 6 terms,
 25 courses with 22 prerequisite links, 39 sections, transcripts for three past terms, and
-Winter/Spring 2026 enrollments that respect prerequisites, seats, time clashes and the credit limit.
+Spring/Summer 2026 enrollments that respect prerequisites, seats, time clashes and the credit limit.
 
-The clock sits on 2026-01-12: Winter 2026 is in progress (registration closed, drop deadline passed),
-Spring 2026 registration is open, Summer 2026 opens later. Hand-placed rows that the spec's rule examples
-rely on: stu_0004 has a registration hold; the second MATH 310 section of Spring is cancelled; the single
-HIST 230 section of Spring is full with a waitlist.
+The clock sits on 2026-04-13: Spring 2026 is in progress (registration closed, drop deadline passed),
+Summer 2026 registration is open, Fall 2026 opens later. Hand-placed rows that the spec's rule examples
+rely on: stu_0004 has a registration hold; the second MATH 310 section of Summer is cancelled; the single
+HIST 230 section of Summer is full with a waitlist.
 """
 
 import random
@@ -52,12 +52,12 @@ CATALOG = [
 ]
 TERMS = [
     # name, starts, ends, registration opens, registration closes, drop deadline, status
-    ("Fall 2024", "2024-09-02", "2024-12-20", "2024-04-15", "2024-09-13", "2024-09-27", "completed"),
-    ("Spring 2025", "2025-01-27", "2025-05-16", "2024-11-18", "2025-02-07", "2025-02-21", "completed"),
-    ("Fall 2025", "2025-09-01", "2025-12-19", "2025-04-14", "2025-09-12", "2025-09-26", "completed"),
-    ("Winter 2026", "2026-01-05", "2026-01-30", "2025-11-17", "2026-01-06", "2026-01-09", "in_progress"),
-    ("Spring 2026", "2026-01-26", "2026-05-15", "2025-11-17", "2026-02-06", "2026-02-20", "registration_open"),
-    ("Summer 2026", "2026-06-01", "2026-07-31", "2026-03-16", "2026-06-05", "2026-06-12", "upcoming"),
+    ("Winter 2025", "2024-12-02", "2025-03-21", "2024-07-15", "2024-12-13", "2024-12-27", "completed"),
+    ("Summer 2025", "2025-04-28", "2025-08-15", "2025-02-17", "2025-05-09", "2025-05-23", "completed"),
+    ("Winter 2026", "2025-12-01", "2026-03-20", "2025-07-14", "2025-12-12", "2025-12-26", "completed"),
+    ("Spring 2026", "2026-04-06", "2026-05-01", "2026-02-16", "2026-04-07", "2026-04-10", "in_progress"),
+    ("Summer 2026", "2026-04-27", "2026-08-14", "2026-02-16", "2026-05-08", "2026-05-22", "registration_open"),
+    ("Fall 2026", "2026-08-31", "2026-10-30", "2026-06-15", "2026-09-04", "2026-09-11", "upcoming"),
 ]
 SPRING_TIMES = [
     ("MWF", "09:00", "09:50"),
@@ -150,10 +150,10 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             )
     by_department = {d: [i for i in instructors if i["department"] == d] for d in DEPARTMENTS}
 
-    # Transcripts: first-years have Fall 2025 only, everyone else the three past terms.
+    # Transcripts: first-years have Winter 2026 only, everyone else the three past terms.
     passed: dict[str, set[str]] = {s["student_id"]: set() for s in students}
     grades = []
-    past_terms = ["Fall 2024", "Spring 2025", "Fall 2025"]
+    past_terms = ["Winter 2025", "Summer 2025", "Winter 2026"]
     for student in students:
         sid = student["student_id"]
         taken_terms = past_terms[-1:] if student["year_level"] == 1 else past_terms
@@ -183,7 +183,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
                     earned_now.append(code)
             passed[sid].update(earned_now)
 
-    # Sections: Winter intensives, a full Spring timetable, a Summer preview.
+    # Sections: Spring intensives, a full Summer timetable, a Fall preview.
     sections: list[dict] = []
 
     def add_section(code: str, term_name: str, number: str, days: str, start: str, end: str, capacity: int) -> dict:
@@ -212,13 +212,13 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         ("HIST 101", "09:00", "11:30"),
         ("BIO 101", "13:00", "15:30"),
     ]:
-        add_section(code, "Winter 2026", "W1", "MTWRF", start, end, 12)
+        add_section(code, "Spring 2026", "W1", "MTWRF", start, end, 12)
     spring_codes = [c[0] for c in CATALOG] + ["CS 101", "MATH 101", "WRIT 100", "ECON 101", "CS 201", "MATH 310"]
     for n, code in enumerate(spring_codes):
         number = "02" if n >= len(CATALOG) else "01"
         days, start, end = SPRING_TIMES[(n * 4 + rng.randrange(0, 3)) % len(SPRING_TIMES)]
         capacity = 6 if code == "HIST 230" else rng.choice([8, 10, 12, 15, 20])
-        section = add_section(code, "Spring 2026", number, days, start, end, capacity)
+        section = add_section(code, "Summer 2026", number, days, start, end, capacity)
         if code == "MATH 310" and number == "02":
             section["status"] = "cancelled"
     for code, days, start, end in [
@@ -227,12 +227,12 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         ("HIST 101", "MTWR", "09:00", "11:00"),
         ("ECON 102", "MTWR", "13:00", "15:00"),
     ]:
-        add_section(code, "Summer 2026", "S1", days, start, end, 25)
+        add_section(code, "Fall 2026", "S1", days, start, end, 25)
 
-    # Enrollments: registration happened between the opening of Winter/Spring registration and today.
+    # Enrollments: registration happened between the opening of Spring/Summer registration and today.
     enrollments: list[dict] = []
     waitlists: dict[str, int] = {}
-    registration_start = datetime(2025, 11, 17, 8, 0, tzinfo=now.tzinfo)
+    registration_start = datetime(2026, 2, 16, 8, 0, tzinfo=now.tzinfo)
 
     def register(student: dict, section: dict) -> None:
         """Take a seat, or the next waitlist place when the section is full."""
@@ -260,8 +260,8 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             }
         )
 
-    winter = [s for s in sections if s["term_id"] == term_id["Winter 2026"]]
-    spring = [s for s in sections if s["term_id"] == term_id["Spring 2026"] and s["status"] == "open"]
+    winter = [s for s in sections if s["term_id"] == term_id["Spring 2026"]]
+    spring = [s for s in sections if s["term_id"] == term_id["Summer 2026"] and s["status"] == "open"]
     for student in students[:24]:
         options = [
             s for s in winter if s["_code"] not in passed[student["student_id"]] and s["enrolled_count"] < s["capacity"]
@@ -279,12 +279,12 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         wanted = 6 if sid.endswith("5") else rng.choice([2, 3, 3, 4])
         mine = [e for e in enrollments if e["student_id"] == sid]
         chosen = [next(s for s in sections if s["section_id"] == e["section_id"]) for e in mine]
-        credits = sum(course_by_code[s["_code"]]["credits"] for s in chosen if s["term_id"] == term_id["Spring 2026"])
+        credits = sum(course_by_code[s["_code"]]["credits"] for s in chosen if s["term_id"] == term_id["Summer 2026"])
         candidates = sorted(
             spring, key=lambda s: (s["_code"].split()[0] not in PROGRAM_DEPARTMENTS[student["program"]], rng.random())
         )
         for section in candidates:
-            spring_mine = [s for s in chosen if s["term_id"] == term_id["Spring 2026"]]
+            spring_mine = [s for s in chosen if s["term_id"] == term_id["Summer 2026"]]
             if len(spring_mine) >= wanted:
                 break
             code = section["_code"]
@@ -304,7 +304,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     # A few students changed their minds before the deadline.
     for enrollment in rng.sample([e for e in enrollments if e["status"] == "enrolled"], 10):
         section = next(s for s in sections if s["section_id"] == enrollment["section_id"])
-        if section["_code"] == "HIST 230" or section["term_id"] != term_id["Spring 2026"]:
+        if section["_code"] == "HIST 230" or section["term_id"] != term_id["Summer 2026"]:
             continue
         enrollment["status"] = "dropped"
         enrollment["grading_basis"] = "letter"
@@ -334,7 +334,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
                     [
                         "Took an equivalent course at another university",
                         "Passed the placement exam",
-                        "Prerequisite taken concurrently in Winter 2026",
+                        "Prerequisite taken concurrently in Spring 2026",
                         "Instructor consent after an interview",
                     ]
                 ),

@@ -5,7 +5,7 @@ personal training sessions and membership freezes. Club times are local time, wr
 A few rows are placed on purpose so the spec's rule examples hit exactly one rule each:
 - mem_0001 (Premium, active) has upcoming bookings; mem_0002 (Standard) is frozen; mem_0003 is cancelled;
   mem_0004 is on the Off-Peak plan; mem_0005 (Basic, 2 classes a week) has used this week's allowance;
-  mem_0006 is booked on today's 08:15 class (check-in open) and today's 09:00 class (under 2 hours away);
+  mem_0006 is booked on today's 09:15 class (check-in open) and today's 09:45 class (under 2 hours away);
   mem_0007 is on the Off-Peak plan, which cannot be frozen;
 - the Tuesday 18:45 boxing class is full; trainer trn_004 does not offer personal training.
 """
@@ -27,8 +27,8 @@ PLANS = [
 # Weekly timetable: (weekday 0=Mon, "HH:MM", title, category, studio, minutes, capacity, level, trainer slot)
 TIMETABLE = [
     (0, "06:30", "Sunrise Spin", "spin", "Cycle Room", 45, 20, "all_levels", 0),
-    (0, "08:15", "Morning Vinyasa Flow", "yoga", "Studio A", 60, 18, "all_levels", 1),
-    (0, "09:00", "Total Body HIIT", "hiit", "Studio B", 45, 16, "intermediate", 2),
+    (0, "09:15", "Morning Vinyasa Flow", "yoga", "Studio A", 60, 18, "all_levels", 1),
+    (0, "09:45", "Total Body HIIT", "hiit", "Studio B", 45, 16, "intermediate", 2),
     (0, "12:15", "Lunchtime Pilates Reformer", "pilates", "Reformer Studio", 50, 10, "beginner", 3),
     (0, "17:30", "Strength Foundations", "strength", "Weights Floor", 60, 14, "beginner", 4),
     (0, "18:45", "Power Spin", "spin", "Cycle Room", 45, 20, "advanced", 0),
@@ -259,8 +259,8 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     book(mem["mem_0001"], cls_at(-7, "18:45"), "attended")
     book(mem["mem_0005"], cls_at(1, "07:00"), "booked")
     book(mem["mem_0005"], cls_at(3, "18:45"), "booked")
-    book(mem["mem_0006"], cls_at(0, "08:15"), "booked")
-    book(mem["mem_0006"], cls_at(0, "09:00"), "booked")
+    book(mem["mem_0006"], cls_at(0, "09:15"), "booked")
+    book(mem["mem_0006"], cls_at(0, "09:45"), "booked")
     scenario = {f"mem_{i:04d}" for i in range(1, 8)}
     ordinary = [m for m in members if m["member_id"] not in scenario]
     full = cls_at(1, "18:45")
@@ -307,14 +307,14 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         return True
 
     pt_trainers = [t for t in trainers if t["offers_personal_training"]]
-    # Scenario sessions of mem_0001: tomorrow 07:00 (23 hours away), next week, and one done last week.
-    add_pt(mem["mem_0001"], trainers[0], today + timedelta(days=1, hours=7), 60, "scheduled")
+    # Scenario sessions of mem_0001: tomorrow 08:00 (23 hours away), next week, and one done last week.
+    add_pt(mem["mem_0001"], trainers[0], today + timedelta(days=1, hours=8), 60, "scheduled")
     add_pt(mem["mem_0001"], trainers[0], today + timedelta(days=9, hours=7), 60, "scheduled")
     add_pt(mem["mem_0001"], trainers[0], today - timedelta(days=5, hours=-7), 60, "completed")
     while len(pt_sessions) < 36:
         m = rng.choice([m for m in ordinary if m["status"] == "active"])
         day = rng.randrange(-14, 14)
-        start = today + timedelta(days=day, hours=rng.choice([7, 8, 10, 11, 13, 15, 16, 19, 20]))
+        start = today + timedelta(days=day, hours=rng.choice([7, 9, 10, 11, 13, 15, 16, 19, 20]))
         status = (
             ("completed" if rng.random() < 0.9 else "cancelled")
             if start < now

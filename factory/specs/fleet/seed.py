@@ -5,7 +5,7 @@ Everything is dispatched by the spec's own rules: a driver's licence covers the 
 vehicle has overlapping trips, vehicles in maintenance (each with an open order) get no new trips (except
 veh_019, whose later trips were planned before it broke down: start_trip refuses them),
 odometer readings only go up (trip by trip, with fuel stops at the trip's end reading), and every trip
-that departed had a passed pre-trip inspection shortly before. The clock is Monday 2026-09-14 06:00 UTC,
+that departed had a passed pre-trip inspection shortly before. The clock is Monday 2026-04-13 09:00 UTC,
 just as the morning departures begin.
 """
 
@@ -119,7 +119,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             "email": p["email"],
             "phone": p["phone"],
             "license_class": ["CE", "C", "B"][i % 3],
-            "license_expires_on": "2026-09-20" if i == 5 else fakedata.day(now, rng.randrange(200, 3000)),
+            "license_expires_on": fakedata.day(now, 6) if i == 5 else fakedata.day(now, rng.randrange(200, 3000)),
             "status": "on_leave" if i in (2, 17) else "terminated" if i == 26 else "active",
         }
         for i, p in enumerate(fakedata.community(28), start=1)
@@ -159,13 +159,14 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     # Trips: each day a share of the vehicles leaves between 05:00 and 09:00 with a licensed, free driver.
     busy: dict[str, list[tuple[datetime, datetime]]] = {}
     trips = []
-    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    # Departures run from an hour before the clock's hour to three hours after it, every day.
+    hour = now.replace(minute=0, second=0, microsecond=0)
     for day in range(-21, 11):
         for vehicle in vehicles:
             vid = vehicle["vehicle_id"]
             if vehicle["status"] == "retired" or rng.random() > 0.32:
                 continue
-            start = midnight + timedelta(days=day, hours=rng.randrange(5, 10))
+            start = hour + timedelta(days=day, hours=rng.randrange(-1, 4))
             # No trips around a workshop visit, except veh_019's later trips planned before it broke down.
             planned_before = vid == "veh_019" and start > now + timedelta(days=2)
             if vid in in_workshop_since and start + timedelta(days=1) > in_workshop_since[vid] and not planned_before:

@@ -117,7 +117,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
                 "status": "removed" if removed else "active",
             }
             if is_card and row["exp_year"] == 2026:
-                row["exp_month"] = rng.randrange(4, 13)  # still valid on the frozen clock (March 2026)
+                row["exp_month"] = rng.randrange(4, 13)  # still valid on the frozen clock (April 2026)
             row["label"] = f"{(row['brand'] or 'bank').capitalize()} ending {row['last4']}"
             methods.append(row)
             if row["status"] == "active" and not expired:

@@ -1,0 +1,230 @@
+"""`envfarm import openapi` on the shapes public API documents often have, in a small document of our own: reads
+with no response schema, reads that take no input, reads sent as a POST, actions on records whose schema names no
+state, keys that only a path names, and Swagger 2.0 parameters and responses declared once for many operations.
+Each maps to a tool (never a skip), and the server the import makes verifies."""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from factory.build import build_all
+from factory.openapi import import_openapi, past_participle, write_spec_folder
+from factory.verify import VerifyOptions
+from servers.runtime.intents import slots
+from servers.runtime.registry import load_registry
+
+ERROR = {"$ref": "#/responses/Error"}
+JOB = {"$ref": "#/definitions/Job"}
+
+# Swagger 2.0, in the shape of the public documents that lose most tools: no response schemas, parameters of a
+# path item shared by its operations, a response declared once under `responses`.
+STATIONS: dict[str, Any] = {
+    "swagger": "2.0",
+    "info": {"title": "Weather stations", "version": "1.0"},
+    "produces": ["application/json"],
+    "paths": {
+        "/stations": {
+            "parameters": [{"name": "region", "in": "query", "type": "string", "description": "The station's region"}],
+            "get": {
+                "summary": "List stations",
+                "parameters": [{"name": "page", "in": "query", "type": "integer"}],
+                "responses": {"200": {"description": "No response was specified"}},
+            },
+        },
+        "/stations/{stationId}": {
+            "get": {
+                "operationId": "getStation",
+                "parameters": [{"name": "stationId", "in": "path", "required": True, "type": "string"}],
+                "responses": {"200": {"description": "The station's latest reading"}, "default": ERROR},
+            }
+        },
+        "/status": {"get": {"operationId": "getStatus", "responses": {"200": {"description": "OK"}}}},
+        "/quotes": {
+            "post": {
+                "summary": "Calculate a delivery quote",
+                "parameters": [
+                    {"name": "weight", "in": "query", "type": "number", "required": True},
+                    {"name": "zone", "in": "query", "type": "string", "enum": ["north", "south"]},
+                ],
+                "responses": {"200": {"description": "The quote"}},
+            }
+        },
+        "/jobs": {
+            "get": {
+                "operationId": "listJobs",
+                "responses": {"200": {"description": "Jobs", "schema": {"type": "array", "items": JOB}}},
+            },
+            "post": {
+                "operationId": "createJob",
+                "parameters": [{"name": "body", "in": "body", "schema": JOB}],
+                "responses": {"201": {"description": "The job", "schema": JOB}, "default": ERROR},
+            },
+        },
+        "/jobs/{jobId}": {
+            "parameters": [{"name": "jobId", "in": "path", "required": True, "type": "integer"}],
+            "get": {"operationId": "getJob", "responses": {"200": {"description": "The job", "schema": JOB}}},
+        },
+        "/jobs/{jobId}/cancel": {
+            "parameters": [{"name": "jobId", "in": "path", "required": True, "type": "integer"}],
+            "post": {"operationId": "cancelJob", "responses": {"200": {"description": "The job", "schema": JOB}}},
+        },
+        "/jobs/{jobId}/disable": {
+            "parameters": [{"name": "jobId", "in": "path", "required": True, "type": "integer"}],
+            "post": {"operationId": "disableJob", "responses": {"204": {"description": "Disabled"}}},
+        },
+    },
+    "definitions": {
+        "Job": {
+            "type": "object",
+            "required": ["title"],
+            # `cancelled` says when, not whether: the flag the action sets is `is_cancelled`.
+            "properties": {
+                "title": {"type": "string"},
+                "priority": {"type": "integer"},
+                "cancelled": {"type": "string", "format": "date-time"},
+            },
+        },
+        "Error": {"type": "object", "properties": {"code": {"type": "integer"}, "message": {"type": "string"}}},
+    },
+    "responses": {"Error": {"description": "An error", "schema": {"$ref": "#/definitions/Error"}}},
+}
+
+
+@pytest.fixture
+def stations(tmp_path: Path) -> Path:
+    path = tmp_path / "stations.json"
+    path.write_text(json.dumps(STATIONS), "utf-8")
+    return path
+
+
+def test_every_operation_of_the_awkward_shapes_becomes_a_tool(stations: Path) -> None:
+    result = import_openapi(stations)
+    assert result.report.skipped == []
+    tools = {t["name"]: t for t in result.spec["tools"]}
+    entities, seed = result.spec["entities"], result.spec["seed"]
+    # No response schema: a lookup read whose one `answer` column holds what the API answers; the path item's
+    # `region` applies to its GET, paging is no input.
+    listing = tools["get_stations"]
+    assert listing["effect"] == "search" and set(listing["params"]) == {"region"}
+    assert set(entities[listing["entity"]]["columns"]) == {"lookup_id", "region", "answer"}
+    station = tools["get_station"]
+    assert set(station["params"]) == {"station_id"} and station["params"]["station_id"]["required"] is True
+    assert "The station's latest reading" in entities[station["entity"]]["columns"]["answer"]["description"]
+    # A read that takes no input always gives the same answer: one row.
+    assert tools["get_status"]["params"] == {} and len(seed[tools["get_status"]["entity"]]) == 1
+    # A POST whose summary computes: a lookup keyed by its inputs, not a create.
+    quote = tools["post_quotes"]
+    assert quote["effect"] == "search" and set(quote["params"]) == {"weight", "zone"}
+    assert quote["params"]["zone"]["enum"] == ["north", "south"]
+    # The job schema has no key: the one its item path names (`jobId`, an integer) is added.
+    jobs = entities["jobs"]
+    assert jobs["primary_key"] == "job_id" and jobs["columns"]["job_id"]["type"] == "integer"
+    # Actions whose record names no state set the flag their verb names; `disable` clears `enabled`.
+    assert tools["cancel_job"]["set"] == {"is_cancelled": True}
+    assert tools["disable_job"]["set"] == {"enabled": False}
+    assert jobs["columns"]["is_cancelled"]["type"] == "boolean" and jobs["columns"]["cancelled"]["type"] == "datetime"
+    assert any("jobs.is_cancelled: a flag added for the action `cancel`" in n for n in result.report.notes)
+
+
+def test_the_awkward_shapes_verify(stations: Path, tmp_path: Path) -> None:
+    specs, farm = tmp_path / "specs", tmp_path / "farm"
+    write_spec_folder(import_openapi(stations, name="stations"), specs / "stations")
+    result = anyio.run(partial(build_all, [specs], farm, options=VerifyOptions(coverage_gate=True)))
+    assert [s.status for s in result.servers] == ["published"], [
+        f.model_dump() for s in result.servers for f in s.problems
+    ]
+    entry = load_registry(farm).get("stations")
+    assert entry is not None and entry.verification == "passed" and entry.tool_count == 9
+
+
+@pytest.mark.parametrize(
+    ("verb", "participle"),
+    [
+        ("cancel", "cancelled"),
+        ("stop", "stopped"),
+        ("archive", "archived"),
+        ("verify", "verified"),
+        ("open", "opened"),
+        ("star", "starred"),
+        ("submit", "submitted"),
+        ("follow", "followed"),
+    ],
+)
+def test_the_flag_an_action_verb_names(verb: str, participle: str) -> None:
+    assert past_participle(verb) == participle
+
+
+def test_imported_specs_carry_intents_for_every_write_and_the_rows_people_name() -> None:
+    """Intents come from the document: the operation's summary is the request ('Deletes a pet' -> 'delete a pet'),
+    its params the slots; a table's rows are named by a column people know whose seeded values tell them apart."""
+    result = import_openapi(Path(__file__).parent / "data" / "openapi" / "petstore.yaml", name="petstore")
+    spec = result.spec
+    writes = [t for t in spec["tools"] if t["effect"] in ("create", "update", "delete")]
+    assert writes and all(t["intent"]["asks"] == "user" and len(t["intent"]["say"]) >= 2 for t in writes)
+    for tool in spec["tools"]:
+        for phrasing in (tool.get("intent") or {}).get("say", []):
+            assert all(slot.name in tool["params"] for slot in slots(phrasing)), (tool["name"], phrasing)
+    delete = next(t for t in spec["tools"] if t["name"] == "delete_pet")
+    assert delete["intent"]["say"][0] == "Please delete a pet: {pet_id}."
+    assert spec["entities"]["pets"]["refer"][0] == "the pet {name}"
+    assert spec["entities"]["users"]["refer"][0] == "the user with email {email}"
+    # A plain listing is no goal of a task; a computed read is.
+    assert "intent" not in next(t for t in spec["tools"] if t["name"] == "find_pets_by_status")
+    assert next(t for t in spec["tools"] if t["name"] == "get_inventory")["intent"]["hear"] == {"answer": "the answer"}
+
+
+def _query_action(name: str, inputs: dict[str, Any], answer: str | None) -> dict[str, Any]:
+    """One AWS query-protocol operation as OpenAPI 3 restates it: a GET whose input is its query and a POST with
+    the same input as an XML form, each answering in XML."""
+    params = [{"name": k, "in": "query", "required": True, "schema": v} for k, v in inputs.items()]
+    params += [
+        {"name": n, "in": "query", "required": True, "schema": {"type": "string"}} for n in ("Action", "Version")
+    ]
+    ok: dict[str, Any] = {"description": "Success"}
+    if answer:
+        ok["content"] = {"text/xml": {"schema": {"$ref": f"#/components/schemas/{answer}"}}}
+    body = {"type": "object", "properties": inputs, "required": list(inputs)}
+    return {
+        f"/#Action={name}": {
+            "get": {"operationId": f"GET_{name}", "parameters": params, "responses": {"200": ok}},
+            "post": {
+                "operationId": f"POST_{name}",
+                "requestBody": {"content": {"text/xml": {"schema": body}}},
+                "responses": {"200": ok},
+            },
+        }
+    }
+
+
+def test_the_aws_query_protocol_in_openapi_3_maps_once_per_operation(tmp_path: Path) -> None:
+    """`GET /#Action=CreateQueue` (input in the query) and `POST /#Action=CreateQueue` (the same input as XML): one
+    tool per operation, its input the query's fields, its record the XML answer's."""
+    name = {"type": "string", "description": "The queue's name"}
+    document = {
+        "openapi": "3.0.0",
+        "info": {"title": "Queues", "version": "2012-11-05"},
+        "paths": {
+            **_query_action("CreateQueue", {"QueueName": name, "Delay": {"type": "integer"}}, "Queue"),
+            **_query_action("GetQueue", {"QueueName": name}, "Queue"),
+            **_query_action("DeleteQueue", {"QueueName": name}, None),
+        },
+        "components": {
+            "schemas": {
+                "Queue": {"type": "object", "properties": {"QueueName": name, "Delay": {"type": "integer"}}},
+            }
+        },
+    }
+    path = tmp_path / "queues.json"
+    path.write_text(json.dumps(document), "utf-8")
+    result = import_openapi(path)
+    effects = {t.tool: t.effect for t in result.report.tools}
+    assert effects == {"get_create_queue": "create", "get_get_queue": "get", "get_delete_queue": "delete"}
+    assert result.spec["entities"]["queues"]["primary_key"] == "queue_name"
+    assert all("the same RPC operation as GET" in s.reason for s in result.report.skipped)
+    assert len(result.report.skipped) == 3
