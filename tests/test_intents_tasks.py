@@ -266,11 +266,11 @@ WEEKDAY = re.compile(r"\b(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Su
 
 
 @pytest.mark.parametrize("seed", [3, 5])
-async def test_a_run_never_repeats_a_goal_and_spreads_over_the_intents(intents_farm: Path, seed: int) -> None:
+async def test_a_run_never_repeats_a_goal_and_spreads_over_the_intents(seed: int) -> None:
     """The same goal with the same arguments for the same person is one task per run, goals spread over the
     server's intents (no one goal is most of the run), and a held-back date is said as a person states it (with
     its year, never a weekday)."""
-    synthesis, _ = await _synthesize(intents_farm, ["hotel"], seed, 8)
+    synthesis, _ = await _synthesize(REPO, ["hotel"], seed, 8)
     assert len(synthesis.tasks) >= 6, synthesis.summary.dropped
     seen = set()
     goals: list[str] = []
