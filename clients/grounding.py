@@ -271,6 +271,11 @@ def _fresh(value: Any) -> Any:
     return None
 
 
+def _column_values(rows: Sequence[Row], column: str) -> set[Any]:
+    """The plain values a column holds in a table's rows (none where the table has no such column)."""
+    return {r[column] for r in rows if isinstance(r.get(column), str | int | float) and not isinstance(r[column], bool)}
+
+
 def _found(output: Any, fields: Sequence[str]) -> list[tuple[Any, Row]]:
     """(value, row) for every field named in `fields` anywhere in an output."""
     hits: list[tuple[Any, Row]] = []
@@ -499,13 +504,23 @@ class Grounder:
             for name, value in args.items():
                 ref = spec.param(name).ref or ""
                 table, _, column = ref.partition(".")
+                if not column and is_id_like(name):  # a key the listing does not annotate
+                    table, column = next((t for t, rs in world.tables.items() if rs and name in rs[0]), ""), name
                 rows += [r for r in world.tables.get(table, []) if column and r.get(column) == value]
             for name, value in list(args.items()):
-                dated = isinstance(value, str) and ISO_DATE.match(value) is not None and source.get(name) == "output"
-                if (dated or source.get(name) in {"seed", "persona"}) and any(r.get(name) == value for r in rows):
+                # A value read from the row itself and written back unchanged (an edit "to say" the same text);
+                # a number may have to equal the row's (an amount paid in full), so only text counts here.
+                echoed = isinstance(value, str) and source.get(name) == "output" and not is_id_like(name)
+                if (echoed or source.get(name) in {"seed", "persona"}) and any(r.get(name) == value for r in rows):
                     fresh = _fresh(value)
-                    if fresh is not None:
-                        args[name], source[name] = fresh, "free"
+                    if fresh is None:  # free text, a status: another row's value of the same column
+                        others = sorted(
+                            {v for r in rows for t in world.tables.values() for v in _column_values(t, name)} - {value}
+                        )
+                        if not others:
+                            raise Drop("a change that changes nothing", f"{server}.{spec.name}.{name}")
+                        fresh = rng.choice(others)
+                    args[name], source[name] = fresh, "free"
         return args, source, uses, target, picked
 
     async def ground(self, rng: random.Random, chain: Chain, persona: PersonaRecord) -> Grounded:

@@ -303,15 +303,53 @@ def _wanted(claims: list[Claim]) -> str:
     return " and ".join(c.text.split(":")[0].split(" ", 1)[1] for c in claims)
 
 
+# Words too common to say what a question asks about ("when is it due" and "the due date" share "due").
+_ASKING_WORDS = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "you",
+        "are",
+        "was",
+        "its",
+        "our",
+        "not",
+        "any",
+        "how",
+        "who",
+        "what",
+        "when",
+        "where",
+        "which",
+        "whether",
+        "much",
+        "many",
+        "have",
+        "with",
+        "that",
+        "this",
+        "from",
+        "your",
+        "them",
+        "they",
+    ]
+)
+
+
 def _unasked(claims: list[Claim], question: str) -> list[Claim]:
-    """The claims a question does not already ask for: "How many classes have I booked this week?" asks for
-    "classes booked this week" (every word of its label is in the question), so it is not asked again."""
+    """The claims a question does not already ask for: "How much is still owed, and when is it due?" asks for
+    "the due date" (a word of its label is in the question), so it is not asked again; a request that is no
+    question asks for nothing yet."""
     if not question.rstrip().endswith("?"):
         return claims
     asked = {w[:5] for w in re.findall(r"[a-z]+", question.lower())}
-    return [
-        c for c in claims if not all(w[:5] in asked for w in re.findall(r"[a-z]+", _wanted([c]).lower()) if len(w) > 3)
-    ]
+
+    def covered(claim: Claim) -> bool:
+        label = [w for w in re.findall(r"[a-z]+", _wanted([claim]).lower()) if len(w) > 2 and w not in _ASKING_WORDS]
+        return any(w[:5] in asked for w in label)
+
+    return [c for c in claims if not covered(c)]
 
 
 class OfflineWriter:
@@ -479,6 +517,9 @@ class OfflineWriter:
                 text = text.replace(slot.text, words, 1)
             else:
                 told.extend(said)
+                # A row of the persona's own named by its owner ("Felix Martins's message") is "my message".
+                name = grounded.persona.name
+                text = re.sub(rf"\b(?:the )?{re.escape(name)}'s\b", "my", text) if name else text
                 return text, {s.name for s in slots(phrasing)}
         raise Drop("intent: no way to name the row", f"{call.server}.{call.tool}")
 
