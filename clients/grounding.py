@@ -271,6 +271,11 @@ def _fresh(value: Any) -> Any:
     return None
 
 
+def _column_values(rows: Sequence[Row], column: str) -> set[Any]:
+    """The plain values a column holds in a table's rows (none where the table has no such column)."""
+    return {r[column] for r in rows if isinstance(r.get(column), str | int | float) and not isinstance(r[column], bool)}
+
+
 def _found(output: Any, fields: Sequence[str]) -> list[tuple[Any, Row]]:
     """(value, row) for every field named in `fields` anywhere in an output."""
     hits: list[tuple[Any, Row]] = []
@@ -391,26 +396,41 @@ class Grounder:
         related: dict[str, list[Row]],
     ) -> tuple[str, Any, ArgSource]:
         """One filter for a search: the persona's own value when the search can take one (the most
-        telling one: unique in its column), else any known value."""
+        telling one: unique in its column), else any known value. Who they are (their name or email) comes
+        first: the chain an agent runs starts from the person ("find me, list my stays, take the one I
+        mean"), not from a code they would have to be asked for; a category ("the folder is archive")
+        comes last."""
         options = [p for p in spec.params if p.user_known]
         if not options:
             raise Drop("no value for an input", f"{server}.{spec.name}: nothing to search by")
         scored = []
+        identity = {persona.email, persona.name} - {""}
+        # What people name rows by (the `refer` slots: a course's code, a list's name) is what they will say,
+        # so a search by it is keyed on their words ("CS 201"), not on another column held back.
+        intents = self.catalog.intents.get(server)
+        named = {x.name for ps in (intents.refer.values() if intents else []) for p in ps for x in slots(p)}
         for param in options:
             for weight, rows in ((2, own), (1, related)):
                 mine = self._seed_values(server, param, rows, fallback=False)
                 if mine:
-                    value = rng.choice(mine)
+                    who = [v for v in mine if v in identity]
+                    value = rng.choice(who or mine)
                     theirs = value in {persona.email, persona.name, *persona.facts.values()}
-                    scored.append(
-                        (weight + 2 * (self._column_count(server, param, value) == 1) + 3 * theirs, param, value)
-                    )
+                    score = weight + 2 * (self._column_count(server, param, value) == 1) + 3 * theirs
+                    # nor a message's whole text ("the text is Thanks Daniel, I'll update ..."): nobody holds
+                    # back a sentence to be found by
+                    wordy = isinstance(value, str) and len(value.split()) > 4
+                    score += 6 * (value in identity) - 4 * bool(param.enum) - 6 * wordy
+                    scored.append((score, param, value))
                     break
         if scored:
             top = max(s[0] for s in scored)
             _, param, value = rng.choice([s for s in scored if s[0] == top])
             return param.name, _coerce(value, param), "persona"
-        param = rng.choice(options)
+        plain = [p for p in options if not p.enum] or options
+        param = rng.choice(
+            [p for p in plain if p.name in named or (p.column or "").rpartition(".")[2] in named] or plain
+        )
         value, source = self._value(rng, server, param, related)
         return param.name, value, source
 
@@ -484,13 +504,23 @@ class Grounder:
             for name, value in args.items():
                 ref = spec.param(name).ref or ""
                 table, _, column = ref.partition(".")
+                if not column and is_id_like(name):  # a key the listing does not annotate
+                    table, column = next((t for t, rs in world.tables.items() if rs and name in rs[0]), ""), name
                 rows += [r for r in world.tables.get(table, []) if column and r.get(column) == value]
             for name, value in list(args.items()):
-                dated = isinstance(value, str) and ISO_DATE.match(value) is not None and source.get(name) == "output"
-                if (dated or source.get(name) in {"seed", "persona"}) and any(r.get(name) == value for r in rows):
+                # A value read from the row itself and written back unchanged (an edit "to say" the same text);
+                # a number may have to equal the row's (an amount paid in full), so only text counts here.
+                echoed = isinstance(value, str) and source.get(name) == "output" and not is_id_like(name)
+                if (echoed or source.get(name) in {"seed", "persona"}) and any(r.get(name) == value for r in rows):
                     fresh = _fresh(value)
-                    if fresh is not None:
-                        args[name], source[name] = fresh, "free"
+                    if fresh is None:  # free text, a status: another row's value of the same column
+                        others = sorted(
+                            {v for r in rows for t in world.tables.values() for v in _column_values(t, name)} - {value}
+                        )
+                        if not others:
+                            raise Drop("a change that changes nothing", f"{server}.{spec.name}.{name}")
+                        fresh = rng.choice(others)
+                    args[name], source[name] = fresh, "free"
         return args, source, uses, target, picked
 
     async def ground(self, rng: random.Random, chain: Chain, persona: PersonaRecord) -> Grounded:

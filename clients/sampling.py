@@ -14,13 +14,14 @@ from typing import Literal
 import networkx as nx
 from pydantic import BaseModel, Field
 
-from clients.graph import Param, ToolSpec, consumers, producers, tool_node
+from clients.graph import Param, ToolSpec, consumers, producers, tool_node, words
 from servers.runtime.intents import Intent, ServerIntents
 
 Role = Literal["lookup", "goal", "follow", "walk"]
 MAX_DEPTH = 4
 WRITE_WEIGHT = 3.0
 SHALLOW_WEIGHT = 0.15
+PERSON_FIRST = 0.8  # searches with a filter on the person's key: how often it is filled from a people search
 
 
 class Bind(BaseModel):
@@ -64,6 +65,7 @@ class Catalog:
         self.specs = {s.key: s for s in specs}
         self.intents = {s: i for s, i in (intents or {}).items() if i.tools or i.refer}
         self.by_server: dict[str, list[ToolSpec]] = {}
+        self._reach: dict[str, int] = {}
         for spec in specs:
             self.by_server.setdefault(spec.server, []).append(spec)
 
@@ -102,6 +104,54 @@ class Catalog:
         ]
         return optional[:1]
 
+    def finds_people(self, spec: ToolSpec) -> bool:
+        """A read that finds a person by what they say of themselves (a search by email)."""
+        return spec.read_only and any(p.user_known and "email" in words(p.name) for p in spec.params)
+
+    def person_filter(self, spec: ToolSpec) -> tuple[Param, list[tuple[ToolSpec, list[str]]]] | None:
+        """For a search with nothing required (find a reservation by code, guest or date): an optional filter
+        on a person's key that a people search produces (`guest_id` from find_guest), with those producers.
+        Searching by it starts the chain from the person, not from a code they would have to be asked for."""
+        if any(p.required for p in spec.params):
+            return None
+        for param in spec.params:
+            if param.user_known:
+                continue
+            found = [
+                (self.specs[src], fields)
+                for src, fields in producers(self.graph, spec.server, spec.name, param.name)
+                if src != spec.key and self.specs[src].server == spec.server and self.finds_people(self.specs[src])
+            ]
+            if found:
+                return param, found
+        return None
+
+    def lists(self, spec: ToolSpec, fields: Sequence[str]) -> bool:
+        """Whether `spec` lists the rows `fields` key (search_hotels for a hotel id), not rows pointing at them
+        (find_reservation's hotel id)."""
+        return any(
+            f.name in fields
+            and f.ref
+            and [w.lower() for w in words(f.ref.split(".", 1)[0])] == [w.lower() for w in words(f.entity)]
+            for f in spec.outputs
+        )
+
+    def reach(self, spec: ToolSpec, stack: frozenset[str] = frozenset()) -> int:
+        """How many calls the longest chain of reads ending in `spec` can have (within `MAX_DEPTH`): 1 for a
+        tool that needs nothing looked up; 3 for "find the guest, list their stays, cancel one"."""
+        if spec.key in self._reach:
+            return self._reach[spec.key]
+        longest = 0
+        if len(stack) < MAX_DEPTH:
+            for param in self.lookups(spec):
+                for src, _ in producers(self.graph, spec.server, spec.name, param.name):
+                    producer = self.specs[src]
+                    if src not in stack and producer.server == spec.server and producer.read_only:
+                        longest = max(longest, self.reach(producer, stack | {spec.key}))
+        if not stack:
+            self._reach[spec.key] = 1 + longest
+        return 1 + longest
+
 
 def _weighted(rng: random.Random, items: Sequence[ToolSpec], weight: dict[str, float]) -> ToolSpec:
     weights = [weight.get(i.key, 1.0) for i in items]
@@ -139,9 +189,9 @@ class Outcomes:
         return (ok + 1) / (ok + failed + 1)
 
     def variety(self, key: str) -> float:
-        """Less weight for a goal already grounded many times, so the goal that always grounds (a contact
-        update) does not crowd out the rest of a server's intents."""
-        return 1.0 / (1 + self.tally.get(key, [0, 0])[0]) ** 0.5
+        """Less weight for a goal already grounded many times (in proportion), so the goal that always grounds
+        (a contact update) does not crowd out the rest of a server's intents."""
+        return 1.0 / (1 + self.tally.get(key, [0, 0])[0])
 
 
 class TopologySampler:
@@ -195,9 +245,26 @@ class TopologySampler:
             ]
             if not options:
                 raise Unresolvable(f"no read produces {spec.name}.{param.name}")
-            producer, fields = rng.choice(options)
+            if spec.server in self.catalog.intents:
+                # A producer that is itself found from the person (list their stays, found from them) over a
+                # search by a code: the chain an agent runs from what the user says.
+                # Only a search of the row's own table where there is one (search hotels for the hotel the user
+                # names), never a row that merely points at it (the hotel of an old booking found by its code).
+                options = [o for o in options if self.catalog.lists(*o)] or options
+                weights = [self.catalog.reach(o[0]) for o in options]
+                producer, fields = rng.choices(options, weights=weights, k=1)[0]
+            else:
+                producer, fields = rng.choice(options)
             index = self._need(rng, steps, producer, depth + 1, stack | {spec.key}, turn)
             binds[param.name] = Bind(step=index, fields=fields)
+        person = self.catalog.person_filter(spec) if spec.server in self.catalog.intents and not binds else None
+        if person is not None and rng.random() < PERSON_FIRST:
+            # "Find me, then my bookings": the search is keyed on the person found from what they say.
+            param, options = person
+            producer, fields = rng.choice(options)
+            binds[param.name] = Bind(
+                step=self._need(rng, steps, producer, depth + 1, stack | {spec.key}, turn), fields=fields
+            )
         for param in spec.params:
             if not (param.required and param.user_known) or param.name in binds:
                 continue
@@ -241,7 +308,7 @@ class TopologySampler:
             t.key: (WRITE_WEIGHT if not t.read_only else 1.0)
             * (1.0 if self.catalog.lookups(t) else SHALLOW_WEIGHT)
             * self.outcomes.odds(t.key)
-            * (self.outcomes.variety(t.key) if t.server in self.catalog.intents else 1.0)
+            * (self.outcomes.variety(t.key) * self.catalog.reach(t) if t.server in self.catalog.intents else 1.0)
             * (t.key not in self.never_goals)
             for t in tools
         }

@@ -7,10 +7,8 @@ so the same seed and servers give the same tasks byte for byte.
 
 from __future__ import annotations
 
-import calendar
 import json
 import random
-import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -31,13 +29,22 @@ from clients.audit import (
     mentions,
     rows_of,
     server_facts,
-    spoken,
     staff_internal,
     user_text,
 )
 from clients.connect import Connections
 from clients.graph import ToolSpec, build_graph, load_intents, load_specs, summarize, words
-from clients.grounding import PERSON_NAME, Drop, Grounded, Grounder, PersonaRecord, ServerWorld, observe, people
+from clients.grounding import (
+    PERSON_NAME,
+    Drop,
+    Grounded,
+    Grounder,
+    PersonaRecord,
+    ServerWorld,
+    observe,
+    people,
+    persona_rows,
+)
 from clients.policy_checks import PolicyRule, checks_for, governing, load_rules
 from clients.sampling import Catalog, RandomWalkSampler, TopologySampler, Unresolvable
 from clients.tasks import HiddenFact, Persona, PolicyCheck, Provenance, Task, ToolRef, Turn
@@ -46,6 +53,7 @@ from clients.writing import (
     LLMWriter,
     OfflineWriter,
     Request,
+    held,
     over_specification,
     point_at,
     scrub,
@@ -152,6 +160,28 @@ def dependency_depth(task: Task) -> int:
     return max((len(c) for c in linked), default=0)
 
 
+def changes_records(grounded: Grounded, server: str, world: ServerWorld) -> bool:
+    """Whether the task changes or removes rows of the persona's that were there before it on `server` (their
+    stay moved, their hold cancelled), not only adds rows or changes rows that are no one's (a copy lent, a room
+    taken). The third-party rule forbids changing one customer's records for another person; booking a room or
+    borrowing a book for one's partner changes no record of the partner's, so a refusal task is made only of a
+    goal that changes theirs."""
+    state = grounded.expected.get(server)
+    if state is None:
+        return False
+    theirs = {
+        row.get(world.keys.get(table, ""))
+        for table, rows in persona_rows(world, grounded.persona, 2).items()
+        for row in rows
+    }
+    changed = {
+        key
+        for table, diff in state.diff.items()
+        for key in [*(u.get("key") for u in diff.updated), *(r.get(world.keys.get(table, "")) for r in diff.removed)]
+    }
+    return bool(changed & (theirs - {None}))
+
+
 def _holds(output: object, value: object) -> bool:
     """Whether a row of `output` has `value` (an id, a name) as one of its fields."""
     return any(value in r.values() for r in rows_of(output))
@@ -230,9 +260,6 @@ def prune(task: Task) -> Task:
     turns = [t.model_copy(update={"gold_calls": [new[i] for i in t.gold_calls if i in new]}) for t in task.turns]
     provenance = task.provenance.model_copy(update={"chain": [task.provenance.chain[i] for i in order]})
     return task.model_copy(update={"gold_calls": calls, "turns": turns, "provenance": provenance})
-
-
-MONTHS = tuple(calendar.month_name[1:])
 
 
 def _same_text(value: object, said: str) -> bool:
@@ -333,6 +360,12 @@ class _Run:
         """The task if it passes the audit, after up to `REPAIRS` rounds of the writer pointing at the row
         the user means; else None and the findings. The flag says whether a repair was needed."""
         task = prune(task)
+        # A detail held back for a lookup that pruning dropped answers nothing the agent will ask ("the title is
+        # ..." of a task that never searches by title); who the user is ("my email is ...") always stays.
+        used = {json.dumps(v, default=str) for c in task.gold_calls for v in c.arguments.values()}
+        task.hidden_facts = [
+            h for h in task.hidden_facts if h.description.startswith("my ") or json.dumps(h.value, default=str) in used
+        ]
         refusal = any(c.kind == "must_refuse" for c in task.policy_checks)
         if not refusal and dependency_depth(task) < MIN_LINKED:
             return None, [Finding(check="depth", detail=f"fewer than {MIN_LINKED} calls linked by data")], False
@@ -356,7 +389,10 @@ class _Run:
         more often when `want_pair` (the kept tasks are short of CROSS_SERVER_SHARE); else one server."""
         share = MULTI_SERVER_SHARE_BEHIND if want_pair else MULTI_SERVER_SHARE
         if self.options.max_servers >= 2 and self.pairs and rng.random() < share:
-            pair = list(rng.choice(self.pairs))
+            # A server first, then one it pairs with: a server with people in common with many (a newsletter
+            # everyone subscribes to) is not in most tasks.
+            first = rng.choice(sorted({s for p in self.pairs for s in p}))
+            pair = list(rng.choice([p for p in self.pairs if first in p]))
             rng.shuffle(pair)
             emails = sorted(set(self.people[pair[0]]) & set(self.people[pair[1]]))
             email = rng.choice(emails)
@@ -387,15 +423,23 @@ class _Run:
             return None
         goal = grounded.calls[goals[0]]
         identify = governing(self.rules.get(goal.server, []), "identify", goal.tool)
-        sentence = self.facts.get(goal.server, ServerFacts()).third_party_rule
-        if identify is None or sentence is None:
+        facts = self.facts.get(goal.server, ServerFacts())
+        sentence = facts.third_party_rule
+        # Only a desk serving customers hears from a third party; where the owner is signed in (the episodes act
+        # for them), nobody calls "for a friend".
+        signed_in = grounded.principal is not None and grounded.principal == grounded.persona.email
+        if identify is None or sentence is None or facts.kind != "staff" or signed_in:
             return None
         # The refusal cites the policy sentence that forbids it, not the rule that asks for identification.
         rule = PolicyRule(server=goal.server, id="third_party", rule=sentence, tools=identify.tools, kind="forbid")
         theirs = grounded.targets[goals[0]] is not None or any(
             how == "persona" for source in grounded.sources[: goals[0] + 1] for how in source.values()
         )
-        if rule is None or not theirs or not PERSON_NAME.match(grounded.persona.name):
+        if (
+            not changes_records(grounded, goal.server, self.grounder.worlds[goal.server])
+            or not theirs
+            or not PERSON_NAME.match(grounded.persona.name)
+        ):
             return None  # "calling for a relative, Billing": the owner must be a person the asker can name
         others = sorted(
             e
@@ -496,10 +540,7 @@ class _Run:
             for key, value in identity_facts(facts.identify_rule, persona.name, persona.known_facts, user_text(task)):
                 if mentions(user_text(task), value) or any(h.key == key for h in added):
                     continue
-                label = " ".join(words(key)).lower()
-                day = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", str(value))
-                said = f"{int(day[3])} {MONTHS[int(day[2]) - 1]} {day[1]}" if day else spoken(value)  # with the year
-                added.append(HiddenFact(key=key, value=value, description=f"my {label} is {said}"))
+                added.append(held(key, value, " ".join(words(key)).lower(), "my"))
         return added
 
 
@@ -529,6 +570,7 @@ async def synthesize(
     tasks: list[Task] = []
     dropped: Counter[str] = Counter()
     fallbacks = attempts = repaired = 0
+    seen: set[str] = set()  # (persona, goal calls) of the tasks drawn so far
 
     def accept(final: Task, fixed: bool) -> None:
         nonlocal repaired
@@ -565,6 +607,16 @@ async def synthesize(
                 run.sampler.outcomes.record(chain, False)
                 continue
             run.sampler.outcomes.record(chain, True)
+            # The same goal with the same arguments for the same person is one task, however it was reached.
+            signature = json.dumps(
+                [persona.email or persona.name]
+                + [[c.server, c.tool, c.arguments] for c, s in zip(grounded.calls, chain.steps) if s.role != "lookup"],
+                sort_keys=True,
+                default=str,
+            )
+            if signature in seen:
+                dropped["same goal as an earlier task"] += 1
+                continue
             style = rng.choice(STYLES)
             # Its own stream: whether a task becomes a refusal never shifts the draws of the others.
             policy_rng = random.Random(f"{options.seed}:{options.sampler}:{attempts - 1}:policy")
@@ -574,13 +626,14 @@ async def synthesize(
                 refusal = None
             if refusal is not None:
                 try:
-                    refused = await run.refusal_task(len(tasks), grounded, *refusal, style, policy_rng)
-                except Drop as drop:  # the owner's words cannot name the row apart either
+                    made = await run.refusal_task(len(tasks), grounded, *refusal, style, policy_rng)
+                except Drop as drop:  # the owner's words name no row of theirs apart from the others
                     dropped[drop.reason] += 1
                     continue
-                passed = kept(refused, grounded)
+                passed = kept(made, grounded)
                 if passed is not None:
                     accept(*passed)
+                    seen.add(signature)
                 continue
             try:
                 offline = run.offline.write(rng, grounded, style)
@@ -605,6 +658,7 @@ async def synthesize(
                         fell_back = True
                 fallbacks += fell_back
             accept(*passed)
+            seen.add(signature)
     finally:
         await run.grounder.aclose()
         if model is not None:

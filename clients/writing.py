@@ -11,6 +11,7 @@ back to the offline message and is counted.
 
 from __future__ import annotations
 
+import calendar
 import json
 import random
 import re
@@ -234,6 +235,19 @@ def detail_sentence(label: str, value: Any, own: bool = False) -> str:
     return f"{the} {verb} {text}."
 
 
+def held(name: str, value: Any, label: str, owner: str = "the") -> HiddenFact:
+    """A fact the user holds back, said as a person states it: a date with its year and no weekday ("my date
+    of birth is 12 March 1988", never "Saturday 12 March"), anything else as `spoken` says it."""
+    day = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2}).*)?", value) if isinstance(value, str) else None
+    if day:
+        said = f"{int(day[3])} {calendar.month_name[int(day[2])]} {day[1]}"
+        if day[4] is not None and (day[4], day[5]) != ("00", "00"):
+            said += f" at {day[4]}:{day[5]}"
+    else:
+        said = spoken(value)
+    return HiddenFact(key=name, value=value, description=f"{_the(label, owner)} is {said}")
+
+
 def _claim(verb: str, label: str, field: str, value: Any) -> Claim:
     return Claim(text=f"{verb} {_the(label)}: {spoken(value)}", values=[_fmt(value)], field=field)
 
@@ -287,6 +301,55 @@ def _known(spec: ToolSpec) -> set[str]:
 def _wanted(claims: list[Claim]) -> str:
     """What the claims of an intent's `hear` ask for, in the person's words: 'the balance and the fee'."""
     return " and ".join(c.text.split(":")[0].split(" ", 1)[1] for c in claims)
+
+
+# Words too common to say what a question asks about ("when is it due" and "the due date" share "due").
+_ASKING_WORDS = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "you",
+        "are",
+        "was",
+        "its",
+        "our",
+        "not",
+        "any",
+        "how",
+        "who",
+        "what",
+        "when",
+        "where",
+        "which",
+        "whether",
+        "much",
+        "many",
+        "have",
+        "with",
+        "that",
+        "this",
+        "from",
+        "your",
+        "them",
+        "they",
+    ]
+)
+
+
+def _unasked(claims: list[Claim], question: str) -> list[Claim]:
+    """The claims a question does not already ask for: "How much is still owed, and when is it due?" asks for
+    "the due date" (a word of its label is in the question), so it is not asked again; a request that is no
+    question asks for nothing yet."""
+    if not question.rstrip().endswith("?"):
+        return claims
+    asked = {w[:5] for w in re.findall(r"[a-z]+", question.lower())}
+
+    def covered(claim: Claim) -> bool:
+        label = [w for w in re.findall(r"[a-z]+", _wanted([claim]).lower()) if len(w) > 2 and w not in _ASKING_WORDS]
+        return any(w[:5] in asked for w in label)
+
+    return [c for c in claims if not covered(c)]
 
 
 class OfflineWriter:
@@ -395,7 +458,11 @@ class OfflineWriter:
         pairs = [] if single else [c for c in combinations(texts, 2) if unique(c)]
         if not single and not pairs:
             return None
-        chosen = rng.choice(single or pairs)
+        # The words the gold's searches are keyed on (a book's title, a course's code) name it best: then the
+        # agent searches by what the user said, and nothing else needs holding back.
+        keyed = [v for c in grounded.calls if not c.uses for v in c.arguments.values() if isinstance(v, str)]
+        fits = single or pairs
+        chosen = rng.choice([c for c in fits if any(mentions(texts[p], v) for p in c for v in keyed)] or fits)
         refs[server, table, ident] = ", ".join(texts[p] for p in chosen)
         return refs[server, table, ident]
 
@@ -450,12 +517,19 @@ class OfflineWriter:
                 text = text.replace(slot.text, words, 1)
             else:
                 told.extend(said)
+                # A row of the persona's own named by its owner ("Felix Martins's message") is "my message".
+                name = grounded.persona.name
+                text = re.sub(rf"\b(?:the )?{re.escape(name)}'s\b", "my", text) if name else text
                 return text, {s.name for s in slots(phrasing)}
         raise Drop("intent: no way to name the row", f"{call.server}.{call.tool}")
 
-    def _heard(self, rng: random.Random, call: Any, intent: Intent, told: list[Any], read: bool) -> list[Claim]:
+    def _heard(
+        self, rng: random.Random, call: Any, intent: Intent, told: list[Any], read: bool, persona: PersonaRecord
+    ) -> list[Claim]:
         """Claims on up to two of the fields the intent's `hear` names, labelled with the person's words: only
-        a field one row of the answer holds (never a page's count beside a list, nor a value the user said)."""
+        a field one row of the answer holds (never a page's count beside a list, nor a value the user said or
+        knows of themselves: their email, their phone)."""
+        told = [*told, persona.email, *persona.facts.values()]
         output = call.output
         listed = isinstance(output, dict) and any(isinstance(v, list) for v in output.values())
         options = []
@@ -484,6 +558,7 @@ class OfflineWriter:
         messages: list[str] = []
         told: list[Any] = [persona.name]  # values the user says or holds back (never claimed back)
         refs: dict[tuple[str, str, Any], str] = {}  # a row already named in this task: named the same way again
+        asked_back: list[list[Claim]] = []  # per follow-up question: the claims it asks for
         goals = [i for i, s in enumerate(grounded.chain.steps) if s.role == "goal"]
         for turn, goal in enumerate(goals):
             call, spec = grounded.calls[goal], self.catalog.spec(grounded.calls[goal].server, grounded.calls[goal].tool)
@@ -504,21 +579,20 @@ class OfflineWriter:
                 # asks to hear what the intent says they want back; other details of the call are held back.
                 request, slotted = self._intent_request(rng, grounded, goal, intent, told, refs)
                 for name, value in details:
-                    if name in slotted:
+                    if name in slotted or value in told or mentions(request, value):  # said ("my 114.74 payment")
+                        told.append(value)
                         continue
                     label = self.label(call.server, name, spec.param(name).description)
                     told.append(value)
                     if label is not None and not isinstance(value, bool):
-                        hidden.append(
-                            HiddenFact(key=name, value=value, description=f"{_the(label)} is {spoken(value)}")
-                        )
-                heard = self._heard(rng, call, intent, told, spec.read_only)
+                        hidden.append(held(name, value, label))
+                heard = self._heard(rng, call, intent, told, spec.read_only, persona)
                 if spec.read_only and not heard:
                     # "What kinds of rooms do you have?" with nothing one row answers: no claim would check it
                     raise Drop("intent: nothing to hear back", f"{call.server}.{call.tool}")
                 claims += heard
-                if heard:
-                    said.append(rng.choice(HEAR[style]).format(what=_wanted(heard)))
+                if _unasked(heard, request):
+                    said.append(rng.choice(HEAR[style]).format(what=_wanted(_unasked(heard, request))))
             for index, (name, value) in enumerate(details if intent is None else []):
                 label = self.label(call.server, name, spec.param(name).description)
                 told.append(value)
@@ -527,7 +601,7 @@ class OfflineWriter:
                 if index == 0 and not QUESTION_LABEL.match(label):
                     said.append(detail_sentence(label, value, own=value in (persona.name, persona.email)))
                 else:
-                    hidden.append(HiddenFact(key=name, value=value, description=f"{_the(label)} is {spoken(value)}"))
+                    hidden.append(held(name, value, label))
             if intent is None and spec.read_only:
                 asked = self._asked(rng, call, spec, told)
                 what = " and ".join(_the(label) for _, label, _ in asked) or "the details"
@@ -551,7 +625,9 @@ class OfflineWriter:
                 if follow_intent is not None:
                     # A follow-up in its own intent's words; a read with nothing to hear back is not asked (its
                     # call feeds nothing, and pruning drops it).
-                    heard = self._heard(rng, grounded.calls[index], follow_intent, told, step_spec.read_only)
+                    heard = self._heard(rng, grounded.calls[index], follow_intent, told, step_spec.read_only, persona)
+                    if step_spec.read_only:
+                        asked_back.append(heard)
                     if heard or not step_spec.read_only:
                         text, _ = self._intent_request(rng, grounded, index, follow_intent, told, refs)
                         said.append("Also, " + (text if re.match(r"I\b", text) else text[:1].lower() + text[1:]))
@@ -582,14 +658,15 @@ class OfflineWriter:
                     told.append(value)
                     own = {persona.email, persona.name, *(v for v in persona.facts.values() if isinstance(v, str))}
                     owner = "my" if how == "persona" and value in own else "the"
-                    hidden.append(
-                        HiddenFact(key=name, value=value, description=f"{_the(label, owner)} is {spoken(value)}")
-                    )
+                    if value == persona.email:  # "my email is ...", never "my owner email is ..."
+                        label, owner = "email", "my"
+                    hidden.append(held(name, value, label, owner))
                 follow = grounded.chain.steps[index]
                 if follow.role == "follow" and follow_intent is None:
                     follow_spec = self.catalog.spec(follow.server, follow.tool)
                     if follow_spec.read_only:
                         asked = self._asked(rng, grounded.calls[index], follow_spec, told)
+                        asked_back.append([_claim("states", label, name, value) for name, label, value in asked])
                         if asked:
                             what = " and ".join(_the(label) for _, label, _ in asked)
                             said.append(f"I'd also like to know {what}{self._about(grounded, index, asked)}.")
@@ -625,6 +702,11 @@ class OfflineWriter:
                 continue
             if not any(mentions(known, _typed_value(v)) for v in claim.values):
                 kept.append(claim)
+        for group in asked_back:
+            # A follow-up question whose every answer the user already knows asks for nothing ("and tell me my
+            # email"): its sentence would stay in the message with no claim to check it.
+            if group and not any(any(k.values == c.values and k.field == c.field for k in kept) for c in group):
+                raise Drop("intent: a follow-up asks only for what the user said")
         written = (
             "offline (intents)" if any(self.catalog.intent(c.server, c.tool) for c in grounded.calls) else "offline"
         )

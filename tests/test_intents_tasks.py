@@ -22,7 +22,7 @@ from clients.audit import audit_tasks, build_auditor
 from clients.connect import Connections, farm_targets
 from clients.graph import load_intents
 from clients.grounding import PersonaRecord
-from clients.synthesize import Synthesis, SynthesisOptions, synthesize
+from clients.synthesize import Synthesis, SynthesisOptions, dependency_depth, synthesize
 from envfarm.render import render
 from factory.build import build_all
 from servers.runtime.intents import ServerIntents, slots
@@ -260,3 +260,85 @@ def test_prune_keeps_the_call_a_claim_comes_from_and_drops_a_read_that_feeds_not
     assert pruned.turns[0].gold_calls == [0, 1, 2]
     # Without the claim, reads that feed nothing go, and so does the chain behind them.
     assert prune(task.model_copy(update={"claims": []})).gold_calls == []
+
+
+WEEKDAY = re.compile(r"\b(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b")
+
+
+@pytest.mark.parametrize("seed", [3, 5])
+async def test_a_run_never_repeats_a_goal_and_spreads_over_the_intents(seed: int) -> None:
+    """The same goal with the same arguments for the same person is one task per run, goals spread over the
+    server's intents (no one goal is most of the run), and a held-back date is said as a person states it (with
+    its year, never a weekday)."""
+    synthesis, _ = await _synthesize(REPO, ["hotel"], seed, 8)
+    assert len(synthesis.tasks) >= 6, synthesis.summary.dropped
+    seen = set()
+    goals: list[str] = []
+    for task in synthesis.tasks:
+        writes = [(c.tool, sorted(c.arguments.items())) for c in task.gold_calls if c.is_write]
+        key = (task.persona.email, repr(writes or task.opening_message))
+        assert key not in seen, (task.id, key)
+        seen.add(key)
+        goals.append(task.provenance.chain[-1] if not writes else writes[-1][0])
+        for fact in task.hidden_facts:
+            assert not WEEKDAY.search(fact.description), (task.id, fact.description)
+    top = max(goals.count(g) for g in goals)
+    assert top <= len(goals) // 2, goals
+    assert len(set(goals)) >= 3, goals
+    # The chain starts from what the user says (their name or email, the hotel they name), not from a code
+    # they would have to be asked for: few roots are keyed on a held-back value.
+    held_back = 0
+    for task in synthesis.tasks:
+        said = " ".join(t.message for t in task.turns).lower()
+        who = {task.persona.name.lower(), (task.persona.email or "").lower()}
+        roots = [c for c in task.gold_calls if not c.uses]
+        held_back += any(
+            isinstance(v, str) and v.lower() not in said and v.lower() not in who
+            for c in roots
+            for v in c.arguments.values()
+        )
+    assert held_back <= len(synthesis.tasks) // 4, held_back
+    deep = sum(1 for t in synthesis.tasks if dependency_depth(t) >= 3)
+    assert deep >= len(synthesis.tasks) // 3, deep
+
+
+def test_a_refusal_is_made_only_of_a_change_to_the_owners_records() -> None:
+    """The third-party rule forbids changing a customer's records for someone else: a goal that only adds rows
+    (a new booking for one's partner) or changes rows that are no one's (a room taken, a copy lent) changes none
+    of theirs, so it is no refusal; their stay moved or their hold removed is."""
+    from clients.grounding import Grounded, ServerWorld
+    from clients.sampling import Chain, Step
+    from clients.synthesize import changes_records
+    from clients.tasks import ExpectedState, GoldCall
+    from servers.runtime.control import TableDiff
+
+    world = ServerWorld(
+        server="hotel",
+        controlled=True,
+        tables={
+            "guests": [{"guest_id": "g1", "email": "ana@example.com"}, {"guest_id": "g2", "email": "bo@example.com"}],
+            "reservations": [{"res_id": "res_a", "guest_id": "g1"}, {"res_id": "res_b", "guest_id": "g2"}],
+            "rooms": [{"room_id": "r1", "status": "clean"}],
+        },
+        keys={"guests": "guest_id", "reservations": "res_id", "rooms": "room_id"},
+    )
+
+    def grounded(diff: dict[str, TableDiff]) -> Grounded:
+        return Grounded(
+            chain=Chain(steps=[Step(server="hotel", tool="x", role="goal")], sampler="topology"),
+            persona=PersonaRecord(name="Ana Silva", email="ana@example.com"),
+            calls=[GoldCall(turn=0, server="hotel", tool="x", arguments={}, output={}, is_write=True)],
+            sources=[{}],
+            targets=[None],
+            expected={"hotel": ExpectedState(hash="h", diff=diff)},
+        )
+
+    def moved(key: str) -> TableDiff:
+        return TableDiff(updated=[{"key": key, "before": {"n": 1}, "after": {"n": 2}}])
+
+    booked = grounded({"reservations": TableDiff(added=[{"res_id": "res_new"}]), "rooms": moved("r1")})
+    assert not changes_records(booked, "hotel", world)
+    assert changes_records(grounded({"reservations": moved("res_a")}), "hotel", world)
+    assert changes_records(grounded({"reservations": TableDiff(removed=[{"res_id": "res_a"}])}), "hotel", world)
+    assert not changes_records(grounded({"reservations": moved("res_b")}), "hotel", world)  # someone else's
+    assert not changes_records(grounded({"reservations": moved("res_a")}), "clinic", world)  # nothing there
