@@ -58,7 +58,7 @@ DEFINITION = ServerDefinition(
         default="Dispatcher: Inês Carvalho",
         values=("Dispatcher: Inês Carvalho", "Dispatcher: Tomás Ruiz",),
         time_zone="Europe/Madrid",
-        customers="a driver is identified by full name and licence number; a vehicle by its plate",
+        customers="a driver is identified by full name and email; a vehicle by its plate",
     ),
 )
 
