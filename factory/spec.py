@@ -848,9 +848,9 @@ def _is_id(entity: Entity, column: str) -> bool:
     return (column == entity.primary_key or col.ref is not None) and not col.user_known
 
 
-def _slot_problem(spec: EnvironmentSpec, table: str, name: str, follow: str | None, ref: str | None) -> str | None:
-    """Why a slot naming `name` (a column of `table`, or a param whose value lies in `ref`) and following
-    `follow` cannot be said; None when it can."""
+def _slot_problem(spec: EnvironmentSpec, name: str, follow: str | None, ref: str | None) -> str | None:
+    """Why a slot naming `name` (a column or a param, whose value lies in `ref`) and following `follow` cannot
+    be said; None when it can."""
     if follow is None:
         return None
     if ref is None:
@@ -886,7 +886,7 @@ def intent_problems(spec: EnvironmentSpec) -> Problems:
                     problems.append((at, f"{slot.text}: {tname!r} has no column {slot.name!r}"))
                 elif slot.follow is None and _is_id(entity, slot.name):
                     problems.append((at, f"{slot.text} is an id; name a column a person knows ({{{slot.name}.name}})"))
-                elif why := _slot_problem(spec, tname, slot.name, slot.follow, column.ref):
+                elif why := _slot_problem(spec, slot.name, slot.follow, column.ref):
                     problems.append((at, f"{slot.text}: {why}"))
     for i, tool in enumerate(spec.tools):
         at = f"tools.{i}({tool.name}).intent"
@@ -899,7 +899,7 @@ def intent_problems(spec: EnvironmentSpec) -> Problems:
             for slot in slots(phrasing):
                 if slot.name not in tool.params:
                     problems.append((f"{at}.say.{j}", f"{slot.text}: {tool.name} has no param {slot.name!r}"))
-                elif why := _slot_problem(spec, "", slot.name, slot.follow, tool.checked_ref(spec, slot.name)):
+                elif why := _slot_problem(spec, slot.name, slot.follow, tool.checked_ref(spec, slot.name)):
                     problems.append((f"{at}.say.{j}", f"{slot.text}: {why}"))
         fields = result_fields(spec, tool)
         for field in tool.intent.hear:

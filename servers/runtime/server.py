@@ -150,22 +150,21 @@ class ServerDefinition:
         path = self.directory / POLICY_FILE
         return path.read_text(encoding="utf-8") if path.is_file() else ""
 
+    def _spec_document(self) -> dict[str, Any]:
+        """spec.json beside the code, parsed; {} when the folder has none (a server built without one)."""
+        path = self.directory / SPEC_FILE
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
     def policy_rules(self) -> list[dict[str, Any]]:
         """The policy rules the tools leave to the agent (`unenforced_rules` of spec.json beside the code),
         so a task synthesizer can grade them over MCP; [] when the folder has none."""
-        path = self.directory / SPEC_FILE
-        if not path.is_file():
-            return []
-        rules = json.loads(path.read_text(encoding="utf-8")).get("unenforced_rules") or []
+        rules = self._spec_document().get("unenforced_rules") or []
         return [{"id": r["id"], "rule": r["rule"], "tools": list(r.get("tools") or [])} for r in rules]
 
     def intents(self) -> ServerIntents:
         """Every tool's intent and every table's reference phrasings (from spec.json beside the code), so a
         task writer can say what a person wants in their words; empty when the folder has none."""
-        path = self.directory / SPEC_FILE
-        if not path.is_file():
-            return ServerIntents()
-        spec = json.loads(path.read_text(encoding="utf-8"))
+        spec = self._spec_document()
         return ServerIntents(
             tools={t["name"]: t["intent"] for t in spec.get("tools") or [] if t.get("intent")},
             refer={name: e["refer"] for name, e in (spec.get("entities") or {}).items() if e.get("refer")},
