@@ -298,6 +298,11 @@ def _known(spec: ToolSpec) -> set[str]:
     return {f.name for f in spec.outputs if f.user_known and f.type != "boolean" and not is_id_like(f.name)}
 
 
+def _ended(sentence: str) -> str:
+    """The sentence with a full stop when it ends in none (nor a question mark, quote or bracket)."""
+    return sentence if re.search(r"[.?!\"”)]\s*$", sentence) else sentence.rstrip() + "."
+
+
 def _wanted(claims: list[Claim]) -> str:
     """What the claims of an intent's `hear` ask for, in the person's words: 'the balance and the fee'."""
     return " and ".join(c.text.split(":")[0].split(" ", 1)[1] for c in claims)
@@ -632,8 +637,8 @@ class OfflineWriter:
                         text, _ = self._intent_request(rng, grounded, index, follow_intent, told, refs)
                         said.append("Also, " + (text if re.match(r"I\b", text) else text[:1].lower() + text[1:]))
                         claims += heard
-                    if heard:
-                        said.append(rng.choice(HEAR[style]).format(what=_wanted(heard)))
+                    if heard and _unasked(heard, text):  # a follow-up question is not asked twice either
+                        said.append(rng.choice(HEAR[style]).format(what=_wanted(_unasked(heard, text))))
                 for name, how in grounded.sources[index].items():
                     value = grounded.calls[index].arguments[name]
                     # Held back unless already said or held back: a number the user said of something else
@@ -690,7 +695,8 @@ class OfflineWriter:
                 else rng.choice(MORE)
             )
             body = request if turn == 0 or re.match(r"I\b", request) else request[:1].lower() + request[1:]
-            messages.append(" ".join([opener.strip(), body, *said]).strip())
+            # A phrasing may end in a said value ("... the reason is: too many emails"): it still ends a sentence.
+            messages.append(" ".join([opener.strip(), *(_ended(part) for part in [body, *said] if part)]).strip())
         # A claim on something the user said or knows themselves checks nothing ("move it to my inbox" ->
         # "confirms the folder: inbox"); the same value asked twice is one claim.
         known = "\n".join(

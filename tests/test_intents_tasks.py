@@ -342,3 +342,11 @@ def test_a_refusal_is_made_only_of_a_change_to_the_owners_records() -> None:
     assert changes_records(grounded({"reservations": TableDiff(removed=[{"res_id": "res_a"}])}), "hotel", world)
     assert not changes_records(grounded({"reservations": moved("res_b")}), "hotel", world)  # someone else's
     assert not changes_records(grounded({"reservations": moved("res_a")}), "clinic", world)  # nothing there
+
+
+def test_a_phrasing_ending_in_a_said_value_still_ends_its_sentence() -> None:
+    from clients.writing import _ended
+
+    assert _ended("Please cancel my subscription. Too many emails") == "Please cancel my subscription. Too many emails."
+    for whole in ("Done.", "Is it paid?", 'Say "hi"', "(thanks)"):
+        assert _ended(whole) == whole
