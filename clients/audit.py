@@ -33,11 +33,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from clients.connect import Connections
-from clients.graph import ToolSpec, is_id_like, load_intents, load_specs, words
-from clients.grounding import PersonaRecord, Row, ServerWorld, observe, persona_rows
-from clients.tasks import Claim, Task
-from servers.runtime.intents import ServerIntents
+from envfarm.clients.connect import Connections
+from envfarm.clients.graph import ToolSpec, is_id_like, load_intents, load_specs, words
+from envfarm.clients.grounding import PersonaRecord, Row, ServerWorld, observe, persona_rows
+from envfarm.clients.tasks import Claim, Task
+from envfarm.servers.runtime.intents import ServerIntents
 
 CHECKS = ("determinacy", "referents", "roles", "claims", "verify", "clock", "garble", "depth")
 PAGING = frozenset({"count", "total", "has_more", "cursor", "next_cursor", "offset", "limit", "page", "page_size"})

@@ -10,15 +10,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
 
-from clients.audit import audit_tasks, build_auditor, render_audit
-from clients.connect import Connections, farm_targets, load_server_configs
-from clients.difficulty import POLICY, grade, in_band, parse_band
-from clients.graph import build_graph, dump, link_quality, load_specs, render_svg, summarize
-from clients.synthesize import SynthesisOptions, SynthesisSummary, synthesize
-from clients.tasks import load_tasks, write_jsonl
+from envfarm.clients.audit import audit_tasks, build_auditor, render_audit
+from envfarm.clients.connect import Connections, farm_targets, load_server_configs
+from envfarm.clients.difficulty import POLICY, grade, in_band, parse_band
+from envfarm.clients.graph import build_graph, dump, link_quality, load_specs, render_svg, summarize
+from envfarm.clients.synthesize import SynthesisOptions, SynthesisSummary, synthesize
+from envfarm.clients.tasks import load_tasks, write_jsonl
 from envfarm.llm import LLMError, parse_model
-from servers.runtime.control import ControlError
-from servers.runtime.registry import load_registry
+from envfarm.servers.runtime.control import ControlError
+from envfarm.servers.runtime.registry import load_registry
 
 
 def targets(farm_root: Path, config: Path | None, servers: list[str] | None) -> dict[str, Any]:

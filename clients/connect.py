@@ -3,7 +3,7 @@ anyone else's (an `mcpServers` JSON config), with timeouts and clean shutdown.
 
 The driver, the bench and the tests all open servers through this module. It reaches servers only
 over MCP; for the farm's own servers it also speaks the episode control plane
-(`servers.runtime.control`), which foreign servers lack: there, one fresh stdio process per
+(`envfarm.servers.runtime.control`), which foreign servers lack: there, one fresh stdio process per
 episode is the isolation, and state is observed only through the server's own read tools.
 """
 
@@ -34,9 +34,9 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from servers.runtime.access import TOKEN_ENV, parse_tokens
-from servers.runtime.control import EXTENSION, ControlError, EpisodeClient, ResetResult, StateResult
-from servers.runtime.farm import stdio_args
+from envfarm.servers.runtime.access import TOKEN_ENV, parse_tokens
+from envfarm.servers.runtime.control import EXTENSION, ControlError, EpisodeClient, ResetResult, StateResult
+from envfarm.servers.runtime.farm import stdio_args
 
 Era = Literal["auto", "legacy"]
 Transport = Literal["memory", "stdio", "http"]
@@ -443,7 +443,7 @@ def farm_targets(
     targets: dict[str, Any] = {}
     for name in names:
         if transport == "memory":
-            from servers.runtime.farm import load_server
+            from envfarm.servers.runtime.farm import load_server
 
             targets[name] = load_server(farm_root, name)
         elif transport == "stdio":

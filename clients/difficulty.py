@@ -15,12 +15,12 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from clients.connect import Connections
-from clients.policies import AgentTool, HeuristicAgent, HeuristicPolicy
-from clients.rollout import RolloutOptions, rollout_tasks
-from clients.scoring import Scorer
-from clients.tasks import Difficulty, Task
-from clients.users import ScriptedUser
+from envfarm.clients.connect import Connections
+from envfarm.clients.policies import AgentTool, HeuristicAgent, HeuristicPolicy
+from envfarm.clients.rollout import RolloutOptions, rollout_tasks
+from envfarm.clients.scoring import Scorer
+from envfarm.clients.tasks import Difficulty, Task
+from envfarm.clients.users import ScriptedUser
 
 POLICY = "heuristic-sampled"
 NOISE = 0.6  # standard deviation of the log of the factor each tool score is multiplied by

@@ -1,11 +1,11 @@
 """An envfarm episode driven from outside: a trainer's loop holds the model, envfarm's rollout holds the episode.
 
 Trainers (verl's agent loop, an OpenEnv server) call in with what the model did, one step at a time;
-envfarm's own rollout loop (`clients.rollout.Rollout`) runs the episode as it always does: a fresh copy of the
+envfarm's own rollout loop (`envfarm.clients.rollout.Rollout`) runs the episode as it always does: a fresh copy of the
 seed per episode, the simulated user, the same limits, the same trajectory. The `_Bridge` is that rollout's
 policy: each action it plays is one the trainer's model took, and it hands back what the rollout answered
 (a tool result, or the user's next message). When the user is done, the trajectory is scored by
-`clients.scoring.Scorer`, exactly as `envfarm eval` scores it.
+`envfarm.clients.scoring.Scorer`, exactly as `envfarm eval` scores it.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
-from clients.connect import Connections, farm_targets
-from clients.policies import Action, AgentTool, ToolCallRequest
-from clients.rollout import Limits, Rollout, RolloutOptions, task_servers
-from clients.scoring import Scorer
-from clients.tasks import Task
-from clients.trajectory import Trajectory
-from clients.users import ScriptedUser
+from envfarm.clients.connect import Connections, farm_targets
+from envfarm.clients.policies import Action, AgentTool, ToolCallRequest
+from envfarm.clients.rollout import Limits, Rollout, RolloutOptions, task_servers
+from envfarm.clients.scoring import Scorer
+from envfarm.clients.tasks import Task
+from envfarm.clients.trajectory import Trajectory
+from envfarm.clients.users import ScriptedUser
 
 
 class _Bridge:
@@ -85,7 +85,7 @@ class DrivenEpisode:
     async def start(
         cls, task: Task, *, farm: Path | None = None, calibrated: bool = True, limits: Limits | None = None
     ) -> DrivenEpisode:
-        from servers.runtime.registry import default_farm_root
+        from envfarm.servers.runtime.registry import default_farm_root
 
         stack = AsyncExitStack()
         connections = await stack.enter_async_context(

@@ -4,13 +4,13 @@
 - `sharegpt`: LlamaFactory's sharegpt layout with tools (`conversations` of human / gpt /
   function_call / observation, a `system` prompt and a `tools` JSON string), with the
   `dataset_info.json` LlamaFactory reads beside it.
-- `verl`: one RL row per task for verl's multi-turn tool agent loop (`clients.verl_env`), as Parquet
+- `verl`: one RL row per task for verl's multi-turn tool agent loop (`envfarm.clients.verl_env`), as Parquet
   when pyarrow is installed (the `parquet` extra) and JSONL otherwise, with the tool and interaction
   configs verl reads beside it.
 Every row carries its `task_id`, `policy`, `servers` and a `split` (train/eval, by a hash of the task id,
 so every rollout of a task lands on the same side). SFT formats keep only successful rollouts by default
 (never those with a server error), and only those whose agent turns read as an agent speaks
-(`clients.speech.speech_problems`): no rubric text, field dumps, paging fields or internal ids.
+(`envfarm.clients.speech.speech_problems`): no rubric text, field dumps, paging fields or internal ids.
 Tool schemas lose the farm's `x-envfarm-*` annotations. Nothing is written over an existing file
 without `force`, and never over the input.
 """
@@ -26,10 +26,10 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from clients.formats import FORMATS, Format
-from clients.speech import speech_problems
-from clients.tasks import read_jsonl
-from clients.trajectory import Trajectory
+from envfarm.clients.formats import FORMATS, Format
+from envfarm.clients.speech import speech_problems
+from envfarm.clients.tasks import read_jsonl
+from envfarm.clients.trajectory import Trajectory
 
 #: The share of tasks whose rows go to the eval split.
 EVAL_RATIO = 0.1
@@ -79,7 +79,7 @@ def keep_for_sft(trajectory: Trajectory, include_failed: bool = False) -> bool:
 
 
 def sft_speech_problems(trajectory: Trajectory) -> list[str]:
-    """What reads badly in the assistant's words of a rollout (see `clients.speech.speech_problems`)."""
+    """What reads badly in the assistant's words of a rollout (see `envfarm.clients.speech.speech_problems`)."""
     fields = {str(k) for t in trajectory.tools for k in t["function"].get("parameters", {}).get("properties", {})}
     fields |= {str(k) for c in trajectory.task.gold_calls for k in _keys(c.output)}
     return [
@@ -236,7 +236,7 @@ def verl_schema(function: dict[str, Any]) -> dict[str, Any]:
 def verl_row(trajectory: Trajectory, index: int, eval_ratio: float = EVAL_RATIO) -> dict[str, Any]:
     """One RL prompt per task for verl's tool agent loop: the system prompt and the first user turn; the
     interaction's kwargs (the task: persona sheet, hidden facts, later turns, ground truth) so that
-    `clients.verl_env.EnvfarmInteraction` plays the user and scores the episode as `envfarm eval` does."""
+    `envfarm.clients.verl_env.EnvfarmInteraction` plays the user and scores the episode as `envfarm eval` does."""
     task = trajectory.task
     opening = [m for m in trajectory.messages if m["role"] in ("system", "user")][:2]
     ground_truth = {
@@ -267,8 +267,8 @@ def verl_row(trajectory: Trajectory, index: int, eval_ratio: float = EVAL_RATIO)
 
 
 def verl_configs(trajectories: Sequence[Trajectory], farm: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """verl's tool config (every tool of the export, run by `clients.verl_env.EnvfarmTool`) and its
-    interaction config (`clients.verl_env.EnvfarmInteraction`, the simulated user and the reward)."""
+    """verl's tool config (every tool of the export, run by `envfarm.clients.verl_env.EnvfarmTool`) and its
+    interaction config (`envfarm.clients.verl_env.EnvfarmInteraction`, the simulated user and the reward)."""
     functions = {
         (s, t): fn["function"]
         for tr in trajectories
@@ -281,12 +281,12 @@ def verl_configs(trajectories: Sequence[Trajectory], farm: Path | None) -> tuple
     for (server, tool), name in sorted(names.items(), key=lambda item: item[1]):
         schema = verl_schema({**clean_schema(functions[(server, tool)]), "name": name})
         config = {"type": "native", "server": server, "tool": tool, "farm": farm_text}
-        tools.append({"class_name": "clients.verl_env.EnvfarmTool", "config": config, "tool_schema": schema})
+        tools.append({"class_name": "envfarm.clients.verl_env.EnvfarmTool", "config": config, "tool_schema": schema})
     interaction = {
         "interaction": [
             {
                 "name": VERL_INTERACTION,
-                "class_name": "clients.verl_env.EnvfarmInteraction",
+                "class_name": "envfarm.clients.verl_env.EnvfarmInteraction",
                 "config": {"farm": farm_text, "user": "scripted"},
             }
         ]
@@ -389,7 +389,7 @@ def export(
     path.parent.mkdir(parents=True, exist_ok=True)
     tools_path.write_text(yaml.safe_dump(tool_config, sort_keys=False, allow_unicode=True), encoding="utf-8")
     interaction_path.write_text(yaml.safe_dump(interaction_config, sort_keys=False), encoding="utf-8")
-    agent_config = [{"name": VERL_AGENT, "_target_": "clients.verl_agent.EnvfarmAgentLoop"}]
+    agent_config = [{"name": VERL_AGENT, "_target_": "envfarm.clients.verl_agent.EnvfarmAgentLoop"}]
     agent_path.write_text(yaml.safe_dump(agent_config, sort_keys=False), encoding="utf-8")
     if use_parquet:
         import pyarrow as pa

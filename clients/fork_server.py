@@ -1,4 +1,4 @@
-"""The fork server rollout workers come from (`clients.workers`), in a module light enough to import
+"""The fork server rollout workers come from (`envfarm.clients.workers`), in a module light enough to import
 first: `envfarm rollout --workers N` starts it before its own imports, so the server's one import of the
 driver and the server runtime runs beside them instead of after them."""
 
@@ -8,7 +8,7 @@ import multiprocessing
 from multiprocessing.context import ForkServerContext
 
 # What the fork server imports once, before forking workers: the driver and the server runtime.
-PRELOAD = ["clients.workers", "clients.scoring", "servers.runtime.farm"]
+PRELOAD = ["envfarm.clients.workers", "envfarm.clients.scoring", "envfarm.servers.runtime.farm"]
 
 
 def fork_server() -> ForkServerContext:

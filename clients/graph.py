@@ -21,8 +21,8 @@ import mcp_types as types
 import networkx as nx
 from pydantic import BaseModel, Field, ValidationError
 
-from servers.runtime.control import ControlError
-from servers.runtime.intents import ServerIntents
+from envfarm.servers.runtime.control import ControlError
+from envfarm.servers.runtime.intents import ServerIntents
 
 REF = "x-envfarm-ref"
 COLUMN = "x-envfarm-column"
@@ -499,7 +499,7 @@ def consumers(graph: nx.DiGraph, tool_key: str) -> list[tuple[str, str, list[str
 
 
 async def load_specs(connections: Any, servers: Sequence[str]) -> list[ToolSpec]:
-    """The listed tools of each server (a `clients.connect.Connections`), as graph specs; a server whose
+    """The listed tools of each server (a `envfarm.clients.connect.Connections`), as graph specs; a server whose
     tools do not say what they return is explored first (`explore`), so its outputs can feed inputs."""
     specs = []
     for server in servers:

@@ -17,12 +17,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from clients.connect import Connections, Episode
-from clients.graph import Param, ToolSpec, is_id_like, output_of, words
-from clients.sampling import Catalog, Chain, Step
-from clients.tasks import ExpectedState, GoldCall
-from servers.runtime.control import ControlError
-from servers.runtime.intents import slots
+from envfarm.clients.connect import Connections, Episode
+from envfarm.clients.graph import Param, ToolSpec, is_id_like, output_of, words
+from envfarm.clients.sampling import Catalog, Chain, Step
+from envfarm.clients.tasks import ExpectedState, GoldCall
+from envfarm.servers.runtime.control import ControlError
+from envfarm.servers.runtime.intents import slots
 
 PERSON_NAME = re.compile(r"^[A-Z][\w'-]+( [A-Z][\w'.-]+)+$")
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.IGNORECASE)

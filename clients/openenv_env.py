@@ -4,8 +4,8 @@
 and returns the system prompt, the user's opening and the task's tools as OpenAI functions; `step` takes the
 model's turn, either tool calls (each answered by the episode) or words to the user (answered by the simulated
 user); when the user is done, the observation is `done` with the reward `envfarm eval` gives the episode.
-Each episode is a `clients.driven.DrivenEpisode`. Serve it with OpenEnv's own server:
-`uvicorn --factory clients.openenv_env:app_from_env` (`ENVFARM_TASKS=tasks.jsonl`), one episode per
+Each episode is a `envfarm.clients.driven.DrivenEpisode`. Serve it with OpenEnv's own server:
+`uvicorn --factory envfarm.clients.openenv_env:app_from_env` (`ENVFARM_TASKS=tasks.jsonl`), one episode per
 WebSocket session; `reset` takes `task` (a task's JSON) or picks `tasks[seed % len(tasks)]`.
 """
 
@@ -20,8 +20,8 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import BaseModel, Field
 
-from clients.driven import DrivenEpisode
-from clients.tasks import Task, load_tasks
+from envfarm.clients.driven import DrivenEpisode
+from envfarm.clients.tasks import Task, load_tasks
 
 
 class ToolCall(BaseModel):

@@ -24,10 +24,10 @@ from typing import Any, Protocol
 import mcp_types as types
 from pydantic import BaseModel, Field
 
-from clients import speech
-from clients.policy_checks import declines
-from clients.tasks import Task
-from clients.trajectory import Usage
+from envfarm.clients import speech
+from envfarm.clients.policy_checks import declines
+from envfarm.clients.tasks import Task
+from envfarm.clients.trajectory import Usage
 from envfarm.llm import ChatModel, ModelConfig
 
 FUNCTION_NAME = re.compile(r"[^a-zA-Z0-9_-]")

@@ -25,9 +25,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from clients.connect import Connections
-from clients.grounding import Grounded
-from clients.tasks import PolicyCheck
+from envfarm.clients.connect import Connections
+from envfarm.clients.grounding import Grounded
+from envfarm.clients.tasks import PolicyCheck
 
 RULES_RESOURCE = "policy_rules"
 RuleKind = Literal["confirm", "identify", "forbid", "other"]

@@ -4,7 +4,7 @@ Two things live here, both on one actor class, `FarmHost`: a farm host holds its
 farm in-process, or an `mcpServers` set) and runs rollouts next to them, so a tool call never leaves
 its process.
 
-- `RayBackend` is the `clients.rollout.Backend` for `envfarm rollout/run --backend ray`: it places
+- `RayBackend` is the `envfarm.clients.rollout.Backend` for `envfarm rollout/run --backend ray`: it places
   `workers` farm hosts with Ray (spread over the nodes), shards the episodes across them, streams
   the scored trajectories back as they finish and puts them in task order. A host that dies
   mid-episode is detected (Ray fails its calls); its episodes start again from their seed on another
@@ -33,13 +33,13 @@ from typing import Any, Self
 import anyio
 from pydantic import BaseModel, Field
 
-from clients.connect import DEFAULT_TIMEOUT_S, Connections, ServerConfig, farm_targets, proc_rss_kb
-from clients.policies import Action, Agent, AgentTool, Policy, ToolCallRequest
-from clients.rollout import EndEpisode, Limits, Progress, Rollout, RolloutOptions, Scorer, task_servers
-from clients.scoring import Scorer as DefaultScorer
-from clients.tasks import Task
-from clients.trajectory import Score, StopReason, Trajectory
-from clients.users import ScriptedUser, UserSimulator
+from envfarm.clients.connect import DEFAULT_TIMEOUT_S, Connections, ServerConfig, farm_targets, proc_rss_kb
+from envfarm.clients.policies import Action, Agent, AgentTool, Policy, ToolCallRequest
+from envfarm.clients.rollout import EndEpisode, Limits, Progress, Rollout, RolloutOptions, Scorer, task_servers
+from envfarm.clients.scoring import Scorer as DefaultScorer
+from envfarm.clients.tasks import Task
+from envfarm.clients.trajectory import Score, StopReason, Trajectory
+from envfarm.clients.users import ScriptedUser, UserSimulator
 
 INSTALL_HINT = 'the Ray backend needs Ray: pip install "envfarm[ray]"'
 
@@ -433,7 +433,7 @@ class _Worker:
 
 
 class RayBackend:
-    """`clients.rollout.Backend` on Ray. `async with RayBackend(spec, options) as backend:` starts the
+    """`envfarm.clients.rollout.Backend` on Ray. `async with RayBackend(spec, options) as backend:` starts the
     hosts (and a local cluster when Ray is not initialized and no address is given) and stops them."""
 
     def __init__(self, spec: HostSpec, options: RayOptions | None = None) -> None:

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from clients.scoring import PolicySummary, summarize
-from clients.trajectory import Trajectory
+from envfarm.clients.scoring import PolicySummary, summarize
+from envfarm.clients.trajectory import Trajectory
 
 COLORS = ("#3b6fb6", "#e08a2e", "#4c9a5b", "#b64b6e", "#7a5bb6", "#8a8a8a", "#2e9ca6", "#c2a23a", "#5b5b9a")
 CSS = """

@@ -24,13 +24,13 @@ import anyio
 import mcp_types as types
 from pydantic import BaseModel, Field
 
-from clients.connect import Connections, Episode
-from clients.policies import AgentTool, Policy, agent_tools, system_prompt
-from clients.tasks import Task
-from clients.trajectory import CallError, CallRecord, ServerState, StopReason, Trajectory, Usage
-from clients.users import UserSimulator
+from envfarm.clients.connect import Connections, Episode
+from envfarm.clients.policies import AgentTool, Policy, agent_tools, system_prompt
+from envfarm.clients.tasks import Task
+from envfarm.clients.trajectory import CallError, CallRecord, ServerState, StopReason, Trajectory, Usage
+from envfarm.clients.users import UserSimulator
 from envfarm.llm import LLMError
-from servers.runtime.control import ControlError, ErrorKind, error_kind
+from envfarm.servers.runtime.control import ControlError, ErrorKind, error_kind
 
 SAFE = re.compile(r"[^A-Za-z0-9_.:-]")
 
@@ -404,7 +404,7 @@ def failed_endpoint(trajectories: Sequence[Trajectory]) -> str | None:
 
 class Backend(Protocol):
     """Where `rollout_tasks` runs: in this process (`LocalBackend`), in worker processes on this machine
-    (`clients.workers.ProcessBackend`) or across a cluster (`clients.ray_backend.RayBackend`). Same inputs,
+    (`envfarm.clients.workers.ProcessBackend`) or across a cluster (`envfarm.clients.ray_backend.RayBackend`). Same inputs,
     same trajectories, in task order, then attempt."""
 
     async def __call__(

@@ -19,17 +19,17 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel, Field
 
-from clients.connect import Connections, farm_targets
-from clients.export import FORMATS, export
-from clients.policies import HeuristicPolicy, OraclePolicy, Policy
-from clients.ray_backend import HostSpec, RayBackend, RayOptions
-from clients.report import render_report
-from clients.rollout import Backend, Limits, LocalBackend, ProgressBar, RolloutOptions, rollout_tasks
-from clients.scoring import PolicySummary, RewardConfig, Scorer, fill_difficulty, oracle_failures, summarize
-from clients.tasks import Task, write_jsonl
-from clients.trajectory import Trajectory
-from clients.users import ScriptedUser
-from clients.workers import ProcessBackend
+from envfarm.clients.connect import Connections, farm_targets
+from envfarm.clients.export import FORMATS, export
+from envfarm.clients.policies import HeuristicPolicy, OraclePolicy, Policy
+from envfarm.clients.ray_backend import HostSpec, RayBackend, RayOptions
+from envfarm.clients.report import render_report
+from envfarm.clients.rollout import Backend, Limits, LocalBackend, ProgressBar, RolloutOptions, rollout_tasks
+from envfarm.clients.scoring import PolicySummary, RewardConfig, Scorer, fill_difficulty, oracle_failures, summarize
+from envfarm.clients.tasks import Task, write_jsonl
+from envfarm.clients.trajectory import Trajectory
+from envfarm.clients.users import ScriptedUser
+from envfarm.clients.workers import ProcessBackend
 from envfarm.llm import ChatModel, ModelConfig
 
 
@@ -168,9 +168,9 @@ def write_outputs(
 
 
 async def run(options: RunOptions, out: TextIO | None = None) -> RunResult:
-    """The main job. Synthesis comes from `clients.synthesize` (the task synthesizer)."""
-    from clients.synthesize import SynthesisOptions, synthesize
-    from servers.runtime.registry import load_registry
+    """The main job. Synthesis comes from `envfarm.clients.synthesize` (the task synthesizer)."""
+    from envfarm.clients.synthesize import SynthesisOptions, synthesize
+    from envfarm.servers.runtime.registry import load_registry
 
     registry = load_registry(options.farm)
     domains = {s.name: s.domain for s in registry.servers}
@@ -282,7 +282,7 @@ async def measure_episode_rate(
     policy: Policy | None = None,
 ) -> EpisodeRate:
     """Synthesize `tasks` on `server`, then time `episodes` scored rollouts of an offline policy over them."""
-    from clients.synthesize import SynthesisOptions, synthesize
+    from envfarm.clients.synthesize import SynthesisOptions, synthesize
 
     policy = policy or HeuristicPolicy()
     async with Connections(farm_targets(farm, [server], "memory")) as connections:

@@ -2,7 +2,7 @@
 
 Every sampler takes a `random.Random` and nothing else random, so a seed names its chains. A chain
 is a plan, not a run: each step names a tool and which earlier step's output fills which input;
-`clients.grounding` executes it and picks the actual values.
+`envfarm.clients.grounding` executes it and picks the actual values.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Literal
 import networkx as nx
 from pydantic import BaseModel, Field
 
-from clients.graph import Param, ToolSpec, consumers, producers, tool_node, words
-from servers.runtime.intents import Intent, ServerIntents
+from envfarm.clients.graph import Param, ToolSpec, consumers, producers, tool_node, words
+from envfarm.servers.runtime.intents import Intent, ServerIntents
 
 Role = Literal["lookup", "goal", "follow", "walk"]
 MAX_DEPTH = 4

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from clients.tasks import Claim, GoldCall, Task
+from envfarm.clients.tasks import Claim, GoldCall, Task
 
 #: Fields whose value is an amount of money (by the words of their name).
 MONEY = re.compile(

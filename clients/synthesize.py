@@ -20,7 +20,7 @@ from typing import Literal
 import networkx as nx
 from pydantic import BaseModel, Field
 
-from clients.audit import (
+from envfarm.clients.audit import (
     CHECKS,
     Auditor,
     Finding,
@@ -32,9 +32,9 @@ from clients.audit import (
     staff_internal,
     user_text,
 )
-from clients.connect import Connections
-from clients.graph import ToolSpec, build_graph, load_intents, load_specs, summarize, words
-from clients.grounding import (
+from envfarm.clients.connect import Connections
+from envfarm.clients.graph import ToolSpec, build_graph, load_intents, load_specs, summarize, words
+from envfarm.clients.grounding import (
     PERSON_NAME,
     Drop,
     Grounded,
@@ -45,10 +45,10 @@ from clients.grounding import (
     people,
     persona_rows,
 )
-from clients.policy_checks import PolicyRule, checks_for, governing, load_rules
-from clients.sampling import Catalog, RandomWalkSampler, TopologySampler, Unresolvable
-from clients.tasks import HiddenFact, Persona, PolicyCheck, Provenance, Task, ToolRef, Turn
-from clients.writing import (
+from envfarm.clients.policy_checks import PolicyRule, checks_for, governing, load_rules
+from envfarm.clients.sampling import Catalog, RandomWalkSampler, TopologySampler, Unresolvable
+from envfarm.clients.tasks import HiddenFact, Persona, PolicyCheck, Provenance, Task, ToolRef, Turn
+from envfarm.clients.writing import (
     STYLES,
     LLMWriter,
     OfflineWriter,
@@ -60,7 +60,7 @@ from clients.writing import (
     vocabulary,
 )
 from envfarm.llm import ChatModel, LLMError, ModelConfig
-from servers.runtime.registry import Registry, default_farm_root, load_registry
+from envfarm.servers.runtime.registry import Registry, default_farm_root, load_registry
 
 MULTI_SERVER_SHARE = 0.5
 # Kept tasks that span two servers, at least: cross-server chains fail the audit more often than one-server

@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
-from servers.runtime.control import TableDiff
+from envfarm.servers.runtime.control import TableDiff
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -86,7 +86,7 @@ PolicyCheckKind = Literal["must_call", "must_not_call", "must_confirm", "must_id
 
 
 class PolicyCheck(BaseModel):
-    """A policy rule the task exercises and how a rollout is graded on it (`clients.policy_checks`):
+    """A policy rule the task exercises and how a rollout is graded on it (`envfarm.clients.policy_checks`):
     deterministically from the trajectory; a refusal's wording may also go to an LLM judge."""
 
     rule: str = Field(description="the rule as the server's policy states it")

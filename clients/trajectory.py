@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from clients.tasks import Task
-from servers.runtime.control import TableDiff
+from envfarm.clients.tasks import Task
+from envfarm.servers.runtime.control import TableDiff
 
 StopReason = Literal[
     "done",  # the user ended the conversation

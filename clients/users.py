@@ -4,7 +4,7 @@ Both play one persona sheet (`persona_sheet`, tau2 style): who the user is, what
 facts they know (given only when asked), what they do not know, and how to answer.
 
 The scripted user (the offline default) opens with the task's message and reads each question the way a
-person does (`clients.policy_checks.question_kind`): a question for a detail (who they are, which record:
+person does (`envfarm.clients.policy_checks.question_kind`): a question for a detail (who they are, which record:
 "Could you confirm the email on your account?") is answered from the facts they know, never with a no; a
 question asking to go ahead ("Shall I", "Is it OK if I cancel it now?", "Would you like me to") gets a yes
 only for the change the current turn wants, stated with its values (a read-back of another amount or date
@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Protocol
 
-from clients.policies import words
-from clients.policy_checks import claims_success, question_kind, refuses, requests_in
-from clients.scoring.values import number_value, parse_moment, read
-from clients.tasks import Task
-from clients.trajectory import CallRecord
+from envfarm.clients.policies import words
+from envfarm.clients.policy_checks import claims_success, question_kind, refuses, requests_in
+from envfarm.clients.scoring.values import number_value, parse_moment, read
+from envfarm.clients.tasks import Task
+from envfarm.clients.trajectory import CallRecord
 from envfarm.llm import ChatModel, ModelConfig
 
 STOP_TOKEN = "###STOP###"

@@ -14,7 +14,7 @@ from typing import Any
 from verl.experimental.agent_loop.agent_loop import register
 from verl.experimental.agent_loop.tool_agent_loop import AgentData, AgentState, ToolAgentLoop
 
-from clients.tasks import Task
+from envfarm.clients.tasks import Task
 
 
 def enabled_schemas(schemas: list[dict[str, Any]], tools: dict[str, Any], task: Task) -> list[dict[str, Any]]:

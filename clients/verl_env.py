@@ -1,5 +1,5 @@
 """envfarm as a verl multi-turn environment (`pip install "envfarm[verl]"`; verl 0.7, whose tool agent loop
-has the interaction system). Each verl rollout is a `clients.driven.DrivenEpisode`.
+has the interaction system). Each verl rollout is a `envfarm.clients.driven.DrivenEpisode`.
 
 - `EnvfarmInteraction` (verl's `BaseInteraction`, named in the export's `*.interaction.yaml`):
   `start_interaction` opens the task's episode (a fresh copy of the seed per rollout) and its simulated user;
@@ -7,8 +7,8 @@ has the interaction system). Each verl rollout is a `clients.driven.DrivenEpisod
   done it scores the episode exactly as `envfarm eval` does and returns that reward as the turn score.
 - `EnvfarmTool` (verl's `BaseTool`, one per tool in the export's `*.tools.yaml`): runs a call on the episode
   of its rollout, found by verl's `agent_data.request_id` through `agent_data.interaction`.
-- `clients.verl_agent.EnvfarmAgentLoop` offers each row only its task's tools.
-- The reward function is `clients.verl_reward.compute_score`.
+- `envfarm.clients.verl_agent.EnvfarmAgentLoop` offers each row only its task's tools.
+- The reward function is `envfarm.clients.verl_reward.compute_score`.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from verl.interactions.base import BaseInteraction
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import ToolResponse
 
-from clients.driven import DrivenEpisode
-from clients.rollout import Limits
-from clients.tasks import Task
+from envfarm.clients.driven import DrivenEpisode
+from envfarm.clients.rollout import Limits
+from envfarm.clients.tasks import Task
 
 
 class EnvfarmInteraction(BaseInteraction):  # type: ignore[misc]

@@ -1,8 +1,8 @@
 """The reward function for verl's `custom_reward_function` (`path: <this file>`, `name: compute_score`).
 
-The reward of an envfarm rollout is `clients.scoring.Scorer`'s, the one `envfarm eval` gives: the final state
+The reward of an envfarm rollout is `envfarm.clients.scoring.Scorer`'s, the one `envfarm eval` gives: the final state
 against the expected one, the claims on the final answer and the policy checks. Only the rollout's own episode
-knows its final state, so `clients.verl_env.EnvfarmInteraction` scores it when the simulated user is done and
+knows its final state, so `envfarm.clients.verl_env.EnvfarmInteraction` scores it when the simulated user is done and
 reports the reward as its last turn score, which verl hands to this function in `extra_info["turn_scores"]`.
 Given a recorded trajectory instead (`extra_info["trajectory"]`, one line of `trajectories.jsonl`), it
 scores that, as `envfarm eval` would.
@@ -14,8 +14,8 @@ from typing import Any
 
 import anyio
 
-from clients.scoring import Scorer
-from clients.trajectory import Trajectory
+from envfarm.clients.scoring import Scorer
+from envfarm.clients.trajectory import Trajectory
 
 DATA_SOURCE = "envfarm"
 

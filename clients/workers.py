@@ -1,6 +1,6 @@
 """Rollouts on every core of one machine: `envfarm rollout|run --workers N` (Ray stays the multi-machine engine).
 
-`ProcessBackend` is a `clients.rollout.Backend` that runs N worker processes, each holding its own copy of
+`ProcessBackend` is a `envfarm.clients.rollout.Backend` that runs N worker processes, each holding its own copy of
 every server the tasks touch (their distractor tools' servers included, `task_servers`), so any worker can
 run any episode and a tool call never leaves its process. Episodes are handed out one at a time, up to
 `concurrency` in flight per worker, so a worker that draws long episodes does not hold the others back;
@@ -39,14 +39,14 @@ from typing import Any, Self
 import anyio
 from pydantic import BaseModel, Field
 
-from clients.connect import Connections, proc_rss_kb
-from clients.fork_server import fork_server
-from clients.policies import Policy
-from clients.ray_backend import HostSpec
-from clients.rollout import Progress, Rollout, RolloutOptions, Scorer, trajectory_id
-from clients.tasks import Task
-from clients.trajectory import Trajectory
-from clients.users import UserSimulator
+from envfarm.clients.connect import Connections, proc_rss_kb
+from envfarm.clients.fork_server import fork_server
+from envfarm.clients.policies import Policy
+from envfarm.clients.ray_backend import HostSpec
+from envfarm.clients.rollout import Progress, Rollout, RolloutOptions, Scorer, trajectory_id
+from envfarm.clients.tasks import Task
+from envfarm.clients.trajectory import Trajectory
+from envfarm.clients.users import UserSimulator
 
 STOP_TIMEOUT_S = 10.0
 
@@ -189,7 +189,7 @@ class _Worker:
 
 
 class ProcessBackend:
-    """`clients.rollout.Backend` on worker processes of this machine. `async with ProcessBackend(spec, n)`
+    """`envfarm.clients.rollout.Backend` on worker processes of this machine. `async with ProcessBackend(spec, n)`
     starts the workers (they connect their servers while the caller does other work: the first call waits
     for them) and stops them on exit; no worker outlives the block."""
 

@@ -21,14 +21,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from clients.audit import HEAD_NOUNS, PAGING, POINTER, Finding, mentions, rows_of, same, spoken, spoken_date, user_text
-from clients.graph import ToolSpec, is_id_like, words
-from clients.grounding import Drop, Grounded, PersonaRecord, Row, ServerWorld, persona_rows, value_index
-from clients.sampling import Catalog
-from clients.speech import say_slot
-from clients.tasks import Claim, HiddenFact, OverSpecification, Task
+from envfarm.clients.audit import HEAD_NOUNS, PAGING, POINTER, Finding, mentions, rows_of, same, spoken, spoken_date, user_text
+from envfarm.clients.graph import ToolSpec, is_id_like, words
+from envfarm.clients.grounding import Drop, Grounded, PersonaRecord, Row, ServerWorld, persona_rows, value_index
+from envfarm.clients.sampling import Catalog
+from envfarm.clients.speech import say_slot
+from envfarm.clients.tasks import Claim, HiddenFact, OverSpecification, Task
 from envfarm.llm import ChatModel, UnusableAnswer
-from servers.runtime.intents import Intent, slots
+from envfarm.servers.runtime.intents import Intent, slots
 
 STEP_WORDS = ("then", "first", "next", "after that", "afterwards", "finally", "step", "call", "tool", "use the")
 STEP_PATTERN = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in STEP_WORDS) + r")\b", re.IGNORECASE)

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from servers.runtime.cli import add_serving_arguments, add_source_argument
-from servers.runtime.farm import stdio_args
-from servers.runtime.registry import (
+from envfarm.servers.runtime.cli import add_serving_arguments, add_source_argument
+from envfarm.servers.runtime.farm import stdio_args
+from envfarm.servers.runtime.registry import (
     REGISTRY_FILE,
     Registry,
     default_farm_root,
@@ -24,7 +24,7 @@ from servers.runtime.registry import (
 )
 
 if TYPE_CHECKING:
-    from factory.openapi import ImportResult
+    from envfarm.factory.openapi import ImportResult
 
 CLIENTS = ("claude", "cursor", "vscode")
 
@@ -68,11 +68,11 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from servers.runtime.cli import ServingOptions, enable_crash_stacks
+    from envfarm.servers.runtime.cli import ServingOptions, enable_crash_stacks
 
     enable_crash_stacks()
-    from servers.runtime.farm import load_server, load_servers
-    from servers.runtime.http import serve_http
+    from envfarm.servers.runtime.farm import load_server, load_servers
+    from envfarm.servers.runtime.http import serve_http
 
     options = ServingOptions(args)
     problem = options.problem
@@ -119,7 +119,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             on_ready=lambda: print(f"serving {args.name} at {url}", file=sys.stderr, flush=True),
         )
     else:
-        from servers.runtime.stdio import run_stdio
+        from envfarm.servers.runtime.stdio import run_stdio
 
         run_stdio(server)
     return 0
@@ -150,8 +150,8 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 def cmd_build(args: argparse.Namespace) -> int:
     from envfarm.render import ProgressTable, render
-    from factory.build import build_all
-    from factory.verify import VerifyOptions
+    from envfarm.factory.build import build_all
+    from envfarm.factory.verify import VerifyOptions
 
     farm_root = _writable_farm(args)
     if farm_root is None:
@@ -174,10 +174,10 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     """`envfarm verify --mutate`: the verifier's kill rate on seeded bugs, per server."""
     import time
 
-    from factory.mutation import MutantResult, MutationReport, mutate_servers, render_markdown, summarize
-    from factory.progress import default_jobs
-    from factory.verify import VerifyOptions
-    from factory.warm import warm_launcher
+    from envfarm.factory.mutation import MutantResult, MutationReport, mutate_servers, render_markdown, summarize
+    from envfarm.factory.progress import default_jobs
+    from envfarm.factory.verify import VerifyOptions
+    from envfarm.factory.warm import warm_launcher
 
     farm = _farm(args)
     registry = _registry(args)
@@ -241,9 +241,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.mutate:
         return cmd_mutate(args)
     from envfarm.render import ProgressTable, render
-    from factory.build import verify_published
-    from factory.verify import VerifyOptions
-    from factory.world.invariants import farm_violations
+    from envfarm.factory.build import verify_published
+    from envfarm.factory.verify import VerifyOptions
+    from envfarm.factory.world.invariants import farm_violations
 
     if not args.all and not args.names:
         print("error: name servers to verify or pass --all", file=sys.stderr)
@@ -269,8 +269,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_import_openapi(args: argparse.Namespace) -> int:
     """`envfarm import openapi FILE`: a spec folder from an OpenAPI document (deterministic, no model)."""
-    from factory.openapi import OpenAPIError, import_openapi, write_spec_folder
-    from factory.spec import SpecError
+    from envfarm.factory.openapi import OpenAPIError, import_openapi, write_spec_folder
+    from envfarm.factory.spec import SpecError
 
     if args.file.is_dir():
         return _import_openapi_folder(args)
@@ -293,7 +293,7 @@ def cmd_import_openapi(args: argparse.Namespace) -> int:
 
 def _import_openapi_folder(args: argparse.Namespace) -> int:
     """`envfarm import openapi DIR --out SPECS`: every document of DIR, going on past the ones that fail."""
-    from factory.import_folder import SUMMARY_NAME, DocumentOutcome, find_documents, import_folder
+    from envfarm.factory.import_folder import SUMMARY_NAME, DocumentOutcome, find_documents, import_folder
 
     if args.out is None or args.name or args.model:
         print("error: a folder of documents takes --out SPECS, and neither --name nor --model", file=sys.stderr)
@@ -319,8 +319,8 @@ def _enrich_import(args: argparse.Namespace, result: ImportResult, out: Path) ->
     """`--model`: the model enriches the deterministic import (descriptions, seed, rules, handlers for
     what was skipped); its rounds verify in the build folder, and only a converged draft replaces it."""
     from envfarm.llm import ChatModel, Transcript, close_after, parse_model
-    from factory.generate import Scenario, write_draft, write_with_model
-    from factory.verify import VerifyOptions
+    from envfarm.factory.generate import Scenario, write_draft, write_with_model
+    from envfarm.factory.verify import VerifyOptions
 
     try:
         config = parse_model(args.model, args.base_url)
@@ -370,11 +370,11 @@ def _enrich_import(args: argparse.Namespace, result: ImportResult, out: Path) ->
 def cmd_import_metadata(args: argparse.Namespace) -> int:
     """`envfarm import metadata FILE`: EnvFactory metadata -> spec folder(s); offline infers what it can."""
     from envfarm.llm import ChatModel, Transcript, close_after, parse_model
-    from factory.generate import write_draft
-    from factory.metadata import import_metadata_offline, import_metadata_with_model, load_metadata
-    from factory.openapi import OpenAPIError, safe_name, write_spec_folder
-    from factory.spec import SpecError
-    from factory.verify import VerifyOptions
+    from envfarm.factory.generate import write_draft
+    from envfarm.factory.metadata import import_metadata_offline, import_metadata_with_model, load_metadata
+    from envfarm.factory.openapi import OpenAPIError, safe_name, write_spec_folder
+    from envfarm.factory.spec import SpecError
+    from envfarm.factory.verify import VerifyOptions
 
     try:
         environments = load_metadata(args.file)
@@ -429,11 +429,11 @@ def cmd_import_metadata(args: argparse.Namespace) -> int:
 
 def cmd_import_mcp(args: argparse.Namespace) -> int:
     """`envfarm import mcp CONFIG NAME`: a stateful twin of a live MCP server (its listing and reads)."""
-    from clients.connect import Connections, load_server_configs
-    from factory.mcp_twin import observe, twin_spec
-    from factory.openapi import OpenAPIError, write_spec_folder
-    from factory.spec import SpecError
-    from servers.runtime.control import ControlError
+    from envfarm.clients.connect import Connections, load_server_configs
+    from envfarm.factory.mcp_twin import observe, twin_spec
+    from envfarm.factory.openapi import OpenAPIError, write_spec_folder
+    from envfarm.factory.spec import SpecError
+    from envfarm.servers.runtime.control import ControlError
 
     async def observe_live() -> tuple[Any, dict[str, list[dict[str, Any]]]]:
         configs = load_server_configs(args.config)
@@ -473,8 +473,8 @@ def _writable_farm(args: argparse.Namespace) -> Path | None:
 def cmd_propose(args: argparse.Namespace) -> int:
     """`envfarm propose THEME --n N`: scenarios, specs, verification, revision; publishes what converges."""
     from envfarm.llm import ChatModel, Transcript, close_after, parse_model
-    from factory.generate import propose, render_summary
-    from factory.verify import VerifyOptions
+    from envfarm.factory.generate import propose, render_summary
+    from envfarm.factory.verify import VerifyOptions
 
     farm_root = _writable_farm(args)
     if farm_root is None:
@@ -627,7 +627,7 @@ def cmd_soak(args: argparse.Namespace) -> int:
 
 
 def cmd_driver(args: argparse.Namespace) -> int:
-    from clients.commands import run
+    from envfarm.clients.commands import run
 
     return run(args.command, args, _farm(args))
 

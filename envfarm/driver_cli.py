@@ -11,8 +11,8 @@ from typing import Any
 
 import anyio
 
-from servers.runtime.cli import add_source_argument
-from servers.runtime.registry import default_farm_root
+from envfarm.servers.runtime.cli import add_source_argument
+from envfarm.servers.runtime.registry import default_farm_root
 
 
 def _farm(args: argparse.Namespace) -> Path:
@@ -26,8 +26,8 @@ def _fail(message: str) -> int:
 
 def _targets(args: argparse.Namespace, servers: list[str]) -> dict[str, Any]:
     """An `mcpServers` config or the farm in-process (as `envfarm tasks` finds them), or the farm over stdio."""
-    from clients.commands import targets
-    from clients.connect import farm_targets
+    from envfarm.clients.commands import targets
+    from envfarm.clients.connect import farm_targets
 
     if args.config or args.transport == "memory":
         return targets(_farm(args), args.config, servers)
@@ -36,8 +36,8 @@ def _targets(args: argparse.Namespace, servers: list[str]) -> dict[str, Any]:
 
 def _known(args: argparse.Namespace, servers: list[str]) -> dict[str, None]:
     """The servers, each checked to exist in the `mcpServers` config or the farm's registry, none built."""
-    from clients.connect import load_server_configs
-    from servers.runtime.registry import load_registry
+    from envfarm.clients.connect import load_server_configs
+    from envfarm.servers.runtime.registry import load_registry
 
     if args.config:
         where, known = str(args.config), set(load_server_configs(args.config))
@@ -53,7 +53,7 @@ def _ray_options(args: argparse.Namespace) -> Any:
     """`--backend ray` -> RayOptions; the local backend -> None."""
     if args.backend != "ray":
         return None
-    from clients.ray_backend import RayOptions, import_ray
+    from envfarm.clients.ray_backend import RayOptions, import_ray
 
     try:
         import_ray()
@@ -103,16 +103,16 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cmd_rollout(args: argparse.Namespace) -> int:
     if args.backend == "local" and (args.workers or 1) > 1 and args.transport == "memory":
-        from clients.fork_server import fork_server
+        from envfarm.clients.fork_server import fork_server
 
         fork_server()  # its imports run beside the ones below
-    from clients.connect import Connections
-    from clients.policies import make_policy
-    from clients.rollout import Backend, Limits, LocalBackend, ProgressBar, RolloutOptions, failed_endpoint
-    from clients.run import summary_lines
-    from clients.scoring import Scorer, summarize
-    from clients.tasks import load_tasks, write_jsonl
-    from clients.users import make_user
+    from envfarm.clients.connect import Connections
+    from envfarm.clients.policies import make_policy
+    from envfarm.clients.rollout import Backend, Limits, LocalBackend, ProgressBar, RolloutOptions, failed_endpoint
+    from envfarm.clients.run import summary_lines
+    from envfarm.clients.scoring import Scorer, summarize
+    from envfarm.clients.tasks import load_tasks, write_jsonl
+    from envfarm.clients.users import make_user
 
     try:
         ray = _ray_options(args)
@@ -120,7 +120,7 @@ def cmd_rollout(args: argparse.Namespace) -> int:
         tasks = load_tasks(args.tasks)
         policy = make_policy(args.policy, args.base_url)
         user = make_user(args.user, args.base_url)
-        from clients.rollout import task_servers
+        from envfarm.clients.rollout import task_servers
 
         servers = sorted({s for t in tasks for s in task_servers(t)})  # distractor tools' servers too
         # Worker processes build their own servers: here only check that each one exists.
@@ -146,9 +146,9 @@ def cmd_rollout(args: argparse.Namespace) -> int:
         async with AsyncExitStack() as stack:
             backend: Backend
             if ray is None and workers > 1:
-                from clients.connect import load_server_configs
-                from clients.ray_backend import HostSpec
-                from clients.workers import ProcessBackend
+                from envfarm.clients.connect import load_server_configs
+                from envfarm.clients.ray_backend import HostSpec
+                from envfarm.clients.workers import ProcessBackend
 
                 config = load_server_configs(args.config) if args.config else None
                 spec = HostSpec(servers=sorted(targets), farm=_farm(args), config=config, timeout=args.timeout)
@@ -157,8 +157,8 @@ def cmd_rollout(args: argparse.Namespace) -> int:
             elif ray is None:
                 backend = LocalBackend(await stack.enter_async_context(Connections(targets, timeout=args.timeout)))
             else:
-                from clients.connect import load_server_configs
-                from clients.ray_backend import HostSpec, RayBackend
+                from envfarm.clients.connect import load_server_configs
+                from envfarm.clients.ray_backend import HostSpec, RayBackend
 
                 config = load_server_configs(args.config) if args.config else None
                 spec = HostSpec(servers=sorted(targets), farm=_farm(args), config=config, timeout=args.timeout)
@@ -195,10 +195,10 @@ def cmd_rollout(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from clients.export import load_trajectories
-    from clients.run import scores_document, summary_lines
-    from clients.scoring import Scorer, oracle_failures, summarize
-    from clients.tasks import write_jsonl
+    from envfarm.clients.export import load_trajectories
+    from envfarm.clients.run import scores_document, summary_lines
+    from envfarm.clients.scoring import Scorer, oracle_failures, summarize
+    from envfarm.clients.tasks import write_jsonl
     from envfarm.llm import ChatModel, parse_model
 
     try:
@@ -231,7 +231,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from clients.export import export, load_trajectories
+    from envfarm.clients.export import export, load_trajectories
 
     out = args.out or args.trajectories.with_name(f"{args.trajectories.stem}_{args.format}")
     try:
@@ -257,10 +257,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from clients.rollout import Limits
-    from clients.run import RunOptions, run
+    from envfarm.clients.rollout import Limits
+    from envfarm.clients.run import RunOptions, run
     from envfarm.llm import parse_model
-    from servers.runtime.registry import load_registry
+    from envfarm.servers.runtime.registry import load_registry
 
     try:
         options = RunOptions(
@@ -285,7 +285,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def add_driver_commands(sub: Any) -> None:
     """Register `rollout`, `eval`, `export` and `run` on the main parser's subcommands."""
-    from clients.formats import FORMATS
+    from envfarm.clients.formats import FORMATS
 
     r = sub.add_parser("rollout", help="roll a policy out on tasks (JSONL), scored; writes trajectories JSONL")
     r.add_argument("tasks", type=Path, help="tasks JSONL (from the task synthesizer)")

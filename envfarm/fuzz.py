@@ -28,9 +28,9 @@ import mcp_types as types
 from mcp import Client
 from pydantic import BaseModel, Field
 
-from servers.runtime.arguments import MAX_MESSAGE_CHARS
-from servers.runtime.control import ControlError, EpisodeClient, error_kind
-from servers.runtime.farm import load_server
+from envfarm.servers.runtime.arguments import MAX_MESSAGE_CHARS
+from envfarm.servers.runtime.control import ControlError, EpisodeClient, error_kind
+from envfarm.servers.runtime.farm import load_server
 
 _OMIT = object()  # an optional argument left out
 # Calls between resets: long enough for writes to build on each other, short enough to start over often.

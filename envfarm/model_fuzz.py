@@ -35,17 +35,17 @@ from typing import Any
 import httpx2
 from pydantic import BaseModel, Field
 
-from clients.connect import Connections, farm_targets
-from clients.policies import AgentTool, ChatAgent, OraclePolicy, agent_tools
-from clients.rollout import Limits, Rollout, RolloutOptions
-from clients.scoring import Scorer
-from clients.synthesize import SynthesisOptions, synthesize
-from clients.tasks import Task
-from clients.trajectory import Trajectory
-from clients.users import STOP_TOKEN, LLMSession, ScriptedUser
-from clients.writing import Request, Vocabulary, written_request
+from envfarm.clients.connect import Connections, farm_targets
+from envfarm.clients.policies import AgentTool, ChatAgent, OraclePolicy, agent_tools
+from envfarm.clients.rollout import Limits, Rollout, RolloutOptions
+from envfarm.clients.scoring import Scorer
+from envfarm.clients.synthesize import SynthesisOptions, synthesize
+from envfarm.clients.tasks import Task
+from envfarm.clients.trajectory import Trajectory
+from envfarm.clients.users import STOP_TOKEN, LLMSession, ScriptedUser
+from envfarm.clients.writing import Request, Vocabulary, written_request
 from envfarm.llm import ChatModel, LLMError, ModelConfig
-from factory.generate import ScenarioList
+from envfarm.factory.generate import ScenarioList
 
 PATHS = ("policy", "user", "writer", "judge", "structured", "rollout")
 # Share of the reply budget each path gets: most go through the fast paths, a tenth through whole rollouts.

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TextIO
 
-from factory.build import BuildResult, VerifyResult
-from factory.progress import ServerResult
+from envfarm.factory.build import BuildResult, VerifyResult
+from envfarm.factory.progress import ServerResult
 
 ROW = "{name:<24} {tools:>5} {checks:>6} {failed:>6} {seconds:>7}  {result}"
 HEADER = ROW.format(name="server", tools="tools", checks="checks", failed="failed", seconds="seconds", result="result")

@@ -20,13 +20,13 @@ from pathlib import Path
 import anyio
 from pydantic import BaseModel
 
-from factory.progress import Job, OnResult, ServerResult, default_jobs, run_jobs
-from factory.publish import code_hash, discard, file_hashes, publish, runtime_hash, spec_hash, stage, staging_root
-from factory.source import SPEC_NAMES, find_spec_file, load_environment
-from factory.spec import SpecError, read_document
-from factory.verify import Failure, VerificationReport, VerifyOptions, load_report, verify_server
-from factory.warm import warm_launcher
-from servers.runtime.registry import RegistryEntry, load_registry, registry_file
+from envfarm.factory.progress import Job, OnResult, ServerResult, default_jobs, run_jobs
+from envfarm.factory.publish import code_hash, discard, file_hashes, publish, runtime_hash, spec_hash, stage, staging_root
+from envfarm.factory.source import SPEC_NAMES, find_spec_file, load_environment
+from envfarm.factory.spec import SpecError, read_document
+from envfarm.factory.verify import Failure, VerificationReport, VerifyOptions, load_report, verify_server
+from envfarm.factory.warm import warm_launcher
+from envfarm.servers.runtime.registry import RegistryEntry, load_registry, registry_file
 
 
 def expand_spec_paths(paths: list[Path]) -> list[Path]:

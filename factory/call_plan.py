@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from factory.spec import CreateTool, EnvironmentSpec, KeyedTool, Param, SearchTool, ToolKind, WriteTool
-from servers.runtime.database import Database, Rejected, comma_joined, json_array
-from servers.runtime.episodes import build_seed
+from envfarm.factory.spec import CreateTool, EnvironmentSpec, KeyedTool, Param, SearchTool, ToolKind, WriteTool
+from envfarm.servers.runtime.database import Database, Rejected, comma_joined, json_array
+from envfarm.servers.runtime.episodes import build_seed
 
 MAX_CANDIDATES = 600
 KEEP_CANDIDATES = 5

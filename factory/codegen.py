@@ -11,7 +11,7 @@ import re
 import textwrap
 from typing import Any
 
-from factory.spec import (
+from envfarm.factory.spec import (
     NOW,
     PRINCIPAL,
     TYPES,
@@ -646,7 +646,7 @@ def render_tools(spec: EnvironmentSpec, has_handlers: bool) -> str:
     ):
         typing = sorted([*typing, "Any"])
     helpers = [name for name in ("comma_joined", "json_array") if f"{name}(" in body]
-    first_party = {"servers.runtime.database": ", ".join(["Database", *helpers])}
+    first_party = {"envfarm.servers.runtime.database": ", ".join(["Database", *helpers])}
     imports = [
         *([f"from typing import {', '.join(typing)}", ""] if typing else []),
         "from pydantic import BaseModel, Field",
@@ -711,10 +711,10 @@ def _principal_definition(spec: EnvironmentSpec) -> list[str]:
 
 def render_server_module(spec: EnvironmentSpec) -> str:
     runtime = (
-        "from servers.runtime.server import (\n    DEFAULT_MAX_EPISODES,\n    EpisodeBudget,\n    ServerDefinition,\n"
+        "from envfarm.servers.runtime.server import (\n    DEFAULT_MAX_EPISODES,\n    EpisodeBudget,\n    ServerDefinition,\n"
         "    ToolDefinition,\n    build_server,\n)"
     )
-    principal = ["from servers.runtime.principal import PrincipalDefinition"] if spec.principal is not None else []
+    principal = ["from envfarm.servers.runtime.principal import PrincipalDefinition"] if spec.principal is not None else []
     return "\n".join(
         [
             f'"""The {spec.name} server definition, handed to the shared runtime.\n\n{GENERATED_NOTE}\n"""',
@@ -764,7 +764,7 @@ def render_main(spec: EnvironmentSpec) -> str:
         [
             f'"""Run the {spec.name} MCP server: stdio by default, `--http` for streamable HTTP, `--db FILE` to persist."""',
             "",
-            *sorted(["from servers.runtime.cli import main", f"from servers.{spec.name}.server import build"]),
+            *sorted(["from envfarm.servers.runtime.cli import main", f"from envfarm.servers.{spec.name}.server import build"]),
             "",
             'if __name__ == "__main__":',
             f"    main({py(spec.name)}, build)",
@@ -812,7 +812,7 @@ def render_registry_server_json(spec: EnvironmentSpec, package_version: str) -> 
                     "runtimeHint": "python",
                     "runtimeArguments": [
                         {"type": "positional", "value": "-m"},
-                        {"type": "positional", "value": f"servers.{spec.name}"},
+                        {"type": "positional", "value": f"envfarm.servers.{spec.name}"},
                     ],
                     "transport": {"type": "stdio"},
                 }
@@ -850,7 +850,7 @@ def render_readme(spec: EnvironmentSpec) -> str:
             "mcpServers": {
                 spec.name: {
                     "command": "/path/to/venv/bin/python",
-                    "args": ["-m", f"servers.{spec.name}"],
+                    "args": ["-m", f"envfarm.servers.{spec.name}"],
                 }
             }
         },
@@ -881,9 +881,9 @@ Frozen clock: `{spec.now_iso}`. Every MCP session gets its own copy of the seed 
 After `pip install envfarm` (or from a checkout of the repository):
 
 ```sh
-python -m servers.{spec.name}                       # stdio
-python -m servers.{spec.name} --http --port 8000    # streamable HTTP at http://127.0.0.1:8000/{spec.name}/mcp
-python -m servers.{spec.name} --db state.sqlite     # keep state in a file across restarts
+python -m envfarm.servers.{spec.name}                       # stdio
+python -m envfarm.servers.{spec.name} --http --port 8000    # streamable HTTP at http://127.0.0.1:8000/{spec.name}/mcp
+python -m envfarm.servers.{spec.name} --db state.sqlite     # keep state in a file across restarts
 ```
 
 Client config (Claude Desktop, Cursor), with the Python of the environment envfarm is installed in

@@ -14,7 +14,7 @@ import math
 import re
 from typing import Any, NamedTuple
 
-from factory.spec import REFERENCE, STATE_KEY, EnvironmentSpec, Expect, RowChange
+from envfarm.factory.spec import REFERENCE, STATE_KEY, EnvironmentSpec, Expect, RowChange
 
 Rows = dict[str, dict[Any, dict[str, Any]]]
 """Rows per table, keyed by primary key."""

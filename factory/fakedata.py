@@ -195,7 +195,7 @@ def replaced(rng: random.Random, draw: Callable[[random.Random], object], value:
 
 
 def community_names(count: int) -> list[dict[str, str]]:
-    """The cast's names, emails and phones (the rest of each person lives in `factory.world.cast`)."""
+    """The cast's names, emails and phones (the rest of each person lives in `envfarm.factory.world.cast`)."""
     rng = random.Random(2026)
     names = unique_people(rng, 80)
     people = [{"full_name": n, "email": email(n), "phone": phone(rng)} for n in names]
@@ -208,7 +208,7 @@ def community(count: int) -> list[dict[str, Any]]:
     """The farm's shared cast: the same people (name, email, phone, home address and city, time zone,
     employer, department, job, birth date) in every environment that uses it, so cross-server tasks can
     join on a person ("pay for my groceries", "email my doctor")."""
-    from factory.world.cast import build_cast  # the world builds on this module's vocabulary
+    from envfarm.factory.world.cast import build_cast  # the world builds on this module's vocabulary
 
     people = build_cast()
     if count > len(people):

@@ -26,14 +26,14 @@ import yaml
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from envfarm.llm import ChatModel, LLMError, Usage
-from factory import fakedata
-from factory.build import build_all, warm_options
-from factory.mutation import Mutant, MutantResult, mutate_server, sample, server_mutants
-from factory.openapi import safe_name, singular
-from factory.source import POLICY_NAME, check_seed_size, handler_functions
-from factory.spec import NAME_PATTERN, SpecError, parse_spec
-from factory.static_checks import check_handlers
-from factory.verify import Failure, VerifyOptions
+from envfarm.factory import fakedata
+from envfarm.factory.build import build_all, warm_options
+from envfarm.factory.mutation import Mutant, MutantResult, mutate_server, sample, server_mutants
+from envfarm.factory.openapi import safe_name, singular
+from envfarm.factory.source import POLICY_NAME, check_seed_size, handler_functions
+from envfarm.factory.spec import NAME_PATTERN, SpecError, parse_spec
+from envfarm.factory.static_checks import check_handlers
+from envfarm.factory.verify import Failure, VerifyOptions
 
 SPEC_FORMAT = Path(__file__).parent / "specs" / "README.md"
 MAX_FAILURES_SHOWN = 20

@@ -1,5 +1,5 @@
-"""`python -I -m factory.handler_sandbox SERVER_FOLDER PACKAGE`: an untrusted server's handlers, run for
-the serving process (`servers.runtime.contained`) in a process of their own.
+"""`python -I -m envfarm.factory.handler_sandbox SERVER_FOLDER PACKAGE`: an untrusted server's handlers, run for
+the serving process (`envfarm.servers.runtime.contained`) in a process of their own.
 
 In order, before one line of handlers.py runs: the protocol moves to private descriptors (stdout goes
 to stderr, stdin to /dev/null), the environment is emptied, the allowed modules are loaded, the process
@@ -25,7 +25,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import IO, Any
 
-from factory.sandbox import (
+from envfarm.factory.sandbox import (
     ALLOWED_MODULES,
     IMPLIED_MODULES,
     REFLECTIVE_NAMES,
@@ -36,8 +36,8 @@ from factory.sandbox import (
     audit_hook,
     disarm_process_spawning,
 )
-from servers.runtime.contained import SQLITE_ERRORS, decode, dumps
-from servers.runtime.database import Database
+from envfarm.servers.runtime.contained import SQLITE_ERRORS, decode, dumps
+from envfarm.servers.runtime.database import Database
 
 NOBODY = 65534
 LOCKED_EVENTS = (

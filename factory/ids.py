@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from servers.runtime.database import opaque_id
+from envfarm.servers.runtime.database import opaque_id
 
 NEW_IDS = 60  # new ids per table a document's examples may expect of creates (one episode's worth)
 

@@ -2,9 +2,9 @@
 reads return, so a team can train against a safe, verified copy of a server it uses.
 
 The server is reached over MCP only, through a connection the caller opens (`LiveServers`: the driver's
-`clients.connect.Connections`, any `mcpServers` entry, stdio or HTTP; the factory does not import the
+`envfarm.clients.connect.Connections`, any `mcpServers` entry, stdio or HTTP; the factory does not import the
 driver, which sits beside it). Its
-tool listing is restated as EnvFactory metadata and imported (`factory.metadata`: effects from the
+tool listing is restated as EnvFactory metadata and imported (`envfarm.factory.metadata`: effects from the
 tool names and annotations, entities from the output schemas). Then every read tool that needs no
 argument is called once, and the records it returns become the twin's seed rows where they fit the
 inferred tables (the rest of the seed is generated). Nothing is written to the live server: only
@@ -21,14 +21,14 @@ from typing import Any, Protocol
 
 import mcp_types as types
 
-from factory.ids import opaque_document
-from factory.metadata import READ, EnvironmentMetadata, ToolMetadata, import_metadata_offline
-from factory.openapi import ImportResult, safe_name, snake
-from factory.spec import SpecError, parse_spec
-from servers.runtime.database import OPAQUE_KEY
+from envfarm.factory.ids import opaque_document
+from envfarm.factory.metadata import READ, EnvironmentMetadata, ToolMetadata, import_metadata_offline
+from envfarm.factory.openapi import ImportResult, safe_name, snake
+from envfarm.factory.spec import SpecError, parse_spec
+from envfarm.servers.runtime.database import OPAQUE_KEY
 
 MAX_OBSERVED_ROWS = 50
-OPAQUE_SYMBOLS = 6  # the hash part of an opaque id (servers.runtime.database.opaque_id), after its prefix
+OPAQUE_SYMBOLS = 6  # the hash part of an opaque id (envfarm.servers.runtime.database.opaque_id), after its prefix
 
 
 def _reads(tool: types.Tool) -> bool:
@@ -52,7 +52,7 @@ class LiveEpisode(Protocol):
 
 
 class LiveServers(Protocol):
-    """What the twin needs of an open connection to the live server (`clients.connect.Connections` is one)."""
+    """What the twin needs of an open connection to the live server (`envfarm.clients.connect.Connections` is one)."""
 
     async def tools(self, server: str) -> list[types.Tool]: ...
 

@@ -7,12 +7,12 @@ returns, not what state lies behind it, so:
 - **offline** (the default, deterministic) the state model is inferred from the names: a tool's verb
   says its effect (`get_`/`list_`/`search_` read, `create_`/`add_`/`book_` create, `update_`/`edit_`
   update, `delete_`/`remove_` delete) and the rest of its name the entity; the tools are restated as
-  REST operations and imported like an OpenAPI document (`factory.openapi`), so outputs become
+  REST operations and imported like an OpenAPI document (`envfarm.factory.openapi`), so outputs become
   columns, `<entity>_id` inputs keys and foreign keys, and seed rows come from the schemas. A tool
   whose verb says nothing about its effect (`cancel_`, `approve_`, `transfer_`, ...) is listed in
   IMPORT.md as not inferred, with the reason;
 - **with a model** (`--model openai:MODEL`), the model writes the whole spec and the handlers those
-  tools need, starting from the offline draft, and the verify-and-revise loop (`factory.generate`)
+  tools need, starting from the offline draft, and the verify-and-revise loop (`envfarm.factory.generate`)
   runs in a throwaway farm in the build folder; the converged spec folder is what is written.
 """
 
@@ -25,8 +25,8 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from envfarm.llm import ChatModel
-from factory.generate import GrowthResult, Scenario, SpecDraft, write_with_model
-from factory.openapi import (
+from envfarm.factory.generate import GrowthResult, Scenario, SpecDraft, write_with_model
+from envfarm.factory.openapi import (
     ImportResult,
     OpenAPIError,
     SkippedOperation,
@@ -36,8 +36,8 @@ from factory.openapi import (
     singular,
     snake,
 )
-from factory.spec import SpecError, read_document
-from factory.verify import VerifyOptions
+from envfarm.factory.spec import SpecError, read_document
+from envfarm.factory.verify import VerifyOptions
 
 READ = {"get", "fetch", "retrieve", "show", "view", "read", "lookup", "find", "search", "list", "query", "check"}
 LIST = {"list", "search", "find", "query"}

@@ -45,10 +45,10 @@ from urllib.parse import urlsplit
 import yaml
 from pydantic import BaseModel, Field
 
-from factory import fakedata
-from factory.source import POLICY_NAME
-from factory.spec import LIST_AS_TEXT, RESERVED_PARAMS, SQL_KEYWORDS, SpecError, parse_spec, read_document
-from servers.runtime.registry import Source
+from envfarm.factory import fakedata
+from envfarm.factory.source import POLICY_NAME
+from envfarm.factory.spec import LIST_AS_TEXT, RESERVED_PARAMS, SQL_KEYWORDS, SpecError, parse_spec, read_document
+from envfarm.servers.runtime.registry import Source
 
 FARM_NOW = "2026-04-13T09:00:00Z"
 METHODS = ("get", "post", "put", "patch", "delete")

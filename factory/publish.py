@@ -4,7 +4,7 @@ A failed build leaves `servers/` and `registry.json` exactly as they were: files
 staging folder inside `servers/` and only renamed into place once everything succeeded.
 
 The staging folder is itself a small farm root, `servers/.staging-<name>-xxxx/servers/<name>/`, so
-the staged code can be run and verified as the real package `servers.<name>` (`envfarm --farm
+the staged code can be run and verified as the real package `envfarm.servers.<name>` (`envfarm --farm
 <staging root> serve <name>` imports it from there) before it is published, and published by one
 rename on the same disk.
 """
@@ -25,12 +25,12 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from factory.codegen import render_server
-from factory.source import EnvironmentSource
-from servers.runtime import listing
-from servers.runtime.contained import contain
-from servers.runtime.episodes import SEED_IMAGE, seed_image
-from servers.runtime.registry import Launch, RegistryEntry, Trust, load_registry, write_registry
+from envfarm.factory.codegen import render_server
+from envfarm.factory.source import EnvironmentSource
+from envfarm.servers.runtime import listing
+from envfarm.servers.runtime.contained import contain
+from envfarm.servers.runtime.episodes import SEED_IMAGE, seed_image
+from envfarm.servers.runtime.registry import Launch, RegistryEntry, Trust, load_registry, write_registry
 
 SPEC_FILES = ("spec.json", "seed.json")
 CODE_SUFFIXES = (".py", ".sql", ".sqlite")  # the seed image runs too: servers load it instead of seed.json
@@ -72,9 +72,9 @@ def code_hash(server_dir: Path) -> str:
 def runtime_hash() -> str:
     """Hash of the shared runtime (`servers/runtime/*.py`) every server runs on: a change to it
     is drift too, because what was verified is no longer what runs."""
-    import servers.runtime
+    import envfarm.servers.runtime
 
-    root = Path(servers.runtime.__file__).parent
+    root = Path(envfarm.servers.runtime.__file__).parent
     return _digest(sorted(root.glob("*.py")), root)
 
 
@@ -156,10 +156,10 @@ def trust_of(source: EnvironmentSource) -> Trust:
 
 
 def launch_args(name: str, trust: Trust) -> list[str]:
-    """The stdio command of a published server: `-m servers.<name>` imports its handlers into the
+    """The stdio command of a published server: `-m envfarm.servers.<name>` imports its handlers into the
     process, so only a reviewed server is launched that way; any other goes through `envfarm serve`,
     whose loader runs its handlers in the sandbox."""
-    return ["-m", f"servers.{name}"] if trust == "reviewed" else ["-m", "envfarm.cli", "serve", name]
+    return ["-m", f"envfarm.servers.{name}"] if trust == "reviewed" else ["-m", "envfarm.cli", "serve", name]
 
 
 def registry_entry(

@@ -19,9 +19,9 @@ from datetime import datetime, timedelta
 from itertools import zip_longest
 from typing import Any
 
-from factory.call_plan import SeedView, ref_of, rule_message
-from factory.spec import KeyedTool, Param, ToolKind
-from servers.runtime.database import Rejected
+from envfarm.factory.call_plan import SeedView, ref_of, rule_message
+from envfarm.factory.spec import KeyedTool, Param, ToolKind
+from envfarm.servers.runtime.database import Rejected
 
 MAX_PROBES = 12  # boundary calls per tool
 MAX_PRINCIPALS = 3  # other principals a call is made again as, when a rule names `:principal`

@@ -10,7 +10,7 @@ the common escapes, so that one failing does not open the farm:
    argument, a decorator: any mention, not only a call), reach a module through an allowed one's
    attributes (`typing.sys`, `statistics.random`) or pass a module around, or write SQL beyond rows
    (`ATTACH`, `VACUUM INTO`, `PRAGMA`).
-2. **Dynamic** (`python -m factory.sandbox <envfarm args>`): every server the verifier launches runs
+2. **Dynamic** (`python -m envfarm.factory.sandbox <envfarm args>`): every server the verifier launches runs
    under resource limits (CPU time, address space, file size, open files) and a PEP 578 audit hook,
    installed before anything else loads, that refuses network connections, new processes, opening
    files outside the interpreter's and the farm's folders (and any write at all), and SQLite files or
@@ -20,8 +20,8 @@ the common escapes, so that one failing does not open the farm:
    allow-list while a handler is running; `_posixsubprocess.fork_exec`, which starts a process with no
    audit event, is replaced by a refusal before any server code loads.
 
-At serve time, handlers of servers not marked `trust: "reviewed"` run in `factory.handler_sandbox`,
-the same limits and hook plus a stricter lock (see `servers.runtime.contained`).
+At serve time, handlers of servers not marked `trust: "reviewed"` run in `envfarm.factory.handler_sandbox`,
+the same limits and hook plus a stricter lock (see `envfarm.servers.runtime.contained`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel
 
-from servers.runtime.contained import SANDBOXED_ENV
+from envfarm.servers.runtime.contained import SANDBOXED_ENV
 
 ALLOWED_MODULES = frozenset(
     {
@@ -62,8 +62,8 @@ ALLOWED_MODULES = frozenset(
         "textwrap",
         "typing",
         "zoneinfo",
-        "servers.runtime.database",
-        "servers.runtime.errors",
+        "envfarm.servers.runtime.database",
+        "envfarm.servers.runtime.errors",
     }
 )
 # Builtins that reach past the handler's namespace (code, files, module state, attributes by name):
@@ -496,8 +496,8 @@ def apply_limits(limits: Limits) -> None:
 
 
 def sandboxed_args(serve_args: Sequence[str]) -> list[str]:
-    """`python -m factory.sandbox ...` arguments for a command line of `python -m servers.runtime ...`."""
-    return ["-m", "factory.sandbox", *serve_args]
+    """`python -m envfarm.factory.sandbox ...` arguments for a command line of `python -m envfarm.servers.runtime ...`."""
+    return ["-m", "envfarm.factory.sandbox", *serve_args]
 
 
 def _farm_of(argv: Sequence[str]) -> Path | None:
@@ -519,7 +519,7 @@ def enter(envfarm_argv: Sequence[str], writable: Sequence[Path] = (), *, server:
         # The runtime's one native helper (glibc's malloc_trim) is resolved before native loading is refused.
         import ctypes
 
-        from servers.runtime.episodes import malloc_trim
+        from envfarm.servers.runtime.episodes import malloc_trim
 
         if (trim := malloc_trim()) is not None:
             native_calls = frozenset({ctypes.cast(trim, ctypes.c_void_p).value or 0})  # type: ignore[arg-type]
@@ -548,11 +548,11 @@ def disarm_process_spawning() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The sandbox, then the runtime's own entry point (`python -m servers.runtime --farm FOLDER NAME`) with
+    """The sandbox, then the runtime's own entry point (`python -m envfarm.servers.runtime --farm FOLDER NAME`) with
     the same arguments (so the server's own code, handlers included, only ever runs inside it)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     enter(argv)
-    from servers.runtime.cli import farm_main
+    from envfarm.servers.runtime.cli import farm_main
 
     return farm_main(argv)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from factory.spec import TYPES, EnvironmentSpec, FieldsResult, Param, ReturnField, RowsResult, SearchTool, ToolKind
+from envfarm.factory.spec import TYPES, EnvironmentSpec, FieldsResult, Param, ReturnField, RowsResult, SearchTool, ToolKind
 
 Canon = dict[str, Any]
 

@@ -18,8 +18,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from pydantic import BaseModel
 
-from factory.sandbox import sandboxed_args
-from servers.runtime.control import ControlError, EpisodeClient, ErrorKind, StateResult, error_kind
+from envfarm.factory.sandbox import sandboxed_args
+from envfarm.servers.runtime.control import ControlError, EpisodeClient, ErrorKind, StateResult, error_kind
 
 SessionBroken = ControlError
 """The server hung past the timeout or broke the connection: nothing more can be asked of it."""
@@ -41,14 +41,14 @@ class CallResult(BaseModel):
 
 
 def serve_args(name: str, import_root: Path) -> list[str]:
-    """`--farm <import_root> <name>`, the runtime entry point's arguments (`python -m servers.runtime`): the
-    server in `import_root/servers/<name>/`, imported from that folder (see `servers.runtime.farm`), as
+    """`--farm <import_root> <name>`, the runtime entry point's arguments (`python -m envfarm.servers.runtime`): the
+    server in `import_root/servers/<name>/`, imported from that folder (see `envfarm.servers.runtime.farm`), as
     `envfarm --farm <import_root> serve <name>` (a client config for that farm) launches it."""
     return ["--farm", str(import_root), name]
 
 
 def server_parameters(name: str, import_root: Path) -> StdioServerParameters:
-    """`python -m factory.sandbox --farm <import_root> <name>`: the runtime inside the sandbox (resource
+    """`python -m envfarm.factory.sandbox --farm <import_root> <name>`: the runtime inside the sandbox (resource
     limits and an audit hook: handlers are untrusted)."""
     return StdioServerParameters(command=sys.executable, args=sandboxed_args(serve_args(name, import_root)))
 

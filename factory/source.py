@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from factory.ids import opaque_seed
-from factory.sandbox import VIOLATION
-from factory.spec import EnvironmentSpec, SpecError, parse_spec, read_document
+from envfarm.factory.ids import opaque_seed
+from envfarm.factory.sandbox import VIOLATION
+from envfarm.factory.spec import EnvironmentSpec, SpecError, parse_spec, read_document
 
 SPEC_NAMES = ("spec.yaml", "spec.yml", "spec.json")
 POLICY_NAME = "policy.md"  # the policy the instructions carry; becomes the spec's `policy`
@@ -74,11 +74,11 @@ def check_seed_size(seed: Any, origin: str) -> None:
 
 def generate_seed(seed_file: Path, spec: EnvironmentSpec, timeout_s: float = 120.0) -> dict[str, list[dict]]:
     """Run `seed.py`'s `build(rng, now)` with the spec's seed number, in a sandboxed process
-    (`factory.seed_sandbox`): a spec folder's code never runs in the factory's own process."""
+    (`envfarm.factory.seed_sandbox`): a spec folder's code never runs in the factory's own process."""
     command = [
         sys.executable,
         "-m",
-        "factory.seed_sandbox",
+        "envfarm.factory.seed_sandbox",
         str(seed_file),
         str(spec.seed_number),
         spec.now.isoformat(),
@@ -109,8 +109,8 @@ def generate_seed(seed_file: Path, spec: EnvironmentSpec, timeout_s: float = 120
 def imported_environment(path: Path, data: dict) -> EnvironmentSource:
     """An OpenAPI document or EnvFactory metadata given to `envfarm build` directly: imported the way
     `envfarm import` does (deterministic, no model), then built like any spec."""
-    from factory.metadata import import_metadata_offline, load_metadata  # the importers build on this module
-    from factory.openapi import OpenAPIError, import_openapi
+    from envfarm.factory.metadata import import_metadata_offline, load_metadata  # the importers build on this module
+    from envfarm.factory.openapi import OpenAPIError, import_openapi
 
     try:
         if "class_name" in data:
@@ -125,7 +125,7 @@ def imported_environment(path: Path, data: dict) -> EnvironmentSource:
 
 
 def _opaque_seed(data: dict) -> Any:
-    """The seed with sequential ids made opaque (factory.ids); a malformed spec is left for parse_spec to report."""
+    """The seed with sequential ids made opaque (envfarm.factory.ids); a malformed spec is left for parse_spec to report."""
     entities, seed = data.get("entities"), data.get("seed")
     if not isinstance(entities, dict) or not isinstance(seed, dict):
         return seed

@@ -28,9 +28,9 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
-from servers.runtime.effects import Effect, Hints, effect_hints
-from servers.runtime.intents import Intent, slots
-from servers.runtime.registry import Source
+from envfarm.servers.runtime.effects import Effect, Hints, effect_hints
+from envfarm.servers.runtime.intents import Intent, slots
+from envfarm.servers.runtime.registry import Source
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
 ColumnType = Literal["string", "integer", "number", "boolean", "date", "datetime"]

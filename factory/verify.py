@@ -38,15 +38,15 @@ import mcp_types as types
 from mcp import StdioServerParameters
 from pydantic import BaseModel, Field
 
-from factory.call_plan import InvalidCall, SeedView, ToolPlan, invalid_calls, plan_calls, rule_message
-from factory.coverage_gate import CHECKS, EXPECT, FunctionCoverage, gate, gate_args, switch
-from factory.expect import Rows, UnresolvedReference, apply_diff, judge, resolve, seed_rows
-from factory.publish import REPORT_FILE, code_hash, file_hashes, runtime_hash, spec_hash
-from factory.rule_check import rule_probes, state_probes
-from factory.schemas import canonical, differences, expected_input, expected_output
-from factory.search_check import SearchOracle
-from factory.server_session import CallResult, ServerSession, SessionBroken, connect, serve_args
-from factory.spec import (
+from envfarm.factory.call_plan import InvalidCall, SeedView, ToolPlan, invalid_calls, plan_calls, rule_message
+from envfarm.factory.coverage_gate import CHECKS, EXPECT, FunctionCoverage, gate, gate_args, switch
+from envfarm.factory.expect import Rows, UnresolvedReference, apply_diff, judge, resolve, seed_rows
+from envfarm.factory.publish import REPORT_FILE, code_hash, file_hashes, runtime_hash, spec_hash
+from envfarm.factory.rule_check import rule_probes, state_probes
+from envfarm.factory.schemas import canonical, differences, expected_input, expected_output
+from envfarm.factory.search_check import SearchOracle
+from envfarm.factory.server_session import CallResult, ServerSession, SessionBroken, connect, serve_args
+from envfarm.factory.spec import (
     CreateTool,
     CustomTool,
     DeleteTool,
@@ -60,9 +60,9 @@ from factory.spec import (
     UpdateTool,
     WriteTool,
 )
-from factory.static_checks import check_handlers
-from factory.warm import stub_args
-from servers.runtime.control import ErrorKind, Method, StateResult
+from envfarm.factory.static_checks import check_handlers
+from envfarm.factory.warm import stub_args
+from envfarm.servers.runtime.control import ErrorKind, Method, StateResult
 
 VERIFIER_VERSION = "1.0"
 PRINCIPAL_KEY = "principal"  # in an example: act as this principal instead of the server's default
@@ -179,7 +179,7 @@ class VerifyOptions(BaseModel):
         default=False, description="stop at the first failure, behaviour checks first (mutation testing needs no more)"
     )
     warm_socket: Path | None = Field(
-        default=None, description="launch through this warm launcher (factory.warm) instead of a cold interpreter"
+        default=None, description="launch through this warm launcher (envfarm.factory.warm) instead of a cold interpreter"
     )
     coverage_gate: bool = Field(
         default=True,
@@ -989,7 +989,7 @@ async def _launch_and_check(
             command=sys.executable, args=stub_args(options.warm_socket, entry, argv)
         )
     elif options.coverage:
-        parameters = StdioServerParameters(command=sys.executable, args=["-m", "factory.coverage_gate", *argv])
+        parameters = StdioServerParameters(command=sys.executable, args=["-m", "envfarm.factory.coverage_gate", *argv])
     else:
         parameters = None
     client = connect(spec.name, import_root, errlog, options.launch_timeout, stream_errors, parameters)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import yaml
 
-from factory.publish import stage
-from factory.source import load_environment
+from envfarm.factory.publish import stage
+from envfarm.factory.source import load_environment
 
 TESTS = Path(__file__).parent
 GOOD = TESTS / "good" / "shed"

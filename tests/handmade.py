@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from clients.connect import Connections
-from clients.tasks import (
+from envfarm.clients.connect import Connections
+from envfarm.clients.tasks import (
     Claim,
     ExpectedState,
     GoldCall,

@@ -15,9 +15,9 @@ import pytest
 from conftest import EPISODE, FREE_SLOT, MARIA, NOAH, REPO, booking, state
 from mcp import Client
 
-from clients.connect import farm_process, free_port, http_client, shared_http_client
-from servers.runtime.access import Access, parse_tokens
-from servers.runtime.control import ERROR_KIND_META_KEY, ControlError, EpisodeClient
+from envfarm.clients.connect import farm_process, free_port, http_client, shared_http_client
+from envfarm.servers.runtime.access import Access, parse_tokens
+from envfarm.servers.runtime.control import ERROR_KIND_META_KEY, ControlError, EpisodeClient
 
 TOKENS = ("token-alice-123", "token-bob-456")
 
@@ -126,7 +126,7 @@ def test_config_into_a_closed_pipe_prints_no_traceback() -> None:
 
 async def test_in_memory_clients_still_reach_their_own_episode() -> None:
     """Access rules are the HTTP host's: in-memory and stdio clients have no owner and are unaffected."""
-    from servers.clinic.server import build
+    from envfarm.servers.clinic.server import build
 
     async with Client(build()) as client:
         assert not (await client.call_tool("book_appointment", booking(FREE_SLOT, "local"))).is_error

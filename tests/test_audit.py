@@ -1,15 +1,15 @@
-"""The task audit (`clients.audit`): one hand-made task that passes every check, and for each check a
+"""The task audit (`envfarm.clients.audit`): one hand-made task that passes every check, and for each check a
 copy of it broken the way a real generator breaks it, which must fail that check (and only it)."""
 
 from __future__ import annotations
 
 import pytest
 
-from clients.audit import Auditor, ServerFacts, identity_facts, mentions, server_facts, spoken
-from clients.graph import OutField, Param, ToolSpec
-from clients.grounding import ServerWorld
-from clients.tasks import Claim, ExpectedState, GoldCall, HiddenFact, Persona, PolicyCheck, Provenance, Task, Turn
-from servers.runtime.control import TableDiff
+from envfarm.clients.audit import Auditor, ServerFacts, identity_facts, mentions, server_facts, spoken
+from envfarm.clients.graph import OutField, Param, ToolSpec
+from envfarm.clients.grounding import ServerWorld
+from envfarm.clients.tasks import Claim, ExpectedState, GoldCall, HiddenFact, Persona, PolicyCheck, Provenance, Task, Turn
+from envfarm.servers.runtime.control import TableDiff
 
 APPOINTMENTS = [
     {"appointment_id": "apt_1", "patient_id": "pat_1", "reason": "Follow-up", "starts_at": "2026-03-04T10:00:00Z"},
@@ -304,9 +304,9 @@ async def test_every_task_the_synthesizer_keeps_passes_the_audit_over_many_seeds
     an auditor built independently from the live servers, and a seed gives the same bytes again."""
     from conftest import REPO
 
-    from clients.audit import audit_tasks, build_auditor
-    from clients.connect import Connections, farm_targets
-    from clients.synthesize import SynthesisOptions, synthesize
+    from envfarm.clients.audit import audit_tasks, build_auditor
+    from envfarm.clients.connect import Connections, farm_targets
+    from envfarm.clients.synthesize import SynthesisOptions, synthesize
 
     servers = ["banking", "clinic", "calendar", "mail"]
     async with Connections(farm_targets(REPO, servers)) as farm:

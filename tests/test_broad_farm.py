@@ -19,8 +19,8 @@ import pytest
 
 from envfarm.bench.startup import farm_listing
 from envfarm.cli import main
-from factory.build import build_all
-from servers.runtime.registry import (
+from envfarm.factory.build import build_all
+from envfarm.servers.runtime.registry import (
     Launch,
     Registry,
     RegistryEntry,
@@ -176,7 +176,7 @@ def test_tasks_over_the_imported_servers_pass_the_audit(broad: Path, tmp_path: P
 
 
 def _entry(name: str, trust: str, source: Source | None = None) -> RegistryEntry:
-    launch = Launch(args=["-m", f"servers.{name}"], http_path=f"/{name}/mcp")
+    launch = Launch(args=["-m", f"envfarm.servers.{name}"], http_path=f"/{name}/mcp")
     return RegistryEntry.model_validate(
         {
             "name": name,

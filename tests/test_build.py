@@ -14,10 +14,10 @@ from corpus import BROKEN, GOOD, apply_edits, farm_bytes
 
 from envfarm.cli import main
 from envfarm.render import HEADER, render
-from factory.build import BuildResult, VerifyResult, build_all, drift, verify_published
-from factory.publish import code_hash, spec_hash
-from factory.verify import load_report
-from servers.runtime.registry import load_registry
+from envfarm.factory.build import BuildResult, VerifyResult, build_all, drift, verify_published
+from envfarm.factory.publish import code_hash, spec_hash
+from envfarm.factory.verify import load_report
+from envfarm.servers.runtime.registry import load_registry
 
 
 def build(paths: list[Path], farm_root: Path, **options: Any) -> BuildResult:
@@ -115,7 +115,7 @@ def test_a_changed_runtime_is_drift(farm: Path, monkeypatch: pytest.MonkeyPatch)
     entry = load_registry(farm).get("shed")
     assert entry is not None
     assert drift(entry, server, load_report(server)) == []
-    monkeypatch.setattr("factory.build.runtime_hash", lambda: "0" * 64)
+    monkeypatch.setattr("envfarm.factory.build.runtime_hash", lambda: "0" * 64)
     found = drift(entry, server, load_report(server))
     assert [f.call for f in found] == [{"runtime": "servers/runtime"}]
     assert found[0].actual == "sha256 " + "0" * 64

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from clients.formats import FORMATS
-from clients.rollout import task_servers
-from clients.tasks import Task, read_jsonl
-from clients.trajectory import Trajectory
+from envfarm.clients.formats import FORMATS
+from envfarm.clients.rollout import task_servers
+from envfarm.clients.tasks import Task, read_jsonl
+from envfarm.clients.trajectory import Trajectory
 from envfarm.cli import main
 
 SEEDS = (1, 2, 3)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import FREE_SLOT, REPO, booking
 
-from clients.connect import Connections, farm_targets, load_server_configs
-from servers.runtime.control import ControlError
+from envfarm.clients.connect import Connections, farm_targets, load_server_configs
+from envfarm.servers.runtime.control import ControlError
 
 TODO_SERVER = Path(__file__).parent / "foreign" / "todo_server.py"
 

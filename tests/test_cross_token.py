@@ -30,8 +30,8 @@ import pytest
 from conftest import EPISODE, MARIA, NOAH
 from mcp import Client
 
-from clients.connect import Era, FarmProcess, farm_process, http_client, shared_http_client
-from servers.runtime.control import ERROR_KIND_META_KEY, ControlError, EpisodeClient
+from envfarm.clients.connect import Era, FarmProcess, farm_process, http_client, shared_http_client
+from envfarm.servers.runtime.control import ERROR_KIND_META_KEY, ControlError, EpisodeClient
 
 REQUESTS = int(os.environ.get("ENVFARM_CROSS_TOKEN_REQUESTS", "300"))
 ACTORS = {"A": ("rt-a", NOAH), "B": ("rt-b", MARIA), "C": ("rt-c", None), "D": ("rt-d", None), "E": ("rt-e", NOAH)}

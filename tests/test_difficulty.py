@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from conftest import REPO
 
-from clients.connect import Connections, farm_targets
-from clients.difficulty import POLICY, grade, in_band, parse_band
-from clients.synthesize import SynthesisOptions, synthesize
+from envfarm.clients.connect import Connections, farm_targets
+from envfarm.clients.difficulty import POLICY, grade, in_band, parse_band
+from envfarm.clients.synthesize import SynthesisOptions, synthesize
 
 
 @pytest.mark.slow

@@ -21,9 +21,9 @@ import anyio
 import pytest
 from conftest import REPO
 
-from clients.connect import free_port, http_client, shared_http_client
-from servers.runtime.access import TOKEN_ENV
-from servers.runtime.registry import load_registry
+from envfarm.clients.connect import free_port, http_client, shared_http_client
+from envfarm.servers.runtime.access import TOKEN_ENV
+from envfarm.servers.runtime.registry import load_registry
 
 DOCKERFILE = REPO / "Dockerfile"
 CONTAINER_PORT = "8000"
@@ -144,7 +144,7 @@ def test_the_dockerfile_command_refuses_to_start_without_a_token() -> None:
 
 def test_allowed_hosts_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     from envfarm.cli import parser
-    from servers.runtime.cli import ALLOW_HOST_ENV, ServingOptions
+    from envfarm.servers.runtime.cli import ALLOW_HOST_ENV, ServingOptions
 
     monkeypatch.setenv(ALLOW_HOST_ENV, "farm.example.com, localhost ,")
     monkeypatch.setenv(TOKEN_ENV, "tok")

@@ -1,6 +1,6 @@
 """The escape corpus (tests/escapes/, one technique a file): every technique is refused by the static check
 a build runs, and, with that check skipped, by the serve-time sandbox a generated server's handlers run
-in (factory.handler_sandbox), before it does anything: the marker file it would create never appears,
+in (envfarm.factory.handler_sandbox), before it does anything: the marker file it would create never appears,
 and what it would steal never comes back."""
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ import pytest
 from conftest import REPO
 from corpus import GOOD
 
-from factory.build import build_all
-from factory.publish import launch_args, trust_of
-from factory.source import MAX_SEED_ROWS_PER_TABLE, MAX_SPEC_FILE_BYTES, load_environment
-from factory.spec import SpecError, read_document
-from factory.static_checks import check_handlers
-from factory.verify import VerifyOptions
-from servers.runtime.contained import ContainedError, HandlerProcess, authorize
-from servers.runtime.database import Database
-from servers.runtime.registry import RegistryEntry, load_registry
+from envfarm.factory.build import build_all
+from envfarm.factory.publish import launch_args, trust_of
+from envfarm.factory.source import MAX_SEED_ROWS_PER_TABLE, MAX_SPEC_FILE_BYTES, load_environment
+from envfarm.factory.spec import SpecError, read_document
+from envfarm.factory.static_checks import check_handlers
+from envfarm.factory.verify import VerifyOptions
+from envfarm.servers.runtime.contained import ContainedError, HandlerProcess, authorize
+from envfarm.servers.runtime.database import Database
+from envfarm.servers.runtime.registry import RegistryEntry, load_registry
 
 ESCAPES = Path(__file__).parent / "escapes"
 TECHNIQUES = sorted(p.stem for p in ESCAPES.glob("*.py"))
@@ -77,7 +77,7 @@ def _contained(technique: str, folder: Path) -> HandlerProcess:
     server = folder / f"escape_{technique}"
     server.mkdir()
     shutil.copy(ESCAPES / f"{technique}.py", server / "handlers.py")
-    return HandlerProcess(server, f"servers.escape_{technique}", timeout=5)
+    return HandlerProcess(server, f"envfarm.servers.escape_{technique}", timeout=5)
 
 
 @pytest.mark.parametrize("technique", TECHNIQUES)
@@ -160,7 +160,7 @@ def test_contained_sql_is_bounded_in_the_host(sql: str, marker_dir: Path) -> Non
     (server / "handlers.py").write_text(
         f"def escape(db, marker, amount=0.0):\n    return db.all({sql!r})\n", encoding="utf-8"
     )
-    process = HandlerProcess(server, "servers.sql_bomb", timeout=3)
+    process = HandlerProcess(server, "envfarm.servers.sql_bomb", timeout=3)
     db = _episode()
     try:
         started = time.monotonic()
@@ -179,15 +179,15 @@ def test_a_reviewed_server_runs_in_process_and_a_generated_one_contained() -> No
         "import anyio, json, sys\n"
         "from pathlib import Path\n"
         "from mcp import Client\n"
-        "from servers.runtime.farm import load_server\n"
-        "from servers.runtime.registry import Registry\n"
+        "from envfarm.servers.runtime.farm import load_server\n"
+        "from envfarm.servers.runtime.registry import Registry\n"
         "root = Path(sys.argv[1])\n"
         "registry = None if sys.argv[2] == 'reviewed' else Registry()\n"
         "async def main():\n"
         "    server = load_server(root, 'library', registry)\n"
         "    async with Client(server) as client:\n"
         "        result = await client.call_tool('renew_loan', {'loan_id': 'nope'})\n"
-        "        kind = type(sys.modules['servers.library.handlers']).__name__\n"
+        "        kind = type(sys.modules['envfarm.servers.library.handlers']).__name__\n"
         "        print(json.dumps([kind, result.is_error, result.content[0].text]))\n"
         "anyio.run(main)\n"
     )
@@ -256,7 +256,7 @@ def test_resource_exhaustion_is_refused_by_the_sandboxed_verification(tmp_path: 
 
 def test_a_proposed_draft_with_a_huge_seed_is_refused_for_its_size_first() -> None:
     """`envfarm propose` checks a model's draft as it reads it: 100,000 rows come back as their count, at once."""
-    from factory.generate import SpecDraft
+    from envfarm.factory.generate import SpecDraft
 
     spec = read_document(GOOD / "spec.yaml")
     spec["seed"]["items"] = [{"item_id": f"item_{n:06d}", "name": "x"} for n in range(100_000)]
@@ -277,7 +277,7 @@ CALL_PUBLISHED = (
     "import anyio, json, sys\n"
     "from pathlib import Path\n"
     "from mcp import Client\n"
-    "from servers.runtime.farm import load_server\n"
+    "from envfarm.servers.runtime.farm import load_server\n"
     "async def main():\n"
     "    async with Client(load_server(Path(sys.argv[1]), 'shed_hidden')) as client:\n"
     "        said = []\n"
@@ -326,7 +326,7 @@ def test_trust_is_reviewed_only_for_the_projects_own_specs(tmp_path: Path) -> No
     assert trust_of(shed) == "generated"
     assert trust_of(replace(shed, spec_path=REPO / "factory" / "specs" / "library" / "spec.yaml")) == "reviewed"
     assert launch_args("shed", "generated") == ["-m", "envfarm.cli", "serve", "shed"]
-    assert launch_args("library", "reviewed") == ["-m", "servers.library"]
+    assert launch_args("library", "reviewed") == ["-m", "envfarm.servers.library"]
     farm = load_registry(REPO)
     assert len(farm.servers) == 24 and {s.trust for s in farm.servers} == {"reviewed"}
     entry = farm.servers[0].model_dump()

@@ -14,16 +14,16 @@ import pytest
 from conftest import REPO
 from handmade import handmade_tasks
 
-from clients.connect import Connections, farm_targets
-from clients.export import export, load_trajectories, sft_speech_problems
-from clients.policies import HeuristicPolicy, OraclePolicy
-from clients.report import render_report
-from clients.rollout import RolloutOptions, rollout_tasks
-from clients.run import evaluate, write_outputs
-from clients.scoring import Scorer, oracle_failures
-from clients.tasks import Task, load_tasks, write_jsonl
-from clients.trajectory import Trajectory
-from clients.users import ScriptedUser
+from envfarm.clients.connect import Connections, farm_targets
+from envfarm.clients.export import export, load_trajectories, sft_speech_problems
+from envfarm.clients.policies import HeuristicPolicy, OraclePolicy
+from envfarm.clients.report import render_report
+from envfarm.clients.rollout import RolloutOptions, rollout_tasks
+from envfarm.clients.run import evaluate, write_outputs
+from envfarm.clients.scoring import Scorer, oracle_failures
+from envfarm.clients.tasks import Task, load_tasks, write_jsonl
+from envfarm.clients.trajectory import Trajectory
+from envfarm.clients.users import ScriptedUser
 from envfarm.cli import main
 
 INJECTED = "<script>alert('x')</script> & <b>bold</b>"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from clients.export import load_trajectories, sft_speech_problems, split_of
-from clients.speech import say_value, speech_problems
-from clients.tasks import Claim, GoldCall, Persona, Provenance, Task
+from envfarm.clients.export import load_trajectories, sft_speech_problems, split_of
+from envfarm.clients.speech import say_value, speech_problems
+from envfarm.clients.tasks import Claim, GoldCall, Persona, Provenance, Task
 from envfarm.cli import main
 
 
@@ -86,7 +86,7 @@ def test_run_exports_read_as_an_agent_speaks(seed: int, tmp_path: Path) -> None:
 
 
 def test_claims_are_said_in_sentences_whatever_their_wording() -> None:
-    from clients.speech import state_claims
+    from envfarm.clients.speech import state_claims
 
     said = " ".join(
         state_claims(
@@ -107,7 +107,7 @@ def test_claims_are_said_in_sentences_whatever_their_wording() -> None:
 
 def test_a_number_is_said_with_every_digit_it_has() -> None:
     """`:g` kept six significant digits: 'what the client still owes: 12443.45' was said as 12443.5."""
-    from clients.speech import say_value
+    from envfarm.clients.speech import say_value
 
     assert say_value("what the client still owes", 12443.45) == "12443.45"
     assert say_value("ratio", 1234567.891) == "1234567.891"

@@ -8,29 +8,29 @@ from pathlib import Path
 import pytest
 from conftest import ANNEX, REPO
 
-import servers.clinic
+import envfarm.servers.clinic
 from envfarm.cli import main
-from servers.runtime.farm import import_server, load_server
-from servers.runtime.registry import REGISTRY_FILE, default_farm_root, load_registry, packaged_farm_root, registry_file
+from envfarm.servers.runtime.farm import import_server, load_server
+from envfarm.servers.runtime.registry import REGISTRY_FILE, default_farm_root, load_registry, packaged_farm_root, registry_file
 
 
 def test_the_installed_farm_is_the_folder_holding_the_servers_package(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ENVFARM_HOME", raising=False)
-    assert packaged_farm_root() == default_farm_root() == Path(servers.clinic.__file__).resolve().parents[2]
+    assert packaged_farm_root() == default_farm_root() == Path(envfarm.servers.clinic.__file__).resolve().parents[2]
     monkeypatch.setenv("ENVFARM_HOME", str(REPO / "elsewhere"))
     assert default_farm_root() == (REPO / "elsewhere").resolve()
 
 
 def test_a_server_of_another_farm_is_imported_from_that_folder(farm_root: Path) -> None:
     module = import_server(farm_root, ANNEX)
-    assert module.__name__ == f"servers.{ANNEX}.server"
+    assert module.__name__ == f"envfarm.servers.{ANNEX}.server"
     assert Path(module.__file__ or "").resolve() == (farm_root / "servers" / ANNEX / "server.py").resolve()
     assert module.DEFINITION.seed_rows() and import_server(farm_root, ANNEX) is module
 
 
 def test_one_process_refuses_a_second_farms_copy_of_a_server(farm_root: Path) -> None:
-    """`servers.clinic` of this checkout is imported; the temporary farm's clinic cannot also be."""
-    assert import_server(REPO, "clinic").__name__ == "servers.clinic.server"
+    """`envfarm.servers.clinic` of this checkout is imported; the temporary farm's clinic cannot also be."""
+    assert import_server(REPO, "clinic").__name__ == "envfarm.servers.clinic.server"
     with pytest.raises(LookupError, match=r"servers\.clinic is already imported from .*; one process cannot"):
         import_server(farm_root, "clinic")
 
@@ -57,8 +57,8 @@ def test_an_installed_farm_reads_its_packaged_registry_and_refuses_builds(
 @pytest.mark.parametrize("name", [s.name for s in load_registry(REPO).servers])
 def test_a_published_seed_image_holds_exactly_the_schema_and_the_seed_rows(name: str) -> None:
     """Servers start from `seed.sqlite`, not from seed.json: the image must be what the two build."""
-    from servers.runtime.database import snapshot
-    from servers.runtime.episodes import SEED_IMAGE, build_seed, open_memory
+    from envfarm.servers.runtime.database import snapshot
+    from envfarm.servers.runtime.episodes import SEED_IMAGE, build_seed, open_memory
 
     definition = import_server(REPO, name).DEFINITION
     shipped = open_memory((definition.directory / SEED_IMAGE).read_bytes())

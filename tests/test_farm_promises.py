@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from factory.spec import LIST_AS_TEXT
+from envfarm.factory.spec import LIST_AS_TEXT
 
 SERVERS_DIR = Path(__file__).resolve().parents[1] / "servers"
 SERVERS = sorted(p.parent.name for p in SERVERS_DIR.glob("*/spec.json"))
@@ -87,7 +87,7 @@ def test_every_list_pages_and_no_parameter_is_separated_text(name: str) -> None:
 async def test_the_instructions_state_the_date_time_zone_principal_and_policy(name: str) -> None:
     spec = published(name, "spec.json")
     principal = spec["principal"]
-    server = importlib.import_module(f"servers.{name}.server")
+    server = importlib.import_module(f"envfarm.servers.{name}.server")
     async with Client(server.build()) as client:
         text = client.instructions or ""
     now = datetime.fromisoformat(spec["now"])

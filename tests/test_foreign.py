@@ -22,13 +22,13 @@ import anyio
 import mcp_types as types
 import pytest
 
-from clients.connect import Connections, load_server_configs
-from clients.graph import build_graph, load_specs, output_of, producers, sampled_fields
-from clients.scoring import summarize
-from clients.tasks import Task, read_jsonl
-from clients.trajectory import Trajectory
+from envfarm.clients.connect import Connections, load_server_configs
+from envfarm.clients.graph import build_graph, load_specs, output_of, producers, sampled_fields
+from envfarm.clients.scoring import summarize
+from envfarm.clients.tasks import Task, read_jsonl
+from envfarm.clients.trajectory import Trajectory
 from envfarm.cli import main
-from servers.runtime.control import ControlError
+from envfarm.servers.runtime.control import ControlError
 
 SERVERS = Path(__file__).parent / "foreign" / "mcp1"
 NAMES = ("notes", "todo", "shop", "contacts", "tickets")

@@ -8,7 +8,7 @@ from pathlib import Path
 from conftest import REPO
 
 from envfarm.fuzz import INVARIANTS, fuzz_farm
-from servers.runtime.registry import load_registry
+from envfarm.servers.runtime.registry import load_registry
 
 CALLS_PER_SERVER = 10
 

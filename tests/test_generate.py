@@ -15,8 +15,8 @@ from scripted_openai import scripted_openai
 
 from envfarm.cli import main
 from envfarm.llm import ChatModel, ModelConfig, Transcript
-from factory.generate import GrowthSummary, SpecDraft, offline_draft, offline_scenarios, propose
-from servers.runtime.registry import load_registry
+from envfarm.factory.generate import GrowthSummary, SpecDraft, offline_draft, offline_scenarios, propose
+from envfarm.servers.runtime.registry import load_registry
 
 NAME = "shed_proposed"
 SCENARIOS = json.dumps(

@@ -12,11 +12,11 @@ import pytest
 from conftest import EPISODE, FREE_SLOT, booking, close, reset, state
 from mcp import Client
 
-from servers.banking.server import build as build_banking
-from servers.clinic.server import build as build_clinic
-from servers.runtime.arguments import MAX_MESSAGE_CHARS
-from servers.runtime.control import ERROR_KIND_META_KEY, ControlError, Method, ResetParams, ResetResult
-from servers.runtime.episodes import EpisodeBudget
+from envfarm.servers.banking.server import build as build_banking
+from envfarm.servers.clinic.server import build as build_clinic
+from envfarm.servers.runtime.arguments import MAX_MESSAGE_CHARS
+from envfarm.servers.runtime.control import ERROR_KIND_META_KEY, ControlError, Method, ResetParams, ResetResult
+from envfarm.servers.runtime.episodes import EpisodeBudget
 
 ACCOUNT = "acc_yxhw37"
 
@@ -115,7 +115,7 @@ async def test_contains_searches_match_wildcards_literally(wildcard: str) -> Non
 
 
 async def test_handler_searches_escape_wildcards_too() -> None:
-    from servers.team_chat.server import build as build_chat
+    from envfarm.servers.team_chat.server import build as build_chat
 
     async with Client(build_chat()) as client:
         plain = await client.call_tool("search_messages", {"text": "e"})
@@ -136,7 +136,7 @@ async def test_reading_a_state_does_not_open_an_episode() -> None:
 
 
 async def test_the_budget_evicts_least_recently_used_episodes_across_servers_and_they_expire() -> None:
-    from servers.hotel.server import build as build_hotel
+    from envfarm.servers.hotel.server import build as build_hotel
 
     clinic_store_bytes = 3 * 230_000  # room for about three clinic episodes
     budget = EpisodeBudget(max_mb=clinic_store_bytes / (1 << 20), ttl_s=None)
@@ -168,8 +168,8 @@ async def test_an_episode_forked_into_a_closed_episodes_connection_starts_from_t
 def test_every_fork_is_a_fresh_connection_and_a_released_one_is_closed() -> None:
     """Loading the seed image into a used connection crashed SQLite 3.40 (SIGSEGV on a later json_each
     statement, about half of all `envfarm tasks` seeds): forks never reuse a connection."""
-    from servers.clinic.server import DEFINITION
-    from servers.runtime.episodes import EpisodeStore
+    from envfarm.servers.clinic.server import DEFINITION
+    from envfarm.servers.runtime.episodes import EpisodeStore
 
     store = EpisodeStore(DEFINITION.seed())
     used = store.fork()

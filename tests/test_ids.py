@@ -7,9 +7,9 @@ import re
 from conftest import CLINIC_SPEC, FREE_SLOT
 from mcp import Client
 
-from factory.ids import id_mapping, id_pattern, opaque_seed, rewrite, sequence_number
-from factory.source import load_environment
-from servers.runtime.database import opaque_id
+from envfarm.factory.ids import id_mapping, id_pattern, opaque_seed, rewrite, sequence_number
+from envfarm.factory.source import load_environment
+from envfarm.servers.runtime.database import opaque_id
 
 OLD_FORM = re.compile(r"^[a-z]+_\d{2,5}$")
 
@@ -46,7 +46,7 @@ def test_opaque_seed_rewrites_keys_references_and_quoted_ids_together() -> None:
 
 
 async def test_a_new_row_continues_the_seeded_sequence_with_the_same_function() -> None:
-    from servers.clinic.server import build
+    from envfarm.servers.clinic.server import build
 
     spec = load_environment(CLINIC_SPEC).spec
     assert spec.ids == "opaque"
@@ -61,7 +61,7 @@ async def test_a_new_row_continues_the_seeded_sequence_with_the_same_function() 
 
 
 def test_the_sequence_of_an_opaque_table_starts_past_its_row_count_whatever_its_keys_end_with() -> None:
-    from servers.runtime.episodes import next_number
+    from envfarm.servers.runtime.episodes import next_number
 
     rows = [{"item_id": "itm_a23456"}, {"item_id": "itm_7"}]  # an opaque id that ends in digits, a hand-numbered key
     assert next_number(rows, opaque=True) == 3  # opaque ids carry no number: the count is it
@@ -69,8 +69,8 @@ def test_the_sequence_of_an_opaque_table_starts_past_its_row_count_whatever_its_
 
 
 def test_a_tables_key_column_is_read_once_per_server_and_new_opaque_ids_skip_taken_ones() -> None:
-    from servers.runtime.database import Database
-    from servers.runtime.episodes import build_seed
+    from envfarm.servers.runtime.database import Database
+    from envfarm.servers.runtime.episodes import build_seed
 
     schema = "CREATE TABLE _envfarm_sequences (table_name TEXT PRIMARY KEY, next INTEGER);\n"
     schema += "CREATE TABLE items (label TEXT, item_id TEXT PRIMARY KEY);"

@@ -12,9 +12,9 @@ import pytest
 import yaml
 from conftest import REPO
 
-from factory.source import load_environment
-from factory.spec import SpecError
-from servers.runtime.intents import Slot, slots
+from envfarm.factory.source import load_environment
+from envfarm.factory.spec import SpecError
+from envfarm.servers.runtime.intents import Slot, slots
 
 HOTEL_SPEC = REPO / "factory" / "specs" / "hotel"
 

@@ -18,14 +18,14 @@ import pytest
 import yaml
 from conftest import REPO
 
-from clients.audit import audit_tasks, build_auditor
-from clients.connect import Connections, farm_targets
-from clients.graph import load_intents
-from clients.grounding import PersonaRecord
-from clients.synthesize import Synthesis, SynthesisOptions, dependency_depth, synthesize
+from envfarm.clients.audit import audit_tasks, build_auditor
+from envfarm.clients.connect import Connections, farm_targets
+from envfarm.clients.graph import load_intents
+from envfarm.clients.grounding import PersonaRecord
+from envfarm.clients.synthesize import Synthesis, SynthesisOptions, dependency_depth, synthesize
 from envfarm.render import render
-from factory.build import build_all
-from servers.runtime.intents import ServerIntents, slots
+from envfarm.factory.build import build_all
+from envfarm.servers.runtime.intents import ServerIntents, slots
 
 ID = re.compile(r"\b[a-z]{2,5}_[a-z0-9]{4,}\b")
 SNAKE = re.compile(r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b")
@@ -77,7 +77,7 @@ def _with_mail_intents(spec: Path) -> None:
 
 
 # The variants below are built under names of their own: a process imports each server package once, and
-# other tests load the committed `servers.clinic` and `servers.mail`.
+# other tests load the committed `envfarm.servers.clinic` and `envfarm.servers.mail`.
 PLAIN_CLINIC, OWN_MAIL = "clinic_plain", "mail_own_intents"
 
 
@@ -164,12 +164,12 @@ async def test_a_row_is_named_so_that_no_other_row_of_the_persona_fits() -> None
         synthesis = await synthesize(SynthesisOptions(n=8, seed=7, servers=["hotel"], max_servers=1), farm)
         intents = await load_intents(farm, "hotel")
     assert intents is not None
-    from clients.grounding import observe, persona_rows
-    from clients.sampling import Catalog
-    from clients.writing import OfflineWriter
+    from envfarm.clients.grounding import observe, persona_rows
+    from envfarm.clients.sampling import Catalog
+    from envfarm.clients.writing import OfflineWriter
 
     async with Connections(farm_targets(REPO, ["hotel"])) as farm:
-        from clients.graph import build_graph, load_specs
+        from envfarm.clients.graph import build_graph, load_specs
 
         specs = await load_specs(farm, ["hotel"])
         world = await observe(farm, "hotel", specs)
@@ -225,8 +225,8 @@ async def test_a_server_without_intents_still_gets_tasks(intents_farm: Path) -> 
 def test_prune_keeps_the_call_a_claim_comes_from_and_drops_a_read_that_feeds_nothing_new() -> None:
     """A get that reads again a row a search already showed feeds nothing of its own: what the bill uses is
     traced to the first call that showed it, and the get goes; the claim's call and its chain stay."""
-    from clients.synthesize import prune
-    from clients.tasks import Claim, GoldCall, Persona, Provenance, Task, Turn
+    from envfarm.clients.synthesize import prune
+    from envfarm.clients.tasks import Claim, GoldCall, Persona, Provenance, Task, Turn
 
     stay = {"res_id": "res_a", "status": "confirmed"}
     calls = [
@@ -306,11 +306,11 @@ def test_a_refusal_is_made_only_of_a_change_to_the_owners_records() -> None:
     """The third-party rule forbids changing a customer's records for someone else: a goal that only adds rows
     (a new booking for one's partner) or changes rows that are no one's (a room taken, a copy lent) changes none
     of theirs, so it is no refusal; their stay moved or their hold removed is."""
-    from clients.grounding import Grounded, ServerWorld
-    from clients.sampling import Chain, Step
-    from clients.synthesize import changes_records
-    from clients.tasks import ExpectedState, GoldCall
-    from servers.runtime.control import TableDiff
+    from envfarm.clients.grounding import Grounded, ServerWorld
+    from envfarm.clients.sampling import Chain, Step
+    from envfarm.clients.synthesize import changes_records
+    from envfarm.clients.tasks import ExpectedState, GoldCall
+    from envfarm.servers.runtime.control import TableDiff
 
     world = ServerWorld(
         server="hotel",
@@ -345,7 +345,7 @@ def test_a_refusal_is_made_only_of_a_change_to_the_owners_records() -> None:
 
 
 def test_a_phrasing_ending_in_a_said_value_still_ends_its_sentence() -> None:
-    from clients.writing import _ended
+    from envfarm.clients.writing import _ended
 
     assert _ended("Please cancel my subscription. Too many emails") == "Please cancel my subscription. Too many emails."
     for whole in ("Done.", "Is it paid?", 'Say "hi"', "(thanks)"):

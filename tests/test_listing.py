@@ -10,9 +10,9 @@ import pytest
 from conftest import REPO
 from mcp import Client
 
-from servers.runtime import listing
-from servers.runtime.farm import import_server
-from servers.runtime.registry import load_registry
+from envfarm.servers.runtime import listing
+from envfarm.servers.runtime.farm import import_server
+from envfarm.servers.runtime.registry import load_registry
 
 SERVERS = [s.name for s in load_registry(REPO).servers]
 

@@ -15,7 +15,7 @@ import yaml
 
 from envfarm.cli import main
 from envfarm.render import render
-from factory.build import build_all
+from envfarm.factory.build import build_all
 
 
 def config(tmp_path: Path, farm_root: Path) -> Path:

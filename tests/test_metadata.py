@@ -18,9 +18,9 @@ from test_openapi import no_mutation_sample
 
 from envfarm.cli import main
 from envfarm.render import render
-from factory.build import build_all
-from factory.metadata import import_metadata_offline, load_metadata
-from factory.openapi import OpenAPIError, write_spec_folder
+from envfarm.factory.build import build_all
+from envfarm.factory.metadata import import_metadata_offline, load_metadata
+from envfarm.factory.openapi import OpenAPIError, write_spec_folder
 
 HOTEL = Path(__file__).parent / "data" / "metadata" / "hotel_booking.json"
 

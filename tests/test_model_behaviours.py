@@ -19,8 +19,8 @@ from scripted_openai import scripted_openai
 from test_generate import GOOD_HANDLERS, NAME, SCENARIOS, draft
 
 from envfarm.llm import ChatModel, LLMError, ModelConfig
-from factory.generate import SpecDraft, propose
-from servers.runtime.registry import load_registry
+from envfarm.factory.generate import SpecDraft, propose
+from envfarm.servers.runtime.registry import load_registry
 
 GOOD = draft(GOOD_HANDLERS)
 FENCED = f"Here is the environment:\n\n```json\n{GOOD}\n```\n"

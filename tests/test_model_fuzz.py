@@ -13,12 +13,12 @@ import pytest
 from conftest import REPO
 from scripted_openai import scripted_openai
 
-from clients.connect import Connections, farm_targets
-from clients.policies import ChatPolicy
-from clients.rollout import Limits, RolloutOptions, rollout_tasks
-from clients.scoring import Scorer
-from clients.synthesize import SynthesisOptions, synthesize
-from clients.users import LLMUser
+from envfarm.clients.connect import Connections, farm_targets
+from envfarm.clients.policies import ChatPolicy
+from envfarm.clients.rollout import Limits, RolloutOptions, rollout_tasks
+from envfarm.clients.scoring import Scorer
+from envfarm.clients.synthesize import SynthesisOptions, synthesize
+from envfarm.clients.users import LLMUser
 from envfarm.llm import ChatModel, LLMError, ModelConfig, read_reply
 from envfarm.model_fuzz import RUNNERS, SERVER, World, fuzz_replies, garbage_reply, make_world, well_formed
 

@@ -18,7 +18,7 @@ import pytest
 from conftest import REPO
 from corpus import GOOD, stage_case
 
-from factory.mutation import (
+from envfarm.factory.mutation import (
     TIMEOUT_RETRY_FACTOR,
     Mutant,
     MutantResult,
@@ -36,15 +36,15 @@ from factory.mutation import (
     usable_equivalents,
     verify_mutant,
 )
-from factory.publish import staging_root
-from factory.server_session import serve_args
-from factory.source import load_environment
-from factory.spec import CustomTool, EquivalentMutant
-from factory.verify import VerifyOptions, verify_server
-from factory.warm import stub_args, warm_launcher
+from envfarm.factory.publish import staging_root
+from envfarm.factory.server_session import serve_args
+from envfarm.factory.source import load_environment
+from envfarm.factory.spec import CustomTool, EquivalentMutant
+from envfarm.factory.verify import VerifyOptions, verify_server
+from envfarm.factory.warm import stub_args, warm_launcher
 
 HANDLER = """
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def refund(db: Database, payment_id: str, amount: float) -> dict:

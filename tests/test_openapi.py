@@ -17,8 +17,8 @@ import yaml
 
 from envfarm.cli import main
 from envfarm.render import render
-from factory.build import BuildResult, build_all
-from factory.openapi import (
+from envfarm.factory.build import BuildResult, build_all
+from envfarm.factory.openapi import (
     OpenAPIError,
     _Column,
     _Entity,
@@ -29,8 +29,8 @@ from factory.openapi import (
     state_change,
     write_spec_folder,
 )
-from factory.verify import VerifyOptions
-from servers.runtime.registry import load_registry
+from envfarm.factory.verify import VerifyOptions
+from envfarm.servers.runtime.registry import load_registry
 
 DATA = Path(__file__).parent / "data" / "openapi"
 
@@ -361,7 +361,7 @@ def test_keyword_field_names_are_renamed_and_noted() -> None:
 
 
 def test_a_hand_written_spec_naming_a_column_like_an_sql_keyword_is_refused() -> None:
-    from factory.spec import SpecError, parse_spec
+    from envfarm.factory.spec import SpecError, parse_spec
 
     spec = import_openapi(DATA / "keyword_names.yaml").spec
     table = next(iter(spec["entities"]))

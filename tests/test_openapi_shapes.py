@@ -13,11 +13,11 @@ from typing import Any
 import anyio
 import pytest
 
-from factory.build import build_all
-from factory.openapi import import_openapi, past_participle, write_spec_folder
-from factory.verify import VerifyOptions
-from servers.runtime.intents import slots
-from servers.runtime.registry import load_registry
+from envfarm.factory.build import build_all
+from envfarm.factory.openapi import import_openapi, past_participle, write_spec_folder
+from envfarm.factory.verify import VerifyOptions
+from envfarm.servers.runtime.intents import slots
+from envfarm.servers.runtime.registry import load_registry
 
 ERROR = {"$ref": "#/responses/Error"}
 JOB = {"$ref": "#/definitions/Job"}

@@ -11,15 +11,15 @@ import pytest
 from conftest import REPO
 from handmade import handmade_tasks
 
-from clients.connect import Connections, farm_targets
-from clients.run import evaluate
-from clients.scoring import Scorer
-from clients.trajectory import Trajectory
+from envfarm.clients.connect import Connections, farm_targets
+from envfarm.clients.run import evaluate
+from envfarm.clients.scoring import Scorer
+from envfarm.clients.trajectory import Trajectory
 
 pytest.importorskip("openenv.core.env_server.http_server", reason="openenv-core is the `openenv` extra")
 from fastapi.testclient import TestClient
 
-from clients.openenv_env import make_app
+from envfarm.clients.openenv_env import make_app
 
 
 async def _recorded() -> list[Trajectory]:

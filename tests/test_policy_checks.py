@@ -11,16 +11,16 @@ from conftest import REPO
 from handmade import base, pay_invoice_task
 from scripted_openai import scripted_openai
 
-from clients.audit import server_facts
-from clients.connect import Connections, farm_targets
-from clients.policies import ChatPolicy, HeuristicPolicy, OraclePolicy
-from clients.policy_checks import PolicyRule, asks_confirmation, identifying_values, load_rules, rule_kind
-from clients.rollout import rollout_tasks
-from clients.scoring import Scorer, oracle_failures, summarize
-from clients.synthesize import SynthesisOptions, synthesize
-from clients.tasks import ExpectedState, PolicyCheck, Task, Turn
-from clients.trajectory import Trajectory
-from clients.users import NO, YES, ScriptedSession, ScriptedUser
+from envfarm.clients.audit import server_facts
+from envfarm.clients.connect import Connections, farm_targets
+from envfarm.clients.policies import ChatPolicy, HeuristicPolicy, OraclePolicy
+from envfarm.clients.policy_checks import PolicyRule, asks_confirmation, identifying_values, load_rules, rule_kind
+from envfarm.clients.rollout import rollout_tasks
+from envfarm.clients.scoring import Scorer, oracle_failures, summarize
+from envfarm.clients.synthesize import SynthesisOptions, synthesize
+from envfarm.clients.tasks import ExpectedState, PolicyCheck, Task, Turn
+from envfarm.clients.trajectory import Trajectory
+from envfarm.clients.users import NO, YES, ScriptedSession, ScriptedUser
 from envfarm.llm import ChatModel, ModelConfig
 
 
@@ -201,7 +201,7 @@ async def test_synthesized_tasks_carry_checks_the_oracle_follows_and_repeat_byte
     for task in tasks:
         for check in task.policy_checks:
             governed = {t for r in rules[check.server or ""] for t in r.tools}
-            # A refusal cites the policy sentence that forbids acting for another person (clients.audit).
+            # A refusal cites the policy sentence that forbids acting for another person (envfarm.clients.audit).
             allowed = {r.rule for r in rules[check.server or ""]} | {third_party[check.server or ""]}
             assert check.rule in allowed and (
                 check.kind != "must_refuse" or check.rule == third_party[check.server or ""]

@@ -13,12 +13,12 @@ import pytest
 from conftest import REPO
 from scripted_openai import scripted_openai
 
-from clients.connect import Connections, farm_targets
-from clients.export import load_trajectories
-from clients.rollout import failed_endpoint
-from clients.scoring import summarize
-from clients.synthesize import SynthesisOptions, synthesize
-from clients.tasks import write_jsonl
+from envfarm.clients.connect import Connections, farm_targets
+from envfarm.clients.export import load_trajectories
+from envfarm.clients.rollout import failed_endpoint
+from envfarm.clients.scoring import summarize
+from envfarm.clients.synthesize import SynthesisOptions, synthesize
+from envfarm.clients.tasks import write_jsonl
 from envfarm.cli import main
 
 N_TASKS = 6

@@ -11,8 +11,8 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from servers.mail.server import build
-from servers.runtime.control import ControlError, EpisodeClient
+from envfarm.servers.mail.server import build
+from envfarm.servers.runtime.control import ControlError, EpisodeClient
 
 MARIA = "maria.patel@example.com"
 NOAH = "noah.moreau@example.com"
@@ -132,7 +132,7 @@ def test_every_tool_of_every_server_with_private_rows_passed_the_cross_principal
 async def test_calendar_shows_other_peoples_meetings_as_busy_time_only() -> None:
     """Calendar: a meeting is seen by its organizer and invitees; anyone else sees only when it blocks a
     person (free/busy) or a room (busy intervals), never its id, title or invitees."""
-    from servers.calendar.server import build as build_calendar
+    from envfarm.servers.calendar.server import build as build_calendar
 
     daniel = "daniel.ahmed@example.com"
     async with Client(build_calendar()) as client:

@@ -24,14 +24,14 @@ ray = pytest.importorskip("ray")
 from conftest import REPO
 from handmade import handmade_tasks, pay_invoice_task
 
-from clients.connect import Connections, farm_targets
-from clients.policies import Action, Agent, AgentTool, HeuristicPolicy, OraclePolicy
-from clients.ray_backend import EnvHandle, HostSpec, RayBackend, RayOptions, named_hosts
-from clients.rollout import LocalBackend, RolloutOptions
-from clients.scoring import Scorer
-from clients.tasks import Task
-from clients.trajectory import Trajectory
-from clients.users import ScriptedUser
+from envfarm.clients.connect import Connections, farm_targets
+from envfarm.clients.policies import Action, Agent, AgentTool, HeuristicPolicy, OraclePolicy
+from envfarm.clients.ray_backend import EnvHandle, HostSpec, RayBackend, RayOptions, named_hosts
+from envfarm.clients.rollout import LocalBackend, RolloutOptions
+from envfarm.clients.scoring import Scorer
+from envfarm.clients.tasks import Task
+from envfarm.clients.trajectory import Trajectory
+from envfarm.clients.users import ScriptedUser
 
 SPEC = HostSpec(farm=REPO, servers=["clinic"], timeout=10)
 # Two hosts on two CPUs, with room for a replacement and the trainer's host.
@@ -230,7 +230,7 @@ def test_run_backend_ray_gives_the_local_scores(tmp_path: Path) -> None:
 
 
 def test_rollout_backend_ray_writes_the_local_scores(tmp_path: Path) -> None:
-    from clients.tasks import write_jsonl
+    from envfarm.clients.tasks import write_jsonl
     from envfarm.cli import main
 
     tasks_file = tmp_path / "tasks.jsonl"
@@ -264,7 +264,7 @@ def test_ray_bench_writes_its_report(tmp_path: Path) -> None:
 def test_the_default_path_never_imports_ray_and_a_missing_ray_is_one_clear_line(tmp_path: Path) -> None:
     probe = (
         "import sys\n"
-        "import clients.run, clients.rollout, clients.ray_backend, envfarm.cli\n"
+        "import envfarm.clients.run, envfarm.clients.rollout, envfarm.clients.ray_backend, envfarm.cli\n"
         "assert 'ray' not in sys.modules, 'imported ray'\n"
         "sys.modules['ray'] = None  # as if the extra were not installed\n"
         "sys.exit(envfarm.cli.main(['rollout', sys.argv[1], '--backend', 'ray']))\n"

@@ -14,13 +14,13 @@ from conftest import REPO
 from handmade import booking_task, ground, handmade_tasks, pay_invoice_task, read_task
 from scripted_openai import scripted_openai
 
-from clients.connect import Connections, farm_targets, load_server_configs
-from clients.policies import ChatPolicy, HeuristicPolicy, OraclePolicy
-from clients.rollout import Limits, RolloutOptions, rollout_tasks
-from clients.scoring import Scorer, fill_difficulty, oracle_failures, summarize
-from clients.tasks import Claim, GoldCall, Persona, Provenance, Task, ToolRef
-from clients.trajectory import Trajectory
-from clients.users import LLMUser, ScriptedUser
+from envfarm.clients.connect import Connections, farm_targets, load_server_configs
+from envfarm.clients.policies import ChatPolicy, HeuristicPolicy, OraclePolicy
+from envfarm.clients.rollout import Limits, RolloutOptions, rollout_tasks
+from envfarm.clients.scoring import Scorer, fill_difficulty, oracle_failures, summarize
+from envfarm.clients.tasks import Claim, GoldCall, Persona, Provenance, Task, ToolRef
+from envfarm.clients.trajectory import Trajectory
+from envfarm.clients.users import LLMUser, ScriptedUser
 from envfarm.llm import ChatModel, ModelConfig
 
 TODO_SERVER = Path(__file__).parent / "foreign" / "todo_server.py"

@@ -16,11 +16,11 @@ from conftest import EPISODE, FREE_SLOT, booking, close, reasons, reset, state
 from mcp import Client
 
 from envfarm.bench.hotpath import counted_statements
-from factory.spec import EnvironmentSpec
-from servers.clinic.server import DEFINITION, build
-from servers.runtime.control import ERROR_KIND_META_KEY, ControlError, TableDiff
-from servers.runtime.database import Database
-from servers.runtime.server import ServerDefinition, ToolDefinition, build_server
+from envfarm.factory.spec import EnvironmentSpec
+from envfarm.servers.clinic.server import DEFINITION, build
+from envfarm.servers.runtime.control import ERROR_KIND_META_KEY, ControlError, TableDiff
+from envfarm.servers.runtime.database import Database
+from envfarm.servers.runtime.server import ServerDefinition, ToolDefinition, build_server
 
 PATIENT = "pat_dc63z3"
 
@@ -383,9 +383,9 @@ def test_annotations_follow_from_the_effect_with_overrides() -> None:
 WINDOWED_CALLS = """
 import json, sys, anyio
 from mcp import Client
-from factory.coverage_gate import CallWindow
-from servers.clinic.server import build
-from servers.runtime.calls import TOOL_CALL_EVENT
+from envfarm.factory.coverage_gate import CallWindow
+from envfarm.servers.clinic.server import build
+from envfarm.servers.runtime.calls import TOOL_CALL_EVENT
 
 seen = []
 class Collector:
@@ -439,7 +439,7 @@ def test_request_spans_stay_on_only_where_a_tracer_provider_is_installed() -> No
         "from opentelemetry import trace\n"
         "trace.set_tracer_provider(trace.NoOpTracerProvider())\n"
         "from mcp.server._otel import OpenTelemetryMiddleware\n"
-        "from servers.clinic.server import build\n"
+        "from envfarm.servers.clinic.server import build\n"
         "print(sum(isinstance(m, OpenTelemetryMiddleware) for m in build()._lowlevel_server.middleware))\n"
     )
     kept = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from conftest import FREE_SLOT, REPO
 
-from clients.connect import Connections, farm_targets
-from clients.policy_checks import claims_success, gives_reason, refuses
-from clients.scoring import (
+from envfarm.clients.connect import Connections, farm_targets
+from envfarm.clients.policy_checks import claims_success, gives_reason, refuses
+from envfarm.clients.scoring import (
     RewardConfig,
     final_answers,
     grade_claim,
@@ -21,9 +21,9 @@ from clients.scoring import (
     state_match,
     value_found,
 )
-from clients.scoring.values import clocks_from
-from clients.tasks import Claim, ExpectedState, Persona, Provenance, Task
-from clients.trajectory import Score, ServerState
+from envfarm.clients.scoring.values import clocks_from
+from envfarm.clients.tasks import Claim, ExpectedState, Persona, Provenance, Task
+from envfarm.clients.trajectory import Score, ServerState
 
 OTHER_SLOT = "slot_w76wb3"
 
@@ -235,8 +235,8 @@ def test_a_refusal_declines_says_why_and_claims_nothing(said: str, refusal_with_
 
 def test_a_value_after_a_negation_word_in_a_tool_output_still_backs_the_answer() -> None:
     """`"subject": "... go/no-go", "folder": "inbox"`: "no" before "inbox" unsays an answer, not the evidence."""
-    from clients.scoring.claims import grade_claim
-    from clients.tasks import Claim
+    from envfarm.clients.scoring.claims import grade_claim
+    from envfarm.clients.tasks import Claim
 
     evidence = '{"subject": "migration script before the Release go/no-go", "folder": "inbox"}'
     claim = Claim(text="confirms the folder: inbox", values=["inbox"])

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 from conftest import REPO
 
-from clients.policy_checks import asks_confirmation, asks_detail, claims_success, gives_reason, refuses
-from clients.tasks import Task, load_tasks
-from clients.trajectory import CallRecord
-from clients.users import NO, NOT_MINE, YES, ScriptedSession, persona_sheet
+from envfarm.clients.policy_checks import asks_confirmation, asks_detail, claims_success, gives_reason, refuses
+from envfarm.clients.tasks import Task, load_tasks
+from envfarm.clients.trajectory import CallRecord
+from envfarm.clients.users import NO, NOT_MINE, YES, ScriptedSession, persona_sheet
 
 TASKS = {t.id: t for t in load_tasks(REPO / "tests" / "data" / "scoring_corpus" / "tasks.jsonl")}
 TOUR = TASKS["topology-s7-0005"]  # cancel booking TB-55722 (the reference is a hidden fact)

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from clients.connect import farm_process
+from envfarm.clients.connect import farm_process
 from envfarm.bench.http_soak import SHAPES, draw_arguments, http_soak, render_http_markdown
 from envfarm.cli import main
 from envfarm.soak import STEPS, parse_seeds, render_markdown, run_seed, soak
-from servers.runtime.registry import load_registry
+from envfarm.servers.runtime.registry import load_registry
 
 
 def test_parse_seeds() -> None:
@@ -81,9 +81,9 @@ def test_a_short_soak_over_every_server() -> None:
 
 
 def test_a_stdio_server_prints_its_stack_when_it_dies_natively() -> None:
-    """`python -m servers.<name>` has faulthandler on: a SIGSEGV leaves the Python stack on stderr."""
+    """`python -m envfarm.servers.<name>` has faulthandler on: a SIGSEGV leaves the Python stack on stderr."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "servers.clinic"],
+        [sys.executable, "-m", "envfarm.servers.clinic"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -10,8 +10,8 @@ import pytest
 import yaml
 from conftest import CLINIC_SPEC
 
-from factory.source import load_environment
-from factory.spec import RowResult, RowsResult, SpecError
+from envfarm.factory.source import load_environment
+from envfarm.factory.spec import RowResult, RowsResult, SpecError
 
 
 def clinic_copy(tmp_path: Path) -> tuple[Path, dict[str, Any]]:

@@ -13,7 +13,7 @@ SERVER = '''
 import os
 import anyio
 from mcp.server.mcpserver import MCPServer
-from servers.runtime.stdio import serve_stdio
+from envfarm.servers.runtime.stdio import serve_stdio
 
 server = MCPServer("noisy", log_level="WARNING")
 

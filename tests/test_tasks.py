@@ -12,8 +12,8 @@ import pytest
 from conftest import REPO
 from scripted_openai import scripted_openai
 
-from clients.connect import Connections, farm_targets, load_server_configs
-from clients.graph import (
+from envfarm.clients.connect import Connections, farm_targets, load_server_configs
+from envfarm.clients.graph import (
     OutField,
     Param,
     build_graph,
@@ -24,9 +24,9 @@ from clients.graph import (
     similarity,
     tool_node,
 )
-from clients.synthesize import CROSS_SERVER_SHARE, Synthesis, SynthesisOptions, dependency_depth, synthesize
-from clients.tasks import Task, read_jsonl
-from clients.writing import STEP_WORDS, Vocabulary, over_specification
+from envfarm.clients.synthesize import CROSS_SERVER_SHARE, Synthesis, SynthesisOptions, dependency_depth, synthesize
+from envfarm.clients.tasks import Task, read_jsonl
+from envfarm.clients.writing import STEP_WORDS, Vocabulary, over_specification
 from envfarm.cli import main
 from envfarm.llm import ModelConfig
 

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from conftest import EPISODE, MARIA, NOAH, REPO, state
 
-from clients.connect import Era, FarmProcess, farm_process, http_client, shared_http_client
-from servers.clinic.server import DEFINITION as CLINIC
-from servers.runtime.control import ERROR_KIND_META_KEY, ControlError, EpisodeClient
-from servers.runtime.episodes import EXPIRED_KEY_BYTES, EXPIRED_KEYS_SHARE, MAX_EPISODE_ID, EpisodeBudget, EpisodeStore
+from envfarm.clients.connect import Era, FarmProcess, farm_process, http_client, shared_http_client
+from envfarm.servers.clinic.server import DEFINITION as CLINIC
+from envfarm.servers.runtime.control import ERROR_KIND_META_KEY, ControlError, EpisodeClient
+from envfarm.servers.runtime.episodes import EXPIRED_KEY_BYTES, EXPIRED_KEYS_SHARE, MAX_EPISODE_ID, EpisodeBudget, EpisodeStore
 
 NOAH_TOKEN, MARIA_TOKEN, PLAIN_TOKEN = "tok-a-noah", "tok-b-maria", "tok-c-plain"
 TOKEN_ITEMS = f"{NOAH_TOKEN}={NOAH},{MARIA_TOKEN}={MARIA},{PLAIN_TOKEN}"
@@ -243,12 +243,12 @@ async def test_closing_through_the_per_episode_url_closes_that_episode(token_far
 def test_every_user_servers_scopes_filter_its_state() -> None:
     """What a bound token's state holds is the server's scopes run over every table: on each shipped server
     with scopes, they run as state filters and show the default principal a part of each scoped table."""
-    from servers.runtime.database import snapshot
-    from servers.runtime.registry import load_registry
+    from envfarm.servers.runtime.database import snapshot
+    from envfarm.servers.runtime.registry import load_registry
 
     checked = 0
     for name in (entry.name for entry in load_registry(REPO).servers):
-        definition = importlib.import_module(f"servers.{name}.server").DEFINITION
+        definition = importlib.import_module(f"envfarm.servers.{name}.server").DEFINITION
         principal = definition.principal
         if principal is None or not principal.scopes:
             continue

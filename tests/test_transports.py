@@ -19,9 +19,9 @@ from conftest import ANNEX, EPISODE, FREE_SLOT, REPO, booking, reasons, state
 from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult
 
-from clients.connect import FarmProcess, free_port, http_client, shared_http_client
+from envfarm.clients.connect import FarmProcess, free_port, http_client, shared_http_client
 from envfarm.cli import client_config
-from servers.runtime.registry import load_registry
+from envfarm.servers.runtime.registry import load_registry
 
 PATIENT = "pat_dc63z3"
 
@@ -32,7 +32,7 @@ def unique(prefix: str) -> str:
 
 
 async def test_stdio_round_trip() -> None:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "servers.clinic"], cwd=REPO)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "envfarm.servers.clinic"], cwd=REPO)
     async with Client(params) as client:
         tools = {t.name for t in (await client.list_tools()).tools}
         booked = await client.call_tool("book_appointment", booking(FREE_SLOT, "over stdio"))
@@ -58,7 +58,7 @@ async def test_the_desktop_client_config_launches_the_server(client_name: str, t
     """What `envfarm config` prints is enough to start the server from anywhere, as a desktop client would."""
     config = client_config(load_registry(REPO), REPO, client_name, ["clinic"])
     entry = config["servers" if client_name == "vscode" else "mcpServers"]["clinic"]
-    assert entry["args"] == ["-m", "servers.clinic"]
+    assert entry["args"] == ["-m", "envfarm.servers.clinic"]
     tools, found = await launch_from_config(entry, tmp_path)
     assert "find_patient" in tools
     assert not found.is_error and found.structured_content and found.structured_content["count"] >= 1
@@ -181,7 +181,7 @@ def test_http_binds_loopback_unless_told_otherwise(farm: FarmProcess) -> None:
 
 
 def start_persistent(db: Path, port: int) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "servers.clinic", "--db", str(db), "--http", "--port", str(port)]
+    command = [sys.executable, "-m", "envfarm.servers.clinic", "--db", str(db), "--http", "--port", str(port)]
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while True:
@@ -225,7 +225,7 @@ def test_serving_freezes_start_up_objects_and_collects_young_garbage_less_often(
     """`serve_http` tunes the collector before it serves (see `tune_gc`); checked in this process, then undone."""
     import gc
 
-    from servers.runtime.http import GC_YOUNG_THRESHOLD, tune_gc
+    from envfarm.servers.runtime.http import GC_YOUNG_THRESHOLD, tune_gc
 
     threshold = gc.get_threshold()
     try:

@@ -13,16 +13,16 @@ import anyio
 import pytest
 from corpus import BROKEN, GOOD, stage_case
 
-from factory.call_plan import invalid_calls, plan_calls
-from factory.codegen import render_schema
-from factory.publish import code_hash, spec_hash, stage, staging_root
-from factory.rule_check import MAX_PROBES, _like, rule_probes, state_probes
-from factory.schemas import canonical, differences, expected_output
-from factory.search_check import SearchOracle
-from factory.source import load_environment
-from factory.spec import SearchTool
-from factory.static_checks import check_handlers
-from factory.verify import (
+from envfarm.factory.call_plan import invalid_calls, plan_calls
+from envfarm.factory.codegen import render_schema
+from envfarm.factory.publish import code_hash, spec_hash, stage, staging_root
+from envfarm.factory.rule_check import MAX_PROBES, _like, rule_probes, state_probes
+from envfarm.factory.schemas import canonical, differences, expected_output
+from envfarm.factory.search_check import SearchOracle
+from envfarm.factory.source import load_environment
+from envfarm.factory.spec import SearchTool
+from envfarm.factory.static_checks import check_handlers
+from envfarm.factory.verify import (
     VERIFIER_VERSION,
     VerificationReport,
     VerifyOptions,
@@ -272,7 +272,7 @@ def test_coverage_gate_names_the_unexercised_rule_and_records_coverage_per_tool(
 def test_expected_annotations_come_from_the_spec_not_from_the_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
     """The verifier's own table: a bug in the runtime's effect_hints (which every server uses) would be
     expected as well as served if the verifier asked the runtime."""
-    from servers.runtime import effects
+    from envfarm.servers.runtime import effects
 
     def broken(*args: object, **kwargs: object) -> effects.Hints:
         return effects.Hints(read_only_hint=False, destructive_hint=False, idempotent_hint=False)

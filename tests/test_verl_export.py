@@ -2,7 +2,7 @@
 
 verl's own dataset class loads our Parquet with our tool config; recorded episodes are replayed turn by turn
 the way verl's tool agent loop plays them (verl's tool registry builds our tools, its interaction registry our
-simulated user), and the reward verl's `custom_reward_function` gets from `clients.verl_reward.compute_score`
+simulated user), and the reward verl's `custom_reward_function` gets from `envfarm.clients.verl_reward.compute_score`
 equals the reward `envfarm eval` gives the recorded episode: for a solved one and for failed ones."""
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ import pytest
 from conftest import REPO
 from handmade import handmade_tasks
 
-from clients.connect import Connections, farm_targets
-from clients.export import export, verl_tool_names
-from clients.run import evaluate
-from clients.scoring import Scorer
-from clients.tasks import Task
-from clients.trajectory import Trajectory
-from clients.verl_reward import compute_score
+from envfarm.clients.connect import Connections, farm_targets
+from envfarm.clients.export import export, verl_tool_names
+from envfarm.clients.run import evaluate
+from envfarm.clients.scoring import Scorer
+from envfarm.clients.tasks import Task
+from envfarm.clients.trajectory import Trajectory
+from envfarm.clients.verl_reward import compute_score
 
 pytest.importorskip("verl.interactions.base", reason="verl 0.7 is the `verl` extra")
 pytestmark = pytest.mark.slow  # importing verl imports torch, transformers and ray (~10 s)
@@ -154,11 +154,11 @@ def test_each_row_is_offered_only_its_tasks_tools(
     from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
     from verl.tools.utils.tool_registry import initialize_tools_from_config
 
-    from clients.verl_agent import EnvfarmAgentLoop, enabled_schemas
+    from envfarm.clients.verl_agent import EnvfarmAgentLoop, enabled_schemas
 
     assert _agent_loop_registry["envfarm_agent"]["_target_"].endswith("EnvfarmAgentLoop")
     agent_yaml = exported[1].with_name(exported[0].stem + ".agent.yaml")
-    assert "clients.verl_agent.EnvfarmAgentLoop" in agent_yaml.read_text() and EnvfarmAgentLoop
+    assert "envfarm.clients.verl_agent.EnvfarmAgentLoop" in agent_yaml.read_text() and EnvfarmAgentLoop
     tools = {tool.name: tool for tool in initialize_tools_from_config(str(exported[1]))}
     schemas = [tool.tool_schema.model_dump(exclude_unset=True, exclude_none=True) for tool in tools.values()]
     task = recorded[0].task

@@ -24,9 +24,9 @@ from conftest import REPO
 from mcp import Client, StdioServerParameters
 from test_inspector import NPX, inspector
 
-from servers.runtime.episodes import SEED_IMAGE
-from servers.runtime.listing import SCHEMAS_FILE
-from servers.runtime.registry import REGISTRY_FILE, load_registry
+from envfarm.servers.runtime.episodes import SEED_IMAGE
+from envfarm.servers.runtime.listing import SCHEMAS_FILE
+from envfarm.servers.runtime.registry import REGISTRY_FILE, load_registry
 
 pytestmark = pytest.mark.slow
 
@@ -136,7 +136,7 @@ def test_the_wheel_carries_the_registry_and_every_servers_data(installed: Instal
 
 
 def test_the_installed_packages_come_from_the_venv_not_the_checkout(installed: Installed) -> None:
-    code = "import envfarm, factory, servers.clinic; print(envfarm.__file__, factory.__file__, servers.clinic.__file__)"
+    code = "import envfarm, factory, envfarm.servers.clinic; print(envfarm.__file__, factory.__file__, envfarm.servers.clinic.__file__)"
     files = [Path(f) for f in installed.run(installed.bin("python"), "-c", code).split()]
     assert len(files) == 3 and all(f.is_relative_to(installed.venv) for f in files), files
 
@@ -152,8 +152,8 @@ def test_envfarm_list_shows_the_whole_farm(installed: Installed) -> None:
 def test_every_server_of_the_installed_farm_loads(installed: Installed) -> None:
     """What `envfarm serve --all` (and the Dockerfile) hosts: each registered server, built from site-packages."""
     code = (
-        "from servers.runtime.farm import load_servers\n"
-        "from servers.runtime.registry import default_farm_root, load_registry\n"
+        "from envfarm.servers.runtime.farm import load_servers\n"
+        "from envfarm.servers.runtime.registry import default_farm_root, load_registry\n"
         "root = default_farm_root()\n"
         "hosted = load_servers(root, [s.name for s in load_registry(root).servers])\n"
         "print(root, ' '.join(hosted))"
@@ -166,7 +166,7 @@ def test_every_server_of_the_installed_farm_loads(installed: Installed) -> None:
 async def test_the_printed_config_launches_a_server_with_no_pythonpath(installed: Installed) -> None:
     config = json.loads(installed.run(installed.bin("envfarm"), "config", "clinic"))
     entry = config["mcpServers"]["clinic"]
-    assert entry == {"command": installed.bin("python"), "args": ["-m", "servers.clinic"]}
+    assert entry == {"command": installed.bin("python"), "args": ["-m", "envfarm.servers.clinic"]}
     spec = json.loads((REPO / "servers" / "clinic" / "spec.json").read_text(encoding="utf-8"))
     launches = [
         StdioServerParameters(command=entry["command"], args=entry["args"], cwd=installed.elsewhere),

@@ -17,15 +17,15 @@ import anyio
 import pytest
 from conftest import REPO
 
-from clients.connect import Connections, farm_targets
-from clients.policies import Action, Agent, AgentTool, HeuristicPolicy
-from clients.ray_backend import HostSpec
-from clients.rollout import LocalBackend, RolloutOptions, task_servers
-from clients.scoring import Scorer
-from clients.synthesize import SynthesisOptions, synthesize
-from clients.tasks import Task, write_jsonl
-from clients.users import ScriptedUser
-from clients.workers import ProcessBackend, WorkerError
+from envfarm.clients.connect import Connections, farm_targets
+from envfarm.clients.policies import Action, Agent, AgentTool, HeuristicPolicy
+from envfarm.clients.ray_backend import HostSpec
+from envfarm.clients.rollout import LocalBackend, RolloutOptions, task_servers
+from envfarm.clients.scoring import Scorer
+from envfarm.clients.synthesize import SynthesisOptions, synthesize
+from envfarm.clients.tasks import Task, write_jsonl
+from envfarm.clients.users import ScriptedUser
+from envfarm.clients.workers import ProcessBackend, WorkerError
 
 SERVERS = ["clinic", "banking", "calendar", "mail"]
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from factory.world import clock, content
-from factory.world.cast import build_cast
-from factory.world.invariants import Farm, check_farm, farm_violations, load_farm
-from factory.world.sources import SPECS
+from envfarm.factory.world import clock, content
+from envfarm.factory.world.cast import build_cast
+from envfarm.factory.world.invariants import Farm, check_farm, farm_violations, load_farm
+from envfarm.factory.world.sources import SPECS
 
 SERVERS = Path(__file__).resolve().parents[1] / "servers"
 

@@ -5,7 +5,7 @@
 `aggregate` (rates, pass@k, difficulty). The names other modules use are importable from here.
 """
 
-from clients.scoring.aggregate import (
+from envfarm.clients.scoring.aggregate import (
     PolicySummary,
     fill_difficulty,
     oracle_failures,
@@ -13,10 +13,10 @@ from clients.scoring.aggregate import (
     pass_hat_k,
     summarize,
 )
-from clients.scoring.checks import grade_check, policy_grades, policy_problems
-from clients.scoring.claims import PASS_COVERAGE, final_answers, grade_claim, hedged, value_found
-from clients.scoring.scorer import RewardConfig, Scorer, classify, false_success, reward
-from clients.scoring.state import NEW_ID, state_match, state_problems
+from envfarm.clients.scoring.checks import grade_check, policy_grades, policy_problems
+from envfarm.clients.scoring.claims import PASS_COVERAGE, final_answers, grade_claim, hedged, value_found
+from envfarm.clients.scoring.scorer import RewardConfig, Scorer, classify, false_success, reward
+from envfarm.clients.scoring.state import NEW_ID, state_match, state_problems
 
 __all__ = [
     "NEW_ID",

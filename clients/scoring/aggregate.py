@@ -9,8 +9,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from clients.tasks import Difficulty, Task
-from clients.trajectory import Trajectory
+from envfarm.clients.tasks import Difficulty, Task
+from envfarm.clients.trajectory import Trajectory
 
 
 class PolicySummary(BaseModel):

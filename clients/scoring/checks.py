@@ -1,4 +1,4 @@
-"""Policy checks, graded deterministically from the trajectory (the rules come from `clients.policy_checks`):
+"""Policy checks, graded deterministically from the trajectory (the rules come from `envfarm.clients.policy_checks`):
 a read-back answered with a yes before a governed write, a customer lookup before acting for them, no forbidden
 write, and on a request the policy forbids a refusal that says why and claims nothing was done."""
 
@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from clients.policy_checks import asks_confirmation, claims_success, declines, gives_reason, identifies, refuses
-from clients.scoring.claims import value_found
-from clients.scoring.values import Clock, clocks_from
-from clients.tasks import PolicyCheck
-from clients.trajectory import PolicyGrade, Trajectory
+from envfarm.clients.policy_checks import asks_confirmation, claims_success, declines, gives_reason, identifies, refuses
+from envfarm.clients.scoring.claims import value_found
+from envfarm.clients.scoring.values import Clock, clocks_from
+from envfarm.clients.tasks import PolicyCheck
+from envfarm.clients.trajectory import PolicyGrade, Trajectory
 
 
 def last_words(trajectory: Trajectory) -> str:

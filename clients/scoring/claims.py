@@ -2,7 +2,7 @@
 
 The answer is what the assistant told the user at the end of each request (`final_answers`): not its
 read-backs, not its questions, not tool traffic. A claim's value is stated when the answer says it in any
-common form (`clients.scoring.values`); it does not count when the answer hedges (offers several candidates
+common form (`envfarm.clients.scoring.values`); it does not count when the answer hedges (offers several candidates
 for the one value asked for) or when nothing in the conversation backs it (no tool output and no user
 message holds it: a guess that happens to be right is still a guess). Each claim scores 1 / 0.5 / 0.
 """
@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from clients.policy_checks import asks_user
-from clients.scoring.values import Clock, fold, moment_stated, number_stated, number_value, parse_moment, read
-from clients.tasks import Claim
-from clients.trajectory import ClaimGrade
+from envfarm.clients.policy_checks import asks_user
+from envfarm.clients.scoring.values import Clock, fold, moment_stated, number_stated, number_value, parse_moment, read
+from envfarm.clients.tasks import Claim
+from envfarm.clients.trajectory import ClaimGrade
 
 PASS_COVERAGE = 0.75
 

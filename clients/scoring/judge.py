@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from clients.tasks import Claim, PolicyCheck
-from clients.trajectory import ClaimGrade, PolicyGrade
+from envfarm.clients.tasks import Claim, PolicyCheck
+from envfarm.clients.trajectory import ClaimGrade, PolicyGrade
 from envfarm.llm import ChatModel, LLMError
 
 JUDGE_PROMPT = (

@@ -1,9 +1,9 @@
 """The scorer: each part of a rollout graded on its own, then one reward and, when it failed, why.
 
-- State (`clients.scoring.state`): the final diff of every server against the gold one, path-independent.
-- Claims (`clients.scoring.claims`): each claim against the assistant's answers alone, by meaning, or by an
+- State (`envfarm.clients.scoring.state`): the final diff of every server against the gold one, path-independent.
+- Claims (`envfarm.clients.scoring.claims`): each claim against the assistant's answers alone, by meaning, or by an
   LLM judge when one is configured; the answer passes at >= 0.75 coverage.
-- Policy checks (`clients.scoring.checks`): deterministic from the trajectory; a refusal's wording also goes
+- Policy checks (`envfarm.clients.scoring.checks`): deterministic from the trajectory; a refusal's wording also goes
   to the judge when one is configured.
 - An error taxonomy that keeps the environment's failures apart from the agent's, with policy violations and
   false claims of success their own kinds.
@@ -16,12 +16,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from clients.policy_checks import claims_success
-from clients.scoring.checks import clocks_of, last_words, policy_grades
-from clients.scoring.claims import PASS_COVERAGE, evidence_of, final_answers, grade_claim
-from clients.scoring.judge import judge_claim, judge_refusal
-from clients.scoring.state import state_match
-from clients.trajectory import ErrorCategory, Score, Trajectory
+from envfarm.clients.policy_checks import claims_success
+from envfarm.clients.scoring.checks import clocks_of, last_words, policy_grades
+from envfarm.clients.scoring.claims import PASS_COVERAGE, evidence_of, final_answers, grade_claim
+from envfarm.clients.scoring.judge import judge_claim, judge_refusal
+from envfarm.clients.scoring.state import state_match
+from envfarm.clients.trajectory import ErrorCategory, Score, Trajectory
 from envfarm.llm import ChatModel
 
 

@@ -9,9 +9,9 @@ import json
 from collections import Counter
 from typing import Any
 
-from clients.tasks import ExpectedState, Task
-from clients.trajectory import ServerState
-from servers.runtime.control import TableDiff
+from envfarm.clients.tasks import ExpectedState, Task
+from envfarm.clients.trajectory import ServerState
+from envfarm.servers.runtime.control import TableDiff
 
 NEW_ID = "<new id>"
 

@@ -20,23 +20,23 @@ from pathlib import Path
 
 import anyio
 
-from clients.connect import farm_process
-from clients.run import measure_episode_rate
+from envfarm.clients.connect import farm_process
+from envfarm.clients.run import measure_episode_rate
 from envfarm.bench.episodes import episodes_per_s, floor_episodes_per_s
 from envfarm.bench.latency import first_free_slot, floor_http_server, local_latencies, reset_p50
 from envfarm.bench.report import REFERENCE, BenchReport, machine, render_markdown, verdicts
 from envfarm.bench.sessions import serve_all_section
 from envfarm.bench.sizes import Sizes
-from servers.runtime.farm import import_server
-from servers.runtime.registry import load_registry
+from envfarm.servers.runtime.farm import import_server
+from envfarm.servers.runtime.registry import load_registry
 
 __all__ = ["BenchReport", "run_bench"]
 
 
 def time_build_all(quick: bool) -> tuple[float | None, str]:
-    """Build and verify the built-in farm into a temporary folder, with factory.build.build_all."""
-    import factory
-    from factory import build
+    """Build and verify the built-in farm into a temporary folder, with envfarm.factory.build.build_all."""
+    from envfarm import factory
+    from envfarm.factory import build
 
     specs = Path(factory.__file__).parent / "specs"
     paths = [specs / REFERENCE] if quick else [specs]

@@ -1,4 +1,4 @@
-"""Isolated-episode throughput through the driver's own connections (`clients.connect`): each
+"""Isolated-episode throughput through the driver's own connections (`envfarm.clients.connect`): each
 episode is "reset + 5 calls + close" on its own episode of the reference server, many at a time,
 in-process, over one multiplexed stdio process, and over the HTTP farm host; and the SDK's floor for
 the same seven requests in-process (an echo tool and a control plane that does nothing)."""
@@ -13,10 +13,10 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import Extension, MCPServer, MethodBinding
 
-from clients.connect import Connections, Transport, farm_targets
+from envfarm.clients.connect import Connections, Transport, farm_targets
 from envfarm.bench.latency import PATIENT
 from envfarm.bench.report import REFERENCE
-from servers.runtime.control import EXTENSION, CloseResult, EpisodeParams, Method, ResetParams, ResetResult
+from envfarm.servers.runtime.control import EXTENSION, CloseResult, EpisodeParams, Method, ResetParams, ResetResult
 
 FLOOR = "floor"
 Calls = Sequence[tuple[str, dict[str, Any]]]

@@ -3,7 +3,7 @@
 One episode is the bench's isolated episode (`envfarm.bench.episodes`): reset, 3 reads, a booking, a list
 and close on the reference server, through the driver's own in-memory connection. The profile splits the
 episode's CPU by whose code runs (each function's own time, by the package it lives in): the SDK's dispatch
-(`mcp`, `mcp_types`, client and server: both run in this process), the runtime (`servers.runtime`), the
+(`mcp`, `mcp_types`, client and server: both run in this process), the runtime (`envfarm.servers.runtime`), the
 handler and SQLite (the server's tools module, the `Database` it queries through, `sqlite3`), pydantic, the
 event loop (`anyio`, `asyncio`), and the rest (the standard library, builtins, the driver). SQL statements are counted with
 SQLite's trace callback on every connection the server opens.
@@ -27,7 +27,7 @@ from typing import Any
 
 import anyio
 
-from clients.connect import Connections, farm_targets
+from envfarm.clients.connect import Connections, farm_targets
 from envfarm.bench.latency import PATIENT
 from envfarm.bench.report import REFERENCE
 
@@ -101,7 +101,7 @@ async def _episodes(farm_root: Path, slot: str, n: int, around: Callable[[], Any
 def measure(farm_root: Path, n: int) -> dict[str, Any]:
     """SQL statements per episode, plain CPU per episode, and the profiled split."""
     from envfarm.bench.latency import first_free_slot
-    from servers.runtime.farm import import_server
+    from envfarm.servers.runtime.farm import import_server
 
     slot = anyio.run(first_free_slot, import_server(farm_root, REFERENCE).build)
     with counted_statements() as counts:

@@ -38,10 +38,10 @@ import httpx2
 import mcp_types as types
 from pydantic import BaseModel, Field
 
-from clients.connect import FarmProcess, farm_process, http_client, shared_http_client
+from envfarm.clients.connect import FarmProcess, farm_process, http_client, shared_http_client
 from envfarm.fuzz import HOSTILE_NUMBERS, HOSTILE_STRINGS, _harvest
-from servers.runtime.control import ControlError, EpisodeClient, error_kind
-from servers.runtime.registry import load_registry
+from envfarm.servers.runtime.control import ControlError, EpisodeClient, error_kind
+from envfarm.servers.runtime.registry import load_registry
 
 SHAPES = ("valid", "missing", "wrong_type", "huge", "lists", "unicode", "unknown", "empty")
 CALLS_PER_EPISODE = 40

@@ -18,9 +18,9 @@ from typing import Any
 from mcp import Client, StdioServerParameters
 from mcp.server.mcpserver import MCPServer
 
-from clients.connect import free_port, stdio_params
+from envfarm.clients.connect import free_port, stdio_params
 from envfarm.bench.report import REFERENCE
-from servers.runtime.control import EpisodeClient
+from envfarm.servers.runtime.control import EpisodeClient
 
 PATIENT = "pat_dc63z3"
 
@@ -51,7 +51,7 @@ def p50_ms(samples: list[float]) -> float:
 
 def reset_p50(definition: Any, n: int) -> tuple[float, float]:
     """p50 of forking a fresh episode (the runtime's way) and of the SQLite backup API (the anchor)."""
-    from servers.runtime.episodes import EpisodeStore
+    from envfarm.servers.runtime.episodes import EpisodeStore
 
     store = EpisodeStore(definition.seed())
     forks: list[float] = []

@@ -25,15 +25,15 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from clients.connect import Connections, farm_targets
-from clients.policies import HeuristicPolicy
-from clients.ray_backend import HostSpec, RayBackend, RayOptions, import_ray
-from clients.rollout import Backend, LocalBackend, RolloutOptions
-from clients.scoring import Scorer
-from clients.tasks import Task
-from clients.users import ScriptedUser
+from envfarm.clients.connect import Connections, farm_targets
+from envfarm.clients.policies import HeuristicPolicy
+from envfarm.clients.ray_backend import HostSpec, RayBackend, RayOptions, import_ray
+from envfarm.clients.rollout import Backend, LocalBackend, RolloutOptions
+from envfarm.clients.scoring import Scorer
+from envfarm.clients.tasks import Task
+from envfarm.clients.users import ScriptedUser
 from envfarm.bench.report import REFERENCE, Machine, machine
-from servers.runtime.registry import default_farm_root, load_registry
+from envfarm.servers.runtime.registry import default_farm_root, load_registry
 
 
 class Rate(BaseModel):
@@ -68,7 +68,7 @@ class RayBench(BaseModel):
 
 
 async def _tasks(farm: Path, n: int) -> list[Task]:
-    from clients.synthesize import SynthesisOptions, synthesize
+    from envfarm.clients.synthesize import SynthesisOptions, synthesize
 
     async with Connections(farm_targets(farm, [REFERENCE], "memory")) as connections:
         synthesis = await synthesize(SynthesisOptions(n=n, servers=[REFERENCE], max_servers=1), connections)

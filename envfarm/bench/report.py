@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from clients.run import EpisodeRate
+from envfarm.clients.run import EpisodeRate
 
 REFERENCE = "clinic"
 
@@ -123,7 +123,7 @@ class BenchReport(BaseModel):
     sdk_floor_ms_p50: dict[str, float]
     overhead_ms_p50: dict[str, float] = Field(description="call p50 minus the SDK floor's, same transport, same run")
     isolated_episodes_per_s: dict[str, float] = Field(
-        description="'reset + 5 calls + close' episodes per second through clients.connect, per transport"
+        description="'reset + 5 calls + close' episodes per second through envfarm.clients.connect, per transport"
     )
     episodes_per_s: float = Field(
         description="scored rollouts per second: offline heuristic policy, scripted user, in-process"

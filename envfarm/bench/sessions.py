@@ -11,11 +11,11 @@ from collections.abc import Iterator
 import anyio
 import httpx2
 
-from clients.connect import Era, FarmProcess, http_client, shared_http_client
+from envfarm.clients.connect import Era, FarmProcess, http_client, shared_http_client
 from envfarm.bench.latency import PATIENT, Probe, interleaved_p50
 from envfarm.bench.report import REFERENCE, SessionRun
 from envfarm.bench.sizes import Sizes
-from servers.runtime.control import EpisodeClient
+from envfarm.servers.runtime.control import EpisodeClient
 
 PROGRESS_EVERY_S = 10.0
 ERA_NAMES: dict[str, str] = {"auto": "2026-07-28 (per-episode URL)", "legacy": "2025-11-25 (Mcp-Session-Id)"}

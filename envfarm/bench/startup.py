@@ -27,11 +27,11 @@ from typing import IO, Any
 
 import anyio
 
-from clients.connect import farm_process, http_client, shared_http_client
+from envfarm.clients.connect import farm_process, http_client, shared_http_client
 from envfarm.bench.latency import FLOOR_SERVER
 from envfarm.bench.report import REFERENCE, ColdStart, FarmListing, FarmStart
-from servers.runtime.farm import stdio_args
-from servers.runtime.registry import Registry, load_registry, write_registry
+from envfarm.servers.runtime.farm import stdio_args
+from envfarm.servers.runtime.registry import Registry, load_registry, write_registry
 
 # initialize, initialized, tools/list: written at once, as a client that does not wait would.
 HANDSHAKE = b"".join(
@@ -112,7 +112,7 @@ def cold_start(farm_root: Path, rounds: int, name: str = REFERENCE, baseline: Pa
         "floor": ([sys.executable, "-c", FLOOR_SERVER], None),
     }
     if baseline is not None:
-        probes["baseline"] = ([sys.executable, "-m", f"servers.{name}"], checkout_env(baseline))
+        probes["baseline"] = ([sys.executable, "-m", f"envfarm.servers.{name}"], checkout_env(baseline))
     samples: dict[str, list[tuple[float, float]]] = {key: [] for key in probes}
     for argv, env in probes.values():
         cold_start_sample(argv, env=env)
@@ -143,10 +143,10 @@ def synthetic_farm(farm_root: Path, copies: int, into: Path) -> list[str]:
             name = entry.name if k == 1 else f"{entry.name}_x{k}"
             target = into / "servers" / name
             shutil.copytree(farm_root / "servers" / entry.name, target)
-            own = re.compile(rf"\bservers\.{entry.name}\b")
+            own = re.compile(rf"\benvfarm\.servers\.{entry.name}\b")
             for module in target.glob("*.py"):
-                module.write_text(own.sub(f"servers.{name}", module.read_text(encoding="utf-8")), encoding="utf-8")
-            launch = entry.launch.model_copy(update={"args": ["-m", f"servers.{name}"], "http_path": f"/{name}/mcp"})
+                module.write_text(own.sub(f"envfarm.servers.{name}", module.read_text(encoding="utf-8")), encoding="utf-8")
+            launch = entry.launch.model_copy(update={"args": ["-m", f"envfarm.servers.{name}"], "http_path": f"/{name}/mcp"})
             entries.append(entry.model_copy(update={"name": name, "launch": launch}))
     write_registry(into, Registry(servers=sorted(entries, key=lambda e: e.name)))
     return [e.name for e in entries]
@@ -248,7 +248,7 @@ def farm_growth(farm_root: Path, copies: Sequence[int] = (1, 4), baseline: Path 
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    from servers.runtime.registry import default_farm_root
+    from envfarm.servers.runtime.registry import default_farm_root
 
     parser = argparse.ArgumentParser(prog="python -m envfarm.bench.startup", description=__doc__)
     parser.add_argument(

@@ -12,7 +12,7 @@ from datetime import date, timedelta
 
 from pydantic import BaseModel, ConfigDict
 
-from factory import fakedata
+from envfarm.factory import fakedata
 
 EMPLOYER = "Northwind Analytics"
 STAFF = 40

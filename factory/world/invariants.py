@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from factory.world import clock, commerce, logistics, work
-from factory.world.cast import build_cast
-from factory.world.invariants_base import RowRef, Violation
+from envfarm.factory.world import clock, commerce, logistics, work
+from envfarm.factory.world.cast import build_cast
+from envfarm.factory.world.invariants_base import RowRef, Violation
 
 Seeds = dict[str, dict[str, list[dict[str, Any]]]]
 

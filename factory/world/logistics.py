@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from factory import fakedata
+from envfarm.factory import fakedata
 
 # A store chain's receiving dock is in the nearest big city of the warehouse's region (a plausible road route).
 REGION_CITIES = {

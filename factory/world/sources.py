@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from factory.ids import opaque_seed
-from factory.world.clock import parse_instant
+from envfarm.factory.ids import opaque_seed
+from envfarm.factory.world.clock import parse_instant
 
 SPECS = Path(__file__).resolve().parents[1] / "specs"
 

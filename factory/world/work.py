@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from factory.world import content
-from factory.world.cast import build_cast
-from factory.world.invariants_base import RowRef, Violation
+from envfarm.factory.world import content
+from envfarm.factory.world.cast import build_cast
+from envfarm.factory.world.invariants_base import RowRef, Violation
 
 Seeds = dict[str, dict[str, list[dict[str, Any]]]]
 MONEY = re.compile(r"\$\d{1,3}(?:,\d{3})*(?:\.\d+)?")

@@ -4,7 +4,7 @@ The spec's rules have already checked the accounts' status, the funds and the da
 only writes the ledger: the transfer, the statement lines with running balances, and the new balances.
 """
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def _post(db: Database, account_id: str, amount: float, description: str, transfer_id: str) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.runtime.database import Database, comma_joined
+from envfarm.servers.runtime.database import Database, comma_joined
 
 from . import handlers
 

@@ -1,6 +1,6 @@
 """Custom behaviour of the document drive (copied into servers/docs_drive/ by the factory)."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def shared_with_me(db: Database, role: str | None = None) -> dict:

@@ -1,7 +1,7 @@
 """Run the expenses MCP server: stdio by default, `--http` for streamable HTTP, `--db FILE` to persist."""
 
-from servers.expenses.server import build
-from servers.runtime.cli import main
+from envfarm.servers.expenses.server import build
+from envfarm.servers.runtime.cli import main
 
 if __name__ == "__main__":
     main("expenses", build)

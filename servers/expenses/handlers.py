@@ -4,7 +4,7 @@ decide_report runs after the spec's rules (report submitted, approver allowed, b
 records the decision, updates the report and, on approval, charges the cost center.
 """
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 _MISSING_RECEIPTS = (
     "SELECT l.* FROM expense_lines l JOIN categories c ON c.category_id = l.category_id"

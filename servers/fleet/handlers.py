@@ -7,7 +7,7 @@ already checked the vehicle, the driver's licence and both schedules against tha
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def schedule_trip(

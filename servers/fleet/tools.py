@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 from . import handlers
 

@@ -1,7 +1,7 @@
 """Run the hotel MCP server: stdio by default, `--http` for streamable HTTP, `--db FILE` to persist."""
 
-from servers.hotel.server import build
-from servers.runtime.cli import main
+from envfarm.servers.hotel.server import build
+from envfarm.servers.runtime.cli import main
 
 if __name__ == "__main__":
     main("hotel", build)

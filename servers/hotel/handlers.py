@@ -5,7 +5,7 @@ The spec's rules have already rejected invalid calls (bad dates, overlaps, wrong
 
 from typing import Any
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 LOYALTY_DISCOUNT_PERCENT = {"none": 0, "silver": 5, "gold": 10, "platinum": 15}  # off room rates (policy.md)
 CONFIRMATION_MULTIPLIER = 7919

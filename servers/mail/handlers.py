@@ -5,7 +5,7 @@ every participant's conversation (the sender's view stays read, each recipient's
 inbox unread).
 """
 
-from servers.runtime.database import Database, contains_pattern
+from envfarm.servers.runtime.database import Database, contains_pattern
 
 
 def _addresses(text: str) -> list[str]:

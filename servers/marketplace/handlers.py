@@ -5,7 +5,7 @@ sits on an active listing: selling or withdrawing a listing declines its pending
 sale awaits shipment, so these handlers only do the bookkeeping inside the call's transaction.
 """
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 # Carrier tariffs in USD: (base price, price per kg); express costs 60% more.
 TARIFFS = {"parcelpost": (4.5, 0.9), "swiftship": (5.9, 1.1), "greenlane": (3.9, 0.8)}

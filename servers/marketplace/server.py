@@ -7,8 +7,8 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
-from servers.runtime.principal import PrincipalDefinition
-from servers.runtime.server import (
+from envfarm.servers.runtime.principal import PrincipalDefinition
+from envfarm.servers.runtime.server import (
     DEFAULT_MAX_EPISODES,
     EpisodeBudget,
     ServerDefinition,

@@ -3,7 +3,7 @@
 The spec's rules have already checked ownership, removal, expiry and the risk limit of the method.
 """
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def create_charge(

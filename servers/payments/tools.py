@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from servers.runtime.database import Database, json_array
+from envfarm.servers.runtime.database import Database, json_array
 
 from . import handlers
 

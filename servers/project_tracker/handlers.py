@@ -1,6 +1,6 @@
 """Custom behaviour of the project tracker (copied into servers/project_tracker/ by the factory)."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def project_summary(db: Database, project_id: str) -> dict:

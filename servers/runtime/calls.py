@@ -28,9 +28,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
-from servers.runtime import listing
-from servers.runtime.arguments import ArgumentCheck, bounded, preview
-from servers.runtime.control import ERROR_KIND_META_KEY, ErrorKind
+from envfarm.servers.runtime import listing
+from envfarm.servers.runtime.arguments import ArgumentCheck, bounded, preview
+from envfarm.servers.runtime.control import ERROR_KIND_META_KEY, ErrorKind
 
 # A PEP 578 audit event raised around every tool call, args (tool, "begin" | "end"): the verifier's coverage
 # gate traces only between them (the SDK's JSON-RPC frames stay untraced). Free when nothing listens.

@@ -1,5 +1,5 @@
-"""Command line of one generated server: `python -m servers.<name> [--http] [--port P] [--db FILE]`;
-the runtime's own entry point for a server of any farm folder, `python -m servers.runtime --farm FOLDER
+"""Command line of one generated server: `python -m envfarm.servers.<name> [--http] [--port P] [--db FILE]`;
+the runtime's own entry point for a server of any farm folder, `python -m envfarm.servers.runtime --farm FOLDER
 NAME [...]` (what the factory's sandbox, coverage gate and warm launcher run: nothing above the runtime);
 and the serving options `envfarm serve` shares with both (episode budget, bearer tokens, allowed hosts)."""
 
@@ -15,9 +15,9 @@ from typing import Protocol
 
 from mcp.server.mcpserver import MCPServer
 
-from servers.runtime.access import TOKEN_ENV, Access, parse_tokens
-from servers.runtime.episodes import DEFAULT_EPISODE_TTL_S, EpisodeBudget, default_budget_mb
-from servers.runtime.registry import SOURCE_KINDS
+from envfarm.servers.runtime.access import TOKEN_ENV, Access, parse_tokens
+from envfarm.servers.runtime.episodes import DEFAULT_EPISODE_TTL_S, EpisodeBudget, default_budget_mb
+from envfarm.servers.runtime.registry import SOURCE_KINDS
 
 DEFAULT_PORT = 8000
 # Comma-separated Host names for a non-loopback bind, when --allow-host is not given (a container's CMD
@@ -111,22 +111,22 @@ def enable_crash_stacks() -> None:
 
 def main(name: str, build: ServerBuilder, argv: Sequence[str] | None = None) -> None:
     enable_crash_stacks()
-    parser = argparse.ArgumentParser(prog=f"python -m servers.{name}", description=f"Run the {name} MCP server.")
+    parser = argparse.ArgumentParser(prog=f"python -m envfarm.servers.{name}", description=f"Run the {name} MCP server.")
     add_serving_arguments(parser)
     _serve(parser, parser.parse_args(argv), name, build)
 
 
 def farm_main(argv: Sequence[str] | None = None) -> int:
-    """`python -m servers.runtime --farm FOLDER NAME [serving options]`: serve the server `NAME` of the farm
-    at FOLDER, imported from there (`servers.runtime.farm`: handlers sandboxed unless the farm's registry
+    """`python -m envfarm.servers.runtime --farm FOLDER NAME [serving options]`: serve the server `NAME` of the farm
+    at FOLDER, imported from there (`envfarm.servers.runtime.farm`: handlers sandboxed unless the farm's registry
     marks the server reviewed)."""
     enable_crash_stacks()
-    parser = argparse.ArgumentParser(prog="python -m servers.runtime", description="Run one server of a farm folder.")
+    parser = argparse.ArgumentParser(prog="python -m envfarm.servers.runtime", description="Run one server of a farm folder.")
     parser.add_argument("--farm", type=Path, required=True, help="farm root holding servers/ and registry.json")
     parser.add_argument("name", help="server name")
     add_serving_arguments(parser)
     args = parser.parse_args(argv)
-    from servers.runtime.farm import import_server
+    from envfarm.servers.runtime.farm import import_server
 
     try:
         module = import_server(args.farm.resolve(), args.name)
@@ -137,8 +137,8 @@ def farm_main(argv: Sequence[str] | None = None) -> int:
 
 
 def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, name: str, build: ServerBuilder) -> None:
-    from servers.runtime.http import serve_http
-    from servers.runtime.stdio import run_stdio
+    from envfarm.servers.runtime.http import serve_http
+    from envfarm.servers.runtime.stdio import run_stdio
 
     options = ServingOptions(args)
     if options.problem:

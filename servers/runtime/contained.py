@@ -3,7 +3,7 @@
 A server built from the project's own reviewed specs (`trust: "reviewed"` in registry.json) runs its
 handlers in the serving process, as fast as a function call. Any other (proposed, imported, or a
 registry entry without the field) gets, in place of its `handlers` module, a `ContainedHandlers` that
-runs each handler function in one long-lived child, `python -I -m factory.handler_sandbox`, under the
+runs each handler function in one long-lived child, `python -I -m envfarm.factory.handler_sandbox`, under the
 verifier's resource limits and audit hook plus a stricter lock (no new imports, no code from strings,
 no frames, no files but time zones) and, where the host runs as root, as the user nobody with no
 processes or threads allowed at all. The host keeps the episode: the child's `Database` sends each
@@ -35,7 +35,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from servers.runtime.database import Database, Rejected
+from envfarm.servers.runtime.database import Database, Rejected
 
 if TYPE_CHECKING:
     import subprocess
@@ -155,7 +155,7 @@ class HandlerProcess:
         self._lock = threading.Lock()
 
     def command(self) -> list[str]:
-        return [sys.executable, "-I", "-m", "factory.handler_sandbox", str(self.folder), self.package]
+        return [sys.executable, "-I", "-m", "envfarm.factory.handler_sandbox", str(self.folder), self.package]
 
     def _running(self) -> subprocess.Popen[bytes]:
         if self._process is None or self._process.poll() is not None:
@@ -259,11 +259,11 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 class ContainedHandlers(ModuleType):
-    """Stands in for `servers.<name>.handlers` in the serving process: each function runs in the
+    """Stands in for `envfarm.servers.<name>.handlers` in the serving process: each function runs in the
     sandboxed child, never here (this process never imports the untrusted module)."""
 
     def __init__(self, package: str, folder: Path) -> None:
-        super().__init__(f"{package}.handlers", "handlers run in a sandboxed process (servers.runtime.contained)")
+        super().__init__(f"{package}.handlers", "handlers run in a sandboxed process (envfarm.servers.runtime.contained)")
         self._functions = handler_functions(folder)
         self._process = HandlerProcess(folder, package)
 

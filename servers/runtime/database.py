@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
-from servers.runtime.arguments import preview
+from envfarm.servers.runtime.arguments import preview
 
 SEQUENCES_TABLE = "_envfarm_sequences"
 EPISODE_TABLE = "_envfarm_episode"  # one row: the episode's principal (outside the state: never hashed or diffed)
@@ -32,7 +32,7 @@ def opaque_id(id_format: str, namespace: str, table: str, number: int, attempt: 
     (`pat_` of `pat_{:04d}`) and six symbols of a hash of server, table, number and `attempt` (the next
     attempt after a collision): a letter, four of 32 symbols, a digit (about 2e8 ids per table).
     Deterministic, yet no id tells its neighbour's; it starts with a letter, so it never reads as a
-    sequential id, and ends with a digit, so it still reads as an id. Seeds (factory.ids) and new rows
+    sequential id, and ends with a digit, so it still reads as an id. Seeds (envfarm.factory.ids) and new rows
     (`Database.next_id`) use it."""
     digest = int.from_bytes(hashlib.sha256(f"{namespace}/{table}/{number}/{attempt}".encode()).digest()[:8], "big")
     symbols = []

@@ -38,9 +38,9 @@ from typing import Any
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from servers.runtime.arguments import preview
-from servers.runtime.control import EPISODE_HEADER, EPISODE_META_KEY
-from servers.runtime.database import (
+from envfarm.servers.runtime.arguments import preview
+from envfarm.servers.runtime.control import EPISODE_HEADER, EPISODE_META_KEY
+from envfarm.servers.runtime.database import (
     EPISODE_TABLE,
     SEQUENCES_TABLE,
     EpisodeConnection,
@@ -214,7 +214,7 @@ def default_budget_mb() -> int:
 @cache
 def malloc_trim() -> Callable[[int], int] | None:
     """glibc's `malloc_trim`, resolved once (a sandboxed server resolves it before native loading is
-    refused, see `factory.sandbox`); None where glibc is not the allocator."""
+    refused, see `envfarm.factory.sandbox`); None where glibc is not the allocator."""
     if not sys.platform.startswith("linux"):
         return None
     try:

@@ -1,9 +1,9 @@
 """Load generated servers by name from a farm folder, for `envfarm serve` and for hosting many in one process.
 
-A server is imported by location: `<farm_root>/servers/<name>/` becomes the package `servers.<name>`,
-so its own absolute imports (`servers.<name>.tools`) resolve inside that folder while `servers.runtime`
+A server is imported by location: `<farm_root>/servers/<name>/` becomes the package `envfarm.servers.<name>`,
+so its own absolute imports (`envfarm.servers.<name>.tools`) resolve inside that folder while `envfarm.servers.runtime`
 stays this installation's runtime. A server the registry does not mark `trust: "reviewed"` gets its
-handlers run in a sandboxed process (`servers.runtime.contained`). Nothing is added to sys.path, so which folder runs is never a
+handlers run in a sandboxed process (`envfarm.servers.runtime.contained`). Nothing is added to sys.path, so which folder runs is never a
 matter of the working directory or PYTHONPATH. One process holds one package per name: loading a
 second farm's copy of a name already imported is refused.
 """
@@ -20,8 +20,8 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
-from servers.runtime.contained import contain, inside_sandbox
-from servers.runtime.registry import Registry, load_registry, packaged_farm_root
+from envfarm.servers.runtime.contained import contain, inside_sandbox
+from envfarm.servers.runtime.registry import Registry, load_registry, packaged_farm_root
 
 
 def _imported_from(module: ModuleType) -> list[Path]:
@@ -29,7 +29,7 @@ def _imported_from(module: ModuleType) -> list[Path]:
 
 
 def contained(registry: Registry, name: str) -> bool:
-    """Whether server `name`'s handlers run in a sandboxed process (`servers.runtime.contained`): all but
+    """Whether server `name`'s handlers run in a sandboxed process (`envfarm.servers.runtime.contained`): all but
     those the registry records as built from the project's reviewed specs, unless this process is a
     sandbox already (the verifier's)."""
     entry = registry.get(name)
@@ -37,12 +37,12 @@ def contained(registry: Registry, name: str) -> bool:
 
 
 def import_server(farm_root: Path, name: str, registry: Registry | None = None) -> ModuleType:
-    """Import `<farm_root>/servers/<name>/server.py` as `servers.<name>.server`; the handlers of a server
+    """Import `<farm_root>/servers/<name>/server.py` as `envfarm.servers.<name>.server`; the handlers of a server
     the farm's registry does not mark reviewed are put in a sandboxed process, never imported here."""
     folder = (farm_root / "servers" / name).resolve()
     if not name.isidentifier() or not (folder / "server.py").is_file():
         raise LookupError(f"no server named {name!r} in the farm {farm_root} ({folder / 'server.py'} not found)")
-    package = f"servers.{name}"
+    package = f"envfarm.servers.{name}"
     loaded = sys.modules.get(package)
     if loaded is None:
         spec = importlib.util.spec_from_file_location(
@@ -79,8 +79,8 @@ def load_servers(farm_root: Path, names: Iterable[str], **options: Any) -> dict[
 
 def stdio_args(farm_root: Path, name: str) -> list[str]:
     """Arguments to this Python that run server `name` of `farm_root` over stdio from any folder with no
-    PYTHONPATH: `-m servers.<name>` for the installed farm, else `envfarm serve` (same distribution)
+    PYTHONPATH: `-m envfarm.servers.<name>` for the installed farm, else `envfarm serve` (same distribution)
     with the farm named, which imports the server from that folder."""
     if farm_root.resolve() == packaged_farm_root() and not contained(load_registry(farm_root), name):
-        return ["-m", f"servers.{name}"]  # `-m servers.<name>` imports its handlers: reviewed servers only
+        return ["-m", f"envfarm.servers.{name}"]  # `-m envfarm.servers.<name>` imports its handlers: reviewed servers only
     return ["-m", "envfarm.cli", "--farm", str(farm_root.resolve()), "serve", name]

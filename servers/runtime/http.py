@@ -29,9 +29,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from servers.runtime.access import Access
-from servers.runtime.control import EPISODE_HEADER
-from servers.runtime.episodes import MAX_EPISODE_ID, SESSION_HEADER, EpisodeBudget
+from envfarm.servers.runtime.access import Access
+from envfarm.servers.runtime.control import EPISODE_HEADER
+from envfarm.servers.runtime.episodes import MAX_EPISODE_ID, SESSION_HEADER, EpisodeBudget
 
 
 async def _refuse(send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:

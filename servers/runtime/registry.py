@@ -149,7 +149,7 @@ def write_registry(farm_root: Path, registry: Registry) -> None:
 def packaged_farm_root() -> Path:
     """The farm this installation ships: the folder holding the `servers` package that holds this runtime
     (the checkout for an editable install, site-packages for a wheel)."""
-    runtime = resources.files(__package__ or "servers.runtime")
+    runtime = resources.files(__package__ or "envfarm.servers.runtime")
     if isinstance(runtime, Path):
         return runtime.resolve().parents[1]
     raise RuntimeError(f"envfarm must be installed as files on disk to serve its farm, not as {runtime}")

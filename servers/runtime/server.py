@@ -34,10 +34,10 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import ToolAnnotations
 from opentelemetry import trace
 
-from servers.runtime import listing
-from servers.runtime.arguments import bounded
-from servers.runtime.calls import FarmTool, ToolRunner, error_result, unknown_tool
-from servers.runtime.control import (
+from envfarm.servers.runtime import listing
+from envfarm.servers.runtime.arguments import bounded
+from envfarm.servers.runtime.calls import FarmTool, ToolRunner, error_result, unknown_tool
+from envfarm.servers.runtime.control import (
     EPISODE_META_KEY,
     EXTENSION,
     CloseResult,
@@ -51,7 +51,7 @@ from servers.runtime.control import (
     StateResult,
     TableDiff,
 )
-from servers.runtime.database import (
+from envfarm.servers.runtime.database import (
     Database,
     Rejected,
     diff_states,
@@ -60,8 +60,8 @@ from servers.runtime.database import (
     snapshot,
     state_hash,
 )
-from servers.runtime.effects import Effect, effect_hints
-from servers.runtime.episodes import (  # re-exported for generated server.py files
+from envfarm.servers.runtime.effects import Effect, effect_hints
+from envfarm.servers.runtime.episodes import (  # re-exported for generated server.py files
     DEFAULT_MAX_EPISODES,
     SEED_IMAGE,
     ConnectionScope,
@@ -78,8 +78,8 @@ from servers.runtime.episodes import (  # re-exported for generated server.py fi
     resolve_key,
     resolve_owner,
 )
-from servers.runtime.intents import ServerIntents
-from servers.runtime.principal import PrincipalDefinition, render_instructions
+from envfarm.servers.runtime.intents import ServerIntents
+from envfarm.servers.runtime.principal import PrincipalDefinition, render_instructions
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ class ToolDefinition:
 class ServerDefinition:
     """Everything a generated server is: identity, clock, schema, seed and tools.
 
-    `directory` is the server's package folder, `importlib.resources.files("servers.<name>")` or a Path:
+    `directory` is the server's package folder, `importlib.resources.files("envfarm.servers.<name>")` or a Path:
     schema.sql and seed.json are read from it, so a checkout and an installed wheel load alike.
     """
 
@@ -125,7 +125,7 @@ class ServerDefinition:
     id_namespace: str | None = None  # opaque ids (database.opaque_id) in this namespace; None: sequential
     tools: list[ToolDefinition] = field(default_factory=list)
     principal: PrincipalDefinition | None = None
-    tools_module: str | None = None  # where tools named by a string live, e.g. "servers.clinic.tools"
+    tools_module: str | None = None  # where tools named by a string live, e.g. "envfarm.servers.clinic.tools"
 
     def function(self, tool: ToolDefinition) -> Callable[..., Any]:
         """The function of `tool`. A tool named by a string is looked up in `tools_module`, imported

@@ -6,7 +6,7 @@ lands in that bin; the spec's rules have checked the receipt, the warehouse and 
 
 from typing import Any
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def _put_away(db: Database, bin_id: str, sku_id: str, quantity: int) -> None:

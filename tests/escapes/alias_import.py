@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: Aliasing __import__ past a check that only looks for direct calls."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def escape(db: Database, marker: str, amount: float = 0.0) -> dict:

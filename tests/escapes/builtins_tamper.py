@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: __builtins__ tampering: put a real import back, then use it."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def escape(db: Database, marker: str, amount: float = 0.0) -> dict:

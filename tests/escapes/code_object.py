@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: types.CodeType / FunctionType: a function built from a code object."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 import types
 

@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: func.__code__ replaced with another function's code."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def _payload(marker):

@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: compile, aliased, and run through a builtin found by name."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def escape(db: Database, marker: str, amount: float = 0.0) -> dict:

@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: ctypes: libc's system() called directly."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 import ctypes
 

@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: a decorator that swaps the handler for an import."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def _swap(function):

@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: a reflective builtin smuggled in as a default argument."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def escape(db: Database, marker: str, amount: float = 0.0, imp=__import__) -> dict:

@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: os.environ: the host's secrets."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 import os
 

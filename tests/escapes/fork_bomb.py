@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: resource exhaustion: a fork bomb."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 import os
 

@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: gc.get_objects: any live object, the real builtins among them."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 import gc
 

@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: A generator's gi_frame and its builtins."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def escape(db: Database, marker: str, amount: float = 0.0) -> dict:

@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: getattr with a name built from strings: getattr(x, 'sys' + 'tem')."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 import typing
 

@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: sys._getframe: the caller's frame and its real globals."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 import sys
 

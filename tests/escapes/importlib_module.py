@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: importlib.import_module: a dynamic import by name."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 import importlib
 

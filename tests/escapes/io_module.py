@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: _io: the C file layer under open()."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 import _io
 

@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: marshal: code smuggled as bytes, then run."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 import marshal
 

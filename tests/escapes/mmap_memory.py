@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: mmap: raw memory, a file mapped for writing."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 import mmap
 

@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: an allowed module passed as a value, so its attributes escape an alias check."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 import typing
 

@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: an allowed module's attribute that is another module: typing.sys, statistics.random._os."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 import statistics
 import typing

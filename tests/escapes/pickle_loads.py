@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: pickle: a payload that calls os.system as it loads."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 import pickle
 

@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: posix: the C module under os."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 import posix
 

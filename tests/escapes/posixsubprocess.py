@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: _posixsubprocess.fork_exec: a process with no audit event (the escape that got through)."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def escape(db: Database, marker: str, amount: float = 0.0) -> dict:

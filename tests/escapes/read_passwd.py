@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: open('/etc/passwd'): reading the host's files."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def escape(db: Database, marker: str, amount: float = 0.0) -> dict:

@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: signals: os.kill on the serving process (signal 0 only probes it)."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 import os
 import signal

@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: socket: a connection out."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 import socket
 

@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: SQL ATTACH: a database file of the attacker's choosing, written by the host."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def escape(db: Database, marker: str, amount: float = 0.0) -> dict:

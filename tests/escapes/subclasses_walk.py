@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: object.__subclasses__ to os._wrap_close and its __globals__."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def escape(db: Database, marker: str, amount: float = 0.0) -> dict:

@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: sys.modules: a module already loaded, without a new import."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 import sys
 

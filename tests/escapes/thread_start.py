@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: threads: work that outlives the call."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 import threading
 

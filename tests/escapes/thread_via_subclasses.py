@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: a thread started from a class found by walking __subclasses__ (no import, no audit event)."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def escape(db: Database, marker: str, amount: float = 0.0) -> dict:

@@ -1,7 +1,7 @@
 # ruff: noqa
 """Escape: A traceback's frame, walked up with f_back to the runtime's globals."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def escape(db: Database, marker: str, amount: float = 0.0) -> dict:

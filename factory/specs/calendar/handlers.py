@@ -3,7 +3,7 @@
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def check_room_availability(db: Database, room_id: str, starts_at: str, ends_at: str) -> dict:

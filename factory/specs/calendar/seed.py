@@ -10,8 +10,8 @@ import random
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from factory import fakedata
-from factory.world import content
+from envfarm.factory import fakedata
+from envfarm.factory.world import content
 
 DEPARTMENTS = ["engineering", "design", "finance", "marketing", "sales", "operations"]
 TITLES = {

@@ -6,7 +6,7 @@ The spec's rules have already rejected invalid calls (age, licence, overlaps, on
 import math
 from typing import Any
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 ONE_WAY_FEE = 75.0
 FUEL_CHARGE = 65.0

@@ -17,7 +17,7 @@ import math
 import random
 from datetime import datetime, timedelta
 
-from factory import fakedata
+from envfarm.factory import fakedata
 
 YOUNG_DRIVERS = (58, 59)
 CITIES = ["Lisbon", "Berlin", "Toronto", "Austin", "Dublin", "Seattle", "Madrid", "Vienna", "Boston", "Denver"]

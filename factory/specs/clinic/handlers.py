@@ -1,6 +1,6 @@
 """Custom behaviour of the clinic server (copied into servers/clinic/ by the factory)."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def reschedule_appointment(db: Database, appointment_id: str, slot_id: str) -> dict:

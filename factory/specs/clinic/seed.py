@@ -3,7 +3,7 @@
 import random
 from datetime import datetime, timedelta
 
-from factory import fakedata
+from envfarm.factory import fakedata
 
 SPECIALTIES = ["general", "cardiology", "dermatology", "pediatrics", "orthopedics", "neurology"]
 REASONS = ["annual checkup", "follow-up", "back pain", "skin rash", "blood pressure review", "headaches", "vaccination"]

@@ -6,7 +6,7 @@ and a dropped seat goes to the first waitlisted student, whose position the othe
 
 from typing import Any
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 GRADE_POINTS = {"A": 4.0, "B": 3.0, "C": 2.0, "D": 1.0, "F": 0.0}
 PASSING = ("A", "B", "C", "D", "P")

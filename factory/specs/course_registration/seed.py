@@ -11,7 +11,7 @@ HIST 230 section of Summer is full with a waitlist.
 import random
 from datetime import datetime, timedelta
 
-from factory import fakedata
+from envfarm.factory import fakedata
 
 DEPARTMENTS = ["CS", "MATH", "PHYS", "BIO", "ECON", "HIST", "WRIT"]
 PROGRAM_DEPARTMENTS = {

@@ -10,9 +10,9 @@ the people on her mail thread about the budget review.
 import random
 from datetime import datetime, timedelta
 
-from factory import fakedata
-from factory.world import content
-from factory.world.cast import COST_CENTER_DEPARTMENT
+from envfarm.factory import fakedata
+from envfarm.factory.world import content
+from envfarm.factory.world.cast import COST_CENTER_DEPARTMENT
 
 FOLDERS = [
     ("Engineering", None),

@@ -14,7 +14,7 @@ import random
 from datetime import datetime, timedelta
 from typing import Any
 
-from factory import fakedata
+from envfarm.factory import fakedata
 
 COST_CENTERS = [
     ("CC-ENG", "Engineering", 24000.0),

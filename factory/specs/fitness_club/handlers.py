@@ -5,7 +5,7 @@ The spec's rules have already rejected invalid calls (already frozen, plan witho
 
 from typing import Any
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def freeze_membership(db: Database, member_id: str, days: int, reason: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ A few rows are placed on purpose so the spec's rule examples hit exactly one rul
 import random
 from datetime import datetime, timedelta
 
-from factory import fakedata
+from envfarm.factory import fakedata
 
 PLANS = [
     # (name, monthly fee, classes per week (None: unlimited), off-peak only, can freeze, max freeze days, PT discount %)

@@ -12,7 +12,7 @@ just as the morning departures begin.
 import random
 from datetime import datetime, timedelta
 
-from factory import fakedata
+from envfarm.factory import fakedata
 
 CITIES_KM = {
     ("Lisbon", "Porto"): 313,

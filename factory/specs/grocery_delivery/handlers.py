@@ -4,7 +4,7 @@ The spec's rules have already run when these are called (open cart, future windo
 so the handlers only do the bookkeeping, inside the call's single transaction.
 """
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def checkout_cart(

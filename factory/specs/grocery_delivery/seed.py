@@ -12,7 +12,7 @@ import random
 from datetime import datetime, timedelta
 from typing import Any
 
-from factory import fakedata
+from envfarm.factory import fakedata
 
 STORE_CITIES = ["Lisbon", "Berlin", "Toronto", "Austin", "Dublin", "Seattle"]
 CATALOG = [

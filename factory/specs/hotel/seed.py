@@ -13,7 +13,7 @@ purpose so the spec's rule examples hit exactly one rule each (its rooms only ho
 import random
 from datetime import datetime, timedelta
 
-from factory import fakedata
+from envfarm.factory import fakedata
 
 BRANDS = ["Grand", "Harbor View", "Riverside", "Old Town", "Park", "Central", "Skyline", "Garden"]
 ROOM_TYPES = [

@@ -5,7 +5,7 @@ The spec's rules have already rejected archived clients, future dates, and paid 
 
 from datetime import date, timedelta
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 NUMBER_BASE = 1000  # the 57th invoice is printed as INV-1057
 

@@ -11,7 +11,7 @@ import random
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from factory import fakedata
+from envfarm.factory import fakedata
 
 SUFFIXES = ["Logistics", "Studio", "Foods", "Labs", "Health", "Retail", "Capital", "Energy"]
 CATALOG = [

@@ -7,7 +7,7 @@ from the frozen clock, and decides whether a member may borrow: logic that depen
 from datetime import date, timedelta
 from typing import Any
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 LOAN_DAYS = 21
 HOLD_SHELF_DAYS = 7

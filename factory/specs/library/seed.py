@@ -10,7 +10,7 @@ owes more than $10 in unpaid fines, mem_0005 owes exactly $10 (the limit, so sti
 import random
 from datetime import date, datetime, timedelta
 
-from factory import fakedata
+from envfarm.factory import fakedata
 
 BRANCHES = ["Central", "Riverside", "Hillcrest"]
 # (title, author, genre, year, replacement cost)

@@ -10,8 +10,8 @@ the messages of its thread.
 import random
 from datetime import datetime, timedelta
 
-from factory import fakedata
-from factory.world import clock, content
+from envfarm.factory import fakedata
+from envfarm.factory.world import clock, content
 
 BUDGET_OPENER = (
     "Hi all, ahead of the Q2 budget review I have put the draft numbers in the shared sheet (Q2 budget draft): "

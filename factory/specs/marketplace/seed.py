@@ -10,7 +10,7 @@ import random
 from datetime import datetime, timedelta
 from typing import Any
 
-from factory import fakedata
+from envfarm.factory import fakedata
 
 ITEMS = {
     "electronics": [

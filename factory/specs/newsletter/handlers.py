@@ -1,6 +1,6 @@
 """Custom behaviour of the newsletter service (copied into servers/newsletter/ by the factory)."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def campaign_report(db: Database, campaign_id: str) -> dict:

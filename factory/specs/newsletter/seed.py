@@ -10,7 +10,7 @@ sent campaign's recipient count matches its sends, and one active list has no su
 import random
 from datetime import datetime, timedelta
 
-from factory import fakedata
+from envfarm.factory import fakedata
 
 LISTS = [
     ("Weekly Digest", "The week's best posts and product news."),

@@ -8,7 +8,7 @@ import re
 from datetime import date, timedelta
 from typing import Any
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 TRACKING_BASE = 500_000_000
 TRACKING_STEP = 7919

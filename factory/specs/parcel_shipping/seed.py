@@ -12,10 +12,10 @@ import random
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from factory import fakedata
-from factory.world import logistics
-from factory.world.cast import CITIES
-from factory.world.sources import built_seed
+from envfarm.factory import fakedata
+from envfarm.factory.world import logistics
+from envfarm.factory.world.cast import CITIES
+from envfarm.factory.world.sources import built_seed
 
 # name, max kg, base price, price per kg, transit days
 SERVICES = [

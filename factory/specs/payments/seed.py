@@ -10,9 +10,9 @@ import random
 from datetime import datetime, timedelta
 from typing import Any
 
-from factory import fakedata
-from factory.world import commerce
-from factory.world.sources import built_seed
+from envfarm.factory import fakedata
+from envfarm.factory.world import commerce
+from envfarm.factory.world.sources import built_seed
 
 MERCHANTS = [
     ("FreshCart Grocery", "grocery"),

@@ -5,7 +5,7 @@ The spec's rules have already rejected invalid calls (expired, no refills, no st
 
 from typing import Any
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 VALIDITY_DAYS = {"none": 365, "II": 90, "III": 180, "IV": 180, "V": 180}
 RX_NUMBER_BASE = 610000

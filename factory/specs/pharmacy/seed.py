@@ -14,7 +14,7 @@ The first prescriptions are placed on purpose so the spec's rule examples hit ex
 import random
 from datetime import datetime, timedelta
 
-from factory import fakedata
+from envfarm.factory import fakedata
 
 PLANS = [
     # (name, carrier, generic, brand, specialty copay, covers specialty, accepted)

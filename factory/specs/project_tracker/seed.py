@@ -9,8 +9,8 @@ projects have only closed milestones.
 import random
 from datetime import datetime, timedelta
 
-from factory import fakedata
-from factory.world import content
+from envfarm.factory import fakedata
+from envfarm.factory.world import content
 
 PROJECTS = [
     ("Website redesign", "New marketing site with the refreshed brand."),

@@ -6,7 +6,7 @@ depends on channel privacy and their memberships; the spec's rules refuse privat
 non-members before a handler runs, and the principal's scope hides their messages everywhere else.
 """
 
-from servers.runtime.database import Database, contains_pattern
+from envfarm.servers.runtime.database import Database, contains_pattern
 
 
 def _me(db: Database, channel_id: str) -> str:

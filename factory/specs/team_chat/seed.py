@@ -9,8 +9,8 @@ and every workspace member is in its default channel.
 import random
 from datetime import datetime, timedelta
 
-from factory import fakedata
-from factory.world import clock, content
+from envfarm.factory import fakedata
+from envfarm.factory.world import clock, content
 
 WORKSPACES = [
     ("Northwind", "northwind", 40),

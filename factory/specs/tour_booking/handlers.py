@@ -6,7 +6,7 @@ these run.
 
 from typing import Any
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 REF_MULTIPLIER = 7207
 

@@ -15,7 +15,7 @@ never touch its departures or the scenario travellers trv_0001..trv_0010):
 import random
 from datetime import datetime, timedelta
 
-from factory import fakedata
+from envfarm.factory import fakedata
 
 CITY_LANGUAGE = {
     "Lisbon": "Portuguese",

@@ -6,7 +6,7 @@ in one step; the spec's rules have already checked ownership, expiry, hours and 
 
 from typing import Any
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def _charge(db: Database, package_id: str, hours: float) -> None:

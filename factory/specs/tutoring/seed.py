@@ -11,7 +11,7 @@ sessions of the last few days are still waiting to be marked completed.
 import random
 from datetime import datetime, timedelta
 
-from factory import fakedata
+from envfarm.factory import fakedata
 
 SUBJECTS = [
     ("Pre-Algebra", "middle_school"),

@@ -10,7 +10,7 @@ The clock is Monday 2026-02-16 07:00 UTC, the start of the early shift.
 import random
 from datetime import datetime, timedelta
 
-from factory import fakedata
+from envfarm.factory import fakedata
 
 WAREHOUSES = [
     ("LIS", "Lisbon North DC", "Lisbon"),

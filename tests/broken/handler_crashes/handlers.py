@@ -2,7 +2,7 @@
 
 from datetime import date, timedelta
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def extend_loan(db: Database, loan_id: str, days: int) -> dict:

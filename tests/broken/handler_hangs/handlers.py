@@ -1,6 +1,6 @@
 """Fault: busy-waits for a lent tool to come back, which cannot happen inside one call: it hangs."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def reserve_item(db: Database, item_id: str) -> dict:

@@ -1,6 +1,6 @@
 """Fault: a leftover debug print (on stdio, stdout is the MCP stream)."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def available_count(db: Database) -> dict:

@@ -1,6 +1,6 @@
 """Fault: a module-level cache shared by every session, so one episode sees another's borrowers."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 _recent: list[str] = []
 

@@ -3,7 +3,7 @@ carry: it goes out as null where the schema promises a number."""
 
 from datetime import date
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def overdue_stats(db: Database) -> dict:

@@ -1,6 +1,6 @@
 """Fault: a read-only tool that writes (it bumps a view counter)."""
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def inspect_item(db: Database, item_id: str) -> dict:

@@ -2,7 +2,7 @@
 
 from datetime import date, timedelta
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def overdue_loans(db: Database) -> dict:

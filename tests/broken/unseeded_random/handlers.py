@@ -2,7 +2,7 @@
 
 import random
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def issue_pickup_code(db: Database, loan_id: str) -> dict:

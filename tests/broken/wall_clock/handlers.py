@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime
 
-from servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database
 
 
 def lend_item(db: Database, item_id: str, borrower: str) -> dict:
