@@ -128,17 +128,36 @@ def test_the_wheel_carries_the_registry_and_every_servers_data(installed: Instal
     registry = load_registry(REPO)
     with zipfile.ZipFile(installed.wheel) as wheel:
         names = set(wheel.namelist())
-        assert wheel.read(f"servers/{REGISTRY_FILE}") == (REPO / REGISTRY_FILE).read_bytes()
+        assert wheel.read(f"envfarm/servers/{REGISTRY_FILE}") == (REPO / REGISTRY_FILE).read_bytes()
     missing = [
-        f"servers/{s.name}/{f}" for s in registry.servers for f in SERVER_DATA if f"servers/{s.name}/{f}" not in names
+        f"envfarm/servers/{s.name}/{f}"
+        for s in registry.servers
+        for f in SERVER_DATA
+        if f"envfarm/servers/{s.name}/{f}" not in names
     ]
     assert missing == []
 
 
+def test_the_wheel_installs_only_envfarm_at_the_top_of_site_packages(installed: Installed) -> None:
+    """`clients/`, `factory/` and `servers/` of the checkout are `envfarm.clients`, `envfarm.factory` and
+    `envfarm.servers` once installed: no generic top-level name that another distribution could also claim."""
+    with zipfile.ZipFile(installed.wheel) as wheel:
+        tops = {name.split("/", 1)[0] for name in wheel.namelist()}
+        assert {"envfarm/clients/tasks.py", "envfarm/factory/sandbox.py", "envfarm/servers/runtime/cli.py"} <= set(
+            wheel.namelist()
+        )
+    assert tops == {"envfarm", installed.wheel.name.split("-py3")[0] + ".dist-info"}
+    code = "import importlib.util as u; print([u.find_spec(n) is None for n in ('clients', 'factory', 'servers')])"
+    assert installed.run(installed.bin("python"), "-c", code).strip() == "[True, True, True]"
+
+
 def test_the_installed_packages_come_from_the_venv_not_the_checkout(installed: Installed) -> None:
-    code = "import envfarm, factory, envfarm.servers.clinic; print(envfarm.__file__, factory.__file__, envfarm.servers.clinic.__file__)"
+    code = (
+        "import envfarm.clients, envfarm.factory, envfarm.servers.clinic; "
+        "print(envfarm.__file__, envfarm.clients.__file__, envfarm.factory.__file__, envfarm.servers.clinic.__file__)"
+    )
     files = [Path(f) for f in installed.run(installed.bin("python"), "-c", code).split()]
-    assert len(files) == 3 and all(f.is_relative_to(installed.venv) for f in files), files
+    assert len(files) == 4 and all(f.is_relative_to(installed.venv) for f in files), files
 
 
 def test_envfarm_list_shows_the_whole_farm(installed: Installed) -> None:
@@ -168,9 +187,20 @@ async def test_the_printed_config_launches_a_server_with_no_pythonpath(installed
     entry = config["mcpServers"]["clinic"]
     assert entry == {"command": installed.bin("python"), "args": ["-m", "envfarm.servers.clinic"]}
     spec = json.loads((REPO / "servers" / "clinic" / "spec.json").read_text(encoding="utf-8"))
+    farm = installed.elsewhere / "farm"  # a farm folder of its own, served by the runtime's entry point
+    if not farm.exists():
+        shutil.copytree(
+            REPO / "servers" / "clinic", farm / "servers" / "clinic", ignore=shutil.ignore_patterns("__pycache__")
+        )
+        shutil.copy2(REPO / REGISTRY_FILE, farm / REGISTRY_FILE)
     launches = [
         StdioServerParameters(command=entry["command"], args=entry["args"], cwd=installed.elsewhere),
         StdioServerParameters(command=installed.bin("envfarm"), args=["serve", "clinic"], cwd=installed.elsewhere),
+        StdioServerParameters(
+            command=installed.bin("python"),
+            args=["-m", "envfarm.servers.runtime", "--farm", str(farm), "clinic"],
+            cwd=installed.elsewhere,
+        ),
     ]
     for params in launches:
         async with Client(params) as client:
