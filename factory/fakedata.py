@@ -10,7 +10,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 from datetime import date, datetime, timedelta
-from typing import Any, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -202,15 +202,3 @@ def community_names(count: int) -> list[dict[str, str]]:
     if count > len(people):
         raise ValueError(f"the shared cast has {len(people)} people, {count} asked")
     return people[:count]
-
-
-def community(count: int) -> list[dict[str, Any]]:
-    """The farm's shared cast: the same people (name, email, phone, home address and city, time zone,
-    employer, department, job, birth date) in every environment that uses it, so cross-server tasks can
-    join on a person ("pay for my groceries", "email my doctor")."""
-    from envfarm.factory.world.cast import build_cast  # the world builds on this module's vocabulary
-
-    people = build_cast()
-    if count > len(people):
-        raise ValueError(f"the shared cast has {len(people)} people, {count} asked")
-    return [{**p.model_dump(), "address": p.address, "first_name": p.first_name} for p in people[:count]]

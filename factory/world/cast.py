@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from datetime import date, timedelta
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -140,7 +141,7 @@ def _job(index: int, center: str, rng: random.Random) -> str:
 
 
 def build_cast() -> list[Person]:
-    """The 80 people, in the order `fakedata.community` has always listed them."""
+    """The 80 people, in the order `community` has always listed them."""
     base = fakedata.community_names(CAST_SIZE)
     rng = random.Random(4242)
     people = []
@@ -176,3 +177,13 @@ def build_cast() -> list[Person]:
 
 def by_email(people: list[Person]) -> dict[str, Person]:
     return {p.email: p for p in people}
+
+
+def community(count: int) -> list[dict[str, Any]]:
+    """The farm's shared cast: the same people (name, email, phone, home address and city, time zone,
+    employer, department, job, birth date) in every environment that uses it, so cross-server tasks can
+    join on a person ("pay for my groceries", "email my doctor")."""
+    people = build_cast()
+    if count > len(people):
+        raise ValueError(f"the shared cast has {len(people)} people, {count} asked")
+    return [{**p.model_dump(), "address": p.address, "first_name": p.first_name} for p in people[:count]]

@@ -15,6 +15,7 @@ from typing import Any
 
 from envfarm.factory import fakedata
 from envfarm.factory.world import commerce
+from envfarm.factory.world.cast import community
 from envfarm.factory.world.sources import built_seed
 
 MERCHANT_SPEND = [
@@ -40,7 +41,7 @@ def _iso(moment: datetime) -> str:
 
 
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
-    people = fakedata.community(40)
+    people = community(40)
     customers: list[dict[str, Any]] = [
         {
             "customer_id": f"cst_{i:04d}",

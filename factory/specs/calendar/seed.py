@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 
 from envfarm.factory import fakedata
 from envfarm.factory.world import content
+from envfarm.factory.world.cast import community
 
 DEPARTMENTS = ["engineering", "design", "finance", "marketing", "sales", "operations"]
 TITLES = {
@@ -187,7 +188,7 @@ def _recurring(
 
 
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
-    cast = fakedata.community(40)
+    cast = community(40)
     people = []
     for i, person in enumerate(cast, start=1):
         department = person["department"]

@@ -18,6 +18,7 @@ import random
 from datetime import datetime, timedelta
 
 from envfarm.factory import fakedata
+from envfarm.factory.world.cast import community
 
 YOUNG_DRIVERS = (58, 59)
 CITIES = ["Lisbon", "Berlin", "Toronto", "Austin", "Dublin", "Seattle", "Madrid", "Vienna", "Boston", "Denver"]
@@ -172,7 +173,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
                     "status": "available",
                 }
             )
-    cast = fakedata.community(60)
+    cast = community(60)
     # drv_0002 and drv_0003 are the cast's two young drivers (20 and 23 on the clock), for the age rules.
     young = [p for p in cast if p["index"] in YOUNG_DRIVERS]
     people = [cast[0], *young, *(p for p in cast[1:] if p["index"] not in YOUNG_DRIVERS)]

@@ -4,6 +4,7 @@ import random
 from datetime import datetime, timedelta
 
 from envfarm.factory import fakedata
+from envfarm.factory.world.cast import community
 
 SPECIALTIES = ["general", "cardiology", "dermatology", "pediatrics", "orthopedics", "neurology"]
 REASONS = ["annual checkup", "follow-up", "back pain", "skin rash", "blood pressure review", "headaches", "vaccination"]
@@ -12,7 +13,7 @@ REASONS = ["annual checkup", "follow-up", "back pain", "skin rash", "blood press
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     names = fakedata.unique_people(rng, 52)
     # A patient who is in the farm's cast has the cast's birth date and phone; the rest are made up here.
-    cast = {p["email"]: p for p in fakedata.community(80)}
+    cast = {p["email"]: p for p in community(80)}
     patients = []
     for i, name in enumerate(names[:40], start=1):
         born = fakedata.day(datetime(1950, 1, 1), rng.randrange(0, 365 * 55))

@@ -12,6 +12,7 @@ import random
 from datetime import datetime, timedelta
 
 from envfarm.factory import fakedata
+from envfarm.factory.world.cast import community
 
 DEPARTMENTS = ["CS", "MATH", "PHYS", "BIO", "ECON", "HIST", "WRIT"]
 PROGRAM_DEPARTMENTS = {
@@ -87,7 +88,7 @@ def overlaps(a: dict, b: dict) -> bool:
 
 
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
-    people = fakedata.community(60)
+    people = community(60)
     programs = list(PROGRAM_DEPARTMENTS)
     students = [
         {

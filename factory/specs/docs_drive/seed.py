@@ -10,9 +10,8 @@ the people on her mail thread about the budget review.
 import random
 from datetime import datetime, timedelta
 
-from envfarm.factory import fakedata
 from envfarm.factory.world import content
-from envfarm.factory.world.cast import COST_CENTER_DEPARTMENT
+from envfarm.factory.world.cast import COST_CENTER_DEPARTMENT, community
 
 FOLDERS = [
     ("Engineering", None),
@@ -149,7 +148,7 @@ def _set_departments(folders: list[dict], documents: list[dict]) -> None:
 
 
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
-    cast = fakedata.community(40)
+    cast = community(40)
     people = [
         {"person_id": f"per_{i:04d}", "full_name": p["full_name"], "email": p["email"], "department": p["department"]}
         for i, p in enumerate(cast, start=1)

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from envfarm.factory import fakedata
+from envfarm.factory.world.cast import community
 
 COST_CENTERS = [
     ("CC-ENG", "Engineering", 24000.0),
@@ -54,7 +55,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         {"cost_center_id": f"cc_{i:02d}", "code": code, "name": name, "annual_budget": budget, "spent": 0.0}
         for i, (code, name, budget) in enumerate(COST_CENTERS, start=1)
     ]
-    people = fakedata.community(40)
+    people = community(40)
     employees: list[dict] = []
     managers: dict[str, dict] = {}
     for i, center in enumerate(cost_centers):  # one manager per cost center, first so they can be referenced

@@ -14,6 +14,7 @@ import random
 from datetime import datetime, timedelta
 
 from envfarm.factory import fakedata
+from envfarm.factory.world.cast import community
 
 PLANS = [
     # (name, monthly fee, classes per week (None: unlimited), off-peak only, can freeze, max freeze days, PT discount %)
@@ -108,7 +109,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     ]
     plan_by_name = {p["name"]: p for p in plans}
 
-    cast = {p["full_name"] for p in fakedata.community(80)}
+    cast = {p["full_name"] for p in community(80)}
     trainer_names = [n for n in fakedata.unique_people(rng, 60) if n not in cast][:20]
     trainers = []
     for i, name in enumerate(trainer_names, start=1):
@@ -151,7 +152,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         "status"
     ] = "cancelled"
 
-    people = fakedata.community(45)
+    people = community(45)
     fixed_plans = {1: "Premium", 2: "Standard", 3: "Standard", 4: "Off-Peak", 5: "Basic", 6: "Student", 7: "Off-Peak"}
     fixed_status = {2: "frozen", 3: "cancelled", 19: "frozen", 27: "frozen", 35: "cancelled", 41: "frozen"}
     members = []

@@ -13,6 +13,7 @@ import random
 from datetime import datetime, timedelta
 
 from envfarm.factory import fakedata
+from envfarm.factory.world.cast import community
 
 CITIES_KM = {
     ("Lisbon", "Porto"): 313,
@@ -122,7 +123,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             "license_expires_on": fakedata.day(now, 6) if i == 5 else fakedata.day(now, rng.randrange(200, 3000)),
             "status": "on_leave" if i in (2, 17) else "terminated" if i == 26 else "active",
         }
-        for i, p in enumerate(fakedata.community(28), start=1)
+        for i, p in enumerate(community(28), start=1)
     ]
 
     # Maintenance: open orders put three vehicles in the workshop a few days ago; older orders are done.

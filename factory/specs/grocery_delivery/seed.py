@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from envfarm.factory import fakedata
+from envfarm.factory.world.cast import community
 
 STORE_CITIES = ["Lisbon", "Berlin", "Toronto", "Austin", "Dublin", "Seattle"]
 CATALOG = [
@@ -59,7 +60,7 @@ def _iso(moment: datetime) -> str:
 
 
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
-    people = fakedata.community(40)
+    people = community(40)
     customers: list[dict[str, Any]] = [
         {
             "customer_id": f"cus_{i:04d}",

@@ -14,6 +14,7 @@ import random
 from datetime import datetime, timedelta
 
 from envfarm.factory import fakedata
+from envfarm.factory.world.cast import community
 
 BRANDS = ["Grand", "Harbor View", "Riverside", "Old Town", "Park", "Central", "Skyline", "Garden"]
 ROOM_TYPES = [
@@ -102,7 +103,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             )
     type_of = {t["type_id"]: t for t in room_types}
     hotel_of = {h["hotel_id"]: h for h in hotels}
-    people = fakedata.community(60)
+    people = community(60)
     guests = []
     for i, person in enumerate(people, start=1):
         tier = (

@@ -12,6 +12,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from envfarm.factory import fakedata
+from envfarm.factory.world.cast import community
 
 SUFFIXES = ["Logistics", "Studio", "Foods", "Labs", "Health", "Retail", "Capital", "Energy"]
 CATALOG = [
@@ -64,7 +65,7 @@ def _quantities(item: dict) -> list[int]:
 
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     today = now.date()
-    people = fakedata.community(24)
+    people = community(24)
     clients: list[dict[str, Any]] = [
         {
             "client_id": f"cli_{i + 1:03d}",

@@ -11,6 +11,7 @@ import random
 from datetime import date, datetime, timedelta
 
 from envfarm.factory import fakedata
+from envfarm.factory.world.cast import community
 
 BRANCHES = ["Central", "Riverside", "Hillcrest"]
 # (title, author, genre, year, replacement cost)
@@ -68,7 +69,7 @@ def isbn13(rng: random.Random) -> str:
 
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     today = now.date()
-    people = fakedata.community(50)
+    people = community(50)
     members = [
         {
             "member_id": f"mem_{i:04d}",

@@ -10,8 +10,8 @@ the messages of its thread.
 import random
 from datetime import datetime, timedelta
 
-from envfarm.factory import fakedata
 from envfarm.factory.world import clock, content
+from envfarm.factory.world.cast import community
 
 BUDGET_OPENER = (
     "Hi all, ahead of the Q2 budget review I have put the draft numbers in the shared sheet (Q2 budget draft): "
@@ -242,7 +242,7 @@ def _more_threads(
 
 
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
-    cast = fakedata.community(40)
+    cast = community(40)
     mailboxes = [
         {
             "mailbox_id": f"mbx_{i:04d}",

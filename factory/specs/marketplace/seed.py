@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from envfarm.factory import fakedata
+from envfarm.factory.world.cast import community
 
 ITEMS = {
     "electronics": [
@@ -69,7 +70,7 @@ def _iso(moment: datetime) -> str:
 
 
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
-    people = fakedata.community(45)
+    people = community(45)
     members: list[dict[str, Any]] = [
         {
             "member_id": f"mem_{i:04d}",

@@ -10,7 +10,7 @@ sent campaign's recipient count matches its sends, and one active list has no su
 import random
 from datetime import datetime, timedelta
 
-from envfarm.factory import fakedata
+from envfarm.factory.world.cast import community
 
 LISTS = [
     ("Weekly Digest", "The week's best posts and product news."),
@@ -90,7 +90,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             "full_name": p["full_name"],
             "created_at": _iso(now - timedelta(days=rng.randint(150, 380))),
         }
-        for n, p in enumerate(fakedata.community(70), start=1)
+        for n, p in enumerate(community(70), start=1)
     ]
     templates = [
         {

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from envfarm.factory import fakedata
 from envfarm.factory.world import logistics
-from envfarm.factory.world.cast import CITIES
+from envfarm.factory.world.cast import CITIES, community
 from envfarm.factory.world.sources import built_seed
 
 # name, max kg, base price, price per kg, transit days
@@ -170,7 +170,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             "phone": p["phone"],
             "address": fakedata.replaced(rng, fakedata.address, p["address"]),
         }
-        for i, p in enumerate(fakedata.community(50), start=1)
+        for i, p in enumerate(community(50), start=1)
     ]
     address_of = {c["customer_id"]: c["address"] for c in customers}
     services = [

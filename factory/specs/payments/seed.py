@@ -12,6 +12,7 @@ from typing import Any
 
 from envfarm.factory import fakedata
 from envfarm.factory.world import commerce
+from envfarm.factory.world.cast import community
 from envfarm.factory.world.sources import built_seed
 
 MERCHANTS = [
@@ -70,7 +71,7 @@ def _iso(moment: datetime) -> str:
 
 
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
-    people = fakedata.community(40)
+    people = community(40)
     customers: list[dict[str, Any]] = [
         {
             "customer_id": f"cus_{i:04d}",

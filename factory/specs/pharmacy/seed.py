@@ -15,6 +15,7 @@ import random
 from datetime import datetime, timedelta
 
 from envfarm.factory import fakedata
+from envfarm.factory.world.cast import community
 
 PLANS = [
     # (name, carrier, generic, brand, specialty copay, covers specialty, accepted)
@@ -153,7 +154,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         }
         for i, (name, carrier, g, b, s, cover, accepted) in enumerate(PLANS, start=1)
     ]
-    people = fakedata.community(45)
+    people = community(45)
     patients = []
     for i, person in enumerate(people, start=1):
         plan = None if i % 7 == 0 else plans[(i - 1) % 9]
@@ -174,7 +175,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
                 "member_number": f"{plan['carrier'][:2].upper()}-{rng.randrange(100000, 1000000)}" if plan else None,
             }
         )
-    cast = {p["full_name"] for p in fakedata.community(80)}
+    cast = {p["full_name"] for p in community(80)}
     doctor_names = [n for n in fakedata.unique_people(rng, 60) if n not in cast][:20]
     prescribers = [
         {

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 
 from envfarm.factory import fakedata
 from envfarm.factory.world import content
+from envfarm.factory.world.cast import community
 
 PROJECTS = [
     ("Website redesign", "New marketing site with the refreshed brand."),
@@ -87,7 +88,7 @@ def _iso(moment: datetime) -> str:
 
 
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
-    cast = fakedata.community(40)
+    cast = community(40)
     people = [
         {
             "person_id": f"per_{i:04d}",

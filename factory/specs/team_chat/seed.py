@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 
 from envfarm.factory import fakedata
 from envfarm.factory.world import clock, content
+from envfarm.factory.world.cast import community
 
 WORKSPACES = [
     ("Northwind", "northwind", 40),
@@ -108,7 +109,7 @@ def _write_texts(channels: list[dict], members: list[dict], messages: list[dict]
 def _working_hours(messages: list[dict], reactions: list[dict], email_of: dict[str, str]) -> None:
     """Move each post (with its replies, edits, pins and reactions) back into its author's working day,
     in the author's time zone: people chat at work, not at 3 a.m. Moving back keeps every time in the past."""
-    zone = {p["email"]: p["time_zone"] for p in fakedata.community(80)}
+    zone = {p["email"]: p["time_zone"] for p in community(80)}
     shift: dict[str, timedelta] = {}
     for message in messages:
         parent = message["thread_parent_id"]
@@ -129,7 +130,7 @@ def _working_hours(messages: list[dict], reactions: list[dict], email_of: dict[s
 
 
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
-    cast = fakedata.community(60)
+    cast = community(60)
     workspaces, members, by_workspace = [], [], []
     for w, (name, domain, size) in enumerate(WORKSPACES):
         workspace_id = f"ws_{w + 1:02d}"

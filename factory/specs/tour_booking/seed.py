@@ -16,6 +16,7 @@ import random
 from datetime import datetime, timedelta
 
 from envfarm.factory import fakedata
+from envfarm.factory.world.cast import community
 
 CITY_LANGUAGE = {
     "Lisbon": "Portuguese",
@@ -92,7 +93,7 @@ def booking_ref(number: int) -> str:
 
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    cast = {p["full_name"] for p in fakedata.community(80)}
+    cast = {p["full_name"] for p in community(80)}
     guide_names = [n for n in fakedata.unique_people(rng, 70) if n not in cast]
     guides = []
     for city, local in CITY_LANGUAGE.items():
@@ -194,7 +195,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             "phone": p["phone"],
             "home_country": fakedata.replaced(rng, lambda r: r.choice(range(10)), p["country"]),
         }
-        for i, p in enumerate(fakedata.community(60), start=1)
+        for i, p in enumerate(community(60), start=1)
     ]
     trv = {t["traveller_id"]: t for t in travellers}
     dep = {d["departure_id"]: d for d in departures}

@@ -12,6 +12,7 @@ import random
 from datetime import datetime, timedelta
 
 from envfarm.factory import fakedata
+from envfarm.factory.world.cast import community
 
 SUBJECTS = [
     ("Pre-Algebra", "middle_school"),
@@ -136,7 +137,7 @@ def use_up_a_package(
 
 
 def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
-    people = fakedata.community(45)
+    people = community(45)
     students = [
         {
             "student_id": f"stu_{i:04d}",
