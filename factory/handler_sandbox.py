@@ -191,7 +191,7 @@ def lock_hook(zones: tuple[str, ...]) -> Callable[[str, tuple[Any, ...]], None]:
         if event == "import":
             module = text(args[0]) if args else ""
             root = module.split(".", 1)[0]
-            if module not in allowed and root not in allowed - {"servers"} and root not in implied:
+            if module not in allowed and root not in allowed - {"envfarm"} and root not in implied:
                 what = f"importing {module}"
         elif event == "open":
             path = args[0] if args else None

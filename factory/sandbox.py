@@ -157,7 +157,7 @@ class UntrustedFinding(BaseModel):
 
 def allowed_module(module: str) -> bool:
     """Whether handlers may import `module`: a listed module or a submodule of one."""
-    return module in ALLOWED_MODULES or module.split(".", 1)[0] in ALLOWED_MODULES - {"servers"}
+    return module in ALLOWED_MODULES or module.split(".", 1)[0] in ALLOWED_MODULES - {"envfarm"}
 
 
 _MISSING = object()

@@ -29,7 +29,7 @@ RANKS = {"runtime": 0, "llm": 0, "namespace": 0, "server": 1, "factory": 2, "cli
 KNOWN_CYCLES = (
     # `envfarm soak` runs `envfarm.cli.main` as the thing it soaks; the CLI imports soak for the command
     frozenset({"envfarm.cli", "envfarm.soak"}),
-    # `factory.source` loads an OpenAPI document or metadata through the importers, which build on the
+    # `envfarm.factory.source` loads an OpenAPI document or metadata through the importers, which build on the
     # generator, the verifier and the publisher, which load sources
     frozenset(
         "envfarm.factory." + name

@@ -33,6 +33,8 @@ from envfarm.bench.report import REFERENCE, ColdStart, FarmListing, FarmStart
 from envfarm.servers.runtime.farm import stdio_args
 from envfarm.servers.runtime.registry import Registry, load_registry, write_registry
 
+NAMESPACE = "envfarm"
+
 # initialize, initialized, tools/list: written at once, as a client that does not wait would.
 HANDSHAKE = b"".join(
     json.dumps(message).encode() + b"\n"
@@ -54,8 +56,27 @@ HANDSHAKE = b"".join(
 
 
 def checkout_env(checkout: Path) -> dict[str, str]:
-    """The environment that makes this Python import envfarm from `checkout` instead of this installation."""
+    """The environment that makes this Python import envfarm from `checkout` instead of this installation.
+
+    Only a checkout from before the envfarm namespace: its servers are the top-level package `servers`,
+    which PYTHONPATH reaches. One with the namespace maps its folders under `envfarm` with its own install
+    (setup.py), which PYTHONPATH cannot express: this installation's mapping would answer instead, so such
+    a checkout is refused rather than measured as if it were this one."""
+    launched = {" ".join(s.launch.args) for s in load_registry(checkout).servers}
+    if any(args.startswith(f"-m {NAMESPACE}.") for args in launched):
+        raise ValueError(
+            f"{checkout}: its servers run under the {NAMESPACE} namespace; PYTHONPATH cannot point them at that "
+            "checkout (run its own install's bench there instead)"
+        )
     return {**os.environ, "PYTHONPATH": str(checkout.resolve()), "ENVFARM_HOME": str(checkout.resolve())}
+
+
+def module_of(farm_root: Path, name: str) -> str:
+    """The module server `name` of the farm runs as (`-m <module>` in its registry entry)."""
+    entry = load_registry(farm_root).get(name)
+    if entry is None or entry.launch.args[:1] != ["-m"] or len(entry.launch.args) < 2:
+        raise LookupError(f"{farm_root}: the registry has no `-m` launch for a server named {name!r}")
+    return entry.launch.args[1]
 
 
 def cold_start_sample(
@@ -112,7 +133,7 @@ def cold_start(farm_root: Path, rounds: int, name: str = REFERENCE, baseline: Pa
         "floor": ([sys.executable, "-c", FLOOR_SERVER], None),
     }
     if baseline is not None:
-        probes["baseline"] = ([sys.executable, "-m", f"envfarm.servers.{name}"], checkout_env(baseline))
+        probes["baseline"] = ([sys.executable, "-m", module_of(baseline, name)], checkout_env(baseline))
     samples: dict[str, list[tuple[float, float]]] = {key: [] for key in probes}
     for argv, env in probes.values():
         cold_start_sample(argv, env=env)
@@ -143,10 +164,13 @@ def synthetic_farm(farm_root: Path, copies: int, into: Path) -> list[str]:
             name = entry.name if k == 1 else f"{entry.name}_x{k}"
             target = into / "servers" / name
             shutil.copytree(farm_root / "servers" / entry.name, target)
-            own = re.compile(rf"\benvfarm\.servers\.{entry.name}\b")
+            # the package its own modules name: `envfarm.servers.<name>` (without `envfarm.` in an older checkout)
+            package = module_of(farm_root, entry.name)
+            copy = package.removesuffix(entry.name) + name
+            own = re.compile(rf"(?<![\w.]){re.escape(package)}\b")
             for module in target.glob("*.py"):
-                module.write_text(own.sub(f"envfarm.servers.{name}", module.read_text(encoding="utf-8")), encoding="utf-8")
-            launch = entry.launch.model_copy(update={"args": ["-m", f"envfarm.servers.{name}"], "http_path": f"/{name}/mcp"})
+                module.write_text(own.sub(copy, module.read_text(encoding="utf-8")), encoding="utf-8")
+            launch = entry.launch.model_copy(update={"args": ["-m", copy], "http_path": f"/{name}/mcp"})
             entries.append(entry.model_copy(update={"name": name, "launch": launch}))
     write_registry(into, Registry(servers=sorted(entries, key=lambda e: e.name)))
     return [e.name for e in entries]
