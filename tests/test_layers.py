@@ -15,6 +15,7 @@ Layers, bottom to top (installed names; the folders are `servers/`, `clients/`, 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import networkx as nx
@@ -88,6 +89,7 @@ def imported_names(path: Path, module: str) -> list[tuple[str, int]]:
     return names
 
 
+@functools.cache
 def import_graph() -> nx.DiGraph:
     """module -> module it imports (the deepest module of the tree an import names), with the line."""
     modules = tree_modules()
@@ -140,6 +142,20 @@ def test_the_tree_is_read_under_its_installed_names() -> None:
     ]
 
 
+def test_nothing_imports_a_folder_by_its_own_name() -> None:
+    """`clients`, `factory` and `servers` are importable only as `envfarm.*` once installed; from the
+    checkout's root they would also import under the bare name, as second copies of every module."""
+    bare = {"clients", "factory", "servers"}
+    files = [*tree_modules().items(), *((p.stem, p) for p in sorted((REPO / "tests").rglob("*.py")))]
+    found = [
+        f"{path.relative_to(REPO)}:{line}: {name}"
+        for module, path in files
+        for name, line in imported_names(path, module)
+        if name.split(".", 1)[0] in bare
+    ]
+    assert found == []
+
+
 def test_imports_go_down_the_layers_only() -> None:
     assert layer_violations(import_graph()) == []
 
@@ -150,7 +166,7 @@ def test_there_is_no_import_cycle_but_the_known_ones() -> None:
 
 def test_the_checks_catch_an_upward_import_a_sideways_one_and_a_cycle() -> None:
     """The rules themselves fail where they should (a graph with the three faults added)."""
-    graph = import_graph()
+    graph = import_graph().copy()  # the cached graph stays the tree's
     graph.add_edge("envfarm.servers.runtime.farm", "envfarm.cli", where="farm.py:1")
     graph.add_edge("envfarm.factory.verify", "envfarm.clients.connect", where="verify.py:1")
     graph.add_edge("envfarm.servers.runtime.cli", "envfarm.servers.runtime.farm", where="cli.py:1")
