@@ -21,7 +21,18 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from envfarm.clients.audit import HEAD_NOUNS, PAGING, POINTER, Finding, mentions, rows_of, same, spoken, spoken_date, user_text
+from envfarm.clients.audit import (
+    HEAD_NOUNS,
+    PAGING,
+    POINTER,
+    Finding,
+    mentions,
+    rows_of,
+    same,
+    spoken,
+    spoken_date,
+    user_text,
+)
 from envfarm.clients.graph import ToolSpec, is_id_like, words
 from envfarm.clients.grounding import Drop, Grounded, PersonaRecord, Row, ServerWorld, persona_rows, value_index
 from envfarm.clients.sampling import Catalog

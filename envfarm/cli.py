@@ -149,9 +149,9 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from envfarm.render import ProgressTable, render
     from envfarm.factory.build import build_all
     from envfarm.factory.verify import VerifyOptions
+    from envfarm.render import ProgressTable, render
 
     farm_root = _writable_farm(args)
     if farm_root is None:
@@ -240,10 +240,10 @@ def cmd_mutate(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     if args.mutate:
         return cmd_mutate(args)
-    from envfarm.render import ProgressTable, render
     from envfarm.factory.build import verify_published
     from envfarm.factory.verify import VerifyOptions
     from envfarm.factory.world.invariants import farm_violations
+    from envfarm.render import ProgressTable, render
 
     if not args.all and not args.names:
         print("error: name servers to verify or pass --all", file=sys.stderr)
@@ -318,9 +318,9 @@ def _import_openapi_folder(args: argparse.Namespace) -> int:
 def _enrich_import(args: argparse.Namespace, result: ImportResult, out: Path) -> int:
     """`--model`: the model enriches the deterministic import (descriptions, seed, rules, handlers for
     what was skipped); its rounds verify in the build folder, and only a converged draft replaces it."""
-    from envfarm.llm import ChatModel, Transcript, close_after, parse_model
     from envfarm.factory.generate import Scenario, write_draft, write_with_model
     from envfarm.factory.verify import VerifyOptions
+    from envfarm.llm import ChatModel, Transcript, close_after, parse_model
 
     try:
         config = parse_model(args.model, args.base_url)
@@ -369,12 +369,12 @@ def _enrich_import(args: argparse.Namespace, result: ImportResult, out: Path) ->
 
 def cmd_import_metadata(args: argparse.Namespace) -> int:
     """`envfarm import metadata FILE`: EnvFactory metadata -> spec folder(s); offline infers what it can."""
-    from envfarm.llm import ChatModel, Transcript, close_after, parse_model
     from envfarm.factory.generate import write_draft
     from envfarm.factory.metadata import import_metadata_offline, import_metadata_with_model, load_metadata
     from envfarm.factory.openapi import OpenAPIError, safe_name, write_spec_folder
     from envfarm.factory.spec import SpecError
     from envfarm.factory.verify import VerifyOptions
+    from envfarm.llm import ChatModel, Transcript, close_after, parse_model
 
     try:
         environments = load_metadata(args.file)
@@ -472,9 +472,9 @@ def _writable_farm(args: argparse.Namespace) -> Path | None:
 
 def cmd_propose(args: argparse.Namespace) -> int:
     """`envfarm propose THEME --n N`: scenarios, specs, verification, revision; publishes what converges."""
-    from envfarm.llm import ChatModel, Transcript, close_after, parse_model
     from envfarm.factory.generate import propose, render_summary
     from envfarm.factory.verify import VerifyOptions
+    from envfarm.llm import ChatModel, Transcript, close_after, parse_model
 
     farm_root = _writable_farm(args)
     if farm_root is None:

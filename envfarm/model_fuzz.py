@@ -44,8 +44,8 @@ from envfarm.clients.tasks import Task
 from envfarm.clients.trajectory import Trajectory
 from envfarm.clients.users import STOP_TOKEN, LLMSession, ScriptedUser
 from envfarm.clients.writing import Request, Vocabulary, written_request
-from envfarm.llm import ChatModel, LLMError, ModelConfig
 from envfarm.factory.generate import ScenarioList
+from envfarm.llm import ChatModel, LLMError, ModelConfig
 
 PATHS = ("policy", "user", "writer", "judge", "structured", "rollout")
 # Share of the reply budget each path gets: most go through the fast paths, a tenth through whole rollouts.

@@ -21,7 +21,16 @@ import anyio
 from pydantic import BaseModel
 
 from envfarm.factory.progress import Job, OnResult, ServerResult, default_jobs, run_jobs
-from envfarm.factory.publish import code_hash, discard, file_hashes, publish, runtime_hash, spec_hash, stage, staging_root
+from envfarm.factory.publish import (
+    code_hash,
+    discard,
+    file_hashes,
+    publish,
+    runtime_hash,
+    spec_hash,
+    stage,
+    staging_root,
+)
 from envfarm.factory.source import SPEC_NAMES, find_spec_file, load_environment
 from envfarm.factory.spec import SpecError, read_document
 from envfarm.factory.verify import Failure, VerificationReport, VerifyOptions, load_report, verify_server

@@ -714,7 +714,9 @@ def render_server_module(spec: EnvironmentSpec) -> str:
         "from envfarm.servers.runtime.server import (\n    DEFAULT_MAX_EPISODES,\n    EpisodeBudget,\n    ServerDefinition,\n"
         "    ToolDefinition,\n    build_server,\n)"
     )
-    principal = ["from envfarm.servers.runtime.principal import PrincipalDefinition"] if spec.principal is not None else []
+    principal = (
+        ["from envfarm.servers.runtime.principal import PrincipalDefinition"] if spec.principal is not None else []
+    )
     return "\n".join(
         [
             f'"""The {spec.name} server definition, handed to the shared runtime.\n\n{GENERATED_NOTE}\n"""',
@@ -764,7 +766,12 @@ def render_main(spec: EnvironmentSpec) -> str:
         [
             f'"""Run the {spec.name} MCP server: stdio by default, `--http` for streamable HTTP, `--db FILE` to persist."""',
             "",
-            *sorted(["from envfarm.servers.runtime.cli import main", f"from envfarm.servers.{spec.name}.server import build"]),
+            *sorted(
+                [
+                    "from envfarm.servers.runtime.cli import main",
+                    f"from envfarm.servers.{spec.name}.server import build",
+                ]
+            ),
             "",
             'if __name__ == "__main__":',
             f"    main({py(spec.name)}, build)",

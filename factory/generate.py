@@ -25,7 +25,6 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from envfarm.llm import ChatModel, LLMError, Usage
 from envfarm.factory import fakedata
 from envfarm.factory.build import build_all, warm_options
 from envfarm.factory.mutation import Mutant, MutantResult, mutate_server, sample, server_mutants
@@ -34,6 +33,7 @@ from envfarm.factory.source import POLICY_NAME, check_seed_size, handler_functio
 from envfarm.factory.spec import NAME_PATTERN, SpecError, parse_spec
 from envfarm.factory.static_checks import check_handlers
 from envfarm.factory.verify import Failure, VerifyOptions
+from envfarm.llm import ChatModel, LLMError, Usage
 
 SPEC_FORMAT = Path(__file__).parent / "specs" / "README.md"
 MAX_FAILURES_SHOWN = 20

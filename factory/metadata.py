@@ -24,7 +24,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from envfarm.llm import ChatModel
 from envfarm.factory.generate import GrowthResult, Scenario, SpecDraft, write_with_model
 from envfarm.factory.openapi import (
     ImportResult,
@@ -38,6 +37,7 @@ from envfarm.factory.openapi import (
 )
 from envfarm.factory.spec import SpecError, read_document
 from envfarm.factory.verify import VerifyOptions
+from envfarm.llm import ChatModel
 
 READ = {"get", "fetch", "retrieve", "show", "view", "read", "lookup", "find", "search", "list", "query", "check"}
 LIST = {"list", "search", "find", "query"}

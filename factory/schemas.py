@@ -10,7 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from envfarm.factory.spec import TYPES, EnvironmentSpec, FieldsResult, Param, ReturnField, RowsResult, SearchTool, ToolKind
+from envfarm.factory.spec import (
+    TYPES,
+    EnvironmentSpec,
+    FieldsResult,
+    Param,
+    ReturnField,
+    RowsResult,
+    SearchTool,
+    ToolKind,
+)
 
 Canon = dict[str, Any]
 

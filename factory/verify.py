@@ -179,7 +179,8 @@ class VerifyOptions(BaseModel):
         default=False, description="stop at the first failure, behaviour checks first (mutation testing needs no more)"
     )
     warm_socket: Path | None = Field(
-        default=None, description="launch through this warm launcher (envfarm.factory.warm) instead of a cold interpreter"
+        default=None,
+        description="launch through this warm launcher (envfarm.factory.warm) instead of a cold interpreter",
     )
     coverage_gate: bool = Field(
         default=True,

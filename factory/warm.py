@@ -92,7 +92,7 @@ def preload() -> None:
     import mcp.server.mcpserver  # noqa: F401
 
     import envfarm.factory.coverage_gate
-    import envfarm.factory.sandbox  # noqa: F401
+    import envfarm.factory.sandbox
     import envfarm.servers.runtime.cli
     import envfarm.servers.runtime.farm
     import envfarm.servers.runtime.server

@@ -14,9 +14,16 @@ import pytest
 from mcp import Client
 
 from envfarm.clients.connect import FarmProcess, farm_process
-from envfarm.render import render
 from envfarm.factory.build import build_all
-from envfarm.servers.runtime.control import EPISODE_META_KEY, CloseResult, EpisodeClient, ResetResult, State, StateResult
+from envfarm.render import render
+from envfarm.servers.runtime.control import (
+    EPISODE_META_KEY,
+    CloseResult,
+    EpisodeClient,
+    ResetResult,
+    State,
+    StateResult,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 CLINIC_SPEC = REPO / "factory" / "specs" / "clinic"

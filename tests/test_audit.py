@@ -8,7 +8,17 @@ import pytest
 from envfarm.clients.audit import Auditor, ServerFacts, identity_facts, mentions, server_facts, spoken
 from envfarm.clients.graph import OutField, Param, ToolSpec
 from envfarm.clients.grounding import ServerWorld
-from envfarm.clients.tasks import Claim, ExpectedState, GoldCall, HiddenFact, Persona, PolicyCheck, Provenance, Task, Turn
+from envfarm.clients.tasks import (
+    Claim,
+    ExpectedState,
+    GoldCall,
+    HiddenFact,
+    Persona,
+    PolicyCheck,
+    Provenance,
+    Task,
+    Turn,
+)
 from envfarm.servers.runtime.control import TableDiff
 
 APPOINTMENTS = [

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from envfarm.cli import main
 from envfarm.clients.formats import FORMATS
 from envfarm.clients.rollout import task_servers
 from envfarm.clients.tasks import Task, read_jsonl
 from envfarm.clients.trajectory import Trajectory
-from envfarm.cli import main
 
 SEEDS = (1, 2, 3)
 

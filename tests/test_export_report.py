@@ -14,6 +14,7 @@ import pytest
 from conftest import REPO
 from handmade import handmade_tasks
 
+from envfarm.cli import main
 from envfarm.clients.connect import Connections, farm_targets
 from envfarm.clients.export import export, load_trajectories, sft_speech_problems
 from envfarm.clients.policies import HeuristicPolicy, OraclePolicy
@@ -24,7 +25,6 @@ from envfarm.clients.scoring import Scorer, oracle_failures
 from envfarm.clients.tasks import Task, load_tasks, write_jsonl
 from envfarm.clients.trajectory import Trajectory
 from envfarm.clients.users import ScriptedUser
-from envfarm.cli import main
 
 INJECTED = "<script>alert('x')</script> & <b>bold</b>"
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from envfarm.cli import main
 from envfarm.clients.export import load_trajectories, sft_speech_problems, split_of
 from envfarm.clients.speech import say_value, speech_problems
 from envfarm.clients.tasks import Claim, GoldCall, Persona, Provenance, Task
-from envfarm.cli import main
 
 
 def _task() -> Task:

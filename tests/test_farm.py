@@ -11,7 +11,13 @@ from conftest import ANNEX, REPO
 import envfarm.servers.clinic
 from envfarm.cli import main
 from envfarm.servers.runtime.farm import import_server, load_server
-from envfarm.servers.runtime.registry import REGISTRY_FILE, default_farm_root, load_registry, packaged_farm_root, registry_file
+from envfarm.servers.runtime.registry import (
+    REGISTRY_FILE,
+    default_farm_root,
+    load_registry,
+    packaged_farm_root,
+    registry_file,
+)
 
 
 def test_the_installed_farm_is_the_folder_holding_the_servers_package(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,12 +22,12 @@ import anyio
 import mcp_types as types
 import pytest
 
+from envfarm.cli import main
 from envfarm.clients.connect import Connections, load_server_configs
 from envfarm.clients.graph import build_graph, load_specs, output_of, producers, sampled_fields
 from envfarm.clients.scoring import summarize
 from envfarm.clients.tasks import Task, read_jsonl
 from envfarm.clients.trajectory import Trajectory
-from envfarm.cli import main
 from envfarm.servers.runtime.control import ControlError
 
 SERVERS = Path(__file__).parent / "foreign" / "mcp1"

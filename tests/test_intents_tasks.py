@@ -23,8 +23,8 @@ from envfarm.clients.connect import Connections, farm_targets
 from envfarm.clients.graph import load_intents
 from envfarm.clients.grounding import PersonaRecord
 from envfarm.clients.synthesize import Synthesis, SynthesisOptions, dependency_depth, synthesize
-from envfarm.render import render
 from envfarm.factory.build import build_all
+from envfarm.render import render
 from envfarm.servers.runtime.intents import ServerIntents, slots
 
 ID = re.compile(r"\b[a-z]{2,5}_[a-z0-9]{4,}\b")

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from envfarm.cli import main
-from envfarm.render import render
 from envfarm.factory.build import build_all
+from envfarm.render import render
 
 
 def config(tmp_path: Path, farm_root: Path) -> Path:

@@ -17,10 +17,10 @@ from test_generate import BUGGY_HANDLERS, GOOD_HANDLERS, draft
 from test_openapi import no_mutation_sample
 
 from envfarm.cli import main
-from envfarm.render import render
 from envfarm.factory.build import build_all
 from envfarm.factory.metadata import import_metadata_offline, load_metadata
 from envfarm.factory.openapi import OpenAPIError, write_spec_folder
+from envfarm.render import render
 
 HOTEL = Path(__file__).parent / "data" / "metadata" / "hotel_booking.json"
 

@@ -16,7 +16,6 @@ import pytest
 import yaml
 
 from envfarm.cli import main
-from envfarm.render import render
 from envfarm.factory.build import BuildResult, build_all
 from envfarm.factory.openapi import (
     OpenAPIError,
@@ -30,6 +29,7 @@ from envfarm.factory.openapi import (
     write_spec_folder,
 )
 from envfarm.factory.verify import VerifyOptions
+from envfarm.render import render
 from envfarm.servers.runtime.registry import load_registry
 
 DATA = Path(__file__).parent / "data" / "openapi"

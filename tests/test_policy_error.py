@@ -13,13 +13,13 @@ import pytest
 from conftest import REPO
 from scripted_openai import scripted_openai
 
+from envfarm.cli import main
 from envfarm.clients.connect import Connections, farm_targets
 from envfarm.clients.export import load_trajectories
 from envfarm.clients.rollout import failed_endpoint
 from envfarm.clients.scoring import summarize
 from envfarm.clients.synthesize import SynthesisOptions, synthesize
 from envfarm.clients.tasks import write_jsonl
-from envfarm.cli import main
 
 N_TASKS = 6
 

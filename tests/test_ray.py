@@ -230,8 +230,8 @@ def test_run_backend_ray_gives_the_local_scores(tmp_path: Path) -> None:
 
 
 def test_rollout_backend_ray_writes_the_local_scores(tmp_path: Path) -> None:
-    from envfarm.clients.tasks import write_jsonl
     from envfarm.cli import main
+    from envfarm.clients.tasks import write_jsonl
 
     tasks_file = tmp_path / "tasks.jsonl"
     write_jsonl(tasks_file, asyncio.run(tasks()))

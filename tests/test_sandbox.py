@@ -16,13 +16,13 @@ import pytest
 from conftest import REPO
 from corpus import GOOD
 
-from envfarm.render import render
 from envfarm.factory.build import BuildResult, build_all
 from envfarm.factory.sandbox import check_untrusted
 from envfarm.factory.source import load_environment
 from envfarm.factory.spec import SpecError
 from envfarm.factory.static_checks import check_handlers
 from envfarm.factory.verify import VerifyOptions
+from envfarm.render import render
 
 HEAD = "from datetime import date, timedelta\n\nfrom envfarm.servers.runtime.database import Database\n{imports}\n\n"
 OVERDUE = """

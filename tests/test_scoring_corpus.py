@@ -19,13 +19,13 @@ import pytest
 from conftest import REPO
 from scoring_corpus import CASES, Case
 
+from envfarm.cli import main as envfarm
 from envfarm.clients.connect import Connections, farm_targets
 from envfarm.clients.policies import Action, AgentTool, ToolCallRequest
 from envfarm.clients.rollout import EndEpisode, Rollout, task_servers
 from envfarm.clients.tasks import Task, load_tasks, read_jsonl, write_jsonl
 from envfarm.clients.trajectory import Trajectory
 from envfarm.clients.users import ScriptedUser
-from envfarm.cli import main as envfarm
 
 TASKS = REPO / "tests" / "data" / "scoring_corpus" / "tasks.jsonl"
 

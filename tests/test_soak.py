@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from envfarm.clients.connect import farm_process
 from envfarm.bench.http_soak import SHAPES, draw_arguments, http_soak, render_http_markdown
 from envfarm.cli import main
-from envfarm.soak import STEPS, parse_seeds, render_markdown, run_seed, soak
+from envfarm.clients.connect import farm_process
 from envfarm.servers.runtime.registry import load_registry
+from envfarm.soak import STEPS, parse_seeds, render_markdown, run_seed, soak
 
 
 def test_parse_seeds() -> None:

@@ -12,6 +12,7 @@ import pytest
 from conftest import REPO
 from scripted_openai import scripted_openai
 
+from envfarm.cli import main
 from envfarm.clients.connect import Connections, farm_targets, load_server_configs
 from envfarm.clients.graph import (
     OutField,
@@ -27,7 +28,6 @@ from envfarm.clients.graph import (
 from envfarm.clients.synthesize import CROSS_SERVER_SHARE, Synthesis, SynthesisOptions, dependency_depth, synthesize
 from envfarm.clients.tasks import Task, read_jsonl
 from envfarm.clients.writing import STEP_WORDS, Vocabulary, over_specification
-from envfarm.cli import main
 from envfarm.llm import ModelConfig
 
 TODO_SERVER = Path(__file__).parent / "foreign" / "todo_server.py"

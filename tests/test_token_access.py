@@ -18,7 +18,13 @@ from conftest import EPISODE, MARIA, NOAH, REPO, state
 from envfarm.clients.connect import Era, FarmProcess, farm_process, http_client, shared_http_client
 from envfarm.servers.clinic.server import DEFINITION as CLINIC
 from envfarm.servers.runtime.control import ERROR_KIND_META_KEY, ControlError, EpisodeClient
-from envfarm.servers.runtime.episodes import EXPIRED_KEY_BYTES, EXPIRED_KEYS_SHARE, MAX_EPISODE_ID, EpisodeBudget, EpisodeStore
+from envfarm.servers.runtime.episodes import (
+    EXPIRED_KEY_BYTES,
+    EXPIRED_KEYS_SHARE,
+    MAX_EPISODE_ID,
+    EpisodeBudget,
+    EpisodeStore,
+)
 
 NOAH_TOKEN, MARIA_TOKEN, PLAIN_TOKEN = "tok-a-noah", "tok-b-maria", "tok-c-plain"
 TOKEN_ITEMS = f"{NOAH_TOKEN}={NOAH},{MARIA_TOKEN}={MARIA},{PLAIN_TOKEN}"

@@ -19,8 +19,8 @@ from conftest import ANNEX, EPISODE, FREE_SLOT, REPO, booking, reasons, state
 from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult
 
-from envfarm.clients.connect import FarmProcess, free_port, http_client, shared_http_client
 from envfarm.cli import client_config
+from envfarm.clients.connect import FarmProcess, free_port, http_client, shared_http_client
 from envfarm.servers.runtime.registry import load_registry
 
 PATIENT = "pat_dc63z3"

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import anyio
 
-from envfarm.clients.connect import farm_process
-from envfarm.clients.run import measure_episode_rate
 from envfarm.bench.episodes import episodes_per_s, floor_episodes_per_s
 from envfarm.bench.latency import first_free_slot, floor_http_server, local_latencies, reset_p50
 from envfarm.bench.report import REFERENCE, BenchReport, machine, render_markdown, verdicts
 from envfarm.bench.sessions import serve_all_section
 from envfarm.bench.sizes import Sizes
+from envfarm.clients.connect import farm_process
+from envfarm.clients.run import measure_episode_rate
 from envfarm.servers.runtime.farm import import_server
 from envfarm.servers.runtime.registry import load_registry
 

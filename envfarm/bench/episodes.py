@@ -13,9 +13,9 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import Extension, MCPServer, MethodBinding
 
-from envfarm.clients.connect import Connections, Transport, farm_targets
 from envfarm.bench.latency import PATIENT
 from envfarm.bench.report import REFERENCE
+from envfarm.clients.connect import Connections, Transport, farm_targets
 from envfarm.servers.runtime.control import EXTENSION, CloseResult, EpisodeParams, Method, ResetParams, ResetResult
 
 FLOOR = "floor"

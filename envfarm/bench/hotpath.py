@@ -27,9 +27,9 @@ from typing import Any
 
 import anyio
 
-from envfarm.clients.connect import Connections, farm_targets
 from envfarm.bench.latency import PATIENT
 from envfarm.bench.report import REFERENCE
+from envfarm.clients.connect import Connections, farm_targets
 
 BUCKETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sdk", ("/mcp/", "/mcp_types/")),

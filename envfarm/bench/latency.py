@@ -18,8 +18,8 @@ from typing import Any
 from mcp import Client, StdioServerParameters
 from mcp.server.mcpserver import MCPServer
 
-from envfarm.clients.connect import free_port, stdio_params
 from envfarm.bench.report import REFERENCE
+from envfarm.clients.connect import free_port, stdio_params
 from envfarm.servers.runtime.control import EpisodeClient
 
 PATIENT = "pat_dc63z3"

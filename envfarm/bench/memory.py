@@ -23,9 +23,9 @@ import anyio
 import httpx2
 from pydantic import BaseModel, Field
 
-from envfarm.clients.connect import FarmProcess, farm_process, http_client, shared_http_client
 from envfarm.bench.latency import PATIENT, first_free_slot
 from envfarm.bench.report import REFERENCE
+from envfarm.clients.connect import FarmProcess, farm_process, http_client, shared_http_client
 from envfarm.servers.runtime.control import EpisodeClient
 from envfarm.servers.runtime.farm import import_server
 from envfarm.servers.runtime.registry import default_farm_root

@@ -28,10 +28,10 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from envfarm.clients.connect import Connections, ServerConfig, stdio_params
 from envfarm.bench.latency import Probe, ResetProbe, interleaved_p50
 from envfarm.bench.report import REFERENCE, PeerComparison
 from envfarm.bench.startup import cold_start_sample
+from envfarm.clients.connect import Connections, ServerConfig, stdio_params
 from envfarm.servers.runtime.farm import stdio_args
 
 OUR_READ: tuple[str, dict[str, Any]] = ("search_doctors", {})

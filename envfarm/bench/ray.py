@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from envfarm.bench.report import REFERENCE, Machine, machine
 from envfarm.clients.connect import Connections, farm_targets
 from envfarm.clients.policies import HeuristicPolicy
 from envfarm.clients.ray_backend import HostSpec, RayBackend, RayOptions, import_ray
@@ -32,7 +33,6 @@ from envfarm.clients.rollout import Backend, LocalBackend, RolloutOptions
 from envfarm.clients.scoring import Scorer
 from envfarm.clients.tasks import Task
 from envfarm.clients.users import ScriptedUser
-from envfarm.bench.report import REFERENCE, Machine, machine
 from envfarm.servers.runtime.registry import default_farm_root, load_registry
 
 

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 import anyio
 import httpx2
 
-from envfarm.clients.connect import Era, FarmProcess, http_client, shared_http_client
 from envfarm.bench.latency import PATIENT, Probe, interleaved_p50
 from envfarm.bench.report import REFERENCE, SessionRun
 from envfarm.bench.sizes import Sizes
+from envfarm.clients.connect import Era, FarmProcess, http_client, shared_http_client
 from envfarm.servers.runtime.control import EpisodeClient
 
 PROGRESS_EVERY_S = 10.0

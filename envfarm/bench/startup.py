@@ -27,9 +27,9 @@ from typing import IO, Any
 
 import anyio
 
-from envfarm.clients.connect import farm_process, http_client, shared_http_client
 from envfarm.bench.latency import FLOOR_SERVER
 from envfarm.bench.report import REFERENCE, ColdStart, FarmListing, FarmStart
+from envfarm.clients.connect import farm_process, http_client, shared_http_client
 from envfarm.servers.runtime.farm import stdio_args
 from envfarm.servers.runtime.registry import Registry, load_registry, write_registry
 

@@ -111,7 +111,9 @@ def enable_crash_stacks() -> None:
 
 def main(name: str, build: ServerBuilder, argv: Sequence[str] | None = None) -> None:
     enable_crash_stacks()
-    parser = argparse.ArgumentParser(prog=f"python -m envfarm.servers.{name}", description=f"Run the {name} MCP server.")
+    parser = argparse.ArgumentParser(
+        prog=f"python -m envfarm.servers.{name}", description=f"Run the {name} MCP server."
+    )
     add_serving_arguments(parser)
     _serve(parser, parser.parse_args(argv), name, build)
 
@@ -121,7 +123,9 @@ def farm_main(argv: Sequence[str] | None = None) -> int:
     at FOLDER, imported from there (`envfarm.servers.runtime.farm`: handlers sandboxed unless the farm's registry
     marks the server reviewed)."""
     enable_crash_stacks()
-    parser = argparse.ArgumentParser(prog="python -m envfarm.servers.runtime", description="Run one server of a farm folder.")
+    parser = argparse.ArgumentParser(
+        prog="python -m envfarm.servers.runtime", description="Run one server of a farm folder."
+    )
     parser.add_argument("--farm", type=Path, required=True, help="farm root holding servers/ and registry.json")
     parser.add_argument("name", help="server name")
     add_serving_arguments(parser)

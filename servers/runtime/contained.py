@@ -263,7 +263,9 @@ class ContainedHandlers(ModuleType):
     sandboxed child, never here (this process never imports the untrusted module)."""
 
     def __init__(self, package: str, folder: Path) -> None:
-        super().__init__(f"{package}.handlers", "handlers run in a sandboxed process (envfarm.servers.runtime.contained)")
+        super().__init__(
+            f"{package}.handlers", "handlers run in a sandboxed process (envfarm.servers.runtime.contained)"
+        )
         self._functions = handler_functions(folder)
         self._process = HandlerProcess(folder, package)
 

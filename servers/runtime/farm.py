@@ -82,5 +82,8 @@ def stdio_args(farm_root: Path, name: str) -> list[str]:
     PYTHONPATH: `-m envfarm.servers.<name>` for the installed farm, else `envfarm serve` (same distribution)
     with the farm named, which imports the server from that folder."""
     if farm_root.resolve() == packaged_farm_root() and not contained(load_registry(farm_root), name):
-        return ["-m", f"envfarm.servers.{name}"]  # `-m envfarm.servers.<name>` imports its handlers: reviewed servers only
+        return [
+            "-m",
+            f"envfarm.servers.{name}",
+        ]  # `-m envfarm.servers.<name>` imports its handlers: reviewed servers only
     return ["-m", "envfarm.cli", "--farm", str(farm_root.resolve()), "serve", name]
