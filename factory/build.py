@@ -31,10 +31,10 @@ from envfarm.factory.publish import (
     stage,
     staging_root,
 )
+from envfarm.factory.sandbox.warm import warm_launcher
 from envfarm.factory.source import SPEC_NAMES, find_spec_file, load_environment
 from envfarm.factory.spec import SpecError, read_document
-from envfarm.factory.verify import Failure, VerificationReport, VerifyOptions, load_report, verify_server
-from envfarm.factory.warm import warm_launcher
+from envfarm.factory.verify.verifier import Failure, VerificationReport, VerifyOptions, load_report, verify_server
 from envfarm.servers.runtime.registry import RegistryEntry, load_registry, registry_file
 
 
@@ -132,7 +132,7 @@ class VerifyResult(BatchResult):
 
 @contextmanager
 def warm_options(options: VerifyOptions, servers: int) -> Iterator[VerifyOptions]:
-    """`options`, launching every server through one warm launcher (factory/warm.py) when several are
+    """`options`, launching every server through one warm launcher (factory/sandbox/warm.py) when several are
     verified: a fork instead of an interpreter start and the SDK import each."""
     if servers < 2 or options.warm_socket is not None:
         yield options

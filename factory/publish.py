@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from envfarm.factory.codegen import render_server
+from envfarm.factory.generate.codegen import render_server
 from envfarm.factory.source import EnvironmentSource
 from envfarm.servers.runtime import listing
 from envfarm.servers.runtime.contained import contain

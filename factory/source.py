@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from envfarm.factory.ids import opaque_seed
-from envfarm.factory.sandbox import VIOLATION
+from envfarm.factory.sandbox.guard import VIOLATION
 from envfarm.factory.spec import EnvironmentSpec, SpecError, parse_spec, read_document
 
 SPEC_NAMES = ("spec.yaml", "spec.yml", "spec.json")
@@ -74,11 +74,11 @@ def check_seed_size(seed: Any, origin: str) -> None:
 
 def generate_seed(seed_file: Path, spec: EnvironmentSpec, timeout_s: float = 120.0) -> dict[str, list[dict]]:
     """Run `seed.py`'s `build(rng, now)` with the spec's seed number, in a sandboxed process
-    (`envfarm.factory.seed_sandbox`): a spec folder's code never runs in the factory's own process."""
+    (`envfarm.factory.sandbox.seeds`): a spec folder's code never runs in the factory's own process."""
     command = [
         sys.executable,
         "-m",
-        "envfarm.factory.seed_sandbox",
+        "envfarm.factory.sandbox.seeds",
         str(seed_file),
         str(spec.seed_number),
         spec.now.isoformat(),
@@ -109,7 +109,10 @@ def generate_seed(seed_file: Path, spec: EnvironmentSpec, timeout_s: float = 120
 def imported_environment(path: Path, data: dict) -> EnvironmentSource:
     """An OpenAPI document or EnvFactory metadata given to `envfarm build` directly: imported the way
     `envfarm import` does (deterministic, no model), then built like any spec."""
-    from envfarm.factory.metadata import import_metadata_offline, load_metadata  # the importers build on this module
+    from envfarm.factory.importers.metadata import (
+        import_metadata_offline,
+        load_metadata,
+    )  # the importers build on this module
     from envfarm.factory.openapi import OpenAPIError, import_openapi
 
     try:

@@ -15,7 +15,7 @@ from corpus import BROKEN, GOOD, apply_edits, farm_bytes
 from envfarm.cli import main
 from envfarm.factory.build import BuildResult, VerifyResult, build_all, drift, verify_published
 from envfarm.factory.publish import code_hash, spec_hash
-from envfarm.factory.verify import load_report
+from envfarm.factory.verify.verifier import load_report
 from envfarm.render import HEADER, render
 from envfarm.servers.runtime.registry import load_registry
 

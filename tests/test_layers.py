@@ -34,7 +34,17 @@ KNOWN_CYCLES = (
     # generator, the verifier and the publisher, which load sources
     frozenset(
         "envfarm.factory." + name
-        for name in ("build", "generate", "metadata", "mutation", "openapi", "progress", "publish", "source", "verify")
+        for name in (
+            "build",
+            "generate.growth",
+            "importers.metadata",
+            "verify.mutation",
+            "openapi",
+            "progress",
+            "publish",
+            "source",
+            "verify.verifier",
+        )
     ),
 )
 
@@ -127,7 +137,7 @@ def new_cycles(graph: nx.DiGraph) -> list[list[str]]:
 
 def test_the_tree_is_read_under_its_installed_names() -> None:
     modules = tree_modules()
-    assert {"envfarm.cli", "envfarm.llm", "envfarm.clients.tasks", "envfarm.factory.sandbox"} <= set(modules)
+    assert {"envfarm.cli", "envfarm.llm", "envfarm.clients.tasks", "envfarm.factory.sandbox.guard"} <= set(modules)
     assert {"envfarm.servers.runtime.cli", "envfarm.servers.clinic.server"} <= set(modules)
     assert module_name(REPO / "clients" / "scoring" / "__init__.py") == "envfarm.clients.scoring"
     assert [group(m) for m in ("envfarm", "envfarm.servers", "envfarm.servers.runtime.farm")] == ["namespace"] + [
@@ -168,12 +178,13 @@ def test_the_checks_catch_an_upward_import_a_sideways_one_and_a_cycle() -> None:
     """The rules themselves fail where they should (a graph with the three faults added)."""
     graph = import_graph().copy()  # the cached graph stays the tree's
     graph.add_edge("envfarm.servers.runtime.farm", "envfarm.cli", where="farm.py:1")
-    graph.add_edge("envfarm.factory.verify", "envfarm.clients.connect", where="verify.py:1")
+    graph.add_edge("envfarm.factory.verify.verifier", "envfarm.clients.connect", where="verify.py:1")
     graph.add_edge("envfarm.servers.runtime.cli", "envfarm.servers.runtime.farm", where="cli.py:1")
     graph.add_edge("envfarm.servers.runtime.farm", "envfarm.servers.runtime.cli", where="farm.py:2")
     problems = layer_violations(graph)
     assert "farm.py:1: envfarm.servers.runtime.farm (runtime) imports envfarm.cli (cli): up" in problems
     assert (
-        "verify.py:1: envfarm.factory.verify (factory) imports envfarm.clients.connect (clients): sideways" in problems
+        "verify.py:1: envfarm.factory.verify.verifier (factory) imports envfarm.clients.connect (clients): sideways"
+        in problems
     )
     assert any({"envfarm.servers.runtime.cli", "envfarm.servers.runtime.farm"} <= set(c) for c in new_cycles(graph))

@@ -12,7 +12,7 @@ returns, not what state lies behind it, so:
   whose verb says nothing about its effect (`cancel_`, `approve_`, `transfer_`, ...) is listed in
   IMPORT.md as not inferred, with the reason;
 - **with a model** (`--model openai:MODEL`), the model writes the whole spec and the handlers those
-  tools need, starting from the offline draft, and the verify-and-revise loop (`envfarm.factory.generate`)
+  tools need, starting from the offline draft, and the verify-and-revise loop (`envfarm.factory.generate.growth`)
   runs in a throwaway farm in the build folder; the converged spec folder is what is written.
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from envfarm.factory.generate import GrowthResult, Scenario, SpecDraft, write_with_model
+from envfarm.factory.generate.growth import GrowthResult, Scenario, SpecDraft, write_with_model
 from envfarm.factory.openapi import (
     ImportResult,
     OpenAPIError,
@@ -36,7 +36,7 @@ from envfarm.factory.openapi import (
     snake,
 )
 from envfarm.factory.spec import SpecError, read_document
-from envfarm.factory.verify import VerifyOptions
+from envfarm.factory.verify.verifier import VerifyOptions
 from envfarm.llm import ChatModel
 
 READ = {"get", "fetch", "retrieve", "show", "view", "read", "lookup", "find", "search", "list", "query", "check"}

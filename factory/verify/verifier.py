@@ -9,10 +9,10 @@
 - invalid calls (missing or wrong-typed argument, unknown id, each rule's example) give `isError`
   with a message and leave the state unchanged;
 - every search lists exactly the rows its filters and the principal's scope select, in its declared
-  order (the keys worked out from the spec on the seed: `factory/search_check.py`);
+  order (the keys worked out from the spec on the seed: `factory/verify/search_check.py`);
 - calls at the edges of each business rule (now, today, the rule's own numbers), and calls on a seed where a
   row they read has a date or number moved to such an edge, are refused exactly when the spec's rule SQL
-  refuses them (`factory/rule_check.py`);
+  refuses them (`factory/verify/rule_check.py`);
 - a session's reads do not change while another session writes (isolation), and replaying the
   same calls on a fresh episode gives the same outputs and state hash (determinism);
 - no call crashes the handler, hangs past the timeout, or writes to the output streams.
@@ -38,14 +38,8 @@ import mcp_types as types
 from mcp import StdioServerParameters
 from pydantic import BaseModel, Field
 
-from envfarm.factory.call_plan import InvalidCall, SeedView, ToolPlan, invalid_calls, plan_calls, rule_message
-from envfarm.factory.coverage_gate import CHECKS, EXPECT, FunctionCoverage, gate, gate_args, switch
-from envfarm.factory.expect import Rows, UnresolvedReference, apply_diff, judge, resolve, seed_rows
 from envfarm.factory.publish import REPORT_FILE, code_hash, file_hashes, runtime_hash, spec_hash
-from envfarm.factory.rule_check import rule_probes, state_probes
-from envfarm.factory.schemas import canonical, differences, expected_input, expected_output
-from envfarm.factory.search_check import SearchOracle
-from envfarm.factory.server_session import CallResult, ServerSession, SessionBroken, connect, serve_args
+from envfarm.factory.sandbox.warm import stub_args
 from envfarm.factory.spec import (
     CreateTool,
     CustomTool,
@@ -60,8 +54,14 @@ from envfarm.factory.spec import (
     UpdateTool,
     WriteTool,
 )
-from envfarm.factory.static_checks import check_handlers
-from envfarm.factory.warm import stub_args
+from envfarm.factory.verify.call_plan import InvalidCall, SeedView, ToolPlan, invalid_calls, plan_calls, rule_message
+from envfarm.factory.verify.coverage_gate import CHECKS, EXPECT, FunctionCoverage, gate, gate_args, switch
+from envfarm.factory.verify.expect import Rows, UnresolvedReference, apply_diff, judge, resolve, seed_rows
+from envfarm.factory.verify.rule_check import rule_probes, state_probes
+from envfarm.factory.verify.schemas import canonical, differences, expected_input, expected_output
+from envfarm.factory.verify.search_check import SearchOracle
+from envfarm.factory.verify.session import CallResult, ServerSession, SessionBroken, connect, serve_args
+from envfarm.factory.verify.static_checks import check_handlers
 from envfarm.servers.runtime.control import ErrorKind, Method, StateResult
 
 VERIFIER_VERSION = "1.0"
@@ -180,7 +180,7 @@ class VerifyOptions(BaseModel):
     )
     warm_socket: Path | None = Field(
         default=None,
-        description="launch through this warm launcher (envfarm.factory.warm) instead of a cold interpreter",
+        description="launch through this warm launcher (envfarm.factory.sandbox.warm) instead of a cold interpreter",
     )
     coverage_gate: bool = Field(
         default=True,
@@ -562,7 +562,7 @@ class Verifier:
 
     async def check_rule_edges(self, tool: ToolKind) -> None:
         """Calls at the edges of the tool's rules are refused exactly when the spec's rule SQL, run on the
-        verifier's seed copy, refuses them, with that rule's message (`factory/rule_check.py`)."""
+        verifier's seed copy, refuses them, with that rule's message (`factory/verify/rule_check.py`)."""
         for n, probe in enumerate(rule_probes(self.seed, tool, self.valid.get(tool.name, []))):
             episode = f"edge:{tool.name}:{n}"
             result = await self._call(tool.name, probe.arguments, episode)
@@ -990,7 +990,9 @@ async def _launch_and_check(
             command=sys.executable, args=stub_args(options.warm_socket, entry, argv)
         )
     elif options.coverage:
-        parameters = StdioServerParameters(command=sys.executable, args=["-m", "envfarm.factory.coverage_gate", *argv])
+        parameters = StdioServerParameters(
+            command=sys.executable, args=["-m", "envfarm.factory.verify.coverage_gate", *argv]
+        )
     else:
         parameters = None
     client = connect(spec.name, import_root, errlog, options.launch_timeout, stream_errors, parameters)

@@ -27,15 +27,15 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from envfarm.factory import fakedata
 from envfarm.factory.build import build_all, warm_options
-from envfarm.factory.mutation import Mutant, MutantResult, mutate_server, sample, server_mutants
 from envfarm.factory.openapi import safe_name, singular
 from envfarm.factory.source import POLICY_NAME, check_seed_size, handler_functions
 from envfarm.factory.spec import NAME_PATTERN, SpecError, parse_spec
-from envfarm.factory.static_checks import check_handlers
-from envfarm.factory.verify import Failure, VerifyOptions
+from envfarm.factory.verify.mutation import Mutant, MutantResult, mutate_server, sample, server_mutants
+from envfarm.factory.verify.static_checks import check_handlers
+from envfarm.factory.verify.verifier import Failure, VerifyOptions
 from envfarm.llm import ChatModel, LLMError, Usage
 
-SPEC_FORMAT = Path(__file__).parent / "specs" / "README.md"
+SPEC_FORMAT = Path(__file__).parents[1] / "specs" / "README.md"
 MAX_FAILURES_SHOWN = 20
 DRAFT_TOKENS = 16384  # a whole spec with seed rows is long: the client's default budget would cut it off
 Status = Literal["published", "not_converged", "invalid", "model_error"]
