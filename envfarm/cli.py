@@ -369,8 +369,8 @@ def _enrich_import(args: argparse.Namespace, result: ImportResult, out: Path) ->
 
 def cmd_import_metadata(args: argparse.Namespace) -> int:
     """`envfarm import metadata FILE`: EnvFactory metadata -> spec folder(s); offline infers what it can."""
-    from envfarm.factory.generate.growth import write_draft
-    from envfarm.factory.importers.metadata import import_metadata_offline, import_metadata_with_model, load_metadata
+    from envfarm.factory.generate.growth import import_metadata_with_model, write_draft
+    from envfarm.factory.importers.metadata import import_metadata_offline, load_metadata
     from envfarm.factory.openapi import OpenAPIError, safe_name, write_spec_folder
     from envfarm.factory.spec import SpecError
     from envfarm.factory.verify.verifier import VerifyOptions

@@ -20,6 +20,7 @@ from pathlib import Path
 import anyio
 from pydantic import BaseModel
 
+from envfarm.factory.importers.documents import imported_environment
 from envfarm.factory.progress import Job, OnResult, ServerResult, default_jobs, run_jobs
 from envfarm.factory.publish import (
     code_hash,
@@ -64,7 +65,7 @@ async def _build_one(
 ) -> ServerResult:
     started = time.perf_counter()
     try:
-        source = await anyio.to_thread.run_sync(load_environment, path)
+        source = await anyio.to_thread.run_sync(load_environment, path, imported_environment)
     except SpecError as exc:
         return ServerResult(name=path.name, status="invalid", message=str(exc), seconds=time.perf_counter() - started)
     name, tools = source.spec.name, len(source.spec.tools)
