@@ -150,7 +150,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 def cmd_build(args: argparse.Namespace) -> int:
     from envfarm.factory.build import build_all
-    from envfarm.factory.verify.verifier import VerifyOptions
+    from envfarm.factory.verify.report import VerifyOptions
     from envfarm.render import ProgressTable, render
 
     farm_root = _writable_farm(args)
@@ -177,7 +177,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     from envfarm.factory.progress import default_jobs
     from envfarm.factory.sandbox.warm import warm_launcher
     from envfarm.factory.verify.mutation import MutantResult, MutationReport, mutate_servers, render_markdown, summarize
-    from envfarm.factory.verify.verifier import VerifyOptions
+    from envfarm.factory.verify.report import VerifyOptions
 
     farm = _farm(args)
     registry = _registry(args)
@@ -241,7 +241,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.mutate:
         return cmd_mutate(args)
     from envfarm.factory.build import verify_published
-    from envfarm.factory.verify.verifier import VerifyOptions
+    from envfarm.factory.verify.report import VerifyOptions
     from envfarm.factory.world.invariants import farm_violations
     from envfarm.render import ProgressTable, render
 
@@ -319,7 +319,7 @@ def _enrich_import(args: argparse.Namespace, result: ImportResult, out: Path) ->
     """`--model`: the model enriches the deterministic import (descriptions, seed, rules, handlers for
     what was skipped); its rounds verify in the build folder, and only a converged draft replaces it."""
     from envfarm.factory.generate.growth import Scenario, write_draft, write_with_model
-    from envfarm.factory.verify.verifier import VerifyOptions
+    from envfarm.factory.verify.report import VerifyOptions
     from envfarm.llm import ChatModel, Transcript, close_after, parse_model
 
     try:
@@ -373,7 +373,7 @@ def cmd_import_metadata(args: argparse.Namespace) -> int:
     from envfarm.factory.importers.metadata import import_metadata_offline, load_metadata
     from envfarm.factory.openapi import OpenAPIError, safe_name, write_spec_folder
     from envfarm.factory.spec import SpecError
-    from envfarm.factory.verify.verifier import VerifyOptions
+    from envfarm.factory.verify.report import VerifyOptions
     from envfarm.llm import ChatModel, Transcript, close_after, parse_model
 
     try:
@@ -473,7 +473,7 @@ def _writable_farm(args: argparse.Namespace) -> Path | None:
 def cmd_propose(args: argparse.Namespace) -> int:
     """`envfarm propose THEME --n N`: scenarios, specs, verification, revision; publishes what converges."""
     from envfarm.factory.generate.growth import propose, render_summary
-    from envfarm.factory.verify.verifier import VerifyOptions
+    from envfarm.factory.verify.report import VerifyOptions
     from envfarm.llm import ChatModel, Transcript, close_after, parse_model
 
     farm_root = _writable_farm(args)

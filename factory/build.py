@@ -35,7 +35,8 @@ from envfarm.factory.publish import (
 from envfarm.factory.sandbox.warm import warm_launcher
 from envfarm.factory.source import SPEC_NAMES, find_spec_file, load_environment
 from envfarm.factory.spec import SpecError, read_document
-from envfarm.factory.verify.verifier import Failure, VerificationReport, VerifyOptions, load_report, verify_server
+from envfarm.factory.verify.report import Failure, VerificationReport, VerifyOptions, load_report
+from envfarm.factory.verify.verifier import verify_server
 from envfarm.servers.runtime.registry import RegistryEntry, load_registry, registry_file
 
 

@@ -18,7 +18,7 @@ from envfarm.factory.importers.documents import imported_environment
 from envfarm.factory.publish import code_hash, spec_hash
 from envfarm.factory.source import load_environment
 from envfarm.factory.spec import SpecError
-from envfarm.factory.verify.verifier import load_report
+from envfarm.factory.verify.report import load_report
 from envfarm.render import HEADER, render
 from envfarm.servers.runtime.registry import load_registry
 

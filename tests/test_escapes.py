@@ -28,8 +28,8 @@ from envfarm.factory.build import build_all
 from envfarm.factory.publish import launch_args, trust_of
 from envfarm.factory.source import MAX_SEED_ROWS_PER_TABLE, MAX_SPEC_FILE_BYTES, load_environment
 from envfarm.factory.spec import SpecError, read_document
+from envfarm.factory.verify.report import VerifyOptions
 from envfarm.factory.verify.static_checks import check_handlers
-from envfarm.factory.verify.verifier import VerifyOptions
 from envfarm.servers.runtime.contained import ContainedError, HandlerProcess, authorize
 from envfarm.servers.runtime.database import Database
 from envfarm.servers.runtime.registry import RegistryEntry, load_registry

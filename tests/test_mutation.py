@@ -40,8 +40,9 @@ from envfarm.factory.verify.mutation import (
     usable_equivalents,
     verify_mutant,
 )
+from envfarm.factory.verify.report import VerifyOptions
 from envfarm.factory.verify.session import serve_args
-from envfarm.factory.verify.verifier import VerifyOptions, verify_server
+from envfarm.factory.verify.verifier import verify_server
 
 HANDLER = """
 from envfarm.servers.runtime.database import Database

@@ -20,8 +20,8 @@ from envfarm.factory.build import BuildResult, build_all
 from envfarm.factory.sandbox.guard import check_untrusted
 from envfarm.factory.source import load_environment
 from envfarm.factory.spec import SpecError
+from envfarm.factory.verify.report import VerifyOptions
 from envfarm.factory.verify.static_checks import check_handlers
-from envfarm.factory.verify.verifier import VerifyOptions
 from envfarm.render import render
 
 HEAD = "from datetime import date, timedelta\n\nfrom envfarm.servers.runtime.database import Database\n{imports}\n\n"

@@ -18,19 +18,13 @@ from envfarm.factory.publish import code_hash, spec_hash, stage, staging_root
 from envfarm.factory.source import load_environment
 from envfarm.factory.spec import SearchTool
 from envfarm.factory.verify.call_plan import invalid_calls, plan_calls
+from envfarm.factory.verify.report import VERIFIER_VERSION, VerificationReport, VerifyOptions
 from envfarm.factory.verify.rule_check import MAX_PROBES, _like, rule_probes, state_probes
 from envfarm.factory.verify.schemas import canonical, differences, expected_output
 from envfarm.factory.verify.search_check import SearchOracle
 from envfarm.factory.verify.static_checks import check_handlers
-from envfarm.factory.verify.verifier import (
-    VERIFIER_VERSION,
-    VerificationReport,
-    VerifyOptions,
-    effect_problems,
-    expected_annotations,
-    load_server_spec,
-    verify_server,
-)
+from envfarm.factory.verify.tool_checks import effect_problems, expected_annotations
+from envfarm.factory.verify.verifier import load_server_spec, verify_server
 
 # case -> (check, tool) that must fail; "*" is a server-wide check.
 CASES: dict[str, tuple[str, str]] = {

@@ -32,8 +32,8 @@ from envfarm.factory.openapi import OpenAPIError, safe_name, singular
 from envfarm.factory.source import POLICY_NAME, check_seed_size, handler_functions
 from envfarm.factory.spec import NAME_PATTERN, SpecError, parse_spec
 from envfarm.factory.verify.mutation import Mutant, MutantResult, mutate_server, sample, server_mutants
+from envfarm.factory.verify.report import Failure, VerifyOptions
 from envfarm.factory.verify.static_checks import check_handlers
-from envfarm.factory.verify.verifier import Failure, VerifyOptions
 from envfarm.llm import ChatModel, LLMError, Usage
 
 SPEC_FORMAT = Path(__file__).parents[1] / "specs" / "README.md"
