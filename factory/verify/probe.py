@@ -1,7 +1,7 @@
 """One run of the verifier against a launched server: what it has learned so far, and the calls it makes.
 
-Every check (the contract checks of `tool_checks`, the expectations of `behaviour`, the sessions of
-`sessions`, the lists of `paging`) drives the server through a `Probe`: a tool call on an episode, judged
+Every check (the contract checks of `tool_checks`, the expectations of `behaviour`, the episode checks of
+`isolation`, the lists of `paging`) drives the server through a `Probe`: a tool call on an episode, judged
 for crashes and output on the streams on the way; an episode's state hash and diff; a reset, to the seed
 or to a moved state. The `Recorder` collects what each check found, for the report.
 """

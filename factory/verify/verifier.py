@@ -20,7 +20,7 @@ Every check runs on its own episode (`_meta["envfarm/episode"]`) and reads the s
 from the control plane. The report is stored as `servers/<name>/verification.json`.
 
 This module launches the server and runs the checks in order; each family of checks is a module of its own
-(`tool_checks`, `behaviour`, `sessions`, `paging`), driving the server through one `probe.Probe`, and the
+(`tool_checks`, `behaviour`, `isolation`, `paging`), driving the server through one `probe.Probe`, and the
 options and report are in `report`.
 """
 
@@ -44,11 +44,11 @@ from envfarm.factory.spec import CustomTool, EnvironmentSpec
 from envfarm.factory.verify.behaviour import check_behaviour
 from envfarm.factory.verify.call_plan import plan_calls
 from envfarm.factory.verify.coverage_gate import gate, gate_args, switch
+from envfarm.factory.verify.isolation import check_principals, check_sessions
 from envfarm.factory.verify.paging import check_paging, check_searches
 from envfarm.factory.verify.probe import SERVER, Probe, Recorder, Stop, focused
 from envfarm.factory.verify.report import Timings, VerificationReport, VerifyOptions
 from envfarm.factory.verify.session import ServerSession, connect, serve_args
-from envfarm.factory.verify.sessions import check_principals, check_sessions
 from envfarm.factory.verify.static_checks import check_handlers
 from envfarm.factory.verify.tool_checks import (
     check_invalid,

@@ -1,4 +1,4 @@
-"""The session checks: isolation (one episode's writes never reach another's reads), determinism (the same
+"""The episode checks: isolation (one episode's writes never reach another's reads), determinism (the same
 calls on a fresh episode give the same outputs and state hash), and principals (a call made again as another
 principal neither returns nor changes a row only the first may see).
 """
