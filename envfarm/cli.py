@@ -150,7 +150,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 def cmd_build(args: argparse.Namespace) -> int:
     from envfarm.factory.build import build_all
-    from envfarm.factory.verify import VerifyOptions
+    from envfarm.factory.verify.report import VerifyOptions
     from envfarm.render import ProgressTable, render
 
     farm_root = _writable_farm(args)
@@ -174,10 +174,10 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     """`envfarm verify --mutate`: the verifier's kill rate on seeded bugs, per server."""
     import time
 
-    from envfarm.factory.mutation import MutantResult, MutationReport, mutate_servers, render_markdown, summarize
     from envfarm.factory.progress import default_jobs
-    from envfarm.factory.verify import VerifyOptions
-    from envfarm.factory.warm import warm_launcher
+    from envfarm.factory.sandbox.warm import warm_launcher
+    from envfarm.factory.verify.mutation import MutantResult, MutationReport, mutate_servers, render_markdown, summarize
+    from envfarm.factory.verify.report import VerifyOptions
 
     farm = _farm(args)
     registry = _registry(args)
@@ -241,7 +241,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.mutate:
         return cmd_mutate(args)
     from envfarm.factory.build import verify_published
-    from envfarm.factory.verify import VerifyOptions
+    from envfarm.factory.verify.report import VerifyOptions
     from envfarm.factory.world.invariants import farm_violations
     from envfarm.render import ProgressTable, render
 
@@ -293,7 +293,7 @@ def cmd_import_openapi(args: argparse.Namespace) -> int:
 
 def _import_openapi_folder(args: argparse.Namespace) -> int:
     """`envfarm import openapi DIR --out SPECS`: every document of DIR, going on past the ones that fail."""
-    from envfarm.factory.import_folder import SUMMARY_NAME, DocumentOutcome, find_documents, import_folder
+    from envfarm.factory.importers.folder import SUMMARY_NAME, DocumentOutcome, find_documents, import_folder
 
     if args.out is None or args.name or args.model:
         print("error: a folder of documents takes --out SPECS, and neither --name nor --model", file=sys.stderr)
@@ -318,8 +318,8 @@ def _import_openapi_folder(args: argparse.Namespace) -> int:
 def _enrich_import(args: argparse.Namespace, result: ImportResult, out: Path) -> int:
     """`--model`: the model enriches the deterministic import (descriptions, seed, rules, handlers for
     what was skipped); its rounds verify in the build folder, and only a converged draft replaces it."""
-    from envfarm.factory.generate import Scenario, write_draft, write_with_model
-    from envfarm.factory.verify import VerifyOptions
+    from envfarm.factory.generate.growth import Scenario, write_draft, write_with_model
+    from envfarm.factory.verify.report import VerifyOptions
     from envfarm.llm import ChatModel, Transcript, close_after, parse_model
 
     try:
@@ -369,11 +369,11 @@ def _enrich_import(args: argparse.Namespace, result: ImportResult, out: Path) ->
 
 def cmd_import_metadata(args: argparse.Namespace) -> int:
     """`envfarm import metadata FILE`: EnvFactory metadata -> spec folder(s); offline infers what it can."""
-    from envfarm.factory.generate import write_draft
-    from envfarm.factory.metadata import import_metadata_offline, import_metadata_with_model, load_metadata
+    from envfarm.factory.generate.growth import import_metadata_with_model, write_draft
+    from envfarm.factory.importers.metadata import import_metadata_offline, load_metadata
     from envfarm.factory.openapi import OpenAPIError, safe_name, write_spec_folder
     from envfarm.factory.spec import SpecError
-    from envfarm.factory.verify import VerifyOptions
+    from envfarm.factory.verify.report import VerifyOptions
     from envfarm.llm import ChatModel, Transcript, close_after, parse_model
 
     try:
@@ -430,7 +430,7 @@ def cmd_import_metadata(args: argparse.Namespace) -> int:
 def cmd_import_mcp(args: argparse.Namespace) -> int:
     """`envfarm import mcp CONFIG NAME`: a stateful twin of a live MCP server (its listing and reads)."""
     from envfarm.clients.connect import Connections, load_server_configs
-    from envfarm.factory.mcp_twin import observe, twin_spec
+    from envfarm.factory.importers.mcp_twin import observe, twin_spec
     from envfarm.factory.openapi import OpenAPIError, write_spec_folder
     from envfarm.factory.spec import SpecError
     from envfarm.servers.runtime.control import ControlError
@@ -472,8 +472,8 @@ def _writable_farm(args: argparse.Namespace) -> Path | None:
 
 def cmd_propose(args: argparse.Namespace) -> int:
     """`envfarm propose THEME --n N`: scenarios, specs, verification, revision; publishes what converges."""
-    from envfarm.factory.generate import propose, render_summary
-    from envfarm.factory.verify import VerifyOptions
+    from envfarm.factory.generate.growth import propose, render_summary
+    from envfarm.factory.verify.report import VerifyOptions
     from envfarm.llm import ChatModel, Transcript, close_after, parse_model
 
     farm_root = _writable_farm(args)

@@ -44,7 +44,7 @@ from envfarm.clients.tasks import Task
 from envfarm.clients.trajectory import Trajectory
 from envfarm.clients.users import STOP_TOKEN, LLMSession, ScriptedUser
 from envfarm.clients.writing import Request, Vocabulary, written_request
-from envfarm.factory.generate import ScenarioList
+from envfarm.factory.generate.growth import ScenarioList
 from envfarm.llm import ChatModel, LLMError, ModelConfig
 
 PATHS = ("policy", "user", "writer", "judge", "structured", "rollout")

@@ -20,6 +20,7 @@ from pathlib import Path
 import anyio
 from pydantic import BaseModel
 
+from envfarm.factory.importers.documents import imported_environment
 from envfarm.factory.progress import Job, OnResult, ServerResult, default_jobs, run_jobs
 from envfarm.factory.publish import (
     code_hash,
@@ -31,10 +32,11 @@ from envfarm.factory.publish import (
     stage,
     staging_root,
 )
+from envfarm.factory.sandbox.warm import warm_launcher
 from envfarm.factory.source import SPEC_NAMES, find_spec_file, load_environment
 from envfarm.factory.spec import SpecError, read_document
-from envfarm.factory.verify import Failure, VerificationReport, VerifyOptions, load_report, verify_server
-from envfarm.factory.warm import warm_launcher
+from envfarm.factory.verify.report import Failure, VerificationReport, VerifyOptions, load_report
+from envfarm.factory.verify.verifier import verify_server
 from envfarm.servers.runtime.registry import RegistryEntry, load_registry, registry_file
 
 
@@ -64,7 +66,7 @@ async def _build_one(
 ) -> ServerResult:
     started = time.perf_counter()
     try:
-        source = await anyio.to_thread.run_sync(load_environment, path)
+        source = await anyio.to_thread.run_sync(load_environment, path, imported_environment)
     except SpecError as exc:
         return ServerResult(name=path.name, status="invalid", message=str(exc), seconds=time.perf_counter() - started)
     name, tools = source.spec.name, len(source.spec.tools)
@@ -132,7 +134,7 @@ class VerifyResult(BatchResult):
 
 @contextmanager
 def warm_options(options: VerifyOptions, servers: int) -> Iterator[VerifyOptions]:
-    """`options`, launching every server through one warm launcher (factory/warm.py) when several are
+    """`options`, launching every server through one warm launcher (factory/sandbox/warm.py) when several are
     verified: a fork instead of an interpreter start and the SDK import each."""
     if servers < 2 or options.warm_socket is not None:
         yield options

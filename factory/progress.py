@@ -14,7 +14,7 @@ from typing import Literal
 import anyio
 from pydantic import BaseModel, Field
 
-from envfarm.factory.verify import Failure, VerificationReport
+from envfarm.factory.verify.report import Failure, VerificationReport
 
 Status = Literal["published", "rejected", "invalid", "error", "passed", "failed"]
 

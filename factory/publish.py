@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from envfarm.factory.codegen import render_server
+from envfarm.factory.generate.codegen import render_server
 from envfarm.factory.source import EnvironmentSource
 from envfarm.servers.runtime import listing
 from envfarm.servers.runtime.contained import contain
@@ -121,7 +121,8 @@ def private_package(folder: Path) -> Iterator[str]:
         spec.loader.exec_module(sys.modules[name])
         yield name
     finally:
-        for module in [m for m in sys.modules if m == name or m.startswith(f"{name}.")]:
+        # a snapshot: builds stage in worker threads, and another one may be importing while this one forgets
+        for module in [m for m in list(sys.modules) if m == name or m.startswith(f"{name}.")]:
             del sys.modules[module]
 
 

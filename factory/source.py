@@ -9,6 +9,7 @@ import ast
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from envfarm.factory.ids import opaque_seed
-from envfarm.factory.sandbox import VIOLATION
+from envfarm.factory.sandbox.guard import VIOLATION
 from envfarm.factory.spec import EnvironmentSpec, SpecError, parse_spec, read_document
 
 SPEC_NAMES = ("spec.yaml", "spec.yml", "spec.json")
@@ -74,11 +75,11 @@ def check_seed_size(seed: Any, origin: str) -> None:
 
 def generate_seed(seed_file: Path, spec: EnvironmentSpec, timeout_s: float = 120.0) -> dict[str, list[dict]]:
     """Run `seed.py`'s `build(rng, now)` with the spec's seed number, in a sandboxed process
-    (`envfarm.factory.seed_sandbox`): a spec folder's code never runs in the factory's own process."""
+    (`envfarm.factory.sandbox.seeds`): a spec folder's code never runs in the factory's own process."""
     command = [
         sys.executable,
         "-m",
-        "envfarm.factory.seed_sandbox",
+        "envfarm.factory.sandbox.seeds",
         str(seed_file),
         str(spec.seed_number),
         spec.now.isoformat(),
@@ -106,24 +107,6 @@ def generate_seed(seed_file: Path, spec: EnvironmentSpec, timeout_s: float = 120
     return rows
 
 
-def imported_environment(path: Path, data: dict) -> EnvironmentSource:
-    """An OpenAPI document or EnvFactory metadata given to `envfarm build` directly: imported the way
-    `envfarm import` does (deterministic, no model), then built like any spec."""
-    from envfarm.factory.metadata import import_metadata_offline, load_metadata  # the importers build on this module
-    from envfarm.factory.openapi import OpenAPIError, import_openapi
-
-    try:
-        if "class_name" in data:
-            result = import_metadata_offline(load_metadata(path)[0], path)
-        else:
-            result = import_openapi(path)
-    except OpenAPIError as exc:
-        raise SpecError(str(path), [("", str(exc))]) from exc
-    return EnvironmentSource(
-        spec=parse_spec({**result.spec, "policy": result.policy}, str(path)), spec_path=path, handlers=None
-    )
-
-
 def _opaque_seed(data: dict) -> Any:
     """The seed with sequential ids made opaque (envfarm.factory.ids); a malformed spec is left for parse_spec to report."""
     entities, seed = data.get("entities"), data.get("seed")
@@ -137,8 +120,15 @@ def _opaque_seed(data: dict) -> Any:
     return opaque_seed(str(data.get("id_namespace") or data.get("name", "")), formats, keys, seed)
 
 
-def load_environment(path: Path) -> EnvironmentSource:
-    """Read and validate one environment; SpecError lists every problem with file and field path."""
+# Turns an API document (its path and parsed content) into a source: `envfarm.factory.importers.documents`.
+ImportDocument = Callable[[Path, dict[str, Any]], EnvironmentSource]
+
+
+def load_environment(path: Path, import_document: ImportDocument | None = None) -> EnvironmentSource:
+    """Read and validate one environment; SpecError lists every problem with file and field path.
+
+    A file that is an OpenAPI document or EnvFactory metadata rather than a spec goes to `import_document`
+    (the importers sit above this module and pass themselves in); without one it is refused."""
     spec_file = find_spec_file(path)
     folder = spec_file.parent
     if (size := spec_file.stat().st_size) > MAX_SPEC_FILE_BYTES:
@@ -147,7 +137,9 @@ def load_environment(path: Path) -> EnvironmentSource:
     if isinstance(data, dict):
         check_seed_size(data.get("seed"), str(spec_file))
     if path.is_file() and isinstance(data, dict) and ("openapi" in data or "swagger" in data or "class_name" in data):
-        return imported_environment(path, data)
+        if import_document is None:
+            raise SpecError(str(path), [("", "an API document, not a spec: import it first (envfarm import)")])
+        return import_document(path, data)
     handlers_file = folder / "handlers.py"
     handlers = handlers_file.read_text(encoding="utf-8") if handlers_file.is_file() else None
     names = handler_functions(handlers, str(handlers_file)) if handlers is not None else set()

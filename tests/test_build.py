@@ -14,8 +14,11 @@ from corpus import BROKEN, GOOD, apply_edits, farm_bytes
 
 from envfarm.cli import main
 from envfarm.factory.build import BuildResult, VerifyResult, build_all, drift, verify_published
+from envfarm.factory.importers.documents import imported_environment
 from envfarm.factory.publish import code_hash, spec_hash
-from envfarm.factory.verify import load_report
+from envfarm.factory.source import load_environment
+from envfarm.factory.spec import SpecError
+from envfarm.factory.verify.report import load_report
 from envfarm.render import HEADER, render
 from envfarm.servers.runtime.registry import load_registry
 
@@ -145,3 +148,19 @@ def test_two_specs_naming_one_server_build_neither(tmp_path: Path) -> None:
     assert load_registry(tmp_path).servers == []
     assert [(r.name, r.status) for r in built.servers] == [("shed", "invalid"), ("shed", "invalid")]
     assert all("declares the same server name" in r.message for r in built.servers)
+
+
+def test_an_api_document_is_loaded_only_through_the_importers_the_build_passes_in() -> None:
+    """`source.load_environment` sits below the importers: given an OpenAPI document or tool metadata it
+    refuses, naming the file, unless the caller passes the importer in (as `build_all` does)."""
+    data = Path(__file__).parent / "data"
+    for document, name in (
+        (data / "openapi" / "petstore.yaml", "petstore"),
+        (data / "metadata" / "hotel_booking.json", None),
+    ):
+        with pytest.raises(SpecError, match="an API document, not a spec") as refused:
+            load_environment(document)
+        assert str(document) in str(refused.value)
+        source = load_environment(document, imported_environment)
+        assert source.spec.tools and source.handlers is None and source.spec_path == document
+        assert name is None or source.spec.name == name

@@ -8,7 +8,7 @@ from pathlib import Path
 from conftest import CLINIC_SPEC, REPO
 
 from envfarm.cli import main
-from envfarm.factory.codegen import render_server
+from envfarm.factory.generate.codegen import render_server
 from envfarm.factory.publish import package_version
 from envfarm.factory.source import load_environment
 from envfarm.factory.spec import parse_spec
@@ -56,7 +56,7 @@ def test_building_twice_writes_byte_identical_farms(tmp_path: Path) -> None:
 def test_a_long_word_in_a_wrapped_docstring_stays_whole() -> None:
     """A URL longer than the wrap width must not be broken: the tool description is read back from the
     docstring, and a break would put a space inside the word."""
-    from envfarm.factory.codegen import _docstring
+    from envfarm.factory.generate.codegen import _docstring
 
     url = "https://example.com/" + "segment/" * 20
     text = (

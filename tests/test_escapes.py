@@ -1,6 +1,6 @@
 """The escape corpus (tests/escapes/, one technique a file): every technique is refused by the static check
 a build runs, and, with that check skipped, by the serve-time sandbox a generated server's handlers run
-in (envfarm.factory.handler_sandbox), before it does anything: the marker file it would create never appears,
+in (envfarm.factory.sandbox.handlers), before it does anything: the marker file it would create never appears,
 and what it would steal never comes back."""
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from envfarm.factory.build import build_all
 from envfarm.factory.publish import launch_args, trust_of
 from envfarm.factory.source import MAX_SEED_ROWS_PER_TABLE, MAX_SPEC_FILE_BYTES, load_environment
 from envfarm.factory.spec import SpecError, read_document
-from envfarm.factory.static_checks import check_handlers
-from envfarm.factory.verify import VerifyOptions
+from envfarm.factory.verify.report import VerifyOptions
+from envfarm.factory.verify.static_checks import check_handlers
 from envfarm.servers.runtime.contained import ContainedError, HandlerProcess, authorize
 from envfarm.servers.runtime.database import Database
 from envfarm.servers.runtime.registry import RegistryEntry, load_registry
@@ -256,7 +256,7 @@ def test_resource_exhaustion_is_refused_by_the_sandboxed_verification(tmp_path: 
 
 def test_a_proposed_draft_with_a_huge_seed_is_refused_for_its_size_first() -> None:
     """`envfarm propose` checks a model's draft as it reads it: 100,000 rows come back as their count, at once."""
-    from envfarm.factory.generate import SpecDraft
+    from envfarm.factory.generate.growth import SpecDraft
 
     spec = read_document(GOOD / "spec.yaml")
     spec["seed"]["items"] = [{"item_id": f"item_{n:06d}", "name": "x"} for n in range(100_000)]

@@ -10,9 +10,9 @@ import pytest
 import yaml
 from corpus import GOOD
 
-from envfarm.factory.expect import Mismatch, apply_diff, judge, match, resolve, row_changes, seed_rows
 from envfarm.factory.source import load_environment
 from envfarm.factory.spec import EnvironmentSpec, Example, Expect, SpecError
+from envfarm.factory.verify.expect import Mismatch, apply_diff, judge, match, resolve, row_changes, seed_rows
 
 SPEC = yaml.safe_load((GOOD / "spec.yaml").read_text(encoding="utf-8"))
 

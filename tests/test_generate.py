@@ -14,7 +14,7 @@ from corpus import GOOD, farm_bytes
 from scripted_openai import scripted_openai
 
 from envfarm.cli import main
-from envfarm.factory.generate import GrowthSummary, SpecDraft, offline_draft, offline_scenarios, propose
+from envfarm.factory.generate.growth import GrowthSummary, SpecDraft, offline_draft, offline_scenarios, propose
 from envfarm.llm import ChatModel, ModelConfig, Transcript
 from envfarm.servers.runtime.registry import load_registry
 

@@ -18,7 +18,7 @@ from test_openapi import no_mutation_sample
 
 from envfarm.cli import main
 from envfarm.factory.build import build_all
-from envfarm.factory.metadata import import_metadata_offline, load_metadata
+from envfarm.factory.importers.metadata import import_metadata_offline, load_metadata
 from envfarm.factory.openapi import OpenAPIError, write_spec_folder
 from envfarm.render import render
 

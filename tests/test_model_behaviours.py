@@ -18,7 +18,7 @@ from corpus import farm_bytes
 from scripted_openai import scripted_openai
 from test_generate import GOOD_HANDLERS, NAME, SCENARIOS, draft
 
-from envfarm.factory.generate import SpecDraft, propose
+from envfarm.factory.generate.growth import SpecDraft, propose
 from envfarm.llm import ChatModel, LLMError, ModelConfig
 from envfarm.servers.runtime.registry import load_registry
 

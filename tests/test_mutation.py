@@ -18,7 +18,11 @@ import pytest
 from conftest import REPO
 from corpus import GOOD, stage_case
 
-from envfarm.factory.mutation import (
+from envfarm.factory.publish import staging_root
+from envfarm.factory.sandbox.warm import stub_args, warm_launcher
+from envfarm.factory.source import load_environment
+from envfarm.factory.spec import CustomTool, EquivalentMutant
+from envfarm.factory.verify.mutation import (
     TIMEOUT_RETRY_FACTOR,
     Mutant,
     MutantResult,
@@ -36,12 +40,9 @@ from envfarm.factory.mutation import (
     usable_equivalents,
     verify_mutant,
 )
-from envfarm.factory.publish import staging_root
-from envfarm.factory.server_session import serve_args
-from envfarm.factory.source import load_environment
-from envfarm.factory.spec import CustomTool, EquivalentMutant
-from envfarm.factory.verify import VerifyOptions, verify_server
-from envfarm.factory.warm import stub_args, warm_launcher
+from envfarm.factory.verify.report import VerifyOptions
+from envfarm.factory.verify.session import serve_args
+from envfarm.factory.verify.verifier import verify_server
 
 HANDLER = """
 from envfarm.servers.runtime.database import Database

@@ -28,7 +28,7 @@ from envfarm.factory.openapi import (
     state_change,
     write_spec_folder,
 )
-from envfarm.factory.verify import VerifyOptions
+from envfarm.factory.verify.report import VerifyOptions
 from envfarm.render import render
 from envfarm.servers.runtime.registry import load_registry
 

@@ -383,7 +383,7 @@ def test_annotations_follow_from_the_effect_with_overrides() -> None:
 WINDOWED_CALLS = """
 import json, sys, anyio
 from mcp import Client
-from envfarm.factory.coverage_gate import CallWindow
+from envfarm.factory.verify.coverage_gate import CallWindow
 from envfarm.servers.clinic.server import build
 from envfarm.servers.runtime.calls import TOOL_CALL_EVENT
 

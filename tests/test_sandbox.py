@@ -17,11 +17,11 @@ from conftest import REPO
 from corpus import GOOD
 
 from envfarm.factory.build import BuildResult, build_all
-from envfarm.factory.sandbox import check_untrusted
+from envfarm.factory.sandbox.guard import check_untrusted
 from envfarm.factory.source import load_environment
 from envfarm.factory.spec import SpecError
-from envfarm.factory.static_checks import check_handlers
-from envfarm.factory.verify import VerifyOptions
+from envfarm.factory.verify.report import VerifyOptions
+from envfarm.factory.verify.static_checks import check_handlers
 from envfarm.render import render
 
 HEAD = "from datetime import date, timedelta\n\nfrom envfarm.servers.runtime.database import Database\n{imports}\n\n"
@@ -125,7 +125,7 @@ def test_the_audit_hook_is_in_place_before_any_server_code_runs(tmp_path: Path) 
     secret = tmp_path / "secret.txt"
     secret.write_text("x", encoding="utf-8")
     code = (
-        "import sys; from envfarm.factory.sandbox import audit_hook; sys.addaudithook(audit_hook(None, print)); "
+        "import sys; from envfarm.factory.sandbox.guard import audit_hook; sys.addaudithook(audit_hook(None, print)); "
         f"open({str(secret)!r})"
     )
     run = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60)
@@ -138,8 +138,8 @@ def test_a_sandboxed_server_still_trims_its_heap() -> None:
     refuses native loading: inside the sandbox the trim runs and no violation is reported."""
     code = (
         "import sys\n"
-        "from envfarm.factory import sandbox\n"
-        "sandbox.enter([])\n"
+        "from envfarm.factory.sandbox import guard\n"
+        "guard.enter([])\n"
         "from envfarm.servers.runtime.episodes import _trim_heap\n"
         "_trim_heap()\n"
         "print('trimmed')\n"
@@ -158,7 +158,7 @@ def test_a_proposed_handler_that_escapes_is_refused_before_anything_is_built(nam
     the escape goes back to the model for repair (then, if ever built, it runs sandboxed like any build)."""
     from test_generate import draft
 
-    from envfarm.factory.generate import SpecDraft
+    from envfarm.factory.generate.growth import SpecDraft
 
     answer = json.loads(draft(handlers(name)))
     with pytest.raises(ValueError, match=ESCAPES[name][2][1]):

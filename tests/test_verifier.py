@@ -13,24 +13,18 @@ import anyio
 import pytest
 from corpus import BROKEN, GOOD, stage_case
 
-from envfarm.factory.call_plan import invalid_calls, plan_calls
-from envfarm.factory.codegen import render_schema
+from envfarm.factory.generate.codegen import render_schema
 from envfarm.factory.publish import code_hash, spec_hash, stage, staging_root
-from envfarm.factory.rule_check import MAX_PROBES, _like, rule_probes, state_probes
-from envfarm.factory.schemas import canonical, differences, expected_output
-from envfarm.factory.search_check import SearchOracle
 from envfarm.factory.source import load_environment
 from envfarm.factory.spec import SearchTool
-from envfarm.factory.static_checks import check_handlers
-from envfarm.factory.verify import (
-    VERIFIER_VERSION,
-    VerificationReport,
-    VerifyOptions,
-    effect_problems,
-    expected_annotations,
-    load_server_spec,
-    verify_server,
-)
+from envfarm.factory.verify.call_plan import invalid_calls, plan_calls
+from envfarm.factory.verify.report import VERIFIER_VERSION, VerificationReport, VerifyOptions
+from envfarm.factory.verify.rule_check import MAX_PROBES, _like, rule_probes, state_probes
+from envfarm.factory.verify.schemas import canonical, differences, expected_output
+from envfarm.factory.verify.search_check import SearchOracle
+from envfarm.factory.verify.static_checks import check_handlers
+from envfarm.factory.verify.tool_checks import effect_problems, expected_annotations
+from envfarm.factory.verify.verifier import load_server_spec, verify_server
 
 # case -> (check, tool) that must fail; "*" is a server-wide check.
 CASES: dict[str, tuple[str, str]] = {
@@ -343,7 +337,9 @@ def test_state_edges_move_a_stored_date_two_foreign_keys_away_to_where_the_rule_
     assert by_change[yesterday].message is not None and "drop deadline" in by_change[yesterday].message
     deadlines = {r["term_id"]: r["drop_deadline"] for r in by_change[today].rows}
     assert deadlines["trm_nfvmq3"] == "2026-04-13" and len(deadlines) == len(spec.seed["terms"])  # the whole table
-    assert {r["drop_deadline"] for r in spec.seed["terms"]}.isdisjoint({"2026-04-13"})  # the seed alone never reaches it
+    assert {r["drop_deadline"] for r in spec.seed["terms"]}.isdisjoint(
+        {"2026-04-13"}
+    )  # the seed alone never reaches it
 
 
 def test_a_handler_that_breaks_only_on_a_moved_state_is_advised_not_failed(tmp_path: Path) -> None:
@@ -381,5 +377,7 @@ def test_rule_edges_make_a_call_again_as_other_principals_who_can_see_its_rows()
     others = [p for p in probes if p.arguments["principal"] != "felix.andersen@example.com"]
     assert others, "no other principal made the seller's call"
     for probe in others:  # only the buyer sees the offer besides its seller: the seller rule refuses them
-        assert probe.message == "Only the seller can accept offer off_k5h8c4, and you are not the seller of its listing."
+        assert (
+            probe.message == "Only the seller can accept offer off_k5h8c4, and you are not the seller of its listing."
+        )
         assert probe.arguments["principal"] == "omar.novak@example.com"

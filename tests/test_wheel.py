@@ -143,9 +143,11 @@ def test_the_wheel_installs_only_envfarm_at_the_top_of_site_packages(installed: 
     `envfarm.servers` once installed: no generic top-level name that another distribution could also claim."""
     with zipfile.ZipFile(installed.wheel) as wheel:
         tops = {name.split("/", 1)[0] for name in wheel.namelist()}
-        assert {"envfarm/clients/tasks.py", "envfarm/factory/sandbox.py", "envfarm/servers/runtime/cli.py"} <= set(
-            wheel.namelist()
-        )
+        assert {
+            "envfarm/clients/tasks.py",
+            "envfarm/factory/sandbox/guard.py",
+            "envfarm/servers/runtime/cli.py",
+        } <= set(wheel.namelist())
     assert tops == {"envfarm", installed.wheel.name.split("-py3")[0] + ".dist-info"}
     code = "import importlib.util as u; print([u.find_spec(n) is None for n in ('clients', 'factory', 'servers')])"
     assert installed.run(installed.bin("python"), "-c", code).strip() == "[True, True, True]"

@@ -3,7 +3,7 @@
 A server built from the project's own reviewed specs (`trust: "reviewed"` in registry.json) runs its
 handlers in the serving process, as fast as a function call. Any other (proposed, imported, or a
 registry entry without the field) gets, in place of its `handlers` module, a `ContainedHandlers` that
-runs each handler function in one long-lived child, `python -I -m envfarm.factory.handler_sandbox`, under the
+runs each handler function in one long-lived child, `python -I -m envfarm.factory.sandbox.handlers`, under the
 verifier's resource limits and audit hook plus a stricter lock (no new imports, no code from strings,
 no frames, no files but time zones) and, where the host runs as root, as the user nobody with no
 processes or threads allowed at all. The host keeps the episode: the child's `Database` sends each
@@ -155,7 +155,7 @@ class HandlerProcess:
         self._lock = threading.Lock()
 
     def command(self) -> list[str]:
-        return [sys.executable, "-I", "-m", "envfarm.factory.handler_sandbox", str(self.folder), self.package]
+        return [sys.executable, "-I", "-m", "envfarm.factory.sandbox.handlers", str(self.folder), self.package]
 
     def _running(self) -> subprocess.Popen[bytes]:
         if self._process is None or self._process.poll() is not None:

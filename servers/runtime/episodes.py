@@ -214,7 +214,7 @@ def default_budget_mb() -> int:
 @cache
 def malloc_trim() -> Callable[[int], int] | None:
     """glibc's `malloc_trim`, resolved once (a sandboxed server resolves it before native loading is
-    refused, see `envfarm.factory.sandbox`); None where glibc is not the allocator."""
+    refused, see `envfarm.factory.sandbox.guard`); None where glibc is not the allocator."""
     if not sys.platform.startswith("linux"):
         return None
     try:

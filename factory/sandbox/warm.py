@@ -1,11 +1,11 @@
 """A warm launcher for verifying many servers in a row (mutation testing): one process imports the
 `mcp` SDK, the runtime and coverage.py once, then forks a fresh server process per launch.
 
-`python -m envfarm.factory.warm SOCKET` listens on a Unix socket. A launch is a tiny stdlib-only stub
+`python -m envfarm.factory.sandbox.warm SOCKET` listens on a Unix socket. A launch is a tiny stdlib-only stub
 (`python -I -S -c STUB SOCKET ARGS...`) that hands its stdin, stdout and stderr to the warm process
 with SCM_RIGHTS and waits; the warm process forks, the child takes those three descriptors and runs
 the runtime's entry point (`envfarm.servers.runtime.cli.farm_main ARGS`) in the sandbox (or the coverage gate, which enters it too) exactly as a cold
-`python -m envfarm.factory.sandbox ARGS` would, and the stub
+`python -m envfarm.factory.sandbox.guard ARGS` would, and the stub
 exits when the child does. So the verifier still drives a real server subprocess over stdio, its own
 pid and its own imports of the server under test (servers are imported by location, never before the
 fork), and a launch costs a fork instead of an interpreter start and the SDK import.
@@ -65,9 +65,9 @@ def _run_child(connection: socket.socket, fds: list[int], argv: list[str]) -> No
             os.close(fd)
         entry, args = argv[0], argv[1:]
         if entry == "coverage":  # enters the sandbox itself, once coverage is recording
-            from envfarm.factory.coverage_gate import main as entry_main
-        else:  # the runtime inside the sandbox, exactly as a cold launch (`python -m envfarm.factory.sandbox`) runs it
-            from envfarm.factory.sandbox import main as entry_main
+            from envfarm.factory.verify.coverage_gate import main as entry_main
+        else:  # the runtime inside the sandbox, exactly as a cold launch (`python -m envfarm.factory.sandbox.guard`) runs it
+            from envfarm.factory.sandbox.guard import main as entry_main
         code = entry_main(args)
     except SystemExit as exc:
         code = exc.code
@@ -91,8 +91,8 @@ def preload() -> None:
     import coverage  # noqa: F401 - imported once here, used by every child
     import mcp.server.mcpserver  # noqa: F401
 
-    import envfarm.factory.coverage_gate
-    import envfarm.factory.sandbox
+    import envfarm.factory.sandbox.guard
+    import envfarm.factory.verify.coverage_gate
     import envfarm.servers.runtime.cli
     import envfarm.servers.runtime.farm
     import envfarm.servers.runtime.server
@@ -126,7 +126,9 @@ def warm_launcher(timeout: float = 60.0) -> Iterator[Path]:
     """Start the warm process; yield its socket path; stop it (and only it) at the end."""
     with tempfile.TemporaryDirectory(prefix="envfarm-warm-") as tmp:
         path = Path(tmp) / "launch.sock"
-        process = subprocess.Popen([sys.executable, "-m", "envfarm.factory.warm", str(path)], stdin=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "envfarm.factory.sandbox.warm", str(path)], stdin=subprocess.DEVNULL
+        )
         try:
             deadline = time.monotonic() + timeout
             while not path.exists():

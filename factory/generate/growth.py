@@ -27,15 +27,16 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from envfarm.factory import fakedata
 from envfarm.factory.build import build_all, warm_options
-from envfarm.factory.mutation import Mutant, MutantResult, mutate_server, sample, server_mutants
-from envfarm.factory.openapi import safe_name, singular
+from envfarm.factory.importers.metadata import EnvironmentMetadata, import_metadata_offline
+from envfarm.factory.openapi import OpenAPIError, safe_name, singular
 from envfarm.factory.source import POLICY_NAME, check_seed_size, handler_functions
 from envfarm.factory.spec import NAME_PATTERN, SpecError, parse_spec
-from envfarm.factory.static_checks import check_handlers
-from envfarm.factory.verify import Failure, VerifyOptions
+from envfarm.factory.verify.mutation import Mutant, MutantResult, mutate_server, sample, server_mutants
+from envfarm.factory.verify.report import Failure, VerifyOptions
+from envfarm.factory.verify.static_checks import check_handlers
 from envfarm.llm import ChatModel, LLMError, Usage
 
-SPEC_FORMAT = Path(__file__).parent / "specs" / "README.md"
+SPEC_FORMAT = Path(__file__).parents[1] / "specs" / "README.md"
 MAX_FAILURES_SHOWN = 20
 DRAFT_TOKENS = 16384  # a whole spec with seed rows is long: the client's default budget would cut it off
 Status = Literal["published", "not_converged", "invalid", "model_error"]
@@ -840,3 +841,37 @@ async def write_with_model(
     handlers = (folder / "handlers.py").read_text(encoding="utf-8") if (folder / "handlers.py").is_file() else ""
     policy = (folder / POLICY_NAME).read_text(encoding="utf-8") if (folder / POLICY_NAME).is_file() else ""
     return result, SpecDraft(spec=spec, handlers=handlers, policy=policy)
+
+
+async def import_metadata_with_model(
+    meta: EnvironmentMetadata,
+    path: Path,
+    model: ChatModel,
+    build_dir: Path,
+    *,
+    name: str | None = None,
+    max_rounds: int = 3,
+    repairs: int = 2,
+    options: VerifyOptions | None = None,
+    mutants: int = 0,
+) -> tuple[GrowthResult, SpecDraft | None]:
+    """The model writes the spec and handlers for every tool, from the metadata and the offline draft;
+    rounds are verified in a throwaway farm in `build_dir`. Returns the outcome and the converged draft."""
+    server = name or safe_name(meta.class_name)
+    try:
+        inferred = import_metadata_offline(meta, path, server)
+        offline, policy = inferred.spec, inferred.policy
+    except (OpenAPIError, SpecError):
+        offline, policy = {}, ""
+    scenario = Scenario(
+        name=server, domain="imported", title=meta.class_name, description=meta.description or meta.class_name
+    )
+    context = (
+        "Build the environment behind these tools (EnvFactory metadata). Keep every tool's name, and its inputs "
+        f"as params:\n{json.dumps(meta.model_dump(), indent=1)}\n\nA draft inferred from the names alone "
+        f"(its CRUD tools; the others are missing):\n{json.dumps(offline, indent=1, default=str)[:20000]}"
+        + (f"\n\nIts policy.md:\n{policy}" if policy else "")
+    )
+    return await write_with_model(
+        scenario, context, model, build_dir, max_rounds, repairs, options or VerifyOptions(), mutants
+    )

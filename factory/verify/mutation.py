@@ -34,9 +34,10 @@ from typing import Literal
 import anyio
 from pydantic import BaseModel, Field
 
-from envfarm.factory.sites import WRITE_METHODS, functions, is_db_call, is_reject
 from envfarm.factory.spec import CustomTool, EnvironmentSpec, EquivalentMutant
-from envfarm.factory.verify import VerifyOptions, load_server_spec, verify_server
+from envfarm.factory.verify.report import VerifyOptions
+from envfarm.factory.verify.sites import WRITE_METHODS, functions, is_db_call, is_reject
+from envfarm.factory.verify.verifier import load_server_spec, verify_server
 
 MutationKind = Literal[
     "drop_write", "drop_reject", "flip_compare", "shift_constant", "swap_boolop", "drop_field", "weaken_sql"

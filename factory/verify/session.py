@@ -18,7 +18,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from pydantic import BaseModel
 
-from envfarm.factory.sandbox import sandboxed_args
+from envfarm.factory.sandbox.guard import sandboxed_args
 from envfarm.servers.runtime.control import ControlError, EpisodeClient, ErrorKind, StateResult, error_kind
 
 SessionBroken = ControlError
@@ -48,7 +48,7 @@ def serve_args(name: str, import_root: Path) -> list[str]:
 
 
 def server_parameters(name: str, import_root: Path) -> StdioServerParameters:
-    """`python -m envfarm.factory.sandbox --farm <import_root> <name>`: the runtime inside the sandbox (resource
+    """`python -m envfarm.factory.sandbox.guard --farm <import_root> <name>`: the runtime inside the sandbox (resource
     limits and an audit hook: handlers are untrusted)."""
     return StdioServerParameters(command=sys.executable, args=sandboxed_args(serve_args(name, import_root)))
 

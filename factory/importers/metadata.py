@@ -12,8 +12,9 @@ returns, not what state lies behind it, so:
   whose verb says nothing about its effect (`cancel_`, `approve_`, `transfer_`, ...) is listed in
   IMPORT.md as not inferred, with the reason;
 - **with a model** (`--model openai:MODEL`), the model writes the whole spec and the handlers those
-  tools need, starting from the offline draft, and the verify-and-revise loop (`envfarm.factory.generate`)
-  runs in a throwaway farm in the build folder; the converged spec folder is what is written.
+  tools need, starting from the offline draft, and the verify-and-revise loop runs in a throwaway farm in
+  the build folder; the converged spec folder is what is written (`envfarm.factory.generate.growth.
+  import_metadata_with_model`, which builds on this module).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from envfarm.factory.generate import GrowthResult, Scenario, SpecDraft, write_with_model
 from envfarm.factory.openapi import (
     ImportResult,
     OpenAPIError,
@@ -36,8 +36,6 @@ from envfarm.factory.openapi import (
     snake,
 )
 from envfarm.factory.spec import SpecError, read_document
-from envfarm.factory.verify import VerifyOptions
-from envfarm.llm import ChatModel
 
 READ = {"get", "fetch", "retrieve", "show", "view", "read", "lookup", "find", "search", "list", "query", "check"}
 LIST = {"list", "search", "find", "query"}
@@ -219,37 +217,3 @@ def import_metadata_offline(meta: EnvironmentMetadata, path: Path, name: str | N
         "(`envfarm import metadata FILE --model openai:MODEL`) or hand-written handlers"
     )
     return result
-
-
-async def import_metadata_with_model(
-    meta: EnvironmentMetadata,
-    path: Path,
-    model: ChatModel,
-    build_dir: Path,
-    *,
-    name: str | None = None,
-    max_rounds: int = 3,
-    repairs: int = 2,
-    options: VerifyOptions | None = None,
-    mutants: int = 0,
-) -> tuple[GrowthResult, SpecDraft | None]:
-    """The model writes the spec and handlers for every tool, from the metadata and the offline draft;
-    rounds are verified in a throwaway farm in `build_dir`. Returns the outcome and the converged draft."""
-    server = name or safe_name(meta.class_name)
-    try:
-        inferred = import_metadata_offline(meta, path, server)
-        offline, policy = inferred.spec, inferred.policy
-    except (OpenAPIError, SpecError):
-        offline, policy = {}, ""
-    scenario = Scenario(
-        name=server, domain="imported", title=meta.class_name, description=meta.description or meta.class_name
-    )
-    context = (
-        "Build the environment behind these tools (EnvFactory metadata). Keep every tool's name, and its inputs "
-        f"as params:\n{json.dumps(meta.model_dump(), indent=1)}\n\nA draft inferred from the names alone "
-        f"(its CRUD tools; the others are missing):\n{json.dumps(offline, indent=1, default=str)[:20000]}"
-        + (f"\n\nIts policy.md:\n{policy}" if policy else "")
-    )
-    return await write_with_model(
-        scenario, context, model, build_dir, max_rounds, repairs, options or VerifyOptions(), mutants
-    )

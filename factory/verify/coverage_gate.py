@@ -1,7 +1,7 @@
 """Coverage as a verification gate: every rejection, every write and every branch of a custom handler
 must run under a call that has an expectation.
 
-The server under test runs as `python -m envfarm.factory.coverage_gate --data F --pid P --include ... -- <runtime
+The server under test runs as `python -m envfarm.factory.verify.coverage_gate --data F --pid P --include ... -- <runtime
 entry-point args>` (`--farm FOLDER NAME`, see `envfarm.servers.runtime.cli.farm_main`): coverage.py (branch mode, only the server's handlers.py and tools.py) starts before the server
 is imported, and once the first tool call has ended it traces only while a call runs (the runtime's
 TOOL_CALL_EVENT audit events): the SDK's JSON-RPC frames in between never reach the tracer. Lines are
@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from envfarm.factory.sites import behaviour_sites, functions
+from envfarm.factory.verify.sites import behaviour_sites, functions
 from envfarm.servers.runtime.calls import TOOL_CALL_EVENT
 
 EXPECT = "expect"
@@ -64,7 +64,7 @@ class GateResult(BaseModel):
 
 
 def gate_args(data_file: Path, pid_file: Path, server_dir: Path, serve_args: Sequence[str]) -> list[str]:
-    """The arguments of `python -m envfarm.factory.coverage_gate` that run the server under coverage."""
+    """The arguments of `python -m envfarm.factory.verify.coverage_gate` that run the server under coverage."""
     include = [str((server_dir / name).resolve()) for name in GATED_FILES]
     return [
         "--data",
@@ -111,14 +111,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run `python -m envfarm.servers.runtime <args>` under branch coverage, saving the data however the server stops."""
     import coverage
 
-    parser = argparse.ArgumentParser(prog="python -m envfarm.factory.coverage_gate")
+    parser = argparse.ArgumentParser(prog="python -m envfarm.factory.verify.coverage_gate")
     parser.add_argument("--data", required=True)
     parser.add_argument("--pid", required=True)
     parser.add_argument("--include", action="append", default=[])
     parser.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
-    from envfarm.factory.sandbox import enter
+    from envfarm.factory.sandbox.guard import enter
     from envfarm.servers.runtime import server  # noqa: F401 - the runtime untraced: only the server is gated
     from envfarm.servers.runtime.cli import farm_main
 

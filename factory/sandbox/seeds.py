@@ -1,4 +1,4 @@
-"""`python -m envfarm.factory.seed_sandbox SEED_FILE SEED_NUMBER NOW`: a spec folder's `seed.py` run inside the
+"""`python -m envfarm.factory.sandbox.seeds SEED_FILE SEED_NUMBER NOW`: a spec folder's `seed.py` run inside the
 sandbox, its rows written to stdout as JSON.
 
 `seed.py` is code from a spec folder, as untrusted as `handlers.py`: building a folder must not run it
@@ -20,7 +20,7 @@ from pathlib import Path
 
 def main(argv: Sequence[str] | None = None) -> int:
     seed_file, number, now = (list(sys.argv[1:] if argv is None else argv) + ["", "0", ""])[:3]
-    from envfarm.factory.sandbox import enter
+    from envfarm.factory.sandbox.guard import enter
 
     enter(["--farm", str(Path(seed_file).resolve().parent)], server=False)
     try:

@@ -19,8 +19,8 @@ from datetime import datetime, timedelta
 from itertools import zip_longest
 from typing import Any
 
-from envfarm.factory.call_plan import SeedView, ref_of, rule_message
 from envfarm.factory.spec import KeyedTool, Param, ToolKind
+from envfarm.factory.verify.call_plan import SeedView, ref_of, rule_message
 from envfarm.servers.runtime.database import Rejected
 
 MAX_PROBES = 12  # boundary calls per tool
@@ -180,7 +180,11 @@ def rule_probes(seed: SeedView, tool: ToolKind, valid: list[dict[str, Any]]) -> 
         return []
     bases = valid[:1] + [dict(r.example) for r in tool.rules]
     lanes = [
-        [{**base, name: value} for value in _candidates(seed, tool, name, tool.params[name], base) if base.get(name) != value]
+        [
+            {**base, name: value}
+            for value in _candidates(seed, tool, name, tool.params[name], base)
+            if base.get(name) != value
+        ]
         for base in bases
         for name in ruled
     ]

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from envfarm.factory.sandbox import check_untrusted
+from envfarm.factory.sandbox.guard import check_untrusted
 
 StaticKind = Literal["syntax", "import", "call", "module_state", "global", "introspection"]
 

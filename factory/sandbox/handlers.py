@@ -1,4 +1,4 @@
-"""`python -I -m envfarm.factory.handler_sandbox SERVER_FOLDER PACKAGE`: an untrusted server's handlers, run for
+"""`python -I -m envfarm.factory.sandbox.handlers SERVER_FOLDER PACKAGE`: an untrusted server's handlers, run for
 the serving process (`envfarm.servers.runtime.contained`) in a process of their own.
 
 In order, before one line of handlers.py runs: the protocol moves to private descriptors (stdout goes
@@ -25,7 +25,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import IO, Any
 
-from envfarm.factory.sandbox import (
+from envfarm.factory.sandbox.guard import (
     ALLOWED_MODULES,
     IMPLIED_MODULES,
     REFLECTIVE_NAMES,

@@ -10,7 +10,7 @@ the common escapes, so that one failing does not open the farm:
    argument, a decorator: any mention, not only a call), reach a module through an allowed one's
    attributes (`typing.sys`, `statistics.random`) or pass a module around, or write SQL beyond rows
    (`ATTACH`, `VACUUM INTO`, `PRAGMA`).
-2. **Dynamic** (`python -m envfarm.factory.sandbox <envfarm args>`): every server the verifier launches runs
+2. **Dynamic** (`python -m envfarm.factory.sandbox.guard <envfarm args>`): every server the verifier launches runs
    under resource limits (CPU time, address space, file size, open files) and a PEP 578 audit hook,
    installed before anything else loads, that refuses network connections, new processes, opening
    files outside the interpreter's and the farm's folders (and any write at all), and SQLite files or
@@ -20,7 +20,7 @@ the common escapes, so that one failing does not open the farm:
    allow-list while a handler is running; `_posixsubprocess.fork_exec`, which starts a process with no
    audit event, is replaced by a refusal before any server code loads.
 
-At serve time, handlers of servers not marked `trust: "reviewed"` run in `envfarm.factory.handler_sandbox`,
+At serve time, handlers of servers not marked `trust: "reviewed"` run in `envfarm.factory.sandbox.handlers`,
 the same limits and hook plus a stricter lock (see `envfarm.servers.runtime.contained`).
 """
 
@@ -496,8 +496,8 @@ def apply_limits(limits: Limits) -> None:
 
 
 def sandboxed_args(serve_args: Sequence[str]) -> list[str]:
-    """`python -m envfarm.factory.sandbox ...` arguments for a command line of `python -m envfarm.servers.runtime ...`."""
-    return ["-m", "envfarm.factory.sandbox", *serve_args]
+    """`python -m envfarm.factory.sandbox.guard ...` arguments for a command line of `python -m envfarm.servers.runtime ...`."""
+    return ["-m", "envfarm.factory.sandbox.guard", *serve_args]
 
 
 def _farm_of(argv: Sequence[str]) -> Path | None:

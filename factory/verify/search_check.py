@@ -18,8 +18,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from envfarm.factory.call_plan import SeedView
 from envfarm.factory.spec import EnvironmentSpec, Param, SearchTool
+from envfarm.factory.verify.call_plan import SeedView
 
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 MIN_CONTAINS = 2  # shortest substring a `contains` probe searches for

@@ -4,7 +4,7 @@ reads return, so a team can train against a safe, verified copy of a server it u
 The server is reached over MCP only, through a connection the caller opens (`LiveServers`: the driver's
 `envfarm.clients.connect.Connections`, any `mcpServers` entry, stdio or HTTP; the factory does not import the
 driver, which sits beside it). Its
-tool listing is restated as EnvFactory metadata and imported (`envfarm.factory.metadata`: effects from the
+tool listing is restated as EnvFactory metadata and imported (`envfarm.factory.importers.metadata`: effects from the
 tool names and annotations, entities from the output schemas). Then every read tool that needs no
 argument is called once, and the records it returns become the twin's seed rows where they fit the
 inferred tables (the rest of the seed is generated). Nothing is written to the live server: only
@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import mcp_types as types
 
 from envfarm.factory.ids import opaque_document
-from envfarm.factory.metadata import READ, EnvironmentMetadata, ToolMetadata, import_metadata_offline
+from envfarm.factory.importers.metadata import READ, EnvironmentMetadata, ToolMetadata, import_metadata_offline
 from envfarm.factory.openapi import ImportResult, safe_name, snake
 from envfarm.factory.spec import SpecError, parse_spec
 from envfarm.servers.runtime.database import OPAQUE_KEY

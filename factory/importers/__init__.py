@@ -1,0 +1,1 @@
+"""Importers: API descriptions, tool metadata, a live MCP server and folders of documents become spec folders."""
