@@ -28,8 +28,6 @@ RANKS = {"runtime": 0, "llm": 0, "namespace": 0, "server": 1, "factory": 2, "cli
 # Cycles inside one layer that the package splits of issue 30 remove (the command line becoming a package,
 # the factory split by stage): a cycle passes only inside one of these, so none can grow or appear.
 KNOWN_CYCLES = (
-    # `envfarm soak` runs `envfarm.cli.main` as the thing it soaks; the CLI imports soak for the command
-    frozenset({"envfarm.cli", "envfarm.soak"}),
     # `envfarm.factory.source` loads an OpenAPI document or metadata through the importers, which build on the
     # generator, the verifier and the publisher, which load sources
     frozenset(
