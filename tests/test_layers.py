@@ -8,8 +8,8 @@ Layers, bottom to top (installed names; the folders are `servers/`, `clients/`, 
 - the generated servers `envfarm.servers.<name>`, on the runtime;
 - the factory `envfarm.factory` (spec folders included) and the driver `envfarm.clients`, side by side:
   neither imports the other;
-- the command line on top: every other module of `envfarm` (`envfarm.cli`, `envfarm.driver_cli`,
-  `envfarm.bench`, ...).
+- the command line on top: every other module of `envfarm` (the package `envfarm.cli`, `envfarm.bench`,
+  `envfarm.soak`, ...).
 """
 
 from __future__ import annotations

@@ -7,13 +7,14 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import anyio
 
 from envfarm.cli.options import CommandOptions, fail
+from envfarm.clients.formats import FORMATS, Format
 from envfarm.servers.runtime.cli import add_source_argument
 
 T = TypeVar("T")
@@ -73,7 +74,7 @@ class EvalOptions(CommandOptions):
 
 class ExportOptions(CommandOptions):
     trajectories: Path
-    format: str
+    format: Format
     out: Path | None = None
     include_failed: bool = False
     eval_ratio: float = 0.1
@@ -94,7 +95,7 @@ class RunCommandOptions(BackendOptions):
     base_url: str | None = None
 
 
-def _driver(call: Callable[[], Awaitable[T]]) -> T | int:
+def _driver(call: Callable[[], Coroutine[Any, Any, T]]) -> T | int:
     """Run a driver coroutine; a bad input or an unreachable server is one clear line on stderr per error, exit 2
     (also from inside a client's task group)."""
     from envfarm.llm import LLMError
@@ -102,7 +103,7 @@ def _driver(call: Callable[[], Awaitable[T]]) -> T | int:
 
     known_errors = (ValueError, LookupError, ControlError, LLMError)
     try:
-        return asyncio.run(call())  # type: ignore[arg-type]
+        return asyncio.run(call())
     except known_errors as exc:
         return fail(str(exc))
     except BaseExceptionGroup as group:  # raised inside a client's task group
@@ -319,7 +320,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         trajectories = load_trajectories(options.trajectories)
         written = export(
             trajectories,
-            options.format,  # type: ignore[arg-type]  # argparse's choices are the formats
+            options.format,
             out,
             include_failed=options.include_failed,
             eval_ratio=options.eval_ratio,
@@ -390,8 +391,6 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     """`tasks`, `graph`, `rollout`, `eval`, `export`, `run`."""
-    from envfarm.clients.formats import FORMATS
-
     t = sub.add_parser("tasks", help="synthesize grounded, calibrated tasks from live servers (JSONL)")
     t.add_argument("--n", type=int, default=50, help="tasks to write (default: 50)")
     t.add_argument("--sampler", choices=("topology", "random"), default="topology")
