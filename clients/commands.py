@@ -1,6 +1,7 @@
-"""What `envfarm tasks` and `envfarm graph` do (the command line, `envfarm.cli.driver`, parses and prints): each
-takes typed options, prints nothing and returns what it made; a bad input or an unreachable server raises
-(ValueError, LookupError, ControlError, LLMError, possibly inside an exception group)."""
+"""What the driver's commands `envfarm tasks` (and `--audit`), `graph`, `rollout` and `eval` do; the command line
+(`envfarm.cli.driver`) parses their options and prints what comes back. Each takes typed options, prints nothing
+and returns what it made; a bad input or an unreachable server raises (ValueError, LookupError, ControlError,
+LLMError, possibly inside an exception group). `envfarm run` is `envfarm.clients.run.run`."""
 
 from __future__ import annotations
 

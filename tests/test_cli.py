@@ -163,3 +163,22 @@ def test_one_read_vocabulary_for_the_driver_and_the_factory(verb: str) -> None:
     assert [t.method for t in result.report.tools] == ["get"], result.report
     writer = types.Tool(name="cancel_orders", input_schema={"type": "object", "properties": {}})
     assert not tool_spec("shop", writer).read_only and not _reads(writer)
+
+
+async def test_the_main_job_prints_nothing(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """`envfarm run`'s library function returns what the command prints (it used to print it itself)."""
+    from envfarm.clients.run import RunOptions, run
+
+    result = await run(RunOptions(farm=REPO, servers=["clinic"], tasks=3, out=tmp_path / "runs"))
+    assert result.tasks == 3 and not result.oracle_failures and (result.directory / "report.html").exists()
+    assert {s.policy for s in result.summaries} >= {"oracle", "heuristic"}
+    assert capfd.readouterr().out == ""
+
+
+def test_fuzzing_prints_nothing_but_its_progress(capfd: pytest.CaptureFixture[str]) -> None:
+    from envfarm.fuzz import fuzz_farm
+
+    heard: list[str] = []
+    report = fuzz_farm(REPO, ["clinic"], 40, seed=1, progress=lambda r: heard.append(r.server))
+    assert report.calls >= 40 and heard == ["clinic"]
+    assert capfd.readouterr().out == ""
