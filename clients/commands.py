@@ -1,23 +1,28 @@
-"""`envfarm tasks` and `envfarm graph`: the driver's commands (registered in `envfarm/cli.py`)."""
+"""What the driver's commands `envfarm tasks` (and `--audit`), `graph`, `rollout` and `eval` do; the command line
+(`envfarm.cli.driver`) parses their options and prints what comes back. Each takes typed options, prints nothing
+and returns what it made; a bad input or an unreachable server raises (ValueError, LookupError, ControlError,
+LLMError, possibly inside an exception group). `envfarm run` is `envfarm.clients.run.run`."""
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import json
-import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Literal
 
-from envfarm.clients.audit import audit_tasks, build_auditor, render_audit
+from pydantic import BaseModel, ConfigDict
+
+from envfarm.clients.audit import AuditReport, audit_tasks, build_auditor
 from envfarm.clients.connect import Connections, farm_targets, load_server_configs
 from envfarm.clients.difficulty import POLICY, grade, in_band, parse_band
 from envfarm.clients.graph import build_graph, dump, link_quality, load_specs, render_svg, summarize
+from envfarm.clients.policies import Policy
+from envfarm.clients.rollout import ProgressBar, RolloutOptions
 from envfarm.clients.synthesize import SynthesisOptions, SynthesisSummary, synthesize
-from envfarm.clients.tasks import load_tasks, write_jsonl
-from envfarm.llm import LLMError, parse_model
-from envfarm.servers.runtime.control import ControlError
+from envfarm.clients.tasks import Task, load_tasks, write_jsonl
+from envfarm.clients.trajectory import Trajectory
+from envfarm.clients.users import UserSimulator
+from envfarm.llm import ModelConfig, parse_model
 from envfarm.servers.runtime.registry import load_registry
 
 
@@ -35,22 +40,6 @@ def targets(farm_root: Path, config: Path | None, servers: list[str] | None) -> 
     if missing:
         raise LookupError(f"not in {config}: {', '.join(missing)}")
     return {name: known[name] for name in (servers or sorted(known))}
-
-
-class ProgressBar:
-    """`[#####.....] 57/200` on one line of stderr (the stream of the moment, not of import time)."""
-
-    def __init__(self, stream: TextIO | None = None, width: int = 30) -> None:
-        self.stream = stream
-        self.width = width
-
-    def __call__(self, done: int, total: int) -> None:
-        stream = self.stream or sys.stderr
-        filled = self.width * done // max(1, total)
-        stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} tasks")
-        if done >= total:
-            stream.write("\n")
-        stream.flush()
 
 
 def render_summary(summary: SynthesisSummary) -> str:
@@ -81,92 +70,228 @@ def render_summary(summary: SynthesisSummary) -> str:
     return "\n".join(lines)
 
 
-async def _audit(args: argparse.Namespace, farm_root: Path) -> int:
-    """Audit a task file (any writer's) against the live servers; non-zero when any task fails a check."""
-    tasks = load_tasks(args.audit)
+class ServersOptions(BaseModel):
+    """Which servers a driver command works on: the farm's (all, `servers`, or those of `source`) or an
+    `mcpServers` config's, and how long any MCP request may take."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    farm: Path
+    servers: list[str] | None = None
+    source: list[str] | None = None
+    config: Path | None = None
+    timeout: float = 30.0
+
+    def chosen(self) -> list[str] | None:
+        """`servers`, narrowed to the registry's servers of `source` when it is given."""
+        if not self.source:
+            return self.servers
+        if self.config is not None:
+            raise ValueError("--source picks servers of the farm's registry; it cannot be used with --config")
+        return load_registry(self.farm).select(self.servers, self.source)
+
+
+class TasksOptions(ServersOptions):
+    """`envfarm tasks`: how many tasks, drawn how, written by whom, graded how, and where they go."""
+
+    n: int = 50
+    sampler: Literal["topology", "random"] = "topology"
+    max_servers: int = 2
+    seed: int = 0
+    writer: str | None = None
+    base_url: str | None = None
+    out: Path = Path("tasks.jsonl")
+    difficulty: str | None = None
+    k: int = 4
+
+
+class AuditOptions(ServersOptions):
+    """`envfarm tasks --audit FILE`: the task file to audit against the live servers."""
+
+    audit: Path
+
+
+class GraphOptions(ServersOptions):
+    out: Path = Path("graph")
+
+
+class Difficulty(BaseModel):
+    """What `--difficulty` graded: the sampled heuristic's solve rates (rate -> tasks) and how many stayed."""
+
+    policy: str
+    k: int
+    solve_rates: dict[float, int]
+    kept: int
+    graded: int
+    band: tuple[float, float]
+
+
+class TasksResult(BaseModel):
+    tasks: list[Task]
+    summary: SynthesisSummary
+    out: Path
+    summary_path: Path
+    difficulty: Difficulty | None = None
+
+
+class AuditResult(BaseModel):
+    report: AuditReport
+    tasks: list[Task]
+
+
+class GraphResult(BaseModel):
+    facts: dict[str, Any]
+    out: Path
+
+
+async def audit_file(options: AuditOptions) -> AuditResult:
+    """Audit a task file (any writer's) against the live servers; the report says which tasks fail a check."""
+    options.chosen()  # `--source` with `--config` is refused here too
+    tasks = load_tasks(options.audit)
     servers = sorted({s for t in tasks for s in t.servers})
-    async with Connections(targets(farm_root, args.config, servers), timeout=args.timeout) as connections:
+    async with Connections(targets(options.farm, options.config, servers), timeout=options.timeout) as connections:
         auditor = await build_auditor(connections, servers)
-    report = audit_tasks(auditor, tasks)
-    print(render_audit(report, tasks))
-    return 1 if report.failed else 0
+    return AuditResult(report=audit_tasks(auditor, tasks), tasks=tasks)
 
 
-async def _tasks(args: argparse.Namespace, farm_root: Path) -> int:
-    if getattr(args, "audit", None) is not None:
-        return await _audit(args, farm_root)
-    writer = parse_model(args.writer, args.base_url) if args.writer else None
-    if args.writer and writer is None:
-        raise ValueError(f"--writer {args.writer!r}: expected openai:MODEL (the offline writer needs no flag)")
-    options = SynthesisOptions(
-        n=args.n,
-        servers=args.servers,
-        sampler=args.sampler,
-        max_servers=args.max_servers,
-        seed=args.seed,
+async def synthesize_tasks(options: TasksOptions, progress: ProgressBar | None = None) -> TasksResult:
+    """Synthesize `options.n` tasks (graded into the `--difficulty` band when asked); write them and the
+    synthesis summary beside them."""
+    writer = parse_model(options.writer, options.base_url) if options.writer else None
+    if options.writer and writer is None:
+        raise ValueError(f"--writer {options.writer!r}: expected openai:MODEL (the offline writer needs no flag)")
+    servers = options.chosen()
+    synthesis_options = SynthesisOptions(
+        n=options.n,
+        servers=servers,
+        sampler=options.sampler,
+        max_servers=options.max_servers,
+        seed=options.seed,
         writer=writer,
-        farm=None if args.config is not None else farm_root,
+        farm=None if options.config is not None else options.farm,
     )
-    band = parse_band(args.difficulty) if getattr(args, "difficulty", None) else None
-    async with Connections(targets(farm_root, args.config, args.servers), timeout=args.timeout) as connections:
-        synthesis = await synthesize(options, connections, ProgressBar())
+    band = parse_band(options.difficulty) if options.difficulty else None
+    difficulty = None
+    targets_ = targets(options.farm, options.config, servers)
+    async with Connections(targets_, timeout=options.timeout) as connections:
+        synthesis = await synthesize(synthesis_options, connections, progress)
         if band is not None:
-            graded = await grade(synthesis.tasks, connections, k=args.k)
+            graded = await grade(synthesis.tasks, connections, k=options.k)
             synthesis.tasks = in_band(graded, *band)
-            rates = sorted(t.difficulty.solve_rate[POLICY] for t in graded if t.difficulty)
-            spread = Counter(rates)
-            print(
-                f"difficulty ({POLICY}, k={args.k}): solve rates "
-                + ", ".join(f"{r:g}: {n}" for r, n in sorted(spread.items()))
-                + f"; {len(synthesis.tasks)} of {len(graded)} in [{band[0]:g}, {band[1]:g}]"
+            rates = Counter(t.difficulty.solve_rate[POLICY] for t in graded if t.difficulty)
+            difficulty = Difficulty(
+                policy=POLICY,
+                k=options.k,
+                solve_rates=dict(sorted(rates.items())),
+                kept=len(synthesis.tasks),
+                graded=len(graded),
+                band=band,
             )
-    write_jsonl(args.out, synthesis.tasks)
-    summary_path = args.out.with_name(args.out.stem + ".summary.json")
+    write_jsonl(options.out, synthesis.tasks)
+    summary_path = options.out.with_name(options.out.stem + ".summary.json")
     summary_path.write_text(synthesis.summary.model_dump_json(indent=2) + "\n")
-    print(render_summary(synthesis.summary))
-    print(f"wrote {len(synthesis.tasks)} tasks to {args.out} and the summary to {summary_path}")
-    return 0 if synthesis.tasks else 1
+    return TasksResult(
+        tasks=synthesis.tasks,
+        summary=synthesis.summary,
+        out=options.out,
+        summary_path=summary_path,
+        difficulty=difficulty,
+    )
 
 
-async def _graph(args: argparse.Namespace, farm_root: Path) -> int:
-    async with Connections(targets(farm_root, args.config, args.servers), timeout=args.timeout) as connections:
+async def tool_graph(options: GraphOptions) -> GraphResult:
+    """The tool dependency graph of the servers: graph.json, graph.svg and summary.json in `options.out`."""
+    targets_ = targets(options.farm, options.config, options.chosen())
+    async with Connections(targets_, timeout=options.timeout) as connections:
         specs = await load_specs(connections, list(connections.targets))
     graph = build_graph(specs)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "graph.json").write_text(dump(graph) + "\n")
-    (args.out / "graph.svg").write_text(render_svg(graph) + "\n")
+    options.out.mkdir(parents=True, exist_ok=True)
+    (options.out / "graph.json").write_text(dump(graph) + "\n")
+    (options.out / "graph.svg").write_text(render_svg(graph) + "\n")
     facts: dict[str, Any] = summarize(graph)
     if any(s.annotated for s in specs):
         facts["similarity_vs_exact"] = link_quality(specs).model_dump()
-    (args.out / "summary.json").write_text(json.dumps(facts, indent=2) + "\n")
-    print(json.dumps(facts, indent=2))
-    print(f"wrote graph.json, graph.svg and summary.json to {args.out}")
-    return 0
+    (options.out / "summary.json").write_text(json.dumps(facts, indent=2) + "\n")
+    return GraphResult(facts=facts, out=options.out)
 
 
-def run(command: str, args: argparse.Namespace, farm_root: Path) -> int:
-    """Run a driver command; a bad input or an unreachable server is one clear line on stderr, exit 2."""
+class RolloutPlan(BaseModel):
+    """Where `envfarm rollout` runs its episodes: in this process, in `workers` local processes, or on Ray;
+    the servers from `config` (an `mcpServers` file) or the farm."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    farm: Path
+    config: Path | None = None
+    targets: dict[str, Any]
+    timeout: float = 30.0
+    workers: int = 1
+    ray: Any = None  # envfarm.clients.ray_backend.RayOptions (imported only when asked: ray is optional)
+
+
+class RolledOut(BaseModel):
+    """The scored trajectories, and what the backend says about itself (WorkerStats or RayStats), if anything."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    trajectories: list[Trajectory]
+    workers: Any = None
+    ray: Any = None
+
+
+async def roll_out(
+    tasks: list[Task],
+    policy: Policy,
+    user: UserSimulator,
+    options: RolloutOptions,
+    plan: RolloutPlan,
+    progress: ProgressBar | None = None,
+) -> RolledOut:
+    """Roll `policy` out on `tasks` (`options`: a RolloutOptions) on the plan's backend, scored; closes the
+    policy and the user. A worker that cannot start, or rollout code that raised in one, is a RuntimeError."""
+    from contextlib import AsyncExitStack
+
+    from envfarm.clients.rollout import Backend, LocalBackend
+    from envfarm.clients.scoring import Scorer
+
+    stats: dict[str, Any] = {}
+    async with AsyncExitStack() as stack:
+        backend: Backend
+        if plan.ray is None and plan.workers > 1:
+            from envfarm.clients.ray_backend import HostSpec
+            from envfarm.clients.workers import ProcessBackend
+
+            config = load_server_configs(plan.config) if plan.config else None
+            spec = HostSpec(servers=sorted(plan.targets), farm=plan.farm, config=config, timeout=plan.timeout)
+            backend = pool = await stack.enter_async_context(ProcessBackend(spec, plan.workers))
+            stack.callback(lambda: stats.update(workers=pool.stats))
+        elif plan.ray is None:
+            backend = LocalBackend(await stack.enter_async_context(Connections(plan.targets, timeout=plan.timeout)))
+        else:
+            from envfarm.clients.ray_backend import HostSpec, RayBackend
+
+            config = load_server_configs(plan.config) if plan.config else None
+            spec = HostSpec(servers=sorted(plan.targets), farm=plan.farm, config=config, timeout=plan.timeout)
+            backend = on_ray = await stack.enter_async_context(RayBackend(spec, plan.ray))
+            stack.callback(lambda: stats.update(ray=on_ray.stats))
+        try:
+            trajectories = await backend(tasks, policy, user, options, scorer=Scorer(), progress=progress)
+        finally:
+            await policy.aclose()
+            await user.aclose()
+    return RolledOut(trajectories=trajectories, **stats)
+
+
+async def rescore(trajectories: list[Trajectory], judge: ModelConfig | None = None) -> list[Trajectory]:
+    """Score `trajectories` again (`envfarm eval`): deterministically, or with `judge` (a ModelConfig) grading
+    claims; the judge's client is closed afterwards."""
+    from envfarm.clients.scoring import Scorer
+    from envfarm.llm import ChatModel
+
+    model = ChatModel(judge) if judge else None
+    scorer = Scorer(judge=model)
     try:
-        if getattr(args, "source", None):
-            if args.config is not None:
-                raise ValueError("--source picks servers of the farm's registry; it cannot be used with --config")
-            args.servers = load_registry(farm_root).select(args.servers, args.source)
-        return asyncio.run(_tasks(args, farm_root) if command == "tasks" else _graph(args, farm_root))
-    except (ValueError, LookupError, ControlError, LLMError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except BaseExceptionGroup as group:  # raised inside a client's task group
-        known, rest = group.split((ValueError, LookupError, ControlError, LLMError))
-        if known is None or rest is not None:
-            raise
-        for leaf in leaves(known):
-            print(f"error: {leaf}", file=sys.stderr)
-        return 2
-
-
-def leaves(group: BaseExceptionGroup) -> list[BaseException]:
-    """The exceptions inside (nested) exception groups."""
-    found: list[BaseException] = []
-    for exc in group.exceptions:
-        found += leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
-    return found
+        return [await scorer(t) for t in trajectories]
+    finally:
+        if model is not None:
+            await model.aclose()

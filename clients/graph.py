@@ -23,12 +23,12 @@ from pydantic import BaseModel, Field, ValidationError
 
 from envfarm.servers.runtime.control import ControlError
 from envfarm.servers.runtime.intents import ServerIntents
+from envfarm.servers.runtime.vocabulary import ID_WORDS, READ_VERBS
 
 REF = "x-envfarm-ref"
 COLUMN = "x-envfarm-column"
 USER_KNOWN = "x-envfarm-user-known"
 INTENTS_RESOURCE = "intents"
-READ_VERBS = frozenset({"get", "list", "search", "find", "show", "read", "check", "view", "lookup", "fetch", "query"})
 # A similarity link needs at least this score (see README "Tasks" for its precision/recall on our servers).
 SIMILARITY_THRESHOLD = 0.6
 DESTRUCTIVE = frozenset({"delete", "remove", "cancel", "close", "archive", "drop"})
@@ -109,7 +109,7 @@ def words(name: str) -> list[str]:
 
 def is_id_like(name: str) -> bool:
     tokens = words(name)
-    return bool(tokens) and tokens[-1] in {"id", "key", "uuid"}
+    return bool(tokens) and tokens[-1] in ID_WORDS
 
 
 def _type_of(schema: dict[str, Any]) -> str:

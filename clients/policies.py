@@ -29,6 +29,7 @@ from envfarm.clients.policy_checks import declines
 from envfarm.clients.tasks import Task
 from envfarm.clients.trajectory import Usage
 from envfarm.llm import ChatModel, ModelConfig
+from envfarm.servers.runtime.vocabulary import READ_VERBS
 
 FUNCTION_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 
@@ -80,9 +81,6 @@ def agent_tools(listed: dict[str, list[types.Tool]], enabled: list[tuple[str, st
             )
         )
     return result
-
-
-READ_VERBS = frozenset({"get", "list", "search", "find", "show", "read", "lookup", "query", "check", "view"})
 
 
 def _reads(tool: types.Tool) -> bool:

@@ -440,17 +440,22 @@ class LocalBackend:
 
 @dataclass
 class ProgressBar:
-    """A one-line progress bar on a terminal (silent elsewhere, so logs stay clean)."""
+    """`LABEL [#####.....] 57/200 UNIT` on one line of `stream` (default: stderr, the stream of the moment, not of
+    construction time). Only on a terminal unless `terminal_only` is off, so logs stay clean."""
 
-    label: str
-    stream: TextIO = field(default_factory=lambda: sys.stderr)
+    label: str = ""
+    unit: str = ""
+    stream: TextIO | None = None
     width: int = 30
+    terminal_only: bool = True
 
     def __call__(self, done: int, total: int) -> None:
-        if not self.stream.isatty():
+        stream = self.stream or sys.stderr
+        if self.terminal_only and not stream.isatty():
             return
         filled = self.width * done // max(total, 1)
-        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {done}/{total}")
+        head, tail = f"{self.label} " if self.label else "", f" {self.unit}" if self.unit else ""
+        stream.write(f"\r{head}[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total}{tail}")
         if done >= total:
-            self.stream.write("\n")
-        self.stream.flush()
+            stream.write("\n")
+        stream.flush()

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -167,8 +167,9 @@ def write_outputs(
     return summaries, failures, files
 
 
-async def run(options: RunOptions, out: TextIO | None = None) -> RunResult:
-    """The main job. Synthesis comes from `envfarm.clients.synthesize` (the task synthesizer)."""
+async def run(options: RunOptions) -> RunResult:
+    """The main job. Synthesis comes from `envfarm.clients.synthesize` (the task synthesizer). Prints nothing
+    (progress bars on a terminal's stderr aside): `envfarm run` prints the result."""
     from envfarm.clients.synthesize import SynthesisOptions, synthesize
     from envfarm.servers.runtime.registry import load_registry
 
@@ -242,14 +243,6 @@ async def run(options: RunOptions, out: TextIO | None = None) -> RunResult:
     (directory / "synthesis.json").write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
     files["synthesis"] = "synthesis.json"
     seconds["write"] = round(time.perf_counter() - started, 2)
-    if out is not None:
-        print("\n".join(summary_lines(summaries)), file=out)
-        print(
-            f"\noracle self-check: {len(failures)} of {len(tasks)} tasks failed"
-            + (" (pipeline bugs, see report)" if failures else ""),
-            file=out,
-        )
-        print(f"wrote {directory}/ ({', '.join(files.values())})", file=out)
     return RunResult(
         directory=directory,
         tasks=len(tasks),

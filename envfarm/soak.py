@@ -45,6 +45,9 @@ ABORT_GRACE_S = 5.0
 STACK_CHARS = 12_000
 TAIL_CHARS = 2_000
 STEP_LOG = "steps.jsonl"
+# What each child runs: `run_child` with the command line's `main` (named, not imported: the command line imports
+# this module for `envfarm soak`, and this module must not import it back).
+CHILD_MODULE = "envfarm.cli.soak_child"
 
 
 class StepResult(BaseModel):
@@ -114,7 +117,7 @@ def step_argv(step: str, seed: int, n: int, workdir: Path, farm: Path | None) ->
 
 def child_command(seed: int, n: int, steps: Sequence[str], workdir: Path, farm: Path | None) -> list[str]:
     """The child that runs one seed's steps in one interpreter, faulthandler on from its first line."""
-    command = [sys.executable, "-X", "faulthandler", "-m", "envfarm.soak", str(seed), str(n), ",".join(steps)]
+    command = [sys.executable, "-X", "faulthandler", "-m", CHILD_MODULE, str(seed), str(n), ",".join(steps)]
     return [*command, str(workdir), *([str(farm)] if farm is not None else [])]
 
 
@@ -253,11 +256,10 @@ def _leaf_tracebacks(exc: BaseException) -> str:
     return "".join(traceback.format_exception(exc))[-STACK_CHARS:]
 
 
-def run_child(argv: Sequence[str]) -> int:
-    """The child: SEED N STEPS WORKDIR [FARM]. Each step is `envfarm.cli.main` in this interpreter; each
-    one that finishes is appended to WORKDIR/steps.jsonl at once, so a crash leaves the earlier ones."""
-    from envfarm.cli import main
-
+def run_child(argv: Sequence[str], main: Callable[[Sequence[str]], int]) -> int:
+    """The child: SEED N STEPS WORKDIR [FARM]. Each step is `main` (the command line's, `envfarm.cli.main`) in
+    this interpreter; each one that finishes is appended to WORKDIR/steps.jsonl at once, so a crash leaves the
+    earlier ones."""
     seed, n, steps, workdir = int(argv[0]), int(argv[1]), argv[2].split(","), Path(argv[3])
     farm = Path(argv[4]) if len(argv) > 4 else None
     worst = 0
@@ -283,7 +285,3 @@ def run_child(argv: Sequence[str]) -> int:
         worst = worst or (1 if code != 0 else 0)
         no_tasks = no_tasks or (step == "tasks" and code != 0)
     return worst
-
-
-if __name__ == "__main__":
-    sys.exit(run_child(sys.argv[1:]))

@@ -8,8 +8,8 @@ Layers, bottom to top (installed names; the folders are `servers/`, `clients/`, 
 - the generated servers `envfarm.servers.<name>`, on the runtime;
 - the factory `envfarm.factory` (spec folders included) and the driver `envfarm.clients`, side by side:
   neither imports the other;
-- the command line on top: every other module of `envfarm` (`envfarm.cli`, `envfarm.driver_cli`,
-  `envfarm.bench`, ...).
+- the command line on top: every other module of `envfarm` (the package `envfarm.cli`, `envfarm.bench`,
+  `envfarm.soak`, ...).
 """
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ RANKS = {"runtime": 0, "llm": 0, "namespace": 0, "server": 1, "factory": 2, "cli
 # Cycles inside one layer that the package splits of issue 30 remove (the command line becoming a package):
 # a cycle passes only inside one of these, so none can grow or appear.
 KNOWN_CYCLES = (
-    # `envfarm soak` runs `envfarm.cli.main` as the thing it soaks; the CLI imports soak for the command
-    frozenset({"envfarm.cli", "envfarm.soak"}),
 )
 
 

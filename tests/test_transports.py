@@ -19,7 +19,7 @@ from conftest import ANNEX, EPISODE, FREE_SLOT, REPO, booking, reasons, state
 from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult
 
-from envfarm.cli import client_config
+from envfarm.cli.farm import client_config
 from envfarm.clients.connect import FarmProcess, free_port, http_client, shared_http_client
 from envfarm.servers.runtime.registry import load_registry
 

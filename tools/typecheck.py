@@ -24,7 +24,7 @@ NAMESPACE = "envfarm"
 
 
 def installed_name(path: Path) -> str:
-    """`clients/scoring/state.py` -> `envfarm.clients.scoring.state`; `envfarm/cli.py` -> `envfarm.cli`."""
+    """`clients/scoring/state.py` -> `envfarm.clients.scoring.state`; `envfarm/cli/__init__.py` -> `envfarm.cli`."""
     parts = list(path.resolve().relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()

@@ -12,9 +12,9 @@ farm-wide numbers (start time, memory, build + verify) cover every server in the
 from __future__ import annotations
 
 import shlex
-import sys
 import tempfile
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -30,7 +30,7 @@ from envfarm.clients.run import measure_episode_rate
 from envfarm.servers.runtime.farm import import_server
 from envfarm.servers.runtime.registry import load_registry
 
-__all__ = ["BenchReport", "run_bench"]
+__all__ = ["BenchReport", "leaked", "render_markdown", "run_bench"]
 
 
 def time_build_all(quick: bool) -> tuple[float | None, str]:
@@ -54,21 +54,24 @@ def time_build_all(quick: bool) -> tuple[float | None, str]:
     return seconds, f"{what}: {built} servers built and verified"
 
 
-def run_bench(farm_root: Path, out_path: Path, quick: bool = False, peer: str | None = None) -> int:
-    """Measure, write `out_path` (JSON) and the markdown table beside it. Exit 0 when it measured: missed
-    targets and episodes that failed under load are data in the report; only a leak between episodes
-    (broken isolation, a correctness bug) exits 1. With `peer` (a foreign stdio server), also measure it
+def run_bench(
+    farm_root: Path,
+    out_path: Path,
+    quick: bool = False,
+    peer: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> BenchReport:
+    """Measure, write `out_path` (JSON) and the markdown table beside it (`render_markdown`), and return the
+    report; `progress` hears the name of each section as it starts. Prints nothing. Missed targets and
+    episodes that failed under load are data in the report (`leaked` says whether episodes leaked into each
+    other: broken isolation, a correctness bug). With `peer` (a foreign stdio server), also measure it
     beside ours and report the ratios (`peer` is a command line, see `envfarm.bench.peer.peer_command`; both
-    servers' stderr goes to `<out>.peer.log`)."""
+    servers' stderr goes to `<out>.peer.log`). LookupError when the farm lacks the reference server."""
     sizes = Sizes.for_mode(quick)
     registry = load_registry(farm_root)
     servers = [s.name for s in registry.servers]
     if REFERENCE not in servers:
-        print(
-            f"error: the bench probes the {REFERENCE!r} reference server, which {farm_root} does not publish",
-            file=sys.stderr,
-        )
-        return 2
+        raise LookupError(f"the bench probes the {REFERENCE!r} reference server, which {farm_root} does not publish")
     module = import_server(farm_root, REFERENCE)
     command = shlex.join(
         [
@@ -84,7 +87,8 @@ def run_bench(farm_root: Path, out_path: Path, quick: bool = False, peer: str | 
     )
 
     def step(name: str) -> None:
-        print(f"bench: {name}", file=sys.stderr)
+        if progress is not None:
+            progress(name)
 
     step("episode reset")
     reset, backup = reset_p50(module.DEFINITION, sizes.resets)
@@ -155,7 +159,10 @@ def run_bench(farm_root: Path, out_path: Path, quick: bool = False, peer: str | 
     report.targets = verdicts(report)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    markdown = render_markdown(report)
-    out_path.with_suffix(".md").write_text(markdown, encoding="utf-8")
-    print(markdown)
-    return 1 if any(r.leaks for r in runs) else 0
+    out_path.with_suffix(".md").write_text(render_markdown(report), encoding="utf-8")
+    return report
+
+
+def leaked(report: BenchReport) -> bool:
+    """Whether episodes leaked into each other under load (the bench's one failure: a correctness bug)."""
+    return any(r.leaks for r in report.concurrent_sessions_detail)

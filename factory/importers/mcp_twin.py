@@ -22,10 +22,11 @@ from typing import Any, Protocol
 import mcp_types as types
 
 from envfarm.factory.ids import opaque_document
-from envfarm.factory.importers.metadata import READ, EnvironmentMetadata, ToolMetadata, import_metadata_offline
+from envfarm.factory.importers.metadata import EnvironmentMetadata, ToolMetadata, import_metadata_offline
 from envfarm.factory.openapi import ImportResult, safe_name, snake
 from envfarm.factory.spec import SpecError, parse_spec
 from envfarm.servers.runtime.database import OPAQUE_KEY
+from envfarm.servers.runtime.vocabulary import READ_VERBS
 
 MAX_OBSERVED_ROWS = 50
 OPAQUE_SYMBOLS = 6  # the hash part of an opaque id (envfarm.servers.runtime.database.opaque_id), after its prefix
@@ -33,7 +34,7 @@ OPAQUE_SYMBOLS = 6  # the hash part of an opaque id (envfarm.servers.runtime.dat
 
 def _reads(tool: types.Tool) -> bool:
     hinted = tool.annotations.read_only_hint if tool.annotations else None
-    return bool(hinted) if hinted is not None else snake(tool.name).split("_")[0] in READ
+    return bool(hinted) if hinted is not None else snake(tool.name).split("_")[0] in READ_VERBS
 
 
 def _records(value: Any) -> list[dict[str, Any]]:

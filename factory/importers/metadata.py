@@ -36,8 +36,8 @@ from envfarm.factory.openapi import (
     snake,
 )
 from envfarm.factory.spec import SpecError, read_document
+from envfarm.servers.runtime.vocabulary import READ_VERBS
 
-READ = {"get", "fetch", "retrieve", "show", "view", "read", "lookup", "find", "search", "list", "query", "check"}
 LIST = {"list", "search", "find", "query"}
 CREATE = {"create", "add", "book", "place", "make", "new", "register", "submit", "schedule", "post", "insert", "open"}
 UPDATE = {"update", "edit", "modify", "change", "set", "rename", "patch"}
@@ -101,7 +101,7 @@ def to_openapi(meta: EnvironmentMetadata) -> tuple[dict[str, Any], list[SkippedO
         op: dict[str, Any] = {"operationId": tool.name, "description": tool.description or tool.name.replace("_", " ")}
         output = tool.output_schema or {}
         method, path = "", f"/{table}"
-        if verb in READ:
+        if verb in READ_VERBS:
             listing = verb in LIST or key is None
             if listing and output.get("type") != "array" and not _holds_array(output):
                 output = {"type": "array", "items": output or {"type": "object", "properties": {}}}
