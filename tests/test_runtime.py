@@ -385,7 +385,7 @@ import json, sys, anyio
 from mcp import Client
 from envfarm.factory.coverage_gate import CallWindow
 from envfarm.servers.clinic.server import build
-from envfarm.servers.runtime.calls import TOOL_CALL_EVENT
+from envfarm.servers.runtime.pipeline import TOOL_CALL_EVENT
 
 seen = []
 class Collector:
@@ -434,13 +434,13 @@ def test_request_spans_stay_on_only_where_a_tracer_provider_is_installed() -> No
 
     from mcp.server._otel import OpenTelemetryMiddleware
 
-    assert not any(isinstance(m, OpenTelemetryMiddleware) for m in build()._lowlevel_server.middleware)
+    assert not any(isinstance(m, OpenTelemetryMiddleware) for m in build().middleware)
     probe = (
         "from opentelemetry import trace\n"
         "trace.set_tracer_provider(trace.NoOpTracerProvider())\n"
         "from mcp.server._otel import OpenTelemetryMiddleware\n"
         "from envfarm.servers.clinic.server import build\n"
-        "print(sum(isinstance(m, OpenTelemetryMiddleware) for m in build()._lowlevel_server.middleware))\n"
+        "print(sum(isinstance(m, OpenTelemetryMiddleware) for m in build().middleware))\n"
     )
     kept = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
     assert kept.stdout.strip() == "1"
