@@ -523,8 +523,12 @@ def enter(envfarm_argv: Sequence[str], writable: Sequence[Path] = (), *, server:
     disarm_process_spawning()
     native_calls: frozenset[int] = frozenset()
     if server:
-        # The runtime's one native helper (glibc's malloc_trim) is resolved before native loading is refused.
+        # The runtime's one native helper (glibc's malloc_trim) is resolved before native loading is refused;
+        # the SDK, trusted, is loaded before the hook as it always was (the runtime used to import it first):
+        # its ~0.6 s of imports are not audited one by one.
         import ctypes
+
+        import mcp.server.mcpserver  # noqa: F401
 
         from envfarm.servers.runtime.episodes import malloc_trim
 
