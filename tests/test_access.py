@@ -47,7 +47,10 @@ async def test_with_tokens_an_episode_belongs_to_the_token_that_opened_it(farm_r
             http_client(url, alice_http) as alice,
             http_client(url, bob_http) as bob,
         ):
-            assert (await anonymous.get(f"{farm.base_url}/")).status_code == 401
+            refused = await anonymous.get(f"{farm.base_url}/")
+            assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Bearer ")
+            wrong = await anonymous.get(f"{farm.base_url}/", headers={"Authorization": "Bearer not-a-token"})
+            assert wrong.status_code == 401
             booked = await alice.call_tool("book_appointment", booking(FREE_SLOT, "alice"), meta={EPISODE: "mine"})
             assert not booked.is_error
             stolen = await bob.call_tool("list_appointments", {"patient_id": "pat_dc63z3"}, meta={EPISODE: "mine"})
@@ -142,6 +145,15 @@ def test_token_items_bind_a_principal_and_padding_stays_part_of_the_token() -> N
     access = Access(tokens=("a", "b"), principals=(("a", NOAH),))
     assert access.caller("Bearer a") == (access.owner("Bearer a"), NOAH)
     assert access.caller("Bearer b") == (access.owner("Bearer b"), None) and access.caller("Bearer z") is None
+
+
+async def test_access_is_the_sdks_token_verifier_and_keeps_no_raw_token() -> None:
+    access = Access(tokens=("a", "b"), principals=(("a", NOAH),))
+    bound, plain = await access.verify_token("a"), await access.verify_token("b")
+    assert bound is not None and bound.client_id == access.owner("Bearer a") and bound.subject == NOAH
+    assert plain is not None and plain.client_id == access.owner("Bearer b") and plain.subject is None
+    assert bound.token != "a" and plain.token != "b"
+    assert await access.verify_token("z") is None and await access.verify_token("") is None
 
 
 async def test_over_http_a_bound_token_acts_as_its_principal_and_only_as_them(mail_farm: Path) -> None:

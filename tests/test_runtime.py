@@ -14,12 +14,18 @@ from typing import Any
 import pytest
 from conftest import EPISODE, FREE_SLOT, booking, close, reasons, reset, state
 from mcp import Client
+from mcp.server.mcpserver import Extension, MCPServer
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel
 
 from envfarm.bench.hotpath import counted_statements
 from envfarm.factory.spec import EnvironmentSpec
 from envfarm.servers.clinic.server import DEFINITION, build
 from envfarm.servers.runtime.control import ERROR_KIND_META_KEY, ControlError, TableDiff
-from envfarm.servers.runtime.database import Database
+from envfarm.servers.runtime.database import Database, Rejected
+from envfarm.servers.runtime.episode_control import EpisodeControl
+from envfarm.servers.runtime.episodes import EpisodeExpired, EpisodeForbidden, EpisodeIdInvalid
+from envfarm.servers.runtime.pipeline import InvalidArguments, failure, kind_of
 from envfarm.servers.runtime.server import ServerDefinition, ToolDefinition, build_server
 
 PATIENT = "pat_dc63z3"
@@ -194,6 +200,66 @@ async def test_a_handler_failing_after_a_write_rolls_the_write_back(tool: str, e
         after = await state(client)
     assert result.is_error and kind(result) == error_kind and names in result.content[0].text
     assert after.hash == before.hash and after.diff == {}
+
+
+class Booked(BaseModel):
+    appointment_id: str
+
+
+def book_and_answer_wrongly(db: Database, reason: str) -> Booked:
+    """Write a row, then return what the output model cannot hold."""
+    db.insert(
+        "appointments",
+        {"appointment_id": db.next_id("appointments"), "patient_id": PATIENT, "slot_id": FREE_SLOT, "reason": reason},
+    )
+    return {"appointment": 1}  # type: ignore[return-value]
+
+
+async def test_a_result_that_breaks_its_output_model_is_a_server_error_and_changes_nothing() -> None:
+    """The result is converted inside the call's transaction: a write whose answer cannot be sent is undone."""
+    definition = dataclasses.replace(FAILING, name="wrong", tools=[ToolDefinition(book_and_answer_wrongly, "create")])
+    async with Client(build_server(definition)) as client:
+        before = await state(client)
+        result = await client.call_tool("book_and_answer_wrongly", {"reason": "checkup"})
+        after = await state(client)
+    assert result.is_error and kind(result) == "server_error" and "ValidationError" in result.content[0].text  # type: ignore[union-attr]
+    assert after.hash == before.hash and after.diff == {}
+
+
+@pytest.mark.parametrize(
+    ("raised", "error_kind", "names"),
+    [
+        (Rejected("No such slot."), "rejected", "No such slot."),
+        (sqlite3.IntegrityError("UNIQUE constraint failed"), "rejected", "data constraint: UNIQUE"),
+        (EpisodeExpired("episode e was closed"), "episode_expired", "get_slot was not run: episode e was closed"),
+        (EpisodeForbidden("episode e belongs to another token"), "forbidden", "was not run"),
+        (EpisodeIdInvalid("the episode id is too long"), "invalid_arguments", "was not run"),
+        (InvalidArguments("get_slot does not take x"), "invalid_arguments", "does not take x"),
+        (UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed"), "invalid_arguments", "shorter"),
+        (sqlite3.OperationalError("LIKE or GLOB pattern too complex"), "invalid_arguments", "shorter"),
+        (sqlite3.OperationalError("disk I/O error"), "server_error", "OperationalError: disk I/O error"),
+        (ZeroDivisionError("division by zero"), "server_error", "ZeroDivisionError"),
+        (MCPError(-32602, "a protocol error from generated code"), "server_error", "MCPError"),
+    ],
+)
+def test_every_failure_becomes_one_typed_error_result(raised: Exception, error_kind: str, names: str) -> None:
+    """The one place exceptions become error results: each farm error has its kind; anything else generated
+    code raises (a protocol error included) is the environment's failure, never a JSON-RPC error."""
+    result = failure("get_slot", raised)
+    assert result.is_error and kind(result) == error_kind and kind_of(raised).value == error_kind
+    assert names in result.content[0].text  # type: ignore[union-attr]
+
+
+async def test_the_server_is_the_sdks_own_and_calls_go_through_its_public_interceptor() -> None:
+    """No subclass overriding the SDK's private handlers: the episodes extension intercepts `tools/call` (an
+    unknown tool gets the farm's answer listing the tools, not the SDK's "Unknown tool")."""
+    server = build()
+    assert type(server) is MCPServer
+    assert EpisodeControl.intercept_tool_call is not Extension.intercept_tool_call
+    async with Client(server) as client:
+        unknown = await client.call_tool("no_such_tool", {})
+    assert unknown.is_error and kind(unknown) == "invalid_arguments"
+    assert "the tools are: book_appointment, cancel_appointment" in unknown.content[0].text  # type: ignore[union-attr]
 
 
 # The same handlers declared read-only: such a call opens no transaction, yet a write it makes after all is
@@ -385,7 +451,7 @@ import json, sys, anyio
 from mcp import Client
 from envfarm.factory.verify.coverage_gate import CallWindow
 from envfarm.servers.clinic.server import build
-from envfarm.servers.runtime.calls import TOOL_CALL_EVENT
+from envfarm.servers.runtime.pipeline import TOOL_CALL_EVENT
 
 seen = []
 class Collector:
@@ -434,13 +500,13 @@ def test_request_spans_stay_on_only_where_a_tracer_provider_is_installed() -> No
 
     from mcp.server._otel import OpenTelemetryMiddleware
 
-    assert not any(isinstance(m, OpenTelemetryMiddleware) for m in build()._lowlevel_server.middleware)
+    assert not any(isinstance(m, OpenTelemetryMiddleware) for m in build().middleware)
     probe = (
         "from opentelemetry import trace\n"
         "trace.set_tracer_provider(trace.NoOpTracerProvider())\n"
         "from mcp.server._otel import OpenTelemetryMiddleware\n"
         "from envfarm.servers.clinic.server import build\n"
-        "print(sum(isinstance(m, OpenTelemetryMiddleware) for m in build()._lowlevel_server.middleware))\n"
+        "print(sum(isinstance(m, OpenTelemetryMiddleware) for m in build().middleware))\n"
     )
     kept = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
     assert kept.stdout.strip() == "1"

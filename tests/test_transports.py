@@ -126,6 +126,27 @@ async def test_http_2025_era_sessions_are_isolated(farm: FarmProcess) -> None:
     assert exported.episode.startswith("session:")
 
 
+async def test_an_episode_url_reaches_the_handler_in_a_2025_era_session_and_a_forged_header_names_nothing(
+    farm: FarmProcess,
+) -> None:
+    """The per-episode URL travels to the handler with the request (a context variable the SDK carries, as it
+    carries the access token), also into a 2025-era session, whose messages the SDK handles in the session's
+    own task. A client's own `x-envfarm-episode` header names no episode: the host reads none."""
+    episode = unique("legacy-url")
+    async with shared_http_client(None) as http, http_client(farm.url("clinic", episode), http, "legacy") as a:
+        assert a.protocol_version == "2025-11-25"
+        assert not (await a.call_tool("book_appointment", booking(FREE_SLOT, episode))).is_error
+        assert (await state(a)).episode == episode
+    async with shared_http_client() as forging:
+        forging.headers["x-envfarm-episode"] = episode
+        async with http_client(farm.url("clinic"), forging) as b:
+            seen = reasons(await b.call_tool("list_appointments", {"patient_id": PATIENT}))
+            assert (await state(b)).episode is None
+    async with shared_http_client() as http, http_client(farm.url("clinic", episode), http) as c:
+        kept = reasons(await c.call_tool("list_appointments", {"patient_id": PATIENT}))
+    assert episode not in seen and episode in kept
+
+
 async def test_a_2025_era_session_gets_no_get_stream_and_still_works(farm: FarmProcess) -> None:
     """The host answers a GET on an MCP endpoint 405 (no standalone SSE stream: nothing is ever sent outside a
     response); the SDK's client carries on with its session, and DELETE still ends it."""

@@ -33,6 +33,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Any, NoReturn
 
 from pydantic import BaseModel
@@ -474,10 +475,16 @@ def _handler_on_stack() -> bool:
     except ValueError:  # an import with no Python caller (the interpreter's own)
         return False
     while frame is not None:
-        if frame.f_code.co_filename.endswith(HANDLER_FILE):
+        if frame.f_code.co_filename.endswith(HANDLER_FILE) and not _standard_library(frame):
             return True
         frame = frame.f_back  # type: ignore[assignment]
     return False
+
+
+def _standard_library(frame: FrameType) -> bool:
+    """Whether `frame` runs a standard-library module: `logging/handlers.py` (imported by uvicorn's config, so
+    by the SDK's first import, which may come after the hook) is no generated server's handlers.py."""
+    return str(frame.f_globals.get("__name__", "")).partition(".")[0] in sys.stdlib_module_names
 
 
 def apply_limits(limits: Limits) -> None:
@@ -516,8 +523,12 @@ def enter(envfarm_argv: Sequence[str], writable: Sequence[Path] = (), *, server:
     disarm_process_spawning()
     native_calls: frozenset[int] = frozenset()
     if server:
-        # The runtime's one native helper (glibc's malloc_trim) is resolved before native loading is refused.
+        # The runtime's one native helper (glibc's malloc_trim) is resolved before native loading is refused;
+        # the SDK, trusted, is loaded before the hook as it always was (the runtime used to import it first):
+        # its ~0.6 s of imports are not audited one by one.
         import ctypes
+
+        import mcp.server.mcpserver  # noqa: F401
 
         from envfarm.servers.runtime.episodes import malloc_trim
 

@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from envfarm.factory.verify.sites import behaviour_sites, functions
-from envfarm.servers.runtime.calls import TOOL_CALL_EVENT
+from envfarm.servers.runtime.pipeline import TOOL_CALL_EVENT
 
 EXPECT = "expect"
 CHECKS = "checks"

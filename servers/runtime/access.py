@@ -11,6 +11,7 @@ import hmac
 import ipaddress
 from dataclasses import dataclass
 
+from mcp.server.auth.provider import AccessToken
 from mcp.server.transport_security import TransportSecuritySettings
 
 TOKEN_ENV = "ENVFARM_TOKEN"  # comma-separated bearer tokens (each TOKEN or TOKEN=PRINCIPAL), when --token is not given
@@ -47,7 +48,8 @@ def is_loopback(host: str) -> bool:
 class Access:
     """Who may use the HTTP host: bearer tokens (none: anyone who can connect), the principal a token
     acts for (`principals`: token -> principal; a token without one acts for whom its episodes say),
-    and, for a non-loopback bind, the Host names clients use to reach it."""
+    and, for a non-loopback bind, the Host names clients use to reach it. It is the SDK's token verifier
+    (`verify_token`) for the host's bearer middleware."""
 
     tokens: tuple[str, ...] = ()
     allowed_hosts: tuple[str, ...] = ()
@@ -86,6 +88,16 @@ class Access:
                 principal = next((p for t, p in self.principals if t == token), None)
                 return hashlib.sha256(token.encode()).hexdigest()[:32], principal
         return None
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """The SDK's `TokenVerifier`: a valid token as the SDK's access token, whose `client_id` is the token's
+        owner digest (the raw token is kept nowhere) and `subject` the principal it is bound to; None for
+        any other token (the SDK's bearer middleware then answers 401)."""
+        caller = self.caller(f"Bearer {token}")
+        if caller is None:
+            return None
+        owner, principal = caller
+        return AccessToken(token=owner, client_id=owner, scopes=[], subject=principal)
 
     def owner(self, authorization: str | None) -> str | None:
         """The owner digest of a valid `Authorization: Bearer <token>`, or None."""

@@ -3,7 +3,7 @@
 Episode control (back to the seed, load a state, read the state with its hash and diff, close) is
 an MCP extension with its own request methods, so it never shows up in the agent's tool list. This
 module is the single place that names those methods and the `_meta` keys; the runtime binds the
-methods (`servers/runtime/server.py`) and everything else (the verifier, the bench, the tests, the
+methods (`servers/runtime/episode_control.py`) and everything else (the verifier, the bench, the tests, the
 driver in `clients/`) talks through `EpisodeClient`.
 
 It imports nothing from the rest of the runtime, so a client can use it without loading a server.
@@ -21,7 +21,6 @@ from pydantic import BaseModel, Field
 
 EXTENSION = "io.envfarm/episodes"
 EPISODE_META_KEY = "envfarm/episode"
-EPISODE_HEADER = "x-envfarm-episode"  # set by the farm host for per-episode URLs `/<server>/episodes/<id>/mcp`
 ERROR_KIND_META_KEY = "envfarm/error"
 
 State = dict[str, list[dict[str, Any]]]

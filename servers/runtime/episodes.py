@@ -1,15 +1,8 @@
 """Episode isolation: every episode owns a private copy of the seed state.
 
-An episode is found, in order, by:
-1. `_meta["envfarm/episode"]` on the request (works on every transport and protocol era);
-2. the `X-Envfarm-Episode` header, which the farm host sets for per-episode URLs
-   (`/<server>/episodes/<id>/mcp`);
-3. the legacy HTTP `Mcp-Session-Id` (one episode per 2025-era HTTP session; a 2026-era request has no
-   session, so the header is ignored there: it must not name, or open, a session's episode);
-4. with bearer tokens, the token: a request with no handle gets its token's own episode
-   (`token:<owner digest>`), never one shared with another token;
-5. otherwise the connection: an in-memory client or a stdio process gets its own episode; a
-   2026-era HTTP request with no handle and no token shares the server's default episode.
+Which episode a request works on is the caller's (`caller.identify`): an explicit handle (`_meta`, the
+per-episode URL, a 2025-era session, the token's own episode) names one of the store's episodes; no handle
+means the connection's own episode (`ConnectionScope`).
 
 Forking the seed deserializes its image into a fresh in-memory database (tens of microseconds,
 about twice as fast as the backup API), so episodes are cheap (~220 KB of memory each for the clinic).
@@ -35,11 +28,7 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-
 from envfarm.servers.runtime.arguments import preview
-from envfarm.servers.runtime.control import EPISODE_HEADER, EPISODE_META_KEY
 from envfarm.servers.runtime.database import (
     EPISODE_TABLE,
     SEQUENCES_TABLE,
@@ -53,8 +42,6 @@ from envfarm.servers.runtime.database import (
 )
 
 _TRAILING_NUMBER = re.compile(r"(\d+)\D*$")
-SESSION_HEADER = "mcp-session-id"
-PROTOCOL_HEADER = "mcp-protocol-version"
 # The seed database as the factory ships it beside schema.sql and seed.json: a serialized SQLite image,
 # loaded in a fraction of a millisecond instead of replaying every seed row at each start.
 SEED_IMAGE = "seed.sqlite"
@@ -75,8 +62,6 @@ EXPIRED_KEYS_SHARE = 8
 # The longest episode id a request may name (`_meta`, per-episode URL, control plane). Longer ones are refused
 # at once: ids are kept while the episode is open, and one id of a megabyte cost a megabyte each.
 MAX_EPISODE_ID = 128
-# The episode a token's requests without a handle use: `token:` and the token's owner digest.
-TOKEN_EPISODE_PREFIX = "token:"
 Clock = Callable[[], float]
 
 
@@ -184,6 +169,18 @@ class ConnectionScope:
         if self._connection is not None and self._connection is not connection:
             self._store.release(self._connection)
         self._connection = connection
+
+    def episode(self, key: str | None, owner: str | None) -> sqlite3.Connection:
+        """The episode a request works on: the store's episode `key` (opened from the seed on first use) for
+        the token `owner`, or with no key this connection's own."""
+        return self.connection if key is None else self._store.named(key, owner)
+
+    def existing(self, key: str | None, owner: str | None) -> sqlite3.Connection:
+        """As `episode`, but an episode never opened is read from the seed, not opened: reading a state
+        must not cost an episode."""
+        if key is None:
+            return self.connection
+        return self._store.peek(key, owner) or self._store.seed
 
 
 class EpisodeExpired(LookupError):
@@ -474,60 +471,3 @@ def open_persistent(path: Path, seed: sqlite3.Connection) -> sqlite3.Connection:
     connection.execute("PRAGMA journal_mode = WAL")
     connection.execute("PRAGMA foreign_keys = ON")
     return connection
-
-
-def _caller(request: Any) -> AuthenticatedUser | None:
-    """The checked bearer token of an HTTP request, as the host put it in the ASGI scope (the SDK's
-    `AuthenticatedUser`: `client_id` is the token's owner digest, `subject` its bound principal)."""
-    scope = getattr(request, "scope", None)
-    user = scope.get("user") if isinstance(scope, dict) else None
-    return user if isinstance(user, AuthenticatedUser) else None
-
-
-def resolve_owner(request: Any) -> str | None:
-    """Who makes the request: the digest of the bearer token the HTTP host checked, or None (no token
-    required, or not HTTP)."""
-    caller = _caller(request)
-    return None if caller is None else caller.access_token.client_id
-
-
-def resolve_bound_principal(request: Any) -> str | None:
-    """The principal the request's bearer token acts for, or None (no bound token, or not HTTP)."""
-    caller = _caller(request)
-    return None if caller is None else caller.access_token.subject
-
-
-def _checked_id(key: str, where: str) -> str:
-    if len(key) > MAX_EPISODE_ID:
-        raise EpisodeIdInvalid(
-            f"the episode id in {where} is {len(key):,} characters long; the limit is {MAX_EPISODE_ID}"
-        )
-    return key
-
-
-def _in_a_session(headers: Mapping[str, str]) -> bool:
-    """Whether a request is of the 2025 era, where the SDK checked its session id (and the token that opened
-    the session); a 2026-era request names no session, whatever headers it carries."""
-    version = headers.get(PROTOCOL_HEADER)
-    return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
-
-
-def resolve_key(meta: Mapping[str, Any] | None, request: Any) -> str | None:
-    """The episode a request works on: its explicit handle, else its token's own episode, else None (the
-    connection's own episode). Raises EpisodeIdInvalid for an id over `MAX_EPISODE_ID` characters and
-    EpisodeForbidden for another token's own episode."""
-    owner = resolve_owner(request)
-    own = None if owner is None else f"{TOKEN_EPISODE_PREFIX}{owner}"
-    key: str | None = None
-    if meta and (handle := meta.get(EPISODE_META_KEY)):
-        key = _checked_id(str(handle), f'_meta["{EPISODE_META_KEY}"]')
-    elif (headers := getattr(request, "headers", None)) is not None:
-        if handle := headers.get(EPISODE_HEADER):
-            key = _checked_id(str(handle), "the URL")
-        elif (session := headers.get(SESSION_HEADER)) and _in_a_session(headers):
-            key = f"session:{_checked_id(str(session), 'the Mcp-Session-Id header')}"
-    if key is None:
-        return own
-    if key.startswith(TOKEN_EPISODE_PREFIX) and key != own:
-        raise EpisodeForbidden(f"episode {preview(key)} is another token's own episode")
-    return key

@@ -3,12 +3,14 @@
 Each server answers at `/<name>/mcp`. A per-episode URL, `/<name>/episodes/<id>/mcp`, reaches
 the same server with the episode handle set, for clients that cannot send `_meta`.
 
-Access: with bearer tokens (`Access.tokens`) every request must carry one. The checked token becomes
-the request's `scope["user"]`, the SDK's `AuthenticatedUser` (`client_id`: the token's owner digest,
-`subject`: the principal it is bound to), so an episode belongs to the token that opened it and the
-SDK serves a 2025-era session only to the token that opened it (another token, DELETE included, gets
-404). A non-loopback bind needs a token and keeps the Host/Origin checks against an explicit
-allow-list. A 2025-era session's episode is closed when its session ends (DELETE).
+Access: with bearer tokens (`Access.tokens`) every request must carry one. The SDK's own bearer
+middleware checks it with `Access` as its token verifier: the token becomes the request's
+`scope["user"]` (the SDK's `AuthenticatedUser`; `client_id`: the token's owner digest, `subject`: the
+principal it is bound to) and the SDK's access-token context, which the runtime reads (`caller.identify`).
+So an episode belongs to the token that opened it and the SDK serves a 2025-era session only to the token
+that opened it (another token, DELETE included, gets 404). A non-loopback bind needs a token and keeps the
+Host/Origin checks against an explicit allow-list. A 2025-era session's episode is closed when its session
+ends (DELETE).
 """
 
 from __future__ import annotations
@@ -20,18 +22,20 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import uvicorn
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
-from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.provider import TokenVerifier
 from mcp.server.mcpserver import MCPServer
 from starlette.applications import Starlette
+from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from envfarm.servers.runtime.access import Access
-from envfarm.servers.runtime.control import EPISODE_HEADER
-from envfarm.servers.runtime.episodes import MAX_EPISODE_ID, SESSION_HEADER, EpisodeBudget
+from envfarm.servers.runtime.caller import EPISODE_URL, SESSION_HEADER
+from envfarm.servers.runtime.episodes import MAX_EPISODE_ID, EpisodeBudget
 
 
 async def _refuse(send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -56,8 +60,9 @@ EPISODE_PATH = re.compile(
 
 
 class EpisodePaths:
-    """ASGI middleware: `/<server>/episodes/<id>/mcp` -> `/<server>/mcp` with the episode header; the
-    bearer token checked and turned into `scope["user"]`; a session's episode closed with the session.
+    """ASGI middleware: `/<server>/episodes/<id>/mcp` -> `/<server>/mcp` with the episode in `caller.EPISODE_URL`
+    (a context variable the SDK carries to the handler with the request, as it carries the access token); a
+    session's episode closed with the session.
 
     A GET on an MCP endpoint (a 2025-era client opening its standalone SSE stream) is answered 405, as the
     streamable HTTP transport allows ("the server does not offer an SSE stream at this endpoint"): a farm
@@ -65,39 +70,38 @@ class EpisodePaths:
     answer is one JSON body), so the stream carried nothing, yet holding it open cost the SDK a task group
     and a stream per session: 0.85 of a 2025-era episode's ~6.5 ms of server CPU (`envfarm bench`)."""
 
-    def __init__(self, app: ASGIApp, access: Access, on_session_end: Callable[[str], None]) -> None:
+    def __init__(self, app: ASGIApp, on_session_end: Callable[[str], None]) -> None:
         self.app = app
-        self.access = access
         self.on_session_end = on_session_end
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = [h for h in scope["headers"] if h[0] != EPISODE_HEADER.encode()]  # only this host sets it
-        user: AuthenticatedUser | None = None
-        if self.access.tokens:
-            authorization = next((v.decode("latin-1") for k, v in headers if k == b"authorization"), None)
-            caller = self.access.caller(authorization)
-            if caller is None:
-                await _refuse(send, 401, "a valid bearer token is required", [(b"www-authenticate", b"Bearer")])
-                return
-            owner, principal = caller
-            user = AuthenticatedUser(AccessToken(token=owner, client_id=owner, scopes=[], subject=principal))
         path = scope["path"]
+        episode: str | None = None
         if match := EPISODE_PATH.match(path):
-            path = f"/{match['server']}/mcp"
-            headers.append((EPISODE_HEADER.encode(), match["episode"].encode()))
-        scope = {**scope, "path": path, "raw_path": path.encode(), "headers": headers}
-        if user is not None:
-            scope["user"] = user
+            path, episode = f"/{match['server']}/mcp", match["episode"]
+            scope = {**scope, "path": path, "raw_path": path.encode()}
         if scope["method"] == "GET" and path.rstrip("/").endswith("/mcp"):
             await _refuse(
                 send, 405, "this server sends nothing outside a response: no GET stream", [(b"allow", b"POST, DELETE")]
             )
             return
-        session = next((v.decode("latin-1") for k, v in headers if k == SESSION_HEADER.encode()), None)
-        if scope["method"] != "DELETE" or session is None:
+        if episode is None:
+            await self._serve(scope, receive, send)
+            return
+        reset = EPISODE_URL.set(episode)
+        try:
+            await self._serve(scope, receive, send)
+        finally:
+            EPISODE_URL.reset(reset)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        session = None
+        if scope["method"] == "DELETE":
+            session = next((v.decode("latin-1") for k, v in scope["headers"] if k == SESSION_HEADER.encode()), None)
+        if session is None:
             await self.app(scope, receive, send)
             return
         status = 0
@@ -111,6 +115,22 @@ class EpisodePaths:
         await self.app(scope, receive, watch)
         if status < 400:
             self.on_session_end(f"session:{session}")
+
+
+def bearer_required(app: ASGIApp, verifier: TokenVerifier) -> ASGIApp:
+    """`app` behind the SDK's bearer-token middleware: every HTTP request needs a token `verifier` accepts
+    (else 401 with `WWW-Authenticate: Bearer`); the checked token becomes `scope["user"]` and the SDK's
+    access-token context. The SDK mounts the same three around one server's endpoint when `MCPServer` is
+    given a token verifier; here they guard the whole host, index included, whose tokens are chosen when it is
+    served rather than when its servers are built. The lifespan passes straight through."""
+    checked = AuthenticationMiddleware(
+        RequireAuthMiddleware(AuthContextMiddleware(app), required_scopes=[]), backend=BearerAuthBackend(verifier)
+    )
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        await (checked if scope["type"] == "http" else app)(scope, receive, send)
+
+    return guarded
 
 
 def farm_app(
@@ -144,9 +164,10 @@ def farm_app(
             yield
 
     routes: list[Any] = [Route("/", index)] + [Mount(f"/{name}", app=app) for name, app in apps.items()]
-    return EpisodePaths(
-        Starlette(routes=routes, lifespan=lifespan), access, budget.close_key if budget is not None else lambda _: None
+    host_app = EpisodePaths(
+        Starlette(routes=routes, lifespan=lifespan), budget.close_key if budget is not None else lambda _: None
     )
+    return bearer_required(host_app, access) if access.tokens else host_app
 
 
 # Agents pause between tool calls (a model turn takes seconds). uvicorn's default 5 s keep-alive
