@@ -55,6 +55,7 @@ from envfarm.servers.runtime.database import (
     Database,
     Rejected,
     diff_states,
+    primary_keys,
     read_principal,
     set_principal,
     snapshot,
@@ -537,7 +538,7 @@ def build_server(
         """Whether a token's principal is one this server acts for (the seed never changes)."""
         return definition.principal is not None and definition.principal.known(episodes.store.seed, principal)
 
-    keys: dict[str, str] = {}  # table -> key column, read on a table's first new opaque id (Database._key_column)
+    keys = primary_keys(episodes.store.seed)  # table -> key column (`Database.require`, opaque ids), read once
     shipped = listing.load(definition.directory)
     modules = {definition.tool_module(tool) for tool in definition.tools}
     listed = {m for m in modules if shipped and listing.defined_in(m, shipped[1])}

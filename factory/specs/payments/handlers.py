@@ -39,7 +39,7 @@ def create_charge(
             "UPDATE merchants SET pending_balance = round(pending_balance + ?, 2) WHERE merchant_id = ?",
             (amount, merchant_id),
         )
-    return db.require("charges", "charge_id", charge_id, "charge_id")
+    return db.require("charges", charge_id)
 
 
 def customer_spending_summary(db: Database, customer_id: str) -> dict:
@@ -77,7 +77,7 @@ def _credit(db: Database, merchant_id: str, amount: float) -> None:
 def open_dispute(db: Database, charge_id: str, reason: str, amount: float | None = None) -> dict:
     """Record the cardholder's dispute; the disputed amount and the fee leave the merchant's available
     balance at once (it may go negative), as card networks pull the funds when a dispute opens."""
-    charge = db.require("charges", "charge_id", charge_id, "charge_id")
+    charge = db.require("charges", charge_id)
     remaining = round(charge["amount_captured"] - charge["amount_refunded"], 2)
     disputed = remaining if amount is None else round(amount, 2)
     dispute_id = db.next_id("disputes")
@@ -99,19 +99,19 @@ def open_dispute(db: Database, charge_id: str, reason: str, amount: float | None
         },
     )
     _credit(db, charge["merchant_id"], -(disputed + DISPUTE_FEE))
-    return db.require("disputes", "dispute_id", dispute_id, "dispute_id")
+    return db.require("disputes", dispute_id)
 
 
 def close_dispute(db: Database, dispute_id: str, decision: str) -> dict:
     """The card network's decision: a won dispute returns the amount to the merchant (not the fee); a lost
     one leaves it with the cardholder."""
-    dispute = db.require("disputes", "dispute_id", dispute_id, "dispute_id")
+    dispute = db.require("disputes", dispute_id)
     if decision == "won":
         _credit(db, dispute["merchant_id"], dispute["amount"])
     db.execute(
         "UPDATE disputes SET status = ?, closed_at = ? WHERE dispute_id = ?", (decision, db.now, dispute_id)
     )
-    return db.require("disputes", "dispute_id", dispute_id, "dispute_id")
+    return db.require("disputes", dispute_id)
 
 
 def create_subscription(
@@ -124,7 +124,7 @@ def create_subscription(
     interval: str = "month",
 ) -> dict:
     """Start the plan: the first period is charged (captured) at once and paid until one interval later."""
-    merchant = db.require("merchants", "merchant_id", merchant_id, "merchant_id")
+    merchant = db.require("merchants", merchant_id)
     charge = create_charge(
         db, customer_id, merchant_id, method_id, amount, f"{plan_name} subscription at {merchant['name']}"
     )
@@ -147,7 +147,7 @@ def create_subscription(
             "canceled_at": None,
         },
     )
-    return db.require("subscriptions", "subscription_id", subscription_id, "subscription_id")
+    return db.require("subscriptions", subscription_id)
 
 
 def cancel_subscription(db: Database, subscription_id: str, at_period_end: bool = True) -> dict:
@@ -163,4 +163,4 @@ def cancel_subscription(db: Database, subscription_id: str, at_period_end: bool 
             " WHERE subscription_id = ?",
             (db.now, subscription_id),
         )
-    return db.require("subscriptions", "subscription_id", subscription_id, "subscription_id")
+    return db.require("subscriptions", subscription_id)
