@@ -114,12 +114,15 @@ def _description(text: str, kind: str) -> str:
 
 
 def _fit(head: str, args: list[str], indent: str, tail: str = "", brackets: str = "()") -> list[str]:
-    """`head(arg, ...)tail` on one line when it fits the line length, else one argument per line with a
-    trailing comma: both are what `ruff format` leaves as they are."""
+    """`head(arg, ...)tail` as `ruff format` writes it: on one line when it fits the line length, else the
+    arguments on one line of their own, else one argument per line with a trailing comma."""
     opening, closing = brackets
-    line = f"{indent}{head}{opening}{', '.join(args)}{closing}{tail}"
+    joined = ", ".join(args)
+    line = f"{indent}{head}{opening}{joined}{closing}{tail}"
     if len(line) <= MAX_LINE and "\n" not in line:
         return [line]
+    if len(indent) + 4 + len(joined) <= MAX_LINE and "\n" not in joined:  # the arguments on a line of their own
+        return [f"{indent}{head}{opening}", f"{indent}    {joined}", f"{indent}{closing}{tail}"]
     return [f"{indent}{head}{opening}", *[f"{indent}    {a}," for a in args], f"{indent}{closing}{tail}"]
 
 
@@ -282,6 +285,8 @@ def _param_lines(
     line = f"    {name}: Annotated[{typ}, {call}]{tail}"
     if len(line) <= MAX_LINE:
         return [line]
+    if len(f"        {typ}, {call}") <= MAX_LINE:
+        return [f"    {name}: Annotated[", f"        {typ}, {call}", f"    ]{tail}"]
     return [f"    {name}: Annotated[", f"        {typ},", *_fit("field", args, "        ", ","), f"    ]{tail}"]
 
 
@@ -346,6 +351,16 @@ def _args_dict(tool: ToolKind, extra: dict[str, str] | None = None) -> list[str]
     return ["    args = {", *[f"        {e}," for e in entries], "    }"]
 
 
+def _inline_args(tool: ToolKind, extra: dict[str, str] | None = None) -> str | None:
+    """The call's values as a dict literal to pass straight to its one statement, when nothing else uses
+    them (no rules, no `then` SQL) and it fits an argument's line; None: bind them to `args` first."""
+    if _uses_args(tool):
+        return None
+    entries = [f"{py(p)}: {_bound(tool, p)}" for p in tool.params] + [f"{py(k)}: {v}" for k, v in (extra or {}).items()]
+    literal = "{" + ", ".join(entries) + "}"
+    return literal if len(literal) + 9 <= MAX_LINE else None
+
+
 def _require(table: str, value: str, column: str, what: str, spec: EnvironmentSpec) -> str:
     """`db.require(table, value)`: the key column and the name of the value only where they differ from
     the table's key."""
@@ -380,9 +395,12 @@ def _sql_lines(sql: str, indent: str = "        ") -> list[str]:
     """SQL as the lines of adjacent string literals at `indent` (an argument, a comma after it): one when
     it fits the line (as `ruff format` joins it), else split before its clauses."""
     sql = " ".join(sql.split())
-    if len(indent) + len(py(sql)) + 1 <= MAX_LINE:
-        return [sql]
-    pieces = re.split(r" (?=(?:WHERE|AND|OR|JOIN|LEFT JOIN|ORDER BY|GROUP BY|LIMIT|SET|FROM)\b)", sql)
+    return [sql] if len(indent) + len(py(sql)) + 1 <= MAX_LINE else _clauses(sql)
+
+
+def _clauses(sql: str) -> list[str]:
+    """Long SQL split before its clauses into pieces of about 80 characters."""
+    pieces = re.split(r" (?=(?:WHERE|AND|OR|JOIN|LEFT JOIN|ORDER BY|GROUP BY|LIMIT|SET|FROM)\b)", " ".join(sql.split()))
     lines = [pieces[0]]
     for piece in pieces[1:]:
         if len(lines[-1]) + len(piece) + 1 <= 80:
@@ -459,8 +477,10 @@ def _search_body(tool: SearchTool, spec: EnvironmentSpec, result: str) -> list[s
     for i, condition in enumerate(conditions):
         sql.append(f" {'WHERE' if i == 0 else 'AND'} {condition}")
     sql.append(f" ORDER BY {tool.order_sql(spec)}")
-    lines = _ref_checks(tool, spec) + _args_dict(tool) + _rule_checks(tool)
-    lines += _sql_call("page", sql, ["args", "limit", "cursor"], prefix="page = ")
+    lines = _ref_checks(tool, spec)
+    if (values := _inline_args(tool)) is None:
+        lines += _args_dict(tool) + _rule_checks(tool)
+    lines += _sql_call("page", sql, [values or "args", "limit", "cursor"], prefix="page = ")
     lines.append(f"    return {result}.of(page)")
     return lines
 
@@ -516,7 +536,9 @@ def _update_body(tool: UpdateTool, spec: EnvironmentSpec, result: str) -> list[s
     pk = entity.primary_key
     lines = [f"    current = {_key_lookup(tool, spec)}"] + _ref_checks(tool, spec)
     fixed = {f"set_{c}": _fixed(v, spec) for c, v in tool.set.items()}
-    lines += _args_dict(tool, {"id": f"current[{py(pk)}]", **fixed}) + _rule_checks(tool)
+    values = _inline_args(tool, {"id": f"current[{py(pk)}]", **fixed})
+    if values is None:
+        lines += _args_dict(tool, {"id": f"current[{py(pk)}]", **fixed}) + _rule_checks(tool)
     assignments = [f"{c} = :set_{c}" for c in tool.set]
     optional = []
     for pname, param in tool.params.items():
@@ -534,12 +556,12 @@ def _update_body(tool: UpdateTool, spec: EnvironmentSpec, result: str) -> list[s
         lines += _fit("db.reject", [py("Nothing to change: give at least one of " + names + ".")], "        ")
     sql = [f"UPDATE {table} SET {', '.join(assignments)}", f" WHERE {pk} = :id"]
     if _then_changes(tool, table):
-        lines += _sql_call("execute", sql, ["args"])
+        lines += _sql_call("execute", sql, [values or "args"])
         lines += _then(tool)
         lines.append(f"    return {result}(**{_require(table, f'current[{py(pk)}]', pk, tool.key_column, spec)})")
     else:
         sql[-1] += " RETURNING *"
-        lines += _sql_call("returning", sql, ["args"], prefix="row = ")
+        lines += _sql_call("returning", sql, [values or "args"], prefix="row = ")
         lines += _then(tool)
         lines.append(f"    return {result}(**row)")
     return lines
@@ -548,9 +570,14 @@ def _update_body(tool: UpdateTool, spec: EnvironmentSpec, result: str) -> list[s
 def _delete_body(tool: DeleteTool, spec: EnvironmentSpec, result: str) -> list[str]:
     table = tool.entity
     entity = spec.entities[table]
+    pk = entity.primary_key
     lines = [f"    current = {_key_lookup(tool, spec)}"]
-    lines += _args_dict(tool, {"id": f"current[{py(entity.primary_key)}]"}) + _rule_checks(tool) + _then(tool)
-    lines.append(f"    db.execute({py(f'DELETE FROM {table} WHERE {entity.primary_key} = :id')}, args)")
+    if _uses_args(tool):
+        lines += _args_dict(tool, {"id": f"current[{py(pk)}]"}) + _rule_checks(tool) + _then(tool)
+        values = "args"
+    else:
+        values = f"{{{py('id')}: current[{py(pk)}]}}"
+    lines += _fit("db.execute", [py(f"DELETE FROM {table} WHERE {pk} = :id"), values], "    ")
     lines.append(f"    return {result}(**current)")
     return lines
 
@@ -567,7 +594,11 @@ def _custom_body(tool: CustomTool, spec: EnvironmentSpec, result: str) -> list[s
     lines = _ref_checks(tool, spec)
     if _uses_args(tool):
         lines += _args_dict(tool) + _rule_checks(tool)
-    lines += _fit(f"outcome = handlers.{tool.handler}", ["db", *[f"{p}={p}" for p in tool.params]], "    ")
+    call = ["db", *[f"{p}={p}" for p in tool.params]]
+    outcome = f"handlers.{tool.handler}({', '.join(call)})"
+    if not tool.then_sql and len(outcome) + 8 <= MAX_LINE:
+        return lines + _fit(f"return {result}.model_validate", [outcome], "    ")
+    lines += _fit(f"outcome = handlers.{tool.handler}", call, "    ")
     lines += _then(tool)
     lines.append(f"    return {result}.model_validate(outcome)")
     return lines
@@ -672,7 +703,8 @@ def _principal_definition(spec: EnvironmentSpec) -> list[str]:
     if principal.table is not None:
         args += [f"table={py(principal.table)}", f"column={py(principal.column)}"]
     if principal.values:
-        args.append(f"values=({', '.join(py(v) for v in principal.values)},)")
+        values = ", ".join(py(v) for v in principal.values)
+        args.append(f"values=({values}{',' if len(principal.values) == 1 else ''})")
     if principal.time_zone != "UTC":
         args.append(f"time_zone={py(principal.time_zone)}")
     if principal.customers:
@@ -682,10 +714,18 @@ def _principal_definition(spec: EnvironmentSpec) -> list[str]:
     if scopes:
         lines += [
             "        scopes={",
-            *[f"            {py(t)}: {_sql_arg(p)}," for t, p in scopes.items()],
+            *[f"            {py(t)}: {_scope_sql(t, p)}," for t, p in scopes.items()],
             "        },",
         ]
     return [*lines, "    ),"]
+
+
+def _scope_sql(table: str, sql: str) -> str:
+    """A scope's SQL as a dict value at 12 spaces: one literal when the entry fits, else adjacent literals."""
+    joined = py(" ".join(sql.split()))
+    if len(f"            {py(table)}: {joined},") <= MAX_LINE:
+        return joined
+    return "\n            ".join(py(line) for line in _clauses(sql))
 
 
 def render_server_module(spec: EnvironmentSpec) -> str:

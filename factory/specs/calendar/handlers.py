@@ -258,9 +258,7 @@ def cancel_occurrence(db: Database, event_id: str, occurrence_start: str, reason
     return db.require("event_exceptions", exception_id)
 
 
-def get_free_busy(
-    db: Database, emails: list[str], starts_after: str, starts_before: str, min_minutes: int
-) -> dict:
+def get_free_busy(db: Database, emails: list[str], starts_after: str, starts_before: str, min_minutes: int) -> dict:
     """Each person's busy times in the window (recurring meetings expanded) and the gaps when all are free."""
     people = list(dict.fromkeys(e.strip().lower() for e in emails))
     low, high = _parse(starts_after), _parse(starts_before)

@@ -102,7 +102,9 @@ def share_documents(db: Database, doc_ids: list[str], emails: list[str], role: s
         if not db.one(
             "SELECT 1 FROM permissions WHERE doc_id = ? AND email = ? AND role IN ('editor', 'owner')", (doc_id, me)
         ):
-            db.reject(f"You can't share document {doc_id}: only its owner and editors can share it. Nothing was shared.")
+            db.reject(
+                f"You can't share document {doc_id}: only its owner and editors can share it. Nothing was shared."
+            )
     granted, skipped = [], []
     for doc_id in documents:
         for email in people:

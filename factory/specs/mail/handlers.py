@@ -167,7 +167,13 @@ def search_mail(
         cursor,
     )
     rows = page["rows"]
-    return {"conversations": rows, "count": len(rows), "total": page["total"], "has_more": page["has_more"], "cursor": page["cursor"]}
+    return {
+        "conversations": rows,
+        "count": len(rows),
+        "total": page["total"],
+        "has_more": page["has_more"],
+        "cursor": page["cursor"],
+    }
 
 
 def _recipients(to_emails: list[str], cc_emails: list[str] | None) -> tuple[list[str], list[str]]:

@@ -108,9 +108,7 @@ def close_dispute(db: Database, dispute_id: str, decision: str) -> dict:
     dispute = db.require("disputes", dispute_id)
     if decision == "won":
         _credit(db, dispute["merchant_id"], dispute["amount"])
-    db.execute(
-        "UPDATE disputes SET status = ?, closed_at = ? WHERE dispute_id = ?", (decision, db.now, dispute_id)
-    )
+    db.execute("UPDATE disputes SET status = ?, closed_at = ? WHERE dispute_id = ?", (decision, db.now, dispute_id))
     return db.require("disputes", dispute_id)
 
 
@@ -154,9 +152,7 @@ def cancel_subscription(db: Database, subscription_id: str, at_period_end: bool 
     """At the period's end (default) the plan stays usable until then and never renews; now, it ends at once
     (nothing is refunded: refund_charge does that)."""
     if at_period_end:
-        db.execute(
-            "UPDATE subscriptions SET cancel_at_period_end = 1 WHERE subscription_id = ?", (subscription_id,)
-        )
+        db.execute("UPDATE subscriptions SET cancel_at_period_end = 1 WHERE subscription_id = ?", (subscription_id,))
     else:
         db.execute(
             "UPDATE subscriptions SET status = 'canceled', canceled_at = ?, cancel_at_period_end = 0"
