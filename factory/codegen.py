@@ -116,7 +116,7 @@ def _description(text: str, kind: str) -> str:
 def _fit(head: str, args: list[str], indent: str, tail: str = "", brackets: str = "()") -> list[str]:
     """`head(arg, ...)tail` as `ruff format` writes it: on one line when it fits the line length, else the
     arguments on one line of their own, else one argument per line with a trailing comma."""
-    opening, closing = brackets
+    opening, closing = brackets[0], brackets[1]
     joined = ", ".join(args)
     line = f"{indent}{head}{opening}{joined}{closing}{tail}"
     if len(line) <= MAX_LINE and "\n" not in line:

@@ -13,7 +13,7 @@ import json
 import re
 import sqlite3
 from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, overload
 
 from envfarm.servers.runtime.arguments import preview
 
@@ -76,6 +76,10 @@ class Database:
         if not isinstance(connection, FarmConnection):
             install_functions(connection)  # a plain connection (a `--db` file's, a test's): registered per call
 
+    @overload
+    def bind(self, params: Mapping[str, Any]) -> dict[str, Any]: ...
+    @overload
+    def bind(self, params: Sequence[Any]) -> Sequence[Any]: ...
     def bind(self, params: Params) -> Params:
         """`params` with `:now` and `:principal` bound (named parameters only; the call's own win)."""
         if isinstance(params, Mapping):
