@@ -228,18 +228,23 @@ _UNREAD = object()
 def contains(text: Any, part: Any) -> bool | None:
     """SQL `contains(text, part)`: whether `text` holds `part`, ignoring ASCII case (as SQLite's LIKE
     and lower() do); `%`, `_` and every other character match only themselves. NULL when either is NULL,
-    so `(:part IS NULL OR contains(column, :part))` is the filter of a "contains" search."""
+    so `(:part IS NULL OR contains(column, :part))` is the filter of a "contains" search. It runs once per
+    row scanned: ASCII text (the common case) takes the fast `str.lower`."""
     if text is None or part is None:
         return None
-    return _ascii_lower(part) in _ascii_lower(text)
+    if type(text) is not str or type(part) is not str:
+        text, part = _text(text), _text(part)
+    if text.isascii() and part.isascii():
+        return part.lower() in text.lower()
+    return part.translate(_ASCII_LOWER) in text.translate(_ASCII_LOWER)
 
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
-def _ascii_lower(value: Any) -> str:
-    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-    return text.translate(_ASCII_LOWER)
+def _text(value: Any) -> str:
+    """A value as SQLite's text conversion gives it (a number's digits, a blob's UTF-8)."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 def install_functions(connection: sqlite3.Connection) -> None:
