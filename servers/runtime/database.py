@@ -73,8 +73,9 @@ class Database:
         # Each table's primary-key column: `key_columns` is one memo per server (the schema never changes; the
         # server fills it from the seed, `primary_keys`), so a table's key is read at most once, not per call.
         self._key_columns = {} if key_columns is None else key_columns
-        if not isinstance(connection, FarmConnection):
+        if isinstance(connection, sqlite3.Connection) and not isinstance(connection, FarmConnection):
             install_functions(connection)  # a plain connection (a `--db` file's, a test's): registered per call
+        # (A handler sandbox's proxy runs its SQL on the host's connection, where `contains` is registered.)
 
     @overload
     def bind(self, params: Mapping[str, Any]) -> dict[str, Any]: ...
