@@ -410,11 +410,6 @@ def _clauses(sql: str) -> list[str]:
     return lines
 
 
-def _call(head: str, args: list[str], indent: str = "    ") -> list[str]:
-    """`head(arg, ...)` on one line if it fits, else one argument per line."""
-    return _fit(head, args, indent)
-
-
 def _sql_arg(sql: str, indent: str = "        ") -> str:
     """A SQL string literal, split over lines (adjacent literals) when long."""
     return f"\n{indent}".join(py(line) for line in _sql_lines(sql, indent))
@@ -441,7 +436,7 @@ def _then_changes(tool: ToolKind, table: str) -> bool:
 
 
 def _then(tool: ToolKind) -> list[str]:
-    return [line for sql in tool.then_sql for line in _call("db.execute", [_sql_arg(sql), "args"])]
+    return [line for sql in tool.then_sql for line in _fit("db.execute", [_sql_arg(sql), "args"], "    ")]
 
 
 def _fixed(value: Any, spec: EnvironmentSpec) -> str:
@@ -685,7 +680,7 @@ def _tool_definition(tool: ToolKind) -> list[str]:
         args.append(f"destructive={tool.annotations.destructive}")
     if tool.annotations.idempotent is not None:
         args.append(f"idempotent={tool.annotations.idempotent}")
-    lines = _call("ToolDefinition", args, indent="        ")
+    lines = _fit("ToolDefinition", args, "        ")
     lines[-1] += ","
     return lines
 
