@@ -26,6 +26,12 @@ def test_ruff_finds_nothing() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_the_generated_servers_are_as_ruff_formats_them() -> None:
+    """codegen writes what `ruff format` would: a regenerated farm needs no formatting pass."""
+    result = run("ruff", "format", "--check", "--no-cache", "servers/")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 @pytest.mark.slow
 def test_mypy_finds_nothing() -> None:
     """Files and settings come from pyproject.toml; tools/typecheck.py gives mypy each file under its

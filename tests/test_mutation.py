@@ -49,7 +49,7 @@ from envfarm.servers.runtime.database import Database
 
 
 def refund(db: Database, payment_id: str, amount: float) -> dict:
-    payment = db.require("payments", "payment_id", payment_id, "payment")
+    payment = db.require("payments", payment_id, "payment")
     if amount <= 0 or amount > payment["amount"]:
         db.reject("refund must be positive and at most the payment")
     db.execute("UPDATE payments SET refunded = refunded + ? WHERE payment_id = ? AND status = 'captured'", (amount, payment_id))

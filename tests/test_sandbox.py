@@ -33,10 +33,10 @@ def overdue_loans(db: Database) -> dict:
 EXTEND = """
 def extend_loan(db: Database, loan_id: str, days: int) -> dict:
     {escape}
-    loan = db.require("loans", "loan_id", loan_id, "loan_id")
+    loan = db.require("loans", loan_id)
     due = date.fromisoformat(loan["due_on"]) + timedelta(days=days)
     db.execute("UPDATE loans SET due_on = ? WHERE loan_id = ?", (due.isoformat(), loan_id))
-    return db.require("loans", "loan_id", loan_id, "loan_id")
+    return db.require("loans", loan_id)
 """
 # Each escape, and what the static check and the sandboxed process each say about it.
 ESCAPES = {

@@ -347,7 +347,7 @@ def test_a_handler_that_breaks_only_on_a_moved_state_is_advised_not_failed(tmp_p
     # (no tool and no seeded row makes one): the state edge at today breaks it, which is reported, not failed.
     staged = stage(load_environment(BROKEN / "stored_date_off_by_one"), tmp_path)
     handlers = staged / "handlers.py"
-    lookup = '    loan = db.require("loans", "loan_id", loan_id, "loan_id")\n'
+    lookup = '    loan = db.require("loans", loan_id)\n'
     text = handlers.read_text()
     assert lookup in text
     handlers.write_text(text.replace(lookup, lookup + '    assert loan["due_on"] != db.now[:10], "due today"\n'))

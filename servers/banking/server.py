@@ -66,19 +66,19 @@ DEFINITION = ServerDefinition(
             "accounts": "customer_id IN (SELECT customer_id FROM customers WHERE email = :principal)",
             "payees": "customer_id IN (SELECT customer_id FROM customers WHERE email = :principal)",
             "cards": "account_id IN (SELECT account_id FROM accounts"
-        " WHERE customer_id IN (SELECT customer_id FROM customers"
-        " WHERE email = :principal))",
+            " WHERE customer_id IN (SELECT customer_id FROM customers"
+            " WHERE email = :principal))",
             "transactions": "account_id IN (SELECT account_id FROM accounts"
-        " WHERE customer_id IN (SELECT customer_id FROM customers"
-        " WHERE email = :principal))",
+            " WHERE customer_id IN (SELECT customer_id FROM customers"
+            " WHERE email = :principal))",
             "scheduled_payments": "account_id IN (SELECT account_id FROM accounts"
-        " WHERE customer_id IN (SELECT customer_id FROM customers"
-        " WHERE email = :principal))",
+            " WHERE customer_id IN (SELECT customer_id FROM customers"
+            " WHERE email = :principal))",
             "transfers": "from_account_id IN (SELECT account_id FROM accounts"
-        " WHERE customer_id IN (SELECT customer_id FROM customers"
-        " WHERE email = :principal)) OR to_account_id IN (SELECT account_id FROM accounts"
-        " WHERE customer_id IN (SELECT customer_id FROM customers"
-        " WHERE email = :principal))",
+            " WHERE customer_id IN (SELECT customer_id FROM customers"
+            " WHERE email = :principal)) OR to_account_id IN (SELECT account_id FROM accounts"
+            " WHERE customer_id IN (SELECT customer_id FROM customers"
+            " WHERE email = :principal))",
         },
     ),
 )

@@ -86,7 +86,7 @@ def schedule_meeting(
             "invitations",
             {"invitation_id": db.next_id("invitations"), "event_id": event_id, "email": email, "response": "pending"},
         )
-    return db.require("events", "event_id", event_id, "event_id")
+    return db.require("events", event_id)
 
 
 # Recurring series: an event with a recurrence repeats from its first occurrence (starts_at/ends_at), like
@@ -213,12 +213,12 @@ def create_recurring_event(
             "invitations",
             {"invitation_id": db.next_id("invitations"), "event_id": event_id, "email": email, "response": "pending"},
         )
-    return db.require("events", "event_id", event_id, "event_id")
+    return db.require("events", event_id)
 
 
 def list_occurrences(db: Database, event_id: str, starts_after: str, starts_before: str) -> dict:
     """The dates a series meets in the window, and those cancelled one by one."""
-    event = db.require("events", "event_id", event_id, "event_id")
+    event = db.require("events", event_id)
     found = occurrences(db, event, starts_after, starts_before)
     cancelled = db.all(
         "SELECT occurrence_start FROM event_exceptions WHERE event_id = ?"
@@ -235,7 +235,7 @@ def list_occurrences(db: Database, event_id: str, starts_after: str, starts_befo
 
 def cancel_occurrence(db: Database, event_id: str, occurrence_start: str, reason: str | None = None) -> dict:
     """Cancel one meeting of a series; the others stay."""
-    event = db.require("events", "event_id", event_id, "event_id")
+    event = db.require("events", event_id)
     if event["status"] == "cancelled":
         db.reject(f"Series {event_id} is cancelled as a whole already.")
     moment = _parse(occurrence_start)
@@ -255,12 +255,10 @@ def cancel_occurrence(db: Database, event_id: str, occurrence_start: str, reason
             "created_at": db.now,
         },
     )
-    return db.require("event_exceptions", "exception_id", exception_id, "exception_id")
+    return db.require("event_exceptions", exception_id)
 
 
-def get_free_busy(
-    db: Database, emails: list[str], starts_after: str, starts_before: str, min_minutes: int
-) -> dict:
+def get_free_busy(db: Database, emails: list[str], starts_after: str, starts_before: str, min_minutes: int) -> dict:
     """Each person's busy times in the window (recurring meetings expanded) and the gaps when all are free."""
     people = list(dict.fromkeys(e.strip().lower() for e in emails))
     low, high = _parse(starts_after), _parse(starts_before)

@@ -65,13 +65,13 @@ DEFINITION = ServerDefinition(
         time_zone="Europe/Lisbon",
         scopes={
             "events": "organizer_email = :principal OR event_id IN (SELECT event_id FROM invitations"
-        " WHERE email = :principal)",
+            " WHERE email = :principal)",
             "invitations": "event_id IN (SELECT event_id FROM events"
-        " WHERE organizer_email = :principal UNION SELECT event_id FROM invitations"
-        " WHERE email = :principal)",
+            " WHERE organizer_email = :principal UNION SELECT event_id FROM invitations"
+            " WHERE email = :principal)",
             "event_exceptions": "event_id IN (SELECT event_id FROM events"
-        " WHERE organizer_email = :principal UNION SELECT event_id FROM invitations"
-        " WHERE email = :principal)",
+            " WHERE organizer_email = :principal UNION SELECT event_id FROM invitations"
+            " WHERE email = :principal)",
         },
     ),
 )

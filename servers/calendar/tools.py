@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from envfarm.servers.runtime.database import Database, comma_joined
+from envfarm.servers.runtime import Cursor, Database, Limit, Page, comma_joined, field
 
 from . import handlers
 
@@ -22,228 +22,105 @@ InvitationResponse = Literal["pending", "accepted", "declined", "tentative"]
 class Person(BaseModel):
     """A colleague who can organize or attend meetings. A row of `people`."""
 
-    person_id: str = Field(
-        description="Internal person id",
-        json_schema_extra={"x-envfarm-ref": "people.person_id", "x-envfarm-user-known": False},
-    )
-    full_name: str = Field(
-        description="First and last name",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    email: str = Field(description="Work email address", json_schema_extra={"x-envfarm-user-known": True})
-    department: PersonDepartment = Field(
-        description="Department",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    job_title: str = Field(description="Job title", json_schema_extra={"x-envfarm-user-known": True})
+    person_id: str = field("Internal person id", ref="people.person_id", known=False)
+    full_name: str = field("First and last name")
+    email: str = field("Work email address")
+    department: PersonDepartment = field("Department")
+    job_title: str = field("Job title")
 
 
 class Room(BaseModel):
     """A bookable meeting room. A row of `rooms`."""
 
-    room_id: str = Field(
-        description="Internal room id",
-        json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(description="Room name, e.g. Harbor", json_schema_extra={"x-envfarm-user-known": True})
-    floor: int = Field(description="Floor the room is on", json_schema_extra={"x-envfarm-user-known": True})
-    capacity: int = Field(
-        description="How many people the room seats",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    has_video: bool = Field(
-        description="Whether the room has video-conferencing equipment",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    room_id: str = field("Internal room id", ref="rooms.room_id", known=False)
+    name: str = field("Room name, e.g. Harbor")
+    floor: int = field("Floor the room is on")
+    capacity: int = field("How many people the room seats")
+    has_video: bool = field("Whether the room has video-conferencing equipment")
 
 
 class Calendar(BaseModel):
     """A personal calendar of one person, or a shared team calendar anyone may add events to. A row of `calendars`."""
 
-    calendar_id: str = Field(
-        description="Internal calendar id",
-        json_schema_extra={"x-envfarm-ref": "calendars.calendar_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(
-        description="Calendar name: the owner's name, or e.g. Finance team",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    owner_email: str = Field(
-        description="Email of the calendar's owner",
-        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
-    )
-    kind: CalendarKind = Field(
-        description="personal: only its owner adds events; team: anyone may",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    description: str = Field(
-        description="What the calendar is for",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    calendar_id: str = field("Internal calendar id", ref="calendars.calendar_id", known=False)
+    name: str = field("Calendar name: the owner's name, or e.g. Finance team")
+    owner_email: str = field("Email of the calendar's owner", ref="people.email")
+    kind: CalendarKind = field("personal: only its owner adds events; team: anyone may", known=False)
+    description: str = field("What the calendar is for", known=False)
 
 
 class Event(BaseModel):
     """A meeting on a calendar. A row of `events`."""
 
-    event_id: str = Field(
-        description="Internal event id",
-        json_schema_extra={"x-envfarm-ref": "events.event_id", "x-envfarm-user-known": False},
+    event_id: str = field("Internal event id", ref="events.event_id", known=False)
+    calendar_id: str = field("Calendar the event is on", ref="calendars.calendar_id", known=False)
+    title: str = field("Meeting title")
+    description: str = field("Agenda or notes", known=False)
+    starts_at: str = field("Start time (ISO 8601, UTC)")
+    ends_at: str = field("End time (ISO 8601, UTC)")
+    room_id: str | None = field("Booked room, if any", ref="rooms.room_id", known=False)
+    organizer_email: str = field("Email of the organizer", ref="people.email")
+    status: EventStatus = field("Whether the meeting still takes place", known=False)
+    cancelled_by: str | None = field("Who cancelled it", ref="people.email", known=False)
+    cancel_reason: str | None = field("Why it was cancelled")
+    created_at: str = field("When the event was created (ISO 8601, UTC)", known=False)
+    recurrence: EventRecurrence | None = field(
+        "How a recurring series repeats from its first occurrence (starts_at); empty for a single meeting"
     )
-    calendar_id: str = Field(
-        description="Calendar the event is on",
-        json_schema_extra={"x-envfarm-ref": "calendars.calendar_id", "x-envfarm-user-known": False},
-    )
-    title: str = Field(description="Meeting title", json_schema_extra={"x-envfarm-user-known": True})
-    description: str = Field(description="Agenda or notes", json_schema_extra={"x-envfarm-user-known": False})
-    starts_at: str = Field(
-        description="Start time (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    ends_at: str = Field(
-        description="End time (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    room_id: str | None = Field(
-        description="Booked room, if any",
-        json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-user-known": False},
-    )
-    organizer_email: str = Field(
-        description="Email of the organizer",
-        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
-    )
-    status: EventStatus = Field(
-        description="Whether the meeting still takes place",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    cancelled_by: str | None = Field(
-        description="Who cancelled it",
-        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": False},
-    )
-    cancel_reason: str | None = Field(
-        description="Why it was cancelled",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    created_at: str = Field(
-        description="When the event was created (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    recurrence: EventRecurrence | None = Field(
-        description="How a recurring series repeats from its first occurrence (starts_at); empty for a single meeting",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    recurrence_interval: int = Field(
-        description="Repeat every this many days, weeks or months (RRULE INTERVAL)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    recurrence_count: int | None = Field(
-        description="Number of occurrences, if limited (RRULE COUNT)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    recurrence_until: str | None = Field(
-        description="Last day an occurrence may start, if limited (RRULE UNTIL) (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    recurrence_interval: int = field("Repeat every this many days, weeks or months (RRULE INTERVAL)")
+    recurrence_count: int | None = field("Number of occurrences, if limited (RRULE COUNT)")
+    recurrence_until: str | None = field("Last day an occurrence may start, if limited (RRULE UNTIL) (YYYY-MM-DD)")
 
 
 class EventException(BaseModel):
     """One cancelled occurrence of a recurring series (the rest of the series still meets). A row of `event_exceptions`."""
 
-    exception_id: str = Field(
-        description="Internal exception id",
-        json_schema_extra={"x-envfarm-ref": "event_exceptions.exception_id", "x-envfarm-user-known": False},
-    )
-    event_id: str = Field(
-        description="The recurring series",
-        json_schema_extra={"x-envfarm-ref": "events.event_id", "x-envfarm-user-known": False},
-    )
-    occurrence_start: str = Field(
-        description="Start of the cancelled occurrence (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: EventExceptionStatus = Field(
-        description="What happened to the occurrence",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    reason: str | None = Field(
-        description="Why it was cancelled",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    created_at: str = Field(
-        description="When it was cancelled (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    exception_id: str = field("Internal exception id", ref="event_exceptions.exception_id", known=False)
+    event_id: str = field("The recurring series", ref="events.event_id", known=False)
+    occurrence_start: str = field("Start of the cancelled occurrence (ISO 8601, UTC)")
+    status: EventExceptionStatus = field("What happened to the occurrence", known=False)
+    reason: str | None = field("Why it was cancelled")
+    created_at: str = field("When it was cancelled (ISO 8601, UTC)", known=False)
 
 
 class Invitation(BaseModel):
     """One invitee of an event and their RSVP (the organizer attends without an invitation). A row of `invitations`."""
 
-    invitation_id: str = Field(
-        description="Internal invitation id",
-        json_schema_extra={"x-envfarm-ref": "invitations.invitation_id", "x-envfarm-user-known": False},
-    )
-    event_id: str = Field(
-        description="The event",
-        json_schema_extra={"x-envfarm-ref": "events.event_id", "x-envfarm-user-known": False},
-    )
-    email: str = Field(
-        description="Invitee's email",
-        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
-    )
-    response: InvitationResponse = Field(description="RSVP", json_schema_extra={"x-envfarm-user-known": True})
-    responded_at: str | None = Field(
-        description="When the invitee last answered (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    invitation_id: str = field("Internal invitation id", ref="invitations.invitation_id", known=False)
+    event_id: str = field("The event", ref="events.event_id", known=False)
+    email: str = field("Invitee's email", ref="people.email")
+    response: InvitationResponse = field("RSVP")
+    responded_at: str | None = field("When the invitee last answered (ISO 8601, UTC)", known=False)
 
 
-class FindPeopleResult(BaseModel):
+class FindPeopleResult(Page):
     """What `find_people` found: one page of the matching rows."""
 
-    people: list[Person] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    people: list[Person] = Page.rows()
 
 
-class ListCalendarsResult(BaseModel):
+class ListCalendarsResult(Page):
     """What `list_calendars` found: one page of the matching rows."""
 
-    calendars: list[Calendar] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    calendars: list[Calendar] = Page.rows()
 
 
-class SearchEventsResult(BaseModel):
+class SearchEventsResult(Page):
     """What `search_events` found: one page of the matching rows."""
 
-    events: list[Event] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    events: list[Event] = Page.rows()
 
 
-class ListInvitationsResult(BaseModel):
+class ListInvitationsResult(Page):
     """What `list_invitations` found: one page of the matching rows."""
 
-    invitations: list[Invitation] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    invitations: list[Invitation] = Page.rows()
 
 
-class FindRoomsResult(BaseModel):
+class FindRoomsResult(Page):
     """What `find_rooms` found: one page of the matching rows."""
 
-    rooms: list[Room] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    rooms: list[Room] = Page.rows()
 
 
 class CheckRoomAvailabilityResult(BaseModel):
@@ -252,10 +129,10 @@ class CheckRoomAvailabilityResult(BaseModel):
     room_id: str = Field(description="The room checked")
     available: bool = Field(description="True when no confirmed event overlaps the window")
     busy: list[str] = Field(
-        description="Intervals 'start/end' (ISO 8601) when confirmed events hold the room in the window, earliest first",
+        description="Intervals 'start/end' (ISO 8601) when confirmed events hold the room in the window, earliest first"
     )
     conflicts: list[Event] = Field(
-        description="The overlapping events you organize or are invited to (others' meetings are private)",
+        description="The overlapping events you organize or are invited to (others' meetings are private)"
     )
 
 
@@ -272,19 +149,13 @@ class ListOccurrencesResult(BaseModel):
     event_id: str = Field(description="The event or series")
     recurrence: str | None = Field(description="How it repeats (empty for a single meeting)")
     occurrences: list[Event] = Field(description="Its meetings in the window, earliest first")
-    cancelled_starts: list[str] = Field(
-        description="Starts of its occurrences cancelled one by one in the window",
-    )
+    cancelled_starts: list[str] = Field(description="Starts of its occurrences cancelled one by one in the window")
 
 
-class ListCancelledOccurrencesResult(BaseModel):
+class ListCancelledOccurrencesResult(Page):
     """What `list_cancelled_occurrences` found: one page of the matching rows."""
 
-    event_exceptions: list[EventException] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    event_exceptions: list[EventException] = Page.rows()
 
 
 class GetFreeBusyResult(BaseModel):
@@ -292,52 +163,18 @@ class GetFreeBusyResult(BaseModel):
 
     emails: list[str] = Field(description="The people checked (distinct)")
     busy: dict[str, Any] = Field(
-        description="Per email, its busy intervals as [start, end] pairs clipped to the window, earliest first",
+        description="Per email, its busy intervals as [start, end] pairs clipped to the window, earliest first"
     )
-    free_slots: list[str] = Field(
-        description="Intervals 'start/end' (ISO 8601) when everyone is free, earliest first",
-    )
+    free_slots: list[str] = Field(description="Intervals 'start/end' (ISO 8601) when everyone is free, earliest first")
 
 
 def find_people(
     db: Database,
-    full_name: Annotated[
-        str | None,
-        Field(
-            description="Part of the person's name",
-            json_schema_extra={"x-envfarm-column": "people.full_name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    email: Annotated[
-        str | None,
-        Field(
-            description="Exact email address",
-            json_schema_extra={"x-envfarm-column": "people.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    department: Annotated[
-        PersonDepartment | None,
-        Field(
-            description="Department",
-            json_schema_extra={"x-envfarm-column": "people.department", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    full_name: Annotated[str | None, field("Part of the person's name", column="people.full_name")] = None,
+    email: Annotated[str | None, field("Exact email address", column="people.email")] = None,
+    department: Annotated[PersonDepartment | None, field("Department", column="people.department")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> FindPeopleResult:
     """Look up colleagues by part of their name, exact email or department. Returns each person's email,
     which the other tools use to name organizers and invitees.
@@ -346,66 +183,30 @@ def find_people(
     first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
     returned cursor to get the next page.
     """
-    args = {
-        "full_name": full_name,
-        "email": email,
-        "department": department,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM people"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:full_name IS NULL OR contains(full_name, :full_name))"
         " AND (:email IS NULL OR email = :email)"
         " AND (:department IS NULL OR department = :department)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"full_name": full_name, "email": email, "department": department},
+        limit,
+        cursor,
     )
-    rows = [Person(**row) for row in page['rows']]
-    return FindPeopleResult(
-        people=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return FindPeopleResult.of(page)
 
 
 def list_calendars(
     db: Database,
     owner_email: Annotated[
-        str | None,
-        Field(
-            description="Email of the calendar's owner",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "calendars.owner_email", "x-envfarm-user-known": True},
-        ),
+        str | None, field("Email of the calendar's owner", ref="people.email", column="calendars.owner_email")
     ] = None,
     kind: Annotated[
-        CalendarKind | None,
-        Field(
-            description="Only personal or only team calendars",
-            json_schema_extra={"x-envfarm-column": "calendars.kind", "x-envfarm-user-known": False},
-        ),
+        CalendarKind | None, field("Only personal or only team calendars", column="calendars.kind", known=False)
     ] = None,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the calendar name",
-            json_schema_extra={"x-envfarm-column": "calendars.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 50,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    name: Annotated[str | None, field("Part of the calendar name", column="calendars.name")] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> ListCalendarsResult:
     """List calendars: a person's own calendar (kind personal) or the shared team calendars (kind team).
     Returns calendar ids for create_event.
@@ -414,90 +215,53 @@ def list_calendars(
     Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass the returned
     cursor to get the next page.
     """
-    args = {"owner_email": owner_email, "kind": kind, "name": name, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM calendars"
         " WHERE (:owner_email IS NULL OR owner_email = :owner_email)"
         " AND (:kind IS NULL OR kind = :kind)"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:name IS NULL OR contains(name, :name))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"owner_email": owner_email, "kind": kind, "name": name},
+        limit,
+        cursor,
     )
-    rows = [Calendar(**row) for row in page['rows']]
-    return ListCalendarsResult(
-        calendars=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListCalendarsResult.of(page)
 
 
 def search_events(
     db: Database,
-    title: Annotated[
-        str | None,
-        Field(
-            description="Part of the meeting title",
-            json_schema_extra={"x-envfarm-column": "events.title", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    title: Annotated[str | None, field("Part of the meeting title", column="events.title")] = None,
     organizer_email: Annotated[
-        str | None,
-        Field(
-            description="Organizer's email",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "events.organizer_email", "x-envfarm-user-known": True},
-        ),
+        str | None, field("Organizer's email", ref="people.email", column="events.organizer_email")
     ] = None,
     calendar_id: Annotated[
         str | None,
-        Field(
-            description="Calendar id from list_calendars",
-            json_schema_extra={"x-envfarm-ref": "calendars.calendar_id", "x-envfarm-column": "events.calendar_id", "x-envfarm-user-known": False},
-        ),
+        field("Calendar id from list_calendars", ref="calendars.calendar_id", column="events.calendar_id", known=False),
     ] = None,
     room_id: Annotated[
-        str | None,
-        Field(
-            description="Room id from find_rooms",
-            json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-column": "events.room_id", "x-envfarm-user-known": False},
-        ),
+        str | None, field("Room id from find_rooms", ref="rooms.room_id", column="events.room_id", known=False)
     ] = None,
     status: Annotated[
-        EventStatus | None,
-        Field(
-            description="Only confirmed or only cancelled events",
-            json_schema_extra={"x-envfarm-column": "events.status", "x-envfarm-user-known": False},
-        ),
+        EventStatus | None, field("Only confirmed or only cancelled events", column="events.status", known=False)
     ] = None,
     starts_after: Annotated[
         str | None,
-        Field(
-            description="Only events starting at or after this time (ISO 8601, UTC)",
+        field(
+            "Only events starting at or after this time (ISO 8601, UTC)",
+            column="events.starts_at",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-column": "events.starts_at", "x-envfarm-user-known": True},
         ),
     ] = None,
     starts_before: Annotated[
         str | None,
-        Field(
-            description="Only events starting at or before this time (ISO 8601, UTC)",
+        field(
+            "Only events starting at or before this time (ISO 8601, UTC)",
+            column="events.starts_at",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-column": "events.starts_at", "x-envfarm-user-known": True},
         ),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 50,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> SearchEventsResult:
     """Search the meetings you organize or are invited to by title, organizer, calendar, room, status or a
     start-time window (other people's meetings are private: get_free_busy shows when they are busy).
@@ -516,12 +280,10 @@ def search_events(
         "status": status,
         "starts_after": starts_after,
         "starts_before": starts_before,
-        "now": db.now,
-        "principal": db.principal,
     }
     page = db.page(
         "SELECT * FROM events"
-        " WHERE (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:title IS NULL OR contains(title, :title))"
         " AND (:organizer_email IS NULL OR organizer_email = :organizer_email)"
         " AND (:calendar_id IS NULL OR calendar_id = :calendar_id)"
         " AND (:room_id IS NULL OR room_id = :room_id)"
@@ -530,26 +292,24 @@ def search_events(
         " AND (:starts_before IS NULL OR starts_at <= :starts_before)"
         " AND (organizer_email = :principal OR event_id IN (SELECT event_id FROM invitations WHERE email = :principal))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        args,
+        limit,
+        cursor,
     )
-    rows = [Event(**row) for row in page['rows']]
-    return SearchEventsResult(
-        events=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return SearchEventsResult.of(page)
 
 
 def get_event(
     db: Database,
     event_id: Annotated[
         str,
-        Field(
-            description="Event id from search_events or get_agenda",
-            json_schema_extra={"x-envfarm-ref": "events.event_id", "x-envfarm-column": "events.event_id", "x-envfarm-user-known": False},
+        field(
+            "Event id from search_events or get_agenda", ref="events.event_id", column="events.event_id", known=False
         ),
     ],
 ) -> Event:
     """Get the title, times, room, organizer and status of one meeting you organize or are invited to."""
-    row = db.require("events", "event_id", event_id, "event_id")
+    row = db.require("events", event_id)
     return Event(**row)
 
 
@@ -557,41 +317,12 @@ def list_invitations(
     db: Database,
     event_id: Annotated[
         str | None,
-        Field(
-            description="Event id from search_events",
-            json_schema_extra={"x-envfarm-ref": "events.event_id", "x-envfarm-column": "invitations.event_id", "x-envfarm-user-known": False},
-        ),
+        field("Event id from search_events", ref="events.event_id", column="invitations.event_id", known=False),
     ] = None,
-    email: Annotated[
-        str | None,
-        Field(
-            description="Invitee's email",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "invitations.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    response: Annotated[
-        InvitationResponse | None,
-        Field(
-            description="Only this RSVP",
-            json_schema_extra={"x-envfarm-column": "invitations.response", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 100,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    email: Annotated[str | None, field("Invitee's email", ref="people.email", column="invitations.email")] = None,
+    response: Annotated[InvitationResponse | None, field("Only this RSVP", column="invitations.response")] = None,
+    limit: Limit = 100,
+    cursor: Cursor = None,
 ) -> ListInvitationsResult:
     """List invitations with their RSVPs on meetings you organize or are invited to: everyone invited to
     one event (give event_id), or those of one person (give email). Returns invitation ids for
@@ -601,13 +332,6 @@ def list_invitations(
     page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
-    args = {
-        "event_id": event_id,
-        "email": email,
-        "response": response,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM invitations"
         " WHERE (:event_id IS NULL OR event_id = :event_id)"
@@ -615,60 +339,23 @@ def list_invitations(
         " AND (:response IS NULL OR response = :response)"
         " AND (event_id IN (SELECT event_id FROM events WHERE organizer_email = :principal UNION SELECT event_id FROM invitations WHERE email = :principal))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"event_id": event_id, "email": email, "response": response},
+        limit,
+        cursor,
     )
-    rows = [Invitation(**row) for row in page['rows']]
-    return ListInvitationsResult(
-        invitations=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListInvitationsResult.of(page)
 
 
 def find_rooms(
     db: Database,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the room name",
-            json_schema_extra={"x-envfarm-column": "rooms.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    floor: Annotated[
-        int | None,
-        Field(
-            description="Floor number",
-            json_schema_extra={"x-envfarm-column": "rooms.floor", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    min_capacity: Annotated[
-        int | None,
-        Field(
-            description="Seats at least this many people",
-            json_schema_extra={"x-envfarm-column": "rooms.capacity", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    name: Annotated[str | None, field("Part of the room name", column="rooms.name")] = None,
+    floor: Annotated[int | None, field("Floor number", column="rooms.floor")] = None,
+    min_capacity: Annotated[int | None, field("Seats at least this many people", column="rooms.capacity")] = None,
     has_video: Annotated[
-        bool | None,
-        Field(
-            description="Only rooms with (true) or without (false) video equipment",
-            json_schema_extra={"x-envfarm-column": "rooms.has_video", "x-envfarm-user-known": True},
-        ),
+        bool | None, field("Only rooms with (true) or without (false) video equipment", column="rooms.has_video")
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> FindRoomsResult:
     """Find meeting rooms by name, floor, minimum capacity or video equipment. Returns room ids.
 
@@ -676,52 +363,35 @@ def find_rooms(
     equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to 200) with total and
     has_more; pass the returned cursor to get the next page.
     """
-    args = {
-        "name": name,
-        "floor": floor,
-        "min_capacity": min_capacity,
-        "has_video": has_video,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM rooms"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:name IS NULL OR contains(name, :name))"
         " AND (:floor IS NULL OR floor = :floor)"
         " AND (:min_capacity IS NULL OR capacity >= :min_capacity)"
         " AND (:has_video IS NULL OR has_video = :has_video)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"name": name, "floor": floor, "min_capacity": min_capacity, "has_video": has_video},
+        limit,
+        cursor,
     )
-    rows = [Room(**row) for row in page['rows']]
-    return FindRoomsResult(
-        rooms=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return FindRoomsResult.of(page)
 
 
 def check_room_availability(
     db: Database,
-    room_id: Annotated[
-        str,
-        Field(
-            description="Room id from find_rooms",
-            json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    room_id: Annotated[str, field("Room id from find_rooms", ref="rooms.room_id", known=False)],
     starts_at: Annotated[
         str,
-        Field(
-            description="Start of the window (ISO 8601, UTC)",
+        field(
+            "Start of the window (ISO 8601, UTC)",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-user-known": True},
         ),
     ],
     ends_at: Annotated[
         str,
-        Field(
-            description="End of the window (ISO 8601, UTC)",
+        field(
+            "End of the window (ISO 8601, UTC)",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-user-known": True},
         ),
     ],
 ) -> CheckRoomAvailabilityResult:
@@ -729,36 +399,29 @@ def check_room_availability(
     interval, and those of them that are your own meetings (organized or invited) as events. Use before
     create_event, schedule_meeting or assign_room.
     """
-    db.require("rooms", "room_id", room_id, "room_id")
-    args = {
-        "room_id": room_id,
-        "starts_at": starts_at,
-        "ends_at": ends_at,
-        "now": db.now,
-        "principal": db.principal,
-    }
+    db.require("rooms", room_id)
+    args = {"room_id": room_id, "starts_at": starts_at, "ends_at": ends_at}
     if db.one("SELECT 1 WHERE julianday(:ends_at) <= julianday(:starts_at)", args):
-        db.reject("The window must end after it starts: {ends_at} is not after {starts_at}.".format_map(args))
-    outcome = handlers.check_room_availability(db, room_id=room_id, starts_at=starts_at, ends_at=ends_at)
-    return CheckRoomAvailabilityResult.model_validate(outcome)
+        db.reject("The window must end after it starts: {ends_at} is not after {starts_at}.", args)
+    return CheckRoomAvailabilityResult.model_validate(
+        handlers.check_room_availability(db, room_id=room_id, starts_at=starts_at, ends_at=ends_at)
+    )
 
 
 def get_agenda(
     db: Database,
     starts_after: Annotated[
         str,
-        Field(
-            description="Start of the window (ISO 8601, UTC)",
+        field(
+            "Start of the window (ISO 8601, UTC)",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-user-known": True},
         ),
     ],
     starts_before: Annotated[
         str,
-        Field(
-            description="End of the window (ISO 8601, UTC)",
+        field(
+            "End of the window (ISO 8601, UTC)",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-user-known": True},
         ),
     ],
 ) -> GetAgendaResult:
@@ -766,83 +429,40 @@ def get_agenda(
     invited to and have not declined; a recurring series shows once per occurrence (its times moved to
     that occurrence). Other people's meetings are private: get_free_busy shows when they are busy.
     """
-    outcome = handlers.get_agenda(db, starts_after=starts_after, starts_before=starts_before)
-    return GetAgendaResult.model_validate(outcome)
+    return GetAgendaResult.model_validate(
+        handlers.get_agenda(db, starts_after=starts_after, starts_before=starts_before)
+    )
 
 
 def create_recurring_event(
     db: Database,
-    calendar_id: Annotated[
-        str,
-        Field(
-            description="Calendar id from list_calendars",
-            json_schema_extra={"x-envfarm-ref": "calendars.calendar_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    title: Annotated[
-        str,
-        Field(description="Meeting title", json_schema_extra={"x-envfarm-user-known": True}),
-    ],
+    calendar_id: Annotated[str, field("Calendar id from list_calendars", ref="calendars.calendar_id", known=False)],
+    title: Annotated[str, field("Meeting title")],
     starts_at: Annotated[
         str,
-        Field(
-            description="Start of the first meeting (ISO 8601, UTC)",
+        field(
+            "Start of the first meeting (ISO 8601, UTC)",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-user-known": True},
         ),
     ],
     ends_at: Annotated[
         str,
-        Field(
-            description="End of the first meeting, after its start (ISO 8601, UTC)",
+        field(
+            "End of the first meeting, after its start (ISO 8601, UTC)",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-user-known": True},
         ),
     ],
-    recurrence: Annotated[
-        EventRecurrence,
-        Field(
-            description="How it repeats (RRULE FREQ; weekdays is daily on Monday to Friday)",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
+    recurrence: Annotated[EventRecurrence, field("How it repeats (RRULE FREQ; weekdays is daily on Monday to Friday)")],
     interval: Annotated[
-        int,
-        Field(
-            description="Every this many days, weeks or months (default 1; ignored for weekdays)",
-            ge=1.0,
-            le=52.0,
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
+        int, field("Every this many days, weeks or months (default 1; ignored for weekdays)", ge=1.0, le=52.0)
     ] = 1,
-    count: Annotated[
-        int | None,
-        Field(
-            description="Number of meetings (omit for no limit)",
-            ge=1.0,
-            le=730.0,
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = None,
+    count: Annotated[int | None, field("Number of meetings (omit for no limit)", ge=1.0, le=730.0)] = None,
     until: Annotated[
         str | None,
-        Field(
-            description="Last day a meeting may start (omit for no limit) (YYYY-MM-DD)",
-            pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
+        field("Last day a meeting may start (omit for no limit) (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
     ] = None,
-    attendee_emails: Annotated[
-        list[str] | None,
-        Field(
-            description="Invitees' emails (find_people)",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    description: Annotated[
-        str | None,
-        Field(description="Agenda or notes", json_schema_extra={"x-envfarm-user-known": True}),
-    ] = None,
+    attendee_emails: Annotated[list[str] | None, field("Invitees' emails (find_people)", ref="people.email")] = None,
+    description: Annotated[str | None, field("Agenda or notes")] = None,
 ) -> Event:
     """Create a recurring series on your own calendar or a team calendar, organized by you: the first
     meeting is starts_at to ends_at and it repeats daily, on weekdays (Monday to Friday), weekly or
@@ -850,9 +470,9 @@ def create_recurring_event(
     get one invitation for the whole series. Series meet without a booked room. cancel_occurrence
     cancels one meeting; cancel_event cancels the whole series.
     """
-    db.require("calendars", "calendar_id", calendar_id, "calendar_id")
+    db.require("calendars", calendar_id)
     for value in attendee_emails or []:
-        db.require("people", "email", value, "attendee_emails")
+        db.require("people", value, "attendee_emails", column="email")
     args = {
         "calendar_id": calendar_id,
         "title": title,
@@ -864,58 +484,56 @@ def create_recurring_event(
         "until": until,
         "attendee_emails": comma_joined(attendee_emails),
         "description": description,
-        "now": db.now,
-        "principal": db.principal,
     }
     if db.one("SELECT 1 WHERE julianday(:ends_at) <= julianday(:starts_at)", args):
-        db.reject("An event must end after it starts: {ends_at} is not after {starts_at}.".format_map(args))
+        db.reject("An event must end after it starts: {ends_at} is not after {starts_at}.", args)
     if db.one("SELECT 1 WHERE julianday(:starts_at) < julianday(:now)", args):
-        db.reject(
-            "Events can't be scheduled in the past: {starts_at} is before now ({now}).".format_map(args),
-        )
+        db.reject("Events can't be scheduled in the past: {starts_at} is before now ({now}).", args)
     if db.one(
-        "SELECT 1 FROM calendars WHERE calendar_id = :calendar_id AND kind = 'personal'"
-        " AND owner_email != :principal",
+        "SELECT 1 FROM calendars WHERE calendar_id = :calendar_id AND kind = 'personal' AND owner_email != :principal",
         args,
     ):
         db.reject(
-            "Calendar {calendar_id} is another person's personal calendar; put the series on your own calendar or a team calendar.".format_map(args),
+            "Calendar {calendar_id} is another person's personal calendar; put the series on your own calendar or a team calendar.",
+            args,
         )
     if db.one("SELECT 1 WHERE :count IS NOT NULL AND :until IS NOT NULL", args):
         db.reject("Give either count or until to end the series, not both.")
     if db.one("SELECT 1 WHERE :until IS NOT NULL AND :until < date(:starts_at)", args):
-        db.reject("The series would end ({until}) before its first meeting ({starts_at}).".format_map(args))
+        db.reject("The series would end ({until}) before its first meeting ({starts_at}).", args)
     if db.one("SELECT 1 WHERE julianday(:ends_at) - julianday(:starts_at) > 1", args):
-        db.reject(
-            "A meeting of a series lasts at most a day; {starts_at} to {ends_at} is longer.".format_map(args),
-        )
-    outcome = handlers.create_recurring_event(db, calendar_id=calendar_id, title=title, starts_at=starts_at, ends_at=ends_at, recurrence=recurrence, interval=interval, count=count, until=until, attendee_emails=attendee_emails, description=description)
+        db.reject("A meeting of a series lasts at most a day; {starts_at} to {ends_at} is longer.", args)
+    outcome = handlers.create_recurring_event(
+        db,
+        calendar_id=calendar_id,
+        title=title,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        recurrence=recurrence,
+        interval=interval,
+        count=count,
+        until=until,
+        attendee_emails=attendee_emails,
+        description=description,
+    )
     return Event.model_validate(outcome)
 
 
 def list_occurrences(
     db: Database,
-    event_id: Annotated[
-        str,
-        Field(
-            description="Event id from search_events or get_agenda",
-            json_schema_extra={"x-envfarm-ref": "events.event_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    event_id: Annotated[str, field("Event id from search_events or get_agenda", ref="events.event_id", known=False)],
     starts_after: Annotated[
         str,
-        Field(
-            description="Start of the window (ISO 8601, UTC)",
+        field(
+            "Start of the window (ISO 8601, UTC)",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-user-known": True},
         ),
     ],
     starts_before: Annotated[
         str,
-        Field(
-            description="End of the window (ISO 8601, UTC)",
+        field(
+            "End of the window (ISO 8601, UTC)",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-user-known": True},
         ),
     ],
 ) -> ListOccurrencesResult:
@@ -923,118 +541,73 @@ def list_occurrences(
     moved to that occurrence; cancelled ones left out and listed under cancelled_starts), or the single
     meeting of an ordinary event.
     """
-    db.require("events", "event_id", event_id, "event_id")
-    args = {
-        "event_id": event_id,
-        "starts_after": starts_after,
-        "starts_before": starts_before,
-        "now": db.now,
-        "principal": db.principal,
-    }
+    db.require("events", event_id)
+    args = {"event_id": event_id, "starts_after": starts_after, "starts_before": starts_before}
     if db.one("SELECT 1 WHERE julianday(:starts_before) - julianday(:starts_after) > 366", args):
         db.reject("List at most a year of occurrences at a time.")
-    outcome = handlers.list_occurrences(db, event_id=event_id, starts_after=starts_after, starts_before=starts_before)
-    return ListOccurrencesResult.model_validate(outcome)
+    return ListOccurrencesResult.model_validate(
+        handlers.list_occurrences(db, event_id=event_id, starts_after=starts_after, starts_before=starts_before)
+    )
 
 
 def cancel_occurrence(
     db: Database,
-    event_id: Annotated[
-        str,
-        Field(
-            description="Series id from search_events",
-            json_schema_extra={"x-envfarm-ref": "events.event_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    event_id: Annotated[str, field("Series id from search_events", ref="events.event_id", known=False)],
     occurrence_start: Annotated[
         str,
-        Field(
-            description="Start of the occurrence to cancel (list_occurrences) (ISO 8601, UTC)",
+        field(
+            "Start of the occurrence to cancel (list_occurrences) (ISO 8601, UTC)",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-user-known": True},
         ),
     ],
-    reason: Annotated[
-        str | None,
-        Field(description="Why this meeting is cancelled", json_schema_extra={"x-envfarm-user-known": True}),
-    ] = None,
+    reason: Annotated[str | None, field("Why this meeting is cancelled")] = None,
 ) -> EventException:
     """Cancel one upcoming occurrence of a recurring series you organize (give its exact start from
     list_occurrences); the rest of the series still meets. To cancel the whole series use cancel_event.
     """
-    db.require("events", "event_id", event_id, "event_id")
-    args = {
-        "event_id": event_id,
-        "occurrence_start": occurrence_start,
-        "reason": reason,
-        "now": db.now,
-        "principal": db.principal,
-    }
+    db.require("events", event_id)
+    args = {"event_id": event_id, "occurrence_start": occurrence_start, "reason": reason}
     if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND recurrence IS NULL", args):
-        db.reject(
-            "Event {event_id} is a single meeting, not a series; cancel it with cancel_event.".format_map(args),
-        )
-    if db.one(
-        "SELECT 1 FROM events WHERE event_id = :event_id"
-        " AND organizer_email != :principal",
-        args,
-    ):
-        db.reject(
-            "Only the organizer can cancel meetings of series {event_id}; decline the invitation instead.".format_map(args),
-        )
+        db.reject("Event {event_id} is a single meeting, not a series; cancel it with cancel_event.", args)
+    if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND organizer_email != :principal", args):
+        db.reject("Only the organizer can cancel meetings of series {event_id}; decline the invitation instead.", args)
     if db.one("SELECT 1 WHERE julianday(:occurrence_start) < julianday(:now)", args):
-        db.reject("The occurrence at {occurrence_start} already took place.".format_map(args))
+        db.reject("The occurrence at {occurrence_start} already took place.", args)
     if db.one(
         "SELECT 1 FROM event_exceptions WHERE event_id = :event_id"
         " AND julianday(occurrence_start) = julianday(:occurrence_start)",
         args,
     ):
-        db.reject("The occurrence of {event_id} at {occurrence_start} is already cancelled.".format_map(args))
-    outcome = handlers.cancel_occurrence(db, event_id=event_id, occurrence_start=occurrence_start, reason=reason)
-    return EventException.model_validate(outcome)
+        db.reject("The occurrence of {event_id} at {occurrence_start} is already cancelled.", args)
+    return EventException.model_validate(
+        handlers.cancel_occurrence(db, event_id=event_id, occurrence_start=occurrence_start, reason=reason)
+    )
 
 
 def list_cancelled_occurrences(
     db: Database,
     event_id: Annotated[
         str | None,
-        Field(
-            description="Series id from search_events",
-            json_schema_extra={"x-envfarm-ref": "events.event_id", "x-envfarm-column": "event_exceptions.event_id", "x-envfarm-user-known": False},
-        ),
+        field("Series id from search_events", ref="events.event_id", column="event_exceptions.event_id", known=False),
     ] = None,
     starts_after: Annotated[
         str | None,
-        Field(
-            description="Only meetings that would have started at or after this time (ISO 8601, UTC)",
+        field(
+            "Only meetings that would have started at or after this time (ISO 8601, UTC)",
+            column="event_exceptions.occurrence_start",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-column": "event_exceptions.occurrence_start", "x-envfarm-user-known": True},
         ),
     ] = None,
     starts_before: Annotated[
         str | None,
-        Field(
-            description="Only meetings that would have started at or before this time (ISO 8601, UTC)",
+        field(
+            "Only meetings that would have started at or before this time (ISO 8601, UTC)",
+            column="event_exceptions.occurrence_start",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-column": "event_exceptions.occurrence_start", "x-envfarm-user-known": True},
         ),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListCancelledOccurrencesResult:
     """The single meetings of recurring series cancelled one by one with cancel_occurrence (the rest of
     each series still meets), on series you organize or are invited to: by series, or by when the
@@ -1044,13 +617,6 @@ def list_cancelled_occurrences(
     earliest first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass
     the returned cursor to get the next page.
     """
-    args = {
-        "event_id": event_id,
-        "starts_after": starts_after,
-        "starts_before": starts_before,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM event_exceptions"
         " WHERE (:event_id IS NULL OR event_id = :event_id)"
@@ -1058,71 +624,51 @@ def list_cancelled_occurrences(
         " AND (:starts_before IS NULL OR occurrence_start <= :starts_before)"
         " AND (event_id IN (SELECT event_id FROM events WHERE organizer_email = :principal UNION SELECT event_id FROM invitations WHERE email = :principal))"
         " ORDER BY occurrence_start, rowid",
-        args, limit, cursor,
+        {"event_id": event_id, "starts_after": starts_after, "starts_before": starts_before},
+        limit,
+        cursor,
     )
-    rows = [EventException(**row) for row in page['rows']]
-    return ListCancelledOccurrencesResult(
-        event_exceptions=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListCancelledOccurrencesResult.of(page)
 
 
 def get_free_busy(
     db: Database,
-    emails: Annotated[
-        list[str],
-        Field(
-            description="The people's emails (find_people)",
-            min_length=1,
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
-        ),
-    ],
+    emails: Annotated[list[str], field("The people's emails (find_people)", ref="people.email", min_length=1)],
     starts_after: Annotated[
         str,
-        Field(
-            description="Start of the window (ISO 8601, UTC)",
+        field(
+            "Start of the window (ISO 8601, UTC)",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-user-known": True},
         ),
     ],
     starts_before: Annotated[
         str,
-        Field(
-            description="End of the window (ISO 8601, UTC)",
+        field(
+            "End of the window (ISO 8601, UTC)",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-user-known": True},
         ),
     ],
-    min_minutes: Annotated[
-        int,
-        Field(
-            description="Shortest free gap worth listing (default 30)",
-            ge=5.0,
-            le=480.0,
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = 30,
+    min_minutes: Annotated[int, field("Shortest free gap worth listing (default 30)", ge=5.0, le=480.0)] = 30,
 ) -> GetFreeBusyResult:
     """When several people are busy in a window (their confirmed meetings, organized or accepted/pending,
     recurring series expanded) and the gaps of at least min_minutes when all of them are free. Use it to
     pick a time for schedule_meeting. The window is at most 31 days.
     """
     for value in emails or []:
-        db.require("people", "email", value, "emails")
+        db.require("people", value, "emails", column="email")
     args = {
         "emails": comma_joined(emails),
         "starts_after": starts_after,
         "starts_before": starts_before,
         "min_minutes": min_minutes,
-        "now": db.now,
-        "principal": db.principal,
     }
     if db.one("SELECT 1 WHERE julianday(:starts_before) <= julianday(:starts_after)", args):
-        db.reject(
-            "The window must end after it starts: {starts_before} is not after {starts_after}.".format_map(args),
-        )
+        db.reject("The window must end after it starts: {starts_before} is not after {starts_after}.", args)
     if db.one("SELECT 1 WHERE julianday(:starts_before) - julianday(:starts_after) > 31", args):
         db.reject("Ask for at most 31 days of free/busy at a time.")
-    outcome = handlers.get_free_busy(db, emails=emails, starts_after=starts_after, starts_before=starts_before, min_minutes=min_minutes)
+    outcome = handlers.get_free_busy(
+        db, emails=emails, starts_after=starts_after, starts_before=starts_before, min_minutes=min_minutes
+    )
     return GetFreeBusyResult.model_validate(outcome)
 
 
@@ -1130,56 +676,43 @@ def create_event(
     db: Database,
     calendar_id: Annotated[
         str,
-        Field(
-            description="Calendar id from list_calendars",
-            json_schema_extra={"x-envfarm-ref": "calendars.calendar_id", "x-envfarm-column": "events.calendar_id", "x-envfarm-user-known": False},
-        ),
+        field("Calendar id from list_calendars", ref="calendars.calendar_id", column="events.calendar_id", known=False),
     ],
-    title: Annotated[
-        str,
-        Field(
-            description="Meeting title",
-            json_schema_extra={"x-envfarm-column": "events.title", "x-envfarm-user-known": True},
-        ),
-    ],
+    title: Annotated[str, field("Meeting title", column="events.title")],
     starts_at: Annotated[
         str,
-        Field(
-            description="Start time (ISO 8601, UTC)",
+        field(
+            "Start time (ISO 8601, UTC)",
+            column="events.starts_at",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-column": "events.starts_at", "x-envfarm-user-known": True},
         ),
     ],
     ends_at: Annotated[
         str,
-        Field(
-            description="End time, after the start (ISO 8601, UTC)",
+        field(
+            "End time, after the start (ISO 8601, UTC)",
+            column="events.ends_at",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-column": "events.ends_at", "x-envfarm-user-known": True},
         ),
     ],
     room_id: Annotated[
         str | None,
-        Field(
-            description="Room id from find_rooms; omit for a meeting without a room",
-            json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-column": "events.room_id", "x-envfarm-user-known": False},
+        field(
+            "Room id from find_rooms; omit for a meeting without a room",
+            ref="rooms.room_id",
+            column="events.room_id",
+            known=False,
         ),
     ] = None,
-    description: Annotated[
-        str | None,
-        Field(
-            description="Agenda or notes",
-            json_schema_extra={"x-envfarm-column": "events.description", "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    description: Annotated[str | None, field("Agenda or notes", column="events.description", known=False)] = None,
 ) -> Event:
     """Create a meeting on a calendar, optionally in a room. The calendar must be your own or a team
     calendar; you are the organizer; invite people afterwards with invite_attendee (or use
     schedule_meeting to do both).
     """
-    db.require("calendars", "calendar_id", calendar_id, "calendar_id")
+    db.require("calendars", calendar_id)
     if room_id is not None:
-        db.require("rooms", "room_id", room_id, "room_id")
+        db.require("rooms", room_id)
     new_id = db.next_id("events")
     args = {
         "calendar_id": calendar_id,
@@ -1188,23 +721,19 @@ def create_event(
         "ends_at": ends_at,
         "room_id": room_id,
         "description": description,
-        "now": db.now,
-        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 WHERE julianday(:ends_at) <= julianday(:starts_at)", args):
-        db.reject("An event must end after it starts: {ends_at} is not after {starts_at}.".format_map(args))
+        db.reject("An event must end after it starts: {ends_at} is not after {starts_at}.", args)
     if db.one("SELECT 1 WHERE julianday(:starts_at) < julianday(:now)", args):
-        db.reject(
-            "Events can't be scheduled in the past: {starts_at} is before now ({now}).".format_map(args),
-        )
+        db.reject("Events can't be scheduled in the past: {starts_at} is before now ({now}).", args)
     if db.one(
-        "SELECT 1 FROM calendars WHERE calendar_id = :calendar_id AND kind = 'personal'"
-        " AND owner_email != :principal",
+        "SELECT 1 FROM calendars WHERE calendar_id = :calendar_id AND kind = 'personal' AND owner_email != :principal",
         args,
     ):
         db.reject(
-            "Calendar {calendar_id} is another person's personal calendar; put the event on your own calendar or a team calendar (list_calendars).".format_map(args),
+            "Calendar {calendar_id} is another person's personal calendar; put the event on your own calendar or a team calendar (list_calendars).",
+            args,
         )
     if db.one(
         "SELECT 1 FROM events WHERE room_id = :room_id AND status = 'confirmed'"
@@ -1213,7 +742,8 @@ def create_event(
         args,
     ):
         db.reject(
-            "Room {room_id} is already booked between {starts_at} and {ends_at}; pick another room or time (check_room_availability shows the conflicts).".format_map(args),
+            "Room {room_id} is already booked between {starts_at} and {ends_at}; pick another room or time (check_room_availability shows the conflicts).",
+            args,
         )
     row = db.insert(
         "events",
@@ -1236,54 +766,36 @@ def create_event(
 
 def schedule_meeting(
     db: Database,
-    title: Annotated[
-        str,
-        Field(description="Meeting title", json_schema_extra={"x-envfarm-user-known": True}),
-    ],
+    title: Annotated[str, field("Meeting title")],
     starts_at: Annotated[
         str,
-        Field(
-            description="Start time (ISO 8601, UTC)",
+        field(
+            "Start time (ISO 8601, UTC)",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-user-known": True},
         ),
     ],
     ends_at: Annotated[
         str,
-        Field(
-            description="End time, after the start (ISO 8601, UTC)",
+        field(
+            "End time, after the start (ISO 8601, UTC)",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-user-known": True},
         ),
     ],
-    attendee_emails: Annotated[
-        list[str],
-        Field(
-            description="Invitees' emails (find_people)",
-            min_length=1,
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
-        ),
-    ],
+    attendee_emails: Annotated[list[str], field("Invitees' emails (find_people)", ref="people.email", min_length=1)],
     room_id: Annotated[
         str | None,
-        Field(
-            description="Room id from find_rooms; omit for a meeting without a room",
-            json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-user-known": False},
-        ),
+        field("Room id from find_rooms; omit for a meeting without a room", ref="rooms.room_id", known=False),
     ] = None,
-    description: Annotated[
-        str | None,
-        Field(description="Agenda or notes", json_schema_extra={"x-envfarm-user-known": True}),
-    ] = None,
+    description: Annotated[str | None, field("Agenda or notes")] = None,
 ) -> Event:
     """Create a meeting on your own calendar, organized by you, and invite everyone in attendee_emails in
     one step (for example everyone on an email thread). The room, if given, must be free and seat you
     plus all attendees.
     """
     for value in attendee_emails or []:
-        db.require("people", "email", value, "attendee_emails")
+        db.require("people", value, "attendee_emails", column="email")
     if room_id is not None:
-        db.require("rooms", "room_id", room_id, "room_id")
+        db.require("rooms", room_id)
     args = {
         "title": title,
         "starts_at": starts_at,
@@ -1291,15 +803,11 @@ def schedule_meeting(
         "attendee_emails": comma_joined(attendee_emails),
         "room_id": room_id,
         "description": description,
-        "now": db.now,
-        "principal": db.principal,
     }
     if db.one("SELECT 1 WHERE julianday(:ends_at) <= julianday(:starts_at)", args):
-        db.reject("An event must end after it starts: {ends_at} is not after {starts_at}.".format_map(args))
+        db.reject("An event must end after it starts: {ends_at} is not after {starts_at}.", args)
     if db.one("SELECT 1 WHERE julianday(:starts_at) < julianday(:now)", args):
-        db.reject(
-            "Events can't be scheduled in the past: {starts_at} is before now ({now}).".format_map(args),
-        )
+        db.reject("Events can't be scheduled in the past: {starts_at} is before now ({now}).", args)
     if db.one(
         "SELECT 1 FROM events WHERE room_id = :room_id AND status = 'confirmed'"
         " AND julianday(starts_at) < julianday(:ends_at)"
@@ -1307,54 +815,47 @@ def schedule_meeting(
         args,
     ):
         db.reject(
-            "Room {room_id} is already booked between {starts_at} and {ends_at}; pick another room or time (check_room_availability shows the conflicts).".format_map(args),
+            "Room {room_id} is already booked between {starts_at} and {ends_at}; pick another room or time (check_room_availability shows the conflicts).",
+            args,
         )
-    outcome = handlers.schedule_meeting(db, title=title, starts_at=starts_at, ends_at=ends_at, attendee_emails=attendee_emails, room_id=room_id, description=description)
+    outcome = handlers.schedule_meeting(
+        db,
+        title=title,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        attendee_emails=attendee_emails,
+        room_id=room_id,
+        description=description,
+    )
     return Event.model_validate(outcome)
 
 
 def invite_attendee(
     db: Database,
     event_id: Annotated[
-        str,
-        Field(
-            description="Event id from search_events",
-            json_schema_extra={"x-envfarm-ref": "events.event_id", "x-envfarm-column": "invitations.event_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Event id from search_events", ref="events.event_id", column="invitations.event_id", known=False)
     ],
-    email: Annotated[
-        str,
-        Field(
-            description="Invitee's email (find_people)",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "invitations.email", "x-envfarm-user-known": True},
-        ),
-    ],
+    email: Annotated[str, field("Invitee's email (find_people)", ref="people.email", column="invitations.email")],
 ) -> Invitation:
     """Invite one more person to an existing event; their RSVP starts as pending. The event's room must
     still seat everyone who has not declined.
     """
-    db.require("events", "event_id", event_id, "event_id")
-    db.require("people", "email", email, "email")
+    db.require("events", event_id)
+    db.require("people", email, column="email")
     new_id = db.next_id("invitations")
-    args = {"event_id": event_id, "email": email, "now": db.now, "principal": db.principal, "id": new_id}
+    args = {"event_id": event_id, "email": email, "id": new_id}
     if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND status = 'cancelled'", args):
-        db.reject(
-            "Event {event_id} is cancelled; nobody can be invited to a cancelled event.".format_map(args),
-        )
+        db.reject("Event {event_id} is cancelled; nobody can be invited to a cancelled event.", args)
     if db.one(
         "SELECT 1 FROM events WHERE event_id = :event_id"
         " AND julianday(ends_at) < julianday(:now) AND recurrence IS NULL",
         args,
     ):
-        db.reject(
-            "Event {event_id} is already over; invite people to an upcoming event instead.".format_map(args),
-        )
+        db.reject("Event {event_id} is already over; invite people to an upcoming event instead.", args)
     if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND organizer_email = :email", args):
-        db.reject("{email} organizes event {event_id} and attends it without an invitation.".format_map(args))
+        db.reject("{email} organizes event {event_id} and attends it without an invitation.", args)
     if db.one("SELECT 1 FROM invitations WHERE event_id = :event_id AND email = :email", args):
-        db.reject(
-            "{email} is already invited to event {event_id}; list_invitations shows their RSVP.".format_map(args),
-        )
+        db.reject("{email} is already invited to event {event_id}; list_invitations shows their RSVP.", args)
     if db.one(
         "SELECT 1 FROM events e JOIN rooms r ON r.room_id = e.room_id"
         " WHERE e.event_id = :event_id AND (SELECT count(*) FROM invitations"
@@ -1362,7 +863,8 @@ def invite_attendee(
         args,
     ):
         db.reject(
-            "The room of event {event_id} is full; move the event to a bigger room with assign_room before inviting more people.".format_map(args),
+            "The room of event {event_id} is full; move the event to a bigger room with assign_room before inviting more people.",
+            args,
         )
     row = db.insert(
         "invitations",
@@ -1380,54 +882,40 @@ def respond_to_invitation(
     db: Database,
     invitation_id: Annotated[
         str,
-        Field(
-            description="Invitation id from list_invitations",
-            json_schema_extra={"x-envfarm-ref": "invitations.invitation_id", "x-envfarm-column": "invitations.invitation_id", "x-envfarm-user-known": False},
+        field(
+            "Invitation id from list_invitations",
+            ref="invitations.invitation_id",
+            column="invitations.invitation_id",
+            known=False,
         ),
     ],
     response: Annotated[
-        Literal["accepted", "declined", "tentative"],
-        Field(
-            description="The answer",
-            json_schema_extra={"x-envfarm-column": "invitations.response", "x-envfarm-user-known": True},
-        ),
+        Literal["accepted", "declined", "tentative"], field("The answer", column="invitations.response")
     ],
 ) -> Invitation:
     """Answer one of your invitations (accepted, declined or tentative) to an upcoming event."""
-    current = db.require("invitations", "invitation_id", invitation_id, "invitation_id")
+    current = db.require("invitations", invitation_id)
     args = {
         "invitation_id": invitation_id,
         "response": response,
-        "now": db.now,
-        "principal": db.principal,
         "id": current["invitation_id"],
         "set_responded_at": db.now,
     }
-    if db.one(
-        "SELECT 1 FROM invitations WHERE invitation_id = :invitation_id"
-        " AND email != :principal",
-        args,
-    ):
-        db.reject(
-            "Invitation {invitation_id} is someone else's; you can only answer your own invitations.".format_map(args),
-        )
+    if db.one("SELECT 1 FROM invitations WHERE invitation_id = :invitation_id AND email != :principal", args):
+        db.reject("Invitation {invitation_id} is someone else's; you can only answer your own invitations.", args)
     if db.one(
         "SELECT 1 FROM invitations i JOIN events e ON e.event_id = i.event_id"
         " WHERE i.invitation_id = :invitation_id AND e.status = 'cancelled'",
         args,
     ):
-        db.reject(
-            "The event of invitation {invitation_id} was cancelled; there is nothing to respond to.".format_map(args),
-        )
+        db.reject("The event of invitation {invitation_id} was cancelled; there is nothing to respond to.", args)
     if db.one(
         "SELECT 1 FROM invitations i JOIN events e ON e.event_id = i.event_id"
         " WHERE i.invitation_id = :invitation_id"
         " AND julianday(e.ends_at) < julianday(:now) AND e.recurrence IS NULL",
         args,
     ):
-        db.reject(
-            "The event of invitation {invitation_id} is already over; RSVPs can't change afterwards.".format_map(args),
-        )
+        db.reject("The event of invitation {invitation_id} is already over; RSVPs can't change afterwards.", args)
     row = db.returning(
         "UPDATE invitations SET responded_at = :set_responded_at, response = :response"
         " WHERE invitation_id = :id RETURNING *",
@@ -1439,57 +927,41 @@ def respond_to_invitation(
 def reschedule_event(
     db: Database,
     event_id: Annotated[
-        str,
-        Field(
-            description="Event id from search_events",
-            json_schema_extra={"x-envfarm-ref": "events.event_id", "x-envfarm-column": "events.event_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Event id from search_events", ref="events.event_id", column="events.event_id", known=False)
     ],
     starts_at: Annotated[
         str,
-        Field(
-            description="New start time (ISO 8601, UTC)",
+        field(
+            "New start time (ISO 8601, UTC)",
+            column="events.starts_at",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-column": "events.starts_at", "x-envfarm-user-known": True},
         ),
     ],
     ends_at: Annotated[
         str,
-        Field(
-            description="New end time, after the start (ISO 8601, UTC)",
+        field(
+            "New end time, after the start (ISO 8601, UTC)",
+            column="events.ends_at",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-column": "events.ends_at", "x-envfarm-user-known": True},
         ),
     ],
 ) -> Event:
     """Move a confirmed upcoming event to new start and end times. The event keeps its room, so the room
     must be free at the new time (otherwise change the room with assign_room first).
     """
-    current = db.require("events", "event_id", event_id, "event_id")
-    args = {
-        "event_id": event_id,
-        "starts_at": starts_at,
-        "ends_at": ends_at,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["event_id"],
-    }
-    if db.one(
-        "SELECT 1 FROM events WHERE event_id = :event_id"
-        " AND organizer_email != :principal",
-        args,
-    ):
+    current = db.require("events", event_id)
+    args = {"event_id": event_id, "starts_at": starts_at, "ends_at": ends_at, "id": current["event_id"]}
+    if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND organizer_email != :principal", args):
         db.reject(
-            "Only the organizer of event {event_id} can change it (get_event shows who); ask them, or decline your invitation.".format_map(args),
+            "Only the organizer of event {event_id} can change it (get_event shows who); ask them, or decline your invitation.",
+            args,
         )
     if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND status = 'cancelled'", args):
-        db.reject(
-            "Event {event_id} is cancelled and can't be rescheduled; create a new event instead.".format_map(args),
-        )
+        db.reject("Event {event_id} is cancelled and can't be rescheduled; create a new event instead.", args)
     if db.one("SELECT 1 WHERE julianday(:ends_at) <= julianday(:starts_at)", args):
-        db.reject("An event must end after it starts: {ends_at} is not after {starts_at}.".format_map(args))
+        db.reject("An event must end after it starts: {ends_at} is not after {starts_at}.", args)
     if db.one("SELECT 1 WHERE julianday(:starts_at) < julianday(:now)", args):
-        db.reject("Events can't be moved into the past: {starts_at} is before now ({now}).".format_map(args))
+        db.reject("Events can't be moved into the past: {starts_at} is before now ({now}).", args)
     if db.one(
         "SELECT 1 FROM events me JOIN events e ON e.room_id = me.room_id"
         " AND e.event_id != me.event_id WHERE me.event_id = :event_id"
@@ -1498,12 +970,11 @@ def reschedule_event(
         args,
     ):
         db.reject(
-            "The room of event {event_id} is already booked between {starts_at} and {ends_at}; choose another time, or move the event to a free room with assign_room first.".format_map(args),
+            "The room of event {event_id} is already booked between {starts_at} and {ends_at}; choose another time, or move the event to a free room with assign_room first.",
+            args,
         )
     row = db.returning(
-        "UPDATE events SET starts_at = :starts_at, ends_at = :ends_at"
-        " WHERE event_id = :id RETURNING *",
-        args,
+        "UPDATE events SET starts_at = :starts_at, ends_at = :ends_at WHERE event_id = :id RETURNING *", args
     )
     return Event(**row)
 
@@ -1511,56 +982,34 @@ def reschedule_event(
 def assign_room(
     db: Database,
     event_id: Annotated[
-        str,
-        Field(
-            description="Event id from search_events",
-            json_schema_extra={"x-envfarm-ref": "events.event_id", "x-envfarm-column": "events.event_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Event id from search_events", ref="events.event_id", column="events.event_id", known=False)
     ],
     room_id: Annotated[
-        str,
-        Field(
-            description="Room id from find_rooms",
-            json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-column": "events.room_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Room id from find_rooms", ref="rooms.room_id", column="events.room_id", known=False)
     ],
 ) -> Event:
     """Book a room for a confirmed upcoming event, or move it to another room. The room must be free for
     the event's times and seat the organizer plus every invitee who has not declined.
     """
-    current = db.require("events", "event_id", event_id, "event_id")
-    db.require("rooms", "room_id", room_id, "room_id")
-    args = {
-        "event_id": event_id,
-        "room_id": room_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["event_id"],
-    }
-    if db.one(
-        "SELECT 1 FROM events WHERE event_id = :event_id"
-        " AND organizer_email != :principal",
-        args,
-    ):
+    current = db.require("events", event_id)
+    db.require("rooms", room_id)
+    args = {"event_id": event_id, "room_id": room_id, "id": current["event_id"]}
+    if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND organizer_email != :principal", args):
         db.reject(
-            "Only the organizer of event {event_id} can change it (get_event shows who); ask them, or decline your invitation.".format_map(args),
+            "Only the organizer of event {event_id} can change it (get_event shows who); ask them, or decline your invitation.",
+            args,
         )
     if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND status = 'cancelled'", args):
-        db.reject("Event {event_id} is cancelled; it needs no room.".format_map(args))
+        db.reject("Event {event_id} is cancelled; it needs no room.", args)
     if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND recurrence IS NOT NULL", args):
         db.reject(
-            "Event {event_id} is a recurring series; series meet without a booked room (book a room for a single meeting instead).".format_map(args),
+            "Event {event_id} is a recurring series; series meet without a booked room (book a room for a single meeting instead).",
+            args,
         )
-    if db.one(
-        "SELECT 1 FROM events WHERE event_id = :event_id"
-        " AND julianday(ends_at) < julianday(:now)",
-        args,
-    ):
-        db.reject(
-            "Event {event_id} is already over; rooms are booked for upcoming events only.".format_map(args),
-        )
+    if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND julianday(ends_at) < julianday(:now)", args):
+        db.reject("Event {event_id} is already over; rooms are booked for upcoming events only.", args)
     if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND room_id = :room_id", args):
-        db.reject("Event {event_id} is already in room {room_id}.".format_map(args))
+        db.reject("Event {event_id} is already in room {room_id}.", args)
     if db.one(
         "SELECT 1 FROM events me JOIN events e ON e.room_id = :room_id"
         " AND e.event_id != me.event_id WHERE me.event_id = :event_id"
@@ -1569,7 +1018,8 @@ def assign_room(
         args,
     ):
         db.reject(
-            "Room {room_id} is already booked during event {event_id}; check_room_availability shows the conflicts, find_rooms lists other rooms.".format_map(args),
+            "Room {room_id} is already booked during event {event_id}; check_room_availability shows the conflicts, find_rooms lists other rooms.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM rooms r WHERE r.room_id = :room_id"
@@ -1578,61 +1028,43 @@ def assign_room(
         args,
     ):
         db.reject(
-            "Room {room_id} is too small for event {event_id} (organizer plus invitees who have not declined); find_rooms with min_capacity lists bigger rooms.".format_map(args),
+            "Room {room_id} is too small for event {event_id} (organizer plus invitees who have not declined); find_rooms with min_capacity lists bigger rooms.",
+            args,
         )
-    row = db.returning(
-        "UPDATE events SET room_id = :room_id"
-        " WHERE event_id = :id RETURNING *",
-        args,
-    )
+    row = db.returning("UPDATE events SET room_id = :room_id WHERE event_id = :id RETURNING *", args)
     return Event(**row)
 
 
 def cancel_event(
     db: Database,
     event_id: Annotated[
-        str,
-        Field(
-            description="Event id from search_events",
-            json_schema_extra={"x-envfarm-ref": "events.event_id", "x-envfarm-column": "events.event_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Event id from search_events", ref="events.event_id", column="events.event_id", known=False)
     ],
-    cancel_reason: Annotated[
-        str,
-        Field(
-            description="Why the meeting is cancelled",
-            json_schema_extra={"x-envfarm-column": "events.cancel_reason", "x-envfarm-user-known": True},
-        ),
-    ],
+    cancel_reason: Annotated[str, field("Why the meeting is cancelled", column="events.cancel_reason")],
 ) -> Event:
     """Cancel an upcoming event. Only its organizer may cancel it; invitees should decline their invitation
     with respond_to_invitation instead. The room becomes free.
     """
-    current = db.require("events", "event_id", event_id, "event_id")
+    current = db.require("events", event_id)
     args = {
         "event_id": event_id,
         "cancel_reason": cancel_reason,
-        "now": db.now,
-        "principal": db.principal,
         "id": current["event_id"],
         "set_status": "cancelled",
         "set_cancelled_by": db.principal,
     }
     if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND status = 'cancelled'", args):
-        db.reject("Event {event_id} is already cancelled.".format_map(args))
+        db.reject("Event {event_id} is already cancelled.", args)
     if db.one(
         "SELECT 1 FROM events WHERE event_id = :event_id"
         " AND julianday(ends_at) < julianday(:now) AND recurrence IS NULL",
         args,
     ):
-        db.reject("Event {event_id} already took place and can't be cancelled.".format_map(args))
-    if db.one(
-        "SELECT 1 FROM events WHERE event_id = :event_id"
-        " AND organizer_email != :principal",
-        args,
-    ):
+        db.reject("Event {event_id} already took place and can't be cancelled.", args)
+    if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND organizer_email != :principal", args):
         db.reject(
-            "Only the organizer can cancel event {event_id}, and you are not its organizer (get_event shows who is); decline your invitation with respond_to_invitation instead.".format_map(args),
+            "Only the organizer can cancel event {event_id}, and you are not its organizer (get_event shows who is); decline your invitation with respond_to_invitation instead.",
+            args,
         )
     row = db.returning(
         "UPDATE events SET status = :set_status, cancelled_by = :set_cancelled_by, cancel_reason = :cancel_reason"
@@ -1646,36 +1078,32 @@ def remove_attendee(
     db: Database,
     invitation_id: Annotated[
         str,
-        Field(
-            description="Invitation id from list_invitations",
-            json_schema_extra={"x-envfarm-ref": "invitations.invitation_id", "x-envfarm-column": "invitations.invitation_id", "x-envfarm-user-known": False},
+        field(
+            "Invitation id from list_invitations",
+            ref="invitations.invitation_id",
+            column="invitations.invitation_id",
+            known=False,
         ),
     ],
 ) -> Invitation:
     """Take an invitee off an upcoming event you organize by deleting their invitation."""
-    current = db.require("invitations", "invitation_id", invitation_id, "invitation_id")
-    args = {
-        "invitation_id": invitation_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["invitation_id"],
-    }
+    current = db.require("invitations", invitation_id)
+    args = {"invitation_id": invitation_id, "id": current["invitation_id"]}
     if db.one(
         "SELECT 1 FROM invitations i JOIN events e ON e.event_id = i.event_id"
         " WHERE i.invitation_id = :invitation_id"
         " AND julianday(e.ends_at) < julianday(:now) AND e.recurrence IS NULL",
         args,
     ):
-        db.reject(
-            "The event of invitation {invitation_id} is already over; its attendee list is history.".format_map(args),
-        )
+        db.reject("The event of invitation {invitation_id} is already over; its attendee list is history.", args)
     if db.one(
         "SELECT 1 FROM invitations i JOIN events e ON e.event_id = i.event_id"
         " WHERE i.invitation_id = :invitation_id AND e.organizer_email != :principal",
         args,
     ):
         db.reject(
-            "Only the organizer of the event of invitation {invitation_id} can take invitees off it; to leave the meeting yourself, decline your invitation with respond_to_invitation.".format_map(args),
+            "Only the organizer of the event of invitation {invitation_id} can take invitees off it; to leave the meeting yourself, decline your invitation with respond_to_invitation.",
+            args,
         )
     db.execute("DELETE FROM invitations WHERE invitation_id = :id", args)
     return Invitation(**current)

@@ -50,8 +50,8 @@ def create_rental(
     db: Database, driver_id: str, vehicle_id: str, dropoff_branch_id: str, pickup_at: str, return_due_at: str
 ) -> dict[str, Any]:
     """Reserve the car from its current branch at its class's daily rate."""
-    vehicle = db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
-    vehicle_class = db.require("vehicle_classes", "class_id", vehicle["class_id"], "class_id")
+    vehicle = db.require("vehicles", vehicle_id)
+    vehicle_class = db.require("vehicle_classes", vehicle["class_id"])
     rental_id = db.next_id("rentals")
     db.insert(
         "rentals",
@@ -68,14 +68,14 @@ def create_rental(
             "status": "reserved",
         },
     )
-    return db.require("rentals", "rental_id", rental_id, "rental_id")
+    return db.require("rentals", rental_id)
 
 
 def return_vehicle(
     db: Database, rental_id: str, return_branch_id: str, odometer_km: int, fuel_full: bool
 ) -> dict[str, Any]:
     """Bill the rental up to now and put the car back in service at the return branch."""
-    rental = db.require("rentals", "rental_id", rental_id, "rental_id")
+    rental = db.require("rentals", rental_id)
     days = rental_days(db, rental["pickup_at"], db.now)
     per_day = db.scalar(
         "SELECT COALESCE(sum(quantity * daily_price), 0) FROM rental_extras WHERE rental_id = ?", (rental_id,)

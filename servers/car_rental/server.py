@@ -59,7 +59,7 @@ DEFINITION = ServerDefinition(
         kind="staff",
         description="a counter agent of the car rental company",
         default="Counter agent: Chris Almeida",
-        values=("Counter agent: Chris Almeida", "Counter agent: Dana Kruger",),
+        values=("Counter agent: Chris Almeida", "Counter agent: Dana Kruger"),
         customers="a driver gives their full name and date of birth (and licence number at pickup); match them before acting on a rental",
     ),
 )

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from envfarm.servers.runtime.database import Database
+from envfarm.servers.runtime import Cursor, Database, Limit, Page, field
 
 from . import handlers
 
@@ -22,284 +22,117 @@ DamageReportStatus = Literal["open", "repaired"]
 class Branch(BaseModel):
     """A rental branch. A row of `branches`."""
 
-    branch_id: str = Field(
-        description="Internal branch id",
-        json_schema_extra={"x-envfarm-ref": "branches.branch_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(
-        description="Branch name, e.g. Lisbon Airport",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    city: str = Field(description="City", json_schema_extra={"x-envfarm-user-known": True})
-    kind: BranchKind = Field(
-        description="Airport or downtown branch",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    address: str = Field(description="Address", json_schema_extra={"x-envfarm-user-known": True})
-    opening_hours: str = Field(
-        description="Opening hours, e.g. 07:30-20:00",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    allows_one_way_dropoff: bool = Field(
-        description="Whether cars rented elsewhere may be returned here",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    branch_id: str = field("Internal branch id", ref="branches.branch_id", known=False)
+    name: str = field("Branch name, e.g. Lisbon Airport")
+    city: str = field("City")
+    kind: BranchKind = field("Airport or downtown branch")
+    address: str = field("Address")
+    opening_hours: str = field("Opening hours, e.g. 07:30-20:00")
+    allows_one_way_dropoff: bool = field("Whether cars rented elsewhere may be returned here", known=False)
 
 
 class VehicleClass(BaseModel):
     """A class of vehicle with its daily rate and driver age limit. A row of `vehicle_classes`."""
 
-    class_id: str = Field(
-        description="Internal class id",
-        json_schema_extra={"x-envfarm-ref": "vehicle_classes.class_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(
-        description="Class name, e.g. Compact",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    seats: int = Field(description="Seats", json_schema_extra={"x-envfarm-user-known": True})
-    daily_rate: float = Field(
-        description="Price in USD per 24-hour day",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    min_driver_age: int = Field(
-        description="Youngest driver allowed for this class",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    deposit: float = Field(
-        description="Deposit held on the card in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    example_models: str = Field(
-        description="Typical models of the class",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    class_id: str = field("Internal class id", ref="vehicle_classes.class_id", known=False)
+    name: str = field("Class name, e.g. Compact")
+    seats: int = field("Seats")
+    daily_rate: float = field("Price in USD per 24-hour day")
+    min_driver_age: int = field("Youngest driver allowed for this class")
+    deposit: float = field("Deposit held on the card in USD")
+    example_models: str = field("Typical models of the class")
 
 
 class Vehicle(BaseModel):
     """A car of the fleet. A row of `vehicles`."""
 
-    vehicle_id: str = Field(
-        description="Internal vehicle id",
-        json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-user-known": False},
-    )
-    plate: str = Field(
-        description="Licence plate, e.g. KM-482-TX",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    make: str = Field(description="Manufacturer", json_schema_extra={"x-envfarm-user-known": True})
-    model: str = Field(description="Model", json_schema_extra={"x-envfarm-user-known": True})
-    year: int = Field(description="Model year", json_schema_extra={"x-envfarm-user-known": True})
-    class_id: str = Field(
-        description="Vehicle class",
-        json_schema_extra={"x-envfarm-ref": "vehicle_classes.class_id", "x-envfarm-user-known": False},
-    )
-    branch_id: str = Field(
-        description="Branch where the car is (or will be returned to)",
-        json_schema_extra={"x-envfarm-ref": "branches.branch_id", "x-envfarm-user-known": False},
-    )
-    odometer_km: int = Field(
-        description="Odometer reading in km",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    fuel_type: VehicleFuelType = Field(
-        description="Fuel type",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: VehicleStatus = Field(
-        description="Fleet status",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    vehicle_id: str = field("Internal vehicle id", ref="vehicles.vehicle_id", known=False)
+    plate: str = field("Licence plate, e.g. KM-482-TX")
+    make: str = field("Manufacturer")
+    model: str = field("Model")
+    year: int = field("Model year")
+    class_id: str = field("Vehicle class", ref="vehicle_classes.class_id", known=False)
+    branch_id: str = field("Branch where the car is (or will be returned to)", ref="branches.branch_id", known=False)
+    odometer_km: int = field("Odometer reading in km")
+    fuel_type: VehicleFuelType = field("Fuel type")
+    status: VehicleStatus = field("Fleet status", known=False)
 
 
 class Driver(BaseModel):
     """A customer who drives rented cars. A row of `drivers`."""
 
-    driver_id: str = Field(
-        description="Internal driver id",
-        json_schema_extra={"x-envfarm-ref": "drivers.driver_id", "x-envfarm-user-known": False},
-    )
-    full_name: str = Field(
-        description="First and last name",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    email: str = Field(description="Contact email", json_schema_extra={"x-envfarm-user-known": True})
-    phone: str = Field(description="Contact phone number", json_schema_extra={"x-envfarm-user-known": True})
-    date_of_birth: str = Field(
-        description="Date of birth (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    license_number: str = Field(
-        description="Driving licence number",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    license_country: str = Field(
-        description="Country that issued the licence",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    license_expires_on: str = Field(
-        description="Licence expiry date (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    driver_id: str = field("Internal driver id", ref="drivers.driver_id", known=False)
+    full_name: str = field("First and last name")
+    email: str = field("Contact email")
+    phone: str = field("Contact phone number")
+    date_of_birth: str = field("Date of birth (YYYY-MM-DD)")
+    license_number: str = field("Driving licence number")
+    license_country: str = field("Country that issued the licence")
+    license_expires_on: str = field("Licence expiry date (YYYY-MM-DD)")
 
 
 class Extra(BaseModel):
     """An extra that can be added to a rental. A row of `extras`."""
 
-    extra_id: str = Field(
-        description="Internal extra id",
-        json_schema_extra={"x-envfarm-ref": "extras.extra_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(description="Extra, e.g. Child seat", json_schema_extra={"x-envfarm-user-known": True})
-    daily_price: float = Field(
-        description="Price in USD per rental day",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    max_per_rental: int = Field(
-        description="Most units on one rental",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    extra_id: str = field("Internal extra id", ref="extras.extra_id", known=False)
+    name: str = field("Extra, e.g. Child seat")
+    daily_price: float = field("Price in USD per rental day")
+    max_per_rental: int = field("Most units on one rental", known=False)
 
 
 class Rental(BaseModel):
     """A rental from reservation to return. A row of `rentals`."""
 
-    rental_id: str = Field(
-        description="Internal rental id",
-        json_schema_extra={"x-envfarm-ref": "rentals.rental_id", "x-envfarm-user-known": False},
-    )
-    confirmation_code: str = Field(
-        description="Confirmation code given to the driver, e.g. RA03571",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    driver_id: str = Field(
-        description="The driver",
-        json_schema_extra={"x-envfarm-ref": "drivers.driver_id", "x-envfarm-user-known": False},
-    )
-    vehicle_id: str = Field(
-        description="The car",
-        json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-user-known": False},
-    )
-    pickup_branch_id: str = Field(
-        description="Branch where the car is picked up",
-        json_schema_extra={"x-envfarm-ref": "branches.branch_id", "x-envfarm-user-known": False},
-    )
-    dropoff_branch_id: str = Field(
-        description="Branch where it is to be returned",
-        json_schema_extra={"x-envfarm-ref": "branches.branch_id", "x-envfarm-user-known": False},
-    )
-    pickup_at: str = Field(
-        description="Pickup time (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    return_due_at: str = Field(
-        description="Agreed return time (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    daily_rate: float = Field(
-        description="Price in USD per 24-hour day",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: RentalStatus = Field(
-        description="Rental status",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    odometer_out: int | None = Field(
-        description="Odometer at pickup in km",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    returned_at: str | None = Field(
-        description="When the car came back (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    return_branch_id: str | None = Field(
-        description="Branch where it was returned",
-        json_schema_extra={"x-envfarm-ref": "branches.branch_id", "x-envfarm-user-known": False},
-    )
-    odometer_in: int | None = Field(
-        description="Odometer at return in km",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    total_charged: float | None = Field(
-        description="Final bill in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    rental_id: str = field("Internal rental id", ref="rentals.rental_id", known=False)
+    confirmation_code: str = field("Confirmation code given to the driver, e.g. RA03571")
+    driver_id: str = field("The driver", ref="drivers.driver_id", known=False)
+    vehicle_id: str = field("The car", ref="vehicles.vehicle_id", known=False)
+    pickup_branch_id: str = field("Branch where the car is picked up", ref="branches.branch_id", known=False)
+    dropoff_branch_id: str = field("Branch where it is to be returned", ref="branches.branch_id", known=False)
+    pickup_at: str = field("Pickup time (ISO 8601, UTC)")
+    return_due_at: str = field("Agreed return time (ISO 8601, UTC)")
+    daily_rate: float = field("Price in USD per 24-hour day")
+    status: RentalStatus = field("Rental status", known=False)
+    odometer_out: int | None = field("Odometer at pickup in km", known=False)
+    returned_at: str | None = field("When the car came back (ISO 8601, UTC)")
+    return_branch_id: str | None = field("Branch where it was returned", ref="branches.branch_id", known=False)
+    odometer_in: int | None = field("Odometer at return in km", known=False)
+    total_charged: float | None = field("Final bill in USD")
 
 
 class RentalExtra(BaseModel):
     """An extra booked on a rental. A row of `rental_extras`."""
 
-    line_id: str = Field(
-        description="Internal line id",
-        json_schema_extra={"x-envfarm-ref": "rental_extras.line_id", "x-envfarm-user-known": False},
-    )
-    rental_id: str = Field(
-        description="The rental",
-        json_schema_extra={"x-envfarm-ref": "rentals.rental_id", "x-envfarm-user-known": False},
-    )
-    extra_id: str = Field(
-        description="The extra",
-        json_schema_extra={"x-envfarm-ref": "extras.extra_id", "x-envfarm-user-known": False},
-    )
-    quantity: int = Field(description="Units", json_schema_extra={"x-envfarm-user-known": True})
-    daily_price: float = Field(
-        description="Price in USD per unit and day",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    line_id: str = field("Internal line id", ref="rental_extras.line_id", known=False)
+    rental_id: str = field("The rental", ref="rentals.rental_id", known=False)
+    extra_id: str = field("The extra", ref="extras.extra_id", known=False)
+    quantity: int = field("Units")
+    daily_price: float = field("Price in USD per unit and day")
 
 
 class DamageReport(BaseModel):
     """Damage found on a car. A row of `damage_reports`."""
 
-    report_id: str = Field(
-        description="Internal report id",
-        json_schema_extra={"x-envfarm-ref": "damage_reports.report_id", "x-envfarm-user-known": False},
-    )
-    vehicle_id: str = Field(
-        description="The damaged car",
-        json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-user-known": False},
-    )
-    rental_id: str | None = Field(
-        description="Rental during which it was found, if any",
-        json_schema_extra={"x-envfarm-ref": "rentals.rental_id", "x-envfarm-user-known": False},
-    )
-    reported_at: str = Field(
-        description="When it was reported (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    severity: DamageReportSeverity = Field(
-        description="How bad it is",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    description: str = Field(description="What is damaged", json_schema_extra={"x-envfarm-user-known": True})
-    estimated_cost: float = Field(
-        description="Repair estimate in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: DamageReportStatus = Field(
-        description="Repair status",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    report_id: str = field("Internal report id", ref="damage_reports.report_id", known=False)
+    vehicle_id: str = field("The damaged car", ref="vehicles.vehicle_id", known=False)
+    rental_id: str | None = field("Rental during which it was found, if any", ref="rentals.rental_id", known=False)
+    reported_at: str = field("When it was reported (ISO 8601, UTC)")
+    severity: DamageReportSeverity = field("How bad it is")
+    description: str = field("What is damaged")
+    estimated_cost: float = field("Repair estimate in USD")
+    status: DamageReportStatus = field("Repair status", known=False)
 
 
-class ListBranchesResult(BaseModel):
+class ListBranchesResult(Page):
     """What `list_branches` found: one page of the matching rows."""
 
-    branches: list[Branch] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    branches: list[Branch] = Page.rows()
 
 
-class ListVehicleClassesResult(BaseModel):
+class ListVehicleClassesResult(Page):
     """What `list_vehicle_classes` found: one page of the matching rows."""
 
-    vehicle_classes: list[VehicleClass] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    vehicle_classes: list[VehicleClass] = Page.rows()
 
 
 class SearchAvailableVehiclesResult(BaseModel):
@@ -310,44 +143,28 @@ class SearchAvailableVehiclesResult(BaseModel):
     classes: list[VehicleClass] = Field(description="Their classes, with daily rates and age limits")
 
 
-class FindDriverResult(BaseModel):
+class FindDriverResult(Page):
     """What `find_driver` found: one page of the matching rows."""
 
-    drivers: list[Driver] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    drivers: list[Driver] = Page.rows()
 
 
-class FindRentalResult(BaseModel):
+class FindRentalResult(Page):
     """What `find_rental` found: one page of the matching rows."""
 
-    rentals: list[Rental] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    rentals: list[Rental] = Page.rows()
 
 
-class ListExtrasResult(BaseModel):
+class ListExtrasResult(Page):
     """What `list_extras` found: one page of the matching rows."""
 
-    extras: list[Extra] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    extras: list[Extra] = Page.rows()
 
 
-class ListRentalExtrasResult(BaseModel):
+class ListRentalExtrasResult(Page):
     """What `list_rental_extras` found: one page of the matching rows."""
 
-    rental_extras: list[RentalExtra] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    rental_extras: list[RentalExtra] = Page.rows()
 
 
 class ReturnVehicleResult(BaseModel):
@@ -363,65 +180,32 @@ class ReturnVehicleResult(BaseModel):
     km_driven: int = Field(description="Distance driven in km")
 
 
-class ListDamageReportsResult(BaseModel):
+class ListDamageReportsResult(Page):
     """What `list_damage_reports` found: one page of the matching rows."""
 
-    damage_reports: list[DamageReport] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    damage_reports: list[DamageReport] = Page.rows()
 
 
-class ListVehiclesResult(BaseModel):
+class ListVehiclesResult(Page):
     """What `list_vehicles` found: one page of the matching rows."""
 
-    vehicles: list[Vehicle] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    vehicles: list[Vehicle] = Page.rows()
 
 
 def list_branches(
     db: Database,
-    city: Annotated[
-        str | None,
-        Field(
-            description="City name",
-            json_schema_extra={"x-envfarm-column": "branches.city", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    kind: Annotated[
-        BranchKind | None,
-        Field(
-            description="Airport or downtown",
-            json_schema_extra={"x-envfarm-column": "branches.kind", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    city: Annotated[str | None, field("City name", column="branches.city")] = None,
+    kind: Annotated[BranchKind | None, field("Airport or downtown", column="branches.kind")] = None,
     allows_one_way_dropoff: Annotated[
         bool | None,
-        Field(
-            description="Only branches that accept (true) or refuse (false) one-way returns",
-            json_schema_extra={"x-envfarm-column": "branches.allows_one_way_dropoff", "x-envfarm-user-known": False},
+        field(
+            "Only branches that accept (true) or refuse (false) one-way returns",
+            column="branches.allows_one_way_dropoff",
+            known=False,
         ),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListBranchesResult:
     """List branches by city or kind, with opening hours and whether they accept one-way returns.
 
@@ -429,182 +213,93 @@ def list_branches(
     rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
     the next page.
     """
-    args = {
-        "city": city,
-        "kind": kind,
-        "allows_one_way_dropoff": allows_one_way_dropoff,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM branches"
         " WHERE (:city IS NULL OR city = :city)"
         " AND (:kind IS NULL OR kind = :kind)"
         " AND (:allows_one_way_dropoff IS NULL OR allows_one_way_dropoff = :allows_one_way_dropoff)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"city": city, "kind": kind, "allows_one_way_dropoff": allows_one_way_dropoff},
+        limit,
+        cursor,
     )
-    rows = [Branch(**row) for row in page['rows']]
-    return ListBranchesResult(
-        branches=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListBranchesResult.of(page)
 
 
 def list_vehicle_classes(
     db: Database,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the class name",
-            json_schema_extra={"x-envfarm-column": "vehicle_classes.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    name: Annotated[str | None, field("Part of the class name", column="vehicle_classes.name")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListVehicleClassesResult:
     """List vehicle classes with seats, daily rates, deposits, minimum driver age and typical models.
 
     Matching: name contains (case-insensitive). Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    args = {"name": name, "now": db.now, "principal": db.principal}
     page = db.page(
-        "SELECT * FROM vehicle_classes"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY rowid",
-        args, limit, cursor,
+        "SELECT * FROM vehicle_classes WHERE (:name IS NULL OR contains(name, :name)) ORDER BY rowid",
+        {"name": name},
+        limit,
+        cursor,
     )
-    rows = [VehicleClass(**row) for row in page['rows']]
-    return ListVehicleClassesResult(
-        vehicle_classes=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListVehicleClassesResult.of(page)
 
 
 def search_available_vehicles(
     db: Database,
-    branch_id: Annotated[
-        str,
-        Field(
-            description="Pickup branch id from list_branches",
-            json_schema_extra={"x-envfarm-ref": "branches.branch_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    branch_id: Annotated[str, field("Pickup branch id from list_branches", ref="branches.branch_id", known=False)],
     pickup_at: Annotated[
         str,
-        Field(
-            description="Pickup time (ISO 8601, UTC)",
+        field(
+            "Pickup time (ISO 8601, UTC)",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-user-known": True},
         ),
     ],
     return_due_at: Annotated[
         str,
-        Field(
-            description="Return time (ISO 8601, UTC)",
+        field(
+            "Return time (ISO 8601, UTC)",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-user-known": True},
         ),
     ],
     class_id: Annotated[
-        str | None,
-        Field(
-            description="Only this class (id from list_vehicle_classes)",
-            json_schema_extra={"x-envfarm-ref": "vehicle_classes.class_id", "x-envfarm-user-known": False},
-        ),
+        str | None, field("Only this class (id from list_vehicle_classes)", ref="vehicle_classes.class_id", known=False)
     ] = None,
 ) -> SearchAvailableVehiclesResult:
     """Cars at a branch that are free for the whole period (no other reservation or rental overlaps it and
     they are not in maintenance or retired), optionally of one class.
     """
-    db.require("branches", "branch_id", branch_id, "branch_id")
+    db.require("branches", branch_id)
     if class_id is not None:
-        db.require("vehicle_classes", "class_id", class_id, "class_id")
-    args = {
-        "branch_id": branch_id,
-        "pickup_at": pickup_at,
-        "return_due_at": return_due_at,
-        "class_id": class_id,
-        "now": db.now,
-        "principal": db.principal,
-    }
+        db.require("vehicle_classes", class_id)
+    args = {"branch_id": branch_id, "pickup_at": pickup_at, "return_due_at": return_due_at, "class_id": class_id}
     if db.one("SELECT 1 WHERE julianday(:return_due_at) <= julianday(:pickup_at)", args):
-        db.reject(
-            "The return time {return_due_at} must be after the pickup time {pickup_at}.".format_map(args),
-        )
+        db.reject("The return time {return_due_at} must be after the pickup time {pickup_at}.", args)
     if db.one("SELECT 1 WHERE julianday(:pickup_at) < julianday(:now)", args):
-        db.reject("The pickup time {pickup_at} is in the past.".format_map(args))
-    outcome = handlers.search_available_vehicles(db, branch_id=branch_id, pickup_at=pickup_at, return_due_at=return_due_at, class_id=class_id)
+        db.reject("The pickup time {pickup_at} is in the past.", args)
+    outcome = handlers.search_available_vehicles(
+        db, branch_id=branch_id, pickup_at=pickup_at, return_due_at=return_due_at, class_id=class_id
+    )
     return SearchAvailableVehiclesResult.model_validate(outcome)
 
 
 def get_vehicle(
     db: Database,
-    plate: Annotated[
-        str,
-        Field(
-            description="Licence plate, e.g. KM-482-TX",
-            json_schema_extra={"x-envfarm-column": "vehicles.plate", "x-envfarm-user-known": True},
-        ),
-    ],
+    plate: Annotated[str, field("Licence plate, e.g. KM-482-TX", column="vehicles.plate")],
 ) -> Vehicle:
     """Look up a car by its licence plate; returns its vehicle id, class, branch, odometer and status."""
-    row = db.require("vehicles", "plate", plate, "plate")
+    row = db.require("vehicles", plate, column="plate")
     return Vehicle(**row)
 
 
 def find_driver(
     db: Database,
-    full_name: Annotated[
-        str | None,
-        Field(
-            description="Part of the driver's name",
-            json_schema_extra={"x-envfarm-column": "drivers.full_name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    email: Annotated[
-        str | None,
-        Field(
-            description="Exact email address",
-            json_schema_extra={"x-envfarm-column": "drivers.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    license_number: Annotated[
-        str | None,
-        Field(
-            description="Driving licence number",
-            json_schema_extra={"x-envfarm-column": "drivers.license_number", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    full_name: Annotated[str | None, field("Part of the driver's name", column="drivers.full_name")] = None,
+    email: Annotated[str | None, field("Exact email address", column="drivers.email")] = None,
+    license_number: Annotated[str | None, field("Driving licence number", column="drivers.license_number")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> FindDriverResult:
     """Find drivers by name, email or licence number. Returns driver ids, birth dates and licence expiry.
 
@@ -612,64 +307,40 @@ def find_driver(
     first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
     returned cursor to get the next page.
     """
-    args = {
-        "full_name": full_name,
-        "email": email,
-        "license_number": license_number,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM drivers"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:full_name IS NULL OR contains(full_name, :full_name))"
         " AND (:email IS NULL OR email = :email)"
         " AND (:license_number IS NULL OR license_number = :license_number)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"full_name": full_name, "email": email, "license_number": license_number},
+        limit,
+        cursor,
     )
-    rows = [Driver(**row) for row in page['rows']]
-    return FindDriverResult(
-        drivers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return FindDriverResult.of(page)
 
 
 def create_rental(
     db: Database,
-    driver_id: Annotated[
-        str,
-        Field(
-            description="Driver id from find_driver",
-            json_schema_extra={"x-envfarm-ref": "drivers.driver_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    driver_id: Annotated[str, field("Driver id from find_driver", ref="drivers.driver_id", known=False)],
     vehicle_id: Annotated[
-        str,
-        Field(
-            description="Vehicle id from search_available_vehicles",
-            json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Vehicle id from search_available_vehicles", ref="vehicles.vehicle_id", known=False)
     ],
     dropoff_branch_id: Annotated[
-        str,
-        Field(
-            description="Return branch id from list_branches",
-            json_schema_extra={"x-envfarm-ref": "branches.branch_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Return branch id from list_branches", ref="branches.branch_id", known=False)
     ],
     pickup_at: Annotated[
         str,
-        Field(
-            description="Pickup time (ISO 8601, UTC)",
+        field(
+            "Pickup time (ISO 8601, UTC)",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-user-known": True},
         ),
     ],
     return_due_at: Annotated[
         str,
-        Field(
-            description="Return time (ISO 8601, UTC)",
+        field(
+            "Return time (ISO 8601, UTC)",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-user-known": True},
         ),
     ],
 ) -> Rental:
@@ -678,44 +349,32 @@ def create_rental(
     must be free for the period; a drop-off at another branch needs a branch that accepts one-way
     returns. Rentals last at most 28 days.
     """
-    db.require("drivers", "driver_id", driver_id, "driver_id")
-    db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
-    db.require("branches", "branch_id", dropoff_branch_id, "dropoff_branch_id")
+    db.require("drivers", driver_id)
+    db.require("vehicles", vehicle_id)
+    db.require("branches", dropoff_branch_id, "dropoff_branch_id")
     args = {
         "driver_id": driver_id,
         "vehicle_id": vehicle_id,
         "dropoff_branch_id": dropoff_branch_id,
         "pickup_at": pickup_at,
         "return_due_at": return_due_at,
-        "now": db.now,
-        "principal": db.principal,
     }
     if db.one("SELECT 1 WHERE julianday(:return_due_at) <= julianday(:pickup_at)", args):
-        db.reject(
-            "The return time {return_due_at} must be after the pickup time {pickup_at}.".format_map(args),
-        )
+        db.reject("The return time {return_due_at} must be after the pickup time {pickup_at}.", args)
     if db.one("SELECT 1 WHERE julianday(:pickup_at) < julianday(:now)", args):
-        db.reject("The pickup time {pickup_at} is in the past.".format_map(args))
+        db.reject("The pickup time {pickup_at} is in the past.", args)
     if db.one("SELECT 1 WHERE julianday(:return_due_at) - julianday(:pickup_at) > 28", args):
+        db.reject("Rentals last at most 28 days; longer hires are long-term leases handled by the sales team.")
+    if db.one("SELECT 1 FROM vehicles WHERE vehicle_id = :vehicle_id AND status IN ('maintenance', 'retired')", args):
         db.reject(
-            "Rentals last at most 28 days; longer hires are long-term leases handled by the sales team.",
+            "Vehicle {vehicle_id} is in maintenance or retired and cannot be rented; search_available_vehicles lists free cars.",
+            args,
         )
     if db.one(
-        "SELECT 1 FROM vehicles WHERE vehicle_id = :vehicle_id"
-        " AND status IN ('maintenance', 'retired')",
+        "SELECT 1 FROM drivers WHERE driver_id = :driver_id AND date(date_of_birth, '+21 years') > date(:pickup_at)",
         args,
     ):
-        db.reject(
-            "Vehicle {vehicle_id} is in maintenance or retired and cannot be rented; search_available_vehicles lists free cars.".format_map(args),
-        )
-    if db.one(
-        "SELECT 1 FROM drivers WHERE driver_id = :driver_id"
-        " AND date(date_of_birth, '+21 years') > date(:pickup_at)",
-        args,
-    ):
-        db.reject(
-            "Driver {driver_id} is under 21 at pickup; drivers must be at least 21 years old.".format_map(args),
-        )
+        db.reject("Driver {driver_id} is under 21 at pickup; drivers must be at least 21 years old.", args)
     if db.one(
         "SELECT 1 FROM drivers d, vehicles v"
         " JOIN vehicle_classes c ON c.class_id = v.class_id"
@@ -724,15 +383,12 @@ def create_rental(
         args,
     ):
         db.reject(
-            "Driver {driver_id} is younger than this vehicle class allows (see min_driver_age in list_vehicle_classes).".format_map(args),
+            "Driver {driver_id} is younger than this vehicle class allows (see min_driver_age in list_vehicle_classes).",
+            args,
         )
-    if db.one(
-        "SELECT 1 FROM drivers WHERE driver_id = :driver_id"
-        " AND license_expires_on < date(:return_due_at)",
-        args,
-    ):
+    if db.one("SELECT 1 FROM drivers WHERE driver_id = :driver_id AND license_expires_on < date(:return_due_at)", args):
         db.reject(
-            "Driver {driver_id}'s licence expires before the return date; it must be valid for the whole rental.".format_map(args),
+            "Driver {driver_id}'s licence expires before the return date; it must be valid for the whole rental.", args
         )
     if db.one(
         "SELECT 1 FROM vehicles v, branches b WHERE v.vehicle_id = :vehicle_id"
@@ -741,7 +397,8 @@ def create_rental(
         args,
     ):
         db.reject(
-            "Branch {dropoff_branch_id} does not accept one-way returns; return the car to its pickup branch or pick a branch that does.".format_map(args),
+            "Branch {dropoff_branch_id} does not accept one-way returns; return the car to its pickup branch or pick a branch that does.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM rentals WHERE vehicle_id = :vehicle_id"
@@ -751,7 +408,8 @@ def create_rental(
         args,
     ):
         db.reject(
-            "Vehicle {vehicle_id} is already reserved or out for part of that period; search_available_vehicles lists free cars.".format_map(args),
+            "Vehicle {vehicle_id} is already reserved or out for part of that period; search_available_vehicles lists free cars.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM rentals WHERE driver_id = :driver_id"
@@ -761,58 +419,35 @@ def create_rental(
         args,
     ):
         db.reject(
-            "Driver {driver_id} already has a rental overlapping that period; one driver rents one car at a time.".format_map(args),
+            "Driver {driver_id} already has a rental overlapping that period; one driver rents one car at a time.", args
         )
-    outcome = handlers.create_rental(db, driver_id=driver_id, vehicle_id=vehicle_id, dropoff_branch_id=dropoff_branch_id, pickup_at=pickup_at, return_due_at=return_due_at)
+    outcome = handlers.create_rental(
+        db,
+        driver_id=driver_id,
+        vehicle_id=vehicle_id,
+        dropoff_branch_id=dropoff_branch_id,
+        pickup_at=pickup_at,
+        return_due_at=return_due_at,
+    )
     return Rental.model_validate(outcome)
 
 
 def find_rental(
     db: Database,
     confirmation_code: Annotated[
-        str | None,
-        Field(
-            description="Confirmation code, e.g. RA03571",
-            json_schema_extra={"x-envfarm-column": "rentals.confirmation_code", "x-envfarm-user-known": True},
-        ),
+        str | None, field("Confirmation code, e.g. RA03571", column="rentals.confirmation_code")
     ] = None,
     driver_id: Annotated[
         str | None,
-        Field(
-            description="Driver id from find_driver",
-            json_schema_extra={"x-envfarm-ref": "drivers.driver_id", "x-envfarm-column": "rentals.driver_id", "x-envfarm-user-known": False},
-        ),
+        field("Driver id from find_driver", ref="drivers.driver_id", column="rentals.driver_id", known=False),
     ] = None,
     vehicle_id: Annotated[
         str | None,
-        Field(
-            description="Vehicle id from get_vehicle",
-            json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-column": "rentals.vehicle_id", "x-envfarm-user-known": False},
-        ),
+        field("Vehicle id from get_vehicle", ref="vehicles.vehicle_id", column="rentals.vehicle_id", known=False),
     ] = None,
-    status: Annotated[
-        RentalStatus | None,
-        Field(
-            description="Only this status",
-            json_schema_extra={"x-envfarm-column": "rentals.status", "x-envfarm-user-known": False},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 50,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    status: Annotated[RentalStatus | None, field("Only this status", column="rentals.status", known=False)] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> FindRentalResult:
     """Find rentals by confirmation code, driver, vehicle or status.
 
@@ -821,17 +456,9 @@ def find_rental(
     the returned cursor to get the next page.
     """
     if driver_id is not None:
-        db.require("drivers", "driver_id", driver_id, "driver_id")
+        db.require("drivers", driver_id)
     if vehicle_id is not None:
-        db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
-    args = {
-        "confirmation_code": confirmation_code,
-        "driver_id": driver_id,
-        "vehicle_id": vehicle_id,
-        "status": status,
-        "now": db.now,
-        "principal": db.principal,
-    }
+        db.require("vehicles", vehicle_id)
     page = db.page(
         "SELECT * FROM rentals"
         " WHERE (:confirmation_code IS NULL OR confirmation_code = :confirmation_code)"
@@ -839,115 +466,59 @@ def find_rental(
         " AND (:vehicle_id IS NULL OR vehicle_id = :vehicle_id)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"confirmation_code": confirmation_code, "driver_id": driver_id, "vehicle_id": vehicle_id, "status": status},
+        limit,
+        cursor,
     )
-    rows = [Rental(**row) for row in page['rows']]
-    return FindRentalResult(
-        rentals=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return FindRentalResult.of(page)
 
 
 def list_extras(
     db: Database,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the extra's name",
-            json_schema_extra={"x-envfarm-column": "extras.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    name: Annotated[str | None, field("Part of the extra's name", column="extras.name")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListExtrasResult:
     """List the extras that can be added to a rental, with daily prices and how many fit one rental.
 
     Matching: name contains (case-insensitive). Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    args = {"name": name, "now": db.now, "principal": db.principal}
     page = db.page(
-        "SELECT * FROM extras"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY rowid",
-        args, limit, cursor,
+        "SELECT * FROM extras WHERE (:name IS NULL OR contains(name, :name)) ORDER BY rowid",
+        {"name": name},
+        limit,
+        cursor,
     )
-    rows = [Extra(**row) for row in page['rows']]
-    return ListExtrasResult(
-        extras=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListExtrasResult.of(page)
 
 
 def add_extra(
     db: Database,
     rental_id: Annotated[
-        str,
-        Field(
-            description="Rental id from find_rental",
-            json_schema_extra={"x-envfarm-ref": "rentals.rental_id", "x-envfarm-column": "rental_extras.rental_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Rental id from find_rental", ref="rentals.rental_id", column="rental_extras.rental_id", known=False)
     ],
     extra_id: Annotated[
-        str,
-        Field(
-            description="Extra id from list_extras",
-            json_schema_extra={"x-envfarm-ref": "extras.extra_id", "x-envfarm-column": "rental_extras.extra_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Extra id from list_extras", ref="extras.extra_id", column="rental_extras.extra_id", known=False)
     ],
-    quantity: Annotated[
-        int,
-        Field(
-            description="Units",
-            ge=1.0,
-            json_schema_extra={"x-envfarm-column": "rental_extras.quantity", "x-envfarm-user-known": True},
-        ),
-    ],
+    quantity: Annotated[int, field("Units", column="rental_extras.quantity", ge=1.0)],
 ) -> RentalExtra:
     """Add an extra (child seat, GPS, additional driver...) to a reserved or active rental."""
-    db.require("rentals", "rental_id", rental_id, "rental_id")
-    db.require("extras", "extra_id", extra_id, "extra_id")
+    db.require("rentals", rental_id)
+    db.require("extras", extra_id)
     new_id = db.next_id("rental_extras")
-    args = {
-        "rental_id": rental_id,
-        "extra_id": extra_id,
-        "quantity": quantity,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
-    if db.one(
-        "SELECT 1 FROM rentals WHERE rental_id = :rental_id"
-        " AND status NOT IN ('reserved', 'active')",
-        args,
-    ):
+    args = {"rental_id": rental_id, "extra_id": extra_id, "quantity": quantity, "id": new_id}
+    if db.one("SELECT 1 FROM rentals WHERE rental_id = :rental_id AND status NOT IN ('reserved', 'active')", args):
         db.reject(
-            "Rental {rental_id} is returned or cancelled; extras can only be added to reserved or active rentals.".format_map(args),
+            "Rental {rental_id} is returned or cancelled; extras can only be added to reserved or active rentals.", args
         )
     if db.one("SELECT 1 FROM extras WHERE extra_id = :extra_id AND :quantity > max_per_rental", args):
         db.reject(
-            "At most max_per_rental units of extra {extra_id} fit one rental (see list_extras); {quantity} were asked.".format_map(args),
+            "At most max_per_rental units of extra {extra_id} fit one rental (see list_extras); {quantity} were asked.",
+            args,
         )
-    if db.one(
-        "SELECT 1 FROM rental_extras WHERE rental_id = :rental_id"
-        " AND extra_id = :extra_id",
-        args,
-    ):
-        db.reject(
-            "Rental {rental_id} already has extra {extra_id}; list_rental_extras shows it.".format_map(args),
-        )
+    if db.one("SELECT 1 FROM rental_extras WHERE rental_id = :rental_id AND extra_id = :extra_id", args):
+        db.reject("Rental {rental_id} already has extra {extra_id}; list_rental_extras shows it.", args)
     db.insert(
         "rental_extras",
         {
@@ -963,98 +534,63 @@ def add_extra(
         " WHERE extra_id = :extra_id) WHERE line_id = :id",
         args,
     )
-    return RentalExtra(**db.require("rental_extras", "line_id", new_id, "line_id"))
+    return RentalExtra(**db.require("rental_extras", new_id))
 
 
 def list_rental_extras(
     db: Database,
     rental_id: Annotated[
-        str,
-        Field(
-            description="Rental id from find_rental",
-            json_schema_extra={"x-envfarm-ref": "rentals.rental_id", "x-envfarm-column": "rental_extras.rental_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Rental id from find_rental", ref="rentals.rental_id", column="rental_extras.rental_id", known=False)
     ],
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListRentalExtrasResult:
     """List the extras booked on a rental with quantities and daily prices.
 
     Matching: rental_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("rentals", "rental_id", rental_id, "rental_id")
-    args = {"rental_id": rental_id, "now": db.now, "principal": db.principal}
+    db.require("rentals", rental_id)
     page = db.page(
-        "SELECT * FROM rental_extras"
-        " WHERE (:rental_id IS NULL OR rental_id = :rental_id)"
-        " ORDER BY rowid",
-        args, limit, cursor,
+        "SELECT * FROM rental_extras WHERE (:rental_id IS NULL OR rental_id = :rental_id) ORDER BY rowid",
+        {"rental_id": rental_id},
+        limit,
+        cursor,
     )
-    rows = [RentalExtra(**row) for row in page['rows']]
-    return ListRentalExtrasResult(
-        rental_extras=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListRentalExtrasResult.of(page)
 
 
 def start_rental(
     db: Database,
     rental_id: Annotated[
         str,
-        Field(
-            description="Rental id from find_rental (status reserved)",
-            json_schema_extra={"x-envfarm-ref": "rentals.rental_id", "x-envfarm-column": "rentals.rental_id", "x-envfarm-user-known": False},
+        field(
+            "Rental id from find_rental (status reserved)",
+            ref="rentals.rental_id",
+            column="rentals.rental_id",
+            known=False,
         ),
     ],
 ) -> Rental:
     """Hand the car over to the driver on the pickup date; the odometer is recorded and the car is marked
     rented.
     """
-    current = db.require("rentals", "rental_id", rental_id, "rental_id")
-    args = {
-        "rental_id": rental_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["rental_id"],
-        "set_status": "active",
-    }
+    current = db.require("rentals", rental_id)
+    args = {"rental_id": rental_id, "id": current["rental_id"], "set_status": "active"}
     if db.one("SELECT 1 FROM rentals WHERE rental_id = :rental_id AND status != 'reserved'", args):
-        db.reject("Rental {rental_id} is not a reservation waiting for pickup.".format_map(args))
-    if db.one(
-        "SELECT 1 FROM rentals WHERE rental_id = :rental_id"
-        " AND date(pickup_at) != date(:now)",
-        args,
-    ):
-        db.reject(
-            "Rental {rental_id} is not due for pickup today; cars are handed over on the pickup date only.".format_map(args),
-        )
+        db.reject("Rental {rental_id} is not a reservation waiting for pickup.", args)
+    if db.one("SELECT 1 FROM rentals WHERE rental_id = :rental_id AND date(pickup_at) != date(:now)", args):
+        db.reject("Rental {rental_id} is not due for pickup today; cars are handed over on the pickup date only.", args)
     if db.one(
         "SELECT 1 FROM rentals r JOIN vehicles v ON v.vehicle_id = r.vehicle_id"
         " WHERE r.rental_id = :rental_id AND v.status != 'available'",
         args,
     ):
         db.reject(
-            "The car of rental {rental_id} is not available (in maintenance or not back yet); swap it with another free car of the class.".format_map(args),
+            "The car of rental {rental_id} is not available (in maintenance or not back yet); swap it with another free car of the class.",
+            args,
         )
-    db.execute(
-        "UPDATE rentals SET status = :set_status"
-        " WHERE rental_id = :id",
-        args,
-    )
+    db.execute("UPDATE rentals SET status = :set_status WHERE rental_id = :id", args)
     db.execute(
         "UPDATE rentals SET odometer_out = (SELECT odometer_km FROM vehicles"
         " WHERE vehicle_id = rentals.vehicle_id) WHERE rental_id = :id",
@@ -1065,67 +601,36 @@ def start_rental(
         " FROM rentals WHERE rental_id = :id)",
         args,
     )
-    return Rental(**db.require("rentals", "rental_id", current["rental_id"], "rental_id"))
+    return Rental(**db.require("rentals", current["rental_id"]))
 
 
 def return_vehicle(
     db: Database,
     rental_id: Annotated[
-        str,
-        Field(
-            description="Rental id from find_rental (status active)",
-            json_schema_extra={"x-envfarm-ref": "rentals.rental_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Rental id from find_rental (status active)", ref="rentals.rental_id", known=False)
     ],
     return_branch_id: Annotated[
-        str,
-        Field(
-            description="Branch id where the car is returned",
-            json_schema_extra={"x-envfarm-ref": "branches.branch_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Branch id where the car is returned", ref="branches.branch_id", known=False)
     ],
-    odometer_km: Annotated[
-        int,
-        Field(
-            description="Odometer reading at return in km",
-            ge=0.0,
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
-    fuel_full: Annotated[
-        bool,
-        Field(
-            description="Whether the tank (or battery) is full",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
+    odometer_km: Annotated[int, field("Odometer reading at return in km", ge=0.0)],
+    fuel_full: Annotated[bool, field("Whether the tank (or battery) is full")],
 ) -> ReturnVehicleResult:
     """Take back an active rental at a branch and bill it: started 24-hour days (59 minutes' grace) at the
     daily rate, extras per day, a one-way fee of 75 USD when returned to another branch, and 65 USD
     refuelling when the tank is not full. The car becomes available at the return branch.
     """
-    db.require("rentals", "rental_id", rental_id, "rental_id")
-    db.require("branches", "branch_id", return_branch_id, "return_branch_id")
+    db.require("rentals", rental_id)
+    db.require("branches", return_branch_id, "return_branch_id")
     args = {
         "rental_id": rental_id,
         "return_branch_id": return_branch_id,
         "odometer_km": odometer_km,
         "fuel_full": fuel_full,
-        "now": db.now,
-        "principal": db.principal,
     }
     if db.one("SELECT 1 FROM rentals WHERE rental_id = :rental_id AND status != 'active'", args):
-        db.reject(
-            "Rental {rental_id} is not active; only a car that is out on rental can be returned.".format_map(args),
-        )
-    if db.one(
-        "SELECT 1 FROM rentals WHERE rental_id = :rental_id"
-        " AND :odometer_km < odometer_out",
-        args,
-    ):
-        db.reject(
-            "The odometer reading {odometer_km} is below the reading at pickup; check the dashboard again.".format_map(args),
-        )
+        db.reject("Rental {rental_id} is not active; only a car that is out on rental can be returned.", args)
+    if db.one("SELECT 1 FROM rentals WHERE rental_id = :rental_id AND :odometer_km < odometer_out", args):
+        db.reject("The odometer reading {odometer_km} is below the reading at pickup; check the dashboard again.", args)
     if db.one(
         "SELECT 1 FROM rentals r, branches b WHERE r.rental_id = :rental_id"
         " AND b.branch_id = :return_branch_id AND b.branch_id != r.pickup_branch_id"
@@ -1133,49 +638,38 @@ def return_vehicle(
         args,
     ):
         db.reject(
-            "Branch {return_branch_id} does not accept one-way returns; the car must go back to its pickup branch or one that does.".format_map(args),
+            "Branch {return_branch_id} does not accept one-way returns; the car must go back to its pickup branch or one that does.",
+            args,
         )
-    outcome = handlers.return_vehicle(db, rental_id=rental_id, return_branch_id=return_branch_id, odometer_km=odometer_km, fuel_full=fuel_full)
+    outcome = handlers.return_vehicle(
+        db, rental_id=rental_id, return_branch_id=return_branch_id, odometer_km=odometer_km, fuel_full=fuel_full
+    )
     return ReturnVehicleResult.model_validate(outcome)
 
 
 def change_dropoff_branch(
     db: Database,
     rental_id: Annotated[
-        str,
-        Field(
-            description="Rental id from find_rental",
-            json_schema_extra={"x-envfarm-ref": "rentals.rental_id", "x-envfarm-column": "rentals.rental_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Rental id from find_rental", ref="rentals.rental_id", column="rentals.rental_id", known=False)
     ],
     dropoff_branch_id: Annotated[
         str,
-        Field(
-            description="New return branch id from list_branches",
-            json_schema_extra={"x-envfarm-ref": "branches.branch_id", "x-envfarm-column": "rentals.dropoff_branch_id", "x-envfarm-user-known": False},
+        field(
+            "New return branch id from list_branches",
+            ref="branches.branch_id",
+            column="rentals.dropoff_branch_id",
+            known=False,
         ),
     ],
 ) -> Rental:
     """Change where a reserved or active rental will be returned. Another branch must accept one-way
     returns.
     """
-    current = db.require("rentals", "rental_id", rental_id, "rental_id")
-    db.require("branches", "branch_id", dropoff_branch_id, "dropoff_branch_id")
-    args = {
-        "rental_id": rental_id,
-        "dropoff_branch_id": dropoff_branch_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["rental_id"],
-    }
-    if db.one(
-        "SELECT 1 FROM rentals WHERE rental_id = :rental_id"
-        " AND status NOT IN ('reserved', 'active')",
-        args,
-    ):
-        db.reject(
-            "Rental {rental_id} is returned or cancelled; its drop-off can no longer change.".format_map(args),
-        )
+    current = db.require("rentals", rental_id)
+    db.require("branches", dropoff_branch_id, "dropoff_branch_id")
+    args = {"rental_id": rental_id, "dropoff_branch_id": dropoff_branch_id, "id": current["rental_id"]}
+    if db.one("SELECT 1 FROM rentals WHERE rental_id = :rental_id AND status NOT IN ('reserved', 'active')", args):
+        db.reject("Rental {rental_id} is returned or cancelled; its drop-off can no longer change.", args)
     if db.one(
         "SELECT 1 FROM rentals r, branches b WHERE r.rental_id = :rental_id"
         " AND b.branch_id = :dropoff_branch_id AND b.branch_id != r.pickup_branch_id"
@@ -1183,12 +677,10 @@ def change_dropoff_branch(
         args,
     ):
         db.reject(
-            "Branch {dropoff_branch_id} does not accept one-way returns; pick a branch that does (list_branches).".format_map(args),
+            "Branch {dropoff_branch_id} does not accept one-way returns; pick a branch that does (list_branches).", args
         )
     row = db.returning(
-        "UPDATE rentals SET dropoff_branch_id = :dropoff_branch_id"
-        " WHERE rental_id = :id RETURNING *",
-        args,
+        "UPDATE rentals SET dropoff_branch_id = :dropoff_branch_id WHERE rental_id = :id RETURNING *", args
     )
     return Rental(**row)
 
@@ -1197,30 +689,23 @@ def cancel_rental(
     db: Database,
     rental_id: Annotated[
         str,
-        Field(
-            description="Rental id from find_rental (status reserved)",
-            json_schema_extra={"x-envfarm-ref": "rentals.rental_id", "x-envfarm-column": "rentals.rental_id", "x-envfarm-user-known": False},
+        field(
+            "Rental id from find_rental (status reserved)",
+            ref="rentals.rental_id",
+            column="rentals.rental_id",
+            known=False,
         ),
     ],
 ) -> Rental:
     """Cancel a reservation before pickup. Active rentals are ended with return_vehicle instead."""
-    current = db.require("rentals", "rental_id", rental_id, "rental_id")
-    args = {
-        "rental_id": rental_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["rental_id"],
-        "set_status": "cancelled",
-    }
+    current = db.require("rentals", rental_id)
+    args = {"rental_id": rental_id, "id": current["rental_id"], "set_status": "cancelled"}
     if db.one("SELECT 1 FROM rentals WHERE rental_id = :rental_id AND status != 'reserved'", args):
         db.reject(
-            "Rental {rental_id} is not a reservation waiting for pickup; active rentals are ended with return_vehicle.".format_map(args),
+            "Rental {rental_id} is not a reservation waiting for pickup; active rentals are ended with return_vehicle.",
+            args,
         )
-    row = db.returning(
-        "UPDATE rentals SET status = :set_status"
-        " WHERE rental_id = :id RETURNING *",
-        args,
-    )
+    row = db.returning("UPDATE rentals SET status = :set_status WHERE rental_id = :id RETURNING *", args)
     return Rental(**row)
 
 
@@ -1228,47 +713,29 @@ def report_damage(
     db: Database,
     vehicle_id: Annotated[
         str,
-        Field(
-            description="Vehicle id from get_vehicle",
-            json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-column": "damage_reports.vehicle_id", "x-envfarm-user-known": False},
+        field(
+            "Vehicle id from get_vehicle", ref="vehicles.vehicle_id", column="damage_reports.vehicle_id", known=False
         ),
     ],
-    severity: Annotated[
-        DamageReportSeverity,
-        Field(
-            description="How bad it is",
-            json_schema_extra={"x-envfarm-column": "damage_reports.severity", "x-envfarm-user-known": True},
-        ),
-    ],
-    description: Annotated[
-        str,
-        Field(
-            description="What is damaged",
-            json_schema_extra={"x-envfarm-column": "damage_reports.description", "x-envfarm-user-known": True},
-        ),
-    ],
-    estimated_cost: Annotated[
-        float,
-        Field(
-            description="Repair estimate in USD",
-            ge=0.0,
-            json_schema_extra={"x-envfarm-column": "damage_reports.estimated_cost", "x-envfarm-user-known": True},
-        ),
-    ],
+    severity: Annotated[DamageReportSeverity, field("How bad it is", column="damage_reports.severity")],
+    description: Annotated[str, field("What is damaged", column="damage_reports.description")],
+    estimated_cost: Annotated[float, field("Repair estimate in USD", column="damage_reports.estimated_cost", ge=0.0)],
     rental_id: Annotated[
         str | None,
-        Field(
-            description="Rental id from find_rental if found during a rental",
-            json_schema_extra={"x-envfarm-ref": "rentals.rental_id", "x-envfarm-column": "damage_reports.rental_id", "x-envfarm-user-known": False},
+        field(
+            "Rental id from find_rental if found during a rental",
+            ref="rentals.rental_id",
+            column="damage_reports.rental_id",
+            known=False,
         ),
     ] = None,
 ) -> DamageReport:
     """Record damage found on a car, optionally during a rental. Severe damage takes an available car out
     of service (maintenance) until it is repaired.
     """
-    db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
+    db.require("vehicles", vehicle_id)
     if rental_id is not None:
-        db.require("rentals", "rental_id", rental_id, "rental_id")
+        db.require("rentals", rental_id)
     new_id = db.next_id("damage_reports")
     args = {
         "vehicle_id": vehicle_id,
@@ -1276,18 +743,12 @@ def report_damage(
         "severity": severity,
         "description": description,
         "estimated_cost": estimated_cost,
-        "now": db.now,
-        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM vehicles WHERE vehicle_id = :vehicle_id AND status = 'retired'", args):
-        db.reject(
-            "Vehicle {vehicle_id} is retired from the fleet; damage is no longer recorded for it.".format_map(args),
-        )
+        db.reject("Vehicle {vehicle_id} is retired from the fleet; damage is no longer recorded for it.", args)
     if db.one("SELECT 1 FROM rentals WHERE rental_id = :rental_id AND vehicle_id != :vehicle_id", args):
-        db.reject(
-            "Rental {rental_id} is for another car; give the rental of vehicle {vehicle_id} or none.".format_map(args),
-        )
+        db.reject("Rental {rental_id} is for another car; give the rental of vehicle {vehicle_id} or none.", args)
     row = db.insert(
         "damage_reports",
         {
@@ -1313,41 +774,18 @@ def list_damage_reports(
     db: Database,
     vehicle_id: Annotated[
         str | None,
-        Field(
-            description="Vehicle id from get_vehicle",
-            json_schema_extra={"x-envfarm-ref": "vehicles.vehicle_id", "x-envfarm-column": "damage_reports.vehicle_id", "x-envfarm-user-known": False},
+        field(
+            "Vehicle id from get_vehicle", ref="vehicles.vehicle_id", column="damage_reports.vehicle_id", known=False
         ),
     ] = None,
     status: Annotated[
-        DamageReportStatus | None,
-        Field(
-            description="Only this repair status",
-            json_schema_extra={"x-envfarm-column": "damage_reports.status", "x-envfarm-user-known": False},
-        ),
+        DamageReportStatus | None, field("Only this repair status", column="damage_reports.status", known=False)
     ] = None,
     severity: Annotated[
-        DamageReportSeverity | None,
-        Field(
-            description="Only this severity",
-            json_schema_extra={"x-envfarm-column": "damage_reports.severity", "x-envfarm-user-known": True},
-        ),
+        DamageReportSeverity | None, field("Only this severity", column="damage_reports.severity")
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListDamageReportsResult:
     """List damage reports of a car or by status and severity.
 
@@ -1356,60 +794,40 @@ def list_damage_reports(
     next page.
     """
     if vehicle_id is not None:
-        db.require("vehicles", "vehicle_id", vehicle_id, "vehicle_id")
-    args = {
-        "vehicle_id": vehicle_id,
-        "status": status,
-        "severity": severity,
-        "now": db.now,
-        "principal": db.principal,
-    }
+        db.require("vehicles", vehicle_id)
     page = db.page(
         "SELECT * FROM damage_reports"
         " WHERE (:vehicle_id IS NULL OR vehicle_id = :vehicle_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:severity IS NULL OR severity = :severity)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"vehicle_id": vehicle_id, "status": status, "severity": severity},
+        limit,
+        cursor,
     )
-    rows = [DamageReport(**row) for row in page['rows']]
-    return ListDamageReportsResult(
-        damage_reports=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListDamageReportsResult.of(page)
 
 
 def mark_damage_repaired(
     db: Database,
     report_id: Annotated[
         str,
-        Field(
-            description="Report id from list_damage_reports",
-            json_schema_extra={"x-envfarm-ref": "damage_reports.report_id", "x-envfarm-column": "damage_reports.report_id", "x-envfarm-user-known": False},
+        field(
+            "Report id from list_damage_reports",
+            ref="damage_reports.report_id",
+            column="damage_reports.report_id",
+            known=False,
         ),
     ],
 ) -> DamageReport:
     """Close a damage report once the repair is done; a car in maintenance with no other open severe damage
     becomes available.
     """
-    current = db.require("damage_reports", "report_id", report_id, "report_id")
-    args = {
-        "report_id": report_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["report_id"],
-        "set_status": "repaired",
-    }
-    if db.one(
-        "SELECT 1 FROM damage_reports WHERE report_id = :report_id"
-        " AND status = 'repaired'",
-        args,
-    ):
-        db.reject("Damage report {report_id} is already marked repaired.".format_map(args))
-    row = db.returning(
-        "UPDATE damage_reports SET status = :set_status"
-        " WHERE report_id = :id RETURNING *",
-        args,
-    )
+    current = db.require("damage_reports", report_id)
+    args = {"report_id": report_id, "id": current["report_id"], "set_status": "repaired"}
+    if db.one("SELECT 1 FROM damage_reports WHERE report_id = :report_id AND status = 'repaired'", args):
+        db.reject("Damage report {report_id} is already marked repaired.", args)
+    row = db.returning("UPDATE damage_reports SET status = :set_status WHERE report_id = :id RETURNING *", args)
     db.execute(
         "UPDATE vehicles SET status = 'available' WHERE status = 'maintenance'"
         " AND vehicle_id = (SELECT vehicle_id FROM damage_reports WHERE report_id = :id)"
@@ -1424,42 +842,16 @@ def mark_damage_repaired(
 def list_vehicles(
     db: Database,
     branch_id: Annotated[
-        str | None,
-        Field(
-            description="Branch id",
-            json_schema_extra={"x-envfarm-ref": "branches.branch_id", "x-envfarm-column": "vehicles.branch_id", "x-envfarm-user-known": False},
-        ),
+        str | None, field("Branch id", ref="branches.branch_id", column="vehicles.branch_id", known=False)
     ] = None,
     class_id: Annotated[
-        str | None,
-        Field(
-            description="Vehicle class id",
-            json_schema_extra={"x-envfarm-ref": "vehicle_classes.class_id", "x-envfarm-column": "vehicles.class_id", "x-envfarm-user-known": False},
-        ),
+        str | None, field("Vehicle class id", ref="vehicle_classes.class_id", column="vehicles.class_id", known=False)
     ] = None,
     status: Annotated[
-        VehicleStatus | None,
-        Field(
-            description="Only this fleet status",
-            json_schema_extra={"x-envfarm-column": "vehicles.status", "x-envfarm-user-known": False},
-        ),
+        VehicleStatus | None, field("Only this fleet status", column="vehicles.status", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListVehiclesResult:
     """The fleet, by branch, class or status (available, rented, maintenance, retired).
 
@@ -1468,25 +860,17 @@ def list_vehicles(
     next page.
     """
     if branch_id is not None:
-        db.require("branches", "branch_id", branch_id, "branch_id")
+        db.require("branches", branch_id)
     if class_id is not None:
-        db.require("vehicle_classes", "class_id", class_id, "class_id")
-    args = {
-        "branch_id": branch_id,
-        "class_id": class_id,
-        "status": status,
-        "now": db.now,
-        "principal": db.principal,
-    }
+        db.require("vehicle_classes", class_id)
     page = db.page(
         "SELECT * FROM vehicles"
         " WHERE (:branch_id IS NULL OR branch_id = :branch_id)"
         " AND (:class_id IS NULL OR class_id = :class_id)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"branch_id": branch_id, "class_id": class_id, "status": status},
+        limit,
+        cursor,
     )
-    rows = [Vehicle(**row) for row in page['rows']]
-    return ListVehiclesResult(
-        vehicles=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListVehiclesResult.of(page)

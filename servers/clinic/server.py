@@ -48,7 +48,7 @@ DEFINITION = ServerDefinition(
         kind="staff",
         description="the front desk of Riverside Clinic",
         default="Front desk: Alex Morgan",
-        values=("Front desk: Alex Morgan", "Front desk: Jamie Park",),
+        values=("Front desk: Alex Morgan", "Front desk: Jamie Park"),
         time_zone="Europe/London",
         customers="a patient gives their full name and date of birth; match both before reading or changing anything of theirs",
     ),

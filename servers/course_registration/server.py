@@ -57,7 +57,7 @@ DEFINITION = ServerDefinition(
         kind="staff",
         description="an assistant of the Northgate University registrar's office",
         default="Registrar: Pat Lindqvist",
-        values=("Registrar: Pat Lindqvist", "Registrar: Robin Osei",),
+        values=("Registrar: Pat Lindqvist", "Registrar: Robin Osei"),
         time_zone="America/New_York",
         customers="a student gives their student email and full name; match both before enrolling, dropping or reading their record",
     ),

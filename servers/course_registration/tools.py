@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from envfarm.servers.runtime.database import Database
+from envfarm.servers.runtime import Cursor, Database, Limit, Page, field
 
 from . import handlers
 
@@ -24,336 +24,148 @@ PrerequisiteOverrideStatus = Literal["pending", "approved", "denied"]
 class Student(BaseModel):
     """An enrolled student (the farm's shared cast of people). A row of `students`."""
 
-    student_id: str = Field(
-        description="Internal student id",
-        json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-user-known": False},
-    )
-    full_name: str = Field(
-        description="First and last name",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    email: str = Field(description="University email", json_schema_extra={"x-envfarm-user-known": True})
-    program: StudentProgram = Field(
-        description="Degree program",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    year_level: int = Field(
-        description="Year of study (1-4)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    registration_hold: bool = Field(
-        description="True while an unpaid balance or missing document blocks new enrollments",
-        json_schema_extra={"x-envfarm-user-known": False},
+    student_id: str = field("Internal student id", ref="students.student_id", known=False)
+    full_name: str = field("First and last name")
+    email: str = field("University email")
+    program: StudentProgram = field("Degree program")
+    year_level: int = field("Year of study (1-4)")
+    registration_hold: bool = field(
+        "True while an unpaid balance or missing document blocks new enrollments", known=False
     )
 
 
 class Instructor(BaseModel):
     """A faculty member who teaches sections. A row of `instructors`."""
 
-    instructor_id: str = Field(
-        description="Internal instructor id",
-        json_schema_extra={"x-envfarm-ref": "instructors.instructor_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(
-        description="Instructor's name, e.g. Prof. Haddad",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    department: InstructorDepartment = Field(
-        description="Home department",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    email: str = Field(description="Faculty email", json_schema_extra={"x-envfarm-user-known": True})
+    instructor_id: str = field("Internal instructor id", ref="instructors.instructor_id", known=False)
+    name: str = field("Instructor's name, e.g. Prof. Haddad")
+    department: InstructorDepartment = field("Home department")
+    email: str = field("Faculty email")
 
 
 class Term(BaseModel):
     """An academic term with its registration window and drop deadline. A row of `terms`."""
 
-    term_id: str = Field(
-        description="Internal term id",
-        json_schema_extra={"x-envfarm-ref": "terms.term_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(
-        description="Term name, e.g. Spring 2026",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    starts_on: str = Field(
-        description="First day of classes (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    ends_on: str = Field(
-        description="Last day of classes (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    registration_opens_on: str = Field(
-        description="First day students may enroll (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    registration_closes_on: str = Field(
-        description="Last day students may enroll (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    drop_deadline: str = Field(
-        description="Last day to drop a section or change its grading basis (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: TermStatus = Field(
-        description="Where the term stands today",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    term_id: str = field("Internal term id", ref="terms.term_id", known=False)
+    name: str = field("Term name, e.g. Spring 2026")
+    starts_on: str = field("First day of classes (YYYY-MM-DD)")
+    ends_on: str = field("Last day of classes (YYYY-MM-DD)")
+    registration_opens_on: str = field("First day students may enroll (YYYY-MM-DD)")
+    registration_closes_on: str = field("Last day students may enroll (YYYY-MM-DD)")
+    drop_deadline: str = field("Last day to drop a section or change its grading basis (YYYY-MM-DD)")
+    status: TermStatus = field("Where the term stands today", known=False)
 
 
 class Course(BaseModel):
     """A catalog course. A row of `courses`."""
 
-    course_id: str = Field(
-        description="Internal course id",
-        json_schema_extra={"x-envfarm-ref": "courses.course_id", "x-envfarm-user-known": False},
-    )
-    code: str = Field(
-        description="Catalog code, e.g. CS 201",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    title: str = Field(
-        description="Course title, e.g. Data Structures",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    department: InstructorDepartment = Field(
-        description="Offering department",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    credits: int = Field(description="Credit hours", json_schema_extra={"x-envfarm-user-known": True})
-    pass_fail_allowed: bool = Field(
-        description="Whether students may take it pass/fail",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    course_id: str = field("Internal course id", ref="courses.course_id", known=False)
+    code: str = field("Catalog code, e.g. CS 201")
+    title: str = field("Course title, e.g. Data Structures")
+    department: InstructorDepartment = field("Offering department")
+    credits: int = field("Credit hours")
+    pass_fail_allowed: bool = field("Whether students may take it pass/fail", known=False)
 
 
 class Prerequisite(BaseModel):
     """A course that must be passed before enrolling in another course. A row of `prerequisites`."""
 
-    prerequisite_id: str = Field(
-        description="Internal prerequisite id",
-        json_schema_extra={"x-envfarm-ref": "prerequisites.prerequisite_id", "x-envfarm-user-known": False},
-    )
-    course_id: str = Field(
-        description="The course that has the requirement",
-        json_schema_extra={"x-envfarm-ref": "courses.course_id", "x-envfarm-user-known": False},
-    )
-    required_course_id: str = Field(
-        description="The course that must be passed first",
-        json_schema_extra={"x-envfarm-ref": "courses.course_id", "x-envfarm-user-known": False},
-    )
+    prerequisite_id: str = field("Internal prerequisite id", ref="prerequisites.prerequisite_id", known=False)
+    course_id: str = field("The course that has the requirement", ref="courses.course_id", known=False)
+    required_course_id: str = field("The course that must be passed first", ref="courses.course_id", known=False)
 
 
 class Section(BaseModel):
     """A scheduled offering of a course in a term, with meeting times and seats. A row of `sections`."""
 
-    section_id: str = Field(
-        description="Internal section id",
-        json_schema_extra={"x-envfarm-ref": "sections.section_id", "x-envfarm-user-known": False},
-    )
-    course_id: str = Field(
-        description="The course taught",
-        json_schema_extra={"x-envfarm-ref": "courses.course_id", "x-envfarm-user-known": False},
-    )
-    term_id: str = Field(
-        description="The term",
-        json_schema_extra={"x-envfarm-ref": "terms.term_id", "x-envfarm-user-known": False},
-    )
-    section_code: str = Field(
-        description="Section number within the course, e.g. 01",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    instructor_id: str = Field(
-        description="The instructor",
-        json_schema_extra={"x-envfarm-ref": "instructors.instructor_id", "x-envfarm-user-known": False},
-    )
-    days: str = Field(
-        description="Meeting days as letters M T W R F (R is Thursday), e.g. MWF or TR",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    start_time: str = Field(
-        description="Start time of each meeting, HH:MM 24-hour",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    end_time: str = Field(
-        description="End time of each meeting, HH:MM 24-hour",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    room: str = Field(description="Building and room", json_schema_extra={"x-envfarm-user-known": True})
-    capacity: int = Field(
-        description="Seats in the section",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    enrolled_count: int = Field(
-        description="Students currently enrolled (not counting the waitlist)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    status: SectionStatus = Field(
-        description="Cancelled sections take no students",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    section_id: str = field("Internal section id", ref="sections.section_id", known=False)
+    course_id: str = field("The course taught", ref="courses.course_id", known=False)
+    term_id: str = field("The term", ref="terms.term_id", known=False)
+    section_code: str = field("Section number within the course, e.g. 01")
+    instructor_id: str = field("The instructor", ref="instructors.instructor_id", known=False)
+    days: str = field("Meeting days as letters M T W R F (R is Thursday), e.g. MWF or TR")
+    start_time: str = field("Start time of each meeting, HH:MM 24-hour")
+    end_time: str = field("End time of each meeting, HH:MM 24-hour")
+    room: str = field("Building and room")
+    capacity: int = field("Seats in the section", known=False)
+    enrolled_count: int = field("Students currently enrolled (not counting the waitlist)", known=False)
+    status: SectionStatus = field("Cancelled sections take no students", known=False)
 
 
 class Enrollment(BaseModel):
     """A student's registration in a section, enrolled or on its waitlist. A row of `enrollments`."""
 
-    enrollment_id: str = Field(
-        description="Internal enrollment id",
-        json_schema_extra={"x-envfarm-ref": "enrollments.enrollment_id", "x-envfarm-user-known": False},
-    )
-    student_id: str = Field(
-        description="The student",
-        json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-user-known": False},
-    )
-    section_id: str = Field(
-        description="The section",
-        json_schema_extra={"x-envfarm-ref": "sections.section_id", "x-envfarm-user-known": False},
-    )
-    status: EnrollmentStatus = Field(
-        description="enrolled holds a seat; waitlisted waits for one",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    waitlist_position: int | None = Field(
-        description="Place in the waitlist (1 is next), only while waitlisted",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    grading_basis: EnrollmentGradingBasis = Field(
-        description="How the course will be graded",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    registered_at: str = Field(
-        description="When the student registered (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    dropped_at: str | None = Field(
-        description="When the student dropped (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    enrollment_id: str = field("Internal enrollment id", ref="enrollments.enrollment_id", known=False)
+    student_id: str = field("The student", ref="students.student_id", known=False)
+    section_id: str = field("The section", ref="sections.section_id", known=False)
+    status: EnrollmentStatus = field("enrolled holds a seat; waitlisted waits for one", known=False)
+    waitlist_position: int | None = field("Place in the waitlist (1 is next), only while waitlisted", known=False)
+    grading_basis: EnrollmentGradingBasis = field("How the course will be graded")
+    registered_at: str = field("When the student registered (ISO 8601, UTC)", known=False)
+    dropped_at: str | None = field("When the student dropped (ISO 8601, UTC)", known=False)
 
 
 class Grade(BaseModel):
     """A final grade on the student's transcript from a completed term. A row of `grades`."""
 
-    grade_id: str = Field(
-        description="Internal grade id",
-        json_schema_extra={"x-envfarm-ref": "grades.grade_id", "x-envfarm-user-known": False},
-    )
-    student_id: str = Field(
-        description="The student",
-        json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-user-known": False},
-    )
-    course_id: str = Field(
-        description="The course",
-        json_schema_extra={"x-envfarm-ref": "courses.course_id", "x-envfarm-user-known": False},
-    )
-    term_id: str = Field(
-        description="The term it was taken",
-        json_schema_extra={"x-envfarm-ref": "terms.term_id", "x-envfarm-user-known": False},
-    )
-    grade: GradeGrade = Field(
-        description="Final grade; A-D and P pass, F fails, W is a withdrawal",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    grade_id: str = field("Internal grade id", ref="grades.grade_id", known=False)
+    student_id: str = field("The student", ref="students.student_id", known=False)
+    course_id: str = field("The course", ref="courses.course_id", known=False)
+    term_id: str = field("The term it was taken", ref="terms.term_id", known=False)
+    grade: GradeGrade = field("Final grade; A-D and P pass, F fails, W is a withdrawal")
 
 
 class PrerequisiteOverride(BaseModel):
     """A student's request to enroll in a course without its prerequisites. A row of `prerequisite_overrides`."""
 
-    override_id: str = Field(
-        description="Internal override request id",
-        json_schema_extra={"x-envfarm-ref": "prerequisite_overrides.override_id", "x-envfarm-user-known": False},
-    )
-    student_id: str = Field(
-        description="The student",
-        json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-user-known": False},
-    )
-    course_id: str = Field(
-        description="The course",
-        json_schema_extra={"x-envfarm-ref": "courses.course_id", "x-envfarm-user-known": False},
-    )
-    reason: str = Field(
-        description="Why the student should be let in",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: PrerequisiteOverrideStatus = Field(
-        description="Department decision",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    requested_at: str = Field(
-        description="When it was requested (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    override_id: str = field("Internal override request id", ref="prerequisite_overrides.override_id", known=False)
+    student_id: str = field("The student", ref="students.student_id", known=False)
+    course_id: str = field("The course", ref="courses.course_id", known=False)
+    reason: str = field("Why the student should be let in")
+    status: PrerequisiteOverrideStatus = field("Department decision", known=False)
+    requested_at: str = field("When it was requested (ISO 8601, UTC)", known=False)
 
 
-class FindStudentResult(BaseModel):
+class FindStudentResult(Page):
     """What `find_student` found: one page of the matching rows."""
 
-    students: list[Student] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    students: list[Student] = Page.rows()
 
 
-class ListTermsResult(BaseModel):
+class ListTermsResult(Page):
     """What `list_terms` found: one page of the matching rows."""
 
-    terms: list[Term] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    terms: list[Term] = Page.rows()
 
 
-class SearchCoursesResult(BaseModel):
+class SearchCoursesResult(Page):
     """What `search_courses` found: one page of the matching rows."""
 
-    courses: list[Course] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    courses: list[Course] = Page.rows()
 
 
-class ListPrerequisitesResult(BaseModel):
+class ListPrerequisitesResult(Page):
     """What `list_prerequisites` found: one page of the matching rows."""
 
-    prerequisites: list[Prerequisite] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    prerequisites: list[Prerequisite] = Page.rows()
 
 
-class SearchInstructorsResult(BaseModel):
+class SearchInstructorsResult(Page):
     """What `search_instructors` found: one page of the matching rows."""
 
-    instructors: list[Instructor] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    instructors: list[Instructor] = Page.rows()
 
 
-class ListSectionsResult(BaseModel):
+class ListSectionsResult(Page):
     """What `list_sections` found: one page of the matching rows."""
 
-    sections: list[Section] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    sections: list[Section] = Page.rows()
 
 
-class ListEnrollmentsResult(BaseModel):
+class ListEnrollmentsResult(Page):
     """What `list_enrollments` found: one page of the matching rows."""
 
-    enrollments: list[Enrollment] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    enrollments: list[Enrollment] = Page.rows()
 
 
 class GetAcademicRecordResult(BaseModel):
@@ -363,60 +175,24 @@ class GetAcademicRecordResult(BaseModel):
     full_name: str = Field(description="The student's name")
     credits_earned: int = Field(description="Credits of passed courses (A-D or P)")
     gpa: float | None = Field(
-        description="Grade point average over A-F grades (A=4 ... F=0), null without letter grades",
+        description="Grade point average over A-F grades (A=4 ... F=0), null without letter grades"
     )
     grades: list[Grade] = Field(description="Every transcript grade")
 
 
-class ListOverrideRequestsResult(BaseModel):
+class ListOverrideRequestsResult(Page):
     """What `list_override_requests` found: one page of the matching rows."""
 
-    prerequisite_overrides: list[PrerequisiteOverride] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    prerequisite_overrides: list[PrerequisiteOverride] = Page.rows()
 
 
 def find_student(
     db: Database,
-    full_name: Annotated[
-        str | None,
-        Field(
-            description="Part of the student's name",
-            json_schema_extra={"x-envfarm-column": "students.full_name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    email: Annotated[
-        str | None,
-        Field(
-            description="Exact university email",
-            json_schema_extra={"x-envfarm-column": "students.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    program: Annotated[
-        StudentProgram | None,
-        Field(
-            description="Degree program",
-            json_schema_extra={"x-envfarm-column": "students.program", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    full_name: Annotated[str | None, field("Part of the student's name", column="students.full_name")] = None,
+    email: Annotated[str | None, field("Exact university email", column="students.email")] = None,
+    program: Annotated[StudentProgram | None, field("Degree program", column="students.program")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> FindStudentResult:
     """Find students by part of their name, exact email or program. Returns student records with their
     student_id.
@@ -425,59 +201,27 @@ def find_student(
     Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the returned
     cursor to get the next page.
     """
-    args = {
-        "full_name": full_name,
-        "email": email,
-        "program": program,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM students"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:full_name IS NULL OR contains(full_name, :full_name))"
         " AND (:email IS NULL OR email = :email)"
         " AND (:program IS NULL OR program = :program)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"full_name": full_name, "email": email, "program": program},
+        limit,
+        cursor,
     )
-    rows = [Student(**row) for row in page['rows']]
-    return FindStudentResult(
-        students=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return FindStudentResult.of(page)
 
 
 def list_terms(
     db: Database,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the term name, e.g. Spring 2026",
-            json_schema_extra={"x-envfarm-column": "terms.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    name: Annotated[str | None, field("Part of the term name, e.g. Spring 2026", column="terms.name")] = None,
     status: Annotated[
-        TermStatus | None,
-        Field(
-            description="Only terms with this status",
-            json_schema_extra={"x-envfarm-column": "terms.status", "x-envfarm-user-known": False},
-        ),
+        TermStatus | None, field("Only terms with this status", column="terms.status", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListTermsResult:
     """List academic terms with their registration window, drop deadline and status. Gives the term_id
     other tools need.
@@ -486,59 +230,27 @@ def list_terms(
     page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
-    args = {"name": name, "status": status, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM terms"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:name IS NULL OR contains(name, :name))"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"name": name, "status": status},
+        limit,
+        cursor,
     )
-    rows = [Term(**row) for row in page['rows']]
-    return ListTermsResult(
-        terms=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListTermsResult.of(page)
 
 
 def search_courses(
     db: Database,
-    code: Annotated[
-        str | None,
-        Field(
-            description="Part of the catalog code, e.g. CS 2",
-            json_schema_extra={"x-envfarm-column": "courses.code", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    title: Annotated[
-        str | None,
-        Field(
-            description="Part of the course title",
-            json_schema_extra={"x-envfarm-column": "courses.title", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    code: Annotated[str | None, field("Part of the catalog code, e.g. CS 2", column="courses.code")] = None,
+    title: Annotated[str | None, field("Part of the course title", column="courses.title")] = None,
     department: Annotated[
-        InstructorDepartment | None,
-        Field(
-            description="Offering department",
-            json_schema_extra={"x-envfarm-column": "courses.department", "x-envfarm-user-known": True},
-        ),
+        InstructorDepartment | None, field("Offering department", column="courses.department")
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> SearchCoursesResult:
     """Search the course catalog by code, title or department. Returns courses with their course_id and
     credits.
@@ -547,98 +259,51 @@ def search_courses(
     Ordered oldest first. Returns 25 rows per page by default (limit: up to 200) with total and
     has_more; pass the returned cursor to get the next page.
     """
-    args = {"code": code, "title": title, "department": department, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM courses"
-        " WHERE (:code IS NULL OR lower(code) LIKE '%' || replace(replace(replace(lower(:code), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " AND (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:code IS NULL OR contains(code, :code))"
+        " AND (:title IS NULL OR contains(title, :title))"
         " AND (:department IS NULL OR department = :department)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"code": code, "title": title, "department": department},
+        limit,
+        cursor,
     )
-    rows = [Course(**row) for row in page['rows']]
-    return SearchCoursesResult(
-        courses=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return SearchCoursesResult.of(page)
 
 
 def list_prerequisites(
     db: Database,
     course_id: Annotated[
         str,
-        Field(
-            description="Course id from search_courses",
-            json_schema_extra={"x-envfarm-ref": "courses.course_id", "x-envfarm-column": "prerequisites.course_id", "x-envfarm-user-known": False},
-        ),
+        field("Course id from search_courses", ref="courses.course_id", column="prerequisites.course_id", known=False),
     ],
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListPrerequisitesResult:
     """List the prerequisite courses of a course (each row's required_course_id must be passed first).
 
     Matching: course_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("courses", "course_id", course_id, "course_id")
-    args = {"course_id": course_id, "now": db.now, "principal": db.principal}
+    db.require("courses", course_id)
     page = db.page(
-        "SELECT * FROM prerequisites"
-        " WHERE (:course_id IS NULL OR course_id = :course_id)"
-        " ORDER BY rowid",
-        args, limit, cursor,
+        "SELECT * FROM prerequisites WHERE (:course_id IS NULL OR course_id = :course_id) ORDER BY rowid",
+        {"course_id": course_id},
+        limit,
+        cursor,
     )
-    rows = [Prerequisite(**row) for row in page['rows']]
-    return ListPrerequisitesResult(
-        prerequisites=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListPrerequisitesResult.of(page)
 
 
 def search_instructors(
     db: Database,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the instructor's name",
-            json_schema_extra={"x-envfarm-column": "instructors.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    name: Annotated[str | None, field("Part of the instructor's name", column="instructors.name")] = None,
     department: Annotated[
-        InstructorDepartment | None,
-        Field(
-            description="Home department",
-            json_schema_extra={"x-envfarm-column": "instructors.department", "x-envfarm-user-known": True},
-        ),
+        InstructorDepartment | None, field("Home department", column="instructors.department")
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> SearchInstructorsResult:
     """Search instructors by name or department. Returns instructor_id for filtering sections.
 
@@ -646,66 +311,41 @@ def search_instructors(
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
-    args = {"name": name, "department": department, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM instructors"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:name IS NULL OR contains(name, :name))"
         " AND (:department IS NULL OR department = :department)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"name": name, "department": department},
+        limit,
+        cursor,
     )
-    rows = [Instructor(**row) for row in page['rows']]
-    return SearchInstructorsResult(
-        instructors=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return SearchInstructorsResult.of(page)
 
 
 def list_sections(
     db: Database,
     course_id: Annotated[
         str | None,
-        Field(
-            description="Course id from search_courses",
-            json_schema_extra={"x-envfarm-ref": "courses.course_id", "x-envfarm-column": "sections.course_id", "x-envfarm-user-known": False},
-        ),
+        field("Course id from search_courses", ref="courses.course_id", column="sections.course_id", known=False),
     ] = None,
     term_id: Annotated[
-        str | None,
-        Field(
-            description="Term id from list_terms",
-            json_schema_extra={"x-envfarm-ref": "terms.term_id", "x-envfarm-column": "sections.term_id", "x-envfarm-user-known": False},
-        ),
+        str | None, field("Term id from list_terms", ref="terms.term_id", column="sections.term_id", known=False)
     ] = None,
     instructor_id: Annotated[
         str | None,
-        Field(
-            description="Instructor id from search_instructors",
-            json_schema_extra={"x-envfarm-ref": "instructors.instructor_id", "x-envfarm-column": "sections.instructor_id", "x-envfarm-user-known": False},
+        field(
+            "Instructor id from search_instructors",
+            ref="instructors.instructor_id",
+            column="sections.instructor_id",
+            known=False,
         ),
     ] = None,
     status: Annotated[
-        SectionStatus | None,
-        Field(
-            description="Only sections with this status",
-            json_schema_extra={"x-envfarm-column": "sections.status", "x-envfarm-user-known": False},
-        ),
+        SectionStatus | None, field("Only sections with this status", column="sections.status", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 50,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> ListSectionsResult:
     """List sections with meeting days, times, room, capacity and enrolled count. Filter by course
     (course_id from search_courses), term (term_id from list_terms) or instructor (instructor_id from
@@ -716,19 +356,11 @@ def list_sections(
     returned cursor to get the next page.
     """
     if course_id is not None:
-        db.require("courses", "course_id", course_id, "course_id")
+        db.require("courses", course_id)
     if term_id is not None:
-        db.require("terms", "term_id", term_id, "term_id")
+        db.require("terms", term_id)
     if instructor_id is not None:
-        db.require("instructors", "instructor_id", instructor_id, "instructor_id")
-    args = {
-        "course_id": course_id,
-        "term_id": term_id,
-        "instructor_id": instructor_id,
-        "status": status,
-        "now": db.now,
-        "principal": db.principal,
-    }
+        db.require("instructors", instructor_id)
     page = db.page(
         "SELECT * FROM sections"
         " WHERE (:course_id IS NULL OR course_id = :course_id)"
@@ -736,26 +368,27 @@ def list_sections(
         " AND (:instructor_id IS NULL OR instructor_id = :instructor_id)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"course_id": course_id, "term_id": term_id, "instructor_id": instructor_id, "status": status},
+        limit,
+        cursor,
     )
-    rows = [Section(**row) for row in page['rows']]
-    return ListSectionsResult(
-        sections=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListSectionsResult.of(page)
 
 
 def get_section(
     db: Database,
     section_id: Annotated[
         str,
-        Field(
-            description="Section id from list_sections or list_enrollments",
-            json_schema_extra={"x-envfarm-ref": "sections.section_id", "x-envfarm-column": "sections.section_id", "x-envfarm-user-known": False},
+        field(
+            "Section id from list_sections or list_enrollments",
+            ref="sections.section_id",
+            column="sections.section_id",
+            known=False,
         ),
     ],
 ) -> Section:
     """Get one section's course, term, schedule, room, capacity and enrolled count."""
-    row = db.require("sections", "section_id", section_id, "section_id")
+    row = db.require("sections", section_id)
     return Section(**row)
 
 
@@ -763,41 +396,16 @@ def list_enrollments(
     db: Database,
     student_id: Annotated[
         str,
-        Field(
-            description="Student id from find_student",
-            json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-column": "enrollments.student_id", "x-envfarm-user-known": False},
-        ),
+        field("Student id from find_student", ref="students.student_id", column="enrollments.student_id", known=False),
     ],
     status: Annotated[
-        EnrollmentStatus | None,
-        Field(
-            description="Only this status",
-            json_schema_extra={"x-envfarm-column": "enrollments.status", "x-envfarm-user-known": False},
-        ),
+        EnrollmentStatus | None, field("Only this status", column="enrollments.status", known=False)
     ] = None,
     section_id: Annotated[
-        str | None,
-        Field(
-            description="Only this section",
-            json_schema_extra={"x-envfarm-ref": "sections.section_id", "x-envfarm-column": "enrollments.section_id", "x-envfarm-user-known": False},
-        ),
+        str | None, field("Only this section", ref="sections.section_id", column="enrollments.section_id", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListEnrollmentsResult:
     """List a student's enrollments (enrolled, waitlisted or dropped) with their section_id and
     enrollment_id.
@@ -806,80 +414,54 @@ def list_enrollments(
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
-    db.require("students", "student_id", student_id, "student_id")
+    db.require("students", student_id)
     if section_id is not None:
-        db.require("sections", "section_id", section_id, "section_id")
-    args = {
-        "student_id": student_id,
-        "status": status,
-        "section_id": section_id,
-        "now": db.now,
-        "principal": db.principal,
-    }
+        db.require("sections", section_id)
     page = db.page(
         "SELECT * FROM enrollments"
         " WHERE (:student_id IS NULL OR student_id = :student_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:section_id IS NULL OR section_id = :section_id)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"student_id": student_id, "status": status, "section_id": section_id},
+        limit,
+        cursor,
     )
-    rows = [Enrollment(**row) for row in page['rows']]
-    return ListEnrollmentsResult(
-        enrollments=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListEnrollmentsResult.of(page)
 
 
 def get_academic_record(
     db: Database,
-    student_id: Annotated[
-        str,
-        Field(
-            description="Student id from find_student",
-            json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    student_id: Annotated[str, field("Student id from find_student", ref="students.student_id", known=False)],
 ) -> GetAcademicRecordResult:
     """A student's transcript: every final grade with course and term, total credits earned from passed
     courses and the grade point average over letter grades.
     """
-    db.require("students", "student_id", student_id, "student_id")
-    outcome = handlers.get_academic_record(db, student_id=student_id)
-    return GetAcademicRecordResult.model_validate(outcome)
+    db.require("students", student_id)
+    return GetAcademicRecordResult.model_validate(handlers.get_academic_record(db, student_id=student_id))
 
 
 def enroll_in_section(
     db: Database,
-    student_id: Annotated[
-        str,
-        Field(
-            description="Student id from find_student",
-            json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    section_id: Annotated[
-        str,
-        Field(
-            description="Section id from list_sections",
-            json_schema_extra={"x-envfarm-ref": "sections.section_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    student_id: Annotated[str, field("Student id from find_student", ref="students.student_id", known=False)],
+    section_id: Annotated[str, field("Section id from list_sections", ref="sections.section_id", known=False)],
 ) -> Enrollment:
     """Register a student in a section. If the section has a free seat the student is enrolled; if it is
     full the student joins the end of its waitlist and is enrolled automatically when a seat frees up.
     Requires an open registration window, passed prerequisites (or an approved override), no time clash
     with the student's enrolled sections that term and at most 18 enrolled credits per term.
     """
-    db.require("students", "student_id", student_id, "student_id")
-    db.require("sections", "section_id", section_id, "section_id")
-    args = {"student_id": student_id, "section_id": section_id, "now": db.now, "principal": db.principal}
+    db.require("students", student_id)
+    db.require("sections", section_id)
+    args = {"student_id": student_id, "section_id": section_id}
     if db.one("SELECT 1 FROM students WHERE student_id = :student_id AND registration_hold = 1", args):
         db.reject(
-            "Student {student_id} has a registration hold; the hold must be cleared with the registrar's office before enrolling.".format_map(args),
+            "Student {student_id} has a registration hold; the hold must be cleared with the registrar's office before enrolling.",
+            args,
         )
     if db.one("SELECT 1 FROM sections WHERE section_id = :section_id AND status = 'cancelled'", args):
         db.reject(
-            "Section {section_id} has been cancelled; choose another section of the course from list_sections.".format_map(args),
+            "Section {section_id} has been cancelled; choose another section of the course from list_sections.", args
         )
     if db.one(
         "SELECT 1 FROM sections s JOIN terms t ON t.term_id = s.term_id"
@@ -888,7 +470,8 @@ def enroll_in_section(
         args,
     ):
         db.reject(
-            "Registration for the term of section {section_id} is not open today; list_terms shows each term's registration window.".format_map(args),
+            "Registration for the term of section {section_id} is not open today; list_terms shows each term's registration window.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM sections n JOIN sections o ON o.course_id = n.course_id"
@@ -898,7 +481,8 @@ def enroll_in_section(
         args,
     ):
         db.reject(
-            "Student {student_id} is already enrolled or waitlisted in this course this term; drop that enrollment first to switch sections.".format_map(args),
+            "Student {student_id} is already enrolled or waitlisted in this course this term; drop that enrollment first to switch sections.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM sections s JOIN grades g ON g.course_id = s.course_id"
@@ -907,7 +491,8 @@ def enroll_in_section(
         args,
     ):
         db.reject(
-            "Student {student_id} has already passed the course of section {section_id}; passed courses cannot be retaken.".format_map(args),
+            "Student {student_id} has already passed the course of section {section_id}; passed courses cannot be retaken.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM sections s JOIN prerequisites p ON p.course_id = s.course_id"
@@ -919,7 +504,8 @@ def enroll_in_section(
         args,
     ):
         db.reject(
-            "Student {student_id} has not passed every prerequisite of the course of section {section_id}; check list_prerequisites, or ask for an exception with request_prerequisite_override.".format_map(args),
+            "Student {student_id} has not passed every prerequisite of the course of section {section_id}; check list_prerequisites, or ask for an exception with request_prerequisite_override.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM sections n JOIN sections o ON o.term_id = n.term_id"
@@ -936,7 +522,8 @@ def enroll_in_section(
         args,
     ):
         db.reject(
-            "Section {section_id} meets at the same time as a section student {student_id} is already enrolled in this term; drop that section first or pick another section from list_sections.".format_map(args),
+            "Section {section_id} meets at the same time as a section student {student_id} is already enrolled in this term; drop that section first or pick another section from list_sections.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM sections n JOIN courses c ON c.course_id = n.course_id"
@@ -948,35 +535,25 @@ def enroll_in_section(
         args,
     ):
         db.reject(
-            "Enrolling student {student_id} in section {section_id} would exceed the limit of 18 credits per term; drop a course first.".format_map(args),
+            "Enrolling student {student_id} in section {section_id} would exceed the limit of 18 credits per term; drop a course first.",
+            args,
         )
-    outcome = handlers.enroll_in_section(db, student_id=student_id, section_id=section_id)
-    return Enrollment.model_validate(outcome)
+    return Enrollment.model_validate(handlers.enroll_in_section(db, student_id=student_id, section_id=section_id))
 
 
 def drop_enrollment(
     db: Database,
     enrollment_id: Annotated[
-        str,
-        Field(
-            description="Enrollment id from list_enrollments",
-            json_schema_extra={"x-envfarm-ref": "enrollments.enrollment_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Enrollment id from list_enrollments", ref="enrollments.enrollment_id", known=False)
     ],
 ) -> Enrollment:
     """Drop an enrollment or leave a waitlist, on or before the term's drop deadline. A freed seat goes to
     the first student on the section's waitlist.
     """
-    db.require("enrollments", "enrollment_id", enrollment_id, "enrollment_id")
-    args = {"enrollment_id": enrollment_id, "now": db.now, "principal": db.principal}
-    if db.one(
-        "SELECT 1 FROM enrollments WHERE enrollment_id = :enrollment_id"
-        " AND status = 'dropped'",
-        args,
-    ):
-        db.reject(
-            "Enrollment {enrollment_id} was already dropped; there is nothing to drop.".format_map(args),
-        )
+    db.require("enrollments", enrollment_id)
+    args = {"enrollment_id": enrollment_id}
+    if db.one("SELECT 1 FROM enrollments WHERE enrollment_id = :enrollment_id AND status = 'dropped'", args):
+        db.reject("Enrollment {enrollment_id} was already dropped; there is nothing to drop.", args)
     if db.one(
         "SELECT 1 FROM enrollments e JOIN sections s ON s.section_id = e.section_id"
         " JOIN terms t ON t.term_id = s.term_id WHERE e.enrollment_id = :enrollment_id"
@@ -984,47 +561,36 @@ def drop_enrollment(
         args,
     ):
         db.reject(
-            "The drop deadline of this term has passed, so enrollment {enrollment_id} cannot be dropped; a late withdrawal needs the registrar's approval.".format_map(args),
+            "The drop deadline of this term has passed, so enrollment {enrollment_id} cannot be dropped; a late withdrawal needs the registrar's approval.",
+            args,
         )
-    outcome = handlers.drop_enrollment(db, enrollment_id=enrollment_id)
-    return Enrollment.model_validate(outcome)
+    return Enrollment.model_validate(handlers.drop_enrollment(db, enrollment_id=enrollment_id))
 
 
 def change_grading_basis(
     db: Database,
     enrollment_id: Annotated[
         str,
-        Field(
-            description="Enrollment id from list_enrollments",
-            json_schema_extra={"x-envfarm-ref": "enrollments.enrollment_id", "x-envfarm-column": "enrollments.enrollment_id", "x-envfarm-user-known": False},
+        field(
+            "Enrollment id from list_enrollments",
+            ref="enrollments.enrollment_id",
+            column="enrollments.enrollment_id",
+            known=False,
         ),
     ],
     grading_basis: Annotated[
-        EnrollmentGradingBasis,
-        Field(
-            description="The new grading basis",
-            json_schema_extra={"x-envfarm-column": "enrollments.grading_basis", "x-envfarm-user-known": True},
-        ),
+        EnrollmentGradingBasis, field("The new grading basis", column="enrollments.grading_basis")
     ],
 ) -> Enrollment:
     """Switch an enrolled section between letter grading and pass/fail, on or before the term's drop
     deadline.
     """
-    current = db.require("enrollments", "enrollment_id", enrollment_id, "enrollment_id")
-    args = {
-        "enrollment_id": enrollment_id,
-        "grading_basis": grading_basis,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["enrollment_id"],
-    }
-    if db.one(
-        "SELECT 1 FROM enrollments WHERE enrollment_id = :enrollment_id"
-        " AND status != 'enrolled'",
-        args,
-    ):
+    current = db.require("enrollments", enrollment_id)
+    args = {"enrollment_id": enrollment_id, "grading_basis": grading_basis, "id": current["enrollment_id"]}
+    if db.one("SELECT 1 FROM enrollments WHERE enrollment_id = :enrollment_id AND status != 'enrolled'", args):
         db.reject(
-            "Enrollment {enrollment_id} is not an active enrollment (dropped or still waitlisted); only enrolled sections have a grading basis to change.".format_map(args),
+            "Enrollment {enrollment_id} is not an active enrollment (dropped or still waitlisted); only enrolled sections have a grading basis to change.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM enrollments e JOIN sections s ON s.section_id = e.section_id"
@@ -1033,7 +599,8 @@ def change_grading_basis(
         args,
     ):
         db.reject(
-            "The drop deadline of this term has passed, so the grading basis of enrollment {enrollment_id} is final.".format_map(args),
+            "The drop deadline of this term has passed, so the grading basis of enrollment {enrollment_id} is final.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM enrollments e JOIN sections s ON s.section_id = e.section_id"
@@ -1043,12 +610,10 @@ def change_grading_basis(
         args,
     ):
         db.reject(
-            "The course of enrollment {enrollment_id} must be taken for a letter grade; pass/fail is not allowed.".format_map(args),
+            "The course of enrollment {enrollment_id} must be taken for a letter grade; pass/fail is not allowed.", args
         )
     row = db.returning(
-        "UPDATE enrollments SET grading_basis = :grading_basis"
-        " WHERE enrollment_id = :id RETURNING *",
-        args,
+        "UPDATE enrollments SET grading_basis = :grading_basis WHERE enrollment_id = :id RETURNING *", args
     )
     return Enrollment(**row)
 
@@ -1057,48 +622,38 @@ def request_prerequisite_override(
     db: Database,
     student_id: Annotated[
         str,
-        Field(
-            description="Student id from find_student",
-            json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-column": "prerequisite_overrides.student_id", "x-envfarm-user-known": False},
+        field(
+            "Student id from find_student",
+            ref="students.student_id",
+            column="prerequisite_overrides.student_id",
+            known=False,
         ),
     ],
     course_id: Annotated[
         str,
-        Field(
-            description="Course id from search_courses",
-            json_schema_extra={"x-envfarm-ref": "courses.course_id", "x-envfarm-column": "prerequisite_overrides.course_id", "x-envfarm-user-known": False},
+        field(
+            "Course id from search_courses",
+            ref="courses.course_id",
+            column="prerequisite_overrides.course_id",
+            known=False,
         ),
     ],
     reason: Annotated[
         str,
-        Field(
-            description="Why the student is ready, e.g. equivalent course taken elsewhere",
-            json_schema_extra={"x-envfarm-column": "prerequisite_overrides.reason", "x-envfarm-user-known": True},
+        field(
+            "Why the student is ready, e.g. equivalent course taken elsewhere", column="prerequisite_overrides.reason"
         ),
     ],
 ) -> PrerequisiteOverride:
     """Ask the department to let a student into a course whose prerequisites they have not passed. The
     request starts pending; once approved, enroll_in_section accepts the student.
     """
-    db.require("students", "student_id", student_id, "student_id")
-    db.require("courses", "course_id", course_id, "course_id")
+    db.require("students", student_id)
+    db.require("courses", course_id)
     new_id = db.next_id("prerequisite_overrides")
-    args = {
-        "student_id": student_id,
-        "course_id": course_id,
-        "reason": reason,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
-    if db.one(
-        "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM prerequisites"
-        " WHERE course_id = :course_id)",
-        args,
-    ):
-        db.reject(
-            "Course {course_id} has no prerequisites; enroll directly with enroll_in_section.".format_map(args),
-        )
+    args = {"student_id": student_id, "course_id": course_id, "reason": reason, "id": new_id}
+    if db.one("SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM prerequisites WHERE course_id = :course_id)", args):
+        db.reject("Course {course_id} has no prerequisites; enroll directly with enroll_in_section.", args)
     if db.one(
         "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM prerequisites p"
         " WHERE p.course_id = :course_id AND NOT EXISTS (SELECT 1 FROM grades g"
@@ -1107,7 +662,8 @@ def request_prerequisite_override(
         args,
     ):
         db.reject(
-            "Student {student_id} has already passed every prerequisite of course {course_id}; no override is needed.".format_map(args),
+            "Student {student_id} has already passed every prerequisite of course {course_id}; no override is needed.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM prerequisite_overrides WHERE student_id = :student_id"
@@ -1115,7 +671,7 @@ def request_prerequisite_override(
         args,
     ):
         db.reject(
-            "Student {student_id} already has a pending or approved override request for course {course_id}.".format_map(args),
+            "Student {student_id} already has a pending or approved override request for course {course_id}.", args
         )
     row = db.insert(
         "prerequisite_overrides",
@@ -1135,80 +691,56 @@ def list_override_requests(
     db: Database,
     student_id: Annotated[
         str,
-        Field(
-            description="Student id from find_student",
-            json_schema_extra={"x-envfarm-ref": "students.student_id", "x-envfarm-column": "prerequisite_overrides.student_id", "x-envfarm-user-known": False},
+        field(
+            "Student id from find_student",
+            ref="students.student_id",
+            column="prerequisite_overrides.student_id",
+            known=False,
         ),
     ],
     status: Annotated[
         PrerequisiteOverrideStatus | None,
-        Field(
-            description="Only requests with this status",
-            json_schema_extra={"x-envfarm-column": "prerequisite_overrides.status", "x-envfarm-user-known": False},
-        ),
+        field("Only requests with this status", column="prerequisite_overrides.status", known=False),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListOverrideRequestsResult:
     """List a student's prerequisite override requests and their decisions.
 
     Matching: student_id equals; status equals. Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("students", "student_id", student_id, "student_id")
-    args = {"student_id": student_id, "status": status, "now": db.now, "principal": db.principal}
+    db.require("students", student_id)
     page = db.page(
         "SELECT * FROM prerequisite_overrides"
         " WHERE (:student_id IS NULL OR student_id = :student_id)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"student_id": student_id, "status": status},
+        limit,
+        cursor,
     )
-    rows = [PrerequisiteOverride(**row) for row in page['rows']]
-    return ListOverrideRequestsResult(
-        prerequisite_overrides=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListOverrideRequestsResult.of(page)
 
 
 def withdraw_override_request(
     db: Database,
     override_id: Annotated[
         str,
-        Field(
-            description="Override request id from list_override_requests",
-            json_schema_extra={"x-envfarm-ref": "prerequisite_overrides.override_id", "x-envfarm-column": "prerequisite_overrides.override_id", "x-envfarm-user-known": False},
+        field(
+            "Override request id from list_override_requests",
+            ref="prerequisite_overrides.override_id",
+            column="prerequisite_overrides.override_id",
+            known=False,
         ),
     ],
 ) -> PrerequisiteOverride:
     """Withdraw (delete) a prerequisite override request that is still pending."""
-    current = db.require("prerequisite_overrides", "override_id", override_id, "override_id")
-    args = {
-        "override_id": override_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["override_id"],
-    }
-    if db.one(
-        "SELECT 1 FROM prerequisite_overrides WHERE override_id = :override_id"
-        " AND status != 'pending'",
-        args,
-    ):
+    current = db.require("prerequisite_overrides", override_id)
+    args = {"override_id": override_id, "id": current["override_id"]}
+    if db.one("SELECT 1 FROM prerequisite_overrides WHERE override_id = :override_id AND status != 'pending'", args):
         db.reject(
-            "Override request {override_id} has already been decided; only pending requests can be withdrawn.".format_map(args),
+            "Override request {override_id} has already been decided; only pending requests can be withdrawn.", args
         )
     db.execute("DELETE FROM prerequisite_overrides WHERE override_id = :id", args)
     return PrerequisiteOverride(**current)

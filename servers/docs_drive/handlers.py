@@ -64,7 +64,7 @@ def create_document(db: Database, title: str, folder_id: str, kind: str = "docum
         },
     )
     _save_version(db, doc_id, 1, content, owner_email, "Created")
-    return db.require("documents", "doc_id", doc_id, "doc_id")
+    return db.require("documents", doc_id)
 
 
 def edit_document(db: Database, doc_id: str, content: str, summary: str = "Edited") -> dict:
@@ -76,7 +76,7 @@ def edit_document(db: Database, doc_id: str, content: str, summary: str = "Edite
         (content, number, db.now, editor_email, doc_id),
     )
     _save_version(db, doc_id, number, content, editor_email, summary)
-    return db.require("documents", "doc_id", doc_id, "doc_id")
+    return db.require("documents", doc_id)
 
 
 def move_document(db: Database, doc_id: str, folder_id: str) -> dict:
@@ -86,7 +86,7 @@ def move_document(db: Database, doc_id: str, folder_id: str) -> dict:
         " WHERE doc_id = ?",
         (folder_id, folder_id, doc_id),
     )
-    return db.require("documents", "doc_id", doc_id, "doc_id")
+    return db.require("documents", doc_id)
 
 
 def share_documents(db: Database, doc_ids: list[str], emails: list[str], role: str) -> dict:
@@ -96,13 +96,15 @@ def share_documents(db: Database, doc_ids: list[str], emails: list[str], role: s
     documents = list(dict.fromkeys(doc_ids))
     people = list(dict.fromkeys(emails))
     for doc_id in documents:
-        document = db.require("documents", "doc_id", doc_id, "doc_id")
+        document = db.require("documents", doc_id)
         if document["status"] == "trashed":
             db.reject(f"Document {doc_id} is in the trash and can't be shared; restore it first. Nothing was shared.")
         if not db.one(
             "SELECT 1 FROM permissions WHERE doc_id = ? AND email = ? AND role IN ('editor', 'owner')", (doc_id, me)
         ):
-            db.reject(f"You can't share document {doc_id}: only its owner and editors can share it. Nothing was shared.")
+            db.reject(
+                f"You can't share document {doc_id}: only its owner and editors can share it. Nothing was shared."
+            )
     granted, skipped = [], []
     for doc_id in documents:
         for email in people:

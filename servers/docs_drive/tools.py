@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from envfarm.servers.runtime.database import Database, json_array
+from envfarm.servers.runtime import Cursor, Database, Limit, Page, field, json_array
 
 from . import handlers
 
@@ -20,219 +20,95 @@ PermissionRole = Literal["viewer", "editor", "owner"]
 class Person(BaseModel):
     """A colleague who can own or be given access to documents. A row of `people`."""
 
-    person_id: str = Field(
-        description="Internal person id",
-        json_schema_extra={"x-envfarm-ref": "people.person_id", "x-envfarm-user-known": False},
-    )
-    full_name: str = Field(
-        description="First and last name",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    email: str = Field(description="Work email address", json_schema_extra={"x-envfarm-user-known": True})
-    department: PersonDepartment | None = Field(
-        description="The person's department",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    person_id: str = field("Internal person id", ref="people.person_id", known=False)
+    full_name: str = field("First and last name")
+    email: str = field("Work email address")
+    department: PersonDepartment | None = field("The person's department")
 
 
 class Folder(BaseModel):
     """A folder of the drive; top-level team folders hold subfolders. A row of `folders`."""
 
-    folder_id: str = Field(
-        description="Internal folder id",
-        json_schema_extra={"x-envfarm-ref": "folders.folder_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(
-        description="Folder name, e.g. Budgets",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    parent_id: str | None = Field(
-        description="Parent folder; empty for a top-level folder",
-        json_schema_extra={"x-envfarm-ref": "folders.folder_id", "x-envfarm-user-known": False},
-    )
-    owner_email: str = Field(
-        description="Email of the folder's owner",
-        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": False},
-    )
-    created_at: str = Field(
-        description="When the folder was created (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    department: PersonDepartment | None = Field(
-        description="Department whose team folder holds it (none for Shared)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    folder_id: str = field("Internal folder id", ref="folders.folder_id", known=False)
+    name: str = field("Folder name, e.g. Budgets")
+    parent_id: str | None = field("Parent folder; empty for a top-level folder", ref="folders.folder_id", known=False)
+    owner_email: str = field("Email of the folder's owner", ref="people.email", known=False)
+    created_at: str = field("When the folder was created (ISO 8601, UTC)", known=False)
+    department: PersonDepartment | None = field("Department whose team folder holds it (none for Shared)")
 
 
 class Document(BaseModel):
     """A document, spreadsheet or presentation with its current text. A row of `documents`."""
 
-    doc_id: str = Field(
-        description="Internal document id",
-        json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-user-known": False},
-    )
-    title: str = Field(description="Document title", json_schema_extra={"x-envfarm-user-known": True})
-    kind: DocumentKind = Field(description="Kind of file", json_schema_extra={"x-envfarm-user-known": True})
-    folder_id: str = Field(
-        description="Folder holding the document",
-        json_schema_extra={"x-envfarm-ref": "folders.folder_id", "x-envfarm-user-known": False},
-    )
-    owner_email: str = Field(
-        description="Email of the owner",
-        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
-    )
-    content: str = Field(description="Current text", json_schema_extra={"x-envfarm-user-known": False})
-    version: int = Field(
-        description="Current version number",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    status: DocumentStatus = Field(
-        description="trashed documents can't be edited or shared",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    trashed_by: str | None = Field(
-        description="Who moved it to the trash",
-        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": False},
-    )
-    trashed_at: str | None = Field(
-        description="When it was moved to the trash (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    created_at: str = Field(
-        description="When it was created (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    updated_at: str = Field(
-        description="When its text last changed (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    last_edited_by: str = Field(
-        description="Who last changed its text",
-        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": False},
-    )
-    department: PersonDepartment | None = Field(
-        description="Department of its folder (none in Shared); follows the document when moved",
-        json_schema_extra={"x-envfarm-user-known": True},
+    doc_id: str = field("Internal document id", ref="documents.doc_id", known=False)
+    title: str = field("Document title")
+    kind: DocumentKind = field("Kind of file")
+    folder_id: str = field("Folder holding the document", ref="folders.folder_id", known=False)
+    owner_email: str = field("Email of the owner", ref="people.email")
+    content: str = field("Current text", known=False)
+    version: int = field("Current version number", known=False)
+    status: DocumentStatus = field("trashed documents can't be edited or shared")
+    trashed_by: str | None = field("Who moved it to the trash", ref="people.email", known=False)
+    trashed_at: str | None = field("When it was moved to the trash (ISO 8601, UTC)", known=False)
+    created_at: str = field("When it was created (ISO 8601, UTC)", known=False)
+    updated_at: str = field("When its text last changed (ISO 8601, UTC)", known=False)
+    last_edited_by: str = field("Who last changed its text", ref="people.email", known=False)
+    department: PersonDepartment | None = field(
+        "Department of its folder (none in Shared); follows the document when moved"
     )
 
 
 class Permission(BaseModel):
     """One person's access to a document: owner, editor or viewer. A row of `permissions`."""
 
-    permission_id: str = Field(
-        description="Internal permission id",
-        json_schema_extra={"x-envfarm-ref": "permissions.permission_id", "x-envfarm-user-known": False},
-    )
-    doc_id: str = Field(
-        description="The document",
-        json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-user-known": False},
-    )
-    email: str = Field(
-        description="Email of the person with access",
-        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
-    )
-    role: PermissionRole = Field(
-        description="viewer reads and comments; editor also edits and shares; owner also trashes",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    granted_by: str = Field(
-        description="Who shared it",
-        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": False},
-    )
-    granted_at: str = Field(
-        description="When access was granted (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    permission_id: str = field("Internal permission id", ref="permissions.permission_id", known=False)
+    doc_id: str = field("The document", ref="documents.doc_id", known=False)
+    email: str = field("Email of the person with access", ref="people.email")
+    role: PermissionRole = field("viewer reads and comments; editor also edits and shares; owner also trashes")
+    granted_by: str = field("Who shared it", ref="people.email", known=False)
+    granted_at: str = field("When access was granted (ISO 8601, UTC)", known=False)
 
 
 class Version(BaseModel):
     """A saved version of a document's text. A row of `versions`."""
 
-    version_id: str = Field(
-        description="Internal version id",
-        json_schema_extra={"x-envfarm-ref": "versions.version_id", "x-envfarm-user-known": False},
-    )
-    doc_id: str = Field(
-        description="The document",
-        json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-user-known": False},
-    )
-    number: int = Field(
-        description="Version number (1 is the first)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    content: str = Field(
-        description="Text of this version",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    author_email: str = Field(
-        description="Who saved it",
-        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
-    )
-    summary: str = Field(description="What changed", json_schema_extra={"x-envfarm-user-known": True})
-    created_at: str = Field(
-        description="When it was saved (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    version_id: str = field("Internal version id", ref="versions.version_id", known=False)
+    doc_id: str = field("The document", ref="documents.doc_id", known=False)
+    number: int = field("Version number (1 is the first)", known=False)
+    content: str = field("Text of this version", known=False)
+    author_email: str = field("Who saved it", ref="people.email")
+    summary: str = field("What changed")
+    created_at: str = field("When it was saved (ISO 8601, UTC)")
 
 
 class Comment(BaseModel):
     """A comment on a document. A row of `comments`."""
 
-    comment_id: str = Field(
-        description="Internal comment id",
-        json_schema_extra={"x-envfarm-ref": "comments.comment_id", "x-envfarm-user-known": False},
-    )
-    doc_id: str = Field(
-        description="The document",
-        json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-user-known": False},
-    )
-    author_email: str = Field(
-        description="Author's email",
-        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
-    )
-    body: str = Field(description="Comment text", json_schema_extra={"x-envfarm-user-known": True})
-    created_at: str = Field(
-        description="When it was written (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    resolved: bool = Field(
-        description="Whether it was resolved",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    resolved_by: str | None = Field(
-        description="Who resolved it",
-        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": False},
-    )
+    comment_id: str = field("Internal comment id", ref="comments.comment_id", known=False)
+    doc_id: str = field("The document", ref="documents.doc_id", known=False)
+    author_email: str = field("Author's email", ref="people.email")
+    body: str = field("Comment text")
+    created_at: str = field("When it was written (ISO 8601, UTC)", known=False)
+    resolved: bool = field("Whether it was resolved", known=False)
+    resolved_by: str | None = field("Who resolved it", ref="people.email", known=False)
 
 
-class FindPeopleResult(BaseModel):
+class FindPeopleResult(Page):
     """What `find_people` found: one page of the matching rows."""
 
-    people: list[Person] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    people: list[Person] = Page.rows()
 
 
-class ListFoldersResult(BaseModel):
+class ListFoldersResult(Page):
     """What `list_folders` found: one page of the matching rows."""
 
-    folders: list[Folder] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    folders: list[Folder] = Page.rows()
 
 
-class SearchDocumentsResult(BaseModel):
+class SearchDocumentsResult(Page):
     """What `search_documents` found: one page of the matching rows."""
 
-    documents: list[Document] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    documents: list[Document] = Page.rows()
 
 
 class SharedWithMeResult(BaseModel):
@@ -240,37 +116,25 @@ class SharedWithMeResult(BaseModel):
 
     email: str = Field(description="Whose shared documents these are (yours)")
     documents: list[Document] = Field(description="Documents shared with you")
-    roles: dict[str, Any] = Field(description="Your role per doc id, e.g. {\"doc_jq5ek9\": \"editor\"}")
+    roles: dict[str, Any] = Field(description='Your role per doc id, e.g. {"doc_jq5ek9": "editor"}')
 
 
-class ListPermissionsResult(BaseModel):
+class ListPermissionsResult(Page):
     """What `list_permissions` found: one page of the matching rows."""
 
-    permissions: list[Permission] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    permissions: list[Permission] = Page.rows()
 
 
-class ListVersionsResult(BaseModel):
+class ListVersionsResult(Page):
     """What `list_versions` found: one page of the matching rows."""
 
-    versions: list[Version] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    versions: list[Version] = Page.rows()
 
 
-class ListCommentsResult(BaseModel):
+class ListCommentsResult(Page):
     """What `list_comments` found: one page of the matching rows."""
 
-    comments: list[Comment] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    comments: list[Comment] = Page.rows()
 
 
 class ShareDocumentsResult(BaseModel):
@@ -279,49 +143,19 @@ class ShareDocumentsResult(BaseModel):
     shared: int = Field(description="New permissions granted")
     permissions: list[Permission] = Field(description="The new permissions")
     skipped: list[str] = Field(
-        description="Pairs left as they were because the person already had access, as 'email on doc_id'",
+        description="Pairs left as they were because the person already had access, as 'email on doc_id'"
     )
 
 
 def find_people(
     db: Database,
-    full_name: Annotated[
-        str | None,
-        Field(
-            description="Part of the person's name",
-            json_schema_extra={"x-envfarm-column": "people.full_name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    email: Annotated[
-        str | None,
-        Field(
-            description="Exact email address",
-            json_schema_extra={"x-envfarm-column": "people.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    full_name: Annotated[str | None, field("Part of the person's name", column="people.full_name")] = None,
+    email: Annotated[str | None, field("Exact email address", column="people.email")] = None,
     department: Annotated[
-        list[PersonDepartment] | None,
-        Field(
-            description="Only people in one of these departments",
-            json_schema_extra={"x-envfarm-column": "people.department", "x-envfarm-user-known": True},
-        ),
+        list[PersonDepartment] | None, field("Only people in one of these departments", column="people.department")
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> FindPeopleResult:
     """Look up colleagues by part of their name or exact email; returns the emails the other tools use.
 
@@ -329,66 +163,34 @@ def find_people(
     values. Ordered oldest first. Returns 25 rows per page by default (limit: up to 200) with total and
     has_more; pass the returned cursor to get the next page.
     """
-    args = {
-        "full_name": full_name,
-        "email": email,
-        "department": json_array(department),
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM people"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:full_name IS NULL OR contains(full_name, :full_name))"
         " AND (:email IS NULL OR email = :email)"
         " AND (:department IS NULL OR department IN (SELECT value FROM json_each(:department)))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"full_name": full_name, "email": email, "department": json_array(department)},
+        limit,
+        cursor,
     )
-    rows = [Person(**row) for row in page['rows']]
-    return FindPeopleResult(
-        people=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return FindPeopleResult.of(page)
 
 
 def list_folders(
     db: Database,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the folder name",
-            json_schema_extra={"x-envfarm-column": "folders.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    name: Annotated[str | None, field("Part of the folder name", column="folders.name")] = None,
     parent_id: Annotated[
         str | None,
-        Field(
-            description="Parent folder id, to list its subfolders",
-            json_schema_extra={"x-envfarm-ref": "folders.folder_id", "x-envfarm-column": "folders.parent_id", "x-envfarm-user-known": False},
+        field(
+            "Parent folder id, to list its subfolders", ref="folders.folder_id", column="folders.parent_id", known=False
         ),
     ] = None,
     department: Annotated[
         list[PersonDepartment] | None,
-        Field(
-            description="Only folders of these departments (a team folder and its subfolders)",
-            json_schema_extra={"x-envfarm-column": "folders.department", "x-envfarm-user-known": True},
-        ),
+        field("Only folders of these departments (a team folder and its subfolders)", column="folders.department"),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListFoldersResult:
     """List folders by name or parent folder (top-level folders have no parent). Returns folder ids.
 
@@ -396,87 +198,42 @@ def list_folders(
     Ordered oldest first. Returns 25 rows per page by default (limit: up to 200) with total and
     has_more; pass the returned cursor to get the next page.
     """
-    args = {
-        "name": name,
-        "parent_id": parent_id,
-        "department": json_array(department),
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM folders"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:name IS NULL OR contains(name, :name))"
         " AND (:parent_id IS NULL OR parent_id = :parent_id)"
         " AND (:department IS NULL OR department IN (SELECT value FROM json_each(:department)))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"name": name, "parent_id": parent_id, "department": json_array(department)},
+        limit,
+        cursor,
     )
-    rows = [Folder(**row) for row in page['rows']]
-    return ListFoldersResult(
-        folders=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListFoldersResult.of(page)
 
 
 def search_documents(
     db: Database,
-    title: Annotated[
-        str | None,
-        Field(
-            description="Part of the title",
-            json_schema_extra={"x-envfarm-column": "documents.title", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    title: Annotated[str | None, field("Part of the title", column="documents.title")] = None,
     folder_id: Annotated[
         str | None,
-        Field(
-            description="Folder id from list_folders",
-            json_schema_extra={"x-envfarm-ref": "folders.folder_id", "x-envfarm-column": "documents.folder_id", "x-envfarm-user-known": False},
-        ),
+        field("Folder id from list_folders", ref="folders.folder_id", column="documents.folder_id", known=False),
     ] = None,
     owner_email: Annotated[
-        str | None,
-        Field(
-            description="Owner's email",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "documents.owner_email", "x-envfarm-user-known": True},
-        ),
+        str | None, field("Owner's email", ref="people.email", column="documents.owner_email")
     ] = None,
-    kind: Annotated[
-        DocumentKind | None,
-        Field(
-            description="Only this kind",
-            json_schema_extra={"x-envfarm-column": "documents.kind", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    kind: Annotated[DocumentKind | None, field("Only this kind", column="documents.kind")] = None,
     status: Annotated[
-        DocumentStatus | None,
-        Field(
-            description="Only active or only trashed documents",
-            json_schema_extra={"x-envfarm-column": "documents.status", "x-envfarm-user-known": True},
-        ),
+        DocumentStatus | None, field("Only active or only trashed documents", column="documents.status")
     ] = None,
     department: Annotated[
         list[PersonDepartment] | None,
-        Field(
-            description="Only documents in the folders of these departments (their team folder and its subfolders)",
-            json_schema_extra={"x-envfarm-column": "documents.department", "x-envfarm-user-known": True},
+        field(
+            "Only documents in the folders of these departments (their team folder and its subfolders)",
+            column="documents.department",
         ),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 50,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> SearchDocumentsResult:
     """Find documents you can open by title words, folder, department, owner, kind or status (active or
     trashed). Returns doc ids for get_document and the tools that change a document.
@@ -493,12 +250,10 @@ def search_documents(
         "kind": kind,
         "status": status,
         "department": json_array(department),
-        "now": db.now,
-        "principal": db.principal,
     }
     page = db.page(
         "SELECT * FROM documents"
-        " WHERE (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:title IS NULL OR contains(title, :title))"
         " AND (:folder_id IS NULL OR folder_id = :folder_id)"
         " AND (:owner_email IS NULL OR owner_email = :owner_email)"
         " AND (:kind IS NULL OR kind = :kind)"
@@ -506,83 +261,48 @@ def search_documents(
         " AND (:department IS NULL OR department IN (SELECT value FROM json_each(:department)))"
         " AND (doc_id IN (SELECT doc_id FROM permissions WHERE email = :principal))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        args,
+        limit,
+        cursor,
     )
-    rows = [Document(**row) for row in page['rows']]
-    return SearchDocumentsResult(
-        documents=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return SearchDocumentsResult.of(page)
 
 
 def get_document(
     db: Database,
     doc_id: Annotated[
         str,
-        Field(
-            description="Doc id from search_documents or shared_with_me",
-            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "documents.doc_id", "x-envfarm-user-known": False},
+        field(
+            "Doc id from search_documents or shared_with_me",
+            ref="documents.doc_id",
+            column="documents.doc_id",
+            known=False,
         ),
     ],
 ) -> Document:
     """Get one document with its current text, version number, owner and status."""
-    row = db.require("documents", "doc_id", doc_id, "doc_id")
+    row = db.require("documents", doc_id)
     return Document(**row)
 
 
 def shared_with_me(
     db: Database,
-    role: Annotated[
-        Literal["viewer", "editor"] | None,
-        Field(
-            description="Only documents shared with this role",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = None,
+    role: Annotated[Literal["viewer", "editor"] | None, field("Only documents shared with this role")] = None,
 ) -> SharedWithMeResult:
     """The active documents other people shared with you, with the role you were given."""
-    outcome = handlers.shared_with_me(db, role=role)
-    return SharedWithMeResult.model_validate(outcome)
+    return SharedWithMeResult.model_validate(handlers.shared_with_me(db, role=role))
 
 
 def list_permissions(
     db: Database,
     doc_id: Annotated[
         str | None,
-        Field(
-            description="Doc id from search_documents",
-            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "permissions.doc_id", "x-envfarm-user-known": False},
-        ),
+        field("Doc id from search_documents", ref="documents.doc_id", column="permissions.doc_id", known=False),
     ] = None,
-    email: Annotated[
-        str | None,
-        Field(
-            description="A person's email",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "permissions.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    role: Annotated[
-        PermissionRole | None,
-        Field(
-            description="Only this role",
-            json_schema_extra={"x-envfarm-column": "permissions.role", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 50,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    email: Annotated[str | None, field("A person's email", ref="people.email", column="permissions.email")] = None,
+    role: Annotated[PermissionRole | None, field("Only this role", column="permissions.role")] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> ListPermissionsResult:
     """List who has access to one of your documents (give doc_id), or which of them a person can access
     (give email). Returns permission ids for change_permission and remove_permission.
@@ -591,7 +311,6 @@ def list_permissions(
     by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
-    args = {"doc_id": doc_id, "email": email, "role": role, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM permissions"
         " WHERE (:doc_id IS NULL OR doc_id = :doc_id)"
@@ -599,258 +318,143 @@ def list_permissions(
         " AND (:role IS NULL OR role = :role)"
         " AND (doc_id IN (SELECT p.doc_id FROM permissions p WHERE p.email = :principal))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"doc_id": doc_id, "email": email, "role": role},
+        limit,
+        cursor,
     )
-    rows = [Permission(**row) for row in page['rows']]
-    return ListPermissionsResult(
-        permissions=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListPermissionsResult.of(page)
 
 
 def list_versions(
     db: Database,
     doc_id: Annotated[
-        str,
-        Field(
-            description="Doc id from search_documents",
-            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "versions.doc_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Doc id from search_documents", ref="documents.doc_id", column="versions.doc_id", known=False)
     ],
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListVersionsResult:
     """A document's version history, oldest first, with authors and change summaries.
 
     Matching: doc_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("documents", "doc_id", doc_id, "doc_id")
-    args = {"doc_id": doc_id, "now": db.now, "principal": db.principal}
+    db.require("documents", doc_id)
     page = db.page(
         "SELECT * FROM versions"
         " WHERE (:doc_id IS NULL OR doc_id = :doc_id)"
         " AND (doc_id IN (SELECT doc_id FROM permissions WHERE email = :principal))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"doc_id": doc_id},
+        limit,
+        cursor,
     )
-    rows = [Version(**row) for row in page['rows']]
-    return ListVersionsResult(
-        versions=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListVersionsResult.of(page)
 
 
 def list_comments(
     db: Database,
     doc_id: Annotated[
-        str,
-        Field(
-            description="Doc id from search_documents",
-            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "comments.doc_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Doc id from search_documents", ref="documents.doc_id", column="comments.doc_id", known=False)
     ],
     resolved: Annotated[
         bool | None,
-        Field(
-            description="Only resolved (true) or only open (false) comments",
-            json_schema_extra={"x-envfarm-column": "comments.resolved", "x-envfarm-user-known": False},
-        ),
+        field("Only resolved (true) or only open (false) comments", column="comments.resolved", known=False),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListCommentsResult:
     """The comments on a document, optionally only open or only resolved ones.
 
     Matching: doc_id equals; resolved equals. Ordered oldest first. Returns 25 rows per page by default
     (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("documents", "doc_id", doc_id, "doc_id")
-    args = {"doc_id": doc_id, "resolved": resolved, "now": db.now, "principal": db.principal}
+    db.require("documents", doc_id)
     page = db.page(
         "SELECT * FROM comments"
         " WHERE (:doc_id IS NULL OR doc_id = :doc_id)"
         " AND (:resolved IS NULL OR resolved = :resolved)"
         " AND (doc_id IN (SELECT doc_id FROM permissions WHERE email = :principal))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"doc_id": doc_id, "resolved": resolved},
+        limit,
+        cursor,
     )
-    rows = [Comment(**row) for row in page['rows']]
-    return ListCommentsResult(
-        comments=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListCommentsResult.of(page)
 
 
 def create_document(
     db: Database,
-    title: Annotated[str, Field(description="Title", json_schema_extra={"x-envfarm-user-known": True})],
-    folder_id: Annotated[
-        str,
-        Field(
-            description="Folder id from list_folders",
-            json_schema_extra={"x-envfarm-ref": "folders.folder_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    kind: Annotated[
-        DocumentKind,
-        Field(
-            description="Kind of file (default document)",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = "document",
-    content: Annotated[
-        str,
-        Field(description="Initial text", json_schema_extra={"x-envfarm-user-known": True}),
-    ] = "",
+    title: Annotated[str, field("Title")],
+    folder_id: Annotated[str, field("Folder id from list_folders", ref="folders.folder_id", known=False)],
+    kind: Annotated[DocumentKind, field("Kind of file (default document)")] = "document",
+    content: Annotated[str, field("Initial text")] = "",
 ) -> Document:
     """Create a document in a folder. You become its owner, and the text is saved as version 1."""
-    db.require("folders", "folder_id", folder_id, "folder_id")
-    args = {
-        "title": title,
-        "folder_id": folder_id,
-        "kind": kind,
-        "content": content,
-        "now": db.now,
-        "principal": db.principal,
-    }
+    db.require("folders", folder_id)
+    args = {"title": title, "folder_id": folder_id, "kind": kind, "content": content}
     if db.one(
         "SELECT 1 FROM documents WHERE folder_id = :folder_id"
         " AND lower(title) = lower(trim(:title)) AND status = 'active'",
         args,
     ):
-        db.reject(
-            "The folder already has a document titled {title}; pick another title or edit that document.".format_map(args),
-        )
-    outcome = handlers.create_document(db, title=title, folder_id=folder_id, kind=kind, content=content)
-    return Document.model_validate(outcome)
+        db.reject("The folder already has a document titled {title}; pick another title or edit that document.", args)
+    return Document.model_validate(
+        handlers.create_document(db, title=title, folder_id=folder_id, kind=kind, content=content)
+    )
 
 
 def edit_document(
     db: Database,
-    doc_id: Annotated[
-        str,
-        Field(
-            description="Doc id from search_documents",
-            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    content: Annotated[
-        str,
-        Field(description="The new full text", json_schema_extra={"x-envfarm-user-known": True}),
-    ],
-    summary: Annotated[
-        str,
-        Field(
-            description="What changed (shown in the version history)",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = "Edited",
+    doc_id: Annotated[str, field("Doc id from search_documents", ref="documents.doc_id", known=False)],
+    content: Annotated[str, field("The new full text")],
+    summary: Annotated[str, field("What changed (shown in the version history)")] = "Edited",
 ) -> Document:
     """Replace a document's text, saving a new version as you. Only the owner and editors can edit, and
     trashed documents must be restored first.
     """
-    db.require("documents", "doc_id", doc_id, "doc_id")
-    args = {
-        "doc_id": doc_id,
-        "content": content,
-        "summary": summary,
-        "now": db.now,
-        "principal": db.principal,
-    }
+    db.require("documents", doc_id)
+    args = {"doc_id": doc_id, "content": content, "summary": summary}
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND status = 'trashed'", args):
-        db.reject(
-            "Document {doc_id} is in the trash; restore it with restore_document before editing.".format_map(args),
-        )
+        db.reject("Document {doc_id} is in the trash; restore it with restore_document before editing.", args)
     if db.one(
         "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM permissions WHERE doc_id = :doc_id"
         " AND email = :principal AND role IN ('editor', 'owner'))",
         args,
     ):
         db.reject(
-            "You can only view document {doc_id}: only its owner and editors can edit it. Ask the owner to share it with editor access.".format_map(args),
+            "You can only view document {doc_id}: only its owner and editors can edit it. Ask the owner to share it with editor access.",
+            args,
         )
-    outcome = handlers.edit_document(db, doc_id=doc_id, content=content, summary=summary)
-    return Document.model_validate(outcome)
+    return Document.model_validate(handlers.edit_document(db, doc_id=doc_id, content=content, summary=summary))
 
 
 def share_document(
     db: Database,
     doc_id: Annotated[
-        str,
-        Field(
-            description="Doc id from search_documents",
-            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "permissions.doc_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Doc id from search_documents", ref="documents.doc_id", column="permissions.doc_id", known=False)
     ],
     email: Annotated[
-        str,
-        Field(
-            description="Email of the person to share with (find_people)",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "permissions.email", "x-envfarm-user-known": True},
-        ),
+        str, field("Email of the person to share with (find_people)", ref="people.email", column="permissions.email")
     ],
-    role: Annotated[
-        Literal["viewer", "editor"],
-        Field(
-            description="Access to give",
-            json_schema_extra={"x-envfarm-column": "permissions.role", "x-envfarm-user-known": True},
-        ),
-    ],
+    role: Annotated[Literal["viewer", "editor"], field("Access to give", column="permissions.role")],
 ) -> Permission:
     """Give a person viewer or editor access to an active document. Only the owner and editors can share."""
-    db.require("documents", "doc_id", doc_id, "doc_id")
-    db.require("people", "email", email, "email")
+    db.require("documents", doc_id)
+    db.require("people", email, column="email")
     new_id = db.next_id("permissions")
-    args = {
-        "doc_id": doc_id,
-        "email": email,
-        "role": role,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
+    args = {"doc_id": doc_id, "email": email, "role": role, "id": new_id}
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND status = 'trashed'", args):
         db.reject(
-            "Document {doc_id} is in the trash and can't be shared; restore it with restore_document first.".format_map(args),
+            "Document {doc_id} is in the trash and can't be shared; restore it with restore_document first.", args
         )
     if db.one(
         "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM permissions WHERE doc_id = :doc_id"
         " AND email = :principal AND role IN ('editor', 'owner'))",
         args,
     ):
-        db.reject(
-            "You can't share document {doc_id}: only its owner and editors can share it.".format_map(args),
-        )
+        db.reject("You can't share document {doc_id}: only its owner and editors can share it.", args)
     if db.one("SELECT 1 FROM permissions WHERE doc_id = :doc_id AND email = :email", args):
-        db.reject(
-            "{email} already has access to document {doc_id}; change their role with change_permission.".format_map(args),
-        )
+        db.reject("{email} already has access to document {doc_id}; change their role with change_permission.", args)
     row = db.insert(
         "permissions",
         {
@@ -868,25 +472,12 @@ def share_document(
 def share_documents(
     db: Database,
     doc_ids: Annotated[
-        list[str],
-        Field(
-            description="Doc ids from search_documents",
-            min_length=1,
-            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-user-known": False},
-        ),
+        list[str], field("Doc ids from search_documents", ref="documents.doc_id", known=False, min_length=1)
     ],
     emails: Annotated[
-        list[str],
-        Field(
-            description="Emails of the people to share with (find_people)",
-            min_length=1,
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
-        ),
+        list[str], field("Emails of the people to share with (find_people)", ref="people.email", min_length=1)
     ],
-    role: Annotated[
-        Literal["viewer", "editor"],
-        Field(description="Access to give everyone", json_schema_extra={"x-envfarm-user-known": True}),
-    ],
+    role: Annotated[Literal["viewer", "editor"], field("Access to give everyone")],
 ) -> ShareDocumentsResult:
     """Give several people viewer or editor access to several active documents in one step (every document
     with every person). You must be the owner or an editor of each document; if any document is trashed
@@ -894,51 +485,34 @@ def share_documents(
     role and are listed under skipped.
     """
     for value in doc_ids or []:
-        db.require("documents", "doc_id", value, "doc_ids")
+        db.require("documents", value, "doc_ids")
     for value in emails or []:
-        db.require("people", "email", value, "emails")
-    outcome = handlers.share_documents(db, doc_ids=doc_ids, emails=emails, role=role)
-    return ShareDocumentsResult.model_validate(outcome)
+        db.require("people", value, "emails", column="email")
+    return ShareDocumentsResult.model_validate(handlers.share_documents(db, doc_ids=doc_ids, emails=emails, role=role))
 
 
 def change_permission(
     db: Database,
     permission_id: Annotated[
         str,
-        Field(
-            description="Permission id from list_permissions",
-            json_schema_extra={"x-envfarm-ref": "permissions.permission_id", "x-envfarm-column": "permissions.permission_id", "x-envfarm-user-known": False},
+        field(
+            "Permission id from list_permissions",
+            ref="permissions.permission_id",
+            column="permissions.permission_id",
+            known=False,
         ),
     ],
-    role: Annotated[
-        Literal["viewer", "editor"],
-        Field(
-            description="New role",
-            json_schema_extra={"x-envfarm-column": "permissions.role", "x-envfarm-user-known": True},
-        ),
-    ],
+    role: Annotated[Literal["viewer", "editor"], field("New role", column="permissions.role")],
 ) -> Permission:
     """Switch a person's access to a document between viewer and editor. Only the document's owner and
     editors can change access, and the owner's access can't change.
     """
-    current = db.require("permissions", "permission_id", permission_id, "permission_id")
-    args = {
-        "permission_id": permission_id,
-        "role": role,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["permission_id"],
-    }
-    if db.one(
-        "SELECT 1 FROM permissions WHERE permission_id = :permission_id"
-        " AND role = 'owner'",
-        args,
-    ):
-        db.reject(
-            "Permission {permission_id} is the owner's; the owner's access can't be changed.".format_map(args),
-        )
+    current = db.require("permissions", permission_id)
+    args = {"permission_id": permission_id, "role": role, "id": current["permission_id"]}
+    if db.one("SELECT 1 FROM permissions WHERE permission_id = :permission_id AND role = 'owner'", args):
+        db.reject("Permission {permission_id} is the owner's; the owner's access can't be changed.", args)
     if db.one("SELECT 1 FROM permissions WHERE permission_id = :permission_id AND role = :role", args):
-        db.reject("Permission {permission_id} already gives {role} access.".format_map(args))
+        db.reject("Permission {permission_id} already gives {role} access.", args)
     if db.one(
         "SELECT 1 FROM permissions target WHERE target.permission_id = :permission_id"
         " AND NOT EXISTS (SELECT 1 FROM permissions mine"
@@ -947,13 +521,10 @@ def change_permission(
         args,
     ):
         db.reject(
-            "You can only view the document of permission {permission_id}: only its owner and editors can change who has access.".format_map(args),
+            "You can only view the document of permission {permission_id}: only its owner and editors can change who has access.",
+            args,
         )
-    row = db.returning(
-        "UPDATE permissions SET role = :role"
-        " WHERE permission_id = :id RETURNING *",
-        args,
-    )
+    row = db.returning("UPDATE permissions SET role = :role WHERE permission_id = :id RETURNING *", args)
     return Permission(**row)
 
 
@@ -961,30 +532,21 @@ def remove_permission(
     db: Database,
     permission_id: Annotated[
         str,
-        Field(
-            description="Permission id from list_permissions",
-            json_schema_extra={"x-envfarm-ref": "permissions.permission_id", "x-envfarm-column": "permissions.permission_id", "x-envfarm-user-known": False},
+        field(
+            "Permission id from list_permissions",
+            ref="permissions.permission_id",
+            column="permissions.permission_id",
+            known=False,
         ),
     ],
 ) -> Permission:
     """Take away a person's access to a document. Only the document's owner and editors can remove someone
     else; anyone can give up their own access. The owner can't be removed.
     """
-    current = db.require("permissions", "permission_id", permission_id, "permission_id")
-    args = {
-        "permission_id": permission_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["permission_id"],
-    }
-    if db.one(
-        "SELECT 1 FROM permissions WHERE permission_id = :permission_id"
-        " AND role = 'owner'",
-        args,
-    ):
-        db.reject(
-            "Permission {permission_id} is the owner's; the owner can't be removed from their document.".format_map(args),
-        )
+    current = db.require("permissions", permission_id)
+    args = {"permission_id": permission_id, "id": current["permission_id"]}
+    if db.one("SELECT 1 FROM permissions WHERE permission_id = :permission_id AND role = 'owner'", args):
+        db.reject("Permission {permission_id} is the owner's; the owner can't be removed from their document.", args)
     if db.one(
         "SELECT 1 FROM permissions target WHERE target.permission_id = :permission_id"
         " AND target.email != :principal AND NOT EXISTS (SELECT 1 FROM permissions mine"
@@ -993,7 +555,8 @@ def remove_permission(
         args,
     ):
         db.reject(
-            "You can only view the document of permission {permission_id}: only its owner and editors can remove someone else's access.".format_map(args),
+            "You can only view the document of permission {permission_id}: only its owner and editors can remove someone else's access.",
+            args,
         )
     db.execute("DELETE FROM permissions WHERE permission_id = :id", args)
     return Permission(**current)
@@ -1002,26 +565,16 @@ def remove_permission(
 def add_comment(
     db: Database,
     doc_id: Annotated[
-        str,
-        Field(
-            description="Doc id from search_documents",
-            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "comments.doc_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Doc id from search_documents", ref="documents.doc_id", column="comments.doc_id", known=False)
     ],
-    body: Annotated[
-        str,
-        Field(
-            description="Comment text",
-            json_schema_extra={"x-envfarm-column": "comments.body", "x-envfarm-user-known": True},
-        ),
-    ],
+    body: Annotated[str, field("Comment text", column="comments.body")],
 ) -> Comment:
     """Comment on an active document. Anyone with access (viewer, editor or owner) can comment."""
-    db.require("documents", "doc_id", doc_id, "doc_id")
+    db.require("documents", doc_id)
     new_id = db.next_id("comments")
-    args = {"doc_id": doc_id, "body": body, "now": db.now, "principal": db.principal, "id": new_id}
+    args = {"doc_id": doc_id, "body": body, "id": new_id}
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND status = 'trashed'", args):
-        db.reject("Document {doc_id} is in the trash; restore it before commenting.".format_map(args))
+        db.reject("Document {doc_id} is in the trash; restore it before commenting.", args)
     row = db.insert(
         "comments",
         {
@@ -1040,24 +593,19 @@ def resolve_comment(
     db: Database,
     comment_id: Annotated[
         str,
-        Field(
-            description="Comment id from list_comments",
-            json_schema_extra={"x-envfarm-ref": "comments.comment_id", "x-envfarm-column": "comments.comment_id", "x-envfarm-user-known": False},
-        ),
+        field("Comment id from list_comments", ref="comments.comment_id", column="comments.comment_id", known=False),
     ],
 ) -> Comment:
     """Mark a comment resolved. The comment's author, the owner or an editor can resolve it."""
-    current = db.require("comments", "comment_id", comment_id, "comment_id")
+    current = db.require("comments", comment_id)
     args = {
         "comment_id": comment_id,
-        "now": db.now,
-        "principal": db.principal,
         "id": current["comment_id"],
         "set_resolved": True,
         "set_resolved_by": db.principal,
     }
     if db.one("SELECT 1 FROM comments WHERE comment_id = :comment_id AND resolved = 1", args):
-        db.reject("Comment {comment_id} is already resolved.".format_map(args))
+        db.reject("Comment {comment_id} is already resolved.", args)
     if db.one(
         "SELECT 1 FROM comments c WHERE c.comment_id = :comment_id"
         " AND c.author_email != :principal AND NOT EXISTS (SELECT 1 FROM permissions p"
@@ -1065,9 +613,7 @@ def resolve_comment(
         " AND p.role IN ('editor', 'owner'))",
         args,
     ):
-        db.reject(
-            "You can't resolve comment {comment_id}: only its author, the owner or an editor can.".format_map(args),
-        )
+        db.reject("You can't resolve comment {comment_id}: only its author, the owner or an editor can.", args)
     row = db.returning(
         "UPDATE comments SET resolved = :set_resolved, resolved_by = :set_resolved_by"
         " WHERE comment_id = :id RETURNING *",
@@ -1078,68 +624,47 @@ def resolve_comment(
 
 def move_document(
     db: Database,
-    doc_id: Annotated[
-        str,
-        Field(
-            description="Doc id from search_documents",
-            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    folder_id: Annotated[
-        str,
-        Field(
-            description="Target folder id from list_folders",
-            json_schema_extra={"x-envfarm-ref": "folders.folder_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    doc_id: Annotated[str, field("Doc id from search_documents", ref="documents.doc_id", known=False)],
+    folder_id: Annotated[str, field("Target folder id from list_folders", ref="folders.folder_id", known=False)],
 ) -> Document:
     """Move an active document to another folder; it takes that folder's department. Only the owner and
     editors can move it.
     """
-    db.require("documents", "doc_id", doc_id, "doc_id")
-    db.require("folders", "folder_id", folder_id, "folder_id")
-    args = {"doc_id": doc_id, "folder_id": folder_id, "now": db.now, "principal": db.principal}
+    db.require("documents", doc_id)
+    db.require("folders", folder_id)
+    args = {"doc_id": doc_id, "folder_id": folder_id}
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND status = 'trashed'", args):
-        db.reject("Document {doc_id} is in the trash; restore it before moving it.".format_map(args))
+        db.reject("Document {doc_id} is in the trash; restore it before moving it.", args)
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND folder_id = :folder_id", args):
-        db.reject("Document {doc_id} is already in folder {folder_id}.".format_map(args))
+        db.reject("Document {doc_id} is already in folder {folder_id}.", args)
     if db.one(
         "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM permissions WHERE doc_id = :doc_id"
         " AND email = :principal AND role IN ('editor', 'owner'))",
         args,
     ):
-        db.reject(
-            "You can only view document {doc_id}: only its owner and editors can move it.".format_map(args),
-        )
-    outcome = handlers.move_document(db, doc_id=doc_id, folder_id=folder_id)
-    return Document.model_validate(outcome)
+        db.reject("You can only view document {doc_id}: only its owner and editors can move it.", args)
+    return Document.model_validate(handlers.move_document(db, doc_id=doc_id, folder_id=folder_id))
 
 
 def trash_document(
     db: Database,
     doc_id: Annotated[
-        str,
-        Field(
-            description="Doc id from search_documents",
-            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "documents.doc_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Doc id from search_documents", ref="documents.doc_id", column="documents.doc_id", known=False)
     ],
 ) -> Document:
     """Move a document to the trash. Only its owner can trash it; it can be restored later."""
-    current = db.require("documents", "doc_id", doc_id, "doc_id")
+    current = db.require("documents", doc_id)
     args = {
         "doc_id": doc_id,
-        "now": db.now,
-        "principal": db.principal,
         "id": current["doc_id"],
         "set_status": "trashed",
         "set_trashed_at": db.now,
         "set_trashed_by": db.principal,
     }
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND status = 'trashed'", args):
-        db.reject("Document {doc_id} is already in the trash.".format_map(args))
+        db.reject("Document {doc_id} is already in the trash.", args)
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND owner_email != :principal", args):
-        db.reject("Only the owner can trash document {doc_id}, and you are not its owner.".format_map(args))
+        db.reject("Only the owner can trash document {doc_id}, and you are not its owner.", args)
     row = db.returning(
         "UPDATE documents SET status = :set_status, trashed_at = :set_trashed_at, trashed_by = :set_trashed_by"
         " WHERE doc_id = :id RETURNING *",
@@ -1152,27 +677,27 @@ def restore_document(
     db: Database,
     doc_id: Annotated[
         str,
-        Field(
-            description="Doc id from search_documents with status trashed",
-            json_schema_extra={"x-envfarm-ref": "documents.doc_id", "x-envfarm-column": "documents.doc_id", "x-envfarm-user-known": False},
+        field(
+            "Doc id from search_documents with status trashed",
+            ref="documents.doc_id",
+            column="documents.doc_id",
+            known=False,
         ),
     ],
 ) -> Document:
     """Bring a trashed document back; it becomes active again in its folder. Only its owner can restore it."""
-    current = db.require("documents", "doc_id", doc_id, "doc_id")
+    current = db.require("documents", doc_id)
     args = {
         "doc_id": doc_id,
-        "now": db.now,
-        "principal": db.principal,
         "id": current["doc_id"],
         "set_status": "active",
         "set_trashed_by": None,
         "set_trashed_at": None,
     }
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND status = 'active'", args):
-        db.reject("Document {doc_id} is not in the trash.".format_map(args))
+        db.reject("Document {doc_id} is not in the trash.", args)
     if db.one("SELECT 1 FROM documents WHERE doc_id = :doc_id AND owner_email != :principal", args):
-        db.reject("Only the owner can restore document {doc_id}, and you are not its owner.".format_map(args))
+        db.reject("Only the owner can restore document {doc_id}, and you are not its owner.", args)
     row = db.returning(
         "UPDATE documents SET status = :set_status, trashed_by = :set_trashed_by, trashed_at = :set_trashed_at"
         " WHERE doc_id = :id RETURNING *",

@@ -63,16 +63,16 @@ DEFINITION = ServerDefinition(
         time_zone="Europe/Lisbon",
         scopes={
             "expense_reports": "employee_id IN (SELECT e.employee_id FROM employees e, employees me"
-        " WHERE me.email = :principal AND (e.employee_id = me.employee_id"
-        " OR e.manager_id = me.employee_id OR me.role = 'finance'))",
+            " WHERE me.email = :principal AND (e.employee_id = me.employee_id"
+            " OR e.manager_id = me.employee_id OR me.role = 'finance'))",
             "expense_lines": "report_id IN (SELECT report_id FROM expense_reports"
-        " WHERE employee_id IN (SELECT e.employee_id FROM employees e, employees me"
-        " WHERE me.email = :principal AND (e.employee_id = me.employee_id"
-        " OR e.manager_id = me.employee_id OR me.role = 'finance')))",
+            " WHERE employee_id IN (SELECT e.employee_id FROM employees e, employees me"
+            " WHERE me.email = :principal AND (e.employee_id = me.employee_id"
+            " OR e.manager_id = me.employee_id OR me.role = 'finance')))",
             "approvals": "report_id IN (SELECT report_id FROM expense_reports"
-        " WHERE employee_id IN (SELECT e.employee_id FROM employees e, employees me"
-        " WHERE me.email = :principal AND (e.employee_id = me.employee_id"
-        " OR e.manager_id = me.employee_id OR me.role = 'finance')))",
+            " WHERE employee_id IN (SELECT e.employee_id FROM employees e, employees me"
+            " WHERE me.email = :principal AND (e.employee_id = me.employee_id"
+            " OR e.manager_id = me.employee_id OR me.role = 'finance')))",
         },
     ),
 )

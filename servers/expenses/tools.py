@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from envfarm.servers.runtime.database import Database
+from envfarm.servers.runtime import Cursor, Database, Limit, Page, field
 
 from . import handlers
 
@@ -19,268 +19,121 @@ ApprovalDecision = Literal["approved", "rejected"]
 class CostCenter(BaseModel):
     """A budget owner that expenses are charged to. A row of `cost_centers`."""
 
-    cost_center_id: str = Field(
-        description="Internal cost center id",
-        json_schema_extra={"x-envfarm-ref": "cost_centers.cost_center_id", "x-envfarm-user-known": False},
-    )
-    code: str = Field(
-        description="Finance code, e.g. CC-ENG",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    name: str = Field(description="Name, e.g. Engineering", json_schema_extra={"x-envfarm-user-known": True})
-    annual_budget: float = Field(
-        description="Budget for the year in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    spent: float = Field(
-        description="Approved expenses this year in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    cost_center_id: str = field("Internal cost center id", ref="cost_centers.cost_center_id", known=False)
+    code: str = field("Finance code, e.g. CC-ENG")
+    name: str = field("Name, e.g. Engineering")
+    annual_budget: float = field("Budget for the year in USD")
+    spent: float = field("Approved expenses this year in USD")
 
 
 class Employee(BaseModel):
     """An employee (the farm's shared cast of people). A row of `employees`."""
 
-    employee_id: str = Field(
-        description="Internal employee id",
-        json_schema_extra={"x-envfarm-ref": "employees.employee_id", "x-envfarm-user-known": False},
-    )
-    full_name: str = Field(
-        description="First and last name",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    email: str = Field(description="Work email", json_schema_extra={"x-envfarm-user-known": True})
-    title: str = Field(description="Job title", json_schema_extra={"x-envfarm-user-known": True})
-    department: str = Field(description="Department", json_schema_extra={"x-envfarm-user-known": True})
-    cost_center_id: str = Field(
-        description="Home cost center",
-        json_schema_extra={"x-envfarm-ref": "cost_centers.cost_center_id", "x-envfarm-user-known": False},
-    )
-    manager_id: str | None = Field(
-        description="Direct manager (approves their reports)",
-        json_schema_extra={"x-envfarm-ref": "employees.employee_id", "x-envfarm-user-known": False},
-    )
-    role: EmployeeRole = Field(
-        description="Managers and finance controllers can approve reports",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    employee_id: str = field("Internal employee id", ref="employees.employee_id", known=False)
+    full_name: str = field("First and last name")
+    email: str = field("Work email")
+    title: str = field("Job title")
+    department: str = field("Department")
+    cost_center_id: str = field("Home cost center", ref="cost_centers.cost_center_id", known=False)
+    manager_id: str | None = field("Direct manager (approves their reports)", ref="employees.employee_id", known=False)
+    role: EmployeeRole = field("Managers and finance controllers can approve reports", known=False)
 
 
 class Category(BaseModel):
     """An expense category with the amount above which a receipt is required. A row of `categories`."""
 
-    category_id: str = Field(
-        description="Internal category id",
-        json_schema_extra={"x-envfarm-ref": "categories.category_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(
-        description="Category name, e.g. lodging",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    receipt_required_over: float = Field(
-        description="Lines above this amount in USD need a receipt",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    category_id: str = field("Internal category id", ref="categories.category_id", known=False)
+    name: str = field("Category name, e.g. lodging")
+    receipt_required_over: float = field("Lines above this amount in USD need a receipt")
 
 
 class ExpenseReport(BaseModel):
     """A batch of expenses an employee submits for reimbursement. A row of `expense_reports`."""
 
-    report_id: str = Field(
-        description="Internal report id",
-        json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-user-known": False},
-    )
-    employee_id: str = Field(
-        description="Employee who filed it",
-        json_schema_extra={"x-envfarm-ref": "employees.employee_id", "x-envfarm-user-known": False},
-    )
-    title: str = Field(
-        description="Short title, e.g. Client visit",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    purpose: str = Field(description="Business purpose", json_schema_extra={"x-envfarm-user-known": True})
-    cost_center_id: str = Field(
-        description="Cost center charged",
-        json_schema_extra={"x-envfarm-ref": "cost_centers.cost_center_id", "x-envfarm-user-known": False},
-    )
-    status: ExpenseReportStatus = Field(
-        description="Drafts and rejected reports can be edited",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    total: float = Field(
-        description="Sum of the lines in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    created_at: str = Field(
-        description="When the report was started (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    submitted_at: str | None = Field(
-        description="When it was submitted (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    decided_at: str | None = Field(
-        description="When it was approved or rejected (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    decided_by: str | None = Field(
-        description="Approver who decided",
-        json_schema_extra={"x-envfarm-ref": "employees.employee_id", "x-envfarm-user-known": False},
-    )
-    decision_note: str | None = Field(
-        description="The approver's comment",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    report_id: str = field("Internal report id", ref="expense_reports.report_id", known=False)
+    employee_id: str = field("Employee who filed it", ref="employees.employee_id", known=False)
+    title: str = field("Short title, e.g. Client visit")
+    purpose: str = field("Business purpose")
+    cost_center_id: str = field("Cost center charged", ref="cost_centers.cost_center_id", known=False)
+    status: ExpenseReportStatus = field("Drafts and rejected reports can be edited", known=False)
+    total: float = field("Sum of the lines in USD")
+    created_at: str = field("When the report was started (ISO 8601, UTC)", known=False)
+    submitted_at: str | None = field("When it was submitted (ISO 8601, UTC)")
+    decided_at: str | None = field("When it was approved or rejected (ISO 8601, UTC)", known=False)
+    decided_by: str | None = field("Approver who decided", ref="employees.employee_id", known=False)
+    decision_note: str | None = field("The approver's comment")
 
 
 class Receipt(BaseModel):
     """An uploaded receipt image or PDF. A row of `receipts`."""
 
-    receipt_id: str = Field(
-        description="Internal receipt id",
-        json_schema_extra={"x-envfarm-ref": "receipts.receipt_id", "x-envfarm-user-known": False},
-    )
-    employee_id: str = Field(
-        description="Who uploaded it",
-        json_schema_extra={"x-envfarm-ref": "employees.employee_id", "x-envfarm-user-known": False},
-    )
-    merchant: str = Field(
-        description="Merchant on the receipt",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    amount: float = Field(
-        description="Amount on the receipt in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    issued_on: str = Field(
-        description="Date on the receipt (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    file_name: str = Field(description="Uploaded file name", json_schema_extra={"x-envfarm-user-known": True})
-    uploaded_at: str = Field(
-        description="When it was uploaded (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    receipt_id: str = field("Internal receipt id", ref="receipts.receipt_id", known=False)
+    employee_id: str = field("Who uploaded it", ref="employees.employee_id", known=False)
+    merchant: str = field("Merchant on the receipt")
+    amount: float = field("Amount on the receipt in USD")
+    issued_on: str = field("Date on the receipt (YYYY-MM-DD)")
+    file_name: str = field("Uploaded file name")
+    uploaded_at: str = field("When it was uploaded (ISO 8601, UTC)", known=False)
 
 
 class ExpenseLine(BaseModel):
     """One expense on a report. A row of `expense_lines`."""
 
-    line_id: str = Field(
-        description="Internal line id",
-        json_schema_extra={"x-envfarm-ref": "expense_lines.line_id", "x-envfarm-user-known": False},
-    )
-    report_id: str = Field(
-        description="The report",
-        json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-user-known": False},
-    )
-    category_id: str = Field(
-        description="Expense category",
-        json_schema_extra={"x-envfarm-ref": "categories.category_id", "x-envfarm-user-known": False},
-    )
-    spent_on: str = Field(
-        description="Date of the expense (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    merchant: str = Field(
-        description="Where the money was spent",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    description: str = Field(description="What it was for", json_schema_extra={"x-envfarm-user-known": True})
-    amount: float = Field(description="Amount in USD", json_schema_extra={"x-envfarm-user-known": True})
-    receipt_id: str | None = Field(
-        description="Attached receipt",
-        json_schema_extra={"x-envfarm-ref": "receipts.receipt_id", "x-envfarm-user-known": False},
-    )
+    line_id: str = field("Internal line id", ref="expense_lines.line_id", known=False)
+    report_id: str = field("The report", ref="expense_reports.report_id", known=False)
+    category_id: str = field("Expense category", ref="categories.category_id", known=False)
+    spent_on: str = field("Date of the expense (YYYY-MM-DD)")
+    merchant: str = field("Where the money was spent")
+    description: str = field("What it was for")
+    amount: float = field("Amount in USD")
+    receipt_id: str | None = field("Attached receipt", ref="receipts.receipt_id", known=False)
 
 
 class Approval(BaseModel):
     """An approver's decision on a submitted report. A row of `approvals`."""
 
-    approval_id: str = Field(
-        description="Internal approval id",
-        json_schema_extra={"x-envfarm-ref": "approvals.approval_id", "x-envfarm-user-known": False},
-    )
-    report_id: str = Field(
-        description="The report",
-        json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-user-known": False},
-    )
-    approver_id: str = Field(
-        description="Who decided",
-        json_schema_extra={"x-envfarm-ref": "employees.employee_id", "x-envfarm-user-known": False},
-    )
-    decision: ApprovalDecision = Field(
-        description="The decision",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    note: str | None = Field(
-        description="The approver's comment",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    decided_at: str = Field(
-        description="When it was decided (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    approval_id: str = field("Internal approval id", ref="approvals.approval_id", known=False)
+    report_id: str = field("The report", ref="expense_reports.report_id", known=False)
+    approver_id: str = field("Who decided", ref="employees.employee_id", known=False)
+    decision: ApprovalDecision = field("The decision")
+    note: str | None = field("The approver's comment")
+    decided_at: str = field("When it was decided (ISO 8601, UTC)", known=False)
 
 
-class FindEmployeeResult(BaseModel):
+class FindEmployeeResult(Page):
     """What `find_employee` found: one page of the matching rows."""
 
-    employees: list[Employee] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    employees: list[Employee] = Page.rows()
 
 
-class ListCostCentersResult(BaseModel):
+class ListCostCentersResult(Page):
     """What `list_cost_centers` found: one page of the matching rows."""
 
-    cost_centers: list[CostCenter] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    cost_centers: list[CostCenter] = Page.rows()
 
 
-class ListCategoriesResult(BaseModel):
+class ListCategoriesResult(Page):
     """What `list_categories` found: one page of the matching rows."""
 
-    categories: list[Category] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    categories: list[Category] = Page.rows()
 
 
-class ListReportsResult(BaseModel):
+class ListReportsResult(Page):
     """What `list_reports` found: one page of the matching rows."""
 
-    expense_reports: list[ExpenseReport] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    expense_reports: list[ExpenseReport] = Page.rows()
 
 
-class ListExpenseLinesResult(BaseModel):
+class ListExpenseLinesResult(Page):
     """What `list_expense_lines` found: one page of the matching rows."""
 
-    expense_lines: list[ExpenseLine] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    expense_lines: list[ExpenseLine] = Page.rows()
 
 
-class ListReceiptsResult(BaseModel):
+class ListReceiptsResult(Page):
     """What `list_receipts` found: one page of the matching rows."""
 
-    receipts: list[Receipt] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    receipts: list[Receipt] = Page.rows()
 
 
 class CheckReportPolicyResult(BaseModel):
@@ -292,59 +145,23 @@ class CheckReportPolicyResult(BaseModel):
     line_count: int = Field(description="Number of lines")
     missing_receipts: list[ExpenseLine] = Field(description="Lines above the threshold without a receipt")
     ready_to_submit: bool = Field(
-        description="True when the report is a draft (or rejected) with lines and no missing receipts",
+        description="True when the report is a draft (or rejected) with lines and no missing receipts"
     )
 
 
-class ListApprovalsResult(BaseModel):
+class ListApprovalsResult(Page):
     """What `list_approvals` found: one page of the matching rows."""
 
-    approvals: list[Approval] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    approvals: list[Approval] = Page.rows()
 
 
 def find_employee(
     db: Database,
-    full_name: Annotated[
-        str | None,
-        Field(
-            description="Part of the employee's name",
-            json_schema_extra={"x-envfarm-column": "employees.full_name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    email: Annotated[
-        str | None,
-        Field(
-            description="Exact work email",
-            json_schema_extra={"x-envfarm-column": "employees.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    department: Annotated[
-        str | None,
-        Field(
-            description="Department, e.g. Sales",
-            json_schema_extra={"x-envfarm-column": "employees.department", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    full_name: Annotated[str | None, field("Part of the employee's name", column="employees.full_name")] = None,
+    email: Annotated[str | None, field("Exact work email", column="employees.email")] = None,
+    department: Annotated[str | None, field("Department, e.g. Sales", column="employees.department")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> FindEmployeeResult:
     """Find employees by part of the name, exact email or department. Shows role, manager and cost center.
 
@@ -352,154 +169,84 @@ def find_employee(
     first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
     returned cursor to get the next page.
     """
-    args = {
-        "full_name": full_name,
-        "email": email,
-        "department": department,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM employees"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:full_name IS NULL OR contains(full_name, :full_name))"
         " AND (:email IS NULL OR email = :email)"
         " AND (:department IS NULL OR department = :department)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"full_name": full_name, "email": email, "department": department},
+        limit,
+        cursor,
     )
-    rows = [Employee(**row) for row in page['rows']]
-    return FindEmployeeResult(
-        employees=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return FindEmployeeResult.of(page)
 
 
 def list_cost_centers(
     db: Database,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the cost center name",
-            json_schema_extra={"x-envfarm-column": "cost_centers.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    name: Annotated[str | None, field("Part of the cost center name", column="cost_centers.name")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListCostCentersResult:
     """List cost centers with their annual budget and what has been spent so far.
 
     Matching: name contains (case-insensitive). Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    args = {"name": name, "now": db.now, "principal": db.principal}
     page = db.page(
-        "SELECT * FROM cost_centers"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY rowid",
-        args, limit, cursor,
+        "SELECT * FROM cost_centers WHERE (:name IS NULL OR contains(name, :name)) ORDER BY rowid",
+        {"name": name},
+        limit,
+        cursor,
     )
-    rows = [CostCenter(**row) for row in page['rows']]
-    return ListCostCentersResult(
-        cost_centers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListCostCentersResult.of(page)
 
 
 def list_categories(
     db: Database,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the category name",
-            json_schema_extra={"x-envfarm-column": "categories.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    name: Annotated[str | None, field("Part of the category name", column="categories.name")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListCategoriesResult:
     """List expense categories with the amount above which a receipt is required.
 
     Matching: name contains (case-insensitive). Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    args = {"name": name, "now": db.now, "principal": db.principal}
     page = db.page(
-        "SELECT * FROM categories"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY rowid",
-        args, limit, cursor,
+        "SELECT * FROM categories WHERE (:name IS NULL OR contains(name, :name)) ORDER BY rowid",
+        {"name": name},
+        limit,
+        cursor,
     )
-    rows = [Category(**row) for row in page['rows']]
-    return ListCategoriesResult(
-        categories=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListCategoriesResult.of(page)
 
 
 def list_reports(
     db: Database,
     employee_id: Annotated[
         str | None,
-        Field(
-            description="Employee id from find_employee",
-            json_schema_extra={"x-envfarm-ref": "employees.employee_id", "x-envfarm-column": "expense_reports.employee_id", "x-envfarm-user-known": False},
+        field(
+            "Employee id from find_employee",
+            ref="employees.employee_id",
+            column="expense_reports.employee_id",
+            known=False,
         ),
     ] = None,
     status: Annotated[
-        ExpenseReportStatus | None,
-        Field(
-            description="Only reports with this status",
-            json_schema_extra={"x-envfarm-column": "expense_reports.status", "x-envfarm-user-known": False},
-        ),
+        ExpenseReportStatus | None, field("Only reports with this status", column="expense_reports.status", known=False)
     ] = None,
     cost_center_id: Annotated[
         str | None,
-        Field(
-            description="Only reports charged to this cost center (id from list_cost_centers)",
-            json_schema_extra={"x-envfarm-ref": "cost_centers.cost_center_id", "x-envfarm-column": "expense_reports.cost_center_id", "x-envfarm-user-known": False},
+        field(
+            "Only reports charged to this cost center (id from list_cost_centers)",
+            ref="cost_centers.cost_center_id",
+            column="expense_reports.cost_center_id",
+            known=False,
         ),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 40,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 40,
+    cursor: Cursor = None,
 ) -> ListReportsResult:
     """List expense reports of an employee, or all reports with a status (e.g. submitted ones awaiting
     approval).
@@ -509,16 +256,9 @@ def list_reports(
     the next page.
     """
     if employee_id is not None:
-        db.require("employees", "employee_id", employee_id, "employee_id")
+        db.require("employees", employee_id)
     if cost_center_id is not None:
-        db.require("cost_centers", "cost_center_id", cost_center_id, "cost_center_id")
-    args = {
-        "employee_id": employee_id,
-        "status": status,
-        "cost_center_id": cost_center_id,
-        "now": db.now,
-        "principal": db.principal,
-    }
+        db.require("cost_centers", cost_center_id)
     page = db.page(
         "SELECT * FROM expense_reports"
         " WHERE (:employee_id IS NULL OR employee_id = :employee_id)"
@@ -526,55 +266,46 @@ def list_reports(
         " AND (:cost_center_id IS NULL OR cost_center_id = :cost_center_id)"
         " AND (employee_id IN (SELECT e.employee_id FROM employees e, employees me WHERE me.email = :principal AND (e.employee_id = me.employee_id OR e.manager_id = me.employee_id OR me.role = 'finance')))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"employee_id": employee_id, "status": status, "cost_center_id": cost_center_id},
+        limit,
+        cursor,
     )
-    rows = [ExpenseReport(**row) for row in page['rows']]
-    return ListReportsResult(
-        expense_reports=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListReportsResult.of(page)
 
 
 def get_report(
     db: Database,
     report_id: Annotated[
         str,
-        Field(
-            description="Report id from list_reports",
-            json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-column": "expense_reports.report_id", "x-envfarm-user-known": False},
+        field(
+            "Report id from list_reports",
+            ref="expense_reports.report_id",
+            column="expense_reports.report_id",
+            known=False,
         ),
     ],
 ) -> ExpenseReport:
     """Get one expense report with its status, total and decision."""
-    row = db.require("expense_reports", "report_id", report_id, "report_id")
+    row = db.require("expense_reports", report_id)
     return ExpenseReport(**row)
 
 
 def create_report(
     db: Database,
-    title: Annotated[
-        str,
-        Field(
-            description="Short title, e.g. Client visit Berlin",
-            json_schema_extra={"x-envfarm-column": "expense_reports.title", "x-envfarm-user-known": True},
-        ),
-    ],
-    purpose: Annotated[
-        str,
-        Field(
-            description="Business purpose",
-            json_schema_extra={"x-envfarm-column": "expense_reports.purpose", "x-envfarm-user-known": True},
-        ),
-    ],
+    title: Annotated[str, field("Short title, e.g. Client visit Berlin", column="expense_reports.title")],
+    purpose: Annotated[str, field("Business purpose", column="expense_reports.purpose")],
     cost_center_id: Annotated[
         str,
-        Field(
-            description="Cost center id from list_cost_centers (usually your own)",
-            json_schema_extra={"x-envfarm-ref": "cost_centers.cost_center_id", "x-envfarm-column": "expense_reports.cost_center_id", "x-envfarm-user-known": False},
+        field(
+            "Cost center id from list_cost_centers (usually your own)",
+            ref="cost_centers.cost_center_id",
+            column="expense_reports.cost_center_id",
+            known=False,
         ),
     ],
 ) -> ExpenseReport:
     """Start a new draft expense report of your own, charged to a cost center."""
-    db.require("cost_centers", "cost_center_id", cost_center_id, "cost_center_id")
+    db.require("cost_centers", cost_center_id)
     new_id = db.next_id("expense_reports")
     row = db.insert(
         "expense_reports",
@@ -596,109 +327,78 @@ def list_expense_lines(
     db: Database,
     report_id: Annotated[
         str,
-        Field(
-            description="Report id from list_reports",
-            json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-column": "expense_lines.report_id", "x-envfarm-user-known": False},
+        field(
+            "Report id from list_reports",
+            ref="expense_reports.report_id",
+            column="expense_lines.report_id",
+            known=False,
         ),
     ],
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListExpenseLinesResult:
     """List the lines of an expense report with amounts, categories and attached receipts.
 
     Matching: report_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("expense_reports", "report_id", report_id, "report_id")
-    args = {"report_id": report_id, "now": db.now, "principal": db.principal}
+    db.require("expense_reports", report_id)
     page = db.page(
         "SELECT * FROM expense_lines"
         " WHERE (:report_id IS NULL OR report_id = :report_id)"
         " AND (report_id IN (SELECT report_id FROM expense_reports WHERE employee_id IN (SELECT e.employee_id FROM employees e, employees me WHERE me.email = :principal AND (e.employee_id = me.employee_id OR e.manager_id = me.employee_id OR me.role = 'finance'))))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"report_id": report_id},
+        limit,
+        cursor,
     )
-    rows = [ExpenseLine(**row) for row in page['rows']]
-    return ListExpenseLinesResult(
-        expense_lines=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListExpenseLinesResult.of(page)
 
 
 def add_expense_line(
     db: Database,
     report_id: Annotated[
         str,
-        Field(
-            description="Report id from list_reports or create_report",
-            json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-column": "expense_lines.report_id", "x-envfarm-user-known": False},
+        field(
+            "Report id from list_reports or create_report",
+            ref="expense_reports.report_id",
+            column="expense_lines.report_id",
+            known=False,
         ),
     ],
     category_id: Annotated[
         str,
-        Field(
-            description="Category id from list_categories",
-            json_schema_extra={"x-envfarm-ref": "categories.category_id", "x-envfarm-column": "expense_lines.category_id", "x-envfarm-user-known": False},
+        field(
+            "Category id from list_categories",
+            ref="categories.category_id",
+            column="expense_lines.category_id",
+            known=False,
         ),
     ],
     spent_on: Annotated[
         str,
-        Field(
-            description="Date of the expense (YYYY-MM-DD)",
-            pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-column": "expense_lines.spent_on", "x-envfarm-user-known": True},
-        ),
+        field("Date of the expense (YYYY-MM-DD)", column="expense_lines.spent_on", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
     ],
-    merchant: Annotated[
-        str,
-        Field(
-            description="Where the money was spent",
-            json_schema_extra={"x-envfarm-column": "expense_lines.merchant", "x-envfarm-user-known": True},
-        ),
-    ],
-    description: Annotated[
-        str,
-        Field(
-            description="What it was for",
-            json_schema_extra={"x-envfarm-column": "expense_lines.description", "x-envfarm-user-known": True},
-        ),
-    ],
-    amount: Annotated[
-        float,
-        Field(
-            description="Amount in USD",
-            ge=0.01,
-            json_schema_extra={"x-envfarm-column": "expense_lines.amount", "x-envfarm-user-known": True},
-        ),
-    ],
+    merchant: Annotated[str, field("Where the money was spent", column="expense_lines.merchant")],
+    description: Annotated[str, field("What it was for", column="expense_lines.description")],
+    amount: Annotated[float, field("Amount in USD", column="expense_lines.amount", ge=0.01)],
     receipt_id: Annotated[
         str | None,
-        Field(
-            description="Receipt id from list_receipts or upload_receipt",
-            json_schema_extra={"x-envfarm-ref": "receipts.receipt_id", "x-envfarm-column": "expense_lines.receipt_id", "x-envfarm-user-known": False},
+        field(
+            "Receipt id from list_receipts or upload_receipt",
+            ref="receipts.receipt_id",
+            column="expense_lines.receipt_id",
+            known=False,
         ),
     ] = None,
 ) -> ExpenseLine:
     """Add an expense to a draft (or rejected) report. A line above its category's receipt threshold needs
     a receipt uploaded by the same employee. The report total is updated.
     """
-    db.require("expense_reports", "report_id", report_id, "report_id")
-    db.require("categories", "category_id", category_id, "category_id")
+    db.require("expense_reports", report_id)
+    db.require("categories", category_id)
     if receipt_id is not None:
-        db.require("receipts", "receipt_id", receipt_id, "receipt_id")
+        db.require("receipts", receipt_id)
     new_id = db.next_id("expense_lines")
     args = {
         "report_id": report_id,
@@ -708,8 +408,6 @@ def add_expense_line(
         "description": description,
         "amount": amount,
         "receipt_id": receipt_id,
-        "now": db.now,
-        "principal": db.principal,
         "id": new_id,
     }
     if db.one(
@@ -717,28 +415,25 @@ def add_expense_line(
         " AND status IN ('submitted', 'approved', 'reimbursed')",
         args,
     ):
-        db.reject(
-            "Report {report_id} is already submitted or decided and can no longer be edited.".format_map(args),
-        )
+        db.reject("Report {report_id} is already submitted or decided and can no longer be edited.", args)
     if db.one("SELECT 1 WHERE :spent_on > date(:now)", args):
-        db.reject("The expense date {spent_on} is in the future.".format_map(args))
+        db.reject("The expense date {spent_on} is in the future.", args)
     if db.one(
         "SELECT 1 FROM receipts r, expense_reports p WHERE r.receipt_id = :receipt_id"
         " AND p.report_id = :report_id AND r.employee_id != p.employee_id",
         args,
     ):
-        db.reject(
-            "Receipt {receipt_id} was uploaded by another employee; attach the report owner's own receipt.".format_map(args),
-        )
+        db.reject("Receipt {receipt_id} was uploaded by another employee; attach the report owner's own receipt.", args)
     if db.one("SELECT 1 FROM expense_lines WHERE receipt_id = :receipt_id", args):
-        db.reject("Receipt {receipt_id} is already attached to another expense line.".format_map(args))
+        db.reject("Receipt {receipt_id} is already attached to another expense line.", args)
     if db.one(
         "SELECT 1 FROM categories WHERE category_id = :category_id"
         " AND :amount > receipt_required_over AND :receipt_id IS NULL",
         args,
     ):
         db.reject(
-            "An expense of {amount} USD is above the category's receipt threshold; upload a receipt and pass its receipt_id.".format_map(args),
+            "An expense of {amount} USD is above the category's receipt threshold; upload a receipt and pass its receipt_id.",
+            args,
         )
     row = db.insert(
         "expense_lines",
@@ -753,11 +448,7 @@ def add_expense_line(
             "receipt_id": receipt_id,
         },
     )
-    db.execute(
-        "UPDATE expense_reports SET total = round(total + :amount, 2)"
-        " WHERE report_id = :report_id",
-        args,
-    )
+    db.execute("UPDATE expense_reports SET total = round(total + :amount, 2) WHERE report_id = :report_id", args)
     return ExpenseLine(**row)
 
 
@@ -765,54 +456,28 @@ def update_expense_line(
     db: Database,
     line_id: Annotated[
         str,
-        Field(
-            description="Line id from list_expense_lines",
-            json_schema_extra={"x-envfarm-ref": "expense_lines.line_id", "x-envfarm-column": "expense_lines.line_id", "x-envfarm-user-known": False},
+        field(
+            "Line id from list_expense_lines", ref="expense_lines.line_id", column="expense_lines.line_id", known=False
         ),
     ],
-    amount: Annotated[
-        float | None,
-        Field(
-            description="New amount in USD",
-            ge=0.01,
-            json_schema_extra={"x-envfarm-column": "expense_lines.amount", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    amount: Annotated[float | None, field("New amount in USD", column="expense_lines.amount", ge=0.01)] = None,
     spent_on: Annotated[
         str | None,
-        Field(
-            description="New expense date (YYYY-MM-DD)",
-            pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-column": "expense_lines.spent_on", "x-envfarm-user-known": True},
-        ),
+        field("New expense date (YYYY-MM-DD)", column="expense_lines.spent_on", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
     ] = None,
-    merchant: Annotated[
-        str | None,
-        Field(
-            description="New merchant",
-            json_schema_extra={"x-envfarm-column": "expense_lines.merchant", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    description: Annotated[
-        str | None,
-        Field(
-            description="New description",
-            json_schema_extra={"x-envfarm-column": "expense_lines.description", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    merchant: Annotated[str | None, field("New merchant", column="expense_lines.merchant")] = None,
+    description: Annotated[str | None, field("New description", column="expense_lines.description")] = None,
 ) -> ExpenseLine:
     """Change the amount, date, merchant or description of a line on a draft (or rejected) report. The
     report total is recomputed.
     """
-    current = db.require("expense_lines", "line_id", line_id, "line_id")
+    current = db.require("expense_lines", line_id)
     args = {
         "line_id": line_id,
         "amount": amount,
         "spent_on": spent_on,
         "merchant": merchant,
         "description": description,
-        "now": db.now,
-        "principal": db.principal,
         "id": current["line_id"],
     }
     if db.one(
@@ -822,10 +487,10 @@ def update_expense_line(
         args,
     ):
         db.reject(
-            "Line {line_id} is on a report that is already submitted or decided; it can no longer be edited.".format_map(args),
+            "Line {line_id} is on a report that is already submitted or decided; it can no longer be edited.", args
         )
     if db.one("SELECT 1 WHERE :spent_on IS NOT NULL AND :spent_on > date(:now)", args):
-        db.reject("The expense date {spent_on} is in the future.".format_map(args))
+        db.reject("The expense date {spent_on} is in the future.", args)
     if db.one(
         "SELECT 1 FROM expense_lines l JOIN categories c ON c.category_id = l.category_id"
         " WHERE l.line_id = :line_id"
@@ -834,9 +499,10 @@ def update_expense_line(
         args,
     ):
         db.reject(
-            "That amount is above the category's receipt threshold and line {line_id} has no receipt; attach one first with attach_receipt.".format_map(args),
+            "That amount is above the category's receipt threshold and line {line_id} has no receipt; attach one first with attach_receipt.",
+            args,
         )
-    if all(value is None for value in (amount, spent_on, merchant, description,)):
+    if all(value is None for value in (amount, spent_on, merchant, description)):
         db.reject("Nothing to change: give at least one of amount, spent_on, merchant, description.")
     row = db.returning(
         "UPDATE expense_lines SET amount = COALESCE(:amount, amount), spent_on = COALESCE(:spent_on, spent_on), merchant = COALESCE(:merchant, merchant), description = COALESCE(:description, description)"
@@ -856,15 +522,14 @@ def remove_expense_line(
     db: Database,
     line_id: Annotated[
         str,
-        Field(
-            description="Line id from list_expense_lines",
-            json_schema_extra={"x-envfarm-ref": "expense_lines.line_id", "x-envfarm-column": "expense_lines.line_id", "x-envfarm-user-known": False},
+        field(
+            "Line id from list_expense_lines", ref="expense_lines.line_id", column="expense_lines.line_id", known=False
         ),
     ],
 ) -> ExpenseLine:
     """Delete a line from a draft (or rejected) report; the report total goes down accordingly."""
-    current = db.require("expense_lines", "line_id", line_id, "line_id")
-    args = {"line_id": line_id, "now": db.now, "principal": db.principal, "id": current["line_id"]}
+    current = db.require("expense_lines", line_id)
+    args = {"line_id": line_id, "id": current["line_id"]}
     if db.one(
         "SELECT 1 FROM expense_lines l"
         " JOIN expense_reports r ON r.report_id = l.report_id WHERE l.line_id = :line_id"
@@ -872,7 +537,7 @@ def remove_expense_line(
         args,
     ):
         db.reject(
-            "Line {line_id} is on a report that is already submitted or decided; it can no longer be edited.".format_map(args),
+            "Line {line_id} is on a report that is already submitted or decided; it can no longer be edited.", args
         )
     db.execute(
         "UPDATE expense_reports SET total = round(total - (SELECT amount"
@@ -886,50 +551,18 @@ def remove_expense_line(
 
 def upload_receipt(
     db: Database,
-    merchant: Annotated[
-        str,
-        Field(
-            description="Merchant on the receipt",
-            json_schema_extra={"x-envfarm-column": "receipts.merchant", "x-envfarm-user-known": True},
-        ),
-    ],
-    amount: Annotated[
-        float,
-        Field(
-            description="Amount on the receipt in USD",
-            ge=0.01,
-            json_schema_extra={"x-envfarm-column": "receipts.amount", "x-envfarm-user-known": True},
-        ),
-    ],
+    merchant: Annotated[str, field("Merchant on the receipt", column="receipts.merchant")],
+    amount: Annotated[float, field("Amount on the receipt in USD", column="receipts.amount", ge=0.01)],
     issued_on: Annotated[
-        str,
-        Field(
-            description="Date on the receipt (YYYY-MM-DD)",
-            pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-column": "receipts.issued_on", "x-envfarm-user-known": True},
-        ),
+        str, field("Date on the receipt (YYYY-MM-DD)", column="receipts.issued_on", pattern="^\\d{4}-\\d{2}-\\d{2}$")
     ],
-    file_name: Annotated[
-        str,
-        Field(
-            description="File name, e.g. hotel_invoice.pdf",
-            json_schema_extra={"x-envfarm-column": "receipts.file_name", "x-envfarm-user-known": True},
-        ),
-    ],
+    file_name: Annotated[str, field("File name, e.g. hotel_invoice.pdf", column="receipts.file_name")],
 ) -> Receipt:
     """Upload one of your receipts so it can be attached to an expense line."""
     new_id = db.next_id("receipts")
-    args = {
-        "merchant": merchant,
-        "amount": amount,
-        "issued_on": issued_on,
-        "file_name": file_name,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
+    args = {"merchant": merchant, "amount": amount, "issued_on": issued_on, "file_name": file_name, "id": new_id}
     if db.one("SELECT 1 WHERE :issued_on > date(:now)", args):
-        db.reject("The receipt date {issued_on} is in the future.".format_map(args))
+        db.reject("The receipt date {issued_on} is in the future.", args)
     row = db.insert(
         "receipts",
         {
@@ -949,34 +582,13 @@ def list_receipts(
     db: Database,
     employee_id: Annotated[
         str,
-        Field(
-            description="Employee id from find_employee",
-            json_schema_extra={"x-envfarm-ref": "employees.employee_id", "x-envfarm-column": "receipts.employee_id", "x-envfarm-user-known": False},
+        field(
+            "Employee id from find_employee", ref="employees.employee_id", column="receipts.employee_id", known=False
         ),
     ],
-    merchant: Annotated[
-        str | None,
-        Field(
-            description="Part of the merchant name",
-            json_schema_extra={"x-envfarm-column": "receipts.merchant", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 40,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    merchant: Annotated[str | None, field("Part of the merchant name", column="receipts.merchant")] = None,
+    limit: Limit = 40,
+    cursor: Cursor = None,
 ) -> ListReceiptsResult:
     """List the receipts an employee uploaded, optionally by merchant.
 
@@ -984,48 +596,41 @@ def list_receipts(
     rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
     the next page.
     """
-    db.require("employees", "employee_id", employee_id, "employee_id")
-    args = {"employee_id": employee_id, "merchant": merchant, "now": db.now, "principal": db.principal}
+    db.require("employees", employee_id)
     page = db.page(
         "SELECT * FROM receipts"
         " WHERE (:employee_id IS NULL OR employee_id = :employee_id)"
-        " AND (:merchant IS NULL OR lower(merchant) LIKE '%' || replace(replace(replace(lower(:merchant), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:merchant IS NULL OR contains(merchant, :merchant))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"employee_id": employee_id, "merchant": merchant},
+        limit,
+        cursor,
     )
-    rows = [Receipt(**row) for row in page['rows']]
-    return ListReceiptsResult(
-        receipts=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListReceiptsResult.of(page)
 
 
 def attach_receipt(
     db: Database,
     line_id: Annotated[
         str,
-        Field(
-            description="Line id from list_expense_lines",
-            json_schema_extra={"x-envfarm-ref": "expense_lines.line_id", "x-envfarm-column": "expense_lines.line_id", "x-envfarm-user-known": False},
+        field(
+            "Line id from list_expense_lines", ref="expense_lines.line_id", column="expense_lines.line_id", known=False
         ),
     ],
     receipt_id: Annotated[
         str,
-        Field(
-            description="Receipt id from list_receipts or upload_receipt",
-            json_schema_extra={"x-envfarm-ref": "receipts.receipt_id", "x-envfarm-column": "expense_lines.receipt_id", "x-envfarm-user-known": False},
+        field(
+            "Receipt id from list_receipts or upload_receipt",
+            ref="receipts.receipt_id",
+            column="expense_lines.receipt_id",
+            known=False,
         ),
     ],
 ) -> ExpenseLine:
     """Attach one of the report owner's receipts to an expense line on a draft (or rejected) report."""
-    current = db.require("expense_lines", "line_id", line_id, "line_id")
-    db.require("receipts", "receipt_id", receipt_id, "receipt_id")
-    args = {
-        "line_id": line_id,
-        "receipt_id": receipt_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["line_id"],
-    }
+    current = db.require("expense_lines", line_id)
+    db.require("receipts", receipt_id)
+    args = {"line_id": line_id, "receipt_id": receipt_id, "id": current["line_id"]}
     if db.one(
         "SELECT 1 FROM expense_lines l"
         " JOIN expense_reports r ON r.report_id = l.report_id WHERE l.line_id = :line_id"
@@ -1033,7 +638,7 @@ def attach_receipt(
         args,
     ):
         db.reject(
-            "Line {line_id} is on a report that is already submitted or decided; it can no longer be edited.".format_map(args),
+            "Line {line_id} is on a report that is already submitted or decided; it can no longer be edited.", args
         )
     if db.one(
         "SELECT 1 FROM receipts c, expense_lines l"
@@ -1043,58 +648,43 @@ def attach_receipt(
         args,
     ):
         db.reject(
-            "Receipt {receipt_id} was uploaded by another employee than the owner of line {line_id}'s report.".format_map(args),
+            "Receipt {receipt_id} was uploaded by another employee than the owner of line {line_id}'s report.", args
         )
-    if db.one(
-        "SELECT 1 FROM expense_lines WHERE receipt_id = :receipt_id"
-        " AND line_id != :line_id",
-        args,
-    ):
-        db.reject("Receipt {receipt_id} is already attached to another expense line.".format_map(args))
-    row = db.returning(
-        "UPDATE expense_lines SET receipt_id = :receipt_id"
-        " WHERE line_id = :id RETURNING *",
-        args,
-    )
+    if db.one("SELECT 1 FROM expense_lines WHERE receipt_id = :receipt_id AND line_id != :line_id", args):
+        db.reject("Receipt {receipt_id} is already attached to another expense line.", args)
+    row = db.returning("UPDATE expense_lines SET receipt_id = :receipt_id WHERE line_id = :id RETURNING *", args)
     return ExpenseLine(**row)
 
 
 def check_report_policy(
     db: Database,
-    report_id: Annotated[
-        str,
-        Field(
-            description="Report id from list_reports",
-            json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    report_id: Annotated[str, field("Report id from list_reports", ref="expense_reports.report_id", known=False)],
 ) -> CheckReportPolicyResult:
     """Check a report against the expense policy before submitting: its total, how many lines it has, which
     lines above their category's threshold still lack a receipt, and whether it is ready to submit.
     """
-    db.require("expense_reports", "report_id", report_id, "report_id")
-    outcome = handlers.check_report_policy(db, report_id=report_id)
-    return CheckReportPolicyResult.model_validate(outcome)
+    db.require("expense_reports", report_id)
+    return CheckReportPolicyResult.model_validate(handlers.check_report_policy(db, report_id=report_id))
 
 
 def submit_report(
     db: Database,
     report_id: Annotated[
         str,
-        Field(
-            description="Report id from list_reports",
-            json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-column": "expense_reports.report_id", "x-envfarm-user-known": False},
+        field(
+            "Report id from list_reports",
+            ref="expense_reports.report_id",
+            column="expense_reports.report_id",
+            known=False,
         ),
     ],
 ) -> ExpenseReport:
     """Submit a draft (or rejected) report for approval. It needs at least one line and every required
     receipt.
     """
-    current = db.require("expense_reports", "report_id", report_id, "report_id")
+    current = db.require("expense_reports", report_id)
     args = {
         "report_id": report_id,
-        "now": db.now,
-        "principal": db.principal,
         "id": current["report_id"],
         "set_status": "submitted",
         "set_submitted_at": db.now,
@@ -1103,19 +693,15 @@ def submit_report(
         "set_decision_note": None,
     }
     if db.one(
-        "SELECT 1 FROM expense_reports WHERE report_id = :report_id"
-        " AND status NOT IN ('draft', 'rejected')",
-        args,
+        "SELECT 1 FROM expense_reports WHERE report_id = :report_id AND status NOT IN ('draft', 'rejected')", args
     ):
-        db.reject("Report {report_id} is already submitted or decided.".format_map(args))
+        db.reject("Report {report_id} is already submitted or decided.", args)
     if db.one(
         "SELECT 1 FROM expense_reports r WHERE r.report_id = :report_id"
         " AND NOT EXISTS (SELECT 1 FROM expense_lines l WHERE l.report_id = r.report_id)",
         args,
     ):
-        db.reject(
-            "Report {report_id} has no expense lines; add at least one before submitting.".format_map(args),
-        )
+        db.reject("Report {report_id} has no expense lines; add at least one before submitting.", args)
     if db.one(
         "SELECT 1 FROM expense_lines l JOIN categories c ON c.category_id = l.category_id"
         " WHERE l.report_id = :report_id AND l.amount > c.receipt_required_over"
@@ -1123,7 +709,8 @@ def submit_report(
         args,
     ):
         db.reject(
-            "Report {report_id} has lines above their category's receipt threshold without a receipt; check_report_policy lists them.".format_map(args),
+            "Report {report_id} has lines above their category's receipt threshold without a receipt; check_report_policy lists them.",
+            args,
         )
     row = db.returning(
         "UPDATE expense_reports SET status = :set_status, submitted_at = :set_submitted_at, decided_at = :set_decided_at, decided_by = :set_decided_by, decision_note = :set_decision_note"
@@ -1136,49 +723,25 @@ def submit_report(
 def decide_report(
     db: Database,
     report_id: Annotated[
-        str,
-        Field(
-            description="Report id from list_reports (status submitted)",
-            json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Report id from list_reports (status submitted)", ref="expense_reports.report_id", known=False)
     ],
-    decision: Annotated[
-        ApprovalDecision,
-        Field(description="approved or rejected", json_schema_extra={"x-envfarm-user-known": True}),
-    ],
-    note: Annotated[
-        str | None,
-        Field(description="Comment for the employee", json_schema_extra={"x-envfarm-user-known": True}),
-    ] = None,
+    decision: Annotated[ApprovalDecision, field("approved or rejected")],
+    note: Annotated[str | None, field("Comment for the employee")] = None,
 ) -> ExpenseReport:
     """Approve or reject a submitted report, as yourself: you must be its author's manager or a finance
     controller. Nobody can decide their own report, and an approval must fit the cost center's remaining
     annual budget.
     """
-    db.require("expense_reports", "report_id", report_id, "report_id")
-    args = {
-        "report_id": report_id,
-        "decision": decision,
-        "note": note,
-        "now": db.now,
-        "principal": db.principal,
-    }
-    if db.one(
-        "SELECT 1 FROM expense_reports WHERE report_id = :report_id"
-        " AND status != 'submitted'",
-        args,
-    ):
-        db.reject(
-            "Report {report_id} is not waiting for approval; only submitted reports can be decided.".format_map(args),
-        )
+    db.require("expense_reports", report_id)
+    args = {"report_id": report_id, "decision": decision, "note": note}
+    if db.one("SELECT 1 FROM expense_reports WHERE report_id = :report_id AND status != 'submitted'", args):
+        db.reject("Report {report_id} is not waiting for approval; only submitted reports can be decided.", args)
     if db.one(
         "SELECT 1 FROM expense_reports WHERE report_id = :report_id"
         " AND employee_id = (SELECT employee_id FROM employees WHERE email = :principal)",
         args,
     ):
-        db.reject(
-            "You filed report {report_id} and cannot approve or reject your own report.".format_map(args),
-        )
+        db.reject("You filed report {report_id} and cannot approve or reject your own report.", args)
     if db.one(
         "SELECT 1 FROM expense_reports r"
         " JOIN cost_centers c ON c.cost_center_id = r.cost_center_id"
@@ -1187,42 +750,30 @@ def decide_report(
         args,
     ):
         db.reject(
-            "Approving report {report_id} would take its cost center over its annual budget; reject it or ask finance for more budget.".format_map(args),
+            "Approving report {report_id} would take its cost center over its annual budget; reject it or ask finance for more budget.",
+            args,
         )
-    outcome = handlers.decide_report(db, report_id=report_id, decision=decision, note=note)
-    return ExpenseReport.model_validate(outcome)
+    return ExpenseReport.model_validate(handlers.decide_report(db, report_id=report_id, decision=decision, note=note))
 
 
 def mark_reimbursed(
     db: Database,
     report_id: Annotated[
         str,
-        Field(
-            description="Report id from list_reports (status approved)",
-            json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-column": "expense_reports.report_id", "x-envfarm-user-known": False},
+        field(
+            "Report id from list_reports (status approved)",
+            ref="expense_reports.report_id",
+            column="expense_reports.report_id",
+            known=False,
         ),
     ],
 ) -> ExpenseReport:
     """Finance marks an approved report as paid out to the employee."""
-    current = db.require("expense_reports", "report_id", report_id, "report_id")
-    args = {
-        "report_id": report_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["report_id"],
-        "set_status": "reimbursed",
-    }
-    if db.one(
-        "SELECT 1 FROM expense_reports WHERE report_id = :report_id"
-        " AND status != 'approved'",
-        args,
-    ):
-        db.reject("Report {report_id} is not approved, so it cannot be reimbursed.".format_map(args))
-    row = db.returning(
-        "UPDATE expense_reports SET status = :set_status"
-        " WHERE report_id = :id RETURNING *",
-        args,
-    )
+    current = db.require("expense_reports", report_id)
+    args = {"report_id": report_id, "id": current["report_id"], "set_status": "reimbursed"}
+    if db.one("SELECT 1 FROM expense_reports WHERE report_id = :report_id AND status != 'approved'", args):
+        db.reject("Report {report_id} is not approved, so it cannot be reimbursed.", args)
+    row = db.returning("UPDATE expense_reports SET status = :set_status WHERE report_id = :id RETURNING *", args)
     return ExpenseReport(**row)
 
 
@@ -1230,43 +781,26 @@ def list_approvals(
     db: Database,
     report_id: Annotated[
         str,
-        Field(
-            description="Report id from list_reports",
-            json_schema_extra={"x-envfarm-ref": "expense_reports.report_id", "x-envfarm-column": "approvals.report_id", "x-envfarm-user-known": False},
+        field(
+            "Report id from list_reports", ref="expense_reports.report_id", column="approvals.report_id", known=False
         ),
     ],
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListApprovalsResult:
     """List the approval history of a report (who approved or rejected it, when, and why).
 
     Matching: report_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("expense_reports", "report_id", report_id, "report_id")
-    args = {"report_id": report_id, "now": db.now, "principal": db.principal}
+    db.require("expense_reports", report_id)
     page = db.page(
         "SELECT * FROM approvals"
         " WHERE (:report_id IS NULL OR report_id = :report_id)"
         " AND (report_id IN (SELECT report_id FROM expense_reports WHERE employee_id IN (SELECT e.employee_id FROM employees e, employees me WHERE me.email = :principal AND (e.employee_id = me.employee_id OR e.manager_id = me.employee_id OR me.role = 'finance'))))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"report_id": report_id},
+        limit,
+        cursor,
     )
-    rows = [Approval(**row) for row in page['rows']]
-    return ListApprovalsResult(
-        approvals=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListApprovalsResult.of(page)

@@ -57,8 +57,8 @@ def freeze_membership(db: Database, member_id: str, days: int, reason: str) -> d
 
 def get_member_overview(db: Database, member_id: str) -> dict[str, Any]:
     """Plan usage for the current Monday-to-Sunday week, and what is coming up."""
-    member = db.require("members", "member_id", member_id, "member_id")
-    plan = db.require("membership_plans", "plan_id", member["plan_id"], "plan_id")
+    member = db.require("members", member_id)
+    plan = db.require("membership_plans", member["plan_id"])
     this_week = db.scalar(
         "SELECT count(*) FROM bookings b JOIN classes c ON c.class_id = b.class_id WHERE b.member_id = ?"
         " AND b.status IN ('booked', 'attended', 'no_show') AND strftime('%Y-%W', c.starts_at) = strftime('%Y-%W', ?)",

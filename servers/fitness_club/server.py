@@ -58,7 +58,7 @@ DEFINITION = ServerDefinition(
         kind="staff",
         description="the front desk of the gym",
         default="Front desk: Lee Santos",
-        values=("Front desk: Lee Santos", "Front desk: Morgan Wolff",),
+        values=("Front desk: Lee Santos", "Front desk: Morgan Wolff"),
         customers="a member gives their full name and email; match both before booking, freezing or reading their membership",
     ),
 )

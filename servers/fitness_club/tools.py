@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from envfarm.servers.runtime.database import Database
+from envfarm.servers.runtime import Cursor, Database, Limit, Page, field
 
 from . import handlers
 
@@ -22,277 +22,119 @@ FreezeStatus = Literal["active", "ended"]
 class MembershipPlan(BaseModel):
     """A membership plan and what it includes. A row of `membership_plans`."""
 
-    plan_id: str = Field(
-        description="Internal plan id",
-        json_schema_extra={"x-envfarm-ref": "membership_plans.plan_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(description="Plan name, e.g. Premium", json_schema_extra={"x-envfarm-user-known": True})
-    monthly_fee: float = Field(
-        description="Monthly fee in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    classes_per_week: int | None = Field(
-        description="Group classes bookable per week (Monday to Sunday); null means unlimited",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    off_peak_only: bool = Field(
-        description="Classes only on weekdays between 10:00 and 16:00",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    can_freeze: bool = Field(
-        description="Whether the membership can be frozen",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    max_freeze_days: int = Field(
-        description="Longest freeze allowed in days",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    pt_discount_percent: int = Field(
-        description="Discount on personal training in percent",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    plan_id: str = field("Internal plan id", ref="membership_plans.plan_id", known=False)
+    name: str = field("Plan name, e.g. Premium")
+    monthly_fee: float = field("Monthly fee in USD")
+    classes_per_week: int | None = field("Group classes bookable per week (Monday to Sunday); null means unlimited")
+    off_peak_only: bool = field("Classes only on weekdays between 10:00 and 16:00", known=False)
+    can_freeze: bool = field("Whether the membership can be frozen", known=False)
+    max_freeze_days: int = field("Longest freeze allowed in days", known=False)
+    pt_discount_percent: int = field("Discount on personal training in percent", known=False)
 
 
 class Member(BaseModel):
     """A club member. A row of `members`."""
 
-    member_id: str = Field(
-        description="Internal member id",
-        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-    )
-    full_name: str = Field(
-        description="First and last name",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    email: str = Field(description="Contact email", json_schema_extra={"x-envfarm-user-known": True})
-    phone: str = Field(description="Contact phone number", json_schema_extra={"x-envfarm-user-known": True})
-    plan_id: str = Field(
-        description="Current membership plan",
-        json_schema_extra={"x-envfarm-ref": "membership_plans.plan_id", "x-envfarm-user-known": False},
-    )
-    status: MemberStatus = Field(
-        description="Membership status",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    joined_on: str = Field(
-        description="Date the member joined (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    renews_on: str = Field(
-        description="Next renewal (billing) date (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    member_id: str = field("Internal member id", ref="members.member_id", known=False)
+    full_name: str = field("First and last name")
+    email: str = field("Contact email")
+    phone: str = field("Contact phone number")
+    plan_id: str = field("Current membership plan", ref="membership_plans.plan_id", known=False)
+    status: MemberStatus = field("Membership status", known=False)
+    joined_on: str = field("Date the member joined (YYYY-MM-DD)")
+    renews_on: str = field("Next renewal (billing) date (YYYY-MM-DD)")
 
 
 class Trainer(BaseModel):
     """A trainer or class instructor. A row of `trainers`."""
 
-    trainer_id: str = Field(
-        description="Internal trainer id",
-        json_schema_extra={"x-envfarm-ref": "trainers.trainer_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(description="Trainer's name", json_schema_extra={"x-envfarm-user-known": True})
-    specialties: str = Field(
-        description="What they teach, e.g. yoga, pilates",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    offers_personal_training: bool = Field(
-        description="Whether members can book one-to-one sessions with them",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    hourly_rate: float = Field(
-        description="Personal training price per hour in USD before plan discounts",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    trainer_id: str = field("Internal trainer id", ref="trainers.trainer_id", known=False)
+    name: str = field("Trainer's name")
+    specialties: str = field("What they teach, e.g. yoga, pilates")
+    offers_personal_training: bool = field("Whether members can book one-to-one sessions with them", known=False)
+    hourly_rate: float = field("Personal training price per hour in USD before plan discounts")
 
 
 class Class(BaseModel):
     """One scheduled group class. A row of `classes`."""
 
-    class_id: str = Field(
-        description="Internal class id",
-        json_schema_extra={"x-envfarm-ref": "classes.class_id", "x-envfarm-user-known": False},
-    )
-    title: str = Field(
-        description="Class name, e.g. Morning Vinyasa Flow",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    category: ClassCategory = Field(
-        description="Kind of class",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    trainer_id: str = Field(
-        description="Instructor",
-        json_schema_extra={"x-envfarm-ref": "trainers.trainer_id", "x-envfarm-user-known": False},
-    )
-    studio: str = Field(
-        description="Room it takes place in",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    starts_at: str = Field(
-        description="Start time (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    duration_minutes: int = Field(
-        description="Length in minutes",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    capacity: int = Field(
-        description="Places in the class",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    booked_count: int = Field(
-        description="Places taken by current bookings",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    level: ClassLevel = Field(description="Difficulty", json_schema_extra={"x-envfarm-user-known": True})
-    status: ClassStatus = Field(description="Class status", json_schema_extra={"x-envfarm-user-known": False})
+    class_id: str = field("Internal class id", ref="classes.class_id", known=False)
+    title: str = field("Class name, e.g. Morning Vinyasa Flow")
+    category: ClassCategory = field("Kind of class")
+    trainer_id: str = field("Instructor", ref="trainers.trainer_id", known=False)
+    studio: str = field("Room it takes place in")
+    starts_at: str = field("Start time (ISO 8601, UTC)")
+    duration_minutes: int = field("Length in minutes")
+    capacity: int = field("Places in the class", known=False)
+    booked_count: int = field("Places taken by current bookings", known=False)
+    level: ClassLevel = field("Difficulty")
+    status: ClassStatus = field("Class status", known=False)
 
 
 class Booking(BaseModel):
     """A member's place in a class. A row of `bookings`."""
 
-    booking_id: str = Field(
-        description="Internal booking id",
-        json_schema_extra={"x-envfarm-ref": "bookings.booking_id", "x-envfarm-user-known": False},
-    )
-    member_id: str = Field(
-        description="The member",
-        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-    )
-    class_id: str = Field(
-        description="The class",
-        json_schema_extra={"x-envfarm-ref": "classes.class_id", "x-envfarm-user-known": False},
-    )
-    status: BookingStatus = Field(
-        description="Booking status",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    booked_at: str = Field(
-        description="When it was booked (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    cancelled_at: str | None = Field(
-        description="When it was cancelled (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    checked_in_at: str | None = Field(
-        description="When the member checked in at the front desk (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    booking_id: str = field("Internal booking id", ref="bookings.booking_id", known=False)
+    member_id: str = field("The member", ref="members.member_id", known=False)
+    class_id: str = field("The class", ref="classes.class_id", known=False)
+    status: BookingStatus = field("Booking status", known=False)
+    booked_at: str = field("When it was booked (ISO 8601, UTC)", known=False)
+    cancelled_at: str | None = field("When it was cancelled (ISO 8601, UTC)", known=False)
+    checked_in_at: str | None = field("When the member checked in at the front desk (ISO 8601, UTC)", known=False)
 
 
 class PtSession(BaseModel):
     """A one-to-one personal training session. A row of `pt_sessions`."""
 
-    session_id: str = Field(
-        description="Internal session id",
-        json_schema_extra={"x-envfarm-ref": "pt_sessions.session_id", "x-envfarm-user-known": False},
-    )
-    member_id: str = Field(
-        description="The member",
-        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-    )
-    trainer_id: str = Field(
-        description="The trainer",
-        json_schema_extra={"x-envfarm-ref": "trainers.trainer_id", "x-envfarm-user-known": False},
-    )
-    starts_at: str = Field(
-        description="Start time (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    duration_minutes: int = Field(
-        description="Length in minutes",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    focus: str = Field(
-        description="What the session works on, e.g. strength building",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    price: float = Field(
-        description="Price in USD after the plan's discount",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: ClassStatus = Field(
-        description="Session status",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    session_id: str = field("Internal session id", ref="pt_sessions.session_id", known=False)
+    member_id: str = field("The member", ref="members.member_id", known=False)
+    trainer_id: str = field("The trainer", ref="trainers.trainer_id", known=False)
+    starts_at: str = field("Start time (ISO 8601, UTC)")
+    duration_minutes: int = field("Length in minutes")
+    focus: str = field("What the session works on, e.g. strength building")
+    price: float = field("Price in USD after the plan's discount")
+    status: ClassStatus = field("Session status", known=False)
 
 
 class Freeze(BaseModel):
     """A period a membership is paused (no bookings, renewal pushed back). A row of `freezes`."""
 
-    freeze_id: str = Field(
-        description="Internal freeze id",
-        json_schema_extra={"x-envfarm-ref": "freezes.freeze_id", "x-envfarm-user-known": False},
-    )
-    member_id: str = Field(
-        description="The member",
-        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-    )
-    starts_on: str = Field(
-        description="First day of the freeze (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    ends_on: str = Field(
-        description="Last day of the freeze (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    reason: str = Field(description="Why the member froze", json_schema_extra={"x-envfarm-user-known": True})
-    status: FreezeStatus = Field(
-        description="Whether the freeze is running",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    freeze_id: str = field("Internal freeze id", ref="freezes.freeze_id", known=False)
+    member_id: str = field("The member", ref="members.member_id", known=False)
+    starts_on: str = field("First day of the freeze (YYYY-MM-DD)")
+    ends_on: str = field("Last day of the freeze (YYYY-MM-DD)")
+    reason: str = field("Why the member froze")
+    status: FreezeStatus = field("Whether the freeze is running", known=False)
 
 
-class FindMemberResult(BaseModel):
+class FindMemberResult(Page):
     """What `find_member` found: one page of the matching rows."""
 
-    members: list[Member] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    members: list[Member] = Page.rows()
 
 
-class ListMembershipPlansResult(BaseModel):
+class ListMembershipPlansResult(Page):
     """What `list_membership_plans` found: one page of the matching rows."""
 
-    membership_plans: list[MembershipPlan] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    membership_plans: list[MembershipPlan] = Page.rows()
 
 
-class SearchClassesResult(BaseModel):
+class SearchClassesResult(Page):
     """What `search_classes` found: one page of the matching rows."""
 
-    classes: list[Class] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    classes: list[Class] = Page.rows()
 
 
-class ListTrainersResult(BaseModel):
+class ListTrainersResult(Page):
     """What `list_trainers` found: one page of the matching rows."""
 
-    trainers: list[Trainer] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    trainers: list[Trainer] = Page.rows()
 
 
-class ListMemberBookingsResult(BaseModel):
+class ListMemberBookingsResult(Page):
     """What `list_member_bookings` found: one page of the matching rows."""
 
-    bookings: list[Booking] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    bookings: list[Booking] = Page.rows()
 
 
 class FreezeMembershipResult(BaseModel):
@@ -303,22 +145,16 @@ class FreezeMembershipResult(BaseModel):
     starts_on: str = Field(description="First day of the freeze (YYYY-MM-DD)")
     ends_on: str = Field(description="Last day of the freeze (YYYY-MM-DD)")
     renews_on: str = Field(description="The member's new renewal date (YYYY-MM-DD)")
-    cancelled_bookings: int = Field(
-        description="Class bookings cancelled because they fall inside the freeze",
-    )
+    cancelled_bookings: int = Field(description="Class bookings cancelled because they fall inside the freeze")
     cancelled_pt_sessions: int = Field(
-        description="Personal training sessions cancelled because they fall inside the freeze",
+        description="Personal training sessions cancelled because they fall inside the freeze"
     )
 
 
-class ListPtSessionsResult(BaseModel):
+class ListPtSessionsResult(Page):
     """What `list_pt_sessions` found: one page of the matching rows."""
 
-    pt_sessions: list[PtSession] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    pt_sessions: list[PtSession] = Page.rows()
 
 
 class GetMemberOverviewResult(BaseModel):
@@ -329,65 +165,27 @@ class GetMemberOverviewResult(BaseModel):
     status: str = Field(description="Membership status: active, frozen or cancelled")
     plan_name: str = Field(description="Current plan")
     renews_on: str = Field(description="Next renewal date (YYYY-MM-DD)")
-    classes_this_week: int = Field(
-        description="Classes booked or attended in the current week (Monday to Sunday)",
-    )
+    classes_this_week: int = Field(description="Classes booked or attended in the current week (Monday to Sunday)")
     weekly_allowance: int | None = Field(description="Classes the plan allows per week; null means unlimited")
     upcoming_bookings: list[Booking] = Field(description="Open class bookings from now on")
-    upcoming_pt_sessions: list[PtSession] = Field(
-        description="Scheduled personal training sessions from now on",
-    )
+    upcoming_pt_sessions: list[PtSession] = Field(description="Scheduled personal training sessions from now on")
 
 
-class ListFreezesResult(BaseModel):
+class ListFreezesResult(Page):
     """What `list_freezes` found: one page of the matching rows."""
 
-    freezes: list[Freeze] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    freezes: list[Freeze] = Page.rows()
 
 
 def find_member(
     db: Database,
-    full_name: Annotated[
-        str | None,
-        Field(
-            description="Part of the member's name",
-            json_schema_extra={"x-envfarm-column": "members.full_name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    email: Annotated[
-        str | None,
-        Field(
-            description="Exact email address",
-            json_schema_extra={"x-envfarm-column": "members.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    full_name: Annotated[str | None, field("Part of the member's name", column="members.full_name")] = None,
+    email: Annotated[str | None, field("Exact email address", column="members.email")] = None,
     status: Annotated[
-        MemberStatus | None,
-        Field(
-            description="Only this membership status",
-            json_schema_extra={"x-envfarm-column": "members.status", "x-envfarm-user-known": False},
-        ),
+        MemberStatus | None, field("Only this membership status", column="members.status", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> FindMemberResult:
     """Find members by name, email or membership status. Returns member ids, plan ids and renewal dates.
 
@@ -395,52 +193,24 @@ def find_member(
     Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the returned
     cursor to get the next page.
     """
-    args = {
-        "full_name": full_name,
-        "email": email,
-        "status": status,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM members"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:full_name IS NULL OR contains(full_name, :full_name))"
         " AND (:email IS NULL OR email = :email)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"full_name": full_name, "email": email, "status": status},
+        limit,
+        cursor,
     )
-    rows = [Member(**row) for row in page['rows']]
-    return FindMemberResult(
-        members=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return FindMemberResult.of(page)
 
 
 def list_membership_plans(
     db: Database,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the plan name",
-            json_schema_extra={"x-envfarm-column": "membership_plans.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    name: Annotated[str | None, field("Part of the plan name", column="membership_plans.name")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListMembershipPlansResult:
     """List membership plans with fees, weekly class allowance, off-peak limits, freeze rules and PT
     discounts.
@@ -448,81 +218,47 @@ def list_membership_plans(
     Matching: name contains (case-insensitive). Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    args = {"name": name, "now": db.now, "principal": db.principal}
     page = db.page(
-        "SELECT * FROM membership_plans"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY rowid",
-        args, limit, cursor,
+        "SELECT * FROM membership_plans WHERE (:name IS NULL OR contains(name, :name)) ORDER BY rowid",
+        {"name": name},
+        limit,
+        cursor,
     )
-    rows = [MembershipPlan(**row) for row in page['rows']]
-    return ListMembershipPlansResult(
-        membership_plans=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListMembershipPlansResult.of(page)
 
 
 def search_classes(
     db: Database,
-    category: Annotated[
-        ClassCategory | None,
-        Field(
-            description="Kind of class",
-            json_schema_extra={"x-envfarm-column": "classes.category", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    title: Annotated[
-        str | None,
-        Field(
-            description="Part of the class name",
-            json_schema_extra={"x-envfarm-column": "classes.title", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    category: Annotated[ClassCategory | None, field("Kind of class", column="classes.category")] = None,
+    title: Annotated[str | None, field("Part of the class name", column="classes.title")] = None,
     trainer_id: Annotated[
         str | None,
-        Field(
-            description="Instructor's trainer id from list_trainers",
-            json_schema_extra={"x-envfarm-ref": "trainers.trainer_id", "x-envfarm-column": "classes.trainer_id", "x-envfarm-user-known": False},
+        field(
+            "Instructor's trainer id from list_trainers",
+            ref="trainers.trainer_id",
+            column="classes.trainer_id",
+            known=False,
         ),
     ] = None,
     starts_after: Annotated[
         str | None,
-        Field(
-            description="Only classes starting at or after this time (ISO 8601, UTC)",
+        field(
+            "Only classes starting at or after this time (ISO 8601, UTC)",
+            column="classes.starts_at",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-column": "classes.starts_at", "x-envfarm-user-known": True},
         ),
     ] = None,
     starts_before: Annotated[
         str | None,
-        Field(
-            description="Only classes starting at or before this time (ISO 8601, UTC)",
+        field(
+            "Only classes starting at or before this time (ISO 8601, UTC)",
+            column="classes.starts_at",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-column": "classes.starts_at", "x-envfarm-user-known": True},
         ),
     ] = None,
-    status: Annotated[
-        ClassStatus | None,
-        Field(
-            description="Only this class status",
-            json_schema_extra={"x-envfarm-column": "classes.status", "x-envfarm-user-known": False},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 60,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    status: Annotated[ClassStatus | None, field("Only this class status", column="classes.status", known=False)] = None,
+    limit: Limit = 60,
+    cursor: Cursor = None,
 ) -> SearchClassesResult:
     """Search the class timetable by category, title, instructor or time window. Returns class ids, start
     times, capacity and places booked (a class is full when booked_count equals capacity).
@@ -533,7 +269,7 @@ def search_classes(
     next page.
     """
     if trainer_id is not None:
-        db.require("trainers", "trainer_id", trainer_id, "trainer_id")
+        db.require("trainers", trainer_id)
     args = {
         "category": category,
         "title": title,
@@ -541,80 +277,48 @@ def search_classes(
         "starts_after": starts_after,
         "starts_before": starts_before,
         "status": status,
-        "now": db.now,
-        "principal": db.principal,
     }
     page = db.page(
         "SELECT * FROM classes"
         " WHERE (:category IS NULL OR category = :category)"
-        " AND (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:title IS NULL OR contains(title, :title))"
         " AND (:trainer_id IS NULL OR trainer_id = :trainer_id)"
         " AND (:starts_after IS NULL OR starts_at >= :starts_after)"
         " AND (:starts_before IS NULL OR starts_at <= :starts_before)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        args,
+        limit,
+        cursor,
     )
-    rows = [Class(**row) for row in page['rows']]
-    return SearchClassesResult(
-        classes=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return SearchClassesResult.of(page)
 
 
 def get_class(
     db: Database,
     class_id: Annotated[
-        str,
-        Field(
-            description="Class id from search_classes",
-            json_schema_extra={"x-envfarm-ref": "classes.class_id", "x-envfarm-column": "classes.class_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Class id from search_classes", ref="classes.class_id", column="classes.class_id", known=False)
     ],
 ) -> Class:
     """Get one class's time, studio, instructor, level, capacity and places booked."""
-    row = db.require("classes", "class_id", class_id, "class_id")
+    row = db.require("classes", class_id)
     return Class(**row)
 
 
 def list_trainers(
     db: Database,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the trainer's name",
-            json_schema_extra={"x-envfarm-column": "trainers.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    specialties: Annotated[
-        str | None,
-        Field(
-            description="A specialty, e.g. yoga",
-            json_schema_extra={"x-envfarm-column": "trainers.specialties", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    name: Annotated[str | None, field("Part of the trainer's name", column="trainers.name")] = None,
+    specialties: Annotated[str | None, field("A specialty, e.g. yoga", column="trainers.specialties")] = None,
     offers_personal_training: Annotated[
         bool | None,
-        Field(
-            description="Only trainers who do (true) or do not (false) offer personal training",
-            json_schema_extra={"x-envfarm-column": "trainers.offers_personal_training", "x-envfarm-user-known": False},
+        field(
+            "Only trainers who do (true) or do not (false) offer personal training",
+            column="trainers.offers_personal_training",
+            known=False,
         ),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListTrainersResult:
     """List trainers by name or specialty, and whether they offer personal training (with hourly rates).
 
@@ -622,84 +326,52 @@ def list_trainers(
     offers_personal_training equals. Ordered oldest first. Returns 25 rows per page by default (limit:
     up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    args = {
-        "name": name,
-        "specialties": specialties,
-        "offers_personal_training": offers_personal_training,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM trainers"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " AND (:specialties IS NULL OR lower(specialties) LIKE '%' || replace(replace(replace(lower(:specialties), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:name IS NULL OR contains(name, :name))"
+        " AND (:specialties IS NULL OR contains(specialties, :specialties))"
         " AND (:offers_personal_training IS NULL OR offers_personal_training = :offers_personal_training)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"name": name, "specialties": specialties, "offers_personal_training": offers_personal_training},
+        limit,
+        cursor,
     )
-    rows = [Trainer(**row) for row in page['rows']]
-    return ListTrainersResult(
-        trainers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListTrainersResult.of(page)
 
 
 def book_class(
     db: Database,
     member_id: Annotated[
-        str,
-        Field(
-            description="Member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "bookings.member_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Member id from find_member", ref="members.member_id", column="bookings.member_id", known=False)
     ],
     class_id: Annotated[
-        str,
-        Field(
-            description="Class id from search_classes",
-            json_schema_extra={"x-envfarm-ref": "classes.class_id", "x-envfarm-column": "bookings.class_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Class id from search_classes", ref="classes.class_id", column="bookings.class_id", known=False)
     ],
 ) -> Booking:
     """Book a member into a scheduled class. Needs an active (not frozen) membership, a free place, and
     room in the plan's weekly class allowance; Off-Peak members can only book weekday classes between
     10:00 and 16:00.
     """
-    db.require("members", "member_id", member_id, "member_id")
-    db.require("classes", "class_id", class_id, "class_id")
+    db.require("members", member_id)
+    db.require("classes", class_id)
     new_id = db.next_id("bookings")
-    args = {
-        "member_id": member_id,
-        "class_id": class_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
+    args = {"member_id": member_id, "class_id": class_id, "id": new_id}
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status = 'frozen'", args):
         db.reject(
-            "Member {member_id}'s membership is frozen, so they cannot book classes; unfreeze_membership first.".format_map(args),
+            "Member {member_id}'s membership is frozen, so they cannot book classes; unfreeze_membership first.", args
         )
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status = 'cancelled'", args):
-        db.reject(
-            "Member {member_id}'s membership is cancelled; they need to rejoin before booking classes.".format_map(args),
-        )
+        db.reject("Member {member_id}'s membership is cancelled; they need to rejoin before booking classes.", args)
     if db.one(
-        "SELECT 1 FROM classes WHERE class_id = :class_id AND (status != 'scheduled'"
-        " OR starts_at <= :now)",
-        args,
+        "SELECT 1 FROM classes WHERE class_id = :class_id AND (status != 'scheduled' OR starts_at <= :now)", args
     ):
-        db.reject(
-            "Class {class_id} is not open for booking: it was cancelled or has already started.".format_map(args),
-        )
+        db.reject("Class {class_id} is not open for booking: it was cancelled or has already started.", args)
     if db.one(
-        "SELECT 1 FROM bookings WHERE member_id = :member_id AND class_id = :class_id"
-        " AND status = 'booked'",
-        args,
+        "SELECT 1 FROM bookings WHERE member_id = :member_id AND class_id = :class_id AND status = 'booked'", args
     ):
-        db.reject("Member {member_id} is already booked into class {class_id}.".format_map(args))
+        db.reject("Member {member_id} is already booked into class {class_id}.", args)
     if db.one("SELECT 1 FROM classes WHERE class_id = :class_id AND booked_count >= capacity", args):
-        db.reject(
-            "Class {class_id} is full; search_classes shows other times with free places.".format_map(args),
-        )
+        db.reject("Class {class_id} is full; search_classes shows other times with free places.", args)
     if db.one(
         "SELECT 1 FROM members m"
         " JOIN membership_plans p ON p.plan_id = m.plan_id, classes c"
@@ -710,7 +382,8 @@ def book_class(
         args,
     ):
         db.reject(
-            "Member {member_id} is on an off-peak plan: only weekday classes starting between 10:00 and 16:00 can be booked.".format_map(args),
+            "Member {member_id} is on an off-peak plan: only weekday classes starting between 10:00 and 16:00 can be booked.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM members m"
@@ -724,7 +397,8 @@ def book_class(
         args,
     ):
         db.reject(
-            "Member {member_id} has used their plan's weekly class allowance for that week; change_membership_plan can upgrade.".format_map(args),
+            "Member {member_id} has used their plan's weekly class allowance for that week; change_membership_plan can upgrade.",
+            args,
         )
     row = db.insert(
         "bookings",
@@ -743,42 +417,22 @@ def book_class(
 def list_member_bookings(
     db: Database,
     member_id: Annotated[
-        str,
-        Field(
-            description="Member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "bookings.member_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Member id from find_member", ref="members.member_id", column="bookings.member_id", known=False)
     ],
     status: Annotated[
-        BookingStatus | None,
-        Field(
-            description="Only this booking status",
-            json_schema_extra={"x-envfarm-column": "bookings.status", "x-envfarm-user-known": False},
-        ),
+        BookingStatus | None, field("Only this booking status", column="bookings.status", known=False)
     ] = None,
     class_id: Annotated[
         str | None,
-        Field(
-            description="Only bookings of this class (id from search_classes)",
-            json_schema_extra={"x-envfarm-ref": "classes.class_id", "x-envfarm-column": "bookings.class_id", "x-envfarm-user-known": False},
+        field(
+            "Only bookings of this class (id from search_classes)",
+            ref="classes.class_id",
+            column="bookings.class_id",
+            known=False,
         ),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 50,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> ListMemberBookingsResult:
     """List a member's class bookings, optionally by status or class.
 
@@ -786,53 +440,42 @@ def list_member_bookings(
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
-    db.require("members", "member_id", member_id, "member_id")
+    db.require("members", member_id)
     if class_id is not None:
-        db.require("classes", "class_id", class_id, "class_id")
-    args = {
-        "member_id": member_id,
-        "status": status,
-        "class_id": class_id,
-        "now": db.now,
-        "principal": db.principal,
-    }
+        db.require("classes", class_id)
     page = db.page(
         "SELECT * FROM bookings"
         " WHERE (:member_id IS NULL OR member_id = :member_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:class_id IS NULL OR class_id = :class_id)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"member_id": member_id, "status": status, "class_id": class_id},
+        limit,
+        cursor,
     )
-    rows = [Booking(**row) for row in page['rows']]
-    return ListMemberBookingsResult(
-        bookings=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListMemberBookingsResult.of(page)
 
 
 def cancel_booking(
     db: Database,
     booking_id: Annotated[
         str,
-        Field(
-            description="Booking id from list_member_bookings",
-            json_schema_extra={"x-envfarm-ref": "bookings.booking_id", "x-envfarm-column": "bookings.booking_id", "x-envfarm-user-known": False},
+        field(
+            "Booking id from list_member_bookings", ref="bookings.booking_id", column="bookings.booking_id", known=False
         ),
     ],
 ) -> Booking:
     """Cancel a class booking and free the place. Cancellations close 2 hours before the class starts."""
-    current = db.require("bookings", "booking_id", booking_id, "booking_id")
+    current = db.require("bookings", booking_id)
     args = {
         "booking_id": booking_id,
-        "now": db.now,
-        "principal": db.principal,
         "id": current["booking_id"],
         "set_status": "cancelled",
         "set_cancelled_at": db.now,
     }
     if db.one("SELECT 1 FROM bookings WHERE booking_id = :booking_id AND status != 'booked'", args):
         db.reject(
-            "Booking {booking_id} is not an open booking (it was cancelled or the class already took place).".format_map(args),
+            "Booking {booking_id} is not an open booking (it was cancelled or the class already took place).", args
         )
     if db.one(
         "SELECT 1 FROM bookings b JOIN classes c ON c.class_id = b.class_id"
@@ -841,11 +484,11 @@ def cancel_booking(
         args,
     ):
         db.reject(
-            "Booking {booking_id} can no longer be cancelled: cancellations must be made at least 2 hours before the class starts.".format_map(args),
+            "Booking {booking_id} can no longer be cancelled: cancellations must be made at least 2 hours before the class starts.",
+            args,
         )
     row = db.returning(
-        "UPDATE bookings SET status = :set_status, cancelled_at = :set_cancelled_at"
-        " WHERE booking_id = :id RETURNING *",
+        "UPDATE bookings SET status = :set_status, cancelled_at = :set_cancelled_at WHERE booking_id = :id RETURNING *",
         args,
     )
     db.execute(
@@ -860,28 +503,23 @@ def check_in(
     db: Database,
     booking_id: Annotated[
         str,
-        Field(
-            description="Booking id from list_member_bookings",
-            json_schema_extra={"x-envfarm-ref": "bookings.booking_id", "x-envfarm-column": "bookings.booking_id", "x-envfarm-user-known": False},
+        field(
+            "Booking id from list_member_bookings", ref="bookings.booking_id", column="bookings.booking_id", known=False
         ),
     ],
 ) -> Booking:
     """Check a member in at the front desk for a booked class. Check-in opens 30 minutes before the class
     starts.
     """
-    current = db.require("bookings", "booking_id", booking_id, "booking_id")
+    current = db.require("bookings", booking_id)
     args = {
         "booking_id": booking_id,
-        "now": db.now,
-        "principal": db.principal,
         "id": current["booking_id"],
         "set_status": "attended",
         "set_checked_in_at": db.now,
     }
     if db.one("SELECT 1 FROM bookings WHERE booking_id = :booking_id AND status != 'booked'", args):
-        db.reject(
-            "Booking {booking_id} is not an open booking, so there is nothing to check in.".format_map(args),
-        )
+        db.reject("Booking {booking_id} is not an open booking, so there is nothing to check in.", args)
     if db.one(
         "SELECT 1 FROM bookings b JOIN classes c ON c.class_id = b.class_id"
         " WHERE b.booking_id = :booking_id"
@@ -889,7 +527,7 @@ def check_in(
         args,
     ):
         db.reject(
-            "Check-in for booking {booking_id} is not open yet: it opens 30 minutes before the class starts.".format_map(args),
+            "Check-in for booking {booking_id} is not open yet: it opens 30 minutes before the class starts.", args
         )
     row = db.returning(
         "UPDATE bookings SET status = :set_status, checked_in_at = :set_checked_in_at"
@@ -901,86 +539,52 @@ def check_in(
 
 def freeze_membership(
     db: Database,
-    member_id: Annotated[
-        str,
-        Field(
-            description="Member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    days: Annotated[
-        int,
-        Field(
-            description="Length of the freeze in days",
-            ge=7.0,
-            le=90.0,
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
-    reason: Annotated[
-        str,
-        Field(
-            description="Why the member freezes, e.g. travel or injury",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
+    member_id: Annotated[str, field("Member id from find_member", ref="members.member_id", known=False)],
+    days: Annotated[int, field("Length of the freeze in days", ge=7.0, le=90.0)],
+    reason: Annotated[str, field("Why the member freezes, e.g. travel or injury")],
 ) -> FreezeMembershipResult:
     """Freeze a member's membership from today for a number of days: upcoming class bookings and personal
     training sessions inside the freeze are cancelled and the renewal date moves back by the same number
     of days.
     """
-    db.require("members", "member_id", member_id, "member_id")
-    args = {"member_id": member_id, "days": days, "reason": reason, "now": db.now, "principal": db.principal}
+    db.require("members", member_id)
+    args = {"member_id": member_id, "days": days, "reason": reason}
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status = 'frozen'", args):
-        db.reject("Member {member_id}'s membership is already frozen.".format_map(args))
+        db.reject("Member {member_id}'s membership is already frozen.", args)
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status = 'cancelled'", args):
-        db.reject("Member {member_id}'s membership is cancelled, so it cannot be frozen.".format_map(args))
+        db.reject("Member {member_id}'s membership is cancelled, so it cannot be frozen.", args)
     if db.one(
         "SELECT 1 FROM members m JOIN membership_plans p ON p.plan_id = m.plan_id"
         " WHERE m.member_id = :member_id AND NOT p.can_freeze",
         args,
     ):
-        db.reject(
-            "Member {member_id}'s plan does not allow freezes; list_membership_plans shows which plans do.".format_map(args),
-        )
+        db.reject("Member {member_id}'s plan does not allow freezes; list_membership_plans shows which plans do.", args)
     if db.one(
         "SELECT 1 FROM members m JOIN membership_plans p ON p.plan_id = m.plan_id"
         " WHERE m.member_id = :member_id AND :days > p.max_freeze_days",
         args,
     ):
         db.reject(
-            "A {days}-day freeze is longer than member {member_id}'s plan allows (see max_freeze_days in list_membership_plans).".format_map(args),
+            "A {days}-day freeze is longer than member {member_id}'s plan allows (see max_freeze_days in list_membership_plans).",
+            args,
         )
-    outcome = handlers.freeze_membership(db, member_id=member_id, days=days, reason=reason)
-    return FreezeMembershipResult.model_validate(outcome)
+    return FreezeMembershipResult.model_validate(
+        handlers.freeze_membership(db, member_id=member_id, days=days, reason=reason)
+    )
 
 
 def unfreeze_membership(
     db: Database,
     member_id: Annotated[
-        str,
-        Field(
-            description="Member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "members.member_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Member id from find_member", ref="members.member_id", column="members.member_id", known=False)
     ],
 ) -> Member:
     """End a member's running freeze today. The renewal date gives back the unused freeze days."""
-    current = db.require("members", "member_id", member_id, "member_id")
-    args = {
-        "member_id": member_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["member_id"],
-        "set_status": "active",
-    }
+    current = db.require("members", member_id)
+    args = {"member_id": member_id, "id": current["member_id"], "set_status": "active"}
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status != 'frozen'", args):
-        db.reject("Member {member_id}'s membership is not frozen.".format_map(args))
-    db.execute(
-        "UPDATE members SET status = :set_status"
-        " WHERE member_id = :id",
-        args,
-    )
+        db.reject("Member {member_id}'s membership is not frozen.", args)
+    db.execute("UPDATE members SET status = :set_status WHERE member_id = :id", args)
     db.execute(
         "UPDATE members"
         " SET renews_on = date(renews_on, '-' || CAST(max(0, COALESCE((SELECT julianday(ends_on)"
@@ -990,60 +594,39 @@ def unfreeze_membership(
         args,
     )
     db.execute(
-        "UPDATE freezes SET status = 'ended', ends_on = date(:now) WHERE member_id = :id"
-        " AND status = 'active'",
-        args,
+        "UPDATE freezes SET status = 'ended', ends_on = date(:now) WHERE member_id = :id AND status = 'active'", args
     )
-    return Member(**db.require("members", "member_id", current["member_id"], "member_id"))
+    return Member(**db.require("members", current["member_id"]))
 
 
 def book_personal_training(
     db: Database,
     member_id: Annotated[
-        str,
-        Field(
-            description="Member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "pt_sessions.member_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Member id from find_member", ref="members.member_id", column="pt_sessions.member_id", known=False)
     ],
     trainer_id: Annotated[
         str,
-        Field(
-            description="Trainer id from list_trainers",
-            json_schema_extra={"x-envfarm-ref": "trainers.trainer_id", "x-envfarm-column": "pt_sessions.trainer_id", "x-envfarm-user-known": False},
-        ),
+        field("Trainer id from list_trainers", ref="trainers.trainer_id", column="pt_sessions.trainer_id", known=False),
     ],
     starts_at: Annotated[
         str,
-        Field(
-            description="Start time (ISO 8601, UTC)",
+        field(
+            "Start time (ISO 8601, UTC)",
+            column="pt_sessions.starts_at",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-column": "pt_sessions.starts_at", "x-envfarm-user-known": True},
         ),
     ],
     duration_minutes: Annotated[
-        int,
-        Field(
-            description="Length in minutes",
-            ge=30.0,
-            le=120.0,
-            json_schema_extra={"x-envfarm-column": "pt_sessions.duration_minutes", "x-envfarm-user-known": True},
-        ),
+        int, field("Length in minutes", column="pt_sessions.duration_minutes", ge=30.0, le=120.0)
     ],
-    focus: Annotated[
-        str,
-        Field(
-            description="What to work on, e.g. strength building",
-            json_schema_extra={"x-envfarm-column": "pt_sessions.focus", "x-envfarm-user-known": True},
-        ),
-    ],
+    focus: Annotated[str, field("What to work on, e.g. strength building", column="pt_sessions.focus")],
 ) -> PtSession:
     """Book a one-to-one personal training session with a trainer who offers it. The club is open
     06:00-22:00; the trainer must be free (no other session or class at that time). The price applies
     the plan's PT discount.
     """
-    db.require("members", "member_id", member_id, "member_id")
-    db.require("trainers", "trainer_id", trainer_id, "trainer_id")
+    db.require("members", member_id)
+    db.require("trainers", trainer_id)
     new_id = db.next_id("pt_sessions")
     args = {
         "member_id": member_id,
@@ -1051,28 +634,21 @@ def book_personal_training(
         "starts_at": starts_at,
         "duration_minutes": duration_minutes,
         "focus": focus,
-        "now": db.now,
-        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status = 'frozen'", args):
         db.reject(
-            "Member {member_id}'s membership is frozen, so they cannot book personal training; unfreeze_membership first.".format_map(args),
+            "Member {member_id}'s membership is frozen, so they cannot book personal training; unfreeze_membership first.",
+            args,
         )
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status = 'cancelled'", args):
         db.reject(
-            "Member {member_id}'s membership is cancelled; they need to rejoin before booking personal training.".format_map(args),
+            "Member {member_id}'s membership is cancelled; they need to rejoin before booking personal training.", args
         )
-    if db.one(
-        "SELECT 1 FROM trainers WHERE trainer_id = :trainer_id"
-        " AND NOT offers_personal_training",
-        args,
-    ):
-        db.reject(
-            "Trainer {trainer_id} does not offer personal training; list_trainers shows who does.".format_map(args),
-        )
+    if db.one("SELECT 1 FROM trainers WHERE trainer_id = :trainer_id AND NOT offers_personal_training", args):
+        db.reject("Trainer {trainer_id} does not offer personal training; list_trainers shows who does.", args)
     if db.one("SELECT 1 WHERE julianday(:starts_at) <= julianday(:now)", args):
-        db.reject("The start time {starts_at} is in the past; pick a future time.".format_map(args))
+        db.reject("The start time {starts_at} is in the past; pick a future time.", args)
     if db.one(
         "SELECT 1"
         " WHERE round((julianday(:starts_at) - julianday(date(:starts_at))) * 86400) < 6 * 3600"
@@ -1080,7 +656,8 @@ def book_personal_training(
         args,
     ):
         db.reject(
-            "The club is open 06:00-22:00; a session starting at {starts_at} for {duration_minutes} minutes does not fit.".format_map(args),
+            "The club is open 06:00-22:00; a session starting at {starts_at} for {duration_minutes} minutes does not fit.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM pt_sessions WHERE trainer_id = :trainer_id"
@@ -1089,18 +666,14 @@ def book_personal_training(
         " AND round((julianday(:starts_at) - julianday(starts_at)) * 86400) < duration_minutes * 60",
         args,
     ):
-        db.reject(
-            "Trainer {trainer_id} already has a personal training session at that time; pick another time.".format_map(args),
-        )
+        db.reject("Trainer {trainer_id} already has a personal training session at that time; pick another time.", args)
     if db.one(
         "SELECT 1 FROM classes WHERE trainer_id = :trainer_id AND status = 'scheduled'"
         " AND round((julianday(starts_at) - julianday(:starts_at)) * 86400) < :duration_minutes * 60"
         " AND round((julianday(:starts_at) - julianday(starts_at)) * 86400) < duration_minutes * 60",
         args,
     ):
-        db.reject(
-            "Trainer {trainer_id} is teaching a class at that time; search_classes shows their timetable.".format_map(args),
-        )
+        db.reject("Trainer {trainer_id} is teaching a class at that time; search_classes shows their timetable.", args)
     db.insert(
         "pt_sessions",
         {
@@ -1121,48 +694,24 @@ def book_personal_training(
         " WHERE m.member_id = :member_id)) / 100.0, 2) WHERE session_id = :id",
         args,
     )
-    return PtSession(**db.require("pt_sessions", "session_id", new_id, "session_id"))
+    return PtSession(**db.require("pt_sessions", new_id))
 
 
 def list_pt_sessions(
     db: Database,
     member_id: Annotated[
         str | None,
-        Field(
-            description="Member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "pt_sessions.member_id", "x-envfarm-user-known": False},
-        ),
+        field("Member id from find_member", ref="members.member_id", column="pt_sessions.member_id", known=False),
     ] = None,
     trainer_id: Annotated[
         str | None,
-        Field(
-            description="Trainer id from list_trainers",
-            json_schema_extra={"x-envfarm-ref": "trainers.trainer_id", "x-envfarm-column": "pt_sessions.trainer_id", "x-envfarm-user-known": False},
-        ),
+        field("Trainer id from list_trainers", ref="trainers.trainer_id", column="pt_sessions.trainer_id", known=False),
     ] = None,
     status: Annotated[
-        ClassStatus | None,
-        Field(
-            description="Only this session status",
-            json_schema_extra={"x-envfarm-column": "pt_sessions.status", "x-envfarm-user-known": False},
-        ),
+        ClassStatus | None, field("Only this session status", column="pt_sessions.status", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListPtSessionsResult:
     """List personal training sessions of a member or a trainer, optionally by status.
 
@@ -1171,150 +720,95 @@ def list_pt_sessions(
     next page.
     """
     if member_id is not None:
-        db.require("members", "member_id", member_id, "member_id")
+        db.require("members", member_id)
     if trainer_id is not None:
-        db.require("trainers", "trainer_id", trainer_id, "trainer_id")
-    args = {
-        "member_id": member_id,
-        "trainer_id": trainer_id,
-        "status": status,
-        "now": db.now,
-        "principal": db.principal,
-    }
+        db.require("trainers", trainer_id)
     page = db.page(
         "SELECT * FROM pt_sessions"
         " WHERE (:member_id IS NULL OR member_id = :member_id)"
         " AND (:trainer_id IS NULL OR trainer_id = :trainer_id)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"member_id": member_id, "trainer_id": trainer_id, "status": status},
+        limit,
+        cursor,
     )
-    rows = [PtSession(**row) for row in page['rows']]
-    return ListPtSessionsResult(
-        pt_sessions=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListPtSessionsResult.of(page)
 
 
 def cancel_personal_training(
     db: Database,
     session_id: Annotated[
         str,
-        Field(
-            description="Session id from list_pt_sessions",
-            json_schema_extra={"x-envfarm-ref": "pt_sessions.session_id", "x-envfarm-column": "pt_sessions.session_id", "x-envfarm-user-known": False},
+        field(
+            "Session id from list_pt_sessions",
+            ref="pt_sessions.session_id",
+            column="pt_sessions.session_id",
+            known=False,
         ),
     ],
 ) -> PtSession:
     """Cancel a scheduled personal training session. Sessions must be cancelled at least 24 hours ahead."""
-    current = db.require("pt_sessions", "session_id", session_id, "session_id")
-    args = {
-        "session_id": session_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["session_id"],
-        "set_status": "cancelled",
-    }
+    current = db.require("pt_sessions", session_id)
+    args = {"session_id": session_id, "id": current["session_id"], "set_status": "cancelled"}
+    if db.one("SELECT 1 FROM pt_sessions WHERE session_id = :session_id AND status != 'scheduled'", args):
+        db.reject("Session {session_id} is not scheduled (it already took place or was cancelled).", args)
     if db.one(
-        "SELECT 1 FROM pt_sessions WHERE session_id = :session_id"
-        " AND status != 'scheduled'",
-        args,
+        "SELECT 1 FROM pt_sessions WHERE session_id = :session_id AND julianday(starts_at) - julianday(:now) < 1", args
     ):
         db.reject(
-            "Session {session_id} is not scheduled (it already took place or was cancelled).".format_map(args),
+            "Session {session_id} starts in less than 24 hours; late cancellations must be arranged with the trainer.",
+            args,
         )
-    if db.one(
-        "SELECT 1 FROM pt_sessions WHERE session_id = :session_id"
-        " AND julianday(starts_at) - julianday(:now) < 1",
-        args,
-    ):
-        db.reject(
-            "Session {session_id} starts in less than 24 hours; late cancellations must be arranged with the trainer.".format_map(args),
-        )
-    row = db.returning(
-        "UPDATE pt_sessions SET status = :set_status"
-        " WHERE session_id = :id RETURNING *",
-        args,
-    )
+    row = db.returning("UPDATE pt_sessions SET status = :set_status WHERE session_id = :id RETURNING *", args)
     return PtSession(**row)
 
 
 def change_membership_plan(
     db: Database,
     member_id: Annotated[
-        str,
-        Field(
-            description="Member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "members.member_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Member id from find_member", ref="members.member_id", column="members.member_id", known=False)
     ],
     plan_id: Annotated[
         str,
-        Field(
-            description="New plan id from list_membership_plans",
-            json_schema_extra={"x-envfarm-ref": "membership_plans.plan_id", "x-envfarm-column": "members.plan_id", "x-envfarm-user-known": False},
+        field(
+            "New plan id from list_membership_plans",
+            ref="membership_plans.plan_id",
+            column="members.plan_id",
+            known=False,
         ),
     ],
 ) -> Member:
     """Move an active member to another membership plan from today."""
-    current = db.require("members", "member_id", member_id, "member_id")
-    db.require("membership_plans", "plan_id", plan_id, "plan_id")
-    args = {
-        "member_id": member_id,
-        "plan_id": plan_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["member_id"],
-    }
+    current = db.require("members", member_id)
+    db.require("membership_plans", plan_id)
+    args = {"member_id": member_id, "plan_id": plan_id, "id": current["member_id"]}
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status = 'cancelled'", args):
-        db.reject(
-            "Member {member_id}'s membership is cancelled; they need to rejoin instead.".format_map(args),
-        )
+        db.reject("Member {member_id}'s membership is cancelled; they need to rejoin instead.", args)
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status = 'frozen'", args):
-        db.reject(
-            "Member {member_id}'s membership is frozen; unfreeze_membership before changing plans.".format_map(args),
-        )
+        db.reject("Member {member_id}'s membership is frozen; unfreeze_membership before changing plans.", args)
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND plan_id = :plan_id", args):
-        db.reject("Member {member_id} is already on plan {plan_id}.".format_map(args))
-    row = db.returning(
-        "UPDATE members SET plan_id = :plan_id"
-        " WHERE member_id = :id RETURNING *",
-        args,
-    )
+        db.reject("Member {member_id} is already on plan {plan_id}.", args)
+    row = db.returning("UPDATE members SET plan_id = :plan_id WHERE member_id = :id RETURNING *", args)
     return Member(**row)
 
 
 def cancel_membership(
     db: Database,
     member_id: Annotated[
-        str,
-        Field(
-            description="Member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "members.member_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Member id from find_member", ref="members.member_id", column="members.member_id", known=False)
     ],
 ) -> Member:
     """Cancel a membership; the member's upcoming class bookings and personal training sessions are
     cancelled too.
     """
-    current = db.require("members", "member_id", member_id, "member_id")
-    args = {
-        "member_id": member_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["member_id"],
-        "set_status": "cancelled",
-    }
+    current = db.require("members", member_id)
+    args = {"member_id": member_id, "id": current["member_id"], "set_status": "cancelled"}
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status = 'cancelled'", args):
-        db.reject("Member {member_id}'s membership is already cancelled.".format_map(args))
+        db.reject("Member {member_id}'s membership is already cancelled.", args)
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status = 'frozen'", args):
-        db.reject(
-            "Member {member_id}'s membership is frozen; unfreeze_membership before cancelling it.".format_map(args),
-        )
-    row = db.returning(
-        "UPDATE members SET status = :set_status"
-        " WHERE member_id = :id RETURNING *",
-        args,
-    )
+        db.reject("Member {member_id}'s membership is frozen; unfreeze_membership before cancelling it.", args)
+    row = db.returning("UPDATE members SET status = :set_status WHERE member_id = :id RETURNING *", args)
     db.execute(
         "UPDATE classes SET booked_count = booked_count - 1"
         " WHERE class_id IN (SELECT class_id FROM bookings WHERE member_id = :id"
@@ -1322,68 +816,35 @@ def cancel_membership(
         args,
     )
     db.execute(
-        "UPDATE bookings SET status = 'cancelled', cancelled_at = :now"
-        " WHERE member_id = :id AND status = 'booked'",
+        "UPDATE bookings SET status = 'cancelled', cancelled_at = :now WHERE member_id = :id AND status = 'booked'",
         args,
     )
-    db.execute(
-        "UPDATE pt_sessions SET status = 'cancelled' WHERE member_id = :id"
-        " AND status = 'scheduled'",
-        args,
-    )
+    db.execute("UPDATE pt_sessions SET status = 'cancelled' WHERE member_id = :id AND status = 'scheduled'", args)
     return Member(**row)
 
 
 def get_member_overview(
     db: Database,
-    member_id: Annotated[
-        str,
-        Field(
-            description="Member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    member_id: Annotated[str, field("Member id from find_member", ref="members.member_id", known=False)],
 ) -> GetMemberOverviewResult:
     """A member's plan, status and renewal date, how many classes they have booked in the current week
     against their plan's allowance, and their upcoming class bookings and personal training sessions.
     """
-    db.require("members", "member_id", member_id, "member_id")
-    outcome = handlers.get_member_overview(db, member_id=member_id)
-    return GetMemberOverviewResult.model_validate(outcome)
+    db.require("members", member_id)
+    return GetMemberOverviewResult.model_validate(handlers.get_member_overview(db, member_id=member_id))
 
 
 def list_freezes(
     db: Database,
     member_id: Annotated[
         str | None,
-        Field(
-            description="Member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "freezes.member_id", "x-envfarm-user-known": False},
-        ),
+        field("Member id from find_member", ref="members.member_id", column="freezes.member_id", known=False),
     ] = None,
     status: Annotated[
-        FreezeStatus | None,
-        Field(
-            description="Only running or only ended freezes",
-            json_schema_extra={"x-envfarm-column": "freezes.status", "x-envfarm-user-known": False},
-        ),
+        FreezeStatus | None, field("Only running or only ended freezes", column="freezes.status", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListFreezesResult:
     """Membership freezes (dates, reason, whether running), by member or status.
 
@@ -1391,16 +852,14 @@ def list_freezes(
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     if member_id is not None:
-        db.require("members", "member_id", member_id, "member_id")
-    args = {"member_id": member_id, "status": status, "now": db.now, "principal": db.principal}
+        db.require("members", member_id)
     page = db.page(
         "SELECT * FROM freezes"
         " WHERE (:member_id IS NULL OR member_id = :member_id)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY starts_on DESC, rowid",
-        args, limit, cursor,
+        {"member_id": member_id, "status": status},
+        limit,
+        cursor,
     )
-    rows = [Freeze(**row) for row in page['rows']]
-    return ListFreezesResult(
-        freezes=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListFreezesResult.of(page)

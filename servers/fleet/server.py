@@ -56,7 +56,7 @@ DEFINITION = ServerDefinition(
         kind="staff",
         description="a dispatcher of Iberia Freight",
         default="Dispatcher: Inês Carvalho",
-        values=("Dispatcher: Inês Carvalho", "Dispatcher: Tomás Ruiz",),
+        values=("Dispatcher: Inês Carvalho", "Dispatcher: Tomás Ruiz"),
         time_zone="Europe/Madrid",
         customers="a driver is identified by full name and email; a vehicle by its plate",
     ),

@@ -15,9 +15,9 @@ def checkout_cart(
     delivery_notes: str | None = None,
 ) -> dict:
     """Turn the cart into an order at current prices: fee below the threshold, stock taken, window booked."""
-    cart = db.require("carts", "cart_id", cart_id, "cart_id")
-    store = db.require("stores", "store_id", cart["store_id"], "store_id")
-    customer = db.require("customers", "customer_id", cart["customer_id"], "customer_id")
+    cart = db.require("carts", cart_id)
+    store = db.require("stores", cart["store_id"])
+    customer = db.require("customers", cart["customer_id"])
     items = db.all(
         "SELECT i.product_id, i.quantity, i.allow_substitution, p.price FROM cart_items i"
         " JOIN products p ON p.product_id = i.product_id WHERE i.cart_id = ? ORDER BY i.rowid",
@@ -60,14 +60,14 @@ def checkout_cart(
         db.execute("UPDATE products SET stock = stock - ? WHERE product_id = ?", (item["quantity"], item["product_id"]))
     db.execute("UPDATE delivery_windows SET booked = booked + 1 WHERE window_id = ?", (window_id,))
     db.execute("UPDATE carts SET status = 'checked_out' WHERE cart_id = ?", (cart_id,))
-    return db.require("orders", "order_id", order_id, "order_id")
+    return db.require("orders", order_id)
 
 
 def change_delivery_window(db: Database, order_id: str, window_id: str) -> dict:
     """Release the old window's slot and book the new one (a no-op when it is the same window)."""
-    order = db.require("orders", "order_id", order_id, "order_id")
+    order = db.require("orders", order_id)
     if order["window_id"] != window_id:
         db.execute("UPDATE delivery_windows SET booked = booked - 1 WHERE window_id = ?", (order["window_id"],))
         db.execute("UPDATE delivery_windows SET booked = booked + 1 WHERE window_id = ?", (window_id,))
         db.execute("UPDATE orders SET window_id = ? WHERE order_id = ?", (window_id, order_id))
-    return db.require("orders", "order_id", order_id, "order_id")
+    return db.require("orders", order_id)

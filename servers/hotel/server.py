@@ -58,7 +58,7 @@ DEFINITION = ServerDefinition(
         kind="staff",
         description="a front desk agent of the hotel group",
         default="Front desk: Ana Duarte",
-        values=("Front desk: Ana Duarte", "Front desk: Ben Walsh",),
+        values=("Front desk: Ana Duarte", "Front desk: Ben Walsh"),
         customers="a guest gives their full name and the reservation's confirmation details or email; match them before checking in, changing or cancelling",
     ),
 )

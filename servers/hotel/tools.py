@@ -7,229 +7,117 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from envfarm.servers.runtime.database import Database
+from envfarm.servers.runtime import Cursor, Database, Limit, Page, field
 
 from . import handlers
 
 RoomHousekeepingStatus = Literal["vacant_clean", "vacant_dirty", "occupied", "out_of_order"]
 GuestLoyaltyTier = Literal["none", "silver", "gold", "platinum"]
 ReservationStatus = Literal["confirmed", "checked_in", "checked_out", "cancelled", "no_show"]
-FolioChargeCategory = Literal["room", "city_tax", "restaurant", "bar", "minibar", "spa", "parking", "laundry", "room_service", "no_show_fee", "cancellation_fee", "payment"]
+FolioChargeCategory = Literal[
+    "room",
+    "city_tax",
+    "restaurant",
+    "bar",
+    "minibar",
+    "spa",
+    "parking",
+    "laundry",
+    "room_service",
+    "no_show_fee",
+    "cancellation_fee",
+    "payment",
+]
 
 
 class Hotel(BaseModel):
     """A hotel of the group. A row of `hotels`."""
 
-    hotel_id: str = Field(
-        description="Internal hotel id",
-        json_schema_extra={"x-envfarm-ref": "hotels.hotel_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(
-        description="Hotel name, e.g. Harbor View Lisbon",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    city: str = Field(description="City", json_schema_extra={"x-envfarm-user-known": True})
-    address: str = Field(description="Street address", json_schema_extra={"x-envfarm-user-known": True})
-    stars: int = Field(description="Star rating (3 to 5)", json_schema_extra={"x-envfarm-user-known": True})
-    check_in_time: str = Field(
-        description="Earliest check-in time (HH:MM)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    check_out_time: str = Field(
-        description="Latest check-out time (HH:MM)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    city_tax_per_night: float = Field(
-        description="City tax in USD per room night",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    hotel_id: str = field("Internal hotel id", ref="hotels.hotel_id", known=False)
+    name: str = field("Hotel name, e.g. Harbor View Lisbon")
+    city: str = field("City")
+    address: str = field("Street address")
+    stars: int = field("Star rating (3 to 5)")
+    check_in_time: str = field("Earliest check-in time (HH:MM)")
+    check_out_time: str = field("Latest check-out time (HH:MM)")
+    city_tax_per_night: float = field("City tax in USD per room night")
 
 
 class RoomType(BaseModel):
     """A kind of room in one hotel, with its rate. A row of `room_types`."""
 
-    type_id: str = Field(
-        description="Internal room type id",
-        json_schema_extra={"x-envfarm-ref": "room_types.type_id", "x-envfarm-user-known": False},
-    )
-    hotel_id: str = Field(
-        description="The hotel",
-        json_schema_extra={"x-envfarm-ref": "hotels.hotel_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(
-        description="Room type, e.g. Deluxe King",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    bed: str = Field(description="Beds in the room", json_schema_extra={"x-envfarm-user-known": True})
-    max_guests: int = Field(
-        description="Most adults the room sleeps",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    nightly_rate: float = Field(
-        description="Rate in USD per night before loyalty discounts",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    type_id: str = field("Internal room type id", ref="room_types.type_id", known=False)
+    hotel_id: str = field("The hotel", ref="hotels.hotel_id", known=False)
+    name: str = field("Room type, e.g. Deluxe King")
+    bed: str = field("Beds in the room")
+    max_guests: int = field("Most adults the room sleeps")
+    nightly_rate: float = field("Rate in USD per night before loyalty discounts")
 
 
 class Room(BaseModel):
     """A physical room. A row of `rooms`."""
 
-    room_id: str = Field(
-        description="Internal room id",
-        json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-user-known": False},
-    )
-    hotel_id: str = Field(
-        description="The hotel",
-        json_schema_extra={"x-envfarm-ref": "hotels.hotel_id", "x-envfarm-user-known": False},
-    )
-    type_id: str = Field(
-        description="Its room type",
-        json_schema_extra={"x-envfarm-ref": "room_types.type_id", "x-envfarm-user-known": False},
-    )
-    number: str = Field(
-        description="Room number on the door, e.g. 204",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    floor: int = Field(description="Floor", json_schema_extra={"x-envfarm-user-known": True})
-    housekeeping_status: RoomHousekeepingStatus = Field(
-        description="Housekeeping status",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    room_id: str = field("Internal room id", ref="rooms.room_id", known=False)
+    hotel_id: str = field("The hotel", ref="hotels.hotel_id", known=False)
+    type_id: str = field("Its room type", ref="room_types.type_id", known=False)
+    number: str = field("Room number on the door, e.g. 204")
+    floor: int = field("Floor")
+    housekeeping_status: RoomHousekeepingStatus = field("Housekeeping status", known=False)
 
 
 class Guest(BaseModel):
     """A guest profile. A row of `guests`."""
 
-    guest_id: str = Field(
-        description="Internal guest id",
-        json_schema_extra={"x-envfarm-ref": "guests.guest_id", "x-envfarm-user-known": False},
-    )
-    full_name: str = Field(
-        description="First and last name",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    email: str = Field(description="Contact email", json_schema_extra={"x-envfarm-user-known": True})
-    phone: str = Field(description="Contact phone number", json_schema_extra={"x-envfarm-user-known": True})
-    loyalty_tier: GuestLoyaltyTier = Field(
-        description="Loyalty tier: 5%, 10% or 15% off room rates",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    loyalty_number: str | None = Field(
-        description="Loyalty card number",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    guest_id: str = field("Internal guest id", ref="guests.guest_id", known=False)
+    full_name: str = field("First and last name")
+    email: str = field("Contact email")
+    phone: str = field("Contact phone number")
+    loyalty_tier: GuestLoyaltyTier = field("Loyalty tier: 5%, 10% or 15% off room rates")
+    loyalty_number: str | None = field("Loyalty card number")
 
 
 class Reservation(BaseModel):
     """A room reservation and stay. A row of `reservations`."""
 
-    res_id: str = Field(
-        description="Internal reservation id",
-        json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-user-known": False},
-    )
-    confirmation_code: str = Field(
-        description="Confirmation code given to the guest, e.g. HB07919",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    guest_id: str = Field(
-        description="The guest",
-        json_schema_extra={"x-envfarm-ref": "guests.guest_id", "x-envfarm-user-known": False},
-    )
-    hotel_id: str = Field(
-        description="The hotel",
-        json_schema_extra={"x-envfarm-ref": "hotels.hotel_id", "x-envfarm-user-known": False},
-    )
-    room_id: str = Field(
-        description="The assigned room",
-        json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-user-known": False},
-    )
-    arrival_date: str = Field(
-        description="Arrival date (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    departure_date: str = Field(
-        description="Departure date (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    adults: int = Field(description="Number of adults", json_schema_extra={"x-envfarm-user-known": True})
-    nightly_rate: float = Field(
-        description="Agreed rate in USD per night",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: ReservationStatus = Field(
-        description="Reservation status",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    special_requests: str | None = Field(
-        description="Requests noted for the stay",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    booked_at: str = Field(
-        description="When it was booked (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    checked_in_at: str | None = Field(
-        description="When the guest checked in (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    checked_out_at: str | None = Field(
-        description="When the guest checked out (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    cancelled_at: str | None = Field(
-        description="When it was cancelled (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    cancel_reason: str | None = Field(
-        description="Why it was cancelled",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    res_id: str = field("Internal reservation id", ref="reservations.res_id", known=False)
+    confirmation_code: str = field("Confirmation code given to the guest, e.g. HB07919")
+    guest_id: str = field("The guest", ref="guests.guest_id", known=False)
+    hotel_id: str = field("The hotel", ref="hotels.hotel_id", known=False)
+    room_id: str = field("The assigned room", ref="rooms.room_id", known=False)
+    arrival_date: str = field("Arrival date (YYYY-MM-DD)")
+    departure_date: str = field("Departure date (YYYY-MM-DD)")
+    adults: int = field("Number of adults")
+    nightly_rate: float = field("Agreed rate in USD per night")
+    status: ReservationStatus = field("Reservation status", known=False)
+    special_requests: str | None = field("Requests noted for the stay")
+    booked_at: str = field("When it was booked (ISO 8601, UTC)", known=False)
+    checked_in_at: str | None = field("When the guest checked in (ISO 8601, UTC)", known=False)
+    checked_out_at: str | None = field("When the guest checked out (ISO 8601, UTC)", known=False)
+    cancelled_at: str | None = field("When it was cancelled (ISO 8601, UTC)", known=False)
+    cancel_reason: str | None = field("Why it was cancelled", known=False)
 
 
 class FolioCharge(BaseModel):
     """A line on a stay's bill (payments are negative). A row of `folio_charges`."""
 
-    charge_id: str = Field(
-        description="Internal charge id",
-        json_schema_extra={"x-envfarm-ref": "folio_charges.charge_id", "x-envfarm-user-known": False},
-    )
-    res_id: str = Field(
-        description="The reservation billed",
-        json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-user-known": False},
-    )
-    posted_at: str = Field(
-        description="When it was posted (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    category: FolioChargeCategory = Field(
-        description="Kind of charge",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    description: str = Field(description="What was charged", json_schema_extra={"x-envfarm-user-known": True})
-    amount: float = Field(
-        description="Amount in USD (negative for payments)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    charge_id: str = field("Internal charge id", ref="folio_charges.charge_id", known=False)
+    res_id: str = field("The reservation billed", ref="reservations.res_id", known=False)
+    posted_at: str = field("When it was posted (ISO 8601, UTC)", known=False)
+    category: FolioChargeCategory = field("Kind of charge")
+    description: str = field("What was charged")
+    amount: float = field("Amount in USD (negative for payments)")
 
 
-class SearchHotelsResult(BaseModel):
+class SearchHotelsResult(Page):
     """What `search_hotels` found: one page of the matching rows."""
 
-    hotels: list[Hotel] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    hotels: list[Hotel] = Page.rows()
 
 
-class ListRoomTypesResult(BaseModel):
+class ListRoomTypesResult(Page):
     """What `list_room_types` found: one page of the matching rows."""
 
-    room_types: list[RoomType] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    room_types: list[RoomType] = Page.rows()
 
 
 class FindAvailableRoomsResult(BaseModel):
@@ -241,34 +129,22 @@ class FindAvailableRoomsResult(BaseModel):
     room_types: list[RoomType] = Field(description="The room types of those rooms, with rates")
 
 
-class FindGuestResult(BaseModel):
+class FindGuestResult(Page):
     """What `find_guest` found: one page of the matching rows."""
 
-    guests: list[Guest] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    guests: list[Guest] = Page.rows()
 
 
-class FindReservationResult(BaseModel):
+class FindReservationResult(Page):
     """What `find_reservation` found: one page of the matching rows."""
 
-    reservations: list[Reservation] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    reservations: list[Reservation] = Page.rows()
 
 
-class ListRoomsResult(BaseModel):
+class ListRoomsResult(Page):
     """What `list_rooms` found: one page of the matching rows."""
 
-    rooms: list[Room] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    rooms: list[Room] = Page.rows()
 
 
 class GetFolioResult(BaseModel):
@@ -300,16 +176,12 @@ class QuoteStayResult(BaseModel):
     hotel_id: str = Field(description="Its hotel")
     nights: int = Field(description="Nights between arrival and departure")
     base_rate: float = Field(description="The room type's rate in USD per night")
-    loyalty_discount_percent: int = Field(
-        description="The guest's loyalty discount in percent (0 without a guest)",
-    )
+    loyalty_discount_percent: int = Field(description="The guest's loyalty discount in percent (0 without a guest)")
     nightly_rate: float = Field(description="Rate in USD per night after the discount")
     room_total: float = Field(description="Nights times the nightly rate in USD")
     city_tax: float = Field(description="City tax for the stay in USD")
     total: float = Field(description="Room total plus city tax in USD")
-    rooms_available: int = Field(
-        description="Rooms of this type free for every night (0 means it cannot be booked)",
-    )
+    rooms_available: int = Field(description="Rooms of this type free for every night (0 means it cannot be booked)")
     free_cancellation_until: str = Field(description="Last day to cancel for free (YYYY-MM-DD)")
     late_cancellation_fee: float = Field(description="Fee in USD for cancelling after that day")
 
@@ -337,57 +209,21 @@ class GetCancellationFeeResult(BaseModel):
     free: bool = Field(description="Whether cancelling now is free")
 
 
-class ListFolioChargesResult(BaseModel):
+class ListFolioChargesResult(Page):
     """What `list_folio_charges` found: one page of the matching rows."""
 
-    folio_charges: list[FolioCharge] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    folio_charges: list[FolioCharge] = Page.rows()
 
 
 def search_hotels(
     db: Database,
-    city: Annotated[
-        str | None,
-        Field(
-            description="City name",
-            json_schema_extra={"x-envfarm-column": "hotels.city", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the hotel name",
-            json_schema_extra={"x-envfarm-column": "hotels.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    city: Annotated[str | None, field("City name", column="hotels.city")] = None,
+    name: Annotated[str | None, field("Part of the hotel name", column="hotels.name")] = None,
     min_stars: Annotated[
-        int | None,
-        Field(
-            description="Only hotels with at least this many stars",
-            ge=1.0,
-            le=5.0,
-            json_schema_extra={"x-envfarm-column": "hotels.stars", "x-envfarm-user-known": True},
-        ),
+        int | None, field("Only hotels with at least this many stars", column="hotels.stars", ge=1.0, le=5.0)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> SearchHotelsResult:
     """Search the group's hotels by city, name or minimum star rating. Returns hotel ids, check-in times
     and city tax.
@@ -396,53 +232,29 @@ def search_hotels(
     first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
     returned cursor to get the next page.
     """
-    args = {"city": city, "name": name, "min_stars": min_stars, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM hotels"
         " WHERE (:city IS NULL OR city = :city)"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:name IS NULL OR contains(name, :name))"
         " AND (:min_stars IS NULL OR stars >= :min_stars)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"city": city, "name": name, "min_stars": min_stars},
+        limit,
+        cursor,
     )
-    rows = [Hotel(**row) for row in page['rows']]
-    return SearchHotelsResult(
-        hotels=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return SearchHotelsResult.of(page)
 
 
 def list_room_types(
     db: Database,
     hotel_id: Annotated[
-        str,
-        Field(
-            description="Hotel id from search_hotels",
-            json_schema_extra={"x-envfarm-ref": "hotels.hotel_id", "x-envfarm-column": "room_types.hotel_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Hotel id from search_hotels", ref="hotels.hotel_id", column="room_types.hotel_id", known=False)
     ],
     min_guests: Annotated[
-        int | None,
-        Field(
-            description="Only room types sleeping at least this many adults",
-            json_schema_extra={"x-envfarm-column": "room_types.max_guests", "x-envfarm-user-known": True},
-        ),
+        int | None, field("Only room types sleeping at least this many adults", column="room_types.max_guests")
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListRoomTypesResult:
     """List a hotel's room types with beds, maximum guests and nightly rates.
 
@@ -450,117 +262,48 @@ def list_room_types(
     page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
-    db.require("hotels", "hotel_id", hotel_id, "hotel_id")
-    args = {"hotel_id": hotel_id, "min_guests": min_guests, "now": db.now, "principal": db.principal}
+    db.require("hotels", hotel_id)
     page = db.page(
         "SELECT * FROM room_types"
         " WHERE (:hotel_id IS NULL OR hotel_id = :hotel_id)"
         " AND (:min_guests IS NULL OR max_guests >= :min_guests)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"hotel_id": hotel_id, "min_guests": min_guests},
+        limit,
+        cursor,
     )
-    rows = [RoomType(**row) for row in page['rows']]
-    return ListRoomTypesResult(
-        room_types=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListRoomTypesResult.of(page)
 
 
 def find_available_rooms(
     db: Database,
-    hotel_id: Annotated[
-        str,
-        Field(
-            description="Hotel id from search_hotels",
-            json_schema_extra={"x-envfarm-ref": "hotels.hotel_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    arrival_date: Annotated[
-        str,
-        Field(
-            description="First night (YYYY-MM-DD)",
-            pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
-    departure_date: Annotated[
-        str,
-        Field(
-            description="Day of departure (YYYY-MM-DD)",
-            pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
-    adults: Annotated[
-        int,
-        Field(
-            description="Number of adults",
-            ge=1.0,
-            le=8.0,
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
+    hotel_id: Annotated[str, field("Hotel id from search_hotels", ref="hotels.hotel_id", known=False)],
+    arrival_date: Annotated[str, field("First night (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$")],
+    departure_date: Annotated[str, field("Day of departure (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$")],
+    adults: Annotated[int, field("Number of adults", ge=1.0, le=8.0)],
 ) -> FindAvailableRoomsResult:
     """Rooms of a hotel that are free for every night from arrival to departure and sleep the party, with
     their room types and rates. Rooms out of order are left out.
     """
-    db.require("hotels", "hotel_id", hotel_id, "hotel_id")
-    args = {
-        "hotel_id": hotel_id,
-        "arrival_date": arrival_date,
-        "departure_date": departure_date,
-        "adults": adults,
-        "now": db.now,
-        "principal": db.principal,
-    }
+    db.require("hotels", hotel_id)
+    args = {"hotel_id": hotel_id, "arrival_date": arrival_date, "departure_date": departure_date, "adults": adults}
     if db.one("SELECT 1 WHERE :departure_date <= :arrival_date", args):
-        db.reject(
-            "The departure date {departure_date} must be after the arrival date {arrival_date}.".format_map(args),
-        )
+        db.reject("The departure date {departure_date} must be after the arrival date {arrival_date}.", args)
     if db.one("SELECT 1 WHERE :arrival_date < date(:now)", args):
-        db.reject("The arrival date {arrival_date} is in the past.".format_map(args))
-    outcome = handlers.find_available_rooms(db, hotel_id=hotel_id, arrival_date=arrival_date, departure_date=departure_date, adults=adults)
+        db.reject("The arrival date {arrival_date} is in the past.", args)
+    outcome = handlers.find_available_rooms(
+        db, hotel_id=hotel_id, arrival_date=arrival_date, departure_date=departure_date, adults=adults
+    )
     return FindAvailableRoomsResult.model_validate(outcome)
 
 
 def find_guest(
     db: Database,
-    full_name: Annotated[
-        str | None,
-        Field(
-            description="Part of the guest's name",
-            json_schema_extra={"x-envfarm-column": "guests.full_name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    email: Annotated[
-        str | None,
-        Field(
-            description="Exact email address",
-            json_schema_extra={"x-envfarm-column": "guests.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    loyalty_tier: Annotated[
-        GuestLoyaltyTier | None,
-        Field(
-            description="Loyalty tier",
-            json_schema_extra={"x-envfarm-column": "guests.loyalty_tier", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    full_name: Annotated[str | None, field("Part of the guest's name", column="guests.full_name")] = None,
+    email: Annotated[str | None, field("Exact email address", column="guests.email")] = None,
+    loyalty_tier: Annotated[GuestLoyaltyTier | None, field("Loyalty tier", column="guests.loyalty_tier")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> FindGuestResult:
     """Find guest profiles by name, email or loyalty tier.
 
@@ -568,66 +311,33 @@ def find_guest(
     first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
     returned cursor to get the next page.
     """
-    args = {
-        "full_name": full_name,
-        "email": email,
-        "loyalty_tier": loyalty_tier,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM guests"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:full_name IS NULL OR contains(full_name, :full_name))"
         " AND (:email IS NULL OR email = :email)"
         " AND (:loyalty_tier IS NULL OR loyalty_tier = :loyalty_tier)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"full_name": full_name, "email": email, "loyalty_tier": loyalty_tier},
+        limit,
+        cursor,
     )
-    rows = [Guest(**row) for row in page['rows']]
-    return FindGuestResult(
-        guests=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return FindGuestResult.of(page)
 
 
 def update_guest_contact(
     db: Database,
     guest_id: Annotated[
-        str,
-        Field(
-            description="Guest id from find_guest",
-            json_schema_extra={"x-envfarm-ref": "guests.guest_id", "x-envfarm-column": "guests.guest_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Guest id from find_guest", ref="guests.guest_id", column="guests.guest_id", known=False)
     ],
-    email: Annotated[
-        str | None,
-        Field(
-            description="New email address",
-            json_schema_extra={"x-envfarm-column": "guests.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    phone: Annotated[
-        str | None,
-        Field(
-            description="New phone number",
-            json_schema_extra={"x-envfarm-column": "guests.phone", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    email: Annotated[str | None, field("New email address", column="guests.email")] = None,
+    phone: Annotated[str | None, field("New phone number", column="guests.phone")] = None,
 ) -> Guest:
     """Change a guest's email address or phone number."""
-    current = db.require("guests", "guest_id", guest_id, "guest_id")
-    args = {
-        "guest_id": guest_id,
-        "email": email,
-        "phone": phone,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["guest_id"],
-    }
+    current = db.require("guests", guest_id)
+    args = {"guest_id": guest_id, "email": email, "phone": phone, "id": current["guest_id"]}
     if db.one("SELECT 1 FROM guests WHERE email = :email AND guest_id != :guest_id", args):
-        db.reject(
-            "The email {email} already belongs to another guest profile; find_guest shows it.".format_map(args),
-        )
-    if all(value is None for value in (email, phone,)):
+        db.reject("The email {email} already belongs to another guest profile; find_guest shows it.", args)
+    if all(value is None for value in (email, phone)):
         db.reject("Nothing to change: give at least one of email, phone.")
     row = db.returning(
         "UPDATE guests SET email = COALESCE(:email, email), phone = COALESCE(:phone, phone)"
@@ -639,59 +349,19 @@ def update_guest_contact(
 
 def create_reservation(
     db: Database,
-    guest_id: Annotated[
-        str,
-        Field(
-            description="Guest id from find_guest",
-            json_schema_extra={"x-envfarm-ref": "guests.guest_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    room_id: Annotated[
-        str,
-        Field(
-            description="Room id from find_available_rooms",
-            json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    arrival_date: Annotated[
-        str,
-        Field(
-            description="First night (YYYY-MM-DD)",
-            pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
-    departure_date: Annotated[
-        str,
-        Field(
-            description="Day of departure (YYYY-MM-DD)",
-            pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
-    adults: Annotated[
-        int,
-        Field(
-            description="Number of adults",
-            ge=1.0,
-            le=8.0,
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
-    special_requests: Annotated[
-        str | None,
-        Field(
-            description="Requests for the stay, e.g. high floor",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = None,
+    guest_id: Annotated[str, field("Guest id from find_guest", ref="guests.guest_id", known=False)],
+    room_id: Annotated[str, field("Room id from find_available_rooms", ref="rooms.room_id", known=False)],
+    arrival_date: Annotated[str, field("First night (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$")],
+    departure_date: Annotated[str, field("Day of departure (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$")],
+    adults: Annotated[int, field("Number of adults", ge=1.0, le=8.0)],
+    special_requests: Annotated[str | None, field("Requests for the stay, e.g. high floor")] = None,
 ) -> Reservation:
     """Book a room for a guest. The room must be free for every night of the stay (find_available_rooms),
     sleep the party and not be out of order; stays are at most 30 nights. The rate is the room type's
     rate less the guest's loyalty discount. Returns the confirmation code.
     """
-    db.require("guests", "guest_id", guest_id, "guest_id")
-    db.require("rooms", "room_id", room_id, "room_id")
+    db.require("guests", guest_id)
+    db.require("rooms", room_id)
     args = {
         "guest_id": guest_id,
         "room_id": room_id,
@@ -699,33 +369,23 @@ def create_reservation(
         "departure_date": departure_date,
         "adults": adults,
         "special_requests": special_requests,
-        "now": db.now,
-        "principal": db.principal,
     }
     if db.one("SELECT 1 WHERE :departure_date <= :arrival_date", args):
-        db.reject(
-            "The departure date {departure_date} must be after the arrival date {arrival_date}.".format_map(args),
-        )
+        db.reject("The departure date {departure_date} must be after the arrival date {arrival_date}.", args)
     if db.one("SELECT 1 WHERE :arrival_date < date(:now)", args):
-        db.reject("The arrival date {arrival_date} is in the past.".format_map(args))
+        db.reject("The arrival date {arrival_date} is in the past.", args)
     if db.one("SELECT 1 WHERE julianday(:departure_date) - julianday(:arrival_date) > 30", args):
         db.reject("Stays longer than 30 nights are handled by the sales team; book at most 30 nights.")
-    if db.one(
-        "SELECT 1 FROM rooms WHERE room_id = :room_id"
-        " AND housekeeping_status = 'out_of_order'",
-        args,
-    ):
+    if db.one("SELECT 1 FROM rooms WHERE room_id = :room_id AND housekeeping_status = 'out_of_order'", args):
         db.reject(
-            "Room {room_id} is out of order and cannot be booked; pick another room from find_available_rooms.".format_map(args),
+            "Room {room_id} is out of order and cannot be booked; pick another room from find_available_rooms.", args
         )
     if db.one(
         "SELECT 1 FROM rooms r JOIN room_types t ON t.type_id = r.type_id"
         " WHERE r.room_id = :room_id AND :adults > t.max_guests",
         args,
     ):
-        db.reject(
-            "Room {room_id} sleeps fewer than {adults} adults; list_room_types shows larger rooms.".format_map(args),
-        )
+        db.reject("Room {room_id} sleeps fewer than {adults} adults; list_room_types shows larger rooms.", args)
     if db.one(
         "SELECT 1 FROM reservations WHERE room_id = :room_id"
         " AND status IN ('confirmed', 'checked_in') AND arrival_date < :departure_date"
@@ -733,66 +393,43 @@ def create_reservation(
         args,
     ):
         db.reject(
-            "Room {room_id} is already booked for some of those nights; find_available_rooms lists rooms free for the whole stay.".format_map(args),
+            "Room {room_id} is already booked for some of those nights; find_available_rooms lists rooms free for the whole stay.",
+            args,
         )
-    outcome = handlers.create_reservation(db, guest_id=guest_id, room_id=room_id, arrival_date=arrival_date, departure_date=departure_date, adults=adults, special_requests=special_requests)
+    outcome = handlers.create_reservation(
+        db,
+        guest_id=guest_id,
+        room_id=room_id,
+        arrival_date=arrival_date,
+        departure_date=departure_date,
+        adults=adults,
+        special_requests=special_requests,
+    )
     return Reservation.model_validate(outcome)
 
 
 def find_reservation(
     db: Database,
     confirmation_code: Annotated[
-        str | None,
-        Field(
-            description="Confirmation code, e.g. HB07919",
-            json_schema_extra={"x-envfarm-column": "reservations.confirmation_code", "x-envfarm-user-known": True},
-        ),
+        str | None, field("Confirmation code, e.g. HB07919", column="reservations.confirmation_code")
     ] = None,
     guest_id: Annotated[
         str | None,
-        Field(
-            description="Guest id from find_guest",
-            json_schema_extra={"x-envfarm-ref": "guests.guest_id", "x-envfarm-column": "reservations.guest_id", "x-envfarm-user-known": False},
-        ),
+        field("Guest id from find_guest", ref="guests.guest_id", column="reservations.guest_id", known=False),
     ] = None,
     hotel_id: Annotated[
         str | None,
-        Field(
-            description="Hotel id from search_hotels",
-            json_schema_extra={"x-envfarm-ref": "hotels.hotel_id", "x-envfarm-column": "reservations.hotel_id", "x-envfarm-user-known": False},
-        ),
+        field("Hotel id from search_hotels", ref="hotels.hotel_id", column="reservations.hotel_id", known=False),
     ] = None,
     arrival_date: Annotated[
         str | None,
-        Field(
-            description="Arrival date (YYYY-MM-DD)",
-            pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-column": "reservations.arrival_date", "x-envfarm-user-known": True},
-        ),
+        field("Arrival date (YYYY-MM-DD)", column="reservations.arrival_date", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
     ] = None,
     status: Annotated[
-        ReservationStatus | None,
-        Field(
-            description="Only this status",
-            json_schema_extra={"x-envfarm-column": "reservations.status", "x-envfarm-user-known": False},
-        ),
+        ReservationStatus | None, field("Only this status", column="reservations.status", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 50,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> FindReservationResult:
     """Find reservations by confirmation code, guest, hotel, arrival date or status.
 
@@ -801,17 +438,15 @@ def find_reservation(
     has_more; pass the returned cursor to get the next page.
     """
     if guest_id is not None:
-        db.require("guests", "guest_id", guest_id, "guest_id")
+        db.require("guests", guest_id)
     if hotel_id is not None:
-        db.require("hotels", "hotel_id", hotel_id, "hotel_id")
+        db.require("hotels", hotel_id)
     args = {
         "confirmation_code": confirmation_code,
         "guest_id": guest_id,
         "hotel_id": hotel_id,
         "arrival_date": arrival_date,
         "status": status,
-        "now": db.now,
-        "principal": db.principal,
     }
     page = db.page(
         "SELECT * FROM reservations"
@@ -821,53 +456,25 @@ def find_reservation(
         " AND (:arrival_date IS NULL OR arrival_date = :arrival_date)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        args,
+        limit,
+        cursor,
     )
-    rows = [Reservation(**row) for row in page['rows']]
-    return FindReservationResult(
-        reservations=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return FindReservationResult.of(page)
 
 
 def list_rooms(
     db: Database,
     hotel_id: Annotated[
-        str,
-        Field(
-            description="Hotel id from search_hotels",
-            json_schema_extra={"x-envfarm-ref": "hotels.hotel_id", "x-envfarm-column": "rooms.hotel_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Hotel id from search_hotels", ref="hotels.hotel_id", column="rooms.hotel_id", known=False)
     ],
     housekeeping_status: Annotated[
         RoomHousekeepingStatus | None,
-        Field(
-            description="Only rooms with this status",
-            json_schema_extra={"x-envfarm-column": "rooms.housekeeping_status", "x-envfarm-user-known": False},
-        ),
+        field("Only rooms with this status", column="rooms.housekeeping_status", known=False),
     ] = None,
-    number: Annotated[
-        str | None,
-        Field(
-            description="Room number on the door",
-            json_schema_extra={"x-envfarm-column": "rooms.number", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    number: Annotated[str | None, field("Room number on the door", column="rooms.number")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListRoomsResult:
     """List a hotel's rooms with numbers, floors, room types and housekeeping status.
 
@@ -875,66 +482,38 @@ def list_rooms(
     25 rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to
     get the next page.
     """
-    db.require("hotels", "hotel_id", hotel_id, "hotel_id")
-    args = {
-        "hotel_id": hotel_id,
-        "housekeeping_status": housekeeping_status,
-        "number": number,
-        "now": db.now,
-        "principal": db.principal,
-    }
+    db.require("hotels", hotel_id)
     page = db.page(
         "SELECT * FROM rooms"
         " WHERE (:hotel_id IS NULL OR hotel_id = :hotel_id)"
         " AND (:housekeeping_status IS NULL OR housekeeping_status = :housekeeping_status)"
         " AND (:number IS NULL OR number = :number)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"hotel_id": hotel_id, "housekeeping_status": housekeeping_status, "number": number},
+        limit,
+        cursor,
     )
-    rows = [Room(**row) for row in page['rows']]
-    return ListRoomsResult(
-        rooms=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListRoomsResult.of(page)
 
 
 def set_housekeeping_status(
     db: Database,
-    room_id: Annotated[
-        str,
-        Field(
-            description="Room id from list_rooms",
-            json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-column": "rooms.room_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    room_id: Annotated[str, field("Room id from list_rooms", ref="rooms.room_id", column="rooms.room_id", known=False)],
     housekeeping_status: Annotated[
         Literal["vacant_clean", "vacant_dirty", "out_of_order"],
-        Field(
-            description="New status",
-            json_schema_extra={"x-envfarm-column": "rooms.housekeeping_status", "x-envfarm-user-known": False},
-        ),
+        field("New status", column="rooms.housekeeping_status", known=False),
     ],
 ) -> Room:
     """Record housekeeping's work on a room (clean, dirty, or out of order for maintenance)."""
-    current = db.require("rooms", "room_id", room_id, "room_id")
-    args = {
-        "room_id": room_id,
-        "housekeeping_status": housekeeping_status,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["room_id"],
-    }
-    if db.one(
-        "SELECT 1 FROM rooms WHERE room_id = :room_id"
-        " AND housekeeping_status = 'occupied'",
-        args,
-    ):
+    current = db.require("rooms", room_id)
+    args = {"room_id": room_id, "housekeeping_status": housekeeping_status, "id": current["room_id"]}
+    if db.one("SELECT 1 FROM rooms WHERE room_id = :room_id AND housekeeping_status = 'occupied'", args):
         db.reject(
-            "Room {room_id} is occupied by an in-house guest; its status changes when they check out or move rooms.".format_map(args),
+            "Room {room_id} is occupied by an in-house guest; its status changes when they check out or move rooms.",
+            args,
         )
     row = db.returning(
-        "UPDATE rooms SET housekeeping_status = :housekeeping_status"
-        " WHERE room_id = :id RETURNING *",
-        args,
+        "UPDATE rooms SET housekeeping_status = :housekeeping_status WHERE room_id = :id RETURNING *", args
     )
     return Room(**row)
 
@@ -943,31 +522,25 @@ def check_in(
     db: Database,
     res_id: Annotated[
         str,
-        Field(
-            description="Reservation id from find_reservation",
-            json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-column": "reservations.res_id", "x-envfarm-user-known": False},
+        field(
+            "Reservation id from find_reservation", ref="reservations.res_id", column="reservations.res_id", known=False
         ),
     ],
 ) -> Reservation:
     """Check a guest in on or after their arrival date. The assigned room must be clean and vacant
     (set_housekeeping_status or move_room otherwise); it becomes occupied.
     """
-    current = db.require("reservations", "res_id", res_id, "res_id")
-    args = {
-        "res_id": res_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["res_id"],
-        "set_status": "checked_in",
-        "set_checked_in_at": db.now,
-    }
+    current = db.require("reservations", res_id)
+    args = {"res_id": res_id, "id": current["res_id"], "set_status": "checked_in", "set_checked_in_at": db.now}
     if db.one("SELECT 1 FROM reservations WHERE res_id = :res_id AND status != 'confirmed'", args):
         db.reject(
-            "Reservation {res_id} is not a confirmed upcoming stay (it is checked in, checked out, cancelled or a no-show).".format_map(args),
+            "Reservation {res_id} is not a confirmed upcoming stay (it is checked in, checked out, cancelled or a no-show).",
+            args,
         )
     if db.one("SELECT 1 FROM reservations WHERE res_id = :res_id AND arrival_date > date(:now)", args):
         db.reject(
-            "Reservation {res_id} arrives on a later date; check-in is only possible on or after the arrival date.".format_map(args),
+            "Reservation {res_id} arrives on a later date; check-in is only possible on or after the arrival date.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM reservations r JOIN rooms m ON m.room_id = r.room_id"
@@ -975,7 +548,8 @@ def check_in(
         args,
     ):
         db.reject(
-            "The room of reservation {res_id} is not clean and vacant yet; mark it clean or move the guest to a clean room first.".format_map(args),
+            "The room of reservation {res_id} is not clean and vacant yet; mark it clean or move the guest to a clean room first.",
+            args,
         )
     row = db.returning(
         "UPDATE reservations SET status = :set_status, checked_in_at = :set_checked_in_at"
@@ -992,56 +566,34 @@ def check_in(
 
 def move_room(
     db: Database,
-    res_id: Annotated[
-        str,
-        Field(
-            description="Reservation id from find_reservation",
-            json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    res_id: Annotated[str, field("Reservation id from find_reservation", ref="reservations.res_id", known=False)],
     room_id: Annotated[
-        str,
-        Field(
-            description="New room id from find_available_rooms or list_rooms",
-            json_schema_extra={"x-envfarm-ref": "rooms.room_id", "x-envfarm-user-known": False},
-        ),
+        str, field("New room id from find_available_rooms or list_rooms", ref="rooms.room_id", known=False)
     ],
 ) -> Reservation:
     """Move a confirmed or in-house reservation to another room of the same hotel at the same rate. The new
     room must sleep the party and be free for the rest of the stay; an in-house guest needs a clean
     vacant room, and the old room is left dirty.
     """
-    db.require("reservations", "res_id", res_id, "res_id")
-    db.require("rooms", "room_id", room_id, "room_id")
-    args = {"res_id": res_id, "room_id": room_id, "now": db.now, "principal": db.principal}
-    if db.one(
-        "SELECT 1 FROM reservations WHERE res_id = :res_id"
-        " AND status NOT IN ('confirmed', 'checked_in')",
-        args,
-    ):
-        db.reject(
-            "Reservation {res_id} is not upcoming or in house, so it cannot change rooms.".format_map(args),
-        )
+    db.require("reservations", res_id)
+    db.require("rooms", room_id)
+    args = {"res_id": res_id, "room_id": room_id}
+    if db.one("SELECT 1 FROM reservations WHERE res_id = :res_id AND status NOT IN ('confirmed', 'checked_in')", args):
+        db.reject("Reservation {res_id} is not upcoming or in house, so it cannot change rooms.", args)
     if db.one(
         "SELECT 1 FROM reservations r, rooms m WHERE r.res_id = :res_id"
         " AND m.room_id = :room_id AND m.hotel_id != r.hotel_id",
         args,
     ):
-        db.reject(
-            "Room {room_id} is in another hotel; moves stay within the reservation's hotel.".format_map(args),
-        )
-    if db.one(
-        "SELECT 1 FROM rooms WHERE room_id = :room_id"
-        " AND housekeeping_status = 'out_of_order'",
-        args,
-    ):
-        db.reject("Room {room_id} is out of order.".format_map(args))
+        db.reject("Room {room_id} is in another hotel; moves stay within the reservation's hotel.", args)
+    if db.one("SELECT 1 FROM rooms WHERE room_id = :room_id AND housekeeping_status = 'out_of_order'", args):
+        db.reject("Room {room_id} is out of order.", args)
     if db.one(
         "SELECT 1 FROM reservations r, rooms m JOIN room_types t ON t.type_id = m.type_id"
         " WHERE r.res_id = :res_id AND m.room_id = :room_id AND r.adults > t.max_guests",
         args,
     ):
-        db.reject("Room {room_id} is too small for the party of reservation {res_id}.".format_map(args))
+        db.reject("Room {room_id} is too small for the party of reservation {res_id}.", args)
     if db.one(
         "SELECT 1 FROM reservations r JOIN reservations o ON o.room_id = :room_id"
         " AND o.res_id != r.res_id WHERE r.res_id = :res_id"
@@ -1050,9 +602,7 @@ def move_room(
         " AND max(r.arrival_date, date(:now)) < o.departure_date",
         args,
     ):
-        db.reject(
-            "Room {room_id} is booked for some of the remaining nights of reservation {res_id}.".format_map(args),
-        )
+        db.reject("Room {room_id} is booked for some of the remaining nights of reservation {res_id}.", args)
     if db.one(
         "SELECT 1 FROM reservations r, rooms m WHERE r.res_id = :res_id"
         " AND m.room_id = :room_id AND r.status = 'checked_in'"
@@ -1060,68 +610,39 @@ def move_room(
         args,
     ):
         db.reject(
-            "The guest of {res_id} is in house, so the new room must be clean and vacant; room {room_id} is not.".format_map(args),
+            "The guest of {res_id} is in house, so the new room must be clean and vacant; room {room_id} is not.", args
         )
-    outcome = handlers.move_room(db, res_id=res_id, room_id=room_id)
-    return Reservation.model_validate(outcome)
+    return Reservation.model_validate(handlers.move_room(db, res_id=res_id, room_id=room_id))
 
 
 def post_charge(
     db: Database,
     res_id: Annotated[
         str,
-        Field(
-            description="Reservation id from find_reservation (status checked_in)",
-            json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-column": "folio_charges.res_id", "x-envfarm-user-known": False},
+        field(
+            "Reservation id from find_reservation (status checked_in)",
+            ref="reservations.res_id",
+            column="folio_charges.res_id",
+            known=False,
         ),
     ],
     category: Annotated[
         Literal["restaurant", "bar", "minibar", "spa", "parking", "laundry", "room_service"],
-        Field(
-            description="Kind of charge",
-            json_schema_extra={"x-envfarm-column": "folio_charges.category", "x-envfarm-user-known": True},
-        ),
+        field("Kind of charge", column="folio_charges.category"),
     ],
-    description: Annotated[
-        str,
-        Field(
-            description="What is charged, e.g. Dinner for two",
-            json_schema_extra={"x-envfarm-column": "folio_charges.description", "x-envfarm-user-known": True},
-        ),
-    ],
-    amount: Annotated[
-        float,
-        Field(
-            description="Amount in USD",
-            ge=0.01,
-            json_schema_extra={"x-envfarm-column": "folio_charges.amount", "x-envfarm-user-known": True},
-        ),
-    ],
+    description: Annotated[str, field("What is charged, e.g. Dinner for two", column="folio_charges.description")],
+    amount: Annotated[float, field("Amount in USD", column="folio_charges.amount", ge=0.01)],
 ) -> FolioCharge:
     """Post an extra (restaurant, bar, spa...) to the folio of a guest who is checked in."""
-    db.require("reservations", "res_id", res_id, "res_id")
+    db.require("reservations", res_id)
     new_id = db.next_id("folio_charges")
-    args = {
-        "res_id": res_id,
-        "category": category,
-        "description": description,
-        "amount": amount,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
+    args = {"res_id": res_id, "category": category, "description": description, "amount": amount, "id": new_id}
     if db.one("SELECT 1 FROM reservations WHERE res_id = :res_id AND status != 'checked_in'", args):
-        db.reject(
-            "Reservation {res_id} is not checked in; charges can only be posted to a stay in house.".format_map(args),
-        )
+        db.reject("Reservation {res_id} is not checked in; charges can only be posted to a stay in house.", args)
     if db.one("SELECT 1 WHERE :amount > 1500", args):
-        db.reject(
-            "Charges over 1500 USD need a manager's approval at the desk; split or escalate the charge.",
-        )
+        db.reject("Charges over 1500 USD need a manager's approval at the desk; split or escalate the charge.")
     if db.one("SELECT 1 WHERE round(:amount, 2) != :amount", args):
-        db.reject(
-            "The amount {amount} has fractions of a cent; folio lines are in whole cents (e.g. 12.50).".format_map(args),
-        )
+        db.reject("The amount {amount} has fractions of a cent; folio lines are in whole cents (e.g. 12.50).", args)
     row = db.insert(
         "folio_charges",
         {
@@ -1138,124 +659,59 @@ def post_charge(
 
 def get_folio(
     db: Database,
-    res_id: Annotated[
-        str,
-        Field(
-            description="Reservation id from find_reservation",
-            json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    res_id: Annotated[str, field("Reservation id from find_reservation", ref="reservations.res_id", known=False)],
 ) -> GetFolioResult:
     """A stay's bill: every charge and payment, the totals and the balance still due."""
-    db.require("reservations", "res_id", res_id, "res_id")
-    outcome = handlers.get_folio(db, res_id=res_id)
-    return GetFolioResult.model_validate(outcome)
+    db.require("reservations", res_id)
+    return GetFolioResult.model_validate(handlers.get_folio(db, res_id=res_id))
 
 
 def check_out(
     db: Database,
     res_id: Annotated[
-        str,
-        Field(
-            description="Reservation id from find_reservation (status checked_in)",
-            json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Reservation id from find_reservation (status checked_in)", ref="reservations.res_id", known=False)
     ],
-    payment_method: Annotated[
-        Literal["card", "cash", "company_invoice"],
-        Field(description="How the guest settles the bill", json_schema_extra={"x-envfarm-user-known": True}),
-    ],
+    payment_method: Annotated[Literal["card", "cash", "company_invoice"], field("How the guest settles the bill")],
 ) -> CheckOutResult:
     """Check an in-house guest out: post the room nights (arrival to today, at least one) and city tax,
     settle the balance with the given payment method, and leave the room dirty. An early departure moves
     the departure date to today.
     """
-    db.require("reservations", "res_id", res_id, "res_id")
-    args = {"res_id": res_id, "payment_method": payment_method, "now": db.now, "principal": db.principal}
+    db.require("reservations", res_id)
+    args = {"res_id": res_id, "payment_method": payment_method}
     if db.one("SELECT 1 FROM reservations WHERE res_id = :res_id AND status != 'checked_in'", args):
-        db.reject("Reservation {res_id} is not checked in, so it cannot be checked out.".format_map(args))
-    outcome = handlers.check_out(db, res_id=res_id, payment_method=payment_method)
-    return CheckOutResult.model_validate(outcome)
+        db.reject("Reservation {res_id} is not checked in, so it cannot be checked out.", args)
+    return CheckOutResult.model_validate(handlers.check_out(db, res_id=res_id, payment_method=payment_method))
 
 
 def cancel_reservation(
     db: Database,
-    res_id: Annotated[
-        str,
-        Field(
-            description="Reservation id from find_reservation",
-            json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    cancel_reason: Annotated[
-        str,
-        Field(description="Why the guest cancels", json_schema_extra={"x-envfarm-user-known": True}),
-    ],
+    res_id: Annotated[str, field("Reservation id from find_reservation", ref="reservations.res_id", known=False)],
+    cancel_reason: Annotated[str, field("Why the guest cancels")],
 ) -> Reservation:
     """Cancel an upcoming reservation. Stays already checked in or checked out cannot be cancelled.
     Cancelling less than 2 days before arrival posts a late cancellation fee (the first night and its
     city tax) to the reservation's folio; get_cancellation_fee tells it beforehand.
     """
-    db.require("reservations", "res_id", res_id, "res_id")
-    args = {"res_id": res_id, "cancel_reason": cancel_reason, "now": db.now, "principal": db.principal}
+    db.require("reservations", res_id)
+    args = {"res_id": res_id, "cancel_reason": cancel_reason}
     if db.one("SELECT 1 FROM reservations WHERE res_id = :res_id AND status = 'checked_out'", args):
-        db.reject(
-            "Reservation {res_id} is a completed stay (checked out) and cannot be cancelled.".format_map(args),
-        )
+        db.reject("Reservation {res_id} is a completed stay (checked out) and cannot be cancelled.", args)
     if db.one("SELECT 1 FROM reservations WHERE res_id = :res_id AND status = 'checked_in'", args):
-        db.reject(
-            "The guest of reservation {res_id} is in house; use check_out to end the stay instead.".format_map(args),
-        )
-    if db.one(
-        "SELECT 1 FROM reservations WHERE res_id = :res_id"
-        " AND status IN ('cancelled', 'no_show')",
-        args,
-    ):
-        db.reject("Reservation {res_id} is already cancelled or was a no-show.".format_map(args))
-    outcome = handlers.cancel_reservation(db, res_id=res_id, cancel_reason=cancel_reason)
-    return Reservation.model_validate(outcome)
+        db.reject("The guest of reservation {res_id} is in house; use check_out to end the stay instead.", args)
+    if db.one("SELECT 1 FROM reservations WHERE res_id = :res_id AND status IN ('cancelled', 'no_show')", args):
+        db.reject("Reservation {res_id} is already cancelled or was a no-show.", args)
+    return Reservation.model_validate(handlers.cancel_reservation(db, res_id=res_id, cancel_reason=cancel_reason))
 
 
 def quote_stay(
     db: Database,
-    type_id: Annotated[
-        str,
-        Field(
-            description="Room type id from list_room_types",
-            json_schema_extra={"x-envfarm-ref": "room_types.type_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    arrival_date: Annotated[
-        str,
-        Field(
-            description="First night (YYYY-MM-DD)",
-            pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
-    departure_date: Annotated[
-        str,
-        Field(
-            description="Day of departure (YYYY-MM-DD)",
-            pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
-    adults: Annotated[
-        int,
-        Field(
-            description="Number of adults",
-            ge=1.0,
-            le=8.0,
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
+    type_id: Annotated[str, field("Room type id from list_room_types", ref="room_types.type_id", known=False)],
+    arrival_date: Annotated[str, field("First night (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$")],
+    departure_date: Annotated[str, field("Day of departure (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$")],
+    adults: Annotated[int, field("Number of adults", ge=1.0, le=8.0)],
     guest_id: Annotated[
-        str | None,
-        Field(
-            description="Guest id from find_guest, for their loyalty discount",
-            json_schema_extra={"x-envfarm-ref": "guests.guest_id", "x-envfarm-user-known": False},
-        ),
+        str | None, field("Guest id from find_guest, for their loyalty discount", ref="guests.guest_id", known=False)
     ] = None,
 ) -> QuoteStayResult:
     """A rate quote before booking: the nightly rate a guest gets for a room type (less their loyalty
@@ -1263,83 +719,49 @@ def quote_stay(
     type are free for the whole stay, the last date to cancel for free and the late cancellation fee.
     Books nothing.
     """
-    db.require("room_types", "type_id", type_id, "type_id")
+    db.require("room_types", type_id)
     if guest_id is not None:
-        db.require("guests", "guest_id", guest_id, "guest_id")
+        db.require("guests", guest_id)
     args = {
         "type_id": type_id,
         "arrival_date": arrival_date,
         "departure_date": departure_date,
         "adults": adults,
         "guest_id": guest_id,
-        "now": db.now,
-        "principal": db.principal,
     }
     if db.one("SELECT 1 WHERE :departure_date <= :arrival_date", args):
-        db.reject(
-            "The departure date {departure_date} must be after the arrival date {arrival_date}.".format_map(args),
-        )
+        db.reject("The departure date {departure_date} must be after the arrival date {arrival_date}.", args)
     if db.one("SELECT 1 WHERE :arrival_date < date(:now)", args):
-        db.reject("The arrival date {arrival_date} is in the past.".format_map(args))
+        db.reject("The arrival date {arrival_date} is in the past.", args)
     if db.one("SELECT 1 WHERE julianday(:departure_date) - julianday(:arrival_date) > 30", args):
         db.reject("Stays longer than 30 nights are handled by the sales team; quote at most 30 nights.")
     if db.one("SELECT 1 FROM room_types WHERE type_id = :type_id AND :adults > max_guests", args):
-        db.reject(
-            "Room type {type_id} sleeps fewer than {adults} adults; list_room_types shows larger rooms.".format_map(args),
-        )
-    outcome = handlers.quote_stay(db, type_id=type_id, arrival_date=arrival_date, departure_date=departure_date, adults=adults, guest_id=guest_id)
+        db.reject("Room type {type_id} sleeps fewer than {adults} adults; list_room_types shows larger rooms.", args)
+    outcome = handlers.quote_stay(
+        db, type_id=type_id, arrival_date=arrival_date, departure_date=departure_date, adults=adults, guest_id=guest_id
+    )
     return QuoteStayResult.model_validate(outcome)
 
 
 def change_reservation_dates(
     db: Database,
-    res_id: Annotated[
-        str,
-        Field(
-            description="Reservation id from find_reservation",
-            json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    arrival_date: Annotated[
-        str,
-        Field(
-            description="New first night (YYYY-MM-DD)",
-            pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
-    departure_date: Annotated[
-        str,
-        Field(
-            description="New day of departure (YYYY-MM-DD)",
-            pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
+    res_id: Annotated[str, field("Reservation id from find_reservation", ref="reservations.res_id", known=False)],
+    arrival_date: Annotated[str, field("New first night (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$")],
+    departure_date: Annotated[str, field("New day of departure (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$")],
 ) -> ChangeReservationDatesResult:
     """Move a confirmed (not yet checked-in) reservation to new dates in the same room at the agreed
     nightly rate. The room must be free for every new night (otherwise move_room to a room
     find_available_rooms lists first). Returns the new dates, nights and room total beside the previous
     total.
     """
-    db.require("reservations", "res_id", res_id, "res_id")
-    args = {
-        "res_id": res_id,
-        "arrival_date": arrival_date,
-        "departure_date": departure_date,
-        "now": db.now,
-        "principal": db.principal,
-    }
+    db.require("reservations", res_id)
+    args = {"res_id": res_id, "arrival_date": arrival_date, "departure_date": departure_date}
     if db.one("SELECT 1 FROM reservations WHERE res_id = :res_id AND status != 'confirmed'", args):
-        db.reject(
-            "Reservation {res_id} is not a confirmed upcoming stay, so its dates cannot change.".format_map(args),
-        )
+        db.reject("Reservation {res_id} is not a confirmed upcoming stay, so its dates cannot change.", args)
     if db.one("SELECT 1 WHERE :departure_date <= :arrival_date", args):
-        db.reject(
-            "The departure date {departure_date} must be after the arrival date {arrival_date}.".format_map(args),
-        )
+        db.reject("The departure date {departure_date} must be after the arrival date {arrival_date}.", args)
     if db.one("SELECT 1 WHERE :arrival_date < date(:now)", args):
-        db.reject("The arrival date {arrival_date} is in the past.".format_map(args))
+        db.reject("The arrival date {arrival_date} is in the past.", args)
     if db.one("SELECT 1 WHERE julianday(:departure_date) - julianday(:arrival_date) > 30", args):
         db.reject("Stays longer than 30 nights are handled by the sales team; book at most 30 nights.")
     if db.one(
@@ -1350,67 +772,38 @@ def change_reservation_dates(
         args,
     ):
         db.reject(
-            "The room of reservation {res_id} is booked by another guest for some of the new nights; move_room to a room find_available_rooms lists, then change the dates.".format_map(args),
+            "The room of reservation {res_id} is booked by another guest for some of the new nights; move_room to a room find_available_rooms lists, then change the dates.",
+            args,
         )
-    outcome = handlers.change_reservation_dates(db, res_id=res_id, arrival_date=arrival_date, departure_date=departure_date)
-    return ChangeReservationDatesResult.model_validate(outcome)
+    return ChangeReservationDatesResult.model_validate(
+        handlers.change_reservation_dates(db, res_id=res_id, arrival_date=arrival_date, departure_date=departure_date)
+    )
 
 
 def get_cancellation_fee(
     db: Database,
-    res_id: Annotated[
-        str,
-        Field(
-            description="Reservation id from find_reservation",
-            json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    res_id: Annotated[str, field("Reservation id from find_reservation", ref="reservations.res_id", known=False)],
 ) -> GetCancellationFeeResult:
     """What cancelling a reservation today would cost under the cancellation policy: free until 2 days
     before arrival, then the first night at the agreed rate plus its city tax.
     """
-    db.require("reservations", "res_id", res_id, "res_id")
-    args = {"res_id": res_id, "now": db.now, "principal": db.principal}
+    db.require("reservations", res_id)
+    args = {"res_id": res_id}
     if db.one("SELECT 1 FROM reservations WHERE res_id = :res_id AND status != 'confirmed'", args):
-        db.reject(
-            "Reservation {res_id} is not a confirmed upcoming stay, so there is nothing to cancel.".format_map(args),
-        )
-    outcome = handlers.get_cancellation_fee(db, res_id=res_id)
-    return GetCancellationFeeResult.model_validate(outcome)
+        db.reject("Reservation {res_id} is not a confirmed upcoming stay, so there is nothing to cancel.", args)
+    return GetCancellationFeeResult.model_validate(handlers.get_cancellation_fee(db, res_id=res_id))
 
 
 def list_folio_charges(
     db: Database,
     res_id: Annotated[
-        str | None,
-        Field(
-            description="Reservation id",
-            json_schema_extra={"x-envfarm-ref": "reservations.res_id", "x-envfarm-column": "folio_charges.res_id", "x-envfarm-user-known": False},
-        ),
+        str | None, field("Reservation id", ref="reservations.res_id", column="folio_charges.res_id", known=False)
     ] = None,
     category: Annotated[
-        FolioChargeCategory | None,
-        Field(
-            description="Only this category",
-            json_schema_extra={"x-envfarm-column": "folio_charges.category", "x-envfarm-user-known": True},
-        ),
+        FolioChargeCategory | None, field("Only this category", column="folio_charges.category")
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListFolioChargesResult:
     """The lines of a guest folio (room nights, taxes, extras and payments), by reservation or category.
 
@@ -1418,16 +811,14 @@ def list_folio_charges(
     (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     if res_id is not None:
-        db.require("reservations", "res_id", res_id, "res_id")
-    args = {"res_id": res_id, "category": category, "now": db.now, "principal": db.principal}
+        db.require("reservations", res_id)
     page = db.page(
         "SELECT * FROM folio_charges"
         " WHERE (:res_id IS NULL OR res_id = :res_id)"
         " AND (:category IS NULL OR category = :category)"
         " ORDER BY posted_at, rowid",
-        args, limit, cursor,
+        {"res_id": res_id, "category": category},
+        limit,
+        cursor,
     )
-    rows = [FolioCharge(**row) for row in page['rows']]
-    return ListFolioChargesResult(
-        folio_charges=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListFolioChargesResult.of(page)

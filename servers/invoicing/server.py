@@ -56,7 +56,7 @@ DEFINITION = ServerDefinition(
         kind="staff",
         description="an accounts receivable clerk of the firm",
         default="Accounts receivable: Kim Laurent",
-        values=("Accounts receivable: Kim Laurent", "Accounts receivable: Raj Mehta",),
+        values=("Accounts receivable: Kim Laurent", "Accounts receivable: Raj Mehta"),
         customers="a client company is identified by its name and a billing contact email on record",
     ),
 )

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from envfarm.servers.runtime.database import Database
+from envfarm.servers.runtime import Cursor, Database, Limit, Page, field
 
 from . import handlers
 
@@ -21,251 +21,103 @@ PaymentMethod = Literal["bank_transfer", "card", "check"]
 class Client(BaseModel):
     """A client company that is invoiced. A row of `clients`."""
 
-    client_id: str = Field(
-        description="Internal client id",
-        json_schema_extra={"x-envfarm-ref": "clients.client_id", "x-envfarm-user-known": False},
-    )
-    company_name: str = Field(
-        description="Company name, e.g. Northwind Logistics",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    contact_name: str = Field(
-        description="Billing contact person",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    contact_email: str = Field(
-        description="Billing contact email (invoices are sent there)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    billing_city: str = Field(
-        description="City of the billing address",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    payment_terms_days: int = Field(
-        description="Days between issue date and due date",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: ClientStatus = Field(
-        description="Archived clients cannot be invoiced",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    client_id: str = field("Internal client id", ref="clients.client_id", known=False)
+    company_name: str = field("Company name, e.g. Northwind Logistics")
+    contact_name: str = field("Billing contact person")
+    contact_email: str = field("Billing contact email (invoices are sent there)")
+    billing_city: str = field("City of the billing address")
+    payment_terms_days: int = field("Days between issue date and due date")
+    status: ClientStatus = field("Archived clients cannot be invoiced", known=False)
 
 
 class CatalogItem(BaseModel):
     """A service or product the firm sells, with its list price and tax rate. A row of `catalog_items`."""
 
-    item_id: str = Field(
-        description="Internal catalog item id",
-        json_schema_extra={"x-envfarm-ref": "catalog_items.item_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(
-        description="Item name, e.g. Consulting hour",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    kind: CatalogItemKind = Field(
-        description="Kind of item",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    unit: CatalogItemUnit = Field(
-        description="Billing unit",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    unit_price: float = Field(
-        description="List price per unit in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    tax_rate: float = Field(
-        description="Sales tax rate, e.g. 0.2 for 20%",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    item_id: str = field("Internal catalog item id", ref="catalog_items.item_id", known=False)
+    name: str = field("Item name, e.g. Consulting hour")
+    kind: CatalogItemKind = field("Kind of item")
+    unit: CatalogItemUnit = field("Billing unit")
+    unit_price: float = field("List price per unit in USD")
+    tax_rate: float = field("Sales tax rate, e.g. 0.2 for 20%")
 
 
 class Invoice(BaseModel):
     """An invoice to a client. A row of `invoices`."""
 
-    invoice_id: str = Field(
-        description="Internal invoice id",
-        json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-user-known": False},
-    )
-    number: str = Field(
-        description="Invoice number printed on it, e.g. INV-1012",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    client_id: str = Field(
-        description="The client billed",
-        json_schema_extra={"x-envfarm-ref": "clients.client_id", "x-envfarm-user-known": False},
-    )
-    issued_on: str = Field(
-        description="Issue date (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    due_on: str = Field(
-        description="Payment due date (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: InvoiceStatus = Field(
-        description="Invoice status (overdue: sent or partially paid and past due_on)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    subtotal: float = Field(
-        description="Sum of the lines before tax in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    tax_total: float = Field(description="Tax in USD", json_schema_extra={"x-envfarm-user-known": True})
-    total: float = Field(
-        description="Subtotal plus tax in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    amount_paid: float = Field(
-        description="Payments received in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    amount_credited: float = Field(
-        description="Credit notes issued in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    balance_due: float = Field(
-        description="What the client still owes in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    notes: str | None = Field(
-        description="Note printed on the invoice, e.g. a PO number",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    sent_at: str | None = Field(
-        description="When it was sent to the client (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    void_reason: str | None = Field(
-        description="Why it was voided",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    invoice_id: str = field("Internal invoice id", ref="invoices.invoice_id", known=False)
+    number: str = field("Invoice number printed on it, e.g. INV-1012")
+    client_id: str = field("The client billed", ref="clients.client_id", known=False)
+    issued_on: str = field("Issue date (YYYY-MM-DD)")
+    due_on: str = field("Payment due date (YYYY-MM-DD)")
+    status: InvoiceStatus = field("Invoice status (overdue: sent or partially paid and past due_on)", known=False)
+    subtotal: float = field("Sum of the lines before tax in USD")
+    tax_total: float = field("Tax in USD")
+    total: float = field("Subtotal plus tax in USD")
+    amount_paid: float = field("Payments received in USD")
+    amount_credited: float = field("Credit notes issued in USD")
+    balance_due: float = field("What the client still owes in USD")
+    notes: str | None = field("Note printed on the invoice, e.g. a PO number")
+    sent_at: str | None = field("When it was sent to the client (ISO 8601, UTC)", known=False)
+    void_reason: str | None = field("Why it was voided", known=False)
 
 
 class InvoiceLine(BaseModel):
     """A billed item on an invoice. A row of `invoice_lines`."""
 
-    line_id: str = Field(
-        description="Internal invoice line id",
-        json_schema_extra={"x-envfarm-ref": "invoice_lines.line_id", "x-envfarm-user-known": False},
-    )
-    invoice_id: str = Field(
-        description="The invoice",
-        json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-user-known": False},
-    )
-    item_id: str = Field(
-        description="The catalog item",
-        json_schema_extra={"x-envfarm-ref": "catalog_items.item_id", "x-envfarm-user-known": False},
-    )
-    description: str = Field(
-        description="Text on the invoice line",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    quantity: float = Field(description="Units billed", json_schema_extra={"x-envfarm-user-known": True})
-    unit_price: float = Field(
-        description="Price per unit in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    tax_rate: float = Field(description="Tax rate applied", json_schema_extra={"x-envfarm-user-known": False})
-    line_subtotal: float = Field(
-        description="quantity x unit_price in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    line_tax: float = Field(
-        description="Tax on the line in USD",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    line_id: str = field("Internal invoice line id", ref="invoice_lines.line_id", known=False)
+    invoice_id: str = field("The invoice", ref="invoices.invoice_id", known=False)
+    item_id: str = field("The catalog item", ref="catalog_items.item_id", known=False)
+    description: str = field("Text on the invoice line")
+    quantity: float = field("Units billed")
+    unit_price: float = field("Price per unit in USD")
+    tax_rate: float = field("Tax rate applied", known=False)
+    line_subtotal: float = field("quantity x unit_price in USD")
+    line_tax: float = field("Tax on the line in USD", known=False)
 
 
 class Payment(BaseModel):
     """A payment received from a client against an invoice. A row of `payments`."""
 
-    payment_id: str = Field(
-        description="Internal payment id",
-        json_schema_extra={"x-envfarm-ref": "payments.payment_id", "x-envfarm-user-known": False},
-    )
-    invoice_id: str = Field(
-        description="The invoice paid",
-        json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-user-known": False},
-    )
-    amount: float = Field(description="Amount in USD", json_schema_extra={"x-envfarm-user-known": True})
-    method: PaymentMethod = Field(
-        description="How it was paid",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    reference: str | None = Field(
-        description="Bank or check reference",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    received_on: str = Field(
-        description="Date the money arrived (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    payment_id: str = field("Internal payment id", ref="payments.payment_id", known=False)
+    invoice_id: str = field("The invoice paid", ref="invoices.invoice_id", known=False)
+    amount: float = field("Amount in USD")
+    method: PaymentMethod = field("How it was paid")
+    reference: str | None = field("Bank or check reference")
+    received_on: str = field("Date the money arrived (YYYY-MM-DD)")
 
 
 class CreditNote(BaseModel):
     """A credit reducing what a client owes on an invoice. A row of `credit_notes`."""
 
-    credit_note_id: str = Field(
-        description="Internal credit note id",
-        json_schema_extra={"x-envfarm-ref": "credit_notes.credit_note_id", "x-envfarm-user-known": False},
-    )
-    invoice_id: str = Field(
-        description="The invoice credited",
-        json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-user-known": False},
-    )
-    amount: float = Field(
-        description="Credited amount in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    reason: str = Field(
-        description="Why the credit was granted",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    issued_at: str = Field(
-        description="When it was issued (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    credit_note_id: str = field("Internal credit note id", ref="credit_notes.credit_note_id", known=False)
+    invoice_id: str = field("The invoice credited", ref="invoices.invoice_id", known=False)
+    amount: float = field("Credited amount in USD")
+    reason: str = field("Why the credit was granted")
+    issued_at: str = field("When it was issued (ISO 8601, UTC)")
 
 
-class FindClientResult(BaseModel):
+class FindClientResult(Page):
     """What `find_client` found: one page of the matching rows."""
 
-    clients: list[Client] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    clients: list[Client] = Page.rows()
 
 
-class SearchCatalogResult(BaseModel):
+class SearchCatalogResult(Page):
     """What `search_catalog` found: one page of the matching rows."""
 
-    catalog_items: list[CatalogItem] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    catalog_items: list[CatalogItem] = Page.rows()
 
 
-class ListInvoicesResult(BaseModel):
+class ListInvoicesResult(Page):
     """What `list_invoices` found: one page of the matching rows."""
 
-    invoices: list[Invoice] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    invoices: list[Invoice] = Page.rows()
 
 
-class ListInvoiceLinesResult(BaseModel):
+class ListInvoiceLinesResult(Page):
     """What `list_invoice_lines` found: one page of the matching rows."""
 
-    invoice_lines: list[InvoiceLine] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    invoice_lines: list[InvoiceLine] = Page.rows()
 
 
 class AddInvoiceLineResult(BaseModel):
@@ -279,24 +131,16 @@ class AddInvoiceLineResult(BaseModel):
     balance_due: float = Field(description="New balance due in USD")
 
 
-class ListPaymentsResult(BaseModel):
+class ListPaymentsResult(Page):
     """What `list_payments` found: one page of the matching rows."""
 
-    payments: list[Payment] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    payments: list[Payment] = Page.rows()
 
 
-class ListCreditNotesResult(BaseModel):
+class ListCreditNotesResult(Page):
     """What `list_credit_notes` found: one page of the matching rows."""
 
-    credit_notes: list[CreditNote] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    credit_notes: list[CreditNote] = Page.rows()
 
 
 class ClientStatementResult(BaseModel):
@@ -312,43 +156,11 @@ class ClientStatementResult(BaseModel):
 
 def find_client(
     db: Database,
-    company_name: Annotated[
-        str | None,
-        Field(
-            description="Part of the company name",
-            json_schema_extra={"x-envfarm-column": "clients.company_name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    contact_email: Annotated[
-        str | None,
-        Field(
-            description="Exact billing contact email",
-            json_schema_extra={"x-envfarm-column": "clients.contact_email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    billing_city: Annotated[
-        str | None,
-        Field(
-            description="City of the billing address",
-            json_schema_extra={"x-envfarm-column": "clients.billing_city", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    company_name: Annotated[str | None, field("Part of the company name", column="clients.company_name")] = None,
+    contact_email: Annotated[str | None, field("Exact billing contact email", column="clients.contact_email")] = None,
+    billing_city: Annotated[str | None, field("City of the billing address", column="clients.billing_city")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> FindClientResult:
     """Find client companies by part of the name, the billing contact's exact email, or city.
 
@@ -356,74 +168,36 @@ def find_client(
     Ordered oldest first. Returns 25 rows per page by default (limit: up to 200) with total and
     has_more; pass the returned cursor to get the next page.
     """
-    args = {
-        "company_name": company_name,
-        "contact_email": contact_email,
-        "billing_city": billing_city,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM clients"
-        " WHERE (:company_name IS NULL OR lower(company_name) LIKE '%' || replace(replace(replace(lower(:company_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:company_name IS NULL OR contains(company_name, :company_name))"
         " AND (:contact_email IS NULL OR contact_email = :contact_email)"
         " AND (:billing_city IS NULL OR billing_city = :billing_city)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"company_name": company_name, "contact_email": contact_email, "billing_city": billing_city},
+        limit,
+        cursor,
     )
-    rows = [Client(**row) for row in page['rows']]
-    return FindClientResult(
-        clients=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return FindClientResult.of(page)
 
 
 def get_client(
     db: Database,
     client_id: Annotated[
-        str,
-        Field(
-            description="Client id from find_client",
-            json_schema_extra={"x-envfarm-ref": "clients.client_id", "x-envfarm-column": "clients.client_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Client id from find_client", ref="clients.client_id", column="clients.client_id", known=False)
     ],
 ) -> Client:
     """Get one client's contact, payment terms and status."""
-    row = db.require("clients", "client_id", client_id, "client_id")
+    row = db.require("clients", client_id)
     return Client(**row)
 
 
 def search_catalog(
     db: Database,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the item name",
-            json_schema_extra={"x-envfarm-column": "catalog_items.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    kind: Annotated[
-        CatalogItemKind | None,
-        Field(
-            description="Kind of item",
-            json_schema_extra={"x-envfarm-column": "catalog_items.kind", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    name: Annotated[str | None, field("Part of the item name", column="catalog_items.name")] = None,
+    kind: Annotated[CatalogItemKind | None, field("Kind of item", column="catalog_items.kind")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> SearchCatalogResult:
     """Search the catalog of services and products by name or kind, with list prices and tax rates.
 
@@ -431,59 +205,30 @@ def search_catalog(
     page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
-    args = {"name": name, "kind": kind, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM catalog_items"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:name IS NULL OR contains(name, :name))"
         " AND (:kind IS NULL OR kind = :kind)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"name": name, "kind": kind},
+        limit,
+        cursor,
     )
-    rows = [CatalogItem(**row) for row in page['rows']]
-    return SearchCatalogResult(
-        catalog_items=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return SearchCatalogResult.of(page)
 
 
 def list_invoices(
     db: Database,
     client_id: Annotated[
         str | None,
-        Field(
-            description="Client id from find_client",
-            json_schema_extra={"x-envfarm-ref": "clients.client_id", "x-envfarm-column": "invoices.client_id", "x-envfarm-user-known": False},
-        ),
+        field("Client id from find_client", ref="clients.client_id", column="invoices.client_id", known=False),
     ] = None,
-    number: Annotated[
-        str | None,
-        Field(
-            description="Exact invoice number, e.g. INV-1012",
-            json_schema_extra={"x-envfarm-column": "invoices.number", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    number: Annotated[str | None, field("Exact invoice number, e.g. INV-1012", column="invoices.number")] = None,
     status: Annotated[
-        InvoiceStatus | None,
-        Field(
-            description="Only invoices with this status",
-            json_schema_extra={"x-envfarm-column": "invoices.status", "x-envfarm-user-known": False},
-        ),
+        InvoiceStatus | None, field("Only invoices with this status", column="invoices.status", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 40,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 40,
+    cursor: Cursor = None,
 ) -> ListInvoicesResult:
     """List a client's invoices, or find an invoice by its printed number, optionally by status.
 
@@ -492,191 +237,112 @@ def list_invoices(
     page.
     """
     if client_id is not None:
-        db.require("clients", "client_id", client_id, "client_id")
-    args = {
-        "client_id": client_id,
-        "number": number,
-        "status": status,
-        "now": db.now,
-        "principal": db.principal,
-    }
+        db.require("clients", client_id)
     page = db.page(
         "SELECT * FROM invoices"
         " WHERE (:client_id IS NULL OR client_id = :client_id)"
         " AND (:number IS NULL OR number = :number)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"client_id": client_id, "number": number, "status": status},
+        limit,
+        cursor,
     )
-    rows = [Invoice(**row) for row in page['rows']]
-    return ListInvoicesResult(
-        invoices=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListInvoicesResult.of(page)
 
 
 def get_invoice(
     db: Database,
     invoice_id: Annotated[
         str,
-        Field(
-            description="Invoice id from list_invoices",
-            json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-column": "invoices.invoice_id", "x-envfarm-user-known": False},
-        ),
+        field("Invoice id from list_invoices", ref="invoices.invoice_id", column="invoices.invoice_id", known=False),
     ],
 ) -> Invoice:
     """Get one invoice with its totals, amounts paid and credited, balance and due date."""
-    row = db.require("invoices", "invoice_id", invoice_id, "invoice_id")
+    row = db.require("invoices", invoice_id)
     return Invoice(**row)
 
 
 def create_invoice(
     db: Database,
-    client_id: Annotated[
-        str,
-        Field(
-            description="Client id from find_client",
-            json_schema_extra={"x-envfarm-ref": "clients.client_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    client_id: Annotated[str, field("Client id from find_client", ref="clients.client_id", known=False)],
     issued_on: Annotated[
         str | None,
-        Field(
-            description="Issue date (default today; not in the future) (YYYY-MM-DD)",
-            pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
+        field("Issue date (default today; not in the future) (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
     ] = None,
-    notes: Annotated[
-        str | None,
-        Field(
-            description="Note printed on the invoice, e.g. a PO number",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = None,
+    notes: Annotated[str | None, field("Note printed on the invoice, e.g. a PO number")] = None,
 ) -> Invoice:
     """Start a draft invoice for an active client. It gets the next invoice number, and its due date
     follows the client's payment terms. Add lines, then send it.
     """
-    db.require("clients", "client_id", client_id, "client_id")
-    args = {
-        "client_id": client_id,
-        "issued_on": issued_on,
-        "notes": notes,
-        "now": db.now,
-        "principal": db.principal,
-    }
+    db.require("clients", client_id)
+    args = {"client_id": client_id, "issued_on": issued_on, "notes": notes}
     if db.one("SELECT 1 FROM clients WHERE client_id = :client_id AND status = 'archived'", args):
-        db.reject("Client {client_id} is archived and cannot be invoiced.".format_map(args))
+        db.reject("Client {client_id} is archived and cannot be invoiced.", args)
     if db.one("SELECT 1 WHERE :issued_on IS NOT NULL AND :issued_on > date(:now)", args):
-        db.reject(
-            "The issue date {issued_on} is in the future; invoices are dated today or earlier.".format_map(args),
-        )
-    outcome = handlers.create_invoice(db, client_id=client_id, issued_on=issued_on, notes=notes)
-    return Invoice.model_validate(outcome)
+        db.reject("The issue date {issued_on} is in the future; invoices are dated today or earlier.", args)
+    return Invoice.model_validate(handlers.create_invoice(db, client_id=client_id, issued_on=issued_on, notes=notes))
 
 
 def list_invoice_lines(
     db: Database,
     invoice_id: Annotated[
         str,
-        Field(
-            description="Invoice id from list_invoices",
-            json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-column": "invoice_lines.invoice_id", "x-envfarm-user-known": False},
+        field(
+            "Invoice id from list_invoices", ref="invoices.invoice_id", column="invoice_lines.invoice_id", known=False
         ),
     ],
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListInvoiceLinesResult:
     """List the lines of an invoice with quantities, prices and tax.
 
     Matching: invoice_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("invoices", "invoice_id", invoice_id, "invoice_id")
-    args = {"invoice_id": invoice_id, "now": db.now, "principal": db.principal}
+    db.require("invoices", invoice_id)
     page = db.page(
-        "SELECT * FROM invoice_lines"
-        " WHERE (:invoice_id IS NULL OR invoice_id = :invoice_id)"
-        " ORDER BY rowid",
-        args, limit, cursor,
+        "SELECT * FROM invoice_lines WHERE (:invoice_id IS NULL OR invoice_id = :invoice_id) ORDER BY rowid",
+        {"invoice_id": invoice_id},
+        limit,
+        cursor,
     )
-    rows = [InvoiceLine(**row) for row in page['rows']]
-    return ListInvoiceLinesResult(
-        invoice_lines=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListInvoiceLinesResult.of(page)
 
 
 def add_invoice_line(
     db: Database,
     invoice_id: Annotated[
-        str,
-        Field(
-            description="Invoice id from list_invoices or create_invoice",
-            json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Invoice id from list_invoices or create_invoice", ref="invoices.invoice_id", known=False)
     ],
-    item_id: Annotated[
-        str,
-        Field(
-            description="Item id from search_catalog",
-            json_schema_extra={"x-envfarm-ref": "catalog_items.item_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    quantity: Annotated[
-        float,
-        Field(description="Units to bill", ge=0.01, json_schema_extra={"x-envfarm-user-known": True}),
-    ],
+    item_id: Annotated[str, field("Item id from search_catalog", ref="catalog_items.item_id", known=False)],
+    quantity: Annotated[float, field("Units to bill", ge=0.01)],
     unit_price: Annotated[
-        float | None,
-        Field(
-            description="Negotiated price per unit in USD (default the list price)",
-            ge=0.0,
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
+        float | None, field("Negotiated price per unit in USD (default the list price)", ge=0.0)
     ] = None,
-    description: Annotated[
-        str | None,
-        Field(
-            description="Line text (default the item name)",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = None,
+    description: Annotated[str | None, field("Line text (default the item name)")] = None,
 ) -> AddInvoiceLineResult:
     """Add a catalog item to an invoice at its list price (or a negotiated unit price); totals and the
     balance are updated. A paid or void invoice cannot get new lines.
     """
-    db.require("invoices", "invoice_id", invoice_id, "invoice_id")
-    db.require("catalog_items", "item_id", item_id, "item_id")
+    db.require("invoices", invoice_id)
+    db.require("catalog_items", item_id)
     args = {
         "invoice_id": invoice_id,
         "item_id": item_id,
         "quantity": quantity,
         "unit_price": unit_price,
         "description": description,
-        "now": db.now,
-        "principal": db.principal,
     }
     if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND status = 'paid'", args):
         db.reject(
-            "Invoice {invoice_id} is already paid and cannot get new lines; bill the extra work on a new invoice.".format_map(args),
+            "Invoice {invoice_id} is already paid and cannot get new lines; bill the extra work on a new invoice.", args
         )
     if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND status = 'void'", args):
-        db.reject("Invoice {invoice_id} is void and cannot get new lines.".format_map(args))
-    outcome = handlers.add_invoice_line(db, invoice_id=invoice_id, item_id=item_id, quantity=quantity, unit_price=unit_price, description=description)
+        db.reject("Invoice {invoice_id} is void and cannot get new lines.", args)
+    outcome = handlers.add_invoice_line(
+        db, invoice_id=invoice_id, item_id=item_id, quantity=quantity, unit_price=unit_price, description=description
+    )
     return AddInvoiceLineResult.model_validate(outcome)
 
 
@@ -684,22 +350,22 @@ def remove_invoice_line(
     db: Database,
     line_id: Annotated[
         str,
-        Field(
-            description="Line id from list_invoice_lines",
-            json_schema_extra={"x-envfarm-ref": "invoice_lines.line_id", "x-envfarm-column": "invoice_lines.line_id", "x-envfarm-user-known": False},
+        field(
+            "Line id from list_invoice_lines", ref="invoice_lines.line_id", column="invoice_lines.line_id", known=False
         ),
     ],
 ) -> InvoiceLine:
     """Remove a line from a draft invoice; its totals go down accordingly."""
-    current = db.require("invoice_lines", "line_id", line_id, "line_id")
-    args = {"line_id": line_id, "now": db.now, "principal": db.principal, "id": current["line_id"]}
+    current = db.require("invoice_lines", line_id)
+    args = {"line_id": line_id, "id": current["line_id"]}
     if db.one(
         "SELECT 1 FROM invoice_lines l JOIN invoices i ON i.invoice_id = l.invoice_id"
         " WHERE l.line_id = :line_id AND i.status != 'draft'",
         args,
     ):
         db.reject(
-            "Line {line_id} is on an invoice that was already sent; issue a credit note instead of removing lines.".format_map(args),
+            "Line {line_id} is on an invoice that was already sent; issue a credit note instead of removing lines.",
+            args,
         )
     db.execute(
         "UPDATE invoices SET subtotal = round(subtotal - (SELECT line_subtotal"
@@ -721,37 +387,23 @@ def send_invoice(
     db: Database,
     invoice_id: Annotated[
         str,
-        Field(
-            description="Invoice id from list_invoices",
-            json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-column": "invoices.invoice_id", "x-envfarm-user-known": False},
-        ),
+        field("Invoice id from list_invoices", ref="invoices.invoice_id", column="invoices.invoice_id", known=False),
     ],
 ) -> Invoice:
     """Send a draft invoice with at least one line to the client's billing contact."""
-    current = db.require("invoices", "invoice_id", invoice_id, "invoice_id")
-    args = {
-        "invoice_id": invoice_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["invoice_id"],
-        "set_status": "sent",
-        "set_sent_at": db.now,
-    }
+    current = db.require("invoices", invoice_id)
+    args = {"invoice_id": invoice_id, "id": current["invoice_id"], "set_status": "sent", "set_sent_at": db.now}
     if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND status != 'draft'", args):
-        db.reject("Invoice {invoice_id} is not a draft; it was already sent (or voided).".format_map(args))
+        db.reject("Invoice {invoice_id} is not a draft; it was already sent (or voided).", args)
     if db.one(
         "SELECT 1 FROM invoices i WHERE i.invoice_id = :invoice_id"
         " AND NOT EXISTS (SELECT 1 FROM invoice_lines l"
         " WHERE l.invoice_id = i.invoice_id)",
         args,
     ):
-        db.reject(
-            "Invoice {invoice_id} has no lines; add at least one with add_invoice_line before sending.".format_map(args),
-        )
+        db.reject("Invoice {invoice_id} has no lines; add at least one with add_invoice_line before sending.", args)
     row = db.returning(
-        "UPDATE invoices SET status = :set_status, sent_at = :set_sent_at"
-        " WHERE invoice_id = :id RETURNING *",
-        args,
+        "UPDATE invoices SET status = :set_status, sent_at = :set_sent_at WHERE invoice_id = :id RETURNING *", args
     )
     return Invoice(**row)
 
@@ -760,46 +412,20 @@ def record_payment(
     db: Database,
     invoice_id: Annotated[
         str,
-        Field(
-            description="Invoice id from list_invoices",
-            json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-column": "payments.invoice_id", "x-envfarm-user-known": False},
-        ),
+        field("Invoice id from list_invoices", ref="invoices.invoice_id", column="payments.invoice_id", known=False),
     ],
-    amount: Annotated[
-        float,
-        Field(
-            description="Amount received in USD",
-            ge=0.01,
-            json_schema_extra={"x-envfarm-column": "payments.amount", "x-envfarm-user-known": True},
-        ),
-    ],
-    method: Annotated[
-        PaymentMethod,
-        Field(
-            description="How it was paid",
-            json_schema_extra={"x-envfarm-column": "payments.method", "x-envfarm-user-known": True},
-        ),
-    ],
+    amount: Annotated[float, field("Amount received in USD", column="payments.amount", ge=0.01)],
+    method: Annotated[PaymentMethod, field("How it was paid", column="payments.method")],
     received_on: Annotated[
         str,
-        Field(
-            description="Date the money arrived (YYYY-MM-DD)",
-            pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-column": "payments.received_on", "x-envfarm-user-known": True},
-        ),
+        field("Date the money arrived (YYYY-MM-DD)", column="payments.received_on", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
     ],
-    reference: Annotated[
-        str | None,
-        Field(
-            description="Bank or check reference",
-            json_schema_extra={"x-envfarm-column": "payments.reference", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    reference: Annotated[str | None, field("Bank or check reference", column="payments.reference")] = None,
 ) -> Payment:
     """Record money received from the client against a sent invoice. A payment cannot exceed the balance
     due; the invoice becomes partially paid or paid.
     """
-    db.require("invoices", "invoice_id", invoice_id, "invoice_id")
+    db.require("invoices", invoice_id)
     new_id = db.next_id("payments")
     args = {
         "invoice_id": invoice_id,
@@ -807,28 +433,21 @@ def record_payment(
         "method": method,
         "received_on": received_on,
         "reference": reference,
-        "now": db.now,
-        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND status = 'draft'", args):
-        db.reject(
-            "Invoice {invoice_id} is still a draft; send it before recording payments.".format_map(args),
-        )
+        db.reject("Invoice {invoice_id} is still a draft; send it before recording payments.", args)
     if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND status = 'void'", args):
-        db.reject("Invoice {invoice_id} is void; payments cannot be recorded against it.".format_map(args))
+        db.reject("Invoice {invoice_id} is void; payments cannot be recorded against it.", args)
     if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND status = 'paid'", args):
-        db.reject("Invoice {invoice_id} is already paid in full.".format_map(args))
-    if db.one(
-        "SELECT 1 FROM invoices WHERE invoice_id = :invoice_id"
-        " AND :amount > balance_due + 0.001",
-        args,
-    ):
+        db.reject("Invoice {invoice_id} is already paid in full.", args)
+    if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND :amount > balance_due + 0.001", args):
         db.reject(
-            "A payment of {amount} USD is more than the balance due on invoice {invoice_id}; record the exact balance or less.".format_map(args),
+            "A payment of {amount} USD is more than the balance due on invoice {invoice_id}; record the exact balance or less.",
+            args,
         )
     if db.one("SELECT 1 WHERE :received_on > date(:now)", args):
-        db.reject("The payment date {received_on} is in the future.".format_map(args))
+        db.reject("The payment date {received_on} is in the future.", args)
     row = db.insert(
         "payments",
         {
@@ -853,101 +472,52 @@ def list_payments(
     db: Database,
     invoice_id: Annotated[
         str,
-        Field(
-            description="Invoice id from list_invoices",
-            json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-column": "payments.invoice_id", "x-envfarm-user-known": False},
-        ),
+        field("Invoice id from list_invoices", ref="invoices.invoice_id", column="payments.invoice_id", known=False),
     ],
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListPaymentsResult:
     """List the payments received against an invoice.
 
     Matching: invoice_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("invoices", "invoice_id", invoice_id, "invoice_id")
-    args = {"invoice_id": invoice_id, "now": db.now, "principal": db.principal}
+    db.require("invoices", invoice_id)
     page = db.page(
-        "SELECT * FROM payments"
-        " WHERE (:invoice_id IS NULL OR invoice_id = :invoice_id)"
-        " ORDER BY rowid",
-        args, limit, cursor,
+        "SELECT * FROM payments WHERE (:invoice_id IS NULL OR invoice_id = :invoice_id) ORDER BY rowid",
+        {"invoice_id": invoice_id},
+        limit,
+        cursor,
     )
-    rows = [Payment(**row) for row in page['rows']]
-    return ListPaymentsResult(
-        payments=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListPaymentsResult.of(page)
 
 
 def issue_credit_note(
     db: Database,
     invoice_id: Annotated[
         str,
-        Field(
-            description="Invoice id from list_invoices",
-            json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-column": "credit_notes.invoice_id", "x-envfarm-user-known": False},
+        field(
+            "Invoice id from list_invoices", ref="invoices.invoice_id", column="credit_notes.invoice_id", known=False
         ),
     ],
-    amount: Annotated[
-        float,
-        Field(
-            description="Amount to credit in USD",
-            ge=0.01,
-            json_schema_extra={"x-envfarm-column": "credit_notes.amount", "x-envfarm-user-known": True},
-        ),
-    ],
-    reason: Annotated[
-        str,
-        Field(
-            description="Why the credit is granted",
-            json_schema_extra={"x-envfarm-column": "credit_notes.reason", "x-envfarm-user-known": True},
-        ),
-    ],
+    amount: Annotated[float, field("Amount to credit in USD", column="credit_notes.amount", ge=0.01)],
+    reason: Annotated[str, field("Why the credit is granted", column="credit_notes.reason")],
 ) -> CreditNote:
     """Credit part of a sent invoice (discount, billing error, returned goods); the balance due goes down.
     All credits together cannot exceed the invoice total.
     """
-    db.require("invoices", "invoice_id", invoice_id, "invoice_id")
+    db.require("invoices", invoice_id)
     new_id = db.next_id("credit_notes")
-    args = {
-        "invoice_id": invoice_id,
-        "amount": amount,
-        "reason": reason,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
-    if db.one(
-        "SELECT 1 FROM invoices WHERE invoice_id = :invoice_id"
-        " AND status IN ('draft', 'void')",
-        args,
-    ):
+    args = {"invoice_id": invoice_id, "amount": amount, "reason": reason, "id": new_id}
+    if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND status IN ('draft', 'void')", args):
         db.reject(
-            "Invoice {invoice_id} is a draft or void; credit notes are only issued on sent invoices (edit the draft instead).".format_map(args),
+            "Invoice {invoice_id} is a draft or void; credit notes are only issued on sent invoices (edit the draft instead).",
+            args,
         )
     if db.one(
-        "SELECT 1 FROM invoices WHERE invoice_id = :invoice_id"
-        " AND amount_credited + :amount > total + 0.001",
-        args,
+        "SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND amount_credited + :amount > total + 0.001", args
     ):
-        db.reject(
-            "A credit of {amount} USD would take credits on invoice {invoice_id} above its total.".format_map(args),
-        )
+        db.reject("A credit of {amount} USD would take credits on invoice {invoice_id} above its total.", args)
     row = db.insert(
         "credit_notes",
         {
@@ -971,87 +541,51 @@ def list_credit_notes(
     db: Database,
     invoice_id: Annotated[
         str,
-        Field(
-            description="Invoice id from list_invoices",
-            json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-column": "credit_notes.invoice_id", "x-envfarm-user-known": False},
+        field(
+            "Invoice id from list_invoices", ref="invoices.invoice_id", column="credit_notes.invoice_id", known=False
         ),
     ],
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListCreditNotesResult:
     """List the credit notes issued on an invoice.
 
     Matching: invoice_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("invoices", "invoice_id", invoice_id, "invoice_id")
-    args = {"invoice_id": invoice_id, "now": db.now, "principal": db.principal}
+    db.require("invoices", invoice_id)
     page = db.page(
-        "SELECT * FROM credit_notes"
-        " WHERE (:invoice_id IS NULL OR invoice_id = :invoice_id)"
-        " ORDER BY rowid",
-        args, limit, cursor,
+        "SELECT * FROM credit_notes WHERE (:invoice_id IS NULL OR invoice_id = :invoice_id) ORDER BY rowid",
+        {"invoice_id": invoice_id},
+        limit,
+        cursor,
     )
-    rows = [CreditNote(**row) for row in page['rows']]
-    return ListCreditNotesResult(
-        credit_notes=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListCreditNotesResult.of(page)
 
 
 def extend_due_date(
     db: Database,
     invoice_id: Annotated[
         str,
-        Field(
-            description="Invoice id from list_invoices",
-            json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-column": "invoices.invoice_id", "x-envfarm-user-known": False},
-        ),
+        field("Invoice id from list_invoices", ref="invoices.invoice_id", column="invoices.invoice_id", known=False),
     ],
     due_on: Annotated[
         str,
-        Field(
-            description="New due date (later than the current one) (YYYY-MM-DD)",
+        field(
+            "New due date (later than the current one) (YYYY-MM-DD)",
+            column="invoices.due_on",
             pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-column": "invoices.due_on", "x-envfarm-user-known": True},
         ),
     ],
 ) -> Invoice:
     """Give the client more time on an open invoice by moving its due date later."""
-    current = db.require("invoices", "invoice_id", invoice_id, "invoice_id")
-    args = {
-        "invoice_id": invoice_id,
-        "due_on": due_on,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["invoice_id"],
-    }
-    if db.one(
-        "SELECT 1 FROM invoices WHERE invoice_id = :invoice_id"
-        " AND status IN ('paid', 'void')",
-        args,
-    ):
-        db.reject("Invoice {invoice_id} is paid or void; there is nothing left to be due.".format_map(args))
+    current = db.require("invoices", invoice_id)
+    args = {"invoice_id": invoice_id, "due_on": due_on, "id": current["invoice_id"]}
+    if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND status IN ('paid', 'void')", args):
+        db.reject("Invoice {invoice_id} is paid or void; there is nothing left to be due.", args)
     if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND :due_on <= due_on", args):
-        db.reject("The new due date {due_on} must be later than the current due date.".format_map(args))
-    row = db.returning(
-        "UPDATE invoices SET due_on = :due_on"
-        " WHERE invoice_id = :id RETURNING *",
-        args,
-    )
+        db.reject("The new due date {due_on} must be later than the current due date.", args)
+    row = db.returning("UPDATE invoices SET due_on = :due_on WHERE invoice_id = :id RETURNING *", args)
     return Invoice(**row)
 
 
@@ -1059,38 +593,25 @@ def void_invoice(
     db: Database,
     invoice_id: Annotated[
         str,
-        Field(
-            description="Invoice id from list_invoices",
-            json_schema_extra={"x-envfarm-ref": "invoices.invoice_id", "x-envfarm-column": "invoices.invoice_id", "x-envfarm-user-known": False},
-        ),
+        field("Invoice id from list_invoices", ref="invoices.invoice_id", column="invoices.invoice_id", known=False),
     ],
-    void_reason: Annotated[
-        str,
-        Field(
-            description="Why it is voided",
-            json_schema_extra={"x-envfarm-column": "invoices.void_reason", "x-envfarm-user-known": False},
-        ),
-    ],
+    void_reason: Annotated[str, field("Why it is voided", column="invoices.void_reason", known=False)],
 ) -> Invoice:
     """Void an invoice issued by mistake. Not possible once payments were received (issue a credit note
     instead).
     """
-    current = db.require("invoices", "invoice_id", invoice_id, "invoice_id")
+    current = db.require("invoices", invoice_id)
     args = {
         "invoice_id": invoice_id,
         "void_reason": void_reason,
-        "now": db.now,
-        "principal": db.principal,
         "id": current["invoice_id"],
         "set_status": "void",
         "set_balance_due": 0.0,
     }
     if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND status = 'void'", args):
-        db.reject("Invoice {invoice_id} is already void.".format_map(args))
+        db.reject("Invoice {invoice_id} is already void.", args)
     if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND amount_paid > 0", args):
-        db.reject(
-            "Invoice {invoice_id} has payments recorded and cannot be voided; issue a credit note instead.".format_map(args),
-        )
+        db.reject("Invoice {invoice_id} has payments recorded and cannot be voided; issue a credit note instead.", args)
     row = db.returning(
         "UPDATE invoices SET status = :set_status, balance_due = :set_balance_due, void_reason = :void_reason"
         " WHERE invoice_id = :id RETURNING *",
@@ -1101,17 +622,10 @@ def void_invoice(
 
 def client_statement(
     db: Database,
-    client_id: Annotated[
-        str,
-        Field(
-            description="Client id from find_client",
-            json_schema_extra={"x-envfarm-ref": "clients.client_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    client_id: Annotated[str, field("Client id from find_client", ref="clients.client_id", known=False)],
 ) -> ClientStatementResult:
     """A client's account statement: open (sent or partially paid) invoices, the total outstanding, and how
     much of it is overdue.
     """
-    db.require("clients", "client_id", client_id, "client_id")
-    outcome = handlers.client_statement(db, client_id=client_id)
-    return ClientStatementResult.model_validate(outcome)
+    db.require("clients", client_id)
+    return ClientStatementResult.model_validate(handlers.client_statement(db, client_id=client_id))

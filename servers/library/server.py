@@ -54,7 +54,7 @@ DEFINITION = ServerDefinition(
         kind="staff",
         description="the circulation desk of Maplewood Public Library",
         default="Circulation desk: Ella Fitz",
-        values=("Circulation desk: Ella Fitz", "Circulation desk: Noor Aziz",),
+        values=("Circulation desk: Ella Fitz", "Circulation desk: Noor Aziz"),
         customers="a member gives their card number, or their full name and email; match them before lending, renewing or waiving anything",
     ),
 )

@@ -7,13 +7,24 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from envfarm.servers.runtime.database import Database
+from envfarm.servers.runtime import Cursor, Database, Limit, Page, field
 
 from . import handlers
 
 MemberMembershipType = Literal["adult", "student", "senior"]
 MemberStatus = Literal["active", "suspended", "expired"]
-TitleGenre = Literal["fiction", "mystery", "science_fiction", "fantasy", "biography", "history", "science", "children", "cooking", "travel"]
+TitleGenre = Literal[
+    "fiction",
+    "mystery",
+    "science_fiction",
+    "fantasy",
+    "biography",
+    "history",
+    "science",
+    "children",
+    "cooking",
+    "travel",
+]
 CopyBranch = Literal["Central", "Riverside", "Hillcrest"]
 CopyStatus = Literal["available", "on_loan", "on_hold_shelf", "in_repair", "lost"]
 LoanStatus = Literal["active", "returned", "lost"]
@@ -25,240 +36,113 @@ FineStatus = Literal["unpaid", "paid", "waived"]
 class Member(BaseModel):
     """A library card holder (the farm's shared cast of people). A row of `members`."""
 
-    member_id: str = Field(
-        description="Internal member id",
-        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-    )
-    full_name: str = Field(
-        description="First and last name",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    email: str = Field(description="Contact email", json_schema_extra={"x-envfarm-user-known": True})
-    phone: str = Field(description="Contact phone number", json_schema_extra={"x-envfarm-user-known": True})
-    card_number: str = Field(
-        description="Library card number printed on the card, e.g. LC-204518",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    membership_type: MemberMembershipType = Field(
-        description="Kind of membership",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: MemberStatus = Field(
-        description="Only active cards may borrow or place holds",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    joined_on: str = Field(
-        description="When the card was issued (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    member_id: str = field("Internal member id", ref="members.member_id", known=False)
+    full_name: str = field("First and last name")
+    email: str = field("Contact email")
+    phone: str = field("Contact phone number")
+    card_number: str = field("Library card number printed on the card, e.g. LC-204518")
+    membership_type: MemberMembershipType = field("Kind of membership")
+    status: MemberStatus = field("Only active cards may borrow or place holds", known=False)
+    joined_on: str = field("When the card was issued (YYYY-MM-DD)")
 
 
 class Title(BaseModel):
     """A catalog title (a book), of which the library owns one or more copies. A row of `titles`."""
 
-    title_id: str = Field(
-        description="Internal title id",
-        json_schema_extra={"x-envfarm-ref": "titles.title_id", "x-envfarm-user-known": False},
-    )
-    title: str = Field(description="Book title", json_schema_extra={"x-envfarm-user-known": True})
-    author: str = Field(description="Author", json_schema_extra={"x-envfarm-user-known": True})
-    isbn: str = Field(description="ISBN-13", json_schema_extra={"x-envfarm-user-known": True})
-    genre: TitleGenre = Field(description="Shelf genre", json_schema_extra={"x-envfarm-user-known": True})
-    published_year: int = Field(
-        description="Year of publication",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    replacement_cost: float = Field(
-        description="Price in USD charged when a copy is lost",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    title_id: str = field("Internal title id", ref="titles.title_id", known=False)
+    title: str = field("Book title")
+    author: str = field("Author")
+    isbn: str = field("ISBN-13")
+    genre: TitleGenre = field("Shelf genre")
+    published_year: int = field("Year of publication")
+    replacement_cost: float = field("Price in USD charged when a copy is lost", known=False)
 
 
 class Copy(BaseModel):
     """A physical copy of a title at one branch. A row of `copies`."""
 
-    copy_id: str = Field(
-        description="Internal copy id",
-        json_schema_extra={"x-envfarm-ref": "copies.copy_id", "x-envfarm-user-known": False},
-    )
-    title_id: str = Field(
-        description="The title",
-        json_schema_extra={"x-envfarm-ref": "titles.title_id", "x-envfarm-user-known": False},
-    )
-    barcode: str = Field(
-        description="Barcode on the copy, e.g. 31200004512",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    branch: CopyBranch = Field(description="Home branch", json_schema_extra={"x-envfarm-user-known": True})
-    status: CopyStatus = Field(
-        description="Where the copy is: on the shelf, borrowed, set aside for a hold, being repaired or lost",
-        json_schema_extra={"x-envfarm-user-known": False},
+    copy_id: str = field("Internal copy id", ref="copies.copy_id", known=False)
+    title_id: str = field("The title", ref="titles.title_id", known=False)
+    barcode: str = field("Barcode on the copy, e.g. 31200004512")
+    branch: CopyBranch = field("Home branch")
+    status: CopyStatus = field(
+        "Where the copy is: on the shelf, borrowed, set aside for a hold, being repaired or lost", known=False
     )
 
 
 class Loan(BaseModel):
     """A copy borrowed by a member. A row of `loans`."""
 
-    loan_id: str = Field(
-        description="Internal loan id",
-        json_schema_extra={"x-envfarm-ref": "loans.loan_id", "x-envfarm-user-known": False},
-    )
-    copy_id: str = Field(
-        description="The borrowed copy",
-        json_schema_extra={"x-envfarm-ref": "copies.copy_id", "x-envfarm-user-known": False},
-    )
-    member_id: str = Field(
-        description="The borrower",
-        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-    )
-    borrowed_on: str = Field(
-        description="Checkout date (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    due_on: str = Field(description="Due date (YYYY-MM-DD)", json_schema_extra={"x-envfarm-user-known": True})
-    returned_on: str | None = Field(
-        description="Return date (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    renewals: int = Field(
-        description="Times the loan was renewed (at most 2)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    status: LoanStatus = Field(
-        description="active until returned or declared lost",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    loan_id: str = field("Internal loan id", ref="loans.loan_id", known=False)
+    copy_id: str = field("The borrowed copy", ref="copies.copy_id", known=False)
+    member_id: str = field("The borrower", ref="members.member_id", known=False)
+    borrowed_on: str = field("Checkout date (YYYY-MM-DD)")
+    due_on: str = field("Due date (YYYY-MM-DD)")
+    returned_on: str | None = field("Return date (YYYY-MM-DD)", known=False)
+    renewals: int = field("Times the loan was renewed (at most 2)", known=False)
+    status: LoanStatus = field("active until returned or declared lost", known=False)
 
 
 class Hold(BaseModel):
     """A member's place in line for a title; a returned copy is set aside when it is the member's turn. A row of `holds`."""
 
-    hold_id: str = Field(
-        description="Internal hold id",
-        json_schema_extra={"x-envfarm-ref": "holds.hold_id", "x-envfarm-user-known": False},
-    )
-    title_id: str = Field(
-        description="The requested title",
-        json_schema_extra={"x-envfarm-ref": "titles.title_id", "x-envfarm-user-known": False},
-    )
-    member_id: str = Field(
-        description="The member waiting",
-        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-    )
-    pickup_branch: CopyBranch = Field(
-        description="Where the member picks it up",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    placed_at: str = Field(
-        description="When the hold was placed (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    status: HoldStatus = Field(
-        description="waiting in line, ready on the hold shelf, fulfilled when borrowed",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    copy_id: str | None = Field(
-        description="The copy set aside once ready",
-        json_schema_extra={"x-envfarm-ref": "copies.copy_id", "x-envfarm-user-known": False},
-    )
-    ready_until: str | None = Field(
-        description="Last day to pick up a ready hold (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    hold_id: str = field("Internal hold id", ref="holds.hold_id", known=False)
+    title_id: str = field("The requested title", ref="titles.title_id", known=False)
+    member_id: str = field("The member waiting", ref="members.member_id", known=False)
+    pickup_branch: CopyBranch = field("Where the member picks it up")
+    placed_at: str = field("When the hold was placed (ISO 8601, UTC)", known=False)
+    status: HoldStatus = field("waiting in line, ready on the hold shelf, fulfilled when borrowed", known=False)
+    copy_id: str | None = field("The copy set aside once ready", ref="copies.copy_id", known=False)
+    ready_until: str | None = field("Last day to pick up a ready hold (YYYY-MM-DD)", known=False)
 
 
 class Fine(BaseModel):
     """A charge on a member's account. A row of `fines`."""
 
-    fine_id: str = Field(
-        description="Internal fine id",
-        json_schema_extra={"x-envfarm-ref": "fines.fine_id", "x-envfarm-user-known": False},
-    )
-    member_id: str = Field(
-        description="The member charged",
-        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-    )
-    loan_id: str | None = Field(
-        description="The loan it arose from",
-        json_schema_extra={"x-envfarm-ref": "loans.loan_id", "x-envfarm-user-known": False},
-    )
-    amount: float = Field(description="Amount in USD", json_schema_extra={"x-envfarm-user-known": True})
-    reason: FineReason = Field(
-        description="Why it was charged",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    issued_on: str = Field(
-        description="When it was charged (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: FineStatus = Field(
-        description="Payment status",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    paid_at: str | None = Field(
-        description="When it was paid (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    fine_id: str = field("Internal fine id", ref="fines.fine_id", known=False)
+    member_id: str = field("The member charged", ref="members.member_id", known=False)
+    loan_id: str | None = field("The loan it arose from", ref="loans.loan_id", known=False)
+    amount: float = field("Amount in USD")
+    reason: FineReason = field("Why it was charged")
+    issued_on: str = field("When it was charged (YYYY-MM-DD)")
+    status: FineStatus = field("Payment status", known=False)
+    paid_at: str | None = field("When it was paid (ISO 8601, UTC)", known=False)
 
 
-class FindMemberResult(BaseModel):
+class FindMemberResult(Page):
     """What `find_member` found: one page of the matching rows."""
 
-    members: list[Member] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    members: list[Member] = Page.rows()
 
 
-class SearchCatalogResult(BaseModel):
+class SearchCatalogResult(Page):
     """What `search_catalog` found: one page of the matching rows."""
 
-    titles: list[Title] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    titles: list[Title] = Page.rows()
 
 
-class ListCopiesResult(BaseModel):
+class ListCopiesResult(Page):
     """What `list_copies` found: one page of the matching rows."""
 
-    copies: list[Copy] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    copies: list[Copy] = Page.rows()
 
 
-class ListLoansResult(BaseModel):
+class ListLoansResult(Page):
     """What `list_loans` found: one page of the matching rows."""
 
-    loans: list[Loan] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    loans: list[Loan] = Page.rows()
 
 
-class ListHoldsResult(BaseModel):
+class ListHoldsResult(Page):
     """What `list_holds` found: one page of the matching rows."""
 
-    holds: list[Hold] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    holds: list[Hold] = Page.rows()
 
 
-class ListFinesResult(BaseModel):
+class ListFinesResult(Page):
     """What `list_fines` found: one page of the matching rows."""
 
-    fines: list[Fine] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    fines: list[Fine] = Page.rows()
 
 
 class GetMemberAccountResult(BaseModel):
@@ -288,43 +172,13 @@ class ReturnCopyResult(BaseModel):
 
 def find_member(
     db: Database,
-    full_name: Annotated[
-        str | None,
-        Field(
-            description="Part of the member's name",
-            json_schema_extra={"x-envfarm-column": "members.full_name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    email: Annotated[
-        str | None,
-        Field(
-            description="Exact email address",
-            json_schema_extra={"x-envfarm-column": "members.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    full_name: Annotated[str | None, field("Part of the member's name", column="members.full_name")] = None,
+    email: Annotated[str | None, field("Exact email address", column="members.email")] = None,
     card_number: Annotated[
-        str | None,
-        Field(
-            description="Exact library card number, e.g. LC-204518",
-            json_schema_extra={"x-envfarm-column": "members.card_number", "x-envfarm-user-known": True},
-        ),
+        str | None, field("Exact library card number, e.g. LC-204518", column="members.card_number")
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> FindMemberResult:
     """Find library members by part of their name, exact email or card number. Returns member records with
     their member_id.
@@ -333,73 +187,27 @@ def find_member(
     first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
     returned cursor to get the next page.
     """
-    args = {
-        "full_name": full_name,
-        "email": email,
-        "card_number": card_number,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM members"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:full_name IS NULL OR contains(full_name, :full_name))"
         " AND (:email IS NULL OR email = :email)"
         " AND (:card_number IS NULL OR card_number = :card_number)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"full_name": full_name, "email": email, "card_number": card_number},
+        limit,
+        cursor,
     )
-    rows = [Member(**row) for row in page['rows']]
-    return FindMemberResult(
-        members=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return FindMemberResult.of(page)
 
 
 def search_catalog(
     db: Database,
-    title: Annotated[
-        str | None,
-        Field(
-            description="Part of the book title",
-            json_schema_extra={"x-envfarm-column": "titles.title", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    author: Annotated[
-        str | None,
-        Field(
-            description="Part of the author's name",
-            json_schema_extra={"x-envfarm-column": "titles.author", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    genre: Annotated[
-        TitleGenre | None,
-        Field(
-            description="Shelf genre",
-            json_schema_extra={"x-envfarm-column": "titles.genre", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    isbn: Annotated[
-        str | None,
-        Field(
-            description="Exact ISBN-13",
-            json_schema_extra={"x-envfarm-column": "titles.isbn", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    title: Annotated[str | None, field("Part of the book title", column="titles.title")] = None,
+    author: Annotated[str | None, field("Part of the author's name", column="titles.author")] = None,
+    genre: Annotated[TitleGenre | None, field("Shelf genre", column="titles.genre")] = None,
+    isbn: Annotated[str | None, field("Exact ISBN-13", column="titles.isbn")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> SearchCatalogResult:
     """Search the catalog by title, author, genre or ISBN. Returns titles with their title_id.
 
@@ -407,68 +215,31 @@ def search_catalog(
     equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to 200) with total and
     has_more; pass the returned cursor to get the next page.
     """
-    args = {
-        "title": title,
-        "author": author,
-        "genre": genre,
-        "isbn": isbn,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM titles"
-        " WHERE (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " AND (:author IS NULL OR lower(author) LIKE '%' || replace(replace(replace(lower(:author), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:title IS NULL OR contains(title, :title))"
+        " AND (:author IS NULL OR contains(author, :author))"
         " AND (:genre IS NULL OR genre = :genre)"
         " AND (:isbn IS NULL OR isbn = :isbn)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"title": title, "author": author, "genre": genre, "isbn": isbn},
+        limit,
+        cursor,
     )
-    rows = [Title(**row) for row in page['rows']]
-    return SearchCatalogResult(
-        titles=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return SearchCatalogResult.of(page)
 
 
 def list_copies(
     db: Database,
     title_id: Annotated[
-        str,
-        Field(
-            description="Title id from search_catalog",
-            json_schema_extra={"x-envfarm-ref": "titles.title_id", "x-envfarm-column": "copies.title_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Title id from search_catalog", ref="titles.title_id", column="copies.title_id", known=False)
     ],
-    branch: Annotated[
-        CopyBranch | None,
-        Field(
-            description="Only copies of this branch",
-            json_schema_extra={"x-envfarm-column": "copies.branch", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    branch: Annotated[CopyBranch | None, field("Only copies of this branch", column="copies.branch")] = None,
     status: Annotated[
-        CopyStatus | None,
-        Field(
-            description="Only copies with this status",
-            json_schema_extra={"x-envfarm-column": "copies.status", "x-envfarm-user-known": False},
-        ),
+        CopyStatus | None, field("Only copies with this status", column="copies.status", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListCopiesResult:
     """List the physical copies of a title with branch and status (available, on_loan, on_hold_shelf,
     in_repair, lost).
@@ -477,135 +248,71 @@ def list_copies(
     page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
-    db.require("titles", "title_id", title_id, "title_id")
-    args = {
-        "title_id": title_id,
-        "branch": branch,
-        "status": status,
-        "now": db.now,
-        "principal": db.principal,
-    }
+    db.require("titles", title_id)
     page = db.page(
         "SELECT * FROM copies"
         " WHERE (:title_id IS NULL OR title_id = :title_id)"
         " AND (:branch IS NULL OR branch = :branch)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"title_id": title_id, "branch": branch, "status": status},
+        limit,
+        cursor,
     )
-    rows = [Copy(**row) for row in page['rows']]
-    return ListCopiesResult(
-        copies=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListCopiesResult.of(page)
 
 
 def get_copy_by_barcode(
     db: Database,
-    barcode: Annotated[
-        str,
-        Field(
-            description="Barcode on the copy, e.g. 31200004512",
-            json_schema_extra={"x-envfarm-column": "copies.barcode", "x-envfarm-user-known": True},
-        ),
-    ],
+    barcode: Annotated[str, field("Barcode on the copy, e.g. 31200004512", column="copies.barcode")],
 ) -> Copy:
     """Look up a copy by the barcode printed on it; gives its copy_id, title_id, branch and status."""
-    row = db.require("copies", "barcode", barcode, "barcode")
+    row = db.require("copies", barcode, column="barcode")
     return Copy(**row)
 
 
 def list_loans(
     db: Database,
     member_id: Annotated[
-        str,
-        Field(
-            description="Member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "loans.member_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Member id from find_member", ref="members.member_id", column="loans.member_id", known=False)
     ],
     status: Annotated[
-        LoanStatus | None,
-        Field(
-            description="Only loans with this status",
-            json_schema_extra={"x-envfarm-column": "loans.status", "x-envfarm-user-known": False},
-        ),
+        LoanStatus | None, field("Only loans with this status", column="loans.status", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListLoansResult:
     """List a member's loans with due dates and renewals, optionally only active, returned or lost ones.
 
     Matching: member_id equals; status equals. Ordered oldest first. Returns 25 rows per page by default
     (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("members", "member_id", member_id, "member_id")
-    args = {"member_id": member_id, "status": status, "now": db.now, "principal": db.principal}
+    db.require("members", member_id)
     page = db.page(
         "SELECT * FROM loans"
         " WHERE (:member_id IS NULL OR member_id = :member_id)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"member_id": member_id, "status": status},
+        limit,
+        cursor,
     )
-    rows = [Loan(**row) for row in page['rows']]
-    return ListLoansResult(
-        loans=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListLoansResult.of(page)
 
 
 def list_holds(
     db: Database,
     member_id: Annotated[
-        str | None,
-        Field(
-            description="Member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "holds.member_id", "x-envfarm-user-known": False},
-        ),
+        str | None, field("Member id from find_member", ref="members.member_id", column="holds.member_id", known=False)
     ] = None,
     title_id: Annotated[
-        str | None,
-        Field(
-            description="Title id from search_catalog",
-            json_schema_extra={"x-envfarm-ref": "titles.title_id", "x-envfarm-column": "holds.title_id", "x-envfarm-user-known": False},
-        ),
+        str | None, field("Title id from search_catalog", ref="titles.title_id", column="holds.title_id", known=False)
     ] = None,
     status: Annotated[
-        HoldStatus | None,
-        Field(
-            description="Only holds with this status",
-            json_schema_extra={"x-envfarm-column": "holds.status", "x-envfarm-user-known": False},
-        ),
+        HoldStatus | None, field("Only holds with this status", column="holds.status", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListHoldsResult:
     """List holds of a member or on a title, with their status and pickup branch.
 
@@ -614,141 +321,84 @@ def list_holds(
     next page.
     """
     if member_id is not None:
-        db.require("members", "member_id", member_id, "member_id")
+        db.require("members", member_id)
     if title_id is not None:
-        db.require("titles", "title_id", title_id, "title_id")
-    args = {
-        "member_id": member_id,
-        "title_id": title_id,
-        "status": status,
-        "now": db.now,
-        "principal": db.principal,
-    }
+        db.require("titles", title_id)
     page = db.page(
         "SELECT * FROM holds"
         " WHERE (:member_id IS NULL OR member_id = :member_id)"
         " AND (:title_id IS NULL OR title_id = :title_id)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"member_id": member_id, "title_id": title_id, "status": status},
+        limit,
+        cursor,
     )
-    rows = [Hold(**row) for row in page['rows']]
-    return ListHoldsResult(
-        holds=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListHoldsResult.of(page)
 
 
 def list_fines(
     db: Database,
     member_id: Annotated[
-        str,
-        Field(
-            description="Member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "fines.member_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Member id from find_member", ref="members.member_id", column="fines.member_id", known=False)
     ],
     status: Annotated[
-        FineStatus | None,
-        Field(
-            description="Only fines with this status",
-            json_schema_extra={"x-envfarm-column": "fines.status", "x-envfarm-user-known": False},
-        ),
+        FineStatus | None, field("Only fines with this status", column="fines.status", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListFinesResult:
     """List the fines on a member's account, optionally only unpaid ones.
 
     Matching: member_id equals; status equals. Ordered oldest first. Returns 25 rows per page by default
     (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("members", "member_id", member_id, "member_id")
-    args = {"member_id": member_id, "status": status, "now": db.now, "principal": db.principal}
+    db.require("members", member_id)
     page = db.page(
         "SELECT * FROM fines"
         " WHERE (:member_id IS NULL OR member_id = :member_id)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"member_id": member_id, "status": status},
+        limit,
+        cursor,
     )
-    rows = [Fine(**row) for row in page['rows']]
-    return ListFinesResult(
-        fines=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListFinesResult.of(page)
 
 
 def get_member_account(
     db: Database,
-    member_id: Annotated[
-        str,
-        Field(
-            description="Member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    member_id: Annotated[str, field("Member id from find_member", ref="members.member_id", known=False)],
 ) -> GetMemberAccountResult:
     """Summarize a member's account: active and overdue loans, holds ready for pickup, unpaid fines, and
     whether the member may borrow right now (with the reasons when not).
     """
-    db.require("members", "member_id", member_id, "member_id")
-    outcome = handlers.get_member_account(db, member_id=member_id)
-    return GetMemberAccountResult.model_validate(outcome)
+    db.require("members", member_id)
+    return GetMemberAccountResult.model_validate(handlers.get_member_account(db, member_id=member_id))
 
 
 def checkout_copy(
     db: Database,
-    member_id: Annotated[
-        str,
-        Field(
-            description="Member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    member_id: Annotated[str, field("Member id from find_member", ref="members.member_id", known=False)],
     copy_id: Annotated[
-        str,
-        Field(
-            description="Copy id from list_copies or get_copy_by_barcode",
-            json_schema_extra={"x-envfarm-ref": "copies.copy_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Copy id from list_copies or get_copy_by_barcode", ref="copies.copy_id", known=False)
     ],
 ) -> Loan:
     """Lend a copy to a member for 21 days. The copy must be on the shelf or set aside on the hold shelf
     for this member (which fulfils their hold). Members may hold at most 5 items and may not owe more
     than $10 in fines.
     """
-    db.require("members", "member_id", member_id, "member_id")
-    db.require("copies", "copy_id", copy_id, "copy_id")
-    args = {"member_id": member_id, "copy_id": copy_id, "now": db.now, "principal": db.principal}
+    db.require("members", member_id)
+    db.require("copies", copy_id)
+    args = {"member_id": member_id, "copy_id": copy_id}
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status != 'active'", args):
         db.reject(
-            "Member {member_id}'s card is suspended or expired; it must be renewed at the desk before borrowing.".format_map(args),
+            "Member {member_id}'s card is suspended or expired; it must be renewed at the desk before borrowing.", args
         )
     if db.one("SELECT 1 FROM copies WHERE copy_id = :copy_id AND status = 'on_loan'", args):
-        db.reject(
-            "Copy {copy_id} is already on loan; pick an available copy from list_copies or place a hold.".format_map(args),
-        )
-    if db.one(
-        "SELECT 1 FROM copies WHERE copy_id = :copy_id"
-        " AND status IN ('in_repair', 'lost')",
-        args,
-    ):
-        db.reject(
-            "Copy {copy_id} is in repair or lost and cannot be lent; pick another copy from list_copies.".format_map(args),
-        )
+        db.reject("Copy {copy_id} is already on loan; pick an available copy from list_copies or place a hold.", args)
+    if db.one("SELECT 1 FROM copies WHERE copy_id = :copy_id AND status IN ('in_repair', 'lost')", args):
+        db.reject("Copy {copy_id} is in repair or lost and cannot be lent; pick another copy from list_copies.", args)
     if db.one(
         "SELECT 1 FROM copies c WHERE c.copy_id = :copy_id AND c.status = 'on_hold_shelf'"
         " AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.copy_id = c.copy_id"
@@ -756,72 +406,55 @@ def checkout_copy(
         args,
     ):
         db.reject(
-            "Copy {copy_id} is set aside on the hold shelf for another member; pick another copy or place a hold.".format_map(args),
+            "Copy {copy_id} is set aside on the hold shelf for another member; pick another copy or place a hold.", args
         )
     if db.one(
-        "SELECT 1 WHERE (SELECT count(*) FROM loans WHERE member_id = :member_id"
-        " AND status = 'active') >= 5",
-        args,
+        "SELECT 1 WHERE (SELECT count(*) FROM loans WHERE member_id = :member_id AND status = 'active') >= 5", args
     ):
-        db.reject(
-            "Member {member_id} already has 5 items on loan, the maximum; an item must be returned first.".format_map(args),
-        )
+        db.reject("Member {member_id} already has 5 items on loan, the maximum; an item must be returned first.", args)
     if db.one(
         "SELECT 1 WHERE (SELECT coalesce(sum(amount), 0) FROM fines"
         " WHERE member_id = :member_id AND status = 'unpaid') > 10",
         args,
     ):
         db.reject(
-            "Member {member_id} owes more than $10.00 in unpaid fines; settle them with pay_fine before borrowing.".format_map(args),
+            "Member {member_id} owes more than $10.00 in unpaid fines; settle them with pay_fine before borrowing.",
+            args,
         )
-    outcome = handlers.checkout_copy(db, member_id=member_id, copy_id=copy_id)
-    return Loan.model_validate(outcome)
+    return Loan.model_validate(handlers.checkout_copy(db, member_id=member_id, copy_id=copy_id))
 
 
 def return_copy(
     db: Database,
-    loan_id: Annotated[
-        str,
-        Field(
-            description="Loan id from list_loans",
-            json_schema_extra={"x-envfarm-ref": "loans.loan_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    loan_id: Annotated[str, field("Loan id from list_loans", ref="loans.loan_id", known=False)],
 ) -> ReturnCopyResult:
     """Check a borrowed copy back in. A late return is charged $0.25 per day (up to the title's replacement
     cost). If a member is waiting for the title, the copy goes to the hold shelf for them, otherwise
     back on the shelf.
     """
-    db.require("loans", "loan_id", loan_id, "loan_id")
-    args = {"loan_id": loan_id, "now": db.now, "principal": db.principal}
+    db.require("loans", loan_id)
+    args = {"loan_id": loan_id}
     if db.one("SELECT 1 FROM loans WHERE loan_id = :loan_id AND status != 'active'", args):
         db.reject(
-            "Loan {loan_id} is not active (already returned or declared lost); there is nothing to check in.".format_map(args),
+            "Loan {loan_id} is not active (already returned or declared lost); there is nothing to check in.", args
         )
-    outcome = handlers.return_copy(db, loan_id=loan_id)
-    return ReturnCopyResult.model_validate(outcome)
+    return ReturnCopyResult.model_validate(handlers.return_copy(db, loan_id=loan_id))
 
 
 def renew_loan(
     db: Database,
-    loan_id: Annotated[
-        str,
-        Field(
-            description="Loan id from list_loans",
-            json_schema_extra={"x-envfarm-ref": "loans.loan_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    loan_id: Annotated[str, field("Loan id from list_loans", ref="loans.loan_id", known=False)],
 ) -> Loan:
     """Extend an active loan by 21 days from its current due date. Not possible for overdue loans, when
     another member is waiting for the title, or after two renewals.
     """
-    db.require("loans", "loan_id", loan_id, "loan_id")
-    args = {"loan_id": loan_id, "now": db.now, "principal": db.principal}
+    db.require("loans", loan_id)
+    args = {"loan_id": loan_id}
     if db.one("SELECT 1 FROM loans WHERE loan_id = :loan_id AND status != 'active'", args):
-        db.reject("Loan {loan_id} is not active, so it cannot be renewed.".format_map(args))
+        db.reject("Loan {loan_id} is not active, so it cannot be renewed.", args)
     if db.one("SELECT 1 FROM loans WHERE loan_id = :loan_id AND due_on < date(:now)", args):
         db.reject(
-            "Loan {loan_id} is overdue and cannot be renewed; the item has to be returned (and the fine paid).".format_map(args),
+            "Loan {loan_id} is overdue and cannot be renewed; the item has to be returned (and the fine paid).", args
         )
     if db.one(
         "SELECT 1 FROM loans l JOIN copies c ON c.copy_id = l.copy_id"
@@ -830,76 +463,53 @@ def renew_loan(
         args,
     ):
         db.reject(
-            "Another member has a hold on the title of loan {loan_id}, so it cannot be renewed; it must be returned by its due date.".format_map(args),
+            "Another member has a hold on the title of loan {loan_id}, so it cannot be renewed; it must be returned by its due date.",
+            args,
         )
     if db.one("SELECT 1 FROM loans WHERE loan_id = :loan_id AND renewals >= 2", args):
-        db.reject("Loan {loan_id} has already been renewed twice, the maximum.".format_map(args))
-    outcome = handlers.renew_loan(db, loan_id=loan_id)
-    return Loan.model_validate(outcome)
+        db.reject("Loan {loan_id} has already been renewed twice, the maximum.", args)
+    return Loan.model_validate(handlers.renew_loan(db, loan_id=loan_id))
 
 
 def place_hold(
     db: Database,
     member_id: Annotated[
-        str,
-        Field(
-            description="Member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "holds.member_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Member id from find_member", ref="members.member_id", column="holds.member_id", known=False)
     ],
     title_id: Annotated[
-        str,
-        Field(
-            description="Title id from search_catalog",
-            json_schema_extra={"x-envfarm-ref": "titles.title_id", "x-envfarm-column": "holds.title_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Title id from search_catalog", ref="titles.title_id", column="holds.title_id", known=False)
     ],
     pickup_branch: Annotated[
-        CopyBranch,
-        Field(
-            description="Branch where the member will pick it up",
-            json_schema_extra={"x-envfarm-column": "holds.pickup_branch", "x-envfarm-user-known": True},
-        ),
+        CopyBranch, field("Branch where the member will pick it up", column="holds.pickup_branch")
     ],
 ) -> Hold:
     """Put a member in line for a title when no copy is on the shelf at the chosen pickup branch. The
     member is told when a copy is set aside (status ready) and then has 7 days to borrow it.
     """
-    db.require("members", "member_id", member_id, "member_id")
-    db.require("titles", "title_id", title_id, "title_id")
+    db.require("members", member_id)
+    db.require("titles", title_id)
     new_id = db.next_id("holds")
-    args = {
-        "member_id": member_id,
-        "title_id": title_id,
-        "pickup_branch": pickup_branch,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
+    args = {"member_id": member_id, "title_id": title_id, "pickup_branch": pickup_branch, "id": new_id}
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status != 'active'", args):
-        db.reject(
-            "Member {member_id}'s card is suspended or expired, so no holds can be placed.".format_map(args),
-        )
+        db.reject("Member {member_id}'s card is suspended or expired, so no holds can be placed.", args)
     if db.one(
-        "SELECT 1 FROM holds WHERE member_id = :member_id AND title_id = :title_id"
-        " AND status IN ('waiting', 'ready')",
+        "SELECT 1 FROM holds WHERE member_id = :member_id AND title_id = :title_id AND status IN ('waiting', 'ready')",
         args,
     ):
-        db.reject("Member {member_id} already has a hold on title {title_id}.".format_map(args))
+        db.reject("Member {member_id} already has a hold on title {title_id}.", args)
     if db.one(
         "SELECT 1 FROM loans l JOIN copies c ON c.copy_id = l.copy_id"
         " WHERE l.member_id = :member_id AND c.title_id = :title_id"
         " AND l.status = 'active'",
         args,
     ):
-        db.reject("Member {member_id} already has a copy of title {title_id} on loan.".format_map(args))
+        db.reject("Member {member_id} already has a copy of title {title_id} on loan.", args)
     if db.one(
-        "SELECT 1 FROM copies WHERE title_id = :title_id AND branch = :pickup_branch"
-        " AND status = 'available'",
-        args,
+        "SELECT 1 FROM copies WHERE title_id = :title_id AND branch = :pickup_branch AND status = 'available'", args
     ):
         db.reject(
-            "A copy of title {title_id} is on the shelf at {pickup_branch}; borrow it with checkout_copy instead of placing a hold.".format_map(args),
+            "A copy of title {title_id} is on the shelf at {pickup_branch}; borrow it with checkout_copy instead of placing a hold.",
+            args,
         )
     row = db.insert(
         "holds",
@@ -917,38 +527,18 @@ def place_hold(
 
 def cancel_hold(
     db: Database,
-    hold_id: Annotated[
-        str,
-        Field(
-            description="Hold id from list_holds",
-            json_schema_extra={"x-envfarm-ref": "holds.hold_id", "x-envfarm-column": "holds.hold_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    hold_id: Annotated[str, field("Hold id from list_holds", ref="holds.hold_id", column="holds.hold_id", known=False)],
 ) -> Hold:
     """Cancel a waiting or ready hold. A copy that was set aside for it goes to the next member in line, or
     back on the shelf.
     """
-    current = db.require("holds", "hold_id", hold_id, "hold_id")
-    args = {
-        "hold_id": hold_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["hold_id"],
-        "set_status": "cancelled",
-    }
-    if db.one(
-        "SELECT 1 FROM holds WHERE hold_id = :hold_id"
-        " AND status NOT IN ('waiting', 'ready')",
-        args,
-    ):
+    current = db.require("holds", hold_id)
+    args = {"hold_id": hold_id, "id": current["hold_id"], "set_status": "cancelled"}
+    if db.one("SELECT 1 FROM holds WHERE hold_id = :hold_id AND status NOT IN ('waiting', 'ready')", args):
         db.reject(
-            "Hold {hold_id} is no longer active (fulfilled, cancelled or expired); there is nothing to cancel.".format_map(args),
+            "Hold {hold_id} is no longer active (fulfilled, cancelled or expired); there is nothing to cancel.", args
         )
-    db.execute(
-        "UPDATE holds SET status = :set_status"
-        " WHERE hold_id = :id",
-        args,
-    )
+    db.execute("UPDATE holds SET status = :set_status WHERE hold_id = :id", args)
     db.execute(
         "UPDATE holds SET status = 'ready', copy_id = (SELECT copy_id FROM holds"
         " WHERE hold_id = :id), ready_until = date(:now, '+7 days')"
@@ -964,43 +554,21 @@ def cancel_hold(
         " WHERE copy_id = copies.copy_id AND status = 'ready')",
         args,
     )
-    return Hold(**db.require("holds", "hold_id", current["hold_id"], "hold_id"))
+    return Hold(**db.require("holds", current["hold_id"]))
 
 
 def pay_fine(
     db: Database,
-    fine_id: Annotated[
-        str,
-        Field(
-            description="Fine id from list_fines",
-            json_schema_extra={"x-envfarm-ref": "fines.fine_id", "x-envfarm-column": "fines.fine_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    amount: Annotated[
-        float,
-        Field(
-            description="Amount paid in USD",
-            json_schema_extra={"x-envfarm-column": "fines.amount", "x-envfarm-user-known": True},
-        ),
-    ],
+    fine_id: Annotated[str, field("Fine id from list_fines", ref="fines.fine_id", column="fines.fine_id", known=False)],
+    amount: Annotated[float, field("Amount paid in USD", column="fines.amount")],
 ) -> Fine:
     """Pay one unpaid fine in full. The amount must equal the fine's amount."""
-    current = db.require("fines", "fine_id", fine_id, "fine_id")
-    args = {
-        "fine_id": fine_id,
-        "amount": amount,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["fine_id"],
-        "set_status": "paid",
-        "set_paid_at": db.now,
-    }
+    current = db.require("fines", fine_id)
+    args = {"fine_id": fine_id, "amount": amount, "id": current["fine_id"], "set_status": "paid", "set_paid_at": db.now}
     if db.one("SELECT 1 FROM fines WHERE fine_id = :fine_id AND status != 'unpaid'", args):
-        db.reject("Fine {fine_id} is already paid or waived.".format_map(args))
+        db.reject("Fine {fine_id} is already paid or waived.", args)
     if db.one("SELECT 1 FROM fines WHERE fine_id = :fine_id AND amount != :amount", args):
-        db.reject(
-            "The amount {amount} does not match fine {fine_id}; pay the exact amount shown by list_fines.".format_map(args),
-        )
+        db.reject("The amount {amount} does not match fine {fine_id}; pay the exact amount shown by list_fines.", args)
     row = db.returning(
         "UPDATE fines SET status = :set_status, paid_at = :set_paid_at, amount = :amount"
         " WHERE fine_id = :id RETURNING *",
@@ -1012,40 +580,17 @@ def pay_fine(
 def update_member_contact(
     db: Database,
     member_id: Annotated[
-        str,
-        Field(
-            description="Member id from find_member",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "members.member_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Member id from find_member", ref="members.member_id", column="members.member_id", known=False)
     ],
-    email: Annotated[
-        str | None,
-        Field(
-            description="New email address",
-            json_schema_extra={"x-envfarm-column": "members.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    phone: Annotated[
-        str | None,
-        Field(
-            description="New phone number",
-            json_schema_extra={"x-envfarm-column": "members.phone", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    email: Annotated[str | None, field("New email address", column="members.email")] = None,
+    phone: Annotated[str | None, field("New phone number", column="members.phone")] = None,
 ) -> Member:
     """Change a member's contact email and/or phone number."""
-    current = db.require("members", "member_id", member_id, "member_id")
-    args = {
-        "member_id": member_id,
-        "email": email,
-        "phone": phone,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["member_id"],
-    }
+    current = db.require("members", member_id)
+    args = {"member_id": member_id, "email": email, "phone": phone, "id": current["member_id"]}
     if db.one("SELECT 1 FROM members WHERE email = :email AND member_id != :member_id", args):
-        db.reject("Email {email} already belongs to another library member.".format_map(args))
-    if all(value is None for value in (email, phone,)):
+        db.reject("Email {email} already belongs to another library member.", args)
+    if all(value is None for value in (email, phone)):
         db.reject("Nothing to change: give at least one of email, phone.")
     row = db.returning(
         "UPDATE members SET email = COALESCE(:email, email), phone = COALESCE(:phone, phone)"

@@ -75,15 +75,13 @@ DEFINITION = ServerDefinition(
             "labels": "mailbox_email = :principal",
             "drafts": "mailbox_email = :principal",
             "conversation_labels": "conversation_id IN (SELECT conversation_id FROM conversations"
-        " WHERE mailbox_email = :principal)",
-            "threads": "thread_id IN (SELECT thread_id FROM conversations"
-        " WHERE mailbox_email = :principal)",
-            "messages": "thread_id IN (SELECT thread_id FROM conversations"
-        " WHERE mailbox_email = :principal)",
+            " WHERE mailbox_email = :principal)",
+            "threads": "thread_id IN (SELECT thread_id FROM conversations WHERE mailbox_email = :principal)",
+            "messages": "thread_id IN (SELECT thread_id FROM conversations WHERE mailbox_email = :principal)",
             "attachments": "message_id IN (SELECT m.message_id FROM messages m"
-        " JOIN conversations c ON c.thread_id = m.thread_id"
-        " WHERE c.mailbox_email = :principal) OR draft_id IN (SELECT draft_id FROM drafts"
-        " WHERE mailbox_email = :principal)",
+            " JOIN conversations c ON c.thread_id = m.thread_id"
+            " WHERE c.mailbox_email = :principal) OR draft_id IN (SELECT draft_id FROM drafts"
+            " WHERE mailbox_email = :principal)",
         },
     ),
 )

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from envfarm.servers.runtime.database import Database, comma_joined
+from envfarm.servers.runtime import Cursor, Database, Limit, Page, comma_joined, field
 
 from . import handlers
 
@@ -19,251 +19,109 @@ DraftStatus = Literal["draft", "sent"]
 class Mailbox(BaseModel):
     """One person's mailbox. A row of `mailboxes`."""
 
-    mailbox_id: str = Field(
-        description="Internal mailbox id",
-        json_schema_extra={"x-envfarm-ref": "mailboxes.mailbox_id", "x-envfarm-user-known": False},
-    )
-    email: str = Field(description="Email address", json_schema_extra={"x-envfarm-user-known": True})
-    full_name: str = Field(
-        description="Owner's first and last name",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    signature: str = Field(
-        description="Signature appended by the owner",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    mailbox_id: str = field("Internal mailbox id", ref="mailboxes.mailbox_id", known=False)
+    email: str = field("Email address")
+    full_name: str = field("Owner's first and last name")
+    signature: str = field("Signature appended by the owner", known=False)
 
 
 class Thread(BaseModel):
     """A conversation of messages under one subject, shared by its participants. A row of `threads`."""
 
-    thread_id: str = Field(
-        description="Internal thread id",
-        json_schema_extra={"x-envfarm-ref": "threads.thread_id", "x-envfarm-user-known": False},
-    )
-    subject: str = Field(description="Subject line", json_schema_extra={"x-envfarm-user-known": True})
-    started_by: str = Field(
-        description="Email of who wrote the first message",
-        json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-user-known": True},
-    )
-    created_at: str = Field(
-        description="When the first message was sent (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    last_message_at: str = Field(
-        description="When the latest message was sent (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    message_count: int = Field(
-        description="How many messages the thread has",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    thread_id: str = field("Internal thread id", ref="threads.thread_id", known=False)
+    subject: str = field("Subject line")
+    started_by: str = field("Email of who wrote the first message", ref="mailboxes.email")
+    created_at: str = field("When the first message was sent (ISO 8601, UTC)", known=False)
+    last_message_at: str = field("When the latest message was sent (ISO 8601, UTC)", known=False)
+    message_count: int = field("How many messages the thread has", known=False)
 
 
 class Message(BaseModel):
     """One sent message of a thread. A row of `messages`."""
 
-    message_id: str = Field(
-        description="Internal message id",
-        json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-user-known": False},
-    )
-    thread_id: str = Field(
-        description="Thread the message belongs to",
-        json_schema_extra={"x-envfarm-ref": "threads.thread_id", "x-envfarm-user-known": False},
-    )
-    sender_email: str = Field(
-        description="Sender's email",
-        json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-user-known": True},
-    )
-    to_emails: str = Field(
-        description="Comma-separated To addresses",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    cc_emails: str = Field(
-        description="Comma-separated Cc addresses",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    body: str = Field(description="Message text", json_schema_extra={"x-envfarm-user-known": True})
-    sent_at: str = Field(
-        description="When it was sent (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    message_id: str = field("Internal message id", ref="messages.message_id", known=False)
+    thread_id: str = field("Thread the message belongs to", ref="threads.thread_id", known=False)
+    sender_email: str = field("Sender's email", ref="mailboxes.email")
+    to_emails: str = field("Comma-separated To addresses")
+    cc_emails: str = field("Comma-separated Cc addresses")
+    body: str = field("Message text")
+    sent_at: str = field("When it was sent (ISO 8601, UTC)")
 
 
 class Conversation(BaseModel):
     """One mailbox's view of a thread: its folder, read and starred flags. A row of `conversations`."""
 
-    conversation_id: str = Field(
-        description="Internal conversation id",
-        json_schema_extra={"x-envfarm-ref": "conversations.conversation_id", "x-envfarm-user-known": False},
-    )
-    thread_id: str = Field(
-        description="The thread",
-        json_schema_extra={"x-envfarm-ref": "threads.thread_id", "x-envfarm-user-known": False},
-    )
-    mailbox_email: str = Field(
-        description="Whose mailbox this view is in",
-        json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-user-known": False},
-    )
-    subject: str = Field(
-        description="Subject of the thread",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    folder: ConversationFolder = Field(
-        description="Folder: sent holds threads the owner started and nobody answered yet",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    is_read: bool = Field(
-        description="Whether the owner has read the latest message",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    is_starred: bool = Field(
-        description="Whether the owner starred it",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    last_message_at: str = Field(
-        description="When the latest message of the thread was sent (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    trashed_from: ConversationTrashedFrom | None = Field(
-        description="The folder a trashed conversation came from (untrash_conversation puts it back there)",
-        json_schema_extra={"x-envfarm-user-known": False},
+    conversation_id: str = field("Internal conversation id", ref="conversations.conversation_id", known=False)
+    thread_id: str = field("The thread", ref="threads.thread_id", known=False)
+    mailbox_email: str = field("Whose mailbox this view is in", ref="mailboxes.email", known=False)
+    subject: str = field("Subject of the thread")
+    folder: ConversationFolder = field("Folder: sent holds threads the owner started and nobody answered yet")
+    is_read: bool = field("Whether the owner has read the latest message", known=False)
+    is_starred: bool = field("Whether the owner starred it", known=False)
+    last_message_at: str = field("When the latest message of the thread was sent (ISO 8601, UTC)")
+    trashed_from: ConversationTrashedFrom | None = field(
+        "The folder a trashed conversation came from (untrash_conversation puts it back there)", known=False
     )
 
 
 class Label(BaseModel):
     """A label a mailbox owner created to organize conversations. A row of `labels`."""
 
-    label_id: str = Field(
-        description="Internal label id",
-        json_schema_extra={"x-envfarm-ref": "labels.label_id", "x-envfarm-user-known": False},
-    )
-    mailbox_email: str = Field(
-        description="Mailbox the label belongs to",
-        json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-user-known": False},
-    )
-    name: str = Field(
-        description="Label name, e.g. Finance",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    color: str = Field(description="Display color", json_schema_extra={"x-envfarm-user-known": False})
+    label_id: str = field("Internal label id", ref="labels.label_id", known=False)
+    mailbox_email: str = field("Mailbox the label belongs to", ref="mailboxes.email", known=False)
+    name: str = field("Label name, e.g. Finance")
+    color: str = field("Display color", known=False)
 
 
 class ConversationLabel(BaseModel):
     """A label applied to a conversation. A row of `conversation_labels`."""
 
-    tag_id: str = Field(
-        description="Internal id of this labelling",
-        json_schema_extra={"x-envfarm-ref": "conversation_labels.tag_id", "x-envfarm-user-known": False},
-    )
-    conversation_id: str = Field(
-        description="The labelled conversation",
-        json_schema_extra={"x-envfarm-ref": "conversations.conversation_id", "x-envfarm-user-known": False},
-    )
-    label_id: str = Field(
-        description="The applied label",
-        json_schema_extra={"x-envfarm-ref": "labels.label_id", "x-envfarm-user-known": False},
-    )
-    applied_at: str = Field(
-        description="When the label was applied (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    tag_id: str = field("Internal id of this labelling", ref="conversation_labels.tag_id", known=False)
+    conversation_id: str = field("The labelled conversation", ref="conversations.conversation_id", known=False)
+    label_id: str = field("The applied label", ref="labels.label_id", known=False)
+    applied_at: str = field("When the label was applied (ISO 8601, UTC)", known=False)
 
 
 class Draft(BaseModel):
     """An unsent message (or, once sent, the record of the message it became). A row of `drafts`."""
 
-    draft_id: str = Field(
-        description="Internal draft id",
-        json_schema_extra={"x-envfarm-ref": "drafts.draft_id", "x-envfarm-user-known": False},
-    )
-    mailbox_email: str = Field(
-        description="Author's mailbox",
-        json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-user-known": False},
-    )
-    thread_id: str | None = Field(
-        description="Thread it replies to; empty for a new thread",
-        json_schema_extra={"x-envfarm-ref": "threads.thread_id", "x-envfarm-user-known": False},
-    )
-    to_emails: str = Field(
-        description="Comma-separated To addresses",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    cc_emails: str = Field(
-        description="Comma-separated Cc addresses",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    subject: str | None = Field(
-        description="Subject of a new thread (replies use the thread's subject)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    body: str = Field(description="Message text", json_schema_extra={"x-envfarm-user-known": True})
-    status: DraftStatus = Field(
-        description="Whether it was sent",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    sent_message_id: str | None = Field(
-        description="The message it became once sent",
-        json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-user-known": False},
-    )
-    created_at: str = Field(
-        description="When the draft was created (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    updated_at: str = Field(
-        description="When the draft was last changed (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    draft_id: str = field("Internal draft id", ref="drafts.draft_id", known=False)
+    mailbox_email: str = field("Author's mailbox", ref="mailboxes.email", known=False)
+    thread_id: str | None = field("Thread it replies to; empty for a new thread", ref="threads.thread_id", known=False)
+    to_emails: str = field("Comma-separated To addresses")
+    cc_emails: str = field("Comma-separated Cc addresses")
+    subject: str | None = field("Subject of a new thread (replies use the thread's subject)")
+    body: str = field("Message text")
+    status: DraftStatus = field("Whether it was sent", known=False)
+    sent_message_id: str | None = field("The message it became once sent", ref="messages.message_id", known=False)
+    created_at: str = field("When the draft was created (ISO 8601, UTC)", known=False)
+    updated_at: str = field("When the draft was last changed (ISO 8601, UTC)", known=False)
 
 
 class Attachment(BaseModel):
     """A file attached to a sent message or to an unsent draft (sending a draft carries its files). A row of `attachments`."""
 
-    attachment_id: str = Field(
-        description="Internal attachment id",
-        json_schema_extra={"x-envfarm-ref": "attachments.attachment_id", "x-envfarm-user-known": False},
+    attachment_id: str = field("Internal attachment id", ref="attachments.attachment_id", known=False)
+    message_id: str | None = field(
+        "The message carrying it (empty while only on a draft)", ref="messages.message_id", known=False
     )
-    message_id: str | None = Field(
-        description="The message carrying it (empty while only on a draft)",
-        json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-user-known": False},
-    )
-    draft_id: str | None = Field(
-        description="The draft it was attached to, if any",
-        json_schema_extra={"x-envfarm-ref": "drafts.draft_id", "x-envfarm-user-known": False},
-    )
-    filename: str = Field(
-        description="File name, e.g. Q2 budget draft.xlsx",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    mime_type: str = Field(
-        description="Content type, e.g. application/pdf",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    size_kb: int = Field(description="Size in KB", json_schema_extra={"x-envfarm-user-known": True})
-    created_at: str = Field(
-        description="When it was attached (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    draft_id: str | None = field("The draft it was attached to, if any", ref="drafts.draft_id", known=False)
+    filename: str = field("File name, e.g. Q2 budget draft.xlsx")
+    mime_type: str = field("Content type, e.g. application/pdf", known=False)
+    size_kb: int = field("Size in KB")
+    created_at: str = field("When it was attached (ISO 8601, UTC)", known=False)
 
 
-class FindContactsResult(BaseModel):
+class FindContactsResult(Page):
     """What `find_contacts` found: one page of the matching rows."""
 
-    mailboxes: list[Mailbox] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    mailboxes: list[Mailbox] = Page.rows()
 
 
-class ListConversationsResult(BaseModel):
+class ListConversationsResult(Page):
     """What `list_conversations` found: one page of the matching rows."""
 
-    conversations: list[Conversation] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    conversations: list[Conversation] = Page.rows()
 
 
 class SearchMailResult(BaseModel):
@@ -276,88 +134,42 @@ class SearchMailResult(BaseModel):
     cursor: str | None = Field(description="Pass it back as cursor for the next page; null on the last")
 
 
-class ListMessagesResult(BaseModel):
+class ListMessagesResult(Page):
     """What `list_messages` found: one page of the matching rows."""
 
-    messages: list[Message] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    messages: list[Message] = Page.rows()
 
 
-class ListLabelsResult(BaseModel):
+class ListLabelsResult(Page):
     """What `list_labels` found: one page of the matching rows."""
 
-    labels: list[Label] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    labels: list[Label] = Page.rows()
 
 
-class ListAppliedLabelsResult(BaseModel):
+class ListAppliedLabelsResult(Page):
     """What `list_applied_labels` found: one page of the matching rows."""
 
-    conversation_labels: list[ConversationLabel] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    conversation_labels: list[ConversationLabel] = Page.rows()
 
 
-class ListDraftsResult(BaseModel):
+class ListDraftsResult(Page):
     """What `list_drafts` found: one page of the matching rows."""
 
-    drafts: list[Draft] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    drafts: list[Draft] = Page.rows()
 
 
-class ListAttachmentsResult(BaseModel):
+class ListAttachmentsResult(Page):
     """What `list_attachments` found: one page of the matching rows."""
 
-    attachments: list[Attachment] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    attachments: list[Attachment] = Page.rows()
 
 
 def find_contacts(
     db: Database,
-    full_name: Annotated[
-        str | None,
-        Field(
-            description="Part of the person's name",
-            json_schema_extra={"x-envfarm-column": "mailboxes.full_name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    email: Annotated[
-        str | None,
-        Field(
-            description="Exact email address",
-            json_schema_extra={"x-envfarm-column": "mailboxes.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    full_name: Annotated[str | None, field("Part of the person's name", column="mailboxes.full_name")] = None,
+    email: Annotated[str | None, field("Exact email address", column="mailboxes.email")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> FindContactsResult:
     """Look up colleagues' email addresses by part of their name or by exact email.
 
@@ -365,66 +177,32 @@ def find_contacts(
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
-    args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM mailboxes"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:full_name IS NULL OR contains(full_name, :full_name))"
         " AND (:email IS NULL OR email = :email)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"full_name": full_name, "email": email},
+        limit,
+        cursor,
     )
-    rows = [Mailbox(**row) for row in page['rows']]
-    return FindContactsResult(
-        mailboxes=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return FindContactsResult.of(page)
 
 
 def list_conversations(
     db: Database,
-    folder: Annotated[
-        ConversationFolder | None,
-        Field(
-            description="Only this folder",
-            json_schema_extra={"x-envfarm-column": "conversations.folder", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    subject: Annotated[
-        str | None,
-        Field(
-            description="Part of the subject",
-            json_schema_extra={"x-envfarm-column": "conversations.subject", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    folder: Annotated[ConversationFolder | None, field("Only this folder", column="conversations.folder")] = None,
+    subject: Annotated[str | None, field("Part of the subject", column="conversations.subject")] = None,
     is_read: Annotated[
         bool | None,
-        Field(
-            description="Only read (true) or unread (false) conversations",
-            json_schema_extra={"x-envfarm-column": "conversations.is_read", "x-envfarm-user-known": False},
-        ),
+        field("Only read (true) or unread (false) conversations", column="conversations.is_read", known=False),
     ] = None,
     is_starred: Annotated[
         bool | None,
-        Field(
-            description="Only starred (true) or unstarred (false) conversations",
-            json_schema_extra={"x-envfarm-column": "conversations.is_starred", "x-envfarm-user-known": False},
-        ),
+        field("Only starred (true) or unstarred (false) conversations", column="conversations.is_starred", known=False),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 50,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> ListConversationsResult:
     """List the conversations in your mailbox, optionally by folder, subject words, read or starred state.
     Returns conversation ids (for archiving, labels and flags) and thread ids (for list_messages).
@@ -433,79 +211,41 @@ def list_conversations(
     Ordered newest first (by the latest message). Returns 50 rows per page by default (limit: up to 200)
     with total and has_more; pass the returned cursor to get the next page.
     """
-    args = {
-        "folder": folder,
-        "subject": subject,
-        "is_read": is_read,
-        "is_starred": is_starred,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM conversations"
         " WHERE (:folder IS NULL OR folder = :folder)"
-        " AND (:subject IS NULL OR lower(subject) LIKE '%' || replace(replace(replace(lower(:subject), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:subject IS NULL OR contains(subject, :subject))"
         " AND (:is_read IS NULL OR is_read = :is_read)"
         " AND (:is_starred IS NULL OR is_starred = :is_starred)"
         " AND (mailbox_email = :principal)"
         " ORDER BY last_message_at DESC, rowid",
-        args, limit, cursor,
+        {"folder": folder, "subject": subject, "is_read": is_read, "is_starred": is_starred},
+        limit,
+        cursor,
     )
-    rows = [Conversation(**row) for row in page['rows']]
-    return ListConversationsResult(
-        conversations=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListConversationsResult.of(page)
 
 
 def search_mail(
     db: Database,
     text: Annotated[
-        str | None,
-        Field(
-            description="A phrase to find (case-insensitive substring) in the subject or a message body",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
+        str | None, field("A phrase to find (case-insensitive substring) in the subject or a message body")
     ] = None,
-    from_email: Annotated[
-        str | None,
-        Field(
-            description="Only threads with a message from this address",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = None,
-    folder: Annotated[
-        ConversationFolder | None,
-        Field(description="Only this folder", json_schema_extra={"x-envfarm-user-known": True}),
-    ] = None,
+    from_email: Annotated[str | None, field("Only threads with a message from this address")] = None,
+    folder: Annotated[ConversationFolder | None, field("Only this folder")] = None,
     label: Annotated[
-        str | None,
-        Field(
-            description="Only conversations carrying a label with this name (exact, ignoring case)",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
+        str | None, field("Only conversations carrying a label with this name (exact, ignoring case)")
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Conversations per page",
-            ge=1.0,
-            le=200.0,
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = None,
+    limit: Annotated[int, field("Conversations per page", ge=1.0, le=200.0)] = 25,
+    cursor: Annotated[str | None, field("The cursor of the previous page, for the next one")] = None,
 ) -> SearchMailResult:
     """Search your mailbox like a mail client does: text in the subject or any message body (one phrase,
     matched as a case-insensitive substring), a sender, a folder and/or a label name. Returns matching
     conversations, newest first, a page at a time (limit, cursor) with total and has_more.
     """
-    outcome = handlers.search_mail(db, text=text, from_email=from_email, folder=folder, label=label, limit=limit, cursor=cursor)
+    outcome = handlers.search_mail(
+        db, text=text, from_email=from_email, folder=folder, label=label, limit=limit, cursor=cursor
+    )
     return SearchMailResult.model_validate(outcome)
 
 
@@ -513,27 +253,15 @@ def list_messages(
     db: Database,
     thread_id: Annotated[
         str,
-        Field(
-            description="Thread id from list_conversations or search_mail",
-            json_schema_extra={"x-envfarm-ref": "threads.thread_id", "x-envfarm-column": "messages.thread_id", "x-envfarm-user-known": False},
+        field(
+            "Thread id from list_conversations or search_mail",
+            ref="threads.thread_id",
+            column="messages.thread_id",
+            known=False,
         ),
     ],
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 100,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 100,
+    cursor: Cursor = None,
 ) -> ListMessagesResult:
     """Read every message of a thread in order: sender, To and Cc addresses, body and time. The addresses
     tell who is on the thread.
@@ -541,130 +269,78 @@ def list_messages(
     Matching: thread_id equals. Ordered oldest first. Returns 100 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("threads", "thread_id", thread_id, "thread_id")
-    args = {"thread_id": thread_id, "now": db.now, "principal": db.principal}
+    db.require("threads", thread_id)
     page = db.page(
         "SELECT * FROM messages"
         " WHERE (:thread_id IS NULL OR thread_id = :thread_id)"
         " AND (thread_id IN (SELECT thread_id FROM conversations WHERE mailbox_email = :principal))"
         " ORDER BY sent_at, rowid",
-        args, limit, cursor,
+        {"thread_id": thread_id},
+        limit,
+        cursor,
     )
-    rows = [Message(**row) for row in page['rows']]
-    return ListMessagesResult(
-        messages=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListMessagesResult.of(page)
 
 
 def list_labels(
     db: Database,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListLabelsResult:
     """List the labels of your mailbox. Returns label ids for apply_label.
 
     Ordered oldest first. Returns 25 rows per page by default (limit: up to 200) with total and
     has_more; pass the returned cursor to get the next page.
     """
-    args = {"now": db.now, "principal": db.principal}
-    page = db.page(
-        "SELECT * FROM labels"
-        " WHERE (mailbox_email = :principal)"
-        " ORDER BY rowid",
-        args, limit, cursor,
-    )
-    rows = [Label(**row) for row in page['rows']]
-    return ListLabelsResult(
-        labels=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    page = db.page("SELECT * FROM labels WHERE (mailbox_email = :principal) ORDER BY rowid", {}, limit, cursor)
+    return ListLabelsResult.of(page)
 
 
 def list_applied_labels(
     db: Database,
     conversation_id: Annotated[
         str,
-        Field(
-            description="Conversation id from list_conversations",
-            json_schema_extra={"x-envfarm-ref": "conversations.conversation_id", "x-envfarm-column": "conversation_labels.conversation_id", "x-envfarm-user-known": False},
+        field(
+            "Conversation id from list_conversations",
+            ref="conversations.conversation_id",
+            column="conversation_labels.conversation_id",
+            known=False,
         ),
     ],
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListAppliedLabelsResult:
     """List the labels applied to one conversation. Returns tag ids for remove_label.
 
     Matching: conversation_id equals. Ordered oldest first. Returns 25 rows per page by default (limit:
     up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("conversations", "conversation_id", conversation_id, "conversation_id")
-    args = {"conversation_id": conversation_id, "now": db.now, "principal": db.principal}
+    db.require("conversations", conversation_id)
     page = db.page(
         "SELECT * FROM conversation_labels"
         " WHERE (:conversation_id IS NULL OR conversation_id = :conversation_id)"
         " AND (conversation_id IN (SELECT conversation_id FROM conversations WHERE mailbox_email = :principal))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"conversation_id": conversation_id},
+        limit,
+        cursor,
     )
-    rows = [ConversationLabel(**row) for row in page['rows']]
-    return ListAppliedLabelsResult(
-        conversation_labels=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListAppliedLabelsResult.of(page)
 
 
 def create_label(
     db: Database,
-    name: Annotated[
-        str,
-        Field(
-            description="Label name",
-            json_schema_extra={"x-envfarm-column": "labels.name", "x-envfarm-user-known": True},
-        ),
-    ],
+    name: Annotated[str, field("Label name", column="labels.name")],
     color: Annotated[
         Literal["red", "orange", "yellow", "green", "blue", "purple", "gray"] | None,
-        Field(
-            description="Display color (default gray)",
-            json_schema_extra={"x-envfarm-column": "labels.color", "x-envfarm-user-known": False},
-        ),
+        field("Display color (default gray)", column="labels.color", known=False),
     ] = None,
 ) -> Label:
     """Create a new label in your mailbox. Label names are unique per mailbox, ignoring case."""
     new_id = db.next_id("labels")
-    args = {"name": name, "color": color, "now": db.now, "principal": db.principal, "id": new_id}
-    if db.one(
-        "SELECT 1 FROM labels WHERE mailbox_email = :principal"
-        " AND lower(name) = lower(trim(:name))",
-        args,
-    ):
-        db.reject("You already have a label named {name}; list_labels shows its id.".format_map(args))
+    args = {"name": name, "color": color, "id": new_id}
+    if db.one("SELECT 1 FROM labels WHERE mailbox_email = :principal AND lower(name) = lower(trim(:name))", args):
+        db.reject("You already have a label named {name}; list_labels shows its id.", args)
     row = db.insert(
         "labels",
         {
@@ -681,38 +357,34 @@ def apply_label(
     db: Database,
     conversation_id: Annotated[
         str,
-        Field(
-            description="Conversation id from list_conversations or search_mail",
-            json_schema_extra={"x-envfarm-ref": "conversations.conversation_id", "x-envfarm-column": "conversation_labels.conversation_id", "x-envfarm-user-known": False},
+        field(
+            "Conversation id from list_conversations or search_mail",
+            ref="conversations.conversation_id",
+            column="conversation_labels.conversation_id",
+            known=False,
         ),
     ],
     label_id: Annotated[
         str,
-        Field(
-            description="Label id from list_labels of the same mailbox",
-            json_schema_extra={"x-envfarm-ref": "labels.label_id", "x-envfarm-column": "conversation_labels.label_id", "x-envfarm-user-known": False},
+        field(
+            "Label id from list_labels of the same mailbox",
+            ref="labels.label_id",
+            column="conversation_labels.label_id",
+            known=False,
         ),
     ],
 ) -> ConversationLabel:
     """Put one of your labels on one of your conversations. A label can be applied to a conversation only
     once.
     """
-    db.require("conversations", "conversation_id", conversation_id, "conversation_id")
-    db.require("labels", "label_id", label_id, "label_id")
+    db.require("conversations", conversation_id)
+    db.require("labels", label_id)
     new_id = db.next_id("conversation_labels")
-    args = {
-        "conversation_id": conversation_id,
-        "label_id": label_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
+    args = {"conversation_id": conversation_id, "label_id": label_id, "id": new_id}
     if db.one(
-        "SELECT 1 FROM conversation_labels WHERE conversation_id = :conversation_id"
-        " AND label_id = :label_id",
-        args,
+        "SELECT 1 FROM conversation_labels WHERE conversation_id = :conversation_id AND label_id = :label_id", args
     ):
-        db.reject("Label {label_id} is already applied to conversation {conversation_id}.".format_map(args))
+        db.reject("Label {label_id} is already applied to conversation {conversation_id}.", args)
     row = db.insert(
         "conversation_labels",
         {
@@ -729,16 +401,17 @@ def remove_label(
     db: Database,
     tag_id: Annotated[
         str,
-        Field(
-            description="Tag id from list_applied_labels",
-            json_schema_extra={"x-envfarm-ref": "conversation_labels.tag_id", "x-envfarm-column": "conversation_labels.tag_id", "x-envfarm-user-known": False},
+        field(
+            "Tag id from list_applied_labels",
+            ref="conversation_labels.tag_id",
+            column="conversation_labels.tag_id",
+            known=False,
         ),
     ],
 ) -> ConversationLabel:
     """Take a label off a conversation."""
-    current = db.require("conversation_labels", "tag_id", tag_id, "tag_id")
-    args = {"tag_id": tag_id, "now": db.now, "principal": db.principal, "id": current["tag_id"]}
-    db.execute("DELETE FROM conversation_labels WHERE tag_id = :id", args)
+    current = db.require("conversation_labels", tag_id)
+    db.execute("DELETE FROM conversation_labels WHERE tag_id = :id", {"id": current["tag_id"]})
     return ConversationLabel(**current)
 
 
@@ -746,40 +419,24 @@ def archive_conversation(
     db: Database,
     conversation_id: Annotated[
         str,
-        Field(
-            description="Conversation id from list_conversations or search_mail",
-            json_schema_extra={"x-envfarm-ref": "conversations.conversation_id", "x-envfarm-column": "conversations.conversation_id", "x-envfarm-user-known": False},
+        field(
+            "Conversation id from list_conversations or search_mail",
+            ref="conversations.conversation_id",
+            column="conversations.conversation_id",
+            known=False,
         ),
     ],
 ) -> Conversation:
     """Move a conversation out of the inbox into the archive. New replies bring it back to the inbox."""
-    current = db.require("conversations", "conversation_id", conversation_id, "conversation_id")
-    args = {
-        "conversation_id": conversation_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["conversation_id"],
-        "set_folder": "archive",
-    }
-    if db.one(
-        "SELECT 1 FROM conversations WHERE conversation_id = :conversation_id"
-        " AND folder = 'archive'",
-        args,
-    ):
-        db.reject("Conversation {conversation_id} is already archived.".format_map(args))
-    if db.one(
-        "SELECT 1 FROM conversations WHERE conversation_id = :conversation_id"
-        " AND folder = 'trash'",
-        args,
-    ):
+    current = db.require("conversations", conversation_id)
+    args = {"conversation_id": conversation_id, "id": current["conversation_id"], "set_folder": "archive"}
+    if db.one("SELECT 1 FROM conversations WHERE conversation_id = :conversation_id AND folder = 'archive'", args):
+        db.reject("Conversation {conversation_id} is already archived.", args)
+    if db.one("SELECT 1 FROM conversations WHERE conversation_id = :conversation_id AND folder = 'trash'", args):
         db.reject(
-            "Conversation {conversation_id} is in the trash; bring it back with move_to_inbox before archiving.".format_map(args),
+            "Conversation {conversation_id} is in the trash; bring it back with move_to_inbox before archiving.", args
         )
-    row = db.returning(
-        "UPDATE conversations SET folder = :set_folder"
-        " WHERE conversation_id = :id RETURNING *",
-        args,
-    )
+    row = db.returning("UPDATE conversations SET folder = :set_folder WHERE conversation_id = :id RETURNING *", args)
     return Conversation(**row)
 
 
@@ -787,32 +444,20 @@ def move_to_inbox(
     db: Database,
     conversation_id: Annotated[
         str,
-        Field(
-            description="Conversation id from list_conversations or search_mail",
-            json_schema_extra={"x-envfarm-ref": "conversations.conversation_id", "x-envfarm-column": "conversations.conversation_id", "x-envfarm-user-known": False},
+        field(
+            "Conversation id from list_conversations or search_mail",
+            ref="conversations.conversation_id",
+            column="conversations.conversation_id",
+            known=False,
         ),
     ],
 ) -> Conversation:
     """Move an archived, trashed or sent-only conversation back into the inbox."""
-    current = db.require("conversations", "conversation_id", conversation_id, "conversation_id")
-    args = {
-        "conversation_id": conversation_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["conversation_id"],
-        "set_folder": "inbox",
-    }
-    if db.one(
-        "SELECT 1 FROM conversations WHERE conversation_id = :conversation_id"
-        " AND folder = 'inbox'",
-        args,
-    ):
-        db.reject("Conversation {conversation_id} is already in the inbox.".format_map(args))
-    row = db.returning(
-        "UPDATE conversations SET folder = :set_folder"
-        " WHERE conversation_id = :id RETURNING *",
-        args,
-    )
+    current = db.require("conversations", conversation_id)
+    args = {"conversation_id": conversation_id, "id": current["conversation_id"], "set_folder": "inbox"}
+    if db.one("SELECT 1 FROM conversations WHERE conversation_id = :conversation_id AND folder = 'inbox'", args):
+        db.reject("Conversation {conversation_id} is already in the inbox.", args)
+    row = db.returning("UPDATE conversations SET folder = :set_folder WHERE conversation_id = :id RETURNING *", args)
     return Conversation(**row)
 
 
@@ -820,37 +465,29 @@ def mark_conversation(
     db: Database,
     conversation_id: Annotated[
         str,
-        Field(
-            description="Conversation id from list_conversations or search_mail",
-            json_schema_extra={"x-envfarm-ref": "conversations.conversation_id", "x-envfarm-column": "conversations.conversation_id", "x-envfarm-user-known": False},
+        field(
+            "Conversation id from list_conversations or search_mail",
+            ref="conversations.conversation_id",
+            column="conversations.conversation_id",
+            known=False,
         ),
     ],
     is_read: Annotated[
-        bool | None,
-        Field(
-            description="true to mark read, false to mark unread",
-            json_schema_extra={"x-envfarm-column": "conversations.is_read", "x-envfarm-user-known": False},
-        ),
+        bool | None, field("true to mark read, false to mark unread", column="conversations.is_read", known=False)
     ] = None,
     is_starred: Annotated[
-        bool | None,
-        Field(
-            description="true to star, false to unstar",
-            json_schema_extra={"x-envfarm-column": "conversations.is_starred", "x-envfarm-user-known": False},
-        ),
+        bool | None, field("true to star, false to unstar", column="conversations.is_starred", known=False)
     ] = None,
 ) -> Conversation:
     """Mark a conversation read or unread, starred or unstarred."""
-    current = db.require("conversations", "conversation_id", conversation_id, "conversation_id")
+    current = db.require("conversations", conversation_id)
     args = {
         "conversation_id": conversation_id,
         "is_read": is_read,
         "is_starred": is_starred,
-        "now": db.now,
-        "principal": db.principal,
         "id": current["conversation_id"],
     }
-    if all(value is None for value in (is_read, is_starred,)):
+    if all(value is None for value in (is_read, is_starred)):
         db.reject("Nothing to change: give at least one of is_read, is_starred.")
     row = db.returning(
         "UPDATE conversations SET is_read = COALESCE(:is_read, is_read), is_starred = COALESCE(:is_starred, is_starred)"
@@ -863,83 +500,50 @@ def mark_conversation(
 def list_drafts(
     db: Database,
     status: Annotated[
-        DraftStatus | None,
-        Field(
-            description="Only unsent (draft) or sent drafts",
-            json_schema_extra={"x-envfarm-column": "drafts.status", "x-envfarm-user-known": False},
-        ),
+        DraftStatus | None, field("Only unsent (draft) or sent drafts", column="drafts.status", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListDraftsResult:
     """List your drafts (status draft) or the drafts you already sent (status sent).
 
     Matching: status equals. Ordered most recently changed first. Returns 25 rows per page by default
     (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    args = {"status": status, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM drafts"
         " WHERE (:status IS NULL OR status = :status)"
         " AND (mailbox_email = :principal)"
         " ORDER BY updated_at DESC, rowid",
-        args, limit, cursor,
+        {"status": status},
+        limit,
+        cursor,
     )
-    rows = [Draft(**row) for row in page['rows']]
-    return ListDraftsResult(
-        drafts=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListDraftsResult.of(page)
 
 
 def create_draft(
     db: Database,
-    body: Annotated[
-        str,
-        Field(
-            description="Message text",
-            json_schema_extra={"x-envfarm-column": "drafts.body", "x-envfarm-user-known": True},
-        ),
-    ],
+    body: Annotated[str, field("Message text", column="drafts.body")],
     to_emails: Annotated[
         list[str] | None,
-        Field(
-            description="To addresses (default for a reply: the thread's other participants)",
-            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-column": "drafts.to_emails", "x-envfarm-user-known": True},
+        field(
+            "To addresses (default for a reply: the thread's other participants)",
+            ref="mailboxes.email",
+            column="drafts.to_emails",
         ),
     ] = None,
     cc_emails: Annotated[
-        list[str] | None,
-        Field(
-            description="Cc addresses",
-            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-column": "drafts.cc_emails", "x-envfarm-user-known": True},
-        ),
+        list[str] | None, field("Cc addresses", ref="mailboxes.email", column="drafts.cc_emails")
     ] = None,
-    subject: Annotated[
-        str | None,
-        Field(
-            description="Subject of a new thread; omit for a reply",
-            json_schema_extra={"x-envfarm-column": "drafts.subject", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    subject: Annotated[str | None, field("Subject of a new thread; omit for a reply", column="drafts.subject")] = None,
     thread_id: Annotated[
         str | None,
-        Field(
-            description="Thread id to reply to (list_conversations); omit for a new thread",
-            json_schema_extra={"x-envfarm-ref": "threads.thread_id", "x-envfarm-column": "drafts.thread_id", "x-envfarm-user-known": False},
+        field(
+            "Thread id to reply to (list_conversations); omit for a new thread",
+            ref="threads.thread_id",
+            column="drafts.thread_id",
+            known=False,
         ),
     ] = None,
 ) -> Draft:
@@ -948,11 +552,11 @@ def create_draft(
     be a known mailbox (find_contacts). Send it with send_draft.
     """
     for value in to_emails or []:
-        db.require("mailboxes", "email", value, "to_emails")
+        db.require("mailboxes", value, "to_emails", column="email")
     for value in cc_emails or []:
-        db.require("mailboxes", "email", value, "cc_emails")
+        db.require("mailboxes", value, "cc_emails", column="email")
     if thread_id is not None:
-        db.require("threads", "thread_id", thread_id, "thread_id")
+        db.require("threads", thread_id)
     new_id = db.next_id("drafts")
     args = {
         "body": body,
@@ -960,8 +564,6 @@ def create_draft(
         "cc_emails": comma_joined(cc_emails),
         "subject": subject,
         "thread_id": thread_id,
-        "now": db.now,
-        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 WHERE :thread_id IS NULL AND trim(coalesce(:subject, '')) = ''", args):
@@ -995,68 +597,42 @@ def create_draft(
         " AND trim(to_emails) = ''",
         args,
     )
-    return Draft(**db.require("drafts", "draft_id", new_id, "draft_id"))
+    return Draft(**db.require("drafts", new_id))
 
 
 def update_draft(
     db: Database,
     draft_id: Annotated[
-        str,
-        Field(
-            description="Draft id from list_drafts",
-            json_schema_extra={"x-envfarm-ref": "drafts.draft_id", "x-envfarm-column": "drafts.draft_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Draft id from list_drafts", ref="drafts.draft_id", column="drafts.draft_id", known=False)
     ],
     to_emails: Annotated[
         list[str] | None,
-        Field(
-            description="New To addresses (replace the old ones)",
-            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-column": "drafts.to_emails", "x-envfarm-user-known": True},
-        ),
+        field("New To addresses (replace the old ones)", ref="mailboxes.email", column="drafts.to_emails"),
     ] = None,
     cc_emails: Annotated[
         list[str] | None,
-        Field(
-            description="New Cc addresses (replace the old ones)",
-            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-column": "drafts.cc_emails", "x-envfarm-user-known": True},
-        ),
+        field("New Cc addresses (replace the old ones)", ref="mailboxes.email", column="drafts.cc_emails"),
     ] = None,
-    subject: Annotated[
-        str | None,
-        Field(
-            description="New subject",
-            json_schema_extra={"x-envfarm-column": "drafts.subject", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    body: Annotated[
-        str | None,
-        Field(
-            description="New message text",
-            json_schema_extra={"x-envfarm-column": "drafts.body", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    subject: Annotated[str | None, field("New subject", column="drafts.subject")] = None,
+    body: Annotated[str | None, field("New message text", column="drafts.body")] = None,
 ) -> Draft:
     """Change an unsent draft's recipients, subject or text. Omitted fields stay as they are."""
-    current = db.require("drafts", "draft_id", draft_id, "draft_id")
+    current = db.require("drafts", draft_id)
     for value in to_emails or []:
-        db.require("mailboxes", "email", value, "to_emails")
+        db.require("mailboxes", value, "to_emails", column="email")
     for value in cc_emails or []:
-        db.require("mailboxes", "email", value, "cc_emails")
+        db.require("mailboxes", value, "cc_emails", column="email")
     args = {
         "draft_id": draft_id,
         "to_emails": comma_joined(to_emails),
         "cc_emails": comma_joined(cc_emails),
         "subject": subject,
         "body": body,
-        "now": db.now,
-        "principal": db.principal,
         "id": current["draft_id"],
         "set_updated_at": db.now,
     }
     if db.one("SELECT 1 FROM drafts WHERE draft_id = :draft_id AND status = 'sent'", args):
-        db.reject(
-            "Draft {draft_id} was already sent and can't change; write a new draft instead.".format_map(args),
-        )
+        db.reject("Draft {draft_id} was already sent and can't change; write a new draft instead.", args)
     row = db.returning(
         "UPDATE drafts SET updated_at = :set_updated_at, to_emails = COALESCE(:to_emails, to_emails), cc_emails = COALESCE(:cc_emails, cc_emails), subject = COALESCE(:subject, subject), body = COALESCE(:body, body)"
         " WHERE draft_id = :id RETURNING *",
@@ -1067,155 +643,91 @@ def update_draft(
 
 def send_draft(
     db: Database,
-    draft_id: Annotated[
-        str,
-        Field(
-            description="Draft id from list_drafts",
-            json_schema_extra={"x-envfarm-ref": "drafts.draft_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    draft_id: Annotated[str, field("Draft id from list_drafts", ref="drafts.draft_id", known=False)],
 ) -> Message:
     """Send a draft. A new thread is started (or the reply is added to its thread), the message lands in
     every recipient's inbox as unread, and the draft is marked sent.
     """
-    db.require("drafts", "draft_id", draft_id, "draft_id")
-    args = {"draft_id": draft_id, "now": db.now, "principal": db.principal}
+    db.require("drafts", draft_id)
+    args = {"draft_id": draft_id}
     if db.one("SELECT 1 FROM drafts WHERE draft_id = :draft_id AND status = 'sent'", args):
-        db.reject("Draft {draft_id} was already sent; a message is sent only once.".format_map(args))
+        db.reject("Draft {draft_id} was already sent; a message is sent only once.", args)
     if db.one(
-        "SELECT 1 FROM drafts WHERE draft_id = :draft_id AND trim(to_emails) = ''"
-        " AND trim(cc_emails) = ''",
-        args,
+        "SELECT 1 FROM drafts WHERE draft_id = :draft_id AND trim(to_emails) = '' AND trim(cc_emails) = ''", args
     ):
-        db.reject(
-            "Draft {draft_id} has no recipients; add them with update_draft (to_emails) before sending.".format_map(args),
-        )
-    outcome = handlers.send_draft(db, draft_id=draft_id)
-    return Message.model_validate(outcome)
+        db.reject("Draft {draft_id} has no recipients; add them with update_draft (to_emails) before sending.", args)
+    return Message.model_validate(handlers.send_draft(db, draft_id=draft_id))
 
 
 def reply_to_thread(
     db: Database,
     thread_id: Annotated[
-        str,
-        Field(
-            description="Thread id from list_conversations or search_mail",
-            json_schema_extra={"x-envfarm-ref": "threads.thread_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Thread id from list_conversations or search_mail", ref="threads.thread_id", known=False)
     ],
-    body: Annotated[str, Field(description="Reply text", json_schema_extra={"x-envfarm-user-known": True})],
-    reply_all: Annotated[
-        bool,
-        Field(
-            description="Copy everyone on the thread (default true)",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = True,
+    body: Annotated[str, field("Reply text")],
+    reply_all: Annotated[bool, field("Copy everyone on the thread (default true)")] = True,
 ) -> Message:
     """Reply on one of your threads right away, without a draft. The reply goes to the author of the latest
     message; with reply_all (the default) everyone else on the thread is copied.
     """
-    db.require("threads", "thread_id", thread_id, "thread_id")
-    outcome = handlers.reply_to_thread(db, thread_id=thread_id, body=body, reply_all=reply_all)
-    return Message.model_validate(outcome)
+    db.require("threads", thread_id)
+    return Message.model_validate(handlers.reply_to_thread(db, thread_id=thread_id, body=body, reply_all=reply_all))
 
 
 def send_message(
     db: Database,
-    to_emails: Annotated[
-        list[str],
-        Field(
-            description="To addresses",
-            min_length=1,
-            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-user-known": True},
-        ),
-    ],
-    subject: Annotated[
-        str,
-        Field(description="Subject of the new thread", json_schema_extra={"x-envfarm-user-known": True}),
-    ],
-    body: Annotated[str, Field(description="Message text", json_schema_extra={"x-envfarm-user-known": True})],
-    cc_emails: Annotated[
-        list[str] | None,
-        Field(
-            description="Cc addresses",
-            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    to_emails: Annotated[list[str], field("To addresses", ref="mailboxes.email", min_length=1)],
+    subject: Annotated[str, field("Subject of the new thread")],
+    body: Annotated[str, field("Message text")],
+    cc_emails: Annotated[list[str] | None, field("Cc addresses", ref="mailboxes.email")] = None,
 ) -> Message:
     """Send a new message right away, without a draft: it starts a new thread with the subject, lands
     unread in every recipient's inbox and in your sent folder. Every address must be a known mailbox
     (find_contacts). To attach files, write a draft (create_draft, attach_file, send_draft) instead.
     """
     for value in to_emails or []:
-        db.require("mailboxes", "email", value, "to_emails")
+        db.require("mailboxes", value, "to_emails", column="email")
     for value in cc_emails or []:
-        db.require("mailboxes", "email", value, "cc_emails")
+        db.require("mailboxes", value, "cc_emails", column="email")
     args = {
         "to_emails": comma_joined(to_emails),
         "cc_emails": comma_joined(cc_emails),
         "subject": subject,
         "body": body,
-        "now": db.now,
-        "principal": db.principal,
     }
     if db.one("SELECT 1 WHERE trim(:subject) = ''", args):
         db.reject("A new message needs a subject.")
-    outcome = handlers.send_message(db, to_emails=to_emails, cc_emails=cc_emails, subject=subject, body=body)
-    return Message.model_validate(outcome)
+    return Message.model_validate(
+        handlers.send_message(db, to_emails=to_emails, cc_emails=cc_emails, subject=subject, body=body)
+    )
 
 
 def forward_message(
     db: Database,
-    message_id: Annotated[
-        str,
-        Field(
-            description="Message id from list_messages",
-            json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    to_emails: Annotated[
-        list[str],
-        Field(
-            description="To addresses",
-            min_length=1,
-            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-user-known": True},
-        ),
-    ],
-    cc_emails: Annotated[
-        list[str] | None,
-        Field(
-            description="Cc addresses",
-            json_schema_extra={"x-envfarm-ref": "mailboxes.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    note: Annotated[
-        str,
-        Field(
-            description="Your text above the forwarded message",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = "",
+    message_id: Annotated[str, field("Message id from list_messages", ref="messages.message_id", known=False)],
+    to_emails: Annotated[list[str], field("To addresses", ref="mailboxes.email", min_length=1)],
+    cc_emails: Annotated[list[str] | None, field("Cc addresses", ref="mailboxes.email")] = None,
+    note: Annotated[str, field("Your text above the forwarded message")] = "",
 ) -> Message:
     """Forward one message of your threads to other people as a new thread ("Fwd: " and the subject), with
     an optional note above the quoted original. The original's attachments are forwarded too.
     """
-    db.require("messages", "message_id", message_id, "message_id")
+    db.require("messages", message_id)
     for value in to_emails or []:
-        db.require("mailboxes", "email", value, "to_emails")
+        db.require("mailboxes", value, "to_emails", column="email")
     for value in cc_emails or []:
-        db.require("mailboxes", "email", value, "cc_emails")
-    outcome = handlers.forward_message(db, message_id=message_id, to_emails=to_emails, cc_emails=cc_emails, note=note)
-    return Message.model_validate(outcome)
+        db.require("mailboxes", value, "cc_emails", column="email")
+    return Message.model_validate(
+        handlers.forward_message(db, message_id=message_id, to_emails=to_emails, cc_emails=cc_emails, note=note)
+    )
 
 
 def trash_conversation(
     db: Database,
     conversation_id: Annotated[
         str,
-        Field(
-            description="Conversation id from list_conversations or search_mail",
-            json_schema_extra={"x-envfarm-ref": "conversations.conversation_id", "x-envfarm-user-known": False},
+        field(
+            "Conversation id from list_conversations or search_mail", ref="conversations.conversation_id", known=False
         ),
     ],
 ) -> Conversation:
@@ -1223,75 +735,44 @@ def trash_conversation(
     remembers its folder so untrash_conversation can put it back. Other people's copies are not
     affected.
     """
-    db.require("conversations", "conversation_id", conversation_id, "conversation_id")
-    args = {"conversation_id": conversation_id, "now": db.now, "principal": db.principal}
-    if db.one(
-        "SELECT 1 FROM conversations WHERE conversation_id = :conversation_id"
-        " AND folder = 'trash'",
-        args,
-    ):
-        db.reject("Conversation {conversation_id} is already in the trash.".format_map(args))
-    outcome = handlers.trash_conversation(db, conversation_id=conversation_id)
-    return Conversation.model_validate(outcome)
+    db.require("conversations", conversation_id)
+    args = {"conversation_id": conversation_id}
+    if db.one("SELECT 1 FROM conversations WHERE conversation_id = :conversation_id AND folder = 'trash'", args):
+        db.reject("Conversation {conversation_id} is already in the trash.", args)
+    return Conversation.model_validate(handlers.trash_conversation(db, conversation_id=conversation_id))
 
 
 def untrash_conversation(
     db: Database,
     conversation_id: Annotated[
         str,
-        Field(
-            description="Conversation id from list_conversations (folder trash)",
-            json_schema_extra={"x-envfarm-ref": "conversations.conversation_id", "x-envfarm-user-known": False},
+        field(
+            "Conversation id from list_conversations (folder trash)", ref="conversations.conversation_id", known=False
         ),
     ],
 ) -> Conversation:
     """Take a conversation out of the trash and put it back in the folder it was trashed from (the inbox
     when that is not known).
     """
-    db.require("conversations", "conversation_id", conversation_id, "conversation_id")
-    args = {"conversation_id": conversation_id, "now": db.now, "principal": db.principal}
-    if db.one(
-        "SELECT 1 FROM conversations WHERE conversation_id = :conversation_id"
-        " AND folder != 'trash'",
-        args,
-    ):
-        db.reject("Conversation {conversation_id} is not in the trash.".format_map(args))
-    outcome = handlers.untrash_conversation(db, conversation_id=conversation_id)
-    return Conversation.model_validate(outcome)
+    db.require("conversations", conversation_id)
+    args = {"conversation_id": conversation_id}
+    if db.one("SELECT 1 FROM conversations WHERE conversation_id = :conversation_id AND folder != 'trash'", args):
+        db.reject("Conversation {conversation_id} is not in the trash.", args)
+    return Conversation.model_validate(handlers.untrash_conversation(db, conversation_id=conversation_id))
 
 
 def list_attachments(
     db: Database,
     message_id: Annotated[
         str | None,
-        Field(
-            description="Message id from list_messages",
-            json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-column": "attachments.message_id", "x-envfarm-user-known": False},
-        ),
+        field("Message id from list_messages", ref="messages.message_id", column="attachments.message_id", known=False),
     ] = None,
     draft_id: Annotated[
         str | None,
-        Field(
-            description="Draft id from list_drafts",
-            json_schema_extra={"x-envfarm-ref": "drafts.draft_id", "x-envfarm-column": "attachments.draft_id", "x-envfarm-user-known": False},
-        ),
+        field("Draft id from list_drafts", ref="drafts.draft_id", column="attachments.draft_id", known=False),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListAttachmentsResult:
     """The files attached to a message or to one of your drafts, with names, types and sizes.
 
@@ -1299,36 +780,36 @@ def list_attachments(
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     if message_id is not None:
-        db.require("messages", "message_id", message_id, "message_id")
+        db.require("messages", message_id)
     if draft_id is not None:
-        db.require("drafts", "draft_id", draft_id, "draft_id")
-    args = {"message_id": message_id, "draft_id": draft_id, "now": db.now, "principal": db.principal}
+        db.require("drafts", draft_id)
     page = db.page(
         "SELECT * FROM attachments"
         " WHERE (:message_id IS NULL OR message_id = :message_id)"
         " AND (:draft_id IS NULL OR draft_id = :draft_id)"
         " AND (message_id IN (SELECT m.message_id FROM messages m JOIN conversations c ON c.thread_id = m.thread_id WHERE c.mailbox_email = :principal) OR draft_id IN (SELECT draft_id FROM drafts WHERE mailbox_email = :principal))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"message_id": message_id, "draft_id": draft_id},
+        limit,
+        cursor,
     )
-    rows = [Attachment(**row) for row in page['rows']]
-    return ListAttachmentsResult(
-        attachments=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListAttachmentsResult.of(page)
 
 
 def get_attachment(
     db: Database,
     attachment_id: Annotated[
         str,
-        Field(
-            description="Attachment id from list_attachments",
-            json_schema_extra={"x-envfarm-ref": "attachments.attachment_id", "x-envfarm-column": "attachments.attachment_id", "x-envfarm-user-known": False},
+        field(
+            "Attachment id from list_attachments",
+            ref="attachments.attachment_id",
+            column="attachments.attachment_id",
+            known=False,
         ),
     ],
 ) -> Attachment:
     """One attachment's file name, type, size and the message or draft it belongs to."""
-    row = db.require("attachments", "attachment_id", attachment_id, "attachment_id")
+    row = db.require("attachments", attachment_id)
     return Attachment(**row)
 
 
@@ -1336,58 +817,31 @@ def attach_file(
     db: Database,
     draft_id: Annotated[
         str,
-        Field(
-            description="Draft id from list_drafts (status draft)",
-            json_schema_extra={"x-envfarm-ref": "drafts.draft_id", "x-envfarm-column": "attachments.draft_id", "x-envfarm-user-known": False},
+        field(
+            "Draft id from list_drafts (status draft)",
+            ref="drafts.draft_id",
+            column="attachments.draft_id",
+            known=False,
         ),
     ],
-    filename: Annotated[
-        str,
-        Field(
-            description="File name with its extension, e.g. Q2 budget.xlsx",
-            json_schema_extra={"x-envfarm-column": "attachments.filename", "x-envfarm-user-known": True},
-        ),
-    ],
-    mime_type: Annotated[
-        str,
-        Field(
-            description="Content type, e.g. application/pdf",
-            json_schema_extra={"x-envfarm-column": "attachments.mime_type", "x-envfarm-user-known": False},
-        ),
-    ],
-    size_kb: Annotated[
-        int,
-        Field(
-            description="Size in KB",
-            ge=1.0,
-            json_schema_extra={"x-envfarm-column": "attachments.size_kb", "x-envfarm-user-known": True},
-        ),
-    ],
+    filename: Annotated[str, field("File name with its extension, e.g. Q2 budget.xlsx", column="attachments.filename")],
+    mime_type: Annotated[str, field("Content type, e.g. application/pdf", column="attachments.mime_type", known=False)],
+    size_kb: Annotated[int, field("Size in KB", column="attachments.size_kb", ge=1.0)],
 ) -> Attachment:
     """Attach a file to one of your unsent drafts; send_draft sends it with the message. A message carries
     at most 25 MB (25,000 KB) of attachments.
     """
-    db.require("drafts", "draft_id", draft_id, "draft_id")
+    db.require("drafts", draft_id)
     new_id = db.next_id("attachments")
-    args = {
-        "draft_id": draft_id,
-        "filename": filename,
-        "mime_type": mime_type,
-        "size_kb": size_kb,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
+    args = {"draft_id": draft_id, "filename": filename, "mime_type": mime_type, "size_kb": size_kb, "id": new_id}
     if db.one("SELECT 1 FROM drafts WHERE draft_id = :draft_id AND status = 'sent'", args):
-        db.reject("Draft {draft_id} was already sent; attach files to a new draft.".format_map(args))
+        db.reject("Draft {draft_id} was already sent; attach files to a new draft.", args)
     if db.one(
         "SELECT 1 WHERE :size_kb + (SELECT coalesce(sum(size_kb), 0) FROM attachments"
         " WHERE draft_id = :draft_id) > 25000",
         args,
     ):
-        db.reject(
-            "Attachments of a message may total at most 25,000 KB; share a large file from the drive instead.",
-        )
+        db.reject("Attachments of a message may total at most 25,000 KB; share a large file from the drive instead.")
     row = db.insert(
         "attachments",
         {
@@ -1407,28 +861,19 @@ def remove_attachment(
     db: Database,
     attachment_id: Annotated[
         str,
-        Field(
-            description="Attachment id from list_attachments (draft_id given)",
-            json_schema_extra={"x-envfarm-ref": "attachments.attachment_id", "x-envfarm-column": "attachments.attachment_id", "x-envfarm-user-known": False},
+        field(
+            "Attachment id from list_attachments (draft_id given)",
+            ref="attachments.attachment_id",
+            column="attachments.attachment_id",
+            known=False,
         ),
     ],
 ) -> Attachment:
     """Take a file off one of your unsent drafts."""
-    current = db.require("attachments", "attachment_id", attachment_id, "attachment_id")
-    args = {
-        "attachment_id": attachment_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["attachment_id"],
-    }
-    if db.one(
-        "SELECT 1 FROM attachments WHERE attachment_id = :attachment_id"
-        " AND message_id IS NOT NULL",
-        args,
-    ):
-        db.reject(
-            "Attachment {attachment_id} was sent with a message; sent mail can't change.".format_map(args),
-        )
+    current = db.require("attachments", attachment_id)
+    args = {"attachment_id": attachment_id, "id": current["attachment_id"]}
+    if db.one("SELECT 1 FROM attachments WHERE attachment_id = :attachment_id AND message_id IS NOT NULL", args):
+        db.reject("Attachment {attachment_id} was sent with a message; sent mail can't change.", args)
     db.execute("DELETE FROM attachments WHERE attachment_id = :id", args)
     return Attachment(**current)
 
@@ -1436,18 +881,14 @@ def remove_attachment(
 def delete_draft(
     db: Database,
     draft_id: Annotated[
-        str,
-        Field(
-            description="Draft id from list_drafts",
-            json_schema_extra={"x-envfarm-ref": "drafts.draft_id", "x-envfarm-column": "drafts.draft_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Draft id from list_drafts", ref="drafts.draft_id", column="drafts.draft_id", known=False)
     ],
 ) -> Draft:
     """Discard an unsent draft with its attachments."""
-    current = db.require("drafts", "draft_id", draft_id, "draft_id")
-    args = {"draft_id": draft_id, "now": db.now, "principal": db.principal, "id": current["draft_id"]}
+    current = db.require("drafts", draft_id)
+    args = {"draft_id": draft_id, "id": current["draft_id"]}
     if db.one("SELECT 1 FROM drafts WHERE draft_id = :draft_id AND status = 'sent'", args):
-        db.reject("Draft {draft_id} was already sent; sent mail can't be discarded.".format_map(args))
+        db.reject("Draft {draft_id} was already sent; sent mail can't be discarded.", args)
     db.execute("DELETE FROM attachments WHERE draft_id = :id AND message_id IS NULL", args)
     db.execute("DELETE FROM drafts WHERE draft_id = :id", args)
     return Draft(**current)

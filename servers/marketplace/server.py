@@ -62,16 +62,16 @@ DEFINITION = ServerDefinition(
         time_zone="Europe/Lisbon",
         scopes={
             "offers": "buyer_id = (SELECT member_id FROM members WHERE email = :principal)"
-        " OR listing_id IN (SELECT listing_id FROM listings"
-        " WHERE seller_id = (SELECT member_id FROM members WHERE email = :principal))",
+            " OR listing_id IN (SELECT listing_id FROM listings"
+            " WHERE seller_id = (SELECT member_id FROM members WHERE email = :principal))",
             "sales": "buyer_id = (SELECT member_id FROM members WHERE email = :principal)"
-        " OR seller_id = (SELECT member_id FROM members WHERE email = :principal)",
+            " OR seller_id = (SELECT member_id FROM members WHERE email = :principal)",
             "shipping_labels": "sale_id IN (SELECT sale_id FROM sales WHERE buyer_id = (SELECT member_id"
-        " FROM members WHERE email = :principal) OR seller_id = (SELECT member_id"
-        " FROM members WHERE email = :principal))",
+            " FROM members WHERE email = :principal) OR seller_id = (SELECT member_id"
+            " FROM members WHERE email = :principal))",
             "disputes": "sale_id IN (SELECT sale_id FROM sales WHERE buyer_id = (SELECT member_id"
-        " FROM members WHERE email = :principal) OR seller_id = (SELECT member_id"
-        " FROM members WHERE email = :principal))",
+            " FROM members WHERE email = :principal) OR seller_id = (SELECT member_id"
+            " FROM members WHERE email = :principal))",
         },
     ),
 )

@@ -58,7 +58,7 @@ DEFINITION = ServerDefinition(
         kind="staff",
         description="a marketing coordinator running the newsletters",
         default="Jordan Reyes",
-        values=("Jordan Reyes", "Sam Okoro",),
+        values=("Jordan Reyes", "Sam Okoro"),
         customers="a subscriber is identified by their email address; confirm it before changing their subscriptions",
     ),
 )

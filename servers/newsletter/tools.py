@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from envfarm.servers.runtime.database import Database
+from envfarm.servers.runtime import Cursor, Database, Limit, Page, field
 
 from . import handlers
 
@@ -22,266 +22,123 @@ SendStatus = Literal["delivered", "opened", "clicked", "bounced"]
 class MailingList(BaseModel):
     """A mailing list people subscribe to. A row of `lists`."""
 
-    list_id: str = Field(
-        description="Internal list id",
-        json_schema_extra={"x-envfarm-ref": "lists.list_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(
-        description="List name, e.g. Weekly Digest",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    description: str = Field(
-        description="What the list is for",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    status: MailingListStatus = Field(
-        description="archived lists take no subscribers or campaigns",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    created_at: str = Field(
-        description="When the list was created (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    list_id: str = field("Internal list id", ref="lists.list_id", known=False)
+    name: str = field("List name, e.g. Weekly Digest")
+    description: str = field("What the list is for", known=False)
+    status: MailingListStatus = field("archived lists take no subscribers or campaigns")
+    created_at: str = field("When the list was created (ISO 8601, UTC)", known=False)
 
 
 class Subscriber(BaseModel):
     """A person who has subscribed to at least one list. A row of `subscribers`."""
 
-    subscriber_id: str = Field(
-        description="Internal subscriber id",
-        json_schema_extra={"x-envfarm-ref": "subscribers.subscriber_id", "x-envfarm-user-known": False},
-    )
-    email: str = Field(description="Email address", json_schema_extra={"x-envfarm-user-known": True})
-    full_name: str = Field(
-        description="First and last name",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    created_at: str = Field(
-        description="When they first subscribed to anything (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    subscriber_id: str = field("Internal subscriber id", ref="subscribers.subscriber_id", known=False)
+    email: str = field("Email address")
+    full_name: str = field("First and last name")
+    created_at: str = field("When they first subscribed to anything (ISO 8601, UTC)", known=False)
 
 
 class Subscription(BaseModel):
     """A subscriber's membership of one list. A row of `subscriptions`."""
 
-    subscription_id: str = Field(
-        description="Internal subscription id",
-        json_schema_extra={"x-envfarm-ref": "subscriptions.subscription_id", "x-envfarm-user-known": False},
-    )
-    list_id: str = Field(
-        description="The list",
-        json_schema_extra={"x-envfarm-ref": "lists.list_id", "x-envfarm-user-known": False},
-    )
-    subscriber_id: str = Field(
-        description="The subscriber",
-        json_schema_extra={"x-envfarm-ref": "subscribers.subscriber_id", "x-envfarm-user-known": False},
-    )
-    status: SubscriptionStatus = Field(
-        description="Whether they still receive the list",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    source: SubscriptionSource = Field(
-        description="How they were added",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    subscribed_at: str = Field(
-        description="When they (last) subscribed (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    unsubscribed_at: str | None = Field(
-        description="When they unsubscribed (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    subscription_id: str = field("Internal subscription id", ref="subscriptions.subscription_id", known=False)
+    list_id: str = field("The list", ref="lists.list_id", known=False)
+    subscriber_id: str = field("The subscriber", ref="subscribers.subscriber_id", known=False)
+    status: SubscriptionStatus = field("Whether they still receive the list")
+    source: SubscriptionSource = field("How they were added", known=False)
+    subscribed_at: str = field("When they (last) subscribed (ISO 8601, UTC)", known=False)
+    unsubscribed_at: str | None = field("When they unsubscribed (ISO 8601, UTC)", known=False)
 
 
 class Template(BaseModel):
     """An email layout campaigns are rendered with. A row of `templates`."""
 
-    template_id: str = Field(
-        description="Internal template id",
-        json_schema_extra={"x-envfarm-ref": "templates.template_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(description="Template name", json_schema_extra={"x-envfarm-user-known": True})
-    category: TemplateCategory = Field(
-        description="Kind of email",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    subject_line: str = Field(
-        description="Subject pattern; {subject} is replaced by the campaign subject",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    body: str = Field(
-        description="HTML body with placeholders",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    created_at: str = Field(
-        description="When it was created (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    template_id: str = field("Internal template id", ref="templates.template_id", known=False)
+    name: str = field("Template name")
+    category: TemplateCategory = field("Kind of email")
+    subject_line: str = field("Subject pattern; {subject} is replaced by the campaign subject", known=False)
+    body: str = field("HTML body with placeholders", known=False)
+    created_at: str = field("When it was created (ISO 8601, UTC)", known=False)
 
 
 class Campaign(BaseModel):
     """One email sent (or to be sent) to a list. A row of `campaigns`."""
 
-    campaign_id: str = Field(
-        description="Internal campaign id",
-        json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-user-known": False},
-    )
-    list_id: str = Field(
-        description="List it goes to",
-        json_schema_extra={"x-envfarm-ref": "lists.list_id", "x-envfarm-user-known": False},
-    )
-    template_id: str = Field(
-        description="Template it uses",
-        json_schema_extra={"x-envfarm-ref": "templates.template_id", "x-envfarm-user-known": False},
-    )
-    subject: str = Field(description="Subject line", json_schema_extra={"x-envfarm-user-known": True})
-    status: CampaignStatus = Field(
-        description="draft -> scheduled -> sent, or cancelled",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    scheduled_for: str | None = Field(
-        description="When it is scheduled to go out (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    sent_at: str | None = Field(
-        description="When it was sent (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    recipient_count: int = Field(
-        description="How many subscribers it was sent to",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    created_at: str = Field(
-        description="When it was created (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    campaign_id: str = field("Internal campaign id", ref="campaigns.campaign_id", known=False)
+    list_id: str = field("List it goes to", ref="lists.list_id", known=False)
+    template_id: str = field("Template it uses", ref="templates.template_id", known=False)
+    subject: str = field("Subject line")
+    status: CampaignStatus = field("draft -> scheduled -> sent, or cancelled")
+    scheduled_for: str | None = field("When it is scheduled to go out (ISO 8601, UTC)")
+    sent_at: str | None = field("When it was sent (ISO 8601, UTC)")
+    recipient_count: int = field("How many subscribers it was sent to", known=False)
+    created_at: str = field("When it was created (ISO 8601, UTC)", known=False)
 
 
 class Send(BaseModel):
     """One delivery of a sent campaign to one subscriber, with its furthest engagement. A row of `sends`."""
 
-    send_id: str = Field(
-        description="Internal send id",
-        json_schema_extra={"x-envfarm-ref": "sends.send_id", "x-envfarm-user-known": False},
-    )
-    campaign_id: str = Field(
-        description="The campaign",
-        json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-user-known": False},
-    )
-    subscriber_id: str = Field(
-        description="The recipient",
-        json_schema_extra={"x-envfarm-ref": "subscribers.subscriber_id", "x-envfarm-user-known": False},
-    )
-    status: SendStatus = Field(
-        description="Furthest stage reached: delivered, opened, clicked; or bounced",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    sent_at: str = Field(
-        description="When it was sent (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    send_id: str = field("Internal send id", ref="sends.send_id", known=False)
+    campaign_id: str = field("The campaign", ref="campaigns.campaign_id", known=False)
+    subscriber_id: str = field("The recipient", ref="subscribers.subscriber_id", known=False)
+    status: SendStatus = field("Furthest stage reached: delivered, opened, clicked; or bounced", known=False)
+    sent_at: str = field("When it was sent (ISO 8601, UTC)", known=False)
 
 
 class Unsubscribe(BaseModel):
     """The record of a subscriber leaving a list, with their reason. A row of `unsubscribes`."""
 
-    unsubscribe_id: str = Field(
-        description="Internal unsubscribe id",
-        json_schema_extra={"x-envfarm-ref": "unsubscribes.unsubscribe_id", "x-envfarm-user-known": False},
+    unsubscribe_id: str = field("Internal unsubscribe id", ref="unsubscribes.unsubscribe_id", known=False)
+    subscription_id: str = field("The subscription that ended", ref="subscriptions.subscription_id", known=False)
+    list_id: str = field("The list they left", ref="lists.list_id", known=False)
+    subscriber_id: str = field("Who left", ref="subscribers.subscriber_id", known=False)
+    campaign_id: str | None = field(
+        "Campaign whose unsubscribe link they used, if any", ref="campaigns.campaign_id", known=False
     )
-    subscription_id: str = Field(
-        description="The subscription that ended",
-        json_schema_extra={"x-envfarm-ref": "subscriptions.subscription_id", "x-envfarm-user-known": False},
-    )
-    list_id: str = Field(
-        description="The list they left",
-        json_schema_extra={"x-envfarm-ref": "lists.list_id", "x-envfarm-user-known": False},
-    )
-    subscriber_id: str = Field(
-        description="Who left",
-        json_schema_extra={"x-envfarm-ref": "subscribers.subscriber_id", "x-envfarm-user-known": False},
-    )
-    campaign_id: str | None = Field(
-        description="Campaign whose unsubscribe link they used, if any",
-        json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-user-known": False},
-    )
-    reason: str = Field(description="Why they left", json_schema_extra={"x-envfarm-user-known": True})
-    created_at: str = Field(
-        description="When they unsubscribed (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    reason: str = field("Why they left")
+    created_at: str = field("When they unsubscribed (ISO 8601, UTC)", known=False)
 
 
-class SearchListsResult(BaseModel):
+class SearchListsResult(Page):
     """What `search_lists` found: one page of the matching rows."""
 
-    lists: list[MailingList] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    lists: list[MailingList] = Page.rows()
 
 
-class FindSubscribersResult(BaseModel):
+class FindSubscribersResult(Page):
     """What `find_subscribers` found: one page of the matching rows."""
 
-    subscribers: list[Subscriber] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    subscribers: list[Subscriber] = Page.rows()
 
 
-class ListSubscriptionsResult(BaseModel):
+class ListSubscriptionsResult(Page):
     """What `list_subscriptions` found: one page of the matching rows."""
 
-    subscriptions: list[Subscription] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    subscriptions: list[Subscription] = Page.rows()
 
 
-class ListUnsubscribesResult(BaseModel):
+class ListUnsubscribesResult(Page):
     """What `list_unsubscribes` found: one page of the matching rows."""
 
-    unsubscribes: list[Unsubscribe] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    unsubscribes: list[Unsubscribe] = Page.rows()
 
 
-class ListTemplatesResult(BaseModel):
+class ListTemplatesResult(Page):
     """What `list_templates` found: one page of the matching rows."""
 
-    templates: list[Template] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    templates: list[Template] = Page.rows()
 
 
-class SearchCampaignsResult(BaseModel):
+class SearchCampaignsResult(Page):
     """What `search_campaigns` found: one page of the matching rows."""
 
-    campaigns: list[Campaign] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    campaigns: list[Campaign] = Page.rows()
 
 
-class ListSendsResult(BaseModel):
+class ListSendsResult(Page):
     """What `list_sends` found: one page of the matching rows."""
 
-    sends: list[Send] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    sends: list[Send] = Page.rows()
 
 
 class CampaignReportResult(BaseModel):
@@ -300,36 +157,12 @@ class CampaignReportResult(BaseModel):
 
 def search_lists(
     db: Database,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the list name",
-            json_schema_extra={"x-envfarm-column": "lists.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    name: Annotated[str | None, field("Part of the list name", column="lists.name")] = None,
     status: Annotated[
-        MailingListStatus | None,
-        Field(
-            description="Only active or only archived lists",
-            json_schema_extra={"x-envfarm-column": "lists.status", "x-envfarm-user-known": True},
-        ),
+        MailingListStatus | None, field("Only active or only archived lists", column="lists.status")
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> SearchListsResult:
     """Find mailing lists by part of the name or by status. Returns list ids.
 
@@ -337,52 +170,24 @@ def search_lists(
     page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
-    args = {"name": name, "status": status, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM lists"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:name IS NULL OR contains(name, :name))"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"name": name, "status": status},
+        limit,
+        cursor,
     )
-    rows = [MailingList(**row) for row in page['rows']]
-    return SearchListsResult(
-        lists=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return SearchListsResult.of(page)
 
 
 def find_subscribers(
     db: Database,
-    email: Annotated[
-        str | None,
-        Field(
-            description="Exact email address",
-            json_schema_extra={"x-envfarm-column": "subscribers.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    full_name: Annotated[
-        str | None,
-        Field(
-            description="Part of the person's name",
-            json_schema_extra={"x-envfarm-column": "subscribers.full_name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    email: Annotated[str | None, field("Exact email address", column="subscribers.email")] = None,
+    full_name: Annotated[str | None, field("Part of the person's name", column="subscribers.full_name")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> FindSubscribersResult:
     """Find subscribers by exact email or part of the name. Returns subscriber ids.
 
@@ -390,59 +195,35 @@ def find_subscribers(
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
-    args = {"email": email, "full_name": full_name, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM subscribers"
         " WHERE (:email IS NULL OR email = :email)"
-        " AND (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:full_name IS NULL OR contains(full_name, :full_name))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"email": email, "full_name": full_name},
+        limit,
+        cursor,
     )
-    rows = [Subscriber(**row) for row in page['rows']]
-    return FindSubscribersResult(
-        subscribers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return FindSubscribersResult.of(page)
 
 
 def list_subscriptions(
     db: Database,
     list_id: Annotated[
-        str | None,
-        Field(
-            description="List id from search_lists",
-            json_schema_extra={"x-envfarm-ref": "lists.list_id", "x-envfarm-column": "subscriptions.list_id", "x-envfarm-user-known": False},
-        ),
+        str | None, field("List id from search_lists", ref="lists.list_id", column="subscriptions.list_id", known=False)
     ] = None,
     subscriber_id: Annotated[
         str | None,
-        Field(
-            description="Subscriber id from find_subscribers",
-            json_schema_extra={"x-envfarm-ref": "subscribers.subscriber_id", "x-envfarm-column": "subscriptions.subscriber_id", "x-envfarm-user-known": False},
+        field(
+            "Subscriber id from find_subscribers",
+            ref="subscribers.subscriber_id",
+            column="subscriptions.subscriber_id",
+            known=False,
         ),
     ] = None,
-    status: Annotated[
-        SubscriptionStatus | None,
-        Field(
-            description="Only this status",
-            json_schema_extra={"x-envfarm-column": "subscriptions.status", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 100,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    status: Annotated[SubscriptionStatus | None, field("Only this status", column="subscriptions.status")] = None,
+    limit: Limit = 100,
+    cursor: Cursor = None,
 ) -> ListSubscriptionsResult:
     """List subscriptions: the subscribers of a list (give list_id) or the lists one subscriber is on (give
     subscriber_id), optionally only subscribed or unsubscribed ones. Returns subscription ids.
@@ -451,66 +232,44 @@ def list_subscriptions(
     rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
     the next page.
     """
-    args = {
-        "list_id": list_id,
-        "subscriber_id": subscriber_id,
-        "status": status,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM subscriptions"
         " WHERE (:list_id IS NULL OR list_id = :list_id)"
         " AND (:subscriber_id IS NULL OR subscriber_id = :subscriber_id)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"list_id": list_id, "subscriber_id": subscriber_id, "status": status},
+        limit,
+        cursor,
     )
-    rows = [Subscription(**row) for row in page['rows']]
-    return ListSubscriptionsResult(
-        subscriptions=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListSubscriptionsResult.of(page)
 
 
 def list_unsubscribes(
     db: Database,
     list_id: Annotated[
-        str | None,
-        Field(
-            description="List id from search_lists",
-            json_schema_extra={"x-envfarm-ref": "lists.list_id", "x-envfarm-column": "unsubscribes.list_id", "x-envfarm-user-known": False},
-        ),
+        str | None, field("List id from search_lists", ref="lists.list_id", column="unsubscribes.list_id", known=False)
     ] = None,
     subscriber_id: Annotated[
         str | None,
-        Field(
-            description="Subscriber id from find_subscribers",
-            json_schema_extra={"x-envfarm-ref": "subscribers.subscriber_id", "x-envfarm-column": "unsubscribes.subscriber_id", "x-envfarm-user-known": False},
+        field(
+            "Subscriber id from find_subscribers",
+            ref="subscribers.subscriber_id",
+            column="unsubscribes.subscriber_id",
+            known=False,
         ),
     ] = None,
     campaign_id: Annotated[
         str | None,
-        Field(
-            description="Campaign id from search_campaigns",
-            json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-column": "unsubscribes.campaign_id", "x-envfarm-user-known": False},
+        field(
+            "Campaign id from search_campaigns",
+            ref="campaigns.campaign_id",
+            column="unsubscribes.campaign_id",
+            known=False,
         ),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 50,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> ListUnsubscribesResult:
     """Unsubscribe records with reasons, by list, subscriber or the campaign whose link was used.
 
@@ -518,59 +277,25 @@ def list_unsubscribes(
     rows per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get
     the next page.
     """
-    args = {
-        "list_id": list_id,
-        "subscriber_id": subscriber_id,
-        "campaign_id": campaign_id,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM unsubscribes"
         " WHERE (:list_id IS NULL OR list_id = :list_id)"
         " AND (:subscriber_id IS NULL OR subscriber_id = :subscriber_id)"
         " AND (:campaign_id IS NULL OR campaign_id = :campaign_id)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"list_id": list_id, "subscriber_id": subscriber_id, "campaign_id": campaign_id},
+        limit,
+        cursor,
     )
-    rows = [Unsubscribe(**row) for row in page['rows']]
-    return ListUnsubscribesResult(
-        unsubscribes=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListUnsubscribesResult.of(page)
 
 
 def list_templates(
     db: Database,
-    category: Annotated[
-        TemplateCategory | None,
-        Field(
-            description="Only this category",
-            json_schema_extra={"x-envfarm-column": "templates.category", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the template name",
-            json_schema_extra={"x-envfarm-column": "templates.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    category: Annotated[TemplateCategory | None, field("Only this category", column="templates.category")] = None,
+    name: Annotated[str | None, field("Part of the template name", column="templates.name")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListTemplatesResult:
     """List email templates by category or name. Returns template ids for create_campaign.
 
@@ -578,59 +303,27 @@ def list_templates(
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
-    args = {"category": category, "name": name, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM templates"
         " WHERE (:category IS NULL OR category = :category)"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:name IS NULL OR contains(name, :name))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"category": category, "name": name},
+        limit,
+        cursor,
     )
-    rows = [Template(**row) for row in page['rows']]
-    return ListTemplatesResult(
-        templates=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListTemplatesResult.of(page)
 
 
 def search_campaigns(
     db: Database,
     list_id: Annotated[
-        str | None,
-        Field(
-            description="List id from search_lists",
-            json_schema_extra={"x-envfarm-ref": "lists.list_id", "x-envfarm-column": "campaigns.list_id", "x-envfarm-user-known": False},
-        ),
+        str | None, field("List id from search_lists", ref="lists.list_id", column="campaigns.list_id", known=False)
     ] = None,
-    status: Annotated[
-        CampaignStatus | None,
-        Field(
-            description="Only this status",
-            json_schema_extra={"x-envfarm-column": "campaigns.status", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    subject: Annotated[
-        str | None,
-        Field(
-            description="Part of the subject",
-            json_schema_extra={"x-envfarm-column": "campaigns.subject", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 50,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    status: Annotated[CampaignStatus | None, field("Only this status", column="campaigns.status")] = None,
+    subject: Annotated[str | None, field("Part of the subject", column="campaigns.subject")] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> SearchCampaignsResult:
     """Find campaigns by list, status or subject words. Returns campaign ids.
 
@@ -638,39 +331,33 @@ def search_campaigns(
     Returns 50 rows per page by default (limit: up to 200) with total and has_more; pass the returned
     cursor to get the next page.
     """
-    args = {
-        "list_id": list_id,
-        "status": status,
-        "subject": subject,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM campaigns"
         " WHERE (:list_id IS NULL OR list_id = :list_id)"
         " AND (:status IS NULL OR status = :status)"
-        " AND (:subject IS NULL OR lower(subject) LIKE '%' || replace(replace(replace(lower(:subject), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:subject IS NULL OR contains(subject, :subject))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"list_id": list_id, "status": status, "subject": subject},
+        limit,
+        cursor,
     )
-    rows = [Campaign(**row) for row in page['rows']]
-    return SearchCampaignsResult(
-        campaigns=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return SearchCampaignsResult.of(page)
 
 
 def get_campaign(
     db: Database,
     campaign_id: Annotated[
         str,
-        Field(
-            description="Campaign id from search_campaigns",
-            json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-column": "campaigns.campaign_id", "x-envfarm-user-known": False},
+        field(
+            "Campaign id from search_campaigns",
+            ref="campaigns.campaign_id",
+            column="campaigns.campaign_id",
+            known=False,
         ),
     ],
 ) -> Campaign:
     """Get one campaign's list, template, subject, status, schedule and recipient count."""
-    row = db.require("campaigns", "campaign_id", campaign_id, "campaign_id")
+    row = db.require("campaigns", campaign_id)
     return Campaign(**row)
 
 
@@ -678,98 +365,56 @@ def list_sends(
     db: Database,
     campaign_id: Annotated[
         str,
-        Field(
-            description="Campaign id from search_campaigns",
-            json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-column": "sends.campaign_id", "x-envfarm-user-known": False},
+        field(
+            "Campaign id from search_campaigns", ref="campaigns.campaign_id", column="sends.campaign_id", known=False
         ),
     ],
-    status: Annotated[
-        SendStatus | None,
-        Field(
-            description="Only this engagement",
-            json_schema_extra={"x-envfarm-column": "sends.status", "x-envfarm-user-known": False},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 100,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    status: Annotated[SendStatus | None, field("Only this engagement", column="sends.status", known=False)] = None,
+    limit: Limit = 100,
+    cursor: Cursor = None,
 ) -> ListSendsResult:
     """The deliveries of a sent campaign, optionally by engagement (opened, clicked, bounced).
 
     Matching: campaign_id equals; status equals. Ordered oldest first. Returns 100 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("campaigns", "campaign_id", campaign_id, "campaign_id")
-    args = {"campaign_id": campaign_id, "status": status, "now": db.now, "principal": db.principal}
+    db.require("campaigns", campaign_id)
     page = db.page(
         "SELECT * FROM sends"
         " WHERE (:campaign_id IS NULL OR campaign_id = :campaign_id)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"campaign_id": campaign_id, "status": status},
+        limit,
+        cursor,
     )
-    rows = [Send(**row) for row in page['rows']]
-    return ListSendsResult(
-        sends=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListSendsResult.of(page)
 
 
 def campaign_report(
     db: Database,
-    campaign_id: Annotated[
-        str,
-        Field(
-            description="Campaign id from search_campaigns",
-            json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    campaign_id: Annotated[str, field("Campaign id from search_campaigns", ref="campaigns.campaign_id", known=False)],
 ) -> CampaignReportResult:
     """Results of a sent campaign: recipients, bounces, opens, clicks, open and click rates (of delivered
     emails), and how many people unsubscribed through it.
     """
-    db.require("campaigns", "campaign_id", campaign_id, "campaign_id")
-    args = {"campaign_id": campaign_id, "now": db.now, "principal": db.principal}
+    db.require("campaigns", campaign_id)
+    args = {"campaign_id": campaign_id}
     if db.one("SELECT 1 FROM campaigns WHERE campaign_id = :campaign_id AND status != 'sent'", args):
-        db.reject("Campaign {campaign_id} has not been sent, so there is no report yet.".format_map(args))
-    outcome = handlers.campaign_report(db, campaign_id=campaign_id)
-    return CampaignReportResult.model_validate(outcome)
+        db.reject("Campaign {campaign_id} has not been sent, so there is no report yet.", args)
+    return CampaignReportResult.model_validate(handlers.campaign_report(db, campaign_id=campaign_id))
 
 
 def create_list(
     db: Database,
-    name: Annotated[
-        str,
-        Field(
-            description="List name",
-            json_schema_extra={"x-envfarm-column": "lists.name", "x-envfarm-user-known": True},
-        ),
-    ],
-    description: Annotated[
-        str | None,
-        Field(
-            description="What the list is for",
-            json_schema_extra={"x-envfarm-column": "lists.description", "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    name: Annotated[str, field("List name", column="lists.name")],
+    description: Annotated[str | None, field("What the list is for", column="lists.description", known=False)] = None,
 ) -> MailingList:
     """Create a new, empty mailing list."""
     new_id = db.next_id("lists")
-    args = {"name": name, "description": description, "now": db.now, "principal": db.principal, "id": new_id}
+    args = {"name": name, "description": description, "id": new_id}
     if db.one("SELECT 1 FROM lists WHERE lower(name) = lower(trim(:name))", args):
-        db.reject("A list named {name} already exists; search_lists finds it.".format_map(args))
+        db.reject("A list named {name} already exists; search_lists finds it.", args)
     row = db.insert(
         "lists",
         {
@@ -785,56 +430,29 @@ def create_list(
 
 def subscribe(
     db: Database,
-    list_id: Annotated[
-        str,
-        Field(
-            description="List id from search_lists",
-            json_schema_extra={"x-envfarm-ref": "lists.list_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    email: Annotated[
-        str,
-        Field(description="The person's email", json_schema_extra={"x-envfarm-user-known": True}),
-    ],
-    full_name: Annotated[
-        str | None,
-        Field(
-            description="The person's name (needed when the email is new)",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = None,
+    list_id: Annotated[str, field("List id from search_lists", ref="lists.list_id", known=False)],
+    email: Annotated[str, field("The person's email")],
+    full_name: Annotated[str | None, field("The person's name (needed when the email is new)")] = None,
     consent_confirmed: Annotated[
-        bool,
-        Field(
-            description="True only if a person who unsubscribed explicitly asked to rejoin",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
+        bool, field("True only if a person who unsubscribed explicitly asked to rejoin")
     ] = False,
-    source: Annotated[
-        SubscriptionSource,
-        Field(
-            description="How they were added (default manual)",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = "manual",
+    source: Annotated[SubscriptionSource, field("How they were added (default manual)")] = "manual",
 ) -> Subscription:
     """Add an email to a list (a new subscriber needs full_name). Someone who unsubscribed from the list
     can only be re-added with consent_confirmed=true, after they asked to rejoin.
     """
-    db.require("lists", "list_id", list_id, "list_id")
+    db.require("lists", list_id)
     args = {
         "list_id": list_id,
         "email": email,
         "full_name": full_name,
         "consent_confirmed": consent_confirmed,
         "source": source,
-        "now": db.now,
-        "principal": db.principal,
     }
     if db.one("SELECT 1 WHERE lower(trim(:email)) NOT LIKE '_%@_%._%'", args):
-        db.reject("{email} is not a valid email address.".format_map(args))
+        db.reject("{email} is not a valid email address.", args)
     if db.one("SELECT 1 FROM lists WHERE list_id = :list_id AND status = 'archived'", args):
-        db.reject("List {list_id} is archived and takes no new subscribers.".format_map(args))
+        db.reject("List {list_id} is archived and takes no new subscribers.", args)
     if db.one(
         "SELECT 1 FROM subscriptions s"
         " JOIN subscribers p ON p.subscriber_id = s.subscriber_id"
@@ -842,7 +460,7 @@ def subscribe(
         " AND s.status = 'subscribed'",
         args,
     ):
-        db.reject("{email} is already subscribed to list {list_id}.".format_map(args))
+        db.reject("{email} is already subscribed to list {list_id}.", args)
     if db.one(
         "SELECT 1 FROM subscriptions s"
         " JOIN subscribers p ON p.subscriber_id = s.subscriber_id"
@@ -851,112 +469,61 @@ def subscribe(
         args,
     ):
         db.reject(
-            "{email} unsubscribed from list {list_id} and can't be re-added without consent; only if they asked to rejoin, call again with consent_confirmed=true.".format_map(args),
+            "{email} unsubscribed from list {list_id} and can't be re-added without consent; only if they asked to rejoin, call again with consent_confirmed=true.",
+            args,
         )
-    outcome = handlers.subscribe(db, list_id=list_id, email=email, full_name=full_name, consent_confirmed=consent_confirmed, source=source)
+    outcome = handlers.subscribe(
+        db, list_id=list_id, email=email, full_name=full_name, consent_confirmed=consent_confirmed, source=source
+    )
     return Subscription.model_validate(outcome)
 
 
 def unsubscribe(
     db: Database,
     subscription_id: Annotated[
-        str,
-        Field(
-            description="Subscription id from list_subscriptions",
-            json_schema_extra={"x-envfarm-ref": "subscriptions.subscription_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Subscription id from list_subscriptions", ref="subscriptions.subscription_id", known=False)
     ],
-    reason: Annotated[
-        str,
-        Field(description="Why they leave", json_schema_extra={"x-envfarm-user-known": True}),
-    ],
+    reason: Annotated[str, field("Why they leave")],
     campaign_id: Annotated[
-        str | None,
-        Field(
-            description="Campaign whose unsubscribe link they used, if any",
-            json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-user-known": False},
-        ),
+        str | None, field("Campaign whose unsubscribe link they used, if any", ref="campaigns.campaign_id", known=False)
     ] = None,
 ) -> Unsubscribe:
     """Take a subscriber off a list, recording why (and through which campaign's link, if any). They stop
     receiving the list's campaigns.
     """
-    db.require("subscriptions", "subscription_id", subscription_id, "subscription_id")
+    db.require("subscriptions", subscription_id)
     if campaign_id is not None:
-        db.require("campaigns", "campaign_id", campaign_id, "campaign_id")
-    args = {
-        "subscription_id": subscription_id,
-        "reason": reason,
-        "campaign_id": campaign_id,
-        "now": db.now,
-        "principal": db.principal,
-    }
-    if db.one(
-        "SELECT 1 FROM subscriptions WHERE subscription_id = :subscription_id"
-        " AND status = 'unsubscribed'",
-        args,
-    ):
-        db.reject("Subscription {subscription_id} is already unsubscribed.".format_map(args))
+        db.require("campaigns", campaign_id)
+    args = {"subscription_id": subscription_id, "reason": reason, "campaign_id": campaign_id}
+    if db.one("SELECT 1 FROM subscriptions WHERE subscription_id = :subscription_id AND status = 'unsubscribed'", args):
+        db.reject("Subscription {subscription_id} is already unsubscribed.", args)
     if db.one(
         "SELECT 1 FROM campaigns c, subscriptions s WHERE c.campaign_id = :campaign_id"
         " AND s.subscription_id = :subscription_id AND c.list_id != s.list_id",
         args,
     ):
-        db.reject(
-            "Campaign {campaign_id} went to another list than subscription {subscription_id}.".format_map(args),
-        )
-    outcome = handlers.unsubscribe(db, subscription_id=subscription_id, reason=reason, campaign_id=campaign_id)
-    return Unsubscribe.model_validate(outcome)
+        db.reject("Campaign {campaign_id} went to another list than subscription {subscription_id}.", args)
+    return Unsubscribe.model_validate(
+        handlers.unsubscribe(db, subscription_id=subscription_id, reason=reason, campaign_id=campaign_id)
+    )
 
 
 def create_template(
     db: Database,
-    name: Annotated[
-        str,
-        Field(
-            description="Template name",
-            json_schema_extra={"x-envfarm-column": "templates.name", "x-envfarm-user-known": True},
-        ),
-    ],
-    category: Annotated[
-        TemplateCategory,
-        Field(
-            description="Kind of email",
-            json_schema_extra={"x-envfarm-column": "templates.category", "x-envfarm-user-known": True},
-        ),
-    ],
+    name: Annotated[str, field("Template name", column="templates.name")],
+    category: Annotated[TemplateCategory, field("Kind of email", column="templates.category")],
     subject_line: Annotated[
-        str,
-        Field(
-            description="Subject pattern, e.g. Digest: {subject}",
-            json_schema_extra={"x-envfarm-column": "templates.subject_line", "x-envfarm-user-known": False},
-        ),
+        str, field("Subject pattern, e.g. Digest: {subject}", column="templates.subject_line", known=False)
     ],
-    body: Annotated[
-        str,
-        Field(
-            description="HTML body; must contain {unsubscribe_url}",
-            json_schema_extra={"x-envfarm-column": "templates.body", "x-envfarm-user-known": False},
-        ),
-    ],
+    body: Annotated[str, field("HTML body; must contain {unsubscribe_url}", column="templates.body", known=False)],
 ) -> Template:
     """Create an email template. Use {subject} and {unsubscribe_url} as placeholders."""
     new_id = db.next_id("templates")
-    args = {
-        "name": name,
-        "category": category,
-        "subject_line": subject_line,
-        "body": body,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
+    args = {"name": name, "category": category, "subject_line": subject_line, "body": body, "id": new_id}
     if db.one("SELECT 1 FROM templates WHERE lower(name) = lower(trim(:name))", args):
-        db.reject("A template named {name} already exists; list_templates finds it.".format_map(args))
+        db.reject("A template named {name} already exists; list_templates finds it.", args)
     if db.one("SELECT 1 WHERE instr(:body, '{unsubscribe_url}') = 0", args):
-        db.reject(
-            "Every template must include an unsubscribe link: put {{unsubscribe_url}} in the body.".format_map(args),
-        )
+        db.reject("Every template must include an unsubscribe link: put {{unsubscribe_url}} in the body.", args)
     row = db.insert(
         "templates",
         {
@@ -974,41 +541,23 @@ def create_template(
 def create_campaign(
     db: Database,
     list_id: Annotated[
-        str,
-        Field(
-            description="List id from search_lists",
-            json_schema_extra={"x-envfarm-ref": "lists.list_id", "x-envfarm-column": "campaigns.list_id", "x-envfarm-user-known": False},
-        ),
+        str, field("List id from search_lists", ref="lists.list_id", column="campaigns.list_id", known=False)
     ],
     template_id: Annotated[
         str,
-        Field(
-            description="Template id from list_templates",
-            json_schema_extra={"x-envfarm-ref": "templates.template_id", "x-envfarm-column": "campaigns.template_id", "x-envfarm-user-known": False},
+        field(
+            "Template id from list_templates", ref="templates.template_id", column="campaigns.template_id", known=False
         ),
     ],
-    subject: Annotated[
-        str,
-        Field(
-            description="Subject line",
-            json_schema_extra={"x-envfarm-column": "campaigns.subject", "x-envfarm-user-known": True},
-        ),
-    ],
+    subject: Annotated[str, field("Subject line", column="campaigns.subject")],
 ) -> Campaign:
     """Draft a campaign for an active list with a template and a subject. Send it with send_campaign."""
-    db.require("lists", "list_id", list_id, "list_id")
-    db.require("templates", "template_id", template_id, "template_id")
+    db.require("lists", list_id)
+    db.require("templates", template_id)
     new_id = db.next_id("campaigns")
-    args = {
-        "list_id": list_id,
-        "template_id": template_id,
-        "subject": subject,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
+    args = {"list_id": list_id, "template_id": template_id, "subject": subject, "id": new_id}
     if db.one("SELECT 1 FROM lists WHERE list_id = :list_id AND status = 'archived'", args):
-        db.reject("List {list_id} is archived; campaigns can only go to active lists.".format_map(args))
+        db.reject("List {list_id} is archived; campaigns can only go to active lists.", args)
     row = db.insert(
         "campaigns",
         {
@@ -1028,47 +577,34 @@ def update_campaign(
     db: Database,
     campaign_id: Annotated[
         str,
-        Field(
-            description="Campaign id from search_campaigns",
-            json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-column": "campaigns.campaign_id", "x-envfarm-user-known": False},
+        field(
+            "Campaign id from search_campaigns",
+            ref="campaigns.campaign_id",
+            column="campaigns.campaign_id",
+            known=False,
         ),
     ],
-    subject: Annotated[
-        str | None,
-        Field(
-            description="New subject",
-            json_schema_extra={"x-envfarm-column": "campaigns.subject", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    subject: Annotated[str | None, field("New subject", column="campaigns.subject")] = None,
     template_id: Annotated[
         str | None,
-        Field(
-            description="New template id from list_templates",
-            json_schema_extra={"x-envfarm-ref": "templates.template_id", "x-envfarm-column": "campaigns.template_id", "x-envfarm-user-known": False},
+        field(
+            "New template id from list_templates",
+            ref="templates.template_id",
+            column="campaigns.template_id",
+            known=False,
         ),
     ] = None,
 ) -> Campaign:
     """Change the subject or template of a draft or scheduled campaign."""
-    current = db.require("campaigns", "campaign_id", campaign_id, "campaign_id")
+    current = db.require("campaigns", campaign_id)
     if template_id is not None:
-        db.require("templates", "template_id", template_id, "template_id")
-    args = {
-        "campaign_id": campaign_id,
-        "subject": subject,
-        "template_id": template_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["campaign_id"],
-    }
-    if db.one(
-        "SELECT 1 FROM campaigns WHERE campaign_id = :campaign_id"
-        " AND status IN ('sent', 'cancelled')",
-        args,
-    ):
+        db.require("templates", template_id)
+    args = {"campaign_id": campaign_id, "subject": subject, "template_id": template_id, "id": current["campaign_id"]}
+    if db.one("SELECT 1 FROM campaigns WHERE campaign_id = :campaign_id AND status IN ('sent', 'cancelled')", args):
         db.reject(
-            "Campaign {campaign_id} was already sent or cancelled and can't be edited; create a new campaign.".format_map(args),
+            "Campaign {campaign_id} was already sent or cancelled and can't be edited; create a new campaign.", args
         )
-    if all(value is None for value in (subject, template_id,)):
+    if all(value is None for value in (subject, template_id)):
         db.reject("Nothing to change: give at least one of subject, template_id.")
     row = db.returning(
         "UPDATE campaigns SET subject = COALESCE(:subject, subject), template_id = COALESCE(:template_id, template_id)"
@@ -1082,49 +618,36 @@ def schedule_campaign(
     db: Database,
     campaign_id: Annotated[
         str,
-        Field(
-            description="Campaign id from search_campaigns",
-            json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-column": "campaigns.campaign_id", "x-envfarm-user-known": False},
+        field(
+            "Campaign id from search_campaigns",
+            ref="campaigns.campaign_id",
+            column="campaigns.campaign_id",
+            known=False,
         ),
     ],
     scheduled_for: Annotated[
         str,
-        Field(
-            description="When to send it; must be in the future (ISO 8601, UTC)",
+        field(
+            "When to send it; must be in the future (ISO 8601, UTC)",
+            column="campaigns.scheduled_for",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-column": "campaigns.scheduled_for", "x-envfarm-user-known": True},
         ),
     ],
 ) -> Campaign:
     """Schedule a draft (or reschedule a scheduled) campaign for a future time."""
-    current = db.require("campaigns", "campaign_id", campaign_id, "campaign_id")
+    current = db.require("campaigns", campaign_id)
     args = {
         "campaign_id": campaign_id,
         "scheduled_for": scheduled_for,
-        "now": db.now,
-        "principal": db.principal,
         "id": current["campaign_id"],
         "set_status": "scheduled",
     }
-    if db.one(
-        "SELECT 1 FROM campaigns WHERE campaign_id = :campaign_id"
-        " AND status IN ('sent', 'cancelled')",
-        args,
-    ):
-        db.reject(
-            "Campaign {campaign_id} was already sent or cancelled and can't be scheduled.".format_map(args),
-        )
-    if db.one(
-        "SELECT 1 WHERE julianday(:scheduled_for) IS NULL"
-        " OR julianday(:scheduled_for) <= julianday(:now)",
-        args,
-    ):
-        db.reject(
-            "scheduled_for must be an ISO 8601 date-time after now ({now}); got {scheduled_for}.".format_map(args),
-        )
+    if db.one("SELECT 1 FROM campaigns WHERE campaign_id = :campaign_id AND status IN ('sent', 'cancelled')", args):
+        db.reject("Campaign {campaign_id} was already sent or cancelled and can't be scheduled.", args)
+    if db.one("SELECT 1 WHERE julianday(:scheduled_for) IS NULL OR julianday(:scheduled_for) <= julianday(:now)", args):
+        db.reject("scheduled_for must be an ISO 8601 date-time after now ({now}); got {scheduled_for}.", args)
     row = db.returning(
-        "UPDATE campaigns SET status = :set_status, scheduled_for = :scheduled_for"
-        " WHERE campaign_id = :id RETURNING *",
+        "UPDATE campaigns SET status = :set_status, scheduled_for = :scheduled_for WHERE campaign_id = :id RETURNING *",
         args,
     )
     return Campaign(**row)
@@ -1134,64 +657,41 @@ def cancel_campaign(
     db: Database,
     campaign_id: Annotated[
         str,
-        Field(
-            description="Campaign id from search_campaigns",
-            json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-column": "campaigns.campaign_id", "x-envfarm-user-known": False},
+        field(
+            "Campaign id from search_campaigns",
+            ref="campaigns.campaign_id",
+            column="campaigns.campaign_id",
+            known=False,
         ),
     ],
 ) -> Campaign:
     """Cancel a draft or scheduled campaign so it is never sent."""
-    current = db.require("campaigns", "campaign_id", campaign_id, "campaign_id")
-    args = {
-        "campaign_id": campaign_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["campaign_id"],
-        "set_status": "cancelled",
-    }
+    current = db.require("campaigns", campaign_id)
+    args = {"campaign_id": campaign_id, "id": current["campaign_id"], "set_status": "cancelled"}
     if db.one("SELECT 1 FROM campaigns WHERE campaign_id = :campaign_id AND status = 'sent'", args):
-        db.reject(
-            "Campaign {campaign_id} was already sent; a sent campaign can't be cancelled.".format_map(args),
-        )
-    if db.one(
-        "SELECT 1 FROM campaigns WHERE campaign_id = :campaign_id"
-        " AND status = 'cancelled'",
-        args,
-    ):
-        db.reject("Campaign {campaign_id} is already cancelled.".format_map(args))
-    row = db.returning(
-        "UPDATE campaigns SET status = :set_status"
-        " WHERE campaign_id = :id RETURNING *",
-        args,
-    )
+        db.reject("Campaign {campaign_id} was already sent; a sent campaign can't be cancelled.", args)
+    if db.one("SELECT 1 FROM campaigns WHERE campaign_id = :campaign_id AND status = 'cancelled'", args):
+        db.reject("Campaign {campaign_id} is already cancelled.", args)
+    row = db.returning("UPDATE campaigns SET status = :set_status WHERE campaign_id = :id RETURNING *", args)
     return Campaign(**row)
 
 
 def send_campaign(
     db: Database,
-    campaign_id: Annotated[
-        str,
-        Field(
-            description="Campaign id from search_campaigns",
-            json_schema_extra={"x-envfarm-ref": "campaigns.campaign_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    campaign_id: Annotated[str, field("Campaign id from search_campaigns", ref="campaigns.campaign_id", known=False)],
 ) -> Campaign:
     """Send a draft or scheduled campaign now to every current subscriber of its list. A campaign is sent
     only once, and never to an empty list.
     """
-    db.require("campaigns", "campaign_id", campaign_id, "campaign_id")
-    args = {"campaign_id": campaign_id, "now": db.now, "principal": db.principal}
+    db.require("campaigns", campaign_id)
+    args = {"campaign_id": campaign_id}
     if db.one("SELECT 1 FROM campaigns WHERE campaign_id = :campaign_id AND status = 'sent'", args):
         db.reject(
-            "Campaign {campaign_id} was already sent; a campaign can't be sent twice. Create a new campaign to send again.".format_map(args),
+            "Campaign {campaign_id} was already sent; a campaign can't be sent twice. Create a new campaign to send again.",
+            args,
         )
-    if db.one(
-        "SELECT 1 FROM campaigns WHERE campaign_id = :campaign_id"
-        " AND status = 'cancelled'",
-        args,
-    ):
-        db.reject("Campaign {campaign_id} is cancelled and can't be sent.".format_map(args))
+    if db.one("SELECT 1 FROM campaigns WHERE campaign_id = :campaign_id AND status = 'cancelled'", args):
+        db.reject("Campaign {campaign_id} is cancelled and can't be sent.", args)
     if db.one(
         "SELECT 1 FROM campaigns c WHERE c.campaign_id = :campaign_id"
         " AND NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.list_id = c.list_id"
@@ -1199,7 +699,6 @@ def send_campaign(
         args,
     ):
         db.reject(
-            "The list of campaign {campaign_id} has no current subscribers; add subscribers before sending.".format_map(args),
+            "The list of campaign {campaign_id} has no current subscribers; add subscribers before sending.", args
         )
-    outcome = handlers.send_campaign(db, campaign_id=campaign_id)
-    return Campaign.model_validate(outcome)
+    return Campaign.model_validate(handlers.send_campaign(db, campaign_id=campaign_id))

@@ -64,7 +64,7 @@ DEFINITION = ServerDefinition(
         kind="staff",
         description="a Swiftline customer service agent",
         default="Customer service: Lina Park",
-        values=("Customer service: Lina Park", "Customer service: Marco Testa",),
+        values=("Customer service: Lina Park", "Customer service: Marco Testa"),
         customers="a sender gives their email and the tracking number; match them before redirecting or claiming",
     ),
 )

@@ -7,12 +7,33 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from envfarm.servers.runtime.database import Database, json_array
+from envfarm.servers.runtime import Cursor, Database, Limit, Page, field, json_array
 
 from . import handlers
 
-ShipmentStatus = Literal["label_created", "picked_up", "in_transit", "out_for_delivery", "delivered", "lost", "returned_to_sender", "cancelled"]
-TrackingEventEventType = Literal["label_created", "picked_up", "arrived_at_hub", "departed_hub", "out_for_delivery", "delivery_attempted", "delivered", "address_changed", "reported_lost", "returned_to_sender", "cancelled"]
+ShipmentStatus = Literal[
+    "label_created",
+    "picked_up",
+    "in_transit",
+    "out_for_delivery",
+    "delivered",
+    "lost",
+    "returned_to_sender",
+    "cancelled",
+]
+TrackingEventEventType = Literal[
+    "label_created",
+    "picked_up",
+    "arrived_at_hub",
+    "departed_hub",
+    "out_for_delivery",
+    "delivery_attempted",
+    "delivered",
+    "address_changed",
+    "reported_lost",
+    "returned_to_sender",
+    "cancelled",
+]
 PickupTimeWindow = Literal["morning", "afternoon"]
 PickupStatus = Literal["scheduled", "completed", "cancelled"]
 ClaimClaimType = Literal["damaged", "lost", "missing_items"]
@@ -23,371 +44,177 @@ CustomsDeclarationContentsType = Literal["merchandise", "gift", "documents", "sa
 class Customer(BaseModel):
     """A Swiftline customer, sender or recipient (the farm's shared cast of people). A row of `customers`."""
 
-    customer_id: str = Field(
-        description="Internal customer id",
-        json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
-    )
-    full_name: str = Field(
-        description="First and last name",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    email: str = Field(description="Contact email", json_schema_extra={"x-envfarm-user-known": True})
-    phone: str = Field(description="Contact phone number", json_schema_extra={"x-envfarm-user-known": True})
-    address: str = Field(
-        description="Default street address",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    customer_id: str = field("Internal customer id", ref="customers.customer_id", known=False)
+    full_name: str = field("First and last name")
+    email: str = field("Contact email")
+    phone: str = field("Contact phone number")
+    address: str = field("Default street address")
 
 
 class ServiceLevel(BaseModel):
     """A shipping service with its weight limit, price and transit time. A row of `service_levels`."""
 
-    service_id: str = Field(
-        description="Internal service id",
-        json_schema_extra={"x-envfarm-ref": "service_levels.service_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(
-        description="Service name, e.g. Express",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    max_weight_kg: float = Field(
-        description="Heaviest parcel the service accepts",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    base_price: float = Field(
-        description="Price per shipment in USD before weight",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    price_per_kg: float = Field(
-        description="Price per kg in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    transit_days: int = Field(
-        description="Days from label to expected delivery",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    service_id: str = field("Internal service id", ref="service_levels.service_id", known=False)
+    name: str = field("Service name, e.g. Express")
+    max_weight_kg: float = field("Heaviest parcel the service accepts")
+    base_price: float = field("Price per shipment in USD before weight")
+    price_per_kg: float = field("Price per kg in USD")
+    transit_days: int = field("Days from label to expected delivery")
 
 
 class Parcel(BaseModel):
     """A physical parcel registered by a sender for a recipient. A row of `parcels`."""
 
-    parcel_id: str = Field(
-        description="Internal parcel id",
-        json_schema_extra={"x-envfarm-ref": "parcels.parcel_id", "x-envfarm-user-known": False},
-    )
-    sender_id: str = Field(
-        description="The sender",
-        json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
-    )
-    recipient_id: str = Field(
-        description="The recipient",
-        json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
-    )
-    weight_kg: float = Field(description="Weight in kg", json_schema_extra={"x-envfarm-user-known": True})
-    length_cm: int = Field(description="Length in cm", json_schema_extra={"x-envfarm-user-known": True})
-    width_cm: int = Field(description="Width in cm", json_schema_extra={"x-envfarm-user-known": True})
-    height_cm: int = Field(description="Height in cm", json_schema_extra={"x-envfarm-user-known": True})
-    contents: str = Field(
-        description="What is inside, e.g. books",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    declared_value: float = Field(
-        description="Declared value in USD (the most a claim can pay)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    created_at: str = Field(
-        description="When it was registered (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    parcel_id: str = field("Internal parcel id", ref="parcels.parcel_id", known=False)
+    sender_id: str = field("The sender", ref="customers.customer_id", known=False)
+    recipient_id: str = field("The recipient", ref="customers.customer_id", known=False)
+    weight_kg: float = field("Weight in kg")
+    length_cm: int = field("Length in cm")
+    width_cm: int = field("Width in cm")
+    height_cm: int = field("Height in cm")
+    contents: str = field("What is inside, e.g. books")
+    declared_value: float = field("Declared value in USD (the most a claim can pay)")
+    created_at: str = field("When it was registered (ISO 8601, UTC)", known=False)
 
 
 class Shipment(BaseModel):
     """The carriage of a parcel with one service level, from label to delivery. A row of `shipments`."""
 
-    shipment_id: str = Field(
-        description="Internal shipment id",
-        json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-user-known": False},
-    )
-    parcel_id: str = Field(
-        description="The parcel shipped",
-        json_schema_extra={"x-envfarm-ref": "parcels.parcel_id", "x-envfarm-user-known": False},
-    )
-    tracking_number: str = Field(
-        description="Tracking number on the label, e.g. SL500123456",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    service_id: str = Field(
-        description="The service level",
-        json_schema_extra={"x-envfarm-ref": "service_levels.service_id", "x-envfarm-user-known": False},
-    )
-    destination_address: str = Field(
-        description="Where it is delivered",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: ShipmentStatus = Field(
-        description="Where the shipment stands",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    price: float = Field(description="Price charged in USD", json_schema_extra={"x-envfarm-user-known": True})
-    created_at: str = Field(
-        description="When the label was created (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    estimated_delivery: str = Field(
-        description="Expected delivery date (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    closed_at: str | None = Field(
-        description="When it was delivered, declared lost, returned or cancelled (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
+    shipment_id: str = field("Internal shipment id", ref="shipments.shipment_id", known=False)
+    parcel_id: str = field("The parcel shipped", ref="parcels.parcel_id", known=False)
+    tracking_number: str = field("Tracking number on the label, e.g. SL500123456")
+    service_id: str = field("The service level", ref="service_levels.service_id", known=False)
+    destination_address: str = field("Where it is delivered")
+    status: ShipmentStatus = field("Where the shipment stands", known=False)
+    price: float = field("Price charged in USD")
+    created_at: str = field("When the label was created (ISO 8601, UTC)", known=False)
+    estimated_delivery: str = field("Expected delivery date (YYYY-MM-DD)")
+    closed_at: str | None = field(
+        "When it was delivered, declared lost, returned or cancelled (ISO 8601, UTC)", known=False
     )
 
 
 class TrackingEvent(BaseModel):
     """A scan or status event in a shipment's journey. A row of `tracking_events`."""
 
-    event_id: str = Field(
-        description="Internal event id",
-        json_schema_extra={"x-envfarm-ref": "tracking_events.event_id", "x-envfarm-user-known": False},
-    )
-    shipment_id: str = Field(
-        description="The shipment",
-        json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-user-known": False},
-    )
-    occurred_at: str = Field(
-        description="When it happened (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    location: str = Field(description="City or facility", json_schema_extra={"x-envfarm-user-known": True})
-    event_type: TrackingEventEventType = Field(
-        description="What happened",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    note: str | None = Field(description="Extra detail", json_schema_extra={"x-envfarm-user-known": False})
+    event_id: str = field("Internal event id", ref="tracking_events.event_id", known=False)
+    shipment_id: str = field("The shipment", ref="shipments.shipment_id", known=False)
+    occurred_at: str = field("When it happened (ISO 8601, UTC)")
+    location: str = field("City or facility")
+    event_type: TrackingEventEventType = field("What happened", known=False)
+    note: str | None = field("Extra detail", known=False)
 
 
 class Pickup(BaseModel):
     """A courier visit to collect a shipment from the sender. A row of `pickups`."""
 
-    pickup_id: str = Field(
-        description="Internal pickup id",
-        json_schema_extra={"x-envfarm-ref": "pickups.pickup_id", "x-envfarm-user-known": False},
-    )
-    shipment_id: str = Field(
-        description="The shipment to collect",
-        json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-user-known": False},
-    )
-    pickup_date: str = Field(
-        description="Day of the visit (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    time_window: PickupTimeWindow = Field(
-        description="morning is 8-12, afternoon 13-18",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    address: str = Field(
-        description="Where the courier collects it",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: PickupStatus = Field(
-        description="Pickup status",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    pickup_id: str = field("Internal pickup id", ref="pickups.pickup_id", known=False)
+    shipment_id: str = field("The shipment to collect", ref="shipments.shipment_id", known=False)
+    pickup_date: str = field("Day of the visit (YYYY-MM-DD)")
+    time_window: PickupTimeWindow = field("morning is 8-12, afternoon 13-18")
+    address: str = field("Where the courier collects it")
+    status: PickupStatus = field("Pickup status", known=False)
 
 
 class AddressChange(BaseModel):
     """A redirection of a shipment to a new delivery address. A row of `address_changes`."""
 
-    change_id: str = Field(
-        description="Internal change id",
-        json_schema_extra={"x-envfarm-ref": "address_changes.change_id", "x-envfarm-user-known": False},
-    )
-    shipment_id: str = Field(
-        description="The shipment",
-        json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-user-known": False},
-    )
-    old_address: str = Field(
-        description="Previous destination",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    new_address: str = Field(description="New destination", json_schema_extra={"x-envfarm-user-known": True})
-    requested_at: str = Field(
-        description="When it was requested (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    change_id: str = field("Internal change id", ref="address_changes.change_id", known=False)
+    shipment_id: str = field("The shipment", ref="shipments.shipment_id", known=False)
+    old_address: str = field("Previous destination")
+    new_address: str = field("New destination")
+    requested_at: str = field("When it was requested (ISO 8601, UTC)", known=False)
 
 
 class Claim(BaseModel):
     """A compensation claim for a damaged or lost shipment. A row of `claims`."""
 
-    claim_id: str = Field(
-        description="Internal claim id",
-        json_schema_extra={"x-envfarm-ref": "claims.claim_id", "x-envfarm-user-known": False},
-    )
-    shipment_id: str = Field(
-        description="The shipment",
-        json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-user-known": False},
-    )
-    claim_type: ClaimClaimType = Field(
-        description="What went wrong",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    amount: float = Field(
-        description="Amount claimed in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    description: str = Field(description="What happened", json_schema_extra={"x-envfarm-user-known": True})
-    filed_at: str = Field(
-        description="When it was filed (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    status: ClaimStatus = Field(description="Claim status", json_schema_extra={"x-envfarm-user-known": False})
+    claim_id: str = field("Internal claim id", ref="claims.claim_id", known=False)
+    shipment_id: str = field("The shipment", ref="shipments.shipment_id", known=False)
+    claim_type: ClaimClaimType = field("What went wrong")
+    amount: float = field("Amount claimed in USD")
+    description: str = field("What happened")
+    filed_at: str = field("When it was filed (ISO 8601, UTC)", known=False)
+    status: ClaimStatus = field("Claim status", known=False)
 
 
 class City(BaseModel):
     """A city Swiftline delivers to, with its country and customs union. A row of `cities`."""
 
-    city: str = Field(
-        description="City name as written at the end of an address, e.g. Lisbon",
-        json_schema_extra={"x-envfarm-ref": "cities.city", "x-envfarm-user-known": True},
-    )
-    country: str = Field(
-        description="ISO country code, e.g. PT",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    customs_union: str = Field(
-        description="EU for the European Union's customs union, else the country code; a shipment between two unions needs a customs declaration",
-        json_schema_extra={"x-envfarm-user-known": False},
+    city: str = field("City name as written at the end of an address, e.g. Lisbon", ref="cities.city")
+    country: str = field("ISO country code, e.g. PT")
+    customs_union: str = field(
+        "EU for the European Union's customs union, else the country code; a shipment between two unions needs a customs declaration",
+        known=False,
     )
 
 
 class CustomsDeclaration(BaseModel):
     """The customs declaration of a shipment that crosses a customs border. A row of `customs_declarations`."""
 
-    declaration_id: str = Field(
-        description="Internal declaration id",
-        json_schema_extra={"x-envfarm-ref": "customs_declarations.declaration_id", "x-envfarm-user-known": False},
-    )
-    shipment_id: str = Field(
-        description="The shipment",
-        json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-user-known": False},
-    )
-    contents_type: CustomsDeclarationContentsType = Field(
-        description="What kind of goods customs is told",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    description: str = Field(
-        description="Contents as declared, e.g. books",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    hs_code: str | None = Field(
-        description="Harmonized System tariff code, e.g. 4901.99, if the sender gave one",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    value: float = Field(
-        description="Declared customs value in USD (the parcel's declared value)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    origin_country: str = Field(
-        description="ISO code of the sending country",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    destination_country: str = Field(
-        description="ISO code of the destination country",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    created_at: str = Field(
-        description="When it was declared (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    declaration_id: str = field("Internal declaration id", ref="customs_declarations.declaration_id", known=False)
+    shipment_id: str = field("The shipment", ref="shipments.shipment_id", known=False)
+    contents_type: CustomsDeclarationContentsType = field("What kind of goods customs is told")
+    description: str = field("Contents as declared, e.g. books")
+    hs_code: str | None = field("Harmonized System tariff code, e.g. 4901.99, if the sender gave one")
+    value: float = field("Declared customs value in USD (the parcel's declared value)")
+    origin_country: str = field("ISO code of the sending country", known=False)
+    destination_country: str = field("ISO code of the destination country", known=False)
+    created_at: str = field("When it was declared (ISO 8601, UTC)", known=False)
 
 
-class FindCustomerResult(BaseModel):
+class FindCustomerResult(Page):
     """What `find_customer` found: one page of the matching rows."""
 
-    customers: list[Customer] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    customers: list[Customer] = Page.rows()
 
 
-class ListServiceLevelsResult(BaseModel):
+class ListServiceLevelsResult(Page):
     """What `list_service_levels` found: one page of the matching rows."""
 
-    service_levels: list[ServiceLevel] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    service_levels: list[ServiceLevel] = Page.rows()
 
 
-class ListDeliveryCitiesResult(BaseModel):
+class ListDeliveryCitiesResult(Page):
     """What `list_delivery_cities` found: one page of the matching rows."""
 
-    cities: list[City] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    cities: list[City] = Page.rows()
 
 
-class ListParcelsResult(BaseModel):
+class ListParcelsResult(Page):
     """What `list_parcels` found: one page of the matching rows."""
 
-    parcels: list[Parcel] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    parcels: list[Parcel] = Page.rows()
 
 
-class ListShipmentsResult(BaseModel):
+class ListShipmentsResult(Page):
     """What `list_shipments` found: one page of the matching rows."""
 
-    shipments: list[Shipment] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    shipments: list[Shipment] = Page.rows()
 
 
-class ListTrackingEventsResult(BaseModel):
+class ListTrackingEventsResult(Page):
     """What `list_tracking_events` found: one page of the matching rows."""
 
-    tracking_events: list[TrackingEvent] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    tracking_events: list[TrackingEvent] = Page.rows()
 
 
-class ListPickupsResult(BaseModel):
+class ListPickupsResult(Page):
     """What `list_pickups` found: one page of the matching rows."""
 
-    pickups: list[Pickup] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    pickups: list[Pickup] = Page.rows()
 
 
-class ListClaimsResult(BaseModel):
+class ListClaimsResult(Page):
     """What `list_claims` found: one page of the matching rows."""
 
-    claims: list[Claim] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    claims: list[Claim] = Page.rows()
 
 
 class ValidateAddressResult(BaseModel):
     """What `validate_address` returns."""
 
-    address: str = Field(
-        description="The address in standard form (spaces trimmed and collapsed; city capitalized)",
-    )
+    address: str = Field(description="The address in standard form (spaces trimmed and collapsed; city capitalized)")
     valid: bool = Field(description="Whether a shipment can be sent there")
     city: str | None = Field(description="The city read from the address")
     country: str | None = Field(description="ISO country code of a served city")
@@ -401,68 +228,30 @@ class QuoteRatesResult(BaseModel):
     weight_kg: float = Field(description="Its weight")
     origin_city: str = Field(description="The sender's city")
     destination_address: str = Field(description="Where it would go")
-    international: bool = Field(
-        description="Whether the route crosses a customs border (customs details required)",
-    )
-    services: list[ServiceLevel] = Field(
-        description="Services that accept the parcel's weight, cheapest first",
-    )
-    prices: dict[str, Any] = Field(description="Price in USD per service id, e.g. {\"svc_kthx25\": 20.47}")
+    international: bool = Field(description="Whether the route crosses a customs border (customs details required)")
+    services: list[ServiceLevel] = Field(description="Services that accept the parcel's weight, cheapest first")
+    prices: dict[str, Any] = Field(description='Price in USD per service id, e.g. {"svc_kthx25": 20.47}')
     estimated_delivery: dict[str, Any] = Field(description="Expected delivery date per service id")
 
 
-class ListCustomsDeclarationsResult(BaseModel):
+class ListCustomsDeclarationsResult(Page):
     """What `list_customs_declarations` found: one page of the matching rows."""
 
-    customs_declarations: list[CustomsDeclaration] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    customs_declarations: list[CustomsDeclaration] = Page.rows()
 
 
-class ListAddressChangesResult(BaseModel):
+class ListAddressChangesResult(Page):
     """What `list_address_changes` found: one page of the matching rows."""
 
-    address_changes: list[AddressChange] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    address_changes: list[AddressChange] = Page.rows()
 
 
 def find_customer(
     db: Database,
-    full_name: Annotated[
-        str | None,
-        Field(
-            description="Part of the customer's name",
-            json_schema_extra={"x-envfarm-column": "customers.full_name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    email: Annotated[
-        str | None,
-        Field(
-            description="Exact email address",
-            json_schema_extra={"x-envfarm-column": "customers.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    full_name: Annotated[str | None, field("Part of the customer's name", column="customers.full_name")] = None,
+    email: Annotated[str | None, field("Exact email address", column="customers.email")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> FindCustomerResult:
     """Find customers by part of their name or exact email. Returns customer records with their customer_id
     and address.
@@ -471,103 +260,47 @@ def find_customer(
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
-    args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM customers"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:full_name IS NULL OR contains(full_name, :full_name))"
         " AND (:email IS NULL OR email = :email)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"full_name": full_name, "email": email},
+        limit,
+        cursor,
     )
-    rows = [Customer(**row) for row in page['rows']]
-    return FindCustomerResult(
-        customers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return FindCustomerResult.of(page)
 
 
 def list_service_levels(
     db: Database,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the service name",
-            json_schema_extra={"x-envfarm-column": "service_levels.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    name: Annotated[str | None, field("Part of the service name", column="service_levels.name")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListServiceLevelsResult:
     """List shipping services with their weight limit, prices and transit days.
 
     Matching: name contains (case-insensitive). Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    args = {"name": name, "now": db.now, "principal": db.principal}
     page = db.page(
-        "SELECT * FROM service_levels"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY rowid",
-        args, limit, cursor,
+        "SELECT * FROM service_levels WHERE (:name IS NULL OR contains(name, :name)) ORDER BY rowid",
+        {"name": name},
+        limit,
+        cursor,
     )
-    rows = [ServiceLevel(**row) for row in page['rows']]
-    return ListServiceLevelsResult(
-        service_levels=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListServiceLevelsResult.of(page)
 
 
 def list_delivery_cities(
     db: Database,
-    city: Annotated[
-        str | None,
-        Field(
-            description="Part of the city name",
-            json_schema_extra={"x-envfarm-ref": "cities.city", "x-envfarm-column": "cities.city", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    country: Annotated[
-        str | None,
-        Field(
-            description="ISO country code, e.g. PT",
-            json_schema_extra={"x-envfarm-column": "cities.country", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    city: Annotated[str | None, field("Part of the city name", ref="cities.city", column="cities.city")] = None,
+    country: Annotated[str | None, field("ISO country code, e.g. PT", column="cities.country")] = None,
     customs_union: Annotated[
-        str | None,
-        Field(
-            description="EU for the European Union, else a country code",
-            json_schema_extra={"x-envfarm-column": "cities.customs_union", "x-envfarm-user-known": False},
-        ),
+        str | None, field("EU for the European Union, else a country code", column="cities.customs_union", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListDeliveryCitiesResult:
     """List the cities Swiftline delivers to, with their country and customs union (a shipment between two
     unions needs a customs declaration). An address must end in one of these cities (validate_address).
@@ -576,59 +309,30 @@ def list_delivery_cities(
     first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
     returned cursor to get the next page.
     """
-    args = {
-        "city": city,
-        "country": country,
-        "customs_union": customs_union,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM cities"
-        " WHERE (:city IS NULL OR lower(city) LIKE '%' || replace(replace(replace(lower(:city), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:city IS NULL OR contains(city, :city))"
         " AND (:country IS NULL OR country = :country)"
         " AND (:customs_union IS NULL OR customs_union = :customs_union)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"city": city, "country": country, "customs_union": customs_union},
+        limit,
+        cursor,
     )
-    rows = [City(**row) for row in page['rows']]
-    return ListDeliveryCitiesResult(
-        cities=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListDeliveryCitiesResult.of(page)
 
 
 def list_parcels(
     db: Database,
     sender_id: Annotated[
-        str | None,
-        Field(
-            description="Sender's customer id",
-            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "parcels.sender_id", "x-envfarm-user-known": False},
-        ),
+        str | None, field("Sender's customer id", ref="customers.customer_id", column="parcels.sender_id", known=False)
     ] = None,
     recipient_id: Annotated[
         str | None,
-        Field(
-            description="Recipient's customer id",
-            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "parcels.recipient_id", "x-envfarm-user-known": False},
-        ),
+        field("Recipient's customer id", ref="customers.customer_id", column="parcels.recipient_id", known=False),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListParcelsResult:
     """List parcels sent by or addressed to a customer (customer ids from find_customer).
 
@@ -636,107 +340,58 @@ def list_parcels(
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     if sender_id is not None:
-        db.require("customers", "customer_id", sender_id, "sender_id")
+        db.require("customers", sender_id, "sender_id")
     if recipient_id is not None:
-        db.require("customers", "customer_id", recipient_id, "recipient_id")
-    args = {"sender_id": sender_id, "recipient_id": recipient_id, "now": db.now, "principal": db.principal}
+        db.require("customers", recipient_id, "recipient_id")
     page = db.page(
         "SELECT * FROM parcels"
         " WHERE (:sender_id IS NULL OR sender_id = :sender_id)"
         " AND (:recipient_id IS NULL OR recipient_id = :recipient_id)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"sender_id": sender_id, "recipient_id": recipient_id},
+        limit,
+        cursor,
     )
-    rows = [Parcel(**row) for row in page['rows']]
-    return ListParcelsResult(
-        parcels=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListParcelsResult.of(page)
 
 
 def get_parcel(
     db: Database,
     parcel_id: Annotated[
         str,
-        Field(
-            description="Parcel id from list_parcels or a shipment",
-            json_schema_extra={"x-envfarm-ref": "parcels.parcel_id", "x-envfarm-column": "parcels.parcel_id", "x-envfarm-user-known": False},
+        field(
+            "Parcel id from list_parcels or a shipment",
+            ref="parcels.parcel_id",
+            column="parcels.parcel_id",
+            known=False,
         ),
     ],
 ) -> Parcel:
     """Get one parcel's sender, recipient, weight, size, contents and declared value."""
-    row = db.require("parcels", "parcel_id", parcel_id, "parcel_id")
+    row = db.require("parcels", parcel_id)
     return Parcel(**row)
 
 
 def register_parcel(
     db: Database,
     sender_id: Annotated[
-        str,
-        Field(
-            description="Sender's customer id",
-            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "parcels.sender_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Sender's customer id", ref="customers.customer_id", column="parcels.sender_id", known=False)
     ],
     recipient_id: Annotated[
-        str,
-        Field(
-            description="Recipient's customer id",
-            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "parcels.recipient_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Recipient's customer id", ref="customers.customer_id", column="parcels.recipient_id", known=False)
     ],
-    weight_kg: Annotated[
-        float,
-        Field(
-            description="Weight in kg",
-            ge=0.05,
-            json_schema_extra={"x-envfarm-column": "parcels.weight_kg", "x-envfarm-user-known": True},
-        ),
-    ],
-    length_cm: Annotated[
-        int,
-        Field(
-            description="Length in cm",
-            ge=1.0,
-            json_schema_extra={"x-envfarm-column": "parcels.length_cm", "x-envfarm-user-known": True},
-        ),
-    ],
-    width_cm: Annotated[
-        int,
-        Field(
-            description="Width in cm",
-            ge=1.0,
-            json_schema_extra={"x-envfarm-column": "parcels.width_cm", "x-envfarm-user-known": True},
-        ),
-    ],
-    height_cm: Annotated[
-        int,
-        Field(
-            description="Height in cm",
-            ge=1.0,
-            json_schema_extra={"x-envfarm-column": "parcels.height_cm", "x-envfarm-user-known": True},
-        ),
-    ],
-    contents: Annotated[
-        str,
-        Field(
-            description="What is inside",
-            json_schema_extra={"x-envfarm-column": "parcels.contents", "x-envfarm-user-known": True},
-        ),
-    ],
-    declared_value: Annotated[
-        float,
-        Field(
-            description="Value in USD",
-            ge=0.0,
-            json_schema_extra={"x-envfarm-column": "parcels.declared_value", "x-envfarm-user-known": True},
-        ),
-    ],
+    weight_kg: Annotated[float, field("Weight in kg", column="parcels.weight_kg", ge=0.05)],
+    length_cm: Annotated[int, field("Length in cm", column="parcels.length_cm", ge=1.0)],
+    width_cm: Annotated[int, field("Width in cm", column="parcels.width_cm", ge=1.0)],
+    height_cm: Annotated[int, field("Height in cm", column="parcels.height_cm", ge=1.0)],
+    contents: Annotated[str, field("What is inside", column="parcels.contents")],
+    declared_value: Annotated[float, field("Value in USD", column="parcels.declared_value", ge=0.0)],
 ) -> Parcel:
     """Register a parcel a customer wants to send to another customer (both ids from find_customer). Ship
     it afterwards with create_shipment.
     """
-    db.require("customers", "customer_id", sender_id, "sender_id")
-    db.require("customers", "customer_id", recipient_id, "recipient_id")
+    db.require("customers", sender_id, "sender_id")
+    db.require("customers", recipient_id, "recipient_id")
     new_id = db.next_id("parcels")
     args = {
         "sender_id": sender_id,
@@ -747,17 +402,16 @@ def register_parcel(
         "height_cm": height_cm,
         "contents": contents,
         "declared_value": declared_value,
-        "now": db.now,
-        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 WHERE :sender_id = :recipient_id", args):
         db.reject(
-            "Sender and recipient are the same customer ({sender_id}); a parcel needs a different recipient.".format_map(args),
+            "Sender and recipient are the same customer ({sender_id}); a parcel needs a different recipient.", args
         )
     if db.one("SELECT 1 WHERE :declared_value > 5000", args):
         db.reject(
-            "Declared value {declared_value} is above the $5,000 limit for parcels; high-value goods need a freight insurance contract.".format_map(args),
+            "Declared value {declared_value} is above the $5,000 limit for parcels; high-value goods need a freight insurance contract.",
+            args,
         )
     if db.one("SELECT 1 WHERE :length_cm + 2 * (:width_cm + :height_cm) > 400", args):
         db.reject("The parcel is too large (length plus girth over 400 cm); split it into smaller parcels.")
@@ -782,54 +436,32 @@ def register_parcel(
 def create_shipment(
     db: Database,
     parcel_id: Annotated[
-        str,
-        Field(
-            description="Parcel id from register_parcel or list_parcels",
-            json_schema_extra={"x-envfarm-ref": "parcels.parcel_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Parcel id from register_parcel or list_parcels", ref="parcels.parcel_id", known=False)
     ],
     service_id: Annotated[
-        str,
-        Field(
-            description="Service id from list_service_levels",
-            json_schema_extra={"x-envfarm-ref": "service_levels.service_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Service id from list_service_levels", ref="service_levels.service_id", known=False)
     ],
     destination_address: Annotated[
-        str | None,
-        Field(
-            description="Delivery address (default: the recipient's address); validate_address checks it",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
+        str | None, field("Delivery address (default: the recipient's address); validate_address checks it")
     ] = None,
     customs_contents_type: Annotated[
         CustomsDeclarationContentsType | None,
-        Field(
-            description="Required when the shipment crosses a customs border (quote_rates says so): what kind of goods it holds",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
+        field("Required when the shipment crosses a customs border (quote_rates says so): what kind of goods it holds"),
     ] = None,
     customs_description: Annotated[
-        str | None,
-        Field(
-            description="Contents for the customs declaration (default: the parcel's contents)",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
+        str | None, field("Contents for the customs declaration (default: the parcel's contents)")
     ] = None,
     hs_code: Annotated[
         str | None,
-        Field(
-            description="Harmonized System tariff code for the declaration: 4 digits, then up to two .NN groups, e.g. 4901.99",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
+        field("Harmonized System tariff code for the declaration: 4 digits, then up to two .NN groups, e.g. 4901.99"),
     ] = None,
 ) -> Shipment:
     """Ship a registered parcel with a service level: creates the label and tracking number, prices it
     (base price plus price per kg) and sets the expected delivery date. Delivers to the recipient's
     address unless another destination is given.
     """
-    db.require("parcels", "parcel_id", parcel_id, "parcel_id")
-    db.require("service_levels", "service_id", service_id, "service_id")
+    db.require("parcels", parcel_id)
+    db.require("service_levels", service_id)
     args = {
         "parcel_id": parcel_id,
         "service_id": service_id,
@@ -837,12 +469,11 @@ def create_shipment(
         "customs_contents_type": customs_contents_type,
         "customs_description": customs_description,
         "hs_code": hs_code,
-        "now": db.now,
-        "principal": db.principal,
     }
     if db.one("SELECT 1 FROM shipments WHERE parcel_id = :parcel_id AND status != 'cancelled'", args):
         db.reject(
-            "Parcel {parcel_id} already has a shipment; track it with list_shipments instead of shipping it again.".format_map(args),
+            "Parcel {parcel_id} already has a shipment; track it with list_shipments instead of shipping it again.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM parcels p, service_levels s WHERE p.parcel_id = :parcel_id"
@@ -850,9 +481,18 @@ def create_shipment(
         args,
     ):
         db.reject(
-            "Parcel {parcel_id} is heavier than service {service_id} accepts; choose a service with a higher max_weight_kg from list_service_levels.".format_map(args),
+            "Parcel {parcel_id} is heavier than service {service_id} accepts; choose a service with a higher max_weight_kg from list_service_levels.",
+            args,
         )
-    outcome = handlers.create_shipment(db, parcel_id=parcel_id, service_id=service_id, destination_address=destination_address, customs_contents_type=customs_contents_type, customs_description=customs_description, hs_code=hs_code)
+    outcome = handlers.create_shipment(
+        db,
+        parcel_id=parcel_id,
+        service_id=service_id,
+        destination_address=destination_address,
+        customs_contents_type=customs_contents_type,
+        customs_description=customs_description,
+        hs_code=hs_code,
+    )
     return Shipment.model_validate(outcome)
 
 
@@ -860,34 +500,13 @@ def list_shipments(
     db: Database,
     parcel_id: Annotated[
         str | None,
-        Field(
-            description="Parcel id from list_parcels",
-            json_schema_extra={"x-envfarm-ref": "parcels.parcel_id", "x-envfarm-column": "shipments.parcel_id", "x-envfarm-user-known": False},
-        ),
+        field("Parcel id from list_parcels", ref="parcels.parcel_id", column="shipments.parcel_id", known=False),
     ] = None,
     status: Annotated[
-        ShipmentStatus | None,
-        Field(
-            description="Only shipments with this status",
-            json_schema_extra={"x-envfarm-column": "shipments.status", "x-envfarm-user-known": False},
-        ),
+        ShipmentStatus | None, field("Only shipments with this status", column="shipments.status", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListShipmentsResult:
     """List shipments of a parcel (parcel_id from list_parcels), or all shipments with a status.
 
@@ -895,33 +514,25 @@ def list_shipments(
     (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     if parcel_id is not None:
-        db.require("parcels", "parcel_id", parcel_id, "parcel_id")
-    args = {"parcel_id": parcel_id, "status": status, "now": db.now, "principal": db.principal}
+        db.require("parcels", parcel_id)
     page = db.page(
         "SELECT * FROM shipments"
         " WHERE (:parcel_id IS NULL OR parcel_id = :parcel_id)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"parcel_id": parcel_id, "status": status},
+        limit,
+        cursor,
     )
-    rows = [Shipment(**row) for row in page['rows']]
-    return ListShipmentsResult(
-        shipments=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListShipmentsResult.of(page)
 
 
 def track_shipment(
     db: Database,
-    tracking_number: Annotated[
-        str,
-        Field(
-            description="Tracking number, e.g. SL500123456",
-            json_schema_extra={"x-envfarm-column": "shipments.tracking_number", "x-envfarm-user-known": True},
-        ),
-    ],
+    tracking_number: Annotated[str, field("Tracking number, e.g. SL500123456", column="shipments.tracking_number")],
 ) -> Shipment:
     """Look up a shipment by its tracking number; gives its shipment_id, status and expected delivery."""
-    row = db.require("shipments", "tracking_number", tracking_number, "tracking_number")
+    row = db.require("shipments", tracking_number, column="tracking_number")
     return Shipment(**row)
 
 
@@ -929,109 +540,67 @@ def list_tracking_events(
     db: Database,
     shipment_id: Annotated[
         str,
-        Field(
-            description="Shipment id from track_shipment or list_shipments",
-            json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-column": "tracking_events.shipment_id", "x-envfarm-user-known": False},
+        field(
+            "Shipment id from track_shipment or list_shipments",
+            ref="shipments.shipment_id",
+            column="tracking_events.shipment_id",
+            known=False,
         ),
     ],
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 50,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> ListTrackingEventsResult:
     """List the tracking events of a shipment, oldest first.
 
     Matching: shipment_id equals. Ordered oldest first. Returns 50 rows per page by default (limit: up
     to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("shipments", "shipment_id", shipment_id, "shipment_id")
-    args = {"shipment_id": shipment_id, "now": db.now, "principal": db.principal}
+    db.require("shipments", shipment_id)
     page = db.page(
-        "SELECT * FROM tracking_events"
-        " WHERE (:shipment_id IS NULL OR shipment_id = :shipment_id)"
-        " ORDER BY rowid",
-        args, limit, cursor,
+        "SELECT * FROM tracking_events WHERE (:shipment_id IS NULL OR shipment_id = :shipment_id) ORDER BY rowid",
+        {"shipment_id": shipment_id},
+        limit,
+        cursor,
     )
-    rows = [TrackingEvent(**row) for row in page['rows']]
-    return ListTrackingEventsResult(
-        tracking_events=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListTrackingEventsResult.of(page)
 
 
 def schedule_pickup(
     db: Database,
     shipment_id: Annotated[
         str,
-        Field(
-            description="Shipment id from list_shipments",
-            json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-column": "pickups.shipment_id", "x-envfarm-user-known": False},
+        field(
+            "Shipment id from list_shipments", ref="shipments.shipment_id", column="pickups.shipment_id", known=False
         ),
     ],
     pickup_date: Annotated[
-        str,
-        Field(
-            description="Day of the visit (YYYY-MM-DD)",
-            pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-column": "pickups.pickup_date", "x-envfarm-user-known": True},
-        ),
+        str, field("Day of the visit (YYYY-MM-DD)", column="pickups.pickup_date", pattern="^\\d{4}-\\d{2}-\\d{2}$")
     ],
     time_window: Annotated[
-        PickupTimeWindow,
-        Field(
-            description="morning (8-12) or afternoon (13-18)",
-            json_schema_extra={"x-envfarm-column": "pickups.time_window", "x-envfarm-user-known": True},
-        ),
+        PickupTimeWindow, field("morning (8-12) or afternoon (13-18)", column="pickups.time_window")
     ],
-    address: Annotated[
-        str,
-        Field(
-            description="Where to collect it, usually the sender's address",
-            json_schema_extra={"x-envfarm-column": "pickups.address", "x-envfarm-user-known": True},
-        ),
-    ],
+    address: Annotated[str, field("Where to collect it, usually the sender's address", column="pickups.address")],
 ) -> Pickup:
     """Book a courier to collect a shipment whose label is created but not yet picked up. Pickups run
     Monday to Saturday, from today on.
     """
-    db.require("shipments", "shipment_id", shipment_id, "shipment_id")
+    db.require("shipments", shipment_id)
     new_id = db.next_id("pickups")
     args = {
         "shipment_id": shipment_id,
         "pickup_date": pickup_date,
         "time_window": time_window,
         "address": address,
-        "now": db.now,
-        "principal": db.principal,
         "id": new_id,
     }
-    if db.one(
-        "SELECT 1 FROM shipments WHERE shipment_id = :shipment_id"
-        " AND status != 'label_created'",
-        args,
-    ):
-        db.reject(
-            "Shipment {shipment_id} is not waiting for pickup (already collected, closed or cancelled).".format_map(args),
-        )
+    if db.one("SELECT 1 FROM shipments WHERE shipment_id = :shipment_id AND status != 'label_created'", args):
+        db.reject("Shipment {shipment_id} is not waiting for pickup (already collected, closed or cancelled).", args)
     if db.one("SELECT 1 FROM pickups WHERE shipment_id = :shipment_id AND status = 'scheduled'", args):
-        db.reject(
-            "Shipment {shipment_id} already has a scheduled pickup; cancel it first to pick another day.".format_map(args),
-        )
+        db.reject("Shipment {shipment_id} already has a scheduled pickup; cancel it first to pick another day.", args)
     if db.one("SELECT 1 WHERE :pickup_date < date(:now)", args):
-        db.reject("Pickup date {pickup_date} is in the past; choose today or a later day.".format_map(args))
+        db.reject("Pickup date {pickup_date} is in the past; choose today or a later day.", args)
     if db.one("SELECT 1 WHERE strftime('%w', :pickup_date) = '0'", args):
-        db.reject("There are no pickups on Sundays; {pickup_date} is a Sunday.".format_map(args))
+        db.reject("There are no pickups on Sundays; {pickup_date} is a Sunday.", args)
     row = db.insert(
         "pickups",
         {
@@ -1049,29 +618,15 @@ def schedule_pickup(
 def cancel_pickup(
     db: Database,
     pickup_id: Annotated[
-        str,
-        Field(
-            description="Pickup id from list_pickups",
-            json_schema_extra={"x-envfarm-ref": "pickups.pickup_id", "x-envfarm-column": "pickups.pickup_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Pickup id from list_pickups", ref="pickups.pickup_id", column="pickups.pickup_id", known=False)
     ],
 ) -> Pickup:
     """Cancel a scheduled courier pickup."""
-    current = db.require("pickups", "pickup_id", pickup_id, "pickup_id")
-    args = {
-        "pickup_id": pickup_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["pickup_id"],
-        "set_status": "cancelled",
-    }
+    current = db.require("pickups", pickup_id)
+    args = {"pickup_id": pickup_id, "id": current["pickup_id"], "set_status": "cancelled"}
     if db.one("SELECT 1 FROM pickups WHERE pickup_id = :pickup_id AND status != 'scheduled'", args):
-        db.reject("Pickup {pickup_id} is not scheduled (already completed or cancelled).".format_map(args))
-    row = db.returning(
-        "UPDATE pickups SET status = :set_status"
-        " WHERE pickup_id = :id RETURNING *",
-        args,
-    )
+        db.reject("Pickup {pickup_id} is not scheduled (already completed or cancelled).", args)
+    row = db.returning("UPDATE pickups SET status = :set_status WHERE pickup_id = :id RETURNING *", args)
     return Pickup(**row)
 
 
@@ -1079,73 +634,44 @@ def list_pickups(
     db: Database,
     shipment_id: Annotated[
         str,
-        Field(
-            description="Shipment id from list_shipments",
-            json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-column": "pickups.shipment_id", "x-envfarm-user-known": False},
+        field(
+            "Shipment id from list_shipments", ref="shipments.shipment_id", column="pickups.shipment_id", known=False
         ),
     ],
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListPickupsResult:
     """List the courier pickups of a shipment.
 
     Matching: shipment_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up
     to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("shipments", "shipment_id", shipment_id, "shipment_id")
-    args = {"shipment_id": shipment_id, "now": db.now, "principal": db.principal}
+    db.require("shipments", shipment_id)
     page = db.page(
-        "SELECT * FROM pickups"
-        " WHERE (:shipment_id IS NULL OR shipment_id = :shipment_id)"
-        " ORDER BY rowid",
-        args, limit, cursor,
+        "SELECT * FROM pickups WHERE (:shipment_id IS NULL OR shipment_id = :shipment_id) ORDER BY rowid",
+        {"shipment_id": shipment_id},
+        limit,
+        cursor,
     )
-    rows = [Pickup(**row) for row in page['rows']]
-    return ListPickupsResult(
-        pickups=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListPickupsResult.of(page)
 
 
 def change_delivery_address(
     db: Database,
     shipment_id: Annotated[
-        str,
-        Field(
-            description="Shipment id from track_shipment or list_shipments",
-            json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Shipment id from track_shipment or list_shipments", ref="shipments.shipment_id", known=False)
     ],
-    new_address: Annotated[
-        str,
-        Field(description="The new delivery address", json_schema_extra={"x-envfarm-user-known": True}),
-    ],
+    new_address: Annotated[str, field("The new delivery address")],
 ) -> AddressChange:
     """Redirect a shipment to a new delivery address. Possible until the shipment is out for delivery; the
     change is recorded and shows up in its tracking events.
     """
-    db.require("shipments", "shipment_id", shipment_id, "shipment_id")
-    args = {"shipment_id": shipment_id, "new_address": new_address, "now": db.now, "principal": db.principal}
-    if db.one(
-        "SELECT 1 FROM shipments WHERE shipment_id = :shipment_id"
-        " AND status = 'out_for_delivery'",
-        args,
-    ):
+    db.require("shipments", shipment_id)
+    args = {"shipment_id": shipment_id, "new_address": new_address}
+    if db.one("SELECT 1 FROM shipments WHERE shipment_id = :shipment_id AND status = 'out_for_delivery'", args):
         db.reject(
-            "Shipment {shipment_id} is already out for delivery, so its address can no longer be changed; the recipient can refuse it or arrange a redelivery with the driver.".format_map(args),
+            "Shipment {shipment_id} is already out for delivery, so its address can no longer be changed; the recipient can refuse it or arrange a redelivery with the driver.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM shipments WHERE shipment_id = :shipment_id"
@@ -1153,73 +679,51 @@ def change_delivery_address(
         args,
     ):
         db.reject(
-            "Shipment {shipment_id} is closed (delivered, lost, returned or cancelled); its address cannot be changed.".format_map(args),
+            "Shipment {shipment_id} is closed (delivered, lost, returned or cancelled); its address cannot be changed.",
+            args,
         )
-    outcome = handlers.change_delivery_address(db, shipment_id=shipment_id, new_address=new_address)
-    return AddressChange.model_validate(outcome)
+    return AddressChange.model_validate(
+        handlers.change_delivery_address(db, shipment_id=shipment_id, new_address=new_address)
+    )
 
 
 def file_claim(
     db: Database,
     shipment_id: Annotated[
         str,
-        Field(
-            description="Shipment id from track_shipment or list_shipments",
-            json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-column": "claims.shipment_id", "x-envfarm-user-known": False},
+        field(
+            "Shipment id from track_shipment or list_shipments",
+            ref="shipments.shipment_id",
+            column="claims.shipment_id",
+            known=False,
         ),
     ],
-    claim_type: Annotated[
-        ClaimClaimType,
-        Field(
-            description="What went wrong",
-            json_schema_extra={"x-envfarm-column": "claims.claim_type", "x-envfarm-user-known": True},
-        ),
-    ],
-    amount: Annotated[
-        float,
-        Field(
-            description="Amount claimed in USD",
-            ge=0.01,
-            json_schema_extra={"x-envfarm-column": "claims.amount", "x-envfarm-user-known": True},
-        ),
-    ],
-    description: Annotated[
-        str,
-        Field(
-            description="What happened",
-            json_schema_extra={"x-envfarm-column": "claims.description", "x-envfarm-user-known": True},
-        ),
-    ],
+    claim_type: Annotated[ClaimClaimType, field("What went wrong", column="claims.claim_type")],
+    amount: Annotated[float, field("Amount claimed in USD", column="claims.amount", ge=0.01)],
+    description: Annotated[str, field("What happened", column="claims.description")],
 ) -> Claim:
     """File a compensation claim for a delivered shipment (damaged or missing items) or a lost one, within
     30 days of delivery or of it being declared lost. The amount cannot exceed the parcel's declared
     value.
     """
-    db.require("shipments", "shipment_id", shipment_id, "shipment_id")
+    db.require("shipments", shipment_id)
     new_id = db.next_id("claims")
     args = {
         "shipment_id": shipment_id,
         "claim_type": claim_type,
         "amount": amount,
         "description": description,
-        "now": db.now,
-        "principal": db.principal,
         "id": new_id,
     }
-    if db.one(
-        "SELECT 1 FROM shipments WHERE shipment_id = :shipment_id"
-        " AND status NOT IN ('delivered', 'lost')",
-        args,
-    ):
+    if db.one("SELECT 1 FROM shipments WHERE shipment_id = :shipment_id AND status NOT IN ('delivered', 'lost')", args):
         db.reject(
-            "Shipment {shipment_id} is neither delivered nor lost; claims can only be filed once it is delivered or declared lost.".format_map(args),
+            "Shipment {shipment_id} is neither delivered nor lost; claims can only be filed once it is delivered or declared lost.",
+            args,
         )
     if db.one(
-        "SELECT 1 FROM shipments WHERE shipment_id = :shipment_id"
-        " AND julianday(:now) - julianday(closed_at) > 30",
-        args,
+        "SELECT 1 FROM shipments WHERE shipment_id = :shipment_id AND julianday(:now) - julianday(closed_at) > 30", args
     ):
-        db.reject("The 30-day claim window for shipment {shipment_id} has closed.".format_map(args))
+        db.reject("The 30-day claim window for shipment {shipment_id} has closed.", args)
     if db.one(
         "SELECT 1 FROM shipments WHERE shipment_id = :shipment_id"
         " AND ((status = 'delivered' AND :claim_type = 'lost') OR (status = 'lost'"
@@ -1227,7 +731,8 @@ def file_claim(
         args,
     ):
         db.reject(
-            "Claim type {claim_type} does not fit shipment {shipment_id}: use lost for lost shipments, damaged or missing_items for delivered ones.".format_map(args),
+            "Claim type {claim_type} does not fit shipment {shipment_id}: use lost for lost shipments, damaged or missing_items for delivered ones.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM shipments s JOIN parcels p ON p.parcel_id = s.parcel_id"
@@ -1235,16 +740,14 @@ def file_claim(
         args,
     ):
         db.reject(
-            "The amount {amount} exceeds the parcel's declared value; claim at most the declared value shown by get_parcel.".format_map(args),
+            "The amount {amount} exceeds the parcel's declared value; claim at most the declared value shown by get_parcel.",
+            args,
         )
     if db.one(
-        "SELECT 1 FROM claims WHERE shipment_id = :shipment_id"
-        " AND status IN ('submitted', 'under_review', 'approved')",
+        "SELECT 1 FROM claims WHERE shipment_id = :shipment_id AND status IN ('submitted', 'under_review', 'approved')",
         args,
     ):
-        db.reject(
-            "Shipment {shipment_id} already has an open claim; follow it with list_claims.".format_map(args),
-        )
+        db.reject("Shipment {shipment_id} already has an open claim; follow it with list_claims.", args)
     row = db.insert(
         "claims",
         {
@@ -1264,34 +767,13 @@ def list_claims(
     db: Database,
     shipment_id: Annotated[
         str | None,
-        Field(
-            description="Shipment id from list_shipments",
-            json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-column": "claims.shipment_id", "x-envfarm-user-known": False},
-        ),
+        field("Shipment id from list_shipments", ref="shipments.shipment_id", column="claims.shipment_id", known=False),
     ] = None,
     status: Annotated[
-        ClaimStatus | None,
-        Field(
-            description="Only claims with this status",
-            json_schema_extra={"x-envfarm-column": "claims.status", "x-envfarm-user-known": False},
-        ),
+        ClaimStatus | None, field("Only claims with this status", column="claims.status", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListClaimsResult:
     """List claims of a shipment, or all claims with a status.
 
@@ -1299,139 +781,99 @@ def list_claims(
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     if shipment_id is not None:
-        db.require("shipments", "shipment_id", shipment_id, "shipment_id")
-    args = {"shipment_id": shipment_id, "status": status, "now": db.now, "principal": db.principal}
+        db.require("shipments", shipment_id)
     page = db.page(
         "SELECT * FROM claims"
         " WHERE (:shipment_id IS NULL OR shipment_id = :shipment_id)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"shipment_id": shipment_id, "status": status},
+        limit,
+        cursor,
     )
-    rows = [Claim(**row) for row in page['rows']]
-    return ListClaimsResult(
-        claims=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListClaimsResult.of(page)
 
 
 def cancel_shipment(
     db: Database,
     shipment_id: Annotated[
         str,
-        Field(
-            description="Shipment id from list_shipments",
-            json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-column": "shipments.shipment_id", "x-envfarm-user-known": False},
+        field(
+            "Shipment id from list_shipments", ref="shipments.shipment_id", column="shipments.shipment_id", known=False
         ),
     ],
 ) -> Shipment:
     """Cancel a shipment before it has been picked up; its scheduled pickups are cancelled too."""
-    current = db.require("shipments", "shipment_id", shipment_id, "shipment_id")
+    current = db.require("shipments", shipment_id)
     args = {
         "shipment_id": shipment_id,
-        "now": db.now,
-        "principal": db.principal,
         "id": current["shipment_id"],
         "set_status": "cancelled",
         "set_closed_at": db.now,
     }
-    if db.one(
-        "SELECT 1 FROM shipments WHERE shipment_id = :shipment_id"
-        " AND status != 'label_created'",
-        args,
-    ):
+    if db.one("SELECT 1 FROM shipments WHERE shipment_id = :shipment_id AND status != 'label_created'", args):
         db.reject(
-            "Shipment {shipment_id} has already been picked up or closed; only shipments waiting for pickup can be cancelled.".format_map(args),
+            "Shipment {shipment_id} has already been picked up or closed; only shipments waiting for pickup can be cancelled.",
+            args,
         )
     row = db.returning(
-        "UPDATE shipments SET status = :set_status, closed_at = :set_closed_at"
-        " WHERE shipment_id = :id RETURNING *",
+        "UPDATE shipments SET status = :set_status, closed_at = :set_closed_at WHERE shipment_id = :id RETURNING *",
         args,
     )
-    db.execute(
-        "UPDATE pickups SET status = 'cancelled' WHERE shipment_id = :id"
-        " AND status = 'scheduled'",
-        args,
-    )
+    db.execute("UPDATE pickups SET status = 'cancelled' WHERE shipment_id = :id AND status = 'scheduled'", args)
     return Shipment(**row)
 
 
 def validate_address(
     db: Database,
-    address: Annotated[
-        str,
-        Field(
-            description="The address to check, e.g. 88 Harbor Street, Porto",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
+    address: Annotated[str, field("The address to check, e.g. 88 Harbor Street, Porto")],
 ) -> ValidateAddressResult:
     """Check a delivery address before shipping or redirecting: it must read "<house number> <street>,
     <city>" and the city must be one Swiftline delivers to. Returns the address in its standard form,
     its city and country, and what is wrong when it is not valid. Changes nothing.
     """
-    outcome = handlers.validate_address(db, address=address)
-    return ValidateAddressResult.model_validate(outcome)
+    return ValidateAddressResult.model_validate(handlers.validate_address(db, address=address))
 
 
 def quote_rates(
     db: Database,
     parcel_id: Annotated[
-        str,
-        Field(
-            description="Parcel id from register_parcel or list_parcels",
-            json_schema_extra={"x-envfarm-ref": "parcels.parcel_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Parcel id from register_parcel or list_parcels", ref="parcels.parcel_id", known=False)
     ],
-    destination_address: Annotated[
-        str | None,
-        Field(
-            description="Destination (default: the recipient's address)",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = None,
+    destination_address: Annotated[str | None, field("Destination (default: the recipient's address)")] = None,
 ) -> QuoteRatesResult:
     """Rate quotes for a registered parcel before shipping it: every service level that accepts its weight,
     with the price (base price plus price per kg) and the expected delivery date if labelled today, to
     the recipient's address or another destination. Says whether the route crosses a customs border, in
     which case create_shipment needs customs details. Changes nothing.
     """
-    db.require("parcels", "parcel_id", parcel_id, "parcel_id")
-    outcome = handlers.quote_rates(db, parcel_id=parcel_id, destination_address=destination_address)
-    return QuoteRatesResult.model_validate(outcome)
+    db.require("parcels", parcel_id)
+    return QuoteRatesResult.model_validate(
+        handlers.quote_rates(db, parcel_id=parcel_id, destination_address=destination_address)
+    )
 
 
 def list_customs_declarations(
     db: Database,
     shipment_id: Annotated[
         str | None,
-        Field(
-            description="Shipment id from list_shipments",
-            json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-column": "customs_declarations.shipment_id", "x-envfarm-user-known": False},
+        field(
+            "Shipment id from list_shipments",
+            ref="shipments.shipment_id",
+            column="customs_declarations.shipment_id",
+            known=False,
         ),
     ] = None,
     destination_country: Annotated[
         list[str] | None,
-        Field(
-            description="Only these destination countries (ISO codes, e.g. CA)",
-            json_schema_extra={"x-envfarm-column": "customs_declarations.destination_country", "x-envfarm-user-known": False},
+        field(
+            "Only these destination countries (ISO codes, e.g. CA)",
+            column="customs_declarations.destination_country",
+            known=False,
         ),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListCustomsDeclarationsResult:
     """Customs declarations of shipments that cross a customs border, by shipment or destination country.
 
@@ -1440,51 +882,26 @@ def list_customs_declarations(
     cursor to get the next page.
     """
     if shipment_id is not None:
-        db.require("shipments", "shipment_id", shipment_id, "shipment_id")
-    args = {
-        "shipment_id": shipment_id,
-        "destination_country": json_array(destination_country),
-        "now": db.now,
-        "principal": db.principal,
-    }
+        db.require("shipments", shipment_id)
     page = db.page(
         "SELECT * FROM customs_declarations"
         " WHERE (:shipment_id IS NULL OR shipment_id = :shipment_id)"
         " AND (:destination_country IS NULL OR destination_country IN (SELECT value FROM json_each(:destination_country)))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"shipment_id": shipment_id, "destination_country": json_array(destination_country)},
+        limit,
+        cursor,
     )
-    rows = [CustomsDeclaration(**row) for row in page['rows']]
-    return ListCustomsDeclarationsResult(
-        customs_declarations=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListCustomsDeclarationsResult.of(page)
 
 
 def list_address_changes(
     db: Database,
     shipment_id: Annotated[
-        str | None,
-        Field(
-            description="Shipment id",
-            json_schema_extra={"x-envfarm-ref": "shipments.shipment_id", "x-envfarm-column": "address_changes.shipment_id", "x-envfarm-user-known": False},
-        ),
+        str | None, field("Shipment id", ref="shipments.shipment_id", column="address_changes.shipment_id", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListAddressChangesResult:
     """Delivery redirections (old and new address, when requested), by shipment.
 
@@ -1492,15 +909,13 @@ def list_address_changes(
     to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     if shipment_id is not None:
-        db.require("shipments", "shipment_id", shipment_id, "shipment_id")
-    args = {"shipment_id": shipment_id, "now": db.now, "principal": db.principal}
+        db.require("shipments", shipment_id)
     page = db.page(
         "SELECT * FROM address_changes"
         " WHERE (:shipment_id IS NULL OR shipment_id = :shipment_id)"
         " ORDER BY requested_at DESC, rowid",
-        args, limit, cursor,
+        {"shipment_id": shipment_id},
+        limit,
+        cursor,
     )
-    rows = [AddressChange(**row) for row in page['rows']]
-    return ListAddressChangesResult(
-        address_changes=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListAddressChangesResult.of(page)

@@ -39,7 +39,7 @@ def create_charge(
             "UPDATE merchants SET pending_balance = round(pending_balance + ?, 2) WHERE merchant_id = ?",
             (amount, merchant_id),
         )
-    return db.require("charges", "charge_id", charge_id, "charge_id")
+    return db.require("charges", charge_id)
 
 
 def customer_spending_summary(db: Database, customer_id: str) -> dict:
@@ -77,7 +77,7 @@ def _credit(db: Database, merchant_id: str, amount: float) -> None:
 def open_dispute(db: Database, charge_id: str, reason: str, amount: float | None = None) -> dict:
     """Record the cardholder's dispute; the disputed amount and the fee leave the merchant's available
     balance at once (it may go negative), as card networks pull the funds when a dispute opens."""
-    charge = db.require("charges", "charge_id", charge_id, "charge_id")
+    charge = db.require("charges", charge_id)
     remaining = round(charge["amount_captured"] - charge["amount_refunded"], 2)
     disputed = remaining if amount is None else round(amount, 2)
     dispute_id = db.next_id("disputes")
@@ -99,19 +99,17 @@ def open_dispute(db: Database, charge_id: str, reason: str, amount: float | None
         },
     )
     _credit(db, charge["merchant_id"], -(disputed + DISPUTE_FEE))
-    return db.require("disputes", "dispute_id", dispute_id, "dispute_id")
+    return db.require("disputes", dispute_id)
 
 
 def close_dispute(db: Database, dispute_id: str, decision: str) -> dict:
     """The card network's decision: a won dispute returns the amount to the merchant (not the fee); a lost
     one leaves it with the cardholder."""
-    dispute = db.require("disputes", "dispute_id", dispute_id, "dispute_id")
+    dispute = db.require("disputes", dispute_id)
     if decision == "won":
         _credit(db, dispute["merchant_id"], dispute["amount"])
-    db.execute(
-        "UPDATE disputes SET status = ?, closed_at = ? WHERE dispute_id = ?", (decision, db.now, dispute_id)
-    )
-    return db.require("disputes", "dispute_id", dispute_id, "dispute_id")
+    db.execute("UPDATE disputes SET status = ?, closed_at = ? WHERE dispute_id = ?", (decision, db.now, dispute_id))
+    return db.require("disputes", dispute_id)
 
 
 def create_subscription(
@@ -124,7 +122,7 @@ def create_subscription(
     interval: str = "month",
 ) -> dict:
     """Start the plan: the first period is charged (captured) at once and paid until one interval later."""
-    merchant = db.require("merchants", "merchant_id", merchant_id, "merchant_id")
+    merchant = db.require("merchants", merchant_id)
     charge = create_charge(
         db, customer_id, merchant_id, method_id, amount, f"{plan_name} subscription at {merchant['name']}"
     )
@@ -147,20 +145,18 @@ def create_subscription(
             "canceled_at": None,
         },
     )
-    return db.require("subscriptions", "subscription_id", subscription_id, "subscription_id")
+    return db.require("subscriptions", subscription_id)
 
 
 def cancel_subscription(db: Database, subscription_id: str, at_period_end: bool = True) -> dict:
     """At the period's end (default) the plan stays usable until then and never renews; now, it ends at once
     (nothing is refunded: refund_charge does that)."""
     if at_period_end:
-        db.execute(
-            "UPDATE subscriptions SET cancel_at_period_end = 1 WHERE subscription_id = ?", (subscription_id,)
-        )
+        db.execute("UPDATE subscriptions SET cancel_at_period_end = 1 WHERE subscription_id = ?", (subscription_id,))
     else:
         db.execute(
             "UPDATE subscriptions SET status = 'canceled', canceled_at = ?, cancel_at_period_end = 0"
             " WHERE subscription_id = ?",
             (db.now, subscription_id),
         )
-    return db.require("subscriptions", "subscription_id", subscription_id, "subscription_id")
+    return db.require("subscriptions", subscription_id)

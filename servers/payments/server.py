@@ -67,7 +67,7 @@ DEFINITION = ServerDefinition(
         kind="staff",
         description="a support agent of the payments wallet",
         default="Support: Ava Stone",
-        values=("Support: Ava Stone", "Support: Jonas Weber",),
+        values=("Support: Ava Stone", "Support: Jonas Weber"),
         customers="a customer gives their email and the last four digits of a card on file; match them before refunding or changing anything",
     ),
 )

@@ -7,11 +7,22 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from envfarm.servers.runtime.database import Database, json_array
+from envfarm.servers.runtime import Cursor, Database, Limit, Page, field, json_array
 
 from . import handlers
 
-MerchantCategory = Literal["grocery", "marketplace", "software", "fitness", "restaurant", "transport", "utilities", "retail", "health", "entertainment"]
+MerchantCategory = Literal[
+    "grocery",
+    "marketplace",
+    "software",
+    "fitness",
+    "restaurant",
+    "transport",
+    "utilities",
+    "retail",
+    "health",
+    "entertainment",
+]
 MerchantPayoutSchedule = Literal["daily", "weekly"]
 MerchantStatus = Literal["active", "restricted"]
 PaymentMethodType = Literal["card", "bank_account"]
@@ -21,7 +32,9 @@ ChargeStatus = Literal["authorized", "captured", "partially_refunded", "refunded
 RefundReason = Literal["requested_by_customer", "duplicate", "product_not_received", "fraudulent"]
 RefundStatus = Literal["succeeded"]
 PayoutStatus = Literal["in_transit", "paid"]
-DisputeReason = Literal["fraudulent", "product_not_received", "product_unacceptable", "duplicate", "subscription_canceled"]
+DisputeReason = Literal[
+    "fraudulent", "product_not_received", "product_unacceptable", "duplicate", "subscription_canceled"
+]
 DisputeStatus = Literal["needs_response", "under_review", "won", "lost"]
 SubscriptionInterval = Literal["month", "year"]
 SubscriptionStatus = Literal["active", "paused", "canceled"]
@@ -30,400 +43,166 @@ SubscriptionStatus = Literal["active", "paused", "canceled"]
 class Customer(BaseModel):
     """A wallet customer (the farm's shared cast of people). A row of `customers`."""
 
-    customer_id: str = Field(
-        description="Internal customer id",
-        json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
-    )
-    full_name: str = Field(
-        description="First and last name",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    email: str = Field(
-        description="Login and receipt email",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    phone: str = Field(description="Contact phone number", json_schema_extra={"x-envfarm-user-known": True})
-    created_at: str = Field(
-        description="When the wallet was opened (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    customer_id: str = field("Internal customer id", ref="customers.customer_id", known=False)
+    full_name: str = field("First and last name")
+    email: str = field("Login and receipt email")
+    phone: str = field("Contact phone number")
+    created_at: str = field("When the wallet was opened (ISO 8601, UTC)", known=False)
 
 
 class Merchant(BaseModel):
     """A business that accepts payments through the wallet. A row of `merchants`."""
 
-    merchant_id: str = Field(
-        description="Internal merchant id",
-        json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(
-        description="Business name, e.g. FreshCart Grocery",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    category: MerchantCategory = Field(
-        description="Business category",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    support_email: str = Field(
-        description="Billing contact of the merchant",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    payout_schedule: MerchantPayoutSchedule = Field(
-        description="How often payouts are usually sent",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    status: MerchantStatus = Field(
-        description="Restricted merchants cannot receive payouts",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    available_balance: float = Field(
-        description="Settled funds in USD that can be paid out",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    pending_balance: float = Field(
-        description="Funds in USD captured in the last two days, not yet settled",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    merchant_id: str = field("Internal merchant id", ref="merchants.merchant_id", known=False)
+    name: str = field("Business name, e.g. FreshCart Grocery")
+    category: MerchantCategory = field("Business category")
+    support_email: str = field("Billing contact of the merchant")
+    payout_schedule: MerchantPayoutSchedule = field("How often payouts are usually sent", known=False)
+    status: MerchantStatus = field("Restricted merchants cannot receive payouts", known=False)
+    available_balance: float = field("Settled funds in USD that can be paid out")
+    pending_balance: float = field("Funds in USD captured in the last two days, not yet settled")
 
 
 class PaymentMethod(BaseModel):
     """A card or bank account a customer keeps on file. A row of `payment_methods`."""
 
-    method_id: str = Field(
-        description="Internal payment method id",
-        json_schema_extra={"x-envfarm-ref": "payment_methods.method_id", "x-envfarm-user-known": False},
-    )
-    customer_id: str = Field(
-        description="Owner of the method",
-        json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
-    )
-    type: PaymentMethodType = Field(
-        description="Card or bank account",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    brand: PaymentMethodBrand | None = Field(
-        description="Card network (cards only)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    bank_name: str | None = Field(
-        description="Bank (bank accounts only)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    last4: str = Field(description="Last four digits", json_schema_extra={"x-envfarm-user-known": True})
-    exp_month: int | None = Field(
-        description="Expiry month 1-12 (cards only)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    exp_year: int | None = Field(
-        description="Expiry year (cards only)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    label: str | None = Field(
-        description="Customer's label, e.g. Visa ending 4242",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    is_default: bool = Field(
-        description="The method used when none is named",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    status: PaymentMethodStatus = Field(
-        description="Removed methods cannot be charged",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    method_id: str = field("Internal payment method id", ref="payment_methods.method_id", known=False)
+    customer_id: str = field("Owner of the method", ref="customers.customer_id", known=False)
+    type: PaymentMethodType = field("Card or bank account")
+    brand: PaymentMethodBrand | None = field("Card network (cards only)")
+    bank_name: str | None = field("Bank (bank accounts only)")
+    last4: str = field("Last four digits")
+    exp_month: int | None = field("Expiry month 1-12 (cards only)")
+    exp_year: int | None = field("Expiry year (cards only)")
+    label: str | None = field("Customer's label, e.g. Visa ending 4242")
+    is_default: bool = field("The method used when none is named", known=False)
+    status: PaymentMethodStatus = field("Removed methods cannot be charged", known=False)
 
 
 class Charge(BaseModel):
     """A payment from a customer to a merchant. A row of `charges`."""
 
-    charge_id: str = Field(
-        description="Internal charge id",
-        json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-user-known": False},
-    )
-    customer_id: str = Field(
-        description="The paying customer",
-        json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
-    )
-    merchant_id: str = Field(
-        description="The merchant paid",
-        json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-user-known": False},
-    )
-    method_id: str = Field(
-        description="The card or bank account charged",
-        json_schema_extra={"x-envfarm-ref": "payment_methods.method_id", "x-envfarm-user-known": False},
-    )
-    amount: float = Field(
-        description="Authorized amount in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    description: str = Field(
-        description="What the payment was for",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: ChargeStatus = Field(
-        description="Charge status",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    amount_captured: float = Field(
-        description="Amount in USD actually taken",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    amount_refunded: float = Field(
-        description="Amount in USD refunded so far",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    created_at: str = Field(
-        description="When the charge was made (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    captured_at: str | None = Field(
-        description="When the funds were captured (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    charge_id: str = field("Internal charge id", ref="charges.charge_id", known=False)
+    customer_id: str = field("The paying customer", ref="customers.customer_id", known=False)
+    merchant_id: str = field("The merchant paid", ref="merchants.merchant_id", known=False)
+    method_id: str = field("The card or bank account charged", ref="payment_methods.method_id", known=False)
+    amount: float = field("Authorized amount in USD")
+    description: str = field("What the payment was for")
+    status: ChargeStatus = field("Charge status", known=False)
+    amount_captured: float = field("Amount in USD actually taken")
+    amount_refunded: float = field("Amount in USD refunded so far")
+    created_at: str = field("When the charge was made (ISO 8601, UTC)")
+    captured_at: str | None = field("When the funds were captured (ISO 8601, UTC)", known=False)
 
 
 class Refund(BaseModel):
     """Money returned to the customer from a captured charge. A row of `refunds`."""
 
-    refund_id: str = Field(
-        description="Internal refund id",
-        json_schema_extra={"x-envfarm-ref": "refunds.refund_id", "x-envfarm-user-known": False},
-    )
-    charge_id: str = Field(
-        description="The refunded charge",
-        json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-user-known": False},
-    )
-    amount: float = Field(
-        description="Refunded amount in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    reason: RefundReason = Field(
-        description="Why it was refunded",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: RefundStatus = Field(
-        description="Refund status",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    created_at: str = Field(
-        description="When the refund was issued (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    refund_id: str = field("Internal refund id", ref="refunds.refund_id", known=False)
+    charge_id: str = field("The refunded charge", ref="charges.charge_id", known=False)
+    amount: float = field("Refunded amount in USD")
+    reason: RefundReason = field("Why it was refunded")
+    status: RefundStatus = field("Refund status", known=False)
+    created_at: str = field("When the refund was issued (ISO 8601, UTC)")
 
 
 class Payout(BaseModel):
     """A transfer of a merchant's available balance to its bank. A row of `payouts`."""
 
-    payout_id: str = Field(
-        description="Internal payout id",
-        json_schema_extra={"x-envfarm-ref": "payouts.payout_id", "x-envfarm-user-known": False},
-    )
-    merchant_id: str = Field(
-        description="The merchant paid out",
-        json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-user-known": False},
-    )
-    amount: float = Field(description="Amount in USD", json_schema_extra={"x-envfarm-user-known": True})
-    status: PayoutStatus = Field(
-        description="Payout status",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    created_at: str = Field(
-        description="When the payout was sent (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    arrival_date: str | None = Field(
-        description="Expected arrival at the merchant's bank (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    payout_id: str = field("Internal payout id", ref="payouts.payout_id", known=False)
+    merchant_id: str = field("The merchant paid out", ref="merchants.merchant_id", known=False)
+    amount: float = field("Amount in USD")
+    status: PayoutStatus = field("Payout status", known=False)
+    created_at: str = field("When the payout was sent (ISO 8601, UTC)")
+    arrival_date: str | None = field("Expected arrival at the merchant's bank (YYYY-MM-DD)")
 
 
 class Dispute(BaseModel):
     """A cardholder's dispute (chargeback) of a captured charge: the amount and a fee are withdrawn from the merchant until it is decided. A row of `disputes`."""
 
-    dispute_id: str = Field(
-        description="Internal dispute id",
-        json_schema_extra={"x-envfarm-ref": "disputes.dispute_id", "x-envfarm-user-known": False},
+    dispute_id: str = field("Internal dispute id", ref="disputes.dispute_id", known=False)
+    charge_id: str = field("The disputed charge", ref="charges.charge_id", known=False)
+    customer_id: str = field("The cardholder who disputes it", ref="customers.customer_id", known=False)
+    merchant_id: str = field("The merchant that was paid", ref="merchants.merchant_id", known=False)
+    amount: float = field("Disputed amount in USD")
+    fee: float = field("Dispute fee in USD charged to the merchant (kept whatever the outcome)")
+    reason: DisputeReason = field("Why the cardholder disputes it")
+    status: DisputeStatus = field(
+        "needs_response: the merchant must answer; under_review: evidence sent; won: the merchant keeps the money; lost: the cardholder does",
+        known=False,
     )
-    charge_id: str = Field(
-        description="The disputed charge",
-        json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-user-known": False},
-    )
-    customer_id: str = Field(
-        description="The cardholder who disputes it",
-        json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
-    )
-    merchant_id: str = Field(
-        description="The merchant that was paid",
-        json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-user-known": False},
-    )
-    amount: float = Field(
-        description="Disputed amount in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    fee: float = Field(
-        description="Dispute fee in USD charged to the merchant (kept whatever the outcome)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    reason: DisputeReason = Field(
-        description="Why the cardholder disputes it",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: DisputeStatus = Field(
-        description="needs_response: the merchant must answer; under_review: evidence sent; won: the merchant keeps the money; lost: the cardholder does",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    evidence: str | None = Field(
-        description="The merchant's evidence",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    created_at: str = Field(
-        description="When it was opened (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    evidence_due_by: str = Field(
-        description="Last day to answer with evidence (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    closed_at: str | None = Field(
-        description="When it was decided (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    evidence: str | None = field("The merchant's evidence")
+    created_at: str = field("When it was opened (ISO 8601, UTC)")
+    evidence_due_by: str = field("Last day to answer with evidence (YYYY-MM-DD)")
+    closed_at: str | None = field("When it was decided (ISO 8601, UTC)", known=False)
 
 
 class Subscription(BaseModel):
     """A recurring plan a customer pays a merchant for, charged at the start of each period. A row of `subscriptions`."""
 
-    subscription_id: str = Field(
-        description="Internal subscription id",
-        json_schema_extra={"x-envfarm-ref": "subscriptions.subscription_id", "x-envfarm-user-known": False},
+    subscription_id: str = field("Internal subscription id", ref="subscriptions.subscription_id", known=False)
+    customer_id: str = field("The subscriber", ref="customers.customer_id", known=False)
+    merchant_id: str = field("The merchant", ref="merchants.merchant_id", known=False)
+    method_id: str = field("The payment method charged each period", ref="payment_methods.method_id", known=False)
+    plan_name: str = field("Plan, e.g. Pro plan")
+    amount: float = field("Price per period in USD")
+    interval: SubscriptionInterval = field("Billing period")
+    status: SubscriptionStatus = field(
+        "paused plans are not charged until resumed; canceled ones never again", known=False
     )
-    customer_id: str = Field(
-        description="The subscriber",
-        json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
-    )
-    merchant_id: str = Field(
-        description="The merchant",
-        json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-user-known": False},
-    )
-    method_id: str = Field(
-        description="The payment method charged each period",
-        json_schema_extra={"x-envfarm-ref": "payment_methods.method_id", "x-envfarm-user-known": False},
-    )
-    plan_name: str = Field(
-        description="Plan, e.g. Pro plan",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    amount: float = Field(
-        description="Price per period in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    interval: SubscriptionInterval = Field(
-        description="Billing period",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: SubscriptionStatus = Field(
-        description="paused plans are not charged until resumed; canceled ones never again",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    current_period_end: str = Field(
-        description="Day the paid period ends (the next charge is due) (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    cancel_at_period_end: bool = Field(
-        description="Ends when the paid period ends instead of renewing",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    latest_charge_id: str | None = Field(
-        description="The charge of the current period",
-        json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-user-known": False},
-    )
-    created_at: str = Field(
-        description="When it started (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    canceled_at: str | None = Field(
-        description="When it was canceled (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    current_period_end: str = field("Day the paid period ends (the next charge is due) (YYYY-MM-DD)")
+    cancel_at_period_end: bool = field("Ends when the paid period ends instead of renewing", known=False)
+    latest_charge_id: str | None = field("The charge of the current period", ref="charges.charge_id", known=False)
+    created_at: str = field("When it started (ISO 8601, UTC)")
+    canceled_at: str | None = field("When it was canceled (ISO 8601, UTC)", known=False)
 
 
-class FindCustomerResult(BaseModel):
+class FindCustomerResult(Page):
     """What `find_customer` found: one page of the matching rows."""
 
-    customers: list[Customer] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    customers: list[Customer] = Page.rows()
 
 
-class ListPaymentMethodsResult(BaseModel):
+class ListPaymentMethodsResult(Page):
     """What `list_payment_methods` found: one page of the matching rows."""
 
-    payment_methods: list[PaymentMethod] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    payment_methods: list[PaymentMethod] = Page.rows()
 
 
-class SearchMerchantsResult(BaseModel):
+class SearchMerchantsResult(Page):
     """What `search_merchants` found: one page of the matching rows."""
 
-    merchants: list[Merchant] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    merchants: list[Merchant] = Page.rows()
 
 
-class ListChargesResult(BaseModel):
+class ListChargesResult(Page):
     """What `list_charges` found: one page of the matching rows."""
 
-    charges: list[Charge] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    charges: list[Charge] = Page.rows()
 
 
-class ListRefundsResult(BaseModel):
+class ListRefundsResult(Page):
     """What `list_refunds` found: one page of the matching rows."""
 
-    refunds: list[Refund] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    refunds: list[Refund] = Page.rows()
 
 
-class ListPayoutsResult(BaseModel):
+class ListPayoutsResult(Page):
     """What `list_payouts` found: one page of the matching rows."""
 
-    payouts: list[Payout] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    payouts: list[Payout] = Page.rows()
 
 
-class ListDisputesResult(BaseModel):
+class ListDisputesResult(Page):
     """What `list_disputes` found: one page of the matching rows."""
 
-    disputes: list[Dispute] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    disputes: list[Dispute] = Page.rows()
 
 
-class ListSubscriptionsResult(BaseModel):
+class ListSubscriptionsResult(Page):
     """What `list_subscriptions` found: one page of the matching rows."""
 
-    subscriptions: list[Subscription] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    subscriptions: list[Subscription] = Page.rows()
 
 
 class CustomerSpendingSummaryResult(BaseModel):
@@ -439,36 +218,10 @@ class CustomerSpendingSummaryResult(BaseModel):
 
 def find_customer(
     db: Database,
-    email: Annotated[
-        str | None,
-        Field(
-            description="Exact email address",
-            json_schema_extra={"x-envfarm-column": "customers.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    full_name: Annotated[
-        str | None,
-        Field(
-            description="Part of the customer's name",
-            json_schema_extra={"x-envfarm-column": "customers.full_name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    email: Annotated[str | None, field("Exact email address", column="customers.email")] = None,
+    full_name: Annotated[str | None, field("Part of the customer's name", column="customers.full_name")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> FindCustomerResult:
     """Find wallet customers by exact email or part of the name. Returns customer ids.
 
@@ -476,59 +229,37 @@ def find_customer(
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
-    args = {"email": email, "full_name": full_name, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM customers"
         " WHERE (:email IS NULL OR email = :email)"
-        " AND (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:full_name IS NULL OR contains(full_name, :full_name))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"email": email, "full_name": full_name},
+        limit,
+        cursor,
     )
-    rows = [Customer(**row) for row in page['rows']]
-    return FindCustomerResult(
-        customers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return FindCustomerResult.of(page)
 
 
 def list_payment_methods(
     db: Database,
     customer_id: Annotated[
         str,
-        Field(
-            description="Customer id from find_customer",
-            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "payment_methods.customer_id", "x-envfarm-user-known": False},
+        field(
+            "Customer id from find_customer",
+            ref="customers.customer_id",
+            column="payment_methods.customer_id",
+            known=False,
         ),
     ],
     status: Annotated[
-        PaymentMethodStatus,
-        Field(
-            description="active (default) or removed methods",
-            json_schema_extra={"x-envfarm-column": "payment_methods.status", "x-envfarm-user-known": False},
-        ),
+        PaymentMethodStatus, field("active (default) or removed methods", column="payment_methods.status", known=False)
     ] = "active",
     type: Annotated[
-        PaymentMethodType | None,
-        Field(
-            description="Only cards or only bank accounts",
-            json_schema_extra={"x-envfarm-column": "payment_methods.type", "x-envfarm-user-known": True},
-        ),
+        PaymentMethodType | None, field("Only cards or only bank accounts", column="payment_methods.type")
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListPaymentMethodsResult:
     """List a customer's cards and bank accounts with expiry dates and which one is the default.
 
@@ -536,79 +267,39 @@ def list_payment_methods(
     page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
-    db.require("customers", "customer_id", customer_id, "customer_id")
-    args = {
-        "customer_id": customer_id,
-        "status": status,
-        "type": type,
-        "now": db.now,
-        "principal": db.principal,
-    }
+    db.require("customers", customer_id)
     page = db.page(
         "SELECT * FROM payment_methods"
         " WHERE (:customer_id IS NULL OR customer_id = :customer_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:type IS NULL OR type = :type)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"customer_id": customer_id, "status": status, "type": type},
+        limit,
+        cursor,
     )
-    rows = [PaymentMethod(**row) for row in page['rows']]
-    return ListPaymentMethodsResult(
-        payment_methods=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListPaymentMethodsResult.of(page)
 
 
 def add_card(
     db: Database,
     customer_id: Annotated[
         str,
-        Field(
-            description="Customer id from find_customer",
-            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "payment_methods.customer_id", "x-envfarm-user-known": False},
+        field(
+            "Customer id from find_customer",
+            ref="customers.customer_id",
+            column="payment_methods.customer_id",
+            known=False,
         ),
     ],
-    brand: Annotated[
-        PaymentMethodBrand,
-        Field(
-            description="Card network",
-            json_schema_extra={"x-envfarm-column": "payment_methods.brand", "x-envfarm-user-known": True},
-        ),
-    ],
-    last4: Annotated[
-        str,
-        Field(
-            description="Last four digits of the card number",
-            json_schema_extra={"x-envfarm-column": "payment_methods.last4", "x-envfarm-user-known": True},
-        ),
-    ],
-    exp_month: Annotated[
-        int,
-        Field(
-            description="Expiry month",
-            ge=1.0,
-            le=12.0,
-            json_schema_extra={"x-envfarm-column": "payment_methods.exp_month", "x-envfarm-user-known": True},
-        ),
-    ],
-    exp_year: Annotated[
-        int,
-        Field(
-            description="Expiry year (4 digits)",
-            ge=2000.0,
-            le=2100.0,
-            json_schema_extra={"x-envfarm-column": "payment_methods.exp_year", "x-envfarm-user-known": True},
-        ),
-    ],
-    label: Annotated[
-        str | None,
-        Field(
-            description="Optional label, e.g. Travel card",
-            json_schema_extra={"x-envfarm-column": "payment_methods.label", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    brand: Annotated[PaymentMethodBrand, field("Card network", column="payment_methods.brand")],
+    last4: Annotated[str, field("Last four digits of the card number", column="payment_methods.last4")],
+    exp_month: Annotated[int, field("Expiry month", column="payment_methods.exp_month", ge=1.0, le=12.0)],
+    exp_year: Annotated[int, field("Expiry year (4 digits)", column="payment_methods.exp_year", ge=2000.0, le=2100.0)],
+    label: Annotated[str | None, field("Optional label, e.g. Travel card", column="payment_methods.label")] = None,
 ) -> PaymentMethod:
     """Add a card to a customer's wallet. Expired cards and cards already on file are refused."""
-    db.require("customers", "customer_id", customer_id, "customer_id")
+    db.require("customers", customer_id)
     new_id = db.next_id("payment_methods")
     args = {
         "customer_id": customer_id,
@@ -617,26 +308,16 @@ def add_card(
         "exp_month": exp_month,
         "exp_year": exp_year,
         "label": label,
-        "now": db.now,
-        "principal": db.principal,
         "id": new_id,
     }
-    if db.one(
-        "SELECT 1"
-        " WHERE :exp_year * 100 + :exp_month < CAST(strftime('%Y%m', :now) AS INTEGER)",
-        args,
-    ):
-        db.reject(
-            "This card expired in {exp_month}/{exp_year}; ask for a card that is still valid.".format_map(args),
-        )
+    if db.one("SELECT 1 WHERE :exp_year * 100 + :exp_month < CAST(strftime('%Y%m', :now) AS INTEGER)", args):
+        db.reject("This card expired in {exp_month}/{exp_year}; ask for a card that is still valid.", args)
     if db.one(
         "SELECT 1 FROM payment_methods WHERE customer_id = :customer_id"
         " AND brand = :brand AND last4 = :last4 AND status = 'active'",
         args,
     ):
-        db.reject(
-            "A {brand} card ending {last4} is already on file for customer {customer_id}.".format_map(args),
-        )
+        db.reject("A {brand} card ending {last4} is already on file for customer {customer_id}.", args)
     row = db.insert(
         "payment_methods",
         {
@@ -659,80 +340,58 @@ def set_default_payment_method(
     db: Database,
     method_id: Annotated[
         str,
-        Field(
-            description="Payment method id from list_payment_methods",
-            json_schema_extra={"x-envfarm-ref": "payment_methods.method_id", "x-envfarm-column": "payment_methods.method_id", "x-envfarm-user-known": False},
+        field(
+            "Payment method id from list_payment_methods",
+            ref="payment_methods.method_id",
+            column="payment_methods.method_id",
+            known=False,
         ),
     ],
 ) -> PaymentMethod:
     """Make an active, unexpired card or bank account the customer's default; the previous default is
     unset.
     """
-    current = db.require("payment_methods", "method_id", method_id, "method_id")
-    args = {
-        "method_id": method_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["method_id"],
-        "set_is_default": True,
-    }
-    if db.one(
-        "SELECT 1 FROM payment_methods WHERE method_id = :method_id"
-        " AND status = 'removed'",
-        args,
-    ):
-        db.reject(
-            "Payment method {method_id} was removed; add it again before making it the default.".format_map(args),
-        )
+    current = db.require("payment_methods", method_id)
+    args = {"method_id": method_id, "id": current["method_id"], "set_is_default": True}
+    if db.one("SELECT 1 FROM payment_methods WHERE method_id = :method_id AND status = 'removed'", args):
+        db.reject("Payment method {method_id} was removed; add it again before making it the default.", args)
     if db.one(
         "SELECT 1 FROM payment_methods WHERE method_id = :method_id AND type = 'card'"
         " AND exp_year * 100 + exp_month < CAST(strftime('%Y%m', :now) AS INTEGER)",
         args,
     ):
-        db.reject("Card {method_id} has expired and cannot be the default.".format_map(args))
-    db.execute(
-        "UPDATE payment_methods SET is_default = :set_is_default"
-        " WHERE method_id = :id",
-        args,
-    )
+        db.reject("Card {method_id} has expired and cannot be the default.", args)
+    db.execute("UPDATE payment_methods SET is_default = :set_is_default WHERE method_id = :id", args)
     db.execute(
         "UPDATE payment_methods SET is_default = 0 WHERE method_id != :id"
         " AND customer_id = (SELECT customer_id FROM payment_methods"
         " WHERE method_id = :id)",
         args,
     )
-    return PaymentMethod(**db.require("payment_methods", "method_id", current["method_id"], "method_id"))
+    return PaymentMethod(**db.require("payment_methods", current["method_id"]))
 
 
 def remove_payment_method(
     db: Database,
     method_id: Annotated[
         str,
-        Field(
-            description="Payment method id from list_payment_methods",
-            json_schema_extra={"x-envfarm-ref": "payment_methods.method_id", "x-envfarm-column": "payment_methods.method_id", "x-envfarm-user-known": False},
+        field(
+            "Payment method id from list_payment_methods",
+            ref="payment_methods.method_id",
+            column="payment_methods.method_id",
+            known=False,
         ),
     ],
 ) -> PaymentMethod:
     """Remove a card or bank account from the wallet. Not possible while it has uncaptured authorizations."""
-    current = db.require("payment_methods", "method_id", method_id, "method_id")
-    args = {
-        "method_id": method_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["method_id"],
-        "set_status": "removed",
-        "set_is_default": False,
-    }
-    if db.one(
-        "SELECT 1 FROM payment_methods WHERE method_id = :method_id"
-        " AND status = 'removed'",
-        args,
-    ):
-        db.reject("Payment method {method_id} is already removed.".format_map(args))
+    current = db.require("payment_methods", method_id)
+    args = {"method_id": method_id, "id": current["method_id"], "set_status": "removed", "set_is_default": False}
+    if db.one("SELECT 1 FROM payment_methods WHERE method_id = :method_id AND status = 'removed'", args):
+        db.reject("Payment method {method_id} is already removed.", args)
     if db.one("SELECT 1 FROM charges WHERE method_id = :method_id AND status = 'authorized'", args):
         db.reject(
-            "Payment method {method_id} has authorized charges that are not captured yet; capture or void them first.".format_map(args),
+            "Payment method {method_id} has authorized charges that are not captured yet; capture or void them first.",
+            args,
         )
     row = db.returning(
         "UPDATE payment_methods SET status = :set_status, is_default = :set_is_default"
@@ -744,36 +403,10 @@ def remove_payment_method(
 
 def search_merchants(
     db: Database,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the business name",
-            json_schema_extra={"x-envfarm-column": "merchants.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    category: Annotated[
-        MerchantCategory | None,
-        Field(
-            description="Business category",
-            json_schema_extra={"x-envfarm-column": "merchants.category", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    name: Annotated[str | None, field("Part of the business name", column="merchants.name")] = None,
+    category: Annotated[MerchantCategory | None, field("Business category", column="merchants.category")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> SearchMerchantsResult:
     """Search merchants by part of the name or by category. Returns merchant ids and balances.
 
@@ -781,81 +414,56 @@ def search_merchants(
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
-    args = {"name": name, "category": category, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM merchants"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:name IS NULL OR contains(name, :name))"
         " AND (:category IS NULL OR category = :category)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"name": name, "category": category},
+        limit,
+        cursor,
     )
-    rows = [Merchant(**row) for row in page['rows']]
-    return SearchMerchantsResult(
-        merchants=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return SearchMerchantsResult.of(page)
 
 
 def get_merchant(
     db: Database,
     merchant_id: Annotated[
         str,
-        Field(
-            description="Merchant id from search_merchants or a charge",
-            json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-column": "merchants.merchant_id", "x-envfarm-user-known": False},
+        field(
+            "Merchant id from search_merchants or a charge",
+            ref="merchants.merchant_id",
+            column="merchants.merchant_id",
+            known=False,
         ),
     ],
 ) -> Merchant:
     """Get one merchant's balances, payout schedule and status."""
-    row = db.require("merchants", "merchant_id", merchant_id, "merchant_id")
+    row = db.require("merchants", merchant_id)
     return Merchant(**row)
 
 
 def create_charge(
     db: Database,
-    customer_id: Annotated[
-        str,
-        Field(
-            description="Customer id from find_customer",
-            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    merchant_id: Annotated[
-        str,
-        Field(
-            description="Merchant id from search_merchants",
-            json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    customer_id: Annotated[str, field("Customer id from find_customer", ref="customers.customer_id", known=False)],
+    merchant_id: Annotated[str, field("Merchant id from search_merchants", ref="merchants.merchant_id", known=False)],
     method_id: Annotated[
         str,
-        Field(
-            description="The customer's payment method id from list_payment_methods",
-            json_schema_extra={"x-envfarm-ref": "payment_methods.method_id", "x-envfarm-user-known": False},
+        field(
+            "The customer's payment method id from list_payment_methods", ref="payment_methods.method_id", known=False
         ),
     ],
-    amount: Annotated[
-        float,
-        Field(description="Amount in USD", ge=0.5, json_schema_extra={"x-envfarm-user-known": True}),
-    ],
-    description: Annotated[
-        str,
-        Field(description="What the payment is for", json_schema_extra={"x-envfarm-user-known": True}),
-    ],
-    capture: Annotated[
-        bool,
-        Field(
-            description="Take the money now (true) or only authorize it (false)",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = True,
+    amount: Annotated[float, field("Amount in USD", ge=0.5)],
+    description: Annotated[str, field("What the payment is for")],
+    capture: Annotated[bool, field("Take the money now (true) or only authorize it (false)")] = True,
 ) -> Charge:
     """Charge a customer's payment method for a merchant. With capture=true (default) the money is taken at
     once; with capture=false it is only authorized and must be captured or voided later. Returns the
     charge.
     """
-    db.require("customers", "customer_id", customer_id, "customer_id")
-    db.require("merchants", "merchant_id", merchant_id, "merchant_id")
-    db.require("payment_methods", "method_id", method_id, "method_id")
+    db.require("customers", customer_id)
+    db.require("merchants", merchant_id)
+    db.require("payment_methods", method_id)
     args = {
         "customer_id": customer_id,
         "merchant_id": merchant_id,
@@ -863,36 +471,28 @@ def create_charge(
         "amount": amount,
         "description": description,
         "capture": capture,
-        "now": db.now,
-        "principal": db.principal,
     }
-    if db.one(
-        "SELECT 1 FROM payment_methods WHERE method_id = :method_id"
-        " AND customer_id != :customer_id",
-        args,
-    ):
-        db.reject(
-            "Payment method {method_id} does not belong to customer {customer_id}; list their own methods.".format_map(args),
-        )
-    if db.one(
-        "SELECT 1 FROM payment_methods WHERE method_id = :method_id"
-        " AND status = 'removed'",
-        args,
-    ):
-        db.reject(
-            "Payment method {method_id} was removed from the wallet and cannot be charged.".format_map(args),
-        )
+    if db.one("SELECT 1 FROM payment_methods WHERE method_id = :method_id AND customer_id != :customer_id", args):
+        db.reject("Payment method {method_id} does not belong to customer {customer_id}; list their own methods.", args)
+    if db.one("SELECT 1 FROM payment_methods WHERE method_id = :method_id AND status = 'removed'", args):
+        db.reject("Payment method {method_id} was removed from the wallet and cannot be charged.", args)
     if db.one(
         "SELECT 1 FROM payment_methods WHERE method_id = :method_id AND type = 'card'"
         " AND exp_year * 100 + exp_month < CAST(strftime('%Y%m', :now) AS INTEGER)",
         args,
     ):
-        db.reject(
-            "Card {method_id} has expired and cannot be charged; use another method or add a new card.".format_map(args),
-        )
+        db.reject("Card {method_id} has expired and cannot be charged; use another method or add a new card.", args)
     if db.one("SELECT 1 WHERE :amount > 2500", args):
         db.reject("Charges above 2500 USD need a manual risk review and cannot be made here.")
-    outcome = handlers.create_charge(db, customer_id=customer_id, merchant_id=merchant_id, method_id=method_id, amount=amount, description=description, capture=capture)
+    outcome = handlers.create_charge(
+        db,
+        customer_id=customer_id,
+        merchant_id=merchant_id,
+        method_id=method_id,
+        amount=amount,
+        description=description,
+        capture=capture,
+    )
     return Charge.model_validate(outcome)
 
 
@@ -900,49 +500,27 @@ def list_charges(
     db: Database,
     customer_id: Annotated[
         str | None,
-        Field(
-            description="Customer id from find_customer",
-            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "charges.customer_id", "x-envfarm-user-known": False},
-        ),
+        field("Customer id from find_customer", ref="customers.customer_id", column="charges.customer_id", known=False),
     ] = None,
     merchant_id: Annotated[
         str | None,
-        Field(
-            description="Merchant id from search_merchants",
-            json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-column": "charges.merchant_id", "x-envfarm-user-known": False},
+        field(
+            "Merchant id from search_merchants", ref="merchants.merchant_id", column="charges.merchant_id", known=False
         ),
     ] = None,
     status: Annotated[
-        ChargeStatus | None,
-        Field(
-            description="Only charges with this status",
-            json_schema_extra={"x-envfarm-column": "charges.status", "x-envfarm-user-known": False},
-        ),
+        ChargeStatus | None, field("Only charges with this status", column="charges.status", known=False)
     ] = None,
     created_after: Annotated[
         str | None,
-        Field(
-            description="Only charges made at or after this time (ISO 8601, UTC)",
+        field(
+            "Only charges made at or after this time (ISO 8601, UTC)",
+            column="charges.created_at",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-column": "charges.created_at", "x-envfarm-user-known": True},
         ),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 50,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> ListChargesResult:
     """List charges of a customer or a merchant, optionally by status or since a time, oldest first.
 
@@ -951,17 +529,9 @@ def list_charges(
     has_more; pass the returned cursor to get the next page.
     """
     if customer_id is not None:
-        db.require("customers", "customer_id", customer_id, "customer_id")
+        db.require("customers", customer_id)
     if merchant_id is not None:
-        db.require("merchants", "merchant_id", merchant_id, "merchant_id")
-    args = {
-        "customer_id": customer_id,
-        "merchant_id": merchant_id,
-        "status": status,
-        "created_after": created_after,
-        "now": db.now,
-        "principal": db.principal,
-    }
+        db.require("merchants", merchant_id)
     page = db.page(
         "SELECT * FROM charges"
         " WHERE (:customer_id IS NULL OR customer_id = :customer_id)"
@@ -969,26 +539,21 @@ def list_charges(
         " AND (:status IS NULL OR status = :status)"
         " AND (:created_after IS NULL OR created_at >= :created_after)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"customer_id": customer_id, "merchant_id": merchant_id, "status": status, "created_after": created_after},
+        limit,
+        cursor,
     )
-    rows = [Charge(**row) for row in page['rows']]
-    return ListChargesResult(
-        charges=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListChargesResult.of(page)
 
 
 def get_charge(
     db: Database,
     charge_id: Annotated[
-        str,
-        Field(
-            description="Charge id from list_charges",
-            json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-column": "charges.charge_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Charge id from list_charges", ref="charges.charge_id", column="charges.charge_id", known=False)
     ],
 ) -> Charge:
     """Get one charge with its amounts captured and refunded."""
-    row = db.require("charges", "charge_id", charge_id, "charge_id")
+    row = db.require("charges", charge_id)
     return Charge(**row)
 
 
@@ -996,43 +561,32 @@ def capture_charge(
     db: Database,
     charge_id: Annotated[
         str,
-        Field(
-            description="Charge id from list_charges (status authorized)",
-            json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-column": "charges.charge_id", "x-envfarm-user-known": False},
+        field(
+            "Charge id from list_charges (status authorized)",
+            ref="charges.charge_id",
+            column="charges.charge_id",
+            known=False,
         ),
     ],
-    amount: Annotated[
-        float,
-        Field(
-            description="Amount in USD to capture",
-            ge=0.5,
-            json_schema_extra={"x-envfarm-column": "charges.amount_captured", "x-envfarm-user-known": True},
-        ),
-    ],
+    amount: Annotated[float, field("Amount in USD to capture", column="charges.amount_captured", ge=0.5)],
 ) -> Charge:
     """Capture an authorized charge, fully or partly (at most the authorized amount); the rest of the
     authorization is released. The funds go to the merchant's pending balance.
     """
-    current = db.require("charges", "charge_id", charge_id, "charge_id")
+    current = db.require("charges", charge_id)
     args = {
         "charge_id": charge_id,
         "amount": amount,
-        "now": db.now,
-        "principal": db.principal,
         "id": current["charge_id"],
         "set_status": "captured",
         "set_captured_at": db.now,
     }
     if db.one("SELECT 1 FROM charges WHERE charge_id = :charge_id AND status = 'voided'", args):
-        db.reject(
-            "Charge {charge_id} was voided and can no longer be captured; create a new charge.".format_map(args),
-        )
+        db.reject("Charge {charge_id} was voided and can no longer be captured; create a new charge.", args)
     if db.one("SELECT 1 FROM charges WHERE charge_id = :charge_id AND status != 'authorized'", args):
-        db.reject("Charge {charge_id} is already captured.".format_map(args))
+        db.reject("Charge {charge_id} is already captured.", args)
     if db.one("SELECT 1 FROM charges WHERE charge_id = :charge_id AND :amount > amount + 0.001", args):
-        db.reject(
-            "Cannot capture {amount} USD: that is more than was authorized for charge {charge_id}.".format_map(args),
-        )
+        db.reject("Cannot capture {amount} USD: that is more than was authorized for charge {charge_id}.", args)
     row = db.returning(
         "UPDATE charges SET status = :set_status, captured_at = :set_captured_at, amount_captured = :amount"
         " WHERE charge_id = :id RETURNING *",
@@ -1050,88 +604,52 @@ def void_charge(
     db: Database,
     charge_id: Annotated[
         str,
-        Field(
-            description="Charge id from list_charges (status authorized)",
-            json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-column": "charges.charge_id", "x-envfarm-user-known": False},
+        field(
+            "Charge id from list_charges (status authorized)",
+            ref="charges.charge_id",
+            column="charges.charge_id",
+            known=False,
         ),
     ],
 ) -> Charge:
     """Cancel an authorized charge that was never captured; the hold on the customer's funds is released."""
-    current = db.require("charges", "charge_id", charge_id, "charge_id")
-    args = {
-        "charge_id": charge_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["charge_id"],
-        "set_status": "voided",
-    }
+    current = db.require("charges", charge_id)
+    args = {"charge_id": charge_id, "id": current["charge_id"], "set_status": "voided"}
     if db.one(
         "SELECT 1 FROM charges WHERE charge_id = :charge_id"
         " AND status IN ('captured', 'partially_refunded', 'refunded')",
         args,
     ):
-        db.reject(
-            "Charge {charge_id} is already captured and cannot be voided; refund it instead.".format_map(args),
-        )
+        db.reject("Charge {charge_id} is already captured and cannot be voided; refund it instead.", args)
     if db.one("SELECT 1 FROM charges WHERE charge_id = :charge_id AND status = 'voided'", args):
-        db.reject("Charge {charge_id} is already voided.".format_map(args))
-    row = db.returning(
-        "UPDATE charges SET status = :set_status"
-        " WHERE charge_id = :id RETURNING *",
-        args,
-    )
+        db.reject("Charge {charge_id} is already voided.", args)
+    row = db.returning("UPDATE charges SET status = :set_status WHERE charge_id = :id RETURNING *", args)
     return Charge(**row)
 
 
 def refund_charge(
     db: Database,
     charge_id: Annotated[
-        str,
-        Field(
-            description="Charge id from list_charges",
-            json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-column": "refunds.charge_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Charge id from list_charges", ref="charges.charge_id", column="refunds.charge_id", known=False)
     ],
-    amount: Annotated[
-        float,
-        Field(
-            description="Amount in USD to refund",
-            ge=0.01,
-            json_schema_extra={"x-envfarm-column": "refunds.amount", "x-envfarm-user-known": True},
-        ),
-    ],
-    reason: Annotated[
-        RefundReason,
-        Field(
-            description="Why the money is returned",
-            json_schema_extra={"x-envfarm-column": "refunds.reason", "x-envfarm-user-known": True},
-        ),
-    ],
+    amount: Annotated[float, field("Amount in USD to refund", column="refunds.amount", ge=0.01)],
+    reason: Annotated[RefundReason, field("Why the money is returned", column="refunds.reason")],
 ) -> Refund:
     """Refund part or all of a captured charge. Refunds together cannot exceed the captured amount; the
     merchant's available balance pays for it. Returns the refund.
     """
-    db.require("charges", "charge_id", charge_id, "charge_id")
+    db.require("charges", charge_id)
     new_id = db.next_id("refunds")
-    args = {
-        "charge_id": charge_id,
-        "amount": amount,
-        "reason": reason,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
-    if db.one(
-        "SELECT 1 FROM charges WHERE charge_id = :charge_id"
-        " AND status IN ('authorized', 'voided')",
-        args,
-    ):
+    args = {"charge_id": charge_id, "amount": amount, "reason": reason, "id": new_id}
+    if db.one("SELECT 1 FROM charges WHERE charge_id = :charge_id AND status IN ('authorized', 'voided')", args):
         db.reject(
-            "Charge {charge_id} was never captured, so there is nothing to refund; void it instead if it is still authorized.".format_map(args),
+            "Charge {charge_id} was never captured, so there is nothing to refund; void it instead if it is still authorized.",
+            args,
         )
     if db.one("SELECT 1 FROM disputes WHERE charge_id = :charge_id AND status != 'won'", args):
         db.reject(
-            "Charge {charge_id} is disputed by the cardholder; the dispute decides where the money goes, so it cannot be refunded.".format_map(args),
+            "Charge {charge_id} is disputed by the cardholder; the dispute decides where the money goes, so it cannot be refunded.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM charges WHERE charge_id = :charge_id"
@@ -1139,7 +657,8 @@ def refund_charge(
         args,
     ):
         db.reject(
-            "Cannot refund {amount} USD: it is more than what remains refundable on charge {charge_id} (captured minus already refunded).".format_map(args),
+            "Cannot refund {amount} USD: it is more than what remains refundable on charge {charge_id} (captured minus already refunded).",
+            args,
         )
     row = db.insert(
         "refunds",
@@ -1170,93 +689,48 @@ def refund_charge(
 def list_refunds(
     db: Database,
     charge_id: Annotated[
-        str,
-        Field(
-            description="Charge id from list_charges",
-            json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-column": "refunds.charge_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Charge id from list_charges", ref="charges.charge_id", column="refunds.charge_id", known=False)
     ],
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListRefundsResult:
     """List the refunds of a charge.
 
     Matching: charge_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("charges", "charge_id", charge_id, "charge_id")
-    args = {"charge_id": charge_id, "now": db.now, "principal": db.principal}
+    db.require("charges", charge_id)
     page = db.page(
-        "SELECT * FROM refunds"
-        " WHERE (:charge_id IS NULL OR charge_id = :charge_id)"
-        " ORDER BY rowid",
-        args, limit, cursor,
+        "SELECT * FROM refunds WHERE (:charge_id IS NULL OR charge_id = :charge_id) ORDER BY rowid",
+        {"charge_id": charge_id},
+        limit,
+        cursor,
     )
-    rows = [Refund(**row) for row in page['rows']]
-    return ListRefundsResult(
-        refunds=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListRefundsResult.of(page)
 
 
 def create_payout(
     db: Database,
     merchant_id: Annotated[
         str,
-        Field(
-            description="Merchant id from search_merchants",
-            json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-column": "payouts.merchant_id", "x-envfarm-user-known": False},
+        field(
+            "Merchant id from search_merchants", ref="merchants.merchant_id", column="payouts.merchant_id", known=False
         ),
     ],
-    amount: Annotated[
-        float,
-        Field(
-            description="Amount in USD to pay out",
-            ge=1.0,
-            json_schema_extra={"x-envfarm-column": "payouts.amount", "x-envfarm-user-known": True},
-        ),
-    ],
+    amount: Annotated[float, field("Amount in USD to pay out", column="payouts.amount", ge=1.0)],
 ) -> Payout:
     """Pay out part of a merchant's available balance to its bank; it arrives in two days. Restricted
     merchants cannot be paid out.
     """
-    db.require("merchants", "merchant_id", merchant_id, "merchant_id")
+    db.require("merchants", merchant_id)
     new_id = db.next_id("payouts")
-    args = {
-        "merchant_id": merchant_id,
-        "amount": amount,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
-    if db.one(
-        "SELECT 1 FROM merchants WHERE merchant_id = :merchant_id"
-        " AND status = 'restricted'",
-        args,
-    ):
+    args = {"merchant_id": merchant_id, "amount": amount, "id": new_id}
+    if db.one("SELECT 1 FROM merchants WHERE merchant_id = :merchant_id AND status = 'restricted'", args):
+        db.reject("Merchant {merchant_id} is restricted; payouts are on hold until the account review ends.", args)
+    if db.one("SELECT 1 FROM merchants WHERE merchant_id = :merchant_id AND :amount > available_balance", args):
         db.reject(
-            "Merchant {merchant_id} is restricted; payouts are on hold until the account review ends.".format_map(args),
-        )
-    if db.one(
-        "SELECT 1 FROM merchants WHERE merchant_id = :merchant_id"
-        " AND :amount > available_balance",
-        args,
-    ):
-        db.reject(
-            "Cannot pay out {amount} USD: it is more than merchant {merchant_id}'s available balance (see get_merchant).".format_map(args),
+            "Cannot pay out {amount} USD: it is more than merchant {merchant_id}'s available balance (see get_merchant).",
+            args,
         )
     db.insert(
         "payouts",
@@ -1274,82 +748,47 @@ def create_payout(
         " WHERE merchant_id = :merchant_id",
         args,
     )
-    return Payout(**db.require("payouts", "payout_id", new_id, "payout_id"))
+    return Payout(**db.require("payouts", new_id))
 
 
 def list_payouts(
     db: Database,
     merchant_id: Annotated[
         str,
-        Field(
-            description="Merchant id from search_merchants",
-            json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-column": "payouts.merchant_id", "x-envfarm-user-known": False},
+        field(
+            "Merchant id from search_merchants", ref="merchants.merchant_id", column="payouts.merchant_id", known=False
         ),
     ],
     status: Annotated[
-        PayoutStatus | None,
-        Field(
-            description="Only payouts with this status",
-            json_schema_extra={"x-envfarm-column": "payouts.status", "x-envfarm-user-known": False},
-        ),
+        PayoutStatus | None, field("Only payouts with this status", column="payouts.status", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListPayoutsResult:
     """List a merchant's payouts with amounts, status and arrival dates.
 
     Matching: merchant_id equals; status equals. Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("merchants", "merchant_id", merchant_id, "merchant_id")
-    args = {"merchant_id": merchant_id, "status": status, "now": db.now, "principal": db.principal}
+    db.require("merchants", merchant_id)
     page = db.page(
         "SELECT * FROM payouts"
         " WHERE (:merchant_id IS NULL OR merchant_id = :merchant_id)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"merchant_id": merchant_id, "status": status},
+        limit,
+        cursor,
     )
-    rows = [Payout(**row) for row in page['rows']]
-    return ListPayoutsResult(
-        payouts=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListPayoutsResult.of(page)
 
 
 def open_dispute(
     db: Database,
-    charge_id: Annotated[
-        str,
-        Field(
-            description="Charge id from list_charges",
-            json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    reason: Annotated[
-        DisputeReason,
-        Field(description="Why the cardholder disputes it", json_schema_extra={"x-envfarm-user-known": True}),
-    ],
+    charge_id: Annotated[str, field("Charge id from list_charges", ref="charges.charge_id", known=False)],
+    reason: Annotated[DisputeReason, field("Why the cardholder disputes it")],
     amount: Annotated[
-        float | None,
-        Field(
-            description="Disputed amount in USD (default: all that is captured and not refunded)",
-            ge=0.01,
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
+        float | None, field("Disputed amount in USD (default: all that is captured and not refunded)", ge=0.01)
     ] = None,
 ) -> Dispute:
     """Record a cardholder's dispute (chargeback) of a captured charge, for all that is not yet refunded or
@@ -1357,86 +796,51 @@ def open_dispute(
     available balance at once; the merchant has 7 days to respond with evidence. A charge can be
     disputed once.
     """
-    db.require("charges", "charge_id", charge_id, "charge_id")
-    args = {
-        "charge_id": charge_id,
-        "reason": reason,
-        "amount": amount,
-        "now": db.now,
-        "principal": db.principal,
-    }
-    if db.one(
-        "SELECT 1 FROM charges WHERE charge_id = :charge_id"
-        " AND status IN ('authorized', 'voided')",
-        args,
-    ):
+    db.require("charges", charge_id)
+    args = {"charge_id": charge_id, "reason": reason, "amount": amount}
+    if db.one("SELECT 1 FROM charges WHERE charge_id = :charge_id AND status IN ('authorized', 'voided')", args):
         db.reject(
-            "Charge {charge_id} was never captured, so no money moved and there is nothing to dispute; void it if it is still authorized.".format_map(args),
+            "Charge {charge_id} was never captured, so no money moved and there is nothing to dispute; void it if it is still authorized.",
+            args,
         )
     if db.one("SELECT 1 FROM charges WHERE charge_id = :charge_id AND status = 'refunded'", args):
-        db.reject(
-            "Charge {charge_id} is fully refunded already; there is nothing left to dispute.".format_map(args),
-        )
+        db.reject("Charge {charge_id} is fully refunded already; there is nothing left to dispute.", args)
     if db.one("SELECT 1 FROM disputes WHERE charge_id = :charge_id", args):
-        db.reject("Charge {charge_id} already has a dispute; follow it with list_disputes.".format_map(args))
+        db.reject("Charge {charge_id} already has a dispute; follow it with list_disputes.", args)
     if db.one(
         "SELECT 1 FROM charges WHERE charge_id = :charge_id AND :amount IS NOT NULL"
         " AND :amount > round(amount_captured - amount_refunded, 2) + 0.001",
         args,
     ):
         db.reject(
-            "Cannot dispute {amount} USD: it is more than charge {charge_id} captured minus what was refunded.".format_map(args),
+            "Cannot dispute {amount} USD: it is more than charge {charge_id} captured minus what was refunded.", args
         )
-    outcome = handlers.open_dispute(db, charge_id=charge_id, reason=reason, amount=amount)
-    return Dispute.model_validate(outcome)
+    return Dispute.model_validate(handlers.open_dispute(db, charge_id=charge_id, reason=reason, amount=amount))
 
 
 def list_disputes(
     db: Database,
     charge_id: Annotated[
         str | None,
-        Field(
-            description="Charge id from list_charges",
-            json_schema_extra={"x-envfarm-ref": "charges.charge_id", "x-envfarm-column": "disputes.charge_id", "x-envfarm-user-known": False},
-        ),
+        field("Charge id from list_charges", ref="charges.charge_id", column="disputes.charge_id", known=False),
     ] = None,
     customer_id: Annotated[
         str | None,
-        Field(
-            description="Customer id from find_customer",
-            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "disputes.customer_id", "x-envfarm-user-known": False},
+        field(
+            "Customer id from find_customer", ref="customers.customer_id", column="disputes.customer_id", known=False
         ),
     ] = None,
     merchant_id: Annotated[
         str | None,
-        Field(
-            description="Merchant id from search_merchants",
-            json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-column": "disputes.merchant_id", "x-envfarm-user-known": False},
+        field(
+            "Merchant id from search_merchants", ref="merchants.merchant_id", column="disputes.merchant_id", known=False
         ),
     ] = None,
     status: Annotated[
-        list[DisputeStatus] | None,
-        Field(
-            description="Only these statuses",
-            json_schema_extra={"x-envfarm-column": "disputes.status", "x-envfarm-user-known": False},
-        ),
+        list[DisputeStatus] | None, field("Only these statuses", column="disputes.status", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListDisputesResult:
     """List disputes by charge, customer, merchant or status (several statuses at once), newest first.
 
@@ -1445,19 +849,11 @@ def list_disputes(
     has_more; pass the returned cursor to get the next page.
     """
     if charge_id is not None:
-        db.require("charges", "charge_id", charge_id, "charge_id")
+        db.require("charges", charge_id)
     if customer_id is not None:
-        db.require("customers", "customer_id", customer_id, "customer_id")
+        db.require("customers", customer_id)
     if merchant_id is not None:
-        db.require("merchants", "merchant_id", merchant_id, "merchant_id")
-    args = {
-        "charge_id": charge_id,
-        "customer_id": customer_id,
-        "merchant_id": merchant_id,
-        "status": json_array(status),
-        "now": db.now,
-        "principal": db.principal,
-    }
+        db.require("merchants", merchant_id)
     page = db.page(
         "SELECT * FROM disputes"
         " WHERE (:charge_id IS NULL OR charge_id = :charge_id)"
@@ -1465,147 +861,84 @@ def list_disputes(
         " AND (:merchant_id IS NULL OR merchant_id = :merchant_id)"
         " AND (:status IS NULL OR status IN (SELECT value FROM json_each(:status)))"
         " ORDER BY created_at DESC, rowid",
-        args, limit, cursor,
+        {"charge_id": charge_id, "customer_id": customer_id, "merchant_id": merchant_id, "status": json_array(status)},
+        limit,
+        cursor,
     )
-    rows = [Dispute(**row) for row in page['rows']]
-    return ListDisputesResult(
-        disputes=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListDisputesResult.of(page)
 
 
 def respond_to_dispute(
     db: Database,
     dispute_id: Annotated[
         str,
-        Field(
-            description="Dispute id from list_disputes",
-            json_schema_extra={"x-envfarm-ref": "disputes.dispute_id", "x-envfarm-column": "disputes.dispute_id", "x-envfarm-user-known": False},
-        ),
+        field("Dispute id from list_disputes", ref="disputes.dispute_id", column="disputes.dispute_id", known=False),
     ],
-    evidence: Annotated[
-        str,
-        Field(
-            description="The evidence, in words",
-            json_schema_extra={"x-envfarm-column": "disputes.evidence", "x-envfarm-user-known": True},
-        ),
-    ],
+    evidence: Annotated[str, field("The evidence, in words", column="disputes.evidence")],
 ) -> Dispute:
     """Send the merchant's evidence (receipts, delivery proof, correspondence) for a dispute that needs a
     response, by its evidence_due_by date; it then goes under review by the card network.
     """
-    current = db.require("disputes", "dispute_id", dispute_id, "dispute_id")
-    args = {
-        "dispute_id": dispute_id,
-        "evidence": evidence,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["dispute_id"],
-        "set_status": "under_review",
-    }
-    if db.one(
-        "SELECT 1 FROM disputes WHERE dispute_id = :dispute_id"
-        " AND status != 'needs_response'",
-        args,
-    ):
+    current = db.require("disputes", dispute_id)
+    args = {"dispute_id": dispute_id, "evidence": evidence, "id": current["dispute_id"], "set_status": "under_review"}
+    if db.one("SELECT 1 FROM disputes WHERE dispute_id = :dispute_id AND status != 'needs_response'", args):
+        db.reject("Dispute {dispute_id} does not need a response (it is under review or decided).", args)
+    if db.one("SELECT 1 FROM disputes WHERE dispute_id = :dispute_id AND evidence_due_by < date(:now)", args):
         db.reject(
-            "Dispute {dispute_id} does not need a response (it is under review or decided).".format_map(args),
-        )
-    if db.one(
-        "SELECT 1 FROM disputes WHERE dispute_id = :dispute_id"
-        " AND evidence_due_by < date(:now)",
-        args,
-    ):
-        db.reject(
-            "The evidence for dispute {dispute_id} was due by its evidence_due_by date; it can only be closed now.".format_map(args),
+            "The evidence for dispute {dispute_id} was due by its evidence_due_by date; it can only be closed now.",
+            args,
         )
     row = db.returning(
-        "UPDATE disputes SET status = :set_status, evidence = :evidence"
-        " WHERE dispute_id = :id RETURNING *",
-        args,
+        "UPDATE disputes SET status = :set_status, evidence = :evidence WHERE dispute_id = :id RETURNING *", args
     )
     return Dispute(**row)
 
 
 def close_dispute(
     db: Database,
-    dispute_id: Annotated[
-        str,
-        Field(
-            description="Dispute id from list_disputes",
-            json_schema_extra={"x-envfarm-ref": "disputes.dispute_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    decision: Annotated[
-        Literal["won", "lost"],
-        Field(
-            description="won: the merchant keeps the money; lost: the cardholder does",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
+    dispute_id: Annotated[str, field("Dispute id from list_disputes", ref="disputes.dispute_id", known=False)],
+    decision: Annotated[Literal["won", "lost"], field("won: the merchant keeps the money; lost: the cardholder does")],
 ) -> Dispute:
     """Record the card network's decision on a dispute. won (only after evidence was sent): the disputed
     amount returns to the merchant's available balance, the fee does not. lost: the cardholder keeps the
     money.
     """
-    db.require("disputes", "dispute_id", dispute_id, "dispute_id")
-    args = {"dispute_id": dispute_id, "decision": decision, "now": db.now, "principal": db.principal}
+    db.require("disputes", dispute_id)
+    args = {"dispute_id": dispute_id, "decision": decision}
+    if db.one("SELECT 1 FROM disputes WHERE dispute_id = :dispute_id AND status IN ('won', 'lost')", args):
+        db.reject("Dispute {dispute_id} is already decided.", args)
     if db.one(
-        "SELECT 1 FROM disputes WHERE dispute_id = :dispute_id"
-        " AND status IN ('won', 'lost')",
-        args,
+        "SELECT 1 FROM disputes WHERE dispute_id = :dispute_id AND :decision = 'won' AND status != 'under_review'", args
     ):
-        db.reject("Dispute {dispute_id} is already decided.".format_map(args))
-    if db.one(
-        "SELECT 1 FROM disputes WHERE dispute_id = :dispute_id AND :decision = 'won'"
-        " AND status != 'under_review'",
-        args,
-    ):
-        db.reject(
-            "Dispute {dispute_id} has no evidence yet, so it cannot be won; respond_to_dispute first.".format_map(args),
-        )
-    outcome = handlers.close_dispute(db, dispute_id=dispute_id, decision=decision)
-    return Dispute.model_validate(outcome)
+        db.reject("Dispute {dispute_id} has no evidence yet, so it cannot be won; respond_to_dispute first.", args)
+    return Dispute.model_validate(handlers.close_dispute(db, dispute_id=dispute_id, decision=decision))
 
 
 def list_subscriptions(
     db: Database,
     customer_id: Annotated[
         str | None,
-        Field(
-            description="Customer id from find_customer",
-            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-column": "subscriptions.customer_id", "x-envfarm-user-known": False},
+        field(
+            "Customer id from find_customer",
+            ref="customers.customer_id",
+            column="subscriptions.customer_id",
+            known=False,
         ),
     ] = None,
     merchant_id: Annotated[
         str | None,
-        Field(
-            description="Merchant id from search_merchants",
-            json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-column": "subscriptions.merchant_id", "x-envfarm-user-known": False},
+        field(
+            "Merchant id from search_merchants",
+            ref="merchants.merchant_id",
+            column="subscriptions.merchant_id",
+            known=False,
         ),
     ] = None,
     status: Annotated[
-        list[SubscriptionStatus] | None,
-        Field(
-            description="Only these statuses",
-            json_schema_extra={"x-envfarm-column": "subscriptions.status", "x-envfarm-user-known": False},
-        ),
+        list[SubscriptionStatus] | None, field("Only these statuses", column="subscriptions.status", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListSubscriptionsResult:
     """List subscriptions by customer, merchant or status (several statuses at once), oldest first.
 
@@ -1614,77 +947,43 @@ def list_subscriptions(
     returned cursor to get the next page.
     """
     if customer_id is not None:
-        db.require("customers", "customer_id", customer_id, "customer_id")
+        db.require("customers", customer_id)
     if merchant_id is not None:
-        db.require("merchants", "merchant_id", merchant_id, "merchant_id")
-    args = {
-        "customer_id": customer_id,
-        "merchant_id": merchant_id,
-        "status": json_array(status),
-        "now": db.now,
-        "principal": db.principal,
-    }
+        db.require("merchants", merchant_id)
     page = db.page(
         "SELECT * FROM subscriptions"
         " WHERE (:customer_id IS NULL OR customer_id = :customer_id)"
         " AND (:merchant_id IS NULL OR merchant_id = :merchant_id)"
         " AND (:status IS NULL OR status IN (SELECT value FROM json_each(:status)))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"customer_id": customer_id, "merchant_id": merchant_id, "status": json_array(status)},
+        limit,
+        cursor,
     )
-    rows = [Subscription(**row) for row in page['rows']]
-    return ListSubscriptionsResult(
-        subscriptions=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListSubscriptionsResult.of(page)
 
 
 def create_subscription(
     db: Database,
-    customer_id: Annotated[
-        str,
-        Field(
-            description="Customer id from find_customer",
-            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    merchant_id: Annotated[
-        str,
-        Field(
-            description="Merchant id from search_merchants",
-            json_schema_extra={"x-envfarm-ref": "merchants.merchant_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    customer_id: Annotated[str, field("Customer id from find_customer", ref="customers.customer_id", known=False)],
+    merchant_id: Annotated[str, field("Merchant id from search_merchants", ref="merchants.merchant_id", known=False)],
     method_id: Annotated[
         str,
-        Field(
-            description="The customer's payment method id from list_payment_methods",
-            json_schema_extra={"x-envfarm-ref": "payment_methods.method_id", "x-envfarm-user-known": False},
+        field(
+            "The customer's payment method id from list_payment_methods", ref="payment_methods.method_id", known=False
         ),
     ],
-    plan_name: Annotated[
-        str,
-        Field(description="Plan, e.g. Pro plan", json_schema_extra={"x-envfarm-user-known": True}),
-    ],
-    amount: Annotated[
-        float,
-        Field(
-            description="Price per period in USD",
-            ge=0.5,
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
-    interval: Annotated[
-        SubscriptionInterval,
-        Field(description="Billing period (default month)", json_schema_extra={"x-envfarm-user-known": True}),
-    ] = "month",
+    plan_name: Annotated[str, field("Plan, e.g. Pro plan")],
+    amount: Annotated[float, field("Price per period in USD", ge=0.5)],
+    interval: Annotated[SubscriptionInterval, field("Billing period (default month)")] = "month",
 ) -> Subscription:
     """Subscribe a customer to a merchant's plan, paid with one of their payment methods: the first period
     is charged (captured) at once and the plan renews every month or year. Returns the subscription with
     the charge of its first period.
     """
-    db.require("customers", "customer_id", customer_id, "customer_id")
-    db.require("merchants", "merchant_id", merchant_id, "merchant_id")
-    db.require("payment_methods", "method_id", method_id, "method_id")
+    db.require("customers", customer_id)
+    db.require("merchants", merchant_id)
+    db.require("payment_methods", method_id)
     args = {
         "customer_id": customer_id,
         "merchant_id": merchant_id,
@@ -1692,33 +991,17 @@ def create_subscription(
         "plan_name": plan_name,
         "amount": amount,
         "interval": interval,
-        "now": db.now,
-        "principal": db.principal,
     }
-    if db.one(
-        "SELECT 1 FROM payment_methods WHERE method_id = :method_id"
-        " AND customer_id != :customer_id",
-        args,
-    ):
-        db.reject(
-            "Payment method {method_id} does not belong to customer {customer_id}; list their own methods.".format_map(args),
-        )
-    if db.one(
-        "SELECT 1 FROM payment_methods WHERE method_id = :method_id"
-        " AND status = 'removed'",
-        args,
-    ):
-        db.reject(
-            "Payment method {method_id} was removed from the wallet and cannot be charged.".format_map(args),
-        )
+    if db.one("SELECT 1 FROM payment_methods WHERE method_id = :method_id AND customer_id != :customer_id", args):
+        db.reject("Payment method {method_id} does not belong to customer {customer_id}; list their own methods.", args)
+    if db.one("SELECT 1 FROM payment_methods WHERE method_id = :method_id AND status = 'removed'", args):
+        db.reject("Payment method {method_id} was removed from the wallet and cannot be charged.", args)
     if db.one(
         "SELECT 1 FROM payment_methods WHERE method_id = :method_id AND type = 'card'"
         " AND exp_year * 100 + exp_month < CAST(strftime('%Y%m', :now) AS INTEGER)",
         args,
     ):
-        db.reject(
-            "Card {method_id} has expired and cannot be charged; use another method or add a new card.".format_map(args),
-        )
+        db.reject("Card {method_id} has expired and cannot be charged; use another method or add a new card.", args)
     if db.one("SELECT 1 WHERE :amount > 2500", args):
         db.reject("Charges above 2500 USD need a manual risk review and cannot be made here.")
     if db.one(
@@ -1728,81 +1011,58 @@ def create_subscription(
         args,
     ):
         db.reject(
-            "Customer {customer_id} already has the {plan_name} plan with this merchant; resume or change that subscription instead.".format_map(args),
+            "Customer {customer_id} already has the {plan_name} plan with this merchant; resume or change that subscription instead.",
+            args,
         )
-    outcome = handlers.create_subscription(db, customer_id=customer_id, merchant_id=merchant_id, method_id=method_id, plan_name=plan_name, amount=amount, interval=interval)
+    outcome = handlers.create_subscription(
+        db,
+        customer_id=customer_id,
+        merchant_id=merchant_id,
+        method_id=method_id,
+        plan_name=plan_name,
+        amount=amount,
+        interval=interval,
+    )
     return Subscription.model_validate(outcome)
 
 
 def cancel_subscription(
     db: Database,
     subscription_id: Annotated[
-        str,
-        Field(
-            description="Subscription id from list_subscriptions",
-            json_schema_extra={"x-envfarm-ref": "subscriptions.subscription_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Subscription id from list_subscriptions", ref="subscriptions.subscription_id", known=False)
     ],
-    at_period_end: Annotated[
-        bool,
-        Field(
-            description="true (default): end when the paid period ends; false: end now",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = True,
+    at_period_end: Annotated[bool, field("true (default): end when the paid period ends; false: end now")] = True,
 ) -> Subscription:
     """Cancel a subscription. By default it stays active until the paid period ends and then does not
     renew; with at_period_end=false it ends now. Nothing is refunded (use refund_charge for that).
     """
-    db.require("subscriptions", "subscription_id", subscription_id, "subscription_id")
-    args = {
-        "subscription_id": subscription_id,
-        "at_period_end": at_period_end,
-        "now": db.now,
-        "principal": db.principal,
-    }
-    if db.one(
-        "SELECT 1 FROM subscriptions WHERE subscription_id = :subscription_id"
-        " AND status = 'canceled'",
-        args,
-    ):
-        db.reject("Subscription {subscription_id} is already canceled.".format_map(args))
-    outcome = handlers.cancel_subscription(db, subscription_id=subscription_id, at_period_end=at_period_end)
-    return Subscription.model_validate(outcome)
+    db.require("subscriptions", subscription_id)
+    args = {"subscription_id": subscription_id, "at_period_end": at_period_end}
+    if db.one("SELECT 1 FROM subscriptions WHERE subscription_id = :subscription_id AND status = 'canceled'", args):
+        db.reject("Subscription {subscription_id} is already canceled.", args)
+    return Subscription.model_validate(
+        handlers.cancel_subscription(db, subscription_id=subscription_id, at_period_end=at_period_end)
+    )
 
 
 def pause_subscription(
     db: Database,
     subscription_id: Annotated[
         str,
-        Field(
-            description="Subscription id from list_subscriptions",
-            json_schema_extra={"x-envfarm-ref": "subscriptions.subscription_id", "x-envfarm-column": "subscriptions.subscription_id", "x-envfarm-user-known": False},
+        field(
+            "Subscription id from list_subscriptions",
+            ref="subscriptions.subscription_id",
+            column="subscriptions.subscription_id",
+            known=False,
         ),
     ],
 ) -> Subscription:
     """Pause an active subscription; it is not charged until resumed."""
-    current = db.require("subscriptions", "subscription_id", subscription_id, "subscription_id")
-    args = {
-        "subscription_id": subscription_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["subscription_id"],
-        "set_status": "paused",
-    }
-    if db.one(
-        "SELECT 1 FROM subscriptions WHERE subscription_id = :subscription_id"
-        " AND status != 'active'",
-        args,
-    ):
-        db.reject(
-            "Subscription {subscription_id} is not active (paused or canceled), so it cannot be paused.".format_map(args),
-        )
-    row = db.returning(
-        "UPDATE subscriptions SET status = :set_status"
-        " WHERE subscription_id = :id RETURNING *",
-        args,
-    )
+    current = db.require("subscriptions", subscription_id)
+    args = {"subscription_id": subscription_id, "id": current["subscription_id"], "set_status": "paused"}
+    if db.one("SELECT 1 FROM subscriptions WHERE subscription_id = :subscription_id AND status != 'active'", args):
+        db.reject("Subscription {subscription_id} is not active (paused or canceled), so it cannot be paused.", args)
+    row = db.returning("UPDATE subscriptions SET status = :set_status WHERE subscription_id = :id RETURNING *", args)
     return Subscription(**row)
 
 
@@ -1810,50 +1070,29 @@ def resume_subscription(
     db: Database,
     subscription_id: Annotated[
         str,
-        Field(
-            description="Subscription id from list_subscriptions",
-            json_schema_extra={"x-envfarm-ref": "subscriptions.subscription_id", "x-envfarm-column": "subscriptions.subscription_id", "x-envfarm-user-known": False},
+        field(
+            "Subscription id from list_subscriptions",
+            ref="subscriptions.subscription_id",
+            column="subscriptions.subscription_id",
+            known=False,
         ),
     ],
 ) -> Subscription:
     """Resume a paused subscription; it renews again at the end of its period."""
-    current = db.require("subscriptions", "subscription_id", subscription_id, "subscription_id")
-    args = {
-        "subscription_id": subscription_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["subscription_id"],
-        "set_status": "active",
-    }
-    if db.one(
-        "SELECT 1 FROM subscriptions WHERE subscription_id = :subscription_id"
-        " AND status != 'paused'",
-        args,
-    ):
-        db.reject(
-            "Subscription {subscription_id} is not paused, so there is nothing to resume.".format_map(args),
-        )
-    row = db.returning(
-        "UPDATE subscriptions SET status = :set_status"
-        " WHERE subscription_id = :id RETURNING *",
-        args,
-    )
+    current = db.require("subscriptions", subscription_id)
+    args = {"subscription_id": subscription_id, "id": current["subscription_id"], "set_status": "active"}
+    if db.one("SELECT 1 FROM subscriptions WHERE subscription_id = :subscription_id AND status != 'paused'", args):
+        db.reject("Subscription {subscription_id} is not paused, so there is nothing to resume.", args)
+    row = db.returning("UPDATE subscriptions SET status = :set_status WHERE subscription_id = :id RETURNING *", args)
     return Subscription(**row)
 
 
 def customer_spending_summary(
     db: Database,
-    customer_id: Annotated[
-        str,
-        Field(
-            description="Customer id from find_customer",
-            json_schema_extra={"x-envfarm-ref": "customers.customer_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    customer_id: Annotated[str, field("Customer id from find_customer", ref="customers.customer_id", known=False)],
 ) -> CustomerSpendingSummaryResult:
     """Summarize a customer's payments: how many charges, total captured, refunded, net spent, and money
     still on hold in uncaptured authorizations.
     """
-    db.require("customers", "customer_id", customer_id, "customer_id")
-    outcome = handlers.customer_spending_summary(db, customer_id=customer_id)
-    return CustomerSpendingSummaryResult.model_validate(outcome)
+    db.require("customers", customer_id)
+    return CustomerSpendingSummaryResult.model_validate(handlers.customer_spending_summary(db, customer_id=customer_id))

@@ -65,7 +65,7 @@ DEFINITION = ServerDefinition(
         kind="staff",
         description="a pharmacist at the pharmacy counter",
         default="Pharmacist: Dr. Helen Cho",
-        values=("Pharmacist: Dr. Helen Cho", "Technician: Sam Ortiz",),
+        values=("Pharmacist: Dr. Helen Cho", "Technician: Sam Ortiz"),
         customers="a patient gives their full name and date of birth; match both before discussing or dispensing anything",
     ),
 )

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from envfarm.servers.runtime.database import Database
+from envfarm.servers.runtime import Cursor, Database, Limit, Page, field
 
 from . import handlers
 
@@ -22,424 +22,178 @@ PickupPaymentMethod = Literal["cash", "card", "hsa_card"]
 class InsurancePlan(BaseModel):
     """A prescription insurance plan and its copays per drug tier. A row of `insurance_plans`."""
 
-    plan_id: str = Field(
-        description="Internal plan id",
-        json_schema_extra={"x-envfarm-ref": "insurance_plans.plan_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(
-        description="Plan name, e.g. Bluepeak Silver PPO",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    carrier: str = Field(description="Insurance company", json_schema_extra={"x-envfarm-user-known": True})
-    generic_copay: float = Field(
-        description="Copay in USD for a generic drug fill",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    brand_copay: float = Field(
-        description="Copay in USD for a brand drug fill",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    specialty_copay: float = Field(
-        description="Copay in USD for a specialty drug fill (when covered)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    covers_specialty: bool = Field(
-        description="Whether specialty-tier drugs are covered",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    accepted: bool = Field(
-        description="Whether this pharmacy still bills the plan",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    plan_id: str = field("Internal plan id", ref="insurance_plans.plan_id", known=False)
+    name: str = field("Plan name, e.g. Bluepeak Silver PPO")
+    carrier: str = field("Insurance company")
+    generic_copay: float = field("Copay in USD for a generic drug fill")
+    brand_copay: float = field("Copay in USD for a brand drug fill")
+    specialty_copay: float = field("Copay in USD for a specialty drug fill (when covered)")
+    covers_specialty: bool = field("Whether specialty-tier drugs are covered", known=False)
+    accepted: bool = field("Whether this pharmacy still bills the plan", known=False)
 
 
 class Patient(BaseModel):
     """A patient of the pharmacy. A row of `patients`."""
 
-    patient_id: str = Field(
-        description="Internal patient id",
-        json_schema_extra={"x-envfarm-ref": "patients.patient_id", "x-envfarm-user-known": False},
-    )
-    full_name: str = Field(
-        description="First and last name",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    email: str = Field(description="Contact email", json_schema_extra={"x-envfarm-user-known": True})
-    phone: str = Field(description="Contact phone number", json_schema_extra={"x-envfarm-user-known": True})
-    date_of_birth: str = Field(
-        description="Date of birth (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    allergies: str = Field(
-        description="Known drug allergy groups, comma separated (e.g. penicillin, sulfa), or none",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    plan_id: str | None = Field(
-        description="Insurance plan on file; null pays cash",
-        json_schema_extra={"x-envfarm-ref": "insurance_plans.plan_id", "x-envfarm-user-known": False},
-    )
-    member_number: str | None = Field(
-        description="Insurance member number",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    patient_id: str = field("Internal patient id", ref="patients.patient_id", known=False)
+    full_name: str = field("First and last name")
+    email: str = field("Contact email")
+    phone: str = field("Contact phone number")
+    date_of_birth: str = field("Date of birth (YYYY-MM-DD)")
+    allergies: str = field("Known drug allergy groups, comma separated (e.g. penicillin, sulfa), or none")
+    plan_id: str | None = field("Insurance plan on file; null pays cash", ref="insurance_plans.plan_id", known=False)
+    member_number: str | None = field("Insurance member number")
 
 
 class Prescriber(BaseModel):
     """A doctor or nurse practitioner who writes prescriptions. A row of `prescribers`."""
 
-    prescriber_id: str = Field(
-        description="Internal prescriber id",
-        json_schema_extra={"x-envfarm-ref": "prescribers.prescriber_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(
-        description="Prescriber's name, e.g. Dr. Omar Chen",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    clinic: str = Field(description="Clinic or practice", json_schema_extra={"x-envfarm-user-known": True})
-    npi: str = Field(
-        description="National provider identifier",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    dea_number: str | None = Field(
-        description="DEA registration; needed to prescribe controlled substances",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    prescriber_id: str = field("Internal prescriber id", ref="prescribers.prescriber_id", known=False)
+    name: str = field("Prescriber's name, e.g. Dr. Omar Chen")
+    clinic: str = field("Clinic or practice")
+    npi: str = field("National provider identifier", known=False)
+    dea_number: str | None = field("DEA registration; needed to prescribe controlled substances", known=False)
 
 
 class Drug(BaseModel):
     """A drug product the pharmacy dispenses or sells. A row of `drugs`."""
 
-    drug_id: str = Field(
-        description="Internal drug id",
-        json_schema_extra={"x-envfarm-ref": "drugs.drug_id", "x-envfarm-user-known": False},
+    drug_id: str = field("Internal drug id", ref="drugs.drug_id", known=False)
+    name: str = field("Product name with strength and form, e.g. Lisinopril 10 mg tablet")
+    generic_name: str = field("Active ingredient")
+    drug_class: str = field("Therapeutic class", known=False)
+    allergy_group: str | None = field(
+        "Allergy group it belongs to (penicillin, sulfa, nsaid, opioid), if any", known=False
     )
-    name: str = Field(
-        description="Product name with strength and form, e.g. Lisinopril 10 mg tablet",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    generic_name: str = Field(
-        description="Active ingredient",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    drug_class: str = Field(
-        description="Therapeutic class",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    allergy_group: str | None = Field(
-        description="Allergy group it belongs to (penicillin, sulfa, nsaid, opioid), if any",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    schedule: DrugSchedule = Field(
-        description="DEA controlled-substance schedule; none if not controlled",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    tier: DrugTier = Field(
-        description="Insurance pricing tier",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    unit_price: float = Field(
-        description="Cash price in USD per unit (tablet, mL, pen...)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    requires_prescription: bool = Field(
-        description="Prescription-only (true) or over the counter (false)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    otc_purchase_limit: int | None = Field(
-        description="Most units per over-the-counter sale for restricted items (logged to a patient)",
-        json_schema_extra={"x-envfarm-user-known": False},
+    schedule: DrugSchedule = field("DEA controlled-substance schedule; none if not controlled")
+    tier: DrugTier = field("Insurance pricing tier", known=False)
+    unit_price: float = field("Cash price in USD per unit (tablet, mL, pen...)")
+    requires_prescription: bool = field("Prescription-only (true) or over the counter (false)", known=False)
+    otc_purchase_limit: int | None = field(
+        "Most units per over-the-counter sale for restricted items (logged to a patient)", known=False
     )
 
 
 class InventoryLot(BaseModel):
     """A lot of one drug on the pharmacy shelf. A row of `inventory_lots`."""
 
-    lot_id: str = Field(
-        description="Internal lot id",
-        json_schema_extra={"x-envfarm-ref": "inventory_lots.lot_id", "x-envfarm-user-known": False},
-    )
-    drug_id: str = Field(
-        description="The drug",
-        json_schema_extra={"x-envfarm-ref": "drugs.drug_id", "x-envfarm-user-known": False},
-    )
-    lot_number: str = Field(
-        description="Manufacturer lot number printed on the package",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    expires_on: str = Field(
-        description="Expiry date of the lot (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    quantity_on_hand: int = Field(
-        description="Units on the shelf",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    received_at: str = Field(
-        description="When the lot was received (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    lot_id: str = field("Internal lot id", ref="inventory_lots.lot_id", known=False)
+    drug_id: str = field("The drug", ref="drugs.drug_id", known=False)
+    lot_number: str = field("Manufacturer lot number printed on the package")
+    expires_on: str = field("Expiry date of the lot (YYYY-MM-DD)")
+    quantity_on_hand: int = field("Units on the shelf")
+    received_at: str = field("When the lot was received (ISO 8601, UTC)", known=False)
 
 
 class Prescription(BaseModel):
     """A prescription on file for a patient. A row of `prescriptions`."""
 
-    rx_id: str = Field(
-        description="Internal prescription id",
-        json_schema_extra={"x-envfarm-ref": "prescriptions.rx_id", "x-envfarm-user-known": False},
-    )
-    rx_number: str = Field(
-        description="Rx number printed on the label",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    patient_id: str = Field(
-        description="The patient",
-        json_schema_extra={"x-envfarm-ref": "patients.patient_id", "x-envfarm-user-known": False},
-    )
-    drug_id: str = Field(
-        description="The prescribed drug",
-        json_schema_extra={"x-envfarm-ref": "drugs.drug_id", "x-envfarm-user-known": False},
-    )
-    prescriber_id: str = Field(
-        description="Who wrote it",
-        json_schema_extra={"x-envfarm-ref": "prescribers.prescriber_id", "x-envfarm-user-known": False},
-    )
-    written_on: str = Field(
-        description="Date the prescriber wrote it (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    expires_on: str = Field(
-        description="Last day it can be filled (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    quantity: int = Field(
-        description="Units dispensed per fill",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    days_supply: int = Field(
-        description="Days one fill lasts",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    refills_authorized: int = Field(
-        description="Refills allowed after the first fill",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    fills_used: int = Field(
-        description="Fills dispensed so far (the first fill plus refills)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    directions: str = Field(
-        description="Directions for use printed on the label",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: PrescriptionStatus = Field(
-        description="Prescription status",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    cancel_reason: str | None = Field(
-        description="Why it was cancelled",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    rx_id: str = field("Internal prescription id", ref="prescriptions.rx_id", known=False)
+    rx_number: str = field("Rx number printed on the label")
+    patient_id: str = field("The patient", ref="patients.patient_id", known=False)
+    drug_id: str = field("The prescribed drug", ref="drugs.drug_id", known=False)
+    prescriber_id: str = field("Who wrote it", ref="prescribers.prescriber_id", known=False)
+    written_on: str = field("Date the prescriber wrote it (YYYY-MM-DD)")
+    expires_on: str = field("Last day it can be filled (YYYY-MM-DD)")
+    quantity: int = field("Units dispensed per fill")
+    days_supply: int = field("Days one fill lasts")
+    refills_authorized: int = field("Refills allowed after the first fill")
+    fills_used: int = field("Fills dispensed so far (the first fill plus refills)", known=False)
+    directions: str = field("Directions for use printed on the label")
+    status: PrescriptionStatus = field("Prescription status", known=False)
+    cancel_reason: str | None = field("Why it was cancelled", known=False)
 
 
 class Fill(BaseModel):
     """One dispensing of a prescription. A row of `fills`."""
 
-    fill_id: str = Field(
-        description="Internal fill id",
-        json_schema_extra={"x-envfarm-ref": "fills.fill_id", "x-envfarm-user-known": False},
-    )
-    rx_id: str = Field(
-        description="The prescription filled",
-        json_schema_extra={"x-envfarm-ref": "prescriptions.rx_id", "x-envfarm-user-known": False},
-    )
-    fill_number: int = Field(
-        description="0 for the original fill, then 1, 2... for refills",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    filled_at: str = Field(
-        description="When it was dispensed (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    quantity: int = Field(description="Units dispensed", json_schema_extra={"x-envfarm-user-known": True})
-    lot_id: str = Field(
-        description="Stock lot dispensed from",
-        json_schema_extra={"x-envfarm-ref": "inventory_lots.lot_id", "x-envfarm-user-known": False},
-    )
-    pharmacist: str = Field(
-        description="Pharmacist who verified the fill",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    total_price: float = Field(
-        description="Full price in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    copay: float = Field(
-        description="What the patient pays in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    insurance_paid: float = Field(
-        description="What insurance pays in USD",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    status: FillStatus = Field(description="Fill status", json_schema_extra={"x-envfarm-user-known": False})
+    fill_id: str = field("Internal fill id", ref="fills.fill_id", known=False)
+    rx_id: str = field("The prescription filled", ref="prescriptions.rx_id", known=False)
+    fill_number: int = field("0 for the original fill, then 1, 2... for refills", known=False)
+    filled_at: str = field("When it was dispensed (ISO 8601, UTC)")
+    quantity: int = field("Units dispensed")
+    lot_id: str = field("Stock lot dispensed from", ref="inventory_lots.lot_id", known=False)
+    pharmacist: str = field("Pharmacist who verified the fill")
+    total_price: float = field("Full price in USD")
+    copay: float = field("What the patient pays in USD")
+    insurance_paid: float = field("What insurance pays in USD", known=False)
+    status: FillStatus = field("Fill status", known=False)
 
 
 class Claim(BaseModel):
     """An insurance claim for a fill. A row of `claims`."""
 
-    claim_id: str = Field(
-        description="Internal claim id",
-        json_schema_extra={"x-envfarm-ref": "claims.claim_id", "x-envfarm-user-known": False},
+    claim_id: str = field("Internal claim id", ref="claims.claim_id", known=False)
+    fill_id: str = field("The billed fill", ref="fills.fill_id", known=False)
+    plan_id: str = field("The billed plan", ref="insurance_plans.plan_id", known=False)
+    submitted_at: str = field("When it was sent to the insurer (ISO 8601, UTC)", known=False)
+    billed_amount: float = field("Price billed in USD")
+    paid_amount: float = field("What the insurer pays in USD")
+    copay: float = field("Patient share in USD")
+    status: ClaimStatus = field(
+        "approved, rejected by the insurer, or reversed when the fill went back to stock", known=False
     )
-    fill_id: str = Field(
-        description="The billed fill",
-        json_schema_extra={"x-envfarm-ref": "fills.fill_id", "x-envfarm-user-known": False},
-    )
-    plan_id: str = Field(
-        description="The billed plan",
-        json_schema_extra={"x-envfarm-ref": "insurance_plans.plan_id", "x-envfarm-user-known": False},
-    )
-    submitted_at: str = Field(
-        description="When it was sent to the insurer (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    billed_amount: float = Field(
-        description="Price billed in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    paid_amount: float = Field(
-        description="What the insurer pays in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    copay: float = Field(description="Patient share in USD", json_schema_extra={"x-envfarm-user-known": True})
-    status: ClaimStatus = Field(
-        description="approved, rejected by the insurer, or reversed when the fill went back to stock",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    reject_reason: str | None = Field(
-        description="Why the insurer rejected it",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    reject_reason: str | None = field("Why the insurer rejected it", known=False)
 
 
 class Pickup(BaseModel):
     """A fill handed over at the counter. A row of `pickups`."""
 
-    pickup_id: str = Field(
-        description="Internal pickup id",
-        json_schema_extra={"x-envfarm-ref": "pickups.pickup_id", "x-envfarm-user-known": False},
-    )
-    fill_id: str = Field(
-        description="The fill picked up",
-        json_schema_extra={"x-envfarm-ref": "fills.fill_id", "x-envfarm-user-known": False},
-    )
-    picked_up_at: str = Field(
-        description="When it was handed over (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    picked_up_by: str = Field(
-        description="Name of the person who collected it",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    id_checked: bool = Field(
-        description="Whether a photo ID was checked (required for controlled substances)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    amount_paid: float = Field(
-        description="Amount paid at the counter in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    payment_method: PickupPaymentMethod = Field(
-        description="How it was paid",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    pickup_id: str = field("Internal pickup id", ref="pickups.pickup_id", known=False)
+    fill_id: str = field("The fill picked up", ref="fills.fill_id", known=False)
+    picked_up_at: str = field("When it was handed over (ISO 8601, UTC)")
+    picked_up_by: str = field("Name of the person who collected it")
+    id_checked: bool = field("Whether a photo ID was checked (required for controlled substances)", known=False)
+    amount_paid: float = field("Amount paid at the counter in USD")
+    payment_method: PickupPaymentMethod = field("How it was paid")
 
 
 class CounterSale(BaseModel):
     """An over-the-counter sale without a prescription. A row of `counter_sales`."""
 
-    sale_id: str = Field(
-        description="Internal sale id",
-        json_schema_extra={"x-envfarm-ref": "counter_sales.sale_id", "x-envfarm-user-known": False},
-    )
-    drug_id: str = Field(
-        description="The product sold",
-        json_schema_extra={"x-envfarm-ref": "drugs.drug_id", "x-envfarm-user-known": False},
-    )
-    patient_id: str | None = Field(
-        description="Buyer, logged for restricted items",
-        json_schema_extra={"x-envfarm-ref": "patients.patient_id", "x-envfarm-user-known": False},
-    )
-    quantity: int = Field(description="Units sold", json_schema_extra={"x-envfarm-user-known": True})
-    total: float = Field(description="Price paid in USD", json_schema_extra={"x-envfarm-user-known": True})
-    lot_id: str | None = Field(
-        description="Stock lot sold from",
-        json_schema_extra={"x-envfarm-ref": "inventory_lots.lot_id", "x-envfarm-user-known": False},
-    )
-    sold_at: str = Field(
-        description="When it was sold (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    sale_id: str = field("Internal sale id", ref="counter_sales.sale_id", known=False)
+    drug_id: str = field("The product sold", ref="drugs.drug_id", known=False)
+    patient_id: str | None = field("Buyer, logged for restricted items", ref="patients.patient_id", known=False)
+    quantity: int = field("Units sold")
+    total: float = field("Price paid in USD")
+    lot_id: str | None = field("Stock lot sold from", ref="inventory_lots.lot_id", known=False)
+    sold_at: str = field("When it was sold (ISO 8601, UTC)")
 
 
-class FindPatientResult(BaseModel):
+class FindPatientResult(Page):
     """What `find_patient` found: one page of the matching rows."""
 
-    patients: list[Patient] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    patients: list[Patient] = Page.rows()
 
 
-class ListInsurancePlansResult(BaseModel):
+class ListInsurancePlansResult(Page):
     """What `list_insurance_plans` found: one page of the matching rows."""
 
-    insurance_plans: list[InsurancePlan] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    insurance_plans: list[InsurancePlan] = Page.rows()
 
 
-class SearchDrugsResult(BaseModel):
+class SearchDrugsResult(Page):
     """What `search_drugs` found: one page of the matching rows."""
 
-    drugs: list[Drug] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    drugs: list[Drug] = Page.rows()
 
 
-class CheckStockResult(BaseModel):
+class CheckStockResult(Page):
     """What `check_stock` found: one page of the matching rows."""
 
-    inventory_lots: list[InventoryLot] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    inventory_lots: list[InventoryLot] = Page.rows()
 
 
-class ListPrescriptionsResult(BaseModel):
+class ListPrescriptionsResult(Page):
     """What `list_prescriptions` found: one page of the matching rows."""
 
-    prescriptions: list[Prescription] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    prescriptions: list[Prescription] = Page.rows()
 
 
-class SearchPrescribersResult(BaseModel):
+class SearchPrescribersResult(Page):
     """What `search_prescribers` found: one page of the matching rows."""
 
-    prescribers: list[Prescriber] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    prescribers: list[Prescriber] = Page.rows()
 
 
 class QuoteCopayResult(BaseModel):
@@ -455,86 +209,40 @@ class QuoteCopayResult(BaseModel):
     coverage_note: str = Field(description="How the copay was decided")
 
 
-class ListFillsResult(BaseModel):
+class ListFillsResult(Page):
     """What `list_fills` found: one page of the matching rows."""
 
-    fills: list[Fill] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    fills: list[Fill] = Page.rows()
 
 
-class ListClaimsResult(BaseModel):
+class ListClaimsResult(Page):
     """What `list_claims` found: one page of the matching rows."""
 
-    claims: list[Claim] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    claims: list[Claim] = Page.rows()
 
 
-class ListPickupsResult(BaseModel):
+class ListPickupsResult(Page):
     """What `list_pickups` found: one page of the matching rows."""
 
-    pickups: list[Pickup] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    pickups: list[Pickup] = Page.rows()
 
 
-class ListCounterSalesResult(BaseModel):
+class ListCounterSalesResult(Page):
     """What `list_counter_sales` found: one page of the matching rows."""
 
-    counter_sales: list[CounterSale] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    counter_sales: list[CounterSale] = Page.rows()
 
 
 def find_patient(
     db: Database,
-    full_name: Annotated[
-        str | None,
-        Field(
-            description="Part of the patient's name",
-            json_schema_extra={"x-envfarm-column": "patients.full_name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    email: Annotated[
-        str | None,
-        Field(
-            description="Exact email address",
-            json_schema_extra={"x-envfarm-column": "patients.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    full_name: Annotated[str | None, field("Part of the patient's name", column="patients.full_name")] = None,
+    email: Annotated[str | None, field("Exact email address", column="patients.email")] = None,
     date_of_birth: Annotated[
         str | None,
-        Field(
-            description="Date of birth (YYYY-MM-DD)",
-            pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-column": "patients.date_of_birth", "x-envfarm-user-known": True},
-        ),
+        field("Date of birth (YYYY-MM-DD)", column="patients.date_of_birth", pattern="^\\d{4}-\\d{2}-\\d{2}$"),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> FindPatientResult:
     """Find patients by name, email or date of birth. Returns their patient ids, allergies and insurance
     plan ids.
@@ -543,83 +251,54 @@ def find_patient(
     first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
     returned cursor to get the next page.
     """
-    args = {
-        "full_name": full_name,
-        "email": email,
-        "date_of_birth": date_of_birth,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM patients"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:full_name IS NULL OR contains(full_name, :full_name))"
         " AND (:email IS NULL OR email = :email)"
         " AND (:date_of_birth IS NULL OR date_of_birth = :date_of_birth)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"full_name": full_name, "email": email, "date_of_birth": date_of_birth},
+        limit,
+        cursor,
     )
-    rows = [Patient(**row) for row in page['rows']]
-    return FindPatientResult(
-        patients=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return FindPatientResult.of(page)
 
 
 def get_insurance_plan(
     db: Database,
     plan_id: Annotated[
         str,
-        Field(
-            description="Plan id from find_patient (plan_id) or list_insurance_plans",
-            json_schema_extra={"x-envfarm-ref": "insurance_plans.plan_id", "x-envfarm-column": "insurance_plans.plan_id", "x-envfarm-user-known": False},
+        field(
+            "Plan id from find_patient (plan_id) or list_insurance_plans",
+            ref="insurance_plans.plan_id",
+            column="insurance_plans.plan_id",
+            known=False,
         ),
     ],
 ) -> InsurancePlan:
     """Get an insurance plan's carrier, copays per tier, specialty coverage and whether the pharmacy
     accepts it.
     """
-    row = db.require("insurance_plans", "plan_id", plan_id, "plan_id")
+    row = db.require("insurance_plans", plan_id)
     return InsurancePlan(**row)
 
 
 def list_insurance_plans(
     db: Database,
     carrier: Annotated[
-        str | None,
-        Field(
-            description="Part of the insurance company's name",
-            json_schema_extra={"x-envfarm-column": "insurance_plans.carrier", "x-envfarm-user-known": True},
-        ),
+        str | None, field("Part of the insurance company's name", column="insurance_plans.carrier")
     ] = None,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the plan name",
-            json_schema_extra={"x-envfarm-column": "insurance_plans.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    name: Annotated[str | None, field("Part of the plan name", column="insurance_plans.name")] = None,
     accepted: Annotated[
         bool | None,
-        Field(
-            description="Only plans the pharmacy accepts (true) or no longer accepts (false)",
-            json_schema_extra={"x-envfarm-column": "insurance_plans.accepted", "x-envfarm-user-known": False},
+        field(
+            "Only plans the pharmacy accepts (true) or no longer accepts (false)",
+            column="insurance_plans.accepted",
+            known=False,
         ),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListInsurancePlansResult:
     """List the insurance plans the pharmacy knows, by carrier or name, optionally only those it still
     accepts.
@@ -628,74 +307,35 @@ def list_insurance_plans(
     Ordered oldest first. Returns 25 rows per page by default (limit: up to 200) with total and
     has_more; pass the returned cursor to get the next page.
     """
-    args = {"carrier": carrier, "name": name, "accepted": accepted, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM insurance_plans"
-        " WHERE (:carrier IS NULL OR lower(carrier) LIKE '%' || replace(replace(replace(lower(:carrier), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:carrier IS NULL OR contains(carrier, :carrier))"
+        " AND (:name IS NULL OR contains(name, :name))"
         " AND (:accepted IS NULL OR accepted = :accepted)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"carrier": carrier, "name": name, "accepted": accepted},
+        limit,
+        cursor,
     )
-    rows = [InsurancePlan(**row) for row in page['rows']]
-    return ListInsurancePlansResult(
-        insurance_plans=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListInsurancePlansResult.of(page)
 
 
 def search_drugs(
     db: Database,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the product name, e.g. lisinopril",
-            json_schema_extra={"x-envfarm-column": "drugs.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    generic_name: Annotated[
-        str | None,
-        Field(
-            description="Part of the active ingredient",
-            json_schema_extra={"x-envfarm-column": "drugs.generic_name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    schedule: Annotated[
-        DrugSchedule | None,
-        Field(
-            description="Controlled-substance schedule",
-            json_schema_extra={"x-envfarm-column": "drugs.schedule", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    tier: Annotated[
-        DrugTier | None,
-        Field(
-            description="Pricing tier",
-            json_schema_extra={"x-envfarm-column": "drugs.tier", "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    name: Annotated[str | None, field("Part of the product name, e.g. lisinopril", column="drugs.name")] = None,
+    generic_name: Annotated[str | None, field("Part of the active ingredient", column="drugs.generic_name")] = None,
+    schedule: Annotated[DrugSchedule | None, field("Controlled-substance schedule", column="drugs.schedule")] = None,
+    tier: Annotated[DrugTier | None, field("Pricing tier", column="drugs.tier", known=False)] = None,
     requires_prescription: Annotated[
         bool | None,
-        Field(
-            description="Only prescription-only (true) or over-the-counter (false) products",
-            json_schema_extra={"x-envfarm-column": "drugs.requires_prescription", "x-envfarm-user-known": False},
+        field(
+            "Only prescription-only (true) or over-the-counter (false) products",
+            column="drugs.requires_prescription",
+            known=False,
         ),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> SearchDrugsResult:
     """Search the drug catalog by product or generic name, controlled schedule or tier. Returns drug ids,
     prices and whether a prescription is needed.
@@ -710,76 +350,52 @@ def search_drugs(
         "schedule": schedule,
         "tier": tier,
         "requires_prescription": requires_prescription,
-        "now": db.now,
-        "principal": db.principal,
     }
     page = db.page(
         "SELECT * FROM drugs"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " AND (:generic_name IS NULL OR lower(generic_name) LIKE '%' || replace(replace(replace(lower(:generic_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:name IS NULL OR contains(name, :name))"
+        " AND (:generic_name IS NULL OR contains(generic_name, :generic_name))"
         " AND (:schedule IS NULL OR schedule = :schedule)"
         " AND (:tier IS NULL OR tier = :tier)"
         " AND (:requires_prescription IS NULL OR requires_prescription = :requires_prescription)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        args,
+        limit,
+        cursor,
     )
-    rows = [Drug(**row) for row in page['rows']]
-    return SearchDrugsResult(
-        drugs=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return SearchDrugsResult.of(page)
 
 
 def get_drug(
     db: Database,
     drug_id: Annotated[
         str,
-        Field(
-            description="Drug id from search_drugs or a prescription",
-            json_schema_extra={"x-envfarm-ref": "drugs.drug_id", "x-envfarm-column": "drugs.drug_id", "x-envfarm-user-known": False},
-        ),
+        field("Drug id from search_drugs or a prescription", ref="drugs.drug_id", column="drugs.drug_id", known=False),
     ],
 ) -> Drug:
     """Get one drug's full record by id: product and generic name, class, allergy group, controlled
     schedule, pricing tier, cash unit price, whether it needs a prescription and its over-the-counter
     purchase limit.
     """
-    row = db.require("drugs", "drug_id", drug_id, "drug_id")
+    row = db.require("drugs", drug_id)
     return Drug(**row)
 
 
 def check_stock(
     db: Database,
     drug_id: Annotated[
-        str,
-        Field(
-            description="Drug id from search_drugs",
-            json_schema_extra={"x-envfarm-ref": "drugs.drug_id", "x-envfarm-column": "inventory_lots.drug_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Drug id from search_drugs", ref="drugs.drug_id", column="inventory_lots.drug_id", known=False)
     ],
     expires_after: Annotated[
         str | None,
-        Field(
-            description="Only lots expiring on or after this date (YYYY-MM-DD)",
+        field(
+            "Only lots expiring on or after this date (YYYY-MM-DD)",
+            column="inventory_lots.expires_on",
             pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-column": "inventory_lots.expires_on", "x-envfarm-user-known": True},
         ),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> CheckStockResult:
     """List the stock lots of a drug with lot numbers, expiry dates and units on hand. Expired lots cannot
     be dispensed.
@@ -788,78 +404,52 @@ def check_stock(
     page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
-    db.require("drugs", "drug_id", drug_id, "drug_id")
-    args = {"drug_id": drug_id, "expires_after": expires_after, "now": db.now, "principal": db.principal}
+    db.require("drugs", drug_id)
     page = db.page(
         "SELECT * FROM inventory_lots"
         " WHERE (:drug_id IS NULL OR drug_id = :drug_id)"
         " AND (:expires_after IS NULL OR expires_on >= :expires_after)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"drug_id": drug_id, "expires_after": expires_after},
+        limit,
+        cursor,
     )
-    rows = [InventoryLot(**row) for row in page['rows']]
-    return CheckStockResult(
-        inventory_lots=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return CheckStockResult.of(page)
 
 
 def receive_stock(
     db: Database,
     drug_id: Annotated[
-        str,
-        Field(
-            description="Drug id from search_drugs",
-            json_schema_extra={"x-envfarm-ref": "drugs.drug_id", "x-envfarm-column": "inventory_lots.drug_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Drug id from search_drugs", ref="drugs.drug_id", column="inventory_lots.drug_id", known=False)
     ],
-    lot_number: Annotated[
-        str,
-        Field(
-            description="Manufacturer lot number on the package",
-            json_schema_extra={"x-envfarm-column": "inventory_lots.lot_number", "x-envfarm-user-known": True},
-        ),
-    ],
+    lot_number: Annotated[str, field("Manufacturer lot number on the package", column="inventory_lots.lot_number")],
     expires_on: Annotated[
         str,
-        Field(
-            description="Expiry date printed on the package (YYYY-MM-DD)",
+        field(
+            "Expiry date printed on the package (YYYY-MM-DD)",
+            column="inventory_lots.expires_on",
             pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-column": "inventory_lots.expires_on", "x-envfarm-user-known": True},
         ),
     ],
-    quantity_on_hand: Annotated[
-        int,
-        Field(
-            description="Units received",
-            ge=1.0,
-            json_schema_extra={"x-envfarm-column": "inventory_lots.quantity_on_hand", "x-envfarm-user-known": True},
-        ),
-    ],
+    quantity_on_hand: Annotated[int, field("Units received", column="inventory_lots.quantity_on_hand", ge=1.0)],
 ) -> InventoryLot:
     """Shelve a new lot of a drug delivered by the wholesaler."""
-    db.require("drugs", "drug_id", drug_id, "drug_id")
+    db.require("drugs", drug_id)
     new_id = db.next_id("inventory_lots")
     args = {
         "drug_id": drug_id,
         "lot_number": lot_number,
         "expires_on": expires_on,
         "quantity_on_hand": quantity_on_hand,
-        "now": db.now,
-        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 WHERE :expires_on <= date(:now)", args):
         db.reject(
-            "Lot {lot_number} expires on {expires_on}, which is not after today; expired stock must not be shelved.".format_map(args),
+            "Lot {lot_number} expires on {expires_on}, which is not after today; expired stock must not be shelved.",
+            args,
         )
-    if db.one(
-        "SELECT 1 FROM inventory_lots WHERE drug_id = :drug_id"
-        " AND lot_number = :lot_number",
-        args,
-    ):
-        db.reject(
-            "Lot {lot_number} of this drug is already on the shelf; check_stock lists it.".format_map(args),
-        )
+    if db.one("SELECT 1 FROM inventory_lots WHERE drug_id = :drug_id AND lot_number = :lot_number", args):
+        db.reject("Lot {lot_number} of this drug is already on the shelf; check_stock lists it.", args)
     row = db.insert(
         "inventory_lots",
         {
@@ -878,138 +468,63 @@ def list_prescriptions(
     db: Database,
     patient_id: Annotated[
         str,
-        Field(
-            description="Patient id from find_patient",
-            json_schema_extra={"x-envfarm-ref": "patients.patient_id", "x-envfarm-column": "prescriptions.patient_id", "x-envfarm-user-known": False},
+        field(
+            "Patient id from find_patient", ref="patients.patient_id", column="prescriptions.patient_id", known=False
         ),
     ],
     status: Annotated[
-        PrescriptionStatus | None,
-        Field(
-            description="Only this status",
-            json_schema_extra={"x-envfarm-column": "prescriptions.status", "x-envfarm-user-known": False},
-        ),
+        PrescriptionStatus | None, field("Only this status", column="prescriptions.status", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListPrescriptionsResult:
     """List a patient's prescriptions with Rx numbers, refills authorized and used, expiry and status.
 
     Matching: patient_id equals; status equals. Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("patients", "patient_id", patient_id, "patient_id")
-    args = {"patient_id": patient_id, "status": status, "now": db.now, "principal": db.principal}
+    db.require("patients", patient_id)
     page = db.page(
         "SELECT * FROM prescriptions"
         " WHERE (:patient_id IS NULL OR patient_id = :patient_id)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"patient_id": patient_id, "status": status},
+        limit,
+        cursor,
     )
-    rows = [Prescription(**row) for row in page['rows']]
-    return ListPrescriptionsResult(
-        prescriptions=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListPrescriptionsResult.of(page)
 
 
 def get_prescription(
     db: Database,
-    rx_number: Annotated[
-        str,
-        Field(
-            description="Rx number from the label, e.g. 610001",
-            json_schema_extra={"x-envfarm-column": "prescriptions.rx_number", "x-envfarm-user-known": True},
-        ),
-    ],
+    rx_number: Annotated[str, field("Rx number from the label, e.g. 610001", column="prescriptions.rx_number")],
 ) -> Prescription:
     """Look up a prescription by the Rx number printed on the label; returns its rx_id and details."""
-    row = db.require("prescriptions", "rx_number", rx_number, "rx_number")
+    row = db.require("prescriptions", rx_number, column="rx_number")
     return Prescription(**row)
 
 
 def add_prescription(
     db: Database,
-    patient_id: Annotated[
-        str,
-        Field(
-            description="Patient id from find_patient",
-            json_schema_extra={"x-envfarm-ref": "patients.patient_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    drug_id: Annotated[
-        str,
-        Field(
-            description="Drug id from search_drugs",
-            json_schema_extra={"x-envfarm-ref": "drugs.drug_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    patient_id: Annotated[str, field("Patient id from find_patient", ref="patients.patient_id", known=False)],
+    drug_id: Annotated[str, field("Drug id from search_drugs", ref="drugs.drug_id", known=False)],
     prescriber_id: Annotated[
-        str,
-        Field(
-            description="Prescriber id from search_prescribers",
-            json_schema_extra={"x-envfarm-ref": "prescribers.prescriber_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Prescriber id from search_prescribers", ref="prescribers.prescriber_id", known=False)
     ],
-    written_on: Annotated[
-        str,
-        Field(
-            description="Date the prescriber wrote it (YYYY-MM-DD)",
-            pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
-    quantity: Annotated[
-        int,
-        Field(description="Units per fill", ge=1.0, json_schema_extra={"x-envfarm-user-known": True}),
-    ],
-    days_supply: Annotated[
-        int,
-        Field(
-            description="Days one fill lasts",
-            ge=1.0,
-            le=90.0,
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
-    refills_authorized: Annotated[
-        int,
-        Field(
-            description="Refills allowed after the first fill",
-            ge=0.0,
-            le=11.0,
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
-    directions: Annotated[
-        str,
-        Field(
-            description="Directions for use, e.g. Take 1 tablet by mouth once daily",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
+    written_on: Annotated[str, field("Date the prescriber wrote it (YYYY-MM-DD)", pattern="^\\d{4}-\\d{2}-\\d{2}$")],
+    quantity: Annotated[int, field("Units per fill", ge=1.0)],
+    days_supply: Annotated[int, field("Days one fill lasts", ge=1.0, le=90.0)],
+    refills_authorized: Annotated[int, field("Refills allowed after the first fill", ge=0.0, le=11.0)],
+    directions: Annotated[str, field("Directions for use, e.g. Take 1 tablet by mouth once daily")],
 ) -> Prescription:
     """Enter a new prescription received from a prescriber. The expiry date and Rx number are assigned: a
     prescription is valid 365 days from writing, 180 days for schedule III-V and 90 days for schedule
     II.
     """
-    db.require("patients", "patient_id", patient_id, "patient_id")
-    db.require("drugs", "drug_id", drug_id, "drug_id")
-    db.require("prescribers", "prescriber_id", prescriber_id, "prescriber_id")
+    db.require("patients", patient_id)
+    db.require("drugs", drug_id)
+    db.require("prescribers", prescriber_id)
     args = {
         "patient_id": patient_id,
         "drug_id": drug_id,
@@ -1019,20 +534,17 @@ def add_prescription(
         "days_supply": days_supply,
         "refills_authorized": refills_authorized,
         "directions": directions,
-        "now": db.now,
-        "principal": db.principal,
     }
     if db.one("SELECT 1 WHERE :written_on > date(:now)", args):
-        db.reject(
-            "written_on {written_on} is in the future; enter the date the prescriber signed it.".format_map(args),
-        )
+        db.reject("written_on {written_on} is in the future; enter the date the prescriber signed it.", args)
     if db.one(
         "SELECT 1 FROM drugs WHERE drug_id = :drug_id"
         " AND julianday(date(:now)) - julianday(:written_on) > CASE schedule WHEN 'none' THEN 365 WHEN 'II' THEN 90 ELSE 180 END",
         args,
     ):
         db.reject(
-            "A prescription written on {written_on} for this drug has already expired; ask the prescriber for a new one.".format_map(args),
+            "A prescription written on {written_on} for this drug has already expired; ask the prescriber for a new one.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM drugs d, prescribers p WHERE d.drug_id = :drug_id"
@@ -1041,23 +553,19 @@ def add_prescription(
         args,
     ):
         db.reject(
-            "Prescriber {prescriber_id} has no DEA registration on file, so they cannot prescribe this controlled substance.".format_map(args),
+            "Prescriber {prescriber_id} has no DEA registration on file, so they cannot prescribe this controlled substance.",
+            args,
         )
-    if db.one(
-        "SELECT 1 FROM drugs WHERE drug_id = :drug_id AND schedule = 'II'"
-        " AND :refills_authorized > 0",
-        args,
-    ):
+    if db.one("SELECT 1 FROM drugs WHERE drug_id = :drug_id AND schedule = 'II' AND :refills_authorized > 0", args):
         db.reject(
             "Schedule II controlled substances cannot have refills; enter refills_authorized 0 (each fill needs a new prescription).",
         )
     if db.one(
-        "SELECT 1 FROM drugs WHERE drug_id = :drug_id AND schedule IN ('III', 'IV', 'V')"
-        " AND :refills_authorized > 5",
+        "SELECT 1 FROM drugs WHERE drug_id = :drug_id AND schedule IN ('III', 'IV', 'V') AND :refills_authorized > 5",
         args,
     ):
         db.reject(
-            "Schedule III-V controlled substances allow at most 5 refills; {refills_authorized} were requested.".format_map(args),
+            "Schedule III-V controlled substances allow at most 5 refills; {refills_authorized} were requested.", args
         )
     if db.one(
         "SELECT 1 FROM drugs d, patients p WHERE d.drug_id = :drug_id"
@@ -1066,44 +574,29 @@ def add_prescription(
         args,
     ):
         db.reject(
-            "Patient {patient_id} has a recorded allergy to this drug's group; call the prescriber for an alternative before entering it.".format_map(args),
+            "Patient {patient_id} has a recorded allergy to this drug's group; call the prescriber for an alternative before entering it.",
+            args,
         )
-    outcome = handlers.add_prescription(db, patient_id=patient_id, drug_id=drug_id, prescriber_id=prescriber_id, written_on=written_on, quantity=quantity, days_supply=days_supply, refills_authorized=refills_authorized, directions=directions)
+    outcome = handlers.add_prescription(
+        db,
+        patient_id=patient_id,
+        drug_id=drug_id,
+        prescriber_id=prescriber_id,
+        written_on=written_on,
+        quantity=quantity,
+        days_supply=days_supply,
+        refills_authorized=refills_authorized,
+        directions=directions,
+    )
     return Prescription.model_validate(outcome)
 
 
 def search_prescribers(
     db: Database,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the prescriber's name",
-            json_schema_extra={"x-envfarm-column": "prescribers.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    clinic: Annotated[
-        str | None,
-        Field(
-            description="Part of the clinic name",
-            json_schema_extra={"x-envfarm-column": "prescribers.clinic", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    name: Annotated[str | None, field("Part of the prescriber's name", column="prescribers.name")] = None,
+    clinic: Annotated[str | None, field("Part of the clinic name", column="prescribers.clinic")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> SearchPrescribersResult:
     """Search prescribers by name or clinic. Returns prescriber ids and whether they hold a DEA
     registration.
@@ -1112,82 +605,64 @@ def search_prescribers(
     first. Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the
     returned cursor to get the next page.
     """
-    args = {"name": name, "clinic": clinic, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM prescribers"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " AND (:clinic IS NULL OR lower(clinic) LIKE '%' || replace(replace(replace(lower(:clinic), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:name IS NULL OR contains(name, :name))"
+        " AND (:clinic IS NULL OR contains(clinic, :clinic))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"name": name, "clinic": clinic},
+        limit,
+        cursor,
     )
-    rows = [Prescriber(**row) for row in page['rows']]
-    return SearchPrescribersResult(
-        prescribers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return SearchPrescribersResult.of(page)
 
 
 def quote_copay(
     db: Database,
     rx_id: Annotated[
         str,
-        Field(
-            description="Prescription id from list_prescriptions or get_prescription",
-            json_schema_extra={"x-envfarm-ref": "prescriptions.rx_id", "x-envfarm-user-known": False},
-        ),
+        field("Prescription id from list_prescriptions or get_prescription", ref="prescriptions.rx_id", known=False),
     ],
 ) -> QuoteCopayResult:
     """Price the next fill of a prescription without dispensing it: full price, the patient's copay under
     their plan, what insurance would pay, and a note when the plan does not cover it.
     """
-    db.require("prescriptions", "rx_id", rx_id, "rx_id")
-    outcome = handlers.quote_copay(db, rx_id=rx_id)
-    return QuoteCopayResult.model_validate(outcome)
+    db.require("prescriptions", rx_id)
+    return QuoteCopayResult.model_validate(handlers.quote_copay(db, rx_id=rx_id))
 
 
 def fill_prescription(
     db: Database,
     rx_id: Annotated[
         str,
-        Field(
-            description="Prescription id from list_prescriptions or get_prescription",
-            json_schema_extra={"x-envfarm-ref": "prescriptions.rx_id", "x-envfarm-user-known": False},
-        ),
+        field("Prescription id from list_prescriptions or get_prescription", ref="prescriptions.rx_id", known=False),
     ],
-    pharmacist: Annotated[
-        str,
-        Field(
-            description="Name of the verifying pharmacist",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
+    pharmacist: Annotated[str, field("Name of the verifying pharmacist")],
 ) -> Fill:
     """Dispense the next fill of a prescription from the earliest-expiring in-date lot with enough stock,
     bill the patient's insurance and leave the fill waiting for pickup. Refills are allowed once 75% of
     the last fill's days supply has passed.
     """
-    db.require("prescriptions", "rx_id", rx_id, "rx_id")
-    args = {"rx_id": rx_id, "pharmacist": pharmacist, "now": db.now, "principal": db.principal}
+    db.require("prescriptions", rx_id)
+    args = {"rx_id": rx_id, "pharmacist": pharmacist}
     if db.one("SELECT 1 FROM prescriptions WHERE rx_id = :rx_id AND status = 'cancelled'", args):
-        db.reject("Prescription {rx_id} was cancelled and cannot be filled.".format_map(args))
+        db.reject("Prescription {rx_id} was cancelled and cannot be filled.", args)
     if db.one(
-        "SELECT 1 FROM prescriptions WHERE rx_id = :rx_id AND (status = 'expired'"
-        " OR expires_on < date(:now))",
-        args,
+        "SELECT 1 FROM prescriptions WHERE rx_id = :rx_id AND (status = 'expired' OR expires_on < date(:now))", args
     ):
         db.reject(
-            "Prescription {rx_id} has expired and cannot be filled; the patient needs a new prescription from the prescriber.".format_map(args),
+            "Prescription {rx_id} has expired and cannot be filled; the patient needs a new prescription from the prescriber.",
+            args,
         )
-    if db.one(
-        "SELECT 1 FROM prescriptions WHERE rx_id = :rx_id"
-        " AND fills_used > refills_authorized",
-        args,
-    ):
+    if db.one("SELECT 1 FROM prescriptions WHERE rx_id = :rx_id AND fills_used > refills_authorized", args):
         db.reject(
-            "Prescription {rx_id} has no refills left; every authorized fill is used, so the prescriber must send a new prescription.".format_map(args),
+            "Prescription {rx_id} has no refills left; every authorized fill is used, so the prescriber must send a new prescription.",
+            args,
         )
     if db.one("SELECT 1 FROM fills WHERE rx_id = :rx_id AND status = 'ready_for_pickup'", args):
         db.reject(
-            "Prescription {rx_id} already has a fill waiting for pickup; hand that one over or return it to stock first.".format_map(args),
+            "Prescription {rx_id} already has a fill waiting for pickup; hand that one over or return it to stock first.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM fills f JOIN prescriptions p ON p.rx_id = f.rx_id"
@@ -1195,9 +670,7 @@ def fill_prescription(
         " AND julianday(f.filled_at) + 0.75 * p.days_supply > julianday(:now)",
         args,
     ):
-        db.reject(
-            "Too early to refill {rx_id}: less than 75% of the last fill's days supply has passed.".format_map(args),
-        )
+        db.reject("Too early to refill {rx_id}: less than 75% of the last fill's days supply has passed.", args)
     if db.one(
         "SELECT 1 FROM prescriptions p WHERE p.rx_id = :rx_id AND NOT EXISTS (SELECT 1"
         " FROM inventory_lots l WHERE l.drug_id = p.drug_id"
@@ -1205,161 +678,94 @@ def fill_prescription(
         args,
     ):
         db.reject(
-            "No in-date lot has enough stock to fill {rx_id}; check_stock shows the lots, receive_stock shelves new ones.".format_map(args),
+            "No in-date lot has enough stock to fill {rx_id}; check_stock shows the lots, receive_stock shelves new ones.",
+            args,
         )
-    outcome = handlers.fill_prescription(db, rx_id=rx_id, pharmacist=pharmacist)
-    return Fill.model_validate(outcome)
+    return Fill.model_validate(handlers.fill_prescription(db, rx_id=rx_id, pharmacist=pharmacist))
 
 
 def list_fills(
     db: Database,
     rx_id: Annotated[
         str,
-        Field(
-            description="Prescription id from list_prescriptions or get_prescription",
-            json_schema_extra={"x-envfarm-ref": "prescriptions.rx_id", "x-envfarm-column": "fills.rx_id", "x-envfarm-user-known": False},
+        field(
+            "Prescription id from list_prescriptions or get_prescription",
+            ref="prescriptions.rx_id",
+            column="fills.rx_id",
+            known=False,
         ),
     ],
-    status: Annotated[
-        FillStatus | None,
-        Field(
-            description="Only this status",
-            json_schema_extra={"x-envfarm-column": "fills.status", "x-envfarm-user-known": False},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    status: Annotated[FillStatus | None, field("Only this status", column="fills.status", known=False)] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListFillsResult:
     """List the fills of a prescription with dates, prices, copays and pickup status.
 
     Matching: rx_id equals; status equals. Ordered oldest first. Returns 25 rows per page by default
     (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("prescriptions", "rx_id", rx_id, "rx_id")
-    args = {"rx_id": rx_id, "status": status, "now": db.now, "principal": db.principal}
+    db.require("prescriptions", rx_id)
     page = db.page(
         "SELECT * FROM fills"
         " WHERE (:rx_id IS NULL OR rx_id = :rx_id)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"rx_id": rx_id, "status": status},
+        limit,
+        cursor,
     )
-    rows = [Fill(**row) for row in page['rows']]
-    return ListFillsResult(
-        fills=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListFillsResult.of(page)
 
 
 def list_claims(
     db: Database,
     fill_id: Annotated[
-        str,
-        Field(
-            description="Fill id from list_fills",
-            json_schema_extra={"x-envfarm-ref": "fills.fill_id", "x-envfarm-column": "claims.fill_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Fill id from list_fills", ref="fills.fill_id", column="claims.fill_id", known=False)
     ],
-    status: Annotated[
-        ClaimStatus | None,
-        Field(
-            description="Only this status",
-            json_schema_extra={"x-envfarm-column": "claims.status", "x-envfarm-user-known": False},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    status: Annotated[ClaimStatus | None, field("Only this status", column="claims.status", known=False)] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListClaimsResult:
     """List the insurance claims of a fill, with amounts billed and paid and any rejection reason.
 
     Matching: fill_id equals; status equals. Ordered oldest first. Returns 25 rows per page by default
     (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("fills", "fill_id", fill_id, "fill_id")
-    args = {"fill_id": fill_id, "status": status, "now": db.now, "principal": db.principal}
+    db.require("fills", fill_id)
     page = db.page(
         "SELECT * FROM claims"
         " WHERE (:fill_id IS NULL OR fill_id = :fill_id)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"fill_id": fill_id, "status": status},
+        limit,
+        cursor,
     )
-    rows = [Claim(**row) for row in page['rows']]
-    return ListClaimsResult(
-        claims=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListClaimsResult.of(page)
 
 
 def record_pickup(
     db: Database,
     fill_id: Annotated[
         str,
-        Field(
-            description="Fill id from list_fills (status ready_for_pickup)",
-            json_schema_extra={"x-envfarm-ref": "fills.fill_id", "x-envfarm-column": "pickups.fill_id", "x-envfarm-user-known": False},
+        field(
+            "Fill id from list_fills (status ready_for_pickup)",
+            ref="fills.fill_id",
+            column="pickups.fill_id",
+            known=False,
         ),
     ],
-    picked_up_by: Annotated[
-        str,
-        Field(
-            description="Name of the person collecting it",
-            json_schema_extra={"x-envfarm-column": "pickups.picked_up_by", "x-envfarm-user-known": True},
-        ),
-    ],
-    id_checked: Annotated[
-        bool,
-        Field(
-            description="Whether their photo ID was checked",
-            json_schema_extra={"x-envfarm-column": "pickups.id_checked", "x-envfarm-user-known": False},
-        ),
-    ],
+    picked_up_by: Annotated[str, field("Name of the person collecting it", column="pickups.picked_up_by")],
+    id_checked: Annotated[bool, field("Whether their photo ID was checked", column="pickups.id_checked", known=False)],
     amount_paid: Annotated[
-        float,
-        Field(
-            description="Amount paid in USD; must equal the fill's copay",
-            ge=0.0,
-            json_schema_extra={"x-envfarm-column": "pickups.amount_paid", "x-envfarm-user-known": True},
-        ),
+        float, field("Amount paid in USD; must equal the fill's copay", column="pickups.amount_paid", ge=0.0)
     ],
-    payment_method: Annotated[
-        PickupPaymentMethod,
-        Field(
-            description="How it is paid",
-            json_schema_extra={"x-envfarm-column": "pickups.payment_method", "x-envfarm-user-known": True},
-        ),
-    ],
+    payment_method: Annotated[PickupPaymentMethod, field("How it is paid", column="pickups.payment_method")],
 ) -> Pickup:
     """Hand a fill waiting for pickup to the patient or their representative and take the copay. Controlled
     substances need a checked photo ID.
     """
-    db.require("fills", "fill_id", fill_id, "fill_id")
+    db.require("fills", fill_id)
     new_id = db.next_id("pickups")
     args = {
         "fill_id": fill_id,
@@ -1367,14 +773,10 @@ def record_pickup(
         "id_checked": id_checked,
         "amount_paid": amount_paid,
         "payment_method": payment_method,
-        "now": db.now,
-        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM fills WHERE fill_id = :fill_id AND status != 'ready_for_pickup'", args):
-        db.reject(
-            "Fill {fill_id} is not waiting for pickup (it was already picked up or returned to stock).".format_map(args),
-        )
+        db.reject("Fill {fill_id} is not waiting for pickup (it was already picked up or returned to stock).", args)
     if db.one(
         "SELECT 1 FROM fills f JOIN prescriptions p ON p.rx_id = f.rx_id"
         " JOIN drugs d ON d.drug_id = p.drug_id WHERE f.fill_id = :fill_id"
@@ -1382,15 +784,12 @@ def record_pickup(
         args,
     ):
         db.reject(
-            "Fill {fill_id} is a controlled substance: check the collector's photo ID and pass id_checked true.".format_map(args),
+            "Fill {fill_id} is a controlled substance: check the collector's photo ID and pass id_checked true.", args
         )
-    if db.one(
-        "SELECT 1 FROM fills WHERE fill_id = :fill_id"
-        " AND abs(copay - :amount_paid) > 0.005",
-        args,
-    ):
+    if db.one("SELECT 1 FROM fills WHERE fill_id = :fill_id AND abs(copay - :amount_paid) > 0.005", args):
         db.reject(
-            "The amount {amount_paid} does not match the copay of fill {fill_id}; take exactly the copay shown by list_fills.".format_map(args),
+            "The amount {amount_paid} does not match the copay of fill {fill_id}; take exactly the copay shown by list_fills.",
+            args,
         )
     row = db.insert(
         "pickups",
@@ -1412,43 +811,32 @@ def return_fill_to_stock(
     db: Database,
     fill_id: Annotated[
         str,
-        Field(
-            description="Fill id from list_fills (status ready_for_pickup)",
-            json_schema_extra={"x-envfarm-ref": "fills.fill_id", "x-envfarm-column": "fills.fill_id", "x-envfarm-user-known": False},
+        field(
+            "Fill id from list_fills (status ready_for_pickup)",
+            ref="fills.fill_id",
+            column="fills.fill_id",
+            known=False,
         ),
     ],
 ) -> Fill:
     """Put an uncollected fill back on the shelf: the units return to their lot, the insurance claim is
     reversed and the fill no longer counts against the prescription's refills.
     """
-    current = db.require("fills", "fill_id", fill_id, "fill_id")
-    args = {
-        "fill_id": fill_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["fill_id"],
-        "set_status": "returned_to_stock",
-    }
+    current = db.require("fills", fill_id)
+    args = {"fill_id": fill_id, "id": current["fill_id"], "set_status": "returned_to_stock"}
     if db.one("SELECT 1 FROM fills WHERE fill_id = :fill_id AND status != 'ready_for_pickup'", args):
         db.reject(
-            "Only fills waiting for pickup can be returned to stock; fill {fill_id} was already picked up or returned.".format_map(args),
+            "Only fills waiting for pickup can be returned to stock; fill {fill_id} was already picked up or returned.",
+            args,
         )
-    row = db.returning(
-        "UPDATE fills SET status = :set_status"
-        " WHERE fill_id = :id RETURNING *",
-        args,
-    )
+    row = db.returning("UPDATE fills SET status = :set_status WHERE fill_id = :id RETURNING *", args)
     db.execute(
         "UPDATE inventory_lots SET quantity_on_hand = quantity_on_hand + (SELECT quantity"
         " FROM fills WHERE fill_id = :id) WHERE lot_id = (SELECT lot_id FROM fills"
         " WHERE fill_id = :id)",
         args,
     )
-    db.execute(
-        "UPDATE claims SET status = 'reversed' WHERE fill_id = :id"
-        " AND status = 'approved'",
-        args,
-    )
+    db.execute("UPDATE claims SET status = 'reversed' WHERE fill_id = :id AND status = 'approved'", args)
     db.execute(
         "UPDATE prescriptions SET fills_used = fills_used - 1 WHERE rx_id = (SELECT rx_id"
         " FROM fills WHERE fill_id = :id)",
@@ -1461,38 +849,27 @@ def cancel_prescription(
     db: Database,
     rx_id: Annotated[
         str,
-        Field(
-            description="Prescription id from list_prescriptions or get_prescription",
-            json_schema_extra={"x-envfarm-ref": "prescriptions.rx_id", "x-envfarm-column": "prescriptions.rx_id", "x-envfarm-user-known": False},
+        field(
+            "Prescription id from list_prescriptions or get_prescription",
+            ref="prescriptions.rx_id",
+            column="prescriptions.rx_id",
+            known=False,
         ),
     ],
-    cancel_reason: Annotated[
-        str,
-        Field(
-            description="Why it is cancelled",
-            json_schema_extra={"x-envfarm-column": "prescriptions.cancel_reason", "x-envfarm-user-known": False},
-        ),
-    ],
+    cancel_reason: Annotated[str, field("Why it is cancelled", column="prescriptions.cancel_reason", known=False)],
 ) -> Prescription:
     """Cancel a prescription at the prescriber's or patient's request so it can no longer be filled."""
-    current = db.require("prescriptions", "rx_id", rx_id, "rx_id")
-    args = {
-        "rx_id": rx_id,
-        "cancel_reason": cancel_reason,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["rx_id"],
-        "set_status": "cancelled",
-    }
+    current = db.require("prescriptions", rx_id)
+    args = {"rx_id": rx_id, "cancel_reason": cancel_reason, "id": current["rx_id"], "set_status": "cancelled"}
     if db.one("SELECT 1 FROM prescriptions WHERE rx_id = :rx_id AND status = 'cancelled'", args):
-        db.reject("Prescription {rx_id} is already cancelled.".format_map(args))
+        db.reject("Prescription {rx_id} is already cancelled.", args)
     if db.one("SELECT 1 FROM fills WHERE rx_id = :rx_id AND status = 'ready_for_pickup'", args):
         db.reject(
-            "Prescription {rx_id} has a fill waiting for pickup; return it to stock (return_fill_to_stock) before cancelling.".format_map(args),
+            "Prescription {rx_id} has a fill waiting for pickup; return it to stock (return_fill_to_stock) before cancelling.",
+            args,
         )
     row = db.returning(
-        "UPDATE prescriptions SET status = :set_status, cancel_reason = :cancel_reason"
-        " WHERE rx_id = :id RETURNING *",
+        "UPDATE prescriptions SET status = :set_status, cancel_reason = :cancel_reason WHERE rx_id = :id RETURNING *",
         args,
     )
     return Prescription(**row)
@@ -1501,45 +878,24 @@ def cancel_prescription(
 def update_patient_insurance(
     db: Database,
     patient_id: Annotated[
-        str,
-        Field(
-            description="Patient id from find_patient",
-            json_schema_extra={"x-envfarm-ref": "patients.patient_id", "x-envfarm-column": "patients.patient_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Patient id from find_patient", ref="patients.patient_id", column="patients.patient_id", known=False)
     ],
     plan_id: Annotated[
         str,
-        Field(
-            description="Plan id from list_insurance_plans",
-            json_schema_extra={"x-envfarm-ref": "insurance_plans.plan_id", "x-envfarm-column": "patients.plan_id", "x-envfarm-user-known": False},
+        field(
+            "Plan id from list_insurance_plans", ref="insurance_plans.plan_id", column="patients.plan_id", known=False
         ),
     ],
-    member_number: Annotated[
-        str,
-        Field(
-            description="Member number on the insurance card",
-            json_schema_extra={"x-envfarm-column": "patients.member_number", "x-envfarm-user-known": True},
-        ),
-    ],
+    member_number: Annotated[str, field("Member number on the insurance card", column="patients.member_number")],
 ) -> Patient:
     """Put a new insurance plan and member number on a patient's file; later fills are billed to it."""
-    current = db.require("patients", "patient_id", patient_id, "patient_id")
-    db.require("insurance_plans", "plan_id", plan_id, "plan_id")
-    args = {
-        "patient_id": patient_id,
-        "plan_id": plan_id,
-        "member_number": member_number,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["patient_id"],
-    }
+    current = db.require("patients", patient_id)
+    db.require("insurance_plans", plan_id)
+    args = {"patient_id": patient_id, "plan_id": plan_id, "member_number": member_number, "id": current["patient_id"]}
     if db.one("SELECT 1 FROM insurance_plans WHERE plan_id = :plan_id AND NOT accepted", args):
-        db.reject(
-            "The pharmacy no longer accepts plan {plan_id}; the patient can pay cash or use another plan.".format_map(args),
-        )
+        db.reject("The pharmacy no longer accepts plan {plan_id}; the patient can pay cash or use another plan.", args)
     row = db.returning(
-        "UPDATE patients SET plan_id = :plan_id, member_number = :member_number"
-        " WHERE patient_id = :id RETURNING *",
+        "UPDATE patients SET plan_id = :plan_id, member_number = :member_number WHERE patient_id = :id RETURNING *",
         args,
     )
     return Patient(**row)
@@ -1549,24 +905,21 @@ def sell_over_the_counter(
     db: Database,
     drug_id: Annotated[
         str,
-        Field(
-            description="Drug id from search_drugs (requires_prescription false)",
-            json_schema_extra={"x-envfarm-ref": "drugs.drug_id", "x-envfarm-column": "counter_sales.drug_id", "x-envfarm-user-known": False},
+        field(
+            "Drug id from search_drugs (requires_prescription false)",
+            ref="drugs.drug_id",
+            column="counter_sales.drug_id",
+            known=False,
         ),
     ],
-    quantity: Annotated[
-        int,
-        Field(
-            description="Units sold",
-            ge=1.0,
-            json_schema_extra={"x-envfarm-column": "counter_sales.quantity", "x-envfarm-user-known": True},
-        ),
-    ],
+    quantity: Annotated[int, field("Units sold", column="counter_sales.quantity", ge=1.0)],
     patient_id: Annotated[
         str | None,
-        Field(
-            description="Buyer's patient id from find_patient; required for restricted items",
-            json_schema_extra={"x-envfarm-ref": "patients.patient_id", "x-envfarm-column": "counter_sales.patient_id", "x-envfarm-user-known": False},
+        field(
+            "Buyer's patient id from find_patient; required for restricted items",
+            ref="patients.patient_id",
+            column="counter_sales.patient_id",
+            known=False,
         ),
     ] = None,
 ) -> CounterSale:
@@ -1574,21 +927,15 @@ def sell_over_the_counter(
     Restricted items (with a purchase limit, e.g. pseudoephedrine) are logged to the buyer's patient
     record.
     """
-    db.require("drugs", "drug_id", drug_id, "drug_id")
+    db.require("drugs", drug_id)
     if patient_id is not None:
-        db.require("patients", "patient_id", patient_id, "patient_id")
+        db.require("patients", patient_id)
     new_id = db.next_id("counter_sales")
-    args = {
-        "drug_id": drug_id,
-        "quantity": quantity,
-        "patient_id": patient_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
+    args = {"drug_id": drug_id, "quantity": quantity, "patient_id": patient_id, "id": new_id}
     if db.one("SELECT 1 FROM drugs WHERE drug_id = :drug_id AND requires_prescription", args):
         db.reject(
-            "Drug {drug_id} is prescription-only and can only be dispensed against a prescription on file (fill_prescription).".format_map(args),
+            "Drug {drug_id} is prescription-only and can only be dispensed against a prescription on file (fill_prescription).",
+            args,
         )
     if db.one(
         "SELECT 1 FROM drugs WHERE drug_id = :drug_id AND otc_purchase_limit IS NOT NULL"
@@ -1596,15 +943,15 @@ def sell_over_the_counter(
         args,
     ):
         db.reject(
-            "{quantity} units is over the per-sale purchase limit of drug {drug_id}; search_drugs shows the limit.".format_map(args),
+            "{quantity} units is over the per-sale purchase limit of drug {drug_id}; search_drugs shows the limit.",
+            args,
         )
     if db.one(
-        "SELECT 1 FROM drugs WHERE drug_id = :drug_id AND otc_purchase_limit IS NOT NULL"
-        " AND :patient_id IS NULL",
-        args,
+        "SELECT 1 FROM drugs WHERE drug_id = :drug_id AND otc_purchase_limit IS NOT NULL AND :patient_id IS NULL", args
     ):
         db.reject(
-            "Drug {drug_id} is a restricted item: every sale is logged, so pass the buyer's patient_id (find_patient).".format_map(args),
+            "Drug {drug_id} is a restricted item: every sale is logged, so pass the buyer's patient_id (find_patient).",
+            args,
         )
     if db.one(
         "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM inventory_lots WHERE drug_id = :drug_id"
@@ -1612,7 +959,8 @@ def sell_over_the_counter(
         args,
     ):
         db.reject(
-            "Not enough in-date stock of drug {drug_id} in one lot for {quantity} units; check_stock shows what is on the shelf.".format_map(args),
+            "Not enough in-date stock of drug {drug_id} in one lot for {quantity} units; check_stock shows what is on the shelf.",
+            args,
         )
     db.insert(
         "counter_sales",
@@ -1638,41 +986,19 @@ def sell_over_the_counter(
         " WHERE lot_id = (SELECT lot_id FROM counter_sales WHERE sale_id = :id)",
         args,
     )
-    return CounterSale(**db.require("counter_sales", "sale_id", new_id, "sale_id"))
+    return CounterSale(**db.require("counter_sales", new_id))
 
 
 def list_pickups(
     db: Database,
     fill_id: Annotated[
-        str | None,
-        Field(
-            description="Fill id from list_fills",
-            json_schema_extra={"x-envfarm-ref": "fills.fill_id", "x-envfarm-column": "pickups.fill_id", "x-envfarm-user-known": False},
-        ),
+        str | None, field("Fill id from list_fills", ref="fills.fill_id", column="pickups.fill_id", known=False)
     ] = None,
     payment_method: Annotated[
-        PickupPaymentMethod | None,
-        Field(
-            description="Only this payment method",
-            json_schema_extra={"x-envfarm-column": "pickups.payment_method", "x-envfarm-user-known": True},
-        ),
+        PickupPaymentMethod | None, field("Only this payment method", column="pickups.payment_method")
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListPickupsResult:
     """Pickups at the counter (who collected a fill, whether ID was checked, what was paid), by fill or
     payment method.
@@ -1681,53 +1007,33 @@ def list_pickups(
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     if fill_id is not None:
-        db.require("fills", "fill_id", fill_id, "fill_id")
-    args = {"fill_id": fill_id, "payment_method": payment_method, "now": db.now, "principal": db.principal}
+        db.require("fills", fill_id)
     page = db.page(
         "SELECT * FROM pickups"
         " WHERE (:fill_id IS NULL OR fill_id = :fill_id)"
         " AND (:payment_method IS NULL OR payment_method = :payment_method)"
         " ORDER BY picked_up_at DESC, rowid",
-        args, limit, cursor,
+        {"fill_id": fill_id, "payment_method": payment_method},
+        limit,
+        cursor,
     )
-    rows = [Pickup(**row) for row in page['rows']]
-    return ListPickupsResult(
-        pickups=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListPickupsResult.of(page)
 
 
 def list_counter_sales(
     db: Database,
     patient_id: Annotated[
         str | None,
-        Field(
-            description="Patient id from find_patient",
-            json_schema_extra={"x-envfarm-ref": "patients.patient_id", "x-envfarm-column": "counter_sales.patient_id", "x-envfarm-user-known": False},
+        field(
+            "Patient id from find_patient", ref="patients.patient_id", column="counter_sales.patient_id", known=False
         ),
     ] = None,
     drug_id: Annotated[
         str | None,
-        Field(
-            description="Product id from search_drugs",
-            json_schema_extra={"x-envfarm-ref": "drugs.drug_id", "x-envfarm-column": "counter_sales.drug_id", "x-envfarm-user-known": False},
-        ),
+        field("Product id from search_drugs", ref="drugs.drug_id", column="counter_sales.drug_id", known=False),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListCounterSalesResult:
     """Over-the-counter sales, by patient (restricted items are logged with the buyer) or product.
 
@@ -1735,18 +1041,16 @@ def list_counter_sales(
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     if patient_id is not None:
-        db.require("patients", "patient_id", patient_id, "patient_id")
+        db.require("patients", patient_id)
     if drug_id is not None:
-        db.require("drugs", "drug_id", drug_id, "drug_id")
-    args = {"patient_id": patient_id, "drug_id": drug_id, "now": db.now, "principal": db.principal}
+        db.require("drugs", drug_id)
     page = db.page(
         "SELECT * FROM counter_sales"
         " WHERE (:patient_id IS NULL OR patient_id = :patient_id)"
         " AND (:drug_id IS NULL OR drug_id = :drug_id)"
         " ORDER BY sold_at DESC, rowid",
-        args, limit, cursor,
+        {"patient_id": patient_id, "drug_id": drug_id},
+        limit,
+        cursor,
     )
-    rows = [CounterSale(**row) for row in page['rows']]
-    return ListCounterSalesResult(
-        counter_sales=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListCounterSalesResult.of(page)

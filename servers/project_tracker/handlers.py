@@ -5,7 +5,7 @@ from envfarm.servers.runtime.database import Database
 
 def project_summary(db: Database, project_id: str) -> dict:
     """Task counts per status and the overdue tasks: an aggregate no single-table search can give."""
-    project = db.require("projects", "project_id", project_id, "project_id")
+    project = db.require("projects", project_id)
     counts = {status: 0 for status in ("todo", "in_progress", "review", "done")}
     for row in db.all("SELECT status, count(*) AS n FROM tasks WHERE project_id = ? GROUP BY status", (project_id,)):
         counts[row["status"]] = row["n"]
@@ -40,7 +40,7 @@ def roll_over_milestone(db: Database, from_milestone_id: str, to_milestone_id: s
             (to_milestone_id, due, db.now, task_id),
         )
     db.execute("UPDATE milestones SET status = 'closed' WHERE milestone_id = ?", (from_milestone_id,))
-    tasks = [db.require("tasks", "task_id", task_id, "task_id") for task_id in moving]
+    tasks = [db.require("tasks", task_id) for task_id in moving]
     return {
         "closed_milestone_id": from_milestone_id,
         "target_milestone_id": to_milestone_id,

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from envfarm.servers.runtime.database import Database
+from envfarm.servers.runtime import Cursor, Database, Limit, Page, field
 
 from . import handlers
 
@@ -21,218 +21,104 @@ TaskPriority = Literal["low", "medium", "high", "urgent"]
 class Person(BaseModel):
     """A colleague who can join projects. A row of `people`."""
 
-    person_id: str = Field(
-        description="Internal person id",
-        json_schema_extra={"x-envfarm-ref": "people.person_id", "x-envfarm-user-known": False},
-    )
-    full_name: str = Field(
-        description="First and last name",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    email: str = Field(description="Work email address", json_schema_extra={"x-envfarm-user-known": True})
-    job_title: str = Field(description="Job title", json_schema_extra={"x-envfarm-user-known": True})
+    person_id: str = field("Internal person id", ref="people.person_id", known=False)
+    full_name: str = field("First and last name")
+    email: str = field("Work email address")
+    job_title: str = field("Job title")
 
 
 class Project(BaseModel):
     """A project with its own members, milestones and tasks. A row of `projects`."""
 
-    project_id: str = Field(
-        description="Internal project id",
-        json_schema_extra={"x-envfarm-ref": "projects.project_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(description="Project name", json_schema_extra={"x-envfarm-user-known": True})
-    description: str = Field(
-        description="What the project is about",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    owner_email: str = Field(
-        description="Email of the project owner",
-        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
-    )
-    status: ProjectStatus = Field(
-        description="Only active projects take new tasks, members and milestones",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    created_on: str = Field(
-        description="When the project was created (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    project_id: str = field("Internal project id", ref="projects.project_id", known=False)
+    name: str = field("Project name")
+    description: str = field("What the project is about", known=False)
+    owner_email: str = field("Email of the project owner", ref="people.email")
+    status: ProjectStatus = field("Only active projects take new tasks, members and milestones")
+    created_on: str = field("When the project was created (YYYY-MM-DD)", known=False)
 
 
 class Membership(BaseModel):
     """A person's membership in a project. A row of `memberships`."""
 
-    membership_id: str = Field(
-        description="Internal membership id",
-        json_schema_extra={"x-envfarm-ref": "memberships.membership_id", "x-envfarm-user-known": False},
-    )
-    project_id: str = Field(
-        description="The project",
-        json_schema_extra={"x-envfarm-ref": "projects.project_id", "x-envfarm-user-known": False},
-    )
-    email: str = Field(
-        description="Member's email",
-        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
-    )
-    role: MembershipRole = Field(
-        description="Role in the project",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    joined_at: str = Field(
-        description="When they joined (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    membership_id: str = field("Internal membership id", ref="memberships.membership_id", known=False)
+    project_id: str = field("The project", ref="projects.project_id", known=False)
+    email: str = field("Member's email", ref="people.email")
+    role: MembershipRole = field("Role in the project")
+    joined_at: str = field("When they joined (ISO 8601, UTC)", known=False)
 
 
 class Milestone(BaseModel):
     """A dated goal of a project that groups tasks. A row of `milestones`."""
 
-    milestone_id: str = Field(
-        description="Internal milestone id",
-        json_schema_extra={"x-envfarm-ref": "milestones.milestone_id", "x-envfarm-user-known": False},
-    )
-    project_id: str = Field(
-        description="The project",
-        json_schema_extra={"x-envfarm-ref": "projects.project_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(
-        description="Milestone name, e.g. Beta",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    due_date: str = Field(
-        description="Target date (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: MilestoneStatus = Field(
-        description="Closed milestones take no new tasks",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    milestone_id: str = field("Internal milestone id", ref="milestones.milestone_id", known=False)
+    project_id: str = field("The project", ref="projects.project_id", known=False)
+    name: str = field("Milestone name, e.g. Beta")
+    due_date: str = field("Target date (YYYY-MM-DD)")
+    status: MilestoneStatus = field("Closed milestones take no new tasks")
 
 
 class Task(BaseModel):
     """A unit of work in a project. A row of `tasks`."""
 
-    task_id: str = Field(
-        description="Internal task id",
-        json_schema_extra={"x-envfarm-ref": "tasks.task_id", "x-envfarm-user-known": False},
-    )
-    project_id: str = Field(
-        description="The project",
-        json_schema_extra={"x-envfarm-ref": "projects.project_id", "x-envfarm-user-known": False},
-    )
-    title: str = Field(description="Task title", json_schema_extra={"x-envfarm-user-known": True})
-    description: str = Field(description="Details", json_schema_extra={"x-envfarm-user-known": False})
-    status: TaskStatus = Field(
-        description="Workflow state: todo -> in_progress -> review -> done",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    priority: TaskPriority = Field(description="Priority", json_schema_extra={"x-envfarm-user-known": True})
-    assignee_email: str | None = Field(
-        description="Email of the assignee",
-        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
-    )
-    reporter_email: str = Field(
-        description="Email of who filed the task",
-        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": False},
-    )
-    milestone_id: str | None = Field(
-        description="Milestone the task belongs to",
-        json_schema_extra={"x-envfarm-ref": "milestones.milestone_id", "x-envfarm-user-known": False},
-    )
-    due_date: str | None = Field(
-        description="Due date (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    created_at: str = Field(
-        description="When the task was filed (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    updated_at: str = Field(
-        description="When the task last changed (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    task_id: str = field("Internal task id", ref="tasks.task_id", known=False)
+    project_id: str = field("The project", ref="projects.project_id", known=False)
+    title: str = field("Task title")
+    description: str = field("Details", known=False)
+    status: TaskStatus = field("Workflow state: todo -> in_progress -> review -> done")
+    priority: TaskPriority = field("Priority")
+    assignee_email: str | None = field("Email of the assignee", ref="people.email")
+    reporter_email: str = field("Email of who filed the task", ref="people.email", known=False)
+    milestone_id: str | None = field("Milestone the task belongs to", ref="milestones.milestone_id", known=False)
+    due_date: str | None = field("Due date (YYYY-MM-DD)")
+    created_at: str = field("When the task was filed (ISO 8601, UTC)", known=False)
+    updated_at: str = field("When the task last changed (ISO 8601, UTC)", known=False)
 
 
 class Comment(BaseModel):
     """A comment on a task. A row of `comments`."""
 
-    comment_id: str = Field(
-        description="Internal comment id",
-        json_schema_extra={"x-envfarm-ref": "comments.comment_id", "x-envfarm-user-known": False},
-    )
-    task_id: str = Field(
-        description="The task",
-        json_schema_extra={"x-envfarm-ref": "tasks.task_id", "x-envfarm-user-known": False},
-    )
-    author_email: str = Field(
-        description="Author's email",
-        json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-user-known": True},
-    )
-    body: str = Field(description="Comment text", json_schema_extra={"x-envfarm-user-known": True})
-    created_at: str = Field(
-        description="When it was written (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    comment_id: str = field("Internal comment id", ref="comments.comment_id", known=False)
+    task_id: str = field("The task", ref="tasks.task_id", known=False)
+    author_email: str = field("Author's email", ref="people.email")
+    body: str = field("Comment text")
+    created_at: str = field("When it was written (ISO 8601, UTC)", known=False)
 
 
-class FindPeopleResult(BaseModel):
+class FindPeopleResult(Page):
     """What `find_people` found: one page of the matching rows."""
 
-    people: list[Person] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    people: list[Person] = Page.rows()
 
 
-class SearchProjectsResult(BaseModel):
+class SearchProjectsResult(Page):
     """What `search_projects` found: one page of the matching rows."""
 
-    projects: list[Project] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    projects: list[Project] = Page.rows()
 
 
-class ListMembersResult(BaseModel):
+class ListMembersResult(Page):
     """What `list_members` found: one page of the matching rows."""
 
-    memberships: list[Membership] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    memberships: list[Membership] = Page.rows()
 
 
-class ListMilestonesResult(BaseModel):
+class ListMilestonesResult(Page):
     """What `list_milestones` found: one page of the matching rows."""
 
-    milestones: list[Milestone] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    milestones: list[Milestone] = Page.rows()
 
 
-class SearchTasksResult(BaseModel):
+class SearchTasksResult(Page):
     """What `search_tasks` found: one page of the matching rows."""
 
-    tasks: list[Task] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    tasks: list[Task] = Page.rows()
 
 
-class ListCommentsResult(BaseModel):
+class ListCommentsResult(Page):
     """What `list_comments` found: one page of the matching rows."""
 
-    comments: list[Comment] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    comments: list[Comment] = Page.rows()
 
 
 class ProjectSummaryResult(BaseModel):
@@ -259,36 +145,10 @@ class RollOverMilestoneResult(BaseModel):
 
 def find_people(
     db: Database,
-    full_name: Annotated[
-        str | None,
-        Field(
-            description="Part of the person's name",
-            json_schema_extra={"x-envfarm-column": "people.full_name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    email: Annotated[
-        str | None,
-        Field(
-            description="Exact email address",
-            json_schema_extra={"x-envfarm-column": "people.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    full_name: Annotated[str | None, field("Part of the person's name", column="people.full_name")] = None,
+    email: Annotated[str | None, field("Exact email address", column="people.email")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> FindPeopleResult:
     """Look up colleagues by part of their name or exact email; returns the emails the other tools use.
 
@@ -296,59 +156,27 @@ def find_people(
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
-    args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM people"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:full_name IS NULL OR contains(full_name, :full_name))"
         " AND (:email IS NULL OR email = :email)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"full_name": full_name, "email": email},
+        limit,
+        cursor,
     )
-    rows = [Person(**row) for row in page['rows']]
-    return FindPeopleResult(
-        people=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return FindPeopleResult.of(page)
 
 
 def search_projects(
     db: Database,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the project name",
-            json_schema_extra={"x-envfarm-column": "projects.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    status: Annotated[
-        ProjectStatus | None,
-        Field(
-            description="Only this status",
-            json_schema_extra={"x-envfarm-column": "projects.status", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    name: Annotated[str | None, field("Part of the project name", column="projects.name")] = None,
+    status: Annotated[ProjectStatus | None, field("Only this status", column="projects.status")] = None,
     owner_email: Annotated[
-        str | None,
-        Field(
-            description="Owner's email",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "projects.owner_email", "x-envfarm-user-known": True},
-        ),
+        str | None, field("Owner's email", ref="people.email", column="projects.owner_email")
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> SearchProjectsResult:
     """Find projects by part of the name, status or owner. Returns project ids.
 
@@ -356,66 +184,31 @@ def search_projects(
     Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the returned
     cursor to get the next page.
     """
-    args = {
-        "name": name,
-        "status": status,
-        "owner_email": owner_email,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM projects"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:name IS NULL OR contains(name, :name))"
         " AND (:status IS NULL OR status = :status)"
         " AND (:owner_email IS NULL OR owner_email = :owner_email)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"name": name, "status": status, "owner_email": owner_email},
+        limit,
+        cursor,
     )
-    rows = [Project(**row) for row in page['rows']]
-    return SearchProjectsResult(
-        projects=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return SearchProjectsResult.of(page)
 
 
 def list_members(
     db: Database,
     project_id: Annotated[
         str | None,
-        Field(
-            description="Project id from search_projects",
-            json_schema_extra={"x-envfarm-ref": "projects.project_id", "x-envfarm-column": "memberships.project_id", "x-envfarm-user-known": False},
+        field(
+            "Project id from search_projects", ref="projects.project_id", column="memberships.project_id", known=False
         ),
     ] = None,
-    email: Annotated[
-        str | None,
-        Field(
-            description="A person's email",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "memberships.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    role: Annotated[
-        MembershipRole | None,
-        Field(
-            description="Only this role",
-            json_schema_extra={"x-envfarm-column": "memberships.role", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 50,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    email: Annotated[str | None, field("A person's email", ref="people.email", column="memberships.email")] = None,
+    role: Annotated[MembershipRole | None, field("Only this role", column="memberships.role")] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> ListMembersResult:
     """List memberships: the members of a project (give project_id) or the projects a person belongs to
     (give email). Returns membership ids for remove_member.
@@ -424,134 +217,71 @@ def list_members(
     page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the next
     page.
     """
-    args = {"project_id": project_id, "email": email, "role": role, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM memberships"
         " WHERE (:project_id IS NULL OR project_id = :project_id)"
         " AND (:email IS NULL OR email = :email)"
         " AND (:role IS NULL OR role = :role)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"project_id": project_id, "email": email, "role": role},
+        limit,
+        cursor,
     )
-    rows = [Membership(**row) for row in page['rows']]
-    return ListMembersResult(
-        memberships=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListMembersResult.of(page)
 
 
 def list_milestones(
     db: Database,
     project_id: Annotated[
         str,
-        Field(
-            description="Project id from search_projects",
-            json_schema_extra={"x-envfarm-ref": "projects.project_id", "x-envfarm-column": "milestones.project_id", "x-envfarm-user-known": False},
+        field(
+            "Project id from search_projects", ref="projects.project_id", column="milestones.project_id", known=False
         ),
     ],
     status: Annotated[
-        MilestoneStatus | None,
-        Field(
-            description="Only open or only closed milestones",
-            json_schema_extra={"x-envfarm-column": "milestones.status", "x-envfarm-user-known": True},
-        ),
+        MilestoneStatus | None, field("Only open or only closed milestones", column="milestones.status")
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListMilestonesResult:
     """List a project's milestones with due dates and status. Returns milestone ids.
 
     Matching: project_id equals; status equals. Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("projects", "project_id", project_id, "project_id")
-    args = {"project_id": project_id, "status": status, "now": db.now, "principal": db.principal}
+    db.require("projects", project_id)
     page = db.page(
         "SELECT * FROM milestones"
         " WHERE (:project_id IS NULL OR project_id = :project_id)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"project_id": project_id, "status": status},
+        limit,
+        cursor,
     )
-    rows = [Milestone(**row) for row in page['rows']]
-    return ListMilestonesResult(
-        milestones=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListMilestonesResult.of(page)
 
 
 def search_tasks(
     db: Database,
     project_id: Annotated[
         str | None,
-        Field(
-            description="Project id from search_projects",
-            json_schema_extra={"x-envfarm-ref": "projects.project_id", "x-envfarm-column": "tasks.project_id", "x-envfarm-user-known": False},
-        ),
+        field("Project id from search_projects", ref="projects.project_id", column="tasks.project_id", known=False),
     ] = None,
-    status: Annotated[
-        TaskStatus | None,
-        Field(
-            description="Only this status",
-            json_schema_extra={"x-envfarm-column": "tasks.status", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    status: Annotated[TaskStatus | None, field("Only this status", column="tasks.status")] = None,
     assignee_email: Annotated[
-        str | None,
-        Field(
-            description="Assignee's email",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "tasks.assignee_email", "x-envfarm-user-known": True},
-        ),
+        str | None, field("Assignee's email", ref="people.email", column="tasks.assignee_email")
     ] = None,
     milestone_id: Annotated[
         str | None,
-        Field(
-            description="Milestone id from list_milestones",
-            json_schema_extra={"x-envfarm-ref": "milestones.milestone_id", "x-envfarm-column": "tasks.milestone_id", "x-envfarm-user-known": False},
+        field(
+            "Milestone id from list_milestones", ref="milestones.milestone_id", column="tasks.milestone_id", known=False
         ),
     ] = None,
-    priority: Annotated[
-        TaskPriority | None,
-        Field(
-            description="Only this priority",
-            json_schema_extra={"x-envfarm-column": "tasks.priority", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    title: Annotated[
-        str | None,
-        Field(
-            description="Part of the task title",
-            json_schema_extra={"x-envfarm-column": "tasks.title", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 50,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    priority: Annotated[TaskPriority | None, field("Only this priority", column="tasks.priority")] = None,
+    title: Annotated[str | None, field("Part of the task title", column="tasks.title")] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> SearchTasksResult:
     """Find tasks by project, status, assignee, milestone, priority or title words. Returns task ids for
     get_task and the tools that change a task.
@@ -567,8 +297,6 @@ def search_tasks(
         "milestone_id": milestone_id,
         "priority": priority,
         "title": title,
-        "now": db.now,
-        "principal": db.principal,
     }
     page = db.page(
         "SELECT * FROM tasks"
@@ -577,155 +305,95 @@ def search_tasks(
         " AND (:assignee_email IS NULL OR assignee_email = :assignee_email)"
         " AND (:milestone_id IS NULL OR milestone_id = :milestone_id)"
         " AND (:priority IS NULL OR priority = :priority)"
-        " AND (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:title IS NULL OR contains(title, :title))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        args,
+        limit,
+        cursor,
     )
-    rows = [Task(**row) for row in page['rows']]
-    return SearchTasksResult(
-        tasks=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return SearchTasksResult.of(page)
 
 
 def get_task(
     db: Database,
     task_id: Annotated[
-        str,
-        Field(
-            description="Task id from search_tasks",
-            json_schema_extra={"x-envfarm-ref": "tasks.task_id", "x-envfarm-column": "tasks.task_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Task id from search_tasks", ref="tasks.task_id", column="tasks.task_id", known=False)
     ],
 ) -> Task:
     """Get one task with its status, assignee, milestone and dates."""
-    row = db.require("tasks", "task_id", task_id, "task_id")
+    row = db.require("tasks", task_id)
     return Task(**row)
 
 
 def list_comments(
     db: Database,
     task_id: Annotated[
-        str,
-        Field(
-            description="Task id from search_tasks",
-            json_schema_extra={"x-envfarm-ref": "tasks.task_id", "x-envfarm-column": "comments.task_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Task id from search_tasks", ref="tasks.task_id", column="comments.task_id", known=False)
     ],
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 50,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> ListCommentsResult:
     """Read the comments on a task, oldest first.
 
     Matching: task_id equals. Ordered oldest first. Returns 50 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("tasks", "task_id", task_id, "task_id")
-    args = {"task_id": task_id, "now": db.now, "principal": db.principal}
+    db.require("tasks", task_id)
     page = db.page(
-        "SELECT * FROM comments"
-        " WHERE (:task_id IS NULL OR task_id = :task_id)"
-        " ORDER BY rowid",
-        args, limit, cursor,
+        "SELECT * FROM comments WHERE (:task_id IS NULL OR task_id = :task_id) ORDER BY rowid",
+        {"task_id": task_id},
+        limit,
+        cursor,
     )
-    rows = [Comment(**row) for row in page['rows']]
-    return ListCommentsResult(
-        comments=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListCommentsResult.of(page)
 
 
 def project_summary(
     db: Database,
-    project_id: Annotated[
-        str,
-        Field(
-            description="Project id from search_projects",
-            json_schema_extra={"x-envfarm-ref": "projects.project_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    project_id: Annotated[str, field("Project id from search_projects", ref="projects.project_id", known=False)],
 ) -> ProjectSummaryResult:
     """A project's progress: how many tasks are in each status, the share done, and the overdue tasks (due
     before today and not done).
     """
-    db.require("projects", "project_id", project_id, "project_id")
-    outcome = handlers.project_summary(db, project_id=project_id)
-    return ProjectSummaryResult.model_validate(outcome)
+    db.require("projects", project_id)
+    return ProjectSummaryResult.model_validate(handlers.project_summary(db, project_id=project_id))
 
 
 def create_task(
     db: Database,
     project_id: Annotated[
-        str,
-        Field(
-            description="Project id from search_projects",
-            json_schema_extra={"x-envfarm-ref": "projects.project_id", "x-envfarm-column": "tasks.project_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Project id from search_projects", ref="projects.project_id", column="tasks.project_id", known=False)
     ],
-    title: Annotated[
-        str,
-        Field(
-            description="Task title",
-            json_schema_extra={"x-envfarm-column": "tasks.title", "x-envfarm-user-known": True},
-        ),
-    ],
-    description: Annotated[
-        str | None,
-        Field(
-            description="Details",
-            json_schema_extra={"x-envfarm-column": "tasks.description", "x-envfarm-user-known": False},
-        ),
-    ] = None,
-    priority: Annotated[
-        TaskPriority | None,
-        Field(
-            description="Priority (default medium)",
-            json_schema_extra={"x-envfarm-column": "tasks.priority", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    title: Annotated[str, field("Task title", column="tasks.title")],
+    description: Annotated[str | None, field("Details", column="tasks.description", known=False)] = None,
+    priority: Annotated[TaskPriority | None, field("Priority (default medium)", column="tasks.priority")] = None,
     assignee_email: Annotated[
         str | None,
-        Field(
-            description="Email of the member to assign; omit to leave unassigned",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "tasks.assignee_email", "x-envfarm-user-known": True},
+        field(
+            "Email of the member to assign; omit to leave unassigned", ref="people.email", column="tasks.assignee_email"
         ),
     ] = None,
     milestone_id: Annotated[
         str | None,
-        Field(
-            description="Open milestone id from list_milestones",
-            json_schema_extra={"x-envfarm-ref": "milestones.milestone_id", "x-envfarm-column": "tasks.milestone_id", "x-envfarm-user-known": False},
+        field(
+            "Open milestone id from list_milestones",
+            ref="milestones.milestone_id",
+            column="tasks.milestone_id",
+            known=False,
         ),
     ] = None,
     due_date: Annotated[
-        str | None,
-        Field(
-            description="Due date (YYYY-MM-DD)",
-            pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-column": "tasks.due_date", "x-envfarm-user-known": True},
-        ),
+        str | None, field("Due date (YYYY-MM-DD)", column="tasks.due_date", pattern="^\\d{4}-\\d{2}-\\d{2}$")
     ] = None,
 ) -> Task:
     """File a new task (status todo) in an active project, reported by you. You and any assignee must be
     project members, and a milestone, if given, must be an open milestone of the same project.
     """
-    db.require("projects", "project_id", project_id, "project_id")
+    db.require("projects", project_id)
     if assignee_email is not None:
-        db.require("people", "email", assignee_email, "assignee_email")
+        db.require("people", assignee_email, "assignee_email", column="email")
     if milestone_id is not None:
-        db.require("milestones", "milestone_id", milestone_id, "milestone_id")
+        db.require("milestones", milestone_id)
     new_id = db.next_id("tasks")
     args = {
         "project_id": project_id,
@@ -735,21 +403,19 @@ def create_task(
         "assignee_email": assignee_email,
         "milestone_id": milestone_id,
         "due_date": due_date,
-        "now": db.now,
-        "principal": db.principal,
         "id": new_id,
     }
     if db.one("SELECT 1 FROM projects WHERE project_id = :project_id AND status != 'active'", args):
         db.reject(
-            "Project {project_id} is on hold or archived and takes no new tasks; search_projects shows active ones.".format_map(args),
+            "Project {project_id} is on hold or archived and takes no new tasks; search_projects shows active ones.",
+            args,
         )
     if db.one(
-        "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM memberships"
-        " WHERE project_id = :project_id AND email = :principal)",
+        "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM memberships WHERE project_id = :project_id AND email = :principal)",
         args,
     ):
         db.reject(
-            "You are not a member of project {project_id}; only members can file tasks (ask a member to add you).".format_map(args),
+            "You are not a member of project {project_id}; only members can file tasks (ask a member to add you).", args
         )
     if db.one(
         "SELECT 1 WHERE :assignee_email IS NOT NULL AND NOT EXISTS (SELECT 1"
@@ -757,24 +423,16 @@ def create_task(
         args,
     ):
         db.reject(
-            "Can't assign to {assignee_email}: they are not a member of project {project_id}. Add them with add_member first, or pick a member from list_members.".format_map(args),
+            "Can't assign to {assignee_email}: they are not a member of project {project_id}. Add them with add_member first, or pick a member from list_members.",
+            args,
         )
-    if db.one(
-        "SELECT 1 FROM milestones WHERE milestone_id = :milestone_id"
-        " AND project_id != :project_id",
-        args,
-    ):
+    if db.one("SELECT 1 FROM milestones WHERE milestone_id = :milestone_id AND project_id != :project_id", args):
         db.reject(
-            "Milestone {milestone_id} belongs to another project; list_milestones shows this project's milestones.".format_map(args),
+            "Milestone {milestone_id} belongs to another project; list_milestones shows this project's milestones.",
+            args,
         )
-    if db.one(
-        "SELECT 1 FROM milestones WHERE milestone_id = :milestone_id"
-        " AND status = 'closed'",
-        args,
-    ):
-        db.reject(
-            "Milestone {milestone_id} is closed and can't take new tasks; pick an open milestone.".format_map(args),
-        )
+    if db.one("SELECT 1 FROM milestones WHERE milestone_id = :milestone_id AND status = 'closed'", args):
+        db.reject("Milestone {milestone_id} is closed and can't take new tasks; pick an open milestone.", args)
     row = db.insert(
         "tasks",
         {
@@ -798,75 +456,36 @@ def create_task(
 def update_task_status(
     db: Database,
     task_id: Annotated[
-        str,
-        Field(
-            description="Task id from search_tasks",
-            json_schema_extra={"x-envfarm-ref": "tasks.task_id", "x-envfarm-column": "tasks.task_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Task id from search_tasks", ref="tasks.task_id", column="tasks.task_id", known=False)
     ],
-    status: Annotated[
-        TaskStatus,
-        Field(
-            description="The new status",
-            json_schema_extra={"x-envfarm-column": "tasks.status", "x-envfarm-user-known": True},
-        ),
-    ],
+    status: Annotated[TaskStatus, field("The new status", column="tasks.status")],
 ) -> Task:
     """Move a task of one of your projects along the workflow: todo -> in_progress -> review -> done. A
     task in review can go back to in_progress; done is final. A task must be assigned before work
     starts.
     """
-    current = db.require("tasks", "task_id", task_id, "task_id")
-    args = {
-        "task_id": task_id,
-        "status": status,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["task_id"],
-        "set_updated_at": db.now,
-    }
+    current = db.require("tasks", task_id)
+    args = {"task_id": task_id, "status": status, "id": current["task_id"], "set_updated_at": db.now}
     if db.one("SELECT 1 FROM tasks WHERE task_id = :task_id AND status = :status", args):
-        db.reject("Task {task_id} is already {status}.".format_map(args))
-    if db.one(
-        "SELECT 1 FROM tasks WHERE task_id = :task_id AND :status = 'done'"
-        " AND status != 'review'",
-        args,
-    ):
-        db.reject(
-            "Task {task_id} can only be marked done from review; move it to review first.".format_map(args),
-        )
+        db.reject("Task {task_id} is already {status}.", args)
+    if db.one("SELECT 1 FROM tasks WHERE task_id = :task_id AND :status = 'done' AND status != 'review'", args):
+        db.reject("Task {task_id} can only be marked done from review; move it to review first.", args)
     if db.one("SELECT 1 FROM tasks WHERE task_id = :task_id AND status = 'done'", args):
-        db.reject(
-            "Task {task_id} is done, and done tasks are closed; file a follow-up task instead.".format_map(args),
-        )
+        db.reject("Task {task_id} is done, and done tasks are closed; file a follow-up task instead.", args)
+    if db.one("SELECT 1 FROM tasks WHERE task_id = :task_id AND :status = 'review' AND status != 'in_progress'", args):
+        db.reject("Only tasks in progress can go to review; move task {task_id} to in_progress first.", args)
     if db.one(
-        "SELECT 1 FROM tasks WHERE task_id = :task_id AND :status = 'review'"
-        " AND status != 'in_progress'",
-        args,
+        "SELECT 1 FROM tasks WHERE task_id = :task_id AND :status = 'in_progress' AND assignee_email IS NULL", args
     ):
-        db.reject(
-            "Only tasks in progress can go to review; move task {task_id} to in_progress first.".format_map(args),
-        )
-    if db.one(
-        "SELECT 1 FROM tasks WHERE task_id = :task_id AND :status = 'in_progress'"
-        " AND assignee_email IS NULL",
-        args,
-    ):
-        db.reject(
-            "Task {task_id} has no assignee; assign it with assign_task before starting work.".format_map(args),
-        )
+        db.reject("Task {task_id} has no assignee; assign it with assign_task before starting work.", args)
     if db.one(
         "SELECT 1 FROM tasks t WHERE t.task_id = :task_id AND NOT EXISTS (SELECT 1"
         " FROM memberships m WHERE m.project_id = t.project_id AND m.email = :principal)",
         args,
     ):
-        db.reject(
-            "You are not a member of the project of task {task_id}; only its members can change its tasks.".format_map(args),
-        )
+        db.reject("You are not a member of the project of task {task_id}; only its members can change its tasks.", args)
     row = db.returning(
-        "UPDATE tasks SET updated_at = :set_updated_at, status = :status"
-        " WHERE task_id = :id RETURNING *",
-        args,
+        "UPDATE tasks SET updated_at = :set_updated_at, status = :status WHERE task_id = :id RETURNING *", args
     )
     return Task(**row)
 
@@ -874,33 +493,18 @@ def update_task_status(
 def assign_task(
     db: Database,
     task_id: Annotated[
-        str,
-        Field(
-            description="Task id from search_tasks",
-            json_schema_extra={"x-envfarm-ref": "tasks.task_id", "x-envfarm-column": "tasks.task_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Task id from search_tasks", ref="tasks.task_id", column="tasks.task_id", known=False)
     ],
     assignee_email: Annotated[
-        str,
-        Field(
-            description="Email of a member of the task's project",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "tasks.assignee_email", "x-envfarm-user-known": True},
-        ),
+        str, field("Email of a member of the task's project", ref="people.email", column="tasks.assignee_email")
     ],
 ) -> Task:
     """Assign a task that is not done to a project member."""
-    current = db.require("tasks", "task_id", task_id, "task_id")
-    db.require("people", "email", assignee_email, "assignee_email")
-    args = {
-        "task_id": task_id,
-        "assignee_email": assignee_email,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["task_id"],
-        "set_updated_at": db.now,
-    }
+    current = db.require("tasks", task_id)
+    db.require("people", assignee_email, "assignee_email", column="email")
+    args = {"task_id": task_id, "assignee_email": assignee_email, "id": current["task_id"], "set_updated_at": db.now}
     if db.one("SELECT 1 FROM tasks WHERE task_id = :task_id AND status = 'done'", args):
-        db.reject("Task {task_id} is done and can't be reassigned.".format_map(args))
+        db.reject("Task {task_id} is done and can't be reassigned.", args)
     if db.one(
         "SELECT 1 FROM tasks t WHERE t.task_id = :task_id AND NOT EXISTS (SELECT 1"
         " FROM memberships m WHERE m.project_id = t.project_id"
@@ -908,22 +512,17 @@ def assign_task(
         args,
     ):
         db.reject(
-            "Can't assign to {assignee_email}: they are not a member of the task's project. Add them with add_member first, or pick a member from list_members.".format_map(args),
+            "Can't assign to {assignee_email}: they are not a member of the task's project. Add them with add_member first, or pick a member from list_members.",
+            args,
         )
-    if db.one(
-        "SELECT 1 FROM tasks WHERE task_id = :task_id"
-        " AND assignee_email = :assignee_email",
-        args,
-    ):
-        db.reject("Task {task_id} is already assigned to {assignee_email}.".format_map(args))
+    if db.one("SELECT 1 FROM tasks WHERE task_id = :task_id AND assignee_email = :assignee_email", args):
+        db.reject("Task {task_id} is already assigned to {assignee_email}.", args)
     if db.one(
         "SELECT 1 FROM tasks t WHERE t.task_id = :task_id AND NOT EXISTS (SELECT 1"
         " FROM memberships m WHERE m.project_id = t.project_id AND m.email = :principal)",
         args,
     ):
-        db.reject(
-            "You are not a member of the project of task {task_id}; only its members can change its tasks.".format_map(args),
-        )
+        db.reject("You are not a member of the project of task {task_id}; only its members can change its tasks.", args)
     row = db.returning(
         "UPDATE tasks SET updated_at = :set_updated_at, assignee_email = :assignee_email"
         " WHERE task_id = :id RETURNING *",
@@ -935,60 +534,43 @@ def assign_task(
 def move_task_to_milestone(
     db: Database,
     task_id: Annotated[
-        str,
-        Field(
-            description="Task id from search_tasks",
-            json_schema_extra={"x-envfarm-ref": "tasks.task_id", "x-envfarm-column": "tasks.task_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Task id from search_tasks", ref="tasks.task_id", column="tasks.task_id", known=False)
     ],
     milestone_id: Annotated[
         str,
-        Field(
-            description="Open milestone id from list_milestones",
-            json_schema_extra={"x-envfarm-ref": "milestones.milestone_id", "x-envfarm-column": "tasks.milestone_id", "x-envfarm-user-known": False},
+        field(
+            "Open milestone id from list_milestones",
+            ref="milestones.milestone_id",
+            column="tasks.milestone_id",
+            known=False,
         ),
     ],
 ) -> Task:
     """Put a task that is not done into another open milestone of its project."""
-    current = db.require("tasks", "task_id", task_id, "task_id")
-    db.require("milestones", "milestone_id", milestone_id, "milestone_id")
-    args = {
-        "task_id": task_id,
-        "milestone_id": milestone_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["task_id"],
-        "set_updated_at": db.now,
-    }
+    current = db.require("tasks", task_id)
+    db.require("milestones", milestone_id)
+    args = {"task_id": task_id, "milestone_id": milestone_id, "id": current["task_id"], "set_updated_at": db.now}
     if db.one("SELECT 1 FROM tasks WHERE task_id = :task_id AND status = 'done'", args):
-        db.reject("Task {task_id} is done; finished tasks stay in their milestone.".format_map(args))
+        db.reject("Task {task_id} is done; finished tasks stay in their milestone.", args)
     if db.one(
         "SELECT 1 FROM tasks t, milestones m WHERE t.task_id = :task_id"
         " AND m.milestone_id = :milestone_id AND m.project_id != t.project_id",
         args,
     ):
         db.reject(
-            "Milestone {milestone_id} belongs to another project; list_milestones shows the task's project milestones.".format_map(args),
+            "Milestone {milestone_id} belongs to another project; list_milestones shows the task's project milestones.",
+            args,
         )
-    if db.one(
-        "SELECT 1 FROM milestones WHERE milestone_id = :milestone_id"
-        " AND status = 'closed'",
-        args,
-    ):
-        db.reject(
-            "Milestone {milestone_id} is closed and can't take new tasks; pick an open milestone.".format_map(args),
-        )
+    if db.one("SELECT 1 FROM milestones WHERE milestone_id = :milestone_id AND status = 'closed'", args):
+        db.reject("Milestone {milestone_id} is closed and can't take new tasks; pick an open milestone.", args)
     if db.one(
         "SELECT 1 FROM tasks t WHERE t.task_id = :task_id AND NOT EXISTS (SELECT 1"
         " FROM memberships m WHERE m.project_id = t.project_id AND m.email = :principal)",
         args,
     ):
-        db.reject(
-            "You are not a member of the project of task {task_id}; only its members can change its tasks.".format_map(args),
-        )
+        db.reject("You are not a member of the project of task {task_id}; only its members can change its tasks.", args)
     row = db.returning(
-        "UPDATE tasks SET updated_at = :set_updated_at, milestone_id = :milestone_id"
-        " WHERE task_id = :id RETURNING *",
+        "UPDATE tasks SET updated_at = :set_updated_at, milestone_id = :milestone_id WHERE task_id = :id RETURNING *",
         args,
     )
     return Task(**row)
@@ -998,42 +580,24 @@ def add_member(
     db: Database,
     project_id: Annotated[
         str,
-        Field(
-            description="Project id from search_projects",
-            json_schema_extra={"x-envfarm-ref": "projects.project_id", "x-envfarm-column": "memberships.project_id", "x-envfarm-user-known": False},
+        field(
+            "Project id from search_projects", ref="projects.project_id", column="memberships.project_id", known=False
         ),
     ],
-    email: Annotated[
-        str,
-        Field(
-            description="The person's email (find_people)",
-            json_schema_extra={"x-envfarm-ref": "people.email", "x-envfarm-column": "memberships.email", "x-envfarm-user-known": True},
-        ),
-    ],
+    email: Annotated[str, field("The person's email (find_people)", ref="people.email", column="memberships.email")],
     role: Annotated[
-        Literal["maintainer", "contributor"] | None,
-        Field(
-            description="Role (default contributor)",
-            json_schema_extra={"x-envfarm-column": "memberships.role", "x-envfarm-user-known": True},
-        ),
+        Literal["maintainer", "contributor"] | None, field("Role (default contributor)", column="memberships.role")
     ] = None,
 ) -> Membership:
     """Add a person to an active project as maintainer or contributor."""
-    db.require("projects", "project_id", project_id, "project_id")
-    db.require("people", "email", email, "email")
+    db.require("projects", project_id)
+    db.require("people", email, column="email")
     new_id = db.next_id("memberships")
-    args = {
-        "project_id": project_id,
-        "email": email,
-        "role": role,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
+    args = {"project_id": project_id, "email": email, "role": role, "id": new_id}
     if db.one("SELECT 1 FROM memberships WHERE project_id = :project_id AND email = :email", args):
-        db.reject("{email} is already a member of project {project_id}.".format_map(args))
+        db.reject("{email} is already a member of project {project_id}.", args)
     if db.one("SELECT 1 FROM projects WHERE project_id = :project_id AND status = 'archived'", args):
-        db.reject("Project {project_id} is archived; archived projects take no new members.".format_map(args))
+        db.reject("Project {project_id} is archived; archived projects take no new members.", args)
     row = db.insert(
         "memberships",
         {
@@ -1051,30 +615,21 @@ def remove_member(
     db: Database,
     membership_id: Annotated[
         str,
-        Field(
-            description="Membership id from list_members",
-            json_schema_extra={"x-envfarm-ref": "memberships.membership_id", "x-envfarm-column": "memberships.membership_id", "x-envfarm-user-known": False},
+        field(
+            "Membership id from list_members",
+            ref="memberships.membership_id",
+            column="memberships.membership_id",
+            known=False,
         ),
     ],
 ) -> Membership:
     """Remove a member from a project. The owner can't be removed, and a member's unfinished tasks must be
     reassigned first.
     """
-    current = db.require("memberships", "membership_id", membership_id, "membership_id")
-    args = {
-        "membership_id": membership_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["membership_id"],
-    }
-    if db.one(
-        "SELECT 1 FROM memberships WHERE membership_id = :membership_id"
-        " AND role = 'owner'",
-        args,
-    ):
-        db.reject(
-            "Membership {membership_id} is the project owner's; the owner can't be removed.".format_map(args),
-        )
+    current = db.require("memberships", membership_id)
+    args = {"membership_id": membership_id, "id": current["membership_id"]}
+    if db.one("SELECT 1 FROM memberships WHERE membership_id = :membership_id AND role = 'owner'", args):
+        db.reject("Membership {membership_id} is the project owner's; the owner can't be removed.", args)
     if db.one(
         "SELECT 1 FROM memberships m JOIN tasks t ON t.project_id = m.project_id"
         " AND t.assignee_email = m.email WHERE m.membership_id = :membership_id"
@@ -1082,7 +637,8 @@ def remove_member(
         args,
     ):
         db.reject(
-            "The member of {membership_id} still has unfinished tasks in the project; reassign them with assign_task (search_tasks by assignee_email finds them) first.".format_map(args),
+            "The member of {membership_id} still has unfinished tasks in the project; reassign them with assign_task (search_tasks by assignee_email finds them) first.",
+            args,
         )
     db.execute("DELETE FROM memberships WHERE membership_id = :id", args)
     return Membership(**current)
@@ -1091,32 +647,20 @@ def remove_member(
 def add_comment(
     db: Database,
     task_id: Annotated[
-        str,
-        Field(
-            description="Task id from search_tasks",
-            json_schema_extra={"x-envfarm-ref": "tasks.task_id", "x-envfarm-column": "comments.task_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Task id from search_tasks", ref="tasks.task_id", column="comments.task_id", known=False)
     ],
-    body: Annotated[
-        str,
-        Field(
-            description="Comment text",
-            json_schema_extra={"x-envfarm-column": "comments.body", "x-envfarm-user-known": True},
-        ),
-    ],
+    body: Annotated[str, field("Comment text", column="comments.body")],
 ) -> Comment:
     """Comment on a task, as yourself. Only members of the task's project can comment."""
-    db.require("tasks", "task_id", task_id, "task_id")
+    db.require("tasks", task_id)
     new_id = db.next_id("comments")
-    args = {"task_id": task_id, "body": body, "now": db.now, "principal": db.principal, "id": new_id}
+    args = {"task_id": task_id, "body": body, "id": new_id}
     if db.one(
         "SELECT 1 FROM tasks t WHERE t.task_id = :task_id AND NOT EXISTS (SELECT 1"
         " FROM memberships m WHERE m.project_id = t.project_id AND m.email = :principal)",
         args,
     ):
-        db.reject(
-            "You are not a member of the project of task {task_id}; only members can comment.".format_map(args),
-        )
+        db.reject("You are not a member of the project of task {task_id}; only members can comment.", args)
     row = db.insert(
         "comments",
         {
@@ -1134,50 +678,28 @@ def create_milestone(
     db: Database,
     project_id: Annotated[
         str,
-        Field(
-            description="Project id from search_projects",
-            json_schema_extra={"x-envfarm-ref": "projects.project_id", "x-envfarm-column": "milestones.project_id", "x-envfarm-user-known": False},
+        field(
+            "Project id from search_projects", ref="projects.project_id", column="milestones.project_id", known=False
         ),
     ],
-    name: Annotated[
-        str,
-        Field(
-            description="Milestone name",
-            json_schema_extra={"x-envfarm-column": "milestones.name", "x-envfarm-user-known": True},
-        ),
-    ],
+    name: Annotated[str, field("Milestone name", column="milestones.name")],
     due_date: Annotated[
         str,
-        Field(
-            description="Target date, today or later (YYYY-MM-DD)",
-            pattern="^\\d{4}-\\d{2}-\\d{2}$",
-            json_schema_extra={"x-envfarm-column": "milestones.due_date", "x-envfarm-user-known": True},
+        field(
+            "Target date, today or later (YYYY-MM-DD)", column="milestones.due_date", pattern="^\\d{4}-\\d{2}-\\d{2}$"
         ),
     ],
 ) -> Milestone:
     """Add an open milestone with a future due date to an active project."""
-    db.require("projects", "project_id", project_id, "project_id")
+    db.require("projects", project_id)
     new_id = db.next_id("milestones")
-    args = {
-        "project_id": project_id,
-        "name": name,
-        "due_date": due_date,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
+    args = {"project_id": project_id, "name": name, "due_date": due_date, "id": new_id}
     if db.one("SELECT 1 FROM projects WHERE project_id = :project_id AND status != 'active'", args):
-        db.reject("Project {project_id} is on hold or archived and takes no new milestones.".format_map(args))
+        db.reject("Project {project_id} is on hold or archived and takes no new milestones.", args)
     if db.one("SELECT 1 WHERE date(:due_date) IS NULL OR date(:due_date) < date(:now)", args):
-        db.reject(
-            "The due date {due_date} must be a valid date (YYYY-MM-DD) no earlier than today.".format_map(args),
-        )
-    if db.one(
-        "SELECT 1 FROM milestones WHERE project_id = :project_id"
-        " AND lower(name) = lower(:name)",
-        args,
-    ):
-        db.reject("Project {project_id} already has a milestone named {name}.".format_map(args))
+        db.reject("The due date {due_date} must be a valid date (YYYY-MM-DD) no earlier than today.", args)
+    if db.one("SELECT 1 FROM milestones WHERE project_id = :project_id AND lower(name) = lower(:name)", args):
+        db.reject("Project {project_id} already has a milestone named {name}.", args)
     row = db.insert(
         "milestones",
         {
@@ -1195,75 +717,48 @@ def close_milestone(
     db: Database,
     milestone_id: Annotated[
         str,
-        Field(
-            description="Milestone id from list_milestones",
-            json_schema_extra={"x-envfarm-ref": "milestones.milestone_id", "x-envfarm-column": "milestones.milestone_id", "x-envfarm-user-known": False},
+        field(
+            "Milestone id from list_milestones",
+            ref="milestones.milestone_id",
+            column="milestones.milestone_id",
+            known=False,
         ),
     ],
 ) -> Milestone:
     """Close a milestone whose tasks are all done. Move unfinished tasks away first (roll_over_milestone)."""
-    current = db.require("milestones", "milestone_id", milestone_id, "milestone_id")
-    args = {
-        "milestone_id": milestone_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["milestone_id"],
-        "set_status": "closed",
-    }
-    if db.one(
-        "SELECT 1 FROM milestones WHERE milestone_id = :milestone_id"
-        " AND status = 'closed'",
-        args,
-    ):
-        db.reject("Milestone {milestone_id} is already closed.".format_map(args))
+    current = db.require("milestones", milestone_id)
+    args = {"milestone_id": milestone_id, "id": current["milestone_id"], "set_status": "closed"}
+    if db.one("SELECT 1 FROM milestones WHERE milestone_id = :milestone_id AND status = 'closed'", args):
+        db.reject("Milestone {milestone_id} is already closed.", args)
     if db.one("SELECT 1 FROM tasks WHERE milestone_id = :milestone_id AND status != 'done'", args):
         db.reject(
-            "Milestone {milestone_id} still has unfinished tasks; finish them or move them with roll_over_milestone before closing it.".format_map(args),
+            "Milestone {milestone_id} still has unfinished tasks; finish them or move them with roll_over_milestone before closing it.",
+            args,
         )
-    row = db.returning(
-        "UPDATE milestones SET status = :set_status"
-        " WHERE milestone_id = :id RETURNING *",
-        args,
-    )
+    row = db.returning("UPDATE milestones SET status = :set_status WHERE milestone_id = :id RETURNING *", args)
     return Milestone(**row)
 
 
 def roll_over_milestone(
     db: Database,
     from_milestone_id: Annotated[
-        str,
-        Field(
-            description="Milestone to close (list_milestones)",
-            json_schema_extra={"x-envfarm-ref": "milestones.milestone_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Milestone to close (list_milestones)", ref="milestones.milestone_id", known=False)
     ],
     to_milestone_id: Annotated[
         str,
-        Field(
-            description="Open milestone of the same project to receive the tasks",
-            json_schema_extra={"x-envfarm-ref": "milestones.milestone_id", "x-envfarm-user-known": False},
-        ),
+        field("Open milestone of the same project to receive the tasks", ref="milestones.milestone_id", known=False),
     ],
 ) -> RollOverMilestoneResult:
     """Move every unfinished task of a milestone into another open milestone of the same project, then
     close the first one. Returns how many tasks moved.
     """
-    db.require("milestones", "milestone_id", from_milestone_id, "from_milestone_id")
-    db.require("milestones", "milestone_id", to_milestone_id, "to_milestone_id")
-    args = {
-        "from_milestone_id": from_milestone_id,
-        "to_milestone_id": to_milestone_id,
-        "now": db.now,
-        "principal": db.principal,
-    }
+    db.require("milestones", from_milestone_id, "from_milestone_id")
+    db.require("milestones", to_milestone_id, "to_milestone_id")
+    args = {"from_milestone_id": from_milestone_id, "to_milestone_id": to_milestone_id}
     if db.one("SELECT 1 WHERE :from_milestone_id = :to_milestone_id", args):
         db.reject("The two milestones must differ.")
-    if db.one(
-        "SELECT 1 FROM milestones WHERE milestone_id = :from_milestone_id"
-        " AND status = 'closed'",
-        args,
-    ):
-        db.reject("Milestone {from_milestone_id} is already closed.".format_map(args))
+    if db.one("SELECT 1 FROM milestones WHERE milestone_id = :from_milestone_id AND status = 'closed'", args):
+        db.reject("Milestone {from_milestone_id} is already closed.", args)
     if db.one(
         "SELECT 1 FROM milestones a, milestones b"
         " WHERE a.milestone_id = :from_milestone_id AND b.milestone_id = :to_milestone_id"
@@ -1271,15 +766,11 @@ def roll_over_milestone(
         args,
     ):
         db.reject(
-            "Milestone {to_milestone_id} belongs to another project; tasks can only roll over within their project.".format_map(args),
+            "Milestone {to_milestone_id} belongs to another project; tasks can only roll over within their project.",
+            args,
         )
-    if db.one(
-        "SELECT 1 FROM milestones WHERE milestone_id = :to_milestone_id"
-        " AND status = 'closed'",
-        args,
-    ):
-        db.reject(
-            "Milestone {to_milestone_id} is closed and can't take new tasks; pick an open milestone.".format_map(args),
-        )
-    outcome = handlers.roll_over_milestone(db, from_milestone_id=from_milestone_id, to_milestone_id=to_milestone_id)
-    return RollOverMilestoneResult.model_validate(outcome)
+    if db.one("SELECT 1 FROM milestones WHERE milestone_id = :to_milestone_id AND status = 'closed'", args):
+        db.reject("Milestone {to_milestone_id} is closed and can't take new tasks; pick an open milestone.", args)
+    return RollOverMilestoneResult.model_validate(
+        handlers.roll_over_milestone(db, from_milestone_id=from_milestone_id, to_milestone_id=to_milestone_id)
+    )

@@ -13,7 +13,7 @@ import json
 import re
 import sqlite3
 from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, overload
 
 from envfarm.servers.runtime.arguments import preview
 
@@ -48,8 +48,11 @@ class Rejected(Exception):
 
 class Database:
     """A per-episode view of one SQLite connection, with the environment's frozen clock and the
-    episode's principal. `scopes` maps a table to the SQL condition (using `:principal`) a row must
-    meet to be visible: `require` treats other people's rows as unknown, as a real API does."""
+    episode's principal. Every query given named parameters (a mapping) also gets `:now` and `:principal`
+    bound, so SQL may use them without each call passing them; a parameter of the call's own by either
+    name wins. `scopes` maps a table to the SQL condition (using `:principal`) a row must meet to be
+    visible: `require` treats other people's rows as unknown, as a real API does. SQL may also call
+    `contains(text, part)` (see `contains`)."""
 
     def __init__(
         self,
@@ -67,27 +70,40 @@ class Database:
         self.principal = principal
         self._scopes = scopes or {}
         self._id_namespace = id_namespace  # the server's name when its ids are opaque; None: sequential
-        # Each table's primary-key column, read when first needed: `key_columns` is one memo per server (the
-        # schema never changes), so a table's key is read once, not at every new opaque id.
+        # Each table's primary-key column: `key_columns` is one memo per server (the schema never changes; the
+        # server fills it from the seed, `primary_keys`), so a table's key is read at most once, not per call.
         self._key_columns = {} if key_columns is None else key_columns
+        if isinstance(connection, sqlite3.Connection) and not isinstance(connection, FarmConnection):
+            install_functions(connection)  # a plain connection (a `--db` file's, a test's): registered per call
+        # (A handler sandbox's proxy runs its SQL on the host's connection, where `contains` is registered.)
+
+    @overload
+    def bind(self, params: Mapping[str, Any]) -> dict[str, Any]: ...
+    @overload
+    def bind(self, params: Sequence[Any]) -> Sequence[Any]: ...
+    def bind(self, params: Params) -> Params:
+        """`params` with `:now` and `:principal` bound (named parameters only; the call's own win)."""
+        if isinstance(params, Mapping):
+            return {"now": self.now, "principal": self.principal, **params}
+        return params
 
     def all(self, sql: str, params: Params = ()) -> list[dict[str, Any]]:
-        cursor = self.connection.execute(sql, params)
+        cursor = self.connection.execute(sql, self.bind(params))
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]
 
     def one(self, sql: str, params: Params = ()) -> dict[str, Any] | None:
-        cursor = self.connection.execute(sql, params)
+        cursor = self.connection.execute(sql, self.bind(params))
         row = cursor.fetchone()
         return None if row is None else dict(zip([d[0] for d in cursor.description], row))
 
     def scalar(self, sql: str, params: Params = ()) -> Any:
-        row = self.connection.execute(sql, params).fetchone()
+        row = self.connection.execute(sql, self.bind(params)).fetchone()
         return None if row is None else row[0]
 
     def execute(self, sql: str, params: Params = ()) -> int:
         """Run a write; return the number of rows it changed."""
-        return self.connection.execute(sql, params).rowcount
+        return self.connection.execute(sql, self.bind(params)).rowcount
 
     def insert(self, table: str, row: Mapping[str, Any]) -> dict[str, Any]:
         """Insert one row; return it as stored (with the schema's defaults filled in)."""
@@ -146,13 +162,15 @@ class Database:
         scope = self._scopes.get(table)
         return f"({scope})" if scope else "1"
 
-    def require(self, table: str, column: str, value: Any, what: str) -> dict[str, Any]:
-        """Return the row where `column = value` that the principal may see, or reject naming the
-        unknown value (another principal's row is as unknown as a missing one)."""
+    def require(self, table: str, value: Any, what: str | None = None, *, column: str | None = None) -> dict[str, Any]:
+        """Return the row of `table` whose key is `value` (or whose `column` is, for another unique column)
+        that the principal may see, or reject naming the unknown value as `what` (default: the column's
+        name). Another principal's row is as unknown as a missing one."""
+        column = column or self._key_column(table)
         sql = f"SELECT * FROM {table} WHERE {column} = :value AND {self.visible(table)}"
-        row = self.one(sql, {"value": value, "principal": self.principal})
+        row = self.one(sql, {"value": value})
         if row is None:
-            raise Rejected(f"Unknown {what} {preview(value)}: no such record exists.")
+            raise Rejected(f"Unknown {what or column} {preview(value)}: no such record exists.")
         return row
 
     def page(self, sql: str, params: Mapping[str, Any], limit: int, cursor: str | None) -> Page:
@@ -161,6 +179,7 @@ class Database:
         bound to its query: one from another search or with other filters is refused."""
         if not 1 <= limit <= MAX_PAGE:
             raise Rejected(f"limit must be between 1 and {MAX_PAGE}, got {limit}.")
+        params = self.bind(params)
         query = hashlib.sha256(json.dumps([sql, dict(params)], sort_keys=True, default=str).encode()).hexdigest()[:8]
         offset = 0
         if cursor:
@@ -171,9 +190,10 @@ class Database:
         next_cursor = _encode_cursor(offset + len(rows), query) if more else None
         return Page(rows=rows, total=total, has_more=more, cursor=next_cursor)
 
-    @staticmethod
-    def reject(message: str) -> NoReturn:
-        raise Rejected(message)
+    def reject(self, message: str, params: Mapping[str, Any] | None = None) -> NoReturn:
+        """Refuse the call with `message`; with `params`, its `{name}` placeholders are filled from them
+        (and `{now}`, `{principal}`)."""
+        raise Rejected(message if params is None else message.format_map(self.bind(params)))
 
 
 class Page(dict[str, Any]):
@@ -206,7 +226,43 @@ def _decode_cursor(cursor: str, query: str) -> int:
 _UNREAD = object()
 
 
-class EpisodeConnection(sqlite3.Connection):
+def contains(text: Any, part: Any) -> bool | None:
+    """SQL `contains(text, part)`: whether `text` holds `part`, ignoring ASCII case (as SQLite's LIKE
+    and lower() do); `%`, `_` and every other character match only themselves. NULL when either is NULL,
+    so `(:part IS NULL OR contains(column, :part))` is the filter of a "contains" search. It runs once per
+    row scanned: ASCII text (the common case) takes the fast `str.lower`."""
+    if text is None or part is None:
+        return None
+    if type(text) is not str or type(part) is not str:
+        text, part = _text(text), _text(part)
+    if text.isascii() and part.isascii():
+        return part.lower() in text.lower()
+    return part.translate(_ASCII_LOWER) in text.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _text(value: Any) -> str:
+    """A value as SQLite's text conversion gives it (a number's digits, a blob's UTF-8)."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def install_functions(connection: sqlite3.Connection) -> None:
+    """Register the SQL functions generated code calls (`contains`) on `connection`."""
+    connection.create_function("contains", 2, contains, deterministic=True)
+
+
+class FarmConnection(sqlite3.Connection):
+    """A connection with the runtime's SQL functions registered once, when it opens (a `Database` over any
+    other connection registers them on each call)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        install_functions(self)
+
+
+class EpisodeConnection(FarmConnection):
     """An in-memory episode's connection, remembering the principal its `EPISODE_TABLE` holds: every call
     needs it, and re-reading it cost one SQL statement per call. Only `set_principal` writes that table
     (tools cannot: their SQL goes through `Database`, and the table is outside the state), so the memo
@@ -233,6 +289,17 @@ def set_principal(connection: sqlite3.Connection, principal: str | None) -> None
     connection.execute(f"INSERT INTO {EPISODE_TABLE} (principal) VALUES (?)", (principal,))
     if isinstance(connection, EpisodeConnection):
         connection.principal = principal
+
+
+def primary_keys(connection: sqlite3.Connection) -> dict[str, str]:
+    """Each user table's primary-key column (the first, for a composite key)."""
+    keys: dict[str, str] = {}
+    for table in user_tables(connection):
+        columns = connection.execute(f"PRAGMA table_info({table})").fetchall()
+        key = min((c for c in columns if c[5] > 0), key=lambda c: c[5], default=None)
+        if key is not None:
+            keys[table] = key[1]
+    return keys
 
 
 def json_array(values: Sequence[Any] | None) -> str | None:

@@ -21,6 +21,7 @@ from mcp.server.mcpserver.resources import FunctionResource, TextResource
 from opentelemetry import trace
 
 from envfarm.servers.runtime import listing
+from envfarm.servers.runtime.database import primary_keys
 from envfarm.servers.runtime.definition import ServerDefinition, ToolDefinition
 from envfarm.servers.runtime.episode_control import EpisodeControl
 from envfarm.servers.runtime.episodes import (
@@ -80,7 +81,7 @@ def build_server(
         """Whether a token's principal is one this server acts for (the seed never changes)."""
         return definition.principal is not None and definition.principal.known(store.seed, principal)
 
-    keys: dict[str, str] = {}  # table -> key column, read on a table's first new opaque id (Database._key_column)
+    keys = primary_keys(store.seed)  # table -> key column (`Database.require`, opaque ids), read once
     calls = CallPipeline(definition, store, known_principal, keys)
     shipped = listing.load(definition.directory)
     modules = {definition.tool_module(tool) for tool in definition.tools}

@@ -23,7 +23,7 @@ def read_channel(
 ) -> dict:
     """The latest `limit` top-level messages, returned oldest first like a chat window; the cursor pages
     back to older ones."""
-    channel = db.require("channels", "channel_id", channel_id, "channel_id")
+    channel = db.require("channels", channel_id)
     page = db.page(
         "SELECT * FROM messages WHERE channel_id = :channel AND thread_parent_id IS NULL"
         " AND (:pinned = 0 OR is_pinned = 1) ORDER BY posted_at DESC, message_id DESC",
@@ -45,9 +45,9 @@ def read_channel(
 
 def read_thread(db: Database, message_id: str) -> dict:
     """The thread's first message and its replies; given a reply, the whole thread it belongs to."""
-    message = db.require("messages", "message_id", message_id, "message_id")
+    message = db.require("messages", message_id)
     parent_id = message["thread_parent_id"] or message_id
-    parent = db.require("messages", "message_id", parent_id, "message_id")
+    parent = db.require("messages", parent_id)
     replies = db.all("SELECT * FROM messages WHERE thread_parent_id = ? ORDER BY posted_at, message_id", (parent_id,))
     return {"parent": parent, "replies": replies}
 
@@ -96,7 +96,7 @@ def post_message(db: Database, channel_id: str, text: str, thread_parent_id: str
 
 def add_reaction(db: Database, message_id: str, emoji: str) -> dict:
     """The user's reaction, as their member id in the message's workspace."""
-    message = db.require("messages", "message_id", message_id, "message_id")
+    message = db.require("messages", message_id)
     return db.insert(
         "reactions",
         {
@@ -152,4 +152,4 @@ def create_channel(db: Database, workspace_id: str, name: str, visibility: str =
             "joined_at": db.now,
         },
     )
-    return db.require("channels", "channel_id", channel_id, "channel_id")
+    return db.require("channels", channel_id)

@@ -62,14 +62,14 @@ DEFINITION = ServerDefinition(
         time_zone="Europe/Lisbon",
         scopes={
             "messages": "channel_id IN (SELECT c.channel_id FROM channels c"
-        " JOIN members me ON me.workspace_id = c.workspace_id AND me.email = :principal"
-        " WHERE c.visibility = 'public' OR EXISTS (SELECT 1 FROM channel_members cm"
-        " WHERE cm.channel_id = c.channel_id AND cm.member_id = me.member_id))",
+            " JOIN members me ON me.workspace_id = c.workspace_id AND me.email = :principal"
+            " WHERE c.visibility = 'public' OR EXISTS (SELECT 1 FROM channel_members cm"
+            " WHERE cm.channel_id = c.channel_id AND cm.member_id = me.member_id))",
             "reactions": "message_id IN (SELECT msg.message_id FROM messages msg"
-        " JOIN channels c ON c.channel_id = msg.channel_id"
-        " JOIN members me ON me.workspace_id = c.workspace_id AND me.email = :principal"
-        " WHERE c.visibility = 'public' OR EXISTS (SELECT 1 FROM channel_members cm"
-        " WHERE cm.channel_id = c.channel_id AND cm.member_id = me.member_id))",
+            " JOIN channels c ON c.channel_id = msg.channel_id"
+            " JOIN members me ON me.workspace_id = c.workspace_id AND me.email = :principal"
+            " WHERE c.visibility = 'public' OR EXISTS (SELECT 1 FROM channel_members cm"
+            " WHERE cm.channel_id = c.channel_id AND cm.member_id = me.member_id))",
         },
     ),
 )

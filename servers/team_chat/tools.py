@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from envfarm.servers.runtime.database import Database
+from envfarm.servers.runtime import Cursor, Database, Limit, Page, field
 
 from . import handlers
 
@@ -18,223 +18,98 @@ ChannelVisibility = Literal["public", "private"]
 class Workspace(BaseModel):
     """A chat workspace of an organization. A row of `workspaces`."""
 
-    workspace_id: str = Field(
-        description="Internal workspace id",
-        json_schema_extra={"x-envfarm-ref": "workspaces.workspace_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(
-        description="Workspace name, e.g. Northwind",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    domain: str = Field(
-        description="Workspace address prefix",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    workspace_id: str = field("Internal workspace id", ref="workspaces.workspace_id", known=False)
+    name: str = field("Workspace name, e.g. Northwind")
+    domain: str = field("Workspace address prefix", known=False)
 
 
 class Member(BaseModel):
     """A person's account in one workspace (someone in two workspaces has two member ids). A row of `members`."""
 
-    member_id: str = Field(
-        description="Internal member id",
-        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-    )
-    workspace_id: str = Field(
-        description="The workspace",
-        json_schema_extra={"x-envfarm-ref": "workspaces.workspace_id", "x-envfarm-user-known": False},
-    )
-    email: str = Field(description="Work email", json_schema_extra={"x-envfarm-user-known": True})
-    full_name: str = Field(
-        description="First and last name",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    display_name: str = Field(
-        description="Handle shown in chat, e.g. maria.p",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    title: str = Field(description="Job title", json_schema_extra={"x-envfarm-user-known": False})
-    role: MemberRole = Field(description="Workspace role", json_schema_extra={"x-envfarm-user-known": False})
+    member_id: str = field("Internal member id", ref="members.member_id", known=False)
+    workspace_id: str = field("The workspace", ref="workspaces.workspace_id", known=False)
+    email: str = field("Work email")
+    full_name: str = field("First and last name")
+    display_name: str = field("Handle shown in chat, e.g. maria.p")
+    title: str = field("Job title", known=False)
+    role: MemberRole = field("Workspace role", known=False)
 
 
 class Channel(BaseModel):
     """A channel of a workspace. A row of `channels`."""
 
-    channel_id: str = Field(
-        description="Internal channel id",
-        json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-user-known": False},
-    )
-    workspace_id: str = Field(
-        description="The workspace",
-        json_schema_extra={"x-envfarm-ref": "workspaces.workspace_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(
-        description="Channel name without #, e.g. budget-review",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    topic: str = Field(
-        description="What the channel is for",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    visibility: ChannelVisibility = Field(
-        description="private channels are readable by their members only",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    is_archived: bool = Field(
-        description="Archived channels are read-only",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    is_default: bool = Field(
-        description="The workspace's default channel that everyone is in",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    created_by: str = Field(
-        description="Member who created the channel",
-        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-    )
-    created_at: str = Field(
-        description="When it was created (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    channel_id: str = field("Internal channel id", ref="channels.channel_id", known=False)
+    workspace_id: str = field("The workspace", ref="workspaces.workspace_id", known=False)
+    name: str = field("Channel name without #, e.g. budget-review")
+    topic: str = field("What the channel is for", known=False)
+    visibility: ChannelVisibility = field("private channels are readable by their members only")
+    is_archived: bool = field("Archived channels are read-only", known=False)
+    is_default: bool = field("The workspace's default channel that everyone is in", known=False)
+    created_by: str = field("Member who created the channel", ref="members.member_id", known=False)
+    created_at: str = field("When it was created (ISO 8601, UTC)", known=False)
 
 
 class ChannelMember(BaseModel):
     """A member's membership in a channel. A row of `channel_members`."""
 
-    channel_member_id: str = Field(
-        description="Internal channel membership id",
-        json_schema_extra={"x-envfarm-ref": "channel_members.channel_member_id", "x-envfarm-user-known": False},
+    channel_member_id: str = field(
+        "Internal channel membership id", ref="channel_members.channel_member_id", known=False
     )
-    channel_id: str = Field(
-        description="The channel",
-        json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-user-known": False},
-    )
-    member_id: str = Field(
-        description="The member",
-        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-    )
-    added_by: str = Field(
-        description="Who added them (themselves when they joined)",
-        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-    )
-    joined_at: str = Field(
-        description="When they joined (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    channel_id: str = field("The channel", ref="channels.channel_id", known=False)
+    member_id: str = field("The member", ref="members.member_id", known=False)
+    added_by: str = field("Who added them (themselves when they joined)", ref="members.member_id", known=False)
+    joined_at: str = field("When they joined (ISO 8601, UTC)", known=False)
 
 
 class Message(BaseModel):
     """A message in a channel; a reply has a thread parent. A row of `messages`."""
 
-    message_id: str = Field(
-        description="Internal message id",
-        json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-user-known": False},
-    )
-    channel_id: str = Field(
-        description="The channel",
-        json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-user-known": False},
-    )
-    author_id: str = Field(
-        description="Member who wrote it",
-        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-    )
-    text: str = Field(description="Message text", json_schema_extra={"x-envfarm-user-known": True})
-    posted_at: str = Field(
-        description="When it was posted (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    thread_parent_id: str | None = Field(
-        description="The message this one replies to",
-        json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-user-known": False},
-    )
-    reply_count: int = Field(
-        description="How many replies its thread has",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    edited_at: str | None = Field(
-        description="When it was last edited (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    edited_by: str | None = Field(
-        description="Who last edited it (always its author)",
-        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-    )
-    is_pinned: bool = Field(
-        description="Whether it is pinned in its channel",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    pinned_by: str | None = Field(
-        description="Who pinned it",
-        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-    )
-    pinned_at: str | None = Field(
-        description="When it was pinned (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    message_id: str = field("Internal message id", ref="messages.message_id", known=False)
+    channel_id: str = field("The channel", ref="channels.channel_id", known=False)
+    author_id: str = field("Member who wrote it", ref="members.member_id", known=False)
+    text: str = field("Message text")
+    posted_at: str = field("When it was posted (ISO 8601, UTC)")
+    thread_parent_id: str | None = field("The message this one replies to", ref="messages.message_id", known=False)
+    reply_count: int = field("How many replies its thread has", known=False)
+    edited_at: str | None = field("When it was last edited (ISO 8601, UTC)", known=False)
+    edited_by: str | None = field("Who last edited it (always its author)", ref="members.member_id", known=False)
+    is_pinned: bool = field("Whether it is pinned in its channel", known=False)
+    pinned_by: str | None = field("Who pinned it", ref="members.member_id", known=False)
+    pinned_at: str | None = field("When it was pinned (ISO 8601, UTC)", known=False)
 
 
 class Reaction(BaseModel):
     """An emoji reaction of a member to a message. A row of `reactions`."""
 
-    reaction_id: str = Field(
-        description="Internal reaction id",
-        json_schema_extra={"x-envfarm-ref": "reactions.reaction_id", "x-envfarm-user-known": False},
-    )
-    message_id: str = Field(
-        description="The message",
-        json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-user-known": False},
-    )
-    member_id: str = Field(
-        description="Who reacted",
-        json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
-    )
-    emoji: str = Field(
-        description="Emoji name without colons, e.g. thumbsup",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    created_at: str = Field(
-        description="When they reacted (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    reaction_id: str = field("Internal reaction id", ref="reactions.reaction_id", known=False)
+    message_id: str = field("The message", ref="messages.message_id", known=False)
+    member_id: str = field("Who reacted", ref="members.member_id", known=False)
+    emoji: str = field("Emoji name without colons, e.g. thumbsup")
+    created_at: str = field("When they reacted (ISO 8601, UTC)", known=False)
 
 
-class ListWorkspacesResult(BaseModel):
+class ListWorkspacesResult(Page):
     """What `list_workspaces` found: one page of the matching rows."""
 
-    workspaces: list[Workspace] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    workspaces: list[Workspace] = Page.rows()
 
 
-class FindMembersResult(BaseModel):
+class FindMembersResult(Page):
     """What `find_members` found: one page of the matching rows."""
 
-    members: list[Member] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    members: list[Member] = Page.rows()
 
 
-class SearchChannelsResult(BaseModel):
+class SearchChannelsResult(Page):
     """What `search_channels` found: one page of the matching rows."""
 
-    channels: list[Channel] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    channels: list[Channel] = Page.rows()
 
 
-class ListChannelMembersResult(BaseModel):
+class ListChannelMembersResult(Page):
     """What `list_channel_members` found: one page of the matching rows."""
 
-    channel_members: list[ChannelMember] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    channel_members: list[ChannelMember] = Page.rows()
 
 
 class ReadChannelResult(BaseModel):
@@ -246,9 +121,7 @@ class ReadChannelResult(BaseModel):
     count: int = Field(description="How many messages this page holds")
     total: int = Field(description="How many top-level messages match over all pages")
     has_more: bool = Field(description="Whether older messages follow")
-    cursor: str | None = Field(
-        description="Pass it back as cursor for older messages; null on the oldest page",
-    )
+    cursor: str | None = Field(description="Pass it back as cursor for older messages; null on the oldest page")
 
 
 class ReadThreadResult(BaseModel):
@@ -268,106 +141,48 @@ class SearchMessagesResult(BaseModel):
     cursor: str | None = Field(description="Pass it back as cursor for the next page; null on the last page")
 
 
-class ListReactionsResult(BaseModel):
+class ListReactionsResult(Page):
     """What `list_reactions` found: one page of the matching rows."""
 
-    reactions: list[Reaction] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    reactions: list[Reaction] = Page.rows()
 
 
 def list_workspaces(
     db: Database,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the workspace name",
-            json_schema_extra={"x-envfarm-column": "workspaces.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    name: Annotated[str | None, field("Part of the workspace name", column="workspaces.name")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListWorkspacesResult:
     """List the chat workspaces. Returns workspace ids.
 
     Matching: name contains (case-insensitive). Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    args = {"name": name, "now": db.now, "principal": db.principal}
     page = db.page(
-        "SELECT * FROM workspaces"
-        " WHERE (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY rowid",
-        args, limit, cursor,
+        "SELECT * FROM workspaces WHERE (:name IS NULL OR contains(name, :name)) ORDER BY rowid",
+        {"name": name},
+        limit,
+        cursor,
     )
-    rows = [Workspace(**row) for row in page['rows']]
-    return ListWorkspacesResult(
-        workspaces=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListWorkspacesResult.of(page)
 
 
 def find_members(
     db: Database,
     workspace_id: Annotated[
         str | None,
-        Field(
-            description="Workspace id from list_workspaces",
-            json_schema_extra={"x-envfarm-ref": "workspaces.workspace_id", "x-envfarm-column": "members.workspace_id", "x-envfarm-user-known": False},
+        field(
+            "Workspace id from list_workspaces",
+            ref="workspaces.workspace_id",
+            column="members.workspace_id",
+            known=False,
         ),
     ] = None,
-    full_name: Annotated[
-        str | None,
-        Field(
-            description="Part of the person's name",
-            json_schema_extra={"x-envfarm-column": "members.full_name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    email: Annotated[
-        str | None,
-        Field(
-            description="Exact work email",
-            json_schema_extra={"x-envfarm-column": "members.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    display_name: Annotated[
-        str | None,
-        Field(
-            description="Part of the chat handle",
-            json_schema_extra={"x-envfarm-column": "members.display_name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 50,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    full_name: Annotated[str | None, field("Part of the person's name", column="members.full_name")] = None,
+    email: Annotated[str | None, field("Exact work email", column="members.email")] = None,
+    display_name: Annotated[str | None, field("Part of the chat handle", column="members.display_name")] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> FindMembersResult:
     """Find workspace members by name, email or display name. A person has one member id per workspace; the
     other tools act as you (the signed-in user) in the workspace of what they touch.
@@ -376,75 +191,41 @@ def find_members(
     contains (case-insensitive). Ordered oldest first. Returns 50 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
-    args = {
-        "workspace_id": workspace_id,
-        "full_name": full_name,
-        "email": email,
-        "display_name": display_name,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM members"
         " WHERE (:workspace_id IS NULL OR workspace_id = :workspace_id)"
-        " AND (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:full_name IS NULL OR contains(full_name, :full_name))"
         " AND (:email IS NULL OR email = :email)"
-        " AND (:display_name IS NULL OR lower(display_name) LIKE '%' || replace(replace(replace(lower(:display_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:display_name IS NULL OR contains(display_name, :display_name))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"workspace_id": workspace_id, "full_name": full_name, "email": email, "display_name": display_name},
+        limit,
+        cursor,
     )
-    rows = [Member(**row) for row in page['rows']]
-    return FindMembersResult(
-        members=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return FindMembersResult.of(page)
 
 
 def search_channels(
     db: Database,
     workspace_id: Annotated[
         str | None,
-        Field(
-            description="Workspace id from list_workspaces",
-            json_schema_extra={"x-envfarm-ref": "workspaces.workspace_id", "x-envfarm-column": "channels.workspace_id", "x-envfarm-user-known": False},
+        field(
+            "Workspace id from list_workspaces",
+            ref="workspaces.workspace_id",
+            column="channels.workspace_id",
+            known=False,
         ),
     ] = None,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the channel name",
-            json_schema_extra={"x-envfarm-column": "channels.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    name: Annotated[str | None, field("Part of the channel name", column="channels.name")] = None,
     visibility: Annotated[
-        ChannelVisibility | None,
-        Field(
-            description="Only public or only private channels",
-            json_schema_extra={"x-envfarm-column": "channels.visibility", "x-envfarm-user-known": True},
-        ),
+        ChannelVisibility | None, field("Only public or only private channels", column="channels.visibility")
     ] = None,
     is_archived: Annotated[
         bool | None,
-        Field(
-            description="Only archived (true) or active (false) channels",
-            json_schema_extra={"x-envfarm-column": "channels.is_archived", "x-envfarm-user-known": False},
-        ),
+        field("Only archived (true) or active (false) channels", column="channels.is_archived", known=False),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 50,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> SearchChannelsResult:
     """Find channels of a workspace by name, visibility or archived state. Private channels are listed, but
     only their members can read them.
@@ -453,61 +234,37 @@ def search_channels(
     equals. Ordered oldest first. Returns 50 rows per page by default (limit: up to 200) with total and
     has_more; pass the returned cursor to get the next page.
     """
-    args = {
-        "workspace_id": workspace_id,
-        "name": name,
-        "visibility": visibility,
-        "is_archived": is_archived,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM channels"
         " WHERE (:workspace_id IS NULL OR workspace_id = :workspace_id)"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:name IS NULL OR contains(name, :name))"
         " AND (:visibility IS NULL OR visibility = :visibility)"
         " AND (:is_archived IS NULL OR is_archived = :is_archived)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"workspace_id": workspace_id, "name": name, "visibility": visibility, "is_archived": is_archived},
+        limit,
+        cursor,
     )
-    rows = [Channel(**row) for row in page['rows']]
-    return SearchChannelsResult(
-        channels=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return SearchChannelsResult.of(page)
 
 
 def list_channel_members(
     db: Database,
     channel_id: Annotated[
         str | None,
-        Field(
-            description="Channel id from search_channels",
-            json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-column": "channel_members.channel_id", "x-envfarm-user-known": False},
+        field(
+            "Channel id from search_channels",
+            ref="channels.channel_id",
+            column="channel_members.channel_id",
+            known=False,
         ),
     ] = None,
     member_id: Annotated[
         str | None,
-        Field(
-            description="Member id from find_members",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "channel_members.member_id", "x-envfarm-user-known": False},
-        ),
+        field("Member id from find_members", ref="members.member_id", column="channel_members.member_id", known=False),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 100,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 100,
+    cursor: Cursor = None,
 ) -> ListChannelMembersResult:
     """List channel memberships: who is in a channel (give channel_id) or which channels a member is in
     (give member_id). Returns channel_member ids for leave_channel.
@@ -515,63 +272,31 @@ def list_channel_members(
     Matching: channel_id equals; member_id equals. Ordered oldest first. Returns 100 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    args = {"channel_id": channel_id, "member_id": member_id, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM channel_members"
         " WHERE (:channel_id IS NULL OR channel_id = :channel_id)"
         " AND (:member_id IS NULL OR member_id = :member_id)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"channel_id": channel_id, "member_id": member_id},
+        limit,
+        cursor,
     )
-    rows = [ChannelMember(**row) for row in page['rows']]
-    return ListChannelMembersResult(
-        channel_members=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListChannelMembersResult.of(page)
 
 
 def read_channel(
     db: Database,
-    channel_id: Annotated[
-        str,
-        Field(
-            description="Channel id from search_channels",
-            json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    pinned_only: Annotated[
-        bool,
-        Field(description="Only pinned messages", json_schema_extra={"x-envfarm-user-known": True}),
-    ] = False,
-    limit: Annotated[
-        int,
-        Field(
-            description="How many of the latest messages per page (default 30)",
-            ge=1.0,
-            le=100.0,
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = 30,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for older messages",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = None,
+    channel_id: Annotated[str, field("Channel id from search_channels", ref="channels.channel_id", known=False)],
+    pinned_only: Annotated[bool, field("Only pinned messages")] = False,
+    limit: Annotated[int, field("How many of the latest messages per page (default 30)", ge=1.0, le=100.0)] = 30,
+    cursor: Annotated[str | None, field("The cursor of the previous page, for older messages")] = None,
 ) -> ReadChannelResult:
     """Read a channel's latest top-level messages (shown oldest first; the cursor pages back to older ones,
     with total and has_more), with reply counts and pins. You read as yourself: private channels only if
     you are a member. Open a thread with read_thread.
     """
-    db.require("channels", "channel_id", channel_id, "channel_id")
-    args = {
-        "channel_id": channel_id,
-        "pinned_only": pinned_only,
-        "limit": limit,
-        "cursor": cursor,
-        "now": db.now,
-        "principal": db.principal,
-    }
+    db.require("channels", channel_id)
+    args = {"channel_id": channel_id, "pinned_only": pinned_only, "limit": limit, "cursor": cursor}
     if db.one(
         "SELECT 1 FROM channels c WHERE c.channel_id = :channel_id"
         " AND NOT EXISTS (SELECT 1 FROM members m WHERE m.workspace_id = c.workspace_id"
@@ -579,7 +304,8 @@ def read_channel(
         args,
     ):
         db.reject(
-            "You are not in the workspace of channel {channel_id}; you can only read channels of your own workspaces.".format_map(args),
+            "You are not in the workspace of channel {channel_id}; you can only read channels of your own workspaces.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM channels c WHERE c.channel_id = :channel_id"
@@ -589,107 +315,60 @@ def read_channel(
         args,
     ):
         db.reject(
-            "Channel {channel_id} is private and you are not a member; only members can read or post there. Ask a member to add you with add_channel_member.".format_map(args),
+            "Channel {channel_id} is private and you are not a member; only members can read or post there. Ask a member to add you with add_channel_member.",
+            args,
         )
-    outcome = handlers.read_channel(db, channel_id=channel_id, pinned_only=pinned_only, limit=limit, cursor=cursor)
-    return ReadChannelResult.model_validate(outcome)
+    return ReadChannelResult.model_validate(
+        handlers.read_channel(db, channel_id=channel_id, pinned_only=pinned_only, limit=limit, cursor=cursor)
+    )
 
 
 def read_thread(
     db: Database,
-    message_id: Annotated[
-        str,
-        Field(
-            description="Message id from read_channel",
-            json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    message_id: Annotated[str, field("Message id from read_channel", ref="messages.message_id", known=False)],
 ) -> ReadThreadResult:
     """Read a message and all its replies, oldest first. Messages of private channels you are not in do not
     exist for you.
     """
-    db.require("messages", "message_id", message_id, "message_id")
-    outcome = handlers.read_thread(db, message_id=message_id)
-    return ReadThreadResult.model_validate(outcome)
+    db.require("messages", message_id)
+    return ReadThreadResult.model_validate(handlers.read_thread(db, message_id=message_id))
 
 
 def search_messages(
     db: Database,
-    text: Annotated[
-        str | None,
-        Field(
-            description="Text the message contains (case-insensitive substring, as one phrase)",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = None,
-    channel_id: Annotated[
-        str | None,
-        Field(
-            description="Only this channel",
-            json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-user-known": False},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="How many messages per page (default 50)",
-            ge=1.0,
-            le=200.0,
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = 50,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ] = None,
+    text: Annotated[str | None, field("Text the message contains (case-insensitive substring, as one phrase)")] = None,
+    channel_id: Annotated[str | None, field("Only this channel", ref="channels.channel_id", known=False)] = None,
+    limit: Annotated[int, field("How many messages per page (default 50)", ge=1.0, le=200.0)] = 50,
+    cursor: Annotated[str | None, field("The cursor of the previous page")] = None,
 ) -> SearchMessagesResult:
     """Find messages (top-level and replies) in the channels you can read: public channels of your
     workspaces and private channels you belong to, newest first. Without text, every such message.
     """
     if channel_id is not None:
-        db.require("channels", "channel_id", channel_id, "channel_id")
-    outcome = handlers.search_messages(db, text=text, channel_id=channel_id, limit=limit, cursor=cursor)
-    return SearchMessagesResult.model_validate(outcome)
+        db.require("channels", channel_id)
+    return SearchMessagesResult.model_validate(
+        handlers.search_messages(db, text=text, channel_id=channel_id, limit=limit, cursor=cursor)
+    )
 
 
 def post_message(
     db: Database,
-    channel_id: Annotated[
-        str,
-        Field(
-            description="Channel id from search_channels",
-            json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    text: Annotated[str, Field(description="Message text", json_schema_extra={"x-envfarm-user-known": True})],
+    channel_id: Annotated[str, field("Channel id from search_channels", ref="channels.channel_id", known=False)],
+    text: Annotated[str, field("Message text")],
     thread_parent_id: Annotated[
         str | None,
-        Field(
-            description="To reply in a thread: the id of the thread's first message",
-            json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-user-known": False},
-        ),
+        field("To reply in a thread: the id of the thread's first message", ref="messages.message_id", known=False),
     ] = None,
 ) -> Message:
     """Post a message as yourself to a channel you have joined, or reply in a thread by giving the thread's
     first message. Archived channels are read-only.
     """
-    db.require("channels", "channel_id", channel_id, "channel_id")
+    db.require("channels", channel_id)
     if thread_parent_id is not None:
-        db.require("messages", "message_id", thread_parent_id, "thread_parent_id")
-    args = {
-        "channel_id": channel_id,
-        "text": text,
-        "thread_parent_id": thread_parent_id,
-        "now": db.now,
-        "principal": db.principal,
-    }
+        db.require("messages", thread_parent_id, "thread_parent_id")
+    args = {"channel_id": channel_id, "text": text, "thread_parent_id": thread_parent_id}
     if db.one("SELECT 1 FROM channels WHERE channel_id = :channel_id AND is_archived = 1", args):
-        db.reject(
-            "Channel {channel_id} is archived and read-only; nothing can be posted there.".format_map(args),
-        )
+        db.reject("Channel {channel_id} is archived and read-only; nothing can be posted there.", args)
     if db.one(
         "SELECT 1 FROM channels c WHERE c.channel_id = :channel_id"
         " AND NOT EXISTS (SELECT 1 FROM members m WHERE m.workspace_id = c.workspace_id"
@@ -697,7 +376,7 @@ def post_message(
         args,
     ):
         db.reject(
-            "You are not in the workspace of channel {channel_id}; you can only post in your own workspaces.".format_map(args),
+            "You are not in the workspace of channel {channel_id}; you can only post in your own workspaces.", args
         )
     if db.one(
         "SELECT 1 FROM channels c WHERE c.channel_id = :channel_id"
@@ -707,7 +386,8 @@ def post_message(
         args,
     ):
         db.reject(
-            "Channel {channel_id} is private and you are not a member; only members can read or post there. Ask a member to add you with add_channel_member.".format_map(args),
+            "Channel {channel_id} is private and you are not a member; only members can read or post there. Ask a member to add you with add_channel_member.",
+            args,
         )
     if db.one(
         "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM channel_members cm"
@@ -715,148 +395,99 @@ def post_message(
         " AND m.email = :principal)",
         args,
     ):
+        db.reject("You have not joined channel {channel_id}; join it first with add_channel_member.", args)
+    if db.one("SELECT 1 FROM messages WHERE message_id = :thread_parent_id AND channel_id != :channel_id", args):
         db.reject(
-            "You have not joined channel {channel_id}; join it first with add_channel_member.".format_map(args),
+            "Message {thread_parent_id} is in another channel; a reply goes in the same channel as its thread.", args
         )
-    if db.one(
-        "SELECT 1 FROM messages WHERE message_id = :thread_parent_id"
-        " AND channel_id != :channel_id",
-        args,
-    ):
-        db.reject(
-            "Message {thread_parent_id} is in another channel; a reply goes in the same channel as its thread.".format_map(args),
-        )
-    if db.one(
-        "SELECT 1 FROM messages WHERE message_id = :thread_parent_id"
-        " AND thread_parent_id IS NOT NULL",
-        args,
-    ):
-        db.reject(
-            "Message {thread_parent_id} is itself a reply; reply to the thread's first message instead.".format_map(args),
-        )
-    outcome = handlers.post_message(db, channel_id=channel_id, text=text, thread_parent_id=thread_parent_id)
-    return Message.model_validate(outcome)
+    if db.one("SELECT 1 FROM messages WHERE message_id = :thread_parent_id AND thread_parent_id IS NOT NULL", args):
+        db.reject("Message {thread_parent_id} is itself a reply; reply to the thread's first message instead.", args)
+    return Message.model_validate(
+        handlers.post_message(db, channel_id=channel_id, text=text, thread_parent_id=thread_parent_id)
+    )
 
 
 def edit_message(
     db: Database,
     message_id: Annotated[
         str,
-        Field(
-            description="Message id from read_channel or search_messages",
-            json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-column": "messages.message_id", "x-envfarm-user-known": False},
+        field(
+            "Message id from read_channel or search_messages",
+            ref="messages.message_id",
+            column="messages.message_id",
+            known=False,
         ),
     ],
-    text: Annotated[
-        str,
-        Field(
-            description="The new text",
-            json_schema_extra={"x-envfarm-column": "messages.text", "x-envfarm-user-known": True},
-        ),
-    ],
+    text: Annotated[str, field("The new text", column="messages.text")],
 ) -> Message:
     """Change the text of a message you wrote, not in an archived channel."""
-    current = db.require("messages", "message_id", message_id, "message_id")
-    args = {
-        "message_id": message_id,
-        "text": text,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["message_id"],
-        "set_edited_at": db.now,
-    }
+    current = db.require("messages", message_id)
+    args = {"message_id": message_id, "text": text, "id": current["message_id"], "set_edited_at": db.now}
     if db.one(
         "SELECT 1 FROM messages msg JOIN channels c ON c.channel_id = msg.channel_id"
         " WHERE msg.message_id = :message_id AND c.is_archived = 1",
         args,
     ):
-        db.reject("Message {message_id} is in an archived channel, which is read-only.".format_map(args))
+        db.reject("Message {message_id} is in an archived channel, which is read-only.", args)
     if db.one(
         "SELECT 1 FROM messages msg JOIN members m ON m.member_id = msg.author_id"
         " WHERE msg.message_id = :message_id AND m.email != :principal",
         args,
     ):
-        db.reject("Only the author can edit message {message_id}; you did not write it.".format_map(args))
-    db.execute(
-        "UPDATE messages SET edited_at = :set_edited_at, text = :text"
-        " WHERE message_id = :id",
-        args,
-    )
+        db.reject("Only the author can edit message {message_id}; you did not write it.", args)
+    db.execute("UPDATE messages SET edited_at = :set_edited_at, text = :text WHERE message_id = :id", args)
     db.execute("UPDATE messages SET edited_by = author_id WHERE message_id = :id", args)
-    return Message(**db.require("messages", "message_id", current["message_id"], "message_id"))
+    return Message(**db.require("messages", current["message_id"]))
 
 
 def add_reaction(
     db: Database,
-    message_id: Annotated[
-        str,
-        Field(
-            description="Message id from read_channel",
-            json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    emoji: Annotated[
-        str,
-        Field(
-            description="Emoji name without colons, e.g. thumbsup",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
+    message_id: Annotated[str, field("Message id from read_channel", ref="messages.message_id", known=False)],
+    emoji: Annotated[str, field("Emoji name without colons, e.g. thumbsup")],
 ) -> Reaction:
     """React to a message with an emoji, as yourself. You can use each emoji once per message."""
-    db.require("messages", "message_id", message_id, "message_id")
-    args = {"message_id": message_id, "emoji": emoji, "now": db.now, "principal": db.principal}
+    db.require("messages", message_id)
+    args = {"message_id": message_id, "emoji": emoji}
     if db.one(
         "SELECT 1 FROM messages msg JOIN channels c ON c.channel_id = msg.channel_id"
         " WHERE msg.message_id = :message_id AND c.is_archived = 1",
         args,
     ):
-        db.reject("Message {message_id} is in an archived channel, which is read-only.".format_map(args))
+        db.reject("Message {message_id} is in an archived channel, which is read-only.", args)
     if db.one(
         "SELECT 1 FROM reactions r JOIN members m ON m.member_id = r.member_id"
         " WHERE r.message_id = :message_id AND m.email = :principal AND r.emoji = :emoji",
         args,
     ):
-        db.reject("You already reacted to message {message_id} with :{emoji}:.".format_map(args))
-    outcome = handlers.add_reaction(db, message_id=message_id, emoji=emoji)
-    return Reaction.model_validate(outcome)
+        db.reject("You already reacted to message {message_id} with :{emoji}:.", args)
+    return Reaction.model_validate(handlers.add_reaction(db, message_id=message_id, emoji=emoji))
 
 
 def remove_reaction(
     db: Database,
     reaction_id: Annotated[
         str,
-        Field(
-            description="Reaction id from list_reactions",
-            json_schema_extra={"x-envfarm-ref": "reactions.reaction_id", "x-envfarm-column": "reactions.reaction_id", "x-envfarm-user-known": False},
+        field(
+            "Reaction id from list_reactions", ref="reactions.reaction_id", column="reactions.reaction_id", known=False
         ),
     ],
 ) -> Reaction:
     """Take back one of your emoji reactions."""
-    current = db.require("reactions", "reaction_id", reaction_id, "reaction_id")
-    args = {
-        "reaction_id": reaction_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["reaction_id"],
-    }
+    current = db.require("reactions", reaction_id)
+    args = {"reaction_id": reaction_id, "id": current["reaction_id"]}
     if db.one(
         "SELECT 1 FROM reactions r JOIN messages msg ON msg.message_id = r.message_id"
         " JOIN channels c ON c.channel_id = msg.channel_id"
         " WHERE r.reaction_id = :reaction_id AND c.is_archived = 1",
         args,
     ):
-        db.reject(
-            "Reaction {reaction_id} is on a message in an archived channel, which is read-only.".format_map(args),
-        )
+        db.reject("Reaction {reaction_id} is on a message in an archived channel, which is read-only.", args)
     if db.one(
         "SELECT 1 FROM reactions r JOIN members m ON m.member_id = r.member_id"
         " WHERE r.reaction_id = :reaction_id AND m.email != :principal",
         args,
     ):
-        db.reject(
-            "Reaction {reaction_id} is someone else's; you can only take back your own.".format_map(args),
-        )
+        db.reject("Reaction {reaction_id} is someone else's; you can only take back your own.", args)
     db.execute("DELETE FROM reactions WHERE reaction_id = :id", args)
     return Reaction(**current)
 
@@ -865,84 +496,51 @@ def list_reactions(
     db: Database,
     message_id: Annotated[
         str,
-        Field(
-            description="Message id from read_channel",
-            json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-column": "reactions.message_id", "x-envfarm-user-known": False},
-        ),
+        field("Message id from read_channel", ref="messages.message_id", column="reactions.message_id", known=False),
     ],
     member_id: Annotated[
         str | None,
-        Field(
-            description="Only this member's reactions",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-column": "reactions.member_id", "x-envfarm-user-known": False},
-        ),
+        field("Only this member's reactions", ref="members.member_id", column="reactions.member_id", known=False),
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListReactionsResult:
     """List the reactions on a message, with who reacted. Returns reaction ids for remove_reaction.
 
     Matching: message_id equals; member_id equals. Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("messages", "message_id", message_id, "message_id")
-    args = {"message_id": message_id, "member_id": member_id, "now": db.now, "principal": db.principal}
+    db.require("messages", message_id)
     page = db.page(
         "SELECT * FROM reactions"
         " WHERE (:message_id IS NULL OR message_id = :message_id)"
         " AND (:member_id IS NULL OR member_id = :member_id)"
         " AND (message_id IN (SELECT msg.message_id FROM messages msg JOIN channels c ON c.channel_id = msg.channel_id JOIN members me ON me.workspace_id = c.workspace_id AND me.email = :principal WHERE c.visibility = 'public' OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = c.channel_id AND cm.member_id = me.member_id)))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"message_id": message_id, "member_id": member_id},
+        limit,
+        cursor,
     )
-    rows = [Reaction(**row) for row in page['rows']]
-    return ListReactionsResult(
-        reactions=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListReactionsResult.of(page)
 
 
 def pin_message(
     db: Database,
     message_id: Annotated[
-        str,
-        Field(
-            description="Message id from read_channel",
-            json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-column": "messages.message_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Message id from read_channel", ref="messages.message_id", column="messages.message_id", known=False)
     ],
 ) -> Message:
     """Pin a message in its channel, as yourself. Only members of the channel can pin."""
-    current = db.require("messages", "message_id", message_id, "message_id")
-    args = {
-        "message_id": message_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["message_id"],
-        "set_is_pinned": True,
-        "set_pinned_at": db.now,
-    }
+    current = db.require("messages", message_id)
+    args = {"message_id": message_id, "id": current["message_id"], "set_is_pinned": True, "set_pinned_at": db.now}
     if db.one(
         "SELECT 1 FROM messages msg JOIN channels c ON c.channel_id = msg.channel_id"
         " WHERE msg.message_id = :message_id AND c.is_archived = 1",
         args,
     ):
-        db.reject("Message {message_id} is in an archived channel, which is read-only.".format_map(args))
+        db.reject("Message {message_id} is in an archived channel, which is read-only.", args)
     if db.one("SELECT 1 FROM messages WHERE message_id = :message_id AND is_pinned = 1", args):
-        db.reject("Message {message_id} is already pinned.".format_map(args))
+        db.reject("Message {message_id} is already pinned.", args)
     if db.one(
         "SELECT 1 FROM messages msg WHERE msg.message_id = :message_id"
         " AND NOT EXISTS (SELECT 1 FROM channel_members cm"
@@ -952,9 +550,7 @@ def pin_message(
     ):
         db.reject("Only members of the message's channel can pin it; you are not in that channel.")
     db.execute(
-        "UPDATE messages SET is_pinned = :set_is_pinned, pinned_at = :set_pinned_at"
-        " WHERE message_id = :id",
-        args,
+        "UPDATE messages SET is_pinned = :set_is_pinned, pinned_at = :set_pinned_at WHERE message_id = :id", args
     )
     db.execute(
         "UPDATE messages SET pinned_by = (SELECT cm.member_id FROM channel_members cm"
@@ -963,32 +559,32 @@ def pin_message(
         " WHERE message_id = :id",
         args,
     )
-    return Message(**db.require("messages", "message_id", current["message_id"], "message_id"))
+    return Message(**db.require("messages", current["message_id"]))
 
 
 def unpin_message(
     db: Database,
     message_id: Annotated[
         str,
-        Field(
-            description="Message id from read_channel with pinned_only",
-            json_schema_extra={"x-envfarm-ref": "messages.message_id", "x-envfarm-column": "messages.message_id", "x-envfarm-user-known": False},
+        field(
+            "Message id from read_channel with pinned_only",
+            ref="messages.message_id",
+            column="messages.message_id",
+            known=False,
         ),
     ],
 ) -> Message:
     """Unpin a pinned message."""
-    current = db.require("messages", "message_id", message_id, "message_id")
+    current = db.require("messages", message_id)
     args = {
         "message_id": message_id,
-        "now": db.now,
-        "principal": db.principal,
         "id": current["message_id"],
         "set_is_pinned": False,
         "set_pinned_by": None,
         "set_pinned_at": None,
     }
     if db.one("SELECT 1 FROM messages WHERE message_id = :message_id AND is_pinned = 0", args):
-        db.reject("Message {message_id} is not pinned.".format_map(args))
+        db.reject("Message {message_id} is not pinned.", args)
     row = db.returning(
         "UPDATE messages SET is_pinned = :set_is_pinned, pinned_by = :set_pinned_by, pinned_at = :set_pinned_at"
         " WHERE message_id = :id RETURNING *",
@@ -999,18 +595,13 @@ def unpin_message(
 
 def add_channel_member(
     db: Database,
-    channel_id: Annotated[
-        str,
-        Field(
-            description="Channel id from search_channels",
-            json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    channel_id: Annotated[str, field("Channel id from search_channels", ref="channels.channel_id", known=False)],
     member_id: Annotated[
         str | None,
-        Field(
-            description="Member id of the person to add (find_members); leave out to join yourself",
-            json_schema_extra={"x-envfarm-ref": "members.member_id", "x-envfarm-user-known": False},
+        field(
+            "Member id of the person to add (find_members); leave out to join yourself",
+            ref="members.member_id",
+            known=False,
         ),
     ] = None,
 ) -> ChannelMember:
@@ -1018,12 +609,12 @@ def add_channel_member(
     of their workspace; adding someone else, or anyone to a private channel, needs you to be in that
     channel.
     """
-    db.require("channels", "channel_id", channel_id, "channel_id")
+    db.require("channels", channel_id)
     if member_id is not None:
-        db.require("members", "member_id", member_id, "member_id")
-    args = {"channel_id": channel_id, "member_id": member_id, "now": db.now, "principal": db.principal}
+        db.require("members", member_id)
+    args = {"channel_id": channel_id, "member_id": member_id}
     if db.one("SELECT 1 FROM channels WHERE channel_id = :channel_id AND is_archived = 1", args):
-        db.reject("Channel {channel_id} is archived; nobody can join it.".format_map(args))
+        db.reject("Channel {channel_id} is archived; nobody can join it.", args)
     if db.one(
         "SELECT 1 FROM channels c WHERE c.channel_id = :channel_id"
         " AND NOT EXISTS (SELECT 1 FROM members m WHERE m.workspace_id = c.workspace_id"
@@ -1031,7 +622,7 @@ def add_channel_member(
         args,
     ):
         db.reject(
-            "You are not in the workspace of channel {channel_id}; you can only act in your own workspaces.".format_map(args),
+            "You are not in the workspace of channel {channel_id}; you can only act in your own workspaces.", args
         )
     if db.one(
         "SELECT 1 FROM channels c, members m WHERE c.channel_id = :channel_id"
@@ -1039,7 +630,8 @@ def add_channel_member(
         args,
     ):
         db.reject(
-            "Member {member_id} belongs to another workspace than channel {channel_id}; use their member id in that workspace (find_members).".format_map(args),
+            "Member {member_id} belongs to another workspace than channel {channel_id}; use their member id in that workspace (find_members).",
+            args,
         )
     if db.one(
         "SELECT 1 FROM channel_members WHERE channel_id = :channel_id"
@@ -1048,7 +640,7 @@ def add_channel_member(
         " WHERE c.channel_id = :channel_id AND m.email = :principal))",
         args,
     ):
-        db.reject("That member (you, without member_id) is already in channel {channel_id}.".format_map(args))
+        db.reject("That member (you, without member_id) is already in channel {channel_id}.", args)
     if db.one(
         "SELECT 1 FROM channels c WHERE c.channel_id = :channel_id"
         " AND c.visibility = 'private' AND NOT EXISTS (SELECT 1 FROM channel_members cm"
@@ -1056,9 +648,7 @@ def add_channel_member(
         " AND m.email = :principal)",
         args,
     ):
-        db.reject(
-            "Channel {channel_id} is private: only its members can add people, and you are not one.".format_map(args),
-        )
+        db.reject("Channel {channel_id} is private: only its members can add people, and you are not one.", args)
     if db.one(
         "SELECT 1 WHERE :member_id IS NOT NULL AND :member_id IS NOT (SELECT m.member_id"
         " FROM members m JOIN channels c ON c.workspace_id = m.workspace_id"
@@ -1069,37 +659,33 @@ def add_channel_member(
         args,
     ):
         db.reject(
-            "You must be in channel {channel_id} to add others; anyone can join a public channel themselves.".format_map(args),
+            "You must be in channel {channel_id} to add others; anyone can join a public channel themselves.", args
         )
-    outcome = handlers.add_channel_member(db, channel_id=channel_id, member_id=member_id)
-    return ChannelMember.model_validate(outcome)
+    return ChannelMember.model_validate(handlers.add_channel_member(db, channel_id=channel_id, member_id=member_id))
 
 
 def leave_channel(
     db: Database,
     channel_member_id: Annotated[
         str,
-        Field(
-            description="Channel membership id from list_channel_members",
-            json_schema_extra={"x-envfarm-ref": "channel_members.channel_member_id", "x-envfarm-column": "channel_members.channel_member_id", "x-envfarm-user-known": False},
+        field(
+            "Channel membership id from list_channel_members",
+            ref="channel_members.channel_member_id",
+            column="channel_members.channel_member_id",
+            known=False,
         ),
     ],
 ) -> ChannelMember:
     """Leave a channel (delete your channel membership). Nobody leaves their workspace's default channel."""
-    current = db.require("channel_members", "channel_member_id", channel_member_id, "channel_member_id")
-    args = {
-        "channel_member_id": channel_member_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["channel_member_id"],
-    }
+    current = db.require("channel_members", channel_member_id)
+    args = {"channel_member_id": channel_member_id, "id": current["channel_member_id"]}
     if db.one(
         "SELECT 1 FROM channel_members cm JOIN channels c ON c.channel_id = cm.channel_id"
         " WHERE cm.channel_member_id = :channel_member_id AND c.is_default = 1",
         args,
     ):
         db.reject(
-            "Membership {channel_member_id} is in the workspace's default channel, which everyone stays in.".format_map(args),
+            "Membership {channel_member_id} is in the workspace's default channel, which everyone stays in.", args
         )
     if db.one(
         "SELECT 1 FROM channel_members cm JOIN members m ON m.member_id = cm.member_id"
@@ -1107,7 +693,7 @@ def leave_channel(
         args,
     ):
         db.reject(
-            "Membership {channel_member_id} is someone else's; you can only take yourself out of a channel.".format_map(args),
+            "Membership {channel_member_id} is someone else's; you can only take yourself out of a channel.", args
         )
     db.execute("DELETE FROM channel_members WHERE channel_member_id = :id", args)
     return ChannelMember(**current)
@@ -1116,93 +702,51 @@ def leave_channel(
 def create_channel(
     db: Database,
     workspace_id: Annotated[
-        str,
-        Field(
-            description="Workspace id from list_workspaces",
-            json_schema_extra={"x-envfarm-ref": "workspaces.workspace_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Workspace id from list_workspaces", ref="workspaces.workspace_id", known=False)
     ],
-    name: Annotated[
-        str,
-        Field(
-            description="Channel name: lowercase letters, digits, - or _ (e.g. q3-planning)",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
-    visibility: Annotated[
-        ChannelVisibility,
-        Field(description="public (default) or private", json_schema_extra={"x-envfarm-user-known": True}),
-    ] = "public",
-    topic: Annotated[
-        str,
-        Field(description="What the channel is for", json_schema_extra={"x-envfarm-user-known": True}),
-    ] = "",
+    name: Annotated[str, field("Channel name: lowercase letters, digits, - or _ (e.g. q3-planning)")],
+    visibility: Annotated[ChannelVisibility, field("public (default) or private")] = "public",
+    topic: Annotated[str, field("What the channel is for")] = "",
 ) -> Channel:
     """Create a channel in one of your workspaces; you become its first member."""
-    db.require("workspaces", "workspace_id", workspace_id, "workspace_id")
-    args = {
-        "workspace_id": workspace_id,
-        "name": name,
-        "visibility": visibility,
-        "topic": topic,
-        "now": db.now,
-        "principal": db.principal,
-    }
+    db.require("workspaces", workspace_id)
+    args = {"workspace_id": workspace_id, "name": name, "visibility": visibility, "topic": topic}
     if db.one(
-        "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM members"
-        " WHERE workspace_id = :workspace_id AND email = :principal)",
+        "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM members WHERE workspace_id = :workspace_id AND email = :principal)",
         args,
     ):
-        db.reject(
-            "You are not in workspace {workspace_id}; you can only create channels in your own workspaces.".format_map(args),
-        )
+        db.reject("You are not in workspace {workspace_id}; you can only create channels in your own workspaces.", args)
     if db.one("SELECT 1 WHERE :name = '' OR length(:name) > 40 OR :name GLOB '*[^a-z0-9_-]*'", args):
         db.reject(
-            "Channel name {name} is not valid: use 1-40 lowercase letters, digits, - or _ (e.g. q3-planning).".format_map(args),
+            "Channel name {name} is not valid: use 1-40 lowercase letters, digits, - or _ (e.g. q3-planning).", args
         )
     if db.one("SELECT 1 FROM channels WHERE workspace_id = :workspace_id AND name = :name", args):
-        db.reject(
-            "Workspace {workspace_id} already has a channel named {name}; search_channels finds it.".format_map(args),
-        )
-    outcome = handlers.create_channel(db, workspace_id=workspace_id, name=name, visibility=visibility, topic=topic)
-    return Channel.model_validate(outcome)
+        db.reject("Workspace {workspace_id} already has a channel named {name}; search_channels finds it.", args)
+    return Channel.model_validate(
+        handlers.create_channel(db, workspace_id=workspace_id, name=name, visibility=visibility, topic=topic)
+    )
 
 
 def archive_channel(
     db: Database,
     channel_id: Annotated[
         str,
-        Field(
-            description="Channel id from search_channels",
-            json_schema_extra={"x-envfarm-ref": "channels.channel_id", "x-envfarm-column": "channels.channel_id", "x-envfarm-user-known": False},
-        ),
+        field("Channel id from search_channels", ref="channels.channel_id", column="channels.channel_id", known=False),
     ],
 ) -> Channel:
     """Archive a channel you are in, making it read-only. The default channel can't be archived."""
-    current = db.require("channels", "channel_id", channel_id, "channel_id")
-    args = {
-        "channel_id": channel_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["channel_id"],
-        "set_is_archived": True,
-    }
+    current = db.require("channels", channel_id)
+    args = {"channel_id": channel_id, "id": current["channel_id"], "set_is_archived": True}
     if db.one("SELECT 1 FROM channels WHERE channel_id = :channel_id AND is_archived = 1", args):
-        db.reject("Channel {channel_id} is already archived.".format_map(args))
+        db.reject("Channel {channel_id} is already archived.", args)
     if db.one("SELECT 1 FROM channels WHERE channel_id = :channel_id AND is_default = 1", args):
-        db.reject(
-            "Channel {channel_id} is the workspace's default channel and can't be archived.".format_map(args),
-        )
+        db.reject("Channel {channel_id} is the workspace's default channel and can't be archived.", args)
     if db.one(
         "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM channel_members cm"
         " JOIN members m ON m.member_id = cm.member_id WHERE cm.channel_id = :channel_id"
         " AND m.email = :principal)",
         args,
     ):
-        db.reject("Only members of channel {channel_id} can archive it; you are not in it.".format_map(args))
-    row = db.returning(
-        "UPDATE channels SET is_archived = :set_is_archived"
-        " WHERE channel_id = :id RETURNING *",
-        args,
-    )
+        db.reject("Only members of channel {channel_id} can archive it; you are not in it.", args)
+    row = db.returning("UPDATE channels SET is_archived = :set_is_archived WHERE channel_id = :id RETURNING *", args)
     return Channel(**row)

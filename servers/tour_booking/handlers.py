@@ -55,12 +55,12 @@ def book_tour(db: Database, traveller_id: str, departure_id: str, seats: int) ->
         },
     )
     db.execute("UPDATE departures SET seats_booked = seats_booked + ? WHERE departure_id = ?", (seats, departure_id))
-    return db.require("bookings", "booking_id", booking_id, "booking_id")
+    return db.require("bookings", booking_id)
 
 
 def change_seats(db: Database, booking_id: str, seats: int) -> dict[str, Any]:
     """Resize the booking; removed seats are refunded at the price per person."""
-    booking = db.require("bookings", "booking_id", booking_id, "booking_id")
+    booking = db.require("bookings", booking_id)
     price = _price(db, booking["departure_id"])
     difference = seats - booking["seats"]
     if difference < 0:
@@ -73,7 +73,7 @@ def change_seats(db: Database, booking_id: str, seats: int) -> dict[str, Any]:
         "UPDATE departures SET seats_booked = seats_booked + ? WHERE departure_id = ?",
         (difference, booking["departure_id"]),
     )
-    return db.require("bookings", "booking_id", booking_id, "booking_id")
+    return db.require("bookings", booking_id)
 
 
 def _cancel(db: Database, booking: dict[str, Any], reason: str) -> str:
@@ -90,9 +90,9 @@ def _cancel(db: Database, booking: dict[str, Any], reason: str) -> str:
 
 def cancel_booking(db: Database, booking_id: str, reason: str) -> dict[str, Any]:
     """Cancel, free the seats and refund the full price."""
-    booking = db.require("bookings", "booking_id", booking_id, "booking_id")
+    booking = db.require("bookings", booking_id)
     refund_id = _cancel(db, booking, reason)
-    return db.require("refunds", "refund_id", refund_id, "refund_id")
+    return db.require("refunds", refund_id)
 
 
 def cancel_departure(db: Database, departure_id: str, reason: str) -> dict[str, Any]:

@@ -55,7 +55,7 @@ DEFINITION = ServerDefinition(
         kind="staff",
         description="a booking agent of the tour operator",
         default="Booking agent: Lucia Moretti",
-        values=("Booking agent: Lucia Moretti", "Booking agent: Theo Jansen",),
+        values=("Booking agent: Lucia Moretti", "Booking agent: Theo Jansen"),
         customers="a traveller gives their full name and email; match them before booking, changing or refunding",
     ),
 )

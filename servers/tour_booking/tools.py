@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from envfarm.servers.runtime.database import Database
+from envfarm.servers.runtime import Cursor, Database, Limit, Page, field
 
 from . import handlers
 
@@ -19,274 +19,126 @@ BookingStatus = Literal["confirmed", "completed", "no_show", "cancelled"]
 class Guide(BaseModel):
     """A local tour guide. A row of `guides`."""
 
-    guide_id: str = Field(
-        description="Internal guide id",
-        json_schema_extra={"x-envfarm-ref": "guides.guide_id", "x-envfarm-user-known": False},
-    )
-    name: str = Field(description="Guide's name", json_schema_extra={"x-envfarm-user-known": True})
-    city: str = Field(description="City the guide works in", json_schema_extra={"x-envfarm-user-known": True})
-    languages: str = Field(
-        description="Languages the guide leads tours in, e.g. English, Portuguese",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    rating: float = Field(
-        description="Average guide rating out of 5",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    guide_id: str = field("Internal guide id", ref="guides.guide_id", known=False)
+    name: str = field("Guide's name")
+    city: str = field("City the guide works in")
+    languages: str = field("Languages the guide leads tours in, e.g. English, Portuguese")
+    rating: float = field("Average guide rating out of 5")
 
 
 class Tour(BaseModel):
     """A guided experience on offer. A row of `tours`."""
 
-    tour_id: str = Field(
-        description="Internal tour id",
-        json_schema_extra={"x-envfarm-ref": "tours.tour_id", "x-envfarm-user-known": False},
-    )
-    title: str = Field(
-        description="Tour name, e.g. Alfama Food and Fado Walk",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    city: str = Field(description="City", json_schema_extra={"x-envfarm-user-known": True})
-    category: TourCategory = Field(
-        description="Kind of experience",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    language: str = Field(
-        description="Language the tour is led in",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    duration_hours: float = Field(
-        description="Length in hours",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    price_per_person: float = Field(
-        description="Price in USD per seat",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    max_group_size: int = Field(
-        description="Seats on each departure",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    meeting_point: str = Field(
-        description="Where the group meets",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    avg_rating: float | None = Field(
-        description="Average review rating (null before the first review)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    review_count: int = Field(
-        description="Number of reviews",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    tour_id: str = field("Internal tour id", ref="tours.tour_id", known=False)
+    title: str = field("Tour name, e.g. Alfama Food and Fado Walk")
+    city: str = field("City")
+    category: TourCategory = field("Kind of experience")
+    language: str = field("Language the tour is led in")
+    duration_hours: float = field("Length in hours")
+    price_per_person: float = field("Price in USD per seat")
+    max_group_size: int = field("Seats on each departure")
+    meeting_point: str = field("Where the group meets")
+    avg_rating: float | None = field("Average review rating (null before the first review)")
+    review_count: int = field("Number of reviews", known=False)
 
 
 class Departure(BaseModel):
     """One dated run of a tour. A row of `departures`."""
 
-    departure_id: str = Field(
-        description="Internal departure id",
-        json_schema_extra={"x-envfarm-ref": "departures.departure_id", "x-envfarm-user-known": False},
-    )
-    tour_id: str = Field(
-        description="The tour",
-        json_schema_extra={"x-envfarm-ref": "tours.tour_id", "x-envfarm-user-known": False},
-    )
-    guide_id: str | None = Field(
-        description="Guide leading it (null until assigned)",
-        json_schema_extra={"x-envfarm-ref": "guides.guide_id", "x-envfarm-user-known": False},
-    )
-    starts_at: str = Field(
-        description="Start time (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    capacity: int = Field(
-        description="Seats on this departure",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    seats_booked: int = Field(
-        description="Seats held by confirmed bookings",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    status: DepartureStatus = Field(
-        description="Departure status",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    departure_id: str = field("Internal departure id", ref="departures.departure_id", known=False)
+    tour_id: str = field("The tour", ref="tours.tour_id", known=False)
+    guide_id: str | None = field("Guide leading it (null until assigned)", ref="guides.guide_id", known=False)
+    starts_at: str = field("Start time (ISO 8601, UTC)")
+    capacity: int = field("Seats on this departure", known=False)
+    seats_booked: int = field("Seats held by confirmed bookings", known=False)
+    status: DepartureStatus = field("Departure status", known=False)
 
 
 class Traveller(BaseModel):
     """A customer who books tours. A row of `travellers`."""
 
-    traveller_id: str = Field(
-        description="Internal traveller id",
-        json_schema_extra={"x-envfarm-ref": "travellers.traveller_id", "x-envfarm-user-known": False},
-    )
-    full_name: str = Field(
-        description="First and last name",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    email: str = Field(description="Contact email", json_schema_extra={"x-envfarm-user-known": True})
-    phone: str = Field(description="Contact phone number", json_schema_extra={"x-envfarm-user-known": True})
-    home_country: str = Field(
-        description="Home country code",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    traveller_id: str = field("Internal traveller id", ref="travellers.traveller_id", known=False)
+    full_name: str = field("First and last name")
+    email: str = field("Contact email")
+    phone: str = field("Contact phone number")
+    home_country: str = field("Home country code")
 
 
 class Booking(BaseModel):
     """Seats a traveller booked on a departure. A row of `bookings`."""
 
-    booking_id: str = Field(
-        description="Internal booking id",
-        json_schema_extra={"x-envfarm-ref": "bookings.booking_id", "x-envfarm-user-known": False},
-    )
-    booking_ref: str = Field(
-        description="Booking reference given to the traveller, e.g. TB-07207",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    traveller_id: str = Field(
-        description="The traveller",
-        json_schema_extra={"x-envfarm-ref": "travellers.traveller_id", "x-envfarm-user-known": False},
-    )
-    departure_id: str = Field(
-        description="The departure",
-        json_schema_extra={"x-envfarm-ref": "departures.departure_id", "x-envfarm-user-known": False},
-    )
-    seats: int = Field(description="Seats booked", json_schema_extra={"x-envfarm-user-known": True})
-    total_price: float = Field(
-        description="Price paid in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: BookingStatus = Field(
-        description="Booking status",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    booked_at: str = Field(
-        description="When it was booked (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    cancelled_at: str | None = Field(
-        description="When it was cancelled (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    booking_id: str = field("Internal booking id", ref="bookings.booking_id", known=False)
+    booking_ref: str = field("Booking reference given to the traveller, e.g. TB-07207")
+    traveller_id: str = field("The traveller", ref="travellers.traveller_id", known=False)
+    departure_id: str = field("The departure", ref="departures.departure_id", known=False)
+    seats: int = field("Seats booked")
+    total_price: float = field("Price paid in USD")
+    status: BookingStatus = field("Booking status", known=False)
+    booked_at: str = field("When it was booked (ISO 8601, UTC)", known=False)
+    cancelled_at: str | None = field("When it was cancelled (ISO 8601, UTC)", known=False)
 
 
 class Refund(BaseModel):
     """Money returned to a traveller. A row of `refunds`."""
 
-    refund_id: str = Field(
-        description="Internal refund id",
-        json_schema_extra={"x-envfarm-ref": "refunds.refund_id", "x-envfarm-user-known": False},
-    )
-    booking_id: str = Field(
-        description="The refunded booking",
-        json_schema_extra={"x-envfarm-ref": "bookings.booking_id", "x-envfarm-user-known": False},
-    )
-    amount: float = Field(
-        description="Amount refunded in USD",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    reason: str = Field(description="Why it was refunded", json_schema_extra={"x-envfarm-user-known": True})
-    refunded_at: str = Field(
-        description="When it was refunded (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    refund_id: str = field("Internal refund id", ref="refunds.refund_id", known=False)
+    booking_id: str = field("The refunded booking", ref="bookings.booking_id", known=False)
+    amount: float = field("Amount refunded in USD")
+    reason: str = field("Why it was refunded")
+    refunded_at: str = field("When it was refunded (ISO 8601, UTC)", known=False)
 
 
 class Review(BaseModel):
     """A traveller's review of a tour they took. A row of `reviews`."""
 
-    review_id: str = Field(
-        description="Internal review id",
-        json_schema_extra={"x-envfarm-ref": "reviews.review_id", "x-envfarm-user-known": False},
-    )
-    booking_id: str = Field(
-        description="The booking reviewed",
-        json_schema_extra={"x-envfarm-ref": "bookings.booking_id", "x-envfarm-user-known": False},
-    )
-    tour_id: str | None = Field(
-        description="The tour (filled from the booking)",
-        json_schema_extra={"x-envfarm-ref": "tours.tour_id", "x-envfarm-user-known": False},
-    )
-    rating: int = Field(description="Stars from 1 to 5", json_schema_extra={"x-envfarm-user-known": True})
-    comment: str = Field(
-        description="What the traveller wrote",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    created_at: str = Field(
-        description="When it was written (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    review_id: str = field("Internal review id", ref="reviews.review_id", known=False)
+    booking_id: str = field("The booking reviewed", ref="bookings.booking_id", known=False)
+    tour_id: str | None = field("The tour (filled from the booking)", ref="tours.tour_id", known=False)
+    rating: int = field("Stars from 1 to 5")
+    comment: str = field("What the traveller wrote")
+    created_at: str = field("When it was written (ISO 8601, UTC)", known=False)
 
 
-class SearchToursResult(BaseModel):
+class SearchToursResult(Page):
     """What `search_tours` found: one page of the matching rows."""
 
-    tours: list[Tour] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    tours: list[Tour] = Page.rows()
 
 
-class ListDeparturesResult(BaseModel):
+class ListDeparturesResult(Page):
     """What `list_departures` found: one page of the matching rows."""
 
-    departures: list[Departure] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    departures: list[Departure] = Page.rows()
 
 
-class FindTravellerResult(BaseModel):
+class FindTravellerResult(Page):
     """What `find_traveller` found: one page of the matching rows."""
 
-    travellers: list[Traveller] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    travellers: list[Traveller] = Page.rows()
 
 
-class FindBookingResult(BaseModel):
+class FindBookingResult(Page):
     """What `find_booking` found: one page of the matching rows."""
 
-    bookings: list[Booking] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    bookings: list[Booking] = Page.rows()
 
 
-class ListRefundsResult(BaseModel):
+class ListRefundsResult(Page):
     """What `list_refunds` found: one page of the matching rows."""
 
-    refunds: list[Refund] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    refunds: list[Refund] = Page.rows()
 
 
-class ListReviewsResult(BaseModel):
+class ListReviewsResult(Page):
     """What `list_reviews` found: one page of the matching rows."""
 
-    reviews: list[Review] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    reviews: list[Review] = Page.rows()
 
 
-class ListGuidesResult(BaseModel):
+class ListGuidesResult(Page):
     """What `list_guides` found: one page of the matching rows."""
 
-    guides: list[Guide] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    guides: list[Guide] = Page.rows()
 
 
 class CancelDepartureResult(BaseModel):
@@ -299,57 +151,15 @@ class CancelDepartureResult(BaseModel):
 
 def search_tours(
     db: Database,
-    city: Annotated[
-        str | None,
-        Field(
-            description="City name",
-            json_schema_extra={"x-envfarm-column": "tours.city", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    category: Annotated[
-        TourCategory | None,
-        Field(
-            description="Kind of experience",
-            json_schema_extra={"x-envfarm-column": "tours.category", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    title: Annotated[
-        str | None,
-        Field(
-            description="Part of the tour name",
-            json_schema_extra={"x-envfarm-column": "tours.title", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    language: Annotated[
-        str | None,
-        Field(
-            description="Language the tour is led in, e.g. English",
-            json_schema_extra={"x-envfarm-column": "tours.language", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    city: Annotated[str | None, field("City name", column="tours.city")] = None,
+    category: Annotated[TourCategory | None, field("Kind of experience", column="tours.category")] = None,
+    title: Annotated[str | None, field("Part of the tour name", column="tours.title")] = None,
+    language: Annotated[str | None, field("Language the tour is led in, e.g. English", column="tours.language")] = None,
     max_price: Annotated[
-        float | None,
-        Field(
-            description="Highest price per person in USD",
-            json_schema_extra={"x-envfarm-column": "tours.price_per_person", "x-envfarm-user-known": True},
-        ),
+        float | None, field("Highest price per person in USD", column="tours.price_per_person")
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> SearchToursResult:
     """Search tours by city, category, title, language or maximum price per person. Returns tour ids,
     ratings and group sizes.
@@ -358,86 +168,50 @@ def search_tours(
     max_price at or before/below. Ordered oldest first. Returns 25 rows per page by default (limit: up
     to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    args = {
-        "city": city,
-        "category": category,
-        "title": title,
-        "language": language,
-        "max_price": max_price,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM tours"
         " WHERE (:city IS NULL OR city = :city)"
         " AND (:category IS NULL OR category = :category)"
-        " AND (:title IS NULL OR lower(title) LIKE '%' || replace(replace(replace(lower(:title), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:title IS NULL OR contains(title, :title))"
         " AND (:language IS NULL OR language = :language)"
         " AND (:max_price IS NULL OR price_per_person <= :max_price)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"city": city, "category": category, "title": title, "language": language, "max_price": max_price},
+        limit,
+        cursor,
     )
-    rows = [Tour(**row) for row in page['rows']]
-    return SearchToursResult(
-        tours=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return SearchToursResult.of(page)
 
 
 def get_tour(
     db: Database,
     tour_id: Annotated[
-        str,
-        Field(
-            description="Tour id from search_tours",
-            json_schema_extra={"x-envfarm-ref": "tours.tour_id", "x-envfarm-column": "tours.tour_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Tour id from search_tours", ref="tours.tour_id", column="tours.tour_id", known=False)
     ],
 ) -> Tour:
     """Get one tour's description, duration, price, meeting point, group size and rating."""
-    row = db.require("tours", "tour_id", tour_id, "tour_id")
+    row = db.require("tours", tour_id)
     return Tour(**row)
 
 
 def list_departures(
     db: Database,
     tour_id: Annotated[
-        str,
-        Field(
-            description="Tour id from search_tours",
-            json_schema_extra={"x-envfarm-ref": "tours.tour_id", "x-envfarm-column": "departures.tour_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Tour id from search_tours", ref="tours.tour_id", column="departures.tour_id", known=False)
     ],
     starts_after: Annotated[
         str | None,
-        Field(
-            description="Only departures starting at or after this time (ISO 8601, UTC)",
+        field(
+            "Only departures starting at or after this time (ISO 8601, UTC)",
+            column="departures.starts_at",
             pattern="^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?$",
-            json_schema_extra={"x-envfarm-column": "departures.starts_at", "x-envfarm-user-known": True},
         ),
     ] = None,
     status: Annotated[
-        DepartureStatus | None,
-        Field(
-            description="Only this status",
-            json_schema_extra={"x-envfarm-column": "departures.status", "x-envfarm-user-known": False},
-        ),
+        DepartureStatus | None, field("Only this status", column="departures.status", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListDeparturesResult:
     """List a tour's departures with start times, seats booked and capacity, guide and status.
 
@@ -445,60 +219,26 @@ def list_departures(
     Returns 25 rows per page by default (limit: up to 200) with total and has_more; pass the returned
     cursor to get the next page.
     """
-    db.require("tours", "tour_id", tour_id, "tour_id")
-    args = {
-        "tour_id": tour_id,
-        "starts_after": starts_after,
-        "status": status,
-        "now": db.now,
-        "principal": db.principal,
-    }
+    db.require("tours", tour_id)
     page = db.page(
         "SELECT * FROM departures"
         " WHERE (:tour_id IS NULL OR tour_id = :tour_id)"
         " AND (:starts_after IS NULL OR starts_at >= :starts_after)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"tour_id": tour_id, "starts_after": starts_after, "status": status},
+        limit,
+        cursor,
     )
-    rows = [Departure(**row) for row in page['rows']]
-    return ListDeparturesResult(
-        departures=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListDeparturesResult.of(page)
 
 
 def find_traveller(
     db: Database,
-    full_name: Annotated[
-        str | None,
-        Field(
-            description="Part of the traveller's name",
-            json_schema_extra={"x-envfarm-column": "travellers.full_name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    email: Annotated[
-        str | None,
-        Field(
-            description="Exact email address",
-            json_schema_extra={"x-envfarm-column": "travellers.email", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    full_name: Annotated[str | None, field("Part of the traveller's name", column="travellers.full_name")] = None,
+    email: Annotated[str | None, field("Exact email address", column="travellers.email")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> FindTravellerResult:
     """Find travellers by name or email.
 
@@ -506,76 +246,47 @@ def find_traveller(
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
-    args = {"full_name": full_name, "email": email, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM travellers"
-        " WHERE (:full_name IS NULL OR lower(full_name) LIKE '%' || replace(replace(replace(lower(:full_name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:full_name IS NULL OR contains(full_name, :full_name))"
         " AND (:email IS NULL OR email = :email)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"full_name": full_name, "email": email},
+        limit,
+        cursor,
     )
-    rows = [Traveller(**row) for row in page['rows']]
-    return FindTravellerResult(
-        travellers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return FindTravellerResult.of(page)
 
 
 def book_tour(
     db: Database,
-    traveller_id: Annotated[
-        str,
-        Field(
-            description="Traveller id from find_traveller",
-            json_schema_extra={"x-envfarm-ref": "travellers.traveller_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    traveller_id: Annotated[str, field("Traveller id from find_traveller", ref="travellers.traveller_id", known=False)],
     departure_id: Annotated[
-        str,
-        Field(
-            description="Departure id from list_departures",
-            json_schema_extra={"x-envfarm-ref": "departures.departure_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Departure id from list_departures", ref="departures.departure_id", known=False)
     ],
-    seats: Annotated[
-        int,
-        Field(description="Seats to book", ge=1.0, le=10.0, json_schema_extra={"x-envfarm-user-known": True}),
-    ],
+    seats: Annotated[int, field("Seats to book", ge=1.0, le=10.0)],
 ) -> Booking:
     """Book seats on a scheduled departure for a traveller, paid in full (seats times the price per
     person). Booking closes 2 hours before the start. Returns the booking reference.
     """
-    db.require("travellers", "traveller_id", traveller_id, "traveller_id")
-    db.require("departures", "departure_id", departure_id, "departure_id")
-    args = {
-        "traveller_id": traveller_id,
-        "departure_id": departure_id,
-        "seats": seats,
-        "now": db.now,
-        "principal": db.principal,
-    }
-    if db.one(
-        "SELECT 1 FROM departures WHERE departure_id = :departure_id"
-        " AND status != 'scheduled'",
-        args,
-    ):
+    db.require("travellers", traveller_id)
+    db.require("departures", departure_id)
+    args = {"traveller_id": traveller_id, "departure_id": departure_id, "seats": seats}
+    if db.one("SELECT 1 FROM departures WHERE departure_id = :departure_id AND status != 'scheduled'", args):
         db.reject(
-            "Departure {departure_id} is not scheduled (it was cancelled or has already run); list_departures shows other dates.".format_map(args),
+            "Departure {departure_id} is not scheduled (it was cancelled or has already run); list_departures shows other dates.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM departures WHERE departure_id = :departure_id"
         " AND julianday(starts_at) - julianday(:now) < 2.0 / 24",
         args,
     ):
+        db.reject("Booking for departure {departure_id} has closed: bookings close 2 hours before the start.", args)
+    if db.one("SELECT 1 FROM departures WHERE departure_id = :departure_id AND seats_booked + :seats > capacity", args):
         db.reject(
-            "Booking for departure {departure_id} has closed: bookings close 2 hours before the start.".format_map(args),
-        )
-    if db.one(
-        "SELECT 1 FROM departures WHERE departure_id = :departure_id"
-        " AND seats_booked + :seats > capacity",
-        args,
-    ):
-        db.reject(
-            "Departure {departure_id} does not have {seats} seats left; list_departures shows seats booked and capacity.".format_map(args),
+            "Departure {departure_id} does not have {seats} seats left; list_departures shows seats booked and capacity.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM bookings WHERE traveller_id = :traveller_id"
@@ -583,58 +294,38 @@ def book_tour(
         args,
     ):
         db.reject(
-            "Traveller {traveller_id} already has a booking on departure {departure_id}; use change_seats to add seats.".format_map(args),
+            "Traveller {traveller_id} already has a booking on departure {departure_id}; use change_seats to add seats.",
+            args,
         )
-    outcome = handlers.book_tour(db, traveller_id=traveller_id, departure_id=departure_id, seats=seats)
-    return Booking.model_validate(outcome)
+    return Booking.model_validate(
+        handlers.book_tour(db, traveller_id=traveller_id, departure_id=departure_id, seats=seats)
+    )
 
 
 def find_booking(
     db: Database,
-    booking_ref: Annotated[
-        str | None,
-        Field(
-            description="Booking reference, e.g. TB-07207",
-            json_schema_extra={"x-envfarm-column": "bookings.booking_ref", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    booking_ref: Annotated[str | None, field("Booking reference, e.g. TB-07207", column="bookings.booking_ref")] = None,
     traveller_id: Annotated[
         str | None,
-        Field(
-            description="Traveller id from find_traveller",
-            json_schema_extra={"x-envfarm-ref": "travellers.traveller_id", "x-envfarm-column": "bookings.traveller_id", "x-envfarm-user-known": False},
+        field(
+            "Traveller id from find_traveller",
+            ref="travellers.traveller_id",
+            column="bookings.traveller_id",
+            known=False,
         ),
     ] = None,
     departure_id: Annotated[
         str | None,
-        Field(
-            description="Departure id from list_departures",
-            json_schema_extra={"x-envfarm-ref": "departures.departure_id", "x-envfarm-column": "bookings.departure_id", "x-envfarm-user-known": False},
+        field(
+            "Departure id from list_departures",
+            ref="departures.departure_id",
+            column="bookings.departure_id",
+            known=False,
         ),
     ] = None,
-    status: Annotated[
-        BookingStatus | None,
-        Field(
-            description="Only this status",
-            json_schema_extra={"x-envfarm-column": "bookings.status", "x-envfarm-user-known": False},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 50,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    status: Annotated[BookingStatus | None, field("Only this status", column="bookings.status", known=False)] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> FindBookingResult:
     """Find bookings by booking reference, traveller, departure or status.
 
@@ -643,17 +334,9 @@ def find_booking(
     the returned cursor to get the next page.
     """
     if traveller_id is not None:
-        db.require("travellers", "traveller_id", traveller_id, "traveller_id")
+        db.require("travellers", traveller_id)
     if departure_id is not None:
-        db.require("departures", "departure_id", departure_id, "departure_id")
-    args = {
-        "booking_ref": booking_ref,
-        "traveller_id": traveller_id,
-        "departure_id": departure_id,
-        "status": status,
-        "now": db.now,
-        "principal": db.principal,
-    }
+        db.require("departures", departure_id)
     page = db.page(
         "SELECT * FROM bookings"
         " WHERE (:booking_ref IS NULL OR booking_ref = :booking_ref)"
@@ -661,42 +344,27 @@ def find_booking(
         " AND (:departure_id IS NULL OR departure_id = :departure_id)"
         " AND (:status IS NULL OR status = :status)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"booking_ref": booking_ref, "traveller_id": traveller_id, "departure_id": departure_id, "status": status},
+        limit,
+        cursor,
     )
-    rows = [Booking(**row) for row in page['rows']]
-    return FindBookingResult(
-        bookings=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return FindBookingResult.of(page)
 
 
 def change_seats(
     db: Database,
-    booking_id: Annotated[
-        str,
-        Field(
-            description="Booking id from find_booking",
-            json_schema_extra={"x-envfarm-ref": "bookings.booking_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    seats: Annotated[
-        int,
-        Field(
-            description="New number of seats",
-            ge=1.0,
-            le=10.0,
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
+    booking_id: Annotated[str, field("Booking id from find_booking", ref="bookings.booking_id", known=False)],
+    seats: Annotated[int, field("New number of seats", ge=1.0, le=10.0)],
 ) -> Booking:
     """Change the number of seats on a confirmed booking; the price difference is charged or refunded.
     Seats can be removed only more than 48 hours before departure, and added until bookings close 2
     hours before the start.
     """
-    db.require("bookings", "booking_id", booking_id, "booking_id")
-    args = {"booking_id": booking_id, "seats": seats, "now": db.now, "principal": db.principal}
+    db.require("bookings", booking_id)
+    args = {"booking_id": booking_id, "seats": seats}
     if db.one("SELECT 1 FROM bookings WHERE booking_id = :booking_id AND status != 'confirmed'", args):
         db.reject(
-            "Booking {booking_id} is not confirmed (completed, no-show or cancelled), so its seats cannot change.".format_map(args),
+            "Booking {booking_id} is not confirmed (completed, no-show or cancelled), so its seats cannot change.", args
         )
     if db.one(
         "SELECT 1 FROM bookings b JOIN departures d ON d.departure_id = b.departure_id"
@@ -705,7 +373,8 @@ def change_seats(
         args,
     ):
         db.reject(
-            "Seats on booking {booking_id} can no longer be removed: refunds are only possible up to 48 hours before departure.".format_map(args),
+            "Seats on booking {booking_id} can no longer be removed: refunds are only possible up to 48 hours before departure.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM bookings b JOIN departures d ON d.departure_id = b.departure_id"
@@ -714,7 +383,7 @@ def change_seats(
         args,
     ):
         db.reject(
-            "Seats can no longer be added to booking {booking_id}: bookings close 2 hours before the start.".format_map(args),
+            "Seats can no longer be added to booking {booking_id}: bookings close 2 hours before the start.", args
         )
     if db.one(
         "SELECT 1 FROM bookings b JOIN departures d ON d.departure_id = b.departure_id"
@@ -723,34 +392,26 @@ def change_seats(
         args,
     ):
         db.reject(
-            "The departure of booking {booking_id} does not have room for {seats} seats; list_departures shows seats left.".format_map(args),
+            "The departure of booking {booking_id} does not have room for {seats} seats; list_departures shows seats left.",
+            args,
         )
-    outcome = handlers.change_seats(db, booking_id=booking_id, seats=seats)
-    return Booking.model_validate(outcome)
+    return Booking.model_validate(handlers.change_seats(db, booking_id=booking_id, seats=seats))
 
 
 def cancel_booking(
     db: Database,
-    booking_id: Annotated[
-        str,
-        Field(
-            description="Booking id from find_booking",
-            json_schema_extra={"x-envfarm-ref": "bookings.booking_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    reason: Annotated[
-        str,
-        Field(description="Why the traveller cancels", json_schema_extra={"x-envfarm-user-known": True}),
-    ],
+    booking_id: Annotated[str, field("Booking id from find_booking", ref="bookings.booking_id", known=False)],
+    reason: Annotated[str, field("Why the traveller cancels")],
 ) -> Refund:
     """Cancel a confirmed booking with a full refund. Refunds are only possible more than 48 hours before
     departure.
     """
-    db.require("bookings", "booking_id", booking_id, "booking_id")
-    args = {"booking_id": booking_id, "reason": reason, "now": db.now, "principal": db.principal}
+    db.require("bookings", booking_id)
+    args = {"booking_id": booking_id, "reason": reason}
     if db.one("SELECT 1 FROM bookings WHERE booking_id = :booking_id AND status != 'confirmed'", args):
         db.reject(
-            "Booking {booking_id} is not confirmed (completed, no-show or already cancelled), so it cannot be cancelled.".format_map(args),
+            "Booking {booking_id} is not confirmed (completed, no-show or already cancelled), so it cannot be cancelled.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM bookings b JOIN departures d ON d.departure_id = b.departure_id"
@@ -759,110 +420,68 @@ def cancel_booking(
         args,
     ):
         db.reject(
-            "Booking {booking_id} can no longer be refunded: refunds are only possible up to 48 hours before departure.".format_map(args),
+            "Booking {booking_id} can no longer be refunded: refunds are only possible up to 48 hours before departure.",
+            args,
         )
-    outcome = handlers.cancel_booking(db, booking_id=booking_id, reason=reason)
-    return Refund.model_validate(outcome)
+    return Refund.model_validate(handlers.cancel_booking(db, booking_id=booking_id, reason=reason))
 
 
 def list_refunds(
     db: Database,
     booking_id: Annotated[
-        str,
-        Field(
-            description="Booking id from find_booking",
-            json_schema_extra={"x-envfarm-ref": "bookings.booking_id", "x-envfarm-column": "refunds.booking_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Booking id from find_booking", ref="bookings.booking_id", column="refunds.booking_id", known=False)
     ],
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListRefundsResult:
     """List the refunds paid for a booking.
 
     Matching: booking_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("bookings", "booking_id", booking_id, "booking_id")
-    args = {"booking_id": booking_id, "now": db.now, "principal": db.principal}
+    db.require("bookings", booking_id)
     page = db.page(
-        "SELECT * FROM refunds"
-        " WHERE (:booking_id IS NULL OR booking_id = :booking_id)"
-        " ORDER BY rowid",
-        args, limit, cursor,
+        "SELECT * FROM refunds WHERE (:booking_id IS NULL OR booking_id = :booking_id) ORDER BY rowid",
+        {"booking_id": booking_id},
+        limit,
+        cursor,
     )
-    rows = [Refund(**row) for row in page['rows']]
-    return ListRefundsResult(
-        refunds=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListRefundsResult.of(page)
 
 
 def write_review(
     db: Database,
     booking_id: Annotated[
         str,
-        Field(
-            description="Booking id from find_booking (status completed)",
-            json_schema_extra={"x-envfarm-ref": "bookings.booking_id", "x-envfarm-column": "reviews.booking_id", "x-envfarm-user-known": False},
+        field(
+            "Booking id from find_booking (status completed)",
+            ref="bookings.booking_id",
+            column="reviews.booking_id",
+            known=False,
         ),
     ],
-    rating: Annotated[
-        int,
-        Field(
-            description="Stars from 1 to 5",
-            ge=1.0,
-            le=5.0,
-            json_schema_extra={"x-envfarm-column": "reviews.rating", "x-envfarm-user-known": True},
-        ),
-    ],
-    comment: Annotated[
-        str,
-        Field(
-            description="The review text",
-            json_schema_extra={"x-envfarm-column": "reviews.comment", "x-envfarm-user-known": True},
-        ),
-    ],
+    rating: Annotated[int, field("Stars from 1 to 5", column="reviews.rating", ge=1.0, le=5.0)],
+    comment: Annotated[str, field("The review text", column="reviews.comment")],
 ) -> Review:
     """Publish a traveller's review of a tour they completed. Reviews are accepted only after the departure
     date and only once per booking; the tour's average rating is updated.
     """
-    db.require("bookings", "booking_id", booking_id, "booking_id")
+    db.require("bookings", booking_id)
     new_id = db.next_id("reviews")
-    args = {
-        "booking_id": booking_id,
-        "rating": rating,
-        "comment": comment,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
+    args = {"booking_id": booking_id, "rating": rating, "comment": comment, "id": new_id}
     if db.one(
         "SELECT 1 FROM bookings b JOIN departures d ON d.departure_id = b.departure_id"
         " WHERE b.booking_id = :booking_id AND date(d.starts_at) >= date(:now)",
         args,
     ):
         db.reject(
-            "Booking {booking_id}'s departure has not happened yet; reviews open the day after the departure date.".format_map(args),
+            "Booking {booking_id}'s departure has not happened yet; reviews open the day after the departure date.",
+            args,
         )
     if db.one("SELECT 1 FROM bookings WHERE booking_id = :booking_id AND status != 'completed'", args):
-        db.reject(
-            "Only completed bookings can be reviewed; booking {booking_id} was cancelled or a no-show.".format_map(args),
-        )
+        db.reject("Only completed bookings can be reviewed; booking {booking_id} was cancelled or a no-show.", args)
     if db.one("SELECT 1 FROM reviews WHERE booking_id = :booking_id", args):
-        db.reject("Booking {booking_id} has already been reviewed.".format_map(args))
+        db.reject("Booking {booking_id} has already been reviewed.", args)
     db.insert(
         "reviews",
         {
@@ -886,96 +505,46 @@ def write_review(
         " FROM reviews WHERE review_id = :id)",
         args,
     )
-    return Review(**db.require("reviews", "review_id", new_id, "review_id"))
+    return Review(**db.require("reviews", new_id))
 
 
 def list_reviews(
     db: Database,
     tour_id: Annotated[
-        str,
-        Field(
-            description="Tour id from search_tours",
-            json_schema_extra={"x-envfarm-ref": "tours.tour_id", "x-envfarm-column": "reviews.tour_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Tour id from search_tours", ref="tours.tour_id", column="reviews.tour_id", known=False)
     ],
     rating: Annotated[
-        int | None,
-        Field(
-            description="Only reviews with this many stars",
-            ge=1.0,
-            le=5.0,
-            json_schema_extra={"x-envfarm-column": "reviews.rating", "x-envfarm-user-known": True},
-        ),
+        int | None, field("Only reviews with this many stars", column="reviews.rating", ge=1.0, le=5.0)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListReviewsResult:
     """List reviews of a tour, optionally only those with a given star rating.
 
     Matching: tour_id equals; rating equals. Ordered oldest first. Returns 25 rows per page by default
     (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("tours", "tour_id", tour_id, "tour_id")
-    args = {"tour_id": tour_id, "rating": rating, "now": db.now, "principal": db.principal}
+    db.require("tours", tour_id)
     page = db.page(
         "SELECT * FROM reviews"
         " WHERE (:tour_id IS NULL OR tour_id = :tour_id)"
         " AND (:rating IS NULL OR rating = :rating)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"tour_id": tour_id, "rating": rating},
+        limit,
+        cursor,
     )
-    rows = [Review(**row) for row in page['rows']]
-    return ListReviewsResult(
-        reviews=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListReviewsResult.of(page)
 
 
 def list_guides(
     db: Database,
-    city: Annotated[
-        str | None,
-        Field(
-            description="City name",
-            json_schema_extra={"x-envfarm-column": "guides.city", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    city: Annotated[str | None, field("City name", column="guides.city")] = None,
     languages: Annotated[
-        str | None,
-        Field(
-            description="A language the guide speaks, e.g. English",
-            json_schema_extra={"x-envfarm-column": "guides.languages", "x-envfarm-user-known": True},
-        ),
+        str | None, field("A language the guide speaks, e.g. English", column="guides.languages")
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListGuidesResult:
     """List guides by city or language, with their ratings.
 
@@ -983,56 +552,43 @@ def list_guides(
     per page by default (limit: up to 200) with total and has_more; pass the returned cursor to get the
     next page.
     """
-    args = {"city": city, "languages": languages, "now": db.now, "principal": db.principal}
     page = db.page(
         "SELECT * FROM guides"
         " WHERE (:city IS NULL OR city = :city)"
-        " AND (:languages IS NULL OR lower(languages) LIKE '%' || replace(replace(replace(lower(:languages), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:languages IS NULL OR contains(languages, :languages))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"city": city, "languages": languages},
+        limit,
+        cursor,
     )
-    rows = [Guide(**row) for row in page['rows']]
-    return ListGuidesResult(
-        guides=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListGuidesResult.of(page)
 
 
 def assign_guide(
     db: Database,
     departure_id: Annotated[
         str,
-        Field(
-            description="Departure id from list_departures",
-            json_schema_extra={"x-envfarm-ref": "departures.departure_id", "x-envfarm-column": "departures.departure_id", "x-envfarm-user-known": False},
+        field(
+            "Departure id from list_departures",
+            ref="departures.departure_id",
+            column="departures.departure_id",
+            known=False,
         ),
     ],
     guide_id: Annotated[
-        str,
-        Field(
-            description="Guide id from list_guides",
-            json_schema_extra={"x-envfarm-ref": "guides.guide_id", "x-envfarm-column": "departures.guide_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Guide id from list_guides", ref="guides.guide_id", column="departures.guide_id", known=False)
     ],
 ) -> Departure:
     """Assign a guide to a scheduled departure. The guide must work in the tour's city, speak its language
     and not lead another departure at the same time.
     """
-    current = db.require("departures", "departure_id", departure_id, "departure_id")
-    db.require("guides", "guide_id", guide_id, "guide_id")
-    args = {
-        "departure_id": departure_id,
-        "guide_id": guide_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["departure_id"],
-    }
-    if db.one(
-        "SELECT 1 FROM departures WHERE departure_id = :departure_id"
-        " AND status != 'scheduled'",
-        args,
-    ):
+    current = db.require("departures", departure_id)
+    db.require("guides", guide_id)
+    args = {"departure_id": departure_id, "guide_id": guide_id, "id": current["departure_id"]}
+    if db.one("SELECT 1 FROM departures WHERE departure_id = :departure_id AND status != 'scheduled'", args):
         db.reject(
-            "Departure {departure_id} is not scheduled (cancelled or already run); guides are assigned to upcoming departures only.".format_map(args),
+            "Departure {departure_id} is not scheduled (cancelled or already run); guides are assigned to upcoming departures only.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM departures d JOIN tours t ON t.tour_id = d.tour_id, guides g"
@@ -1040,18 +596,14 @@ def assign_guide(
         " AND g.city != t.city",
         args,
     ):
-        db.reject(
-            "Guide {guide_id} works in another city than this tour; list_guides shows the local guides.".format_map(args),
-        )
+        db.reject("Guide {guide_id} works in another city than this tour; list_guides shows the local guides.", args)
     if db.one(
         "SELECT 1 FROM departures d JOIN tours t ON t.tour_id = d.tour_id, guides g"
         " WHERE d.departure_id = :departure_id AND g.guide_id = :guide_id"
         " AND instr(g.languages, t.language) = 0",
         args,
     ):
-        db.reject(
-            "Guide {guide_id} does not lead tours in this tour's language; pick a guide who speaks it.".format_map(args),
-        )
+        db.reject("Guide {guide_id} does not lead tours in this tour's language; pick a guide who speaks it.", args)
     if db.one(
         "SELECT 1 FROM departures d JOIN tours t ON t.tour_id = d.tour_id, departures o"
         " JOIN tours ot ON ot.tour_id = o.tour_id WHERE d.departure_id = :departure_id"
@@ -1061,97 +613,56 @@ def assign_guide(
         " AND julianday(d.starts_at) < julianday(o.starts_at) + ot.duration_hours / 24.0",
         args,
     ):
-        db.reject("Guide {guide_id} is leading another departure at that time.".format_map(args))
-    row = db.returning(
-        "UPDATE departures SET guide_id = :guide_id"
-        " WHERE departure_id = :id RETURNING *",
-        args,
-    )
+        db.reject("Guide {guide_id} is leading another departure at that time.", args)
+    row = db.returning("UPDATE departures SET guide_id = :guide_id WHERE departure_id = :id RETURNING *", args)
     return Departure(**row)
 
 
 def cancel_departure(
     db: Database,
     departure_id: Annotated[
-        str,
-        Field(
-            description="Departure id from list_departures",
-            json_schema_extra={"x-envfarm-ref": "departures.departure_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Departure id from list_departures", ref="departures.departure_id", known=False)
     ],
-    reason: Annotated[
-        str,
-        Field(
-            description="Why it is cancelled, e.g. storm warning",
-            json_schema_extra={"x-envfarm-user-known": True},
-        ),
-    ],
+    reason: Annotated[str, field("Why it is cancelled, e.g. storm warning")],
 ) -> CancelDepartureResult:
     """Cancel an upcoming departure (weather, too few travellers...). Every confirmed booking on it is
     cancelled with a full refund, whatever the 48-hour limit.
     """
-    db.require("departures", "departure_id", departure_id, "departure_id")
-    args = {"departure_id": departure_id, "reason": reason, "now": db.now, "principal": db.principal}
-    if db.one(
-        "SELECT 1 FROM departures WHERE departure_id = :departure_id"
-        " AND status != 'scheduled'",
-        args,
-    ):
-        db.reject("Departure {departure_id} is not scheduled (already cancelled or run).".format_map(args))
-    if db.one(
-        "SELECT 1 FROM departures WHERE departure_id = :departure_id"
-        " AND starts_at <= :now",
-        args,
-    ):
-        db.reject("Departure {departure_id} has already started and cannot be cancelled.".format_map(args))
-    outcome = handlers.cancel_departure(db, departure_id=departure_id, reason=reason)
-    return CancelDepartureResult.model_validate(outcome)
+    db.require("departures", departure_id)
+    args = {"departure_id": departure_id, "reason": reason}
+    if db.one("SELECT 1 FROM departures WHERE departure_id = :departure_id AND status != 'scheduled'", args):
+        db.reject("Departure {departure_id} is not scheduled (already cancelled or run).", args)
+    if db.one("SELECT 1 FROM departures WHERE departure_id = :departure_id AND starts_at <= :now", args):
+        db.reject("Departure {departure_id} has already started and cannot be cancelled.", args)
+    return CancelDepartureResult.model_validate(handlers.cancel_departure(db, departure_id=departure_id, reason=reason))
 
 
 def complete_departure(
     db: Database,
     departure_id: Annotated[
         str,
-        Field(
-            description="Departure id from list_departures",
-            json_schema_extra={"x-envfarm-ref": "departures.departure_id", "x-envfarm-column": "departures.departure_id", "x-envfarm-user-known": False},
+        field(
+            "Departure id from list_departures",
+            ref="departures.departure_id",
+            column="departures.departure_id",
+            known=False,
         ),
     ],
 ) -> Departure:
     """Close a departure once it has run; its confirmed bookings become completed, so travellers can
     review.
     """
-    current = db.require("departures", "departure_id", departure_id, "departure_id")
-    args = {
-        "departure_id": departure_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["departure_id"],
-        "set_status": "completed",
-    }
-    if db.one(
-        "SELECT 1 FROM departures WHERE departure_id = :departure_id"
-        " AND status != 'scheduled'",
-        args,
-    ):
-        db.reject(
-            "Departure {departure_id} is not scheduled (already completed or cancelled).".format_map(args),
-        )
+    current = db.require("departures", departure_id)
+    args = {"departure_id": departure_id, "id": current["departure_id"], "set_status": "completed"}
+    if db.one("SELECT 1 FROM departures WHERE departure_id = :departure_id AND status != 'scheduled'", args):
+        db.reject("Departure {departure_id} is not scheduled (already completed or cancelled).", args)
     if db.one(
         "SELECT 1 FROM departures d JOIN tours t ON t.tour_id = d.tour_id"
         " WHERE d.departure_id = :departure_id"
         " AND julianday(d.starts_at) + t.duration_hours / 24.0 > julianday(:now)",
         args,
     ):
-        db.reject("Departure {departure_id} has not finished yet.".format_map(args))
-    row = db.returning(
-        "UPDATE departures SET status = :set_status"
-        " WHERE departure_id = :id RETURNING *",
-        args,
-    )
-    db.execute(
-        "UPDATE bookings SET status = 'completed' WHERE departure_id = :id"
-        " AND status = 'confirmed'",
-        args,
-    )
+        db.reject("Departure {departure_id} has not finished yet.", args)
+    row = db.returning("UPDATE departures SET status = :set_status WHERE departure_id = :id RETURNING *", args)
+    db.execute("UPDATE bookings SET status = 'completed' WHERE departure_id = :id AND status = 'confirmed'", args)
     return Departure(**row)

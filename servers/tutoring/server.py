@@ -57,7 +57,7 @@ DEFINITION = ServerDefinition(
         kind="staff",
         description="a BrightPath tutoring coordinator",
         default="Coordinator: Maya Brooks",
-        values=("Coordinator: Maya Brooks", "Coordinator: Felix Hart",),
+        values=("Coordinator: Maya Brooks", "Coordinator: Felix Hart"),
         customers="a student gives their full name and email; match them before booking, cancelling or selling hours",
     ),
 )

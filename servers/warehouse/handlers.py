@@ -31,7 +31,7 @@ def _put_away(db: Database, bin_id: str, sku_id: str, quantity: int) -> None:
 
 def get_bin_usage(db: Database, bin_id: str) -> dict[str, Any]:
     """Capacity against contents, so an agent can choose a put-away bin that fits."""
-    bin_ = db.require("bins", "bin_id", bin_id, "bin_id")
+    bin_ = db.require("bins", bin_id)
     rows = db.all("SELECT * FROM stock_levels WHERE bin_id = ? ORDER BY rowid", (bin_id,))
     used = sum(r["quantity"] for r in rows)
     return {
@@ -46,18 +46,18 @@ def get_bin_usage(db: Database, bin_id: str) -> dict[str, Any]:
 
 def receive_receipt_line(db: Database, line_id: str, quantity: int, bin_id: str) -> dict[str, Any]:
     """Count the arrived units on the line and put them away in the bin."""
-    line = db.require("receipt_lines", "line_id", line_id, "line_id")
+    line = db.require("receipt_lines", line_id)
     db.execute("UPDATE receipt_lines SET received_qty = received_qty + ? WHERE line_id = ?", (quantity, line_id))
     _put_away(db, bin_id, line["sku_id"], quantity)
-    return db.require("receipt_lines", "line_id", line_id, "line_id")
+    return db.require("receipt_lines", line_id)
 
 
 def receive_transfer(db: Database, transfer_id: str, bin_id: str) -> dict[str, Any]:
     """Put the transferred units away at the destination and close the transfer."""
-    transfer = db.require("transfers", "transfer_id", transfer_id, "transfer_id")
+    transfer = db.require("transfers", transfer_id)
     _put_away(db, bin_id, transfer["sku_id"], transfer["quantity"])
     db.execute(
         "UPDATE transfers SET status = 'received', to_bin_id = ?, received_at = ? WHERE transfer_id = ?",
         (bin_id, db.now, transfer_id),
     )
-    return db.require("transfers", "transfer_id", transfer_id, "transfer_id")
+    return db.require("transfers", transfer_id)

@@ -64,7 +64,7 @@ DEFINITION = ServerDefinition(
         kind="staff",
         description="a shift supervisor of the Northstar warehouses",
         default="Supervisor: Erik Nilsen",
-        values=("Supervisor: Erik Nilsen", "Supervisor: Priya Raman",),
+        values=("Supervisor: Erik Nilsen", "Supervisor: Priya Raman"),
         customers="a store's order is identified by its order number and the ordering store",
     ),
 )

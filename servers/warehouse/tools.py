@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from envfarm.servers.runtime.database import Database
+from envfarm.servers.runtime import Cursor, Database, Limit, Page, field
 
 from . import handlers
 
@@ -21,330 +21,148 @@ TransferStatus = Literal["in_transit", "received"]
 class Warehouse(BaseModel):
     """A distribution centre. A row of `warehouses`."""
 
-    warehouse_id: str = Field(
-        description="Internal warehouse id",
-        json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-user-known": False},
-    )
-    code: str = Field(description="Short code, e.g. LIS", json_schema_extra={"x-envfarm-user-known": True})
-    name: str = Field(
-        description="Warehouse name, e.g. Lisbon North DC",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    city: str = Field(description="City", json_schema_extra={"x-envfarm-user-known": True})
+    warehouse_id: str = field("Internal warehouse id", ref="warehouses.warehouse_id", known=False)
+    code: str = field("Short code, e.g. LIS")
+    name: str = field("Warehouse name, e.g. Lisbon North DC")
+    city: str = field("City")
 
 
 class Sku(BaseModel):
     """A stock keeping unit (one product variant). A row of `skus`."""
 
-    sku_id: str = Field(
-        description="Internal SKU id",
-        json_schema_extra={"x-envfarm-ref": "skus.sku_id", "x-envfarm-user-known": False},
-    )
-    sku_code: str = Field(
-        description="SKU code on labels, e.g. SKU-10234",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    name: str = Field(description="Product name", json_schema_extra={"x-envfarm-user-known": True})
-    category: SkuCategory = Field(
-        description="Product category",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    unit_weight_kg: float = Field(
-        description="Weight of one unit in kg",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    sku_id: str = field("Internal SKU id", ref="skus.sku_id", known=False)
+    sku_code: str = field("SKU code on labels, e.g. SKU-10234")
+    name: str = field("Product name")
+    category: SkuCategory = field("Product category")
+    unit_weight_kg: float = field("Weight of one unit in kg", known=False)
 
 
 class Bin(BaseModel):
     """A storage location in a warehouse, holding at most capacity_units units in total. A row of `bins`."""
 
-    bin_id: str = Field(
-        description="Internal bin id",
-        json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-user-known": False},
-    )
-    warehouse_id: str = Field(
-        description="The warehouse",
-        json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-user-known": False},
-    )
-    bin_code: str = Field(
-        description="Location code, e.g. LIS-P-03-2 (warehouse-zone-aisle-level)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    zone: BinZone = Field(
-        description="Zone: receiving dock, bulk storage or pick face",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    capacity_units: int = Field(
-        description="Most units the bin can hold across all SKUs",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    bin_id: str = field("Internal bin id", ref="bins.bin_id", known=False)
+    warehouse_id: str = field("The warehouse", ref="warehouses.warehouse_id", known=False)
+    bin_code: str = field("Location code, e.g. LIS-P-03-2 (warehouse-zone-aisle-level)")
+    zone: BinZone = field("Zone: receiving dock, bulk storage or pick face")
+    capacity_units: int = field("Most units the bin can hold across all SKUs")
 
 
 class StockLevel(BaseModel):
     """The quantity of one SKU on hand in one bin. A row of `stock_levels`."""
 
-    stock_id: str = Field(
-        description="Internal stock record id",
-        json_schema_extra={"x-envfarm-ref": "stock_levels.stock_id", "x-envfarm-user-known": False},
-    )
-    warehouse_id: str = Field(
-        description="The warehouse of the bin",
-        json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-user-known": False},
-    )
-    bin_id: str = Field(
-        description="The bin",
-        json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-user-known": False},
-    )
-    sku_id: str = Field(
-        description="The SKU",
-        json_schema_extra={"x-envfarm-ref": "skus.sku_id", "x-envfarm-user-known": False},
-    )
-    quantity: int = Field(description="Units on hand", json_schema_extra={"x-envfarm-user-known": True})
-    last_counted_at: str | None = Field(
-        description="Time of the last cycle count (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    stock_id: str = field("Internal stock record id", ref="stock_levels.stock_id", known=False)
+    warehouse_id: str = field("The warehouse of the bin", ref="warehouses.warehouse_id", known=False)
+    bin_id: str = field("The bin", ref="bins.bin_id", known=False)
+    sku_id: str = field("The SKU", ref="skus.sku_id", known=False)
+    quantity: int = field("Units on hand")
+    last_counted_at: str | None = field("Time of the last cycle count (ISO 8601, UTC)", known=False)
 
 
 class Receipt(BaseModel):
     """An inbound delivery expected from a supplier. A row of `receipts`."""
 
-    receipt_id: str = Field(
-        description="Internal receipt id",
-        json_schema_extra={"x-envfarm-ref": "receipts.receipt_id", "x-envfarm-user-known": False},
-    )
-    warehouse_id: str = Field(
-        description="Receiving warehouse",
-        json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-user-known": False},
-    )
-    reference: str = Field(
-        description="Supplier purchase order number, e.g. PO-48213",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    supplier: str = Field(description="Supplier name", json_schema_extra={"x-envfarm-user-known": True})
-    expected_on: str = Field(
-        description="Expected arrival date (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: ReceiptStatus = Field(
-        description="Closed receipts can no longer change",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    closed_at: str | None = Field(
-        description="When it was closed (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    receipt_id: str = field("Internal receipt id", ref="receipts.receipt_id", known=False)
+    warehouse_id: str = field("Receiving warehouse", ref="warehouses.warehouse_id", known=False)
+    reference: str = field("Supplier purchase order number, e.g. PO-48213")
+    supplier: str = field("Supplier name")
+    expected_on: str = field("Expected arrival date (YYYY-MM-DD)")
+    status: ReceiptStatus = field("Closed receipts can no longer change", known=False)
+    closed_at: str | None = field("When it was closed (ISO 8601, UTC)", known=False)
 
 
 class ReceiptLine(BaseModel):
     """One SKU expected on a receipt and how much of it has arrived. A row of `receipt_lines`."""
 
-    line_id: str = Field(
-        description="Internal receipt line id",
-        json_schema_extra={"x-envfarm-ref": "receipt_lines.line_id", "x-envfarm-user-known": False},
-    )
-    receipt_id: str = Field(
-        description="The receipt",
-        json_schema_extra={"x-envfarm-ref": "receipts.receipt_id", "x-envfarm-user-known": False},
-    )
-    sku_id: str = Field(
-        description="The SKU",
-        json_schema_extra={"x-envfarm-ref": "skus.sku_id", "x-envfarm-user-known": False},
-    )
-    expected_qty: int = Field(
-        description="Units ordered from the supplier",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    received_qty: int = Field(
-        description="Units received and put away so far",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    line_id: str = field("Internal receipt line id", ref="receipt_lines.line_id", known=False)
+    receipt_id: str = field("The receipt", ref="receipts.receipt_id", known=False)
+    sku_id: str = field("The SKU", ref="skus.sku_id", known=False)
+    expected_qty: int = field("Units ordered from the supplier")
+    received_qty: int = field("Units received and put away so far")
 
 
 class Order(BaseModel):
     """An outbound customer order shipped from one warehouse. A row of `orders`."""
 
-    order_id: str = Field(
-        description="Internal order id",
-        json_schema_extra={"x-envfarm-ref": "orders.order_id", "x-envfarm-user-known": False},
+    order_id: str = field("Internal order id", ref="orders.order_id", known=False)
+    order_number: str = field("Sales order number, e.g. SO-20417")
+    warehouse_id: str = field("Shipping warehouse", ref="warehouses.warehouse_id", known=False)
+    customer: str = field("Customer company")
+    ship_by: str = field("Date it must ship (YYYY-MM-DD)")
+    status: OrderStatus = field(
+        "pending, picking (partly picked), picked (ready to ship), shipped, cancelled", known=False
     )
-    order_number: str = Field(
-        description="Sales order number, e.g. SO-20417",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    warehouse_id: str = Field(
-        description="Shipping warehouse",
-        json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-user-known": False},
-    )
-    customer: str = Field(description="Customer company", json_schema_extra={"x-envfarm-user-known": True})
-    ship_by: str = Field(
-        description="Date it must ship (YYYY-MM-DD)",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    status: OrderStatus = Field(
-        description="pending, picking (partly picked), picked (ready to ship), shipped, cancelled",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    shipped_at: str | None = Field(
-        description="When it left the warehouse (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    shipped_at: str | None = field("When it left the warehouse (ISO 8601, UTC)", known=False)
 
 
 class OrderLine(BaseModel):
     """One SKU and quantity on an order. A row of `order_lines`."""
 
-    order_line_id: str = Field(
-        description="Internal order line id",
-        json_schema_extra={"x-envfarm-ref": "order_lines.order_line_id", "x-envfarm-user-known": False},
-    )
-    order_id: str = Field(
-        description="The order",
-        json_schema_extra={"x-envfarm-ref": "orders.order_id", "x-envfarm-user-known": False},
-    )
-    sku_id: str = Field(
-        description="The SKU",
-        json_schema_extra={"x-envfarm-ref": "skus.sku_id", "x-envfarm-user-known": False},
-    )
-    quantity: int = Field(description="Units ordered", json_schema_extra={"x-envfarm-user-known": True})
-    picked_qty: int = Field(
-        description="Units picked so far",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
+    order_line_id: str = field("Internal order line id", ref="order_lines.order_line_id", known=False)
+    order_id: str = field("The order", ref="orders.order_id", known=False)
+    sku_id: str = field("The SKU", ref="skus.sku_id", known=False)
+    quantity: int = field("Units ordered")
+    picked_qty: int = field("Units picked so far")
 
 
 class Pick(BaseModel):
     """Units taken from a bin for an order line. A row of `picks`."""
 
-    pick_id: str = Field(
-        description="Internal pick id",
-        json_schema_extra={"x-envfarm-ref": "picks.pick_id", "x-envfarm-user-known": False},
-    )
-    order_line_id: str = Field(
-        description="The order line",
-        json_schema_extra={"x-envfarm-ref": "order_lines.order_line_id", "x-envfarm-user-known": False},
-    )
-    bin_id: str = Field(
-        description="The bin picked from",
-        json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-user-known": False},
-    )
-    quantity: int = Field(description="Units picked", json_schema_extra={"x-envfarm-user-known": True})
-    picker: str = Field(description="Name of the picker", json_schema_extra={"x-envfarm-user-known": True})
-    picked_at: str = Field(
-        description="When it was picked (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    pick_id: str = field("Internal pick id", ref="picks.pick_id", known=False)
+    order_line_id: str = field("The order line", ref="order_lines.order_line_id", known=False)
+    bin_id: str = field("The bin picked from", ref="bins.bin_id", known=False)
+    quantity: int = field("Units picked")
+    picker: str = field("Name of the picker")
+    picked_at: str = field("When it was picked (ISO 8601, UTC)", known=False)
 
 
 class Transfer(BaseModel):
     """Stock sent from a bin of one warehouse to another warehouse. A row of `transfers`."""
 
-    transfer_id: str = Field(
-        description="Internal transfer id",
-        json_schema_extra={"x-envfarm-ref": "transfers.transfer_id", "x-envfarm-user-known": False},
-    )
-    sku_id: str = Field(
-        description="The SKU",
-        json_schema_extra={"x-envfarm-ref": "skus.sku_id", "x-envfarm-user-known": False},
-    )
-    from_bin_id: str = Field(
-        description="Source bin",
-        json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-user-known": False},
-    )
-    to_warehouse_id: str = Field(
-        description="Destination warehouse",
-        json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-user-known": False},
-    )
-    to_bin_id: str | None = Field(
-        description="Bin it was put away in on arrival",
-        json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-user-known": False},
-    )
-    quantity: int = Field(description="Units sent", json_schema_extra={"x-envfarm-user-known": True})
-    status: TransferStatus = Field(
-        description="Transfer status",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    shipped_at: str = Field(
-        description="When it left the source (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    received_at: str | None = Field(
-        description="When it was put away at the destination (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    transfer_id: str = field("Internal transfer id", ref="transfers.transfer_id", known=False)
+    sku_id: str = field("The SKU", ref="skus.sku_id", known=False)
+    from_bin_id: str = field("Source bin", ref="bins.bin_id", known=False)
+    to_warehouse_id: str = field("Destination warehouse", ref="warehouses.warehouse_id", known=False)
+    to_bin_id: str | None = field("Bin it was put away in on arrival", ref="bins.bin_id", known=False)
+    quantity: int = field("Units sent")
+    status: TransferStatus = field("Transfer status", known=False)
+    shipped_at: str = field("When it left the source (ISO 8601, UTC)", known=False)
+    received_at: str | None = field("When it was put away at the destination (ISO 8601, UTC)", known=False)
 
 
 class CycleCount(BaseModel):
     """A physical count of one stock record, which corrects the quantity on hand. A row of `cycle_counts`."""
 
-    count_id: str = Field(
-        description="Internal count id",
-        json_schema_extra={"x-envfarm-ref": "cycle_counts.count_id", "x-envfarm-user-known": False},
-    )
-    stock_id: str = Field(
-        description="The stock record counted",
-        json_schema_extra={"x-envfarm-ref": "stock_levels.stock_id", "x-envfarm-user-known": False},
-    )
-    expected_qty: int = Field(
-        description="Quantity on record before the count",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    counted_qty: int = Field(
-        description="Units physically counted",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    variance: int = Field(
-        description="counted minus expected",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
-    counted_by: str = Field(
-        description="Name of the counter",
-        json_schema_extra={"x-envfarm-user-known": True},
-    )
-    counted_at: str = Field(
-        description="When it was counted (ISO 8601, UTC)",
-        json_schema_extra={"x-envfarm-user-known": False},
-    )
+    count_id: str = field("Internal count id", ref="cycle_counts.count_id", known=False)
+    stock_id: str = field("The stock record counted", ref="stock_levels.stock_id", known=False)
+    expected_qty: int = field("Quantity on record before the count", known=False)
+    counted_qty: int = field("Units physically counted")
+    variance: int = field("counted minus expected", known=False)
+    counted_by: str = field("Name of the counter")
+    counted_at: str = field("When it was counted (ISO 8601, UTC)", known=False)
 
 
-class ListWarehousesResult(BaseModel):
+class ListWarehousesResult(Page):
     """What `list_warehouses` found: one page of the matching rows."""
 
-    warehouses: list[Warehouse] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    warehouses: list[Warehouse] = Page.rows()
 
 
-class SearchSkusResult(BaseModel):
+class SearchSkusResult(Page):
     """What `search_skus` found: one page of the matching rows."""
 
-    skus: list[Sku] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    skus: list[Sku] = Page.rows()
 
 
-class FindBinsResult(BaseModel):
+class FindBinsResult(Page):
     """What `find_bins` found: one page of the matching rows."""
 
-    bins: list[Bin] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    bins: list[Bin] = Page.rows()
 
 
-class ListStockResult(BaseModel):
+class ListStockResult(Page):
     """What `list_stock` found: one page of the matching rows."""
 
-    stock_levels: list[StockLevel] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    stock_levels: list[StockLevel] = Page.rows()
 
 
 class GetBinUsageResult(BaseModel):
@@ -358,159 +176,75 @@ class GetBinUsageResult(BaseModel):
     stock: list[StockLevel] = Field(description="Stock records in the bin")
 
 
-class ListReceiptsResult(BaseModel):
+class ListReceiptsResult(Page):
     """What `list_receipts` found: one page of the matching rows."""
 
-    receipts: list[Receipt] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    receipts: list[Receipt] = Page.rows()
 
 
-class ListReceiptLinesResult(BaseModel):
+class ListReceiptLinesResult(Page):
     """What `list_receipt_lines` found: one page of the matching rows."""
 
-    receipt_lines: list[ReceiptLine] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    receipt_lines: list[ReceiptLine] = Page.rows()
 
 
-class ListOrdersResult(BaseModel):
+class ListOrdersResult(Page):
     """What `list_orders` found: one page of the matching rows."""
 
-    orders: list[Order] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    orders: list[Order] = Page.rows()
 
 
-class ListOrderLinesResult(BaseModel):
+class ListOrderLinesResult(Page):
     """What `list_order_lines` found: one page of the matching rows."""
 
-    order_lines: list[OrderLine] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    order_lines: list[OrderLine] = Page.rows()
 
 
-class ListTransfersResult(BaseModel):
+class ListTransfersResult(Page):
     """What `list_transfers` found: one page of the matching rows."""
 
-    transfers: list[Transfer] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    transfers: list[Transfer] = Page.rows()
 
 
-class ListPicksResult(BaseModel):
+class ListPicksResult(Page):
     """What `list_picks` found: one page of the matching rows."""
 
-    picks: list[Pick] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    picks: list[Pick] = Page.rows()
 
 
-class ListCycleCountsResult(BaseModel):
+class ListCycleCountsResult(Page):
     """What `list_cycle_counts` found: one page of the matching rows."""
 
-    cycle_counts: list[CycleCount] = Field(description="the matching rows of this page")
-    count: int = Field(description="how many rows this page holds")
-    total: int = Field(description="how many rows match, over all pages")
-    has_more: bool = Field(description="whether more rows follow this page")
-    cursor: str | None = Field(description="pass it back as cursor for the next page; null on the last")
+    cycle_counts: list[CycleCount] = Page.rows()
 
 
 def list_warehouses(
     db: Database,
-    city: Annotated[
-        str | None,
-        Field(
-            description="Part of the city name",
-            json_schema_extra={"x-envfarm-column": "warehouses.city", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    city: Annotated[str | None, field("Part of the city name", column="warehouses.city")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListWarehousesResult:
     """List the distribution centres with their warehouse_id, code and city.
 
     Matching: city contains (case-insensitive). Ordered oldest first. Returns 25 rows per page by
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
-    args = {"city": city, "now": db.now, "principal": db.principal}
     page = db.page(
-        "SELECT * FROM warehouses"
-        " WHERE (:city IS NULL OR lower(city) LIKE '%' || replace(replace(replace(lower(:city), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " ORDER BY rowid",
-        args, limit, cursor,
+        "SELECT * FROM warehouses WHERE (:city IS NULL OR contains(city, :city)) ORDER BY rowid",
+        {"city": city},
+        limit,
+        cursor,
     )
-    rows = [Warehouse(**row) for row in page['rows']]
-    return ListWarehousesResult(
-        warehouses=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListWarehousesResult.of(page)
 
 
 def search_skus(
     db: Database,
-    sku_code: Annotated[
-        str | None,
-        Field(
-            description="Part of the SKU code, e.g. 10234",
-            json_schema_extra={"x-envfarm-column": "skus.sku_code", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    name: Annotated[
-        str | None,
-        Field(
-            description="Part of the product name",
-            json_schema_extra={"x-envfarm-column": "skus.name", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    category: Annotated[
-        SkuCategory | None,
-        Field(
-            description="Product category",
-            json_schema_extra={"x-envfarm-column": "skus.category", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    sku_code: Annotated[str | None, field("Part of the SKU code, e.g. 10234", column="skus.sku_code")] = None,
+    name: Annotated[str | None, field("Part of the product name", column="skus.name")] = None,
+    category: Annotated[SkuCategory | None, field("Product category", column="skus.category")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> SearchSkusResult:
     """Search SKUs by code, name or category. Returns sku_id values for stock, receipts and transfers.
 
@@ -518,66 +252,31 @@ def search_skus(
     Ordered oldest first. Returns 25 rows per page by default (limit: up to 200) with total and
     has_more; pass the returned cursor to get the next page.
     """
-    args = {
-        "sku_code": sku_code,
-        "name": name,
-        "category": category,
-        "now": db.now,
-        "principal": db.principal,
-    }
     page = db.page(
         "SELECT * FROM skus"
-        " WHERE (:sku_code IS NULL OR lower(sku_code) LIKE '%' || replace(replace(replace(lower(:sku_code), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
-        " AND (:name IS NULL OR lower(name) LIKE '%' || replace(replace(replace(lower(:name), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " WHERE (:sku_code IS NULL OR contains(sku_code, :sku_code))"
+        " AND (:name IS NULL OR contains(name, :name))"
         " AND (:category IS NULL OR category = :category)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"sku_code": sku_code, "name": name, "category": category},
+        limit,
+        cursor,
     )
-    rows = [Sku(**row) for row in page['rows']]
-    return SearchSkusResult(
-        skus=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return SearchSkusResult.of(page)
 
 
 def find_bins(
     db: Database,
     warehouse_id: Annotated[
         str | None,
-        Field(
-            description="Warehouse id from list_warehouses",
-            json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-column": "bins.warehouse_id", "x-envfarm-user-known": False},
+        field(
+            "Warehouse id from list_warehouses", ref="warehouses.warehouse_id", column="bins.warehouse_id", known=False
         ),
     ] = None,
-    zone: Annotated[
-        BinZone | None,
-        Field(
-            description="Only bins of this zone",
-            json_schema_extra={"x-envfarm-column": "bins.zone", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    bin_code: Annotated[
-        str | None,
-        Field(
-            description="Part of the location code, e.g. LIS-P-03",
-            json_schema_extra={"x-envfarm-column": "bins.bin_code", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 50,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    zone: Annotated[BinZone | None, field("Only bins of this zone", column="bins.zone")] = None,
+    bin_code: Annotated[str | None, field("Part of the location code, e.g. LIS-P-03", column="bins.bin_code")] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> FindBinsResult:
     """Find bins of a warehouse by zone or location code. Returns bin_id and capacity.
 
@@ -586,67 +285,39 @@ def find_bins(
     returned cursor to get the next page.
     """
     if warehouse_id is not None:
-        db.require("warehouses", "warehouse_id", warehouse_id, "warehouse_id")
-    args = {
-        "warehouse_id": warehouse_id,
-        "zone": zone,
-        "bin_code": bin_code,
-        "now": db.now,
-        "principal": db.principal,
-    }
+        db.require("warehouses", warehouse_id)
     page = db.page(
         "SELECT * FROM bins"
         " WHERE (:warehouse_id IS NULL OR warehouse_id = :warehouse_id)"
         " AND (:zone IS NULL OR zone = :zone)"
-        " AND (:bin_code IS NULL OR lower(bin_code) LIKE '%' || replace(replace(replace(lower(:bin_code), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:bin_code IS NULL OR contains(bin_code, :bin_code))"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"warehouse_id": warehouse_id, "zone": zone, "bin_code": bin_code},
+        limit,
+        cursor,
     )
-    rows = [Bin(**row) for row in page['rows']]
-    return FindBinsResult(
-        bins=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return FindBinsResult.of(page)
 
 
 def list_stock(
     db: Database,
     sku_id: Annotated[
-        str | None,
-        Field(
-            description="SKU id from search_skus",
-            json_schema_extra={"x-envfarm-ref": "skus.sku_id", "x-envfarm-column": "stock_levels.sku_id", "x-envfarm-user-known": False},
-        ),
+        str | None, field("SKU id from search_skus", ref="skus.sku_id", column="stock_levels.sku_id", known=False)
     ] = None,
     warehouse_id: Annotated[
         str | None,
-        Field(
-            description="Warehouse id from list_warehouses",
-            json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-column": "stock_levels.warehouse_id", "x-envfarm-user-known": False},
+        field(
+            "Warehouse id from list_warehouses",
+            ref="warehouses.warehouse_id",
+            column="stock_levels.warehouse_id",
+            known=False,
         ),
     ] = None,
     bin_id: Annotated[
-        str | None,
-        Field(
-            description="Bin id from find_bins",
-            json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-column": "stock_levels.bin_id", "x-envfarm-user-known": False},
-        ),
+        str | None, field("Bin id from find_bins", ref="bins.bin_id", column="stock_levels.bin_id", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 50,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> ListStockResult:
     """List stock on hand per bin, filtered by SKU, warehouse or bin (at least one is sensible).
 
@@ -655,94 +326,53 @@ def list_stock(
     next page.
     """
     if sku_id is not None:
-        db.require("skus", "sku_id", sku_id, "sku_id")
+        db.require("skus", sku_id)
     if warehouse_id is not None:
-        db.require("warehouses", "warehouse_id", warehouse_id, "warehouse_id")
+        db.require("warehouses", warehouse_id)
     if bin_id is not None:
-        db.require("bins", "bin_id", bin_id, "bin_id")
-    args = {
-        "sku_id": sku_id,
-        "warehouse_id": warehouse_id,
-        "bin_id": bin_id,
-        "now": db.now,
-        "principal": db.principal,
-    }
+        db.require("bins", bin_id)
     page = db.page(
         "SELECT * FROM stock_levels"
         " WHERE (:sku_id IS NULL OR sku_id = :sku_id)"
         " AND (:warehouse_id IS NULL OR warehouse_id = :warehouse_id)"
         " AND (:bin_id IS NULL OR bin_id = :bin_id)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"sku_id": sku_id, "warehouse_id": warehouse_id, "bin_id": bin_id},
+        limit,
+        cursor,
     )
-    rows = [StockLevel(**row) for row in page['rows']]
-    return ListStockResult(
-        stock_levels=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListStockResult.of(page)
 
 
 def get_bin_usage(
     db: Database,
-    bin_id: Annotated[
-        str,
-        Field(
-            description="Bin id from find_bins",
-            json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    bin_id: Annotated[str, field("Bin id from find_bins", ref="bins.bin_id", known=False)],
 ) -> GetBinUsageResult:
     """Show how full a bin is (units used and free against its capacity) and what it holds."""
-    db.require("bins", "bin_id", bin_id, "bin_id")
-    outcome = handlers.get_bin_usage(db, bin_id=bin_id)
-    return GetBinUsageResult.model_validate(outcome)
+    db.require("bins", bin_id)
+    return GetBinUsageResult.model_validate(handlers.get_bin_usage(db, bin_id=bin_id))
 
 
 def list_receipts(
     db: Database,
     warehouse_id: Annotated[
         str | None,
-        Field(
-            description="Warehouse id from list_warehouses",
-            json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-column": "receipts.warehouse_id", "x-envfarm-user-known": False},
+        field(
+            "Warehouse id from list_warehouses",
+            ref="warehouses.warehouse_id",
+            column="receipts.warehouse_id",
+            known=False,
         ),
     ] = None,
     status: Annotated[
-        ReceiptStatus | None,
-        Field(
-            description="Only open or only closed receipts",
-            json_schema_extra={"x-envfarm-column": "receipts.status", "x-envfarm-user-known": False},
-        ),
+        ReceiptStatus | None, field("Only open or only closed receipts", column="receipts.status", known=False)
     ] = None,
-    supplier: Annotated[
-        str | None,
-        Field(
-            description="Part of the supplier name",
-            json_schema_extra={"x-envfarm-column": "receipts.supplier", "x-envfarm-user-known": True},
-        ),
-    ] = None,
+    supplier: Annotated[str | None, field("Part of the supplier name", column="receipts.supplier")] = None,
     reference: Annotated[
-        str | None,
-        Field(
-            description="Exact purchase order number, e.g. PO-48213",
-            json_schema_extra={"x-envfarm-column": "receipts.reference", "x-envfarm-user-known": True},
-        ),
+        str | None, field("Exact purchase order number, e.g. PO-48213", column="receipts.reference")
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListReceiptsResult:
     """List inbound receipts by warehouse, status or supplier.
 
@@ -751,119 +381,76 @@ def list_receipts(
     has_more; pass the returned cursor to get the next page.
     """
     if warehouse_id is not None:
-        db.require("warehouses", "warehouse_id", warehouse_id, "warehouse_id")
-    args = {
-        "warehouse_id": warehouse_id,
-        "status": status,
-        "supplier": supplier,
-        "reference": reference,
-        "now": db.now,
-        "principal": db.principal,
-    }
+        db.require("warehouses", warehouse_id)
     page = db.page(
         "SELECT * FROM receipts"
         " WHERE (:warehouse_id IS NULL OR warehouse_id = :warehouse_id)"
         " AND (:status IS NULL OR status = :status)"
-        " AND (:supplier IS NULL OR lower(supplier) LIKE '%' || replace(replace(replace(lower(:supplier), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:supplier IS NULL OR contains(supplier, :supplier))"
         " AND (:reference IS NULL OR reference = :reference)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"warehouse_id": warehouse_id, "status": status, "supplier": supplier, "reference": reference},
+        limit,
+        cursor,
     )
-    rows = [Receipt(**row) for row in page['rows']]
-    return ListReceiptsResult(
-        receipts=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListReceiptsResult.of(page)
 
 
 def list_receipt_lines(
     db: Database,
     receipt_id: Annotated[
         str,
-        Field(
-            description="Receipt id from list_receipts",
-            json_schema_extra={"x-envfarm-ref": "receipts.receipt_id", "x-envfarm-column": "receipt_lines.receipt_id", "x-envfarm-user-known": False},
+        field(
+            "Receipt id from list_receipts", ref="receipts.receipt_id", column="receipt_lines.receipt_id", known=False
         ),
     ],
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListReceiptLinesResult:
     """List the lines of a receipt with expected and received quantities.
 
     Matching: receipt_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("receipts", "receipt_id", receipt_id, "receipt_id")
-    args = {"receipt_id": receipt_id, "now": db.now, "principal": db.principal}
+    db.require("receipts", receipt_id)
     page = db.page(
-        "SELECT * FROM receipt_lines"
-        " WHERE (:receipt_id IS NULL OR receipt_id = :receipt_id)"
-        " ORDER BY rowid",
-        args, limit, cursor,
+        "SELECT * FROM receipt_lines WHERE (:receipt_id IS NULL OR receipt_id = :receipt_id) ORDER BY rowid",
+        {"receipt_id": receipt_id},
+        limit,
+        cursor,
     )
-    rows = [ReceiptLine(**row) for row in page['rows']]
-    return ListReceiptLinesResult(
-        receipt_lines=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListReceiptLinesResult.of(page)
 
 
 def add_receipt_line(
     db: Database,
     receipt_id: Annotated[
         str,
-        Field(
-            description="Open receipt id from list_receipts",
-            json_schema_extra={"x-envfarm-ref": "receipts.receipt_id", "x-envfarm-column": "receipt_lines.receipt_id", "x-envfarm-user-known": False},
+        field(
+            "Open receipt id from list_receipts",
+            ref="receipts.receipt_id",
+            column="receipt_lines.receipt_id",
+            known=False,
         ),
     ],
     sku_id: Annotated[
-        str,
-        Field(
-            description="SKU id from search_skus",
-            json_schema_extra={"x-envfarm-ref": "skus.sku_id", "x-envfarm-column": "receipt_lines.sku_id", "x-envfarm-user-known": False},
-        ),
+        str, field("SKU id from search_skus", ref="skus.sku_id", column="receipt_lines.sku_id", known=False)
     ],
-    expected_qty: Annotated[
-        int,
-        Field(
-            description="Units expected",
-            ge=1.0,
-            json_schema_extra={"x-envfarm-column": "receipt_lines.expected_qty", "x-envfarm-user-known": True},
-        ),
-    ],
+    expected_qty: Annotated[int, field("Units expected", column="receipt_lines.expected_qty", ge=1.0)],
 ) -> ReceiptLine:
     """Add an expected SKU to an open receipt."""
-    db.require("receipts", "receipt_id", receipt_id, "receipt_id")
-    db.require("skus", "sku_id", sku_id, "sku_id")
+    db.require("receipts", receipt_id)
+    db.require("skus", sku_id)
     new_id = db.next_id("receipt_lines")
-    args = {
-        "receipt_id": receipt_id,
-        "sku_id": sku_id,
-        "expected_qty": expected_qty,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
+    args = {"receipt_id": receipt_id, "sku_id": sku_id, "expected_qty": expected_qty, "id": new_id}
     if db.one("SELECT 1 FROM receipts WHERE receipt_id = :receipt_id AND status = 'closed'", args):
         db.reject(
-            "Receipt {receipt_id} is closed and can no longer be changed; create a new receipt for further deliveries.".format_map(args),
+            "Receipt {receipt_id} is closed and can no longer be changed; create a new receipt for further deliveries.",
+            args,
         )
     if db.one("SELECT 1 FROM receipt_lines WHERE receipt_id = :receipt_id AND sku_id = :sku_id", args):
         db.reject(
-            "Receipt {receipt_id} already has a line for SKU {sku_id}; received quantities go on that line.".format_map(args),
+            "Receipt {receipt_id} already has a line for SKU {sku_id}; received quantities go on that line.", args
         )
     row = db.insert(
         "receipt_lines",
@@ -880,43 +467,22 @@ def add_receipt_line(
 
 def receive_receipt_line(
     db: Database,
-    line_id: Annotated[
-        str,
-        Field(
-            description="Receipt line id from list_receipt_lines",
-            json_schema_extra={"x-envfarm-ref": "receipt_lines.line_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    quantity: Annotated[
-        int,
-        Field(description="Units that arrived", ge=1.0, json_schema_extra={"x-envfarm-user-known": True}),
-    ],
-    bin_id: Annotated[
-        str,
-        Field(
-            description="Bin id from find_bins to put them away in",
-            json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    line_id: Annotated[str, field("Receipt line id from list_receipt_lines", ref="receipt_lines.line_id", known=False)],
+    quantity: Annotated[int, field("Units that arrived", ge=1.0)],
+    bin_id: Annotated[str, field("Bin id from find_bins to put them away in", ref="bins.bin_id", known=False)],
 ) -> ReceiptLine:
     """Record units that arrived for a receipt line and put them away in a bin of the receiving warehouse.
     The bin must have room, and a line cannot receive more than expected.
     """
-    db.require("receipt_lines", "line_id", line_id, "line_id")
-    db.require("bins", "bin_id", bin_id, "bin_id")
-    args = {
-        "line_id": line_id,
-        "quantity": quantity,
-        "bin_id": bin_id,
-        "now": db.now,
-        "principal": db.principal,
-    }
+    db.require("receipt_lines", line_id)
+    db.require("bins", bin_id)
+    args = {"line_id": line_id, "quantity": quantity, "bin_id": bin_id}
     if db.one(
         "SELECT 1 FROM receipt_lines l JOIN receipts r ON r.receipt_id = l.receipt_id"
         " WHERE l.line_id = :line_id AND r.status = 'closed'",
         args,
     ):
-        db.reject("The receipt of line {line_id} is closed and can no longer be changed.".format_map(args))
+        db.reject("The receipt of line {line_id} is closed and can no longer be changed.", args)
     if db.one(
         "SELECT 1 FROM receipt_lines l"
         " JOIN receipts r ON r.receipt_id = l.receipt_id, bins b"
@@ -925,15 +491,13 @@ def receive_receipt_line(
         args,
     ):
         db.reject(
-            "Bin {bin_id} is in another warehouse than the receipt of line {line_id}; pick a bin of the receiving warehouse.".format_map(args),
+            "Bin {bin_id} is in another warehouse than the receipt of line {line_id}; pick a bin of the receiving warehouse.",
+            args,
         )
-    if db.one(
-        "SELECT 1 FROM receipt_lines WHERE line_id = :line_id"
-        " AND received_qty + :quantity > expected_qty",
-        args,
-    ):
+    if db.one("SELECT 1 FROM receipt_lines WHERE line_id = :line_id AND received_qty + :quantity > expected_qty", args):
         db.reject(
-            "Receiving {quantity} units on line {line_id} would exceed the expected quantity; over-deliveries go back to the supplier.".format_map(args),
+            "Receiving {quantity} units on line {line_id} would exceed the expected quantity; over-deliveries go back to the supplier.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM bins b WHERE b.bin_id = :bin_id"
@@ -942,38 +506,28 @@ def receive_receipt_line(
         args,
     ):
         db.reject(
-            "Bin {bin_id} has no room for {quantity} more units; get_bin_usage shows its free space, or use another bin.".format_map(args),
+            "Bin {bin_id} has no room for {quantity} more units; get_bin_usage shows its free space, or use another bin.",
+            args,
         )
-    outcome = handlers.receive_receipt_line(db, line_id=line_id, quantity=quantity, bin_id=bin_id)
-    return ReceiptLine.model_validate(outcome)
+    return ReceiptLine.model_validate(
+        handlers.receive_receipt_line(db, line_id=line_id, quantity=quantity, bin_id=bin_id)
+    )
 
 
 def close_receipt(
     db: Database,
     receipt_id: Annotated[
         str,
-        Field(
-            description="Receipt id from list_receipts",
-            json_schema_extra={"x-envfarm-ref": "receipts.receipt_id", "x-envfarm-column": "receipts.receipt_id", "x-envfarm-user-known": False},
-        ),
+        field("Receipt id from list_receipts", ref="receipts.receipt_id", column="receipts.receipt_id", known=False),
     ],
 ) -> Receipt:
     """Close a receipt once its delivery is put away; closed receipts can no longer change."""
-    current = db.require("receipts", "receipt_id", receipt_id, "receipt_id")
-    args = {
-        "receipt_id": receipt_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["receipt_id"],
-        "set_status": "closed",
-        "set_closed_at": db.now,
-    }
+    current = db.require("receipts", receipt_id)
+    args = {"receipt_id": receipt_id, "id": current["receipt_id"], "set_status": "closed", "set_closed_at": db.now}
     if db.one("SELECT 1 FROM receipts WHERE receipt_id = :receipt_id AND status = 'closed'", args):
-        db.reject("Receipt {receipt_id} is already closed.".format_map(args))
+        db.reject("Receipt {receipt_id} is already closed.", args)
     row = db.returning(
-        "UPDATE receipts SET status = :set_status, closed_at = :set_closed_at"
-        " WHERE receipt_id = :id RETURNING *",
-        args,
+        "UPDATE receipts SET status = :set_status, closed_at = :set_closed_at WHERE receipt_id = :id RETURNING *", args
     )
     return Receipt(**row)
 
@@ -982,41 +536,21 @@ def list_orders(
     db: Database,
     warehouse_id: Annotated[
         str | None,
-        Field(
-            description="Warehouse id from list_warehouses",
-            json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-column": "orders.warehouse_id", "x-envfarm-user-known": False},
+        field(
+            "Warehouse id from list_warehouses",
+            ref="warehouses.warehouse_id",
+            column="orders.warehouse_id",
+            known=False,
         ),
     ] = None,
     status: Annotated[
-        OrderStatus | None,
-        Field(
-            description="Only orders with this status",
-            json_schema_extra={"x-envfarm-column": "orders.status", "x-envfarm-user-known": False},
-        ),
+        OrderStatus | None, field("Only orders with this status", column="orders.status", known=False)
     ] = None,
     order_number: Annotated[
-        str | None,
-        Field(
-            description="Exact sales order number, e.g. SO-20417",
-            json_schema_extra={"x-envfarm-column": "orders.order_number", "x-envfarm-user-known": True},
-        ),
+        str | None, field("Exact sales order number, e.g. SO-20417", column="orders.order_number")
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListOrdersResult:
     """List outbound orders by warehouse, status or order number.
 
@@ -1025,121 +559,66 @@ def list_orders(
     the next page.
     """
     if warehouse_id is not None:
-        db.require("warehouses", "warehouse_id", warehouse_id, "warehouse_id")
-    args = {
-        "warehouse_id": warehouse_id,
-        "status": status,
-        "order_number": order_number,
-        "now": db.now,
-        "principal": db.principal,
-    }
+        db.require("warehouses", warehouse_id)
     page = db.page(
         "SELECT * FROM orders"
         " WHERE (:warehouse_id IS NULL OR warehouse_id = :warehouse_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:order_number IS NULL OR order_number = :order_number)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"warehouse_id": warehouse_id, "status": status, "order_number": order_number},
+        limit,
+        cursor,
     )
-    rows = [Order(**row) for row in page['rows']]
-    return ListOrdersResult(
-        orders=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListOrdersResult.of(page)
 
 
 def list_order_lines(
     db: Database,
     order_id: Annotated[
-        str,
-        Field(
-            description="Order id from list_orders",
-            json_schema_extra={"x-envfarm-ref": "orders.order_id", "x-envfarm-column": "order_lines.order_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Order id from list_orders", ref="orders.order_id", column="order_lines.order_id", known=False)
     ],
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListOrderLinesResult:
     """List the lines of an order with ordered and picked quantities.
 
     Matching: order_id equals. Ordered oldest first. Returns 25 rows per page by default (limit: up to
     200) with total and has_more; pass the returned cursor to get the next page.
     """
-    db.require("orders", "order_id", order_id, "order_id")
-    args = {"order_id": order_id, "now": db.now, "principal": db.principal}
+    db.require("orders", order_id)
     page = db.page(
-        "SELECT * FROM order_lines"
-        " WHERE (:order_id IS NULL OR order_id = :order_id)"
-        " ORDER BY rowid",
-        args, limit, cursor,
+        "SELECT * FROM order_lines WHERE (:order_id IS NULL OR order_id = :order_id) ORDER BY rowid",
+        {"order_id": order_id},
+        limit,
+        cursor,
     )
-    rows = [OrderLine(**row) for row in page['rows']]
-    return ListOrderLinesResult(
-        order_lines=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListOrderLinesResult.of(page)
 
 
 def pick_order_line(
     db: Database,
     order_line_id: Annotated[
         str,
-        Field(
-            description="Order line id from list_order_lines",
-            json_schema_extra={"x-envfarm-ref": "order_lines.order_line_id", "x-envfarm-column": "picks.order_line_id", "x-envfarm-user-known": False},
+        field(
+            "Order line id from list_order_lines",
+            ref="order_lines.order_line_id",
+            column="picks.order_line_id",
+            known=False,
         ),
     ],
-    bin_id: Annotated[
-        str,
-        Field(
-            description="Bin id from list_stock",
-            json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-column": "picks.bin_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    quantity: Annotated[
-        int,
-        Field(
-            description="Units to pick",
-            ge=1.0,
-            json_schema_extra={"x-envfarm-column": "picks.quantity", "x-envfarm-user-known": True},
-        ),
-    ],
-    picker: Annotated[
-        str,
-        Field(
-            description="Name of the person picking",
-            json_schema_extra={"x-envfarm-column": "picks.picker", "x-envfarm-user-known": True},
-        ),
-    ],
+    bin_id: Annotated[str, field("Bin id from list_stock", ref="bins.bin_id", column="picks.bin_id", known=False)],
+    quantity: Annotated[int, field("Units to pick", column="picks.quantity", ge=1.0)],
+    picker: Annotated[str, field("Name of the person picking", column="picks.picker")],
 ) -> Pick:
     """Pick units of an order line from a bin of the order's warehouse (find bins holding the SKU with
     list_stock). Stock in the bin goes down; the order becomes picking, or picked once every line is
     complete.
     """
-    db.require("order_lines", "order_line_id", order_line_id, "order_line_id")
-    db.require("bins", "bin_id", bin_id, "bin_id")
+    db.require("order_lines", order_line_id)
+    db.require("bins", bin_id)
     new_id = db.next_id("picks")
-    args = {
-        "order_line_id": order_line_id,
-        "bin_id": bin_id,
-        "quantity": quantity,
-        "picker": picker,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
+    args = {"order_line_id": order_line_id, "bin_id": bin_id, "quantity": quantity, "picker": picker, "id": new_id}
     if db.one(
         "SELECT 1 FROM order_lines l JOIN orders o ON o.order_id = l.order_id"
         " WHERE l.order_line_id = :order_line_id"
@@ -1147,7 +626,8 @@ def pick_order_line(
         args,
     ):
         db.reject(
-            "The order of line {order_line_id} is already picked, shipped or cancelled; nothing more can be picked for it.".format_map(args),
+            "The order of line {order_line_id} is already picked, shipped or cancelled; nothing more can be picked for it.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM order_lines l JOIN orders o ON o.order_id = l.order_id, bins b"
@@ -1155,16 +635,13 @@ def pick_order_line(
         " AND b.warehouse_id != o.warehouse_id",
         args,
     ):
-        db.reject(
-            "Bin {bin_id} is not in the warehouse that ships the order of line {order_line_id}.".format_map(args),
-        )
+        db.reject("Bin {bin_id} is not in the warehouse that ships the order of line {order_line_id}.", args)
     if db.one(
-        "SELECT 1 FROM order_lines WHERE order_line_id = :order_line_id"
-        " AND picked_qty + :quantity > quantity",
-        args,
+        "SELECT 1 FROM order_lines WHERE order_line_id = :order_line_id AND picked_qty + :quantity > quantity", args
     ):
         db.reject(
-            "Picking {quantity} units would exceed what line {order_line_id} still needs; list_order_lines shows quantity and picked_qty.".format_map(args),
+            "Picking {quantity} units would exceed what line {order_line_id} still needs; list_order_lines shows quantity and picked_qty.",
+            args,
         )
     if db.one(
         "SELECT 1 FROM order_lines l WHERE l.order_line_id = :order_line_id"
@@ -1173,7 +650,8 @@ def pick_order_line(
         args,
     ):
         db.reject(
-            "Bin {bin_id} does not hold {quantity} units of the line's SKU; list_stock shows what is on hand in each bin.".format_map(args),
+            "Bin {bin_id} does not hold {quantity} units of the line's SKU; list_stock shows what is on hand in each bin.",
+            args,
         )
     row = db.insert(
         "picks",
@@ -1192,11 +670,7 @@ def pick_order_line(
         " WHERE order_line_id = :order_line_id)",
         args,
     )
-    db.execute(
-        "UPDATE order_lines SET picked_qty = picked_qty + :quantity"
-        " WHERE order_line_id = :order_line_id",
-        args,
-    )
+    db.execute("UPDATE order_lines SET picked_qty = picked_qty + :quantity WHERE order_line_id = :order_line_id", args)
     db.execute(
         "UPDATE orders SET status = CASE WHEN EXISTS (SELECT 1 FROM order_lines l"
         " WHERE l.order_id = orders.order_id"
@@ -1211,90 +685,58 @@ def pick_order_line(
 def ship_order(
     db: Database,
     order_id: Annotated[
-        str,
-        Field(
-            description="Order id from list_orders",
-            json_schema_extra={"x-envfarm-ref": "orders.order_id", "x-envfarm-column": "orders.order_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Order id from list_orders", ref="orders.order_id", column="orders.order_id", known=False)
     ],
 ) -> Order:
     """Mark a fully picked order as shipped."""
-    current = db.require("orders", "order_id", order_id, "order_id")
-    args = {
-        "order_id": order_id,
-        "now": db.now,
-        "principal": db.principal,
-        "id": current["order_id"],
-        "set_status": "shipped",
-        "set_shipped_at": db.now,
-    }
+    current = db.require("orders", order_id)
+    args = {"order_id": order_id, "id": current["order_id"], "set_status": "shipped", "set_shipped_at": db.now}
     if db.one("SELECT 1 FROM orders WHERE order_id = :order_id AND status != 'picked'", args):
         db.reject(
-            "Order {order_id} is not fully picked (or already shipped or cancelled); every line must be picked before it ships.".format_map(args),
+            "Order {order_id} is not fully picked (or already shipped or cancelled); every line must be picked before it ships.",
+            args,
         )
     row = db.returning(
-        "UPDATE orders SET status = :set_status, shipped_at = :set_shipped_at"
-        " WHERE order_id = :id RETURNING *",
-        args,
+        "UPDATE orders SET status = :set_status, shipped_at = :set_shipped_at WHERE order_id = :id RETURNING *", args
     )
     return Order(**row)
 
 
 def create_transfer(
     db: Database,
-    sku_id: Annotated[
-        str,
-        Field(
-            description="SKU id from search_skus",
-            json_schema_extra={"x-envfarm-ref": "skus.sku_id", "x-envfarm-column": "transfers.sku_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    sku_id: Annotated[str, field("SKU id from search_skus", ref="skus.sku_id", column="transfers.sku_id", known=False)],
     from_bin_id: Annotated[
-        str,
-        Field(
-            description="Source bin id from list_stock",
-            json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-column": "transfers.from_bin_id", "x-envfarm-user-known": False},
-        ),
+        str, field("Source bin id from list_stock", ref="bins.bin_id", column="transfers.from_bin_id", known=False)
     ],
     to_warehouse_id: Annotated[
         str,
-        Field(
-            description="Destination warehouse id from list_warehouses",
-            json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-column": "transfers.to_warehouse_id", "x-envfarm-user-known": False},
+        field(
+            "Destination warehouse id from list_warehouses",
+            ref="warehouses.warehouse_id",
+            column="transfers.to_warehouse_id",
+            known=False,
         ),
     ],
-    quantity: Annotated[
-        int,
-        Field(
-            description="Units to send",
-            ge=1.0,
-            json_schema_extra={"x-envfarm-column": "transfers.quantity", "x-envfarm-user-known": True},
-        ),
-    ],
+    quantity: Annotated[int, field("Units to send", column="transfers.quantity", ge=1.0)],
 ) -> Transfer:
     """Send units of a SKU from a bin to another warehouse. The units leave the source bin now and are put
     away at the destination with receive_transfer.
     """
-    db.require("skus", "sku_id", sku_id, "sku_id")
-    db.require("bins", "bin_id", from_bin_id, "from_bin_id")
-    db.require("warehouses", "warehouse_id", to_warehouse_id, "to_warehouse_id")
+    db.require("skus", sku_id)
+    db.require("bins", from_bin_id, "from_bin_id")
+    db.require("warehouses", to_warehouse_id, "to_warehouse_id")
     new_id = db.next_id("transfers")
     args = {
         "sku_id": sku_id,
         "from_bin_id": from_bin_id,
         "to_warehouse_id": to_warehouse_id,
         "quantity": quantity,
-        "now": db.now,
-        "principal": db.principal,
         "id": new_id,
     }
-    if db.one(
-        "SELECT 1 FROM bins WHERE bin_id = :from_bin_id"
-        " AND warehouse_id = :to_warehouse_id",
-        args,
-    ):
+    if db.one("SELECT 1 FROM bins WHERE bin_id = :from_bin_id AND warehouse_id = :to_warehouse_id", args):
         db.reject(
-            "Bin {from_bin_id} is already in warehouse {to_warehouse_id}; transfers move stock between different warehouses.".format_map(args),
+            "Bin {from_bin_id} is already in warehouse {to_warehouse_id}; transfers move stock between different warehouses.",
+            args,
         )
     if db.one(
         "SELECT 1 WHERE coalesce((SELECT quantity FROM stock_levels"
@@ -1302,7 +744,7 @@ def create_transfer(
         args,
     ):
         db.reject(
-            "Bin {from_bin_id} does not hold {quantity} units of SKU {sku_id}; list_stock shows what is on hand.".format_map(args),
+            "Bin {from_bin_id} does not hold {quantity} units of SKU {sku_id}; list_stock shows what is on hand.", args
         )
     row = db.insert(
         "transfers",
@@ -1317,44 +759,28 @@ def create_transfer(
         },
     )
     db.execute(
-        "UPDATE stock_levels SET quantity = quantity - :quantity"
-        " WHERE bin_id = :from_bin_id AND sku_id = :sku_id",
-        args,
+        "UPDATE stock_levels SET quantity = quantity - :quantity WHERE bin_id = :from_bin_id AND sku_id = :sku_id", args
     )
     return Transfer(**row)
 
 
 def receive_transfer(
     db: Database,
-    transfer_id: Annotated[
-        str,
-        Field(
-            description="Transfer id from list_transfers",
-            json_schema_extra={"x-envfarm-ref": "transfers.transfer_id", "x-envfarm-user-known": False},
-        ),
-    ],
-    bin_id: Annotated[
-        str,
-        Field(
-            description="Destination bin id from find_bins",
-            json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-user-known": False},
-        ),
-    ],
+    transfer_id: Annotated[str, field("Transfer id from list_transfers", ref="transfers.transfer_id", known=False)],
+    bin_id: Annotated[str, field("Destination bin id from find_bins", ref="bins.bin_id", known=False)],
 ) -> Transfer:
     """Put away an arrived transfer in a bin of the destination warehouse that has room for it."""
-    db.require("transfers", "transfer_id", transfer_id, "transfer_id")
-    db.require("bins", "bin_id", bin_id, "bin_id")
-    args = {"transfer_id": transfer_id, "bin_id": bin_id, "now": db.now, "principal": db.principal}
+    db.require("transfers", transfer_id)
+    db.require("bins", bin_id)
+    args = {"transfer_id": transfer_id, "bin_id": bin_id}
     if db.one("SELECT 1 FROM transfers WHERE transfer_id = :transfer_id AND status = 'received'", args):
-        db.reject("Transfer {transfer_id} has already been received.".format_map(args))
+        db.reject("Transfer {transfer_id} has already been received.", args)
     if db.one(
         "SELECT 1 FROM transfers t, bins b WHERE t.transfer_id = :transfer_id"
         " AND b.bin_id = :bin_id AND b.warehouse_id != t.to_warehouse_id",
         args,
     ):
-        db.reject(
-            "Bin {bin_id} is not in the destination warehouse of transfer {transfer_id}.".format_map(args),
-        )
+        db.reject("Bin {bin_id} is not in the destination warehouse of transfer {transfer_id}.", args)
     if db.one(
         "SELECT 1 FROM transfers t, bins b WHERE t.transfer_id = :transfer_id"
         " AND b.bin_id = :bin_id AND (SELECT coalesce(sum(quantity), 0) FROM stock_levels"
@@ -1362,51 +788,28 @@ def receive_transfer(
         args,
     ):
         db.reject(
-            "Bin {bin_id} has no room for transfer {transfer_id}; get_bin_usage shows its free space, or use another bin.".format_map(args),
+            "Bin {bin_id} has no room for transfer {transfer_id}; get_bin_usage shows its free space, or use another bin.",
+            args,
         )
-    outcome = handlers.receive_transfer(db, transfer_id=transfer_id, bin_id=bin_id)
-    return Transfer.model_validate(outcome)
+    return Transfer.model_validate(handlers.receive_transfer(db, transfer_id=transfer_id, bin_id=bin_id))
 
 
 def list_transfers(
     db: Database,
     status: Annotated[
-        TransferStatus | None,
-        Field(
-            description="Only transfers with this status",
-            json_schema_extra={"x-envfarm-column": "transfers.status", "x-envfarm-user-known": False},
-        ),
+        TransferStatus | None, field("Only transfers with this status", column="transfers.status", known=False)
     ] = None,
     to_warehouse_id: Annotated[
         str | None,
-        Field(
-            description="Destination warehouse id",
-            json_schema_extra={"x-envfarm-ref": "warehouses.warehouse_id", "x-envfarm-column": "transfers.to_warehouse_id", "x-envfarm-user-known": False},
+        field(
+            "Destination warehouse id", ref="warehouses.warehouse_id", column="transfers.to_warehouse_id", known=False
         ),
     ] = None,
     sku_id: Annotated[
-        str | None,
-        Field(
-            description="SKU id from search_skus",
-            json_schema_extra={"x-envfarm-ref": "skus.sku_id", "x-envfarm-column": "transfers.sku_id", "x-envfarm-user-known": False},
-        ),
+        str | None, field("SKU id from search_skus", ref="skus.sku_id", column="transfers.sku_id", known=False)
     ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListTransfersResult:
     """List transfers by status, destination warehouse or SKU.
 
@@ -1415,75 +818,46 @@ def list_transfers(
     the next page.
     """
     if to_warehouse_id is not None:
-        db.require("warehouses", "warehouse_id", to_warehouse_id, "to_warehouse_id")
+        db.require("warehouses", to_warehouse_id, "to_warehouse_id")
     if sku_id is not None:
-        db.require("skus", "sku_id", sku_id, "sku_id")
-    args = {
-        "status": status,
-        "to_warehouse_id": to_warehouse_id,
-        "sku_id": sku_id,
-        "now": db.now,
-        "principal": db.principal,
-    }
+        db.require("skus", sku_id)
     page = db.page(
         "SELECT * FROM transfers"
         " WHERE (:status IS NULL OR status = :status)"
         " AND (:to_warehouse_id IS NULL OR to_warehouse_id = :to_warehouse_id)"
         " AND (:sku_id IS NULL OR sku_id = :sku_id)"
         " ORDER BY rowid",
-        args, limit, cursor,
+        {"status": status, "to_warehouse_id": to_warehouse_id, "sku_id": sku_id},
+        limit,
+        cursor,
     )
-    rows = [Transfer(**row) for row in page['rows']]
-    return ListTransfersResult(
-        transfers=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListTransfersResult.of(page)
 
 
 def record_cycle_count(
     db: Database,
     stock_id: Annotated[
         str,
-        Field(
-            description="Stock record id from list_stock",
-            json_schema_extra={"x-envfarm-ref": "stock_levels.stock_id", "x-envfarm-column": "cycle_counts.stock_id", "x-envfarm-user-known": False},
+        field(
+            "Stock record id from list_stock", ref="stock_levels.stock_id", column="cycle_counts.stock_id", known=False
         ),
     ],
-    counted_qty: Annotated[
-        int,
-        Field(
-            description="Units physically counted",
-            ge=0.0,
-            json_schema_extra={"x-envfarm-column": "cycle_counts.counted_qty", "x-envfarm-user-known": True},
-        ),
-    ],
-    counted_by: Annotated[
-        str,
-        Field(
-            description="Name of the counter",
-            json_schema_extra={"x-envfarm-column": "cycle_counts.counted_by", "x-envfarm-user-known": True},
-        ),
-    ],
+    counted_qty: Annotated[int, field("Units physically counted", column="cycle_counts.counted_qty", ge=0.0)],
+    counted_by: Annotated[str, field("Name of the counter", column="cycle_counts.counted_by")],
 ) -> CycleCount:
     """Record a physical count of a stock record (stock_id from list_stock); the quantity on hand is
     corrected to the count and the variance is kept. A stock record is counted at most once a day.
     """
-    db.require("stock_levels", "stock_id", stock_id, "stock_id")
+    db.require("stock_levels", stock_id)
     new_id = db.next_id("cycle_counts")
-    args = {
-        "stock_id": stock_id,
-        "counted_qty": counted_qty,
-        "counted_by": counted_by,
-        "now": db.now,
-        "principal": db.principal,
-        "id": new_id,
-    }
+    args = {"stock_id": stock_id, "counted_qty": counted_qty, "counted_by": counted_by, "id": new_id}
     if db.one(
         "SELECT 1 FROM stock_levels WHERE stock_id = :stock_id"
         " AND last_counted_at IS NOT NULL"
         " AND julianday(:now) - julianday(last_counted_at) < 1",
         args,
     ):
-        db.reject("Stock record {stock_id} was already counted in the last 24 hours.".format_map(args))
+        db.reject("Stock record {stock_id} was already counted in the last 24 hours.", args)
     if db.one(
         "SELECT 1 FROM stock_levels s JOIN bins b ON b.bin_id = s.bin_id"
         " WHERE s.stock_id = :stock_id AND (SELECT sum(quantity) FROM stock_levels"
@@ -1491,7 +865,8 @@ def record_cycle_count(
         args,
     ):
         db.reject(
-            "A count of {counted_qty} units cannot fit in the bin of stock record {stock_id} (over its capacity); recount.".format_map(args),
+            "A count of {counted_qty} units cannot fit in the bin of stock record {stock_id} (over its capacity); recount.",
+            args,
         )
     db.insert(
         "cycle_counts",
@@ -1512,45 +887,19 @@ def record_cycle_count(
         args,
     )
     db.execute(
-        "UPDATE stock_levels SET quantity = :counted_qty, last_counted_at = :now"
-        " WHERE stock_id = :stock_id",
-        args,
+        "UPDATE stock_levels SET quantity = :counted_qty, last_counted_at = :now WHERE stock_id = :stock_id", args
     )
-    return CycleCount(**db.require("cycle_counts", "count_id", new_id, "count_id"))
+    return CycleCount(**db.require("cycle_counts", new_id))
 
 
 def list_picks(
     db: Database,
     order_line_id: Annotated[
-        str | None,
-        Field(
-            description="Order line id",
-            json_schema_extra={"x-envfarm-ref": "order_lines.order_line_id", "x-envfarm-column": "picks.order_line_id", "x-envfarm-user-known": False},
-        ),
+        str | None, field("Order line id", ref="order_lines.order_line_id", column="picks.order_line_id", known=False)
     ] = None,
-    bin_id: Annotated[
-        str | None,
-        Field(
-            description="Bin id",
-            json_schema_extra={"x-envfarm-ref": "bins.bin_id", "x-envfarm-column": "picks.bin_id", "x-envfarm-user-known": False},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    bin_id: Annotated[str | None, field("Bin id", ref="bins.bin_id", column="picks.bin_id", known=False)] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListPicksResult:
     """Picks recorded against outbound order lines, by order line or bin.
 
@@ -1558,55 +907,29 @@ def list_picks(
     default (limit: up to 200) with total and has_more; pass the returned cursor to get the next page.
     """
     if order_line_id is not None:
-        db.require("order_lines", "order_line_id", order_line_id, "order_line_id")
+        db.require("order_lines", order_line_id)
     if bin_id is not None:
-        db.require("bins", "bin_id", bin_id, "bin_id")
-    args = {"order_line_id": order_line_id, "bin_id": bin_id, "now": db.now, "principal": db.principal}
+        db.require("bins", bin_id)
     page = db.page(
         "SELECT * FROM picks"
         " WHERE (:order_line_id IS NULL OR order_line_id = :order_line_id)"
         " AND (:bin_id IS NULL OR bin_id = :bin_id)"
         " ORDER BY picked_at DESC, rowid",
-        args, limit, cursor,
+        {"order_line_id": order_line_id, "bin_id": bin_id},
+        limit,
+        cursor,
     )
-    rows = [Pick(**row) for row in page['rows']]
-    return ListPicksResult(
-        picks=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListPicksResult.of(page)
 
 
 def list_cycle_counts(
     db: Database,
     stock_id: Annotated[
-        str | None,
-        Field(
-            description="Stock record id",
-            json_schema_extra={"x-envfarm-ref": "stock_levels.stock_id", "x-envfarm-column": "cycle_counts.stock_id", "x-envfarm-user-known": False},
-        ),
+        str | None, field("Stock record id", ref="stock_levels.stock_id", column="cycle_counts.stock_id", known=False)
     ] = None,
-    counted_by: Annotated[
-        str | None,
-        Field(
-            description="Part of the counter's name",
-            json_schema_extra={"x-envfarm-column": "cycle_counts.counted_by", "x-envfarm-user-known": True},
-        ),
-    ] = None,
-    limit: Annotated[
-        int,
-        Field(
-            description="Rows per page, 1-200",
-            ge=1,
-            le=200,
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = 25,
-    cursor: Annotated[
-        str | None,
-        Field(
-            description="The cursor of the previous page, for the next one",
-            json_schema_extra={"x-envfarm-paging": True, "x-envfarm-user-known": False},
-        ),
-    ] = None,
+    counted_by: Annotated[str | None, field("Part of the counter's name", column="cycle_counts.counted_by")] = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
 ) -> ListCycleCountsResult:
     """Cycle counts of stock records with their variance, by stock record or counter.
 
@@ -1615,16 +938,14 @@ def list_cycle_counts(
     the next page.
     """
     if stock_id is not None:
-        db.require("stock_levels", "stock_id", stock_id, "stock_id")
-    args = {"stock_id": stock_id, "counted_by": counted_by, "now": db.now, "principal": db.principal}
+        db.require("stock_levels", stock_id)
     page = db.page(
         "SELECT * FROM cycle_counts"
         " WHERE (:stock_id IS NULL OR stock_id = :stock_id)"
-        " AND (:counted_by IS NULL OR lower(counted_by) LIKE '%' || replace(replace(replace(lower(:counted_by), '!', '!!'), '%', '!%'), '_', '!_') || '%' ESCAPE '!')"
+        " AND (:counted_by IS NULL OR contains(counted_by, :counted_by))"
         " ORDER BY counted_at DESC, rowid",
-        args, limit, cursor,
+        {"stock_id": stock_id, "counted_by": counted_by},
+        limit,
+        cursor,
     )
-    rows = [CycleCount(**row) for row in page['rows']]
-    return ListCycleCountsResult(
-        cycle_counts=rows, count=len(rows), total=page['total'], has_more=page['has_more'], cursor=page['cursor']
-    )
+    return ListCycleCountsResult.of(page)

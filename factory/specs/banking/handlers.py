@@ -58,7 +58,7 @@ def transfer_funds(
 ) -> dict:
     """Debit the sender and credit the receiver; the scope says whether the money left the customer."""
     amount = round(amount, 2)  # cents: the transfer, its ledger lines and both balances move by the same amount
-    source = db.require("accounts", "account_id", from_account_id, "from_account_id")
+    source = db.require("accounts", from_account_id, "from_account_id")
     # The recipient's account may be anyone's: found by its number, outside the sender's own rows.
     target = db.one("SELECT * FROM accounts WHERE account_number = ?", (to_account_number,))
     assert target is not None, "the spec's rule rejects an unknown account number before the handler runs"
@@ -67,13 +67,13 @@ def transfer_funds(
     transfer_id = _record(db, from_account_id, amount, memo, scope, to_account_id=to_account_id)
     _post(db, from_account_id, -amount, f"Transfer to account {target['account_number']}", transfer_id)
     _post(db, to_account_id, amount, f"Transfer from account {source['account_number']}", transfer_id)
-    return db.require("transfers", "transfer_id", transfer_id, "transfer_id")
+    return db.require("transfers", transfer_id)
 
 
 def pay_payee(db: Database, from_account_id: str, payee_id: str, amount: float, memo: str | None = None) -> dict:
     """Debit the account; the money leaves the bank for the payee."""
     amount = round(amount, 2)
-    payee = db.require("payees", "payee_id", payee_id, "payee_id")
+    payee = db.require("payees", payee_id)
     transfer_id = _record(db, from_account_id, amount, memo, "external", payee_id=payee_id)
     _post(db, from_account_id, -amount, f"Transfer to {payee['name']}", transfer_id)
-    return db.require("transfers", "transfer_id", transfer_id, "transfer_id")
+    return db.require("transfers", transfer_id)

@@ -14,7 +14,7 @@ PASSING = ("A", "B", "C", "D", "P")
 
 def get_academic_record(db: Database, student_id: str) -> dict[str, Any]:
     """Transcript with credits earned and GPA, so an agent can answer standing questions in one call."""
-    student = db.require("students", "student_id", student_id, "student_id")
+    student = db.require("students", student_id)
     rows = db.all(
         "SELECT g.*, c.credits FROM grades g JOIN courses c ON c.course_id = g.course_id "
         "WHERE g.student_id = ? ORDER BY (SELECT t.rowid FROM terms t WHERE t.term_id = g.term_id), g.rowid",
@@ -35,7 +35,7 @@ def get_academic_record(db: Database, student_id: str) -> dict[str, Any]:
 
 def enroll_in_section(db: Database, student_id: str, section_id: str) -> dict[str, Any]:
     """Take a seat if one is free, otherwise join the end of the waitlist (the spec's rules ran already)."""
-    section = db.require("sections", "section_id", section_id, "section_id")
+    section = db.require("sections", section_id)
     new_id = db.next_id("enrollments")
     if section["enrolled_count"] < section["capacity"]:
         status, position = "enrolled", None
@@ -59,12 +59,12 @@ def enroll_in_section(db: Database, student_id: str, section_id: str) -> dict[st
             "dropped_at": None,
         },
     )
-    return db.require("enrollments", "enrollment_id", new_id, "enrollment_id")
+    return db.require("enrollments", new_id)
 
 
 def drop_enrollment(db: Database, enrollment_id: str) -> dict[str, Any]:
     """Drop, then give a freed seat to waitlist position 1 and move everyone behind up one place."""
-    enrollment = db.require("enrollments", "enrollment_id", enrollment_id, "enrollment_id")
+    enrollment = db.require("enrollments", enrollment_id)
     section_id = enrollment["section_id"]
     db.execute(
         "UPDATE enrollments SET status = 'dropped', waitlist_position = NULL, dropped_at = ? WHERE enrollment_id = ?",
@@ -94,4 +94,4 @@ def drop_enrollment(db: Database, enrollment_id: str) -> dict[str, Any]:
                 "WHERE section_id = ? AND status = 'waitlisted'",
                 (section_id,),
             )
-    return db.require("enrollments", "enrollment_id", enrollment_id, "enrollment_id")
+    return db.require("enrollments", enrollment_id)

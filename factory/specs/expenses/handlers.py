@@ -14,7 +14,7 @@ _MISSING_RECEIPTS = (
 
 def check_report_policy(db: Database, report_id: str) -> dict:
     """What submit_report would say, without changing anything: lines, total and missing receipts."""
-    report = db.require("expense_reports", "report_id", report_id, "report_id")
+    report = db.require("expense_reports", report_id)
     line_count = db.scalar("SELECT count(*) FROM expense_lines WHERE report_id = ?", (report_id,))
     missing = db.all(_MISSING_RECEIPTS, (report_id,))
     return {
@@ -29,7 +29,7 @@ def check_report_policy(db: Database, report_id: str) -> dict:
 
 def decide_report(db: Database, report_id: str, decision: str, note: str | None = None) -> dict:
     """Log the signed-in approver's decision, set the report's status, and charge the cost center when approved."""
-    report = db.require("expense_reports", "report_id", report_id, "report_id")
+    report = db.require("expense_reports", report_id)
     approver_id = db.scalar("SELECT employee_id FROM employees WHERE email = ?", (db.principal,))
     db.insert(
         "approvals",
@@ -51,4 +51,4 @@ def decide_report(db: Database, report_id: str, decision: str, note: str | None 
             "UPDATE cost_centers SET spent = round(spent + ?, 2) WHERE cost_center_id = ?",
             (report["total"], report["cost_center_id"]),
         )
-    return db.require("expense_reports", "report_id", report_id, "report_id")
+    return db.require("expense_reports", report_id)

@@ -14,7 +14,7 @@ def schedule_trip(
     db: Database, route_id: str, vehicle_id: str, driver_id: str, scheduled_start: str, cargo: str
 ) -> dict[str, Any]:
     """Book the trip from scheduled_start to scheduled_start + the route's duration (UTC, ISO 8601)."""
-    route = db.require("routes", "route_id", route_id, "route_id")
+    route = db.require("routes", route_id)
     start = datetime.fromisoformat(scheduled_start)  # the runtime refuses a time that is not a real one
     start = start.replace(tzinfo=UTC) if start.tzinfo is None else start.astimezone(UTC)
     end = start + timedelta(minutes=route["duration_minutes"])
@@ -36,4 +36,4 @@ def schedule_trip(
             "end_odometer_km": None,
         },
     )
-    return db.require("trips", "trip_id", trip_id, "trip_id")
+    return db.require("trips", trip_id)

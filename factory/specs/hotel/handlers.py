@@ -54,9 +54,9 @@ def create_reservation(
     special_requests: str | None = None,
 ) -> dict[str, Any]:
     """Book the room at its type's rate less the guest's loyalty discount."""
-    guest = db.require("guests", "guest_id", guest_id, "guest_id")
-    room = db.require("rooms", "room_id", room_id, "room_id")
-    room_type = db.require("room_types", "type_id", room["type_id"], "type_id")
+    guest = db.require("guests", guest_id)
+    room = db.require("rooms", room_id)
+    room_type = db.require("room_types", room["type_id"])
     res_id = db.next_id("reservations")
     db.insert(
         "reservations",
@@ -75,17 +75,17 @@ def create_reservation(
             "booked_at": db.now,
         },
     )
-    return db.require("reservations", "res_id", res_id, "res_id")
+    return db.require("reservations", res_id)
 
 
 def move_room(db: Database, res_id: str, room_id: str) -> dict[str, Any]:
     """Reassign the room; for an in-house guest the old room is left dirty and the new one occupied."""
-    reservation = db.require("reservations", "res_id", res_id, "res_id")
+    reservation = db.require("reservations", res_id)
     if reservation["status"] == "checked_in":
         db.execute("UPDATE rooms SET housekeeping_status = 'vacant_dirty' WHERE room_id = ?", (reservation["room_id"],))
         db.execute("UPDATE rooms SET housekeeping_status = 'occupied' WHERE room_id = ?", (room_id,))
     db.execute("UPDATE reservations SET room_id = ? WHERE res_id = ?", (room_id, res_id))
-    return db.require("reservations", "res_id", res_id, "res_id")
+    return db.require("reservations", res_id)
 
 
 def folio_totals(db: Database, res_id: str) -> tuple[float, float]:
@@ -126,9 +126,9 @@ def _post(db: Database, res_id: str, category: str, description: str, amount: fl
 
 def check_out(db: Database, res_id: str, payment_method: str) -> dict[str, Any]:
     """Post room nights and city tax up to today, settle the balance, free the room for housekeeping."""
-    stay = db.require("reservations", "res_id", res_id, "res_id")
-    hotel = db.require("hotels", "hotel_id", stay["hotel_id"], "hotel_id")
-    room = db.require("rooms", "room_id", stay["room_id"], "room_id")
+    stay = db.require("reservations", res_id)
+    hotel = db.require("hotels", stay["hotel_id"])
+    room = db.require("rooms", stay["room_id"])
     today = db.scalar("SELECT date(?)", (db.now,))
     nights = max(1, db.scalar("SELECT CAST(julianday(?) - julianday(?) AS INTEGER)", (today, stay["arrival_date"])))
     extras, _ = folio_totals(db, res_id)
@@ -162,7 +162,7 @@ FREE_CANCELLATION_DAYS = 2  # cancel at least this many days before arrival for 
 def _late_fee(db: Database, stay: dict[str, Any]) -> tuple[str, float]:
     """(last free cancellation date, fee if cancelled today): a late cancellation costs the first night
     at the agreed rate plus one night of city tax."""
-    hotel = db.require("hotels", "hotel_id", stay["hotel_id"], "hotel_id")
+    hotel = db.require("hotels", stay["hotel_id"])
     free_until = db.scalar("SELECT date(?, ?)", (stay["arrival_date"], f"-{FREE_CANCELLATION_DAYS} days"))
     today = db.scalar("SELECT date(?)", (db.now,))
     fee = 0.0 if today <= free_until else cents(stay["nightly_rate"] + hotel["city_tax_per_night"])
@@ -174,9 +174,9 @@ def quote_stay(
 ) -> dict[str, Any]:
     """Price a stay in a room type before booking: the rate the guest would get, the totals, how many
     rooms of the type are free for every night, and what cancelling would cost."""
-    room_type = db.require("room_types", "type_id", type_id, "type_id")
-    hotel = db.require("hotels", "hotel_id", room_type["hotel_id"], "hotel_id")
-    tier = db.require("guests", "guest_id", guest_id, "guest_id")["loyalty_tier"] if guest_id else "none"
+    room_type = db.require("room_types", type_id)
+    hotel = db.require("hotels", room_type["hotel_id"])
+    tier = db.require("guests", guest_id)["loyalty_tier"] if guest_id else "none"
     rate = discounted_rate(room_type["nightly_rate"], tier)
     nights = db.scalar("SELECT CAST(julianday(?) - julianday(?) AS INTEGER)", (departure_date, arrival_date))
     free = db.scalar(
@@ -207,7 +207,7 @@ def quote_stay(
 def change_reservation_dates(db: Database, res_id: str, arrival_date: str, departure_date: str) -> dict[str, Any]:
     """Move a confirmed stay to new dates in the same room at the agreed nightly rate; the room total
     is recomputed for the new number of nights."""
-    stay = db.require("reservations", "res_id", res_id, "res_id")
+    stay = db.require("reservations", res_id)
     nights_before = db.scalar(
         "SELECT CAST(julianday(?) - julianday(?) AS INTEGER)", (stay["departure_date"], stay["arrival_date"])
     )
@@ -233,14 +233,14 @@ def change_reservation_dates(db: Database, res_id: str, arrival_date: str, depar
 
 def get_cancellation_fee(db: Database, res_id: str) -> dict[str, Any]:
     """What cancelling the reservation today would cost, by the cancellation policy."""
-    stay = db.require("reservations", "res_id", res_id, "res_id")
+    stay = db.require("reservations", res_id)
     free_until, fee = _late_fee(db, stay)
     return {"res_id": res_id, "free_cancellation_until": free_until, "fee": fee, "free": fee == 0}
 
 
 def cancel_reservation(db: Database, res_id: str, cancel_reason: str) -> dict[str, Any]:
     """Cancel the stay; a late cancellation posts the fee to the reservation's folio."""
-    stay = db.require("reservations", "res_id", res_id, "res_id")
+    stay = db.require("reservations", res_id)
     _, fee = _late_fee(db, stay)
     if fee > 0:
         _post(db, res_id, "cancellation_fee", "Late cancellation: first night and city tax", fee)
@@ -248,4 +248,4 @@ def cancel_reservation(db: Database, res_id: str, cancel_reason: str) -> dict[st
         "UPDATE reservations SET status = 'cancelled', cancelled_at = ?, cancel_reason = ? WHERE res_id = ?",
         (db.now, cancel_reason, res_id),
     )
-    return db.require("reservations", "res_id", res_id, "res_id")
+    return db.require("reservations", res_id)

@@ -12,7 +12,7 @@ NUMBER_BASE = 1000  # the 57th invoice is printed as INV-1057
 
 def create_invoice(db: Database, client_id: str, issued_on: str | None = None, notes: str | None = None) -> dict:
     """A draft with the next number; due after the client's payment terms."""
-    client = db.require("clients", "client_id", client_id, "client_id")
+    client = db.require("clients", client_id)
     issued = date.fromisoformat(issued_on) if issued_on else date.fromisoformat(db.now[:10])
     invoice_id = db.next_id("invoices")
     db.insert(
@@ -27,7 +27,7 @@ def create_invoice(db: Database, client_id: str, issued_on: str | None = None, n
             "notes": notes,
         },
     )
-    return db.require("invoices", "invoice_id", invoice_id, "invoice_id")
+    return db.require("invoices", invoice_id)
 
 
 def add_invoice_line(
@@ -39,7 +39,7 @@ def add_invoice_line(
     description: str | None = None,
 ) -> dict:
     """Price the line (list price unless negotiated), tax it, and add it to the invoice's totals and balance."""
-    item = db.require("catalog_items", "item_id", item_id, "item_id")
+    item = db.require("catalog_items", item_id)
     price = item["unit_price"] if unit_price is None else unit_price
     line_subtotal = round(quantity * price, 2)
     line_tax = round(line_subtotal * item["tax_rate"], 2)
@@ -64,7 +64,7 @@ def add_invoice_line(
         " total = round(total + ?, 2), balance_due = round(balance_due + ?, 2) WHERE invoice_id = ?",
         (line_subtotal, line_tax, amount, amount, invoice_id),
     )
-    invoice = db.require("invoices", "invoice_id", invoice_id, "invoice_id")
+    invoice = db.require("invoices", invoice_id)
     return {
         "line_id": line_id,
         "invoice_id": invoice_id,
@@ -77,7 +77,7 @@ def add_invoice_line(
 
 def client_statement(db: Database, client_id: str) -> dict:
     """Open invoices with what is owed; overdue means past due_on on the frozen clock."""
-    client = db.require("clients", "client_id", client_id, "client_id")
+    client = db.require("clients", client_id)
     open_invoices = db.all(
         "SELECT * FROM invoices WHERE client_id = ? AND status IN ('sent', 'partially_paid') AND balance_due > 0"
         " ORDER BY due_on, invoice_id",

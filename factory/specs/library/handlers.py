@@ -22,7 +22,7 @@ def _today(db: Database) -> date:
 
 def get_member_account(db: Database, member_id: str) -> dict[str, Any]:
     """One summary with the same limits checkout_copy enforces, so an agent can explain a refusal."""
-    member = db.require("members", "member_id", member_id, "member_id")
+    member = db.require("members", member_id)
     today = _today(db).isoformat()
     active = db.scalar("SELECT count(*) FROM loans WHERE member_id = ? AND status = 'active'", (member_id,))
     overdue = db.scalar(
@@ -54,7 +54,7 @@ def get_member_account(db: Database, member_id: str) -> dict[str, Any]:
 
 def checkout_copy(db: Database, member_id: str, copy_id: str) -> dict[str, Any]:
     """Lend the copy for 21 days; a hold of this member on the title is fulfilled by it."""
-    copy = db.require("copies", "copy_id", copy_id, "copy_id")
+    copy = db.require("copies", copy_id)
     loan_id = db.next_id("loans")
     today = _today(db)
     db.insert(
@@ -77,13 +77,13 @@ def checkout_copy(db: Database, member_id: str, copy_id: str) -> dict[str, Any]:
         "ORDER BY status = 'ready' DESC, placed_at LIMIT 1)",
         (copy_id, member_id, copy["title_id"]),
     )
-    return db.require("loans", "loan_id", loan_id, "loan_id")
+    return db.require("loans", loan_id)
 
 
 def return_copy(db: Database, loan_id: str) -> dict[str, Any]:
     """Check in; charge an overdue fine; hand the copy to the longest-waiting hold on the title."""
-    loan = db.require("loans", "loan_id", loan_id, "loan_id")
-    copy = db.require("copies", "copy_id", loan["copy_id"], "copy_id")
+    loan = db.require("loans", loan_id)
+    copy = db.require("copies", loan["copy_id"])
     today = _today(db)
     db.execute("UPDATE loans SET status = 'returned', returned_on = ? WHERE loan_id = ?", (today.isoformat(), loan_id))
     days_overdue = max(0, (today - date.fromisoformat(loan["due_on"])).days)
@@ -130,7 +130,7 @@ def return_copy(db: Database, loan_id: str) -> dict[str, Any]:
 
 def renew_loan(db: Database, loan_id: str) -> dict[str, Any]:
     """Push the due date 21 days past the current one and count the renewal."""
-    loan = db.require("loans", "loan_id", loan_id, "loan_id")
+    loan = db.require("loans", loan_id)
     due = date.fromisoformat(loan["due_on"]) + timedelta(days=LOAN_DAYS)
     db.execute("UPDATE loans SET due_on = ?, renewals = renewals + 1 WHERE loan_id = ?", (due.isoformat(), loan_id))
-    return db.require("loans", "loan_id", loan_id, "loan_id")
+    return db.require("loans", loan_id)

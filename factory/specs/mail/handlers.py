@@ -84,12 +84,12 @@ def _deliver(
                 "UPDATE conversations SET folder = 'inbox', is_read = 0, last_message_at = ? WHERE conversation_id = ?",
                 (db.now, existing["conversation_id"]),
             )
-    return db.require("messages", "message_id", message_id, "message_id")
+    return db.require("messages", message_id)
 
 
 def send_draft(db: Database, draft_id: str) -> dict:
     """Deliver the draft, then mark it sent and link it to the message it became."""
-    draft = db.require("drafts", "draft_id", draft_id, "draft_id")
+    draft = db.require("drafts", draft_id)
     subject = draft["subject"] or ""
     message = _deliver(
         db,
@@ -167,7 +167,13 @@ def search_mail(
         cursor,
     )
     rows = page["rows"]
-    return {"conversations": rows, "count": len(rows), "total": page["total"], "has_more": page["has_more"], "cursor": page["cursor"]}
+    return {
+        "conversations": rows,
+        "count": len(rows),
+        "total": page["total"],
+        "has_more": page["has_more"],
+        "cursor": page["cursor"],
+    }
 
 
 def _recipients(to_emails: list[str], cc_emails: list[str] | None) -> tuple[list[str], list[str]]:
@@ -188,7 +194,7 @@ def forward_message(
     db: Database, message_id: str, to_emails: list[str], cc_emails: list[str] | None = None, note: str = ""
 ) -> dict:
     """A new thread quoting the original message under the note, with copies of its attachments."""
-    original = db.require("messages", "message_id", message_id, "message_id")
+    original = db.require("messages", message_id)
     subject = db.scalar("SELECT subject FROM threads WHERE thread_id = ?", (original["thread_id"],))
     quoted = (
         "---------- Forwarded message ----------\n"
@@ -218,7 +224,7 @@ def trash_conversation(db: Database, conversation_id: str) -> dict:
         "UPDATE conversations SET trashed_from = folder, folder = 'trash' WHERE conversation_id = ?",
         (conversation_id,),
     )
-    return db.require("conversations", "conversation_id", conversation_id, "conversation_id")
+    return db.require("conversations", conversation_id)
 
 
 def untrash_conversation(db: Database, conversation_id: str) -> dict:
@@ -228,4 +234,4 @@ def untrash_conversation(db: Database, conversation_id: str) -> dict:
         " WHERE conversation_id = ?",
         (conversation_id,),
     )
-    return db.require("conversations", "conversation_id", conversation_id, "conversation_id")
+    return db.require("conversations", conversation_id)

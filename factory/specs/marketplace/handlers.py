@@ -14,8 +14,8 @@ EXPRESS_FACTOR = 1.6
 
 def accept_offer(db: Database, offer_id: str) -> dict:
     """Sell the listing at the offered price: sale created, listing sold, competing offers declined."""
-    offer = db.require("offers", "offer_id", offer_id, "offer_id")
-    listing = db.require("listings", "listing_id", offer["listing_id"], "listing_id")
+    offer = db.require("offers", offer_id)
+    listing = db.require("listings", offer["listing_id"])
     sale_id = db.next_id("sales")
     db.insert(
         "sales",
@@ -36,7 +36,7 @@ def accept_offer(db: Database, offer_id: str) -> dict:
         (listing["listing_id"], offer_id),
     )
     db.execute("UPDATE listings SET status = 'sold' WHERE listing_id = ?", (listing["listing_id"],))
-    return db.require("sales", "sale_id", sale_id, "sale_id")
+    return db.require("sales", sale_id)
 
 
 def create_shipping_label(db: Database, sale_id: str, carrier: str, service: str, weight_kg: float) -> dict:
@@ -60,4 +60,4 @@ def create_shipping_label(db: Database, sale_id: str, carrier: str, service: str
         },
     )
     db.execute("UPDATE sales SET status = 'shipped' WHERE sale_id = ?", (sale_id,))
-    return db.require("shipping_labels", "label_id", label_id, "label_id")
+    return db.require("shipping_labels", label_id)

@@ -5,7 +5,7 @@ from envfarm.servers.runtime.database import Database
 
 def campaign_report(db: Database, campaign_id: str) -> dict:
     """Engagement counts of a sent campaign; rates are over delivered (not bounced) emails."""
-    campaign = db.require("campaigns", "campaign_id", campaign_id, "campaign_id")
+    campaign = db.require("campaigns", campaign_id)
     counts = {s: 0 for s in ("delivered", "opened", "clicked", "bounced")}
     for row in db.all("SELECT status, count(*) AS n FROM sends WHERE campaign_id = ? GROUP BY status", (campaign_id,)):
         counts[row["status"]] = row["n"]
@@ -71,12 +71,12 @@ def subscribe(
                 "subscribed_at": db.now,
             },
         )
-    return db.require("subscriptions", "subscription_id", subscription_id, "subscription_id")
+    return db.require("subscriptions", subscription_id)
 
 
 def unsubscribe(db: Database, subscription_id: str, reason: str, campaign_id: str | None = None) -> dict:
     """End the subscription and keep a record of why, for consent checks and campaign reports."""
-    subscription = db.require("subscriptions", "subscription_id", subscription_id, "subscription_id")
+    subscription = db.require("subscriptions", subscription_id)
     db.execute(
         "UPDATE subscriptions SET status = 'unsubscribed', unsubscribed_at = ? WHERE subscription_id = ?",
         (db.now, subscription_id),
@@ -94,12 +94,12 @@ def unsubscribe(db: Database, subscription_id: str, reason: str, campaign_id: st
             "created_at": db.now,
         },
     )
-    return db.require("unsubscribes", "unsubscribe_id", unsubscribe_id, "unsubscribe_id")
+    return db.require("unsubscribes", unsubscribe_id)
 
 
 def send_campaign(db: Database, campaign_id: str) -> dict:
     """One send per current subscriber of the list, then the campaign is marked sent with its count."""
-    campaign = db.require("campaigns", "campaign_id", campaign_id, "campaign_id")
+    campaign = db.require("campaigns", campaign_id)
     recipients = db.all(
         "SELECT subscriber_id FROM subscriptions WHERE list_id = ? AND status = 'subscribed' ORDER BY rowid",
         (campaign["list_id"],),
@@ -119,4 +119,4 @@ def send_campaign(db: Database, campaign_id: str) -> dict:
         "UPDATE campaigns SET status = 'sent', sent_at = ?, recipient_count = ? WHERE campaign_id = ?",
         (db.now, len(recipients), campaign_id),
     )
-    return db.require("campaigns", "campaign_id", campaign_id, "campaign_id")
+    return db.require("campaigns", campaign_id)

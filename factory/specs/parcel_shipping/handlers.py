@@ -46,10 +46,10 @@ def create_shipment(
 ) -> dict[str, Any]:
     """Label the parcel: price = base + per-kg x weight, delivery expected after the service's transit days;
     a label that crosses a customs border carries its customs declaration."""
-    parcel = db.require("parcels", "parcel_id", parcel_id, "parcel_id")
-    service = db.require("service_levels", "service_id", service_id, "service_id")
-    sender = db.require("customers", "customer_id", parcel["sender_id"], "sender_id")
-    recipient = db.require("customers", "customer_id", parcel["recipient_id"], "recipient_id")
+    parcel = db.require("parcels", parcel_id)
+    service = db.require("service_levels", service_id)
+    sender = db.require("customers", parcel["sender_id"], "sender_id")
+    recipient = db.require("customers", parcel["recipient_id"], "recipient_id")
     destination = destination_address or recipient["address"]
     origin, target = _served(db, sender["address"]), _served(db, destination)
     crossing = origin["customs_union"] != target["customs_union"]
@@ -94,12 +94,12 @@ def create_shipment(
                 "created_at": db.now,
             },
         )
-    return db.require("shipments", "shipment_id", shipment_id, "shipment_id")
+    return db.require("shipments", shipment_id)
 
 
 def change_delivery_address(db: Database, shipment_id: str, new_address: str) -> dict[str, Any]:
     """Record the redirection, point the shipment at the new address and log it in tracking."""
-    shipment = db.require("shipments", "shipment_id", shipment_id, "shipment_id")
+    shipment = db.require("shipments", shipment_id)
     change_id = db.next_id("address_changes")
     db.insert(
         "address_changes",
@@ -123,7 +123,7 @@ def change_delivery_address(db: Database, shipment_id: str, new_address: str) ->
         "address_changed",
         f"Redirected to {new_address}",
     )
-    return db.require("address_changes", "change_id", change_id, "change_id")
+    return db.require("address_changes", change_id)
 
 
 def _served(db: Database, address: str) -> dict[str, Any]:
@@ -165,9 +165,9 @@ def validate_address(db: Database, address: str) -> dict[str, Any]:
 
 def quote_rates(db: Database, parcel_id: str, destination_address: str | None = None) -> dict[str, Any]:
     """What create_shipment would charge and promise with each service that can carry the parcel today."""
-    parcel = db.require("parcels", "parcel_id", parcel_id, "parcel_id")
-    sender = db.require("customers", "customer_id", parcel["sender_id"], "sender_id")
-    recipient = db.require("customers", "customer_id", parcel["recipient_id"], "recipient_id")
+    parcel = db.require("parcels", parcel_id)
+    sender = db.require("customers", parcel["sender_id"], "sender_id")
+    recipient = db.require("customers", parcel["recipient_id"], "recipient_id")
     destination = destination_address or recipient["address"]
     origin, target = _served(db, sender["address"]), _served(db, destination)
     services = db.all(

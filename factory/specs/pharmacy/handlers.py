@@ -17,7 +17,7 @@ def price_fill(db: Database, rx: dict[str, Any]) -> dict[str, Any]:
     No plan, or a plan the pharmacy no longer accepts, means cash. A specialty drug on a plan without
     specialty coverage is billed and rejected, so the patient pays the full price.
     """
-    drug = db.require("drugs", "drug_id", rx["drug_id"], "drug_id")
+    drug = db.require("drugs", rx["drug_id"])
     plan = db.one(
         "SELECT i.* FROM patients p JOIN insurance_plans i ON i.plan_id = p.plan_id WHERE p.patient_id = ?",
         (rx["patient_id"],),
@@ -45,7 +45,7 @@ def price_fill(db: Database, rx: dict[str, Any]) -> dict[str, Any]:
 
 def quote_copay(db: Database, rx_id: str) -> dict[str, Any]:
     """What the next fill would cost, without dispensing anything."""
-    rx = db.require("prescriptions", "rx_id", rx_id, "rx_id")
+    rx = db.require("prescriptions", rx_id)
     quote = price_fill(db, rx)
     return {
         "rx_id": rx_id,
@@ -61,7 +61,7 @@ def quote_copay(db: Database, rx_id: str) -> dict[str, Any]:
 
 def fill_prescription(db: Database, rx_id: str, pharmacist: str) -> dict[str, Any]:
     """Dispense from the earliest-expiring in-date lot that holds a whole fill, and bill the plan."""
-    rx = db.require("prescriptions", "rx_id", rx_id, "rx_id")
+    rx = db.require("prescriptions", rx_id)
     lot_id = db.scalar(
         "SELECT lot_id FROM inventory_lots WHERE drug_id = ? AND expires_on >= date(?) AND quantity_on_hand >= ?"
         " ORDER BY expires_on, lot_id LIMIT 1",
@@ -106,7 +106,7 @@ def fill_prescription(db: Database, rx_id: str, pharmacist: str) -> dict[str, An
                 else None,
             },
         )
-    return db.require("fills", "fill_id", fill_id, "fill_id")
+    return db.require("fills", fill_id)
 
 
 def add_prescription(
@@ -121,7 +121,7 @@ def add_prescription(
     directions: str,
 ) -> dict[str, Any]:
     """File a new prescription; its expiry follows the drug's schedule and its Rx number the new id."""
-    drug = db.require("drugs", "drug_id", drug_id, "drug_id")
+    drug = db.require("drugs", drug_id)
     rx_id = db.next_id("prescriptions")
     expires_on = db.scalar("SELECT date(?, ?)", (written_on, f"+{VALIDITY_DAYS[drug['schedule']]} days"))
     db.insert(
@@ -143,4 +143,4 @@ def add_prescription(
             "cancel_reason": None,
         },
     )
-    return db.require("prescriptions", "rx_id", rx_id, "rx_id")
+    return db.require("prescriptions", rx_id)

@@ -20,7 +20,7 @@ def _charge(db: Database, package_id: str, hours: float) -> None:
 
 def book_session(db: Database, student_id: str, slot_id: str, subject_id: str, package_id: str) -> dict[str, Any]:
     """Create the session in the slot and pay for it from the package."""
-    slot = db.require("availability_slots", "slot_id", slot_id, "slot_id")
+    slot = db.require("availability_slots", slot_id)
     hours = slot["duration_minutes"] / 60
     session_id = db.next_id("sessions")
     db.insert(
@@ -41,13 +41,13 @@ def book_session(db: Database, student_id: str, slot_id: str, subject_id: str, p
     )
     db.execute("UPDATE availability_slots SET is_booked = 1 WHERE slot_id = ?", (slot_id,))
     _charge(db, package_id, hours)
-    return db.require("sessions", "session_id", session_id, "session_id")
+    return db.require("sessions", session_id)
 
 
 def reschedule_session(db: Database, session_id: str, slot_id: str) -> dict[str, Any]:
     """Swap slots and settle the difference in length with the session's package."""
-    session = db.require("sessions", "session_id", session_id, "session_id")
-    slot = db.require("availability_slots", "slot_id", slot_id, "slot_id")
+    session = db.require("sessions", session_id)
+    slot = db.require("availability_slots", slot_id)
     hours = slot["duration_minutes"] / 60
     db.execute("UPDATE availability_slots SET is_booked = 0 WHERE slot_id = ?", (session["slot_id"],))
     db.execute("UPDATE availability_slots SET is_booked = 1 WHERE slot_id = ?", (slot_id,))
@@ -57,4 +57,4 @@ def reschedule_session(db: Database, session_id: str, slot_id: str) -> dict[str,
         "UPDATE sessions SET slot_id = ?, starts_at = ?, hours = ? WHERE session_id = ?",
         (slot_id, slot["starts_at"], hours, session_id),
     )
-    return db.require("sessions", "session_id", session_id, "session_id")
+    return db.require("sessions", session_id)

@@ -6,7 +6,7 @@ from envfarm.servers.runtime.database import Database
 
 
 def extend_loan(db: Database, loan_id: str, days: int) -> dict:
-    loan = db.require("loans", "loan_id", loan_id, "loan_id")
+    loan = db.require("loans", loan_id)
     due = date.fromisoformat(loan["due_date"]) + timedelta(days=days)
     db.execute("UPDATE loans SET due_on = ? WHERE loan_id = ?", (due.isoformat(), loan_id))
-    return db.require("loans", "loan_id", loan_id, "loan_id")
+    return db.require("loans", loan_id)

@@ -4,8 +4,8 @@ from envfarm.servers.runtime.database import Database
 
 
 def reserve_item(db: Database, item_id: str) -> dict:
-    item = db.require("items", "item_id", item_id, "item_id")
+    item = db.require("items", item_id)
     while item["status"] != "available":
-        item = db.require("items", "item_id", item_id, "item_id")
+        item = db.require("items", item_id)
     db.execute("UPDATE items SET status = 'reserved' WHERE item_id = ?", (item_id,))
-    return db.require("items", "item_id", item_id, "item_id")
+    return db.require("items", item_id)

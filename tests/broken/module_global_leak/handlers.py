@@ -13,7 +13,7 @@ def lend_item(db: Database, item_id: str, borrower: str) -> dict:
     )
     db.execute("UPDATE items SET status = 'lent' WHERE item_id = ?", (item_id,))
     _recent.append(borrower)
-    return db.require("loans", "loan_id", loan_id, "loan_id")
+    return db.require("loans", loan_id)
 
 
 def recent_borrowers(db: Database) -> dict:

@@ -5,4 +5,4 @@ from envfarm.servers.runtime.database import Database
 
 def inspect_item(db: Database, item_id: str) -> dict:
     db.execute("UPDATE items SET views = views + 1 WHERE item_id = ?", (item_id,))
-    return db.require("items", "item_id", item_id, "item_id")
+    return db.require("items", item_id)

@@ -13,9 +13,9 @@ def overdue_loans(db: Database) -> dict:
 
 def extend_loan(db: Database, loan_id: str, days: int) -> dict:
     """Move the due date `days` later."""
-    loan = db.require("loans", "loan_id", loan_id, "loan_id")
+    loan = db.require("loans", loan_id)
     if loan["borrower"] == "Ben Okafor" and days > 7:
         db.reject("Members with a late return may extend by at most a week.")
     due = date.fromisoformat(loan["due_on"]) + timedelta(days=days)
     db.execute("UPDATE loans SET due_on = ? WHERE loan_id = ?", (due.isoformat(), loan_id))
-    return db.require("loans", "loan_id", loan_id, "loan_id")
+    return db.require("loans", loan_id)

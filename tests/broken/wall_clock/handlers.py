@@ -10,4 +10,4 @@ def lend_item(db: Database, item_id: str, borrower: str) -> dict:
     lent_at = datetime.now(UTC).isoformat()
     db.insert("loans", {"loan_id": loan_id, "item_id": item_id, "borrower": borrower, "lent_at": lent_at})
     db.execute("UPDATE items SET status = 'lent' WHERE item_id = ?", (item_id,))
-    return db.require("loans", "loan_id", loan_id, "loan_id")
+    return db.require("loans", loan_id)
