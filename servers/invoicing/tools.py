@@ -656,8 +656,8 @@ def add_invoice_line(
         ),
     ] = None,
 ) -> AddInvoiceLineResult:
-    """Add a catalog item to an invoice at its list price (or a negotiated unit price); totals and the
-    balance are updated. A paid or void invoice cannot get new lines.
+    """Add a catalog item to a draft invoice at its list price (or a negotiated unit price); totals and the
+    balance are updated. An issued invoice (sent, paid or void) cannot be edited.
     """
     db.require("invoices", "invoice_id", invoice_id, "invoice_id")
     db.require("catalog_items", "item_id", item_id, "item_id")
@@ -670,12 +670,10 @@ def add_invoice_line(
         "now": db.now,
         "principal": db.principal,
     }
-    if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND status = 'paid'", args):
+    if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND status != 'draft'", args):
         db.reject(
-            "Invoice {invoice_id} is already paid and cannot get new lines; bill the extra work on a new invoice.".format_map(args),
+            "Invoice {invoice_id} has been issued, and issued invoices cannot be edited; bill the extra work on a new invoice (or credit it with a credit note).".format_map(args),
         )
-    if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND status = 'void'", args):
-        db.reject("Invoice {invoice_id} is void and cannot get new lines.".format_map(args))
     outcome = handlers.add_invoice_line(db, invoice_id=invoice_id, item_id=item_id, quantity=quantity, unit_price=unit_price, description=description)
     return AddInvoiceLineResult.model_validate(outcome)
 
@@ -920,7 +918,7 @@ def issue_credit_note(
     ],
 ) -> CreditNote:
     """Credit part of a sent invoice (discount, billing error, returned goods); the balance due goes down.
-    All credits together cannot exceed the invoice total.
+    A credit cannot exceed the open balance (a credit of the whole balance settles the invoice).
     """
     db.require("invoices", "invoice_id", invoice_id, "invoice_id")
     new_id = db.next_id("credit_notes")
@@ -942,11 +940,11 @@ def issue_credit_note(
         )
     if db.one(
         "SELECT 1 FROM invoices WHERE invoice_id = :invoice_id"
-        " AND amount_credited + :amount > total + 0.001",
+        " AND :amount > balance_due + 0.001",
         args,
     ):
         db.reject(
-            "A credit of {amount} USD would take credits on invoice {invoice_id} above its total.".format_map(args),
+            "A credit of {amount} USD is more than the open balance of invoice {invoice_id}; credits cannot exceed the open balance.".format_map(args),
         )
     row = db.insert(
         "credit_notes",
