@@ -86,3 +86,20 @@ async def test_a_patient_gets_at_most_one_appointment_a_day() -> None:
                     assert result.is_error and "at most one appointment a day" in text, text
                     refused += 1
         assert refused >= 3
+
+
+async def test_a_due_date_is_never_extended_into_the_past() -> None:
+    """An extension gives the client time from today on: a new due date later than the old one but before today
+    (an overdue invoice moved to another passed day) is refused on every open invoice; today is accepted."""
+    async with Client(_server("invoicing")) as client:
+        invoices = await _rows(client, "list_invoices", "invoices")
+        today = "2026-04-13"
+        overdue = [i for i in invoices if i["status"] in ("sent", "partially_paid") and i["due_on"] < "2026-04-12"]
+        assert overdue
+        for invoice in overdue:
+            call = {"invoice_id": invoice["invoice_id"], "due_on": "2026-04-12"}
+            result = await client.call_tool("extend_due_date", call)
+            assert result.is_error and "is in the past" in " ".join(getattr(c, "text", "") for c in result.content)
+        assert not (
+            await client.call_tool("extend_due_date", {"invoice_id": overdue[0]["invoice_id"], "due_on": today})
+        ).is_error

@@ -1022,13 +1022,15 @@ def extend_due_date(
     due_on: Annotated[
         str,
         Field(
-            description="New due date (later than the current one) (YYYY-MM-DD)",
+            description="New due date (later than the current one; today or later) (YYYY-MM-DD)",
             pattern="^\\d{4}-\\d{2}-\\d{2}$",
             json_schema_extra={"x-envfarm-column": "invoices.due_on", "x-envfarm-user-known": True},
         ),
     ],
 ) -> Invoice:
-    """Give the client more time on an open invoice by moving its due date later."""
+    """Give the client more time on an open invoice by moving its due date later (to today or a later
+    date).
+    """
     current = db.require("invoices", "invoice_id", invoice_id, "invoice_id")
     args = {
         "invoice_id": invoice_id,
@@ -1045,6 +1047,10 @@ def extend_due_date(
         db.reject("Invoice {invoice_id} is paid or void; there is nothing left to be due.".format_map(args))
     if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND :due_on <= due_on", args):
         db.reject("The new due date {due_on} must be later than the current due date.".format_map(args))
+    if db.one("SELECT 1 WHERE :due_on < date(:now)", args):
+        db.reject(
+            "The new due date {due_on} is in the past; an extension gives the client time from today on, so pick today or a later date.".format_map(args),
+        )
     row = db.returning(
         "UPDATE invoices SET due_on = :due_on"
         " WHERE invoice_id = :id RETURNING *",
