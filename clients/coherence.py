@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from envfarm.clients.audit import mentions
 from envfarm.clients.graph import is_id_like, words
 
 Row = dict[str, Any]
@@ -71,4 +72,27 @@ def unsupported_duplicate(
             twins = [r for r in rows if r.get(key) != row[key] and all(r.get(c) == row[c] for c in same)]
             if not twins:
                 return f"{table} {row[key]}"
+    return None
+
+
+def switches_to_current(
+    arguments: Mapping[str, Any], tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str], said: str
+) -> str | None:
+    """The row a write points at what it already points at, while the user names that target as the change
+    ("switch my insurance to the Lakeshore Student Plan" when that is the plan on file; only the member number
+    changes): the request asks for a change the data shows is none. A date or an amount restated as it stands
+    reads naturally ("move my stay to 15-18 May", keeping the arrival); a reference named as new does not.
+    `said` is everything the user says. None when no argument does so."""
+    ids = {v for v in arguments.values() if isinstance(v, str)}
+    for table, rows in sorted(tables.items()):
+        key = keys.get(table)
+        for row in rows if key else []:
+            if row.get(key) not in ids:
+                continue
+            for name, value in arguments.items():
+                if name == key or not _keys(name) or row.get(name) != value:
+                    continue
+                pointed = [r for t, rs in tables.items() if keys.get(t) == name for r in rs if r.get(name) == value]
+                if any(_text(v) and not _keys(c) and mentions(said, v) for r in pointed for c, v in r.items()):
+                    return f"{table} {row[key]}: {name}"
     return None

@@ -32,7 +32,7 @@ from envfarm.clients.audit import (
     staff_internal,
     user_text,
 )
-from envfarm.clients.coherence import mixed_rows, unsupported_duplicate
+from envfarm.clients.coherence import mixed_rows, switches_to_current, unsupported_duplicate
 from envfarm.clients.connect import Connections
 from envfarm.clients.effects import Undone, lifecycle_columns, undone
 from envfarm.clients.graph import ToolSpec, build_graph, load_intents, load_specs, summarize, words
@@ -433,6 +433,16 @@ class _Run:
                 return "a duplicate the data does not show"
         return None
 
+    def asks_for_no_change(self, task: Task) -> bool:
+        """Whether a gold write of the written task keeps a reference the user asks to switch to as new
+        (`envfarm.clients.coherence.switches_to_current`)."""
+        said = user_text(task)
+        for call in task.gold_calls:
+            world = self.grounder.worlds.get(call.server)
+            if call.is_write and world and switches_to_current(call.arguments, world.tables, world.keys, said):
+                return True
+        return False
+
     def _servers_and_persona(self, rng: random.Random, want_pair: bool = False) -> tuple[list[str], PersonaRecord]:
         """The task's servers and persona: a pair of servers sharing a clock and the persona half the time, or
         more often when `want_pair` (the kept tasks are short of CROSS_SERVER_SHARE); else one server."""
@@ -697,7 +707,11 @@ async def synthesize(
             except Drop as drop:  # a row the user means that no way of naming it tells apart
                 dropped[drop.reason] += 1
                 continue
-            passed = kept(run.task(len(tasks), grounded, offline, style, rng), grounded)
+            written = run.task(len(tasks), grounded, offline, style, rng)
+            if run.asks_for_no_change(written):
+                dropped["asks to switch to what is already on file"] += 1
+                continue
+            passed = kept(written, grounded)
             if passed is None:
                 continue
             if llm is not None:

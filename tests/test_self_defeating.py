@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from envfarm.clients.coherence import mixed_rows, unsupported_duplicate
+from envfarm.clients.coherence import mixed_rows, switches_to_current, unsupported_duplicate
 from envfarm.clients.connect import Connections, farm_targets
 from envfarm.clients.effects import lifecycle_columns, undone
 from envfarm.clients.graph import Param, ToolSpec
@@ -175,3 +175,17 @@ async def test_soak_no_kept_write_is_taken_back_and_no_reason_lacks_its_data(see
                             unsupported_duplicate(call.arguments, {"charges": charges}, {"charges": "charge_id"})
                             is None
                         )
+
+
+def test_switching_to_the_plan_already_on_file_is_no_change_but_restating_it_unnamed_is_fine() -> None:
+    tables = {
+        "patients": [{"patient_id": "p1", "plan_id": "pl1", "member_number": "LA-1"}],
+        "plans": [{"plan_id": "pl1", "name": "Lakeshore Student Plan"}, {"plan_id": "pl2", "name": "Greenfield Gold"}],
+    }
+    keys = {"patients": "patient_id", "plans": "plan_id"}
+    same = {"patient_id": "p1", "plan_id": "pl1", "member_number": "GR-2"}
+    said = "Could you switch my insurance to Lakeshore Student Plan? My member number is GR-2."
+    assert switches_to_current(same, tables, keys, said) == "patients p1: plan_id"
+    assert switches_to_current(same, tables, keys, "My member number is now GR-2.") is None
+    other = {**same, "plan_id": "pl2"}
+    assert switches_to_current(other, tables, keys, "Please switch me to Greenfield Gold.") is None
