@@ -75,24 +75,40 @@ def unsupported_duplicate(
     return None
 
 
+def _acted_on(output: Any, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str]) -> tuple[str, Row] | None:
+    """(table, seed row) of the row a write returned, as it was before the task: the table whose key the
+    output carries and that shares the most columns with it. None for a row the write created."""
+    if not isinstance(output, dict):
+        return None
+    found = [(t, k) for t, k in keys.items() if k in output and tables.get(t)]
+    if not found:
+        return None
+    table, key = max(found, key=lambda tk: len(set(tables[tk[0]][0]) & set(output)))
+    row = next((r for r in tables[table] if r.get(key) == output[key]), None)
+    return (table, row) if row is not None else None
+
+
 def switches_to_current(
-    arguments: Mapping[str, Any], tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str], said: str
+    arguments: Mapping[str, Any],
+    output: Any,
+    tables: Mapping[str, Sequence[Row]],
+    keys: Mapping[str, str],
+    said: str,
 ) -> str | None:
-    """The row a write points at what it already points at, while the user names that target as the change
-    ("switch my insurance to the Lakeshore Student Plan" when that is the plan on file; only the member number
-    changes): the request asks for a change the data shows is none. A date or an amount restated as it stands
-    reads naturally ("move my stay to 15-18 May", keeping the arrival); a reference named as new does not.
-    `said` is everything the user says. None when no argument does so."""
-    ids = {v for v in arguments.values() if isinstance(v, str)}
-    for table, rows in sorted(tables.items()):
-        key = keys.get(table)
-        for row in rows if key else []:
-            if row.get(key) not in ids:
-                continue
-            for name, value in arguments.items():
-                if name == key or not _keys(name) or row.get(name) != value:
-                    continue
-                pointed = [r for t, rs in tables.items() if keys.get(t) == name for r in rs if r.get(name) == value]
-                if any(_text(v) and not _keys(c) and mentions(said, v) for r in pointed for c, v in r.items()):
-                    return f"{table} {row[key]}: {name}"
+    """The reference a write sets on the row it changes (the row it returns) to what that row already points
+    at, while the user names the target as the change ("switch my insurance to the Lakeshore Student Plan"
+    when that is the plan on file; "move my booking to room 103" when it is in room 103): the request asks for
+    a change the data shows is none. A date or an amount restated as it stands reads naturally ("move my stay
+    to 15-18 May", keeping the arrival); a reference named as new does not. `said` is everything the user
+    says. None when no argument does so, or the write created its row."""
+    acted = _acted_on(output, tables, keys)
+    if acted is None:
+        return None
+    table, row = acted
+    for name, value in arguments.items():
+        if name == keys.get(table) or not _keys(name) or row.get(name) != value:
+            continue
+        pointed = [r for t, rs in tables.items() if keys.get(t) == name for r in rs if r.get(name) == value]
+        if any(_text(v) and not _keys(c) and mentions(said, v) for r in pointed for c, v in r.items()):
+            return f"{table} {row.get(keys[table])}: {name}"
     return None

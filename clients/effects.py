@@ -54,9 +54,9 @@ def view(diff: Mapping[str, TableDiff]) -> dict[RowKey, Row | None]:
 
 
 def _cell(rows: Mapping[RowKey, Row | None], key: RowKey, column: str) -> Any:
-    row = rows.get(key, SEED)
-    if row is SEED:
+    if key not in rows:
         return SEED
+    row = rows[key]
     return None if row is None else row.get(column, SEED)
 
 

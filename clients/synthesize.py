@@ -439,7 +439,11 @@ class _Run:
         said = user_text(task)
         for call in task.gold_calls:
             world = self.grounder.worlds.get(call.server)
-            if call.is_write and world and switches_to_current(call.arguments, world.tables, world.keys, said):
+            if (
+                call.is_write
+                and world
+                and switches_to_current(call.arguments, call.output, world.tables, world.keys, said)
+            ):
                 return True
         return False
 

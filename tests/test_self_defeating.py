@@ -185,7 +185,12 @@ def test_switching_to_the_plan_already_on_file_is_no_change_but_restating_it_unn
     keys = {"patients": "patient_id", "plans": "plan_id"}
     same = {"patient_id": "p1", "plan_id": "pl1", "member_number": "GR-2"}
     said = "Could you switch my insurance to Lakeshore Student Plan? My member number is GR-2."
-    assert switches_to_current(same, tables, keys, said) == "patients p1: plan_id"
-    assert switches_to_current(same, tables, keys, "My member number is now GR-2.") is None
+    row = {"patient_id": "p1", "plan_id": "pl1", "member_number": "GR-2"}
+    assert switches_to_current(same, row, tables, keys, said) == "patients p1: plan_id"
+    assert switches_to_current(same, row, tables, keys, "My member number is now GR-2.") is None
     other = {**same, "plan_id": "pl2"}
-    assert switches_to_current(other, tables, keys, "Please switch me to Greenfield Gold.") is None
+    assert switches_to_current(other, {**row, "plan_id": "pl2"}, tables, keys, "Switch me to Greenfield Gold.") is None
+    # a row the write creates (a session paid from a package that names the same student) changes nothing old
+    created = {"session_id": "s9", "patient_id": "p1", "plan_id": "pl1"}
+    sessions = {**tables, "sessions": [{"session_id": "s1", "patient_id": "p2", "plan_id": "pl2"}]}
+    assert switches_to_current(same, created, sessions, {**keys, "sessions": "session_id"}, said) is None
