@@ -4,7 +4,8 @@ something self-defeating, and its gold end state no longer holds what the user a
 
 Judged on state diffs alone, whatever the tools are called: the gold is replayed on a fresh episode, the
 server's diff against the seed is read after each write, and the effect of a write is what changed between
-the diff before it and the diff after it. The effect survives when, at the end,
+the diff before it and the diff after it. A write whose effect is nothing (seats changed to the number
+booked, a drop-off moved to the branch it already was) asks for no change. The effect survives when, at the end,
 - every row it added is still there and every row it removed is still gone;
 - no value it set went back to what it was before the write (a conversation untrashed then trashed again);
 - no text or flag it set was overwritten (numbers may move on: a total grows as lines are added);
@@ -92,6 +93,8 @@ def undone(
         if diff is None:
             continue
         after = view(diff)
+        if after == before:  # the server took the call and changed nothing: seats set to what they were
+            found.append(Undone(index, "", None, "changed nothing"))
         for key in sorted(set(before) | set(after), key=repr):
             old, new = before.get(key, SEED), after.get(key, SEED)
             if old == new:

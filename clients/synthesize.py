@@ -389,14 +389,20 @@ class _Run:
         return (None, findings, repaired) if findings else (task, [], repaired)
 
     async def undone(self, grounded: Grounded) -> list[Undone]:
-        """The gold writes whose effect a later write of the same task takes back (`envfarm.clients.effects`):
-        on each server with two writes or more, the gold is replayed on a fresh episode and the server's diff
-        read after each write. A replay that goes otherwise than the grounding did counts as undone too."""
+        """The gold writes whose effect a later write of the same task takes back, or that change nothing
+        (`envfarm.clients.effects`): on each server with two writes or more, the gold is replayed on a fresh
+        episode and the server's diff read after each write. A replay that goes otherwise than the grounding
+        did counts as undone too."""
         found: list[Undone] = []
         writes = Counter(c.server for c in grounded.calls if c.is_write)
-        for server in sorted(s for s, n in writes.items() if n > 1):
+        for server in sorted(writes):
             end = grounded.expected.get(server)
-            if end is None or not end.diff:
+            if end is None:
+                continue
+            if not end.diff:  # a write on this server, and nothing changed
+                found.append(Undone(0, "", None, "changed nothing"))
+                continue
+            if writes[server] < 2:
                 continue
             if server not in self.lifecycle:
                 tables = self.grounder.worlds[server].tables
@@ -685,8 +691,10 @@ async def synthesize(
             if why is not None:
                 dropped[why] += 1
                 continue
-            if await run.undone(grounded):
-                dropped["a later write undoes an earlier one"] += 1
+            taken_back = await run.undone(grounded)
+            if taken_back:
+                nothing = any(u.how == "changed nothing" for u in taken_back)
+                dropped["a write that changes nothing" if nothing else "a later write undoes an earlier one"] += 1
                 continue
             style = rng.choice(STYLES)
             # Its own stream: whether a task becomes a refusal never shifts the draws of the others.

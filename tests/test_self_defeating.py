@@ -58,6 +58,13 @@ def test_a_value_put_back_and_a_removed_row_are_undone() -> None:
     assert [u.how for u in undone([added, {}], {}, set())] == ["removed"]
 
 
+def test_a_write_the_server_took_that_changed_nothing_is_reported() -> None:
+    """Seats changed to the number booked, then the booking cancelled: the first goal asked for no change."""
+    cancelled = {"key": "b1", "before": {"status": "confirmed"}, "after": {"status": "cancelled"}}
+    end = _diff(bookings={"updated": [cancelled]})
+    assert [(u.call, u.how) for u in undone([{}, end], end, {"status"})] == [(0, "changed nothing")]
+
+
 def test_numbers_that_grow_and_a_row_built_on_survive() -> None:
     """An invoice created then given a line: its total moves on, which is the point, not an undo."""
     invoice = {"invoice_id": "i9", "status": "draft", "total": 0.0, "notes": "PO 4471"}
