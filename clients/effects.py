@@ -81,6 +81,31 @@ def lifecycle_columns(specs: Iterable[ToolSpec], tables: Mapping[str, Sequence[R
     return found
 
 
+def _twin_added(
+    table: str,
+    key: RowKey,
+    gone: Row | None,
+    later: Sequence[Mapping[str, TableDiff] | None],
+    final: Mapping[RowKey, Row | None],
+    removed_in: Mapping[str, TableDiff],
+) -> bool:
+    """Whether a row added by a later write points at everything the removed row pointed at (the same
+    channel and member): the removal taken back under a new key."""
+    removed = gone or next((r for r in removed_in[table].removed if next(iter(r.values())) == key[1]), None)
+    if not removed:
+        return False
+    refs = {c: v for c, v in list(removed.items())[1:] if c.endswith("_id") and v is not None}
+    if not refs or not any(d is not None and table in d for d in later):
+        return False
+    return any(
+        k[0] == table
+        and isinstance(row, dict)
+        and row.get("__added__")
+        and all(row.get(c) == v for c, v in refs.items())
+        for k, row in final.items()
+    )
+
+
 def undone(
     diffs: Sequence[Mapping[str, TableDiff] | None], end: Mapping[str, TableDiff], lifecycle: set[str]
 ) -> list[Undone]:
@@ -109,6 +134,11 @@ def undone(
             if new is None:
                 if final.get(key, SEED) is not None:
                     found.append(Undone(index, table, key[1], "restored"))
+                elif isinstance(old, dict) or key not in before:
+                    # gone, but a later write added its twin (left a channel, then joined it again)
+                    gone = old if isinstance(old, dict) else None
+                    if _twin_added(table, key, gone, diffs[index + 1 :], final, diff):
+                        found.append(Undone(index, table, key[1], "added again"))
                 continue
             if not isinstance(new, dict):
                 continue

@@ -65,6 +65,16 @@ def test_a_write_the_server_took_that_changed_nothing_is_reported() -> None:
     assert [(u.call, u.how) for u in undone([{}, end], end, {"status"})] == [(0, "changed nothing")]
 
 
+def test_leaving_a_channel_then_joining_it_again_is_undone_under_a_new_key() -> None:
+    membership = {"channel_member_id": "cm_1", "channel_id": "ch_1", "member_id": "m_1", "added_by": "m_9"}
+    left = _diff(channel_members={"removed": [membership]})
+    again = {"channel_member_id": "cm_2", "channel_id": "ch_1", "member_id": "m_1", "added_by": "m_1"}
+    end = _diff(channel_members={"removed": [membership], "added": [again]})
+    assert [(u.call, u.how) for u in undone([None, left, end], end, set())] == [(1, "added again")]
+    elsewhere = _diff(channel_members={"removed": [membership], "added": [{**again, "channel_id": "ch_2"}]})
+    assert undone([None, left, elsewhere], elsewhere, set()) == []
+
+
 def test_numbers_that_grow_and_a_row_built_on_survive() -> None:
     """An invoice created then given a line: its total moves on, which is the point, not an undo."""
     invoice = {"invoice_id": "i9", "status": "draft", "total": 0.0, "notes": "PO 4471"}
