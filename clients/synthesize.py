@@ -32,7 +32,9 @@ from envfarm.clients.audit import (
     staff_internal,
     user_text,
 )
+from envfarm.clients.coherence import mixed_rows, switches_to_current, unsupported_duplicate
 from envfarm.clients.connect import Connections
+from envfarm.clients.effects import Undone, lifecycle_columns, undone
 from envfarm.clients.graph import ToolSpec, build_graph, load_intents, load_specs, summarize, words
 from envfarm.clients.grounding import (
     PERSON_NAME,
@@ -60,6 +62,7 @@ from envfarm.clients.writing import (
     vocabulary,
 )
 from envfarm.llm import ChatModel, LLMError, ModelConfig
+from envfarm.servers.runtime.control import ControlError, TableDiff
 from envfarm.servers.runtime.registry import Registry, default_farm_root, load_registry
 
 MULTI_SERVER_SHARE = 0.5
@@ -340,6 +343,7 @@ class _Run:
         self.offline = OfflineWriter(catalog, worlds)
         self.auditor = Auditor(catalog.specs.values(), worlds, facts, catalog.intents)
         self.people = {s: people(w) for s, w in worlds.items()}
+        self.lifecycle: dict[str, set[str]] = {}  # server -> its status-like columns, read when first needed
         self.servers = sorted(worlds)
         clock = {s: facts.get(s, ServerFacts()).clock for s in self.servers}
         self.pairs = task_pairs(self.people, facts)
@@ -383,6 +387,71 @@ class _Run:
             task, repaired = fixed, True
             findings = self.auditor.check(task)
         return (None, findings, repaired) if findings else (task, [], repaired)
+
+    async def undone(self, grounded: Grounded) -> list[Undone]:
+        """The gold writes whose effect a later write of the same task takes back, or that change nothing
+        (`envfarm.clients.effects`): on each server with two writes or more, the gold is replayed on a fresh
+        episode and the server's diff read after each write. A replay that goes otherwise than the grounding
+        did counts as undone too."""
+        found: list[Undone] = []
+        writes = Counter(c.server for c in grounded.calls if c.is_write)
+        for server in sorted(writes):
+            end = grounded.expected.get(server)
+            if end is None:
+                continue
+            if not end.diff:  # a write on this server, and nothing changed
+                found.append(Undone(0, "", None, "changed nothing"))
+                continue
+            if writes[server] < 2:
+                continue
+            if server not in self.lifecycle:
+                tables = self.grounder.worlds[server].tables
+                self.lifecycle[server] = lifecycle_columns(self.catalog.by_server.get(server, []), tables)
+            held = await self.grounder.pool.take(server, grounded.persona.email or None)
+            diffs: list[dict[str, TableDiff] | None] = []
+            try:
+                for index, call in enumerate(grounded.calls):
+                    if call.server != server:
+                        diffs.append(None)
+                        continue
+                    result = await held[0].call_tool(call.tool, call.arguments)
+                    if result.is_error:
+                        return [Undone(index, "", None, "the replay was refused")]
+                    state = await held[0].state() if call.is_write else None
+                    diffs.append(state.diff if state is not None else None)
+            except ControlError:
+                return [Undone(len(diffs), "", None, "the server stopped answering")]
+            finally:
+                await self.grounder.pool.give(server, held, clean=False)
+            found += undone(diffs, end.diff, self.lifecycle[server])
+        return found
+
+    def incoherent(self, grounded: Grounded) -> str | None:
+        """Why a gold write's drawn values tell no one story the data supports (`envfarm.clients.coherence`):
+        details taken from different rows of one table, or a duplicate the data does not show; else None."""
+        for call, sources in zip(grounded.calls, grounded.sources, strict=True):
+            if not call.is_write:
+                continue
+            world = self.grounder.worlds[call.server]
+            if mixed_rows(call.arguments, sources, world.tables) is not None:
+                return "values drawn from different rows"
+            if unsupported_duplicate(call.arguments, world.tables, world.keys) is not None:
+                return "a duplicate the data does not show"
+        return None
+
+    def asks_for_no_change(self, task: Task) -> bool:
+        """Whether a gold write of the written task keeps a reference the user asks to switch to as new
+        (`envfarm.clients.coherence.switches_to_current`)."""
+        said = user_text(task)
+        for call in task.gold_calls:
+            world = self.grounder.worlds.get(call.server)
+            if (
+                call.is_write
+                and world
+                and switches_to_current(call.arguments, call.output, world.tables, world.keys, said)
+            ):
+                return True
+        return False
 
     def _servers_and_persona(self, rng: random.Random, want_pair: bool = False) -> tuple[list[str], PersonaRecord]:
         """The task's servers and persona: a pair of servers sharing a clock and the persona half the time, or
@@ -617,6 +686,16 @@ async def synthesize(
             if signature in seen:
                 dropped["same goal as an earlier task"] += 1
                 continue
+            # A request must not defeat itself, nor tell a story its own details or the data contradict.
+            why = run.incoherent(grounded)
+            if why is not None:
+                dropped[why] += 1
+                continue
+            taken_back = await run.undone(grounded)
+            if taken_back:
+                nothing = any(u.how == "changed nothing" for u in taken_back)
+                dropped["a write that changes nothing" if nothing else "a later write undoes an earlier one"] += 1
+                continue
             style = rng.choice(STYLES)
             # Its own stream: whether a task becomes a refusal never shifts the draws of the others.
             policy_rng = random.Random(f"{options.seed}:{options.sampler}:{attempts - 1}:policy")
@@ -640,7 +719,11 @@ async def synthesize(
             except Drop as drop:  # a row the user means that no way of naming it tells apart
                 dropped[drop.reason] += 1
                 continue
-            passed = kept(run.task(len(tasks), grounded, offline, style, rng), grounded)
+            written = run.task(len(tasks), grounded, offline, style, rng)
+            if run.asks_for_no_change(written):
+                dropped["asks to switch to what is already on file"] += 1
+                continue
+            passed = kept(written, grounded)
             if passed is None:
                 continue
             if llm is not None:

@@ -1,0 +1,114 @@
+"""Whether the free values of a gold write tell one story the data supports.
+
+The grounder fills each optional detail of a write from the seed on its own, so one call can take its dispute
+reason from one row and its details from another ("not received ... there are deep scratches"), or a card's
+last four digits from one card and its label from another ("7894 ... 'Visa ending 1561'"). And a reason may
+claim what the data shows is false: a refund "duplicate" of a charge that nothing duplicates. A task built on
+such a call is dropped; these checks read the call's arguments, where each came from, and the seed rows.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from envfarm.clients.audit import mentions
+from envfarm.clients.graph import is_id_like, words
+
+Row = dict[str, Any]
+ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+DRAWN = ("seed", "free")  # argument sources the grounder picked (not the user's own value, not a lookup)
+
+
+def _text(value: Any) -> bool:
+    """A value that tells something: text that is not a date."""
+    return isinstance(value, str) and bool(value.strip()) and not ISO_DATE.match(value)
+
+
+def mixed_rows(
+    arguments: Mapping[str, Any], sources: Mapping[str, str], tables: Mapping[str, Sequence[Row]]
+) -> tuple[str, list[str]] | None:
+    """(table, argument names) when two or more drawn text values of one write are each some row's value in
+    that table's columns of the same names, but no one row holds them together; else None."""
+    drawn = {
+        name: value
+        for name, value in arguments.items()
+        if sources.get(name) in DRAWN and _text(value) and not is_id_like(name)
+    }
+    for table, rows in sorted(tables.items()):
+        if not rows:
+            continue
+        found = [n for n, v in drawn.items() if n in rows[0] and any(r.get(n) == v for r in rows)]
+        if len(found) < 2:
+            continue
+        if not any(all(r.get(n) == drawn[n] for n in found) for r in rows):
+            return table, sorted(found)
+    return None
+
+
+def _keys(name: str) -> bool:
+    return is_id_like(name) or name.endswith("_id")
+
+
+def unsupported_duplicate(
+    arguments: Mapping[str, Any], tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str]
+) -> str | None:
+    """The row a write calls a duplicate when the data shows nothing it duplicates: a value of the call says
+    "duplicate" and the row its id argument names has no twin, another row of its table with the same
+    references (customer, merchant, card...) and the same amount. None when the call claims no duplicate, or
+    its row has a twin."""
+    if not any(isinstance(v, str) and "duplicate" in words(v.replace("_", " ")) for v in arguments.values()):
+        return None
+    for table, rows in sorted(tables.items()):
+        key = keys.get(table)
+        if not rows or key is None:
+            continue
+        named = [r for r in rows if any(r.get(key) == v for v in arguments.values() if isinstance(v, str))]
+        for row in named:
+            same = [c for c, v in row.items() if c != key and v is not None and (_keys(c) or c == "amount")]
+            if not same:
+                continue
+            twins = [r for r in rows if r.get(key) != row[key] and all(r.get(c) == row[c] for c in same)]
+            if not twins:
+                return f"{table} {row[key]}"
+    return None
+
+
+def _acted_on(output: Any, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str]) -> tuple[str, Row] | None:
+    """(table, seed row) of the row a write returned, as it was before the task: the table whose key the
+    output carries and that shares the most columns with it. None for a row the write created."""
+    if not isinstance(output, dict):
+        return None
+    found = [(t, k) for t, k in keys.items() if k in output and tables.get(t)]
+    if not found:
+        return None
+    table, key = max(found, key=lambda tk: len(set(tables[tk[0]][0]) & set(output)))
+    row = next((r for r in tables[table] if r.get(key) == output[key]), None)
+    return (table, row) if row is not None else None
+
+
+def switches_to_current(
+    arguments: Mapping[str, Any],
+    output: Any,
+    tables: Mapping[str, Sequence[Row]],
+    keys: Mapping[str, str],
+    said: str,
+) -> str | None:
+    """The reference a write sets on the row it changes (the row it returns) to what that row already points
+    at, while the user names the target as the change ("switch my insurance to the Lakeshore Student Plan"
+    when that is the plan on file; "move my booking to room 103" when it is in room 103): the request asks for
+    a change the data shows is none. A date or an amount restated as it stands reads naturally ("move my stay
+    to 15-18 May", keeping the arrival); a reference named as new does not. `said` is everything the user
+    says. None when no argument does so, or the write created its row."""
+    acted = _acted_on(output, tables, keys)
+    if acted is None:
+        return None
+    table, row = acted
+    for name, value in arguments.items():
+        if name == keys.get(table) or not _keys(name) or row.get(name) != value:
+            continue
+        pointed = [r for t, rs in tables.items() if keys.get(t) == name for r in rs if r.get(name) == value]
+        if any(_text(v) and not _keys(c) and mentions(said, v) for r in pointed for c, v in r.items()):
+            return f"{table} {row.get(keys[table])}: {name}"
+    return None
