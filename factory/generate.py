@@ -391,6 +391,8 @@ def offline_draft(scenario: Scenario, theme: str, variant: int) -> SpecDraft:
                     f"my {one} for the {{item_id.name}}",
                     f"my {{item_id.name}} {one} ({OFFLINE_REFER[extra_name]})",
                 ],
+                # a coded column a phrasing says ('high priority'): how a person words each of its values
+                **({"words": {extra_name: {v: v for v in extra_column["enum"]}}} if extra_column.get("enum") else {}),
                 "columns": {
                     key: {"type": "string", "description": f"Internal {one} id"},
                     "customer_id": {"type": "string", "ref": "customers.customer_id", "description": "The customer"},
