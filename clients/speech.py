@@ -297,7 +297,9 @@ def claim_parts(claim: Claim) -> tuple[str, str] | None:
     if value is None:
         return None
     words = match.group(1)
-    if match.group(2) is None:  # 'states the total 24.00': the value trails the label ('whether it is active: active' keeps it)
+    if (
+        match.group(2) is None
+    ):  # 'states the total 24.00': the value trails the label ('whether it is active: active' keeps it)
         words = re.sub(rf":?\s*{re.escape(str(value))}\s*$", "", words).strip(" :")
     return (words or "value"), str(value)
 

@@ -372,7 +372,7 @@ def first_person(text: str, name: str, email: str | None) -> str:
     who = re.escape(name)
     text = re.sub(rf"(?:(?<=^)|(?<=[.!?] ))(?:This is|It's|I'm|I am|My name is) {who}[.!]\s*", "", text)
     text = re.sub(rf"\b(?:This is|It's|I'm|I am|My name is) {who},?\s+", "I'm ", text)
-    text = re.sub(rf"\bI'm me\b[.,]?\s*", "", text)
+    text = re.sub(r"\bI'm me\b[.,]?\s*", "", text)
     if email:
         text = re.sub(rf"\s*\(\s*{re.escape(email)}\s*\)", "", text)
     text = re.sub(rf"(?:\bthe )?{who}(?:'s|’s)\s", "my ", text)
@@ -542,7 +542,9 @@ class OfflineWriter:
 
         def unique(chosen: tuple[str, ...]) -> bool:
             said = tuple(texts[p].lower() for p in chosen)
-            return all(tuple((self._render_refer(server, table, p, o) or "").lower() for p in chosen) != said for o in others)
+            return all(
+                tuple((self._render_refer(server, table, p, o) or "").lower() for p in chosen) != said for o in others
+            )
 
         single = [(p,) for p in texts if unique((p,))]
         pairs = [] if single else [c for c in combinations(texts, 2) if unique(c)]
@@ -552,7 +554,7 @@ class OfflineWriter:
         # agent searches by what the user said, and nothing else needs holding back.
         keyed = [v for c in grounded.calls if not c.uses for v in c.arguments.values() if isinstance(v, str)]
         persona = grounded.persona
-        fits = single or pairs
+        fits: list[tuple[str, ...]] = [*(single or pairs)]
         # A person does not name themselves in the third person: a phrasing without their name, where one fits
         fits = [c for c in fits if not any(_names(texts[p], persona.name, persona.email) for p in c)] or fits
         chosen = rng.choice([c for c in fits if any(mentions(texts[p], v) for p in c for v in keyed)] or fits)
@@ -750,7 +752,9 @@ class OfflineWriter:
                         # a lookup for other dates than the ones asked about reads as a second, unasked request
                         raise Drop("intent: a lookup contradicts the request", f"{call.server}.{call.tool}.{name}")
                     if intent is not None:
-                        known_now = any(same(value, h.value) for h in hidden) or _says(" ".join([request, *said]), value)
+                        known_now = any(same(value, h.value) for h in hidden) or _says(
+                            " ".join([request, *said]), value
+                        )
                         known_now = known_now or (isinstance(value, str) and value in told)
                     else:
                         known_now = value in told

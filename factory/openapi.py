@@ -2477,7 +2477,9 @@ def derive_intents(spec: dict[str, Any], asked: dict[str, str]) -> None:
         intent: dict[str, Any] = {"asks": asks, "say": say}
         if hear:
             intent["hear"] = hear
-        if words := _coded_words(say, {p: {**(entity["columns"].get(v.get("column", p)) or {}), **v} for p, v in params.items()}):
+        if words := _coded_words(
+            say, {p: {**(entity["columns"].get(v.get("column", p)) or {}), **v} for p, v in params.items()}
+        ):
             intent["words"] = words
         tool["intent"] = intent
     for entity in spec["entities"].values():

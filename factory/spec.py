@@ -923,10 +923,14 @@ def words_problems(spec: EnvironmentSpec) -> Problems:
             elif values is None:
                 problems.append((at, f"{column!r} is neither an enum nor a boolean: its values are said as they are"))
             else:
-                problems += [(f"{at}.{v}", f"{v!r} is not a value of {column!r} ({', '.join(values)})") for v in said if v not in values]
+                problems += [
+                    (f"{at}.{v}", f"{v!r} is not a value of {column!r} ({', '.join(values)})")
+                    for v in said
+                    if v not in values
+                ]
     for i, tool in enumerate(spec.tools):
-        for name in (tool.intent.words if tool.intent else {}):
-            head, _, follow = name.partition(".")
+        for name in tool.intent.words if tool.intent else {}:
+            head = name.partition(".")[0]
             if head not in tool.params:
                 problems.append((f"tools.{i}({tool.name}).intent.words.{name}", f"{tool.name} has no param {head!r}"))
     return problems

@@ -129,9 +129,9 @@ def test_a_coded_say_slot_needs_words_for_every_value(tmp_path: Path) -> None:
         tool(data, "check_out")["intent"]["words"] = {"payment_method": {"card": "card", "cash": "cash"}}
 
     problems = problems_after(tmp_path, change)
-    assert any(
-        "check_out" in at and "{payment_method}" in why and "company_invoice" in why for at, why in problems
-    ), problems
+    assert any("check_out" in at and "{payment_method}" in why and "company_invoice" in why for at, why in problems), (
+        problems
+    )
 
 
 def test_a_coded_refer_slot_needs_its_tables_words(tmp_path: Path) -> None:
@@ -203,7 +203,10 @@ def test_an_imported_apis_codes_are_humanized_never_said_raw() -> None:
     assert humanized(True) == "yes"
     fields = {"reason": {"type": "string", "enum": ["not_received", "damaged"]}, "full": {"type": "boolean"}}
     words = _coded_words(["Dispute it: {reason}, {full}."], fields)
-    assert words == {"reason": {"not_received": "not received", "damaged": "damaged"}, "full": {"true": "yes", "false": "no"}}
+    assert words == {
+        "reason": {"not_received": "not received", "damaged": "damaged"},
+        "full": {"true": "yes", "false": "no"},
+    }
 
 
 def test_a_person_names_their_own_things_in_the_first_person() -> None:
@@ -214,7 +217,10 @@ def test_a_person_names_their_own_things_in_the_first_person() -> None:
     assert self_phrase("Emma Dubois's team calendar", name, email) == "my team calendar"
     assert self_phrase("the Emma Dubois calendar", name, email) == "my calendar"
     assert self_phrase("driver Emma Dubois", name, email) == "me"
-    assert self_phrase("the card of Ivan Mensah (ivan@example.com)", name, email) == "the card of Ivan Mensah (ivan@example.com)"
+    assert (
+        self_phrase("the card of Ivan Mensah (ivan@example.com)", name, email)
+        == "the card of Ivan Mensah (ivan@example.com)"
+    )
     assert first_person("This is Emma Dubois. I did the check.", name, email) == "I did the check."
     assert first_person("I'm Emma Dubois, here to collect it.", name, email) == "I'm here to collect it."
     assert first_person("Log it by driver Emma Dubois; it passed.", name, email) == "Log it by me; it passed."

@@ -187,7 +187,9 @@ async def test_a_row_is_named_so_that_no_other_row_of_the_persona_fits() -> None
                         continue
                     named += 1
                     others = [
-                        r for r in own[table] if r[key] != row[key] and writer._render_refer("hotel", table, phrasing, r)
+                        r
+                        for r in own[table]
+                        if r[key] != row[key] and writer._render_refer("hotel", table, phrasing, r)
                     ]
                     twins = [r for r in others if writer._render_refer("hotel", table, phrasing, r) == said]
                     assert not twins, (task.id, said, [t[key] for t in twins])

@@ -78,7 +78,7 @@ from envfarm.servers.runtime.episodes import (  # re-exported for generated serv
     resolve_key,
     resolve_owner,
 )
-from envfarm.servers.runtime.intents import ServerIntents, slots
+from envfarm.servers.runtime.intents import Intent, ServerIntents, slots
 from envfarm.servers.runtime.principal import PrincipalDefinition, render_instructions
 
 
@@ -195,7 +195,11 @@ class ServerDefinition:
         spec = self._spec_document()
         entities = spec.get("entities") or {}
         return ServerIntents(
-            tools={t["name"]: _worded(t, entities) for t in spec.get("tools") or [] if t.get("intent")},
+            tools={
+                t["name"]: Intent.model_validate(_worded(t, entities))
+                for t in spec.get("tools") or []
+                if t.get("intent")
+            },
             refer={name: e["refer"] for name, e in entities.items() if e.get("refer")},
             words={name: e["words"] for name, e in entities.items() if e.get("words")},
         )
