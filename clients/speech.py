@@ -272,7 +272,8 @@ def _fact(words: str, value: str, currency: str | None) -> str:
     if question is not None:  # a label worded as a question ('when it was submitted')
         if question.group(1) == "when" and question.group(2):
             return f"{question.group(2)} on {when}" if when is not None else f"{question.group(2)} {said}"
-        return f"as for {words}, that's {when or said}"
+        wordy = len(said.split()) >= 3 and not _numeric(said.replace(",", "").lstrip("$€£¥₹"))
+        return f"as for {words}, that's {when or (f'“{said}”' if wordy else said)}"
     if when is not None:
         event = _dated(words, when)
         if event is not None:
@@ -488,6 +489,8 @@ def _details(call: GoldCall, ids: set[str], currency: str | None) -> tuple[list[
             out.append(f"{words} {text.replace('_', ' ')}")  # a code ('pass_fail', 'damaged') in words, not quoted
         elif isinstance(value, str) and not _numeric(value):
             out.append(f"{words} “{text}”")
+        elif words in UNITS and _numeric(text):  # `liters`: '53.8 liters', never 'liters 53.8'
+            out.append(f"{text} {words}")
         else:
             words, unit = _unit(words)
             out.append(f"{words} {text}" + (f" {unit}" if unit else ""))
