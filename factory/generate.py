@@ -16,6 +16,7 @@ template instantiated with the theme's words, so `envfarm propose` works offline
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import time
@@ -30,7 +31,7 @@ from envfarm.factory.build import build_all, warm_options
 from envfarm.factory.mutation import Mutant, MutantResult, mutate_server, sample, server_mutants
 from envfarm.factory.openapi import safe_name, singular
 from envfarm.factory.source import POLICY_NAME, check_seed_size, handler_functions
-from envfarm.factory.spec import NAME_PATTERN, SpecError, parse_spec
+from envfarm.factory.spec import NAME_PATTERN, SpecError, parse_spec, with_default_words
 from envfarm.factory.static_checks import check_handlers
 from envfarm.factory.verify import Failure, VerifyOptions
 from envfarm.llm import ChatModel, LLMError, Usage
@@ -82,6 +83,14 @@ class SpecDraft(BaseModel):
             spec = dict(data["spec"])
             inside = spec.pop("policy")
             data = {**data, "spec": spec, "policy": data.get("policy") or (inside if isinstance(inside, str) else "")}
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _coded_values_worded(cls, data: Any) -> Any:
+        """A code a phrasing says (an enum, a yes/no) that the model gave no words for: its values humanized."""
+        if isinstance(data, dict) and isinstance(data.get("spec"), dict):
+            data = {**data, "spec": with_default_words(copy.deepcopy(data["spec"]))}
         return data
 
     @model_validator(mode="after")

@@ -47,8 +47,15 @@ from pydantic import BaseModel, Field
 
 from envfarm.factory import fakedata
 from envfarm.factory.source import POLICY_NAME
-from envfarm.factory.spec import LIST_AS_TEXT, RESERVED_PARAMS, SQL_KEYWORDS, SpecError, parse_spec, read_document
-from envfarm.servers.runtime.intents import slots
+from envfarm.factory.spec import (
+    LIST_AS_TEXT,
+    RESERVED_PARAMS,
+    SQL_KEYWORDS,
+    SpecError,
+    parse_spec,
+    read_document,
+    with_default_words,
+)
 from envfarm.servers.runtime.registry import Source
 
 FARM_NOW = "2026-04-13T09:00:00Z"
@@ -2477,42 +2484,8 @@ def derive_intents(spec: dict[str, Any], asked: dict[str, str]) -> None:
         intent: dict[str, Any] = {"asks": asks, "say": say}
         if hear:
             intent["hear"] = hear
-        if words := _coded_words(
-            say, {p: {**(entity["columns"].get(v.get("column", p)) or {}), **v} for p, v in params.items()}
-        ):
-            intent["words"] = words
         tool["intent"] = intent
-    for entity in spec["entities"].values():
-        if words := _coded_words(entity.get("refer") or [], entity["columns"]):
-            entity["words"] = words
-
-
-def humanized(value: Any) -> str:
-    """A coded value as words when nobody wrote better ones: 'not_received' -> 'not received', 'inStock' ->
-    'in stock', True -> 'yes'; an all-capitals code ('USD') stays."""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    text = str(value)
-    if text.isupper():
-        return text
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
-    return " ".join(t.lower() for t in re.split(r"[_\-\s]+", spaced) if t)
-
-
-def _coded_words(phrasings: list[str], fields: dict[str, dict[str, Any]]) -> dict[str, dict[str, str]]:
-    """`words` for each slot of `phrasings` whose field (a param, or a column) is an enum or a boolean: the
-    values humanized, so an imported API's tasks never put a raw code in a person's mouth."""
-    words: dict[str, dict[str, str]] = {}
-    for phrasing in phrasings:
-        for slot in slots(phrasing):
-            field = fields.get(slot.name) or {}
-            if slot.follow or slot.name in words:
-                continue
-            if field.get("enum"):
-                words[slot.name] = {str(v): humanized(v) for v in field["enum"]}
-            elif field.get("type") == "boolean":
-                words[slot.name] = {"true": "yes", "false": "no"}
-    return words
+    with_default_words(spec)  # a code said in a phrasing: its values humanized, never said raw
 
 
 def draft_policy(spec: dict[str, Any], description: str) -> str:

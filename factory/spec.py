@@ -910,6 +910,101 @@ def _words_problem(slot_text: str, name: str, values: list[str] | None, words: d
     )
 
 
+def humanized(value: Any) -> str:
+    """A coded value as words when nobody wrote better ones: 'not_received' -> 'not received', 'inStock' ->
+    'in stock', True -> 'yes'; an all-capitals code ('USD') stays."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    text = str(value)
+    if text.isupper():
+        return text
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
+    return " ".join(t.lower() for t in re.split(r"[_\-\s]+", spaced) if t)
+
+
+def _coded_field(field: Any) -> list[str] | None:
+    """`_coded` of a raw (not yet validated) column or param document."""
+    if not isinstance(field, dict):
+        return None
+    if field.get("enum"):
+        return [str(v) for v in field["enum"]]
+    return ["true", "false"] if field.get("type") == "boolean" else None
+
+
+def with_default_words(data: dict[str, Any]) -> dict[str, Any]:
+    """A spec document with `words` for every coded `say` or `refer` slot that has none, the values humanized
+    ('not_received' -> 'not received'): what `import openapi` and `propose` fall back on, so a derived or
+    proposed spec never puts a raw code in a person's mouth. Words already written are kept."""
+    found = data.get("entities")
+    entities: dict[str, Any] = found if isinstance(found, dict) else {}
+
+    def fill(words: dict[str, Any], key: str, values: list[str] | None) -> None:
+        if values is None:
+            return
+        said = words.setdefault(key, {})
+        for value in values:
+            said.setdefault(value, humanized(True if value == "true" else False if value == "false" else value))
+
+    def target(ref: Any) -> dict[str, Any]:
+        found = entities.get(str(ref or "").partition(".")[0])
+        return found if isinstance(found, dict) else {}
+
+    for entity in entities.values():
+        if not isinstance(entity, dict):
+            continue
+        columns = entity.get("columns") or {}
+        for phrasing in entity.get("refer") or []:
+            for slot in _safe_slots(phrasing):
+                column = columns.get(slot.name)
+                if slot.follow is None:
+                    fill(entity.setdefault("words", {}), slot.name, _coded_field(column))
+                elif isinstance(column, dict) and (other := target(column.get("ref"))):
+                    fill(
+                        other.setdefault("words", {}),
+                        slot.follow,
+                        _coded_field((other.get("columns") or {}).get(slot.follow)),
+                    )
+    for tool in data.get("tools") or []:
+        intent = tool.get("intent") if isinstance(tool, dict) else None
+        if not isinstance(intent, dict):
+            continue
+        params = tool.get("params") or {}
+        entity = entities.get(tool.get("entity") or "")
+        entity = entity if isinstance(entity, dict) else {}
+        for phrasing in intent.get("say") or []:
+            for slot in _safe_slots(phrasing):
+                param = params.get(slot.name)
+                if not isinstance(param, dict):
+                    continue
+                column_name = param.get("column") or slot.name
+                column = (entity.get("columns") or {}).get(column_name)
+                if slot.follow is not None:
+                    keyed = slot.name == tool.get("key")
+                    other = entity if keyed else target(param.get("ref") or (column or {}).get("ref"))
+                    if other:
+                        fill(
+                            other.setdefault("words", {}),
+                            slot.follow,
+                            _coded_field((other.get("columns") or {}).get(slot.follow)),
+                        )
+                    continue
+                values = _coded_field(param) or (_coded_field(column) if slot.name != tool.get("key") else None)
+                if values is None or slot.name in (intent.get("words") or {}):
+                    continue
+                if column is not None and column_name in (entity.get("words") or {}):
+                    continue
+                fill(intent.setdefault("words", {}), slot.name, values)
+    return data
+
+
+def _safe_slots(phrasing: Any) -> list[Any]:
+    """The slots of a phrasing, or none when it is malformed (the check names that problem itself)."""
+    try:
+        return slots(phrasing) if isinstance(phrasing, str) else []
+    except ValueError:
+        return []
+
+
 def words_problems(spec: EnvironmentSpec) -> Problems:
     """`words` word values that exist: a table's name its columns, a tool's its params (or `param.column`),
     and every value they word is one the column or param can hold."""

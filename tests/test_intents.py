@@ -194,17 +194,36 @@ def test_the_served_intents_carry_the_tables_words_for_a_param_that_fills_a_colu
     assert _worded(tool_, entities)["words"] == {"pickup_branch": {"Central": "the Central branch"}}
 
 
-def test_an_imported_apis_codes_are_humanized_never_said_raw() -> None:
-    from envfarm.factory.openapi import _coded_words, humanized
+def test_a_derived_or_proposed_specs_codes_are_humanized_never_said_raw() -> None:
+    """`import openapi` and `propose` fall back on the values humanized for a coded slot nobody worded; words
+    already written are kept."""
+    from envfarm.factory.spec import humanized, with_default_words
 
     assert humanized("not_received") == "not received"
     assert humanized("inStock") == "in stock"
     assert humanized("USD") == "USD"
     assert humanized(True) == "yes"
-    fields = {"reason": {"type": "string", "enum": ["not_received", "damaged"]}, "full": {"type": "boolean"}}
-    words = _coded_words(["Dispute it: {reason}, {full}."], fields)
-    assert words == {
-        "reason": {"not_received": "not received", "damaged": "damaged"},
+    data: dict[str, Any] = {
+        "entities": {
+            "sales": {
+                "refer": ["the {status} sale"],
+                "columns": {"status": {"type": "string", "enum": ["on_hold", "done"]}},
+                "words": {"status": {"done": "finished"}},
+            }
+        },
+        "tools": [
+            {
+                "name": "dispute",
+                "entity": "sales",
+                "params": {"reason": {"type": "string", "enum": ["not_received"]}, "full": {"type": "boolean"}},
+                "intent": {"asks": "user", "say": ["Dispute it: {reason}, {full}.", "Again: {reason}."]},
+            }
+        ],
+    }
+    with_default_words(data)
+    assert data["entities"]["sales"]["words"] == {"status": {"done": "finished", "on_hold": "on hold"}}
+    assert data["tools"][0]["intent"]["words"] == {
+        "reason": {"not_received": "not received"},
         "full": {"true": "yes", "false": "no"},
     }
 
