@@ -263,11 +263,14 @@ def detail_sentence(label: str, value: Any, own: bool = False) -> str:
     return f"{the} {verb} {text}."
 
 
-def held(name: str, value: Any, label: str, owner: str = "the") -> HiddenFact:
-    """A fact the user holds back, said as a person states it: a date with its year and no weekday ("my date
-    of birth is 12 March 1988", never "Saturday 12 March"), anything else as `spoken` says it."""
+def held(name: str, value: Any, label: str, owner: str = "the", worded: str | None = None) -> HiddenFact:
+    """A fact the user holds back, said as a person states it: a code in its intent's words (`worded`: "the
+    kind is pre-trip", never "pre trip"), a date with its year and no weekday ("my date of birth is 12 March
+    1988", never "Saturday 12 March"), anything else as `spoken` says it."""
     day = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2}).*)?", value) if isinstance(value, str) else None
-    if day:
+    if worded is not None:
+        said = worded
+    elif day:
         said = f"{int(day[3])} {calendar.month_name[int(day[2])]} {day[1]}"
         if day[4] is not None and (day[4], day[5]) != ("00", "00"):
             said += f" at {day[4]}:{day[5]}"
@@ -428,11 +431,14 @@ def _unasked(claims: list[Claim], question: str) -> list[Claim]:
     if not question.rstrip().endswith("?"):
         return claims
     asked = {w[:5] for w in re.findall(r"[a-z]+", question.lower())}
+    words_ = {w for w in re.findall(r"[a-z]+", question.lower()) if len(w) >= 4}
 
     def covered(claim: Claim) -> bool:
         label = [w for w in re.findall(r"[a-z]+", _wanted([claim]).lower()) if len(w) > 2 and w not in _ASKING_WORDS]
-        # a label of no content words ("what it's for") is what the question itself asks: never asked twice
-        return not label or any(w[:5] in asked for w in label)
+        # a label of no content words ("what it's for") is what the question itself asks: never asked twice;
+        # 'did it pass?' already asks 'whether it passed' (one word the other's stem)
+        stems = any(len(w) >= 4 and any(q.startswith(w) or w.startswith(q) for q in words_) for w in label)
+        return not label or stems or any(w[:5] in asked for w in label)
 
     return [c for c in claims if not covered(c)]
 
@@ -633,6 +639,12 @@ class OfflineWriter:
             raise Drop("intent: the speaker would name themselves", f"{call.server}.{call.tool}")
         raise Drop("intent: no way to name the row", f"{call.server}.{call.tool}")
 
+    def _worded(self, call: Any, name: str, value: Any) -> str | None:
+        """How the call's intent words a coded value of `name` ('pre-trip' for `pre_trip`); None when it has none."""
+        found = self.catalog.intents.get(call.server)
+        intent = found.tools.get(call.tool) if found else None
+        return word_for(intent.words, name, value) if intent is not None else None
+
     def _heard(
         self, rng: random.Random, call: Any, intent: Intent, told: list[Any], read: bool, persona: PersonaRecord
     ) -> list[Claim]:
@@ -695,7 +707,7 @@ class OfflineWriter:
                     label = self.label(call.server, name, spec.param(name).description)
                     told.append(value)
                     if label is not None and not isinstance(value, bool):
-                        hidden.append(held(name, value, label))
+                        hidden.append(held(name, value, label, worded=self._worded(call, name, value)))
                 heard = self._heard(rng, call, intent, told, spec.read_only, persona)
                 if spec.read_only and not heard:
                     # "What kinds of rooms do you have?" with nothing one row answers: no claim would check it
@@ -711,7 +723,7 @@ class OfflineWriter:
                 if index == 0 and not QUESTION_LABEL.match(label):
                     said.append(detail_sentence(label, value, own=value in (persona.name, persona.email)))
                 else:
-                    hidden.append(held(name, value, label))
+                    hidden.append(held(name, value, label, worded=self._worded(call, name, value)))
             if intent is None and spec.read_only:
                 asked = self._asked(rng, call, spec, told)
                 what = " and ".join(_the(label) for _, label, _ in asked) or "the details"
@@ -770,7 +782,8 @@ class OfflineWriter:
                     owner = "my" if how == "persona" and value in own else "the"
                     if value == persona.email:  # "my email is ...", never "my owner email is ..."
                         label, owner = "email", "my"
-                    hidden.append(held(name, value, label, owner))
+                    worded = self._worded(grounded.calls[index], name, value)
+                    hidden.append(held(name, value, label, owner, worded))
                 follow = grounded.chain.steps[index]
                 if follow.role == "follow" and follow_intent is None:
                     follow_spec = self.catalog.spec(follow.server, follow.tool)

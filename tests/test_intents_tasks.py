@@ -388,8 +388,9 @@ async def test_the_user_never_says_a_code_a_snake_token_or_their_own_name_twice(
                 for param, said in (intent.words if intent else {}).items():
                     value = call.arguments.get(param)
                     code = str(value).lower() if isinstance(value, str) else None
-                    if code and code in said and code not in said[code].lower() and "_" in code:
-                        assert not re.search(rf"\b{re.escape(code.replace('_', ' '))}\b", text.lower()), (
+                    spaced = (code or "").replace("_", " ")
+                    if code and code in said and spaced not in said[code].lower() and "_" in code:
+                        assert not re.search(rf"\b{re.escape(spaced)}\b", text.lower()), (
                             task.id,
                             code,
                             message,
