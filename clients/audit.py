@@ -37,7 +37,7 @@ from envfarm.clients.connect import Connections
 from envfarm.clients.graph import ToolSpec, is_id_like, load_intents, load_specs, words
 from envfarm.clients.grounding import PersonaRecord, Row, ServerWorld, observe, persona_rows
 from envfarm.clients.tasks import Claim, Task
-from envfarm.servers.runtime.intents import ServerIntents
+from envfarm.servers.runtime.intents import ServerIntents, value_key, word_for
 
 CHECKS = ("determinacy", "referents", "roles", "claims", "verify", "clock", "garble", "depth")
 PAGING = frozenset({"count", "total", "has_more", "cursor", "next_cursor", "offset", "limit", "page", "page_size"})
@@ -47,6 +47,7 @@ STAFF_VERBS = frozenset(
     {"receive", "assign", "unassign", "cycle", "restock", "putaway", "dispatch", "complete", "adjust", "reassign"}
     | {"departure", "stock", "inventory"}
 )
+NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
 SNAKE = re.compile(r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b")
 ISO_TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
 PARAMETER_SENTENCE = re.compile(r"\b[Tt]he [\w ]{1,40} should be\b")
@@ -54,6 +55,10 @@ SCRUBBED_VERB = re.compile(
     r"\b(?:you|to|please|Please|I want to|Need to|need to) it\b|\bit (?:a|my|the) it\b|\b(\w{4,}) (?:a|my|the|a new) \1\b"
 )
 # "I mean the report on ...": the pointer a writer adds to pick one row; one per message reads naturally.
+# 'full tank: yes', 'frequency: monthly', 'the reason is: Never signed up': a form's field, not a sentence.
+CODE_FIELD = re.compile(
+    r"\b[a-z]+(?: [a-z]+)?: (?:yes|no|true|false)\b|[;,(] ?[a-z]+(?: [a-z]+)?: [a-z]+\b|\b(?:is|are): (?=\w)"
+)
 POINTER = re.compile(r"\bI mean the\b")
 # A form line in a message: "Body: Thanks.", "Quantity: 5.00." (a label, a colon, the value), outside quotes.
 FORM_LINE = re.compile(r"(?:^|[.!?]\s+)(?!One more thing:|Quick question:)([A-Z][a-z]+(?: [a-z]+){0,4}): (?=\S)")
@@ -406,6 +411,23 @@ class Auditor:
             )
             for server, found in (intents or {}).items()
         }
+        # How people say a tool's coded values ("I was charged twice" for `duplicate`): said, the value is said.
+        self.words = {
+            (server, tool): intent.words
+            for server, found in (intents or {}).items()
+            for tool, intent in found.tools.items()
+            if intent.words
+        }
+        self.coded = {
+            (server, tool): {
+                value.lower()
+                for said in intent.words.values()
+                for value, phrase in said.items()
+                if value.lower() not in phrase.lower() and value.replace("_", " ").lower() not in phrase.lower()
+            }
+            for server, found in (intents or {}).items()
+            for tool, intent in found.tools.items()
+        }
         self.worlds = worlds
         self.facts = facts
         self.columns: dict[str, set[str]] = {}
@@ -433,6 +455,8 @@ class Auditor:
             ok = True
             for name, value in call.arguments.items():
                 if name in PAGING_ARGS or value is None or value == [] or value == {}:
+                    continue
+                if self._worded(call.server, call.tool, name, value, text):
                     continue
                 if isinstance(value, bool):
                     said = any(mentions(text, w) for w in words(name) if len(w) > 3)
@@ -507,6 +531,16 @@ class Auditor:
                         )
                     )
         return findings
+
+    def _worded(self, server: str, tool: str, name: str, value: Any, text: str) -> bool:
+        """Whether the user says `value` of `name` in the words the intent gives it ("I was charged twice" for
+        `duplicate`), or says a small count in words ("one seat")."""
+        words_ = self.words.get((server, tool), {})
+        phrase = word_for(words_, name, value)
+        if phrase is not None and phrase.lower() in text.lower():
+            return True
+        number = NUMBER_WORDS.get(value) if isinstance(value, int) and not isinstance(value, bool) else None
+        return number is not None and re.search(rf"\b{number}\b", text, re.IGNORECASE) is not None
 
     def _named(self, server: str, value: Any, text: str) -> bool:
         """Whether the user's words single out the seed row whose key is `value` among all rows of its table,
@@ -741,9 +775,22 @@ class Auditor:
                 findings.append(
                     Finding(check="garble", detail=f"hidden fact: another person's email as 'my' ({value})")
                 )
+        # A code the intent words for people ("duplicate": "I was charged twice") said raw in the user's words.
+        raw = set()
+        for call in task.gold_calls:
+            for name, value in call.arguments.items():
+                phrase = word_for(self.words.get((call.server, call.tool), {}), name, value)
+                code = value_key(value).lower()
+                if phrase is not None and code not in phrase.lower() and code.replace("_", " ") not in phrase.lower():
+                    raw.add(code)
         for where, message in said:
             text = EMAIL.sub("", message)
             problems = []
+            for code in sorted(raw):
+                if where != "hidden fact" and code not in ("true", "false") and mentions(QUOTED.sub("", text), code):
+                    problems.append(f"raw value '{code}' (its intent words it for people)")
+            if m := CODE_FIELD.search(QUOTED.sub("“…”", text)):
+                problems.append(f"a value said as a form field '{m[0].strip()}'")
             if m := SNAKE.search(text):
                 problems.append(f"raw field name or id '{m[0]}'")
             if m := ISO_TIME.search(text):

@@ -25,6 +25,8 @@ MONEY = re.compile(
     r"\b(price|amount|cost|total price|fee|fees|balance|copay|pays|subtotal|salary|charge|refund|paid|due|"
     r"rate|budget|spent|limit amount|deposit|tip|tax|revenue|outstanding|owed|value)\b"
 )
+#: A coded value (an enum's `pass_fail`, `in_progress`): said with spaces, never raw. No digits: ids have them.
+CODE = re.compile(r"[a-z]+(?:_[a-z]+)+")
 #: Paging fields: never a fact a person asked to hear, and never said as a field.
 PAGING = {"cursor", "has_more", "next_cursor", "limit", "offset"}
 #: How a claim's rubric text is worded today ("states the daily price: 24.00"); the label is group 1.
@@ -201,7 +203,7 @@ def say_value(name: str, value: Any, currency: str | None = None) -> str:
     try:
         number = float(text.replace(",", "").removeprefix("$"))
     except ValueError:
-        return text
+        return text.replace("_", " ") if CODE.fullmatch(text) else text  # 'pass_fail' -> 'pass fail'
     if MONEY.search(label(name)):
         sign = CURRENCY_SIGNS.get(currency or "")
         amount = f"{number:,.2f}"
@@ -212,8 +214,9 @@ def say_value(name: str, value: Any, currency: str | None = None) -> str:
 
 
 def _verb_is(words: str) -> str:
-    """'is' or 'are' for a label ('the notes are', 'the status is')."""
-    last = words.split()[-1] if words.split() else ""
+    """'is' or 'are' for a label ('the notes are', 'the status is', 'the number of seats is')."""
+    head = words.split(" of ")[0] if " of " in words else words
+    last = head.split()[-1] if head.split() else ""
     plural = last.endswith("s") and not last.endswith(("ss", "us", "is")) and last != "news"
     return "are" if plural else "is"
 
@@ -247,21 +250,37 @@ def _unit(words: str) -> tuple[str, str]:
     return words, ""
 
 
+def _addressed(words: str) -> str:
+    """A label in the user's words said back by the agent: 'what I owe in fines' -> 'what you owe in fines',
+    'my copay' -> 'your copay', 'whether I got a seat' -> 'whether you got a seat'."""
+    swaps = {"i": "you", "my": "your", "me": "you", "mine": "yours", "i've": "you've", "i'm": "you're", "am": "are"}
+    return re.sub(
+        r"\b(?:I've|I'm|I|my|me|mine)\b|(?<=\bI )am\b",
+        lambda m: swaps.get(m.group(0).lower(), m.group(0)),
+        words,
+    )
+
+
 def _fact(words: str, value: str, currency: str | None) -> str:
     """One claim as a clause: 'the daily price is $24.00', 'it starts on April 17, 2026 at 09:00 UTC',
-    'the weight is 6.32 kg'."""
+    'the weight is 6.32 kg'; a label worded as a question as an answer to it ('as for how many days late
+    it was, that's 0')."""
     said = say_value(words, value, currency)
     when = _when(value.strip())
+    words = _addressed(words)
     question = re.match(r"(when|whether|how|who|what|which|where)\b\s*(.*)", words)
     if question is not None:  # a label worded as a question ('when it was submitted')
         if question.group(1) == "when" and question.group(2):
             return f"{question.group(2)} on {when}" if when is not None else f"{question.group(2)} {said}"
-        return f"{words}: {said}"
+        wordy = len(said.split()) >= 3 and not _numeric(said.replace(",", "").lstrip("$€£¥₹"))
+        return f"as for {words}, that's {when or (f'“{said}”' if wordy else said)}"
     if when is not None:
         event = _dated(words, when)
         if event is not None:
             return f"it {event}"
-        return f"the {_noun(words)} is on {when}" if _noun(words) != words else f"the {words} is {when}"
+        if _noun(words) != words:
+            return f"the {_noun(words)} {_verb_is(_noun(words))} on {when}"
+        return f"the {words} {_verb_is(words)} {when}"
     wordy = len(said.split()) >= 3 or (len(said.split()) == 2 and said.endswith((".", "!", "?")))
     if wordy and not _numeric(said.replace(",", "").lstrip("$€£¥₹")):
         said = f"“{said}”"
@@ -279,7 +298,10 @@ def claim_parts(claim: Claim) -> tuple[str, str] | None:
     if value is None:
         return None
     words = match.group(1)
-    words = re.sub(rf":?\s*{re.escape(str(value))}\s*$", "", words).strip(" :")
+    if (
+        match.group(2) is None
+    ):  # 'states the total 24.00': the value trails the label ('whether it is active: active' keeps it)
+        words = re.sub(rf":?\s*{re.escape(str(value))}\s*$", "", words).strip(" :")
     return (words or "value"), str(value)
 
 
@@ -331,13 +353,20 @@ def state_claims(claims: Iterable[Claim], currency: str | None = None, ids: Iter
 # ---------------------------------------------------------------- changes in words
 
 
+#: Verbs a tool name writes as one word: said as a person says them ('checkout_copy' -> 'check out').
+COMPOUND_VERBS = {"checkout": "check out", "checkin": "check in", "setup": "set up", "signup": "sign up"}
+
+
 def _action(tool: str) -> tuple[str, str]:
-    """(verb, object) of a tool name: `pay_invoice` -> ('pay', 'invoice')."""
+    """(verb, object) of a tool name: `pay_invoice` -> ('pay', 'invoice'), `checkout_copy` -> ('check out', 'copy')."""
     words = label(tool).split()
-    return (words[0], " ".join(words[1:])) if words else ("do", "that")
+    return (COMPOUND_VERBS.get(words[0], words[0]), " ".join(words[1:])) if words else ("do", "that")
 
 
 def _past(verb: str) -> str:
+    if " " in verb:  # 'check out' -> 'checked out'
+        head, _, rest = verb.partition(" ")
+        return f"{_past(head)} {rest}"
     if verb in PAST:
         return PAST[verb]
     for prefix in ("un", "re"):  # unpin -> unpinned, resubmit -> resubmitted, reopen -> reopened
@@ -420,9 +449,22 @@ def _change(task: Task, index: int, ids: set[str], currency: str | None) -> tupl
     return verb, f"{article} {thing} for the {entity} {described}"
 
 
-def _details(call: GoldCall, ids: set[str], currency: str | None) -> list[str]:
-    """The values a change sets, in words (ids left out; long texts named, not read out)."""
+def _participle(event: str) -> str:
+    """A date field's event as a clause that follows a noun: 'starts on May 2' -> 'starting on May 2', 'was
+    issued on May 2' -> 'issued on May 2' ('with starts on May 2' is no English)."""
+    if event.startswith("was "):
+        return event.removeprefix("was ")
+    verb, _, rest = event.partition(" ")
+    stem = verb[:-1] if verb.endswith("s") and not verb.endswith("ss") else verb
+    stem = stem[:-1] if stem.endswith("e") and not stem.endswith("ee") else stem
+    return f"{stem}ing {rest}".strip()
+
+
+def _details(call: GoldCall, ids: set[str], currency: str | None) -> tuple[list[str], list[str]]:
+    """The values a change sets, in words (ids left out; long texts named, not read out): those said after
+    'with' ('amount 24.00'), and dates said as events ('starting on May 2')."""
     out: list[str] = []
+    events: list[str] = []
     for key, value in call.arguments.items():
         if value in (None, "", [], {}) or is_id_key(key) or str(value) in ids or key in PAGING:
             continue
@@ -434,15 +476,25 @@ def _details(call: GoldCall, ids: set[str], currency: str | None) -> list[str]:
         if isinstance(value, str) and len(value) > 80:
             out.append(f"the {words} you gave me")
         elif when is not None:
-            out.append(_dated(words, when) or f"{_noun(words)} on {when}")
+            event = _dated(words, when)
+            if event is not None:
+                events.append(_participle(event))
+            elif _noun(words) != words:  # 'due on': 'due on March 24', never 'with due on March 24'
+                events.append(f"{_noun(words)} on {when}")
+            else:
+                out.append(f"{words} {when}")
         elif isinstance(value, bool):
-            out.append(f"{words}: {text}")
+            out.append(f"{words} set to {text}")
+        elif isinstance(value, str) and (CODE.fullmatch(value) or re.fullmatch(r"[a-z]+", value)):
+            out.append(f"{words} {text.replace('_', ' ')}")  # a code ('pass_fail', 'damaged') in words, not quoted
         elif isinstance(value, str) and not _numeric(value):
             out.append(f"{words} “{text}”")
+        elif words in UNITS and _numeric(text):  # `liters`: '53.8 liters', never 'liters 53.8'
+            out.append(f"{text} {words}")
         else:
             words, unit = _unit(words)
             out.append(f"{words} {text}" + (f" {unit}" if unit else ""))
-    return out
+    return out, events
 
 
 def _numeric(text: str) -> bool:
@@ -458,8 +510,9 @@ def readback(task: Task, index: int) -> str:
     call = task.gold_calls[index]
     ids, currency = task_ids(task), _currency(task)
     verb, what = _change(task, index, ids, currency)
-    details = _details(call, ids, currency)
+    details, events = _details(call, ids, currency)
     text = f"Just to confirm: I'll {verb} {what}" + (f", with {_join(details)}" if details else "")
+    text += f", {_join(events)}" if events else ""
     return text + ". Shall I go ahead?"
 
 

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from envfarm.clients.audit import (
     HEAD_NOUNS,
+    NUMBER_WORDS,
     PAGING,
     POINTER,
     Finding,
@@ -39,7 +40,7 @@ from envfarm.clients.sampling import Catalog
 from envfarm.clients.speech import say_slot
 from envfarm.clients.tasks import Claim, HiddenFact, OverSpecification, Task
 from envfarm.llm import ChatModel, UnusableAnswer
-from envfarm.servers.runtime.intents import Intent, slots
+from envfarm.servers.runtime.intents import Intent, slots, word_for
 
 STEP_WORDS = ("then", "first", "next", "after that", "afterwards", "finally", "step", "call", "tool", "use the")
 STEP_PATTERN = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in STEP_WORDS) + r")\b", re.IGNORECASE)
@@ -113,11 +114,15 @@ ON_BEHALF = {
 # Asking to hear what an intent's `hear` names ("the new total"): the claims are what the user asked for.
 HEAR = {
     "polite": ("Could you tell me {what}?", "I'd also like to know {what}, please."),
-    "terse": ("Tell me {what}.", "I need {what}."),
+    "terse": ("Tell me {what}.", "I need to know {what}."),  # never "I need whether it is paid"
     # never "what's {what}": a label may be a clause ("whether it is paid") or plural ("the amounts")
     "chatty": ("And could you let me know {what}? I like to have it written down.", "Oh, and can you tell me {what}?"),
 }
 MY = re.compile(r"\bmy\b", re.IGNORECASE)
+# 'me' where a phrasing's person is the subject ('what else is me selling?'): no first-person form fits there.
+SUBJECT_ME = re.compile(r"\b(?:is|are|was|were|has|does) me\b|^me\b|[.?!] me\b|\bme (?:is|has|was)\b")
+# A unit after a number slot ('{weight:number} kg'): 1 stays a figure there ('1 kg', never 'one kg').
+UNIT_AFTER = re.compile(r"\s*(?:kg|km|g|lb|cm|mm|m|ml|l|h|%|litres|liters|euros|dollars)\b")
 RELAYED = {
     "polite": (
         "I'm calling for {relation}, {owner}, who can't make it today. They asked me to pass this on: “{words}”",
@@ -139,17 +144,21 @@ class Vocabulary(BaseModel):
     tool_names: list[str]
     internal_ids: list[str]
     literals: list[str]
+    # tool names whose words are plain speech on their server (it has intents): only the raw name gives one away
+    spoken_tools: list[str] = Field(default_factory=list)
 
 
 def vocabulary(grounded: Grounded, catalog: Catalog) -> Vocabulary:
     names: set[str] = set()
+    spoken_tools: set[str] = set()
     for server in grounded.chain.servers:
-        # A tool named the way its people talk ("check out", "check in") is no tool name in their words.
+        # A server with intents is asked in its people's words, where a tool's name is plain English ("send
+        # invoice INV-1044", "fill prescription 610001"): scrubbing those words ('send it INV-1044') garbles.
+        # Its raw names (`send_invoice`) never come from a phrasing; the audit's snake_case check would catch one.
         found = catalog.intents.get(server)
-        said = " ".join(p.lower() for i in found.tools.values() for p in i.say) if found else ""
-        names.update(
-            t.name for t in catalog.by_server[server] if not (said and " ".join(words(t.name)).lower() in said)
-        )
+        names.update(t.name for t in catalog.by_server[server])
+        if found is not None and found.tools:
+            spoken_tools.update(t.name for t in catalog.by_server[server])
     ids: set[str] = set()
     literals: set[str] = set()
     for call in grounded.calls:
@@ -165,7 +174,12 @@ def vocabulary(grounded: Grounded, catalog: Catalog) -> Vocabulary:
                 continue
             ids.update(_values_of(call.output, field.name))
     ids = {i for i in ids if isinstance(i, str) and len(i) >= 3}
-    return Vocabulary(tool_names=sorted(names), internal_ids=sorted(ids), literals=sorted(literals - ids))
+    return Vocabulary(
+        tool_names=sorted(names),
+        internal_ids=sorted(ids),
+        literals=sorted(literals - ids),
+        spoken_tools=sorted(spoken_tools),
+    )
 
 
 def _values_of(node: Any, key: str) -> Iterable[Any]:
@@ -189,8 +203,11 @@ def _occurs(needle: str, text: str) -> bool:
 def over_specification(text: str, vocab: Vocabulary) -> OverSpecification:
     """Count what a message gives away: tool names (as written, or their words in a row), internal ids,
     literal argument values, and step words."""
+    spoken = set(vocab.spoken_tools)
     tools = sum(
-        1 for n in vocab.tool_names if len(words(n)) > 1 and (_occurs(n, text) or _occurs(" ".join(words(n)), text))
+        1
+        for n in vocab.tool_names
+        if len(words(n)) > 1 and (_occurs(n, text) or (n not in spoken and _occurs(" ".join(words(n)), text)))
     )
     ids = sum(1 for i in vocab.internal_ids if _occurs(i, text))
     literals = sum(1 for v in vocab.literals if len(v) >= 2 and _occurs(v, text))
@@ -246,11 +263,14 @@ def detail_sentence(label: str, value: Any, own: bool = False) -> str:
     return f"{the} {verb} {text}."
 
 
-def held(name: str, value: Any, label: str, owner: str = "the") -> HiddenFact:
-    """A fact the user holds back, said as a person states it: a date with its year and no weekday ("my date
-    of birth is 12 March 1988", never "Saturday 12 March"), anything else as `spoken` says it."""
+def held(name: str, value: Any, label: str, owner: str = "the", worded: str | None = None) -> HiddenFact:
+    """A fact the user holds back, said as a person states it: a code in its intent's words (`worded`: "the
+    kind is pre-trip", never "pre trip"), a date with its year and no weekday ("my date of birth is 12 March
+    1988", never "Saturday 12 March"), anything else as `spoken` says it."""
     day = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2}).*)?", value) if isinstance(value, str) else None
-    if day:
+    if worded is not None:
+        said = worded
+    elif day:
         said = f"{int(day[3])} {calendar.month_name[int(day[2])]} {day[1]}"
         if day[4] is not None and (day[4], day[5]) != ("00", "00"):
             said += f" at {day[4]}:{day[5]}"
@@ -314,6 +334,57 @@ def _ended(sentence: str) -> str:
     return sentence if re.search(r"[.?!\"”)]\s*$", sentence) else sentence.rstrip() + "."
 
 
+def self_phrase(phrase: str, name: str, email: str | None) -> str:
+    """A `refer` phrase that names the speaker, said by the speaker: 'the card of Emma Dubois
+    (emma.dubois@example.com)' -> 'my card', "Grace Dubois's team calendar" -> 'my team calendar', 'the
+    Grace Dubois calendar' -> 'my calendar', 'driver Samuel Haddad' (the person themselves) -> 'me'. A phrase
+    that does not name them is returned as it is."""
+    if not _names(phrase, name, email):
+        return phrase
+    text = phrase
+    if email:
+        text = re.sub(rf"\s*\(\s*{re.escape(email)}\s*\)|,?\s*{re.escape(email)}", "", text).strip()
+    if not name or name not in text:
+        return text if text else "me"
+    who = re.escape(name)
+    if m := re.fullmatch(rf"(?:the |a |an )?(.+?) (?:of|for|belonging to) {who}", text):
+        return f"my {m[1]}"
+    if re.search(rf"(?:\bthe )?{who}(?:'s|’s)\s", text):
+        return re.sub(rf"(?:\bthe )?{who}(?:'s|’s)\s", "my ", text, count=1)
+    if m := re.fullmatch(rf"the {who} (.+)", text):
+        return f"my {m[1]}"
+    return "me"  # the phrase names the person: 'Samuel Haddad', 'driver Samuel Haddad', 'the customer ...'
+
+
+def _says(text: str, value: Any) -> bool:
+    """Whether `text` says `value`: as `mentions` finds it, or a small count in words ('one seat')."""
+    word = NUMBER_WORDS.get(value) if isinstance(value, int) and not isinstance(value, bool) else None
+    return mentions(text, value) or (word is not None and re.search(rf"\b{word}\b", text, re.IGNORECASE) is not None)
+
+
+def _names(text: str, name: str, email: str | None) -> bool:
+    """Whether `text` names the person by their full name or email."""
+    return bool((name and re.search(rf"\b{re.escape(name)}\b", text)) or (email and email in text))
+
+
+def first_person(text: str, name: str, email: str | None) -> str:
+    """A request as its speaker says it: their own name, said where a phrasing names a person, becomes 'me',
+    and a self-introduction inside the request ('This is Noah Moreau.') goes (the greeting already has one)."""
+    if not name or not _names(text, name, email):
+        return text
+    who = re.escape(name)
+    text = re.sub(rf"(?:(?<=^)|(?<=[.!?] ))(?:This is|It's|I'm|I am|My name is) {who}[.!]\s*", "", text)
+    text = re.sub(rf"\b(?:This is|It's|I'm|I am|My name is) {who},?\s+", "I'm ", text)
+    text = re.sub(r"\bI'm me\b[.,]?\s*", "", text)
+    if email:
+        text = re.sub(rf"\s*\(\s*{re.escape(email)}\s*\)", "", text)
+    text = re.sub(rf"(?:\bthe )?{who}(?:'s|’s)\s", "my ", text)
+    roles = r"(?:driver|member|patient|guest|customer|student|employee|user|subscriber)"
+    text = re.sub(rf"\b(by|for|to|with|from|on|of) (?:the |a )?(?:{roles} )?{who}\b", r"\1 me", text)
+    text = re.sub(rf"\b(?:the |a )?{roles} {who}\b", "me", text)
+    return re.sub(r"\s{2,}", " ", text).strip()
+
+
 def _wanted(claims: list[Claim]) -> str:
     """What the claims of an intent's `hear` ask for, in the person's words: 'the balance and the fee'."""
     return " and ".join(c.text.split(":")[0].split(" ", 1)[1] for c in claims)
@@ -360,10 +431,14 @@ def _unasked(claims: list[Claim], question: str) -> list[Claim]:
     if not question.rstrip().endswith("?"):
         return claims
     asked = {w[:5] for w in re.findall(r"[a-z]+", question.lower())}
+    words_ = {w for w in re.findall(r"[a-z]+", question.lower()) if len(w) >= 4}
 
     def covered(claim: Claim) -> bool:
         label = [w for w in re.findall(r"[a-z]+", _wanted([claim]).lower()) if len(w) > 2 and w not in _ASKING_WORDS]
-        return any(w[:5] in asked for w in label)
+        # a label of no content words ("what it's for") is what the question itself asks: never asked twice;
+        # 'did it pass?' already asks 'whether it passed' (one word the other's stem)
+        stems = any(len(w) >= 4 and any(q.startswith(w) or w.startswith(q) for q in words_) for w in label)
+        return not label or stems or any(w[:5] in asked for w in label)
 
     return [c for c in claims if not covered(c)]
 
@@ -431,16 +506,21 @@ class OfflineWriter:
                     row.update(found)
         return row or None
 
-    def _render_refer(self, server: str, phrasing: str, row: Row) -> str | None:
-        """A table's `refer` phrasing said of one row; None when a slot has no value in it."""
+    def _render_refer(self, server: str, table: str, phrasing: str, row: Row) -> str | None:
+        """A table's `refer` phrasing said of one row (a coded value in its table's `words`); None when a slot
+        has no value in it."""
         text = phrasing
+        intents = self.catalog.intents.get(server)
         for slot in slots(phrasing):
-            value = row.get(slot.name)
+            value, worded_by = row.get(slot.name), table
             if slot.follow:
-                table = self._ref_table(server, slot.name)
-                other = self._seed_row(server, table, value) if table else None
+                worded_by = self._ref_table(server, slot.name) or ""
+                other = self._seed_row(server, worded_by, value) if worded_by else None
                 value = other.get(slot.follow) if other else None
-            said = say_slot(value, slot.format)
+            column = slot.follow or slot.name
+            words = intents.words.get(worded_by, {}) if intents else {}
+            said = word_for(words, column, value) if value not in (None, "") else None
+            said = said if said is not None else say_slot(value, slot.format)
             if said is None:
                 return None
             text = text.replace(slot.text, said, 1)
@@ -464,11 +544,13 @@ class OfflineWriter:
         pool = own if mine else (world.tables.get(table, []) if world else [])
         others = [r for r in pool if not same(r.get(key), ident)]
         usable = [p for p in phrasings if mine or not MY.search(p)]
-        texts = {p: t for p in usable if (t := self._render_refer(server, p, row)) is not None}
+        texts = {p: t for p in usable if (t := self._render_refer(server, table, p, row)) is not None}
 
         def unique(chosen: tuple[str, ...]) -> bool:
             said = tuple(texts[p].lower() for p in chosen)
-            return all(tuple((self._render_refer(server, p, o) or "").lower() for p in chosen) != said for o in others)
+            return all(
+                tuple((self._render_refer(server, table, p, o) or "").lower() for p in chosen) != said for o in others
+            )
 
         single = [(p,) for p in texts if unique((p,))]
         pairs = [] if single else [c for c in combinations(texts, 2) if unique(c)]
@@ -477,9 +559,13 @@ class OfflineWriter:
         # The words the gold's searches are keyed on (a book's title, a course's code) name it best: then the
         # agent searches by what the user said, and nothing else needs holding back.
         keyed = [v for c in grounded.calls if not c.uses for v in c.arguments.values() if isinstance(v, str)]
-        fits = single or pairs
+        persona = grounded.persona
+        fits: list[tuple[str, ...]] = [*(single or pairs)]
+        # A person does not name themselves in the third person: a phrasing without their name, where one fits
+        fits = [c for c in fits if not any(_names(texts[p], persona.name, persona.email) for p in c)] or fits
         chosen = rng.choice([c for c in fits if any(mentions(texts[p], v) for p in c for v in keyed)] or fits)
-        refs[server, table, ident] = ", ".join(texts[p] for p in chosen)
+        said = [self_phrase(texts[p], persona.name, persona.email) for p in chosen]
+        refs[server, table, ident] = ", ".join(dict.fromkeys(said))
         return refs[server, table, ident]
 
     def _intent_request(
@@ -499,6 +585,8 @@ class OfflineWriter:
         if not fitting:
             raise Drop("intent: no phrasing fits the call", f"{call.server}.{call.tool}")
         rng.shuffle(fitting)
+        persona = grounded.persona
+        naming = False  # a phrasing fitted but still names the speaker ('what else is Olga Weber selling?')
         for phrasing in fitting:
             text, said = phrasing, []
             for slot in slots(phrasing):
@@ -517,27 +605,45 @@ class OfflineWriter:
                         # a row the task itself made: the person cannot name it by what the answer showed
                         raise Drop("intent: names a row made in the task", f"{call.server}.{call.tool}")
                     if slot.follow:
-                        words = say_slot(row.get(slot.follow), slot.format)
+                        followed = row.get(slot.follow)
+                        words = word_for(intent.words, f"{slot.name}.{slot.follow}", followed)
+                        words = words if words is not None else say_slot(followed, slot.format)
                     else:
                         words = self.refer(rng, grounded, call.server, table, row, refs)
                     said += [
                         v for v in row.values() if words and not isinstance(v, (dict, list)) and mentions(words, v)
                     ]
                 else:
-                    words = say_slot(value, slot.format)
+                    # a code (an enum, a yes/no) in the intent's words: "I was charged twice", never "duplicate"
+                    words = word_for(intent.words, slot.name, value)
+                    words = words if words is not None else say_slot(value, slot.format)
                 if words is None:
                     break
                 said.append(value)
-                if words == "1":  # '{adults} adults' said of one: '1 adult'
+                after = phrasing[phrasing.index(slot.text) + len(slot.text) :]
+                if words == "1" and not isinstance(value, bool) and not UNIT_AFTER.match(after):
+                    # '{adults} adults' said of one: 'one adult'; 'I need {quantity}.': 'I need one.'
                     text = re.sub(rf"{re.escape(slot.text)} (\w+[^s\W])s\b", rf"{slot.text} \1", text, count=1)
+                    words = "one"
                 text = text.replace(slot.text, words, 1)
             else:
+                # The speaker's own name said where a phrasing names a person ("by driver Samuel Haddad", "This
+                # is Noah Moreau."): 'by me', or gone; a phrasing that still names them is a last resort.
+                text = first_person(text, persona.name, persona.email)
+                if _names(text, persona.name, None) or SUBJECT_ME.search(text):
+                    naming = True
+                    continue
                 told.extend(said)
-                # A row of the persona's own named by its owner ("Felix Martins's message") is "my message".
-                name = grounded.persona.name
-                text = re.sub(rf"\b(?:the )?{re.escape(name)}'s\b", "my", text) if name else text
                 return text, {s.name for s in slots(phrasing)}
+        if naming:
+            raise Drop("intent: the speaker would name themselves", f"{call.server}.{call.tool}")
         raise Drop("intent: no way to name the row", f"{call.server}.{call.tool}")
+
+    def _worded(self, call: Any, name: str, value: Any) -> str | None:
+        """How the call's intent words a coded value of `name` ('pre-trip' for `pre_trip`); None when it has none."""
+        found = self.catalog.intents.get(call.server)
+        intent = found.tools.get(call.tool) if found else None
+        return word_for(intent.words, name, value) if intent is not None else None
 
     def _heard(
         self, rng: random.Random, call: Any, intent: Intent, told: list[Any], read: bool, persona: PersonaRecord
@@ -595,13 +701,13 @@ class OfflineWriter:
                 # asks to hear what the intent says they want back; other details of the call are held back.
                 request, slotted = self._intent_request(rng, grounded, goal, intent, told, refs)
                 for name, value in details:
-                    if name in slotted or value in told or mentions(request, value):  # said ("my 114.74 payment")
+                    if name in slotted or value in told or _says(request, value):  # said ("my 114.74 payment")
                         told.append(value)
                         continue
                     label = self.label(call.server, name, spec.param(name).description)
                     told.append(value)
                     if label is not None and not isinstance(value, bool):
-                        hidden.append(held(name, value, label))
+                        hidden.append(held(name, value, label, worded=self._worded(call, name, value)))
                 heard = self._heard(rng, call, intent, told, spec.read_only, persona)
                 if spec.read_only and not heard:
                     # "What kinds of rooms do you have?" with nothing one row answers: no claim would check it
@@ -617,7 +723,7 @@ class OfflineWriter:
                 if index == 0 and not QUESTION_LABEL.match(label):
                     said.append(detail_sentence(label, value, own=value in (persona.name, persona.email)))
                 else:
-                    hidden.append(held(name, value, label))
+                    hidden.append(held(name, value, label, worded=self._worded(call, name, value)))
             if intent is None and spec.read_only:
                 asked = self._asked(rng, call, spec, told)
                 what = " and ".join(_the(label) for _, label, _ in asked) or "the details"
@@ -658,7 +764,7 @@ class OfflineWriter:
                         # a lookup for other dates than the ones asked about reads as a second, unasked request
                         raise Drop("intent: a lookup contradicts the request", f"{call.server}.{call.tool}.{name}")
                     if intent is not None:
-                        known_now = any(same(value, h.value) for h in hidden) or mentions(
+                        known_now = any(same(value, h.value) for h in hidden) or _says(
                             " ".join([request, *said]), value
                         )
                         known_now = known_now or (isinstance(value, str) and value in told)
@@ -676,7 +782,8 @@ class OfflineWriter:
                     owner = "my" if how == "persona" and value in own else "the"
                     if value == persona.email:  # "my email is ...", never "my owner email is ..."
                         label, owner = "email", "my"
-                    hidden.append(held(name, value, label, owner))
+                    worded = self._worded(grounded.calls[index], name, value)
+                    hidden.append(held(name, value, label, owner, worded))
                 follow = grounded.chain.steps[index]
                 if follow.role == "follow" and follow_intent is None:
                     follow_spec = self.catalog.spec(follow.server, follow.tool)
@@ -861,6 +968,9 @@ def scrub(text: str, vocab: Vocabulary) -> str:
     """Remove whatever a message must not carry: tool names, internal ids, step words."""
     for name in sorted(vocab.tool_names, key=len, reverse=True):
         if len(words(name)) < 2:  # one plain word ('unsubscribe', 'search') gives no tool away
+            continue
+        if name in vocab.spoken_tools:  # 'send invoice INV-1044' is how its people talk: only `send_invoice` goes
+            text = re.sub(rf"(?<![\w@.-]){re.escape(name)}(?![\w@-])", "it", text, flags=re.IGNORECASE)
             continue
         if name.lower() not in text.lower() and " ".join(words(name)) not in text.lower():
             continue

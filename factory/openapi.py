@@ -47,7 +47,15 @@ from pydantic import BaseModel, Field
 
 from envfarm.factory import fakedata
 from envfarm.factory.source import POLICY_NAME
-from envfarm.factory.spec import LIST_AS_TEXT, RESERVED_PARAMS, SQL_KEYWORDS, SpecError, parse_spec, read_document
+from envfarm.factory.spec import (
+    LIST_AS_TEXT,
+    RESERVED_PARAMS,
+    SQL_KEYWORDS,
+    SpecError,
+    parse_spec,
+    read_document,
+    with_default_words,
+)
 from envfarm.servers.runtime.registry import Source
 
 FARM_NOW = "2026-04-13T09:00:00Z"
@@ -2477,6 +2485,7 @@ def derive_intents(spec: dict[str, Any], asked: dict[str, str]) -> None:
         if hear:
             intent["hear"] = hear
         tool["intent"] = intent
+    with_default_words(spec)  # a code said in a phrasing: its values humanized, never said raw
 
 
 def draft_policy(spec: dict[str, Any], description: str) -> str:

@@ -23,13 +23,14 @@ from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
     ValidationError,
+    field_validator,
     model_serializer,
     model_validator,
 )
 from pydantic_core import ErrorDetails
 
 from envfarm.servers.runtime.effects import Effect, Hints, effect_hints
-from envfarm.servers.runtime.intents import Intent, slots
+from envfarm.servers.runtime.intents import Intent, Words, slots, value_key
 from envfarm.servers.runtime.registry import Source
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
@@ -109,6 +110,18 @@ class Entity(StrictModel):
         default_factory=list,
         description="how a person names one row, with {column} slots: 'my stay at {hotel_id.name} from {check_in:date}'",
     )
+    words: Words = Field(
+        default_factory=dict,
+        description="column -> value -> how a person says it: every enum or boolean column a `refer` or `say` slot uses",
+    )
+
+    @field_validator("words", mode="before")
+    @classmethod
+    def _word_keys(cls, words: Any) -> Any:
+        return {
+            str(c): {value_key(k): v for k, v in said.items()} if isinstance(said, dict) else said
+            for c, said in (words or {}).items()
+        }
 
     @model_validator(mode="after")
     def _check_keys(self) -> Entity:
@@ -866,10 +879,177 @@ def _slot_problem(spec: EnvironmentSpec, name: str, follow: str | None, ref: str
     return None
 
 
+def _coded(column: Column | Param | None) -> list[str] | None:
+    """The values a person would otherwise hear as raw codes: an enum's, or `true`/`false`; None for any
+    other value (a name, a date, a number is said as it is)."""
+    if column is None:
+        return None
+    if column.enum:
+        return list(column.enum)
+    return ["true", "false"] if column.type == "boolean" else None
+
+
+def _followed(spec: EnvironmentSpec, ref: str | None, follow: str) -> tuple[Column | None, Words]:
+    """The column `follow` of the table `ref` points into, and that table's words."""
+    target = spec.entities.get((ref or "").partition(".")[0])
+    if target is None:
+        return None, {}
+    return target.columns.get(follow), target.words
+
+
+def _words_problem(slot_text: str, name: str, values: list[str] | None, words: dict[str, str] | None) -> str | None:
+    """Why a slot said through `words` would put a raw code in a person's mouth; None when every value has words."""
+    if values is None:
+        return None
+    missing = [v for v in values if v not in (words or {})]
+    if not missing:
+        return None
+    return (
+        f"{slot_text}: a person does not say {missing[0]!r}; give `words: {{{name}: {{{missing[0]}: ...}}}}` "
+        f"for every value ({', '.join(missing)} missing): how a person says each one"
+    )
+
+
+def humanized(value: Any) -> str:
+    """A coded value as words when nobody wrote better ones: 'not_received' -> 'not received', 'inStock' ->
+    'in stock', True -> 'yes'; an all-capitals code ('USD') stays."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    text = str(value)
+    if text.isupper():
+        return text
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
+    return " ".join(t.lower() for t in re.split(r"[_\-\s]+", spaced) if t)
+
+
+def _coded_field(field: Any) -> list[str] | None:
+    """`_coded` of a raw (not yet validated) column or param document."""
+    if not isinstance(field, dict):
+        return None
+    if field.get("enum"):
+        return [str(v) for v in field["enum"]]
+    return ["true", "false"] if field.get("type") == "boolean" else None
+
+
+def with_default_words(data: dict[str, Any]) -> dict[str, Any]:
+    """A spec document with `words` for every coded `say` or `refer` slot that has none, the values humanized
+    ('not_received' -> 'not received'): what `import openapi` and `propose` fall back on, so a derived or
+    proposed spec never puts a raw code in a person's mouth. Words already written are kept."""
+    found = data.get("entities")
+    entities: dict[str, Any] = found if isinstance(found, dict) else {}
+
+    def fill(words: dict[str, Any], key: str, values: list[str] | None) -> None:
+        if values is None:
+            return
+        said = words.setdefault(key, {})
+        for value in values:
+            said.setdefault(value, humanized(True if value == "true" else False if value == "false" else value))
+
+    def target(ref: Any) -> dict[str, Any]:
+        found = entities.get(str(ref or "").partition(".")[0])
+        return found if isinstance(found, dict) else {}
+
+    for entity in entities.values():
+        if not isinstance(entity, dict):
+            continue
+        columns = entity.get("columns") or {}
+        for phrasing in entity.get("refer") or []:
+            for slot in _safe_slots(phrasing):
+                column = columns.get(slot.name)
+                if slot.follow is None:
+                    fill(entity.setdefault("words", {}), slot.name, _coded_field(column))
+                elif isinstance(column, dict) and (other := target(column.get("ref"))):
+                    fill(
+                        other.setdefault("words", {}),
+                        slot.follow,
+                        _coded_field((other.get("columns") or {}).get(slot.follow)),
+                    )
+    for tool in data.get("tools") or []:
+        intent = tool.get("intent") if isinstance(tool, dict) else None
+        if not isinstance(intent, dict):
+            continue
+        params = tool.get("params") or {}
+        entity = entities.get(tool.get("entity") or "")
+        entity = entity if isinstance(entity, dict) else {}
+        for phrasing in intent.get("say") or []:
+            for slot in _safe_slots(phrasing):
+                param = params.get(slot.name)
+                if not isinstance(param, dict):
+                    continue
+                column_name = param.get("column") or slot.name
+                column = (entity.get("columns") or {}).get(column_name)
+                if slot.follow is not None:
+                    keyed = slot.name == tool.get("key")
+                    other = entity if keyed else target(param.get("ref") or (column or {}).get("ref"))
+                    if other:
+                        fill(
+                            other.setdefault("words", {}),
+                            slot.follow,
+                            _coded_field((other.get("columns") or {}).get(slot.follow)),
+                        )
+                    continue
+                values = _coded_field(param) or (_coded_field(column) if slot.name != tool.get("key") else None)
+                if values is None or slot.name in (intent.get("words") or {}):
+                    continue
+                if column is not None and column_name in (entity.get("words") or {}):
+                    continue
+                fill(intent.setdefault("words", {}), slot.name, values)
+    return data
+
+
+def _safe_slots(phrasing: Any) -> list[Any]:
+    """The slots of a phrasing, or none when it is malformed (the check names that problem itself)."""
+    try:
+        return slots(phrasing) if isinstance(phrasing, str) else []
+    except ValueError:
+        return []
+
+
+def words_problems(spec: EnvironmentSpec) -> Problems:
+    """`words` word values that exist: a table's name its columns, a tool's its params (or `param.column`),
+    and every value they word is one the column or param can hold."""
+    problems: Problems = []
+    for tname, entity in spec.entities.items():
+        for column, said in entity.words.items():
+            at = f"entities.{tname}.words.{column}"
+            values = _coded(entity.columns.get(column))
+            if column not in entity.columns:
+                problems.append((at, f"{tname!r} has no column {column!r}"))
+            elif values is None:
+                problems.append((at, f"{column!r} is neither an enum nor a boolean: its values are said as they are"))
+            else:
+                problems += [
+                    (f"{at}.{v}", f"{v!r} is not a value of {column!r} ({', '.join(values)})")
+                    for v in said
+                    if v not in values
+                ]
+    for i, tool in enumerate(spec.tools):
+        for name in tool.intent.words if tool.intent else {}:
+            head = name.partition(".")[0]
+            if head not in tool.params:
+                problems.append((f"tools.{i}({tool.name}).intent.words.{name}", f"{tool.name} has no param {head!r}"))
+    return problems
+
+
+def _say_values(spec: EnvironmentSpec, tool: ToolKind, name: str, follow: str | None) -> tuple[list[str] | None, Words]:
+    """The coded values a `say` slot can take, and the table words that serve it when the intent has none."""
+    if follow is not None:
+        column, words = _followed(spec, tool.checked_ref(spec, name), follow)
+        return _coded(column), {f"{name}.{follow}": words.get(follow, {})}
+    param = tool.params[name]
+    values = _coded(param)
+    entity = spec.entities.get(tool.entity_name or "")
+    column_name = param.column or name
+    if entity is not None and name != tool.key_param and column_name in entity.columns:
+        return values or _coded(entity.columns[column_name]), {name: entity.words.get(column_name, {})}
+    return values, {}
+
+
 def intent_problems(spec: EnvironmentSpec) -> Problems:
     """Intents name what exists: `say` slots the tool's params, `hear` its output fields, `refer` slots the
-    table's columns (or a column of a row they reference)."""
-    problems: Problems = []
+    table's columns (or a column of a row they reference); a slot holding a code (an enum, a boolean) has
+    `words` for every value, so no person is made to say `pass_fail` or `true`."""
+    problems: Problems = words_problems(spec)
     for tname, entity in spec.entities.items():
         for j, phrasing in enumerate(entity.refer):
             at = f"entities.{tname}.refer.{j}"
@@ -888,6 +1068,12 @@ def intent_problems(spec: EnvironmentSpec) -> Problems:
                     problems.append((at, f"{slot.text} is an id; name a column a person knows ({{{slot.name}.name}})"))
                 elif why := _slot_problem(spec, slot.name, slot.follow, column.ref):
                     problems.append((at, f"{slot.text}: {why}"))
+                elif slot.follow is not None:
+                    target, words = _followed(spec, column.ref, slot.follow)
+                    if why := _words_problem(slot.text, slot.follow, _coded(target), words.get(slot.follow)):
+                        problems.append((at, f"{why} (in the referenced table's words)"))
+                elif why := _words_problem(slot.text, slot.name, _coded(column), entity.words.get(slot.name)):
+                    problems.append((at, why))
     for i, tool in enumerate(spec.tools):
         at = f"tools.{i}({tool.name}).intent"
         if tool.intent is None:
@@ -901,6 +1087,12 @@ def intent_problems(spec: EnvironmentSpec) -> Problems:
                     problems.append((f"{at}.say.{j}", f"{slot.text}: {tool.name} has no param {slot.name!r}"))
                 elif why := _slot_problem(spec, slot.name, slot.follow, tool.checked_ref(spec, slot.name)):
                     problems.append((f"{at}.say.{j}", f"{slot.text}: {why}"))
+                else:
+                    key = f"{slot.name}.{slot.follow}" if slot.follow else slot.name
+                    values, table_words = _say_values(spec, tool, slot.name, slot.follow)
+                    said = tool.intent.words.get(key) or table_words.get(key)
+                    if why := _words_problem(slot.text, key, values, said):
+                        problems.append((f"{at}.say.{j}", why))
         fields = result_fields(spec, tool)
         for field in tool.intent.hear:
             if field not in fields:

@@ -112,3 +112,35 @@ def test_a_number_is_said_with_every_digit_it_has() -> None:
     assert say_value("what the client still owes", 12443.45) == "12443.45"
     assert say_value("ratio", 1234567.891) == "1234567.891"
     assert say_value("weight", 0.1 + 0.2) == "0.3"
+
+
+def test_the_oracle_says_outcomes_in_words_never_codes_or_column_grammar() -> None:
+    """Question labels are answered, the user's own words ('what I owe') come back as 'you', a code is said
+    with spaces, a date a change sets reads as an event ('starting on', never 'with starts on')."""
+    from envfarm.clients.speech import readback, state_claims
+
+    said = " ".join(
+        state_claims(
+            [
+                Claim(text="states what I owe in fines: 0.00", values=["0.00"]),
+                Claim(text="confirms whether the account is active: active", values=["active"]),
+                Claim(text="states the grading basis: pass_fail", values=["pass_fail"]),
+                Claim(text="states the number of seats: 8", values=["8"]),
+                Claim(text="states what they wrote: Great guide, the group was large.", values=["x"]),
+            ]
+        )
+    )
+    assert "what you owe in fines, that's 0" in said, said
+    assert "whether the account is active, that's active" in said, said
+    assert "pass fail" in said and "pass_fail" not in said, said
+    assert "the number of seats is 8" in said, said
+    call = GoldCall(
+        server="s",
+        tool="create_event",
+        arguments={"title": "Sync", "starts_at": "2026-04-26T09:00:00Z", "grading_basis": "pass_fail"},
+        output={"event_id": "evt_ab12cd"},
+    )
+    task = _task().model_copy(update={"gold_calls": [call]})
+    text = readback(task, 0)
+    assert "starting on April 26, 2026" in text and "with starts" not in text, text
+    assert "grading basis pass fail" in text and "“pass_fail”" not in text, text

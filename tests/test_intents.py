@@ -119,3 +119,128 @@ def test_a_write_without_an_intent_is_refused_and_a_read_may_go_without(tmp_path
     problems = dict(problems_after(tmp_path, change))
     assert list(problems) == ["tools.9(check_in).intent"], problems
     assert "a write needs an intent" in problems["tools.9(check_in).intent"]
+
+
+def test_a_coded_say_slot_needs_words_for_every_value(tmp_path: Path) -> None:
+    """`{payment_method}` holds a code (`company_invoice`): without words for every value a person would be
+    made to say it raw, so the check names the slot and the values missing."""
+
+    def change(data: dict[str, Any]) -> None:
+        tool(data, "check_out")["intent"]["words"] = {"payment_method": {"card": "card", "cash": "cash"}}
+
+    problems = problems_after(tmp_path, change)
+    assert any("check_out" in at and "{payment_method}" in why and "company_invoice" in why for at, why in problems), (
+        problems
+    )
+
+
+def test_a_coded_refer_slot_needs_its_tables_words(tmp_path: Path) -> None:
+    def change(data: dict[str, Any]) -> None:
+        del data["entities"]["folio_charges"]["words"]
+
+    problems = problems_after(tmp_path, change)
+    assert any("folio_charges.refer" in at and "{category}" in why for at, why in problems), problems
+
+
+def test_words_name_values_the_column_can_hold(tmp_path: Path) -> None:
+    def change(data: dict[str, Any]) -> None:
+        data["entities"]["folio_charges"]["words"]["category"]["coffee"] = "coffee"
+        tool(data, "check_out")["intent"]["words"]["tip"] = {"yes": "yes"}
+
+    problems = problems_after(tmp_path, change)
+    assert any("folio_charges.words.category.coffee" in at for at, _ in problems), problems
+    assert any("check_out" in at and "no param 'tip'" in why for at, why in problems), problems
+
+
+def test_boolean_words_are_keyed_true_and_false_however_yaml_reads_them() -> None:
+    from envfarm.servers.runtime.intents import Intent, ServerIntents, word_for
+
+    intent = Intent.model_validate(
+        yaml.safe_load('asks: user\nsay: ["a {x}", "b {x}"]\nwords: {x: {true: "with a full tank", false: "low"}}')
+    )
+    assert intent.words == {"x": {"true": "with a full tank", "false": "low"}}
+    assert word_for(intent.words, "x", True) == "with a full tank"
+    assert word_for(intent.words, "x", 0) == "low"  # SQLite's 0/1 for a boolean column
+    assert word_for(intent.words, "y", True) is None
+    served = ServerIntents.model_validate({"words": {"t": {"c": {True: "yes please"}}}})
+    assert served.words == {"t": {"c": {"true": "yes please"}}}
+
+
+def test_every_built_in_spec_words_every_coded_slot() -> None:
+    """All built-in specs pass the words check, and each has what its users say for a code it holds."""
+    from envfarm.factory.spec import EnvironmentSpec, intent_problems, read_document
+
+    worded = 0
+    for path in sorted((REPO / "factory" / "specs").glob("*/spec.yaml")):
+        spec = EnvironmentSpec.model_validate(read_document(path))
+        assert intent_problems(spec) == [], (path.parent.name, intent_problems(spec)[:3])
+        worded += sum(bool(e.words) for e in spec.entities.values())
+        worded += sum(bool(t.intent and t.intent.words) for t in spec.tools)
+        for said in [*(w for e in spec.entities.values() for w in e.words.values())]:
+            assert all(v.strip() and "_" not in v for v in said.values()), (path.parent.name, said)
+    assert worded >= 24
+
+
+def test_the_served_intents_carry_the_tables_words_for_a_param_that_fills_a_column() -> None:
+    """A param that fills an enum column has its table's words in the served intent (no copy in the spec)."""
+    from envfarm.servers.runtime.server import _worded
+
+    entities = {"holds": {"words": {"pickup_branch": {"Central": "the Central branch"}}, "columns": {}}}
+    tool_ = {
+        "entity": "holds",
+        "params": {"pickup_branch": {"type": "string"}},
+        "intent": {"asks": "user", "say": ["Hold it at {pickup_branch}.", "At {pickup_branch}, please."]},
+    }
+    assert _worded(tool_, entities)["words"] == {"pickup_branch": {"Central": "the Central branch"}}
+
+
+def test_a_derived_or_proposed_specs_codes_are_humanized_never_said_raw() -> None:
+    """`import openapi` and `propose` fall back on the values humanized for a coded slot nobody worded; words
+    already written are kept."""
+    from envfarm.factory.spec import humanized, with_default_words
+
+    assert humanized("not_received") == "not received"
+    assert humanized("inStock") == "in stock"
+    assert humanized("USD") == "USD"
+    assert humanized(True) == "yes"
+    data: dict[str, Any] = {
+        "entities": {
+            "sales": {
+                "refer": ["the {status} sale"],
+                "columns": {"status": {"type": "string", "enum": ["on_hold", "done"]}},
+                "words": {"status": {"done": "finished"}},
+            }
+        },
+        "tools": [
+            {
+                "name": "dispute",
+                "entity": "sales",
+                "params": {"reason": {"type": "string", "enum": ["not_received"]}, "full": {"type": "boolean"}},
+                "intent": {"asks": "user", "say": ["Dispute it: {reason}, {full}.", "Again: {reason}."]},
+            }
+        ],
+    }
+    with_default_words(data)
+    assert data["entities"]["sales"]["words"] == {"status": {"done": "finished", "on_hold": "on hold"}}
+    assert data["tools"][0]["intent"]["words"] == {
+        "reason": {"not_received": "not received"},
+        "full": {"true": "yes", "false": "no"},
+    }
+
+
+def test_a_person_names_their_own_things_in_the_first_person() -> None:
+    from envfarm.clients.writing import first_person, self_phrase
+
+    name, email = "Emma Dubois", "emma.dubois@example.com"
+    assert self_phrase("the card of Emma Dubois (emma.dubois@example.com)", name, email) == "my card"
+    assert self_phrase("Emma Dubois's team calendar", name, email) == "my team calendar"
+    assert self_phrase("the Emma Dubois calendar", name, email) == "my calendar"
+    assert self_phrase("driver Emma Dubois", name, email) == "me"
+    assert (
+        self_phrase("the card of Ivan Mensah (ivan@example.com)", name, email)
+        == "the card of Ivan Mensah (ivan@example.com)"
+    )
+    assert first_person("This is Emma Dubois. I did the check.", name, email) == "I did the check."
+    assert first_person("I'm Emma Dubois, here to collect it.", name, email) == "I'm here to collect it."
+    assert first_person("Log it by driver Emma Dubois; it passed.", name, email) == "Log it by me; it passed."
+    assert "Emma Dubois" in first_person("What else is Emma Dubois selling?", name, email)  # left: the writer drops it

@@ -182,14 +182,16 @@ async def test_a_row_is_named_so_that_no_other_row_of_the_persona_fits() -> None
             key = world.keys[table]
             for row in own.get(table, []):
                 for phrasing in phrasings:
-                    said = writer._render_refer("hotel", phrasing, row)
+                    said = writer._render_refer("hotel", table, phrasing, row)
                     if said is None or said.lower() not in task.opening_message.lower() or not slots(phrasing):
                         continue
                     named += 1
                     others = [
-                        r for r in own[table] if r[key] != row[key] and writer._render_refer("hotel", phrasing, r)
+                        r
+                        for r in own[table]
+                        if r[key] != row[key] and writer._render_refer("hotel", table, phrasing, r)
                     ]
-                    twins = [r for r in others if writer._render_refer("hotel", phrasing, r) == said]
+                    twins = [r for r in others if writer._render_refer("hotel", table, phrasing, r) == said]
                     assert not twins, (task.id, said, [t[key] for t in twins])
     assert named, "no opening named one of the persona's rows"
 
@@ -350,3 +352,46 @@ def test_a_phrasing_ending_in_a_said_value_still_ends_its_sentence() -> None:
     assert _ended("Please cancel my subscription. Too many emails") == "Please cancel my subscription. Too many emails."
     for whole in ("Done.", "Is it paid?", 'Say "hi"', "(thanks)"):
         assert _ended(whole) == whole
+
+
+SPEECH_SEEDS = [0, 7, 3100]
+
+
+def _registered() -> list[str]:
+    return sorted(s["name"] for s in json.loads((REPO / "registry.json").read_text())["servers"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", SPEECH_SEEDS)
+async def test_the_user_never_says_a_code_a_snake_token_or_their_own_name_twice(seed: int) -> None:
+    """Over the whole built-in farm: what the user says holds no enum code their intent words for people
+    ("duplicate" where it says "I was charged twice"), no snake_case token, never the persona's full name
+    twice in one message, never "of <their name>" (their own card, said in the third person)."""
+    servers = _registered()
+    async with Connections(farm_targets(REPO, servers)) as farm:
+        synthesis = await synthesize(SynthesisOptions(n=40, seed=seed, servers=servers), farm)
+        intents = {s: i for s in servers if (i := await load_intents(farm, s)) is not None}
+        report = audit_tasks(await build_auditor(farm, servers), synthesis.tasks)
+    assert report.failed == 0, report.findings
+    assert len(synthesis.tasks) >= 30, synthesis.summary.dropped
+    for task in synthesis.tasks:
+        name = task.persona.name
+        for message in [task.opening_message, *(t.message for t in task.turns[1:])]:
+            text = re.sub(r"\S+@\S+|“[^”]*”|\"[^\"]*\"", "", message)
+            assert not SNAKE.search(text), (task.id, message)
+            assert len(re.findall(rf"\b{re.escape(name)}\b", message)) <= 1, (task.id, message)
+            assert not re.search(rf"\bof {re.escape(name)}\b", message), (task.id, message)
+            assert not re.search(r"\b\w+: (?:yes|no|true|false)\b", message), (task.id, message)
+            for call in task.gold_calls:
+                found = intents.get(call.server)
+                intent = found.tools.get(call.tool) if found else None
+                for param, said in (intent.words if intent else {}).items():
+                    value = call.arguments.get(param)
+                    code = str(value).lower() if isinstance(value, str) else None
+                    spaced = (code or "").replace("_", " ")
+                    if code and code in said and spaced not in said[code].lower() and "_" in code:
+                        assert not re.search(rf"\b{re.escape(spaced)}\b", text.lower()), (
+                            task.id,
+                            code,
+                            message,
+                        )

@@ -16,6 +16,7 @@ template instantiated with the theme's words, so `envfarm propose` works offline
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import time
@@ -30,7 +31,7 @@ from envfarm.factory.build import build_all, warm_options
 from envfarm.factory.importers.metadata import EnvironmentMetadata, import_metadata_offline
 from envfarm.factory.openapi import OpenAPIError, safe_name, singular
 from envfarm.factory.source import POLICY_NAME, check_seed_size, handler_functions
-from envfarm.factory.spec import NAME_PATTERN, SpecError, parse_spec
+from envfarm.factory.spec import NAME_PATTERN, SpecError, parse_spec, with_default_words
 from envfarm.factory.verify.mutation import Mutant, MutantResult, mutate_server, sample, server_mutants
 from envfarm.factory.verify.report import Failure, VerifyOptions
 from envfarm.factory.verify.static_checks import check_handlers
@@ -83,6 +84,14 @@ class SpecDraft(BaseModel):
             spec = dict(data["spec"])
             inside = spec.pop("policy")
             data = {**data, "spec": spec, "policy": data.get("policy") or (inside if isinstance(inside, str) else "")}
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _coded_values_worded(cls, data: Any) -> Any:
+        """A code a phrasing says (an enum, a yes/no) that the model gave no words for: its values humanized."""
+        if isinstance(data, dict) and isinstance(data.get("spec"), dict):
+            data = {**data, "spec": with_default_words(copy.deepcopy(data["spec"]))}
         return data
 
     @model_validator(mode="after")
@@ -392,6 +401,8 @@ def offline_draft(scenario: Scenario, theme: str, variant: int) -> SpecDraft:
                     f"my {one} for the {{item_id.name}}",
                     f"my {{item_id.name}} {one} ({OFFLINE_REFER[extra_name]})",
                 ],
+                # a coded column a phrasing says ('high priority'): how a person words each of its values
+                **({"words": {extra_name: {v: v for v in extra_column["enum"]}}} if extra_column.get("enum") else {}),
                 "columns": {
                     key: {"type": "string", "description": f"Internal {one} id"},
                     "customer_id": {"type": "string", "ref": "customers.customer_id", "description": "The customer"},

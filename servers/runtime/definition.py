@@ -19,7 +19,7 @@ from mcp_types import ToolAnnotations
 from envfarm.servers.runtime.database import set_principal
 from envfarm.servers.runtime.effects import Effect, effect_hints
 from envfarm.servers.runtime.episodes import SEED_IMAGE, build_seed, open_memory
-from envfarm.servers.runtime.intents import ServerIntents
+from envfarm.servers.runtime.intents import Intent, ServerIntents, slots
 from envfarm.servers.runtime.principal import PrincipalDefinition, render_instructions
 
 POLICY_FILE = "policy.md"
@@ -49,6 +49,34 @@ class ToolDefinition:
             self.effect, read_only=self.read_only, destructive=self.destructive, idempotent=self.idempotent
         )
         return ToolAnnotations(**hints.model_dump())
+
+
+def _worded(tool: dict[str, Any], entities: dict[str, Any]) -> dict[str, Any]:
+    """A tool's intent with the words its slots use, its own or its tables': a param that fills an enum column
+    is said in that table's words, a `{param.column}` slot in the referenced table's."""
+    intent = dict(tool["intent"])
+    words = dict(intent.get("words") or {})
+    params = tool.get("params") or {}
+    entity = entities.get(tool.get("entity") or "") or {}
+    for phrasing in intent.get("say") or []:
+        for slot in slots(phrasing):
+            key = f"{slot.name}.{slot.follow}" if slot.follow else slot.name
+            param = params.get(slot.name) or {}
+            if key in words or not param:
+                continue
+            if slot.follow:
+                column = (entity.get("columns") or {}).get(param.get("column") or slot.name) or {}
+                ref = param.get("ref") or column.get("ref") or ""
+                keyed = slot.name == tool.get("key")  # a get/update/delete's key names a row of its own table
+                table = entity if keyed else entities.get(str(ref).partition(".")[0]) or {}
+                found = (table.get("words") or {}).get(slot.follow)
+            else:
+                found = (entity.get("words") or {}).get(param.get("column") or slot.name)
+            if found:
+                words[key] = found
+    if words:
+        intent["words"] = words
+    return intent
 
 
 @dataclass(frozen=True)
@@ -109,9 +137,15 @@ class ServerDefinition:
         """Every tool's intent and every table's reference phrasings (from spec.json beside the code), so a
         task writer can say what a person wants in their words; empty when the folder has none."""
         spec = self._spec_document()
+        entities = spec.get("entities") or {}
         return ServerIntents(
-            tools={t["name"]: t["intent"] for t in spec.get("tools") or [] if t.get("intent")},
-            refer={name: e["refer"] for name, e in (spec.get("entities") or {}).items() if e.get("refer")},
+            tools={
+                t["name"]: Intent.model_validate(_worded(t, entities))
+                for t in spec.get("tools") or []
+                if t.get("intent")
+            },
+            refer={name: e["refer"] for name, e in entities.items() if e.get("refer")},
+            words={name: e["words"] for name, e in entities.items() if e.get("words")},
         )
 
     def instructions(self, acting_for: str | None, policy: str) -> str:

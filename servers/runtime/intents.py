@@ -13,12 +13,17 @@ A phrasing holds slots in braces, `{name}` or `{name:format}`:
 - in a table's `refer`, `name` is one of its columns; `{column.other}` follows a column's foreign key to a
   column of the referenced row ("the {starts_at:time} slot with Dr. {doctor_id.name}").
 `format` is one of `SLOT_FORMATS`, or a strftime pattern starting with `%` ("{check_in:%b %d}").
+
+A slot whose value is one of a few codes (an enum: `duplicate`, `pass_fail`) or a yes/no is said through
+`words`, how a person words each value ("I was charged twice", "with a full tank"): per tool for its params,
+per table for its columns (the table's words also serve a param that fills that column, and a
+`{param.column}` slot). A boolean's words are keyed `true` and `false`.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -64,6 +69,40 @@ def slots(phrasing: str) -> list[Slot]:
     return found
 
 
+Words = dict[str, dict[str, str]]
+"""A param or column -> each of its values (an enum's code, `true`/`false`) -> how a person says it."""
+
+
+def value_key(value: Any) -> str:
+    """The key `words` gives a value under: `true`/`false` for a boolean, the value's text otherwise."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _keyed(words: Any) -> Any:
+    """YAML reads `true:` as a boolean key: keep every key as the text `words` is looked up by."""
+    if not isinstance(words, dict):
+        return words
+    return {
+        str(name): {value_key(k): v for k, v in said.items()} if isinstance(said, dict) else said
+        for name, said in words.items()
+    }
+
+
+def word_for(words: Words, name: str, value: Any) -> str | None:
+    """How a person says `value` of `name` (a param, column or `param.column`); None when `words` has none.
+    A boolean stored as 0/1 (SQLite) is looked up as `false`/`true` where those are the keys."""
+    said = words.get(name)
+    if not said:
+        return None
+    if value_key(value) in said:
+        return said[value_key(value)]
+    if isinstance(value, int) and value in (0, 1) and set(said) <= {"true", "false"}:
+        return said.get("true" if value else "false")
+    return None
+
+
 class Intent(BaseModel):
     """What a person wants from one tool."""
 
@@ -77,6 +116,15 @@ class Intent(BaseModel):
         default_factory=dict,
         description="output field -> how the person names it when they want it back ('the new total')",
     )
+    words: Words = Field(
+        default_factory=dict,
+        description="param -> value -> how a person says it ({reason: {duplicate: 'I was charged twice'}})",
+    )
+
+    @field_validator("words", mode="before")
+    @classmethod
+    def _word_keys(cls, words: Any) -> Any:
+        return _keyed(words)
 
     @field_validator("say")
     @classmethod
@@ -99,3 +147,11 @@ class ServerIntents(BaseModel):
 
     tools: dict[str, Intent] = Field(default_factory=dict)
     refer: dict[str, list[str]] = Field(default_factory=dict, description="table -> how a person names a row")
+    words: dict[str, Words] = Field(
+        default_factory=dict, description="table -> column -> value -> how a person says it (for `refer` slots)"
+    )
+
+    @field_validator("words", mode="before")
+    @classmethod
+    def _word_keys(cls, words: Any) -> Any:
+        return {t: _keyed(w) for t, w in words.items()} if isinstance(words, dict) else words
