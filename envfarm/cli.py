@@ -24,7 +24,7 @@ from envfarm.servers.runtime.registry import (
 )
 
 if TYPE_CHECKING:
-    from envfarm.factory.openapi import ImportResult
+    from envfarm.factory.importers.openapi import ImportResult
 
 CLIENTS = ("claude", "cursor", "vscode")
 
@@ -269,7 +269,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_import_openapi(args: argparse.Namespace) -> int:
     """`envfarm import openapi FILE`: a spec folder from an OpenAPI document (deterministic, no model)."""
-    from envfarm.factory.openapi import OpenAPIError, import_openapi, write_spec_folder
+    from envfarm.factory.importers.openapi import OpenAPIError, import_openapi, write_spec_folder
     from envfarm.factory.spec import SpecError
 
     if args.file.is_dir():
@@ -370,8 +370,8 @@ def _enrich_import(args: argparse.Namespace, result: ImportResult, out: Path) ->
 def cmd_import_metadata(args: argparse.Namespace) -> int:
     """`envfarm import metadata FILE`: EnvFactory metadata -> spec folder(s); offline infers what it can."""
     from envfarm.factory.generate import write_draft
+    from envfarm.factory.importers.openapi import OpenAPIError, safe_name, write_spec_folder
     from envfarm.factory.metadata import import_metadata_offline, import_metadata_with_model, load_metadata
-    from envfarm.factory.openapi import OpenAPIError, safe_name, write_spec_folder
     from envfarm.factory.spec import SpecError
     from envfarm.factory.verify import VerifyOptions
     from envfarm.llm import ChatModel, Transcript, close_after, parse_model
@@ -430,8 +430,8 @@ def cmd_import_metadata(args: argparse.Namespace) -> int:
 def cmd_import_mcp(args: argparse.Namespace) -> int:
     """`envfarm import mcp CONFIG NAME`: a stateful twin of a live MCP server (its listing and reads)."""
     from envfarm.clients.connect import Connections, load_server_configs
+    from envfarm.factory.importers.openapi import OpenAPIError, write_spec_folder
     from envfarm.factory.mcp_twin import observe, twin_spec
-    from envfarm.factory.openapi import OpenAPIError, write_spec_folder
     from envfarm.factory.spec import SpecError
     from envfarm.servers.runtime.control import ControlError
 

@@ -27,8 +27,8 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from envfarm.factory import fakedata
 from envfarm.factory.build import build_all, warm_options
+from envfarm.factory.importers.openapi import safe_name, singular
 from envfarm.factory.mutation import Mutant, MutantResult, mutate_server, sample, server_mutants
-from envfarm.factory.openapi import safe_name, singular
 from envfarm.factory.source import POLICY_NAME, check_seed_size, handler_functions
 from envfarm.factory.spec import NAME_PATTERN, SpecError, parse_spec
 from envfarm.factory.static_checks import check_handlers

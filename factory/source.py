@@ -17,10 +17,9 @@ from pydantic import ValidationError
 
 from envfarm.factory.ids import opaque_seed
 from envfarm.factory.sandbox import VIOLATION
-from envfarm.factory.spec import EnvironmentSpec, SpecError, parse_spec, read_document
+from envfarm.factory.spec import POLICY_NAME, EnvironmentSpec, SpecError, parse_spec, read_document
 
 SPEC_NAMES = ("spec.yaml", "spec.yml", "spec.json")
-POLICY_NAME = "policy.md"  # the policy the instructions carry; becomes the spec's `policy`
 # A seed is a small world an agent explores, not a data set: the largest built-in server has 812 rows in
 # one table, a 0.6 MB seed and an 82 KB spec file. Anything far past that is refused as it is read,
 # naming its size, before any verification work (100,000 inline rows once took 368 s to be refused, for
@@ -109,8 +108,8 @@ def generate_seed(seed_file: Path, spec: EnvironmentSpec, timeout_s: float = 120
 def imported_environment(path: Path, data: dict) -> EnvironmentSource:
     """An OpenAPI document or EnvFactory metadata given to `envfarm build` directly: imported the way
     `envfarm import` does (deterministic, no model), then built like any spec."""
+    from envfarm.factory.importers.openapi import OpenAPIError, import_openapi
     from envfarm.factory.metadata import import_metadata_offline, load_metadata  # the importers build on this module
-    from envfarm.factory.openapi import OpenAPIError, import_openapi
 
     try:
         if "class_name" in data:

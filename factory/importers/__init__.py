@@ -1,0 +1,1 @@
+"""Importers: documents written elsewhere (OpenAPI, EnvFactory metadata, a live MCP server) become spec folders."""
