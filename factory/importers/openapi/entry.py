@@ -104,6 +104,57 @@ def import_document(
     categories = info.get("x-apisguru-categories") or []
     domain = safe_name(categories[0]) if categories else "imported"
     description = first_paragraph(info.get("description")) or f"A stateful twin of {title}."
+    notes = list(report.notes)
+    while True:
+        try:
+            return _draft(importer, data, path, title, description, domain, seed_number)
+        except SpecError as exc:
+            report.notes = list(notes)
+            if not _drop_invalid_tools(importer, exc):
+                raise
+
+
+TOOL_PROBLEM = re.compile(r"^tools\.\d+\((\w+)\)")
+
+
+def _drop_invalid_tools(importer: Importer, exc: SpecError) -> bool:
+    """A tool the spec's validation refuses (a param it cannot type, a column a create cannot fill) is skipped with
+    the problem as its reason, so one odd operation does not cost the document its other tools. False when a
+    problem lies outside a tool, or no tool would be left: then the document is refused with every problem."""
+    bad: dict[str, str] = {}
+    for where, what in exc.problems:
+        match = TOOL_PROBLEM.match(where)
+        if match is None:
+            return False
+        inside = where[match.end() :].lstrip(".")
+        bad.setdefault(match.group(1), f"{inside}: {what}" if inside else what)
+    if len(bad) >= len(importer.tools):
+        return False
+    importer.tools = [t for t in importer.tools if t["name"] not in bad]
+    for mapped in [m for m in importer.report.tools if m.tool in bad]:
+        importer.report.tools.remove(mapped)
+        importer.report.skipped.append(
+            SkippedOperation(
+                method=mapped.method,
+                path=mapped.path,
+                operation_id=mapped.operation_id,
+                reason=f"the tool it maps to is not a valid spec tool ({bad[mapped.tool]})",
+            )
+        )
+    return True
+
+
+def _draft(
+    importer: Importer,
+    data: dict[str, Any],
+    path: Path,
+    title: str,
+    description: str,
+    domain: str,
+    seed_number: int,
+) -> ImportResult:
+    """The spec, its intents, rules, scenarios and policy drafted from what the importer mapped, validated."""
+    report = importer.report
     spec = importer.spec(title, description, domain, seed_number)
     spec["principal"], notes = infer_principal(importer, data, spec, title)
     report.notes += notes

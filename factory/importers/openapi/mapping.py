@@ -47,6 +47,7 @@ class OperationMapper(RpcMapper):
                     self.map_rpc(method, path, op, rpc[(method, path)])
                 else:
                     self.map_operation(method, path, op, params, shapes[(method, path)])
+        self.read_back_tools()
 
     def learn(
         self,
@@ -94,6 +95,8 @@ class OperationMapper(RpcMapper):
             return self.skip(method, path, op, "an authentication flow: our servers act for the episode's principal")
         action = record_action(path, method)
         parent = self.collections.get(collection_path(action[0])) if action is not None else None
+        if action is not None and parent is None:
+            parent = self._named_resource(op)
         if action is not None and parent is not None:
             key_name = action[0].rsplit("/", 1)[-1][1:-1]
             described: dict[str, Any] = next(
@@ -109,6 +112,17 @@ class OperationMapper(RpcMapper):
                 return self.action_tool(action[1], method, path, op, self.entities[parent], key_name, key_desc)
             return None
         return self.map_path_operation(method, path, op, params, record)
+
+    def _named_resource(self, op: dict[str, Any]) -> str | None:
+        """The table a Google-style custom method acts on (`POST /v1/{name}:disable`, where `{name}` is a whole
+        resource name such as `projects/p/services/s`): its operationId names the resource collection
+        (`serviceuser.projects.services.disable` -> `services`), the last path segment of exactly one collection."""
+        parts = str(op.get("operationId") or "").split(".")
+        if len(parts) < 3:
+            return None
+        noun = snake(parts[-2])
+        tables = {t for path, t in self.collections.items() if snake(path.rstrip("/").rsplit("/", 1)[-1]) == noun}
+        return tables.pop() if len(tables) == 1 else None
 
     def map_path_operation(
         self,

@@ -4,6 +4,7 @@ keywords), the key each table is named by, and the foreign keys between tables.
 
 from __future__ import annotations
 
+import keyword
 import re
 from typing import Any
 
@@ -22,6 +23,7 @@ from envfarm.factory.importers.openapi.words import (
     singular,
     snake,
 )
+from envfarm.factory.spec import SQL_KEYWORDS
 
 
 class TableBuilder(ImporterState):
@@ -67,6 +69,9 @@ class TableBuilder(ImporterState):
         if table:
             return self.entities[table]
         table = plural(snake(schema_name))
+        if keyword.iskeyword(table) or table in SQL_KEYWORDS:
+            self.report.notes.append(f"table `{table}_records`: the schema `{schema_name}`; `{table}` is a keyword")
+            table += "_records"
         while table in self.entities:
             table += "_records"
         entity = Entity(

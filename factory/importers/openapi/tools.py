@@ -36,6 +36,11 @@ from envfarm.factory.importers.openapi.words import (
 )
 from envfarm.factory.spec import LIST_AS_TEXT
 
+FEW_TOOLS = 3  # a document whose operations make fewer tools may get read-backs of what it creates
+OUTPUT_SCHEMA = re.compile(
+    r"(Response|Result|Output|Reply|Request|Parameters|Params|Input)s?(Entity|Entities)?$|Responses?_?\d*$"
+)
+
 
 class ToolBuilder(TableBuilder):
     """Tables -> tools: the search, get, create, update, delete, lookup and action tools."""
@@ -45,10 +50,7 @@ class ToolBuilder(TableBuilder):
     ) -> dict[str, Any]:
         """A tool param filling or filtering `column`. A list column (kept as comma-joined text) takes an
         array when written, so no param is a comma-separated string; a search matches one item's text."""
-        text = description or column.description or column.name.replace("_", " ")
-        if LIST_AS_TEXT.search(text):
-            # The document says "comma-separated", but the column holds that text whole: say only what it is.
-            text = " ".join(LIST_AS_TEXT.sub("", text).split()).lstrip("-,; ") or column.name.replace("_", " ")
+        text = without_list_phrasing(description or column.description or "", column.name)
         param: dict[str, Any] = {"type": column.type, "description": text}
         if column.json_text == "list":
             text = text.replace(LIST_TEXT, "").strip()
@@ -83,6 +85,7 @@ class ToolBuilder(TableBuilder):
             if (
                 column not in entity.columns
                 or column == entity.primary_key
+                or column == "id"  # `/invoices/{id}/items`: the invoice's id, not the item's own `id` field
                 or column in self.item_keys.get(entity.table, [])
             ):
                 column = (
@@ -288,6 +291,9 @@ class ToolBuilder(TableBuilder):
         self._add(tool, method, path, op, entity)
 
     def _add(self, tool: dict[str, Any], method: str, path: str, op: dict[str, Any], entity: Entity) -> None:
+        for pname, param in tool["params"].items():
+            if not param.get("items") and param.get("type") == "string" and isinstance(param.get("description"), str):
+                param["description"] = without_list_phrasing(param["description"], pname)
         if "id" in tool["params"] and tool.get("key") != "id" and tool["effect"] != "search":
             # The generated write binds the row's key as `:id`: a param of that name (a record's own `id` field
             # beside another key) would be overwritten by it, so it takes another name.
@@ -308,6 +314,45 @@ class ToolBuilder(TableBuilder):
                 entity=entity.table,
             )
         )
+
+    def read_back_tools(self) -> None:
+        """A document of few operations whose creates write a resource no operation reads (`POST /customApps`
+        alone): the server keeps every row it creates, so a `get` by key and a `list` over it read back what
+        was made. They are not operations of the original API, and their descriptions say so. A table with any
+        read gets none, nor one whose schema is an operation's output (`SimilarityResponse`: a computation's
+        answer, not a resource), nor any table of a document whose own operations make three tools or more."""
+        if len(self.tools) >= FEW_TOOLS:
+            return
+        read = {t["entity"] for t in self.tools if t["effect"] in ("get", "search")}
+        created = [t["entity"] for t in self.tools if t["effect"] == "create"]
+        resources = [t for t in created if t not in read and not OUTPUT_SCHEMA.search(self.entities[t].schema_name)]
+        for table in dict.fromkeys(resources):
+            entity = self.entities[table]
+            one, key = singular(table).replace("_", " "), entity.primary_key
+            note = "Not an operation of the original API: this server keeps the {0} its create tool makes."
+            get_param = self._param_from_column(entity.columns[key], f"The {one}'s {key.replace('_', ' ')}", True)
+            get_param.pop("enum", None)
+            filters: dict[str, dict[str, Any]] = {}
+            for name, column in entity.columns.items():
+                if name != key and column.type == "string" and user_known_column(name, column, entity):
+                    filters[name] = self._param_from_column(column, column.description, search=True)
+                    if not column.enum:
+                        filters[name]["match"] = "contains"
+            for effect, verb, params, asked in (
+                ("get", "get", {key: get_param}, f"Show the {one} with {key.replace('_', ' ')}"),
+                ("search", "list", filters, f"List the {table.replace('_', ' ')}"),
+            ):
+                name = self.tool_name({"operationId": f"{verb}_{table if verb == 'list' else singular(table)}"}, "", "")
+                tool: dict[str, Any] = {
+                    "name": name,
+                    "description": f"{asked}. " + note.format(table.replace("_", " ")),
+                    "effect": effect,
+                    "entity": table,
+                    **({"key": key} if effect == "get" else {"limit": 25}),
+                    "params": params,
+                }
+                self._add(tool, "get", f"(read-back of {table})", {"summary": asked}, entity)
+                self.report.notes.append(f"{name}: reads back the {table} its create makes (no such operation)")
 
     # ---- tool builders -------------------------------------------------------------------------
 
@@ -512,3 +557,11 @@ def filled_columns(tool: dict[str, Any]) -> set[str]:
     `set` values (an optional param may leave its column empty)."""
     given = {param.get("column", name) for name, param in tool["params"].items() if param.get("required")}
     return given | set(tool.get("set") or {})
+
+
+def without_list_phrasing(text: str, name: str) -> str:
+    """A text param's description without "comma-separated" (the document's list syntax): the param holds
+    that text whole, so say only what it is; the name stands in when nothing else is left."""
+    if LIST_AS_TEXT.search(text):
+        text = " ".join(LIST_AS_TEXT.sub("", text).replace("()", "").split()).lstrip("-,; ")
+    return text or name.replace("_", " ")
