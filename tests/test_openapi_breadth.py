@@ -344,3 +344,59 @@ def test_a_document_with_nothing_to_map_is_still_refused_in_one_line(tmp_path: P
     with pytest.raises(OpenAPIError, match="no operation maps to a record tool") as raised:
         import_openapi(path)
     assert "\n" not in str(raised.value)
+
+
+SOUNDS = """
+openapi: 3.0.3
+info: {title: Sounds, version: "1"}
+paths:
+  /sounds:
+    get:
+      operationId: searchSounds
+      parameters:
+        - {name: name, in: query, schema: {type: string}}
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json:
+              schema: {type: array, items: {$ref: '#/components/schemas/Sound'}}
+  /sounds/{soundId}:
+    get:
+      operationId: getSound
+      summary: Details of a sound.
+      parameters:
+        - {name: soundId, in: path, required: true, schema: {type: integer}}
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json:
+              schema: {$ref: '#/components/schemas/Sound'}
+components:
+  schemas:
+    Sound:
+      type: object
+      properties:
+        id: {type: integer}
+        name: {type: string}
+        duration: {type: number, description: Length in seconds}
+        license: {type: string, enum: [cc0, by, by-nc]}
+        previewUrl: {type: string}
+        packId: {type: integer}
+        tags: {type: array, items: {type: string}}
+        explicit: {type: boolean}
+"""
+
+
+def test_a_read_named_by_what_the_person_knows_still_has_facts_to_hear_back(tmp_path: Path) -> None:
+    """The sound asked for by its name: the name is what the person said, so the intent's `hear` goes on to the
+    record's plain facts (its duration, its license), never an id, a reference, a link, a list or a flag."""
+    path = tmp_path / "sounds.yaml"
+    path.write_text(SOUNDS, encoding="utf-8")
+    result = import_openapi(path)
+    get = next(t for t in result.spec["tools"] if t["effect"] == "get")
+    hear = get["intent"]["hear"]
+    assert next(iter(hear)) == "name" and {"duration", "license"} <= set(hear)
+    assert not {"id", "preview_url", "pack_id", "tags", "explicit"} & set(hear)
+    assert hear["duration"] == "the duration"

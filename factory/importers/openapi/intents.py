@@ -5,8 +5,10 @@ the drafted policy and scenarios.
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
+from envfarm.factory.importers.openapi.models import LIST_TEXT, NESTED_TEXT
 from envfarm.factory.importers.openapi.words import singular, spaced_words, verb_phrase
 
 # Columns a person names a row by, most telling first.
@@ -60,10 +62,31 @@ def _refer(table: str, entity: dict[str, Any], rows: list[dict[str, Any]]) -> li
     return phrasings
 
 
-def _hear(entity: dict[str, Any], skip: set[str], limit: int = 3) -> dict[str, str]:
-    """Output fields a person wants back: columns they know (not the ones they gave), by their words."""
-    found = [c for c, col in entity["columns"].items() if col.get("user_known") and c not in skip]
-    return {c: f"the {spaced_words(c)}" for c in found[:limit]}
+def _hear(entity: dict[str, Any], skip: set[str], limit: int = 4) -> dict[str, str]:
+    """Output fields a person wants back, by their words: columns they know (not the ones they gave), then the
+    record's other plain facts (a status, a count, a price, a date). The task writer claims up to two of those
+    the answer holds once and the person did not say, so a read named by the very fields it knows (the sound
+    asked for by its name) still has something to hear back; ids, references, links and nested text never."""
+    columns = {c: col for c, col in entity["columns"].items() if c not in skip and c != entity["primary_key"]}
+    known = [c for c, col in columns.items() if col.get("user_known") and col["type"] != "boolean"]
+    facts = [c for c, col in columns.items() if c not in known and _plain_fact(c, col)]
+    return {c: f"the {spaced_words(c)}" for c in (known + facts)[:limit]}
+
+
+NOT_SPOKEN = re.compile(r"(^|_)(id|key|uuid|url|uri|link|href|etag|hash|token|icon|image|thumbnail|avatar)s?($|_)")
+
+
+def _plain_fact(name: str, column: dict[str, Any]) -> bool:
+    """A column whose value a person would take in when told: not an id or reference, a link, a flag or
+    nested data kept as text."""
+    description = str(column.get("description") or "")
+    return (
+        not column.get("ref")
+        and column["type"] != "boolean"
+        and NOT_SPOKEN.search(name) is None
+        and LIST_TEXT not in description
+        and NESTED_TEXT not in description
+    )
 
 
 def derive_intents(spec: dict[str, Any], asked: dict[str, str]) -> None:

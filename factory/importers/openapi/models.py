@@ -90,6 +90,7 @@ def is_scalar(schema: dict[str, Any]) -> bool:
 
 
 LIST_TEXT = "(the API's list, as comma-separated text)"  # a list column's note; its seed values follow it
+NESTED_TEXT = "(the API's nested data, as text)"  # a nested object's or deeper list's column note
 
 
 class Column(BaseModel):

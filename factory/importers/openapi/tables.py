@@ -9,7 +9,15 @@ import re
 from typing import Any
 
 from envfarm.factory.importers.openapi.document import collection_path, ends_in_param
-from envfarm.factory.importers.openapi.models import LIST_TEXT, Column, Entity, column_type, is_scalar, schema_type
+from envfarm.factory.importers.openapi.models import (
+    LIST_TEXT,
+    NESTED_TEXT,
+    Column,
+    Entity,
+    column_type,
+    is_scalar,
+    schema_type,
+)
 from envfarm.factory.importers.openapi.seed import looks_uuid
 from envfarm.factory.importers.openapi.state import ImporterState
 from envfarm.factory.importers.openapi.words import (
@@ -135,7 +143,7 @@ class TableBuilder(ImporterState):
         if json_text == "list":
             description = (description + " " if description else "") + LIST_TEXT
         elif json_text:
-            description = (description + " " if description else "") + "(the API's nested data, as text)"
+            description = (description + " " if description else "") + NESTED_TEXT
         existing = entity.columns.get(column)
         if existing is not None:
             if existing.enum and enum:
