@@ -400,3 +400,19 @@ def test_a_read_named_by_what_the_person_knows_still_has_facts_to_hear_back(tmp_
     assert next(iter(hear)) == "name" and {"duration", "license"} <= set(hear)
     assert not {"id", "preview_url", "pack_id", "tags", "explicit"} & set(hear)
     assert hear["duration"] == "the duration"
+
+
+def test_all_of_over_a_scalar_is_that_scalar(tmp_path: Path) -> None:
+    """`id: {allOf: [{$ref: ResourceId}], readOnly: true}` (Rebilly's shape) is a string, so the table is keyed by
+    its own `id`, not a synthetic key beside an `id` kept as nested text."""
+    document = yaml.safe_load(KEYWORDS_AND_IDS)
+    document["components"]["schemas"]["ResourceId"] = {"type": "string", "maxLength": 50}
+    document["components"]["schemas"]["Invoice"]["properties"]["id"] = {
+        "allOf": [{"$ref": "#/components/schemas/ResourceId"}],
+        "readOnly": True,
+    }
+    path = tmp_path / "ledger.yaml"
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    invoices = import_openapi(path).spec["entities"]["invoices"]
+    assert invoices["primary_key"] == "id" and invoices["columns"]["id"]["type"] == "string"
+    assert "nested data" not in invoices["columns"]["id"].get("description", "")

@@ -44,6 +44,13 @@ class ApiDocument:
     def schema(self, node: Any) -> tuple[str | None, dict[str, Any]]:
         """A schema with `allOf` merged and the first object alternative of `oneOf`/`anyOf` taken."""
         name, schema = self.deref(node)
+        parts = [self.schema(part) for part in schema.get("allOf") or []]
+        if parts and all(schema_type(p) not in (None, "object", "array") and "properties" not in p for _, p in parts):
+            # `{allOf: [{$ref: ResourceId}], readOnly: true}`: a scalar restated with notes, not a record
+            scalar: dict[str, Any] = {}
+            for _, part in parts:
+                scalar.update(part)
+            return name, {**scalar, **{k: v for k, v in schema.items() if k != "allOf"}}
         if "allOf" in schema:
             merged: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
             for part in schema["allOf"]:
