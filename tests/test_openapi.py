@@ -18,9 +18,9 @@ import yaml
 from envfarm.cli import main
 from envfarm.factory.build import BuildResult, build_all
 from envfarm.factory.importers.openapi import OpenAPIError, import_openapi, write_spec_folder
+from envfarm.factory.importers.openapi.actions import state_change
 from envfarm.factory.importers.openapi.models import Column, Entity
 from envfarm.factory.importers.openapi.rpc import _noun_keys, rpc_name, split_operation
-from envfarm.factory.importers.openapi.tools import state_change
 from envfarm.factory.verify import VerifyOptions
 from envfarm.render import render
 from envfarm.servers.runtime.registry import load_registry

@@ -24,8 +24,10 @@ The mapping (what a real API's description says -> what our spec declares):
 - **seed**: rows generated from the schemas (enums, formats, examples, names), deterministic per seed.
 
 Modules by responsibility: `document` (reading, Swagger 2.0 normalised), `tables` (schemas -> tables),
-`tools` and `rpc` (operations -> tools), `mapping` (the plan), `seed`, `principal`, `intents`, `importer`
-(the whole draft), `entry` (the public entry points re-exported here).
+`tools`, `readers`, `actions` and `rpc` (operations -> tools), `mapping` (the plan), `seed`, `principal`, `intents`,
+`importer` (the whole draft), `entry` (the public entry points re-exported here). Each stage is a class that
+extends the one before: ImporterState -> TableBuilder -> ToolBuilder -> ReadBuilder -> ActionBuilder -> RpcMapper
+-> OperationMapper -> Importer.
 
 The result is a normal spec folder (`spec.yaml` plus `IMPORT.md` saying what was mapped and what was
 not); `envfarm build` publishes it through the same verifier as any other.

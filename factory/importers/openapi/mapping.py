@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from envfarm.factory.importers.openapi.actions import state_change
 from envfarm.factory.importers.openapi.document import collection_path, ends_in_param
 from envfarm.factory.importers.openapi.models import OpenAPIError, schema_type
 from envfarm.factory.importers.openapi.rpc import RpcMapper, names_a_read, record_action, rpc_input, rpc_name
-from envfarm.factory.importers.openapi.tools import state_change
 from envfarm.factory.importers.openapi.words import camel, first_paragraph, singular, snake
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from envfarm.factory.importers.openapi.actions import ActionBuilder
 from envfarm.factory.importers.openapi.models import is_scalar, schema_type
-from envfarm.factory.importers.openapi.tools import ToolBuilder
 from envfarm.factory.importers.openapi.words import (
     ACTION_VERBS,
     COMPUTE_VERBS,
@@ -23,7 +23,7 @@ from envfarm.factory.importers.openapi.words import (
 )
 
 
-class RpcMapper(ToolBuilder):
+class RpcMapper(ActionBuilder):
     """RPC-style operations mapped by their name and shapes."""
 
     # ---- RPC-style operations -------------------------------------------------------------------

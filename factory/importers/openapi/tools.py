@@ -1,10 +1,9 @@
-"""Operations -> tools: search, get, create, update and delete over a table, computed reads over a seeded
-lookup table, and actions on a record that set the state their verb names.
+"""Operations -> tools: search, get, create, update and delete over a table (computed reads are in `readers`,
+actions on a record in `actions`).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from envfarm.factory.importers.openapi.document import ends_in_param
@@ -13,33 +12,18 @@ from envfarm.factory.importers.openapi.models import (
     Column,
     Entity,
     MappedOperation,
-    column_type,
-    is_scalar,
     schema_type,
 )
 from envfarm.factory.importers.openapi.seed import user_known_column
 from envfarm.factory.importers.openapi.tables import TableBuilder
 from envfarm.factory.importers.openapi.words import (
-    ACTION_VERBS,
-    EVENT_VERBS,
-    NOT_INPUTS,
-    OPPOSITES,
     PAGINATION,
-    SEED_ROWS,
-    camel,
     first_paragraph,
-    participles,
-    past_participle,
     safe_name,
     singular,
     snake,
 )
 from envfarm.factory.spec import LIST_AS_TEXT
-
-FEW_TOOLS = 3  # a document whose operations make fewer tools may get read-backs of what it creates
-OUTPUT_SCHEMA = re.compile(
-    r"(Response|Result|Output|Reply|Request|Parameters|Params|Input)s?(Entity|Entities)?$|Responses?_?\d*$"
-)
 
 
 class ToolBuilder(TableBuilder):
@@ -314,242 +298,6 @@ class ToolBuilder(TableBuilder):
                 entity=entity.table,
             )
         )
-
-    def read_back_tools(self) -> None:
-        """A document of few operations whose creates write a resource no operation reads (`POST /customApps`
-        alone): the server keeps every row it creates, so a `get` by key and a `list` over it read back what
-        was made. They are not operations of the original API, and their descriptions say so. A table with any
-        read gets none, nor one whose schema is an operation's output (`SimilarityResponse`: a computation's
-        answer, not a resource), nor any table of a document whose own operations make three tools or more."""
-        if len(self.tools) >= FEW_TOOLS:
-            return
-        read = {t["entity"] for t in self.tools if t["effect"] in ("get", "search")}
-        created = [t["entity"] for t in self.tools if t["effect"] == "create"]
-        resources = [t for t in created if t not in read and not OUTPUT_SCHEMA.search(self.entities[t].schema_name)]
-        for table in dict.fromkeys(resources):
-            entity = self.entities[table]
-            one, key = singular(table).replace("_", " "), entity.primary_key
-            note = "Not an operation of the original API: this server keeps the {0} its create tool makes."
-            get_param = self._param_from_column(entity.columns[key], f"The {one}'s {key.replace('_', ' ')}", True)
-            get_param.pop("enum", None)
-            filters: dict[str, dict[str, Any]] = {}
-            for name, column in entity.columns.items():
-                if name != key and column.type == "string" and user_known_column(name, column, entity):
-                    filters[name] = self._param_from_column(column, column.description, search=True)
-                    if not column.enum:
-                        filters[name]["match"] = "contains"
-            for effect, verb, params, asked in (
-                ("get", "get", {key: get_param}, f"Show the {one} with {key.replace('_', ' ')}"),
-                ("search", "list", filters, f"List the {table.replace('_', ' ')}"),
-            ):
-                name = self.tool_name({"operationId": f"{verb}_{table if verb == 'list' else singular(table)}"}, "", "")
-                tool: dict[str, Any] = {
-                    "name": name,
-                    "description": f"{asked}. " + note.format(table.replace("_", " ")),
-                    "effect": effect,
-                    "entity": table,
-                    **({"key": key} if effect == "get" else {"limit": 25}),
-                    "params": params,
-                }
-                self._add(tool, "get", f"(read-back of {table})", {"summary": asked}, entity)
-                self.report.notes.append(f"{name}: reads back the {table} its create makes (no such operation)")
-
-    # ---- tool builders -------------------------------------------------------------------------
-
-    def lookup_tool(self, method: str, path: str, op: dict[str, Any], params: list[dict[str, Any]]) -> bool:
-        """A computed read (a weather or geocoding lookup, a language detector, a price quote): a GET that
-        answers its inputs with fields of no stored record. It becomes a read over a seeded lookup table,
-        one row per input it knows (input columns + answer columns), so the same input always gets the same
-        answer; a read that takes no input (a singleton, `GET /account`) has one row, its answer. A read whose
-        document gives no record schema answers in one `answer` column. Returns False (nothing mapped) when it
-        answers a list of records (a search of their table) or no field."""
-        inputs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
-        for param in params:
-            if param.get("in") not in ("query", "path") or not isinstance(param.get("name"), str):
-                continue
-            schema = self.doc.schema(param.get("schema") or {})[1]
-            column = safe_name(param["name"])
-            ignored = PAGINATION | NOT_INPUTS
-            if is_scalar(schema) and column not in ignored and snake(param["name"]) not in ignored:
-                inputs[column] = (param, schema)
-        response = self.response(op)
-        answer = self.doc.schema(response)[1] if response is not None else {}
-        opaque = schema_type(answer) != "object" or not answer.get("properties")
-        if opaque:
-            items = self.doc.schema(answer.get("items") or {})[1] if schema_type(answer) == "array" else {}
-            if schema_type(items) == "object" and items.get("properties"):
-                return False  # a list of records: a search of their table, not one answer per input
-            answer = self._opaque_answer(op, answer, set(inputs))
-        name = self.tool_name(op, method, path)
-        table = f"{name}_answers"
-        while table in self.entities:
-            table += "_records"
-        entity = Entity(
-            table=table,
-            schema_name=camel(table),
-            description=f"The answers {name} knows: one row per input" if inputs else f"The answer {name} gives",
-            primary_key="lookup_id",
-            id_format="lkp_{:04d}",
-            added_key=True,
-            seed_rows=SEED_ROWS if inputs else 1,  # no input: always the same answer
-        )
-        entity.columns["lookup_id"] = Column(
-            name="lookup_id", type="string", description="Internal lookup row id", source="added: a lookup table"
-        )
-        for column, (param, schema) in inputs.items():
-            entity.columns[column] = Column(
-                name=column,
-                type=column_type(schema)[0],
-                description=first_paragraph(param.get("description")) or column.replace("_", " "),
-                enum=[str(v) for v in schema["enum"]]
-                if schema.get("enum") and column_type(schema)[0] == "string"
-                else None,
-                source=f"parameter {param['name']}",
-            )
-        self.add_columns(entity, answer, entity.schema_name)
-        if len(entity.columns) <= len(inputs) + 1:
-            self.tool_names.discard(name)
-            return False
-        self.entities[table] = entity
-        self.report.entities[table] = f"the answer of {op.get('operationId') or path} (a computed read)"
-        tool_params = {
-            column: {
-                **self._param_from_column(entity.columns[column], first_paragraph(param.get("description"))),
-                **({"required": True} if param.get("required") or param.get("in") == "path" else {}),
-            }
-            for column, (param, _) in inputs.items()
-        }
-        tool = {
-            "name": name,
-            "description": self.description(op, method, path),
-            "effect": "search",
-            "entity": table,
-            "limit": 10,
-            "params": tool_params,
-        }
-        self._add(tool, method, path, op, entity)
-        self.report.notes.append(
-            f"{name}: a computed read, answered from the seeded lookup table `{table}`"
-            + (" (the document gives no schema for its answer: one text column holds it)" if opaque else "")
-        )
-        return True
-
-    def _opaque_answer(self, op: dict[str, Any], shape: dict[str, Any], taken: set[str]) -> dict[str, Any]:
-        """The answer of a read whose document gives no record schema (none at all, a string, a free-form
-        map, a list of plain values): one `answer` column of its type (text when unknown), described by
-        the response's own description where it says more than "OK"."""
-        described = ""
-        for code, resp in (op.get("responses") or {}).items():
-            if str(code).startswith("2"):
-                described = first_paragraph(self.doc.deref(resp)[1].get("description"), 120)
-                break
-        if re.fullmatch(
-            r"(?i)(\d{3} )?(ok|success(ful)?( response| operation| request)?|no response was specified)?\.?", described
-        ):
-            described = ""
-        kind = schema_type(shape)
-        column: dict[str, Any] = {"type": "string"}
-        if kind == "array" and is_scalar(self.doc.schema(shape.get("items") or {})[1]):
-            column = {"type": "array", "items": shape.get("items")}
-        elif is_scalar(shape):
-            column = {k: v for k, v in shape.items() if k in ("type", "format", "enum")}
-        what = {
-            "object": "the API's answer, a map kept as text",
-            "array": "the API's answer, a list",
-            None: "the API's answer (the document gives no schema for it)",
-        }.get(kind, "the API's answer")
-        column["description"] = (f"{described.rstrip('.')}: " if described else "") + what
-        name = "answer" if "answer" not in taken else "answer_text"
-        return {"type": "object", "properties": {name: column}}
-
-    def action_tool(
-        self, verb: str, method: str, path: str, op: dict[str, Any], entity: Entity, key_name: str, key_desc: str
-    ) -> None:
-        """An action on one record (`POST /orders/{id}:cancel`, `/favorite`, `StopCluster`): an update that
-        sets the state its verb implies: the status enum's past participle (`cancelled`), else a flag
-        column (`favorited`, `is_archived`: true, or false for `unfavorite` and DELETE); else a skip."""
-        change = state_change(verb, entity, negated=method == "delete") or self.add_flag(verb, entity, method)
-        if change is None:
-            return self.skip(
-                method,
-                path,
-                op,
-                f"an action on one {entity.table} row (`{verb}`): no status value or flag column says what it "
-                "changes, and the verb names no lasting state",
-            )
-        column, value = change
-        _, body, why = self.body(op)
-        changes = {} if why else self.body_params(entity, body, for_update=True)  # what it also records (a reason)
-        key_column = self.key_column(entity, key_name)
-        key = safe_name(key_name)
-        if not key_desc or "XXX" in key_desc:
-            key_desc = f"The {singular(entity.table).replace('_', ' ')}'s {key_column.replace('_', ' ')}"
-        key_param = self._param_from_column(entity.columns[key_column], key_desc, required=True)
-        key_param.pop("enum", None)
-        if key != key_column:
-            key_param["column"] = key_column
-        tool = {
-            "name": self.tool_name(op, method, path),
-            "description": self.description(op, method, path),
-            "effect": "update",
-            "entity": entity.table,
-            "key": key,
-            "params": {key: key_param, **{p: v for p, v in changes.items() if p not in (key, key_column, column)}},
-            "set": {column: value},
-        }
-        self._add(tool, method, path, op, entity)
-        self.report.notes.append(f"{tool['name']}: an action; sets `{entity.table}.{column}` to {value!r}")
-        return None
-
-    def add_flag(self, verb: str, entity: Entity, method: str) -> tuple[str, bool] | None:
-        """The flag an action's name implies where the record's schema says no state (`cancel` -> `cancelled`,
-        `disable` -> `enabled` false): a boolean column added to the table, noted in the report."""
-        negated = method == "delete"
-        if verb.startswith("un") and verb[2:] in ACTION_VERBS:
-            verb, negated = verb[2:], not negated
-        if verb in OPPOSITES:
-            verb, negated = OPPOSITES[verb], not negated
-        if verb in EVENT_VERBS:
-            return None
-        column = safe_name(past_participle(verb))
-        if column in entity.columns and entity.columns[column].type != "boolean":  # `published`: when, not whether
-            column = f"is_{column}"
-        if column in entity.columns and entity.columns[column].type != "boolean":
-            return None
-        if column not in entity.columns:
-            entity.columns[column] = Column(
-                name=column,
-                type="boolean",
-                description=f"Whether the {singular(entity.table).replace('_', ' ')} is {column.replace('_', ' ')}",
-                source=f"added: the action `{verb}` (the schema names no state it changes)",
-            )
-            self.report.notes.append(f"{entity.table}.{column}: a flag added for the action `{verb}`")
-        return column, not negated
-
-
-def state_change(verb: str, entity: Entity, negated: bool = False) -> tuple[str, Any] | None:
-    """(column, value) an action verb sets on its record: a status enum value naming the state the verb
-    leaves it in, else a boolean flag named by it (`favorited`, `is_archived`) set true, or false for its
-    `un-` verb or a DELETE; None when the record says neither."""
-    if verb.startswith("un") and verb[2:] in ACTION_VERBS:
-        verb, negated = verb[2:], not negated
-    forms = participles(verb)
-    if not negated:
-        statuses = [
-            c
-            for name, c in entity.columns.items()
-            if c.enum and (name in ("status", "state") or name.endswith(("_status", "_state")))
-        ]
-        for form in forms:
-            for column in statuses:
-                value = next((v for v in column.enum or [] if re.sub(r"[^a-z]", "", v.lower()) == form), None)
-                if value is not None:
-                    return column.name, value
-    for form in forms:
-        for name, column in entity.columns.items():
-            if column.type == "boolean" and name.removeprefix("is_") == form:
-                return name, not negated
-    return None
 
 
 def filled_columns(tool: dict[str, Any]) -> set[str]:
