@@ -18,10 +18,9 @@ from pydantic import ValidationError
 
 from envfarm.factory.ids import opaque_seed
 from envfarm.factory.sandbox.guard import VIOLATION
-from envfarm.factory.spec import EnvironmentSpec, SpecError, parse_spec, read_document
+from envfarm.factory.spec import POLICY_NAME, EnvironmentSpec, SpecError, parse_spec, read_document
 
 SPEC_NAMES = ("spec.yaml", "spec.yml", "spec.json")
-POLICY_NAME = "policy.md"  # the policy the instructions carry; becomes the spec's `policy`
 # A seed is a small world an agent explores, not a data set: the largest built-in server has 812 rows in
 # one table, a 0.6 MB seed and an 82 KB spec file. Anything far past that is refused as it is read,
 # naming its size, before any verification work (100,000 inline rows once took 368 s to be refused, for

@@ -34,6 +34,7 @@ from envfarm.servers.runtime.intents import Intent, Words, slots, value_key
 from envfarm.servers.runtime.registry import Source
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
+POLICY_NAME = "policy.md"  # the policy the instructions carry; becomes the spec's `policy`
 ColumnType = Literal["string", "integer", "number", "boolean", "date", "datetime"]
 FieldType = Literal["string", "integer", "number", "boolean", "date", "datetime", "object", "array"]
 Match = Literal["exact", "contains", "gte", "lte"]

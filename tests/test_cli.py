@@ -115,7 +115,7 @@ async def test_the_driver_library_functions_print_nothing(tmp_path: Path, capfd:
 
 
 def test_the_farm_and_import_library_functions_print_nothing(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    from envfarm.factory.openapi import import_openapi, write_spec_folder
+    from envfarm.factory.importers.openapi import import_openapi, write_spec_folder
     from envfarm.factory.prompts import enrich_import_context
 
     config = farm.client_config(CommandOptions(farm=REPO).registry(), REPO, "vscode", ["clinic"])

@@ -19,7 +19,7 @@ from test_openapi import no_mutation_sample
 from envfarm.cli import main
 from envfarm.factory.build import build_all
 from envfarm.factory.importers.metadata import import_metadata_offline, load_metadata
-from envfarm.factory.openapi import OpenAPIError, write_spec_folder
+from envfarm.factory.importers.openapi import OpenAPIError, write_spec_folder
 from envfarm.render import render
 
 HOTEL = Path(__file__).parent / "data" / "metadata" / "hotel_booking.json"

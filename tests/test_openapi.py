@@ -17,17 +17,10 @@ import yaml
 
 from envfarm.cli import main
 from envfarm.factory.build import BuildResult, build_all
-from envfarm.factory.openapi import (
-    OpenAPIError,
-    _Column,
-    _Entity,
-    _noun_keys,
-    import_openapi,
-    rpc_name,
-    split_operation,
-    state_change,
-    write_spec_folder,
-)
+from envfarm.factory.importers.openapi import OpenAPIError, import_openapi, write_spec_folder
+from envfarm.factory.importers.openapi.actions import state_change
+from envfarm.factory.importers.openapi.models import Column, Entity
+from envfarm.factory.importers.openapi.rpc import _noun_keys, rpc_name, split_operation
 from envfarm.factory.verify.report import VerifyOptions
 from envfarm.render import render
 from envfarm.servers.runtime.registry import load_registry
@@ -589,9 +582,9 @@ def test_actions_on_a_record_set_the_state_their_verb_names(tmp_path: Path) -> N
 def test_the_state_an_action_verb_leaves_a_record_in(
     verb: str, columns: dict[str, list[str] | None], change: tuple[str, object] | None
 ) -> None:
-    entity = _Entity(table="things", schema_name="Thing", description="a thing")
+    entity = Entity(table="things", schema_name="Thing", description="a thing")
     for name, enum in columns.items():
-        entity.columns[name] = _Column(
+        entity.columns[name] = Column(
             name=name, type="boolean" if enum is None else "string", description="", enum=enum
         )
     assert state_change(verb, entity) == change

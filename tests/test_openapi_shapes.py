@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from envfarm.factory.build import build_all
-from envfarm.factory.openapi import import_openapi, past_participle, write_spec_folder
+from envfarm.factory.importers.openapi import import_openapi, past_participle, write_spec_folder
 from envfarm.factory.verify.report import VerifyOptions
 from envfarm.servers.runtime.intents import slots
 from envfarm.servers.runtime.registry import load_registry

@@ -13,7 +13,7 @@ import anyio
 from envfarm.cli.options import CommandOptions, fail
 
 if TYPE_CHECKING:
-    from envfarm.factory.openapi import ImportResult
+    from envfarm.factory.importers.openapi import ImportResult
 
 
 class ModelOptions(CommandOptions):
@@ -50,7 +50,7 @@ class MCPImportOptions(CommandOptions):
 
 def cmd_import_openapi(args: argparse.Namespace) -> int:
     """`envfarm import openapi FILE`: a spec folder from an OpenAPI document (deterministic, no model)."""
-    from envfarm.factory.openapi import OpenAPIError, import_openapi, write_spec_folder
+    from envfarm.factory.importers.openapi import OpenAPIError, import_openapi, write_spec_folder
     from envfarm.factory.spec import SpecError
 
     options = OpenAPIImportOptions.parse(args)
@@ -143,7 +143,7 @@ def cmd_import_metadata(args: argparse.Namespace) -> int:
     """`envfarm import metadata FILE`: EnvFactory metadata -> spec folder(s); offline infers what it can."""
     from envfarm.factory.generate.growth import import_metadata_with_model, write_draft
     from envfarm.factory.importers.metadata import import_metadata_offline, load_metadata
-    from envfarm.factory.openapi import OpenAPIError, safe_name, write_spec_folder
+    from envfarm.factory.importers.openapi import OpenAPIError, safe_name, write_spec_folder
     from envfarm.factory.spec import SpecError
     from envfarm.factory.verify.report import VerifyOptions
     from envfarm.llm import ChatModel, Transcript, close_after, parse_model
@@ -206,7 +206,7 @@ def cmd_import_mcp(args: argparse.Namespace) -> int:
     """`envfarm import mcp CONFIG NAME`: a stateful twin of a live MCP server (its listing and reads)."""
     from envfarm.clients.connect import Connections, load_server_configs
     from envfarm.factory.importers.mcp_twin import observe, twin_spec
-    from envfarm.factory.openapi import OpenAPIError, write_spec_folder
+    from envfarm.factory.importers.openapi import OpenAPIError, write_spec_folder
     from envfarm.factory.spec import SpecError
     from envfarm.servers.runtime.control import ControlError
 

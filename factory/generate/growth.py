@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from envfarm.factory import fakedata
 from envfarm.factory.build import build_all, warm_options
 from envfarm.factory.importers.metadata import EnvironmentMetadata, import_metadata_offline
-from envfarm.factory.openapi import OpenAPIError, safe_name, singular
+from envfarm.factory.importers.openapi import OpenAPIError, safe_name, singular
 from envfarm.factory.source import POLICY_NAME, check_seed_size, handler_functions
 from envfarm.factory.spec import NAME_PATTERN, SpecError, parse_spec, with_default_words
 from envfarm.factory.verify.mutation import Mutant, MutantResult, mutate_server, sample, server_mutants

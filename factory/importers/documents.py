@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from envfarm.factory.importers.metadata import import_metadata_offline, load_metadata
-from envfarm.factory.openapi import OpenAPIError, import_openapi
+from envfarm.factory.importers.openapi import OpenAPIError, import_openapi
 from envfarm.factory.source import EnvironmentSource
 from envfarm.factory.spec import SpecError, parse_spec
 

@@ -1,7 +1,7 @@
 """Import a folder of API documents at once: every document ends in a spec folder or a one-line reason.
 
 `envfarm import openapi DIR --out SPECS` walks DIR for `.json`, `.yaml` and `.yml` documents, imports each
-with `envfarm.factory.openapi.import_openapi`, writes `SPECS/<name>/`, and goes on past a document that fails. The
+with `envfarm.factory.importers.openapi.import_openapi`, writes `SPECS/<name>/`, and goes on past a document that fails. The
 summary (`SPECS/IMPORT-SUMMARY.json` and `.md`) lists every document: the spec it became, its tool count
 and the import time, or why it was refused. An unexpected exception is a bug of the importer, not of the
 document: it is kept as its own outcome (`crashed`), with its type and message on one line, so a bulk run
@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from envfarm.factory.openapi import OpenAPIError, import_openapi, write_spec_folder
+from envfarm.factory.importers.openapi import OpenAPIError, import_openapi, write_spec_folder
 from envfarm.factory.spec import SpecError
 
 DOCUMENT_SUFFIXES = (".json", ".yaml", ".yml")

@@ -23,7 +23,7 @@ import mcp_types as types
 
 from envfarm.factory.ids import opaque_document
 from envfarm.factory.importers.metadata import EnvironmentMetadata, ToolMetadata, import_metadata_offline
-from envfarm.factory.openapi import ImportResult, safe_name, snake
+from envfarm.factory.importers.openapi import ImportResult, safe_name, snake
 from envfarm.factory.spec import SpecError, parse_spec
 from envfarm.servers.runtime.database import OPAQUE_KEY
 from envfarm.servers.runtime.vocabulary import READ_VERBS

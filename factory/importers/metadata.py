@@ -7,7 +7,7 @@ returns, not what state lies behind it, so:
 - **offline** (the default, deterministic) the state model is inferred from the names: a tool's verb
   says its effect (`get_`/`list_`/`search_` read, `create_`/`add_`/`book_` create, `update_`/`edit_`
   update, `delete_`/`remove_` delete) and the rest of its name the entity; the tools are restated as
-  REST operations and imported like an OpenAPI document (`envfarm.factory.openapi`), so outputs become
+  REST operations and imported like an OpenAPI document (`envfarm.factory.importers.openapi`), so outputs become
   columns, `<entity>_id` inputs keys and foreign keys, and seed rows come from the schemas. A tool
   whose verb says nothing about its effect (`cancel_`, `approve_`, `transfer_`, ...) is listed in
   IMPORT.md as not inferred, with the reason;
@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from envfarm.factory.openapi import (
+from envfarm.factory.importers.openapi import (
     ImportResult,
     OpenAPIError,
     SkippedOperation,

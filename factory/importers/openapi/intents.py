@@ -1,0 +1,238 @@
+"""Task-readiness: the intents (who asks, how, what they hear back) derived from the operations' summaries, and
+the drafted policy and scenarios.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from envfarm.factory.importers.openapi.models import LIST_TEXT, NESTED_TEXT
+from envfarm.factory.importers.openapi.words import singular, spaced_words, verb_phrase
+from envfarm.factory.spec import with_default_words
+
+# Columns a person names a row by, most telling first.
+NAMING_WORDS = ("name", "title", "email", "username", "login", "handle", "subject", "label", "number", "code", "slug")
+
+
+def _slot(name: str, param: dict[str, Any]) -> str:
+    kind = param.get("type")
+    return f"{{{name}:date}}" if kind == "date" else f"{{{name}:datetime}}" if kind == "datetime" else f"{{{name}}}"
+
+
+def _said(name: str, param: dict[str, Any], entity: dict[str, Any]) -> str:
+    """A param as a person says it: an id through its table's reference (the slot alone), else 'the <label> x'."""
+    column = entity["columns"].get(param.get("column", name)) or {}
+    if column.get("ref") or name.endswith("_id") or name == entity["primary_key"]:
+        return _slot(name, param)
+    return f"{spaced_words(name)} {_slot(name, param)}"
+
+
+def _refer(table: str, entity: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+    """How a person names one row: by a column they know whose seeded values tell the rows apart."""
+    noun = spaced_words(singular(table))
+    telling = [
+        c
+        for c, col in entity["columns"].items()
+        if col.get("user_known")
+        and col["type"] not in ("boolean",)
+        and not col.get("enum")
+        and rows
+        and all(r.get(c) not in (None, "") for r in rows)
+        and len({str(r.get(c)) for r in rows}) == len(rows)
+    ]
+
+    # Its own name first (`name`, `email`), then a name of something else it holds (`category_name`).
+    def rank(column: str) -> tuple[int, int]:
+        words = column.split("_")
+        first = next((i for i, w in enumerate(NAMING_WORDS) if w in words), len(NAMING_WORDS))
+        return (
+            0 if column in NAMING_WORDS or column in ("full_name", "display_name") else 1 if first < 99 else 2,
+            first,
+        )
+
+    telling.sort(key=rank)
+    phrasings = []
+    for column in telling[:2]:
+        slot = _slot(column, entity["columns"][column])
+        if column in ("name", "title", "full_name", "display_name"):
+            phrasings.append(f"the {noun} {slot}")
+        else:
+            phrasings.append(f"the {noun} with {spaced_words(column)} {slot}")
+    return phrasings
+
+
+def _hear(entity: dict[str, Any], skip: set[str], limit: int = 4) -> dict[str, str]:
+    """Output fields a person wants back, by their words: columns they know (not the ones they gave), then the
+    record's other plain facts (a status, a count, a price, a date). The task writer claims up to two of those
+    the answer holds once and the person did not say, so a read named by the very fields it knows (the sound
+    asked for by its name) still has something to hear back; ids, references, links and nested text never."""
+    columns = {c: col for c, col in entity["columns"].items() if c not in skip and c != entity["primary_key"]}
+    known = [c for c, col in columns.items() if col.get("user_known") and col["type"] != "boolean"]
+    facts = [c for c, col in columns.items() if c not in known and _plain_fact(c, col)]
+    return {c: f"the {spaced_words(c)}" for c in (known + facts)[:limit]}
+
+
+NOT_SPOKEN = re.compile(r"(^|_)(id|key|uuid|url|uri|link|href|etag|hash|token|icon|image|thumbnail|avatar)s?($|_)")
+
+
+def _plain_fact(name: str, column: dict[str, Any]) -> bool:
+    """A column whose value a person would take in when told: not an id or reference, a link, a flag or
+    nested data kept as text."""
+    description = str(column.get("description") or "")
+    return (
+        not column.get("ref")
+        and column["type"] != "boolean"
+        and NOT_SPOKEN.search(name) is None
+        and LIST_TEXT not in description
+        and NESTED_TEXT not in description
+    )
+
+
+def derive_intents(spec: dict[str, Any], asked: dict[str, str]) -> None:
+    """Intents from the document: each write, get and computed read says who asks for it (the signed-in user,
+    or a customer asking staff), two ways a person asks (the operation's summary as the request, its params as
+    slots) and what they want to hear back; each table a person names rows of says how (a column whose seeded
+    values tell its rows apart). Plain searches carry none: a task does not end in a listing."""
+    asks = "user" if spec["principal"]["kind"] == "user" else "customer"
+    for table, entity in spec["entities"].items():
+        if entity["primary_key"] != "lookup_id" and (refer := _refer(table, entity, spec["seed"].get(table) or [])):
+            entity["refer"] = refer
+    for tool in spec["tools"]:
+        entity = spec["entities"][tool["entity"]]
+        noun = spaced_words(singular(tool["entity"]))
+        params: dict[str, dict[str, Any]] = tool["params"]
+        effect, key = tool["effect"], tool.get("key")
+        lookup = entity["primary_key"] == "lookup_id"
+        if effect == "search" and not lookup:
+            continue
+        default = {
+            "create": f"create a new {noun}",
+            "update": f"update a {noun}",
+            "delete": f"delete a {noun}",
+            "get": f"look up a {noun}",
+            "search": f"look up {spaced_words(tool['name'])}",
+        }[effect]
+        verb = verb_phrase(asked.get(tool["name"], "")) or default
+        hear: dict[str, str] = {}
+        if effect == "create":
+            chosen = [p for p, v in params.items() if v.get("required")][:3] or list(params)[:2]
+            said = ", ".join(_said(p, params[p], entity) for p in chosen)
+            say = [f"Please {verb}: {said}.", f"Could you {verb}? It is {said}."]
+        elif effect == "search":  # a computed read: its inputs, its answer
+            chosen = [p for p, v in params.items() if v.get("required")][:3] or list(params)[:2]
+            said = ", ".join(_said(p, params[p], entity) for p in chosen)
+            say = (
+                [f"Can you {verb}? For {said}.", f"I need to {verb}, for {said}."]
+                if chosen
+                else [
+                    f"Can you {verb}?",
+                    f"I need to {verb}.",
+                ]
+            )
+            hear = _hear(entity, set(params) | {entity["primary_key"]})
+        else:
+            assert isinstance(key, str)
+            target = _slot(key, params[key])
+            changes = [p for p in params if p != key]
+            if effect == "update" and changes and not tool.get("set"):
+                first, second = changes[0], changes[1] if len(changes) > 1 else changes[0]
+                say = [
+                    f"Please {verb}: for {target}, set the {spaced_words(first)} to {_slot(first, params[first])}.",
+                    f"Could you change the {spaced_words(second)} of {target} to {_slot(second, params[second])}?",
+                ]
+                hear = {params[first].get("column", first): f"the {spaced_words(first)}"}
+            elif effect == "get":
+                say = [f"Can you {verb}? I mean {target}.", f"What do you have on {target}?"]
+                hear = _hear(entity, {key, params[key].get("column", key)})
+            else:
+                say = [f"Please {verb}: {target}.", f"Can you {verb} for {target}?"]
+        intent: dict[str, Any] = {"asks": asks, "say": say}
+        if hear:
+            intent["hear"] = hear
+        tool["intent"] = intent
+    with_default_words(spec)  # a code said in a phrasing: its values humanized, never said raw
+
+
+def draft_policy(spec: dict[str, Any], description: str) -> str:
+    """policy.md from what the document says: who the agent is, what to confirm, the rules its schemas
+    state (required fields, allowed values) and paging."""
+    principal = spec["principal"]
+    writes = [t for t in spec["tools"] if t["effect"] in ("create", "update", "delete")]
+    lines = [f"You are {principal['description']}. {description}".strip(), "", "Identity:"]
+    if principal["kind"] == "user":
+        lines.append(
+            f"- Act only as the signed-in user (their {principal['column'].replace('_', ' ')}); never give another "
+            "person's identity to a tool."
+        )
+    else:
+        lines.append(f"- Identify the customer first: {principal['customers']}.")
+    if writes:
+        lines += [
+            "",
+            "Before you change anything:",
+            (
+                "- Read the change back and get an explicit yes before you create, change or delete a record (not "
+                "enforced by the tools: it is your job)."
+            ),
+        ]
+    rules = []
+    for tool in writes:
+        required = [p for p, v in tool["params"].items() if v.get("required") and p != tool.get("key")]
+        if tool["effect"] == "create" and required:
+            rules.append(f"- `{tool['name']}` needs {', '.join(f'`{p}`' for p in required)}.")
+        enums = [f"`{p}` is one of {', '.join(v['enum'])}" for p, v in tool["params"].items() if v.get("enum")]
+        if enums:
+            rules.append(f"- In `{tool['name']}`, " + "; ".join(enums) + ".")
+    if rules:
+        lines += ["", "Rules the API states (the tools refuse breaches with a reason):", *rules[:12]]
+    lines += [
+        "",
+        (
+            "- Lists come a page at a time: when has_more is true, pass the cursor before you conclude that "
+            "something does not exist."
+        ),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def draft_scenarios(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """One scenario per resource that can be created and then read, changed or deleted by its key:
+    the calls chain on one episode through the new row's key (`${made.<key>}`)."""
+    scenarios: list[dict[str, Any]] = []
+    for create in spec["tools"]:
+        if create["effect"] != "create" or not create.get("examples") or len(scenarios) >= 3:
+            continue
+        table = create["entity"]
+        pk = spec["entities"][table]["primary_key"]
+        example = create["examples"][0]
+        steps: list[dict[str, Any]] = [{"tool": create["name"], "name": "made", "args": copy.deepcopy(example["args"])}]
+        keyed = {
+            t["effect"]: t
+            for t in spec["tools"]
+            if t["entity"] == table and t.get("key") and t["params"][t["key"]].get("column", t["key"]) == pk
+        }
+        ref = f"${{made.{pk}}}"
+        if "get" in keyed:
+            step: dict[str, Any] = {"tool": keyed["get"]["name"], "args": {keyed["get"]["key"]: ref}}
+            if example["expect"].get("result"):
+                step["expect"] = {"result": copy.deepcopy(example["expect"]["result"])}
+            steps.append(step)
+        if "delete" in keyed:
+            steps.append(
+                {
+                    "tool": keyed["delete"]["name"],
+                    "args": {keyed["delete"]["key"]: ref},
+                    "expect": {"state": {f"{table}[{ref}]": None}, "rows": {table: {"removed": 1}}},
+                }
+            )
+        if len(steps) > 1:
+            scenarios.append(
+                {
+                    "name": f"{create['name']}_then_use_it"[:60],
+                    "description": f"A {singular(table).replace('_', ' ')} just created can be used by its key.",
+                    "steps": steps,
+                }
+            )
+    return scenarios
