@@ -183,7 +183,7 @@ def test_every_built_in_spec_words_every_coded_slot() -> None:
 
 def test_the_served_intents_carry_the_tables_words_for_a_param_that_fills_a_column() -> None:
     """A param that fills an enum column has its table's words in the served intent (no copy in the spec)."""
-    from envfarm.servers.runtime.server import _worded
+    from envfarm.servers.runtime.definition import _worded
 
     entities = {"holds": {"words": {"pickup_branch": {"Central": "the Central branch"}}, "columns": {}}}
     tool_ = {

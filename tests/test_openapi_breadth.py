@@ -21,7 +21,7 @@ from envfarm.factory.importers.openapi.entry import _drop_invalid_tools
 from envfarm.factory.importers.openapi.importer import Importer
 from envfarm.factory.importers.openapi.models import ImportReport
 from envfarm.factory.spec import SpecError
-from envfarm.factory.verify import VerifyOptions
+from envfarm.factory.verify.report import VerifyOptions
 from envfarm.servers.runtime.registry import load_registry
 
 CUSTOM_APPS = """
