@@ -201,6 +201,16 @@ def book_appointment(
         db.reject("Slot {slot_id} is already taken; pick another free slot.", args)
     if db.one("SELECT 1 FROM slots WHERE slot_id = :slot_id AND starts_at < :now", args):
         db.reject("Slot {slot_id} is in the past.", args)
+    if db.one(
+        "SELECT 1 FROM appointments a JOIN slots s ON s.slot_id = a.slot_id"
+        " JOIN slots n ON n.slot_id = :slot_id WHERE a.patient_id = :patient_id"
+        " AND a.status = 'booked' AND date(s.starts_at) = date(n.starts_at)",
+        args,
+    ):
+        db.reject(
+            "Patient {patient_id} already has an appointment that day; a patient has at most one appointment a day (move that one instead).",
+            args,
+        )
     row = db.insert(
         "appointments",
         {
@@ -277,6 +287,20 @@ def reschedule_appointment(
         args,
     ):
         db.reject("The new slot must be with the same doctor; book a new appointment to change doctor.")
+    if db.one("SELECT 1 FROM slots WHERE slot_id = :slot_id AND starts_at < :now", args):
+        db.reject("Slot {slot_id} is in the past; pick a free upcoming slot.", args)
+    if db.one(
+        "SELECT 1 FROM appointments me"
+        " JOIN appointments a ON a.patient_id = me.patient_id"
+        " AND a.appointment_id != me.appointment_id JOIN slots s ON s.slot_id = a.slot_id"
+        " JOIN slots n ON n.slot_id = :slot_id WHERE me.appointment_id = :appointment_id"
+        " AND a.status = 'booked' AND date(s.starts_at) = date(n.starts_at)",
+        args,
+    ):
+        db.reject(
+            "The patient of appointment {appointment_id} already has another appointment that day; a patient has at most one appointment a day.",
+            args,
+        )
     return Appointment.model_validate(
         handlers.reschedule_appointment(db, appointment_id=appointment_id, slot_id=slot_id)
     )

@@ -322,8 +322,8 @@ def add_invoice_line(
     ] = None,
     description: Annotated[str | None, field("Line text (default the item name)")] = None,
 ) -> AddInvoiceLineResult:
-    """Add a catalog item to an invoice at its list price (or a negotiated unit price); totals and the
-    balance are updated. A paid or void invoice cannot get new lines.
+    """Add a catalog item to a draft invoice at its list price (or a negotiated unit price); totals and the
+    balance are updated. An issued invoice (sent, paid or void) cannot be edited.
     """
     db.require("invoices", invoice_id)
     db.require("catalog_items", item_id)
@@ -334,12 +334,11 @@ def add_invoice_line(
         "unit_price": unit_price,
         "description": description,
     }
-    if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND status = 'paid'", args):
+    if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND status != 'draft'", args):
         db.reject(
-            "Invoice {invoice_id} is already paid and cannot get new lines; bill the extra work on a new invoice.", args
+            "Invoice {invoice_id} has been issued, and issued invoices cannot be edited; bill the extra work on a new invoice (or credit it with a credit note).",
+            args,
         )
-    if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND status = 'void'", args):
-        db.reject("Invoice {invoice_id} is void and cannot get new lines.", args)
     outcome = handlers.add_invoice_line(
         db, invoice_id=invoice_id, item_id=item_id, quantity=quantity, unit_price=unit_price, description=description
     )
@@ -504,7 +503,7 @@ def issue_credit_note(
     reason: Annotated[str, field("Why the credit is granted", column="credit_notes.reason")],
 ) -> CreditNote:
     """Credit part of a sent invoice (discount, billing error, returned goods); the balance due goes down.
-    All credits together cannot exceed the invoice total.
+    A credit cannot exceed the open balance (a credit of the whole balance settles the invoice).
     """
     db.require("invoices", invoice_id)
     new_id = db.next_id("credit_notes")
@@ -514,10 +513,11 @@ def issue_credit_note(
             "Invoice {invoice_id} is a draft or void; credit notes are only issued on sent invoices (edit the draft instead).",
             args,
         )
-    if db.one(
-        "SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND amount_credited + :amount > total + 0.001", args
-    ):
-        db.reject("A credit of {amount} USD would take credits on invoice {invoice_id} above its total.", args)
+    if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND :amount > balance_due + 0.001", args):
+        db.reject(
+            "A credit of {amount} USD is more than the open balance of invoice {invoice_id}; credits cannot exceed the open balance.",
+            args,
+        )
     row = db.insert(
         "credit_notes",
         {
@@ -572,19 +572,26 @@ def extend_due_date(
     due_on: Annotated[
         str,
         field(
-            "New due date (later than the current one) (YYYY-MM-DD)",
+            "New due date (later than the current one; today or later) (YYYY-MM-DD)",
             column="invoices.due_on",
             pattern="^\\d{4}-\\d{2}-\\d{2}$",
         ),
     ],
 ) -> Invoice:
-    """Give the client more time on an open invoice by moving its due date later."""
+    """Give the client more time on an open invoice by moving its due date later (to today or a later
+    date).
+    """
     current = db.require("invoices", invoice_id)
     args = {"invoice_id": invoice_id, "due_on": due_on, "id": current["invoice_id"]}
     if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND status IN ('paid', 'void')", args):
         db.reject("Invoice {invoice_id} is paid or void; there is nothing left to be due.", args)
     if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND :due_on <= due_on", args):
         db.reject("The new due date {due_on} must be later than the current due date.", args)
+    if db.one("SELECT 1 WHERE :due_on < date(:now)", args):
+        db.reject(
+            "The new due date {due_on} is in the past; an extension gives the client time from today on, so pick today or a later date.",
+            args,
+        )
     row = db.returning("UPDATE invoices SET due_on = :due_on WHERE invoice_id = :id RETURNING *", args)
     return Invoice(**row)
 
