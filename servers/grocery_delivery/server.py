@@ -64,7 +64,7 @@ DEFINITION = ServerDefinition(
         description="a FreshCart customer support agent",
         default="Support: Nina Berg",
         values=("Support: Nina Berg", "Support: Omar Haddad",),
-        customers="a customer gives their email and the order number; match them before changing an order",
+        customers="a customer gives their email and the order's delivery address; match them before changing an order",
     ),
 )
 
