@@ -365,7 +365,7 @@ class _Run:
             TopologySampler(catalog, never_goals=never) if options.sampler == "topology" else RandomWalkSampler(catalog)
         )
         self.offline = OfflineWriter(catalog, worlds)
-        self.auditor = Auditor(catalog.specs.values(), worlds, facts, catalog.intents)
+        self.auditor = Auditor(catalog.specs.values(), worlds, facts, catalog.intents, rules)
         self.people = {s: people(w) for s, w in worlds.items()}
         self.servers = sorted(worlds)
         clock = {s: facts.get(s, ServerFacts()).clock for s in self.servers}
