@@ -123,7 +123,77 @@ ASKED_AS = {
 } | {"stan": "stat"}
 # Words that say nothing of what is asked ("could you tell me the ...").
 ASKING = frozenset(
-    ["a", "an", "the", "and", "or", "of", "to", "for", "in", "on", "at", "my", "me", "i", "you", "your", "it", "its", "is", "are", "was", "were", "be", "been", "please", "could", "can", "would", "will", "tell", "let", "know", "like", "need", "want", "find", "out", "look", "up", "also", "oh", "and", "so", "quick", "question", "one", "more", "thing", "what", "when", "how", "which", "where", "who", "whether", "much", "many", "long", "did", "does", "do", "has", "have", "this", "that", "there", "here", "any", "just"]
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "of",
+        "to",
+        "for",
+        "in",
+        "on",
+        "at",
+        "my",
+        "me",
+        "i",
+        "you",
+        "your",
+        "it",
+        "its",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "please",
+        "could",
+        "can",
+        "would",
+        "will",
+        "tell",
+        "let",
+        "know",
+        "like",
+        "need",
+        "want",
+        "find",
+        "out",
+        "look",
+        "up",
+        "also",
+        "oh",
+        "and",
+        "so",
+        "quick",
+        "question",
+        "one",
+        "more",
+        "thing",
+        "what",
+        "when",
+        "how",
+        "which",
+        "where",
+        "who",
+        "whether",
+        "much",
+        "many",
+        "long",
+        "did",
+        "does",
+        "do",
+        "has",
+        "have",
+        "this",
+        "that",
+        "there",
+        "here",
+        "any",
+        "just",
+    ]
 )
 
 
@@ -582,9 +652,15 @@ class Auditor:
                 lowered = sentence.lower()
                 if not task.claims:
                     answered = False
-                elif re.match(
-                    r"\W*(?:(?:and|oh|also|so)[,]?\s+)*(?:is|are|has|have|did|does|do|was|were|will)\b", lowered
-                ) or re.search(r"\bwhen\b", lowered) and dated or re.search(r"\bhow (?:much|many|long)\b", lowered) and numeric:
+                elif (
+                    re.match(
+                        r"\W*(?:(?:and|oh|also|so)[,]?\s+)*(?:is|are|has|have|did|does|do|was|were|will)\b", lowered
+                    )
+                    or re.search(r"\bwhen\b", lowered)
+                    and dated
+                    or re.search(r"\bhow (?:much|many|long)\b", lowered)
+                    and numeric
+                ):
                     answered = True
                 else:
                     answered = any(label & stems(sentence) for label in labels)
