@@ -455,6 +455,39 @@ async def _insert_lookup(
     raise Drop("no lookup identifies the customer", f"{server}: {value.phrase}")
 
 
+async def _rekey(
+    grounder: Grounder, grounded: Grounded, position: int, values: Sequence[IdentityValue]
+) -> Grounded | None:
+    """The gold with its lookup of the persona (by something the policy does not name: their name where it
+    asks for email and a card) keyed on a value the policy names instead, where the same read finds the same
+    rows by it; else None. A second lookup of the same person would be padding."""
+    server = values[0].server
+    specs = {s.name: s for s in grounder.catalog.by_server.get(server, [])}
+    for index, call in enumerate(grounded.calls[:position]):
+        if call.server != server or call.is_write or "persona" not in grounded.sources[index].values():
+            continue
+        spec = specs.get(call.tool)
+        for value in (v for v in values if v.own) if spec is not None else []:
+            options = [o for o in _lookups([spec], value, [], keyed=True) if o[0].name == call.tool]
+            if not options:
+                continue
+            held = await grounder.pool.take(server, grounded.persona.email or None)
+            try:
+                result = await held[0].call_tool(call.tool, options[0][1])
+            except ControlError:
+                await grounder.pool.give(server, held, clean=False)
+                return None
+            await grounder.pool.give(server, held, clean=True)
+            if result.is_error or output_of(result) != call.output:
+                continue
+            calls = list(grounded.calls)
+            calls[index] = call.model_copy(update={"arguments": options[0][1]})
+            sources = list(grounded.sources)
+            sources[index] = {n: "persona" for n in options[0][1]}
+            return grounded.model_copy(update={"calls": calls, "sources": sources})
+    return None
+
+
 async def identify(
     grounder: Grounder, grounded: Grounded, rules: dict[str, list[PolicyRule]], servers: Iterable[str]
 ) -> Grounded:
@@ -478,7 +511,8 @@ async def identify(
         said = [str(v.value) for v in values]
         before = grounded.calls[:first]
         if not any(c.server == server and not c.is_write and identifies(c.arguments, said) for c in before):
-            for value in sorted(values, key=lambda v: not v.own):
+            rekeyed = await _rekey(grounder, grounded, first, values)
+            for value in [] if rekeyed is not None else sorted(values, key=lambda v: not v.own):
                 try:
                     grounded = await _insert_lookup(grounder, grounded, first, value, keyed=True)
                 except Drop:
@@ -486,7 +520,9 @@ async def identify(
                 first += 1
                 break
             else:
-                raise Drop("no lookup identifies the customer", server)
+                if rekeyed is None:
+                    raise Drop("no lookup identifies the customer", server)
+                grounded = rekeyed
         for value in values:
             if not any(c.server == server and not c.is_write and shows(c, value.value) for c in grounded.calls[:first]):
                 grounded = await _insert_lookup(grounder, grounded, first, value, keyed=False)
