@@ -7,14 +7,16 @@ skips any of it, and a question the user asks that no claim answers."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 from conftest import REPO
 
-from envfarm.clients.audit import Auditor, audit_tasks, build_auditor
+from envfarm.clients.audit import Auditor, audit_tasks, build_auditor, mentions
 from envfarm.clients.connect import Connections, farm_targets
+from envfarm.clients.graph import load_specs
 from envfarm.clients.policy_checks import identifies, load_rules, shows
 from envfarm.clients.synthesize import SynthesisOptions, synthesize
 from envfarm.clients.tasks import Claim, Persona, Provenance, Task, Turn
@@ -154,3 +156,35 @@ def test_the_audit_reports_a_question_no_claim_answers(message: str, claims: lis
     found = Auditor._unanswered(_asking(message, claims))
     assert bool(found) is unanswered, [f.detail for f in found]
     assert all(f.check == "claims" for f in found)
+
+
+OTHERS = ["banking", "invoicing", "library", "docs_drive", "payments"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2])
+async def test_an_optional_detail_is_said_never_only_held_back(seed: int) -> None:
+    """Soak over seeds: every optional argument of a gold write (a memo, a line's text) is in what the user
+    says, never only a hidden fact nobody has a reason to ask for; no lookup is narrowed by a held-back
+    category ("the role is viewer"). The old writer held back banking memos and invoice line texts."""
+    async with Connections(farm_targets(REPO, OTHERS)) as farm:
+        synthesis = await synthesize(SynthesisOptions(n=8, seed=seed, servers=OTHERS), farm)
+        specs = {(s.server, s.name): s for s in await load_specs(farm, OTHERS)}
+        auditor = await build_auditor(farm, OTHERS)
+    assert audit_tasks(auditor, synthesis.tasks).failed == 0
+    assert synthesis.tasks, synthesis.summary.dropped
+    for task in synthesis.tasks:
+        said = "\n".join([task.opening_message, *(t.message for t in task.turns)])
+        hidden = {json.dumps(h.value, default=str) for h in task.hidden_facts}
+        for call in task.gold_calls:
+            spec = specs[call.server, call.tool]
+            for name, value in call.arguments.items():
+                param = spec.param(name)
+                if isinstance(value, bool) or value in (None, ""):
+                    continue
+                if call.is_write and not param.required and param.user_known:
+                    assert mentions(said, value), f"{task.id}: {call.tool}.{name}={value!r} never said"
+                if not call.is_write and param.enum:
+                    assert json.dumps(value) not in hidden, (
+                        f"{task.id}: {call.tool}.{name} narrowed by a held-back {value!r}"
+                    )
