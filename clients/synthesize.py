@@ -663,11 +663,6 @@ async def synthesize(
                 run.sampler.outcomes.record(chain, False)
                 continue
             run.sampler.outcomes.record(chain, True)
-            try:  # who the persona is, as each desk's policy identifies a customer, looked up before its writes
-                grounded = await identify(run.grounder, grounded, run.rules, run.desks)
-            except Drop as drop:
-                dropped[drop.reason] += 1
-                continue
             # The same goal with the same arguments for the same person is one task, however it was reached.
             signature = json.dumps(
                 [persona.email or persona.name]
@@ -695,6 +690,11 @@ async def synthesize(
                 if passed is not None:
                     accept(*passed)
                     seen.add(signature)
+                continue
+            try:  # who the persona is, as each desk's policy identifies a customer, looked up before its writes
+                grounded = await identify(run.grounder, grounded, run.rules, run.desks)
+            except Drop as drop:
+                dropped[drop.reason] += 1
                 continue
             try:
                 offline = run.offline.write(rng, grounded, style)

@@ -680,7 +680,7 @@ class OfflineWriter:
                         continue
                     if isinstance(value, bool) or not step_spec.param(name).user_known:
                         continue
-                    if step_spec.param(name).enum and how != "persona" and index != goal:
+                    if step_spec.param(name).enum and index != goal:
                         # a lookup narrowed by a category ("the role is viewer"): nothing a person holds back
                         raise Drop("a lookup narrowed by a category the user never gives", f"{step_spec.name}.{name}")
                     label = self.label(step_spec.server, name, step_spec.param(name).description)
