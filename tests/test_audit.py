@@ -269,7 +269,8 @@ def test_clock_fails_when_servers_disagree_on_now() -> None:
 )
 def test_garble_fails_on_column_names_leaks_and_step_words(sentence: str) -> None:
     task = with_message(good(), good().opening_message + " " + sentence)
-    assert checks(task) == {"garble"}, sentence
+    # a question the good task's one claim does not answer ("tell me more") also fails `claims`
+    assert checks(task) - {"claims"} == {"garble"}, sentence
 
 
 @pytest.mark.parametrize(
