@@ -645,7 +645,14 @@ class Auditor:
         findings = []
         for message in [task.opening_message, *(t.message for t in task.turns[1:])]:
             text = QUOTED.sub("", message)
-            for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z])|\n", text):
+            sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z])|\n", text)
+            # "how much is still owed, and when is it due?": two questions, each to be answered
+            clauses = [
+                c
+                for s in sentences
+                for c in re.split(r",?\s+and\s+(?=(?:what|when|how|which|where|who|whether)\b)", s, flags=re.IGNORECASE)
+            ]
+            for sentence in clauses:
                 sentence = sentence.strip()
                 if not sentence or not ASKS_VALUE.search(sentence):
                     continue

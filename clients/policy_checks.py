@@ -310,6 +310,7 @@ def identity_values(
     hops = [persona_rows(world, persona, n) for n in range(3)] if persona.email else []
     mine = [c for c in calls if c.server == world.server]
     gold = json.dumps([[c.arguments, c.output] for c in mine], default=str)
+    acted = json.dumps([c.arguments for c in mine], default=str)  # the rows the gold acts on (the card it charges)
     asked = [v for c in mine for v in flat_values(c.arguments)]
     best: tuple[int, int, list[IdentityValue]] | None = None
     for alternative in identification(rule.rule, tables):
@@ -326,7 +327,9 @@ def identity_values(
             rows = [r for r in theirs if r.get(part.column) not in (None, "")]
             if not rows:
                 break
-            tied = [r for r in rows if isinstance(r.get(key), str) and r[key] in gold]
+            tied = [r for r in rows if isinstance(r.get(key), str) and r[key] in acted] or [
+                r for r in rows if isinstance(r.get(key), str) and r[key] in gold
+            ]
             found.append(
                 IdentityValue(
                     server=world.server,

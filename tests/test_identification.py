@@ -149,6 +149,11 @@ def _asking(message: str, claims: list[Claim]) -> Task:
         ),
         ("Also, what did it cost?", [Claim(text="states the price: 40.00", values=["40.00"])], False),
         ("Could you move my stay to 4 May?", [], False),
+        (
+            "How much is still owed, and when is it due?",
+            [Claim(text="states the balance due: 12.50", values=["12.50"])],
+            True,
+        ),
         ("Is the Friday class full?", [Claim(text="states how many places it has: 12", values=["12"])], False),
     ],
 )
