@@ -151,7 +151,7 @@ def _asking(message: str, claims: list[Claim]) -> Task:
         ("Could you move my stay to 4 May?", [], False),
         (
             "How much is still owed, and when is it due?",
-            [Claim(text="states the balance due: 12.50", values=["12.50"])],
+            [Claim(text="states the amount owed: 12.50", values=["12.50"])],
             True,
         ),
         ("Is the Friday class full?", [Claim(text="states how many places it has: 12", values=["12"])], False),
