@@ -470,7 +470,9 @@ async def _rekey(
         if call.server != server or call.is_write or "persona" not in grounded.sources[index].values():
             continue
         spec = specs.get(call.tool)
-        for value in (v for v in values if v.own) if spec is not None else []:
+        if spec is None:
+            continue
+        for value in (v for v in values if v.own):
             options = [o for o in _lookups([spec], value, [], keyed=True) if o[0].name == call.tool]
             if not options:
                 continue
