@@ -39,7 +39,7 @@ from pydantic import BaseModel, Field
 from envfarm.clients.connect import Connections
 from envfarm.clients.graph import ToolSpec, is_id_like, load_intents, load_specs, words
 from envfarm.clients.grounding import PersonaRecord, Row, ServerWorld, observe, persona_rows
-from envfarm.clients.policy_checks import PolicyRule, identifies, identity_values, load_rules, shows
+from envfarm.clients.policy_checks import PolicyRule, identifies, identity_alternatives, load_rules, shows
 from envfarm.clients.tasks import Claim, Task
 from envfarm.servers.runtime.intents import ServerIntents
 
@@ -759,10 +759,12 @@ class Auditor:
             if not any(c.server == server for c in task.gold_calls):
                 continue
             persona = PersonaRecord(name=task.persona.name, email=task.persona.email or "")
-            values = identity_values(world, rule, persona, task.gold_calls)
-            if not values:
+            alternatives = identity_alternatives(world, rule, persona, task.gold_calls)
+            if not alternatives:
                 findings.append(Finding(check="roles", detail=f"{server}: nothing the policy identifies the user by"))
                 continue
+            # any alternative the user gives in full will do ("card number, or full name and email")
+            values = next((a for a in alternatives if all(mentions(said, v.value) for v in a)), alternatives[0])
             findings += [
                 Finding(check="roles", detail=f"{server}: the policy identifies by {v.phrase}; the user never gives it")
                 for v in values
@@ -775,6 +777,16 @@ class Auditor:
             if not governed:
                 continue
             before = [c for c in task.gold_calls[: governed[0]] if c.server == server and not c.is_write]
+            # the alternative the gold follows: given by the user and shown by its lookups (else the one said)
+            values = next(
+                (
+                    a
+                    for a in alternatives
+                    if all(mentions(said, v.value) and any(shows(c, v.value) for c in before) for v in a)
+                ),
+                values,
+            )
+            wanted = [str(v.value) for v in values]
             if not any(identifies(c.arguments, wanted) for c in before):
                 findings.append(
                     Finding(check="roles", detail=f"{server}: the gold never looks the customer up before writing")

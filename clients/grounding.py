@@ -230,6 +230,9 @@ class IdentityValue(BaseModel):
     phrase: str
     value: Any
     own: bool = Field(description="on the row that is the persona (their name, email), not one hop away (a card)")
+    chosen: bool = Field(
+        default=True, description="of the alternative the task holds back; False: another the agent may use instead"
+    )
 
 
 class Grounded(BaseModel):

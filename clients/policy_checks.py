@@ -302,6 +302,14 @@ def governing(rules: Sequence[PolicyRule], kind: RuleKind, tool: str) -> PolicyR
 def identity_values(
     world: ServerWorld, rule: PolicyRule, persona: Any, calls: Sequence[GoldCall]
 ) -> list[IdentityValue]:
+    """The values of the alternative `identity_alternatives` puts first."""
+    alternatives = identity_alternatives(world, rule, persona, calls)
+    return alternatives[0] if alternatives else []
+
+
+def identity_alternatives(
+    world: ServerWorld, rule: PolicyRule, persona: Any, calls: Sequence[GoldCall]
+) -> list[list[IdentityValue]]:
     """The persona's values for the parts of one alternative of an identification rule: a column of their own
     row (full name, date of birth), else of a row one hop from it (a card on file, an order), the one the gold
     acts on where there is one. Of the alternatives the persona can answer, the one the gold's calls already
@@ -312,7 +320,7 @@ def identity_values(
     gold = json.dumps([[c.arguments, c.output] for c in mine], default=str)
     acted = json.dumps([c.arguments for c in mine], default=str)  # the rows the gold acts on (the card it charges)
     asked = [v for c in mine for v in flat_values(c.arguments)]
-    best: tuple[int, int, list[IdentityValue]] | None = None
+    complete: list[tuple[int, int, list[IdentityValue]]] = []
     for alternative in identification(rule.rule, tables):
         found: list[IdentityValue] = []
         for part in alternative:
@@ -342,9 +350,9 @@ def identity_values(
             )
         else:
             used = sum(1 for v in found if _norm(str(v.value)) in {_norm(a) for a in asked})
-            if best is None or (used, -len(found)) > best[:2]:
-                best = (used, -len(found), found)
-    return best[2] if best else []
+            complete.append((used, -len(found), found))
+    # the one the gold's calls use most first (stable: the rule's own order breaks ties)
+    return [found for *_, found in sorted(complete, key=lambda c: (-c[0], -c[1]))]
 
 
 def shows(call: GoldCall, value: Any) -> bool:
@@ -505,10 +513,19 @@ async def identify(
         rule = next((r for r in rules.get(server, []) if r.kind == "identify"), None)
         if server not in wanted or rule is None or not any(c.server == server for c in grounded.calls):
             continue
-        values = identity_values(grounder.worlds[server], rule, grounded.persona, grounded.calls)
-        if not values:
+        alternatives = identity_alternatives(grounder.worlds[server], rule, grounded.persona, grounded.calls)
+        if not alternatives:
             raise Drop("nothing the policy identifies the customer by", server)
-        grounded = grounded.model_copy(update={"identification": [*grounded.identification, *values]})
+        values = alternatives[0]
+        # the values of the other alternatives identify them too ("card number, or full name and email"): an
+        # agent that asks for those instead follows the policy as well
+        others = [
+            v.model_copy(update={"chosen": False})
+            for alternative in alternatives[1:]
+            for v in alternative
+            if all(v.value != w.value for w in values)
+        ]
+        grounded = grounded.model_copy(update={"identification": [*grounded.identification, *values, *others]})
         writes = [i for i, c in enumerate(grounded.calls) if c.server == server and c.is_write and c.tool in rule.tools]
         if not writes:
             continue

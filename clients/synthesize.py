@@ -586,7 +586,7 @@ def identity_hidden(task: Task, grounded: Grounded) -> list[HiddenFact]:
     )
     added: list[HiddenFact] = []
     for value in grounded.identification:
-        if mentions(said, value.value) or any(h.value == value.value for h in added):
+        if not value.chosen or mentions(said, value.value) or any(h.value == value.value for h in added):
             continue
         if value.own:  # their own row's column: "my date of birth is 3 June 1989"
             added.append(held(value.column, value.value, " ".join(words(value.column)).lower(), "my"))

@@ -193,3 +193,17 @@ async def test_an_optional_detail_is_said_never_only_held_back(seed: int) -> Non
                     assert json.dumps(value) not in hidden, (
                         f"{task.id}: {call.tool}.{name} narrowed by a held-back {value!r}"
                     )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1])
+async def test_any_alternative_the_policy_allows_passes_the_check(seed: int) -> None:
+    """The library identifies a member by card number, or full name and email: the must_identify check takes
+    the values of both, so an agent that looks the member up by card number follows the policy too."""
+    async with Connections(farm_targets(REPO, ["library"])) as farm:
+        synthesis = await synthesize(SynthesisOptions(n=6, seed=seed, servers=["library"]), farm)
+    checks = [c for t in synthesis.tasks for c in t.policy_checks if c.kind == "must_identify"]
+    assert checks, synthesis.summary.dropped
+    for check in checks:
+        assert any(v.startswith("LC-") for v in check.values), check.values  # the card number
+        assert any("@" in v for v in check.values), check.values  # the email
