@@ -395,6 +395,8 @@ def _lookups(
             continue
         if value.column not in {f.name for f in spec.outputs}:
             continue
+        if not any(p.required for p in spec.params):
+            continue  # a read of everything shows the value among everyone's: no match of this customer
         args: dict[str, Any] = {}
         fed: list[int] = []
         for param in (p for p in spec.params if p.required):
@@ -547,7 +549,12 @@ async def identify(
                 grounded = rekeyed
         for value in values:
             if not any(c.server == server and not c.is_write and shows(c, value.value) for c in grounded.calls[:first]):
-                grounded = await _insert_lookup(grounder, grounded, first, value, keyed=False)
+                try:  # their own value (an email): found by it, not shown in a listing of everyone
+                    grounded = await _insert_lookup(grounder, grounded, first, value, keyed=value.own)
+                except Drop:
+                    if not value.own:
+                        raise
+                    grounded = await _insert_lookup(grounder, grounded, first, value, keyed=False)
                 first += 1
     return grounded
 
