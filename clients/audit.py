@@ -41,6 +41,7 @@ from envfarm.clients.graph import ToolSpec, is_id_like, load_intents, load_specs
 from envfarm.clients.grounding import PersonaRecord, Row, ServerWorld, observe, persona_rows
 from envfarm.clients.policy_checks import PolicyRule, identifies, identity_alternatives, load_rules, shows
 from envfarm.clients.tasks import Claim, Task
+from envfarm.servers.runtime.identification import identification_parts
 from envfarm.servers.runtime.intents import ServerIntents
 
 CHECKS = ("determinacy", "referents", "roles", "claims", "verify", "clock", "garble", "depth")
@@ -756,8 +757,8 @@ class Auditor:
             world = self.worlds.get(server)
             if facts.kind != "staff" or rule is None or world is None:
                 continue
-            if not any(c.server == server for c in task.gold_calls):
-                continue
+            if not any(c.server == server for c in task.gold_calls) or not identification_parts(rule.rule)[1]:
+                continue  # a rule naming no field asks for nothing the audit can check
             persona = PersonaRecord(name=task.persona.name, email=task.persona.email or "")
             alternatives = identity_alternatives(world, rule, persona, task.gold_calls)
             if not alternatives:

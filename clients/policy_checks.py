@@ -34,7 +34,7 @@ from envfarm.clients.grounding import Drop, Grounded, Grounder, IdentityValue, S
 from envfarm.clients.sampling import Step
 from envfarm.clients.tasks import GoldCall, PolicyCheck
 from envfarm.servers.runtime.control import ControlError
-from envfarm.servers.runtime.identification import identification
+from envfarm.servers.runtime.identification import identification, identification_parts
 
 RULES_RESOURCE = "policy_rules"
 RuleKind = Literal["confirm", "identify", "forbid", "other"]
@@ -515,6 +515,8 @@ async def identify(
         rule = next((r for r in rules.get(server, []) if r.kind == "identify"), None)
         if server not in wanted or rule is None or not any(c.server == server for c in grounded.calls):
             continue
+        if not identification_parts(rule.rule)[1]:
+            continue  # "identify the customer" naming no field: nothing to hold back or match
         alternatives = identity_alternatives(grounder.worlds[server], rule, grounded.persona, grounded.calls)
         if not alternatives:
             raise Drop("nothing the policy identifies the customer by", server)

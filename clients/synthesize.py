@@ -344,7 +344,29 @@ class _Run:
     ) -> None:
         self.options = options
         self.registry = options.registry()  # read once: a broad farm's registry lists hundreds of servers
-        self.rules = rules
+        # A desk whose instructions say how a customer is identified but lists no such rule (an imported server)
+        # is held to that sentence over all its writes, as the audit holds it (`Auditor.identify_rule`).
+        self.rules = {
+            server: [
+                *listed,
+                *(
+                    [
+                        PolicyRule(
+                            server=server,
+                            id="identify",
+                            rule=sentence,
+                            tools=[t.name for t in catalog.by_server.get(server, []) if not t.read_only],
+                            kind="identify",
+                        )
+                    ]
+                    if (sentence := facts.get(server, ServerFacts()).identify_rule)
+                    and facts.get(server, ServerFacts()).kind == "staff"
+                    and not any(r.kind == "identify" for r in listed)
+                    else []
+                ),
+            ]
+            for server, listed in rules.items()
+        }
         self.facts = facts
         self.catalog = catalog
         today = {s: day for s, f in facts.items() if f.clock and (day := _iso_day(f.clock))}
