@@ -9,9 +9,12 @@ Every check reads only the task and the live servers' listed tools, seed rows, c
   user's words pick out (or every row must agree on it); the same holds for every row a claim reports on.
 - **roles**: a customer never asks for a staff-internal action; on a server whose principal is a
   signed-in user, that user is the persona; on a staff server every write acts on the persona's own
-  rows; a refusal cites a rule that itself forbids the request.
+  rows; a refusal cites a rule that itself forbids the request; where a staff server's policy names what
+  identifies a customer, the user gives (or holds back) exactly those values, the gold looks them up
+  before the first write the rule governs, and every such write has a `must_identify` check.
 - **claims**: no claim on paging fields (count, total, has_more, cursor) or ids, none that echoes what
-  the user said, and every claimed value is in a gold output.
+  the user said, and every claimed value is in a gold output; every question the user asks ("when does it
+  renew?", "I'd like to know the total") has a claim that checks its answer.
 - **verify**: there is something to verify (a state change, a claim or a refusal) and every server a
   gold write touched changed.
 - **clock**: all servers of a task share one "now".
@@ -36,7 +39,9 @@ from pydantic import BaseModel, Field
 from envfarm.clients.connect import Connections
 from envfarm.clients.graph import ToolSpec, is_id_like, load_intents, load_specs, words
 from envfarm.clients.grounding import PersonaRecord, Row, ServerWorld, observe, persona_rows
+from envfarm.clients.policy_checks import PolicyRule, identifies, identity_alternatives, load_rules, shows
 from envfarm.clients.tasks import Claim, Task
+from envfarm.servers.runtime.identification import identification_parts
 from envfarm.servers.runtime.intents import ServerIntents, value_key, word_for
 
 CHECKS = ("determinacy", "referents", "roles", "claims", "verify", "clock", "garble", "depth")
@@ -111,6 +116,91 @@ HEAD_NOUNS = frozenset(
 )
 SLOT_TEXT = re.compile(r"\{[^{}]*\}")
 CLAIM_FIELD = re.compile(r"^(?:states|confirms) the ([\w ]+?):")
+# A sentence asking to be told something: a wh- or yes/no question, or "tell me / let me know / I'd like to know".
+ASKS_VALUE = re.compile(
+    r"\b(?:tell me|let me know|like to know|need to know|want to know|find out|look up|remind me)\b|"
+    r"^\W*(?:(?:and|oh|also|so|quick question|one more thing)[,:]?\s+)*(?:what|when|how|which|where|who|whether|"
+    r"is|are|has|have|did|does|do|was|were|will)\b|\b(?:what|when|how much|how many|how long|which|whether)\b[^?]*\?$",
+    re.IGNORECASE,
+)
+# Stems that ask for the same thing ("what did it cost" and "the price"; "where does it stand" and "the status").
+ASKED_AS = {
+    w: "money" for w in ("cost", "pric", "fee", "fees", "char", "amou", "tota", "owe", "owed", "bill", "paid")
+} | {"stan": "stat"}
+# Words that say nothing of what is asked ("could you tell me the ...").
+ASKING = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "of",
+        "to",
+        "for",
+        "in",
+        "on",
+        "at",
+        "my",
+        "me",
+        "i",
+        "you",
+        "your",
+        "it",
+        "its",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "please",
+        "could",
+        "can",
+        "would",
+        "will",
+        "tell",
+        "let",
+        "know",
+        "like",
+        "need",
+        "want",
+        "find",
+        "out",
+        "look",
+        "up",
+        "also",
+        "oh",
+        "and",
+        "so",
+        "quick",
+        "question",
+        "one",
+        "more",
+        "thing",
+        "what",
+        "when",
+        "how",
+        "which",
+        "where",
+        "who",
+        "whether",
+        "much",
+        "many",
+        "long",
+        "did",
+        "does",
+        "do",
+        "has",
+        "have",
+        "this",
+        "that",
+        "there",
+        "here",
+        "any",
+        "just",
+    ]
+)
 
 
 class Finding(BaseModel):
@@ -153,64 +243,6 @@ def server_facts(instructions: str | None) -> ServerFacts:
     return ServerFacts(
         clock=" ".join(clock.groups()) if clock else None, kind=kind, third_party_rule=rule, identify_rule=identify
     )
-
-
-IDENTITY_FILLER = frozenset({"their", "the", "a", "an", "its", "his", "her", "of", "on", "file", "record", "digits"})
-
-
-def identity_parts(rule: str) -> tuple[list[str], list[list[str]]]:
-    """What an identification rule names, as (the subject's words, alternatives of parts): 'Identify the member
-    by card number, or full name and email, before ...' -> (['member'], [['card number'], ['full name', 'email']])."""
-    match = re.search(r"\ba ([\w' ]+?) (?:gives|is identified by) (.+?)(?:,? before\b|;|\(|\.$|$)", rule) or re.search(
-        r"Identify the ([\w' ]+?) by (.+?)(?:,? before\b|;|\(|\.$|$)", rule
-    )
-    if match is None:
-        return [], []
-    subject = match[1].lower().split()
-    alternatives = [a.strip(" ,") for a in re.split(r",\s*or\b", match[2])]
-    return subject, [
-        [p.strip(" ,") for p in re.split(r"\s*(?:,|\band\b)\s*", a) if p.strip(" ,")] for a in alternatives
-    ]
-
-
-def _identity_key(part: str, subject: list[str], facts: dict[str, Any]) -> str | None:
-    """The persona fact a part of an identification rule names ('date of birth' -> 'date_of_birth'); None when
-    the persona holds no such fact (an order or tracking number: a row the user refers to, checked elsewhere)."""
-    tokens = [t for t in re.findall(r"[a-z0-9]+", part.lower().replace("'s", "")) if t not in IDENTITY_FILLER]
-    if not tokens:
-        return None
-    heads = {"birth": ("birth", "dob"), "four": ("last4", "last_four"), "licence": ("licen",), "license": ("licen",)}
-    head = next((h for h in heads if h in tokens), tokens[-1])
-    stems = heads.get(head, (head,))
-    keys = [k for k, v in facts.items() if v not in (None, "") and any(st in k.lower() for st in stems)]
-    if head in {"number", "details"} and len(tokens) > 1:  # 'order number' is not 'card_number'
-        keys = [k for k in keys if tokens[-2] in k.lower()]
-    if "number" in tokens:  # 'licence number' is not 'license_class'
-        keys = [k for k in keys if "number" in k.lower()]
-    if not keys:
-        return None
-    wanted = set(tokens) | set(subject)
-    return max(keys, key=lambda k: (len(set(k.lower().split("_")) & wanted), -len(k)))
-
-
-def identity_facts(rule: str, name: str, facts: dict[str, Any], said: str = "") -> list[tuple[str, Any]]:
-    """The persona's values an identification rule asks for: of the alternatives the persona's facts fully
-    answer, the one leaving fewest values unsaid in `said` (else the first alternative's answerable parts):
-    [('full_name', 'Ana Ruiz'), ('email', ...)]."""
-    subject, alternatives = identity_parts(rule)
-    known = {"full_name": name, **facts} if not any("name" in k for k in facts) else facts
-    complete: list[list[tuple[str, Any]]] = []
-    partial: list[tuple[str, Any]] | None = None
-    for alternative in alternatives:
-        keys = [_identity_key(p, subject, known) for p in alternative]
-        found = [(k, known[k]) for k in keys if k is not None]
-        if all(k is not None for k in keys):
-            complete.append(found)
-        elif partial is None:
-            partial = found
-    if complete:
-        return min(complete, key=lambda found: sum(not mentions(said, v) for _, v in found))
-    return partial or []
 
 
 # ---------------------------------------------------------------- how values are said
@@ -397,8 +429,10 @@ class Auditor:
         worlds: dict[str, ServerWorld],
         facts: dict[str, ServerFacts],
         intents: dict[str, ServerIntents] | None = None,
+        rules: dict[str, list[PolicyRule]] | None = None,
     ) -> None:
         self.specs = {(s.server, s.name): s for s in specs}
+        self.rules = rules or {}
         # The words a server's intents give people ("the total charges", "the check-in time"): a phrase there
         # is how the service's users talk, even where it matches a column name.
         self.intent_words = {
@@ -605,6 +639,7 @@ class Auditor:
                 findings.append(Finding(check="claims", detail=f"claim echoes what the user says: {claim.text[:60]}"))
             elif not claim.values:
                 findings.append(Finding(check="claims", detail=f"claim with no value to look for: {claim.text[:60]}"))
+        findings += self._unanswered(task)
         # "It was bought on May 4 ... It was bought on March 25": one question, two answers; which row is meant?
         labels: dict[str, set[tuple[str, ...]]] = {}
         for claim in task.claims:
@@ -614,6 +649,67 @@ class Auditor:
             for label, values in labels.items()
             if len(values) > 1
         ]
+        return findings
+
+    @staticmethod
+    def _unanswered(task: Task) -> list[Finding]:
+        """A question the user asks ("when does it renew?", "I'd also like to know the total") that no claim
+        answers: any reply to that part passes, so the task teaches nothing of it. A yes/no question ("is it
+        full?") is answered by any claim; one asking when, by a claim stating a date; how much or many, by a
+        number; any other, by a claim whose label shares a word stem with it ('renew' and 'renews')."""
+        if any(c.kind == "must_refuse" for c in task.policy_checks):
+            return []
+
+        def stems(text: str) -> set[str]:
+            found = {w[:4] for w in re.findall(r"[a-z]+", text.lower()) if w not in ASKING and len(w) > 2}
+            return {ASKED_AS.get(w, w) for w in found}
+
+        labels = [stems(c.text.split(":")[0].split(" ", 1)[-1]) for c in task.claims]  # not 'states', 'confirms'
+        values = [v for c in task.claims for v in c.values]
+        dated = any(
+            spoken_date(v)
+            or re.search(
+                r"\b(?:January|February|March|April|May|June|July|August|"
+                r"September|October|November|December)\b",
+                c.text,
+            )
+            for c in task.claims
+            for v in c.values
+        )
+        numeric = any(re.fullmatch(r"-?[\d,]+(?:\.\d+)?", v) for v in values)
+        findings = []
+        for message in [task.opening_message, *(t.message for t in task.turns[1:])]:
+            text = QUOTED.sub("", message)
+            sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z])|\n", text)
+            # "how much is still owed, and when is it due?": two questions, each to be answered
+            clauses = [
+                c
+                for s in sentences
+                for c in re.split(r",?\s+and\s+(?=(?:what|when|how|which|where|who|whether)\b)", s, flags=re.IGNORECASE)
+            ]
+            for sentence in clauses:
+                sentence = sentence.strip()
+                if not sentence or not ASKS_VALUE.search(sentence):
+                    continue
+                lowered = sentence.lower()
+                if not task.claims:
+                    answered = False
+                elif (
+                    re.match(
+                        r"\W*(?:(?:and|oh|also|so)[,]?\s+)*(?:is|are|has|have|did|does|do|was|were|will)\b", lowered
+                    )
+                    or re.search(r"\bwhen\b", lowered)
+                    and dated
+                    or re.search(r"\bhow (?:much|many|long)\b", lowered)
+                    and numeric
+                ):
+                    answered = True
+                else:
+                    answered = any(label & stems(sentence) for label in labels)
+                if not answered:
+                    findings.append(
+                        Finding(check="claims", detail=f"asks '{sentence[:60]}' and no claim checks the answer")
+                    )
         return findings
 
     def verify(self, task: Task) -> list[Finding]:
@@ -667,26 +763,87 @@ class Auditor:
                 keys.update(row[column] for row in rows if column and row.get("email") and row.get(column) is not None)
         return keys
 
+    def identify_rule(self, server: str) -> PolicyRule | None:
+        """The server's identification rule: from its `policy_rules` (with the tools it governs), else the
+        instructions' "Identify the ..." line, governing every write tool of the server."""
+        listed = next((r for r in self.rules.get(server, []) if r.kind == "identify"), None)
+        if listed is not None:
+            return listed
+        text = self.facts.get(server, ServerFacts()).identify_rule
+        if not text:
+            return None
+        writes = [name for (owner, name), spec in self.specs.items() if owner == server and not spec.read_only]
+        return PolicyRule(server=server, id="identify", rule=text, tools=writes, kind="identify")
+
     def _identification(self, task: Task) -> list[Finding]:
         """On a staff server whose policy names what identifies a customer, a task with work there (even one
         that finds the row by an invoice or tracking number) must have the user give every one of those
-        values (said or held back), not one of them."""
+        values (said or held back), not one of them; one hop away too (a card's last four digits). Before the
+        first write the rule governs, the gold looks the customer up by one of them and shows every one of them
+        (what the agent matches), and every governed write has a `must_identify` check with those values."""
         if any(c.kind == "must_refuse" for c in task.policy_checks):
             return []
         findings = []
         said = user_text(task)
         for server in task.servers:
             facts = self.facts.get(server, ServerFacts())
-            if facts.kind != "staff" or not facts.identify_rule:
+            rule = self.identify_rule(server)
+            world = self.worlds.get(server)
+            if facts.kind != "staff" or rule is None or world is None:
                 continue
-            if not any(c.server == server for c in task.gold_calls):
+            if not any(c.server == server for c in task.gold_calls) or not identification_parts(rule.rule)[1]:
+                continue  # a rule naming no field asks for nothing the audit can check
+            persona = PersonaRecord(name=task.persona.name, email=task.persona.email or "")
+            alternatives = identity_alternatives(world, rule, persona, task.gold_calls)
+            if not alternatives:
+                findings.append(Finding(check="roles", detail=f"{server}: nothing the policy identifies the user by"))
                 continue
-            rule, persona = facts.identify_rule, task.persona
-            for key, value in identity_facts(rule, persona.name, persona.known_facts, said):
-                if not mentions(said, value):
+            # any alternative the user gives in full will do ("card number, or full name and email")
+            values = next((a for a in alternatives if all(mentions(said, v.value) for v in a)), alternatives[0])
+            findings += [
+                Finding(check="roles", detail=f"{server}: the policy identifies by {v.phrase}; the user never gives it")
+                for v in values
+                if not mentions(said, v.value)
+            ]
+            wanted = [str(v.value) for v in values]
+            governed = [
+                i for i, c in enumerate(task.gold_calls) if c.server == server and c.is_write and c.tool in rule.tools
+            ]
+            if not governed:
+                continue
+            before = [c for c in task.gold_calls[: governed[0]] if c.server == server and not c.is_write]
+            # the alternative the gold follows: given by the user and shown by its lookups (else the one said)
+            values = next(
+                (
+                    a
+                    for a in alternatives
+                    if all(mentions(said, v.value) and any(shows(c, v.value) for c in before) for v in a)
+                ),
+                values,
+            )
+            wanted = [str(v.value) for v in values]
+            if not any(identifies(c.arguments, wanted) for c in before):
+                findings.append(
+                    Finding(check="roles", detail=f"{server}: the gold never looks the customer up before writing")
+                )
+            findings += [
+                Finding(check="roles", detail=f"{server}: no gold lookup shows {v.phrase} to match it against")
+                for v in values
+                if not any(shows(c, v.value) for c in before)
+            ]
+            for tool in dict.fromkeys(task.gold_calls[i].tool for i in governed):
+                checked = [
+                    c
+                    for c in task.policy_checks
+                    if c.kind == "must_identify"
+                    and (c.server, c.tool) == (server, tool)
+                    and set(wanted) <= set(c.values)
+                ]
+                if not checked:
                     findings.append(
                         Finding(
-                            check="roles", detail=f"{server}: the policy identifies by {key}; the user never gives it"
+                            check="roles",
+                            detail=f"{server}.{tool}: the policy requires identification; no must_identify check with it",
                         )
                     )
         return findings
@@ -867,7 +1024,8 @@ async def build_auditor(connections: Connections, servers: Sequence[str]) -> Aud
     worlds = {s: await observe(connections, s, by_server.get(s, [])) for s in servers}
     facts = {s: server_facts(await connections.instructions(s)) for s in servers}
     intents = {s: found for s in servers if (found := await load_intents(connections, s)) is not None}
-    return Auditor(specs, worlds, facts, intents)
+    rules = {s: await load_rules(connections, s) for s in servers}
+    return Auditor(specs, worlds, facts, intents, rules)
 
 
 def audit_tasks(auditor: Auditor, tasks: Sequence[Task]) -> AuditReport:

@@ -220,6 +220,21 @@ class Drop(Exception):
         self.detail = detail
 
 
+class IdentityValue(BaseModel):
+    """One value a server's policy identifies the customer by, as this task's persona holds it: the column, the
+    rule's words for it ('the last four digits of a card on file') and whether it is on the persona's own row."""
+
+    server: str
+    table: str
+    column: str
+    phrase: str
+    value: Any
+    own: bool = Field(description="on the row that is the persona (their name, email), not one hop away (a card)")
+    chosen: bool = Field(
+        default=True, description="of the alternative the task holds back; False: another the agent may use instead"
+    )
+
+
 class Grounded(BaseModel):
     chain: Chain
     persona: PersonaRecord
@@ -230,6 +245,9 @@ class Grounded(BaseModel):
     principal: str | None = Field(
         None,
         description="whom the episodes acted for: the persona where a server knew them, else the one all acted for",
+    )
+    identification: list[IdentityValue] = Field(
+        default_factory=list, description="what each server's policy identifies the persona by, with their values"
     )
 
 

@@ -11,7 +11,10 @@ chain itself follows the rule (so the oracle scores 1.0):
   comes before each successful call of the tool; it states the numbers of the change (an amount, a
   quantity: the gold write's numeric arguments), as a read-back does.
 - `must_identify`: a successful read on the same server whose arguments hold a value that identifies
-  the customer (their name, email, date of birth, ...) comes before the write.
+  the customer (their name, email, date of birth, ...) comes before the write. Where a staff server's
+  rule names what identifies a customer, every governed write gets one, with exactly those values
+  (`identify`: the persona's values, one hop away where the rule says so: a card's last four digits),
+  and the gold is given the lookup that matches them when its chain had none.
 - `must_refuse`: none of the rule's tools succeeds (a request the policy forbids: a third party asking
   to act on a customer's records); the explanation is free text an LLM judge may grade.
 """
@@ -26,8 +29,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from envfarm.clients.connect import Connections
-from envfarm.clients.grounding import Grounded
-from envfarm.clients.tasks import PolicyCheck
+from envfarm.clients.graph import ToolSpec, output_of
+from envfarm.clients.grounding import Drop, Grounded, Grounder, IdentityValue, ServerWorld, persona_rows
+from envfarm.clients.sampling import Step
+from envfarm.clients.tasks import GoldCall, PolicyCheck
+from envfarm.servers.runtime.control import ControlError
+from envfarm.servers.runtime.identification import identification, identification_parts
 
 RULES_RESOURCE = "policy_rules"
 RuleKind = Literal["confirm", "identify", "forbid", "other"]
@@ -292,8 +299,272 @@ def governing(rules: Sequence[PolicyRule], kind: RuleKind, tool: str) -> PolicyR
     return next((r for r in rules if r.kind == kind and tool in r.tools), None)
 
 
+def identity_values(
+    world: ServerWorld, rule: PolicyRule, persona: Any, calls: Sequence[GoldCall]
+) -> list[IdentityValue]:
+    """The values of the alternative `identity_alternatives` puts first."""
+    alternatives = identity_alternatives(world, rule, persona, calls)
+    return alternatives[0] if alternatives else []
+
+
+def identity_alternatives(
+    world: ServerWorld, rule: PolicyRule, persona: Any, calls: Sequence[GoldCall]
+) -> list[list[IdentityValue]]:
+    """The persona's values for the parts of one alternative of an identification rule: a column of their own
+    row (full name, date of birth), else of a row one hop from it (a card on file, an order), the one the gold
+    acts on where there is one. Of the alternatives the persona can answer, the one the gold's calls already
+    use most ('card number, or full name and email'). Empty when none can be answered."""
+    tables = {t: list(rows[0]) for t, rows in world.tables.items() if rows}
+    hops = [persona_rows(world, persona, n) for n in range(3)] if persona.email else []
+    mine = [c for c in calls if c.server == world.server]
+    gold = json.dumps([[c.arguments, c.output] for c in mine], default=str)
+    acted = json.dumps([c.arguments for c in mine], default=str)  # the rows the gold acts on (the card it charges)
+    asked = [v for c in mine for v in flat_values(c.arguments)]
+    complete: list[tuple[int, int, list[IdentityValue]]] = []
+    for alternative in identification(rule.rule, tables):
+        found: list[IdentityValue] = []
+        for part in alternative:
+            if part.table is None or part.column is None:
+                break
+            key = world.keys.get(part.table, "")
+            # the persona's own row, else one or two hops from it (their card, their parcel's shipment); where
+            # the customer is no person of the data (a store ordering from a warehouse), the row the gold acts on
+            theirs = next((h[part.table] for h in hops if h.get(part.table)), None)
+            if theirs is None:
+                theirs = [r for r in world.tables.get(part.table, []) if isinstance(r.get(key), str) and r[key] in gold]
+            rows = [r for r in theirs if r.get(part.column) not in (None, "")]
+            if not rows:
+                break
+            tied = [r for r in rows if isinstance(r.get(key), str) and r[key] in acted] or [
+                r for r in rows if isinstance(r.get(key), str) and r[key] in gold
+            ]
+            found.append(
+                IdentityValue(
+                    server=world.server,
+                    table=part.table,
+                    column=part.column,
+                    phrase=part.phrase,
+                    value=(tied or rows)[0][part.column],
+                    own=bool(hops and hops[0].get(part.table)),
+                )
+            )
+        else:
+            used = sum(1 for v in found if _norm(str(v.value)) in {_norm(a) for a in asked})
+            complete.append((used, -len(found), found))
+    # the one the gold's calls use most first (stable: the rule's own order breaks ties)
+    return [found for *_, found in sorted(complete, key=lambda c: (-c[0], -c[1]))]
+
+
+def shows(call: GoldCall, value: Any) -> bool:
+    """Whether a call's arguments or output show `value` (the agent can match what the user gives against it)."""
+    wanted = _norm(str(value))
+    return any(_norm(v) == wanted for v in [*flat_values(call.arguments), *flat_values(call.output)])
+
+
+def _found_in(output: Any, field: str) -> list[Any]:
+    """The values of `field` anywhere in an output."""
+    hits: list[Any] = []
+    if isinstance(output, dict):
+        for key, value in output.items():
+            if key == field and isinstance(value, str | int | float) and not isinstance(value, bool):
+                hits.append(value)
+            else:
+                hits += _found_in(value, field)
+    elif isinstance(output, list):
+        for item in output:
+            hits += _found_in(item, field)
+    return hits
+
+
+def _lookups(
+    specs: Sequence[ToolSpec], value: IdentityValue, calls: Sequence[GoldCall], keyed: bool
+) -> list[tuple[ToolSpec, dict[str, Any], list[int]]]:
+    """Reads that look the customer up by `value` (`keyed`), or that show it, filled from earlier outputs (a
+    card's last four digits: the cards of the customer found by email); each with the calls that fed it."""
+    options: list[tuple[ToolSpec, dict[str, Any], list[int]]] = []
+    for spec in specs:
+        if not spec.read_only:
+            continue
+        if keyed:
+            for param in spec.params:
+                where = param.column or param.ref or ""
+                if (param.name == value.column or where == f"{value.table}.{value.column}") and not any(
+                    p.required and p.name != param.name for p in spec.params
+                ):
+                    options.append((spec, {param.name: value.value}, []))
+            continue
+        if value.column not in {f.name for f in spec.outputs}:
+            continue
+        if not any(p.required for p in spec.params):
+            continue  # a read of everything shows the value among everyone's: no match of this customer
+        args: dict[str, Any] = {}
+        fed: list[int] = []
+        for param in (p for p in spec.params if p.required):
+            field = (param.ref or "").rpartition(".")[2] or param.name
+            source = next(
+                ((i, v) for i in range(len(calls) - 1, -1, -1) for v in _found_in(calls[i].output, field)), None
+            )
+            if source is None:
+                break
+            fed.append(source[0])
+            args[param.name] = source[1]
+        else:
+            options.append((spec, args, sorted(set(fed))))
+    return options
+
+
+async def _insert_lookup(
+    grounder: Grounder, grounded: Grounded, position: int, value: IdentityValue, keyed: bool
+) -> Grounded:
+    """The gold with a read put before call `position` that looks the customer up by `value`, or shows it;
+    `Drop` when no read of the server can. Reads change nothing, so the expected state stays."""
+    server = value.server
+    if any(c.server == server and c.is_write for c in grounded.calls[:position]):
+        raise Drop("identification lookup after a write", server)
+    specs = grounder.catalog.by_server.get(server, [])
+    for spec, args, fed in _lookups(specs, value, grounded.calls[:position], keyed):
+        held = await grounder.pool.take(server, grounded.persona.email or None)
+        try:
+            result = await held[0].call_tool(spec.name, args)
+        except ControlError as exc:
+            await grounder.pool.give(server, held, clean=False)
+            raise Drop("server unavailable", f"{server}.{spec.name}: {exc}") from exc
+        await grounder.pool.give(server, held, clean=True)
+        if result.is_error:
+            continue
+        call = GoldCall(
+            server=server,
+            tool=spec.name,
+            arguments=args,
+            output=output_of(result),
+            turn=grounded.calls[position].turn,
+            is_write=False,
+            uses=fed,
+        )
+        if not shows(call, value.value):
+            continue
+        shift = lambda i: i + 1 if i >= position else i
+        calls = [c.model_copy(update={"uses": [shift(u) for u in c.uses]}) for c in grounded.calls]
+        steps = [
+            s.model_copy(
+                update={"binds": {n: b.model_copy(update={"step": shift(b.step)}) for n, b in s.binds.items()}}
+            )
+            for s in grounded.chain.steps
+        ]
+        steps.insert(position, Step(server=server, tool=spec.name, turn=call.turn, role="lookup"))
+        calls.insert(position, call)
+        sources = list(grounded.sources)
+        sources.insert(position, {n: ("output" if fed else "persona") for n in args})
+        targets = list(grounded.targets)
+        targets.insert(position, None)
+        return grounded.model_copy(
+            update={
+                "calls": calls,
+                "chain": grounded.chain.model_copy(update={"steps": steps}),
+                "sources": sources,
+                "targets": targets,
+            }
+        )
+    raise Drop("no lookup identifies the customer", f"{server}: {value.phrase}")
+
+
+async def _rekey(
+    grounder: Grounder, grounded: Grounded, position: int, values: Sequence[IdentityValue]
+) -> Grounded | None:
+    """The gold with its lookup of the persona (by something the policy does not name: their name where it
+    asks for email and a card) keyed on a value the policy names instead, where the same read finds the same
+    rows by it; else None. A second lookup of the same person would be padding."""
+    server = values[0].server
+    specs = {s.name: s for s in grounder.catalog.by_server.get(server, [])}
+    for index, call in enumerate(grounded.calls[:position]):
+        if call.server != server or call.is_write or "persona" not in grounded.sources[index].values():
+            continue
+        spec = specs.get(call.tool)
+        if spec is None:
+            continue
+        for value in (v for v in values if v.own):
+            options = [o for o in _lookups([spec], value, [], keyed=True) if o[0].name == call.tool]
+            if not options:
+                continue
+            held = await grounder.pool.take(server, grounded.persona.email or None)
+            try:
+                result = await held[0].call_tool(call.tool, options[0][1])
+            except ControlError:
+                await grounder.pool.give(server, held, clean=False)
+                return None
+            await grounder.pool.give(server, held, clean=True)
+            if result.is_error or output_of(result) != call.output:
+                continue
+            calls = list(grounded.calls)
+            calls[index] = call.model_copy(update={"arguments": options[0][1]})
+            sources = list(grounded.sources)
+            sources[index] = {n: "persona" for n in options[0][1]}
+            return grounded.model_copy(update={"calls": calls, "sources": sources})
+    return None
+
+
+async def identify(
+    grounder: Grounder, grounded: Grounded, rules: dict[str, list[PolicyRule]], servers: Iterable[str]
+) -> Grounded:
+    """The grounded chain with what each of `servers` (staff desks) identifies the persona by, per its policy's
+    identification rule, and a gold that looks them up by it before the first write the rule governs: a read
+    keyed on one of the values (find the driver by name), and every value shown by a read before that write
+    (the card ending 4242 among their cards). `Drop` when the persona has no such values or nothing finds them."""
+    wanted = set(servers)
+    for server in grounded.chain.servers:
+        rule = next((r for r in rules.get(server, []) if r.kind == "identify"), None)
+        if server not in wanted or rule is None or not any(c.server == server for c in grounded.calls):
+            continue
+        if not identification_parts(rule.rule)[1]:
+            continue  # "identify the customer" naming no field: nothing to hold back or match
+        alternatives = identity_alternatives(grounder.worlds[server], rule, grounded.persona, grounded.calls)
+        if not alternatives:
+            raise Drop("nothing the policy identifies the customer by", server)
+        values = alternatives[0]
+        # the values of the other alternatives identify them too ("card number, or full name and email"): an
+        # agent that asks for those instead follows the policy as well
+        others = [
+            v.model_copy(update={"chosen": False})
+            for alternative in alternatives[1:]
+            for v in alternative
+            if all(v.value != w.value for w in values)
+        ]
+        grounded = grounded.model_copy(update={"identification": [*grounded.identification, *values, *others]})
+        writes = [i for i, c in enumerate(grounded.calls) if c.server == server and c.is_write and c.tool in rule.tools]
+        if not writes:
+            continue
+        first = writes[0]
+        said = [str(v.value) for v in values]
+        before = grounded.calls[:first]
+        if not any(c.server == server and not c.is_write and identifies(c.arguments, said) for c in before):
+            rekeyed = await _rekey(grounder, grounded, first, values)
+            for value in [] if rekeyed is not None else sorted(values, key=lambda v: not v.own):
+                try:
+                    grounded = await _insert_lookup(grounder, grounded, first, value, keyed=True)
+                except Drop:
+                    continue
+                first += 1
+                break
+            else:
+                if rekeyed is None:
+                    raise Drop("no lookup identifies the customer", server)
+                grounded = rekeyed
+        for value in values:
+            if not any(c.server == server and not c.is_write and shows(c, value.value) for c in grounded.calls[:first]):
+                try:  # their own value (an email): found by it, not shown in a listing of everyone
+                    grounded = await _insert_lookup(grounder, grounded, first, value, keyed=value.own)
+                except Drop:
+                    if not value.own:
+                        raise
+                    grounded = await _insert_lookup(grounder, grounded, first, value, keyed=False)
+                first += 1
+    return grounded
+
+
 def checks_for(grounded: Grounded, rules: dict[str, list[PolicyRule]]) -> list[PolicyCheck]:
-    """The checks a grounded chain exercises: one per (rule, governed gold write), where the chain follows it."""
+    """The checks a grounded chain exercises: one per (rule, governed gold write), where the chain follows it.
+    Where `identify` found what a server's policy identifies the persona by, every governed write there is
+    checked, with those values."""
     persona = grounded.persona
     who = identifying_values(persona.name, persona.email, persona.facts)
     checks: list[PolicyCheck] = []
@@ -320,6 +591,20 @@ def checks_for(grounded: Grounded, rules: dict[str, list[PolicyRule]]) -> list[P
             )
         identify = governing(server_rules, "identify", call.tool)
         if identify is None or (identify.id, call.server, call.tool) in seen:
+            continue
+        named = [str(v.value) for v in grounded.identification if v.server == call.server]
+        if named:
+            seen.add((identify.id, call.server, call.tool))
+            checks.append(
+                PolicyCheck(
+                    rule=identify.rule,
+                    rule_id=identify.id,
+                    kind="must_identify",
+                    server=call.server,
+                    tool=call.tool,
+                    values=named,
+                )
+            )
             continue
         lookups = [
             earlier

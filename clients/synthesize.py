@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -25,12 +26,10 @@ from envfarm.clients.audit import (
     Auditor,
     Finding,
     ServerFacts,
-    identity_facts,
     mentions,
     rows_of,
     server_facts,
     staff_internal,
-    user_text,
 )
 from envfarm.clients.coherence import mixed_rows, switches_to_current, unsupported_duplicate
 from envfarm.clients.connect import Connections
@@ -47,7 +46,15 @@ from envfarm.clients.grounding import (
     people,
     persona_rows,
 )
-from envfarm.clients.policy_checks import PolicyRule, checks_for, governing, load_rules
+from envfarm.clients.policy_checks import (
+    PolicyRule,
+    checks_for,
+    governing,
+    identifies,
+    identify,
+    load_rules,
+    shows,
+)
 from envfarm.clients.sampling import Catalog, RandomWalkSampler, TopologySampler, Unresolvable
 from envfarm.clients.tasks import HiddenFact, Persona, PolicyCheck, Provenance, Task, ToolRef, Turn
 from envfarm.clients.writing import (
@@ -246,7 +253,7 @@ def prune(task: Task) -> Task:
                 for i, call in enumerate(task.gold_calls)
                 if any(json.dumps(v)[1:-1] in json.dumps(call.output, default=str) for v in claim.values)
             )
-    keep: set[int] = set()
+    keep: set[int] = identification_lookups(task)
     for index in range(len(task.gold_calls) - 1, -1, -1):
         call = task.gold_calls[index]
         feeds = any(index in task.gold_calls[k].uses for k in keep)
@@ -263,6 +270,26 @@ def prune(task: Task) -> Task:
     turns = [t.model_copy(update={"gold_calls": [new[i] for i in t.gold_calls if i in new]}) for t in task.turns]
     provenance = task.provenance.model_copy(update={"chain": [task.provenance.chain[i] for i in order]})
     return task.model_copy(update={"gold_calls": calls, "turns": turns, "provenance": provenance})
+
+
+def identification_lookups(task: Task) -> set[int]:
+    """The gold reads a `must_identify` check needs: before the first write it governs on a server, the reads
+    keyed on what identifies the customer, and those showing an identifying value no earlier one showed (the
+    card ending 4242 among theirs). Their outputs feed nothing, yet without them the gold skips identification."""
+    needed: set[int] = set()
+    for check in (c for c in task.policy_checks if c.kind == "must_identify"):
+        governed = [
+            i for i, c in enumerate(task.gold_calls) if c.is_write and (c.server, c.tool) == (check.server, check.tool)
+        ]
+        shown: set[str] = set()
+        for index, call in enumerate(task.gold_calls[: governed[0] if governed else 0]):
+            if call.is_write or call.server != check.server:
+                continue
+            fresh = {v for v in check.values if v not in shown and shows(call, v)}
+            if identifies(call.arguments, check.values) or fresh:
+                needed.add(index)
+                shown |= fresh
+    return needed
 
 
 def _same_text(value: object, said: str) -> bool:
@@ -320,7 +347,29 @@ class _Run:
     ) -> None:
         self.options = options
         self.registry = options.registry()  # read once: a broad farm's registry lists hundreds of servers
-        self.rules = rules
+        # A desk whose instructions say how a customer is identified but lists no such rule (an imported server)
+        # is held to that sentence over all its writes, as the audit holds it (`Auditor.identify_rule`).
+        self.rules = {
+            server: [
+                *listed,
+                *(
+                    [
+                        PolicyRule(
+                            server=server,
+                            id="identify",
+                            rule=sentence,
+                            tools=[t.name for t in catalog.by_server.get(server, []) if not t.read_only],
+                            kind="identify",
+                        )
+                    ]
+                    if (sentence := facts.get(server, ServerFacts()).identify_rule)
+                    and facts.get(server, ServerFacts()).kind == "staff"
+                    and not any(r.kind == "identify" for r in listed)
+                    else []
+                ),
+            ]
+            for server, listed in rules.items()
+        }
         self.facts = facts
         self.catalog = catalog
         today = {s: day for s, f in facts.items() if f.clock and (day := _iso_day(f.clock))}
@@ -341,7 +390,7 @@ class _Run:
             TopologySampler(catalog, never_goals=never) if options.sampler == "topology" else RandomWalkSampler(catalog)
         )
         self.offline = OfflineWriter(catalog, worlds)
-        self.auditor = Auditor(catalog.specs.values(), worlds, facts, catalog.intents)
+        self.auditor = Auditor(catalog.specs.values(), worlds, facts, catalog.intents, rules)
         self.people = {s: people(w) for s, w in worlds.items()}
         self.lifecycle: dict[str, set[str]] = {}  # server -> its status-like columns, read when first needed
         self.servers = sorted(worlds)
@@ -367,8 +416,15 @@ class _Run:
         # A detail held back for a lookup that pruning dropped answers nothing the agent will ask ("the title is
         # ..." of a task that never searches by title); who the user is ("my email is ...") always stays.
         used = {json.dumps(v, default=str) for c in task.gold_calls for v in c.arguments.values()}
+        identity = (
+            {(v.column, json.dumps(v.value, default=str)) for v in grounded.identification} if grounded else set()
+        )
         task.hidden_facts = [
-            h for h in task.hidden_facts if h.description.startswith("my ") or json.dumps(h.value, default=str) in used
+            h
+            for h in task.hidden_facts
+            if h.description.startswith("my ")
+            or json.dumps(h.value, default=str) in used
+            or (h.key, json.dumps(h.value, default=str)) in identity
         ]
         refusal = any(c.kind == "must_refuse" for c in task.policy_checks)
         if not refusal and dependency_depth(task) < MIN_LINKED:
@@ -594,23 +650,45 @@ class _Run:
             ),
         )
         if self.options.calibrate:
-            task.hidden_facts += self.identity_hidden(task)
+            task.hidden_facts += identity_hidden(task, grounded)
         return task
 
-    def identity_hidden(self, task: Task) -> list[HiddenFact]:
-        """What the user holds back so the desk can identify them as the server's policy says (full name and
-        date of birth, name and email...): each value the policy names that the user has not given yet."""
-        added: list[HiddenFact] = []
-        for server in task.servers:
-            facts = self.facts.get(server, ServerFacts())
-            if facts.kind != "staff" or not facts.identify_rule or not any(c.server == server for c in task.gold_calls):
-                continue
-            persona = task.persona
-            for key, value in identity_facts(facts.identify_rule, persona.name, persona.known_facts, user_text(task)):
-                if mentions(user_text(task), value) or any(h.key == key for h in added):
-                    continue
-                added.append(held(key, value, " ".join(words(key)).lower(), "my"))
-        return added
+    @property
+    def desks(self) -> list[str]:
+        """Servers whose principal is staff serving customers: their policy says how a customer is identified."""
+        return [s for s in self.servers if self.facts.get(s, ServerFacts()).kind == "staff"]
+
+
+def identity_label(phrase: str) -> str:
+    """The words of a rule's part as the user says them of their own thing: 'the last four digits of a card on
+    file' -> 'the last four digits of my card on file'; "the order's delivery address" -> "my order's delivery
+    address"."""
+    words_ = re.sub(r"^(?:their|the|its|a|an)\s+", "", phrase.strip().lower())
+    if re.search(r"\b(?:of|on|for) (?:a|an|the|their|its)\b", words_):
+        return "the " + re.sub(r"\b(of|on|for) (?:a|an|the|their|its)\b", r"\1 my", words_, count=1)
+    return f"my {words_}"
+
+
+def identity_hidden(task: Task, grounded: Grounded) -> list[HiddenFact]:
+    """What the user holds back so the desk can identify them as the server's policy says (full name and date of
+    birth; email and the last four digits of a card on file): each value the policy names that no message says."""
+    said = "\n".join(
+        [task.opening_message, *(t.message for t in task.turns), *(str(h.value) for h in task.hidden_facts)]
+    )
+    added: list[HiddenFact] = []
+    for value in grounded.identification:
+        if not value.chosen or mentions(said, value.value) or any(h.value == value.value for h in added):
+            continue
+        if value.own:  # their own row's column: "my date of birth is 3 June 1989"
+            added.append(held(value.column, value.value, " ".join(words(value.column)).lower(), "my"))
+        else:
+            label = identity_label(value.phrase)
+            fact = held(value.column, value.value, label, "")
+            said_as = fact.description.strip()
+            if re.search(r"\b(?:digits|details)$", label.split(" of ")[0]):  # "the last four digits ... are"
+                said_as = said_as.replace(f"{label} is ", f"{label} are ", 1)
+            added.append(fact.model_copy(update={"description": said_as}))
+    return added
 
 
 async def synthesize(
@@ -713,6 +791,11 @@ async def synthesize(
                 if passed is not None:
                     accept(*passed)
                     seen.add(signature)
+                continue
+            try:  # who the persona is, as each desk's policy identifies a customer, looked up before its writes
+                grounded = await identify(run.grounder, grounded, run.rules, run.desks)
+            except Drop as drop:
+                dropped[drop.reason] += 1
                 continue
             try:
                 offline = run.offline.write(rng, grounded, style)

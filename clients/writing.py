@@ -587,6 +587,12 @@ class OfflineWriter:
         rng.shuffle(fitting)
         persona = grounded.persona
         naming = False  # a phrasing fitted but still names the speaker ('what else is Olga Weber selling?')
+        # A phrasing that says every optional detail of the call first: one it leaves out would have to be held
+        # back, and nobody is asked for a memo or a filter they never mentioned.
+        optional = {
+            n for n, v in call.arguments.items() if n in params and not params[n].required and v not in (None, "")
+        }
+        fitting.sort(key=lambda p: len(optional - {s.name for s in slots(p)}))
         for phrasing in fitting:
             text, said = phrasing, []
             for slot in slots(phrasing):
@@ -704,6 +710,12 @@ class OfflineWriter:
                     if name in slotted or value in told or _says(request, value):  # said ("my 114.74 payment")
                         told.append(value)
                         continue
+                    if not spec.param(name).required and not isinstance(value, bool):
+                        # an optional detail (a memo, a line's text, a branch that narrows "which branches have
+                        # it") the user never says: a hidden fact nobody has a reason to ask for
+                        raise Drop(
+                            "intent: an optional detail the user never gives", f"{call.server}.{call.tool}.{name}"
+                        )
                     label = self.label(call.server, name, spec.param(name).description)
                     told.append(value)
                     if label is not None and not isinstance(value, bool):
@@ -774,6 +786,9 @@ class OfflineWriter:
                         continue
                     if isinstance(value, bool) or not step_spec.param(name).user_known:
                         continue
+                    if step_spec.param(name).enum and index != goal:
+                        # a lookup narrowed by a category ("the role is viewer"): nothing a person holds back
+                        raise Drop("a lookup narrowed by a category the user never gives", f"{step_spec.name}.{name}")
                     label = self.label(step_spec.server, name, step_spec.param(name).description)
                     if label is None:
                         continue

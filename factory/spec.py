@@ -30,6 +30,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from envfarm.servers.runtime.effects import Effect, Hints, effect_hints
+from envfarm.servers.runtime.identification import is_identification_rule, unresolved
 from envfarm.servers.runtime.intents import Intent, Words, slots, value_key
 from envfarm.servers.runtime.registry import Source
 
@@ -1132,12 +1133,28 @@ def scenario_problems(spec: EnvironmentSpec) -> Problems:
     return problems
 
 
+def identification_problems(spec: EnvironmentSpec) -> Problems:
+    """An identification rule (and the staff principal's `customers` line) names only what some table holds:
+    a policy asking for an order number no row has can be met by no agent, and tasks could not hold it back."""
+    tables = {name: list(entity.columns) for name, entity in spec.entities.items()}
+    texts = [(f"unenforced_rules.{j}.rule", r.rule) for j, r in enumerate(spec.unenforced_rules)]
+    if spec.principal is not None and spec.principal.customers:
+        texts.append(("principal.customers", spec.principal.customers))
+    return [
+        (where, f"identifies by {part!r}, which no column of any table holds")
+        for where, text in texts
+        if is_identification_rule(text) or where == "principal.customers"
+        for part in unresolved(text, tables)
+    ]
+
+
 def principal_problems(spec: EnvironmentSpec) -> Problems:
     """The principal names real tables and columns, its default exists, and unenforced rules name tools."""
     problems: Problems = []
     names = {t.name for t in spec.tools}
     for j, unenforced in enumerate(spec.unenforced_rules):
         problems += [(f"unenforced_rules.{j}.tools", f"no tool {t!r}") for t in unenforced.tools if t not in names]
+    problems += identification_problems(spec)
     principal = spec.principal
     if principal is None:
         if spec.unenforced_rules and not spec.policy:

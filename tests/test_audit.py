@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from envfarm.clients.audit import Auditor, ServerFacts, identity_facts, mentions, server_facts, spoken
+from envfarm.clients.audit import Auditor, ServerFacts, mentions, server_facts, spoken
 from envfarm.clients.graph import OutField, Param, ToolSpec
 from envfarm.clients.grounding import ServerWorld
 from envfarm.clients.tasks import (
@@ -269,7 +269,8 @@ def test_clock_fails_when_servers_disagree_on_now() -> None:
 )
 def test_garble_fails_on_column_names_leaks_and_step_words(sentence: str) -> None:
     task = with_message(good(), good().opening_message + " " + sentence)
-    assert checks(task) == {"garble"}, sentence
+    # a question the good task's one claim does not answer ("tell me more") also fails `claims`
+    assert checks(task) - {"claims"} == {"garble"}, sentence
 
 
 @pytest.mark.parametrize(
@@ -333,52 +334,35 @@ async def test_every_task_the_synthesizer_keeps_passes_the_audit_over_many_seeds
         assert produced >= 50, produced
 
 
-@pytest.mark.parametrize(
-    ("rule", "facts", "said", "wanted"),
-    [
-        (
-            "Identify the patient by full name and date of birth before you discuss anything.",
-            {"full_name": "Maria Lopez", "date_of_birth": "1990-02-03", "email": "m@example.com"},
-            "",
-            ["full_name", "date_of_birth"],
-        ),
-        (
-            "Identify the customer first: a member gives their card number, or their full name and email; match them",
-            {"full_name": "Ana Ruiz", "email": "ana@example.com", "card_number": "LC-1"},
-            "It's Ana Ruiz, ana@example.com.",
-            ["full_name", "email"],
-        ),
-        (
-            "Identify the customer first: a client company is identified by its name and a billing contact email.",
-            {"company_name": "Bluepeak", "contact_name": "Hannah Berg", "contact_email": "h@example.com"},
-            "",
-            ["company_name", "contact_email"],
-        ),
-        (
-            "Identify the customer by email and order number before you read or change an order.",
-            {"full_name": "Ana Ruiz", "email": "ana@example.com", "card_number": "LC-1"},
-            "",
-            ["email"],
-        ),
-    ],
-)
-def test_identity_facts_are_the_values_the_policy_names(
-    rule: str, facts: dict[str, str], said: str, wanted: list[str]
-) -> None:
-    assert sorted(k for k, _ in identity_facts(rule, "Ana Ruiz", facts, said)) == sorted(wanted)
-
-
 def test_roles_fail_when_the_user_gives_only_one_of_the_identifying_values() -> None:
     facts = {
         "clinic": FACTS["clinic"].model_copy(
             update={"identify_rule": "Identify the patient by full name and date of birth before you act."}
         )
     }
+    patient = {**WORLD.tables["patients"][0], "date_of_birth": "1990-02-03"}
+    world = WORLD.model_copy(update={"tables": {**WORLD.tables, "patients": [patient]}})
     task = good()
-    task.persona.known_facts = {"full_name": "Maria Lopez", "date_of_birth": "1990-02-03"}
-    assert checks(task, facts) == {"roles"}
+    task.gold_calls[0].output = {"patients": [{k: v for k, v in patient.items() if k != "email"}], "count": 1}
+    found = Auditor(SPECS, {"clinic": world}, facts).check(task)
+    assert {f.check for f in found} == {"roles"}
+    assert any("date of birth; the user never gives it" in f.detail for f in found)
+    assert any("no must_identify check" in f.detail for f in found)
     task.hidden_facts.append(HiddenFact(key="date_of_birth", value="1990-02-03", description="my date of birth"))
-    assert checks(task, facts) == set()
+    task.policy_checks.append(
+        PolicyCheck(
+            rule="Identify the patient",
+            kind="must_identify",
+            server="clinic",
+            tool="cancel_appointment",
+            values=["Maria Lopez", "1990-02-03"],
+        )
+    )
+    assert Auditor(SPECS, {"clinic": world}, facts).check(task) == []
+    # the lookup the gold makes must show the date of birth the desk matches against
+    task.gold_calls[0].output = {"patients": [{"patient_id": "pat_1", "full_name": "Maria Lopez"}], "count": 1}
+    found = Auditor(SPECS, {"clinic": world}, facts).check(task)
+    assert [f.detail for f in found] == ["clinic: no gold lookup shows date of birth to match it against"]
 
 
 def test_referents_fail_for_a_claim_on_one_of_several_rows_even_when_they_agree() -> None:

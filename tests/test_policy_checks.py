@@ -186,7 +186,7 @@ async def test_a_judge_grades_a_refusals_wording_and_garbage_is_a_judge_error() 
 
 
 async def test_synthesized_tasks_carry_checks_the_oracle_follows_and_repeat_byte_for_byte() -> None:
-    options = SynthesisOptions(n=8, servers=["clinic", "banking"], max_servers=2, seed=3, refusal_share=0.5)
+    options = SynthesisOptions(n=8, servers=["clinic", "banking"], max_servers=2, seed=4, refusal_share=0.5)
     async with farm(["clinic", "banking"]) as connections:
         synthesis = await synthesize(options, connections)
         again = await synthesize(options, connections)
