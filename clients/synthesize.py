@@ -30,6 +30,7 @@ from envfarm.clients.audit import (
     rows_of,
     server_facts,
     staff_internal,
+    user_text,
 )
 from envfarm.clients.coherence import mixed_rows, switches_to_current, unsupported_duplicate
 from envfarm.clients.connect import Connections
