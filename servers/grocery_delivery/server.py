@@ -63,7 +63,7 @@ DEFINITION = ServerDefinition(
         kind="staff",
         description="a FreshCart customer support agent",
         default="Support: Nina Berg",
-        values=("Support: Nina Berg", "Support: Omar Haddad",),
+        values=("Support: Nina Berg", "Support: Omar Haddad"),
         customers="a customer gives their email and the order's delivery address; match them before changing an order",
     ),
 )
