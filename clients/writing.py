@@ -74,7 +74,7 @@ NEW_VERBS = frozenset(
 )
 GREETINGS = {
     "polite": ("Hi, this is {name}.", "Hello, {name} here.", "Good morning, it's {name}."),
-    "terse": ("{name} here.", "It's {name}.", "{first}."),
+    "terse": ("{name} here.", "It's {name}.", "{first} here."),
     "chatty": (
         "Hey there! {name} here, hope your day is going well.",
         "Hi! It's {name} again, sorry to bother you.",
@@ -148,6 +148,12 @@ class Vocabulary(BaseModel):
     spoken_tools: list[str] = Field(default_factory=list)
 
 
+def _names_a_key(ref: str | None) -> bool:
+    """Whether a reference (`table.column`) points at another table's key: `owner_email` -> `people.email` refers
+    to a row by its email, which a person says, not by an internal id."""
+    return bool(ref) and is_id_like(ref.rpartition(".")[2] or ref)
+
+
 def vocabulary(grounded: Grounded, catalog: Catalog) -> Vocabulary:
     names: set[str] = set()
     spoken_tools: set[str] = set()
@@ -165,12 +171,12 @@ def vocabulary(grounded: Grounded, catalog: Catalog) -> Vocabulary:
         spec = catalog.spec(call.server, call.tool)
         for name, value in call.arguments.items():
             param = spec.param(name)
-            if isinstance(value, str) and (param.ref or is_id_like(name)) and not param.user_known:
+            if isinstance(value, str) and (_names_a_key(param.ref) or is_id_like(name)) and not param.user_known:
                 ids.add(value)
             elif value not in (None, "", True, False):
                 literals.add(_fmt(value))
         for field in spec.outputs:
-            if field.user_known or not (field.ref or is_id_like(field.name)):
+            if field.user_known or not (_names_a_key(field.ref) or is_id_like(field.name)):
                 continue
             ids.update(_values_of(call.output, field.name))
     ids = {i for i in ids if isinstance(i, str) and len(i) >= 3}
