@@ -132,7 +132,7 @@ CASES: list[Case] = [
             gold(0),
             say(TOUR_READ_BACK),
             gold(1),
-            call("clinic", "reschedule_appointment", {"appointment_id": "apt_kzuhb5", "slot_id": "slot_i4zmb3"}),
+            call("clinic", "reschedule_appointment", {"appointment_id": "apt_kzuhb5", "slot_id": "slot_n9txy2"}),
             say(TOUR_DONE),
         ],
         passes=False,

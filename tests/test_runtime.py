@@ -144,7 +144,8 @@ async def test_a_failed_call_is_an_error_result_and_changes_nothing(
         assert names in result.content[0].text  # the message names what to fix
         assert after.hash == before.hash
         # Nothing hidden changed either: the next id handed out is the one it would have been.
-        booked = await client.call_tool("book_appointment", booking("slot_nbb5i4", "after"))
+        # (another patient: the first booking gave pat_dc63z3 an appointment that day, and one a day is the rule)
+        booked = await client.call_tool("book_appointment", booking("slot_nbb5i4", "after", "pat_fwvfb2"))
         assert booked.structured_content is not None and booked.structured_content["appointment_id"] == "apt_j9fuj7"
 
 
