@@ -391,6 +391,82 @@ def first_person(text: str, name: str, email: str | None) -> str:
     return re.sub(r"\s{2,}", " ", text).strip()
 
 
+# Words a reason starts with that make it a clause already ("plans changed", "my card was stolen").
+_CLAUSE_START = frozenset(
+    ["i", "i'm", "i've", "we", "we're", "it", "it's", "my", "our", "they", "there", "this", "that"]
+)
+# Past-tense verbs a reason starts with when the person did it ("Took an equivalent course" -> "I took ...").
+_DID = frozenset(["took", "left", "lost", "got", "found", "bought", "went", "made", "forgot", "broke", "paid", "saw"])
+# How a reason sits in a phrasing as a form field: "Why? {reason}", "...: {reason}", "...; {reason}", "... - {reason}",
+# "... . {reason}" (a full stop before it); the tail of the text before the slot.
+_FORM_BEFORE = re.compile(r"(?:(?:\s*[.?!])?\s*(?:Why\?|Reason:)|\s*[:;\u2013\u2014.]|\s+-)\s*$")
+
+
+def because(reason: str) -> str | None:
+    """A free-text reason as the clause a person says after 'because': 'No longer relevant' -> 'because it's no
+    longer relevant', 'Too many emails' -> 'because I get too many emails', 'Took an equivalent course' -> 'because
+    I took an equivalent course', 'Quarter-end calls' -> 'because of quarter-end calls'. The value's own words stay
+    whole (a later check finds them in the message). None for a note that is no reason ('see the note', 'thanks')."""
+    text = reason.strip().rstrip(".")
+    if not text:
+        return None
+    low = text if text[:2].isupper() else text[:1].lower() + text[1:]
+    first, *rest = low.lower().split()
+    if first in {"as", "see", "thanks", "thank", "please", "ok", "fyi"}:
+        return None
+    if first in _CLAUSE_START or (first.endswith("s") and rest and re.fullmatch(r"\w+ed", rest[0])):
+        return f"because {low}"
+    if first in {"no", "not"}:
+        return f"because it's {low}"
+    if first in {"never", "already", "just", "accidentally"}:
+        return f"because I {low}"  # 'Never signed up'
+    if rest and rest[0] == "not":
+        return f"because I find {low}"  # 'Content not useful'
+    if first == "too" and rest and rest[0] in {"many", "much"}:
+        return f"because I get {low}"
+    if not rest and (re.fullmatch(r"\w+ed", first) or first in {"lost", "stolen", "broken"}):
+        return f"because it was {low}"  # 'lost', 'damaged': said of the thing itself
+    if first in _DID or re.fullmatch(r"\w+ed", first):
+        return f"because I {low}"
+    if first.endswith("ing"):
+        return f"because I'm {low}"  # 'Moving to another provider'
+    if rest and re.fullmatch(r"\w+ed", rest[0]) and first not in {"a", "an", "the"}:
+        return f"because the {low}"  # 'Item arrived damaged'
+    if rest and re.fullmatch(r"\w+en", rest[0]) and first not in {"a", "an", "the"}:
+        return f"because of the {low}"  # 'Prerequisite taken concurrently ...'
+    if rest and first not in {"a", "an", "the"} and re.fullmatch(r"[a-z]+[^s]", low.split()[-1]):
+        return f"because of a {low}"  # 'Duplicate charge'
+    return f"because of {low}"
+
+
+def _reason_slot(name: str, description: str) -> bool:
+    """A slot for why the person asks (free text): said as a clause of the sentence, never as a form field."""
+    return name == "reason" or name.endswith("_reason") or description.lower().startswith("why ")
+
+
+def said_reason(text: str, slot_text: str, value: Any) -> tuple[str, str] | None:
+    """`text` with its reason slot `slot_text` said as a clause: where the phrasing puts it as a form field ("Why?
+    {reason}", "...: {reason}", "X. {reason}") the field marker goes and 'because ...' joins the sentence; after a
+    question it is a sentence of its own ("It's because ..."); elsewhere ("for {reason}", "({reason})") the
+    value stays as said. Returns the new text and the words put in; None when the value is no reason."""
+    if not isinstance(value, str):
+        return None
+    clause = because(value)
+    if clause is None:
+        return None
+    at = text.index(slot_text)
+    before, after = text[:at], text[at + len(slot_text) :]
+    form = _FORM_BEFORE.search(before)
+    if form is not None:
+        return f"{before[: form.start()]} {clause}{after}", clause
+    if before.endswith("? "):
+        # a sentence of its own: "I left it at a restaurant.", "It's no longer relevant.", "It's because of ..."
+        bare = clause.removeprefix("because ")
+        words_ = f"It's {clause}" if bare.startswith("of ") else bare[:1].upper() + bare[1:]
+        return f"{before}{words_}{after}", words_
+    return None
+
+
 def _wanted(claims: list[Claim]) -> str:
     """What the claims of an intent's `hear` ask for, in the person's words: 'the balance and the fee'."""
     return " and ".join(c.text.split(":")[0].split(" ", 1)[1] for c in claims)
@@ -629,6 +705,15 @@ class OfflineWriter:
                     # a code (an enum, a yes/no) in the intent's words: "I was charged twice", never "duplicate"
                     words = word_for(intent.words, slot.name, value)
                     words = words if words is not None else say_slot(value, slot.format)
+                if words is not None and _reason_slot(slot.name, param.description) and not intent.words.get(slot.name):
+                    # "Why? No longer relevant." reads as a form: "... because it's no longer relevant"
+                    reasoned = said_reason(text, slot.text, value)
+                    if reasoned is not None:
+                        text, words = reasoned
+                        said.append(value)
+                        continue
+                    if _FORM_BEFORE.search(text[: text.index(slot.text)]) or text.index(slot.text) == 0:
+                        break  # a note that is no reason, in a reason's place
                 if words is None:
                     break
                 said.append(value)
