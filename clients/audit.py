@@ -485,8 +485,35 @@ class Auditor:
 
     def check(self, task: Task) -> list[Finding]:
         findings: list[Finding] = []
-        for check in (self.determinacy, self.claims, self.verify, self.roles, self.clock, self.garble):
+        for check in (self.determinacy, self.claims, self.verify, self.roles, self.clock, self.garble, self.depth):
             findings += check(task)
+        return findings
+
+    @staticmethod
+    def depth(task: Task) -> list[Finding]:
+        """A read that feeds no later call and shows no claimed value an earlier call had not already shown (a
+        get after a search that returned every asked field; a re-read of the row a write just returned): the
+        task asks for one lookup dressed as two, and any agent that stops early answers it."""
+        if any(c.kind == "must_refuse" for c in task.policy_checks):
+            return []
+
+        def holds(output: Any, claim: Claim, value: str) -> bool:
+            return any(
+                claim.field in r and (str(r[claim.field]) == value or json.dumps(r[claim.field]) == value)
+                for r in rows_of(output)
+            )
+
+        fed = {u for call in task.gold_calls for u in call.uses}
+        findings = []
+        for index, call in enumerate(task.gold_calls):
+            if index == 0 or call.is_write or index in fed:
+                continue
+            shown = [(c, v) for c in task.claims if c.field for v in c.values if holds(call.output, c, v)]
+            earlier = [task.gold_calls[j].output for j in range(index)]
+            if shown and all(any(holds(o, c, v) for o in earlier) for c, v in shown):
+                findings.append(
+                    Finding(check="depth", detail=f"{call.tool} shows nothing an earlier call had not: it pads")
+                )
         return findings
 
     # -- determinacy and referents

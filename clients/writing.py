@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from envfarm.clients.audit import (
+    ASKED_AS,
     HEAD_NOUNS,
     NUMBER_WORDS,
     PAGING,
@@ -467,6 +468,23 @@ def said_reason(text: str, slot_text: str, value: Any) -> tuple[str, str] | None
     return None
 
 
+def _same_object(grounded: Grounded, goal: int, index: int) -> bool:
+    """Whether read `index` looks up the very row goal `goal` names: a text argument of both calls (a booking
+    code, a title; not a date or a number, which many rows share) that is not who the person is (their email,
+    name or card: those key many rows)."""
+    persona = grounded.persona
+    own = {persona.email, persona.name, *(str(v) for v in persona.facts.values())}
+
+    def naming(call: Any) -> set[str]:
+        return {
+            v
+            for v in call.arguments.values()
+            if isinstance(v, str) and len(v) >= 4 and v not in own and not re.match(r"\d{4}-\d{2}-\d{2}", v)
+        }
+
+    return bool(naming(grounded.calls[goal]) & naming(grounded.calls[index]))
+
+
 def _wanted(claims: list[Claim]) -> str:
     """What the claims of an intent's `hear` ask for, in the person's words: 'the balance and the fee'."""
     return " and ".join(c.text.split(":")[0].split(" ", 1)[1] for c in claims)
@@ -514,13 +532,18 @@ def _unasked(claims: list[Claim], question: str) -> list[Claim]:
         return claims
     asked = {w[:5] for w in re.findall(r"[a-z]+", question.lower())}
     words_ = {w for w in re.findall(r"[a-z]+", question.lower()) if len(w) >= 4}
+    concepts = {ASKED_AS.get(w[:4], "") for w in words_} - {""}
+    if re.search(r"\bhow much\b", question, re.IGNORECASE):
+        concepts.add("money")
 
     def covered(claim: Claim) -> bool:
         label = [w for w in re.findall(r"[a-z]+", _wanted([claim]).lower()) if len(w) > 2 and w not in _ASKING_WORDS]
         # a label of no content words ("what it's for") is what the question itself asks: never asked twice;
         # 'did it pass?' already asks 'whether it passed' (one word the other's stem)
         stems = any(len(w) >= 4 and any(q.startswith(w) or w.startswith(q) for q in words_) for w in label)
-        return not label or stems or any(w[:5] in asked for w in label)
+        # 'what does it cost?' asks for 'the price'; 'where does it stand?' for 'the status' (the audit's stems)
+        alike = {ASKED_AS.get(w[:4], w[:4]) for w in label}
+        return not label or stems or any(w[:5] in asked for w in label) or bool(alike & concepts)
 
     return [c for c in claims if not covered(c)]
 
@@ -851,6 +874,11 @@ class OfflineWriter:
                     # A follow-up in its own intent's words; a read with nothing to hear back is not asked (its
                     # call feeds nothing, and pruning drops it).
                     heard = self._heard(rng, grounded.calls[index], follow_intent, told, step_spec.read_only, persona)
+                    if step_spec.read_only and index != goal and _same_object(grounded, goal, index):
+                        # "I'd like to collect my car RA17855. Also, could you check booking RA17855? When do I
+                        # pick up?": a second request on the row the goal acts on reads as two templates glued;
+                        # not asked, its call feeds nothing and pruning drops it
+                        heard = []
                     if step_spec.read_only:
                         asked_back.append(heard)
                     if heard or not step_spec.read_only:
