@@ -425,7 +425,8 @@ def because(reason: str) -> str | None:
         return f"because I find {low}"  # 'Content not useful'
     if first == "too" and rest and rest[0] in {"many", "much"}:
         return f"because I get {low}"
-    if not rest and (re.fullmatch(r"\w+ed", first) or first in {"lost", "stolen", "broken"}):
+    passive = bool(rest) and rest[0] == "by"  # 'Cancelled by the operator': it was, not I did
+    if (not rest or passive) and (re.fullmatch(r"\w+ed", first) or first in {"lost", "stolen", "broken"}):
         return f"because it was {low}"  # 'lost', 'damaged': said of the thing itself
     if first in _DID or re.fullmatch(r"\w+ed", first):
         return f"because I {low}"
