@@ -152,7 +152,9 @@ class Vocabulary(BaseModel):
 def _names_a_key(ref: str | None) -> bool:
     """Whether a reference (`table.column`) points at another table's key: `owner_email` -> `people.email` refers
     to a row by its email, which a person says, not by an internal id."""
-    return bool(ref) and is_id_like(ref.rpartition(".")[2] or ref)
+    if not ref:
+        return False
+    return is_id_like(ref.rpartition(".")[2] or ref)
 
 
 def vocabulary(grounded: Grounded, catalog: Catalog) -> Vocabulary:
