@@ -451,8 +451,9 @@ def _reason_slot(name: str, description: str) -> bool:
 def said_reason(text: str, slot_text: str, value: Any) -> tuple[str, str] | None:
     """`text` with its reason slot `slot_text` said as a clause: where the phrasing puts it as a form field ("Why?
     {reason}", "...: {reason}", "X. {reason}") the field marker goes and 'because ...' joins the sentence; after a
-    question it is a sentence of its own ("It's because ..."); elsewhere ("for {reason}", "({reason})") the
-    value stays as said. Returns the new text and the words put in; None when the value is no reason."""
+    question it is a sentence of its own ("It's because ..."); a reason in brackets joins the sentence too;
+    elsewhere ("for {reason}") the value stays as said. Returns the new text and the words put in; None when
+    the value is no reason."""
     if not isinstance(value, str):
         return None
     clause = because(value)
@@ -463,6 +464,8 @@ def said_reason(text: str, slot_text: str, value: Any) -> tuple[str, str] | None
     form = _FORM_BEFORE.search(before)
     if form is not None:
         return f"{before[: form.start()]} {clause}{after}", clause
+    if before.endswith("(") and after.startswith(")"):  # "cancel booking TB-1 (cancelled by the operator)"
+        return f"{before[:-1].rstrip()} {clause}{after[1:]}", clause
     if before.endswith("? "):
         # a sentence of its own: "I left it at a restaurant.", "It's no longer relevant.", "It's because of ..."
         bare = clause.removeprefix("because ")
