@@ -438,8 +438,9 @@ def because(reason: str) -> str | None:
         return f"because the {low}"  # 'Item arrived damaged'
     if rest and re.fullmatch(r"\w+en", rest[0]) and first not in {"a", "an", "the"}:
         return f"because of the {low}"  # 'Prerequisite taken concurrently ...'
-    if rest and first not in {"a", "an", "the"} and re.fullmatch(r"[a-z]+[^s]", low.split()[-1]):
-        return f"because of a {low}"  # 'Duplicate charge'
+    head = low.split(" of ")[0].split()[-1]  # 'change' of 'Change of plans'
+    if rest and first not in {"a", "an", "the"} and re.fullmatch(r"[a-z]+[^s]", head):
+        return f"because of a {low}"  # 'Duplicate charge', 'Change of plans'
     return f"because of {low}"
 
 

@@ -61,6 +61,8 @@ def test_reason_clauses_read_as_a_person_says_them() -> None:
     assert because("Too many emails") == "because I get too many emails"
     assert because("Left it at a restaurant") == "because I left it at a restaurant"
     assert because("Cancelled by the operator") == "because it was cancelled by the operator"
+    assert because("Change of plans") == "because of a change of plans"
+    assert because("Quarter-end calls") == "because of quarter-end calls"
     assert because("see the note from last week") is None  # a note, no reason: the phrasing does not fit
 
 
