@@ -535,7 +535,7 @@ def _unasked(claims: list[Claim], question: str) -> list[Claim]:
     """The claims a question does not already ask for: "How much is still owed, and when is it due?" asks for
     "the due date" (a word of its label is in the question), so it is not asked again; a request that is no
     question asks for nothing yet."""
-    if not question.rstrip().endswith("?"):
+    if "?" not in question:  # 'Is my hold ready? Card LC-201423.' still asks: a detail may follow the question
         return claims
     asked = {w[:5] for w in re.findall(r"[a-z]+", question.lower())}
     words_ = {w for w in re.findall(r"[a-z]+", question.lower()) if len(w) >= 4}

@@ -117,6 +117,8 @@ def test_the_writer_does_not_ask_again_for_what_the_question_asks_in_other_words
     assert _unasked([PRICE], "Does it have Sourdough loaf in stock, and what does it cost?") == []
     status = Claim(text="states the status: done", values=["done"], field="status")
     assert _unasked([status], 'Where does "Migrate user table" stand?') == []
+    ready = Claim(text="states whether it's ready: waiting", values=["waiting"], field="status")
+    assert _unasked([ready], "Also, is my hold ready to pick up? Card LC-201423.") == []
 
 
 def test_depth_fails_for_a_get_that_shows_nothing_the_search_had_not() -> None:
