@@ -115,6 +115,17 @@ HEAD_NOUNS = frozenset(
     ]
 )
 SLOT_TEXT = re.compile(r"\{[^{}]*\}")
+# A listed part of a question that asks for nothing ("..., please?", "While you're at it, ...").
+# A listed part that only narrows the question ("how much have I spent, after refunds?"): nothing asked of its own.
+MODIFIER = re.compile(
+    r"(?:after|before|since|for|from|in|on|at|with|by|to|of|through|during|until|per|including|excluding|without|"
+    r"not|but|except|so)\b",
+    re.IGNORECASE,
+)
+COURTESY = re.compile(
+    r"(?:please|thanks|thank you|if you can|if possible|while you.re at it|one more thing|by the way|also|oh|great)\b",
+    re.IGNORECASE,
+)
 CLAIM_FIELD = re.compile(r"^(?:states|confirms) the ([\w ]+?):")
 # A sentence asking to be told something: a wh- or yes/no question, or "tell me / let me know / I'd like to know".
 ASKS_VALUE = re.compile(
@@ -474,8 +485,35 @@ class Auditor:
 
     def check(self, task: Task) -> list[Finding]:
         findings: list[Finding] = []
-        for check in (self.determinacy, self.claims, self.verify, self.roles, self.clock, self.garble):
+        for check in (self.determinacy, self.claims, self.verify, self.roles, self.clock, self.garble, self.depth):
             findings += check(task)
+        return findings
+
+    @staticmethod
+    def depth(task: Task) -> list[Finding]:
+        """A read that feeds no later call and shows no claimed value an earlier call had not already shown (a
+        get after a search that returned every asked field; a re-read of the row a write just returned): the
+        task asks for one lookup dressed as two, and any agent that stops early answers it."""
+        if any(c.kind == "must_refuse" for c in task.policy_checks):
+            return []
+
+        def holds(output: Any, claim: Claim, value: str) -> bool:
+            return any(
+                claim.field in r and (str(r[claim.field]) == value or json.dumps(r[claim.field]) == value)
+                for r in rows_of(output)
+            )
+
+        fed = {u for call in task.gold_calls for u in call.uses}
+        findings = []
+        for index, call in enumerate(task.gold_calls):
+            if index == 0 or call.is_write or index in fed:
+                continue
+            shown = [(c, v) for c in task.claims if c.field for v in c.values if holds(call.output, c, v)]
+            earlier = [task.gold_calls[j].output for j in range(index)]
+            if shown and all(any(holds(o, c, v) for o in earlier) for c, v in shown):
+                findings.append(
+                    Finding(check="depth", detail=f"{call.tool} shows nothing an earlier call had not: it pads")
+                )
         return findings
 
     # -- determinacy and referents
@@ -677,6 +715,17 @@ class Auditor:
             for v in c.values
         )
         numeric = any(re.fullmatch(r"-?[\d,]+(?:\.\d+)?", v) for v in values)
+
+        def answers(part: str) -> bool:
+            """Whether a claim answers `part`: a date a 'when', a number a 'how much', else a label word."""
+            return bool(
+                re.search(r"\b(?:when|dates?|days?|times?)\b", part, re.IGNORECASE)
+                and dated
+                or re.search(r"\bhow (?:much|many|long)\b", part, re.IGNORECASE)
+                and numeric
+                or any(label & stems(part) for label in labels)
+            )
+
         findings = []
         for message in [task.opening_message, *(t.message for t in task.turns[1:])]:
             text = QUOTED.sub("", message)
@@ -692,20 +741,28 @@ class Auditor:
                 if not sentence or not ASKS_VALUE.search(sentence):
                     continue
                 lowered = sentence.lower()
+                yes_no = re.match(
+                    r"\W*(?:(?:and|oh|also|so)[,]?\s+)*(?:is|are|has|have|did|does|do|was|were|will)\b", lowered
+                )
+
                 if not task.claims:
                     answered = False
-                elif (
-                    re.match(
-                        r"\W*(?:(?:and|oh|also|so)[,]?\s+)*(?:is|are|has|have|did|does|do|was|were|will)\b", lowered
-                    )
-                    or re.search(r"\bwhen\b", lowered)
-                    and dated
-                    or re.search(r"\bhow (?:much|many|long)\b", lowered)
-                    and numeric
-                ):
+                elif yes_no:
                     answered = True
                 else:
-                    answered = any(label & stems(sentence) for label in labels)
+                    # "about the tour: price, group size and meeting point?", "when do I pick up and return the
+                    # car?": each thing listed is asked for, so each needs a claim of its own, not one of them
+                    listed = sentence.rsplit(":", 1)[-1] if ":" in sentence else sentence
+                    items = re.split(r",\s+(?:and\s+|or\s+)?(?=[a-z])|\s+(?:and|or)\s+(?=[a-z])", listed)
+                    answered = answers(sentence) and all(
+                        answers(item)
+                        or bool(re.match(r"\W*(?:is|are|has|have|did|does|do|was|were|will)\b", item, re.IGNORECASE))
+                        for item in items
+                        if len(items) > 1
+                        and stems(item)
+                        and not COURTESY.match(item.strip())
+                        and not MODIFIER.match(item.strip())
+                    )
                 if not answered:
                     findings.append(
                         Finding(check="claims", detail=f"asks '{sentence[:60]}' and no claim checks the answer")

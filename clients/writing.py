@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from envfarm.clients.audit import (
+    ASKED_AS,
     HEAD_NOUNS,
     NUMBER_WORDS,
     PAGING,
@@ -151,7 +152,9 @@ class Vocabulary(BaseModel):
 def _names_a_key(ref: str | None) -> bool:
     """Whether a reference (`table.column`) points at another table's key: `owner_email` -> `people.email` refers
     to a row by its email, which a person says, not by an internal id."""
-    return bool(ref) and is_id_like(ref.rpartition(".")[2] or ref)
+    if not ref:
+        return False
+    return is_id_like(ref.rpartition(".")[2] or ref)
 
 
 def vocabulary(grounded: Grounded, catalog: Catalog) -> Vocabulary:
@@ -391,6 +394,104 @@ def first_person(text: str, name: str, email: str | None) -> str:
     return re.sub(r"\s{2,}", " ", text).strip()
 
 
+# Words a reason starts with that make it a clause already ("plans changed", "my card was stolen").
+_CLAUSE_START = frozenset(
+    ["i", "i'm", "i've", "we", "we're", "it", "it's", "my", "our", "they", "there", "this", "that"]
+)
+# Past-tense verbs a reason starts with when the person did it ("Took an equivalent course" -> "I took ...").
+_DID = frozenset(["took", "left", "lost", "got", "found", "bought", "went", "made", "forgot", "broke", "paid", "saw"])
+# How a reason sits in a phrasing as a form field: "Why? {reason}", "...: {reason}", "...; {reason}", "... - {reason}",
+# "... . {reason}" (a full stop before it); the tail of the text before the slot.
+_FORM_BEFORE = re.compile(r"(?:(?:\s*[.?!])?\s*(?:Why\?|Reason:)|\s*[:;\u2013\u2014.]|\s+-)\s*$")
+
+
+def because(reason: str) -> str | None:
+    """A free-text reason as the clause a person says after 'because': 'No longer relevant' -> 'because it's no
+    longer relevant', 'Too many emails' -> 'because I get too many emails', 'Took an equivalent course' -> 'because
+    I took an equivalent course', 'Quarter-end calls' -> 'because of quarter-end calls'. The value's own words stay
+    whole (a later check finds them in the message). None for a note that is no reason ('see the note', 'thanks')."""
+    text = reason.strip().rstrip(".")
+    if not text:
+        return None
+    low = text if text[:2].isupper() else text[:1].lower() + text[1:]
+    first, *rest = low.lower().split()
+    if first in {"as", "see", "thanks", "thank", "please", "ok", "fyi"}:
+        return None
+    if first in _CLAUSE_START or (first.endswith("s") and rest and re.fullmatch(r"\w+ed", rest[0])):
+        return f"because {low}"
+    if first in {"no", "not"}:
+        return f"because it's {low}"
+    if first in {"never", "already", "just", "accidentally"}:
+        return f"because I {low}"  # 'Never signed up'
+    if rest and rest[0] == "not":
+        return f"because I find {low}"  # 'Content not useful'
+    if first == "too" and rest and rest[0] in {"many", "much"}:
+        return f"because I get {low}"
+    passive = bool(rest) and rest[0] == "by"  # 'Cancelled by the operator': it was, not I did
+    if (not rest or passive) and (re.fullmatch(r"\w+ed", first) or first in {"lost", "stolen", "broken"}):
+        return f"because it was {low}"  # 'lost', 'damaged': said of the thing itself
+    if first in _DID or re.fullmatch(r"\w+ed", first):
+        return f"because I {low}"
+    if first.endswith("ing"):
+        return f"because I'm {low}"  # 'Moving to another provider'
+    if rest and re.fullmatch(r"\w+ed", rest[0]) and first not in {"a", "an", "the"}:
+        return f"because the {low}"  # 'Item arrived damaged'
+    if rest and re.fullmatch(r"\w+en", rest[0]) and first not in {"a", "an", "the"}:
+        return f"because of the {low}"  # 'Prerequisite taken concurrently ...'
+    head = low.split(" of ")[0].split()[-1]  # 'change' of 'Change of plans'
+    if rest and first not in {"a", "an", "the"} and re.fullmatch(r"[a-z]+[^s]", head):
+        return f"because of a {low}"  # 'Duplicate charge', 'Change of plans'
+    return f"because of {low}"
+
+
+def _reason_slot(name: str, description: str) -> bool:
+    """A slot for why the person asks (free text): said as a clause of the sentence, never as a form field."""
+    return name == "reason" or name.endswith("_reason") or description.lower().startswith("why ")
+
+
+def said_reason(text: str, slot_text: str, value: Any) -> tuple[str, str] | None:
+    """`text` with its reason slot `slot_text` said as a clause: where the phrasing puts it as a form field ("Why?
+    {reason}", "...: {reason}", "X. {reason}") the field marker goes and 'because ...' joins the sentence; after a
+    question it is a sentence of its own ("It's because ..."); a reason in brackets joins the sentence too;
+    elsewhere ("for {reason}") the value stays as said. Returns the new text and the words put in; None when
+    the value is no reason."""
+    if not isinstance(value, str):
+        return None
+    clause = because(value)
+    if clause is None:
+        return None
+    at = text.index(slot_text)
+    before, after = text[:at], text[at + len(slot_text) :]
+    form = _FORM_BEFORE.search(before)
+    if form is not None:
+        return f"{before[: form.start()]} {clause}{after}", clause
+    if before.endswith("(") and after.startswith(")"):  # "cancel booking TB-1 (cancelled by the operator)"
+        return f"{before[:-1].rstrip()} {clause}{after[1:]}", clause
+    if before.endswith("? "):
+        # a sentence of its own: "I left it at a restaurant.", "It's no longer relevant.", "It's because of ..."
+        bare = clause.removeprefix("because ")
+        words_ = f"It's {clause}" if bare.startswith("of ") else bare[:1].upper() + bare[1:]
+        return f"{before}{words_}{after}", words_
+    return None
+
+
+def _same_object(grounded: Grounded, goal: int, index: int) -> bool:
+    """Whether read `index` looks up the very row goal `goal` names: a text argument of both calls (a booking
+    code, a title; not a date or a number, which many rows share) that is not who the person is (their email,
+    name or card: those key many rows)."""
+    persona = grounded.persona
+    own = {persona.email, persona.name, *(str(v) for v in persona.facts.values())}
+
+    def naming(call: Any) -> set[str]:
+        return {
+            v
+            for v in call.arguments.values()
+            if isinstance(v, str) and len(v) >= 4 and v not in own and not re.match(r"\d{4}-\d{2}-\d{2}", v)
+        }
+
+    return bool(naming(grounded.calls[goal]) & naming(grounded.calls[index]))
+
+
 def _wanted(claims: list[Claim]) -> str:
     """What the claims of an intent's `hear` ask for, in the person's words: 'the balance and the fee'."""
     return " and ".join(c.text.split(":")[0].split(" ", 1)[1] for c in claims)
@@ -434,17 +535,22 @@ def _unasked(claims: list[Claim], question: str) -> list[Claim]:
     """The claims a question does not already ask for: "How much is still owed, and when is it due?" asks for
     "the due date" (a word of its label is in the question), so it is not asked again; a request that is no
     question asks for nothing yet."""
-    if not question.rstrip().endswith("?"):
+    if "?" not in question:  # 'Is my hold ready? Card LC-201423.' still asks: a detail may follow the question
         return claims
     asked = {w[:5] for w in re.findall(r"[a-z]+", question.lower())}
     words_ = {w for w in re.findall(r"[a-z]+", question.lower()) if len(w) >= 4}
+    concepts = {ASKED_AS.get(w[:4], "") for w in words_} - {""}
+    if re.search(r"\bhow much\b", question, re.IGNORECASE):
+        concepts.add("money")
 
     def covered(claim: Claim) -> bool:
         label = [w for w in re.findall(r"[a-z]+", _wanted([claim]).lower()) if len(w) > 2 and w not in _ASKING_WORDS]
         # a label of no content words ("what it's for") is what the question itself asks: never asked twice;
         # 'did it pass?' already asks 'whether it passed' (one word the other's stem)
         stems = any(len(w) >= 4 and any(q.startswith(w) or w.startswith(q) for q in words_) for w in label)
-        return not label or stems or any(w[:5] in asked for w in label)
+        # 'what does it cost?' asks for 'the price'; 'where does it stand?' for 'the status' (the audit's stems)
+        alike = {ASKED_AS.get(w[:4], w[:4]) for w in label}
+        return not label or stems or any(w[:5] in asked for w in label) or bool(alike & concepts)
 
     return [c for c in claims if not covered(c)]
 
@@ -629,6 +735,15 @@ class OfflineWriter:
                     # a code (an enum, a yes/no) in the intent's words: "I was charged twice", never "duplicate"
                     words = word_for(intent.words, slot.name, value)
                     words = words if words is not None else say_slot(value, slot.format)
+                if words is not None and _reason_slot(slot.name, param.description) and not intent.words.get(slot.name):
+                    # "Why? No longer relevant." reads as a form: "... because it's no longer relevant"
+                    reasoned = said_reason(text, slot.text, value)
+                    if reasoned is not None:
+                        text, words = reasoned
+                        said.append(value)
+                        continue
+                    if _FORM_BEFORE.search(text[: text.index(slot.text)]) or text.index(slot.text) == 0:
+                        break  # a note that is no reason, in a reason's place
                 if words is None:
                     break
                 said.append(value)
@@ -766,6 +881,11 @@ class OfflineWriter:
                     # A follow-up in its own intent's words; a read with nothing to hear back is not asked (its
                     # call feeds nothing, and pruning drops it).
                     heard = self._heard(rng, grounded.calls[index], follow_intent, told, step_spec.read_only, persona)
+                    if step_spec.read_only and index != goal and _same_object(grounded, goal, index):
+                        # "I'd like to collect my car RA17855. Also, could you check booking RA17855? When do I
+                        # pick up?": a second request on the row the goal acts on reads as two templates glued;
+                        # not asked, its call feeds nothing and pruning drops it
+                        heard = []
                     if step_spec.read_only:
                         asked_back.append(heard)
                     if heard or not step_spec.read_only:

@@ -23,6 +23,7 @@ from envfarm.clients.connect import Connections, farm_targets
 from envfarm.clients.graph import load_intents
 from envfarm.clients.grounding import PersonaRecord
 from envfarm.clients.synthesize import Synthesis, SynthesisOptions, dependency_depth, synthesize
+from envfarm.clients.writing import _unasked
 from envfarm.factory.build import build_all
 from envfarm.render import render
 from envfarm.servers.runtime.intents import ServerIntents, slots
@@ -154,7 +155,9 @@ async def test_hotel_tasks_open_with_a_say_phrasing_and_claim_what_the_person_wa
             words = [
                 w for t in tools if t in intents.tools for f, w in intents.tools[t].hear.items() if f == claim.field
             ]
-            assert any(w in claim.text and w in task.opening_message for w in words), (task.id, claim)
+            # said in the hear words, or asked in other words ("how much would it cost?" asks for the total)
+            asked = any(w in task.opening_message for w in words) or not _unasked([claim], task.opening_message)
+            assert any(w in claim.text for w in words) and asked, (task.id, claim)
 
 
 async def test_a_row_is_named_so_that_no_other_row_of_the_persona_fits() -> None:
@@ -367,7 +370,8 @@ async def test_the_user_never_says_a_code_a_snake_token_or_their_own_name_twice(
     """Over the whole built-in farm: what the user says holds no enum code their intent words for people
     ("duplicate" where it says "I was charged twice"), no snake_case token, never the persona's full name
     twice in one message, never "of <their name>" (their own card, said in the third person), never a value they
-    say scrubbed to "that one" ("My email is that one.", found reading seed 6161)."""
+    say scrubbed to "that one" ("My email is that one.", found reading seed 6161), never a reason as a form field
+    ("Why? Too many emails.", found annotating seed 7373)."""
     servers = _registered()
     async with Connections(farm_targets(REPO, servers)) as farm:
         synthesis = await synthesize(SynthesisOptions(n=40, seed=seed, servers=servers), farm)
@@ -384,7 +388,9 @@ async def test_the_user_never_says_a_code_a_snake_token_or_their_own_name_twice(
             assert not re.search(rf"\bof {re.escape(name)}\b", message), (task.id, message)
             assert not re.search(r"\b\w+: (?:yes|no|true|false)\b", message), (task.id, message)
             # a value the person says (an email a later tool refers to) is never scrubbed as an internal id
-            assert not re.search(r"\b(?:is|was|to|at|on) that one\b", message), (task.id, message)
+            assert not re.search(r"\b(?:is|was|to|at|on|for) that one\b", message), (task.id, message)
+            # a reason is a clause of the sentence, never a form field ('Why? No longer relevant.', found at 7373)
+            assert not re.search(r"\bWhy\? [A-Z]|\bReason: ", text), (task.id, message)
             for call in task.gold_calls:
                 found = intents.get(call.server)
                 intent = found.tools.get(call.tool) if found else None

@@ -1,0 +1,142 @@
+"""The writer's voice where the seed-7373 annotation found template seams: a reason said as a form ('Why? No
+longer relevant.'), a listed question only partly claimed ('price, group size and meeting point'), a read that
+shows nothing an earlier call had not (a get after a search that returned every asked field)."""
+
+from __future__ import annotations
+
+import pytest
+
+from envfarm.clients.audit import Auditor, mentions
+from envfarm.clients.tasks import Claim, GoldCall, Persona, Provenance, Task, Turn
+from envfarm.clients.writing import _unasked, because, said_reason
+
+REASONS = [
+    "No longer relevant",
+    "Too many emails",
+    "Never signed up",
+    "Content not useful",
+    "Left it at a restaurant",
+    "Took an equivalent algorithms course at a community college",
+    "Prerequisite taken concurrently in Spring 2026",
+    "Cancelled by the operator",
+    "Quarter-end calls",
+    "Duplicate charge",
+    "Moving to another provider",
+    "lost",
+]
+
+
+@pytest.mark.parametrize("reason", REASONS)
+@pytest.mark.parametrize(
+    ("phrasing", "slot"),
+    [
+        ("I want out of my Weekly Digest subscription. Why? {reason}.", "{reason}"),
+        ("I'd like to request a prerequisite override for HIST 210: {reason}.", "{reason}"),
+        ("Please cancel my Careers subscription. {reason}", "{reason}"),
+        ("We need to call off the standup. Reason: {cancel_reason}.", "{cancel_reason}"),
+        ("I have to cancel booking TB-1 - {reason}.", "{reason}"),
+        ("Please cancel booking TB-1 ({reason}).", "{reason}"),
+    ],
+)
+def test_a_reason_in_a_form_field_is_said_as_a_clause(reason: str, phrasing: str, slot: str) -> None:
+    said = said_reason(phrasing, slot, reason)
+    assert said is not None
+    text, words = said
+    assert " because " in text and words.startswith("because "), text
+    assert not any(mark in text for mark in ("Why?", "Reason:", ": ", "(")), text
+    assert mentions(text, reason), text  # the value a gold write takes is still in the user's words
+
+
+@pytest.mark.parametrize("reason", REASONS)
+def test_a_reason_after_a_question_is_a_sentence_of_its_own(reason: str) -> None:
+    said = said_reason("Can you lock my card right away? {reason}.", "{reason}", reason)
+    assert said is not None
+    text, _ = said
+    after = text.split("? ", 1)[1]
+    assert after[:1].isupper() and mentions(text, reason), text
+
+
+def test_reason_clauses_read_as_a_person_says_them() -> None:
+    assert because("No longer relevant") == "because it's no longer relevant"
+    assert because("Too many emails") == "because I get too many emails"
+    assert because("Left it at a restaurant") == "because I left it at a restaurant"
+    assert because("Cancelled by the operator") == "because it was cancelled by the operator"
+    assert because("Change of plans") == "because of a change of plans"
+    assert because("Quarter-end calls") == "because of quarter-end calls"
+    assert because("see the note from last week") is None  # a note, no reason: the phrasing does not fit
+
+
+def test_a_reason_after_for_stays_as_said() -> None:
+    assert said_reason("I'd like to book the 10:00 slot for {reason}.", "{reason}", "Annual checkup") is None
+
+
+def _asking(message: str, claims: list[Claim], calls: list[GoldCall] | None = None) -> Task:
+    return Task(
+        id="t",
+        servers=["tour_booking"],
+        tools=[],
+        persona=Persona(name="Emma Rossi"),
+        opening_message=message,
+        turns=[Turn(message=message)],
+        gold_calls=calls or [],
+        claims=claims,
+        provenance=Provenance(sampler="hand", seed=0),
+    )
+
+
+HOURS = Claim(text="states how many hours it lasts: 11.00", values=["11.00"], field="duration_hours")
+GROUP = Claim(text="states the largest group size: 30", values=["30"], field="max_group")
+PRICE = Claim(text="states the price: 79.00", values=["79.00"], field="price")
+POINT = Claim(text="states the meeting point: Gresham hotel steps", values=["Gresham hotel steps"], field="meet")
+PICKUP = Claim(text="states the pickup time: Monday 13 April at 11:00", values=["Monday 13 April at 11:00"])
+
+
+@pytest.mark.parametrize(
+    ("message", "claims", "unanswered"),
+    [
+        ("Could you tell me more about the Cliffs tour: price, group size and meeting point?", [GROUP, HOURS], True),
+        ("Could you tell me more about the Cliffs tour: price, group size and meeting point?", [GROUP, PRICE], True),
+        (
+            "Could you tell me more about the Cliffs tour: price, group size and meeting point?",
+            [GROUP, PRICE, POINT],
+            False,
+        ),
+        ("When do I pick up and return the car?", [PICKUP], True),
+        ("When do I pick up the car?", [PICKUP], False),
+        ("I'd also like to know the price and the unit it's sold by, please.", [PRICE], True),
+        ("How much have I spent through my wallet, after refunds?", [PRICE], False),
+        ("While you're at it, what's the price of the Cliffs tour?", [PRICE], False),
+    ],
+)
+def test_each_thing_a_question_lists_needs_a_claim(message: str, claims: list[Claim], unanswered: bool) -> None:
+    found = Auditor._unanswered(_asking(message, claims))
+    assert bool(found) is unanswered, [f.detail for f in found]
+
+
+def test_the_writer_does_not_ask_again_for_what_the_question_asks_in_other_words() -> None:
+    assert _unasked([PRICE], "Does it have Sourdough loaf in stock, and what does it cost?") == []
+    status = Claim(text="states the status: done", values=["done"], field="status")
+    assert _unasked([status], 'Where does "Migrate user table" stand?') == []
+    ready = Claim(text="states whether it's ready: waiting", values=["waiting"], field="status")
+    assert _unasked([ready], "Also, is my hold ready to pick up? Card LC-201423.") == []
+
+
+def test_depth_fails_for_a_get_that_shows_nothing_the_search_had_not() -> None:
+    tour = {"tour_id": "tr_1", "title": "Cliffs of Moher Day Trip", "price": 79.0, "max_group": 30}
+    search = GoldCall(
+        server="tour_booking", tool="search_tours", arguments={"city": "Dublin"}, output={"tours": [tour]}
+    )
+    get = GoldCall(server="tour_booking", tool="get_tour", arguments={"tour_id": "tr_1"}, output=tour, uses=[0])
+    claims = [Claim(text="states the price: 79.00", values=["79.0"], field="price")]
+    padded = _asking("What does the Cliffs of Moher Day Trip cost?", claims, [search, get])
+    assert [f.check for f in Auditor.depth(padded)] == ["depth"]
+    fuller = dict(tour, meeting_point="Gresham hotel steps")
+    claims.append(
+        Claim(text="states the meeting point: Gresham", values=["Gresham hotel steps"], field="meeting_point")
+    )
+    needed = _asking(
+        "Where do we meet for the Cliffs of Moher Day Trip?",
+        claims,
+        [search, get.model_copy(update={"output": fuller})],
+    )
+    assert Auditor.depth(needed) == []
