@@ -330,8 +330,9 @@ def latest_reading(rows: Sequence[Row], column: str, parent: str, value: Any) ->
     groups: dict[Any, list[tuple[str, float]]] = {}
     for row in rows:
         when, reading = _when(row), row.get(column)
-        number = isinstance(reading, int | float) and not isinstance(reading, bool)
-        if when is not None and number and row.get(parent) is not None:
+        if when is None or isinstance(reading, bool) or row.get(parent) is None:
+            continue
+        if isinstance(reading, int | float):
             groups.setdefault(row[parent], []).append((when, float(reading)))
     rises: list[float] = []
     compared = 0
@@ -347,6 +348,30 @@ def latest_reading(rows: Sequence[Row], column: str, parent: str, value: Any) ->
         return None
     rises.sort()
     return max(r for _, r in groups[value]), rises[len(rises) // 2]
+
+
+def beyond_readings(
+    rng: random.Random, tables: dict[str, list[Row]], args: dict[str, Any], source: dict[str, ArgSource]
+) -> None:
+    """Set a drawn number for a reading that only rises within its parent (a fuel log's odometer for the
+    vehicle the write names) beyond the parent's latest reading, by about a typical rise: a value drawn from
+    the seed would repeat a reading or go back (`latest_reading`)."""
+    for name, value in list(args.items()):
+        if source.get(name) not in {"seed", "free"} or not isinstance(value, int | float) or isinstance(value, bool):
+            continue
+        for rows in tables.values():
+            if not rows or name not in rows[0]:
+                continue
+            for parent, key in args.items():
+                if parent == name or parent not in rows[0] or not is_id_like(parent):
+                    continue
+                found = latest_reading(rows, name, parent, key)
+                if found is None or value > found[0]:
+                    continue
+                latest, rise = found
+                moved = latest + max(1.0, round(rise * rng.uniform(0.5, 1.5)))
+                value = args[name] = int(moved) if isinstance(value, int) else round(moved, 1)
+                source[name] = "free"
 
 
 def staff_side(spec: ToolSpec, said: set[str], source: dict[str, ArgSource]) -> list[str]:
@@ -587,7 +612,7 @@ class Grounder:
             if staff:
                 raise Drop("a staff-side value held by the customer", f"{server}.{spec.name}: {', '.join(staff)}")
         if not spec.read_only:
-            self._beyond_readings(rng, server, args, source)
+            beyond_readings(rng, self.worlds[server].tables, args, source)
             # A change to the value the row already has changes nothing ("my new email" = the old one).
             world = self.worlds[server]
             rows: list[Row] = []  # the rows the write acts on: those its id arguments key (not where it found them)
@@ -612,34 +637,6 @@ class Grounder:
                         fresh = rng.choice(others)
                     args[name], source[name] = fresh, "free"
         return args, source, uses, target, picked
-
-    def _beyond_readings(
-        self, rng: random.Random, server: str, args: dict[str, Any], source: dict[str, ArgSource]
-    ) -> None:
-        """A drawn number for a reading that only rises within its parent (a fuel log's odometer for the
-        vehicle the write names) is set beyond the parent's latest reading, by about a typical rise: a value
-        drawn from the seed would repeat a reading or go back (`latest_reading`)."""
-        for name, value in list(args.items()):
-            if (
-                source.get(name) not in {"seed", "free"}
-                or not isinstance(value, int | float)
-                or isinstance(value, bool)
-            ):
-                continue
-            for rows in self.worlds[server].tables.values():
-                if not rows or name not in rows[0]:
-                    continue
-                for parent, key in args.items():
-                    if parent == name or parent not in rows[0] or not is_id_like(parent):
-                        continue
-                    found = latest_reading(rows, name, parent, key)
-                    if found is None or value > found[0]:
-                        continue
-                    latest, rise = found
-                    moved = latest + max(1.0, round(rise * rng.uniform(0.5, 1.5)))
-                    args[name] = int(moved) if isinstance(value, int) else round(moved, 1)
-                    source[name] = "free"
-                    value = args[name]
 
     async def ground(self, rng: random.Random, chain: Chain, persona: PersonaRecord) -> Grounded:
         """Run the chain on fresh episodes; after a rejection, run it again choosing differently
