@@ -353,11 +353,11 @@ def latest_reading(rows: Sequence[Row], column: str, parent: str, value: Any) ->
 def beyond_readings(
     rng: random.Random, tables: dict[str, list[Row]], args: dict[str, Any], source: dict[str, ArgSource]
 ) -> None:
-    """Set a drawn number for a reading that only rises within its parent (a fuel log's odometer for the
-    vehicle the write names) beyond the parent's latest reading, by about a typical rise: a value drawn from
-    the seed would repeat a reading or go back (`latest_reading`)."""
+    """Set a number a write takes for a reading that only rises within its parent (a fuel log's odometer for
+    the vehicle the write names) beyond the parent's latest reading, by about a typical rise: a value drawn
+    from the seed, the persona's rows or a lookup would repeat a reading or go back (`latest_reading`)."""
     for name, value in list(args.items()):
-        if source.get(name) not in {"seed", "free"} or not isinstance(value, int | float) or isinstance(value, bool):
+        if not isinstance(value, int | float) or isinstance(value, bool):
             continue
         for rows in tables.values():
             if not rows or name not in rows[0]:

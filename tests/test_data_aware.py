@@ -47,9 +47,12 @@ def test_a_fuel_log_copying_the_latest_odometer_is_moved_beyond_it_over_many_see
         beyond_readings(random.Random(seed), {"fuel_logs": rows}, args, source)
         assert 465415 < args["odometer_km"] <= 465415 + 570 and isinstance(args["odometer_km"], int)
         assert source["odometer_km"] == "free" and args["liters"] == 120.0
-    said = {"vehicle_id": "veh_2", "odometer_km": 470000}
-    beyond_readings(random.Random(0), {"fuel_logs": rows}, said, {"odometer_km": "persona"})
-    assert said["odometer_km"] == 470000  # the user's own reading stays
+    ahead: dict[str, Any] = {"vehicle_id": "veh_2", "odometer_km": 470000}
+    beyond_readings(random.Random(0), {"fuel_logs": rows}, ahead, {"odometer_km": "persona"})
+    assert ahead["odometer_km"] == 470000  # a reading already beyond the latest stays
+    mine: dict[str, Any] = {"vehicle_id": "veh_3", "odometer_km": 120380}  # the persona's own earlier log
+    beyond_readings(random.Random(0), {"fuel_logs": rows}, mine, {"odometer_km": "persona"})
+    assert mine["odometer_km"] > 120415
 
 
 def _event(event_id: str, start: str, end: str, status: str = "confirmed") -> Row:
