@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from envfarm.clients.connect import Connections, Episode
 from envfarm.clients.graph import Param, ToolSpec, is_id_like, output_of, words
-from envfarm.clients.sampling import Catalog, Chain, Step
+from envfarm.clients.sampling import PERSONAL_PRICE, Catalog, Chain, Step
 from envfarm.clients.tasks import ExpectedState, GoldCall
 from envfarm.servers.runtime.control import ControlError
 from envfarm.servers.runtime.intents import slots
@@ -34,7 +34,6 @@ STEP_TRIES = 3
 GOAL_TRIES = 8  # a goal the server rejects for one of the persona's rows (a past stay) may fit another of them
 FREE_TEXT = ("plans changed", "as discussed", "no longer needed", "see the note from last week", "thanks for checking")
 MIN_READING_GROUPS = 3  # parents whose readings must all rise before a column counts as a reading
-PERSONAL_PRICE = re.compile(r"\b(discount|loyalty)", re.IGNORECASE)  # an optional id a price depends on
 Row = dict[str, Any]
 ArgSource = Literal["output", "persona", "seed", "free"]
 
