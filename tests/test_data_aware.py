@@ -8,8 +8,9 @@ import random
 from typing import Any
 
 from envfarm.clients.coherence import overlapping_row
-from envfarm.clients.graph import Param, ToolSpec
+from envfarm.clients.graph import OutField, Param, ToolSpec, build_graph
 from envfarm.clients.grounding import ArgSource, beyond_readings, latest_reading, staff_side
+from envfarm.clients.sampling import Catalog
 
 Row = dict[str, Any]
 
@@ -122,3 +123,27 @@ def test_a_required_detail_no_way_of_asking_names_is_the_staffs() -> None:
     assert staff_side(_fill_spec(), {"rx_id"}, source) == ["pharmacist"]
     assert staff_side(_fill_spec(), {"rx_id", "pharmacist"}, source) == []  # a way of asking names it
     assert staff_side(_fill_spec(), {"rx_id"}, {**source, "pharmacist": "output"}) == []  # a lookup gave it
+
+
+def test_a_quote_whose_price_depends_on_the_guest_is_sampled_with_the_guest_lookup() -> None:
+    find_guest = ToolSpec(
+        server="hotel",
+        name="find_guest",
+        description="Find a guest",
+        read_only=True,
+        params=[Param(name="email", type="string", required=True)],
+        outputs=[OutField(name="guest_id", entity="Guest", ref="guests.guest_id", user_known=False)],
+    )
+    room = Param(name="type_id", type="string", required=True, ref="room_types.type_id", user_known=False)
+    guest = Param(name="guest_id", type="string", ref="guests.guest_id", user_known=False)
+    quote = ToolSpec(
+        server="hotel",
+        name="quote_stay",
+        description="Price a stay",
+        read_only=True,
+        params=[room, guest.model_copy(update={"description": "Guest id from find_guest, for their loyalty discount"})],
+    )
+    plain = quote.model_copy(update={"name": "list_stays", "params": [room, guest]})
+    catalog = Catalog([find_guest, quote, plain], build_graph([find_guest, quote, plain]))
+    assert [p.name for p in catalog.lookups(quote)] == ["type_id", "guest_id"]
+    assert [p.name for p in catalog.lookups(plain)] == ["type_id"]  # a mere filter stays optional
