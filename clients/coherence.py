@@ -112,3 +112,57 @@ def switches_to_current(
         if any(_text(v) and not _keys(c) and mentions(said, v) for r in pointed for c, v in r.items()):
             return f"{table} {row.get(keys[table])}: {name}"
     return None
+
+
+DEAD = {"cancelled", "canceled", "void", "deleted", "archived", "removed", "declined"}
+
+
+def overlapping_row(added: Row, rows: Sequence[Row], key: str | None) -> Row | None:
+    """A live existing row the created row `added` duplicates or overlaps: one under the same parent (its first
+    reference column: the calendar) that spans an overlapping time (both have a start and an end column: an
+    event on top of another in the same slot), or, where the rows have no span, one with the same references
+    that shares a date and every category value (a second draft of the same date for the same customer).
+    None when the create adds a new record."""
+    refs = [c for c, v in added.items() if c != key and _keys(c) and v is not None]
+    if not refs or not rows:
+        return None
+    parent = refs[0]
+    starts = [c for c in added if c.startswith("start") and _dated(added[c])]
+    ends = [c for c in added if c.startswith("end") and _dated(added[c])]
+    dates = [c for c, v in added.items() if _dated(v)]
+    # category columns (a status, a kind): few distinct values over the table, unlike a number or a title
+    kinds = [
+        c
+        for c, v in added.items()
+        if _text(v) and not _keys(c) and len({r.get(c) for r in rows}) * 2 <= len(rows) and c not in dates
+    ]
+    for row in rows:
+        if key is not None and row.get(key) == added.get(key) or row.get(parent) != added[parent]:
+            continue
+        if any(isinstance(v, str) and v.lower() in DEAD for v in row.values()):
+            continue
+        if starts and ends:
+            s, e = starts[0], ends[0]
+            if _dated(row.get(s)) and _dated(row.get(e)) and row[s] < added[e] and added[s] < row[e]:
+                return row
+            continue
+        # the same day (a date) or the same moment (a time: two slots of one day are two slots)
+        same_day = any(row.get(c) == added[c] or _day(row.get(c)) == added[c] for c in dates)
+        if any(_wordy(v) and row.get(c) != v for c, v in added.items()):
+            continue  # a message or a comment of its own words is new content, however alike its heading
+        if same_day and kinds and all(row.get(c) == added[c] for c in [*refs, *kinds]):
+            return row
+    return None
+
+
+def _dated(value: Any) -> bool:
+    return isinstance(value, str) and bool(ISO_DATE.match(value))
+
+
+def _day(value: Any) -> str | None:
+    """The date of a date-time value (None for a plain date or anything else)."""
+    return value[:10] if _dated(value) and len(value) > 10 else None
+
+
+def _wordy(value: Any) -> bool:
+    return _text(value) and len(value.split()) > 4

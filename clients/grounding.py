@@ -13,13 +13,14 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import AsyncExitStack
 from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from envfarm.clients.connect import Connections, Episode
 from envfarm.clients.graph import Param, ToolSpec, is_id_like, output_of, words
-from envfarm.clients.sampling import Catalog, Chain, Step
+from envfarm.clients.sampling import PERSONAL_PRICE, Catalog, Chain, Step
 from envfarm.clients.tasks import ExpectedState, GoldCall
 from envfarm.servers.runtime.control import ControlError
 from envfarm.servers.runtime.intents import slots
@@ -32,6 +33,7 @@ INTENT_ATTEMPTS = 4
 STEP_TRIES = 3
 GOAL_TRIES = 8  # a goal the server rejects for one of the persona's rows (a past stay) may fit another of them
 FREE_TEXT = ("plans changed", "as discussed", "no longer needed", "see the note from last week", "thanks for checking")
+MIN_READING_GROUPS = 3  # parents whose readings must all rise before a column counts as a reading
 Row = dict[str, Any]
 ArgSource = Literal["output", "persona", "seed", "free"]
 
@@ -313,6 +315,82 @@ def _found(output: Any, fields: Sequence[str]) -> list[tuple[Any, Row]]:
     return hits
 
 
+def _when(row: Row) -> str | None:
+    """The row's time: the first of its columns that holds an ISO date (a log's date, an event's start)."""
+    return next((v for v in row.values() if isinstance(v, str) and ISO_DATE.match(v)), None)
+
+
+def latest_reading(rows: Sequence[Row], column: str, parent: str, value: Any) -> tuple[float, float] | None:
+    """(latest value, typical rise) of `column` for the rows whose `parent` is `value`, when the data shows the
+    column is a reading that only rises with time within each parent (an odometer per vehicle, a meter per
+    flat): in every parent with two or more dated rows it never falls, and somewhere it rises. A new row of
+    such a table must read beyond the latest one; a reading copied from a sibling row repeats or goes back.
+    None when the column is no such reading, or the parent has no rows."""
+    groups: dict[Any, list[tuple[str, float]]] = {}
+    for row in rows:
+        when, reading = _when(row), row.get(column)
+        if when is None or isinstance(reading, bool) or row.get(parent) is None:
+            continue
+        if isinstance(reading, int | float):
+            groups.setdefault(row[parent], []).append((when, float(reading)))
+    rises: list[float] = []
+    compared = 0
+    for group in groups.values():
+        readings = [r for _, r in sorted(group)]
+        steps = [b - a for a, b in pairwise(readings)]
+        if any(s < 0 for s in steps):
+            return None
+        compared += len(steps) >= 2
+        rises += [s for s in steps if s > 0]
+    # evidence, not chance: three parents with three or more dated readings each, rising by more than a flag
+    if compared < MIN_READING_GROUPS or not rises or max(rises) <= 1 or value not in groups:
+        return None
+    rises.sort()
+    return max(r for _, r in groups[value]), rises[len(rises) // 2]
+
+
+def beyond_readings(
+    rng: random.Random, tables: dict[str, list[Row]], args: dict[str, Any], source: dict[str, ArgSource]
+) -> None:
+    """Set a number a write takes for a reading that only rises within its parent (a fuel log's odometer for
+    the vehicle the write names) beyond the parent's latest reading, by about a typical rise: a value drawn
+    from the seed, the persona's rows or a lookup would repeat a reading or go back (`latest_reading`)."""
+    for name, value in list(args.items()):
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            continue
+        for rows in tables.values():
+            if not rows or name not in rows[0]:
+                continue
+            for parent, key in args.items():
+                if parent == name or parent not in rows[0] or not is_id_like(parent):
+                    continue
+                found = latest_reading(rows, name, parent, key)
+                if found is None or value > found[0]:
+                    continue
+                latest, rise = found
+                moved = latest + max(1.0, round(rise * rng.uniform(0.5, 1.5)))
+                value = args[name] = int(moved) if isinstance(value, int) else round(moved, 1)
+                source[name] = "free"
+
+
+def staff_side(spec: ToolSpec, said: set[str], source: dict[str, ArgSource]) -> list[str]:
+    """The required details of a tool a customer asks staff for that no way of asking names and no lookup
+    gave (a fill's verifying pharmacist): what the staff member serving them knows, never the customer, so
+    never a hidden fact the customer holds. A free-text detail (a note, a reason) may still be theirs."""
+    return [
+        p.name
+        for p in spec.params
+        if p.required
+        and p.name not in said
+        and source.get(p.name) in {"seed", "free"}
+        and not p.ref
+        and not p.enum
+        and not is_id_like(p.name)
+        and p.type == "string"
+        and not any(w in words(p.name) for w in ("reason", "note", "notes", "comment", "message", "text"))
+    ]
+
+
 class Grounder:
     """Grounds chains for one synthesis run: the worlds and catalog are read once and shared."""
 
@@ -515,7 +593,25 @@ class Grounder:
                 args[param.name], source[param.name] = _coerce(rng.choice(mine), param), "persona"
             else:
                 args[param.name], source[param.name] = self._value(rng, server, param, related[server])
+        for param in spec.params:
+            # A price that depends on who asks (a loyalty discount) is quoted for the persona, never anonymously.
+            if param.name in args or param.required or not param.ref or not PERSONAL_PRICE.search(param.description):
+                continue
+            mine = self._seed_values(server, param, own[server], fallback=False)
+            if len(mine) != 1:
+                continue
+            column = param.ref.partition(".")[2] or param.name
+            found = [i for i, c in enumerate(calls) if any(v == mine[0] for v, _ in _found(c.output, [column]))]
+            if not found:
+                raise Drop("a personal price quoted without the person", f"{server}.{spec.name}.{param.name}")
+            args[param.name], source[param.name] = _coerce(mine[0], param), "output"
+            uses.add(found[-1])
+        if intent is not None and step.role == "goal" and intent.asks == "customer":
+            staff = staff_side(spec, {x.name for p in intent.say for x in slots(p)}, source)
+            if staff:
+                raise Drop("a staff-side value held by the customer", f"{server}.{spec.name}: {', '.join(staff)}")
         if not spec.read_only:
+            beyond_readings(rng, self.worlds[server].tables, args, source)
             # A change to the value the row already has changes nothing ("my new email" = the old one).
             world = self.worlds[server]
             rows: list[Row] = []  # the rows the write acts on: those its id arguments key (not where it found them)

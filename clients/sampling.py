@@ -8,6 +8,7 @@ is a plan, not a run: each step names a tool and which earlier step's output fil
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -22,6 +23,7 @@ MAX_DEPTH = 4
 WRITE_WEIGHT = 3.0
 SHALLOW_WEIGHT = 0.15
 PERSON_FIRST = 0.8  # searches with a filter on the person's key: how often it is filled from a people search
+PERSONAL_PRICE = re.compile(r"\b(discount|loyalty)", re.IGNORECASE)  # an optional id a price depends on
 
 
 class Bind(BaseModel):
@@ -96,7 +98,16 @@ class Catalog:
         required input, one optional id filter when it has no user-known filter to search by."""
         required = [p for p in spec.params if p.required]
         if required:
-            return [p for p in required if not p.user_known]
+            # and the person a price depends on (a guest id for their loyalty discount): a quote made without
+            # it is another price than the one the policy gives them
+            personal = [
+                p
+                for p in spec.params
+                if not p.required
+                and PERSONAL_PRICE.search(p.description)
+                and producers(self.graph, spec.server, spec.name, p.name)
+            ]
+            return [p for p in required if not p.user_known] + personal
         if any(p.user_known for p in spec.params):
             return []
         optional = [

@@ -32,7 +32,7 @@ from envfarm.clients.audit import (
     staff_internal,
     user_text,
 )
-from envfarm.clients.coherence import mixed_rows, switches_to_current, unsupported_duplicate
+from envfarm.clients.coherence import mixed_rows, overlapping_row, switches_to_current, unsupported_duplicate
 from envfarm.clients.connect import Connections
 from envfarm.clients.effects import Undone, lifecycle_columns, undone
 from envfarm.clients.graph import ToolSpec, build_graph, load_intents, load_specs, summarize, words
@@ -494,6 +494,12 @@ class _Run:
                 return "values drawn from different rows"
             if unsupported_duplicate(call.arguments, world.tables, world.keys) is not None:
                 return "a duplicate the data does not show"
+        for server, expected in grounded.expected.items():
+            world = self.grounder.worlds[server]
+            for table, diff in (expected.diff or {}).items():
+                rows = world.tables.get(table, [])
+                if any(overlapping_row(added, rows, world.keys.get(table)) for added in diff.added):
+                    return "a new row on top of an existing one"
         return None
 
     def asks_for_no_change(self, task: Task) -> bool:

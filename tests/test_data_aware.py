@@ -1,0 +1,149 @@
+"""Gold writes that see the persona's existing rows (the blind annotation of seed 7373, DATA-BLIND and
+BAD-HIDDEN): a reading that only rises is drawn beyond the latest one, a create on top of a live row is
+caught, and a detail only the staff side knows is never the customer's. Hand-made rows, no servers."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from envfarm.clients.coherence import overlapping_row
+from envfarm.clients.graph import OutField, Param, ToolSpec, build_graph
+from envfarm.clients.grounding import ArgSource, beyond_readings, latest_reading, staff_side
+from envfarm.clients.sampling import Catalog
+
+Row = dict[str, Any]
+
+
+def _fuel_logs() -> list[Row]:
+    rows: list[Row] = []
+    for v, start in (("veh_1", 560000), ("veh_2", 465000), ("veh_3", 120000)):
+        for day, km in ((1, 0), (4, 380), (10, 415)):
+            rows.append(
+                {
+                    "log_id": f"fl_{v}_{day}",
+                    "vehicle_id": v,
+                    "logged_at": f"2026-04-{day:02d}T08:00:00Z",
+                    "odometer_km": start + km,
+                    "liters": 300.0 - day,  # not a reading: falls
+                    "station": "Galp Alverca",
+                }
+            )
+    return rows
+
+
+def test_an_odometer_rising_per_vehicle_is_a_reading_and_litres_are_not() -> None:
+    rows = _fuel_logs()
+    assert latest_reading(rows, "odometer_km", "vehicle_id", "veh_1") == (560415.0, 380.0)
+    assert latest_reading(rows, "liters", "vehicle_id", "veh_1") is None
+    # two vehicles with readings are not evidence enough (a column that rose by chance)
+    assert latest_reading([r for r in rows if r["vehicle_id"] != "veh_3"], "odometer_km", "vehicle_id", "veh_1") is None
+
+
+def test_a_fuel_log_copying_the_latest_odometer_is_moved_beyond_it_over_many_seeds() -> None:
+    rows = _fuel_logs()
+    for seed in range(50):
+        args: dict[str, Any] = {"vehicle_id": "veh_2", "odometer_km": 465415, "liters": 120.0}
+        source: dict[str, ArgSource] = {"vehicle_id": "output", "odometer_km": "seed", "liters": "seed"}
+        beyond_readings(random.Random(seed), {"fuel_logs": rows}, args, source)
+        assert 465415 < args["odometer_km"] <= 465415 + 570 and isinstance(args["odometer_km"], int)
+        assert source["odometer_km"] == "free" and args["liters"] == 120.0
+    ahead: dict[str, Any] = {"vehicle_id": "veh_2", "odometer_km": 470000}
+    beyond_readings(random.Random(0), {"fuel_logs": rows}, ahead, {"odometer_km": "persona"})
+    assert ahead["odometer_km"] == 470000  # a reading already beyond the latest stays
+    mine: dict[str, Any] = {"vehicle_id": "veh_3", "odometer_km": 120380}  # the persona's own earlier log
+    beyond_readings(random.Random(0), {"fuel_logs": rows}, mine, {"odometer_km": "persona"})
+    assert mine["odometer_km"] > 120415
+
+
+def _event(event_id: str, start: str, end: str, status: str = "confirmed") -> Row:
+    return {
+        "event_id": event_id,
+        "calendar_id": "cal_grace",
+        "title": "1:1 Grace / Daniel",
+        "starts_at": f"2026-04-30T{start}:00Z",
+        "ends_at": f"2026-04-30T{end}:00Z",
+        "status": status,
+    }
+
+
+def test_an_event_on_top_of_a_live_one_in_the_same_calendar_overlaps() -> None:
+    seed = [_event("evt_1", "09:30", "10:30"), _event("evt_2", "14:00", "15:00", "cancelled")]
+    new = {**_event("evt_9", "10:00", "11:00"), "title": "1:1 Grace / Lucas"}
+    assert overlapping_row(new, seed, "event_id") == seed[0]
+    assert overlapping_row(_event("evt_9", "10:30", "11:00"), seed, "event_id") is None  # back to back
+    assert overlapping_row(_event("evt_9", "14:00", "15:00"), seed, "event_id") is None  # that one is cancelled
+    assert overlapping_row({**new, "calendar_id": "cal_other"}, seed, "event_id") is None
+
+
+def _invoice(invoice_id: str, issued: str, status: str = "draft", client: str = "cli_north") -> Row:
+    return {"invoice_id": invoice_id, "client_id": client, "issued_on": issued, "status": status, "total": 0.0}
+
+
+def test_a_second_draft_of_the_same_date_for_the_same_client_duplicates_it() -> None:
+    seed = [_invoice("inv_1", "2026-04-11"), _invoice("inv_2", "2026-04-02", "paid"), _invoice("inv_3", "2026-04-05")]
+    seed += [_invoice(f"inv_p{i}", "2026-03-0{i}", "paid", f"cli_{i}") for i in range(1, 6)]
+    assert overlapping_row(_invoice("inv_9", "2026-04-11"), seed, "invoice_id") == seed[0]
+    assert overlapping_row(_invoice("inv_9", "2026-04-12"), seed, "invoice_id") is None
+    assert overlapping_row(_invoice("inv_9", "2026-04-11", client="cli_south"), seed, "invoice_id") is None
+
+
+def test_a_message_in_the_same_thread_the_same_day_is_new_content() -> None:
+    seed = [
+        {
+            "message_id": f"m{i}",
+            "thread_id": "thr_1",
+            "sent_on": "2026-04-03",
+            "kind": "reply",
+            "body": f"Text {i} about a thing",
+        }
+        for i in range(4)
+    ]
+    new = {**seed[0], "message_id": "m9", "body": "Thanks, I will update the deck tonight."}
+    assert overlapping_row(new, seed, "message_id") is None
+
+
+def _fill_spec() -> ToolSpec:
+    return ToolSpec(
+        server="pharmacy",
+        name="fill_prescription",
+        description="Fill a prescription",
+        read_only=False,
+        params=[
+            Param(name="rx_id", type="string", required=True, ref="prescriptions.rx_id", user_known=False),
+            Param(name="pharmacist", type="string", required=True),
+            Param(name="reason", type="string", required=True),
+            Param(name="quantity", type="integer", required=True),
+        ],
+    )
+
+
+def test_a_required_detail_no_way_of_asking_names_is_the_staffs() -> None:
+    source: dict[str, ArgSource] = {"rx_id": "output", "pharmacist": "seed", "reason": "free", "quantity": "seed"}
+    assert staff_side(_fill_spec(), {"rx_id"}, source) == ["pharmacist"]
+    assert staff_side(_fill_spec(), {"rx_id", "pharmacist"}, source) == []  # a way of asking names it
+    assert staff_side(_fill_spec(), {"rx_id"}, {**source, "pharmacist": "output"}) == []  # a lookup gave it
+
+
+def test_a_quote_whose_price_depends_on_the_guest_is_sampled_with_the_guest_lookup() -> None:
+    find_guest = ToolSpec(
+        server="hotel",
+        name="find_guest",
+        description="Find a guest",
+        read_only=True,
+        params=[Param(name="email", type="string", required=True)],
+        outputs=[OutField(name="guest_id", entity="Guest", ref="guests.guest_id", user_known=False)],
+    )
+    room = Param(name="type_id", type="string", required=True, ref="room_types.type_id", user_known=False)
+    guest = Param(name="guest_id", type="string", ref="guests.guest_id", user_known=False)
+    quote = ToolSpec(
+        server="hotel",
+        name="quote_stay",
+        description="Price a stay",
+        read_only=True,
+        params=[room, guest.model_copy(update={"description": "Guest id from find_guest, for their loyalty discount"})],
+    )
+    plain = quote.model_copy(update={"name": "list_stays", "params": [room, guest]})
+    catalog = Catalog([find_guest, quote, plain], build_graph([find_guest, quote, plain]))
+    assert [p.name for p in catalog.lookups(quote)] == ["type_id", "guest_id"]
+    assert [p.name for p in catalog.lookups(plain)] == ["type_id"]  # a mere filter stays optional
