@@ -572,7 +572,10 @@ class HeuristicAgent:
         if output is None:
             return "Done."
         pairs = [
-            f"{k}: {v}" for row in list(speech.rows(output))[:6] for k, v in row.items() if not isinstance(v, dict | list)
+            f"{k}: {v}"
+            for row in list(speech.rows(output))[:6]
+            for k, v in row.items()
+            if not isinstance(v, dict | list)
         ]
         return "Done. " + "; ".join(pairs[:30])
 

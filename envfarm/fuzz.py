@@ -95,7 +95,9 @@ HOSTILE_NUMBERS: list[Any] = [
 class Violation(BaseModel):
     server: str
     tool: str
-    invariant: str = Field(description="client_exception, unknown_error_kind, state_changed, output_schema, oversized_message")
+    invariant: str = Field(
+        description="client_exception, unknown_error_kind, state_changed, output_schema, oversized_message"
+    )
     detail: str
     arguments: str = Field(description="the arguments, repr cut to 300 characters")
 
@@ -162,7 +164,9 @@ def _argument_strategy(schema: Mapping[str, Any], pool: Mapping[str, list[Any]])
         name: value_for(name, node) if name in required else st.one_of(st.just(_OMIT), value_for(name, node))
         for name, node in properties.items()
     }
-    extra = st.dictionaries(st.sampled_from(["unexpected", "x" * 5000, "full_nam", "\ud800"]), st.integers(), max_size=1)
+    extra = st.dictionaries(
+        st.sampled_from(["unexpected", "x" * 5000, "full_nam", "\ud800"]), st.integers(), max_size=1
+    )
 
     def assemble(values: dict[str, Any], unknown: dict[str, Any], add_unknown: bool) -> dict[str, Any]:
         arguments = {k: v for k, v in values.items() if v is not _OMIT}
@@ -209,7 +213,11 @@ class _ServerRun:
         if len(self.evidence) < EVIDENCE_KEPT:
             self.evidence.append(
                 Violation(
-                    server=self.name, tool=tool, invariant=invariant, detail=detail[:500], arguments=repr(arguments)[:300]
+                    server=self.name,
+                    tool=tool,
+                    invariant=invariant,
+                    detail=detail[:500],
+                    arguments=repr(arguments)[:300],
                 )
             )
 

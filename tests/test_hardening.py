@@ -32,7 +32,9 @@ def text(result: Any) -> str:
 async def _payee_of(client: Client) -> tuple[str, str]:
     """An active account and a payee saved by its owner (found over MCP, not hard-coded)."""
     payees = (await client.call_tool("list_payees", {"customer_id": "cst_vyeyc7"})).structured_content or {}
-    accounts = (await client.call_tool("list_accounts", {})).structured_content or {}  # the default principal: cst_vyeyc7
+    accounts = (
+        await client.call_tool("list_accounts", {})
+    ).structured_content or {}  # the default principal: cst_vyeyc7
     active = next(a["account_id"] for a in accounts["accounts"] if a["status"] == "active")
     return active, payees["payees"][0]["payee_id"]
 

@@ -39,7 +39,9 @@ def test_opaque_seed_rewrites_keys_references_and_quoted_ids_together() -> None:
         "orders": [{"order_id": "ord_01", "note": "see ord_02"}, {"order_id": "ord_02", "note": ""}],
         "lines": [{"line_id": "ln_1", "order_id": "ord_02"}],
     }
-    out = opaque_seed("shop", {"orders": "ord_{:02d}", "lines": "ln_{}"}, {"orders": "order_id", "lines": "line_id"}, seed)
+    out = opaque_seed(
+        "shop", {"orders": "ord_{:02d}", "lines": "ln_{}"}, {"orders": "order_id", "lines": "line_id"}, seed
+    )
     second = out["orders"][1]["order_id"]
     assert out["lines"][0]["order_id"] == second and out["orders"][0]["note"] == f"see {second}"
     assert second == opaque_id("ord_{:02d}", "shop", "orders", 2)
@@ -57,7 +59,9 @@ async def test_a_new_row_continues_the_seeded_sequence_with_the_same_function() 
             "book_appointment", {"patient_id": patients[0]["patient_id"], "slot_id": FREE_SLOT, "reason": "checkup"}
         )
     count = len(spec.seed["appointments"])
-    assert (booked.structured_content or {})["appointment_id"] == opaque_id("apt_{:04d}", "clinic", "appointments", count + 1)
+    assert (booked.structured_content or {})["appointment_id"] == opaque_id(
+        "apt_{:04d}", "clinic", "appointments", count + 1
+    )
 
 
 def test_the_sequence_of_an_opaque_table_starts_past_its_row_count_whatever_its_keys_end_with() -> None:
@@ -82,7 +86,9 @@ def test_a_tables_key_column_is_read_once_per_server_and_new_opaque_ids_skip_tak
     first = Database(connection, "2026-01-01T00:00:00Z", {"items": "itm_{:02d}"}, id_namespace="shop", key_columns=memo)
     assert first.peek_id("items") == opaque_id("itm_{:02d}", "shop", "items", 3) == first.next_id("items")
     assert memo == {"items": "item_id"}  # the key column (not the first column) comes from the schema
-    second = Database(connection, "2026-01-01T00:00:00Z", {"items": "itm_{:02d}"}, id_namespace="shop", key_columns=memo)
+    second = Database(
+        connection, "2026-01-01T00:00:00Z", {"items": "itm_{:02d}"}, id_namespace="shop", key_columns=memo
+    )
     assert second.next_id("items") == opaque_id("itm_{:02d}", "shop", "items", 4) and second.id_number("items") == 4
     assert sum("pragma_table_info" in s for s in statements) == 1
     connection.execute("INSERT INTO items (item_id) VALUES (?)", (opaque_id("itm_{:02d}", "shop", "items", 5),))

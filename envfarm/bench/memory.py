@@ -52,7 +52,9 @@ class MemoryReport(BaseModel):
 
 async def _book(http: httpx2.AsyncClient, url: str, slot: str, mode: str = "auto") -> None:
     async with http_client(url, http, mode) as client:  # type: ignore[arg-type]
-        result = await client.call_tool("book_appointment", {"patient_id": PATIENT, "slot_id": slot, "reason": "memory"})
+        result = await client.call_tool(
+            "book_appointment", {"patient_id": PATIENT, "slot_id": slot, "reason": "memory"}
+        )
         if result.is_error:
             raise RuntimeError(f"book_appointment failed: {result.content}")
 
@@ -78,7 +80,9 @@ async def measure(
 
     def say(text: str) -> None:
         if progress:
-            print(f"memory: {text} (RSS {farm.rss_mb():.1f} MB, {time.perf_counter() - started:.0f} s)", file=sys.stderr)
+            print(
+                f"memory: {text} (RSS {farm.rss_mb():.1f} MB, {time.perf_counter() - started:.0f} s)", file=sys.stderr
+            )
 
     async with shared_http_client(None, pool_timeout=None) as http:
 

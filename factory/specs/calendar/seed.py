@@ -303,7 +303,9 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     }
 
 
-def _series(people: list[dict], team_calendar: dict[str, str], events: list[dict], invitations: list[dict]) -> list[dict]:
+def _series(
+    people: list[dict], team_calendar: dict[str, str], events: list[dict], invitations: list[dict]
+) -> list[dict]:
     """The sales team's weekly pipeline review, stored as one recurring series (12 Mondays from 30 March,
     its head organizing, the team accepted), one Monday cancelled for the kickoff offsite."""
     sales = [p for p in people if p["department"] == "sales"]

@@ -40,7 +40,9 @@ FOLDERS = [
     ("Templates", "Shared"),
 ]
 # Team folder -> department, as the cast's org chart maps cost centers (People is part of operations).
-TEAM_DEPARTMENT = {name: COST_CENTER_DEPARTMENT[name] for name, parent in FOLDERS if parent is None and name in COST_CENTER_DEPARTMENT}
+TEAM_DEPARTMENT = {
+    name: COST_CENTER_DEPARTMENT[name] for name, parent in FOLDERS if parent is None and name in COST_CENTER_DEPARTMENT
+}
 TEAM_DEPARTMENT["Design"] = "design"
 TITLES = {
     "Specs": [

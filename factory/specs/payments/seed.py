@@ -258,7 +258,14 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
 RECURRING = {"software": "Pro plan", "fitness": "Monthly membership", "entertainment": "Premium streaming"}
 DISPUTE_FEE = 15.0
 DISPUTE_STATES = ["needs_response", "under_review", "won", "lost", "needs_response", "under_review"]
-DISPUTE_REASONS = ["product_not_received", "fraudulent", "product_unacceptable", "duplicate", "fraudulent", "product_not_received"]
+DISPUTE_REASONS = [
+    "product_not_received",
+    "fraudulent",
+    "product_unacceptable",
+    "duplicate",
+    "fraudulent",
+    "product_not_received",
+]
 
 
 def _subscriptions(charges: list[dict], merchants: list[dict], methods: list[dict], now: datetime) -> list[dict]:
@@ -300,7 +307,8 @@ def _subscriptions(charges: list[dict], merchants: list[dict], methods: list[dic
 def _disputes(charges: list[dict], now: datetime) -> list[dict]:
     """Six cardholder disputes on captured charges of other customers than the first two, in every state."""
     disputable = [
-        c for c in charges
+        c
+        for c in charges
         if c["status"] == "captured" and c["customer_id"] not in ("cus_0001", "cus_0002") and c["amount"] >= 20
     ]
     rows = []
