@@ -593,26 +593,15 @@ def checks_for(grounded: Grounded, rules: dict[str, list[PolicyRule]]) -> list[P
         if identify is None or (identify.id, call.server, call.tool) in seen:
             continue
         named = [str(v.value) for v in grounded.identification if v.server == call.server]
-        if named:
-            seen.add((identify.id, call.server, call.tool))
-            checks.append(
-                PolicyCheck(
-                    rule=identify.rule,
-                    rule_id=identify.id,
-                    kind="must_identify",
-                    server=call.server,
-                    tool=call.tool,
-                    values=named,
-                )
-            )
-            continue
+        # without values identification found, the persona's own, where a lookup of this server is keyed on them
         lookups = [
             earlier
             for earlier, before in enumerate(grounded.calls[:index])
             if before.server == call.server and not before.is_write
             if any(how == "persona" for how in grounded.sources[earlier].values())
         ]
-        if lookups and any(identifies(grounded.calls[i].arguments, who) for i in lookups):
+        values = named or (who if any(identifies(grounded.calls[i].arguments, who) for i in lookups) else [])
+        if values:
             seen.add((identify.id, call.server, call.tool))
             checks.append(
                 PolicyCheck(
@@ -621,7 +610,7 @@ def checks_for(grounded: Grounded, rules: dict[str, list[PolicyRule]]) -> list[P
                     kind="must_identify",
                     server=call.server,
                     tool=call.tool,
-                    values=who,
+                    values=values,
                 )
             )
     return checks
