@@ -300,6 +300,9 @@ class Request(BaseModel):
     claims: list[Claim] = Field(default_factory=list)
     uncalibrated: str = ""
     writer: str = "offline"
+    asked: dict[int, str] = Field(
+        default_factory=dict, description="gold call index -> the request for that change as the user said it"
+    )
 
 
 def uncalibrated(grounded: Grounded) -> str:
@@ -398,6 +401,12 @@ def first_person(text: str, name: str, email: str | None) -> str:
 _CLAUSE_START = frozenset(
     ["i", "i'm", "i've", "we", "we're", "it", "it's", "my", "our", "they", "there", "this", "that"]
 )
+# Past-tense verbs that say what happened of themselves ('Plans changed', 'Item arrived damaged'); another '-ed' after
+# a noun is done to it ('Hours billed twice', 'Discount agreed after delivery').
+_HAPPENED = frozenset(
+    "arrived changed failed stopped expired ended closed moved happened crashed broke came went died overlapped "
+    "slipped fell dropped increased decreased doubled shifted finished started".split()
+)
 # Past-tense verbs a reason starts with when the person did it ("Took an equivalent course" -> "I took ...").
 _DID = frozenset(["took", "left", "lost", "got", "found", "bought", "went", "made", "forgot", "broke", "paid", "saw"])
 # How a reason sits in a phrasing as a form field: "Why? {reason}", "...: {reason}", "...; {reason}", "... - {reason}",
@@ -417,8 +426,10 @@ def because(reason: str) -> str | None:
     first, *rest = low.lower().split()
     if first in {"as", "see", "thanks", "thank", "please", "ok", "fyi"}:
         return None
-    if first in _CLAUSE_START or (first.endswith("s") and rest and re.fullmatch(r"\w+ed", rest[0])):
-        return f"because {low}"
+    if first in _CLAUSE_START or (first.endswith("s") and rest and rest[0] in _HAPPENED):
+        return f"because {low}"  # 'Plans changed'
+    if first.endswith("s") and rest and re.fullmatch(r"\w+ed", rest[0]):
+        return f"because of {low}"  # 'Hours billed twice': done to them, never 'because hours billed twice'
     if first in {"no", "not"}:
         return f"because it's {low}"
     if first in {"never", "already", "just", "accidentally"}:
@@ -434,8 +445,10 @@ def because(reason: str) -> str | None:
         return f"because I {low}"
     if first.endswith("ing"):
         return f"because I'm {low}"  # 'Moving to another provider'
-    if rest and re.fullmatch(r"\w+ed", rest[0]) and first not in {"a", "an", "the"}:
+    if rest and rest[0] in _HAPPENED and first not in {"a", "an", "the"}:
         return f"because the {low}"  # 'Item arrived damaged'
+    if rest and re.fullmatch(r"\w+ed", rest[0]) and first not in {"a", "an", "the"}:
+        return f"because of the {low}"  # 'Discount agreed after delivery': the discount was agreed
     if rest and re.fullmatch(r"\w+en", rest[0]) and first not in {"a", "an", "the"}:
         return f"because of the {low}"  # 'Prerequisite taken concurrently ...'
     head = low.split(" of ")[0].split()[-1]  # 'change' of 'Change of plans'
@@ -542,6 +555,8 @@ def _unasked(claims: list[Claim], question: str) -> list[Claim]:
     concepts = {ASKED_AS.get(w[:4], "") for w in words_} - {""}
     if re.search(r"\bhow much\b", question, re.IGNORECASE):
         concepts.add("money")
+    if re.search(r"\b(?:what|which) (?:dates?|days?)\b", question, re.IGNORECASE):
+        concepts.add("date")  # 'what dates does it run?' already asks 'when it starts'
 
     def covered(claim: Claim) -> bool:
         label = [w for w in re.findall(r"[a-z]+", _wanted([claim]).lower()) if len(w) > 2 and w not in _ASKING_WORDS]
@@ -550,6 +565,8 @@ def _unasked(claims: list[Claim], question: str) -> list[Claim]:
         stems = any(len(w) >= 4 and any(q.startswith(w) or w.startswith(q) for q in words_) for w in label)
         # 'what does it cost?' asks for 'the price'; 'where does it stand?' for 'the status' (the audit's stems)
         alike = {ASKED_AS.get(w[:4], w[:4]) for w in label}
+        if re.match(r"when\b|.*\b(?:date|day)s?\b", _wanted([claim]).lower()):
+            alike.add("date")
         return not label or stems or any(w[:5] in asked for w in label) or bool(alike & concepts)
 
     return [c for c in claims if not covered(c)]
@@ -808,6 +825,7 @@ class OfflineWriter:
         told: list[Any] = [persona.name]  # values the user says or holds back (never claimed back)
         refs: dict[tuple[str, str, Any], str] = {}  # a row already named in this task: named the same way again
         asked_back: list[list[Claim]] = []  # per follow-up question: the claims it asks for
+        asked: dict[int, str] = {}  # per gold write: the request as the user said it (the oracle reads it back)
         goals = [i for i, s in enumerate(grounded.chain.steps) if s.role == "goal"]
         for turn, goal in enumerate(goals):
             call, spec = grounded.calls[goal], self.catalog.spec(grounded.calls[goal].server, grounded.calls[goal].tool)
@@ -827,6 +845,8 @@ class OfflineWriter:
                 # Goal-first: the person asks in one of the intent's own phrasings, names rows as people do, and
                 # asks to hear what the intent says they want back; other details of the call are held back.
                 request, slotted = self._intent_request(rng, grounded, goal, intent, told, refs)
+                if not spec.read_only:
+                    asked[goal] = request
                 for name, value in details:
                     if name in slotted or value in told or _says(request, value):  # said ("my 114.74 payment")
                         told.append(value)
@@ -890,6 +910,8 @@ class OfflineWriter:
                         asked_back.append(heard)
                     if heard or not step_spec.read_only:
                         text, _ = self._intent_request(rng, grounded, index, follow_intent, told, refs)
+                        if not step_spec.read_only:
+                            asked[index] = text
                         said.append("Also, " + (text if re.match(r"I\b", text) else text[:1].lower() + text[1:]))
                         claims += heard
                     if heard and _unasked(heard, text):  # a follow-up question is not asked twice either
@@ -937,16 +959,35 @@ class OfflineWriter:
                             claims += [_claim("states", label, name, value) for name, label, value in asked]
                     else:
                         said.append(f"And please {_phrase(follow_spec, mine)} as well.")
+            # A value this turn takes from an earlier turn's answer: nothing to add where the user says it or holds
+            # it back anyway ("My email is ...", "because hours were billed twice"); else they point at it by what
+            # it is ("The list is the same as in my last request."), never "use what you found".
+            spoken_now = " ".join([request, *said])
             across = [
-                bind
+                (bind, name, grounded.calls[i], self.catalog.spec(grounded.calls[i].server, grounded.calls[i].tool))
                 for i, step in enumerate(grounded.chain.steps)
                 if step.turn == turn
                 for name, bind in step.binds.items()
                 if grounded.calls[bind.step].turn < turn and grounded.sources[i].get(name) == "output"
             ]
-            if any(not b.own for b in across):
-                said.append("Use what you found for me a moment ago.")
-            elif across:
+            unsaid = [
+                (bind, name, call_, spec_)
+                for bind, name, call_, spec_ in across
+                if not _says(spoken_now, call_.arguments.get(name))
+                and not any(same(call_.arguments.get(name), h.value) for h in hidden)
+            ]
+            pointed = [
+                label
+                for bind, name, call_, spec_ in unsaid
+                if not bind.own
+                and (label := self.label(call_.server, name, spec_.param(name).description)) is not None
+                and not is_id_like(label.replace(" ", "_"))
+            ]
+            if pointed:
+                said.append(f"The {pointed[0]} is the same as in my last request.")
+            elif any(not b.own for b, *_ in unsaid):
+                said.append("It's for the same thing as my last request.")
+            elif unsaid:
                 said.append("You have my details from before.")
             opener = (
                 rng.choice(GREETINGS[style]).format(name=persona.name, first=first) + " "
@@ -976,7 +1017,12 @@ class OfflineWriter:
             "offline (intents)" if any(self.catalog.intent(c.server, c.tool) for c in grounded.calls) else "offline"
         )
         return Request(
-            turns=messages, hidden_facts=hidden, claims=kept, uncalibrated=uncalibrated(grounded), writer=written
+            turns=messages,
+            hidden_facts=hidden,
+            claims=kept,
+            uncalibrated=uncalibrated(grounded),
+            writer=written,
+            asked=asked,
         )
 
     def label(self, server: str, name: str, description: str = "", spec: ToolSpec | None = None) -> str | None:
@@ -1248,6 +1294,7 @@ async def written_request(model: ChatModel, prompt: str, offline: Request, vocab
         claims=offline.claims,
         uncalibrated=offline.uncalibrated,
         writer=model.name,
+        asked=offline.asked,  # the change as the offline request words it: the oracle's read-back stays true
     ), False
 
 
