@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
+from envfarm.clients.scoring.claims import value_found
 from envfarm.clients.tasks import Claim, GoldCall, Task
 
 #: Fields whose value is an amount of money (by the words of their name).
@@ -718,12 +719,105 @@ def say_slot(value: Any, fmt: str | None) -> str | None:
 
 #: Verbs a request opens with when it tells the agent what to do ("Send 40.00 to ...", "Archive the thread").
 IMPERATIVES = frozenset(
-    "accept add address answer apply approve archive assign attach book bring buy cancel change charge check close "
-    "confirm create decline delete discard draft drop edit email end enroll extend file find fix forward freeze give "
-    "hold invite issue join keep label leave let list log make mark move offer open pass pause pay pin place post put "
-    "react record refund register release remove rename renew reprice request reserve resolve restore resume return "
-    "roll save schedule send set share ship sign start stop submit subscribe switch take tell transfer turn unfreeze "
-    "unpin unsubscribe update upload void withdraw write".split()
+    [
+        "accept",
+        "add",
+        "address",
+        "answer",
+        "apply",
+        "approve",
+        "archive",
+        "assign",
+        "attach",
+        "book",
+        "bring",
+        "buy",
+        "cancel",
+        "change",
+        "charge",
+        "check",
+        "close",
+        "confirm",
+        "create",
+        "decline",
+        "delete",
+        "discard",
+        "draft",
+        "drop",
+        "edit",
+        "email",
+        "end",
+        "enroll",
+        "extend",
+        "file",
+        "find",
+        "fix",
+        "forward",
+        "freeze",
+        "give",
+        "hold",
+        "invite",
+        "issue",
+        "join",
+        "keep",
+        "label",
+        "leave",
+        "let",
+        "list",
+        "log",
+        "make",
+        "mark",
+        "move",
+        "offer",
+        "open",
+        "pass",
+        "pause",
+        "pay",
+        "pin",
+        "place",
+        "post",
+        "put",
+        "react",
+        "record",
+        "refund",
+        "register",
+        "release",
+        "remove",
+        "rename",
+        "renew",
+        "reprice",
+        "request",
+        "reserve",
+        "resolve",
+        "restore",
+        "resume",
+        "return",
+        "roll",
+        "save",
+        "schedule",
+        "send",
+        "set",
+        "share",
+        "ship",
+        "sign",
+        "start",
+        "stop",
+        "submit",
+        "subscribe",
+        "switch",
+        "take",
+        "tell",
+        "transfer",
+        "turn",
+        "unfreeze",
+        "unpin",
+        "unsubscribe",
+        "update",
+        "upload",
+        "void",
+        "withdraw",
+        "write",
+    ]
 )
 #: Verbs of a request the agent arranges rather than does ('deliver my order to X instead', 'ship it Monday').
 ARRANGED = frozenset({"deliver", "ship", "collect", "pick", "bring", "send over"})
@@ -782,7 +876,9 @@ _PERSON_WORD = re.compile(
     re.IGNORECASE,
 )
 _INTERJECTION = re.compile(r"^(?:hi|hello|hey|oh|so|ok|okay|right|well|sorry)\b[,!]?\s+", re.IGNORECASE)
-_AGENT_ASKED = re.compile(r"^(?:please\s+|kindly\s+)?(?:can|could|would|will) you(?: please)?\s+(.+?)\s*\?$", re.IGNORECASE)
+_AGENT_ASKED = re.compile(
+    r"^(?:please\s+|kindly\s+)?(?:can|could|would|will) you(?: please)?\s+(.+?)\s*\?$", re.IGNORECASE
+)
 _PLEASE = re.compile(r"^(?:please|kindly),?\s+(.+)$", re.IGNORECASE)
 _MAY_I = re.compile(r"^(?:can|could|may) (?:i|we)\s+(.+?)\s*\?$", re.IGNORECASE)
 _GO_AHEAD = re.compile(r"^go ahead and\s+", re.IGNORECASE)
@@ -819,7 +915,7 @@ def _unmasked(text: str, pieces: Sequence[str]) -> str:
         piece = pieces[int(match.group(1))]
         if len(piece) <= LONG_TEXT:
             return piece
-        inner = piece.strip("“”\"")
+        inner = piece.strip('“”"')
         return "“" + " ".join(inner.split()[:6]).rstrip(",.;:") + "…”"
 
     return re.sub("\u2063(\\d+)\u2063", back, text)
@@ -868,8 +964,39 @@ def _clauses(text: str) -> list[tuple[str, str]]:
 
 #: First words of a told clause that are ordinary words, not a name: lower-cased after 'Just to confirm:'.
 _LOWER_FIRST = frozenset(
-    "about after all any anything everything for from here here's if it it's nobody nothing regarding some something "
-    "that that's the there there's this these those what when where which who".split()
+    [
+        "about",
+        "after",
+        "all",
+        "any",
+        "anything",
+        "everything",
+        "for",
+        "from",
+        "here",
+        "here's",
+        "if",
+        "it",
+        "it's",
+        "nobody",
+        "nothing",
+        "regarding",
+        "some",
+        "something",
+        "that",
+        "that's",
+        "the",
+        "there",
+        "there's",
+        "this",
+        "these",
+        "those",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+    ]
 )
 
 
@@ -879,13 +1006,11 @@ def _call_values(call: GoldCall) -> list[str]:
 
 def _numbers_said(call: GoldCall, text: str) -> bool:
     """Every number the change takes is in `text` (the confirmation check looks for them), in any usual form."""
-    for value in call.arguments.values():
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            continue
-        forms = {str(value), f"{value:,.2f}", f"{value:.2f}", say_slot(value, "number") or "", say_value("n", value)}
-        if not any(re.search(rf"(?<![\d.,]){re.escape(f)}(?![\d]|\.\d)", text) for f in forms if f):
-            return False
-    return True
+    return all(  # the check's own reading: 'one adult' says 1
+        value_found(str(value), text)
+        for value in call.arguments.values()
+        if isinstance(value, int | float) and not isinstance(value, bool)
+    )
 
 
 def _asked_clauses(call: GoldCall) -> tuple[list[tuple[str, str]], list[str]] | None:
@@ -939,9 +1064,11 @@ def asked_done(call: GoldCall) -> str | None:
     # "make it 117.28 and have it go out on 15 May": each verb of the request is reported done
     rest = re.sub(
         r"\b(and|then) (\w+)\b",
-        lambda m: f"{m.group(1)} {'had' if m.group(2) == 'have' else PARTICIPLES.get(m.group(2)) or _past(m.group(2))}"
-        if m.group(2) in IMPERATIVES or m.group(2) == "have"
-        else m.group(0),
+        lambda m: (
+            f"{m.group(1)} {'had' if m.group(2) == 'have' else PARTICIPLES.get(m.group(2)) or _past(m.group(2))}"
+            if m.group(2) in IMPERATIVES or m.group(2) == "have"
+            else m.group(0)
+        ),
         rest,
     )
     return _sentence(_unmasked(f"I've {done} {rest}".strip(), pieces))

@@ -404,8 +404,32 @@ _CLAUSE_START = frozenset(
 # Past-tense verbs that say what happened of themselves ('Plans changed', 'Item arrived damaged'); another '-ed' after
 # a noun is done to it ('Hours billed twice', 'Discount agreed after delivery').
 _HAPPENED = frozenset(
-    "arrived changed failed stopped expired ended closed moved happened crashed broke came went died overlapped "
-    "slipped fell dropped increased decreased doubled shifted finished started".split()
+    [
+        "arrived",
+        "changed",
+        "failed",
+        "stopped",
+        "expired",
+        "ended",
+        "closed",
+        "moved",
+        "happened",
+        "crashed",
+        "broke",
+        "came",
+        "went",
+        "died",
+        "overlapped",
+        "slipped",
+        "fell",
+        "dropped",
+        "increased",
+        "decreased",
+        "doubled",
+        "shifted",
+        "finished",
+        "started",
+    ]
 )
 # Past-tense verbs a reason starts with when the person did it ("Took an equivalent course" -> "I took ...").
 _DID = frozenset(["took", "left", "lost", "got", "found", "bought", "went", "made", "forgot", "broke", "paid", "saw"])
