@@ -333,13 +333,13 @@ def state_claims(claims: Iterable[Claim], currency: str | None = None, ids: Iter
         if part is not None:
             words, value = part
             if (
-                words.startswith("whether ")
+                re.match(r"(?:whether|where) ", words)
                 and claim.field
                 and claim.field.isalpha()
                 and re.fullmatch(r"[a-z]+(?:_[a-z]+)*", value)
             ):
                 # 'whether it passed: pass' said as 'as for whether it passed, that's pass': the field it reports
-                # ('result', 'status') says it as a person does: 'the result is pass'
+                # ('result', 'status') says it as a person does: 'the result is pass', 'the status is pending'
                 words = claim.field
             parts.append((words, value))
             continue

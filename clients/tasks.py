@@ -58,7 +58,7 @@ class GoldCall(BaseModel):
         default_factory=list, description="indices of earlier gold calls whose output fed an argument"
     )
     asked: str | None = Field(
-        None,
+        default=None,
         description="the user's request for this call as they said it (an intent's phrasing, filled); the oracle "
         "reads a change back and reports it in these words instead of the tool's and columns' names",
     )

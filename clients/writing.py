@@ -849,7 +849,7 @@ class OfflineWriter:
         told: list[Any] = [persona.name]  # values the user says or holds back (never claimed back)
         refs: dict[tuple[str, str, Any], str] = {}  # a row already named in this task: named the same way again
         asked_back: list[list[Claim]] = []  # per follow-up question: the claims it asks for
-        asked: dict[int, str] = {}  # per gold write: the request as the user said it (the oracle reads it back)
+        requested: dict[int, str] = {}  # per gold write: the request as the user said it (the oracle reads it back)
         goals = [i for i, s in enumerate(grounded.chain.steps) if s.role == "goal"]
         for turn, goal in enumerate(goals):
             call, spec = grounded.calls[goal], self.catalog.spec(grounded.calls[goal].server, grounded.calls[goal].tool)
@@ -870,7 +870,7 @@ class OfflineWriter:
                 # asks to hear what the intent says they want back; other details of the call are held back.
                 request, slotted = self._intent_request(rng, grounded, goal, intent, told, refs)
                 if not spec.read_only:
-                    asked[goal] = request
+                    requested[goal] = request
                 for name, value in details:
                     if name in slotted or value in told or _says(request, value):  # said ("my 114.74 payment")
                         told.append(value)
@@ -935,7 +935,7 @@ class OfflineWriter:
                     if heard or not step_spec.read_only:
                         text, _ = self._intent_request(rng, grounded, index, follow_intent, told, refs)
                         if not step_spec.read_only:
-                            asked[index] = text
+                            requested[index] = text
                         said.append("Also, " + (text if re.match(r"I\b", text) else text[:1].lower() + text[1:]))
                         claims += heard
                     if heard and _unasked(heard, text):  # a follow-up question is not asked twice either
@@ -1046,7 +1046,7 @@ class OfflineWriter:
             claims=kept,
             uncalibrated=uncalibrated(grounded),
             writer=written,
-            asked=asked,
+            asked=requested,
         )
 
     def label(self, server: str, name: str, description: str = "", spec: ToolSpec | None = None) -> str | None:
