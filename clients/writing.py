@@ -355,7 +355,9 @@ def self_phrase(phrase: str, name: str, email: str | None) -> str:
         return phrase
     text = phrase
     if email:
-        text = re.sub(rf"\s*\(\s*{re.escape(email)}\s*\)|,?\s*{re.escape(email)}", "", text).strip()
+        # 'my account under keiko@example.com' -> 'my account', never 'my account under'
+        pattern = rf"\s*\(\s*{re.escape(email)}\s*\)|(?:\s+(?:under|with|at|for|by|via|as))?,?\s*{re.escape(email)}"
+        text = re.sub(pattern, "", text).strip()
     if not name or name not in text:
         return text if text else "me"
     who = re.escape(name)
@@ -527,6 +529,23 @@ def _same_object(grounded: Grounded, goal: int, index: int) -> bool:
         }
 
     return bool(naming(grounded.calls[goal]) & naming(grounded.calls[index]))
+
+
+def _asks_for(question: str, field: str, hear: str) -> bool:
+    """Whether a question ('When is my rental RA1 due back?') asks for the output `field` ('return_due_at', heard as
+    'the return time'): a content word of the field's name or its words, or one sharing a stem, is in a question
+    sentence of it."""
+    asked = " ".join(s for s in re.split(r"(?<=[.!?])\s+", question) if s.endswith("?")).lower()
+    if not asked:
+        return False
+    said = {w for w in re.findall(r"[a-z]+", asked) if len(w) >= 3 and w not in _ASKING_WORDS}
+    named = {w for w in re.findall(r"[a-z]+", f"{field.replace('_', ' ')} {hear}".lower()) if len(w) >= 3}
+    named -= _ASKING_WORDS | {"at", "on", "is", "the"}
+    return any(
+        w == q or (min(len(w), len(q)) >= 4 and (w[:5] == q[:5] or w.startswith(q) or q.startswith(w)))
+        for w in named
+        for q in said
+    )
 
 
 def _wanted(claims: list[Claim]) -> str:
@@ -814,7 +833,14 @@ class OfflineWriter:
         return word_for(intent.words, name, value) if intent is not None else None
 
     def _heard(
-        self, rng: random.Random, call: Any, intent: Intent, told: list[Any], read: bool, persona: PersonaRecord
+        self,
+        rng: random.Random,
+        call: Any,
+        intent: Intent,
+        told: list[Any],
+        read: bool,
+        persona: PersonaRecord,
+        question: str = "",
     ) -> list[Claim]:
         """Claims on up to two of the fields the intent's `hear` names, labelled with the person's words: only
         a field one row of the answer holds (never a page's count beside a list, nor a value the user said or
@@ -833,7 +859,12 @@ class OfflineWriter:
             if isinstance(value, (bool, dict, list)) or any(same(value, t) for t in told):
                 continue
             options.append((field, words_, value))
-        chosen = sorted(rng.sample(options, min(2, len(options))), key=lambda o: list(intent.hear).index(o[0]))
+        # A field the request itself asks for ("When is my rental RA1 due back?" asks the return time) is always
+        # heard: a question no claim checks passes any answer; up to two in all, the rest drawn by `rng`.
+        wanted = [o for o in options if read and _asks_for(question, o[0], o[1])]
+        rest = [o for o in options if o not in wanted]
+        drawn = rng.sample(rest, max(0, min(2, len(options)) - len(wanted)))
+        chosen = sorted([*wanted, *drawn], key=lambda o: list(intent.hear).index(o[0]))
         verb = "states" if read else "confirms"
         return [Claim(text=f"{verb} {w}: {spoken(v)}", values=[_fmt(v)], field=f) for f, w, v in chosen]
 
@@ -885,7 +916,7 @@ class OfflineWriter:
                     told.append(value)
                     if label is not None and not isinstance(value, bool):
                         hidden.append(held(name, value, label, worded=self._worded(call, name, value)))
-                heard = self._heard(rng, call, intent, told, spec.read_only, persona)
+                heard = self._heard(rng, call, intent, told, spec.read_only, persona, request)
                 if spec.read_only and not heard:
                     # "What kinds of rooms do you have?" with nothing one row answers: no claim would check it
                     raise Drop("intent: nothing to hear back", f"{call.server}.{call.tool}")
