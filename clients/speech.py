@@ -23,7 +23,7 @@ from envfarm.clients.tasks import Claim, GoldCall, Task
 
 #: Fields whose value is an amount of money (by the words of their name).
 MONEY = re.compile(
-    r"\b(price|amount|cost|total price|fee|fees|balance|copay|pays|subtotal|salary|charge|refund|paid|due|"
+    r"\b(price|amount|cost|total(?! number| count| of)|total price|difference|fee|fees|balance|copay|pays|subtotal|salary|charge|refund|paid|due|"
     r"rate|budget|spent|limit amount|deposit|tip|tax|revenue|outstanding|owed|value)\b"
 )
 #: A coded value (an enum's `pass_fail`, `in_progress`): said with spaces, never raw. No digits: ids have them.
