@@ -609,8 +609,11 @@ def _summary(task: Task) -> list[str]:
 
 
 def refusal(rule: str) -> str:
-    """A refusal that gives the reason (the policy rule) and claims nothing was done."""
-    return f"I'm sorry, but I can't do that. Our policy says: {rule.strip()} I haven't changed anything."
+    """A refusal that gives the reason (the policy rule) and claims nothing was done. A clause of the rule that
+    points into the policy document ('unless policy below allows it') is the document's, not the agent's: left out."""
+    said = re.sub(r"[,;]?\s*[^,;.]*\b(?:below|above)\b[^,;.]*(?=[.;]|$)", "", rule.strip()).strip()
+    said = said if said.endswith((".", "!", "?")) else said + "."
+    return f"I'm sorry, but I can't do that. Our policy says: {said} I haven't changed anything."
 
 
 def declined() -> str:

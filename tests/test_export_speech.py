@@ -236,3 +236,16 @@ def test_a_request_that_leaves_out_a_number_the_change_takes_is_not_read_back_fr
     assert asked_readback(call) is None
     call = call.model_copy(update={"asked": "Please make my Netflix payment 117.28 from now on."})
     assert asked_readback(call) == "I'll make your Netflix payment 117.28 from now on"
+
+
+def test_a_refusal_gives_the_rule_without_the_documents_pointers() -> None:
+    """'... even a relative, unless policy below allows it.' is the policy file speaking, not an agent."""
+    from envfarm.clients.policy_checks import gives_reason
+    from envfarm.clients.speech import refusal
+
+    said = refusal(
+        "Never read out or change one customer's records for another person, even a relative, unless policy below "
+        "allows it."
+    )
+    assert "below" not in said and "even a relative." in said and gives_reason(said), said
+    assert "may cancel a subscription." in refusal("Only the account holder may cancel a subscription.")

@@ -28,7 +28,7 @@ from envfarm.clients.writing import HEAR, _unasked
 
 # A user message that points at data instead of saying it, or asks in a form's voice.
 USER_SEAMS = re.compile(
-    r"\bUse what you found\b|\ba moment ago\b|\bfor that one\b|\bWhy\? [A-Z]|\bReason: |\bthe details of my \w+ for\b"
+    r"\bUse what you found\b|\ba moment ago\b|\bthat one\b|\bWhy\? [A-Z]|\bReason: |\bthe details of my \w+ for\b"
 )
 # The sentence the writer adds to ask to hear something ('Could you tell me {what}?'): its `{what}`.
 _HEARD = re.compile(
