@@ -1061,6 +1061,7 @@ def asked_done(call: GoldCall) -> str | None:
     verb, _, rest = todo.partition(" ")
     if not verb.isalpha():
         return None
+    rest = re.sub(r",?\s+(?:right now|now|right away|straight away)$", "", rest)  # 'send it now': done, not now
     done = PARTICIPLES.get(verb) or _past(verb)
     if verb in ARRANGED:  # "deliver my order to X instead": the agent arranges it, nothing is delivered yet
         return _sentence(_unmasked(f"I've arranged to {todo}", pieces))
