@@ -218,6 +218,9 @@ def _verb_is(words: str) -> str:
     """'is' or 'are' for a label ('the notes are', 'the status is', 'the number of seats is')."""
     head = words.split(" of ")[0] if " of " in words else words
     last = head.split()[-1] if head.split() else ""
+    words_ = head.split()
+    if len(words_) > 1 and last.endswith("ed"):  # 'the credits earned are 39': the noun before a participle
+        last = words_[-2]
     plural = last.endswith("s") and not last.endswith(("ss", "us", "is")) and last != "news"
     return "are" if plural else "is"
 
@@ -633,7 +636,12 @@ ID_SHAPE = re.compile(r"\b[a-z]{2,5}_(?=[a-z0-9]*\d)[a-z0-9]{4,}\b")
 #: 'subscribe the list', 'enrolled the in section', 'replied to it to thread', 'with arrival date on May 3',
 #: 'as for whether it passed, that's pass'.
 TEMPLATE_SEAMS = (
-    re.compile(r"\bwith (?!the |a |an |my |your |our |this |that )(?:[a-z]+ ){1,3}\d"),
+    # a label then its number; never an identifier a person names a thing by ('the Ford Ranger with plate 92-AI-58')
+    re.compile(
+        r"\bwith (?!the |a |an |my |your |our |this |that )(?:[a-z]+ ){0,2}"
+        r"(?!(?:plate|barcode|code|number|isbn|reference|room|card|account|order|ticket|line|tracking) )[a-z]+ "
+        r"\d[\d.,]*(?![\w-])"
+    ),
     re.compile(r"\bthe (\w+) \w+ for the \1\b"),
     re.compile(r"\bthe res\b"),
     re.compile(r"\b(?:subscribe|unsubscribe|enroll|register)(?:d|ed)? the\b"),

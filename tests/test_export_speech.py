@@ -249,3 +249,17 @@ def test_a_refusal_gives_the_rule_without_the_documents_pointers() -> None:
     )
     assert "below" not in said and "even a relative." in said and gives_reason(said), said
     assert "may cancel a subscription." in refusal("Only the account holder may cancel a subscription.")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Just to confirm: is there still an open workshop order on the Ford Ranger with plate 92-AI-58?",
+        "I'd like to borrow the copy with barcode 31200003542.",
+        "I've booked the Thursday 23 April departure for 2 of you. The credits earned are 39.",
+    ],
+)
+def test_a_person_naming_a_thing_by_its_identifier_is_no_seam(text: str) -> None:
+    from envfarm.clients.speech import template_seams
+
+    assert template_seams(text) == [], text
