@@ -136,7 +136,7 @@ ASKS_VALUE = re.compile(
 )
 # Stems that ask for the same thing ("what did it cost" and "the price"; "where does it stand" and "the status").
 ASKED_AS = {
-    w: "money" for w in ("cost", "pric", "fee", "fees", "char", "amou", "tota", "owe", "owed", "bill", "paid")
+    w: "money" for w in ("cost", "pric", "fee", "fees", "char", "amou", "tota", "owe", "owed", "bill", "paid", "copa")
 } | {"stan": "stat"}
 # Words that say nothing of what is asked ("could you tell me the ...").
 ASKING = frozenset(

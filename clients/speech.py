@@ -18,11 +18,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
+from envfarm.clients.scoring.claims import value_found
 from envfarm.clients.tasks import Claim, GoldCall, Task
 
 #: Fields whose value is an amount of money (by the words of their name).
 MONEY = re.compile(
-    r"\b(price|amount|cost|total price|fee|fees|balance|copay|pays|subtotal|salary|charge|refund|paid|due|"
+    r"\b(price|amount|cost|total(?! number| count| of)|total price|difference|fee|fees|balance|copay|pays|subtotal|salary|charge|refund|paid|due|"
     r"rate|budget|spent|limit amount|deposit|tip|tax|revenue|outstanding|owed|value)\b"
 )
 #: A coded value (an enum's `pass_fail`, `in_progress`): said with spaces, never raw. No digits: ids have them.
@@ -217,6 +218,9 @@ def _verb_is(words: str) -> str:
     """'is' or 'are' for a label ('the notes are', 'the status is', 'the number of seats is')."""
     head = words.split(" of ")[0] if " of " in words else words
     last = head.split()[-1] if head.split() else ""
+    words_ = head.split()
+    if len(words_) > 1 and last.endswith("ed"):  # 'the credits earned are 39': the noun before a participle
+        last = words_[-2]
     plural = last.endswith("s") and not last.endswith(("ss", "us", "is")) and last != "news"
     return "are" if plural else "is"
 
@@ -269,6 +273,12 @@ def _fact(words: str, value: str, currency: str | None) -> str:
     when = _when(value.strip())
     words = _addressed(words)
     question = re.match(r"(when|whether|how|who|what|which|where)\b\s*(.*)", words)
+    many = re.fullmatch(r"how many (\w+s) (are|were|is|was|have|has) (.+)", words)
+    if many is not None and _numeric(said):  # 'how many invoices are overdue' -> '0 invoices are overdue'
+        return f"{said} {many.group(1)} {many.group(2)} {many.group(3)}"
+    late = re.fullmatch(r"how many (\w+s) (\w+) (it|you|they) (was|were|is|are)", words)
+    if late is not None and _numeric(said):  # 'how many days late it was' -> 'it was 0 days late'
+        return f"{late.group(3)} {late.group(4)} {said} {late.group(1)} {late.group(2)}"
     if question is not None:  # a label worded as a question ('when it was submitted')
         if question.group(1) == "when" and question.group(2):
             return f"{question.group(2)} on {when}" if when is not None else f"{question.group(2)} {said}"
@@ -324,7 +334,17 @@ def state_claims(claims: Iterable[Claim], currency: str | None = None, ids: Iter
     for claim in claims:
         part = claim_parts(claim)
         if part is not None:
-            parts.append(part)
+            words, value = part
+            if (
+                re.match(r"(?:whether|where) ", words)
+                and claim.field
+                and claim.field.isalpha()
+                and re.fullmatch(r"[a-z]+(?:_[a-z]+)*", value)
+            ):
+                # 'whether it passed: pass' said as 'as for whether it passed, that's pass': the field it reports
+                # ('result', 'status') says it as a person does: 'the result is pass', 'the status is pending'
+                words = claim.field
+            parts.append((words, value))
             continue
         text = claim.text
         for value in ids:
@@ -508,6 +528,9 @@ def _numeric(text: str) -> bool:
 def readback(task: Task, index: int) -> str:
     """What the agent says before a governed change: the change in words, then 'Shall I go ahead?'."""
     call = task.gold_calls[index]
+    asked = asked_readback(call)
+    if asked is not None:
+        return f"Just to confirm: {asked}. Shall I go ahead?"
     ids, currency = task_ids(task), _currency(task)
     verb, what = _change(task, index, ids, currency)
     details, events = _details(call, ids, currency)
@@ -517,8 +540,12 @@ def readback(task: Task, index: int) -> str:
 
 
 def did(task: Task, index: int) -> str:
-    """A change that was made, in the past tense: 'I've paid the invoice “March rent”.'"""
+    """A change that was made, in the past tense: 'I've paid the invoice “March rent”.' A change the user asked
+    for in their own words is reported in them ('I've added you to the Careers list.'), or, where those words ask
+    the agent to do nothing it can report that way, said briefly ('That's done.') rather than in column names."""
     call = task.gold_calls[index]
+    if call.asked:
+        return asked_done(call) or "That's done."
     ids, currency = task_ids(task), _currency(task)
     verb, what = _change(task, index, ids, currency)
     if verb in CREATE_VERBS:
@@ -585,8 +612,11 @@ def _summary(task: Task) -> list[str]:
 
 
 def refusal(rule: str) -> str:
-    """A refusal that gives the reason (the policy rule) and claims nothing was done."""
-    return f"I'm sorry, but I can't do that. Our policy says: {rule.strip()} I haven't changed anything."
+    """A refusal that gives the reason (the policy rule) and claims nothing was done. A clause of the rule that
+    points into the policy document ('unless policy below allows it') is the document's, not the agent's: left out."""
+    said = re.sub(r"[,;]?\s*[^,;.]*\b(?:below|above)\b[^,;.]*(?=[.;]|$)", "", rule.strip()).strip()
+    said = said if said.endswith((".", "!", "?")) else said + "."
+    return f"I'm sorry, but I can't do that. Our policy says: {said} I haven't changed anything."
 
 
 def declined() -> str:
@@ -601,12 +631,39 @@ FIELD_DUMP = re.compile(r"(?:\b\w+: [^;\n]+; ){2,}")
 ID_SHAPE = re.compile(r"\b[a-z]{2,5}_(?=[a-z0-9]*\d)[a-z0-9]{4,}\b")
 
 
+#: Seams of a sentence built from a tool's and its columns' names, as reviewers found them in read-backs and
+#: answers: 'with hours purchased 20' (a label, then its number), 'the member contact for the member', 'the res',
+#: 'subscribe the list', 'enrolled the in section', 'replied to it to thread', 'with arrival date on May 3',
+#: 'as for whether it passed, that's pass'.
+TEMPLATE_SEAMS = (
+    # a label then its number; never an identifier a person names a thing by ('the Ford Ranger with plate 92-AI-58')
+    re.compile(
+        r"\bwith (?!the |a |an |my |your |our |this |that )(?:[a-z]+ ){0,2}"
+        r"(?!(?:plate|barcode|code|number|isbn|reference|room|card|account|order|ticket|line|tracking) )[a-z]+ "
+        r"\d[\d.,]*(?![\w-])"
+    ),
+    re.compile(r"\bthe (\w+) \w+ for the \1\b"),
+    re.compile(r"\bthe res\b"),
+    re.compile(r"\b(?:subscribe|unsubscribe|enroll|register)(?:d|ed)? the\b"),
+    re.compile(r"\bthe (?:in|into|to|from|out|with|of|on|at|by) [a-z]+\b"),
+    re.compile(r"\bto (?:it|them) to\b"),
+    re.compile(r"\bwith [a-z]+ (?:date|time) (?:on )?[A-Z][a-z]+ \d"),
+    re.compile(r"\bas for whether\b", re.IGNORECASE),
+)
+
+
+def template_seams(text: str) -> list[str]:
+    """The phrases of `text` that read as a template filled with field names (see `TEMPLATE_SEAMS`)."""
+    return [f"template seam {m.group(0)!r}" for pattern in TEMPLATE_SEAMS if (m := pattern.search(text))]
+
+
 def speech_problems(text: str, task: Task, fields: Iterable[str] = ()) -> list[str]:
     """What reads like a grader or a database in an agent's words: rubric text, paging fields, a
     `key: value; key: value` dump, a raw field name (`odometer_km`) or an internal id."""
     problems = [f"rubric or paging text {m.group(0)!r}" for m in RUBRIC_TEXT.finditer(text)]
     problems += [f"field dump {m.group(0)[:40]!r}" for m in FIELD_DUMP.finditer(text)]
     problems += [f"internal id {m.group(0)!r}" for m in ID_SHAPE.finditer(text)]
+    problems += template_seams(text)
     for value in task_ids(task):
         if len(value) >= 4 and not value.isdigit() and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text):
             problems.append(f"internal id {value!r}")
@@ -667,3 +724,363 @@ def say_slot(value: Any, fmt: str | None) -> str | None:
         day = f"{moment:%A} {moment.day} {moment:%B}"
         return f"{day} at {moment:%H:%M}" if timed and (moment.hour, moment.minute) != (0, 0) else day
     return text.replace("_", " ") if re.fullmatch(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+", text) else text
+
+
+# ---------------------------------------------------------------- a change in the user's own words
+
+#: Verbs a request opens with when it tells the agent what to do ("Send 40.00 to ...", "Archive the thread").
+IMPERATIVES = frozenset(
+    [
+        "accept",
+        "add",
+        "address",
+        "answer",
+        "apply",
+        "approve",
+        "archive",
+        "assign",
+        "attach",
+        "book",
+        "bring",
+        "buy",
+        "cancel",
+        "change",
+        "charge",
+        "check",
+        "close",
+        "confirm",
+        "create",
+        "decline",
+        "delete",
+        "discard",
+        "draft",
+        "drop",
+        "edit",
+        "email",
+        "end",
+        "enroll",
+        "extend",
+        "file",
+        "find",
+        "fix",
+        "forward",
+        "freeze",
+        "give",
+        "hold",
+        "invite",
+        "issue",
+        "join",
+        "keep",
+        "label",
+        "leave",
+        "let",
+        "list",
+        "log",
+        "make",
+        "mark",
+        "move",
+        "offer",
+        "open",
+        "pass",
+        "pause",
+        "pay",
+        "pin",
+        "place",
+        "post",
+        "put",
+        "react",
+        "record",
+        "refund",
+        "register",
+        "release",
+        "remove",
+        "rename",
+        "renew",
+        "reprice",
+        "request",
+        "reserve",
+        "resolve",
+        "restore",
+        "resume",
+        "return",
+        "roll",
+        "save",
+        "schedule",
+        "send",
+        "set",
+        "share",
+        "ship",
+        "sign",
+        "start",
+        "stop",
+        "submit",
+        "subscribe",
+        "switch",
+        "take",
+        "tell",
+        "transfer",
+        "turn",
+        "unfreeze",
+        "unpin",
+        "unsubscribe",
+        "update",
+        "upload",
+        "void",
+        "withdraw",
+        "write",
+    ]
+)
+#: Verbs of a request the agent arranges rather than does ('deliver my order to X instead', 'ship it Monday').
+ARRANGED = frozenset({"deliver", "ship", "collect", "pick", "bring", "send over"})
+#: Past participles a change is reported with ("I've taken it off", never "I've taked").
+PARTICIPLES = {
+    **PAST,
+    "take": "taken",
+    "give": "given",
+    "write": "written",
+    "run": "run",
+    "get": "got",
+    "withdraw": "withdrawn",
+    "freeze": "frozen",
+    "unfreeze": "unfrozen",
+    "do": "done",
+    "go": "gone",
+    "begin": "begun",
+    "let": "let",
+    "keep": "kept",
+    "bring": "brought",
+    "tell": "told",
+    "find": "found",
+    "hold": "held",
+    "set": "set",
+    "put": "put",
+    "end": "ended",
+    "sign": "signed",
+}
+#: The speaker's words as the agent says them back: 'my card' -> 'your card', "I'm" -> "you're", 'our' -> 'your';
+#: the service's words ('your Austin branch') as the agent's ('our Austin branch').
+_PERSON = {
+    "i": "you",
+    "me": "you",
+    "my": "your",
+    "mine": "yours",
+    "myself": "yourself",
+    "i'm": "you're",
+    "i've": "you've",
+    "i'll": "you'll",
+    "i'd": "you'd",
+    "we": "you",
+    "us": "you",
+    "our": "your",
+    "ours": "yours",
+    "we're": "you're",
+    "we've": "you've",
+    "we'll": "you'll",
+    "we'd": "you'd",
+    "your": "our",
+    "yours": "ours",
+    "am": "are",
+    "was": "were",
+}
+_PERSON_WORD = re.compile(
+    r"(?<![\w'’])(?:I'm|I've|I'll|I'd|I|me|my|mine|myself|we're|we've|we'll|we'd|we|us|our|ours|your|yours)(?![\w'’])",
+    re.IGNORECASE,
+)
+_INTERJECTION = re.compile(r"^(?:hi|hello|hey|oh|so|ok|okay|right|well|sorry)\b[,!]?\s+", re.IGNORECASE)
+_AGENT_ASKED = re.compile(
+    r"^(?:please\s+|kindly\s+)?(?:can|could|would|will) you(?: please)?\s+(.+?)\s*\?$", re.IGNORECASE
+)
+_PLEASE = re.compile(r"^(?:please|kindly),?\s+(.+)$", re.IGNORECASE)
+_MAY_I = re.compile(r"^(?:can|could|may) (?:i|we)\s+(.+?)\s*\?$", re.IGNORECASE)
+_GO_AHEAD = re.compile(r"^go ahead and\s+", re.IGNORECASE)
+_MASK = "\u2063{}\u2063"
+#: A said value longer than this is named by its first words in a read-back, not read out whole.
+LONG_TEXT = 100
+
+
+def _spoken_person(text: str) -> str:
+    """`text` from the other side of the conversation: first person becomes second ('my card' -> 'your card'),
+    the service's 'your branch' the agent's 'our branch'; 'I am'/'I was' follow ('you are', 'you were')."""
+    text = re.sub(r"(?<![\w'’])I (am|was)\b", lambda m: "you " + _PERSON[m.group(1)], text)
+    text = re.sub(r"(?<![\w'’])(am|was) I\b", lambda m: _PERSON[m.group(1)] + " you", text)
+    return _PERSON_WORD.sub(lambda m: m.group(0) if m.group(0) in ("US", "i") else _PERSON[m.group(0).lower()], text)
+
+
+def _masked(text: str, values: Iterable[str]) -> tuple[str, list[str]]:
+    """`text` with quoted passages and the call's own text values hidden (a message body's 'I' is the body's, not
+    the speaker's), and the hidden pieces in order."""
+    pieces: list[str] = []
+
+    def hide(match: re.Match[str]) -> str:
+        pieces.append(match.group(0))
+        return _MASK.format(len(pieces) - 1)
+
+    text = re.sub(r"“[^”]*”|\"[^\"]*\"", hide, text)
+    for value in sorted({v for v in values if len(v) >= 12}, key=len, reverse=True):
+        text = re.sub(re.escape(value), hide, text)
+    return text, pieces
+
+
+def _unmasked(text: str, pieces: Sequence[str]) -> str:
+    def back(match: re.Match[str]) -> str:
+        piece = pieces[int(match.group(1))]
+        if len(piece) <= LONG_TEXT:
+            return piece
+        inner = piece.strip('“”"')
+        return "“" + " ".join(inner.split()[:6]).rstrip(",.;:") + "…”"
+
+    return re.sub("\u2063(\\d+)\u2063", back, text)
+
+
+def _clauses(text: str) -> list[tuple[str, str]]:
+    """A request's clauses as the agent says them back, each with its kind: ('do', 'cancel your booking RA1') for
+    what the agent is asked to do, ('want', "you'd like to ...") for what the user asks to be allowed,
+    ('say', "you won't need the car after all") for what they tell. Empty when one cannot be said back (a question
+    that is no request)."""
+    said: list[tuple[str, str]] = []
+    text = re.sub(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Mt|No|vs)\. ", "\\1\u2064 ", text.strip())  # 'Dr. Lopez' ends nothing
+    # 'Leaving the depot for X, please mark me as departed': what they tell, then what they ask
+    text = re.sub(r",\s+(please\s+\w)", r"; \1", text, flags=re.IGNORECASE)
+    for part in re.split(r"(?<=[.!?;])\s+|;\s*", text):
+        clause = _INTERJECTION.sub("", part.strip()).strip().replace("\u2064", ".")
+        clause = re.sub(r",\s*please\b(?=\s*[?.!,]|$)|\bplease,\s*", "", clause, flags=re.IGNORECASE).strip()
+        if not clause:
+            continue
+        asked = _AGENT_ASKED.match(clause)
+        if asked is not None:
+            said.append(("do", _spoken_person(asked.group(1))))
+            continue
+        allowed = _MAY_I.match(clause)
+        if allowed is not None:
+            said.append(("want", "you'd like to " + _spoken_person(allowed.group(1))))
+            continue
+        body = clause.rstrip(".!")
+        pleased = _PLEASE.match(body)
+        body = _GO_AHEAD.sub("", pleased.group(1) if pleased is not None else body)
+        body = re.sub(r",?\s+please$", "", body, flags=re.IGNORECASE)
+        first = body.split(" ", 1)[0].lower()
+        if body.endswith("?"):
+            return []
+        if pleased is not None or first in IMPERATIVES:
+            said.append(("do", _spoken_person(body[:1].lower() + body[1:])))
+            continue
+        person = _spoken_person(body)
+        if re.match(r"[A-Z][a-z]+ing\b", person):  # 'Leaving the depot for ...' -> "you're leaving the depot for ..."
+            person = "you're " + person[:1].lower() + person[1:]
+        if person[:1].isupper() and person.split(" ", 1)[0].lower() in _LOWER_FIRST:
+            person = person[:1].lower() + person[1:]
+        said.append(("say", person))
+    return said
+
+
+#: First words of a told clause that are ordinary words, not a name: lower-cased after 'Just to confirm:'.
+_LOWER_FIRST = frozenset(
+    [
+        "about",
+        "after",
+        "all",
+        "any",
+        "anything",
+        "everything",
+        "for",
+        "from",
+        "here",
+        "here's",
+        "if",
+        "it",
+        "it's",
+        "nobody",
+        "nothing",
+        "regarding",
+        "some",
+        "something",
+        "that",
+        "that's",
+        "the",
+        "there",
+        "there's",
+        "this",
+        "these",
+        "those",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+    ]
+)
+
+
+def _call_values(call: GoldCall) -> list[str]:
+    return [v for v in call.arguments.values() if isinstance(v, str)]
+
+
+def _numbers_said(call: GoldCall, text: str) -> bool:
+    """Every number the change takes is in `text` (the confirmation check looks for them), in any usual form."""
+    return all(  # the check's own reading: 'one adult' says 1
+        value_found(str(value), text)
+        for value in call.arguments.values()
+        if isinstance(value, int | float) and not isinstance(value, bool)
+    )
+
+
+def _asked_clauses(call: GoldCall) -> tuple[list[tuple[str, str]], list[str]] | None:
+    if not call.asked:
+        return None
+    masked, pieces = _masked(call.asked, _call_values(call))
+    clauses = _clauses(masked)
+    if not clauses:
+        return None
+    return clauses, pieces
+
+
+def asked_readback(call: GoldCall) -> str | None:
+    """The read-back of a change in the user's own request, said from the agent's side: "Please add me to the
+    Careers list. My email is ..." -> "I'll add you to the Careers list; your email is ..."; None when the call
+    has no request or it cannot be said back, or when it leaves out a number the change takes."""
+    found = _asked_clauses(call)
+    if found is None:
+        return None
+    clauses, pieces = found
+    parts: list[str] = []
+    previous = ""
+    for kind, clause in clauses:
+        text = f"I'll {clause}" if kind == "do" else clause
+        if kind == "do" and previous and previous != "do":
+            parts[-1] += f", so {text}"
+        else:
+            parts.append(text)
+        previous = kind
+    said = _unmasked("; ".join(parts), pieces)
+    return said if _numbers_said(call, said) else None
+
+
+def asked_done(call: GoldCall) -> str | None:
+    """The change reported in the user's request's words, in the perfect: 'I've added you to the Careers list.';
+    None when the request asks the agent to do nothing it can report that way (the user says what they are doing:
+    'I'm returning the car ...')."""
+    found = _asked_clauses(call)
+    if found is None:
+        return None
+    clauses, pieces = found
+    todo = next((clause for kind, clause in clauses if kind == "do"), None)
+    if todo is None:
+        return None
+    verb, _, rest = todo.partition(" ")
+    if not verb.isalpha():
+        return None
+    rest = re.sub(r",?\s+(?:right now|now|right away|straight away)$", "", rest)  # 'send it now': done, not now
+    done = PARTICIPLES.get(verb) or _past(verb)
+    if verb in ARRANGED:  # "deliver my order to X instead": the agent arranges it, nothing is delivered yet
+        return _sentence(_unmasked(f"I've arranged to {todo}", pieces))
+    # "make it 117.28 and have it go out on 15 May": each verb of the request is reported done
+    rest = re.sub(
+        r"\b(and|then) (\w+)\b",
+        lambda m: (
+            f"{m.group(1)} {'had' if m.group(2) == 'have' else PARTICIPLES.get(m.group(2)) or _past(m.group(2))}"
+            if m.group(2) in IMPERATIVES or m.group(2) == "have"
+            else m.group(0)
+        ),
+        rest,
+    )
+    return _sentence(_unmasked(f"I've {done} {rest}".strip(), pieces))

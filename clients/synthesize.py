@@ -640,7 +640,10 @@ class _Run:
             turns=[
                 Turn(message=m, gold_calls=[i for i, c in enumerate(calls) if c.turn == t]) for t, m in enumerate(turns)
             ],
-            gold_calls=calls,
+            gold_calls=[
+                c.model_copy(update={"asked": scrub(request.asked[i], vocab)}) if i in request.asked else c
+                for i, c in enumerate(calls)
+            ],
             expected_state=grounded.expected,
             claims=request.claims,
             policy_checks=checks_for(grounded, self.rules),

@@ -57,6 +57,11 @@ class GoldCall(BaseModel):
     uses: list[int] = Field(
         default_factory=list, description="indices of earlier gold calls whose output fed an argument"
     )
+    asked: str | None = Field(
+        default=None,
+        description="the user's request for this call as they said it (an intent's phrasing, filled); the oracle "
+        "reads a change back and reports it in these words instead of the tool's and columns' names",
+    )
 
 
 class Turn(BaseModel):

@@ -104,6 +104,17 @@ def persona_sheet(task: Task) -> str:
     )
 
 
+def _said(key: str, value: object, description: str | None) -> str:
+    """A fact as the user gives it: its hidden fact's own words ("my email is ...", "the kind is pre-trip", never
+    "My owner email is ..." or "My kind is pre_trip."); a date stays as the record has it ("My date of birth is
+    1988-03-12.": the words of the label, the value a form takes)."""
+    label = re.match(r"(.+?) (?:is|are) ", description or "")
+    if description and label is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(value)):
+        return description[:1].upper() + description[1:].rstrip(".") + "."
+    words_ = label.group(1) if label is not None else f"my {key.replace('_', ' ')}"
+    return f"{words_[:1].upper()}{words_[1:]} is {value}."
+
+
 class UserSession(Protocol):
     def opening(self) -> str: ...
 
@@ -186,7 +197,8 @@ class ScriptedSession:
             # Asked in words that fit no fact ("what should it say?"): the one detail still held back.
             answers[unrevealed[0].key] = unrevealed[0].value
             self.revealed.add(unrevealed[0].key)
-        said = [f"My {key.replace('_', ' ')} is {value}." for key, value in answers.items()]
+        worded = {f.key: f.description for f in self.task.hidden_facts if f.description}
+        said = [_said(key, value, worded.get(key)) for key, value in answers.items()]
         return " ".join(said) or None
 
     def _wants(self, said: str, calls: list[CallRecord]) -> bool:

@@ -300,6 +300,9 @@ class Request(BaseModel):
     claims: list[Claim] = Field(default_factory=list)
     uncalibrated: str = ""
     writer: str = "offline"
+    asked: dict[int, str] = Field(
+        default_factory=dict, description="gold call index -> the request for that change as the user said it"
+    )
 
 
 def uncalibrated(grounded: Grounded) -> str:
@@ -352,7 +355,9 @@ def self_phrase(phrase: str, name: str, email: str | None) -> str:
         return phrase
     text = phrase
     if email:
-        text = re.sub(rf"\s*\(\s*{re.escape(email)}\s*\)|,?\s*{re.escape(email)}", "", text).strip()
+        # 'my account under keiko@example.com' -> 'my account', never 'my account under'
+        pattern = rf"\s*\(\s*{re.escape(email)}\s*\)|(?:\s+(?:under|with|at|for|by|via|as))?,?\s*{re.escape(email)}"
+        text = re.sub(pattern, "", text).strip()
     if not name or name not in text:
         return text if text else "me"
     who = re.escape(name)
@@ -398,6 +403,36 @@ def first_person(text: str, name: str, email: str | None) -> str:
 _CLAUSE_START = frozenset(
     ["i", "i'm", "i've", "we", "we're", "it", "it's", "my", "our", "they", "there", "this", "that"]
 )
+# Past-tense verbs that say what happened of themselves ('Plans changed', 'Item arrived damaged'); another '-ed' after
+# a noun is done to it ('Hours billed twice', 'Discount agreed after delivery').
+_HAPPENED = frozenset(
+    [
+        "arrived",
+        "changed",
+        "failed",
+        "stopped",
+        "expired",
+        "ended",
+        "closed",
+        "moved",
+        "happened",
+        "crashed",
+        "broke",
+        "came",
+        "went",
+        "died",
+        "overlapped",
+        "slipped",
+        "fell",
+        "dropped",
+        "increased",
+        "decreased",
+        "doubled",
+        "shifted",
+        "finished",
+        "started",
+    ]
+)
 # Past-tense verbs a reason starts with when the person did it ("Took an equivalent course" -> "I took ...").
 _DID = frozenset(["took", "left", "lost", "got", "found", "bought", "went", "made", "forgot", "broke", "paid", "saw"])
 # How a reason sits in a phrasing as a form field: "Why? {reason}", "...: {reason}", "...; {reason}", "... - {reason}",
@@ -417,8 +452,10 @@ def because(reason: str) -> str | None:
     first, *rest = low.lower().split()
     if first in {"as", "see", "thanks", "thank", "please", "ok", "fyi"}:
         return None
-    if first in _CLAUSE_START or (first.endswith("s") and rest and re.fullmatch(r"\w+ed", rest[0])):
-        return f"because {low}"
+    if first in _CLAUSE_START or (first.endswith("s") and rest and rest[0] in _HAPPENED):
+        return f"because {low}"  # 'Plans changed'
+    if first.endswith("s") and rest and re.fullmatch(r"\w+ed", rest[0]):
+        return f"because of {low}"  # 'Hours billed twice': done to them, never 'because hours billed twice'
     if first in {"no", "not"}:
         return f"because it's {low}"
     if first in {"never", "already", "just", "accidentally"}:
@@ -434,8 +471,10 @@ def because(reason: str) -> str | None:
         return f"because I {low}"
     if first.endswith("ing"):
         return f"because I'm {low}"  # 'Moving to another provider'
-    if rest and re.fullmatch(r"\w+ed", rest[0]) and first not in {"a", "an", "the"}:
+    if rest and rest[0] in _HAPPENED and first not in {"a", "an", "the"}:
         return f"because the {low}"  # 'Item arrived damaged'
+    if rest and re.fullmatch(r"\w+ed", rest[0]) and first not in {"a", "an", "the"}:
+        return f"because of the {low}"  # 'Discount agreed after delivery': the discount was agreed
     if rest and re.fullmatch(r"\w+en", rest[0]) and first not in {"a", "an", "the"}:
         return f"because of the {low}"  # 'Prerequisite taken concurrently ...'
     head = low.split(" of ")[0].split()[-1]  # 'change' of 'Change of plans'
@@ -492,6 +531,23 @@ def _same_object(grounded: Grounded, goal: int, index: int) -> bool:
     return bool(naming(grounded.calls[goal]) & naming(grounded.calls[index]))
 
 
+def _asks_for(question: str, field: str, hear: str) -> bool:
+    """Whether a question ('When is my rental RA1 due back?') asks for the output `field` ('return_due_at', heard as
+    'the return time'): a content word of the field's name or its words, or one sharing a stem, is in a question
+    sentence of it."""
+    asked = " ".join(s for s in re.split(r"(?<=[.!?])\s+", question) if s.endswith("?")).lower()
+    if not asked:
+        return False
+    said = {w for w in re.findall(r"[a-z]+", asked) if len(w) >= 3 and w not in _ASKING_WORDS}
+    named = {w for w in re.findall(r"[a-z]+", f"{field.replace('_', ' ')} {hear}".lower()) if len(w) >= 3}
+    named -= _ASKING_WORDS | {"at", "on", "is", "the"}
+    return any(
+        w == q or (min(len(w), len(q)) >= 4 and (w[:5] == q[:5] or w.startswith(q) or q.startswith(w)))
+        for w in named
+        for q in said
+    )
+
+
 def _wanted(claims: list[Claim]) -> str:
     """What the claims of an intent's `hear` ask for, in the person's words: 'the balance and the fee'."""
     return " and ".join(c.text.split(":")[0].split(" ", 1)[1] for c in claims)
@@ -542,6 +598,8 @@ def _unasked(claims: list[Claim], question: str) -> list[Claim]:
     concepts = {ASKED_AS.get(w[:4], "") for w in words_} - {""}
     if re.search(r"\bhow much\b", question, re.IGNORECASE):
         concepts.add("money")
+    if re.search(r"\b(?:what|which) (?:dates?|days?)\b", question, re.IGNORECASE):
+        concepts.add("date")  # 'what dates does it run?' already asks 'when it starts'
 
     def covered(claim: Claim) -> bool:
         label = [w for w in re.findall(r"[a-z]+", _wanted([claim]).lower()) if len(w) > 2 and w not in _ASKING_WORDS]
@@ -550,6 +608,8 @@ def _unasked(claims: list[Claim], question: str) -> list[Claim]:
         stems = any(len(w) >= 4 and any(q.startswith(w) or w.startswith(q) for q in words_) for w in label)
         # 'what does it cost?' asks for 'the price'; 'where does it stand?' for 'the status' (the audit's stems)
         alike = {ASKED_AS.get(w[:4], w[:4]) for w in label}
+        if re.match(r"when\b|.*\b(?:date|day)s?\b", _wanted([claim]).lower()):
+            alike.add("date")
         return not label or stems or any(w[:5] in asked for w in label) or bool(alike & concepts)
 
     return [c for c in claims if not covered(c)]
@@ -773,7 +833,14 @@ class OfflineWriter:
         return word_for(intent.words, name, value) if intent is not None else None
 
     def _heard(
-        self, rng: random.Random, call: Any, intent: Intent, told: list[Any], read: bool, persona: PersonaRecord
+        self,
+        rng: random.Random,
+        call: Any,
+        intent: Intent,
+        told: list[Any],
+        read: bool,
+        persona: PersonaRecord,
+        question: str = "",
     ) -> list[Claim]:
         """Claims on up to two of the fields the intent's `hear` names, labelled with the person's words: only
         a field one row of the answer holds (never a page's count beside a list, nor a value the user said or
@@ -792,7 +859,12 @@ class OfflineWriter:
             if isinstance(value, (bool, dict, list)) or any(same(value, t) for t in told):
                 continue
             options.append((field, words_, value))
-        chosen = sorted(rng.sample(options, min(2, len(options))), key=lambda o: list(intent.hear).index(o[0]))
+        # A field the request itself asks for ("When is my rental RA1 due back?" asks the return time) is always
+        # heard: a question no claim checks passes any answer; up to two in all, the rest drawn by `rng`.
+        wanted = [o for o in options if read and _asks_for(question, o[0], o[1])]
+        rest = [o for o in options if o not in wanted]
+        drawn = rng.sample(rest, max(0, min(2, len(options)) - len(wanted)))
+        chosen = sorted([*wanted, *drawn], key=lambda o: list(intent.hear).index(o[0]))
         verb = "states" if read else "confirms"
         return [Claim(text=f"{verb} {w}: {spoken(v)}", values=[_fmt(v)], field=f) for f, w, v in chosen]
 
@@ -808,6 +880,7 @@ class OfflineWriter:
         told: list[Any] = [persona.name]  # values the user says or holds back (never claimed back)
         refs: dict[tuple[str, str, Any], str] = {}  # a row already named in this task: named the same way again
         asked_back: list[list[Claim]] = []  # per follow-up question: the claims it asks for
+        requested: dict[int, str] = {}  # per gold write: the request as the user said it (the oracle reads it back)
         goals = [i for i, s in enumerate(grounded.chain.steps) if s.role == "goal"]
         for turn, goal in enumerate(goals):
             call, spec = grounded.calls[goal], self.catalog.spec(grounded.calls[goal].server, grounded.calls[goal].tool)
@@ -827,6 +900,8 @@ class OfflineWriter:
                 # Goal-first: the person asks in one of the intent's own phrasings, names rows as people do, and
                 # asks to hear what the intent says they want back; other details of the call are held back.
                 request, slotted = self._intent_request(rng, grounded, goal, intent, told, refs)
+                if not spec.read_only:
+                    requested[goal] = request
                 for name, value in details:
                     if name in slotted or value in told or _says(request, value):  # said ("my 114.74 payment")
                         told.append(value)
@@ -841,7 +916,7 @@ class OfflineWriter:
                     told.append(value)
                     if label is not None and not isinstance(value, bool):
                         hidden.append(held(name, value, label, worded=self._worded(call, name, value)))
-                heard = self._heard(rng, call, intent, told, spec.read_only, persona)
+                heard = self._heard(rng, call, intent, told, spec.read_only, persona, request)
                 if spec.read_only and not heard:
                     # "What kinds of rooms do you have?" with nothing one row answers: no claim would check it
                     raise Drop("intent: nothing to hear back", f"{call.server}.{call.tool}")
@@ -890,6 +965,8 @@ class OfflineWriter:
                         asked_back.append(heard)
                     if heard or not step_spec.read_only:
                         text, _ = self._intent_request(rng, grounded, index, follow_intent, told, refs)
+                        if not step_spec.read_only:
+                            requested[index] = text
                         said.append("Also, " + (text if re.match(r"I\b", text) else text[:1].lower() + text[1:]))
                         claims += heard
                     if heard and _unasked(heard, text):  # a follow-up question is not asked twice either
@@ -937,16 +1014,35 @@ class OfflineWriter:
                             claims += [_claim("states", label, name, value) for name, label, value in asked]
                     else:
                         said.append(f"And please {_phrase(follow_spec, mine)} as well.")
+            # A value this turn takes from an earlier turn's answer: nothing to add where the user says it or holds
+            # it back anyway ("My email is ...", "because hours were billed twice"); else they point at it by what
+            # it is ("The list is the same as in my last request."), never "use what you found".
+            spoken_now = " ".join([request, *said])
             across = [
-                bind
+                (bind, name, grounded.calls[i], self.catalog.spec(grounded.calls[i].server, grounded.calls[i].tool))
                 for i, step in enumerate(grounded.chain.steps)
                 if step.turn == turn
                 for name, bind in step.binds.items()
                 if grounded.calls[bind.step].turn < turn and grounded.sources[i].get(name) == "output"
             ]
-            if any(not b.own for b in across):
-                said.append("Use what you found for me a moment ago.")
-            elif across:
+            unsaid = [
+                (bind, name, call_, spec_)
+                for bind, name, call_, spec_ in across
+                if not _says(spoken_now, call_.arguments.get(name))
+                and not any(same(call_.arguments.get(name), h.value) for h in hidden)
+            ]
+            pointed = [
+                label
+                for bind, name, call_, spec_ in unsaid
+                if not bind.own
+                and (label := self.label(call_.server, name, spec_.param(name).description)) is not None
+                and not is_id_like(label.replace(" ", "_"))
+            ]
+            if pointed:
+                said.append(f"The {pointed[0]} is the same as in my last request.")
+            elif any(not b.own for b, *_ in unsaid):
+                said.append("It's for the same thing as my last request.")
+            elif unsaid:
                 said.append("You have my details from before.")
             opener = (
                 rng.choice(GREETINGS[style]).format(name=persona.name, first=first) + " "
@@ -976,7 +1072,12 @@ class OfflineWriter:
             "offline (intents)" if any(self.catalog.intent(c.server, c.tool) for c in grounded.calls) else "offline"
         )
         return Request(
-            turns=messages, hidden_facts=hidden, claims=kept, uncalibrated=uncalibrated(grounded), writer=written
+            turns=messages,
+            hidden_facts=hidden,
+            claims=kept,
+            uncalibrated=uncalibrated(grounded),
+            writer=written,
+            asked=requested,
         )
 
     def label(self, server: str, name: str, description: str = "", spec: ToolSpec | None = None) -> str | None:
@@ -1248,6 +1349,7 @@ async def written_request(model: ChatModel, prompt: str, offline: Request, vocab
         claims=offline.claims,
         uncalibrated=offline.uncalibrated,
         writer=model.name,
+        asked=offline.asked,  # the change as the offline request words it: the oracle's read-back stays true
     ), False
 
 

@@ -144,3 +144,122 @@ def test_the_oracle_says_outcomes_in_words_never_codes_or_column_grammar() -> No
     text = readback(task, 0)
     assert "starting on April 26, 2026" in text and "with starts" not in text, text
     assert "grading basis pass fail" in text and "“pass_fail”" not in text, text
+
+
+# What the seed-7373/11 reviews read in the oracle's read-backs: a change built from the tool's and columns' names.
+SEAMS = [
+    "Just to confirm: I'll subscribe the list “Careers”, with email “a@example.com”. Shall I go ahead?",
+    "Just to confirm: I'll purchase the package for the student “Felix Andersen”, with hours purchased 20.",
+    "I've updated the member contact for the member “Samuel Haddad”.",
+    "Just to confirm: I'll check the res with arrival date on April 11, 2026 out. Shall I go ahead?",
+    "I've enrolled the in section for the student “Liam Lopez”.",
+    "I've replied to it to thread.",
+    "As for whether it passed, that's pass.",
+]
+
+
+@pytest.mark.parametrize("text", SEAMS)
+def test_template_seams_are_caught(text: str) -> None:
+    from envfarm.clients.speech import template_seams
+
+    assert template_seams(text), text
+
+
+@pytest.mark.parametrize(
+    ("asked", "arguments", "readback", "done"),
+    [
+        (
+            "Please add me to the Careers list. My email is priya.rossi@example.com.",
+            {"list_id": "lst_ab12cd", "email": "priya.rossi@example.com"},
+            "I'll add you to the Careers list; your email is priya.rossi@example.com",
+            "I've added you to the Careers list.",
+        ),
+        (
+            "I won't need the car after all; can you cancel booking RA60599?",
+            {"rental_id": "ren_ab12cd"},
+            "you won't need the car after all, so I'll cancel booking RA60599",
+            "I've cancelled booking RA60599.",
+        ),
+        (
+            "Could I get another 5 hours of tutoring?",
+            {"hours": 5},
+            "you'd like to get another 5 hours of tutoring",
+            None,
+        ),
+        (
+            "I'm returning the car from booking RA1 here at your Vienna branch. The odometer reads 56206 km.",
+            {"odometer_km": 56206},
+            "you're returning the car from booking RA1 here at our Vienna branch; the odometer reads 56206 km",
+            None,
+        ),
+        (
+            "Take down the Portable speaker listed for $12.00 in Dublin.",
+            {"listing_id": "lst_ab12cd"},
+            "I'll take down the Portable speaker listed for $12.00 in Dublin",
+            "I've taken down the Portable speaker listed for $12.00 in Dublin.",
+        ),
+        (
+            'Post "I\'ll be late, sorry" in the #general channel.',
+            {"text": "I'll be late, sorry"},
+            "I'll post \"I'll be late, sorry\" in the #general channel",  # a quoted text keeps its own 'I'
+            "I've posted \"I'll be late, sorry\" in the #general channel.",
+        ),
+    ],
+)
+def test_a_change_is_read_back_and_reported_in_the_users_own_request(
+    asked: str, arguments: dict[str, object], readback: str, done: str | None
+) -> None:
+    from envfarm.clients.speech import asked_done, asked_readback, did
+    from envfarm.clients.speech import readback as read_back
+
+    call = GoldCall(server="s", tool="t", arguments=arguments, output={}, is_write=True, asked=asked)
+    assert asked_readback(call) == readback
+    assert asked_done(call) == done
+    task = _task().model_copy(update={"gold_calls": [call]})
+    assert read_back(task, 0) == f"Just to confirm: {readback}. Shall I go ahead?"
+    assert did(task, 0) == (done or "That's done.")  # never the tool's name when words fail: less is said
+    assert not template_seams_of(read_back(task, 0)) and not template_seams_of(did(task, 0))
+
+
+def template_seams_of(text: str) -> list[str]:
+    from envfarm.clients.speech import template_seams
+
+    return template_seams(text)
+
+
+def test_a_request_that_leaves_out_a_number_the_change_takes_is_not_read_back_from_it() -> None:
+    """The confirmation check looks for every number the change takes: a request that names the row but not the
+    amount ('Please change my Netflix payment.') cannot be the read-back."""
+    from envfarm.clients.speech import asked_readback
+
+    call = GoldCall(server="s", tool="t", arguments={"amount": 117.28}, asked="Please change my Netflix payment.")
+    assert asked_readback(call) is None
+    call = call.model_copy(update={"asked": "Please make my Netflix payment 117.28 from now on."})
+    assert asked_readback(call) == "I'll make your Netflix payment 117.28 from now on"
+
+
+def test_a_refusal_gives_the_rule_without_the_documents_pointers() -> None:
+    """'... even a relative, unless policy below allows it.' is the policy file speaking, not an agent."""
+    from envfarm.clients.policy_checks import gives_reason
+    from envfarm.clients.speech import refusal
+
+    said = refusal(
+        "Never read out or change one customer's records for another person, even a relative, unless policy below "
+        "allows it."
+    )
+    assert "below" not in said and "even a relative." in said and gives_reason(said), said
+    assert "may cancel a subscription." in refusal("Only the account holder may cancel a subscription.")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Just to confirm: is there still an open workshop order on the Ford Ranger with plate 92-AI-58?",
+        "I'd like to borrow the copy with barcode 31200003542.",
+        "I've booked the Thursday 23 April departure for 2 of you. The credits earned are 39.",
+    ],
+)
+def test_a_person_naming_a_thing_by_its_identifier_is_no_seam(text: str) -> None:
+    from envfarm.clients.speech import template_seams
+
+    assert template_seams(text) == [], text

@@ -140,3 +140,50 @@ def test_depth_fails_for_a_get_that_shows_nothing_the_search_had_not() -> None:
         [search, get.model_copy(update={"output": fuller})],
     )
     assert Auditor.depth(needed) == []
+
+
+def test_a_reason_done_to_a_thing_is_said_with_of_and_keeps_its_words() -> None:
+    """'because hours billed twice' and 'because the discount agreed after delivery' (seed 11) read as broken
+    clauses: something done to a noun is 'because of ...'; what happened of itself stays a clause."""
+    assert because("Hours billed twice") == "because of hours billed twice"
+    assert because("Discount agreed after delivery") == "because of the discount agreed after delivery"
+    assert because("Plans changed") == "because plans changed"
+    assert because("Item arrived damaged") == "because the item arrived damaged"
+
+
+@pytest.mark.parametrize(
+    ("question", "field", "hear", "asks"),
+    [
+        ("When is my rental RA78562 due back?", "return_due_at", "the return time", True),
+        ("When is my rental RA78562 due back?", "pickup_at", "the pickup time", False),
+        ("Could you check booking RA1? When do I pick up and return the car?", "pickup_at", "the pickup time", True),
+        ("How many classes have I booked, and how many does my plan allow?", "weekly_allowance", "the allowance", True),
+        ("Please cancel my booking RA1.", "return_due_at", "the return time", False),  # no question: asks nothing
+    ],
+)
+def test_a_reads_own_question_names_the_field_it_asks_for(question: str, field: str, hear: str, asks: bool) -> None:
+    from envfarm.clients.writing import _asks_for
+
+    assert _asks_for(question, field, hear) is asks
+
+
+def test_the_speakers_own_email_leaves_no_dangling_preposition() -> None:
+    """'Can you open a cart at FreshCart Dublin on my account under?' (seed 12): the email went, 'under' stayed."""
+    from envfarm.clients.writing import self_phrase
+
+    email = "keiko.nakamura@example.com"
+    assert self_phrase(f"my account under {email}", "Keiko Nakamura", email) == "my account"
+    assert self_phrase(f"my wallet under {email}", "Keiko Nakamura", email) == "my wallet"
+
+
+def test_the_scripted_user_gives_a_held_back_fact_in_its_own_words() -> None:
+    """'My owner email is ...', 'My kind is pre_trip.': a fact is given as its description says it; a date stays
+    as the record has it, under the description's label."""
+    from envfarm.clients.users import _said
+
+    assert _said("owner_email", "a@example.com", "my email is a@example.com") == "My email is a@example.com."
+    assert _said("kind", "pre_trip", "the kind is pre-trip") == "The kind is pre-trip."
+    assert _said("date_of_birth", "1988-03-12", "my date of birth is 12 March 1988") == (
+        "My date of birth is 1988-03-12."
+    )
+    assert _said("card_number", "LC-1", None) == "My card number is LC-1."
