@@ -143,6 +143,12 @@ def turn_goal_met(task: Task, turn: int, calls: list[CallRecord]) -> bool:
     return all((g.server, g.tool) in done for g in needed)
 
 
+def _sentence(text: str) -> str:
+    """A fact's description said as a sentence: "my email is x" -> "My email is x."."""
+    text = text.strip()
+    return text[:1].upper() + text[1:] + ("" if text.endswith((".", "!", "?")) else ".")
+
+
 @dataclass
 class ScriptedSession:
     task: Task
@@ -173,8 +179,14 @@ class ScriptedSession:
         if best is not None:
             self.revealed.add(best.key)
             answers[best.key] = best.value
+        for fact in self.task.hidden_facts:  # "your email and date of birth?": every fact named in full
+            named = words(fact.key.replace("_", " "))
+            if fact.key not in answers and named and named <= asked:
+                self.revealed.add(fact.key)
+                answers[fact.key] = fact.value
+        hidden = list(answers.values())  # a known fact that repeats one of these ("contact email") goes unsaid
         for key, value in known_facts(self.task).items():
-            if key in answers or (key == "name" and "full_name" in answers):
+            if key in answers or value in hidden or (key == "name" and "full_name" in answers):
                 continue
             names = ALIASES.get(key, set(words(key.replace("_", " "))))
             if (key in ALIASES and names & asked) or (names and names <= asked):
@@ -186,7 +198,13 @@ class ScriptedSession:
             # Asked in words that fit no fact ("what should it say?"): the one detail still held back.
             answers[unrevealed[0].key] = unrevealed[0].value
             self.revealed.add(unrevealed[0].key)
-        said = [f"My {key.replace('_', ' ')} is {value}." for key, value in answers.items()]
+        described = {
+            f.key: f.description for f in self.task.hidden_facts if f.description and str(f.value) in f.description
+        }
+        said = [
+            _sentence(described[key]) if key in described else f"My {key.replace('_', ' ')} is {value}."
+            for key, value in answers.items()
+        ]
         return " ".join(said) or None
 
     def _wants(self, said: str, calls: list[CallRecord]) -> bool:
