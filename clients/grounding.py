@@ -126,11 +126,18 @@ def people(world: ServerWorld) -> dict[str, PersonaRecord]:
                 continue
             email = row[emails[0]]
             named = [k for k in names if PERSON_NAME.match(row[k])]
-            if named and words(emails[0]) == ["email"]:  # the row is the person (not, say, their project)
+            # The row is the person (`email` beside a name) or one they answer for (`contact_email` beside
+            # `contact_name`: a client company's contact), not a row that merely carries their email (a project's
+            # `owner_email`, a message's `sender_email`): only such a row's columns are things they know.
+            is_person = words(emails[0]) == ["email"] and bool(named)
+            answers_for = any(words(k)[:-1] == words(emails[0])[:-1] for k in named)
+            if is_person:
                 name = row[min(named, key=lambda k: len(words(k)) != 2)]  # prefer full_name over name
             else:  # ana.silva@example.com -> Ana Silva
                 name = " ".join(p.capitalize() for p in re.split(r"[._-]+", email.split("@")[0]) if p)
             record = found.setdefault(email, PersonaRecord(name=name, email=email))
+            if not (is_person or answers_for):
+                continue
             for column in world.user_known.get(table, []):
                 if row.get(column) is not None:
                     record.facts.setdefault(column, row[column])

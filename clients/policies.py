@@ -25,8 +25,9 @@ import mcp_types as types
 from pydantic import BaseModel, Field
 
 from envfarm.clients import speech
-from envfarm.clients.policy_checks import declines
-from envfarm.clients.tasks import Task
+from envfarm.clients.policy_checks import declines, identifies
+from envfarm.clients.scoring.claims import value_found
+from envfarm.clients.tasks import HiddenFact, Task
 from envfarm.clients.trajectory import Usage
 from envfarm.llm import ChatModel, ModelConfig
 from envfarm.servers.runtime.vocabulary import READ_VERBS
@@ -190,10 +191,15 @@ class OracleAgent:
     pending: int | None = None  # the gold call whose read-back the user is answering
     replies: int = 0  # user messages that answered a read-back (not new turns)
     made: set[int] = field(default_factory=set)  # gold calls actually made (not declined)
+    asked: set[str] = field(default_factory=set)  # hidden facts (keys) the agent has asked the user for
+    asking: bool = False  # the last message asked for hidden facts; the user's next message answers it
 
     async def act(self, messages: list[dict[str, Any]]) -> Action:
         per_turn = _turn_calls(self.task)
         confirm = {(c.server, c.tool) for c in self.task.policy_checks if c.kind == "must_confirm"}
+        if self.asking:
+            self.asking = False
+            self.replies += 1
         if self.pending is not None:
             index, self.pending = self.pending, None
             self.replies += 1
@@ -207,6 +213,10 @@ class OracleAgent:
             if index in self.issued:
                 continue
             gold = self.task.gold_calls[index]
+            if unsaid := self._unsaid_facts(index, messages):
+                self.asked.update(fact.key for fact in unsaid)
+                self.asking = True
+                return Action(content=speech.ask_for(unsaid))
             if (gold.server, gold.tool) in confirm:
                 self.pending = index
                 return Action(content=speech.readback(self.task, index))
@@ -217,6 +227,20 @@ class OracleAgent:
         if refusals:
             return Action(content=speech.refusal(refusals[0]))
         return Action(content=speech.final_answer(self.task, self.made, per_turn[max(turn, 0)]))
+
+    def _unsaid_facts(self, index: int, messages: list[dict[str, Any]]) -> list[HiddenFact]:
+        """The hidden facts gold call `index` uses that the user has not said yet (and the agent has not asked
+        for): an agent knows only what it is told, so the oracle asks before it uses them, as a person would
+        (an SFT row that calls with an email nobody gave teaches an agent to invent one)."""
+        heard = " ".join(str(m.get("content") or "") for m in messages if m["role"] == "user")
+        arguments = self.task.gold_calls[index].arguments
+        return [
+            fact
+            for fact in self.task.hidden_facts
+            if fact.key not in self.asked
+            and identifies(arguments, [str(fact.value)])
+            and not value_found(fact.value, heard)
+        ]
 
     def _call(self, index: int) -> Action:
         self.issued.add(index)

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from envfarm.clients.scoring.claims import value_found
-from envfarm.clients.tasks import Claim, GoldCall, Task
+from envfarm.clients.tasks import Claim, GoldCall, HiddenFact, Task
 
 #: Fields whose value is an amount of money (by the words of their name).
 MONEY = re.compile(
@@ -621,6 +621,24 @@ def refusal(rule: str) -> str:
 
 def declined() -> str:
     return "Understood: I haven't changed anything."
+
+
+#: A hidden fact's description names what it is before its value: "my email is ...", "the isbn is ...".
+_FACT_NAME = re.compile(r"^\s*(my|the|our)\s+(.+?)\s+(?:is|are|was|were)\b", re.IGNORECASE)
+
+
+def _fact_name(fact: HiddenFact) -> str:
+    """What the agent asks for, in the user's own words turned to the agent's side: "my email is x" -> "your
+    email"; without a description that names it, the fact's key in words ("your date of birth")."""
+    if match := _FACT_NAME.match(fact.description):
+        owner, name = match.group(1).lower(), match.group(2)
+        return f"{'the' if owner == 'the' else 'your'} {name}"
+    return f"your {label(fact.key)}"
+
+
+def ask_for(facts: Sequence[HiddenFact]) -> str:
+    """The agent asks for the details it needs and was not given (before it uses them, never after)."""
+    return f"Could you tell me {_join([_fact_name(f) for f in facts])}, please?"
 
 
 # ---------------------------------------------------------------- what must never be said

@@ -184,8 +184,14 @@ class ScriptedSession:
         if best is not None:
             self.revealed.add(best.key)
             answers[best.key] = best.value
+        for fact in self.task.hidden_facts:  # "your email and date of birth?": every fact named in full
+            named = words(fact.key.replace("_", " "))
+            if fact.key not in answers and named and named <= asked:
+                self.revealed.add(fact.key)
+                answers[fact.key] = fact.value
+        hidden = list(answers.values())  # a known fact that repeats one of these ("contact email") goes unsaid
         for key, value in known_facts(self.task).items():
-            if key in answers or (key == "name" and "full_name" in answers):
+            if key in answers or value in hidden or (key == "name" and "full_name" in answers):
                 continue
             names = ALIASES.get(key, set(words(key.replace("_", " "))))
             if (key in ALIASES and names & asked) or (names and names <= asked):

@@ -7,7 +7,7 @@ import pytest
 
 from envfarm.clients.audit import Auditor, ServerFacts, mentions, server_facts, spoken
 from envfarm.clients.graph import OutField, Param, ToolSpec
-from envfarm.clients.grounding import ServerWorld
+from envfarm.clients.grounding import ServerWorld, people
 from envfarm.clients.tasks import (
     Claim,
     ExpectedState,
@@ -380,3 +380,43 @@ def test_referents_fail_for_a_claim_on_one_of_several_rows_even_when_they_agree(
     assert "referents" in checks(task)
     task = with_message(task, message + " The follow-up on Wednesday 4 March.")
     assert "referents" not in checks(task)
+
+
+def test_a_persona_knows_the_columns_of_their_own_rows_not_of_rows_that_carry_their_email() -> None:
+    """What the scripted user can say about themselves: their own row (`email` beside their name) and a row they
+    answer for (`contact_email` beside `contact_name`), never a project's name or a message's body because the
+    row carries their email as owner or sender."""
+    email = "rafael.nguyen@example.com"
+    world = ServerWorld(
+        server="crm",
+        controlled=True,
+        tables={
+            "members": [{"member_id": "mem_1", "full_name": "Rafael Nguyen", "email": email, "job_title": "Analyst"}],
+            "clients": [
+                {
+                    "client_id": "cli_1",
+                    "company_name": "Stonegate",
+                    "contact_name": "Rafael Nguyen",
+                    "contact_email": email,
+                }
+            ],
+            "projects": [{"project_id": "prj_1", "name": "Customer portal", "owner_email": email}],
+            "messages": [{"message_id": "msg_1", "sender_email": email, "body": "Thanks Maria."}],
+        },
+        user_known={
+            "members": ["full_name", "email", "job_title"],
+            "clients": ["company_name", "contact_name", "contact_email"],
+            "projects": ["name", "owner_email"],
+            "messages": ["sender_email", "body"],
+        },
+    )
+    record = people(world)[email]
+    assert record.name == "Rafael Nguyen"
+    assert record.facts == {
+        "full_name": "Rafael Nguyen",
+        "email": email,
+        "job_title": "Analyst",
+        "company_name": "Stonegate",
+        "contact_name": "Rafael Nguyen",
+        "contact_email": email,
+    }

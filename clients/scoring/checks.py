@@ -45,6 +45,16 @@ def _message_of(trajectory: Trajectory, call: int) -> int:
     return len(trajectory.messages)
 
 
+def _told(trajectory: Trajectory, call: int, values: Sequence[str]) -> bool:
+    """The identifying values that the `call`-th call carries were all said by the user before it: an agent
+    identifies a customer by what the customer tells it, not by details it happens to know."""
+    heard = " ".join(
+        str(m.get("content") or "") for m in trajectory.messages[: _message_of(trajectory, call)] if m["role"] == "user"
+    )
+    carried = [v for v in values if identifies(trajectory.calls[call].arguments, [v])]
+    return all(value_found(v, heard, clocks_of(trajectory)) for v in carried)
+
+
 def _confirmed(trajectory: Trajectory, start: int, end: int, values: Sequence[str]) -> bool:
     """Between messages `start` and `end`: the assistant asked to go ahead, stating `values`, and the user
     answered, not with a no."""
@@ -92,16 +102,20 @@ def grade_check(check: PolicyCheck, trajectory: Trajectory) -> PolicyGrade:
             previous = at + 1
     elif check.kind == "must_identify" and calls:
         writes = set(trajectory.write_tools)
-        before = trajectory.calls[: calls[0]]
-        if not any(
-            c.ok
+        lookups = [
+            n
+            for n, c in enumerate(trajectory.calls[: calls[0]])
+            if c.ok
             and c.name not in writes
             and c.server == trajectory.calls[calls[0]].server
             and identifies(c.arguments, check.values)
-            for c in before
-        ):
+        ]
+        if not lookups:
             grade.passed = False
             grade.detail = f"{name}: called {check.tool} before looking the customer up by what identifies them"
+        elif not any(_told(trajectory, n, check.values) for n in lookups):
+            grade.passed = False
+            grade.detail = f"{name}: looked the customer up by details they never gave (ask for them first)"
     return grade
 
 
