@@ -691,15 +691,17 @@ class _Run:
             found = await self._read(server, spec.name, {name: value})
             if found is None or json.dumps(shown) not in json.dumps(found.output):
                 continue
+            # the asker found by their name, else by the email they hold back (a client found by its contact)
             finders = [
-                (s, p.name)
+                (s, p.name, said)
+                for kind, said in (("name", asker.name), ("email", asker.email))
                 for s in self.catalog.by_server.get(server, [])
                 if self.catalog.finds_people(s)
                 for p in s.params
-                if p.user_known and p.type == "string" and "name" in words(p.name)
+                if p.user_known and p.type == "string" and kind in words(p.name)
             ]
-            for finder, param in finders:
-                who = await self._read(server, finder.name, {param: asker.name})
+            for finder, param, said in finders:
+                who = await self._read(server, finder.name, {param: said})
                 if who is not None and asker.email in json.dumps(who.output):
                     return request, [who, found]
             return request, [found]

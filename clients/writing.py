@@ -491,7 +491,8 @@ def _hearable(call: Any, intent: Intent, told: list[Any], persona: PersonaRecord
 
 def _wanted(claims: list[Claim]) -> str:
     """What the claims of an intent's `hear` ask for, in the person's words: 'the balance and the fee'."""
-    return " and ".join(c.text.split(":")[0].split(" ", 1)[1] for c in claims)
+    said = [c.text.split(":")[0].split(" ", 1)[1] for c in claims]
+    return " and ".join(said) if len(said) < 3 else ", ".join(said[:-1]) + " and " + said[-1]
 
 
 # Words too common to say what a question asks about ("when is it due" and "the due date" share "due").
@@ -817,6 +818,7 @@ class OfflineWriter:
             rng.shuffle(details)
             intent = self.catalog.intent(call.server, call.tool)
             slotted: set[str] = set()
+            early: set[int] = set()  # a policy read asked for with the goal's own question
             if intent is not None:
                 # Goal-first: the person asks in one of the intent's own phrasings, names rows as people do, and
                 # asks to hear what the intent says they want back; other details of the call are held back.
@@ -840,6 +842,14 @@ class OfflineWriter:
                     # "What kinds of rooms do you have?" with nothing one row answers: no claim would check it
                     raise Drop("intent: nothing to hear back", f"{call.server}.{call.tool}")
                 claims += heard
+                # the read the policy puts just before this write (the quote before a booking): asked for with it
+                before = goal - 1
+                if before >= 0 and grounded.chain.steps[before].role == "required":
+                    required = self._required(grounded.calls[before], told, persona)
+                    if required is not None and not any(c.field == required.field for c in claims):
+                        claims.append(required)
+                        heard = [*heard, required]
+                    early.add(before)
                 if _unasked(heard, request):
                     said.append(rng.choice(HEAR[style]).format(what=_wanted(_unasked(heard, request))))
             for index, (name, value) in enumerate(details if intent is None else []):
@@ -869,6 +879,8 @@ class OfflineWriter:
                 if grounded.chain.steps[index].role == "required":
                     # the fee before a cancellation, the quote before a booking: the user wants to hear it, asked
                     # after the request it belongs to
+                    if index in early:
+                        continue
                     required = self._required(grounded.calls[index], told, persona)
                     if required is not None and not any(c.field == required.field for c in claims):
                         claims.append(required)

@@ -128,9 +128,9 @@ async def test_hotel_writes_get_their_policy_read_first_and_refusals_rest_on_a_l
             read = next(i for i, c in enumerate(task.gold_calls[:index]) if c.tool == before[call.tool])
             # the user asks to hear what the read returns, and a claim checks it
             output = task.gold_calls[read].output
-            assert any(
-                c.field in output and spoken_equal(output[c.field], c.values) for c in task.claims if c.field
-            ), task.claims
+            assert any(c.field in output and spoken_equal(output[c.field], c.values) for c in task.claims if c.field), (
+                task.claims
+            )
             assert any(c.kind == "must_call" and c.tool == before[call.tool] for c in task.policy_checks)
         if any(c.kind == "must_refuse" for c in task.policy_checks):
             assert task.gold_calls and not any(c.is_write for c in task.gold_calls)
