@@ -29,9 +29,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from envfarm.clients.connect import Connections
-from envfarm.clients.graph import ToolSpec, output_of
-from envfarm.clients.grounding import Drop, Grounded, Grounder, IdentityValue, ServerWorld, persona_rows
-from envfarm.clients.sampling import Step
+from envfarm.clients.graph import ToolSpec, is_id_like, output_of
+from envfarm.clients.grounding import (
+    ArgSource,
+    Drop,
+    Grounded,
+    Grounder,
+    IdentityValue,
+    ServerWorld,
+    persona_rows,
+)
+from envfarm.clients.sampling import Role, Step
 from envfarm.clients.tasks import GoldCall, PolicyCheck
 from envfarm.servers.runtime.control import ControlError
 from envfarm.servers.runtime.identification import identification, identification_parts
@@ -443,29 +451,192 @@ async def _insert_lookup(
         )
         if not shows(call, value.value):
             continue
-        shift = lambda i: i + 1 if i >= position else i
-        calls = [c.model_copy(update={"uses": [shift(u) for u in c.uses]}) for c in grounded.calls]
-        steps = [
-            s.model_copy(
-                update={"binds": {n: b.model_copy(update={"step": shift(b.step)}) for n, b in s.binds.items()}}
-            )
-            for s in grounded.chain.steps
+        return _inserted(grounded, position, call, "lookup", {n: ("output" if fed else "persona") for n in args})
+    raise Drop("no lookup identifies the customer", f"{server}: {value.phrase}")
+
+
+def _inserted(grounded: Grounded, position: int, call: GoldCall, role: Role, sources: dict[str, ArgSource]) -> Grounded:
+    """The gold with `call` put before call `position`: every later index (a call's uses, a step's binds)
+    shifted past it."""
+    shift = lambda i: i + 1 if i >= position else i
+    calls = [c.model_copy(update={"uses": [shift(u) for u in c.uses]}) for c in grounded.calls]
+    steps = [
+        s.model_copy(update={"binds": {n: b.model_copy(update={"step": shift(b.step)}) for n, b in s.binds.items()}})
+        for s in grounded.chain.steps
+    ]
+    steps.insert(position, Step(server=call.server, tool=call.tool, turn=call.turn, role=role))
+    calls.insert(position, call)
+    all_sources = list(grounded.sources)
+    all_sources.insert(position, sources)
+    targets = list(grounded.targets)
+    targets.insert(position, None)
+    return grounded.model_copy(
+        update={
+            "calls": calls,
+            "chain": grounded.chain.model_copy(update={"steps": steps}),
+            "sources": all_sources,
+            "targets": targets,
+        }
+    )
+
+
+# ---------------------------------------------------------------- reads the policy puts before a write
+
+
+class RequiredRead(BaseModel):
+    """A read the policy says comes before a write, naming the read tool in brackets: "Tell the guest the fee
+    (get_cancellation_fee) before cancelling.", "Quote before booking (quote_stay)". The gold makes it, and the
+    user asks to hear what it returns, so a task checks that the agent tells it before acting."""
+
+    server: str
+    rule: str = Field(description="the policy clause that asks for the read")
+    read: str
+    writes: list[str] = Field(description="the write tools the clause governs")
+
+
+# "before booking", "before you ship or redirect to it": the verbs a clause puts its read before
+_BEFORE = re.compile(r"\bbefore (?:you |they |we )?([a-z]+)(?:,? or ([a-z]+))?", re.IGNORECASE)
+_BRACKETED = re.compile(r"\(([^)]*)\)")
+
+
+def _stem(verb: str) -> str:
+    """'cancelling' -> 'cancel', 'shipping' -> 'ship', 'booking' -> 'book', 'redirect' -> 'redirect'."""
+    verb = verb.lower()
+    if verb.endswith("ing") and len(verb) > 5:
+        verb = verb[:-3]
+        if len(verb) > 2 and verb[-1] == verb[-2]:
+            verb = verb[:-1]
+    return verb
+
+
+def _does(spec: ToolSpec, stem: str) -> bool:
+    """Whether a tool's description opens with the verb ('Book a room for a guest.' does 'book'; 'Change ...'
+    does 'chang'): what a policy's gerund names, read from the tool's own words, never from its name."""
+    first = re.match(r"\s*([A-Za-z]+)", spec.description)
+    word = first[1].lower() if first else ""
+    return len(stem) >= 3 and (word == stem or (word.startswith(stem) and len(word) - len(stem) <= 1))
+
+
+def required_reads(server: str, policy: str, specs: Sequence[ToolSpec]) -> list[RequiredRead]:
+    """The reads `policy` (the server's instructions) puts before writes: per clause, a read-only tool named in
+    brackets and the writes whose description opens with a verb the clause puts it before. Clauses naming no
+    tool of the server, or no write that does the verb, give nothing (a server's rules in prose stay prose)."""
+    reads = {s.name: s for s in specs if s.read_only}
+    writes = [s for s in specs if not s.read_only]
+    found: list[RequiredRead] = []
+    for line in policy.splitlines():
+        for clause in re.split(r"[;:]|\.\s|\band\b", line):
+            named = [
+                t for group in _BRACKETED.findall(clause) for t in re.findall(r"[a-z_][a-z0-9_]*", group) if t in reads
+            ]
+            verbs = [_stem(v) for match in _BEFORE.finditer(clause) for v in match.groups() if v]
+            governed = sorted({w.name for w in writes for v in verbs if _does(w, v)})
+            for read in dict.fromkeys(named):
+                if governed:
+                    found.append(RequiredRead(server=server, rule=clause.strip(" .-"), read=read, writes=governed))
+    return found
+
+
+def _rows_with(output: Any, field: str) -> list[dict[str, Any]]:
+    """Every object anywhere in an output that has `field`."""
+    if isinstance(output, list):
+        return [r for item in output for r in _rows_with(item, field)]
+    if not isinstance(output, dict):
+        return []
+    here = [output] if field in output else []
+    return here + [r for value in output.values() for r in _rows_with(value, field)]
+
+
+def _read_arguments(spec: ToolSpec, write: GoldCall, earlier: Sequence[GoldCall]) -> dict[str, Any] | None:
+    """The required read's arguments: each the write's own argument of that name, else the field of that name of
+    the row an earlier output shows for what the write acts on (the room type of the room being booked); None
+    when a required one has neither."""
+    keys = {(k, v) for k, v in write.arguments.items() if isinstance(v, str) and len(v) > 2}
+    args: dict[str, Any] = {}
+    for param in spec.params:
+        if write.arguments.get(param.name) is not None:
+            args[param.name] = write.arguments[param.name]
+            continue
+        # the same thing under a qualified name: validate_address(address) for a redirect's new_address
+        named = [v for k, v in write.arguments.items() if k.endswith(f"_{param.name}") and v is not None]
+        if len(named) == 1:
+            args[param.name] = named[0]
+            continue
+        if not (param.ref or is_id_like(param.name)):
+            if param.required:
+                return None  # free text (an address) is never taken from some other row that has one
+            continue
+        field = (param.ref or "").rpartition(".")[2] or param.name
+        rows = [
+            r
+            for call in reversed(earlier)
+            for r in _rows_with(call.output, field)
+            if keys & {(k, v) for k, v in r.items() if isinstance(v, str)}
+            and isinstance(r[field], str | int | float)
+            and not isinstance(r[field], bool)
         ]
-        steps.insert(position, Step(server=server, tool=spec.name, turn=call.turn, role="lookup"))
-        calls.insert(position, call)
-        sources = list(grounded.sources)
-        sources.insert(position, {n: ("output" if fed else "persona") for n in args})
-        targets = list(grounded.targets)
-        targets.insert(position, None)
-        return grounded.model_copy(
-            update={
-                "calls": calls,
-                "chain": grounded.chain.model_copy(update={"steps": steps}),
-                "sources": sources,
-                "targets": targets,
+        if rows:
+            args[param.name] = rows[0][field]
+        elif param.required:
+            return None
+    return args
+
+
+async def require_reads(grounder: Grounder, grounded: Grounded, reads: Sequence[RequiredRead]) -> Grounded:
+    """The gold with each read the policy puts before a write made just before the first write it governs
+    (the fee looked up before the cancellation, the quote before the booking), where the gold lacks it. Only
+    before the server's first write, so the read sees the state the write acts on; a read that fails or cannot
+    be filled is left out (the task stands as it was)."""
+    for required in reads:
+        position = next(
+            (
+                i
+                for i, c in enumerate(grounded.calls)
+                if c.server == required.server and c.is_write and c.tool in required.writes
+            ),
+            None,
+        )
+        if position is None:
+            continue
+        before = grounded.calls[:position]
+        if any(c.server == required.server and (c.is_write or c.tool == required.read) for c in before):
+            continue
+        spec = next((s for s in grounder.catalog.by_server.get(required.server, []) if s.name == required.read), None)
+        write = grounded.calls[position]
+        args = _read_arguments(spec, write, before) if spec is not None else None
+        if args is None:
+            continue
+        held = await grounder.pool.take(required.server, grounded.persona.email or None)
+        try:
+            result = await held[0].call_tool(required.read, args)
+        except ControlError as exc:
+            await grounder.pool.give(required.server, held, clean=False)
+            raise Drop("server unavailable", f"{required.server}.{required.read}: {exc}") from exc
+        await grounder.pool.give(required.server, held, clean=True)
+        if result.is_error:
+            continue
+        said = grounded.sources[position]
+        # fed by the last earlier call whose output shows each value (the room's type, the guest found)
+        uses = sorted(
+            {
+                max(shown)
+                for value in args.values()
+                if isinstance(value, str) and len(value) > 2
+                if (shown := [i for i in range(position) if json.dumps(value) in json.dumps(before[i].output)])
             }
         )
-    raise Drop("no lookup identifies the customer", f"{server}: {value.phrase}")
+        call = GoldCall(
+            server=required.server,
+            tool=required.read,
+            arguments=args,
+            output=output_of(result),
+            turn=write.turn,
+            is_write=False,
+            uses=uses,
+        )
+        sources: dict[str, ArgSource] = {n: said.get(n, "output") for n in args}
+        grounded = _inserted(grounded, position, call, "required", sources)
+    return grounded
 
 
 async def _rekey(
@@ -561,14 +732,36 @@ async def identify(
     return grounded
 
 
-def checks_for(grounded: Grounded, rules: dict[str, list[PolicyRule]]) -> list[PolicyCheck]:
+def checks_for(
+    grounded: Grounded,
+    rules: dict[str, list[PolicyRule]],
+    required: dict[str, list[RequiredRead]] | None = None,
+) -> list[PolicyCheck]:
     """The checks a grounded chain exercises: one per (rule, governed gold write), where the chain follows it.
     Where `identify` found what a server's policy identifies the persona by, every governed write there is
-    checked, with those values."""
+    checked, with those values. A read the policy puts before a write (`required`) that the gold makes is a
+    `must_call` check: the read comes before any of the writes it governs."""
     persona = grounded.persona
     who = identifying_values(persona.name, persona.email, persona.facts)
     checks: list[PolicyCheck] = []
     seen: set[tuple[str, str, str]] = set()
+    for read in (r for rs in (required or {}).values() for r in rs):
+        made = [i for i, c in enumerate(grounded.calls) if (c.server, c.tool) == (read.server, read.read)]
+        governed = [
+            i for i, c in enumerate(grounded.calls) if c.server == read.server and c.is_write and c.tool in read.writes
+        ]
+        if made and governed and made[0] < governed[0] and (read.rule, read.server, read.read) not in seen:
+            seen.add((read.rule, read.server, read.read))
+            checks.append(
+                PolicyCheck(
+                    rule=read.rule,
+                    rule_id=f"before_{read.read}",
+                    kind="must_call",
+                    server=read.server,
+                    tool=read.read,
+                    tools=sorted({grounded.calls[i].tool for i in governed}),
+                )
+            )
     for index, call in enumerate(grounded.calls):
         if not call.is_write:
             continue

@@ -18,7 +18,8 @@ from pydantic import BaseModel, Field
 from envfarm.clients.graph import Param, ToolSpec, consumers, producers, tool_node, words
 from envfarm.servers.runtime.intents import Intent, ServerIntents
 
-Role = Literal["lookup", "goal", "follow", "walk"]
+# "required": a read the policy puts before a write (the fee before a cancellation), added after grounding
+Role = Literal["lookup", "goal", "follow", "walk", "required"]
 MAX_DEPTH = 4
 WRITE_WEIGHT = 3.0
 SHALLOW_WEIGHT = 0.15

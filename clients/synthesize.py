@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import networkx as nx
 from pydantic import BaseModel, Field
@@ -35,13 +35,23 @@ from envfarm.clients.audit import (
 from envfarm.clients.coherence import mixed_rows, overlapping_row, switches_to_current, unsupported_duplicate
 from envfarm.clients.connect import Connections
 from envfarm.clients.effects import Undone, lifecycle_columns, undone
-from envfarm.clients.graph import ToolSpec, build_graph, load_intents, load_specs, summarize, words
+from envfarm.clients.graph import (
+    ToolSpec,
+    build_graph,
+    is_id_like,
+    load_intents,
+    load_specs,
+    output_of,
+    summarize,
+    words,
+)
 from envfarm.clients.grounding import (
     PERSON_NAME,
     Drop,
     Grounded,
     Grounder,
     PersonaRecord,
+    Row,
     ServerWorld,
     observe,
     people,
@@ -49,15 +59,18 @@ from envfarm.clients.grounding import (
 )
 from envfarm.clients.policy_checks import (
     PolicyRule,
+    RequiredRead,
     checks_for,
     governing,
     identifies,
     identify,
     load_rules,
+    require_reads,
+    required_reads,
     shows,
 )
 from envfarm.clients.sampling import Catalog, RandomWalkSampler, TopologySampler, Unresolvable
-from envfarm.clients.tasks import HiddenFact, Persona, PolicyCheck, Provenance, Task, ToolRef, Turn
+from envfarm.clients.tasks import GoldCall, HiddenFact, Persona, PolicyCheck, Provenance, Task, ToolRef, Turn
 from envfarm.clients.writing import (
     STYLES,
     LLMWriter,
@@ -138,6 +151,9 @@ class SynthesisSummary(BaseModel):
     policy_checks: dict[str, int] = Field(default_factory=dict, description="policy checks by kind, over all tasks")
     refusals: int = Field(0, description="tasks whose right answer is to refuse (the policy forbids the request)")
     data_dependency_share: float = Field(description="share of tasks with >= 3 calls linked by outputs used as inputs")
+    deep_dependency_share: float = Field(
+        0.0, description="share of tasks with >= 4 calls linked by outputs used as inputs"
+    )
     dropped: dict[str, int] = Field(description="chains that failed, by reason")
     kept_apart: dict[str, str] = Field(
         default_factory=dict, description="servers kept out of cross-server tasks, and why (their clock differs)"
@@ -254,7 +270,9 @@ def prune(task: Task) -> Task:
                 for i, call in enumerate(task.gold_calls)
                 if any(json.dumps(v)[1:-1] in json.dumps(call.output, default=str) for v in claim.values)
             )
-    keep: set[int] = identification_lookups(task)
+    if any(c.kind == "must_refuse" for c in task.policy_checks):
+        return task  # a refusal's reads are what shows the row is not the asker's: they feed the refusal
+    keep: set[int] = identification_lookups(task) | policy_reads(task)
     for index in range(len(task.gold_calls) - 1, -1, -1):
         call = task.gold_calls[index]
         feeds = any(index in task.gold_calls[k].uses for k in keep)
@@ -271,6 +289,18 @@ def prune(task: Task) -> Task:
     turns = [t.model_copy(update={"gold_calls": [new[i] for i in t.gold_calls if i in new]}) for t in task.turns]
     provenance = task.provenance.model_copy(update={"chain": [task.provenance.chain[i] for i in order]})
     return task.model_copy(update={"gold_calls": calls, "turns": turns, "provenance": provenance})
+
+
+def policy_reads(task: Task) -> set[int]:
+    """The gold reads a `must_call` check puts before a write (the address validated before a redirect): the
+    policy asks for them even where what they return is no answer the user wants."""
+    return {
+        next(i for i, c in enumerate(task.gold_calls) if (c.server, c.tool) == (check.server, check.tool))
+        for check in task.policy_checks
+        if check.kind == "must_call"
+        and check.tools
+        and any((c.server, c.tool) == (check.server, check.tool) for c in task.gold_calls)
+    }
 
 
 def identification_lookups(task: Task) -> set[int]:
@@ -345,8 +375,10 @@ class _Run:
         worlds: dict[str, ServerWorld],
         rules: dict[str, list[PolicyRule]],
         facts: dict[str, ServerFacts],
+        required: dict[str, list[RequiredRead]] | None = None,
     ) -> None:
         self.options = options
+        self.required = required or {}  # per server: the reads its policy puts before a write
         self.registry = options.registry()  # read once: a broad farm's registry lists hundreds of servers
         # A desk whose instructions say how a customer is identified but lists no such rule (an imported server)
         # is held to that sentence over all its writes, as the audit holds it (`Auditor.identify_rule`).
@@ -587,7 +619,8 @@ class _Run:
         all, the state stays at the seed and the check is that no governed tool ran."""
         server = rule.server
         asker = self.people[server][requester]
-        request = self.offline.on_behalf(rng, grounded, asker.name, style)
+        # never "my relative asked me to cancel their booking": refused from the opening alone, no lookup, no work
+        request, gold = await self._claimed(grounded, asker, style, rng)
         vocab = vocabulary(grounded, self.catalog)
         message = scrub(request.turns[0], vocab)
         chain = grounded.chain
@@ -599,8 +632,9 @@ class _Run:
             persona=Persona(name=asker.name, email=asker.email or None, style=style, known_facts=asker.facts),
             opening_message=message,
             uncalibrated_message=request.uncalibrated,
-            turns=[Turn(message=message, gold_calls=[])],
-            gold_calls=[],
+            hidden_facts=request.hidden_facts,
+            turns=[Turn(message=message, gold_calls=list(range(len(gold))))],
+            gold_calls=gold,
             expected_state={server: await self.grounder.seed_state(server)},
             policy_checks=[
                 PolicyCheck(rule=rule.rule, rule_id=rule.id, kind="must_refuse", server=server, tools=rule.tools)
@@ -617,6 +651,96 @@ class _Run:
                 writer="offline (refusal)",
             ),
         )
+
+    async def _claimed(
+        self, grounded: Grounded, asker: PersonaRecord, style: str, rng: random.Random
+    ) -> tuple[Request, list[GoldCall]]:
+        """The persona's change asked for by `asker` as their own, naming the row by a value only it has (a booking
+        reference), or the row it belongs to (the member card a hold is on) by such a value, and the gold reads
+        that show it is not theirs: the asker found by name, the row by that value (its owner is someone else).
+        `Drop` where no row has such a value, no phrasing says it, or no read finds the row by it."""
+        index = next(i for i, s in enumerate(grounded.chain.steps) if s.role == "goal")
+        server, target = grounded.calls[index].server, grounded.targets[index]
+        world = self.grounder.worlds[server]
+        table = _table_of(world, target)
+        if target is None or table is None:
+            raise Drop("the goal acts on no row of a table", server)
+        # the row itself, then the persona's own record it points at (the member a hold is for), each with the
+        # value that names it alone and the key a read of it must show
+        rows: list[tuple[str, Row, bool]] = [(table, target, True)]
+        for column, value in target.items():
+            parent = next((t for t in world.tables if t != table and world.keys.get(t) == column), None)
+            row = next((r for r in world.tables.get(parent or "", []) if r.get(column) == value), None)
+            if parent is not None and row is not None and is_id_like(column) and grounded.persona.email in row.values():
+                rows.append((parent, row, False))
+        keyed = [
+            (spec, name, value, own, row[world.keys[t]])
+            for t, row, own in rows
+            for spec, name, value in self._keyed(server, t, row)
+            if not any(part in value.lower() for part in grounded.persona.name.lower().split())  # a code, not a name
+        ]
+        if not keyed:
+            raise Drop("no read finds the row by a value only it has", f"{server}.{table}")
+        for spec, name, value, own, shown in keyed:
+            label = None if own else self.offline.label(server, name, spec.param(name).description, spec)
+            if not own and label is None:
+                continue
+            request = self.offline.as_own(rng, grounded, asker, value, style, None if own else label)
+            if request is None:
+                continue
+            found = await self._read(server, spec.name, {name: value})
+            if found is None or json.dumps(shown) not in json.dumps(found.output):
+                continue
+            # the asker found by their name, else by the email they hold back (a client found by its contact)
+            finders = [
+                (s, p.name, said)
+                for kind, said in (("name", asker.name), ("email", asker.email))
+                for s in self.catalog.by_server.get(server, [])
+                if self.catalog.finds_people(s)
+                for p in s.params
+                if p.user_known and p.type == "string" and kind in words(p.name)
+            ]
+            for finder, param, said in finders:
+                who = await self._read(server, finder.name, {param: said})
+                if who is not None and asker.email in json.dumps(who.output):
+                    return request, [who, found]
+            return request, [found]
+        raise Drop("no phrasing names the row by its own value", f"{server}.{table}")
+
+    def _keyed(self, server: str, table: str, row: Row) -> list[tuple[ToolSpec, str, str]]:
+        """The reads of `server` that find `row` of `table` by a value a person knows and only that row has (a
+        booking's confirmation code, a member's card number), with the param and the value."""
+        rows = self.grounder.worlds[server].tables.get(table, [])
+        found = []
+        for spec in self.catalog.by_server.get(server, []):
+            for param in spec.params if spec.read_only else []:
+                where, _, column = (param.column or "").partition(".")
+                value = row.get(column)
+                if (
+                    where == table
+                    and param.user_known
+                    and isinstance(value, str)
+                    and len(value) >= 4
+                    and not re.match(r"\d{4}-\d{2}", value)
+                    and "@" not in value
+                    and sum(r.get(column) == value for r in rows) == 1
+                ):
+                    found.append((spec, param.name, value))
+        return found
+
+    async def _read(self, server: str, tool: str, args: dict[str, Any]) -> GoldCall | None:
+        """A read on a fresh episode at the seed, as a gold call; None when it fails or finds nothing."""
+        held_ = await self.grounder.pool.take(server, None)
+        try:
+            result = await held_[0].call_tool(tool, args)
+        except ControlError:
+            await self.grounder.pool.give(server, held_, clean=False)
+            return None
+        await self.grounder.pool.give(server, held_, clean=True)
+        output = output_of(result)
+        if result.is_error or not any(rows_of(output)):
+            return None
+        return GoldCall(server=server, tool=tool, arguments=args, output=output, turn=0, is_write=False)
 
     def task(self, index: int, grounded: Grounded, request: Request, style: str, rng: random.Random) -> Task:
         chain, calls = grounded.chain, grounded.calls
@@ -646,7 +770,7 @@ class _Run:
             ],
             expected_state=grounded.expected,
             claims=request.claims,
-            policy_checks=checks_for(grounded, self.rules),
+            policy_checks=checks_for(grounded, self.rules, self.required),
             over_specification={
                 "uncalibrated": over_specification(request.uncalibrated, vocab),
                 "calibrated": over_specification(turns[0], vocab),
@@ -667,6 +791,21 @@ class _Run:
     def desks(self) -> list[str]:
         """Servers whose principal is staff serving customers: their policy says how a customer is identified."""
         return [s for s in self.servers if self.facts.get(s, ServerFacts()).kind == "staff"]
+
+
+def _table_of(world: ServerWorld, row: Row | None) -> str | None:
+    """The table `row` is a row of: the one whose key it holds and whose row with that key agrees with it on the
+    most fields (an invoice holds its appointment's id too)."""
+    best: tuple[int, str] | None = None
+    for table, rows in world.tables.items():
+        key = world.keys.get(table, "")
+        if row is None or row.get(key) is None:
+            continue
+        same = next((r for r in rows if r.get(key) == row[key]), None)
+        if same is not None:
+            score = sum(1 for k, v in row.items() if same.get(k) == v)
+            best = max(best or (score, table), (score, table))
+    return best[1] if best else None
 
 
 def identity_label(phrase: str) -> str:
@@ -717,11 +856,13 @@ async def synthesize(
         tools.setdefault(spec.server, []).append(spec)
     worlds = {s: await observe(connections, s, tools.get(s, [])) for s in servers}
     rules = {s: await load_rules(connections, s) for s in servers}
-    facts = {s: server_facts(await connections.instructions(s)) for s in servers}
+    instructions = {s: await connections.instructions(s) for s in servers}
+    facts = {s: server_facts(instructions[s]) for s in servers}
+    required = {s: required_reads(s, instructions[s] or "", tools.get(s, [])) for s in servers}
     # Cross-server links only where a task may join the two servers (they grow with the farm's size squared).
     together = set(task_pairs({s: people(w) for s, w in worlds.items()}, facts))
     catalog = Catalog(specs, build_graph(specs, together=together), intents)
-    run = _Run(options, connections, catalog, worlds, rules, facts)
+    run = _Run(options, connections, catalog, worlds, rules, facts, required)
     model = ChatModel(options.writer) if options.writer else None
     llm = LLMWriter(model, run.offline) if model else None
     tasks: list[Task] = []
@@ -791,12 +932,13 @@ async def synthesize(
             refusals = sum(1 for t in tasks if any(c.kind == "must_refuse" for c in t.policy_checks))
             if refusal is not None and refusals >= max(1, int((len(tasks) + 1) * REFUSAL_CAP)):
                 refusal = None
+            made = None
             if refusal is not None:
                 try:
                     made = await run.refusal_task(len(tasks), grounded, *refusal, style, policy_rng)
-                except Drop as drop:  # the owner's words name no row of theirs apart from the others
-                    dropped[drop.reason] += 1
-                    continue
+                except Drop as drop:  # no lookup would show the row is not the asker's: the chain stays a task
+                    dropped[f"refusal: {drop.reason}"] += 1
+            if made is not None:
                 passed = kept(made, grounded)
                 if passed is not None:
                     accept(*passed)
@@ -804,6 +946,10 @@ async def synthesize(
                 continue
             try:  # who the persona is, as each desk's policy identifies a customer, looked up before its writes
                 grounded = await identify(run.grounder, grounded, run.rules, run.desks)
+                # the reads the policy puts before a write (the fee before a cancellation), where the gold lacks them
+                grounded = await require_reads(
+                    run.grounder, grounded, [r for s in grounded.chain.servers for r in run.required.get(s, [])]
+                )
             except Drop as drop:
                 dropped[drop.reason] += 1
                 continue
@@ -888,6 +1034,7 @@ def _summary(
         policy_checks=dict(sorted(Counter(c.kind for t in tasks for c in t.policy_checks).items())),
         refusals=sum(1 for t in tasks if any(c.kind == "must_refuse" for c in t.policy_checks)),
         data_dependency_share=share(sum(1 for t in tasks if dependency_depth(t) >= 3)),
+        deep_dependency_share=share(sum(1 for t in tasks if dependency_depth(t) >= 4)),
         dropped=dict(sorted(dropped.items())),
         over_specification={"before": _mean(before), "after": _mean(after)},
         leaks={

@@ -103,7 +103,10 @@ class PolicyCheck(BaseModel):
         default=None, description="the server whose policy it is (None: any server's tool of that name)"
     )
     rule_id: str = ""
-    tools: list[str] = Field(default_factory=list, description="must_refuse: none of these may succeed")
+    tools: list[str] = Field(
+        default_factory=list,
+        description="must_refuse: none of these may succeed; must_call: the tool comes before the first of these",
+    )
     values: list[str] = Field(
         default_factory=list,
         description="must_identify: values that identify the customer; must_confirm: numbers the read-back states",

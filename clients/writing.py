@@ -100,18 +100,6 @@ ASK_READ = {
         "Can you find out {what} for me? I keep forgetting.",
     ),
 }
-RELATIONS = ("my partner", "a relative", "a friend", "a neighbour of mine", "a colleague", "my flatmate")
-ON_BEHALF = {
-    "polite": (
-        "I'm calling for {relation}, {owner}, who can't make it today. Could you {phrase} for them, please?",
-        "I'm asking on behalf of {relation}, {owner}. Would you be able to {phrase} for them?",
-    ),
-    "terse": ("For {relation}, {owner}: please {phrase}.", "Need to {phrase} for {owner}, {relation}."),
-    "chatty": (
-        "So {relation}, {owner}, asked me to sort this out since they're swamped: could you {phrase} for them?",
-        "Long story, but {relation} {owner} can't get to a phone, so I said I'd {phrase} for them. Can you help?",
-    ),
-}
 # Asking to hear what an intent's `hear` names ("the new total"): the claims are what the user asked for.
 HEAR = {
     "polite": ("Could you tell me {what}?", "I'd also like to know {what}, please."),
@@ -124,17 +112,6 @@ MY = re.compile(r"\bmy\b", re.IGNORECASE)
 SUBJECT_ME = re.compile(r"\b(?:is|are|was|were|has|does) me\b|^me\b|[.?!] me\b|\bme (?:is|has|was)\b")
 # A unit after a number slot ('{weight:number} kg'): 1 stays a figure there ('1 kg', never 'one kg').
 UNIT_AFTER = re.compile(r"\s*(?:kg|km|g|lb|cm|mm|m|ml|l|h|%|litres|liters|euros|dollars)\b")
-RELAYED = {
-    "polite": (
-        "I'm calling for {relation}, {owner}, who can't make it today. They asked me to pass this on: “{words}”",
-        "I'm asking on behalf of {relation}, {owner}. In their words: “{words}” Could you sort that out for them?",
-    ),
-    "terse": ("For {relation}, {owner}: “{words}”", "Passing this on for {owner}, {relation}: “{words}”"),
-    "chatty": (
-        "So {relation}, {owner}, is swamped and asked me to call. What they said was: “{words}” Can you help?",
-        "Long story, but {relation} {owner} can't get to a phone, so I'm passing this on: “{words}”",
-    ),
-}
 MORE = ("One more thing: ", "Thanks! Also, ", "Great. And ", "While you're at it, ")
 STYLES = tuple(GREETINGS)
 
@@ -548,9 +525,30 @@ def _asks_for(question: str, field: str, hear: str) -> bool:
     )
 
 
+def _hearable(call: Any, intent: Intent, told: list[Any], persona: PersonaRecord) -> list[tuple[str, str, Any]]:
+    """(field, the person's words, value) for each field the intent's `hear` names, in its order, that one row of
+    the answer holds (never a page's count beside a list, nor a value the user said or knows of themselves)."""
+    told = [*told, persona.email, *persona.facts.values()]
+    output = call.output
+    listed = isinstance(output, dict) and any(isinstance(v, list) for v in output.values())
+    options = []
+    for field, words_ in intent.hear.items():
+        if field in PAGING and listed:
+            continue
+        holding = [r for r in rows_of(output) if r.get(field) not in (None, "")]
+        if len(holding) != 1:
+            continue
+        value = holding[0][field]
+        if isinstance(value, (bool, dict, list)) or any(same(value, t) for t in told):
+            continue
+        options.append((field, words_, value))
+    return options
+
+
 def _wanted(claims: list[Claim]) -> str:
     """What the claims of an intent's `hear` ask for, in the person's words: 'the balance and the fee'."""
-    return " and ".join(c.text.split(":")[0].split(" ", 1)[1] for c in claims)
+    said = [c.text.split(":")[0].split(" ", 1)[1] for c in claims]
+    return " and ".join(said) if len(said) < 3 else ", ".join(said[:-1]) + " and " + said[-1]
 
 
 # Words too common to say what a question asks about ("when is it due" and "the due date" share "due").
@@ -845,20 +843,7 @@ class OfflineWriter:
         """Claims on up to two of the fields the intent's `hear` names, labelled with the person's words: only
         a field one row of the answer holds (never a page's count beside a list, nor a value the user said or
         knows of themselves: their email, their phone)."""
-        told = [*told, persona.email, *persona.facts.values()]
-        output = call.output
-        listed = isinstance(output, dict) and any(isinstance(v, list) for v in output.values())
-        options = []
-        for field, words_ in intent.hear.items():
-            if field in PAGING and listed:
-                continue
-            holding = [r for r in rows_of(output) if r.get(field) not in (None, "")]
-            if len(holding) != 1:
-                continue
-            value = holding[0][field]
-            if isinstance(value, (bool, dict, list)) or any(same(value, t) for t in told):
-                continue
-            options.append((field, words_, value))
+        options = _hearable(call, intent, told, persona)
         # A field the request itself asks for ("When is my rental RA1 due back?" asks the return time) is always
         # heard: a question no claim checks passes any answer; up to two in all, the rest drawn by `rng`.
         wanted = [o for o in options if read and _asks_for(question, o[0], o[1])]
@@ -867,6 +852,16 @@ class OfflineWriter:
         chosen = sorted([*wanted, *drawn], key=lambda o: list(intent.hear).index(o[0]))
         verb = "states" if read else "confirms"
         return [Claim(text=f"{verb} {w}: {spoken(v)}", values=[_fmt(v)], field=f) for f, w, v in chosen]
+
+    def _required(self, call: Any, told: list[Any], persona: PersonaRecord) -> Claim | None:
+        """A read the policy puts before a write (the cancellation fee, the quote) asked for in the user's words:
+        the first field its intent's `hear` names that one row of the answer holds; None when none does."""
+        intent = self.catalog.intent(call.server, call.tool)
+        options = _hearable(call, intent, told, persona) if intent is not None else []
+        if not options:
+            return None
+        field, words_, value = options[0]
+        return Claim(text=f"states {words_}: {spoken(value)}", values=[_fmt(value)], field=field)
 
     def write(self, rng: random.Random, grounded: Grounded, style: str) -> Request:
         """Each goal as the persona asks for it: fields named by human labels (never column names),
@@ -896,6 +891,7 @@ class OfflineWriter:
             rng.shuffle(details)
             intent = self.catalog.intent(call.server, call.tool)
             slotted: set[str] = set()
+            early: set[int] = set()  # a policy read asked for with the goal's own question
             if intent is not None:
                 # Goal-first: the person asks in one of the intent's own phrasings, names rows as people do, and
                 # asks to hear what the intent says they want back; other details of the call are held back.
@@ -921,6 +917,14 @@ class OfflineWriter:
                     # "What kinds of rooms do you have?" with nothing one row answers: no claim would check it
                     raise Drop("intent: nothing to hear back", f"{call.server}.{call.tool}")
                 claims += heard
+                # the read the policy puts just before this write (the quote before a booking): asked for with it
+                before = goal - 1
+                if before >= 0 and grounded.chain.steps[before].role == "required":
+                    required = self._required(grounded.calls[before], told, persona)
+                    if required is not None and not any(c.field == required.field for c in claims):
+                        claims.append(required)
+                        heard = [*heard, required]
+                    early.add(before)
                 if _unasked(heard, request):
                     said.append(rng.choice(HEAR[style]).format(what=_wanted(_unasked(heard, request))))
             for index, (name, value) in enumerate(details if intent is None else []):
@@ -943,8 +947,19 @@ class OfflineWriter:
                 phrase = _phrase(spec, mine)
                 request = rng.choice(ASK_WRITE[style]).format(phrase=phrase, Phrase=phrase[:1].upper() + phrase[1:])
                 claims += self._write_claims(call, spec, told)
+            wanted: list[Claim] = []  # what the reads the policy puts before a write give, asked for last
             for index in range(len(grounded.calls)):
                 if grounded.chain.steps[index].turn != turn:
+                    continue
+                if grounded.chain.steps[index].role == "required":
+                    # the fee before a cancellation, the quote before a booking: the user wants to hear it, asked
+                    # after the request it belongs to
+                    if index in early:
+                        continue
+                    required = self._required(grounded.calls[index], told, persona)
+                    if required is not None and not any(c.field == required.field for c in claims):
+                        claims.append(required)
+                        wanted.append(required)
                     continue
                 step_spec = self.catalog.spec(grounded.calls[index].server, grounded.calls[index].tool)
                 follow_intent = (
@@ -1014,6 +1029,8 @@ class OfflineWriter:
                             claims += [_claim("states", label, name, value) for name, label, value in asked]
                     else:
                         said.append(f"And please {_phrase(follow_spec, mine)} as well.")
+            if wanted:
+                said.append(rng.choice(HEAR[style]).format(what=_wanted(wanted)))
             # A value this turn takes from an earlier turn's answer: nothing to add where the user says it or holds
             # it back anyway ("My email is ...", "because hours were billed twice"); else they point at it by what
             # it is ("The list is the same as in my last request."), never "use what you found".
@@ -1150,27 +1167,42 @@ class OfflineWriter:
                 claims.append(_claim("confirms", label, key, value))
         return claims[:2]
 
-    def on_behalf(self, rng: random.Random, grounded: Grounded, requester: str, style: str) -> Request:
-        """Someone else asks for the persona's change (a request the policy forbids: the customer must
-        identify themselves). No hidden facts and no claims: the right answer is a refusal."""
+    def as_own(
+        self,
+        rng: random.Random,
+        grounded: Grounded,
+        requester: PersonaRecord,
+        code: str,
+        style: str,
+        label: str | None = None,
+    ) -> Request | None:
+        """Someone else asks for the persona's change as if the row were theirs, naming it by `code` (a booking
+        reference only that row has): "I need to cancel booking HB90797". Only the lookup of that code shows the
+        row is another customer's, so the refusal rests on data, not on the opening. The requester holds back
+        their email (how the desk identifies them). With a `label`, the code is another row's the goal's row hangs
+        on (the card a hold is on), said as theirs: "My card number is LC-201213." None when no phrasing of the
+        goal names the row by the code (or, with a label, every phrasing names the owner)."""
         index, goal = next(
             (i, c)
             for i, (c, s) in enumerate(zip(grounded.calls, grounded.chain.steps, strict=True))
             if s.role == "goal"
         )
-        first = requester.split()[0]
-        greeting = rng.choice(GREETINGS[style]).format(name=requester, first=first)
-        relation = rng.choice(RELATIONS)
         intent = self.catalog.intent(goal.server, goal.tool)
-        if intent is not None:
-            # The owner's own words, passed on: "... asked me to pass this on: “I need to cancel my stay ...”"
-            words, _ = self._intent_request(rng, grounded, index, intent, [], {})
-            ask = rng.choice(RELAYED[style]).format(owner=grounded.persona.name, relation=relation, words=words)
-        else:
-            phrase = _phrase(self.catalog.spec(goal.server, goal.tool), mine=False)
-            ask = rng.choice(ON_BEHALF[style]).format(phrase=phrase, owner=grounded.persona.name, relation=relation)
-        message = f"{greeting} {ask}"
-        return Request(turns=[message], uncalibrated=message)
+        if intent is None:
+            return None
+        for _ in range(4):
+            try:
+                words, _ = self._intent_request(rng, grounded, index, intent, [], {})
+            except Drop:
+                return None
+            owner = grounded.persona.name.lower()
+            if (label is not None or code in words) and not any(part in words.lower() for part in owner.split()):
+                greeting = rng.choice(GREETINGS[style]).format(name=requester.name, first=requester.name.split()[0])
+                stated = f" My {label} is {code}." if label is not None and code not in words else ""
+                message = f"{greeting} {_ended(words)}{stated}"
+                hidden = [held("email", requester.email, "email", "my")] if requester.email else []
+                return Request(turns=[message], uncalibrated=message, hidden_facts=hidden)
+        return None
 
 
 def someone_elses(row: Row | None, email: str) -> bool:

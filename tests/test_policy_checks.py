@@ -5,6 +5,7 @@ wording can go to a judge, and synthesized tasks carry checks the oracle follows
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from conftest import REPO
@@ -186,11 +187,11 @@ async def test_a_judge_grades_a_refusals_wording_and_garbage_is_a_judge_error() 
 
 
 async def test_synthesized_tasks_carry_checks_the_oracle_follows_and_repeat_byte_for_byte() -> None:
-    options = SynthesisOptions(n=8, servers=["clinic", "banking"], max_servers=2, seed=4, refusal_share=0.5)
-    async with farm(["clinic", "banking"]) as connections:
+    options = SynthesisOptions(n=8, servers=["car_rental", "banking"], max_servers=2, seed=4, refusal_share=0.5)
+    async with farm(["car_rental", "banking"]) as connections:
         synthesis = await synthesize(options, connections)
         again = await synthesize(options, connections)
-        rules = {s: await load_rules(connections, s) for s in ("clinic", "banking")}
+        rules = {s: await load_rules(connections, s) for s in ("car_rental", "banking")}
         third_party = {s: server_facts(await connections.instructions(s)).third_party_rule for s in rules}
         oracle = await rollout_tasks(synthesis.tasks, OraclePolicy(), ScriptedUser(), connections, scorer=Scorer())
     tasks = synthesis.tasks
@@ -208,7 +209,12 @@ async def test_synthesized_tasks_carry_checks_the_oracle_follows_and_repeat_byte
             )
             assert set(check.tools or [check.tool or ""]) <= governed
         if any(c.kind == "must_refuse" for c in task.policy_checks):
-            assert task.gold_calls == [] and task.claims == [] and task.turns[0].gold_calls == []
+            # decided by data, not by the opening: the asker names a row as theirs, and a read of it shows its
+            # owner is someone else (never "I'm calling for a relative")
+            assert task.gold_calls and not any(c.is_write for c in task.gold_calls) and task.claims == []
+            assert "behalf" not in task.opening_message and "calling for" not in task.opening_message
+            assert task.persona.email and task.persona.email not in json.dumps(task.gold_calls[-1].output)
+            assert task.turns[0].gold_calls == list(range(len(task.gold_calls)))
             assert all(not state.diff for state in task.expected_state.values())
     assert synthesis.summary.refusals >= 1 and synthesis.summary.policy_check_share > 0
     assert synthesis.summary.principal_share == 1.0  # every built-in server has a principal

@@ -77,6 +77,11 @@ def grade_check(check: PolicyCheck, trajectory: Trajectory) -> PolicyGrade:
     name = f"{check.rule_id or check.rule}"
     if check.kind == "must_call" and not calls:
         grade.passed, grade.detail = False, f"{name}: never called {check.tool}"
+    elif check.kind == "must_call" and check.tools and (governed := _calls_of(trajectory, check, check.tools)):
+        # a read the policy puts before a write (the fee before cancelling): made before the first such write
+        if governed[0] < calls[0]:
+            grade.passed = False
+            grade.detail = f"{name}: called {trajectory.calls[governed[0]].tool} before {check.tool}"
     elif check.kind in ("must_not_call", "must_refuse") and calls:
         grade.passed, grade.detail = (
             False,
