@@ -373,6 +373,103 @@ def beyond_readings(
                 source[name] = "free"
 
 
+READING_WORDS = {"odometer", "reading", "meter", "mileage", "counter"}
+DRAWN_SOURCES = ("seed", "free")
+
+
+def acted_rows(world: ServerWorld, args: dict[str, Any]) -> list[Row]:
+    """The seed rows a write's id arguments key (the rental it returns), and the rows those point at by a
+    reference column (the rental's vehicle): the rows whose current values the write's numbers follow on."""
+    keyed = {key: table for table, key in world.keys.items() if key}
+    rows: list[Row] = []
+    for name, value in args.items():
+        table = keyed.get(name)
+        if table is None or not isinstance(value, str):
+            continue
+        rows += [r for r in world.tables.get(table, []) if r.get(name) == value]
+    pointed: list[Row] = []
+    for row in rows:
+        for column, value in row.items():
+            table = keyed.get(column)
+            if table is not None and isinstance(value, str):
+                pointed += [r for r in world.tables.get(table, []) if r.get(column) == value and r is not row]
+    return rows + [r for r in pointed if all(r is not x for x in rows)]
+
+
+def past_current_reading(
+    rng: random.Random, world: ServerWorld, spec: ToolSpec, args: dict[str, Any], source: dict[str, ArgSource]
+) -> None:
+    """A reading a write records (a car's odometer at return or at the pump: a number whose name or description
+    says odometer, reading, meter) goes on from the current reading of the row it is about (the vehicle the
+    rental or the fill names), by a plausible rise: a value drawn from another row of the seed is some other
+    car's odometer (a return 20,099 km after a three-day pickup), and one equal to the current reading is no
+    new reading. A value the user or a lookup gave is kept when it is beyond the current one."""
+    rows = acted_rows(world, args)
+    for name, value in list(args.items()):
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            continue
+        param = spec.param(name)
+        said = set(words(name)) | set(words(param.description or ""))
+        if not said & READING_WORDS:
+            continue
+        current = [
+            float(r[name]) for r in rows if isinstance(r.get(name), int | float) and not isinstance(r[name], bool)
+        ]
+        if not current:
+            continue
+        floor = max(current)
+        if value > floor and source.get(name) not in DRAWN_SOURCES:
+            continue
+        # beyond_readings may already have moved it past the latest logged reading: keep that when it is ahead
+        if value > floor and source.get(name) == "free" and value - floor <= max(floor * 0.02, 1000):
+            continue
+        rise = max(1.0, round(floor * rng.uniform(0.002, 0.01)))
+        moved = floor + rise
+        args[name] = int(moved) if isinstance(value, int) else round(moved, 1)
+        source[name] = "free"
+
+
+def one_row_values(
+    rng: random.Random,
+    world: ServerWorld,
+    spec: ToolSpec,
+    args: dict[str, Any],
+    source: dict[str, ArgSource],
+    related: dict[str, list[Row]],
+) -> None:
+    """The details a write takes from the seed, taken together from one row of the table that holds them all
+    (a fuel log's litres, cost and station from one fill): drawn one by one, 41.7 litres cost 390.35 euros
+    (another truck's bill) and a line's description is another line's. Ids and enum values stay as drawn."""
+    drawn = [
+        n
+        for n, v in args.items()
+        if source.get(n) == "seed" and v is not None and not is_id_like(n) and not spec.param(n).enum
+    ]
+    if len(drawn) < 2:
+        return
+    best: tuple[int, str] | None = None
+    for table, rows in sorted(world.tables.items()):
+        held = sum(1 for n in drawn if rows and n in rows[0])
+        if held >= 2 and (best is None or held > best[0]):
+            best = (held, table)
+    if best is None:
+        return
+    table = best[1]
+    names = [n for n in drawn if n in world.tables[table][0]]
+    complete = [r for r in world.tables[table] if all(r.get(n) is not None for n in names)]
+    # A row of the same merchant (store, project) the write names: its plan, not another merchant's. Not one
+    # sharing the persona's own keys (their account, their card): that would copy a row they already hold.
+    theirs = {r.get(world.keys.get(t, "")) for t, rs in related.items() for r in rs} - {None}
+    refs = {n: v for n, v in args.items() if is_id_like(n) and v not in theirs and n in world.tables[table][0]}
+    same = [r for r in complete if any(r.get(n) == v for n, v in refs.items())]
+    pool = [r for r in same or complete if r not in related.get(table, [])] or same or complete
+    if not pool:
+        return
+    row = rng.choice(pool)
+    for name in names:
+        args[name] = _coerce(row[name], spec.param(name))
+
+
 def staff_side(spec: ToolSpec, said: set[str], source: dict[str, ArgSource]) -> list[str]:
     """The required details of a tool a customer asks staff for that no way of asking names and no lookup
     gave (a fill's verifying pharmacist): what the staff member serving them knows, never the customer, so
@@ -611,7 +708,9 @@ class Grounder:
             if staff:
                 raise Drop("a staff-side value held by the customer", f"{server}.{spec.name}: {', '.join(staff)}")
         if not spec.read_only:
+            one_row_values(rng, self.worlds[server], spec, args, source, related[server])
             beyond_readings(rng, self.worlds[server].tables, args, source)
+            past_current_reading(rng, self.worlds[server], spec, args, source)
             # A change to the value the row already has changes nothing ("my new email" = the old one).
             world = self.worlds[server]
             rows: list[Row] = []  # the rows the write acts on: those its id arguments key (not where it found them)
