@@ -396,6 +396,54 @@ def acted_rows(world: ServerWorld, args: dict[str, Any]) -> list[Row]:
     return rows + [r for r in pointed if all(r is not x for x in rows)]
 
 
+def _tail(value: Any) -> str | None:
+    """The last comma-separated part of a text (the city of '14 Harbor Street, Seattle'), if it has one."""
+    if not isinstance(value, str) or ", " not in value:
+        return None
+    return value.rsplit(", ", 1)[1].strip() or None
+
+
+def same_place(rng: random.Random, world: ServerWorld, args: dict[str, Any], source: dict[str, ArgSource]) -> None:
+    """A drawn value that replaces a row's text ending in a place (an order's delivery address in Seattle) is
+    one in the same place: another customer's Lisbon address is no new address for a Seattle order from the
+    Seattle store. Taken from the seed's values of that column with the row's ending; kept when there is none."""
+    rows = acted_rows(world, args)
+    for name, value in list(args.items()):
+        if source.get(name) not in DRAWN_SOURCES or _tail(value) is None:
+            continue
+        current = [r[name] for r in rows if _tail(r.get(name)) is not None]
+        if not current or any(_tail(c) == _tail(value) for c in current):
+            continue
+        place = _tail(current[0])
+        options = sorted(
+            {v for rs in world.tables.values() for v in _column_values(rs, name) if _tail(v) == place} - set(current)
+        )
+        if options:
+            args[name] = rng.choice(options)
+
+
+def pointed_rows(world: ServerWorld, rows_by_table: dict[str, list[Row]]) -> dict[str, list[Row]]:
+    """The rows of other tables that `rows_by_table` (a persona's rows) point at by a reference column (the
+    stores of their carts, the hotels of their stays), by table."""
+    keyed = {key: table for table, key in world.keys.items() if key}
+    wanted: dict[str, set[str]] = {}
+    for table, rows in rows_by_table.items():
+        for row in rows:
+            for column, value in row.items():
+                target = keyed.get(column)
+                if target is not None and target != table and isinstance(value, str):
+                    wanted.setdefault(target, set()).add(value)
+    found: dict[str, list[Row]] = {}
+    for table, values in sorted(wanted.items()):
+        key = world.keys[table]
+        hits = [
+            r for r in world.tables.get(table, []) if r.get(key) in values and r not in rows_by_table.get(table, [])
+        ]
+        if hits:
+            found[table] = hits
+    return found
+
+
 def past_current_reading(
     rng: random.Random, world: ServerWorld, spec: ToolSpec, args: dict[str, Any], source: dict[str, ArgSource]
 ) -> None:
@@ -506,6 +554,7 @@ class Grounder:
         self._rows: dict[tuple[str, str, int], dict[str, list[Row]]] = {}
         self._index: dict[str, dict[str, list[tuple[str, int]]]] = {}
         self._seed_hash: dict[str, str] = {}
+        self._pointed: dict[tuple[str, str], dict[str, list[Row]]] = {}
 
     def _persona_rows(self, server: str, persona: PersonaRecord, hops: int) -> dict[str, list[Row]]:
         key = (server, persona.email or persona.name, hops)
@@ -602,8 +651,14 @@ class Grounder:
         # so a search by it is keyed on their words ("CS 201"), not on another column held back.
         intents = self.catalog.intents.get(server)
         named = {x.name for ps in (intents.refer.values() if intents else []) for p in ps for x in slots(p)}
+        # Then what their rows point at (the store of their carts: its city is where they shop), before any row
+        # of the seed: a Toronto customer asks for a cart at the store in Toronto, not at one in Lisbon.
+        key = (server, persona.email or persona.name)
+        if key not in self._pointed:
+            self._pointed[key] = pointed_rows(self.worlds[server], related)
+        pointed = self._pointed[key]
         for param in options:
-            for weight, rows in ((2, own), (1, related)):
+            for weight, rows in ((2, own), (1, related), (0, pointed)):
                 mine = self._seed_values(server, param, rows, fallback=False)
                 if mine:
                     who = [v for v in mine if v in identity]
@@ -711,6 +766,7 @@ class Grounder:
             one_row_values(rng, self.worlds[server], spec, args, source, related[server])
             beyond_readings(rng, self.worlds[server].tables, args, source)
             past_current_reading(rng, self.worlds[server], spec, args, source)
+            same_place(rng, self.worlds[server], args, source)
             # A change to the value the row already has changes nothing ("my new email" = the old one).
             world = self.worlds[server]
             rows: list[Row] = []  # the rows the write acts on: those its id arguments key (not where it found them)

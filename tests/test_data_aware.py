@@ -22,6 +22,8 @@ from envfarm.clients.grounding import (
     latest_reading,
     one_row_values,
     past_current_reading,
+    pointed_rows,
+    same_place,
     staff_side,
 )
 from envfarm.clients.sampling import Catalog
@@ -302,3 +304,32 @@ async def test_soak_kept_writes_fit_the_persona_data(seed: int) -> None:
                         assert home.endswith(f", {city}"), (task.id, args, home)
                 if server == "hotel" and not any(c.is_write for c in task.gold_calls):
                     assert not any("confirmation" in h.description for h in task.hidden_facts), task.id
+
+
+def test_the_rows_a_persona_points_at_are_the_stores_of_their_carts() -> None:
+    stores = [{"store_id": f"sto_{c}", "city": c} for c in ("Lisbon", "Toronto", "Berlin")]
+    carts = [{"cart_id": "crt_1", "customer_id": "cus_1", "store_id": "sto_Toronto", "status": "open"}]
+    world = ServerWorld(
+        server="grocery_delivery",
+        controlled=True,
+        tables={"stores": stores, "carts": carts, "customers": [{"customer_id": "cus_1"}]},
+        keys={"stores": "store_id", "carts": "cart_id", "customers": "customer_id"},
+    )
+    mine = {"customers": [{"customer_id": "cus_1"}], "carts": carts}
+    assert pointed_rows(world, mine) == {"stores": [stores[1]]}
+    assert pointed_rows(world, {"customers": [{"customer_id": "cus_1"}]}) == {}
+
+
+def test_a_new_address_for_an_order_is_in_the_city_the_order_is_delivered_in_over_many_seeds() -> None:
+    orders = [
+        {"order_id": f"ord_{i}", "store_id": f"sto_{i % 2}", "delivery_address": f"{i} Main Street, {city}"}
+        for i, city in enumerate(["Seattle", "Lisbon", "Seattle", "Lisbon", "Seattle", "Lisbon"])
+    ]
+    world = ServerWorld(server="grocery", controlled=True, tables={"orders": orders}, keys={"orders": "order_id"})
+    for seed in range(30):
+        args: dict[str, Any] = {"order_id": "ord_0", "delivery_address": "3 Main Street, Lisbon"}
+        same_place(random.Random(seed), world, args, {"order_id": "output", "delivery_address": "seed"})
+        assert args["delivery_address"] in {"2 Main Street, Seattle", "4 Main Street, Seattle"}
+    said: dict[str, Any] = {"order_id": "ord_0", "delivery_address": "9 Elm Street, Lisbon"}
+    same_place(random.Random(0), world, said, {"delivery_address": "persona"})
+    assert said["delivery_address"] == "9 Elm Street, Lisbon"  # the user's own words stay
