@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import AsyncExitStack
 from datetime import datetime, timedelta
@@ -651,6 +652,9 @@ class Grounder:
         # so a search by it is keyed on their words ("CS 201"), not on another column held back.
         intents = self.catalog.intents.get(server)
         named = {x.name for ps in (intents.refer.values() if intents else []) for p in ps for x in slots(p)}
+        told = Counter(
+            x.follow or x.name for ps in (intents.refer.values() if intents else []) for p in ps for x in slots(p)
+        )
         # Then what their rows point at (the store of their carts: its city is where they shop), before any row
         # of the seed: a Toronto customer asks for a cart at the store in Toronto, not at one in Lisbon.
         key = (server, persona.email or persona.name)
@@ -673,11 +677,18 @@ class Grounder:
                     break
         if scored:
             top = max(s[0] for s in scored)
-            _, param, value = rng.choice([s for s in scored if s[0] == top])
+            best = [s for s in scored if s[0] == top]
+            # a tie goes to what people name rows by most (a title over an ISBN)
+            most = max(told[s[1].name] for s in best)
+            _, param, value = rng.choice([s for s in best if told[s[1].name] == most])
             return param.name, _coerce(value, param), "persona"
         plain = [p for p in options if not p.enum] or options
+        # Of the columns people name rows by, the one they name them by most (a book's title, which the copy's
+        # and the hold's phrasings say too, over its ISBN, which nobody has at hand)
+        heard = [p for p in plain if p.name in named or (p.column or "").rpartition(".")[2] in named]
+        most = max((told[p.name] + told[(p.column or "").rpartition(".")[2]] for p in heard), default=0)
         param = rng.choice(
-            [p for p in plain if p.name in named or (p.column or "").rpartition(".")[2] in named] or plain
+            [p for p in heard if told[p.name] + told[(p.column or "").rpartition(".")[2]] == most] or heard or plain
         )
         value, source = self._value(rng, server, param, related)
         return param.name, value, source

@@ -272,9 +272,10 @@ def test_a_second_subscription_to_a_plan_the_customer_already_pays_is_a_duplicat
 async def test_soak_kept_writes_fit_the_persona_data(seed: int) -> None:
     """Over the servers of the seed-7373 DATA-BLIND findings, every kept task's gold: a reading goes on from the
     car's own (never repeats it, never jumps by another car's odometer), a fuel bill costs what fuel costs, a
-    new subscription is to no plan the customer already pays, a cart is at a store of the customer's city, and
-    a task with no write the desk's identification rule governs holds back no code of some other row."""
-    servers = ["fleet", "car_rental", "payments", "grocery_delivery", "hotel"]
+    new subscription is to no plan the customer already pays, a cart is at a store of the customer's city, a
+    task with no write the desk's identification rule governs holds back no code of some other row, and a book
+    the user names by its title is not looked up by an ISBN they are made to hold."""
+    servers = ["fleet", "car_rental", "payments", "grocery_delivery", "hotel", "library"]
     async with Connections(farm_targets(REPO, servers)) as farm:
         seeds = {s: json.loads((REPO / "servers" / s / "seed.json").read_text()) for s in servers}
         for server in servers:
@@ -302,6 +303,12 @@ async def test_soak_kept_writes_fit_the_persona_data(seed: int) -> None:
                         city = next(s["city"] for s in rows["stores"] if s["store_id"] == args["store_id"])
                         home = next(c["address"] for c in rows["customers"] if c["customer_id"] == args["customer_id"])
                         assert home.endswith(f", {city}"), (task.id, args, home)
+                said = " ".join([task.opening_message, *(t.message for t in task.turns)])
+                for title in rows.get("titles", []):
+                    isbn = f"the isbn is {title['isbn']}"
+                    assert not (title["title"] in said and any(h.description == isbn for h in task.hidden_facts)), (
+                        task.id
+                    )
                 if server == "hotel" and not any(c.is_write for c in task.gold_calls):
                     assert not any("confirmation" in h.description for h in task.hidden_facts), task.id
 
