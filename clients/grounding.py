@@ -799,7 +799,9 @@ class Grounder:
                         )
                         if not others:
                             raise Drop("a change that changes nothing", f"{server}.{spec.name}.{name}")
-                        fresh = rng.choice(others)
+                        # a new address in the same city as the old one (`same_place`)
+                        near = [o for o in others if _tail(o) is not None and _tail(o) == _tail(value)]
+                        fresh = rng.choice(near or others)
                     args[name], source[name] = fresh, "free"
         return args, source, uses, target, picked
 

@@ -272,9 +272,9 @@ def test_a_second_subscription_to_a_plan_the_customer_already_pays_is_a_duplicat
 async def test_soak_kept_writes_fit_the_persona_data(seed: int) -> None:
     """Over the servers of the seed-7373 DATA-BLIND findings, every kept task's gold: a reading goes on from the
     car's own (never repeats it, never jumps by another car's odometer), a fuel bill costs what fuel costs, a
-    new subscription is to no plan the customer already pays, a cart is at a store of the customer's city, a
-    task with no write the desk's identification rule governs holds back no code of some other row, and a book
-    the user names by its title is not looked up by an ISBN they are made to hold."""
+    new subscription is to no plan the customer already pays, a cart is at a store of the customer's city, an
+    order goes to a new address in its own city, a task with no write the desk's identification rule governs
+    holds back no code of some other row, and a book named by its title is not looked up by an ISBN."""
     servers = ["fleet", "car_rental", "payments", "grocery_delivery", "hotel", "library"]
     async with Connections(farm_targets(REPO, servers)) as farm:
         seeds = {s: json.loads((REPO / "servers" / s / "seed.json").read_text()) for s in servers}
@@ -299,6 +299,10 @@ async def test_soak_kept_writes_fit_the_persona_data(seed: int) -> None:
                             if r["customer_id"] == args["customer_id"] and r["status"] not in ("cancelled", "canceled")
                         }
                         assert args["plan_name"] not in held, (task.id, args)
+                    if call.tool == "update_delivery_instructions" and "delivery_address" in args:
+                        order = next(o for o in rows["orders"] if o["order_id"] == args["order_id"])
+                        city = order["delivery_address"].rsplit(", ", 1)[1]
+                        assert args["delivery_address"].endswith(f", {city}"), (task.id, args)
                     if call.tool == "open_cart":
                         city = next(s["city"] for s in rows["stores"] if s["store_id"] == args["store_id"])
                         home = next(c["address"] for c in rows["customers"] if c["customer_id"] == args["customer_id"])

@@ -18,7 +18,9 @@ from envfarm.servers.runtime.database import install_functions
 from envfarm.servers.runtime.identification import identification_parts, is_identification_rule
 
 SERVERS = Path(__file__).resolve().parent.parent / "servers"
-BUILT_IN = sorted(p.parent.name for p in (Path(__file__).resolve().parent.parent / "factory" / "specs").glob("*/spec.*"))
+BUILT_IN = sorted(
+    p.parent.name for p in (Path(__file__).resolve().parent.parent / "factory" / "specs").glob("*/spec.*")
+)
 PARAM = re.compile(r"(?<!:):([a-z_][a-z0-9_]*)")
 TABLE = re.compile(r"\b(?:FROM|JOIN)\s+([a-z_][a-z0-9_]*)", re.IGNORECASE)
 
@@ -30,7 +32,9 @@ def _spec(name: str) -> dict[str, Any]:
 def _as_created(row: sqlite3.Row, columns: dict[str, Any]) -> bool:
     """Whether every lifecycle column (an enum with a default) holds the value a create gives it."""
     return all(
-        row[name] == column["default"] for name, column in columns.items() if column.get("enum") and column.get("default")
+        row[name] == column["default"]
+        for name, column in columns.items()
+        if column.get("enum") and column.get("default")
     )
 
 
@@ -57,12 +61,12 @@ def broken_rules(name: str) -> list[str]:
                 source.backup(db)
                 install_functions(db)
                 db.row_factory = sqlite3.Row
-                rows = db.execute(f'SELECT * FROM "{table}"').fetchall()  # noqa: S608 (a table of the spec)
+                rows = db.execute(f'SELECT * FROM "{table}"').fetchall()  # a table named by the spec
                 for row in rows:
                     if not _as_created(row, columns):
                         continue
                     db.execute("SAVEPOINT one")
-                    db.execute(f'DELETE FROM "{table}" WHERE "{key}" = ?', (row[key],))  # noqa: S608
+                    db.execute(f'DELETE FROM "{table}" WHERE "{key}" = ?', (row[key],))
                     if db.execute(sql, {p: row[p] for p in params}).fetchone() is not None:
                         found.append(f"{name}.{tool['name']}: {table} {row[key]}: {rule['message']}")
                     db.execute("ROLLBACK TO one")
