@@ -114,6 +114,7 @@ def switches_to_current(
     return None
 
 
+NAMING = {"name", "title"}  # columns that name what a row is (a plan, a task), not who it is for
 DEAD = {"cancelled", "canceled", "void", "deleted", "archived", "removed", "declined"}
 
 
@@ -121,7 +122,8 @@ def overlapping_row(added: Row, rows: Sequence[Row], key: str | None) -> Row | N
     """A live existing row the created row `added` duplicates or overlaps: one under the same parent (its first
     reference column: the calendar) that spans an overlapping time (both have a start and an end column: an
     event on top of another in the same slot), or, where the rows have no span, one with the same references
-    that shares a date and every category value (a second draft of the same date for the same customer).
+    that shares a date and every category value (a second draft of the same date for the same customer), or
+    one with the same name or title (a second subscription to a plan the customer already pays).
     None when the create adds a new record."""
     refs = [c for c, v in added.items() if c != key and _keys(c) and v is not None]
     if not refs or not rows:
@@ -136,6 +138,7 @@ def overlapping_row(added: Row, rows: Sequence[Row], key: str | None) -> Row | N
         for c, v in added.items()
         if _text(v) and not _keys(c) and len({r.get(c) for r in rows}) * 2 <= len(rows) and c not in dates
     ]
+    named = [c for c, v in added.items() if _text(v) and not _keys(c) and set(words(c)) & NAMING and c not in dates]
     for row in rows:
         if key is not None and row.get(key) == added.get(key) or row.get(parent) != added[parent]:
             continue
@@ -146,6 +149,10 @@ def overlapping_row(added: Row, rows: Sequence[Row], key: str | None) -> Row | N
             if _dated(row.get(s)) and _dated(row.get(e)) and row[s] < added[e] and added[s] < row[e]:
                 return row
             continue
+        # the same named thing again (a "Premium streaming" plan the customer already pays, a task of the same
+        # title in the project): a second copy of something held, whatever its date
+        if any(row.get(c) == added[c] for c in named):
+            return row
         # the same day (a date) or the same moment (a time: two slots of one day are two slots)
         same_day = any(row.get(c) == added[c] or _day(row.get(c)) == added[c] for c in dates)
         if any(_wordy(v) and row.get(c) != v for c, v in added.items()):

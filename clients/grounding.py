@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import AsyncExitStack
 from datetime import datetime, timedelta
@@ -380,6 +381,151 @@ def beyond_readings(
                 source[name] = "free"
 
 
+READING_WORDS = {"odometer", "reading", "meter", "mileage", "counter"}
+DRAWN_SOURCES = ("seed", "free")
+
+
+def acted_rows(world: ServerWorld, args: dict[str, Any]) -> list[Row]:
+    """The seed rows a write's id arguments key (the rental it returns), and the rows those point at by a
+    reference column (the rental's vehicle): the rows whose current values the write's numbers follow on."""
+    keyed = {key: table for table, key in world.keys.items() if key}
+    rows: list[Row] = []
+    for name, value in args.items():
+        table = keyed.get(name)
+        if table is None or not isinstance(value, str):
+            continue
+        rows += [r for r in world.tables.get(table, []) if r.get(name) == value]
+    pointed: list[Row] = []
+    for row in rows:
+        for column, value in row.items():
+            table = keyed.get(column)
+            if table is not None and isinstance(value, str):
+                pointed += [r for r in world.tables.get(table, []) if r.get(column) == value and r is not row]
+    return rows + [r for r in pointed if all(r is not x for x in rows)]
+
+
+def _tail(value: Any) -> str | None:
+    """The last comma-separated part of a text (the city of '14 Harbor Street, Seattle'), if it has one."""
+    if not isinstance(value, str) or ", " not in value:
+        return None
+    return value.rsplit(", ", 1)[1].strip() or None
+
+
+def same_place(rng: random.Random, world: ServerWorld, args: dict[str, Any], source: dict[str, ArgSource]) -> None:
+    """A drawn value that replaces a row's text ending in a place (an order's delivery address in Seattle) is
+    one in the same place: another customer's Lisbon address is no new address for a Seattle order from the
+    Seattle store. Taken from the seed's values of that column with the row's ending; kept when there is none."""
+    rows = acted_rows(world, args)
+    for name, value in list(args.items()):
+        if source.get(name) not in DRAWN_SOURCES or _tail(value) is None:
+            continue
+        current = [r[name] for r in rows if _tail(r.get(name)) is not None]
+        if not current or any(_tail(c) == _tail(value) for c in current):
+            continue
+        place = _tail(current[0])
+        options = sorted(
+            {v for rs in world.tables.values() for v in _column_values(rs, name) if _tail(v) == place} - set(current)
+        )
+        if options:
+            args[name] = rng.choice(options)
+
+
+def pointed_rows(world: ServerWorld, rows_by_table: dict[str, list[Row]]) -> dict[str, list[Row]]:
+    """The rows of other tables that `rows_by_table` (a persona's rows) point at by a reference column (the
+    stores of their carts, the hotels of their stays), by table."""
+    keyed = {key: table for table, key in world.keys.items() if key}
+    wanted: dict[str, set[str]] = {}
+    for table, rows in rows_by_table.items():
+        for row in rows:
+            for column, value in row.items():
+                target = keyed.get(column)
+                if target is not None and target != table and isinstance(value, str):
+                    wanted.setdefault(target, set()).add(value)
+    found: dict[str, list[Row]] = {}
+    for table, values in sorted(wanted.items()):
+        key = world.keys[table]
+        hits = [
+            r for r in world.tables.get(table, []) if r.get(key) in values and r not in rows_by_table.get(table, [])
+        ]
+        if hits:
+            found[table] = hits
+    return found
+
+
+def past_current_reading(
+    rng: random.Random, world: ServerWorld, spec: ToolSpec, args: dict[str, Any], source: dict[str, ArgSource]
+) -> None:
+    """A reading a write records (a car's odometer at return or at the pump: a number whose name or description
+    says odometer, reading, meter) goes on from the current reading of the row it is about (the vehicle the
+    rental or the fill names), by a plausible rise: a value drawn from another row of the seed is some other
+    car's odometer (a return 20,099 km after a three-day pickup), and one equal to the current reading is no
+    new reading. A value the user or a lookup gave is kept when it is beyond the current one."""
+    rows = acted_rows(world, args)
+    for name, value in list(args.items()):
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            continue
+        param = spec.param(name)
+        said = set(words(name)) | set(words(param.description or ""))
+        if not said & READING_WORDS:
+            continue
+        current = [
+            float(r[name]) for r in rows if isinstance(r.get(name), int | float) and not isinstance(r[name], bool)
+        ]
+        if not current:
+            continue
+        floor = max(current)
+        if value > floor and source.get(name) not in DRAWN_SOURCES:
+            continue
+        # beyond_readings may already have moved it past the latest logged reading: keep that when it is ahead
+        if value > floor and source.get(name) == "free" and value - floor <= max(floor * 0.02, 1000):
+            continue
+        rise = max(1.0, round(floor * rng.uniform(0.002, 0.01)))
+        moved = floor + rise
+        args[name] = int(moved) if isinstance(value, int) else round(moved, 1)
+        source[name] = "free"
+
+
+def one_row_values(
+    rng: random.Random,
+    world: ServerWorld,
+    spec: ToolSpec,
+    args: dict[str, Any],
+    source: dict[str, ArgSource],
+    related: dict[str, list[Row]],
+) -> None:
+    """The details a write takes from the seed, taken together from one row of the table that holds them all
+    (a fuel log's litres, cost and station from one fill): drawn one by one, 41.7 litres cost 390.35 euros
+    (another truck's bill) and a line's description is another line's. Ids and enum values stay as drawn."""
+    drawn = [
+        n
+        for n, v in args.items()
+        if source.get(n) == "seed" and v is not None and not is_id_like(n) and not spec.param(n).enum
+    ]
+    if len(drawn) < 2:
+        return
+    best: tuple[int, str] | None = None
+    for table, rows in sorted(world.tables.items()):
+        held = sum(1 for n in drawn if rows and n in rows[0])
+        if held >= 2 and (best is None or held > best[0]):
+            best = (held, table)
+    if best is None:
+        return
+    table = best[1]
+    names = [n for n in drawn if n in world.tables[table][0]]
+    complete = [r for r in world.tables[table] if all(r.get(n) is not None for n in names)]
+    # A row of the same merchant (store, project) the write names: its plan, not another merchant's. Not one
+    # sharing the persona's own keys (their account, their card): that would copy a row they already hold.
+    theirs = {r.get(world.keys.get(t, "")) for t, rs in related.items() for r in rs} - {None}
+    refs = {n: v for n, v in args.items() if is_id_like(n) and v not in theirs and n in world.tables[table][0]}
+    same = [r for r in complete if any(r.get(n) == v for n, v in refs.items())]
+    pool = [r for r in same or complete if r not in related.get(table, [])] or same or complete
+    if not pool:
+        return
+    row = rng.choice(pool)
+    for name in names:
+        args[name] = _coerce(row[name], spec.param(name))
+
+
 def staff_side(spec: ToolSpec, said: set[str], source: dict[str, ArgSource]) -> list[str]:
     """The required details of a tool a customer asks staff for that no way of asking names and no lookup
     gave (a fill's verifying pharmacist): what the staff member serving them knows, never the customer, so
@@ -416,6 +562,7 @@ class Grounder:
         self._rows: dict[tuple[str, str, int], dict[str, list[Row]]] = {}
         self._index: dict[str, dict[str, list[tuple[str, int]]]] = {}
         self._seed_hash: dict[str, str] = {}
+        self._pointed: dict[tuple[str, str], dict[str, list[Row]]] = {}
 
     def _persona_rows(self, server: str, persona: PersonaRecord, hops: int) -> dict[str, list[Row]]:
         key = (server, persona.email or persona.name, hops)
@@ -512,8 +659,17 @@ class Grounder:
         # so a search by it is keyed on their words ("CS 201"), not on another column held back.
         intents = self.catalog.intents.get(server)
         named = {x.name for ps in (intents.refer.values() if intents else []) for p in ps for x in slots(p)}
+        told = Counter(
+            x.follow or x.name for ps in (intents.refer.values() if intents else []) for p in ps for x in slots(p)
+        )
+        # Then what their rows point at (the store of their carts: its city is where they shop), before any row
+        # of the seed: a Toronto customer asks for a cart at the store in Toronto, not at one in Lisbon.
+        key = (server, persona.email or persona.name)
+        if key not in self._pointed:
+            self._pointed[key] = pointed_rows(self.worlds[server], related)
+        pointed = self._pointed[key]
         for param in options:
-            for weight, rows in ((2, own), (1, related)):
+            for weight, rows in ((2, own), (1, related), (0, pointed)):
                 mine = self._seed_values(server, param, rows, fallback=False)
                 if mine:
                     who = [v for v in mine if v in identity]
@@ -528,11 +684,18 @@ class Grounder:
                     break
         if scored:
             top = max(s[0] for s in scored)
-            _, param, value = rng.choice([s for s in scored if s[0] == top])
+            best = [s for s in scored if s[0] == top]
+            # a tie goes to what people name rows by most (a title over an ISBN)
+            most = max(told[s[1].name] for s in best)
+            _, param, value = rng.choice([s for s in best if told[s[1].name] == most])
             return param.name, _coerce(value, param), "persona"
         plain = [p for p in options if not p.enum] or options
+        # Of the columns people name rows by, the one they name them by most (a book's title, which the copy's
+        # and the hold's phrasings say too, over its ISBN, which nobody has at hand)
+        heard = [p for p in plain if p.name in named or (p.column or "").rpartition(".")[2] in named]
+        most = max((told[p.name] + told[(p.column or "").rpartition(".")[2]] for p in heard), default=0)
         param = rng.choice(
-            [p for p in plain if p.name in named or (p.column or "").rpartition(".")[2] in named] or plain
+            [p for p in heard if told[p.name] + told[(p.column or "").rpartition(".")[2]] == most] or heard or plain
         )
         value, source = self._value(rng, server, param, related)
         return param.name, value, source
@@ -618,7 +781,10 @@ class Grounder:
             if staff:
                 raise Drop("a staff-side value held by the customer", f"{server}.{spec.name}: {', '.join(staff)}")
         if not spec.read_only:
+            one_row_values(rng, self.worlds[server], spec, args, source, related[server])
             beyond_readings(rng, self.worlds[server].tables, args, source)
+            past_current_reading(rng, self.worlds[server], spec, args, source)
+            same_place(rng, self.worlds[server], args, source)
             # A change to the value the row already has changes nothing ("my new email" = the old one).
             world = self.worlds[server]
             rows: list[Row] = []  # the rows the write acts on: those its id arguments key (not where it found them)
@@ -640,7 +806,9 @@ class Grounder:
                         )
                         if not others:
                             raise Drop("a change that changes nothing", f"{server}.{spec.name}.{name}")
-                        fresh = rng.choice(others)
+                        # a new address in the same city as the old one (`same_place`)
+                        near = [o for o in others if _tail(o) is not None and _tail(o) == _tail(value)]
+                        fresh = rng.choice(near or others)
                     args[name], source[name] = fresh, "free"
         return args, source, uses, target, picked
 

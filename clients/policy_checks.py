@@ -691,6 +691,14 @@ async def identify(
         alternatives = identity_alternatives(grounder.worlds[server], rule, grounded.persona, grounded.calls)
         if not alternatives:
             raise Drop("nothing the policy identifies the customer by", server)
+        writes = [i for i, c in enumerate(grounded.calls) if c.server == server and c.is_write and c.tool in rule.tools]
+        if not writes:
+            # No write the rule governs (a quote, a question): who they are is their own name, birth date or
+            # email, never a code of some other row of theirs (the confirmation code of an unrelated stay)
+            own = [a for a in alternatives if all(v.own for v in a)]
+            if not own:
+                continue
+            alternatives = own + [a for a in alternatives if a not in own]
         values = alternatives[0]
         # the values of the other alternatives identify them too ("card number, or full name and email"): an
         # agent that asks for those instead follows the policy as well
@@ -701,7 +709,6 @@ async def identify(
             if all(v.value != w.value for w in values)
         ]
         grounded = grounded.model_copy(update={"identification": [*grounded.identification, *values, *others]})
-        writes = [i for i, c in enumerate(grounded.calls) if c.server == server and c.is_write and c.tool in rule.tools]
         if not writes:
             continue
         first = writes[0]

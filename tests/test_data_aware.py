@@ -4,15 +4,33 @@ caught, and a detail only the staff side knows is never the customer's. Hand-mad
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from envfarm.clients.coherence import overlapping_row
+from envfarm.clients.connect import Connections, farm_targets
 from envfarm.clients.graph import OutField, Param, ToolSpec, build_graph
-from envfarm.clients.grounding import ArgSource, beyond_readings, latest_reading, staff_side
+from envfarm.clients.grounding import (
+    ArgSource,
+    ServerWorld,
+    acted_rows,
+    beyond_readings,
+    latest_reading,
+    one_row_values,
+    past_current_reading,
+    pointed_rows,
+    same_place,
+    staff_side,
+)
 from envfarm.clients.sampling import Catalog
+from envfarm.clients.synthesize import SynthesisOptions, synthesize
 
 Row = dict[str, Any]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _fuel_logs() -> list[Row]:
@@ -147,3 +165,182 @@ def test_a_quote_whose_price_depends_on_the_guest_is_sampled_with_the_guest_look
     catalog = Catalog([find_guest, quote, plain], build_graph([find_guest, quote, plain]))
     assert [p.name for p in catalog.lookups(quote)] == ["type_id", "guest_id"]
     assert [p.name for p in catalog.lookups(plain)] == ["type_id"]  # a mere filter stays optional
+
+
+def _rental_world() -> ServerWorld:
+    vehicles = [{"vehicle_id": f"veh_{i}", "plate": f"AB-{i}", "odometer_km": 20000 + 17000 * i} for i in range(5)]
+    rentals = [
+        {"rental_id": f"rnt_{i}", "vehicle_id": f"veh_{i}", "odometer_out": 20000 + 17000 * i, "daily_rate": 50.0}
+        for i in range(5)
+    ]
+    return ServerWorld(
+        server="car_rental",
+        controlled=True,
+        tables={"vehicles": vehicles, "rentals": rentals},
+        keys={"vehicles": "vehicle_id", "rentals": "rental_id"},
+    )
+
+
+def _return_spec() -> ToolSpec:
+    return ToolSpec(
+        server="car_rental",
+        name="return_vehicle",
+        description="Return a car",
+        read_only=False,
+        params=[
+            Param(name="rental_id", type="string", required=True, ref="rentals.rental_id", user_known=False),
+            Param(name="odometer_km", type="integer", required=True, description="Odometer reading at return in km"),
+            Param(name="days", type="integer", description="Days charged"),
+        ],
+    )
+
+
+def test_a_reading_drawn_from_another_car_goes_on_from_the_car_of_the_rental_over_many_seeds() -> None:
+    world = _rental_world()
+    # the rental the write keys, then the vehicle it points at
+    assert [(r.get("rental_id"), r["vehicle_id"]) for r in acted_rows(world, {"rental_id": "rnt_1"})] == [
+        ("rnt_1", "veh_1"),
+        (None, "veh_1"),
+    ]
+    for seed in range(50):
+        # 88000 is veh_4's odometer: a return 51,000 km after pickup
+        args: dict[str, Any] = {"rental_id": "rnt_1", "odometer_km": 88000, "days": 3}
+        source: dict[str, ArgSource] = {"rental_id": "output", "odometer_km": "seed", "days": "seed"}
+        past_current_reading(random.Random(seed), world, _return_spec(), args, source)
+        assert 37000 < args["odometer_km"] <= 37000 + 370 and isinstance(args["odometer_km"], int)
+        assert args["days"] == 3  # not a reading
+    said: dict[str, Any] = {"rental_id": "rnt_1", "odometer_km": 37400}
+    past_current_reading(random.Random(0), world, _return_spec(), said, {"odometer_km": "persona"})
+    assert said["odometer_km"] == 37400  # what the user said, beyond the pickup reading, stays
+    same: dict[str, Any] = {"rental_id": "rnt_1", "odometer_km": 37000}
+    past_current_reading(random.Random(0), world, _return_spec(), same, {"odometer_km": "persona"})
+    assert same["odometer_km"] > 37000  # the reading at pickup again is no new reading
+
+
+def test_the_details_of_a_write_come_from_one_row_of_the_same_merchant_over_many_seeds() -> None:
+    subscriptions = [
+        {"subscription_id": f"sub_{i}", "customer_id": f"cus_{i % 3}", "merchant_id": f"mer_{i % 4}"}
+        | {"plan_name": f"Plan {i % 4}", "amount": 10.0 + i % 4}
+        for i in range(12)
+    ]
+    world = ServerWorld(
+        server="payments",
+        controlled=True,
+        tables={"subscriptions": subscriptions, "customers": [{"customer_id": "cus_0"}]},
+        keys={"subscriptions": "subscription_id", "customers": "customer_id"},
+    )
+    spec = ToolSpec(
+        server="payments",
+        name="create_subscription",
+        description="Subscribe",
+        read_only=False,
+        params=[
+            Param(name="customer_id", type="string", required=True, ref="customers.customer_id", user_known=False),
+            Param(name="merchant_id", type="string", required=True, user_known=False),
+            Param(name="plan_name", type="string", required=True),
+            Param(name="amount", type="number", required=True),
+        ],
+    )
+    mine = {"subscriptions": [r for r in subscriptions if r["customer_id"] == "cus_0"], "customers": []}
+    for seed in range(40):
+        rng = random.Random(seed)
+        args: dict[str, Any] = {
+            "customer_id": "cus_0",
+            "merchant_id": "mer_2",
+            "plan_name": f"Plan {rng.randrange(4)}",
+            "amount": 10.0 + rng.randrange(4),
+        }
+        source: dict[str, ArgSource] = dict.fromkeys(args, "seed") | {"customer_id": "output", "merchant_id": "output"}
+        one_row_values(rng, world, spec, args, source, mine)
+        assert (args["plan_name"], args["amount"]) == ("Plan 2", 12.0)  # mer_2's plan at mer_2's price
+
+
+def test_a_second_subscription_to_a_plan_the_customer_already_pays_is_a_duplicate() -> None:
+    held = [
+        {"subscription_id": f"sub_{i}", "customer_id": f"cus_{i}", "plan_name": f"Plan {i}", "status": "active"}
+        for i in range(6)
+    ]
+    held.append({"subscription_id": "sub_x", "customer_id": "cus_1", "plan_name": "Plan 9", "status": "cancelled"})
+    new = {"subscription_id": "sub_new", "customer_id": "cus_1", "plan_name": "Plan 1", "status": "active"}
+    assert overlapping_row(new, held, "subscription_id") == held[1]
+    assert overlapping_row({**new, "plan_name": "Plan 2"}, held, "subscription_id") is None
+    assert overlapping_row({**new, "plan_name": "Plan 9"}, held, "subscription_id") is None  # that one is cancelled
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(3))
+async def test_soak_kept_writes_fit_the_persona_data(seed: int) -> None:
+    """Over the servers of the seed-7373 DATA-BLIND findings, every kept task's gold: a reading goes on from the
+    car's own (never repeats it, never jumps by another car's odometer), a fuel bill costs what fuel costs, a
+    new subscription is to no plan the customer already pays, a cart is at a store of the customer's city, an
+    order goes to a new address in its own city, a task with no write the desk's identification rule governs
+    holds back no code of some other row, and a book named by its title is not looked up by an ISBN."""
+    servers = ["fleet", "car_rental", "payments", "grocery_delivery", "hotel", "library"]
+    async with Connections(farm_targets(REPO, servers)) as farm:
+        seeds = {s: json.loads((REPO / "servers" / s / "seed.json").read_text()) for s in servers}
+        for server in servers:
+            synthesis = await synthesize(SynthesisOptions(n=10, seed=seed, servers=[server], max_servers=1), farm)
+            rows = seeds[server]
+            for task in synthesis.tasks:
+                for call in task.gold_calls:
+                    args = call.arguments
+                    if call.tool in ("log_fuel", "return_vehicle"):
+                        vehicle = args.get("vehicle_id") or next(
+                            r["vehicle_id"] for r in rows["rentals"] if r["rental_id"] == args["rental_id"]
+                        )
+                        before = next(v["odometer_km"] for v in rows["vehicles"] if v["vehicle_id"] == vehicle)
+                        assert before < args["odometer_km"] <= before * 1.02 + 1000, (task.id, args)
+                    if call.tool == "log_fuel":
+                        assert 0.5 <= args["cost"] / args["liters"] <= 4, (task.id, args)
+                    if call.tool == "create_subscription":
+                        held = {
+                            r["plan_name"]
+                            for r in rows["subscriptions"]
+                            if r["customer_id"] == args["customer_id"] and r["status"] not in ("cancelled", "canceled")
+                        }
+                        assert args["plan_name"] not in held, (task.id, args)
+                    if call.tool == "update_delivery_instructions" and "delivery_address" in args:
+                        order = next(o for o in rows["orders"] if o["order_id"] == args["order_id"])
+                        city = order["delivery_address"].rsplit(", ", 1)[1]
+                        assert args["delivery_address"].endswith(f", {city}"), (task.id, args)
+                    if call.tool == "open_cart":
+                        city = next(s["city"] for s in rows["stores"] if s["store_id"] == args["store_id"])
+                        home = next(c["address"] for c in rows["customers"] if c["customer_id"] == args["customer_id"])
+                        assert home.endswith(f", {city}"), (task.id, args, home)
+                said = " ".join([task.opening_message, *(t.message for t in task.turns)])
+                for title in rows.get("titles", []):
+                    isbn = f"the isbn is {title['isbn']}"
+                    assert not (title["title"] in said and any(h.description == isbn for h in task.hidden_facts)), (
+                        task.id
+                    )
+                if server == "hotel" and not any(c.is_write for c in task.gold_calls):
+                    assert not any("confirmation" in h.description for h in task.hidden_facts), task.id
+
+
+def test_the_rows_a_persona_points_at_are_the_stores_of_their_carts() -> None:
+    stores = [{"store_id": f"sto_{c}", "city": c} for c in ("Lisbon", "Toronto", "Berlin")]
+    carts = [{"cart_id": "crt_1", "customer_id": "cus_1", "store_id": "sto_Toronto", "status": "open"}]
+    world = ServerWorld(
+        server="grocery_delivery",
+        controlled=True,
+        tables={"stores": stores, "carts": carts, "customers": [{"customer_id": "cus_1"}]},
+        keys={"stores": "store_id", "carts": "cart_id", "customers": "customer_id"},
+    )
+    mine = {"customers": [{"customer_id": "cus_1"}], "carts": carts}
+    assert pointed_rows(world, mine) == {"stores": [stores[1]]}
+    assert pointed_rows(world, {"customers": [{"customer_id": "cus_1"}]}) == {}
+
+
+def test_a_new_address_for_an_order_is_in_the_city_the_order_is_delivered_in_over_many_seeds() -> None:
+    orders = [
+        {"order_id": f"ord_{i}", "store_id": f"sto_{i % 2}", "delivery_address": f"{i} Main Street, {city}"}
+        for i, city in enumerate(["Seattle", "Lisbon", "Seattle", "Lisbon", "Seattle", "Lisbon"])
+    ]
+    world = ServerWorld(server="grocery", controlled=True, tables={"orders": orders}, keys={"orders": "order_id"})
+    for seed in range(30):
+        args: dict[str, Any] = {"order_id": "ord_0", "delivery_address": "3 Main Street, Lisbon"}
+        same_place(random.Random(seed), world, args, {"order_id": "output", "delivery_address": "seed"})
+        assert args["delivery_address"] in {"2 Main Street, Seattle", "4 Main Street, Seattle"}
+    said: dict[str, Any] = {"order_id": "ord_0", "delivery_address": "9 Elm Street, Lisbon"}
+    same_place(random.Random(0), world, said, {"delivery_address": "persona"})
+    assert said["delivery_address"] == "9 Elm Street, Lisbon"  # the user's own words stay

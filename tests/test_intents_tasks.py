@@ -117,8 +117,8 @@ def _pattern(phrasing: str) -> re.Pattern[str]:
 def _asked(message: str, say: list[str]) -> re.Match[str] | None:
     # '{adults} adults' said of one reads '1 adult': let a slot's plural word lose its s
     loose = [re.sub(r"(\(\.\+\?\) \w+)s\b", r"\1s?", _pattern(p).pattern) for p in say]
-    # a reason in brackets ("cancel {res_id} ({cancel_reason})") is said as a clause: "... because the trip moved"
-    loose = [p.replace(r"\((.+?)\)", r"(?:\((.+?)\)|because (.+?))") for p in loose]
+    # a reason in brackets ('cancel {res_id} ({cancel_reason})') is said as a clause: '... because ...'
+    loose = [p.replace(r" \((.+?)\)", r"(?: \((.+?)\)| because (.+?))") for p in loose]
     return next((m for p in loose if (m := re.search(p, message, re.IGNORECASE))), None)
 
 

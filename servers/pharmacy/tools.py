@@ -637,14 +637,13 @@ def fill_prescription(
         str,
         field("Prescription id from list_prescriptions or get_prescription", ref="prescriptions.rx_id", known=False),
     ],
-    pharmacist: Annotated[str, field("Name of the verifying pharmacist")],
 ) -> Fill:
     """Dispense the next fill of a prescription from the earliest-expiring in-date lot with enough stock,
-    bill the patient's insurance and leave the fill waiting for pickup. Refills are allowed once 75% of
-    the last fill's days supply has passed.
+    bill the patient's insurance and leave the fill waiting for pickup, signed by the pharmacist acting.
+    Refills are allowed once 75% of the last fill's days supply has passed.
     """
     db.require("prescriptions", rx_id)
-    args = {"rx_id": rx_id, "pharmacist": pharmacist}
+    args = {"rx_id": rx_id}
     if db.one("SELECT 1 FROM prescriptions WHERE rx_id = :rx_id AND status = 'cancelled'", args):
         db.reject("Prescription {rx_id} was cancelled and cannot be filled.", args)
     if db.one(
@@ -681,7 +680,7 @@ def fill_prescription(
             "No in-date lot has enough stock to fill {rx_id}; check_stock shows the lots, receive_stock shelves new ones.",
             args,
         )
-    return Fill.model_validate(handlers.fill_prescription(db, rx_id=rx_id, pharmacist=pharmacist))
+    return Fill.model_validate(handlers.fill_prescription(db, rx_id=rx_id))
 
 
 def list_fills(

@@ -54,11 +54,27 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     by_doctor = [slots[i * 25 : (i + 1) * 25] for i in range(12)]
     appointments = []
 
+    booked_days: set[tuple[str, str]] = set()  # (patient, day) of the appointments that stand
+
+    def patient_for(slot: dict, status: str) -> str:
+        """The drawn patient, or the next one in the list free that day: a patient has at most one appointment
+        a day (the policy's rule, which book_appointment enforces), so the seed holds none with two. The draw is
+        made either way, so the rows after it keep their values."""
+        drawn = patients.index(rng.choice(patients))
+        day = slot["starts_at"][:10]
+        for k in range(len(patients)):
+            patient_id = patients[(drawn + k) % len(patients)]["patient_id"]
+            if status == "cancelled" or (patient_id, day) not in booked_days:
+                if status != "cancelled":
+                    booked_days.add((patient_id, day))
+                return patient_id
+        raise ValueError(f"every patient already has an appointment on {day}")
+
     def add(slot: dict, status: str) -> None:
         appointments.append(
             {
                 "appointment_id": f"apt_{len(appointments) + 1:04d}",
-                "patient_id": rng.choice(patients)["patient_id"],
+                "patient_id": patient_for(slot, status),
                 "slot_id": slot["slot_id"],
                 "reason": rng.choice(REASONS),
                 "status": status,

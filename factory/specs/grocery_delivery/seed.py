@@ -220,14 +220,18 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             window["booked"] += 1
 
     # The special orders of sto_01 first: two out for delivery today 09:00, then the full window.
+    # They go to people of the store's city, as every order does (a Lisbon store delivers in Lisbon)
     sto_01 = stores[0]
+    # (those without an open cart there, so an open cart stays a customer's only cart: some order twice)
+    near = [c for c in customers[len(open_owners) :] if c["address"].endswith(f", {sto_01['city']}")]
+    near = [near[k % len(near)] for k in range(7)]
     today_first = by_store_windows["sto_01"][2 * 3]
-    place(customers[30], sto_01, today_first, "out_for_delivery")
-    place(customers[31], sto_01, today_first, "out_for_delivery")
+    place(near[0], sto_01, today_first, "out_for_delivery")
+    place(near[1], sto_01, today_first, "out_for_delivery")
     for k in range(3):
-        place(customers[32 + k], sto_01, full_window, "placed")
-    place(customers[35], sto_01, by_store_windows["sto_01"][0], "delivered")
-    place(customers[36], sto_01, by_store_windows["sto_01"][4], "cancelled")
+        place(near[2 + k], sto_01, full_window, "placed")
+    place(near[5], sto_01, by_store_windows["sto_01"][0], "delivered")
+    place(near[6], sto_01, by_store_windows["sto_01"][4], "cancelled")
 
     while len(orders) < 45:
         store = rng.choice(stores)
