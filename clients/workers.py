@@ -33,7 +33,6 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from pathlib import Path
 from typing import Any, Self
 
 import anyio
@@ -42,6 +41,7 @@ from pydantic import BaseModel, Field
 from envfarm.clients.connect import Connections, proc_rss_kb
 from envfarm.clients.fork_server import fork_server
 from envfarm.clients.policies import Policy
+from envfarm.clients.procfs import pss_kb
 from envfarm.clients.ray_backend import HostSpec
 from envfarm.clients.rollout import Progress, Rollout, RolloutOptions, Scorer, trajectory_id
 from envfarm.clients.tasks import Task, jsonl_line
@@ -71,15 +71,6 @@ class WorkerStats(BaseModel):
     failed_episodes: int = Field(default=0, description="episodes lost with a dead worker, as server_error")
     lost_workers: int = 0
     hosts: list[WorkerInfo] = Field(default_factory=list)
-
-
-def pss_kb(pid: int) -> int:
-    """Proportional set size of a process in kB (0 where the kernel does not say)."""
-    try:
-        rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
-    except OSError:
-        return 0
-    return next((int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0)
 
 
 def default_workers() -> int:

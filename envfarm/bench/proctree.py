@@ -28,6 +28,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from envfarm.clients.procfs import pss_kb
+
 PR_SET_CHILD_SUBREAPER = 36
 TICK_S = 1 / os.sysconf("SC_CLK_TCK")
 
@@ -59,8 +61,6 @@ def proc_stat(pid: int, *, pss: bool = False) -> ProcStat | None:
         reaped_cpu_s=(int(fields[13]) + int(fields[14])) * TICK_S,
     )
     if pss:
-        from envfarm.clients.workers import pss_kb
-
         stat.pss_mb = round(pss_kb(pid) / 1024, 1)
     return stat
 
@@ -97,20 +97,32 @@ class Metered(BaseModel):
 
     returncode: int
     wall_s: float
-    cpu_s: float = Field(description="every process of the run, exact (reaped by the meter)")
+    cpu_s: float = Field(description="every process of the run, exact (reaped by the meter), their exits included")
+    wall_cpu_s: float = Field(
+        description="the same until the command ended: its own (exact) and the rest as /proc said then; what "
+        "the fork server spends exiting after the command is not in it"
+    )
     polled_cpu_s: float = Field(description="the same from the last /proc poll: a check on the exact figure")
-    processes: list[ProcStat] = Field(description="each process at its last poll, PSS at its largest")
+    processes: list[ProcStat] = Field(
+        description="each process at its last poll, PSS at its largest, ppid the one it started with"
+    )
+    outlived: list[int] = Field(description="the processes still there when the command ended")
+    reaped_cpu_s: dict[int, float] = Field(
+        description="pid -> CPU of each process the meter reaped (the command, orphans), its own reaped children's in"
+    )
     stdout: str
     stderr: str
 
     @property
     def cores(self) -> float:
-        return self.cpu_s / self.wall_s if self.wall_s else 0.0
+        """Cores the run kept busy while the command ran."""
+        return self.wall_cpu_s / self.wall_s if self.wall_s else 0.0
 
 
 def run_metered(argv: list[str], *, poll_s: float = 0.05, timeout: float = 600.0, cwd: Path | None = None) -> Metered:
-    """Run `argv` in a meter process (`python -m envfarm.bench.proctree`) and return what it measured."""
-    meter = [sys.executable, "-m", "envfarm.bench.proctree", str(poll_s), *argv]
+    """Run `argv` in a meter process (this file as a script: `envfarm.bench` imports much more, and the meter
+    should have its imports done before the command starts) and return what it measured."""
+    meter = [sys.executable, __file__, str(poll_s), *argv]
     done = subprocess.run(meter, check=False, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     if done.returncode != 0:
         raise RuntimeError(f"the meter failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
@@ -134,36 +146,54 @@ def _meter(poll_s: float, argv: list[str]) -> Metered:
     for reader in readers:
         reader.start()
     seen: dict[int, ProcStat] = {}
+    reaped: dict[int, float] = {}
     me = os.getpid()
     polled = 0.0
+    returncode: int | None = None
     while True:
         stats = [s for s in tree_stats(me, pss=True) if s.pid != me]
         for stat in stats:
             if (old := seen.get(stat.pid)) is not None:
                 stat.pss_mb = max(stat.pss_mb, old.pss_mb)
+                stat.ppid = old.ppid  # the parent it was started by, not the meter it was re-parented to
             seen[stat.pid] = stat
         if stats:
             polled = sum(s.cpu_s + s.reaped_cpu_s for s in stats)
-        if process.poll() is not None:
+        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid:
+            returncode = os.waitstatus_to_exitcode(status)
+            reaped[pid] = round(usage.ru_utime + usage.ru_stime, 3)
             break
         time.sleep(poll_s)
     wall = time.perf_counter() - started
+    # What outlives the command (the fork server, exiting on its own) as it stood when the command ended.
+    rest = [s for s in tree_stats(me) if s.pid != me]
+    for stat in rest:
+        stat.pss_mb = seen[stat.pid].pss_mb if stat.pid in seen else 0.0
+        stat.ppid = seen[stat.pid].ppid if stat.pid in seen else stat.ppid
+        seen[stat.pid] = stat
+    in_wall = reaped[process.pid] + sum(s.cpu_s + s.reaped_cpu_s for s in rest)
+    process.returncode = returncode
     # The orphans (the fork server, any worker it left) are ours now: wait for every one.
     while True:
         try:
-            os.wait()
+            pid, _, usage = os.wait4(-1, 0)
         except ChildProcessError:
             break
+        reaped[pid] = round(usage.ru_utime + usage.ru_stime, 3)
     for reader in readers:
         reader.join()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     return Metered(
-        returncode=process.returncode,
+        returncode=returncode if returncode is not None else -1,
         wall_s=round(wall, 3),
         cpu_s=round(cpu, 3),
+        wall_cpu_s=round(in_wall, 3),
+        outlived=[s.pid for s in rest],
         polled_cpu_s=round(polled, 3),
         processes=list(seen.values()),
+        reaped_cpu_s=reaped,
         stdout=out.get("stdout", b"").decode(errors="replace"),
         stderr=out.get("stderr", b"").decode(errors="replace"),
     )
