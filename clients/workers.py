@@ -73,11 +73,6 @@ class WorkerStats(BaseModel):
     hosts: list[WorkerInfo] = Field(default_factory=list)
 
 
-def default_workers() -> int:
-    """The cores this process may use."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 # ---------------------------------------------------------------- the worker process
 
 

@@ -356,7 +356,12 @@ def _workers_section(bench: WorkersBench) -> list[str]:
             f"{bench.in_process_ms_per_episode} ms of CPU in-process, {bench.worker_ms_per_episode} ms in a worker, "
             f"{bench.command_ms_per_episode} ms in the command beside 2 workers. A worker's start-up: "
             f"{bench.worker_startup_cpu_s} s of CPU (fork, build its servers, first calls); the fork server's one import "
-            f"{bench.fork_server_cpu_s} s; a worker's PSS {bench.worker_pss_mb} MB at its largest."
+            f"{bench.fork_server_cpu_s} s; a worker's PSS {bench.worker_pss_mb} MB at its largest. Two workers "
+            + (
+                f"finish first from {bench.break_even_episodes:g} episodes."
+                if bench.break_even_episodes is not None
+                else "never finished first here."
+            )
         ),
         "",
         (

@@ -52,7 +52,7 @@ class Projection(BaseModel):
     cores: int
     workers: int
     episodes_per_s: float
-    bound: str = Field(description="what limits it: the workers' cores, or the command's one core")
+    bound: str = Field(description="what limits it: the cores, or the command's one core (it files every episode)")
     wall_s: float = Field(description="the big run's episodes on this many cores, start-up included")
     memory_mb: float = Field(description="the command and the fork server, plus every worker's PSS")
 
@@ -75,6 +75,10 @@ class WorkersBench(BaseModel):
     fork_server_cpu_s: float
     worker_pss_mb: float = Field(description="median over the big runs' workers, at their largest")
     startup_wall_s: float = Field(description="the small 2-worker run's wall: start-up and 2 episodes")
+    break_even_episodes: float | None = Field(
+        description="episodes from which 2 workers finish first, from the walls (small and big runs of each); "
+        "None when 2 workers never did here"
+    )
     projection: list[Projection]
     assumptions: list[str]
     load_average: list[float] = Field(description="1-minute load average before and after the section")
@@ -140,18 +144,19 @@ def split(metered: Metered, workers: int, tasks: int, k: int) -> WorkersRun:
 def project(
     cores: int, worker_ms: float, command_ms: float, startup_s: float, episodes: int, memory: tuple[float, float]
 ) -> Projection:
-    """`cores` - 1 workers and the command on a core of its own: min(workers / worker_ms, 1 / command_ms)."""
-    workers = max(cores - 1, 1)
-    by_workers, by_command = workers / worker_ms * 1000, 1 / command_ms * 1000 if command_ms > 0 else float("inf")
-    rate = min(by_workers, by_command)
+    """One worker per core (the default), the command's dispatch sharing the cores with them:
+    episodes/s = min(cores / (worker + command CPU per episode), 1 / command CPU per episode)."""
+    by_cores = cores / (worker_ms + command_ms) * 1000
+    by_command = 1 / command_ms * 1000 if command_ms > 0 else float("inf")
+    rate = min(by_cores, by_command)
     fixed_mb, per_worker_mb = memory
     return Projection(
         cores=cores,
-        workers=workers,
+        workers=cores,
         episodes_per_s=round(rate, 1),
-        bound="the workers' cores" if by_workers <= by_command else "the command's one core",
+        bound="the cores" if by_cores <= by_command else "the command's one core",
         wall_s=round(startup_s + episodes / rate, 2),
-        memory_mb=round(fixed_mb + workers * per_worker_mb),
+        memory_mb=round(fixed_mb + cores * per_worker_mb),
     )
 
 
@@ -212,6 +217,11 @@ def summarize_runs(
     startup_cpu = (small[2].workers_cpu_s - worker_ms / 1000 * small[2].episodes) / small[2].workers
     pss = statistics.median(p for r in big[2] for p in r.worker_pss_mb) if big[2][0].worker_pss_mb else 0.0
     fixed_mb = statistics.median(r.command_pss_mb + r.fork_server_pss_mb for r in big[2])
+    slope = {w: (statistics.median(r.wall_s for r in big[w]) - small[w].wall_s) / added for w in (1, 2)}
+    break_even = None
+    if slope[1] > slope[2]:
+        later = max(small[2].wall_s - small[1].wall_s, 0.0) / (slope[1] - slope[2])
+        break_even = round(small[2].episodes + later, 1)
     projection = [project(n, worker_ms, command_ms, small[2].wall_s, episodes, (fixed_mb, pss)) for n in (2, 16, 64)]
     command = "envfarm --farm {farm} rollout TASKS --workers N --k {k}"
     return WorkersBench(
@@ -233,13 +243,14 @@ def summarize_runs(
         fork_server_cpu_s=round(statistics.median(r.fork_server_cpu_s for r in big[2]), 3),
         worker_pss_mb=round(pss, 1),
         startup_wall_s=small[2].wall_s,
+        break_even_episodes=break_even,
         projection=projection,
         assumptions=[
             "an offline policy (CPU-bound; an LLM policy waits on its endpoint, not on cores)",
-            "cores - 1 workers, each on a core of its own, and the command on the last core",
+            "one worker per core (the default), the command's dispatch sharing the cores with them",
             (
-                "episodes/s = min(workers / worker CPU per episode, 1 / command CPU per episode), the per-episode "
-                "costs measured here (slopes between the small and the big runs)"
+                "episodes/s = min(cores / (worker + command CPU per episode), 1 / command CPU per episode), the "
+                "per-episode costs measured here (slopes between the small and the big runs); no other load"
             ),
             (
                 "start-up stays the small 2-worker run's wall: workers build their servers in parallel, each on "

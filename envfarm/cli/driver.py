@@ -39,11 +39,11 @@ class BackendOptions(CommandOptions):
             raise ValueError(f"--backend ray: {exc}") from exc
         return RayOptions(address=self.address, workers=self.workers or 2, cpus_per_worker=self.cpus_per_worker)
 
-    def local_workers(self) -> int:
-        """`--workers` of the local backend: 1 (this process) unless asked; more runs worker processes."""
+    def local_workers(self, auto: int = 1) -> int:
+        """`--workers` of the local backend, `auto` when left out (1: this process); more runs worker processes."""
         if self.workers is not None and self.workers < 1:
             raise ValueError(f"--workers must be at least 1, not {self.workers}")
-        return self.workers or 1
+        return self.workers or auto
 
 
 class RolloutCommandOptions(BackendOptions):
@@ -223,9 +223,25 @@ def _workers_line(stats: Any) -> str:
     )
 
 
+def _auto_workers(options: RolloutCommandOptions) -> int:
+    """Workers when `--workers` is left out: by the job's size and kind (`fork_server.auto_workers`); 1 where
+    workers cannot run (stdio transport, Ray). Counts the task file's lines, no more: nothing is imported yet."""
+    from envfarm.clients.fork_server import auto_workers
+
+    if options.backend != "local" or options.transport != "memory" or options.workers is not None:
+        return 1
+    try:
+        with options.tasks.open("rb") as handle:
+            lines = sum(1 for line in handle if line.strip())
+    except OSError:
+        return 1  # load_tasks says what is wrong with it
+    return auto_workers(lines * max(options.k, 1), policy=options.policy, user=options.user)
+
+
 def cmd_rollout(args: argparse.Namespace) -> int:
     options = RolloutCommandOptions.parse(args)
-    if options.backend == "local" and (options.workers or 1) > 1 and options.transport == "memory":
+    auto = _auto_workers(options)
+    if options.backend == "local" and (options.workers or auto) > 1 and options.transport == "memory":
         from envfarm.clients.fork_server import fork_server
 
         fork_server()  # its imports run beside the ones below
@@ -239,7 +255,7 @@ def cmd_rollout(args: argparse.Namespace) -> int:
 
     try:
         ray = options.ray_options()
-        workers = options.local_workers() if ray is None else 1
+        workers = options.local_workers(auto) if ray is None else 1
         tasks = load_tasks(options.tasks)
         policy = make_policy(options.policy, options.base_url)
         user = make_user(options.user, options.base_url)
@@ -398,8 +414,9 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
         "--workers",
         type=int,
         default=None,
-        help="local: rollout processes on this machine (default 1: in this process); "
-        "ray: farm hosts (default 2). --concurrency is per worker",
+        help="local: rollout processes on this machine (rollout's default: one per core for 200+ episodes of an "
+        "offline policy and user, else 1: in this process; run's: 1); ray: farm hosts (default 2). "
+        "--concurrency is per worker",
     )
     parser.add_argument("--cpus-per-worker", type=float, default=1.0, help="CPUs Ray reserves per farm host")
 
