@@ -355,7 +355,9 @@ class ProcessBackend:
         async def finish(index: int, trajectory: Trajectory | Written) -> None:
             nonlocal done
             if lines and isinstance(trajectory, Trajectory):  # failed here, not on a worker
-                trajectory = Written(jsonl_line(trajectory), summary_only(trajectory))
+                summary = summary_only(trajectory)
+                summary.task = trajectory.task
+                trajectory = Written(jsonl_line(trajectory), summary)
             results[index] = trajectory
             done += 1
             self.stats.episodes += 1

@@ -96,7 +96,7 @@ def test_the_costs_are_slopes_and_the_projection_follows_its_formula() -> None:
     by_cores = {p.cores: p for p in bench.projection}
     assert by_cores[2].episodes_per_s == round(2 / 8.5 * 1000, 1) and by_cores[2].bound == "the cores"
     assert by_cores[16].episodes_per_s == 1000.0 and by_cores[16].bound == "the command's one core"
-    assert by_cores[64].memory_mb == round(160 + 76 + 64 * 145)
+    assert by_cores[64].memory_mb == 160 + 76 + 64 * 145
     assert by_cores[16].wall_s == round(1.8 + 1002 / 1000, 2)
     table = "\n".join(_workers_section(bench))
     assert "| 16 | 16 | 1000.0 | the command's one core |" in table and "from 40.5 episodes" in table

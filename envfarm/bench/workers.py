@@ -160,20 +160,25 @@ def project(
     )
 
 
-def workers_section(farm: Path, *, tasks: int, k: int, rounds: int, seed: int = 0) -> WorkersBench:
-    """Synthesize `tasks` tasks, then run them with 1 and 2 workers `rounds` times, alternating which goes
-    first, plus one small run of each for the fixed costs."""
+def workers_section(
+    farm: Path, *, tasks: int, k: int, rounds: int, seed: int = 0, tasks_file: Path | None = None
+) -> WorkersBench:
+    """Synthesize `tasks` tasks (or take `tasks_file`), then run them with 1 and 2 workers `rounds` times,
+    alternating which goes first, plus one small run of each for the fixed costs."""
     load_before = _load()
     with tempfile.TemporaryDirectory(prefix="envfarm-bench-workers-") as scratch:
         folder = Path(scratch)
-        tasks_file, small_file = folder / "tasks.jsonl", folder / "small.jsonl"
-        make = [sys.executable, "-m", "envfarm.cli", "--farm", str(farm), "tasks", "--n", str(tasks)]
-        made = subprocess.run(
-            [*make, "--seed", str(seed), "--out", str(tasks_file)], check=False, capture_output=True, text=True
-        )
-        if made.returncode != 0 or not tasks_file.exists():
-            raise RuntimeError(f"envfarm tasks failed ({made.returncode}): {made.stderr[-2000:]}")
+        small_file = folder / "small.jsonl"
+        if tasks_file is None:
+            tasks_file = folder / "tasks.jsonl"
+            make = [sys.executable, "-m", "envfarm.cli", "--farm", str(farm), "tasks", "--n", str(tasks)]
+            made = subprocess.run(
+                [*make, "--seed", str(seed), "--out", str(tasks_file)], check=False, capture_output=True, text=True
+            )
+            if made.returncode != 0 or not tasks_file.exists():
+                raise RuntimeError(f"envfarm tasks failed ({made.returncode}): {made.stderr[-2000:]}")
         lines = tasks_file.read_text().splitlines()
+        tasks = len(lines)
         small_file.write_text("\n".join(lines[:2]) + "\n")
         runs: list[WorkersRun] = []
         outputs: dict[str, tuple[list[str], str]] = {}
