@@ -112,3 +112,20 @@ def test_project_is_bound_by_the_command_when_it_is_the_slower() -> None:
     p = project(64, worker_ms=10.0, command_ms=0.5, startup_s=2.0, episodes=1000, memory=(200.0, 100.0))
     assert p.workers == 64 and p.episodes_per_s == 2000.0 and p.bound == "the command's one core"
     assert p.wall_s == 2.5 and p.memory_mb == 6600
+
+
+@pytest.mark.slow
+def test_the_section_runs_one_and_two_workers_on_a_small_farm(farm_root: Path) -> None:
+    from envfarm.bench.workers import workers_section
+
+    bench = workers_section(farm_root, tasks=4, k=2, rounds=1)  # this farm makes 2 or more of them
+    assert bench.same_scores
+    tasks = bench.runs[0].tasks
+    small = min(2, tasks - 1)
+    assert [(r.workers, r.episodes) for r in bench.runs] == [(1, 2 * tasks), (2, 2 * tasks), (1, small), (2, small)]
+    one, two = bench.runs[0], bench.runs[1]
+    assert one.worker_cpu_s == [] and one.cpu_s == one.command_cpu_s > 0
+    assert len(two.worker_cpu_s) == 2 and all(p > 0 for p in two.worker_pss_mb)
+    assert two.fork_server_cpu_s > 0 and two.workers_cpu_s > 0 and two.worker_ready_s is not None
+    assert two.cpu_s >= two.command_cpu_s + two.fork_server_cpu_s
+    assert [p.cores for p in bench.projection] == [2, 16, 64]

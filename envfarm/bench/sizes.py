@@ -30,7 +30,7 @@ class Sizes:
                 cold_starts=3,
                 farm_copies=2,
                 worker_tasks=8,
-                worker_k=1,
+                worker_k=2,
                 worker_rounds=1,
             )
             if quick

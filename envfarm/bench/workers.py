@@ -179,7 +179,9 @@ def workers_section(
                 raise RuntimeError(f"envfarm tasks failed ({made.returncode}): {made.stderr[-2000:]}")
         lines = tasks_file.read_text().splitlines()
         tasks = len(lines)
-        small_file.write_text("\n".join(lines[:2]) + "\n")
+        if tasks < 2:
+            raise RuntimeError(f"{tasks_file}: {tasks} tasks; the section needs 2 or more")
+        small_file.write_text("\n".join(lines[: min(2, tasks - 1)]) + "\n")  # fewer than the big runs
         runs: list[WorkersRun] = []
         outputs: dict[str, tuple[list[str], str]] = {}
         same = True
@@ -232,7 +234,7 @@ def summarize_runs(
     return WorkersBench(
         commands=[
             f"envfarm --farm {shlex.quote(str(farm))} tasks --n {tasks} --seed 0 --out TASKS",
-            command.format(farm=shlex.quote(str(farm)), k=k) + " (N = 1, 2; and on TASKS' first 2 with --k 1)",
+            command.format(farm=shlex.quote(str(farm)), k=k) + " (N = 1, 2; and on TASKS' first 2, or 1, with --k 1)",
         ],
         rounds=len(big[2]),
         runs=[*runs, small[1], small[2]],
