@@ -5,7 +5,9 @@ every server the tasks touch (their distractor tools' servers included, `task_se
 run any episode and a tool call never leaves its process. Episodes are handed out one at a time, up to
 `concurrency` in flight per worker, so a worker that draws long episodes does not hold the others back;
 each worker runs the same `Rollout` loop and scorer as the local backend, and the parent puts the scored
-trajectories back in task order, then attempt: the output is the one-worker output.
+trajectories back in task order, then attempt: the output is the one-worker output. `ProcessBackend.lines`
+is the same run for a caller that only writes and summarizes (`envfarm rollout`): each worker also writes
+its episodes' JSONL lines, and the parent files them in order instead of unpickling whole trajectories.
 
 Workers come from the standard library's `forkserver`: a fresh interpreter imports the driver and the
 server runtime once, then forks each worker from that warm copy. Forking this process instead would
@@ -100,7 +102,8 @@ class Written:
 
 def summary_only(trajectory: Trajectory) -> Trajectory:
     """The trajectory less its messages, tools, final state and task (a twentieth of its bytes): enough for
-    `summarize`, `failed_endpoint` and the stop reasons, not for export. Not validated: `task` is None."""
+    `summarize`, `failed_endpoint` and the stop reasons, not for export. Not validated: `task` is None until
+    the parent puts its own task object back."""
     return trajectory.model_copy(
         update={"messages": [], "tools": [], "tool_map": {}, "write_tools": [], "final_state": {}, "task": None}
     )
