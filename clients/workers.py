@@ -186,6 +186,8 @@ class _Worker:
     ready: bool = False
     alive: bool = True
     in_flight: dict[int, tuple[Task, int]] = field(default_factory=dict)
+    # Episodes of the tasks it took, not yet handed to it: (result index, (task number, attempt)).
+    backlog: deque[tuple[int, tuple[int, int]]] = field(default_factory=deque)
     plans: set[str] = field(default_factory=set)
 
     def why_gone(self) -> str:
@@ -389,23 +391,42 @@ class ProcessBackend:
                 return
             worker.alive = False
             self.stats.lost_workers += 1
+            pending.extendleft(reversed(worker.backlog))  # not started: the live workers take them
+            worker.backlog.clear()
             detail = f"rollout worker {worker.number} (pid {worker.process.pid}) {worker.why_gone()}"
             for index, (task, attempt) in sorted(worker.in_flight.items()):
                 await fail(index, task, attempt, f"{detail} with this episode in flight")
             worker.in_flight.clear()
 
+        def take(worker: _Worker) -> tuple[int, tuple[int, int]] | None:
+            """The worker's next episode: of a task it already took, else every attempt of the next task (a
+            task's first episode in a process pays for its cold paths: run its attempts where those are warm),
+            else, at the tail, one from the worker with the longest backlog."""
+            if not worker.backlog:
+                if pending:
+                    number = pending[0][1][0]
+                    while pending and pending[0][1][0] == number:
+                        worker.backlog.append(pending.popleft())
+                else:
+                    donor = max((w for w in self._workers if w.alive), key=lambda w: len(w.backlog))
+                    if not donor.backlog:
+                        return None
+                    worker.backlog.append(donor.backlog.pop())
+            return worker.backlog.popleft()
+
         async def dispatch() -> None:
             """One episode per worker with room, round after round: the first worker does not take them all."""
-            while pending:
+            while True:
                 room = [w for w in self._workers if w.alive and len(w.in_flight) < options.concurrency]
-                if not room:
-                    break
+                handed = False
                 for worker in room:
-                    if not pending:
-                        break
                     if not worker.alive:  # lost during this round
                         continue
-                    index, (number, attempt) = pending.popleft()
+                    episode = take(worker)
+                    if episode is None:
+                        break
+                    handed = True
+                    index, (number, attempt) = episode
                     if not worker.in_flight:
                         worker.heard = time.monotonic()
                     worker.in_flight[index] = (tasks[number], attempt)
@@ -416,6 +437,8 @@ class ProcessBackend:
                         worker.jobs.send(("job", plan_id, index, number, attempt))
                     except OSError:
                         await lose(worker)
+                if not handed:
+                    break
             if pending and not any(w.alive for w in self._workers):
                 while pending:
                     index, (number, attempt) = pending.popleft()
@@ -452,6 +475,7 @@ class ProcessBackend:
         finally:
             for worker in self._workers:
                 worker.in_flight.clear()  # empty unless this call raised: its stragglers are ignored
+                worker.backlog.clear()
                 if worker.alive and plan_id in worker.plans:
                     with suppress(OSError):
                         worker.jobs.send(("forget", plan_id))
