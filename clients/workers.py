@@ -22,6 +22,7 @@ An exception raised by the rollout code itself is a bug, raised here as in the l
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import pickle
 import signal
@@ -112,6 +113,10 @@ def summary_only(trajectory: Trajectory) -> Trajectory:
 def serve(jobs: Connection, results: Connection, spec: HostSpec) -> None:
     """A worker's entry point (in the forked process): connect the servers, then run episodes until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it stops us
+    # What the fork server imported is never garbage: keep the collector off it, so that it neither walks
+    # those objects nor writes to their pages (each write copies a shared page into this worker). Measured
+    # on 1,000 episodes at load 10-16: the workers' CPU 11.2-12.1 -> 10.5-10.9 s, PSS 135-140 -> 120 MB.
+    gc.freeze()
     try:
         anyio.run(_host, jobs, results, spec)
     except Exception as exc:  # noqa: BLE001 - any start-up failure: one line for the parent to say
