@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from envfarm.clients.audit import AuditReport, audit_tasks, build_auditor
 from envfarm.clients.connect import Connections, farm_targets, load_server_configs
@@ -235,6 +235,9 @@ class RolledOut(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     trajectories: list[Trajectory]
+    lines: list[str] | None = Field(
+        None, description="with `lines` on worker processes: the JSONL lines, the trajectories being summaries only"
+    )
     workers: Any = None
     ray: Any = None
 
@@ -246,15 +249,20 @@ async def roll_out(
     options: RolloutOptions,
     plan: RolloutPlan,
     progress: ProgressBar | None = None,
+    *,
+    lines: bool = False,
 ) -> RolledOut:
     """Roll `policy` out on `tasks` (`options`: a RolloutOptions) on the plan's backend, scored; closes the
-    policy and the user. A worker that cannot start, or rollout code that raised in one, is a RuntimeError."""
+    policy and the user. A worker that cannot start, or rollout code that raised in one, is a RuntimeError.
+    `lines`, for a caller that only writes and summarizes: worker processes write the JSONL lines themselves
+    and the trajectories come back without messages, tools, final state (`envfarm.clients.workers.summary_only`)."""
     from contextlib import AsyncExitStack
 
     from envfarm.clients.rollout import Backend, LocalBackend
     from envfarm.clients.scoring import Scorer
 
     stats: dict[str, Any] = {}
+    pool: Any = None  # worker processes, when the plan has them
     async with AsyncExitStack() as stack:
         backend: Backend
         if plan.ray is None and plan.workers > 1:
@@ -274,12 +282,17 @@ async def roll_out(
             spec = HostSpec(servers=sorted(plan.targets), farm=plan.farm, config=config, timeout=plan.timeout)
             backend = on_ray = await stack.enter_async_context(RayBackend(spec, plan.ray))
             stack.callback(lambda: stats.update(ray=on_ray.stats))
+        written: list[str] | None = None
         try:
-            trajectories = await backend(tasks, policy, user, options, scorer=Scorer(), progress=progress)
+            if lines and pool is not None:
+                done = await pool.lines(tasks, policy, user, options, scorer=Scorer(), progress=progress)
+                trajectories, written = [w.trajectory for w in done], [w.line for w in done]
+            else:
+                trajectories = await backend(tasks, policy, user, options, scorer=Scorer(), progress=progress)
         finally:
             await policy.aclose()
             await user.aclose()
-    return RolledOut(trajectories=trajectories, **stats)
+    return RolledOut(trajectories=trajectories, lines=written, **stats)
 
 
 async def rescore(trajectories: list[Trajectory], judge: ModelConfig | None = None) -> list[Trajectory]:

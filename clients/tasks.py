@@ -162,14 +162,25 @@ class Task(BaseModel):
     difficulty: Difficulty | None = None
 
 
+def jsonl_line(item: BaseModel) -> str:
+    """A model's line in a JSONL file (without the newline): what `write_jsonl` writes, and what rollout
+    workers write for it (`envfarm.clients.workers`)."""
+    return item.model_dump_json(exclude_none=False)
+
+
 def write_jsonl(path: Path, items: Iterable[BaseModel]) -> int:
     """Write models one per line (atomically: a temp file, then rename); return how many."""
+    return write_lines(path, (jsonl_line(item) for item in items))
+
+
+def write_lines(path: Path, lines: Iterable[str]) -> int:
+    """Write JSONL lines already made (`jsonl_line`) atomically: a temp file, then rename; return how many."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     count = 0
     with tmp.open("w", encoding="utf-8") as handle:
-        for item in items:
-            handle.write(item.model_dump_json(exclude_none=False) + "\n")
+        for line in lines:
+            handle.write(line + "\n")
             count += 1
     tmp.replace(path)
     return count

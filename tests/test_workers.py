@@ -23,9 +23,10 @@ from envfarm.clients.ray_backend import HostSpec
 from envfarm.clients.rollout import LocalBackend, RolloutOptions, task_servers
 from envfarm.clients.scoring import Scorer
 from envfarm.clients.synthesize import SynthesisOptions, synthesize
-from envfarm.clients.tasks import Task, write_jsonl
+from envfarm.clients.tasks import Task, jsonl_line, write_jsonl
+from envfarm.clients.trajectory import Trajectory
 from envfarm.clients.users import ScriptedUser
-from envfarm.clients.workers import ProcessBackend, WorkerError
+from envfarm.clients.workers import ProcessBackend, WorkerError, Written
 
 SERVERS = ["clinic", "banking", "calendar", "mail"]
 
@@ -57,7 +58,7 @@ def gone(pid: int, within_s: float = 15.0) -> bool:
     return False
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, 1, 2])
 def test_two_workers_write_the_one_worker_trajectories_and_scores(
     seed: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -115,7 +116,8 @@ class KillingPolicy:
         return None
 
 
-async def test_a_dead_worker_s_episodes_are_server_errors_and_the_rest_match() -> None:
+@pytest.mark.parametrize("lines", [False, True], ids=["trajectories", "lines"])
+async def test_a_dead_worker_s_episodes_are_server_errors_and_the_rest_match(lines: bool) -> None:
     tasks = await synthesized(0)
     spec = HostSpec(farm=REPO, servers=sorted({s for t in tasks for s in task_servers(t)}), timeout=10)
     options = RolloutOptions(concurrency=1)
@@ -124,7 +126,8 @@ async def test_a_dead_worker_s_episodes_are_server_errors_and_the_rest_match() -
     seen: list[tuple[int, int]] = []
     with anyio.fail_after(120):
         async with ProcessBackend(spec, 2) as backend:
-            got = await backend(
+            run = backend.lines if lines else backend
+            done = await run(
                 tasks,
                 KillingPolicy(tasks[2].id),
                 ScriptedUser(),
@@ -133,6 +136,16 @@ async def test_a_dead_worker_s_episodes_are_server_errors_and_the_rest_match() -
                 progress=lambda d, n: seen.append((d, n)),
             )
             pids = [h.pid for h in backend.stats.hosts]
+    if lines:  # each worker's line is the whole trajectory; beside it, the summary-only copy
+        written = [w for w in done if isinstance(w, Written)]
+        assert len(written) == len(done)
+        got = [Trajectory.model_validate_json(w.line) for w in written]
+        assert all(w.line == jsonl_line(t) for w, t in zip(written, got, strict=True))
+        assert [w.trajectory.messages for w in written] == [[]] * len(written)
+        assert [w.trajectory.score for w in written] == [t.score for t in got]
+        assert [w.trajectory.task for w in written] == tasks
+    else:
+        got = [t for t in done if isinstance(t, Trajectory)]
     assert [t.id for t in got] == [t.id for t in expected]
     lost = [t for t in got if t.stop_reason == "server_error"]
     assert [t.task_id for t in lost] == [tasks[2].id]  # one episode in flight per worker: only the killer's
@@ -214,3 +227,28 @@ def test_run_with_two_workers_gives_the_one_worker_scores(tmp_path: Path) -> Non
     assert scores[two]["workers"] == {"workers": 2, "episodes": episodes, "failed_episodes": 0, "lost_workers": 0}
     lines = {d: [stable(line) for line in (d / "trajectories.jsonl").read_text().splitlines()] for d in (one, two)}
     assert lines[two] == lines[one] and len(lines[one]) == episodes
+
+
+@pytest.mark.parametrize(
+    ("lines", "extra", "workers"),
+    [
+        (100, ["--k", "2"], 4),  # 200 offline episodes: one worker per core
+        (199, [], 1),
+        (100, ["--k", "2", "--policy", "openai:some-model"], 1),  # waits on its endpoint, not on cores
+        (100, ["--k", "2", "--user", "openai:some-model"], 1),
+        (100, ["--k", "2", "--transport", "stdio"], 1),
+        (100, ["--k", "2", "--workers", "3"], 3),  # asked: as asked
+    ],
+)
+def test_the_default_workers_are_the_cores_for_a_big_offline_job(
+    lines: int, extra: list[str], workers: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envfarm.cli import driver
+    from envfarm.cli.app import parser
+
+    monkeypatch.setattr("envfarm.clients.fork_server.machine_cores", lambda: 4)
+    tasks_file = tmp_path / "tasks.jsonl"
+    tasks_file.write_text("{}\n" * lines + "\n")
+    args = parser().parse_args(["rollout", str(tasks_file), *extra])
+    options = driver.RolloutCommandOptions.parse(args)
+    assert options.local_workers(driver._auto_workers(options)) == workers

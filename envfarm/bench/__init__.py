@@ -124,6 +124,13 @@ def run_bench(
             sizes.episodes // 10 or 5,
             log=out_path.with_suffix(".peer.log"),
         )
+    step(
+        f"rollout --workers 1|2 on {sizes.worker_tasks} tasks x {sizes.worker_k}, {sizes.worker_rounds} interleaved "
+        "rounds, every process metered"
+    )
+    from envfarm.bench.workers import workers_section
+
+    workers = workers_section(farm_root, tasks=sizes.worker_tasks, k=sizes.worker_k, rounds=sizes.worker_rounds)
     step("build + verify")
     build_s, build_detail = time_build_all(quick)
 
@@ -154,6 +161,7 @@ def run_bench(
         concurrent_sessions_detail=runs,
         build_all_s=build_s,
         build_all_detail=build_detail,
+        workers=workers,
         targets=[],
     )
     report.targets = verdicts(report)

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from envfarm.bench.workers import WorkersBench
 from envfarm.clients.run import EpisodeRate
 
 REFERENCE = "clinic"
@@ -140,6 +141,7 @@ class BenchReport(BaseModel):
     concurrent_sessions_detail: list[SessionRun]
     build_all_s: float | None
     build_all_detail: str
+    workers: WorkersBench | None = Field(None, description="`envfarm rollout --workers 1|2`, and its projection")
     targets: list[Verdict]
 
 
@@ -276,6 +278,29 @@ def verdicts(report: BenchReport) -> list[Verdict]:
             else "fail",
             how=report.build_all_detail,
         ),
+        *_workers_verdict(report),
+    ]
+
+
+def _workers_verdict(report: BenchReport) -> list[Verdict]:
+    """`rollout --workers 2` keeps two cores busy, scores unchanged (judged where the machine has 2 cores)."""
+    bench = report.workers
+    if bench is None:
+        return []
+    judged = not report.quick and report.machine.cpu_count >= 2
+    ok = bench.cores["2"] >= 1.6 and bench.same_scores
+    return [
+        Verdict(
+            metric=f"rollout --workers 2, {bench.runs[0].tasks} tasks x {bench.runs[0].episodes // bench.runs[0].tasks}",
+            target=">= 1.6 cores used, the one-worker scores",
+            measured=f"{bench.cores['2']:.2f} cores ({bench.cores['1']:.2f} with 1 worker), {bench.speedup:.2f}x "
+            f"faster ({bench.wall_s['1']:.2f} s / {bench.wall_s['2']:.2f} s), scores "
+            + ("identical" if bench.same_scores else "DIFFER")
+            + f"; load {bench.load_average[0]:.1f}",
+            verdict=("pass" if ok else "fail") if judged else "n/a",
+            how=f"CPU of every process of the run (the command, its fork server, the workers) over wall, median of "
+            f"{bench.rounds} interleaved rounds",
+        )
     ]
 
 
@@ -305,8 +330,52 @@ def render_markdown(report: BenchReport) -> str:
         *(f"\nError sample ({r.era}): `{e}`" for r in report.concurrent_sessions_detail for e in r.error_samples[:1]),
         "",
         *(_peer_section(report.peer) if report.peer else []),
+        *(_workers_section(report.workers) if report.workers else []),
     ]
     return "\n".join(lines)
+
+
+def _workers_section(bench: WorkersBench) -> list[str]:
+    runs = "".join(
+        f"| {r.workers} | {r.tasks} | {r.episodes} | {r.wall_s} | {r.cpu_s} | {r.cores:.2f} | {r.command_cpu_s} "
+        f"| {r.fork_server_cpu_s:.2f} | {r.workers_cpu_s} ({', '.join(f'{c:.2f}' for c in r.worker_cpu_s)}) "
+        f"| {', '.join(f'{p:.0f}' for p in r.worker_pss_mb)} |\n"
+        for r in bench.runs
+    )
+    projected = "".join(
+        f"| {p.cores} | {p.workers} | {p.episodes_per_s} | {p.bound} | {p.wall_s} | {p.memory_mb} |\n"
+        for p in bench.projection
+    )
+    return [
+        "## Every core of one machine",
+        "",
+        *(f"`{c}`" + ("  " if i < len(bench.commands) - 1 else "") for i, c in enumerate(bench.commands)),
+        "",
+        (
+            f"Load average {bench.load_average[0]:.1f} before, {bench.load_average[1]:.1f} after. Per added episode: "
+            f"{bench.in_process_ms_per_episode} ms of CPU in-process, {bench.worker_ms_per_episode} ms in a worker, "
+            f"{bench.command_ms_per_episode} ms in the command beside 2 workers. A worker's start-up: "
+            f"{bench.worker_startup_cpu_s} s of CPU (fork, build its servers, first calls); the fork server's one import "
+            f"{bench.fork_server_cpu_s} s; a worker's PSS {bench.worker_pss_mb} MB at its largest. Two workers "
+            + (
+                f"finish first from {bench.break_even_episodes:g} episodes."
+                if bench.break_even_episodes is not None
+                else "never finished first here."
+            )
+        ),
+        "",
+        (
+            "| workers | tasks | episodes | wall s | CPU s | cores | command CPU s | fork server CPU s | workers CPU s "
+            "| worker PSS MB |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|",
+        runs,
+        "| cores | workers | episodes/s | bound by | wall s (these episodes) | memory MB |",
+        "|---|---|---|---|---|---|",
+        projected,
+        "Assumptions: " + "; ".join(bench.assumptions) + ".",
+        "",
+    ]
 
 
 def _peer_section(peer: PeerComparison) -> list[str]:
