@@ -19,7 +19,11 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="banking",
     title="Harbor Personal Banking",
-    description="Personal online banking for the signed-in customer: their checking and savings accounts with their transactions, transfers to accounts in the bank, payments to saved payees, scheduled payments and debit card freezes.",
+    description=(
+        "Personal online banking for the signed-in customer: their checking and savings accounts with their "
+        "transactions, transfers to accounts in the bank, payments to saved payees, scheduled payments and debit card "
+        "freezes."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,

@@ -19,7 +19,10 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="calendar",
     title="Team Calendar",
-    description="A company calendar: people's personal and team calendars, meetings with invitees and their RSVPs, and bookable meeting rooms. People are identified by their work email, the same address their mailbox uses.",
+    description=(
+        "A company calendar: people's personal and team calendars, meetings with invitees and their RSVPs, and "
+        "bookable meeting rooms. People are identified by their work email, the same address their mailbox uses."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,

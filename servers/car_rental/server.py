@@ -19,7 +19,11 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="car_rental",
     title="Car Rental Counter",
-    description="A car rental company with airport and downtown branches: vehicle classes and fleet, drivers, rentals from reservation to pickup and return (one-way drop-offs where branches accept them), rental extras, and damage reports.",
+    description=(
+        "A car rental company with airport and downtown branches: vehicle classes and fleet, drivers, rentals from "
+        "reservation to pickup and return (one-way drop-offs where branches accept them), rental extras, and damage "
+        "reports."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,
@@ -60,7 +64,10 @@ DEFINITION = ServerDefinition(
         description="a counter agent of the car rental company",
         default="Counter agent: Chris Almeida",
         values=("Counter agent: Chris Almeida", "Counter agent: Dana Kruger"),
-        customers="a driver gives their full name and date of birth (and licence number at pickup); match them before acting on a rental",
+        customers=(
+            "a driver gives their full name and date of birth (and licence number at pickup); match them before acting "
+            "on a rental"
+        ),
     ),
 )
 

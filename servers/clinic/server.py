@@ -50,7 +50,10 @@ DEFINITION = ServerDefinition(
         default="Front desk: Alex Morgan",
         values=("Front desk: Alex Morgan", "Front desk: Jamie Park"),
         time_zone="Europe/London",
-        customers="a patient gives their full name and date of birth; match both before reading or changing anything of theirs",
+        customers=(
+            "a patient gives their full name and date of birth; match both before reading or changing anything of "
+            "theirs"
+        ),
     ),
 )
 

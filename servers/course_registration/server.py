@@ -19,7 +19,11 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="course_registration",
     title="Northgate University Course Registration",
-    description="Course registration at Northgate University: look up students, the course catalog with its prerequisites, term sections with schedules and seats, then enroll (or join a waitlist when a section is full), drop, switch grading basis and request prerequisite overrides, within each term's registration and drop deadlines.",
+    description=(
+        "Course registration at Northgate University: look up students, the course catalog with its prerequisites, "
+        "term sections with schedules and seats, then enroll (or join a waitlist when a section is full), drop, switch "
+        "grading basis and request prerequisite overrides, within each term's registration and drop deadlines."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,
@@ -59,7 +63,10 @@ DEFINITION = ServerDefinition(
         default="Registrar: Pat Lindqvist",
         values=("Registrar: Pat Lindqvist", "Registrar: Robin Osei"),
         time_zone="America/New_York",
-        customers="a student gives their student email and full name; match both before enrolling, dropping or reading their record",
+        customers=(
+            "a student gives their student email and full name; match both before enrolling, dropping or reading their "
+            "record"
+        ),
     ),
 )
 

@@ -19,7 +19,10 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="docs_drive",
     title="Document Drive",
-    description="A shared drive of team folders and the documents the signed-in employee can open: sharing with colleagues as viewer or editor, version history, comments and a trash. People are identified by their work email.",
+    description=(
+        "A shared drive of team folders and the documents the signed-in employee can open: sharing with colleagues as "
+        "viewer or editor, version history, comments and a trash. People are identified by their work email."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,

@@ -19,7 +19,10 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="expenses",
     title="Company Expense Reports",
-    description="Employee expense reporting at a mid-size company: reports with categorized expense lines and receipts, submitted for approval by the employee's manager or finance, charged to cost centers with annual budgets.",
+    description=(
+        "Employee expense reporting at a mid-size company: reports with categorized expense lines and receipts, "
+        "submitted for approval by the employee's manager or finance, charged to cost centers with annual budgets."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,

@@ -19,7 +19,10 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="fitness_club",
     title="Fitness Club",
-    description="A gym with membership plans, members, a weekly group-class timetable with capacities, class bookings and check-ins, personal training sessions with trainers, and membership freezes. Times are club local time.",
+    description=(
+        "A gym with membership plans, members, a weekly group-class timetable with capacities, class bookings and "
+        "check-ins, personal training sessions with trainers, and membership freezes. Times are club local time."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,
@@ -59,7 +62,9 @@ DEFINITION = ServerDefinition(
         description="the front desk of the gym",
         default="Front desk: Lee Santos",
         values=("Front desk: Lee Santos", "Front desk: Morgan Wolff"),
-        customers="a member gives their full name and email; match both before booking, freezing or reading their membership",
+        customers=(
+            "a member gives their full name and email; match both before booking, freezing or reading their membership"
+        ),
     ),
 )
 

@@ -19,7 +19,11 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="fleet",
     title="Iberia Freight Fleet Operations",
-    description="Fleet operations of Iberia Freight: vehicles and drivers, routes between depots, trips with their odometer readings, maintenance orders, fuel logs and safety inspections. Dispatch assigns trips only to vehicles in service and drivers licensed for them, without overlapping trips.",
+    description=(
+        "Fleet operations of Iberia Freight: vehicles and drivers, routes between depots, trips with their odometer "
+        "readings, maintenance orders, fuel logs and safety inspections. Dispatch assigns trips only to vehicles in "
+        "service and drivers licensed for them, without overlapping trips."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,

@@ -19,7 +19,10 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="grocery_delivery",
     title="FreshCart Grocery Delivery",
-    description="Online grocery delivery from six FreshCart stores: browse a store's products and stock, fill a cart, check out into a delivery window, and manage orders and picker substitutions until they leave the store.",
+    description=(
+        "Online grocery delivery from six FreshCart stores: browse a store's products and stock, fill a cart, check "
+        "out into a delivery window, and manage orders and picker substitutions until they leave the store."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,

@@ -19,7 +19,10 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="hotel",
     title="Hotel Group Front Desk",
-    description="The front desk and reservations system of a hotel group: hotels in 20 cities, room types and rooms with housekeeping status, guests with loyalty tiers, reservations, check-in and check-out, and guest folios.",
+    description=(
+        "The front desk and reservations system of a hotel group: hotels in 20 cities, room types and rooms with "
+        "housekeeping status, guests with loyalty tiers, reservations, check-in and check-out, and guest folios."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,
@@ -59,7 +62,10 @@ DEFINITION = ServerDefinition(
         description="a front desk agent of the hotel group",
         default="Front desk: Ana Duarte",
         values=("Front desk: Ana Duarte", "Front desk: Ben Walsh"),
-        customers="a guest gives their full name and the reservation's confirmation details or email; match them before checking in, changing or cancelling",
+        customers=(
+            "a guest gives their full name and the reservation's confirmation details or email; match them before "
+            "checking in, changing or cancelling"
+        ),
     ),
 )
 

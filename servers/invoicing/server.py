@@ -19,7 +19,10 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="invoicing",
     title="B2B Invoicing",
-    description="Business-to-business invoicing for a consulting and IT services firm: client companies, a catalog of services and products, invoices with lines and tax, payments received against them, and credit notes.",
+    description=(
+        "Business-to-business invoicing for a consulting and IT services firm: client companies, a catalog of services "
+        "and products, invoices with lines and tax, payments received against them, and credit notes."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,

@@ -19,7 +19,10 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="library",
     title="Maplewood Public Library",
-    description="The Maplewood Public Library's circulation desk across three branches: members and their cards, the catalog of titles and physical copies, loans with due dates and renewals, holds on titles, and fines.",
+    description=(
+        "The Maplewood Public Library's circulation desk across three branches: members and their cards, the catalog "
+        "of titles and physical copies, loans with due dates and renewals, holds on titles, and fines."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,
@@ -55,7 +58,10 @@ DEFINITION = ServerDefinition(
         description="the circulation desk of Maplewood Public Library",
         default="Circulation desk: Ella Fitz",
         values=("Circulation desk: Ella Fitz", "Circulation desk: Noor Aziz"),
-        customers="a member gives their card number, or their full name and email; match them before lending, renewing or waiving anything",
+        customers=(
+            "a member gives their card number, or their full name and email; match them before lending, renewing or "
+            "waiving anything"
+        ),
     ),
 )
 

@@ -19,7 +19,11 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="mail",
     title="Work Mail",
-    description="Company email as the signed-in employee sees it: their threads of messages, their view of each thread (inbox, archive, trash, read and starred flags), their labels and drafts. Addresses are the same work emails the calendar uses.",
+    description=(
+        "Company email as the signed-in employee sees it: their threads of messages, their view of each thread (inbox, "
+        "archive, trash, read and starred flags), their labels and drafts. Addresses are the same work emails the "
+        "calendar uses."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,

@@ -19,7 +19,10 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="marketplace",
     title="Second-hand Marketplace",
-    description="A peer-to-peer second-hand marketplace: members list used items, make and accept offers, ship sold items with prepaid labels, confirm delivery and open disputes when something goes wrong.",
+    description=(
+        "A peer-to-peer second-hand marketplace: members list used items, make and accept offers, ship sold items with "
+        "prepaid labels, confirm delivery and open disputes when something goes wrong."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,

@@ -19,7 +19,11 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="newsletter",
     title="Newsletter Service",
-    description="An email newsletter service: mailing lists, subscribers with consent-aware subscriptions, templates, campaigns that are drafted, scheduled and sent once, per-recipient sends and unsubscribe records. Subscribers are people of the shared cast, known by their email.",
+    description=(
+        "An email newsletter service: mailing lists, subscribers with consent-aware subscriptions, templates, "
+        "campaigns that are drafted, scheduled and sent once, per-recipient sends and unsubscribe records. Subscribers "
+        "are people of the shared cast, known by their email."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,

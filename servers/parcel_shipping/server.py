@@ -19,7 +19,11 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="parcel_shipping",
     title="Swiftline Parcel Shipping",
-    description="Swiftline, a parcel carrier: customers register parcels and ship them with a service level, schedule courier pickups, follow tracking events, redirect deliveries before they go out for delivery, and file claims for damaged or lost parcels.",
+    description=(
+        "Swiftline, a parcel carrier: customers register parcels and ship them with a service level, schedule courier "
+        "pickups, follow tracking events, redirect deliveries before they go out for delivery, and file claims for "
+        "damaged or lost parcels."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,

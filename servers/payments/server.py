@@ -19,7 +19,10 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="payments",
     title="Payments Wallet",
-    description="A payments wallet service: customers keep cards and bank accounts on file and pay merchants; charges are authorized, captured, voided or refunded, and merchants are paid out from their available balance.",
+    description=(
+        "A payments wallet service: customers keep cards and bank accounts on file and pay merchants; charges are "
+        "authorized, captured, voided or refunded, and merchants are paid out from their available balance."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,
@@ -68,7 +71,10 @@ DEFINITION = ServerDefinition(
         description="a support agent of the payments wallet",
         default="Support: Ava Stone",
         values=("Support: Ava Stone", "Support: Jonas Weber"),
-        customers="a customer gives their email and the last four digits of a card on file; match them before refunding or changing anything",
+        customers=(
+            "a customer gives their email and the last four digits of a card on file; match them before refunding or "
+            "changing anything"
+        ),
     ),
 )
 

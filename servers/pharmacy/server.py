@@ -19,7 +19,11 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="pharmacy",
     title="Community Pharmacy",
-    description="A retail pharmacy counter: patients and their insurance plans, prescriptions from prescribers, fills dispensed from stock lots with insurance claims and copays, pickups at the counter, and over-the-counter sales, under controlled-substance and refill rules.",
+    description=(
+        "A retail pharmacy counter: patients and their insurance plans, prescriptions from prescribers, fills "
+        "dispensed from stock lots with insurance claims and copays, pickups at the counter, and over-the-counter "
+        "sales, under controlled-substance and refill rules."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,
@@ -66,7 +70,9 @@ DEFINITION = ServerDefinition(
         description="a pharmacist at the pharmacy counter",
         default="Pharmacist: Dr. Helen Cho",
         values=("Pharmacist: Dr. Helen Cho", "Technician: Sam Ortiz"),
-        customers="a patient gives their full name and date of birth; match both before discussing or dispensing anything",
+        customers=(
+            "a patient gives their full name and date of birth; match both before discussing or dispensing anything"
+        ),
     ),
 )
 

@@ -19,7 +19,10 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="project_tracker",
     title="Project Tracker",
-    description="A team project tracker: projects with members, milestones, tasks that move through todo, in progress, review and done, and task comments. People are identified by their work email.",
+    description=(
+        "A team project tracker: projects with members, milestones, tasks that move through todo, in progress, review "
+        "and done, and task comments. People are identified by their work email."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,

@@ -19,7 +19,10 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="team_chat",
     title="Team Chat",
-    description="Workplace chat: workspaces with public and private channels, channel membership, messages with threads, reactions and pins. Members are people of the shared cast, known by their work email.",
+    description=(
+        "Workplace chat: workspaces with public and private channels, channel membership, messages with threads, "
+        "reactions and pins. Members are people of the shared cast, known by their work email."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,

@@ -19,7 +19,10 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="tour_booking",
     title="Tours and Experiences",
-    description="A tour operator selling guided experiences in ten cities: tours, dated departures with limited seats and local guides, traveller bookings with refunds up to 48 hours before departure, and reviews after the tour.",
+    description=(
+        "A tour operator selling guided experiences in ten cities: tours, dated departures with limited seats and "
+        "local guides, traveller bookings with refunds up to 48 hours before departure, and reviews after the tour."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,

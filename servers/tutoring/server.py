@@ -19,7 +19,10 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="tutoring",
     title="BrightPath Tutoring",
-    description="BrightPath, a private tutoring agency: students buy packages of prepaid hours and book one-to-one sessions in tutors' open slots for subjects the tutor teaches; tutors mark sessions complete and students leave feedback.",
+    description=(
+        "BrightPath, a private tutoring agency: students buy packages of prepaid hours and book one-to-one sessions in "
+        "tutors' open slots for subjects the tutor teaches; tutors mark sessions complete and students leave feedback."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,

@@ -19,7 +19,11 @@ from envfarm.servers.runtime.server import (
 DEFINITION = ServerDefinition(
     name="warehouse",
     title="Northstar Warehouse Management",
-    description="Northstar Logistics' warehouse management system for four distribution centres: SKUs and bins with capacity, stock on hand per bin, inbound receipts and put-away, picking outbound orders, transfers between warehouses and cycle counts.",
+    description=(
+        "Northstar Logistics' warehouse management system for four distribution centres: SKUs and bins with capacity, "
+        "stock on hand per bin, inbound receipts and put-away, picking outbound orders, transfers between warehouses "
+        "and cycle counts."
+    ),
     version="1.0.0",
     now="2026-04-13T09:00:00Z",
     directory=Path(__file__).parent,
