@@ -174,9 +174,15 @@ def verdicts(report: BenchReport) -> list[Verdict]:
         return Verdict(
             metric=f"tool call p50, {key}",
             target=target,
-            measured=f"{measured:.2f} ms: {measured - anchor:+.2f} ms, {measured / anchor:.2f}x over the floor {anchor:.2f} ms",
+            measured=(
+                f"{measured:.2f} ms: {measured - anchor:+.2f} ms, {measured / anchor:.2f}x over the floor "
+                f"{anchor:.2f} ms"
+            ),
             verdict="pass" if ok else "fail",
-            how=f"{REFERENCE}.get_slot in one episode, timed in blocks alternating with the floor: an echo tool on the bare SDK",
+            how=(
+                f"{REFERENCE}.get_slot in one episode, timed in blocks alternating with the floor: an echo tool on "
+                "the bare SDK"
+            ),
         )
 
     return [
@@ -286,7 +292,10 @@ def render_markdown(report: BenchReport) -> str:
         "",
         f"Command: `{report.command}`{' (quick smoke run: small sizes, counts not judged)' if report.quick else ''}",
         "",
-        f"Machine: {m.platform}, Python {m.python}, {m.cpu_count} CPUs ({m.cpu_model}), {m.memory_mb} MB RAM, mcp {m.mcp}.",
+        (
+            f"Machine: {m.platform}, Python {m.python}, {m.cpu_count} CPUs ({m.cpu_model}), {m.memory_mb} MB RAM, "
+            f"mcp {m.mcp}."
+        ),
         f"Farm: {report.farm} ({len(report.servers)} servers: {', '.join(report.servers)}).",
         "",
         "| metric | target | measured | verdict | how |",
