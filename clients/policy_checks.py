@@ -127,7 +127,8 @@ CLAIMS_SUCCESS = re.compile(
     r"((?:^|[.!?:]\s+)done\b|\b(?:it'?s|it is|that'?s|that is|all|now|is|are|was|were)\s+done\b|all set|"
     rf"taken care of|\b(?:i'?ve|i have|i just|has been|have been|is now|are now|was|were|successfully|now)\s+"
     rf"(?:\w+\s+){{0,2}}?{DONE_VERBS}\b|\b(?:i|we) (?:went ahead and |just )?{DONE_VERBS}\b|"
-    rf"(?:^|[.!?]\s+){DONE_VERBS}(?::|\s+(?:your|the|it|them|just|now|\$|\d|[A-Z]{{2,}}[-_]?\d)))",  # "Paid: $68.32", "Cancelled your booking"
+    # "Paid: $68.32", "Cancelled your booking"
+    rf"(?:^|[.!?]\s+){DONE_VERBS}(?::|\s+(?:your|the|it|them|just|now|\$|\d|[A-Z]{{2,}}[-_]?\d)))",
     re.IGNORECASE,
 )
 NEGATIONS = frozenset({"not", "never", "nothing", "no", "without", "haven't", "hasn't", "won't", "can't", "cannot"})
@@ -187,12 +188,12 @@ def requests_in(text: str) -> list[str]:
     """The sentences of `text` that ask something: those ending with a question mark, and requests said
     without one ("Please confirm and I'll go ahead.", "Please state your date of birth.")."""
     asked = [q.strip() for q in re.findall(r"[^.!?\n]*\?", text) if q.strip()]
-    for sentence in re.findall(r"[^.!?\n]+[.!]?", text):
-        if not sentence.rstrip().endswith("?") and (
-            REQUESTS_CONFIRMATION.search(sentence) or REQUESTS_DETAIL.search(sentence)
-        ):
-            asked.append(sentence.strip())
-    return asked
+    return asked + [
+        sentence.strip()
+        for sentence in re.findall(r"[^.!?\n]+[.!]?", text)
+        if not sentence.rstrip().endswith("?")
+        and (REQUESTS_CONFIRMATION.search(sentence) or REQUESTS_DETAIL.search(sentence))
+    ]
 
 
 def question_kind(question: str) -> str | None:
@@ -443,7 +444,10 @@ async def _insert_lookup(
         )
         if not shows(call, value.value):
             continue
-        shift = lambda i: i + 1 if i >= position else i
+
+        def shift(i: int) -> int:
+            return i + 1 if i >= position else i
+
         calls = [c.model_copy(update={"uses": [shift(u) for u in c.uses]}) for c in grounded.calls]
         steps = [
             s.model_copy(
@@ -454,7 +458,7 @@ async def _insert_lookup(
         steps.insert(position, Step(server=server, tool=spec.name, turn=call.turn, role="lookup"))
         calls.insert(position, call)
         sources = list(grounded.sources)
-        sources.insert(position, {n: ("output" if fed else "persona") for n in args})
+        sources.insert(position, dict.fromkeys(args, "output" if fed else "persona"))
         targets = list(grounded.targets)
         targets.insert(position, None)
         return grounded.model_copy(
@@ -498,7 +502,7 @@ async def _rekey(
             calls = list(grounded.calls)
             calls[index] = call.model_copy(update={"arguments": options[0][1]})
             sources = list(grounded.sources)
-            sources[index] = {n: "persona" for n in options[0][1]}
+            sources[index] = dict.fromkeys(options[0][1], "persona")
             return grounded.model_copy(update={"calls": calls, "sources": sources})
     return None
 

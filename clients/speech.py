@@ -345,8 +345,7 @@ def state_claims(claims: Iterable[Claim], currency: str | None = None, ids: Iter
         for words, value in unique
         if words not in ("count", "total") and words.replace(" ", "_") not in PAGING
     ]
-    for start in range(0, len(said), 2):
-        sentences.append(_sentence(_join(said[start : start + 2])))
+    sentences += [_sentence(_join(said[start : start + 2])) for start in range(0, len(said), 2)]
     return list(dict.fromkeys(loose)) + sentences
 
 
