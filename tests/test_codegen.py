@@ -111,3 +111,23 @@ def test_a_long_row_docstring_keeps_its_one_line_description() -> None:
     namespace: dict[str, object] = {}
     exec("class Row:\n" + "\n".join(lines) + "\n", namespace)
     assert inspect.cleandoc(namespace["Row"].__doc__ or "") == text  # type: ignore[attr-defined]
+
+
+def test_a_server_folder_holds_one_tool_contract() -> None:
+    """server.py names no tools: the runtime takes them, with their effects, titles and annotation overrides,
+    from spec.json beside the code, in its order (tools.py holds the functions, tools.json their schemas)."""
+    from envfarm.servers.runtime.definition import declared_tool
+    from envfarm.servers.runtime.farm import import_server
+
+    files = rendered_clinic()
+    assert "ToolDefinition" not in files["server.py"] and "tools=" not in files["server.py"]
+    definition = import_server(REPO, "clinic").DEFINITION
+    assert definition.tools is None
+    declared = json.loads(files["spec.json"])["tools"]
+    assert [(t.name, t.effect) for t in definition.tool_definitions] == [(t["name"], t["effect"]) for t in declared]
+    reschedule = next(t for t in definition.tool_definitions if t.name == "reschedule_appointment")
+    assert reschedule.effect == "custom" and reschedule.read_only is None  # it writes appointments and slots
+    assert declared_tool({"name": "quote", "effect": "custom", "writes": []}).read_only is True
+    overrides = {"title": "Void", "annotations": {"destructive": False, "idempotent": True}}
+    void = declared_tool({"name": "void", "effect": "delete", **overrides})
+    assert (void.title, void.destructive, void.idempotent, void.read_only) == ("Void", False, True, None)

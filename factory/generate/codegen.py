@@ -753,23 +753,6 @@ def render_tools(spec: EnvironmentSpec, has_handlers: bool) -> str:
 # ------------------------------------------------------------------------------------------ server.py
 
 
-def _tool_definition(tool: ToolKind) -> list[str]:
-    """`ToolDefinition(...)`: the function's name in tools.py (imported on the first call) and its effect,
-    plus only what differs from the effect's defaults."""
-    args = [py(tool.name), py(tool.effect)]
-    if tool.title:
-        args.append(f"title={py(tool.title)}")
-    if tool.read_only_override is not None:
-        args.append(f"read_only={tool.read_only_override}")
-    if tool.annotations.destructive is not None:
-        args.append(f"destructive={tool.annotations.destructive}")
-    if tool.annotations.idempotent is not None:
-        args.append(f"idempotent={tool.annotations.idempotent}")
-    lines = _fit("ToolDefinition", args, "        ")
-    lines[-1] += ","
-    return lines
-
-
 def _principal_definition(spec: EnvironmentSpec) -> list[str]:
     """`principal=PrincipalDefinition(...)`: whom the server acts for and which rows each one sees."""
     principal = spec.principal
@@ -809,21 +792,21 @@ def _scope_sql(table: str, sql: str) -> str:
 
 
 def render_server_module(spec: EnvironmentSpec) -> str:
-    names = ("DEFAULT_MAX_EPISODES", "EpisodeBudget", "ServerDefinition", "ToolDefinition", "build_server")
-    runtime = "\n".join(["from envfarm.servers.runtime.server import (", *[f"    {name}," for name in names], ")"])
+    names = ["DEFAULT_MAX_EPISODES", "EpisodeBudget", "ServerDefinition", "build_server"]
     principal = (
         ["from envfarm.servers.runtime.principal import PrincipalDefinition"] if spec.principal is not None else []
     )
     return "\n".join(
         [
-            f'"""The {spec.name} server definition, handed to the shared runtime.\n\n{GENERATED_NOTE}\n"""',
+            f'"""The {spec.name} server definition, handed to the shared runtime; its tools are the ones spec.json'
+            f' declares.\n\n{GENERATED_NOTE}\n"""',
             "",
             "from pathlib import Path",
             "",
             "from mcp.server.mcpserver import MCPServer",
             "",
             *principal,
-            runtime,
+            *_import("envfarm.servers.runtime.server", names),
             "",
             "DEFINITION = ServerDefinition(",
             f"    name={py(spec.name)},",
@@ -837,9 +820,6 @@ def render_server_module(spec: EnvironmentSpec) -> str:
             *[f"        {py(t)}: {py(e.id_format)}," for t, e in spec.entities.items()],
             "    },",
             *([f"    id_namespace={py(spec.ids_namespace)},"] if spec.ids_namespace else []),
-            "    tools=[",
-            *[line for tool in spec.tools for line in _tool_definition(tool)],
-            "    ],",
             *_principal_definition(spec),
             ")",
             "",

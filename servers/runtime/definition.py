@@ -10,7 +10,8 @@ import importlib
 import json
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from importlib.resources.abc import Traversable
 from typing import Any
 
@@ -49,6 +50,20 @@ class ToolDefinition:
             self.effect, read_only=self.read_only, destructive=self.destructive, idempotent=self.idempotent
         )
         return ToolAnnotations(**hints.model_dump())
+
+
+def declared_tool(tool: dict[str, Any]) -> ToolDefinition:
+    """A tool as spec.json declares it, named for the server's `tools_module`: its effect, title and
+    annotation overrides; a custom tool that writes no table is read-only."""
+    overrides = tool.get("annotations") or {}
+    return ToolDefinition(
+        tool["name"],
+        tool["effect"],
+        title=tool.get("title") or None,
+        read_only=True if tool["effect"] == "custom" and not tool.get("writes") else None,
+        destructive=overrides.get("destructive"),
+        idempotent=overrides.get("idempotent"),
+    )
 
 
 def _worded(tool: dict[str, Any], entities: dict[str, Any]) -> dict[str, Any]:
@@ -95,9 +110,18 @@ class ServerDefinition:
     directory: Traversable
     id_formats: dict[str, str]
     id_namespace: str | None = None  # opaque ids (database.opaque_id) in this namespace; None: sequential
-    tools: list[ToolDefinition] = field(default_factory=list)
+    tools: list[ToolDefinition] | None = None  # None: the tools spec.json beside the code declares
     principal: PrincipalDefinition | None = None
     tools_module: str | None = None  # where tools named by a string live, e.g. "envfarm.servers.clinic.tools"
+
+    @cached_property
+    def tool_definitions(self) -> list[ToolDefinition]:
+        """The server's tools, in order: as given, or as spec.json beside the code declares them, the one
+        tool contract of a generated server's folder (its server.py lists none; tools.py holds the functions,
+        tools.json their derived schemas)."""
+        if self.tools is not None:
+            return self.tools
+        return [declared_tool(tool) for tool in self._spec_document().get("tools") or []]
 
     def function(self, tool: ToolDefinition) -> Callable[..., Any]:
         """The function of `tool`. A tool named by a string is looked up in `tools_module`, imported
