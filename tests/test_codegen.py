@@ -124,8 +124,8 @@ def test_a_server_folder_holds_one_tool_contract() -> None:
     definition = import_server(REPO, "clinic").DEFINITION
     assert definition.tools is None
     declared = json.loads(files["spec.json"])["tools"]
-    assert [(t.name, t.effect) for t in definition.tool_definitions] == [(t["name"], t["effect"]) for t in declared]
-    reschedule = next(t for t in definition.tool_definitions if t.name == "reschedule_appointment")
+    assert [(t.name, t.effect) for t in definition.tool_definitions()] == [(t["name"], t["effect"]) for t in declared]
+    reschedule = next(t for t in definition.tool_definitions() if t.name == "reschedule_appointment")
     assert reschedule.effect == "custom" and reschedule.read_only is None  # it writes appointments and slots
     assert declared_tool({"name": "quote", "effect": "custom", "writes": []}).read_only is True
     overrides = {"title": "Void", "annotations": {"destructive": False, "idempotent": True}}

@@ -11,7 +11,6 @@ import json
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
 from importlib.resources.abc import Traversable
 from typing import Any
 
@@ -21,10 +20,10 @@ from envfarm.servers.runtime.database import set_principal
 from envfarm.servers.runtime.effects import Effect, effect_hints
 from envfarm.servers.runtime.episodes import SEED_IMAGE, build_seed, open_memory
 from envfarm.servers.runtime.intents import Intent, ServerIntents, slots
+from envfarm.servers.runtime.listing import SPEC_FILE, Listing
 from envfarm.servers.runtime.principal import PrincipalDefinition, render_instructions
 
 POLICY_FILE = "policy.md"
-SPEC_FILE = "spec.json"
 
 
 @dataclass(frozen=True)
@@ -114,14 +113,15 @@ class ServerDefinition:
     principal: PrincipalDefinition | None = None
     tools_module: str | None = None  # where tools named by a string live, e.g. "envfarm.servers.clinic.tools"
 
-    @cached_property
-    def tool_definitions(self) -> list[ToolDefinition]:
+    def tool_definitions(self, shipped: Listing | None = None) -> list[ToolDefinition]:
         """The server's tools, in order: as given, or as spec.json beside the code declares them, the one
         tool contract of a generated server's folder (its server.py lists none; tools.py holds the functions,
-        tools.json their derived schemas)."""
+        tools.json their derived schemas). A current `tools.json` listing carries the declarations too, so a
+        start need not parse the whole spec."""
         if self.tools is not None:
             return self.tools
-        return [declared_tool(tool) for tool in self._spec_document().get("tools") or []]
+        declared = shipped.declared if shipped is not None else self._spec_document().get("tools") or []
+        return [declared_tool(tool) for tool in declared]
 
     def function(self, tool: ToolDefinition) -> Callable[..., Any]:
         """The function of `tool`. A tool named by a string is looked up in `tools_module`, imported
