@@ -41,13 +41,13 @@ class Listing(BaseModel):
     """What `tools.json` holds: the schemas per tool, and what they were derived from."""
 
     tools_sha256: str = Field(description="sha256 of the tools.py the schemas were derived from")
-    spec_sha256: str | None = Field(None, description="sha256 of the spec.json `declared` was taken from")
     pydantic: str
     mcp: str
     declared: list[dict[str, Any]] = Field(
         default_factory=list,
         description="spec.json's tools as registering them needs (name, effect, title, writes, annotations), "
-        "so a start does not parse the whole spec",
+        "taken at build so a start does not parse the whole spec (like server.py's code, a spec edited after "
+        "the build takes effect with the next build)",
     )
     tools: dict[str, ToolSchemas]
 
@@ -86,23 +86,14 @@ def derive(functions: Iterable[Callable[..., Any]], tools_py: Path) -> Listing:
     pydantic_version, mcp_version = _versions()
     sha = hashlib.sha256(tools_py.read_bytes()).hexdigest()
     spec_json = tools_py.parent / SPEC_FILE
-    spec_bytes = spec_json.read_bytes() if spec_json.is_file() else None
-    return Listing(
-        tools_sha256=sha,
-        spec_sha256=hashlib.sha256(spec_bytes).hexdigest() if spec_bytes is not None else None,
-        pydantic=pydantic_version,
-        mcp=mcp_version,
-        declared=[
-            {key: tool[key] for key in DECLARED_KEYS if key in tool}
-            for tool in (json.loads(spec_bytes).get("tools") or [] if spec_bytes is not None else [])
-        ],
-        tools=tools,
-    )
+    spec = json.loads(spec_json.read_text(encoding="utf-8")) if spec_json.is_file() else {}
+    declared = [{key: tool[key] for key in DECLARED_KEYS if key in tool} for tool in spec.get("tools") or []]
+    return Listing(tools_sha256=sha, pydantic=pydantic_version, mcp=mcp_version, declared=declared, tools=tools)
 
 
 def load(directory: Any) -> tuple[Listing, Path] | None:
     """The listing shipped in `directory` and the tools.py it holds for, or None when there is none or it
-    no longer matches that tools.py, the spec.json beside it, or the installed pydantic and mcp."""
+    no longer matches that tools.py or the installed pydantic and mcp."""
     listing_file, tools_py = directory / SCHEMAS_FILE, directory / TOOLS_MODULE
     if not (listing_file.is_file() and tools_py.is_file()):
         return None
@@ -110,9 +101,6 @@ def load(directory: Any) -> tuple[Listing, Path] | None:
     if (listing.pydantic, listing.mcp) != _versions():
         return None
     if listing.tools_sha256 != hashlib.sha256(tools_py.read_bytes()).hexdigest():
-        return None
-    spec_json = directory / SPEC_FILE
-    if listing.spec_sha256 != (hashlib.sha256(spec_json.read_bytes()).hexdigest() if spec_json.is_file() else None):
         return None
     return listing, Path(str(tools_py)).resolve()
 
