@@ -57,7 +57,8 @@ SNAKE = re.compile(r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b")
 ISO_TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
 PARAMETER_SENTENCE = re.compile(r"\b[Tt]he [\w ]{1,40} should be\b")
 SCRUBBED_VERB = re.compile(
-    r"\b(?:you|to|please|Please|I want to|Need to|need to) it\b|\bit (?:a|my|the) it\b|\b(\w{4,}) (?:a|my|the|a new) \1\b"
+    r"\b(?:you|to|please|Please|I want to|Need to|need to) it\b|\bit (?:a|my|the) it\b|"
+    r"\b(\w{4,}) (?:a|my|the|a new) \1\b"
 )
 # "I mean the report on ...": the pointer a writer adds to pick one row; one per message reads naturally.
 # 'full tank: yes', 'frequency: monthly', 'the reason is: Never signed up': a form's field, not a sentence.
@@ -135,9 +136,8 @@ ASKS_VALUE = re.compile(
     re.IGNORECASE,
 )
 # Stems that ask for the same thing ("what did it cost" and "the price"; "where does it stand" and "the status").
-ASKED_AS = {
-    w: "money" for w in ("cost", "pric", "fee", "fees", "char", "amou", "tota", "owe", "owed", "bill", "paid", "copa")
-} | {"stan": "stat"}
+MONEY_STEMS = ("cost", "pric", "fee", "fees", "char", "amou", "tota", "owe", "owed", "bill", "paid", "copa")
+ASKED_AS = dict.fromkeys(MONEY_STEMS, "money") | {"stan": "stat"}
 # Words that say nothing of what is asked ("could you tell me the ...").
 ASKING = frozenset(
     [
@@ -553,7 +553,10 @@ class Auditor:
                     findings.append(
                         Finding(
                             check="determinacy",
-                            detail=f"{call.tool}.{name}={_short(value)} is neither said nor found by a lookup keyed on what is said",
+                            detail=(
+                                f"{call.tool}.{name}={_short(value)} is neither said nor found by a lookup keyed on "
+                                "what is said"
+                            ),
                         )
                     )
             if ok and call.is_write and spec is not None:
@@ -900,7 +903,9 @@ class Auditor:
                     findings.append(
                         Finding(
                             check="roles",
-                            detail=f"{server}.{tool}: the policy requires identification; no must_identify check with it",
+                            detail=(
+                                f"{server}.{tool}: the policy requires identification; no must_identify check with it"
+                            ),
                         )
                     )
         return findings
@@ -999,10 +1004,11 @@ class Auditor:
                     raw.add(code)
         for where, message in said:
             text = EMAIL.sub("", message)
-            problems = []
-            for code in sorted(raw):
-                if where != "hidden fact" and code not in ("true", "false") and mentions(QUOTED.sub("", text), code):
-                    problems.append(f"raw value '{code}' (its intent words it for people)")
+            problems = [
+                f"raw value '{code}' (its intent words it for people)"
+                for code in sorted(raw)
+                if where != "hidden fact" and code not in ("true", "false") and mentions(QUOTED.sub("", text), code)
+            ]
             if m := CODE_FIELD.search(QUOTED.sub("“…”", text)):
                 problems.append(f"a value said as a form field '{m[0].strip()}'")
             if m := SNAKE.search(text):

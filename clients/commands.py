@@ -46,21 +46,33 @@ def render_summary(summary: SynthesisSummary) -> str:
     before, after = summary.over_specification["before"], summary.over_specification["after"]
     lines = [
         (
-            f"{summary.produced}/{summary.requested} tasks ({summary.sampler} sampler, seed {summary.seed}, writer {summary.writer}) "
-            f"in {summary.seconds:.1f} s ({summary.cpu_seconds:.1f} s CPU); {summary.attempts} chains sampled"
+            f"{summary.produced}/{summary.requested} tasks ({summary.sampler} sampler, seed {summary.seed}, "
+            f"writer {summary.writer}) in {summary.seconds:.1f} s ({summary.cpu_seconds:.1f} s CPU); "
+            f"{summary.attempts} chains sampled"
         ),
-        f"chain length (calls: tasks): {', '.join(f'{k}: {v}' for k, v in summary.chain_lengths.items())}; mean {summary.mean_chain_length}",
-        f">= 3 calls linked by data: {summary.data_dependency_share:.0%}; span 2+ servers: {summary.cross_server_share:.0%}",
+        (
+            f"chain length (calls: tasks): {', '.join(f'{k}: {v}' for k, v in summary.chain_lengths.items())}; "
+            f"mean {summary.mean_chain_length}"
+        ),
+        (
+            f">= 3 calls linked by data: {summary.data_dependency_share:.0%}; "
+            f"span 2+ servers: {summary.cross_server_share:.0%}"
+        ),
         f"dropped: {', '.join(f'{k}: {v}' for k, v in summary.dropped.items()) or 'none'}",
         (
             f"over-specification per message (tool names, ids, literal values, step words): "
             f"before {before.tool_names:g}/{before.internal_ids:g}/{before.literal_arguments:g}/{before.step_words:g}, "
             f"after {after.tool_names:g}/{after.internal_ids:g}/{after.literal_arguments:g}/{after.step_words:g}"
         ),
-        f"calibrated openings leaking a tool name: {summary.leaks['tool_names']}, an internal id: {summary.leaks['internal_ids']}",
         (
-            f"acting for a principal: {summary.principal_share:.1%}; with policy checks: {summary.policy_check_share:.1%} "
-            f"({', '.join(f'{k} {v}' for k, v in summary.policy_checks.items()) or 'none'}); refusals: {summary.refusals}"
+            f"calibrated openings leaking a tool name: {summary.leaks['tool_names']}, "
+            f"an internal id: {summary.leaks['internal_ids']}"
+        ),
+        (
+            f"acting for a principal: {summary.principal_share:.1%}; "
+            f"with policy checks: {summary.policy_check_share:.1%} "
+            f"({', '.join(f'{k} {v}' for k, v in summary.policy_checks.items()) or 'none'}); "
+            f"refusals: {summary.refusals}"
         ),
         "per domain: " + ", ".join(f"{k} {v}" for k, v in summary.tasks_per_domain.items()),
         "per server: " + ", ".join(f"{k} {v}" for k, v in summary.tasks_per_server.items()),

@@ -160,8 +160,10 @@ def undone(
                     found.append(Undone(index, table, key[1], f"overwrote {column}"))
             # A lifecycle value of the row that this write left alone, moved on later: the row it acted on was
             # cancelled, sent or closed after it.
-            for column in lifecycle - set(new):
-                if _cell(after, key, column) != _cell(final, key, column):
-                    found.append(Undone(index, table, key[1], f"moved {column} on"))
+            found += [
+                Undone(index, table, key[1], f"moved {column} on")
+                for column in lifecycle - set(new)
+                if _cell(after, key, column) != _cell(final, key, column)
+            ]
         before = after
     return found

@@ -206,9 +206,7 @@ def verl_schema(function: dict[str, Any]) -> dict[str, Any]:
         notes = [raw.get("description") or typed.get("description") or ""]
         if any(o.get("type") == "null" for o in options):
             notes.append("may be null")
-        for key in ("minimum", "maximum", "format"):
-            if key in typed:
-                notes.append(f"{key} {typed[key]}")
+        notes += [f"{key} {typed[key]}" for key in ("minimum", "maximum", "format") if key in typed]
         if "default" in raw and raw["default"] is not None:
             notes.append(f"default {raw['default']}")
         prop: dict[str, Any] = {"type": kind if isinstance(kind, str) else "string"}

@@ -394,8 +394,8 @@ def link_quality(specs: Sequence[ToolSpec], threshold: float = SIMILARITY_THRESH
     """Similarity inference measured against the exact links of annotated servers (same-server links)."""
     annotated = [s for s in specs if s.annotated]
     stripped = [_strip(s) for s in annotated]
-    gold = {(l.producer, l.field, l.consumer, l.param) for l in exact_links(annotated)}
-    guessed = {(l.producer, l.field, l.consumer, l.param) for l in similar_links(stripped, threshold)}
+    gold = {(link.producer, link.field, link.consumer, link.param) for link in exact_links(annotated)}
+    guessed = {(link.producer, link.field, link.consumer, link.param) for link in similar_links(stripped, threshold)}
     hit = len(gold & guessed)
     return LinkQuality(
         threshold=threshold,
@@ -683,10 +683,13 @@ def render_svg(graph: nx.DiGraph) -> str:
         height = max(height, top + len(tools) * row_h + 20)
     width = 40 + len(servers) * col_w
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="11">',
         (
-            '<defs><marker id="a" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto">'
-            '<path d="M0,0L10,5L0,10z" fill="#888"/></marker></defs>'
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            'font-family="sans-serif" font-size="11">'
+        ),
+        (
+            '<defs><marker id="a" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" '
+            'orient="auto"><path d="M0,0L10,5L0,10z" fill="#888"/></marker></defs>'
         ),
         "<style>line{stroke:#999;stroke-opacity:.45}line.x{stroke:#7a3;stroke-dasharray:4 3}</style>",
     ]

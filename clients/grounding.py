@@ -96,7 +96,7 @@ async def observe(connections: Connections, server: str, specs: Sequence[ToolSpe
     async with connections.episode(server, f"observe-{server}") as episode:
         state = await episode.state(rows=True)
         if state is not None and state.state is not None:
-            tables = {t: rows for t, rows in state.state.items()}
+            tables = dict(state.state)
             controlled = True
         else:
             tables = {}

@@ -135,7 +135,8 @@ CLAIMS_SUCCESS = re.compile(
     r"((?:^|[.!?:]\s+)done\b|\b(?:it'?s|it is|that'?s|that is|all|now|is|are|was|were)\s+done\b|all set|"
     rf"taken care of|\b(?:i'?ve|i have|i just|has been|have been|is now|are now|was|were|successfully|now)\s+"
     rf"(?:\w+\s+){{0,2}}?{DONE_VERBS}\b|\b(?:i|we) (?:went ahead and |just )?{DONE_VERBS}\b|"
-    rf"(?:^|[.!?]\s+){DONE_VERBS}(?::|\s+(?:your|the|it|them|just|now|\$|\d|[A-Z]{{2,}}[-_]?\d)))",  # "Paid: $68.32", "Cancelled your booking"
+    # "Paid: $68.32", "Cancelled your booking"
+    rf"(?:^|[.!?]\s+){DONE_VERBS}(?::|\s+(?:your|the|it|them|just|now|\$|\d|[A-Z]{{2,}}[-_]?\d)))",
     re.IGNORECASE,
 )
 NEGATIONS = frozenset({"not", "never", "nothing", "no", "without", "haven't", "hasn't", "won't", "can't", "cannot"})
@@ -195,12 +196,12 @@ def requests_in(text: str) -> list[str]:
     """The sentences of `text` that ask something: those ending with a question mark, and requests said
     without one ("Please confirm and I'll go ahead.", "Please state your date of birth.")."""
     asked = [q.strip() for q in re.findall(r"[^.!?\n]*\?", text) if q.strip()]
-    for sentence in re.findall(r"[^.!?\n]+[.!]?", text):
-        if not sentence.rstrip().endswith("?") and (
-            REQUESTS_CONFIRMATION.search(sentence) or REQUESTS_DETAIL.search(sentence)
-        ):
-            asked.append(sentence.strip())
-    return asked
+    return asked + [
+        sentence.strip()
+        for sentence in re.findall(r"[^.!?\n]+[.!]?", text)
+        if not sentence.rstrip().endswith("?")
+        and (REQUESTS_CONFIRMATION.search(sentence) or REQUESTS_DETAIL.search(sentence))
+    ]
 
 
 def question_kind(question: str) -> str | None:
@@ -451,14 +452,17 @@ async def _insert_lookup(
         )
         if not shows(call, value.value):
             continue
-        return _inserted(grounded, position, call, "lookup", {n: ("output" if fed else "persona") for n in args})
+        return _inserted(grounded, position, call, "lookup", dict.fromkeys(args, "output" if fed else "persona"))
     raise Drop("no lookup identifies the customer", f"{server}: {value.phrase}")
 
 
 def _inserted(grounded: Grounded, position: int, call: GoldCall, role: Role, sources: dict[str, ArgSource]) -> Grounded:
     """The gold with `call` put before call `position`: every later index (a call's uses, a step's binds)
     shifted past it."""
-    shift = lambda i: i + 1 if i >= position else i
+
+    def shift(i: int) -> int:
+        return i + 1 if i >= position else i
+
     calls = [c.model_copy(update={"uses": [shift(u) for u in c.uses]}) for c in grounded.calls]
     steps = [
         s.model_copy(update={"binds": {n: b.model_copy(update={"step": shift(b.step)}) for n, b in s.binds.items()}})
@@ -531,9 +535,9 @@ def required_reads(server: str, policy: str, specs: Sequence[ToolSpec]) -> list[
             ]
             verbs = [_stem(v) for match in _BEFORE.finditer(clause) for v in match.groups() if v]
             governed = sorted({w.name for w in writes for v in verbs if _does(w, v)})
-            for read in dict.fromkeys(named):
-                if governed:
-                    found.append(RequiredRead(server=server, rule=clause.strip(" .-"), read=read, writes=governed))
+            if governed:
+                rule = clause.strip(" .-")
+                found += [RequiredRead(server=server, rule=rule, read=r, writes=governed) for r in dict.fromkeys(named)]
     return found
 
 
@@ -669,7 +673,7 @@ async def _rekey(
             calls = list(grounded.calls)
             calls[index] = call.model_copy(update={"arguments": options[0][1]})
             sources = list(grounded.sources)
-            sources[index] = {n: "persona" for n in options[0][1]}
+            sources[index] = dict.fromkeys(options[0][1], "persona")
             return grounded.model_copy(update={"calls": calls, "sources": sources})
     return None
 

@@ -132,7 +132,8 @@ class ToolCall(BaseModel):
 
 
 def as_task(task: Task | dict[str, Any] | str) -> Task:
-    """A task as a trainer holds it: the model, its dict, or its JSON (a verl row's `extra_info.interaction_kwargs.task`)."""
+    """A task as a trainer holds it: the model, its dict, or its JSON (a verl row's
+    `extra_info.interaction_kwargs.task`)."""
     if isinstance(task, Task):
         return task
     return Task.model_validate_json(task) if isinstance(task, str) else Task.model_validate(task)

@@ -17,12 +17,14 @@ from envfarm.clients.trajectory import Trajectory
 
 COLORS = ("#3b6fb6", "#e08a2e", "#4c9a5b", "#b64b6e", "#7a5bb6", "#8a8a8a", "#2e9ca6", "#c2a23a", "#5b5b9a")
 CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1100px;color:#222;
+padding:0 1em}
 h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd;padding-bottom:.2em}
 table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ddd;padding:.3em .6em;text-align:right}
 th:first-child,td:first-child{text-align:left}.facts td{text-align:left}thead{background:#f4f4f4}
 .charts{display:flex;flex-wrap:wrap;gap:1.5em}.chart{border:1px solid #eee;padding:.5em}
-details{border:1px solid #ddd;margin:.4em 0;border-radius:4px}summary{cursor:pointer;padding:.4em .6em;background:#fafafa}
+details{border:1px solid #ddd;margin:.4em 0;border-radius:4px}
+summary{cursor:pointer;padding:.4em .6em;background:#fafafa}
 .msg{margin:.4em .8em;padding:.4em .6em;border-radius:6px;white-space:pre-wrap;word-break:break-word}
 .user{background:#eef4ff}.assistant{background:#f3f3f3}.tool{background:#f7fbf2;font-family:ui-monospace,monospace;font-size:12px}
 .call{font-family:ui-monospace,monospace;font-size:12px;color:#6a3d00}.role{font-weight:600;font-size:11px;text-transform:uppercase;color:#666}
@@ -122,8 +124,9 @@ def trajectory_html(t: Trajectory) -> str:
     for message in t.messages:
         role = message["role"]
         if role == "system":
+            prompt = escape(_clip(str(message.get("content") or "")))
             parts.append(
-                f'<details><summary class="muted">system prompt</summary><div class="msg">{escape(_clip(str(message.get("content") or "")))}</div></details>'
+                f'<details><summary class="muted">system prompt</summary><div class="msg">{prompt}</div></details>'
             )
             continue
         inner = []
@@ -131,9 +134,8 @@ def trajectory_html(t: Trajectory) -> str:
             inner.append(escape(_clip(str(message["content"]))))
         for call in message.get("tool_calls") or []:
             function = call.get("function", {})
-            inner.append(
-                f'<div class="call">→ {escape(str(function.get("name")))}({escape(_clip(str(function.get("arguments")), 600))})</div>'
-            )
+            name, arguments = escape(str(function.get("name"))), escape(_clip(str(function.get("arguments")), 600))
+            inner.append(f'<div class="call">→ {name}({arguments})</div>')
         parts.append(f'<div class="msg {escape(role)}"><div class="role">{escape(role)}</div>{"".join(inner)}</div>')
     if score is not None:
         claims = "; ".join(

@@ -311,7 +311,8 @@ class Rollout:
             record.error = "malformed"
             return (
                 record,
-                f"Error: the arguments of {name} are not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object.",
+                f"Error: the arguments of {name} are not valid JSON ({exc.msg} at position {exc.pos}); "
+                "send a JSON object.",
             )
         if not isinstance(arguments, dict):
             record.error = "malformed"
@@ -404,8 +405,8 @@ def failed_endpoint(trajectories: Sequence[Trajectory]) -> str | None:
 
 class Backend(Protocol):
     """Where `rollout_tasks` runs: in this process (`LocalBackend`), in worker processes on this machine
-    (`envfarm.clients.workers.ProcessBackend`) or across a cluster (`envfarm.clients.ray_backend.RayBackend`). Same inputs,
-    same trajectories, in task order, then attempt."""
+    (`envfarm.clients.workers.ProcessBackend`) or across a cluster (`envfarm.clients.ray_backend.RayBackend`).
+    Same inputs, same trajectories, in task order, then attempt."""
 
     async def __call__(
         self,

@@ -232,8 +232,8 @@ async def run(options: RunOptions) -> RunResult:
     facts = {
         **facts,
         "servers": len(names),
-        "tasks": f"{summary.produced} of {summary.requested} requested ({summary.sampler} sampler, seed {summary.seed}, "
-        f"writer {summary.writer}); mean chain {summary.mean_chain_length} calls; "
+        "tasks": f"{summary.produced} of {summary.requested} requested ({summary.sampler} sampler, "
+        f"seed {summary.seed}, writer {summary.writer}); mean chain {summary.mean_chain_length} calls; "
         f"{summary.cross_server_share:.0%} span two servers",
         "rollouts per task and policy": options.k,
         "seconds": seconds,

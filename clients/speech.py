@@ -23,8 +23,8 @@ from envfarm.clients.tasks import Claim, GoldCall, HiddenFact, Task
 
 #: Fields whose value is an amount of money (by the words of their name).
 MONEY = re.compile(
-    r"\b(price|amount|cost|total(?! number| count| of)|total price|difference|fee|fees|balance|copay|pays|subtotal|salary|charge|refund|paid|due|"
-    r"rate|budget|spent|limit amount|deposit|tip|tax|revenue|outstanding|owed|value)\b"
+    r"\b(price|amount|cost|total(?! number| count| of)|total price|difference|fee|fees|balance|copay|pays|subtotal|"
+    r"salary|charge|refund|paid|due|rate|budget|spent|limit amount|deposit|tip|tax|revenue|outstanding|owed|value)\b"
 )
 #: A coded value (an enum's `pass_fail`, `in_progress`): said with spaces, never raw. No digits: ids have them.
 CODE = re.compile(r"[a-z]+(?:_[a-z]+)+")
@@ -365,8 +365,7 @@ def state_claims(claims: Iterable[Claim], currency: str | None = None, ids: Iter
         for words, value in unique
         if words not in ("count", "total") and words.replace(" ", "_") not in PAGING
     ]
-    for start in range(0, len(said), 2):
-        sentences.append(_sentence(_join(said[start : start + 2])))
+    sentences += [_sentence(_join(said[start : start + 2])) for start in range(0, len(said), 2)]
     return list(dict.fromkeys(loose)) + sentences
 
 

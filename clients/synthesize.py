@@ -115,7 +115,10 @@ class SynthesisOptions(BaseModel):
     )
     farm: Path | None = Field(
         default=None,
-        description="the farm whose registry names the servers' versions and domains (default: $ENVFARM_HOME, else the installed farm)",
+        description=(
+            "the farm whose registry names the servers' versions and domains (default: $ENVFARM_HOME, else the "
+            "installed farm)"
+        ),
     )
 
     def registry(self) -> Registry:
@@ -169,7 +172,9 @@ class SynthesisSummary(BaseModel):
     graph: dict[str, int] = Field(default_factory=dict)
     seconds: float
     cpu_seconds: float = Field(
-        description="CPU time of this process (in-process servers included): wall time on a loaded machine overstates the cost"
+        description=(
+            "CPU time of this process (in-process servers included): wall time on a loaded machine overstates the cost"
+        )
     )
 
 
@@ -1013,7 +1018,10 @@ def _summary(
     domains = {s: e.domain for s in catalog.by_server if (e := registry.get(s)) is not None}
     per_server = Counter(s for t in tasks for s in t.servers)
     per_domain = Counter(domains.get(s, "unknown") for t in tasks for s in t.servers)
-    share = lambda hits: round(hits / len(tasks), 3) if tasks else 0.0
+
+    def share(hits: int) -> float:
+        return round(hits / len(tasks), 3) if tasks else 0.0
+
     before = [t.over_specification["uncalibrated"].model_dump() for t in tasks]
     after = [t.over_specification["calibrated"].model_dump() for t in tasks]
     graph = summarize(catalog.graph)

@@ -16,11 +16,11 @@ def render_farm_table(registry: Registry) -> str:
         "| server | domain | tools | write tools | tables | seed rows | verified | tags |",
         "|---|---|---:|---:|---:|---:|---|---|",
     ]
-    for s in registry.servers:
-        lines.append(
-            f"| `{s.name}` | {s.domain} | {s.tool_count} | {s.write_tool_count} | {s.tables} | {s.seed_rows} "
-            f"| {s.verification} | {', '.join(s.tags)} |"
-        )
+    lines += [
+        f"| `{s.name}` | {s.domain} | {s.tool_count} | {s.write_tool_count} | {s.tables} | {s.seed_rows} "
+        f"| {s.verification} | {', '.join(s.tags)} |"
+        for s in registry.servers
+    ]
     domains = sorted({s.domain for s in registry.servers})
     lines.append("")
     lines.append(

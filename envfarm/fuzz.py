@@ -323,7 +323,7 @@ def fuzz_farm(
 
     anyio.run(run_all)
     outcomes: Counter[str] = Counter()
-    violations: Counter[str] = Counter({k: 0 for k in INVARIANTS})
+    violations: Counter[str] = Counter(dict.fromkeys(INVARIANTS, 0))
     for r in results:
         outcomes.update(r.outcomes)
         violations.update(r.violations)

@@ -1,10 +1,10 @@
 """`envfarm fuzz --replies N`: every model-driven step, fed replies no endpoint should send.
 
-A seeded generator writes chat-completion bodies: well-formed ones (text, JSON answers, grades, tool
-calls) with fields deleted, nulled or given the wrong type (choices, message, content, tool_calls, a
-call's id / function / name / arguments, finish_reason, usage), whole bodies that are not JSON or not an
-object, and HTTP errors. They are served in-process to the real `openai` client (an httpx mock
-transport: no sockets; about 500 replies per CPU second, rollouts included) and go through each LLM-driven path as the driver runs it:
+A seeded generator writes chat-completion bodies: well-formed ones (text, JSON answers, grades, tool calls)
+with fields deleted, nulled or given the wrong type (choices, message, content, tool_calls, a call's id /
+function / name / arguments, finish_reason, usage), whole bodies that are not JSON or not an object, and HTTP
+errors. They are served in-process to the real `openai` client (an httpx mock transport: no sockets; about 500
+replies per CPU second, rollouts included) and go through each LLM-driven path as the driver runs it:
 
 - policy: `ChatAgent.act` (what a rollout's agent does with the reply);
 - user: `LLMSession.reply` (the simulated user);

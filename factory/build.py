@@ -197,16 +197,11 @@ def drift(entry: RegistryEntry, server_dir: Path, report: VerificationReport | N
                 )
             )
         now = file_hashes(server_dir)
-        for name in sorted(set(now) | set(report.files)):
-            if now.get(name) != report.files.get(name):
-                found.append(
-                    _drifted(
-                        "drift",
-                        {"file": name},
-                        f"sha256 {report.files.get(name)} (verified)",
-                        f"sha256 {now.get(name)}",
-                    )
-                )
+        found += [
+            _drifted("drift", {"file": name}, f"sha256 {report.files.get(name)} (verified)", f"sha256 {now.get(name)}")
+            for name in sorted(set(now) | set(report.files))
+            if now.get(name) != report.files.get(name)
+        ]
     for label, recorded, current in (
         ("spec", entry.spec_hash, spec_hash(server_dir)),
         ("code", entry.code_hash, code_hash(server_dir)),

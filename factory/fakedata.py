@@ -154,8 +154,8 @@ def person(rng: random.Random) -> tuple[str, str]:
 
 def unique_people(rng: random.Random, count: int) -> list[str]:
     """`count` distinct full names."""
-    pairs = [(f, l) for f in FIRST_NAMES for l in LAST_NAMES]
-    return [f"{f} {l}" for f, l in rng.sample(pairs, count)]
+    pairs = [(first, last) for first in FIRST_NAMES for last in LAST_NAMES]
+    return [f"{first} {last}" for first, last in rng.sample(pairs, count)]
 
 
 def email(full_name: str, domain: str = "example.com") -> str:

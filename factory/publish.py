@@ -131,7 +131,7 @@ def write_listing(staged: Path) -> None:
     with private_package(staged) as package:
         definition = importlib.import_module(f"{package}.server").DEFINITION
         derived = listing.derive(
-            [definition.function(tool) for tool in definition.tools], staged / listing.TOOLS_MODULE
+            [definition.function(tool) for tool in definition.tool_definitions()], staged / listing.TOOLS_MODULE
         )
     (staged / listing.SCHEMAS_FILE).write_text(derived.model_dump_json(indent=2) + "\n", encoding="utf-8")
 

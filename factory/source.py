@@ -107,7 +107,8 @@ def generate_seed(seed_file: Path, spec: EnvironmentSpec, timeout_s: float = 120
 
 
 def _opaque_seed(data: dict) -> Any:
-    """The seed with sequential ids made opaque (envfarm.factory.ids); a malformed spec is left for parse_spec to report."""
+    """The seed with sequential ids made opaque (envfarm.factory.ids); a malformed spec is left for parse_spec
+    to report."""
     entities, seed = data.get("entities"), data.get("seed")
     if not isinstance(entities, dict) or not isinstance(seed, dict):
         return seed

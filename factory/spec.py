@@ -40,7 +40,8 @@ ColumnType = Literal["string", "integer", "number", "boolean", "date", "datetime
 FieldType = Literal["string", "integer", "number", "boolean", "date", "datetime", "object", "array"]
 Match = Literal["exact", "contains", "gte", "lte"]
 NOW = "$now"
-PRINCIPAL = "$principal"  # a `set` value: the episode's principal (the caller, never a param); "$principal.<column>" a column of their row
+# A `set` value: the episode's principal (the caller, never a param); "$principal.<column>" a column of their row.
+PRINCIPAL = "$principal"
 RESERVED_PARAMS = ("principal", "cursor", "limit")  # the runtime binds principal; a search's paging the others
 PrincipalKind = Literal["user", "staff"]
 
@@ -110,11 +111,15 @@ class Entity(StrictModel):
     columns: dict[str, Column]
     refer: list[str] = Field(
         default_factory=list,
-        description="how a person names one row, with {column} slots: 'my stay at {hotel_id.name} from {check_in:date}'",
+        description=(
+            "how a person names one row, with {column} slots: 'my stay at {hotel_id.name} from {check_in:date}'"
+        ),
     )
     words: Words = Field(
         default_factory=dict,
-        description="column -> value -> how a person says it: every enum or boolean column a `refer` or `say` slot uses",
+        description=(
+            "column -> value -> how a person says it: every enum or boolean column a `refer` or `say` slot uses"
+        ),
     )
 
     @field_validator("words", mode="before")
@@ -290,7 +295,9 @@ class Principal(StrictModel):
     customers: str | None = Field(None, description="staff: how a customer is identified before acting for them")
     scope: dict[str, str] = Field(
         default_factory=dict,
-        description="table -> the column holding its owner, or a SQL predicate using :principal: rows others cannot see",
+        description=(
+            "table -> the column holding its owner, or a SQL predicate using :principal: rows others cannot see"
+        ),
     )
 
     def predicate(self, table: str) -> str | None:
@@ -1206,8 +1213,9 @@ def seed_problems(spec: EnvironmentSpec) -> list[tuple[str, str]]:
         keys[table] = set()
         for n, row in enumerate(rows):
             at = f"seed.{table}.{n}"
-            for column in set(row) - set(entity.columns):
-                problems.append((f"{at}.{column}", f"no column {column!r} in {table!r}"))
+            problems += [
+                (f"{at}.{column}", f"no column {column!r} in {table!r}") for column in set(row) - set(entity.columns)
+            ]
             for cname, col in entity.columns.items():
                 value = row.get(cname)
                 if value is None:

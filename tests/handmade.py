@@ -92,7 +92,8 @@ async def pay_invoice_task(connections: Connections) -> Task:
     return base(
         "clinic-pay",
         "Hi, I'm Lucas Yilmaz. Please settle the open bill for my back pain visit.",
-        "Call find_patient with full_name 'Lucas Yilmaz', list_appointments, get_invoice for apt_ah2f96, then pay_invoice inv_qd5x84 amount 95.",
+        "Call find_patient with full_name 'Lucas Yilmaz', list_appointments, get_invoice for apt_ah2f96, then "
+        "pay_invoice inv_qd5x84 amount 95.",
         gold,
         expected,
         claims=[Claim(text="Invoice inv_qd5x84 for $95.00 is now paid.", values=["95", "paid"])],

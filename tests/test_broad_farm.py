@@ -56,7 +56,10 @@ def swagger_document(provider: str, title: str, parent: str, name: str, child: s
     child_fields = {"id": "string", f"{one}_id": "string", **fields}
     key = {"name": f"{one}Id", "in": "path", "required": True, "type": "string"}
     child_key = {"name": f"{kid}Id", "in": "path", "required": True, "type": "string"}
-    ok = lambda ref: {"200": {"description": "ok", "schema": ref}}
+
+    def ok(ref: dict[str, Any]) -> dict[str, Any]:
+        return {"200": {"description": "ok", "schema": ref}}
+
     return {
         "swagger": "2.0",
         "info": {"title": title, "version": "2.1", "x-providerName": provider, "description": f"{title} records."},

@@ -28,7 +28,8 @@ SERVERS = sorted(p.parent.name for p in (REPO / "servers").glob("*/spec.json"))
 
 
 def inspector(*args: str, python: str = sys.executable, cwd: Path = REPO, server: str = "clinic") -> dict[str, Any]:
-    """Run the Inspector CLI against `<python> -m envfarm.servers.<server>` (started in `cwd`) and parse what it prints."""
+    """Run the Inspector CLI against `<python> -m envfarm.servers.<server>` (started in `cwd`) and parse what
+    it prints."""
     assert NPX is not None
     command = [NPX, "-y", "@modelcontextprotocol/inspector", "--cli", python, "-m", f"envfarm.servers.{server}", *args]
     done = subprocess.run(command, check=False, cwd=cwd, capture_output=True, text=True, timeout=300)

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,17 @@ def run(*command: str) -> subprocess.CompletedProcess[str]:
 def test_ruff_finds_nothing() -> None:
     result = run("ruff", "check", "--no-cache", ".")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_enforces_the_sdk_rule_selection() -> None:
+    """What `ruff check` above enforces is pyproject's selection, the MCP python-sdk's families (pycodestyle
+    at our line length, pyflakes, isort, comprehensions, Perflint, pyupgrade), with nothing let off but
+    PERF203 as there: no rule ignored per file and no folder excluded, generated servers included."""
+    ruff = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ruff"]
+    lint = ruff["lint"]
+    assert {"C4", "E", "F", "I", "PERF", "UP"} <= set(lint["select"])
+    assert set(lint.get("ignore", [])) <= {"PERF203"}
+    assert not lint.get("per-file-ignores") and not ruff.get("exclude") and not ruff.get("extend-exclude")
 
 
 def test_the_whole_tree_is_as_ruff_formats_it() -> None:

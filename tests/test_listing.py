@@ -30,7 +30,7 @@ async def test_a_server_lists_the_shipped_schemas_exactly_as_the_sdk_derives_the
     shipped = await listed(name)
     monkeypatch.setattr(listing, "load", lambda directory: None)
     derived = await listed(name)
-    assert shipped == derived and len(shipped) == len(import_server(REPO, name).DEFINITION.tools)
+    assert shipped == derived and len(shipped) == len(import_server(REPO, name).DEFINITION.tool_definitions())
 
 
 def test_a_listing_is_ignored_once_its_tools_py_changes(tmp_path: Path) -> None:

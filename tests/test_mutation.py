@@ -52,7 +52,10 @@ def refund(db: Database, payment_id: str, amount: float) -> dict:
     payment = db.require("payments", payment_id, "payment")
     if amount <= 0 or amount > payment["amount"]:
         db.reject("refund must be positive and at most the payment")
-    db.execute("UPDATE payments SET refunded = refunded + ? WHERE payment_id = ? AND status = 'captured'", (amount, payment_id))
+    db.execute(
+        "UPDATE payments SET refunded = refunded + ? WHERE payment_id = ? AND status = 'captured'",
+        (amount, payment_id),
+    )
     return {"payment_id": payment_id, "refunded": amount + 1}
 """
 

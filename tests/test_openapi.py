@@ -215,7 +215,8 @@ def test_swagger_2_documents_are_restated(tmp_path: Path) -> None:
             "points at nothing \\(in GET /x/\\{id\\}\\)",
         ),
         (
-            "openapi: 3.0.0\npaths:\n  /x:\n    get:\n      responses:\n        '200': {content: {application/json: 7}}\n",
+            "openapi: 3.0.0\npaths:\n  /x:\n    get:\n      responses:\n"
+            "        '200': {content: {application/json: 7}}\n",
             "GET /x: a construct of an unexpected shape",
         ),
     ],
@@ -371,16 +372,23 @@ paths:
   /projects:
     get:
       operationId: listProjects
-      responses: {'200': {description: ok, content: {application/json: {schema: {type: array, items: {$ref: '#/components/schemas/Project'}}}}}}
+      responses:
+        '200':
+          description: ok
+          content: {application/json: {schema: {type: array, items: {$ref: '#/components/schemas/Project'}}}}
     post:
       operationId: createProject
       requestBody: {content: {application/json: {schema: {$ref: '#/components/schemas/Project'}}}}
-      responses: {'201': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/Project'}}}}}
+      responses:
+        '201': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/Project'}}}}
   /projects/{projectId}/tasks:
     get:
       operationId: listProjectTasks
       parameters: [{name: projectId, in: path, required: true, schema: {type: string}}]
-      responses: {'200': {description: ok, content: {application/json: {schema: {type: array, items: {$ref: '#/components/schemas/Task'}}}}}}
+      responses:
+        '200':
+          description: ok
+          content: {application/json: {schema: {type: array, items: {$ref: '#/components/schemas/Task'}}}}
   /tasks:
     post:
       operationId: createTask

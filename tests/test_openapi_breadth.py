@@ -256,7 +256,11 @@ paths:
     get:
       operationId: tagFaq
       parameters:
-        - {name: tags, in: path, required: true, schema: {type: string}, description: String list (semicolon delimited).}
+        - name: tags
+          in: path
+          required: true
+          schema: {type: string}
+          description: String list (semicolon delimited).
       responses:
         '200':
           description: ok

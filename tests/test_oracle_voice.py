@@ -63,9 +63,8 @@ def _heard_twice(task: Task) -> list[str]:
 def _problems(tasks: list[Task], trajectories: list[Trajectory]) -> list[str]:
     problems = []
     for task in tasks:
-        for message in [task.opening_message, *(t.message for t in task.turns[1:])]:
-            if m := USER_SEAMS.search(message):
-                problems.append(f"{task.id}: user says {m.group(0)!r}: {message}")
+        messages = [task.opening_message, *(t.message for t in task.turns[1:])]
+        problems += [f"{task.id}: user says {m.group(0)!r}: {s}" for s in messages if (m := USER_SEAMS.search(s))]
         problems += _heard_twice(task)
     for trajectory in trajectories:
         if not trajectory.score or not trajectory.score.success:

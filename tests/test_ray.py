@@ -18,9 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-ray = pytest.importorskip("ray")
-
 from conftest import REPO
 from handmade import handmade_tasks, pay_invoice_task
 
@@ -32,6 +29,8 @@ from envfarm.clients.scoring import Scorer
 from envfarm.clients.tasks import Task
 from envfarm.clients.trajectory import Trajectory
 from envfarm.clients.users import ScriptedUser
+
+ray = pytest.importorskip("ray")  # the backend imports Ray only when it starts, so the imports above need none
 
 SPEC = HostSpec(farm=REPO, servers=["clinic"], timeout=10)
 # Two hosts on two CPUs, with room for a replacement and the trainer's host.

@@ -88,7 +88,10 @@ def test_the_static_check_names_each_escape(name: str) -> None:
 
 
 def test_the_allow_list_refuses_what_the_deny_list_does_not_know() -> None:
-    source = "import ctypes.util\nimport xml.etree.ElementTree\nfrom . import x\nimport math\n\ndef f(db):\n    return getattr(db, 'connection')\n"
+    source = (
+        "import ctypes.util\nimport xml.etree.ElementTree\nfrom . import x\nimport math\n\n"
+        "def f(db):\n    return getattr(db, 'connection')\n"
+    )
     found = [(f.kind, f.line) for f in check_untrusted(source)]
     assert found == [("import", 1), ("import", 2), ("import", 3), ("introspection", 7)]
     assert [f.reason for f in check_handlers(source) if f.line == 2] == [

@@ -86,10 +86,12 @@ def test_the_check_finds_a_patient_booked_twice_on_one_day(tmp_path: Path) -> No
     db = sqlite3.connect(SERVERS / "clinic" / "seed.sqlite")
     try:
         first = db.execute(
-            "SELECT a.patient_id, s.starts_at FROM appointments a JOIN slots s USING (slot_id) WHERE a.status = 'booked'"
+            "SELECT a.patient_id, s.starts_at FROM appointments a JOIN slots s USING (slot_id) "
+            "WHERE a.status = 'booked'"
         ).fetchone()
         other = db.execute(
-            "SELECT slot_id FROM slots WHERE date(starts_at) = date(?) AND slot_id NOT IN (SELECT slot_id FROM appointments)",
+            "SELECT slot_id FROM slots WHERE date(starts_at) = date(?) "
+            "AND slot_id NOT IN (SELECT slot_id FROM appointments)",
             (first[1],),
         ).fetchone()
     finally:

@@ -33,7 +33,10 @@ MONTH_NAMES = [
     "december",
 ]
 WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-MONTH = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+MONTH = (
+    r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+    r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
 WEEKDAY = r"(mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|urday|rsday)?"
 
 ISO_DATETIME = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?")
@@ -328,8 +331,7 @@ def _numbers(text: str) -> list[float]:
             values.append(round(cents / 100, 2))
             used.append(m.span())
     rest = _mask(text, used)
-    for m in NUMBER.finditer(rest):
-        values.append(float(m.group(1).replace(",", "") + (m.group(2) or "")))
+    values += [float(m.group(1).replace(",", "") + (m.group(2) or "")) for m in NUMBER.finditer(rest)]
     for m in WORDS_NUMBER.finditer(rest):
         value = _word_number(m.group(0))
         if value is not None:

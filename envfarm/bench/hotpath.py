@@ -1,12 +1,12 @@
 """Where an in-process episode's time goes, and how many SQL statements it runs.
 
-One episode is the bench's isolated episode (`envfarm.bench.episodes`): reset, 3 reads, a booking, a list
-and close on the reference server, through the driver's own in-memory connection. The profile splits the
-episode's CPU by whose code runs (each function's own time, by the package it lives in): the SDK's dispatch
-(`mcp`, `mcp_types`, client and server: both run in this process), the runtime (`envfarm.servers.runtime`), the
+One episode is the bench's isolated episode (`envfarm.bench.episodes`): reset, 3 reads, a booking, a list and
+close on the reference server, through the driver's own in-memory connection. The profile splits the episode's
+CPU by whose code runs (each function's own time, by the package it lives in): the SDK's dispatch (`mcp`,
+`mcp_types`, client and server: both run in this process), the runtime (`envfarm.servers.runtime`), the
 handler and SQLite (the server's tools module, the `Database` it queries through, `sqlite3`), pydantic, the
-event loop (`anyio`, `asyncio`), and the rest (the standard library, builtins, the driver). SQL statements are counted with
-SQLite's trace callback on every connection the server opens.
+event loop (`anyio`, `asyncio`), and the rest (the standard library, builtins, the driver). SQL statements are
+counted with SQLite's trace callback on every connection the server opens.
 
 Run: `python -m envfarm.bench.hotpath [--farm DIR] [--episodes N]`; prints JSON.
 """

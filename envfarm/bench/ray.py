@@ -207,11 +207,11 @@ def render_markdown(report: RayBench) -> str:
         "| backend | workers | concurrency | episodes | episodes/s | vs local |",
         "|---|---|---|---|---|---|",
     ]
-    for r in report.rates:
-        lines.append(
-            f"| {r.backend} | {r.workers} | {r.concurrency} | {r.episodes} | {r.episodes_per_s} | "
-            f"{r.episodes_per_s / local.episodes_per_s:.2f}x |"
-        )
+    lines += [
+        f"| {r.backend} | {r.workers} | {r.concurrency} | {r.episodes} | {r.episodes_per_s} | "
+        f"{r.episodes_per_s / local.episodes_per_s:.2f}x |"
+        for r in report.rates
+    ]
     seq, out = report.sequential_ms_per_episode, report.outside_ms_per_episode
     lines += [
         "",

@@ -176,9 +176,15 @@ def verdicts(report: BenchReport) -> list[Verdict]:
         return Verdict(
             metric=f"tool call p50, {key}",
             target=target,
-            measured=f"{measured:.2f} ms: {measured - anchor:+.2f} ms, {measured / anchor:.2f}x over the floor {anchor:.2f} ms",
+            measured=(
+                f"{measured:.2f} ms: {measured - anchor:+.2f} ms, {measured / anchor:.2f}x over the floor "
+                f"{anchor:.2f} ms"
+            ),
             verdict="pass" if ok else "fail",
-            how=f"{REFERENCE}.get_slot in one episode, timed in blocks alternating with the floor: an echo tool on the bare SDK",
+            how=(
+                f"{REFERENCE}.get_slot in one episode, timed in blocks alternating with the floor: an echo tool on "
+                "the bare SDK"
+            ),
         )
 
     return [
@@ -291,7 +297,9 @@ def _workers_verdict(report: BenchReport) -> list[Verdict]:
     ok = bench.cores["2"] >= 1.6 and bench.same_scores
     return [
         Verdict(
-            metric=f"rollout --workers 2, {bench.runs[0].tasks} tasks x {bench.runs[0].episodes // bench.runs[0].tasks}",
+            metric=(
+                f"rollout --workers 2, {bench.runs[0].tasks} tasks x {bench.runs[0].episodes // bench.runs[0].tasks}"
+            ),
             target=">= 1.6 cores used, the one-worker scores",
             measured=f"{bench.cores['2']:.2f} cores ({bench.cores['1']:.2f} with 1 worker), {bench.speedup:.2f}x "
             f"faster ({bench.wall_s['1']:.2f} s / {bench.wall_s['2']:.2f} s), scores "
@@ -311,7 +319,10 @@ def render_markdown(report: BenchReport) -> str:
         "",
         f"Command: `{report.command}`{' (quick smoke run: small sizes, counts not judged)' if report.quick else ''}",
         "",
-        f"Machine: {m.platform}, Python {m.python}, {m.cpu_count} CPUs ({m.cpu_model}), {m.memory_mb} MB RAM, mcp {m.mcp}.",
+        (
+            f"Machine: {m.platform}, Python {m.python}, {m.cpu_count} CPUs ({m.cpu_model}), {m.memory_mb} MB RAM, "
+            f"mcp {m.mcp}."
+        ),
         f"Farm: {report.farm} ({len(report.servers)} servers: {', '.join(report.servers)}).",
         "",
         "| metric | target | measured | verdict | how |",
@@ -355,7 +366,8 @@ def _workers_section(bench: WorkersBench) -> list[str]:
             f"Load average {bench.load_average[0]:.1f} before, {bench.load_average[1]:.1f} after. Per added episode: "
             f"{bench.in_process_ms_per_episode} ms of CPU in-process, {bench.worker_ms_per_episode} ms in a worker, "
             f"{bench.command_ms_per_episode} ms in the command beside 2 workers. A worker's start-up: "
-            f"{bench.worker_startup_cpu_s} s of CPU (fork, build its servers, first calls); the fork server's one import "
+            f"{bench.worker_startup_cpu_s} s of CPU (fork, build its servers, first calls); "
+            "the fork server's one import "
             f"{bench.fork_server_cpu_s} s; a worker's PSS {bench.worker_pss_mb} MB at its largest. Two workers "
             + (
                 f"finish first from {bench.break_even_episodes:g} episodes."

@@ -64,9 +64,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             f"{s.verification:<10} {','.join(s.tags)}"
         )
     domains = {s.domain for s in registry.servers}
-    print(
-        f"\n{len(registry.servers)} servers, {len(domains)} domains, {sum(s.tool_count for s in registry.servers)} tools"
-    )
+    tools = sum(s.tool_count for s in registry.servers)
+    print(f"\n{len(registry.servers)} servers, {len(domains)} domains, {tools} tools")
     return 0
 
 

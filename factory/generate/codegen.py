@@ -6,6 +6,7 @@ byte-identical and the publisher decides where and how atomically the files land
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import textwrap
@@ -115,7 +116,8 @@ def _description(text: str, kind: str) -> str:
 
 def _fit(head: str, args: list[str], indent: str, tail: str = "", brackets: str = "()") -> list[str]:
     """`head(arg, ...)tail` as `ruff format` writes it: on one line when it fits the line length, else the
-    arguments on one line of their own, else one argument per line with a trailing comma."""
+    arguments on one line of their own, else one argument per line with a trailing comma (a string too
+    long for its line split between words, which `ruff format` leaves to the writer)."""
     opening, closing = brackets[0], brackets[1]
     joined = ", ".join(args)
     line = f"{indent}{head}{opening}{joined}{closing}{tail}"
@@ -123,7 +125,41 @@ def _fit(head: str, args: list[str], indent: str, tail: str = "", brackets: str 
         return [line]
     if len(indent) + 4 + len(joined) <= MAX_LINE and "\n" not in joined:  # the arguments on a line of their own
         return [f"{indent}{head}{opening}", f"{indent}    {joined}", f"{indent}{closing}{tail}"]
-    return [f"{indent}{head}{opening}", *[f"{indent}    {a}," for a in args], f"{indent}{closing}{tail}"]
+    return [
+        f"{indent}{head}{opening}",
+        *[line for a in args for line in _arg_lines(a, f"{indent}    ")],
+        f"{indent}{closing}{tail}",
+    ]
+
+
+def _text_lines(value: str, indent: str, tail: str = ",") -> list[str]:
+    """The string `value` as code at `indent`, followed by `tail`: one literal when it fits the line,
+    else adjacent literals broken after a space, each line within the line length."""
+    pieces = [""]
+    for word in re.findall(r"\S+\s*|\s+", value):
+        if pieces[-1] and len(indent) + len(py(pieces[-1] + word)) + len(tail) > MAX_LINE:
+            pieces.append("")
+        pieces[-1] += word
+    return [f"{indent}{py(piece)}" for piece in pieces[:-1]] + [f"{indent}{py(pieces[-1])}{tail}"]
+
+
+def _arg_lines(arg: str, indent: str) -> list[str]:
+    """One argument of a call wrapped one argument a line: `arg,` as it is, or, where it is a string
+    literal (positional or `name=`) too long for the line, split into adjacent literals (a keyword's
+    in parentheses)."""
+    line = f"{indent}{arg},"
+    if len(line) <= MAX_LINE or "\n" in arg:
+        return [line]
+    name, _, literal = arg.partition("=") if re.match(r"\w+=[\"']", arg) else ("", "", arg)
+    try:
+        value = ast.literal_eval(literal)
+    except (ValueError, SyntaxError):
+        return [line]
+    if not isinstance(value, str) or py(value) != literal:
+        return [line]
+    if not name:
+        return _text_lines(value, indent)
+    return [f"{indent}{name}=(", *_text_lines(value, f"{indent}    ", ""), f"{indent}),"]
 
 
 def _field_args(description: str, extra: dict[str, Any] | None = None) -> list[str]:
@@ -201,13 +237,29 @@ def param_links(tool: ToolKind, pname: str, spec: EnvironmentSpec) -> dict[str, 
 def _render_row_model(table: str, entity: Entity, aliases: dict[tuple[str, ...], str]) -> str:
     lines = [
         f"class {model_name(table, entity)}(BaseModel):",
-        f'    """{entity.description.rstrip(".")}. A row of `{table}`."""',
+        *_class_docstring(f"{entity.description.rstrip('.')}. A row of `{table}`."),
         "",
     ]
     for cname, col in entity.columns.items():
         args = _link_args(_description(col.description, col.type), column_links(table, entity, cname))
         lines += _fit(f"{cname}: {_column_type(col, aliases)} = field", args, "    ")
     return "\n".join(lines)
+
+
+def _class_docstring(text: str) -> list[str]:
+    """A row model's one-line docstring. Too long for the line, it goes on after a backslash: the
+    description pydantic lists for the model (the docstring as written, less its indentation) must keep
+    its one line, which a wrapped docstring would break with a newline."""
+    line = f'    """{text}"""'
+    if len(line) <= MAX_LINE:
+        return [line]
+    lines = ['    """']
+    for word in re.findall(r"\S+\s*", text):
+        if lines[-1].strip(' "') and len(lines[-1]) + len(word) + 3 > MAX_LINE:  # room for the backslash or the quotes
+            lines[-1] += "\\"
+            lines.append("")
+        lines[-1] += word
+    return [*lines[:-1], lines[-1] + '"""']
 
 
 def _return_field_type(field: ReturnField, spec: EnvironmentSpec) -> str:
@@ -329,8 +381,7 @@ def _sql_call(method: str, sql_lines: list[str], args: list[str], prefix: str = 
     """`db.method(sql, args...)`: on one line when it fits, else one argument per line with the SQL as
     adjacent literals (joined into one where that fits, as `ruff format` does)."""
     joined = "".join(sql_lines)
-    if len(py(joined)) + 9 <= MAX_LINE:
-        sql_lines = [joined]
+    sql_lines = [joined] if len(py(joined)) + 9 <= MAX_LINE else _folded(sql_lines, "        ")
     return _fit(f"{prefix}db.{method}", ["\n        ".join(py(line) for line in sql_lines), *args], "    ")
 
 
@@ -395,11 +446,11 @@ def _sql_lines(sql: str, indent: str = "        ") -> list[str]:
     """SQL as the lines of adjacent string literals at `indent` (an argument, a comma after it): one when
     it fits the line (as `ruff format` joins it), else split before its clauses."""
     sql = " ".join(sql.split())
-    return [sql] if len(indent) + len(py(sql)) + 1 <= MAX_LINE else _clauses(sql)
+    return [sql] if len(indent) + len(py(sql)) + 1 <= MAX_LINE else _clauses(sql, indent)
 
 
-def _clauses(sql: str) -> list[str]:
-    """Long SQL split before its clauses into pieces of about 80 characters."""
+def _clauses(sql: str, indent: str) -> list[str]:
+    """Long SQL split before its clauses into pieces of about 80 characters, as literals at `indent`."""
     pieces = re.split(r" (?=(?:WHERE|AND|OR|JOIN|LEFT JOIN|ORDER BY|GROUP BY|LIMIT|SET|FROM)\b)", " ".join(sql.split()))
     lines = [pieces[0]]
     for piece in pieces[1:]:
@@ -407,7 +458,40 @@ def _clauses(sql: str) -> list[str]:
             lines[-1] += " " + piece
         else:
             lines.append(" " + piece)
-    return lines
+    return _folded(lines, indent)
+
+
+def _folded(lines: list[str], indent: str) -> list[str]:
+    """SQL pieces as adjacent literals at `indent` (the last one followed by a comma): a piece too long for
+    its line (a clause with a subquery) broken between words into lines of at most 80 characters, at the
+    last keyword or comma between list items that allows, never inside a quoted value."""
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        words = re.findall(r"\s*(?:'[^']*'|[^\s'])+|\s+$", line)
+        # Fits, or has a quote left open: kept whole rather than cut inside a value.
+        if len(indent) + len(py(line)) + (i == len(lines) - 1) <= MAX_LINE or "".join(words) != line:
+            out.append(line)
+            continue
+        current: list[str] = []
+        for word in words:
+            if current and len("".join(current)) + len(word) > 80:
+                breaks = [j for j in range(1, len(current)) if _SQL_BREAK.match(current[j]) or _list_comma(current[:j])]
+                j = breaks[-1] if breaks else len(current)
+                out.append("".join(current[:j]))
+                current = current[j:]
+            current.append(word)
+        out.append("".join(current))
+    return out
+
+
+def _list_comma(words: list[str]) -> bool:
+    """Whether `words` end with a comma between the items of a list (`SET a = 1, b = 2`), not between the
+    arguments of a function."""
+    text = "".join(words)
+    return text.endswith(",") and text.count("(") == text.count(")")
+
+
+_SQL_BREAK = re.compile(r"\s*\(?(?:SELECT|FROM|WHERE|AND|OR|UNION|JOIN|CASE|WHEN|ELSE|END|SET|ORDER|GROUP)\b")
 
 
 def _sql_arg(sql: str, indent: str = "        ") -> str:
@@ -660,29 +744,13 @@ def render_tools(spec: EnvironmentSpec, has_handlers: bool) -> str:
         # Relative, so the factory can import a staged copy under a private name (servers/runtime/listing.py).
         *(["", "from . import handlers"] if has_handlers else []),
     ]
-    docstring = f'"""Tools of the {spec.name} server: one plain function per tool, over the episode\'s database.\n\n{GENERATED_NOTE}\n"""'
+    summary = f"Tools of the {spec.name} server: one plain function per tool, over the episode's database."
+    docstring = f'"""{summary}\n\n{GENERATED_NOTE}\n"""'
     gap = "\n\n" if aliases else "\n\n\n"  # isort: one blank line before an assignment, two before a class
     return f"{docstring}\n\n" + "\n".join(imports) + gap + body
 
 
 # ------------------------------------------------------------------------------------------ server.py
-
-
-def _tool_definition(tool: ToolKind) -> list[str]:
-    """`ToolDefinition(...)`: the function's name in tools.py (imported on the first call) and its effect,
-    plus only what differs from the effect's defaults."""
-    args = [py(tool.name), py(tool.effect)]
-    if tool.title:
-        args.append(f"title={py(tool.title)}")
-    if tool.read_only_override is not None:
-        args.append(f"read_only={tool.read_only_override}")
-    if tool.annotations.destructive is not None:
-        args.append(f"destructive={tool.annotations.destructive}")
-    if tool.annotations.idempotent is not None:
-        args.append(f"idempotent={tool.annotations.idempotent}")
-    lines = _fit("ToolDefinition", args, "        ")
-    lines[-1] += ","
-    return lines
 
 
 def _principal_definition(spec: EnvironmentSpec) -> list[str]:
@@ -705,7 +773,7 @@ def _principal_definition(spec: EnvironmentSpec) -> list[str]:
     if principal.customers:
         args.append(f"customers={py(principal.customers)}")
     scopes = {t: p for t in principal.scope if (p := principal.predicate(t))}
-    lines = ["    principal=PrincipalDefinition(", *[f"        {a}," for a in args]]
+    lines = ["    principal=PrincipalDefinition(", *[line for a in args for line in _arg_lines(a, "        ")]]
     if scopes:
         lines += [
             "        scopes={",
@@ -720,32 +788,30 @@ def _scope_sql(table: str, sql: str) -> str:
     joined = py(" ".join(sql.split()))
     if len(f"            {py(table)}: {joined},") <= MAX_LINE:
         return joined
-    return "\n            ".join(py(line) for line in _clauses(sql))
+    return "\n            ".join(py(line) for line in _clauses(sql, "            "))
 
 
 def render_server_module(spec: EnvironmentSpec) -> str:
-    runtime = (
-        "from envfarm.servers.runtime.server import (\n    DEFAULT_MAX_EPISODES,\n    EpisodeBudget,\n    ServerDefinition,\n"
-        "    ToolDefinition,\n    build_server,\n)"
-    )
+    names = ["DEFAULT_MAX_EPISODES", "EpisodeBudget", "ServerDefinition", "build_server"]
     principal = (
         ["from envfarm.servers.runtime.principal import PrincipalDefinition"] if spec.principal is not None else []
     )
     return "\n".join(
         [
-            f'"""The {spec.name} server definition, handed to the shared runtime.\n\n{GENERATED_NOTE}\n"""',
+            f'"""The {spec.name} server definition, handed to the shared runtime; its tools are the ones spec.json'
+            f' declares.\n\n{GENERATED_NOTE}\n"""',
             "",
             "from pathlib import Path",
             "",
             "from mcp.server.mcpserver import MCPServer",
             "",
             *principal,
-            runtime,
+            *_import("envfarm.servers.runtime.server", names),
             "",
             "DEFINITION = ServerDefinition(",
             f"    name={py(spec.name)},",
             f"    title={py(spec.title)},",
-            f"    description={py(spec.description)},",
+            *_arg_lines(f"description={py(spec.description)}", "    "),
             f"    version={py(spec.version)},",
             f"    now={py(spec.now_iso)},",
             "    directory=Path(__file__).parent,",
@@ -754,9 +820,6 @@ def render_server_module(spec: EnvironmentSpec) -> str:
             *[f"        {py(t)}: {py(e.id_format)}," for t, e in spec.entities.items()],
             "    },",
             *([f"    id_namespace={py(spec.ids_namespace)},"] if spec.ids_namespace else []),
-            "    tools=[",
-            *[line for tool in spec.tools for line in _tool_definition(tool)],
-            "    ],",
             *_principal_definition(spec),
             ")",
             "",
@@ -778,7 +841,8 @@ def render_server_module(spec: EnvironmentSpec) -> str:
 def render_main(spec: EnvironmentSpec) -> str:
     return "\n".join(
         [
-            f'"""Run the {spec.name} MCP server: stdio by default, `--http` for streamable HTTP, `--db FILE` to persist."""',
+            f'"""Run the {spec.name} MCP server: stdio by default, `--http` for streamable HTTP, `--db FILE` to'
+            ' persist."""',
             "",
             *sorted(
                 [

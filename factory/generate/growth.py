@@ -806,7 +806,8 @@ def render_summary(summary: GrowthSummary) -> str:
     lines.append(
         f"\n{sum(r.status == 'published' for r in summary.results)} of {len(summary.results)} published into "
         f"{summary.farm_root} in {summary.seconds:.1f} s; model {summary.model}: {usage.requests} requests, "
-        f"{usage.total_tokens} tokens, {usage.repairs} repairs, {usage.retries} retries; build folder {summary.build_dir}"
+        f"{usage.total_tokens} tokens, {usage.repairs} repairs, {usage.retries} retries; "
+        f"build folder {summary.build_dir}"
     )
     return "\n".join(lines)
 

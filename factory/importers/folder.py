@@ -1,12 +1,11 @@
 """Import a folder of API documents at once: every document ends in a spec folder or a one-line reason.
 
 `envfarm import openapi DIR --out SPECS` walks DIR for `.json`, `.yaml` and `.yml` documents, imports each
-with `envfarm.factory.importers.openapi.import_openapi`, writes `SPECS/<name>/`, and goes on past a document that fails. The
-summary (`SPECS/IMPORT-SUMMARY.json` and `.md`) lists every document: the spec it became, its tool count
-and the import time, or why it was refused. An unexpected exception is a bug of the importer, not of the
-document: it is kept as its own outcome (`crashed`), with its type and message on one line, so a bulk run
-over hundreds of documents never stops on one and never hides one.
-"""
+with `envfarm.factory.importers.openapi.import_openapi`, writes `SPECS/<name>/`, and goes on past a document
+that fails. The summary (`SPECS/IMPORT-SUMMARY.json` and `.md`) lists every document: the spec it became, its
+tool count and the import time, or why it was refused. An unexpected exception is a bug of the importer, not
+of the document: it is kept as its own outcome (`crashed`), with its type and message on one line, so a bulk
+run over hundreds of documents never stops on one and never hides one."""
 
 from __future__ import annotations
 

@@ -503,7 +503,8 @@ def apply_limits(limits: Limits) -> None:
 
 
 def sandboxed_args(serve_args: Sequence[str]) -> list[str]:
-    """`python -m envfarm.factory.sandbox.guard ...` arguments for a command line of `python -m envfarm.servers.runtime ...`."""
+    """`python -m envfarm.factory.sandbox.guard ...` arguments for a command line of
+    `python -m envfarm.servers.runtime ...`."""
     return ["-m", "envfarm.factory.sandbox.guard", *serve_args]
 
 

@@ -2,13 +2,13 @@
 `mcp` SDK, the runtime and coverage.py once, then forks a fresh server process per launch.
 
 `python -m envfarm.factory.sandbox.warm SOCKET` listens on a Unix socket. A launch is a tiny stdlib-only stub
-(`python -I -S -c STUB SOCKET ARGS...`) that hands its stdin, stdout and stderr to the warm process
-with SCM_RIGHTS and waits; the warm process forks, the child takes those three descriptors and runs
-the runtime's entry point (`envfarm.servers.runtime.cli.farm_main ARGS`) in the sandbox (or the coverage gate, which enters it too) exactly as a cold
-`python -m envfarm.factory.sandbox.guard ARGS` would, and the stub
-exits when the child does. So the verifier still drives a real server subprocess over stdio, its own
-pid and its own imports of the server under test (servers are imported by location, never before the
-fork), and a launch costs a fork instead of an interpreter start and the SDK import.
+(`python -I -S -c STUB SOCKET ARGS...`) that hands its stdin, stdout and stderr to the warm process with
+SCM_RIGHTS and waits; the warm process forks, the child takes those three descriptors and runs the runtime's
+entry point (`envfarm.servers.runtime.cli.farm_main ARGS`) in the sandbox (or the coverage gate, which enters
+it too) exactly as a cold `python -m envfarm.factory.sandbox.guard ARGS` would, and the stub exits when the
+child does. So the verifier still drives a real server subprocess over stdio, its own pid and its own imports
+of the server under test (servers are imported by location, never before the fork), and a launch costs a fork
+instead of an interpreter start and the SDK import.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def _run_child(connection: socket.socket, fds: list[int], argv: list[str]) -> No
         entry, args = argv[0], argv[1:]
         if entry == "coverage":  # enters the sandbox itself, once coverage is recording
             from envfarm.factory.verify.coverage_gate import main as entry_main
-        else:  # the runtime inside the sandbox, exactly as a cold launch (`python -m envfarm.factory.sandbox.guard`) runs it
+        else:  # the runtime in the sandbox, as a cold launch (`python -m envfarm.factory.sandbox.guard`) runs it
             from envfarm.factory.sandbox.guard import main as entry_main
         code = entry_main(args)
     except SystemExit as exc:

@@ -1,13 +1,15 @@
 """Coverage as a verification gate: every rejection, every write and every branch of a custom handler
 must run under a call that has an expectation.
 
-The server under test runs as `python -m envfarm.factory.verify.coverage_gate --data F --pid P --include ... -- <runtime
-entry-point args>` (`--farm FOLDER NAME`, see `envfarm.servers.runtime.cli.farm_main`): coverage.py (branch mode, only the server's handlers.py and tools.py) starts before the server
-is imported, and once the first tool call has ended it traces only while a call runs (the runtime's
-TOOL_CALL_EVENT audit events): the SDK's JSON-RPC frames in between never reach the tracer. Lines are
-recorded in one of two dynamic contexts: `checks` (the contract checks, seed-built calls, steps without
-an expectation) and `expect` (examples with `expect`, rule examples, scenario steps with `expect`). The verifier switches between them with SIGUSR1 / SIGUSR2 before a call; its next
-request cannot be read before the signal handler ran, since both happen on the server's main thread.
+The server under test runs as `python -m envfarm.factory.verify.coverage_gate --data F --pid P --include ...
+-- <runtime entry-point args>` (`--farm FOLDER NAME`, see `envfarm.servers.runtime.cli.farm_main`):
+coverage.py (branch mode, only the server's handlers.py and tools.py) starts before the server is imported,
+and once the first tool call has ended it traces only while a call runs (the runtime's TOOL_CALL_EVENT audit
+events): the SDK's JSON-RPC frames in between never reach the tracer. Lines are recorded in one of two dynamic
+contexts: `checks` (the contract checks, seed-built calls, steps without an expectation) and `expect`
+(examples with `expect`, rule examples, scenario steps with `expect`). The verifier switches between them with
+SIGUSR1 / SIGUSR2 before a call; its next request cannot be read before the signal handler ran, since both
+happen on the server's main thread.
 
 After the server exits, `gate` reads the data and lists every site no expectation ran, naming file and
 line, plus per-function coverage for the report.
@@ -108,7 +110,8 @@ class CallWindow:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run `python -m envfarm.servers.runtime <args>` under branch coverage, saving the data however the server stops."""
+    """Run `python -m envfarm.servers.runtime <args>` under branch coverage, saving the data however the
+    server stops."""
     import coverage
 
     parser = argparse.ArgumentParser(prog="python -m envfarm.factory.verify.coverage_gate")

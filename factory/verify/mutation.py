@@ -613,11 +613,12 @@ def render_markdown(report: MutationReport, command: str) -> str:
         "| server | mutants | killed | kill rate | explained | unexplained |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for s in report.servers:
-        lines.append(f"| {s.server} | {s.mutants} | {s.killed} | {s.kill_rate:.1%} | {s.explained} | {s.unexplained} |")
-    lines.append(
-        f"| **all** | {report.mutants} | {report.killed} | {report.kill_rate:.1%} | {report.explained} | {report.unexplained} |"
-    )
+    rows = [(s.server, s.mutants, s.killed, s.kill_rate, s.explained, s.unexplained) for s in report.servers]
+    rows.append(("**all**", report.mutants, report.killed, report.kill_rate, report.explained, report.unexplained))
+    lines += [
+        f"| {name} | {mutants} | {killed} | {rate:.1%} | {explained} | {unexplained} |"
+        for name, mutants, killed, rate, explained, unexplained in rows
+    ]
     survivors = [(s.server, r) for s in report.servers for r in s.survivors]
     lines += ["", f"## Survivors ({len(survivors)})", ""]
     if survivors:

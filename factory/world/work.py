@@ -114,19 +114,19 @@ def check_quoted_figures(seeds: Seeds) -> list[Violation]:
         ("mail", "messages", "message_id", "body"),
         ("team_chat", "messages", "message_id", "text"),
     ):
-        for row in seeds.get(server, {}).get(table, []):
-            for amount in MONEY.findall(row[column] or ""):
-                if amount not in held:
-                    found.append(
-                        Violation(
-                            rule="quoted figure",
-                            message=f"{amount} is in no drive document",
-                            rows=[
-                                RowRef(server=server, table=table, key=row[key]),
-                                RowRef(server="docs_drive", table="documents", key="*"),
-                            ],
-                        )
-                    )
+        found += [
+            Violation(
+                rule="quoted figure",
+                message=f"{amount} is in no drive document",
+                rows=[
+                    RowRef(server=server, table=table, key=row[key]),
+                    RowRef(server="docs_drive", table="documents", key="*"),
+                ],
+            )
+            for row in seeds.get(server, {}).get(table, [])
+            for amount in MONEY.findall(row[column] or "")
+            if amount not in held
+        ]
     return found
 
 
@@ -152,16 +152,16 @@ def check_documents(seeds: Seeds) -> list[Violation]:
         if missing:
             ref = RowRef(server="docs_drive", table="documents", key=doc["doc_id"])
             found.append(Violation(rule="workstream document", message=f"{ws.key}: lacks {missing}", rows=[ref]))
-    for event in seeds.get("calendar", {}).get("events", []):
-        for title in AGENDA.findall(event["description"] or ""):
-            if title not in by_title:
-                found.append(
-                    Violation(
-                        rule="meeting document",
-                        message=f"agenda names {title!r}, which the drive does not have",
-                        rows=[RowRef(server="calendar", table="events", key=event["event_id"])],
-                    )
-                )
+    found += [
+        Violation(
+            rule="meeting document",
+            message=f"agenda names {title!r}, which the drive does not have",
+            rows=[RowRef(server="calendar", table="events", key=event["event_id"])],
+        )
+        for event in seeds.get("calendar", {}).get("events", [])
+        for title in AGENDA.findall(event["description"] or "")
+        if title not in by_title
+    ]
     return found
 
 

@@ -262,7 +262,9 @@ def list_transactions(
         " AND (:category IS NULL OR category = :category)"
         " AND (:posted_after IS NULL OR posted_at >= :posted_after)"
         " AND (:posted_before IS NULL OR posted_at <= :posted_before)"
-        " AND (account_id IN (SELECT account_id FROM accounts WHERE customer_id IN (SELECT customer_id FROM customers WHERE email = :principal)))"
+        " AND (account_id IN (SELECT account_id FROM accounts"
+        " WHERE customer_id IN (SELECT customer_id FROM customers"
+        " WHERE email = :principal)))"
         " ORDER BY rowid",
         {"account_id": account_id, "category": category, "posted_after": posted_after, "posted_before": posted_before},
         limit,
@@ -297,7 +299,8 @@ def transfer_funds(
         db.reject("The sending and receiving accounts are the same; choose two different accounts.")
     if db.one("SELECT 1 FROM accounts WHERE account_id = :from_account_id AND status = 'frozen'", args):
         db.reject(
-            "Account {from_account_id} is frozen and cannot send money; the customer must contact the bank to unfreeze it.",
+            "Account {from_account_id} is frozen and cannot send money; the customer must contact the bank to "
+            "unfreeze it.",
             args,
         )
     if db.one(
@@ -321,7 +324,8 @@ def transfer_funds(
         args,
     ):
         db.reject(
-            "Sending {amount} USD would exceed the customer's daily transfer limit for money sent to others; send less or try tomorrow.",
+            "Sending {amount} USD would exceed the customer's daily transfer limit for money sent to others; send "
+            "less or try tomorrow.",
             args,
         )
     outcome = handlers.transfer_funds(
@@ -347,7 +351,8 @@ def pay_payee(
     args = {"from_account_id": from_account_id, "payee_id": payee_id, "amount": amount, "memo": memo}
     if db.one("SELECT 1 FROM accounts WHERE account_id = :from_account_id AND status = 'frozen'", args):
         db.reject(
-            "Account {from_account_id} is frozen and cannot send money; the customer must contact the bank to unfreeze it.",
+            "Account {from_account_id} is frozen and cannot send money; the customer must contact the bank to "
+            "unfreeze it.",
             args,
         )
     if db.one("SELECT 1 FROM accounts WHERE account_id = :from_account_id AND status = 'closed'", args):
@@ -364,7 +369,8 @@ def pay_payee(
         args,
     ):
         db.reject(
-            "Sending {amount} USD would exceed the customer's daily transfer limit for money sent to others; send less or try tomorrow.",
+            "Sending {amount} USD would exceed the customer's daily transfer limit for money sent to others; send "
+            "less or try tomorrow.",
             args,
         )
     return Transfer.model_validate(
@@ -410,7 +416,11 @@ def list_transfers(
         " WHERE (:from_account_id IS NULL OR from_account_id = :from_account_id)"
         " AND (:scope IS NULL OR scope = :scope)"
         " AND (:created_after IS NULL OR created_at >= :created_after)"
-        " AND (from_account_id IN (SELECT account_id FROM accounts WHERE customer_id IN (SELECT customer_id FROM customers WHERE email = :principal)) OR to_account_id IN (SELECT account_id FROM accounts WHERE customer_id IN (SELECT customer_id FROM customers WHERE email = :principal)))"
+        " AND (from_account_id IN (SELECT account_id FROM accounts"
+        " WHERE customer_id IN (SELECT customer_id FROM customers"
+        " WHERE email = :principal)) OR to_account_id IN (SELECT account_id"
+        " FROM accounts WHERE customer_id IN (SELECT customer_id FROM customers"
+        " WHERE email = :principal)))"
         " ORDER BY rowid",
         {"from_account_id": from_account_id, "scope": scope, "created_after": created_after},
         limit,
@@ -577,7 +587,9 @@ def list_scheduled_payments(
         "SELECT * FROM scheduled_payments"
         " WHERE (:account_id IS NULL OR account_id = :account_id)"
         " AND (:status IS NULL OR status = :status)"
-        " AND (account_id IN (SELECT account_id FROM accounts WHERE customer_id IN (SELECT customer_id FROM customers WHERE email = :principal)))"
+        " AND (account_id IN (SELECT account_id FROM accounts"
+        " WHERE customer_id IN (SELECT customer_id FROM customers"
+        " WHERE email = :principal)))"
         " ORDER BY rowid",
         {"account_id": account_id, "status": status},
         limit,
@@ -617,7 +629,8 @@ def update_scheduled_payment(
     if all(value is None for value in (amount, next_run_on)):
         db.reject("Nothing to change: give at least one of amount, next_run_on.")
     row = db.returning(
-        "UPDATE scheduled_payments SET amount = COALESCE(:amount, amount), next_run_on = COALESCE(:next_run_on, next_run_on)"
+        "UPDATE scheduled_payments SET amount = COALESCE(:amount, amount),"
+        " next_run_on = COALESCE(:next_run_on, next_run_on)"
         " WHERE schedule_id = :id RETURNING *",
         args,
     )
@@ -736,7 +749,9 @@ def list_cards(
     page = db.page(
         "SELECT * FROM cards"
         " WHERE (:account_id IS NULL OR account_id = :account_id)"
-        " AND (account_id IN (SELECT account_id FROM accounts WHERE customer_id IN (SELECT customer_id FROM customers WHERE email = :principal)))"
+        " AND (account_id IN (SELECT account_id FROM accounts"
+        " WHERE customer_id IN (SELECT customer_id FROM customers"
+        " WHERE email = :principal)))"
         " ORDER BY rowid",
         {"account_id": account_id},
         limit,

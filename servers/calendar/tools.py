@@ -73,7 +73,8 @@ class Event(BaseModel):
 
 
 class EventException(BaseModel):
-    """One cancelled occurrence of a recurring series (the rest of the series still meets). A row of `event_exceptions`."""
+    """One cancelled occurrence of a recurring series (the rest of the series still meets). A row of \
+`event_exceptions`."""
 
     exception_id: str = field("Internal exception id", ref="event_exceptions.exception_id", known=False)
     event_id: str = field("The recurring series", ref="events.event_id", known=False)
@@ -337,7 +338,9 @@ def list_invitations(
         " WHERE (:event_id IS NULL OR event_id = :event_id)"
         " AND (:email IS NULL OR email = :email)"
         " AND (:response IS NULL OR response = :response)"
-        " AND (event_id IN (SELECT event_id FROM events WHERE organizer_email = :principal UNION SELECT event_id FROM invitations WHERE email = :principal))"
+        " AND (event_id IN (SELECT event_id FROM events"
+        " WHERE organizer_email = :principal UNION SELECT event_id FROM invitations"
+        " WHERE email = :principal))"
         " ORDER BY rowid",
         {"event_id": event_id, "email": email, "response": response},
         limit,
@@ -494,7 +497,8 @@ def create_recurring_event(
         args,
     ):
         db.reject(
-            "Calendar {calendar_id} is another person's personal calendar; put the series on your own calendar or a team calendar.",
+            "Calendar {calendar_id} is another person's personal calendar; put the series on your own calendar or a "
+            "team calendar.",
             args,
         )
     if db.one("SELECT 1 WHERE :count IS NOT NULL AND :until IS NOT NULL", args):
@@ -622,7 +626,9 @@ def list_cancelled_occurrences(
         " WHERE (:event_id IS NULL OR event_id = :event_id)"
         " AND (:starts_after IS NULL OR occurrence_start >= :starts_after)"
         " AND (:starts_before IS NULL OR occurrence_start <= :starts_before)"
-        " AND (event_id IN (SELECT event_id FROM events WHERE organizer_email = :principal UNION SELECT event_id FROM invitations WHERE email = :principal))"
+        " AND (event_id IN (SELECT event_id FROM events"
+        " WHERE organizer_email = :principal UNION SELECT event_id FROM invitations"
+        " WHERE email = :principal))"
         " ORDER BY occurrence_start, rowid",
         {"event_id": event_id, "starts_after": starts_after, "starts_before": starts_before},
         limit,
@@ -732,7 +738,8 @@ def create_event(
         args,
     ):
         db.reject(
-            "Calendar {calendar_id} is another person's personal calendar; put the event on your own calendar or a team calendar (list_calendars).",
+            "Calendar {calendar_id} is another person's personal calendar; put the event on your own calendar or a "
+            "team calendar (list_calendars).",
             args,
         )
     if db.one(
@@ -742,7 +749,8 @@ def create_event(
         args,
     ):
         db.reject(
-            "Room {room_id} is already booked between {starts_at} and {ends_at}; pick another room or time (check_room_availability shows the conflicts).",
+            "Room {room_id} is already booked between {starts_at} and {ends_at}; pick another room or time "
+            "(check_room_availability shows the conflicts).",
             args,
         )
     row = db.insert(
@@ -815,7 +823,8 @@ def schedule_meeting(
         args,
     ):
         db.reject(
-            "Room {room_id} is already booked between {starts_at} and {ends_at}; pick another room or time (check_room_availability shows the conflicts).",
+            "Room {room_id} is already booked between {starts_at} and {ends_at}; pick another room or time "
+            "(check_room_availability shows the conflicts).",
             args,
         )
     outcome = handlers.schedule_meeting(
@@ -863,7 +872,8 @@ def invite_attendee(
         args,
     ):
         db.reject(
-            "The room of event {event_id} is full; move the event to a bigger room with assign_room before inviting more people.",
+            "The room of event {event_id} is full; move the event to a bigger room with assign_room before inviting "
+            "more people.",
             args,
         )
     row = db.insert(
@@ -953,7 +963,8 @@ def reschedule_event(
     args = {"event_id": event_id, "starts_at": starts_at, "ends_at": ends_at, "id": current["event_id"]}
     if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND organizer_email != :principal", args):
         db.reject(
-            "Only the organizer of event {event_id} can change it (get_event shows who); ask them, or decline your invitation.",
+            "Only the organizer of event {event_id} can change it (get_event shows who); ask them, or decline your "
+            "invitation.",
             args,
         )
     if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND status = 'cancelled'", args):
@@ -970,7 +981,8 @@ def reschedule_event(
         args,
     ):
         db.reject(
-            "The room of event {event_id} is already booked between {starts_at} and {ends_at}; choose another time, or move the event to a free room with assign_room first.",
+            "The room of event {event_id} is already booked between {starts_at} and {ends_at}; choose another time, "
+            "or move the event to a free room with assign_room first.",
             args,
         )
     row = db.returning(
@@ -996,14 +1008,16 @@ def assign_room(
     args = {"event_id": event_id, "room_id": room_id, "id": current["event_id"]}
     if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND organizer_email != :principal", args):
         db.reject(
-            "Only the organizer of event {event_id} can change it (get_event shows who); ask them, or decline your invitation.",
+            "Only the organizer of event {event_id} can change it (get_event shows who); ask them, or decline your "
+            "invitation.",
             args,
         )
     if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND status = 'cancelled'", args):
         db.reject("Event {event_id} is cancelled; it needs no room.", args)
     if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND recurrence IS NOT NULL", args):
         db.reject(
-            "Event {event_id} is a recurring series; series meet without a booked room (book a room for a single meeting instead).",
+            "Event {event_id} is a recurring series; series meet without a booked room (book a room for a single "
+            "meeting instead).",
             args,
         )
     if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND julianday(ends_at) < julianday(:now)", args):
@@ -1018,7 +1032,8 @@ def assign_room(
         args,
     ):
         db.reject(
-            "Room {room_id} is already booked during event {event_id}; check_room_availability shows the conflicts, find_rooms lists other rooms.",
+            "Room {room_id} is already booked during event {event_id}; check_room_availability shows the conflicts, "
+            "find_rooms lists other rooms.",
             args,
         )
     if db.one(
@@ -1028,7 +1043,8 @@ def assign_room(
         args,
     ):
         db.reject(
-            "Room {room_id} is too small for event {event_id} (organizer plus invitees who have not declined); find_rooms with min_capacity lists bigger rooms.",
+            "Room {room_id} is too small for event {event_id} (organizer plus invitees who have not declined); "
+            "find_rooms with min_capacity lists bigger rooms.",
             args,
         )
     row = db.returning("UPDATE events SET room_id = :room_id WHERE event_id = :id RETURNING *", args)
@@ -1063,7 +1079,8 @@ def cancel_event(
         db.reject("Event {event_id} already took place and can't be cancelled.", args)
     if db.one("SELECT 1 FROM events WHERE event_id = :event_id AND organizer_email != :principal", args):
         db.reject(
-            "Only the organizer can cancel event {event_id}, and you are not its organizer (get_event shows who is); decline your invitation with respond_to_invitation instead.",
+            "Only the organizer can cancel event {event_id}, and you are not its organizer (get_event shows who is); "
+            "decline your invitation with respond_to_invitation instead.",
             args,
         )
     row = db.returning(
@@ -1102,7 +1119,8 @@ def remove_attendee(
         args,
     ):
         db.reject(
-            "Only the organizer of the event of invitation {invitation_id} can take invitees off it; to leave the meeting yourself, decline your invitation with respond_to_invitation.",
+            "Only the organizer of the event of invitation {invitation_id} can take invitees off it; to leave the "
+            "meeting yourself, decline your invitation with respond_to_invitation.",
             args,
         )
     db.execute("DELETE FROM invitations WHERE invitation_id = :id", args)

@@ -34,9 +34,11 @@ def search_available_vehicles(
     vehicles = db.all(
         "SELECT v.* FROM vehicles v JOIN vehicle_classes c ON c.class_id = v.class_id"
         " WHERE v.branch_id = ? AND v.status IN ('available', 'rented') AND (? IS NULL OR v.class_id = ?)"
-        " AND NOT EXISTS (SELECT 1 FROM rentals r WHERE r.vehicle_id = v.vehicle_id AND r.status IN ('reserved', 'active')"
+        " AND NOT EXISTS (SELECT 1 FROM rentals r WHERE r.vehicle_id = v.vehicle_id"
+        " AND r.status IN ('reserved', 'active')"
         " AND julianday(r.pickup_at) < julianday(?) AND julianday(?) < julianday(r.return_due_at))"
-        " AND NOT EXISTS (SELECT 1 FROM rentals o WHERE o.vehicle_id = v.vehicle_id AND o.status IN ('reserved', 'active')"
+        " AND NOT EXISTS (SELECT 1 FROM rentals o WHERE o.vehicle_id = v.vehicle_id"
+        " AND o.status IN ('reserved', 'active')"
         " AND o.dropoff_branch_id != v.branch_id)"
         " ORDER BY c.daily_rate, v.rowid",
         (branch_id, class_id, class_id, return_due_at, pickup_at),
@@ -86,7 +88,8 @@ def return_vehicle(
     fuel_charge = 0.0 if fuel_full else FUEL_CHARGE
     total = round(rental_charge + extras_charge + one_way_fee + fuel_charge, 2)
     db.execute(
-        "UPDATE rentals SET status = 'returned', returned_at = ?, return_branch_id = ?, odometer_in = ?, total_charged = ?"
+        "UPDATE rentals SET status = 'returned', returned_at = ?, return_branch_id = ?, odometer_in = ?,"
+        " total_charged = ?"
         " WHERE rental_id = ?",
         (db.now, return_branch_id, odometer_km, total, rental_id),
     )

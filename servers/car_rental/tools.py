@@ -367,7 +367,8 @@ def create_rental(
         db.reject("Rentals last at most 28 days; longer hires are long-term leases handled by the sales team.")
     if db.one("SELECT 1 FROM vehicles WHERE vehicle_id = :vehicle_id AND status IN ('maintenance', 'retired')", args):
         db.reject(
-            "Vehicle {vehicle_id} is in maintenance or retired and cannot be rented; search_available_vehicles lists free cars.",
+            "Vehicle {vehicle_id} is in maintenance or retired and cannot be rented; search_available_vehicles lists "
+            "free cars.",
             args,
         )
     if db.one(
@@ -383,7 +384,8 @@ def create_rental(
         args,
     ):
         db.reject(
-            "Driver {driver_id} is younger than this vehicle class allows (see min_driver_age in list_vehicle_classes).",
+            "Driver {driver_id} is younger than this vehicle class allows (see min_driver_age in "
+            "list_vehicle_classes).",
             args,
         )
     if db.one("SELECT 1 FROM drivers WHERE driver_id = :driver_id AND license_expires_on < date(:return_due_at)", args):
@@ -397,7 +399,8 @@ def create_rental(
         args,
     ):
         db.reject(
-            "Branch {dropoff_branch_id} does not accept one-way returns; return the car to its pickup branch or pick a branch that does.",
+            "Branch {dropoff_branch_id} does not accept one-way returns; return the car to its pickup branch or pick "
+            "a branch that does.",
             args,
         )
     if db.one(
@@ -408,7 +411,8 @@ def create_rental(
         args,
     ):
         db.reject(
-            "Vehicle {vehicle_id} is already reserved or out for part of that period; search_available_vehicles lists free cars.",
+            "Vehicle {vehicle_id} is already reserved or out for part of that period; search_available_vehicles lists "
+            "free cars.",
             args,
         )
     if db.one(
@@ -587,7 +591,8 @@ def start_rental(
         args,
     ):
         db.reject(
-            "The car of rental {rental_id} is not available (in maintenance or not back yet); swap it with another free car of the class.",
+            "The car of rental {rental_id} is not available (in maintenance or not back yet); swap it with another "
+            "free car of the class.",
             args,
         )
     db.execute("UPDATE rentals SET status = :set_status WHERE rental_id = :id", args)
@@ -638,7 +643,8 @@ def return_vehicle(
         args,
     ):
         db.reject(
-            "Branch {return_branch_id} does not accept one-way returns; the car must go back to its pickup branch or one that does.",
+            "Branch {return_branch_id} does not accept one-way returns; the car must go back to its pickup branch or "
+            "one that does.",
             args,
         )
     outcome = handlers.return_vehicle(

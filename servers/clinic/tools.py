@@ -208,7 +208,8 @@ def book_appointment(
         args,
     ):
         db.reject(
-            "Patient {patient_id} already has an appointment that day; a patient has at most one appointment a day (move that one instead).",
+            "Patient {patient_id} already has an appointment that day; a patient has at most one appointment a day "
+            "(move that one instead).",
             args,
         )
     row = db.insert(
@@ -298,7 +299,8 @@ def reschedule_appointment(
         args,
     ):
         db.reject(
-            "The patient of appointment {appointment_id} already has another appointment that day; a patient has at most one appointment a day.",
+            "The patient of appointment {appointment_id} already has another appointment that day; a patient has at "
+            "most one appointment a day.",
             args,
         )
     return Appointment.model_validate(

@@ -456,7 +456,8 @@ def enroll_in_section(
     args = {"student_id": student_id, "section_id": section_id}
     if db.one("SELECT 1 FROM students WHERE student_id = :student_id AND registration_hold = 1", args):
         db.reject(
-            "Student {student_id} has a registration hold; the hold must be cleared with the registrar's office before enrolling.",
+            "Student {student_id} has a registration hold; the hold must be cleared with the registrar's office "
+            "before enrolling.",
             args,
         )
     if db.one("SELECT 1 FROM sections WHERE section_id = :section_id AND status = 'cancelled'", args):
@@ -470,7 +471,8 @@ def enroll_in_section(
         args,
     ):
         db.reject(
-            "Registration for the term of section {section_id} is not open today; list_terms shows each term's registration window.",
+            "Registration for the term of section {section_id} is not open today; list_terms shows each term's "
+            "registration window.",
             args,
         )
     if db.one(
@@ -481,7 +483,8 @@ def enroll_in_section(
         args,
     ):
         db.reject(
-            "Student {student_id} is already enrolled or waitlisted in this course this term; drop that enrollment first to switch sections.",
+            "Student {student_id} is already enrolled or waitlisted in this course this term; drop that enrollment "
+            "first to switch sections.",
             args,
         )
     if db.one(
@@ -491,7 +494,8 @@ def enroll_in_section(
         args,
     ):
         db.reject(
-            "Student {student_id} has already passed the course of section {section_id}; passed courses cannot be retaken.",
+            "Student {student_id} has already passed the course of section {section_id}; passed courses cannot be "
+            "retaken.",
             args,
         )
     if db.one(
@@ -504,7 +508,8 @@ def enroll_in_section(
         args,
     ):
         db.reject(
-            "Student {student_id} has not passed every prerequisite of the course of section {section_id}; check list_prerequisites, or ask for an exception with request_prerequisite_override.",
+            "Student {student_id} has not passed every prerequisite of the course of section {section_id}; check "
+            "list_prerequisites, or ask for an exception with request_prerequisite_override.",
             args,
         )
     if db.one(
@@ -522,7 +527,8 @@ def enroll_in_section(
         args,
     ):
         db.reject(
-            "Section {section_id} meets at the same time as a section student {student_id} is already enrolled in this term; drop that section first or pick another section from list_sections.",
+            "Section {section_id} meets at the same time as a section student {student_id} is already enrolled in "
+            "this term; drop that section first or pick another section from list_sections.",
             args,
         )
     if db.one(
@@ -535,7 +541,8 @@ def enroll_in_section(
         args,
     ):
         db.reject(
-            "Enrolling student {student_id} in section {section_id} would exceed the limit of 18 credits per term; drop a course first.",
+            "Enrolling student {student_id} in section {section_id} would exceed the limit of 18 credits per term; "
+            "drop a course first.",
             args,
         )
     return Enrollment.model_validate(handlers.enroll_in_section(db, student_id=student_id, section_id=section_id))
@@ -561,7 +568,8 @@ def drop_enrollment(
         args,
     ):
         db.reject(
-            "The drop deadline of this term has passed, so enrollment {enrollment_id} cannot be dropped; a late withdrawal needs the registrar's approval.",
+            "The drop deadline of this term has passed, so enrollment {enrollment_id} cannot be dropped; a late "
+            "withdrawal needs the registrar's approval.",
             args,
         )
     return Enrollment.model_validate(handlers.drop_enrollment(db, enrollment_id=enrollment_id))
@@ -589,7 +597,8 @@ def change_grading_basis(
     args = {"enrollment_id": enrollment_id, "grading_basis": grading_basis, "id": current["enrollment_id"]}
     if db.one("SELECT 1 FROM enrollments WHERE enrollment_id = :enrollment_id AND status != 'enrolled'", args):
         db.reject(
-            "Enrollment {enrollment_id} is not an active enrollment (dropped or still waitlisted); only enrolled sections have a grading basis to change.",
+            "Enrollment {enrollment_id} is not an active enrollment (dropped or still waitlisted); only enrolled "
+            "sections have a grading basis to change.",
             args,
         )
     if db.one(

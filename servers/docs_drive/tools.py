@@ -422,7 +422,8 @@ def edit_document(
         args,
     ):
         db.reject(
-            "You can only view document {doc_id}: only its owner and editors can edit it. Ask the owner to share it with editor access.",
+            "You can only view document {doc_id}: only its owner and editors can edit it. Ask the owner to share it "
+            "with editor access.",
             args,
         )
     return Document.model_validate(handlers.edit_document(db, doc_id=doc_id, content=content, summary=summary))
@@ -521,7 +522,8 @@ def change_permission(
         args,
     ):
         db.reject(
-            "You can only view the document of permission {permission_id}: only its owner and editors can change who has access.",
+            "You can only view the document of permission {permission_id}: only its owner and editors can change who "
+            "has access.",
             args,
         )
     row = db.returning("UPDATE permissions SET role = :role WHERE permission_id = :id RETURNING *", args)
@@ -555,7 +557,8 @@ def remove_permission(
         args,
     ):
         db.reject(
-            "You can only view the document of permission {permission_id}: only its owner and editors can remove someone else's access.",
+            "You can only view the document of permission {permission_id}: only its owner and editors can remove "
+            "someone else's access.",
             args,
         )
     db.execute("DELETE FROM permissions WHERE permission_id = :id", args)

@@ -264,7 +264,9 @@ def list_reports(
         " WHERE (:employee_id IS NULL OR employee_id = :employee_id)"
         " AND (:status IS NULL OR status = :status)"
         " AND (:cost_center_id IS NULL OR cost_center_id = :cost_center_id)"
-        " AND (employee_id IN (SELECT e.employee_id FROM employees e, employees me WHERE me.email = :principal AND (e.employee_id = me.employee_id OR e.manager_id = me.employee_id OR me.role = 'finance')))"
+        " AND (employee_id IN (SELECT e.employee_id FROM employees e, employees me"
+        " WHERE me.email = :principal AND (e.employee_id = me.employee_id"
+        " OR e.manager_id = me.employee_id OR me.role = 'finance')))"
         " ORDER BY rowid",
         {"employee_id": employee_id, "status": status, "cost_center_id": cost_center_id},
         limit,
@@ -346,7 +348,10 @@ def list_expense_lines(
     page = db.page(
         "SELECT * FROM expense_lines"
         " WHERE (:report_id IS NULL OR report_id = :report_id)"
-        " AND (report_id IN (SELECT report_id FROM expense_reports WHERE employee_id IN (SELECT e.employee_id FROM employees e, employees me WHERE me.email = :principal AND (e.employee_id = me.employee_id OR e.manager_id = me.employee_id OR me.role = 'finance'))))"
+        " AND (report_id IN (SELECT report_id FROM expense_reports"
+        " WHERE employee_id IN (SELECT e.employee_id FROM employees e, employees me"
+        " WHERE me.email = :principal AND (e.employee_id = me.employee_id"
+        " OR e.manager_id = me.employee_id OR me.role = 'finance'))))"
         " ORDER BY rowid",
         {"report_id": report_id},
         limit,
@@ -432,7 +437,8 @@ def add_expense_line(
         args,
     ):
         db.reject(
-            "An expense of {amount} USD is above the category's receipt threshold; upload a receipt and pass its receipt_id.",
+            "An expense of {amount} USD is above the category's receipt threshold; upload a receipt and pass its "
+            "receipt_id.",
             args,
         )
     row = db.insert(
@@ -499,13 +505,17 @@ def update_expense_line(
         args,
     ):
         db.reject(
-            "That amount is above the category's receipt threshold and line {line_id} has no receipt; attach one first with attach_receipt.",
+            "That amount is above the category's receipt threshold and line {line_id} has no receipt; attach one "
+            "first with attach_receipt.",
             args,
         )
     if all(value is None for value in (amount, spent_on, merchant, description)):
         db.reject("Nothing to change: give at least one of amount, spent_on, merchant, description.")
     row = db.returning(
-        "UPDATE expense_lines SET amount = COALESCE(:amount, amount), spent_on = COALESCE(:spent_on, spent_on), merchant = COALESCE(:merchant, merchant), description = COALESCE(:description, description)"
+        "UPDATE expense_lines SET amount = COALESCE(:amount, amount),"
+        " spent_on = COALESCE(:spent_on, spent_on),"
+        " merchant = COALESCE(:merchant, merchant),"
+        " description = COALESCE(:description, description)"
         " WHERE line_id = :id RETURNING *",
         args,
     )
@@ -709,11 +719,14 @@ def submit_report(
         args,
     ):
         db.reject(
-            "Report {report_id} has lines above their category's receipt threshold without a receipt; check_report_policy lists them.",
+            "Report {report_id} has lines above their category's receipt threshold without a receipt; "
+            "check_report_policy lists them.",
             args,
         )
     row = db.returning(
-        "UPDATE expense_reports SET status = :set_status, submitted_at = :set_submitted_at, decided_at = :set_decided_at, decided_by = :set_decided_by, decision_note = :set_decision_note"
+        "UPDATE expense_reports SET status = :set_status,"
+        " submitted_at = :set_submitted_at, decided_at = :set_decided_at,"
+        " decided_by = :set_decided_by, decision_note = :set_decision_note"
         " WHERE report_id = :id RETURNING *",
         args,
     )
@@ -750,7 +763,8 @@ def decide_report(
         args,
     ):
         db.reject(
-            "Approving report {report_id} would take its cost center over its annual budget; reject it or ask finance for more budget.",
+            "Approving report {report_id} would take its cost center over its annual budget; reject it or ask finance "
+            "for more budget.",
             args,
         )
     return ExpenseReport.model_validate(handlers.decide_report(db, report_id=report_id, decision=decision, note=note))
@@ -797,7 +811,10 @@ def list_approvals(
     page = db.page(
         "SELECT * FROM approvals"
         " WHERE (:report_id IS NULL OR report_id = :report_id)"
-        " AND (report_id IN (SELECT report_id FROM expense_reports WHERE employee_id IN (SELECT e.employee_id FROM employees e, employees me WHERE me.email = :principal AND (e.employee_id = me.employee_id OR e.manager_id = me.employee_id OR me.role = 'finance'))))"
+        " AND (report_id IN (SELECT report_id FROM expense_reports"
+        " WHERE employee_id IN (SELECT e.employee_id FROM employees e, employees me"
+        " WHERE me.email = :principal AND (e.employee_id = me.employee_id"
+        " OR e.manager_id = me.employee_id OR me.role = 'finance'))))"
         " ORDER BY rowid",
         {"report_id": report_id},
         limit,

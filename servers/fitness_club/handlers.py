@@ -25,7 +25,8 @@ def freeze_membership(db: Database, member_id: str, days: int, reason: str) -> d
         },
     )
     booked = db.all(
-        "SELECT b.booking_id, b.class_id FROM bookings b JOIN classes c ON c.class_id = b.class_id WHERE b.member_id = ?"
+        "SELECT b.booking_id, b.class_id FROM bookings b JOIN classes c ON c.class_id = b.class_id"
+        " WHERE b.member_id = ?"
         " AND b.status = 'booked' AND julianday(c.starts_at) > julianday(?) AND date(c.starts_at) <= ?",
         (member_id, db.now, ends_on),
     )

@@ -382,7 +382,8 @@ def book_class(
         args,
     ):
         db.reject(
-            "Member {member_id} is on an off-peak plan: only weekday classes starting between 10:00 and 16:00 can be booked.",
+            "Member {member_id} is on an off-peak plan: only weekday classes starting between 10:00 and 16:00 can be "
+            "booked.",
             args,
         )
     if db.one(
@@ -397,7 +398,8 @@ def book_class(
         args,
     ):
         db.reject(
-            "Member {member_id} has used their plan's weekly class allowance for that week; change_membership_plan can upgrade.",
+            "Member {member_id} has used their plan's weekly class allowance for that week; change_membership_plan "
+            "can upgrade.",
             args,
         )
     row = db.insert(
@@ -484,7 +486,8 @@ def cancel_booking(
         args,
     ):
         db.reject(
-            "Booking {booking_id} can no longer be cancelled: cancellations must be made at least 2 hours before the class starts.",
+            "Booking {booking_id} can no longer be cancelled: cancellations must be made at least 2 hours before the "
+            "class starts.",
             args,
         )
     row = db.returning(
@@ -565,7 +568,8 @@ def freeze_membership(
         args,
     ):
         db.reject(
-            "A {days}-day freeze is longer than member {member_id}'s plan allows (see max_freeze_days in list_membership_plans).",
+            "A {days}-day freeze is longer than member {member_id}'s plan allows (see max_freeze_days in "
+            "list_membership_plans).",
             args,
         )
     return FreezeMembershipResult.model_validate(
@@ -638,7 +642,8 @@ def book_personal_training(
     }
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status = 'frozen'", args):
         db.reject(
-            "Member {member_id}'s membership is frozen, so they cannot book personal training; unfreeze_membership first.",
+            "Member {member_id}'s membership is frozen, so they cannot book personal training; unfreeze_membership "
+            "first.",
             args,
         )
     if db.one("SELECT 1 FROM members WHERE member_id = :member_id AND status = 'cancelled'", args):
@@ -656,7 +661,8 @@ def book_personal_training(
         args,
     ):
         db.reject(
-            "The club is open 06:00-22:00; a session starting at {starts_at} for {duration_minutes} minutes does not fit.",
+            "The club is open 06:00-22:00; a session starting at {starts_at} for {duration_minutes} minutes does not "
+            "fit.",
             args,
         )
     if db.one(

@@ -340,7 +340,8 @@ def schedule_trip(
         db.reject("Vehicle {vehicle_id} is retired from the fleet; pick another vehicle from search_vehicles.", args)
     if db.one("SELECT 1 FROM vehicles WHERE vehicle_id = :vehicle_id AND status = 'maintenance'", args):
         db.reject(
-            "Vehicle {vehicle_id} is in maintenance and cannot be assigned a trip until its maintenance order is closed; pick another vehicle.",
+            "Vehicle {vehicle_id} is in maintenance and cannot be assigned a trip until its maintenance order is "
+            "closed; pick another vehicle.",
             args,
         )
     if db.one("SELECT 1 FROM drivers WHERE driver_id = :driver_id AND status != 'active'", args):
@@ -348,11 +349,13 @@ def schedule_trip(
     if db.one(
         "SELECT 1 FROM drivers d, vehicles v WHERE d.driver_id = :driver_id"
         " AND v.vehicle_id = :vehicle_id"
-        " AND (CASE d.license_class WHEN 'CE' THEN 3 WHEN 'C' THEN 2 ELSE 1 END) < (CASE v.required_license WHEN 'CE' THEN 3 WHEN 'C' THEN 2 ELSE 1 END)",
+        " AND (CASE d.license_class WHEN 'CE' THEN 3 WHEN 'C' THEN 2 ELSE 1 END) <"
+        " (CASE v.required_license WHEN 'CE' THEN 3 WHEN 'C' THEN 2 ELSE 1 END)",
         args,
     ):
         db.reject(
-            "Driver {driver_id}'s licence class does not cover vehicle {vehicle_id}; it needs the class in the vehicle's required_license.",
+            "Driver {driver_id}'s licence class does not cover vehicle {vehicle_id}; it needs the class in the "
+            "vehicle's required_license.",
             args,
         )
     if db.one(
@@ -407,7 +410,8 @@ def start_trip(
         args,
     ):
         db.reject(
-            "The vehicle of trip {trip_id} is in maintenance or retired and cannot depart; reassign the trip to another vehicle.",
+            "The vehicle of trip {trip_id} is in maintenance or retired and cannot depart; reassign the trip to "
+            "another vehicle.",
             args,
         )
     if db.one(
@@ -418,7 +422,8 @@ def start_trip(
         args,
     ):
         db.reject(
-            "The vehicle of trip {trip_id} has no passed pre-trip inspection in the last 24 hours; record one with record_inspection before departure.",
+            "The vehicle of trip {trip_id} has no passed pre-trip inspection in the last 24 hours; record one with "
+            "record_inspection before departure.",
             args,
         )
     db.execute("UPDATE trips SET status = :set_status, actual_start = :set_actual_start WHERE trip_id = :id", args)
@@ -452,7 +457,8 @@ def complete_trip(
         db.reject("Trip {trip_id} is not in progress, so it cannot be completed.", args)
     if db.one("SELECT 1 FROM trips WHERE trip_id = :trip_id AND :end_odometer_km < start_odometer_km", args):
         db.reject(
-            "The arrival reading {end_odometer_km} km is below the departure reading of trip {trip_id}; check the odometer.",
+            "The arrival reading {end_odometer_km} km is below the departure reading of trip {trip_id}; check the "
+            "odometer.",
             args,
         )
     row = db.returning(
@@ -726,7 +732,8 @@ def log_fuel(
         db.reject("{liters} litres is more than the tank of vehicle {vehicle_id} holds; check the receipt.", args)
     if db.one("SELECT 1 FROM vehicles WHERE vehicle_id = :vehicle_id AND :odometer_km < odometer_km", args):
         db.reject(
-            "The reading {odometer_km} km is below the last recorded odometer of vehicle {vehicle_id}; check the odometer.",
+            "The reading {odometer_km} km is below the last recorded odometer of vehicle {vehicle_id}; check the "
+            "odometer.",
             args,
         )
     row = db.insert(

@@ -353,7 +353,8 @@ def open_cart(
         "SELECT 1 FROM carts WHERE customer_id = :customer_id AND store_id = :store_id AND status = 'open'", args
     ):
         db.reject(
-            "Customer {customer_id} already has an open cart at store {store_id}; find it with list_carts and keep filling it.",
+            "Customer {customer_id} already has an open cart at store {store_id}; find it with list_carts and keep "
+            "filling it.",
             args,
         )
     row = db.insert(
@@ -445,7 +446,8 @@ def add_to_cart(
         db.reject("Product {product_id} is already in cart {cart_id}; change its quantity with update_cart_item.", args)
     if db.one("SELECT 1 FROM products WHERE product_id = :product_id AND stock < :quantity", args):
         db.reject(
-            "Not enough stock: product {product_id} has fewer than {quantity} units left; check get_product and lower the quantity.",
+            "Not enough stock: product {product_id} has fewer than {quantity} units left; check get_product and lower "
+            "the quantity.",
             args,
         )
     row = db.insert(
@@ -499,13 +501,16 @@ def update_cart_item(
         args,
     ):
         db.reject(
-            "Not enough stock for {quantity} units of cart item {cart_item_id}; check get_product and lower the quantity.",
+            "Not enough stock for {quantity} units of cart item {cart_item_id}; check get_product and lower the "
+            "quantity.",
             args,
         )
     if all(value is None for value in (quantity, allow_substitution)):
         db.reject("Nothing to change: give at least one of quantity, allow_substitution.")
     row = db.returning(
-        "UPDATE cart_items SET quantity = COALESCE(:quantity, quantity), allow_substitution = COALESCE(:allow_substitution, allow_substitution)"
+        "UPDATE cart_items"
+        " SET quantity = COALESCE(:quantity, quantity),"
+        " allow_substitution = COALESCE(:allow_substitution, allow_substitution)"
         " WHERE cart_item_id = :id RETURNING *",
         args,
     )
@@ -616,7 +621,8 @@ def checkout_cart(
         args,
     ):
         db.reject(
-            "Delivery window {window_id} belongs to another store; pick one of the cart's store with list_delivery_windows.",
+            "Delivery window {window_id} belongs to another store; pick one of the cart's store with "
+            "list_delivery_windows.",
             args,
         )
     if db.one("SELECT 1 FROM delivery_windows WHERE window_id = :window_id AND starts_at <= :now", args):
@@ -629,7 +635,8 @@ def checkout_cart(
         args,
     ):
         db.reject(
-            "Some products in cart {cart_id} exceed the store's current stock; check list_cart_items against get_product and lower or remove them.",
+            "Some products in cart {cart_id} exceed the store's current stock; check list_cart_items against "
+            "get_product and lower or remove them.",
             args,
         )
     if db.one(
@@ -737,7 +744,8 @@ def change_delivery_window(
         args,
     ):
         db.reject(
-            "Delivery window {window_id} belongs to another store than order {order_id}; list the order's store windows.",
+            "Delivery window {window_id} belongs to another store than order {order_id}; list the order's store "
+            "windows.",
             args,
         )
     if db.one("SELECT 1 FROM delivery_windows WHERE window_id = :window_id AND starts_at <= :now", args):
@@ -775,13 +783,16 @@ def update_delivery_instructions(
         args,
     ):
         db.reject(
-            "Order {order_id} is out for delivery, delivered or cancelled, so its delivery details can no longer be edited.",
+            "Order {order_id} is out for delivery, delivered or cancelled, so its delivery details can no longer be "
+            "edited.",
             args,
         )
     if all(value is None for value in (delivery_address, delivery_notes)):
         db.reject("Nothing to change: give at least one of delivery_address, delivery_notes.")
     row = db.returning(
-        "UPDATE orders SET delivery_address = COALESCE(:delivery_address, delivery_address), delivery_notes = COALESCE(:delivery_notes, delivery_notes)"
+        "UPDATE orders"
+        " SET delivery_address = COALESCE(:delivery_address, delivery_address),"
+        " delivery_notes = COALESCE(:delivery_notes, delivery_notes)"
         " WHERE order_id = :id RETURNING *",
         args,
     )
@@ -846,7 +857,8 @@ def set_item_substitution(
         args,
     ):
         db.reject(
-            "Order item {order_item_id} belongs to an order that is out for delivery, delivered or cancelled; it can no longer be edited.",
+            "Order item {order_item_id} belongs to an order that is out for delivery, delivered or cancelled; it can "
+            "no longer be edited.",
             args,
         )
     row = db.returning(
@@ -913,7 +925,8 @@ def respond_to_substitution(
         args,
     ):
         db.reject(
-            "Substitution {substitution_id} belongs to an order that already left the store or was cancelled; it can no longer be answered.",
+            "Substitution {substitution_id} belongs to an order that already left the store or was cancelled; it can "
+            "no longer be answered.",
             args,
         )
     if db.one("SELECT 1 FROM substitutions WHERE substitution_id = :substitution_id AND status != 'proposed'", args):

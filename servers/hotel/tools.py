@@ -393,7 +393,8 @@ def create_reservation(
         args,
     ):
         db.reject(
-            "Room {room_id} is already booked for some of those nights; find_available_rooms lists rooms free for the whole stay.",
+            "Room {room_id} is already booked for some of those nights; find_available_rooms lists rooms free for the "
+            "whole stay.",
             args,
         )
     outcome = handlers.create_reservation(
@@ -534,7 +535,8 @@ def check_in(
     args = {"res_id": res_id, "id": current["res_id"], "set_status": "checked_in", "set_checked_in_at": db.now}
     if db.one("SELECT 1 FROM reservations WHERE res_id = :res_id AND status != 'confirmed'", args):
         db.reject(
-            "Reservation {res_id} is not a confirmed upcoming stay (it is checked in, checked out, cancelled or a no-show).",
+            "Reservation {res_id} is not a confirmed upcoming stay (it is checked in, checked out, cancelled or a "
+            "no-show).",
             args,
         )
     if db.one("SELECT 1 FROM reservations WHERE res_id = :res_id AND arrival_date > date(:now)", args):
@@ -548,7 +550,8 @@ def check_in(
         args,
     ):
         db.reject(
-            "The room of reservation {res_id} is not clean and vacant yet; mark it clean or move the guest to a clean room first.",
+            "The room of reservation {res_id} is not clean and vacant yet; mark it clean or move the guest to a clean "
+            "room first.",
             args,
         )
     row = db.returning(
@@ -772,7 +775,8 @@ def change_reservation_dates(
         args,
     ):
         db.reject(
-            "The room of reservation {res_id} is booked by another guest for some of the new nights; move_room to a room find_available_rooms lists, then change the dates.",
+            "The room of reservation {res_id} is booked by another guest for some of the new nights; move_room to a "
+            "room find_available_rooms lists, then change the dates.",
             args,
         )
     return ChangeReservationDatesResult.model_validate(

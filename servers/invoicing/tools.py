@@ -336,7 +336,8 @@ def add_invoice_line(
     }
     if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND status != 'draft'", args):
         db.reject(
-            "Invoice {invoice_id} has been issued, and issued invoices cannot be edited; bill the extra work on a new invoice (or credit it with a credit note).",
+            "Invoice {invoice_id} has been issued, and issued invoices cannot be edited; bill the extra work on a new "
+            "invoice (or credit it with a credit note).",
             args,
         )
     outcome = handlers.add_invoice_line(
@@ -442,7 +443,8 @@ def record_payment(
         db.reject("Invoice {invoice_id} is already paid in full.", args)
     if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND :amount > balance_due + 0.001", args):
         db.reject(
-            "A payment of {amount} USD is more than the balance due on invoice {invoice_id}; record the exact balance or less.",
+            "A payment of {amount} USD is more than the balance due on invoice {invoice_id}; record the exact balance "
+            "or less.",
             args,
         )
     if db.one("SELECT 1 WHERE :received_on > date(:now)", args):
@@ -460,7 +462,9 @@ def record_payment(
     )
     db.execute(
         "UPDATE invoices"
-        " SET amount_paid = round(amount_paid + :amount, 2), balance_due = round(balance_due - :amount, 2), status = CASE WHEN round(balance_due - :amount, 2) <= 0 THEN 'paid' ELSE 'partially_paid' END"
+        " SET amount_paid = round(amount_paid + :amount, 2),"
+        " balance_due = round(balance_due - :amount, 2), status = CASE"
+        " WHEN round(balance_due - :amount, 2) <= 0 THEN 'paid' ELSE 'partially_paid' END"
         " WHERE invoice_id = :invoice_id",
         args,
     )
@@ -510,12 +514,14 @@ def issue_credit_note(
     args = {"invoice_id": invoice_id, "amount": amount, "reason": reason, "id": new_id}
     if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND status IN ('draft', 'void')", args):
         db.reject(
-            "Invoice {invoice_id} is a draft or void; credit notes are only issued on sent invoices (edit the draft instead).",
+            "Invoice {invoice_id} is a draft or void; credit notes are only issued on sent invoices (edit the draft "
+            "instead).",
             args,
         )
     if db.one("SELECT 1 FROM invoices WHERE invoice_id = :invoice_id AND :amount > balance_due + 0.001", args):
         db.reject(
-            "A credit of {amount} USD is more than the open balance of invoice {invoice_id}; credits cannot exceed the open balance.",
+            "A credit of {amount} USD is more than the open balance of invoice {invoice_id}; credits cannot exceed "
+            "the open balance.",
             args,
         )
     row = db.insert(
@@ -530,7 +536,9 @@ def issue_credit_note(
     )
     db.execute(
         "UPDATE invoices"
-        " SET amount_credited = round(amount_credited + :amount, 2), balance_due = max(round(balance_due - :amount, 2), 0), status = CASE WHEN round(balance_due - :amount, 2) <= 0 THEN 'paid' ELSE status END"
+        " SET amount_credited = round(amount_credited + :amount, 2),"
+        " balance_due = max(round(balance_due - :amount, 2), 0), status = CASE"
+        " WHEN round(balance_due - :amount, 2) <= 0 THEN 'paid' ELSE status END"
         " WHERE invoice_id = :invoice_id",
         args,
     )
@@ -589,7 +597,8 @@ def extend_due_date(
         db.reject("The new due date {due_on} must be later than the current due date.", args)
     if db.one("SELECT 1 WHERE :due_on < date(:now)", args):
         db.reject(
-            "The new due date {due_on} is in the past; an extension gives the client time from today on, so pick today or a later date.",
+            "The new due date {due_on} is in the past; an extension gives the client time from today on, so pick "
+            "today or a later date.",
             args,
         )
     row = db.returning("UPDATE invoices SET due_on = :due_on WHERE invoice_id = :id RETURNING *", args)

@@ -84,7 +84,8 @@ class Loan(BaseModel):
 
 
 class Hold(BaseModel):
-    """A member's place in line for a title; a returned copy is set aside when it is the member's turn. A row of `holds`."""
+    """A member's place in line for a title; a returned copy is set aside when it is the member's turn. A row of \
+`holds`."""
 
     hold_id: str = field("Internal hold id", ref="holds.hold_id", known=False)
     title_id: str = field("The requested title", ref="titles.title_id", known=False)
@@ -463,7 +464,8 @@ def renew_loan(
         args,
     ):
         db.reject(
-            "Another member has a hold on the title of loan {loan_id}, so it cannot be renewed; it must be returned by its due date.",
+            "Another member has a hold on the title of loan {loan_id}, so it cannot be renewed; it must be returned "
+            "by its due date.",
             args,
         )
     if db.one("SELECT 1 FROM loans WHERE loan_id = :loan_id AND renewals >= 2", args):
@@ -508,7 +510,8 @@ def place_hold(
         "SELECT 1 FROM copies WHERE title_id = :title_id AND branch = :pickup_branch AND status = 'available'", args
     ):
         db.reject(
-            "A copy of title {title_id} is on the shelf at {pickup_branch}; borrow it with checkout_copy instead of placing a hold.",
+            "A copy of title {title_id} is on the shelf at {pickup_branch}; borrow it with checkout_copy instead of "
+            "placing a hold.",
             args,
         )
     row = db.insert(

@@ -99,7 +99,8 @@ class Draft(BaseModel):
 
 
 class Attachment(BaseModel):
-    """A file attached to a sent message or to an unsent draft (sending a draft carries its files). A row of `attachments`."""
+    """A file attached to a sent message or to an unsent draft (sending a draft carries its files). A row of \
+`attachments`."""
 
     attachment_id: str = field("Internal attachment id", ref="attachments.attachment_id", known=False)
     message_id: str | None = field(
@@ -634,7 +635,10 @@ def update_draft(
     if db.one("SELECT 1 FROM drafts WHERE draft_id = :draft_id AND status = 'sent'", args):
         db.reject("Draft {draft_id} was already sent and can't change; write a new draft instead.", args)
     row = db.returning(
-        "UPDATE drafts SET updated_at = :set_updated_at, to_emails = COALESCE(:to_emails, to_emails), cc_emails = COALESCE(:cc_emails, cc_emails), subject = COALESCE(:subject, subject), body = COALESCE(:body, body)"
+        "UPDATE drafts SET updated_at = :set_updated_at,"
+        " to_emails = COALESCE(:to_emails, to_emails),"
+        " cc_emails = COALESCE(:cc_emails, cc_emails),"
+        " subject = COALESCE(:subject, subject), body = COALESCE(:body, body)"
         " WHERE draft_id = :id RETURNING *",
         args,
     )
@@ -787,7 +791,10 @@ def list_attachments(
         "SELECT * FROM attachments"
         " WHERE (:message_id IS NULL OR message_id = :message_id)"
         " AND (:draft_id IS NULL OR draft_id = :draft_id)"
-        " AND (message_id IN (SELECT m.message_id FROM messages m JOIN conversations c ON c.thread_id = m.thread_id WHERE c.mailbox_email = :principal) OR draft_id IN (SELECT draft_id FROM drafts WHERE mailbox_email = :principal))"
+        " AND (message_id IN (SELECT m.message_id FROM messages m"
+        " JOIN conversations c ON c.thread_id = m.thread_id"
+        " WHERE c.mailbox_email = :principal) OR draft_id IN (SELECT draft_id"
+        " FROM drafts WHERE mailbox_email = :principal))"
         " ORDER BY rowid",
         {"message_id": message_id, "draft_id": draft_id},
         limit,

@@ -454,7 +454,9 @@ def list_offers(
         " WHERE (:listing_id IS NULL OR listing_id = :listing_id)"
         " AND (:buyer_id IS NULL OR buyer_id = :buyer_id)"
         " AND (:status IS NULL OR status = :status)"
-        " AND (buyer_id = (SELECT member_id FROM members WHERE email = :principal) OR listing_id IN (SELECT listing_id FROM listings WHERE seller_id = (SELECT member_id FROM members WHERE email = :principal)))"
+        " AND (buyer_id = (SELECT member_id FROM members WHERE email = :principal)"
+        " OR listing_id IN (SELECT listing_id FROM listings WHERE seller_id ="
+        " (SELECT member_id FROM members WHERE email = :principal)))"
         " ORDER BY rowid",
         {"listing_id": listing_id, "buyer_id": buyer_id, "status": status},
         limit,
@@ -560,7 +562,8 @@ def list_sales(
         " WHERE (:buyer_id IS NULL OR buyer_id = :buyer_id)"
         " AND (:seller_id IS NULL OR seller_id = :seller_id)"
         " AND (:status IS NULL OR status = :status)"
-        " AND (buyer_id = (SELECT member_id FROM members WHERE email = :principal) OR seller_id = (SELECT member_id FROM members WHERE email = :principal))"
+        " AND (buyer_id = (SELECT member_id FROM members WHERE email = :principal)"
+        " OR seller_id = (SELECT member_id FROM members WHERE email = :principal))"
         " ORDER BY rowid",
         {"buyer_id": buyer_id, "seller_id": seller_id, "status": status},
         limit,
@@ -702,7 +705,9 @@ def list_disputes(
         " WHERE (:sale_id IS NULL OR sale_id = :sale_id)"
         " AND (:opened_by IS NULL OR opened_by = :opened_by)"
         " AND (:status IS NULL OR status = :status)"
-        " AND (sale_id IN (SELECT sale_id FROM sales WHERE buyer_id = (SELECT member_id FROM members WHERE email = :principal) OR seller_id = (SELECT member_id FROM members WHERE email = :principal)))"
+        " AND (sale_id IN (SELECT sale_id FROM sales WHERE buyer_id ="
+        " (SELECT member_id FROM members WHERE email = :principal) OR seller_id ="
+        " (SELECT member_id FROM members WHERE email = :principal)))"
         " ORDER BY rowid",
         {"sale_id": sale_id, "opened_by": opened_by, "status": status},
         limit,

@@ -6,7 +6,7 @@ from envfarm.servers.runtime.database import Database
 def campaign_report(db: Database, campaign_id: str) -> dict:
     """Engagement counts of a sent campaign; rates are over delivered (not bounced) emails."""
     campaign = db.require("campaigns", campaign_id)
-    counts = {s: 0 for s in ("delivered", "opened", "clicked", "bounced")}
+    counts = dict.fromkeys(("delivered", "opened", "clicked", "bounced"), 0)
     for row in db.all("SELECT status, count(*) AS n FROM sends WHERE campaign_id = ? GROUP BY status", (campaign_id,)):
         counts[row["status"]] = row["n"]
     recipients = sum(counts.values())

@@ -469,7 +469,8 @@ def subscribe(
         args,
     ):
         db.reject(
-            "{email} unsubscribed from list {list_id} and can't be re-added without consent; only if they asked to rejoin, call again with consent_confirmed=true.",
+            "{email} unsubscribed from list {list_id} and can't be re-added without consent; only if they asked to "
+            "rejoin, call again with consent_confirmed=true.",
             args,
         )
     outcome = handlers.subscribe(
@@ -687,7 +688,8 @@ def send_campaign(
     args = {"campaign_id": campaign_id}
     if db.one("SELECT 1 FROM campaigns WHERE campaign_id = :campaign_id AND status = 'sent'", args):
         db.reject(
-            "Campaign {campaign_id} was already sent; a campaign can't be sent twice. Create a new campaign to send again.",
+            "Campaign {campaign_id} was already sent; a campaign can't be sent twice. Create a new campaign to send "
+            "again.",
             args,
         )
     if db.one("SELECT 1 FROM campaigns WHERE campaign_id = :campaign_id AND status = 'cancelled'", args):

@@ -144,7 +144,8 @@ class City(BaseModel):
     city: str = field("City name as written at the end of an address, e.g. Lisbon", ref="cities.city")
     country: str = field("ISO country code, e.g. PT")
     customs_union: str = field(
-        "EU for the European Union's customs union, else the country code; a shipment between two unions needs a customs declaration",
+        "EU for the European Union's customs union, else the country code; a shipment between two unions needs a "
+        "customs declaration",
         known=False,
     )
 
@@ -410,7 +411,8 @@ def register_parcel(
         )
     if db.one("SELECT 1 WHERE :declared_value > 5000", args):
         db.reject(
-            "Declared value {declared_value} is above the $5,000 limit for parcels; high-value goods need a freight insurance contract.",
+            "Declared value {declared_value} is above the $5,000 limit for parcels; high-value goods need a freight "
+            "insurance contract.",
             args,
         )
     if db.one("SELECT 1 WHERE :length_cm + 2 * (:width_cm + :height_cm) > 400", args):
@@ -481,7 +483,8 @@ def create_shipment(
         args,
     ):
         db.reject(
-            "Parcel {parcel_id} is heavier than service {service_id} accepts; choose a service with a higher max_weight_kg from list_service_levels.",
+            "Parcel {parcel_id} is heavier than service {service_id} accepts; choose a service with a higher "
+            "max_weight_kg from list_service_levels.",
             args,
         )
     outcome = handlers.create_shipment(
@@ -670,7 +673,8 @@ def change_delivery_address(
     args = {"shipment_id": shipment_id, "new_address": new_address}
     if db.one("SELECT 1 FROM shipments WHERE shipment_id = :shipment_id AND status = 'out_for_delivery'", args):
         db.reject(
-            "Shipment {shipment_id} is already out for delivery, so its address can no longer be changed; the recipient can refuse it or arrange a redelivery with the driver.",
+            "Shipment {shipment_id} is already out for delivery, so its address can no longer be changed; the "
+            "recipient can refuse it or arrange a redelivery with the driver.",
             args,
         )
     if db.one(
@@ -717,7 +721,8 @@ def file_claim(
     }
     if db.one("SELECT 1 FROM shipments WHERE shipment_id = :shipment_id AND status NOT IN ('delivered', 'lost')", args):
         db.reject(
-            "Shipment {shipment_id} is neither delivered nor lost; claims can only be filed once it is delivered or declared lost.",
+            "Shipment {shipment_id} is neither delivered nor lost; claims can only be filed once it is delivered or "
+            "declared lost.",
             args,
         )
     if db.one(
@@ -731,7 +736,8 @@ def file_claim(
         args,
     ):
         db.reject(
-            "Claim type {claim_type} does not fit shipment {shipment_id}: use lost for lost shipments, damaged or missing_items for delivered ones.",
+            "Claim type {claim_type} does not fit shipment {shipment_id}: use lost for lost shipments, damaged or "
+            "missing_items for delivered ones.",
             args,
         )
     if db.one(
@@ -740,7 +746,8 @@ def file_claim(
         args,
     ):
         db.reject(
-            "The amount {amount} exceeds the parcel's declared value; claim at most the declared value shown by get_parcel.",
+            "The amount {amount} exceeds the parcel's declared value; claim at most the declared value shown by "
+            "get_parcel.",
             args,
         )
     if db.one(
@@ -813,7 +820,8 @@ def cancel_shipment(
     }
     if db.one("SELECT 1 FROM shipments WHERE shipment_id = :shipment_id AND status != 'label_created'", args):
         db.reject(
-            "Shipment {shipment_id} has already been picked up or closed; only shipments waiting for pickup can be cancelled.",
+            "Shipment {shipment_id} has already been picked up or closed; only shipments waiting for pickup can be "
+            "cancelled.",
             args,
         )
     row = db.returning(
@@ -886,7 +894,8 @@ def list_customs_declarations(
     page = db.page(
         "SELECT * FROM customs_declarations"
         " WHERE (:shipment_id IS NULL OR shipment_id = :shipment_id)"
-        " AND (:destination_country IS NULL OR destination_country IN (SELECT value FROM json_each(:destination_country)))"
+        " AND (:destination_country IS NULL OR destination_country IN (SELECT value"
+        " FROM json_each(:destination_country)))"
         " ORDER BY rowid",
         {"shipment_id": shipment_id, "destination_country": json_array(destination_country)},
         limit,

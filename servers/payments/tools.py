@@ -118,7 +118,8 @@ class Payout(BaseModel):
 
 
 class Dispute(BaseModel):
-    """A cardholder's dispute (chargeback) of a captured charge: the amount and a fee are withdrawn from the merchant until it is decided. A row of `disputes`."""
+    """A cardholder's dispute (chargeback) of a captured charge: the amount and a fee are withdrawn from the \
+merchant until it is decided. A row of `disputes`."""
 
     dispute_id: str = field("Internal dispute id", ref="disputes.dispute_id", known=False)
     charge_id: str = field("The disputed charge", ref="charges.charge_id", known=False)
@@ -128,7 +129,8 @@ class Dispute(BaseModel):
     fee: float = field("Dispute fee in USD charged to the merchant (kept whatever the outcome)")
     reason: DisputeReason = field("Why the cardholder disputes it")
     status: DisputeStatus = field(
-        "needs_response: the merchant must answer; under_review: evidence sent; won: the merchant keeps the money; lost: the cardholder does",
+        "needs_response: the merchant must answer; under_review: evidence sent; won: the merchant keeps the money; "
+        "lost: the cardholder does",
         known=False,
     )
     evidence: str | None = field("The merchant's evidence")
@@ -138,7 +140,8 @@ class Dispute(BaseModel):
 
 
 class Subscription(BaseModel):
-    """A recurring plan a customer pays a merchant for, charged at the start of each period. A row of `subscriptions`."""
+    """A recurring plan a customer pays a merchant for, charged at the start of each period. A row of \
+`subscriptions`."""
 
     subscription_id: str = field("Internal subscription id", ref="subscriptions.subscription_id", known=False)
     customer_id: str = field("The subscriber", ref="customers.customer_id", known=False)
@@ -643,12 +646,14 @@ def refund_charge(
     args = {"charge_id": charge_id, "amount": amount, "reason": reason, "id": new_id}
     if db.one("SELECT 1 FROM charges WHERE charge_id = :charge_id AND status IN ('authorized', 'voided')", args):
         db.reject(
-            "Charge {charge_id} was never captured, so there is nothing to refund; void it instead if it is still authorized.",
+            "Charge {charge_id} was never captured, so there is nothing to refund; void it instead if it is still "
+            "authorized.",
             args,
         )
     if db.one("SELECT 1 FROM disputes WHERE charge_id = :charge_id AND status != 'won'", args):
         db.reject(
-            "Charge {charge_id} is disputed by the cardholder; the dispute decides where the money goes, so it cannot be refunded.",
+            "Charge {charge_id} is disputed by the cardholder; the dispute decides where the money goes, so it cannot "
+            "be refunded.",
             args,
         )
     if db.one(
@@ -657,7 +662,8 @@ def refund_charge(
         args,
     ):
         db.reject(
-            "Cannot refund {amount} USD: it is more than what remains refundable on charge {charge_id} (captured minus already refunded).",
+            "Cannot refund {amount} USD: it is more than what remains refundable on charge {charge_id} (captured "
+            "minus already refunded).",
             args,
         )
     row = db.insert(
@@ -673,7 +679,9 @@ def refund_charge(
     )
     db.execute(
         "UPDATE charges"
-        " SET amount_refunded = round(amount_refunded + :amount, 2), status = CASE WHEN round(amount_refunded + :amount, 2) >= amount_captured THEN 'refunded' ELSE 'partially_refunded' END"
+        " SET amount_refunded = round(amount_refunded + :amount, 2), status = CASE"
+        " WHEN round(amount_refunded + :amount, 2) >= amount_captured THEN 'refunded'"
+        " ELSE 'partially_refunded' END"
         " WHERE charge_id = :charge_id",
         args,
     )
@@ -729,7 +737,8 @@ def create_payout(
         db.reject("Merchant {merchant_id} is restricted; payouts are on hold until the account review ends.", args)
     if db.one("SELECT 1 FROM merchants WHERE merchant_id = :merchant_id AND :amount > available_balance", args):
         db.reject(
-            "Cannot pay out {amount} USD: it is more than merchant {merchant_id}'s available balance (see get_merchant).",
+            "Cannot pay out {amount} USD: it is more than merchant {merchant_id}'s available balance (see "
+            "get_merchant).",
             args,
         )
     db.insert(
@@ -800,7 +809,8 @@ def open_dispute(
     args = {"charge_id": charge_id, "reason": reason, "amount": amount}
     if db.one("SELECT 1 FROM charges WHERE charge_id = :charge_id AND status IN ('authorized', 'voided')", args):
         db.reject(
-            "Charge {charge_id} was never captured, so no money moved and there is nothing to dispute; void it if it is still authorized.",
+            "Charge {charge_id} was never captured, so no money moved and there is nothing to dispute; void it if it "
+            "is still authorized.",
             args,
         )
     if db.one("SELECT 1 FROM charges WHERE charge_id = :charge_id AND status = 'refunded'", args):
@@ -1011,7 +1021,8 @@ def create_subscription(
         args,
     ):
         db.reject(
-            "Customer {customer_id} already has the {plan_name} plan with this merchant; resume or change that subscription instead.",
+            "Customer {customer_id} already has the {plan_name} plan with this merchant; resume or change that "
+            "subscription instead.",
             args,
         )
     outcome = handlers.create_subscription(

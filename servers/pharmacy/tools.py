@@ -539,11 +539,13 @@ def add_prescription(
         db.reject("written_on {written_on} is in the future; enter the date the prescriber signed it.", args)
     if db.one(
         "SELECT 1 FROM drugs WHERE drug_id = :drug_id"
-        " AND julianday(date(:now)) - julianday(:written_on) > CASE schedule WHEN 'none' THEN 365 WHEN 'II' THEN 90 ELSE 180 END",
+        " AND julianday(date(:now)) - julianday(:written_on) > CASE schedule"
+        " WHEN 'none' THEN 365 WHEN 'II' THEN 90 ELSE 180 END",
         args,
     ):
         db.reject(
-            "A prescription written on {written_on} for this drug has already expired; ask the prescriber for a new one.",
+            "A prescription written on {written_on} for this drug has already expired; ask the prescriber for a new "
+            "one.",
             args,
         )
     if db.one(
@@ -553,12 +555,14 @@ def add_prescription(
         args,
     ):
         db.reject(
-            "Prescriber {prescriber_id} has no DEA registration on file, so they cannot prescribe this controlled substance.",
+            "Prescriber {prescriber_id} has no DEA registration on file, so they cannot prescribe this controlled "
+            "substance.",
             args,
         )
     if db.one("SELECT 1 FROM drugs WHERE drug_id = :drug_id AND schedule = 'II' AND :refills_authorized > 0", args):
         db.reject(
-            "Schedule II controlled substances cannot have refills; enter refills_authorized 0 (each fill needs a new prescription).",
+            "Schedule II controlled substances cannot have refills; enter refills_authorized 0 (each fill needs a new "
+            "prescription).",
         )
     if db.one(
         "SELECT 1 FROM drugs WHERE drug_id = :drug_id AND schedule IN ('III', 'IV', 'V') AND :refills_authorized > 5",
@@ -574,7 +578,8 @@ def add_prescription(
         args,
     ):
         db.reject(
-            "Patient {patient_id} has a recorded allergy to this drug's group; call the prescriber for an alternative before entering it.",
+            "Patient {patient_id} has a recorded allergy to this drug's group; call the prescriber for an alternative "
+            "before entering it.",
             args,
         )
     outcome = handlers.add_prescription(
@@ -650,17 +655,20 @@ def fill_prescription(
         "SELECT 1 FROM prescriptions WHERE rx_id = :rx_id AND (status = 'expired' OR expires_on < date(:now))", args
     ):
         db.reject(
-            "Prescription {rx_id} has expired and cannot be filled; the patient needs a new prescription from the prescriber.",
+            "Prescription {rx_id} has expired and cannot be filled; the patient needs a new prescription from the "
+            "prescriber.",
             args,
         )
     if db.one("SELECT 1 FROM prescriptions WHERE rx_id = :rx_id AND fills_used > refills_authorized", args):
         db.reject(
-            "Prescription {rx_id} has no refills left; every authorized fill is used, so the prescriber must send a new prescription.",
+            "Prescription {rx_id} has no refills left; every authorized fill is used, so the prescriber must send a "
+            "new prescription.",
             args,
         )
     if db.one("SELECT 1 FROM fills WHERE rx_id = :rx_id AND status = 'ready_for_pickup'", args):
         db.reject(
-            "Prescription {rx_id} already has a fill waiting for pickup; hand that one over or return it to stock first.",
+            "Prescription {rx_id} already has a fill waiting for pickup; hand that one over or return it to stock "
+            "first.",
             args,
         )
     if db.one(
@@ -677,7 +685,8 @@ def fill_prescription(
         args,
     ):
         db.reject(
-            "No in-date lot has enough stock to fill {rx_id}; check_stock shows the lots, receive_stock shelves new ones.",
+            "No in-date lot has enough stock to fill {rx_id}; check_stock shows the lots, receive_stock shelves new "
+            "ones.",
             args,
         )
     return Fill.model_validate(handlers.fill_prescription(db, rx_id=rx_id))
@@ -787,7 +796,8 @@ def record_pickup(
         )
     if db.one("SELECT 1 FROM fills WHERE fill_id = :fill_id AND abs(copay - :amount_paid) > 0.005", args):
         db.reject(
-            "The amount {amount_paid} does not match the copay of fill {fill_id}; take exactly the copay shown by list_fills.",
+            "The amount {amount_paid} does not match the copay of fill {fill_id}; take exactly the copay shown by "
+            "list_fills.",
             args,
         )
     row = db.insert(
@@ -864,7 +874,8 @@ def cancel_prescription(
         db.reject("Prescription {rx_id} is already cancelled.", args)
     if db.one("SELECT 1 FROM fills WHERE rx_id = :rx_id AND status = 'ready_for_pickup'", args):
         db.reject(
-            "Prescription {rx_id} has a fill waiting for pickup; return it to stock (return_fill_to_stock) before cancelling.",
+            "Prescription {rx_id} has a fill waiting for pickup; return it to stock (return_fill_to_stock) before "
+            "cancelling.",
             args,
         )
     row = db.returning(
@@ -933,7 +944,8 @@ def sell_over_the_counter(
     args = {"drug_id": drug_id, "quantity": quantity, "patient_id": patient_id, "id": new_id}
     if db.one("SELECT 1 FROM drugs WHERE drug_id = :drug_id AND requires_prescription", args):
         db.reject(
-            "Drug {drug_id} is prescription-only and can only be dispensed against a prescription on file (fill_prescription).",
+            "Drug {drug_id} is prescription-only and can only be dispensed against a prescription on file "
+            "(fill_prescription).",
             args,
         )
     if db.one(
@@ -958,7 +970,8 @@ def sell_over_the_counter(
         args,
     ):
         db.reject(
-            "Not enough in-date stock of drug {drug_id} in one lot for {quantity} units; check_stock shows what is on the shelf.",
+            "Not enough in-date stock of drug {drug_id} in one lot for {quantity} units; check_stock shows what is on "
+            "the shelf.",
             args,
         )
     db.insert(

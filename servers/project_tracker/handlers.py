@@ -6,7 +6,7 @@ from envfarm.servers.runtime.database import Database
 def project_summary(db: Database, project_id: str) -> dict:
     """Task counts per status and the overdue tasks: an aggregate no single-table search can give."""
     project = db.require("projects", project_id)
-    counts = {status: 0 for status in ("todo", "in_progress", "review", "done")}
+    counts = dict.fromkeys(("todo", "in_progress", "review", "done"), 0)
     for row in db.all("SELECT status, count(*) AS n FROM tasks WHERE project_id = ? GROUP BY status", (project_id,)):
         counts[row["status"]] = row["n"]
     total = sum(counts.values())

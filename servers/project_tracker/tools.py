@@ -423,7 +423,8 @@ def create_task(
         args,
     ):
         db.reject(
-            "Can't assign to {assignee_email}: they are not a member of project {project_id}. Add them with add_member first, or pick a member from list_members.",
+            "Can't assign to {assignee_email}: they are not a member of project {project_id}. Add them with "
+            "add_member first, or pick a member from list_members.",
             args,
         )
     if db.one("SELECT 1 FROM milestones WHERE milestone_id = :milestone_id AND project_id != :project_id", args):
@@ -512,7 +513,8 @@ def assign_task(
         args,
     ):
         db.reject(
-            "Can't assign to {assignee_email}: they are not a member of the task's project. Add them with add_member first, or pick a member from list_members.",
+            "Can't assign to {assignee_email}: they are not a member of the task's project. Add them with add_member "
+            "first, or pick a member from list_members.",
             args,
         )
     if db.one("SELECT 1 FROM tasks WHERE task_id = :task_id AND assignee_email = :assignee_email", args):
@@ -637,7 +639,8 @@ def remove_member(
         args,
     ):
         db.reject(
-            "The member of {membership_id} still has unfinished tasks in the project; reassign them with assign_task (search_tasks by assignee_email finds them) first.",
+            "The member of {membership_id} still has unfinished tasks in the project; reassign them with assign_task "
+            "(search_tasks by assignee_email finds them) first.",
             args,
         )
     db.execute("DELETE FROM memberships WHERE membership_id = :id", args)
@@ -732,7 +735,8 @@ def close_milestone(
         db.reject("Milestone {milestone_id} is already closed.", args)
     if db.one("SELECT 1 FROM tasks WHERE milestone_id = :milestone_id AND status != 'done'", args):
         db.reject(
-            "Milestone {milestone_id} still has unfinished tasks; finish them or move them with roll_over_milestone before closing it.",
+            "Milestone {milestone_id} still has unfinished tasks; finish them or move them with roll_over_milestone "
+            "before closing it.",
             args,
         )
     row = db.returning("UPDATE milestones SET status = :set_status WHERE milestone_id = :id RETURNING *", args)

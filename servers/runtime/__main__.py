@@ -1,4 +1,5 @@
-"""`python -m envfarm.servers.runtime --farm FOLDER NAME [...]`: serve one server of a farm folder (see `cli.farm_main`)."""
+"""`python -m envfarm.servers.runtime --farm FOLDER NAME [...]`: serve one server of a farm folder (see
+`cli.farm_main`)."""
 
 import sys
 

@@ -65,7 +65,10 @@ class Access:
                 "so that requests need a bearer token"
             )
         if not self.allowed_hosts:
-            return f"binding {bind} needs --allow-host NAME[:PORT] for each host name clients use (DNS-rebinding checks stay on)"
+            return (
+                f"binding {bind} needs --allow-host NAME[:PORT] for each host name clients use "
+                "(DNS-rebinding checks stay on)"
+            )
         return None
 
     def security(self, bind: str) -> TransportSecuritySettings | None:

@@ -50,7 +50,9 @@ def add_serving_arguments(parser: argparse.ArgumentParser) -> None:
         "--episode-ttl",
         type=float,
         default=DEFAULT_EPISODE_TTL_S,
-        help=f"seconds a named episode may stay idle before it is closed; 0: never (default: {DEFAULT_EPISODE_TTL_S:g})",
+        help=(
+            f"seconds a named episode may stay idle before it is closed; 0: never (default: {DEFAULT_EPISODE_TTL_S:g})"
+        ),
     )
     parser.add_argument(
         "--token",

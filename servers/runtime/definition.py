@@ -10,7 +10,7 @@ import importlib
 import json
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from typing import Any
 
@@ -20,10 +20,10 @@ from envfarm.servers.runtime.database import set_principal
 from envfarm.servers.runtime.effects import Effect, effect_hints
 from envfarm.servers.runtime.episodes import SEED_IMAGE, build_seed, open_memory
 from envfarm.servers.runtime.intents import Intent, ServerIntents, slots
+from envfarm.servers.runtime.listing import SPEC_FILE, Listing
 from envfarm.servers.runtime.principal import PrincipalDefinition, render_instructions
 
 POLICY_FILE = "policy.md"
-SPEC_FILE = "spec.json"
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,20 @@ class ToolDefinition:
             self.effect, read_only=self.read_only, destructive=self.destructive, idempotent=self.idempotent
         )
         return ToolAnnotations(**hints.model_dump())
+
+
+def declared_tool(tool: dict[str, Any]) -> ToolDefinition:
+    """A tool as spec.json declares it, named for the server's `tools_module`: its effect, title and
+    annotation overrides; a custom tool that writes no table is read-only."""
+    overrides = tool.get("annotations") or {}
+    return ToolDefinition(
+        tool["name"],
+        tool["effect"],
+        title=tool.get("title") or None,
+        read_only=True if tool["effect"] == "custom" and not tool.get("writes") else None,
+        destructive=overrides.get("destructive"),
+        idempotent=overrides.get("idempotent"),
+    )
 
 
 def _worded(tool: dict[str, Any], entities: dict[str, Any]) -> dict[str, Any]:
@@ -95,9 +109,19 @@ class ServerDefinition:
     directory: Traversable
     id_formats: dict[str, str]
     id_namespace: str | None = None  # opaque ids (database.opaque_id) in this namespace; None: sequential
-    tools: list[ToolDefinition] = field(default_factory=list)
+    tools: list[ToolDefinition] | None = None  # None: the tools spec.json beside the code declares
     principal: PrincipalDefinition | None = None
     tools_module: str | None = None  # where tools named by a string live, e.g. "envfarm.servers.clinic.tools"
+
+    def tool_definitions(self, shipped: Listing | None = None) -> list[ToolDefinition]:
+        """The server's tools, in order: as given, or as spec.json beside the code declares them, the one
+        tool contract of a generated server's folder (its server.py lists none; tools.py holds the functions,
+        tools.json their derived schemas). A current `tools.json` listing carries the declarations too, so a
+        start need not parse the whole spec."""
+        if self.tools is not None:
+            return self.tools
+        declared = shipped.declared if shipped is not None else self._spec_document().get("tools") or []
+        return [declared_tool(tool) for tool in declared]
 
     def function(self, tool: ToolDefinition) -> Callable[..., Any]:
         """The function of `tool`. A tool named by a string is looked up in `tools_module`, imported

@@ -1,11 +1,11 @@
 """Load generated servers by name from a farm folder, for `envfarm serve` and for hosting many in one process.
 
 A server is imported by location: `<farm_root>/servers/<name>/` becomes the package `envfarm.servers.<name>`,
-so its own absolute imports (`envfarm.servers.<name>.tools`) resolve inside that folder while `envfarm.servers.runtime`
-stays this installation's runtime. A server the registry does not mark `trust: "reviewed"` gets its
-handlers run in a sandboxed process (`envfarm.servers.runtime.contained`). Nothing is added to sys.path, so which folder runs is never a
-matter of the working directory or PYTHONPATH. One process holds one package per name: loading a
-second farm's copy of a name already imported is refused.
+so its own absolute imports (`envfarm.servers.<name>.tools`) resolve inside that folder while
+`envfarm.servers.runtime` stays this installation's runtime. A server the registry does not mark
+`trust: "reviewed"` gets its handlers run in a sandboxed process (`envfarm.servers.runtime.contained`).
+Nothing is added to sys.path, so which folder runs is never a matter of the working directory or PYTHONPATH.
+One process holds one package per name: loading a second farm's copy of a name already imported is refused.
 """
 
 from __future__ import annotations

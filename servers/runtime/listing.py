@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import inspect
+import json
 import sys
 from collections.abc import Callable, Iterable
 from functools import cache
@@ -27,6 +28,7 @@ from pydantic import BaseModel, Field
 
 SCHEMAS_FILE = "tools.json"
 TOOLS_MODULE = "tools.py"
+SPEC_FILE = "spec.json"
 
 
 class ToolSchemas(BaseModel):
@@ -41,6 +43,12 @@ class Listing(BaseModel):
     tools_sha256: str = Field(description="sha256 of the tools.py the schemas were derived from")
     pydantic: str
     mcp: str
+    declared: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="spec.json's tools as registering them needs (name, effect, title, writes, annotations), "
+        "taken at build so a start does not parse the whole spec (like server.py's code, a spec edited after "
+        "the build takes effect with the next build)",
+    )
     tools: dict[str, ToolSchemas]
 
 
@@ -60,8 +68,12 @@ def argument_metadata(function: Callable[..., Any], structured_output: bool = Tr
     return func_metadata(function, skip_names=[db_parameter], structured_output=structured_output)
 
 
+DECLARED_KEYS = ("name", "effect", "title", "writes", "annotations")
+
+
 def derive(functions: Iterable[Callable[..., Any]], tools_py: Path) -> Listing:
-    """The listing of `functions` (all defined in `tools_py`), as the SDK derives it when a tool is added."""
+    """The listing of `functions` (all defined in `tools_py`), as the SDK derives it when a tool is added,
+    with the tools spec.json beside it declares."""
     tools: dict[str, ToolSchemas] = {}
     for function in functions:
         metadata = argument_metadata(function)
@@ -73,7 +85,10 @@ def derive(functions: Iterable[Callable[..., Any]], tools_py: Path) -> Listing:
         tools[function.__name__] = schemas
     pydantic_version, mcp_version = _versions()
     sha = hashlib.sha256(tools_py.read_bytes()).hexdigest()
-    return Listing(tools_sha256=sha, pydantic=pydantic_version, mcp=mcp_version, tools=tools)
+    spec_json = tools_py.parent / SPEC_FILE
+    spec = json.loads(spec_json.read_text(encoding="utf-8")) if spec_json.is_file() else {}
+    declared = [{key: tool[key] for key in DECLARED_KEYS if key in tool} for tool in spec.get("tools") or []]
+    return Listing(tools_sha256=sha, pydantic=pydantic_version, mcp=mcp_version, declared=declared, tools=tools)
 
 
 def load(directory: Any) -> tuple[Listing, Path] | None:

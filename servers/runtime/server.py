@@ -84,10 +84,11 @@ def build_server(
     keys = primary_keys(store.seed)  # table -> key column (`Database.require`, opaque ids), read once
     calls = CallPipeline(definition, store, known_principal, keys)
     shipped = listing.load(definition.directory)
-    modules = {definition.tool_module(tool) for tool in definition.tools}
+    declared = definition.tool_definitions(shipped[0] if shipped else None)
+    modules = {definition.tool_module(tool) for tool in declared}
     listed = {m for m in modules if shipped and listing.defined_in(m, shipped[1])}
     tools: list[FarmTool] = []
-    for tool in definition.tools:
+    for tool in declared:
         fields: dict[str, Any] = {
             "fn": calls,
             "resolve": partial(definition.function, tool),

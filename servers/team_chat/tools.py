@@ -315,7 +315,8 @@ def read_channel(
         args,
     ):
         db.reject(
-            "Channel {channel_id} is private and you are not a member; only members can read or post there. Ask a member to add you with add_channel_member.",
+            "Channel {channel_id} is private and you are not a member; only members can read or post there. Ask a "
+            "member to add you with add_channel_member.",
             args,
         )
     return ReadChannelResult.model_validate(
@@ -386,7 +387,8 @@ def post_message(
         args,
     ):
         db.reject(
-            "Channel {channel_id} is private and you are not a member; only members can read or post there. Ask a member to add you with add_channel_member.",
+            "Channel {channel_id} is private and you are not a member; only members can read or post there. Ask a "
+            "member to add you with add_channel_member.",
             args,
         )
     if db.one(
@@ -515,7 +517,12 @@ def list_reactions(
         "SELECT * FROM reactions"
         " WHERE (:message_id IS NULL OR message_id = :message_id)"
         " AND (:member_id IS NULL OR member_id = :member_id)"
-        " AND (message_id IN (SELECT msg.message_id FROM messages msg JOIN channels c ON c.channel_id = msg.channel_id JOIN members me ON me.workspace_id = c.workspace_id AND me.email = :principal WHERE c.visibility = 'public' OR EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = c.channel_id AND cm.member_id = me.member_id)))"
+        " AND (message_id IN (SELECT msg.message_id FROM messages msg"
+        " JOIN channels c ON c.channel_id = msg.channel_id"
+        " JOIN members me ON me.workspace_id = c.workspace_id"
+        " AND me.email = :principal WHERE c.visibility = 'public' OR EXISTS"
+        " (SELECT 1 FROM channel_members cm WHERE cm.channel_id = c.channel_id"
+        " AND cm.member_id = me.member_id)))"
         " ORDER BY rowid",
         {"message_id": message_id, "member_id": member_id},
         limit,
@@ -630,7 +637,8 @@ def add_channel_member(
         args,
     ):
         db.reject(
-            "Member {member_id} belongs to another workspace than channel {channel_id}; use their member id in that workspace (find_members).",
+            "Member {member_id} belongs to another workspace than channel {channel_id}; use their member id in that "
+            "workspace (find_members).",
             args,
         )
     if db.one(

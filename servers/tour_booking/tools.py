@@ -274,7 +274,8 @@ def book_tour(
     args = {"traveller_id": traveller_id, "departure_id": departure_id, "seats": seats}
     if db.one("SELECT 1 FROM departures WHERE departure_id = :departure_id AND status != 'scheduled'", args):
         db.reject(
-            "Departure {departure_id} is not scheduled (it was cancelled or has already run); list_departures shows other dates.",
+            "Departure {departure_id} is not scheduled (it was cancelled or has already run); list_departures shows "
+            "other dates.",
             args,
         )
     if db.one(
@@ -285,7 +286,8 @@ def book_tour(
         db.reject("Booking for departure {departure_id} has closed: bookings close 2 hours before the start.", args)
     if db.one("SELECT 1 FROM departures WHERE departure_id = :departure_id AND seats_booked + :seats > capacity", args):
         db.reject(
-            "Departure {departure_id} does not have {seats} seats left; list_departures shows seats booked and capacity.",
+            "Departure {departure_id} does not have {seats} seats left; list_departures shows seats booked and "
+            "capacity.",
             args,
         )
     if db.one(
@@ -294,7 +296,8 @@ def book_tour(
         args,
     ):
         db.reject(
-            "Traveller {traveller_id} already has a booking on departure {departure_id}; use change_seats to add seats.",
+            "Traveller {traveller_id} already has a booking on departure {departure_id}; use change_seats to add "
+            "seats.",
             args,
         )
     return Booking.model_validate(
@@ -373,7 +376,8 @@ def change_seats(
         args,
     ):
         db.reject(
-            "Seats on booking {booking_id} can no longer be removed: refunds are only possible up to 48 hours before departure.",
+            "Seats on booking {booking_id} can no longer be removed: refunds are only possible up to 48 hours before "
+            "departure.",
             args,
         )
     if db.one(
@@ -392,7 +396,8 @@ def change_seats(
         args,
     ):
         db.reject(
-            "The departure of booking {booking_id} does not have room for {seats} seats; list_departures shows seats left.",
+            "The departure of booking {booking_id} does not have room for {seats} seats; list_departures shows seats "
+            "left.",
             args,
         )
     return Booking.model_validate(handlers.change_seats(db, booking_id=booking_id, seats=seats))
@@ -410,7 +415,8 @@ def cancel_booking(
     args = {"booking_id": booking_id, "reason": reason}
     if db.one("SELECT 1 FROM bookings WHERE booking_id = :booking_id AND status != 'confirmed'", args):
         db.reject(
-            "Booking {booking_id} is not confirmed (completed, no-show or already cancelled), so it cannot be cancelled.",
+            "Booking {booking_id} is not confirmed (completed, no-show or already cancelled), so it cannot be "
+            "cancelled.",
             args,
         )
     if db.one(
@@ -420,7 +426,8 @@ def cancel_booking(
         args,
     ):
         db.reject(
-            "Booking {booking_id} can no longer be refunded: refunds are only possible up to 48 hours before departure.",
+            "Booking {booking_id} can no longer be refunded: refunds are only possible up to 48 hours before "
+            "departure.",
             args,
         )
     return Refund.model_validate(handlers.cancel_booking(db, booking_id=booking_id, reason=reason))
@@ -587,7 +594,8 @@ def assign_guide(
     args = {"departure_id": departure_id, "guide_id": guide_id, "id": current["departure_id"]}
     if db.one("SELECT 1 FROM departures WHERE departure_id = :departure_id AND status != 'scheduled'", args):
         db.reject(
-            "Departure {departure_id} is not scheduled (cancelled or already run); guides are assigned to upcoming departures only.",
+            "Departure {departure_id} is not scheduled (cancelled or already run); guides are assigned to upcoming "
+            "departures only.",
             args,
         )
     if db.one(

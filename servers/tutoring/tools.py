@@ -426,7 +426,10 @@ def purchase_package(
     )
     db.execute(
         "UPDATE packages"
-        " SET hours_remaining = hours_purchased, expires_on = date(:now, '+180 days'), price = hours_purchased * CASE WHEN hours_purchased >= 20 THEN 40 WHEN hours_purchased >= 10 THEN 45 ELSE 50 END"
+        " SET hours_remaining = hours_purchased,"
+        " expires_on = date(:now, '+180 days'), price = hours_purchased * CASE"
+        " WHEN hours_purchased >= 20 THEN 40 WHEN hours_purchased >= 10 THEN 45"
+        " ELSE 50 END"
         " WHERE package_id = :id",
         args,
     )
@@ -467,7 +470,8 @@ def book_session(
         )
     if db.one("SELECT 1 FROM packages WHERE package_id = :package_id AND student_id != :student_id", args):
         db.reject(
-            "Package {package_id} belongs to another student; use one of student {student_id}'s packages from list_packages.",
+            "Package {package_id} belongs to another student; use one of student {student_id}'s packages from "
+            "list_packages.",
             args,
         )
     if db.one(
@@ -475,7 +479,8 @@ def book_session(
         args,
     ):
         db.reject(
-            "Package {package_id} has expired and its hours can no longer be booked; buy a new one with purchase_package.",
+            "Package {package_id} has expired and its hours can no longer be booked; buy a new one with "
+            "purchase_package.",
             args,
         )
     if db.one(
@@ -484,7 +489,8 @@ def book_session(
         args,
     ):
         db.reject(
-            "Package {package_id} has too few prepaid hours left for slot {slot_id}; buy more hours with purchase_package or pick a shorter slot.",
+            "Package {package_id} has too few prepaid hours left for slot {slot_id}; buy more hours with "
+            "purchase_package or pick a shorter slot.",
             args,
         )
     if db.one(
@@ -608,7 +614,8 @@ def cancel_session(
         "SELECT 1 FROM sessions WHERE session_id = :session_id AND julianday(starts_at) - julianday(:now) < 1", args
     ):
         db.reject(
-            "Session {session_id} starts in less than 24 hours (or already took place); late cancellations are not refunded and must go through the front desk.",
+            "Session {session_id} starts in less than 24 hours (or already took place); late cancellations are not "
+            "refunded and must go through the front desk.",
             args,
         )
     row = db.returning(

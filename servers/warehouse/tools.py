@@ -491,12 +491,14 @@ def receive_receipt_line(
         args,
     ):
         db.reject(
-            "Bin {bin_id} is in another warehouse than the receipt of line {line_id}; pick a bin of the receiving warehouse.",
+            "Bin {bin_id} is in another warehouse than the receipt of line {line_id}; pick a bin of the receiving "
+            "warehouse.",
             args,
         )
     if db.one("SELECT 1 FROM receipt_lines WHERE line_id = :line_id AND received_qty + :quantity > expected_qty", args):
         db.reject(
-            "Receiving {quantity} units on line {line_id} would exceed the expected quantity; over-deliveries go back to the supplier.",
+            "Receiving {quantity} units on line {line_id} would exceed the expected quantity; over-deliveries go back "
+            "to the supplier.",
             args,
         )
     if db.one(
@@ -506,7 +508,8 @@ def receive_receipt_line(
         args,
     ):
         db.reject(
-            "Bin {bin_id} has no room for {quantity} more units; get_bin_usage shows its free space, or use another bin.",
+            "Bin {bin_id} has no room for {quantity} more units; get_bin_usage shows its free space, or use another "
+            "bin.",
             args,
         )
     return ReceiptLine.model_validate(
@@ -626,7 +629,8 @@ def pick_order_line(
         args,
     ):
         db.reject(
-            "The order of line {order_line_id} is already picked, shipped or cancelled; nothing more can be picked for it.",
+            "The order of line {order_line_id} is already picked, shipped or cancelled; nothing more can be picked "
+            "for it.",
             args,
         )
     if db.one(
@@ -640,7 +644,8 @@ def pick_order_line(
         "SELECT 1 FROM order_lines WHERE order_line_id = :order_line_id AND picked_qty + :quantity > quantity", args
     ):
         db.reject(
-            "Picking {quantity} units would exceed what line {order_line_id} still needs; list_order_lines shows quantity and picked_qty.",
+            "Picking {quantity} units would exceed what line {order_line_id} still needs; list_order_lines shows "
+            "quantity and picked_qty.",
             args,
         )
     if db.one(
@@ -650,7 +655,8 @@ def pick_order_line(
         args,
     ):
         db.reject(
-            "Bin {bin_id} does not hold {quantity} units of the line's SKU; list_stock shows what is on hand in each bin.",
+            "Bin {bin_id} does not hold {quantity} units of the line's SKU; list_stock shows what is on hand in each "
+            "bin.",
             args,
         )
     row = db.insert(
@@ -693,7 +699,8 @@ def ship_order(
     args = {"order_id": order_id, "id": current["order_id"], "set_status": "shipped", "set_shipped_at": db.now}
     if db.one("SELECT 1 FROM orders WHERE order_id = :order_id AND status != 'picked'", args):
         db.reject(
-            "Order {order_id} is not fully picked (or already shipped or cancelled); every line must be picked before it ships.",
+            "Order {order_id} is not fully picked (or already shipped or cancelled); every line must be picked before "
+            "it ships.",
             args,
         )
     row = db.returning(
@@ -735,7 +742,8 @@ def create_transfer(
     }
     if db.one("SELECT 1 FROM bins WHERE bin_id = :from_bin_id AND warehouse_id = :to_warehouse_id", args):
         db.reject(
-            "Bin {from_bin_id} is already in warehouse {to_warehouse_id}; transfers move stock between different warehouses.",
+            "Bin {from_bin_id} is already in warehouse {to_warehouse_id}; transfers move stock between different "
+            "warehouses.",
             args,
         )
     if db.one(
@@ -788,7 +796,8 @@ def receive_transfer(
         args,
     ):
         db.reject(
-            "Bin {bin_id} has no room for transfer {transfer_id}; get_bin_usage shows its free space, or use another bin.",
+            "Bin {bin_id} has no room for transfer {transfer_id}; get_bin_usage shows its free space, or use another "
+            "bin.",
             args,
         )
     return Transfer.model_validate(handlers.receive_transfer(db, transfer_id=transfer_id, bin_id=bin_id))
@@ -865,7 +874,8 @@ def record_cycle_count(
         args,
     ):
         db.reject(
-            "A count of {counted_qty} units cannot fit in the bin of stock record {stock_id} (over its capacity); recount.",
+            "A count of {counted_qty} units cannot fit in the bin of stock record {stock_id} (over its capacity); "
+            "recount.",
             args,
         )
     db.insert(

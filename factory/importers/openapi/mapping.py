@@ -147,7 +147,8 @@ class OperationMapper(RpcMapper):
                 method,
                 path,
                 op,
-                f"an action on one {self.by_schema[record[0]]} row (`{path.rsplit('/', 1)[-1]}`): its effect is not in the description",
+                f"an action on one {self.by_schema[record[0]]} row (`{path.rsplit('/', 1)[-1]}`): its effect is not "
+                "in the description",
             )
         if method == "post" and not keyed and names_a_read(op):  # a read sent as a POST (`POST /charitysearch`)
             inputs = [p for p in params if p.get("in") in ("query", "path")] + self.rpc_fields(body)

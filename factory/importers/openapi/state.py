@@ -57,7 +57,8 @@ class ImporterState:
                     op = item[method]
                     if not isinstance(op, dict):
                         raise OpenAPIError(
-                            f"{self.doc.source}: paths.{path}.{method}: an operation must be an object, found {value_kind(op)}"
+                            f"{self.doc.source}: paths.{path}.{method}: an operation must be an object, "
+                            f"found {value_kind(op)}"
                         )
                     params: dict[tuple[str, str], dict[str, Any]] = {}
                     for n, node in enumerate([*shared, *(op.get("parameters") or [])]):

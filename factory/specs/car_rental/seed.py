@@ -157,7 +157,9 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             make, model, fuel = rng.choice(CLASSES[kind][5])
             plate = ""
             while not plate or plate in plates:
-                plate = f"{rng.choice('ABCDEFGHJKLMNPRSTUVWXYZ')}{rng.choice('ABCDEFGHJKLMNPRSTUVWXYZ')}-{rng.randrange(100, 1000)}-{rng.choice('ABCDEFGHJKLMNPRSTUVWXYZ')}{rng.choice('ABCDEFGHJKLMNPRSTUVWXYZ')}"
+                letters = "ABCDEFGHJKLMNPRSTUVWXYZ"
+                first = rng.choice(letters) + rng.choice(letters)
+                plate = f"{first}-{rng.randrange(100, 1000)}-{rng.choice(letters)}{rng.choice(letters)}"
             plates.add(plate)
             vehicles.append(
                 {
@@ -252,7 +254,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             )
             charged_days = rental_days(pickup, returned)
             extras_total = (
-                sum(l["quantity"] * l["daily_price"] for l in lines if l["rental_id"] == row["rental_id"])
+                sum(x["quantity"] * x["daily_price"] for x in lines if x["rental_id"] == row["rental_id"])
                 * charged_days
             )
             fuel = 0.0 if rng.random() < 0.8 else FUEL_CHARGE

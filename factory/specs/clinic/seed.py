@@ -35,10 +35,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     # Per doctor: one 10:00 slot on each weekday of last week, then 10:00 and 14:00 on the next ten weekdays.
     monday = now.replace(hour=0, minute=0, second=0, microsecond=0)
     times = [monday - timedelta(days=7 - d) + timedelta(hours=10) for d in range(5)]
-    for week in (0, 7):
-        for d in range(5):
-            for hour in (10, 14):
-                times.append(monday + timedelta(days=week + d, hours=hour))
+    times += [monday + timedelta(days=week + d, hours=hour) for week in (0, 7) for d in range(5) for hour in (10, 14)]
     slots = []
     for doctor in doctors:
         for start in times:

@@ -96,6 +96,10 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
                 "duration_minutes": int(km / 70 * 60) + 45 * (km // 270),
             }
         )
+
+    def letter() -> str:
+        return chr(65 + rng.randrange(26))
+
     vehicles = []
     for i in range(1, 27):
         kind = TYPES[(i - 1) % len(TYPES)]
@@ -103,7 +107,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         vehicles.append(
             {
                 "vehicle_id": f"veh_{i:03d}",
-                "plate": f"{rng.randrange(10, 99)}-{chr(65 + rng.randrange(26))}{chr(65 + rng.randrange(26))}-{rng.randrange(10, 99)}",
+                "plate": f"{rng.randrange(10, 99)}-{letter()}{letter()}-{rng.randrange(10, 99)}",
                 "make_model": rng.choice(models),
                 "vehicle_type": kind,
                 "required_license": license_class,

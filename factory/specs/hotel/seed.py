@@ -138,7 +138,8 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         )
 
     def add(guest: dict, room: dict, arrival_in: int, nights: int, adults: int, status: str) -> dict:
-        """One reservation arriving `arrival_in` days from today; in-house stays get extras, past ones a settled folio."""
+        """One reservation arriving `arrival_in` days from today; in-house stays get extras, past ones a settled
+        folio."""
         n = len(stays) + 1
         res_id = f"res_{n:04d}"
         arrival = today + timedelta(days=arrival_in)

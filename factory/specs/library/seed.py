@@ -145,9 +145,9 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         )
 
     # Active loans first so the low loan ids are the ones rule examples point at.
-    shelf = [c for c in copies]
+    shelf = list(copies)
     rng.shuffle(shelf)
-    loan_count = {m: 0 for m in active_members}
+    loan_count = dict.fromkeys(active_members, 0)
     borrowers = ["mem_0001"] + ["mem_0003"] * 5 + ["mem_0004"]
     borrowers += [rng.choice(active_members[4:]) for _ in range(34)]
     for n, member_id in enumerate(borrowers):
@@ -238,7 +238,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         )
 
     def holders_of(title_id: str) -> set[str]:
-        on_loan = {l["member_id"] for l in loans if l["status"] == "active" and title_of[l["copy_id"]] == title_id}
+        on_loan = {x["member_id"] for x in loans if x["status"] == "active" and title_of[x["copy_id"]] == title_id}
         waiting = {h["member_id"] for h in holds if h["title_id"] == title_id and h["status"] in ("waiting", "ready")}
         return on_loan | waiting
 
@@ -248,7 +248,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
         add_hold(copy["title_id"], member_id, "ready", copy["copy_id"], rng.randrange(30, 200), copy["branch"])
         copy["status"] = "on_hold_shelf"
     # Waiting holds on titles out on loan, picked up where no copy of the title is on the shelf.
-    loaned_titles = sorted({title_of[l["copy_id"]] for l in loans if l["status"] == "active"})
+    loaned_titles = sorted({title_of[loan["copy_id"]] for loan in loans if loan["status"] == "active"})
     for title_id in rng.sample(loaned_titles, 14):
         on_shelf = {c["branch"] for c in copies if c["title_id"] == title_id and c["status"] == "available"}
         branches = [b for b in BRANCHES if b not in on_shelf]

@@ -29,11 +29,13 @@ ANCHORS = [
             (18, BUDGET_OPENER),
             (
                 0,
-                "Thanks Maria. Engineering's cloud spend is $48,200, 8% over plan; I'll add a note explaining the migration costs.",
+                "Thanks Maria. Engineering's cloud spend is $48,200, 8% over plan; I'll add a note explaining the "
+                "migration costs.",
             ),
             (
                 5,
-                "Marketing numbers are in: paid social is $36,500. Happy to meet any afternoon next week except Wednesday.",
+                "Marketing numbers are in: paid social is $36,500. Happy to meet any afternoon next week except "
+                "Wednesday.",
             ),
         ],
     ),
@@ -333,7 +335,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             )
     applied = []
     for conversation in rng.sample(conversations, 60):
-        own = [l for l in labels if l["mailbox_email"] == conversation["mailbox_email"]]
+        own = [label for label in labels if label["mailbox_email"] == conversation["mailbox_email"]]
         applied.append(
             {
                 "tag_id": f"tag_{len(applied) + 1:04d}",

@@ -109,7 +109,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             }
         )
     # Every third listing from the fifth on is sold (23 of them); a few others are withdrawn.
-    sold = [l for k, l in enumerate(listings) if k % 3 == 1 and k > 2]
+    sold = [listing for k, listing in enumerate(listings) if k % 3 == 1 and k > 2]
     for listing in sold:
         listing["status"] = "sold"
     for k in (5, 20, 38, 56, 69):
@@ -227,7 +227,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
             status = rng.choice(["pending", "pending", "pending", "withdrawn"])
             offer(listing, buyer, amount, status, created)
     # Two pending offers whose 48 hours ran out before the seller answered.
-    for listing in [l for l in listings if l["status"] == "active"][3:5]:
+    for listing in [x for x in listings if x["status"] == "active"][3:5]:
         buyer = buyer_for(listing, {o["buyer_id"] for o in offers if o["listing_id"] == listing["listing_id"]})
         offer(listing, buyer, listing["asking_price"], "pending", now - timedelta(days=3))
 

@@ -106,7 +106,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     subscriptions = []
     for subscriber in subscribers:
         joined = datetime.fromisoformat(subscriber["created_at"])
-        for lst in rng.sample([l for i, l in enumerate(lists, start=1) if i != EMPTY_LIST], rng.randint(2, 6)):
+        for lst in rng.sample([x for i, x in enumerate(lists, start=1) if i != EMPTY_LIST], rng.randint(2, 6)):
             subscribed = joined + timedelta(days=rng.randint(0, 30))
             left = rng.random() < 0.15
             subscriptions.append(
@@ -127,7 +127,7 @@ def build(rng: random.Random, now: datetime) -> dict[str, list[dict]]:
     campaigns, sends = [], []
     plan = ["sent"] * 22 + ["scheduled"] * 6 + ["draft"] * 8 + ["cancelled"] * 4
     for n, status in enumerate(plan, start=1):
-        list_number = EMPTY_LIST if n == 30 else rng.choice([i for i in range(1, 13)])
+        list_number = EMPTY_LIST if n == 30 else rng.choice(list(range(1, 13)))
         lst = lists[list_number - 1]
         sent_at = now - timedelta(days=rng.randint(2, 120), hours=rng.randint(0, 8)) if status == "sent" else None
         scheduled = (

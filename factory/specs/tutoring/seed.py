@@ -3,7 +3,8 @@ tutor teaches, four weeks of availability slots (two past, two ahead), packages 
 sessions in every state and feedback on completed sessions.
 
 Hours add up: an active or exhausted package's hours_remaining is its hours_purchased minus the hours of
-its sessions that were not cancelled (expired packages were used before the four weeks kept here); a slot is booked exactly when a scheduled, completed or no-show session holds it;
+its sessions that were not cancelled (expired packages were used before the four weeks kept here); a slot is
+booked exactly when a scheduled, completed or no-show session holds it;
 a tutor's rating is the average of their feedback. The clock is Monday 2026-05-04 08:00 UTC, so some
 sessions of the last few days are still waiting to be marked completed.
 """

@@ -18,7 +18,8 @@ db.executescript(
     CREATE TABLE tickets (ticket_id TEXT PRIMARY KEY, project_key TEXT, summary TEXT, reporter_email TEXT,
                           assignee_email TEXT, status TEXT);
     CREATE TABLE comments (comment_id TEXT PRIMARY KEY, ticket_id TEXT, text TEXT);
-    INSERT INTO projects VALUES ('WEB', 'Website', 'ana.silva@example.com'), ('APP', 'Mobile app', 'li.wei@example.com');
+    INSERT INTO projects VALUES ('WEB', 'Website', 'ana.silva@example.com'),
+                                ('APP', 'Mobile app', 'li.wei@example.com');
     """
 )
 for n, person in enumerate(PEOPLE):
