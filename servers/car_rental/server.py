@@ -38,10 +38,7 @@ DEFINITION = ServerDefinition(
         description="a counter agent of the car rental company",
         default="Counter agent: Chris Almeida",
         values=("Counter agent: Chris Almeida", "Counter agent: Dana Kruger"),
-        customers=(
-            "a driver gives their full name and date of birth (and licence number at pickup); match them before acting "
-            "on a rental"
-        ),
+        customers="a driver gives their full name and date of birth; match them before acting on a rental",
     ),
 )
 
