@@ -352,7 +352,8 @@ def state_claims(claims: Iterable[Claim], currency: str | None = None, ids: Iter
         if text.strip():
             loose.append(_sentence(text))
     sentences: list[str] = []
-    paging = {words: value for words, value in parts if words in ("count", "total")}
+    # A page's count and total are whole numbers; an invoice's "total" (12624.00) is money, said as a fact.
+    paging = {words: value for words, value in parts if words in ("count", "total") and value.isdigit()}
     if paging:
         count, total = paging.get("count"), paging.get("total")
         if count is not None and total is not None and count != total:
@@ -363,7 +364,7 @@ def state_claims(claims: Iterable[Claim], currency: str | None = None, ids: Iter
     said = [
         _fact(words, value, currency)
         for words, value in unique
-        if words not in ("count", "total") and words.replace(" ", "_") not in PAGING
+        if words not in paging and words.replace(" ", "_") not in PAGING
     ]
     sentences += [_sentence(_join(said[start : start + 2])) for start in range(0, len(said), 2)]
     return list(dict.fromkeys(loose)) + sentences

@@ -105,6 +105,17 @@ def test_claims_are_said_in_sentences_whatever_their_wording() -> None:
     assert speech_problems(said, _task()) == []
 
 
+def test_a_money_total_is_said_as_money_and_a_page_count_as_records() -> None:
+    """An invoice's `total` (12624.00) is an amount, not a page's count of matching records."""
+    from envfarm.clients.speech import state_claims
+
+    money = state_claims([Claim(text="states the total: 12624.00", values=["12624.00"], field="total")], "USD")
+    assert money == ["The total is $12,624.00."]
+    assert state_claims([Claim(text="states the count: 3", values=["3"], field="count")]) == [
+        "There are 3 matching records."
+    ]
+
+
 def test_a_number_is_said_with_every_digit_it_has() -> None:
     """`:g` kept six significant digits: 'what the client still owes: 12443.45' was said as 12443.5."""
     from envfarm.clients.speech import say_value
