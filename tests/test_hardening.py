@@ -239,6 +239,18 @@ async def test_concurrent_sessions_finish_when_they_outnumber_the_connections(fa
     assert (run.completed, run.leaks, run.errors) == (12, 0, 0), run.error_samples
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_thousand_concurrent_sessions_of_each_era_finish_without_leaks(farm: Any, mode: str) -> None:
+    """Issue 31's target at its size: 1,000 isolated episodes at once on one farm host, each sees only its own
+    booking; bounded by the run's budget (a few minutes on a loaded 2-core machine) and a 20 s all-booked barrier,
+    not by a hang."""
+    from envfarm.bench.sessions import concurrent_episodes
+
+    run = await concurrent_episodes(farm, FREE_SLOT, 1000, mode, budget_s=480, barrier_s=20)  # type: ignore[arg-type]
+    assert (run.completed, run.leaks, run.errors) == (1000, 0, 0), run.error_samples
+
+
 async def test_the_memory_bench_measures_open_and_closed_episodes(farm: Any) -> None:
     """A small run of `python -m envfarm.bench.memory`: numbers are not judged here, only recorded."""
     from envfarm.bench.memory import measure
@@ -256,6 +268,34 @@ async def test_closing_every_episode_returns_the_budget_to_zero() -> None:
         assert len(budget) == 20 and budget.bytes > 0
         for n in range(20):
             assert (await close(client, f"m{n}")).closed
+    assert len(budget) == 0 and budget.bytes == 0
+
+
+async def test_ending_a_session_closes_its_episode_on_every_server_and_no_other() -> None:
+    """`close_key` (a 2025-era session's DELETE) finds the key's episodes on every server of the budget through
+    its index, closes exactly those, and is a no-op for a key with none open (or one already closed)."""
+    from envfarm.servers.hotel.server import build as build_hotel
+
+    budget = EpisodeBudget(max_mb=64, ttl_s=None)
+    async with Client(build_clinic(budget=budget)) as a, Client(build_hotel(budget=budget)) as b:
+        for key in ("session:s1", "session:s2"):
+            await a.call_tool("book_appointment", booking(FREE_SLOT, key), meta={EPISODE: key})
+            await b.call_tool("search_hotels", {}, meta={EPISODE: key})
+        assert len(budget) == 4
+        budget.close_key("session:s1")
+        assert len(budget) == 2
+        for client, tool, arguments in (
+            (a, "list_appointments", {"patient_id": "pat_dc63z3"}),
+            (b, "search_hotels", {}),
+        ):
+            gone = await client.call_tool(tool, arguments, meta={EPISODE: "session:s1"})
+            assert gone.is_error and kind(gone) == "episode_expired", text(gone)
+        budget.close_key("session:s1")
+        budget.close_key("session:never-opened")
+        assert len(budget) == 2
+        kept = await a.call_tool("list_appointments", {"patient_id": "pat_dc63z3"}, meta={EPISODE: "session:s2"})
+        assert "session:s2" in text(kept)
+        budget.close_key("session:s2")
     assert len(budget) == 0 and budget.bytes == 0
 
 

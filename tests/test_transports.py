@@ -148,8 +148,9 @@ async def test_an_episode_url_reaches_the_handler_in_a_2025_era_session_and_a_fo
 
 
 async def test_a_2025_era_session_gets_no_get_stream_and_still_works(farm: FarmProcess) -> None:
-    """The host answers a GET on an MCP endpoint 405 (no standalone SSE stream: nothing is ever sent outside a
-    response); the SDK's client carries on with its session, and DELETE still ends it."""
+    """A GET on an MCP endpoint opens no standalone SSE stream (nothing is ever sent outside a response): within
+    a session it is an SSE body that ends at once with only a retry hint (the session's idle timeout), without
+    one it is 405. The SDK's client carries on with its session, and DELETE still ends it."""
     headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
     opening = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
     async with shared_http_client(None) as http:
@@ -161,12 +162,34 @@ async def test_a_2025_era_session_gets_no_get_stream_and_still_works(farm: FarmP
         session = {**headers, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
         stream = await http.get(farm.url("clinic"), headers=session)
         by_url = await http.get(farm.url("clinic", unique("no-stream")), headers=session)
+        sessionless = await http.get(farm.url("clinic"), headers=headers)
         index = await http.get(f"{farm.base_url}/")
         assert (await http.delete(farm.url("clinic"), headers=session)).status_code == 200
         async with http_client(farm.url("clinic"), http, "legacy") as client:
             booked = await client.call_tool("book_appointment", booking(FREE_SLOT, unique("no-stream")))
-    assert stream.status_code == by_url.status_code == 405 and stream.headers["allow"] == "POST, DELETE"
+    for answer in (stream, by_url):
+        assert answer.status_code == 200 and answer.headers["content-type"] == "text/event-stream"
+        assert answer.text == f"retry: {30 * 60 * 1000}\n\n"
+    assert sessionless.status_code == 405 and sessionless.headers["allow"] == "POST, DELETE"
     assert index.status_code == 200 and not booked.is_error
+
+
+async def test_a_2025_era_client_asks_for_its_get_stream_once(farm: FarmProcess) -> None:
+    """The SDK's client opens its GET stream after the handshake; told there is none for the session's idle
+    timeout, it does not ask again a second later, as it did after a 405."""
+    sent: list[str] = []
+
+    async def record(request: Any) -> None:
+        sent.append(request.method)
+
+    async with shared_http_client() as http:
+        http.event_hooks["request"].append(record)
+        async with http_client(farm.url("clinic"), http, "legacy") as client:
+            first = await client.call_tool("get_slot", {"slot_id": FREE_SLOT})
+            await anyio.sleep(1.5)  # past the client's 1 s reconnection delay
+            second = await client.call_tool("get_slot", {"slot_id": FREE_SLOT})
+    assert not first.is_error and not second.is_error
+    assert sent.count("GET") == 1 and sent.count("DELETE") == 1, sent
 
 
 async def test_the_farm_host_serves_several_servers(farm: FarmProcess) -> None:

@@ -161,6 +161,33 @@ def machine() -> Machine:
     )
 
 
+ERA_COST_TARGET = 1.3
+
+
+def era_cost(runs: list[SessionRun]) -> Verdict:
+    """The farm's CPU per episode of a 2025-era session (initialize, Mcp-Session-Id, DELETE) against the same episode
+    in the 2026 era (per-episode URL, close), from the concurrent runs: the handshake era may cost more (its
+    session is a task and streams in the SDK), but not more than `ERA_COST_TARGET` times."""
+    by_era = {run.era[:4]: run.server_cpu_ms_per_episode for run in runs}
+    legacy, modern = by_era.get("2025"), by_era.get("2026")
+    if legacy is None or not modern:
+        return Verdict(
+            metric="2025-era session: server CPU per episode",
+            target=f"<= {ERA_COST_TARGET}x the 2026 era",
+            measured="not measured",
+            verdict="n/a",
+            how="the concurrent-sessions runs of both eras",
+        )
+    ratio = legacy / modern
+    return Verdict(
+        metric="2025-era session: server CPU per episode",
+        target=f"<= {ERA_COST_TARGET}x the 2026 era",
+        measured=f"{ratio:.2f}x ({legacy:.2f} vs {modern:.2f} ms)",
+        verdict="pass" if ratio <= ERA_COST_TARGET else "fail",
+        how="the farm process's CPU over the concurrent-sessions runs (the same episode in each era), per episode",
+    )
+
+
 def verdicts(report: BenchReport) -> list[Verdict]:
     calls, floor = report.call_ms_p50, report.sdk_floor_ms_p50
     sessions = min(report.concurrent_sessions_detail, key=lambda r: r.completed)
@@ -273,6 +300,7 @@ def verdicts(report: BenchReport) -> list[Verdict]:
             verdict="n/a" if report.quick else "pass" if report.concurrent_sessions >= 1000 and leaks == 0 else "fail",
             how="book the same slot in every episode, wait for all, read back; both protocol eras",
         ),
+        era_cost(report.concurrent_sessions_detail),
         Verdict(
             metric="build + verify the whole built-in farm",
             target="<= 60 s",

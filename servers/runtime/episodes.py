@@ -243,6 +243,9 @@ class EpisodeBudget:
         self.ttl_s = ttl_s if ttl_s else None
         self._clock = clock
         self._entries: OrderedDict[tuple[EpisodeStore, str], tuple[int, float]] = OrderedDict()
+        # Each open key's stores, so that ending a 2025-era session finds its episodes without scanning every open
+        # one (a scan made 1,000 concurrent sessions cost O(n^2)).
+        self._stores: dict[str, set[EpisodeStore]] = {}
         self.bytes = 0  # of the open episodes
         self._freed_since_trim = 0
         # Closed or evicted ids (digests salted per store) -> why, oldest first: a request naming one answers
@@ -275,6 +278,7 @@ class EpisodeBudget:
 
     def add(self, store: EpisodeStore, key: str, size: int) -> None:
         self._entries[(store, key)] = (size, self._clock())
+        self._stores.setdefault(key, set()).add(store)
         self.bytes += size
         self.sweep(keep=(store, key))
 
@@ -288,6 +292,10 @@ class EpisodeBudget:
     def remove(self, store: EpisodeStore, key: str) -> None:
         entry = self._entries.pop((store, key), None)
         if entry is not None:
+            stores = self._stores[key]
+            stores.discard(store)
+            if not stores:
+                del self._stores[key]
             self.bytes -= entry[0]
             self._freed_since_trim += entry[0]
             if self._freed_since_trim >= TRIM_EVERY_BYTES or not self._entries:
@@ -296,8 +304,8 @@ class EpisodeBudget:
 
     def close_key(self, key: str) -> None:
         """Close the episode `key` on every server under this budget (a 2025-era session ended)."""
-        for store, name in [entry for entry in self._entries if entry[1] == key]:
-            store.close(name, None, owner_check=False)
+        for store in list(self._stores.get(key, ())):
+            store.close(key, None, owner_check=False)
 
     def sweep(self, keep: tuple[EpisodeStore, str] | None = None) -> None:
         """Evict the least recently used episodes while over budget, and every idle one past the TTL."""

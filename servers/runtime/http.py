@@ -26,6 +26,7 @@ from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.mcpserver import MCPServer
+from mcp.server.streamable_http_manager import DEFAULT_SESSION_IDLE_TIMEOUT
 from starlette.applications import Starlette
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import Request
@@ -36,6 +37,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from envfarm.servers.runtime.access import Access
 from envfarm.servers.runtime.caller import EPISODE_URL, SESSION_HEADER
 from envfarm.servers.runtime.episodes import MAX_EPISODE_ID, EpisodeBudget
+
+SESSION_HEADER_BYTES = SESSION_HEADER.encode()
 
 
 async def _refuse(send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -64,9 +67,8 @@ class EpisodePaths:
     (a context variable the SDK carries to the handler with the request, as it carries the access token); a
     session's episode closed with the session.
 
-    A GET on an MCP endpoint (a 2025-era client opening its standalone SSE stream) is answered 405, as the
-    streamable HTTP transport allows ("the server does not offer an SSE stream at this endpoint"): a farm
-    server never sends anything outside a response (no notifications, no requests to the client; every
+    A GET on an MCP endpoint (a 2025-era client opening its standalone SSE stream) gets no stream (`_no_stream`):
+    a farm server never sends anything outside a response (no notifications, no requests to the client; every
     answer is one JSON body), so the stream carried nothing, yet holding it open cost the SDK a task group
     and a stream per session: 0.85 of a 2025-era episode's ~6.5 ms of server CPU (`envfarm bench`)."""
 
@@ -84,9 +86,7 @@ class EpisodePaths:
             path, episode = f"/{match['server']}/mcp", match["episode"]
             scope = {**scope, "path": path, "raw_path": path.encode()}
         if scope["method"] == "GET" and path.rstrip("/").endswith("/mcp"):
-            await _refuse(
-                send, 405, "this server sends nothing outside a response: no GET stream", [(b"allow", b"POST, DELETE")]
-            )
+            await _no_stream(scope, send)
             return
         if episode is None:
             await self._serve(scope, receive, send)
@@ -100,7 +100,7 @@ class EpisodePaths:
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         session = None
         if scope["method"] == "DELETE":
-            session = next((v.decode("latin-1") for k, v in scope["headers"] if k == SESSION_HEADER.encode()), None)
+            session = next((v.decode("latin-1") for k, v in scope["headers"] if k == SESSION_HEADER_BYTES), None)
         if session is None:
             await self.app(scope, receive, send)
             return
@@ -115,6 +115,35 @@ class EpisodePaths:
         await self.app(scope, receive, watch)
         if status < 400:
             self.on_session_end(f"session:{session}")
+
+
+# How long a 2025-era client is told to wait before opening its GET stream again: the SDK's idle timeout of a
+# session (30 minutes), after which the session is gone anyway.
+NO_STREAM_RETRY_MS = int(DEFAULT_SESSION_IDLE_TIMEOUT * 1000)
+NO_STREAM = f"retry: {NO_STREAM_RETRY_MS}\n\n".encode()
+
+
+async def _no_stream(scope: Scope, send: Send) -> None:
+    """Answer a GET on an MCP endpoint: a farm server sends nothing outside a response, so there is no stream.
+
+    Within a session (the GET carries its Mcp-Session-Id) the answer is an SSE stream that ends at once, with
+    only a `retry` hint: the SDK's client reads it to the end, keeps its connection and waits that long before
+    asking again. Refused with 405 ("the server does not offer an SSE stream at this endpoint"), its client
+    dropped the connection (an unread error body cannot be reused) and asked again a second later; that cost a
+    2025-era episode a connection (accept, close) and, in sessions over a second, a second GET. Without a
+    session, as for a 2026-era client, 405 stands."""
+    if not any(name == SESSION_HEADER_BYTES for name, _ in scope["headers"]):
+        await _refuse(
+            send, 405, "this server sends nothing outside a response: no GET stream", [(b"allow", b"POST, DELETE")]
+        )
+        return
+    headers = [
+        (b"content-type", b"text/event-stream"),
+        (b"cache-control", b"no-cache"),
+        (b"content-length", str(len(NO_STREAM)).encode()),
+    ]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": NO_STREAM})
 
 
 def bearer_required(app: ASGIApp, verifier: TokenVerifier) -> ASGIApp:
