@@ -145,12 +145,19 @@ def _link_args(description: str, links: dict[str, Any], constraints: dict[str, A
 
 
 def enum_aliases(spec: EnvironmentSpec) -> dict[tuple[str, ...], str]:
-    """One named Literal type per distinct enum of the entities, e.g. `AppointmentStatus`."""
+    """One named Literal type per distinct enum of the entities, e.g. `AppointmentStatus`. A name that a row
+    model already has (`business_names.lifecycle_state` beside a table `business_name_lifecycle_states`) or
+    another enum took gets `Value` appended, so no class is silently redefined."""
     aliases: dict[tuple[str, ...], str] = {}
+    taken = {model_name(table, entity) for table, entity in spec.entities.items()}
     for table, entity in spec.entities.items():
         for cname, col in entity.columns.items():
             if col.enum and tuple(col.enum) not in aliases:
-                aliases[tuple(col.enum)] = model_name(table, entity) + camel(cname)
+                name = model_name(table, entity) + camel(cname)
+                while name in taken:
+                    name += "Value"
+                taken.add(name)
+                aliases[tuple(col.enum)] = name
     return aliases
 
 
