@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 
 from envfarm.factory.build import build_all
+from envfarm.factory.importers.folder import import_folder
 from envfarm.factory.importers.openapi import import_openapi, write_spec_folder
 from envfarm.factory.verify.report import VerifyOptions
 from envfarm.servers.runtime.registry import load_registry
@@ -235,3 +236,25 @@ def test_the_few_operation_and_colliding_shapes_verify(tmp_path: Path) -> None:
     source = "\n".join(p.read_text("utf-8") for p in code)
     assert "class BusinessNameLifecycleState(BaseModel)" in source
     assert "BusinessNameLifecycleStateValue = Literal[" in source
+
+
+def test_a_bulk_summary_says_why_an_import_is_short_of_three_tools(tmp_path: Path) -> None:
+    """A folder import says of every import under three tools, in one line, how many operations the document
+    declares, what was derived and the first skip; an import of three tools or more carries no such line."""
+    docs, out = tmp_path / "docs", tmp_path / "specs"
+    docs.mkdir()
+    keyless = json.loads(json.dumps(TRIPS))
+    keyless["paths"]["/trips"]["get"]["responses"]["200"]["schema"]["items"] = STOP
+    keyless["paths"]["/trips"]["post"] = {"operationId": "pingTrips", "responses": {"204": {"description": "ok"}}}
+    (docs / "keyless.json").write_text(json.dumps(keyless), "utf-8")
+    (docs / "trips.json").write_text(json.dumps(TRIPS), "utf-8")
+    summary = import_folder(docs, out)
+    outcomes = {d.document: d for d in summary.documents}
+    assert outcomes["trips.json"].tools == 3 and outcomes["trips.json"].reason == ""
+    short = outcomes["keyless.json"]
+    assert short.outcome == "imported" and short.tools == 2
+    assert short.reason.startswith("2 tool(s): the document declares 3 operation(s); skipped POST /trips: ")
+    assert "\n" not in short.reason
+    markdown = (out / "IMPORT-SUMMARY.md").read_text("utf-8")
+    assert "## Imported with fewer than 3 tools" in markdown
+    assert "| the document declares 3 operation(s), some skipped | 1 |" in markdown
