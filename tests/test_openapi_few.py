@@ -3,7 +3,7 @@ document of our own: a few-operation document that lists records it never reads 
 the records carry), a computed read whose answer is named like its input (`GET /search?query=` answering
 `{query: [...]}`), a child created under a path parameter that names the child's own key
 (`POST /comments/{id}/edit` making a row keyed by `comment_id`), and an enum whose Literal alias would take the name
-of another table's row model."""
+of another table's row model, or a table `pages` whose row model would shadow the runtime's `Page`."""
 
 from __future__ import annotations
 
@@ -154,6 +154,12 @@ FORUM: dict[str, Any] = {
                 "responses": {"200": {"description": "ok", "schema": NAME}},
             }
         },
+        "/pages": {
+            "get": {
+                "operationId": "listPages",
+                "responses": {"200": {"description": "ok", "schema": {"type": "array", "items": LIFECYCLE}}},
+            }
+        },
         "/businessNameLifecycleStates": {
             "get": {
                 "operationId": "listBusinessNameLifecycleStates",
@@ -236,6 +242,8 @@ def test_the_few_operation_and_colliding_shapes_verify(tmp_path: Path) -> None:
     source = "\n".join(p.read_text("utf-8") for p in code)
     assert "class BusinessNameLifecycleState(BaseModel)" in source
     assert "BusinessNameLifecycleStateValue = Literal[" in source
+    # a table `pages` would make a row model `Page`, the runtime's page of results the tools module imports
+    assert "class PageRow(BaseModel)" in source and "pages: list[PageRow] = Page.rows()" in source
 
 
 def test_a_bulk_summary_says_why_an_import_is_short_of_three_tools(tmp_path: Path) -> None:
