@@ -50,8 +50,17 @@ def singular(table: str) -> str:
     return table[:-1] if table.endswith("s") and not table.endswith("ss") else table
 
 
+# The runtime's names a tools module may use (`envfarm.servers.runtime.__all__`), in the order isort gives them.
+RUNTIME_NAMES = ("Cursor", "Database", "Limit", "Page", "comma_joined", "field", "json_array")
+# Every name a tools module imports: a row model or enum alias of that name would shadow it.
+IMPORTED_NAMES = frozenset((*RUNTIME_NAMES, "Annotated", "Any", "BaseModel", "Field", "Literal"))
+
+
 def model_name(table: str, entity: Entity) -> str:
-    return entity.model or camel(singular(table))
+    """The row model's class name: the spec's `model`, else the table's singular (`pages` -> `Page`); a name the
+    tools module imports (the runtime's `Page`, pydantic's `Field`) takes `Row`, so the class never shadows it."""
+    name = entity.model or camel(singular(table))
+    return f"{name}Row" if name in IMPORTED_NAMES else name
 
 
 def py(value: Any) -> str:
@@ -181,12 +190,19 @@ def _link_args(description: str, links: dict[str, Any], constraints: dict[str, A
 
 
 def enum_aliases(spec: EnvironmentSpec) -> dict[tuple[str, ...], str]:
-    """One named Literal type per distinct enum of the entities, e.g. `AppointmentStatus`."""
+    """One named Literal type per distinct enum of the entities, e.g. `AppointmentStatus`. A name that a row
+    model already has (`business_names.lifecycle_state` beside a table `business_name_lifecycle_states`) or
+    another enum took gets `Value` appended, so no class is silently redefined."""
     aliases: dict[tuple[str, ...], str] = {}
+    taken = {model_name(table, entity) for table, entity in spec.entities.items()} | IMPORTED_NAMES
     for table, entity in spec.entities.items():
         for cname, col in entity.columns.items():
             if col.enum and tuple(col.enum) not in aliases:
-                aliases[tuple(col.enum)] = model_name(table, entity) + camel(cname)
+                name = model_name(table, entity) + camel(cname)
+                while name in taken:
+                    name += "Value"
+                taken.add(name)
+                aliases[tuple(col.enum)] = name
     return aliases
 
 
@@ -703,10 +719,6 @@ def _render_tool(tool: ToolKind, spec: EnvironmentSpec) -> str:
     result = result_model_name(tool, spec)
     body = _body(tool, spec, result)
     return "\n".join(_signature(tool, result, spec) + _docstring(tool.agent_description(spec)) + body)
-
-
-# The runtime's names a tools module may use (`envfarm.servers.runtime.__all__`), in the order isort gives them.
-RUNTIME_NAMES = ("Cursor", "Database", "Limit", "Page", "comma_joined", "field", "json_array")
 
 
 def _import(module: str, names: list[str]) -> list[str]:

@@ -18,6 +18,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from envfarm.factory.importers.openapi import OpenAPIError, import_openapi, write_spec_folder
+from envfarm.factory.importers.openapi.models import ImportReport
+from envfarm.factory.importers.openapi.readers import FEW_TOOLS
 from envfarm.factory.spec import SpecError
 
 DOCUMENT_SUFFIXES = (".json", ".yaml", ".yml")
@@ -31,7 +33,10 @@ class DocumentOutcome(BaseModel):
     outcome: Literal["imported", "refused", "crashed"]
     name: str | None = Field(default=None, description="the spec folder written (imported only)")
     tools: int = 0
-    reason: str = Field(default="", description="one line: why it was refused, or the exception it crashed with")
+    reason: str = Field(
+        default="",
+        description="one line: why it was refused, the exception it crashed with, or why an import has fewer than 3 tools",
+    )
     seconds: float = 0.0
 
 
@@ -68,12 +73,41 @@ class FolderImport(BaseModel):
         if refusals:
             lines += ["", "## Why documents were refused", "", "| reason | documents |", "|---|---|"]
             lines += [f"| {kind} | {n} |" for kind, n in refusals.most_common()]
+        short = Counter(_short_kind(d.reason) for d in self.documents if d.outcome == "imported" and d.reason)
+        if short:
+            lines += ["", f"## Imported with fewer than {FEW_TOOLS} tools", "", "| why | documents |", "|---|---|"]
+            lines += [f"| {kind} | {n} |" for kind, n in short.most_common()]
         return "\n".join(lines) + "\n"
+
+
+def few_tools_reason(report: ImportReport) -> str:
+    """Why an import has fewer than three tools, in one line: how many operations the document declares, how many
+    tools were derived (reads of what it keeps, no operation of the API), and the first skip's reason; empty
+    for an import of three tools or more. A bulk summary then says of every short import what it is short of."""
+    if len(report.tools) >= FEW_TOOLS:
+        return ""
+    derived = sum(t.path.startswith("(") for t in report.tools)
+    declared = len(report.tools) - derived + len(report.skipped)
+    line = f"{len(report.tools)} tool(s): the document declares {declared} operation(s)"
+    if derived:
+        line += f", {derived} read(s) derived from what it keeps"
+    if report.skipped:
+        first = report.skipped[0]
+        line += f"; skipped {first.method.upper()} {first.path}: {first.reason}"
+        if len(report.skipped) > 1:
+            line += f" (and {len(report.skipped) - 1} more)"
+    return _one_line(line)
 
 
 def _reason_kind(reason: str) -> str:
     """The reason without its document-specific tail, to count alike refusals together."""
     return reason.split(";", 1)[0].split(" (", 1)[0][:120]
+
+
+def _short_kind(reason: str) -> str:
+    """A short import's reason as a count of operations, to count alike ones together."""
+    declared = reason.split("declares ", 1)[-1].split(" ", 1)[0]
+    return f"the document declares {declared} operation(s)" + (", some skipped" if "; skipped" in reason else "")
 
 
 def _one_line(text: str, limit: int = 400) -> str:
@@ -113,7 +147,13 @@ def import_folder(
             used.add(name)
             result.spec["name"] = name
             write_spec_folder(result, out / name)
-            outcome = DocumentOutcome(document=relative, outcome="imported", name=name, tools=len(result.report.tools))
+            outcome = DocumentOutcome(
+                document=relative,
+                outcome="imported",
+                name=name,
+                tools=len(result.report.tools),
+                reason=few_tools_reason(result.report),
+            )
         outcome.seconds = round(time.perf_counter() - started, 3)
         summary.documents.append(outcome)
         if on_document is not None:

@@ -48,6 +48,7 @@ class OperationMapper(RpcMapper):
                 else:
                     self.map_operation(method, path, op, params, shapes[(method, path)])
         self.read_back_tools()
+        self.listed_get_tools()
 
     def learn(
         self,

@@ -86,6 +86,12 @@ class ReadBuilder(ToolBuilder):
                 else None,
                 source=f"parameter {param['name']}",
             )
+        # An answer field named like an input echoes it when it is a plain value (merged into that column); a
+        # list or map of that name (`GET /search?query=` answering `{query: [...]}`) is the answer itself.
+        props = answer.get("properties") or {}
+        clashes = {p for p, node in props.items() if safe_name(p) in inputs and not is_scalar(self.doc.schema(node)[1])}
+        if clashes:
+            answer = {**answer, "properties": {(f"{p}_answer" if p in clashes else p): n for p, n in props.items()}}
         self.add_columns(entity, answer, entity.schema_name)
         if len(entity.columns) <= len(inputs) + 1:
             self.tool_names.discard(name)
@@ -180,5 +186,37 @@ class ReadBuilder(ToolBuilder):
                 }
                 self._add(tool, "get", f"(read-back of {table})", {"summary": asked}, entity)
                 self.report.notes.append(f"{name}: reads back the {table} its create makes (no such operation)")
+
+    def listed_get_tools(self) -> None:
+        """A document of few operations that lists records it never reads one of (`GET /trips` alone, an
+        Azure `.../usageAggregates` list): every listed row carries the key the document gives it (`id`,
+        `event_id`), so a `get` by that key reads one row of what the list already shows. It is not an
+        operation of the original API, and its description says so. A table whose key the importer added (the
+        document names none: nothing a person could quote) gets none, nor a computed read's lookup table (its
+        rows are answers, not records), nor any table of a document whose own operations make three tools."""
+        if len(self.tools) >= FEW_TOOLS:
+            return
+        got = {t["entity"] for t in self.tools if t["effect"] == "get"}
+        listed = [t["entity"] for t in self.tools if t["effect"] == "search"]
+        for table in dict.fromkeys(listed):
+            entity = self.entities[table]
+            if table in got or entity.added_key or entity.primary_key not in entity.columns:
+                continue
+            one, key = singular(table).replace("_", " "), entity.primary_key
+            param = self._param_from_column(entity.columns[key], f"The {one}'s {key.replace('_', ' ')}", True)
+            param.pop("enum", None)
+            asked = f"Show the {one} with {key.replace('_', ' ')}"
+            name = self.tool_name({"operationId": f"get_{singular(table)}"}, "", "")
+            tool: dict[str, Any] = {
+                "name": name,
+                "description": f"{asked}. Not an operation of the original API: it reads one of the "
+                f"{table.replace('_', ' ')} its list operation returns, by the {key.replace('_', ' ')} each carries.",
+                "effect": "get",
+                "entity": table,
+                "key": key,
+                "params": {key: param},
+            }
+            self._add(tool, "get", f"(one of the listed {table})", {"summary": asked}, entity)
+            self.report.notes.append(f"{name}: reads one of the listed {table} by its {key} (no such operation)")
 
     # ---- tool builders -------------------------------------------------------------------------

@@ -78,6 +78,8 @@ class ToolBuilder(TableBuilder):
                     else parent_key
                 )
                 column = safe_name(column)
+                if column == entity.primary_key:  # `/comments/{id}/edit` making `created_comments` keyed by comment_id
+                    column = safe_name(f"parent_{column}")
             ptype = parent.columns[parent_key].type
             desc = first_paragraph((described.get(pname) or {}).get("description"))
             if not desc or "XXX" in desc:

@@ -207,9 +207,13 @@ ACTION_VERBS = {
 # Names the generated code uses for itself: a column or param with one of these names gets a suffix.
 # Pydantic's own attribute names too (`schema`, `json`, `copy`): a row model field of that name shadows one and
 # the server warns on stderr at import.
-RESERVED = {"now", "db", "args", "row", "rows", "current", "new_id", "result", "self", "cls", *RESERVED_PARAMS} | {
-    name for name in dir(BaseModel) if not name.startswith("_")
-}
+# And the functions a generated module calls in its class bodies (`field(...)`, `comma_joined`): a row model's
+# property `field` would make every later `field(...)` of that class call the property's value.
+RESERVED = (
+    {"now", "db", "args", "row", "rows", "current", "new_id", "result", "self", "cls", *RESERVED_PARAMS}
+    | {name for name in dir(BaseModel) if not name.startswith("_")}
+    | {"field", "comma_joined", "json_array", "handlers"}
+)
 
 
 ID_FORMAT_UUID = "00000000-0000-4000-8000-{:012d}"
