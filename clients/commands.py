@@ -50,7 +50,11 @@ def render_summary(summary: SynthesisSummary) -> str:
             f"in {summary.seconds:.1f} s ({summary.cpu_seconds:.1f} s CPU); {summary.attempts} chains sampled"
         ),
         f"chain length (calls: tasks): {', '.join(f'{k}: {v}' for k, v in summary.chain_lengths.items())}; mean {summary.mean_chain_length}",
-        f">= 3 calls linked by data: {summary.data_dependency_share:.0%}; span 2+ servers: {summary.cross_server_share:.0%}",
+        (
+            f">= 3 calls linked by data: {summary.data_dependency_share:.0%}; span 2+ servers: "
+            f"{summary.cross_server_share:.0%}, of which data flows between turns in {summary.cross_server_flow_share:.0%} "
+            f"({summary.cross_server_flow_beyond_identity_share:.0%} beyond who the persona is)"
+        ),
         f"dropped: {', '.join(f'{k}: {v}' for k, v in summary.dropped.items()) or 'none'}",
         (
             f"over-specification per message (tool names, ids, literal values, step words): "
