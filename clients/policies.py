@@ -637,7 +637,8 @@ class SampledHeuristicAgent(HeuristicAgent):
     def _producers(self, prop: str, exclude: set[str], text: str) -> list[AgentTool]:
         """Up to `PRODUCER_TRIES` read tools for `prop`, each drawn (without replacement) as `_pick` draws: a
         lookup it cannot make from what the user said gives way to the next one drawn before it asks them."""
-        left, order = self._candidates(prop, exclude), []
+        left = self._candidates(prop, exclude)
+        order: list[AgentTool] = []
         while left and len(order) < PRODUCER_TRIES:
             order.append(self._pick(left, [self._score(t, text) for t in left]))
             left.remove(order[-1])
