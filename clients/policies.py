@@ -620,6 +620,11 @@ class HeuristicAgent:
         return "Done. " + "; ".join(pairs[:30])
 
 
+def _label(item: Any) -> str:
+    """What tells a candidate apart in a choice: a tool's name, a row's fields."""
+    return item.name if isinstance(item, AgentTool) else json.dumps(item, sort_keys=True, default=str)
+
+
 @dataclass
 class SampledHeuristicAgent(HeuristicAgent):
     """The heuristic at a temperature: each choice is drawn with probability proportional to exp(score / T)
@@ -628,11 +633,17 @@ class SampledHeuristicAgent(HeuristicAgent):
 
     rng: random.Random = field(default_factory=lambda: random.Random(0))
     temperature: float = 1.0
+    decided: dict[str, int] = field(default_factory=dict)  # a choice already drawn -> the index it drew
 
     def _pick(self, items: list[Any], scores: list[float]) -> Any:
-        top = max(scores)
-        weights = [math.exp((score - top) / self.temperature) for score in scores]
-        return self.rng.choices(items, weights=weights, k=1)[0]
+        """A draw per choice, kept: the plan is made again at every step, and the same candidates with the same
+        scores (nothing new learnt) get the same answer, so a row read back is the row then written."""
+        key = json.dumps([[_label(item), score] for item, score in zip(items, scores, strict=True)])
+        if key not in self.decided:
+            top = max(scores)
+            weights = [math.exp((score - top) / self.temperature) for score in scores]
+            self.decided[key] = self.rng.choices(range(len(items)), weights=weights, k=1)[0]
+        return items[self.decided[key]]
 
     def _producers(self, prop: str, exclude: set[str], text: str) -> list[AgentTool]:
         """Up to `PRODUCER_TRIES` read tools for `prop`, each drawn (without replacement) as `_pick` draws: a

@@ -70,11 +70,14 @@ def test_the_greedy_heuristic_takes_the_first_best_choice_and_the_sampled_one_dr
     assert draws() == draws()
     assert len({tuple(d) for d in draws()}) > 1
     # A lead of 10 (the tool named in the request) wins nearly every draw; at equal scores each is drawn.
-    agent = _agent("t1", 0)
-    picks = Counter(agent._pick(["named", "other"], [10.0, 0.0]) for _ in range(2000))
+    picks = Counter(_agent("t1", a)._pick(["named", "other"], [10.0, 0.0]) for a in range(2000))
     assert picks["named"] > 1990
-    picks = Counter(agent._pick(["x", "y"], [2.0, 2.0]) for _ in range(2000))
+    picks = Counter(_agent("t1", a)._pick(["x", "y"], [2.0, 2.0]) for a in range(2000))
     assert 800 < picks["x"] < 1200
+    # Within an attempt a choice, once drawn, stands until the candidates or their scores change.
+    agent = _agent("t1", 0)
+    assert len({agent._pick(list("abcd"), [1.0] * 4) for _ in range(20)}) == 1
+    assert len({agent._pick(list("abcd"), [1.0, 1.0, 1.0, 1.0 + i / 1000]) for i in range(20)}) > 1
     assert make_policy(SAMPLED).name == SAMPLED == POLICY
 
 
