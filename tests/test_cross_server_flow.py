@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from envfarm.clients.synthesize import flowing_values, flows_between_turns
+import pytest
+from conftest import REPO
+
+from envfarm.clients.connect import Connections, farm_targets
+from envfarm.clients.synthesize import SynthesisOptions, flowing_values, flows_between_turns, synthesize
 from envfarm.clients.tasks import GoldCall, Persona, Provenance, Task, Turn
 
 EMAIL = "maria.lopez@example.com"
@@ -47,3 +51,17 @@ def test_no_flow_without_a_use_or_within_one_turn_of_one_server() -> None:
     assert not flows_between_turns(same_turn)
     # A value the call does not take from the output it names (uses points elsewhere) does not flow.
     assert not flows_between_turns(joined({"title": "Dentist"}, uses=[0]))
+
+
+@pytest.mark.slow
+async def test_the_tasks_summary_reports_the_flow_share_of_its_cross_server_tasks() -> None:
+    servers = ["clinic", "banking", "calendar", "mail"]
+    async with Connections(farm_targets(REPO, servers)) as farm:
+        synthesis = await synthesize(SynthesisOptions(n=8, seed=5, servers=servers), farm)
+    crossing = [t for t in synthesis.tasks if len(t.servers) > 1]
+    assert crossing, "no cross-server task to measure"
+    summary = synthesis.summary
+    assert summary.cross_server_flow_share == round(sum(map(flows_between_turns, crossing)) / len(crossing), 3)
+    beyond = [flows_between_turns(t, beyond_identity=True) for t in crossing]
+    assert summary.cross_server_flow_beyond_identity_share == round(sum(beyond) / len(crossing), 3)
+    assert summary.cross_server_flow_beyond_identity_share <= summary.cross_server_flow_share
