@@ -10,7 +10,8 @@ would write, so the rollout loop handles a malformed call from any policy the sa
   inputs it lacks, asks the user for what nothing produces. It solves some tasks, not most.
 - `SampledHeuristicPolicy` (`heuristic-sampled`): the heuristic at a temperature. Where the heuristic takes
   the best-scoring goal tool, producer or output row, it samples one with probability proportional to
-  exp(score / temperature), seeded by (task, attempt): k attempts of a task differ, a task's solve rate over
+  exp(score / temperature); it tries up to three lookups before asking the user, and tosses a coin per write
+  to read it back first. Seeded by (task, attempt): k attempts of a task differ, a task's solve rate over
   them lies anywhere in [0, 1], and the same attempt makes the same choices on any worker.
 - `OraclePolicy`: replays the task's gold calls and states its claims. A kept task where the oracle
   does not score 1.0 is a pipeline bug.
