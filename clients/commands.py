@@ -56,7 +56,9 @@ def render_summary(summary: SynthesisSummary) -> str:
         ),
         (
             f">= 3 calls linked by data: {summary.data_dependency_share:.0%}; "
-            f"span 2+ servers: {summary.cross_server_share:.0%}"
+            f">= 4: {summary.deep_dependency_share:.0%}; span 2+ servers: {summary.cross_server_share:.0%}, "
+            f"of which data flows between turns in {summary.cross_server_flow_share:.0%} "
+            f"({summary.cross_server_flow_beyond_identity_share:.0%} beyond who the persona is)"
         ),
         f"dropped: {', '.join(f'{k}: {v}' for k, v in summary.dropped.items()) or 'none'}",
         (

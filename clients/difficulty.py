@@ -1,54 +1,25 @@
 """Graded difficulty: a stochastic reference policy gives every task a solve rate in [0, 1].
 
 The heuristic baseline is deterministic, so its solve rate is 0 or 1 for every task. The sampled
-heuristic perturbs the baseline's tool scores with seeded noise (a log-normal factor per score), so
-its k attempts of one task take different goals and lookups; the share of attempts that succeed is
-the task's difficulty for it. `envfarm tasks --difficulty LO:HI` keeps the tasks whose rate lies in
-the band. Attempt `a` of task `t` draws from `random.Random(f"{t}:{a}")` alone, so a task's rate does
-not depend on which rollouts run concurrently.
+heuristic (`envfarm.clients.policies.SampledHeuristicPolicy`) draws each of its choices at a temperature,
+so its k attempts of one task take different goals, lookups and rows; the share of attempts that succeed
+is the task's difficulty for it. `envfarm tasks --difficulty LO:HI` keeps the tasks whose rate lies in
+the band. Attempt `a` of task `t` draws from its own generator seeded by (t, a) alone, so a task's rate
+does not depend on which rollouts run concurrently, nor on which worker runs them.
 """
 
 from __future__ import annotations
 
-import math
-import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from envfarm.clients.connect import Connections
-from envfarm.clients.policies import AgentTool, HeuristicAgent, HeuristicPolicy
+from envfarm.clients.policies import SAMPLED, SampledHeuristicPolicy
 from envfarm.clients.rollout import RolloutOptions, rollout_tasks
 from envfarm.clients.scoring import Scorer
 from envfarm.clients.tasks import Difficulty, Task
 from envfarm.clients.users import ScriptedUser
 
-POLICY = "heuristic-sampled"
-NOISE = 0.6  # standard deviation of the log of the factor each tool score is multiplied by
-
-
-@dataclass
-class SampledHeuristicAgent(HeuristicAgent):
-    """The heuristic, with every tool score multiplied by seeded log-normal noise."""
-
-    rng: random.Random = field(default_factory=random.Random)
-
-    def _score(self, tool: AgentTool, text: str) -> float:
-        return super()._score(tool, text) * math.exp(self.rng.gauss(0.0, NOISE))
-
-
-class SampledHeuristicPolicy(HeuristicPolicy):
-    name = POLICY
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._attempts: dict[str, int] = {}
-
-    def agent(self, task: Task, tools: list[AgentTool]) -> SampledHeuristicAgent:
-        base = super().agent(task, tools)
-        assert isinstance(base, HeuristicAgent)
-        attempt = self._attempts.get(task.id, 0)
-        self._attempts[task.id] = attempt + 1
-        return SampledHeuristicAgent(base.tools, base.index, rng=random.Random(f"{task.id}:{attempt}"))
+POLICY = SAMPLED
 
 
 def parse_band(text: str) -> tuple[float, float]:

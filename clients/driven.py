@@ -41,7 +41,7 @@ class _Bridge:
         self.ready = asyncio.Event()  # set once the rollout has named its tools and opened the chat
         self.done: asyncio.Future[Trajectory] = asyncio.get_running_loop().create_future()
 
-    def agent(self, task: Task, tools: list[AgentTool]) -> _Bridge:
+    def agent(self, task: Task, tools: list[AgentTool], attempt: int = 0) -> _Bridge:
         self.names = {(t.server, t.tool): t.name for t in tools}
         self.tools = tools
         return self

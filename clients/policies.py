@@ -8,6 +8,11 @@ would write, so the rollout loop handles a malformed call from any policy the sa
 - `HeuristicPolicy`: no model. Picks the tool whose name, description and schema best match the
   request, fills arguments from the conversation and earlier outputs, calls producers first for
   inputs it lacks, asks the user for what nothing produces. It solves some tasks, not most.
+- `SampledHeuristicPolicy` (`heuristic-sampled`): the heuristic at a temperature. Where the heuristic takes
+  the best-scoring goal tool, producer or output row, it samples one with probability proportional to
+  exp(score / temperature); it tries up to three lookups before asking the user, and tosses a coin per write
+  to read it back first. Seeded by (task, attempt): k attempts of a task differ, a task's solve rate over
+  them lies anywhere in [0, 1], and the same attempt makes the same choices on any worker.
 - `OraclePolicy`: replays the task's gold calls and states its claims. A kept task where the oracle
   does not score 1.0 is a pipeline bug.
 """
@@ -16,6 +21,8 @@ from __future__ import annotations
 
 import functools
 import json
+import math
+import random
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -117,9 +124,12 @@ class Agent(Protocol):
 
 
 class Policy(Protocol):
+    """Makes the agent of one rollout: `attempt` is which of the task's k rollouts it is, so a stochastic policy
+    seeds from (task, attempt) and an attempt draws the same choices wherever, and in whatever order, it runs."""
+
     name: str
 
-    def agent(self, task: Task, tools: list[AgentTool]) -> Agent: ...
+    def agent(self, task: Task, tools: list[AgentTool], attempt: int = 0) -> Agent: ...
 
     async def aclose(self) -> None: ...
 
@@ -163,7 +173,7 @@ class ChatPolicy:
         self.model = ChatModel(config)
         self.name = self.model.name
 
-    def agent(self, task: Task, tools: list[AgentTool]) -> Agent:
+    def agent(self, task: Task, tools: list[AgentTool], attempt: int = 0) -> Agent:
         return ChatAgent(self.model, [tool.openai() for tool in tools])
 
     async def aclose(self) -> None:
@@ -253,7 +263,7 @@ class OracleAgent:
 class OraclePolicy:
     name = "oracle"
 
-    def agent(self, task: Task, tools: list[AgentTool]) -> Agent:
+    def agent(self, task: Task, tools: list[AgentTool], attempt: int = 0) -> Agent:
         return OracleAgent(task, {(t.server, t.tool): t.name for t in tools})
 
     async def aclose(self) -> None:
@@ -262,6 +272,11 @@ class OraclePolicy:
 
 # ---------------------------------------------------------------- the heuristic baseline
 
+SAMPLED = "heuristic-sampled"
+TEMPERATURE = 1.0  # of the sampled heuristic: a score lead of 1 (one description word) makes a choice e times likelier
+READ_BACK = 0.5  # of the sampled heuristic: the chance it reads a write back and asks to go ahead before making it
+PRODUCER_TRIES = 3  # of the sampled heuristic: lookups tried for a missing input before it asks the user
+WRITE_TIE = 0.01  # of a goal's score: a write wins a tie with a read, and adds next to nothing when sampled
 WORD = re.compile(r"[a-z0-9]+")
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 DATETIME = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:\d{2})?")
@@ -411,6 +426,7 @@ class HeuristicAgent:
     asked: set[str] = field(default_factory=set)
     tried: set[str] = field(default_factory=set)
     failures: int = 0
+    read_back: str | None = None  # the write (signature) the last message read back, awaiting the user's answer
 
     # ------------------------------------------------ what the conversation holds
 
@@ -431,6 +447,14 @@ class HeuristicAgent:
                 if isinstance(value, dict | list) and not (isinstance(value, dict) and value.get("error")):
                     outputs.append(value)
         return outputs[::-1]
+
+    def _pick(self, items: list[Any], scores: list[float]) -> Any:
+        """The first item with the best score: the greedy choice at every decision (goal, producer, row)."""
+        return items[max(range(len(items)), key=lambda i: (scores[i], -i))]
+
+    def _reads_back(self, tool: AgentTool) -> bool:
+        """Whether to read a write back and ask to go ahead before making it: the greedy agent never does."""
+        return False
 
     def _score(self, tool: AgentTool, text: str) -> float:
         request, known = words(text), self.index[tool.name]
@@ -478,7 +502,7 @@ class HeuristicAgent:
         for output in outputs:
             rows = [d for d in speech.rows(output) if any(a in d for a in aliases)]
             if rows:
-                best = max(rows, key=lambda row: len(request & words(" ".join(map(str, row.values())))))
+                best = self._pick(rows, [len(request & words(" ".join(map(str, row.values())))) for row in rows])
                 key = next(a for a in aliases if a in best)
                 return best[key]
         return None
@@ -515,12 +539,14 @@ class HeuristicAgent:
             arguments[prop] = value
         return arguments, missing
 
-    def _producer(self, prop: str, exclude: set[str], text: str) -> AgentTool | None:
-        """A read tool whose output holds `prop`, the one that fits the request best."""
-        candidates = [
-            t for t in self.tools if t.read_only and t.name not in exclude and prop in self.index[t.name].outputs
-        ]
-        return max(candidates, key=lambda t: self._score(t, text), default=None)
+    def _candidates(self, prop: str, exclude: set[str]) -> list[AgentTool]:
+        """The read tools whose output holds `prop`."""
+        return [t for t in self.tools if t.read_only and t.name not in exclude and prop in self.index[t.name].outputs]
+
+    def _producers(self, prop: str, exclude: set[str], text: str) -> list[AgentTool]:
+        """The read tools to try for `prop`, in order: the greedy agent tries the one that fits the request best."""
+        candidates = self._candidates(prop, exclude)
+        return [self._pick(candidates, [self._score(t, text) for t in candidates])] if candidates else []
 
     def _plan(
         self, tool: AgentTool, text: str, outputs: list[Any], depth: int = 0
@@ -534,15 +560,19 @@ class HeuristicAgent:
         if not missing:
             return tool, arguments
         for prop in missing:
-            producer = self._producer(prop, {tool.name}, text) if depth < 3 else None
-            if producer is None:
+            producers = self._producers(prop, {tool.name}, text) if depth < 3 else []
+            if not producers:
                 return prop
-            step = self._plan(producer, text, outputs, depth + 1)
-            if isinstance(step, str):
-                return step
-            if f"{step[0].name}:{json.dumps(step[1], sort_keys=True)}" not in self.tried:
-                return step
-            return prop  # the producer ran and did not yield it: ask the user
+            question: str | None = None  # what the first producer tried would have the user asked
+            for producer in producers:
+                step = self._plan(producer, text, outputs, depth + 1)
+                if isinstance(step, str):
+                    question = question or step
+                elif f"{step[0].name}:{json.dumps(step[1], sort_keys=True)}" not in self.tried:
+                    return step
+                else:
+                    question = question or prop  # the producer ran and did not yield it: ask the user
+            return question or prop
         return missing[0]
 
     async def act(self, messages: list[dict[str, Any]]) -> Action:
@@ -551,8 +581,10 @@ class HeuristicAgent:
         last = messages[-1]
         if last["role"] == "user" and requests != self.request_count and not self._answers_question(messages):
             latest = str(last.get("content") or "")
-            scored = sorted(self.tools, key=lambda t: (self._score(t, latest), not t.read_only), reverse=True)
-            self.goal = scored[0] if scored and self._score(scored[0], latest) > 0 else None
+            # The best match, a write before a read of the same score; no goal when nothing matches at all.
+            scored = [(t, self._score(t, latest)) for t in self.tools]
+            matching = [(t, score + WRITE_TIE * (not t.read_only)) for t, score in scored if score > 0]
+            self.goal = self._pick(*map(list, zip(*matching, strict=True))) if matching else None
             self.failures = 0
         self.request_count = requests
         outputs = self._outputs(messages)
@@ -574,6 +606,15 @@ class HeuristicAgent:
         signature = f"{tool.name}:{json.dumps(arguments, sort_keys=True)}"
         if signature in self.tried:
             return Action(content=self._summary(outputs[0] if outputs else None))
+        asked, self.read_back = self.read_back, None
+        if asked == signature and last["role"] == "user" and declines(str(last.get("content") or "")):
+            return Action(content="All right, I won't make that change.")
+        if asked != signature and not tool.read_only and self._reads_back(tool):
+            self.read_back = signature
+            details = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in arguments.items())
+            return Action(
+                content=f"Just to confirm: I'll {tool.tool.replace('_', ' ')} with {details}. Shall I go ahead?"
+            )
         self.tried.add(signature)
         call = ToolCallRequest(id=f"call_{len(self.tried)}", name=tool.name, arguments=json.dumps(arguments))
         return Action(tool_calls=[call])
@@ -604,24 +645,82 @@ class HeuristicAgent:
         return "Done. " + "; ".join(pairs[:30])
 
 
+def _label(item: Any) -> str:
+    """What tells a candidate apart in a choice: a tool's name, a row's fields."""
+    return item.name if isinstance(item, AgentTool) else json.dumps(item, sort_keys=True, default=str)
+
+
+@dataclass
+class SampledHeuristicAgent(HeuristicAgent):
+    """The heuristic at a temperature: each choice is drawn with probability proportional to exp(score / T)
+    from the episode's own generator (greedy as T -> 0). A tool named in the request (+10) or two more words of
+    a row in common (+2 at T = 1: 7x as likely) still wins most draws; near ties are where attempts differ."""
+
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
+    temperature: float = 1.0
+    decided: dict[str, int] = field(default_factory=dict)  # a choice already drawn -> the index it drew
+
+    def _pick(self, items: list[Any], scores: list[float]) -> Any:
+        """A draw per choice, kept: the plan is made again at every step, and the same candidates with the same
+        scores (nothing new learnt) get the same answer, so a row read back is the row then written."""
+        key = json.dumps([[_label(item), score] for item, score in zip(items, scores, strict=True)])
+        if key not in self.decided:
+            top = max(scores)
+            weights = [math.exp((score - top) / self.temperature) for score in scores]
+            self.decided[key] = self.rng.choices(range(len(items)), weights=weights, k=1)[0]
+        return items[self.decided[key]]
+
+    def _producers(self, prop: str, exclude: set[str], text: str) -> list[AgentTool]:
+        """Up to `PRODUCER_TRIES` read tools for `prop`, each drawn (without replacement) as `_pick` draws: a
+        lookup it cannot make from what the user said gives way to the next one drawn before it asks them."""
+        left = self._candidates(prop, exclude)
+        order: list[AgentTool] = []
+        while left and len(order) < PRODUCER_TRIES:
+            order.append(self._pick(left, [self._score(t, text) for t in left]))
+            left.remove(order[-1])
+        return order
+
+    def _reads_back(self, tool: AgentTool) -> bool:
+        """A coin per write: read it back and wait for a yes, or make it (nothing in the scores favours either)."""
+        return self.rng.random() < READ_BACK
+
+
 class HeuristicPolicy:
     name = "heuristic"
 
     def __init__(self) -> None:
         self._index: dict[tuple[str, str, str], ToolIndex] = {}
 
-    def agent(self, task: Task, tools: list[AgentTool]) -> Agent:
+    def _indexed(self, tools: list[AgentTool]) -> dict[str, ToolIndex]:
         for tool in tools:
             if (tool.server, tool.tool, tool.name) not in self._index:
                 self._index[tool.server, tool.tool, tool.name] = ToolIndex.of(tool)
-        return HeuristicAgent(tools, {t.name: self._index[t.server, t.tool, t.name] for t in tools})
+        return {t.name: self._index[t.server, t.tool, t.name] for t in tools}
+
+    def agent(self, task: Task, tools: list[AgentTool], attempt: int = 0) -> Agent:
+        return HeuristicAgent(tools, self._indexed(tools))
 
     async def aclose(self) -> None:
         return None
 
 
+class SampledHeuristicPolicy(HeuristicPolicy):
+    """`heuristic-sampled`: the stochastic reference policy whose solve rate over k attempts grades a task."""
+
+    name = SAMPLED
+
+    def __init__(self, seed: int = 0, temperature: float = TEMPERATURE) -> None:
+        super().__init__()
+        self.seed, self.temperature = seed, temperature
+
+    def agent(self, task: Task, tools: list[AgentTool], attempt: int = 0) -> SampledHeuristicAgent:
+        rng = random.Random(f"{self.seed}:{task.id}:{attempt}")  # str seeds hash the same in every process
+        return SampledHeuristicAgent(tools, self._indexed(tools), rng=rng, temperature=self.temperature)
+
+
 def make_policy(spec: str, base_url: str | None = None) -> Policy:
-    """`heuristic`, `oracle` or `openai:MODEL` -> a policy; anything else is an error naming the choices."""
+    """`heuristic`, `heuristic-sampled`, `oracle` or `openai:MODEL` -> a policy; anything else is an error naming
+    the choices."""
     from envfarm.llm import parse_model
 
     config = parse_model(spec, base_url)
@@ -629,6 +728,8 @@ def make_policy(spec: str, base_url: str | None = None) -> Policy:
         return ChatPolicy(config)
     if spec == "heuristic":
         return HeuristicPolicy()
+    if spec == SAMPLED:
+        return SampledHeuristicPolicy()
     if spec == "oracle":
         return OraclePolicy()
-    raise ValueError(f"unknown policy {spec!r}: use heuristic, oracle or openai:MODEL")
+    raise ValueError(f"unknown policy {spec!r}: use heuristic, {SAMPLED}, oracle or openai:MODEL")

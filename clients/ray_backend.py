@@ -193,7 +193,7 @@ class _TrainerPolicy:
     seat: _Seat
     name: str = "trainer"
 
-    def agent(self, task: Task, tools: list[AgentTool]) -> Agent:
+    def agent(self, task: Task, tools: list[AgentTool], attempt: int = 0) -> Agent:
         self.seat.tools = tools
         return self.seat
 

@@ -91,18 +91,19 @@ def summary_table(summaries: Sequence[PolicySummary]) -> str:
     head = (
         "<tr><th>policy</th><th>opening</th><th>episodes</th><th>success</th><th>state match</th>"
         "<th>claims pass</th><th>policy pass</th><th>mean reward</th><th>pass@k</th><th>pass^k</th>"
-        "<th>calls/episode</th></tr>"
+        "<th>calls/episode</th><th>tasks per solve rate</th></tr>"
     )
     body = []
     for s in summaries:
         at_k = ", ".join(f"@{k} {v:.2f}" for k, v in s.pass_at_k.items())
         hat_k = ", ".join(f"^{k} {v:.2f}" for k, v in s.pass_hat_k.items())
+        rates = ", ".join(f"{rate}: {n}" for rate, n in s.solve_rates.items())
         body.append(
             f"<tr><td>{escape(s.policy)}</td><td>{'calibrated' if s.calibrated else 'uncalibrated'}</td>"
             f"<td>{s.episodes}</td><td>{s.success_rate:.1%}</td><td>{s.state_match_rate:.1%}</td>"
             f"<td>{s.claims_pass_rate:.1%}</td><td>{s.policy_pass_rate:.1%}</td><td>{s.mean_reward:.3f}</td>"
             f"<td>{escape(at_k)}</td>"
-            f"<td>{escape(hat_k)}</td><td>{s.tool_calls_per_episode:.2f}</td></tr>"
+            f"<td>{escape(hat_k)}</td><td>{s.tool_calls_per_episode:.2f}</td><td>{escape(rates)}</td></tr>"
         )
     return f"<table><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"
 

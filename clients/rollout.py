@@ -163,7 +163,7 @@ class Rollout:
                     {"role": "user", "content": session.opening()},
                 ]
             )
-            agent = self.policy.agent(self.task, tools)
+            agent = self.policy.agent(self.task, tools, attempt=self.attempt)
             run.deadline = time.perf_counter() + self.limits.wall_time_s
             by_name = {tool.name: tool for tool in tools}
             await self._converse(run, agent, session, by_name, episodes)

@@ -100,6 +100,10 @@ def summary_lines(summaries: Sequence[PolicySummary]) -> list[str]:
             f"{policy_label(s):<28} {s.episodes:>8} {s.success_rate:>8.1%} {s.state_match_rate:>8.1%} "
             f"{s.claims_pass_rate:>8.1%} {s.policy_pass_rate:>8.1%} {at_k:>8.1%}  {errors}"
         )
+    for s in summaries:
+        if s.solve_rates and len(s.pass_at_k) > 1:  # k > 1 attempts per task: how their solve rates spread
+            rates = ", ".join(f"{rate}: {n}" for rate, n in s.solve_rates.items())
+            lines.append(f"{policy_label(s)}: tasks per solve rate over {len(s.pass_at_k)} attempts: {rates}")
     return lines
 
 

@@ -157,6 +157,16 @@ class SynthesisSummary(BaseModel):
     deep_dependency_share: float = Field(
         0.0, description="share of tasks with >= 4 calls linked by outputs used as inputs"
     )
+    cross_server_flow_share: float = Field(
+        0.0,
+        description="of the tasks spanning two or more servers, the share where a value one server's calls returned "
+        "is an argument of another server's call or of a later turn's (data flowing between turns)",
+    )
+    cross_server_flow_beyond_identity_share: float = Field(
+        0.0,
+        description="the same, counting only values other than who the persona is (their name, email, known facts): "
+        "a second turn joined to the first by the person alone",
+    )
     dropped: dict[str, int] = Field(description="chains that failed, by reason")
     kept_apart: dict[str, str] = Field(
         default_factory=dict, description="servers kept out of cross-server tasks, and why (their clock differs)"
@@ -190,6 +200,36 @@ def dependency_depth(task: Task) -> int:
     graph.add_edges_from((i, u) for i, call in enumerate(task.gold_calls) for u in call.uses)
     linked = [c for c in nx.connected_components(graph) if len(c) > 1]
     return max((len(c) for c in linked), default=0)
+
+
+def flowing_values(task: Task) -> list[Any]:
+    """The values that flow between turns or servers: an argument of a gold call that an earlier call on another
+    server, or of an earlier turn, returned (traced through `uses`)."""
+    calls = task.gold_calls
+    found = []
+    for call in calls:
+        for used in call.uses:
+            source = calls[used]
+            if source.server == call.server and source.turn >= call.turn:
+                continue
+            found += [
+                v
+                for v in call.arguments.values()
+                if isinstance(v, str | int | float) and not isinstance(v, bool) and _holds(source.output, v)
+            ]
+    return found
+
+
+def flows_between_turns(task: Task, beyond_identity: bool = False) -> bool:
+    """Whether data flows from one turn or server to another (`flowing_values`); with `beyond_identity`, a value
+    other than who the persona is counts only (their own email carried to the second service joins the two
+    turns by the person alone)."""
+    values = flowing_values(task)
+    if not beyond_identity:
+        return bool(values)
+    persona = task.persona
+    who = {persona.name, persona.email, *(v for v in persona.known_facts.values() if isinstance(v, str))}
+    return any(not isinstance(v, str) or v not in who for v in values)
 
 
 def changes_records(grounded: Grounded, server: str, world: ServerWorld) -> bool:
@@ -1022,6 +1062,11 @@ def _summary(
     def share(hits: int) -> float:
         return round(hits / len(tasks), 3) if tasks else 0.0
 
+    crossing = [t for t in tasks if len(t.servers) > 1]
+
+    def of_crossing(holds: Callable[[Task], bool]) -> float:
+        return round(sum(map(holds, crossing)) / len(crossing), 3) if crossing else 0.0
+
     before = [t.over_specification["uncalibrated"].model_dump() for t in tasks]
     after = [t.over_specification["calibrated"].model_dump() for t in tasks]
     graph = summarize(catalog.graph)
@@ -1043,6 +1088,8 @@ def _summary(
         refusals=sum(1 for t in tasks if any(c.kind == "must_refuse" for c in t.policy_checks)),
         data_dependency_share=share(sum(1 for t in tasks if dependency_depth(t) >= 3)),
         deep_dependency_share=share(sum(1 for t in tasks if dependency_depth(t) >= 4)),
+        cross_server_flow_share=of_crossing(flows_between_turns),
+        cross_server_flow_beyond_identity_share=of_crossing(lambda t: flows_between_turns(t, beyond_identity=True)),
         dropped=dict(sorted(dropped.items())),
         over_specification={"before": _mean(before), "after": _mean(after)},
         leaks={

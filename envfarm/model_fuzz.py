@@ -270,7 +270,7 @@ class _Policy:
     model: ChatModel
     name: str = "openai:fuzz"
 
-    def agent(self, task: Task, tools: list[AgentTool]) -> ChatAgent:
+    def agent(self, task: Task, tools: list[AgentTool], attempt: int = 0) -> ChatAgent:
         return ChatAgent(self.model, [tool.openai() for tool in tools])
 
     async def aclose(self) -> None:

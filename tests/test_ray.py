@@ -142,7 +142,7 @@ class CrashOnce:
     marker: Path
     name: str = "oracle"
 
-    def agent(self, task: Task, tools: list[AgentTool]) -> Agent:
+    def agent(self, task: Task, tools: list[AgentTool], attempt: int = 0) -> Agent:
         return _Crashing(OraclePolicy().agent(task, tools), self.marker)
 
     async def aclose(self) -> None:

@@ -61,7 +61,7 @@ class ReplayPolicy:
     case: Case
     name: str = "replay"
 
-    def agent(self, task: Task, tools: list[AgentTool]) -> ReplayAgent:
+    def agent(self, task: Task, tools: list[AgentTool], attempt: int = 0) -> ReplayAgent:
         return ReplayAgent(self.case, task, {(t.server, t.tool): t.name for t in tools})
 
     async def aclose(self) -> None:

@@ -80,6 +80,18 @@ def test_a_short_soak_over_every_server() -> None:
     assert servers >= 20 and "3 seeds x steps tasks, oracle, heuristic" in page
 
 
+@pytest.mark.slow
+def test_tasks_ends_for_every_seed_from_0_to_49() -> None:
+    """Issue 27: `envfarm tasks` completes for seeds 0..49 (no crash, no hang, no traceback, and no clean
+    failure either: every seed writes its tasks), each seed in a faulthandler child. Small n keeps it bounded
+    (minutes); the acceptance run is `envfarm soak --seeds 0:50 --n 200 --steps tasks --jobs 1`."""
+    report = soak(range(50), n=5, steps=["tasks"], timeout=300, jobs=2)
+    page = render_markdown(report)
+    assert report.ok, page
+    assert report.outcomes == {"ok": 50}, page
+    assert all([s.step for s in seed.steps] == ["tasks"] for seed in report.seeds), page
+
+
 def test_a_stdio_server_prints_its_stack_when_it_dies_natively() -> None:
     """`python -m envfarm.servers.<name>` has faulthandler on: a SIGSEGV leaves the Python stack on stderr."""
     server = subprocess.Popen(

@@ -109,7 +109,7 @@ class KillingPolicy:
     parent: int = field(default_factory=os.getpid)  # taken here, in the test's process, and pickled
     name: str = "heuristic"
 
-    def agent(self, task: Task, tools: list[AgentTool]) -> Agent:
+    def agent(self, task: Task, tools: list[AgentTool], attempt: int = 0) -> Agent:
         return _Killer(HeuristicPolicy().agent(task, tools), task, self.target, self.parent, self.hang)
 
     async def aclose(self) -> None:

@@ -30,6 +30,10 @@ class PolicySummary(BaseModel):
     mean_reward: float
     pass_at_k: dict[str, float] = Field(default_factory=dict)
     pass_hat_k: dict[str, float] = Field(default_factory=dict)
+    solve_rates: dict[str, int] = Field(
+        default_factory=dict,
+        description="per-task solve rate (the share of its scored attempts that succeeded) -> tasks, ascending",
+    )
     errors: dict[str, int] = Field(default_factory=dict)
     stop_reasons: dict[str, int] = Field(default_factory=dict)
     tool_calls_per_episode: float = 0.0
@@ -80,12 +84,20 @@ def summarize(trajectories: Sequence[Trajectory]) -> list[PolicySummary]:
                 mean_reward=round(sum(t.score.reward for t in scored if t.score) / n, 4),
                 pass_at_k=at_k,
                 pass_hat_k=hat_k,
+                solve_rates=solve_rate_histogram(per_task),
                 errors=dict(Counter(t.score.error for t in group if t.score and t.score.error)),
                 stop_reasons=dict(Counter(t.stop_reason for t in group)),
                 tool_calls_per_episode=round(sum(len(t.calls) for t in group) / max(len(group), 1), 3),
             )
         )
     return summaries
+
+
+def solve_rate_histogram(per_task: dict[str, list[bool]]) -> dict[str, int]:
+    """How many tasks have each solve rate over their attempts ("0", "0.4", "1"): with one deterministic attempt
+    every task is 0 or 1; a stochastic policy over k attempts spreads them over [0, 1]."""
+    rates = Counter(round(sum(v) / len(v), 3) for v in per_task.values() if v)
+    return {f"{rate:g}": rates[rate] for rate in sorted(rates)}
 
 
 def _check_tally(trajectories: Sequence[Trajectory]) -> dict[str, dict[str, int]]:

@@ -451,7 +451,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
     r = sub.add_parser("rollout", help="roll a policy out on tasks (JSONL), scored; writes trajectories JSONL")
     r.add_argument("tasks", type=Path, help="tasks JSONL (from the task synthesizer)")
-    r.add_argument("--policy", default="heuristic", help="heuristic | oracle | openai:MODEL")
+    r.add_argument("--policy", default="heuristic", help="heuristic | heuristic-sampled | oracle | openai:MODEL")
     r.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
     r.add_argument("--user", default="scripted", help="user simulator: scripted | openai:MODEL")
     r.add_argument("--k", type=int, default=1, help="rollouts per task (pass@k, pass^k)")

@@ -35,7 +35,9 @@ class DocumentOutcome(BaseModel):
     tools: int = 0
     reason: str = Field(
         default="",
-        description="one line: why it was refused, the exception it crashed with, or why an import has fewer than 3 tools",
+        description=(
+            "one line: why it was refused, the exception it crashed with, or why an import has fewer than 3 tools"
+        ),
     )
     seconds: float = 0.0
 
