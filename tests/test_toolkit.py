@@ -69,6 +69,22 @@ def test_a_page_lists_its_rows_first_exactly_as_a_hand_written_result() -> None:
     }
 
 
+def test_a_result_page_without_a_docstring_is_described_by_its_tool() -> None:
+    """The sentence the generator no longer writes in every list tool: the schema's description is the same."""
+
+    class ListFreeSlotsResult(Page):
+        members: list[Member] = Page.rows()
+
+    class Explained(Page):
+        """What `get_v2_item` found: one page of the matching rows."""
+
+        members: list[Member] = Page.rows()
+
+    described = ListFreeSlotsResult.model_json_schema()["description"]
+    assert described == "What `list_free_slots` found: one page of the matching rows."
+    assert Explained.model_json_schema()["description"] == "What `get_v2_item` found: one page of the matching rows."
+
+
 def test_a_page_with_no_rows_field_or_two_is_refused() -> None:
     with pytest.raises(TypeError, match="exactly one field"):
 

@@ -304,14 +304,11 @@ def _render_result_model(tool: ToolKind, spec: EnvironmentSpec) -> str | None:
     result = tool.result(spec)
     if isinstance(result, RowsResult):
         row = model_name(result.entity, spec.entities[result.entity])
-        return "\n".join(
-            [
-                f"class {name}(Page):",
-                f'    """What `{tool.name}` found: one page of the matching rows."""',
-                "",
-                f"    {result.entity}: list[{row}] = Page.rows()",
-            ]
-        )
+        # `Page` describes a `<Tool>Result` it can name the tool of (the runtime's words, the same bytes in the
+        # schema); a name that does not round-trip ('get_v2_item') keeps the sentence written out.
+        spoken = re.sub(r"(?<!^)(?=[A-Z])", "_", name.removesuffix("Result")).lower() == tool.name
+        doc = [] if spoken else [f'    """What `{tool.name}` found: one page of the matching rows."""', ""]
+        return "\n".join([f"class {name}(Page):", *doc, f"    {result.entity}: list[{row}] = Page.rows()"])
     if isinstance(result, FieldsResult):
         lines = [f"class {name}(BaseModel):", f'    """What `{tool.name}` returns."""', ""]
         for fname, field in result.fields.items():

@@ -116,44 +116,30 @@ class ScheduledPayment(BaseModel):
 
 
 class FindCustomerResult(Page):
-    """What `find_customer` found: one page of the matching rows."""
-
     customers: list[Customer] = Page.rows()
 
 
 class ListAccountsResult(Page):
-    """What `list_accounts` found: one page of the matching rows."""
-
     accounts: list[Account] = Page.rows()
 
 
 class ListTransactionsResult(Page):
-    """What `list_transactions` found: one page of the matching rows."""
-
     transactions: list[Transaction] = Page.rows()
 
 
 class ListTransfersResult(Page):
-    """What `list_transfers` found: one page of the matching rows."""
-
     transfers: list[Transfer] = Page.rows()
 
 
 class ListPayeesResult(Page):
-    """What `list_payees` found: one page of the matching rows."""
-
     payees: list[Payee] = Page.rows()
 
 
 class ListScheduledPaymentsResult(Page):
-    """What `list_scheduled_payments` found: one page of the matching rows."""
-
     scheduled_payments: list[ScheduledPayment] = Page.rows()
 
 
 class ListCardsResult(Page):
-    """What `list_cards` found: one page of the matching rows."""
-
     cards: list[Card] = Page.rows()
 
 

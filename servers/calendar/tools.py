@@ -95,32 +95,22 @@ class Invitation(BaseModel):
 
 
 class FindPeopleResult(Page):
-    """What `find_people` found: one page of the matching rows."""
-
     people: list[Person] = Page.rows()
 
 
 class ListCalendarsResult(Page):
-    """What `list_calendars` found: one page of the matching rows."""
-
     calendars: list[Calendar] = Page.rows()
 
 
 class SearchEventsResult(Page):
-    """What `search_events` found: one page of the matching rows."""
-
     events: list[Event] = Page.rows()
 
 
 class ListInvitationsResult(Page):
-    """What `list_invitations` found: one page of the matching rows."""
-
     invitations: list[Invitation] = Page.rows()
 
 
 class FindRoomsResult(Page):
-    """What `find_rooms` found: one page of the matching rows."""
-
     rooms: list[Room] = Page.rows()
 
 
@@ -154,8 +144,6 @@ class ListOccurrencesResult(BaseModel):
 
 
 class ListCancelledOccurrencesResult(Page):
-    """What `list_cancelled_occurrences` found: one page of the matching rows."""
-
     event_exceptions: list[EventException] = Page.rows()
 
 

@@ -124,14 +124,10 @@ class DamageReport(BaseModel):
 
 
 class ListBranchesResult(Page):
-    """What `list_branches` found: one page of the matching rows."""
-
     branches: list[Branch] = Page.rows()
 
 
 class ListVehicleClassesResult(Page):
-    """What `list_vehicle_classes` found: one page of the matching rows."""
-
     vehicle_classes: list[VehicleClass] = Page.rows()
 
 
@@ -144,26 +140,18 @@ class SearchAvailableVehiclesResult(BaseModel):
 
 
 class FindDriverResult(Page):
-    """What `find_driver` found: one page of the matching rows."""
-
     drivers: list[Driver] = Page.rows()
 
 
 class FindRentalResult(Page):
-    """What `find_rental` found: one page of the matching rows."""
-
     rentals: list[Rental] = Page.rows()
 
 
 class ListExtrasResult(Page):
-    """What `list_extras` found: one page of the matching rows."""
-
     extras: list[Extra] = Page.rows()
 
 
 class ListRentalExtrasResult(Page):
-    """What `list_rental_extras` found: one page of the matching rows."""
-
     rental_extras: list[RentalExtra] = Page.rows()
 
 
@@ -181,14 +169,10 @@ class ReturnVehicleResult(BaseModel):
 
 
 class ListDamageReportsResult(Page):
-    """What `list_damage_reports` found: one page of the matching rows."""
-
     damage_reports: list[DamageReport] = Page.rows()
 
 
 class ListVehiclesResult(Page):
-    """What `list_vehicles` found: one page of the matching rows."""
-
     vehicles: list[Vehicle] = Page.rows()
 
 

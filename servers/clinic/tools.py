@@ -66,26 +66,18 @@ class Invoice(BaseModel):
 
 
 class FindPatientResult(Page):
-    """What `find_patient` found: one page of the matching rows."""
-
     patients: list[Patient] = Page.rows()
 
 
 class SearchDoctorsResult(Page):
-    """What `search_doctors` found: one page of the matching rows."""
-
     doctors: list[Doctor] = Page.rows()
 
 
 class ListFreeSlotsResult(Page):
-    """What `list_free_slots` found: one page of the matching rows."""
-
     slots: list[Slot] = Page.rows()
 
 
 class ListAppointmentsResult(Page):
-    """What `list_appointments` found: one page of the matching rows."""
-
     appointments: list[Appointment] = Page.rows()
 
 

@@ -127,44 +127,30 @@ class PrerequisiteOverride(BaseModel):
 
 
 class FindStudentResult(Page):
-    """What `find_student` found: one page of the matching rows."""
-
     students: list[Student] = Page.rows()
 
 
 class ListTermsResult(Page):
-    """What `list_terms` found: one page of the matching rows."""
-
     terms: list[Term] = Page.rows()
 
 
 class SearchCoursesResult(Page):
-    """What `search_courses` found: one page of the matching rows."""
-
     courses: list[Course] = Page.rows()
 
 
 class ListPrerequisitesResult(Page):
-    """What `list_prerequisites` found: one page of the matching rows."""
-
     prerequisites: list[Prerequisite] = Page.rows()
 
 
 class SearchInstructorsResult(Page):
-    """What `search_instructors` found: one page of the matching rows."""
-
     instructors: list[Instructor] = Page.rows()
 
 
 class ListSectionsResult(Page):
-    """What `list_sections` found: one page of the matching rows."""
-
     sections: list[Section] = Page.rows()
 
 
 class ListEnrollmentsResult(Page):
-    """What `list_enrollments` found: one page of the matching rows."""
-
     enrollments: list[Enrollment] = Page.rows()
 
 
@@ -181,8 +167,6 @@ class GetAcademicRecordResult(BaseModel):
 
 
 class ListOverrideRequestsResult(Page):
-    """What `list_override_requests` found: one page of the matching rows."""
-
     prerequisite_overrides: list[PrerequisiteOverride] = Page.rows()
 
 

@@ -94,20 +94,14 @@ class Comment(BaseModel):
 
 
 class FindPeopleResult(Page):
-    """What `find_people` found: one page of the matching rows."""
-
     people: list[Person] = Page.rows()
 
 
 class ListFoldersResult(Page):
-    """What `list_folders` found: one page of the matching rows."""
-
     folders: list[Folder] = Page.rows()
 
 
 class SearchDocumentsResult(Page):
-    """What `search_documents` found: one page of the matching rows."""
-
     documents: list[Document] = Page.rows()
 
 
@@ -120,20 +114,14 @@ class SharedWithMeResult(BaseModel):
 
 
 class ListPermissionsResult(Page):
-    """What `list_permissions` found: one page of the matching rows."""
-
     permissions: list[Permission] = Page.rows()
 
 
 class ListVersionsResult(Page):
-    """What `list_versions` found: one page of the matching rows."""
-
     versions: list[Version] = Page.rows()
 
 
 class ListCommentsResult(Page):
-    """What `list_comments` found: one page of the matching rows."""
-
     comments: list[Comment] = Page.rows()
 
 

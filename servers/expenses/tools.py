@@ -101,38 +101,26 @@ class Approval(BaseModel):
 
 
 class FindEmployeeResult(Page):
-    """What `find_employee` found: one page of the matching rows."""
-
     employees: list[Employee] = Page.rows()
 
 
 class ListCostCentersResult(Page):
-    """What `list_cost_centers` found: one page of the matching rows."""
-
     cost_centers: list[CostCenter] = Page.rows()
 
 
 class ListCategoriesResult(Page):
-    """What `list_categories` found: one page of the matching rows."""
-
     categories: list[Category] = Page.rows()
 
 
 class ListReportsResult(Page):
-    """What `list_reports` found: one page of the matching rows."""
-
     expense_reports: list[ExpenseReport] = Page.rows()
 
 
 class ListExpenseLinesResult(Page):
-    """What `list_expense_lines` found: one page of the matching rows."""
-
     expense_lines: list[ExpenseLine] = Page.rows()
 
 
 class ListReceiptsResult(Page):
-    """What `list_receipts` found: one page of the matching rows."""
-
     receipts: list[Receipt] = Page.rows()
 
 
@@ -150,8 +138,6 @@ class CheckReportPolicyResult(BaseModel):
 
 
 class ListApprovalsResult(Page):
-    """What `list_approvals` found: one page of the matching rows."""
-
     approvals: list[Approval] = Page.rows()
 
 

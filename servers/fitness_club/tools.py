@@ -108,32 +108,22 @@ class Freeze(BaseModel):
 
 
 class FindMemberResult(Page):
-    """What `find_member` found: one page of the matching rows."""
-
     members: list[Member] = Page.rows()
 
 
 class ListMembershipPlansResult(Page):
-    """What `list_membership_plans` found: one page of the matching rows."""
-
     membership_plans: list[MembershipPlan] = Page.rows()
 
 
 class SearchClassesResult(Page):
-    """What `search_classes` found: one page of the matching rows."""
-
     classes: list[Class] = Page.rows()
 
 
 class ListTrainersResult(Page):
-    """What `list_trainers` found: one page of the matching rows."""
-
     trainers: list[Trainer] = Page.rows()
 
 
 class ListMemberBookingsResult(Page):
-    """What `list_member_bookings` found: one page of the matching rows."""
-
     bookings: list[Booking] = Page.rows()
 
 
@@ -152,8 +142,6 @@ class FreezeMembershipResult(BaseModel):
 
 
 class ListPtSessionsResult(Page):
-    """What `list_pt_sessions` found: one page of the matching rows."""
-
     pt_sessions: list[PtSession] = Page.rows()
 
 
@@ -172,8 +160,6 @@ class GetMemberOverviewResult(BaseModel):
 
 
 class ListFreezesResult(Page):
-    """What `list_freezes` found: one page of the matching rows."""
-
     freezes: list[Freeze] = Page.rows()
 
 

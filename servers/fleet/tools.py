@@ -119,44 +119,30 @@ class Inspection(BaseModel):
 
 
 class FindDriverResult(Page):
-    """What `find_driver` found: one page of the matching rows."""
-
     drivers: list[Driver] = Page.rows()
 
 
 class SearchVehiclesResult(Page):
-    """What `search_vehicles` found: one page of the matching rows."""
-
     vehicles: list[Vehicle] = Page.rows()
 
 
 class ListRoutesResult(Page):
-    """What `list_routes` found: one page of the matching rows."""
-
     routes: list[Route] = Page.rows()
 
 
 class ListTripsResult(Page):
-    """What `list_trips` found: one page of the matching rows."""
-
     trips: list[Trip] = Page.rows()
 
 
 class ListInspectionsResult(Page):
-    """What `list_inspections` found: one page of the matching rows."""
-
     inspections: list[Inspection] = Page.rows()
 
 
 class ListMaintenanceOrdersResult(Page):
-    """What `list_maintenance_orders` found: one page of the matching rows."""
-
     maintenance_orders: list[MaintenanceOrder] = Page.rows()
 
 
 class ListFuelLogsResult(Page):
-    """What `list_fuel_logs` found: one page of the matching rows."""
-
     fuel_logs: list[FuelLog] = Page.rows()
 
 

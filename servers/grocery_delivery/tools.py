@@ -128,56 +128,38 @@ class Substitution(BaseModel):
 
 
 class FindCustomerResult(Page):
-    """What `find_customer` found: one page of the matching rows."""
-
     customers: list[Customer] = Page.rows()
 
 
 class ListStoresResult(Page):
-    """What `list_stores` found: one page of the matching rows."""
-
     stores: list[Store] = Page.rows()
 
 
 class SearchProductsResult(Page):
-    """What `search_products` found: one page of the matching rows."""
-
     products: list[Product] = Page.rows()
 
 
 class ListCartsResult(Page):
-    """What `list_carts` found: one page of the matching rows."""
-
     carts: list[Cart] = Page.rows()
 
 
 class ListCartItemsResult(Page):
-    """What `list_cart_items` found: one page of the matching rows."""
-
     cart_items: list[CartItem] = Page.rows()
 
 
 class ListDeliveryWindowsResult(Page):
-    """What `list_delivery_windows` found: one page of the matching rows."""
-
     delivery_windows: list[DeliveryWindow] = Page.rows()
 
 
 class ListOrdersResult(Page):
-    """What `list_orders` found: one page of the matching rows."""
-
     orders: list[Order] = Page.rows()
 
 
 class ListOrderItemsResult(Page):
-    """What `list_order_items` found: one page of the matching rows."""
-
     order_items: list[OrderItem] = Page.rows()
 
 
 class ListSubstitutionsResult(Page):
-    """What `list_substitutions` found: one page of the matching rows."""
-
     substitutions: list[Substitution] = Page.rows()
 
 

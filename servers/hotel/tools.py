@@ -109,14 +109,10 @@ class FolioCharge(BaseModel):
 
 
 class SearchHotelsResult(Page):
-    """What `search_hotels` found: one page of the matching rows."""
-
     hotels: list[Hotel] = Page.rows()
 
 
 class ListRoomTypesResult(Page):
-    """What `list_room_types` found: one page of the matching rows."""
-
     room_types: list[RoomType] = Page.rows()
 
 
@@ -130,20 +126,14 @@ class FindAvailableRoomsResult(BaseModel):
 
 
 class FindGuestResult(Page):
-    """What `find_guest` found: one page of the matching rows."""
-
     guests: list[Guest] = Page.rows()
 
 
 class FindReservationResult(Page):
-    """What `find_reservation` found: one page of the matching rows."""
-
     reservations: list[Reservation] = Page.rows()
 
 
 class ListRoomsResult(Page):
-    """What `list_rooms` found: one page of the matching rows."""
-
     rooms: list[Room] = Page.rows()
 
 
@@ -210,8 +200,6 @@ class GetCancellationFeeResult(BaseModel):
 
 
 class ListFolioChargesResult(Page):
-    """What `list_folio_charges` found: one page of the matching rows."""
-
     folio_charges: list[FolioCharge] = Page.rows()
 
 

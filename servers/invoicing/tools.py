@@ -97,26 +97,18 @@ class CreditNote(BaseModel):
 
 
 class FindClientResult(Page):
-    """What `find_client` found: one page of the matching rows."""
-
     clients: list[Client] = Page.rows()
 
 
 class SearchCatalogResult(Page):
-    """What `search_catalog` found: one page of the matching rows."""
-
     catalog_items: list[CatalogItem] = Page.rows()
 
 
 class ListInvoicesResult(Page):
-    """What `list_invoices` found: one page of the matching rows."""
-
     invoices: list[Invoice] = Page.rows()
 
 
 class ListInvoiceLinesResult(Page):
-    """What `list_invoice_lines` found: one page of the matching rows."""
-
     invoice_lines: list[InvoiceLine] = Page.rows()
 
 
@@ -132,14 +124,10 @@ class AddInvoiceLineResult(BaseModel):
 
 
 class ListPaymentsResult(Page):
-    """What `list_payments` found: one page of the matching rows."""
-
     payments: list[Payment] = Page.rows()
 
 
 class ListCreditNotesResult(Page):
-    """What `list_credit_notes` found: one page of the matching rows."""
-
     credit_notes: list[CreditNote] = Page.rows()
 
 

@@ -111,38 +111,26 @@ class Fine(BaseModel):
 
 
 class FindMemberResult(Page):
-    """What `find_member` found: one page of the matching rows."""
-
     members: list[Member] = Page.rows()
 
 
 class SearchCatalogResult(Page):
-    """What `search_catalog` found: one page of the matching rows."""
-
     titles: list[Title] = Page.rows()
 
 
 class ListCopiesResult(Page):
-    """What `list_copies` found: one page of the matching rows."""
-
     copies: list[Copy] = Page.rows()
 
 
 class ListLoansResult(Page):
-    """What `list_loans` found: one page of the matching rows."""
-
     loans: list[Loan] = Page.rows()
 
 
 class ListHoldsResult(Page):
-    """What `list_holds` found: one page of the matching rows."""
-
     holds: list[Hold] = Page.rows()
 
 
 class ListFinesResult(Page):
-    """What `list_fines` found: one page of the matching rows."""
-
     fines: list[Fine] = Page.rows()
 
 

@@ -114,14 +114,10 @@ class Attachment(BaseModel):
 
 
 class FindContactsResult(Page):
-    """What `find_contacts` found: one page of the matching rows."""
-
     mailboxes: list[Mailbox] = Page.rows()
 
 
 class ListConversationsResult(Page):
-    """What `list_conversations` found: one page of the matching rows."""
-
     conversations: list[Conversation] = Page.rows()
 
 
@@ -136,32 +132,22 @@ class SearchMailResult(BaseModel):
 
 
 class ListMessagesResult(Page):
-    """What `list_messages` found: one page of the matching rows."""
-
     messages: list[Message] = Page.rows()
 
 
 class ListLabelsResult(Page):
-    """What `list_labels` found: one page of the matching rows."""
-
     labels: list[Label] = Page.rows()
 
 
 class ListAppliedLabelsResult(Page):
-    """What `list_applied_labels` found: one page of the matching rows."""
-
     conversation_labels: list[ConversationLabel] = Page.rows()
 
 
 class ListDraftsResult(Page):
-    """What `list_drafts` found: one page of the matching rows."""
-
     drafts: list[Draft] = Page.rows()
 
 
 class ListAttachmentsResult(Page):
-    """What `list_attachments` found: one page of the matching rows."""
-
     attachments: list[Attachment] = Page.rows()
 
 

@@ -111,32 +111,22 @@ class Dispute(BaseModel):
 
 
 class FindMemberResult(Page):
-    """What `find_member` found: one page of the matching rows."""
-
     members: list[Member] = Page.rows()
 
 
 class SearchListingsResult(Page):
-    """What `search_listings` found: one page of the matching rows."""
-
     listings: list[Listing] = Page.rows()
 
 
 class ListOffersResult(Page):
-    """What `list_offers` found: one page of the matching rows."""
-
     offers: list[Offer] = Page.rows()
 
 
 class ListSalesResult(Page):
-    """What `list_sales` found: one page of the matching rows."""
-
     sales: list[Sale] = Page.rows()
 
 
 class ListDisputesResult(Page):
-    """What `list_disputes` found: one page of the matching rows."""
-
     disputes: list[Dispute] = Page.rows()
 
 

@@ -100,44 +100,30 @@ class Unsubscribe(BaseModel):
 
 
 class SearchListsResult(Page):
-    """What `search_lists` found: one page of the matching rows."""
-
     lists: list[MailingList] = Page.rows()
 
 
 class FindSubscribersResult(Page):
-    """What `find_subscribers` found: one page of the matching rows."""
-
     subscribers: list[Subscriber] = Page.rows()
 
 
 class ListSubscriptionsResult(Page):
-    """What `list_subscriptions` found: one page of the matching rows."""
-
     subscriptions: list[Subscription] = Page.rows()
 
 
 class ListUnsubscribesResult(Page):
-    """What `list_unsubscribes` found: one page of the matching rows."""
-
     unsubscribes: list[Unsubscribe] = Page.rows()
 
 
 class ListTemplatesResult(Page):
-    """What `list_templates` found: one page of the matching rows."""
-
     templates: list[Template] = Page.rows()
 
 
 class SearchCampaignsResult(Page):
-    """What `search_campaigns` found: one page of the matching rows."""
-
     campaigns: list[Campaign] = Page.rows()
 
 
 class ListSendsResult(Page):
-    """What `list_sends` found: one page of the matching rows."""
-
     sends: list[Send] = Page.rows()
 
 

@@ -165,50 +165,34 @@ class CustomsDeclaration(BaseModel):
 
 
 class FindCustomerResult(Page):
-    """What `find_customer` found: one page of the matching rows."""
-
     customers: list[Customer] = Page.rows()
 
 
 class ListServiceLevelsResult(Page):
-    """What `list_service_levels` found: one page of the matching rows."""
-
     service_levels: list[ServiceLevel] = Page.rows()
 
 
 class ListDeliveryCitiesResult(Page):
-    """What `list_delivery_cities` found: one page of the matching rows."""
-
     cities: list[City] = Page.rows()
 
 
 class ListParcelsResult(Page):
-    """What `list_parcels` found: one page of the matching rows."""
-
     parcels: list[Parcel] = Page.rows()
 
 
 class ListShipmentsResult(Page):
-    """What `list_shipments` found: one page of the matching rows."""
-
     shipments: list[Shipment] = Page.rows()
 
 
 class ListTrackingEventsResult(Page):
-    """What `list_tracking_events` found: one page of the matching rows."""
-
     tracking_events: list[TrackingEvent] = Page.rows()
 
 
 class ListPickupsResult(Page):
-    """What `list_pickups` found: one page of the matching rows."""
-
     pickups: list[Pickup] = Page.rows()
 
 
 class ListClaimsResult(Page):
-    """What `list_claims` found: one page of the matching rows."""
-
     claims: list[Claim] = Page.rows()
 
 
@@ -236,14 +220,10 @@ class QuoteRatesResult(BaseModel):
 
 
 class ListCustomsDeclarationsResult(Page):
-    """What `list_customs_declarations` found: one page of the matching rows."""
-
     customs_declarations: list[CustomsDeclaration] = Page.rows()
 
 
 class ListAddressChangesResult(Page):
-    """What `list_address_changes` found: one page of the matching rows."""
-
     address_changes: list[AddressChange] = Page.rows()
 
 

@@ -161,50 +161,34 @@ class Subscription(BaseModel):
 
 
 class FindCustomerResult(Page):
-    """What `find_customer` found: one page of the matching rows."""
-
     customers: list[Customer] = Page.rows()
 
 
 class ListPaymentMethodsResult(Page):
-    """What `list_payment_methods` found: one page of the matching rows."""
-
     payment_methods: list[PaymentMethod] = Page.rows()
 
 
 class SearchMerchantsResult(Page):
-    """What `search_merchants` found: one page of the matching rows."""
-
     merchants: list[Merchant] = Page.rows()
 
 
 class ListChargesResult(Page):
-    """What `list_charges` found: one page of the matching rows."""
-
     charges: list[Charge] = Page.rows()
 
 
 class ListRefundsResult(Page):
-    """What `list_refunds` found: one page of the matching rows."""
-
     refunds: list[Refund] = Page.rows()
 
 
 class ListPayoutsResult(Page):
-    """What `list_payouts` found: one page of the matching rows."""
-
     payouts: list[Payout] = Page.rows()
 
 
 class ListDisputesResult(Page):
-    """What `list_disputes` found: one page of the matching rows."""
-
     disputes: list[Dispute] = Page.rows()
 
 
 class ListSubscriptionsResult(Page):
-    """What `list_subscriptions` found: one page of the matching rows."""
-
     subscriptions: list[Subscription] = Page.rows()
 
 

@@ -161,38 +161,26 @@ class CounterSale(BaseModel):
 
 
 class FindPatientResult(Page):
-    """What `find_patient` found: one page of the matching rows."""
-
     patients: list[Patient] = Page.rows()
 
 
 class ListInsurancePlansResult(Page):
-    """What `list_insurance_plans` found: one page of the matching rows."""
-
     insurance_plans: list[InsurancePlan] = Page.rows()
 
 
 class SearchDrugsResult(Page):
-    """What `search_drugs` found: one page of the matching rows."""
-
     drugs: list[Drug] = Page.rows()
 
 
 class CheckStockResult(Page):
-    """What `check_stock` found: one page of the matching rows."""
-
     inventory_lots: list[InventoryLot] = Page.rows()
 
 
 class ListPrescriptionsResult(Page):
-    """What `list_prescriptions` found: one page of the matching rows."""
-
     prescriptions: list[Prescription] = Page.rows()
 
 
 class SearchPrescribersResult(Page):
-    """What `search_prescribers` found: one page of the matching rows."""
-
     prescribers: list[Prescriber] = Page.rows()
 
 
@@ -210,26 +198,18 @@ class QuoteCopayResult(BaseModel):
 
 
 class ListFillsResult(Page):
-    """What `list_fills` found: one page of the matching rows."""
-
     fills: list[Fill] = Page.rows()
 
 
 class ListClaimsResult(Page):
-    """What `list_claims` found: one page of the matching rows."""
-
     claims: list[Claim] = Page.rows()
 
 
 class ListPickupsResult(Page):
-    """What `list_pickups` found: one page of the matching rows."""
-
     pickups: list[Pickup] = Page.rows()
 
 
 class ListCounterSalesResult(Page):
-    """What `list_counter_sales` found: one page of the matching rows."""
-
     counter_sales: list[CounterSale] = Page.rows()
 
 

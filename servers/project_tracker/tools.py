@@ -86,38 +86,26 @@ class Comment(BaseModel):
 
 
 class FindPeopleResult(Page):
-    """What `find_people` found: one page of the matching rows."""
-
     people: list[Person] = Page.rows()
 
 
 class SearchProjectsResult(Page):
-    """What `search_projects` found: one page of the matching rows."""
-
     projects: list[Project] = Page.rows()
 
 
 class ListMembersResult(Page):
-    """What `list_members` found: one page of the matching rows."""
-
     memberships: list[Membership] = Page.rows()
 
 
 class ListMilestonesResult(Page):
-    """What `list_milestones` found: one page of the matching rows."""
-
     milestones: list[Milestone] = Page.rows()
 
 
 class SearchTasksResult(Page):
-    """What `search_tasks` found: one page of the matching rows."""
-
     tasks: list[Task] = Page.rows()
 
 
 class ListCommentsResult(Page):
-    """What `list_comments` found: one page of the matching rows."""
-
     comments: list[Comment] = Page.rows()
 
 

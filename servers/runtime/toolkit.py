@@ -10,6 +10,7 @@ reads over MCP to chain tools (`envfarm.clients.graph`), so their names and orde
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Self
 
@@ -58,12 +59,12 @@ class Page(BaseModel):
     """One page of a list. A subclass declares the rows, named after their table, as its only field:
 
         class FindMemberResult(Page):
-            \"\"\"What `find_member` found.\"\"\"
-
             members: list[Member] = Page.rows()
 
     and lists them first, before `count`, `total`, `has_more` and `cursor` (in its schema and its output),
-    as a result written out by hand would."""
+    as a result written out by hand would. Without a docstring of its own, a `<Tool>Result` is described as
+    "What `<tool>` found: one page of the matching rows." (the description its schema shows): the generator
+    writes that sentence once, here, not in every list tool of every server."""
 
     count: int = Field(description="how many rows this page holds")
     total: int = Field(description="how many rows match, over all pages")
@@ -85,6 +86,9 @@ class Page(BaseModel):
         if len(own) != 1:
             raise TypeError(f"{cls.__name__} must declare exactly one field, its rows; it declares {own}")
         cls.rows_field = own[0]
+        if cls.__doc__ is None and cls.__name__.endswith("Result"):
+            tool = re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__.removesuffix("Result")).lower()
+            cls.__doc__ = f"What `{tool}` found: one page of the matching rows."
         fields = cls.__pydantic_fields__
         cls.__pydantic_fields__ = {name: fields[name] for name in [*own, *shared]}
         cls.model_rebuild(force=True)

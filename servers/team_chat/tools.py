@@ -89,26 +89,18 @@ class Reaction(BaseModel):
 
 
 class ListWorkspacesResult(Page):
-    """What `list_workspaces` found: one page of the matching rows."""
-
     workspaces: list[Workspace] = Page.rows()
 
 
 class FindMembersResult(Page):
-    """What `find_members` found: one page of the matching rows."""
-
     members: list[Member] = Page.rows()
 
 
 class SearchChannelsResult(Page):
-    """What `search_channels` found: one page of the matching rows."""
-
     channels: list[Channel] = Page.rows()
 
 
 class ListChannelMembersResult(Page):
-    """What `list_channel_members` found: one page of the matching rows."""
-
     channel_members: list[ChannelMember] = Page.rows()
 
 
@@ -142,8 +134,6 @@ class SearchMessagesResult(BaseModel):
 
 
 class ListReactionsResult(Page):
-    """What `list_reactions` found: one page of the matching rows."""
-
     reactions: list[Reaction] = Page.rows()
 
 

@@ -100,44 +100,30 @@ class Review(BaseModel):
 
 
 class SearchToursResult(Page):
-    """What `search_tours` found: one page of the matching rows."""
-
     tours: list[Tour] = Page.rows()
 
 
 class ListDeparturesResult(Page):
-    """What `list_departures` found: one page of the matching rows."""
-
     departures: list[Departure] = Page.rows()
 
 
 class FindTravellerResult(Page):
-    """What `find_traveller` found: one page of the matching rows."""
-
     travellers: list[Traveller] = Page.rows()
 
 
 class FindBookingResult(Page):
-    """What `find_booking` found: one page of the matching rows."""
-
     bookings: list[Booking] = Page.rows()
 
 
 class ListRefundsResult(Page):
-    """What `list_refunds` found: one page of the matching rows."""
-
     refunds: list[Refund] = Page.rows()
 
 
 class ListReviewsResult(Page):
-    """What `list_reviews` found: one page of the matching rows."""
-
     reviews: list[Review] = Page.rows()
 
 
 class ListGuidesResult(Page):
-    """What `list_guides` found: one page of the matching rows."""
-
     guides: list[Guide] = Page.rows()
 
 

@@ -109,56 +109,38 @@ class Feedback(BaseModel):
 
 
 class FindStudentResult(Page):
-    """What `find_student` found: one page of the matching rows."""
-
     students: list[Student] = Page.rows()
 
 
 class SearchTutorsResult(Page):
-    """What `search_tutors` found: one page of the matching rows."""
-
     tutors: list[Tutor] = Page.rows()
 
 
 class ListSubjectsResult(Page):
-    """What `list_subjects` found: one page of the matching rows."""
-
     subjects: list[Subject] = Page.rows()
 
 
 class ListTutorsForSubjectResult(Page):
-    """What `list_tutors_for_subject` found: one page of the matching rows."""
-
     tutor_subjects: list[TutorSubject] = Page.rows()
 
 
 class ListSubjectsOfTutorResult(Page):
-    """What `list_subjects_of_tutor` found: one page of the matching rows."""
-
     tutor_subjects: list[TutorSubject] = Page.rows()
 
 
 class ListOpenSlotsResult(Page):
-    """What `list_open_slots` found: one page of the matching rows."""
-
     availability_slots: list[AvailabilitySlot] = Page.rows()
 
 
 class ListPackagesResult(Page):
-    """What `list_packages` found: one page of the matching rows."""
-
     packages: list[Package] = Page.rows()
 
 
 class ListSessionsResult(Page):
-    """What `list_sessions` found: one page of the matching rows."""
-
     sessions: list[Session] = Page.rows()
 
 
 class ListFeedbackResult(Page):
-    """What `list_feedback` found: one page of the matching rows."""
-
     feedback: list[Feedback] = Page.rows()
 
 

@@ -142,26 +142,18 @@ class CycleCount(BaseModel):
 
 
 class ListWarehousesResult(Page):
-    """What `list_warehouses` found: one page of the matching rows."""
-
     warehouses: list[Warehouse] = Page.rows()
 
 
 class SearchSkusResult(Page):
-    """What `search_skus` found: one page of the matching rows."""
-
     skus: list[Sku] = Page.rows()
 
 
 class FindBinsResult(Page):
-    """What `find_bins` found: one page of the matching rows."""
-
     bins: list[Bin] = Page.rows()
 
 
 class ListStockResult(Page):
-    """What `list_stock` found: one page of the matching rows."""
-
     stock_levels: list[StockLevel] = Page.rows()
 
 
@@ -177,44 +169,30 @@ class GetBinUsageResult(BaseModel):
 
 
 class ListReceiptsResult(Page):
-    """What `list_receipts` found: one page of the matching rows."""
-
     receipts: list[Receipt] = Page.rows()
 
 
 class ListReceiptLinesResult(Page):
-    """What `list_receipt_lines` found: one page of the matching rows."""
-
     receipt_lines: list[ReceiptLine] = Page.rows()
 
 
 class ListOrdersResult(Page):
-    """What `list_orders` found: one page of the matching rows."""
-
     orders: list[Order] = Page.rows()
 
 
 class ListOrderLinesResult(Page):
-    """What `list_order_lines` found: one page of the matching rows."""
-
     order_lines: list[OrderLine] = Page.rows()
 
 
 class ListTransfersResult(Page):
-    """What `list_transfers` found: one page of the matching rows."""
-
     transfers: list[Transfer] = Page.rows()
 
 
 class ListPicksResult(Page):
-    """What `list_picks` found: one page of the matching rows."""
-
     picks: list[Pick] = Page.rows()
 
 
 class ListCycleCountsResult(Page):
-    """What `list_cycle_counts` found: one page of the matching rows."""
-
     cycle_counts: list[CycleCount] = Page.rows()
 
 
