@@ -265,6 +265,11 @@ def _addressed(words: str) -> str:
     )
 
 
+def _the(words: str) -> str:
+    """A label with its article: 'the daily price', but 'your plan' (said back from 'my plan'), never 'the your'."""
+    return words if re.match(r"(?:the|a|an|your|our|their|his|her|its)\b", words) else f"the {words}"
+
+
 def _fact(words: str, value: str, currency: str | None) -> str:
     """One claim as a clause: 'the daily price is $24.00', 'it starts on April 17, 2026 at 09:00 UTC',
     'the weight is 6.32 kg'; a label worded as a question as an answer to it ('as for how many days late
@@ -289,13 +294,13 @@ def _fact(words: str, value: str, currency: str | None) -> str:
         if event is not None:
             return f"it {event}"
         if _noun(words) != words:
-            return f"the {_noun(words)} {_verb_is(_noun(words))} on {when}"
-        return f"the {words} {_verb_is(words)} {when}"
+            return f"{_the(_noun(words))} {_verb_is(_noun(words))} on {when}"
+        return f"{_the(words)} {_verb_is(words)} {when}"
     wordy = len(said.split()) >= 3 or (len(said.split()) == 2 and said.endswith((".", "!", "?")))
     if wordy and not _numeric(said.replace(",", "").lstrip("$€£¥₹")):
         said = f"“{said}”"
     words, unit = _unit(words)
-    return f"the {words} {_verb_is(words)} {said}" + (f" {unit}" if unit and _numeric(value) else "")
+    return f"{_the(words)} {_verb_is(words)} {said}" + (f" {unit}" if unit and _numeric(value) else "")
 
 
 def claim_parts(claim: Claim) -> tuple[str, str] | None:
@@ -530,7 +535,7 @@ def readback(task: Task, index: int) -> str:
     call = task.gold_calls[index]
     asked = asked_readback(call)
     if asked is not None:
-        return f"Just to confirm: {asked}. Shall I go ahead?"
+        return f"Just to confirm: {asked.rstrip('.!')}. Shall I go ahead?"
     ids, currency = task_ids(task), _currency(task)
     verb, what = _change(task, index, ids, currency)
     details, events = _details(call, ids, currency)

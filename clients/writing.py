@@ -417,6 +417,13 @@ _DID = frozenset(["took", "left", "lost", "got", "found", "bought", "went", "mad
 _FORM_BEFORE = re.compile(r"(?:(?:\s*[.?!])?\s*(?:Why\?|Reason:)|\s*[:;\u2013\u2014.]|\s+-)\s*$")
 
 
+#: Who does things in a reason ('Traveller cancelled', 'Customer requested a refund'): the first word of a clause.
+_PEOPLE = frozenset(
+    "traveller traveler customer client guest driver operator patient student tutor member host guide seller buyer "
+    "passenger doctor organizer organiser owner vendor supplier carrier courier teacher instructor manager".split()
+)
+
+
 def because(reason: str) -> str | None:
     """A free-text reason as the clause a person says after 'because': 'No longer relevant' -> 'because it's no
     longer relevant', 'Too many emails' -> 'because I get too many emails', 'Took an equivalent course' -> 'because
@@ -450,6 +457,8 @@ def because(reason: str) -> str | None:
         return f"because I'm {low}"  # 'Moving to another provider'
     if rest and rest[0] in _HAPPENED and first not in {"a", "an", "the"}:
         return f"because the {low}"  # 'Item arrived damaged'
+    if rest and re.fullmatch(r"\w+ed", rest[0]) and first in _PEOPLE:
+        return f"because the {low}"  # 'Traveller cancelled': a person did it, never 'because of the traveller ...'
     if rest and re.fullmatch(r"\w+ed", rest[0]) and first not in {"a", "an", "the"}:
         return f"because of the {low}"  # 'Discount agreed after delivery': the discount was agreed
     if rest and re.fullmatch(r"\w+en", rest[0]) and first not in {"a", "an", "the"}:

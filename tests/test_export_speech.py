@@ -116,6 +116,14 @@ def test_a_money_total_is_said_as_money_and_a_page_count_as_records() -> None:
     ]
 
 
+def test_a_label_said_back_keeps_its_own_possessive() -> None:
+    """'my plan' said back is 'your plan', never 'the your plan' (read in the seed-2718 oracle answers)."""
+    from envfarm.clients.speech import state_claims
+
+    said = state_claims([Claim(text="states my plan: Corporate", values=["Corporate"], field="plan")])
+    assert said == ["Your plan is Corporate."]
+
+
 def test_a_number_is_said_with_every_digit_it_has() -> None:
     """`:g` kept six significant digits: 'what the client still owes: 12443.45' was said as 12443.5."""
     from envfarm.clients.speech import say_value
@@ -227,9 +235,22 @@ def test_a_change_is_read_back_and_reported_in_the_users_own_request(
     assert asked_readback(call) == readback
     assert asked_done(call) == done
     task = _task().model_copy(update={"gold_calls": [call]})
-    assert read_back(task, 0) == f"Just to confirm: {readback}. Shall I go ahead?"
+    assert read_back(task, 0) == f"Just to confirm: {readback.rstrip('.')}. Shall I go ahead?"
     assert did(task, 0) == (done or "That's done.")  # never the tool's name when words fail: less is said
     assert not template_seams_of(read_back(task, 0)) and not template_seams_of(did(task, 0))
+
+
+def test_a_read_back_ending_in_the_users_own_sentence_has_one_full_stop() -> None:
+    from envfarm.clients.speech import readback as read_back
+
+    note = "Can pick up this weekend."
+    asked = f"Please add a note to my offer: {note}"
+    call = GoldCall(server="s", tool="t", arguments={"note": note}, output={}, is_write=True, asked=asked)
+    task = _task().model_copy(update={"gold_calls": [call]})
+    assert (
+        read_back(task, 0)
+        == "Just to confirm: I'll add a note to your offer: Can pick up this weekend. Shall I go ahead?"
+    )
 
 
 def template_seams_of(text: str) -> list[str]:

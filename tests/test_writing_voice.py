@@ -147,6 +147,7 @@ def test_a_reason_done_to_a_thing_is_said_with_of_and_keeps_its_words() -> None:
     clauses: something done to a noun is 'because of ...'; what happened of itself stays a clause."""
     assert because("Hours billed twice") == "because of hours billed twice"
     assert because("Discount agreed after delivery") == "because of the discount agreed after delivery"
+    assert because("Traveller cancelled") == "because the traveller cancelled"  # a person did it (seed 2718)
     assert because("Plans changed") == "because plans changed"
     assert because("Item arrived damaged") == "because the item arrived damaged"
 
