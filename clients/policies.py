@@ -239,18 +239,34 @@ class OracleAgent:
         return Action(content=speech.final_answer(self.task, self.made, per_turn[max(turn, 0)]))
 
     def _unsaid_facts(self, index: int, messages: list[dict[str, Any]]) -> list[HiddenFact]:
-        """The hidden facts gold call `index` uses that the user has not said yet (and the agent has not asked
-        for): an agent knows only what it is told, so the oracle asks before it uses them, as a person would
-        (an SFT row that calls with an email nobody gave teaches an agent to invent one)."""
+        """The details gold call `index` uses that the user has not said yet (and the agent has not asked for):
+        an agent knows only what it is told, so the oracle asks before it uses them, as a person would (an SFT
+        row that calls with an email nobody gave teaches an agent to invent one). A held-back fact must come
+        from the user; one of the persona's own details ("Jonas here", then a lookup by "Jonas Dubois") may also
+        have come back from an earlier call."""
         heard = " ".join(str(m.get("content") or "") for m in messages if m["role"] == "user")
+        seen = " ".join(str(m.get("content") or "") for m in messages if m["role"] == "tool")
         arguments = self.task.gold_calls[index].arguments
-        return [
-            fact
-            for fact in self.task.hidden_facts
-            if fact.key not in self.asked
-            and identifies(arguments, [str(fact.value)])
-            and not value_found(fact.value, heard)
+        hidden = {fact.key for fact in self.task.hidden_facts}
+        persona = self.task.persona
+        own = {"full_name": persona.name, "email": persona.email, **persona.known_facts}
+        details = [
+            *((fact, heard) for fact in self.task.hidden_facts),
+            *(
+                (HiddenFact(key=key, value=value), f"{heard} {seen}")
+                for key, value in own.items()
+                if key not in hidden and isinstance(value, str) and value
+            ),
         ]
+        unsaid: dict[str, HiddenFact] = {}  # one question per value ("your email", never "email and email")
+        for fact, known in details:
+            if (
+                fact.key not in self.asked
+                and identifies(arguments, [str(fact.value)])
+                and not value_found(fact.value, known)
+            ):
+                unsaid.setdefault(str(fact.value).strip().lower(), fact)
+        return list(unsaid.values())
 
     def _call(self, index: int) -> Action:
         self.issued.add(index)

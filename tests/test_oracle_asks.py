@@ -81,3 +81,18 @@ async def test_a_lookup_by_details_the_user_never_gave_fails_identification() ->
                 assert not grade.passed and "never gave" in grade.detail, (task.id, grade.detail)
                 failed += 1
     assert failed >= 2, "the corpus should have identification by held-back details"
+
+
+async def test_the_oracle_asks_for_the_personas_own_details_it_was_not_told() -> None:
+    """ "Jonas here", then a lookup by "Jonas Dubois": the full name is the persona's, not held back, yet nobody
+    said it; the oracle asks for it (once per value) unless an earlier call returned it."""
+    runs = await oracle_runs()
+    for trajectory, task in zip(runs, TASKS, strict=True):
+        own = {task.persona.name, task.persona.email or "", *map(str, task.persona.known_facts.values())}
+        for n, call in enumerate(trajectory.calls):
+            seen = " ".join(str(c.output) for c in trajectory.calls[:n])
+            for value in own - {""}:
+                if value in {str(v) for v in call.arguments.values()}:
+                    assert value_found(value, f"{heard_before(trajectory, n)} {seen}"), (task.id, call.tool, value)
+        asked = [m["content"] for m in trajectory.messages if str(m.get("content") or "").startswith("Could you tell")]
+        assert all(" and " not in q or len(set(q.split(" and "))) == 2 for q in asked), asked
