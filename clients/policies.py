@@ -253,7 +253,7 @@ class OracleAgent:
         details = [
             *((fact, heard) for fact in self.task.hidden_facts),
             *(
-                (HiddenFact(key=key, value=value), f"{heard} {seen}")
+                (HiddenFact(key=key, value=value, description=""), f"{heard} {seen}")
                 for key, value in own.items()
                 if key not in hidden and isinstance(value, str) and value
             ),

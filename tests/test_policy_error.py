@@ -26,11 +26,11 @@ N_TASKS = 6
 
 @pytest.fixture(scope="module")
 def tasks_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Six clinic tasks, half of them refusals (a refusal is what a silent endpoint used to "solve")."""
+    """Six car_rental tasks, half of them refusals (a refusal is what a silent endpoint used to "solve")."""
 
     async def make() -> Any:
-        async with Connections(farm_targets(REPO, ["clinic"]), timeout=10) as connections:
-            options = SynthesisOptions(n=N_TASKS, servers=["clinic"], seed=3, refusal_share=0.5)
+        async with Connections(farm_targets(REPO, ["car_rental"]), timeout=10) as connections:
+            options = SynthesisOptions(n=N_TASKS, servers=["car_rental"], seed=3, refusal_share=0.5)
             return await synthesize(options, connections)
 
     synthesis = anyio.run(make)
