@@ -337,16 +337,21 @@ def similar_links(
     return _dedupe(links)
 
 
+# Free text a person writes for one occasion (why they cancel, what a comment says). The same name on two servers
+# is not the same thing: an unsubscribe's reason is no reason for a credit note ("I get too many emails").
+PROSE = frozenset({"reason", "comment", "body", "note", "notes", "message", "text", "content", "purpose", "memo"})
+
+
 def _same_name_links(specs: Sequence[ToolSpec], together: Collection[tuple[str, str]] | None = None) -> list[Link]:
     """User-known strings across servers: the same last word, and one name contained in the other
-    (`attendee_emails` <- `email`, `owner_email` <- `email`). Every `name` links to every `*_name` of every
-    other server, so on a farm of hundreds of servers these links grow with the square of its size (17,815
-    among 20 imported servers); `together` keeps those between servers a task may join."""
+    (`attendee_emails` <- `email`, `owner_email` <- `email`), never free text (`PROSE`). Every `name` links to
+    every `*_name` of every other server, so on a farm of hundreds of servers these links grow with the square of
+    its size (17,815 among 20 imported servers); `together` keeps those between servers a task may join."""
     index: dict[str, list[tuple[ToolSpec, OutField, set[str]]]] = {}
     for spec in specs:
         for field in spec.outputs:
             tokens = words(field.name)
-            if field.user_known and field.type == "string" and tokens:
+            if field.user_known and field.type == "string" and tokens and tokens[-1] not in PROSE:
                 index.setdefault(tokens[-1], []).append((spec, field, set(tokens)))
     links = []
     for consumer in specs:

@@ -65,3 +65,24 @@ async def test_the_tasks_summary_reports_the_flow_share_of_its_cross_server_task
     beyond = [flows_between_turns(t, beyond_identity=True) for t in crossing]
     assert summary.cross_server_flow_beyond_identity_share == round(sum(beyond) / len(crossing), 3)
     assert summary.cross_server_flow_beyond_identity_share <= summary.cross_server_flow_share
+
+
+def test_free_text_of_one_server_never_feeds_a_parameter_of_another() -> None:
+    """An unsubscribe's reason is no reason for a credit note: the same name across servers links only values
+    that name a person or a thing (an email), never text a person writes for one occasion."""
+    from envfarm.clients.graph import OutField, Param, ToolSpec, similar_links
+
+    producer = ToolSpec(
+        server="newsletter",
+        name="unsubscribe",
+        read_only=False,
+        outputs=[OutField(name="reason"), OutField(name="email"), OutField(name="comment")],
+    )
+    consumer = ToolSpec(
+        server="invoicing",
+        name="issue_credit_note",
+        read_only=False,
+        params=[Param(name="reason"), Param(name="contact_email"), Param(name="comment")],
+    )
+    links = similar_links([producer, consumer], cross_server=True)
+    assert [(link.field, link.param) for link in links] == [("email", "contact_email")]
