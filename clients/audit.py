@@ -37,6 +37,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from envfarm.clients.connect import Connections
+from envfarm.clients.datafit import clock_day, row_conflicts, value_conflicts
 from envfarm.clients.graph import ToolSpec, is_id_like, load_intents, load_specs, words
 from envfarm.clients.grounding import PersonaRecord, Row, ServerWorld, observe, persona_rows
 from envfarm.clients.policy_checks import PolicyRule, identifies, identity_alternatives, load_rules, shows
@@ -44,7 +45,7 @@ from envfarm.clients.tasks import Claim, Task
 from envfarm.servers.runtime.identification import identification_parts
 from envfarm.servers.runtime.intents import ServerIntents, value_key, word_for
 
-CHECKS = ("determinacy", "referents", "roles", "claims", "verify", "clock", "garble", "depth")
+CHECKS = ("determinacy", "referents", "roles", "claims", "verify", "clock", "data", "garble", "depth")
 PAGING = frozenset({"count", "total", "has_more", "cursor", "next_cursor", "offset", "limit", "page", "page_size"})
 PAGING_ARGS = frozenset({"limit", "cursor", "offset", "page", "page_size"})
 # Work a business does internally, never a customer's goal (the staff principal does it on its own account).
@@ -485,7 +486,16 @@ class Auditor:
 
     def check(self, task: Task) -> list[Finding]:
         findings: list[Finding] = []
-        for check in (self.determinacy, self.claims, self.verify, self.roles, self.clock, self.garble, self.depth):
+        for check in (
+            self.determinacy,
+            self.claims,
+            self.verify,
+            self.roles,
+            self.clock,
+            self.data,
+            self.garble,
+            self.depth,
+        ):
             findings += check(task)
         return findings
 
@@ -976,6 +986,25 @@ class Auditor:
                 )
             ]
         return []
+
+    # -- data: what the gold writes fits the seed (`envfarm.clients.datafit`)
+
+    def data(self, task: Task) -> list[Finding]:
+        """A gold write that a careful agent would stop at: a new row copying another, one over the person's own
+        (a meeting on top of another on their agenda), a date moved into the past, a reason the linked rows
+        belie, an in-person note about a row in another city."""
+        who = {v for v in (task.persona.email, task.persona.name) if v}
+        found: list[tuple[str, str]] = []
+        for call in task.gold_calls:
+            world = self.worlds.get(call.server)
+            if call.is_write and world is not None:
+                found += value_conflicts(call.arguments, world.tables, world.keys, who)
+        for server, expected in task.expected_state.items():
+            world = self.worlds.get(server)
+            if world is not None:
+                today = clock_day(self.facts[server].clock if server in self.facts else None)
+                found += row_conflicts(expected.diff, world.tables, world.keys, who, today)
+        return [Finding(check="data", detail=f"{reason}: {detail}") for reason, detail in found]
 
     # -- garble
 
