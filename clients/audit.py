@@ -425,6 +425,34 @@ def claim_field(claim: Claim) -> str:
     return "_".join(match[1].split()) if match else ""
 
 
+def claims_of_turn(task: Task, turn: int) -> list[Claim]:
+    """The claims on what the calls of one turn return (a claim's field holding one of its values in a row of
+    their outputs); a claim no call's output shows belongs to every turn. A task of one turn has all its claims."""
+    if len(task.turns) < 2:
+        return list(task.claims)
+
+    def shown_by(claim: Claim, calls: Iterable[int]) -> bool:
+        return any(
+            claim.field in row and any(_same_claim_value(row[claim.field], v) for v in claim.values)
+            for i in calls
+            if 0 <= i < len(task.gold_calls)
+            for row in rows_of(task.gold_calls[i].output)
+        )
+
+    every = range(len(task.gold_calls))
+    mine = task.turns[turn].gold_calls if turn < len(task.turns) else []
+    return [c for c in task.claims if not c.field or shown_by(c, mine) or not shown_by(c, every)]
+
+
+def _same_claim_value(value: Any, said: str) -> bool:
+    return (
+        str(value) == said
+        or json.dumps(value) == said
+        or spoken(value) == said
+        or (isinstance(value, float) and f"{value:.2f}" == said)
+    )
+
+
 def user_text(task: Task) -> str:
     """Everything the agent can know from the user: the messages, the hidden facts and the persona's name."""
     parts = [task.opening_message, *(t.message for t in task.turns), task.persona.name]
@@ -715,32 +743,37 @@ class Auditor:
             found = {w[:4] for w in re.findall(r"[a-z]+", text.lower()) if w not in ASKING and len(w) > 2}
             return {ASKED_AS.get(w, w) for w in found}
 
-        labels = [stems(c.text.split(":")[0].split(" ", 1)[-1]) for c in task.claims]  # not 'states', 'confirms'
-        values = [v for c in task.claims for v in c.values]
-        dated = any(
-            spoken_date(v)
-            or re.search(
-                r"\b(?:January|February|March|April|May|June|July|August|"
-                r"September|October|November|December)\b",
-                c.text,
-            )
-            for c in task.claims
-            for v in c.values
-        )
-        numeric = any(re.fullmatch(r"-?[\d,]+(?:\.\d+)?", v) for v in values)
-
-        def answers(part: str) -> bool:
-            """Whether a claim answers `part`: a date a 'when', a number a 'how much', else a label word."""
-            return bool(
-                re.search(r"\b(?:when|dates?|days?|times?)\b", part, re.IGNORECASE)
-                and dated
-                or re.search(r"\bhow (?:much|many|long)\b", part, re.IGNORECASE)
-                and numeric
-                or any(label & stems(part) for label in labels)
-            )
-
         findings = []
-        for message in [task.opening_message, *(t.message for t in task.turns[1:])]:
+        for turn, message in enumerate([task.opening_message, *(t.message for t in task.turns[1:])]):
+            # A question is answered by a claim on what that turn's calls return: the date of turn one's offer
+            # does not answer turn two's "when does my membership renew?"
+            claims = claims_of_turn(task, turn)
+            labels = [stems(c.text.split(":")[0].split(" ", 1)[-1]) for c in claims]  # not 'states', 'confirms'
+            values = [v for c in claims for v in c.values]
+            dated = any(
+                spoken_date(v)
+                or re.search(
+                    r"\b(?:January|February|March|April|May|June|July|August|"
+                    r"September|October|November|December)\b",
+                    c.text,
+                )
+                for c in claims
+                for v in c.values
+            )
+            numeric = any(re.fullmatch(r"-?[\d,]+(?:\.\d+)?", v) for v in values)
+
+            def answers(
+                part: str, labels: list[set[str]] = labels, dated: bool = dated, numeric: bool = numeric
+            ) -> bool:
+                """Whether a claim answers `part`: a date a 'when', a number a 'how much', else a label word."""
+                return bool(
+                    re.search(r"\b(?:when|dates?|days?|times?)\b", part, re.IGNORECASE)
+                    and dated
+                    or re.search(r"\bhow (?:much|many|long)\b", part, re.IGNORECASE)
+                    and numeric
+                    or any(label & stems(part) for label in labels)
+                )
+
             text = QUOTED.sub("", message)
             sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z])|\n", text)
             # "how much is still owed, and when is it due?": two questions, each to be answered
@@ -749,7 +782,7 @@ class Auditor:
                 for s in sentences
                 for c in re.split(r",?\s+and\s+(?=(?:what|when|how|which|where|who|whether)\b)", s, flags=re.IGNORECASE)
             ]
-            for sentence in clauses:
+            for at, sentence in enumerate(clauses):
                 sentence = sentence.strip()
                 if not sentence or not ASKS_VALUE.search(sentence):
                     continue
@@ -758,10 +791,24 @@ class Auditor:
                     r"\W*(?:(?:and|oh|also|so)[,]?\s+)*(?:is|are|has|have|did|does|do|was|were|will)\b", lowered
                 )
 
-                if not task.claims:
+                if not claims:
                     answered = False
                 elif yes_no:
-                    answered = True
+                    # "do I need a prescription?" is answered by a claim on that, not by the price beside it
+                    # or by the details the next sentence asks of it ("Did you receive our payment? Tell me the
+                    # amount and the date it arrived."), unless it asks of something else ("I'd also like ...")
+                    after = clauses[at + 1].strip() if at + 1 < len(clauses) else ""
+                    answered = (
+                        any(label & stems(sentence) for label in labels)
+                        or any(stems(v) & stems(sentence) for v in values)
+                        or bool(
+                            after
+                            and ASKS_VALUE.search(after)
+                            and not re.search(r"\balso\b", after, re.IGNORECASE)
+                            and re.search(r"\b(?:it|its|they|them|their)\b", after, re.IGNORECASE)
+                            and answers(after)
+                        )
+                    )
                 else:
                     # "about the tour: price, group size and meeting point?", "when do I pick up and return the
                     # car?": each thing listed is asked for, so each needs a claim of its own, not one of them
@@ -1004,7 +1051,32 @@ class Auditor:
             if world is not None:
                 today = clock_day(self.facts[server].clock if server in self.facts else None)
                 found += row_conflicts(expected.diff, world.tables, world.keys, who, today)
-        return [Finding(check="data", detail=f"{reason}: {detail}") for reason, detail in found]
+        findings = [Finding(check="data", detail=f"{reason}: {detail}") for reason, detail in found]
+        return findings + self.pointed_only(task)
+
+    def pointed_only(self, task: Task) -> list[Finding]:
+        """A gold write that acts on a row its lookup only points at: search_messages found the reply (by the text
+        held back) and the gold pins the reply's thread parent. The lookup's row is of the same kind (it has the
+        write's id column, with another value) and names the acted-on row in another column only, so what the
+        user said or held back describes a different row than the one the gold changes."""
+        findings = []
+        for call in task.gold_calls:
+            world = self.worlds.get(call.server)
+            if not call.is_write or world is None:
+                continue
+            keys = set(world.keys.values())  # a row's own key column: the row it is (a message), not a reference
+            rows = [r for i in call.uses if 0 <= i < len(task.gold_calls) for r in rows_of(task.gold_calls[i].output)]
+            for name, value in call.arguments.items():
+                if name not in keys or not isinstance(value, str) or any(r.get(name) == value for r in rows):
+                    continue
+                via = [c for r in rows if name in r for c, v in r.items() if c != name and v == value]
+                if via:
+                    findings.append(
+                        Finding(
+                            check="data", detail=f"{call.tool}.{name} is a row the lookup only points at ({via[0]})"
+                        )
+                    )
+        return findings
 
     # -- garble
 

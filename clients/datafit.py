@@ -22,7 +22,7 @@ Row = dict[str, Any]
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 DEAD = {"cancelled", "canceled", "void", "deleted", "archived", "removed", "declined", "withdrawn", "no_show"}
 # Pairs of columns that bound a row's time: an event's start and end, a stay's check-in and check-out.
-SPANS = (("start", "end"), ("check_in", "check_out"), ("from", "until"), ("pickup", "return"))
+SPANS = (("start", "end"), ("check_in", "check_out"), ("arrival", "departure"), ("from", "until"), ("pickup", "return"))
 MIN_EVIDENCE = 5  # seed rows with a drawn value before the data is read as saying what that value implies
 RARE = 0.1  # the share of the rows without a value that may share its state
 MAX_KINDS = 6  # a category column (a status) has at most this many values over its table

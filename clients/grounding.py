@@ -740,6 +740,9 @@ class Grounder:
                     continue
             if not hits:
                 raise Drop("empty result", f"{calls[bind.step].tool} gave no {'/'.join(bind.fields)}")
+            # The row the lookup found, by its own column of that name, over a row it points at (a reply's thread
+            # parent): what the user said or held back describes the found row (`Auditor.pointed_only`).
+            hits = [(v, r) for v, r in hits if r.get(name) == v] or [(v, r) for v, r in hits if name not in r] or hits
             row = chosen_rows.get(bind.step, picked.get(bind.step))
             same_row = [(v, r) for v, r in hits if r is row]
             if not calls[bind.step].arguments:  # a listing of everything: the persona's own rows, where it shows some
