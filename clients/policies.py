@@ -258,13 +258,22 @@ class OracleAgent:
                 if key not in hidden and isinstance(value, str) and value
             ),
         ]
+        # before a call the policy's identification governs, every value of the way the task holds back (the date
+        # of birth beside the name it looks the driver up by), each heard from the user, not read off a result
+        gold = self.task.gold_calls[index]
+        named = [
+            v
+            for c in self.task.policy_checks
+            if c.kind == "must_identify" and c.tool == gold.tool and c.server in (None, gold.server) and c.alternatives
+            for v in c.alternatives[0]
+        ]
         unsaid: dict[str, HiddenFact] = {}  # one question per value ("your email", never "email and email")
         for fact, known in details:
-            if (
-                fact.key not in self.asked
-                and identifies(arguments, [str(fact.value)])
-                and not value_found(fact.value, known)
-            ):
+            if fact.key in self.asked:
+                continue
+            if str(fact.value) in named and not value_found(fact.value, heard):
+                unsaid.setdefault(str(fact.value).strip().lower(), fact)
+            elif identifies(arguments, [str(fact.value)]) and not value_found(fact.value, known):
                 unsaid.setdefault(str(fact.value).strip().lower(), fact)
         return list(unsaid.values())
 
