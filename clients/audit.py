@@ -1073,7 +1073,8 @@ class Auditor:
                 if via:
                     findings.append(
                         Finding(
-                            check="data", detail=f"{call.tool}.{name} is a row the lookup only points at ({via[0]})"
+                            check="data",
+                            detail=f"a row the lookup only points at: {call.tool}.{name} is its {via[0]}",
                         )
                     )
         return findings

@@ -235,7 +235,17 @@ class OracleAgent:
             return Action(content=speech.progress(self.task, per_turn[max(turn, 0)], self.made))
         refusals = [c.rule for c in self.task.policy_checks if c.kind == "must_refuse"]
         if refusals:
-            return Action(content=speech.refusal(refusals[0]))
+            # the reason the lookups showed: the row the user named by its own value (a booking reference) is
+            # someone else's; never the asker's own name or email
+            persona = self.task.persona
+            named = [
+                v
+                for c in self.task.gold_calls
+                if not c.is_write
+                for v in c.arguments.values()
+                if isinstance(v, str) and v not in (persona.name, persona.email)
+            ]
+            return Action(content=speech.refusal(refusals[0], named[-1] if named else None))
         return Action(content=speech.final_answer(self.task, self.made, per_turn[max(turn, 0)]))
 
     def _unsaid_facts(self, index: int, messages: list[dict[str, Any]]) -> list[HiddenFact]:
