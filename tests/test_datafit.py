@@ -164,7 +164,7 @@ def test_the_audit_fails_a_pin_of_the_thread_parent_of_the_message_the_lookup_fo
 
 @pytest.mark.slow
 async def test_synthesis_over_several_seeds_keeps_no_write_the_data_belies() -> None:
-    """Fleet fills, calendar meetings, tour refunds, fitness freezes and team_chat pins over 4 seeds: every kept
+    """Fleet fills, calendar meetings, tour refunds, fitness freezes and team_chat pins over 3 seeds: every kept
     task passes an independently built auditor's `data` check, and fuel fills are still made (their amounts own)."""
     from conftest import REPO
 
@@ -176,8 +176,50 @@ async def test_synthesis_over_several_seeds_keeps_no_write_the_data_belies() -> 
     fills = 0
     async with Connections(farm_targets(REPO, servers)) as connections:
         auditor = await build_auditor(connections, servers)
-        for seed in range(4):
+        for seed in range(3):
             synthesis = await synthesize(SynthesisOptions(n=5, seed=seed, servers=servers), connections)
             assert [f for t in synthesis.tasks for f in auditor.data(t)] == []
             fills += sum(1 for t in synthesis.tasks for c in t.gold_calls if c.tool == "log_fuel")
     assert fills >= 1
+
+
+# ---------------------------------------------------------------- every question has its claim, from its own turn
+
+
+def _asked(task: Task) -> list[str]:
+    from test_audit import auditor
+
+    return [f.detail for f in auditor().claims(task) if f.detail.startswith("asks")]
+
+
+def test_a_yes_no_question_needs_a_claim_on_what_it_asks_not_the_price_beside_it() -> None:
+    from test_audit import good
+
+    from envfarm.clients.tasks import Claim
+
+    task = good()
+    task.opening_message = task.turns[0].message = "Do I need a prescription for it? Could you tell me the price?"
+    task.claims = [Claim(text="states the price: 12.00", values=["12.00"], field="price")]
+    assert _asked(task) == ["asks 'Do I need a prescription for it?' and no claim checks the answer"]
+    task.claims.append(Claim(text="states whether it needs a prescription: yes", values=["yes"], field="rx"))
+    assert _asked(task) == []
+    # the details the next sentence asks of it answer it ("Did you receive it? Tell me the amount it came to.")
+    task.opening_message = task.turns[0].message = "Did you receive my payment? Tell me the price it came to."
+    task.claims = task.claims[:1]
+    assert _asked(task) == []
+
+
+def test_a_when_question_of_turn_two_is_not_answered_by_a_date_turn_one_claims() -> None:
+    from test_audit import good
+
+    from envfarm.clients.tasks import Claim
+
+    task = good()
+    first = "Please cancel my follow-up. When was it booked?"
+    task.opening_message = first
+    task.turns = [Turn(message=first, gold_calls=[0, 2]), Turn(message="When does my plan renew?", gold_calls=[1])]
+    task.gold_calls[2].output = {**task.gold_calls[2].output, "booked_at": "2026-02-20"}
+    task.claims = [
+        Claim(text="states when it was booked: Friday 20 February", values=["2026-02-20"], field="booked_at")
+    ]
+    assert _asked(task) == ["asks 'When does my plan renew?' and no claim checks the answer"]

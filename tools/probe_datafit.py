@@ -39,7 +39,7 @@ async def main(path: str) -> None:
 
 
 def _kind(detail: str) -> str:
-    """A claims finding without its quote: 'asks ... and no claim checks the answer' -> 'a question no claim answers'."""
+    """A claims finding without its quote ('asks ... and no claim checks the answer': a question no claim answers)."""
     if detail.startswith("asks "):
         return "a question no claim answers"
     return detail.split(":", 1)[0]
