@@ -129,7 +129,13 @@ def moved_into_past(before: Row, after: Row, today: str | None) -> str | None:
         return None
     for column, old in before.items():
         new = after.get(column)
-        if _dated(old) and _dated(new) and old[:10] >= today > new[:10]:
+        if (
+            isinstance(old, str)
+            and isinstance(new, str)
+            and _dated(old)
+            and _dated(new)
+            and old[:10] >= today > new[:10]
+        ):
             return column
     return None
 
