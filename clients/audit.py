@@ -69,6 +69,8 @@ CODE_FIELD = re.compile(
 POINTER = re.compile(r"\bI mean the\b")
 # A form line in a message: "Body: Thanks.", "Quantity: 5.00." (a label, a colon, the value), outside quotes.
 FORM_LINE = re.compile(r"(?:^|[.!?]\s+)(?!One more thing:|Quick question:)([A-Z][a-z]+(?: [a-z]+){0,4}): (?=\S)")
+# Where a sentence ends: a stop before a capital, but not the stop of a title before a name ("Dr. Elena Hughes").
+SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)\s+(?=[A-Z])|\n")
 QUOTED = re.compile(r"“[^”]*”|\"[^\"]*\"")
 STEPS = re.compile(r"\b(?:afterwards|after that|first|then|next|finally|step)\b", re.IGNORECASE)
 EMAIL = re.compile(r"\S+@\S+")
@@ -775,7 +777,7 @@ class Auditor:
                 )
 
             text = QUOTED.sub("", message)
-            sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z])|\n", text)
+            sentences = SENTENCE_END.split(text)  # not after "Dr." ("from Dr. Elena Hughes ready to pick up?")
             # "how much is still owed, and when is it due?": two questions, each to be answered
             clauses = [
                 c

@@ -223,3 +223,17 @@ def test_a_when_question_of_turn_two_is_not_answered_by_a_date_turn_one_claims()
         Claim(text="states when it was booked: Friday 20 February", values=["2026-02-20"], field="booked_at")
     ]
     assert _asked(task) == ["asks 'When does my plan renew?' and no claim checks the answer"]
+
+
+def test_a_title_before_a_name_does_not_end_the_question() -> None:
+    from test_audit import good
+
+    from envfarm.clients.tasks import Claim
+
+    task = good()
+    task.opening_message = task.turns[0].message = "Is my refill from Dr. Elena Hughes ready? Tell me the price."
+    task.claims = [
+        Claim(text="states whether it is ready: picked up", values=["picked up"], field="status"),
+        Claim(text="states the price: 18.00", values=["18.00"], field="price"),
+    ]
+    assert _asked(task) == []
