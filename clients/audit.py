@@ -427,6 +427,39 @@ def claim_field(claim: Claim) -> str:
     return "_".join(match[1].split()) if match else ""
 
 
+def stems(text: str) -> set[str]:
+    """The content words of a question or a claim's label, cut to four letters, alike ones folded ('price',
+    'cost' -> 'money'): a question and a claim that share one are about the same thing."""
+    found = {w[:4] for w in re.findall(r"[a-z]+", text.lower()) if w not in ASKING and len(w) > 2}
+    return {ASKED_AS.get(w, w) for w in found}
+
+
+def off_request(task: Task) -> list[Claim]:
+    """The claims on a read that the user never asked about: a label sharing no word with anything the user
+    says ("How much is my checkup?" and 'states whether it is paid: open'), unless it is the amount of a 'how
+    much' or the date of a 'when'. A read-back of a change ('confirms ...') is a key value of what was asked."""
+    said = " ".join([task.opening_message, *(t.message for t in task.turns[1:])])
+    heard = stems(said)
+    found = []
+    for claim in task.claims:
+        verb, _, rest = claim.text.partition(" ")
+        label = rest.split(":")[0]
+        if verb != "states" or stems(label) & heard:
+            continue
+        written = [r for c in task.gold_calls if c.is_write for r in rows_of(c.output)]
+        if any(claim.field in r and any(_same_claim_value(r[claim.field], v) for v in claim.values) for r in written):
+            continue  # what the change did (its status now): a key value of what the user asked for
+        numeric = all(re.fullmatch(r"-?[\d,]+(?:\.\d+)?", v) for v in claim.values)
+        if numeric and re.search(r"\bhow (?:much|many|long)\b", said, re.IGNORECASE):
+            continue
+        if any(spoken_date(v) for v in claim.values) and re.search(
+            r"\b(?:when|what dates?|which days?)\b", said, re.IGNORECASE
+        ):
+            continue
+        found.append(claim)
+    return found
+
+
 def claims_of_turn(task: Task, turn: int) -> list[Claim]:
     """The claims on what the calls of one turn return (a claim's field holding one of its values in a row of
     their outputs); a claim no call's output shows belongs to every turn. A task of one turn has all its claims."""
@@ -721,6 +754,10 @@ class Auditor:
             elif not claim.values:
                 findings.append(Finding(check="claims", detail=f"claim with no value to look for: {claim.text[:60]}"))
         findings += self._unanswered(task)
+        findings += [
+            Finding(check="claims", detail=f"claim on what the user never asked: {c.text[:60]}")
+            for c in off_request(task)
+        ]
         # "It was bought on May 4 ... It was bought on March 25": one question, two answers; which row is meant?
         labels: dict[str, set[tuple[str, ...]]] = {}
         for claim in task.claims:
@@ -740,10 +777,6 @@ class Auditor:
         number; any other, by a claim whose label shares a word stem with it ('renew' and 'renews')."""
         if any(c.kind == "must_refuse" for c in task.policy_checks):
             return []
-
-        def stems(text: str) -> set[str]:
-            found = {w[:4] for w in re.findall(r"[a-z]+", text.lower()) if w not in ASKING and len(w) > 2}
-            return {ASKED_AS.get(w, w) for w in found}
 
         findings = []
         for turn, message in enumerate([task.opening_message, *(t.message for t in task.turns[1:])]):

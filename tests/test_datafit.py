@@ -237,3 +237,23 @@ def test_a_title_before_a_name_does_not_end_the_question() -> None:
         Claim(text="states the price: 18.00", values=["18.00"], field="price"),
     ]
     assert _asked(task) == []
+
+
+def test_a_claim_the_user_never_asked_fails_the_claims_check() -> None:
+    from test_audit import auditor, good
+
+    from envfarm.clients.audit import off_request
+    from envfarm.clients.tasks import Claim
+
+    task = good()
+    task.opening_message = task.turns[0].message = "How much is my follow-up on Wednesday 4 March?"
+    task.claims = [
+        Claim(text="states the amount: 80.00", values=["80.00"], field="amount"),
+        Claim(text="states whether it is paid: open", values=["open"], field="status"),
+    ]
+    assert [c.text for c in off_request(task)] == ["states whether it is paid: open"]
+    assert "claim on what the user never asked: states whether it is paid: open" in [
+        f.detail for f in auditor().claims(task)
+    ]
+    task.opening_message = task.turns[0].message = "How much is my follow-up, and is it paid?"
+    assert off_request(task) == []
