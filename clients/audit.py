@@ -37,6 +37,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from envfarm.clients.connect import Connections
+from envfarm.clients.datafit import clock_day, row_conflicts, value_conflicts
 from envfarm.clients.graph import ToolSpec, is_id_like, load_intents, load_specs, words
 from envfarm.clients.grounding import PersonaRecord, Row, ServerWorld, observe, persona_rows
 from envfarm.clients.policy_checks import PolicyRule, identifies, identity_alternatives, load_rules, shows
@@ -44,7 +45,7 @@ from envfarm.clients.tasks import Claim, Task
 from envfarm.servers.runtime.identification import identification_parts
 from envfarm.servers.runtime.intents import ServerIntents, value_key, word_for
 
-CHECKS = ("determinacy", "referents", "roles", "claims", "verify", "clock", "garble", "depth")
+CHECKS = ("determinacy", "referents", "roles", "claims", "verify", "clock", "data", "garble", "depth")
 PAGING = frozenset({"count", "total", "has_more", "cursor", "next_cursor", "offset", "limit", "page", "page_size"})
 PAGING_ARGS = frozenset({"limit", "cursor", "offset", "page", "page_size"})
 # Work a business does internally, never a customer's goal (the staff principal does it on its own account).
@@ -68,6 +69,8 @@ CODE_FIELD = re.compile(
 POINTER = re.compile(r"\bI mean the\b")
 # A form line in a message: "Body: Thanks.", "Quantity: 5.00." (a label, a colon, the value), outside quotes.
 FORM_LINE = re.compile(r"(?:^|[.!?]\s+)(?!One more thing:|Quick question:)([A-Z][a-z]+(?: [a-z]+){0,4}): (?=\S)")
+# Where a sentence ends: a stop before a capital, but not the stop of a title before a name ("Dr. Elena Hughes").
+SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)\s+(?=[A-Z])|\n")
 QUOTED = re.compile(r"“[^”]*”|\"[^\"]*\"")
 STEPS = re.compile(r"\b(?:afterwards|after that|first|then|next|finally|step)\b", re.IGNORECASE)
 EMAIL = re.compile(r"\S+@\S+")
@@ -424,6 +427,67 @@ def claim_field(claim: Claim) -> str:
     return "_".join(match[1].split()) if match else ""
 
 
+def stems(text: str) -> set[str]:
+    """The content words of a question or a claim's label, cut to four letters, alike ones folded ('price',
+    'cost' -> 'money'): a question and a claim that share one are about the same thing."""
+    found = {w[:4] for w in re.findall(r"[a-z]+", text.lower()) if w not in ASKING and len(w) > 2}
+    return {ASKED_AS.get(w, w) for w in found}
+
+
+def off_request(task: Task) -> list[Claim]:
+    """The claims on a read that the user never asked about: a label sharing no word with anything the user
+    says ("How much is my checkup?" and 'states whether it is paid: open'), unless it is the amount of a 'how
+    much' or the date of a 'when'. A read-back of a change ('confirms ...') is a key value of what was asked."""
+    said = " ".join([task.opening_message, *(t.message for t in task.turns[1:])])
+    heard = stems(said)
+    found = []
+    for claim in task.claims:
+        verb, _, rest = claim.text.partition(" ")
+        label = rest.split(":")[0]
+        if verb != "states" or stems(label) & heard:
+            continue
+        written = [r for c in task.gold_calls if c.is_write for r in rows_of(c.output)]
+        if any(claim.field in r and any(_same_claim_value(r[claim.field], v) for v in claim.values) for r in written):
+            continue  # what the change did (its status now): a key value of what the user asked for
+        numeric = all(re.fullmatch(r"-?[\d,]+(?:\.\d+)?", v) for v in claim.values)
+        if numeric and re.search(r"\bhow (?:much|many|long)\b", said, re.IGNORECASE):
+            continue
+        if any(spoken_date(v) for v in claim.values) and re.search(
+            r"\b(?:when|what dates?|which days?)\b", said, re.IGNORECASE
+        ):
+            continue
+        found.append(claim)
+    return found
+
+
+def claims_of_turn(task: Task, turn: int) -> list[Claim]:
+    """The claims on what the calls of one turn return (a claim's field holding one of its values in a row of
+    their outputs); a claim no call's output shows belongs to every turn. A task of one turn has all its claims."""
+    if len(task.turns) < 2:
+        return list(task.claims)
+
+    def shown_by(claim: Claim, calls: Iterable[int]) -> bool:
+        return any(
+            claim.field in row and any(_same_claim_value(row[claim.field], v) for v in claim.values)
+            for i in calls
+            if 0 <= i < len(task.gold_calls)
+            for row in rows_of(task.gold_calls[i].output)
+        )
+
+    every = range(len(task.gold_calls))
+    mine = task.turns[turn].gold_calls if turn < len(task.turns) else []
+    return [c for c in task.claims if not c.field or shown_by(c, mine) or not shown_by(c, every)]
+
+
+def _same_claim_value(value: Any, said: str) -> bool:
+    return (
+        str(value) == said
+        or json.dumps(value) == said
+        or spoken(value) == said
+        or (isinstance(value, float) and f"{value:.2f}" == said)
+    )
+
+
 def user_text(task: Task) -> str:
     """Everything the agent can know from the user: the messages, the hidden facts and the persona's name."""
     parts = [task.opening_message, *(t.message for t in task.turns), task.persona.name]
@@ -485,7 +549,16 @@ class Auditor:
 
     def check(self, task: Task) -> list[Finding]:
         findings: list[Finding] = []
-        for check in (self.determinacy, self.claims, self.verify, self.roles, self.clock, self.garble, self.depth):
+        for check in (
+            self.determinacy,
+            self.claims,
+            self.verify,
+            self.roles,
+            self.clock,
+            self.data,
+            self.garble,
+            self.depth,
+        ):
             findings += check(task)
         return findings
 
@@ -681,6 +754,10 @@ class Auditor:
             elif not claim.values:
                 findings.append(Finding(check="claims", detail=f"claim with no value to look for: {claim.text[:60]}"))
         findings += self._unanswered(task)
+        findings += [
+            Finding(check="claims", detail=f"claim on what the user never asked: {c.text[:60]}")
+            for c in off_request(task)
+        ]
         # "It was bought on May 4 ... It was bought on March 25": one question, two answers; which row is meant?
         labels: dict[str, set[tuple[str, ...]]] = {}
         for claim in task.claims:
@@ -701,45 +778,46 @@ class Auditor:
         if any(c.kind == "must_refuse" for c in task.policy_checks):
             return []
 
-        def stems(text: str) -> set[str]:
-            found = {w[:4] for w in re.findall(r"[a-z]+", text.lower()) if w not in ASKING and len(w) > 2}
-            return {ASKED_AS.get(w, w) for w in found}
-
-        labels = [stems(c.text.split(":")[0].split(" ", 1)[-1]) for c in task.claims]  # not 'states', 'confirms'
-        values = [v for c in task.claims for v in c.values]
-        dated = any(
-            spoken_date(v)
-            or re.search(
-                r"\b(?:January|February|March|April|May|June|July|August|"
-                r"September|October|November|December)\b",
-                c.text,
-            )
-            for c in task.claims
-            for v in c.values
-        )
-        numeric = any(re.fullmatch(r"-?[\d,]+(?:\.\d+)?", v) for v in values)
-
-        def answers(part: str) -> bool:
-            """Whether a claim answers `part`: a date a 'when', a number a 'how much', else a label word."""
-            return bool(
-                re.search(r"\b(?:when|dates?|days?|times?)\b", part, re.IGNORECASE)
-                and dated
-                or re.search(r"\bhow (?:much|many|long)\b", part, re.IGNORECASE)
-                and numeric
-                or any(label & stems(part) for label in labels)
-            )
-
         findings = []
-        for message in [task.opening_message, *(t.message for t in task.turns[1:])]:
+        for turn, message in enumerate([task.opening_message, *(t.message for t in task.turns[1:])]):
+            # A question is answered by a claim on what that turn's calls return: the date of turn one's offer
+            # does not answer turn two's "when does my membership renew?"
+            claims = claims_of_turn(task, turn)
+            labels = [stems(c.text.split(":")[0].split(" ", 1)[-1]) for c in claims]  # not 'states', 'confirms'
+            values = [v for c in claims for v in c.values]
+            dated = any(
+                spoken_date(v)
+                or re.search(
+                    r"\b(?:January|February|March|April|May|June|July|August|"
+                    r"September|October|November|December)\b",
+                    c.text,
+                )
+                for c in claims
+                for v in c.values
+            )
+            numeric = any(re.fullmatch(r"-?[\d,]+(?:\.\d+)?", v) for v in values)
+
+            def answers(
+                part: str, labels: list[set[str]] = labels, dated: bool = dated, numeric: bool = numeric
+            ) -> bool:
+                """Whether a claim answers `part`: a date a 'when', a number a 'how much', else a label word."""
+                return bool(
+                    re.search(r"\b(?:when|dates?|days?|times?)\b", part, re.IGNORECASE)
+                    and dated
+                    or re.search(r"\bhow (?:much|many|long)\b", part, re.IGNORECASE)
+                    and numeric
+                    or any(label & stems(part) for label in labels)
+                )
+
             text = QUOTED.sub("", message)
-            sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z])|\n", text)
+            sentences = SENTENCE_END.split(text)  # not after "Dr." ("from Dr. Elena Hughes ready to pick up?")
             # "how much is still owed, and when is it due?": two questions, each to be answered
             clauses = [
                 c
                 for s in sentences
                 for c in re.split(r",?\s+and\s+(?=(?:what|when|how|which|where|who|whether)\b)", s, flags=re.IGNORECASE)
             ]
-            for sentence in clauses:
+            for at, sentence in enumerate(clauses):
                 sentence = sentence.strip()
                 if not sentence or not ASKS_VALUE.search(sentence):
                     continue
@@ -748,10 +826,24 @@ class Auditor:
                     r"\W*(?:(?:and|oh|also|so)[,]?\s+)*(?:is|are|has|have|did|does|do|was|were|will)\b", lowered
                 )
 
-                if not task.claims:
+                if not claims:
                     answered = False
                 elif yes_no:
-                    answered = True
+                    # "do I need a prescription?" is answered by a claim on that, not by the price beside it
+                    # or by the details the next sentence asks of it ("Did you receive our payment? Tell me the
+                    # amount and the date it arrived."), unless it asks of something else ("I'd also like ...")
+                    after = clauses[at + 1].strip() if at + 1 < len(clauses) else ""
+                    answered = (
+                        any(label & stems(sentence) for label in labels)
+                        or any(stems(v) & stems(sentence) for v in values)
+                        or bool(
+                            after
+                            and ASKS_VALUE.search(after)
+                            and not re.search(r"\balso\b", after, re.IGNORECASE)
+                            and re.search(r"\b(?:it|its|they|them|their)\b", after, re.IGNORECASE)
+                            and answers(after)
+                        )
+                    )
                 else:
                     # "about the tour: price, group size and meeting point?", "when do I pick up and return the
                     # car?": each thing listed is asked for, so each needs a claim of its own, not one of them
@@ -976,6 +1068,51 @@ class Auditor:
                 )
             ]
         return []
+
+    # -- data: what the gold writes fits the seed (`envfarm.clients.datafit`)
+
+    def data(self, task: Task) -> list[Finding]:
+        """A gold write that a careful agent would stop at: a new row copying another, one over the person's own
+        (a meeting on top of another on their agenda), a date moved into the past, a reason the linked rows
+        belie, an in-person note about a row in another city."""
+        who = {v for v in (task.persona.email, task.persona.name) if v}
+        found: list[tuple[str, str]] = []
+        for call in task.gold_calls:
+            world = self.worlds.get(call.server)
+            if call.is_write and world is not None:
+                found += value_conflicts(call.arguments, world.tables, world.keys, who)
+        for server, expected in task.expected_state.items():
+            world = self.worlds.get(server)
+            if world is not None:
+                today = clock_day(self.facts[server].clock if server in self.facts else None)
+                found += row_conflicts(expected.diff, world.tables, world.keys, who, today)
+        findings = [Finding(check="data", detail=f"{reason}: {detail}") for reason, detail in found]
+        return findings + self.pointed_only(task)
+
+    def pointed_only(self, task: Task) -> list[Finding]:
+        """A gold write that acts on a row its lookup only points at: search_messages found the reply (by the text
+        held back) and the gold pins the reply's thread parent. The lookup's row is of the same kind (it has the
+        write's id column, with another value) and names the acted-on row in another column only, so what the
+        user said or held back describes a different row than the one the gold changes."""
+        findings = []
+        for call in task.gold_calls:
+            world = self.worlds.get(call.server)
+            if not call.is_write or world is None:
+                continue
+            keys = set(world.keys.values())  # a row's own key column: the row it is (a message), not a reference
+            rows = [r for i in call.uses if 0 <= i < len(task.gold_calls) for r in rows_of(task.gold_calls[i].output)]
+            for name, value in call.arguments.items():
+                if name not in keys or not isinstance(value, str) or any(r.get(name) == value for r in rows):
+                    continue
+                via = [c for r in rows if name in r for c, v in r.items() if c != name and v == value]
+                if via:
+                    findings.append(
+                        Finding(
+                            check="data",
+                            detail=f"a row the lookup only points at: {call.tool}.{name} is its {via[0]}",
+                        )
+                    )
+        return findings
 
     # -- garble
 

@@ -524,6 +524,15 @@ def one_row_values(
     row = rng.choice(pool)
     for name in names:
         args[name] = _coerce(row[name], spec.param(name))
+    # A write that names no row of that table makes a new one: its measured amounts (a fill's litres and cost)
+    # are its own, not another driver's log to the cent (`envfarm.clients.datafit.copied_row`). All are scaled
+    # by one factor, so what they say together (the price per litre) still holds.
+    measured = [n for n in names if isinstance(args[n], float) and not args[n].is_integer()]
+    if world.keys.get(table) not in args and len({args[n] for n in measured}) >= 2:
+        factor = rng.choice((rng.uniform(0.8, 0.95), rng.uniform(1.05, 1.2)))
+        for name in measured:
+            places = len(repr(args[name]).partition(".")[2])
+            args[name] = round(args[name] * factor, places)
 
 
 def staff_side(spec: ToolSpec, said: set[str], source: dict[str, ArgSource]) -> list[str]:
@@ -731,6 +740,9 @@ class Grounder:
                     continue
             if not hits:
                 raise Drop("empty result", f"{calls[bind.step].tool} gave no {'/'.join(bind.fields)}")
+            # The row the lookup found, by its own column of that name, over a row it points at (a reply's thread
+            # parent): what the user said or held back describes the found row (`Auditor.pointed_only`).
+            hits = [(v, r) for v, r in hits if r.get(name) == v] or [(v, r) for v, r in hits if name not in r] or hits
             row = chosen_rows.get(bind.step, picked.get(bind.step))
             same_row = [(v, r) for v, r in hits if r is row]
             if not calls[bind.step].arguments:  # a listing of everything: the persona's own rows, where it shows some

@@ -235,7 +235,17 @@ class OracleAgent:
             return Action(content=speech.progress(self.task, per_turn[max(turn, 0)], self.made))
         refusals = [c.rule for c in self.task.policy_checks if c.kind == "must_refuse"]
         if refusals:
-            return Action(content=speech.refusal(refusals[0]))
+            # the reason the lookups showed: the row the user named by its own value (a booking reference) is
+            # someone else's; never the asker's own name or email
+            persona = self.task.persona
+            named = [
+                v
+                for c in self.task.gold_calls
+                if not c.is_write
+                for v in c.arguments.values()
+                if isinstance(v, str) and v not in (persona.name, persona.email)
+            ]
+            return Action(content=speech.refusal(refusals[0], named[-1] if named else None))
         return Action(content=speech.final_answer(self.task, self.made, per_turn[max(turn, 0)]))
 
     def _unsaid_facts(self, index: int, messages: list[dict[str, Any]]) -> list[HiddenFact]:
@@ -258,13 +268,22 @@ class OracleAgent:
                 if key not in hidden and isinstance(value, str) and value
             ),
         ]
+        # before a call the policy's identification governs, every value of the way the task holds back (the date
+        # of birth beside the name it looks the driver up by), each heard from the user, not read off a result
+        gold = self.task.gold_calls[index]
+        named = [
+            v
+            for c in self.task.policy_checks
+            if c.kind == "must_identify" and c.tool == gold.tool and c.server in (None, gold.server) and c.alternatives
+            for v in c.alternatives[0]
+        ]
         unsaid: dict[str, HiddenFact] = {}  # one question per value ("your email", never "email and email")
         for fact, known in details:
-            if (
-                fact.key not in self.asked
-                and identifies(arguments, [str(fact.value)])
-                and not value_found(fact.value, known)
-            ):
+            if fact.key in self.asked:
+                continue
+            if str(fact.value) in named and not value_found(fact.value, heard):
+                unsaid.setdefault(str(fact.value).strip().lower(), fact)
+            elif identifies(arguments, [str(fact.value)]) and not value_found(fact.value, known):
                 unsaid.setdefault(str(fact.value).strip().lower(), fact)
         return list(unsaid.values())
 

@@ -805,6 +805,9 @@ def checks_for(
             if any(how == "persona" for how in grounded.sources[earlier].values())
         ]
         values = named or (who if any(identifies(grounded.calls[i].arguments, who) for i in lookups) else [])
+        # every field the policy names, not one of them: "full name and date of birth" is both, told by the user
+        chosen = [str(v.value) for v in grounded.identification if v.server == call.server and v.chosen]
+        others = [str(v.value) for v in grounded.identification if v.server == call.server and not v.chosen]
         if values:
             seen.add((identify.id, call.server, call.tool))
             checks.append(
@@ -815,6 +818,7 @@ def checks_for(
                     server=call.server,
                     tool=call.tool,
                     values=values,
+                    alternatives=[a for a in (chosen, others) if a] if named else [],
                 )
             )
     return checks

@@ -616,11 +616,17 @@ def _summary(task: Task) -> list[str]:
     return []
 
 
-def refusal(rule: str) -> str:
-    """A refusal that gives the reason (the policy rule) and claims nothing was done. A clause of the rule that
-    points into the policy document ('unless policy below allows it') is the document's, not the agent's: left out."""
+def refusal(rule: str, record: str | None = None) -> str:
+    """A refusal that gives the reason (what the lookups showed: `record`, as the user named it, is not under
+    their name) and the policy rule, and claims nothing was done. A clause of the rule that points into the policy
+    document ('unless policy below allows it') is the document's, not the agent's: left out."""
     said = re.sub(r"[,;]?\s*[^,;.]*\b(?:below|above)\b[^,;.]*(?=[.;]|$)", "", rule.strip()).strip()
     said = said if said.endswith((".", "!", "?")) else said + "."
+    if record:
+        return (
+            f"I'm sorry, but I can't do that: {record} is not under your name. Our policy says: {said} "
+            "The person it belongs to can contact us about it themselves. I haven't changed anything."
+        )
     return f"I'm sorry, but I can't do that. Our policy says: {said} I haven't changed anything."
 
 

@@ -13,7 +13,6 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Literal
@@ -34,6 +33,7 @@ from envfarm.clients.audit import (
 )
 from envfarm.clients.coherence import mixed_rows, overlapping_row, switches_to_current, unsupported_duplicate
 from envfarm.clients.connect import Connections
+from envfarm.clients.datafit import clock_day, row_conflicts, value_conflicts
 from envfarm.clients.effects import Undone, lifecycle_columns, undone
 from envfarm.clients.graph import (
     ToolSpec,
@@ -378,14 +378,6 @@ def _same_text(value: object, said: str) -> bool:
     return False
 
 
-def _iso_day(clock: str) -> str | None:
-    """'12 May 2026 14:00' (a server's clock as its instructions say it) -> '2026-05-12'; None if unreadable."""
-    try:
-        return datetime.strptime(" ".join(clock.split()[:3]), "%d %B %Y").date().isoformat()
-    except ValueError:
-        return None
-
-
 def _versions(servers: Sequence[str], registry: Registry) -> dict[str, str]:
     try:
         versions = {"envfarm": version("envfarm")}
@@ -450,7 +442,7 @@ class _Run:
         }
         self.facts = facts
         self.catalog = catalog
-        today = {s: day for s, f in facts.items() if f.clock and (day := _iso_day(f.clock))}
+        today = {s: day for s, f in facts.items() if f.clock and (day := clock_day(f.clock))}
         self.grounder = Grounder(connections, catalog, worlds, today)
         # Staff-internal work (receiving stock, assigning a guide) is never what the customer asks for.
         never = frozenset(
@@ -577,6 +569,18 @@ class _Run:
                 rows = world.tables.get(table, [])
                 if any(overlapping_row(added, rows, world.keys.get(table)) for added in diff.added):
                     return "a new row on top of an existing one"
+        # What the writes put into the data must fit what is there (`envfarm.clients.datafit`): no copy of another
+        # row, nothing over the person's own rows, no date moved into the past, no reason the data belies.
+        who = {v for v in (grounded.persona.email, grounded.persona.name) if v}
+        for call in grounded.calls:
+            world = self.grounder.worlds[call.server]
+            if call.is_write and (found := value_conflicts(call.arguments, world.tables, world.keys, who)):
+                return found[0][0]
+        for server, expected in grounded.expected.items():
+            world = self.grounder.worlds[server]
+            today = self.grounder.today.get(server)
+            if found := row_conflicts(expected.diff, world.tables, world.keys, who, today):
+                return found[0][0]
         return None
 
     def asks_for_no_change(self, task: Task) -> bool:

@@ -111,6 +111,11 @@ class PolicyCheck(BaseModel):
         default_factory=list,
         description="must_identify: values that identify the customer; must_confirm: numbers the read-back states",
     )
+    alternatives: list[list[str]] = Field(
+        default_factory=list,
+        description="must_identify: each way the policy identifies the customer, as the values it names (full name "
+        "and date of birth); the user must have given all of one before the governed call (empty: any value will do)",
+    )
 
 
 class OverSpecification(BaseModel):

@@ -617,7 +617,10 @@ def _unasked(claims: list[Claim], question: str) -> list[Claim]:
         alike = {ASKED_AS.get(w[:4], w[:4]) for w in label}
         if re.match(r"when\b|.*\b(?:date|day)s?\b", _wanted([claim]).lower()):
             alike.add("date")
-        return not label or stems or any(w[:5] in asked for w in label) or bool(alike & concepts)
+        shared = alike & concepts
+        if shared == {"money"} and not all(re.fullmatch(r"-?[\d,]+(?:\.\d+)?", v) for v in claim.values):
+            shared = set()  # 'how much is it?' asks an amount, not 'whether it is paid: open'
+        return not label or stems or any(w[:5] in asked for w in label) or bool(shared)
 
     return [c for c in claims if not covered(c)]
 

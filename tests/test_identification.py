@@ -155,7 +155,9 @@ def _asking(message: str, claims: list[Claim]) -> Task:
             [Claim(text="states the amount owed: 12.50", values=["12.50"])],
             True,
         ),
-        ("Is the Friday class full?", [Claim(text="states how many places it has: 12", values=["12"])], False),
+        # a yes/no question is answered by a claim on what it asks, not by a number beside it (gold6)
+        ("Is the Friday class full?", [Claim(text="states how many places it has: 12", values=["12"])], True),
+        ("Is the Friday class full?", [Claim(text="states whether it is full: no", values=["no"])], False),
     ],
 )
 def test_the_audit_reports_a_question_no_claim_answers(message: str, claims: list[Claim], unanswered: bool) -> None:

@@ -55,6 +55,15 @@ def _told(trajectory: Trajectory, call: int, values: Sequence[str]) -> bool:
     return all(value_found(v, heard, clocks_of(trajectory)) for v in carried)
 
 
+def _told_all(trajectory: Trajectory, call: int, values: Sequence[str]) -> bool:
+    """Every one of `values` was said by the user before the `call`-th call: the policy's "full name and date of
+    birth" is both, whether the agent looked the customer up by one and matched the other, or by both."""
+    heard = " ".join(
+        str(m.get("content") or "") for m in trajectory.messages[: _message_of(trajectory, call)] if m["role"] == "user"
+    )
+    return all(value_found(v, heard, clocks_of(trajectory)) for v in values)
+
+
 def _confirmed(trajectory: Trajectory, start: int, end: int, values: Sequence[str]) -> bool:
     """Between messages `start` and `end`: the assistant asked to go ahead, stating `values`, and the user
     answered, not with a no."""
@@ -121,6 +130,12 @@ def grade_check(check: PolicyCheck, trajectory: Trajectory) -> PolicyGrade:
         elif not any(_told(trajectory, n, check.values) for n in lookups):
             grade.passed = False
             grade.detail = f"{name}: looked the customer up by details they never gave (ask for them first)"
+        elif check.alternatives and not any(_told_all(trajectory, calls[0], a) for a in check.alternatives):
+            grade.passed = False
+            missing = [v for v in check.alternatives[0] if not _told_all(trajectory, calls[0], [v])]
+            grade.detail = (
+                f"{name}: called {check.tool} without the user giving {', '.join(missing)} (the policy names it)"
+            )
     return grade
 
 

@@ -1,0 +1,259 @@
+"""What a gold write puts into the data fits the data there (`envfarm.clients.datafit`): a new row copying
+another's measured amounts, one over the person's own time span, a date moved into the past, a reason the linked
+rows belie, an in-person note about a row in another city; the audit's `data` check fails each, including a write
+on a row its lookup only points at, and synthesis over several seeds keeps none of them."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from envfarm.clients.audit import Auditor, ServerFacts
+from envfarm.clients.datafit import (
+    clock_day,
+    contradicted_value,
+    copied_row,
+    far_in_person,
+    moved_into_past,
+    overlapping_own,
+    row_conflicts,
+)
+from envfarm.clients.graph import Param, ToolSpec
+from envfarm.clients.grounding import ServerWorld, one_row_values
+from envfarm.clients.tasks import ExpectedState, GoldCall, Persona, Provenance, Task, Turn
+from envfarm.servers.runtime.control import TableDiff
+
+FILL = {"log_id": "ful_1", "vehicle_id": "veh_1", "driver_id": "drv_2", "station": "Cepsa Merida"}
+LOGS = [
+    {**FILL, "liters": 67.4, "cost": 112.27, "odometer_km": 1000, "filled_at": "2026-04-01T09:00:00Z"},
+    {**FILL, "log_id": "ful_2", "liters": 50.5, "cost": 80.8, "odometer_km": 1500, "filled_at": "2026-04-05T09:00:00Z"},
+]
+
+
+def test_a_new_fill_with_another_logs_litres_and_cost_is_a_copy_and_one_of_its_own_is_not() -> None:
+    new = {**LOGS[0], "log_id": "ful_9", "driver_id": "drv_1", "odometer_km": 2000, "filled_at": "2026-04-13"}
+    assert copied_row(new, LOGS, "log_id") is LOGS[0]
+    assert copied_row({**new, "liters": 61.2, "cost": 101.93}, LOGS, "log_id") is None
+    # one price said twice (amount, amount captured) is one amount: a price list's 26.50 is everyone's
+    charge = {"charge_id": "ch_9", "amount": 26.5, "amount_captured": 26.5, "description": "Visit"}
+    assert copied_row(charge, [{**charge, "charge_id": "ch_1"}], "charge_id") is None
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_one_row_values_gives_a_new_row_its_own_amounts_in_the_same_proportion(seed: int) -> None:
+    spec = ToolSpec(
+        server="fleet",
+        name="log_fuel",
+        read_only=False,
+        params=[Param(name=n, type=t, required=True) for n, t in (("vehicle_id", "string"), ("liters", "number"))]
+        + [Param(name="cost", type="number", required=True), Param(name="station", type="string", required=True)],
+    )
+    world = ServerWorld(server="fleet", controlled=True, tables={"fuel_logs": LOGS}, keys={"fuel_logs": "log_id"})
+    args = {"vehicle_id": "veh_1", "liters": 1.5, "cost": 2.5, "station": "x"}
+    source = {"vehicle_id": "output", "liters": "seed", "cost": "seed", "station": "seed"}
+    one_row_values(random.Random(seed), world, spec, args, source, {})
+    assert copied_row({**args, "log_id": "ful_9"}, LOGS, "log_id") is None
+    row = next(r for r in LOGS if r["station"] == args["station"])
+    price = [r["cost"] / r["liters"] for r in LOGS]
+    assert any(abs(args["cost"] / args["liters"] - p) < 0.01 for p in price), (args, row)
+
+
+EVENTS = [
+    {"event_id": "evt_1", "calendar_id": "cal_h", "organizer_email": "hugo@x.com", "status": "confirmed",
+     "starts_at": "2026-04-23T09:30:00Z", "ends_at": "2026-04-23T10:30:00Z"},
+]  # fmt: skip
+INVITES = [{"invitation_id": "inv_1", "event_id": "evt_1", "email": "noah@x.com", "response": "accepted"}]
+KEYS = {"events": "event_id", "invitations": "invitation_id"}
+
+
+def test_a_meeting_over_one_the_person_is_invited_to_overlaps_their_own_and_a_declined_one_does_not() -> None:
+    added = {**EVENTS[0], "event_id": "evt_9", "calendar_id": "cal_n", "organizer_email": "noah@x.com",
+             "starts_at": "2026-04-23T10:00:00Z", "ends_at": "2026-04-23T10:30:00Z"}  # fmt: skip
+    tables = {"events": EVENTS, "invitations": INVITES}
+    assert overlapping_own(added, "events", tables, KEYS, {"noah@x.com"}) is EVENTS[0]
+    assert overlapping_own(added, "events", tables, KEYS, {"maria@x.com"}) is None  # not hers
+    declined = {"events": EVENTS, "invitations": [{**INVITES[0], "response": "declined"}]}
+    assert overlapping_own(added, "events", declined, KEYS, {"noah@x.com"}) is None
+    later = {**added, "starts_at": "2026-04-23T10:30:00Z", "ends_at": "2026-04-23T11:00:00Z"}
+    assert overlapping_own(later, "events", tables, KEYS, {"noah@x.com"}) is None  # back to back is no overlap
+    # a stay's arrival and departure bound it too
+    stays = [{"res_id": "r1", "guest_id": "g1", "arrival_date": "2026-05-05", "departure_date": "2026-05-08",
+              "status": "confirmed"}]  # fmt: skip
+    guests = [{"guest_id": "g1", "email": "olga@x.com"}]
+    new = {**stays[0], "res_id": "r9", "arrival_date": "2026-05-06", "departure_date": "2026-05-13"}
+    found = overlapping_own(new, "stays", {"stays": stays, "guests": guests}, {"stays": "res_id", "guests": "guest_id"},
+                            {"olga@x.com"})  # fmt: skip
+    assert found is stays[0]
+
+
+def test_a_change_that_moves_a_date_from_ahead_to_before_today_is_into_the_past() -> None:
+    assert clock_day("13 April 2026 09:00") == "2026-04-13" and clock_day("soon") is None
+    assert moved_into_past({"renews_on": "2026-04-21"}, {"renews_on": "2026-04-12"}, "2026-04-13") == "renews_on"
+    assert moved_into_past({"renews_on": "2026-04-21"}, {"renews_on": "2026-04-13"}, "2026-04-13") is None
+    assert moved_into_past({"due_on": "2026-04-01"}, {"due_on": "2026-03-30"}, "2026-04-13") is None  # already past
+    diff = {"members": TableDiff(updated=[{"key": "m1", "before": {"renews_on": "2026-04-21"},
+                                           "after": {"renews_on": "2026-04-12"}}])}  # fmt: skip
+    assert row_conflicts(diff, {}, {}, set(), "2026-04-13") == [
+        ("a date moved into the past", "members.renews_on of m1")
+    ]
+
+
+def tour(reasons: list[tuple[str, str]]) -> tuple[dict[str, list[dict[str, object]]], dict[str, str]]:
+    """Departures, bookings on them and a refund per booking, with (refund reason, departure status) pairs."""
+    tables: dict[str, list[dict[str, object]]] = {"departures": [], "bookings": [], "refunds": []}
+    for i, (reason, status) in enumerate(reasons):
+        tables["departures"].append({"departure_id": f"dep_{i}", "status": status})
+        tables["bookings"].append({"booking_id": f"bk_{i}", "booking_ref": f"TB-{i:05d}", "departure_id": f"dep_{i}",
+                                   "status": "cancelled"})  # fmt: skip
+        tables["refunds"].append({"refund_id": f"rf_{i}", "booking_id": f"bk_{i}", "reason": reason})
+    tables["departures"].append({"departure_id": "dep_x", "status": "scheduled"})
+    tables["bookings"].append({"booking_id": "bk_x", "booking_ref": "TB-99999", "departure_id": "dep_x",
+                               "status": "confirmed"})  # fmt: skip
+    return tables, {"departures": "departure_id", "bookings": "booking_id", "refunds": "refund_id"}
+
+
+def test_a_reason_the_seed_only_gives_for_cancelled_departures_is_belied_by_a_scheduled_one() -> None:
+    operator, traveller = "cancelled by the operator", "traveller cancelled"
+    tables, keys = tour([(operator, "cancelled")] * 6 + [(traveller, "scheduled")] * 5 + [(traveller, "completed")] * 3)
+    why = contradicted_value({"booking_ref": "TB-99999", "reason": operator}, ["reason"], tables, keys)
+    assert why is not None and "departures.status: seen cancelled, here scheduled" in why
+    assert contradicted_value({"booking_ref": "TB-99999", "reason": traveller}, ["reason"], tables, keys) is None
+    # too few rows to read anything from, or a state the other reasons share: no contradiction
+    few, keys = tour([(operator, "cancelled")] * 3 + [(traveller, "scheduled")] * 5)
+    assert contradicted_value({"booking_ref": "TB-99999", "reason": operator}, ["reason"], few, keys) is None
+    shared, keys = tour([(operator, "cancelled")] * 6 + [(traveller, "cancelled")] * 6 + [(traveller, "scheduled")])
+    assert contradicted_value({"booking_ref": "TB-99999", "reason": operator}, ["reason"], shared, keys) is None
+
+
+def test_a_note_to_pick_up_in_person_from_another_city_is_far() -> None:
+    tables = {
+        "members": [{"member_id": "mem_1", "email": "hannah@x.com", "city": "Seattle"}],
+        "listings": [{"listing_id": "lst_1", "seller_id": "mem_2", "city": "Toronto"},
+                     {"listing_id": "lst_2", "seller_id": "mem_2", "city": "Seattle"}],
+    }  # fmt: skip
+    keys = {"members": "member_id", "listings": "listing_id"}
+    who = {"hannah@x.com"}
+    far = far_in_person({"listing_id": "lst_1", "message": "Can pick up this weekend."}, tables, keys, who)
+    assert far == "listings in Toronto, the person in Seattle"
+    assert far_in_person({"listing_id": "lst_2", "message": "Can pick up this weekend."}, tables, keys, who) is None
+    assert far_in_person({"listing_id": "lst_1", "message": "Is it still available?"}, tables, keys, who) is None
+
+
+def test_the_audit_fails_a_pin_of_the_thread_parent_of_the_message_the_lookup_found() -> None:
+    reply = {"message_id": "msg_r", "text": "Can we settle it?", "thread_parent_id": "msg_p"}
+    world = ServerWorld(
+        server="team_chat", controlled=True, tables={"messages": [reply]}, keys={"messages": "message_id"}
+    )
+    auditor = Auditor([], {"team_chat": world}, {"team_chat": ServerFacts()})
+    search = GoldCall(server="team_chat", tool="search_messages", arguments={"text": "Can we settle it?"},
+                      output={"messages": [reply]}, is_write=False)  # fmt: skip
+
+    def task(pinned: str) -> Task:
+        pin = GoldCall(server="team_chat", tool="pin_message", arguments={"message_id": pinned},
+                       output={"message_id": pinned}, is_write=True, uses=[0])  # fmt: skip
+        return Task(id="t", servers=["team_chat"], persona=Persona(name="Ethan Singh"), opening_message="Pin it.",
+                    turns=[Turn(message="Pin it.", gold_calls=[0, 1])], gold_calls=[search, pin],
+                    expected_state={"team_chat": ExpectedState()}, tools=[],
+                    provenance=Provenance(sampler="hand", seed=0))  # fmt: skip
+
+    [finding] = auditor.data(task("msg_p"))
+    assert finding.check == "data" and "pin_message.message_id is its thread_parent_id" in finding.detail
+    assert auditor.data(task("msg_r")) == []
+
+
+@pytest.mark.slow
+async def test_synthesis_over_several_seeds_keeps_no_write_the_data_belies() -> None:
+    """Fleet fills, calendar meetings, tour refunds, fitness freezes and team_chat pins over 3 seeds: every kept
+    task passes an independently built auditor's `data` check, and fuel fills are still made (their amounts own)."""
+    from conftest import REPO
+
+    from envfarm.clients.audit import build_auditor
+    from envfarm.clients.connect import Connections, farm_targets
+    from envfarm.clients.synthesize import SynthesisOptions, synthesize
+
+    servers = ["fleet", "calendar", "tour_booking", "fitness_club", "team_chat"]
+    fills = 0
+    async with Connections(farm_targets(REPO, servers)) as connections:
+        auditor = await build_auditor(connections, servers)
+        for seed in range(3):
+            synthesis = await synthesize(SynthesisOptions(n=5, seed=seed, servers=servers), connections)
+            assert [f for t in synthesis.tasks for f in auditor.data(t)] == []
+            fills += sum(1 for t in synthesis.tasks for c in t.gold_calls if c.tool == "log_fuel")
+    assert fills >= 1
+
+
+# ---------------------------------------------------------------- every question has its claim, from its own turn
+
+
+def _asked(task: Task) -> list[str]:
+    from test_audit import auditor
+
+    return [f.detail for f in auditor().claims(task) if f.detail.startswith("asks")]
+
+
+def test_a_yes_no_question_needs_a_claim_on_what_it_asks_not_the_price_beside_it() -> None:
+    from test_audit import good
+
+    from envfarm.clients.tasks import Claim
+
+    task = good()
+    task.opening_message = task.turns[0].message = "Do I need a prescription for it? Could you tell me the price?"
+    task.claims = [Claim(text="states the price: 12.00", values=["12.00"], field="price")]
+    assert _asked(task) == ["asks 'Do I need a prescription for it?' and no claim checks the answer"]
+    task.claims.append(Claim(text="states whether it needs a prescription: yes", values=["yes"], field="rx"))
+    assert _asked(task) == []
+    # the details the next sentence asks of it answer it ("Did you receive it? Tell me the amount it came to.")
+    task.opening_message = task.turns[0].message = "Did you receive my payment? Tell me the price it came to."
+    task.claims = task.claims[:1]
+    assert _asked(task) == []
+
+
+def test_a_when_question_of_turn_two_is_not_answered_by_a_date_turn_one_claims() -> None:
+    from test_audit import good
+
+    from envfarm.clients.tasks import Claim
+
+    task = good()
+    first = "Please cancel my follow-up. When was it booked?"
+    task.opening_message = first
+    task.turns = [Turn(message=first, gold_calls=[0, 2]), Turn(message="When does my plan renew?", gold_calls=[1])]
+    task.gold_calls[2].output = {**task.gold_calls[2].output, "booked_at": "2026-02-20"}
+    task.claims = [
+        Claim(text="states when it was booked: Friday 20 February", values=["2026-02-20"], field="booked_at")
+    ]
+    assert _asked(task) == ["asks 'When does my plan renew?' and no claim checks the answer"]
+
+
+def test_a_title_before_a_name_does_not_end_the_question() -> None:
+    from test_audit import good
+
+    from envfarm.clients.tasks import Claim
+
+    task = good()
+    task.opening_message = task.turns[0].message = "Is my refill from Dr. Elena Hughes ready? Tell me the price."
+    task.claims = [
+        Claim(text="states whether it is ready: picked up", values=["picked up"], field="status"),
+        Claim(text="states the price: 18.00", values=["18.00"], field="price"),
+    ]
+    assert _asked(task) == []
+
+
+def test_a_claim_the_user_never_asked_fails_the_claims_check() -> None:
+    from test_audit import auditor, good
+
+    from envfarm.clients.audit import off_request
+    from envfarm.clients.tasks import Claim
+
+    task = good()
+    task.opening_message = task.turns[0].message = "How much is my follow-up on Wednesday 4 March?"
+    task.claims = [
+        Claim(text="states the amount: 80.00", values=["80.00"], field="amount"),
+        Claim(text="states whether it is paid: open", values=["open"], field="status"),
+    ]
+    assert [c.text for c in off_request(task)] == ["states whether it is paid: open"]
+    assert "claim on what the user never asked: states whether it is paid: open" in [
+        f.detail for f in auditor().claims(task)
+    ]
+    task.opening_message = task.turns[0].message = "How much is my follow-up, and is it paid?"
+    assert off_request(task) == []
