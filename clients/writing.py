@@ -699,6 +699,17 @@ class OfflineWriter:
             column = slot.follow or slot.name
             words = intents.words.get(worded_by, {}) if intents else {}
             said = word_for(words, column, value) if value not in (None, "") else None
+            further = self._ref_table(server, slot.follow) if slot.follow and is_id_like(slot.follow) else None
+            if said is None and further is not None and intents is not None:
+                # a key followed one step further ('{section_id.course_id}'): the row it names, said as its own
+                # table names it ('my HIST 210 class'), never the key itself
+                row_ = self._seed_row(server, further, value)
+                said = next(
+                    (t for p in intents.refer.get(further, []) if (t := self._render_refer(server, further, p, row_))),
+                    None,
+                ) if row_ is not None and further != table else None
+                if said is None:
+                    return None
             said = said if said is not None else say_slot(value, slot.format)
             if said is None:
                 return None
