@@ -424,6 +424,10 @@ _PEOPLE = frozenset(
 )
 
 
+#: Who a business is, in a reason: what they did ('Cancelled by the operator') is their reason, not the customer's.
+_BUSINESS = frozenset("operator organizer organiser host guide store shop seller supplier carrier staff bank".split())
+
+
 def because(reason: str) -> str | None:
     """A free-text reason as the clause a person says after 'because': 'No longer relevant' -> 'because it's no
     longer relevant', 'Too many emails' -> 'because I get too many emails', 'Took an equivalent course' -> 'because
@@ -445,10 +449,15 @@ def because(reason: str) -> str | None:
     if first in {"never", "already", "just", "accidentally"}:
         return f"because I {low}"  # 'Never signed up'
     if rest and rest[0] == "not":
-        return f"because I find {low}"  # 'Content not useful'
+        det = "" if first in {"a", "an", "the", "this", "that"} else "the "
+        return f"because I find {det}{low}"  # 'Content not useful': 'I find the content not useful'
     if first == "too" and rest and rest[0] in {"many", "much"}:
         return f"because I get {low}"
     passive = bool(rest) and rest[0] == "by"  # 'Cancelled by the operator': it was, not I did
+    if passive and len(rest) > 1 and rest[-1] in _BUSINESS:
+        return None  # what the business did ('Cancelled by the operator') is its reason, never the customer's
+    if len(rest) == 1 and re.fullmatch(r"\w+(?:ed|en)", rest[0]) and first not in _PEOPLE | _CLAUSE_START:
+        return None  # 'Trip postponed': 'because of the trip postponed' garbles, and the words must stay whole
     if (not rest or passive) and (re.fullmatch(r"\w+ed", first) or first in {"lost", "stolen", "broken"}):
         return f"because it was {low}"  # 'lost', 'damaged': said of the thing itself
     if first in _DID or re.fullmatch(r"\w+ed", first):

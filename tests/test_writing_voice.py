@@ -18,7 +18,6 @@ REASONS = [
     "Left it at a restaurant",
     "Took an equivalent algorithms course at a community college",
     "Prerequisite taken concurrently in Spring 2026",
-    "Cancelled by the operator",
     "Quarter-end calls",
     "Duplicate charge",
     "Moving to another provider",
@@ -60,7 +59,7 @@ def test_reason_clauses_read_as_a_person_says_them() -> None:
     assert because("No longer relevant") == "because it's no longer relevant"
     assert because("Too many emails") == "because I get too many emails"
     assert because("Left it at a restaurant") == "because I left it at a restaurant"
-    assert because("Cancelled by the operator") == "because it was cancelled by the operator"
+    assert because("Content not useful") == "because I find the content not useful"
     assert because("Change of plans") == "because of a change of plans"
     assert because("Quarter-end calls") == "because of quarter-end calls"
     assert because("see the note from last week") is None  # a note, no reason: the phrasing does not fit
@@ -150,6 +149,15 @@ def test_a_reason_done_to_a_thing_is_said_with_of_and_keeps_its_words() -> None:
     assert because("Traveller cancelled") == "because the traveller cancelled"  # a person did it (seed 2718)
     assert because("Plans changed") == "because plans changed"
     assert because("Item arrived damaged") == "because the item arrived damaged"
+
+
+@pytest.mark.parametrize("reason", ["Cancelled by the operator", "Trip postponed", "Meeting cancelled", "Order shipped"])
+def test_a_reason_no_customer_gives_or_that_garbles_with_its_words_whole_is_not_said(reason: str) -> None:
+    """Seed 4501: 'because it was cancelled by the operator' in the traveller's voice (the business's reason, for a
+    departure still scheduled) and 'because of the trip postponed' (a noun and a bare participle). With the value's
+    words kept whole neither reads as a person; the writer tries another phrasing or drops the task."""
+    assert because(reason) is None
+    assert said_reason("Please cancel booking TB-1 ({reason}).", "{reason}", reason) is None
 
 
 @pytest.mark.parametrize(
