@@ -76,7 +76,7 @@ GLUED_LABEL = re.compile(r"\b(?:for this|the note|a note|the details|the purpose
 PASTED_REASON = re.compile(r"\bbecause of (?:the |a |an )?\w+ \w+(?:ed|en)(?:[.,;!?]|$)")
 # The last word of a column name that makes it a schema's, not a person's ('hours purchased', 'posted at', 'weight kg').
 SCHEMA_TAIL = re.compile(
-    r"(?:[a-z]{2,}(?<!e)ed|\b(?:taken|given|written|chosen|driven|at|on|by|kg|km|min|pct|usd|eur|utc))$"
+    r"(?:[a-z]{2,}(?<!e)ed|\b(?:taken|given|written|chosen|driven|at|on|by|min|pct|usd|eur|utc)|(?<!per )\b(?:kg|km))$"
 )
 # A form line in a message: "Body: Thanks.", "Quantity: 5.00." (a label, a colon, the value), outside quotes.
 FORM_LINE = re.compile(r"(?:^|[.!?]\s+)(?!One more thing:|Quick question:)([A-Z][a-z]+(?: [a-z]+){0,4}): (?=\S)")

@@ -320,9 +320,13 @@ def claim_parts(claim: Claim) -> tuple[str, str] | None:
     return (words or "value"), str(value)
 
 
+#: A sentence that ends inside its closing quote ('saying “Thanks.”', 'saying "Thanks."'): no second full stop.
+CLOSED_QUOTE = re.compile(r"[.?!][”\"]\s*$")
+
+
 def _sentence(text: str) -> str:
     text = text.strip()
-    return text[:1].upper() + text[1:] + ("" if text.endswith((".", "?", "!", ".”", "?”", "!”")) else ".")
+    return text[:1].upper() + text[1:] + ("" if text.endswith((".", "?", "!")) or CLOSED_QUOTE.search(text) else ".")
 
 
 def _join(items: Sequence[str]) -> str:
@@ -535,7 +539,8 @@ def readback(task: Task, index: int) -> str:
     call = task.gold_calls[index]
     asked = asked_readback(call)
     if asked is not None:
-        return f"Just to confirm: {asked.rstrip('.!')}. Shall I go ahead?"
+        said = asked.strip() if CLOSED_QUOTE.search(asked) else asked.rstrip(".! ") + "."
+        return f"Just to confirm: {said} Shall I go ahead?"
     ids, currency = task_ids(task), _currency(task)
     verb, what = _change(task, index, ids, currency)
     details, events = _details(call, ids, currency)
@@ -672,6 +677,7 @@ TEMPLATE_SEAMS = (
     re.compile(r"\bto (?:it|them) to\b"),
     re.compile(r"\bwith [a-z]+ (?:date|time) (?:on )?[A-Z][a-z]+ \d"),
     re.compile(r"\bas for whether\b", re.IGNORECASE),
+    re.compile(r"[.?!][\"”]\."),  # a second full stop after a quote that ended its own sentence
 )
 
 

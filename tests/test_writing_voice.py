@@ -4,9 +4,13 @@ shows nothing an earlier call had not (a get after a search that returned every 
 
 from __future__ import annotations
 
-import pytest
+import json
+import re
 
-from envfarm.clients.audit import Auditor, mentions
+import pytest
+from conftest import REPO
+
+from envfarm.clients.audit import HEAD_NOUNS, SCHEMA_TAIL, Auditor, mentions
 from envfarm.clients.tasks import Claim, GoldCall, Persona, Provenance, Task, Turn
 from envfarm.clients.writing import _unasked, because, said_reason
 
@@ -196,3 +200,23 @@ def test_the_scripted_user_gives_a_held_back_fact_in_its_own_words() -> None:
         "My date of birth is 1988-03-12."
     )
     assert _said("card_number", "LC-1", None) == "My card number is LC-1."
+
+
+def test_no_intent_has_a_person_ask_for_a_column_by_its_name() -> None:
+    """'the credits earned', 'the amount refunded' (seed 2718): a `hear` phrase that is a column's name in a schema's
+    shape (a participle, a preposition or a unit last) reads as a database, even written into an intent. Every
+    built-in spec's `hear` is checked with the audit's own rule."""
+    found = []
+    for path in sorted((REPO / "servers").glob("*/spec.json")):
+        spec = json.loads(path.read_text())
+        columns = {c for e in spec.get("entities", {}).values() for c in e.get("columns", {})}
+        phrases = {c.replace("_", " ") for c in columns if "_" in c and c.split("_")[-1] not in HEAD_NOUNS}
+        for tool in spec.get("tools", []):
+            for field, words in ((tool.get("intent") or {}).get("hear") or {}).items():
+                found += [
+                    f"{path.parent.name}.{tool['name']}.{field}: {words!r}"
+                    for phrase in phrases
+                    if SCHEMA_TAIL.search(phrase)
+                    and re.search(rf"\b(?:the|my|your|our) {re.escape(phrase)}\b(?! \w)", words.lower())
+                ]
+    assert found == []
