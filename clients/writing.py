@@ -36,7 +36,16 @@ from envfarm.clients.audit import (
     user_text,
 )
 from envfarm.clients.graph import ToolSpec, is_id_like, words
-from envfarm.clients.grounding import Drop, Grounded, PersonaRecord, Row, ServerWorld, persona_rows, value_index
+from envfarm.clients.grounding import (
+    FREE_TEXT,
+    Drop,
+    Grounded,
+    PersonaRecord,
+    Row,
+    ServerWorld,
+    persona_rows,
+    value_index,
+)
 from envfarm.clients.sampling import Catalog
 from envfarm.clients.speech import say_slot
 from envfarm.clients.tasks import Claim, HiddenFact, OverSpecification, Task
@@ -112,6 +121,8 @@ MY = re.compile(r"\bmy\b", re.IGNORECASE)
 SUBJECT_ME = re.compile(r"\b(?:is|are|was|were|has|does) me\b|^me\b|[.?!] me\b|\bme (?:is|has|was)\b")
 # A unit after a number slot ('{weight:number} kg'): 1 stays a figure there ('1 kg', never 'one kg').
 UNIT_AFTER = re.compile(r"\s*(?:kg|km|g|lb|cm|mm|m|ml|l|h|%|litres|liters|euros|dollars)\b")
+# A slot for free words of the person's own (a note, a reason): where grounding's filler text may stand.
+NOTE_SLOT = re.compile(r"reason|note|message|comment|memo|description|purpose|summary|content|body|text")
 MORE = ("One more thing: ", "Thanks! Also, ", "Great. And ", "While you're at it, ")
 STYLES = tuple(GREETINGS)
 
@@ -819,6 +830,8 @@ class OfflineWriter:
                         v for v in row.values() if words and not isinstance(v, (dict, list)) and mentions(words, v)
                     ]
                 else:
+                    if value in FREE_TEXT and not NOTE_SLOT.search(slot.name):
+                        break  # filler text ('thanks for checking') where a name belongs: 'Call them thanks for ...'
                     # a code (an enum, a yes/no) in the intent's words: "I was charged twice", never "duplicate"
                     words = word_for(intent.words, slot.name, value)
                     words = words if words is not None else say_slot(value, slot.format)
@@ -829,8 +842,9 @@ class OfflineWriter:
                         text, words = reasoned
                         said.append(value)
                         continue
-                    if _FORM_BEFORE.search(text[: text.index(slot.text)]) or text.index(slot.text) == 0:
-                        break  # a note that is no reason, in a reason's place
+                    before = text[: text.index(slot.text)]
+                    if _FORM_BEFORE.search(before) or not before or before.endswith("("):
+                        break  # a note that is no reason, or one no customer gives, in a reason's place
                 if words is None:
                     break
                 said.append(value)
