@@ -71,7 +71,9 @@ DAY_CODE = re.compile(r"\bon (?:[MTWRF]{2,5}|TTh)\b|\b(?:MWF|MTWRF|MTWR|TTh)\b")
 # A passive that names the speaker as the doer ('It was filled up by me.'): a column ('filled by') said as a clause.
 BY_ME = re.compile(r"\b(?:was|were|is|been) \w+(?: up| out| off| in)? by me\b", re.IGNORECASE)
 # A label then a colon inside a sentence ('for this: Planning offsite', 'with the note: Can pick up'): a slot glued on.
-GLUED_LABEL = re.compile(r"\b(?:for this|the note|a note|the details|the purpose is|the reason is|note|details): (?=\w)")
+GLUED_LABEL = re.compile(
+    r"\b(?:for this|the note|a note|the details|the purpose is|the reason is|note|details): (?=\w)"
+)
 # A reason that is a column's value pasted after 'because of' ('because of the trip postponed').
 PASTED_REASON = re.compile(r"\bbecause of (?:the |a |an )?\w+ \w+(?:ed|en)(?:[.,;!?]|$)")
 # The last word of a column name that makes it a schema's, not a person's ('hours purchased', 'posted at', 'weight kg').

@@ -720,14 +720,10 @@ class OfflineWriter:
             words = intents.words.get(worded_by, {}) if intents else {}
             said = word_for(words, column, value) if value not in (None, "") else None
             further = self._ref_table(server, slot.follow) if slot.follow and is_id_like(slot.follow) else None
-            if said is None and further is not None and intents is not None:
+            if said is None and further is not None and further != table:
                 # a key followed one step further ('{section_id.course_id}'): the row it names, said as its own
                 # table names it ('my HIST 210 class'), never the key itself
-                row_ = self._seed_row(server, further, value)
-                said = next(
-                    (t for p in intents.refer.get(further, []) if (t := self._render_refer(server, further, p, row_))),
-                    None,
-                ) if row_ is not None and further != table else None
+                said = self._named_by_refer(server, further, value)
                 if said is None:
                     return None
             said = said if said is not None else say_slot(value, slot.format)
@@ -735,6 +731,16 @@ class OfflineWriter:
                 return None
             text = text.replace(slot.text, said, 1)
         return text
+
+    def _named_by_refer(self, server: str, table: str, key: Any) -> str | None:
+        """The seed row of `table` whose key is `key`, said by the first of its table's `refer` phrasings that
+        renders ('HIST 210' for a course); None when none does."""
+        intents = self.catalog.intents.get(server)
+        row = self._seed_row(server, table, key)
+        if intents is None or row is None:
+            return None
+        rendered = (self._render_refer(server, table, p, row) for p in intents.refer.get(table, []))
+        return next((text for text in rendered if text is not None), None)
 
     def refer(
         self, rng: random.Random, grounded: Grounded, server: str, table: str, row: Row, refs: dict[Any, str]

@@ -155,7 +155,9 @@ def test_a_reason_done_to_a_thing_is_said_with_of_and_keeps_its_words() -> None:
     assert because("Item arrived damaged") == "because the item arrived damaged"
 
 
-@pytest.mark.parametrize("reason", ["Cancelled by the operator", "Trip postponed", "Meeting cancelled", "Order shipped"])
+@pytest.mark.parametrize(
+    "reason", ["Cancelled by the operator", "Trip postponed", "Meeting cancelled", "Order shipped"]
+)
 def test_a_reason_no_customer_gives_or_that_garbles_with_its_words_whole_is_not_said(reason: str) -> None:
     """Seed 4501: 'because it was cancelled by the operator' in the traveller's voice (the business's reason, for a
     departure still scheduled) and 'because of the trip postponed' (a noun and a bare participle). With the value's
