@@ -287,6 +287,11 @@ def _fact(words: str, value: str, currency: str | None) -> str:
     if question is not None:  # a label worded as a question ('when it was submitted')
         if question.group(1) == "when" and question.group(2):
             return f"{question.group(2)} on {when}" if when is not None else f"{question.group(2)} {said}"
+        if question.group(1) == "who" and re.fullmatch(r"\w+(?: \w+)?", question.group(2)):
+            return f"the person who {question.group(2)} is {said}"  # never 'as for who wrote it, that's ...'
+        spoke = re.fullmatch(r"(?:they|it|he|she) (?:said|say|says|wrote|write|writes)", question.group(2))
+        if question.group(1) == "what" and spoke is not None:
+            return f"{question.group(2)} “{said}”"  # 'what they said' -> 'they said “...”'
         wordy = len(said.split()) >= 3 and not _numeric(said.replace(",", "").lstrip("$€£¥₹"))
         return f"as for {words}, that's {when or (f'“{said}”' if wordy else said)}"
     if when is not None:
@@ -592,9 +597,16 @@ def final_answer(task: Task, done: set[int], last: Sequence[int] = ()) -> str:
     sentences (the whole conversation's: the answer is graded alone, so earlier facts are recapped)."""
     now = [i for i in last if i in done and task.gold_calls[i].is_write] if last else sorted(done)
     changed = [did(task, i) for i in now if task.gold_calls[i].is_write]
-    found = state_claims(task.claims, _currency(task), task_ids(task))
-    if found and len(last) < len(task.gold_calls) and len(task.turns) > 1:
-        found[0] = "To recap: " + found[0][:1].lower() + found[0][1:]
+    currency, ids = _currency(task), task_ids(task)
+    recent = _turn_claims(task, last) if last and len(task.turns) > 1 else task.claims
+    earlier = [c for c in task.claims if c not in recent]
+    found = state_claims(recent, currency, ids)
+    if earlier:
+        # what an earlier request asked to hear, said as that request's ('the status is completed' after a credit
+        # note would read as the credit's): the answer is graded alone, so it is still said
+        before = state_claims(earlier, currency, ids)
+        before[0] = "As for your earlier request, " + before[0][:1].lower() + before[0][1:]
+        found += before
     if not changed and not found:
         found = _summary(task)
     return " ".join([*changed, *found] or ["That's all taken care of."])
