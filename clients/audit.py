@@ -74,6 +74,10 @@ BY_ME = re.compile(r"\b(?:was|were|is|been) \w+(?: up| out| off| in)? by me\b", 
 GLUED_LABEL = re.compile(
     r"\b(?:for this|the note|a note|the details|the purpose is|the reason is|note|details): (?=\w)"
 )
+# A code a person types between colons (':white_check_mark:'): its underscores are how it is typed.
+EMOJI_CODE = re.compile(r"(?<![\w:]):[a-z0-9_+-]+:(?![\w:])")
+# A code typed between colons, unfolded into words (':white check mark:' for ':white_check_mark:').
+UNFOLDED_CODE = re.compile(r"(?<![\w:]):[a-z]+(?: [a-z]+)+:(?![\w:])")
 # A reason that is a column's value pasted after 'because of' ('because of the trip postponed').
 PASTED_REASON = re.compile(r"\bbecause of (?:the |a |an )?\w+ \w+(?:ed|en)(?:[.,;!?]|$)")
 # The last word of a column name that makes it a schema's, not a person's ('hours purchased', 'posted at', 'weight kg').
@@ -1036,7 +1040,7 @@ class Auditor:
             ]
             if m := CODE_FIELD.search(QUOTED.sub("“…”", text)):
                 problems.append(f"a value said as a form field '{m[0].strip()}'")
-            if m := SNAKE.search(text):
+            if m := SNAKE.search(EMOJI_CODE.sub("", text)):  # ':white_check_mark:' is typed so
                 problems.append(f"raw field name or id '{m[0]}'")
             if m := ISO_TIME.search(text):
                 problems.append(f"ISO timestamp '{m[0]}'")
@@ -1061,6 +1065,8 @@ class Auditor:
                 problems.append(f"the speaker as a passive's doer '{m[0]}'")
             if where != "hidden fact" and (m := GLUED_LABEL.search(unquoted)):
                 problems.append(f"a slot glued after a label '{m[0]}'")
+            if m := UNFOLDED_CODE.search(unquoted):
+                problems.append(f"a typed code unfolded into words '{m[0]}'")
             if m := PASTED_REASON.search(unquoted):
                 problems.append(f"a value pasted after 'because of' '{m[0].strip()}'")
             if where != "hidden fact":

@@ -841,6 +841,8 @@ class OfflineWriter:
                     # a code (an enum, a yes/no) in the intent's words: "I was charged twice", never "duplicate"
                     words = word_for(intent.words, slot.name, value)
                     words = words if words is not None else say_slot(value, slot.format)
+                    if isinstance(value, str) and f":{slot.text}:" in phrasing:
+                        words = value  # a code typed between colons (':white_check_mark:'), never unfolded
                 if words is not None and _reason_slot(slot.name, param.description) and not intent.words.get(slot.name):
                     # "Why? No longer relevant." reads as a form: "... because it's no longer relevant"
                     reasoned = said_reason(text, slot.text, value)

@@ -271,6 +271,7 @@ def test_clock_fails_when_servers_disagree_on_now() -> None:
         "I need a new report for this: Planning offsite with the team.",
         "Make an offer with the note: Can pick up this weekend.",
         "Please cancel it because of the trip postponed.",
+        "Add a :white check mark: to my message, please.",
     ],
 )
 def test_garble_fails_on_column_names_leaks_and_step_words(sentence: str) -> None:
@@ -290,6 +291,7 @@ def test_garble_fails_on_column_names_leaks_and_step_words(sentence: str) -> Non
         "Please put “Planning offsite with the team” down as the purpose.",
         "It's because of the discount agreed after delivery.",
         "I want to save a new payee: Clearwater Water Co.",
+        "Add a :white_check_mark: to my message, please.",
     ],
 )
 def test_garble_passes_details_said_as_clauses_and_one_pointer(sentence: str) -> None:
