@@ -67,6 +67,24 @@ CODE_FIELD = re.compile(
     r"\b[a-z]+(?: [a-z]+)?: (?:yes|no|true|false)\b|[;,(] ?[a-z]+(?: [a-z]+)?: [a-z]+\b|\b(?:is|are): (?=\w)"
 )
 POINTER = re.compile(r"\bI mean the\b")
+# Meeting days as a timetable's letter code ('on TR at 16:00', 'MWF'): a person says 'Tuesdays and Thursdays'.
+DAY_CODE = re.compile(r"\bon (?:[MTWRF]{2,5}|TTh)\b|\b(?:MWF|MTWRF|MTWR|TTh)\b")
+# A passive that names the speaker as the doer ('It was filled up by me.'): a column ('filled by') said as a clause.
+BY_ME = re.compile(r"\b(?:was|were|is|been) \w+(?: up| out| off| in)? by me\b", re.IGNORECASE)
+# A label then a colon inside a sentence ('for this: Planning offsite', 'with the note: Can pick up'): a slot glued on.
+GLUED_LABEL = re.compile(
+    r"\b(?:for this|the note|a note|the details|the purpose is|the reason is|note|details): (?=\w)"
+)
+# A code a person types between colons (':white_check_mark:'): its underscores are how it is typed.
+EMOJI_CODE = re.compile(r"(?<![\w:]):[a-z0-9_+-]+:(?![\w:])")
+# A code typed between colons, unfolded into words (':white check mark:' for ':white_check_mark:').
+UNFOLDED_CODE = re.compile(r"(?<![\w:]):[a-z]+(?: [a-z]+)+:(?![\w:])")
+# A reason that is a column's value pasted after 'because of' ('because of the trip postponed').
+PASTED_REASON = re.compile(r"\bbecause of (?:the |a |an )?\w+ \w+(?:ed|en)(?:[.,;!?]|$)")
+# The last word of a column name that makes it a schema's, not a person's ('hours purchased', 'posted at', 'weight kg').
+SCHEMA_TAIL = re.compile(
+    r"(?:[a-z]{2,}(?<!e)ed|\b(?:taken|given|written|chosen|driven|at|on|by|min|pct|usd|eur|utc)|(?<!per )\b(?:kg|km))$"
+)
 # A form line in a message: "Body: Thanks.", "Quantity: 5.00." (a label, a colon, the value), outside quotes.
 FORM_LINE = re.compile(r"(?:^|[.!?]\s+)(?!One more thing:|Quick question:)([A-Z][a-z]+(?: [a-z]+){0,4}): (?=\S)")
 # Where a sentence ends: a stop before a capital, but not the stop of a title before a name ("Dr. Elena Hughes").
@@ -1121,7 +1139,11 @@ class Auditor:
         phrases = {c.replace("_", " ").lower() for c in columns if "_" in c and not is_id_like(c)}
         phrases = {p for p in phrases if p.split()[-1] not in HEAD_NOUNS}
         intent_words = " ".join(self.intent_words.get(s, "") for s in task.servers)
-        phrases = {p for p in phrases if not re.search(rf"\b{re.escape(p)}\b", intent_words)}
+        # A phrase the intents give people is how they talk ('the daily transfer limit'), unless it is itself a
+        # column name of a schema's shape ('the credits earned', 'the hours purchased'): then the intent leaks it.
+        spoken_by_intents = {p for p in phrases if re.search(rf"\b{re.escape(p)}\b", intent_words)}
+        nouns = {p for p in spoken_by_intents if SCHEMA_TAIL.search(p)}  # said as a thing: 'the credits earned'
+        phrases -= spoken_by_intents
         findings = []
         said = [("message", task.opening_message), *(("turn", t.message) for t in task.turns[1:])]
         said += [("hidden fact", h.description) for h in task.hidden_facts]
@@ -1139,6 +1161,13 @@ class Auditor:
                 code = value_key(value).lower()
                 if phrase is not None and code not in phrase.lower() and code.replace("_", " ") not in phrase.lower():
                     raw.add(code)
+        # Free text a write takes ('Planning offsite with the team'), said right after a colon, is a form's field.
+        glued = {
+            f": {value.lower()}"
+            for call in task.gold_calls
+            for value in call.arguments.values()
+            if isinstance(value, str) and _sentence_like(value)
+        }
         for where, message in said:
             text = EMAIL.sub("", message)
             problems = [
@@ -1148,7 +1177,7 @@ class Auditor:
             ]
             if m := CODE_FIELD.search(QUOTED.sub("“…”", text)):
                 problems.append(f"a value said as a form field '{m[0].strip()}'")
-            if m := SNAKE.search(text):
+            if m := SNAKE.search(EMOJI_CODE.sub("", text)):  # ':white_check_mark:' is typed so
                 problems.append(f"raw field name or id '{m[0]}'")
             if m := ISO_TIME.search(text):
                 problems.append(f"ISO timestamp '{m[0]}'")
@@ -1166,10 +1195,27 @@ class Auditor:
                 problems.append(f"a bare number as a pointer '{m[0]}'")
             if where != "hidden fact" and (m := STEPS.search(text)):
                 problems.append(f"step word '{m[0]}'")
+            unquoted = QUOTED.sub("“…”", text)
+            if m := DAY_CODE.search(unquoted):
+                problems.append(f"meeting days as a code '{m[0]}'")
+            if m := BY_ME.search(unquoted):
+                problems.append(f"the speaker as a passive's doer '{m[0]}'")
+            if where != "hidden fact" and (m := GLUED_LABEL.search(unquoted)):
+                problems.append(f"a slot glued after a label '{m[0]}'")
+            if m := UNFOLDED_CODE.search(unquoted):
+                problems.append(f"a typed code unfolded into words '{m[0]}'")
+            if m := PASTED_REASON.search(unquoted):
+                problems.append(f"a value pasted after 'because of' '{m[0].strip()}'")
+            if where != "hidden fact":
+                problems += [f"free text pasted after a colon '{v[:30]}'" for v in glued if v in unquoted.lower()]
             lowered = text.lower()
             for phrase in sorted(phrases):
                 if re.search(rf"\b{re.escape(phrase)}\b", lowered):
                     problems.append(f"column name '{phrase}'")
+                    break
+            for phrase in sorted(nouns):
+                if re.search(rf"\b(?:the|my|your|our) {re.escape(phrase)}\b(?! \w)", lowered):
+                    problems.append(f"column name as a noun 'the {phrase}'")
                     break
             pair = re.search(r"\bthe (\w+) and the (\w+)\b", lowered)
             heard = pair is not None and all(f"the {w}" in intent_words for w in (pair[1], pair[2]))
@@ -1177,6 +1223,13 @@ class Auditor:
                 problems.append(f"column names '{pair[0]}'")
             findings += [Finding(check="garble", detail=f"{where}: {p}") for p in problems]
         return findings
+
+
+def _sentence_like(value: str) -> bool:
+    """Whether a value is free text (a purpose, a note): two or more words, one of them a lower-case word of four
+    letters or more ('Planning offsite with the team'); a name ('Clearwater Water Co') is not."""
+    tokens = value.split()
+    return len(tokens) >= 2 and any(len(w) >= 4 and w.isalpha() and w.islower() for w in tokens)
 
 
 def _paging(task: Task, claim: Claim, field: str) -> bool:

@@ -287,6 +287,11 @@ def _fact(words: str, value: str, currency: str | None) -> str:
     if question is not None:  # a label worded as a question ('when it was submitted')
         if question.group(1) == "when" and question.group(2):
             return f"{question.group(2)} on {when}" if when is not None else f"{question.group(2)} {said}"
+        if question.group(1) == "who" and re.fullmatch(r"\w+(?: \w+)?", question.group(2)):
+            return f"the person who {question.group(2)} is {said}"  # never 'as for who wrote it, that's ...'
+        spoke = re.fullmatch(r"(?:they|it|he|she) (?:said|say|says|wrote|write|writes)", question.group(2))
+        if question.group(1) == "what" and spoke is not None:
+            return f"{question.group(2)} “{said}”"  # 'what they said' -> 'they said “...”'
         wordy = len(said.split()) >= 3 and not _numeric(said.replace(",", "").lstrip("$€£¥₹"))
         return f"as for {words}, that's {when or (f'“{said}”' if wordy else said)}"
     if when is not None:
@@ -320,9 +325,13 @@ def claim_parts(claim: Claim) -> tuple[str, str] | None:
     return (words or "value"), str(value)
 
 
+#: A sentence that ends inside its closing quote ('saying “Thanks.”', 'saying "Thanks."'): no second full stop.
+CLOSED_QUOTE = re.compile(r"[.?!][”\"]\s*$")
+
+
 def _sentence(text: str) -> str:
     text = text.strip()
-    return text[:1].upper() + text[1:] + ("" if text.endswith((".", "?", "!", ".”", "?”", "!”")) else ".")
+    return text[:1].upper() + text[1:] + ("" if text.endswith((".", "?", "!")) or CLOSED_QUOTE.search(text) else ".")
 
 
 def _join(items: Sequence[str]) -> str:
@@ -535,7 +544,8 @@ def readback(task: Task, index: int) -> str:
     call = task.gold_calls[index]
     asked = asked_readback(call)
     if asked is not None:
-        return f"Just to confirm: {asked.rstrip('.!')}. Shall I go ahead?"
+        said = asked.strip() if CLOSED_QUOTE.search(asked) else asked.rstrip(".! ") + "."
+        return f"Just to confirm: {said} Shall I go ahead?"
     ids, currency = task_ids(task), _currency(task)
     verb, what = _change(task, index, ids, currency)
     details, events = _details(call, ids, currency)
@@ -587,9 +597,16 @@ def final_answer(task: Task, done: set[int], last: Sequence[int] = ()) -> str:
     sentences (the whole conversation's: the answer is graded alone, so earlier facts are recapped)."""
     now = [i for i in last if i in done and task.gold_calls[i].is_write] if last else sorted(done)
     changed = [did(task, i) for i in now if task.gold_calls[i].is_write]
-    found = state_claims(task.claims, _currency(task), task_ids(task))
-    if found and len(last) < len(task.gold_calls) and len(task.turns) > 1:
-        found[0] = "To recap: " + found[0][:1].lower() + found[0][1:]
+    currency, ids = _currency(task), task_ids(task)
+    recent = _turn_claims(task, last) if last and len(task.turns) > 1 else task.claims
+    earlier = [c for c in task.claims if c not in recent]
+    found = state_claims(recent, currency, ids)
+    if earlier:
+        # what an earlier request asked to hear, said as that request's ('the status is completed' after a credit
+        # note would read as the credit's): the answer is graded alone, so it is still said
+        before = state_claims(earlier, currency, ids)
+        before[0] = "As for your earlier request, " + before[0][:1].lower() + before[0][1:]
+        found += before
     if not changed and not found:
         found = _summary(task)
     return " ".join([*changed, *found] or ["That's all taken care of."])
@@ -678,6 +695,7 @@ TEMPLATE_SEAMS = (
     re.compile(r"\bto (?:it|them) to\b"),
     re.compile(r"\bwith [a-z]+ (?:date|time) (?:on )?[A-Z][a-z]+ \d"),
     re.compile(r"\bas for whether\b", re.IGNORECASE),
+    re.compile(r"[.?!][\"”]\."),  # a second full stop after a quote that ended its own sentence
 )
 
 

@@ -228,7 +228,9 @@ class ScriptedSession:
                 elif isinstance(value, str) and (number := number_value(value)) is not None:
                     numbers.add(number)
         reading = read(said)
-        if numbers and reading.numbers and not numbers & set(reading.numbers):
+        # a number the user said themselves names the row ('my subscription at 44.46 a month'), no other change
+        own = set(read(self.task.turns[self.turn].message).numbers) if self.turn < len(self.task.turns) else set()
+        if numbers and reading.numbers and not numbers & set(reading.numbers) and not set(reading.numbers) <= own:
             return False
         return not (days and reading.dates and not days & reading.dates)
 

@@ -36,7 +36,16 @@ from envfarm.clients.audit import (
     user_text,
 )
 from envfarm.clients.graph import ToolSpec, is_id_like, words
-from envfarm.clients.grounding import Drop, Grounded, PersonaRecord, Row, ServerWorld, persona_rows, value_index
+from envfarm.clients.grounding import (
+    FREE_TEXT,
+    Drop,
+    Grounded,
+    PersonaRecord,
+    Row,
+    ServerWorld,
+    persona_rows,
+    value_index,
+)
 from envfarm.clients.sampling import Catalog
 from envfarm.clients.speech import say_slot
 from envfarm.clients.tasks import Claim, HiddenFact, OverSpecification, Task
@@ -112,6 +121,8 @@ MY = re.compile(r"\bmy\b", re.IGNORECASE)
 SUBJECT_ME = re.compile(r"\b(?:is|are|was|were|has|does) me\b|^me\b|[.?!] me\b|\bme (?:is|has|was)\b")
 # A unit after a number slot ('{weight:number} kg'): 1 stays a figure there ('1 kg', never 'one kg').
 UNIT_AFTER = re.compile(r"\s*(?:kg|km|g|lb|cm|mm|m|ml|l|h|%|litres|liters|euros|dollars)\b")
+# A slot for free words of the person's own (a note, a reason): where grounding's filler text may stand.
+NOTE_SLOT = re.compile(r"reason|note|message|comment|memo|description|purpose|summary|content|body|text")
 MORE = ("One more thing: ", "Thanks! Also, ", "Great. And ", "While you're at it, ")
 STYLES = tuple(GREETINGS)
 
@@ -424,6 +435,10 @@ _PEOPLE = frozenset(
 )
 
 
+#: Who a business is, in a reason: what they did ('Cancelled by the operator') is their reason, not the customer's.
+_BUSINESS = frozenset("operator organizer organiser host guide store shop seller supplier carrier staff bank".split())
+
+
 def because(reason: str) -> str | None:
     """A free-text reason as the clause a person says after 'because': 'No longer relevant' -> 'because it's no
     longer relevant', 'Too many emails' -> 'because I get too many emails', 'Took an equivalent course' -> 'because
@@ -445,10 +460,15 @@ def because(reason: str) -> str | None:
     if first in {"never", "already", "just", "accidentally"}:
         return f"because I {low}"  # 'Never signed up'
     if rest and rest[0] == "not":
-        return f"because I find {low}"  # 'Content not useful'
+        det = "" if first in {"a", "an", "the", "this", "that"} else "the "
+        return f"because I find {det}{low}"  # 'Content not useful': 'I find the content not useful'
     if first == "too" and rest and rest[0] in {"many", "much"}:
         return f"because I get {low}"
     passive = bool(rest) and rest[0] == "by"  # 'Cancelled by the operator': it was, not I did
+    if passive and len(rest) > 1 and rest[-1] in _BUSINESS:
+        return None  # what the business did ('Cancelled by the operator') is its reason, never the customer's
+    if len(rest) == 1 and re.fullmatch(r"\w+(?:ed|en)", rest[0]) and first not in _PEOPLE | _CLAUSE_START:
+        return None  # 'Trip postponed': 'because of the trip postponed' garbles, and the words must stay whole
     if (not rest or passive) and (re.fullmatch(r"\w+ed", first) or first in {"lost", "stolen", "broken"}):
         return f"because it was {low}"  # 'lost', 'damaged': said of the thing itself
     if first in _DID or re.fullmatch(r"\w+ed", first):
@@ -702,11 +722,28 @@ class OfflineWriter:
             column = slot.follow or slot.name
             words = intents.words.get(worded_by, {}) if intents else {}
             said = word_for(words, column, value) if value not in (None, "") else None
+            further = self._ref_table(server, slot.follow) if slot.follow and is_id_like(slot.follow) else None
+            if said is None and further is not None and further != table:
+                # a key followed one step further ('{section_id.course_id}'): the row it names, said as its own
+                # table names it ('my HIST 210 class'), never the key itself
+                said = self._named_by_refer(server, further, value)
+                if said is None:
+                    return None
             said = said if said is not None else say_slot(value, slot.format)
             if said is None:
                 return None
             text = text.replace(slot.text, said, 1)
         return text
+
+    def _named_by_refer(self, server: str, table: str, key: Any) -> str | None:
+        """The seed row of `table` whose key is `key`, said by the first of its table's `refer` phrasings that
+        renders ('HIST 210' for a course); None when none does."""
+        intents = self.catalog.intents.get(server)
+        row = self._seed_row(server, table, key)
+        if intents is None or row is None:
+            return None
+        rendered = (self._render_refer(server, table, p, row) for p in intents.refer.get(table, []))
+        return next((text for text in rendered if text is not None), None)
 
     def refer(
         self, rng: random.Random, grounded: Grounded, server: str, table: str, row: Row, refs: dict[Any, str]
@@ -802,9 +839,13 @@ class OfflineWriter:
                         v for v in row.values() if words and not isinstance(v, (dict, list)) and mentions(words, v)
                     ]
                 else:
+                    if value in FREE_TEXT and not NOTE_SLOT.search(slot.name):
+                        break  # filler text ('thanks for checking') where a name belongs: 'Call them thanks for ...'
                     # a code (an enum, a yes/no) in the intent's words: "I was charged twice", never "duplicate"
                     words = word_for(intent.words, slot.name, value)
                     words = words if words is not None else say_slot(value, slot.format)
+                    if isinstance(value, str) and f":{slot.text}:" in phrasing:
+                        words = value  # a code typed between colons (':white_check_mark:'), never unfolded
                 if words is not None and _reason_slot(slot.name, param.description) and not intent.words.get(slot.name):
                     # "Why? No longer relevant." reads as a form: "... because it's no longer relevant"
                     reasoned = said_reason(text, slot.text, value)
@@ -812,8 +853,9 @@ class OfflineWriter:
                         text, words = reasoned
                         said.append(value)
                         continue
-                    if _FORM_BEFORE.search(text[: text.index(slot.text)]) or text.index(slot.text) == 0:
-                        break  # a note that is no reason, in a reason's place
+                    before = text[: text.index(slot.text)]
+                    if _FORM_BEFORE.search(before) or not before or before.endswith("("):
+                        break  # a note that is no reason, or one no customer gives, in a reason's place
                 if words is None:
                     break
                 said.append(value)

@@ -884,6 +884,9 @@ def _slot_problem(spec: EnvironmentSpec, name: str, follow: str | None, ref: str
     if follow not in entity.columns:
         return f"{target!r} (referenced by {name!r}) has no column {follow!r}"
     if _is_id(entity, follow):
+        further = (entity.columns[follow].ref or "").partition(".")[0]
+        if further in spec.entities and spec.entities[further].refer and further != target:
+            return None  # said as its own table names the row ('{section_id.course_id}': 'HIST 210')
         return f"{target}.{follow} is an id, which no person says; follow it to a column they know"
     return None
 
@@ -1024,8 +1027,10 @@ def words_problems(spec: EnvironmentSpec) -> Problems:
             values = _coded(entity.columns.get(column))
             if column not in entity.columns:
                 problems.append((at, f"{tname!r} has no column {column!r}"))
-            elif values is None:
+            elif values is None and entity.columns[column].type != "string":
                 problems.append((at, f"{column!r} is neither an enum nor a boolean: its values are said as they are"))
+            elif values is None:
+                continue  # a code column without an enum (meeting days 'MWF'): its codes, said as people say them
             else:
                 problems += [
                     (f"{at}.{v}", f"{v!r} is not a value of {column!r} ({', '.join(values)})")

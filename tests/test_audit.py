@@ -268,6 +268,13 @@ def test_clock_fails_when_servers_disagree_on_now() -> None:
         "Body: Thanks for the call.",
         "I mean the invoice on Friday 6 March. I mean the item “Consulting”.",
         "I mean the package for 0.00.",
+        "Please drop my class in Marlow Library 108 on TR at 16:00.",
+        "It's the MWF one.",
+        "It was filled up by me.",
+        "I need a new report for this: Planning offsite with the team.",
+        "Make an offer with the note: Can pick up this weekend.",
+        "Please cancel it because of the trip postponed.",
+        "Add a :white check mark: to my message, please.",
     ],
 )
 def test_garble_fails_on_column_names_leaks_and_step_words(sentence: str) -> None:
@@ -282,6 +289,12 @@ def test_garble_fails_on_column_names_leaks_and_step_words(sentence: str) -> Non
         "One more thing: the reason is “Feeling better”.",
         "The body is “Note: bring the forms.”",
         "I mean the appointment on Friday 6 March.",
+        "It's my Tuesdays and Thursdays class at 16:00.",
+        "I filled it up myself.",
+        "Please put “Planning offsite with the team” down as the purpose.",
+        "It's because of the discount agreed after delivery.",
+        "I want to save a new payee: Clearwater Water Co.",
+        "Add a :white_check_mark: to my message, please.",
     ],
 )
 def test_garble_passes_details_said_as_clauses_and_one_pointer(sentence: str) -> None:

@@ -111,5 +111,6 @@ def test_the_seam_checks_catch_what_reviewers_found() -> None:
     for bad in [
         "Just to confirm: I'll subscribe the list “Careers”. Shall I go ahead?",
         "I've purchased the package for the student “Felix Andersen”, with hours purchased 20.",
+        "Just to confirm: I'll add a comment saying \"I'd move the copy.\". Shall I go ahead?",
     ]:
         assert template_seams(bad), bad

@@ -74,6 +74,16 @@ async def test_a_read_back_of_another_amount_gets_a_no() -> None:
     assert await reply(PAY, "Shall I send another $49.36?", [paid]) is None  # the turn is done: the user leaves
 
 
+async def test_a_read_back_naming_the_row_by_a_number_the_user_said_gets_a_yes() -> None:
+    """Seed 13: 'cancel my Pinecrest Coworking subscription at 44.46 a month' read back with its 44.46, while the
+    turn's other pending write (a new card) takes 1835, 8 and 2027: the user said 44.46 to name the row, so the
+    read-back is the change they asked for; a number nobody said is still another change."""
+    task = PAY.model_copy(deep=True)
+    task.turns[0].message = "Please pay my 49.36 bill to Lucas; it's the one I set up at 12.50 a week."
+    assert await reply(task, "I'll pay the one you set up at 12.50 a week. Shall I go ahead?") == YES
+    assert await reply(task, "I'll pay the one at 13.75 a week. Shall I go ahead?") == NO
+
+
 async def test_someone_asking_for_another_person_ends_once_the_agent_declines() -> None:
     assert await reply(FOR_SOMEONE, "Could you give me Carlos's booking reference?") == NOT_MINE
     assert (await reply(FOR_SOMEONE, "Could you tell me your full name?") or "").startswith("My full name is Daniel")

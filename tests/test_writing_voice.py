@@ -4,9 +4,13 @@ shows nothing an earlier call had not (a get after a search that returned every 
 
 from __future__ import annotations
 
-import pytest
+import json
+import re
 
-from envfarm.clients.audit import Auditor, mentions
+import pytest
+from conftest import REPO
+
+from envfarm.clients.audit import HEAD_NOUNS, SCHEMA_TAIL, Auditor, mentions
 from envfarm.clients.tasks import Claim, GoldCall, Persona, Provenance, Task, Turn
 from envfarm.clients.writing import _unasked, because, said_reason
 
@@ -18,7 +22,6 @@ REASONS = [
     "Left it at a restaurant",
     "Took an equivalent algorithms course at a community college",
     "Prerequisite taken concurrently in Spring 2026",
-    "Cancelled by the operator",
     "Quarter-end calls",
     "Duplicate charge",
     "Moving to another provider",
@@ -60,7 +63,7 @@ def test_reason_clauses_read_as_a_person_says_them() -> None:
     assert because("No longer relevant") == "because it's no longer relevant"
     assert because("Too many emails") == "because I get too many emails"
     assert because("Left it at a restaurant") == "because I left it at a restaurant"
-    assert because("Cancelled by the operator") == "because it was cancelled by the operator"
+    assert because("Content not useful") == "because I find the content not useful"
     assert because("Change of plans") == "because of a change of plans"
     assert because("Quarter-end calls") == "because of quarter-end calls"
     assert because("see the note from last week") is None  # a note, no reason: the phrasing does not fit
@@ -153,6 +156,17 @@ def test_a_reason_done_to_a_thing_is_said_with_of_and_keeps_its_words() -> None:
 
 
 @pytest.mark.parametrize(
+    "reason", ["Cancelled by the operator", "Trip postponed", "Meeting cancelled", "Order shipped"]
+)
+def test_a_reason_no_customer_gives_or_that_garbles_with_its_words_whole_is_not_said(reason: str) -> None:
+    """Seed 4501: 'because it was cancelled by the operator' in the traveller's voice (the business's reason, for a
+    departure still scheduled) and 'because of the trip postponed' (a noun and a bare participle). With the value's
+    words kept whole neither reads as a person; the writer tries another phrasing or drops the task."""
+    assert because(reason) is None
+    assert said_reason("Please cancel booking TB-1 ({reason}).", "{reason}", reason) is None
+
+
+@pytest.mark.parametrize(
     ("question", "field", "hear", "asks"),
     [
         ("When is my rental RA78562 due back?", "return_due_at", "the return time", True),
@@ -188,3 +202,23 @@ def test_the_scripted_user_gives_a_held_back_fact_in_its_own_words() -> None:
         "My date of birth is 1988-03-12."
     )
     assert _said("card_number", "LC-1", None) == "My card number is LC-1."
+
+
+def test_no_intent_has_a_person_ask_for_a_column_by_its_name() -> None:
+    """'the credits earned', 'the amount refunded' (seed 2718): a `hear` phrase that is a column's name in a schema's
+    shape (a participle, a preposition or a unit last) reads as a database, even written into an intent. Every
+    built-in spec's `hear` is checked with the audit's own rule."""
+    found = []
+    for path in sorted((REPO / "servers").glob("*/spec.json")):
+        spec = json.loads(path.read_text())
+        columns = {c for e in spec.get("entities", {}).values() for c in e.get("columns", {})}
+        phrases = {c.replace("_", " ") for c in columns if "_" in c and c.split("_")[-1] not in HEAD_NOUNS}
+        for tool in spec.get("tools", []):
+            for field, words in ((tool.get("intent") or {}).get("hear") or {}).items():
+                found += [
+                    f"{path.parent.name}.{tool['name']}.{field}: {words!r}"
+                    for phrase in phrases
+                    if SCHEMA_TAIL.search(phrase)
+                    and re.search(rf"\b(?:the|my|your|our) {re.escape(phrase)}\b(?! \w)", words.lower())
+                ]
+    assert found == []
