@@ -15,6 +15,7 @@ from envfarm.factory.importers.openapi.intents import derive_intents, draft_poli
 from envfarm.factory.importers.openapi.models import ImportReport, ImportResult, OpenAPIError, SkippedOperation
 from envfarm.factory.importers.openapi.principal import infer_principal
 from envfarm.factory.importers.openapi.words import first_paragraph, safe_name, snake
+from envfarm.factory.source import MAX_SPEC_FILE_BYTES
 from envfarm.factory.spec import POLICY_NAME, SpecError, parse_spec, read_document
 from envfarm.servers.runtime.registry import Source
 
@@ -107,11 +108,30 @@ def import_document(
     notes = list(report.notes)
     while True:
         try:
-            return _draft(importer, data, path, title, description, domain, seed_number)
+            result = _draft(importer, data, path, title, description, domain, seed_number)
         except SpecError as exc:
             report.notes = list(notes)
             if not _drop_invalid_tools(importer, exc):
                 raise
+            continue
+        size = len(spec_text(result).encode("utf-8"))
+        if size <= MAX_SPEC_FILE_BYTES or not _fewer_seed_rows(importer):
+            return result
+        rows = max(e.seed_rows for e in importer.entities.values())
+        notes.append(f"seed: at most {rows} rows a table (with more, the spec's {size:,} bytes pass the size limit)")
+        report.notes = list(notes)
+
+
+def _fewer_seed_rows(importer: Importer) -> bool:
+    """Halve every table's seed rows (two at least), so that a document of hundreds of resources (Compute
+    Engine's 222 tables) still makes a spec under the size limit a spec file is read with; False when no
+    table has rows to spare."""
+    fewer = False
+    for entity in importer.entities.values():
+        if entity.seed_rows > 2:
+            entity.seed_rows = max(2, entity.seed_rows // 2)
+            fewer = True
+    return fewer
 
 
 TOOL_PROBLEM = re.compile(r"^tools\.\d+\((\w+)\)")
@@ -185,9 +205,14 @@ def write_spec_folder(result: ImportResult, out: Path) -> Path:
     """Write `spec.yaml` and `IMPORT.md` into `out` (created); return the spec file."""
     out.mkdir(parents=True, exist_ok=True)
     spec_file = out / "spec.yaml"
-    header = f"# Imported by `envfarm import` from {result.report.source}; see IMPORT.md.\n"
-    spec_file.write_text(header + yaml.safe_dump(result.spec, sort_keys=False, allow_unicode=True, width=120), "utf-8")
+    spec_file.write_text(spec_text(result), "utf-8")
     (out / "IMPORT.md").write_text(result.report.markdown(), "utf-8")
     if result.policy.strip():
         (out / POLICY_NAME).write_text(result.policy, "utf-8")
     return spec_file
+
+
+def spec_text(result: ImportResult) -> str:
+    """`spec.yaml` as written: a header naming the document, then the spec."""
+    header = f"# Imported by `envfarm import` from {result.report.source}; see IMPORT.md.\n"
+    return header + yaml.safe_dump(result.spec, sort_keys=False, allow_unicode=True, width=120)
