@@ -47,9 +47,7 @@ def import_openapi(path: Path, name: str | None = None, seed_number: int = 0) ->
         data = swagger2(data)
     elif not version.startswith("3"):
         raise OpenAPIError(f"{path}: OpenAPI {version} is not supported (3.0 and 3.1 are)")
-    result = import_document(data, path, name, seed_number, f"{kind} {version}")
-    result.spec["source"] = source.model_dump()
-    return result
+    return import_document(data, path, name, seed_number, f"{kind} {version}", source=source)
 
 
 def document_source(data: dict[str, Any], path: Path, kind: str) -> Source:
@@ -77,9 +75,11 @@ def import_document(
     seed_number: int,
     kind: str,
     skipped: list[SkippedOperation] | None = None,
+    source: Source | None = None,
 ) -> ImportResult:
     """Import an OpenAPI 3 document already read (`path` names it in errors and the report); `skipped`
-    are operations a caller already refused (`envfarm import metadata` restates tools as operations)."""
+    are operations a caller already refused (`envfarm import metadata` restates tools as operations); `source`,
+    where given, is the spec's `source` (registry.json tags the server with it)."""
     info = data.get("info") or {}
     title = " ".join(str(info.get("title") or path.stem).split())
     words = [
@@ -114,6 +114,8 @@ def import_document(
             if not _drop_invalid_tools(importer, exc):
                 raise
             continue
+        if source is not None:
+            result.spec["source"] = source.model_dump()
         size = len(spec_text(result).encode("utf-8"))
         if size <= MAX_SPEC_FILE_BYTES or not _fewer_seed_rows(importer):
             return result

@@ -11,7 +11,14 @@ from typing import Any
 from envfarm.factory.importers.openapi.document import ApiDocument
 from envfarm.factory.importers.openapi.models import Entity, ImportReport, OpenAPIError, SkippedOperation
 from envfarm.factory.importers.openapi.seed import value_kind
-from envfarm.factory.importers.openapi.words import AUTH_WORDS, METHODS, SESSION_VERBS, first_paragraph, safe_name, snake
+from envfarm.factory.importers.openapi.words import (
+    AUTH_WORDS,
+    METHODS,
+    SESSION_VERBS,
+    first_paragraph,
+    safe_name,
+    snake,
+)
 
 
 class ImporterState:
@@ -156,7 +163,9 @@ class ImporterState:
         named = [s for s in path.split("/") if s and not s.startswith("{")] + [str(op.get("operationId") or "")]
         for part in named:
             words = snake(part).split("_")
-            if any(w.rstrip("s") == "session" and (not n or words[n - 1] in SESSION_VERBS) for n, w in enumerate(words)):
+            if any(
+                w.rstrip("s") == "session" and (not n or words[n - 1] in SESSION_VERBS) for n, w in enumerate(words)
+            ):
                 return True
         return False
 
