@@ -274,3 +274,40 @@ def test_the_recovered_shapes_verify(tmp_path: Path) -> None:
     for name in ("uploads", "metering", "links"):
         entry_ = registry.get(name)
         assert entry_ is not None and entry_.verification == "passed" and entry_.tool_count >= 3
+
+
+def test_a_bulk_write_answered_by_nothing_is_skipped_as_bulk_input(tmp_path: Path) -> None:
+    """`PATCH /projects/{p}/traces` sending `{traces: [Trace]}` and answering nothing is skipped as bulk input (what
+    it is), not as an answer that is no record; the document's list of traces is kept."""
+    trace = {"type": "object", "properties": {"traceId": {"type": "string"}, "projectId": {"type": "string"}}}
+    project = {"name": "projectId", "in": "path", "required": True, "type": "string"}
+    document = {
+        "swagger": "2.0",
+        "info": {"title": "Trace", "version": "v1"},
+        "paths": {
+            "/v1/projects/{projectId}/traces": {
+                "get": {
+                    "operationId": "trace.projects.traces.list",
+                    "parameters": [project],
+                    "responses": {"200": {"description": "Traces", "schema": {"type": "array", "items": trace}}},
+                },
+                "patch": {
+                    "operationId": "trace.projects.traces.patch",
+                    "parameters": [
+                        project,
+                        {
+                            "name": "body",
+                            "in": "body",
+                            "schema": {"type": "object", "properties": {"traces": {"type": "array", "items": trace}}},
+                        },
+                    ],
+                    "responses": {"200": {"description": "Empty", "schema": {"type": "object"}}},
+                },
+            }
+        },
+    }
+    result = import_openapi(_write(tmp_path, "trace", document))
+    assert [t["effect"] for t in result.spec["tools"]] == ["search", "get"]  # the get: a read of one listed trace
+    assert [(s.method, s.reason) for s in result.report.skipped] == [
+        ("patch", "takes a list of records at once (bulk input): not mapped")
+    ]

@@ -185,6 +185,8 @@ class OperationMapper(RpcMapper):
                     "object": "returns a map or a message, not a record",
                     "array": "returns a list of plain values, not records",
                 }.get(what, f"returns a {what}, not a record")
+                if body is not None and (wrapped := self.record_of(body, "record")) is not None and wrapped[2]:
+                    reason = "takes a list of records at once (bulk input): not mapped"  # `{traces: [Trace]}`
                 return self.skip(method, path, op, reason)
             return self.skip(method, path, op, "its record type is not a resource of any collection path")
         entity = self.entities[table]
