@@ -15,6 +15,7 @@ from envfarm.factory.importers.openapi.intents import derive_intents, draft_poli
 from envfarm.factory.importers.openapi.models import ImportReport, ImportResult, OpenAPIError, SkippedOperation
 from envfarm.factory.importers.openapi.principal import infer_principal
 from envfarm.factory.importers.openapi.words import first_paragraph, safe_name, snake
+from envfarm.factory.source import MAX_SPEC_FILE_BYTES
 from envfarm.factory.spec import POLICY_NAME, SpecError, parse_spec, read_document
 from envfarm.servers.runtime.registry import Source
 
@@ -46,9 +47,7 @@ def import_openapi(path: Path, name: str | None = None, seed_number: int = 0) ->
         data = swagger2(data)
     elif not version.startswith("3"):
         raise OpenAPIError(f"{path}: OpenAPI {version} is not supported (3.0 and 3.1 are)")
-    result = import_document(data, path, name, seed_number, f"{kind} {version}")
-    result.spec["source"] = source.model_dump()
-    return result
+    return import_document(data, path, name, seed_number, f"{kind} {version}", source=source)
 
 
 def document_source(data: dict[str, Any], path: Path, kind: str) -> Source:
@@ -76,9 +75,11 @@ def import_document(
     seed_number: int,
     kind: str,
     skipped: list[SkippedOperation] | None = None,
+    source: Source | None = None,
 ) -> ImportResult:
     """Import an OpenAPI 3 document already read (`path` names it in errors and the report); `skipped`
-    are operations a caller already refused (`envfarm import metadata` restates tools as operations)."""
+    are operations a caller already refused (`envfarm import metadata` restates tools as operations); `source`,
+    where given, is the spec's `source` (registry.json tags the server with it)."""
     info = data.get("info") or {}
     title = " ".join(str(info.get("title") or path.stem).split())
     words = [
@@ -107,11 +108,32 @@ def import_document(
     notes = list(report.notes)
     while True:
         try:
-            return _draft(importer, data, path, title, description, domain, seed_number)
+            result = _draft(importer, data, path, title, description, domain, seed_number)
         except SpecError as exc:
             report.notes = list(notes)
             if not _drop_invalid_tools(importer, exc):
                 raise
+            continue
+        if source is not None:
+            result.spec["source"] = source.model_dump()
+        size = len(spec_text(result).encode("utf-8"))
+        if size <= MAX_SPEC_FILE_BYTES or not _fewer_seed_rows(importer):
+            return result
+        rows = max(e.seed_rows for e in importer.entities.values())
+        notes.append(f"seed: at most {rows} rows a table (with more, the spec's {size:,} bytes pass the size limit)")
+        report.notes = list(notes)
+
+
+def _fewer_seed_rows(importer: Importer) -> bool:
+    """Halve every table's seed rows (two at least), so that a document of hundreds of resources (Compute
+    Engine's 222 tables) still makes a spec under the size limit a spec file is read with; False when no
+    table has rows to spare."""
+    fewer = False
+    for entity in importer.entities.values():
+        if entity.seed_rows > 2:
+            entity.seed_rows = max(2, entity.seed_rows // 2)
+            fewer = True
+    return fewer
 
 
 TOOL_PROBLEM = re.compile(r"^tools\.\d+\((\w+)\)")
@@ -185,9 +207,14 @@ def write_spec_folder(result: ImportResult, out: Path) -> Path:
     """Write `spec.yaml` and `IMPORT.md` into `out` (created); return the spec file."""
     out.mkdir(parents=True, exist_ok=True)
     spec_file = out / "spec.yaml"
-    header = f"# Imported by `envfarm import` from {result.report.source}; see IMPORT.md.\n"
-    spec_file.write_text(header + yaml.safe_dump(result.spec, sort_keys=False, allow_unicode=True, width=120), "utf-8")
+    spec_file.write_text(spec_text(result), "utf-8")
     (out / "IMPORT.md").write_text(result.report.markdown(), "utf-8")
     if result.policy.strip():
         (out / POLICY_NAME).write_text(result.policy, "utf-8")
     return spec_file
+
+
+def spec_text(result: ImportResult) -> str:
+    """`spec.yaml` as written: a header naming the document, then the spec."""
+    header = f"# Imported by `envfarm import` from {result.report.source}; see IMPORT.md.\n"
+    return header + yaml.safe_dump(result.spec, sort_keys=False, allow_unicode=True, width=120)

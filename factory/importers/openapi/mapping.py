@@ -8,9 +8,9 @@ from typing import Any
 
 from envfarm.factory.importers.openapi.actions import state_change
 from envfarm.factory.importers.openapi.document import collection_path, ends_in_param
-from envfarm.factory.importers.openapi.models import OpenAPIError, schema_type
+from envfarm.factory.importers.openapi.models import OpenAPIError, is_scalar, schema_type
 from envfarm.factory.importers.openapi.rpc import RpcMapper, names_a_read, record_action, rpc_input, rpc_name
-from envfarm.factory.importers.openapi.words import camel, first_paragraph, singular, snake
+from envfarm.factory.importers.openapi.words import PAGE_FIELDS, camel, first_paragraph, singular, snake
 
 
 class OperationMapper(RpcMapper):
@@ -65,6 +65,8 @@ class OperationMapper(RpcMapper):
         response = self.response(op)
         if response is not None:
             record = self.record_of(response, fallback)
+            if record is not None and record[2] and method == "post" and names_a_create(op):
+                record = self.written_record(response) or record
         if record is None and method in ("post", "put", "patch"):
             _, body, why = self.body(op)
             if body is not None and not why:
@@ -81,6 +83,21 @@ class OperationMapper(RpcMapper):
                 collection = collection_path(path)
                 if record[0] and not self._is_action(path, record[0]):
                     self.collections.setdefault(collection, self.entity_for(record[0], record[1]).table)
+
+    def written_record(self, response: dict[str, Any]) -> tuple[str | None, dict[str, Any], bool] | None:
+        """The one record a create answers with, where reading its answer as a list wrapper would see many: a
+        create of a short link answering `{shortLink, previewLink, warning: [...]}` made one link (its
+        warnings ride along), not a list of warnings. A named schema with two plain fields of its own (no paging,
+        count or `kind`/`etag` field) is that record; one answering the list it added (`ConversionList {kind,
+        conversion: [...]}`, `{deals: [...], orderRevisionNumber}`) is not: None."""
+        name, schema = self.doc.schema(response)
+        props = schema.get("properties") or {}
+        own = [
+            p
+            for p, node in props.items()
+            if is_scalar(self.doc.schema(node)[1]) and snake(p) not in PAGE_FIELDS | {"kind", "etag"}
+        ]
+        return (name, schema, False) if name and len(own) >= 2 and schema_type(schema) == "object" else None
 
     def map_operation(
         self,
@@ -168,6 +185,8 @@ class OperationMapper(RpcMapper):
                     "object": "returns a map or a message, not a record",
                     "array": "returns a list of plain values, not records",
                 }.get(what, f"returns a {what}, not a record")
+                if body is not None and (wrapped := self.record_of(body, "record")) is not None and wrapped[2]:
+                    reason = "takes a list of records at once (bulk input): not mapped"  # `{traces: [Trace]}`
                 return self.skip(method, path, op, reason)
             return self.skip(method, path, op, "its record type is not a resource of any collection path")
         entity = self.entities[table]
@@ -193,3 +212,10 @@ class OperationMapper(RpcMapper):
             return self.create_tool(method, path, op, params, entity, body)
         # PUT / PATCH, and POST to an item: an update of the row the key names (or the body's key).
         return self.keyed_tool("update", method, path, op, params, entity, body)
+
+
+def names_a_create(op: dict[str, Any]) -> bool:
+    """Whether the operationId names a create (`firebasedynamiclinks.shortLinks.create`, `createShortLink`,
+    `ShortLinks_Insert`): its first or last word is `create`, `insert` or `add`."""
+    words = snake(str(op.get("operationId") or "").replace(".", "_")).split("_")
+    return bool({words[0], words[-1]} & {"create", "insert", "add"})

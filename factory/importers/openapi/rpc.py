@@ -103,8 +103,9 @@ class RpcMapper(ActionBuilder):
         if self._auth_like(path, op):
             return self.skip(method, path, op, "an authentication flow: our servers act for the episode's principal")
         table = next((self.nouns[n] for n in _noun_keys(noun) if n in self.nouns), None)
-        if (kind is None and verb in COMPUTE_VERBS) or (kind in ("get", "search") and table is None):
-            # `GetSessionToken`, `DetectSentiment`: an answer computed from its input, no stored record.
+        if (verb in COMPUTE_VERBS and (kind is None or table is None)) or (kind in ("get", "search") and table is None):
+            # `GetSessionToken`, `DetectSentiment`, `ResolveCustomer` (a token resolved to the customer it names,
+            # where the document has no customer record): an answer computed from its input, no stored record.
             _, body, why = self.body(op)
             if not why and self.lookup_tool(method, path, op, self.rpc_fields(body)):
                 return None

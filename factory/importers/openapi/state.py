@@ -11,7 +11,14 @@ from typing import Any
 from envfarm.factory.importers.openapi.document import ApiDocument
 from envfarm.factory.importers.openapi.models import Entity, ImportReport, OpenAPIError, SkippedOperation
 from envfarm.factory.importers.openapi.seed import value_kind
-from envfarm.factory.importers.openapi.words import AUTH_WORDS, METHODS, first_paragraph, safe_name, snake
+from envfarm.factory.importers.openapi.words import (
+    AUTH_WORDS,
+    METHODS,
+    SESSION_VERBS,
+    first_paragraph,
+    safe_name,
+    snake,
+)
 
 
 class ImporterState:
@@ -147,8 +154,20 @@ class ImporterState:
         return text
 
     def _auth_like(self, path: str, op: dict[str, Any]) -> bool:
+        """Whether the operation is a login, a token exchange or a session of the signed-in user. A session
+        names a login only unqualified (`/sessions`, `createSession`, `DELETE /session`): an upload's or a
+        game's session (`/files/upload_sessions/{session_id}`, `CreateGameSession`) is a record."""
         words = snake(f"{path} {op.get('operationId') or ''}").split("_")
-        return any(w in AUTH_WORDS or w.rstrip("s") in AUTH_WORDS for w in words)
+        if any(w in AUTH_WORDS or w.rstrip("s") in AUTH_WORDS for w in words):
+            return True
+        named = [s for s in path.split("/") if s and not s.startswith("{")] + [str(op.get("operationId") or "")]
+        for part in named:
+            words = snake(part).split("_")
+            if any(
+                w.rstrip("s") == "session" and (not n or words[n - 1] in SESSION_VERBS) for n, w in enumerate(words)
+            ):
+                return True
+        return False
 
     def _is_action(self, path: str, schema_name: str) -> bool:
         """`POST /articles/{slug}/favorite` returning the article: an action on the parent, not a

@@ -71,7 +71,13 @@ NOT_INPUTS = {
 }
 
 
-AUTH_WORDS = ("login", "logout", "signin", "signout", "sign_in", "sign_out", "token", "oauth", "auth", "session")
+AUTH_WORDS = ("login", "logout", "signin", "signout", "sign_in", "sign_out", "token", "oauth", "auth")
+# Words before `session` that keep it the signed-in user's (`createSession`, `currentSession`); any other word
+# qualifies it as a record of its own (`upload_sessions`, `GameSession`).
+SESSION_VERBS = frozenset(
+    ("create", "get", "new", "start", "end", "close", "open", "refresh", "delete", "destroy", "list", "describe")
+    + ("current", "my", "user", "validate", "revoke", "invalidate", "check", "api", "v1", "v2", "v3")
+)
 
 
 # RPC-style APIs name the operation, not the resource, in the request: a header (`X-Amz-Target: Svc.Op`), a
@@ -81,7 +87,7 @@ RPC_SELECTORS = {"action", "x_amz_target"}
 
 # An RPC operation's first word -> the record effect it has on the table its other words name.
 RPC_VERBS = {
-    **dict.fromkeys(("create", "add", "register", "allocate", "import", "launch", "put"), "create"),
+    **dict.fromkeys(("create", "add", "register", "allocate", "import", "launch", "put", "meter"), "create"),
     **dict.fromkeys(("get", "describe", "read", "fetch", "lookup", "retrieve"), "get"),
     **dict.fromkeys(("list", "search", "query", "scan", "find"), "search"),
     **dict.fromkeys(("delete", "remove", "deregister", "destroy"), "delete"),
@@ -111,6 +117,7 @@ COMPUTE_VERBS = {
     "evaluate",
     "decode",
     "check",
+    "resolve",
 }
 
 
