@@ -60,7 +60,7 @@ def test_start_up_pauses_collection_and_freezes_what_it_made() -> None:
     try:
         with start_up():
             assert not gc.isenabled()
-            made = [[] for _ in range(1000)]
+            made: list[list[int]] = [[] for _ in range(1000)]
         assert gc.isenabled() and gc.get_freeze_count() >= frozen + len(made)
     finally:
         gc.unfreeze()

@@ -106,7 +106,7 @@ def word_for(words: Words, name: str, value: Any) -> str | None:
 class Intent(BaseModel):
     """What a person wants from one tool."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # built when the resource is first read
+    model_config = ConfigDict(extra="forbid")
 
     asks: Asker
     say: list[str] = Field(
@@ -143,7 +143,7 @@ class Intent(BaseModel):
 class ServerIntents(BaseModel):
     """The `intents` resource of a server: every tool's intent and every table's reference phrasings."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # built when the resource is first read
+    model_config = ConfigDict(extra="forbid")
 
     tools: dict[str, Intent] = Field(default_factory=dict)
     refer: dict[str, list[str]] = Field(default_factory=dict, description="table -> how a person names a row")
