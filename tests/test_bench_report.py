@@ -33,3 +33,25 @@ def test_without_both_eras_there_is_no_verdict() -> None:
     assert era_cost([run("auto", 5.0)]).verdict == "n/a"
     assert era_cost([run("legacy", 5.0)]).verdict == "n/a"
     assert era_cost([run("auto", 0.0), run("legacy", 5.0)]).verdict == "n/a"
+
+
+def test_a_failed_bench_names_its_cause_in_one_line() -> None:
+    """A task group's failure arrives as an ExceptionGroup; its line names every innermost exception."""
+    from envfarm.bench import failure_cause
+
+    inner = ExceptionGroup("sessions", [RuntimeError("farm host exited with 1"), TimeoutError("no answer in 30 s")])
+    assert failure_cause(ExceptionGroup("bench", [inner, KeyError("legacy")])) == (
+        "RuntimeError: farm host exited with 1; TimeoutError: no answer in 30 s; KeyError: 'legacy'"
+    )
+    assert failure_cause(ValueError("bad")) == "ValueError: bad"
+
+
+def test_leaks_are_named_by_era() -> None:
+    from envfarm.bench import leaked
+
+    class Report:
+        concurrent_sessions_detail = [run("auto", 5.0), run("legacy", 6.0).model_copy(update={"leaks": 3})]
+
+    assert leaked(Report()) == f"{ERA_NAMES['legacy']}: 3 of 10 sessions"  # type: ignore[arg-type]
+    Report.concurrent_sessions_detail = [run("auto", 5.0)]
+    assert leaked(Report()) == ""  # type: ignore[arg-type]

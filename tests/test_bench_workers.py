@@ -108,6 +108,16 @@ def test_two_workers_that_never_win_have_no_break_even() -> None:
     assert summarize_runs(big, small, True, 1, [9.0, 9.0], Path("farm"), 102).break_even_episodes is None
 
 
+def test_costs_that_load_swamped_give_no_projection_and_say_so() -> None:
+    """Two workers' big runs cheaper than their small ones (noise at a few episodes): the slopes are not positive."""
+    big = [run(1, 12, 2.0, 2.0, 2.0, 0.0), run(2, 12, 1.9, 2.0, 1.0, 0.2)]
+    small = {1: run(1, 2, 1.0, 1.0, 1.0, 0.0), 2: run(2, 2, 1.5, 2.5, 1.2, 0.3)}
+    bench = summarize_runs(big, small, True, 1, [15.0, 15.0], Path("farm"), 12)
+    assert bench.worker_ms_per_episode + bench.command_ms_per_episode <= 0
+    assert bench.projection == [] and bench.assumptions[-1].startswith("no projection: the per-episode CPU")
+    assert "| 16 |" not in "\n".join(_workers_section(bench))
+
+
 def test_project_is_bound_by_the_command_when_it_is_the_slower() -> None:
     p = project(64, worker_ms=10.0, command_ms=0.5, startup_s=2.0, episodes=1000, memory=(200.0, 100.0))
     assert p.workers == 64 and p.episodes_per_s == 2000.0 and p.bound == "the command's one core"

@@ -171,6 +171,15 @@ def run_bench(
     return report
 
 
-def leaked(report: BenchReport) -> bool:
-    """Whether episodes leaked into each other under load (the bench's one failure: a correctness bug)."""
-    return any(r.leaks for r in report.concurrent_sessions_detail)
+def leaked(report: BenchReport) -> str:
+    """Which runs leaked episodes into each other under load (the bench's one failure: a correctness bug), or ''."""
+    return "; ".join(
+        f"{r.era}: {r.leaks} of {r.sessions} sessions" for r in report.concurrent_sessions_detail if r.leaks
+    )
+
+
+def failure_cause(exc: BaseException) -> str:
+    """What broke, in one line: the innermost exceptions of a task group's `ExceptionGroup`, each with its type."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(failure_cause(inner) for inner in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}".strip()

@@ -63,6 +63,12 @@ class ColdStart(BaseModel):
     baseline_s_p50: float | None = Field(None, description="an older checkout's server, in the same rounds")
     cpu_s_p50: dict[str, float] = Field(description="CPU seconds of each process (start, listing, exit), p50")
     cpu_ratio: float = Field(description="ours / floor in CPU seconds: steadier than wall time on a shared machine")
+    answer_cpu_s_p50: dict[str, float] | None = Field(
+        None,
+        description="CPU seconds of each process until it answered tools/list (the start alone, without the exit), "
+        "p50; Linux (/proc/PID/task/*/schedstat), None elsewhere",
+    )
+    answer_cpu_ratio: float | None = Field(None, description="ours / floor in CPU seconds until the answer")
 
 
 class FarmStart(BaseModel):

@@ -4,7 +4,8 @@ its size (the same servers copied under new names), to see how start-up grows pe
 
 Run alone: `python -m envfarm.bench.startup [--farm DIR] [--rounds N] [--copies K] [--baseline CHECKOUT]`;
 `--baseline` adds an older checkout of envfarm (its runtime and its farm) to the same alternating rounds,
-for a before/after figure from one run. `--list-all` measures only the farm host on the farm as it is
+for a before/after figure from one run (a checkout with its own `.venv` runs on that interpreter).
+`--list-all` measures only the farm host on the farm as it is
 (a broad farm of hundreds of imported servers): start-up, memory, and every tool listed.
 """
 
@@ -71,6 +72,22 @@ def checkout_env(checkout: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(checkout.resolve()), "ENVFARM_HOME": str(checkout.resolve())}
 
 
+def own_python(checkout: Path) -> Path | None:
+    """The interpreter of a checkout's own install (`CHECKOUT/.venv/bin/python`), if it has one: what runs a
+    checkout with the envfarm namespace as itself."""
+    python = checkout / ".venv" / "bin" / "python"
+    return python if python.exists() else None
+
+
+def baseline_probe(checkout: Path, name: str) -> tuple[list[str], Mapping[str, str] | None]:
+    """How to start server `name` of an older checkout: with its own install's interpreter where it has one,
+    else this one with PYTHONPATH pointed at it (`checkout_env`)."""
+    python = own_python(checkout)
+    if python is not None:
+        return [str(python), "-m", module_of(checkout, name)], None
+    return [sys.executable, "-m", module_of(checkout, name)], checkout_env(checkout)
+
+
 def module_of(farm_root: Path, name: str) -> str:
     """The module server `name` of the farm runs as (`-m <module>` in its registry entry)."""
     entry = load_registry(farm_root).get(name)
@@ -79,13 +96,25 @@ def module_of(farm_root: Path, name: str) -> str:
     return entry.launch.args[1]
 
 
+def process_cpu_s(pid: int) -> float | None:
+    """CPU seconds a live process has run so far, every thread's (the scheduler's own nanosecond count, Linux);
+    None where /proc does not say."""
+    total = 0
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            total += int((task / "schedstat").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return total / 1e9
+
+
 def cold_start_sample(
     argv: Sequence[str], timeout: float = 60.0, env: Mapping[str, str] | None = None, stderr: IO[str] | None = None
-) -> tuple[float, float]:
-    """Wall seconds from spawning `argv` until its stdout carries the answer to tools/list (id 2), and
-    the CPU seconds the process used in all (start, listing, exit): on a shared machine, where other
-    jobs stretch the wall time, the CPU time is the steadier figure. The process's stderr goes to `stderr`
-    (default: discarded)."""
+) -> tuple[float, float, float | None]:
+    """Wall seconds from spawning `argv` until its stdout carries the answer to tools/list (id 2), the CPU
+    seconds the process used in all (start, listing, exit), and those it had used when it answered (None off
+    Linux): on a shared machine, where other jobs stretch the wall time, the CPU time is the steadier figure.
+    The process's stderr goes to `stderr` (default: discarded)."""
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     process = subprocess.Popen(
@@ -109,6 +138,7 @@ def cold_start_sample(
                 if "result" not in message or not message["result"].get("tools"):
                     raise RuntimeError(f"{argv} answered tools/list with {line[:300]!r}")
                 elapsed = time.perf_counter() - started
+                answered_cpu = process_cpu_s(process.pid)
                 break
             if time.perf_counter() - started > timeout:
                 raise RuntimeError(f"{argv} did not answer tools/list within {timeout} s")
@@ -121,7 +151,7 @@ def cold_start_sample(
             process.wait()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
-    return elapsed, cpu
+    return elapsed, cpu, answered_cpu
 
 
 def cold_start(farm_root: Path, rounds: int, name: str = REFERENCE, baseline: Path | None = None) -> ColdStart:
@@ -133,15 +163,21 @@ def cold_start(farm_root: Path, rounds: int, name: str = REFERENCE, baseline: Pa
         "floor": ([sys.executable, "-c", FLOOR_SERVER], None),
     }
     if baseline is not None:
-        probes["baseline"] = ([sys.executable, "-m", module_of(baseline, name)], checkout_env(baseline))
-    samples: dict[str, list[tuple[float, float]]] = {key: [] for key in probes}
+        probes["baseline"] = baseline_probe(baseline, name)
+    samples: dict[str, list[tuple[float, float, float | None]]] = {key: [] for key in probes}
     for argv, env in probes.values():
         cold_start_sample(argv, env=env)
-    for _ in range(rounds):
-        for key, (argv, env) in probes.items():
+    for number in range(rounds):  # who goes first alternates: the one right after another start pays for it
+        for key in probes if number % 2 == 0 else reversed(probes):
+            argv, env = probes[key]
             samples[key].append(cold_start_sample(argv, env=env))
-    wall = {key: statistics.median(w for w, _ in values) for key, values in samples.items()}
-    cpu = {key: statistics.median(c for _, c in values) for key, values in samples.items()}
+    wall = {key: statistics.median(w for w, _, _ in values) for key, values in samples.items()}
+    cpu = {key: statistics.median(c for _, c, _ in values) for key, values in samples.items()}
+    answered = {
+        key: statistics.median(a for _, _, a in values if a is not None)
+        for key, values in samples.items()
+        if all(a is not None for _, _, a in values)
+    }
     return ColdStart(
         command=ours,
         ours_s_p50=round(wall["ours"], 4),
@@ -151,6 +187,8 @@ def cold_start(farm_root: Path, rounds: int, name: str = REFERENCE, baseline: Pa
         baseline_s_p50=round(wall["baseline"], 4) if "baseline" in wall else None,
         cpu_s_p50={key: round(value, 4) for key, value in cpu.items()},
         cpu_ratio=round(cpu["ours"] / cpu["floor"], 3),
+        answer_cpu_s_p50={key: round(value, 4) for key, value in answered.items()} or None,
+        answer_cpu_ratio=round(answered["ours"] / answered["floor"], 3) if {"ours", "floor"} <= set(answered) else None,
     )
 
 
@@ -252,7 +290,7 @@ def farm_growth(farm_root: Path, copies: Sequence[int] = (1, 4), baseline: Path 
             wall, used = farm_ready_s(root, names)
             seconds.append(wall)
             cpu.append(used)
-            if baseline is not None:
+            if baseline is not None and own_python(baseline) is None:  # a namespaced one: its cold start only
                 old = Path(scratch) / f"baseline-x{k}"
                 old_names = synthetic_farm(baseline, k, old)
                 env = checkout_env(baseline)
@@ -280,7 +318,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--rounds", type=int, default=15, help="alternating cold starts of each server")
     parser.add_argument("--copies", type=int, default=4, help="the synthetic farm holds the farm this many times")
-    parser.add_argument("--baseline", type=Path, help="an older envfarm checkout to measure in the same rounds")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="an older envfarm checkout to measure in the same rounds (run by its own .venv/bin/python when it has "
+        "one: then its cold start only)",
+    )
     parser.add_argument(
         "--list-all", action="store_true", help="only `serve --all` on the farm as it is: start, memory, every tool"
     )

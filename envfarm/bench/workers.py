@@ -229,7 +229,14 @@ def summarize_runs(
     if slope[1] > slope[2]:
         later = max(small[2].wall_s - small[1].wall_s, 0.0) / (slope[1] - slope[2])
         break_even = round(small[2].episodes + later, 1)
-    projection = [project(n, worker_ms, command_ms, small[2].wall_s, episodes, (fixed_mb, pss)) for n in (2, 16, 64)]
+    # A few episodes under heavy load (`--quick` beside other jobs) can leave no positive per-episode cost to
+    # project from: no projection then, and the report says why, instead of dividing by zero.
+    projected = worker_ms + command_ms > 0
+    projection = (
+        [project(n, worker_ms, command_ms, small[2].wall_s, episodes, (fixed_mb, pss)) for n in (2, 16, 64)]
+        if projected
+        else []
+    )
     command = "envfarm --farm {farm} rollout TASKS --workers N --k {k}"
     return WorkersBench(
         commands=[
@@ -266,6 +273,14 @@ def summarize_runs(
             (
                 "memory: the command's and the fork server's PSS, plus each worker's PSS at its largest here; a "
                 "worker grows with the episodes it has run (SQLite forks, caches), not with the number of workers"
+            ),
+            *(
+                []
+                if projected
+                else [
+                    f"no projection: the per-episode CPU came out at {worker_ms + command_ms:g} ms (worker + command), "
+                    "too few episodes for the load to measure"
+                ]
             ),
         ],
         load_average=load,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from pathlib import Path
 
 import anyio
@@ -41,7 +42,7 @@ class SoakOptions(CommandOptions):
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from envfarm.bench import leaked, render_markdown, run_bench
+    from envfarm.bench import failure_cause, leaked, render_markdown, run_bench
     from envfarm.bench.peer import peer_command
 
     options = BenchOptions.parse(args)
@@ -50,18 +51,25 @@ def cmd_bench(args: argparse.Namespace) -> int:
             peer_command(options.peer)
         except ValueError as exc:
             return fail(str(exc))
+    steps: list[str] = []
+
+    def progress(step: str) -> None:
+        steps.append(step)
+        print(f"bench: {step}", file=sys.stderr, flush=True)
+
     try:
-        report = run_bench(
-            options.farm_root(),
-            options.out,
-            quick=options.quick,
-            peer=options.peer,
-            progress=lambda step: print(f"bench: {step}", file=sys.stderr),
-        )
+        report = run_bench(options.farm_root(), options.out, quick=options.quick, peer=options.peer, progress=progress)
     except LookupError as exc:
         return fail(str(exc))
+    except Exception as exc:  # a section broke: its traceback, then the cause as the last line (what a log tail shows)
+        traceback.print_exc()
+        print(f"error: bench stopped in '{steps[-1] if steps else 'setup'}': {failure_cause(exc)}", file=sys.stderr)
+        return 1
     print(render_markdown(report))
-    return 1 if leaked(report) else 0
+    if leaked(report):
+        print(f"error: episodes leaked under load (report written to {options.out}): {leaked(report)}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:

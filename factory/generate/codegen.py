@@ -853,15 +853,10 @@ def render_main(spec: EnvironmentSpec) -> str:
             f'"""Run the {spec.name} MCP server: stdio by default, `--http` for streamable HTTP, `--db FILE` to'
             ' persist."""',
             "",
-            *sorted(
-                [
-                    "from envfarm.servers.runtime.cli import main",
-                    f"from envfarm.servers.{spec.name}.server import build",
-                ]
-            ),
+            "from envfarm.servers.runtime.cli import main",
             "",
             'if __name__ == "__main__":',
-            f"    main({py(spec.name)}, build)",
+            f"    main({py(spec.name)})  # imports the server (and the SDK) itself, see `cli.start_up`",
             "",
         ]
     )

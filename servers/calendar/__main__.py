@@ -1,7 +1,6 @@
 """Run the calendar MCP server: stdio by default, `--http` for streamable HTTP, `--db FILE` to persist."""
 
-from envfarm.servers.calendar.server import build
 from envfarm.servers.runtime.cli import main
 
 if __name__ == "__main__":
-    main("calendar", build)
+    main("calendar")  # imports the server (and the SDK) itself, see `cli.start_up`

@@ -1,7 +1,6 @@
 """Run the invoicing MCP server: stdio by default, `--http` for streamable HTTP, `--db FILE` to persist."""
 
-from envfarm.servers.invoicing.server import build
 from envfarm.servers.runtime.cli import main
 
 if __name__ == "__main__":
-    main("invoicing", build)
+    main("invoicing")  # imports the server (and the SDK) itself, see `cli.start_up`

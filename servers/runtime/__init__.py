@@ -8,11 +8,31 @@ also advertises the key a value refers to, the column it reads and whether a use
 binders of array arguments, `json_array` and `comma_joined`. `Rejected` is what `Database.reject` raises.
 Everything else (the server, episodes, transports) is the runtime's own business.
 
-Imports nothing from `factory` or `clients`.
+Imports nothing from `factory` or `clients`, and nothing at all until one of these names is first used.
 """
 
-from envfarm.servers.runtime.database import Database, Rejected, comma_joined, contains, json_array
-from envfarm.servers.runtime.toolkit import Cursor, Limit, Page, field
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from envfarm.servers.runtime.database import Database, Rejected, comma_joined, contains, json_array
+    from envfarm.servers.runtime.toolkit import Cursor, Limit, Page, field
+
+# name -> the module defining it. Imported on first use (PEP 562), so that importing a module of the runtime
+# (`cli`, which starts a server before the SDK and pydantic are imported) does not import these as well.
+_PUBLIC = {
+    "Cursor": "toolkit",
+    "Database": "database",
+    "Limit": "toolkit",
+    "Page": "toolkit",
+    "Rejected": "database",
+    "comma_joined": "database",
+    "contains": "database",
+    "field": "toolkit",
+    "json_array": "database",
+}
 
 __all__ = [
     "Cursor",
@@ -25,3 +45,10 @@ __all__ = [
     "field",
     "json_array",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

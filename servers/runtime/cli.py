@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import gc
+import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from mcp.server.mcpserver import MCPServer
+if TYPE_CHECKING:  # this module imports only the standard library: `main` starts before the SDK is imported
+    from mcp.server.mcpserver import MCPServer
 
-from envfarm.servers.runtime.access import TOKEN_ENV, Access, parse_tokens
-from envfarm.servers.runtime.episodes import DEFAULT_EPISODE_TTL_S, EpisodeBudget, default_budget_mb
-from envfarm.servers.runtime.registry import SOURCE_KINDS
+    from envfarm.servers.runtime.episodes import EpisodeBudget
 
 DEFAULT_PORT = 8000
 # Comma-separated Host names for a non-loopback bind, when --allow-host is not given (a container's CMD
@@ -35,6 +37,9 @@ class ServerBuilder(Protocol):
 
 def add_serving_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of every way to serve: transport, bind, persistence, episode lifetime, access."""
+    from envfarm.servers.runtime.access import TOKEN_ENV
+    from envfarm.servers.runtime.episodes import DEFAULT_EPISODE_TTL_S, default_budget_mb
+
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, help=f"HTTP port, with --http (default: {DEFAULT_PORT})")
@@ -77,6 +82,9 @@ class ServingOptions:
     """What the serving arguments mean, checked: the problem to print, or the budget and access to serve with."""
 
     def __init__(self, args: argparse.Namespace) -> None:
+        from envfarm.servers.runtime.access import TOKEN_ENV, Access, parse_tokens
+        from envfarm.servers.runtime.episodes import EpisodeBudget
+
         tokens, bound = parse_tokens(args.token or os.environ.get(TOKEN_ENV, "").split(","))
         hosts = args.allow_host or [h.strip() for h in os.environ.get(ALLOW_HOST_ENV, "").split(",") if h.strip()]
         self.access = Access(tokens=tokens, allowed_hosts=tuple(hosts), principals=bound)
@@ -94,6 +102,8 @@ class ServingOptions:
 def add_source_argument(parser: argparse.ArgumentParser) -> None:
     """`--source`: pick the deep farm (builtin), the broad farm (imported) or both out of one registry, by
     registry.json's `source` (`RegistryEntry.source_kind`)."""
+    from envfarm.servers.runtime.registry import SOURCE_KINDS  # not on a single server's path to its first answer
+
     parser.add_argument(
         "--source",
         nargs="+",
@@ -111,13 +121,37 @@ def enable_crash_stacks() -> None:
         faulthandler.enable(all_threads=True)
 
 
-def main(name: str, build: ServerBuilder, argv: Sequence[str] | None = None) -> None:
+@contextmanager
+def start_up() -> Iterator[None]:
+    """No cyclic garbage collection while a server process starts. Importing the SDK and a server allocates
+    ~130k objects that all live as long as the process, and the collector ran over them again and again:
+    60-90 ms of CPU, about a tenth of a cold start to the first `tools/list`. At the end the start-up's objects
+    are frozen (`gc.freeze`: kept out of every later collection, as the workers of `--workers` do after their
+    fork) and collection resumes, before the first request is read."""
+    if not gc.isenabled():  # someone else decided (a warm launcher's child, a test): leave it so
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
+
+
+def main(name: str, argv: Sequence[str] | None = None) -> None:
+    """`python -m envfarm.servers.<name>`: its generated `__main__.py` calls this before anything has imported the
+    SDK, which is then imported (with the server's own modules) inside `start_up`."""
     enable_crash_stacks()
-    parser = argparse.ArgumentParser(
-        prog=f"python -m envfarm.servers.{name}", description=f"Run the {name} MCP server."
-    )
-    add_serving_arguments(parser)
-    _serve(parser, parser.parse_args(argv), name, build)
+    with start_up():
+        parser = argparse.ArgumentParser(
+            prog=f"python -m envfarm.servers.{name}", description=f"Run the {name} MCP server."
+        )
+        add_serving_arguments(parser)
+        args = parser.parse_args(argv)
+        build: ServerBuilder = importlib.import_module(f"envfarm.servers.{name}.server").build
+        serve = _prepare(parser, args, name, build)
+    serve()
 
 
 def farm_main(argv: Sequence[str] | None = None) -> int:
@@ -125,27 +159,29 @@ def farm_main(argv: Sequence[str] | None = None) -> int:
     at FOLDER, imported from there (`envfarm.servers.runtime.farm`: handlers sandboxed unless the farm's registry
     marks the server reviewed)."""
     enable_crash_stacks()
-    parser = argparse.ArgumentParser(
-        prog="python -m envfarm.servers.runtime", description="Run one server of a farm folder."
-    )
-    parser.add_argument("--farm", type=Path, required=True, help="farm root holding servers/ and registry.json")
-    parser.add_argument("name", help="server name")
-    add_serving_arguments(parser)
-    args = parser.parse_args(argv)
-    from envfarm.servers.runtime.farm import import_server
+    with start_up():
+        parser = argparse.ArgumentParser(
+            prog="python -m envfarm.servers.runtime", description="Run one server of a farm folder."
+        )
+        parser.add_argument("--farm", type=Path, required=True, help="farm root holding servers/ and registry.json")
+        parser.add_argument("name", help="server name")
+        add_serving_arguments(parser)
+        args = parser.parse_args(argv)
+        from envfarm.servers.runtime.farm import import_server
 
-    try:
-        module = import_server(args.farm.resolve(), args.name)
-    except (LookupError, ValueError) as exc:
-        parser.exit(2, f"error: {exc}\n")
-    _serve(parser, args, args.name, module.build)
+        try:
+            module = import_server(args.farm.resolve(), args.name)
+        except (LookupError, ValueError) as exc:
+            parser.exit(2, f"error: {exc}\n")
+        serve = _prepare(parser, args, args.name, module.build)
+    serve()
     return 0
 
 
-def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, name: str, build: ServerBuilder) -> None:
-    from envfarm.servers.runtime.http import serve_http
-    from envfarm.servers.runtime.stdio import run_stdio
-
+def _prepare(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, name: str, build: ServerBuilder
+) -> Callable[[], None]:
+    """Build the server `args` ask for; what serves it until stdin closes (stdio) or the process is stopped."""
     options = ServingOptions(args)
     if options.problem:
         parser.error(options.problem)
@@ -154,8 +190,10 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, name: str,
     except ValueError as exc:
         parser.error(str(exc))
     if args.http:
+        from envfarm.servers.runtime.http import serve_http  # uvicorn and starlette: only for HTTP
+
         url = f"http://{args.host}:{options.port}/{name}/mcp"
-        serve_http(
+        return lambda: serve_http(
             {name: server},
             host=args.host,
             port=options.port,
@@ -163,5 +201,6 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, name: str,
             access=options.access,
             on_ready=lambda: print(f"{name}: serving streamable HTTP at {url}", file=sys.stderr, flush=True),
         )
-    else:
-        run_stdio(server)
+    from envfarm.servers.runtime.stdio import run_stdio
+
+    return lambda: run_stdio(server)

@@ -17,7 +17,7 @@ from typing import Any, cast
 import mcp_types as types
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 EXTENSION = "io.envfarm/episodes"
 EPISODE_META_KEY = "envfarm/episode"
@@ -25,6 +25,10 @@ ERROR_KIND_META_KEY = "envfarm/error"
 
 State = dict[str, list[dict[str, Any]]]
 """Rows per table, each table in primary-key order."""
+
+# The control plane's models are built on their first use, not on import: a server answers its first
+# `tools/list` before any of them is needed, and building them was ~5 ms of a server's own start-up.
+DEFERRED = ConfigDict(defer_build=True)
 
 
 class Method(StrEnum):
@@ -44,6 +48,7 @@ class ErrorKind(StrEnum):
 
 
 class EpisodeParams(types.RequestParams):
+    model_config = DEFERRED
     episode: str | None = Field(None, description="the episode handle; none means the connection's own episode")
 
 
@@ -63,12 +68,14 @@ class StateParams(EpisodeParams):
 
 
 class TableDiff(BaseModel):
+    model_config = DEFERRED
     added: list[dict[str, Any]] = Field(default_factory=list)
     removed: list[dict[str, Any]] = Field(default_factory=list)
     updated: list[dict[str, Any]] = Field(default_factory=list, description="{key, before, after} per changed row")
 
 
 class ResetResult(types.Result):
+    model_config = DEFERRED
     episode: str | None = None
     hash: str
     principal: str | None = Field(None, description="whom the episode acts for (None: a server without principals)")
@@ -76,6 +83,7 @@ class ResetResult(types.Result):
 
 
 class StateResult(types.Result):
+    model_config = DEFERRED
     episode: str | None = None
     hash: str
     principal: str | None = None
@@ -84,6 +92,7 @@ class StateResult(types.Result):
 
 
 class CloseResult(types.Result):
+    model_config = DEFERRED
     episode: str | None = None
     closed: bool
     open_episodes: int

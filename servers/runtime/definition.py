@@ -12,16 +12,18 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_types import ToolAnnotations
 
 from envfarm.servers.runtime.database import set_principal
 from envfarm.servers.runtime.effects import Effect, effect_hints
 from envfarm.servers.runtime.episodes import SEED_IMAGE, build_seed, open_memory
-from envfarm.servers.runtime.intents import Intent, ServerIntents, slots
 from envfarm.servers.runtime.listing import SPEC_FILE, Listing
 from envfarm.servers.runtime.principal import PrincipalDefinition, render_instructions
+
+if TYPE_CHECKING:
+    from envfarm.servers.runtime.intents import ServerIntents
 
 POLICY_FILE = "policy.md"
 
@@ -68,6 +70,8 @@ def declared_tool(tool: dict[str, Any]) -> ToolDefinition:
 def _worded(tool: dict[str, Any], entities: dict[str, Any]) -> dict[str, Any]:
     """A tool's intent with the words its slots use, its own or its tables': a param that fills an enum column
     is said in that table's words, a `{param.column}` slot in the referenced table's."""
+    from envfarm.servers.runtime.intents import slots
+
     intent = dict(tool["intent"])
     words = dict(intent.get("words") or {})
     params = tool.get("params") or {}
@@ -159,7 +163,10 @@ class ServerDefinition:
 
     def intents(self) -> ServerIntents:
         """Every tool's intent and every table's reference phrasings (from spec.json beside the code), so a
-        task writer can say what a person wants in their words; empty when the folder has none."""
+        task writer can say what a person wants in their words; empty when the folder has none. (Its module is
+        imported here: a server's start never needs it.)"""
+        from envfarm.servers.runtime.intents import Intent, ServerIntents
+
         spec = self._spec_document()
         entities = spec.get("entities") or {}
         return ServerIntents(

@@ -14,7 +14,6 @@ memory counts against the same budget.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import os
 import re
@@ -214,6 +213,8 @@ def malloc_trim() -> Callable[[int], int] | None:
     refused, see `envfarm.factory.sandbox.guard`); None where glibc is not the allocator."""
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes  # here: loading it cost a server ~1 ms of start-up, before any episode was closed
+
     try:
         return ctypes.CDLL(None).malloc_trim  # type: ignore[no-any-return]
     except (OSError, AttributeError):
