@@ -23,6 +23,9 @@ Every check reads only the task and the live servers' listed tools, seed rows, c
   number as one, no step word in what the user says or holds back.
 
 `Auditor.check` returns the findings of one task; synthesis keeps only tasks with none.
+
+Reported, not checked: each task's **chain depth** (`chain_depth`), the rubric's criterion D counted by
+following values: the needed, motivated gold calls in the largest group linked by data, and its histogram.
 """
 
 from __future__ import annotations
