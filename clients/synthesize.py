@@ -103,10 +103,12 @@ FALLBACK_PERSONA = PersonaRecord(name="Alex Morgan", email="")
 REFUSAL_SHARE = 0.3  # of tasks whose goal a customer-identity rule governs: someone else asks for it
 REFUSAL_CAP = 0.1  # of the tasks asked for, at most: a refusal decided from the opening teaches little
 # Kept tasks whose gold is DEEP_CALLS or more needed calls linked by values (`chain_depth`), at least: while the
-# kept share is below DEEP_SHARE, a shallower task that passed is set aside with SHALLOW_SKIP odds (its own random
-# stream), so the farm's easy goals still appear, only less often than the multi-step work it exists to teach.
+# kept share is below DEEP_SHARE, a shallower plan (before grounding) or task (after the audit) is set aside with
+# SHALLOW_SKIP odds (its own random stream), so the farm's easy goals still appear, only less often than the
+# multi-step work it exists to teach. Refusals are never set aside, so the share ends a little under DEEP_SHARE
+# (0.46 of 80 tasks at seeds 4402 and 4403 with a target of 0.5).
 DEEP_CALLS = 4
-DEEP_SHARE = 0.5
+DEEP_SHARE = 0.55
 SHALLOW_SKIP = 0.7
 
 
