@@ -23,6 +23,9 @@ Every check reads only the task and the live servers' listed tools, seed rows, c
   number as one, no step word in what the user says or holds back.
 
 `Auditor.check` returns the findings of one task; synthesis keeps only tasks with none.
+
+Reported, not checked: each task's **chain depth** (`chain_depth`), the rubric's criterion D counted by
+following values: the needed, motivated gold calls in the largest group linked by data, and its histogram.
 """
 
 from __future__ import annotations
@@ -1266,6 +1269,10 @@ class AuditReport(BaseModel):
     failed: int
     per_check: dict[str, int] = Field(description="tasks failing each check")
     findings: dict[str, list[Finding]] = Field(description="task id -> its findings (failing tasks only)")
+    depths: dict[str, int] = Field(
+        default_factory=dict, description="task id -> its chain depth (`chain_depth`: the rubric's criterion D)"
+    )
+    chain_depths: dict[int, int] = Field(default_factory=dict, description="chain depth -> tasks")
 
 
 async def build_auditor(connections: Connections, servers: Sequence[str]) -> Auditor:
@@ -1291,6 +1298,8 @@ def audit_tasks(auditor: Auditor, tasks: Sequence[Task]) -> AuditReport:
         failed=len(findings),
         per_check={c: per_check.get(c, 0) for c in CHECKS},
         findings=findings,
+        depths={t.id: chain_depth(t).depth for t in tasks},
+        chain_depths=depth_histogram(tasks),
     )
 
 
@@ -1299,10 +1308,133 @@ def render_audit(report: AuditReport, tasks: Sequence[Task]) -> str:
     for task in tasks:
         found = report.findings.get(task.id, [])
         status = "ok" if not found else "FAIL " + ", ".join(sorted({f.check for f in found}))
-        lines.append(f"{task.id}: {status}")
+        depth = report.depths.get(task.id)
+        lines.append(f"{task.id}: {status}" + (f" (chain depth {depth})" if depth is not None else ""))
         lines += [f"  - {f.check}: {f.detail}" for f in found]
     lines.append(
         f"{report.tasks - report.failed}/{report.tasks} tasks pass every check; failing per check: "
         + ", ".join(f"{c} {n}" for c, n in report.per_check.items())
     )
+    if report.chain_depths:
+        deep = sum(n for d, n in report.chain_depths.items() if d >= 4)
+        lines.append(
+            "chain depth (needed calls linked by values: tasks): "
+            + ", ".join(f"{d}: {n}" for d, n in report.chain_depths.items())
+            + f"; >= 4: {deep}/{report.tasks}"
+        )
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- chain depth (criterion D of the rubric)
+
+ENUM_WORD = re.compile(r"^[a-z][a-z_]*$")  # a coded value the agent chooses from the user's words ("cancelled")
+
+
+class ChainDepth(BaseModel):
+    """What of a task's gold is real multi-step work, as the rubric's criterion D counts it: calls that are
+    needed (their output supplies a claim value or a write argument, directly or through later needed calls) and
+    motivated (every input is said by the user or returned by an earlier motivated call), followed by the values
+    themselves, never the `uses` field the generator recorded."""
+
+    needed: list[int] = Field(default_factory=list, description="indices of the needed, motivated gold calls")
+    depth: int = Field(0, description="calls in the largest group of needed, motivated calls linked by values")
+    feeds: dict[int, list[int]] = Field(
+        default_factory=dict, description="call -> the earlier calls whose output first showed a value it uses"
+    )
+
+
+def _traced(name: str, value: Any) -> bool:
+    """Whether an argument's value is one to trace to an earlier output: not a paging knob, a flag, a small
+    count or a coded word the agent picks from what the user says (those prove no data flow: 2 is in any output)."""
+    if name in PAGING_ARGS or value is None or isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return abs(value) >= 100 or is_id_like(name)
+    if isinstance(value, float):
+        return True
+    return isinstance(value, str) and len(value) >= 3 and not (ENUM_WORD.match(value) and not is_id_like(name))
+
+
+def _scalars(value: Any) -> list[Any]:
+    if isinstance(value, list):
+        return [s for item in value for s in _scalars(item)]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _scalars(item)]
+    return [value]
+
+
+def _shows(output: Any, value: Any, field: str | None = None) -> bool:
+    """Whether a row of `output` has `value` (in `field`, when given)."""
+    return any(
+        same(v, value) or (isinstance(v, (int, float)) and isinstance(value, str) and same(v, _typed(value)))
+        for row in rows_of(output)
+        for k, v in row.items()
+        if field is None or k == field
+    )
+
+
+def chain_depth(task: Task) -> ChainDepth:
+    """The needed, motivated gold calls of `task` and the largest group of them linked by values (see
+    `ChainDepth`). A value is traced to the first call whose output showed it (a get that re-reads the row a
+    list already showed feeds nothing of its own); a value the user says (not an id) needs no call. A refusal's
+    reads are what establish that the row is not the asker's: each is needed where it is motivated."""
+    text = user_text(task)
+    calls = task.gold_calls
+    feeds: dict[int, list[int]] = {}
+    motivated: set[int] = set()
+    for index, call in enumerate(calls):
+        sources: set[int] = set()
+        ok = True
+        for name, argument in call.arguments.items():
+            for value in _scalars(argument):
+                if not _traced(name, value):
+                    continue
+                said = mentions(text, value)
+                if said and not is_id_like(name):
+                    continue
+                first = next((j for j in range(index) if _shows(calls[j].output, value)), None)
+                if first is not None:
+                    sources.add(first)
+                    ok = ok and first in motivated
+                elif not said and not ENUM_WORD.match(str(value)):
+                    ok = False  # a literal the agent never receives
+        feeds[index] = sorted(sources)
+        if ok:
+            motivated.add(index)
+    refusal = any(c.kind == "must_refuse" for c in task.policy_checks)
+    wanted: set[int] = {i for i, c in enumerate(calls) if c.is_write or refusal}
+    for claim in task.claims:
+        field = claim_field(claim) or None
+        for value in claim.values:
+            typed = _typed(value)
+            first = next((j for j, c in enumerate(calls) if _shows(c.output, typed, field)), None)
+            if first is None:
+                first = next((j for j, c in enumerate(calls) if _shows(c.output, typed)), None)
+            if first is not None:
+                wanted.add(first)
+    needed: set[int] = set()
+    for index in range(len(calls) - 1, -1, -1):
+        if index in wanted or any(index in feeds[k] for k in needed):
+            needed.add(index)
+    kept = needed & motivated
+    group: dict[int, int] = {i: i for i in kept}
+
+    def root(i: int) -> int:
+        while group[i] != i:
+            i = group[i]
+        return i
+
+    for index in kept:
+        for source in feeds[index]:
+            if source in kept:
+                group[root(index)] = root(source)
+    sizes = Counter(root(i) for i in kept)
+    # A refusal's reads each check something of the asker's claim (who they are, whose the row is): together
+    # they are the multi-step check, linked or not.
+    depth = len(kept) if refusal else max(sizes.values(), default=0)
+    return ChainDepth(needed=sorted(kept), depth=depth, feeds=feeds)
+
+
+def depth_histogram(tasks: Sequence[Task]) -> dict[int, int]:
+    """Chain depth (`chain_depth`) -> tasks."""
+    return dict(sorted(Counter(chain_depth(t).depth for t in tasks).items()))

@@ -60,6 +60,11 @@ def render_summary(summary: SynthesisSummary) -> str:
             f"of which data flows between turns in {summary.cross_server_flow_share:.0%} "
             f"({summary.cross_server_flow_beyond_identity_share:.0%} beyond who the persona is)"
         ),
+        (
+            f"chain depth (needed calls linked by values: tasks): "
+            f"{', '.join(f'{k}: {v}' for k, v in summary.chain_depths.items())}; "
+            f">= 4: {summary.deep_chain_share:.0%}"
+        ),
         f"dropped: {', '.join(f'{k}: {v}' for k, v in summary.dropped.items()) or 'none'}",
         (
             f"over-specification per message (tool names, ids, literal values, step words): "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
@@ -23,7 +24,11 @@ Role = Literal["lookup", "goal", "follow", "walk", "required"]
 MAX_DEPTH = 4
 WRITE_WEIGHT = 3.0
 SHALLOW_WEIGHT = 0.15
-PERSON_FIRST = 0.8  # searches with a filter on the person's key: how often it is filled from a people search
+PERSON_FIRST = 0.9  # searches with a filter on the person's key: how often it is filled from a people search
+# How strongly a goal (and a producer) is favoured by the longest chain of lookups it can end: reach ** DEPTH_POWER.
+# "Find me, list my stays, read the one I mean, act on it" is the work an agent is trained for; a goal one lookup
+# away teaches little, so it is drawn, not excluded, less often.
+DEPTH_POWER = 2.0
 PERSONAL_PRICE = re.compile(r"\b(discount|loyalty)", re.IGNORECASE)  # an optional id a price depends on
 
 
@@ -51,6 +56,22 @@ class Chain(BaseModel):
     @property
     def servers(self) -> list[str]:
         return list(dict.fromkeys(s.server for s in self.steps))
+
+    def planned_depth(self) -> int:
+        """Steps in the largest group the plan links by binds (one step's output filling another's input): what
+        the grounded gold's chain depth (`envfarm.clients.audit.chain_depth`) will be at most, give or take an
+        identification lookup, read before grounding costs a call."""
+        group = list(range(len(self.steps)))
+
+        def root(i: int) -> int:
+            while group[i] != i:
+                i = group[i]
+            return i
+
+        for index, step in enumerate(self.steps):
+            for bind in step.binds.values():
+                group[root(index)] = root(bind.step)
+        return max(Counter(root(i) for i in range(len(self.steps))).values(), default=0)
 
 
 class Unresolvable(Exception):
@@ -263,7 +284,7 @@ class TopologySampler:
                 # Only a search of the row's own table where there is one (search hotels for the hotel the user
                 # names), never a row that merely points at it (the hotel of an old booking found by its code).
                 options = [o for o in options if self.catalog.lists(*o)] or options
-                weights = [self.catalog.reach(o[0]) for o in options]
+                weights = [self.catalog.reach(o[0]) ** DEPTH_POWER for o in options]
                 producer, fields = rng.choices(options, weights=weights, k=1)[0]
             else:
                 producer, fields = rng.choice(options)
@@ -320,7 +341,11 @@ class TopologySampler:
             t.key: (WRITE_WEIGHT if not t.read_only else 1.0)
             * (1.0 if self.catalog.lookups(t) else SHALLOW_WEIGHT)
             * self.outcomes.odds(t.key)
-            * (self.outcomes.variety(t.key) * self.catalog.reach(t) if t.server in self.catalog.intents else 1.0)
+            * (
+                self.outcomes.variety(t.key) * self.catalog.reach(t) ** DEPTH_POWER
+                if t.server in self.catalog.intents
+                else 1.0
+            )
             * (t.key not in self.never_goals)
             for t in tools
         }

@@ -25,6 +25,8 @@ from envfarm.clients.audit import (
     Auditor,
     Finding,
     ServerFacts,
+    chain_depth,
+    depth_histogram,
     mentions,
     rows_of,
     server_facts,
@@ -100,6 +102,14 @@ REPAIRS = 6  # rounds of adding what tells the row the user means apart, before 
 FALLBACK_PERSONA = PersonaRecord(name="Alex Morgan", email="")
 REFUSAL_SHARE = 0.3  # of tasks whose goal a customer-identity rule governs: someone else asks for it
 REFUSAL_CAP = 0.1  # of the tasks asked for, at most: a refusal decided from the opening teaches little
+# Kept tasks whose gold is DEEP_CALLS or more needed calls linked by values (`chain_depth`), at least: while the
+# kept share is below DEEP_SHARE, a shallower plan (before grounding) or task (after the audit) is set aside with
+# SHALLOW_SKIP odds (its own random stream), so the farm's easy goals still appear, only less often than the
+# multi-step work it exists to teach. Refusals are never set aside, so the share ends a little under DEEP_SHARE
+# (0.46 of 80 tasks at seeds 4402 and 4403 with a target of 0.5).
+DEEP_CALLS = 4
+DEEP_SHARE = 0.55
+SHALLOW_SKIP = 0.7
 
 
 class SynthesisOptions(BaseModel):
@@ -156,6 +166,13 @@ class SynthesisSummary(BaseModel):
     data_dependency_share: float = Field(description="share of tasks with >= 3 calls linked by outputs used as inputs")
     deep_dependency_share: float = Field(
         0.0, description="share of tasks with >= 4 calls linked by outputs used as inputs"
+    )
+    chain_depths: dict[int, int] = Field(
+        default_factory=dict,
+        description="needed, motivated gold calls linked by values (`envfarm.clients.audit.chain_depth`) -> tasks",
+    )
+    deep_chain_share: float = Field(
+        0.0, description=f"share of tasks whose chain depth is {DEEP_CALLS} or more (the rubric's real multi-step work)"
     )
     cross_server_flow_share: float = Field(
         0.0,
@@ -919,9 +936,19 @@ async def synthesize(
     fallbacks = attempts = repaired = 0
     seen: set[str] = set()  # (persona, goal calls) of the tasks drawn so far
 
+    deep = 0  # kept tasks whose chain depth is DEEP_CALLS or more
+
+    def short_of_deep() -> bool:
+        return deep < DEEP_SHARE * len(tasks)
+
+    def skip_shallow(attempt: int) -> bool:
+        """One draw per attempt, its own stream: a shallow plan kept before grounding stays kept after it."""
+        return random.Random(f"{options.seed}:{options.sampler}:{attempt}:depth").random() < SHALLOW_SKIP
+
     def accept(final: Task, fixed: bool) -> None:
-        nonlocal repaired
+        nonlocal repaired, deep
         repaired += fixed
+        deep += chain_depth(final).depth >= DEEP_CALLS
         tasks.append(final)
         run.yielded.update(final.servers)
         if progress:
@@ -945,6 +972,9 @@ async def synthesize(
             run.tried.update(chosen)
             try:
                 chain = run.sampler.sample(rng, chosen[: options.max_servers])
+                if short_of_deep() and chain.planned_depth() < DEEP_CALLS and skip_shallow(attempts - 1):
+                    dropped["shallow plan while deep tasks are short"] += 1  # set aside before it costs a grounding
+                    continue
                 grounded = await run.grounder.ground(rng, chain, persona)
             except Unresolvable:
                 dropped["no chain within the caps"] += 1
@@ -1013,6 +1043,9 @@ async def synthesize(
                 continue
             passed = kept(written, grounded)
             if passed is None:
+                continue
+            if short_of_deep() and chain_depth(passed[0]).depth < DEEP_CALLS and skip_shallow(attempts - 1):
+                dropped["shallow gold while deep tasks are short"] += 1
                 continue
             if llm is not None:
                 # The model rewords a task the audit already passed: its request replaces the offline one only
@@ -1092,6 +1125,8 @@ def _summary(
         refusals=sum(1 for t in tasks if any(c.kind == "must_refuse" for c in t.policy_checks)),
         data_dependency_share=share(sum(1 for t in tasks if dependency_depth(t) >= 3)),
         deep_dependency_share=share(sum(1 for t in tasks if dependency_depth(t) >= 4)),
+        chain_depths=depth_histogram(tasks),
+        deep_chain_share=share(sum(1 for t in tasks if chain_depth(t).depth >= DEEP_CALLS)),
         cross_server_flow_share=of_crossing(flows_between_turns),
         cross_server_flow_beyond_identity_share=of_crossing(lambda t: flows_between_turns(t, beyond_identity=True)),
         dropped=dict(sorted(dropped.items())),

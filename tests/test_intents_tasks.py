@@ -388,7 +388,8 @@ async def test_the_user_never_says_a_code_a_snake_token_or_their_own_name_twice(
             assert not SNAKE.search(text), (task.id, message)
             assert len(re.findall(rf"\b{re.escape(name)}\b", message)) <= 1, (task.id, message)
             assert not re.search(rf"\bof {re.escape(name)}\b", message), (task.id, message)
-            assert not re.search(r"\b\w+: (?:yes|no|true|false)\b", message), (task.id, message)
+            # a form field ends at its value ("Paid: no."); "... from FreshCart Austin: no longer needed" is a note
+            assert not re.search(r"\b\w+: (?:yes|no|true|false)\b(?!\s+\w)", message), (task.id, message)
             # a value the person says (an email a later tool refers to) is never scrubbed as an internal id
             assert not re.search(r"\b(?:is|was|to|at|on|for) that one\b", message), (task.id, message)
             # a reason is a clause of the sentence, never a form field ('Why? No longer relevant.', found at 7373)
