@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import keyword
 import re
+import zlib
 
 from pydantic import BaseModel
 
@@ -216,7 +217,13 @@ RESERVED = (
 )
 
 
-ID_FORMAT_UUID = "00000000-0000-4000-8000-{:012d}"
+ID_FORMAT_UUID = "{table:08x}-0000-4000-8000-{{:012d}}"
+
+
+def uuid_format(table: str) -> str:
+    """UUID keys whose first group is the table's (a CRC of its name): the third row of projects and of users are
+    different ids, as in the API, so a project's key is never taken for a person's (whose records it would be)."""
+    return ID_FORMAT_UUID.format(table=zlib.crc32(table.encode()))
 
 
 # Fields of a page of records rather than of a record: `{items: [X], total, has_more, cursor}` is a page of X.
