@@ -17,10 +17,25 @@ import anyio
 import pytest
 
 from envfarm.cli import main
+from envfarm.clients.audit import server_facts
 from envfarm.factory.build import build_all
+from envfarm.factory.importers.openapi import import_openapi
 
 DATA = Path(__file__).parent / "data" / "openapi"
 DOCUMENTS = ("petstore.yaml", "xero_projects.yaml", "xero_assets.yaml")
+SPECS = Path(__file__).parents[1] / "factory" / "specs"
+
+
+def test_only_a_staff_import_of_one_account_skips_the_ownership_check() -> None:
+    """An import with no users resource (Xero Assets) says its records are the one account's, which the audit
+    reads; one with a users resource (Petstore: a signed-in user) does not; no hand-written policy says it, so
+    the built-in staff desks (invoicing, warehouse: no customer email on file) keep the check."""
+    assets = import_openapi(DATA / "xero_assets.yaml", name="xero_assets")
+    assert assets.spec["principal"]["kind"] == "staff" and server_facts(assets.policy).one_account
+    petstore = import_openapi(DATA / "petstore.yaml", name="petstore")
+    assert petstore.spec["principal"]["kind"] == "user" and not server_facts(petstore.policy).one_account
+    policies = sorted(SPECS.glob("*/policy.md"))
+    assert len(policies) >= 20 and not any(server_facts(p.read_text("utf-8")).one_account for p in policies)
 
 
 @pytest.fixture(scope="module")
