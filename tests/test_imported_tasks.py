@@ -20,6 +20,7 @@ from envfarm.cli import main
 from envfarm.clients.audit import server_facts
 from envfarm.factory.build import build_all
 from envfarm.factory.importers.openapi import import_openapi
+from envfarm.factory.importers.openapi.words import verb_phrase
 
 DATA = Path(__file__).parent / "data" / "openapi"
 DOCUMENTS = ("petstore.yaml", "xero_projects.yaml", "xero_assets.yaml")
@@ -77,3 +78,16 @@ def test_every_real_document_yields_a_task(farm: Path, tmp_path: Path) -> None:
         args = ["--farm", str(farm), "tasks", "--n", "2", "--servers", server, "--max-servers", "1", "--out", str(out)]
         assert main(args) == 0, server
         assert main(["--farm", str(farm), "tasks", "--audit", str(out)]) == 0, server
+
+
+@pytest.mark.parametrize(
+    ("summary", "asked"),
+    [
+        ("[BETA] Delete a board", "delete a board"),
+        ("Creates (or replaces) a rule.", "create a rule"),
+        ("Deletes the specified pipeline.", "delete the specified pipeline"),
+        ("Get {id}", "get id"),
+    ],
+)
+def test_a_summary_tag_or_aside_is_no_word_of_the_request(summary: str, asked: str) -> None:
+    assert " ".join(verb_phrase(summary).split()) == asked

@@ -348,6 +348,8 @@ def verb_phrase(text: str) -> str:
     """An operation's summary as what a person asks for: 'Adds templates to an envelope.' -> 'add templates to
     an envelope' (its first sentence, the verb in the imperative, no braces a phrasing would read as a slot)."""
     sentence = re.split(r"(?<=[.!?])\s|\n", first_paragraph(text, 200), maxsplit=1)[0]
+    # a tag or an aside ("[BETA] Delete a board", "Create (or replace) a rule") is no word of the request
+    sentence = re.sub(r"\[[^\]]*\]|\([^)]*\)", "", sentence)
     sentence = re.sub(r"[{}\[\]()]", "", sentence).strip().rstrip(".!?:;, ")
     words = sentence.split()[:14]
     if not words or not re.fullmatch(r"[A-Za-z][A-Za-z-]*", words[0]):
