@@ -96,6 +96,8 @@ QUOTED = re.compile(r"“[^”]*”|\"[^\"]*\"")
 STEPS = re.compile(r"\b(?:afterwards|after that|first|then|next|finally|step)\b", re.IGNORECASE)
 EMAIL = re.compile(r"\S+@\S+")
 CLOCK = re.compile(r"Now: (?:\w+ )?(\d{1,2} \w+ \d{4}), (\d{2}:\d{2})")
+# The policy line of an imported API with no users or customers resource (factory/importers/openapi/intents.py).
+ONE_ACCOUNT = re.compile(r"\bEvery record here belongs to the one account\b")
 FORBIDS_THIRD_PARTY = re.compile(
     r"\b(?:never|do not|don't)\b[^.]*\b(?:another person|someone else|other people|another customer|a third party)",
     re.IGNORECASE,
@@ -259,6 +261,11 @@ class ServerFacts(BaseModel):
     identify_rule: str | None = Field(
         default=None, description="the policy sentence naming what identifies a customer ('Identify the ...')"
     )
+    one_account: bool = Field(
+        default=False,
+        description="the policy says every record belongs to the one account the API serves (an imported API with "
+        "no users or customers resource): no row is a customer's own, so a write's ownership is not checked",
+    )
 
 
 def staff_internal(tool: str) -> bool:
@@ -276,7 +283,11 @@ def server_facts(instructions: str | None) -> ServerFacts:
         (line.strip("- ").strip() for line in text.splitlines() if re.match(r"\s*-?\s*Identify the\b", line)), None
     )
     return ServerFacts(
-        clock=" ".join(clock.groups()) if clock else None, kind=kind, third_party_rule=rule, identify_rule=identify
+        clock=" ".join(clock.groups()) if clock else None,
+        kind=kind,
+        third_party_rule=rule,
+        identify_rule=identify,
+        one_account=ONE_ACCOUNT.search(text) is not None,
     )
 
 
@@ -1069,7 +1080,9 @@ class Auditor:
                     for n, v in call.arguments.items()
                     if isinstance(v, str) and (is_id_like(n) or (spec is not None and spec.param(n).ref))
                 ] + [v for v in call.arguments.values() if isinstance(v, str) and v in owned]
-                if not any(v in owned for v in keys):
+                # Inapplicable where the policy says every record is the one account's (an imported API of no
+                # users or customers resource: its fleets, its queues): no record there is any customer's.
+                if not facts.one_account and not any(v in owned for v in keys):
                     findings.append(
                         Finding(check="roles", detail=f"{call.tool} acts on nothing of the persona's on {call.server}")
                     )

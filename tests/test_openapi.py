@@ -115,7 +115,8 @@ def test_nested_resources_become_foreign_keys_and_required_filters() -> None:
     spec = import_openapi(DATA / "xero_projects.yaml", name="xero_projects").spec
     tasks = spec["entities"]["tasks"]
     assert tasks["primary_key"] == "task_id" and tasks["columns"]["project_id"]["ref"] == "projects.project_id"
-    assert tasks["id_format"] == "00000000-0000-4000-8000-{:012d}"  # format: uuid keys stay UUIDs
+    assert tasks["id_format"] == "50586597-0000-4000-8000-{:012d}"  # format: uuid keys stay UUIDs, one group per table
+    assert spec["entities"]["projects"]["id_format"] != tasks["id_format"]
     get_tasks = next(t for t in spec["tools"] if t["name"] == "get_tasks")
     assert get_tasks["effect"] == "search" and get_tasks["params"]["project_id"]["required"] is True
     create = next(t for t in spec["tools"] if t["name"] == "create_time_entry")

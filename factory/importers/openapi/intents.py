@@ -119,7 +119,7 @@ def derive_intents(spec: dict[str, Any], asked: dict[str, str]) -> None:
         if effect == "create":
             chosen = [p for p, v in params.items() if v.get("required")][:3] or list(params)[:2]
             said = ", ".join(_said(p, params[p], entity) for p in chosen)
-            say = [f"Please {verb}: {said}.", f"Could you {verb}? It is {said}."]
+            say = [f"Please {verb}, with {said}.", f"Could you {verb}? It is {said}."]
         elif effect == "search":  # a computed read: its inputs, its answer
             chosen = [p for p, v in params.items() if v.get("required")][:3] or list(params)[:2]
             said = ", ".join(_said(p, params[p], entity) for p in chosen)
@@ -139,7 +139,7 @@ def derive_intents(spec: dict[str, Any], asked: dict[str, str]) -> None:
             if effect == "update" and changes and not tool.get("set"):
                 first, second = changes[0], changes[1] if len(changes) > 1 else changes[0]
                 say = [
-                    f"Please {verb}: for {target}, set the {spaced_words(first)} to {_slot(first, params[first])}.",
+                    f"Please {verb}; for {target}, set the {spaced_words(first)} to {_slot(first, params[first])}.",
                     f"Could you change the {spaced_words(second)} of {target} to {_slot(second, params[second])}?",
                 ]
                 hear = {params[first].get("column", first): f"the {spaced_words(first)}"}
@@ -147,7 +147,7 @@ def derive_intents(spec: dict[str, Any], asked: dict[str, str]) -> None:
                 say = [f"Can you {verb}? I mean {target}.", f"What do you have on {target}?"]
                 hear = _hear(entity, {key, params[key].get("column", key)})
             else:
-                say = [f"Please {verb}: {target}.", f"Can you {verb} for {target}?"]
+                say = [f"I need to {verb}; it is {target}.", f"Can you {verb} for {target}?"]
         intent: dict[str, Any] = {"asks": asks, "say": say}
         if hear:
             intent["hear"] = hear
@@ -168,6 +168,11 @@ def draft_policy(spec: dict[str, Any], description: str) -> str:
         )
     else:
         lines.append(f"- Identify the customer first: {principal['customers']}.")
+        # No users or customers resource: the API serves one account, whose holder is who asks (the audit reads it).
+        lines.append(
+            "- Every record here belongs to the one account this API serves: the person asking is its holder, and "
+            "no record is another customer's."
+        )
     if writes:
         lines += [
             "",

@@ -21,7 +21,6 @@ from envfarm.factory.importers.openapi.models import (
 from envfarm.factory.importers.openapi.seed import looks_uuid
 from envfarm.factory.importers.openapi.state import ImporterState
 from envfarm.factory.importers.openapi.words import (
-    ID_FORMAT_UUID,
     PAGE_FIELDS,
     article_for,
     camel,
@@ -30,6 +29,7 @@ from envfarm.factory.importers.openapi.words import (
     safe_name,
     singular,
     snake,
+    uuid_format,
 )
 from envfarm.factory.spec import SQL_KEYWORDS
 
@@ -235,7 +235,7 @@ class TableBuilder(ImporterState):
             if column.type == "integer":
                 entity.id_format = "{:d}"
             elif column.format == "uuid" or looks_uuid(column.example):
-                entity.id_format = ID_FORMAT_UUID
+                entity.id_format = uuid_format(table)
             else:
                 prefix = re.sub(r"[^a-z]", "", one)[:4] or "rec"
                 entity.id_format = f"{prefix}_{{:04d}}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import keyword
 import re
+import zlib
 
 from pydantic import BaseModel
 
@@ -223,7 +224,13 @@ RESERVED = (
 )
 
 
-ID_FORMAT_UUID = "00000000-0000-4000-8000-{:012d}"
+ID_FORMAT_UUID = "{table:08x}-0000-4000-8000-{{:012d}}"
+
+
+def uuid_format(table: str) -> str:
+    """UUID keys whose first group is the table's (a CRC of its name): the third row of projects and of users are
+    different ids, as in the API, so a project's key is never taken for a person's (whose records it would be)."""
+    return ID_FORMAT_UUID.format(table=zlib.crc32(table.encode()))
 
 
 # Fields of a page of records rather than of a record: `{items: [X], total, has_more, cursor}` is a page of X.
@@ -348,6 +355,8 @@ def verb_phrase(text: str) -> str:
     """An operation's summary as what a person asks for: 'Adds templates to an envelope.' -> 'add templates to
     an envelope' (its first sentence, the verb in the imperative, no braces a phrasing would read as a slot)."""
     sentence = re.split(r"(?<=[.!?])\s|\n", first_paragraph(text, 200), maxsplit=1)[0]
+    # a tag or an aside ("[BETA] Delete a board", "Create (or replace) a rule") is no word of the request
+    sentence = re.sub(r"\[[^\]]*\]|\([^)]*\)", "", sentence)
     sentence = re.sub(r"[{}\[\]()]", "", sentence).strip().rstrip(".!?:;, ")
     words = sentence.split()[:14]
     if not words or not re.fullmatch(r"[A-Za-z][A-Za-z-]*", words[0]):
