@@ -780,8 +780,12 @@ def checks_for(
         confirm = governing(server_rules, "confirm", call.tool)
         if confirm is not None and (confirm.id, call.server, call.tool) not in seen:
             seen.add((confirm.id, call.server, call.tool))
+            # the numbers a read-back must say: amounts and counts, never a row's key (an imported API's user 5 is
+            # read back as "Sana Haddad", as a built-in server's string ids are)
             amounts = [
-                str(v) for v in call.arguments.values() if isinstance(v, int | float) and not isinstance(v, bool)
+                str(v)
+                for k, v in call.arguments.items()
+                if isinstance(v, int | float) and not isinstance(v, bool) and not is_id_like(k)
             ]
             checks.append(
                 PolicyCheck(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Literal
 
 import networkx as nx
@@ -22,6 +22,7 @@ from envfarm.servers.runtime.intents import Intent, ServerIntents
 # "required": a read the policy puts before a write (the fee before a cancellation), added after grounding
 Role = Literal["lookup", "goal", "follow", "walk", "required"]
 MAX_DEPTH = 4
+EXACT_READS = 40  # reads of one server up to which `Catalog.reach` walks every chain exactly
 WRITE_WEIGHT = 3.0
 SHALLOW_WEIGHT = 0.15
 PERSON_FIRST = 0.9  # searches with a filter on the person's key: how often it is filled from a people search
@@ -90,8 +91,10 @@ class Catalog:
         self.intents = {s: i for s, i in (intents or {}).items() if i.tools or i.refer}
         self.by_server: dict[str, list[ToolSpec]] = {}
         self._reach: dict[str, int] = {}
+        self._bounded: dict[tuple[str, int], int] = {}
         for spec in specs:
             self.by_server.setdefault(spec.server, []).append(spec)
+        self._reads = Counter(spec.server for spec in specs if spec.read_only)
 
     def spec(self, server: str, tool: str) -> ToolSpec:
         return self.specs[tool_node(server, tool)]
@@ -171,19 +174,46 @@ class Catalog:
 
     def reach(self, spec: ToolSpec, stack: frozenset[str] = frozenset()) -> int:
         """How many calls the longest chain of reads ending in `spec` can have (within `MAX_DEPTH`): 1 for a
-        tool that needs nothing looked up; 3 for "find the guest, list their stays, cancel one"."""
+        tool that needs nothing looked up; 3 for "find the guest, list their stays, cancel one".
+
+        On a server with few reads the chains are walked exactly (no tool twice). The walk grows with the
+        number of reads to the power `MAX_DEPTH` (one imported API of 600 tools took minutes for one task), so
+        beyond `EXACT_READS` reads it is bounded by depth alone, memoized per (tool, depth): a chain may then
+        come back to a tool it passed, which can only overrate a tool's reach, never hide one."""
         if spec.key in self._reach:
+            return self._reach[spec.key]
+        if self._reads.get(spec.server, 0) > EXACT_READS:
+            self._reach[spec.key] = self._bounded_reach(spec, MAX_DEPTH)
             return self._reach[spec.key]
         longest = 0
         if len(stack) < MAX_DEPTH:
-            for param in self.lookups(spec):
-                for src, _ in producers(self.graph, spec.server, spec.name, param.name):
-                    producer = self.specs[src]
-                    if src not in stack and producer.server == spec.server and producer.read_only:
-                        longest = max(longest, self.reach(producer, stack | {spec.key}))
+            for producer in self._feeders(spec):
+                if producer.key not in stack:
+                    longest = max(longest, self.reach(producer, stack | {spec.key}))
         if not stack:
             self._reach[spec.key] = 1 + longest
         return 1 + longest
+
+    def _feeders(self, spec: ToolSpec) -> Iterator[ToolSpec]:
+        """The reads of the same server that produce a value `spec` must look up."""
+        for param in self.lookups(spec):
+            for src, _ in producers(self.graph, spec.server, spec.name, param.name):
+                producer = self.specs[src]
+                if producer.server == spec.server and producer.read_only:
+                    yield producer
+
+    def _bounded_reach(self, spec: ToolSpec, depth: int) -> int:
+        """The longest chain of at most `depth` lookups ending in `spec`, where a chain may pass a tool twice."""
+        if (spec.key, depth) not in self._bounded:
+            longest = 0
+            if depth > 0:
+                feeders = {p.key: p for p in self._feeders(spec) if p.key != spec.key}
+                for producer in feeders.values():
+                    longest = max(longest, self._bounded_reach(producer, depth - 1))
+                    if longest == depth:
+                        break  # no chain is longer
+            self._bounded[spec.key, depth] = 1 + longest
+        return self._bounded[spec.key, depth]
 
 
 def _weighted(rng: random.Random, items: Sequence[ToolSpec], weight: dict[str, float]) -> ToolSpec:

@@ -945,6 +945,11 @@ async def synthesize(
         """One draw per attempt, its own stream: a shallow plan kept before grounding stays kept after it."""
         return random.Random(f"{options.seed}:{options.sampler}:{attempt}:depth").random() < SHALLOW_SKIP
 
+    def may_refuse(attempt: int) -> bool:
+        """The first draw of the attempt's policy stream (below): a plan that may become a refusal is never set
+        aside for being shallow, since a refusal's depth is the reads that establish it."""
+        return random.Random(f"{options.seed}:{options.sampler}:{attempt}:policy").random() < options.refusal_share
+
     def accept(final: Task, fixed: bool) -> None:
         nonlocal repaired, deep
         repaired += fixed
@@ -972,7 +977,12 @@ async def synthesize(
             run.tried.update(chosen)
             try:
                 chain = run.sampler.sample(rng, chosen[: options.max_servers])
-                if short_of_deep() and chain.planned_depth() < DEEP_CALLS and skip_shallow(attempts - 1):
+                if (
+                    short_of_deep()
+                    and chain.planned_depth() < DEEP_CALLS
+                    and skip_shallow(attempts - 1)
+                    and not may_refuse(attempts - 1)
+                ):
                     dropped["shallow plan while deep tasks are short"] += 1  # set aside before it costs a grounding
                     continue
                 grounded = await run.grounder.ground(rng, chain, persona)
