@@ -860,7 +860,8 @@ class OfflineWriter:
                     break
                 said.append(value)
                 after = phrasing[phrasing.index(slot.text) + len(slot.text) :]
-                if words == "1" and not isinstance(value, bool) and not UNIT_AFTER.match(after):
+                times = re.search(r"(?:\bx|×)\s*$", phrasing[: phrasing.index(slot.text)]) is not None  # 'x 1'
+                if words == "1" and not isinstance(value, bool) and not UNIT_AFTER.match(after) and not times:
                     # '{adults} adults' said of one: 'one adult'; 'I need {quantity}.': 'I need one.'
                     text = re.sub(rf"{re.escape(slot.text)} (\w+[^s\W])s\b", rf"{slot.text} \1", text, count=1)
                     words = "one"
