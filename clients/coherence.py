@@ -173,3 +173,17 @@ def _day(value: Any) -> str | None:
 
 def _wordy(value: Any) -> bool:
     return _text(value) and len(value.split()) > 4
+
+
+def addresses_self(arguments: Mapping[str, Any], sources: Mapping[str, str], name: str) -> str | None:
+    """A text the person writes that speaks to themselves by their first name ('Keiko, the usage report is in the
+    shared doc now', posted by Keiko): drawn from another row, it was written to them, not by them. The argument's
+    name, else None. Only drawn values count; what the person dictates is theirs."""
+    first = name.split()[0] if name.split() else ""
+    if not first:
+        return None
+    to_them = re.compile(rf"^(?:(?:hi|hey|hello|thanks|dear)\s+)?{re.escape(first)}\b\s*[,:!-]", re.IGNORECASE)
+    for key, value in arguments.items():
+        if sources.get(key) in {"seed", "free"} and isinstance(value, str) and to_them.search(value.strip()):
+            return key
+    return None

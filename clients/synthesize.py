@@ -33,7 +33,13 @@ from envfarm.clients.audit import (
     staff_internal,
     user_text,
 )
-from envfarm.clients.coherence import mixed_rows, overlapping_row, switches_to_current, unsupported_duplicate
+from envfarm.clients.coherence import (
+    addresses_self,
+    mixed_rows,
+    overlapping_row,
+    switches_to_current,
+    unsupported_duplicate,
+)
 from envfarm.clients.connect import Connections
 from envfarm.clients.datafit import clock_day, row_conflicts, value_conflicts
 from envfarm.clients.effects import Undone, lifecycle_columns, undone
@@ -580,6 +586,8 @@ class _Run:
                 return "values drawn from different rows"
             if unsupported_duplicate(call.arguments, world.tables, world.keys) is not None:
                 return "a duplicate the data does not show"
+            if addresses_self(call.arguments, sources, grounded.persona.name) is not None:
+                return "a text the person writes to themselves"
         for server, expected in grounded.expected.items():
             world = self.grounder.worlds[server]
             for table, diff in (expected.diff or {}).items():

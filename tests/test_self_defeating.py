@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from envfarm.clients.coherence import mixed_rows, switches_to_current, unsupported_duplicate
+from envfarm.clients.coherence import addresses_self, mixed_rows, switches_to_current, unsupported_duplicate
 from envfarm.clients.connect import Connections, farm_targets
 from envfarm.clients.effects import lifecycle_columns, undone
 from envfarm.clients.graph import Param, ToolSpec
@@ -211,3 +211,15 @@ def test_switching_to_the_plan_already_on_file_is_no_change_but_restating_it_unn
     created = {"session_id": "s9", "patient_id": "p1", "plan_id": "pl1"}
     sessions = {**tables, "sessions": [{"session_id": "s1", "patient_id": "p2", "plan_id": "pl2"}]}
     assert switches_to_current(same, created, sessions, {**keys, "sessions": "session_id"}, said) is None
+
+
+def test_a_drawn_text_that_speaks_to_the_writer_is_not_theirs_to_post() -> None:
+    """Another member's message to Keiko, drawn as the text Keiko posts, would have her greet herself."""
+    drawn = {"body": "Keiko, the usage report is in the shared doc now.", "channel_id": "ch_1"}
+    sources = {"body": "seed", "channel_id": "output"}
+    assert addresses_self(drawn, sources, "Keiko Andersen") == "body"
+    assert addresses_self({"body": "Hi Keiko: done."}, sources, "Keiko Andersen") == "body"
+    assert addresses_self(drawn, sources, "Omar Novak") is None
+    assert addresses_self({"body": "Keikos are fine, thanks."}, sources, "Keiko Andersen") is None
+    assert addresses_self(drawn, {"body": "free", "channel_id": "output"}, "Keiko Andersen") == "body"
+    assert addresses_self(drawn, {"body": "persona"}, "Keiko Andersen") is None  # dictated by them: theirs
