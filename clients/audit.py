@@ -786,6 +786,7 @@ class Auditor:
             elif not claim.values:
                 findings.append(Finding(check="claims", detail=f"claim with no value to look for: {claim.text[:60]}"))
         findings += self._unanswered(task)
+        findings += self._stale(task)
         findings += [
             Finding(check="claims", detail=f"claim on what the user never asked: {c.text[:60]}")
             for c in off_request(task)
@@ -799,6 +800,50 @@ class Auditor:
             for label, values in labels.items()
             if len(values) > 1
         ]
+        return findings
+
+    @staticmethod
+    def _stale(task: Task) -> list[Finding]:
+        """A claim that a later gold write made stale: "INV-1034 is due Monday 11 May", then the gold moves the due
+        date to 18 May. An agent that reports the end state fails the claim, one that reports the first read
+        passes it: the claim rewards the wrong answer. The row is the one whose field first shows the claimed
+        value, followed by its key (an id-like field) into the outputs of the writes after it."""
+        findings = []
+        for claim in task.claims:
+            field = claim_field(claim)
+            if not field:
+                continue
+            claimed = [_typed(v) for v in claim.values]
+            shown = next(
+                (
+                    (index, row)
+                    for index, call in enumerate(task.gold_calls)
+                    for row in rows_of(call.output)
+                    if field in row and any(same(row[field], v) or str(row[field]) == str(v) for v in claimed)
+                ),
+                None,
+            )
+            if shown is None:
+                continue
+            index, row = shown
+            keys = {k: v for k, v in row.items() if is_id_like(k) and isinstance(v, str) and v}
+            for later in task.gold_calls[index + 1 :]:
+                if not later.is_write:
+                    continue
+                for after in rows_of(later.output):
+                    ours = keys and all(after.get(k) in (None, v) for k, v in keys.items())
+                    ours = ours and any(after.get(k) == v for k, v in keys.items())
+                    if ours and field in after and not same(after[field], row[field]):
+                        findings.append(
+                            Finding(
+                                check="claims",
+                                detail=f"claim a later write made stale ({later.tool}): {claim.text[:50]}",
+                            )
+                        )
+                        break
+                else:
+                    continue
+                break
         return findings
 
     @staticmethod

@@ -436,3 +436,22 @@ def test_a_persona_knows_the_columns_of_their_own_rows_not_of_rows_that_carry_th
         "contact_name": "Rafael Nguyen",
         "contact_email": email,
     }
+
+
+def test_a_claim_a_later_write_made_stale_fails_claims() -> None:
+    """'Your follow-up starts 4 March at 10:00', then the gold moves it: the claim rewards the stale answer."""
+    task = good()
+    moved = {"appointment_id": "apt_1", "patient_id": "pat_1", "starts_at": "2026-03-05T10:00:00Z"}
+    task.gold_calls[2] = task.gold_calls[2].model_copy(update={"tool": "cancel_appointment", "output": moved})
+    task.claims = [Claim(text="states when it starts: 4 March", values=["2026-03-04T10:00:00Z"], field="starts_at")]
+    stale = [f for f in auditor().check(task) if "stale" in f.detail]
+    assert [f.check for f in stale] == ["claims"]
+    # the same claim on the other appointment, which no write touches, holds in the end state
+    task.claims = [Claim(text="states when it starts: 6 March", values=["2026-03-06T09:00:00Z"], field="starts_at")]
+    assert not [f for f in auditor().check(task) if "stale" in f.detail]
+    # a write that leaves the claimed field as it was does not make it stale
+    task.gold_calls[2] = task.gold_calls[2].model_copy(
+        update={"output": {**moved, "starts_at": APPOINTMENTS[0]["starts_at"]}}
+    )
+    task.claims = [Claim(text="states when it starts: 4 March", values=["2026-03-04T10:00:00Z"], field="starts_at")]
+    assert not [f for f in auditor().check(task) if "stale" in f.detail]
