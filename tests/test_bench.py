@@ -22,6 +22,7 @@ KEYS = {
     "farm_start_s",
     "farm_rss_mb",
     "concurrent_sessions",
+    "isolated_eras",
     "build_all_s",
     "machine",
     "episodes_per_s",
@@ -47,6 +48,11 @@ def test_quick_bench_writes_every_key(farm_root: Path, tmp_path: Path) -> None:
     assert report.build_all_s is not None, report.build_all_detail
     assert [r.leaks for r in report.concurrent_sessions_detail] == [0, 0]
     assert report.concurrent_sessions == min(r.sessions for r in report.concurrent_sessions_detail)
+    isolated = report.isolated_eras
+    assert isolated is not None and isolated.rounds == 2 and isolated.episodes_per_block == 10
+    assert set(isolated.failed.values()) == {0}, isolated.error_samples
+    assert all(ms > 0 for ms in isolated.server_cpu_ms_per_episode.values())
+    assert len(isolated.server_cpu_ms_per_episode) == 2
     assert set(report.overhead_ms_p50) == set(report.call_ms_p50)
     assert all(
         report.overhead_ms_p50[k] == round(report.call_ms_p50[k] - report.sdk_floor_ms_p50[k], 4)

@@ -101,9 +101,12 @@ def run_bench(
     throughput["stdio"] = anyio.run(episodes_per_s, farm_root, slot, sizes.episodes, "stdio")
     step(f"scored rollouts (heuristic policy, scripted user), {sizes.episodes} in-process")
     rollouts = anyio.run(partial(measure_episode_rate, farm_root, REFERENCE, episodes=sizes.episodes))
-    step(f"serve --all: start, HTTP calls, {sizes.sessions} concurrent episodes per era")
+    step(
+        f"serve --all: start, HTTP calls, {sizes.era_rounds} x {sizes.era_episodes} isolated episodes per era, "
+        f"{sizes.sessions} concurrent episodes per era"
+    )
     with farm_process(farm_root) as farm, floor_http_server() as floor_url:
-        start_s, rss_mb, http, runs = anyio.run(serve_all_section, farm, floor_url, servers, slot, sizes)
+        start_s, rss_mb, http, isolated, runs = anyio.run(serve_all_section, farm, floor_url, servers, slot, sizes)
         throughput["http"] = anyio.run(episodes_per_s, farm_root, slot, sizes.episodes, "http", farm.base_url)
     latency |= http
     step(f"cold start of one stdio server, {sizes.cold_starts} rounds; serve --all for the farm x{sizes.farm_copies}")
@@ -159,6 +162,7 @@ def run_bench(
         episodes_detail=rollouts,
         concurrent_sessions=min(r.completed if r.leaks == 0 else 0 for r in runs),
         concurrent_sessions_detail=runs,
+        isolated_eras=isolated,
         build_all_s=build_s,
         build_all_detail=build_detail,
         workers=workers,

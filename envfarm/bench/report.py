@@ -52,6 +52,18 @@ class SessionRun(BaseModel):
     server_rss_mb_after: float
 
 
+class IsolatedEras(BaseModel):
+    """The same episode as the concurrent runs ("book + list + close", each its own MCP client), one at a time,
+    in blocks alternating the eras: what one episode costs the farm in each era, without the load of others."""
+
+    episodes_per_block: int
+    rounds: int = Field(description="blocks of each era; the era that goes first alternates by round")
+    server_cpu_ms_per_episode: dict[str, float] = Field(description="era -> the farm process's CPU over its blocks")
+    failed: dict[str, int] = Field(description="era -> episodes that errored or saw a booking not their own")
+    error_samples: list[str] = Field(default_factory=list)
+    seconds: float
+
+
 class ColdStart(BaseModel):
     """p50 seconds from spawn to the first tools/list answer, ours and the bare SDK echo server's."""
 
@@ -145,6 +157,7 @@ class BenchReport(BaseModel):
     farm_growth: FarmStart
     concurrent_sessions: int
     concurrent_sessions_detail: list[SessionRun]
+    isolated_eras: IsolatedEras | None = Field(None, description="the eras' CPU per episode, one episode at a time")
     build_all_s: float | None
     build_all_detail: str
     workers: WorkersBench | None = Field(None, description="`envfarm rollout --workers 1|2`, and its projection")
@@ -170,28 +183,53 @@ def machine() -> Machine:
 ERA_COST_TARGET = 1.3
 
 
-def era_cost(runs: list[SessionRun]) -> Verdict:
+ERA_COST_METRIC = "2025-era session: server CPU per episode"
+
+
+def era_cost(isolated: IsolatedEras | None, runs: list[SessionRun]) -> list[Verdict]:
     """The farm's CPU per episode of a 2025-era session (initialize, Mcp-Session-Id, DELETE) against the same episode
-    in the 2026 era (per-episode URL, close), from the concurrent runs: the handshake era may cost more (its
-    session is a task and streams in the SDK), but not more than `ERA_COST_TARGET` times."""
-    by_era = {run.era[:4]: run.server_cpu_ms_per_episode for run in runs}
-    legacy, modern = by_era.get("2025"), by_era.get("2026")
-    if legacy is None or not modern:
-        return Verdict(
-            metric="2025-era session: server CPU per episode",
-            target=f"<= {ERA_COST_TARGET}x the 2026 era",
+    in the 2026 era (per-episode URL, close). Judged on the isolated episodes (issue 31's acceptance: one episode at a
+    time): the handshake era may cost more (its session is a task and streams in the SDK), but not more than
+    `ERA_COST_TARGET` times. The concurrent runs' ratio is reported beside it, not judged: under load it also
+    carries what many open sessions cost the SDK (a task and a standing connection each)."""
+    target = f"<= {ERA_COST_TARGET}x the 2026 era"
+    legacy, modern = _by_era(isolated.server_cpu_ms_per_episode if isolated else {})
+    failed = sum(isolated.failed.values()) if isolated else 0
+    if legacy is None or not modern or isolated is None:
+        judged = Verdict(
+            metric=f"{ERA_COST_METRIC}, isolated",
+            target=target,
             measured="not measured",
             verdict="n/a",
-            how="the concurrent-sessions runs of both eras",
+            how="isolated episodes of both eras",
         )
-    ratio = legacy / modern
-    return Verdict(
-        metric="2025-era session: server CPU per episode",
-        target=f"<= {ERA_COST_TARGET}x the 2026 era",
-        measured=f"{ratio:.2f}x ({legacy:.2f} vs {modern:.2f} ms)",
-        verdict="pass" if ratio <= ERA_COST_TARGET else "fail",
+    else:
+        ratio = legacy / modern
+        judged = Verdict(
+            metric=f"{ERA_COST_METRIC}, isolated",
+            target=target,
+            measured=f"{ratio:.2f}x ({legacy:.2f} vs {modern:.2f} ms)" + (f"; {failed} failed" if failed else ""),
+            verdict="pass" if ratio <= ERA_COST_TARGET and not failed else "fail",
+            how=f"the farm process's CPU over {isolated.rounds} blocks of {isolated.episodes_per_block} episodes per "
+            "era, one at a time, the eras alternating (book + list + close, each its own MCP client), per episode",
+        )
+    legacy, modern = _by_era({run.era: run.server_cpu_ms_per_episode for run in runs})
+    concurrent = Verdict(
+        metric=f"{ERA_COST_METRIC}, concurrent",
+        target="reported, not judged (issue 31 judges the isolated episode)",
+        measured=f"{legacy / modern:.2f}x ({legacy:.2f} vs {modern:.2f} ms)"
+        if legacy is not None and modern
+        else "not measured",
+        verdict="n/a",
         how="the farm process's CPU over the concurrent-sessions runs (the same episode in each era), per episode",
     )
+    return [judged, concurrent]
+
+
+def _by_era(ms: dict[str, float]) -> tuple[float | None, float | None]:
+    """(2025 era, 2026 era) from figures keyed by era names ("2025-11-25 (...)", "2026-07-28 (...)")."""
+    by_year = {era[:4]: value for era, value in ms.items()}
+    return by_year.get("2025"), by_year.get("2026")
 
 
 def verdicts(report: BenchReport) -> list[Verdict]:
@@ -306,7 +344,7 @@ def verdicts(report: BenchReport) -> list[Verdict]:
             verdict="n/a" if report.quick else "pass" if report.concurrent_sessions >= 1000 and leaks == 0 else "fail",
             how="book the same slot in every episode, wait for all, read back; both protocol eras",
         ),
-        era_cost(report.concurrent_sessions_detail),
+        *era_cost(report.isolated_eras, report.concurrent_sessions_detail),
         Verdict(
             metric="build + verify the whole built-in farm",
             target="<= 60 s",
@@ -374,10 +412,28 @@ def render_markdown(report: BenchReport) -> str:
         ),
         *(f"\nError sample ({r.era}): `{e}`" for r in report.concurrent_sessions_detail for e in r.error_samples[:1]),
         "",
+        *(_isolated_eras_section(report.isolated_eras) if report.isolated_eras else []),
         *(_peer_section(report.peer) if report.peer else []),
         *(_workers_section(report.workers) if report.workers else []),
     ]
     return "\n".join(lines)
+
+
+def _isolated_eras_section(isolated: IsolatedEras) -> list[str]:
+    return [
+        "## Isolated episodes by era",
+        "",
+        f"{isolated.rounds} blocks of {isolated.episodes_per_block} episodes per era, one at a time, the eras "
+        f"alternating, {isolated.seconds} s in all.",
+        "",
+        "| era | server CPU per episode | failed |",
+        "|---|---|---|",
+        *(
+            f"| {era} | {ms} ms | {isolated.failed.get(era, 0)} |"
+            for era, ms in isolated.server_cpu_ms_per_episode.items()
+        ),
+        "",
+    ]
 
 
 def _workers_section(bench: WorkersBench) -> list[str]:
