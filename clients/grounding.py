@@ -813,8 +813,16 @@ class Grounder:
                 if (echoed or source.get(name) in {"seed", "persona"}) and any(r.get(name) == value for r in rows):
                     fresh = _fresh(value)
                     if fresh is None:  # free text, a status: another row's value of the same column
+                        # of the value's own kind: an imported column may hold text beside numbers
                         others = sorted(
-                            {v for r in rows for t in world.tables.values() for v in _column_values(t, name)} - {value}
+                            {
+                                v
+                                for r in rows
+                                for t in world.tables.values()
+                                for v in _column_values(t, name)
+                                if isinstance(v, str) == isinstance(value, str)
+                            }
+                            - {value}
                         )
                         if not others:
                             raise Drop("a change that changes nothing", f"{server}.{spec.name}.{name}")

@@ -732,7 +732,7 @@ class OfflineWriter:
             said = said if said is not None else say_slot(value, slot.format)
             if said is None:
                 return None
-            text = text.replace(slot.text, said, 1)
+            text = put(text, slot.text, said)
         return text
 
     def _named_by_refer(self, server: str, table: str, key: Any) -> str | None:
@@ -865,7 +865,7 @@ class OfflineWriter:
                     # '{adults} adults' said of one: 'one adult'; 'I need {quantity}.': 'I need one.'
                     text = re.sub(rf"{re.escape(slot.text)} (\w+[^s\W])s\b", rf"{slot.text} \1", text, count=1)
                     words = "one"
-                text = text.replace(slot.text, words, 1)
+                text = put(text, slot.text, words)
             else:
                 # The speaker's own name said where a phrasing names a person ("by driver Samuel Haddad", "This
                 # is Noah Moreau."): 'by me', or gone; a phrasing that still names them is a last resort.
@@ -1258,6 +1258,15 @@ class OfflineWriter:
                 hidden = [held("email", requester.email, "email", "my")] if requester.email else []
                 return Request(turns=[message], uncalibrated=message, hidden_facts=hidden)
         return None
+
+
+def put(text: str, slot: str, words: str) -> str:
+    """`text` with its `slot` said as `words`; a word the phrasing repeats right after the slot goes ('the {name}
+    plan' of 'Lakeshore Student Plan': the name already says what it is)."""
+    last = re.search(r"(\w+)\W*$", words)
+    if last:
+        text = re.sub(rf"{re.escape(slot)}\s+{re.escape(last[1])}\b", slot, text, count=1, flags=re.IGNORECASE)
+    return text.replace(slot, words, 1)
 
 
 def someone_elses(row: Row | None, email: str) -> bool:

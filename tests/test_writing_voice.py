@@ -12,7 +12,7 @@ from conftest import REPO
 
 from envfarm.clients.audit import HEAD_NOUNS, SCHEMA_TAIL, Auditor, mentions
 from envfarm.clients.tasks import Claim, GoldCall, Persona, Provenance, Task, Turn
-from envfarm.clients.writing import _unasked, because, said_reason
+from envfarm.clients.writing import _unasked, because, put, said_reason
 
 REASONS = [
     "No longer relevant",
@@ -222,3 +222,11 @@ def test_no_intent_has_a_person_ask_for_a_column_by_its_name() -> None:
                     and re.search(rf"\b(?:the|my|your|our) {re.escape(phrase)}\b(?! \w)", words.lower())
                 ]
     assert found == []
+
+
+def test_a_slot_whose_value_ends_in_the_phrasing_s_next_word_says_it_once() -> None:
+    assert put("the copays under the {name} plan?", "{name}", "Lakeshore Student Plan") == (
+        "the copays under the Lakeshore Student Plan?"
+    )
+    assert put("the {name} plan", "{name}", "Gold") == "the Gold plan"
+    assert put("the {name} planet", "{name}", "Red Plan") == "the Red Plan planet"
