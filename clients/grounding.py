@@ -688,7 +688,9 @@ class Grounder:
                     # nor a message's whole text ("the text is Thanks Daniel, I'll update ..."): nobody holds
                     # back a sentence to be found by
                     wordy = isinstance(value, str) and len(value.split()) > 4
-                    score += 6 * (value in identity) - 4 * bool(param.enum) - 6 * wordy
+                    # nor a bound ("the max price is 42.00"): it narrows a search, it names no row
+                    bound = re.match(r"(?:max|min)(?:imum)?_", param.name) is not None
+                    score += 6 * (value in identity) - 4 * bool(param.enum) - 6 * wordy - 4 * bound
                     scored.append((score, param, value))
                     break
         if scored:
