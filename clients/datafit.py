@@ -273,6 +273,32 @@ def far_in_person(
     return None
 
 
+EXPIRY = re.compile(r"(?:^|_)(?:expires|expiry|expiration|valid_until)(?:_|$)")
+DUE = re.compile(r"^due(?:_|$)")
+RENEWING = re.compile(r"renew|extend|reactivat|replace|reinstat")
+
+
+def expired_record(
+    tool: str, args: Mapping[str, Any], tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str], today: str | None
+) -> str | None:
+    """A row the call is about whose expiry date is already past (a copay quoted "before you fill" a prescription
+    that expired in January): the request ignores what the data says. A tool that renews or replaces is what
+    one asks of an expired record, so it is exempt. The row and column, else None."""
+    if not today or RENEWING.search(tool):
+        return None
+    for name, value in args.items():
+        if not isinstance(value, str) or _dated(value):
+            continue
+        for table, rows in tables.items():
+            hits = [r for r in rows if r.get(name) == value]
+            if len(hits) != 1 or not (is_id_like(name) or keys.get(table) == name):
+                continue
+            for column, when in hits[0].items():
+                if EXPIRY.search(column) and isinstance(when, str) and _dated(when) and when[:10] < today:
+                    return f"{table}.{column} {when[:10]} of {value}"
+    return None
+
+
 def row_conflicts(
     diff: Mapping[str, Any] | None,
     tables: Mapping[str, Sequence[Row]],
@@ -281,7 +307,8 @@ def row_conflicts(
     today: str | None,
 ) -> list[tuple[str, str]]:
     """(reason, detail) for every row a task adds or changes on one server that does not fit the seed: a copy,
-    an overlap with the person's own row, a date moved into the past. `diff` is the server's expected diff (table
+    an overlap with the person's own row, a new row due before today (an invoice backdated past its due date), a
+    date moved into the past. `diff` is the server's expected diff (table
     -> added, updated); `who` the person's email and name; `today` the farm clock's date. The reasons are the ones
     synthesis counts its drops by."""
     found: list[tuple[str, str]] = []
@@ -289,6 +316,9 @@ def row_conflicts(
         rows = tables.get(table, [])
         key = keys.get(table, "")
         for row in _field(change, "added"):
+            overdue = [c for c, v in row.items() if DUE.search(c) and isinstance(v, str) and _dated(v)]
+            if today and any(str(row[c])[:10] < today for c in overdue):
+                found.append(("a new row already overdue", f"{table} {row.get(key)}"))
             twin = copied_row(row, rows, keys.get(table))
             if twin is not None:
                 found.append(("a new row that copies an existing one", f"{table} {twin.get(key)}"))

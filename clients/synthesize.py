@@ -41,7 +41,7 @@ from envfarm.clients.coherence import (
     unsupported_duplicate,
 )
 from envfarm.clients.connect import Connections
-from envfarm.clients.datafit import clock_day, row_conflicts, value_conflicts
+from envfarm.clients.datafit import clock_day, expired_record, row_conflicts, value_conflicts
 from envfarm.clients.effects import Undone, lifecycle_columns, undone
 from envfarm.clients.graph import (
     ToolSpec,
@@ -597,10 +597,15 @@ class _Run:
         # What the writes put into the data must fit what is there (`envfarm.clients.datafit`): no copy of another
         # row, nothing over the person's own rows, no date moved into the past, no reason the data belies.
         who = {v for v in (grounded.persona.email, grounded.persona.name) if v}
-        for call in grounded.calls:
+        for call, step in zip(grounded.calls, grounded.chain.steps, strict=True):
             world = self.grounder.worlds[call.server]
             if call.is_write and (found := value_conflicts(call.arguments, world.tables, world.keys, who)):
                 return found[0][0]
+            today = self.grounder.today.get(call.server)
+            if step.role in ("goal", "follow") and expired_record(
+                call.tool, call.arguments, world.tables, world.keys, today
+            ):
+                return "acts on an expired record"
         for server, expected in grounded.expected.items():
             world = self.grounder.worlds[server]
             today = self.grounder.today.get(server)

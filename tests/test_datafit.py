@@ -14,6 +14,7 @@ from envfarm.clients.datafit import (
     clock_day,
     contradicted_value,
     copied_row,
+    expired_record,
     far_in_person,
     moved_into_past,
     overlapping_own,
@@ -257,3 +258,30 @@ def test_a_claim_the_user_never_asked_fails_the_claims_check() -> None:
     ]
     task.opening_message = task.turns[0].message = "How much is my follow-up, and is it paid?"
     assert off_request(task) == []
+
+
+def test_a_new_row_due_before_today_is_already_overdue() -> None:
+    """An invoice backdated to 31 January is due 2 March: nobody makes a record that is overdue at birth."""
+    late = {"invoices": TableDiff(added=[{"invoice_id": "inv_9", "issued_on": "2026-01-31", "due_on": "2026-03-02"}])}
+    assert row_conflicts(late, {}, {"invoices": "invoice_id"}, set(), "2026-04-13") == [
+        ("a new row already overdue", "invoices inv_9")
+    ]
+    timely = {"invoices": TableDiff(added=[{"invoice_id": "inv_9", "issued_on": "2026-03-31", "due_on": "2026-04-30"}])}
+    assert row_conflicts(timely, {}, {"invoices": "invoice_id"}, set(), "2026-04-13") == []
+
+
+def test_a_call_about_an_expired_record_ignores_the_data_unless_it_renews_it() -> None:
+    tables = {
+        "prescriptions": [
+            {"rx_id": "rx_1", "rx_number": "610059", "expires_on": "2026-01-31"},
+            {"rx_id": "rx_2", "rx_number": "610060", "expires_on": "2026-12-31"},
+        ]
+    }
+    keys = {"prescriptions": "rx_id"}
+    today = "2026-04-13"
+    assert expired_record("quote_copay", {"rx_id": "rx_1"}, tables, keys, today) == (
+        "prescriptions.expires_on 2026-01-31 of rx_1"
+    )
+    assert expired_record("quote_copay", {"rx_id": "rx_2"}, tables, keys, today) is None
+    assert expired_record("renew_prescription", {"rx_id": "rx_1"}, tables, keys, today) is None
+    assert expired_record("quote_copay", {"rx_id": "rx_1"}, tables, keys, None) is None
