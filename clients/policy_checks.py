@@ -743,6 +743,19 @@ async def identify(
     return grounded
 
 
+def read_back_numbers(arguments: dict[str, Any]) -> list[str]:
+    """The numbers a write's read-back must say (`must_confirm`): amounts and counts, never a row's key. An
+    imported API's user 5 is read back as "Sana Haddad", as a built-in server's string ids are; `orgid` 3 too."""
+    return [
+        str(v)
+        for k, v in arguments.items()
+        if isinstance(v, int | float)
+        and not isinstance(v, bool)
+        and not is_id_like(k)
+        and not (isinstance(v, int) and re.search(r"[a-z]{3,}id$", k.lower()))
+    ]
+
+
 def checks_for(
     grounded: Grounded,
     rules: dict[str, list[PolicyRule]],
@@ -780,13 +793,7 @@ def checks_for(
         confirm = governing(server_rules, "confirm", call.tool)
         if confirm is not None and (confirm.id, call.server, call.tool) not in seen:
             seen.add((confirm.id, call.server, call.tool))
-            # the numbers a read-back must say: amounts and counts, never a row's key (an imported API's user 5 is
-            # read back as "Sana Haddad", as a built-in server's string ids are)
-            amounts = [
-                str(v)
-                for k, v in call.arguments.items()
-                if isinstance(v, int | float) and not isinstance(v, bool) and not is_id_like(k)
-            ]
+            amounts = read_back_numbers(call.arguments)
             checks.append(
                 PolicyCheck(
                     rule=confirm.rule,

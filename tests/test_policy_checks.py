@@ -218,3 +218,10 @@ async def test_synthesized_tasks_carry_checks_the_oracle_follows_and_repeat_byte
             assert all(not state.diff for state in task.expected_state.values())
     assert synthesis.summary.refusals >= 1 and synthesis.summary.policy_check_share > 0
     assert synthesis.summary.principal_share == 1.0  # every built-in server has a principal
+
+
+def test_a_read_back_says_amounts_and_counts_never_a_row_s_key() -> None:
+    from envfarm.clients.policy_checks import read_back_numbers
+
+    assert read_back_numbers({"amount": 120.5, "seats": 3, "user_id": 5, "orgid": 3, "notify": True}) == ["120.5", "3"]
+    assert read_back_numbers({"paid": 40, "rx_id": "rx_1"}) == ["40"]
