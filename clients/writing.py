@@ -47,7 +47,7 @@ from envfarm.clients.grounding import (
     value_index,
 )
 from envfarm.clients.sampling import Catalog
-from envfarm.clients.speech import say_slot
+from envfarm.clients.speech import ID_SHAPE, say_slot
 from envfarm.clients.tasks import Claim, HiddenFact, OverSpecification, Task
 from envfarm.llm import ChatModel, UnusableAnswer
 from envfarm.servers.runtime.intents import Intent, slots, word_for
@@ -560,6 +560,9 @@ def _hearable(call: Any, intent: Intent, told: list[Any], persona: PersonaRecord
     told = [*told, persona.email, *persona.facts.values()]
     output = call.output
     listed = isinstance(output, dict) and any(isinstance(v, list) for v in output.values())
+    # ids the answer shows in its id fields, or anything shaped like one: a text that carries one ("Card purchase
+    # Ironbridge Hardware (ch_aes8g7)") is never what a person asks to hear; read back, it says an internal id
+    ids = {str(v) for r in rows_of(output) for k, v in r.items() if is_id_like(k) and isinstance(v, str) and len(v) > 3}
     options = []
     for field, words_ in intent.hear.items():
         if field in PAGING and listed:
@@ -569,6 +572,9 @@ def _hearable(call: Any, intent: Intent, told: list[Any], persona: PersonaRecord
             continue
         value = holding[0][field]
         if isinstance(value, (bool, dict, list)) or any(same(value, t) for t in told):
+            continue
+        carries_id = isinstance(value, str) and (any(i in value for i in ids) or ID_SHAPE.search(value))
+        if carries_id and not is_id_like(field):
             continue
         options.append((field, words_, value))
     return options

@@ -384,7 +384,8 @@ async def test_the_user_never_says_a_code_a_snake_token_or_their_own_name_twice(
     for task in synthesis.tasks:
         name = task.persona.name
         for message in [task.opening_message, *(t.message for t in task.turns[1:])]:
-            text = re.sub(r"\S+@\S+|“[^”]*”|\"[^\"]*\"", "", message)
+            # an email, a quote, and an emoji shortcode as a chat user types it (":white_check_mark:") are no codes
+            text = re.sub(r"\S+@\S+|“[^”]*”|\"[^\"]*\"|:[a-z0-9_+-]+:", "", message)
             assert not SNAKE.search(text), (task.id, message)
             assert len(re.findall(rf"\b{re.escape(name)}\b", message)) <= 1, (task.id, message)
             assert not re.search(rf"\bof {re.escape(name)}\b", message), (task.id, message)
