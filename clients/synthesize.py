@@ -950,9 +950,12 @@ async def synthesize(
     seen: set[str] = set()  # (persona, goal calls) of the tasks drawn so far
 
     deep = 0  # kept tasks whose chain depth is DEEP_CALLS or more
+    # Only where some tool can end a chain of DEEP_CALLS lookups: a farm of flat servers (a foreign todo list)
+    # has no deep task to make room for, and setting its tasks aside would only cost attempts.
+    deep_possible = any(catalog.reach(spec) >= DEEP_CALLS for specs in catalog.by_server.values() for spec in specs)
 
     def short_of_deep() -> bool:
-        return deep < DEEP_SHARE * len(tasks)
+        return deep_possible and deep < DEEP_SHARE * len(tasks)
 
     def skip_shallow(attempt: int) -> bool:
         """One draw per attempt, its own stream: a shallow plan kept before grounding stays kept after it."""

@@ -138,4 +138,9 @@ def test_the_section_runs_one_and_two_workers_on_a_small_farm(farm_root: Path) -
     assert len(two.worker_cpu_s) == 2 and all(p > 0 for p in two.worker_pss_mb)
     assert two.fork_server_cpu_s > 0 and two.workers_cpu_s > 0 and two.worker_ready_s is not None
     assert two.cpu_s >= two.command_cpu_s + two.fork_server_cpu_s
-    assert [p.cores for p in bench.projection] == [2, 16, 64]
+    # 4 tasks x 2 episodes under a loaded CI machine may leave no positive per-episode cost to project from: then
+    # no projection, and an assumption line that says why (never a division by zero)
+    if bench.worker_ms_per_episode + bench.command_ms_per_episode > 0:
+        assert [p.cores for p in bench.projection] == [2, 16, 64]
+    else:
+        assert bench.projection == [] and any(a.startswith("no projection") for a in bench.assumptions)

@@ -171,7 +171,7 @@ def test_imported_specs_carry_intents_for_every_write_and_the_rows_people_name()
         for phrasing in (tool.get("intent") or {}).get("say", []):
             assert all(slot.name in tool["params"] for slot in slots(phrasing)), (tool["name"], phrasing)
     delete = next(t for t in spec["tools"] if t["name"] == "delete_pet")
-    assert delete["intent"]["say"][0] == "Please delete a pet: {pet_id}."
+    assert delete["intent"]["say"][0] == "I need to delete a pet; it is {pet_id}."
     assert spec["entities"]["pets"]["refer"][0] == "the pet {name}"
     assert spec["entities"]["users"]["refer"][0] == "the user with email {email}"
     # A plain listing is no goal of a task; a computed read is.
