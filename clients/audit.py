@@ -40,7 +40,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from envfarm.clients.connect import Connections
-from envfarm.clients.datafit import clock_day, row_conflicts, value_conflicts
+from envfarm.clients.datafit import clock_day, retires_what_was_used, row_conflicts, value_conflicts
 from envfarm.clients.graph import ToolSpec, is_id_like, load_intents, load_specs, words
 from envfarm.clients.grounding import PersonaRecord, Row, ServerWorld, observe, persona_rows
 from envfarm.clients.policy_checks import PolicyRule, identifies, identity_alternatives, load_rules, shows
@@ -1153,7 +1153,8 @@ class Auditor:
     def data(self, task: Task) -> list[Finding]:
         """A gold write that a careful agent would stop at: a new row copying another, one over the person's own
         (a meeting on top of another on their agenda), a date moved into the past, a reason the linked rows
-        belie, an in-person note about a row in another city."""
+        belie, an in-person note about a row in another city, places or a reason the data never combines, a second
+        row in a one-at-a-time state, a later write that retires what an earlier one used."""
         who = {v for v in (task.persona.email, task.persona.name) if v}
         found: list[tuple[str, str]] = []
         for call in task.gold_calls:
@@ -1165,6 +1166,10 @@ class Auditor:
             if world is not None:
                 today = clock_day(self.facts[server].clock if server in self.facts else None)
                 found += row_conflicts(expected.diff, world.tables, world.keys, who, today)
+        diffs = {s: e.diff for s, e in task.expected_state.items() if s in self.worlds}
+        retired = retires_what_was_used(task.gold_calls, diffs, {s: self.worlds[s].keys for s in diffs})
+        if retired is not None:
+            found.append(("a later write retires what an earlier one used", retired))
         findings = [Finding(check="data", detail=f"{reason}: {detail}") for reason, detail in found]
         return findings + self.pointed_only(task)
 

@@ -12,6 +12,7 @@ the same on a task file as during generation.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -140,17 +141,28 @@ def moved_into_past(before: Row, after: Row, today: str | None) -> str | None:
     return None
 
 
-def _context(args: Mapping[str, Any], tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str]) -> dict[str, Row]:
+def _context(
+    args: Mapping[str, Any],
+    tables: Mapping[str, Sequence[Row]],
+    keys: Mapping[str, str],
+    named_only: bool = False,
+) -> dict[str, Row]:
     """The rows a write is about, by table: each row one of its arguments names alone (a booking by its id or its
-    reference), and the rows that row points at (the booking's departure)."""
+    reference), and the rows that row points at (the booking's departure). `named_only`: only the rows an id or
+    key argument names, not what they point at (the prescription a quote is for, not its drug)."""
     found: dict[str, Row] = {}
     for name, value in args.items():
         if not isinstance(value, str) or _dated(value):
             continue
         for table, rows in tables.items():
+            by_key = is_id_like(name) or keys.get(table) == name
+            if named_only and not by_key:
+                continue
             hits = [r for r in rows if r.get(name) == value]
-            if len(hits) == 1 and (is_id_like(name) or keys.get(table) == name or len(value) >= 4):
+            if len(hits) == 1 and (by_key or len(value) >= 4):
                 found.setdefault(table, hits[0])
+    if named_only:
+        return found
     for row in list(found.values()):
         for table, linked in _pointed(row, tables, keys).items():
             found.setdefault(table, linked)
@@ -273,6 +285,215 @@ def far_in_person(
     return None
 
 
+def _places(tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """Per table that is a place (a branch, a store, a customer with an address), its key value -> city."""
+    found: dict[str, dict[str, str]] = {}
+    for table, rows in tables.items():
+        key = keys.get(table)
+        if not key or not rows:
+            continue
+        cities = {row[key]: city for row in rows if isinstance(row.get(key), str) and (city := _city(row))}
+        if cities:
+            found[table] = cities
+    return found
+
+
+def _whereabouts(
+    row: Row, table: str, places: Mapping[str, Mapping[str, str]], keys: Mapping[str, str]
+) -> dict[str, str]:
+    """Column -> city for every column of `row` that says where something is: its own city or address, or a
+    reference to a place row (a rental's pickup and drop-off branch, an order's store)."""
+    found: dict[str, str] = {}
+    for column, value in row.items():
+        if not isinstance(value, str) or not value:
+            continue
+        if column == keys.get(table):
+            continue
+        said = words(column)
+        if "city" in said and not _dated(value):
+            found[column] = value
+        elif "address" in said and ", " in value:
+            found[column] = value.rsplit(", ", 1)[1].strip()
+        else:
+            for place, cities in places.items():
+                key = keys[place]
+                if (column == key or column.endswith("_" + key)) and value in cities:
+                    found[column] = cities[value]
+                    break
+    return found
+
+
+def crossed_places(
+    row: Row,
+    table: str,
+    tables: Mapping[str, Sequence[Row]],
+    keys: Mapping[str, str],
+    changed: Iterable[str] | None = None,
+) -> str | None:
+    """Two places of one written row in different cities where the seed's rows of that table (at least
+    MIN_EVIDENCE with both) almost never are (at most a RARE share): a car picked up in Austin and dropped off in
+    Vienna, a car returned to Lisbon whose drop-off was Denver, a grocery order from a Berlin store delivered to a
+    Lisbon address. What the service does, read from its own rows: a parcel's sender and recipient in two
+    countries is everyday, so their table says so. `changed`: for a changed row, the columns the write set (one
+    of the two places must be among them: a seed row that already spans two cities is not this write's doing).
+    "column city, column city (seen in k of n)", else None."""
+    places = _places(tables, keys)
+    here = _whereabouts(row, table, places, keys)
+    if len(set(here.values())) < 2:
+        return None
+    seen = [_whereabouts(r, table, places, keys) for r in tables.get(table, [])]
+    columns = sorted(here)
+    for i, first in enumerate(columns):
+        for second in columns[i + 1 :]:
+            if here[first] == here[second]:
+                continue
+            if changed is not None and first not in changed and second not in changed:
+                continue
+            both = [w for w in seen if first in w and second in w]
+            apart = sum(w[first] != w[second] for w in both)
+            if len(both) >= MIN_EVIDENCE and apart <= RARE * len(both):
+                return f"{first} {here[first]}, {second} {here[second]} (apart in {apart} of {len(both)})"
+    return None
+
+
+def dated_before_parent(
+    added: Row, table: str, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str]
+) -> str | None:
+    """A date of a new row earlier than a date of the row it belongs to, where no seed row of its table (at least
+    MIN_EVIDENCE with both) ever is: a payment received 5 February on an invoice issued 21 March. "column
+    date before parent.column date", else None."""
+    rows = tables.get(table, [])
+    dated = [c for c, v in added.items() if _dated(v)]
+    for parent_table, parent in _pointed(added, tables, keys).items():
+        for mine in dated:
+            for theirs in [c for c, v in parent.items() if _dated(v)]:
+                if added[mine][:10] >= parent[theirs][:10]:
+                    continue
+                pairs = [
+                    (r[mine][:10], up[theirs][:10])
+                    for r in rows
+                    if _dated(r.get(mine))
+                    and _dated((up := _pointed(r, tables, keys).get(parent_table, {})).get(theirs))
+                ]
+                if len(pairs) >= MIN_EVIDENCE and not any(a < b for a, b in pairs):
+                    return f"{mine} {added[mine][:10]} before {parent_table}.{theirs} {parent[theirs][:10]}"
+    return None
+
+
+def reused_reference(
+    added: Row, table: str, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str]
+) -> str | None:
+    """A code of a new row (one word with a digit: a bank reference, a serial) that another row of its table
+    already holds, in a column where every seed row's code is its own (at least MIN_EVIDENCE): a payment
+    recorded with the reference of another invoice's payment. "column value (as key)", else None."""
+    rows = tables.get(table, [])
+    key = keys.get(table)
+    for column, value in added.items():
+        if column == key or is_id_like(column) or not isinstance(value, str) or _dated(value):
+            continue
+        if " " in value.strip() or not any(ch.isdigit() for ch in value):
+            continue
+        codes = [r.get(column) for r in rows if isinstance(r.get(column), str) and r.get(column)]
+        if len(codes) < MIN_EVIDENCE or len(set(codes)) < len(codes):
+            continue
+        twin = next((r for r in rows if r.get(column) == value and r.get(key) != added.get(key)), None)
+        if twin is not None:
+            return f"{column} {value} (as {twin.get(key)})"
+    return None
+
+
+def _people(tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str]) -> set[str]:
+    """The key columns of the tables whose rows are people (they have an email): driver_id, member_id."""
+    return {keys[t] for t, rows in tables.items() if keys.get(t) and rows and "email" in rows[0]}
+
+
+def second_in_state(
+    row: Row,
+    table: str,
+    tables: Mapping[str, Sequence[Row]],
+    keys: Mapping[str, str],
+    changed: Iterable[str] | None = None,
+) -> str | None:
+    """A state a person holds one row in at a time, by the seed (at least MIN_EVIDENCE rows in it, no person
+    with two), that the write puts a row into while the person already has another there: a trip started while
+    the driver's other trip is in progress. `changed`: for a changed row, the columns the write set (the state
+    must be one). "table.column value: person already has key", else None."""
+    rows = tables.get(table, [])
+    key = keys.get(table)
+    people = _people(tables, keys)
+    for column in _kinds(tables).get(table, []):
+        value = row.get(column)
+        if not set(words(column)) & STATE_WORDS:
+            continue
+        if not isinstance(value, str) or (changed is not None and column not in changed):
+            continue
+        held = [r for r in rows if r.get(column) == value and (key is None or r.get(key) != row.get(key))]
+        if len(held) < MIN_EVIDENCE:
+            continue
+        for owner in people & set(row):
+            counts = Counter(r.get(owner) for r in held if r.get(owner) is not None)
+            if not counts or max(counts.values()) > 1 or counts[row.get(owner)] == 0:
+                continue
+            other = next(r for r in held if r.get(owner) == row.get(owner))
+            return f"{table}.{column} {value}: {row.get(owner)} already has {other.get(key)}"
+    return None
+
+
+# Words a reason uses for physical goods, which a catalogue calls its products ("Returned hardware").
+GOODS = {"hardware", "goods", "equipment", "device", "merchandise", "item", "product"}
+# Columns that say how far along a row is, not what kind of thing it is.
+STATE_WORDS = {"status", "state", "stage"}
+
+
+def _implied(text: str) -> set[str]:
+    """The kinds of thing a short text names: its own words (plurals folded: 'Hours billed twice' -> hour), and
+    'product' for a word of goods."""
+    said = set(words(text))
+    return said | ({"product"} if said & GOODS else set())
+
+
+def unfit_reason(
+    arguments: Mapping[str, Any], tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str]
+) -> str | None:
+    """A short text of the write that names a kind of thing (a product, an hour) the rows under the row it is
+    about never are, where the data has that kind elsewhere: a credit "Returned hardware" on an invoice whose
+    lines bill only consulting and a data migration (lines point at catalogue items of kind 'service'), "Hours
+    billed twice" on one with no hourly line. The rows under a row are those that point at it (its lines) and
+    the rows those point at (their items). "argument 'text' (table.column here: values)", else None."""
+    # a phrase (a reason, a note), not one name: a pickup branch the person picks is a choice, not a claim
+    texts = {n: v for n, v in arguments.items() if _text(v) and not is_id_like(n) and 2 <= len(v.split()) <= 6}
+    if not texts:
+        return None
+    kinds = _kinds(tables)
+    for table, row in _context(arguments, tables, keys, named_only=True).items():
+        key = keys.get(table)
+        if not key or not isinstance(row.get(key), str):
+            continue
+        under: dict[str, list[Row]] = {}
+        for child_table, rows in tables.items():
+            if child_table == table:
+                continue
+            for child in rows:
+                if child.get(key) == row[key]:
+                    under.setdefault(child_table, []).append(child)
+                    for linked_table, linked in _pointed(child, tables, keys).items():
+                        if linked_table != table:
+                            under.setdefault(linked_table, []).append(linked)
+        for name, text in texts.items():
+            named = _implied(text)
+            for linked_table, found in sorted(under.items()):
+                for column in kinds.get(linked_table, []):
+                    if set(words(column)) & STATE_WORDS:
+                        continue
+                    values = {r.get(column) for r in tables[linked_table]}
+                    meant = {v for v in values if isinstance(v, str) and v.lower() in named}
+                    here = {r.get(column) for r in found}
+                    if meant and not meant & here:
+                        listed = ", ".join(sorted(str(v) for v in here))
+                        return f"{name} {text!r} ({linked_table}.{column} here: {listed})"
+    return None
+
+
 EXPIRY = re.compile(r"(?:^|_)(?:expires|expiry|expiration|valid_until)(?:_|$)")
 DUE = re.compile(r"^due(?:_|$)")
 RENEWING = re.compile(r"renew|extend|reactivat|replace|reinstat")
@@ -286,16 +507,11 @@ def expired_record(
     one asks of an expired record, so it is exempt. The row and column, else None."""
     if not today or RENEWING.search(tool):
         return None
-    for name, value in args.items():
-        if not isinstance(value, str) or _dated(value):
-            continue
-        for table, rows in tables.items():
-            hits = [r for r in rows if r.get(name) == value]
-            if len(hits) != 1 or not (is_id_like(name) or keys.get(table) == name):
-                continue
-            for column, when in hits[0].items():
-                if EXPIRY.search(column) and isinstance(when, str) and _dated(when) and when[:10] < today:
-                    return f"{table}.{column} {when[:10]} of {value}"
+    for table, row in _context(args, tables, keys, named_only=True).items():
+        for column, when in row.items():
+            if EXPIRY.search(column) and isinstance(when, str) and _dated(when) and when[:10] < today:
+                named = next((v for k, v in row.items() if k == keys.get(table)), None)
+                return f"{table}.{column} {when[:10]} of {named}"
     return None
 
 
@@ -325,10 +541,37 @@ def row_conflicts(
             clash = overlapping_own(row, table, tables, keys, who)
             if clash is not None:
                 found.append(("a new row over one of the person's own", f"{table} {clash.get(key)}"))
+            found += _placed(row, table, tables, keys, None)
+            early = dated_before_parent(row, table, tables, keys)
+            if early is not None:
+                found.append(("a new row dated before what it belongs to", f"{table} {row.get(key)}: {early}"))
+            reused = reused_reference(row, table, tables, keys)
+            if reused is not None:
+                found.append(("a new row with another row's reference", f"{table} {row.get(key)}: {reused}"))
         for changed in _field(change, "updated"):
-            column = moved_into_past(changed.get("before") or {}, changed.get("after") or {}, today)
+            before, after = changed.get("before") or {}, changed.get("after") or {}
+            column = moved_into_past(before, after, today)
             if column is not None:
                 found.append(("a date moved into the past", f"{table}.{column} of {changed.get('key')}"))
+            moved = [c for c, v in after.items() if before.get(c) != v]
+            # the diff holds the changed columns only: the rest of the row is the seed's
+            seed = next((r for r in rows if key and r.get(key) == changed.get("key")), {})
+            found += _placed({**seed, **before, **after}, table, tables, keys, moved)
+    return found
+
+
+def _placed(
+    row: Row, table: str, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str], changed: list[str] | None
+) -> list[tuple[str, str]]:
+    """(reason, detail) for a written row whose places or state the seed says do not go together
+    (`crossed_places`, `second_in_state`)."""
+    found = []
+    crossed = crossed_places(row, table, tables, keys, changed)
+    if crossed is not None:
+        found.append(("places the service never combines", f"{table}: {crossed}"))
+    second = second_in_state(row, table, tables, keys, changed)
+    if second is not None:
+        found.append(("a second row in a one-at-a-time state", second))
     return found
 
 
@@ -336,7 +579,8 @@ def value_conflicts(
     arguments: Mapping[str, Any], tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str], who: set[str]
 ) -> list[tuple[str, str]]:
     """(reason, detail) for every value of one gold write that the data contradicts: a reason the linked rows
-    belie (`contradicted_value`), an in-person text about a row in another city (`far_in_person`)."""
+    belie (`contradicted_value`), an in-person text about a row in another city (`far_in_person`), a reason naming
+    a kind of thing the row has none of (`unfit_reason`)."""
     found: list[tuple[str, str]] = []
     why = contradicted_value(arguments, list(arguments), tables, keys)
     if why is not None:
@@ -344,7 +588,62 @@ def value_conflicts(
     far = far_in_person(arguments, tables, keys, who)
     if far is not None:
         found.append(("in person in another city", far))
+    unfit = unfit_reason(arguments, tables, keys)
+    if unfit is not None:
+        found.append(("a reason that fits nothing on the row", unfit))
     return found
+
+
+# Columns whose turning true retires a row (an archived channel, a deleted folder): what sits in it is done with.
+RETIRING_FLAGS = re.compile(r"^(?:is_)?(?:archived|deleted|closed_for_good)$")
+
+
+def _retired(diff: Mapping[str, Any], keys: Mapping[str, str]) -> list[tuple[str, Any]]:
+    """(table, key) of every row a server's diff retires: removed, set to a dead state ('cancelled', 'void',
+    'archived'), or flagged archived or deleted."""
+    found: list[tuple[str, Any]] = []
+    for table, change in diff.items():
+        removed = change.get("removed") if isinstance(change, Mapping) else getattr(change, "removed", None)
+        updated = change.get("updated") if isinstance(change, Mapping) else getattr(change, "updated", None)
+        key = keys.get(table)
+        found += [(table, row.get(key)) for row in removed or [] if key and row.get(key) is not None]
+        for update in updated or []:
+            before, after = update.get("before") or {}, update.get("after") or {}
+            dead = any(isinstance(v, str) and v.lower() in DEAD and before.get(c) != v for c, v in after.items())
+            flagged = any(RETIRING_FLAGS.match(c) and v and not before.get(c) for c, v in after.items())
+            if dead or flagged:
+                found.append((table, update.get("key")))
+    return found
+
+
+def _mentions_value(call: Any, value: Any) -> bool:
+    """Whether a call names `value` in its arguments or in the row it returns."""
+    named = list(call.arguments.values())
+    if isinstance(call.output, Mapping):
+        named += list(call.output.values())
+    return any(v == value for v in named if isinstance(v, str))
+
+
+def retires_what_was_used(
+    calls: Sequence[Any], diffs: Mapping[str, Mapping[str, Any]], keys: Mapping[str, Mapping[str, str]]
+) -> str | None:
+    """A later gold write that retires the row an earlier write acted in or on: pin a message in a channel, then
+    archive the channel; add an extra to a rental, then cancel the rental. The first write's effect is moot the
+    moment the second lands, so no one would ask for both. Read from the end state (`diffs`: server -> table ->
+    diff; `keys`: server -> table -> key column) and the calls in order; the retiring write is the last that
+    names the row. "tool then tool: table key", else None."""
+    for server, diff in diffs.items():
+        writes = [c for c in calls if c.server == server and c.is_write]
+        for table, key in _retired(diff, keys.get(server, {})):
+            naming = [i for i, c in enumerate(writes) if _mentions_value(c, key)]
+            if len(naming) < 2:
+                continue
+            last = naming[-1]
+            if key not in writes[last].arguments.values():
+                continue  # the last write that names the row returns it, but something else retired it
+            first = writes[naming[0]]
+            return f"{first.tool} then {writes[last].tool}: {table} {key}"
+    return None
 
 
 def clock_day(clock: str | None) -> str | None:

@@ -41,7 +41,13 @@ from envfarm.clients.coherence import (
     unsupported_duplicate,
 )
 from envfarm.clients.connect import Connections
-from envfarm.clients.datafit import clock_day, expired_record, row_conflicts, value_conflicts
+from envfarm.clients.datafit import (
+    clock_day,
+    expired_record,
+    retires_what_was_used,
+    row_conflicts,
+    value_conflicts,
+)
 from envfarm.clients.effects import Undone, lifecycle_columns, undone
 from envfarm.clients.graph import (
     ToolSpec,
@@ -611,6 +617,10 @@ class _Run:
             today = self.grounder.today.get(server)
             if found := row_conflicts(expected.diff, world.tables, world.keys, who, today):
                 return found[0][0]
+        diffs = {s: e.diff for s, e in grounded.expected.items()}
+        keys = {s: self.grounder.worlds[s].keys for s in diffs}
+        if retires_what_was_used(grounded.calls, diffs, keys) is not None:
+            return "a later write retires what an earlier one used"
         return None
 
     def asks_for_no_change(self, task: Task) -> bool:
