@@ -1,0 +1,176 @@
+"""What a written row combines fits what the service's own rows combine (`envfarm.clients.datafit`): two places
+the seed never puts in one row (a car picked up in Austin and dropped in Vienna, returned far from its drop-off),
+a second row in a state a person holds one at a time (a trip started while another is in progress), a reason
+naming a kind of thing the row has none of ("Returned hardware" on consulting lines), a date before the row it
+belongs to, another row's reference; and a later write retiring what an earlier one used (pin a message, then
+archive its channel). Each is read from small seeds here; the audit's `data` check reports them."""
+
+from __future__ import annotations
+
+from envfarm.clients.audit import Auditor, ServerFacts
+from envfarm.clients.datafit import (
+    crossed_places,
+    dated_before_parent,
+    retires_what_was_used,
+    reused_reference,
+    row_conflicts,
+    second_in_state,
+    unfit_reason,
+)
+from envfarm.clients.grounding import ServerWorld
+from envfarm.clients.tasks import ExpectedState, GoldCall, Persona, Provenance, Task, Turn
+from envfarm.servers.runtime.control import TableDiff
+
+CITIES = ["Austin", "Austin", "Vienna", "Vienna", "Boston", "Boston"]
+BRANCHES = [{"branch_id": f"br_{i}", "name": f"{c} {i}", "city": c} for i, c in enumerate(CITIES)]
+# every seed rental is dropped off in its pickup city but one (1 of 11: a rare one-way does not make them normal)
+RENTALS = [
+    {"rental_id": f"rnt_{i}", "driver_id": "drv_1", "pickup_branch_id": f"br_{a}", "dropoff_branch_id": f"br_{b}"}
+    for i, (a, b) in enumerate([(0, 1), (1, 0), (2, 3), (3, 2), (4, 5), (5, 4), (0, 0), (2, 2), (4, 4), (1, 1), (0, 4)])
+]
+CAR_KEYS = {"branches": "branch_id", "rentals": "rental_id"}
+
+
+def test_a_rental_picked_up_in_austin_and_dropped_in_vienna_crosses_places_the_seed_never_combines() -> None:
+    tables = {"branches": BRANCHES, "rentals": RENTALS}
+    far = {"rental_id": "rnt_9", "driver_id": "drv_1", "pickup_branch_id": "br_0", "dropoff_branch_id": "br_2"}
+    found = crossed_places(far, "rentals", tables, CAR_KEYS)
+    assert found is not None and "Austin" in found and "Vienna" in found
+    near = {**far, "dropoff_branch_id": "br_1"}  # the airport to downtown of one city
+    assert crossed_places(near, "rentals", tables, CAR_KEYS) is None
+    # where the service's rows span cities as a rule (a parcel's sender and recipient), so may the new one
+    spread = [{**r, "dropoff_branch_id": f"br_{(int(r['pickup_branch_id'][-1]) + 2) % 6}"} for r in RENTALS]
+    assert crossed_places(far, "rentals", {"branches": BRANCHES, "rentals": spread}, CAR_KEYS) is None
+
+
+def test_a_return_far_from_the_drop_off_is_flagged_only_when_the_write_sets_the_return() -> None:
+    returned = [{**r, "return_branch_id": r["dropoff_branch_id"]} for r in RENTALS]
+    tables = {"branches": BRANCHES, "rentals": returned}
+    seed = {**returned[0], "return_branch_id": None}
+    diff = {"rentals": TableDiff(updated=[{"key": "rnt_0", "before": {"return_branch_id": None},
+                                           "after": {"return_branch_id": "br_2"}}])}  # fmt: skip
+    assert [r for r, _ in row_conflicts(diff, {**tables, "rentals": [seed, *returned[1:]]}, CAR_KEYS, set(), None)] == [
+        "places the service never combines"
+    ]
+    # a change to another column of a seed row that already spans two cities is not this write's doing
+    odd = {**returned[10], "return_branch_id": "br_0"}
+    assert crossed_places(odd, "rentals", tables, CAR_KEYS, changed=["status"]) is None
+
+
+DRIVERS = [{"driver_id": f"drv_{i}", "email": f"d{i}@x.com"} for i in range(8)]
+TRIPS = [{"trip_id": f"trp_{i}", "driver_id": f"drv_{i}", "status": "in_progress"} for i in range(5)] + [
+    {"trip_id": f"trp_{i}", "driver_id": "drv_1", "status": "scheduled"} for i in range(5, 11)
+]
+FLEET_KEYS = {"drivers": "driver_id", "trips": "trip_id"}
+
+
+def test_starting_a_trip_while_the_drivers_other_trip_is_in_progress_is_a_second_one_at_a_time() -> None:
+    tables = {"drivers": DRIVERS, "trips": TRIPS}
+    second = {"trip_id": "trp_5", "driver_id": "drv_1", "status": "in_progress"}
+    found = second_in_state(second, "trips", tables, FLEET_KEYS, changed=["status"])
+    assert found is not None and "trp_1" in found
+    free = {"trip_id": "trp_9", "driver_id": "drv_6", "status": "in_progress"}  # drv_6 drives nothing now
+    assert second_in_state(free, "trips", tables, FLEET_KEYS, changed=["status"]) is None
+    # many scheduled trips per driver: scheduling another is normal
+    assert second_in_state({**second, "status": "scheduled"}, "trips", tables, FLEET_KEYS) is None
+
+
+ITEMS = [
+    {"item_id": f"itm_{i}", "name": n, "kind": k, "unit": u}
+    for i, (n, k, u) in enumerate(
+        [("Consulting hour", "service", "hour"), ("Data migration", "service", "each"),
+         ("Docking station", "product", "each"), ("Cloud hosting", "subscription", "month"),
+         ("Design day", "service", "day"), ("Laptop", "product", "each")]
+    )
+]  # fmt: skip
+INVOICES = [{"invoice_id": "inv_1", "number": "INV-1035"}, {"invoice_id": "inv_2", "number": "INV-1036"}]
+LINES = [
+    {"line_id": "iln_1", "invoice_id": "inv_1", "item_id": "itm_0"},
+    {"line_id": "iln_2", "invoice_id": "inv_1", "item_id": "itm_1"},
+    {"line_id": "iln_3", "invoice_id": "inv_2", "item_id": "itm_2"},
+]
+BILL = {"catalog_items": ITEMS, "invoices": INVOICES, "invoice_lines": LINES}
+BILL_KEYS = {"catalog_items": "item_id", "invoices": "invoice_id", "invoice_lines": "line_id"}
+
+
+def test_returned_hardware_fits_an_invoice_with_a_product_line_and_not_one_of_consulting_only() -> None:
+    found = unfit_reason({"invoice_id": "inv_1", "reason": "Returned hardware"}, BILL, BILL_KEYS)
+    assert found is not None and "catalog_items.kind" in found
+    assert unfit_reason({"invoice_id": "inv_2", "reason": "Returned hardware"}, BILL, BILL_KEYS) is None
+    # hours billed twice: the consulting invoice bills hours, the hardware one does not
+    assert unfit_reason({"invoice_id": "inv_1", "reason": "Hours billed twice"}, BILL, BILL_KEYS) is None
+    assert unfit_reason({"invoice_id": "inv_2", "reason": "Hours billed twice"}, BILL, BILL_KEYS) is not None
+    # a reason naming no kind of thing, and one word that names a choice (a branch), are no claim
+    assert unfit_reason({"invoice_id": "inv_1", "reason": "Discount agreed after delivery"}, BILL, BILL_KEYS) is None
+    assert unfit_reason({"invoice_id": "inv_1", "reason": "Laptop"}, BILL, BILL_KEYS) is None
+
+
+PAID = [
+    {"payment_id": f"pmt_{i}", "invoice_id": "inv_1", "reference": f"REF-{i}00", "received_on": f"2026-03-1{i}"}
+    for i in range(5)
+]
+ISSUED = [{"invoice_id": "inv_1", "issued_on": "2026-03-01"}, {"invoice_id": "inv_2", "issued_on": "2026-03-21"}]
+PAY_KEYS = {"invoices": "invoice_id", "payments": "payment_id"}
+
+
+def test_a_payment_received_before_its_invoice_was_issued_or_under_anothers_reference_does_not_fit() -> None:
+    tables = {"invoices": ISSUED, "payments": PAID}
+    early = {"payment_id": "pmt_9", "invoice_id": "inv_2", "reference": "REF-900", "received_on": "2026-02-05"}
+    found = dated_before_parent(early, "payments", tables, PAY_KEYS)
+    assert found == "received_on 2026-02-05 before invoices.issued_on 2026-03-21"
+    assert dated_before_parent({**early, "received_on": "2026-04-01"}, "payments", tables, PAY_KEYS) is None
+    assert reused_reference({**early, "reference": "REF-100"}, "payments", tables, PAY_KEYS) == (
+        "reference REF-100 (as pmt_1)"
+    )
+    assert reused_reference(early, "payments", tables, PAY_KEYS) is None
+
+
+def _call(tool: str, args: dict[str, object], output: dict[str, object]) -> GoldCall:
+    return GoldCall(server="team_chat", tool=tool, arguments=args, output=output, is_write=True)
+
+
+PIN = _call("pin_message", {"message_id": "msg_1"}, {"message_id": "msg_1", "channel_id": "ch_1", "is_pinned": True})
+ARCHIVE = _call("archive_channel", {"channel_id": "ch_1"}, {"channel_id": "ch_1", "is_archived": True})
+ARCHIVED = {
+    "channels": TableDiff(updated=[{"key": "ch_1", "before": {"is_archived": 0}, "after": {"is_archived": 1}}]),
+    "messages": TableDiff(updated=[{"key": "msg_1", "before": {"is_pinned": 0}, "after": {"is_pinned": 1}}]),
+}
+CHAT_KEYS = {"team_chat": {"channels": "channel_id", "messages": "message_id"}}
+
+
+def test_pinning_a_message_then_archiving_its_channel_retires_what_the_pin_used() -> None:
+    assert retires_what_was_used([PIN, ARCHIVE], {"team_chat": ARCHIVED}, CHAT_KEYS) == (
+        "pin_message then archive_channel: channels ch_1"
+    )
+    # archiving a channel the pin never touched, or archiving alone, is no such thing
+    other = _call("archive_channel", {"channel_id": "ch_2"}, {"channel_id": "ch_2", "is_archived": True})
+    moved = {
+        "channels": TableDiff(updated=[{"key": "ch_2", "before": {"is_archived": 0}, "after": {"is_archived": 1}}])
+    }
+    assert retires_what_was_used([PIN, other], {"team_chat": moved}, CHAT_KEYS) is None
+    assert retires_what_was_used([ARCHIVE], {"team_chat": ARCHIVED}, CHAT_KEYS) is None
+
+
+def test_the_audit_data_check_reports_a_write_retiring_what_an_earlier_one_used() -> None:
+    world = ServerWorld(
+        server="team_chat",
+        controlled=True,
+        tables={"channels": [{"channel_id": "ch_1"}], "messages": [{"message_id": "msg_1", "channel_id": "ch_1"}]},
+        keys=CHAT_KEYS["team_chat"],
+    )
+    auditor = Auditor([], {"team_chat": world}, {"team_chat": ServerFacts()})
+    task = Task(
+        id="t",
+        servers=["team_chat"],
+        tools=[],
+        persona=Persona(name="Daniel Ahmed", email="daniel.ahmed@example.com"),
+        opening_message="Pin Priya's message in #ml-experiments, then archive the channel.",
+        turns=[Turn(message="Pin Priya's message in #ml-experiments, then archive the channel.", gold_calls=[0, 1])],
+        gold_calls=[PIN, ARCHIVE],
+        expected_state={"team_chat": ExpectedState(diff=ARCHIVED)},
+        provenance=Provenance(sampler="topology", seed=0),
+    )
+    details = [f.detail for f in auditor.data(task)]
+    assert details == [
+        "a later write retires what an earlier one used: pin_message then archive_channel: channels ch_1"
+    ]
