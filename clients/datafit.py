@@ -387,7 +387,7 @@ def reused_reference(
     already holds, in a column where every seed row's code is its own (at least MIN_EVIDENCE): a payment
     recorded with the reference of another invoice's payment. "column value (as key)", else None."""
     rows = tables.get(table, [])
-    key = keys.get(table)
+    key = keys.get(table, "")
     for column, value in added.items():
         if column == key or is_id_like(column) or not isinstance(value, str) or _dated(value):
             continue
@@ -396,9 +396,62 @@ def reused_reference(
         codes = [r.get(column) for r in rows if isinstance(r.get(column), str) and r.get(column)]
         if len(codes) < MIN_EVIDENCE or len(set(codes)) < len(codes):
             continue
-        twin = next((r for r in rows if r.get(column) == value and r.get(key) != added.get(key)), None)
+        twin = next((r for r in rows if r.get(column) == value and (not key or r.get(key) != added.get(key))), None)
         if twin is not None:
             return f"{column} {value} (as {twin.get(key)})"
+    return None
+
+
+def _sorts(table: str, tables: Mapping[str, Sequence[Row]]) -> list[str]:
+    """A table's columns that sort its rows into a few groups: a category (a status, a kind) or a reference to a
+    short list (an expense category)."""
+    rows = tables.get(table, [])
+    sorts = list(_kinds(tables).get(table, []))
+    if rows:
+        sorts += [
+            c
+            for c in rows[0]
+            if c not in sorts
+            and c.endswith("_id")
+            and 1 < len({r.get(c) for r in rows}) <= 2 * MAX_KINDS
+            and len({r.get(c) for r in rows}) * 2 <= len(rows)
+        ]
+    return sorts
+
+
+def unusual_pairing(
+    row: Row,
+    table: str,
+    tables: Mapping[str, Sequence[Row]],
+    keys: Mapping[str, str],
+    changed: Iterable[str] | None = None,
+) -> str | None:
+    """A value the write sets that the seed always files under another group than the row's: the merchant of an
+    office-supplies line changed to "Northjet", which every seed line files under air travel, in a table where a
+    merchant names its category (at least 1 - RARE of the merchants seen twice keep to one). `changed`: for a
+    changed row, the columns the write set. "column 'value' (sort: seen x, here y)", else None."""
+    rows = tables.get(table, [])
+    key = keys.get(table, "")
+    sorts = _sorts(table, tables)
+    for column, value in row.items():
+        if column == key or column in sorts or is_id_like(column) or not _text(value) or len(value.split()) > 6:
+            continue
+        if changed is not None and column not in changed:
+            continue
+        mine = [r for r in rows if r.get(column) == value and (not key or r.get(key) != row.get(key))]
+        if len(mine) < 2:
+            continue
+        for sort in sorts:
+            seen = {r.get(sort) for r in mine}
+            if len(seen) != 1 or row.get(sort) in seen or row.get(sort) is None:
+                continue
+            groups: dict[Any, set[Any]] = {}
+            for r in rows:
+                groups.setdefault(r.get(column), set()).add(r.get(sort))
+            repeated = [v for v in groups if sum(r.get(column) == v for r in rows) >= 2]
+            loyal = sum(len(groups[v]) == 1 for v in repeated)
+            if len(repeated) >= MIN_EVIDENCE and loyal >= (1 - RARE) * len(repeated):
+                return f"{column} {value!r} ({sort}: seen {seen.pop()}, here {row.get(sort)})"
     return None
 
 
@@ -419,7 +472,7 @@ def second_in_state(
     the driver's other trip is in progress. `changed`: for a changed row, the columns the write set (the state
     must be one). "table.column value: person already has key", else None."""
     rows = tables.get(table, [])
-    key = keys.get(table)
+    key = keys.get(table, "")
     people = _people(tables, keys)
     for column in _kinds(tables).get(table, []):
         value = row.get(column)
@@ -427,7 +480,7 @@ def second_in_state(
             continue
         if not isinstance(value, str) or (changed is not None and column not in changed):
             continue
-        held = [r for r in rows if r.get(column) == value and (key is None or r.get(key) != row.get(key))]
+        held = [r for r in rows if r.get(column) == value and (not key or r.get(key) != row.get(key))]
         if len(held) < MIN_EVIDENCE:
             continue
         for owner in people & set(row):
@@ -572,6 +625,9 @@ def _placed(
     second = second_in_state(row, table, tables, keys, changed)
     if second is not None:
         found.append(("a second row in a one-at-a-time state", second))
+    paired = unusual_pairing(row, table, tables, keys, changed)
+    if paired is not None:
+        found.append(("a value the seed files under another group", f"{table}: {paired}"))
     return found
 
 

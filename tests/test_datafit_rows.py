@@ -16,6 +16,7 @@ from envfarm.clients.datafit import (
     row_conflicts,
     second_in_state,
     unfit_reason,
+    unusual_pairing,
 )
 from envfarm.clients.grounding import ServerWorld
 from envfarm.clients.tasks import ExpectedState, GoldCall, Persona, Provenance, Task, Turn
@@ -174,3 +175,35 @@ def test_the_audit_data_check_reports_a_write_retiring_what_an_earlier_one_used(
     assert details == [
         "a later write retires what an earlier one used: pin_message then archive_channel: channels ch_1"
     ]
+
+
+CATEGORIES = [{"category_id": f"cat_{n}", "name": n} for n in ("office", "air", "training")]
+LINES_BY_MERCHANT = [
+    {"line_id": f"lin_{i}", "category_id": f"cat_{c}", "merchant": m}
+    for i, (m, c) in enumerate(
+        [("Paper & Co", "office"), ("Paper & Co", "office"), ("Northjet", "air"), ("Northjet", "air"),
+         ("Skyway", "air"), ("Skyway", "air"), ("DevConf", "training"), ("DevConf", "training"),
+         ("Inkwell", "office"), ("Inkwell", "office"), ("Bookhub", "training"), ("Bookhub", "training"),
+         ("Railco", "air"), ("Railco", "air")]
+    )
+]  # fmt: skip
+EXPENSE_KEYS = {"categories": "category_id", "expense_lines": "line_id"}
+
+
+def test_a_merchant_the_seed_always_files_under_air_travel_does_not_fit_an_office_supplies_line() -> None:
+    tables = {"categories": CATEGORIES, "expense_lines": LINES_BY_MERCHANT}
+    fixed = {**LINES_BY_MERCHANT[0], "merchant": "Northjet"}
+    found = unusual_pairing(fixed, "expense_lines", tables, EXPENSE_KEYS, changed=["merchant"])
+    assert found == "merchant 'Northjet' (category_id: seen cat_air, here cat_office)"
+    assert (
+        unusual_pairing({**fixed, "merchant": "Inkwell"}, "expense_lines", tables, EXPENSE_KEYS, ["merchant"]) is None
+    )
+    # a write that leaves the merchant as it is says nothing of it
+    assert unusual_pairing(fixed, "expense_lines", tables, EXPENSE_KEYS, changed=["amount"]) is None
+    # where merchants spread over categories, the seed says nothing of where one belongs
+    mixed = [
+        {**r, "category_id": f"cat_{('office', 'air', 'training')[i % 3]}"} for i, r in enumerate(LINES_BY_MERCHANT)
+    ]
+    assert (
+        unusual_pairing(fixed, "expense_lines", {**tables, "expense_lines": mixed}, EXPENSE_KEYS, ["merchant"]) is None
+    )
