@@ -3,7 +3,11 @@
 The grounder draws a write's free values from the seed, so a "new" fuel fill can repeat another driver's log to
 the cent, a new meeting can land on top of one already on the person's agenda, a change can move a renewal date
 into the past, a refund can give the reason "cancelled by the operator" for a departure that still runs, and an
-offer to "pick up this weekend" can come from another city. A careful agent would stop at each of these; a task
+offer to "pick up this weekend" can come from another city. It can also put two places in one row that the
+service's own rows never combine (a car picked up in Austin and dropped off in Vienna), start a driver's second
+trip while one is in progress, credit "Returned hardware" on an invoice that bills only consulting, date a payment
+before its invoice, reuse another payment's reference, file an office-supplies line under an airline, or pin a
+message and then archive its channel. A careful agent would stop at each of these; a task
 whose gold does not is dropped at synthesis and failed by `envfarm tasks --audit`. Each check reads only the
 write's arguments, the rows it added or changed (the expected diff), the seed rows and the farm clock, so it runs
 the same on a task file as during generation.
@@ -483,7 +487,7 @@ def second_in_state(
         held = [r for r in rows if r.get(column) == value and (not key or r.get(key) != row.get(key))]
         if len(held) < MIN_EVIDENCE:
             continue
-        for owner in people & set(row):
+        for owner in sorted(people & set(row)):
             counts = Counter(r.get(owner) for r in held if r.get(owner) is not None)
             if not counts or max(counts.values()) > 1 or counts[row.get(owner)] == 0:
                 continue
@@ -577,7 +581,8 @@ def row_conflicts(
 ) -> list[tuple[str, str]]:
     """(reason, detail) for every row a task adds or changes on one server that does not fit the seed: a copy,
     an overlap with the person's own row, a new row due before today (an invoice backdated past its due date), a
-    date moved into the past. `diff` is the server's expected diff (table
+    date moved into the past, places or a value the seed never combines, a second row in a one-at-a-time state,
+    a date before the row it belongs to, another row's reference. `diff` is the server's expected diff (table
     -> added, updated); `who` the person's email and name; `today` the farm clock's date. The reasons are the ones
     synthesis counts its drops by."""
     found: list[tuple[str, str]] = []
