@@ -515,8 +515,9 @@ def unfit_reason(
     """A short text of the write that names a kind of thing (a product, an hour) the rows under the row it is
     about never are, where the data has that kind elsewhere: a credit "Returned hardware" on an invoice whose
     lines bill only consulting and a data migration (lines point at catalogue items of kind 'service'), "Hours
-    billed twice" on one with no hourly line. The rows under a row are those that point at it (its lines) and
-    the rows those point at (their items). "argument 'text' (table.column here: values)", else None."""
+    billed twice" on one with no hourly line. What a row is made of: the rows its parts (the rows that point at
+    it: its lines) point at (their items); its parts' own states (an account's schedules, 'once' or 'monthly')
+    say how it runs, not what it holds. "argument 'text' (table.column here: values)", else None."""
     # a phrase (a reason, a note), not one name: a pickup branch the person picks is a choice, not a claim
     texts = {n: v for n, v in arguments.items() if _text(v) and not is_id_like(n) and 2 <= len(v.split()) <= 6}
     if not texts:
@@ -532,7 +533,6 @@ def unfit_reason(
                 continue
             for child in rows:
                 if child.get(key) == row[key]:
-                    under.setdefault(child_table, []).append(child)
                     for linked_table, linked in _pointed(child, tables, keys).items():
                         if linked_table != table:
                             under.setdefault(linked_table, []).append(linked)
