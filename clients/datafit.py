@@ -459,6 +459,37 @@ def unusual_pairing(
     return None
 
 
+OUTLIER = 5  # times the largest the seed shows for the same thing, past which an amount is no everyday one
+
+
+def outlying_amount(added: Row, table: str, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str]) -> str | None:
+    """A number of a new row more than OUTLIER times the largest the seed's rows show for the same named thing
+    (at least MIN_EVIDENCE of them): 40 of "Data migration" on an invoice, where no invoice bills more than 2.
+    The thing is a row with a name or title that the new row points at (a catalogue item, an extra), not a
+    person or an account. "column value (thing: at most m over n rows)", else None."""
+    rows = tables.get(table, [])
+    key = keys.get(table, "")
+    for ref, value in added.items():
+        if ref == key or not ref.endswith("_id") or not isinstance(value, str):
+            continue
+        things = [t for t, k in keys.items() if k == ref and tables.get(t) and t != table]
+        named = [t for t in things if {"name", "title"} & set(tables[t][0])]
+        if not named:
+            continue
+        same = [r for r in rows if r.get(ref) == value and (not key or r.get(key) != added.get(key))]
+        if len(same) < MIN_EVIDENCE:
+            continue
+        for column, amount in added.items():
+            if column == ref or is_id_like(column) or isinstance(amount, bool) or not isinstance(amount, int | float):
+                continue
+            seen = [
+                r[column] for r in same if isinstance(r.get(column), int | float) and not isinstance(r[column], bool)
+            ]
+            if len(seen) >= MIN_EVIDENCE and max(seen) > 0 and amount > OUTLIER * max(seen):
+                return f"{column} {amount:g} ({named[0]} {value}: at most {max(seen):g} over {len(seen)} rows)"
+    return None
+
+
 def _people(tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str]) -> set[str]:
     """The key columns of the tables whose rows are people (they have an email): driver_id, member_id."""
     return {keys[t] for t, rows in tables.items() if keys.get(t) and rows and "email" in rows[0]}
@@ -603,6 +634,9 @@ def row_conflicts(
             early = dated_before_parent(row, table, tables, keys)
             if early is not None:
                 found.append(("a new row dated before what it belongs to", f"{table} {row.get(key)}: {early}"))
+            outlier = outlying_amount(row, table, tables, keys)
+            if outlier is not None:
+                found.append(("an amount far past the seed's", f"{table} {row.get(key)}: {outlier}"))
             reused = reused_reference(row, table, tables, keys)
             if reused is not None:
                 found.append(("a new row with another row's reference", f"{table} {row.get(key)}: {reused}"))

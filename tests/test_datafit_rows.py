@@ -11,6 +11,7 @@ from envfarm.clients.audit import Auditor, ServerFacts
 from envfarm.clients.datafit import (
     crossed_places,
     dated_before_parent,
+    outlying_amount,
     retires_what_was_used,
     reused_reference,
     row_conflicts,
@@ -207,3 +208,18 @@ def test_a_merchant_the_seed_always_files_under_air_travel_does_not_fit_an_offic
     assert (
         unusual_pairing(fixed, "expense_lines", {**tables, "expense_lines": mixed}, EXPENSE_KEYS, ["merchant"]) is None
     )
+
+
+def test_forty_data_migrations_on_an_invoice_are_far_past_any_seed_invoice_and_three_are_not() -> None:
+    lines = [
+        {"line_id": f"iln_{i}", "invoice_id": "inv_1", "item_id": "itm_1", "quantity": q}
+        for i, q in enumerate((1, 1, 2, 1, 2))
+    ]
+    tables = {**BILL, "invoice_lines": lines}
+    new = {"line_id": "iln_9", "invoice_id": "inv_2", "item_id": "itm_1", "quantity": 40.0}
+    assert outlying_amount(new, "invoice_lines", tables, BILL_KEYS) == (
+        "quantity 40 (catalog_items itm_1: at most 2 over 5 rows)"
+    )
+    assert outlying_amount({**new, "quantity": 3.0}, "invoice_lines", tables, BILL_KEYS) is None
+    # an item the seed bills too seldom (no line of itm_2) says nothing of how many are usual
+    assert outlying_amount({**new, "item_id": "itm_2"}, "invoice_lines", tables, BILL_KEYS) is None
