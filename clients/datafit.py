@@ -6,11 +6,11 @@ into the past, a refund can give the reason "cancelled by the operator" for a de
 offer to "pick up this weekend" can come from another city. It can also put two places in one row that the
 service's own rows never combine (a car picked up in Austin and dropped off in Vienna), start a driver's second
 trip while one is in progress, credit "Returned hardware" on an invoice that bills only consulting, date a payment
-before its invoice, reuse another payment's reference, file an office-supplies line under an airline, or pin a
-message and then archive its channel. A careful agent would stop at each of these; a task
-whose gold does not is dropped at synthesis and failed by `envfarm tasks --audit`. Each check reads only the
-write's arguments, the rows it added or changed (the expected diff), the seed rows and the farm clock, so it runs
-the same on a task file as during generation.
+before its invoice, reuse another payment's reference, file an office-supplies line under an airline, bill 40 data
+migrations where no invoice bills more than 2, or pin a message and then archive its channel. A careful agent
+would stop at each of these; a task whose gold does not is dropped at synthesis and failed by `envfarm tasks
+--audit`. Each check reads only the write's arguments, the rows it added or changed (the expected diff), the seed
+rows and the farm clock, so it runs the same on a task file as during generation.
 """
 
 from __future__ import annotations
@@ -613,9 +613,9 @@ def row_conflicts(
     """(reason, detail) for every row a task adds or changes on one server that does not fit the seed: a copy,
     an overlap with the person's own row, a new row due before today (an invoice backdated past its due date), a
     date moved into the past, places or a value the seed never combines, a second row in a one-at-a-time state,
-    a date before the row it belongs to, another row's reference. `diff` is the server's expected diff (table
-    -> added, updated); `who` the person's email and name; `today` the farm clock's date. The reasons are the ones
-    synthesis counts its drops by."""
+    a date before the row it belongs to, an amount far past the seed's, another row's reference. `diff` is the
+    server's expected diff (table -> added, updated); `who` the person's email and name; `today` the farm clock's
+    date. The reasons are the ones synthesis counts its drops by."""
     found: list[tuple[str, str]] = []
     for table, change in (diff or {}).items():
         rows = tables.get(table, [])
