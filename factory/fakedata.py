@@ -181,7 +181,9 @@ NOTES = [
 SEARCHES = ["coffee shops", "jazz festival", "electric cars", "climate report", "running shoes", "city marathon"]
 SEARCHES += ["budget travel", "solar panels", "book club", "winter jackets"]
 # The words an imported table is named by that say nothing of the thing (`profile_response` -> profile).
-NOISE_NOUNS = frozenset({"response", "request", "result", "info", "details", "detail", "object", "model", "resource"})
+NOISE_NOUNS = frozenset(
+    {"response", "request", "result", "info", "details", "detail", "object", "model", "resource", "answer"}
+)
 
 
 ADJECTIVES = ["quick", "quiet", "bright", "steady", "bold", "gentle", "sharp", "warm", "calm", "clever"]

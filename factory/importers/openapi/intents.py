@@ -11,6 +11,7 @@ from typing import Any
 
 from envfarm.factory import fakedata
 from envfarm.factory.importers.openapi.models import LIST_TEXT, NESTED_TEXT
+from envfarm.factory.importers.openapi.seed import noun_of
 from envfarm.factory.importers.openapi.words import singular, spaced_words, verb_phrase
 from envfarm.factory.spec import with_default_words
 
@@ -153,7 +154,8 @@ def derive_intents(spec: dict[str, Any], asked: dict[str, str]) -> None:
             entity["refer"] = refer
     for tool in spec["tools"]:
         entity = spec["entities"][tool["entity"]]
-        noun = spaced_words(singular(tool["entity"]))
+        noun = noun_of(tool["entity"])
+        a = "an" if noun[:1] in "aeiou" else "a"
         params: dict[str, dict[str, Any]] = tool["params"]
         effect, key = tool["effect"], tool.get("key")
         lookup = entity["primary_key"] == "lookup_id"
@@ -161,9 +163,9 @@ def derive_intents(spec: dict[str, Any], asked: dict[str, str]) -> None:
             continue
         default = {
             "create": f"create a new {noun}",
-            "update": f"update a {noun}",
-            "delete": f"delete a {noun}",
-            "get": f"look up a {noun}",
+            "update": f"update {a} {noun}",
+            "delete": f"delete {a} {noun}",
+            "get": f"look up {a} {noun}",
             "search": f"look up {topic(tool['name'])}",
         }[effect]
         verb = spoken_request(asked.get(tool["name"], "")) or default
