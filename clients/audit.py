@@ -98,6 +98,8 @@ EMAIL = re.compile(r"\S+@\S+")
 CLOCK = re.compile(r"Now: (?:\w+ )?(\d{1,2} \w+ \d{4}), (\d{2}:\d{2})")
 # The policy line of an imported API with no users or customers resource (factory/importers/openapi/intents.py).
 ONE_ACCOUNT = re.compile(r"\bEvery record here belongs to the one account\b")
+# Its holder, named where no seeded row is a person's: the persona of a task there.
+ACCOUNT_HOLDER = re.compile(r"\bthe one account this API serves, held by ([A-Z][\w'-]+(?: [A-Z][\w'.-]+)+):")
 FORBIDS_THIRD_PARTY = re.compile(
     r"\b(?:never|do not|don't)\b[^.]*\b(?:another person|someone else|other people|another customer|a third party)",
     re.IGNORECASE,
@@ -266,6 +268,9 @@ class ServerFacts(BaseModel):
         description="the policy says every record belongs to the one account the API serves (an imported API with "
         "no users or customers resource): no row is a customer's own, so a write's ownership is not checked",
     )
+    holder: str | None = Field(
+        default=None, description="the one account's holder the policy names (an import whose seed has no people)"
+    )
 
 
 def staff_internal(tool: str) -> bool:
@@ -288,6 +293,7 @@ def server_facts(instructions: str | None) -> ServerFacts:
         third_party_rule=rule,
         identify_rule=identify,
         one_account=ONE_ACCOUNT.search(text) is not None,
+        holder=holder.group(1) if (holder := ACCOUNT_HOLDER.search(text)) else None,
     )
 
 

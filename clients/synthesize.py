@@ -657,7 +657,11 @@ class _Run:
         live = [s for s in self.servers if s in self.yielded or self.tried[s] < BARREN_AFTER]
         server = rng.choice(live or self.servers)
         candidates = sorted(self.people[server])
-        return [server], (self.people[server][rng.choice(candidates)] if candidates else FALLBACK_PERSONA)
+        if candidates:
+            return [server], self.people[server][rng.choice(candidates)]
+        # No person in the seed: the account holder its policy names, else a name for someone the server never saw.
+        holder = self.facts.get(server, ServerFacts()).holder
+        return [server], (PersonaRecord(name=holder, email="") if holder else FALLBACK_PERSONA)
 
     def _enabled(self, servers: list[str], rng: random.Random) -> list[ToolRef]:
         """Every tool of the task's servers, and a few of another server's as distractors."""

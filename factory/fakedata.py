@@ -139,6 +139,53 @@ COMPANIES = [
     "Oakridge",
     "Pinecrest",
 ]
+# Values of an imported API's columns, by what the column means (`envfarm.factory.importers.openapi.seed`).
+COUNTRY_CODES = ["US", "DE", "FR", "JP", "BR", "GB", "CA", "ES", "IT", "NL", "KE", "IN"]
+COUNTRIES = ["Portugal", "Germany", "Canada", "Japan", "Kenya", "United States", "France", "Poland", "Ireland", "Spain"]
+LANGUAGES = ["en", "fr", "de", "es", "pt", "ja", "it", "nl"]
+LOCALES = ["en-US", "fr-FR", "de-DE", "es-ES", "pt-PT", "ja-JP", "it-IT", "nl-NL"]
+TIMEZONES = ["Europe/Lisbon", "America/Toronto", "Asia/Tokyo", "Europe/Berlin", "America/Denver", "Africa/Nairobi"]
+REGIONS = ["us-east-1", "eu-west-1", "ap-southeast-2", "us-west-2", "eu-central-1", "ap-northeast-1"]
+PROVINCES = ["Ontario", "Bavaria", "Texas", "Lombardy", "Quebec", "Catalonia", "Victoria", "Colorado"]
+TAGS = ["billing", "urgent", "internal", "marketing", "support", "travel", "finance", "design", "research", "legal"]
+KINDS = ["standard", "premium", "basic", "business", "personal", "trial"]
+STATUSES = ["active", "pending", "archived", "suspended", "draft", "closed"]
+MIME_TYPES = ["application/pdf", "image/png", "text/csv", "application/json", "image/jpeg", "text/plain"]
+FILE_NAMES = ["q3-report.pdf", "team-photo.png", "invoices-2026.csv", "config.json", "floor-plan.jpg", "notes.txt"]
+THING_NAMES = [
+    "Cedar Ridge",
+    "Harbor Point",
+    "Silver Creek",
+    "Maple Court",
+    "Blue Lagoon",
+    "Granite Peak",
+    "Fox Hollow",
+    "Willow Bend",
+    "Aspen Grove",
+    "Copper Falls",
+    "Pine Harbor",
+    "Sunset Row",
+]
+NOTES = [
+    "Follow up with the Lisbon team before Friday.",
+    "Renewed for another year at the same rate.",
+    "Customer asked for a paper copy by post.",
+    "Waiting on the signed contract from legal.",
+    "Moved to the new warehouse in March.",
+    "Second reminder sent; no reply yet.",
+    "Priority account: call before any change.",
+    "Imported from the old system last spring.",
+    "Discount agreed on the phone with the manager.",
+    "Check the spelling of the billing name.",
+]
+SEARCHES = ["coffee shops", "jazz festival", "electric cars", "climate report", "running shoes", "city marathon"]
+SEARCHES += ["budget travel", "solar panels", "book club", "winter jackets"]
+# The words an imported table is named by that say nothing of the thing (`profile_response` -> profile).
+NOISE_NOUNS = frozenset(
+    {"response", "request", "result", "info", "details", "detail", "object", "model", "resource", "answer"}
+)
+
+
 ADJECTIVES = ["quick", "quiet", "bright", "steady", "bold", "gentle", "sharp", "warm", "calm", "clever"]
 NOUNS = ["report", "plan", "review", "update", "draft", "summary", "proposal", "checklist", "budget", "outline"]
 

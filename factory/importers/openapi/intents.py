@@ -5,14 +5,18 @@ the drafted policy and scenarios.
 from __future__ import annotations
 
 import copy
+import random
 import re
 from typing import Any
 
+from envfarm.factory import fakedata
 from envfarm.factory.importers.openapi.models import LIST_TEXT, NESTED_TEXT
+from envfarm.factory.importers.openapi.seed import noun_of
 from envfarm.factory.importers.openapi.words import singular, spaced_words, verb_phrase
 from envfarm.factory.spec import with_default_words
 
 # Columns a person names a row by, most telling first.
+EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[a-z]+")
 NAMING_WORDS = ("name", "title", "email", "username", "login", "handle", "subject", "label", "number", "code", "slug")
 
 
@@ -90,6 +94,55 @@ def _plain_fact(name: str, column: dict[str, Any]) -> bool:
     )
 
 
+# First words of a summary that a person asking would say; another first word ('Given a word, returns ...',
+# 'Collection version details', 'The IP Blocklist API will ...') is no request.
+REQUEST_VERBS = frozenset(
+    """accept acknowledge activate add apply approve archive assign associate attach block book calculate cancel change
+    check close complete confirm convert copy create deactivate decline delete deploy detach detect disable
+    disassociate download edit enable end estimate export extract find finish follow generate get grant import
+    invite join leave list lock look mark merge modify move mute open pause publish purchase reactivate read
+    reboot refresh regenerate register reject release remove rename renew reopen re-open replace request reset
+    resend restart restore resume retrieve revoke rotate run save schedule search send set share show sign star
+    start stop submit subscribe suspend sync tag transfer translate unblock unfollow unlock unmute unpublish
+    unstar unsubscribe untag update upgrade validate verify withdraw""".split()
+)
+# Words of documentation, not of a person asking: a summary holding one is said plainly instead.
+DOC_WORDS = re.compile(
+    r"\b(api|apis|request|requests|response|responses|endpoint|endpoints|objects?|entity|entities|representation|"
+    r"criteria|payload|proxy|resources?|method|operation|operations|instance|parameters?|json|xml|uri|url|sdk)\b",
+    re.IGNORECASE,
+)
+# Qualifiers a person leaves out ('delete the specified pipeline' -> 'delete the pipeline').
+FILLER = re.compile(
+    r"\b(specified|given|existing|provided|particular|single|requested)\s+|"
+    r"\s+(by (its )?(id|key|name)|for the (authenticated|current|signed-in) user|of the authenticated user)\b",
+    re.IGNORECASE,
+)
+MAX_REQUEST_WORDS = 9
+
+
+def spoken_request(summary: str) -> str:
+    """An operation's summary as a person asks for it ('Deletes the specified pipeline.' -> 'delete the
+    pipeline'), or '' where it does not read as a request: it opens with no verb a person says, names the
+    API's own machinery (a request, a resource, an object, a CamelCase type), or runs long."""
+    phrase = verb_phrase(summary)
+    words = phrase.split()
+    if not words or words[0] not in REQUEST_VERBS or (words[0] == "get" and len(words) == 1):
+        return ""
+    phrase = " ".join(FILLER.sub("", phrase).split())
+    if re.search(r"[a-z][A-Z]|_|\d", phrase) or DOC_WORDS.search(phrase):
+        return ""
+    return phrase if 2 <= len(phrase.split()) <= MAX_REQUEST_WORDS else ""
+
+
+def topic(tool: str) -> str:
+    """What a computed read is about, from its tool's name: `get_exchange_rates` -> 'exchange rates'."""
+    words = tool.split("_")
+    while len(words) > 1 and words[0] in ("get", "list", "search", "find", "fetch", "retrieve", "query", "post"):
+        words = words[1:]
+    return " ".join(w for w in words if w != "answers") or spaced_words(tool)
+
+
 def derive_intents(spec: dict[str, Any], asked: dict[str, str]) -> None:
     """Intents from the document: each write, get and computed read says who asks for it (the signed-in user,
     or a customer asking staff), two ways a person asks (the operation's summary as the request, its params as
@@ -101,7 +154,8 @@ def derive_intents(spec: dict[str, Any], asked: dict[str, str]) -> None:
             entity["refer"] = refer
     for tool in spec["tools"]:
         entity = spec["entities"][tool["entity"]]
-        noun = spaced_words(singular(tool["entity"]))
+        noun = noun_of(tool["entity"])
+        a = "an" if noun[:1] in "aeiou" else "a"
         params: dict[str, dict[str, Any]] = tool["params"]
         effect, key = tool["effect"], tool.get("key")
         lookup = entity["primary_key"] == "lookup_id"
@@ -109,12 +163,12 @@ def derive_intents(spec: dict[str, Any], asked: dict[str, str]) -> None:
             continue
         default = {
             "create": f"create a new {noun}",
-            "update": f"update a {noun}",
-            "delete": f"delete a {noun}",
-            "get": f"look up a {noun}",
-            "search": f"look up {spaced_words(tool['name'])}",
+            "update": f"update {a} {noun}",
+            "delete": f"delete {a} {noun}",
+            "get": f"look up {a} {noun}",
+            "search": f"look up {topic(tool['name'])}",
         }[effect]
-        verb = verb_phrase(asked.get(tool["name"], "")) or default
+        verb = spoken_request(asked.get(tool["name"], "")) or default
         hear: dict[str, str] = {}
         if effect == "create":
             chosen = [p for p, v in params.items() if v.get("required")][:3] or list(params)[:2]
@@ -155,6 +209,15 @@ def derive_intents(spec: dict[str, Any], asked: dict[str, str]) -> None:
     with_default_words(spec)  # a code said in a phrasing: its values humanized, never said raw
 
 
+def account_holder(spec: dict[str, Any]) -> str | None:
+    """The name of the one account's holder, drawn per server and seed number, where no seeded row carries an
+    email (else the people of the seed are who ask, and naming another would contradict them)."""
+    emails = (v for rows in spec["seed"].values() for row in rows for v in row.values())
+    if any(isinstance(v, str) and EMAIL.fullmatch(v) for v in emails):
+        return None
+    return fakedata.unique_people(random.Random(f"{spec['name']}:{spec.get('seed_number', 0)}"), 1)[0]
+
+
 def draft_policy(spec: dict[str, Any], description: str) -> str:
     """policy.md from what the document says: who the agent is, what to confirm, the rules its schemas
     state (required fields, allowed values) and paging."""
@@ -168,10 +231,13 @@ def draft_policy(spec: dict[str, Any], description: str) -> str:
         )
     else:
         lines.append(f"- Identify the customer first: {principal['customers']}.")
-        # No users or customers resource: the API serves one account, whose holder is who asks (the audit reads it).
+        # No users or customers resource: the API serves one account, whose holder is who asks (the audit reads it),
+        # named where no seeded row is a person's, so a task has someone to speak for (the driver reads the name).
+        holder = account_holder(spec)
+        held = f", held by {holder}" if holder else ""
         lines.append(
-            "- Every record here belongs to the one account this API serves: the person asking is its holder, and "
-            "no record is another customer's."
+            f"- Every record here belongs to the one account this API serves{held}: the person asking is its holder, "
+            "and no record is another customer's."
         )
     if writes:
         lines += [
