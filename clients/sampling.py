@@ -467,15 +467,23 @@ class TopologySampler:
     def _follow(self, rng: random.Random, steps: list[Step], goal: int, turn: int) -> None:
         """Append a successor that consumes the goal's output and needs nothing new to be looked up."""
         source = steps[goal]
-        # A read keyed on what the goal itself took (its rental id, read back after the cancel) looks up the very
-        # row the goal named: the writer never asks it (two requests on one row read as templates glued).
+        # A successor keyed on what the goal itself took works on the very row the goal named: a read of it (the
+        # rental's extras after the cancel) is never asked by the writer (two requests on one row read as templates
+        # glued), and a second write on it tells no story ("join #sales; also archive #sales"). Only who the person
+        # is (the member a hold was placed for) may key a second write ("also, my email has changed").
         taken = {p.name for p in self.catalog.spec(source.server, source.tool).params}
+        person = {
+            name
+            for name, bind in source.binds.items()
+            if self.catalog.finds_people(self.catalog.spec(steps[bind.step].server, steps[bind.step].tool))
+        }
         options = []
         for key, param, fields in consumers(self.catalog.graph, tool_node(source.server, source.tool)):
             spec = self.catalog.specs[key]
             if spec.server != source.server or spec.name == source.tool or key in self.never_goals:
                 continue
-            if spec.read_only and (param in taken or taken & set(fields)):
+            same = {param, *fields} & taken
+            if same and (spec.read_only or not same <= person):
                 continue
             others = [p for p in self.catalog.lookups(spec) if p.name != param]
             if not others:

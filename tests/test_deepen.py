@@ -205,3 +205,44 @@ async def test_a_refusal_checks_the_asker_s_own_rows_before_the_row_by_its_code(
         assert listed in asker.values()
         # the row the code finds carries someone else's id, never the asker's
         assert not any(listed in row.values() for row in rows_of(task.gold_calls[2].output)), task.id
+
+
+def test_a_follow_up_never_works_on_the_row_the_goal_took_only_on_who_the_person_is() -> None:
+    """After "book me the 10:00 slot", a follow-up may change the person's own record ("also, my phone has
+    changed"), never read or write the slot the booking took ("join #sales; also archive #sales")."""
+
+    def tool(name: str, params: list[Param], outputs: list[OutField], read: bool = True) -> ToolSpec:
+        return ToolSpec(server="desk", name=name, read_only=read, annotated=True, params=params, outputs=outputs)
+
+    email = Param(name="email", column="people.email", user_known=True)
+    specs = [
+        tool("find_person", [email], [_out("person_id", "people")]),
+        tool("list_slots", [Param(name="day", column="slots.day")], [_out("slot_id", "slots")]),
+        tool(
+            "book",
+            [_id("person_id", "bookings", of="people"), _id("slot_id", "bookings", of="slots")],
+            [_out("booking_id", "bookings"), _out("person_id", "people"), _out("slot_id", "slots")],
+            read=False,
+        ),
+        tool("get_slot", [_id("slot_id", "slots")], [_out("slot_id", "slots")]),
+        tool("close_slot", [_id("slot_id", "slots")], [_out("slot_id", "slots")], read=False),
+        tool("update_contact", [_id("person_id", "people")], [_out("person_id", "people")], read=False),
+    ]
+    catalog = Catalog(specs, build_graph(specs))
+    sampler = TopologySampler(catalog)
+    plan = [
+        Step(server="desk", tool="find_person", identify=True),
+        Step(server="desk", tool="list_slots", identify=True),
+        Step(
+            server="desk",
+            tool="book",
+            binds={"person_id": Bind(step=0, fields=["person_id"]), "slot_id": Bind(step=1, fields=["slot_id"])},
+            role="goal",
+        ),
+    ]
+    followed = set()
+    for seed in range(40):
+        steps = list(plan)
+        sampler._follow(random.Random(seed), steps, 2, 0)
+        followed |= {s.tool for s in steps[3:]}
+    assert followed == {"update_contact"}
