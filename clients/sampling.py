@@ -22,6 +22,8 @@ from envfarm.servers.runtime.intents import Intent, ServerIntents
 # "required": a read the policy puts before a write (the fee before a cancellation), added after grounding
 Role = Literal["lookup", "goal", "follow", "walk", "required"]
 MAX_DEPTH = 4
+PLAN_BEAM = 8  # choices of producers `Catalog.reach` keeps per step: the largest plans, by their size
+DEEP_STEPS = 4  # a plan of fewer linked steps is shallow: the rubric's real multi-step work starts at four calls
 EXACT_READS = 40  # reads of one server up to which `Catalog.reach` walks every chain exactly
 WRITE_WEIGHT = 3.0
 SHALLOW_WEIGHT = 0.15
@@ -73,6 +75,23 @@ class Chain(BaseModel):
             for bind in step.binds.values():
                 group[root(index)] = root(bind.step)
         return max(Counter(root(i) for i in range(len(self.steps))).values(), default=0)
+
+
+def linked_steps(steps: Sequence[Step], index: int) -> int:
+    """Steps of the plan linked to step `index` by binds, itself included (`Chain.planned_depth` of its group)."""
+    group = {index}
+    grew = True
+    while grew:
+        grew = False
+        for i, step in enumerate(steps):
+            if i in group:
+                linked = {b.step for b in step.binds.values()} - group
+            else:
+                linked = {i} if any(b.step in group for b in step.binds.values()) else set()
+            if linked:
+                group |= linked
+                grew = True
+    return len(group)
 
 
 class Unresolvable(Exception):
@@ -172,27 +191,73 @@ class Catalog:
             for f in spec.outputs
         )
 
-    def reach(self, spec: ToolSpec, stack: frozenset[str] = frozenset()) -> int:
-        """How many calls the longest chain of reads ending in `spec` can have (within `MAX_DEPTH`): 1 for a
-        tool that needs nothing looked up; 3 for "find the guest, list their stays, cancel one".
+    def producer_options(
+        self, spec: ToolSpec, param: Param, stack: frozenset[str] | set[str] = frozenset()
+    ) -> list[tuple[ToolSpec, list[str]]]:
+        """The reads the topology sampler may pull in to fill `param` of `spec` (with the output fields that fill
+        it): reads of the same server, none already on the way to `spec`. Where the server has intents, only a
+        search of the row's own table where there is one (search hotels for the hotel the user names), never a
+        row that merely points at it (the hotel of an old booking found by its code). One rule for the sampler
+        and for `reach`, so the depth a goal is weighted by is the depth its plans can have."""
+        options = [
+            (self.specs[src], fields)
+            for src, fields in producers(self.graph, spec.server, spec.name, param.name)
+            if src not in stack and self.specs[src].server == spec.server and self.specs[src].read_only
+        ]
+        if spec.server in self.intents:
+            options = [o for o in options if self.lists(*o)] or options
+        return options
 
-        On a server with few reads the chains are walked exactly (no tool twice). The walk grows with the
-        number of reads to the power `MAX_DEPTH` (one imported API of 600 tools took minutes for one task), so
-        beyond `EXACT_READS` reads it is bounded by depth alone, memoized per (tool, depth): a chain may then
+    def reach(self, spec: ToolSpec) -> int:
+        """How many calls the largest plan the topology sampler can build ending in `spec` has: 1 for a tool
+        that needs nothing looked up; 3 for "find the guest, list their stays, cancel one"; 4 for "find the
+        member, find the book, list its copies, borrow one" (two lookups feeding one, each counted once). A
+        lookup more than `MAX_DEPTH` steps below the goal is no plan (the sampler gives up there).
+
+        On a server with few reads the plans are walked exactly (no tool twice on one path). The walk grows with
+        the number of reads to the power `MAX_DEPTH` (one imported API of 600 tools took minutes for one task),
+        so beyond `EXACT_READS` reads it is bounded by depth alone, memoized per (tool, depth): a chain may then
         come back to a tool it passed, which can only overrate a tool's reach, never hide one."""
-        if spec.key in self._reach:
-            return self._reach[spec.key]
-        if self._reads.get(spec.server, 0) > EXACT_READS:
-            self._reach[spec.key] = self._bounded_reach(spec, MAX_DEPTH)
-            return self._reach[spec.key]
-        longest = 0
-        if len(stack) < MAX_DEPTH:
-            for producer in self._feeders(spec):
-                if producer.key not in stack:
-                    longest = max(longest, self.reach(producer, stack | {spec.key}))
-        if not stack:
-            self._reach[spec.key] = 1 + longest
-        return 1 + longest
+        if spec.key not in self._reach:
+            if self._reads.get(spec.server, 0) > EXACT_READS:
+                self._reach[spec.key] = self._bounded_reach(spec, MAX_DEPTH)
+            else:
+                self._reach[spec.key] = len(self._plan(spec, 0, frozenset(), {}) or {spec.key})
+        return self._reach[spec.key]
+
+    def _plan(
+        self,
+        spec: ToolSpec,
+        depth: int,
+        stack: frozenset[str],
+        memo: dict[tuple[str, int, frozenset[str]], frozenset[str] | None],
+    ) -> frozenset[str] | None:
+        """The tools of the largest plan ending in `spec` at `depth` below the goal, as `TopologySampler._need`
+        builds one (a producer per lookup, the person first for a search with nothing required); None where an
+        input has no producer within the depth cap (the sampler's `Unresolvable`)."""
+        if depth > MAX_DEPTH:
+            return None
+        memo_key = (spec.key, depth, stack)
+        if memo_key in memo:
+            return memo[memo_key]
+        memo[memo_key] = None  # a cycle back to here is no plan
+        tools = frozenset({spec.key})
+        below = stack | {spec.key}
+        wanted = [self.producer_options(spec, param, below) for param in self.lookups(spec)]
+        person = self.person_filter(spec) if spec.server in self.intents and not wanted else None
+        if person is not None:
+            wanted.append([(p, f) for p, f in person[1] if p.key not in below])
+        unions = {tools}  # the plans so far, one per choice of producers (the largest few kept)
+        for options in wanted:
+            plans = {p for producer, _ in options if (p := self._plan(producer, depth + 1, below, memo)) is not None}
+            if not plans:
+                if person is not None and options is wanted[-1]:
+                    continue  # the person filter is optional: the search runs without it
+                return None
+            # a producer already in the plan adds nothing (the sampler reuses it, or pruning drops the repeat)
+            unions = set(sorted({u | p for u in unions for p in plans}, key=_plan_order)[:PLAN_BEAM])
+        memo[memo_key] = min(unions, key=_plan_order)
+        return memo[memo_key]
 
     def _feeders(self, spec: ToolSpec) -> Iterator[ToolSpec]:
         """The reads of the same server that produce a value `spec` must look up."""
@@ -214,6 +279,11 @@ class Catalog:
                         break  # no chain is longer
             self._bounded[spec.key, depth] = 1 + longest
         return self._bounded[spec.key, depth]
+
+
+def _plan_order(plan: frozenset[str]) -> tuple[int, list[str]]:
+    """Larger plans first, then by their tools (a plan is a set: this keeps the choice the same run to run)."""
+    return -len(plan), sorted(plan)
 
 
 def _weighted(rng: random.Random, items: Sequence[ToolSpec], weight: dict[str, float]) -> ToolSpec:
@@ -269,12 +339,14 @@ class TopologySampler:
         *,
         max_depth: int = MAX_DEPTH,
         follow_share: float = 0.35,
+        deep_follow_share: float = 0.8,
         never_goals: frozenset[str] = frozenset(),
     ) -> None:
         self.catalog = catalog
         self.outcomes = Outcomes()
         self.max_depth = max_depth
         self.follow_share = follow_share
+        self.deep_follow_share = deep_follow_share  # the follow odds of a plan shorter than DEEP_STEPS
         self.never_goals = never_goals  # tool keys no user asks for (staff-internal work)
 
     def _need(
@@ -299,21 +371,12 @@ class TopologySampler:
                 binds[param.name] = Bind(step=index, fields=fields)
                 continue
             # Only reads look things up: a write pulled in as a producer would change what nobody asked for.
-            options = [
-                (self.catalog.specs[src], fields)
-                for src, fields in producers(self.catalog.graph, spec.server, spec.name, param.name)
-                if src not in stack
-                and self.catalog.specs[src].server == spec.server
-                and self.catalog.specs[src].read_only
-            ]
+            options = self.catalog.producer_options(spec, param, stack)
             if not options:
                 raise Unresolvable(f"no read produces {spec.name}.{param.name}")
             if spec.server in self.catalog.intents:
                 # A producer that is itself found from the person (list their stays, found from them) over a
                 # search by a code: the chain an agent runs from what the user says.
-                # Only a search of the row's own table where there is one (search hotels for the hotel the user
-                # names), never a row that merely points at it (the hotel of an old booking found by its code).
-                options = [o for o in options if self.catalog.lists(*o)] or options
                 weights = [self.catalog.reach(o[0]) ** DEPTH_POWER for o in options]
                 producer, fields = rng.choices(options, weights=weights, k=1)[0]
             else:
@@ -392,7 +455,10 @@ class TopologySampler:
                     break
                 continue
             trial[index].role = "goal"
-            if rng.random() < self.follow_share:
+            # A plan too short to be real multi-step work is more often carried on by a successor that takes the
+            # goal's output (the refund a cancellation made, the line added to the invoice just opened).
+            shallow = linked_steps(trial, index) < DEEP_STEPS
+            if rng.random() < (self.deep_follow_share if shallow else self.follow_share):
                 self._follow(rng, trial, index, turn)
             steps[:] = trial
             return
@@ -401,10 +467,23 @@ class TopologySampler:
     def _follow(self, rng: random.Random, steps: list[Step], goal: int, turn: int) -> None:
         """Append a successor that consumes the goal's output and needs nothing new to be looked up."""
         source = steps[goal]
+        # A successor keyed on what the goal itself took works on the very row the goal named: a read of it (the
+        # rental's extras after the cancel) is never asked by the writer (two requests on one row read as templates
+        # glued), and a second write on it tells no story ("join #sales; also archive #sales"). Only who the person
+        # is (the member a hold was placed for) may key a second write ("also, my email has changed").
+        taken = {p.name for p in self.catalog.spec(source.server, source.tool).params}
+        person = {
+            name
+            for name, bind in source.binds.items()
+            if self.catalog.finds_people(self.catalog.spec(steps[bind.step].server, steps[bind.step].tool))
+        }
         options = []
         for key, param, fields in consumers(self.catalog.graph, tool_node(source.server, source.tool)):
             spec = self.catalog.specs[key]
             if spec.server != source.server or spec.name == source.tool or key in self.never_goals:
+                continue
+            same = {param, *fields} & taken
+            if same and (spec.read_only or not same <= person):
                 continue
             others = [p for p in self.catalog.lookups(spec) if p.name != param]
             if not others:

@@ -48,6 +48,7 @@ from envfarm.clients.datafit import (
     row_conflicts,
     value_conflicts,
 )
+from envfarm.clients.deepen import asker_row, own_rows_reads
 from envfarm.clients.effects import Undone, lifecycle_columns, undone
 from envfarm.clients.graph import (
     ToolSpec,
@@ -83,7 +84,7 @@ from envfarm.clients.policy_checks import (
     required_reads,
     shows,
 )
-from envfarm.clients.sampling import Catalog, RandomWalkSampler, TopologySampler, Unresolvable
+from envfarm.clients.sampling import DEEP_STEPS, Catalog, RandomWalkSampler, TopologySampler, Unresolvable
 from envfarm.clients.tasks import GoldCall, HiddenFact, Persona, PolicyCheck, Provenance, Task, ToolRef, Turn
 from envfarm.clients.writing import (
     STYLES,
@@ -118,10 +119,11 @@ REFUSAL_CAP = 0.1  # of the tasks asked for, at most: a refusal decided from the
 # kept share is below DEEP_SHARE, a shallower plan (before grounding) or task (after the audit) is set aside with
 # SHALLOW_SKIP odds (its own random stream), so the farm's easy goals still appear, only less often than the
 # multi-step work it exists to teach. Refusals are never set aside, so the share ends a little under DEEP_SHARE
-# (0.46 of 80 tasks at seeds 4402 and 4403 with a target of 0.5).
-DEEP_CALLS = 4
-DEEP_SHARE = 0.55
-SHALLOW_SKIP = 0.7
+# (0.46 of 80 tasks at seeds 4402 and 4403 with a target of 0.5). Since goals are weighted by their honest reach
+# (`Catalog.reach`), fewer plans are shallow and setting them aside costs less: the target went from 0.55 to 0.6.
+DEEP_CALLS = DEEP_STEPS
+DEEP_SHARE = 0.6
+SHALLOW_SKIP = 0.8
 
 
 class SynthesisOptions(BaseModel):
@@ -796,7 +798,7 @@ class _Run:
             for finder, param, said in finders:
                 who = await self._read(server, finder.name, {param: said})
                 if who is not None and asker.email in json.dumps(who.output):
-                    return request, [who, found]
+                    return request, [who, *await self._own_rows(server, table, who, asker.email), found]
             return request, [found]
         raise Drop("no phrasing names the row by its own value", f"{server}.{table}")
 
@@ -821,8 +823,21 @@ class _Run:
                     found.append((spec, param.name, value))
         return found
 
-    async def _read(self, server: str, tool: str, args: dict[str, Any]) -> GoldCall | None:
-        """A read on a fresh episode at the seed, as a gold call; None when it fails or finds nothing."""
+    async def _own_rows(self, server: str, table: str, who: GoldCall, email: str) -> list[GoldCall]:
+        """The asker's own rows of `table`, listed by the id their lookup `who` returned (`own_rows_reads`): the
+        row they claim is not among them, which makes the refusal's check a chain (them, their rows, the row by
+        its code) rather than two lookups side by side. Empty where no read lists them."""
+        row = asker_row(who.output, email)
+        world = self.grounder.worlds[server]
+        for spec, args in own_rows_reads(self.catalog.by_server.get(server, []), world, table, row or {}):
+            listed = await self._read(server, spec.name, args, empty=True)
+            if listed is not None:
+                return [listed]
+        return []
+
+    async def _read(self, server: str, tool: str, args: dict[str, Any], empty: bool = False) -> GoldCall | None:
+        """A read on a fresh episode at the seed, as a gold call; None when it fails or finds nothing (unless
+        `empty`: "you have no rentals" is an answer too)."""
         held_ = await self.grounder.pool.take(server, None)
         try:
             result = await held_[0].call_tool(tool, args)
@@ -831,7 +846,7 @@ class _Run:
             return None
         await self.grounder.pool.give(server, held_, clean=True)
         output = output_of(result)
-        if result.is_error or not any(rows_of(output)):
+        if result.is_error or not (empty or any(rows_of(output))):
             return None
         return GoldCall(server=server, tool=tool, arguments=args, output=output, turn=0, is_write=False)
 
