@@ -148,3 +148,67 @@ def test_a_document_of_only_broken_refs_is_refused_in_one_line(tmp_path: Path) -
     with pytest.raises(OpenAPIError, match="no operation maps to a record tool; skipped: GET /gadgets: \\$ref") as e:
         import_openapi(_write(tmp_path, document))
     assert "\n" not in str(e.value)
+
+
+LENIENT = """openapi: 3.0.0
+info: {title: Orders, version: '1'}
+x-shared: &status {type: string, enum: [open, closed]}
+x-again: &status {type: string, enum: [open, closed, void]}
+paths:
+  /orders:
+    get:
+      operationId: listOrders
+      description: "Lists orders\x85 \x9f pasted from a word processor"
+      responses:
+        '200':
+          description: ok
+          content: {application/json: {schema: {type: array, items: {$ref: '#/components/schemas/Order'}}}}
+  /orders/{id}:
+    get:
+      operationId: getOrder
+      parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+      responses:
+        '200': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/Order'}}}}
+components:
+  schemas:
+    Order:
+      type: object
+      properties:
+        id: {type: string}
+        status: *status
+        placed: {type: string, format: date-time, example: 2019-01-01T24:00:00Z}
+        operator: {type: string, enum: [=, '<']}
+        tags: !include tags.yaml
+        pair: !!python/tuple [1, 2]
+"""
+
+
+def test_yaml_other_parsers_accept_is_read(tmp_path: Path) -> None:
+    """A redefined anchor (its later definition serves), an impossible timestamp (once a crash: `hour must be in
+    0..23`), `=` (YAML 1.1's value type), unknown tags and forbidden control characters: the document imports."""
+    path = tmp_path / "orders.yaml"
+    path.write_text(LENIENT, "utf-8")
+    result = import_openapi(path)
+    assert {t.tool for t in result.report.tools} >= {"list_orders", "get_order"}
+    columns = result.spec["entities"]["orders"]["columns"]
+    assert columns["status"]["enum"] == ["open", "closed", "void"]
+    assert columns["operator"]["enum"] == ["=", "<"]
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    [
+        ("bad.yaml", b"openapi: 3.0.0\npaths:\n\t/x: {}\n", "not valid YAML"),
+        ("bad.json", b'{"openapi": "3.0.0", "paths": ', "not valid JSON"),
+        ("latin.json", b'{"openapi": "3.0.0", "info": {"title": "Caf\xe9"}, "paths": {}}', "no operations"),
+        ("bom.json", b'\xef\xbb\xbf{"openapi": "3.0.0", "paths": {}}', "no operations"),
+    ],
+)
+def test_unreadable_bytes_are_one_line_reasons(tmp_path: Path, name: str, data: bytes, message: str) -> None:
+    """Bytes that are no UTF-8 are replaced and a BOM dropped (the document is read on); text that is no JSON or
+    YAML is refused in one line naming the file."""
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(OpenAPIError, match=message) as caught:
+        import_openapi(path)
+    assert str(path) in str(caught.value) and "\n" not in str(caught.value)
