@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from yaml.composer import Composer
 from yaml.events import AliasEvent
 
 from envfarm.factory.importers.openapi.models import OpenAPIError
@@ -33,19 +32,21 @@ def _plain(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
         return loader.construct_mapping(node)
     if isinstance(node, yaml.SequenceNode):
         return loader.construct_sequence(node)
-    return loader.construct_scalar(node)
+    return loader.construct_scalar(node) if isinstance(node, yaml.ScalarNode) else None
 
 
 def _lenient(base: type[yaml.SafeLoader]) -> type[yaml.SafeLoader]:
-    loader = type(f"Lenient{base.__name__}", (base,), {})
-    loader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_scalar)
-    loader.add_constructor("tag:yaml.org,2002:value", yaml.SafeLoader.construct_scalar)
-    loader.add_multi_constructor("", _plain)
-    return loader
+    class Lenient(base):  # type: ignore[valid-type,misc]
+        pass
+
+    Lenient.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_scalar)
+    Lenient.add_constructor("tag:yaml.org,2002:value", yaml.SafeLoader.construct_scalar)
+    Lenient.add_multi_constructor("", _plain)
+    return Lenient
 
 
-class _RedefiningComposer(Composer):
-    """PyYAML's composer, letting an anchor be defined again (the later definition serves the aliases after it)."""
+class _RedefiningLoader(yaml.SafeLoader):
+    """PyYAML's loader, letting an anchor be defined again (the later definition serves the aliases after it)."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()
@@ -55,7 +56,7 @@ class _RedefiningComposer(Composer):
 
 
 _FAST = _lenient(getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-_REDEFINING = _lenient(type("RedefiningLoader", (_RedefiningComposer, yaml.SafeLoader), {}))
+_REDEFINING = _lenient(_RedefiningLoader)
 
 
 def read_api_document(path: Path) -> Any:
