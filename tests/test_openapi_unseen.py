@@ -212,3 +212,33 @@ def test_unreadable_bytes_are_one_line_reasons(tmp_path: Path, name: str, data: 
     with pytest.raises(OpenAPIError, match=message) as caught:
         import_openapi(path)
     assert str(path) in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_backslashes_in_descriptions_survive_into_the_served_listing(tmp_path: Path) -> None:
+    """Real descriptions carry backslashes (`the org\\'s change log`, `C:\\temp`, `\\d+`); the generated server
+    wrote them into docstrings as escapes, so the listing differed from the spec and verification failed."""
+    from functools import partial
+
+    import anyio
+
+    from envfarm.factory.build import build_all
+    from envfarm.factory.importers.openapi import write_spec_folder
+    from envfarm.factory.verify.report import VerifyOptions
+
+    paths = _collection("logs", "#/definitions/Log")
+    paths["/logs"]["get"]["description"] = "Reads the org\\'s change log, saved under C:\\temp\\new as \\d+ rows\\"
+    paths["/logs/{id}"]["get"]["description"] = 'One entry of the org\\\'s log, "quoted"'
+    log = _thing("Log")
+    log["description"] = "A line of the org\\'s log \\n not a newline"
+    document = {
+        "swagger": "2.0",
+        "info": {"title": "Logs", "version": "1"},
+        "paths": paths,
+        "definitions": {"Log": log},
+    }
+    specs, farm = tmp_path / "specs", tmp_path / "farm"
+    write_spec_folder(import_openapi(_write(tmp_path, document), name="logs"), specs / "logs")
+    built = anyio.run(partial(build_all, [specs], farm, options=VerifyOptions()))
+    assert [s.status for s in built.servers] == ["published"], [
+        f.model_dump() for s in built.servers for f in s.problems
+    ]
