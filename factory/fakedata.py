@@ -199,8 +199,11 @@ def person(rng: random.Random) -> tuple[str, str]:
     return rng.choice(FIRST_NAMES), rng.choice(LAST_NAMES)
 
 
+PEOPLE = len(FIRST_NAMES) * len(LAST_NAMES)  # how many distinct full names `unique_people` can give
+
+
 def unique_people(rng: random.Random, count: int) -> list[str]:
-    """`count` distinct full names."""
+    """`count` distinct full names (at most `PEOPLE`)."""
     pairs = [(first, last) for first in FIRST_NAMES for last in LAST_NAMES]
     return [f"{first} {last}" for first, last in rng.sample(pairs, count)]
 

@@ -213,7 +213,7 @@ def test_swagger_2_documents_are_restated(tmp_path: Path) -> None:
                 "openapi: 3.1.0\npaths:\n  /x/{id}:\n    get:\n      responses:\n        '200':\n          content:\n"
                 "            application/json: {schema: {$ref: '#/components/schemas/Gone'}}\n"
             ),
-            "points at nothing \\(in GET /x/\\{id\\}\\)",
+            "no operation maps to a record tool; skipped: GET /x/\\{id\\}: \\$ref '#/components/schemas/Gone' points",
         ),
         (
             "openapi: 3.0.0\npaths:\n  /x:\n    get:\n      responses:\n"

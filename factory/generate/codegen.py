@@ -266,6 +266,7 @@ def _class_docstring(text: str) -> list[str]:
     """A row model's one-line docstring. Too long for the line, it goes on after a backslash: the
     description pydantic lists for the model (the docstring as written, less its indentation) must keep
     its one line, which a wrapped docstring would break with a newline."""
+    text = text.replace("\\", "\\\\")  # a backslash of the text is no escape of the docstring
     line = f'    """{text}"""'
     if len(line) <= MAX_LINE:
         return [line]
@@ -373,7 +374,8 @@ def _signature(tool: ToolKind, result: str, spec: EnvironmentSpec) -> list[str]:
 
 
 def _docstring(text: str) -> list[str]:
-    paragraphs = text.strip().replace('"""', "'''").split("\n\n")
+    # a backslash of the text (`org\\'s`, `C:\\temp`, `\\d+`) is no escape of the docstring
+    paragraphs = text.strip().replace("\\", "\\\\").replace('"""', "'''").split("\n\n")
     # A long generated paragraph (a list's paging note) is wrapped; the spec's own text keeps its lines.
     # Never broken at a hyphen or inside a long word (a URL): the description read back from the docstring
     # would gain a space there.
@@ -381,7 +383,7 @@ def _docstring(text: str) -> list[str]:
         p if "\n" in p or len(p) < 100 else textwrap.fill(p, 100, break_on_hyphens=False, break_long_words=False)
         for p in paragraphs
     )
-    if body.endswith(('"', "\\")):  # a quote or backslash at the end would run into the closing quotes
+    if body.endswith('"'):  # a quote at the end would run into the closing quotes (backslashes are doubled)
         body = body[:-1] + "\\" + body[-1]
     return (
         [f'    """{body}"""']

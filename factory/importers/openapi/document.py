@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import unquote
 
-from envfarm.factory.importers.openapi.models import OpenAPIError, schema_type
+from envfarm.factory.importers.openapi.models import UnresolvedRefError, schema_type
 from envfarm.factory.importers.openapi.words import METHODS
 
 
@@ -19,13 +20,18 @@ class ApiDocument:
         self.source = source
 
     def lookup(self, ref: str) -> Any:
-        if not ref.startswith("#/"):
-            raise OpenAPIError(f"{self.source}: external $ref {ref!r} is not supported (bundle the document first)")
+        """The node a local `$ref` names. The ref is a URI fragment: percent-escapes are decoded before the JSON
+        pointer's own `~1`/`~0` (`#/components/schemas/Transaction%20Id` names `Transaction Id`)."""
+        if not isinstance(ref, str) or not ref.startswith("#/"):
+            raise UnresolvedRefError(self.source, f"external $ref {ref!r} is not supported (bundle the document first)")
         node: Any = self.data
-        for part in ref[2:].split("/"):
-            part = part.replace("~1", "/").replace("~0", "~")
+        for raw in ref[2:].split("/"):
+            part = unquote(raw).replace("~1", "/").replace("~0", "~")
+            if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+                continue
             if not isinstance(node, dict) or part not in node:
-                raise OpenAPIError(f"{self.source}: $ref {ref!r} points at nothing")
+                raise UnresolvedRefError(self.source, f"$ref {ref!r} points at nothing")
             node = node[part]
         return node
 
@@ -35,9 +41,9 @@ class ApiDocument:
         while isinstance(node, dict) and "$ref" in node:
             ref = node["$ref"]
             if ref in seen:
-                return ref.rsplit("/", 1)[-1], {}
+                return unquote(str(ref).rsplit("/", 1)[-1]), {}
             seen = (*seen, ref)
-            name = ref.rsplit("/", 1)[-1]
+            name = unquote(str(ref).rsplit("/", 1)[-1])
             node = self.lookup(ref)
         return name, node if isinstance(node, dict) else {}
 
@@ -109,7 +115,7 @@ def swagger2(data: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(item, dict):
             paths[path] = item  # the importer names the malformed path item
             continue
-        new_item: dict[str, Any] = {}
+        new_item: dict[str, Any] = {"$ref": item["$ref"]} if "$ref" in item else {}  # a path item kept elsewhere
         shared: list[Any] = item["parameters"] if isinstance(item.get("parameters"), list) else []
         for method, op in item.items():
             if method not in METHODS or not isinstance(op, dict):

@@ -14,9 +14,10 @@ from envfarm.factory.importers.openapi.importer import Importer
 from envfarm.factory.importers.openapi.intents import derive_intents, draft_policy, draft_scenarios
 from envfarm.factory.importers.openapi.models import ImportReport, ImportResult, OpenAPIError, SkippedOperation
 from envfarm.factory.importers.openapi.principal import infer_principal
+from envfarm.factory.importers.openapi.reading import read_api_document
 from envfarm.factory.importers.openapi.words import first_paragraph, safe_name, snake
 from envfarm.factory.source import MAX_SPEC_FILE_BYTES
-from envfarm.factory.spec import POLICY_NAME, SpecError, parse_spec, read_document
+from envfarm.factory.spec import POLICY_NAME, SpecError, parse_spec
 from envfarm.servers.runtime.registry import Source
 
 
@@ -26,16 +27,7 @@ def import_openapi(path: Path, name: str | None = None, seed_number: int = 0) ->
     Raises `OpenAPIError` when the document is not one, and `SpecError` (every problem, located) if
     what it describes cannot make a valid spec.
     """
-    try:
-        data = (
-            read_document(path)
-            if path.suffix in (".json", ".yaml", ".yml")
-            else yaml.safe_load(path.read_text("utf-8"))
-        )
-    except SpecError as exc:
-        raise OpenAPIError(str(exc)) from exc
-    except OSError as exc:
-        raise OpenAPIError(f"{path}: {exc.strerror or exc}") from exc
+    data = read_api_document(path)
     if not isinstance(data, dict) or not ("openapi" in data or "swagger" in data):
         raise OpenAPIError(f"{path}: not an OpenAPI document (no `openapi` or `swagger` version at the top)")
     version = str(data.get("openapi") or data.get("swagger"))

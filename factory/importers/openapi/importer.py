@@ -19,7 +19,8 @@ class Importer(OperationMapper):
     def seed(self, rng: random.Random, now: datetime) -> dict[str, list[dict[str, Any]]]:
         rows: dict[str, list[dict[str, Any]]] = {}
         order = topological(self.entities)
-        people = fakedata.unique_people(rng, SEED_ROWS * max(1, len(self.entities)))
+        # distinct names while there are enough (a document of hundreds of tables reuses them across tables)
+        people = fakedata.unique_people(rng, min(SEED_ROWS * max(1, len(self.entities)), fakedata.PEOPLE))
         for t_index, table in enumerate(order):
             entity = self.entities[table]
             table_rows = []

@@ -20,13 +20,14 @@ class OperationMapper(RpcMapper):
         """Two passes: first every operation that names a record type, to learn the entities and
         which collection path holds which; then map each operation to a tool (or skip it)."""
         ops = self.operations()
-        if not ops:
+        if not ops and not self.report.skipped:
             raise OpenAPIError(f"{self.doc.source}: the document has no operations under `paths`")
         shapes: dict[tuple[str, str], tuple[str | None, dict[str, Any], bool] | None] = {}
         rpc: dict[tuple[str, str], str] = {}
         first: dict[str, tuple[str, str]] = {}  # an RPC operation -> the request that names it first
+        unresolved: dict[tuple[str, str], str] = {}  # an operation using a $ref that leads nowhere -> why
         for n, (method, path, op, params) in enumerate(ops):
-            with self.at(method, path):
+            with self.at(method, path), self.unless_unresolved(method, path, unresolved):
                 if name := rpc_name(path, op, params):
                     rpc[(method, path)] = name
                     if name in first:
@@ -39,8 +40,10 @@ class OperationMapper(RpcMapper):
         self.resolve_nouns()
         self.choose_keys()
         for method, path, op, params in ops:
-            with self.at(method, path):
-                if (method, path) in rpc and first[rpc[(method, path)]] != (method, path):
+            with self.at(method, path), self.unless_unresolved(method, path, unresolved, op):
+                if (method, path) in unresolved:
+                    self.skip(method, path, op, unresolved[(method, path)])
+                elif (method, path) in rpc and first[rpc[(method, path)]] != (method, path):
                     was = first[rpc[(method, path)]]
                     self.skip(method, path, op, f"the same RPC operation as {was[0].upper()} {was[1]}")
                 elif (method, path) in rpc:

@@ -15,6 +15,16 @@ class OpenAPIError(Exception):
     """The document cannot be imported at all (not OpenAPI, no paths); the message names the file."""
 
 
+class UnresolvedRefError(OpenAPIError):
+    """A `$ref` the importer cannot follow (to another file, or to nothing in this one). Real documents often
+    carry one broken reference among hundreds of good ones: the operations that use it are skipped with this as
+    their reason, and the document keeps the others (it is refused only when nothing else maps)."""
+
+    def __init__(self, source: str, reason: str) -> None:
+        super().__init__(f"{source}: {reason}")
+        self.reason = reason
+
+
 class MappedOperation(BaseModel):
     """One operation of the document and the tool it became."""
 

@@ -9,7 +9,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from envfarm.factory.importers.openapi.document import ApiDocument
-from envfarm.factory.importers.openapi.models import Entity, ImportReport, OpenAPIError, SkippedOperation
+from envfarm.factory.importers.openapi.models import (
+    Entity,
+    ImportReport,
+    OpenAPIError,
+    SkippedOperation,
+    UnresolvedRefError,
+)
 from envfarm.factory.importers.openapi.seed import value_kind
 from envfarm.factory.importers.openapi.words import (
     AUTH_WORDS,
@@ -57,7 +63,11 @@ class ImporterState:
                 raise OpenAPIError(
                     f"{self.doc.source}: paths.{path}: a path item must be an object, found {value_kind(raw)}"
                 )
-            _, item = self.doc.deref(raw)
+            try:
+                _, item = self.doc.deref(raw)
+            except UnresolvedRefError as exc:
+                self.skip("any", path, {}, exc.reason)
+                continue
             shared = item.get("parameters") or []
             for method in METHODS:
                 if method in item:
@@ -74,18 +84,36 @@ class ImporterState:
                                 f"{self.doc.source}: paths.{path}.{method}.parameters.{n}: a parameter must be an "
                                 f"object, found {value_kind(node)}"
                             )
-                        _, param = self.doc.deref(node)
+                        try:
+                            _, param = self.doc.deref(node)
+                        except UnresolvedRefError as exc:
+                            self.skip(method, path, op, f"parameter {exc.reason}")
+                            break
                         if "name" in param:
                             params[(param["name"], param.get("in", "query"))] = param
                             if param.get("in") == "path":
                                 self.path_params.setdefault((path, param["name"]), param)
-                    found.append((method, path, op, list(params.values())))
+                    else:
+                        found.append((method, path, op, list(params.values())))
         return found
 
     def skip(self, method: str, path: str, op: dict[str, Any], reason: str) -> None:
         self.report.skipped.append(
             SkippedOperation(method=method, path=path, operation_id=op.get("operationId"), reason=reason)
         )
+
+    @contextmanager
+    def unless_unresolved(
+        self, method: str, path: str, unresolved: dict[tuple[str, str], str], op: dict[str, Any] | None = None
+    ) -> Iterator[None]:
+        """A `$ref` that leads nowhere costs the operation that uses it, not the document: its reason is kept in
+        `unresolved` (and, given the operation, it is skipped at once)."""
+        try:
+            yield
+        except UnresolvedRefError as exc:
+            if (method, path) not in unresolved and op is not None:
+                self.skip(method, path, op, exc.reason)
+            unresolved[(method, path)] = exc.reason
 
     @contextmanager
     def at(self, method: str, path: str) -> Iterator[None]:
