@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from envfarm.clients.audit import (
     ASKED_AS,
+    DERIVED,
     HEAD_NOUNS,
     NUMBER_WORDS,
     PAGING,
@@ -639,6 +640,10 @@ def asked_fields(question: str, options: Sequence[tuple[str, str, Any]]) -> list
             said = {w for w in words_said if len(w) >= 3 and w not in _ASKING_WORDS}
             said |= {a + b for a, b in zip(words_said, words_said[1:], strict=False)}  # 'pick up' -> 'pickup'
             score = {f: sum(_stem_match({w}, said) for w in named_by[f]) for f, _, _ in options}
+            # a field derived from two others ('the seats left') only where it is named more closely than any
+            # field the server returns: 'how many seats does it have?' is the capacity
+            plain = max((n for f, n in score.items() if not DERIVED.match(f)), default=0)
+            score = {f: n if not DERIVED.match(f) or n > plain else 0 for f, n in score.items()}
             best = max(score.values(), default=0)
             stemmed += [f for f, _, _ in options if best and score[f] == best and f not in stemmed]
         fits = _FITS.get(want)

@@ -220,6 +220,32 @@ def test_a_question_asks_for_the_fields_it_means(question: str, options: list, a
     assert asked_fields(question, options) == asked
 
 
+def test_a_question_about_what_is_left_is_answered_by_the_difference() -> None:
+    """'How many seats are left?' asked of capacity and seats taken: the claim is the difference (the intent's
+    `hear` names `capacity - enrolled_count`), never the capacity ('the number of seats')."""
+    from envfarm.clients.audit import has_field, value_of
+    from envfarm.clients.writing import asked_fields
+
+    row = {"capacity": 30, "enrolled_count": 27, "fee": 12.5, "paid": 2.25}
+    assert value_of(row, "capacity - enrolled_count") == 3
+    assert value_of(row, "fee - paid") == 10.25
+    assert value_of(row, "capacity - waitlist") is None and not has_field(row, "capacity - waitlist")
+    options = [
+        ("capacity - enrolled_count", "how many seats are left", 3),
+        ("capacity", "the number of seats", 30),
+        ("enrolled_count", "how many are enrolled", 27),
+    ]
+    assert asked_fields("How many seats are left in ?", options) == ["capacity - enrolled_count"]
+    assert asked_fields("How many seats does it have?", options) == ["capacity"]
+    refills = [
+        ("refills_authorized - fills_used", "how many refills I have left", 2),
+        ("refills_authorized", "how many refills I'm allowed", 5),
+        ("fills_used", "how many fills I've used", 3),
+    ]
+    question = "Could you check how many refills I have left on my prescriptions?"
+    assert asked_fields(question, refills) == ["refills_authorized - fills_used"]
+
+
 def test_the_speakers_own_email_leaves_no_dangling_preposition() -> None:
     """'Can you open a cart at FreshCart Dublin on my account under?' (seed 12): the email went, 'under' stayed."""
     from envfarm.clients.writing import self_phrase
