@@ -607,6 +607,18 @@ def _stem_match(named: set[str], said: set[str]) -> bool:
     return False
 
 
+# Words a question or a field's words share without being about the same thing ('has it been paid?', 'how much
+# has been spent').
+_FILLER = frozenset(
+    "whether each one any still its has been does did can will get got there now right yet far so".split()
+)
+
+
+def _name_words(field: str) -> str:
+    """The words of a field's name that say what it is: none for a derived one (its parts are other fields)."""
+    return "" if DERIVED.match(field) else field.replace("_", " ")
+
+
 def asked_fields(question: str, options: Sequence[tuple[str, str, Any]]) -> list[str]:
     """The fields of `options` ((field, the person's words, value), in the intent's `hear` order) that the
     question sentences of `question` ask for, by meaning: a field whose name or words share a stem with the
@@ -626,10 +638,10 @@ def asked_fields(question: str, options: Sequence[tuple[str, str, Any]]) -> list
         want = _question_kind(clause)
         if want is None:
             continue
-        named_by = {
-            field: {w for w in re.findall(r"[a-z]+", f"{field.replace('_', ' ')} {words_}".lower()) if len(w) >= 3}
+        named_by = {  # a derived field ('capacity - seats_booked') is named by its words alone, not its parts'
+            field: {w for w in re.findall(r"[a-z]+", f"{_name_words(field)} {words_}".lower()) if len(w) >= 3}
             - _ASKING_WORDS
-            - {"whether", "each", "one", "any", "still", "its"}
+            - _FILLER
             for field, words_, _ in options
         }
         # Each thing a clause lists is asked for ("price, group size and meeting point"); within one, the field
@@ -637,7 +649,7 @@ def asked_fields(question: str, options: Sequence[tuple[str, str, Any]]) -> list
         stemmed: list[str] = []
         for item in re.split(r",\s+(?:and\s+|or\s+)?|\s+(?:and|or)\s+|:\s+", clause.lower()):
             words_said = re.findall(r"[a-z]+", item)
-            said = {w for w in words_said if len(w) >= 3 and w not in _ASKING_WORDS}
+            said = {w for w in words_said if len(w) >= 3 and w not in _ASKING_WORDS and w not in _FILLER}
             said |= {a + b for a, b in zip(words_said, words_said[1:], strict=False)}  # 'pick up' -> 'pickup'
             score = {f: sum(_stem_match({w}, said) for w in named_by[f]) for f, _, _ in options}
             # a field derived from two others ('the seats left') only where it is named more closely than any
