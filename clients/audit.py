@@ -494,6 +494,14 @@ def stems(text: str) -> set[str]:
     return {ASKED_AS.get(w, w) for w in found}
 
 
+#: A yes/no question ("Do you still take my plan?", "Is it ready?") anywhere in what the user says.
+YES_NO_QUESTION = re.compile(
+    r"(?:^|[.!?]\s+|,\s+and\s+|\b(?:also|oh|so|and)[,]?\s+)"
+    r"(?:is|are|has|have|did|does|do|was|were|will|can i)\b[^.!?]*\?",
+    re.IGNORECASE,
+)
+
+
 def off_request(task: Task) -> list[Claim]:
     """The claims on a read that the user never asked about: a label sharing no word with anything the user
     says ("How much is my checkup?" and 'states whether it is paid: open'), unless it is the amount of a 'how
@@ -509,6 +517,8 @@ def off_request(task: Task) -> list[Claim]:
         written = [r for c in task.gold_calls if c.is_write for r in rows_of(c.output)]
         if any(claim.field in r and any(_same_claim_value(r[claim.field], v) for v in claim.values) for r in written):
             continue  # what the change did (its status now): a key value of what the user asked for
+        if claim.kind == "yes_no" and YES_NO_QUESTION.search(said):
+            continue  # "Do you still take my plan?" asks 'whether you accept it' in other words
         numeric = all(re.fullmatch(r"-?[\d,]+(?:\.\d+)?", v) for v in claim.values)
         if numeric and re.search(r"\bhow (?:much|many|long)\b", said, re.IGNORECASE):
             continue
@@ -958,6 +968,7 @@ class Auditor:
                     after = clauses[at + 1].strip() if at + 1 < len(clauses) else ""
                     answered = (
                         any(label & stems(sentence) for label in labels)
+                        or any(c.kind == "yes_no" for c in claims)  # a yes or a no answers it
                         or any(stems(v) & stems(sentence) for v in values)
                         or bool(
                             after

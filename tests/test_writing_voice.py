@@ -116,6 +116,17 @@ def test_each_thing_a_question_lists_needs_a_claim(message: str, claims: list[Cl
     assert bool(found) is unanswered, [f.detail for f in found]
 
 
+def test_a_yes_no_claim_answers_a_yes_no_question_in_other_words() -> None:
+    """'Do you still take my plan?' is answered by 'whether you accept it' (a yes/no claim): not unanswered, not
+    off-request; the same claim beside a question that is no yes/no ('What are the copays?') is off-request."""
+    from envfarm.clients.audit import off_request
+
+    accepted = Claim(text="states whether you accept it: yes", values=["true"], field="accepted", kind="yes_no")
+    task = _asking("Do you still take the Lakeshore Student Plan?", [accepted])
+    assert Auditor._unanswered(task) == [] and off_request(task) == []
+    assert off_request(_asking("What are the copays under the Lakeshore Student Plan?", [accepted])) == [accepted]
+
+
 def test_the_writer_does_not_ask_again_for_what_the_question_asks_in_other_words() -> None:
     assert _unasked([PRICE], "Does it have Sourdough loaf in stock, and what does it cost?") == []
     status = Claim(text="states the status: done", values=["done"], field="status")
