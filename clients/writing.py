@@ -22,7 +22,6 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from envfarm.clients.audit import (
-    ASKED_AS,
     DERIVED,
     HEAD_NOUNS,
     NUMBER_WORDS,
@@ -560,8 +559,12 @@ _MONEY_WORDS = re.compile(
 def _question_kind(sentence: str) -> str | None:
     """What a question sentence asks for: 'date' (when, what time), 'money' (how much), 'number' (how many,
     how long), 'yes_no' ('is it ...?', 'do I need ...?'), 'what' (any other question); None for a request."""
-    text = re.sub(r"^\W*(?:(?:and|oh|also|so|then|ok|okay|well|now|before \w+ \w+)\W+)*", "", sentence.lower())
-    if re.search(r"\bhow much\b", text):
+    text = re.sub(r"^\W*(?:(?:and|oh|also|so|then|ok|okay|well|now)\W+)*", "", sentence.lower())
+    text = re.sub(r"^(?:if|before|once|after)\b[^,?]*,\s*", "", text)  # 'If I cancel now, is there a fee?'
+    # 'what does it cost?', 'what would it cost to cancel?', "what's the price?": an amount, like 'how much'
+    if re.search(r"\bhow much\b|\bwhat (?:does|did|would|will)\b[^?]*\b(?:cost|charge)\b", text) or re.search(
+        r"\bwhat(?:'s| is| was| are) the (?:cost|price|charge|fee)s?\b", text
+    ):
         return "money"
     if re.search(r"\bhow (?:many|long|far|often)\b", text):
         return "number"
@@ -651,6 +654,8 @@ def asked_fields(question: str, options: Sequence[tuple[str, str, Any]]) -> list
             words_said = re.findall(r"[a-z]+", item)
             said = {w for w in words_said if len(w) >= 3 and w not in _ASKING_WORDS and w not in _FILLER}
             said |= {a + b for a, b in zip(words_said, words_said[1:], strict=False)}  # 'pick up' -> 'pickup'
+            if "stand" in said:
+                said.add("status")  # 'where does it stand?' asks its status
             score = {f: sum(_stem_match({w}, said) for w in named_by[f]) for f, _, _ in options}
             # a field derived from two others ('the seats left') only where it is named more closely than any
             # field the server returns: 'how many seats does it have?' is the capacity
@@ -757,38 +762,7 @@ _ASKING_WORDS = frozenset(
 )
 
 
-def _unasked(claims: list[Claim], question: str) -> list[Claim]:
-    """The claims a question does not already ask for: "How much is still owed, and when is it due?" asks for
-    "the due date" (a word of its label is in the question), so it is not asked again; a request that is no
-    question asks for nothing yet."""
-    if "?" not in question:  # 'Is my hold ready? Card LC-201423.' still asks: a detail may follow the question
-        return claims
-    asked = {w[:5] for w in re.findall(r"[a-z]+", question.lower())}
-    words_ = {w for w in re.findall(r"[a-z]+", question.lower()) if len(w) >= 4}
-    concepts = {ASKED_AS.get(w[:4], "") for w in words_} - {""}
-    if re.search(r"\bhow much\b", question, re.IGNORECASE):
-        concepts.add("money")
-    if re.search(r"\b(?:what|which) (?:dates?|days?)\b", question, re.IGNORECASE):
-        concepts.add("date")  # 'what dates does it run?' already asks 'when it starts'
-
-    def covered(claim: Claim) -> bool:
-        label = [w for w in re.findall(r"[a-z]+", _wanted([claim]).lower()) if len(w) > 2 and w not in _ASKING_WORDS]
-        # a label of no content words ("what it's for") is what the question itself asks: never asked twice;
-        # 'did it pass?' already asks 'whether it passed' (one word the other's stem)
-        stems = any(len(w) >= 4 and any(q.startswith(w) or w.startswith(q) for q in words_) for w in label)
-        # 'what does it cost?' asks for 'the price'; 'where does it stand?' for 'the status' (the audit's stems)
-        alike = {ASKED_AS.get(w[:4], w[:4]) for w in label}
-        if re.match(r"when\b|.*\b(?:date|day)s?\b", _wanted([claim]).lower()):
-            alike.add("date")
-        shared = alike & concepts
-        if shared == {"money"} and not all(re.fullmatch(r"-?[\d,]+(?:\.\d+)?", v) for v in claim.values):
-            shared = set()  # 'how much is it?' asks an amount, not 'whether it is paid: open'
-        return not label or stems or any(w[:5] in asked for w in label) or bool(shared)
-
-    return [c for c in claims if not covered(c)]
-
-
-def _not_asked(claims: list[Claim], asking: str) -> list[Claim]:
+def _unasked(claims: list[Claim], asking: str) -> list[Claim]:
     """The claims the question (`asking`: the phrasing, slots taken out) does not ask for by meaning
     (`asked_fields`): the writer asks for them in words ("Could you tell me the due date?")."""
     options = [
@@ -1141,8 +1115,8 @@ class OfflineWriter:
                         claims.append(required)
                         heard = [*heard, required]
                     early.add(before)
-                if _not_asked(heard, asking):
-                    said.append(rng.choice(HEAR[style]).format(what=_wanted(_not_asked(heard, asking))))
+                if _unasked(heard, asking):
+                    said.append(rng.choice(HEAR[style]).format(what=_wanted(_unasked(heard, asking))))
             for index, (name, value) in enumerate(details if intent is None else []):
                 label = self.label(call.server, name, spec.param(name).description)
                 told.append(value)
@@ -1208,8 +1182,8 @@ class OfflineWriter:
                             requested[index] = text
                         said.append("Also, " + (text if re.match(r"I\b", text) else text[:1].lower() + text[1:]))
                         claims += heard
-                    if heard and _not_asked(heard, asking):  # a follow-up question is not asked twice either
-                        said.append(rng.choice(HEAR[style]).format(what=_wanted(_not_asked(heard, asking))))
+                    if heard and _unasked(heard, asking):  # a follow-up question is not asked twice either
+                        said.append(rng.choice(HEAR[style]).format(what=_wanted(_unasked(heard, asking))))
                 for name, how in grounded.sources[index].items():
                     value = grounded.calls[index].arguments[name]
                     # Held back unless already said or held back: a number the user said of something else
