@@ -556,11 +556,17 @@ _MONEY_WORDS = re.compile(
 )
 
 
+def _question_core(sentence: str) -> str:
+    """The question itself, lower-cased: without a lead-in ('Oh, and ...') or a condition before it ('If I cancel
+    now, is there a fee?' asks 'is there a fee?')."""
+    text = re.sub(r"^\W*(?:(?:and|oh|also|so|then|ok|okay|well|now)\W+)*", "", sentence.lower())
+    return re.sub(r"^(?:if|before|once|after)\b[^,?]*,\s*", "", text)
+
+
 def _question_kind(sentence: str) -> str | None:
     """What a question sentence asks for: 'date' (when, what time), 'money' (how much), 'number' (how many,
     how long), 'yes_no' ('is it ...?', 'do I need ...?'), 'what' (any other question); None for a request."""
-    text = re.sub(r"^\W*(?:(?:and|oh|also|so|then|ok|okay|well|now)\W+)*", "", sentence.lower())
-    text = re.sub(r"^(?:if|before|once|after)\b[^,?]*,\s*", "", text)  # 'If I cancel now, is there a fee?'
+    text = _question_core(sentence)
     # 'what does it cost?', 'what would it cost to cancel?', "what's the price?": an amount, like 'how much'
     if re.search(r"\bhow much\b|\bwhat (?:does|did|would|will)\b[^?]*\b(?:cost|charge)\b", text) or re.search(
         r"\bwhat(?:'s| is| was| are) the (?:cost|price|charge|fee)s?\b", text
@@ -650,7 +656,7 @@ def asked_fields(question: str, options: Sequence[tuple[str, str, Any]]) -> list
         # Each thing a clause lists is asked for ("price, group size and meeting point"); within one, the field
         # it names most closely ("my copay for generics": the generic copay, not the brand-name one)
         stemmed: list[str] = []
-        for item in re.split(r",\s+(?:and\s+|or\s+)?|\s+(?:and|or)\s+|:\s+", clause.lower()):
+        for item in re.split(r",\s+(?:and\s+|or\s+)?|\s+(?:and|or)\s+|:\s+", _question_core(clause)):
             words_said = re.findall(r"[a-z]+", item)
             said = {w for w in words_said if len(w) >= 3 and w not in _ASKING_WORDS and w not in _FILLER}
             said |= {a + b for a, b in zip(words_said, words_said[1:], strict=False)}  # 'pick up' -> 'pickup'
