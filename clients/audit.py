@@ -497,7 +497,7 @@ def stems(text: str) -> set[str]:
 #: A yes/no question ("Do you still take my plan?", "Is it ready?") anywhere in what the user says.
 YES_NO_QUESTION = re.compile(
     r"(?:^|[.!?]\s+|,\s+and\s+|\b(?:also|oh|so|and)[,]?\s+)"
-    r"(?:is|are|has|have|did|does|do|was|were|will|can i)\b[^.!?]*\?",
+    r"(?:is|are|am|has|have|did|does|do|was|were|will|can i)\b[^.!?]*\?",
     re.IGNORECASE,
 )
 

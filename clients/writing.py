@@ -549,7 +549,7 @@ def _same_object(grounded: Grounded, goal: int, index: int) -> bool:
 # What kind of answer a question sentence wants, by its question words; a request put as a question ("Can you
 # move ...?", "Could I have ...?") wants none.
 _REQUEST = re.compile(r"^(?:can|could|would|will|may)\s+(?:you|we|i)\b|^please\b|^i'd\b|^i\b")
-_YES_NO = re.compile(r"^(?:is|are|was|were|has|have|had|do|does|did|will)\b")
+_YES_NO = re.compile(r"^(?:is|are|am|was|were|has|have|had|do|does|did|will)\b")
 _MONEY_WORDS = re.compile(
     r"\b(?:cost|costs|price|prices|priced|fee|fees|charge[sd]?|amounts?|totals?|owed?|bill|paid|pays?|copays?|"
     r"balance|rate|deposit|fine|fines|limit|subtotal|refund(?:ed)?|spent|money)\b|\$"

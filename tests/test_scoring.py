@@ -148,6 +148,9 @@ NO_RX = NEEDS_RX.model_copy(update={"text": "states whether it needs a prescript
         ("No prescription is needed, and it costs $4.", False),
         ("You can buy it without a prescription.", False),
         ("Nope. It is sold over the counter.", False),
+        ("As for your earlier request, no, you cannot buy it over the counter without a prescription.", True),
+        ("As for your earlier request, no, it does not need a prescription.", False),
+        ("As for your earlier request, yes, it needs a prescription.", True),
     ],
 )
 def test_a_yes_no_claim_is_graded_by_the_answer_in_words(answer: str, yes: bool) -> None:

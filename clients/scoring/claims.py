@@ -161,7 +161,8 @@ NO_WORD = re.compile(
 )
 # "Yes," / "No." / "No -" opening a sentence: an interjection (never the "no" of "No prescription is needed").
 YES_NO_LEAD = re.compile(
-    r"^\W*(?:(?:actually|well|oh|so|sorry|and|but|ok|okay|then)\W+)*(?:(yes|yep|yeah|correct|indeed|sure)|(no|nope))"
+    r"^\W*(?:[^,.!?;:]{1,40},\s*)?(?:(?:actually|well|oh|so|sorry|and|but|ok|okay|then)\W+)*"
+    r"(?:(yes|yep|yeah|correct|indeed|sure)|(no|nope))"
     r"(?:\s*[,.:;!—–-]+\s*|\s*$)",
     re.IGNORECASE,
 )
