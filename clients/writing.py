@@ -686,6 +686,8 @@ def asked_fields(question: str, options: Sequence[tuple[str, str, Any]]) -> list
             # "Do you still take my plan?": the one yes/no field; "has it been approved?": its status
             flags = [f for f, _, _ in options if kinds[f] == "yes_no"]
             matched = flags if len(flags) == 1 else [f for f, _, _ in options if f == "status"]
+            if re.search(r"\bany(?:thing|one|body)?\b", clause.lower()):
+                matched = []  # "is anything missing?" asks whether something is there, not the flag beside it
         found += [f for f in matched if f not in found]
     return found
 

@@ -220,6 +220,8 @@ CLASSES = [("classes_booked", "how many classes I have booked", 2), ("weekly_all
         ),
         # a yes/no question is answered by the yes/no field, not by what the thing it names happens to share
         ("Is there still an open workshop order on the truck?", ORDER, ["status"]),
+        # 'is anything missing?' is not 'whether it is ready' (its answer would read the other way round)
+        ("Is anything missing from the report before I send it in?", [("ready", "whether it's ready", False)], []),
         ("How much is it, and can I buy it without a prescription?", DRUG, ["unit_price", "requires_prescription"]),
         # a request put as a question asks for no value ('dated' is not 'the due date')
         ("Could you start an invoice for Redwood dated 31 January?", INVOICE, []),
