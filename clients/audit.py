@@ -367,6 +367,34 @@ def mentions(text: str, value: Any) -> bool:
 # ---------------------------------------------------------------- rows of an output
 
 
+#: A field an intent's `hear` computes from two numbers a row holds: 'capacity - seats_booked' (the seats left).
+DERIVED = re.compile(r"^(\w+) - (\w+)$")
+
+
+def has_field(row: Row, field: str | None) -> bool:
+    """Whether the row holds `field`, or both numbers a derived field ('capacity - seats_booked') is made of."""
+    if not field:
+        return False
+    if field in row:
+        return True
+    parts = DERIVED.match(field)
+    return parts is not None and all(
+        isinstance(row.get(k), (int, float)) and not isinstance(row.get(k), bool) for k in parts.groups()
+    )
+
+
+def value_of(row: Row, field: str) -> Any:
+    """The row's value of `field`: a column's, or a derived field's difference ('capacity - seats_booked' -> the
+    seats left, what a person asks about when the server gives the parts); None when the row has no such field."""
+    if field in row:
+        return row[field]
+    parts = DERIVED.match(field)
+    if parts is None or not has_field(row, field):
+        return None
+    difference = row[parts[1]] - row[parts[2]]
+    return round(difference, 2) if isinstance(difference, float) else difference
+
+
 def rows_of(output: Any) -> list[Row]:
     """Every object of an output that holds scalars (the output itself included)."""
     found: list[Row] = []
@@ -472,6 +500,14 @@ def stems(text: str) -> set[str]:
     return {ASKED_AS.get(w, w) for w in found}
 
 
+#: A yes/no question ("Do you still take my plan?", "Is it ready?") anywhere in what the user says.
+YES_NO_QUESTION = re.compile(
+    r"(?:^|[.!?]\s+|,\s+and\s+|\b(?:also|oh|so|and)[,]?\s+)"
+    r"(?:is|are|am|has|have|did|does|do|was|were|will|can i)\b[^.!?]*\?",
+    re.IGNORECASE,
+)
+
+
 def off_request(task: Task) -> list[Claim]:
     """The claims on a read that the user never asked about: a label sharing no word with anything the user
     says ("How much is my checkup?" and 'states whether it is paid: open'), unless it is the amount of a 'how
@@ -487,6 +523,8 @@ def off_request(task: Task) -> list[Claim]:
         written = [r for c in task.gold_calls if c.is_write for r in rows_of(c.output)]
         if any(claim.field in r and any(_same_claim_value(r[claim.field], v) for v in claim.values) for r in written):
             continue  # what the change did (its status now): a key value of what the user asked for
+        if claim.kind == "yes_no" and YES_NO_QUESTION.search(said):
+            continue  # "Do you still take my plan?" asks 'whether you accept it' in other words
         numeric = all(re.fullmatch(r"-?[\d,]+(?:\.\d+)?", v) for v in claim.values)
         if numeric and re.search(r"\bhow (?:much|many|long)\b", said, re.IGNORECASE):
             continue
@@ -506,7 +544,8 @@ def claims_of_turn(task: Task, turn: int) -> list[Claim]:
 
     def shown_by(claim: Claim, calls: Iterable[int]) -> bool:
         return any(
-            claim.field in row and any(_same_claim_value(row[claim.field], v) for v in claim.values)
+            has_field(row, claim.field)
+            and any(_same_claim_value(value_of(row, claim.field or ""), v) for v in claim.values)
             for i in calls
             if 0 <= i < len(task.gold_calls)
             for row in rows_of(task.gold_calls[i].output)
@@ -610,7 +649,10 @@ class Auditor:
 
         def holds(output: Any, claim: Claim, value: str) -> bool:
             return any(
-                claim.field in r and (str(r[claim.field]) == value or json.dumps(r[claim.field]) == value)
+                has_field(r, claim.field)
+                and (
+                    str(value_of(r, claim.field or "")) == value or json.dumps(value_of(r, claim.field or "")) == value
+                )
                 for r in rows_of(output)
             )
 
@@ -698,6 +740,19 @@ class Auditor:
         for claim in task.claims:
             field = claim_field(claim) or None
             for value in claim.values:
+                if (
+                    field
+                    and DERIVED.match(field)
+                    and field not in {k for _, o in resolved for r in rows_of(o) for k in r}
+                ):
+                    # the seats left: the difference of two fields of a row a resolved call showed
+                    if any(
+                        same(value_of(r, field), _typed(value))
+                        for _, o in resolved
+                        for r in rows_of(o)
+                        if has_field(r, field)
+                    ):
+                        continue
                 where = locate(_typed(value), resolved, text, field, row=True) if field else Resolution()
                 if not where.found and field:
                     where = locate(_typed(value), resolved, text, row=True)
@@ -825,7 +880,8 @@ class Auditor:
                     (index, row)
                     for index, call in enumerate(task.gold_calls)
                     for row in rows_of(call.output)
-                    if field in row and any(same(row[field], v) or str(row[field]) == str(v) for v in claimed)
+                    if has_field(row, field)
+                    and any(same(value_of(row, field), v) or str(value_of(row, field)) == str(v) for v in claimed)
                 ),
                 None,
             )
@@ -839,7 +895,7 @@ class Auditor:
                 for after in rows_of(later.output):
                     ours = keys and all(after.get(k) in (None, v) for k, v in keys.items())
                     ours = ours and any(after.get(k) == v for k, v in keys.items())
-                    if ours and field in after and not same(after[field], row[field]):
+                    if ours and has_field(after, field) and not same(value_of(after, field), value_of(row, field)):
                         findings.append(
                             Finding(
                                 check="claims",
@@ -918,6 +974,7 @@ class Auditor:
                     after = clauses[at + 1].strip() if at + 1 < len(clauses) else ""
                     answered = (
                         any(label & stems(sentence) for label in labels)
+                        or any(c.kind == "yes_no" for c in claims)  # a yes or a no answers it
                         or any(stems(v) & stems(sentence) for v in values)
                         or bool(
                             after
@@ -1319,7 +1376,9 @@ def _paging(task: Task, claim: Claim, field: str) -> bool:
 
 
 def _typed(value: str) -> Any:
-    """A claim's value (a string) as the number it may be."""
+    """A claim's value (a string) as the number it may be; a yes/no claim's 'true' or 'false' as that flag."""
+    if value in ("true", "false"):
+        return value == "true"
     try:
         return float(value) if re.fullmatch(r"-?\d+\.\d+", value) else int(value) if value.isdigit() else value
     except ValueError:

@@ -308,6 +308,36 @@ def _fact(words: str, value: str, currency: str | None) -> str:
     return f"{_the(words)} {_verb_is(words)} {said}" + (f" {unit}" if unit and _numeric(value) else "")
 
 
+#: Past forms a yes/no label may use, with the form "did not" takes ('it went through' -> 'it did not go through').
+IRREGULAR_PAST = {"went": "go", "got": "get", "came": "come", "took": "take", "left": "leave", "made": "make"}
+
+
+def yes_no_answer(label: str, yes: bool) -> str:
+    """A yes/no claim answered in words: 'whether it needs a prescription' -> 'Yes, it needs a prescription.' or
+    'No, it does not need a prescription.' (the clause negated at its verb; 'it is not the case that ...' when
+    no verb form is known)."""
+    spoken_by_us = re.sub(r"\byou\b", "we", label)  # 'whether you accept it': the service answers 'we accept it'
+    clause = re.sub(r"^(?:whether|if)\s+", "", _addressed(spoken_by_us).strip()).strip(" .?")
+    clause = re.sub(r"\b(it|that|he|she)'s\b", r"\1 is", clause)
+    clause = re.sub(r"\byou're\b", "you are", clause)
+    if yes:
+        return _sentence(f"yes, {clause}")
+    aux = re.search(r"\b(is|are|was|were|has|have|had|can|will|would|could|should)\b", clause)
+    if aux is not None:
+        negated = clause[: aux.end()] + (" not" if aux.group(1) != "can" else "not") + clause[aux.end() :]
+    elif (verb := re.match(r"((?:it|he|she|the \w+) )(\w+?)(?:es|s)\b(.*)$", clause)) and not verb.group(2).endswith(
+        "s"
+    ):
+        negated = f"{verb.group(1)}does not {verb.group(2)}{verb.group(3)}"
+    elif verb := re.match(r"((?:it|he|she|you|they|we|the \w+) )(\w+)(.*)$", clause):
+        word = verb.group(2)
+        base = IRREGULAR_PAST.get(word) or (word[:-2] if word.endswith("ed") else None)
+        negated = f"{verb.group(1)}{'did' if base else 'do'} not {base or word}{verb.group(3)}"
+    else:
+        negated = f"it is not the case that {clause}"
+    return _sentence(f"no, {negated}")
+
+
 def claim_parts(claim: Claim) -> tuple[str, str] | None:
     """(label, value) of a rubric-worded claim ('states the daily price: 24.00'); None for a claim already
     worded as a statement ('The first free slot is on March 2.'), which is said as it is."""
@@ -346,6 +376,10 @@ def state_claims(claims: Iterable[Claim], currency: str | None = None, ids: Iter
     parts: list[tuple[str, str]] = []
     loose: list[str] = []
     for claim in claims:
+        if claim.kind == "yes_no":
+            label = claim.text.split(":")[0].split(" ", 1)[-1]
+            loose.append(yes_no_answer(label, (claim.values or ["true"])[0].lower() in ("true", "yes")))
+            continue
         part = claim_parts(claim)
         if part is not None:
             words, value = part

@@ -27,11 +27,13 @@ from envfarm.clients.audit import (
     ServerFacts,
     chain_depth,
     depth_histogram,
+    has_field,
     mentions,
     rows_of,
     server_facts,
     staff_internal,
     user_text,
+    value_of,
 )
 from envfarm.clients.coherence import (
     addresses_self,
@@ -333,7 +335,7 @@ def prune(task: Task) -> Task:
             for i, call in enumerate(task.gold_calls)
             if field
             and any(
-                field in r and (str(r[field]) == v or _same_text(r[field], v))
+                has_field(r, field) and (str(value_of(r, field)) == v or _same_text(value_of(r, field), v))
                 for r in rows_of(call.output)
                 for v in claim.values
             )
@@ -400,7 +402,9 @@ def identification_lookups(task: Task) -> set[int]:
 
 
 def _same_text(value: object, said: str) -> bool:
-    """Whether a claim's value (its text, '57.00') is the output's `value` (57.0)."""
+    """Whether a claim's value (its text, '57.00') is the output's `value` (57.0); a yes/no's 'true' is `true`."""
+    if isinstance(value, bool):
+        return json.dumps(value) == said
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
             return abs(float(said) - float(value)) < 1e-9

@@ -85,6 +85,11 @@ class Claim(BaseModel):
     text: str
     values: list[str] = Field(default_factory=list)
     field: str | None = Field(default=None, description="the output field the claim reports (None: unknown)")
+    kind: Literal["value", "yes_no"] = Field(
+        default="value",
+        description="value: the answer states each of `values`; yes_no: the answer to a yes/no question ('do I "
+        "need a prescription?'), `values` holding 'true' or 'false', stated in words ('yes', 'no, it doesn't')",
+    )
 
 
 PolicyCheckKind = Literal["must_call", "must_not_call", "must_confirm", "must_identify", "must_refuse"]

@@ -15,14 +15,14 @@ import calendar
 import json
 import random
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from itertools import combinations
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
 from envfarm.clients.audit import (
-    ASKED_AS,
+    DERIVED,
     HEAD_NOUNS,
     NUMBER_WORDS,
     PAGING,
@@ -34,6 +34,7 @@ from envfarm.clients.audit import (
     spoken,
     spoken_date,
     user_text,
+    value_of,
 )
 from envfarm.clients.graph import ToolSpec, is_id_like, words
 from envfarm.clients.grounding import (
@@ -278,6 +279,14 @@ def held(name: str, value: Any, label: str, owner: str = "the", worded: str | No
 
 def _claim(verb: str, label: str, field: str, value: Any) -> Claim:
     return Claim(text=f"{verb} {_the(label)}: {spoken(value)}", values=[_fmt(value)], field=field)
+
+
+def _heard_claim(verb: str, words: str, field: str, value: Any) -> Claim:
+    """A claim on a field an intent's `hear` names, in the person's words; a yes/no field ('whether it needs a
+    prescription') as a yes/no claim, which the answer states as 'yes' or 'no, it doesn't'."""
+    if isinstance(value, bool):
+        return Claim(text=f"{verb} {words}: {spoken(value)}", values=[json.dumps(value)], field=field, kind="yes_no")
+    return Claim(text=f"{verb} {words}: {spoken(value)}", values=[_fmt(value)], field=field)
 
 
 class Request(BaseModel):
@@ -537,21 +546,162 @@ def _same_object(grounded: Grounded, goal: int, index: int) -> bool:
     return bool(naming(grounded.calls[goal]) & naming(grounded.calls[index]))
 
 
-def _asks_for(question: str, field: str, hear: str) -> bool:
-    """Whether a question ('When is my rental RA1 due back?') asks for the output `field` ('return_due_at', heard as
-    'the return time'): a content word of the field's name or its words, or one sharing a stem, is in a question
-    sentence of it."""
-    asked = " ".join(s for s in re.split(r"(?<=[.!?])\s+", question) if s.endswith("?")).lower()
-    if not asked:
-        return False
-    said = {w for w in re.findall(r"[a-z]+", asked) if len(w) >= 3 and w not in _ASKING_WORDS}
-    named = {w for w in re.findall(r"[a-z]+", f"{field.replace('_', ' ')} {hear}".lower()) if len(w) >= 3}
-    named -= _ASKING_WORDS | {"at", "on", "is", "the"}
-    return any(
-        w == q or (min(len(w), len(q)) >= 4 and (w[:5] == q[:5] or w.startswith(q) or q.startswith(w)))
-        for w in named
-        for q in said
-    )
+# What kind of answer a question sentence wants, by its question words; a request put as a question ("Can you
+# move ...?", "Could I have ...?") wants none.
+_REQUEST = re.compile(r"^(?:can|could|would|will|may)\s+(?:you|we|i)\b|^please\b|^i'd\b|^i\b")
+_YES_NO = re.compile(r"^(?:is|are|am|was|were|has|have|had|do|does|did|will)\b")
+_MONEY_WORDS = re.compile(
+    r"\b(?:cost|costs|price|prices|priced|fee|fees|charge[sd]?|amounts?|totals?|owed?|bill|paid|pays?|copays?|"
+    r"balance|rate|deposit|fine|fines|limit|subtotal|refund(?:ed)?|spent|money)\b|\$"
+)
+
+
+def _question_core(sentence: str) -> str:
+    """The question itself, lower-cased: without a lead-in ('Oh, and ...') or a condition before it ('If I cancel
+    now, is there a fee?' asks 'is there a fee?')."""
+    text = re.sub(r"^\W*(?:(?:and|oh|also|so|then|ok|okay|well|now)\W+)*", "", sentence.lower())
+    return re.sub(r"^(?:if|before|once|after)\b[^,?]*,\s*", "", text)
+
+
+def _question_kind(sentence: str) -> str | None:
+    """What a question sentence asks for: 'date' (when, what time), 'money' (how much), 'number' (how many,
+    how long), 'yes_no' ('is it ...?', 'do I need ...?'), 'what' (any other question); None for a request."""
+    text = _question_core(sentence)
+    # 'what does it cost?', 'what would it cost to cancel?', "what's the price?": an amount, like 'how much'
+    if re.search(r"\bhow much\b|\bwhat (?:does|did|would|will)\b[^?]*\b(?:cost|charge)\b", text) or re.search(
+        r"\bwhat(?:'s| is| was| are) the (?:cost|price|charge|fee)s?\b", text
+    ):
+        return "money"
+    if re.search(r"\bhow (?:many|long|far|often)\b", text):
+        return "number"
+    if re.search(r"\b(?:when|what time|what dates?|which dates?|what day|which days?|until when)\b", text):
+        return "date"
+    if re.match(r"(?:can|could|would|will) you (?:tell|let me know|check|show|list|read|walk|find|give)\b", text):
+        return "what"  # "Could you tell me more about the tour: price, group size and meeting point?"
+    if re.match(r"(?:can|could) i\b", text):
+        return "may_i"  # "can I buy it without a prescription?" asks a yes/no; "Can I book ...?" asks for a booking
+    if _REQUEST.match(text):
+        return None
+    if _YES_NO.match(text):
+        return "yes_no"
+    return "what" if re.match(r"(?:what|what's|which|who|whose|where|why)\b", text) else None
+
+
+def _field_kind(field: str, words_: str, value: Any) -> str:
+    """What kind of answer an output field gives: 'yes_no' (a flag, or a field heard as 'whether ...'), 'date',
+    'money', 'number' or 'other'; read from its value and from the person's words for it."""
+    said = f"{field.replace('_', ' ')} {words_}".lower()
+    if isinstance(value, bool) or words_.lower().startswith("whether"):
+        return "yes_no"
+    if (isinstance(value, str) and re.match(r"\d{4}-\d{2}-\d{2}", value)) or re.search(
+        r"\b(?:when|date|dates|day|days|deadline|time|times)\b", words_.lower()
+    ):
+        return "date"
+    if isinstance(value, (int, float)) or re.match(r"how (?:much|many)\b", words_.lower()):
+        return "money" if _MONEY_WORDS.search(said) else "number"
+    return "other"
+
+
+_FITS = {"date": {"date"}, "money": {"money", "number"}, "number": {"number", "money"}}
+
+
+def _stem_match(named: set[str], said: set[str]) -> bool:
+    """A word of a field's name or words that is one of the question's, or shares a five-letter stem with it
+    ('renews' and 'renew', 'copays' and 'copay'; never 'work' and 'workshop', 'date' and 'dated')."""
+    for w in named:
+        for q in said:
+            a, b = w.rstrip("s") if len(w) > 3 else w, q.rstrip("s") if len(q) > 3 else q
+            if a == b or (min(len(a), len(b)) >= 5 and (a[:5] == b[:5] or a.startswith(b) or b.startswith(a))):
+                return True
+    return False
+
+
+# Words a question or a field's words share without being about the same thing ('has it been paid?', 'how much
+# has been spent').
+_FILLER = frozenset(
+    "whether each one any still its has been does did can will get got there now right yet far so".split()
+)
+
+
+def _name_words(field: str) -> str:
+    """The words of a field's name that say what it is: none for a derived one (its parts are other fields)."""
+    return "" if DERIVED.match(field) else field.replace("_", " ")
+
+
+def asked_fields(question: str, options: Sequence[tuple[str, str, Any]]) -> list[str]:
+    """The fields of `options` ((field, the person's words, value), in the intent's `hear` order) that the
+    question sentences of `question` ask for, by meaning: a field whose name or words share a stem with the
+    question and whose kind of answer fits it ('when' a date, 'how much' an amount); where none does, the
+    first field of the kind the question wants ("How much would I pay?" -> the copay, "Do you still take my
+    plan?" -> whether it is accepted, when that is the only yes/no). A request ('Could you book ...?') asks for
+    nothing. Pass the phrasing with its slots taken out: a value said in it ('account 4410-...') is no question."""
+    found: list[str] = []
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+", question) if s.strip().endswith("?")]
+    clauses = [
+        c
+        for s in sentences
+        for c in re.split(r",?\s+and\s+(?=(?:what|when|how|which|where|who|whether|is|are|can|do|does|did)\b)", s)
+    ]
+    kinds = {f: _field_kind(f, w, v) for f, w, v in options}
+    for clause in clauses:
+        want = _question_kind(clause)
+        if want is None:
+            continue
+        named_by = {  # a derived field ('capacity - seats_booked') is named by its words alone, not its parts'
+            field: {w for w in re.findall(r"[a-z]+", f"{_name_words(field)} {words_}".lower()) if len(w) >= 3}
+            - _ASKING_WORDS
+            - _FILLER
+            for field, words_, _ in options
+        }
+        # Each thing a clause lists is asked for ("price, group size and meeting point"); within one, the field
+        # it names most closely ("my copay for generics": the generic copay, not the brand-name one)
+        stemmed: list[str] = []
+        for item in re.split(r",\s+(?:and\s+|or\s+)?|\s+(?:and|or)\s+|:\s+", _question_core(clause)):
+            words_said = re.findall(r"[a-z]+", item)
+            said = {w for w in words_said if len(w) >= 3 and w not in _ASKING_WORDS and w not in _FILLER}
+            said |= {a + b for a, b in zip(words_said, words_said[1:], strict=False)}  # 'pick up' -> 'pickup'
+            if "stand" in said:
+                said.add("status")  # 'where does it stand?' asks its status
+            score = {f: sum(_stem_match({w}, said) for w in named_by[f]) for f, _, _ in options}
+            # a field derived from two others ('the seats left') only where it is named more closely than any
+            # field the server returns: 'how many seats does it have?' is the capacity
+            plain = max((n for f, n in score.items() if not DERIVED.match(f)), default=0)
+            score = {f: n if not DERIVED.match(f) or n > plain else 0 for f, n in score.items()}
+            best = max(score.values(), default=0)
+            stemmed += [f for f, _, _ in options if best and score[f] == best and f not in stemmed]
+        fits = _FITS.get(want)
+        # 'How much is the plan a month?': the monthly fee (an amount), not the classes a week the plan also names
+        matched = [f for f in stemmed if fits is None or kinds[f] == want]
+        matched = matched or [f for f in stemmed if fits is None or kinds[f] in fits]
+        if not matched and fits is not None:
+            # "how much would I pay, and how much would insurance pay?": each clause its own amount
+            fresh = [f for f, _, _ in options if f not in found]
+            first = next((f for f in fresh if kinds[f] == want), None) or next(
+                (f for f in fresh if kinds[f] in fits), None
+            )
+            matched = [first] if first else []
+        elif want == "may_i":
+            matched = [f for f in stemmed if kinds[f] == "yes_no"]
+        elif not matched and want == "yes_no":
+            # "Do you still take my plan?": the one yes/no field; "has it been approved?": its status
+            flags = [f for f, _, _ in options if kinds[f] == "yes_no"]
+            matched = flags if len(flags) == 1 else [f for f, _, _ in options if f == "status"]
+            if re.search(r"\bany(?:thing|one|body)?\b", clause.lower()):
+                matched = []  # "is anything missing?" asks whether something is there, not the flag beside it
+        found += [f for f in matched if f not in found]
+    return found
+
+
+def _asking(text: str, intent: Intent) -> str:
+    """The words of the intent's phrasing that `text` was written from, its slots taken out: what the person
+    asks, without the values and the row names said in it (the phrasing sharing the most words with `text`)."""
+    said = set(re.findall(r"[a-z']+", text.lower()))
+
+    def shared(phrasing: str) -> int:
+        return len(set(re.findall(r"[a-z']+", re.sub(r"\{[^}]*\}", " ", phrasing).lower())) & said)
+
+    best = max(intent.say, key=shared, default="")
+    return re.sub(r"\s+", " ", re.sub(r"\{[^}]*\}", " ", best)).strip()
 
 
 def _hearable(call: Any, intent: Intent, told: list[Any], persona: PersonaRecord) -> list[tuple[str, str, Any]]:
@@ -567,12 +717,12 @@ def _hearable(call: Any, intent: Intent, told: list[Any], persona: PersonaRecord
     for field, words_ in intent.hear.items():
         if field in PAGING and listed:
             continue
-        holding = [r for r in rows_of(output) if r.get(field) not in (None, "")]
+        holding = [r for r in rows_of(output) if value_of(r, field) not in (None, "")]
         if len(holding) != 1:
             continue
-        value = holding[0][field]
-        if isinstance(value, (bool, dict, list)) or any(same(value, t) for t in told):
-            continue
+        value = value_of(holding[0], field)
+        if isinstance(value, (dict, list)) or (not isinstance(value, bool) and any(same(value, t) for t in told)):
+            continue  # a yes/no ('whether it needs a prescription') is never something the user said
         carries_id = isinstance(value, str) and (any(i in value for i in ids) or ID_SHAPE.search(value))
         if carries_id and not is_id_like(field):
             continue
@@ -620,35 +770,19 @@ _ASKING_WORDS = frozenset(
 )
 
 
-def _unasked(claims: list[Claim], question: str) -> list[Claim]:
-    """The claims a question does not already ask for: "How much is still owed, and when is it due?" asks for
-    "the due date" (a word of its label is in the question), so it is not asked again; a request that is no
-    question asks for nothing yet."""
-    if "?" not in question:  # 'Is my hold ready? Card LC-201423.' still asks: a detail may follow the question
-        return claims
-    asked = {w[:5] for w in re.findall(r"[a-z]+", question.lower())}
-    words_ = {w for w in re.findall(r"[a-z]+", question.lower()) if len(w) >= 4}
-    concepts = {ASKED_AS.get(w[:4], "") for w in words_} - {""}
-    if re.search(r"\bhow much\b", question, re.IGNORECASE):
-        concepts.add("money")
-    if re.search(r"\b(?:what|which) (?:dates?|days?)\b", question, re.IGNORECASE):
-        concepts.add("date")  # 'what dates does it run?' already asks 'when it starts'
-
-    def covered(claim: Claim) -> bool:
-        label = [w for w in re.findall(r"[a-z]+", _wanted([claim]).lower()) if len(w) > 2 and w not in _ASKING_WORDS]
-        # a label of no content words ("what it's for") is what the question itself asks: never asked twice;
-        # 'did it pass?' already asks 'whether it passed' (one word the other's stem)
-        stems = any(len(w) >= 4 and any(q.startswith(w) or w.startswith(q) for q in words_) for w in label)
-        # 'what does it cost?' asks for 'the price'; 'where does it stand?' for 'the status' (the audit's stems)
-        alike = {ASKED_AS.get(w[:4], w[:4]) for w in label}
-        if re.match(r"when\b|.*\b(?:date|day)s?\b", _wanted([claim]).lower()):
-            alike.add("date")
-        shared = alike & concepts
-        if shared == {"money"} and not all(re.fullmatch(r"-?[\d,]+(?:\.\d+)?", v) for v in claim.values):
-            shared = set()  # 'how much is it?' asks an amount, not 'whether it is paid: open'
-        return not label or stems or any(w[:5] in asked for w in label) or bool(shared)
-
-    return [c for c in claims if not covered(c)]
+def _unasked(claims: list[Claim], asking: str) -> list[Claim]:
+    """The claims the question (`asking`: the phrasing, slots taken out) does not ask for by meaning
+    (`asked_fields`): the writer asks for them in words ("Could you tell me the due date?")."""
+    options = [
+        (
+            c.field or "",
+            c.text.split(":")[0].split(" ", 1)[-1],
+            True if c.kind == "yes_no" else _typed_value(c.values[0]) if c.values else None,
+        )
+        for c in claims
+    ]
+    asked = asked_fields(asking, options)
+    return [c for c in claims if (c.field or "") not in asked]
 
 
 class OfflineWriter:
@@ -901,18 +1035,20 @@ class OfflineWriter:
         persona: PersonaRecord,
         question: str = "",
     ) -> list[Claim]:
-        """Claims on up to two of the fields the intent's `hear` names, labelled with the person's words: only
-        a field one row of the answer holds (never a page's count beside a list, nor a value the user said or
-        knows of themselves: their email, their phone)."""
+        """Claims on the fields the intent's `hear` names, labelled with the person's words: only a field one row
+        of the answer holds (never a page's count beside a list, nor a value the user said or knows of
+        themselves: their email, their phone). A read whose question (`question`: its phrasing, slots taken out)
+        asks for fields claims exactly those ("How much would I pay, and how much would insurance pay?": both,
+        nothing beside them); otherwise up to two drawn by `rng`, which the writer then asks for in words."""
         options = _hearable(call, intent, told, persona)
         # A field the request itself asks for ("When is my rental RA1 due back?" asks the return time) is always
-        # heard: a question no claim checks passes any answer; up to two in all, the rest drawn by `rng`.
-        wanted = [o for o in options if read and _asks_for(question, o[0], o[1])]
-        rest = [o for o in options if o not in wanted]
-        drawn = rng.sample(rest, max(0, min(2, len(options)) - len(wanted)))
+        # heard: a question no claim checks passes any answer; a field it does not ask for is never claimed.
+        asked = asked_fields(question, options) if read else []
+        wanted = [o for o in options if o[0] in asked]
+        drawn = [] if wanted else rng.sample(options, min(2, len(options)))
         chosen = sorted([*wanted, *drawn], key=lambda o: list(intent.hear).index(o[0]))
         verb = "states" if read else "confirms"
-        return [Claim(text=f"{verb} {w}: {spoken(v)}", values=[_fmt(v)], field=f) for f, w, v in chosen]
+        return [_heard_claim(verb, w, f, v) for f, w, v in chosen]
 
     def _required(self, call: Any, told: list[Any], persona: PersonaRecord) -> Claim | None:
         """A read the policy puts before a write (the cancellation fee, the quote) asked for in the user's words:
@@ -922,7 +1058,7 @@ class OfflineWriter:
         if not options:
             return None
         field, words_, value = options[0]
-        return Claim(text=f"states {words_}: {spoken(value)}", values=[_fmt(value)], field=field)
+        return _heard_claim("states", words_, field, value)
 
     def write(self, rng: random.Random, grounded: Grounded, style: str) -> Request:
         """Each goal as the persona asks for it: fields named by human labels (never column names),
@@ -973,7 +1109,8 @@ class OfflineWriter:
                     told.append(value)
                     if label is not None and not isinstance(value, bool):
                         hidden.append(held(name, value, label, worded=self._worded(call, name, value)))
-                heard = self._heard(rng, call, intent, told, spec.read_only, persona, request)
+                asking = _asking(request, intent)
+                heard = self._heard(rng, call, intent, told, spec.read_only, persona, asking)
                 if spec.read_only and not heard:
                     # "What kinds of rooms do you have?" with nothing one row answers: no claim would check it
                     raise Drop("intent: nothing to hear back", f"{call.server}.{call.tool}")
@@ -986,8 +1123,8 @@ class OfflineWriter:
                         claims.append(required)
                         heard = [*heard, required]
                     early.add(before)
-                if _unasked(heard, request):
-                    said.append(rng.choice(HEAR[style]).format(what=_wanted(_unasked(heard, request))))
+                if _unasked(heard, asking):
+                    said.append(rng.choice(HEAR[style]).format(what=_wanted(_unasked(heard, asking))))
             for index, (name, value) in enumerate(details if intent is None else []):
                 label = self.label(call.server, name, spec.param(name).description)
                 told.append(value)
@@ -1031,22 +1168,30 @@ class OfflineWriter:
                 if follow_intent is not None:
                     # A follow-up in its own intent's words; a read with nothing to hear back is not asked (its
                     # call feeds nothing, and pruning drops it).
-                    heard = self._heard(rng, grounded.calls[index], follow_intent, told, step_spec.read_only, persona)
-                    if step_spec.read_only and index != goal and _same_object(grounded, goal, index):
+                    follow_call = grounded.calls[index]
+                    asked_at_all = not step_spec.read_only or (
+                        bool(_hearable(follow_call, follow_intent, told, persona))
                         # "I'd like to collect my car RA17855. Also, could you check booking RA17855? When do I
                         # pick up?": a second request on the row the goal acts on reads as two templates glued;
                         # not asked, its call feeds nothing and pruning drops it
-                        heard = []
+                        and not (index != goal and _same_object(grounded, goal, index))
+                    )
+                    heard = []
+                    if asked_at_all:
+                        # the question first, then what it asks for: "What are the copays under my plan?" is
+                        # answered by every copay, and by nothing it does not ask
+                        text, _ = self._intent_request(rng, grounded, index, follow_intent, told, refs)
+                        asking = _asking(text, follow_intent)
+                        heard = self._heard(rng, follow_call, follow_intent, told, step_spec.read_only, persona, asking)
                     if step_spec.read_only:
                         asked_back.append(heard)
                     if heard or not step_spec.read_only:
-                        text, _ = self._intent_request(rng, grounded, index, follow_intent, told, refs)
                         if not step_spec.read_only:
                             requested[index] = text
                         said.append("Also, " + (text if re.match(r"I\b", text) else text[:1].lower() + text[1:]))
                         claims += heard
-                    if heard and _unasked(heard, text):  # a follow-up question is not asked twice either
-                        said.append(rng.choice(HEAR[style]).format(what=_wanted(_unasked(heard, text))))
+                    if heard and _unasked(heard, asking):  # a follow-up question is not asked twice either
+                        said.append(rng.choice(HEAR[style]).format(what=_wanted(_unasked(heard, asking))))
                 for name, how in grounded.sources[index].items():
                     value = grounded.calls[index].arguments[name]
                     # Held back unless already said or held back: a number the user said of something else

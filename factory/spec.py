@@ -1109,8 +1109,11 @@ def intent_problems(spec: EnvironmentSpec) -> Problems:
                         problems.append((f"{at}.say.{j}", why))
         fields = result_fields(spec, tool)
         for field in tool.intent.hear:
-            if field not in fields:
-                problems.append((f"{at}.hear.{field}", f"{tool.name} returns no field {field!r}"))
+            # 'capacity - seats_booked': the seats left, a difference of two fields the tool returns
+            parts = re.fullmatch(r"(\w+) - (\w+)", field)
+            for name in parts.groups() if parts else [field]:
+                if name not in fields:
+                    problems.append((f"{at}.hear.{field}", f"{tool.name} returns no field {name!r}"))
     return problems
 
 

@@ -83,6 +83,20 @@ def test_hear_names_fields_the_tool_returns(tmp_path: Path) -> None:
     assert "returns no field 'refund'" in problems["tools.17(get_cancellation_fee).intent.hear.refund"]
 
 
+def test_hear_may_name_a_difference_of_two_fields_the_tool_returns(tmp_path: Path) -> None:
+    """'the seats left' where the server gives capacity and seats booked: `a - b` of two returned fields is
+    accepted; a part it does not return is named."""
+
+    def change(data: dict[str, Any]) -> None:
+        hear = tool(data, "get_cancellation_fee")["intent"]["hear"]
+        hear["fee - fee"] = "nothing"
+        hear["fee - refund"] = "what I'd get back"
+
+    problems = dict(problems_after(tmp_path, change))
+    assert "tools.17(get_cancellation_fee).intent.hear.fee - fee" not in problems
+    assert "returns no field 'refund'" in problems["tools.17(get_cancellation_fee).intent.hear.fee - refund"]
+
+
 def test_a_tool_a_person_asks_for_needs_two_phrasings(tmp_path: Path) -> None:
     def change(data: dict[str, Any]) -> None:
         tool(data, "check_in")["intent"]["say"] = ["Check me in for {res_id}."]

@@ -127,6 +127,69 @@ def test_claim_grades_are_one_half_or_zero() -> None:
     assert grade_claim(Claim(text="Dr. Tanaka"), "You will see dr. tanaka.").score == 1.0
 
 
+NEEDS_RX = Claim(
+    text="states whether it needs a prescription: yes", values=["true"], field="requires_prescription", kind="yes_no"
+)
+NO_RX = NEEDS_RX.model_copy(update={"text": "states whether it needs a prescription: no", "values": ["false"]})
+
+
+@pytest.mark.parametrize(
+    ("answer", "yes"),
+    [
+        ("Yes.", True),
+        ("Yes, you need a prescription for it. It's $4.00 a unit.", True),
+        ("A prescription is required, and each tablet is $4.00.", True),
+        ("No, you can't buy it without a prescription.", True),  # two negations: a yes to 'needs one'
+        ("No problem! You will need a prescription for that one.", True),  # courtesy, not an answer
+        ("No.", False),
+        ("No, it isn't.", False),
+        ("It does not require a prescription.", False),
+        ("You don't need a prescription; it's $4.00 a unit.", False),
+        ("No prescription is needed, and it costs $4.", False),
+        ("You can buy it without a prescription.", False),
+        ("Nope. It is sold over the counter.", False),
+        ("As for your earlier request, no, you cannot buy it over the counter without a prescription.", True),
+        ("As for your earlier request, no, it does not need a prescription.", False),
+        ("As for your earlier request, yes, it needs a prescription.", True),
+    ],
+)
+def test_a_yes_no_claim_is_graded_by_the_answer_in_words(answer: str, yes: bool) -> None:
+    """Seed 6173: "do I need a prescription?" had no claim (a flag was never claimed), so any answer passed. The
+    answer's yes or no is read from the sentence that speaks of the topic, or a bare "Yes."/"No.": the claim of
+    that polarity passes and the opposite claim fails (a reply saying the opposite never earns it)."""
+    right, wrong = (NEEDS_RX, NO_RX) if yes else (NO_RX, NEEDS_RX)
+    assert grade_claim(right, answer).score == 1.0
+    assert grade_claim(wrong, answer).score == 0.0
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The price per unit is $4.00.",  # says nothing of it
+        "It might need a prescription, I'm not sure.",  # hedges
+        "Do you need a prescription for it?",  # a question back is no answer
+        "Yes, you need a prescription. Actually no, you don't need one.",  # says both
+    ],
+)
+def test_a_yes_no_claim_fails_without_one_clear_answer(answer: str) -> None:
+    assert grade_claim(NEEDS_RX, answer).score == 0.0
+    assert grade_claim(NO_RX, answer).score == 0.0
+
+
+def test_the_oracle_states_a_yes_no_claim_so_it_passes() -> None:
+    """The oracle's reply ('No, it does not need a prescription.') passes its own claim and fails the opposite."""
+    from envfarm.clients.speech import state_claims, yes_no_answer
+
+    for label in ("whether it went through", "whether you accept it", "whether it's on the shelf", "whether it passed"):
+        for yes in (True, False):
+            claim = Claim(text=f"states {label}: x", values=[str(yes).lower()], field="f", kind="yes_no")
+            opposite = claim.model_copy(update={"values": [str(not yes).lower()]})
+            said = " ".join(state_claims([claim]))
+            assert said == yes_no_answer(label, yes)
+            assert grade_claim(claim, said).score == 1.0, said
+            assert grade_claim(opposite, said).score == 0.0, said
+
+
 def test_pass_at_k_and_pass_hat_k() -> None:
     assert pass_at_k(4, 0, 1) == 0.0 and pass_at_k(4, 4, 4) == 1.0
     assert pass_at_k(4, 1, 1) == pytest.approx(0.25) and pass_at_k(4, 1, 2) == pytest.approx(0.5)

@@ -116,6 +116,17 @@ def test_each_thing_a_question_lists_needs_a_claim(message: str, claims: list[Cl
     assert bool(found) is unanswered, [f.detail for f in found]
 
 
+def test_a_yes_no_claim_answers_a_yes_no_question_in_other_words() -> None:
+    """'Do you still take my plan?' is answered by 'whether you accept it' (a yes/no claim): not unanswered, not
+    off-request; the same claim beside a question that is no yes/no ('What are the copays?') is off-request."""
+    from envfarm.clients.audit import off_request
+
+    accepted = Claim(text="states whether you accept it: yes", values=["true"], field="accepted", kind="yes_no")
+    task = _asking("Do you still take the Lakeshore Student Plan?", [accepted])
+    assert Auditor._unanswered(task) == [] and off_request(task) == []
+    assert off_request(_asking("What are the copays under the Lakeshore Student Plan?", [accepted])) == [accepted]
+
+
 def test_the_writer_does_not_ask_again_for_what_the_question_asks_in_other_words() -> None:
     assert _unasked([PRICE], "Does it have Sourdough loaf in stock, and what does it cost?") == []
     status = Claim(text="states the status: done", values=["done"], field="status")
@@ -166,20 +177,86 @@ def test_a_reason_no_customer_gives_or_that_garbles_with_its_words_whole_is_not_
     assert said_reason("Please cancel booking TB-1 ({reason}).", "{reason}", reason) is None
 
 
+RENTAL = [
+    ("pickup_at", "the pickup time", "2026-05-07T10:00:00Z"),
+    ("return_due_at", "the return time", "2026-05-12T10:00:00Z"),
+    ("daily_rate", "the daily rate", 74.0),
+]
+PLAN = [
+    ("accepted", "whether you accept it", True),
+    ("generic_copay", "the generic copay", 5.0),
+    ("brand_copay", "the brand-name copay", 25.0),
+]
+QUOTE = [
+    ("copay", "what I'd pay", 45.0),
+    ("insurance_pays", "what insurance pays", 12.0),
+    ("coverage_note", "any note", "x"),
+]
+ORDER = [
+    ("service_type", "the kind of work", "engine"),
+    ("status", "whether it's finished", "done"),
+    ("cost", "the cost", 9.0),
+]
+DRUG = [("requires_prescription", "whether it needs a prescription", False), ("unit_price", "the price per unit", 4.0)]
+INVOICE = [("number", "the invoice number", "INV-1"), ("due_on", "the due date", "2026-05-01")]
+CLASSES = [("classes_booked", "how many classes I have booked", 2), ("weekly_allowance", "the allowance", 3)]
+
+
 @pytest.mark.parametrize(
-    ("question", "field", "hear", "asks"),
+    ("question", "options", "asked"),
     [
-        ("When is my rental RA78562 due back?", "return_due_at", "the return time", True),
-        ("When is my rental RA78562 due back?", "pickup_at", "the pickup time", False),
-        ("Could you check booking RA1? When do I pick up and return the car?", "pickup_at", "the pickup time", True),
-        ("How many classes have I booked, and how many does my plan allow?", "weekly_allowance", "the allowance", True),
-        ("Please cancel my booking RA1.", "return_due_at", "the return time", False),  # no question: asks nothing
+        ("When is my rental due back?", RENTAL, ["return_due_at"]),
+        ("Could you check booking? When do I pick up and return the car?", RENTAL, ["pickup_at", "return_due_at"]),
+        ("How many classes have I booked, and how many does my plan allow?", CLASSES, [f for f, *_ in CLASSES]),
+        ("Please cancel my booking.", RENTAL, []),  # no question: asks nothing
+        # a plural asks for every value it covers; a singular only the one it names
+        ("What are the copays under my plan?", PLAN, ["generic_copay", "brand_copay"]),
+        ("Do you still take my plan? What would my copay be for generics?", PLAN, ["accepted", "generic_copay"]),
+        # 'how much would I pay' is the copay, though no word of it says 'copay'; each 'how much' its own amount
+        (
+            "Before you fill it, how much would I pay, and how much would insurance pay?",
+            QUOTE,
+            ["copay", "insurance_pays"],
+        ),
+        # a yes/no question is answered by the yes/no field, not by what the thing it names happens to share
+        ("Is there still an open workshop order on the truck?", ORDER, ["status"]),
+        # 'is anything missing?' is not 'whether it is ready' (its answer would read the other way round)
+        ("Is anything missing from the report before I send it in?", [("ready", "whether it's ready", False)], []),
+        ("How much is it, and can I buy it without a prescription?", DRUG, ["unit_price", "requires_prescription"]),
+        # a request put as a question asks for no value ('dated' is not 'the due date')
+        ("Could you start an invoice for Redwood dated 31 January?", INVOICE, []),
     ],
 )
-def test_a_reads_own_question_names_the_field_it_asks_for(question: str, field: str, hear: str, asks: bool) -> None:
-    from envfarm.clients.writing import _asks_for
+def test_a_question_asks_for_the_fields_it_means(question: str, options: list, asked: list[str]) -> None:
+    from envfarm.clients.writing import asked_fields
 
-    assert _asks_for(question, field, hear) is asks
+    assert asked_fields(question, options) == asked
+
+
+def test_a_question_about_what_is_left_is_answered_by_the_difference() -> None:
+    """'How many seats are left?' asked of capacity and seats taken: the claim is the difference (the intent's
+    `hear` names `capacity - enrolled_count`), never the capacity ('the number of seats')."""
+    from envfarm.clients.audit import has_field, value_of
+    from envfarm.clients.writing import asked_fields
+
+    row = {"capacity": 30, "enrolled_count": 27, "fee": 12.5, "paid": 2.25}
+    assert value_of(row, "capacity - enrolled_count") == 3
+    assert value_of(row, "fee - paid") == 10.25
+    assert value_of(row, "capacity - waitlist") is None and not has_field(row, "capacity - waitlist")
+    options = [
+        ("capacity - enrolled_count", "how many seats are left", 3),
+        ("capacity", "the number of seats", 30),
+        ("enrolled_count", "how many are enrolled", 27),
+    ]
+    assert asked_fields("How many seats are left in ?", options) == ["capacity - enrolled_count"]
+    assert asked_fields("How many seats does it have?", options) == ["capacity"]
+    refills = [
+        ("refills_authorized - fills_used", "how many refills I have left", 2),
+        ("refills_authorized", "how many refills I'm allowed", 5),
+        ("fills_used", "how many fills I've used", 3),
+    ]
+    question = "Could you check how many refills I have left on my prescriptions?"
+    assert asked_fields(question, refills) == ["refills_authorized - fills_used"]
 
 
 def test_the_speakers_own_email_leaves_no_dangling_preposition() -> None:

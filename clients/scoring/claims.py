@@ -153,9 +153,82 @@ def _supported(value: Any, evidence: str, clocks: Sequence[Clock], minutes: bool
     )
 
 
+# Words that say "no" to what they stand beside ("it doesn't", "without one", "not required"); a leading
+# "No problem" or "no worries" is courtesy, not an answer.
+NO_WORD = re.compile(
+    r"\b(?:not|never|cannot|can't|without|neither|nor|none|no(?!\s+(?:problem|worries|doubt)\b)|nope|\w+n't)\b",
+    re.IGNORECASE,
+)
+# "Yes," / "No." / "No -" opening a sentence: an interjection (never the "no" of "No prescription is needed").
+YES_NO_LEAD = re.compile(
+    r"^\W*(?:[^,.!?;:]{1,40},\s*)?(?:(?:actually|well|oh|so|sorry|and|but|ok|okay|then)\W+)*"
+    r"(?:(yes|yep|yeah|correct|indeed|sure)|(no|nope))"
+    r"(?:\s*[,.:;!—–-]+\s*|\s*$)",
+    re.IGNORECASE,
+)
+CLAUSES = re.compile(r"(?<=[.!?;])\s+|\n+|,?\s+but\s+|;\s*")
+# Words of a yes/no label that say nothing of its topic ('whether it is paid' is about 'paid').
+YES_NO_FILLER = frozenset(
+    "whether the and for you your our its it it's i i'm is are was were has have had been be does did do any "
+    "still can will would yet of a an or".split()
+)
+
+
+def _topic(label: str) -> set[str]:
+    """The content stems of a yes/no claim's label: 'whether it needs a prescription' -> {'need', 'pres'}."""
+    words = re.findall(r"[a-z']+", label.lower().replace("’", "'"))
+    return {w[:4] for w in words if w not in YES_NO_FILLER and len(w) > 2}
+
+
+def yes_no_stated(label: str, answer: str) -> bool | None:
+    """The answer's yes or no to a yes/no claim labelled `label` ('whether it needs a prescription'): the
+    sentences that speak of its topic (a word stem of the label), each read as yes unless it negates it (an odd
+    number of 'not', 'no', "n't", 'without': "you can't buy it without one" is a yes); a bare "Yes." or "No, it
+    isn't." where no sentence names the topic. None when the answer gives none, hedges, or says both."""
+    topic = _topic(label)
+    said: set[bool] = set()
+    bare: set[bool] = set()
+    for unit in CLAUSES.split(answer.replace("’", "'")):
+        unit = unit.strip()
+        if not unit or unit.endswith("?"):
+            continue  # a question back to the user, or the user's question read back, answers nothing
+        lead = YES_NO_LEAD.match(unit)
+        body = unit[lead.end() :] if lead else unit
+        if topic & {w[:4] for w in re.findall(r"[a-z']+", body.lower()) if len(w) > 2} and not re.search(
+            r"\b(?:whether|if)\b", body, re.IGNORECASE
+        ):
+            if HEDGE.search(body):
+                return None
+            said.add(len(NO_WORD.findall(body)) % 2 == 0)
+        elif lead:
+            bare.add(lead.group(1) is not None and not NO_WORD.search(body))
+    found = said or bare
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def _grade_yes_no(claim: Claim, answer: str) -> ClaimGrade:
+    """A yes/no claim: 1 when the answer says the same yes or no, 0 when it says the opposite, both or nothing."""
+    want = (claim.values or ["true"])[0].strip().lower() in ("true", "yes")
+    label = claim.text.split(":")[0].split(" ", 1)[-1]
+    stated = yes_no_stated(label, answer)
+    ok = stated is want
+    detail = "" if ok else ("no yes or no to it" if stated is None else f"says {'yes' if stated else 'no'}")
+    return ClaimGrade(
+        claim=claim.text,
+        score=1.0 if ok else 0.0,
+        matched=list(claim.values) if ok else [],
+        missing=[] if ok else list(claim.values),
+        judge="deterministic",
+        detail=detail,
+    )
+
+
 def grade_claim(claim: Claim, answer: str, clocks: Sequence[Clock] = (), evidence: str | None = None) -> ClaimGrade:
     """1 when the answer states every value of the claim, 0.5 when some, 0 when none. A value the answer hedges
-    on, or (given the conversation's `evidence`) one nothing in it backs, is not stated."""
+    on, or (given the conversation's `evidence`) one nothing in it backs, is not stated. A yes/no claim is graded
+    by the yes or no the answer gives (`yes_no_stated`)."""
+    if claim.kind == "yes_no":
+        return _grade_yes_no(claim, answer)
     values = claim.values or [claim.text]
     minutes = "minute" in claim.text.lower()
     matched, missing, why = [], [], []
