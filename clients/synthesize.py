@@ -43,6 +43,7 @@ from envfarm.clients.coherence import (
 from envfarm.clients.connect import Connections
 from envfarm.clients.datafit import clock_day, expired_record, row_conflicts, value_conflicts
 from envfarm.clients.effects import Undone, lifecycle_columns, undone
+from envfarm.clients.flow import flow_pairs
 from envfarm.clients.graph import (
     ToolSpec,
     build_graph,
@@ -100,6 +101,9 @@ MULTI_SERVER_SHARE = 0.5
 # often, though not always (a farm whose pairs rarely pass still gets its one-server tasks).
 CROSS_SERVER_SHARE = 0.3
 MULTI_SERVER_SHARE_BEHIND = 0.85
+# Of the pairs drawn: how often one whose first server can carry a value into the second's turn (the dates of a
+# rental into a calendar, `envfarm.clients.flow`), so cross-server turns are joined by more than the person.
+FLOW_PAIR_SHARE = 0.7
 DISTRACTORS = 5
 ATTEMPTS_PER_TASK = 60  # chains sampled per task asked for, at most: strict audits drop most candidates
 BARREN_AFTER = 15  # tries after which a server that has yielded no task is not chosen alone again
@@ -489,6 +493,7 @@ class _Run:
         self.servers = sorted(worlds)
         clock = {s: facts.get(s, ServerFacts()).clock for s in self.servers}
         self.pairs = task_pairs(self.people, facts)
+        self.flow_pairs = flow_pairs(catalog.by_server, self.pairs)
         self.tried: Counter[str] = Counter()  # attempts per server, and the servers that yielded a task
         self.yielded: set[str] = set()
         paired = {s for pair in self.pairs for s in pair}
@@ -634,9 +639,13 @@ class _Run:
         if self.options.max_servers >= 2 and self.pairs and rng.random() < share:
             # A server first, then one it pairs with: a server with people in common with many (a newsletter
             # everyone subscribes to) is not in most tasks.
-            first = rng.choice(sorted({s for p in self.pairs for s in p}))
-            pair = list(rng.choice([p for p in self.pairs if first in p]))
-            rng.shuffle(pair)
+            if self.flow_pairs and rng.random() < FLOW_PAIR_SHARE:  # in order: the first turn's server feeds the second
+                first = rng.choice(sorted({p[0] for p in self.flow_pairs}))
+                pair = list(rng.choice([p for p in self.flow_pairs if p[0] == first]))
+            else:
+                first = rng.choice(sorted({s for p in self.pairs for s in p}))
+                pair = list(rng.choice([p for p in self.pairs if first in p]))
+                rng.shuffle(pair)
             emails = sorted(set(self.people[pair[0]]) & set(self.people[pair[1]]))
             email = rng.choice(emails)
             record = self.people[pair[0]][email].model_copy(deep=True)
