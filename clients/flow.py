@@ -152,8 +152,15 @@ def matches(source: ToolSpec, target: ToolSpec) -> list[tuple[list[str], list[Ca
     return options
 
 
+Matcher = Callable[[ToolSpec, ToolSpec], list[tuple[list[str], list[Carry]]]]
+
+
 def carries(
-    spec_of: Callable[[str, str], ToolSpec], steps: Sequence[_Step], target: ToolSpec, turn: int
+    spec_of: Callable[[str, str], ToolSpec],
+    steps: Sequence[_Step],
+    target: ToolSpec,
+    turn: int,
+    match: Matcher | None = None,
 ) -> list[Carry]:
     """The carries into `target` (a step of turn `turn`) from the latest earlier-turn step on another server that
     can fill one: each range or city once, a range's ends from the same step."""
@@ -165,16 +172,12 @@ def carries(
         step = steps[index]
         if step.turn >= turn or step.server == target.server:
             continue
-        for params, group in matches(spec_of(step.server, step.tool), target):
+        for params, group in (match or matches)(spec_of(step.server, step.tool), target):
             if taken & set(params):
                 continue
             taken |= set(params)
             chosen += [c.model_copy(update={"step": index}) for c in group]
     return chosen
-
-
-def can_feed(source: ToolSpec, target: ToolSpec) -> bool:
-    return source.server != target.server and bool(matches(source, target))
 
 
 def referring(kinds: Sequence[Kind], entity: str, grain_: Grain) -> str:

@@ -16,7 +16,7 @@ from typing import Literal
 import networkx as nx
 from pydantic import BaseModel, Field
 
-from envfarm.clients.flow import CARRY_SHARE, FLOW_TRIES, FLOW_WEIGHT, can_feed, carries
+from envfarm.clients.flow import CARRY_SHARE, FLOW_TRIES, FLOW_WEIGHT, Carry, carries, kind_of, matches
 from envfarm.clients.graph import Param, ToolSpec, consumers, producers, tool_node, words
 from envfarm.servers.runtime.intents import Intent, ServerIntents
 
@@ -277,6 +277,18 @@ class TopologySampler:
         self.max_depth = max_depth
         self.follow_share = follow_share
         self.never_goals = never_goals  # tool keys no user asks for (staff-internal work)
+        # What can carry a value into what (`envfarm.clients.flow`), read from the schemas once per pair of tools.
+        self._matched: dict[tuple[str, str], list[tuple[list[str], list[Carry]]]] = {}
+        self._feeding: dict[tuple[str, str, int], bool] = {}
+
+    def _match(self, source: ToolSpec, target: ToolSpec) -> list[tuple[list[str], list[Carry]]]:
+        key = (source.key, target.key)
+        if key not in self._matched:
+            self._matched[key] = matches(source, target)
+        return self._matched[key]
+
+    def _carries(self, steps: list[Step], spec: ToolSpec, turn: int) -> list[Carry]:
+        return carries(self.catalog.spec, steps, spec, turn, self._match)
 
     def _need(
         self,
@@ -292,7 +304,7 @@ class TopologySampler:
             raise Unresolvable(f"deeper than {self.max_depth} steps")
         binds: dict[str, Bind] = {}
         if flow:  # a value an earlier turn found on another server (`envfarm.clients.flow`): the dates of a rental
-            for carry in carries(self.catalog.spec, steps, spec, turn):
+            for carry in self._carries(steps, spec, turn):
                 binds[carry.param] = Bind(step=carry.step, fields=carry.fields)
         for param in self.catalog.lookups(spec):
             reusable = [
@@ -382,16 +394,20 @@ class TopologySampler:
     def _carried(self, steps: list[Step], spec: ToolSpec, turn: int, hops: int = 2) -> bool:
         """Whether a value of an earlier turn on another server can fill an input of `spec`, or of a read that
         looks up what it needs (`hops` levels down)."""
-        if carries(self.catalog.spec, steps, spec, turn):
+        if self._carries(steps, spec, turn):
             return True
         return hops > 0 and any(self._carried(steps, f, turn, hops - 1) for f in self.catalog._feeders(spec))
 
     def _feeds(self, spec: ToolSpec, server: str, hops: int = 2) -> bool:
         """Whether the output of `spec`, or of a read that looks up what it needs (`hops` levels down), can fill an
         input of a tool of `server` (`envfarm.clients.flow`)."""
-        if any(can_feed(spec, other) for other in self.catalog.by_server.get(server, [])):
-            return True
-        return hops > 0 and any(self._feeds(f, server, hops - 1) for f in self.catalog._feeders(spec))
+        key = (spec.key, server, hops)
+        if key not in self._feeding:
+            others = self.catalog.by_server.get(server, [])
+            self._feeding[key] = any(o.server != spec.server and self._match(spec, o) for o in others) or (
+                hops > 0 and any(self._feeds(f, server, hops - 1) for f in self.catalog._feeders(spec))
+            )
+        return self._feeding[key]
 
     def _goal(
         self,
@@ -489,20 +505,18 @@ class TopologySampler:
         return Chain(steps=steps, sampler=self.name)
 
     def _flowing(self, steps: list[Step], turn: int, then: str | None) -> bool:
-        """Whether a step of `turn` takes a value an earlier turn found on another server (its person aside), or,
-        with a next server `then`, returns one a tool of it can take."""
+        """Whether a step of `turn` takes a range or a city an earlier turn found on another server, or, with a next
+        server `then`, returns one a tool of it can take."""
         mine = [s for s in steps if s.turn == turn]
         if turn > 0 and any(
-            steps[b.step].turn < turn and steps[b.step].server != s.server and not b.own
+            steps[b.step].turn < turn
+            and steps[b.step].server != s.server
+            and kind_of(name, self.catalog.spec(s.server, s.tool).param(name).type) is not None
             for s in mine
-            for b in s.binds.values()
+            for name, b in s.binds.items()
         ):
             return True
-        return then is not None and any(
-            can_feed(self.catalog.spec(s.server, s.tool), other)
-            for s in mine
-            for other in self.catalog.by_server.get(then, [])
-        )
+        return then is not None and any(self._feeds(self.catalog.spec(s.server, s.tool), then, 0) for s in mine)
 
 
 class RandomWalkSampler:
