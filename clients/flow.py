@@ -16,7 +16,7 @@ refers to it so (`refers`).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Literal, Protocol
 
@@ -239,7 +239,7 @@ def refers(text: str) -> bool:
     return REFERS.search(text) is not None
 
 
-def _signatures(kinds: dict[str, list[str]]) -> set[str]:
+def _signatures(kinds: Mapping[str, Sequence[str]]) -> set[str]:
     """'range:<grain>' where both ends of one grain are there, and 'city'."""
     found = {"city"} if kinds.get("city") else set()
     found |= {f"range:{g}" for g in set(kinds.get("start", [])) & set(kinds.get("end", []))}

@@ -16,7 +16,7 @@ from typing import Literal
 import networkx as nx
 from pydantic import BaseModel, Field
 
-from envfarm.clients.flow import CARRY_SHARE, FLOW_TRIES, FLOW_WEIGHT, Carry, carries, kind_of, matches
+from envfarm.clients.flow import CARRY_SHARE, FLOW_TRIES, FLOW_WEIGHT, Carry, carries, grain, kind_of, matches
 from envfarm.clients.graph import Param, ToolSpec, consumers, producers, tool_node, words
 from envfarm.servers.runtime.intents import Intent, ServerIntents
 
@@ -362,11 +362,13 @@ class TopologySampler:
             if found:
                 binds[param.name] = Bind(step=found[0], fields=found[1])
                 continue
-            # A later turn may use what an earlier turn found on another server (a person's email, a date).
+            # A later turn may use what an earlier turn found on another server (a person's email). Never one time
+            # alone: a training session at the hour of the meeting just put on the calendar is a clash (a range is
+            # carried whole, above).
             across = [
                 (i, fields)
                 for i, step in enumerate(steps)
-                if step.turn < turn and step.server != spec.server
+                if step.turn < turn and step.server != spec.server and not grain(param.name)
                 for src, fields in producers(self.catalog.graph, spec.server, spec.name, param.name)
                 if src == tool_node(step.server, step.tool)
             ]

@@ -104,6 +104,10 @@ MULTI_SERVER_SHARE_BEHIND = 0.85
 # Of the pairs drawn: how often one whose first server can carry a value into the second's turn (the dates of a
 # rental into a calendar, `envfarm.clients.flow`), so cross-server turns are joined by more than the person.
 FLOW_PAIR_SHARE = 0.7
+# Kept cross-server tasks where a value beyond the person flows between the turns, at least: while short of it, a
+# cross-server task joined by the person alone is set aside with FLOW_SKIP odds (its own random stream).
+FLOW_SHARE = 0.5
+FLOW_SKIP = 0.6
 DISTRACTORS = 5
 ATTEMPTS_PER_TASK = 60  # chains sampled per task asked for, at most: strict audits drop most candidates
 BARREN_AFTER = 15  # tries after which a server that has yielded no task is not chosen alone again
@@ -970,6 +974,18 @@ async def synthesize(
         """One draw per attempt, its own stream: a shallow plan kept before grounding stays kept after it."""
         return random.Random(f"{options.seed}:{options.sampler}:{attempt}:depth").random() < SHALLOW_SKIP
 
+    def unjoined(task: Task, attempt: int) -> bool:
+        """Whether to set aside a cross-server task whose turns share only the person (`flows_between_turns`)
+        while the kept ones are short of FLOW_SHARE: one draw of the attempt's own stream."""
+        crossing = [t for t in tasks if len(t.servers) > 1]
+        short = sum(flows_between_turns(t, beyond_identity=True) for t in crossing) < FLOW_SHARE * len(crossing)
+        return (
+            len(task.servers) > 1
+            and short
+            and not flows_between_turns(task, beyond_identity=True)
+            and random.Random(f"{options.seed}:{options.sampler}:{attempt}:flow").random() < FLOW_SKIP
+        )
+
     def may_refuse(attempt: int) -> bool:
         """The first draw of the attempt's policy stream (below): a plan that may become a refusal is never set
         aside for being shallow, since a refusal's depth is the reads that establish it."""
@@ -1081,6 +1097,9 @@ async def synthesize(
                 continue
             if short_of_deep() and chain_depth(passed[0]).depth < DEEP_CALLS and skip_shallow(attempts - 1):
                 dropped["shallow gold while deep tasks are short"] += 1
+                continue
+            if unjoined(passed[0], attempts - 1):
+                dropped["cross-server turns joined by the person alone while flowing ones are short"] += 1
                 continue
             if llm is not None:
                 # The model rewords a task the audit already passed: its request replaces the offline one only

@@ -9,7 +9,7 @@ import random
 import pytest
 from conftest import REPO
 
-from envfarm.clients.audit import carried
+from envfarm.clients.audit import carried, mentions
 from envfarm.clients.connect import Connections, farm_targets
 from envfarm.clients.flow import (
     Carry,
@@ -25,6 +25,7 @@ from envfarm.clients.flow import (
 )
 from envfarm.clients.graph import OutField, Param, ToolSpec, build_graph, load_intents, load_specs
 from envfarm.clients.sampling import Catalog, Step, TopologySampler
+from envfarm.clients.synthesize import SynthesisOptions, flowing_values, flows_between_turns, synthesize
 from envfarm.clients.tasks import GoldCall, Persona, Provenance, Task, Turn
 from envfarm.servers.runtime.intents import slots
 
@@ -192,6 +193,7 @@ def catalog() -> Catalog:
     return asyncio.run(load())
 
 
+@pytest.mark.slow
 def test_plans_for_pairs_that_can_carry_mostly_carry_over_many_seeds(catalog: Catalog) -> None:
     """Over 120 seeds of the built-in farm's pairs that can carry a value: most plans carry one, and every
     carried input is bound to an earlier turn's step on the other server, a range's ends to one step."""
@@ -227,3 +229,24 @@ def test_plans_for_pairs_that_can_carry_mostly_carry_over_many_seeds(catalog: Ca
         carrying += carried_here
     assert planned >= 60
     assert carrying / planned >= 0.4, f"{carrying}/{planned} plans carry a value"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [3, 11])
+async def test_written_tasks_that_carry_say_so_and_pass_the_audit(seed: int) -> None:
+    """Tasks written on servers that can carry (a rental's dates to a calendar, a hotel's city to a branch search):
+    most cross-server tasks carry more than the person, every such turn refers to what it carries, and the value
+    is one an earlier turn's call returned."""
+    servers = ["calendar", "car_rental", "hotel", "tour_booking"]
+    async with Connections(farm_targets(REPO, servers)) as farm:
+        synthesis = await synthesize(SynthesisOptions(n=8, seed=seed, servers=servers), farm)
+    crossing = [t for t in synthesis.tasks if len(t.servers) > 1]
+    assert crossing, "no cross-server task"
+    referring_ = [t for t in crossing if any(refers(turn.message) for turn in t.turns[1:])]
+    assert referring_, f"none of {len(crossing)} cross-server tasks refers to a value an earlier turn found"
+    for task in referring_:
+        assert flows_between_turns(task, beyond_identity=True)
+        values = [v for v in flowing_values(task) if v not in (task.persona.name, task.persona.email)]
+        later = " ".join(t.message for t in task.turns[1:])
+        assert not all(mentions(later, v) for v in values), "the carried value is restated, not carried"
+        assert task.hidden_facts is not None and not any(v == h.value for v in values for h in task.hidden_facts)
