@@ -261,7 +261,7 @@ def offers(spec: ToolSpec) -> set[str]:
 
 def wants(spec: ToolSpec) -> set[str]:
     """What of another server's can fill an input of `spec`, as `_signatures`."""
-    kinds = {k: [grain(p.name) for p in ps] for k, ps in targets(spec).items()}
+    kinds: dict[str, list[str]] = {k: [grain(p.name) for p in ps] for k, ps in targets(spec).items()}
     return _signatures(kinds)
 
 
