@@ -98,9 +98,17 @@ def _sources(spec: ToolSpec) -> dict[str, list[OutField]]:
 
 
 def _entity_word(entity: str) -> str:
-    """How a person names a row kind: 'Rentals' -> 'rental', 'Upcoming Pt Sessions' -> 'session'."""
-    tokens = [t for t in words(entity) if t not in {"upcoming", "open", "result", "get", "list", "find"}]
-    return tokens[-1] if tokens else ""
+    """How a person names a row kind: 'Rentals' -> 'rental', 'Branches' -> 'branch', 'Upcoming Pt Sessions' ->
+    'session'."""
+    tokens = [t.lower() for t in re.findall(r"[A-Z]?[a-z]+", entity) if t.lower() not in {"upcoming", "open", "result"}]
+    if not tokens or tokens[-1] in {"get", "list", "find"}:
+        return ""
+    word = tokens[-1]
+    if word.endswith(("ches", "shes", "xes", "sses")):
+        return word[:-2]
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    return word[:-1] if word.endswith("s") and not word.endswith(("ss", "us", "is")) else word
 
 
 def targets(spec: ToolSpec) -> dict[Kind, list[Param]]:
