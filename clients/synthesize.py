@@ -981,6 +981,7 @@ async def synthesize(
         short = sum(flows_between_turns(t, beyond_identity=True) for t in crossing) < FLOW_SHARE * len(crossing)
         return (
             len(task.servers) > 1
+            and bool(run.flow_pairs)  # a farm where no pair can carry a value keeps its cross-server tasks
             and short
             and not flows_between_turns(task, beyond_identity=True)
             and random.Random(f"{options.seed}:{options.sampler}:{attempt}:flow").random() < FLOW_SKIP
