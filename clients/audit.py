@@ -41,6 +41,7 @@ from pydantic import BaseModel, Field
 
 from envfarm.clients.connect import Connections
 from envfarm.clients.datafit import clock_day, retires_what_was_used, row_conflicts, value_conflicts
+from envfarm.clients.flow import refers
 from envfarm.clients.graph import ToolSpec, is_id_like, load_intents, load_specs, words
 from envfarm.clients.grounding import PersonaRecord, Row, ServerWorld, observe, persona_rows
 from envfarm.clients.policy_checks import PolicyRule, identifies, identity_alternatives, load_rules, shows
@@ -723,6 +724,9 @@ class Auditor:
                     and not isinstance(v, bool)
                     and v not in (None, "")
                 ]
+                # A value an earlier turn found on another server, which this turn refers to by what it is ("for
+                # the same dates as that rental"), is the user's to give as much as one they spell out.
+                details = [v for v in details if not carried(task, index, v)]
                 if details and not any(mentions(text, v) for v in details):
                     findings.append(
                         Finding(check="determinacy", detail=f"{call.tool}: the user says nothing of what to write")
@@ -1468,6 +1472,17 @@ class ChainDepth(BaseModel):
     depth: int = Field(0, description="calls in the largest group of needed, motivated calls linked by values")
     feeds: dict[int, list[int]] = Field(
         default_factory=dict, description="call -> the earlier calls whose output first showed a value it uses"
+    )
+
+
+def carried(task: Task, index: int, value: Any) -> bool:
+    """Whether gold call `index` takes `value` from what a call of an earlier turn on another server returned, and
+    its own turn's message refers to such a value (`envfarm.clients.flow.refers`)."""
+    call = task.gold_calls[index]
+    turn = next((i for i, t in enumerate(task.turns) if index in t.gold_calls), None)
+    message = task.turns[turn].message if turn is not None else ""
+    return refers(message) and any(
+        c.turn < call.turn and c.server != call.server and _shows(c.output, value) for c in task.gold_calls[:index]
     )
 
 

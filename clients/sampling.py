@@ -16,6 +16,7 @@ from typing import Literal
 import networkx as nx
 from pydantic import BaseModel, Field
 
+from envfarm.clients.flow import CARRY_SHARE, FLOW_TRIES, FLOW_WEIGHT, Carry, carries, grain, kind_of, matches
 from envfarm.clients.graph import Param, ToolSpec, consumers, producers, tool_node, words
 from envfarm.servers.runtime.intents import Intent, ServerIntents
 
@@ -348,13 +349,35 @@ class TopologySampler:
         self.follow_share = follow_share
         self.deep_follow_share = deep_follow_share  # the follow odds of a plan shorter than DEEP_STEPS
         self.never_goals = never_goals  # tool keys no user asks for (staff-internal work)
+        # What can carry a value into what (`envfarm.clients.flow`), read from the schemas once per pair of tools.
+        self._matched: dict[tuple[str, str], list[tuple[list[str], list[Carry]]]] = {}
+        self._feeding: dict[tuple[str, str, int], bool] = {}
+
+    def _match(self, source: ToolSpec, target: ToolSpec) -> list[tuple[list[str], list[Carry]]]:
+        key = (source.key, target.key)
+        if key not in self._matched:
+            self._matched[key] = matches(source, target)
+        return self._matched[key]
+
+    def _carries(self, steps: list[Step], spec: ToolSpec, turn: int) -> list[Carry]:
+        return carries(self.catalog.spec, steps, spec, turn, self._match)
 
     def _need(
-        self, rng: random.Random, steps: list[Step], spec: ToolSpec, depth: int, stack: set[str], turn: int
+        self,
+        rng: random.Random,
+        steps: list[Step],
+        spec: ToolSpec,
+        depth: int,
+        stack: set[str],
+        turn: int,
+        flow: bool = False,
     ) -> int:
         if depth > self.max_depth:
             raise Unresolvable(f"deeper than {self.max_depth} steps")
         binds: dict[str, Bind] = {}
+        if flow:  # a value an earlier turn found on another server (`envfarm.clients.flow`): the dates of a rental
+            for carry in self._carries(steps, spec, turn):
+                binds[carry.param] = Bind(step=carry.step, fields=carry.fields)
         for param in self.catalog.lookups(spec):
             reusable = [
                 (i, fields)
@@ -377,11 +400,15 @@ class TopologySampler:
             if spec.server in self.catalog.intents:
                 # A producer that is itself found from the person (list their stays, found from them) over a
                 # search by a code: the chain an agent runs from what the user says.
-                weights = [self.catalog.reach(o[0]) ** DEPTH_POWER for o in options]
+                weights = [
+                    self.catalog.reach(o[0]) ** DEPTH_POWER
+                    * (FLOW_WEIGHT if flow and self._carried(steps, o[0], turn) else 1)
+                    for o in options
+                ]
                 producer, fields = rng.choices(options, weights=weights, k=1)[0]
             else:
                 producer, fields = rng.choice(options)
-            index = self._need(rng, steps, producer, depth + 1, stack | {spec.key}, turn)
+            index = self._need(rng, steps, producer, depth + 1, stack | {spec.key}, turn, flow)
             binds[param.name] = Bind(step=index, fields=fields)
         person = self.catalog.person_filter(spec) if spec.server in self.catalog.intents and not binds else None
         if person is not None and rng.random() < PERSON_FIRST:
@@ -398,17 +425,21 @@ class TopologySampler:
             if found:
                 binds[param.name] = Bind(step=found[0], fields=found[1])
                 continue
-            # A later turn may use what an earlier turn found on another server (a person's email, a date).
+            # A later turn may use what an earlier turn found on another server (a person's email). Never one time
+            # alone: a training session at the hour of the meeting just put on the calendar is a clash (a range is
+            # carried whole, above).
             across = [
                 (i, fields)
                 for i, step in enumerate(steps)
-                if step.turn < turn and step.server != spec.server
+                if step.turn < turn and step.server != spec.server and not grain(param.name)
                 for src, fields in producers(self.catalog.graph, spec.server, spec.name, param.name)
                 if src == tool_node(step.server, step.tool)
             ]
             if across and rng.random() < 0.9:
+                # only as who the person is (`own`): a payee named after a car branch, a report titled after a
+                # book, is a name carried into a story it does not belong to
                 index, fields = across[-1]
-                binds[param.name] = Bind(step=index, fields=fields)
+                binds[param.name] = Bind(step=index, fields=fields, own=True)
         identify = not any(p.required for p in spec.params) and not binds
         if identify and turn > 0:
             # A later turn finds the person by what an earlier turn showed about them (their email).
@@ -427,7 +458,35 @@ class TopologySampler:
         steps.append(Step(server=spec.server, tool=spec.name, binds=binds, identify=identify, turn=turn))
         return len(steps) - 1
 
-    def _goal(self, rng: random.Random, steps: list[Step], server: str, turn: int) -> None:
+    def _carried(self, steps: list[Step], spec: ToolSpec, turn: int, hops: int = 2) -> bool:
+        """Whether a value of an earlier turn on another server can fill an input of `spec`, or of a read that
+        looks up what it needs (`hops` levels down)."""
+        if self._carries(steps, spec, turn):
+            return True
+        return hops > 0 and any(self._carried(steps, f, turn, hops - 1) for f in self.catalog._feeders(spec))
+
+    def _feeds(self, spec: ToolSpec, server: str, hops: int = 2) -> bool:
+        """Whether the output of `spec`, or of a read that looks up what it needs (`hops` levels down), can fill an
+        input of a tool of `server` (`envfarm.clients.flow`)."""
+        key = (spec.key, server, hops)
+        if key not in self._feeding:
+            others = self.catalog.by_server.get(server, [])
+            self._feeding[key] = any(o.server != spec.server and self._match(spec, o) for o in others) or (
+                hops > 0 and any(self._feeds(f, server, hops - 1) for f in self.catalog._feeders(spec))
+            )
+        return self._feeding[key]
+
+    def _goal(
+        self,
+        rng: random.Random,
+        steps: list[Step],
+        server: str,
+        turn: int,
+        flow: bool = False,
+        then: str | None = None,
+    ) -> None:
+        """A goal of `server` for turn `turn`, with its lookups. With `flow`, goals a value flows through are
+        favoured: into them from an earlier turn, or out of them to a tool of the next turn's server `then`."""
         tools = self.catalog.by_server[server]
         # Writes are favoured, and so are tools that need something looked up first (real data flow).
         weight = {
@@ -440,6 +499,11 @@ class TopologySampler:
                 else 1.0
             )
             * (t.key not in self.never_goals)
+            * (
+                FLOW_WEIGHT
+                if flow and (self._carried(steps, t, turn) or (then is not None and self._feeds(t, then)))
+                else 1.0
+            )
             for t in tools
         }
         if not any(weight.values()):
@@ -448,7 +512,7 @@ class TopologySampler:
             goal = _weighted(rng, tools, weight)
             trial = list(steps)
             try:
-                index = self._need(rng, trial, goal, 0, set(), turn)
+                index = self._need(rng, trial, goal, 0, set(), turn, flow)
             except Unresolvable:
                 weight[goal.key] = 0.0
                 if not any(weight.values()):
@@ -503,9 +567,39 @@ class TopologySampler:
     def sample(self, rng: random.Random, servers: Sequence[str]) -> Chain:
         """One sub-goal per server, in order; each server's sub-goal is its own user turn."""
         steps: list[Step] = []
+        # A cross-server chain mostly carries a value from one turn into the next (`envfarm.clients.flow`).
+        flow = len(servers) > 1 and rng.random() < CARRY_SHARE
         for turn, server in enumerate(servers):
-            self._goal(rng, steps, server, turn)
+            then = servers[turn + 1] if turn + 1 < len(servers) else None
+            # A turn is drawn again (plans cost no call) until a value flows through it: out of it to the next
+            # server, into it from an earlier one; the last draw stands if none does.
+            for attempt in range(FLOW_TRIES if flow else 1):
+                trial = list(steps)
+                try:
+                    self._goal(rng, trial, server, turn, flow, then)
+                except Unresolvable:
+                    if attempt == 0:
+                        raise
+                    break
+                kept = trial
+                if self._flowing(trial, turn, then):
+                    break
+            steps[:] = kept
         return Chain(steps=steps, sampler=self.name)
+
+    def _flowing(self, steps: list[Step], turn: int, then: str | None) -> bool:
+        """Whether a step of `turn` takes a range or a city an earlier turn found on another server, or, with a next
+        server `then`, returns one a tool of it can take."""
+        mine = [s for s in steps if s.turn == turn]
+        if turn > 0 and any(
+            steps[b.step].turn < turn
+            and steps[b.step].server != s.server
+            and kind_of(name, self.catalog.spec(s.server, s.tool).param(name).type) is not None
+            for s in mine
+            for name, b in s.binds.items()
+        ):
+            return True
+        return then is not None and any(self._feeds(self.catalog.spec(s.server, s.tool), then, 0) for s in mine)
 
 
 class RandomWalkSampler:

@@ -52,6 +52,7 @@ from envfarm.clients.datafit import (
 )
 from envfarm.clients.deepen import asker_row, own_rows_reads
 from envfarm.clients.effects import Undone, lifecycle_columns, undone
+from envfarm.clients.flow import flow_pairs
 from envfarm.clients.graph import (
     ToolSpec,
     build_graph,
@@ -109,6 +110,13 @@ MULTI_SERVER_SHARE = 0.5
 # often, though not always (a farm whose pairs rarely pass still gets its one-server tasks).
 CROSS_SERVER_SHARE = 0.3
 MULTI_SERVER_SHARE_BEHIND = 0.85
+# Of the pairs drawn: how often one whose first server can carry a value into the second's turn (the dates of a
+# rental into a calendar, `envfarm.clients.flow`), so cross-server turns are joined by more than the person.
+FLOW_PAIR_SHARE = 0.7
+# Kept cross-server tasks where a value beyond the person flows between the turns, at least: while short of it, a
+# cross-server task joined by the person alone is set aside with FLOW_SKIP odds (its own random stream).
+FLOW_SHARE = 0.5
+FLOW_SKIP = 0.6
 DISTRACTORS = 5
 ATTEMPTS_PER_TASK = 60  # chains sampled per task asked for, at most: strict audits drop most candidates
 BARREN_AFTER = 15  # tries after which a server that has yielded no task is not chosen alone again
@@ -501,6 +509,7 @@ class _Run:
         self.servers = sorted(worlds)
         clock = {s: facts.get(s, ServerFacts()).clock for s in self.servers}
         self.pairs = task_pairs(self.people, facts)
+        self.flow_pairs = flow_pairs(catalog.by_server, self.pairs)
         self.tried: Counter[str] = Counter()  # attempts per server, and the servers that yielded a task
         self.yielded: set[str] = set()
         paired = {s for pair in self.pairs for s in pair}
@@ -650,9 +659,13 @@ class _Run:
         if self.options.max_servers >= 2 and self.pairs and rng.random() < share:
             # A server first, then one it pairs with: a server with people in common with many (a newsletter
             # everyone subscribes to) is not in most tasks.
-            first = rng.choice(sorted({s for p in self.pairs for s in p}))
-            pair = list(rng.choice([p for p in self.pairs if first in p]))
-            rng.shuffle(pair)
+            if self.flow_pairs and rng.random() < FLOW_PAIR_SHARE:  # in order: the first turn's server feeds the second
+                first = rng.choice(sorted({p[0] for p in self.flow_pairs}))
+                pair = list(rng.choice([p for p in self.flow_pairs if p[0] == first]))
+            else:
+                first = rng.choice(sorted({s for p in self.pairs for s in p}))
+                pair = list(rng.choice([p for p in self.pairs if first in p]))
+                rng.shuffle(pair)
             emails = sorted(set(self.people[pair[0]]) & set(self.people[pair[1]]))
             email = rng.choice(emails)
             record = self.people[pair[0]][email].model_copy(deep=True)
@@ -994,6 +1007,19 @@ async def synthesize(
         """One draw per attempt, its own stream: a shallow plan kept before grounding stays kept after it."""
         return random.Random(f"{options.seed}:{options.sampler}:{attempt}:depth").random() < SHALLOW_SKIP
 
+    def unjoined(task: Task, attempt: int) -> bool:
+        """Whether to set aside a cross-server task whose turns share only the person (`flows_between_turns`)
+        while the kept ones are short of FLOW_SHARE: one draw of the attempt's own stream."""
+        crossing = [t for t in tasks if len(t.servers) > 1]
+        short = sum(flows_between_turns(t, beyond_identity=True) for t in crossing) < FLOW_SHARE * len(crossing)
+        return (
+            len(task.servers) > 1
+            and bool(run.flow_pairs)  # a farm where no pair can carry a value keeps its cross-server tasks
+            and short
+            and not flows_between_turns(task, beyond_identity=True)
+            and random.Random(f"{options.seed}:{options.sampler}:{attempt}:flow").random() < FLOW_SKIP
+        )
+
     def may_refuse(attempt: int) -> bool:
         """The first draw of the attempt's policy stream (below): a plan that may become a refusal is never set
         aside for being shallow, since a refusal's depth is the reads that establish it."""
@@ -1105,6 +1131,9 @@ async def synthesize(
                 continue
             if short_of_deep() and chain_depth(passed[0]).depth < DEEP_CALLS and skip_shallow(attempts - 1):
                 dropped["shallow gold while deep tasks are short"] += 1
+                continue
+            if unjoined(passed[0], attempts - 1):
+                dropped["cross-server turns joined by the person alone while flowing ones are short"] += 1
                 continue
             if llm is not None:
                 # The model rewords a task the audit already passed: its request replaces the offline one only

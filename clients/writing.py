@@ -36,6 +36,7 @@ from envfarm.clients.audit import (
     user_text,
     value_of,
 )
+from envfarm.clients.flow import Carry, carries, grain, refer_in, referring, short_booking
 from envfarm.clients.graph import ToolSpec, is_id_like, words
 from envfarm.clients.grounding import (
     FREE_TEXT,
@@ -952,9 +953,18 @@ class OfflineWriter:
             n for n, v in call.arguments.items() if n in params and not params[n].required and v not in (None, "")
         }
         fitting.sort(key=lambda p: len(optional - {s.name for s in slots(p)}))
+        carried = self.carried(grounded, index)
         for phrasing in fitting:
-            text, said = phrasing, []
+            # A value carried from an earlier turn is said as what it is ("for the same dates as that rental"),
+            # never as the literal: the agent has to carry it over (`envfarm.clients.flow`).
+            texts: dict[str, list[str]] = {}
             for slot in slots(phrasing):
+                texts.setdefault(slot.name, []).append(slot.text)
+            spoken_as = refer_in(phrasing, texts, carried) if carried else phrasing
+            if spoken_as is None:
+                continue
+            text, said = spoken_as, []
+            for slot in slots(spoken_as):
                 value, param = call.arguments[slot.name], params[slot.name]
                 table = param.ref.split(".", 1)[0] if param.ref else None
                 if table is None and (slot.follow or is_id_like(slot.name)):
@@ -1018,6 +1028,22 @@ class OfflineWriter:
         if naming:
             raise Drop("intent: the speaker would name themselves", f"{call.server}.{call.tool}")
         raise Drop("intent: no way to name the row", f"{call.server}.{call.tool}")
+
+    def carried(self, grounded: Grounded, index: int) -> list[Carry]:
+        """The inputs of call `index` filled from an earlier turn's call on another server, as the sampler bound
+        them (`envfarm.clients.flow.carries`)."""
+        step, call = grounded.chain.steps[index], grounded.calls[index]
+        spec = self.catalog.spec(call.server, call.tool)
+        found = [
+            c
+            for c in carries(self.catalog.spec, grounded.chain.steps, spec, step.turn)
+            if c.param in step.binds
+            and step.binds[c.param].step == c.step
+            and grounded.sources[index].get(c.param) == "output"
+        ]
+        if short_booking(found, call.arguments):
+            raise Drop("flow: a booking carried over a span shorter than a day", f"{call.server}.{call.tool}")
+        return found
 
     def _worded(self, call: Any, name: str, value: Any) -> str | None:
         """How the call's intent words a coded value of `name` ('pre-trip' for `pre_trip`); None when it has none."""
@@ -1248,11 +1274,32 @@ class OfflineWriter:
                 for name, bind in step.binds.items()
                 if grounded.calls[bind.step].turn < turn and grounded.sources[i].get(name) == "output"
             ]
+            # A value carried into a lookup of this turn (the city of a branch search) is said as what it is.
+            lookups = {
+                c.param: c
+                for i, step in enumerate(grounded.chain.steps)
+                if step.turn == turn and i != goal
+                for c in self.carried(grounded, i)
+            }
+            for kind in dict.fromkeys(c.kind for c in lookups.values() if c.kind != "end"):
+                first_carry = next(c for c in lookups.values() if c.kind == kind)
+                words_ = referring([kind], first_carry.entity, grain(first_carry.param))
+                shown = " ".join([request, *said])
+                if words_ not in shown and not any(
+                    _says(shown, c.arguments.get(first_carry.param))
+                    for i, c in enumerate(grounded.calls)
+                    if grounded.chain.steps[i].turn == turn and first_carry.param in c.arguments
+                ):
+                    said.append(f"It's {'in' if kind == 'city' else 'for'} {words_}")
             unsaid = [
                 (bind, name, call_, spec_)
                 for bind, name, call_, spec_ in across
                 if not _says(spoken_now, call_.arguments.get(name))
                 and not any(same(call_.arguments.get(name), h.value) for h in hidden)
+                and not (
+                    call_ is call and name in slotted and any(c.param == name for c in self.carried(grounded, goal))
+                )
+                and name not in lookups
             ]
             pointed = [
                 label

@@ -1,0 +1,282 @@
+"""Values that flow from one server's turn into another's: the dates of a rental carried to a calendar, the city of
+a hotel to a car branch search.
+
+A cross-server task whose second turn is joined to the first by the person alone teaches no carrying of data.
+Here a later turn's parameter is matched to a field an earlier turn's call returned on another server, by meaning
+read from the names and types of the schemas (never by a server's name): a *range* (a start and an end of the same
+grain, date or date-time, both carried from one row, so the second booking spans the first: "for the same dates as
+my rental") and a *city* of a search ("in the same city as my hotel", so a car is picked up where the stay is,
+never across a continent). A single start time is never carried: a second booking at the same hour as the first is
+a clash, not a plan. Nor is an amount: "pay Maple Properties the amount of that tutoring package" carries a number
+into a story it does not belong to (the payee, the merchant, the date drawn apart from it). The writer says what is
+carried by what it is (`referring`), never the literal, and the audit accepts an unsaid value only where the turn
+refers to it so (`refers`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Literal, Protocol
+
+from pydantic import BaseModel
+
+from envfarm.clients.graph import OutField, Param, ToolSpec, words
+
+Kind = Literal["start", "end", "city"]
+Grain = Literal["date", "datetime", ""]
+START = frozenset({"start", "arrival", "pickup", "begin", "after"})
+END = frozenset({"end", "departure", "return", "until", "before"})
+PAGING = frozenset({"count", "total", "has_more", "cursor"})
+CARRY_SHARE = 0.7  # of the later turns of a cross-server chain: how often the sampler prefers a goal a value flows to
+FLOW_WEIGHT = 25.0  # the preference, as a factor on a goal's (or a producer's) weight
+BOOKING_HOURS = 12  # a carried range books a car or a room only over at least this long
+FLOW_TRIES = 6  # draws of a turn's plan, at most, until a value flows through it
+# What the user says of a carried value: the writer's words, and the audit's test that the turn refers to one.
+REFERS = re.compile(r"\bthe same (?:dates(?: and times)?|city) as that \w+", re.IGNORECASE)
+
+
+class Carry(BaseModel):
+    """A parameter filled from an earlier turn's call on another server: the step, the output fields, the kind."""
+
+    param: str
+    step: int
+    fields: list[str]
+    kind: Kind
+    entity: str = ""
+
+
+class _Step(Protocol):
+    server: str
+    tool: str
+    turn: int
+
+
+def grain(name: str) -> Grain:
+    """Date or date-time, read from a name (`arrival_date`, `ends_on`: a date; `pickup_at`, `starts_after`: a
+    date-time); '' when the name does not say."""
+    tokens = words(name)
+    if not tokens:
+        return ""
+    if tokens[-1] == "at" or tokens[-1] in {"after", "before"}:
+        return "datetime"
+    if "date" in tokens or tokens[-1] == "on":
+        return "date"
+    return ""
+
+
+def kind_of(name: str, type_: str) -> Kind | None:
+    """What a field or parameter means for carrying, from its name and type; None for anything else."""
+    tokens = words(name)
+    if not tokens:
+        return None
+    if type_ == "string" and grain(name):
+        if "before" in tokens:
+            return "end"
+        if "after" in tokens:
+            return "start"
+        if set(tokens) & START and not set(tokens) & END:
+            return "start"
+        if set(tokens) & END and not set(tokens) & START:
+            return "end"
+        return None
+    if type_ == "string" and tokens == ["city"]:
+        return "city"
+    return None
+
+
+def _sources(spec: ToolSpec) -> dict[str, list[OutField]]:
+    """The output fields of `spec` worth carrying, per entity (row kind): never a page's count."""
+    found: dict[str, list[OutField]] = {}
+    for field in spec.outputs:
+        if field.name in PAGING and field.entity.endswith("Result"):
+            continue
+        if field.user_known and kind_of(field.name, field.type):
+            found.setdefault(field.entity, []).append(field)
+    return found
+
+
+def _entity_word(entity: str) -> str:
+    """How a person names a row kind: 'Rentals' -> 'rental', 'Branches' -> 'branch', 'Upcoming Pt Sessions' ->
+    'session'."""
+    tokens = [t.lower() for t in re.findall(r"[A-Z]?[a-z]+", entity) if t.lower() not in {"upcoming", "open", "result"}]
+    if not tokens or tokens[-1] in {"get", "list", "find"}:
+        return ""
+    word = tokens[-1]
+    if word.endswith(("ches", "shes", "xes", "sses")):
+        return word[:-2]
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    return word[:-1] if word.endswith("s") and not word.endswith(("ss", "us", "is")) else word
+
+
+def targets(spec: ToolSpec) -> dict[Kind, list[Param]]:
+    """The parameters of `spec` a carried value may fill, by kind: user-known and of a kind; a city only of a
+    search (it narrows where to look: a listing is not put up in another service's city)."""
+    found: dict[Kind, list[Param]] = {}
+    for param in spec.params:
+        kind = kind_of(param.name, param.type)
+        if not param.user_known or param.enum or kind is None or (kind == "city" and not spec.read_only):
+            continue
+        found.setdefault(kind, []).append(param)
+    return found
+
+
+def matches(source: ToolSpec, target: ToolSpec) -> list[tuple[list[str], list[Carry]]]:
+    """Ways `source`'s output can fill `target`'s parameters, each a list of carries (step left 0): a range is
+    both ends of one grain from one row kind; a city, one field named so."""
+    wanted = targets(target)
+    options: list[tuple[list[str], list[Carry]]] = []
+    for entity, fields in _sources(source).items():
+        noun = _entity_word(entity)
+        if not noun:
+            continue
+        by_kind: dict[str, list[OutField]] = {}
+        for field in fields:
+            kind = kind_of(field.name, field.type)
+            if kind is not None:
+                by_kind.setdefault(kind, []).append(field)
+        for start in wanted.get("start", []):
+            end = next((e for e in wanted.get("end", []) if grain(e.name) == grain(start.name)), None)
+            if end is None or start.required != end.required:
+                continue
+            starts = [f.name for f in by_kind.get("start", []) if grain(f.name) == grain(start.name)]
+            ends = [f.name for f in by_kind.get("end", []) if grain(f.name) == grain(end.name)]
+            if len(starts) == 1 and len(ends) == 1:
+                options.append(
+                    (
+                        [start.name, end.name],
+                        [
+                            Carry(param=start.name, step=0, fields=starts, kind="start", entity=noun),
+                            Carry(param=end.name, step=0, fields=ends, kind="end", entity=noun),
+                        ],
+                    )
+                )
+        for param in wanted.get("city", []):
+            if len(by_kind.get("city", [])) == 1:
+                carry = Carry(param=param.name, step=0, fields=[by_kind["city"][0].name], kind="city", entity=noun)
+                options.append(([param.name], [carry]))
+    return options
+
+
+Matcher = Callable[[ToolSpec, ToolSpec], list[tuple[list[str], list[Carry]]]]
+
+
+def carries(
+    spec_of: Callable[[str, str], ToolSpec],
+    steps: Sequence[_Step],
+    target: ToolSpec,
+    turn: int,
+    match: Matcher | None = None,
+) -> list[Carry]:
+    """The carries into `target` (a step of turn `turn`) from the latest earlier-turn step on another server that
+    can fill one: each range or city once, a range's ends from the same step."""
+    if turn == 0:
+        return []
+    chosen: list[Carry] = []
+    taken: set[str] = set()
+    for index in range(len(steps) - 1, -1, -1):
+        step = steps[index]
+        if step.turn >= turn or step.server == target.server:
+            continue
+        for params, group in (match or matches)(spec_of(step.server, step.tool), target):
+            if taken & set(params):
+                continue
+            taken |= set(params)
+            chosen += [c.model_copy(update={"step": index}) for c in group]
+    return chosen
+
+
+def referring(kinds: Sequence[Kind], entity: str, grain_: Grain) -> str:
+    """The user's words for a carried value (matched by `REFERS`): 'the same dates as that rental'."""
+    if "start" in kinds:
+        return f"the same {'dates' if grain_ == 'date' else 'dates and times'} as that {entity}"
+    return f"the same city as that {entity}"
+
+
+def refer_in(phrasing: str, slot_texts: dict[str, list[str]], carried: Sequence[Carry]) -> str | None:
+    """`phrasing` with its carried slots said as what they are ("from {pickup_at} to {return_due_at}" -> "for the
+    same times as that event"); None when a carried range's slots are not one span of the phrasing with nothing
+    else between them."""
+    text = phrasing
+    kinds = {c.kind: c for c in carried}
+    if "start" in kinds and "end" in kinds:
+        start, end = kinds["start"], kinds["end"]
+        first = [m.start() for s in slot_texts.get(start.param, []) for m in re.finditer(re.escape(s), text)]
+        last = [m.end() for s in slot_texts.get(end.param, []) for m in re.finditer(re.escape(s), text)]
+        if not first or not last or min(first) > max(last):
+            return None
+        left, right = min(first), max(last)
+        between = text[left:right]
+        others = re.findall(r"\{([^}:.]+)", between)
+        if any(name not in {start.param, end.param} for name in others):
+            return None
+        before = text[:left]
+        prep = re.search(r"\b(from|between|for|on)\s+$", before)
+        if prep:
+            before = before[: prep.start()]
+        said = "for " + referring(["start"], start.entity, grain(start.param))
+        text = before + said + text[right:]
+    for carry in carried:
+        if carry.kind in ("start", "end"):
+            continue
+        for slot in slot_texts.get(carry.param, []):
+            text = text.replace(slot, referring([carry.kind], carry.entity, ""))
+    if re.search(r"\{[^}]*\}", text) and any(s in text for c in carried for s in slot_texts.get(c.param, [])):
+        return None
+    return text
+
+
+def short_booking(carried: Sequence[Carry], arguments: dict[str, object]) -> bool:
+    """Whether a carried range books something (its own start and end, not a window searched `after`/`before`)
+    over less than `BOOKING_HOURS`: a car rented for the half hour of a meeting is no plan anyone makes."""
+    ends = {c.kind: c.param for c in carried if c.kind in ("start", "end")}
+    if len(ends) < 2 or any(w in words(ends["start"]) for w in ("after", "before")):
+        return False
+    try:
+        start = datetime.fromisoformat(str(arguments[ends["start"]]).replace("Z", "+00:00"))
+        end = datetime.fromisoformat(str(arguments[ends["end"]]).replace("Z", "+00:00"))
+    except (KeyError, ValueError):
+        return False
+    return (end - start).total_seconds() < BOOKING_HOURS * 3600
+
+
+def refers(text: str) -> bool:
+    """Whether a message refers to a value an earlier turn found, in the words `referring` gives it."""
+    return REFERS.search(text) is not None
+
+
+def _signatures(kinds: Mapping[str, Sequence[str]]) -> set[str]:
+    """'range:<grain>' where both ends of one grain are there, and 'city'."""
+    found = {"city"} if kinds.get("city") else set()
+    found |= {f"range:{g}" for g in set(kinds.get("start", [])) & set(kinds.get("end", []))}
+    return found
+
+
+def offers(spec: ToolSpec) -> set[str]:
+    """What `spec`'s output can carry to another server, as `_signatures` (a rough test, for choosing servers)."""
+    found: set[str] = set()
+    for fields in _sources(spec).values():
+        kinds: dict[str, list[str]] = {}
+        for field in fields:
+            kind = kind_of(field.name, field.type)
+            if kind is not None:
+                kinds.setdefault(kind, []).append(grain(field.name))
+        found |= _signatures(kinds)
+    return found
+
+
+def wants(spec: ToolSpec) -> set[str]:
+    """What of another server's can fill an input of `spec`, as `_signatures`."""
+    kinds: dict[str, list[str]] = {k: [grain(p.name) for p in ps] for k, ps in targets(spec).items()}
+    return _signatures(kinds)
+
+
+def flow_pairs(by_server: dict[str, list[ToolSpec]], pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The pairs of `pairs`, ordered first turn -> second, where a tool of the first can carry a value into a tool
+    of the second: those a cross-server task is drawn from when it should carry data between its turns."""
+    offered = {s: set().union(*(offers(t) for t in tools)) for s, tools in by_server.items()}
+    wanted = {s: set().union(*(wants(t) for t in tools)) for s, tools in by_server.items()}
+    ordered = [(a, b) for pair in pairs for a, b in (pair, pair[::-1])]
+    return sorted(p for p in ordered if offered.get(p[0], set()) & wanted.get(p[1], set()))
