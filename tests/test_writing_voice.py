@@ -10,9 +10,9 @@ import re
 import pytest
 from conftest import REPO
 
-from envfarm.clients.audit import HEAD_NOUNS, SCHEMA_TAIL, Auditor, mentions
+from envfarm.clients.audit import FILED_REASON, HEAD_NOUNS, SCHEMA_TAIL, Auditor, mentions, repeated_phrase
 from envfarm.clients.tasks import Claim, GoldCall, Persona, Provenance, Task, Turn
-from envfarm.clients.writing import _unasked, because, put, said_reason
+from envfarm.clients.writing import AGAIN, _unasked, because, casual, hear_line, put, said_once, said_reason
 
 REASONS = [
     "No longer relevant",
@@ -230,3 +230,47 @@ def test_a_slot_whose_value_ends_in_the_phrasing_s_next_word_says_it_once() -> N
     )
     assert put("the {name} plan", "{name}", "Gold") == "the Gold plan"
     assert put("the {name} planet", "{name}", "Red Plan") == "the Red Plan planet"
+
+
+@pytest.mark.parametrize("reason", ["Returned hardware", "Discount agreed after delivery", "Hours billed twice"])
+@pytest.mark.parametrize(
+    "phrasing",
+    [
+        'Can you credit $50.00 on INV-1001? Please record the reason as "{reason}".',
+        'We were promised a $50.00 credit on INV-1001 for "{reason}". Please issue it.',
+        'I have to cancel HB1; please note "{reason}" as the reason.',
+    ],
+)
+def test_a_reason_filed_as_a_quoted_value_is_said_as_a_reason(reason: str, phrasing: str) -> None:
+    said = said_reason(phrasing, "{reason}", reason)
+    assert said is not None
+    text, _ = said
+    assert '"' not in text and not FILED_REASON.search(text), text
+    assert mentions(text, reason), text  # the words the gold write takes stay whole
+
+
+def test_casual_lowers_a_catalog_name_only_mid_sentence_and_only_when_it_is_no_name() -> None:
+    common = frozenset({"child", "cast"})
+    assert casual("Child seat", "Could I have the ", common) == "child seat"
+    assert casual("Cast iron pan set", "the offer on the ", common) == "cast iron pan set"
+    assert casual("Child seat", "", common) == "Child seat"  # it starts the sentence
+    assert casual("Child seat", 'add "', common) == "Child seat"  # typed inside quotes
+    assert casual("Lisbon hub", "drop it at the ", common) == "Lisbon hub"  # a name
+    assert casual("Vltava Dinner Cruise", "book the ", common) == "Vltava Dinner Cruise"  # a title
+
+
+def test_a_row_named_twice_in_one_message_is_named_the_short_way_the_second_time() -> None:
+    long = "#general in the Northwind workspace"
+    refs = {("team_chat", "channels", "ch_1"): long, (AGAIN, long, None): "the #general channel"}
+    message = f"Join {long} for me. Also, post “Hi all” in {long}."
+    assert said_once(message, refs) == f"Join {long} for me. Also, post “Hi all” in the #general channel."
+
+
+def test_asking_to_hear_twice_in_one_turn_never_repeats_a_sign_off() -> None:
+    import random
+
+    for seed in range(20):
+        rng = random.Random(seed)
+        first = hear_line(rng, "chatty", "the total", ["Please book it."])
+        second = hear_line(rng, "chatty", "the fee", ["Please book it.", first])
+        assert repeated_phrase(f"{first} {second}") is None, (first, second)
