@@ -96,7 +96,7 @@ ONE_OF_US = re.compile(r"\b(?:one|1) of us\b", re.IGNORECASE)
 GREETING = re.compile(r"(?:^|[.!?]\s+)(?:Hi|Hello|Hey)\b")
 # A catalog name in sentence case ('Child seat', 'Cast iron pan set', 'Salted butter 250g'): capitalised only
 # because it heads its own catalog line (`common_words` tells it from a proper name such as 'Lisbon hub').
-SENTENCE_CASE = re.compile(r"[A-Z][a-z]+(?: [a-z0-9][\w'.,/-]*)+")
+SENTENCE_CASE = re.compile(r"[A-Z][a-z]+(?:-[a-z]+)*(?: [a-z0-9][\w'.,/-]*)+")
 # How many words a phrase said twice in one message must have to read as a template run twice.
 REPEATED_WORDS = 5
 # The last word of a column name that makes it a schema's, not a person's ('hours purchased', 'posted at', 'weight kg').
@@ -323,12 +323,13 @@ def common_words(worlds: Iterable[ServerWorld]) -> frozenset[str]:
                 for value in row.values():
                     if not isinstance(value, str) or re.search(r"[@_/]|://", value):
                         continue
-                    tokens = re.findall(r"[A-Za-z]+", value)
-                    lower.update(w for w in tokens if w.islower() and len(w) > 1)
+                    tokens = re.findall(r"[A-Za-z]+(?:-[A-Za-z]+)*", value)
+                    if len(value.split()) > 1:  # a code alone ('visa', a card's brand) is no word of a sentence
+                        lower.update(w for w in tokens if w.islower() and len(w) > 1)
                     capital = [w for w in tokens if w[:1].isupper()]
                     if len(capital) == len(tokens) or SENTENCE_CASE.fullmatch(value) is None:
                         proper.update(capital)  # a title, a name, a sentence: its capitals may be names
-                    elif tokens:
+                    elif tokens and not re.search(r"\d$", value):  # not a label ('Visa ending 2843', 'exit 2')
                         heads.add(tokens[0])
     return frozenset(lower | {w.lower() for w in heads - proper})
 
