@@ -308,6 +308,39 @@ def held(name: str, value: Any, label: str, owner: str = "the", worded: str | No
     return HiddenFact(key=name, value=value, description=f"{_the(label, owner)} is {said}")
 
 
+# Labels that say nothing of what they belong to ('my name is Marketing' for a cost center's name).
+BARE_LABELS = frozenset({"name", "title", "code", "number", "label", "type", "kind"})
+# Labels of where a thing is: said of the thing ('the branch is in Austin'), never 'the city is Austin'.
+PLACE_LABELS = frozenset({"city", "country", "town", "region", "location"})
+
+
+def _singular(noun: str) -> str:
+    """'cost centers' -> 'cost center', 'categories' -> 'category', 'branches' -> 'branch'; also the stems
+    `graph.words` leaves ('branche', 'categorie')."""
+    head, _, last = noun.rpartition(" ")
+    endings = (("ies", "y"), ("ches", "ch"), ("shes", "sh"), ("sses", "ss"), ("xes", "x"), ("s", ""))
+    endings += (("ie", "y"), ("che", "ch"), ("she", "sh"), ("sse", "ss"), ("xe", "x"))
+    for plural, one in endings:
+        if last.endswith(plural) and not last.endswith("ss"):
+            last = last[: -len(plural)] + one
+            break
+    return f"{head} {last}".strip()
+
+
+def lookup_fact(
+    spec: ToolSpec, name: str, value: Any, label: str, owner: str = "the", worded: str | None = None
+) -> HiddenFact:
+    """A value a lookup is keyed on, held back as the person knows it: of the thing the lookup finds ('my cost
+    center name is Marketing', never 'my name is Marketing'; 'the branch is in Austin', never 'the city is
+    Austin'); any other label as `held` says it."""
+    thing = _singular(_entity(spec))
+    if label in PLACE_LABELS and isinstance(value, str) and thing != "request":
+        return HiddenFact(key=name, value=value, description=f"{owner} {thing} is in {worded or spoken(value)}")
+    if label in BARE_LABELS and thing != "request":
+        label = f"{thing} {label}"
+    return held(name, value, label, owner, worded)
+
+
 def _claim(verb: str, label: str, field: str, value: Any) -> Claim:
     return Claim(text=f"{verb} {_the(label)}: {spoken(value)}", values=[_fmt(value)], field=field)
 
@@ -1150,7 +1183,10 @@ class OfflineWriter:
                     if value == persona.email:  # "my email is ...", never "my owner email is ..."
                         label, owner = "email", "my"
                     worded = self._worded(grounded.calls[index], name, value)
-                    hidden.append(held(name, value, label, owner, worded))
+                    if value not in (persona.name, persona.email):
+                        hidden.append(lookup_fact(step_spec, name, value, label, owner, worded))
+                    else:
+                        hidden.append(held(name, value, label, owner, worded))
                 follow = grounded.chain.steps[index]
                 if follow.role == "follow" and follow_intent is None:
                     follow_spec = self.catalog.spec(follow.server, follow.tool)

@@ -274,3 +274,20 @@ def test_asking_to_hear_twice_in_one_turn_never_repeats_a_sign_off() -> None:
         first = hear_line(rng, "chatty", "the total", ["Please book it."])
         second = hear_line(rng, "chatty", "the fee", ["Please book it.", first])
         assert repeated_phrase(f"{first} {second}") is None, (first, second)
+
+
+def test_a_lookup_key_held_back_says_what_it_belongs_to() -> None:
+    """'my name is Marketing' (a cost center's name, seed 9400) and 'the city is Austin' (a branch's city, seed
+    6173) name no thing: held back, they say whose name it is and what is where."""
+    from envfarm.clients.graph import ToolSpec
+    from envfarm.clients.speech import ask_for
+    from envfarm.clients.writing import lookup_fact
+
+    centers = ToolSpec(server="expenses", name="list_cost_centers", read_only=True)
+    branches = ToolSpec(server="car_rental", name="list_branches", read_only=True)
+    named = lookup_fact(centers, "name", "Marketing", "name", "my")
+    assert named.description == "my cost center name is Marketing"
+    placed = lookup_fact(branches, "city", "Austin", "city")
+    assert placed.description == "the branch is in Austin"
+    assert ask_for([placed]) == "Could you tell me where the branch is, please?"
+    assert lookup_fact(branches, "email", "a@example.com", "email", "my").description == "my email is a@example.com"
