@@ -149,12 +149,12 @@ def said_once(message: str, refs: dict[tuple[str, str, Any], str]) -> str:
 
 def hear_line(rng: random.Random, style: str, what: str, earlier: Sequence[str]) -> str:
     """Asking to hear `what` in one of the style's ways, never one whose words the turn already used: a second
-    "I like to have it written down" in one message reads as a template run twice."""
+    "I like to have it written down" (or a second "please") in one message reads as a template run twice."""
     options = HEAR[style]
 
     def used(option: str) -> bool:
-        parts = [p.strip(" ?.,!") for p in option.split("{what}")]
-        return any(len(p) >= 8 and p in text for p in parts for text in earlier)
+        parts = [p.strip(" ?.,!").lower() for p in option.split("{what}")]  # ', please.' after 'Please ...'
+        return any(len(p) >= 6 and p in text.lower() for p in parts for text in earlier)
 
     return rng.choice([o for o in options if not used(o)] or options).format(what=what)
 

@@ -291,3 +291,11 @@ def test_a_lookup_key_held_back_says_what_it_belongs_to() -> None:
     assert placed.description == "the branch is in Austin"
     assert ask_for([placed]) == "Could you tell me where the branch is, please?"
     assert lookup_fact(branches, "email", "a@example.com", "email", "my").description == "my email is a@example.com"
+
+
+def test_asking_to_hear_after_a_please_never_says_please_again() -> None:
+    import random
+
+    for seed in range(20):
+        line = hear_line(random.Random(seed), "polite", "the total", ["I'd like 4 seats on the Porto walk, please."])
+        assert "please" not in line.lower(), line
