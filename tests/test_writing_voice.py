@@ -299,3 +299,28 @@ def test_asking_to_hear_after_a_please_never_says_please_again() -> None:
     for seed in range(20):
         line = hear_line(random.Random(seed), "polite", "the total", ["I'd like 4 seats on the Porto walk, please."])
         assert "please" not in line.lower(), line
+
+
+def test_an_identifying_detail_the_policy_calls_details_is_held_back_by_its_own_name() -> None:
+    """Hotel policy: 'the reservation's confirmation details'; held back, 'my confirmation code is HB1' (seed
+    9401 read 'my reservation's confirmation details are HB96691')."""
+    from types import SimpleNamespace
+
+    from envfarm.clients.grounding import IdentityValue
+    from envfarm.clients.synthesize import identity_hidden
+
+    task = _asking("Hi, this is Maria Lopez. Please cancel my stay.", [])
+    code = IdentityValue(
+        server="hotel",
+        table="reservations",
+        column="confirmation_code",
+        phrase="the reservation's confirmation details",
+        value="HB1",
+        own=False,
+    )
+    card = code.model_copy(update={"column": "last4", "phrase": "the last four digits of a card on file", "value": "1"})
+    found = identity_hidden(task, SimpleNamespace(identification=[code, card]))  # type: ignore[arg-type]
+    assert [f.description for f in found] == [
+        "my confirmation code is HB1",
+        "the last four digits of my card on file are 1",
+    ]
