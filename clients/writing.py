@@ -532,8 +532,8 @@ def because(reason: str) -> str | None:
         return f"because {low}"  # 'Plans changed'
     if first.endswith("s") and rest and re.fullmatch(r"\w+ed", rest[0]):
         return f"because of {low}"  # 'Hours billed twice': done to them, never 'because hours billed twice'
-    if first in {"no", "not"}:
-        return f"because it's {low}"
+    if first in {"no", "not"} or low.split()[-1] in {"compensation", "goodwill", "refund", "rebate"}:
+        return f"because it's {low}"  # 'Service outage compensation': what the credit is, not its cause
     if first in {"never", "already", "just", "accidentally"}:
         return f"because I {low}"  # 'Never signed up'
     if rest and rest[0] == "not":
@@ -1397,6 +1397,8 @@ def put(text: str, slot: str, words: str) -> str:
     last = re.search(r"(\w+)\W*$", words)
     if last:
         text = re.sub(rf"{re.escape(slot)}\s+{re.escape(last[1])}\b", slot, text, count=1, flags=re.IGNORECASE)
+    if words.endswith("s") and not words.endswith("ss"):  # "{merchant}'s" of 'Silverleaf Books': "Books'"
+        text = text.replace(f"{slot}'s ", f"{slot}' ", 1)
     return text.replace(slot, words, 1)
 
 

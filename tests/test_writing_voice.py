@@ -324,3 +324,10 @@ def test_an_identifying_detail_the_policy_calls_details_is_held_back_by_its_own_
         "my confirmation code is HB1",
         "the last four digits of my card on file are 1",
     ]
+
+
+def test_a_possessive_of_a_name_ending_in_s_takes_only_an_apostrophe() -> None:
+    text = "Subscribe me to {merchant}'s Premium streaming."
+    assert put(text, "{merchant}", "Silverleaf Books") == "Subscribe me to Silverleaf Books' Premium streaming."
+    assert put(text, "{merchant}", "Bluepeak Fitness") == "Subscribe me to Bluepeak Fitness's Premium streaming."
+    assert because("Service outage compensation") == "because it's service outage compensation"
