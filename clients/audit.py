@@ -97,6 +97,13 @@ GREETING = re.compile(r"(?:^|[.!?]\s+)(?:Hi|Hello|Hey)\b")
 # A catalog name in sentence case ('Child seat', 'Cast iron pan set', 'Salted butter 250g'): capitalised only
 # because it heads its own catalog line (`common_words` tells it from a proper name such as 'Lisbon hub').
 SENTENCE_CASE = re.compile(r"[A-Z][a-z]+(?:-[a-z]+)*(?: [a-z0-9][\w'.,/-]*)+")
+# Where a catalog name is a common noun ('the child seat', '4 crunchy peanut butter'); bare, it is a name ('in
+# Onboarding flow') or a line of an invoice ('Add Cloud hosting x 1').
+DETERMINED = re.compile(r"\b(?:the|a|an|my|your|our|their|this|that|some|any|\d+)\s$", re.IGNORECASE)
+# A place named by a preposition and its capitalised name ('at the Central Oslo'), ending where the phrase does.
+PLACE_PHRASE = re.compile(
+    r" (?:at|in) the [A-Z][\w'-]*(?: [A-Z][\w'-]*)+(?=[.,;:?!]|\s+(?:from|on|for|to|at|in|with|there)\b|$)"
+)
 # How many words a phrase said twice in one message must have to read as a template run twice.
 REPEATED_WORDS = 5
 # The last word of a column name that makes it a schema's, not a person's ('hours purchased', 'posted at', 'weight kg').
@@ -343,8 +350,7 @@ def catalog_cased(text: str, values: Iterable[str], common: frozenset[str]) -> l
         if not SENTENCE_CASE.fullmatch(value) or value.split()[0].lower() not in common:
             continue
         for match in re.finditer(rf"(?<![\w.]){re.escape(value)}(?!\w)", unquoted):
-            before = unquoted[: match.start()].rstrip()
-            if before and before[-1] not in ".?!:(":
+            if DETERMINED.search(unquoted[: match.start()]):
                 found.append(value)
                 break
     return found
@@ -352,8 +358,13 @@ def catalog_cased(text: str, values: Iterable[str], common: frozenset[str]) -> l
 
 def repeated_phrase(text: str, size: int = REPEATED_WORDS) -> str | None:
     """A run of `size` words said twice in one message, outside quotes ('in #general in the Northwind
-    workspace' twice, 'I like to have it written down' twice); None when every such run is said once."""
-    tokens = re.findall(r"[\w#@'$.,-]+", QUOTED.sub(" \u2026 ", text).lower())
+    workspace' twice, 'I like to have it written down' twice), or a place named twice ('my stay at the Central
+    Oslo ... to room 301 at the Central Oslo'); None when every such run is said once."""
+    unquoted = QUOTED.sub(" \u2026 ", text)
+    for match in PLACE_PHRASE.finditer(unquoted):
+        if unquoted.find(match.group(0), match.end()) >= 0:
+            return match.group(0).strip()
+    tokens = re.findall(r"[\w#@'$.,-]+", unquoted.lower())
     tokens = [t.strip(".,") for t in tokens]
     seen: set[tuple[str, ...]] = set()
     for i in range(len(tokens) - size + 1):

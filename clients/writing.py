@@ -23,9 +23,11 @@ from pydantic import BaseModel, Field, ValidationError
 
 from envfarm.clients.audit import (
     ASKED_AS,
+    DETERMINED,
     HEAD_NOUNS,
     NUMBER_WORDS,
     PAGING,
+    PLACE_PHRASE,
     POINTER,
     SENTENCE_CASE,
     Finding,
@@ -144,6 +146,11 @@ def said_once(message: str, refs: dict[tuple[str, str, Any], str]) -> str:
         second = message.find(text, first + len(text)) if first >= 0 else -1
         if second >= 0:
             message = message[:second] + short + message[second + len(text) :]
+    # Two rows at the same place ('my stay at the Central Oslo', 'room 301 at the Central Oslo'): the place once.
+    for match in PLACE_PHRASE.finditer(message):
+        second = message.find(match.group(0), match.end())
+        if second >= 0:
+            return message[:second] + message[second + len(match.group(0)) :]
     return message
 
 
@@ -1378,14 +1385,11 @@ class OfflineWriter:
         return None
 
 
-_STARTS_SENTENCE = re.compile(r"(?:^|[.?!:(\"\u201c]\s*)$")
-
-
 def casual(words: str, before: str, common: frozenset[str]) -> str:
-    """A sentence-case catalog name said mid-sentence the way a person writes it: 'add the child seat', never
-    'add the Child seat'; unchanged at a sentence's start, inside quotes, or when its first word is a name
-    (`common` holds the words the data writes in lower case)."""
-    if not SENTENCE_CASE.fullmatch(words) or _STARTS_SENTENCE.search(before):
+    """A sentence-case catalog name said as a common noun the way a person writes it: 'add the child seat',
+    never 'add the Child seat'; unchanged unless a determiner or a number comes before it (bare, it is a name:
+    'in Onboarding flow'), and when its first word is a name (`common` holds the data's ordinary words)."""
+    if not SENTENCE_CASE.fullmatch(words) or not DETERMINED.search(before):
         return words
     first = words.split()[0]
     return first.lower() + words[len(first) :] if first.lower() in common else words

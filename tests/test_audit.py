@@ -511,6 +511,8 @@ def test_a_catalog_name_said_mid_sentence_in_its_catalog_case_fails_garble() -> 
             True,
         ),
         ("Join #general in the Northwind workspace. Also, post it in the #general channel.", False),
+        ("Could you move my stay at the Central Oslo from 4 May to room 301 at the Central Oslo?", True),
+        ("Could you move my stay at the Central Oslo from 4 May to room 301?", False),
         ('Post "in the Northwind workspace now" in #general in the Northwind workspace now.', False),
     ],
 )

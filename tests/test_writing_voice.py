@@ -331,3 +331,11 @@ def test_a_possessive_of_a_name_ending_in_s_takes_only_an_apostrophe() -> None:
     assert put(text, "{merchant}", "Silverleaf Books") == "Subscribe me to Silverleaf Books' Premium streaming."
     assert put(text, "{merchant}", "Bluepeak Fitness") == "Subscribe me to Bluepeak Fitness's Premium streaming."
     assert because("Service outage compensation") == "because it's service outage compensation"
+
+
+def test_a_place_two_rows_share_is_named_once_and_a_bare_name_keeps_its_capital() -> None:
+    message = "Could you move my stay at the Central Oslo from 4 May to room 301 at the Central Oslo?"
+    assert said_once(message, {}) == "Could you move my stay at the Central Oslo from 4 May to room 301?"
+    kept = "Join #general in the Northwind workspace and #random in the Northwind workspace."
+    assert said_once(kept, {}) == kept  # 'in the Northwind' goes on ('workspace'): not a place phrase of its own
+    assert casual("Onboarding flow", 'move the "Migrate" task in ', frozenset({"onboarding"})) == "Onboarding flow"
