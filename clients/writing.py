@@ -325,8 +325,8 @@ def _singular(noun: str) -> str:
     """'cost centers' -> 'cost center', 'categories' -> 'category', 'branches' -> 'branch'; also the stems
     `graph.words` leaves ('branche', 'categorie')."""
     head, _, last = noun.rpartition(" ")
-    endings = (("ies", "y"), ("ches", "ch"), ("shes", "sh"), ("sses", "ss"), ("xes", "x"), ("s", ""))
-    endings += (("ie", "y"), ("che", "ch"), ("she", "sh"), ("sse", "ss"), ("xe", "x"))
+    endings = [("ies", "y"), ("ches", "ch"), ("shes", "sh"), ("sses", "ss"), ("xes", "x"), ("s", "")]
+    endings += [("ie", "y"), ("che", "ch"), ("she", "sh"), ("sse", "ss"), ("xe", "x")]
     for plural, one in endings:
         if last.endswith(plural) and not last.endswith("ss"):
             last = last[: -len(plural)] + one
