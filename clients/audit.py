@@ -85,6 +85,28 @@ EMOJI_CODE = re.compile(r"(?<![\w:]):[a-z0-9_+-]+:(?![\w:])")
 UNFOLDED_CODE = re.compile(r"(?<![\w:]):[a-z]+(?: [a-z]+)+:(?![\w:])")
 # A reason that is a column's value pasted after 'because of' ('because of the trip postponed').
 PASTED_REASON = re.compile(r"\bbecause of (?:the |a |an )?\w+ \w+(?:ed|en)(?:[.,;!?]|$)")
+# A reason filed as a field's value ('Please record the reason as "Returned hardware"', 'note "..." as the reason').
+FILED_REASON = re.compile(
+    r"\b(?:record|note|log|put|enter|mark|list|file|write)(?: down)? (?:the |a |my |our )?reason (?:as|is|to be)\b"
+    r"|\bas (?:the|my|our) reason\b",
+    re.IGNORECASE,
+)
+# A count of one said as a share of a group ('for one of us'): a template's plural slot filled with one.
+ONE_OF_US = re.compile(r"\b(?:one|1) of us\b", re.IGNORECASE)
+# A message that greets twice ('Hi! It's Priya again, sorry to bother you. Hi, I'm here for ...').
+GREETING = re.compile(r"(?:^|[.!?]\s+)(?:Hi|Hello|Hey)\b")
+# A catalog name in sentence case ('Child seat', 'Cast iron pan set', 'Salted butter 250g'): capitalised only
+# because it heads its own catalog line (`common_words` tells it from a proper name such as 'Lisbon hub').
+SENTENCE_CASE = re.compile(r"[A-Z][a-z]+(?:-[a-z]+)*(?: [a-z0-9][\w'.,/-]*)+")
+# Where a catalog name is a common noun ('the child seat', '4 crunchy peanut butter'); bare, it is a name ('in
+# Onboarding flow') or a line of an invoice ('Add Cloud hosting x 1').
+DETERMINED = re.compile(r"\b(?:the|a|an|my|your|our|their|this|that|some|any|\d+)\s$", re.IGNORECASE)
+# A place named by a preposition and its capitalised name ('at the Central Oslo'), ending where the phrase does.
+PLACE_PHRASE = re.compile(
+    r" (?:at|in) the [A-Z][\w'-]*(?: [A-Z][\w'-]*)+(?=[.,;:?!]|\s+(?:from|on|for|to|at|in|with|there)\b|$)"
+)
+# How many words a phrase said twice in one message must have to read as a template run twice.
+REPEATED_WORDS = 5
 # The last word of a column name that makes it a schema's, not a person's ('hours purchased', 'posted at', 'weight kg').
 SCHEMA_TAIL = re.compile(
     r"(?:[a-z]{2,}(?<!e)ed|\b(?:taken|given|written|chosen|driven|at|on|by|min|pct|usd|eur|utc)|(?<!per )\b(?:kg|km))$"
@@ -299,6 +321,65 @@ def server_facts(instructions: str | None) -> ServerFacts:
 
 
 # ---------------------------------------------------------------- how values are said
+
+
+def common_words(worlds: Iterable[ServerWorld]) -> frozenset[str]:
+    """The ordinary words of the servers' data, in lower case: those it writes in lower case somewhere (in the
+    middle of a name, a note), and those that only ever head a sentence-case value ('Leather ankle boots') and
+    are never a name: a name is capitalised inside a value ('FreshCart Seattle', 'Meeting with Bluepeak'),
+    in a title-case value ('Bluepeak Fitness') or alone ('Lisbon')."""
+    lower: set[str] = set()
+    proper: set[str] = set()
+    heads: set[str] = set()
+    for world in worlds:
+        for rows in world.tables.values():
+            for row in rows:
+                for value in row.values():
+                    if not isinstance(value, str) or re.search(r"[@_/]|://", value):
+                        continue
+                    tokens = re.findall(r"[A-Za-z]+(?:-[A-Za-z]+)*", value)
+                    if len(value.split()) > 1:  # a code alone ('visa', a card's brand) is no word of a sentence
+                        lower.update(w for w in tokens if w.islower() and len(w) > 1)
+                    capital = [w for w in tokens if w[:1].isupper()]
+                    if len(capital) == len(tokens) or SENTENCE_CASE.fullmatch(value) is None:
+                        proper.update(capital)  # a title, a name, a sentence: its capitals may be names
+                    elif tokens and not re.search(r"\d$", value):  # not a label ('Visa ending 2843', 'exit 2')
+                        heads.add(tokens[0])
+    return frozenset(lower | {w.lower() for w in heads - proper})
+
+
+def catalog_cased(text: str, values: Iterable[str], common: frozenset[str]) -> list[str]:
+    """The sentence-case catalog names of `values` that `text` says mid-sentence with their capital ('add the
+    Child seat'), outside quotes: a person writes 'the child seat'."""
+    unquoted = QUOTED.sub("\u201c\u2026\u201d", text)
+    found = []
+    for value in values:
+        if not SENTENCE_CASE.fullmatch(value) or value.split()[0].lower() not in common:
+            continue
+        for match in re.finditer(rf"(?<![\w.]){re.escape(value)}(?!\w)", unquoted):
+            if DETERMINED.search(unquoted[: match.start()]):
+                found.append(value)
+                break
+    return found
+
+
+def repeated_phrase(text: str, size: int = REPEATED_WORDS) -> str | None:
+    """A run of `size` words said twice in one message, outside quotes ('in #general in the Northwind
+    workspace' twice, 'I like to have it written down' twice), or a place named twice ('my stay at the Central
+    Oslo ... to room 301 at the Central Oslo'); None when every such run is said once."""
+    unquoted = QUOTED.sub(" \u2026 ", text)
+    for match in PLACE_PHRASE.finditer(unquoted):
+        if unquoted.find(match.group(0), match.end()) >= 0:
+            return match.group(0).strip()
+    tokens = re.findall(r"[\w#@'$.,-]+", unquoted.lower())
+    tokens = [t.strip(".,") for t in tokens]
+    seen: set[tuple[str, ...]] = set()
+    for i in range(len(tokens) - size + 1):
+        gram = tuple(tokens[i : i + size])
+        if gram in seen:
+            return " ".join(gram)
+        seen.add(gram)
+    return None
 
 
 def spoken_date(value: str) -> str | None:
@@ -624,6 +705,7 @@ class Auditor:
             names.update(f.name for f in spec.outputs)
         self._owned: dict[tuple[str, str], set[Any]] = {}
         self._keyed: dict[str, dict[str, Row]] = {}  # server -> every seed row by its key
+        self.common = common_words(worlds.values())
 
     def check(self, task: Task) -> list[Finding]:
         findings: list[Finding] = []
@@ -1301,6 +1383,21 @@ class Auditor:
             for value in call.arguments.values()
             if isinstance(value, str) and _sentence_like(value)
         }
+        findings += [
+            Finding(check="garble", detail=f"hidden fact: a search bound nobody holds ({fact.key})")
+            for fact in task.hidden_facts
+            if re.match(r"(?:max|min)(?:imum)?_", fact.key)
+        ]
+        # Names a search finds whatever their case (a catalog line, a listing's title): said mid-sentence in
+        # lower case. A value a write stores as given (a plan's name) is said as it will be stored.
+        stored = {v for c in task.gold_calls if c.is_write for n, v in c.arguments.items() if not is_id_like(n)}
+        names = {
+            v
+            for c in task.gold_calls
+            for row in rows_of(c.output)
+            for v in row.values()
+            if isinstance(v, str) and v not in stored
+        }
         for where, message in said:
             text = EMAIL.sub("", message)
             problems = [
@@ -1339,6 +1436,17 @@ class Auditor:
                 problems.append(f"a typed code unfolded into words '{m[0]}'")
             if m := PASTED_REASON.search(unquoted):
                 problems.append(f"a value pasted after 'because of' '{m[0].strip()}'")
+            if where != "hidden fact":
+                if m := FILED_REASON.search(unquoted):
+                    problems.append(f"a reason filed as a field's value '{m[0]}'")
+                if m := ONE_OF_US.search(unquoted):
+                    problems.append(f"a count of one said as a share '{m[0]}'")
+                if len(GREETING.findall(unquoted)) > 1:
+                    problems.append("a message that greets twice")
+                if (phrase := repeated_phrase(text)) is not None:
+                    problems.append(f"a phrase said twice in one message '{phrase}'")
+                cased = catalog_cased(text, names, self.common)
+                problems += [f"a catalog name in its catalog case '{v}'" for v in cased]
             if where != "hidden fact":
                 problems += [f"free text pasted after a colon '{v[:30]}'" for v in glued if v in unquoted.lower()]
             lowered = text.lower()

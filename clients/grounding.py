@@ -693,17 +693,22 @@ class Grounder:
                     score += 6 * (value in identity) - 4 * bool(param.enum) - 6 * wordy - 4 * bound
                     scored.append((score, param, value))
                     break
+        plain = [p for p in options if not p.enum] or options
+        # Of the columns people name rows by, the one they name them by most (a book's title, which the copy's
+        # and the hold's phrasings say too, over its ISBN, which nobody has at hand)
+        heard = [p for p in plain if p.name in named or (p.column or "").rpartition(".")[2] in named]
         if scored:
             top = max(s[0] for s in scored)
             best = [s for s in scored if s[0] == top]
             # a tie goes to what people name rows by most (a title over an ISBN)
             most = max(told[s[1].name] for s in best)
             _, param, value = rng.choice([s for s in best if told[s[1].name] == most])
-            return param.name, _coerce(value, param), "persona"
-        plain = [p for p in options if not p.enum] or options
-        # Of the columns people name rows by, the one they name them by most (a book's title, which the copy's
-        # and the hold's phrasings say too, over its ISBN, which nobody has at hand)
-        heard = [p for p in plain if p.name in named or (p.column or "").rpartition(".")[2] in named]
+            own_value = value in {persona.email, persona.name, *persona.facts.values()}
+            # A filter that is neither the person's own value nor how people name the row ("the max price is
+            # 42.00", "the language is Japanese" for a tour they name by its title) would be a hidden fact
+            # nobody holds: a search by the words that name the row is keyed on what they say instead.
+            if own_value or param in heard or not heard:
+                return param.name, _coerce(value, param), "persona"
         most = max((told[p.name] + told[(p.column or "").rpartition(".")[2]] for p in heard), default=0)
         param = rng.choice(
             [p for p in heard if told[p.name] + told[(p.column or "").rpartition(".")[2]] == most] or heard or plain

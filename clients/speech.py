@@ -694,6 +694,8 @@ def _fact_name(fact: HiddenFact) -> str:
     email"; without a description that names it, the fact's key in words ("your date of birth")."""
     if match := _FACT_NAME.match(fact.description):
         owner, name = match.group(1).lower(), match.group(2)
+        if fact.description[match.end() :].startswith(" in "):  # "the branch is in Austin": where it is
+            return f"where {'the' if owner == 'the' else 'your'} {name} is"
         return f"{'the' if owner == 'the' else 'your'} {name}"
     return f"your {label(fact.key)}"
 

@@ -957,6 +957,9 @@ def identity_hidden(task: Task, grounded: Grounded) -> list[HiddenFact]:
             added.append(held(value.column, value.value, " ".join(words(value.column)).lower(), "my"))
         else:
             label = identity_label(value.phrase)
+            if re.search(r"\bdetails$", label.split(" of ")[0]):
+                # "my reservation's confirmation details are HB1" names no thing: the column says which detail
+                label = "my " + " ".join(words(value.column)).lower()
             fact = held(value.column, value.value, label, "")
             said_as = fact.description.strip()
             if re.search(r"\b(?:digits|details)$", label.split(" of ")[0]):  # "the last four digits ... are"

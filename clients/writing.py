@@ -23,11 +23,15 @@ from pydantic import BaseModel, Field, ValidationError
 
 from envfarm.clients.audit import (
     DERIVED,
+    DETERMINED,
     HEAD_NOUNS,
     NUMBER_WORDS,
     PAGING,
+    PLACE_PHRASE,
     POINTER,
+    SENTENCE_CASE,
     Finding,
+    common_words,
     mentions,
     rows_of,
     same,
@@ -119,6 +123,8 @@ HEAR = {
     "chatty": ("And could you let me know {what}? I like to have it written down.", "Oh, and can you tell me {what}?"),
 }
 MY = re.compile(r"\bmy\b", re.IGNORECASE)
+# A greeting a phrasing opens with ('Hi, I'm here for ...'): the message's own greeting already said it.
+GREETED = re.compile(r"^(?:hi|hello|hey)(?: there)?[,!]?\s+(?=\S)", re.IGNORECASE)
 # 'me' where a phrasing's person is the subject ('what else is me selling?'): no first-person form fits there.
 SUBJECT_ME = re.compile(r"\b(?:is|are|was|were|has|does) me\b|^me\b|[.?!] me\b|\bme (?:is|has|was)\b")
 # A unit after a number slot ('{weight:number} kg'): 1 stays a figure there ('1 kg', never 'one kg').
@@ -127,6 +133,39 @@ UNIT_AFTER = re.compile(r"\s*(?:kg|km|g|lb|cm|mm|m|ml|l|h|%|litres|liters|euros|
 NOTE_SLOT = re.compile(r"reason|note|message|comment|memo|description|purpose|summary|content|body|text")
 MORE = ("One more thing: ", "Thanks! Also, ", "Great. And ", "While you're at it, ")
 STYLES = tuple(GREETINGS)
+
+
+AGAIN = "again"  # the key under which `OfflineWriter.refer` keeps a row's second, shorter name
+
+
+def said_once(message: str, refs: dict[tuple[str, str, Any], str]) -> str:
+    """`message` with a row named twice in the same words ('in #general in the Northwind workspace' twice) named
+    the second time by its shorter name, as a person does once they have said which one they mean."""
+    for (kind, text, _), short in refs.items():
+        if kind != AGAIN or len(text.split()) < 3:
+            continue
+        first = message.find(text)
+        second = message.find(text, first + len(text)) if first >= 0 else -1
+        if second >= 0:
+            message = message[:second] + short + message[second + len(text) :]
+    # Two rows at the same place ('my stay at the Central Oslo', 'room 301 at the Central Oslo'): the place once.
+    for match in PLACE_PHRASE.finditer(message):
+        second = message.find(match.group(0), match.end())
+        if second >= 0:
+            return message[:second] + message[second + len(match.group(0)) :]
+    return message
+
+
+def hear_line(rng: random.Random, style: str, what: str, earlier: Sequence[str]) -> str:
+    """Asking to hear `what` in one of the style's ways, never one whose words the turn already used: a second
+    "I like to have it written down" (or a second "please") in one message reads as a template run twice."""
+    options = HEAR[style]
+
+    def used(option: str) -> bool:
+        parts = [p.strip(" ?.,!").lower() for p in option.split("{what}")]  # ', please.' after 'Please ...'
+        return any(len(p) >= 6 and p in text.lower() for p in parts for text in earlier)
+
+    return rng.choice([o for o in options if not used(o)] or options).format(what=what)
 
 
 class Vocabulary(BaseModel):
@@ -276,6 +315,39 @@ def held(name: str, value: Any, label: str, owner: str = "the", worded: str | No
     else:
         said = spoken(value)
     return HiddenFact(key=name, value=value, description=f"{_the(label, owner)} is {said}")
+
+
+# Labels that say nothing of what they belong to ('my name is Marketing' for a cost center's name).
+BARE_LABELS = frozenset({"name", "title", "code", "number", "label", "type", "kind"})
+# Labels of where a thing is: said of the thing ('the branch is in Austin'), never 'the city is Austin'.
+PLACE_LABELS = frozenset({"city", "country", "town", "region", "location"})
+
+
+def _singular(noun: str) -> str:
+    """'cost centers' -> 'cost center', 'categories' -> 'category', 'branches' -> 'branch'; also the stems
+    `graph.words` leaves ('branche', 'categorie')."""
+    head, _, last = noun.rpartition(" ")
+    endings = [("ies", "y"), ("ches", "ch"), ("shes", "sh"), ("sses", "ss"), ("xes", "x"), ("s", "")]
+    endings += [("ie", "y"), ("che", "ch"), ("she", "sh"), ("sse", "ss"), ("xe", "x")]
+    for plural, one in endings:
+        if last.endswith(plural) and not last.endswith("ss"):
+            last = last[: -len(plural)] + one
+            break
+    return f"{head} {last}".strip()
+
+
+def lookup_fact(
+    spec: ToolSpec, name: str, value: Any, label: str, owner: str = "the", worded: str | None = None
+) -> HiddenFact:
+    """A value a lookup is keyed on, held back as the person knows it: of the thing the lookup finds ('my cost
+    center name is Marketing', never 'my name is Marketing'; 'the branch is in Austin', never 'the city is
+    Austin'); any other label as `held` says it."""
+    thing = _singular(_entity(spec))
+    if label in PLACE_LABELS and isinstance(value, str) and thing != "request":
+        return HiddenFact(key=name, value=value, description=f"{owner} {thing} is in {worded or spoken(value)}")
+    if label in BARE_LABELS and thing != "request":
+        label = f"{thing} {label}"
+    return held(name, value, label, owner, worded)
 
 
 def _claim(verb: str, label: str, field: str, value: Any) -> Claim:
@@ -436,6 +508,18 @@ _DID = frozenset(["took", "left", "lost", "got", "found", "bought", "went", "mad
 # How a reason sits in a phrasing as a form field: "Why? {reason}", "...: {reason}", "...; {reason}", "... - {reason}",
 # "... . {reason}" (a full stop before it); the tail of the text before the slot.
 _FORM_BEFORE = re.compile(r"(?:(?:\s*[.?!])?\s*(?:Why\?|Reason:)|\s*[:;\u2013\u2014.]|\s+-)\s*$")
+# A reason asked to be filed as a field's value: 'Please record the reason as "{reason}"' (a parameter sentence),
+# 'please note "{reason}" as the reason', 'a credit for "{reason}"': the instruction goes, the reason is said.
+_FILE_VERB = r"(?:record|note|log|put|enter|give|mark|list|file|write)(?: down)?"
+_REASON_AS = re.compile(
+    rf"(?:(?<=[.?!])\s+|\s*[;,]\s*|\s+)(?:please |kindly |and )?{_FILE_VERB} (?:the |a |my |our )?reason"
+    r" (?:as|is|to be)\s*$",
+    re.IGNORECASE,
+)
+_FILED = re.compile(rf"(?:(?<=[.?!])\s+|\s*[;,]\s*|\s+)(?:please |kindly |and )?{_FILE_VERB}\s*$", re.IGNORECASE)
+_AS_THE_REASON = re.compile(r"^\s+as (?:the|my|our) reason\b", re.IGNORECASE)
+_FOR_QUOTED = re.compile(r"\s+for\s*$")
+_QUOTE_PAIRS = {'"': '"', "\u201c": "\u201d"}
 
 
 #: Who does things in a reason ('Traveller cancelled', 'Customer requested a refund'): the first word of a clause.
@@ -465,8 +549,8 @@ def because(reason: str) -> str | None:
         return f"because {low}"  # 'Plans changed'
     if first.endswith("s") and rest and re.fullmatch(r"\w+ed", rest[0]):
         return f"because of {low}"  # 'Hours billed twice': done to them, never 'because hours billed twice'
-    if first in {"no", "not"}:
-        return f"because it's {low}"
+    if first in {"no", "not"} or low.split()[-1] in {"compensation", "goodwill", "refund", "rebate"}:
+        return f"because it's {low}"  # 'Service outage compensation': what the credit is, not its cause
     if first in {"never", "already", "just", "accidentally"}:
         return f"because I {low}"  # 'Never signed up'
     if rest and rest[0] == "not":
@@ -517,6 +601,23 @@ def said_reason(text: str, slot_text: str, value: Any) -> tuple[str, str] | None
         return None
     at = text.index(slot_text)
     before, after = text[:at], text[at + len(slot_text) :]
+    if before[-1:] in _QUOTE_PAIRS and after[:1] == _QUOTE_PAIRS[before[-1]]:
+        # a quoted reason is a value typed into a field; said, it loses its quotes and the filing instruction
+        before, after = before[:-1], after[1:]
+        field = _REASON_AS.search(before)
+        filed = _FILED.search(before) if field is None else None
+        if field is not None:
+            before = before[: field.start()]
+        elif filed is not None and (named := _AS_THE_REASON.match(after)) is not None:
+            before, after = before[: filed.start()], after[named.end() :]
+        elif (plain := _FOR_QUOTED.search(before)) is not None:
+            before = before[: plain.start()]
+        else:
+            return None
+        if before.rstrip()[-1:] in {".", "?", "!"}:
+            before = before.rstrip() + " "  # the reason starts a sentence of its own
+        else:
+            return f"{before.rstrip()} {clause}{after}", clause
     form = _FORM_BEFORE.search(before)
     if form is not None:
         return f"{before[: form.start()]} {clause}{after}", clause
@@ -799,6 +900,7 @@ class OfflineWriter:
         self._index: dict[str, dict[str, list[tuple[str, int]]]] = {}
         self._own: dict[tuple[str, str], dict[str, list[Row]]] = {}
         self._refs: dict[str, dict[str, str]] = {}
+        self.common = common_words(self.worlds.values())  # words the data writes in lower case: not names
 
     # -- intents: how a person asks, and how they name a row
 
@@ -873,7 +975,8 @@ class OfflineWriter:
             said = said if said is not None else say_slot(value, slot.format)
             if said is None:
                 return None
-            text = put(text, slot.text, said)
+            # a row is found by its name through a search that ignores case: said as a person writes it
+            text = put(text, slot.text, casual(said, text[: text.index(slot.text)], self.common))
         return text
 
     def _named_by_refer(self, server: str, table: str, key: Any) -> str | None:
@@ -926,6 +1029,11 @@ class OfflineWriter:
         chosen = rng.choice([c for c in fits if any(mentions(texts[p], v) for p in c for v in keyed)] or fits)
         said = [self_phrase(texts[p], persona.name, persona.email) for p in chosen]
         refs[server, table, ident] = ", ".join(dict.fromkeys(said))
+        # named again in the same message: a shorter way of its own ('the #general channel' after '#general in
+        # the Northwind workspace'), never the same words twice
+        shorter = sorted((t for p, t in texts.items() if p not in chosen and len(t) < len(texts[chosen[0]])), key=len)
+        if shorter:
+            refs[AGAIN, refs[server, table, ident], None] = self_phrase(shorter[0], persona.name, persona.email)
         return refs[server, table, ident]
 
     def _intent_request(
@@ -1014,7 +1122,11 @@ class OfflineWriter:
                 if words == "1" and not isinstance(value, bool) and not UNIT_AFTER.match(after) and not times:
                     # '{adults} adults' said of one: 'one adult'; 'I need {quantity}.': 'I need one.'
                     text = re.sub(rf"{re.escape(slot.text)} (\w+[^s\W])s\b", rf"{slot.text} \1", text, count=1)
+                    # 'for {seats} of us' said of one: 'for one person', never 'for one of us'
+                    text = text.replace(f"{slot.text} of us", f"{slot.text} person", 1)
                     words = "one"
+                if spec.read_only or table is not None:  # searches ignore case; a value a write stores is kept
+                    words = casual(words, text[: text.index(slot.text)], self.common)
                 text = put(text, slot.text, words)
             else:
                 # The speaker's own name said where a phrasing names a person ("by driver Samuel Haddad", "This
@@ -1150,7 +1262,7 @@ class OfflineWriter:
                         heard = [*heard, required]
                     early.add(before)
                 if _unasked(heard, asking):
-                    said.append(rng.choice(HEAR[style]).format(what=_wanted(_unasked(heard, asking))))
+                    said.append(hear_line(rng, style, _wanted(_unasked(heard, asking)), [request, *said]))
             for index, (name, value) in enumerate(details if intent is None else []):
                 label = self.label(call.server, name, spec.param(name).description)
                 told.append(value)
@@ -1214,10 +1326,11 @@ class OfflineWriter:
                     if heard or not step_spec.read_only:
                         if not step_spec.read_only:
                             requested[index] = text
+                        text = GREETED.sub("", text)
                         said.append("Also, " + (text if re.match(r"I\b", text) else text[:1].lower() + text[1:]))
                         claims += heard
                     if heard and _unasked(heard, asking):  # a follow-up question is not asked twice either
-                        said.append(rng.choice(HEAR[style]).format(what=_wanted(_unasked(heard, asking))))
+                        said.append(hear_line(rng, style, _wanted(_unasked(heard, asking)), [request, *said]))
                 for name, how in grounded.sources[index].items():
                     value = grounded.calls[index].arguments[name]
                     # Held back unless already said or held back: a number the user said of something else
@@ -1248,7 +1361,10 @@ class OfflineWriter:
                     if value == persona.email:  # "my email is ...", never "my owner email is ..."
                         label, owner = "email", "my"
                     worded = self._worded(grounded.calls[index], name, value)
-                    hidden.append(held(name, value, label, owner, worded))
+                    if value not in (persona.name, persona.email):
+                        hidden.append(lookup_fact(step_spec, name, value, label, owner, worded))
+                    else:
+                        hidden.append(held(name, value, label, owner, worded))
                 follow = grounded.chain.steps[index]
                 if follow.role == "follow" and follow_intent is None:
                     follow_spec = self.catalog.spec(follow.server, follow.tool)
@@ -1262,7 +1378,7 @@ class OfflineWriter:
                     else:
                         said.append(f"And please {_phrase(follow_spec, mine)} as well.")
             if wanted:
-                said.append(rng.choice(HEAR[style]).format(what=_wanted(wanted)))
+                said.append(hear_line(rng, style, _wanted(wanted), [request, *said]))
             # A value this turn takes from an earlier turn's answer: nothing to add where the user says it or holds
             # it back anyway ("My email is ...", "because hours were billed twice"); else they point at it by what
             # it is ("The list is the same as in my last request."), never "use what you found".
@@ -1319,9 +1435,12 @@ class OfflineWriter:
                 if turn == 0
                 else rng.choice(MORE)
             )
+            request = GREETED.sub("", request)  # the opener greets already
+            request = request[:1].upper() + request[1:]
             body = request if turn == 0 or re.match(r"I\b", request) else request[:1].lower() + request[1:]
             # A phrasing may end in a said value ("... the reason is: too many emails"): it still ends a sentence.
-            messages.append(" ".join([opener.strip(), *(_ended(part) for part in [body, *said] if part)]).strip())
+            message = " ".join([opener.strip(), *(_ended(part) for part in [body, *said] if part)]).strip()
+            messages.append(said_once(message, refs))
         # A claim on something the user said or knows themselves checks nothing ("move it to my inbox" ->
         # "confirms the folder: inbox"); the same value asked twice is one claim.
         known = "\n".join(
@@ -1458,12 +1577,24 @@ class OfflineWriter:
         return None
 
 
+def casual(words: str, before: str, common: frozenset[str]) -> str:
+    """A sentence-case catalog name said as a common noun the way a person writes it: 'add the child seat',
+    never 'add the Child seat'; unchanged unless a determiner or a number comes before it (bare, it is a name:
+    'in Onboarding flow'), and when its first word is a name (`common` holds the data's ordinary words)."""
+    if not SENTENCE_CASE.fullmatch(words) or not DETERMINED.search(before):
+        return words
+    first = words.split()[0]
+    return first.lower() + words[len(first) :] if first.lower() in common else words
+
+
 def put(text: str, slot: str, words: str) -> str:
     """`text` with its `slot` said as `words`; a word the phrasing repeats right after the slot goes ('the {name}
     plan' of 'Lakeshore Student Plan': the name already says what it is)."""
     last = re.search(r"(\w+)\W*$", words)
     if last:
         text = re.sub(rf"{re.escape(slot)}\s+{re.escape(last[1])}\b", slot, text, count=1, flags=re.IGNORECASE)
+    if words.endswith("s") and not words.endswith("ss"):  # "{merchant}'s" of 'Silverleaf Books': "Books'"
+        text = text.replace(f"{slot}'s ", f"{slot}' ", 1)
     return text.replace(slot, words, 1)
 
 

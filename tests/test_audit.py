@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from envfarm.clients.audit import Auditor, ServerFacts, mentions, server_facts, spoken
+from envfarm.clients.audit import (
+    Auditor,
+    ServerFacts,
+    catalog_cased,
+    common_words,
+    mentions,
+    repeated_phrase,
+    server_facts,
+    spoken,
+)
 from envfarm.clients.graph import OutField, Param, ToolSpec
 from envfarm.clients.grounding import ServerWorld, people
 from envfarm.clients.tasks import (
@@ -275,6 +284,11 @@ def test_clock_fails_when_servers_disagree_on_now() -> None:
         "Make an offer with the note: Can pick up this weekend.",
         "Please cancel it because of the trip postponed.",
         "Add a :white check mark: to my message, please.",
+        'Please record the reason as "Returned hardware".',
+        'Please note "Plans changed" as the reason.',
+        "Could you book the Porto walk for one of us?",
+        "Hi, I'm here for my appointment too.",
+        "Also, is my follow-up on Wednesday 4 March paid?",
     ],
 )
 def test_garble_fails_on_column_names_leaks_and_step_words(sentence: str) -> None:
@@ -295,6 +309,8 @@ def test_garble_fails_on_column_names_leaks_and_step_words(sentence: str) -> Non
         "It's because of the discount agreed after delivery.",
         "I want to save a new payee: Clearwater Water Co.",
         "Add a :white_check_mark: to my message, please.",
+        "It's because we returned the hardware.",
+        "Could you book the Porto walk for one person?",
     ],
 )
 def test_garble_passes_details_said_as_clauses_and_one_pointer(sentence: str) -> None:
@@ -455,3 +471,50 @@ def test_a_claim_a_later_write_made_stale_fails_claims() -> None:
     )
     task.claims = [Claim(text="states when it starts: 4 March", values=["2026-03-04T10:00:00Z"], field="starts_at")]
     assert not [f for f in auditor().check(task) if "stale" in f.detail]
+
+
+def test_a_catalog_name_said_mid_sentence_in_its_catalog_case_fails_garble() -> None:
+    """'add the Child seat' (a catalog line's capital kept mid-sentence) fails; 'the child seat' passes; a name
+    ('Lisbon hub': capitalised alone elsewhere in the data) and a name inside quotes keep their capitals."""
+    extras = [
+        {"extra_id": "ext_1", "name": "Child seat"},
+        {"extra_id": "ext_2", "name": "Lisbon hub"},
+        {"extra_id": "ext_3", "name": "Lisbon"},
+        {"extra_id": "ext_4", "name": "Roof box for the child seat"},
+    ]
+    world = WORLD.model_copy(update={"tables": {**WORLD.tables, "extras": extras}})
+    common = common_words([world])
+    assert "child" in common and "lisbon" not in common
+    lookup = GoldCall(server="clinic", tool="find_patient", arguments={}, output={"extras": extras})
+    task = good()
+    task = task.model_copy(update={"gold_calls": [*task.gold_calls, lookup]})
+    judge = Auditor(SPECS, {"clinic": world}, FACTS)
+
+    def garbled(sentence: str) -> bool:
+        said = with_message(task.model_copy(deep=True), task.opening_message + " " + sentence)
+        return any("catalog case" in f.detail for f in judge.garble(said))
+
+    assert garbled("Please add the Child seat to it.")
+    assert not garbled("Please add the child seat to it.")
+    assert not garbled("Child seat, please.")  # a sentence's own first word
+    assert not garbled('Please add "Child seat" to it.')
+    assert not garbled("Please drop it at the Lisbon hub.")
+    assert catalog_cased("add the Child seat", ["Child seat"], common) == ["Child seat"]
+
+
+@pytest.mark.parametrize(
+    ("text", "repeated"),
+    [
+        ("Join #general in the Northwind workspace. Also, post it in #general in the Northwind workspace.", True),
+        (
+            "Could you tell me the total? I like to have it written down. And the fee? I like to have it written down.",
+            True,
+        ),
+        ("Join #general in the Northwind workspace. Also, post it in the #general channel.", False),
+        ("Could you move my stay at the Central Oslo from 4 May to room 301 at the Central Oslo?", True),
+        ("Could you move my stay at the Central Oslo from 4 May to room 301?", False),
+        ('Post "in the Northwind workspace now" in #general in the Northwind workspace now.', False),
+    ],
+)
+def test_a_phrase_said_twice_in_one_message_is_found(text: str, repeated: bool) -> None:
+    assert (repeated_phrase(text) is not None) is repeated

@@ -408,3 +408,22 @@ async def test_the_user_never_says_a_code_a_snake_token_or_their_own_name_twice(
                             code,
                             message,
                         )
+
+
+@pytest.mark.slow
+async def test_a_tour_the_user_names_is_searched_by_its_name_never_by_a_held_back_bound_or_language() -> None:
+    """Seed 6173 held back "the max price is 42.00" and seed 9400 "the language is Japanese" for a tour the user
+    names by its title: a search is keyed on the words that name the row, and no hidden fact is a search bound."""
+    async with Connections(farm_targets(REPO, ["tour_booking"])) as farm:
+        tasks = [
+            task
+            for seed in (11, 12)
+            for task in (
+                await synthesize(SynthesisOptions(n=6, seed=seed, servers=["tour_booking"], max_servers=1), farm)
+            ).tasks
+        ]
+    searches = [c for t in tasks for c in t.gold_calls if c.tool == "search_tours"]
+    assert searches, "no task searched the tours"
+    assert all(set(c.arguments) & {"title", "city"} for c in searches), [c.arguments for c in searches]
+    held = {h.key for t in tasks for h in t.hidden_facts}
+    assert not held & {"max_price", "language", "category"}, held

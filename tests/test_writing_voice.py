@@ -10,9 +10,9 @@ import re
 import pytest
 from conftest import REPO
 
-from envfarm.clients.audit import HEAD_NOUNS, SCHEMA_TAIL, Auditor, mentions
+from envfarm.clients.audit import FILED_REASON, HEAD_NOUNS, SCHEMA_TAIL, Auditor, mentions, repeated_phrase
 from envfarm.clients.tasks import Claim, GoldCall, Persona, Provenance, Task, Turn
-from envfarm.clients.writing import _unasked, because, put, said_reason
+from envfarm.clients.writing import AGAIN, _unasked, because, casual, hear_line, put, said_once, said_reason
 
 REASONS = [
     "No longer relevant",
@@ -307,3 +307,112 @@ def test_a_slot_whose_value_ends_in_the_phrasing_s_next_word_says_it_once() -> N
     )
     assert put("the {name} plan", "{name}", "Gold") == "the Gold plan"
     assert put("the {name} planet", "{name}", "Red Plan") == "the Red Plan planet"
+
+
+@pytest.mark.parametrize("reason", ["Returned hardware", "Discount agreed after delivery", "Hours billed twice"])
+@pytest.mark.parametrize(
+    "phrasing",
+    [
+        'Can you credit $50.00 on INV-1001? Please record the reason as "{reason}".',
+        'We were promised a $50.00 credit on INV-1001 for "{reason}". Please issue it.',
+        'I have to cancel HB1; please note "{reason}" as the reason.',
+    ],
+)
+def test_a_reason_filed_as_a_quoted_value_is_said_as_a_reason(reason: str, phrasing: str) -> None:
+    said = said_reason(phrasing, "{reason}", reason)
+    assert said is not None
+    text, _ = said
+    assert '"' not in text and not FILED_REASON.search(text), text
+    assert mentions(text, reason), text  # the words the gold write takes stay whole
+
+
+def test_casual_lowers_a_catalog_name_only_mid_sentence_and_only_when_it_is_no_name() -> None:
+    common = frozenset({"child", "cast"})
+    assert casual("Child seat", "Could I have the ", common) == "child seat"
+    assert casual("Cast iron pan set", "the offer on the ", common) == "cast iron pan set"
+    assert casual("Child seat", "", common) == "Child seat"  # it starts the sentence
+    assert casual("Child seat", 'add "', common) == "Child seat"  # typed inside quotes
+    assert casual("Lisbon hub", "drop it at the ", common) == "Lisbon hub"  # a name
+    assert casual("Vltava Dinner Cruise", "book the ", common) == "Vltava Dinner Cruise"  # a title
+
+
+def test_a_row_named_twice_in_one_message_is_named_the_short_way_the_second_time() -> None:
+    long = "#general in the Northwind workspace"
+    refs = {("team_chat", "channels", "ch_1"): long, (AGAIN, long, None): "the #general channel"}
+    message = f"Join {long} for me. Also, post “Hi all” in {long}."
+    assert said_once(message, refs) == f"Join {long} for me. Also, post “Hi all” in the #general channel."
+
+
+def test_asking_to_hear_twice_in_one_turn_never_repeats_a_sign_off() -> None:
+    import random
+
+    for seed in range(20):
+        rng = random.Random(seed)
+        first = hear_line(rng, "chatty", "the total", ["Please book it."])
+        second = hear_line(rng, "chatty", "the fee", ["Please book it.", first])
+        assert repeated_phrase(f"{first} {second}") is None, (first, second)
+
+
+def test_a_lookup_key_held_back_says_what_it_belongs_to() -> None:
+    """'my name is Marketing' (a cost center's name, seed 9400) and 'the city is Austin' (a branch's city, seed
+    6173) name no thing: held back, they say whose name it is and what is where."""
+    from envfarm.clients.graph import ToolSpec
+    from envfarm.clients.speech import ask_for
+    from envfarm.clients.writing import lookup_fact
+
+    centers = ToolSpec(server="expenses", name="list_cost_centers", read_only=True)
+    branches = ToolSpec(server="car_rental", name="list_branches", read_only=True)
+    named = lookup_fact(centers, "name", "Marketing", "name", "my")
+    assert named.description == "my cost center name is Marketing"
+    placed = lookup_fact(branches, "city", "Austin", "city")
+    assert placed.description == "the branch is in Austin"
+    assert ask_for([placed]) == "Could you tell me where the branch is, please?"
+    assert lookup_fact(branches, "email", "a@example.com", "email", "my").description == "my email is a@example.com"
+
+
+def test_asking_to_hear_after_a_please_never_says_please_again() -> None:
+    import random
+
+    for seed in range(20):
+        line = hear_line(random.Random(seed), "polite", "the total", ["I'd like 4 seats on the Porto walk, please."])
+        assert "please" not in line.lower(), line
+
+
+def test_an_identifying_detail_the_policy_calls_details_is_held_back_by_its_own_name() -> None:
+    """Hotel policy: 'the reservation's confirmation details'; held back, 'my confirmation code is HB1' (seed
+    9401 read 'my reservation's confirmation details are HB96691')."""
+    from types import SimpleNamespace
+
+    from envfarm.clients.grounding import IdentityValue
+    from envfarm.clients.synthesize import identity_hidden
+
+    task = _asking("Hi, this is Maria Lopez. Please cancel my stay.", [])
+    code = IdentityValue(
+        server="hotel",
+        table="reservations",
+        column="confirmation_code",
+        phrase="the reservation's confirmation details",
+        value="HB1",
+        own=False,
+    )
+    card = code.model_copy(update={"column": "last4", "phrase": "the last four digits of a card on file", "value": "1"})
+    found = identity_hidden(task, SimpleNamespace(identification=[code, card]))  # type: ignore[arg-type]
+    assert [f.description for f in found] == [
+        "my confirmation code is HB1",
+        "the last four digits of my card on file are 1",
+    ]
+
+
+def test_a_possessive_of_a_name_ending_in_s_takes_only_an_apostrophe() -> None:
+    text = "Subscribe me to {merchant}'s Premium streaming."
+    assert put(text, "{merchant}", "Silverleaf Books") == "Subscribe me to Silverleaf Books' Premium streaming."
+    assert put(text, "{merchant}", "Bluepeak Fitness") == "Subscribe me to Bluepeak Fitness's Premium streaming."
+    assert because("Service outage compensation") == "because it's service outage compensation"
+
+
+def test_a_place_two_rows_share_is_named_once_and_a_bare_name_keeps_its_capital() -> None:
+    message = "Could you move my stay at the Central Oslo from 4 May to room 301 at the Central Oslo?"
+    assert said_once(message, {}) == "Could you move my stay at the Central Oslo from 4 May to room 301?"
+    kept = "Join #general in the Northwind workspace and #random in the Northwind workspace."
+    assert said_once(kept, {}) == kept  # 'in the Northwind' goes on ('workspace'): not a place phrase of its own
+    assert casual("Onboarding flow", 'move the "Migrate" task in ', frozenset({"onboarding"})) == "Onboarding flow"
