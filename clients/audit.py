@@ -45,7 +45,7 @@ from envfarm.clients.flow import refers
 from envfarm.clients.graph import ToolSpec, is_id_like, load_intents, load_specs, words
 from envfarm.clients.grounding import PersonaRecord, Row, ServerWorld, observe, persona_rows
 from envfarm.clients.policy_checks import PolicyRule, identifies, identity_alternatives, load_rules, shows
-from envfarm.clients.tasks import Claim, Task
+from envfarm.clients.tasks import DERIVED, Claim, Task
 from envfarm.servers.runtime.identification import identification_parts
 from envfarm.servers.runtime.intents import ServerIntents, value_key, word_for
 
@@ -447,10 +447,6 @@ def mentions(text: str, value: Any) -> bool:
 
 
 # ---------------------------------------------------------------- rows of an output
-
-
-#: A field an intent's `hear` computes from two numbers a row holds: 'capacity - seats_booked' (the seats left).
-DERIVED = re.compile(r"^(\w+) - (\w+)$")
 
 
 def has_field(row: Row, field: str | None) -> bool:

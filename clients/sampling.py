@@ -436,10 +436,11 @@ class TopologySampler:
                 if src == tool_node(step.server, step.tool)
             ]
             if across and rng.random() < 0.9:
-                # only as who the person is (`own`): a payee named after a car branch, a report titled after a
-                # book, is a name carried into a story it does not belong to
+                # only as who the person is (`own`) where the writer tells a story (a server with intents): a
+                # payee named after a car branch, a report titled after a book, is a name carried into a story it
+                # does not belong to; a foreign server's tasks are tool chains, where any shown value may flow
                 index, fields = across[-1]
-                binds[param.name] = Bind(step=index, fields=fields, own=True)
+                binds[param.name] = Bind(step=index, fields=fields, own=spec.server in self.catalog.intents)
         identify = not any(p.required for p in spec.params) and not binds
         if identify and turn > 0:
             # A later turn finds the person by what an earlier turn showed about them (their email).

@@ -119,6 +119,9 @@ FLOW_SHARE = 0.5
 FLOW_SKIP = 0.6
 DISTRACTORS = 5
 ATTEMPTS_PER_TASK = 60  # chains sampled per task asked for, at most: strict audits drop most candidates
+# Setting a shallow or unjoined task aside trades attempts for depth and flow; past this share of the attempt
+# budget nothing more is set aside, so a farm with few deep or flowing plans still yields the tasks asked for.
+SET_ASIDE_BUDGET = 0.5
 BARREN_AFTER = 15  # tries after which a server that has yielded no task is not chosen alone again
 MIN_LINKED = 2  # calls linked by data a kept task needs at least (refusals aside): one lookup is no work
 REPAIRS = 6  # rounds of adding what tells the row the user means apart, before a task is dropped
@@ -509,7 +512,8 @@ class _Run:
         self.servers = sorted(worlds)
         clock = {s: facts.get(s, ServerFacts()).clock for s in self.servers}
         self.pairs = task_pairs(self.people, facts)
-        self.flow_pairs = flow_pairs(catalog.by_server, self.pairs)
+        # carried values are said in the writer's words ("for the same dates"): only servers with intents
+        self.flow_pairs = flow_pairs({s: t for s, t in catalog.by_server.items() if s in catalog.intents}, self.pairs)
         self.tried: Counter[str] = Counter()  # attempts per server, and the servers that yielded a task
         self.yielded: set[str] = set()
         paired = {s for pair in self.pairs for s in pair}
@@ -1003,8 +1007,11 @@ async def synthesize(
     # has no deep task to make room for, and setting its tasks aside would only cost attempts.
     deep_possible = any(catalog.reach(spec) >= DEEP_CALLS for specs in catalog.by_server.values() for spec in specs)
 
+    def may_set_aside() -> bool:
+        return attempts < SET_ASIDE_BUDGET * options.n * ATTEMPTS_PER_TASK
+
     def short_of_deep() -> bool:
-        return deep_possible and deep < DEEP_SHARE * len(tasks)
+        return deep_possible and deep < DEEP_SHARE * len(tasks) and may_set_aside()
 
     def skip_shallow(attempt: int) -> bool:
         """One draw per attempt, its own stream: a shallow plan kept before grounding stays kept after it."""
@@ -1017,6 +1024,7 @@ async def synthesize(
         short = sum(flows_between_turns(t, beyond_identity=True) for t in crossing) < FLOW_SHARE * len(crossing)
         return (
             len(task.servers) > 1
+            and may_set_aside()
             and bool(run.flow_pairs)  # a farm where no pair can carry a value keeps its cross-server tasks
             and short
             and not flows_between_turns(task, beyond_identity=True)

@@ -10,6 +10,7 @@ claims (MCP-Atlas style).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -79,6 +80,10 @@ class ExpectedState(BaseModel):
     tables: list[str] = Field(default_factory=list, description="tables the task may change (others must not change)")
 
 
+#: A field an intent's `hear` computes from two numbers a row holds: 'capacity - seats_booked' (the seats left).
+DERIVED = re.compile(r"^(\w+) - (\w+)$")
+
+
 class Claim(BaseModel):
     """A fact a correct final answer states (MCP-Atlas style); `values` are what deterministic matching looks for."""
 
@@ -90,6 +95,12 @@ class Claim(BaseModel):
         description="value: the answer states each of `values`; yes_no: the answer to a yes/no question ('do I "
         "need a prescription?'), `values` holding 'true' or 'false', stated in words ('yes', 'no, it doesn't')",
     )
+
+    @property
+    def derived(self) -> bool:
+        """Whether the claim's value is computed from two fields ('capacity - seats_booked'), so no tool output
+        holds it as such."""
+        return self.field is not None and DERIVED.match(self.field) is not None
 
 
 PolicyCheckKind = Literal["must_call", "must_not_call", "must_confirm", "must_identify", "must_refuse"]

@@ -22,7 +22,6 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from envfarm.clients.audit import (
-    DERIVED,
     DETERMINED,
     HEAD_NOUNS,
     NUMBER_WORDS,
@@ -54,7 +53,7 @@ from envfarm.clients.grounding import (
 )
 from envfarm.clients.sampling import Catalog
 from envfarm.clients.speech import ID_SHAPE, say_slot
-from envfarm.clients.tasks import Claim, HiddenFact, OverSpecification, Task
+from envfarm.clients.tasks import DERIVED, Claim, HiddenFact, OverSpecification, Task
 from envfarm.llm import ChatModel, UnusableAnswer
 from envfarm.servers.runtime.intents import Intent, slots, word_for
 

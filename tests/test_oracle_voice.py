@@ -55,7 +55,10 @@ def _heard_twice(task: Task) -> list[str]:
             what = next(v for v in match.groupdict().values() if v)
             before = " ".join(s for s in sentences[:at] if s.endswith("?"))
             claims = [c for c in task.claims if c.text.split(":")[0].split(" ", 1)[1] in what]
-            if before and claims and not _unasked(claims, before):
+            # read against every claim of the task, so a question is matched to the field it names (the total
+            # outstanding), not to the only amount offered (the amount due of another request)
+            unasked = {c.text for c in _unasked(task.claims, before)}
+            if before and claims and not any(c.text in unasked for c in claims):
                 found.append(f"{task.id}: {before!r} then {sentence!r}")
     return found
 

@@ -278,6 +278,17 @@ def test_claims_are_graded_on_the_answers_not_the_read_backs() -> None:
     assert unsupported.score == 0.0 and "unsupported" in unsupported.detail
 
 
+def test_a_derived_claim_is_the_agents_arithmetic_so_no_output_need_hold_it() -> None:
+    """'How many seats are left' is capacity - seats booked: the tools return 20 and 11, never 9."""
+    evidence = '{"capacity": 20, "seats_booked": 11}'
+    left = Claim(text="states how many seats are left: 9", values=["9"], field="capacity - seats_booked")
+    assert left.derived and not Claim(text="seats", values=["9"], field="seats_booked").derived
+    assert grade_claim(left, "There are 9 seats left.", evidence=evidence).score == 1.0
+    assert grade_claim(left, "There are 11 seats left.", evidence=evidence).score == 0.0
+    plain = Claim(text="states how many seats: 9", values=["9"], field="seats")
+    assert grade_claim(plain, "There are 9 seats.", evidence=evidence).score == 0.0
+
+
 @pytest.mark.parametrize(
     ("said", "refusal_with_reason"),
     [

@@ -238,7 +238,8 @@ def grade_claim(claim: Claim, answer: str, clocks: Sequence[Clock] = (), evidenc
         elif hedged(value, answer, clocks, minutes):
             missing.append(value)
             why.append(f"hedged: {value} is offered as one of several candidates")
-        elif evidence is not None and not _supported(value, evidence, clocks, minutes):
+        # a derived value (the seats left: capacity - seats booked) is the agent's own arithmetic, in no output
+        elif evidence is not None and not claim.derived and not _supported(value, evidence, clocks, minutes):
             missing.append(value)
             why.append(f"unsupported: {value} is in no tool output nor anything the user said")
         else:
