@@ -197,7 +197,7 @@ class EpisodePool:
             self.asked[id(episode)] = principal
         except ControlError as exc:
             await stack.aclose()
-            raise Drop("server unavailable", str(exc)) from exc
+            raise Drop("server unavailable", str(exc), server) from exc
         return episode, stack
 
     async def give(self, server: str, held: tuple[Episode, AsyncExitStack], clean: bool) -> None:
@@ -224,10 +224,11 @@ class EpisodePool:
 class Drop(Exception):
     """A chain that could not be grounded, and why (a short, countable reason)."""
 
-    def __init__(self, reason: str, detail: str = "") -> None:
+    def __init__(self, reason: str, detail: str = "", server: str | None = None) -> None:
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
         self.detail = detail
+        self.server = server  # the server to blame, where one is (it stopped answering)
 
 
 class IdentityValue(BaseModel):
@@ -877,7 +878,7 @@ class Grounder:
                         result = await episodes[step.server].call_tool(step.tool, args)
                     except ControlError as exc:
                         wrote.add(step.server)  # never reuse an episode that stopped answering
-                        raise Drop("server unavailable", f"{step.server}.{step.tool}: {exc}") from exc
+                        raise Drop("server unavailable", f"{step.server}.{step.tool}: {exc}", step.server) from exc
                     if not result.is_error:
                         if not spec.read_only:
                             wrote.add(step.server)

@@ -437,7 +437,7 @@ async def _insert_lookup(
             result = await held[0].call_tool(spec.name, args)
         except ControlError as exc:
             await grounder.pool.give(server, held, clean=False)
-            raise Drop("server unavailable", f"{server}.{spec.name}: {exc}") from exc
+            raise Drop("server unavailable", f"{server}.{spec.name}: {exc}", server) from exc
         await grounder.pool.give(server, held, clean=True)
         if result.is_error:
             continue
@@ -615,7 +615,7 @@ async def require_reads(grounder: Grounder, grounded: Grounded, reads: Sequence[
             result = await held[0].call_tool(required.read, args)
         except ControlError as exc:
             await grounder.pool.give(required.server, held, clean=False)
-            raise Drop("server unavailable", f"{required.server}.{required.read}: {exc}") from exc
+            raise Drop("server unavailable", f"{required.server}.{required.read}: {exc}", required.server) from exc
         await grounder.pool.give(required.server, held, clean=True)
         if result.is_error:
             continue

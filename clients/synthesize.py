@@ -123,6 +123,7 @@ ATTEMPTS_PER_TASK = 60  # chains sampled per task asked for, at most: strict aud
 # budget nothing more is set aside, so a farm with few deep or flowing plans still yields the tasks asked for.
 SET_ASIDE_BUDGET = 0.5
 BARREN_AFTER = 15  # tries after which a server that has yielded no task is not chosen alone again
+DEAD_AFTER = 3  # times a server that never answered a whole chain may stop answering before it is left out
 MIN_LINKED = 2  # calls linked by data a kept task needs at least (refusals aside): one lookup is no work
 REPAIRS = 6  # rounds of adding what tells the row the user means apart, before a task is dropped
 FALLBACK_PERSONA = PersonaRecord(name="Alex Morgan", email="")
@@ -516,6 +517,8 @@ class _Run:
         self.flow_pairs = flow_pairs({s: t for s, t in catalog.by_server.items() if s in catalog.intents}, self.pairs)
         self.tried: Counter[str] = Counter()  # attempts per server, and the servers that yielded a task
         self.yielded: set[str] = set()
+        self.answered: set[str] = set()  # servers that answered every call of some grounded chain
+        self.unanswered: Counter[str] = Counter()  # times a server stopped answering (hung, crashed, never started)
         paired = {s for pair in self.pairs for s in pair}
         self.kept_apart = {
             s: (
@@ -526,6 +529,21 @@ class _Run:
             for s in self.servers
             if s not in paired and len(self.servers) > 1
         }
+
+    def stopped_answering(self, drop: Drop) -> None:
+        """Count a server that stopped answering; one that has never answered a whole chain and did so
+        DEAD_AFTER times (a hung or crashing server) is left out of the rest of the run, with the reason in
+        `kept_apart`, so it no longer spends the attempt budget (and a call timeout each) of the healthy ones."""
+        server = drop.server
+        if drop.reason != "server unavailable" or server is None or server in self.answered:
+            return
+        self.unanswered[server] += 1
+        if self.unanswered[server] < DEAD_AFTER or server not in self.servers or len(self.servers) == 1:
+            return
+        self.servers = [s for s in self.servers if s != server]
+        self.pairs = [p for p in self.pairs if server not in p]
+        self.flow_pairs = [p for p in self.flow_pairs if server not in p]
+        self.kept_apart[server] = f"stopped answering {self.unanswered[server]} times, never a whole chain: {drop.detail}"
 
     def keep(self, task: Task, grounded: Grounded | None) -> tuple[Task | None, list[Finding], bool]:
         """The task if it passes the audit, after up to `REPAIRS` rounds of the writer pointing at the row
@@ -1078,8 +1096,10 @@ async def synthesize(
             except Drop as drop:
                 dropped[drop.reason] += 1
                 run.sampler.outcomes.record(chain, False)
+                run.stopped_answering(drop)
                 continue
             run.sampler.outcomes.record(chain, True)
+            run.answered.update(chain.servers)
             # The same goal with the same arguments for the same person is one task, however it was reached.
             signature = json.dumps(
                 [persona.email or persona.name]
@@ -1113,6 +1133,7 @@ async def synthesize(
                     made = await run.refusal_task(len(tasks), grounded, *refusal, style, policy_rng)
                 except Drop as drop:  # no lookup would show the row is not the asker's: the chain stays a task
                     dropped[f"refusal: {drop.reason}"] += 1
+                    run.stopped_answering(drop)
             if made is not None:
                 passed = kept(made, grounded)
                 if passed is not None:
@@ -1127,6 +1148,7 @@ async def synthesize(
                 )
             except Drop as drop:
                 dropped[drop.reason] += 1
+                run.stopped_answering(drop)
                 continue
             try:
                 offline = run.offline.write(rng, grounded, style)
