@@ -1181,6 +1181,20 @@ class OfflineWriter:
         # A field the request itself asks for ("When is my rental RA1 due back?" asks the return time) is always
         # heard: a question no claim checks passes any answer; a field it does not ask for is never claimed.
         asked = asked_fields(question, options) if read else []
+        if read and question:
+            # "..., and how many does my plan allow?" where the plan allows any number (the field is empty), or
+            # several rows answer it: part of the question no claim can check, so another request is written
+            types = {o.name: o.type for o in self.catalog.spec(call.server, call.tool).outputs}
+            stand_in = {"integer": 0, "number": 0.0, "boolean": False}  # the kind of answer an empty field has
+            every = [
+                (f, w, next((v for r in rows_of(call.output) if (v := value_of(r, f)) is not None), None))
+                for f, w in intent.hear.items()
+            ]
+            every = [(f, w, stand_in.get(types.get(f, ""), v) if v is None else v) for f, w, v in every]
+            held = {f for f, _, _ in options}
+            unheard = [f for f in asked_fields(question, every) if f not in held and f not in PAGING]
+            if unheard:
+                raise Drop("intent: asks what no claim can check", f"{call.server}.{call.tool}.{unheard[0]}")
         wanted = [o for o in options if o[0] in asked]
         drawn = [] if wanted else rng.sample(options, min(2, len(options)))
         chosen = sorted([*wanted, *drawn], key=lambda o: list(intent.hear).index(o[0]))
