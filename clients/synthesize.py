@@ -543,7 +543,9 @@ class _Run:
         self.servers = [s for s in self.servers if s != server]
         self.pairs = [p for p in self.pairs if server not in p]
         self.flow_pairs = [p for p in self.flow_pairs if server not in p]
-        self.kept_apart[server] = f"stopped answering {self.unanswered[server]} times, never a whole chain: {drop.detail}"
+        self.kept_apart[server] = (
+            f"stopped answering {self.unanswered[server]} times, never a whole chain: {drop.detail}"
+        )
 
     def keep(self, task: Task, grounded: Grounded | None) -> tuple[Task | None, list[Finding], bool]:
         """The task if it passes the audit, after up to `REPAIRS` rounds of the writer pointing at the row

@@ -134,6 +134,7 @@ MORE = ("One more thing: ", "Thanks! Also, ", "Great. And ", "While you're at it
 STYLES = tuple(GREETINGS)
 
 
+AGAIN_SAID = re.compile(r"\bagain\b", re.IGNORECASE)  # a phrasing telling of something done before
 AGAIN = "again"  # the key under which `OfflineWriter.refer` keeps a row's second, shorter name
 
 
@@ -898,6 +899,7 @@ class OfflineWriter:
         self.worlds = worlds or {}
         self._index: dict[str, dict[str, list[tuple[str, int]]]] = {}
         self._own: dict[tuple[str, str], dict[str, list[Row]]] = {}
+        self._people: dict[tuple[str, str], tuple[set[Any], set[Any]]] = {}  # (server, email) -> their keys, others'
         self._refs: dict[str, dict[str, str]] = {}
         self.common = common_words(self.worlds.values())  # words the data writes in lower case: not names
 
@@ -928,6 +930,44 @@ class OfflineWriter:
                 self._index[server] = value_index(world)
             self._own[key] = persona_rows(world, persona, 2, self._index[server])
         return self._own[key]
+
+    def _names_another(self, server: str, table: str, row: Row, persona: PersonaRecord) -> bool:
+        """Whether `row` names another person and never the persona: by email (`someone_elses`), or by the key of
+        a row of a people table (one whose rows hold the persona's email, like members): a message whose author
+        is someone else, a review another guest wrote."""
+        if someone_elses(row, persona.email):
+            return True
+        world = self.worlds.get(server)
+        if world is None or not persona.email:
+            return False
+        if (server, persona.email) not in self._people:
+            self._own_rows(server, persona)  # builds the value index
+            hits = self._index[server].get(persona.email, [])
+            theirs = {world.tables[t][n].get(world.keys.get(t, "")) for t, n in hits}
+            keyed = {r.get(world.keys.get(t, "")) for t in {t for t, _ in hits} for r in world.tables.get(t, [])}
+            self._people[server, persona.email] = (theirs, keyed - theirs)
+        theirs, others = self._people[server, persona.email]
+        named = {v for k, v in row.items() if k != world.keys.get(table, "") and isinstance(v, str)}
+        return not named & theirs and bool(named & others)
+
+    def _had_before(self, call: Any, phrasing: str, persona: PersonaRecord) -> bool:
+        """Whether every row a phrasing's slots name is one the persona had to do with before: a row of theirs
+        (a past reservation) holds its value, other than the row the value keys."""
+        own = self._own_rows(call.server, persona)
+        world = self.worlds.get(call.server)
+        keys = world.keys if world else {}
+        for slot in slots(phrasing):
+            value = call.arguments.get(slot.name)
+            if not is_id_like(slot.name) or not isinstance(value, str):
+                continue
+            if not any(
+                v == value and column != keys.get(table)
+                for table, rows in own.items()
+                for row in rows
+                for column, v in row.items()
+            ):
+                return False
+        return True
 
     def _seed_row(self, server: str, table: str, value: Any) -> Row | None:
         world = self.worlds.get(server)
@@ -1005,6 +1045,8 @@ class OfflineWriter:
         mine = any(same(r.get(key), ident) for r in own)
         pool = own if mine else (world.tables.get(table, []) if world else [])
         others = [r for r in pool if not same(r.get(key), ident)]
+        # "my message" of a message someone else wrote (found through the persona's channel) is not theirs
+        mine = mine and not self._names_another(server, table, row, grounded.persona)
         usable = [p for p in phrasings if mine or not MY.search(p)]
         texts = {p: t for p in usable if (t := self._render_refer(server, table, p, row)) is not None}
 
@@ -1049,10 +1091,13 @@ class OfflineWriter:
             for p in intent.say
             if all(s.name in params and call.arguments.get(s.name) not in (None, "", []) for s in slots(p))
         ]
+        persona = grounded.persona
+        # "I'd like room 102 again" tells of a stay the person had: said only where one of their rows holds the
+        # value beside the row it names (a past reservation of that room), never of a room they never had
+        fitting = [p for p in fitting if not AGAIN_SAID.search(p) or self._had_before(call, p, persona)]
         if not fitting:
             raise Drop("intent: no phrasing fits the call", f"{call.server}.{call.tool}")
         rng.shuffle(fitting)
-        persona = grounded.persona
         naming = False  # a phrasing fitted but still names the speaker ('what else is Olga Weber selling?')
         # A phrasing that says every optional detail of the call first: one it leaves out would have to be held
         # back, and nobody is asked for a memo or a filter they never mentioned.
