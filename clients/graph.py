@@ -45,6 +45,8 @@ class Param(BaseModel):
     user_known: bool = True
     enum: list[Any] | None = None
     pattern: str | None = None
+    minimum: float | None = None  # the schema's bounds on a number ('a freeze lasts at least 7 days')
+    maximum: float | None = None
 
 
 class OutField(BaseModel):
@@ -130,6 +132,17 @@ def _enum_of(schema: dict[str, Any]) -> list[Any] | None:
     return None
 
 
+def _bound_of(schema: dict[str, Any], key: str) -> float | None:
+    """A number's `minimum` or `maximum` (or its exclusive form, as the nearest whole number inside it)."""
+    for where in [schema, *(o for o in schema.get("anyOf", []) if isinstance(o, dict))]:
+        if isinstance(where.get(key), (int, float)):
+            return float(where[key])
+        exclusive = where.get("exclusive" + key.capitalize())
+        if isinstance(exclusive, (int, float)) and not isinstance(exclusive, bool):
+            return float(exclusive) + (1 if key == "minimum" else -1)
+    return None
+
+
 def _pattern_of(schema: dict[str, Any]) -> str | None:
     if isinstance(schema.get("pattern"), str):
         return str(schema["pattern"])
@@ -209,6 +222,8 @@ def tool_spec(server: str, tool: types.Tool) -> ToolSpec:
                 user_known=bool(known) if known is not None else not is_id_like(name),
                 enum=_enum_of(prop),
                 pattern=_pattern_of(prop),
+                minimum=_bound_of(prop, "minimum"),
+                maximum=_bound_of(prop, "maximum"),
             )
         )
     hint = tool.annotations.read_only_hint if tool.annotations else None

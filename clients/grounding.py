@@ -281,6 +281,11 @@ def _coerce(value: Any, param: Param) -> Any:
     return value
 
 
+def _within(value: float, param: Param) -> bool:
+    """Whether a number is inside the parameter's schema bounds."""
+    return (param.minimum is None or value >= param.minimum) and (param.maximum is None or value <= param.maximum)
+
+
 def _fresh(value: Any) -> Any:
     """A new value of the same kind as `value`, for a change that must change something: an email at another
     domain, a phone number with its last digits turned; None for anything else (no sensible new value)."""
@@ -634,6 +639,8 @@ class Grounder:
             # A date a person asks about is ahead of them (a stay to book, a slot to take): the seed's past
             # dates are what servers reject ("the arrival date is in the past").
             values = [v for v in values if v[:10] >= today] or values
+        if param.type in {"integer", "number"}:  # a seed value outside the schema's bounds is rejected unread
+            values = [v for v in values if not isinstance(v, (int, float)) or _within(v, param)]
         if values:
             return _coerce(rng.choice(values), param), "seed"
         if param.enum:
@@ -641,10 +648,22 @@ class Grounder:
         if param.type == "boolean":
             return rng.random() < 0.5, "free"
         if param.type in {"integer", "number"}:
-            return _coerce(rng.randint(1, 5), param), "free"
+            low = int(param.minimum) if param.minimum is not None else 1
+            high = int(param.maximum) if param.maximum is not None else low + 4
+            return _coerce(rng.randint(low, max(low, min(high, low + 4))), param), "free"
         if not param.user_known:
             raise Drop("no value for an input", f"{server}: {param.name}")
-        return rng.choice(FREE_TEXT), "free"
+        if param.pattern and today:
+            # a date or a time a schema's pattern asks for ('starts_after'): a day of the coming two weeks, never
+            # a filler phrase no pattern takes
+            day = (datetime.fromisoformat(today) + timedelta(days=rng.randint(0, 14))).date().isoformat()
+            for candidate in (day, f"{day}T09:00:00Z"):
+                if re.search(param.pattern, candidate):
+                    return candidate, "free"
+        text = rng.choice(FREE_TEXT)
+        if param.pattern and not re.search(param.pattern, text):
+            raise Drop("no value for an input", f"{server}: {param.name} (pattern {param.pattern})")
+        return text, "free"
 
     def _identify(
         self,
