@@ -124,7 +124,8 @@ ATTEMPTS_PER_TASK = 60  # chains sampled per task asked for, at most: strict aud
 SET_ASIDE_BUDGET = 0.5
 BARREN_AFTER = 15  # tries after which a server that has yielded no task is not chosen alone again
 DEAD_AFTER = 3  # times a server that never answered a whole chain may stop answering before it is left out
-MIN_LINKED = 2  # calls linked by data a kept task needs at least (refusals aside): one lookup is no work
+MIN_LINKED = 3  # calls linked by data a kept task needs at least (refusals aside): a lookup and its write is short work
+MIN_LINKED_FOREIGN = 2  # on a server without intents (a foreign todo list), whose flat tools rarely chain three deep
 REPAIRS = 6  # rounds of adding what tells the row the user means apart, before a task is dropped
 FALLBACK_PERSONA = PersonaRecord(name="Alex Morgan", email="")
 REFUSAL_SHARE = 0.3  # of tasks whose goal a customer-identity rule governs: someone else asks for it
@@ -547,6 +548,14 @@ class _Run:
             f"stopped answering {self.unanswered[server]} times, never a whole chain: {drop.detail}"
         )
 
+    def least_linked(self, task: Task, grounded: Grounded | None) -> int:
+        """The calls linked by data a task needs: MIN_LINKED, or as many as its goals can be reached by (an
+        imported API whose update needs only a list before it); MIN_LINKED_FOREIGN on a server without intents."""
+        if grounded is None or not all(s in self.catalog.intents for s in task.servers):
+            return MIN_LINKED_FOREIGN
+        goals = [self.catalog.spec(s.server, s.tool) for s in grounded.chain.steps if s.role == "goal"]
+        return max(MIN_LINKED_FOREIGN, min([MIN_LINKED, *(self.catalog.reach(g) for g in goals)]))
+
     def keep(self, task: Task, grounded: Grounded | None) -> tuple[Task | None, list[Finding], bool]:
         """The task if it passes the audit, after up to `REPAIRS` rounds of the writer pointing at the row
         the user means; else None and the findings. The flag says whether a repair was needed."""
@@ -565,8 +574,9 @@ class _Run:
             or (h.key, json.dumps(h.value, default=str)) in identity
         ]
         refusal = any(c.kind == "must_refuse" for c in task.policy_checks)
-        if not refusal and dependency_depth(task) < MIN_LINKED:
-            return None, [Finding(check="depth", detail=f"fewer than {MIN_LINKED} calls linked by data")], False
+        least = self.least_linked(task, grounded)
+        if not refusal and dependency_depth(task) < least:
+            return None, [Finding(check="depth", detail=f"fewer than {least} calls linked by data")], False
         findings = self.auditor.check(task)
         repaired = False
         # A task written from intents names its rows as people do; an "I mean the ..." pointer at a lookup's
