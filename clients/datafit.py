@@ -30,6 +30,7 @@ DEAD = {"cancelled", "canceled", "void", "deleted", "archived", "removed", "decl
 SPANS = (("start", "end"), ("check_in", "check_out"), ("arrival", "departure"), ("from", "until"), ("pickup", "return"))
 MIN_EVIDENCE = 5  # seed rows with a drawn value before the data is read as saying what that value implies
 RARE = 0.1  # the share of the rows without a value that may share its state
+STATE_WORD = re.compile(r"status|state")  # a column naming where a row is in its life, not what sort it is
 MAX_KINDS = 6  # a category column (a status) has at most this many values over its table
 # Words of a text that says the writer will be there in person ("Can pick up this weekend").
 IN_PERSON = re.compile(
@@ -456,6 +457,59 @@ def unusual_pairing(
             loyal = sum(len(groups[v]) == 1 for v in repeated)
             if len(repeated) >= MIN_EVIDENCE and loyal >= (1 - RARE) * len(repeated):
                 return f"{column} {value!r} ({sort}: seen {seen.pop()}, here {row.get(sort)})"
+    return _unusual_parent(row, table, tables, keys, changed)
+
+
+def _parent_sorts(rows: Sequence[Row]) -> list[str]:
+    """A parent table's columns that sort its rows (a merchant's category): text, shared by two rows or more on
+    average, and no state (STATE_WORD), which the task's own writes move."""
+    if not rows:
+        return []
+    return [
+        c
+        for c in rows[0]
+        if not is_id_like(c)
+        and not STATE_WORD.search(c)
+        and all(r.get(c) is None or _text(r.get(c)) for r in rows)
+        and 1 < len({r.get(c) for r in rows}) <= len(rows) / 2
+    ]
+
+
+def _unusual_parent(
+    row: Row, table: str, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str], changed: Iterable[str] | None
+) -> str | None:
+    """A value the seed files, in MIN_EVIDENCE rows or more, only under parents of one sort, set on a row whose
+    parent is of another: a "Premium streaming" subscription (every seed one is an entertainment merchant's) at a
+    vet clinic. The sort is the parent's (the merchant's category), read through the row's reference."""
+    rows = tables.get(table, [])
+    key = keys.get(table, "")
+    changed = set(changed) if changed is not None else None
+    for ref, target in row.items():
+        if ref == key or not ref.endswith("_id") or not isinstance(target, str):
+            continue
+        for parent in [t for t, k in keys.items() if k == ref and t != table and tables.get(t)]:
+            by_key = {r.get(ref): r for r in tables[parent]}
+            # a state (a listing's status) moves with the writes a task makes; a sort (a merchant's category) stays
+            for sort in _parent_sorts(tables[parent]):
+                here = by_key.get(target, {}).get(sort)
+                if here is None:
+                    continue
+                for column, value in row.items():
+                    if column in (key, ref) or is_id_like(column) or not _text(value) or len(value.split()) > 6:
+                        continue
+                    if STATE_WORD.search(column) or (changed is not None and not {column, ref} & changed):
+                        continue
+                    mine = [r for r in rows if r.get(column) == value and (not key or r.get(key) != row.get(key))]
+                    seen = {by_key.get(r.get(ref), {}).get(sort) for r in mine}
+                    parents = {r.get(ref) for r in mine}  # one merchant's own plan says nothing of its category
+                    if (
+                        len(mine) >= MIN_EVIDENCE
+                        and len(parents) > 1
+                        and len(seen) == 1
+                        and None not in seen
+                        and here not in seen | {None}
+                    ):
+                        return f"{column} {value!r} ({parent}.{sort}: seen {seen.pop()}, here {here})"
     return None
 
 

@@ -223,3 +223,37 @@ def test_forty_data_migrations_on_an_invoice_are_far_past_any_seed_invoice_and_t
     assert outlying_amount({**new, "quantity": 3.0}, "invoice_lines", tables, BILL_KEYS) is None
     # an item the seed bills too seldom (no line of itm_2) says nothing of how many are usual
     assert outlying_amount({**new, "item_id": "itm_2"}, "invoice_lines", tables, BILL_KEYS) is None
+
+
+MERCHANTS = [
+    {"merchant_id": f"mer_{i}", "name": n, "category": c}
+    for i, (n, c) in enumerate(
+        [("Redwood Cinema", "entertainment"), ("Highland Streaming", "entertainment"), ("Oakridge Vet", "health"),
+         ("Northwind Software", "software"), ("Brightside Pharmacy", "health"), ("Copperline Cafe", "restaurant"),
+         ("Pinecrest Coworking", "software"), ("Harbor Noodle Bar", "restaurant")]
+    )
+]  # fmt: skip
+SUBSCRIPTIONS = [
+    {"subscription_id": f"sub_{i}", "merchant_id": m, "plan_name": p}
+    for i, (m, p) in enumerate(
+        [("mer_0", "Premium streaming")] * 4 + [("mer_1", "Premium streaming")] * 2 + [("mer_3", "Pro plan")] * 5
+    )
+]
+PAYMENT_KEYS = {"merchants": "merchant_id", "subscriptions": "subscription_id"}
+
+
+def test_a_plan_the_seed_sells_only_at_entertainment_merchants_does_not_fit_a_vet_clinic() -> None:
+    tables = {"merchants": MERCHANTS, "subscriptions": SUBSCRIPTIONS}
+    added = {"subscription_id": "sub_new", "merchant_id": "mer_2", "plan_name": "Premium streaming"}
+    found = unusual_pairing(added, "subscriptions", tables, PAYMENT_KEYS)
+    assert found == "plan_name 'Premium streaming' (merchants.category: seen entertainment, here health)"
+    # at a streaming service the plan fits; a plan seen too few times says nothing
+    assert unusual_pairing({**added, "merchant_id": "mer_1"}, "subscriptions", tables, PAYMENT_KEYS) is None
+    few = {**tables, "subscriptions": SUBSCRIPTIONS[:3] + SUBSCRIPTIONS[4:]}  # 5 of them, still at 2 merchants
+    assert unusual_pairing(added, "subscriptions", few, PAYMENT_KEYS) is not None
+    assert unusual_pairing(added, "subscriptions", {**few, "subscriptions": SUBSCRIPTIONS[:4]}, PAYMENT_KEYS) is None
+    # five of one merchant's own plan say nothing of what sort of merchant sells it
+    assert unusual_pairing({**added, "plan_name": "Pro plan"}, "subscriptions", tables, PAYMENT_KEYS) is None
+    # a plan filed under merchants of several sorts says nothing of where it belongs
+    spread = [*SUBSCRIPTIONS, {"subscription_id": "sub_x", "merchant_id": "mer_5", "plan_name": "Premium streaming"}]
+    assert unusual_pairing(added, "subscriptions", {**tables, "subscriptions": spread}, PAYMENT_KEYS) is None
