@@ -364,7 +364,7 @@ async def _structured(model: ChatModel, world: World, rng: random.Random) -> str
 
 async def _rollout(model: ChatModel, world: World, rng: random.Random) -> str:
     task = rng.choice(world.tasks)
-    limits = Limits(max_turns=3, max_tool_calls=6, wall_time_s=30, call_timeout_s=10)
+    limits = Limits(max_turns=3, max_tool_calls=3, wall_time_s=30, call_timeout_s=10)
     rollout = Rollout(task, _Policy(model), _User(model), world.connections, options=RolloutOptions(limits=limits))
     trajectory = await Scorer()(await rollout.run())
     well_formed(trajectory)

@@ -72,8 +72,9 @@ def test_the_proc_sum_counts_a_live_tree_and_reaped_grandchildren_once() -> None
         child = next(s for s in stats if s.pid != root.pid)
         assert child.ppid == root.pid and child.reaped_cpu_s >= 0.29  # the grandchild's 0.3 s
         cpu = tree_cpu_s(root.pid)
-        # 0.6 s burnt, plus the interpreters' start-up (~0.03 s each); a double count would be >= 0.9.
-        assert 0.59 <= cpu < 0.85, cpu
+        # 0.6 s burnt, plus the interpreters' start-up (~0.03 s each); a double count would be >= 0.9, a missed
+        # grandchild about 0.3. The floor leaves room for 10 ms clock ticks on a loaded machine (0.58 seen in CI).
+        assert 0.55 <= cpu < 0.85, cpu
     finally:
         for pid in reversed(descendants(root.pid)):
             with suppress(OSError):
