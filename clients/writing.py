@@ -707,11 +707,33 @@ def _field_kind(field: str, words_: str, value: Any) -> str:
 _FITS = {"date": {"date"}, "money": {"money", "number"}, "number": {"number", "money"}}
 
 
+# Past forms whose stem is not the present's: 'the net amount spent' answers 'my total spending'.
+_IRREGULAR = {
+    "spent": "spend",
+    "paid": "pay",
+    "sold": "sell",
+    "bought": "buy",
+    "sent": "send",
+    "lent": "lend",
+    "owed": "owe",
+    "held": "hold",
+    "made": "make",
+    "taken": "take",
+    "given": "give",
+    "won": "win",
+}
+# Words that say an answer is a number without saying of what ('my total spending' asks the spending, not any
+# total): a field named by one of them alone is a weaker match than one named by what the amount is of.
+_GENERIC = frozenset({"total", "totals", "amount", "amounts", "number", "count", "sum"})
+
+
 def _stem_match(named: set[str], said: set[str]) -> bool:
     """A word of a field's name or words that is one of the question's, or shares a five-letter stem with it
-    ('renews' and 'renew', 'copays' and 'copay'; never 'work' and 'workshop', 'date' and 'dated')."""
+    ('renews' and 'renew', 'copays' and 'copay', 'spent' and 'spending'; never 'work' and 'workshop', 'date' and
+    'dated')."""
     for w in named:
         for q in said:
+            w, q = _IRREGULAR.get(w, w), _IRREGULAR.get(q, q)
             a, b = w.rstrip("s") if len(w) > 3 else w, q.rstrip("s") if len(q) > 3 else q
             if a == b or (min(len(a), len(b)) >= 5 and (a[:5] == b[:5] or a.startswith(b) or b.startswith(a))):
                 return True
@@ -764,7 +786,10 @@ def asked_fields(question: str, options: Sequence[tuple[str, str, Any]]) -> list
             said |= {a + b for a, b in zip(words_said, words_said[1:], strict=False)}  # 'pick up' -> 'pickup'
             if "stand" in said:
                 said.add("status")  # 'where does it stand?' asks its status
-            score = {f: sum(_stem_match({w}, said) for w in named_by[f]) for f, _, _ in options}
+            score = {
+                f: sum(_stem_match({w}, said) * (0.5 if w in _GENERIC else 1.0) for w in named_by[f])
+                for f, _, _ in options
+            }
             # a field derived from two others ('the seats left') only where it is named more closely than any
             # field the server returns: 'how many seats does it have?' is the capacity
             plain = max((n for f, n in score.items() if not DERIVED.match(f)), default=0)

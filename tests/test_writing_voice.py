@@ -199,6 +199,11 @@ ORDER = [
 ]
 DRUG = [("requires_prescription", "whether it needs a prescription", False), ("unit_price", "the price per unit", 4.0)]
 INVOICE = [("number", "the invoice number", "INV-1"), ("due_on", "the due date", "2026-05-01")]
+SPENDING = [
+    ("net_spent", "the net amount spent", 204.22),
+    ("total_refunded", "the total of my refunds", 0.0),
+    ("on_hold", "the amount still on hold", 12.09),
+]
 CLASSES = [("classes_booked", "how many classes I have booked", 2), ("weekly_allowance", "the allowance", 3)]
 
 
@@ -223,6 +228,9 @@ CLASSES = [("classes_booked", "how many classes I have booked", 2), ("weekly_all
         # 'is anything missing?' is not 'whether it is ready' (its answer would read the other way round)
         ("Is anything missing from the report before I send it in?", [("ready", "whether it's ready", False)], []),
         ("How much is it, and can I buy it without a prescription?", DRUG, ["unit_price", "requires_prescription"]),
+        # 'total' says an amount, not of what: 'my total spending' is the net spent, not the total of refunds
+        ("Could you tell me my total spending and how much is still on hold?", SPENDING, ["net_spent", "on_hold"]),
+        ("How much have I paid in refunds?", SPENDING, ["total_refunded"]),
         # a request put as a question asks for no value ('dated' is not 'the due date')
         ("Could you start an invoice for Redwood dated 31 January?", INVOICE, []),
     ],
