@@ -118,10 +118,14 @@ FLOW_PAIR_SHARE = 0.7
 FLOW_SHARE = 0.5
 FLOW_SKIP = 0.6
 DISTRACTORS = 5
-ATTEMPTS_PER_TASK = 60  # chains sampled per task asked for, at most: strict audits drop most candidates
+ATTEMPTS_PER_TASK = 80  # chains sampled per task asked for, at most: strict audits drop most candidates
 # Setting a shallow or unjoined task aside trades attempts for depth and flow; past this share of the attempt
-# budget nothing more is set aside, so a farm with few deep or flowing plans still yields the tasks asked for.
-SET_ASIDE_BUDGET = 0.5
+# budget, or once the attempts left would not pay SET_ASIDE_MARGIN times for the tasks still owed at the rate
+# seen so far, nothing more is set aside, so a farm with few deep or flowing plans still yields the tasks asked
+# for. A fixed half of the budget ran out two thirds into a run (seed 1201, n=60: 38% deep for a 60% target);
+# with the margin, 80 attempts a task and a 0.75 target: 65% and 72% deep at seeds 1201 and 4242 (1.0-1.6x CPU).
+SET_ASIDE_BUDGET = 0.9
+SET_ASIDE_MARGIN = 1.2
 BARREN_AFTER = 15  # tries after which a server that has yielded no task is not chosen alone again
 DEAD_AFTER = 3  # times a server that never answered a whole chain may stop answering before it is left out
 MIN_LINKED = 3  # calls linked by data a kept task needs at least (refusals aside): a lookup and its write is short work
@@ -135,10 +139,11 @@ REFUSAL_CAP = 0.1  # of the tasks asked for, at most: a refusal decided from the
 # SHALLOW_SKIP odds (its own random stream), so the farm's easy goals still appear, only less often than the
 # multi-step work it exists to teach. Refusals are never set aside, so the share ends a little under DEEP_SHARE
 # (0.46 of 80 tasks at seeds 4402 and 4403 with a target of 0.5). Since goals are weighted by their honest reach
-# (`Catalog.reach`), fewer plans are shallow and setting them aside costs less: the target went from 0.55 to 0.6.
+# (`Catalog.reach`), fewer plans are shallow and setting them aside costs less: the target went from 0.55 to 0.6,
+# and to 0.75 once the set-aside budget followed the run's own rate (blind annotation scored 3-call tasks D 3).
 DEEP_CALLS = DEEP_STEPS
-DEEP_SHARE = 0.6
-SHALLOW_SKIP = 0.8
+DEEP_SHARE = 0.75
+SHALLOW_SKIP = 0.9
 
 
 class SynthesisOptions(BaseModel):
@@ -1038,7 +1043,12 @@ async def synthesize(
     deep_possible = any(catalog.reach(spec) >= DEEP_CALLS for specs in catalog.by_server.values() for spec in specs)
 
     def may_set_aside() -> bool:
-        return attempts < SET_ASIDE_BUDGET * options.n * ATTEMPTS_PER_TASK
+        """Whether a kept-able task may still be set aside for depth or flow: only while the attempts left pay
+        for the tasks still owed, at the attempts per kept task seen so far (with SET_ASIDE_MARGIN to spare)."""
+        cap = options.n * ATTEMPTS_PER_TASK
+        owed = options.n - len(tasks)
+        rate = attempts / max(1, len(tasks))
+        return attempts < SET_ASIDE_BUDGET * cap and cap - attempts > SET_ASIDE_MARGIN * owed * rate
 
     def short_of_deep() -> bool:
         return deep_possible and deep < DEEP_SHARE * len(tasks) and may_set_aside()
