@@ -35,6 +35,12 @@ BOOKING_HOURS = 12  # a carried range books a car or a room only over at least t
 FLOW_TRIES = 6  # draws of a turn's plan, at most, until a value flows through it
 # What the user says of a carried value: the writer's words, and the audit's test that the turn refers to one.
 REFERS = re.compile(r"\bthe same (?:dates(?: and times)?|city) as that \w+", re.IGNORECASE)
+# The words a range may follow in a phrasing, and what is said in their place: a booking moved "to" a span keeps
+# its "to"; one made "from"/"between"/"for"/"on"/"starting" a span is "for" it. A range after any other word
+# ("change it to arrive {a} and leave {b}") is not one span the user can point at.
+RANGE_PREPOSITIONS = {"from": "for", "between": "for", "for": "for", "on": "for", "starting": "for", "to": "to"}
+# What may stand between a range's slots: a joining word, a dash, a comma, an hour's "at".
+RANGE_JOINS = re.compile(r"^(?:\s|,|-|–|\bto\b|\buntil\b|\bthrough\b|\bfrom\b|\band\b|\bat\b|\bon\b|\{[^}]*\})*$")
 
 
 class Carry(BaseModel):
@@ -197,8 +203,9 @@ def referring(kinds: Sequence[Kind], entity: str, grain_: Grain) -> str:
 
 def refer_in(phrasing: str, slot_texts: dict[str, list[str]], carried: Sequence[Carry]) -> str | None:
     """`phrasing` with its carried slots said as what they are ("from {pickup_at} to {return_due_at}" -> "for the
-    same times as that event"); None when a carried range's slots are not one span of the phrasing with nothing
-    else between them."""
+    same times as that event"; "move it to {a} - {b}" -> "move it to the same dates as that rental"); None when a
+    carried range's slots are not one span of the phrasing with nothing else between them, or the span follows a
+    word no "the same dates" can follow ("to arrive {a} and leave {b}")."""
     text = phrasing
     kinds = {c.kind: c for c in carried}
     if "start" in kinds and "end" in kinds:
@@ -212,11 +219,18 @@ def refer_in(phrasing: str, slot_texts: dict[str, list[str]], carried: Sequence[
         others = re.findall(r"\{([^}:.]+)", between)
         if any(name not in {start.param, end.param} for name in others):
             return None
+        if not RANGE_JOINS.match(between):
+            return None  # "to arrive {a} and leave {b}": words of the phrasing's own between the ends
         before = text[:left]
-        prep = re.search(r"\b(from|between|for|on)\s+$", before)
-        if prep:
+        prep = re.search(r"\b(\w+)\s+$", before)
+        if prep and prep.group(1).lower() in RANGE_PREPOSITIONS:
+            said_prep = RANGE_PREPOSITIONS[prep.group(1).lower()]
             before = before[: prep.start()]
-        said = "for " + referring(["start"], start.entity, grain(start.param))
+        elif before.strip() and not re.search(r"[,:;]\s*$", before):
+            return None  # "picking up {a}": a range after a verb is no span said "for the same dates"
+        else:
+            said_prep = "for"
+        said = f"{said_prep} " + referring(["start"], start.entity, grain(start.param))
         text = before + said + text[right:]
     for carry in carried:
         if carry.kind in ("start", "end"):

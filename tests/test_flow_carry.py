@@ -254,3 +254,53 @@ async def test_written_tasks_that_carry_say_so_and_pass_the_audit() -> None:
         values = [v for v in flowing_values(task) if v not in (task.persona.name, task.persona.email)]
         later = " ".join(t.message for t in task.turns[1:])
         assert values and not all(mentions(later, v) for v in values), "the carried value is restated, not carried"
+
+
+def _said(phrasing: str, range_: list[Carry]) -> str | None:
+    texts: dict[str, list[str]] = {}
+    for slot in slots(phrasing):
+        texts.setdefault(slot.name, []).append(slot.text)
+    return refer_in(phrasing, texts, range_)
+
+
+def _range(start: str, end: str, entity: str = "rental") -> list[Carry]:
+    return [
+        Carry(param=start, step=0, fields=["pickup_at"], kind="start", entity=entity),
+        Carry(param=end, step=0, fields=["return_due_at"], kind="end", entity=entity),
+    ]
+
+
+def test_a_range_keeps_the_preposition_that_fits_it() -> None:
+    """A booking moved "to" a span is moved "to the same dates" (never "to for the same dates"); one made "from",
+    "between", "on" or "starting" a span is "for" them; the audit reads every such turn as referring."""
+    stay = _range("arrival_date", "departure_date")
+    moved = _said("I need to move {res_id} to {arrival_date:date} - {departure_date:date}.", stay)
+    assert moved == "I need to move {res_id} to the same dates as that rental."
+    pushed = _said(
+        "Can we push {event_id} to {starts_at:day}, {starts_at:time} to {ends_at:time}?", _range("starts_at", "ends_at")
+    )
+    assert pushed == "Can we push {event_id} to the same dates and times as that rental?"
+    quoted = _said("Do you have a room at the {hotel_id.name} from {arrival_date:date} to {departure_date:date}?", stay)
+    assert quoted == "Do you have a room at the {hotel_id.name} for the same dates as that rental?"
+    started = _said(
+        "Add {title} to {calendar_id} starting {starts_at:datetime} until {ends_at:time}.",
+        _range("starts_at", "ends_at"),
+    )
+    assert started == "Add {title} to {calendar_id} for the same dates and times as that rental."
+    listed = _said("Is anything free for {adults} of us, {arrival_date:day} to {departure_date:day}?", stay)
+    assert listed == "Is anything free for {adults} of us, for the same dates as that rental?"
+    for said in (moved, pushed, quoted, started, listed):
+        assert said is not None and refers(said) and " to for " not in said and "for for" not in said
+
+
+def test_a_range_said_with_words_of_its_own_is_not_one_span() -> None:
+    """ "to arrive {a} and leave {b}" and "picking up {a}" have no place for "the same dates": the phrasing is
+    not used, never "to arrive for the same dates"."""
+    stay = _range("arrival_date", "departure_date")
+    assert _said("Can we change {res_id} to arrive {arrival_date:day} and leave {departure_date:day}?", stay) is None
+    assert (
+        _said(
+            "Can I book it, picking up {pickup_at:day} until {return_due_at:day}?", _range("pickup_at", "return_due_at")
+        )
+        is None
+    )
