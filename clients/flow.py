@@ -22,13 +22,17 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel
 
-from envfarm.clients.graph import OutField, Param, ToolSpec, words
+from envfarm.clients.graph import OutField, Param, ToolSpec, is_id_like, words
+from envfarm.servers.runtime.vocabulary import ID_WORDS
 
 Kind = Literal["start", "end", "city"]
 Grain = Literal["date", "datetime", ""]
 START = frozenset({"start", "arrival", "pickup", "begin", "after"})
 END = frozenset({"end", "departure", "return", "until", "before"})
 PAGING = frozenset({"count", "total", "has_more", "cursor"})
+# Words of a start's or an end's name that say no more than where a span begins or ends: any other word of a
+# pair (`freeze_starts_on` of a membership) names a sub-period of the row, not the row's own span.
+SPAN_WORDS = START | END | {"date", "time", "at", "on", "due", "datetime", "scheduled", "planned"}
 CARRY_SHARE = 0.7  # of the later turns of a cross-server chain: how often the sampler prefers a goal a value flows to
 FLOW_WEIGHT = 25.0  # the preference, as a factor on a goal's (or a producer's) weight
 BOOKING_HOURS = 12  # a carried range books a car or a room only over at least this long
@@ -93,14 +97,37 @@ def kind_of(name: str, type_: str) -> Kind | None:
 
 
 def _sources(spec: ToolSpec) -> dict[str, list[OutField]]:
-    """The output fields of `spec` worth carrying, per entity (row kind): never a page's count."""
+    """The output fields of `spec` worth carrying, per entity (row kind) a person can name: never a page's count,
+    nor a start or an end of a sub-period of the row (a membership's `freeze_starts_on`: "the same dates as that
+    membership" would say the membership's dates were a stay)."""
     found: dict[str, list[OutField]] = {}
     for field in spec.outputs:
         if field.name in PAGING and field.entity.endswith("Result"):
             continue
-        if field.user_known and kind_of(field.name, field.type):
-            found.setdefault(field.entity, []).append(field)
+        if not field.user_known or not (kind := kind_of(field.name, field.type)):
+            continue
+        noun = _noun(spec, field.entity)
+        if not noun or (kind != "city" and not set(words(field.name)) - SPAN_WORDS <= set(noun.split())):
+            continue
+        found.setdefault(field.entity, []).append(field)
     return found
+
+
+def _noun(spec: ToolSpec, entity: str) -> str:
+    """How a person names the row kind `entity` of `spec`'s output: a row model's own name ('Rentals' -> 'rental');
+    a tool's answer (`FreezeMembershipResult`) by the row its first id names, in the tool's words (`freeze_id` of
+    `freeze_membership`: 'freeze', never the membership frozen; `res_id` of `change_reservation_dates`:
+    'reservation', never 'date')."""
+    if entity.endswith("Result"):
+        named = words(spec.name)
+        for field in spec.outputs:
+            if field.entity != entity or not is_id_like(field.name):
+                continue
+            stem = [t for t in words(field.name) if t not in ID_WORDS]
+            found = next((w for w in named if stem and w.startswith(stem[-1])), None)
+            if found:
+                return found
+    return _entity_word(entity)
 
 
 def _entity_word(entity: str) -> str:
@@ -135,9 +162,7 @@ def matches(source: ToolSpec, target: ToolSpec) -> list[tuple[list[str], list[Ca
     wanted = targets(target)
     options: list[tuple[list[str], list[Carry]]] = []
     for entity, fields in _sources(source).items():
-        noun = _entity_word(entity)
-        if not noun:
-            continue
+        noun = _noun(source, entity)
         by_kind: dict[str, list[OutField]] = {}
         for field in fields:
             kind = kind_of(field.name, field.type)

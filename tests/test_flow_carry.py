@@ -18,6 +18,7 @@ from envfarm.clients.flow import (
     grain,
     kind_of,
     matches,
+    offers,
     refer_in,
     referring,
     refers,
@@ -304,3 +305,79 @@ def test_a_range_said_with_words_of_its_own_is_not_one_span() -> None:
         )
         is None
     )
+
+
+STAY_MOVE = ToolSpec(
+    server="hotel",
+    name="change_reservation_dates",
+    read_only=False,
+    params=[
+        Param(name="res_id"),
+        Param(name="arrival_date", required=True),
+        Param(name="departure_date", required=True),
+    ],
+)
+
+
+def test_a_tool_s_answer_is_named_by_the_row_its_id_names_never_by_the_row_it_acts_on() -> None:
+    """`freeze_membership` answers with a freeze (`freeze_id`, its first and last day): its dates are "the same
+    dates as that freeze", never "as that membership" (a membership's dates are not a stay)."""
+    frozen = ToolSpec(
+        server="fitness_club",
+        name="freeze_membership",
+        read_only=False,
+        outputs=[
+            OutField(name="freeze_id", entity="FreezeMembershipResult", user_known=False),
+            OutField(name="member_id", entity="FreezeMembershipResult", user_known=False),
+            OutField(name="starts_on", entity="FreezeMembershipResult"),
+            OutField(name="ends_on", entity="FreezeMembershipResult"),
+            OutField(name="renews_on", entity="FreezeMembershipResult"),
+        ],
+    )
+    [(_, group)] = matches(frozen, STAY_MOVE)
+    assert {c.entity for c in group} == {"freeze"}
+    moved = ToolSpec(
+        server="hotel",
+        name="change_reservation_dates",
+        read_only=False,
+        outputs=[
+            OutField(name="res_id", entity="ChangeReservationDatesResult", user_known=False),
+            OutField(name="arrival_date", entity="ChangeReservationDatesResult"),
+            OutField(name="departure_date", entity="ChangeReservationDatesResult"),
+        ],
+    )
+    terms = ToolSpec(
+        server="course_registration",
+        name="list_terms",
+        read_only=True,
+        params=[Param(name="starts_on", required=True), Param(name="ends_on", required=True)],
+    )
+    [(_, group)] = matches(moved, terms)
+    assert {c.entity for c in group} == {"reservation"}  # never "the same dates as that date"
+
+
+def test_a_sub_period_of_a_row_is_not_carried_as_the_row_s_dates() -> None:
+    """A membership's `freeze_starts_on`/`freeze_ends_on` are a freeze within it, not the membership's own span: no
+    range is carried from them (nor offered for a pair); a row's own span named with its noun still is."""
+    membership = ToolSpec(
+        server="fitness_club",
+        name="get_membership",
+        read_only=True,
+        outputs=[
+            OutField(name="freeze_starts_on", entity="Membership"),
+            OutField(name="freeze_ends_on", entity="Membership"),
+            OutField(name="trial_ends_on", entity="Membership"),
+        ],
+    )
+    assert matches(membership, STAY_MOVE) == []
+    assert offers(membership) == set()
+    rental = ToolSpec(
+        server="car_rental",
+        name="get_rental",
+        read_only=True,
+        outputs=[
+            OutField(name="rental_starts_on", entity="Rental"),
+            OutField(name="rental_ends_on", entity="Rental"),
+        ],
+    )
+    assert [c.entity for _, group in matches(rental, STAY_MOVE) for c in group] == ["rental", "rental"]
