@@ -10,14 +10,16 @@ never across a continent). A single start time is never carried: a second bookin
 a clash, not a plan. Nor is an amount: "pay Maple Properties the amount of that tutoring package" carries a number
 into a story it does not belong to (the payee, the merchant, the date drawn apart from it). The writer says what is
 carried by what it is (`referring`), never the literal, and the audit accepts an unsaid value only where the turn
-refers to it so (`refers`).
+refers to it so (`refers`). A window searched after/before a carried range is "during that rental" (what is found
+inside it does not last as long as it), and a range is said by the row whose own span it is ("that freeze", never
+"that membership" of a freeze's dates).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Literal, Protocol
 
 from pydantic import BaseModel
@@ -37,8 +39,9 @@ CARRY_SHARE = 0.7  # of the later turns of a cross-server chain: how often the s
 FLOW_WEIGHT = 25.0  # the preference, as a factor on a goal's (or a producer's) weight
 BOOKING_HOURS = 12  # a carried range books a car or a room only over at least this long
 FLOW_TRIES = 6  # draws of a turn's plan, at most, until a value flows through it
-# What the user says of a carried value: the writer's words, and the audit's test that the turn refers to one.
-REFERS = re.compile(r"\bthe same (?:dates(?: and times)?|city) as that \w+", re.IGNORECASE)
+# What the user says of a carried value: the writer's words, and the audit's test that the turn refers to one (a
+# window searched after/before is "during that rental": a class booked inside a rental is not "for its dates").
+REFERS = re.compile(r"\b(?:the same (?:dates(?: and times)?|city) as|during) that \w+", re.IGNORECASE)
 # The words a range may follow in a phrasing, and what is said in their place: a booking moved "to" a span keeps
 # its "to"; one made "from"/"between"/"for"/"on"/"starting" a span is "for" it. A range after any other word
 # ("change it to arrive {a} and leave {b}") is not one span the user can point at.
@@ -219,11 +222,49 @@ def carries(
     return chosen
 
 
-def referring(kinds: Sequence[Kind], entity: str, grain_: Grain) -> str:
-    """The user's words for a carried value (matched by `REFERS`): 'the same dates as that rental'."""
+def is_window(param: str) -> bool:
+    """Whether a parameter bounds a search (`starts_after`, `posted_before`) rather than sets a booking's own start
+    or end (`pickup_at`): what is found inside a rental is "during that rental", never "for its dates"."""
+    return any(w in words(param) for w in ("after", "before"))
+
+
+def referring(kinds: Sequence[Kind], entity: str, grain_: Grain, window: bool = False) -> str:
+    """The user's words for a carried value (matched by `REFERS`): 'the same dates as that rental'; a window
+    searched after/before, 'during that rental'."""
+    if "start" in kinds and window:
+        return f"during that {entity}"
     if "start" in kinds:
         return f"the same {'dates' if grain_ == 'date' else 'dates and times'} as that {entity}"
     return f"the same city as that {entity}"
+
+
+def aside(carry: Carry) -> str:
+    """The sentence a turn adds for a value carried into one of its lookups (a branch search's city, the dates of
+    a room search): 'It's in the same city as that hotel.', 'It's for the same dates as that freeze.', and a window
+    searched after/before, 'It's during that rental.' (never "It's for the same dates and times as that rental":
+    a class found inside a rental does not last as long as it)."""
+    window = is_window(carry.param)
+    words_ = referring([carry.kind], carry.entity, grain(carry.param), window=window)
+    if carry.kind == "city":
+        return f"It's in {words_}."
+    return f"It's {words_}." if window else f"It's for {words_}."
+
+
+def inside(value: object, after: object, before: object) -> bool:
+    """Whether `value` is a date or a date-time within the window `after`..`before` (ISO 8601, a date read as its
+    midnight, UTC where no zone is given)."""
+
+    def when(text: object) -> datetime | None:
+        if not isinstance(text, str) or not re.match(r"\d{4}-\d{2}-\d{2}", text):
+            return None
+        try:
+            found = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return found if found.tzinfo else found.replace(tzinfo=UTC)
+
+    at, lo, hi = when(value), when(after), when(before)
+    return at is not None and lo is not None and hi is not None and lo <= at <= hi
 
 
 def refer_in(phrasing: str, slot_texts: dict[str, list[str]], carried: Sequence[Carry]) -> str | None:
@@ -255,7 +296,10 @@ def refer_in(phrasing: str, slot_texts: dict[str, list[str]], carried: Sequence[
             return None  # "picking up {a}": a range after a verb is no span said "for the same dates"
         else:
             said_prep = "for"
-        said = f"{said_prep} " + referring(["start"], start.entity, grain(start.param))
+        if is_window(start.param):  # "classes between {a} and {b}": "classes during that rental"
+            said = referring(["start"], start.entity, grain(start.param), window=True)
+        else:
+            said = f"{said_prep} " + referring(["start"], start.entity, grain(start.param))
         text = before + said + text[right:]
     for carry in carried:
         if carry.kind in ("start", "end"):
@@ -271,7 +315,7 @@ def short_booking(carried: Sequence[Carry], arguments: dict[str, object]) -> boo
     """Whether a carried range books something (its own start and end, not a window searched `after`/`before`)
     over less than `BOOKING_HOURS`: a car rented for the half hour of a meeting is no plan anyone makes."""
     ends = {c.kind: c.param for c in carried if c.kind in ("start", "end")}
-    if len(ends) < 2 or any(w in words(ends["start"]) for w in ("after", "before")):
+    if len(ends) < 2 or is_window(ends["start"]):
         return False
     try:
         start = datetime.fromisoformat(str(arguments[ends["start"]]).replace("Z", "+00:00"))

@@ -13,9 +13,11 @@ from envfarm.clients.audit import carried, mentions
 from envfarm.clients.connect import Connections, farm_targets
 from envfarm.clients.flow import (
     Carry,
+    aside,
     carries,
     flow_pairs,
     grain,
+    inside,
     kind_of,
     matches,
     offers,
@@ -28,6 +30,7 @@ from envfarm.clients.graph import OutField, Param, ToolSpec, build_graph, load_i
 from envfarm.clients.sampling import Catalog, Step, TopologySampler
 from envfarm.clients.synthesize import SynthesisOptions, flowing_values, flows_between_turns, synthesize
 from envfarm.clients.tasks import GoldCall, Persona, Provenance, Task, Turn
+from envfarm.clients.writing import _named_within
 from envfarm.servers.runtime.intents import slots
 
 RENTAL = ToolSpec(
@@ -381,3 +384,40 @@ def test_a_sub_period_of_a_row_is_not_carried_as_the_row_s_dates() -> None:
         ],
     )
     assert [c.entity for _, group in matches(rental, STAY_MOVE) for c in group] == ["rental", "rental"]
+
+
+def test_a_window_searched_inside_a_carried_range_is_during_it() -> None:
+    """A search bounded after/before a rental finds what lies inside it: "classes during that rental", and a lookup's
+    aside is "It's during that rental." (never "It's for the same dates and times as that rental"); the audit reads
+    both as referring."""
+    window = _range("starts_after", "starts_before")
+    asked = _said(
+        "Are there any {category} classes between {starts_after:datetime} and {starts_before:datetime}?", window
+    )
+    assert asked == "Are there any {category} classes during that rental?"
+    agenda = _said("What's on {calendar_id} from {starts_after:datetime} to {starts_before:datetime}?", window)
+    assert agenda == "What's on {calendar_id} during that rental?"
+    assert aside(window[0]) == "It's during that rental."
+    assert aside(_range("arrival_date", "departure_date", "freeze")[0]) == "It's for the same dates as that freeze."
+    assert aside(Carry(param="city", step=0, fields=["city"], kind="city", entity="hotel")) == (
+        "It's in the same city as that hotel."
+    )
+    for said in (asked, agenda, aside(window[0])):
+        assert said is not None and refers(said) and "It's for the same" not in said
+    referred = _carrying("Can you book me into the Morning Vinyasa Flow? It's during that rental.")
+    assert carried(referred, 1, "2026-05-01T09:00:00Z")
+
+
+def test_a_row_named_by_its_date_and_hour_inside_the_window_needs_no_aside() -> None:
+    """ "the 09:15 Morning Vinyasa Flow on Monday 13 April" names its class inside the rental already: the writer
+    adds nothing for the window; a class named without its hour, or outside the window, still needs it."""
+    classes = {"classes": [{"class_id": "cls_1", "title": "Morning Vinyasa Flow", "starts_at": "2026-04-13T09:15:00Z"}]}
+    after, before = "2026-04-12T10:00:00Z", "2026-04-15T10:00:00Z"
+    named = "Can you book me into the 09:15 Morning Vinyasa Flow on Monday 13 April?"
+    assert inside("2026-04-13T09:15:00Z", after, before) and inside("2026-04-13", "2026-04-13", "2026-04-20")
+    assert not inside("2026-04-16T09:15:00Z", after, before) and not inside("Morning", after, before)
+    assert _named_within(named, classes, after, before)
+    assert not _named_within(
+        "Can you book me into the Morning Vinyasa Flow on Monday 13 April?", classes, after, before
+    )
+    assert not _named_within(named, classes, "2026-04-14T10:00:00Z", "2026-04-16T10:00:00Z")
