@@ -1489,6 +1489,15 @@ class OfflineWriter:
                     for c in taking
                 ):
                     continue
+                booked = [c.arguments.get(first_carry.param) for c in taking]
+                if (
+                    kind == "start"
+                    and not window
+                    and not any(same(v, b) for v in call.arguments.values() for b in booked)
+                ):
+                    # a room searched over a freeze's dates, then booking HB99457 (its own dates) moved to the room
+                    # found: "It's for the same dates as that freeze" would be false of the goal's row
+                    raise Drop("flow: a lookup searched over a carried span the goal does not book", call.tool)
                 said.append(aside(first_carry))
             unsaid = [
                 (bind, name, call_, spec_)
