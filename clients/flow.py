@@ -10,31 +10,44 @@ never across a continent). A single start time is never carried: a second bookin
 a clash, not a plan. Nor is an amount: "pay Maple Properties the amount of that tutoring package" carries a number
 into a story it does not belong to (the payee, the merchant, the date drawn apart from it). The writer says what is
 carried by what it is (`referring`), never the literal, and the audit accepts an unsaid value only where the turn
-refers to it so (`refers`).
+refers to it so (`refers`). A window searched after/before a carried range is "during that rental" (what is found
+inside it does not last as long as it), and a range is said by the row whose own span it is ("that freeze", never
+"that membership" of a freeze's dates).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Literal, Protocol
 
 from pydantic import BaseModel
 
-from envfarm.clients.graph import OutField, Param, ToolSpec, words
+from envfarm.clients.graph import OutField, Param, ToolSpec, is_id_like, words
+from envfarm.servers.runtime.vocabulary import ID_WORDS
 
 Kind = Literal["start", "end", "city"]
 Grain = Literal["date", "datetime", ""]
 START = frozenset({"start", "arrival", "pickup", "begin", "after"})
 END = frozenset({"end", "departure", "return", "until", "before"})
 PAGING = frozenset({"count", "total", "has_more", "cursor"})
+# Words of a start's or an end's name that say no more than where a span begins or ends: any other word of a
+# pair (`freeze_starts_on` of a membership) names a sub-period of the row, not the row's own span.
+SPAN_WORDS = START | END | {"date", "time", "at", "on", "due", "datetime", "scheduled", "planned"}
 CARRY_SHARE = 0.7  # of the later turns of a cross-server chain: how often the sampler prefers a goal a value flows to
 FLOW_WEIGHT = 25.0  # the preference, as a factor on a goal's (or a producer's) weight
 BOOKING_HOURS = 12  # a carried range books a car or a room only over at least this long
 FLOW_TRIES = 6  # draws of a turn's plan, at most, until a value flows through it
-# What the user says of a carried value: the writer's words, and the audit's test that the turn refers to one.
-REFERS = re.compile(r"\bthe same (?:dates(?: and times)?|city) as that \w+", re.IGNORECASE)
+# What the user says of a carried value: the writer's words, and the audit's test that the turn refers to one (a
+# window searched after/before is "during that rental": a class booked inside a rental is not "for its dates").
+REFERS = re.compile(r"\b(?:the same (?:dates(?: and times)?|city) as|during) that \w+", re.IGNORECASE)
+# The words a range may follow in a phrasing, and what is said in their place: a booking moved "to" a span keeps
+# its "to"; one made "from"/"between"/"for"/"on"/"starting" a span is "for" it. A range after any other word
+# ("change it to arrive {a} and leave {b}") is not one span the user can point at.
+RANGE_PREPOSITIONS = {"from": "for", "between": "for", "for": "for", "on": "for", "starting": "for", "to": "to"}
+# What may stand between a range's slots: a joining word, a dash, a comma, an hour's "at".
+RANGE_JOINS = re.compile(r"^(?:\s|,|-|–|\bto\b|\buntil\b|\bthrough\b|\bfrom\b|\band\b|\bat\b|\bon\b|\{[^}]*\})*$")
 
 
 class Carry(BaseModel):
@@ -87,14 +100,37 @@ def kind_of(name: str, type_: str) -> Kind | None:
 
 
 def _sources(spec: ToolSpec) -> dict[str, list[OutField]]:
-    """The output fields of `spec` worth carrying, per entity (row kind): never a page's count."""
+    """The output fields of `spec` worth carrying, per entity (row kind) a person can name: never a page's count,
+    nor a start or an end of a sub-period of the row (a membership's `freeze_starts_on`: "the same dates as that
+    membership" would say the membership's dates were a stay)."""
     found: dict[str, list[OutField]] = {}
     for field in spec.outputs:
         if field.name in PAGING and field.entity.endswith("Result"):
             continue
-        if field.user_known and kind_of(field.name, field.type):
-            found.setdefault(field.entity, []).append(field)
+        if not field.user_known or not (kind := kind_of(field.name, field.type)):
+            continue
+        noun = _noun(spec, field.entity)
+        if not noun or (kind != "city" and not set(words(field.name)) - SPAN_WORDS <= set(noun.split())):
+            continue
+        found.setdefault(field.entity, []).append(field)
     return found
+
+
+def _noun(spec: ToolSpec, entity: str) -> str:
+    """How a person names the row kind `entity` of `spec`'s output: a row model's own name ('Rentals' -> 'rental');
+    a tool's answer (`FreezeMembershipResult`) by the row its first id names, in the tool's words (`freeze_id` of
+    `freeze_membership`: 'freeze', never the membership frozen; `res_id` of `change_reservation_dates`:
+    'reservation', never 'date')."""
+    if entity.endswith("Result"):
+        named = words(spec.name)
+        for field in spec.outputs:
+            if field.entity != entity or not is_id_like(field.name):
+                continue
+            stem = [t for t in words(field.name) if t not in ID_WORDS]
+            found = next((w for w in named if stem and w.startswith(stem[-1])), None)
+            if found:
+                return found
+    return _entity_word(entity)
 
 
 def _entity_word(entity: str) -> str:
@@ -129,9 +165,7 @@ def matches(source: ToolSpec, target: ToolSpec) -> list[tuple[list[str], list[Ca
     wanted = targets(target)
     options: list[tuple[list[str], list[Carry]]] = []
     for entity, fields in _sources(source).items():
-        noun = _entity_word(entity)
-        if not noun:
-            continue
+        noun = _noun(source, entity)
         by_kind: dict[str, list[OutField]] = {}
         for field in fields:
             kind = kind_of(field.name, field.type)
@@ -188,17 +222,56 @@ def carries(
     return chosen
 
 
-def referring(kinds: Sequence[Kind], entity: str, grain_: Grain) -> str:
-    """The user's words for a carried value (matched by `REFERS`): 'the same dates as that rental'."""
+def is_window(param: str) -> bool:
+    """Whether a parameter bounds a search (`starts_after`, `posted_before`) rather than sets a booking's own start
+    or end (`pickup_at`): what is found inside a rental is "during that rental", never "for its dates"."""
+    return any(w in words(param) for w in ("after", "before"))
+
+
+def referring(kinds: Sequence[Kind], entity: str, grain_: Grain, window: bool = False) -> str:
+    """The user's words for a carried value (matched by `REFERS`): 'the same dates as that rental'; a window
+    searched after/before, 'during that rental'."""
+    if "start" in kinds and window:
+        return f"during that {entity}"
     if "start" in kinds:
         return f"the same {'dates' if grain_ == 'date' else 'dates and times'} as that {entity}"
     return f"the same city as that {entity}"
 
 
+def aside(carry: Carry) -> str:
+    """The sentence a turn adds for a value carried into one of its lookups (a branch search's city, the dates of
+    a room search): 'It's in the same city as that hotel.', 'It's for the same dates as that freeze.', and a window
+    searched after/before, 'It's during that rental.' (never "It's for the same dates and times as that rental":
+    a class found inside a rental does not last as long as it)."""
+    window = is_window(carry.param)
+    words_ = referring([carry.kind], carry.entity, grain(carry.param), window=window)
+    if carry.kind == "city":
+        return f"It's in {words_}."
+    return f"It's {words_}." if window else f"It's for {words_}."
+
+
+def inside(value: object, after: object, before: object) -> bool:
+    """Whether `value` is a date or a date-time within the window `after`..`before` (ISO 8601, a date read as its
+    midnight, UTC where no zone is given)."""
+
+    def when(text: object) -> datetime | None:
+        if not isinstance(text, str) or not re.match(r"\d{4}-\d{2}-\d{2}", text):
+            return None
+        try:
+            found = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return found if found.tzinfo else found.replace(tzinfo=UTC)
+
+    at, lo, hi = when(value), when(after), when(before)
+    return at is not None and lo is not None and hi is not None and lo <= at <= hi
+
+
 def refer_in(phrasing: str, slot_texts: dict[str, list[str]], carried: Sequence[Carry]) -> str | None:
     """`phrasing` with its carried slots said as what they are ("from {pickup_at} to {return_due_at}" -> "for the
-    same times as that event"); None when a carried range's slots are not one span of the phrasing with nothing
-    else between them."""
+    same times as that event"; "move it to {a} - {b}" -> "move it to the same dates as that rental"); None when a
+    carried range's slots are not one span of the phrasing with nothing else between them, or the span follows a
+    word no "the same dates" can follow ("to arrive {a} and leave {b}")."""
     text = phrasing
     kinds = {c.kind: c for c in carried}
     if "start" in kinds and "end" in kinds:
@@ -212,11 +285,21 @@ def refer_in(phrasing: str, slot_texts: dict[str, list[str]], carried: Sequence[
         others = re.findall(r"\{([^}:.]+)", between)
         if any(name not in {start.param, end.param} for name in others):
             return None
+        if not RANGE_JOINS.match(between):
+            return None  # "to arrive {a} and leave {b}": words of the phrasing's own between the ends
         before = text[:left]
-        prep = re.search(r"\b(from|between|for|on)\s+$", before)
-        if prep:
+        prep = re.search(r"\b(\w+)\s+$", before)
+        if prep and prep.group(1).lower() in RANGE_PREPOSITIONS:
+            said_prep = RANGE_PREPOSITIONS[prep.group(1).lower()]
             before = before[: prep.start()]
-        said = "for " + referring(["start"], start.entity, grain(start.param))
+        elif before.strip() and not re.search(r"[,:;]\s*$", before):
+            return None  # "picking up {a}": a range after a verb is no span said "for the same dates"
+        else:
+            said_prep = "for"
+        if is_window(start.param):  # "classes between {a} and {b}": "classes during that rental"
+            said = referring(["start"], start.entity, grain(start.param), window=True)
+        else:
+            said = f"{said_prep} " + referring(["start"], start.entity, grain(start.param))
         text = before + said + text[right:]
     for carry in carried:
         if carry.kind in ("start", "end"):
@@ -232,7 +315,7 @@ def short_booking(carried: Sequence[Carry], arguments: dict[str, object]) -> boo
     """Whether a carried range books something (its own start and end, not a window searched `after`/`before`)
     over less than `BOOKING_HOURS`: a car rented for the half hour of a meeting is no plan anyone makes."""
     ends = {c.kind: c.param for c in carried if c.kind in ("start", "end")}
-    if len(ends) < 2 or any(w in words(ends["start"]) for w in ("after", "before")):
+    if len(ends) < 2 or is_window(ends["start"]):
         return False
     try:
         start = datetime.fromisoformat(str(arguments[ends["start"]]).replace("Z", "+00:00"))

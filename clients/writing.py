@@ -39,7 +39,7 @@ from envfarm.clients.audit import (
     user_text,
     value_of,
 )
-from envfarm.clients.flow import Carry, carries, grain, refer_in, referring, short_booking
+from envfarm.clients.flow import Carry, aside, carries, grain, inside, is_window, refer_in, referring, short_booking
 from envfarm.clients.graph import ToolSpec, is_id_like, words
 from envfarm.clients.grounding import (
     FREE_TEXT,
@@ -438,6 +438,20 @@ def self_phrase(phrase: str, name: str, email: str | None) -> str:
     if m := re.fullmatch(rf"the {who} (.+)", text):
         return f"my {m[1]}"
     return "me"  # the phrase names the person: 'Samuel Haddad', 'driver Samuel Haddad', 'the customer ...'
+
+
+def _named_within(text: str, output: Any, after: Any, before: Any) -> bool:
+    """Whether `text` names a row of `output` by a date (and its hour, where it has one) inside the window
+    `after`..`before`: a class asked for as "the 09:15 Morning Vinyasa Flow on Monday 13 April" needs no "during
+    that rental" besides."""
+    if isinstance(output, dict):
+        return any(_named_within(text, v, after, before) for v in output.values())
+    if isinstance(output, list):
+        return any(_named_within(text, v, after, before) for v in output)
+    if not inside(output, after, before) or not _says(text, output):
+        return False
+    clock = re.search(r"T(\d{2}:\d{2})", str(output))
+    return clock is None or clock.group(1) in text
 
 
 def _says(text: str, value: Any) -> bool:
@@ -1473,7 +1487,9 @@ class OfflineWriter:
                 for name, bind in step.binds.items()
                 if grounded.calls[bind.step].turn < turn and grounded.sources[i].get(name) == "output"
             ]
-            # A value carried into a lookup of this turn (the city of a branch search) is said as what it is.
+            # A value carried into a lookup of this turn (the city of a branch search) is said as what it is; a
+            # window searched inside a rental, as "during that rental", and not at all where the request names
+            # its row by a date and hour inside it already ("the 09:15 class on Monday 13 April").
             lookups = {
                 c.param: c
                 for i, step in enumerate(grounded.chain.steps)
@@ -1482,14 +1498,32 @@ class OfflineWriter:
             }
             for kind in dict.fromkeys(c.kind for c in lookups.values() if c.kind != "end"):
                 first_carry = next(c for c in lookups.values() if c.kind == kind)
-                words_ = referring([kind], first_carry.entity, grain(first_carry.param))
+                window = is_window(first_carry.param)
+                words_ = referring([kind], first_carry.entity, grain(first_carry.param), window=window)
                 shown = " ".join([request, *said])
-                if words_ not in shown and not any(
-                    _says(shown, c.arguments.get(first_carry.param))
+                taking = [
+                    c
                     for i, c in enumerate(grounded.calls)
                     if grounded.chain.steps[i].turn == turn and first_carry.param in c.arguments
+                ]
+                if words_ in shown or any(_says(shown, c.arguments.get(first_carry.param)) for c in taking):
+                    continue
+                end = next((c.param for c in lookups.values() if c.kind == "end"), None)
+                if window and any(
+                    _named_within(shown, c.output, c.arguments.get(first_carry.param), c.arguments.get(end))
+                    for c in taking
                 ):
-                    said.append(f"It's {'in' if kind == 'city' else 'for'} {words_}")
+                    continue
+                booked = [c.arguments.get(first_carry.param) for c in taking]
+                if (
+                    kind == "start"
+                    and not window
+                    and not any(same(v, b) for v in call.arguments.values() for b in booked)
+                ):
+                    # a room searched over a freeze's dates, then booking HB99457 (its own dates) moved to the room
+                    # found: "It's for the same dates as that freeze" would be false of the goal's row
+                    raise Drop("flow: a lookup searched over a carried span the goal does not book", call.tool)
+                said.append(aside(first_carry))
             unsaid = [
                 (bind, name, call_, spec_)
                 for bind, name, call_, spec_ in across

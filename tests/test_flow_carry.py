@@ -13,11 +13,14 @@ from envfarm.clients.audit import carried, mentions
 from envfarm.clients.connect import Connections, farm_targets
 from envfarm.clients.flow import (
     Carry,
+    aside,
     carries,
     flow_pairs,
     grain,
+    inside,
     kind_of,
     matches,
+    offers,
     refer_in,
     referring,
     refers,
@@ -27,6 +30,7 @@ from envfarm.clients.graph import OutField, Param, ToolSpec, build_graph, load_i
 from envfarm.clients.sampling import Catalog, Step, TopologySampler
 from envfarm.clients.synthesize import SynthesisOptions, flowing_values, flows_between_turns, synthesize
 from envfarm.clients.tasks import GoldCall, Persona, Provenance, Task, Turn
+from envfarm.clients.writing import _named_within
 from envfarm.servers.runtime.intents import slots
 
 RENTAL = ToolSpec(
@@ -254,3 +258,166 @@ async def test_written_tasks_that_carry_say_so_and_pass_the_audit() -> None:
         values = [v for v in flowing_values(task) if v not in (task.persona.name, task.persona.email)]
         later = " ".join(t.message for t in task.turns[1:])
         assert values and not all(mentions(later, v) for v in values), "the carried value is restated, not carried"
+
+
+def _said(phrasing: str, range_: list[Carry]) -> str | None:
+    texts: dict[str, list[str]] = {}
+    for slot in slots(phrasing):
+        texts.setdefault(slot.name, []).append(slot.text)
+    return refer_in(phrasing, texts, range_)
+
+
+def _range(start: str, end: str, entity: str = "rental") -> list[Carry]:
+    return [
+        Carry(param=start, step=0, fields=["pickup_at"], kind="start", entity=entity),
+        Carry(param=end, step=0, fields=["return_due_at"], kind="end", entity=entity),
+    ]
+
+
+def test_a_range_keeps_the_preposition_that_fits_it() -> None:
+    """A booking moved "to" a span is moved "to the same dates" (never "to for the same dates"); one made "from",
+    "between", "on" or "starting" a span is "for" them; the audit reads every such turn as referring."""
+    stay = _range("arrival_date", "departure_date")
+    moved = _said("I need to move {res_id} to {arrival_date:date} - {departure_date:date}.", stay)
+    assert moved == "I need to move {res_id} to the same dates as that rental."
+    pushed = _said(
+        "Can we push {event_id} to {starts_at:day}, {starts_at:time} to {ends_at:time}?", _range("starts_at", "ends_at")
+    )
+    assert pushed == "Can we push {event_id} to the same dates and times as that rental?"
+    quoted = _said("Do you have a room at the {hotel_id.name} from {arrival_date:date} to {departure_date:date}?", stay)
+    assert quoted == "Do you have a room at the {hotel_id.name} for the same dates as that rental?"
+    started = _said(
+        "Add {title} to {calendar_id} starting {starts_at:datetime} until {ends_at:time}.",
+        _range("starts_at", "ends_at"),
+    )
+    assert started == "Add {title} to {calendar_id} for the same dates and times as that rental."
+    listed = _said("Is anything free for {adults} of us, {arrival_date:day} to {departure_date:day}?", stay)
+    assert listed == "Is anything free for {adults} of us, for the same dates as that rental?"
+    for said in (moved, pushed, quoted, started, listed):
+        assert said is not None and refers(said) and " to for " not in said and "for for" not in said
+
+
+def test_a_range_said_with_words_of_its_own_is_not_one_span() -> None:
+    """ "to arrive {a} and leave {b}" and "picking up {a}" have no place for "the same dates": the phrasing is
+    not used, never "to arrive for the same dates"."""
+    stay = _range("arrival_date", "departure_date")
+    assert _said("Can we change {res_id} to arrive {arrival_date:day} and leave {departure_date:day}?", stay) is None
+    assert (
+        _said(
+            "Can I book it, picking up {pickup_at:day} until {return_due_at:day}?", _range("pickup_at", "return_due_at")
+        )
+        is None
+    )
+
+
+STAY_MOVE = ToolSpec(
+    server="hotel",
+    name="change_reservation_dates",
+    read_only=False,
+    params=[
+        Param(name="res_id"),
+        Param(name="arrival_date", required=True),
+        Param(name="departure_date", required=True),
+    ],
+)
+
+
+def test_a_tool_s_answer_is_named_by_the_row_its_id_names_never_by_the_row_it_acts_on() -> None:
+    """`freeze_membership` answers with a freeze (`freeze_id`, its first and last day): its dates are "the same
+    dates as that freeze", never "as that membership" (a membership's dates are not a stay)."""
+    frozen = ToolSpec(
+        server="fitness_club",
+        name="freeze_membership",
+        read_only=False,
+        outputs=[
+            OutField(name="freeze_id", entity="FreezeMembershipResult", user_known=False),
+            OutField(name="member_id", entity="FreezeMembershipResult", user_known=False),
+            OutField(name="starts_on", entity="FreezeMembershipResult"),
+            OutField(name="ends_on", entity="FreezeMembershipResult"),
+            OutField(name="renews_on", entity="FreezeMembershipResult"),
+        ],
+    )
+    [(_, group)] = matches(frozen, STAY_MOVE)
+    assert {c.entity for c in group} == {"freeze"}
+    moved = ToolSpec(
+        server="hotel",
+        name="change_reservation_dates",
+        read_only=False,
+        outputs=[
+            OutField(name="res_id", entity="ChangeReservationDatesResult", user_known=False),
+            OutField(name="arrival_date", entity="ChangeReservationDatesResult"),
+            OutField(name="departure_date", entity="ChangeReservationDatesResult"),
+        ],
+    )
+    terms = ToolSpec(
+        server="course_registration",
+        name="list_terms",
+        read_only=True,
+        params=[Param(name="starts_on", required=True), Param(name="ends_on", required=True)],
+    )
+    [(_, group)] = matches(moved, terms)
+    assert {c.entity for c in group} == {"reservation"}  # never "the same dates as that date"
+
+
+def test_a_sub_period_of_a_row_is_not_carried_as_the_row_s_dates() -> None:
+    """A membership's `freeze_starts_on`/`freeze_ends_on` are a freeze within it, not the membership's own span: no
+    range is carried from them (nor offered for a pair); a row's own span named with its noun still is."""
+    membership = ToolSpec(
+        server="fitness_club",
+        name="get_membership",
+        read_only=True,
+        outputs=[
+            OutField(name="freeze_starts_on", entity="Membership"),
+            OutField(name="freeze_ends_on", entity="Membership"),
+            OutField(name="trial_ends_on", entity="Membership"),
+        ],
+    )
+    assert matches(membership, STAY_MOVE) == []
+    assert offers(membership) == set()
+    rental = ToolSpec(
+        server="car_rental",
+        name="get_rental",
+        read_only=True,
+        outputs=[
+            OutField(name="rental_starts_on", entity="Rental"),
+            OutField(name="rental_ends_on", entity="Rental"),
+        ],
+    )
+    assert [c.entity for _, group in matches(rental, STAY_MOVE) for c in group] == ["rental", "rental"]
+
+
+def test_a_window_searched_inside_a_carried_range_is_during_it() -> None:
+    """A search bounded after/before a rental finds what lies inside it: "classes during that rental", and a lookup's
+    aside is "It's during that rental." (never "It's for the same dates and times as that rental"); the audit reads
+    both as referring."""
+    window = _range("starts_after", "starts_before")
+    asked = _said(
+        "Are there any {category} classes between {starts_after:datetime} and {starts_before:datetime}?", window
+    )
+    assert asked == "Are there any {category} classes during that rental?"
+    agenda = _said("What's on {calendar_id} from {starts_after:datetime} to {starts_before:datetime}?", window)
+    assert agenda == "What's on {calendar_id} during that rental?"
+    assert aside(window[0]) == "It's during that rental."
+    assert aside(_range("arrival_date", "departure_date", "freeze")[0]) == "It's for the same dates as that freeze."
+    assert aside(Carry(param="city", step=0, fields=["city"], kind="city", entity="hotel")) == (
+        "It's in the same city as that hotel."
+    )
+    for said in (asked, agenda, aside(window[0])):
+        assert said is not None and refers(said) and "It's for the same" not in said
+    referred = _carrying("Can you book me into the Morning Vinyasa Flow? It's during that rental.")
+    assert carried(referred, 1, "2026-05-01T09:00:00Z")
+
+
+def test_a_row_named_by_its_date_and_hour_inside_the_window_needs_no_aside() -> None:
+    """ "the 09:15 Morning Vinyasa Flow on Monday 13 April" names its class inside the rental already: the writer
+    adds nothing for the window; a class named without its hour, or outside the window, still needs it."""
+    classes = {"classes": [{"class_id": "cls_1", "title": "Morning Vinyasa Flow", "starts_at": "2026-04-13T09:15:00Z"}]}
+    after, before = "2026-04-12T10:00:00Z", "2026-04-15T10:00:00Z"
+    named = "Can you book me into the 09:15 Morning Vinyasa Flow on Monday 13 April?"
+    assert inside("2026-04-13T09:15:00Z", after, before) and inside("2026-04-13", "2026-04-13", "2026-04-20")
+    assert not inside("2026-04-16T09:15:00Z", after, before) and not inside("Morning", after, before)
+    assert _named_within(named, classes, after, before)
+    assert not _named_within(
+        "Can you book me into the Morning Vinyasa Flow on Monday 13 April?", classes, after, before
+    )
+    assert not _named_within(named, classes, "2026-04-14T10:00:00Z", "2026-04-16T10:00:00Z")
