@@ -146,6 +146,19 @@ DEEP_SHARE = 0.75
 SHALLOW_SKIP = 0.9
 
 
+def goal_signature(persona: PersonaRecord, calls: Sequence[GoldCall], roles: Sequence[str]) -> str:
+    """What makes two tasks one: the same goal with the same arguments for the same person, however it was
+    reached. Where the calls write, the writes alone are the goal: a read planned beside them may be pruned later
+    (seed 9907 kept "move booking HB04429 to room 302" twice, once with a room-type read that did not survive)."""
+    goals = [c for c, role in zip(calls, roles) if role != "lookup"]
+    writes = [c for c in calls if c.is_write]
+    return json.dumps(
+        [persona.email or persona.name] + [[c.server, c.tool, c.arguments] for c in writes or goals],
+        sort_keys=True,
+        default=str,
+    )
+
+
 class SynthesisOptions(BaseModel):
     n: int = Field(ge=1)
     servers: list[str] | None = None
@@ -1122,13 +1135,7 @@ async def synthesize(
                 continue
             run.sampler.outcomes.record(chain, True)
             run.answered.update(chain.servers)
-            # The same goal with the same arguments for the same person is one task, however it was reached.
-            signature = json.dumps(
-                [persona.email or persona.name]
-                + [[c.server, c.tool, c.arguments] for c, s in zip(grounded.calls, chain.steps) if s.role != "lookup"],
-                sort_keys=True,
-                default=str,
-            )
+            signature = goal_signature(persona, grounded.calls, [s.role for s in chain.steps])
             if signature in seen:
                 dropped["same goal as an earlier task"] += 1
                 continue

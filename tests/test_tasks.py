@@ -271,3 +271,29 @@ def test_bad_input_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixt
         main(["--farm", str(REPO), "graph", "--config", str(tmp_path / "bad.json"), "--out", str(tmp_path / "g")]) == 2
     )
     assert "mcpServers" in capsys.readouterr().err
+
+
+def test_two_tasks_with_the_same_writes_for_one_person_are_one_goal() -> None:
+    """Seed 9907 kept "move booking HB04429 to room 302" twice: the second plan had a room-type read beside the
+    write, which the pruning took out later. Where the calls write, the writes alone make the goal; a read-only
+    task is told apart by its goal reads, and another person's same write is another task."""
+    from envfarm.clients.grounding import PersonaRecord
+    from envfarm.clients.synthesize import goal_signature
+    from envfarm.clients.tasks import GoldCall
+
+    def call(tool: str, args: dict, write: bool = False) -> GoldCall:
+        return GoldCall(server="hotel", tool=tool, arguments=args, output={}, turn=0, is_write=write)
+
+    diego, ana = PersonaRecord(name="Diego Rossi", email="diego@example.com"), PersonaRecord(name="Ana", email="a@x")
+    find = call("find_reservation", {"guest_id": "gst_1"})
+    move = call("move_room", {"res_id": "res_1", "room_id": "room_2"}, write=True)
+    types = call("list_room_types", {"hotel_id": "htl_1"})
+    plain = goal_signature(diego, [find, move], ["lookup", "goal"])
+    assert goal_signature(diego, [find, move, types], ["lookup", "goal", "follow"]) == plain
+    assert goal_signature(ana, [find, move], ["lookup", "goal"]) != plain
+    other_room = call("move_room", {"res_id": "res_1", "room_id": "room_3"}, write=True)
+    assert goal_signature(diego, [find, other_room], ["lookup", "goal"]) != plain
+    # read-only: the goal reads tell tasks apart, the lookups do not
+    agenda = call("get_folio", {"res_id": "res_1"})
+    assert goal_signature(diego, [find, agenda], ["lookup", "goal"]) == goal_signature(diego, [agenda], ["goal"])
+    assert goal_signature(diego, [find, agenda], ["lookup", "goal"]) != goal_signature(diego, [find], ["goal"])
