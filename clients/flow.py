@@ -99,10 +99,16 @@ def kind_of(name: str, type_: str) -> Kind | None:
     return None
 
 
-def _sources(spec: ToolSpec) -> dict[str, list[OutField]]:
+def _sources(spec: ToolSpec, people: frozenset[str] = frozenset()) -> dict[str, list[OutField]]:
     """The output fields of `spec` worth carrying, per entity (row kind) a person can name: never a page's count,
     nor a start or an end of a sub-period of the row (a membership's `freeze_starts_on`: "the same dates as that
-    membership" would say the membership's dates were a stay)."""
+    membership" would say the membership's dates were a stay), nor the span of a row about the person alone.
+
+    `people` are the keys that name a person on `spec`'s server (`member_id`): a row whose references, besides its
+    own id, are only such keys (a membership freeze: `freeze_id`, `member_id`) puts the person nowhere and with
+    nothing, so its dates are no stay another service books ("move my hotel stay to the same dates as that freeze"
+    after a freeze for parental leave). A rental (a vehicle, branches), a stay (a hotel, a room), an event (a
+    calendar, a room) are carried."""
     found: dict[str, list[OutField]] = {}
     for field in spec.outputs:
         if field.name in PAGING and field.entity.endswith("Result"):
@@ -112,8 +118,19 @@ def _sources(spec: ToolSpec) -> dict[str, list[OutField]]:
         noun = _noun(spec, field.entity)
         if not noun or (kind != "city" and not set(words(field.name)) - SPAN_WORDS <= set(noun.split())):
             continue
+        if kind != "city" and not _places(spec, field.entity, people):
+            continue
         found.setdefault(field.entity, []).append(field)
     return found
+
+
+def _places(spec: ToolSpec, entity: str, people: frozenset[str]) -> bool:
+    """Whether a row of `entity` is more than the person's own: False only where it refers, besides its own id,
+    to people alone (see `_sources`); a row that shows no references says nothing either way."""
+    references = {f.name for f in spec.outputs if f.entity == entity and is_id_like(f.name)}
+    own = next((f.name for f in spec.outputs if f.entity == entity and is_id_like(f.name)), None)
+    references.discard(own)
+    return not references or bool(references - people)
 
 
 def _noun(spec: ToolSpec, entity: str) -> str:
@@ -159,12 +176,15 @@ def targets(spec: ToolSpec) -> dict[Kind, list[Param]]:
     return found
 
 
-def matches(source: ToolSpec, target: ToolSpec) -> list[tuple[list[str], list[Carry]]]:
+def matches(
+    source: ToolSpec, target: ToolSpec, people: frozenset[str] = frozenset()
+) -> list[tuple[list[str], list[Carry]]]:
     """Ways `source`'s output can fill `target`'s parameters, each a list of carries (step left 0): a range is
-    both ends of one grain from one row kind; a city, one field named so."""
+    both ends of one grain from one row kind; a city, one field named so. `people`: the keys that name a person
+    on `source`'s server (`_sources`)."""
     wanted = targets(target)
     options: list[tuple[list[str], list[Carry]]] = []
-    for entity, fields in _sources(source).items():
+    for entity, fields in _sources(source, people).items():
         noun = _noun(source, entity)
         by_kind: dict[str, list[OutField]] = {}
         for field in fields:
@@ -337,10 +357,10 @@ def _signatures(kinds: Mapping[str, Sequence[str]]) -> set[str]:
     return found
 
 
-def offers(spec: ToolSpec) -> set[str]:
+def offers(spec: ToolSpec, people: frozenset[str] = frozenset()) -> set[str]:
     """What `spec`'s output can carry to another server, as `_signatures` (a rough test, for choosing servers)."""
     found: set[str] = set()
-    for fields in _sources(spec).values():
+    for fields in _sources(spec, people).values():
         kinds: dict[str, list[str]] = {}
         for field in fields:
             kind = kind_of(field.name, field.type)
@@ -356,10 +376,16 @@ def wants(spec: ToolSpec) -> set[str]:
     return _signatures(kinds)
 
 
-def flow_pairs(by_server: dict[str, list[ToolSpec]], pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+def flow_pairs(
+    by_server: dict[str, list[ToolSpec]],
+    pairs: Sequence[tuple[str, str]],
+    people: Mapping[str, frozenset[str]] | None = None,
+) -> list[tuple[str, str]]:
     """The pairs of `pairs`, ordered first turn -> second, where a tool of the first can carry a value into a tool
-    of the second: those a cross-server task is drawn from when it should carry data between its turns."""
-    offered = {s: set().union(*(offers(t) for t in tools)) for s, tools in by_server.items()}
+    of the second: those a cross-server task is drawn from when it should carry data between its turns. `people`:
+    per server, the keys that name a person there (`_sources`)."""
+    keys = people or {}
+    offered = {s: set().union(*(offers(t, keys.get(s, frozenset())) for t in tools)) for s, tools in by_server.items()}
     wanted = {s: set().union(*(wants(t) for t in tools)) for s, tools in by_server.items()}
     ordered = [(a, b) for pair in pairs for a, b in (pair, pair[::-1])]
     return sorted(p for p in ordered if offered.get(p[0], set()) & wanted.get(p[1], set()))

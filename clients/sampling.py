@@ -17,7 +17,7 @@ import networkx as nx
 from pydantic import BaseModel, Field
 
 from envfarm.clients.flow import CARRY_SHARE, FLOW_TRIES, FLOW_WEIGHT, Carry, carries, grain, kind_of, matches
-from envfarm.clients.graph import Param, ToolSpec, consumers, producers, tool_node, words
+from envfarm.clients.graph import Param, ToolSpec, consumers, is_id_like, producers, tool_node, words
 from envfarm.servers.runtime.intents import Intent, ServerIntents
 
 # "required": a read the policy puts before a write (the fee before a cancellation), added after grounding
@@ -163,6 +163,18 @@ class Catalog:
     def finds_people(self, spec: ToolSpec) -> bool:
         """A read that finds a person by what they say of themselves (a search by email)."""
         return spec.read_only and any(p.user_known and "email" in words(p.name) for p in spec.params)
+
+    def people_keys(self, server: str) -> frozenset[str]:
+        """The keys that name a person on `server`: each row's own id (its first) of what a people search finds
+        (`member_id` of find_member; never the `plan_id` the member row also holds)."""
+        keys: set[str] = set()
+        for spec in self.by_server.get(server, []):
+            if not self.finds_people(spec):
+                continue
+            for entity in dict.fromkeys(f.entity for f in spec.outputs):
+                own = next((f.name for f in spec.outputs if f.entity == entity and is_id_like(f.name)), None)
+                keys |= {own} if own else set()
+        return frozenset(keys)
 
     def person_filter(self, spec: ToolSpec) -> tuple[Param, list[tuple[ToolSpec, list[str]]]] | None:
         """For a search with nothing required (find a reservation by code, guest or date): an optional filter
@@ -358,7 +370,7 @@ class TopologySampler:
     def _match(self, source: ToolSpec, target: ToolSpec) -> list[tuple[list[str], list[Carry]]]:
         key = (source.key, target.key)
         if key not in self._matched:
-            self._matched[key] = matches(source, target)
+            self._matched[key] = matches(source, target, self.catalog.people_keys(source.server))
         return self._matched[key]
 
     def _carries(self, steps: list[Step], spec: ToolSpec, turn: int) -> list[Carry]:

@@ -533,7 +533,11 @@ class _Run:
         clock = {s: facts.get(s, ServerFacts()).clock for s in self.servers}
         self.pairs = task_pairs(self.people, facts)
         # carried values are said in the writer's words ("for the same dates"): only servers with intents
-        self.flow_pairs = flow_pairs({s: t for s, t in catalog.by_server.items() if s in catalog.intents}, self.pairs)
+        self.flow_pairs = flow_pairs(
+            {s: t for s, t in catalog.by_server.items() if s in catalog.intents},
+            self.pairs,
+            {s: catalog.people_keys(s) for s in catalog.by_server},
+        )
         self.tried: Counter[str] = Counter()  # attempts per server, and the servers that yielded a task
         self.yielded: set[str] = set()
         self.answered: set[str] = set()  # servers that answered every call of some grounded chain

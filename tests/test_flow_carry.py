@@ -197,6 +197,19 @@ def catalog() -> Catalog:
     return asyncio.run(load())
 
 
+def test_a_server_s_people_are_the_rows_its_people_search_finds(catalog: Catalog) -> None:
+    """The keys naming a person are the own ids of what a search by email finds, never a key such a row holds
+    (a member's `plan_id`); with them, the farm's pairs keep their rental, stay and event carries but no membership
+    freeze moves a hotel stay."""
+    assert catalog.people_keys("fitness_club") == {"member_id"} and catalog.people_keys("hotel") == {"guest_id"}
+    servers = sorted(catalog.by_server)
+    everyone = [(a, b) for i, a in enumerate(servers) for b in servers[i + 1 :]]
+    people = {s: catalog.people_keys(s) for s in servers}
+    assert ("fitness_club", "hotel") in flow_pairs(catalog.by_server, everyone)
+    carrying = flow_pairs(catalog.by_server, everyone, people)
+    assert ("fitness_club", "hotel") not in carrying and ("car_rental", "calendar") in carrying
+
+
 @pytest.mark.slow
 def test_plans_for_pairs_that_can_carry_mostly_carry_over_many_seeds(catalog: Catalog) -> None:
     """Over 120 seeds of the built-in farm's pairs that can carry a value: most plans carry one, and every
@@ -339,6 +352,21 @@ def test_a_tool_s_answer_is_named_by_the_row_its_id_names_never_by_the_row_it_ac
     )
     [(_, group)] = matches(frozen, STAY_MOVE)
     assert {c.entity for c in group} == {"freeze"}
+    # ... though where `member_id` is known to name the person, a freeze refers to nobody and nothing else: its
+    # dates are no stay ("move my hotel stay to the same dates as that freeze", after one for parental leave)
+    assert matches(frozen, STAY_MOVE, frozenset({"member_id"})) == []
+    assert offers(frozen) and not offers(frozen, frozenset({"member_id"}))
+    rented = RENTAL.model_copy(
+        update={
+            "outputs": [
+                OutField(name="rental_id", entity="Rentals", user_known=False),
+                OutField(name="driver_id", entity="Rentals", user_known=False),
+                OutField(name="vehicle_id", entity="Rentals", user_known=False),
+                *RENTAL.outputs,
+            ]
+        }
+    )
+    assert matches(rented, AGENDA, frozenset({"driver_id"}))  # a rental puts the person in a vehicle
     moved = ToolSpec(
         server="hotel",
         name="change_reservation_dates",
