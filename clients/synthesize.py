@@ -118,12 +118,12 @@ FLOW_PAIR_SHARE = 0.7
 FLOW_SHARE = 0.5
 FLOW_SKIP = 0.6
 DISTRACTORS = 5
-ATTEMPTS_PER_TASK = 80  # chains sampled per task asked for, at most: strict audits drop most candidates
+ATTEMPTS_PER_TASK = 100  # chains sampled per task asked for, at most: strict audits drop most candidates
 # Setting a shallow or unjoined task aside trades attempts for depth and flow; past this share of the attempt
 # budget, or once the attempts left would not pay SET_ASIDE_MARGIN times for the tasks still owed at the rate
 # seen so far, nothing more is set aside, so a farm with few deep or flowing plans still yields the tasks asked
 # for. A fixed half of the budget ran out two thirds into a run (seed 1201, n=60: 38% deep for a 60% target);
-# with the margin, 80 attempts a task and a 0.75 target: 65% and 72% deep at seeds 1201 and 4242 (1.0-1.6x CPU).
+# with the margin, 100 attempts a task and a 0.75 target: 67% and 70% deep at seeds 1201 and 9907 (~1.8x CPU).
 SET_ASIDE_BUDGET = 0.9
 SET_ASIDE_MARGIN = 1.2
 BARREN_AFTER = 15  # tries after which a server that has yielded no task is not chosen alone again

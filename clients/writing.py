@@ -692,6 +692,8 @@ def _question_kind(sentence: str) -> str | None:
         return "number"
     if re.search(r"\b(?:when|what time|what dates?|which dates?|what day|which days?|until when)\b", text):
         return "date"
+    if re.match(r"where\b", text) and not re.search(r"\bstands?\b", text):
+        return "place"  # 'where does it start?' asks a place; 'where does my claim stand?' its status
     if re.match(r"(?:can|could|would|will) you (?:tell|let me know|check|show|list|read|walk|find|give)\b", text):
         return "what"  # "Could you tell me more about the tour: price, group size and meeting point?"
     if re.match(r"(?:can|could) i\b", text):
@@ -715,10 +717,18 @@ def _field_kind(field: str, words_: str, value: Any) -> str:
         return "date"
     if isinstance(value, (int, float)) or re.match(r"how (?:much|many)\b", words_.lower()):
         return "money" if _MONEY_WORDS.search(said) else "number"
+    if isinstance(value, str) and _PLACE_WORDS.search(said):
+        return "place"
     return "other"
 
 
-_FITS = {"date": {"date"}, "money": {"money", "number"}, "number": {"number", "money"}}
+# What a field names when it says where something is: 'where does the tour start?' asks its meeting point.
+_PLACE_WORDS = re.compile(
+    r"\b(?:address|location|place|meeting|venue|branch|station|city|destination|terminal|gate|where)\b"
+)
+
+
+_FITS = {"date": {"date"}, "place": {"place"}, "money": {"money", "number"}, "number": {"number", "money"}}
 
 
 # Past forms whose stem is not the present's: 'the net amount spent' answers 'my total spending'.
@@ -769,10 +779,31 @@ def _name_words(field: str) -> str:
 def asked_fields(question: str, options: Sequence[tuple[str, str, Any]]) -> list[str]:
     """The fields of `options` ((field, the person's words, value), in the intent's `hear` order) that the
     question sentences of `question` ask for, by meaning: a field whose name or words share a stem with the
-    question and whose kind of answer fits it ('when' a date, 'how much' an amount); where none does, the
-    first field of the kind the question wants ("How much would I pay?" -> the copay, "Do you still take my
-    plan?" -> whether it is accepted, when that is the only yes/no). A request ('Could you book ...?') asks for
-    nothing. Pass the phrasing with its slots taken out: a value said in it ('account 4410-...') is no question."""
+    question and whose kind of answer fits it ('when' a date, 'where' a place, 'how much' an amount); where none
+    does, the first field of the kind the question wants ("How much would I pay?" -> the copay, "Do you still
+    take my plan?" -> whether it is accepted, when that is the only yes/no). A request ('Could you book ...?')
+    asks for nothing. Pass the phrasing with its slots taken out: a value said in it ('account 4410-...') is no
+    question."""
+    found: list[str] = []
+    for _, fields in asked_by_clause(question, options):
+        found += [f for f in fields if f not in found]
+    return found
+
+
+def unanswered_questions(question: str, options: Sequence[tuple[str, str, Any]]) -> list[str]:
+    """The question clauses of `question` that ask for a value of a kind (where, when, how much, how many) no
+    field of `options` answers: "Where does the tour start?" of a tour whose meeting point the intent's words
+    never tie to 'start'. A broad question ('what's happening with my claim?') is answered by the fields the
+    writer then asks for in words; a yes/no may rightly be answered by none ('is anything missing?')."""
+    return [c for c, fields in asked_by_clause(question, options) if not fields and _question_kind(c) in _VALUE]
+
+
+_VALUE = frozenset({"place", "date", "money", "number"})
+
+
+def asked_by_clause(question: str, options: Sequence[tuple[str, str, Any]]) -> list[tuple[str, list[str]]]:
+    """Each question clause of `question` with the fields of `options` it asks for (see `asked_fields`)."""
+    asked: list[tuple[str, list[str]]] = []
     found: list[str] = []
     sentences = [s for s in re.split(r"(?<=[.!?])\s+", question) if s.strip().endswith("?")]
     clauses = [
@@ -829,8 +860,9 @@ def asked_fields(question: str, options: Sequence[tuple[str, str, Any]]) -> list
             matched = flags if len(flags) == 1 else [f for f, _, _ in options if f == "status"]
             if re.search(r"\bany(?:thing|one|body)?\b", clause.lower()):
                 matched = []  # "is anything missing?" asks whether something is there, not the flag beside it
+        asked.append((clause, matched))
         found += [f for f in matched if f not in found]
-    return found
+    return asked
 
 
 def _asking(text: str, intent: Intent) -> str:
@@ -1279,6 +1311,10 @@ class OfflineWriter:
             unheard = [f for f in asked_fields(question, every) if f not in held and f not in PAGING]
             if unheard:
                 raise Drop("intent: asks what no claim can check", f"{call.server}.{call.tool}.{unheard[0]}")
+            # "Where does the tour start?" where no field the intent hears is tied to it: no claim would check it
+            missing = unanswered_questions(question, every)
+            if missing:
+                raise Drop("intent: asks what no claim can check", f"{call.server}.{call.tool}: {missing[0]!r}")
         wanted = [o for o in options if o[0] in asked]
         drawn = [] if wanted else rng.sample(options, min(2, len(options)))
         chosen = sorted([*wanted, *drawn], key=lambda o: list(intent.hear).index(o[0]))

@@ -204,6 +204,7 @@ SPENDING = [
     ("total_refunded", "the total of my refunds", 0.0),
     ("on_hold", "the amount still on hold", 12.09),
 ]
+TOUR = [("meeting_point", "the meeting point", "Piazza del Duomo"), ("duration_hours", "how many hours it lasts", 3.0)]
 CLASSES = [("classes_booked", "how many classes I have booked", 2), ("weekly_allowance", "the allowance", 3)]
 
 
@@ -231,6 +232,8 @@ CLASSES = [("classes_booked", "how many classes I have booked", 2), ("weekly_all
         # 'total' says an amount, not of what: 'my total spending' is the net spent, not the total of refunds
         ("Could you tell me my total spending and how much is still on hold?", SPENDING, ["net_spent", "on_hold"]),
         ("How much have I paid in refunds?", SPENDING, ["total_refunded"]),
+        # 'where' asks a place: the meeting point, though no word of it says 'start'
+        ("Where does  start, and how long does it take?", TOUR, ["meeting_point", "duration_hours"]),
         # a request put as a question asks for no value ('dated' is not 'the due date')
         ("Could you start an invoice for Redwood dated 31 January?", INVOICE, []),
     ],
@@ -424,3 +427,18 @@ def test_a_place_two_rows_share_is_named_once_and_a_bare_name_keeps_its_capital(
     kept = "Join #general in the Northwind workspace and #random in the Northwind workspace."
     assert said_once(kept, {}) == kept  # 'in the Northwind' goes on ('workspace'): not a place phrase of its own
     assert casual("Onboarding flow", 'move the "Migrate" task in ', frozenset({"onboarding"})) == "Onboarding flow"
+
+
+def test_a_question_no_field_answers_is_found_so_no_task_asks_it() -> None:
+    """Seed 9907: "where does the Wawel Castle and Old Town start, and how long does it take?" was claimed on the
+    hours alone, so any answer to 'where' passed. A clause asking for a value that no field answers is reported
+    (the writer then drops the phrasing); a yes/no that rightly claims nothing is not."""
+    from envfarm.clients.writing import unanswered_questions
+
+    hours = TOUR[1:]
+    assert unanswered_questions("Where does  start, and how long does it take?", TOUR) == []
+    assert unanswered_questions("Where does  start, and how long does it take?", hours) == ["Where does  start"]
+    assert unanswered_questions("Where does my claim stand?", ORDER) == []  # its status
+    assert unanswered_questions("When does it start?", TOUR) == ["When does it start?"]  # no date among them
+    assert unanswered_questions("Is anything missing from the report?", [("ready", "whether it's ready", 0)]) == []
+    assert unanswered_questions("Please cancel my booking.", hours) == []
