@@ -1546,7 +1546,7 @@ class OfflineWriter:
                     continue
                 end = next((c.param for c in lookups.values() if c.kind == "end"), None)
                 if window and any(
-                    _named_within(shown, c.output, c.arguments.get(first_carry.param), c.arguments.get(end))
+                    _named_within(shown, c.output, c.arguments.get(first_carry.param), c.arguments.get(end or ""))
                     for c in taking
                 ):
                     continue
