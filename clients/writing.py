@@ -454,6 +454,17 @@ def _named_within(text: str, output: Any, after: Any, before: Any) -> bool:
     return clock is None or clock.group(1) in text
 
 
+def _names_a_row(text: str, output: Any) -> bool:
+    """Whether `text` names a row of `output` by a name of its own (a title, a name: a text of two words or more
+    that is no id): "the Howth Coastal Hike" found by a search in a city needs no "It's in the same city as that
+    branch" besides."""
+    return any(
+        isinstance(v, str) and len(v.split()) >= 2 and not is_id_like(k) and not re.match(r"\d{4}-", v) and v in text
+        for row in rows_of(output)
+        for k, v in row.items()
+    )
+
+
 def _says(text: str, value: Any) -> bool:
     """Whether `text` says `value`: as `mentions` finds it, or a small count in words ('one seat')."""
     word = NUMBER_WORDS.get(value) if isinstance(value, int) and not isinstance(value, bool) else None
@@ -1549,6 +1560,8 @@ class OfflineWriter:
                     _named_within(shown, c.output, c.arguments.get(first_carry.param), c.arguments.get(end or ""))
                     for c in taking
                 ):
+                    continue
+                if kind == "city" and any(_names_a_row(shown, c.output) for c in taking):
                     continue
                 booked = [c.arguments.get(first_carry.param) for c in taking]
                 if (

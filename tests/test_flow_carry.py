@@ -449,3 +449,14 @@ def test_a_row_named_by_its_date_and_hour_inside_the_window_needs_no_aside() -> 
         "Can you book me into the Morning Vinyasa Flow on Monday 13 April?", classes, after, before
     )
     assert not _named_within(named, classes, "2026-04-14T10:00:00Z", "2026-04-16T10:00:00Z")
+
+
+def test_a_city_carried_into_a_search_is_not_said_where_the_request_names_the_row() -> None:
+    """Seed 6421: "could you book the Howth Coastal Hike ...? It's in the same city as that branch." The city
+    only narrowed the search for a tour the request names by its title: the aside is a seam, so it is left out."""
+    from envfarm.clients.writing import _names_a_row
+
+    found = {"tours": [{"tour_id": "tour_1", "title": "Howth Coastal Hike", "city": "Dublin"}], "count": 1}
+    assert _names_a_row("Could you book the Thursday 16 April departure of the Howth Coastal Hike?", found)
+    assert not _names_a_row("Could you book a tour for 4 of us?", found)
+    assert not _names_a_row("Could you book tour_1?", found)  # an id is no name of the row's own
