@@ -1345,8 +1345,8 @@ class OfflineWriter:
         told: list[Any] = [persona.name]  # values the user says or holds back (never claimed back)
         refs: dict[tuple[str, str, Any], str] = {}  # a row already named in this task: named the same way again
         asked_back: list[list[Claim]] = []  # per follow-up question: the claims it asks for
-        # per question said (a clause of a read's phrasing, a 'could you tell me ...'): the fields it asks for
-        questions: list[tuple[str, list[str]]] = []
+        # per question said (a clause of a read's phrasing, a 'could you tell me ...'): the claims that check it
+        questions: list[tuple[str, list[Claim]]] = []
         requested: dict[int, str] = {}  # per gold write: the request as the user said it (the oracle reads it back)
         goals = [i for i, s in enumerate(grounded.chain.steps) if s.role == "goal"]
         for turn, goal in enumerate(goals):
@@ -1386,7 +1386,7 @@ class OfflineWriter:
                         hidden.append(held(name, value, label, worded=self._worded(call, name, value)))
                 asking = _asking(request, intent)
                 heard, asks = self._heard(rng, call, intent, told, spec.read_only, persona, asking)
-                questions += asks
+                questions += [(clause, [c for c in heard if c.field in fields]) for clause, fields in asks]
                 if spec.read_only and not heard:
                     # "What kinds of rooms do you have?" with nothing one row answers: no claim would check it
                     raise Drop("intent: nothing to hear back", f"{call.server}.{call.tool}")
@@ -1401,7 +1401,7 @@ class OfflineWriter:
                     early.add(before)
                 if _unasked(heard, asking):
                     said.append(hear_line(rng, style, _wanted(_unasked(heard, asking)), [request, *said]))
-                    questions.append((said[-1], [c.field or "" for c in _unasked(heard, asking)]))
+                    questions.append((said[-1], _unasked(heard, asking)))
             for index, (name, value) in enumerate(details if intent is None else []):
                 label = self.label(call.server, name, spec.param(name).description)
                 told.append(value)
@@ -1418,7 +1418,7 @@ class OfflineWriter:
                 whose = "my" if mine and not someone_elses(row, persona.email) else "the"
                 request = rng.choice(ASK_READ[style]).format(what=f"{what} for {whose} {_entity(spec)}")
                 claims += [_claim("states", label, name, value) for name, label, value in asked]
-                questions.append((request, [name for name, _, _ in asked]))
+                questions.append((request, claims[len(claims) - len(asked) :]))
             elif intent is None:
                 phrase = _phrase(spec, mine)
                 request = rng.choice(ASK_WRITE[style]).format(phrase=phrase, Phrase=phrase[:1].upper() + phrase[1:])
@@ -1471,10 +1471,10 @@ class OfflineWriter:
                         text = GREETED.sub("", text)
                         said.append("Also, " + (text if re.match(r"I\b", text) else text[:1].lower() + text[1:]))
                         claims += heard
-                        questions += asks
+                        questions += [(clause, [c for c in heard if c.field in fields]) for clause, fields in asks]
                     if heard and _unasked(heard, asking):  # a follow-up question is not asked twice either
                         said.append(hear_line(rng, style, _wanted(_unasked(heard, asking)), [request, *said]))
-                        questions.append((said[-1], [c.field or "" for c in _unasked(heard, asking)]))
+                        questions.append((said[-1], _unasked(heard, asking)))
                 for name, how in grounded.sources[index].items():
                     value = grounded.calls[index].arguments[name]
                     # Held back unless already said or held back: a number the user said of something else
@@ -1519,12 +1519,12 @@ class OfflineWriter:
                             what = " and ".join(_the(label) for _, label, _ in asked)
                             said.append(f"I'd also like to know {what}{self._about(grounded, index, asked)}.")
                             claims += [_claim("states", label, name, value) for name, label, value in asked]
-                            questions.append((said[-1], [name for name, _, _ in asked]))
+                            questions.append((said[-1], claims[len(claims) - len(asked) :]))
                     else:
                         said.append(f"And please {_phrase(follow_spec, mine)} as well.")
             if wanted:
                 said.append(hear_line(rng, style, _wanted(wanted), [request, *said]))
-                questions.append((said[-1], [c.field or "" for c in wanted]))
+                questions.append((said[-1], wanted))
             # A value this turn takes from an earlier turn's answer: nothing to add where the user says it or holds
             # it back anyway ("My email is ...", "because hours were billed twice"); else they point at it by what
             # it is ("The list is the same as in my last request."), never "use what you found".
@@ -1623,11 +1623,11 @@ class OfflineWriter:
             # email"): its sentence would stay in the message with no claim to check it.
             if group and not any(any(k.values == c.values and k.field == c.field for k in kept) for c in group):
                 raise Drop("intent: a follow-up asks only for what the user said")
-        # A question whose every claim went above ("Was the claim for 610026 approved?" says 'approved', so the
-        # claim 'whether the claim was approved: approved' echoes it) stays in the message with nothing to check
-        # it, and any answer passes: the task is not asked.
-        for question, fields in questions:
-            if fields and not any(c.field in fields for c in kept):
+        # A question whose every claim was removed above ("Was the claim for 610026 approved?" says 'approved', so
+        # the claim 'whether the claim was approved: approved' echoes it) stays in the message with nothing to
+        # check it, and any answer passes: the task is not asked.
+        for question, checking in questions:
+            if checking and not any(c in kept for c in checking):
                 raise Drop("a question no claim checks", question[:80])
         written = (
             "offline (intents)" if any(self.catalog.intent(c.server, c.tool) for c in grounded.calls) else "offline"
