@@ -1345,8 +1345,9 @@ class OfflineWriter:
         told: list[Any] = [persona.name]  # values the user says or holds back (never claimed back)
         refs: dict[tuple[str, str, Any], str] = {}  # a row already named in this task: named the same way again
         asked_back: list[list[Claim]] = []  # per follow-up question: the claims it asks for
-        # per question said (a clause of a read's phrasing, a 'could you tell me ...'): the claims that check it
-        questions: list[tuple[str, list[Claim]]] = []
+        # per question said (a clause of a read's phrasing, a 'could you tell me ...'): the claims that check it,
+        # and whether the sentence may be left out (one asking to hear back a change or a fee: the request stands)
+        questions: list[tuple[str, list[Claim], bool]] = []
         requested: dict[int, str] = {}  # per gold write: the request as the user said it (the oracle reads it back)
         goals = [i for i, s in enumerate(grounded.chain.steps) if s.role == "goal"]
         for turn, goal in enumerate(goals):
@@ -1386,7 +1387,7 @@ class OfflineWriter:
                         hidden.append(held(name, value, label, worded=self._worded(call, name, value)))
                 asking = _asking(request, intent)
                 heard, asks = self._heard(rng, call, intent, told, spec.read_only, persona, asking)
-                questions += [(clause, [c for c in heard if c.field in fields]) for clause, fields in asks]
+                questions += [(clause, [c for c in heard if c.field in fields], False) for clause, fields in asks]
                 if spec.read_only and not heard:
                     # "What kinds of rooms do you have?" with nothing one row answers: no claim would check it
                     raise Drop("intent: nothing to hear back", f"{call.server}.{call.tool}")
@@ -1401,7 +1402,7 @@ class OfflineWriter:
                     early.add(before)
                 if _unasked(heard, asking):
                     said.append(hear_line(rng, style, _wanted(_unasked(heard, asking)), [request, *said]))
-                    questions.append((said[-1], _unasked(heard, asking)))
+                    questions.append((said[-1], _unasked(heard, asking), not spec.read_only))
             for index, (name, value) in enumerate(details if intent is None else []):
                 label = self.label(call.server, name, spec.param(name).description)
                 told.append(value)
@@ -1418,7 +1419,7 @@ class OfflineWriter:
                 whose = "my" if mine and not someone_elses(row, persona.email) else "the"
                 request = rng.choice(ASK_READ[style]).format(what=f"{what} for {whose} {_entity(spec)}")
                 claims += [_claim("states", label, name, value) for name, label, value in asked]
-                questions.append((request, claims[len(claims) - len(asked) :]))
+                questions.append((request, claims[len(claims) - len(asked) :], False))
             elif intent is None:
                 phrase = _phrase(spec, mine)
                 request = rng.choice(ASK_WRITE[style]).format(phrase=phrase, Phrase=phrase[:1].upper() + phrase[1:])
@@ -1471,10 +1472,10 @@ class OfflineWriter:
                         text = GREETED.sub("", text)
                         said.append("Also, " + (text if re.match(r"I\b", text) else text[:1].lower() + text[1:]))
                         claims += heard
-                        questions += [(clause, [c for c in heard if c.field in fields]) for clause, fields in asks]
+                        questions += [(c, [h for h in heard if h.field in fields], False) for c, fields in asks]
                     if heard and _unasked(heard, asking):  # a follow-up question is not asked twice either
                         said.append(hear_line(rng, style, _wanted(_unasked(heard, asking)), [request, *said]))
-                        questions.append((said[-1], _unasked(heard, asking)))
+                        questions.append((said[-1], _unasked(heard, asking), not step_spec.read_only))
                 for name, how in grounded.sources[index].items():
                     value = grounded.calls[index].arguments[name]
                     # Held back unless already said or held back: a number the user said of something else
@@ -1519,12 +1520,12 @@ class OfflineWriter:
                             what = " and ".join(_the(label) for _, label, _ in asked)
                             said.append(f"I'd also like to know {what}{self._about(grounded, index, asked)}.")
                             claims += [_claim("states", label, name, value) for name, label, value in asked]
-                            questions.append((said[-1], claims[len(claims) - len(asked) :]))
+                            questions.append((said[-1], claims[len(claims) - len(asked) :], False))
                     else:
                         said.append(f"And please {_phrase(follow_spec, mine)} as well.")
             if wanted:
                 said.append(hear_line(rng, style, _wanted(wanted), [request, *said]))
-                questions.append((said[-1], wanted))
+                questions.append((said[-1], wanted, True))
             # A value this turn takes from an earlier turn's answer: nothing to add where the user says it or holds
             # it back anyway ("My email is ...", "because hours were billed twice"); else they point at it by what
             # it is ("The list is the same as in my last request."), never "use what you found".
@@ -1624,11 +1625,17 @@ class OfflineWriter:
             if group and not any(any(k.values == c.values and k.field == c.field for k in kept) for c in group):
                 raise Drop("intent: a follow-up asks only for what the user said")
         # A question whose every claim was removed above ("Was the claim for 610026 approved?" says 'approved', so
-        # the claim 'whether the claim was approved: approved' echoes it) stays in the message with nothing to
-        # check it, and any answer passes: the task is not asked.
-        for question, checking in questions:
-            if checking and not any(c in kept for c in checking):
+        # the claim 'whether the claim was approved: approved' echoes it) would stay in the message with nothing
+        # to check it, and any answer would pass: a sentence asking to hear back a change or a fee ("Could you
+        # tell me the planned arrival?" after the user gave it) is left out, the task with any other is not asked.
+        for question, checking, optional in questions:
+            if not checking or any(c in kept for c in checking):
+                continue
+            sentence = f" {_ended(question)}"
+            at = next((i for i, m in enumerate(messages) if sentence in m), None)
+            if not optional or at is None:
                 raise Drop("a question no claim checks", question[:80])
+            messages[at] = messages[at].replace(sentence, "", 1)
         written = (
             "offline (intents)" if any(self.catalog.intent(c.server, c.tool) for c in grounded.calls) else "offline"
         )

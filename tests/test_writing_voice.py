@@ -500,3 +500,52 @@ def test_a_question_whose_answer_the_user_says_is_not_asked() -> None:
     with pytest.raises(Drop) as dropped:
         writer.write(random.Random(0), grounded, "terse")
     assert dropped.value.reason == "a question no claim checks"
+
+
+def test_a_request_to_hear_back_what_the_user_said_is_left_out() -> None:
+    """Seed 1201: "Can you put me on the run from Seville to Faro ...? Oh, and can you tell me the planned
+    arrival?" kept the question after its claim echoed what the user said and was removed. A sentence asking to
+    hear back a change is left out where no claim of it stays; the change itself is still asked for."""
+    import random
+
+    from envfarm.clients.graph import OutField, ToolSpec, build_graph
+    from envfarm.clients.grounding import Grounded, PersonaRecord
+    from envfarm.clients.sampling import Catalog, Chain, Step
+    from envfarm.clients.writing import OfflineWriter
+    from envfarm.servers.runtime.intents import Intent, ServerIntents
+
+    def written(months: int) -> list[str]:
+        spec = ToolSpec(
+            server="gym",
+            name="renew_plan",
+            read_only=False,
+            outputs=[OutField(name="plan_id", entity="plans"), OutField(name="months", type="integer")],
+        )
+        intent = Intent(
+            asks="customer",
+            say=["Please renew my plan for 12 months.", "Renew my plan for 12 months, please."],
+            hear={"months": "how many months it runs"},
+        )
+        catalog = Catalog([spec], build_graph([spec]), {"gym": ServerIntents(tools={"renew_plan": intent})})
+        grounded = Grounded(
+            chain=Chain(steps=[Step(server="gym", tool="renew_plan", role="goal")], sampler="topology"),
+            persona=PersonaRecord(name="Tomas Chen", email="tomas@example.com"),
+            calls=[
+                GoldCall(
+                    server="gym",
+                    tool="renew_plan",
+                    arguments={},
+                    output={"plan_id": "pln_8d2k4x", "months": months},
+                    is_write=True,
+                )
+            ],
+            sources=[{}],
+            targets=[None],
+            expected={},
+        )
+        request = OfflineWriter(catalog).write(random.Random(0), grounded, "terse")
+        return [*request.turns, *(c.text for c in request.claims)]
+
+    kept = written(11)
+    assert "months it runs" in kept[0] and kept[1:] == ["confirms how many months it runs: 11"], kept
+    assert written(12) == ["It's Tomas Chen. Please renew my plan for 12 months."]
