@@ -1298,16 +1298,18 @@ class OfflineWriter:
         read: bool,
         persona: PersonaRecord,
         question: str = "",
-    ) -> list[Claim]:
+    ) -> tuple[list[Claim], list[tuple[str, list[str]]]]:
         """Claims on the fields the intent's `hear` names, labelled with the person's words: only a field one row
         of the answer holds (never a page's count beside a list, nor a value the user said or knows of
         themselves: their email, their phone). A read whose question (`question`: its phrasing, slots taken out)
         asks for fields claims exactly those ("How much would I pay, and how much would insurance pay?": both,
-        nothing beside them); otherwise up to two drawn by `rng`, which the writer then asks for in words."""
+        nothing beside them); otherwise up to two drawn by `rng`, which the writer then asks for in words. With
+        them, each question clause that asks for fields and those fields: one of them must stay claimed."""
         options = _hearable(call, intent, told, persona)
         # A field the request itself asks for ("When is my rental RA1 due back?" asks the return time) is always
         # heard: a question no claim checks passes any answer; a field it does not ask for is never claimed.
-        asked = asked_fields(question, options) if read else []
+        clauses = [(c, f) for c, f in asked_by_clause(question, options) if f] if read else []
+        asked = [f for _, fields in clauses for f in fields]
         if read and question:
             # "..., and how many does my plan allow?" where the plan allows any number (the field is empty), or
             # several rows answer it: part of the question no claim can check, so another request is written
@@ -1330,7 +1332,7 @@ class OfflineWriter:
         drawn = [] if wanted else rng.sample(options, min(2, len(options)))
         chosen = sorted([*wanted, *drawn], key=lambda o: list(intent.hear).index(o[0]))
         verb = "states" if read else "confirms"
-        return [_heard_claim(verb, w, f, v) for f, w, v in chosen]
+        return [_heard_claim(verb, w, f, v) for f, w, v in chosen], clauses
 
     def _required(self, call: Any, told: list[Any], persona: PersonaRecord) -> Claim | None:
         """A read the policy puts before a write (the cancellation fee, the quote) asked for in the user's words:
@@ -1354,6 +1356,9 @@ class OfflineWriter:
         told: list[Any] = [persona.name]  # values the user says or holds back (never claimed back)
         refs: dict[tuple[str, str, Any], str] = {}  # a row already named in this task: named the same way again
         asked_back: list[list[Claim]] = []  # per follow-up question: the claims it asks for
+        # per question said (a clause of a read's phrasing, a 'could you tell me ...'): the claims that check it,
+        # and whether the sentence may be left out (one asking to hear back a change or a fee: the request stands)
+        questions: list[tuple[str, list[Claim], bool]] = []
         requested: dict[int, str] = {}  # per gold write: the request as the user said it (the oracle reads it back)
         goals = [i for i, s in enumerate(grounded.chain.steps) if s.role == "goal"]
         for turn, goal in enumerate(goals):
@@ -1392,7 +1397,8 @@ class OfflineWriter:
                     if label is not None and not isinstance(value, bool):
                         hidden.append(held(name, value, label, worded=self._worded(call, name, value)))
                 asking = _asking(request, intent)
-                heard = self._heard(rng, call, intent, told, spec.read_only, persona, asking)
+                heard, asks = self._heard(rng, call, intent, told, spec.read_only, persona, asking)
+                questions += [(clause, [c for c in heard if c.field in fields], False) for clause, fields in asks]
                 if spec.read_only and not heard:
                     # "What kinds of rooms do you have?" with nothing one row answers: no claim would check it
                     raise Drop("intent: nothing to hear back", f"{call.server}.{call.tool}")
@@ -1407,6 +1413,7 @@ class OfflineWriter:
                     early.add(before)
                 if _unasked(heard, asking):
                     said.append(hear_line(rng, style, _wanted(_unasked(heard, asking)), [request, *said]))
+                    questions.append((said[-1], _unasked(heard, asking), not spec.read_only))
             for index, (name, value) in enumerate(details if intent is None else []):
                 label = self.label(call.server, name, spec.param(name).description)
                 told.append(value)
@@ -1423,6 +1430,7 @@ class OfflineWriter:
                 whose = "my" if mine and not someone_elses(row, persona.email) else "the"
                 request = rng.choice(ASK_READ[style]).format(what=f"{what} for {whose} {_entity(spec)}")
                 claims += [_claim("states", label, name, value) for name, label, value in asked]
+                questions.append((request, claims[len(claims) - len(asked) :], False))
             elif intent is None:
                 phrase = _phrase(spec, mine)
                 request = rng.choice(ASK_WRITE[style]).format(phrase=phrase, Phrase=phrase[:1].upper() + phrase[1:])
@@ -1458,13 +1466,15 @@ class OfflineWriter:
                         # not asked, its call feeds nothing and pruning drops it
                         and not (index != goal and _same_object(grounded, goal, index))
                     )
-                    heard = []
+                    heard, asks = [], []
                     if asked_at_all:
                         # the question first, then what it asks for: "What are the copays under my plan?" is
                         # answered by every copay, and by nothing it does not ask
                         text, _ = self._intent_request(rng, grounded, index, follow_intent, told, refs)
                         asking = _asking(text, follow_intent)
-                        heard = self._heard(rng, follow_call, follow_intent, told, step_spec.read_only, persona, asking)
+                        heard, asks = self._heard(
+                            rng, follow_call, follow_intent, told, step_spec.read_only, persona, asking
+                        )
                     if step_spec.read_only:
                         asked_back.append(heard)
                     if heard or not step_spec.read_only:
@@ -1473,8 +1483,10 @@ class OfflineWriter:
                         text = GREETED.sub("", text)
                         said.append("Also, " + (text if re.match(r"I\b", text) else text[:1].lower() + text[1:]))
                         claims += heard
+                        questions += [(c, [h for h in heard if h.field in fields], False) for c, fields in asks]
                     if heard and _unasked(heard, asking):  # a follow-up question is not asked twice either
                         said.append(hear_line(rng, style, _wanted(_unasked(heard, asking)), [request, *said]))
+                        questions.append((said[-1], _unasked(heard, asking), not step_spec.read_only))
                 for name, how in grounded.sources[index].items():
                     value = grounded.calls[index].arguments[name]
                     # Held back unless already said or held back: a number the user said of something else
@@ -1519,10 +1531,12 @@ class OfflineWriter:
                             what = " and ".join(_the(label) for _, label, _ in asked)
                             said.append(f"I'd also like to know {what}{self._about(grounded, index, asked)}.")
                             claims += [_claim("states", label, name, value) for name, label, value in asked]
+                            questions.append((said[-1], claims[len(claims) - len(asked) :], False))
                     else:
                         said.append(f"And please {_phrase(follow_spec, mine)} as well.")
             if wanted:
                 said.append(hear_line(rng, style, _wanted(wanted), [request, *said]))
+                questions.append((said[-1], wanted, True))
             # A value this turn takes from an earlier turn's answer: nothing to add where the user says it or holds
             # it back anyway ("My email is ...", "because hours were billed twice"); else they point at it by what
             # it is ("The list is the same as in my last request."), never "use what you found".
@@ -1623,6 +1637,18 @@ class OfflineWriter:
             # email"): its sentence would stay in the message with no claim to check it.
             if group and not any(any(k.values == c.values and k.field == c.field for k in kept) for c in group):
                 raise Drop("intent: a follow-up asks only for what the user said")
+        # A question whose every claim was removed above ("Was the claim for 610026 approved?" says 'approved', so
+        # the claim 'whether the claim was approved: approved' echoes it) would stay in the message with nothing
+        # to check it, and any answer would pass: a sentence asking to hear back a change or a fee ("Could you
+        # tell me the planned arrival?" after the user gave it) is left out, the task with any other is not asked.
+        for question, checking, optional in questions:
+            if not checking or any(c in kept for c in checking):
+                continue
+            sentence = f" {_ended(question)}"
+            at = next((i for i, m in enumerate(messages) if sentence in m), None)
+            if not optional or at is None:
+                raise Drop("a question no claim checks", question[:80])
+            messages[at] = messages[at].replace(sentence, "", 1)
         written = (
             "offline (intents)" if any(self.catalog.intent(c.server, c.tool) for c in grounded.calls) else "offline"
         )

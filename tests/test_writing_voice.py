@@ -442,3 +442,110 @@ def test_a_question_no_field_answers_is_found_so_no_task_asks_it() -> None:
     assert unanswered_questions("When does it start?", TOUR) == ["When does it start?"]  # no date among them
     assert unanswered_questions("Is anything missing from the report?", [("ready", "whether it's ready", 0)]) == []
     assert unanswered_questions("Please cancel my booking.", hours) == []
+
+
+def _claims_writer(status: str) -> tuple[object, object]:
+    """An offline writer over one read (`list_claims`) asked in phrasings with no slot, and its grounding
+    with the claim's status `status`."""
+    from envfarm.clients.graph import OutField, ToolSpec, build_graph
+    from envfarm.clients.grounding import Grounded, PersonaRecord
+    from envfarm.clients.sampling import Catalog, Chain, Step
+    from envfarm.clients.writing import OfflineWriter
+    from envfarm.servers.runtime.intents import Intent, ServerIntents
+
+    spec = ToolSpec(
+        server="pharmacy",
+        name="list_claims",
+        description="List the insurance claims of a fill.",
+        read_only=True,
+        outputs=[OutField(name="claim_id", entity="claims"), OutField(name="status", entity="claims")],
+    )
+    intent = Intent(
+        asks="customer",
+        say=["Was the insurance claim for my last fill approved?", "Has my last insurance claim been approved?"],
+        hear={"status": "whether the claim was approved"},
+    )
+    catalog = Catalog([spec], build_graph([spec]), {"pharmacy": ServerIntents(tools={"list_claims": intent})})
+    grounded = Grounded(
+        chain=Chain(steps=[Step(server="pharmacy", tool="list_claims", role="goal")], sampler="topology"),
+        persona=PersonaRecord(name="Tomas Chen", email="tomas@example.com"),
+        calls=[
+            GoldCall(
+                server="pharmacy",
+                tool="list_claims",
+                arguments={},
+                output={"claims": [{"claim_id": "clm_rc6ps3", "status": status}], "count": 1},
+            )
+        ],
+        sources=[{}],
+        targets=[None],
+        expected={},
+    )
+    return OfflineWriter(catalog), grounded
+
+
+def test_a_question_whose_answer_the_user_says_is_not_asked() -> None:
+    """Seed 1201, task 3: "Was the insurance claim for the prescription 610026 you filled on 5 March approved?"
+    asks the claim's status, but its answer ('approved') is a word of the question, so the claim on it echoed
+    what the user says and was removed: the question stayed with no claim to check it, and any answer passed.
+    The writer drops such a task; a status the question does not say ('rejected') is claimed."""
+    import random
+
+    from envfarm.clients.grounding import Drop
+
+    writer, grounded = _claims_writer("rejected")
+    request = writer.write(random.Random(0), grounded, "terse")
+    assert [c.field for c in request.claims] == ["status"], request
+    writer, grounded = _claims_writer("approved")
+    with pytest.raises(Drop) as dropped:
+        writer.write(random.Random(0), grounded, "terse")
+    assert dropped.value.reason == "a question no claim checks"
+
+
+def test_a_request_to_hear_back_what_the_user_said_is_left_out() -> None:
+    """Seed 1201: "Can you put me on the run from Seville to Faro ...? Oh, and can you tell me the planned
+    arrival?" kept the question after its claim echoed what the user said and was removed. A sentence asking to
+    hear back a change is left out where no claim of it stays; the change itself is still asked for."""
+    import random
+
+    from envfarm.clients.graph import OutField, ToolSpec, build_graph
+    from envfarm.clients.grounding import Grounded, PersonaRecord
+    from envfarm.clients.sampling import Catalog, Chain, Step
+    from envfarm.clients.writing import OfflineWriter
+    from envfarm.servers.runtime.intents import Intent, ServerIntents
+
+    def written(months: int) -> list[str]:
+        spec = ToolSpec(
+            server="gym",
+            name="renew_plan",
+            read_only=False,
+            outputs=[OutField(name="plan_id", entity="plans"), OutField(name="months", type="integer")],
+        )
+        intent = Intent(
+            asks="customer",
+            say=["Please renew my plan for 12 months.", "Renew my plan for 12 months, please."],
+            hear={"months": "how many months it runs"},
+        )
+        catalog = Catalog([spec], build_graph([spec]), {"gym": ServerIntents(tools={"renew_plan": intent})})
+        grounded = Grounded(
+            chain=Chain(steps=[Step(server="gym", tool="renew_plan", role="goal")], sampler="topology"),
+            persona=PersonaRecord(name="Tomas Chen", email="tomas@example.com"),
+            calls=[
+                GoldCall(
+                    server="gym",
+                    tool="renew_plan",
+                    arguments={},
+                    output={"plan_id": "pln_8d2k4x", "months": months},
+                    is_write=True,
+                )
+            ],
+            sources=[{}],
+            targets=[None],
+            expected={},
+        )
+        request = OfflineWriter(catalog).write(random.Random(0), grounded, "terse")
+        return [*request.turns, *(c.text for c in request.claims)]
+
+    kept = written(11)
+    assert "months it runs" in kept[0] and kept[1:] == ["confirms how many months it runs: 11"], kept
+    assert written(12) == ["It's Tomas Chen. Please renew my plan for 12 months."]
