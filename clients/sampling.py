@@ -112,6 +112,7 @@ class Catalog:
         self.by_server: dict[str, list[ToolSpec]] = {}
         self._reach: dict[str, int] = {}
         self._bounded: dict[tuple[str, int], int] = {}
+        self._people: dict[str, frozenset[str]] = {}
         for spec in specs:
             self.by_server.setdefault(spec.server, []).append(spec)
         self._reads = Counter(spec.server for spec in specs if spec.read_only)
@@ -166,7 +167,10 @@ class Catalog:
 
     def people_keys(self, server: str) -> frozenset[str]:
         """The keys that name a person on `server`: each row's own id (its first) of what a people search finds
-        (`member_id` of find_member; never the `plan_id` the member row also holds)."""
+        (`member_id` of find_member; never the `plan_id` the member row also holds). Read once per server: the
+        sampler asks for every pair of tools it matches."""
+        if server in self._people:
+            return self._people[server]
         keys: set[str] = set()
         for spec in self.by_server.get(server, []):
             if not self.finds_people(spec):
@@ -174,7 +178,8 @@ class Catalog:
             for entity in dict.fromkeys(f.entity for f in spec.outputs):
                 own = next((f.name for f in spec.outputs if f.entity == entity and is_id_like(f.name)), None)
                 keys |= {own} if own else set()
-        return frozenset(keys)
+        self._people[server] = frozenset(keys)
+        return self._people[server]
 
     def person_filter(self, spec: ToolSpec) -> tuple[Param, list[tuple[ToolSpec, list[str]]]] | None:
         """For a search with nothing required (find a reservation by code, guest or date): an optional filter
