@@ -92,8 +92,8 @@ GREETINGS = {
     "terse": ("{name} here.", "It's {name}.", "{first} here."),
     "chatty": (
         "Hey there! {name} here, hope your day is going well.",
-        "Hi! It's {name} again, sorry to bother you.",
-        "Hello hello, {first} here.",
+        "Hi! It's {name}, hoping you can help.",
+        "Hi there, {first} here.",
     ),
 }
 ASK_WRITE = {
@@ -134,6 +134,8 @@ MORE = ("One more thing: ", "Thanks! Also, ", "Great. And ", "While you're at it
 STYLES = tuple(GREETINGS)
 
 
+# A code a person reads off a card or a letter ('LC-201213', 'RA17771', 'INV-1037'): letters and digits, a digit in it.
+CODE = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Z])[A-Z0-9][A-Z0-9-]{3,}(?![\w-])")
 AGAIN_SAID = re.compile(r"\bagain\b", re.IGNORECASE)  # a phrasing telling of something done before
 AGAIN = "again"  # the key under which `OfflineWriter.refer` keeps a row's second, shorter name
 
@@ -148,6 +150,13 @@ def said_once(message: str, refs: dict[tuple[str, str, Any], str]) -> str:
         second = message.find(text, first + len(text)) if first >= 0 else -1
         if second >= 0:
             message = message[:second] + short + message[second + len(text) :]
+    # A code said again after 'my <thing>' ('My card is LC-201213. ... change it on my card LC-201213?'): once
+    # a person has given their card number they say 'my card', as they do with any row named before.
+    for code in dict.fromkeys(CODE.findall(message)):
+        first = message.find(code)
+        for match in reversed(list(re.finditer(rf"\b[Mm]y (?:[a-z]+ ){{1,2}}({re.escape(code)})(?![\w-])", message))):
+            if match.start(1) > first:
+                message = message[: match.start(1) - 1] + message[match.end(1) :]
     # Two rows at the same place ('my stay at the Central Oslo', 'room 301 at the Central Oslo'): the place once.
     for match in PLACE_PHRASE.finditer(message):
         second = message.find(match.group(0), match.end())

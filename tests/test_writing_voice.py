@@ -429,6 +429,20 @@ def test_a_place_two_rows_share_is_named_once_and_a_bare_name_keeps_its_capital(
     assert casual("Onboarding flow", 'move the "Migrate" task in ', frozenset({"onboarding"})) == "Onboarding flow"
 
 
+def test_a_code_said_again_after_my_thing_is_said_as_my_thing() -> None:
+    message = "My card is LC-201213. Also, I've got a new phone number. Could you change it on my card LC-201213?"
+    assert said_once(message, {}) == (
+        "My card is LC-201213. Also, I've got a new phone number. Could you change it on my card?"
+    )
+    twice = "Can I check out the copy on my card LC-201853? Also, could you change it on my card LC-201853?"
+    assert (
+        said_once(twice, {}) == "Can I check out the copy on my card LC-201853? Also, could you change it on my card?"
+    )
+    # a code said once, or again without 'my <thing>' before it, stays as said
+    kept = "Please move the due date of INV-1037 to 3 May; INV-1037 is the March one."
+    assert said_once(kept, {}) == kept
+
+
 def test_a_question_no_field_answers_is_found_so_no_task_asks_it() -> None:
     """Seed 9907: "where does the Wawel Castle and Old Town start, and how long does it take?" was claimed on the
     hours alone, so any answer to 'where' passed. A clause asking for a value that no field answers is reported
