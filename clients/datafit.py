@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from envfarm.clients.graph import is_id_like, words
@@ -32,6 +32,10 @@ MIN_EVIDENCE = 5  # seed rows with a drawn value before the data is read as sayi
 RARE = 0.1  # the share of the rows without a value that may share its state
 STATE_WORD = re.compile(r"status|state")  # a column naming where a row is in its life, not what sort it is
 MAX_KINDS = 6  # a category column (a status) has at most this many values over its table
+# A column of words a person writes for a row (a charge's description, a visit's reason, a post's text).
+NOTE_COLUMN = re.compile(r"reason|note|memo|description|text|body|summary|subject|title|comment|message")
+RECENT = (3, 60)  # days before and after today in which a like row of the person's is still the same errand
+VERBATIM_WORDS = 5  # words of a text said before that make a new row with it a copy, whoever wrote the first
 # Words of a text that says the writer will be there in person ("Can pick up this weekend").
 IN_PERSON = re.compile(
     r"\b(?:pick(?:ing)? (?:it )?up|pickup|collect (?:it|in person)|in person|come by|drop by)\b", re.I
@@ -64,6 +68,63 @@ def copied_row(added: Row, rows: Sequence[Row], key: str | None) -> Row | None:
         if key is not None and row.get(key) == added.get(key):
             continue
         if all(row.get(c) == added[c] for c in measures) and all(row.get(c) == added[c] for c in texts if c in row):
+            return row
+    return None
+
+
+def _others(row: Row, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str], who: set[str]) -> set[str]:
+    """The keys of the rows `row` leads to in one or two reference hops that are not a person's own record (the
+    merchant of a charge, the doctor of a visit's slot, a post's channel), each as 'table:key'."""
+    found: set[str] = set()
+    first = _pointed(row, tables, keys)
+    for table, linked in [
+        *first.items(),
+        *((t, r) for f in first.values() for t, r in _pointed(f, tables, keys).items()),
+    ]:
+        if who & {v for v in linked.values() if isinstance(v, str)}:
+            continue
+        found.add(f"{table}:{linked.get(keys[table])}")
+    return found
+
+
+def _recent(row: Row, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str], today: str) -> bool:
+    """Whether a row, or a row it points at when it has no date of its own (a visit's slot), is dated within
+    RECENT of today: yesterday's bill payment and next week's visit are the errand still in hand."""
+    dates = [v[:10] for v in row.values() if _dated(v)]
+    if not dates:
+        dates = [v[:10] for r in _pointed(row, tables, keys).values() for v in r.values() if _dated(v)]
+    day = date.fromisoformat(today)
+    low, high = (day - timedelta(days=RECENT[0])).isoformat(), (day + timedelta(days=RECENT[1])).isoformat()
+    return any(low <= d <= high for d in dates)
+
+
+def repeated_errand(
+    added: Row,
+    table: str,
+    tables: Mapping[str, Sequence[Row]],
+    keys: Mapping[str, str],
+    who: set[str],
+    today: str | None,
+) -> Row | None:
+    """An existing live row that the created one repeats in its words and its counterpart: a second "Monthly bill at
+    Greenfield Energy" charge the day after the first, a second "headaches" visit with the doctor the patient is
+    already booked with next week, a post that says word for word what is in the channel already. A careful agent
+    asks before doing an errand twice. The first row must be the person's and dated near today, or, for a text of
+    VERBATIM_WORDS words or more, anyone's (a verbatim repost is a copy whoever wrote the first). None when no row
+    shares both a written text (NOTE_COLUMN) and a row it leads to that is not a person's record."""
+    key = keys.get(table)
+    notes = {c: v.strip().lower() for c, v in added.items() if NOTE_COLUMN.search(c) and not is_id_like(c) and _text(v)}
+    if not notes or today is None:
+        return None
+    counterparts = _others(added, tables, keys, who)
+    for row in tables.get(table, []):
+        if key and row.get(key) == added.get(key) or not _live(row):
+            continue
+        same = [c for c, v in notes.items() if isinstance(row.get(c), str) and row[c].strip().lower() == v]
+        if not same or not counterparts & _others(row, tables, keys, who):
+            continue
+        verbatim = any(len(notes[c].split()) >= VERBATIM_WORDS for c in same)
+        if verbatim or (_belongs(row, key, who, tables, keys) and _recent(row, tables, keys, today)):
             return row
     return None
 
@@ -681,6 +742,9 @@ def row_conflicts(
             twin = copied_row(row, rows, keys.get(table))
             if twin is not None:
                 found.append(("a new row that copies an existing one", f"{table} {twin.get(key)}"))
+            again = repeated_errand(row, table, tables, keys, who, today)
+            if again is not None and twin is None:
+                found.append(("a new row repeating an errand of the person's", f"{table} {again.get(key)}"))
             clash = overlapping_own(row, table, tables, keys, who)
             if clash is not None:
                 found.append(("a new row over one of the person's own", f"{table} {clash.get(key)}"))

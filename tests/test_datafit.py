@@ -18,6 +18,7 @@ from envfarm.clients.datafit import (
     far_in_person,
     moved_into_past,
     overlapping_own,
+    repeated_errand,
     row_conflicts,
 )
 from envfarm.clients.graph import Param, ToolSpec
@@ -285,3 +286,67 @@ def test_a_call_about_an_expired_record_ignores_the_data_unless_it_renews_it() -
     assert expired_record("quote_copay", {"rx_id": "rx_2"}, tables, keys, today) is None
     assert expired_record("renew_prescription", {"rx_id": "rx_1"}, tables, keys, today) is None
     assert expired_record("quote_copay", {"rx_id": "rx_1"}, tables, keys, None) is None
+
+
+def test_a_second_visit_for_the_same_complaint_with_the_same_doctor_repeats_an_errand() -> None:
+    keys = {"patients": "patient_id", "doctors": "doctor_id", "slots": "slot_id", "appointments": "appointment_id"}
+    tables = {
+        "patients": [{"patient_id": "pat_1", "full_name": "Olga Ahmed", "email": "olga@example.com"}],
+        "doctors": [{"doctor_id": "doc_1", "full_name": "Dr. Weber"}, {"doctor_id": "doc_2", "full_name": "Dr. Li"}],
+        "slots": [
+            {"slot_id": "slt_1", "doctor_id": "doc_1", "starts_at": "2026-04-22T14:00:00Z"},
+            {"slot_id": "slt_2", "doctor_id": "doc_1", "starts_at": "2026-04-16T10:00:00Z"},
+            {"slot_id": "slt_3", "doctor_id": "doc_2", "starts_at": "2026-04-16T10:00:00Z"},
+            {"slot_id": "slt_4", "doctor_id": "doc_1", "starts_at": "2025-06-01T10:00:00Z"},
+        ],
+        "appointments": [
+            {
+                "appointment_id": "apt_1",
+                "patient_id": "pat_1",
+                "slot_id": "slt_1",
+                "reason": "Headaches",
+                "status": "booked",
+            }
+        ],
+    }
+    who = {"olga@example.com", "Olga Ahmed"}
+    new = {
+        "appointment_id": "apt_9",
+        "patient_id": "pat_1",
+        "slot_id": "slt_2",
+        "reason": "headaches",
+        "status": "booked",
+    }
+    assert repeated_errand(new, "appointments", tables, keys, who, "2026-04-13") is tables["appointments"][0]
+    # another doctor, another complaint, or the first visit cancelled or a year back: a new errand
+    assert repeated_errand({**new, "slot_id": "slt_3"}, "appointments", tables, keys, who, "2026-04-13") is None
+    assert repeated_errand({**new, "reason": "Back pain"}, "appointments", tables, keys, who, "2026-04-13") is None
+    cancelled = {**tables, "appointments": [{**tables["appointments"][0], "status": "cancelled"}]}
+    assert repeated_errand(new, "appointments", cancelled, keys, who, "2026-04-13") is None
+    last_year = {**tables, "appointments": [{**tables["appointments"][0], "slot_id": "slt_4"}]}
+    tables["slots"].append({"slot_id": "slt_5", "doctor_id": "doc_1", "starts_at": "2026-04-03T10:00:00Z"})
+    ten_days_back = {**tables, "appointments": [{**tables["appointments"][0], "slot_id": "slt_5"}]}
+    assert repeated_errand(new, "appointments", ten_days_back, keys, who, "2026-04-13") is None
+    assert repeated_errand(new, "appointments", last_year, keys, who, "2026-04-13") is None
+    found = row_conflicts({"appointments": {"added": [new]}}, tables, keys, who, "2026-04-13")
+    assert ("a new row repeating an errand of the person's", "appointments apt_1") in found
+
+
+def test_a_post_saying_word_for_word_what_another_member_said_in_the_channel_is_a_repeat() -> None:
+    keys = {"channels": "channel_id", "members": "member_id", "messages": "message_id"}
+    text = "Yes, the security training is settled: completion stays at 68%."
+    tables = {
+        "channels": [{"channel_id": "ch_1", "name": "help-it"}, {"channel_id": "ch_2", "name": "random"}],
+        "members": [
+            {"member_id": "mbr_1", "email": "lucas@example.com"},
+            {"member_id": "mbr_2", "email": "o@example.com"},
+        ],
+        "messages": [{"message_id": "msg_1", "channel_id": "ch_1", "author_id": "mbr_2", "text": text}],
+    }
+    post = {"message_id": "msg_9", "channel_id": "ch_1", "author_id": "mbr_1", "text": text}
+    who = {"lucas@example.com"}
+    assert repeated_errand(post, "messages", tables, keys, who, "2026-04-13") is tables["messages"][0]
+    assert repeated_errand({**post, "channel_id": "ch_2"}, "messages", tables, keys, who, "2026-04-13") is None
+    # a short common text ("Thanks!") by someone else is no copy
+    short = {**tables, "messages": [{**tables["messages"][0], "text": "Thanks!"}]}
+    assert repeated_errand({**post, "text": "Thanks!"}, "messages", short, keys, who, "2026-04-13") is None
