@@ -40,7 +40,13 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from envfarm.clients.connect import Connections
-from envfarm.clients.datafit import clock_day, retires_what_was_used, row_conflicts, value_conflicts
+from envfarm.clients.datafit import (
+    clock_day,
+    retires_what_was_used,
+    row_conflicts,
+    value_conflicts,
+    written_texts,
+)
 from envfarm.clients.flow import refers
 from envfarm.clients.graph import ToolSpec, is_id_like, load_intents, load_specs, words
 from envfarm.clients.grounding import PersonaRecord, Row, ServerWorld, observe, persona_rows
@@ -60,6 +66,9 @@ STAFF_VERBS = frozenset(
 NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
 SNAKE = re.compile(r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b")
 ISO_TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
+ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}")
+# Words of a question about what is ahead: a room free, a courier coming, a registration still open.
+ASKS_AHEAD = re.compile(r"\b(?:still|coming|will|upcoming|free|available)\b", re.IGNORECASE)
 PARAMETER_SENTENCE = re.compile(r"\b[Tt]he [\w ]{1,40} should be\b")
 SCRUBBED_VERB = re.compile(
     r"\b(?:you|to|please|Please|I want to|Need to|need to) it\b|\bit (?:a|my|the) it\b|"
@@ -1291,7 +1300,36 @@ class Auditor:
                     check="clock", detail="servers disagree on now: " + ", ".join(f"{s} {c}" for s, c in clocks.items())
                 )
             ]
-        return []
+        return self.asked_ahead_of_the_past(task)
+
+    def asked_ahead_of_the_past(self, task: Task) -> list[Finding]:
+        """A question that looks ahead ('Is the Cedar room free on Wednesday 8 April?', 'When is the courier
+        coming?', 'Until when can I still register?') about a day the farm clock has passed: a read of that turn
+        keyed on a past date, or a claim it answers with one. No person asks whether a room is free last week."""
+        findings = []
+        for index, turn in enumerate(task.turns):
+            questions = [q for q in re.findall(r"[^.?!]*\?", turn.message) if ASKS_AHEAD.search(q)]
+            if not questions:
+                continue
+            for call in (c for c in task.gold_calls if c.turn == index and not c.is_write):
+                today = clock_day(self.facts[call.server].clock if call.server in self.facts else None)
+                if today is None:
+                    continue
+                past = [
+                    v for v in call.arguments.values() if isinstance(v, str) and ISO_DAY.match(v) and v[:10] < today
+                ]
+                answered = json.dumps(call.output)
+                past += [
+                    v
+                    for c in task.claims
+                    for v in c.values
+                    if ISO_DAY.match(v) and v[:10] < today and json.dumps(v) in answered
+                ]
+                if past:
+                    detail = f"{questions[0].strip()!r} about {past[0][:10]}, before today {today}"
+                    findings.append(Finding(check="clock", detail=detail))
+                    break
+        return findings
 
     # -- data: what the gold writes fits the seed (`envfarm.clients.datafit`)
 
@@ -1310,7 +1348,8 @@ class Auditor:
             world = self.worlds.get(server)
             if world is not None:
                 today = clock_day(self.facts[server].clock if server in self.facts else None)
-                found += row_conflicts(expected.diff, world.tables, world.keys, who, today)
+                written = written_texts(task.gold_calls, server)
+                found += row_conflicts(expected.diff, world.tables, world.keys, who, today, written)
         diffs = {s: e.diff for s, e in task.expected_state.items() if s in self.worlds}
         retired = retires_what_was_used(task.gold_calls, diffs, {s: self.worlds[s].keys for s in diffs})
         if retired is not None:

@@ -35,7 +35,7 @@ MAX_KINDS = 6  # a category column (a status) has at most this many values over 
 # A column of words a person writes for a row (a charge's description, a visit's reason, a post's text).
 NOTE_COLUMN = re.compile(r"reason|note|memo|description|text|body|summary|subject|title|comment|message")
 RECENT = (3, 60)  # days before and after today in which a like row of the person's is still the same errand
-VERBATIM_WORDS = 5  # words of a text said before that make a new row with it a copy, whoever wrote the first
+VERBATIM_WORDS = 8  # words of a text said before that make a new row with it a copy, whoever wrote the first
 # Words of a text that says the writer will be there in person ("Can pick up this weekend").
 IN_PERSON = re.compile(
     r"\b(?:pick(?:ing)? (?:it )?up|pickup|collect (?:it|in person)|in person|come by|drop by)\b", re.I
@@ -105,15 +105,23 @@ def repeated_errand(
     keys: Mapping[str, str],
     who: set[str],
     today: str | None,
+    written: Iterable[str] | None = None,
 ) -> Row | None:
     """An existing live row that the created one repeats in its words and its counterpart: a second "Monthly bill at
     Greenfield Energy" charge the day after the first, a second "headaches" visit with the doctor the patient is
     already booked with next week, a post that says word for word what is in the channel already. A careful agent
     asks before doing an errand twice. The first row must be the person's and dated near today, or, for a text of
     VERBATIM_WORDS words or more, anyone's (a verbatim repost is a copy whoever wrote the first). None when no row
-    shares both a written text (NOTE_COLUMN) and a row it leads to that is not a person's record."""
+    shares both a written text (NOTE_COLUMN) and a row it leads to that is not a person's record. `written`: the
+    texts the write's arguments gave (only those are the person's words; a server's own 'Room 103, 1 night(s) at
+    180.00' is no errand); None takes every text of the row."""
     key = keys.get(table)
-    notes = {c: v.strip().lower() for c, v in added.items() if NOTE_COLUMN.search(c) and not is_id_like(c) and _text(v)}
+    said = None if written is None else {w.strip().lower() for w in written}
+    notes = {
+        c: v.strip().lower()
+        for c, v in added.items()
+        if NOTE_COLUMN.search(c) and not is_id_like(c) and _text(v) and (said is None or v.strip().lower() in said)
+    }
     if not notes or today is None:
         return None
     counterparts = _others(added, tables, keys, who)
@@ -724,13 +732,15 @@ def row_conflicts(
     keys: Mapping[str, str],
     who: set[str],
     today: str | None,
+    written: Iterable[str] | None = None,
 ) -> list[tuple[str, str]]:
     """(reason, detail) for every row a task adds or changes on one server that does not fit the seed: a copy,
     an overlap with the person's own row, a new row due before today (an invoice backdated past its due date), a
     date moved into the past, places or a value the seed never combines, a second row in a one-at-a-time state,
     a date before the row it belongs to, an amount far past the seed's, another row's reference. `diff` is the
     server's expected diff (table -> added, updated); `who` the person's email and name; `today` the farm clock's
-    date. The reasons are the ones synthesis counts its drops by."""
+    date; `written` the texts the gold writes gave as arguments (see `repeated_errand`). The reasons are the ones
+    synthesis counts its drops by."""
     found: list[tuple[str, str]] = []
     for table, change in (diff or {}).items():
         rows = tables.get(table, [])
@@ -742,7 +752,7 @@ def row_conflicts(
             twin = copied_row(row, rows, keys.get(table))
             if twin is not None:
                 found.append(("a new row that copies an existing one", f"{table} {twin.get(key)}"))
-            again = repeated_errand(row, table, tables, keys, who, today)
+            again = repeated_errand(row, table, tables, keys, who, today, written)
             if again is not None and twin is None:
                 found.append(("a new row repeating an errand of the person's", f"{table} {again.get(key)}"))
             clash = overlapping_own(row, table, tables, keys, who)
@@ -857,6 +867,11 @@ def retires_what_was_used(
             first = writes[naming[0]]
             return f"{first.tool} then {writes[last].tool}: {table} {key}"
     return None
+
+
+def written_texts(calls: Iterable[Any], server: str) -> set[str]:
+    """The texts a task's gold writes on `server` give as arguments: what the person wrote, never a server's own."""
+    return {v for c in calls if c.server == server and c.is_write for v in c.arguments.values() if _text(v)}
 
 
 def clock_day(clock: str | None) -> str | None:

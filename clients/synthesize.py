@@ -49,6 +49,7 @@ from envfarm.clients.datafit import (
     retires_what_was_used,
     row_conflicts,
     value_conflicts,
+    written_texts,
 )
 from envfarm.clients.deepen import asker_row, own_rows_reads
 from envfarm.clients.effects import Undone, lifecycle_columns, undone
@@ -686,7 +687,8 @@ class _Run:
         for server, expected in grounded.expected.items():
             world = self.grounder.worlds[server]
             today = self.grounder.today.get(server)
-            if found := row_conflicts(expected.diff, world.tables, world.keys, who, today):
+            written = written_texts(grounded.calls, server)
+            if found := row_conflicts(expected.diff, world.tables, world.keys, who, today, written):
                 return found[0][0]
         diffs = {s: e.diff for s, e in grounded.expected.items()}
         keys = {s: self.grounder.worlds[s].keys for s in diffs}

@@ -262,6 +262,28 @@ def test_clock_fails_when_servers_disagree_on_now() -> None:
     assert checks(task, facts) == {"clock"}
 
 
+def test_clock_fails_for_a_question_about_what_is_ahead_keyed_on_or_answered_by_a_day_already_past() -> None:
+    task = good()
+    task.gold_calls[1].arguments = {"patient_id": "pat_1", "starts_after": "2026-02-27"}
+    task.turns[0].message = "Hi, this is Maria Lopez. Is Dr. Weber still free on Friday 27 February?"
+    found = auditor().asked_ahead_of_the_past(task)
+    assert [f.check for f in found] == ["clock"] and "2026-02-27, before today 2026-03-02" in found[0].detail
+    # the same question about a day ahead, or a question that does not look ahead, is no finding
+    task.gold_calls[1].arguments = {"patient_id": "pat_1", "starts_after": "2026-03-06"}
+    assert auditor().asked_ahead_of_the_past(task) == []
+    task.gold_calls[1].arguments = {"patient_id": "pat_1", "starts_after": "2026-02-27"}
+    task.turns[0].message = "Hi, this is Maria Lopez. What did Dr. Weber note on Friday 27 February?"
+    assert auditor().asked_ahead_of_the_past(task) == []
+    # a claim answering 'when is it coming?' with a past day fails the same way
+    task.turns[0].message = "Hi, this is Maria Lopez. When is my follow-up coming up?"
+    task.gold_calls[1].arguments = {"patient_id": "pat_1"}
+    task.gold_calls[1].output = {"appointments": [{"appointment_id": "apt_1", "starts_at": "2026-02-25T10:00:00Z"}]}
+    task.claims = [
+        Claim(text="states the day: Wednesday 25 February", values=["2026-02-25T10:00:00Z"], field="starts_at")
+    ]
+    assert [f.check for f in auditor().asked_ahead_of_the_past(task)] == ["clock"]
+
+
 @pytest.mark.parametrize(
     "sentence",
     [
