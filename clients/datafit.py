@@ -583,6 +583,31 @@ def _unusual_parent(
 
 
 OUTLIER = 5  # times the largest the seed shows for the same thing, past which an amount is no everyday one
+SPAN_OUTLIER = 2  # times the longest span the seed's rows of a table show, past which a new span is no such row
+
+
+def _days(row: Row, span: tuple[str, str]) -> float | None:
+    try:
+        start, end = (datetime.fromisoformat(str(row[c]).replace("Z", "+00:00")) for c in span)
+    except (KeyError, ValueError):
+        return None
+    if (start.tzinfo is None) != (end.tzinfo is None):
+        return None
+    return (end - start).total_seconds() / 86400
+
+
+def outlying_span(row: Row, table: str, tables: Mapping[str, Sequence[Row]]) -> str | None:
+    """A row whose time span is more than SPAN_OUTLIER times the longest of the table's seed rows (at least
+    MIN_EVIDENCE of them): a "1:1" on the calendar for the three days of a car rental, where no meeting runs past
+    an hour and a half. "start-end: n days (table: at most m over k rows)", else None."""
+    span = _span(row)
+    if span is None:
+        return None
+    length = _days(row, span)
+    seen = [d for r in tables.get(table, []) if _span(r) == span and (d := _days(r, span)) is not None]
+    if length is None or len(seen) < MIN_EVIDENCE or length <= SPAN_OUTLIER * max(seen):
+        return None
+    return f"{span[0]}-{span[1]}: {length:.2f} days ({table}: at most {max(seen):.2f} over {len(seen)} rows)"
 
 
 def outlying_amount(added: Row, table: str, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str]) -> str | None:
@@ -762,6 +787,9 @@ def row_conflicts(
             early = dated_before_parent(row, table, tables, keys)
             if early is not None:
                 found.append(("a new row dated before what it belongs to", f"{table} {row.get(key)}: {early}"))
+            long = outlying_span(row, table, tables)
+            if long is not None:
+                found.append(("a span far past the seed's", f"{table} {row.get(key)}: {long}"))
             outlier = outlying_amount(row, table, tables, keys)
             if outlier is not None:
                 found.append(("an amount far past the seed's", f"{table} {row.get(key)}: {outlier}"))
@@ -777,6 +805,11 @@ def row_conflicts(
             # the diff holds the changed columns only: the rest of the row is the seed's
             seed = next((r for r in rows if key and r.get(key) == changed.get("key")), {})
             found += _placed({**seed, **before, **after}, table, tables, keys, moved)
+            merged = {**seed, **after}
+            span = _span(merged)
+            long = outlying_span(merged, table, tables) if span and set(moved) & set(span) else None
+            if long is not None:
+                found.append(("a span far past the seed's", f"{table} {changed.get('key')}: {long}"))
     return found
 
 

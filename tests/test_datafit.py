@@ -17,6 +17,7 @@ from envfarm.clients.datafit import (
     expired_record,
     far_in_person,
     moved_into_past,
+    outlying_span,
     overlapping_own,
     repeated_errand,
     row_conflicts,
@@ -350,3 +351,32 @@ def test_a_post_saying_word_for_word_what_another_member_said_in_the_channel_is_
     # a short common text ("Thanks!") by someone else is no copy
     short = {**tables, "messages": [{**tables["messages"][0], "text": "Thanks!"}]}
     assert repeated_errand({**post, "text": "Thanks!"}, "messages", short, keys, who, "2026-04-13") is None
+
+
+def test_a_meeting_carried_over_the_three_days_of_a_rental_is_a_span_far_past_the_seeds() -> None:
+    events = [
+        {
+            "event_id": f"evt_{i}",
+            "title": "1:1",
+            "starts_at": f"2026-04-0{i}T09:00:00Z",
+            "ends_at": f"2026-04-0{i}T10:30:00Z",
+        }
+        for i in range(1, 7)
+    ]
+    tables = {"events": events}
+    three_days = {"event_id": "evt_9", "starts_at": "2026-05-09T14:00:00Z", "ends_at": "2026-05-12T14:00:00Z"}
+    assert outlying_span(three_days, "events", tables) == (
+        "starts_at-ends_at: 3.00 days (events: at most 0.06 over 6 rows)"
+    )
+    two_hours = {**three_days, "ends_at": "2026-05-09T16:00:00Z"}
+    assert outlying_span(two_hours, "events", tables) is None
+    # too few seed rows say nothing of how long such a row runs
+    assert outlying_span(three_days, "events", {"events": events[:3]}) is None
+    found = row_conflicts(
+        {"events": {"updated": [{"key": "evt_1", "before": {}, "after": {"ends_at": "2026-04-04T09:00:00Z"}}]}},
+        tables,
+        {"events": "event_id"},
+        set(),
+        "2026-04-01",
+    )
+    assert [r for r, _ in found] == ["a span far past the seed's"]
