@@ -610,6 +610,61 @@ def outlying_span(row: Row, table: str, tables: Mapping[str, Sequence[Row]]) -> 
     return f"{span[0]}-{span[1]}: {length:.2f} days ({table}: at most {max(seen):.2f} over {len(seen)} rows)"
 
 
+CAP_SHARE = 0.8  # the largest share of its parent's number a seed row reaches, for the parent's to read as a cap
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def past_its_cap(
+    added: Row,
+    table: str,
+    tables: Mapping[str, Sequence[Row]],
+    keys: Mapping[str, str],
+    moved: Mapping[tuple[str, str], set[str]] | None = None,
+) -> str | None:
+    """A number of a new row above a number of the row it points at that the seed's rows never pass, though they
+    come close (every offer at most the listing's asking price, some at it): an offer of $63 on a listing asking
+    $51, a refund above the charge, a claim above the declared value. Read from at least MIN_EVIDENCE seed pairs.
+    A parent number the same write moves (`moved`: (table, key) -> columns changed) follows its rows, as a
+    vehicle's odometer follows its fuel logs and an invoice's subtotal its lines: no cap.
+    "table.column n above parent.column m (seed: at most x of it over k rows)", else None."""
+    rows = tables.get(table, [])
+    key = keys.get(table, "")
+    for ref, target in added.items():
+        if ref == key or not isinstance(target, str):
+            continue
+        parents = [t for t, k in keys.items() if k == ref and t != table and tables.get(t)]
+        for parent in parents:
+            by_key = {r.get(ref): r for r in tables[parent]}
+            here = by_key.get(target)
+            if here is None:
+                continue
+            for column, value in added.items():
+                if not _number(value) or is_id_like(column):
+                    continue
+                for cap, limit in here.items():
+                    if not _number(limit) or limit <= 0 or value <= limit or is_id_like(cap):
+                        continue
+                    if cap in (moved or {}).get((parent, target), set()):
+                        continue
+                    shares = [
+                        r[column] / p[cap]
+                        for r in rows
+                        if _number(r.get(column))
+                        and (p := by_key.get(r.get(ref))) is not None
+                        and _number(p.get(cap))
+                        and p[cap] > 0
+                    ]
+                    if len(shares) >= MIN_EVIDENCE and max(shares) <= 1 and max(shares) >= CAP_SHARE:
+                        return (
+                            f"{table}.{column} {value} above {parent}.{cap} {limit} "
+                            f"(seed: at most {max(shares):.2f} of it over {len(shares)} rows)"
+                        )
+    return None
+
+
 def outlying_amount(added: Row, table: str, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str]) -> str | None:
     """A number of a new row more than OUTLIER times the largest the seed's rows show for the same named thing
     (at least MIN_EVIDENCE of them): 40 of "Data migration" on an invoice, where no invoice bills more than 2.
@@ -767,6 +822,11 @@ def row_conflicts(
     date; `written` the texts the gold writes gave as arguments (see `repeated_errand`). The reasons are the ones
     synthesis counts its drops by."""
     found: list[tuple[str, str]] = []
+    changed_columns = {
+        (table, str(u.get("key"))): set(u.get("after") or {})
+        for table, change in (diff or {}).items()
+        for u in _field(change, "updated")
+    }
     for table, change in (diff or {}).items():
         rows = tables.get(table, [])
         key = keys.get(table, "")
@@ -790,6 +850,9 @@ def row_conflicts(
             long = outlying_span(row, table, tables)
             if long is not None:
                 found.append(("a span far past the seed's", f"{table} {row.get(key)}: {long}"))
+            capped = past_its_cap(row, table, tables, keys, changed_columns)
+            if capped is not None:
+                found.append(("an amount past what it belongs to", capped))
             outlier = outlying_amount(row, table, tables, keys)
             if outlier is not None:
                 found.append(("an amount far past the seed's", f"{table} {row.get(key)}: {outlier}"))

@@ -18,6 +18,7 @@ from envfarm.clients.datafit import (
     far_in_person,
     moved_into_past,
     outlying_span,
+    past_its_cap,
     overlapping_own,
     repeated_errand,
     row_conflicts,
@@ -380,3 +381,22 @@ def test_a_meeting_carried_over_the_three_days_of_a_rental_is_a_span_far_past_th
         "2026-04-01",
     )
     assert [r for r, _ in found] == ["a span far past the seed's"]
+
+
+def test_an_offer_above_the_asking_price_is_past_its_cap_and_a_vehicles_moving_odometer_is_no_cap() -> None:
+    keys = {"listings": "listing_id", "offers": "offer_id"}
+    listings = [{"listing_id": f"lst_{i}", "asking_price": 40.0 + i} for i in range(6)]
+    offers = [
+        {"offer_id": f"off_{i}", "listing_id": f"lst_{i}", "amount": 40.0 + i - (i % 3) * 2} for i in range(6)
+    ]  # each at most the asking price, some at it
+    tables = {"listings": listings, "offers": offers}
+    above = {"offer_id": "off_9", "listing_id": "lst_1", "amount": 63.0}
+    assert past_its_cap(above, "offers", tables, keys) == (
+        "offers.amount 63.0 above listings.asking_price 41.0 (seed: at most 1.00 of it over 6 rows)"
+    )
+    assert past_its_cap({**above, "amount": 35.0}, "offers", tables, keys) is None
+    # a parent number the write itself moves (an invoice's subtotal, a vehicle's odometer) follows its rows
+    assert past_its_cap(above, "offers", tables, keys, {("listings", "lst_1"): {"asking_price"}}) is None
+    # far below the parent's number everywhere (2 seats of a 30-seat departure): no cap read from the seed
+    low = {"offers": [{**o, "amount": o["amount"] / 10} for o in offers], "listings": listings}
+    assert past_its_cap(above, "offers", low, keys) is None
