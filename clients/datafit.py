@@ -196,6 +196,31 @@ def overlapping_own(
     return None
 
 
+PLANNED = re.compile(r"scheduled|planned")  # a column holding when a row is meant to happen
+# A stamp of a row getting under way (a departure, a check-in, a pickup), as against a cancellation or a payment,
+# which may come any day before
+UNDER_WAY = re.compile(r"start|depart|check(?:ed)?_?in|pick(?:ed)?_?up|arriv|board")
+
+
+def ahead_of_its_day(row: Row, before: Row, after: Row, today: str | None) -> str | None:
+    """A change that stamps today on a row getting under way (a departure, a check-in: a column empty before, dated
+    today after) while the row is planned for a later day: a trip scheduled for Sunday started on Monday. A careful
+    agent points out the date. "column today, planned column day", else None."""
+    if today is None:
+        return None
+    stamped = [
+        c
+        for c, v in after.items()
+        if UNDER_WAY.search(c) and before.get(c) is None and _dated(v) and str(v)[:10] == today
+    ]
+    if not stamped:
+        return None
+    span = _span(row)
+    planned = [c for c in row if PLANNED.search(c) and _dated(row[c])] + ([span[0]] if span else [])
+    later = [c for c in planned if c not in after and str(row[c])[:10] > today]
+    return f"{stamped[0]} today, {later[0]} {str(row[later[0]])[:10]}" if later else None
+
+
 def moved_into_past(before: Row, after: Row, today: str | None) -> str | None:
     """The column of a changed row whose date the change moves from today or later to before today (an unfreeze
     that makes a renewal date yesterday): the row now says something is due that has already passed. A column
@@ -868,6 +893,9 @@ def row_conflicts(
             # the diff holds the changed columns only: the rest of the row is the seed's
             seed = next((r for r in rows if key and r.get(key) == changed.get("key")), {})
             found += _placed({**seed, **before, **after}, table, tables, keys, moved)
+            early = ahead_of_its_day({**seed, **before}, before, after, today)
+            if early is not None:
+                found.append(("a change ahead of the row's day", f"{table} {changed.get('key')}: {early}"))
             merged = {**seed, **after}
             span = _span(merged)
             long = outlying_span(merged, table, tables) if span and set(moved) & set(span) else None

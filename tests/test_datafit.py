@@ -11,6 +11,7 @@ import pytest
 
 from envfarm.clients.audit import Auditor, ServerFacts
 from envfarm.clients.datafit import (
+    ahead_of_its_day,
     clock_day,
     contradicted_value,
     copied_row,
@@ -400,3 +401,17 @@ def test_an_offer_above_the_asking_price_is_past_its_cap_and_a_vehicles_moving_o
     # far below the parent's number everywhere (2 seats of a 30-seat departure): no cap read from the seed
     low = {"offers": [{**o, "amount": o["amount"] / 10} for o in offers], "listings": listings}
     assert past_its_cap(above, "offers", low, keys) is None
+
+
+def test_a_trip_started_days_before_its_scheduled_day_is_ahead_of_its_day_and_a_cancellation_is_not() -> None:
+    trip = {"trip_id": "trp_1", "scheduled_start": "2026-04-19T10:00:00Z", "actual_start": None, "status": "scheduled"}
+    started = {"status": "in_progress", "actual_start": "2026-04-13T09:00:00Z"}
+    assert ahead_of_its_day(trip, trip, started, "2026-04-13") == "actual_start today, scheduled_start 2026-04-19"
+    assert ahead_of_its_day({**trip, "scheduled_start": "2026-04-13T12:00:00Z"}, trip, started, "2026-04-13") is None
+    stay = {"res_id": "res_1", "arrival_date": "2026-05-19", "departure_date": "2026-05-21", "cancelled_at": None}
+    cancelled = {"status": "cancelled", "cancelled_at": "2026-04-13T09:00:00Z"}
+    assert ahead_of_its_day(stay, stay, cancelled, "2026-04-13") is None  # cancelling ahead is what one does
+    checked_in = {"status": "checked_in", "checked_in_at": "2026-04-13T09:00:00Z"}
+    assert ahead_of_its_day({**stay, "checked_in_at": None}, stay, checked_in, "2026-04-13") == (
+        "checked_in_at today, arrival_date 2026-05-19"
+    )

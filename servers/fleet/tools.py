@@ -382,9 +382,9 @@ def start_trip(
     db: Database,
     trip_id: Annotated[str, field("Trip id from list_trips", ref="trips.trip_id", column="trips.trip_id", known=False)],
 ) -> Trip:
-    """Record the departure of a scheduled trip, on its scheduled day only. The vehicle must not be in
-    maintenance and needs a passed pre-trip inspection within the last 24 hours (record_inspection). The
-    odometer at departure is taken from the vehicle.
+    """Record the departure of a scheduled trip. The vehicle must not be in maintenance and needs a passed
+    pre-trip inspection within the last 24 hours (record_inspection). The odometer at departure is taken
+    from the vehicle.
     """
     current = db.require("trips", trip_id)
     args = {"trip_id": trip_id, "id": current["trip_id"], "set_status": "in_progress", "set_actual_start": db.now}
@@ -410,12 +410,6 @@ def start_trip(
         db.reject(
             "The vehicle of trip {trip_id} has no passed pre-trip inspection in the last 24 hours; record one with "
             "record_inspection before departure.",
-            args,
-        )
-    if db.one("SELECT 1 FROM trips WHERE trip_id = :trip_id AND date(scheduled_start) != date(:now)", args):
-        db.reject(
-            "Trip {trip_id} is not scheduled to depart today; a trip departs on its scheduled day only (reschedule it "
-            "first).",
             args,
         )
     db.execute("UPDATE trips SET status = :set_status, actual_start = :set_actual_start WHERE trip_id = :id", args)
