@@ -1158,7 +1158,10 @@ class OfflineWriter:
         fits: list[tuple[str, ...]] = [*(single or pairs)]
         # A person does not name themselves in the third person: a phrasing without their name, where one fits
         fits = [c for c in fits if not any(_names(texts[p], persona.name, persona.email) for p in c)] or fits
-        chosen = rng.choice([c for c in fits if any(mentions(texts[p], v) for p in c for v in keyed)] or fits)
+        keyed_fits = [c for c in fits if any(mentions(texts[p], v) for p in c for v in keyed)] or fits
+        # Their own row in their own words ('my bookshelf listing in Seattle'), not as a buyer would find it ('the
+        # bookshelf listed for $54.00 in Seattle'), where a 'my ...' phrasing fits as well
+        chosen = rng.choice([c for c in keyed_fits if mine and any(MY.search(p) for p in c)] or keyed_fits)
         said = [self_phrase(texts[p], persona.name, persona.email) for p in chosen]
         refs[server, table, ident] = ", ".join(dict.fromkeys(said))
         # named again in the same message: a shorter way of its own ('the #general channel' after '#general in
