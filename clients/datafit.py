@@ -34,6 +34,8 @@ STATE_WORD = re.compile(r"status|state")  # a column naming where a row is in it
 MAX_KINDS = 6  # a category column (a status) has at most this many values over its table
 # A column of words a person writes for a row (a charge's description, a visit's reason, a post's text).
 NOTE_COLUMN = re.compile(r"reason|note|memo|description|text|body|summary|subject|title|comment|message")
+# A written column that names a row rather than says why (a meeting's title): a weekly 1:1 has the same title each week.
+NAMING_COLUMN = re.compile(r"title|subject|name")
 RECENT = (3, 60)  # days before and after today in which a like row of the person's is still the same errand
 VERBATIM_WORDS = 8  # words of a text said before that make a new row with it a copy, whoever wrote the first
 # Words of a text that says the writer will be there in person ("Can pick up this weekend").
@@ -87,15 +89,19 @@ def _others(row: Row, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, st
     return found
 
 
-def _recent(row: Row, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str], today: str) -> bool:
+def _recent(
+    row: Row, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str], today: str, ahead_only: bool = False
+) -> bool:
     """Whether a row, or a row it points at when it has no date of its own (a visit's slot), is dated within
-    RECENT of today: yesterday's bill payment and next week's visit are the errand still in hand."""
+    RECENT of today (`ahead_only`: after today): yesterday's bill payment and next week's visit are the errand still
+    in hand."""
     dates = [v[:10] for v in row.values() if _dated(v)]
     if not dates:
         dates = [v[:10] for r in _pointed(row, tables, keys).values() for v in r.values() if _dated(v)]
     day = date.fromisoformat(today)
-    low, high = (day - timedelta(days=RECENT[0])).isoformat(), (day + timedelta(days=RECENT[1])).isoformat()
-    return any(low <= d <= high for d in dates)
+    low = today if ahead_only else (day - timedelta(days=RECENT[0])).isoformat()
+    high = (day + timedelta(days=RECENT[1])).isoformat()
+    return any(low < d <= high if ahead_only else low <= d <= high for d in dates)
 
 
 def repeated_errand(
@@ -110,9 +116,11 @@ def repeated_errand(
     """An existing live row that the created one repeats in its words and its counterpart: a second "Monthly bill at
     Greenfield Energy" charge the day after the first, a second "headaches" visit with the doctor the patient is
     already booked with next week, a post that says word for word what is in the channel already. A careful agent
-    asks before doing an errand twice. The first row must be the person's and dated near today, or, for a text of
-    VERBATIM_WORDS words or more, anyone's (a verbatim repost is a copy whoever wrote the first). None when no row
-    shares both a written text (NOTE_COLUMN) and a row it leads to that is not a person's record. `written`: the
+    asks before doing an errand twice. A row of the person's still ahead with the same reason or note (not a title)
+    repeats it whatever it points at (a skin rash booked with a dermatologist next week, and now with a
+    pediatrician). Otherwise the first row must share a counterpart, and be the person's and dated near today, or,
+    for a text of VERBATIM_WORDS words or more, anyone's (a verbatim repost is a copy whoever wrote the first). None
+    when no row shares a written text (NOTE_COLUMN) on these terms. `written`: the
     texts the write's arguments gave (only those are the person's words; a server's own 'Room 103, 1 night(s) at
     180.00' is no errand); None takes every text of the row."""
     key = keys.get(table)
@@ -129,10 +137,16 @@ def repeated_errand(
         if key and row.get(key) == added.get(key) or not _live(row):
             continue
         same = [c for c, v in notes.items() if isinstance(row.get(c), str) and row[c].strip().lower() == v]
-        if not same or not counterparts & _others(row, tables, keys, who):
+        if not same:
+            continue
+        mine = _belongs(row, key, who, tables, keys)
+        said_why = [c for c in same if not NAMING_COLUMN.search(c)]  # a reason, a note: not a recurring title
+        if said_why and mine and _recent(row, tables, keys, today, ahead_only=True):
+            return row  # the same complaint already booked for next week, whoever with: the errand is in hand
+        if not counterparts & _others(row, tables, keys, who):
             continue
         verbatim = any(len(notes[c].split()) >= VERBATIM_WORDS for c in same)
-        if verbatim or (_belongs(row, key, who, tables, keys) and _recent(row, tables, keys, today)):
+        if verbatim or (mine and _recent(row, tables, keys, today)):
             return row
     return None
 
@@ -196,6 +210,7 @@ def overlapping_own(
     return None
 
 
+ON_HOLD = {"paused", "suspended", "frozen", "on_hold", "held"}  # states in which a row does not run until resumed
 PLANNED = re.compile(r"scheduled|planned")  # a column holding when a row is meant to happen
 # A stamp of a row getting under way (a departure, a check-in, a pickup), as against a cancellation or a payment,
 # which may come any day before
@@ -893,6 +908,10 @@ def row_conflicts(
             # the diff holds the changed columns only: the rest of the row is the seed's
             seed = next((r for r in rows if key and r.get(key) == changed.get("key")), {})
             found += _placed({**seed, **before, **after}, table, tables, keys, moved)
+            state = next((c for c in (seed | before) if STATE_WORD.search(c) and (seed | before)[c] in ON_HOLD), None)
+            if state is not None and state not in after:
+                held = f"{table} {changed.get('key')}: {state} {(seed | before)[state]}"
+                found.append(("a change to a row on hold that leaves it on hold", held))
             early = ahead_of_its_day({**seed, **before}, before, after, today)
             if early is not None:
                 found.append(("a change ahead of the row's day", f"{table} {changed.get('key')}: {early}"))

@@ -19,8 +19,8 @@ from envfarm.clients.datafit import (
     far_in_person,
     moved_into_past,
     outlying_span,
-    past_its_cap,
     overlapping_own,
+    past_its_cap,
     repeated_errand,
     row_conflicts,
 )
@@ -321,8 +321,9 @@ def test_a_second_visit_for_the_same_complaint_with_the_same_doctor_repeats_an_e
         "status": "booked",
     }
     assert repeated_errand(new, "appointments", tables, keys, who, "2026-04-13") is tables["appointments"][0]
-    # another doctor, another complaint, or the first visit cancelled or a year back: a new errand
-    assert repeated_errand({**new, "slot_id": "slt_3"}, "appointments", tables, keys, who, "2026-04-13") is None
+    # the same complaint with another doctor while the first visit is still ahead: the same errand
+    assert repeated_errand({**new, "slot_id": "slt_3"}, "appointments", tables, keys, who, "2026-04-13") is not None
+    # another complaint, or the first visit cancelled or a year back: a new errand
     assert repeated_errand({**new, "reason": "Back pain"}, "appointments", tables, keys, who, "2026-04-13") is None
     cancelled = {**tables, "appointments": [{**tables["appointments"][0], "status": "cancelled"}]}
     assert repeated_errand(new, "appointments", cancelled, keys, who, "2026-04-13") is None
@@ -415,3 +416,15 @@ def test_a_trip_started_days_before_its_scheduled_day_is_ahead_of_its_day_and_a_
     assert ahead_of_its_day({**stay, "checked_in_at": None}, stay, checked_in, "2026-04-13") == (
         "checked_in_at today, arrival_date 2026-05-19"
     )
+
+
+def test_a_change_to_a_paused_payment_that_leaves_it_paused_is_found() -> None:
+    keys = {"scheduled_payments": "schedule_id"}
+    payment = {"schedule_id": "sch_1", "amount": 154.29, "next_run_on": "2026-05-09", "status": "paused"}
+    tables = {"scheduled_payments": [payment]}
+    moved = {"key": "sch_1", "before": {"next_run_on": "2026-05-09"}, "after": {"next_run_on": "2026-05-16"}}
+    found = row_conflicts({"scheduled_payments": {"updated": [moved]}}, tables, keys, set(), "2026-04-13")
+    assert ("a change to a row on hold that leaves it on hold", "scheduled_payments sch_1: status paused") in found
+    resumed = {**moved, "before": {"status": "paused"}, "after": {"status": "active"}}
+    found = row_conflicts({"scheduled_payments": {"updated": [resumed]}}, tables, keys, set(), "2026-04-13")
+    assert not [r for r, _ in found if "on hold" in r]
