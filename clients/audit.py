@@ -110,9 +110,10 @@ SENTENCE_CASE = re.compile(r"[A-Z][a-z]+(?:-[a-z]+)*(?: [a-z0-9][\w'.,/-]*)+")
 # Where a catalog name is a common noun ('the child seat', '4 crunchy peanut butter'); bare, it is a name ('in
 # Onboarding flow') or a line of an invoice ('Add Cloud hosting x 1').
 DETERMINED = re.compile(r"\b(?:the|a|an|my|your|our|their|this|that|some|any|\d+)\s$", re.IGNORECASE)
-# A place named by a preposition and its capitalised name ('at the Central Oslo'), ending where the phrase does.
+# A place named by a preposition and its capitalised name ('at the Central Oslo', 'at FreshCart Lisbon'), ending
+# where the phrase does.
 PLACE_PHRASE = re.compile(
-    r" (?:at|in) the [A-Z][\w'-]*(?: [A-Z][\w'-]*)+(?=[.,;:?!]|\s+(?:from|on|for|to|at|in|with|there)\b|$)"
+    r" (?:at|in) (?:the )?[A-Z][\w'-]*(?: [A-Z][\w'-]*)+(?=[.,;:?!]|\s+(?:from|on|for|to|at|in|with|there)\b|$)"
 )
 # How many words a phrase said twice in one message must have to read as a template run twice.
 REPEATED_WORDS = 5

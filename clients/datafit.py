@@ -89,6 +89,14 @@ def _others(row: Row, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, st
     return found
 
 
+def _leads_to(row: Row, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str], who: set[str]) -> bool:
+    """Whether a row leads to the person's own record in one or two reference hops (a scheduled payment's account's
+    customer): it is theirs, though it holds none of their values itself."""
+    first = _pointed(row, tables, keys)
+    reached = [*first.values(), *(r for f in first.values() for r in _pointed(f, tables, keys).values())]
+    return any(who & {v for v in r.values() if isinstance(v, str)} for r in reached)
+
+
 def _recent(
     row: Row, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str], today: str, ahead_only: bool = False
 ) -> bool:
@@ -139,7 +147,7 @@ def repeated_errand(
         same = [c for c, v in notes.items() if isinstance(row.get(c), str) and row[c].strip().lower() == v]
         if not same:
             continue
-        mine = _belongs(row, key, who, tables, keys)
+        mine = _belongs(row, key, who, tables, keys) or _leads_to(row, tables, keys, who)
         said_why = [c for c in same if not NAMING_COLUMN.search(c)]  # a reason, a note: not a recurring title
         if said_why and mine and _recent(row, tables, keys, today, ahead_only=True):
             return row  # the same complaint already booked for next week, whoever with: the errand is in hand

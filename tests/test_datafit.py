@@ -428,3 +428,39 @@ def test_a_change_to_a_paused_payment_that_leaves_it_paused_is_found() -> None:
     resumed = {**moved, "before": {"status": "paused"}, "after": {"status": "active"}}
     found = row_conflicts({"scheduled_payments": {"updated": [resumed]}}, tables, keys, set(), "2026-04-13")
     assert not [r for r, _ in found if "on hold" in r]
+
+
+def test_a_second_monthly_rent_to_the_same_payee_is_a_repeat_though_the_payment_names_the_person_two_hops_away() -> (
+    None
+):
+    keys = {
+        "customers": "customer_id",
+        "accounts": "account_id",
+        "payees": "payee_id",
+        "scheduled_payments": "schedule_id",
+    }
+    tables = {
+        "customers": [{"customer_id": "cst_1", "email": "lina@example.com"}],
+        "accounts": [{"account_id": "acc_1", "customer_id": "cst_1"}],
+        "payees": [{"payee_id": "pay_1", "customer_id": "cst_1", "name": "Maple Properties"}],
+        "scheduled_payments": [
+            {
+                "schedule_id": "sch_1",
+                "account_id": "acc_1",
+                "payee_id": "pay_1",
+                "next_run_on": "2026-04-24",
+                "memo": "Monthly rent",
+            }
+        ],
+    }
+    new = {
+        "schedule_id": "sch_9",
+        "account_id": "acc_1",
+        "payee_id": "pay_1",
+        "next_run_on": "2026-04-28",
+        "memo": "Monthly rent",
+    }
+    who = {"lina@example.com"}
+    found = repeated_errand(new, "scheduled_payments", tables, keys, who, "2026-04-13", written={"Monthly rent"})
+    assert found is tables["scheduled_payments"][0]
+    assert repeated_errand({**new, "memo": "Parking"}, "scheduled_payments", tables, keys, who, "2026-04-13") is None

@@ -424,6 +424,8 @@ def test_a_possessive_of_a_name_ending_in_s_takes_only_an_apostrophe() -> None:
 def test_a_place_two_rows_share_is_named_once_and_a_bare_name_keeps_its_capital() -> None:
     message = "Could you move my stay at the Central Oslo from 4 May to room 301 at the Central Oslo?"
     assert said_once(message, {}) == "Could you move my stay at the Central Oslo from 4 May to room 301?"
+    store = "Could you put 3 peas at FreshCart Lisbon in the cart I started at FreshCart Lisbon on 10 April?"
+    assert said_once(store, {}) == "Could you put 3 peas at FreshCart Lisbon in the cart I started on 10 April?"
     kept = "Join #general in the Northwind workspace and #random in the Northwind workspace."
     assert said_once(kept, {}) == kept  # 'in the Northwind' goes on ('workspace'): not a place phrase of its own
     assert casual("Onboarding flow", 'move the "Migrate" task in ', frozenset({"onboarding"})) == "Onboarding flow"
