@@ -613,7 +613,8 @@ def because(reason: str) -> str | None:
         return f"because of the {low}"  # 'Prerequisite taken concurrently ...'
     head = low.split(" of ")[0].split()[-1]  # 'change' of 'Change of plans'
     if rest and first not in {"a", "an", "the"} and re.fullmatch(r"[a-z]+[^s]", head):
-        return f"because of a {low}"  # 'Duplicate charge', 'Change of plans'
+        article = "an" if low[0] in "aeiou" else "a"
+        return f"because of {article} {low}"  # 'Duplicate charge', 'Change of plans', 'an injury recovery'
     return f"because of {low}"
 
 

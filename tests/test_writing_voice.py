@@ -419,6 +419,8 @@ def test_a_possessive_of_a_name_ending_in_s_takes_only_an_apostrophe() -> None:
     assert put(text, "{merchant}", "Silverleaf Books") == "Subscribe me to Silverleaf Books' Premium streaming."
     assert put(text, "{merchant}", "Bluepeak Fitness") == "Subscribe me to Bluepeak Fitness's Premium streaming."
     assert because("Service outage compensation") == "because it's service outage compensation"
+    assert because("Injury recovery") == "because of an injury recovery"  # never 'a injury'
+    assert because("Change of plans") == "because of a change of plans"
 
 
 def test_a_place_two_rows_share_is_named_once_and_a_bare_name_keeps_its_capital() -> None:
