@@ -685,7 +685,7 @@ def past_its_cap(
             continue
         parents = [t for t, k in keys.items() if k == ref and t != table and tables.get(t)]
         for parent in parents:
-            by_key = {r.get(ref): r for r in tables[parent]}
+            by_key = {k: r for r in tables[parent] if isinstance(k := r.get(ref), str)}
             here = by_key.get(target)
             if here is None:
                 continue
@@ -701,7 +701,8 @@ def past_its_cap(
                         r[column] / p[cap]
                         for r in rows
                         if _number(r.get(column))
-                        and (p := by_key.get(r.get(ref))) is not None
+                        and isinstance(r.get(ref), str)
+                        and (p := by_key.get(r[ref])) is not None
                         and _number(p.get(cap))
                         and p[cap] > 0
                     ]
@@ -916,9 +917,12 @@ def row_conflicts(
             # the diff holds the changed columns only: the rest of the row is the seed's
             seed = next((r for r in rows if key and r.get(key) == changed.get("key")), {})
             found += _placed({**seed, **before, **after}, table, tables, keys, moved)
-            state = next((c for c in (seed | before) if STATE_WORD.search(c) and (seed | before)[c] in ON_HOLD), None)
+            was = seed | before
+            state = next(
+                (c for c, v in was.items() if STATE_WORD.search(c) and isinstance(v, str) and v in ON_HOLD), None
+            )
             if state is not None and state not in after:
-                held = f"{table} {changed.get('key')}: {state} {(seed | before)[state]}"
+                held = f"{table} {changed.get('key')}: {state} {was[state]}"
                 found.append(("a change to a row on hold that leaves it on hold", held))
             early = ahead_of_its_day({**seed, **before}, before, after, today)
             if early is not None:
