@@ -535,8 +535,8 @@ def _sorts(table: str, tables: Mapping[str, Sequence[Row]]) -> list[str]:
             for c in rows[0]
             if c not in sorts
             and c.endswith("_id")
-            and 1 < len({r.get(c) for r in rows}) <= 2 * MAX_KINDS
-            and len({r.get(c) for r in rows}) * 2 <= len(rows)
+            and 1 < len({repr(r.get(c)) for r in rows}) <= 2 * MAX_KINDS
+            and len({repr(r.get(c)) for r in rows}) * 2 <= len(rows)
         ]
     return sorts
 

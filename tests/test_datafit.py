@@ -464,3 +464,26 @@ def test_a_second_monthly_rent_to_the_same_payee_is_a_repeat_though_the_payment_
     found = repeated_errand(new, "scheduled_payments", tables, keys, who, "2026-04-13", written={"Monthly rent"})
     assert found is tables["scheduled_payments"][0]
     assert repeated_errand({**new, "memo": "Parking"}, "scheduled_payments", tables, keys, who, "2026-04-13") is None
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_data_checks_take_any_shape_of_row_without_raising(seed: int) -> None:
+    """Imported servers hold lists, numbers and nulls where the built-in farm has text: each check answers (a
+    finding or none) for any of them."""
+    rng = random.Random(seed)
+    shapes = [None, 0, 1.5, True, "", "x", "2026-04-13", "2026-04-20T10:00:00Z", ["a"], {"k": 1}, "paused", "x_1"]
+    columns = ["thing_id", "status", "starts_at", "ends_at", "note", "amount", "scheduled_start", "title", "memo"]
+    keys = {"things": "thing_id", "others": "other_id"}
+
+    def row(key: str) -> dict:
+        return {key: f"{key[:2]}_{rng.randint(0, 3)}", **{c: rng.choice(shapes) for c in rng.sample(columns, 6)}}
+
+    tables = {"things": [row("thing_id") for _ in range(8)], "others": [row("other_id") for _ in range(8)]}
+    diff = {
+        "things": {
+            "added": [row("thing_id") for _ in range(3)],
+            "updated": [{"key": "th_1", "before": row("thing_id"), "after": row("thing_id")} for _ in range(3)],
+        }
+    }
+    found = row_conflicts(diff, tables, keys, {"x"}, "2026-04-13", written={"x", "paused"})
+    assert all(isinstance(reason, str) and isinstance(detail, str) for reason, detail in found)
