@@ -159,6 +159,23 @@ def repeated_errand(
     return None
 
 
+def twin_row(added: Row, rows: Sequence[Row], key: str | None) -> Row | None:
+    """A live existing row the created one equals in every column but its key and its dates, under the same parent
+    (a second "Printed manuals x 10" line on a draft invoice that has one): the same thing done twice. It must
+    point at a parent (a reference column) and agree on at least two more filled columns. None when no row does."""
+    compared = [c for c, v in added.items() if c != key and not _dated(v)]
+    parents = [c for c in compared if is_id_like(c) and isinstance(added[c], str)]
+    filled = [c for c in compared if c not in parents and added[c] not in (None, "")]
+    if not parents or len(filled) < 2:
+        return None
+    for row in rows:
+        if key is not None and row.get(key) == added.get(key) or not _live(row):
+            continue
+        if all(c in row and row[c] == added[c] for c in compared):
+            return row
+    return None
+
+
 def _span(row: Row) -> tuple[str, str] | None:
     """(start column, end column) of a row's time span, where it has one with both ends dated."""
     for first, last in SPANS:
@@ -883,7 +900,7 @@ def row_conflicts(
             overdue = [c for c, v in row.items() if DUE.search(c) and isinstance(v, str) and _dated(v)]
             if today and any(str(row[c])[:10] < today for c in overdue):
                 found.append(("a new row already overdue", f"{table} {row.get(key)}"))
-            twin = copied_row(row, rows, keys.get(table))
+            twin = copied_row(row, rows, keys.get(table)) or twin_row(row, rows, keys.get(table))
             if twin is not None:
                 found.append(("a new row that copies an existing one", f"{table} {twin.get(key)}"))
             again = repeated_errand(row, table, tables, keys, who, today, written)

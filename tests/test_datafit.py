@@ -23,6 +23,7 @@ from envfarm.clients.datafit import (
     past_its_cap,
     repeated_errand,
     row_conflicts,
+    twin_row,
 )
 from envfarm.clients.graph import Param, ToolSpec
 from envfarm.clients.grounding import ServerWorld, one_row_values
@@ -487,3 +488,14 @@ def test_the_data_checks_take_any_shape_of_row_without_raising(seed: int) -> Non
     }
     found = row_conflicts(diff, tables, keys, {"x"}, "2026-04-13", written={"x", "paused"})
     assert all(isinstance(reason, str) and isinstance(detail, str) for reason, detail in found)
+
+
+def test_a_second_identical_line_on_an_invoice_is_a_twin_and_another_quantity_is_not() -> None:
+    line = {"line_id": "iln_1", "invoice_id": "inv_1", "item_id": "itm_1", "quantity": 10.0, "unit_price": 12.0}
+    added = {**line, "line_id": "iln_9"}
+    assert twin_row(added, [line], "line_id") is line
+    assert twin_row({**added, "quantity": 5.0}, [line], "line_id") is None
+    assert twin_row({**added, "invoice_id": "inv_2"}, [line], "line_id") is None
+    # no parent, or too little said beside it, is no evidence of a twin
+    assert twin_row({"line_id": "iln_9", "quantity": 10.0, "unit_price": 12.0}, [line], "line_id") is None
+    assert twin_row({**line, "status": "void"}, [{**line, "line_id": "iln_2", "status": "void"}], "line_id") is None
