@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
@@ -302,19 +303,27 @@ def test_a_mutant_killed_only_by_timeouts_is_asked_again_with_more_patience(tmp_
     assert hang.killed and all(k.endswith(":timeout") for k in hang.killed_by), hang.killed_by
 
 
-def _children_of_warm(socket_path: Path) -> set[int]:
-    """Pids of the processes forked by the warm launcher listening at `socket_path`."""
-    warm = {
-        int(p.name)
-        for p in Path("/proc").iterdir()
-        if p.name.isdigit() and str(socket_path).encode() in _read(p / "cmdline") and b"-c" not in _read(p / "cmdline")
-    }
-    children = set()
-    for p in Path("/proc").iterdir():
-        stat = _read(p / "stat").decode(errors="replace")
-        if p.name.isdigit() and stat and int(stat.rsplit(")", 1)[1].split()[1]) in warm:
-            children.add(int(p.name))
-    return children
+def _holders_of_pipe(pipe: int, besides: set[int]) -> set[int]:
+    """Pids, other than `besides`, of the processes holding the pipe whose end is our descriptor `pipe`: the stub
+    hands its stdin to the server the warm launcher forks (SCM_RIGHTS), so the server is found by that pipe,
+    whoever its parent is and however /proc lists command lines while processes come and go."""
+    link = f"pipe:[{os.fstat(pipe).st_ino}]"
+    found = set()
+    for process in Path("/proc").iterdir():
+        if not process.name.isdigit() or int(process.name) in besides:
+            continue
+        try:
+            descriptors = list((process / "fd").iterdir())
+        except OSError:
+            continue
+        for descriptor in descriptors:
+            try:
+                if os.readlink(descriptor) == link:
+                    found.add(int(process.name))
+                    break
+            except OSError:
+                continue
+    return found
 
 
 def _read(path: Path) -> bytes:
@@ -350,16 +359,16 @@ def test_a_launched_server_ends_when_its_stub_is_killed(tmp_path: Path) -> None:
         stub.stdin.write((json.dumps(initialize) + "\n").encode())
         stub.stdin.flush()
         assert b'"id":1' in stub.stdout.readline().replace(b" ", b""), "the forked server did not answer"
-        # /proc is read while processes come and go (a CI run once read none here, the test passing alone):
-        # the scan is repeated for a few seconds before the fork is called missing
-        children, found_by = _children_of_warm(socket_path), time.monotonic() + 5
-        while not children and time.monotonic() < found_by:
+        # the forked server holds the stub's stdin pipe (the stub and this test hold its two ends too)
+        besides = {os.getpid(), stub.pid}
+        server, found_by = _holders_of_pipe(stub.stdin.fileno(), besides), time.monotonic() + 5
+        while not server and time.monotonic() < found_by:
             time.sleep(0.05)
-            children = _children_of_warm(socket_path)
-        assert children, "the warm launcher forked no server"
+            server = _holders_of_pipe(stub.stdin.fileno(), besides)
+        assert server, "no process but the stub holds the stub's pipe: the warm launcher forked no server"
         stub.kill()
         stub.wait()
         deadline = time.monotonic() + 10
-        while _children_of_warm(socket_path) and time.monotonic() < deadline:
+        while _holders_of_pipe(stub.stdin.fileno(), besides) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _children_of_warm(socket_path)
+        assert not _holders_of_pipe(stub.stdin.fileno(), besides), "the forked server outlived its stub"
