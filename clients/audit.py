@@ -41,6 +41,7 @@ from pydantic import BaseModel, Field
 
 from envfarm.clients.connect import Connections
 from envfarm.clients.datafit import (
+    ISO_DATE,
     clock_day,
     retires_what_was_used,
     row_conflicts,
@@ -66,7 +67,6 @@ STAFF_VERBS = frozenset(
 NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
 SNAKE = re.compile(r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b")
 ISO_TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
-ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}")
 # Words of a question about what is ahead: a room free, a courier coming, a registration still open.
 ASKS_AHEAD = re.compile(r"\b(?:still|coming|will|upcoming|free|available)\b", re.IGNORECASE)
 PARAMETER_SENTENCE = re.compile(r"\b[Tt]he [\w ]{1,40} should be\b")
@@ -1317,14 +1317,14 @@ class Auditor:
                 if today is None:
                     continue
                 past = [
-                    v for v in call.arguments.values() if isinstance(v, str) and ISO_DAY.match(v) and v[:10] < today
+                    v for v in call.arguments.values() if isinstance(v, str) and ISO_DATE.match(v) and v[:10] < today
                 ]
                 answered = json.dumps(call.output)
                 past += [
                     v
                     for c in task.claims
                     for v in c.values
-                    if ISO_DAY.match(v) and v[:10] < today and json.dumps(v) in answered
+                    if ISO_DATE.match(v) and v[:10] < today and json.dumps(v) in answered
                 ]
                 if past:
                     detail = f"{questions[0].strip()!r} about {past[0][:10]}, before today {today}"

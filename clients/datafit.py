@@ -74,27 +74,29 @@ def copied_row(added: Row, rows: Sequence[Row], key: str | None) -> Row | None:
     return None
 
 
+def _near(row: Row, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str]) -> list[tuple[str, Row]]:
+    """(table, row) of the rows `row` leads to in one or two reference hops (a visit's slot, and the slot's doctor)."""
+    first = _pointed(row, tables, keys)
+    return [*first.items(), *((t, r) for f in first.values() for t, r in _pointed(f, tables, keys).items())]
+
+
+def _holds(row: Row, who: set[str]) -> bool:
+    """Whether a row holds one of the person's values (their email, their name)."""
+    return bool(who & {v for v in row.values() if isinstance(v, str)})
+
+
 def _others(row: Row, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str], who: set[str]) -> set[str]:
     """The keys of the rows `row` leads to in one or two reference hops that are not a person's own record (the
     merchant of a charge, the doctor of a visit's slot, a post's channel), each as 'table:key'."""
-    found: set[str] = set()
-    first = _pointed(row, tables, keys)
-    for table, linked in [
-        *first.items(),
-        *((t, r) for f in first.values() for t, r in _pointed(f, tables, keys).items()),
-    ]:
-        if who & {v for v in linked.values() if isinstance(v, str)}:
-            continue
-        found.add(f"{table}:{linked.get(keys[table])}")
-    return found
+    return {
+        f"{table}:{linked.get(keys[table])}" for table, linked in _near(row, tables, keys) if not _holds(linked, who)
+    }
 
 
 def _leads_to(row: Row, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str], who: set[str]) -> bool:
     """Whether a row leads to the person's own record in one or two reference hops (a scheduled payment's account's
     customer): it is theirs, though it holds none of their values itself."""
-    first = _pointed(row, tables, keys)
-    reached = [*first.values(), *(r for f in first.values() for r in _pointed(f, tables, keys).values())]
-    return any(who & {v for v in r.values() if isinstance(v, str)} for r in reached)
+    return any(_holds(linked, who) for _, linked in _near(row, tables, keys))
 
 
 def _recent(
@@ -941,7 +943,7 @@ def row_conflicts(
             if state is not None and state not in after:
                 held = f"{table} {changed.get('key')}: {state} {was[state]}"
                 found.append(("a change to a row on hold that leaves it on hold", held))
-            early = ahead_of_its_day({**seed, **before}, before, after, today)
+            early = ahead_of_its_day(was, before, after, today)
             if early is not None:
                 found.append(("a change ahead of the row's day", f"{table} {changed.get('key')}: {early}"))
             merged = {**seed, **after}
