@@ -19,12 +19,14 @@ would write, so the rollout loop handles a malformed call from any policy the sa
 
 from __future__ import annotations
 
+import calendar
+import datetime
 import functools
 import json
 import math
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -311,17 +313,81 @@ SAMPLED = "heuristic-sampled"
 TEMPERATURE = 1.0  # of the sampled heuristic: a score lead of 1 (one description word) makes a choice e times likelier
 READ_BACK = 0.5  # of the sampled heuristic: the chance it reads a write back and asks to go ahead before making it
 PRODUCER_TRIES = 3  # of the sampled heuristic: lookups tried for a missing input before it asks the user
+GOAL_TRIES = 3  # tools tried, one after another, for one request the user says is not done
 WRITE_TIE = 0.01  # of a goal's score: a write wins a tie with a read, and adds next to nothing when sampled
+OWN_RECORDS = 3.0  # of a lookup's score for an id: it lists the records the id is the key of (as a name word does)
+NAMING = re.compile(r"(?:^|_)(?:name|title)$")  # a record's own name: a proper name the user says is first its name
+OWN_ROW = 5.0  # of a row's fit: it is the person's own (their key in its owner column), or -5 someone else's
+NEW_REQUEST = 3.0  # of a later message's best score: below it, the message presses on with the request made
 WORD = re.compile(r"[a-z0-9]+")
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 DATETIME = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:\d{2})?")
 DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 IDENT = re.compile(r"\b[a-z]{2,}_[a-z0-9_]*\d[a-z0-9_]*\b")
 NAME = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b")
+# a capitalised phrase, with the small words a proper name holds ('Letters from the Front', 'Grand Vienna')
+PROPER = re.compile(r"(?<![\w-])[A-Z][\w'&-]*(?: (?:(?:of|from|the|and|de|la|du|von|in|on) )*[A-Z][\w'&-]*)*")
+SPEAKER = re.compile(
+    r"\b(?i:it'?s|this is|i'?m|i am|my name is),? ([A-Z][a-z]+(?:[ -][A-Z][a-z]+)*)\b(?! [a-z])|"
+    r"\b([A-Z][a-z]+(?:[ -][A-Z][a-z]+)*) here\b"
+)
+PERSON = re.compile(
+    r"\b(?:full name|person|people)\b|\b(?:guest|member|traveller|patient|student|customer|driver|employee)(?:'s)? "
+    r"name\b",
+    re.IGNORECASE,
+)
+NOT_A_NAME = frozenset(  # capitalised words that open a sentence or name a day, never a thing's name
+    [
+        *calendar.day_name,
+        *calendar.month_name[1:],
+        "Hello",
+        "Hi",
+        "Hey",
+        "Good",
+        "Could",
+        "Can",
+        "Please",
+        "I",
+        "I'd",
+        "I'll",
+        "I'm",
+        "It's",
+        "My",
+        "Thanks",
+        "Thank",
+        "Also",
+        "And",
+        "Oh",
+        "Tell",
+        "What",
+        "Would",
+        "Will",
+        "One",
+    ]
+)
 NUMBER = re.compile(r"(?<![\w.])\$?(\d+(?:\.\d+)?)\b")
 STATED = re.compile(
     r"\b(?:my|the) ([a-z][a-z ]{1,40}?) (?:is|should be|was|will be) ([^?!\n]+?)(?:\.(?:\s|$)|[?!\n]|$)", re.IGNORECASE
 )
+MONTHS = "|".join(calendar.month_name[1:] + calendar.month_abbr[1:])
+SPOKEN_DAY = re.compile(
+    rf"\b(?:(\d{{1,2}})(?:st|nd|rd|th)? ({MONTHS})|({MONTHS}) (\d{{1,2}})(?:st|nd|rd|th)?)\b(?:,? (\d{{4}}))?",
+    re.IGNORECASE,
+)
+CLOCK_TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?![\d:])")
+CLOCK_YEAR = re.compile(r"^Now: (?:\w+ )?\d{1,2} \w+ (\d{4})", re.MULTILINE)
+EXAMPLE = re.compile(r"\be\.g\. ([^\s,;]+[^\s,;.)])")
+CODE = (
+    re.compile(  # a code a person reads out: capitals and digits, maybe dashed, with a digit ('DE-805-FB', 'RA85596')
+        r"(?<![\w.,:/-])(?!\d{4}-\d{2}-\d{2})(?=[A-Z0-9-]*\d)(?:[A-Z0-9]+-)*[A-Z0-9]*(?:[A-Z]\d|\d[A-Z]|\d{5,}|-\d)"
+        r"[A-Z0-9-]*(?![\w-]|[.,]\d)"
+    )
+)
+CODED = re.compile(r"\b(?:plate|number|code|barcode|reference|ref|sku|serial|tracking)\b")
+COUNTED = re.compile(r"(?<![\w.$])(\d+(?:\.\d+)?) ([a-z]+)\b", re.IGNORECASE)  # '11 days', '87.8 litres'
+MONEY = re.compile(r"[$€£]\s?(\d[\d,]*(?:\.\d+)?)|\b(\d[\d,]*(?:\.\d+)?) (?:euros?|dollars?|pounds?|usd|eur)\b", re.I)
+MONEY_WORDS = re.compile(r"\b(?:amount|price|cost|fee|total|charge|credit|refund|payment|sum|rate)\b")
+BECAUSE = re.compile(r"\bbecause(?: of)?(?: (?:a|an|the|my|our))? ([^.,;!?\n]{3,80})", re.IGNORECASE)
 QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]|(?<!\w)'([^'\n]{2,80})'(?!\w)")  # not the apostrophe of "what's"
 STOP = frozenset(
     [
@@ -387,9 +453,11 @@ def _is_paging(prop: str, schema: Any) -> bool:
 
 def _stem(word: str) -> str:
     word = SYNONYMS.get(word, word)
-    for suffix in ("ing", "ed", "es", "s"):
+    for suffix in ("ing", "ed", "es", "s", "al"):  # 'rental' is a renting
         if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
+            word = word[: -len(suffix)]
+            # 'cancelling' is cancel, 'shipping' ship; 'billing' stays bill
+            return word[:-1] if len(word) > 4 and word[-1] == word[-2] and word[-1] not in "aeiousz" else word
     return word
 
 
@@ -397,6 +465,69 @@ def _stem(word: str) -> str:
 def words(text: str) -> frozenset[str]:
     """Content words, stemmed and with synonyms folded (cached: tool texts repeat in every rollout)."""
     return frozenset(_stem(w) for w in WORD.findall(text.lower()) if w not in STOP)
+
+
+def spoken_days(text: str, year: int | None) -> list[str]:
+    """The days (and moments) `text` names, in order, as ISO: '2026-05-14', '14 May', 'May 14, 2026'; a time said
+    after a day is a moment of that day ('Monday 27 April, from 11:00 to 11:45': '2026-04-27T11:00:00Z' and
+    '2026-04-27T11:45:00Z'). A day without a year is in `year`, the services' now."""
+    found: list[tuple[int, str]] = [(m.start(), m.group(0)) for m in DATETIME.finditer(text)]
+    found += [(m.start(), m.group(0)) for m in DATE.finditer(text) if not DATETIME.match(text, m.start())]
+    months = {name.lower(): n for n, name in enumerate(calendar.month_name) if name}
+    months |= {name.lower(): n for n, name in enumerate(calendar.month_abbr) if name}
+    days: list[tuple[int, int, str]] = []  # (start, end, ISO day) of each day said in words
+    for m in SPOKEN_DAY.finditer(text):
+        day, month = (m[1], m[2]) if m[1] else (m[4], m[3])
+        when = m[5] or year
+        if when is None:
+            continue
+        try:
+            iso = f"{int(when):04d}-{months[month.lower()]:02d}-{int(day):02d}"
+            datetime.date.fromisoformat(iso)
+        except ValueError:
+            continue
+        days.append((m.start(), m.end(), iso))
+    for n, (start, end, iso) in enumerate(days):
+        until = days[n + 1][0] if n + 1 < len(days) else len(text)
+        times = [t for t in CLOCK_TIME.finditer(text, end, until) if int(t[1]) < 24]
+        found += [(t.start(), f"{iso}T{int(t[1]):02d}:{t[2]}:00Z") for t in times] or [(start, iso)]
+    return [value for _, value in sorted(found)]
+
+
+def speakers(text: str) -> list[str]:
+    """The names people give as their own ('Carlos Patel here', "it's Diego Rossi")."""
+    return [a or b for a, b in SPEAKER.findall(text)]
+
+
+def proper_names(text: str) -> list[tuple[str, int]]:
+    """The proper names of things `text` says, each with where it ends: capitalised phrases less a sentence's
+    opening word, days and months, and the speaker's own name."""
+    own = set(speakers(text))
+    found = []
+    for match in PROPER.finditer(text):
+        parts = match[0].split()
+        if text[: match.start()].rstrip()[-1:] in ("", ".", "!", "?", "\n"):
+            parts.pop(0)  # a sentence's first word is capitalised whatever it is
+        while parts and parts[0] in NOT_A_NAME:
+            parts.pop(0)
+        name = " ".join(parts)
+        if name and name not in own and parts[-1] not in NOT_A_NAME and not re.search(r"\d", name):
+            found.append((name, match.end()))
+    return found
+
+
+def example_shape(description: str) -> re.Pattern[str] | None:
+    """What a value looks like, from the example a parameter's description gives ('e.g. INV-1012' -> letters,
+    a dash, four digits): a code the user says is found by its shape, not its name."""
+    match = EXAMPLE.search(description)
+    if match is None or not re.search(r"\d", match[1]) or not re.search(r"[A-Za-z]", match[1]):
+        return None
+    shape = re.sub(
+        r"[A-Z]+|[a-z]+|\d+",
+        lambda m: f"[{'A-Z' if m[0].isupper() else 'a-z' if m[0].isalpha() else '0-9'}]{{{len(m[0])}}}",
+        re.escape(match[1]),
+    )
+    return re.compile(rf"(?<![\w-]){shape}(?![\w-])")
 
 
 def _abbreviates(prefix: str, word: str) -> bool:
@@ -417,6 +548,19 @@ def _properties(schema: Any) -> Iterator[str]:
                 sub.values() if isinstance(sub, dict) and key == "$defs" else sub if isinstance(sub, list) else [sub]
             ):
                 yield from _properties(part)
+
+
+def _date_kind(prop: str, schema: dict[str, Any]) -> str | None:
+    """'moment' for a date-time parameter, 'date' for a date one, else None (by its pattern, format or words)."""
+    pattern = " ".join(
+        str(part.get(k) or "") for part in [schema, *schema.get("anyOf", [])] for k in ("pattern", "format")
+    )
+    hint = f"{prop} {schema.get('description', '')}".lower()
+    if "T\\d" in pattern or "date-time" in pattern or "datetime" in hint or prop.endswith("_at"):
+        return "moment"
+    if "\\d{4}-\\d{2}-\\d{2}" in pattern or "date" in pattern or "date" in hint:
+        return "date"
+    return None
 
 
 def _types(schema: dict[str, Any]) -> set[str]:
@@ -450,6 +594,51 @@ class ToolIndex:
         )
 
 
+IDENTITY_FACTS = {  # a fact a service identifies a customer by -> how a message shows it was given
+    "email": EMAIL,
+    "date of birth": re.compile(r"\b(?:born|birth)\b|\b(?:19\d{2}|200\d)\b", re.IGNORECASE),
+    "card number": re.compile(r"\b[A-Z]{2,}-?\d{4,}\b"),
+    "last four digits": re.compile(r"\b(?:ending|last four|last 4)\b|(?<![\d.,-])\d{4}(?![\d.,-])", re.IGNORECASE),
+    "phone": re.compile(r"\+?\d[\d -]{8,}\d"),
+    "delivery address": re.compile(r"\b\d+ [A-Z][a-z]+"),
+}
+
+
+@dataclass(frozen=True)
+class ServiceRules:
+    """What one service's instructions ask of an agent before a write, read from its section of the system
+    message: a weak agent that reads its instructions still reads these three."""
+
+    confirm_writes: bool  # 'Get an explicit yes first': read every write back and wait for a yes
+    identity: tuple[str, ...]  # the facts it identifies a customer by (IDENTITY_FACTS), in the order named
+    before: tuple[tuple[str, frozenset[str]], ...]  # a read the rules name, and the words of the writes it precedes
+
+    @classmethod
+    def of(cls, section: str, reads: set[str]) -> ServiceRules:
+        identify = next((line for line in section.splitlines() if re.match(r"^(?:- )?Identify\b", line)), "")
+        named = sorted((identify.find(fact), fact) for fact in IDENTITY_FACTS if fact in identify)
+        before: list[tuple[str, frozenset[str]]] = []
+        for line in section.splitlines():
+            tools = [name for name in re.findall(r"\b[a-z]+(?:_[a-z]+)+\b", line) if name in reads]
+            afters = re.findall(r"\bbefore ((?:\w+ ?){1,4})", line)  # 'before you ship or redirect (...)'
+            before.extend((read, words(after) - {"you", "any"}) for read in tools for after in afters)
+        return cls(
+            confirm_writes="explicit yes" in section.lower(),
+            identity=tuple(fact for _, fact in named),
+            before=tuple(before),
+        )
+
+
+def service_rules(system: str, tools: list[AgentTool]) -> dict[str, ServiceRules]:
+    """Each service's rules from the system message's '## <server>' sections."""
+    sections = re.split(r"^## (\S+)\n", system, flags=re.MULTILINE)
+    found = dict(zip(sections[1::2], sections[2::2], strict=True))
+    return {
+        server: ServiceRules.of(section, {t.tool for t in tools if t.server == server and t.read_only})
+        for server, section in found.items()
+    }
+
+
 @dataclass
 class HeuristicAgent:
     """Greedy and literal on purpose: a baseline that reads like a weak agent, with no model."""
@@ -462,6 +651,11 @@ class HeuristicAgent:
     tried: set[str] = field(default_factory=set)
     failures: int = 0
     read_back: str | None = None  # the write (signature) the last message read back, awaiting the user's answer
+    year: int | None = None  # the services' year ('Now: ...' in the system message): a day said without one is in it
+    rules: dict[str, ServiceRules] = field(default_factory=dict)  # per server, from the system message
+    called: set[str] = field(default_factory=set)  # the tools called so far
+    goals: list[AgentTool] = field(default_factory=list)  # the request's other goals, in the order to try them
+    producer_tries: int = 1  # lookups tried for a missing input before asking the user
 
     # ------------------------------------------------ what the conversation holds
 
@@ -483,9 +677,14 @@ class HeuristicAgent:
                     outputs.append(value)
         return outputs[::-1]
 
-    def _pick(self, items: list[Any], scores: list[float]) -> Any:
+    def _pick(self, items: list[Any], scores: Sequence[float]) -> Any:
         """The first item with the best score: the greedy choice at every decision (goal, producer, row)."""
         return items[max(range(len(items)), key=lambda i: (scores[i], -i))]
+
+    def _order(self, items: list[Any], scores: list[float], n: int) -> list[Any]:
+        """Up to `n` items, in the order the agent tries them: the greedy agent, best score first."""
+        ranked = sorted(range(len(items)), key=lambda i: (-scores[i], i))
+        return [items[i] for i in ranked[:n]]
 
     def _reads_back(self, tool: AgentTool) -> bool:
         """Whether to read a write back and ask to go ahead before making it: the greedy agent never does."""
@@ -500,9 +699,16 @@ class HeuristicAgent:
 
     # ------------------------------------------------ filling arguments
 
-    def _from_text(self, prop: str, schema: dict[str, Any], text: str) -> Any:
+    def _days(self, text: str, about: str = "") -> list[str]:
+        """The days the latest message that names any (and says `about`) names, in order: a later message moves
+        the request."""
+        for message in reversed(text.split("\n")):
+            if about in message.lower() and (days := spoken_days(message, self.year)):
+                return days
+        return []
+
+    def _from_text(self, prop: str, schema: dict[str, Any], text: str, nth: int = 0) -> Any:
         kinds = _types(schema)
-        pattern = str(schema.get("pattern") or "") + " " + str(schema.get("format") or "")
         hint = f"{prop} {schema.get('description', '')}".lower()
         choices = _enum(schema)
         if choices:
@@ -512,32 +718,71 @@ class HeuristicAgent:
         if "email" in hint:
             found = EMAIL.findall(text)
             return found[-1] if found else None
-        if "T\\d" in pattern or "date-time" in pattern or "datetime" in hint or prop.endswith("_at"):
-            found = DATETIME.findall(text)
-            return found[-1] if found else None
-        if "\\d{4}-\\d{2}-\\d{2}" in pattern or "date" in hint:
-            found = DATE.findall(text)
-            return found[-1] if found else None
+        dated = _date_kind(prop, schema)
+        if dated is not None:
+            # the nth day asked for fills the nth date parameter: 'from 14 May to 18 May' is arrival, departure;
+            # a birth date is only one said as one
+            days = self._days(text, "birth" if "birth" in hint else "")
+            found = [d for d in days if "T" in d] if dated == "moment" else [d[:10] for d in days]
+            return found[min(nth, len(found) - 1)] if found else None
+        shape = example_shape(str(schema.get("description") or ""))
+        if shape is not None:
+            found = shape.findall(text)
+            return found[-1] if found else None  # a code of another shape is some other code
+        if CODED.search(hint) and not kinds & {"number", "integer"}:
+            # a code the user reads off something ('plate DE-805-FB', 'barcode 31200004485'), said after a word
+            # of the parameter's; of several, the one whose preceding words fit it best
+            wanted = words(hint)
+            codes = [(m[0], len(wanted & words(text[max(0, m.start() - 25) : m.start()]))) for m in CODE.finditer(text)]
+            codes = [(code, fit) for code, fit in codes if fit]
+            if codes:
+                return self._pick([code for code, _ in codes][::-1], [fit for _, fit in codes][::-1])
         if prop.endswith("_id") or prop == "id":
             stem = prop.removesuffix("_id")
             found = [i for i in IDENT.findall(text) if _abbreviates(i.split("_")[0], stem)]
             return found[-1] if found else None
         if kinds & {"number", "integer"}:
-            return None  # amounts and counts come from outputs, not from loose numbers in chat
-        if "name" in prop or "name" in hint:
-            found = NAME.findall(text)
+            # a count said with its unit ('for 11 days', '87.8 litres'), money said as money ('$470.40') where the
+            # parameter is an amount; other numbers come from outputs, not from loose numbers in chat
+            unit = prop.split("_")[-1]
+            for number, said in reversed(COUNTED.findall(text)):
+                if _stem(said.lower()) == _stem(unit) or said.lower() in words(prop.replace("_", " ")):
+                    return number
+            money = [a or b for a, b in MONEY.findall(text)]
+            return money[-1].replace(",", "") if money and MONEY_WORDS.search(hint) else None
+        if "reason" in prop or "reason" in hint:
+            found = BECAUSE.findall(text)
+            return found[-1].strip() if found else None
+        if PERSON.search(hint) or prop == "full_name":
+            found = speakers(text) or NAME.findall(text)  # 'Carlos Patel here': whose records they are
             return found[-1] if found else None
         quoted = [a or b for a, b in QUOTED.findall(text)]
-        return quoted[-1] if quoted else None
+        if quoted:
+            return quoted[-1]
+        if re.search(r"\b(?:name|title|city|town)\b", hint):
+            # a thing's proper name ('the Delta room', 'the Wieliczka Salt Mine Trip'), not the speaker's own:
+            # the one whose next words fit the parameter best
+            found = proper_names(text)
+            if found:
+                wanted = words(hint) | {_stem(w) for w in prop.split("_")}
+                fit = [len(wanted & words(text[end : end + 30])) + 0.1 * len(name.split()) for name, end in found]
+                return self._pick([name for name, _ in found][::-1], fit[::-1])
+        return None
 
     def _from_outputs(self, prop: str, outputs: list[Any], text: str) -> Any:
         """The value of `prop` in the newest output that has it, from the row the user's words fit best."""
         request = words(text)
         aliases = (prop, prop.removesuffix("_usd"), "amount" if "amount" in prop else prop)
+        mine = self._own_keys(outputs, text)
         for output in outputs:
             rows = [d for d in speech.rows(output) if any(a in d for a in aliases)]
             if rows:
-                best = self._pick(rows, [len(request & words(" ".join(map(str, row.values())))) for row in rows])
+                # the row the request's words fit best, of the person's own before anyone else's
+                owned = [
+                    sum(OWN_ROW * (1 if row.get(k) == v else -1) for k, v in mine.items() if k in row) for row in rows
+                ]
+                fit = [len(request & words(" ".join(map(str, row.values())))) for row in rows]
+                best = self._pick(rows, [a + b for a, b in zip(fit, owned, strict=True)])
                 key = next(a for a in aliases if a in best)
                 return best[key]
         return None
@@ -549,12 +794,28 @@ class HeuristicAgent:
         arguments: dict[str, Any] = {}
         missing: list[str] = []
         stated = {" ".join(sorted(words(key))): value.strip() for key, value in STATED.findall(text)}
-        for prop, sub in (schema.get("properties") or {}).items():
+        # the days said fill the date parameters in order; a change takes the last ones said ('my reservation
+        # arriving 25 April: arriving 2 May, leaving 9 May'), a lookup the first (the day it is known by)
+        dates = [
+            p for p, sub in (schema.get("properties") or {}).items() if _date_kind(p, sub) and not _is_paging(p, sub)
+        ]
+        dated = 0 if tool.read_only else max(0, len(self._days(text)) - len(dates))
+        said: set[str] = set()  # words of the request used as a filter already: one name is not also the city
+        properties = schema.get("properties") or {}
+        for prop, sub in sorted(properties.items(), key=lambda item: not NAMING.search(item[0])):
             if prop not in required and _is_paging(prop, sub):
                 continue  # the first page is what a person asks for; numbers in the request are not page sizes
             value = stated.get(" ".join(sorted(words(prop.replace("_", " ")))))
+            if value is not None and (dated_as := _date_kind(prop, sub)) is not None:
+                days = spoken_days(value, self.year)  # 'my date of birth is 8 April 1987' -> 1987-04-08
+                value = (days[0] if dated_as == "moment" else days[0][:10]) if days else None
             if value is None:
-                value = self._from_text(prop, sub, text)
+                value = self._from_text(prop, sub, text, dated)
+                if isinstance(value, str) and re.match(r"\d{4}-\d{2}-\d{2}", value):
+                    dated += 1
+                elif isinstance(value, str) and value in said and prop not in required:
+                    continue
+                said.add(str(value))
             if value is None and prop in required:
                 value = self._from_outputs(prop, outputs, text)
             if value is None and prop in required and _types(sub) == {"string"} and not prop.endswith("_id"):
@@ -572,6 +833,13 @@ class HeuristicAgent:
                     missing.append(prop)
                     continue
             arguments[prop] = value
+        window = [p for p in arguments if p in dates and isinstance(arguments[p], str)]
+        if tool.read_only and len(window) == 2 and arguments[window[0]] == arguments[window[1]]:
+            # one moment said for a lookup's 'after' and 'before': the day it falls on, whole
+            day = arguments[window[0]][:10]
+            moment = "T" in arguments[window[0]]
+            arguments[window[0]] = f"{day}T00:00:00Z" if moment else day
+            arguments[window[1]] = f"{day}T23:59:59Z" if moment else day
         return arguments, missing
 
     def _candidates(self, prop: str, exclude: set[str]) -> list[AgentTool]:
@@ -579,9 +847,20 @@ class HeuristicAgent:
         return [t for t in self.tools if t.read_only and t.name not in exclude and prop in self.index[t.name].outputs]
 
     def _producers(self, prop: str, exclude: set[str], text: str) -> list[AgentTool]:
-        """The read tools to try for `prop`, in order: the greedy agent tries the one that fits the request best."""
+        """The read tools to try for `prop`, in the order `_order` tries them."""
         candidates = self._candidates(prop, exclude)
-        return [self._pick(candidates, [self._score(t, text) for t in candidates])] if candidates else []
+        return self._order(candidates, [self._producer_score(t, prop, text) for t in candidates], self.producer_tries)
+
+    def _producer_score(self, tool: AgentTool, prop: str, text: str) -> float:
+        """How well a lookup fits the request, and whether it is the lookup of `prop`'s own records: `hotel_id`
+        comes from a hotel search, not from someone's reservation that names a hotel."""
+        owner = _stem(prop.removesuffix("_id")) in self.index[tool.name].name
+        return self._score(tool, text) + OWN_RECORDS * owner
+
+    @staticmethod
+    def _signature(tool: AgentTool, arguments: dict[str, Any]) -> str:
+        """A call as the agent remembers it: the same lookup with the same arguments is not made twice."""
+        return f"{tool.name}:{json.dumps(arguments, sort_keys=True)}"
 
     def _plan(
         self, tool: AgentTool, text: str, outputs: list[Any], depth: int = 0
@@ -590,7 +869,18 @@ class HeuristicAgent:
         arguments, missing = self._arguments(tool, text, outputs)
         filters = [p for p, sub in (tool.input_schema.get("properties") or {}).items() if not _is_paging(p, sub)]
         if depth > 0 and not arguments and not missing and filters:
-            # A lookup with no filter at all would list everyone: ask the user for something to search by.
+            # A lookup with no filter at all would list everyone: filter it by a record it refers to (one an
+            # earlier output holds, or one more lookup finds), else ask the user for something to search by.
+            properties = tool.input_schema.get("properties") or {}
+            refs = [p for p in filters if p.endswith("_id") or "x-envfarm-ref" in properties[p]]
+            for prop in refs:
+                if (value := self._from_outputs(prop, outputs, text)) is not None:
+                    return tool, {prop: value}
+            for prop in refs if depth < 3 else []:
+                for producer in self._producers(prop, {tool.name}, text):
+                    step = self._plan(producer, text, outputs, depth + 1)
+                    if not isinstance(step, str) and self._signature(*step) not in self.tried:
+                        return step
             return " or ".join(f.replace("_", " ") for f in filters[:3])
         if not missing:
             return tool, arguments
@@ -603,7 +893,7 @@ class HeuristicAgent:
                 step = self._plan(producer, text, outputs, depth + 1)
                 if isinstance(step, str):
                     question = question or step
-                elif f"{step[0].name}:{json.dumps(step[1], sort_keys=True)}" not in self.tried:
+                elif self._signature(*step) not in self.tried:
                     return step
                 else:
                     question = question or prop  # the producer ran and did not yield it: ask the user
@@ -611,20 +901,33 @@ class HeuristicAgent:
         return missing[0]
 
     async def act(self, messages: list[dict[str, Any]]) -> Action:
+        if self.year is None and messages and messages[0]["role"] == "system":
+            system = str(messages[0].get("content") or "")
+            clock = CLOCK_YEAR.search(system)
+            self.year = int(clock[1]) if clock else None
+            self.rules = service_rules(system, self.tools)
         text = self._user_text(messages)
         requests = sum(m["role"] == "user" for m in messages)
         last = messages[-1]
         if last["role"] == "user" and requests != self.request_count and not self._answers_question(messages):
-            latest = str(last.get("content") or "")
+            latest = QUOTED.sub(" ", str(last.get("content") or ""))  # what the request is for, not what it quotes
             # The best match, a write before a read of the same score; no goal when nothing matches at all.
             scored = [(t, self._score(t, latest)) for t in self.tools]
             matching = [(t, score + WRITE_TIE * (not t.read_only)) for t, score in scored if score > 0]
-            self.goal = self._pick(*map(list, zip(*matching, strict=True))) if matching else None
-            self.failures = 0
+            if self.goal is None or max((score for _, score in matching), default=0.0) >= NEW_REQUEST:
+                tools, scores = [t for t, _ in matching], [score for _, score in matching]
+                self.goals = self._order(tools, scores, GOAL_TRIES)
+                self.goal = self.goals.pop(0) if self.goals else None
+                self.failures = 0
+            elif self.goals:
+                # a nudge ('that doesn't look done yet') on the request made: the tool it took was not the one
+                self.goal, self.failures = self.goals.pop(0), 0
         self.request_count = requests
         outputs = self._outputs(messages)
         if last["role"] == "tool" and last.get("content", "").startswith("Error"):
             self.failures += 1
+            if self.goal is not None and self._last_call(messages) == self.goal.name and self.goals:
+                self.goal, self.failures = self.goals.pop(0), 0  # the service refused the goal: try the next one
         if self.goal is None:
             return Action(content="Sorry, I can't find a way to help with that.")
         if last["role"] == "tool" and self._goal_done(messages):
@@ -633,51 +936,157 @@ class HeuristicAgent:
             return Action(content=f"Sorry, I could not complete this: {last.get('content', '')}")
         step = self._plan(self.goal, text, outputs)
         if isinstance(step, str):
-            if step in self.asked:
-                return Action(content="Sorry, I don't have enough details to complete this.")
-            self.asked.add(step)
-            return Action(content=f"Could you tell me your {step.replace('_', ' ')}?")
+            return self._ask(step)
         tool, arguments = step
-        signature = f"{tool.name}:{json.dumps(arguments, sort_keys=True)}"
+        rules = self.rules.get(tool.server, ServiceRules(False, (), ()))
+        if not tool.read_only:
+            before = self._before(tool, rules, text, outputs)
+            if isinstance(before, str):
+                return self._ask(before)
+            if before is not None:
+                tool, arguments = before
+            elif (fact := self._unproven(rules, text)) is not None:
+                return self._ask(fact)
+            elif rules.identity and (lookup := self._identify(tool.server, text)) is not None:
+                tool, arguments = lookup
+            elif (theirs := self._someone_elses(arguments, outputs, text)) is not None:
+                return Action(
+                    content=f"I'm sorry, I can't do that: {theirs} belongs to someone else, and the policy lets me "
+                    "act only on the account holder's own records."
+                )
+        signature = self._signature(tool, arguments)
         if signature in self.tried:
+            if last["role"] == "tool" and str(last.get("content") or "").startswith("Error"):
+                return Action(content=f"Sorry, I could not complete this: {last.get('content', '')}")
             return Action(content=self._summary(outputs[0] if outputs else None))
         asked, self.read_back = self.read_back, None
         if asked == signature and last["role"] == "user" and declines(str(last.get("content") or "")):
             return Action(content="All right, I won't make that change.")
-        if asked != signature and not tool.read_only and self._reads_back(tool):
+        if asked != signature and not tool.read_only and (rules.confirm_writes or self._reads_back(tool)):
             self.read_back = signature
             details = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in arguments.items())
             return Action(
                 content=f"Just to confirm: I'll {tool.tool.replace('_', ' ')} with {details}. Shall I go ahead?"
             )
         self.tried.add(signature)
+        self.called.add(tool.name)
         call = ToolCallRequest(id=f"call_{len(self.tried)}", name=tool.name, arguments=json.dumps(arguments))
         return Action(tool_calls=[call])
 
-    def _goal_done(self, messages: list[dict[str, Any]]) -> bool:
-        """The goal tool was just called without error."""
+    def _ask(self, detail: str) -> Action:
+        """Ask the user for a detail once; asked again, it has no way on."""
+        if detail in self.asked:
+            return Action(content="Sorry, I don't have enough details to complete this.")
+        self.asked.add(detail)
+        return Action(content=f"Could you tell me your {detail.replace('_', ' ')}?")
+
+    def _before(
+        self, write: AgentTool, rules: ServiceRules, text: str, outputs: list[Any]
+    ) -> tuple[AgentTool, dict[str, Any]] | str | None:
+        """The read the service's rules put before `write` ('Quote before booking (quote_stay)') while it is not
+        yet made: its next step, or what to ask for it. None when no such read is due."""
+        known = self.index[write.name]
+        for read, wanted in rules.before:
+            tool = next((t for t in self.tools if t.server == write.server and t.tool == read), None)
+            if tool is not None and tool.name not in self.called and wanted & known.name:
+                return self._plan(tool, text, outputs)
+        return None
+
+    def _identify(self, server: str, text: str) -> tuple[AgentTool, dict[str, Any]] | None:
+        """The lookup of the customer by what identifies them (their name, email, card), before the first write on
+        a service that identifies customers; None once one is made, or where no lookup takes what they said."""
+        facts = [*speakers(text), *EMAIL.findall(text)]
+        if not facts or any(
+            f"{t.name}:" in sig
+            for sig in self.tried
+            for t in self.tools
+            if t.server == server and any(json.dumps(fact) in sig for fact in facts)
+        ):
+            return None
+        best: tuple[int, AgentTool, dict[str, Any]] | None = None
+        for tool in self.tools:
+            if tool.server != server or not tool.read_only:
+                continue
+            arguments = {}
+            for prop, sub in (tool.input_schema.get("properties") or {}).items():
+                value = self._from_text(prop, sub, text)
+                if value in facts or isinstance(value, str) and IDENTITY_FACTS["card number"].fullmatch(value):
+                    arguments[prop] = value
+            missing = set(tool.input_schema.get("required") or []) - set(arguments)
+            if arguments and not missing and (best is None or len(arguments) > best[0]):
+                best = (len(arguments), tool, arguments)
+        if best is None or self._signature(best[1], best[2]) in self.tried:
+            return None
+        return best[1], best[2]
+
+    @staticmethod
+    def _own_keys(outputs: list[Any], text: str) -> dict[str, Any]:
+        """The keys of the person's own rows ('member_id': theirs): the rows the lookups found by the name they
+        gave as their own or an email they said."""
+        facts = {*speakers(text), *EMAIL.findall(text)}
+        mine: dict[str, Any] = {}
+        for output in outputs:
+            for row in speech.rows(output):
+                key = next((k for k in row if k.endswith("_id")), None)
+                if key is not None and any(v in facts for v in row.values() if isinstance(v, str)):
+                    mine.setdefault(key, row[key])
+        return mine
+
+    def _someone_elses(self, arguments: dict[str, Any], outputs: list[Any], text: str) -> str | None:
+        """What of a write's records the lookups show is another person's, as the user named it, else None: a row
+        it acts on (or that holds a value it takes) whose owner is not the person whose own row the lookups found
+        by their name or email ('your invoice INV-1038' of another client, a card number of another member)."""
+        mine = self._own_keys(outputs, text)
+        rows = [row for output in outputs for row in speech.rows(output)]
+        if not mine:
+            return None
+        taken = {v for k, v in arguments.items() if isinstance(v, str) and k.endswith("_id")}  # the records it acts on
+        for row in rows:
+            if taken & {v for v in row.values() if isinstance(v, str)}:
+                for key, own in mine.items():
+                    if row.get(key) not in (None, own):
+                        said = [v for v in row.values() if isinstance(v, str) and v in text]
+                        return said[0] if said else str(row[key])
+        return None
+
+    def _unproven(self, rules: ServiceRules, text: str) -> str | None:
+        """The fact to ask for before a write when the service identifies customers by facts the user has given
+        none of ('full name and email': the email), else None."""
+        facts = rules.identity
+        if not facts or facts[0] in self.asked or any(IDENTITY_FACTS[f].search(text) for f in facts):
+            return None  # asked once already: the user has said what they can
+        return facts[0]
+
+    @staticmethod
+    def _last_call(messages: list[dict[str, Any]]) -> str | None:
+        """The tool the agent called last."""
         for message in reversed(messages):
             if message["role"] == "assistant" and message.get("tool_calls"):
-                called = message["tool_calls"][-1]["function"]["name"]
-                return bool(self.goal and called == self.goal.name and not messages[-1]["content"].startswith("Error"))
-        return False
+                return str(message["tool_calls"][-1]["function"]["name"])
+        return None
+
+    def _goal_done(self, messages: list[dict[str, Any]]) -> bool:
+        """The goal tool was just called without error."""
+        called = self._last_call(messages)
+        return bool(self.goal and called == self.goal.name and not messages[-1]["content"].startswith("Error"))
 
     @staticmethod
     def _answers_question(messages: list[dict[str, Any]]) -> bool:
         previous = messages[-2] if len(messages) > 1 else {}
         return previous.get("role") == "assistant" and str(previous.get("content") or "").rstrip().endswith("?")
 
-    @staticmethod
-    def _summary(output: Any) -> str:
+    def _summary(self, output: Any) -> str:
+        """The last output, as the answer: 'Done.' only once the goal was a change and it was made."""
+        lead = "Done." if self.goal is not None and not self.goal.read_only and self.goal.name in self.called else ""
         if output is None:
-            return "Done."
+            return lead or "I found nothing more to report."
         pairs = [
             f"{k}: {v}"
             for row in list(speech.rows(output))[:6]
             for k, v in row.items()
             if not isinstance(v, dict | list)
         ]
-        return "Done. " + "; ".join(pairs[:30])
+        return f"{lead or 'Here is what I found:'} {'; '.join(pairs[:30])}"
 
 
 def _label(item: Any) -> str:
@@ -695,7 +1104,7 @@ class SampledHeuristicAgent(HeuristicAgent):
     temperature: float = 1.0
     decided: dict[str, int] = field(default_factory=dict)  # a choice already drawn -> the index it drew
 
-    def _pick(self, items: list[Any], scores: list[float]) -> Any:
+    def _pick(self, items: list[Any], scores: Sequence[float]) -> Any:
         """A draw per choice, kept: the plan is made again at every step, and the same candidates with the same
         scores (nothing new learnt) get the same answer, so a row read back is the row then written."""
         key = json.dumps([[_label(item), score] for item, score in zip(items, scores, strict=True)])
@@ -705,14 +1114,15 @@ class SampledHeuristicAgent(HeuristicAgent):
             self.decided[key] = self.rng.choices(range(len(items)), weights=weights, k=1)[0]
         return items[self.decided[key]]
 
-    def _producers(self, prop: str, exclude: set[str], text: str) -> list[AgentTool]:
-        """Up to `PRODUCER_TRIES` read tools for `prop`, each drawn (without replacement) as `_pick` draws: a
-        lookup it cannot make from what the user said gives way to the next one drawn before it asks them."""
-        left = self._candidates(prop, exclude)
-        order: list[AgentTool] = []
-        while left and len(order) < PRODUCER_TRIES:
-            order.append(self._pick(left, [self._score(t, text) for t in left]))
-            left.remove(order[-1])
+    def _order(self, items: list[Any], scores: list[float], n: int) -> list[Any]:
+        """Up to `n` items, each drawn (without replacement) as `_pick` draws: a lookup it cannot make from what
+        the user said gives way to the next one drawn before it asks them; a goal the user says is not done, or a
+        service refuses, to the next one."""
+        left = list(zip(items, scores, strict=True))
+        order: list[Any] = []
+        while left and len(order) < n:
+            order.append(self._pick([item for item, _ in left], [score for _, score in left]))
+            left = [(item, score) for item, score in left if item is not order[-1]]
         return order
 
     def _reads_back(self, tool: AgentTool) -> bool:
@@ -750,7 +1160,9 @@ class SampledHeuristicPolicy(HeuristicPolicy):
 
     def agent(self, task: Task, tools: list[AgentTool], attempt: int = 0) -> SampledHeuristicAgent:
         rng = random.Random(f"{self.seed}:{task.id}:{attempt}")  # str seeds hash the same in every process
-        return SampledHeuristicAgent(tools, self._indexed(tools), rng=rng, temperature=self.temperature)
+        return SampledHeuristicAgent(
+            tools, self._indexed(tools), producer_tries=PRODUCER_TRIES, rng=rng, temperature=self.temperature
+        )
 
 
 def make_policy(spec: str, base_url: str | None = None) -> Policy:

@@ -121,9 +121,10 @@ async def test_a_write_without_a_read_back_fails_and_one_after_the_users_yes_pas
     assert vague.score and grades(vague)["must_confirm"] is False and "stating 95.0" in vague.score.policy_problems[0]
     assert oracle.score and oracle.score.success and oracle_failures([oracle]) == []
     assert any(m["role"] == "user" and m["content"] == YES for m in oracle.messages)
-    # The baseline never reads a change back: whenever it makes the write, it fails the confirm check.
-    wrote = any(c.ok and c.tool == task.policy_checks[0].tool for c in heuristic.calls)
-    assert heuristic.score and heuristic.score.policy_pass is not wrote
+    # The baseline reads its instructions: the clinic asks for an explicit yes, so it reads the payment back first.
+    assert any(c.ok and c.tool == task.policy_checks[0].tool for c in heuristic.calls)
+    assert grades(heuristic)["must_confirm"] is True
+    assert any(m["role"] == "user" and m["content"] == YES for m in heuristic.messages)
     summary = summarize([skips, asks])[0]
     assert summary.policy_checks["must_confirm"] == {"checks": 2, "passed": 1} and summary.policy_pass_rate == 0.5
 
