@@ -336,6 +336,10 @@ PERSON = re.compile(
     r"name\b",
     re.IGNORECASE,
 )
+# a lookup of people: the customer's own record, where a service identifies them
+PEOPLE = re.compile(
+    r"member|guest|customer|client|patient|student|traveller|driver|subscriber|people|person|employee|user"
+)
 NOT_A_NAME = frozenset(  # capitalised words that open a sentence or name a day, never a thing's name
     [
         *calendar.day_name,
@@ -520,12 +524,18 @@ def example_shape(description: str) -> re.Pattern[str] | None:
     """What a value looks like, from the example a parameter's description gives ('e.g. INV-1012' -> letters,
     a dash, four digits): a code the user says is found by its shape, not its name."""
     match = EXAMPLE.search(description)
-    if match is None or not re.search(r"\d", match[1]) or not re.search(r"[A-Za-z]", match[1]):
+    return shape_of(match[1]) if match else None
+
+
+def shape_of(code: str) -> re.Pattern[str] | None:
+    """Codes shaped like `code` (its runs of capitals, small letters and digits, at their lengths); None unless it
+    mixes letters and digits."""
+    if not re.search(r"\d", code) or not re.search(r"[A-Za-z]", code):
         return None
     shape = re.sub(
         r"[A-Z]+|[a-z]+|\d+",
         lambda m: f"[{'A-Z' if m[0].isupper() else 'a-z' if m[0].isalpha() else '0-9'}]{{{len(m[0])}}}",
-        re.escape(match[1]),
+        re.escape(code),
     )
     return re.compile(rf"(?<![\w-]){shape}(?![\w-])")
 
@@ -610,13 +620,18 @@ class ServiceRules:
     message: a weak agent that reads its instructions still reads these three."""
 
     confirm_writes: bool  # 'Get an explicit yes first': read every write back and wait for a yes
-    identity: tuple[str, ...]  # the facts it identifies a customer by (IDENTITY_FACTS), in the order named
+    # the ways it identifies a customer ('card number, or full name and email'), each the facts it takes
+    # (IDENTITY_FACTS) in the order named; a way by no fact we know ('the confirmation details') is left out
+    identity: tuple[tuple[str, ...], ...]
     before: tuple[tuple[str, frozenset[str]], ...]  # a read the rules name, and the words of the writes it precedes
 
     @classmethod
     def of(cls, section: str, reads: set[str]) -> ServiceRules:
         identify = next((line for line in section.splitlines() if re.match(r"^(?:- )?Identify\b", line)), "")
-        named = sorted((identify.find(fact), fact) for fact in IDENTITY_FACTS if fact in identify)
+        ways = [
+            tuple(fact for _, fact in sorted((way.find(fact), fact) for fact in IDENTITY_FACTS if fact in way))
+            for way in re.split(r",? or ", identify.split(";")[0])  # '...; match them before x or y' is no way
+        ]
         before: list[tuple[str, frozenset[str]]] = []
         for line in section.splitlines():
             tools = [name for name in re.findall(r"\b[a-z]+(?:_[a-z]+)+\b", line) if name in reads]
@@ -624,7 +639,7 @@ class ServiceRules:
             before.extend((read, words(after) - {"you", "any"}) for read in tools for after in afters)
         return cls(
             confirm_writes="explicit yes" in section.lower(),
-            identity=tuple(fact for _, fact in named),
+            identity=tuple(way for way in ways if way),
             before=tuple(before),
         )
 
@@ -801,6 +816,7 @@ class HeuristicAgent:
         ]
         dated = 0 if tool.read_only else max(0, len(self._days(text)) - len(dates))
         said: set[str] = set()  # words of the request used as a filter already: one name is not also the city
+        mine = self._own_keys(outputs, text)
         properties = schema.get("properties") or {}
         for prop, sub in sorted(properties.items(), key=lambda item: not NAMING.search(item[0])):
             if prop not in required and _is_paging(prop, sub):
@@ -817,7 +833,8 @@ class HeuristicAgent:
                     continue
                 said.add(str(value))
             if value is None and prop in required:
-                value = self._from_outputs(prop, outputs, text)
+                # the person's own key where the call takes it ('guest_id': theirs), else a row's
+                value = mine.get(prop, self._from_outputs(prop, outputs, text))
             if value is None and prop in required and _types(sub) == {"string"} and not prop.endswith("_id"):
                 quoted = [a or b for a, b in QUOTED.findall(text)]
                 value = quoted[-1] if quoted else None
@@ -868,6 +885,11 @@ class HeuristicAgent:
         """The next call towards `tool`, or the name of a detail to ask the user for."""
         arguments, missing = self._arguments(tool, text, outputs)
         filters = [p for p, sub in (tool.input_schema.get("properties") or {}).items() if not _is_paging(p, sub)]
+        if tool.read_only and not arguments and not missing:
+            # a lookup with nothing to go on lists everyone's: the person's own, where it filters by them
+            mine = self._own_keys(outputs, text)
+            if own := next((p for p in filters if p in mine), None):
+                return tool, {own: mine[own]}
         if depth > 0 and not arguments and not missing and filters:
             # A lookup with no filter at all would list everyone: filter it by a record it refers to (one an
             # earlier output holds, or one more lookup finds), else ask the user for something to search by.
@@ -939,21 +961,20 @@ class HeuristicAgent:
             return self._ask(step)
         tool, arguments = step
         rules = self.rules.get(tool.server, ServiceRules(False, (), ()))
-        if not tool.read_only:
-            before = self._before(tool, rules, text, outputs)
+        # 'Identify the customer first': ask for what identifies them, then look them up, before anything else
+        if (fact := self._unproven(rules, text)) is not None:
+            return self._ask(fact)
+        if rules.identity and (lookup := self._identify(tool.server, text)) is not None:
+            tool, arguments = lookup
+        elif (theirs := self._someone_elses(arguments, outputs, text)) is not None:
+            return Action(
+                content=f"I'm sorry, I can't do that: {theirs} belongs to someone else, and the policy lets me act "
+                "only on the account holder's own records."
+            )
+        elif not tool.read_only and (before := self._before(tool, rules, text, outputs)) is not None:
             if isinstance(before, str):
                 return self._ask(before)
-            if before is not None:
-                tool, arguments = before
-            elif (fact := self._unproven(rules, text)) is not None:
-                return self._ask(fact)
-            elif rules.identity and (lookup := self._identify(tool.server, text)) is not None:
-                tool, arguments = lookup
-            elif (theirs := self._someone_elses(arguments, outputs, text)) is not None:
-                return Action(
-                    content=f"I'm sorry, I can't do that: {theirs} belongs to someone else, and the policy lets me "
-                    "act only on the account holder's own records."
-                )
+            tool, arguments = before
         signature = self._signature(tool, arguments)
         if signature in self.tried:
             if last["role"] == "tool" and str(last.get("content") or "").startswith("Error"):
@@ -993,69 +1014,85 @@ class HeuristicAgent:
         return None
 
     def _identify(self, server: str, text: str) -> tuple[AgentTool, dict[str, Any]] | None:
-        """The lookup of the customer by what identifies them (their name, email, card), before the first write on
-        a service that identifies customers; None once one is made, or where no lookup takes what they said."""
-        facts = [*speakers(text), *EMAIL.findall(text)]
+        """The lookup of the customer by one thing that identifies them, their email else their name (two at once
+        find no one when one is wrong), before anything else on a service that identifies customers; None once a
+        lookup there took one, or where none takes what they said."""
+        facts = [*EMAIL.findall(text), *speakers(text)]  # an email first: two people may share a name
+        reads = [t for t in self.tools if t.server == server and t.read_only]
         if not facts or any(
-            f"{t.name}:" in sig
+            sig.startswith(f"{t.name}:") and any(json.dumps(fact) in sig for fact in facts)
             for sig in self.tried
-            for t in self.tools
-            if t.server == server and any(json.dumps(fact) in sig for fact in facts)
+            for t in reads
         ):
             return None
-        best: tuple[int, AgentTool, dict[str, Any]] | None = None
-        for tool in self.tools:
-            if tool.server != server or not tool.read_only:
-                continue
-            arguments = {}
-            for prop, sub in (tool.input_schema.get("properties") or {}).items():
-                value = self._from_text(prop, sub, text)
-                if value in facts or isinstance(value, str) and IDENTITY_FACTS["card number"].fullmatch(value):
-                    arguments[prop] = value
-            missing = set(tool.input_schema.get("required") or []) - set(arguments)
-            if arguments and not missing and (best is None or len(arguments) > best[0]):
-                best = (len(arguments), tool, arguments)
-        if best is None or self._signature(best[1], best[2]) in self.tried:
-            return None
-        return best[1], best[2]
+        for fact in facts:
+            fits = []
+            for tool in reads:
+                schema = tool.input_schema
+                for prop, sub in (schema.get("properties") or {}).items():
+                    if not set(schema.get("required") or []) - {prop} and self._from_text(prop, sub, text) == fact:
+                        fits.append((tool, prop))
+            if fits:
+                people = [PEOPLE.search(tool.tool) is not None for tool, _ in fits]
+                tool, prop = self._pick(fits, [3.0 * p + 0.1 * self._score(t, text) for (t, _), p in zip(fits, people)])
+                return tool, {prop: fact}
+        return None
 
     @staticmethod
-    def _own_keys(outputs: list[Any], text: str) -> dict[str, Any]:
-        """The keys of the person's own rows ('member_id': theirs): the rows the lookups found by the name they
-        gave as their own or an email they said."""
+    def _own_rows(outputs: list[Any], text: str) -> list[dict[str, Any]]:
+        """The person's own rows: those the lookups found by the name they gave as their own or an email they said."""
         facts = {*speakers(text), *EMAIL.findall(text)}
+        return [
+            row
+            for output in outputs
+            for row in speech.rows(output)
+            if any(v in facts for v in row.values() if isinstance(v, str))
+        ]
+
+    def _own_keys(self, outputs: list[Any], text: str) -> dict[str, Any]:
+        """The keys of the person's own rows ('member_id': theirs)."""
         mine: dict[str, Any] = {}
-        for output in outputs:
-            for row in speech.rows(output):
-                key = next((k for k in row if k.endswith("_id")), None)
-                if key is not None and any(v in facts for v in row.values() if isinstance(v, str)):
-                    mine.setdefault(key, row[key])
+        for row in self._own_rows(outputs, text):
+            key = next((k for k in row if k.endswith("_id")), None)
+            if key is not None:
+                mine.setdefault(key, row[key])
         return mine
 
     def _someone_elses(self, arguments: dict[str, Any], outputs: list[Any], text: str) -> str | None:
-        """What of a write's records the lookups show is another person's, as the user named it, else None: a row
-        it acts on (or that holds a value it takes) whose owner is not the person whose own row the lookups found
-        by their name or email ('your invoice INV-1038' of another client, a card number of another member)."""
+        """What the lookups show is another person's, as the user named it, of the records a call acts on or the
+        user named by a code, else None: a row with one of its ids, or a code they said ('your invoice INV-1038',
+        'my card LC-200525'), whose owner is not the person whose own row the lookups found by their name or
+        email. The policy forbids reading out or changing it for them."""
         mine = self._own_keys(outputs, text)
-        rows = [row for output in outputs for row in speech.rows(output)]
         if not mine:
             return None
-        taken = {v for k, v in arguments.items() if isinstance(v, str) and k.endswith("_id")}  # the records it acts on
-        for row in rows:
-            if taken & {v for v in row.values() if isinstance(v, str)}:
-                for key, own in mine.items():
-                    if row.get(key) not in (None, own):
-                        said = [v for v in row.values() if isinstance(v, str) and v in text]
-                        return said[0] if said else str(row[key])
+        for row in self._own_rows(outputs, text):  # a card they say that is not the one on their own record
+            for own in (v for k, v in row.items() if isinstance(v, str) and not k.endswith("_id")):
+                shape = shape_of(own) if CODE.fullmatch(own) else None
+                if shape is not None and (said := [c for c in shape.findall(text) if c != own]):
+                    return said[0]
+        ids = {v for k, v in arguments.items() if isinstance(v, str) and k.endswith("_id")}
+        codes = {m[0] for m in CODE.finditer(text)}
+        for output in outputs:
+            for row in speech.rows(output):
+                key = next((k for k in row if k.endswith("_id")), None)  # the row's own id: a row naming a list
+                named = key is not None and row[key] in ids  # or a channel is not that list's or channel's record
+                if named or codes & {v for k, v in row.items() if isinstance(v, str) and not k.endswith("_id")}:
+                    for key, own in mine.items():
+                        if row.get(key) not in (None, own):
+                            said = [v for v in row.values() if isinstance(v, str) and v in text]
+                            return said[0] if said else str(row[key])
         return None
 
     def _unproven(self, rules: ServiceRules, text: str) -> str | None:
-        """The fact to ask for before a write when the service identifies customers by facts the user has given
-        none of ('full name and email': the email), else None."""
-        facts = rules.identity
-        if not facts or facts[0] in self.asked or any(IDENTITY_FACTS[f].search(text) for f in facts):
-            return None  # asked once already: the user has said what they can
-        return facts[0]
+        """The fact to ask for first where the service identifies customers by facts the user has not given all of
+        for any way it allows ('email and the last four digits of a card': the email), else None. Asked once:
+        the user has then said what they can."""
+        ways = rules.identity
+        if not ways or any(all(IDENTITY_FACTS[f].search(text) for f in way) for way in ways):
+            return None
+        missing = [f for f in ways[0] if not IDENTITY_FACTS[f].search(text) and f not in self.asked]
+        return missing[0] if missing else None
 
     @staticmethod
     def _last_call(messages: list[dict[str, Any]]) -> str | None:
@@ -1091,6 +1128,8 @@ class HeuristicAgent:
 
 def _label(item: Any) -> str:
     """What tells a candidate apart in a choice: a tool's name, a row's fields."""
+    if isinstance(item, tuple):
+        return "/".join(map(_label, item))
     return item.name if isinstance(item, AgentTool) else json.dumps(item, sort_keys=True, default=str)
 
 

@@ -85,7 +85,8 @@ Policy:
 
 def test_a_services_rules_are_read_from_its_instructions() -> None:
     rules = ServiceRules.of(SECTION, {"quote_stay", "get_cancellation_fee", "find_guest"})
-    assert rules.confirm_writes and rules.identity == ("email",)
+    # 'full name and the reservation's confirmation details' names no fact it knows: that way is left out
+    assert rules.confirm_writes and rules.identity == (("email",),)
     assert ("quote_stay", frozenset({"book"})) in rules.before
     assert ("get_cancellation_fee", frozenset({"cancel"})) in rules.before
     assert not ServiceRules.of("A chat workspace. Be kind.", set()).confirm_writes
@@ -99,10 +100,23 @@ async def test_the_farm_instructions_give_each_server_its_rules() -> None:
     tools = agent_tools(listed, [(s, t.name) for s, ts in listed.items() for t in ts])
     rules = service_rules(system_prompt(instructions), tools)
     assert set(rules) == set(servers)
-    assert rules["hotel"].identity == ("email",) and rules["hotel"].confirm_writes
+    assert rules["hotel"].identity == (("email",),) and rules["hotel"].confirm_writes
     assert {read for read, _ in rules["hotel"].before} == {"quote_stay", "get_cancellation_fee"}
-    assert rules["library"].identity == ("card number", "email")
+    assert rules["library"].identity == (("card number",), ("email",))  # 'card number, or full name and email'
     assert rules["team_chat"].identity == ()
+
+
+def test_the_fact_asked_for_is_the_first_missing_of_a_way_and_is_asked_once() -> None:
+    agent = HeuristicPolicy().agent(Task.model_construct(id="t"), [])
+    assert isinstance(agent, HeuristicAgent)
+    payments = ServiceRules(False, (("email", "last four digits"),), ())
+    assert agent._unproven(payments, "Remove my Visa ending 8462.") == "email"
+    assert agent._unproven(payments, "Remove my Visa ending 8462; I'm ana@example.com.") is None
+    library = ServiceRules(False, (("card number",), ("email",)), ())
+    assert agent._unproven(library, "My card is LC-200525.") is None  # one way is enough
+    assert agent._unproven(library, "Anya here.") == "card number"
+    agent.asked.add("card number")
+    assert agent._unproven(library, "Anya here.") is None
 
 
 def _rows(*rows: dict[str, Any]) -> list[Any]:
@@ -118,14 +132,24 @@ def test_a_record_of_someone_else_is_refused_and_ones_own_is_not() -> None:
     mine = {"invoice_id": "inv_2", "number": "INV-1040", "client_id": "cli_me"}
     outputs = [*_rows(theirs, mine), *_rows(me)]
     assert agent._someone_elses({"invoice_id": "inv_1", "due_on": "2026-05-18"}, outputs, said) == "INV-1038"
-    assert agent._someone_elses({"invoice_id": "inv_2", "due_on": "2026-05-18"}, outputs, said) is None
-    # a date the write takes that some other row also holds is no one's record
+    # whatever the call, the record they named by its code is someone else's
+    assert agent._someone_elses({"client_id": "cli_me"}, outputs, said) == "INV-1038"
+    own = said.replace("INV-1038", "INV-1040")
+    assert agent._someone_elses({"invoice_id": "inv_2", "due_on": "2026-05-18"}, outputs, own) is None
+    # a date the call takes that some other row also holds, or a list both name, is no one's record
     other_day = {"invoice_id": "inv_3", "client_id": "cli_other", "due_on": "2026-05-18"}
     assert (
-        agent._someone_elses({"invoice_id": "inv_2", "due_on": "2026-05-18"}, [*_rows(other_day), *outputs], said)
+        agent._someone_elses({"invoice_id": "inv_2", "due_on": "2026-05-18"}, [*_rows(other_day), *outputs], own)
         is None
     )
+    listed = {"subscription_id": "sbn_9", "list_id": "lst_1", "client_id": "cli_other"}
+    assert agent._someone_elses({"list_id": "lst_1"}, [*_rows(listed), *outputs], own) is None
     # without the person's own row found, nothing is judged
     assert agent._someone_elses({"invoice_id": "inv_1"}, _rows(theirs), said) is None
+    # a card they give that is not the one on their own record is someone else's
+    said_card = "Hello, Liam Lopez here. Please cancel my hold. My card number is LC-200525."
+    liam = {"member_id": "mem_me", "full_name": "Liam Lopez", "card_number": "LC-201824"}
+    assert agent._someone_elses({"hold_id": "hld_1"}, _rows(liam), said_card) == "LC-200525"
+    assert agent._someone_elses({"hold_id": "hld_1"}, _rows(liam), said_card.replace("200525", "201824")) is None
     # and of two rows the request fits alike, the person's own is taken
     assert agent._from_outputs("invoice_id", outputs, said.replace("INV-1038", "my invoice")) == "inv_2"
