@@ -314,6 +314,13 @@ TEMPERATURE = 1.0  # of the sampled heuristic: a score lead of 1 (one descriptio
 READ_BACK = 0.5  # of the sampled heuristic: the chance it reads a write back and asks to go ahead before making it
 PRODUCER_TRIES = 3  # of the sampled heuristic: lookups tried for a missing input before it asks the user
 GOAL_TRIES = 3  # tools tried, one after another, for one request the user says is not done
+GIVES = 2.0  # of a goal's score, per word of what a message asks to be told that names a field of the tool's output
+TOLD = 1.0  # of a goal's score, the weight of what a message asks to be told beside what it asks done
+ASKS_TO_BE_TOLD = re.compile(
+    r"\b(?:tell me|let me know|like to know|need to know|want to know|what(?:'s| is| are| was)|how (?:much|many|long)|"
+    r"when (?:is|does|do|will)|whether|which)\b",
+    re.IGNORECASE,
+)
 WRITE_TIE = 0.01  # of a goal's score: a write wins a tie with a read, and adds next to nothing when sampled
 OWN_RECORDS = 3.0  # of a lookup's score for an id: it lists the records the id is the key of (as a name word does)
 NAMING = re.compile(r"(?:^|_)(?:name|title)$")  # a record's own name: a proper name the user says is first its name
@@ -326,7 +333,7 @@ DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 IDENT = re.compile(r"\b[a-z]{2,}_[a-z0-9_]*\d[a-z0-9_]*\b")
 NAME = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b")
 # a capitalised phrase, with the small words a proper name holds ('Letters from the Front', 'Grand Vienna')
-PROPER = re.compile(r"(?<![\w-])[A-Z][\w'&-]*(?: (?:(?:of|from|the|and|de|la|du|von|in|on) )*[A-Z][\w'&-]*)*")
+PROPER = re.compile(r"(?<![\w-])[A-Z][\w&-]*(?: (?:(?:of|from|the|and|de|la|du|von|in|on) )*[A-Z][\w&-]*)*")
 SPEAKER = re.compile(
     r"\b(?i:it'?s|this is|i'?m|i am|my name is),? ([A-Z][a-z]+(?:[ -][A-Z][a-z]+)*)\b(?! [a-z])|"
     r"\b([A-Z][a-z]+(?:[ -][A-Z][a-z]+)*) here\b"
@@ -510,12 +517,13 @@ def proper_names(text: str) -> list[tuple[str, int]]:
     found = []
     for match in PROPER.finditer(text):
         parts = match[0].split()
-        if text[: match.start()].rstrip()[-1:] in ("", ".", "!", "?", "\n"):
+        if len(parts) == 1 and text[: match.start()].rstrip()[-1:] in ("", ".", "!", "?", "\n"):
             parts.pop(0)  # a sentence's first word is capitalised whatever it is
         while parts and parts[0] in NOT_A_NAME:
             parts.pop(0)
         name = " ".join(parts)
-        if name and name not in own and parts[-1] not in NOT_A_NAME and not re.search(r"\d", name):
+        possessive = text[match.end() : match.end() + 1] in ("'", "’")  # "Emma Dubois' offer": a person's
+        if name and name not in own and parts[-1] not in NOT_A_NAME and not re.search(r"\d", name) and not possessive:
             found.append((name, match.end()))
     return found
 
@@ -573,6 +581,13 @@ def _date_kind(prop: str, schema: dict[str, Any]) -> str | None:
     return None
 
 
+def _own_value(prop: str, schema: dict[str, Any], mine: dict[str, Any]) -> Any:
+    """The person's own key for a parameter that takes it: by its name ('member_id') or the column it refers to
+    ('seller_id' -> members.member_id); None otherwise."""
+    refers = str(schema.get("x-envfarm-ref") or "").rpartition(".")[2]
+    return mine.get(prop, mine.get(refers)) if refers else mine.get(prop)
+
+
 def _types(schema: dict[str, Any]) -> set[str]:
     found = {schema["type"]} if isinstance(schema.get("type"), str) else set()
     for part in schema.get("anyOf") or []:
@@ -592,6 +607,7 @@ class ToolIndex:
     description: frozenset[str]
     inputs: frozenset[str]
     outputs: frozenset[str]
+    gives: frozenset[str]  # the words of its output's fields: what a person asking to be told it hears
 
     @classmethod
     def of(cls, tool: AgentTool) -> ToolIndex:
@@ -601,6 +617,7 @@ class ToolIndex:
             description=words(tool.description.split("\n\n")[0]),
             inputs=frozenset(_properties(tool.input_schema)),
             outputs=frozenset(_properties(tool.output_schema or {})),
+            gives=words(" ".join(_properties(tool.output_schema or {})).replace("_", " ")),
         )
 
 
@@ -711,6 +728,20 @@ class HeuristicAgent:
         if re.search(rf"\b{re.escape(tool.tool)}\b", text):
             score += 10.0
         return score
+
+    def _goal_scores(self, message: str) -> list[tuple[AgentTool, float]]:
+        """The tools a message may ask for, each with its score: by what it asks done more than by what it asks to
+        be told ('book room 201 ...; tell me the nightly rate' is a booking), never by what it quotes; a write
+        before a read of the same score. None when nothing matches at all."""
+        sentences = re.split(r"(?<=[.?!])\s+", QUOTED.sub(" ", message))
+        asks = " ".join(part for part in sentences if ASKS_TO_BE_TOLD.search(part))
+        does = " ".join(part for part in sentences if not ASKS_TO_BE_TOLD.search(part))
+        told = words(asks)
+        scored = [
+            (t, self._score(t, does) + TOLD * self._score(t, asks) + GIVES * len(told & self.index[t.name].gives))
+            for t in self.tools
+        ]
+        return [(t, score + WRITE_TIE * (not t.read_only)) for t, score in scored if score > 0]
 
     # ------------------------------------------------ filling arguments
 
@@ -834,7 +865,8 @@ class HeuristicAgent:
                 said.add(str(value))
             if value is None and prop in required:
                 # the person's own key where the call takes it ('guest_id': theirs), else a row's
-                value = mine.get(prop, self._from_outputs(prop, outputs, text))
+                own = _own_value(prop, sub, mine)
+                value = own if own is not None else self._from_outputs(prop, outputs, text)
             if value is None and prop in required and _types(sub) == {"string"} and not prop.endswith("_id"):
                 quoted = [a or b for a, b in QUOTED.findall(text)]
                 value = quoted[-1] if quoted else None
@@ -885,11 +917,13 @@ class HeuristicAgent:
         """The next call towards `tool`, or the name of a detail to ask the user for."""
         arguments, missing = self._arguments(tool, text, outputs)
         filters = [p for p, sub in (tool.input_schema.get("properties") or {}).items() if not _is_paging(p, sub)]
-        if tool.read_only and not arguments and not missing:
-            # a lookup with nothing to go on lists everyone's: the person's own, where it filters by them
-            mine = self._own_keys(outputs, text)
-            if own := next((p for p in filters if p in mine), None):
-                return tool, {own: mine[own]}
+        if tool.read_only and not missing and (not arguments or self._signature(tool, arguments) in self.tried):
+            # a lookup with nothing to go on lists everyone's, and one made already found nothing new: the
+            # person's own, where it filters by them ('seller_id': their member id)
+            properties, mine = tool.input_schema.get("properties") or {}, self._own_keys(outputs, text)
+            for prop in filters:
+                if (own := _own_value(prop, properties[prop], mine)) is not None:
+                    return tool, {prop: own}
         if depth > 0 and not arguments and not missing and filters:
             # A lookup with no filter at all would list everyone: filter it by a record it refers to (one an
             # earlier output holds, or one more lookup finds), else ask the user for something to search by.
@@ -932,10 +966,7 @@ class HeuristicAgent:
         requests = sum(m["role"] == "user" for m in messages)
         last = messages[-1]
         if last["role"] == "user" and requests != self.request_count and not self._answers_question(messages):
-            latest = QUOTED.sub(" ", str(last.get("content") or ""))  # what the request is for, not what it quotes
-            # The best match, a write before a read of the same score; no goal when nothing matches at all.
-            scored = [(t, self._score(t, latest)) for t in self.tools]
-            matching = [(t, score + WRITE_TIE * (not t.read_only)) for t, score in scored if score > 0]
+            matching = self._goal_scores(str(last.get("content") or ""))
             if self.goal is None or max((score for _, score in matching), default=0.0) >= NEW_REQUEST:
                 tools, scores = [t for t, _ in matching], [score for _, score in matching]
                 self.goals = self._order(tools, scores, GOAL_TRIES)
