@@ -442,6 +442,8 @@ STOP = frozenset(
     ]
 )
 SYNONYMS = {
+    "litres": "liters",
+    "litre": "liter",
     "settle": "pay",
     "schedule": "book",
     "reserve": "book",
@@ -815,13 +817,16 @@ class HeuristicAgent:
                 return self._pick([name for name, _ in found][::-1], fit[::-1])
         return None
 
-    def _from_outputs(self, prop: str, outputs: list[Any], text: str) -> Any:
-        """The value of `prop` in the newest output that has it, from the row the user's words fit best."""
+    def _from_outputs(self, prop: str, outputs: list[Any], text: str, keyed: bool = False) -> Any:
+        """The value of `prop` in the newest output that has it, from the row the user's words fit best; with
+        `keyed`, only from a row whose own id it is (a departure's id from a departure, not from a booking of one)."""
         request = words(text)
         aliases = (prop, prop.removesuffix("_usd"), "amount" if "amount" in prop else prop)
         mine = self._own_keys(outputs, text)
         for output in outputs:
             rows = [d for d in speech.rows(output) if any(a in d for a in aliases)]
+            if keyed:
+                rows = [row for row in rows if next((k for k in row if k.endswith("_id")), None) == prop]
             if rows:
                 # the row the request's words fit best, of the person's own before anyone else's
                 owned = [
@@ -865,8 +870,13 @@ class HeuristicAgent:
                 said.add(str(value))
             if value is None and prop in required:
                 # the person's own key where the call takes it ('guest_id': theirs), else a row's
-                own = _own_value(prop, sub, mine)
-                value = own if own is not None else self._from_outputs(prop, outputs, text)
+                # the person's own key where it takes it, else the record the id is of, else (where no lookup of
+                # those records is left to make) a row that refers to one
+                value = _own_value(prop, sub, mine)
+                if value is None:
+                    value = self._from_outputs(prop, outputs, text, keyed=True)
+                if value is None and not self._lookups_of(prop):
+                    value = self._from_outputs(prop, outputs, text)
             if value is None and prop in required and _types(sub) == {"string"} and not prop.endswith("_id"):
                 quoted = [a or b for a, b in QUOTED.findall(text)]
                 value = quoted[-1] if quoted else None
@@ -899,6 +909,13 @@ class HeuristicAgent:
         """The read tools to try for `prop`, in the order `_order` tries them."""
         candidates = self._candidates(prop, exclude)
         return self._order(candidates, [self._producer_score(t, prop, text) for t in candidates], self.producer_tries)
+
+    def _lookups_of(self, prop: str) -> list[AgentTool]:
+        """The lookups of the records `prop` is the id of ('list_departures' for 'departure_id') not yet made."""
+        stem = _stem(prop.removesuffix("_id"))
+        return [
+            t for t in self._candidates(prop, set()) if stem in self.index[t.name].name and t.name not in self.called
+        ]
 
     def _producer_score(self, tool: AgentTool, prop: str, text: str) -> float:
         """How well a lookup fits the request, and whether it is the lookup of `prop`'s own records: `hotel_id`

@@ -11,6 +11,7 @@ from conftest import REPO
 
 from envfarm.clients.connect import Connections, farm_targets
 from envfarm.clients.policies import (
+    AgentTool,
     HeuristicAgent,
     HeuristicPolicy,
     ServiceRules,
@@ -153,3 +154,25 @@ def test_a_record_of_someone_else_is_refused_and_ones_own_is_not() -> None:
     assert agent._someone_elses({"hold_id": "hld_1"}, _rows(liam), said_card.replace("200525", "201824")) is None
     # and of two rows the request fits alike, the person's own is taken
     assert agent._from_outputs("invoice_id", outputs, said.replace("INV-1038", "my invoice")) == "inv_2"
+
+
+def test_an_id_is_taken_from_the_record_it_is_the_id_of_before_a_row_that_refers_to_it() -> None:
+    agent = HeuristicPolicy().agent(Task.model_construct(id="t"), [])
+    assert isinstance(agent, HeuristicAgent)
+    booking = {"booking_id": "tbk_1", "departure_id": "dep_old", "status": "cancelled"}
+    departure = {"departure_id": "dep_new", "tour_id": "tour_1", "starts_at": "2026-04-29T09:00:00Z"}
+    outputs = [*_rows(booking), *_rows(departure)]  # the booking was read last
+    said = "Book the Wednesday 29 April departure for 4 of us."
+    assert agent._from_outputs("departure_id", outputs, said) == "dep_old"
+    assert agent._from_outputs("departure_id", outputs, said, keyed=True) == "dep_new"
+    assert agent._from_outputs("departure_id", _rows(booking), said, keyed=True) is None
+    # with no lookup of departures left to make, the call takes the one the booking names
+    arguments, missing = agent._arguments(
+        agent_tool("book_tour", {"departure_id": {"type": "string"}}, required=["departure_id"]), said, _rows(booking)
+    )
+    assert arguments == {"departure_id": "dep_old"} and missing == []
+
+
+def agent_tool(name: str, properties: dict[str, Any], required: list[str]) -> AgentTool:
+    schema = {"type": "object", "properties": properties, "required": required}
+    return AgentTool(name=name, server="s", tool=name, description="", input_schema=schema, read_only=False)
