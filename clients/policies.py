@@ -5,14 +5,18 @@ answers an `Action`: words, tool calls, or both. Tool calls come back as the raw
 would write, so the rollout loop handles a malformed call from any policy the same way.
 
 - `ChatPolicy`: any OpenAI-compatible endpoint (OpenAI, vLLM, SGLang) with standard tools/tool_calls.
-- `HeuristicPolicy`: no model. Picks the tool whose name, description and schema best match the
-  request, fills arguments from the conversation and earlier outputs, calls producers first for
-  inputs it lacks, asks the user for what nothing produces. It solves some tasks, not most.
+- `HeuristicPolicy`: no model. Picks the tool whose name, description and output fields best match the
+  request, fills arguments from the conversation (days said in words, codes by their shape, the speaker's own
+  name, amounts said as money) and earlier outputs (the person's own rows first), calls producers first for
+  inputs it lacks, asks the user for what nothing produces. It reads three rules from each service's
+  instructions (read a write back where it asks for a yes, identify the customer first, make the read a rule
+  puts before a write) and refuses a record the lookups show is someone else's. It solves some tasks, not most.
 - `SampledHeuristicPolicy` (`heuristic-sampled`): the heuristic at a temperature. Where the heuristic takes
-  the best-scoring goal tool, producer or output row, it samples one with probability proportional to
-  exp(score / temperature); it tries up to three lookups before asking the user, and tosses a coin per write
-  to read it back first. Seeded by (task, attempt): k attempts of a task differ, a task's solve rate over
-  them lies anywhere in [0, 1], and the same attempt makes the same choices on any worker.
+  the best-scoring goal tool, producer, output row or name, it samples one with probability proportional to
+  exp(score / temperature); it tries up to three lookups before asking the user and up to three goals for a
+  request the user says is not done, and tosses a coin per write to read it back where the service does not
+  ask for it. Seeded by (task, attempt): k attempts of a task differ, a task's solve rate over them lies
+  anywhere in [0, 1], and the same attempt makes the same choices on any worker.
 - `OraclePolicy`: replays the task's gold calls and states its claims. A kept task where the oracle
   does not score 1.0 is a pipeline bug.
 """
