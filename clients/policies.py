@@ -319,7 +319,6 @@ READ_BACK = 0.5  # of the sampled heuristic: the chance it reads a write back an
 PRODUCER_TRIES = 3  # of the sampled heuristic: lookups tried for a missing input before it asks the user
 GOAL_TRIES = 3  # tools tried, one after another, for one request the user says is not done
 GIVES = 2.0  # of a goal's score, per word of what a message asks to be told that names a field of the tool's output
-TOLD = 1.0  # of a goal's score, the weight of what a message asks to be told beside what it asks done
 ASKS_TO_BE_TOLD = re.compile(
     r"\b(?:tell me|let me know|like to know|need to know|want to know|what(?:'s| is| are| was)|how (?:much|many|long)|"
     r"when (?:is|does|do|will)|whether|which)\b",
@@ -736,15 +735,15 @@ class HeuristicAgent:
         return score
 
     def _goal_scores(self, message: str) -> list[tuple[AgentTool, float]]:
-        """The tools a message may ask for, each with its score: by what it asks done more than by what it asks to
-        be told ('book room 201 ...; tell me the nightly rate' is a booking), never by what it quotes; a write
-        before a read of the same score. None when nothing matches at all."""
+        """The tools a message may ask for, each with its score: by its words (never what it quotes), and by the
+        fields of a tool's output that what it asks to be told names ('tell me the confirmation code': the tool
+        that returns one); a write before a read of the same score. None when nothing matches at all."""
         sentences = re.split(r"(?<=[.?!])\s+", QUOTED.sub(" ", message))
         asks = " ".join(part for part in sentences if ASKS_TO_BE_TOLD.search(part))
         does = " ".join(part for part in sentences if not ASKS_TO_BE_TOLD.search(part))
         told = words(asks)
         scored = [
-            (t, self._score(t, does) + TOLD * self._score(t, asks) + GIVES * len(told & self.index[t.name].gives))
+            (t, self._score(t, does) + self._score(t, asks) + GIVES * len(told & self.index[t.name].gives))
             for t in self.tools
         ]
         return [(t, score + WRITE_TIE * (not t.read_only)) for t, score in scored if score > 0]
