@@ -46,7 +46,7 @@ from envfarm.clients.datafit import (
     retires_what_was_used,
     row_conflicts,
     value_conflicts,
-    written_texts,
+    written_values,
 )
 from envfarm.clients.flow import refers
 from envfarm.clients.graph import ToolSpec, is_id_like, load_intents, load_specs, words
@@ -1349,7 +1349,7 @@ class Auditor:
             world = self.worlds.get(server)
             if world is not None:
                 today = clock_day(self.facts[server].clock if server in self.facts else None)
-                written = written_texts(task.gold_calls, server)
+                written = written_values(task.gold_calls, server)
                 found += row_conflicts(expected.diff, world.tables, world.keys, who, today, written)
         diffs = {s: e.diff for s, e in task.expected_state.items() if s in self.worlds}
         retired = retires_what_was_used(task.gold_calls, diffs, {s: self.worlds[s].keys for s in diffs})

@@ -22,6 +22,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from envfarm.clients.graph import is_id_like, words
+from envfarm.clients.speech import MONEY, label
 
 Row = dict[str, Any]
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
@@ -121,7 +122,7 @@ def repeated_errand(
     keys: Mapping[str, str],
     who: set[str],
     today: str | None,
-    written: Iterable[str] | None = None,
+    written: Iterable[Any] | None = None,
 ) -> Row | None:
     """An existing live row that the created one repeats in its words and its counterpart: a second "Monthly bill at
     Greenfield Energy" charge the day after the first, a second "headaches" visit with the doctor the patient is
@@ -134,7 +135,7 @@ def repeated_errand(
     texts the write's arguments gave (only those are the person's words; a server's own 'Room 103, 1 night(s) at
     180.00' is no errand); None takes every text of the row."""
     key = keys.get(table)
-    said = None if written is None else {w.strip().lower() for w in written}
+    said = None if written is None else {w.strip().lower() for w in written if isinstance(w, str)}
     notes = {
         c: v.strip().lower()
         for c, v in added.items()
@@ -733,18 +734,24 @@ def past_its_cap(
     return None
 
 
+def _money(column: str) -> bool:
+    """A column holding an amount of money, by the words of its name (`unit_price`, `asking_price`)."""
+    return bool(MONEY.search(label(column)))
+
+
 def outlying_amount(added: Row, table: str, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str]) -> str | None:
     """A number of a new row more than OUTLIER times the largest the seed's rows show for the same named thing
-    (at least MIN_EVIDENCE of them): 40 of "Data migration" on an invoice, where no invoice bills more than 2.
-    The thing is a row with a name or title that the new row points at (a catalogue item, an extra), not a
-    person or an account. "column value (thing: at most m over n rows)", else None."""
+    (at least MIN_EVIDENCE of them): 40 of "Data migration" on an invoice, where no invoice bills more than 2;
+    or an amount of money under 1/OUTLIER of the smallest they show: an "Onboarding package" at $48.00 where
+    every seed line bills it at 2,500.00 (a price taken from another line, not a discount). The thing is a row
+    with a name or title that the new row points at (a catalogue item, an extra), not a person or an account.
+    "column value (thing: at most m over n rows)" or "(thing: at least m ...)", else None."""
     rows = tables.get(table, [])
     key = keys.get(table, "")
     for ref, value in added.items():
         if ref == key or not ref.endswith("_id") or not isinstance(value, str):
             continue
-        things = [t for t, k in keys.items() if k == ref and tables.get(t) and t != table]
-        named = [t for t in things if {"name", "title"} & set(tables[t][0])]
+        named = _named_tables(ref, table, tables, keys)
         if not named:
             continue
         same = [r for r in rows if r.get(ref) == value and (not key or r.get(key) != added.get(key))]
@@ -756,8 +763,64 @@ def outlying_amount(added: Row, table: str, tables: Mapping[str, Sequence[Row]],
             seen = [
                 r[column] for r in same if isinstance(r.get(column), int | float) and not isinstance(r[column], bool)
             ]
-            if len(seen) >= MIN_EVIDENCE and max(seen) > 0 and amount > OUTLIER * max(seen):
+            if len(seen) < MIN_EVIDENCE:
+                continue
+            if max(seen) > 0 and amount > OUTLIER * max(seen):
                 return f"{column} {amount:g} ({named[0]} {value}: at most {max(seen):g} over {len(seen)} rows)"
+            if _money(column) and min(seen) > 0 and 0 < amount * OUTLIER < min(seen):
+                return f"{column} {amount:g} ({named[0]} {value}: at least {min(seen):g} over {len(seen)} rows)"
+    return None
+
+
+def _named_tables(ref: str, table: str, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str]) -> list[str]:
+    """The tables with a name or title whose key `ref` is (a catalogue item, an extra), other than `table`."""
+    things = [t for t, k in keys.items() if k == ref and tables.get(t) and t != table]
+    return [t for t in things if {"name", "title"} & set(tables[t][0])]
+
+
+def second_of_a_thing(
+    added: Row, table: str, tables: Mapping[str, Sequence[Row]], keys: Mapping[str, str]
+) -> Row | None:
+    """A live row under the same parent for the same named thing as the new row: a second "Onboarding package"
+    line on an invoice that bills one already, at another price. Only where the seed never holds two (of at least
+    MIN_EVIDENCE parent-thing pairs): there a person changes the line they have, or a clerk asks which they mean.
+    The parent is any other row the new one points at but a person. The row it repeats, else None."""
+    rows = tables.get(table, [])
+    key = keys.get(table)
+    refs = [c for c, v in added.items() if c != key and isinstance(v, str) and is_id_like(c)]
+    things = [c for c in refs if _named_tables(c, table, tables, keys)]
+    parents = [c for c in refs if c not in things and c not in _people(tables, keys)]
+    live = [r for r in rows if _live(r) and (key is None or r.get(key) != added.get(key))]
+    for thing in things:
+        for parent in parents:
+            pairs = Counter((r.get(parent), r.get(thing)) for r in live if r.get(parent) and r.get(thing))
+            if sum(pairs.values()) < MIN_EVIDENCE or max(pairs.values()) > 1:
+                continue
+            same = (added[parent], added[thing])
+            repeated = next((r for r in live if (r.get(parent), r.get(thing)) == same), None)
+            if repeated is not None:
+                return repeated
+    return None
+
+
+def leap_from_before(before: Row, after: Row, given: Iterable[Any] | None = None) -> str | None:
+    """An amount of money a change moves more than OUTLIER times up or down from the row's own value: a listing's
+    asking price 'dropped' from 12.00 to 273.00, a payment of 140.63 changed to 1,450.00. Repricing moves an amount
+    by a share of itself; a value many times it was drawn from another row. `given`: the amounts the write's
+    arguments gave, when known: only those are checked (an invoice's subtotal falling with the line removed from
+    it follows the data). "column before -> after", else None."""
+    amounts = None if given is None else list(given)
+    for column, new in after.items():
+        old = before.get(column)
+        if not (_money(column) and _number(new) and _number(old)) or is_id_like(column):
+            continue
+        assert isinstance(old, int | float) and isinstance(new, int | float)
+        if old <= 0 or new <= 0:
+            continue
+        if amounts is not None and not any(abs(new - a) < 0.005 for a in amounts):
+            continue
+        if new > OUTLIER * old or old > OUTLIER * new:
+            return f"{column} {old:g} -> {new:g}"
     return None
 
 
@@ -880,16 +943,18 @@ def row_conflicts(
     keys: Mapping[str, str],
     who: set[str],
     today: str | None,
-    written: Iterable[str] | None = None,
+    written: Iterable[Any] | None = None,
 ) -> list[tuple[str, str]]:
     """(reason, detail) for every row a task adds or changes on one server that does not fit the seed: a copy,
     an overlap with the person's own row, a new row due before today (an invoice backdated past its due date), a
     date moved into the past, places or a value the seed never combines, a second row in a one-at-a-time state,
     a date before the row it belongs to, an amount far past the seed's, another row's reference. `diff` is the
     server's expected diff (table -> added, updated); `who` the person's email and name; `today` the farm clock's
-    date; `written` the texts the gold writes gave as arguments (see `repeated_errand`). The reasons are the ones
+    date; `written` the texts and numbers the gold writes gave as arguments (`written_values`; only the person's
+    words repeat an errand, only an amount they gave leaps from the row's own). The reasons are the ones
     synthesis counts its drops by."""
     found: list[tuple[str, str]] = []
+    given = None if written is None else [w for w in written if _number(w)]
     changed_columns = {
         (table, str(u.get("key"))): set(u.get("after") or {})
         for table, change in (diff or {}).items()
@@ -908,6 +973,9 @@ def row_conflicts(
             again = repeated_errand(row, table, tables, keys, who, today, written)
             if again is not None and twin is None:
                 found.append(("a new row repeating an errand of the person's", f"{table} {again.get(key)}"))
+            second = second_of_a_thing(row, table, tables, keys) if twin is None else None
+            if second is not None:
+                found.append(("a second row for the same thing", f"{table} {second.get(key)}"))
             clash = overlapping_own(row, table, tables, keys, who)
             if clash is not None:
                 found.append(("a new row over one of the person's own", f"{table} {clash.get(key)}"))
@@ -946,6 +1014,9 @@ def row_conflicts(
             early = ahead_of_its_day(was, before, after, today)
             if early is not None:
                 found.append(("a change ahead of the row's day", f"{table} {changed.get('key')}: {early}"))
+            leap = leap_from_before(was, after, given)
+            if leap is not None:
+                found.append(("an amount many times the row's own", f"{table} {changed.get('key')}: {leap}"))
             merged = {**seed, **after}
             span = _span(merged)
             long = outlying_span(merged, table, tables) if span and set(moved) & set(span) else None
@@ -1043,9 +1114,12 @@ def retires_what_was_used(
     return None
 
 
-def written_texts(calls: Iterable[Any], server: str) -> set[str]:
-    """The texts a task's gold writes on `server` give as arguments: what the person wrote, never a server's own."""
-    return {v for c in calls if c.server == server and c.is_write for v in c.arguments.values() if _text(v)}
+def written_values(calls: Iterable[Any], server: str) -> set[Any]:
+    """The texts and amounts a task's gold writes on `server` give as arguments: what the person wrote or asked
+    for, never a server's own."""
+    return {
+        v for c in calls if c.server == server and c.is_write for v in c.arguments.values() if _text(v) or _number(v)
+    }
 
 
 def clock_day(clock: str | None) -> str | None:

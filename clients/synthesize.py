@@ -12,7 +12,7 @@ import random
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Literal
@@ -49,7 +49,7 @@ from envfarm.clients.datafit import (
     retires_what_was_used,
     row_conflicts,
     value_conflicts,
-    written_texts,
+    written_values,
 )
 from envfarm.clients.deepen import asker_row, own_rows_reads
 from envfarm.clients.effects import Undone, lifecycle_columns, undone
@@ -106,11 +106,16 @@ from envfarm.servers.runtime.control import ControlError, TableDiff
 from envfarm.servers.runtime.registry import Registry, default_farm_root, load_registry
 
 MULTI_SERVER_SHARE = 0.5
-# Kept tasks that span two servers, at least: cross-server chains fail the audit more often than one-server
-# ones, so while the kept share is below this, an attempt draws a pair (where servers share people) more
-# often, though not always (a farm whose pairs rarely pass still gets its one-server tasks).
+# Kept tasks that span two servers, at least: a pair keeps a task 8 to 20 times less often than one server does
+# (seed 8243: 1 in 216 pair draws, 1 in 17 one-server draws), so at odds 0.85 of a pair while behind, the share
+# could not pass about 0.3 and ended under it (23% at seed 9151, 25% at 8243). While behind, a pair is drawn with
+# MULTI_SERVER_SHARE_BEHIND odds (30% and 27% at seeds 8243 and 9151, n=60, about 1.2x the chains). A farm whose
+# pairs rarely pass must still get its one-server tasks: once PAIR_TRIAL pairs have been drawn, pairs that keep
+# tasks at under PAIR_YIELD_FLOOR times one server's rate are drawn at MULTI_SERVER_SHARE odds (`pair_odds`).
 CROSS_SERVER_SHARE = 0.3
-MULTI_SERVER_SHARE_BEHIND = 0.85
+MULTI_SERVER_SHARE_BEHIND = 0.95
+PAIR_TRIAL = 300
+PAIR_YIELD_FLOOR = 0.02
 # Of the pairs drawn: how often one whose first server can carry a value into the second's turn (the dates of a
 # rental into a calendar, `envfarm.clients.flow`), so cross-server turns are joined by more than the person.
 FLOW_PAIR_SHARE = 0.7
@@ -145,6 +150,20 @@ REFUSAL_CAP = 0.1  # of the tasks asked for, at most: a refusal decided from the
 DEEP_CALLS = DEEP_STEPS
 DEEP_SHARE = 0.75
 SHALLOW_SKIP = 0.9
+
+
+def pair_odds(drawn: Mapping[str, int], kept: Mapping[str, int]) -> float:
+    """The odds the next attempt draws a pair of servers, from the attempts so far and the tasks kept, each
+    counted by "pair" or "one": MULTI_SERVER_SHARE while the kept tasks span two servers at CROSS_SERVER_SHARE
+    or more; below it MULTI_SERVER_SHARE_BEHIND, unless pairs, tried PAIR_TRIAL times, keep tasks at under
+    PAIR_YIELD_FLOOR times one server's rate (then drawing only pairs would starve the one-server tasks)."""
+    if kept.get("pair", 0) >= CROSS_SERVER_SHARE * (kept.get("pair", 0) + kept.get("one", 0)):
+        return MULTI_SERVER_SHARE
+    pairs, ones = drawn.get("pair", 0), drawn.get("one", 0)
+    if pairs < PAIR_TRIAL or not ones:
+        return MULTI_SERVER_SHARE_BEHIND
+    paying = kept.get("pair", 0) / pairs >= PAIR_YIELD_FLOOR * kept.get("one", 0) / ones
+    return MULTI_SERVER_SHARE_BEHIND if paying else MULTI_SERVER_SHARE
 
 
 def goal_signature(persona: PersonaRecord, calls: Sequence[GoldCall], roles: Sequence[str]) -> str:
@@ -687,7 +706,7 @@ class _Run:
         for server, expected in grounded.expected.items():
             world = self.grounder.worlds[server]
             today = self.grounder.today.get(server)
-            written = written_texts(grounded.calls, server)
+            written = written_values(grounded.calls, server)
             if found := row_conflicts(expected.diff, world.tables, world.keys, who, today, written):
                 return found[0][0]
         diffs = {s: e.diff for s, e in grounded.expected.items()}
@@ -710,11 +729,12 @@ class _Run:
                 return True
         return False
 
-    def _servers_and_persona(self, rng: random.Random, want_pair: bool = False) -> tuple[list[str], PersonaRecord]:
-        """The task's servers and persona: a pair of servers sharing a clock and the persona half the time, or
-        more often when `want_pair` (the kept tasks are short of CROSS_SERVER_SHARE); else one server."""
-        share = MULTI_SERVER_SHARE_BEHIND if want_pair else MULTI_SERVER_SHARE
-        if self.options.max_servers >= 2 and self.pairs and rng.random() < share:
+    def _servers_and_persona(
+        self, rng: random.Random, pair_odds: float = MULTI_SERVER_SHARE
+    ) -> tuple[list[str], PersonaRecord]:
+        """The task's servers and persona: with `pair_odds` a pair of servers sharing a clock and the persona
+        (`pair_odds`, below, raises them while the kept tasks are short of CROSS_SERVER_SHARE); else one server."""
+        if self.options.max_servers >= 2 and self.pairs and rng.random() < pair_odds:
             # A server first, then one it pairs with: a server with people in common with many (a newsletter
             # everyone subscribes to) is not in most tasks.
             if self.flow_pairs and rng.random() < FLOW_PAIR_SHARE:  # in order: the first turn's server feeds the second
@@ -1069,6 +1089,9 @@ async def synthesize(
         rate = attempts / max(1, len(tasks))
         return attempts < SET_ASIDE_BUDGET * cap and cap - attempts > SET_ASIDE_MARGIN * owed * rate
 
+    drawn: Counter[str] = Counter()  # attempts by how many servers they drew: "pair" or "one"
+    kept_by: Counter[str] = Counter()  # kept tasks, the same way
+
     def short_of_deep() -> bool:
         return deep_possible and deep < DEEP_SHARE * len(tasks) and may_set_aside()
 
@@ -1099,6 +1122,7 @@ async def synthesize(
         nonlocal repaired, deep
         repaired += fixed
         deep += chain_depth(final).depth >= DEEP_CALLS
+        kept_by["pair" if len(final.servers) > 1 else "one"] += 1
         tasks.append(final)
         run.yielded.update(final.servers)
         if progress:
@@ -1117,9 +1141,9 @@ async def synthesize(
         while len(tasks) < options.n and attempts < options.n * ATTEMPTS_PER_TASK:
             rng = random.Random(f"{options.seed}:{options.sampler}:{attempts}")
             attempts += 1
-            crossing = sum(1 for t in tasks if len(t.servers) > 1)
-            chosen, persona = run._servers_and_persona(rng, crossing < CROSS_SERVER_SHARE * len(tasks))
+            chosen, persona = run._servers_and_persona(rng, pair_odds(drawn, kept_by))
             run.tried.update(chosen)
+            drawn["pair" if len(chosen) > 1 else "one"] += 1
             try:
                 chain = run.sampler.sample(rng, chosen[: options.max_servers])
                 if (

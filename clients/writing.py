@@ -563,6 +563,11 @@ _PEOPLE = frozenset(
 )
 
 
+#: The customer's own role, in a reason ('Traveller cancelled'): said by that customer, "because the traveller
+#: cancelled" speaks of someone else, and the words of the value cannot turn into "I".
+_CUSTOMER = frozenset("traveller traveler customer client guest patient student member buyer passenger owner".split())
+
+
 #: Who a business is, in a reason: what they did ('Cancelled by the operator') is their reason, not the customer's.
 _BUSINESS = frozenset("operator organizer organiser host guide store shop seller supplier carrier staff bank".split())
 
@@ -605,6 +610,8 @@ def because(reason: str) -> str | None:
         return f"because I'm {low}"  # 'Moving to another provider'
     if rest and rest[0] in _HAPPENED and first not in {"a", "an", "the"}:
         return f"because the {low}"  # 'Item arrived damaged'
+    if rest and re.fullmatch(r"\w+ed", rest[0]) and first in _CUSTOMER:
+        return None  # the customer's own reason in the third person: no one says it of themselves
     if rest and re.fullmatch(r"\w+ed", rest[0]) and first in _PEOPLE:
         return f"because the {low}"  # 'Traveller cancelled': a person did it, never 'because of the traveller ...'
     if rest and re.fullmatch(r"\w+ed", rest[0]) and first not in {"a", "an", "the"}:

@@ -11,11 +11,13 @@ from envfarm.clients.audit import Auditor, ServerFacts
 from envfarm.clients.datafit import (
     crossed_places,
     dated_before_parent,
+    leap_from_before,
     outlying_amount,
     retires_what_was_used,
     reused_reference,
     row_conflicts,
     second_in_state,
+    second_of_a_thing,
     unfit_reason,
     unusual_pairing,
 )
@@ -223,6 +225,63 @@ def test_forty_data_migrations_on_an_invoice_are_far_past_any_seed_invoice_and_t
     assert outlying_amount({**new, "quantity": 3.0}, "invoice_lines", tables, BILL_KEYS) is None
     # an item the seed bills too seldom (no line of itm_2) says nothing of how many are usual
     assert outlying_amount({**new, "item_id": "itm_2"}, "invoice_lines", tables, BILL_KEYS) is None
+
+
+def test_an_onboarding_package_at_the_price_of_another_line_is_far_below_every_seed_line_and_a_discount_is_not() -> (
+    None
+):
+    lines = [
+        {"line_id": f"iln_{i}", "invoice_id": f"inv_{i}", "item_id": "itm_4", "unit_price": p}
+        for i, p in enumerate((2500.0, 2500.0, 2400.0, 2500.0, 2500.0))
+    ]
+    tables = {**BILL, "invoice_lines": lines}
+    cheap = {"line_id": "iln_9", "invoice_id": "inv_7", "item_id": "itm_4", "unit_price": 48.0}
+    assert outlying_amount(cheap, "invoice_lines", tables, BILL_KEYS) == (
+        "unit_price 48 (catalog_items itm_4: at least 2400 over 5 rows)"
+    )
+    # an agreed discount is a share of the price, not another line's price
+    assert outlying_amount({**cheap, "unit_price": 2000.0}, "invoice_lines", tables, BILL_KEYS) is None
+    # a small count is no outlier: only money is read as too low
+    few = [{**r, "quantity": 20} for r in lines]
+    assert (
+        outlying_amount(
+            {**cheap, "unit_price": 2500.0, "quantity": 1}, "invoice_lines", {**tables, "invoice_lines": few}, BILL_KEYS
+        )
+        is None
+    )
+
+
+def test_a_price_dropped_from_12_to_273_leaps_from_the_rows_own_and_a_cut_to_9_does_not() -> None:
+    before = {"listing_id": "lst_1", "asking_price": 12.0, "minimum_price": 9.0}
+    assert leap_from_before(before, {"asking_price": 273.0}) == "asking_price 12 -> 273"
+    assert leap_from_before(before, {"asking_price": 2.0}) == "asking_price 12 -> 2"
+    assert leap_from_before(before, {"asking_price": 9.0}) is None
+    # a count many times its own is no amount of money: ten tickets instead of one is a plain change
+    assert leap_from_before({"quantity": 1}, {"quantity": 10}) is None
+    # an amount the write never gave follows the data (a subtotal falling with the line removed from it)
+    assert leap_from_before({"subtotal": 3408.0}, {"subtotal": 8.0}, given=[]) is None
+    assert leap_from_before({"subtotal": 3408.0}, {"subtotal": 8.0}, given=[8.0]) == "subtotal 3408 -> 8"
+    diff = {"listings": {"updated": [{"key": "lst_1", "before": before, "after": {"asking_price": 273.0}}]}}
+    tables = {"listings": [before]}
+    found = row_conflicts(diff, tables, {"listings": "listing_id"}, set(), None, written={"lst_1", 273.0})
+    assert found == [("an amount many times the row's own", "listings lst_1: asking_price 12 -> 273")]
+
+
+def test_a_second_line_of_an_item_an_invoice_bills_already_repeats_it_where_the_seed_never_does() -> None:
+    lines = [
+        {"line_id": f"iln_{i}", "invoice_id": f"inv_{i // 2}", "item_id": f"itm_{i % 6}", "unit_price": 10.0}
+        for i in range(8)
+    ]
+    tables = {**BILL, "invoice_lines": lines}
+    again = {"line_id": "iln_9", "invoice_id": "inv_0", "item_id": "itm_0", "unit_price": 48.0}
+    assert second_of_a_thing(again, "invoice_lines", tables, BILL_KEYS) is lines[0]
+    assert second_of_a_thing({**again, "item_id": "itm_3"}, "invoice_lines", tables, BILL_KEYS) is None
+    # a voided line is no line the invoice bills
+    voided = [{**lines[0], "status": "void"}, *lines[1:]]
+    assert second_of_a_thing(again, "invoice_lines", {**tables, "invoice_lines": voided}, BILL_KEYS) is None
+    # where the seed bills an item twice on one invoice, a second line is the service's way
+    doubled = [*lines, {**lines[1], "line_id": "iln_8"}]
+    assert second_of_a_thing(again, "invoice_lines", {**tables, "invoice_lines": doubled}, BILL_KEYS) is None
 
 
 MERCHANTS = [

@@ -100,7 +100,7 @@ async def test_tasks_and_oracle_answers_read_as_people_talk() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [12, 13, 14, 15, 16])
 async def test_tasks_and_oracle_answers_read_as_people_talk_over_seeds(seed: int) -> None:
-    tasks, trajectories = await _voice(seed, 50)
+    tasks, trajectories = await _voice(seed, 35)
     assert _problems(tasks, trajectories) == []
 
 

@@ -25,7 +25,17 @@ from envfarm.clients.graph import (
     similarity,
     tool_node,
 )
-from envfarm.clients.synthesize import CROSS_SERVER_SHARE, Synthesis, SynthesisOptions, dependency_depth, synthesize
+from envfarm.clients.synthesize import (
+    CROSS_SERVER_SHARE,
+    MULTI_SERVER_SHARE,
+    MULTI_SERVER_SHARE_BEHIND,
+    PAIR_TRIAL,
+    Synthesis,
+    SynthesisOptions,
+    dependency_depth,
+    pair_odds,
+    synthesize,
+)
 from envfarm.clients.tasks import Task, read_jsonl
 from envfarm.clients.writing import STEP_WORDS, Vocabulary, over_specification
 from envfarm.llm import ModelConfig
@@ -160,6 +170,19 @@ async def test_servers_on_the_farm_clock_pair_up_and_reach_the_cross_server_shar
     # (3 of 12 is one task short of 0.3); over the three runs the share reaches it within a task per run.
     assert min(shares) >= CROSS_SERVER_SHARE - 1 / 12, shares
     assert sum(shares) / len(shares) >= CROSS_SERVER_SHARE - 1 / 36, shares
+
+
+def test_pairs_are_drawn_nearly_always_while_short_of_the_share_unless_they_starve_the_one_server_tasks() -> None:
+    # ahead of the share: the plain odds; behind it (0 of 10 kept span two servers): a pair nearly always
+    assert pair_odds({"pair": 50, "one": 50}, {"pair": 5, "one": 5}) == MULTI_SERVER_SHARE
+    assert pair_odds({"pair": 5, "one": 50}, {"pair": 0, "one": 10}) == MULTI_SERVER_SHARE_BEHIND > 0.9
+    # pairs keep a task in 200 tries where one server keeps one in 17 (seed 8243): they still pay for themselves
+    assert pair_odds({"pair": 4000, "one": 700}, {"pair": 17, "one": 41}) == MULTI_SERVER_SHARE_BEHIND
+    # pairs tried PAIR_TRIAL times or more that keep nothing: one-server tasks get their share of the draws again
+    assert pair_odds({"pair": PAIR_TRIAL, "one": 100}, {"pair": 0, "one": 10}) == MULTI_SERVER_SHARE
+    assert pair_odds({"pair": 5 * PAIR_TRIAL, "one": 100}, {"pair": 1, "one": 40}) == MULTI_SERVER_SHARE
+    # too few tries to tell: a pair, though none has passed yet
+    assert pair_odds({"pair": PAIR_TRIAL - 1, "one": 100}, {"pair": 0, "one": 10}) == MULTI_SERVER_SHARE_BEHIND
 
 
 async def test_topology_sampling_looks_everything_up_and_spans_servers() -> None:
