@@ -711,7 +711,9 @@ class Auditor:
             names.update(f.name for f in spec.outputs)
         self._owned: dict[tuple[str, str], set[Any]] = {}
         self._keyed: dict[str, dict[str, Row]] = {}  # server -> every seed row by its key
-        self.common = common_words(worlds.values())
+        # each server's own ordinary words, as the writer reads them: the check of a task never depends on which
+        # other servers the auditor was built over (a file audited alone, or the whole farm at synthesis)
+        self.common = {s: common_words([w]) for s, w in worlds.items()}
 
     def check(self, task: Task) -> list[Finding]:
         findings: list[Finding] = []
@@ -1427,13 +1429,12 @@ class Auditor:
         # Names a search finds whatever their case (a catalog line, a listing's title): said mid-sentence in
         # lower case. A value a write stores as given (a plan's name) is said as it will be stored.
         stored = {v for c in task.gold_calls if c.is_write for n, v in c.arguments.items() if not is_id_like(n)}
-        names = {
-            v
-            for c in task.gold_calls
-            for row in rows_of(c.output)
-            for v in row.values()
-            if isinstance(v, str) and v not in stored
-        }
+        names: dict[str, set[str]] = {}  # server -> the names its outputs showed
+        for c in task.gold_calls:
+            for row in rows_of(c.output):
+                names.setdefault(c.server, set()).update(
+                    v for v in row.values() if isinstance(v, str) and v not in stored
+                )
         for where, message in said:
             text = EMAIL.sub("", message)
             problems = [
@@ -1481,7 +1482,11 @@ class Auditor:
                     problems.append("a message that greets twice")
                 if (phrase := repeated_phrase(text)) is not None:
                     problems.append(f"a phrase said twice in one message '{phrase}'")
-                cased = catalog_cased(text, names, self.common)
+                cased = [
+                    v
+                    for server, found in names.items()
+                    for v in catalog_cased(text, found, self.common.get(server, frozenset()))
+                ]
                 problems += [f"a catalog name in its catalog case '{v}'" for v in cased]
             if where != "hidden fact":
                 problems += [f"free text pasted after a colon '{v[:30]}'" for v in glued if v in unquoted.lower()]

@@ -1000,7 +1000,9 @@ class OfflineWriter:
         self._own: dict[tuple[str, str], dict[str, list[Row]]] = {}
         self._people: dict[tuple[str, str], tuple[set[Any], set[Any]]] = {}  # (server, email) -> their keys, others'
         self._refs: dict[str, dict[str, str]] = {}
-        self.common = common_words(self.worlds.values())  # words the data writes in lower case: not names
+        # each server's ordinary words (its data writes them in lower case): not names; another server's "Organic
+        # Chemistry" makes no proper name of its "Organic carrots"
+        self.common = {s: common_words([w]) for s, w in self.worlds.items()}
 
     # -- intents: how a person asks, and how they name a row
 
@@ -1114,7 +1116,9 @@ class OfflineWriter:
             if said is None:
                 return None
             # a row is found by its name through a search that ignores case: said as a person writes it
-            text = put(text, slot.text, casual(said, text[: text.index(slot.text)], self.common))
+            text = put(
+                text, slot.text, casual(said, text[: text.index(slot.text)], self.common.get(server, frozenset()))
+            )
         return text
 
     def _named_by_refer(self, server: str, table: str, key: Any) -> str | None:
@@ -1272,7 +1276,7 @@ class OfflineWriter:
                     text = text.replace(f"{slot.text} of us", f"{slot.text} person", 1)
                     words = "one"
                 if spec.read_only or table is not None:  # searches ignore case; a value a write stores is kept
-                    words = casual(words, text[: text.index(slot.text)], self.common)
+                    words = casual(words, text[: text.index(slot.text)], self.common.get(call.server, frozenset()))
                 text = put(text, slot.text, words)
             else:
                 # The speaker's own name said where a phrasing names a person ("by driver Samuel Haddad", "This

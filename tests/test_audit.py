@@ -522,6 +522,19 @@ def test_a_catalog_name_said_mid_sentence_in_its_catalog_case_fails_garble() -> 
     assert not garbled('Please add "Child seat" to it.')
     assert not garbled("Please drop it at the Lisbon hub.")
     assert catalog_cased("add the Child seat", ["Child seat"], common) == ["Child seat"]
+    # another server's proper name ('Organic Chemistry', a course) does not make this server's word a name
+    # ('Organic carrots'): the finding is the same whether the auditor was built over this server or the farm
+    carrots = {"extra_id": "ext_5", "name": "Organic carrots"}
+    world = world.model_copy(update={"tables": {**world.tables, "extras": [*extras, carrots]}})
+    lookup = GoldCall(server="clinic", tool="find_patient", arguments={}, output={"extras": [*extras, carrots]})
+    task = good().model_copy(update={"gold_calls": [*good().gold_calls, lookup]})
+    course = ServerWorld(
+        server="school", controlled=True, tables={"courses": [{"id": "c_1", "title": "Organic Chemistry"}]}
+    )
+    said = with_message(task.model_copy(deep=True), task.opening_message + " Please add the Organic carrots to it.")
+    alone = Auditor(SPECS, {"clinic": world}, FACTS).garble(said)
+    farm = Auditor(SPECS, {"clinic": world, "school": course}, FACTS).garble(said)
+    assert [f.detail for f in farm] == [f.detail for f in alone] != []
 
 
 @pytest.mark.parametrize(
