@@ -789,7 +789,8 @@ def second_of_a_thing(
     key = keys.get(table)
     refs = [c for c, v in added.items() if c != key and isinstance(v, str) and is_id_like(c)]
     things = [c for c in refs if _named_tables(c, table, tables, keys)]
-    parents = [c for c in refs if c not in things and c not in _people(tables, keys)]
+    people = _people(tables, keys)
+    parents = [c for c in refs if c not in things and c not in people]
     live = [r for r in rows if _live(r) and (key is None or r.get(key) != added.get(key))]
     for thing in things:
         for parent in parents:

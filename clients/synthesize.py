@@ -730,11 +730,11 @@ class _Run:
         return False
 
     def _servers_and_persona(
-        self, rng: random.Random, pair_odds: float = MULTI_SERVER_SHARE
+        self, rng: random.Random, odds: float = MULTI_SERVER_SHARE
     ) -> tuple[list[str], PersonaRecord]:
-        """The task's servers and persona: with `pair_odds` a pair of servers sharing a clock and the persona
-        (`pair_odds`, below, raises them while the kept tasks are short of CROSS_SERVER_SHARE); else one server."""
-        if self.options.max_servers >= 2 and self.pairs and rng.random() < pair_odds:
+        """The task's servers and persona: with `odds` (see `pair_odds`) a pair of servers sharing a clock and the
+        persona; else one server."""
+        if self.options.max_servers >= 2 and self.pairs and rng.random() < odds:
             # A server first, then one it pairs with: a server with people in common with many (a newsletter
             # everyone subscribes to) is not in most tasks.
             if self.flow_pairs and rng.random() < FLOW_PAIR_SHARE:  # in order: the first turn's server feeds the second
