@@ -261,7 +261,10 @@ class Connections:
 
     A server with the envfarm control plane is connected once; its episodes are told apart by
     `_meta["envfarm/episode"]` and closed at the end of each episode block. A server without it
-    gets one fresh connection (one fresh process, for stdio) per episode. Every request has
+    gets one fresh connection (one fresh process, for stdio) per episode; one spare connection per such
+    server is started as an episode takes the last, so the next episode does not wait for a process to
+    start and shake hands (0.4 s for a Python server), and an ended episode's process is stopped in the
+    background. A spare has served no request, so it is as fresh as one started on demand. Every request has
     `timeout` seconds; a dead or hanging server raises `ControlError`, it is never waited on forever.
     Every connection lives in a task of its own (see `_Held`), so episodes may end in any order and
     from any task. HTTP requests carry `token` (default: $ENVFARM_TOKEN) as a bearer token when there is one.
@@ -275,6 +278,8 @@ class Connections:
     _shared: dict[str, _Held] = field(default_factory=dict)
     _open: list[_Held] = field(default_factory=list)
     _locks: dict[str, anyio.Lock] = field(default_factory=dict)
+    _spares: dict[str, list[_Held]] = field(default_factory=dict)
+    _starting: dict[str, tuple[anyio.Event, anyio.CancelScope]] = field(default_factory=dict)  # spares starting
     _group: TaskGroup | None = None
     _http: httpx2.AsyncClient | None = None
 
@@ -288,6 +293,10 @@ class Connections:
         try:
             if self._group is not None:
                 with anyio.CancelScope(shield=True):
+                    for _, starting in list(self._starting.values()):
+                        starting.cancel()
+                    for done, _ in list(self._starting.values()):
+                        await done.wait()
                     for held in list(self._open):
                         await held.close()
                 await self._group.__aexit__(*exc)  # type: ignore[arg-type]
@@ -406,15 +415,45 @@ class Connections:
             return
         if state is not None:
             raise ValueError(f"{server} has no envfarm control plane: an initial state cannot be loaded")
-        held = await self._enter(server)
+        held = await self._fresh(server)
         try:
             client = held.client
             yield Episode(
                 server, EpisodeClient(client, None, timeout=self.timeout), held.tools, client.instructions, False
             )
         finally:
-            with anyio.CancelScope(shield=True):
-                await held.close()
+            if self._group is not None:
+                self._group.start_soon(held.close)  # nobody waits for a used process to stop
+            else:
+                with anyio.CancelScope(shield=True):
+                    await held.close()
+
+    async def _fresh(self, server: str) -> _Held:
+        """A connection no episode has used: the spare (waited for if it is still starting), else a new
+        one. Either way a new spare starts behind it."""
+        if server in self._starting:
+            await self._starting[server][0].wait()
+        spares = self._spares.setdefault(server, [])
+        held = spares.pop() if spares else None
+        if held is not None and held.exited.is_set():  # its server died while it waited
+            held = None
+        if held is None:
+            held = await self._enter(server)
+        if self._group is not None and server not in self._starting:
+            self._starting[server] = (anyio.Event(), anyio.CancelScope())
+            self._group.start_soon(self._start_spare, server)
+        return held
+
+    async def _start_spare(self, server: str) -> None:
+        """Start one spare connection for `server`. A server that cannot start now is left to the next
+        episode, which starts it on demand and reports why it cannot."""
+        done, scope = self._starting[server]
+        try:
+            with scope, contextlib.suppress(Exception):
+                self._spares.setdefault(server, []).append(await self._enter(server))
+        finally:
+            del self._starting[server]
+            done.set()
 
 
 def describe(exc: BaseException) -> str:

@@ -164,6 +164,29 @@ async def test_episodes_close_in_any_order_and_from_other_tasks(tmp_path: Path) 
         await third.__aexit__(None, None, None)
 
 
+async def test_the_next_episode_takes_a_spare_process_that_served_nobody(tmp_path: Path) -> None:
+    """A fresh process per episode, without waiting for one to start: while an episode runs, a spare starts;
+    the next episode takes it, and it holds none of the last episode's writes. Leaving while a spare is still
+    starting does not hang."""
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"todo": {"command": sys.executable, "args": [str(TODO_SERVER)]}}}))
+    async with Connections(load_server_configs(config), timeout=20) as farm:
+        async with farm.episode("todo", "a") as a:
+            seeded = (await a.call_tool("list_project_tasks", {"project_id": "prj_7f3a"})).structured_content
+            assert not (await a.call_tool("add_task", {"project_id": "prj_7f3a", "title": "x"})).is_error
+            with anyio.fail_after(20):
+                while not farm._spares.get("todo"):
+                    await anyio.sleep(0.05)
+            spare = farm._spares["todo"][0]
+        async with farm.episode("todo", "b") as b:
+            assert b.episode.client is spare.client
+            listed = await b.call_tool("list_project_tasks", {"project_id": "prj_7f3a"})
+            assert listed.structured_content == seeded  # episode a's write went with its process
+    with anyio.fail_after(20):
+        async with Connections(load_server_configs(config), timeout=20) as farm, farm.episode("todo", "c"):
+            pass  # ends while the spare it asked for is still starting
+
+
 DIES = """
 import os
 from mcp.server.mcpserver import MCPServer
