@@ -228,3 +228,44 @@ def test_the_aws_query_protocol_in_openapi_3_maps_once_per_operation(tmp_path: P
     assert result.spec["entities"]["queues"]["primary_key"] == "queue_name"
     assert all("the same RPC operation as GET" in s.reason for s in result.report.skipped)
     assert len(result.report.skipped) == 3
+
+
+@pytest.mark.parametrize(
+    "paging",
+    [
+        {"Marker": {"type": "string"}, "NextMarker": {"type": "string"}, "MaxItems": {"type": "integer"}},
+        {"NextToken": {"type": "string"}, "MaxResults": {"type": "integer"}, "IsTruncated": {"type": "boolean"}},
+        {"nextLink": {"type": "string"}, "totalResults": {"type": "integer"}, "pageToken": {"type": "string"}},
+    ],
+)
+def test_a_list_wrapped_in_paging_fields_is_a_list_of_its_items(paging: dict[str, Any], tmp_path: Path) -> None:
+    """CloudFront's `DistributionList {Marker, NextMarker, MaxItems, IsTruncated, Quantity, Items: [...]}`: the
+    records are the items, not one row of paging fields with the items as text."""
+    summary = {
+        "type": "object",
+        "properties": {"Id": {"type": "string"}, "DomainName": {"type": "string"}, "Status": {"type": "string"}},
+    }
+    wrapper = {
+        "type": "object",
+        "properties": {**paging, "Quantity": {"type": "integer"}, "Items": {"type": "array", "items": summary}},
+    }
+    document = {
+        "swagger": "2.0",
+        "info": {"title": "Distributions", "version": "1"},
+        "paths": {
+            "/distribution": {
+                "get": {
+                    "operationId": "ListDistributions",
+                    "responses": {"200": {"schema": {"$ref": "#/definitions/DistributionList"}}},
+                }
+            }
+        },
+        "definitions": {"DistributionList": wrapper},
+    }
+    path = tmp_path / "distributions.json"
+    path.write_text(json.dumps(document), "utf-8")
+    spec = import_openapi(path).spec
+    (table,) = [t for t, e in spec["entities"].items() if "domain_name" in e["columns"]]
+    assert not {"marker", "next_token", "next_link", "items"} & set(spec["entities"][table]["columns"])
+    listing = next(t for t in spec["tools"] if t["entity"] == table)
+    assert listing["effect"] in {"list", "search"}

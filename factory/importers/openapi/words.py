@@ -250,6 +250,20 @@ PAGE_FIELDS = frozenset(
         "per_page",
         "limit",
         "offset",
+        # AWS (`Marker`, `NextToken`, `IsTruncated`), Azure (`nextLink`) and Google (`pageToken`) paging
+        "marker",
+        "next_marker",
+        "max_items",
+        "max_results",
+        "max_records",
+        "is_truncated",
+        "next_token",
+        "next_link",
+        "page_token",
+        "continuation_token",
+        "next_continuation_token",
+        "total_results",
+        "total_items",
     }
 )
 
