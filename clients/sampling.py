@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Literal
 
 import networkx as nx
@@ -113,6 +113,7 @@ class Catalog:
         self._reach: dict[str, int] = {}
         self._bounded: dict[tuple[str, int], int] = {}
         self._people: dict[str, frozenset[str]] = {}
+        self._feeders: dict[str, tuple[ToolSpec, ...]] = {}
         for spec in specs:
             self.by_server.setdefault(spec.server, []).append(spec)
         self._reads = Counter(spec.server for spec in specs if spec.read_only)
@@ -277,20 +278,24 @@ class Catalog:
         memo[memo_key] = min(unions, key=_plan_order)
         return memo[memo_key]
 
-    def _feeders(self, spec: ToolSpec) -> Iterator[ToolSpec]:
-        """The reads of the same server that produce a value `spec` must look up."""
-        for param in self.lookups(spec):
-            for src, _ in producers(self.graph, spec.server, spec.name, param.name):
-                producer = self.specs[src]
-                if producer.server == spec.server and producer.read_only:
-                    yield producer
+    def feeders(self, spec: ToolSpec) -> tuple[ToolSpec, ...]:
+        """The reads of the same server that produce a value `spec` must look up (found once per tool: the
+        samplers ask for them for every tool of a server at every draw)."""
+        if spec.key not in self._feeders:
+            self._feeders[spec.key] = tuple(
+                producer
+                for param in self.lookups(spec)
+                for src, _ in producers(self.graph, spec.server, spec.name, param.name)
+                if (producer := self.specs[src]).server == spec.server and producer.read_only
+            )
+        return self._feeders[spec.key]
 
     def _bounded_reach(self, spec: ToolSpec, depth: int) -> int:
         """The longest chain of at most `depth` lookups ending in `spec`, where a chain may pass a tool twice."""
         if (spec.key, depth) not in self._bounded:
             longest = 0
             if depth > 0:
-                feeders = {p.key: p for p in self._feeders(spec) if p.key != spec.key}
+                feeders = {p.key: p for p in self.feeders(spec) if p.key != spec.key}
                 for producer in feeders.values():
                     longest = max(longest, self._bounded_reach(producer, depth - 1))
                     if longest == depth:
@@ -371,6 +376,11 @@ class TopologySampler:
         # What can carry a value into what (`envfarm.clients.flow`), read from the schemas once per pair of tools.
         self._matched: dict[tuple[str, str], list[tuple[list[str], list[Carry]]]] = {}
         self._feeding: dict[tuple[str, str, int], bool] = {}
+        # `_carried` answers for the earlier turns' steps it was last asked about: a draw asks the same question
+        # of every tool of a server, and of its lookups two levels down (a 271-tool import asked it millions of
+        # times for a few hundred tasks).
+        self._carrying: dict[tuple[str, int, int], bool] = {}
+        self._carrying_after: tuple[tuple[str, str, int], ...] = ()
 
     def _match(self, source: ToolSpec, target: ToolSpec) -> list[tuple[list[str], list[Carry]]]:
         key = (source.key, target.key)
@@ -481,9 +491,15 @@ class TopologySampler:
     def _carried(self, steps: list[Step], spec: ToolSpec, turn: int, hops: int = 2) -> bool:
         """Whether a value of an earlier turn on another server can fill an input of `spec`, or of a read that
         looks up what it needs (`hops` levels down)."""
-        if self._carries(steps, spec, turn):
-            return True
-        return hops > 0 and any(self._carried(steps, f, turn, hops - 1) for f in self.catalog._feeders(spec))
+        earlier = tuple((step.server, step.tool, step.turn) for step in steps if step.turn < turn)
+        if earlier != self._carrying_after:
+            self._carrying, self._carrying_after = {}, earlier
+        key = (spec.key, turn, hops)
+        if key not in self._carrying:
+            self._carrying[key] = bool(self._carries(steps, spec, turn)) or (
+                hops > 0 and any(self._carried(steps, f, turn, hops - 1) for f in self.catalog.feeders(spec))
+            )
+        return self._carrying[key]
 
     def _feeds(self, spec: ToolSpec, server: str, hops: int = 2) -> bool:
         """Whether the output of `spec`, or of a read that looks up what it needs (`hops` levels down), can fill an
@@ -492,7 +508,7 @@ class TopologySampler:
         if key not in self._feeding:
             others = self.catalog.by_server.get(server, [])
             self._feeding[key] = any(o.server != spec.server and self._match(spec, o) for o in others) or (
-                hops > 0 and any(self._feeds(f, server, hops - 1) for f in self.catalog._feeders(spec))
+                hops > 0 and any(self._feeds(f, server, hops - 1) for f in self.catalog.feeders(spec))
             )
         return self._feeding[key]
 
