@@ -582,7 +582,15 @@ def readback(task: Task, index: int) -> str:
         return f"Just to confirm: {said} Shall I go ahead?"
     ids, currency = task_ids(task), _currency(task)
     verb, what = _change(task, index, ids, currency)
-    details, events = _details(call, ids, currency)
+    # The numbers the confirm check wants said are said even where one equals some row's key (an imported API's
+    # `admin: 1` beside user 1): the read-back states the change the check grades.
+    stated = {
+        v
+        for c in task.policy_checks
+        if c.kind == "must_confirm" and (c.server, c.tool) == (call.server, call.tool)
+        for v in c.values
+    }
+    details, events = _details(call, ids - stated, currency)
     text = f"Just to confirm: I'll {verb} {what}" + (f", with {_join(details)}" if details else "")
     text += f", {_join(events)}" if events else ""
     return text + ". Shall I go ahead?"

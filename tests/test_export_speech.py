@@ -253,6 +253,21 @@ def test_a_read_back_ending_in_the_users_own_sentence_has_one_full_stop() -> Non
     )
 
 
+def test_a_read_back_states_the_numbers_its_confirm_check_wants_even_where_one_equals_a_key() -> None:
+    """An imported API's `put_users_id {id: 4, admin: 1}` beside user 1: the 1 is the admin flag, not user 1, and the
+    confirm check wants it said; read-backs left it out as an id, and the oracle failed its own task's policy."""
+    from envfarm.clients.speech import readback as read_back
+    from envfarm.clients.tasks import PolicyCheck
+
+    listing = GoldCall(server="s", tool="get_users", arguments={}, output={"users": [{"id": 1}, {"id": 4}]})
+    change = GoldCall(server="s", tool="put_users_id", arguments={"id": 4, "admin": 1}, output={}, is_write=True)
+    check = PolicyCheck(rule="confirm", kind="must_confirm", server="s", tool="put_users_id", values=["1"])
+    task = _task().model_copy(update={"gold_calls": [listing, change], "policy_checks": [check]})
+    said = read_back(task, 1)
+    assert "admin 1" in said, said
+    assert "4" not in said, said  # the row's own key is still not read out
+
+
 def template_seams_of(text: str) -> list[str]:
     from envfarm.clients.speech import template_seams
 
