@@ -425,10 +425,34 @@ def state_claims(claims: Iterable[Claim], currency: str | None = None, ids: Iter
 COMPOUND_VERBS = {"checkout": "check out", "checkin": "check in", "setup": "set up", "signup": "sign up"}
 
 
+#: The verb an API's own tool name puts last (Azure's `Campaigns_Create`), and an HTTP method's verb on a path
+#: (`put_users_id`): what imported tools are named, where a built-in server's names start with their verb.
+TRAILING_VERBS = frozenset(
+    {"create", "update", "delete", "cancel", "start", "stop", "restart", "replace", "add", "remove"}
+)
+METHOD_VERBS = {"put": "update", "patch": "update", "delete": "delete"}
+
+
 def _action(tool: str) -> tuple[str, str]:
-    """(verb, object) of a tool name: `pay_invoice` -> ('pay', 'invoice'), `checkout_copy` -> ('check out', 'copy')."""
+    """(verb, object) of a tool name: `pay_invoice` -> ('pay', 'invoice'), `checkout_copy` -> ('check out', 'copy'),
+    and imported names, `campaigns_create` -> ('create', 'campaign'), `put_users_id` -> ('update', 'user')."""
     words = label(tool).split()
-    return (COMPOUND_VERBS.get(words[0], words[0]), " ".join(words[1:])) if words else ("do", "that")
+    if not words:
+        return "do", "that"
+    if len(words) > 1 and words[0] not in IMPERATIVES and words[-1] in TRAILING_VERBS:
+        return words[-1], " ".join([*words[:-2], _singular(words[-2])])
+    if len(words) > 2 and words[0] in METHOD_VERBS and words[-1] == "id":
+        return METHOD_VERBS[words[0]], " ".join([*words[1:-2], _singular(words[-2])])
+    return COMPOUND_VERBS.get(words[0], words[0]), " ".join(words[1:])
+
+
+def _singular(word: str) -> str:
+    """'campaigns' -> 'campaign', 'policies' -> 'policy'; a word not plural as it stands ('status') is kept."""
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3:
+        return word[:-1]
+    return word
 
 
 def _past(verb: str) -> str:
@@ -509,8 +533,10 @@ def _change(task: Task, index: int, ids: set[str], currency: str | None) -> tupl
     article = "a new" if creates else "the"
     if not described:
         return verb, f"{article} {thing}"
+    if not entity:  # a row named by what it says, of a kind unnamed: 'the user “Ivan Ahmed”', never 'for the  “...”'
+        return verb, f"the {thing} {described}" if not creates else f"{article} {thing}"
     last, kinds = thing.split()[-1], entity.split()
-    if entity and (last.startswith(kinds[-1]) or kinds[-1].startswith(last)):  # 'doc' is the 'document'
+    if last.startswith(kinds[-1]) or kinds[-1].startswith(last):  # 'doc' is the 'document'
         return verb, f"the {thing} {described}" if not creates else f"{article} {thing}"
     if last in kinds:  # a row that links to it ('channel member' for 'leave the channel') says nothing of it
         return verb, f"{article} {thing}"

@@ -268,6 +268,28 @@ def test_a_read_back_states_the_numbers_its_confirm_check_wants_even_where_one_e
     assert "4" not in said, said  # the row's own key is still not read out
 
 
+@pytest.mark.parametrize(
+    ("tool", "said"),
+    [
+        ("campaigns_create", "I'll create a new campaign"),  # Azure's `Campaigns_Create`
+        ("web_apps_update", "I'll update the web app “Ivan Ahmed”"),
+        ("put_users_id", "I'll update the user “Ivan Ahmed”"),  # an HTTP method on a path
+        ("delete_geofences_id", "I'll delete the geofence “Ivan Ahmed”"),
+        ("cancel_booking", "I'll cancel the booking “Ivan Ahmed”"),  # a built-in name, verb first, as it was
+    ],
+)
+def test_an_imported_tool_name_is_read_back_verb_first(tool: str, said: str) -> None:
+    """Imported tools keep the API's own names (`Campaigns_Create`, `PUT /users/{id}`); the read-back says the change
+    in English ('I'll campaigns the create', 'I'll put the users id for the  “Ivan Ahmed”' before)."""
+    from envfarm.clients.speech import readback as read_back
+
+    listing = GoldCall(server="s", tool="list", arguments={}, output={"rows": [{"id": 4, "name": "Ivan Ahmed"}]})
+    change = GoldCall(server="s", tool=tool, arguments={"id": 4}, output={}, is_write=True, uses=[0])
+    task = _task().model_copy(update={"gold_calls": [listing, change]})
+    assert read_back(task, 1).startswith(f"Just to confirm: {said}"), read_back(task, 1)
+    assert "  " not in read_back(task, 1)
+
+
 def template_seams_of(text: str) -> list[str]:
     from envfarm.clients.speech import template_seams
 
