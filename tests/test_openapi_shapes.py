@@ -15,6 +15,7 @@ import pytest
 
 from envfarm.factory.build import build_all
 from envfarm.factory.importers.openapi import import_openapi, past_participle, write_spec_folder
+from envfarm.factory.importers.openapi.words import record_noun
 from envfarm.factory.verify.report import VerifyOptions
 from envfarm.servers.runtime.intents import slots
 from envfarm.servers.runtime.registry import load_registry
@@ -269,3 +270,92 @@ def test_a_list_wrapped_in_paging_fields_is_a_list_of_its_items(paging: dict[str
     assert not {"marker", "next_token", "next_link", "items"} & set(spec["entities"][table]["columns"])
     listing = next(t for t in spec["tools"] if t["entity"] == table)
     assert listing["effect"] in {"list", "search"}
+
+
+GENERATED_NAMES = frozenset(
+    {
+        "GETAccountingPeriodWithoutSuccessType",
+        "GETARPaymentTypewithSuccess",
+        "GETEntitiesType",
+        "UserType",
+        "EventType",
+        "Event",
+        "ApiContract",
+        "BackendContract",
+        "LoggerContract",
+        "PaymentResponse",
+        "ActivityListResponse",
+        "AchievementIncrementResponse",
+        "BigOven.Model.API.RecipeInfo",
+        "DistributionSummary",
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("schema", "noun"),
+    [
+        ("GETAccountingPeriodWithoutSuccessType", "accounting_period"),  # Zuora: verb, variant and suffix
+        ("GETARPaymentTypewithSuccess", "ar_payment"),
+        ("GETEntitiesType", "entities"),
+        ("UserType", "user"),  # Cognito: every shape ends in Type
+        ("EventType", "event_type"),  # ... but `Event` is a schema of its own: the event type stays one
+        ("ApiContract", "api"),  # Azure API Management's Contract
+        ("PaymentResponse", "payment"),
+        ("ActivityListResponse", "activity_list_response"),  # the answer of a `list` call, not a record
+        ("AchievementIncrementResponse", "achievement_increment_response"),  # the document has an `increment` call
+        ("BigOven.Model.API.RecipeInfo", "recipe_info"),  # a namespace
+        ("DistributionSummary", "distribution_summary"),  # one Summary is a word, not a habit
+    ],
+)
+def test_a_record_is_named_without_what_its_generator_added(schema: str, noun: str) -> None:
+    """Generated schema names leaked into what people say ("the get accounting period without success type with
+    created by ..."): the record's noun drops a decoration only where the document makes a habit of it."""
+    assert record_noun(schema, GENERATED_NAMES, frozenset({"increment", "list"})) == noun
+
+
+def test_a_record_keyed_by_its_own_noun_with_hypermedia_links_is_a_record(tmp_path: Path) -> None:
+    """Zoom Connect's `WebServiceGroup {groupId, links: [Link], name}` was read as a list of its links, so
+    "delete a link" deleted a group. The group is the record; its `links` are never the items."""
+    link = {"type": "object", "properties": {"href": {"type": "string"}, "rel": {"type": "string"}}}
+    group = {
+        "type": "object",
+        "properties": {
+            "groupId": {"type": "string"},
+            "name": {"type": "string"},
+            "links": {"type": "array", "items": {"$ref": "#/definitions/Link"}},
+        },
+    }
+    document = {
+        "swagger": "2.0",
+        "info": {"title": "Groups", "version": "1"},
+        "paths": {
+            "/groups": {
+                "get": {
+                    "operationId": "listGroups",
+                    "responses": {
+                        "200": {"schema": {"type": "array", "items": {"$ref": "#/definitions/WebServiceGroup"}}}
+                    },
+                }
+            },
+            "/groups/{groupId}": {
+                "parameters": [{"name": "groupId", "in": "path", "required": True, "type": "string"}],
+                "get": {
+                    "operationId": "getGroup",
+                    "responses": {"200": {"schema": {"$ref": "#/definitions/WebServiceGroup"}}},
+                },
+                "delete": {"operationId": "deleteGroup", "responses": {"204": {"description": "Deleted"}}},
+            },
+        },
+        "definitions": {"WebServiceGroup": group, "Link": link},
+    }
+    path = tmp_path / "groups.json"
+    path.write_text(json.dumps(document), "utf-8")
+    spec = import_openapi(path).spec
+    assert "links" not in spec["entities"]
+    assert {t["name"]: t["entity"] for t in spec["tools"]} == {
+        "list_groups": "web_service_groups",
+        "get_group": "web_service_groups",
+        "delete_group": "web_service_groups",
+    }
+    assert spec["entities"]["web_service_groups"]["primary_key"] == "group_id"

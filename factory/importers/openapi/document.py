@@ -4,12 +4,13 @@ OpenAPI 3 shape the rest of the importer reads, and the notes on its security sc
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 from urllib.parse import unquote
 
 from envfarm.factory.importers.openapi.models import UnresolvedRefError, schema_type
-from envfarm.factory.importers.openapi.words import METHODS
+from envfarm.factory.importers.openapi.words import METHODS, snake
 
 
 class ApiDocument:
@@ -18,6 +19,23 @@ class ApiDocument:
     def __init__(self, data: dict[str, Any], source: str) -> None:
         self.data = data
         self.source = source
+
+    @functools.cached_property
+    def schema_names(self) -> frozenset[str]:
+        """The names of the document's own schemas (`components.schemas`; a Swagger 2.0 document's definitions)."""
+        schemas = (self.data.get("components") or {}).get("schemas")
+        return frozenset(str(name) for name in schemas) if isinstance(schemas, dict) else frozenset()
+
+    @functools.cached_property
+    def operation_verbs(self) -> frozenset[str]:
+        """The first word of every operation's id (`analyze` of `AnalyzeSentiment` and of Google's
+        `language.documents.analyzeSentiment`): what the document's calls are named by, as opposed to its records."""
+        verbs = set()
+        for item in (self.data.get("paths") or {}).values():
+            for method, op in item.items() if isinstance(item, dict) else ():
+                if method in METHODS and isinstance(op, dict) and isinstance(op.get("operationId"), str):
+                    verbs.add(snake(op["operationId"].rsplit(".", 1)[-1]).split("_")[0])
+        return frozenset(verbs)
 
     def lookup(self, ref: str) -> Any:
         """The node a local `$ref` names. The ref is a URI fragment: percent-escapes are decoded before the JSON

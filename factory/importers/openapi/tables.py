@@ -26,6 +26,7 @@ from envfarm.factory.importers.openapi.words import (
     camel,
     first_paragraph,
     plural,
+    record_noun,
     safe_name,
     singular,
     snake,
@@ -53,16 +54,19 @@ class TableBuilder(ImporterState):
             return None
         props = schema.get("properties") or {}
         resolved = {p: self.doc.schema(s) for p, s in props.items()}
-        arrays = [
+        arrays = [  # a hypermedia `links: [Link]` beside a record's fields is never what it holds
             p
             for p, (_, s) in resolved.items()
-            if schema_type(s) == "array" and schema_type(self.doc.schema(s.get("items") or {})[1]) == "object"
+            if schema_type(s) == "array"
+            and schema_type(self.doc.schema(s.get("items") or {})[1]) == "object"
+            and snake(p) not in ("links", "link")
         ]
         scalars = [p for p, (_, s) in resolved.items() if is_scalar(s)]
         objects = [p for p, (_, s) in resolved.items() if schema_type(s) == "object" and s.get("properties")]
-        keyed = any(snake(p) in ("id", f"{snake(name or fallback)}_id") for p in props)  # a record, not a wrapper
-        own = [p for p in scalars if snake(p) not in PAGE_FIELDS]  # paging and counts do not make a record
-        if len(arrays) == 1 and len(own) + len(objects) <= 3 and len(own) < 3 and not keyed:
+        own = snake(name or fallback)  # `WebServiceGroup {groupId, ...}`: a record keyed by its own noun's id
+        keyed = any(snake(p) in ("id", f"{own}_id", f"{own.rsplit('_', 1)[-1]}_id") for p in props)
+        fields = [p for p in scalars if snake(p) not in PAGE_FIELDS]  # paging and counts do not make a record
+        if len(arrays) == 1 and len(fields) + len(objects) <= 3 and len(fields) < 3 and not keyed:
             inner = self.record_of(props[arrays[0]], camel(singular(snake(arrays[0]))), depth + 1)
             if inner:
                 return inner[0], inner[1], True
@@ -76,7 +80,10 @@ class TableBuilder(ImporterState):
         table = self.by_schema.get(schema_name)
         if table:
             return self.entities[table]
-        table = plural(snake(schema_name))
+        noun = record_noun(schema_name, self.doc.schema_names, self.doc.operation_verbs)
+        if plural(noun) in self.entities:  # `GETUserType` and `POSTUserType` both say `user`: the second keeps all
+            noun = snake(schema_name)
+        table = plural(noun)
         if keyword.iskeyword(table) or table in SQL_KEYWORDS:
             self.report.notes.append(f"table `{table}_records`: the schema `{schema_name}`; `{table}` is a keyword")
             table += "_records"
@@ -85,8 +92,7 @@ class TableBuilder(ImporterState):
         entity = Entity(
             table=table,
             schema_name=schema_name,
-            description=first_paragraph(schema.get("description"), 200)
-            or article_for(snake(schema_name).replace("_", " ")),
+            description=first_paragraph(schema.get("description"), 200) or article_for(noun.replace("_", " ")),
         )
         self.entities[table] = entity
         self.by_schema[schema_name] = table

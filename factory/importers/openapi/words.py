@@ -287,6 +287,45 @@ def safe_name(name: str) -> str:
     return f"{text}_value" if keyword.iskeyword(text) or text in SQL_KEYWORDS or text in RESERVED else text
 
 
+# What API generators add to a record's schema name and no person says: a namespace (`BigOven.Model.API.Recipe`),
+# a leading HTTP method (Zuora's `GETAccountingPeriodWithoutSuccessType`), a `withSuccess` variant, and a
+# suffix the document gives many of its schemas (`UserType`, `ApiContract`, `PaymentResponse`).
+DECORATIONS = ("Type", "Contract", "Dto", "DTO", "Model", "Out", "In", "Wrapper", "Payload", "View", "Response")
+VERB_PREFIX = re.compile(r"^(GET|POST|PUT|PATCH|DELETE)(?=[A-Z])")
+SUCCESS_VARIANT = re.compile(r"(?i)_?with(out)?_?success$")
+OPERATION_ENDS = ("Response", "Out", "In")  # an operation's output or input: `AnalyzeSentimentResponse`
+CALL_WORDS = frozenset(
+    ("get", "list", "create", "update", "delete", "put", "post", "patch", "search", "query", "batch")
+)
+
+
+def record_noun(schema_name: str, schema_names: frozenset[str], operation_verbs: frozenset[str]) -> str:
+    """The snake name of the record a schema describes, without what its API's generator decorated it with:
+    `GETAccountingPeriodWithoutSuccessType` -> `accounting_period`, Cognito's `UserType` -> `user`, Azure's
+    `ApiContract` -> `api`, `BigOven.Model.API.RecipeInfo` -> `recipe_info`. A suffix counts as decoration only
+    where at least three of the document's schemas carry it (a generator's habit, not a word of one name), and
+    an operation's `Response`, `Out` or `In` only where the rest says no call (`PaymentResponse`, not
+    `ActivityListResponse` or `AchievementIncrementResponse` of a document with an operation `increment`: that
+    is an operation's answer, not a record). The plain name stays when the bare one is another schema's
+    (`EventType` beside `Event`) or nothing is left."""
+    name = schema_name.rsplit(".", 1)[-1] or schema_name
+    habits = {d for d in DECORATIONS if sum(n.endswith(d) for n in schema_names) >= 3}
+    for _ in range(3):
+        bare = SUCCESS_VARIANT.sub("", VERB_PREFIX.sub("", name))
+        for suffix in habits:
+            if bare.endswith(suffix) and len(bare) > len(suffix):
+                rest = bare[: -len(suffix)]
+                if suffix not in OPERATION_ENDS or not set(snake(rest).split("_")) & (operation_verbs | CALL_WORDS):
+                    bare = rest
+                break
+        if bare == name:
+            break
+        name = bare
+    noun = snake(name)
+    others = {snake(n.rsplit(".", 1)[-1]) for n in schema_names if n != schema_name}
+    return noun if noun != snake(schema_name) and noun not in others else snake(schema_name)
+
+
 def plural(word: str) -> str:
     if word.endswith("y") and len(word) > 1 and word[-2] not in "aeiou":
         return word[:-1] + "ies"
