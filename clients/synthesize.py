@@ -376,8 +376,9 @@ def prune(task: Task) -> Task:
             ]
         }
     )
-    # A claim is answered by the last call whose output holds its value in its field (a list read before a
-    # get of the same row answers nothing more); a claim without a field, by every call whose output says it.
+    # A claim is answered by the first call whose output holds its value in its field (a get after a list that
+    # showed the same row answers nothing more: the audit calls it padding); a claim without a field, by every call
+    # whose output says it.
     answers: set[int] = set()
     for claim in task.claims:
         field = claim.field or ""
@@ -392,7 +393,7 @@ def prune(task: Task) -> Task:
             )
         ]
         if holding:
-            answers.add(holding[-1])
+            answers.add(holding[0])
         else:
             answers.update(
                 i

@@ -15,6 +15,7 @@ import pytest
 
 from envfarm.factory.build import build_all
 from envfarm.factory.importers.openapi import import_openapi, past_participle, write_spec_folder
+from envfarm.factory.importers.openapi.intents import with_article
 from envfarm.factory.importers.openapi.words import record_noun
 from envfarm.factory.verify.report import VerifyOptions
 from envfarm.servers.runtime.intents import slots
@@ -172,12 +173,31 @@ def test_imported_specs_carry_intents_for_every_write_and_the_rows_people_name()
         for phrasing in (tool.get("intent") or {}).get("say", []):
             assert all(slot.name in tool["params"] for slot in slots(phrasing)), (tool["name"], phrasing)
     delete = next(t for t in spec["tools"] if t["name"] == "delete_pet")
-    assert delete["intent"]["say"][0] == "I need to delete a pet; it is {pet_id}."
+    assert delete["intent"]["say"][0] == "I need to delete {pet_id}."  # the row said in place of 'a pet'
     assert spec["entities"]["pets"]["refer"][0] == "the pet {name}"
     assert spec["entities"]["users"]["refer"][0] == "the user with email {email}"
     # A plain listing is no goal of a task; a computed read is.
     assert "intent" not in next(t for t in spec["tools"] if t["name"] == "find_pets_by_status")
     assert next(t for t in spec["tools"] if t["name"] == "get_inventory")["intent"]["hear"] == {"answer": "the answer"}
+
+
+@pytest.mark.parametrize(
+    ("phrase", "effect", "said"),
+    [
+        ("confirm transaction", "update", "confirm the transaction"),  # Taxamo's 'Confirm transaction'
+        ("close accounting period", "update", "close the accounting period"),
+        ("generate report", "create", "generate a report"),
+        ("create account", "create", "create an account"),
+        ("add contacts to a contact list", "update", "add contacts to a contact list"),  # a plural
+        ("look up the weather", "search", "look up the weather"),  # a particle
+        ("delete the pipeline", "delete", "delete the pipeline"),
+        ("start recording", "update", "start recording"),  # a gerund
+        ("update address", "update", "update the address"),
+        ("", "update", ""),
+    ],
+)
+def test_a_summary_said_as_a_request_gets_its_article(phrase: str, effect: str, said: str) -> None:
+    assert with_article(phrase, effect) == said
 
 
 def _query_action(name: str, inputs: dict[str, Any], answer: str | None) -> dict[str, Any]:
@@ -359,3 +379,22 @@ def test_a_record_keyed_by_its_own_noun_with_hypermedia_links_is_a_record(tmp_pa
         "delete_group": "web_service_groups",
     }
     assert spec["entities"]["web_service_groups"]["primary_key"] == "group_id"
+
+
+def test_springfox_operation_ids_lose_their_using_get_tail(tmp_path: Path) -> None:
+    """Springfox names operations `predictUsingGET`, `getUsingGET_3`: tools were `predict_using_get` and
+    `get_using_get_3`, said as 'look up predict using get'. The tail goes; a bare verb takes the path's word."""
+    answer = {"type": "object", "properties": {"label": {"type": "string"}, "score": {"type": "number"}}}
+    text = [{"name": "text", "in": "query", "required": True, "type": "string", "description": "The text"}]
+    document = {
+        "swagger": "2.0",
+        "info": {"title": "Text labels", "version": "1"},
+        "paths": {
+            path: {"get": {"operationId": operation, "parameters": text, "responses": {"200": {"schema": answer}}}}
+            for path, operation in (("/sentiment/predict", "predictUsingGET"), ("/language/detect", "getUsingGET_3"))
+        },
+    }
+    path = tmp_path / "labels.json"
+    path.write_text(json.dumps(document), "utf-8")
+    tools = {t["name"] for t in import_openapi(path).spec["tools"]}
+    assert tools == {"predict", "get_detect"}

@@ -135,6 +135,27 @@ def spoken_request(summary: str) -> str:
     return phrase if 2 <= len(phrase.split()) <= MAX_REQUEST_WORDS else ""
 
 
+DETERMINERS = frozenset(
+    "a an the my our your its their this that these those all some any each every one new another no".split()
+)
+PARTICLES = frozenset("up in out on off down over back to for from by with at into or and".split())
+
+
+def with_article(phrase: str, effect: str) -> str:
+    """A summary's bare noun given its article, as a person says it: 'Confirm transaction' -> 'confirm the
+    transaction', 'Generate report' (a create) -> 'generate a report'; a plural ('add contacts'), a particle
+    ('look up ...'), a gerund or a determiner already there is left as it is."""
+    words = phrase.split()
+    if len(words) < 2:
+        return phrase
+    gerund = len(words) == 2 and words[1].endswith("ing")  # 'start recording', not 'close accounting period'
+    plural = words[1].endswith("s") and not words[1].endswith(("ss", "us", "is"))  # 'add contacts'; 'reset status'
+    if words[1] in DETERMINERS or words[1] in PARTICLES or plural or gerund:
+        return phrase
+    article = ("an" if words[1][:1] in "aeiou" else "a") if effect == "create" else "the"
+    return " ".join([words[0], article, *words[1:]])
+
+
 def topic(tool: str) -> str:
     """What a computed read is about, from its tool's name: `get_exchange_rates` -> 'exchange rates'."""
     words = tool.split("_")
@@ -168,7 +189,7 @@ def derive_intents(spec: dict[str, Any], asked: dict[str, str]) -> None:
             "get": f"look up {a} {noun}",
             "search": f"look up {topic(tool['name'])}",
         }[effect]
-        verb = spoken_request(asked.get(tool["name"], "")) or default
+        verb = with_article(spoken_request(asked.get(tool["name"], "")), effect) or default
         hear: dict[str, str] = {}
         if effect == "create":
             chosen = [p for p, v in params.items() if v.get("required")][:3] or list(params)[:2]
@@ -200,6 +221,9 @@ def derive_intents(spec: dict[str, Any], asked: dict[str, str]) -> None:
             elif effect == "get":
                 say = [f"Can you {verb}? I mean {target}.", f"What do you have on {target}?"]
                 hear = _hear(entity, {key, params[key].get("column", key)})
+            elif verb.split()[1:] in (["the", *noun.split()], [a, *noun.split()]):
+                # 'close the accounting period' names the row itself: the row said in place of its noun
+                say = [f"I need to {verb.split()[0]} {target}.", f"Can you {verb.split()[0]} {target}?"]
             else:
                 say = [f"I need to {verb}; it is {target}.", f"Can you {verb} for {target}?"]
         intent: dict[str, Any] = {"asks": asks, "say": say}

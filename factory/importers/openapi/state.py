@@ -21,6 +21,7 @@ from envfarm.factory.importers.openapi.words import (
     AUTH_WORDS,
     METHODS,
     SESSION_VERBS,
+    SPRINGFOX_SUFFIX,
     first_paragraph,
     safe_name,
     snake,
@@ -165,7 +166,14 @@ class ImporterState:
         return None
 
     def tool_name(self, op: dict[str, Any], method: str, path: str) -> str:
-        base = safe_name(str(op.get("operationId") or f"{method}_{path}"))[:60].rstrip("_")
+        """The tool's name: the operation's id without what Springfox appends (`predictUsingGET_1` -> `predict`);
+        an id that leaves a bare verb (`getUsingGET`) gets the path's last word (`get_sentiment`)."""
+        operation = SPRINGFOX_SUFFIX.sub("", str(op.get("operationId") or ""))
+        if operation and snake(operation) in (*METHODS, "find", "search"):
+            words = [s for s in path.strip("/").split("/") if s and not s.startswith("{")]
+            topic = next((snake(w) for w in reversed(words) if snake(w) != snake(operation)), "")
+            operation = f"{operation}_{topic}" if topic else operation
+        base = safe_name(operation or f"{method}_{path}")[:60].rstrip("_")
         name, n = base, 2
         while name in self.tool_names:
             name, n = f"{base}_{n}", n + 1

@@ -83,6 +83,10 @@ SESSION_VERBS = frozenset(
 
 # RPC-style APIs name the operation, not the resource, in the request: a header (`X-Amz-Target: Svc.Op`), a
 # query parameter (`?Action=Op`) or a path fragment (`/#Op`, how Swagger 2.0 restates the AWS protocols).
+# Springfox names every operation `<method>Using<HTTP method>[_<n>]` (`predictUsingGET_3`): the tail is no word.
+SPRINGFOX_SUFFIX = re.compile(r"Using(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)(_\d+)?$")
+
+
 RPC_SELECTORS = {"action", "x_amz_target"}
 
 
