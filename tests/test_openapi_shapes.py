@@ -398,3 +398,39 @@ def test_springfox_operation_ids_lose_their_using_get_tail(tmp_path: Path) -> No
     path.write_text(json.dumps(document), "utf-8")
     tools = {t["name"] for t in import_openapi(path).spec["tools"]}
     assert tools == {"predict", "get_detect"}
+
+
+def test_rows_are_named_by_what_a_person_knows_not_by_a_measure_or_a_kind(tmp_path: Path) -> None:
+    """Imported tasks said 'the quota counter with kb transferred 62.42' and 'the dataset with kind personal': a
+    row is named by text or a reference number, never by a measure or a kind of record."""
+    counter = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "kind": {"type": "string"},
+            "kbTransferred": {"type": "number"},
+            "callsCount": {"type": "integer"},
+            "orderNumber": {"type": "integer"},
+        },
+    }
+    document = {
+        "swagger": "2.0",
+        "info": {"title": "Counters", "version": "1"},
+        "paths": {
+            "/counters": {
+                "get": {
+                    "operationId": "listCounters",
+                    "responses": {"200": {"schema": {"type": "array", "items": {"$ref": "#/definitions/Counter"}}}},
+                }
+            },
+            "/counters/{id}": {
+                "parameters": [{"name": "id", "in": "path", "required": True, "type": "string"}],
+                "delete": {"operationId": "deleteCounter", "responses": {"204": {"description": "Deleted"}}},
+            },
+        },
+        "definitions": {"Counter": counter},
+    }
+    path = tmp_path / "counters.json"
+    path.write_text(json.dumps(document), "utf-8")
+    refer = import_openapi(path).spec["entities"]["counters"]["refer"]
+    assert refer == ["the counter with order number {order_number}"]

@@ -41,6 +41,7 @@ def _refer(table: str, entity: dict[str, Any], rows: list[dict[str, Any]]) -> li
         for c, col in entity["columns"].items()
         if col.get("user_known")
         and col["type"] not in ("boolean",)
+        and _names_a_row(c, col)
         and not col.get("enum")
         and rows
         and all(r.get(c) not in (None, "") for r in rows)
@@ -65,6 +66,16 @@ def _refer(table: str, entity: dict[str, Any], rows: list[dict[str, Any]]) -> li
         else:
             phrasings.append(f"the {noun} with {spaced_words(column)} {slot}")
     return phrasings
+
+
+def _names_a_row(name: str, column: dict[str, Any]) -> bool:
+    """Whether a person could name a row by this column: not by a measure ('the quota counter with kb
+    transferred 62.42') or a kind of record ('the dataset with kind personal'), but by a number that is a
+    reference ('order number 1042') or any text."""
+    words = set(name.split("_"))
+    if column["type"] in ("integer", "number"):
+        return bool(words & {"number", "code", "no", "num"})
+    return not words & {"kind", "type", "etag", "format", "version"}
 
 
 def _hear(entity: dict[str, Any], skip: set[str], limit: int = 4) -> dict[str, str]:
