@@ -93,6 +93,11 @@ def test_numbers_keep_to_what_the_name_means() -> None:
         assert all(1 <= v <= 12 for v in cells(Column(name="month", type="integer", description=""), seed=seed))
         bounded = Column(name="year", type="integer", description="", minimum=1990, maximum=1995)
         assert all(1990 <= v <= 1995 for v in cells(bounded, seed=seed))  # the document's bounds win
+        # ... unless they are only the type's limits: AWS's TTL of 0 to 2147483647 seeded 'set the ttl to 200917231'
+        ttl = Column(name="ttl", type="integer", description="", minimum=0, maximum=2147483647)
+        assert all(60 <= v <= 3600 for v in cells(ttl, seed=seed))
+        wide = Column(name="traffic_policy_version", type="integer", description="", minimum=1, maximum=2**31 - 1)
+        assert all(1 <= v <= 120 for v in cells(wide, seed=seed))
 
 
 def test_the_holder_of_an_account_without_people_is_named_and_read_back(tmp_path: Path) -> None:

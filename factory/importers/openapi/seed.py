@@ -110,12 +110,16 @@ def seed_value(column: Column, n: int, rng: random.Random, now: datetime, person
 
 
 def _integer(column: Column, words: set[str], rng: random.Random) -> int:
-    if column.minimum is None and column.maximum is None:
+    # A bound as wide as its type (AWS's TTL: 0 to 2147483647) is no value people use: drawn as if unbounded.
+    wide = column.minimum is not None and column.maximum is not None and column.maximum - column.minimum > 100_000
+    if column.minimum is None and column.maximum is None or wide:
         for meaning, (low, high) in INTEGER_RANGES.items():
             if words & set(meaning):
-                return rng.randint(low, high)
+                low, high = max(low, int(column.minimum or low)), min(high, int(column.maximum or high))
+                if low <= high:
+                    return rng.randint(low, high)
     low = int(column.minimum) if column.minimum is not None else 1
-    high = int(column.maximum) if column.maximum is not None else max(low + 1, 120)
+    high = int(column.maximum) if column.maximum is not None and not wide else max(low + 1, 120)
     return rng.randint(low, max(low, high))
 
 
@@ -129,6 +133,7 @@ INTEGER_RANGES: dict[tuple[str, ...], tuple[int, int]] = {
     ("percent", "percentage"): (0, 100),
     ("rating", "stars", "priority", "level"): (1, 5),
     ("count", "quantity", "qty", "size", "total"): (1, 40),
+    ("ttl",): (60, 3600),
 }
 
 
