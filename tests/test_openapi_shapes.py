@@ -14,12 +14,20 @@ import anyio
 import pytest
 
 from envfarm.factory.build import build_all
-from envfarm.factory.importers.openapi import import_openapi, past_participle, write_spec_folder
+from envfarm.factory.importers.openapi import ImportResult, import_openapi, past_participle, write_spec_folder
 from envfarm.factory.importers.openapi.intents import with_article
 from envfarm.factory.importers.openapi.words import record_noun
 from envfarm.factory.verify.report import VerifyOptions
 from envfarm.servers.runtime.intents import slots
 from envfarm.servers.runtime.registry import load_registry
+
+
+def imported(tmp_path: Path, document: dict[str, Any]) -> ImportResult:
+    """The import of a document written to a file of its own."""
+    path = tmp_path / "document.json"
+    path.write_text(json.dumps(document), "utf-8")
+    return import_openapi(path)
+
 
 ERROR = {"$ref": "#/responses/Error"}
 JOB = {"$ref": "#/definitions/Job"}
@@ -241,9 +249,7 @@ def test_the_aws_query_protocol_in_openapi_3_maps_once_per_operation(tmp_path: P
             }
         },
     }
-    path = tmp_path / "queues.json"
-    path.write_text(json.dumps(document), "utf-8")
-    result = import_openapi(path)
+    result = imported(tmp_path, document)
     effects = {t.tool: t.effect for t in result.report.tools}
     assert effects == {"get_create_queue": "create", "get_get_queue": "get", "get_delete_queue": "delete"}
     assert result.spec["entities"]["queues"]["primary_key"] == "queue_name"
@@ -283,9 +289,7 @@ def test_a_list_wrapped_in_paging_fields_is_a_list_of_its_items(paging: dict[str
         },
         "definitions": {"DistributionList": wrapper},
     }
-    path = tmp_path / "distributions.json"
-    path.write_text(json.dumps(document), "utf-8")
-    spec = import_openapi(path).spec
+    spec = imported(tmp_path, document).spec
     (table,) = [t for t, e in spec["entities"].items() if "domain_name" in e["columns"]]
     assert not {"marker", "next_token", "next_link", "items"} & set(spec["entities"][table]["columns"])
     listing = next(t for t in spec["tools"] if t["entity"] == table)
@@ -369,9 +373,7 @@ def test_a_record_keyed_by_its_own_noun_with_hypermedia_links_is_a_record(tmp_pa
         },
         "definitions": {"WebServiceGroup": group, "Link": link},
     }
-    path = tmp_path / "groups.json"
-    path.write_text(json.dumps(document), "utf-8")
-    spec = import_openapi(path).spec
+    spec = imported(tmp_path, document).spec
     assert "links" not in spec["entities"]
     assert {t["name"]: t["entity"] for t in spec["tools"]} == {
         "list_groups": "web_service_groups",
@@ -394,9 +396,7 @@ def test_springfox_operation_ids_lose_their_using_get_tail(tmp_path: Path) -> No
             for path, operation in (("/sentiment/predict", "predictUsingGET"), ("/language/detect", "getUsingGET_3"))
         },
     }
-    path = tmp_path / "labels.json"
-    path.write_text(json.dumps(document), "utf-8")
-    tools = {t["name"] for t in import_openapi(path).spec["tools"]}
+    tools = {t["name"] for t in imported(tmp_path, document).spec["tools"]}
     assert tools == {"predict", "get_detect"}
 
 
@@ -430,7 +430,5 @@ def test_rows_are_named_by_what_a_person_knows_not_by_a_measure_or_a_kind(tmp_pa
         },
         "definitions": {"Counter": counter},
     }
-    path = tmp_path / "counters.json"
-    path.write_text(json.dumps(document), "utf-8")
-    refer = import_openapi(path).spec["entities"]["counters"]["refer"]
+    refer = imported(tmp_path, document).spec["entities"]["counters"]["refer"]
     assert refer == ["the counter with order number {order_number}"]
