@@ -1811,6 +1811,8 @@ def put(text: str, slot: str, words: str) -> str:
         text = re.sub(rf"{re.escape(slot)}\s+{re.escape(last[1])}\b", slot, text, count=1, flags=re.IGNORECASE)
     if words.endswith("s") and not words.endswith("ss"):  # "{merchant}'s" of 'Silverleaf Books': "Books'"
         text = text.replace(f"{slot}'s ", f"{slot}' ", 1)
+    if words.endswith((".", "!", "?")):  # 'with reason code {code}.' of 'Call before any change.': one stop
+        text = re.sub(rf"{re.escape(slot)}\.(?!\w)", slot, text, count=1)
     return text.replace(slot, words, 1)
 
 

@@ -569,3 +569,11 @@ def test_a_request_to_hear_back_what_the_user_said_is_left_out() -> None:
     kept = written(11)
     assert "months it runs" in kept[0] and kept[1:] == ["confirms how many months it runs: 11"], kept
     assert written(12) == ["It's Tomas Chen. Please renew my plan for 12 months."]
+
+
+def test_a_value_that_ends_a_sentence_takes_the_phrasings_stop_once() -> None:
+    """'with the debit memo with reason code Priority account: call before any change..' (an imported seed)."""
+    text = "Please file it, with reason code {code}."
+    assert put(text, "{code}", "Call before any change.") == "Please file it, with reason code Call before any change."
+    assert put(text, "{code}", "Is it late?") == "Please file it, with reason code Is it late?"
+    assert put(text, "{code}", "VIP") == "Please file it, with reason code VIP."
