@@ -376,24 +376,29 @@ def prune(task: Task) -> Task:
             ]
         }
     )
-    # A claim is answered by the first call whose output holds its value in its field (a get after a list that
-    # showed the same row answers nothing more: the audit calls it padding); a claim without a field, by every call
-    # whose output says it.
+    # A claim is answered by the first call whose output shows its value on the row the last such call shows it
+    # on (a get after a list that showed that row answers nothing more: the audit calls it padding; a list where
+    # another row happens to hold the value answers nothing); a claim without a field, by every call whose output
+    # says it.
     answers: set[int] = set()
     for claim in task.claims:
         field = claim.field or ""
-        holding = [
-            i
+        holding = {
+            i: rows
             for i, call in enumerate(task.gold_calls)
             if field
-            and any(
-                has_field(r, field) and (str(value_of(r, field)) == v or _same_text(value_of(r, field), v))
-                for r in rows_of(call.output)
-                for v in claim.values
+            and (
+                rows := [
+                    r
+                    for r in rows_of(call.output)
+                    if has_field(r, field)
+                    and any(str(value_of(r, field)) == v or _same_text(value_of(r, field), v) for v in claim.values)
+                ]
             )
-        ]
+        }
         if holding:
-            answers.add(holding[0])
+            last = holding[max(holding)]
+            answers.add(next(i for i, rows in holding.items() if any(_same_row(r, t) for r in rows for t in last)))
         else:
             answers.update(
                 i
@@ -419,6 +424,13 @@ def prune(task: Task) -> Task:
     turns = [t.model_copy(update={"gold_calls": [new[i] for i in t.gold_calls if i in new]}) for t in task.turns]
     provenance = task.provenance.model_copy(update={"chain": [task.provenance.chain[i] for i in order]})
     return task.model_copy(update={"gold_calls": calls, "turns": turns, "provenance": provenance})
+
+
+def _same_row(one: dict[str, Any], other: dict[str, Any]) -> bool:
+    """Whether two outputs show the same record: every plain field both carry agrees (a list's summary row and
+    the get of that row share an id, a name; another row of the list differs in them)."""
+    shared = [k for k in one.keys() & other.keys() if not isinstance(one[k], (dict, list))]
+    return bool(shared) and all(one[k] == other[k] for k in shared)
 
 
 def policy_reads(task: Task) -> set[int]:

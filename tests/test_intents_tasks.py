@@ -269,6 +269,38 @@ def test_prune_keeps_the_call_a_claim_comes_from_and_drops_a_read_that_feeds_not
     assert prune(task.model_copy(update={"claims": []})).gold_calls == []
 
 
+def test_a_claim_is_answered_by_the_first_call_that_shows_it_on_the_same_row() -> None:
+    """A list that already shows the asked row's status answers the claim, so a get of that row is padding and
+    goes; a list where only another row holds the same status answers nothing, and the get stays."""
+    from envfarm.clients.synthesize import prune
+    from envfarm.clients.tasks import Claim, GoldCall, Persona, Provenance, Task, Turn
+
+    asked = {"order_id": "o2", "name": "Blue kettle", "status": "shipped"}
+    other = {"order_id": "o1", "name": "Red mug", "status": "shipped"}
+
+    def task(listed: list[dict[str, str]]) -> Task:
+        calls = [
+            GoldCall(turn=0, server="s", tool="list_orders", arguments={}, output={"orders": listed}),
+            GoldCall(turn=0, server="s", tool="get_order", arguments={"order_id": "o2"}, output=asked),
+        ]
+        return Task(
+            id="t",
+            servers=["s"],
+            tools=[],
+            persona=Persona(name="Ana Silva", style="polite"),
+            principal=None,
+            uncalibrated_message="",
+            opening_message="Has my blue kettle shipped?",
+            turns=[Turn(message="Has my blue kettle shipped?", gold_calls=[0, 1])],
+            gold_calls=calls,
+            claims=[Claim(text="states the status: shipped", values=["shipped"], field="status")],
+            provenance=Provenance(sampler="topology", seed=0, chain=[f"s.{c.tool}" for c in calls]),
+        )
+
+    assert [c.tool for c in prune(task([other, asked])).gold_calls] == ["list_orders"]
+    assert [c.tool for c in prune(task([other])).gold_calls] == ["get_order"]
+
+
 WEEKDAY = re.compile(r"\b(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b")
 
 
