@@ -115,7 +115,8 @@ REQUEST_VERBS = frozenset(
     reboot refresh regenerate register reject release remove rename renew reopen re-open replace request reset
     resend restart restore resume retrieve revoke rotate run save schedule search send set share show sign star
     start stop submit subscribe suspend sync tag transfer translate unblock unfollow unlock unmute unpublish
-    unstar unsubscribe untag update upgrade validate verify withdraw""".split()
+    unstar unsubscribe untag update upgrade validate verify withdraw email pay refund capture void charge notify
+    upload resolve unconfirm retry trigger execute preview print ship deliver""".split()
 )
 # Words of documentation, not of a person asking: a summary holding one is said plainly instead.
 DOC_WORDS = re.compile(
@@ -206,6 +207,13 @@ def derive_intents(spec: dict[str, Any], asked: dict[str, str]) -> None:
             chosen = [p for p, v in params.items() if v.get("required")][:3] or list(params)[:2]
             said = ", ".join(_said(p, params[p], entity) for p in chosen)
             say = [f"Please {verb}, with {said}.", f"Could you {verb}? It is {said}."]
+            column = entity["columns"].get(params[chosen[0]].get("column", chosen[0])) or {} if chosen else {}
+            named = noun_of(column["ref"].split(".")[0]).split() if len(chosen) == 1 and column.get("ref") else []
+            if named and verb.split()[1:] in (["the", *named], ["a", *named], ["an", *named]):
+                # 'email the credit memo' of one referenced credit memo: the row said in place of its noun
+                say = [f"Please {verb.split()[0]} {said}.", f"Could you {verb.split()[0]} {said}?"]
+            elif named:  # made for one row of another table: 'email an invoice for the transaction ...'
+                say = [f"Please {verb} for {said}.", f"Could you {verb} for {said}?"]
         elif effect == "search":  # a computed read: its inputs, its answer
             chosen = [p for p, v in params.items() if v.get("required")][:3] or list(params)[:2]
             said = ", ".join(_said(p, params[p], entity) for p in chosen)
