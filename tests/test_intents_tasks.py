@@ -22,7 +22,8 @@ from envfarm.clients.audit import audit_tasks, build_auditor
 from envfarm.clients.connect import Connections, farm_targets
 from envfarm.clients.graph import load_intents
 from envfarm.clients.grounding import PersonaRecord
-from envfarm.clients.synthesize import Synthesis, SynthesisOptions, dependency_depth, synthesize
+from envfarm.clients.synthesize import Synthesis, SynthesisOptions, dependency_depth, prune, synthesize
+from envfarm.clients.tasks import Claim, GoldCall, Persona, Provenance, Task, Turn
 from envfarm.clients.writing import _unasked
 from envfarm.factory.build import build_all
 from envfarm.render import render
@@ -229,12 +230,26 @@ async def test_a_server_without_intents_still_gets_tasks(intents_farm: Path) -> 
     assert all(t.provenance.writer.startswith("offline") for t in synthesis.tasks)
 
 
+def _one_turn_task(message: str, calls: list[GoldCall], claim: Claim) -> Task:
+    """A task of one turn on one server `s`: its gold calls and the one claim the answer must make."""
+    return Task(
+        id="t",
+        servers=["s"],
+        tools=[],
+        persona=Persona(name="Ana Silva", style="polite"),
+        principal=None,
+        uncalibrated_message="",
+        opening_message=message,
+        turns=[Turn(message=message, gold_calls=list(range(len(calls))))],
+        gold_calls=calls,
+        claims=[claim],
+        provenance=Provenance(sampler="topology", seed=0, chain=[f"s.{c.tool}" for c in calls]),
+    )
+
+
 def test_prune_keeps_the_call_a_claim_comes_from_and_drops_a_read_that_feeds_nothing_new() -> None:
     """A get that reads again a row a search already showed feeds nothing of its own: what the bill uses is
     traced to the first call that showed it, and the get goes; the claim's call and its chain stay."""
-    from envfarm.clients.synthesize import prune
-    from envfarm.clients.tasks import Claim, GoldCall, Persona, Provenance, Task, Turn
-
     stay = {"res_id": "res_a", "status": "confirmed"}
     calls = [
         GoldCall(
@@ -248,19 +263,8 @@ def test_prune_keeps_the_call_a_claim_comes_from_and_drops_a_read_that_feeds_not
             turn=0, server="s", tool="get_bill", arguments={"res_id": "res_a"}, output={"balance": 12.5}, uses=[2]
         ),
     ]
-    task = Task(
-        id="t",
-        servers=["s"],
-        tools=[],
-        persona=Persona(name="Ana Silva", style="polite"),
-        principal=None,
-        uncalibrated_message="",
-        opening_message="What's my balance?",
-        turns=[Turn(message="What's my balance?", gold_calls=[0, 1, 2, 3])],
-        gold_calls=calls,
-        claims=[Claim(text="states the balance: 12.50", values=["12.5"], field="balance")],
-        provenance=Provenance(sampler="topology", seed=0, chain=[f"s.{c.tool}" for c in calls]),
-    )
+    balance = Claim(text="states the balance: 12.50", values=["12.5"], field="balance")
+    task = _one_turn_task("What's my balance?", calls, balance)
     pruned = prune(task)
     assert [c.tool for c in pruned.gold_calls] == ["find_guest", "find_stays", "get_bill"]
     assert [c.uses for c in pruned.gold_calls] == [[], [0], [1]]
@@ -272,30 +276,16 @@ def test_prune_keeps_the_call_a_claim_comes_from_and_drops_a_read_that_feeds_not
 def test_a_claim_is_answered_by_the_first_call_that_shows_it_on_the_same_row() -> None:
     """A list that already shows the asked row's status answers the claim, so a get of that row is padding and
     goes; a list where only another row holds the same status answers nothing, and the get stays."""
-    from envfarm.clients.synthesize import prune
-    from envfarm.clients.tasks import Claim, GoldCall, Persona, Provenance, Task, Turn
-
     asked = {"order_id": "o2", "name": "Blue kettle", "status": "shipped"}
     other = {"order_id": "o1", "name": "Red mug", "status": "shipped"}
+    shipped = Claim(text="states the status: shipped", values=["shipped"], field="status")
 
     def task(listed: list[dict[str, str]]) -> Task:
         calls = [
             GoldCall(turn=0, server="s", tool="list_orders", arguments={}, output={"orders": listed}),
             GoldCall(turn=0, server="s", tool="get_order", arguments={"order_id": "o2"}, output=asked),
         ]
-        return Task(
-            id="t",
-            servers=["s"],
-            tools=[],
-            persona=Persona(name="Ana Silva", style="polite"),
-            principal=None,
-            uncalibrated_message="",
-            opening_message="Has my blue kettle shipped?",
-            turns=[Turn(message="Has my blue kettle shipped?", gold_calls=[0, 1])],
-            gold_calls=calls,
-            claims=[Claim(text="states the status: shipped", values=["shipped"], field="status")],
-            provenance=Provenance(sampler="topology", seed=0, chain=[f"s.{c.tool}" for c in calls]),
-        )
+        return _one_turn_task("Has my blue kettle shipped?", calls, shipped)
 
     assert [c.tool for c in prune(task([other, asked])).gold_calls] == ["list_orders"]
     assert [c.tool for c in prune(task([other])).gold_calls] == ["get_order"]
