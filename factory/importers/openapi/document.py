@@ -9,7 +9,7 @@ import json
 from typing import Any
 from urllib.parse import unquote
 
-from envfarm.factory.importers.openapi.models import UnresolvedRefError, schema_type
+from envfarm.factory.importers.openapi.models import UnresolvedRefError, is_scalar, schema_type
 from envfarm.factory.importers.openapi.words import METHODS, snake
 
 
@@ -25,6 +25,18 @@ class ApiDocument:
         """The names of the document's own schemas (`components.schemas`; a Swagger 2.0 document's definitions)."""
         schemas = (self.data.get("components") or {}).get("schemas")
         return frozenset(str(name) for name in schemas) if isinstance(schemas, dict) else frozenset()
+
+    @functools.cached_property
+    def record_schema_names(self) -> frozenset[str]:
+        """The schemas that read as records: objects with two plain fields or more (`Templates {templateId, name,
+        ...}`), not list wrappers (`PreviousPurchases {previous_purchases: [...], result_count}`)."""
+        schemas = (self.data.get("components") or {}).get("schemas")
+        found = set()
+        for name, node in schemas.items() if isinstance(schemas, dict) else ():
+            props = self.schema(node)[1].get("properties") or {}
+            if sum(is_scalar(self.schema(prop)[1]) for prop in props.values()) >= 2:
+                found.add(str(name))
+        return frozenset(found)
 
     @functools.cached_property
     def operation_verbs(self) -> frozenset[str]:

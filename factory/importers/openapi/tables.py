@@ -26,7 +26,7 @@ from envfarm.factory.importers.openapi.words import (
     camel,
     first_paragraph,
     plural,
-    record_noun,
+    record_nouns,
     safe_name,
     singular,
     snake,
@@ -80,9 +80,8 @@ class TableBuilder(ImporterState):
         table = self.by_schema.get(schema_name)
         if table:
             return self.entities[table]
-        noun = record_noun(schema_name, self.doc.schema_names, self.doc.operation_verbs)
-        if plural(noun) in self.entities:  # `GETUserType` and `POSTUserType` both say `user`: the second keeps all
-            noun = snake(schema_name)
+        nouns = record_nouns(schema_name, self.doc.schema_names, self.doc.record_schema_names, self.doc.operation_verbs)
+        noun = next((n for n in nouns if plural(n) not in self.entities), nouns[-1])  # the barest name still free
         table = plural(noun)
         if keyword.iskeyword(table) or table in SQL_KEYWORDS:
             self.report.notes.append(f"table `{table}_records`: the schema `{schema_name}`; `{table}` is a keyword")

@@ -294,7 +294,21 @@ def safe_name(name: str) -> str:
 # What API generators add to a record's schema name and no person says: a namespace (`BigOven.Model.API.Recipe`),
 # a leading HTTP method (Zuora's `GETAccountingPeriodWithoutSuccessType`), a `withSuccess` variant, and a
 # suffix the document gives many of its schemas (`UserType`, `ApiContract`, `PaymentResponse`).
-DECORATIONS = ("Type", "Contract", "Dto", "DTO", "Model", "Out", "In", "Wrapper", "Payload", "View", "Response")
+DECORATIONS = (
+    "Type",
+    "Contract",
+    "Dto",
+    "DTO",
+    "Model",
+    "Out",
+    "In",
+    "Wrapper",
+    "Payload",
+    "View",
+    "Response",
+    "Summary",
+    "Information",
+)
 VERB_PREFIX = re.compile(r"^(GET|POST|PUT|PATCH|DELETE)(?=[A-Z])")
 SUCCESS_VARIANT = re.compile(r"(?i)_?with(out)?_?success$")
 OPERATION_ENDS = ("Response", "Out", "In")  # an operation's output or input: `AnalyzeSentimentResponse`
@@ -303,31 +317,36 @@ CALL_WORDS = frozenset(
 )
 
 
-def record_noun(schema_name: str, schema_names: frozenset[str], operation_verbs: frozenset[str]) -> str:
-    """The snake name of the record a schema describes, without what its API's generator decorated it with:
-    `GETAccountingPeriodWithoutSuccessType` -> `accounting_period`, Cognito's `UserType` -> `user`, Azure's
-    `ApiContract` -> `api`, `BigOven.Model.API.RecipeInfo` -> `recipe_info`. A suffix counts as decoration only
-    where at least three of the document's schemas carry it (a generator's habit, not a word of one name), and
-    an operation's `Response`, `Out` or `In` only where the rest says no call (`PaymentResponse`, not
-    `ActivityListResponse` or `AchievementIncrementResponse` of a document with an operation `increment`: that
-    is an operation's answer, not a record). The plain name stays when the bare one is another schema's
-    (`EventType` beside `Event`) or nothing is left."""
+def record_nouns(
+    schema_name: str, schema_names: frozenset[str], records: frozenset[str], operation_verbs: frozenset[str]
+) -> list[str]:
+    """The snake names the record a schema describes may go by, barest first, without what its API's generator
+    decorated it with: `GETAccountingPeriodWithoutSuccessType` -> `accounting_period`, Cognito's `UserType` ->
+    `user`, Azure's `ApiContract` -> `api`, `BigOven.Model.API.RecipeInfo` -> `recipe_info`; then the names with
+    less taken off (`GETARPaymentType` beside `GETARPaymentTypewithSuccess`: `ar_payment`, `ar_payment_type`),
+    and last the schema's own. A suffix counts as decoration only where at least three of the document's schemas
+    carry it (a generator's habit, not a word of one name), and an operation's `Response`, `Out` or `In` only
+    where the rest says no call (`PaymentResponse`, not `ActivityListResponse` or `AchievementIncrementResponse`
+    of a document with an operation `increment`: that is an operation's answer, not a record). No name whose
+    table another record schema's would be (`EventType` beside `Event`, `templateSummary` beside `Templates`) is
+    offered; a list wrapper's name (`PreviousPurchases`) takes nothing."""
     name = schema_name.rsplit(".", 1)[-1] or schema_name
     habits = {d for d in DECORATIONS if sum(n.endswith(d) for n in schema_names) >= 3}
+    stages = [name]
     for _ in range(3):
-        bare = SUCCESS_VARIANT.sub("", VERB_PREFIX.sub("", name))
+        for strip in (VERB_PREFIX, SUCCESS_VARIANT):
+            if (bare := strip.sub("", stages[-1])) != stages[-1]:
+                stages.append(bare)
         for suffix in habits:
+            bare = stages[-1]
             if bare.endswith(suffix) and len(bare) > len(suffix):
                 rest = bare[: -len(suffix)]
                 if suffix not in OPERATION_ENDS or not set(snake(rest).split("_")) & (operation_verbs | CALL_WORDS):
-                    bare = rest
+                    stages.append(rest)
                 break
-        if bare == name:
-            break
-        name = bare
-    noun = snake(name)
-    others = {snake(n.rsplit(".", 1)[-1]) for n in schema_names if n != schema_name}
-    return noun if noun != snake(schema_name) and noun not in others else snake(schema_name)
+    others = {plural(snake(n.rsplit(".", 1)[-1])) for n in records if n != schema_name}
+    nouns = [snake(stage) for stage in reversed(stages) if plural(snake(stage)) not in others]
+    return list(dict.fromkeys([*nouns, snake(schema_name)]))
 
 
 def plural(word: str) -> str:
