@@ -16,7 +16,7 @@ import pytest
 from envfarm.factory.build import build_all
 from envfarm.factory.importers.openapi import ImportResult, import_openapi, past_participle, write_spec_folder
 from envfarm.factory.importers.openapi.intents import with_article
-from envfarm.factory.importers.openapi.words import record_nouns
+from envfarm.factory.importers.openapi.words import decoration_habits, record_nouns
 from envfarm.factory.verify.report import VerifyOptions
 from envfarm.servers.runtime.intents import slots
 from envfarm.servers.runtime.registry import load_registry
@@ -337,7 +337,8 @@ GENERATED_NAMES = frozenset(
 def test_a_record_is_named_without_what_its_generator_added(schema: str, noun: str) -> None:
     """Generated schema names leaked into what people say ("the get accounting period without success type with
     created by ..."): the record's noun drops a decoration only where the document makes a habit of it."""
-    assert record_nouns(schema, GENERATED_NAMES, GENERATED_NAMES, frozenset({"increment", "list"}))[0] == noun
+    verbs = frozenset({"increment", "list"})
+    assert record_nouns(schema, decoration_habits(GENERATED_NAMES), GENERATED_NAMES, verbs)[0] == noun
 
 
 def test_a_record_keyed_by_its_own_noun_with_hypermedia_links_is_a_record(tmp_path: Path) -> None:

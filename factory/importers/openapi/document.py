@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from envfarm.factory.importers.openapi.models import UnresolvedRefError, is_scalar, schema_type
-from envfarm.factory.importers.openapi.words import METHODS, snake
+from envfarm.factory.importers.openapi.words import METHODS, decoration_habits, snake
 
 
 class ApiDocument:
@@ -25,6 +25,11 @@ class ApiDocument:
         """The names of the document's own schemas (`components.schemas`; a Swagger 2.0 document's definitions)."""
         schemas = (self.data.get("components") or {}).get("schemas")
         return frozenset(str(name) for name in schemas) if isinstance(schemas, dict) else frozenset()
+
+    @functools.cached_property
+    def decoration_habits(self) -> frozenset[str]:
+        """The suffixes its generator puts on at least three of its schemas (`words.decoration_habits`)."""
+        return decoration_habits(self.schema_names)
 
     @functools.cached_property
     def record_schema_names(self) -> frozenset[str]:

@@ -80,7 +80,9 @@ class TableBuilder(ImporterState):
         table = self.by_schema.get(schema_name)
         if table:
             return self.entities[table]
-        nouns = record_nouns(schema_name, self.doc.schema_names, self.doc.record_schema_names, self.doc.operation_verbs)
+        nouns = record_nouns(
+            schema_name, self.doc.decoration_habits, self.doc.record_schema_names, self.doc.operation_verbs
+        )
         noun = next((n for n in nouns if plural(n) not in self.entities), nouns[-1])  # the barest name still free
         table = plural(noun)
         if keyword.iskeyword(table) or table in SQL_KEYWORDS:

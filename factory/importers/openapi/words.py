@@ -317,21 +317,25 @@ CALL_WORDS = frozenset(
 )
 
 
+def decoration_habits(schema_names: frozenset[str]) -> frozenset[str]:
+    """The suffixes of `DECORATIONS` at least three of a document's schemas carry: its generator's habits."""
+    return frozenset(d for d in DECORATIONS if sum(n.endswith(d) for n in schema_names) >= 3)
+
+
 def record_nouns(
-    schema_name: str, schema_names: frozenset[str], records: frozenset[str], operation_verbs: frozenset[str]
+    schema_name: str, habits: frozenset[str], records: frozenset[str], operation_verbs: frozenset[str]
 ) -> list[str]:
     """The snake names the record a schema describes may go by, barest first, without what its API's generator
     decorated it with: `GETAccountingPeriodWithoutSuccessType` -> `accounting_period`, Cognito's `UserType` ->
     `user`, Azure's `ApiContract` -> `api`, `BigOven.Model.API.RecipeInfo` -> `recipe_info`; then the names with
     less taken off (`GETARPaymentType` beside `GETARPaymentTypewithSuccess`: `ar_payment`, `ar_payment_type`),
     and last the schema's own. A suffix counts as decoration only where at least three of the document's schemas
-    carry it (a generator's habit, not a word of one name), and an operation's `Response`, `Out` or `In` only
+    carry it (`habits`: a generator's habit, not a word of one name), and an operation's `Response`, `Out` or `In` only
     where the rest says no call (`PaymentResponse`, not `ActivityListResponse` or `AchievementIncrementResponse`
     of a document with an operation `increment`: that is an operation's answer, not a record). No name whose
     table another record schema's would be (`EventType` beside `Event`, `templateSummary` beside `Templates`) is
     offered; a list wrapper's name (`PreviousPurchases`) takes nothing."""
     name = schema_name.rsplit(".", 1)[-1] or schema_name
-    habits = {d for d in DECORATIONS if sum(n.endswith(d) for n in schema_names) >= 3}
     stages = [name]
     for _ in range(3):
         for strip in (VERB_PREFIX, SUCCESS_VARIANT):
