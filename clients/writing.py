@@ -1813,6 +1813,8 @@ def put(text: str, slot: str, words: str) -> str:
         text = text.replace(f"{slot}'s ", f"{slot}' ", 1)
     if words.endswith((".", "!", "?")):  # 'with reason code {code}.' of 'Call before any change.': one stop
         text = re.sub(rf"{re.escape(slot)}\.(?!\w)", slot, text, count=1)
+    if words.endswith(".") and re.search(rf"{re.escape(slot)}[?!]", text):  # '... {code}?': the question's mark
+        words = words[:-1]
     return text.replace(slot, words, 1)
 
 

@@ -201,6 +201,7 @@ def test_imported_specs_carry_intents_for_every_write_and_the_rows_people_name()
         ("delete the pipeline", "delete", "delete the pipeline"),
         ("start recording", "update", "start recording"),  # a gerund
         ("update address", "update", "update the address"),
+        ("check if email is available", "search", "check if email is available"),  # a clause, not a noun
         ("", "update", ""),
     ],
 )
@@ -435,3 +436,88 @@ def test_rows_are_named_by_what_a_person_knows_not_by_a_measure_or_a_kind(tmp_pa
     }
     refer = imported(tmp_path, document).spec["entities"]["counters"]["refer"]
     assert refer == ["the counter with order number {order_number}"]
+
+
+def test_rows_are_named_by_their_own_fields_not_by_a_detail_of_a_part(tmp_path: Path) -> None:
+    """Imported tasks said 'the transaction with invoice address street name Oakridge transaction': a nested
+    object's fields (flattened into columns) name no row, unless the object is a wrapper of the record's own
+    fields (Azure's `properties`), said without the wrapper's name; a moment, a category and a count name none
+    either. What it says comes after what it is called; a street name is seeded as a street."""
+    transaction = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "invoiceAddress": {
+                "type": "object",
+                "properties": {"streetName": {"type": "string"}, "city": {"type": "string"}},
+            },
+            "properties": {"type": "object", "properties": {"displayName": {"type": "string"}}},
+            "createdAt": {"type": "string", "format": "date-time"},
+            "countryCode": {"type": "string"},
+            "numberItems": {"type": "string"},
+            "description": {"type": "string"},
+        },
+    }
+    document = {
+        "swagger": "2.0",
+        "info": {"title": "Payments", "version": "1"},
+        "paths": {
+            "/transactions": {
+                "get": {
+                    "operationId": "listTransactions",
+                    "responses": {"200": {"schema": {"type": "array", "items": {"$ref": "#/definitions/Transaction"}}}},
+                }
+            },
+            "/transactions/{id}": {
+                "parameters": [{"name": "id", "in": "path", "required": True, "type": "string"}],
+                "delete": {"operationId": "deleteTransaction", "responses": {"204": {"description": "Deleted"}}},
+            },
+        },
+        "definitions": {"Transaction": transaction},
+    }
+    spec = imported(tmp_path, document).spec
+    assert spec["entities"]["transactions"]["refer"] == [
+        "the transaction {properties_display_name}",
+        "the transaction that says “{description}”",
+    ]
+    rows = spec["seed"]["transactions"]
+    assert all(row["invoice_address_street_name"].endswith(" Street") for row in rows), rows
+    assert all("transaction" not in row["invoice_address_city"] for row in rows), rows
+
+
+def test_an_action_taking_a_body_changes_its_record_unless_it_makes_one_of_its_own(tmp_path: Path) -> None:
+    """Taxamo's `POST /transactions/{key}/confirm` and `/unconfirm` take an `input_transaction_update`: they set and
+    clear a flag on the transaction, where tasks said 'create a new input transaction update'. An action whose
+    body's schema is named for it (`POST /transactions/{key}/refund` taking a `Refund`) makes a record: a create."""
+    taxamo = import_openapi(Path(__file__).parent / "data" / "openapi" / "taxamo_transactions.json")
+    tools = {t["name"]: t for t in taxamo.spec["tools"]}
+    for name, flag in (("confirm_transaction", True), ("unconfirm_transaction", False)):
+        assert (tools[name]["effect"], tools[name]["entity"]) == ("update", "transactions"), tools[name]
+        assert tools[name]["set"] == {"confirmed": flag}
+    assert "input_transaction_updates" not in taxamo.spec["entities"]
+
+    transaction = {"type": "object", "properties": {"key": {"type": "string"}, "amount": {"type": "number"}}}
+    refund = {"type": "object", "properties": {"id": {"type": "string"}, "amount": {"type": "number"}}}
+    key = {"name": "key", "in": "path", "required": True, "type": "string"}
+    document = {
+        "swagger": "2.0",
+        "info": {"title": "Payments", "version": "1"},
+        "paths": {
+            "/transactions": {
+                "get": {
+                    "operationId": "listTransactions",
+                    "responses": {"200": {"schema": {"type": "array", "items": {"$ref": "#/definitions/Transaction"}}}},
+                }
+            },
+            "/transactions/{key}/refund": {
+                "post": {
+                    "operationId": "refundTransaction",
+                    "parameters": [key, {"name": "body", "in": "body", "schema": {"$ref": "#/definitions/Refund"}}],
+                    "responses": {"200": {"schema": {"$ref": "#/definitions/Refund"}}},
+                }
+            },
+        },
+        "definitions": {"Transaction": transaction, "Refund": refund},
+    }
+    refund_tool = next(t for t in imported(tmp_path, document).spec["tools"] if t["name"] == "refund_transaction")
+    assert (refund_tool["effect"], refund_tool["entity"]) == ("create", "refunds")

@@ -577,3 +577,5 @@ def test_a_value_that_ends_a_sentence_takes_the_phrasings_stop_once() -> None:
     assert put(text, "{code}", "Call before any change.") == "Please file it, with reason code Call before any change."
     assert put(text, "{code}", "Is it late?") == "Please file it, with reason code Is it late?"
     assert put(text, "{code}", "VIP") == "Please file it, with reason code VIP."
+    question = "Could you file it? It is reason code {code}?"
+    assert put(question, "{code}", "Call first.") == "Could you file it? It is reason code Call first?"

@@ -172,7 +172,10 @@ def _draft(
     spec = importer.spec(title, description, domain, seed_number)
     spec["principal"], notes = infer_principal(importer, data, spec, title)
     report.notes += notes
-    derive_intents(spec, importer.asked)
+    parts = {
+        table: {n: c.part for n, c in entity.columns.items() if c.part} for table, entity in importer.entities.items()
+    }
+    derive_intents(spec, importer.asked, parts)
     writes = [t["name"] for t in spec["tools"] if t["effect"] in ("create", "update", "delete")]
     if writes:
         spec["unenforced_rules"] = [

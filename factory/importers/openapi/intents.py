@@ -33,49 +33,81 @@ def _said(name: str, param: dict[str, Any], entity: dict[str, Any]) -> str:
     return f"{spaced_words(name)} {_slot(name, param)}"
 
 
-def _refer(table: str, entity: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
-    """How a person names one row: by a column they know whose seeded values tell the rows apart."""
+# Words of a column whose values tell one row from another as people know it: what it is called or goes by
+# (NAMING_WORDS, most telling first), a reference it is filed under, or what it says.
+REFERENCE_WORDS = frozenset({"reference", "serial", "sku", "sha", "arn", "domain", "hostname", "phone", "no", "num"})
+SAYING_WORDS = frozenset({"text", "message", "comment", "body", "caption", "headline", "description", "note"})
+# ... and words of one that does not, however distinct its seeded values: a measure, a moment, a kind of record.
+NOT_NAMING_WORDS = frozenset(
+    """count total size amount price cost duration minutes seconds hours days percent percentage rate ratio quantity
+    length width height weight score balance level max min maximum minimum limit at time timestamp stamp date
+    created updated modified published kind type etag format version country currency language locale timezone
+    region status error response""".split()
+)
+# A column that is the row's own name, said as 'the pet Rex' rather than 'the pet with name Rex'.
+OWN_NAMES = frozenset({"name", "title", "label", "full_name", "display_name", "friendly_name"})
+# Nested objects that hold the record's own fields (Azure's `properties`, YouTube's `snippet`, Kubernetes'
+# `metadata`): a column flattened from one is the record's own (`snippet_title` is the video's title).
+WRAPPERS = frozenset({"properties", "snippet", "attributes", "fields", "data", "details", "info", "metadata", "spec"})
+
+
+def _refer(table: str, entity: dict[str, Any], rows: list[dict[str, Any]], parts: dict[str, str]) -> list[str]:
+    """How a person names one row: by a column they know that names it (`_names_a_row`) and whose seeded values
+    tell the rows apart. Never by a detail of one of its parts (`parts`: column -> the nested object it was
+    flattened from; 'the transaction with invoice address street name ...' names no transaction), except a
+    wrapper of the record's own fields, said without the wrapper's name."""
     noun = spaced_words(singular(table))
-    telling = [
-        c
-        for c, col in entity["columns"].items()
-        if col.get("user_known")
-        and col["type"] not in ("boolean",)
-        and _names_a_row(c, col)
-        and not col.get("enum")
-        and rows
-        and all(r.get(c) not in (None, "") for r in rows)
-        and len({str(r.get(c)) for r in rows}) == len(rows)
-    ]
+    labels: dict[str, str] = {}  # column -> its name as said
+    for c, col in entity["columns"].items():
+        part = parts.get(c, "")
+        label = c[len(part) + 1 :] if part in WRAPPERS else c
+        if (
+            col.get("user_known")
+            and (not part or part in WRAPPERS)
+            and _names_a_row(label, col)
+            and not col.get("enum")
+            and rows
+            and all(r.get(c) not in (None, "") for r in rows)
+            and len({str(r.get(c)) for r in rows}) == len(rows)
+        ):
+            labels[c] = label
 
-    # Its own name first (`name`, `email`), then a name of something else it holds (`category_name`).
+    def own(column: str) -> str:  # its label without the row's own noun: `client_name` of a client is its `name`
+        return "_".join(w for w in labels[column].split("_") if w not in noun.split()) or labels[column]
+
+    # Its own name first (`name`, `email`), then a name of something else it holds (`category_name`), then a
+    # reference, then what it says.
     def rank(column: str) -> tuple[int, int]:
-        words = column.split("_")
+        words = labels[column].split("_")
         first = next((i for i, w in enumerate(NAMING_WORDS) if w in words), len(NAMING_WORDS))
-        return (
-            0 if column in NAMING_WORDS or column in ("full_name", "display_name") else 1 if first < 99 else 2,
-            first,
-        )
+        named = own(column) in NAMING_WORDS or own(column) in OWN_NAMES
+        return (0 if named else 1 if first < len(NAMING_WORDS) else 2 if set(words) & REFERENCE_WORDS else 3, first)
 
-    telling.sort(key=rank)
     phrasings = []
-    for column in telling[:2]:
-        slot = _slot(column, entity["columns"][column])
-        if column in ("name", "title", "full_name", "display_name"):
+    for column in sorted(labels, key=rank)[:2]:
+        slot, label = _slot(column, entity["columns"][column]), labels[column]
+        if own(column) in OWN_NAMES or spaced_words(label) == noun:
             phrasings.append(f"the {noun} {slot}")
+        elif rank(column)[0] == 3:
+            phrasings.append(f"the {noun} that says “{slot}”")
         else:
-            phrasings.append(f"the {noun} with {spaced_words(column)} {slot}")
+            phrasings.append(f"the {noun} with {spaced_words(label)} {slot}")
     return phrasings
 
 
 def _names_a_row(name: str, column: dict[str, Any]) -> bool:
-    """Whether a person could name a row by this column: not by a measure ('the quota counter with kb
-    transferred 62.42') or a kind of record ('the dataset with kind personal'), but by a number that is a
-    reference ('order number 1042') or any text."""
-    words = set(name.split("_"))
+    """Whether a person could name a row by this column: by what it is called, a number or reference it goes by
+    ('order number 1042') or what it says; never by a measure ('the quota counter with kb transferred 62.42',
+    'number alternative schools 12'), a moment ('the call with created at ...'), a category ('the ip probe with
+    country code US') or a kind of record ('the dataset with kind personal'), nor by a link or a key."""
+    words = name.split("_")
+    if column["type"] in ("boolean", "date", "datetime") or set(words) & NOT_NAMING_WORDS:
+        return False
+    if NOT_SPOKEN.search(name) or (words[0] == "number" and len(words) > 1):  # 'number_of_seats': a count
+        return False
     if column["type"] in ("integer", "number"):
-        return bool(words & {"number", "code", "no", "num"})
-    return not words & {"kind", "type", "etag", "format", "version"}
+        return words[-1] in ("number", "code", "no", "num")
+    return bool(set(words) & (set(NAMING_WORDS) | REFERENCE_WORDS | SAYING_WORDS))
 
 
 def _hear(entity: dict[str, Any], skip: set[str], limit: int = 4) -> dict[str, str]:
@@ -150,7 +182,9 @@ def spoken_request(summary: str) -> str:
 DETERMINERS = frozenset(
     "a an the my our your its their this that these those all some any each every one new another no".split()
 )
-PARTICLES = frozenset("up in out on off down over back to for from by with at into or and".split())
+PARTICLES = frozenset(
+    "up in out on off down over back to for from by with at into or and if whether how what which who".split()
+)
 
 
 def with_article(phrase: str, effect: str) -> str:
@@ -176,14 +210,17 @@ def topic(tool: str) -> str:
     return " ".join(w for w in words if w != "answers") or spaced_words(tool)
 
 
-def derive_intents(spec: dict[str, Any], asked: dict[str, str]) -> None:
+def derive_intents(spec: dict[str, Any], asked: dict[str, str], parts: dict[str, dict[str, str]]) -> None:
     """Intents from the document: each write, get and computed read says who asks for it (the signed-in user,
     or a customer asking staff), two ways a person asks (the operation's summary as the request, its params as
     slots) and what they want to hear back; each table a person names rows of says how (a column whose seeded
-    values tell its rows apart). Plain searches carry none: a task does not end in a listing."""
+    values tell its rows apart, not one flattened from a nested object: `parts`, per table). Plain searches
+    carry none: a task does not end in a listing."""
     asks = "user" if spec["principal"]["kind"] == "user" else "customer"
     for table, entity in spec["entities"].items():
-        if entity["primary_key"] != "lookup_id" and (refer := _refer(table, entity, spec["seed"].get(table) or [])):
+        if entity["primary_key"] != "lookup_id" and (
+            refer := _refer(table, entity, spec["seed"].get(table) or [], parts.get(table, {}))
+        ):
             entity["refer"] = refer
     for tool in spec["tools"]:
         entity = spec["entities"][tool["entity"]]

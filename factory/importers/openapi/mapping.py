@@ -10,7 +10,7 @@ from envfarm.factory.importers.openapi.actions import state_change
 from envfarm.factory.importers.openapi.document import collection_path, ends_in_param
 from envfarm.factory.importers.openapi.models import OpenAPIError, is_scalar, schema_type
 from envfarm.factory.importers.openapi.rpc import RpcMapper, names_a_read, record_action, rpc_input, rpc_name
-from envfarm.factory.importers.openapi.words import PAGE_FIELDS, camel, first_paragraph, singular, snake
+from envfarm.factory.importers.openapi.words import EVENT_VERBS, PAGE_FIELDS, camel, first_paragraph, singular, snake
 
 
 class OperationMapper(RpcMapper):
@@ -124,7 +124,9 @@ class OperationMapper(RpcMapper):
                 (p for p in params if p.get("name") == key_name and p.get("in") == "path"), {}
             )
             key_desc = first_paragraph(described.get("description"))
-            if state_change(action[1], self.entities[parent], method == "delete"):
+            if state_change(action[1], self.entities[parent], method == "delete") or (
+                action[1] not in EVENT_VERBS and not _names_its_own_record(action[1], record)
+            ):
                 return self.action_tool(action[1], method, path, op, self.entities[parent], key_name, key_desc)
             skipped = len(self.report.skipped)
             self.map_path_operation(method, path, op, params, record)
@@ -222,3 +224,13 @@ def names_a_create(op: dict[str, Any]) -> bool:
     `ShortLinks_Insert`): its first or last word is `create`, `insert` or `add`."""
     words = snake(str(op.get("operationId") or "").replace(".", "_")).split("_")
     return bool({words[0], words[-1]} & {"create", "insert", "add"})
+
+
+def _names_its_own_record(verb: str, record: tuple[str | None, dict[str, Any], bool] | None) -> bool:
+    """Whether an action on a record (`POST /charges/{id}/refund`) makes a record of its own, one its schema's
+    name tells of (`Refund`, `RefundRequest`); Taxamo's `POST /transactions/{key}/confirm` taking an
+    `InputTransactionUpdate` confirms the transaction, it makes no 'input transaction update'. An event with no
+    lasting state (`restart`) is left to the path's own mapping."""
+    if record is None or not record[0]:
+        return False
+    return any(word.startswith(verb[:4]) for word in snake(record[0].rsplit(".", 1)[-1]).split("_"))

@@ -115,6 +115,7 @@ class Column(BaseModel):
     minimum: float | None = None
     maximum: float | None = None
     source: str = ""  # the property path in the document
+    part: str = ""  # the nested object it was flattened from (`invoice_address` of `invoice_address_city`)
 
 
 class Entity(BaseModel):

@@ -219,7 +219,8 @@ def record_action(path: str, method: str) -> tuple[str, str] | None:
     if found is None or method not in ("post", "put", "patch", "delete"):
         return None
     verb = snake(found.group(2))
-    return (found.group(1), verb) if verb in ACTION_VERBS else None
+    undoes = verb.startswith("un") and verb[2:] in ACTION_VERBS  # Taxamo's `/transactions/{key}/unconfirm`
+    return (found.group(1), verb) if verb in ACTION_VERBS or undoes else None
 
 
 def _key_fields(fields: list[dict[str, Any]]) -> list[dict[str, Any]]:

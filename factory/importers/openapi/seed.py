@@ -273,6 +273,12 @@ def _name(words: set[str], n: int, person: str, table: str, name: str) -> str:
         return person.split()[-1]
     if words & {"host", "domain"}:
         return f"{fakedata.slug(pick(fakedata.COMPANIES, table, name, n))}.example.com"
+    if words & {"street", "road"}:  # an address's `street_name`, not 'Oakridge transaction'
+        return f"{pick(fakedata.STREETS, table, name, n)} Street"
+    if words & {"city", "town"}:
+        return pick(fakedata.CITIES, table, name, n)
+    if "country" in words:
+        return pick(fakedata.COUNTRIES, table, name, n)
     if words & {"file"}:
         return pick(fakedata.FILE_NAMES, table, name, n)
     if words & ORGANISATION_WORDS:

@@ -127,6 +127,7 @@ class TableBuilder(ImporterState):
                         f"{column}_{safe_name(inner)}",
                         self.doc.schema(inner_node)[1],
                         f"{where}.{prop}.{inner}",
+                        part=column,
                     )
             else:
                 items = self.doc.schema(sub.get("items") or {})[1] if schema_type(sub) == "array" else {}
@@ -140,7 +141,13 @@ class TableBuilder(ImporterState):
         return mapping
 
     def _merge(
-        self, entity: Entity, column: str, schema: dict[str, Any], where: str, json_text: str | None = None
+        self,
+        entity: Entity,
+        column: str,
+        schema: dict[str, Any],
+        where: str,
+        json_text: str | None = None,
+        part: str = "",
     ) -> None:
         kind, fmt = column_type(schema)
         enum = [str(v) for v in schema.get("enum") or [] if v is not None] or None
@@ -171,6 +178,7 @@ class TableBuilder(ImporterState):
             minimum=schema.get("minimum"),
             maximum=schema.get("maximum"),
             source=where,
+            part=part,
         )
 
     # ---- keys, refs, seed -----------------------------------------------------------------------
