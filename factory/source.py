@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from envfarm.factory.ids import opaque_seed
 from envfarm.factory.sandbox.guard import VIOLATION
 from envfarm.factory.spec import POLICY_NAME, EnvironmentSpec, SpecError, parse_spec, read_document
+from envfarm.servers.runtime.python_ast import parse_module
 
 SPEC_NAMES = ("spec.yaml", "spec.yml", "spec.json")
 # A seed is a small world an agent explores, not a data set: the largest built-in server has 812 rows in
@@ -49,7 +50,7 @@ def find_spec_file(path: Path) -> Path:
 def handler_functions(source: str, origin: str) -> set[str]:
     """Top-level function names in handlers.py, read without importing it (it is untrusted)."""
     try:
-        tree = ast.parse(source, filename=origin)
+        tree = parse_module(source, origin)
     except SyntaxError as exc:
         raise SpecError(origin, [(f"line {exc.lineno}", f"handlers.py does not parse: {exc.msg}")]) from exc
     return {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}

@@ -39,6 +39,7 @@ from typing import Any, NoReturn
 from pydantic import BaseModel
 
 from envfarm.servers.runtime.contained import SANDBOXED_ENV
+from envfarm.servers.runtime.python_ast import parse
 
 ALLOWED_MODULES = frozenset(
     {
@@ -321,7 +322,7 @@ def check_untrusted(
     the caller's own parse). `denied(module)` says which modules, `called` which direct calls, another
     check already reports."""
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except SyntaxError:
         return []
     visitor = _AllowList(source, denied, called)

@@ -18,7 +18,6 @@ line, plus per-function coverage for the report.
 from __future__ import annotations
 
 import argparse
-import ast
 import os
 import signal
 import sys
@@ -30,6 +29,7 @@ from pydantic import BaseModel, Field
 
 from envfarm.factory.verify.sites import behaviour_sites, functions
 from envfarm.servers.runtime.pipeline import TOOL_CALL_EVENT
+from envfarm.servers.runtime.python_ast import parse_module, parsing
 
 EXPECT = "expect"
 CHECKS = "checks"
@@ -161,11 +161,12 @@ def gate(data_file: Path, server_dir: Path) -> GateResult:
         if not path.is_file():
             continue
         source = path.read_text(encoding="utf-8")
-        owner = functions(ast.parse(source))
-        data.set_query_contexts(None)
-        everything = cov._analyze(str(path))
-        data.set_query_contexts([EXPECT])
-        expected = cov._analyze(str(path))
+        owner = functions(parse_module(source))
+        with parsing():  # coverage's analysis parses the file too
+            data.set_query_contexts(None)
+            everything = cov._analyze(str(path))
+            data.set_query_contexts([EXPECT])
+            expected = cov._analyze(str(path))
         ran = set(expected.executed)
         for site in behaviour_sites(source):
             if site.line not in ran:

@@ -38,6 +38,7 @@ from envfarm.factory.spec import CustomTool, EnvironmentSpec, EquivalentMutant
 from envfarm.factory.verify.report import VerifyOptions
 from envfarm.factory.verify.sites import WRITE_METHODS, functions, is_db_call, is_reject
 from envfarm.factory.verify.verifier import load_server_spec, verify_server
+from envfarm.servers.runtime.python_ast import parse_module
 
 MutationKind = Literal[
     "drop_write", "drop_reject", "flip_compare", "shift_constant", "swap_boolop", "drop_field", "weaken_sql"
@@ -273,7 +274,7 @@ def make_mutants(source: str, file: str) -> list[Mutant]:
 
     A mutant's text is the module's unparsed text with only its changed top-level statement unparsed
     again (and compiled), where that provably writes what `ast.unparse` of the whole tree writes."""
-    tree = ast.parse(source)
+    tree = parse_module(source)
     owner = functions(tree)
     pieces = [_top_level_text(s, i == 0) for i, s in enumerate(tree.body)]
     piecewise = "".join(pieces) == ast.unparse(tree)
@@ -349,7 +350,7 @@ def tool_focus(server_dir: Path, spec: EnvironmentSpec) -> dict[tuple[str, str],
     path = server_dir / "handlers.py"
     if not path.is_file():
         return focus
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parse_module(path.read_text(encoding="utf-8"))
     calls = {
         node.name: {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
         for node in tree.body

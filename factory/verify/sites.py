@@ -8,6 +8,8 @@ import ast
 from dataclasses import dataclass
 from typing import Literal
 
+from envfarm.servers.runtime.python_ast import parse_module
+
 WRITE_METHODS = {"execute", "executemany", "insert", "returning", "update", "delete", "upsert"}
 SiteKind = Literal["reject", "write"]
 
@@ -58,7 +60,7 @@ def functions(tree: ast.Module) -> dict[int, str]:
 
 def behaviour_sites(source: str) -> list[Site]:
     """Every reject and write statement of a module, in line order."""
-    tree = ast.parse(source)
+    tree = parse_module(source)
     owner = functions(tree)
     found = []
     for node in ast.walk(tree):

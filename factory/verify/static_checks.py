@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from envfarm.factory.sandbox.guard import check_untrusted
+from envfarm.servers.runtime.python_ast import parse
 
 StaticKind = Literal["syntax", "import", "call", "module_state", "global", "introspection"]
 
@@ -224,7 +225,7 @@ class _Visitor(ast.NodeVisitor):
 def check_handlers(source: str, filename: str = "handlers.py") -> list[StaticFinding]:
     """Every forbidden construct in `source`, in line order. A syntax error is itself a finding."""
     try:
-        tree = ast.parse(source, filename=filename)
+        tree = parse(source, filename)
     except SyntaxError as exc:
         return [
             StaticFinding(

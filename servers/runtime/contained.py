@@ -36,6 +36,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from envfarm.servers.runtime.database import Database, Rejected
+from envfarm.servers.runtime.python_ast import parse_module
 
 if TYPE_CHECKING:
     import subprocess
@@ -123,7 +124,7 @@ def handler_functions(folder: Path) -> frozenset[str]:
     path = folder / "handlers.py"
     if not path.is_file():
         return frozenset()
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = parse_module(path.read_text(encoding="utf-8"), str(path))
     return frozenset(n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
 
 
