@@ -29,6 +29,28 @@ def imported(tmp_path: Path, document: dict[str, Any]) -> ImportResult:
     return import_openapi(path)
 
 
+def listed_and_deleted(record: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """A Swagger 2.0 document of one record type (`Counter`): list them at `/counters`, delete one by its id."""
+    path = f"/{record.lower()}s"
+    return {
+        "swagger": "2.0",
+        "info": {"title": f"{record}s", "version": "1"},
+        "paths": {
+            path: {
+                "get": {
+                    "operationId": f"list{record}s",
+                    "responses": {"200": {"schema": {"type": "array", "items": {"$ref": f"#/definitions/{record}"}}}},
+                }
+            },
+            f"{path}/{{id}}": {
+                "parameters": [{"name": "id", "in": "path", "required": True, "type": "string"}],
+                "delete": {"operationId": f"delete{record}", "responses": {"204": {"description": "Deleted"}}},
+            },
+        },
+        "definitions": {record: schema},
+    }
+
+
 ERROR = {"$ref": "#/responses/Error"}
 JOB = {"$ref": "#/definitions/Job"}
 
@@ -417,23 +439,7 @@ def test_rows_are_named_by_what_a_person_knows_not_by_a_measure_or_a_kind(tmp_pa
             "orderNumber": {"type": "integer"},
         },
     }
-    document = {
-        "swagger": "2.0",
-        "info": {"title": "Counters", "version": "1"},
-        "paths": {
-            "/counters": {
-                "get": {
-                    "operationId": "listCounters",
-                    "responses": {"200": {"schema": {"type": "array", "items": {"$ref": "#/definitions/Counter"}}}},
-                }
-            },
-            "/counters/{id}": {
-                "parameters": [{"name": "id", "in": "path", "required": True, "type": "string"}],
-                "delete": {"operationId": "deleteCounter", "responses": {"204": {"description": "Deleted"}}},
-            },
-        },
-        "definitions": {"Counter": counter},
-    }
+    document = listed_and_deleted("Counter", counter)
     refer = imported(tmp_path, document).spec["entities"]["counters"]["refer"]
     assert refer == ["the counter with order number {order_number}"]
 
@@ -458,23 +464,7 @@ def test_rows_are_named_by_their_own_fields_not_by_a_detail_of_a_part(tmp_path: 
             "description": {"type": "string"},
         },
     }
-    document = {
-        "swagger": "2.0",
-        "info": {"title": "Payments", "version": "1"},
-        "paths": {
-            "/transactions": {
-                "get": {
-                    "operationId": "listTransactions",
-                    "responses": {"200": {"schema": {"type": "array", "items": {"$ref": "#/definitions/Transaction"}}}},
-                }
-            },
-            "/transactions/{id}": {
-                "parameters": [{"name": "id", "in": "path", "required": True, "type": "string"}],
-                "delete": {"operationId": "deleteTransaction", "responses": {"204": {"description": "Deleted"}}},
-            },
-        },
-        "definitions": {"Transaction": transaction},
-    }
+    document = listed_and_deleted("Transaction", transaction)
     spec = imported(tmp_path, document).spec
     assert spec["entities"]["transactions"]["refer"] == [
         "the transaction {properties_display_name}",
