@@ -1812,7 +1812,7 @@ def put(text: str, slot: str, words: str) -> str:
     if words.endswith("s") and not words.endswith("ss"):  # "{merchant}'s" of 'Silverleaf Books': "Books'"
         text = text.replace(f"{slot}'s ", f"{slot}' ", 1)
     if words.endswith((".", "!", "?")):  # 'with reason code {code}.' of 'Call before any change.': one stop
-        text = re.sub(rf"{re.escape(slot)}\.(?!\w)", slot, text, count=1)
+        text = re.sub(rf"{re.escape(slot)}(”?)\.(?!\w)", rf"{slot}\1", text, count=1)  # 'says “Done.”.'
     if words.endswith(".") and re.search(rf"{re.escape(slot)}[?!]", text):  # '... {code}?': the question's mark
         words = words[:-1]
     return text.replace(slot, words, 1)

@@ -447,8 +447,10 @@ def test_rows_are_named_by_what_a_person_knows_not_by_a_measure_or_a_kind(tmp_pa
 def test_rows_are_named_by_their_own_fields_not_by_a_detail_of_a_part(tmp_path: Path) -> None:
     """Imported tasks said 'the transaction with invoice address street name Oakridge transaction': a nested
     object's fields (flattened into columns) name no row, unless the object is a wrapper of the record's own
-    fields (Azure's `properties`), said without the wrapper's name; a moment, a category and a count name none
-    either. What it says comes after what it is called; a street name is seeded as a street."""
+    fields (Azure's `properties`), said without the wrapper's name (and without the noun, where its seeded names
+    all end with it: 'the Greenfield transaction'); a moment, a category and a count name none
+    either. What it says comes after what it is called; a street name is seeded as a street, an ARN as an ARN and
+    a `tax_entity_name` as a tax entity's name."""
     transaction = {
         "type": "object",
         "properties": {
@@ -462,17 +464,24 @@ def test_rows_are_named_by_their_own_fields_not_by_a_detail_of_a_part(tmp_path: 
             "countryCode": {"type": "string"},
             "numberItems": {"type": "string"},
             "description": {"type": "string"},
+            "transactionArn": {"type": "string"},
+            "taxEntityName": {"type": "string"},
         },
     }
     document = listed_and_deleted("Transaction", transaction)
     spec = imported(tmp_path, document).spec
     assert spec["entities"]["transactions"]["refer"] == [
-        "the transaction {properties_display_name}",
-        "the transaction that says “{description}”",
+        "the {properties_display_name}",  # seeded 'Greenfield transaction': it says what it names
+        "the transaction with tax entity name {tax_entity_name}",  # a name it holds before what it says
     ]
     rows = spec["seed"]["transactions"]
     assert all(row["invoice_address_street_name"].endswith(" Street") for row in rows), rows
     assert all("transaction" not in row["invoice_address_city"] for row in rows), rows
+    assert all(row["transaction_arn"].startswith("arn:aws:") for row in rows), rows  # an id, never a referent
+    assert all(row["tax_entity_name"].endswith(" tax entity") for row in rows), rows  # what it names
+    note = {"type": "object", "properties": {"id": {"type": "string"}, "body": {"type": "string"}}}
+    notes = imported(tmp_path, listed_and_deleted("Note", note)).spec["entities"]["notes"]
+    assert notes["refer"] == ["the note that says “{body}”"]
 
 
 def test_an_action_taking_a_body_changes_its_record_unless_it_makes_one_of_its_own(tmp_path: Path) -> None:

@@ -579,3 +579,5 @@ def test_a_value_that_ends_a_sentence_takes_the_phrasings_stop_once() -> None:
     assert put(text, "{code}", "VIP") == "Please file it, with reason code VIP."
     question = "Could you file it? It is reason code {code}?"
     assert put(question, "{code}", "Call first.") == "Could you file it? It is reason code Call first?"
+    quoted = "I need to close the note that says “{text}”."
+    assert put(quoted, "{text}", "Call first.") == "I need to close the note that says “Call first.”"

@@ -12,7 +12,7 @@ from typing import Any
 from envfarm.factory import fakedata
 from envfarm.factory.importers.openapi.models import LIST_TEXT, NESTED_TEXT
 from envfarm.factory.importers.openapi.seed import noun_of
-from envfarm.factory.importers.openapi.words import singular, spaced_words, verb_phrase
+from envfarm.factory.importers.openapi.words import WRAPPERS, singular, spaced_words, verb_phrase
 from envfarm.factory.spec import with_default_words
 
 # Columns a person names a row by, most telling first.
@@ -35,7 +35,7 @@ def _said(name: str, param: dict[str, Any], entity: dict[str, Any]) -> str:
 
 # Words of a column whose values tell one row from another as people know it: what it is called or goes by
 # (NAMING_WORDS, most telling first), a reference it is filed under, or what it says.
-REFERENCE_WORDS = frozenset({"reference", "serial", "sku", "sha", "arn", "domain", "hostname", "phone", "no", "num"})
+REFERENCE_WORDS = frozenset({"reference", "serial", "sku", "sha", "domain", "hostname", "phone", "no", "num"})
 SAYING_WORDS = frozenset({"text", "message", "comment", "body", "caption", "headline", "description", "note"})
 # ... and words of one that does not, however distinct its seeded values: a measure, a moment, a kind of record.
 NOT_NAMING_WORDS = frozenset(
@@ -46,9 +46,6 @@ NOT_NAMING_WORDS = frozenset(
 )
 # A column that is the row's own name, said as 'the pet Rex' rather than 'the pet with name Rex'.
 OWN_NAMES = frozenset({"name", "title", "label", "full_name", "display_name", "friendly_name"})
-# Nested objects that hold the record's own fields (Azure's `properties`, YouTube's `snippet`, Kubernetes'
-# `metadata`): a column flattened from one is the record's own (`snippet_title` is the video's title).
-WRAPPERS = frozenset({"properties", "snippet", "attributes", "fields", "data", "details", "info", "metadata", "spec"})
 
 
 def _refer(table: str, entity: dict[str, Any], rows: list[dict[str, Any]], parts: dict[str, str]) -> list[str]:
@@ -87,7 +84,9 @@ def _refer(table: str, entity: dict[str, Any], rows: list[dict[str, Any]], parts
     for column in sorted(labels, key=rank)[:2]:
         slot, label = _slot(column, entity["columns"][column]), labels[column]
         if own(column) in OWN_NAMES or spaced_words(label) == noun:
-            phrasings.append(f"the {noun} {slot}")
+            # a name that says what it names ('Silverleaf disk') is said alone: 'the Silverleaf disk'
+            says_noun = all(str(r.get(column)).lower().endswith(f" {noun}") for r in rows)
+            phrasings.append(f"the {slot}" if says_noun else f"the {noun} {slot}")
         elif rank(column)[0] == 3:
             phrasings.append(f"the {noun} that says “{slot}”")
         else:

@@ -10,7 +10,7 @@ from typing import Any
 
 from envfarm.factory import fakedata
 from envfarm.factory.importers.openapi.models import Column, Entity
-from envfarm.factory.importers.openapi.words import singular
+from envfarm.factory.importers.openapi.words import NAME_KINDS, WRAPPERS, singular
 
 
 def value_kind(value: Any) -> str:
@@ -165,6 +165,10 @@ def _string(column: Column, words: set[str], n: int, rng: random.Random, now: da
         return f"https://example.com/{table}/{n + 1}"
     if "phone" in words or "mobile" in words:
         return fakedata.phone(rng)
+    if "arn" in words:  # an AWS resource name, not 'Fox Hollow'
+        resource = noun_of(table).replace(" ", "-")
+        kind = "-".join(w for w in name.split("_") if w != "arn") or resource
+        return f"arn:aws:{resource.split('-')[0]}:us-east-1:123456789012:{kind}/{resource}-{n + 1}"
     if words & {"password", "secret", "passphrase"}:
         return f"secret-{n + 1:03d}"
     if words & {"token"}:
@@ -286,7 +290,9 @@ def _name(words: set[str], n: int, person: str, table: str, name: str) -> str:
         return f"{pick(fakedata.COMPANIES, table, name, n)} {suffix}"
     if table in PERSON_TABLES or words & PERSON_NAME_WORDS:
         return person
-    return f"{pick(fakedata.COMPANIES, table, name, n)} {noun_of(table)}"
+    # the name of what the column says it names (`tax_entity_name`: 'Greenfield tax entity'), else of the row
+    named = " ".join(w for w in name.split("_")[:-1] if w not in WRAPPERS | NAME_KINDS)
+    return f"{pick(fakedata.COMPANIES, table, name, n)} {named if name.endswith('_name') and named else noun_of(table)}"
 
 
 def _fits(column: Column, value: Any) -> bool:

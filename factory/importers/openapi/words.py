@@ -101,6 +101,13 @@ RPC_VERBS = {
 }
 
 
+# Nested objects that hold the record's own fields (Azure's `properties`, YouTube's `snippet`, Kubernetes'
+# `metadata`): a column flattened from one is the record's own (`snippet_title` is the video's title).
+WRAPPERS = frozenset({"properties", "snippet", "attributes", "fields", "data", "details", "info", "metadata", "spec"})
+# Words before `name` that say which name, not what it names (`display_name`, `friendly_name`).
+NAME_KINDS = frozenset("display full friendly short long nick common unique official legal public canonical".split())
+
+
 # Verbs of an operation that answers its input with something computed, no stored record (`DetectSentiment`).
 COMPUTE_VERBS = {
     "calculate",
