@@ -448,7 +448,7 @@ def test_rows_are_named_by_their_own_fields_not_by_a_detail_of_a_part(tmp_path: 
     """Imported tasks said 'the transaction with invoice address street name Oakridge transaction': a nested
     object's fields (flattened into columns) name no row, unless the object is a wrapper of the record's own
     fields (Azure's `properties`), said without the wrapper's name (and without the noun, where its seeded names
-    all end with it: 'the Greenfield transaction'); a moment, a category and a count name none
+    all end with it: 'the Greenfield Transaction'); a moment, a category and a count name none
     either. What it says comes after what it is called; a street name is seeded as a street, an ARN as an ARN and
     a `tax_entity_name` as a tax entity's name."""
     transaction = {
@@ -471,14 +471,14 @@ def test_rows_are_named_by_their_own_fields_not_by_a_detail_of_a_part(tmp_path: 
     document = listed_and_deleted("Transaction", transaction)
     spec = imported(tmp_path, document).spec
     assert spec["entities"]["transactions"]["refer"] == [
-        "the {properties_display_name}",  # seeded 'Greenfield transaction': it says what it names
+        "the {properties_display_name}",  # seeded 'Greenfield Transaction': it says what it names
         "the transaction with tax entity name {tax_entity_name}",  # a name it holds before what it says
     ]
     rows = spec["seed"]["transactions"]
     assert all(row["invoice_address_street_name"].endswith(" Street") for row in rows), rows
     assert all("transaction" not in row["invoice_address_city"] for row in rows), rows
     assert all(row["transaction_arn"].startswith("arn:aws:") for row in rows), rows  # an id, never a referent
-    assert all(row["tax_entity_name"].endswith(" tax entity") for row in rows), rows  # what it names
+    assert all(row["tax_entity_name"].endswith(" Tax Entity") for row in rows), rows  # what it names
     note = {"type": "object", "properties": {"id": {"type": "string"}, "body": {"type": "string"}}}
     notes = imported(tmp_path, listed_and_deleted("Note", note)).spec["entities"]["notes"]
     assert notes["refer"] == ["the note that says “{body}”"]

@@ -292,7 +292,10 @@ def _name(words: set[str], n: int, person: str, table: str, name: str) -> str:
         return person
     # the name of what the column says it names (`tax_entity_name`: 'Greenfield tax entity'), else of the row
     named = " ".join(w for w in name.split("_")[:-1] if w not in WRAPPERS | NAME_KINDS)
-    return f"{pick(fakedata.COMPANIES, table, name, n)} {named if name.endswith('_name') and named else noun_of(table)}"
+    # title case, as things are named ('Lakeshore Named Query'): in sentence case its first word reads as an
+    # ordinary one ('the lakeshore named query')
+    noun = named if name.endswith("_name") and named else noun_of(table)
+    return f"{pick(fakedata.COMPANIES, table, name, n)} {noun.title()}"
 
 
 def _fits(column: Column, value: Any) -> bool:
