@@ -520,3 +520,41 @@ def test_an_action_taking_a_body_changes_its_record_unless_it_makes_one_of_its_o
     }
     refund_tool = next(t for t in imported(tmp_path, document).spec["tools"] if t["name"] == "refund_transaction")
     assert (refund_tool["effect"], refund_tool["entity"]) == ("create", "refunds")
+
+
+def test_a_request_is_said_by_the_operations_own_name_and_free_text_in_quotes(tmp_path: Path) -> None:
+    """Route 53's `POST .../hostedzone/{Id}/deauthorizevpcassociation` (`DeleteVPCAssociationAuthorization`, no
+    summary, a VPC body: mapped as a create) was asked for as 'create a new vpc'; a note's content was said bare
+    inside a list ('with content Call first., tag finance')."""
+    note = {"type": "object", "properties": {"id": {"type": "string"}, "content": {"type": "string"}}}
+    vpc = {"type": "object", "properties": {"vpcId": {"type": "string"}, "vpcRegion": {"type": "string"}}}
+    key = {"name": "id", "in": "path", "required": True, "type": "string"}
+
+    def body(schema: str) -> dict[str, Any]:
+        return {"name": "body", "in": "body", "required": True, "schema": {"$ref": f"#/definitions/{schema}"}}
+
+    document = {
+        "swagger": "2.0",
+        "info": {"title": "Notes", "version": "1"},
+        "paths": {
+            "/notes": {
+                "post": {
+                    "operationId": "createNote",
+                    "parameters": [body("Note")],
+                    "responses": {"200": {"schema": {"$ref": "#/definitions/Note"}}},
+                }
+            },
+            "/notes/{id}/deauthorize": {
+                "post": {
+                    "operationId": "deleteVpcAuthorization",
+                    "parameters": [key, body("Vpc")],
+                    "responses": {"200": {"description": "OK"}},
+                }
+            },
+        },
+        "definitions": {"Note": note, "Vpc": vpc},
+    }
+    tools = {t["name"]: t for t in imported(tmp_path, document).spec["tools"]}
+    assert tools["create_note"]["intent"]["say"][0] == "Please create a new note, with content “{content}”."
+    assert tools["delete_vpc_authorization"]["effect"] == "create"
+    assert tools["delete_vpc_authorization"]["intent"]["say"][0].startswith("Please delete a vpc authorization")

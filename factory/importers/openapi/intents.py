@@ -12,7 +12,7 @@ from typing import Any
 from envfarm.factory import fakedata
 from envfarm.factory.importers.openapi.models import LIST_TEXT, NESTED_TEXT
 from envfarm.factory.importers.openapi.seed import noun_of
-from envfarm.factory.importers.openapi.words import WRAPPERS, singular, spaced_words, verb_phrase
+from envfarm.factory.importers.openapi.words import RPC_VERBS, WRAPPERS, singular, spaced_words, verb_phrase
 from envfarm.factory.spec import with_default_words
 
 # Columns a person names a row by, most telling first.
@@ -26,10 +26,13 @@ def _slot(name: str, param: dict[str, Any]) -> str:
 
 
 def _said(name: str, param: dict[str, Any], entity: dict[str, Any]) -> str:
-    """A param as a person says it: an id through its table's reference (the slot alone), else 'the <label> x'."""
+    """A param as a person says it: an id through its table's reference (the slot alone), else '<label> x', a
+    free text in quotes ('content “Call first.”, tag finance', not 'content Call first., tag finance')."""
     column = entity["columns"].get(param.get("column", name)) or {}
     if column.get("ref") or name.endswith("_id") or name == entity["primary_key"]:
         return _slot(name, param)
+    if param.get("type", "string") == "string" and set(name.split("_")) & (SAYING_WORDS | {"content", "comments"}):
+        return f"{spaced_words(name)} “{_slot(name, param)}”"
     return f"{spaced_words(name)} {_slot(name, param)}"
 
 
@@ -237,7 +240,12 @@ def derive_intents(spec: dict[str, Any], asked: dict[str, str], parts: dict[str,
             "get": f"look up {a} {noun}",
             "search": f"look up {topic(tool['name'])}",
         }[effect]
-        verb = with_article(spoken_request(asked.get(tool["name"], "")), effect) or default
+        # the summary as a request, else the operation's own name where it names another write than the path's
+        # method made of it ('delete_vpc_association_authorization' mapped as a create is no 'create a new vpc')
+        named = RPC_VERBS.get(tool["name"].split("_")[0])
+        by_name = spoken_request(spaced_words(tool["name"])) if named in ("create", "update", "delete") else ""
+        asking = spoken_request(asked.get(tool["name"], "")) or (by_name if named != effect else "")
+        verb = with_article(asking, effect) or default
         hear: dict[str, str] = {}
         if effect == "create":
             chosen = [p for p, v in params.items() if v.get("required")][:3] or list(params)[:2]

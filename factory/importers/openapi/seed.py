@@ -171,7 +171,7 @@ def _string(column: Column, words: set[str], n: int, rng: random.Random, now: da
         return f"arn:aws:{resource.split('-')[0]}:us-east-1:123456789012:{kind}/{resource}-{n + 1}"
     if words & {"password", "secret", "passphrase"}:
         return f"secret-{n + 1:03d}"
-    if words & {"token"}:
+    if words & {"token", "nonce"}:
         return f"tok_{rng.randrange(16**12):012x}"
     if words & {"username", "login", "handle", "nickname"} or name in ("user", "owner"):
         return fakedata.slug(person).replace(".", "_")
@@ -235,7 +235,7 @@ def _string(column: Column, words: set[str], n: int, rng: random.Random, now: da
         return f"{rng.randrange(16**32):032x}"
     if "sku" in words:
         return f"SKU-{rng.randrange(10000, 100000)}"
-    if words & {"slug"}:
+    if words & {"slug", "permalink"}:
         return fakedata.slug(pick(fakedata.THING_NAMES, table, name, n)).replace(".", "-")
     if words & {"number", "reference", "ref", "confirmation", "tracking"} or re.fullmatch(r"(.*_)?ref\d+", name):
         prefix = re.sub(r"[^a-z]", "", name.split("_")[0])[:3].upper() or "REF"
@@ -258,6 +258,8 @@ def _string(column: Column, words: set[str], n: int, rng: random.Random, now: da
         return pick(fakedata.STATUSES, table, name, n)
     if words & {"author", "contact", "assignee", "creator", "reporter", "recipient"}:
         return person
+    if {"payment", "method"} <= words:
+        return pick(["card", "bank transfer", "cash", "direct debit"], table, name, n)
     if "role" in words:
         return pick(["admin", "member", "viewer", "editor"], table, name, n)
     if words & {"type", "kind", "class", "mode", "plan", "tier", "level"}:
