@@ -558,3 +558,49 @@ def test_a_request_is_said_by_the_operations_own_name_and_free_text_in_quotes(tm
     assert tools["create_note"]["intent"]["say"][0] == "Please create a new note, with content “{content}”."
     assert tools["delete_vpc_authorization"]["effect"] == "create"
     assert tools["delete_vpc_authorization"]["intent"]["say"][0].startswith("Please delete a vpc authorization")
+
+
+def test_an_rpc_noun_takes_the_record_named_for_it_over_a_list_of_another(tmp_path: Path) -> None:
+    """AWS Service Catalog's `CreatePortfolio` answers `{PortfolioDetail, Tags: [Tag]}` and `ListPortfolios` a list
+    of `PortfolioDetail`: portfolios and products all became the table `tags` ('delete the portfolio; it is the
+    tag ...')."""
+
+    def shape(properties: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "object", "properties": properties}
+
+    def ref(name: str) -> dict[str, str]:
+        return {"$ref": f"#/definitions/{name}"}
+
+    def operation(name: str) -> dict[str, Any]:
+        return {
+            "post": {
+                "operationId": name,
+                "parameters": [{"name": "body", "in": "body", "required": True, "schema": ref(f"{name}Input")}],
+                "responses": {"200": {"description": "Success", "schema": ref(f"{name}Output")}},
+            }
+        }
+
+    text = {"type": "string"}
+    detail = shape({"Id": text, "DisplayName": text, "ProviderName": text})
+    document = {
+        "swagger": "2.0",
+        "info": {"title": "Catalog", "version": "1"},
+        "paths": {
+            f"/#X-Amz-Target=Catalog.{name}": operation(name)
+            for name in ("CreatePortfolio", "ListPortfolios", "DeletePortfolio")
+        },
+        "definitions": {
+            "Tag": shape({"Key": text, "Value": text}),
+            "PortfolioDetail": detail,
+            "CreatePortfolioInput": shape({"DisplayName": text, "ProviderName": text}),
+            "CreatePortfolioOutput": shape(
+                {"PortfolioDetail": ref("PortfolioDetail"), "Tags": {"type": "array", "items": ref("Tag")}}
+            ),
+            "ListPortfoliosInput": shape({"PageToken": text}),
+            "ListPortfoliosOutput": shape({"PortfolioDetails": {"type": "array", "items": ref("PortfolioDetail")}}),
+            "DeletePortfolioInput": {**shape({"Id": text}), "required": ["Id"]},
+            "DeletePortfolioOutput": shape({}),
+        },
+    }
+    tools = {t["name"]: t["entity"] for t in imported(tmp_path, document).spec["tools"]}
+    assert tools["create_portfolio"] == tools["delete_portfolio"] == tools["list_portfolios"] == "portfolio_details"

@@ -61,11 +61,13 @@ class RpcMapper(ActionBuilder):
 
     def resolve_nouns(self) -> None:
         """Each RPC noun's table: its own schema first, then a create's or get's response, then a list's,
-        then a create's input; with the key candidates its operations name rows by."""
+        then a create's input, a schema named for the noun before any other (`CreatePortfolioOutput
+        {PortfolioDetail, Tags: [Tag]}` answers no tags: AWS Service Catalog's portfolios and products all became
+        `tags`); with the key candidates its operations name rows by."""
         for key, found in self.noun_candidates.items():
             if not found:
                 continue
-            _, schema_name, schema = min(found, key=lambda f: f[0])
+            _, schema_name, schema = min(found, key=lambda f: (not _shares_a_word(f[1], key), f[0]))
             table = self.entity_for(schema_name, schema).table
             self.nouns[key] = table
             keys = self.rpc_keys.setdefault(table, [])
@@ -251,4 +253,11 @@ def _envelope_name(schema_name: str, operation: str) -> bool:
     """`CreateClusterResult`, `GetThingOutput`: the shape of one operation's answer, not a record type."""
     return schema_name.startswith(operation) or schema_name.endswith(
         ("Output", "Result", "Response", "Message", "Request", "Input")
+    )
+
+
+def _shares_a_word(schema_name: str | None, noun: str) -> bool:
+    """Whether a schema's name and an operation's noun have a word in common (`PipelineDescription`, `Pipelines`)."""
+    return bool(
+        {singular(w) for w in snake(schema_name or "").split("_")} & {singular(w) for w in snake(noun).split("_")}
     )
