@@ -147,3 +147,12 @@ def test_a_summary_is_said_as_a_request_or_not_at_all(summary: str, said: str) -
 def test_a_computed_reads_topic_drops_the_verb_of_its_tool_name() -> None:
     assert topic("get_exchange_rates_answers") == "exchange rates"
     assert topic("get") == "get"
+
+
+def test_the_name_of_a_persons_row_is_the_persons() -> None:
+    """CallFire's `get_account` answer holds a first and last name beside `name`, seeded 'Ironbridge Get Account':
+    a persona introduced themself by it ('Good morning, it's Ironbridge Get Account')."""
+    name = Column(name="name", type="string", description="")
+    rng = random.Random(0)
+    assert seed_value(name, 0, rng, NOW, "Maria Lopez", "get_account_answers", personal=True) == "Maria Lopez"
+    assert cells(name, "get_account_answers")[0] != "Maria Lopez"  # a thing's name where the row is no person's

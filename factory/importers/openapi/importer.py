@@ -23,6 +23,7 @@ class Importer(OperationMapper):
         people = fakedata.unique_people(rng, min(SEED_ROWS * max(1, len(self.entities)), fakedata.PEOPLE))
         for t_index, table in enumerate(order):
             entity = self.entities[table]
+            personal = bool({"first_name", "last_name", "given_name", "family_name", "surname"} & set(entity.columns))
             table_rows = []
             for n in range(entity.seed_rows):
                 person = people[(t_index * SEED_ROWS + n) % len(people)]
@@ -38,7 +39,7 @@ class Importer(OperationMapper):
                         half = max(1, (len(targets) + 1) // 2)
                         row[name] = targets[n % half][target_column] if targets else None
                     else:
-                        row[name] = seed_value(column, n, rng, now, person, table)
+                        row[name] = seed_value(column, n, rng, now, person, table, personal)
                 table_rows.append(row)
             rows[table] = table_rows
         return rows

@@ -242,9 +242,9 @@ def derive_intents(spec: dict[str, Any], asked: dict[str, str], parts: dict[str,
         }[effect]
         # the summary as a request, else the operation's own name where it names another write than the path's
         # method made of it ('delete_vpc_association_authorization' mapped as a create is no 'create a new vpc')
-        named = RPC_VERBS.get(tool["name"].split("_")[0])
-        by_name = spoken_request(spaced_words(tool["name"])) if named in ("create", "update", "delete") else ""
-        asking = spoken_request(asked.get(tool["name"], "")) or (by_name if named != effect else "")
+        name_says = RPC_VERBS.get(tool["name"].split("_")[0])
+        by_name = spoken_request(spaced_words(tool["name"])) if name_says in ("create", "update", "delete") else ""
+        asking = spoken_request(asked.get(tool["name"], "")) or (by_name if name_says != effect else "")
         verb = with_article(asking, effect) or default
         hear: dict[str, str] = {}
         if effect == "create":

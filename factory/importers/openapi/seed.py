@@ -81,9 +81,12 @@ PERSON_NAME_WORDS |= {"shipping", "card", "first", "last", "given", "family"}
 ORGANISATION_WORDS = {"company", "organization", "organisation", "org", "business", "merchant", "vendor", "bank"}
 
 
-def seed_value(column: Column, n: int, rng: random.Random, now: datetime, person: str, table: str) -> Any:
+def seed_value(
+    column: Column, n: int, rng: random.Random, now: datetime, person: str, table: str, personal: bool = False
+) -> Any:
     """A plausible value for one seed cell: the example first, then enums, then what the column's name means
-    (a country code, a postal code, an order number, a note), never the column's name with a number."""
+    (a country code, a postal code, an order number, a note), never the column's name with a number. `personal`:
+    the row is a person's (it has a first or last name), so its `name` is theirs."""
     name, kind = column.name, column.type
     example = column.example
     if n == 0 and example is not None and not column.json_text and _fits(column, example):
@@ -92,7 +95,7 @@ def seed_value(column: Column, n: int, rng: random.Random, now: datetime, person
         if column.json_text != "list":
             return ""
         item = column.model_copy(update={"name": singular(name), "json_text": None, "example": None, "enum": None})
-        return ", ".join(str(seed_value(item, n + k, rng, now, person, table)) for k in range(2))
+        return ", ".join(str(seed_value(item, n + k, rng, now, person, table, personal)) for k in range(2))
     if column.enum:
         return column.enum[n % len(column.enum)]
     if kind == "boolean":
@@ -106,7 +109,7 @@ def seed_value(column: Column, n: int, rng: random.Random, now: datetime, person
         return fakedata.day(now, rng.randint(-60, 60))
     if kind == "datetime":
         return fakedata.moment(now, rng.randint(-1440, 1440))
-    return _string(column, words, n, rng, now, person, table)
+    return _string(column, words, n, rng, now, person, table, personal)
 
 
 def _integer(column: Column, words: set[str], rng: random.Random) -> int:
@@ -150,7 +153,9 @@ def _number(column: Column, words: set[str], rng: random.Random) -> float:
     return fakedata.money(rng, bottom, max(bottom, top))
 
 
-def _string(column: Column, words: set[str], n: int, rng: random.Random, now: datetime, person: str, table: str) -> str:
+def _string(
+    column: Column, words: set[str], n: int, rng: random.Random, now: datetime, person: str, table: str, personal: bool
+) -> str:
     name, fmt = column.name, column.format or ""
     about = (column.description or "").lower()
     if fmt == "email" or "email" in words:
@@ -159,7 +164,7 @@ def _string(column: Column, words: set[str], n: int, rng: random.Random, now: da
         return f"{n + 1:08d}-0000-4000-8000-{rng.randrange(16**12):012x}"
     if fmt in ("ipv4", "ip") or words & {"ip", "ipv4", "ipaddress"}:
         return f"203.0.113.{(zlib.crc32(name.encode()) + 37 * n) % 240 + 10}"
-    if fmt == "hostname" or words & {"host", "hostname", "domain"}:
+    if fmt == "hostname" or words & {"host", "hostname", "domain", "server"}:
         return f"{fakedata.slug(pick(fakedata.COMPANIES, table, name, n))}.example.com"
     if fmt in ("uri", "url") or words & {"url", "uri", "link", "image", "href", "website", "homepage"}:
         return f"https://example.com/{table}/{n + 1}"
@@ -180,7 +185,7 @@ def _string(column: Column, words: set[str], n: int, rng: random.Random, now: da
     if words & {"mime", "mimetype"} or {"content", "type"} <= words or {"media", "type"} <= words:
         return pick(fakedata.MIME_TYPES, table, name, n)
     if "name" in words:
-        return _name(words, n, person, table, name)
+        return _name(words, n, person, table, name, personal)
     if words & {"title", "subject", "summary", "headline", "caption"}:
         return f"{pick(TITLE_WORDS, table, name, n)} {pick(fakedata.NOUNS, table, name + '.noun', n)}"
     if words & {"description", "desc", "body", "bio", "note", "notes", "message", "comment", "text", "content"}:
@@ -270,7 +275,7 @@ def _string(column: Column, words: set[str], n: int, rng: random.Random, now: da
 TITLE_WORDS = ["Annual", "Weekly", "Quarterly", "Draft", "Final", "Spring", "Team", "Client", "Launch", "Board"]
 
 
-def _name(words: set[str], n: int, person: str, table: str, name: str) -> str:
+def _name(words: set[str], n: int, person: str, table: str, name: str, personal: bool) -> str:
     """A name column: a person's (or part of one) where the row or the column is a person's, a file's, a
     host's or an organisation's, else the thing the table keeps, named like a real one."""
     if "first" in words or "given" in words:
@@ -290,7 +295,7 @@ def _name(words: set[str], n: int, person: str, table: str, name: str) -> str:
     if words & ORGANISATION_WORDS:
         suffix = "Bank" if "bank" in words else pick(["Ltd", "Inc", "GmbH", "SA"], table, name, n)
         return f"{pick(fakedata.COMPANIES, table, name, n)} {suffix}"
-    if table in PERSON_TABLES or words & PERSON_NAME_WORDS:
+    if table in PERSON_TABLES or words & PERSON_NAME_WORDS or (personal and name == "name"):
         return person
     # the name of what the column says it names (`tax_entity_name`: 'Greenfield tax entity'), else of the row
     named = " ".join(w for w in name.split("_")[:-1] if w not in WRAPPERS | NAME_KINDS)
