@@ -31,6 +31,7 @@ class OpenAPIImportOptions(ModelOptions):
     name: str | None = None
     out: Path | None = None
     seed: int = 0
+    combine: bool = True
 
 
 class MetadataImportOptions(ModelOptions):
@@ -75,6 +76,7 @@ def cmd_import_openapi(args: argparse.Namespace) -> int:
 def _import_openapi_folder(options: OpenAPIImportOptions) -> int:
     """`envfarm import openapi DIR --out SPECS`: every document of DIR, going on past the ones that fail."""
     from envfarm.factory.importers.folder import SUMMARY_NAME, DocumentOutcome, find_documents, import_folder
+    from envfarm.factory.importers.openapi.readers import FEW_TOOLS
 
     if options.out is None or options.name or options.model:
         return fail("a folder of documents takes --out SPECS, and neither --name nor --model")
@@ -86,9 +88,13 @@ def _import_openapi_folder(options: OpenAPIImportOptions) -> int:
         what = f"{outcome.name} ({outcome.tools} tools)" if outcome.outcome == "imported" else outcome.reason
         print(f"[{done[0]}/{total}] {outcome.document}: {outcome.outcome}: {what}", flush=True)
 
-    summary = import_folder(options.file, options.out, seed_number=options.seed, on_document=show)
+    summary = import_folder(
+        options.file, options.out, seed_number=options.seed, on_document=show, combine=options.combine
+    )
     print(
-        f"{len(summary.documents)} documents: {summary.count('imported')} imported, {summary.count('refused')} "
+        f"{len(summary.documents)} documents: {summary.count('imported')} imported "
+        f"({summary.count_served(FEW_TOOLS)} served with {FEW_TOOLS}+ tools, "
+        f"{sum(d.combined for d in summary.documents)} combined by provider), {summary.count('refused')} "
         f"refused, {summary.count('crashed')} crashed -> {options.out}/{SUMMARY_NAME}.md; "
         f"publish with: envfarm build {options.out} --out FARM"
     )
@@ -246,6 +252,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     oa.add_argument("--name", help="server name (default: from the document's title)")
     oa.add_argument("--out", type=Path, help="spec folder to write (default: ./<name>)")
     oa.add_argument("--seed", type=int, default=0, help="seed number for the generated seed rows")
+    oa.add_argument(
+        "--no-combine",
+        dest="combine",
+        action="store_false",
+        help="a folder's small documents (under 3 tools) stay one server each, not one per provider",
+    )
     oa.add_argument("--model", help="openai:MODEL to enrich descriptions, seed rows, rules and handlers (verified)")
     oa.add_argument("--base-url", help="the model's OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
     oa.add_argument("--rounds", type=int, default=3, help="verify-and-revise rounds (with --model; default: 3)")

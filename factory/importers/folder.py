@@ -12,15 +12,19 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from envfarm.factory.importers.openapi import OpenAPIError, import_openapi, write_spec_folder
-from envfarm.factory.importers.openapi.models import ImportReport
+from envfarm.factory.importers.openapi import OpenAPIError, write_spec_folder
+from envfarm.factory.importers.openapi.combine import combine_documents, provider_name
+from envfarm.factory.importers.openapi.entry import import_document, read_openapi
+from envfarm.factory.importers.openapi.models import ImportReport, ImportResult
 from envfarm.factory.importers.openapi.readers import FEW_TOOLS
 from envfarm.factory.spec import SpecError
+from envfarm.servers.runtime.registry import Source
 
 DOCUMENT_SUFFIXES = (".json", ".yaml", ".yml")
 SUMMARY_NAME = "IMPORT-SUMMARY"
@@ -32,7 +36,10 @@ class DocumentOutcome(BaseModel):
     document: str = Field(description="the document's path, relative to the folder imported")
     outcome: Literal["imported", "refused", "crashed"]
     name: str | None = Field(default=None, description="the spec folder written (imported only)")
-    tools: int = 0
+    tools: int = Field(default=0, description="the tools of the server it is served by")
+    combined: bool = Field(
+        default=False, description="served together with other small documents of its provider (`name`)"
+    )
     reason: str = Field(
         default="",
         description=(
@@ -52,6 +59,10 @@ class FolderImport(BaseModel):
     def count(self, outcome: str) -> int:
         return sum(d.outcome == outcome for d in self.documents)
 
+    def count_served(self, tools: int) -> int:
+        """The documents imported into a server of at least `tools` tools."""
+        return sum(d.outcome == "imported" and d.tools >= tools for d in self.documents)
+
     def markdown(self) -> str:
         seconds = [d.seconds for d in self.documents]
         lines = [
@@ -61,6 +72,12 @@ class FolderImport(BaseModel):
                 f"{len(self.documents)} documents: {self.count('imported')} imported, {self.count('refused')} "
                 f"refused, {self.count('crashed')} crashed; {sum(seconds):.1f} s in all, "
                 f"{max(seconds, default=0.0):.2f} s at most per document."
+            ),
+            "",
+            (
+                f"{self.count_served(FEW_TOOLS)} of them served by a server of {FEW_TOOLS} tools or more "
+                f"({sum(d.combined for d in self.documents)} of those combined with other small documents of their "
+                "provider)."
             ),
             "",
             "Publish with `envfarm build " + self.out + " --out FARM` (verification decides what is served).",
@@ -75,7 +92,19 @@ class FolderImport(BaseModel):
         if refusals:
             lines += ["", "## Why documents were refused", "", "| reason | documents |", "|---|---|"]
             lines += [f"| {kind} | {n} |" for kind, n in refusals.most_common()]
-        short = Counter(_short_kind(d.reason) for d in self.documents if d.outcome == "imported" and d.reason)
+        combined = Counter((d.name, d.tools) for d in self.documents if d.combined)
+        if combined:
+            lines += [
+                "",
+                "## Small documents combined by provider",
+                "",
+                "| spec | tools | documents |",
+                "|---|---|---|",
+            ]
+            lines += [f"| {name} | {tools} | {n} |" for (name, tools), n in sorted(combined.items(), key=str)]
+        short = Counter(
+            _short_kind(d.reason) for d in self.documents if d.outcome == "imported" and d.reason and not d.combined
+        )
         if short:
             lines += ["", f"## Imported with fewer than {FEW_TOOLS} tools", "", "| why | documents |", "|---|---|"]
             lines += [f"| {kind} | {n} |" for kind, n in short.most_common()]
@@ -123,17 +152,25 @@ def find_documents(folder: Path) -> list[Path]:
 
 
 def import_folder(
-    folder: Path, out: Path, seed_number: int = 0, on_document: Callable[[DocumentOutcome], None] | None = None
+    folder: Path,
+    out: Path,
+    seed_number: int = 0,
+    on_document: Callable[[DocumentOutcome], None] | None = None,
+    combine: bool = True,
 ) -> FolderImport:
     """Import every document under `folder` into `out/<name>/`; names that collide get a numeric suffix.
-    Writes `out/IMPORT-SUMMARY.json` and `.md`, and returns the summary."""
+    With `combine`, the documents of one provider that import with fewer than three tools each are served
+    together (`combine_documents`) where that import succeeds. Writes `out/IMPORT-SUMMARY.json` and `.md`,
+    and returns the summary."""
     summary = FolderImport(source=str(folder), out=str(out))
     used: set[str] = {p.name for p in out.iterdir() if p.is_dir()} if out.is_dir() else set()
+    held: list[_Held] = []  # small imports, written once it is known whether they are combined
     for path in find_documents(folder):
         started = time.perf_counter()
         relative = str(path.relative_to(folder))
         try:
-            result = import_openapi(path, seed_number=seed_number)
+            data, kind, source = read_openapi(path)
+            result = import_document(data, path, None, seed_number, kind, source=source)
         except (OpenAPIError, SpecError) as exc:
             text = str(exc).removeprefix(f"{path}: ").removeprefix(f"{path} (imported): ")
             outcome = DocumentOutcome(document=relative, outcome="refused", reason=_one_line(text))
@@ -142,25 +179,96 @@ def import_folder(
                 document=relative, outcome="crashed", reason=_one_line(f"{type(exc).__name__}: {exc}")
             )
         else:
-            name = base = result.spec["name"]
-            n = 2
-            while name in used:
-                name, n = f"{base}_{n}", n + 1
-            used.add(name)
-            result.spec["name"] = name
-            write_spec_folder(result, out / name)
             outcome = DocumentOutcome(
                 document=relative,
                 outcome="imported",
-                name=name,
                 tools=len(result.report.tools),
                 reason=few_tools_reason(result.report),
             )
+            if combine and source.provider and len(result.report.tools) < FEW_TOOLS:
+                held.append(_Held(outcome, result, data, path, source.provider))
+            else:
+                outcome.name = _write(result, out, used)
         outcome.seconds = round(time.perf_counter() - started, 3)
         summary.documents.append(outcome)
-        if on_document is not None:
+        if on_document is not None and not (held and held[-1].outcome is outcome):
             on_document(outcome)
+    for group in _by_provider(held):
+        if len(group) < 2 or not _write_combined(group, out, used, seed_number):
+            for small in group:
+                small.outcome.name = _write(small.result, out, used)
+        for small in group:
+            if on_document is not None:
+                on_document(small.outcome)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{SUMMARY_NAME}.json").write_text(summary.model_dump_json(indent=1) + "\n", "utf-8")
     (out / f"{SUMMARY_NAME}.md").write_text(summary.markdown(), "utf-8")
     return summary
+
+
+@dataclass
+class _Held:
+    """A small import waiting to learn whether its provider's other small documents join it."""
+
+    outcome: DocumentOutcome
+    result: ImportResult
+    data: dict[str, Any]
+    path: Path
+    provider: str
+
+
+def _by_provider(held: list[_Held]) -> list[list[_Held]]:
+    groups: dict[str, list[_Held]] = {}
+    for small in held:
+        groups.setdefault(small.provider.lower(), []).append(small)
+    return list(groups.values())
+
+
+def _write(result: ImportResult, out: Path, used: set[str]) -> str:
+    """Write `result` as `out/<name>/` under a name no other spec folder has; return the name."""
+    name = base = result.spec["name"]
+    n = 2
+    while name in used:
+        name, n = f"{base}_{n}", n + 1
+    used.add(name)
+    result.spec["name"] = name
+    write_spec_folder(result, out / name)
+    return name
+
+
+def _write_combined(group: list[_Held], out: Path, used: set[str], seed_number: int) -> bool:
+    """Import one provider's small documents as one and write it, when that import succeeds with more tools
+    than any of them alone; each document's outcome then names the combined server. False, writing nothing,
+    otherwise."""
+    started = time.perf_counter()
+    provider = group[0].provider
+    shorts = [small.path.stem for small in group]
+    data = combine_documents([(short, small.data) for short, small in zip(shorts, group, strict=True)], provider)
+    documents = [small.path.name for small in group]
+    first = group[0].result.spec.get("source") or {}
+    source = Source(title=data["info"]["title"], provider=provider, format=first.get("format", ""), documents=documents)
+    try:
+        result = import_document(
+            data,
+            Path(f"{provider_name(provider)}.json"),
+            provider_name(provider),
+            seed_number,
+            source.format,
+            source=source,
+        )
+    except (OpenAPIError, SpecError):
+        return False
+    if len(result.report.tools) <= max(small.outcome.tools for small in group):
+        return False
+    name = _write(result, out, used)
+    share = round((time.perf_counter() - started) / len(group), 3)
+    for small in group:
+        small.outcome.name = name
+        small.outcome.combined = True
+        small.outcome.seconds = round(small.outcome.seconds + share, 3)
+        small.outcome.reason = _one_line(
+            f"combined with {len(group) - 1} other document(s) of {provider} into one server of "
+            f"{len(result.report.tools)} tools (alone: {small.outcome.reason or f'{small.outcome.tools} tool(s)'})"
+        )
+        small.outcome.tools = len(result.report.tools)
+    return True

@@ -47,6 +47,10 @@ class Source(BaseModel):
     )
     format: str = Field(default="", description="e.g. 'Swagger 2.0', 'OpenAPI 3.1.0'")
     document: str = Field(default="", description="the document's file name")
+    documents: list[str] = Field(
+        default_factory=list,
+        description="the provider's documents combined into this server, where it serves several (`document` is empty)",
+    )
 
 
 class RegistryEntry(BaseModel):

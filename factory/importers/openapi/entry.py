@@ -27,6 +27,13 @@ def import_openapi(path: Path, name: str | None = None, seed_number: int = 0) ->
     Raises `OpenAPIError` when the document is not one, and `SpecError` (every problem, located) if
     what it describes cannot make a valid spec.
     """
+    data, kind, source = read_openapi(path)
+    return import_document(data, path, name, seed_number, kind, source=source)
+
+
+def read_openapi(path: Path) -> tuple[dict[str, Any], str, Source]:
+    """The document at `path` in the OpenAPI 3 shape the importer reads (Swagger 2.0 restated), its format
+    (`Swagger 2.0`) and where it comes from. Raises `OpenAPIError` when it is no document of a version read."""
     data = read_api_document(path)
     if not isinstance(data, dict) or not ("openapi" in data or "swagger" in data):
         raise OpenAPIError(f"{path}: not an OpenAPI document (no `openapi` or `swagger` version at the top)")
@@ -39,7 +46,7 @@ def import_openapi(path: Path, name: str | None = None, seed_number: int = 0) ->
         data = swagger2(data)
     elif not version.startswith("3"):
         raise OpenAPIError(f"{path}: OpenAPI {version} is not supported (3.0 and 3.1 are)")
-    return import_document(data, path, name, seed_number, f"{kind} {version}", source=source)
+    return data, f"{kind} {version}", source
 
 
 def document_source(data: dict[str, Any], path: Path, kind: str) -> Source:

@@ -174,6 +174,11 @@ class ImporterState:
             topic = next((snake(w) for w in reversed(words) if snake(w) != snake(operation)), "")
             operation = f"{operation}_{topic}" if topic else operation
         base = safe_name(operation or f"{method}_{path}")[:60].rstrip("_")
+        if base in self.tool_names:  # told apart by its path first (`feed_game` beside `feed`), then by number
+            said = set(base.split("_"))
+            words = [snake(w) for w in path.strip("/").split("/") if w and not w.startswith("{")]
+            topic = "_".join(w for w in snake("_".join(words[-1:])).split("_") if w and w not in said)
+            base = safe_name(f"{base}_{topic}")[:60].rstrip("_") if topic else base
         name, n = base, 2
         while name in self.tool_names:
             name, n = f"{base}_{n}", n + 1
