@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from datetime import datetime, timedelta
 from itertools import pairwise
@@ -34,6 +34,7 @@ INTENT_ATTEMPTS = 4
 STEP_TRIES = 3
 GOAL_TRIES = 8  # a goal the server rejects for one of the persona's rows (a past stay) may fit another of them
 FREE_TEXT = ("plans changed", "as discussed", "no longer needed", "see the note from last week", "thanks for checking")
+MAX_NAME_WORDS = 4  # a name, a username or a label; a longer text says something and is no name to remake
 MIN_READING_GROUPS = 3  # parents whose readings must all rise before a column counts as a reading
 Row = dict[str, Any]
 ArgSource = Literal["output", "persona", "seed", "free"]
@@ -541,6 +542,100 @@ def one_row_values(
             args[name] = round(args[name] * factor, places)
 
 
+def _table_holding(world: ServerWorld, param: Param) -> tuple[str, str] | None:
+    """(table, column) a write's param fills: its `table.column` where the server annotates one, else the one
+    table with such a column."""
+    where = param.column or ""
+    if "." in where and where.split(".", 1)[0] in world.tables:
+        table, _, column = where.partition(".")
+        return table, column
+    found = [t for t, rows in world.tables.items() if rows and param.name in rows[0]]
+    return (found[0], param.name) if len(found) == 1 else None
+
+
+def recombined(value: str, taken: set[str], pool: Sequence[str], rng: random.Random) -> str | None:
+    """A new value in the shape of `value`, none of `taken`: the words that tell the column's values apart
+    (`tomas` and `ahmed` of `tomas_ahmed`, `Lakeshore` of `Lakeshore Named Query`) drawn from the other values at
+    the same place (`tomas_kowalski`), else, where one word alone differs, from `pool` (words the rest of the
+    data holds: `Copper Named Query`). None when no such value is found."""
+    parts = re.split(r"([\s_.\-]+)", value)
+    alike = [re.split(r"([\s_.\-]+)", t) for t in taken]
+    alike = [a for a in alike if len(a) == len(parts) and a[1::2] == parts[1::2]]
+    varying = [i for i in range(0, len(parts), 2) if len({a[i] for a in alike} | {parts[i]}) > 1]
+    if not varying:
+        return None
+    choices: list[list[str]] = []
+    for i in range(0, len(parts), 2):
+        if i not in varying:
+            choices.append([parts[i]])
+        elif len(varying) > 1:
+            choices.append(sorted({a[i] for a in alike} | {parts[i]}))
+        else:
+            used = {a[i].lower() for a in alike} | {w.lower() for w in parts[::2]}  # never 'Account Account'
+            cased = [w.lower() if parts[i].islower() else w.capitalize() for w in pool]
+            choices.append(sorted({w for w in cased if w.lower() not in used}))
+    for _ in range(20):
+        candidate = list(parts)
+        for n, i in enumerate(range(0, len(parts), 2)):
+            if not choices[n]:
+                return None
+            candidate[i] = rng.choice(choices[n])
+        text = "".join(candidate)
+        if text not in taken:
+            return text
+    return None
+
+
+def _plain(value: Any) -> bool:
+    return isinstance(value, str | int) and not isinstance(value, bool)
+
+
+def new_record_names(
+    rng: random.Random,
+    world: ServerWorld,
+    spec: ToolSpec,
+    args: dict[str, Any],
+    source: dict[str, ArgSource],
+    naming: Mapping[str, set[str]],
+) -> None:
+    """A create's name is its own: a value drawn from the seed for a column its table names rows by (`naming`:
+    table -> the columns of its `refer` phrasings; a trading account's username) and that names one row there
+    would make a second `tomas_ahmed` (the task creates a duplicate, and "the account tomas_ahmed" names two
+    rows). Such a value is made anew in the same shape (`recombined`); a write that keys a row of that table (an
+    update) keeps its values."""
+    pool: list[str] | None = None
+    for name, value in list(args.items()):
+        if source.get(name) != "seed" or not isinstance(value, str) or is_id_like(name) or spec.param(name).enum:
+            continue
+        if ISO_DATE.match(value) or len(value.split()) > MAX_NAME_WORDS:  # a day, a sentence: no name to remake
+            continue
+        held = _table_holding(world, spec.param(name))
+        if held is None or held[1] not in naming.get(held[0], set()):
+            continue
+        key = world.keys.get(held[0], "")
+        keyed = {r.get(key) for r in world.tables[held[0]]} & {v for v in args.values() if _plain(v)}
+        if key in args or keyed:
+            continue  # it keys a row there (an update), whatever its param is called
+        taken = {r[held[1]] for r in world.tables[held[0]] if isinstance(r.get(held[1]), str)}
+        if value not in taken:
+            continue
+        if pool is None:  # the words the data holds, for a name whose one telling word is taken everywhere
+            pool = sorted(
+                {
+                    w
+                    for rows in world.tables.values()
+                    for r in rows
+                    for v in r.values()
+                    if isinstance(v, str) and len(v) <= 40
+                    for w in re.findall(r"\b[A-Z][a-z]{3,}\b", v)
+                }
+            )
+        fresh = _fresh(value) or recombined(value, taken, pool, rng)
+        if fresh is None:
+            raise Drop("a new record named like an existing one", f"{world.server}.{spec.name}.{name}")
+        args[name], source[name] = fresh, "free"
+
+
 def staff_side(spec: ToolSpec, said: set[str], source: dict[str, ArgSource]) -> list[str]:
     """The required details of a tool a customer asks staff for that no way of asking names and no lookup
     gave (a fill's verifying pharmacist): what the staff member serving them knows, never the customer, so
@@ -621,6 +716,12 @@ class Grounder:
         if param.enum:
             values = [v for v in values if v in param.enum] or (list(param.enum) if fallback else [])
         return list(dict.fromkeys(values))
+
+    def _naming(self, server: str) -> dict[str, set[str]]:
+        """table -> the columns its `refer` phrasings name a row by."""
+        intents = self.catalog.intents.get(server)
+        refer = intents.refer if intents is not None else {}
+        return {table: {x.name for p in phrasings for x in slots(p)} for table, phrasings in refer.items()}
 
     def _column_count(self, server: str, param: Param, value: Any) -> int:
         """How many seed rows share `value` in the parameter's column (1: it identifies one row)."""
@@ -821,6 +922,7 @@ class Grounder:
                 raise Drop("a staff-side value held by the customer", f"{server}.{spec.name}: {', '.join(staff)}")
         if not spec.read_only:
             one_row_values(rng, self.worlds[server], spec, args, source, related[server])
+            new_record_names(rng, self.worlds[server], spec, args, source, self._naming(server))
             beyond_readings(rng, self.worlds[server].tables, args, source)
             past_current_reading(rng, self.worlds[server], spec, args, source)
             same_place(rng, self.worlds[server], args, source)

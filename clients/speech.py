@@ -803,10 +803,11 @@ def _moment(value: Any) -> tuple[datetime, bool] | None:
     return moment, match[4] is not None
 
 
-def say_slot(value: Any, fmt: str | None) -> str | None:
+def say_slot(value: Any, fmt: str | None, coded: bool = True) -> str | None:
     """A value filling a `{slot:format}` of an intent's phrasing, as a person says it: `date` 12 May, `day`
     Tuesday 12 May, `time` 10:30, `datetime` Tuesday 12 May at 10:30, `money` 1,250.00, `number` 3 or 2.5, a
-    %-pattern through strftime; no format: dates in words, numbers plainly, enum words unfolded. None when
+    %-pattern through strftime; no format: dates in words, numbers plainly, enum words unfolded. A value that is
+    no code (`coded` False: a username `tomas_ahmed` a write stores as given) is said as it is written. None when
     the value does not fit the format (a date format on a value that is no date)."""
     if value is None or value == "":
         return None
@@ -840,7 +841,7 @@ def say_slot(value: Any, fmt: str | None) -> str | None:
         moment, timed = when
         day = f"{moment:%A} {moment.day} {moment:%B}"
         return f"{day} at {moment:%H:%M}" if timed and (moment.hour, moment.minute) != (0, 0) else day
-    return text.replace("_", " ") if re.fullmatch(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+", text) else text
+    return text.replace("_", " ") if coded and re.fullmatch(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+", text) else text
 
 
 # ---------------------------------------------------------------- a change in the user's own words

@@ -338,8 +338,10 @@ def changes_records(grounded: Grounded, server: str, world: ServerWorld) -> bool
     return bool(changed & (theirs - {None}))
 
 
-def _holds(output: object, value: object) -> bool:
-    """Whether a row of `output` has `value` (an id, a name) as one of its fields."""
+def _holds(output: object, value: object, field: str | None = None) -> bool:
+    """Whether a row of `output` has `value` (an id, a name) as one of its fields (as `field`, where named)."""
+    if field is not None:
+        return any(field in r and r[field] == value and not isinstance(r[field], bool) for r in rows_of(output))
     return any(value in r.values() for r in rows_of(output))
 
 
@@ -351,15 +353,21 @@ def _earliest_providers(task: Task) -> list[list[int]]:
     for index, call in enumerate(task.gold_calls):
         providers: set[int] = set()
         for used in call.uses:
+            # a text is told apart anywhere; a number (a key 5) only under its own name (`template_id`): a count
+            # of 5 elsewhere shows no template
             values = [
-                v
+                (None, v)
                 for v in call.arguments.values()
                 if isinstance(v, str) and len(v) > 2 and _holds(task.gold_calls[used].output, v)
+            ] + [
+                (n, v)
+                for n, v in call.arguments.items()
+                if isinstance(v, int) and not isinstance(v, bool) and _holds(task.gold_calls[used].output, v, n)
             ]
             if not values:
                 providers.add(used)
-            for value in values:
-                providers.add(next(i for i in range(index) if _holds(task.gold_calls[i].output, value)))
+            for field, value in values:
+                providers.add(next(i for i in range(index) if _holds(task.gold_calls[i].output, value, field)))
         fed.append(sorted(providers))
     return fed
 

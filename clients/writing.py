@@ -1251,7 +1251,8 @@ class OfflineWriter:
                         break  # filler text ('thanks for checking') where a name belongs: 'Call them thanks for ...'
                     # a code (an enum, a yes/no) in the intent's words: "I was charged twice", never "duplicate"
                     words = word_for(intent.words, slot.name, value)
-                    words = words if words is not None else say_slot(value, slot.format)
+                    # what is given is stored or looked up as it is: only a code the schema lists is said in words
+                    words = words if words is not None else say_slot(value, slot.format, bool(param.enum))
                     if isinstance(value, str) and f":{slot.text}:" in phrasing:
                         words = value  # a code typed between colons (':white_check_mark:'), never unfolded
                 if words is not None and _reason_slot(slot.name, param.description) and not intent.words.get(slot.name):

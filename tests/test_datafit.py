@@ -6,6 +6,8 @@ on a row its lookup only points at, and synthesis over several seeds keeps none 
 from __future__ import annotations
 
 import random
+import re
+from typing import Any
 
 import pytest
 
@@ -26,7 +28,7 @@ from envfarm.clients.datafit import (
     twin_row,
 )
 from envfarm.clients.graph import Param, ToolSpec
-from envfarm.clients.grounding import ServerWorld, one_row_values
+from envfarm.clients.grounding import Drop, ServerWorld, new_record_names, one_row_values, recombined
 from envfarm.clients.tasks import ExpectedState, GoldCall, Persona, Provenance, Task, Turn
 from envfarm.servers.runtime.control import TableDiff
 
@@ -63,6 +65,68 @@ def test_one_row_values_gives_a_new_row_its_own_amounts_in_the_same_proportion(s
     row = next(r for r in LOGS if r["station"] == args["station"])
     price = [r["cost"] / r["liters"] for r in LOGS]
     assert any(abs(args["cost"] / args["liters"] - p) < 0.01 for p in price), (args, row)
+
+
+ACCOUNTS = [
+    {"id": f"trad_{n}", "username": user, "broker": host, "label": label}
+    for n, (user, host, label) in enumerate(
+        [
+            ("tomas_ahmed", "redwood.example.com", "Lakeshore Account"),
+            ("omar_kowalski", "clearwater.example.com", "Sunhaven Account"),
+            ("ines_moreau", "redwood.example.com", "Copper Account"),
+        ]
+    )
+]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_new_record_is_never_named_like_an_existing_one(seed: int) -> None:
+    """A create drawing an existing account's username and label from the seed would add a second `tomas_ahmed`
+    (a duplicate, and two rows "the account tomas_ahmed" names): both are made anew in their shape, from the words
+    the data holds; a column no `refer` names by (the broker's host) and an update's values are kept."""
+    spec = ToolSpec(
+        server="trades",
+        name="add_account",
+        read_only=False,
+        params=[Param(name=n, type="string") for n in ("username", "broker", "label")],
+    )
+    world = ServerWorld(
+        server="trades",
+        controlled=True,
+        tables={"accounts": ACCOUNTS, "notes": [{"id": "n1", "text": "Ask Pinecrest about Harbor fees"}]},
+        keys={"accounts": "id", "notes": "id"},
+    )
+    naming = {"accounts": {"username", "label"}}
+    args = {k: ACCOUNTS[0][k] for k in ("username", "broker", "label")}
+    source: dict[str, Any] = dict.fromkeys(args, "seed")
+    new_record_names(random.Random(seed), world, spec, args, source, naming)
+    assert args["broker"] == "redwood.example.com" and source["broker"] == "seed"
+    usernames = {r["username"] for r in ACCOUNTS}
+    assert args["username"] not in usernames and re.fullmatch(
+        r"(tomas|omar|ines)_(ahmed|kowalski|moreau)", args["username"]
+    )
+    assert args["label"] in {"Pinecrest Account", "Harbor Account"}  # words the data holds, never 'Account Account'
+    assert source["username"] == source["label"] == "free"
+    for keyed in ({"id": "trad_0"}, {"account": "trad_0"}):  # an update keys its row, whatever the param's name
+        update = {**keyed, "username": "tomas_ahmed"}
+        new_record_names(random.Random(seed), world, spec, update, {"username": "seed"}, naming)
+        assert update["username"] == "tomas_ahmed"
+    # a text that says something is no name to remake ('Waiting to the new warehouse from legal.')
+    said = {"label": "Waiting on the signed contract from legal."}
+    world.tables["accounts"] = [*ACCOUNTS, {"id": "trad_9", **said}]
+    new_record_names(random.Random(seed), world, spec, said, {"label": "seed"}, naming)
+    assert said == {"label": "Waiting on the signed contract from legal."}
+
+
+def test_a_name_with_no_new_shape_drops_the_task() -> None:
+    assert recombined("Lakeshore", {"Lakeshore", "Sunhaven"}, [], random.Random(0)) is None
+    assert recombined("Solo", {"Solo"}, ["Harbor"], random.Random(0)) is None  # nothing tells values apart
+    spec = ToolSpec(server="s", name="add", read_only=False, params=[Param(name="label", type="string")])
+    world = ServerWorld(
+        server="s", controlled=True, tables={"things": [{"id": "t1", "label": "Solo"}]}, keys={"things": "id"}
+    )
+    with pytest.raises(Drop, match="named like an existing one"):
+        new_record_names(random.Random(0), world, spec, {"label": "Solo"}, {"label": "seed"}, {"things": {"label"}})
 
 
 EVENTS = [

@@ -273,6 +273,39 @@ def test_prune_keeps_the_call_a_claim_comes_from_and_drops_a_read_that_feeds_not
     assert prune(task.model_copy(update={"claims": []})).gold_calls == []
 
 
+def test_prune_traces_a_number_key_to_the_first_call_showing_it_under_its_name() -> None:
+    """Imported APIs key rows by numbers (`template_id: 5`): a get of a row the list already showed is padding
+    before the delete, as with a text key; a 5 under another name (a count) shows no template."""
+    listed = {"templates": [{"template_id": 4, "name": "Pinecrest"}, {"template_id": 5, "name": "Northwind"}]}
+
+    def task(first: dict[str, Any]) -> Task:
+        calls = [
+            GoldCall(turn=0, server="s", tool="list_templates", arguments={}, output=first),
+            GoldCall(
+                turn=0,
+                server="s",
+                tool="get_template",
+                arguments={"template_id": 5},
+                output={"template_id": 5},
+                uses=[0],
+            ),
+            GoldCall(
+                turn=0,
+                server="s",
+                tool="delete_template",
+                arguments={"template_id": 5},
+                output={},
+                uses=[1],
+                is_write=True,
+            ),
+        ]
+        return _one_turn_task("Delete the Northwind template.", calls, Claim(text="done", values=[]))
+
+    assert [c.tool for c in prune(task(listed)).gold_calls] == ["list_templates", "delete_template"]
+    counted = {"templates": [{"count": 5, "name": "Northwind"}]}
+    assert [c.tool for c in prune(task(counted)).gold_calls] == ["list_templates", "get_template", "delete_template"]
+
+
 def test_a_claim_is_answered_by_the_first_call_that_shows_it_on_the_same_row() -> None:
     """A list that already shows the asked row's status answers the claim, so a get of that row is padding and
     goes; a list where only another row holds the same status answers nothing, and the get stays."""

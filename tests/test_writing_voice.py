@@ -11,6 +11,7 @@ import pytest
 from conftest import REPO
 
 from envfarm.clients.audit import FILED_REASON, HEAD_NOUNS, SCHEMA_TAIL, Auditor, mentions, repeated_phrase
+from envfarm.clients.speech import say_slot
 from envfarm.clients.tasks import Claim, GoldCall, Persona, Provenance, Task, Turn
 from envfarm.clients.writing import AGAIN, _unasked, because, casual, hear_line, put, said_once, said_reason
 
@@ -581,3 +582,15 @@ def test_a_value_that_ends_a_sentence_takes_the_phrasings_stop_once() -> None:
     assert put(question, "{code}", "Call first.") == "Could you file it? It is reason code Call first?"
     quoted = "I need to close the note that says “{text}”."
     assert put(quoted, "{text}", "Call first.") == "I need to close the note that says “Call first.”"
+
+
+@pytest.mark.parametrize(
+    ("value", "coded", "said"),
+    [
+        ("pass_fail", True, "pass fail"),  # an enum's code, which the agent maps back through the schema
+        ("tomas_ahmed", False, "tomas_ahmed"),  # a username a create stores as given: said as written
+        ("2026-05-04T10:00:00Z", False, "Monday 4 May at 10:00"),
+    ],
+)
+def test_a_slot_unfolds_only_a_code(value: str, coded: bool, said: str) -> None:
+    assert say_slot(value, None, coded) == said

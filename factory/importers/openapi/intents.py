@@ -12,7 +12,14 @@ from typing import Any
 from envfarm.factory import fakedata
 from envfarm.factory.importers.openapi.models import LIST_TEXT, NESTED_TEXT
 from envfarm.factory.importers.openapi.seed import noun_of
-from envfarm.factory.importers.openapi.words import RPC_VERBS, WRAPPERS, singular, spaced_words, verb_phrase
+from envfarm.factory.importers.openapi.words import (
+    RPC_VERBS,
+    WRAPPERS,
+    indefinite,
+    singular,
+    spaced_words,
+    verb_phrase,
+)
 from envfarm.factory.spec import with_default_words
 
 # Columns a person names a row by, most telling first.
@@ -34,6 +41,28 @@ def _said(name: str, param: dict[str, Any], entity: dict[str, Any]) -> str:
     if param.get("type", "string") == "string" and set(name.split("_")) & (SAYING_WORDS | {"content", "comments"}):
         return f"{spaced_words(name)} “{_slot(name, param)}”"
     return f"{spaced_words(name)} {_slot(name, param)}"
+
+
+def _details(names: list[str], params: dict[str, Any], entity: dict[str, Any]) -> str:
+    """What a create is given, as sentences a person writes ('The broker server is {broker_server} and the
+    username is {username}. It is for {client_id}.'), never a form's 'It is broker server ..., username ...'."""
+    clauses, owners = [], []
+    for name in names:
+        said = _said(name, params[name], entity)
+        label = spaced_words(name)
+        if not said.startswith(label):  # a row of another table, said as the row itself
+            owners.append(said)
+        elif params[name].get("type") == "boolean":
+            clauses.append(f"“{label}” is {said.removeprefix(label).strip()}")
+        else:
+            clauses.append(f"the {label} is {said.removeprefix(label).strip()}")
+    sentences = []
+    if clauses:
+        listed = ", ".join(clauses[:-1]) + " and " + clauses[-1] if len(clauses) > 1 else clauses[0]
+        sentences.append(listed[0].upper() + listed[1:] + ".")
+    if owners:
+        sentences.append("It is for " + " and ".join(owners) + ".")
+    return " ".join(sentences)
 
 
 # Words of a column whose values tell one row from another as people know it: what it is called or goes by
@@ -198,9 +227,11 @@ def with_article(phrase: str, effect: str) -> str:
         return phrase
     gerund = len(words) == 2 and words[1].endswith("ing")  # 'start recording', not 'close accounting period'
     plural = words[1].endswith("s") and not words[1].endswith(("ss", "us", "is"))  # 'add contacts'; 'reset status'
+    if words[1] in ("a", "an") and len(words) > 2:  # the document's own article, made right ('send a order')
+        return " ".join([words[0], indefinite(words[2]), *words[2:]])
     if words[1] in DETERMINERS or words[1] in PARTICLES or plural or gerund:
         return phrase
-    article = ("an" if words[1][:1] in "aeiou" else "a") if effect == "create" else "the"
+    article = indefinite(words[1]) if effect == "create" else "the"
     return " ".join([words[0], article, *words[1:]])
 
 
@@ -227,7 +258,7 @@ def derive_intents(spec: dict[str, Any], asked: dict[str, str], parts: dict[str,
     for tool in spec["tools"]:
         entity = spec["entities"][tool["entity"]]
         noun = noun_of(tool["entity"])
-        a = "an" if noun[:1] in "aeiou" else "a"
+        a = indefinite(noun)
         params: dict[str, dict[str, Any]] = tool["params"]
         effect, key = tool["effect"], tool.get("key")
         lookup = entity["primary_key"] == "lookup_id"
@@ -248,9 +279,10 @@ def derive_intents(spec: dict[str, Any], asked: dict[str, str], parts: dict[str,
         verb = with_article(asking, effect) or default
         hear: dict[str, str] = {}
         if effect == "create":
-            chosen = [p for p, v in params.items() if v.get("required")][:3] or list(params)[:2]
+            # every required detail: a create the person leaves one out of is refused, or its task unsolvable
+            chosen = [p for p, v in params.items() if v.get("required")] or list(params)[:2]
             said = ", ".join(_said(p, params[p], entity) for p in chosen)
-            say = [f"Please {verb}, with {said}.", f"Could you {verb}? It is {said}."]
+            say = [f"Please {verb}, with {said}.", f"Could you {verb}? {_details(chosen, params, entity)}"]
             column = entity["columns"].get(params[chosen[0]].get("column", chosen[0])) or {} if chosen else {}
             named = noun_of(column["ref"].split(".")[0]).split() if len(chosen) == 1 and column.get("ref") else []
             if named and verb.split()[1:] in (["the", *named], ["a", *named], ["an", *named]):

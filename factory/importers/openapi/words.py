@@ -430,8 +430,16 @@ def camel(snake_name: str) -> str:
     return snake_name.title().replace("_", "")
 
 
+def indefinite(word: str) -> str:
+    """The indefinite article a word takes: 'an order', 'an update', but 'a user', 'a unit' (a `u` said 'you')."""
+    low = word.lower()
+    if low[:1] == "u" and low[2:3] in tuple("aeiou") or low[:1] not in tuple("aeiou"):
+        return "a"
+    return "an"
+
+
 def article_for(noun: str) -> str:
-    return f"{'An' if noun[:1] in 'aeiou' else 'A'} {noun}"
+    return f"{indefinite(noun).capitalize()} {noun}"
 
 
 def spaced_words(name: str) -> str:
