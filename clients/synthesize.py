@@ -345,6 +345,10 @@ def _holds(output: object, value: object, field: str | None = None) -> bool:
     return any(value in r.values() for r in rows_of(output))
 
 
+def _key_like(value: object) -> bool:
+    return isinstance(value, str) and len(value) > 2 or isinstance(value, int) and not isinstance(value, bool)
+
+
 def _earliest_providers(task: Task) -> list[list[int]]:
     """Per gold call, the calls that fed it, each value traced to the first call whose output showed it: a get
     that read again the row a search already showed ("where my bill stands" read only to find the stay) feeds
@@ -353,6 +357,21 @@ def _earliest_providers(task: Task) -> list[list[int]]:
     for index, call in enumerate(task.gold_calls):
         providers: set[int] = set()
         for used in call.uses:
+            source = task.gold_calls[used]
+            # a read keyed by the very value this call takes (`get_domain {domainid: 5}` before `delete_domain
+            # {domainid: 5}`) showed it second: whoever fed that read showed it first (a number only under the same
+            # name: user 2, team 2 and repo 2 are different rows)
+            if fed[used] and not source.is_write:
+                taken = [(n, v) for n, v in call.arguments.items() if _key_like(v) and _holds(source.output, v)]
+                keyed = [
+                    (n, v)
+                    for n, v in call.arguments.items()
+                    if _key_like(v)
+                    and (source.arguments.get(n) == v or isinstance(v, str) and v in source.arguments.values())
+                ]
+                if keyed and all(item in keyed for item in taken):
+                    providers.update(fed[used])
+                    continue
             # a text is told apart anywhere; a number (a key 5) only under its own name (`template_id`): a count
             # of 5 elsewhere shows no template
             values = [

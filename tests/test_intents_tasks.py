@@ -278,7 +278,8 @@ def test_prune_traces_a_number_key_to_the_first_call_showing_it_under_its_name()
     before the delete, as with a text key; a 5 under another name (a count) shows no template."""
     listed = {"templates": [{"template_id": 4, "name": "Pinecrest"}, {"template_id": 5, "name": "Northwind"}]}
 
-    def task(first: dict[str, Any]) -> Task:
+    def task(first: dict[str, Any], said: bool = False) -> Task:
+        """`said`: the user gives the template's number, so the get is not fed by the listing."""
         calls = [
             GoldCall(turn=0, server="s", tool="list_templates", arguments={}, output=first),
             GoldCall(
@@ -287,7 +288,7 @@ def test_prune_traces_a_number_key_to_the_first_call_showing_it_under_its_name()
                 tool="get_template",
                 arguments={"template_id": 5},
                 output={"template_id": 5},
-                uses=[0],
+                uses=[] if said else [0],
             ),
             GoldCall(
                 turn=0,
@@ -303,7 +304,26 @@ def test_prune_traces_a_number_key_to_the_first_call_showing_it_under_its_name()
 
     assert [c.tool for c in prune(task(listed)).gold_calls] == ["list_templates", "delete_template"]
     counted = {"templates": [{"count": 5, "name": "Northwind"}]}
-    assert [c.tool for c in prune(task(counted)).gold_calls] == ["list_templates", "get_template", "delete_template"]
+    assert [c.tool for c in prune(task(counted, said=True)).gold_calls] == ["get_template", "delete_template"]
+    # Postmark's listing shows `id: 5`, its get and its delete take `domainid: 5`: the get keyed by the delete's own
+    # value showed it second, so it is padding; a get keyed by another name's 2 (a user's, not the team's) is not
+    shown = {"domains": [{"id": 5, "name": "Highland Domain"}]}
+    by_name = [
+        GoldCall(turn=0, server="s", tool="list_domains", arguments={}, output=shown),
+        GoldCall(turn=0, server="s", tool="get_domain", arguments={"domainid": 5}, output={"id": 5}, uses=[0]),
+        GoldCall(
+            turn=0, server="s", tool="delete_domain", arguments={"domainid": 5}, output={}, uses=[1], is_write=True
+        ),
+    ]
+    padded = _one_turn_task("Delete the Highland Domain.", by_name, Claim(text="done", values=[]))
+    assert [c.tool for c in prune(padded).gold_calls] == ["list_domains", "delete_domain"]
+    other = [
+        by_name[0],
+        GoldCall(turn=0, server="s", tool="get_team", arguments={"user_id": 5}, output={"team_id": 5}, uses=[0]),
+        GoldCall(turn=0, server="s", tool="delete_team", arguments={"team_id": 5}, output={}, uses=[1], is_write=True),
+    ]
+    kept = _one_turn_task("Delete my team.", other, Claim(text="done", values=[]))
+    assert [c.tool for c in prune(kept).gold_calls] == ["list_domains", "get_team", "delete_team"]
 
 
 def test_a_claim_is_answered_by_the_first_call_that_shows_it_on_the_same_row() -> None:
