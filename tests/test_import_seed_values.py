@@ -4,6 +4,7 @@ whose seed has no person names its one account's holder, who is then the persona
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from datetime import UTC, datetime
@@ -156,3 +157,46 @@ def test_the_name_of_a_persons_row_is_the_persons() -> None:
     rng = random.Random(0)
     assert seed_value(name, 0, rng, NOW, "Maria Lopez", "get_account_answers", personal=True) == "Maria Lopez"
     assert cells(name, "get_account_answers")[0] != "Maria Lopez"  # a thing's name where the row is no person's
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_key_people_name_records_by_is_seeded_as_a_name_they_know(tmp_path: Path, seed: int) -> None:
+    """AWS keys a budget by its `BudgetName`: seeded `budg_0001`, a budget could only be named by what its notes
+    say. Seeded as a name, distinct per row, the key is a column people know and the table's first referent."""
+    budget = {
+        "type": "object",
+        "properties": {"BudgetName": {"type": "string"}, "Notes": {"type": "string"}, "Limit": {"type": "number"}},
+    }
+    document = {
+        "swagger": "2.0",
+        "info": {"title": "Budgets", "version": "1"},
+        "paths": {
+            "/budgets": {
+                "get": {
+                    "operationId": "listBudgets",
+                    "responses": {"200": {"description": "ok", "schema": {"type": "array", "items": budget}}},
+                },
+                "post": {
+                    "operationId": "createBudget",
+                    "parameters": [{"name": "body", "in": "body", "required": True, "schema": budget}],
+                    "responses": {"200": {"description": "ok", "schema": budget}},
+                },
+            },
+            "/budgets/{BudgetName}": {
+                "delete": {
+                    "operationId": "deleteBudget",
+                    "parameters": [{"name": "BudgetName", "in": "path", "required": True, "type": "string"}],
+                    "responses": {"200": {"description": "ok", "schema": budget}},
+                }
+            },
+        },
+    }
+    path = tmp_path / "budgets.json"
+    path.write_text(json.dumps(document), "utf-8")
+    spec = import_openapi(path, seed_number=seed).spec
+    entity = spec["entities"]["budgets"]
+    assert entity["primary_key"] == "budget_name"
+    names = [row["budget_name"] for row in spec["seed"]["budgets"]]
+    assert len(set(names)) == len(names) and all(re.fullmatch(r"[A-Z][a-z]+ Budget", n) for n in names), names
+    assert entity["columns"]["budget_name"].get("user_known") is True
+    assert entity["refer"][0] == "the {budget_name}"

@@ -12,6 +12,9 @@ from envfarm.factory.importers.openapi.seed import seed_value, topological, user
 from envfarm.factory.importers.openapi.tools import filled_columns
 from envfarm.factory.importers.openapi.words import FARM_NOW, SEED_ROWS
 
+# The last word of a key column that names the record as people do, so it is seeded as a name.
+KEY_NAME_WORDS = frozenset({"name", "title", "username", "email", "login", "handle"})
+
 
 class Importer(OperationMapper):
     """One document's import: the mapping above plus the seed, the expectations and the spec."""
@@ -24,12 +27,18 @@ class Importer(OperationMapper):
         for t_index, table in enumerate(order):
             entity = self.entities[table]
             personal = bool({"first_name", "last_name", "given_name", "family_name", "surname"} & set(entity.columns))
+            key = entity.columns[entity.primary_key]
+            # A key people name the record by (AWS's `budget_name`, a user's `username`) is seeded as such, not as
+            # `budg_0001`: the budget is then 'the Greenfield Budget', never 'the budget that says ...'.
+            named_key = key.type == "string" and not entity.added_key and key.name.rsplit("_", 1)[-1] in KEY_NAME_WORDS
             table_rows = []
             for n in range(entity.seed_rows):
                 person = people[(t_index * SEED_ROWS + n) % len(people)]
                 row: dict[str, Any] = {}
                 for name, column in entity.columns.items():
-                    if name == entity.primary_key:
+                    if name == entity.primary_key and named_key:
+                        row[name] = seed_value(column, n, rng, now, person, table, personal)
+                    elif name == entity.primary_key:
                         row[name] = n + 1 if column.type == "integer" else entity.id_format.format(n + 1)
                     elif column.ref:
                         target_table, _, target_column = column.ref.partition(".")
@@ -41,6 +50,10 @@ class Importer(OperationMapper):
                     else:
                         row[name] = seed_value(column, n, rng, now, person, table, personal)
                 table_rows.append(row)
+            keys = [r[entity.primary_key] for r in table_rows]
+            if named_key and (len(set(keys)) < len(keys) or not all(isinstance(k, str) and k for k in keys)):
+                for n, r in enumerate(table_rows):  # names that repeat make no key
+                    r[entity.primary_key] = entity.id_format.format(n + 1)
             rows[table] = table_rows
         return rows
 
@@ -170,6 +183,15 @@ class Importer(OperationMapper):
                 else:
                     self.report.notes.append(f"{entity.table}.{column.name}: not linked to {column.ref} (not a key)")
                     column.ref = None
+        # the tables whose keys were seeded as names (`seed`): a person knows their project's name
+        named = {
+            table
+            for table, entity in self.entities.items()
+            if seed.get(table)
+            and not any(str(r[entity.primary_key]) == entity.id_format.format(n + 1) for n, r in enumerate(seed[table]))
+            and entity.columns[entity.primary_key].type == "string"
+            and not entity.id_format.startswith("{")
+        }
         entities: dict[str, Any] = {}
         for table, entity in self.entities.items():
             columns: dict[str, Any] = {}
@@ -183,7 +205,7 @@ class Importer(OperationMapper):
                     col["unique"] = True
                 if name != entity.primary_key and name not in entity.parents:
                     col["nullable"] = True
-                if user_known_column(name, column, entity):
+                if user_known_column(name, column, entity) or (name == entity.primary_key and table in named):
                     col["user_known"] = True
                 columns[name] = col
             entities[table] = {
