@@ -15,7 +15,7 @@ import pytest
 
 from envfarm.factory.build import build_all
 from envfarm.factory.importers.openapi import ImportResult, import_openapi, past_participle, write_spec_folder
-from envfarm.factory.importers.openapi.intents import with_article
+from envfarm.factory.importers.openapi.intents import request_by_name, verbs_last, with_article
 from envfarm.factory.importers.openapi.words import decoration_habits, record_nouns
 from envfarm.factory.verify.report import VerifyOptions
 from envfarm.servers.runtime.intents import slots
@@ -653,3 +653,28 @@ def test_a_create_is_asked_for_with_every_required_detail_in_sentences(tmp_path:
         "Could you send a product? The code is {code}, the change date is {change_date:datetime}, the create date is "
         "{create_date:datetime}, “is order” is {is_order} and “is sku” is {is_sku}."
     )
+
+
+@pytest.mark.parametrize(
+    ("tools", "tool", "said"),
+    [
+        # Neutrino names its operations noun first: a computed POST is asked for by what it does
+        (["phone_validate", "bin_lookup", "html_extract", "ip_info"], "phone_validate", "validate phone"),
+        (["phone_validate", "bin_lookup", "html_extract", "ip_info"], "bin_lookup", "look up bin"),
+        (["phone_validate", "bin_lookup", "html_extract", "ip_info"], "ip_info", ""),  # no verb: 'create a new ...'
+        # AWS and Azure name them verb first; a create's own verb keeps 'create a new ...'
+        (["initiate_vault_lock", "list_vaults", "create_vault"], "initiate_vault_lock", "initiate vault lock"),
+        (["initiate_vault_lock", "list_vaults", "create_vault"], "create_vault", ""),
+        (["list_keys", "regenerate_keys", "get_namespace"], "list_keys", "list keys"),
+        (["post_commands_send", "get_devices", "delete_device"], "post_commands_send", ""),  # verb-first document
+        (
+            ["post_mail_send", "contacts_delete", "lists_get"],
+            "post_mail_send",
+            "send mail",
+        ),  # an HTTP method is no word
+    ],
+)
+def test_a_create_without_a_summary_is_asked_for_by_what_its_name_does(tools: list[str], tool: str, said: str) -> None:
+    """'Please create a new phone validate' named a record nobody keeps; Azure's POST `listKeys` and
+    `regenerateKeys` were both 'create a new list key'. The name's verb, in the place the document puts verbs."""
+    assert request_by_name(tool, verbs_last(tools)) == said

@@ -179,6 +179,7 @@ REQUEST_VERBS = frozenset(
     resend restart restore resume retrieve revoke rotate run save schedule search send set share show sign star
     start stop submit subscribe suspend sync tag transfer translate unblock unfollow unlock unmute unpublish
     unstar unsubscribe untag update upgrade validate verify withdraw email pay refund capture void charge notify
+    initiate
     upload resolve unconfirm retry trigger execute preview print ship deliver""".split()
 )
 # Words of documentation, not of a person asking: a summary holding one is said plainly instead.
@@ -255,6 +256,7 @@ def derive_intents(spec: dict[str, Any], asked: dict[str, str], parts: dict[str,
             refer := _refer(table, entity, spec["seed"].get(table) or [], parts.get(table, {}))
         ):
             entity["refer"] = refer
+    verb_last = verbs_last([t["name"] for t in spec["tools"]])
     for tool in spec["tools"]:
         entity = spec["entities"][tool["entity"]]
         noun = noun_of(tool["entity"])
@@ -277,6 +279,8 @@ def derive_intents(spec: dict[str, Any], asked: dict[str, str], parts: dict[str,
         by_name = spoken_request(spaced_words(tool["name"])) if name_says in ("create", "update", "delete") else ""
         asking = spoken_request(asked.get(tool["name"], "")) or (by_name if name_says != effect else "")
         verb = with_article(asking, effect) or default
+        if not asking and effect == "create":  # no summary: what the name does ('list keys', 'validate phone')
+            verb = spoken_request(request_by_name(tool["name"], verb_last)) or default
         hear: dict[str, str] = {}
         if effect == "create":
             # every required detail: a create the person leaves one out of is refused, or its task unsolvable
@@ -326,6 +330,41 @@ def derive_intents(spec: dict[str, Any], asked: dict[str, str], parts: dict[str,
             intent["hear"] = hear
         tool["intent"] = intent
     with_default_words(spec)  # a code said in a phrasing: its values humanized, never said raw
+
+
+def _said_verb(word: str) -> bool:
+    return word in REQUEST_VERBS or word == "lookup"
+
+
+def _name_words(tool: str) -> list[str]:
+    """A tool's name as words, without an HTTP method it opens with (`post_mail_send`) or a word said twice."""
+    words = [w for n, w in enumerate(tool.split("_")) if n or w not in METHOD_WORDS or "_" not in tool]
+    return [w for n, w in enumerate(words) if not n or w != words[n - 1]]  # 'surveys surveys'
+
+
+def verbs_last(tools: list[str]) -> bool:
+    """Whether a document names its operations noun first (Neutrino's `phone_validate`, `bin_lookup`, Google's
+    `bigquery_jobs_cancel`): more of its names end with a verb a person says than open with one."""
+    words = [_name_words(t) for t in tools]
+    return sum(_said_verb(w[-1]) for w in words if w) > sum(_said_verb(w[0]) for w in words if w)
+
+
+def request_by_name(tool: str, verb_last: bool) -> str:
+    """A tool's name as a request, its verb first: `list_keys` -> 'list keys', `start_query_execution` -> 'start
+    query execution', and in a document naming operations noun first (`verbs_last`) Neutrino's `phone_validate`
+    -> 'validate phone', `bin_lookup` -> 'look up bin'; Traccar's `post_commands_send` -> 'send commands'. ''
+    where its verb is a create's (a create named for its record says 'create a new ...'), where the word in the
+    verb's place is no verb a person says, or where it runs long."""
+    words = _name_words(tool)
+    said = ["look up" if w == "lookup" else w for w in words]
+    verb = words[-1] if verb_last else words[0]
+    if len(words) > 5 or not _said_verb(verb) or RPC_VERBS.get(verb) == "create":
+        return ""
+    return " ".join([said[-1], *said[:-1]]) if verb_last else " ".join(said)
+
+
+# HTTP methods an operation's name may open with (`post_mail_send`), no word a person says.
+METHOD_WORDS = frozenset({"get", "post", "put", "patch"})
 
 
 def account_holder(spec: dict[str, Any]) -> str | None:
