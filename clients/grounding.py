@@ -34,6 +34,10 @@ INTENT_ATTEMPTS = 4
 STEP_TRIES = 3
 GOAL_TRIES = 8  # a goal the server rejects for one of the persona's rows (a past stay) may fit another of them
 FREE_TEXT = ("plans changed", "as discussed", "no longer needed", "see the note from last week", "thanks for checking")
+# The last word of a column that is one record's own and no other's (a username, a login): a new record under it
+# would be a second one. A name may repeat (a payee "Greenfield Energy" of two customers, a bank's name), and so
+# may a reason, an address, an emoji or a title.
+NAME_WORDS = frozenset({"username", "login", "handle"})
 MAX_NAME_WORDS = 4  # a name, a username or a label; a longer text says something and is no name to remake
 MIN_READING_GROUPS = 3  # parents whose readings must all rise before a column counts as a reading
 Row = dict[str, Any]
@@ -610,8 +614,8 @@ def new_record_names(
         if ISO_DATE.match(value) or len(value.split()) > MAX_NAME_WORDS:  # a day, a sentence: no name to remake
             continue
         held = _table_holding(world, spec.param(name))
-        if held is None or held[1] not in naming.get(held[0], set()):
-            continue
+        if held is None or held[1] not in naming.get(held[0], set()) or held[1].rsplit("_", 1)[-1] not in NAME_WORDS:
+            continue  # only what the record is called: a second shipment to an address, a visit for the same reason
         key = world.keys.get(held[0], "")
         keyed = {r.get(key) for r in world.tables[held[0]]} & {v for v in args.values() if _plain(v)}
         if key in args or keyed:

@@ -68,12 +68,12 @@ def test_one_row_values_gives_a_new_row_its_own_amounts_in_the_same_proportion(s
 
 
 ACCOUNTS = [
-    {"id": f"trad_{n}", "username": user, "broker": host, "label": label}
+    {"id": f"trad_{n}", "username": user, "broker": host, "login": label}
     for n, (user, host, label) in enumerate(
         [
-            ("tomas_ahmed", "redwood.example.com", "Lakeshore Account"),
-            ("omar_kowalski", "clearwater.example.com", "Sunhaven Account"),
-            ("ines_moreau", "redwood.example.com", "Copper Account"),
+            ("tomas_ahmed", "redwood.example.com", "Lakeshore Login"),
+            ("omar_kowalski", "clearwater.example.com", "Sunhaven Login"),
+            ("ines_moreau", "redwood.example.com", "Copper Login"),
         ]
     )
 ]
@@ -81,14 +81,14 @@ ACCOUNTS = [
 
 @pytest.mark.parametrize("seed", range(12))
 def test_a_new_record_is_never_named_like_an_existing_one(seed: int) -> None:
-    """A create drawing an existing account's username and label from the seed would add a second `tomas_ahmed`
+    """A create drawing an existing account's username and login from the seed would add a second `tomas_ahmed`
     (a duplicate, and two rows "the account tomas_ahmed" names): both are made anew in their shape, from the words
     the data holds; a column no `refer` names by (the broker's host) and an update's values are kept."""
     spec = ToolSpec(
         server="trades",
         name="add_account",
         read_only=False,
-        params=[Param(name=n, type="string") for n in ("username", "broker", "label")],
+        params=[Param(name=n, type="string") for n in ("username", "broker", "login", "name", "reason")],
     )
     world = ServerWorld(
         server="trades",
@@ -96,8 +96,8 @@ def test_a_new_record_is_never_named_like_an_existing_one(seed: int) -> None:
         tables={"accounts": ACCOUNTS, "notes": [{"id": "n1", "text": "Ask Pinecrest about Harbor fees"}]},
         keys={"accounts": "id", "notes": "id"},
     )
-    naming = {"accounts": {"username", "label"}}
-    args = {k: ACCOUNTS[0][k] for k in ("username", "broker", "label")}
+    naming = {"accounts": {"username", "login", "name", "reason"}}
+    args = {k: ACCOUNTS[0][k] for k in ("username", "broker", "login")}
     source: dict[str, Any] = dict.fromkeys(args, "seed")
     new_record_names(random.Random(seed), world, spec, args, source, naming)
     assert args["broker"] == "redwood.example.com" and source["broker"] == "seed"
@@ -105,28 +105,33 @@ def test_a_new_record_is_never_named_like_an_existing_one(seed: int) -> None:
     assert args["username"] not in usernames and re.fullmatch(
         r"(tomas|omar|ines)_(ahmed|kowalski|moreau)", args["username"]
     )
-    assert args["label"] in {"Pinecrest Account", "Harbor Account"}  # words the data holds, never 'Account Account'
-    assert source["username"] == source["label"] == "free"
+    assert args["login"] in {"Pinecrest Login", "Harbor Login"}  # words the data holds, never 'Login Login'
+    assert source["username"] == source["login"] == "free"
     for keyed in ({"id": "trad_0"}, {"account": "trad_0"}):  # an update keys its row, whatever the param's name
         update = {**keyed, "username": "tomas_ahmed"}
         new_record_names(random.Random(seed), world, spec, update, {"username": "seed"}, naming)
         assert update["username"] == "tomas_ahmed"
     # a text that says something is no name to remake ('Waiting to the new warehouse from legal.')
-    said = {"label": "Waiting on the signed contract from legal."}
+    said = {"login": "Waiting on the signed contract from legal."}
     world.tables["accounts"] = [*ACCOUNTS, {"id": "trad_9", **said}]
-    new_record_names(random.Random(seed), world, spec, said, {"label": "seed"}, naming)
-    assert said == {"label": "Waiting on the signed contract from legal."}
+    new_record_names(random.Random(seed), world, spec, said, {"login": "seed"}, naming)
+    assert said == {"login": "Waiting on the signed contract from legal."}
+    # a name or a reason a row is named by may repeat: a payee of two customers, a second visit for the same reason
+    world.tables["accounts"] = [*ACCOUNTS, {"id": "trad_8", "reason": "skin pain", "name": "Greenfield Energy"}]
+    again = {"reason": "skin pain", "name": "Greenfield Energy"}
+    new_record_names(random.Random(seed), world, spec, again, {"reason": "seed", "name": "seed"}, naming)
+    assert again == {"reason": "skin pain", "name": "Greenfield Energy"}
 
 
 def test_a_name_with_no_new_shape_drops_the_task() -> None:
     assert recombined("Lakeshore", {"Lakeshore", "Sunhaven"}, [], random.Random(0)) is None
     assert recombined("Solo", {"Solo"}, ["Harbor"], random.Random(0)) is None  # nothing tells values apart
-    spec = ToolSpec(server="s", name="add", read_only=False, params=[Param(name="label", type="string")])
+    spec = ToolSpec(server="s", name="add", read_only=False, params=[Param(name="login", type="string")])
     world = ServerWorld(
-        server="s", controlled=True, tables={"things": [{"id": "t1", "label": "Solo"}]}, keys={"things": "id"}
+        server="s", controlled=True, tables={"things": [{"id": "t1", "login": "Solo"}]}, keys={"things": "id"}
     )
     with pytest.raises(Drop, match="named like an existing one"):
-        new_record_names(random.Random(0), world, spec, {"label": "Solo"}, {"label": "seed"}, {"things": {"label"}})
+        new_record_names(random.Random(0), world, spec, {"login": "Solo"}, {"login": "seed"}, {"things": {"login"}})
 
 
 EVENTS = [
