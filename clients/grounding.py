@@ -602,8 +602,8 @@ def new_record_names(
     source: dict[str, ArgSource],
     naming: Mapping[str, set[str]],
 ) -> None:
-    """A create's name is its own: a value drawn from the seed for a column its table names rows by (`naming`:
-    table -> the columns of its `refer` phrasings; a trading account's username) and that names one row there
+    """A create's username is its own: a value drawn from the seed for a username, login or handle (`NAME_WORDS`)
+    its table names rows by (`naming`: table -> the columns of its `refer` phrasings) and that names one row there
     would make a second `tomas_ahmed` (the task creates a duplicate, and "the account tomas_ahmed" names two
     rows). Such a value is made anew in the same shape (`recombined`); a write that keys a row of that table (an
     update) keeps its values."""
